@@ -1,0 +1,261 @@
+//! The composition root: parses flags, resolves the mode, builds the kernel, session store and
+//! projector, pumps events until the run settles, and returns the `Exit`. It never prints
+//! directly (all output goes through `Output`) and never exits the process (main does).
+
+use std::sync::Arc;
+
+use clap::Parser;
+use tokio::io::AsyncReadExt;
+use tokio::signal::unix::{signal, SignalKind};
+
+use crate::cli::Cli;
+use crate::error::StartupError;
+use crate::exit::{Exit, SIGHUP, SIGINT, SIGPIPE, SIGTERM};
+use crate::front::json::{header_line, result_line, JsonProjector};
+use crate::front::print::PrintProjector;
+use crate::front::{Projector, RunSummary};
+use crate::kernel::agent::AgentSession;
+use crate::kernel::bus::Bus;
+use crate::kernel::clock::Clock;
+use crate::kernel::event::{Event, EventPayload};
+use crate::kernel::recorder;
+use crate::mode::{self, Env, Mode};
+use crate::output::{ColorChoice, Output};
+use crate::setup;
+
+/// Runs keel with the process's arguments and streams; returns how it ended.
+pub fn main() -> Exit {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
+    let env = match Env::detect() {
+        Ok(env) => env,
+        Err(e) => {
+            Output::stdio(ColorChoice::Never).err(&e.render());
+            return e.exit();
+        }
+    };
+    let mut out = Output::stdio(mode::color(&cli, &env));
+    init_logging(&env);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            out.err(&format!("Error: cannot start the async runtime: {e}\n"));
+            return Exit::Internal;
+        }
+    };
+    runtime.block_on(run(cli, env, &mut out))
+}
+
+fn clap_exit(e: clap::Error) -> Exit {
+    use clap::error::ErrorKind;
+    let mut out = Output::stdio(ColorChoice::Never);
+    let text = e.render().to_string();
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            let _ = out.out(text.as_bytes()).and_then(|_| out.flush());
+            Exit::Success
+        }
+        _ => {
+            out.err(&text);
+            Exit::Usage
+        }
+    }
+}
+
+fn init_logging(env: &Env) {
+    let filter = tracing_subscriber::EnvFilter::try_new(env.log_filter.as_str())
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(crate::output::log_writer)
+        .with_ansi(false)
+        .without_time()
+        .with_target(false)
+        .try_init();
+}
+
+/// Everything after flag parsing, in one async context.
+pub async fn run(cli: Cli, env: Env, out: &mut Output) -> Exit {
+    let mode = mode::resolve(&cli, &env);
+    let clock = Clock::new(env.fixed_clock, env.seed);
+    let started = clock.now_ms();
+    match start(&cli, &env, mode, &clock, out).await {
+        Ok(exit) => exit,
+        Err(e) => {
+            if mode == Mode::Json {
+                let summary = RunSummary::default();
+                let dur = (clock.now_ms() - started).max(0) as u64;
+                let line = result_line(
+                    &summary,
+                    e.exit(),
+                    None,
+                    dur,
+                    Some((e.kind_word(), &e.message)),
+                );
+                let _ = out.out(line.as_bytes()).and_then(|_| out.flush());
+            }
+            out.err(&e.render());
+            e.exit()
+        }
+    }
+}
+
+async fn start(
+    cli: &Cli,
+    env: &Env,
+    mode: Mode,
+    clock: &Clock,
+    out: &mut Output,
+) -> Result<Exit, StartupError> {
+    if mode == Mode::Rpc {
+        return Err(
+            StartupError::usage("rpc mode is not built yet in this version of keel")
+                .hint("use --mode json for a JSONL event stream"),
+        );
+    }
+    // The TUI is not built yet: a terminal run uses print mode.
+    setup::check_session_flags(cli, false)?;
+    let provider = setup::provider(cli)?;
+    let config = setup::agent_config(cli, env, false)?;
+    let prompt = read_prompt(cli, env).await?;
+    let opened = setup::open_session(cli, env, clock)?;
+    for w in &opened.warnings {
+        out.err(&format!("Warning: {w}\n"));
+    }
+    let header = opened.store.header().clone();
+    let history = opened.store.context();
+    let bus = Bus::new(clock.clone());
+    let recorder = tokio::spawn(recorder::record(
+        opened.store,
+        bus.subscribe(),
+        clock.clone(),
+    ));
+    let session = AgentSession::new(config, provider, bus.clone(), clock.clone(), history);
+    let mut projector: Box<dyn Projector> = match mode {
+        Mode::Json => {
+            let _ = out.out(header_line(&header).as_bytes());
+            Box::new(JsonProjector::new(Some(header.id.clone())))
+        }
+        _ => Box::new(PrintProjector { quiet: cli.quiet }),
+    };
+    let rx = session.subscribe();
+    if opened.is_new {
+        session.announce_model();
+    }
+    let started = clock.now_ms();
+    let (summary, signal) = pump(&session, rx, projector.as_mut(), out, prompt).await?;
+    bus.close();
+    drop(session);
+    if recorder.await.is_err() {
+        out.err("Error: the session recorder crashed; the session file may be incomplete\n");
+    }
+    let exit = match &summary.outcome {
+        Some(outcome) => Exit::for_run(outcome, signal),
+        None => Exit::Internal,
+    };
+    let duration = (clock.now_ms() - started).max(0) as u64;
+    projector.finish(&summary, exit, duration, out);
+    Ok(exit)
+}
+
+/// The prompt from arguments and piped stdin (stdin first, a blank line between).
+async fn read_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
+    let args = cli.prompt.join(" ");
+    let mut piped = String::new();
+    if !env.stdin_tty {
+        let mut bytes = Vec::new();
+        tokio::io::stdin()
+            .read_to_end(&mut bytes)
+            .await
+            .map_err(|e| StartupError::config("cannot read stdin").cause(e.to_string()))?;
+        piped = String::from_utf8_lossy(&bytes).trim_end().to_string();
+    }
+    let prompt = match (piped.trim().is_empty(), args.trim().is_empty()) {
+        (true, true) => {
+            return Err(StartupError::usage("no prompt given")
+                .hint("pass the prompt as an argument: keel -p \"what does this project do?\"")
+                .hint("or pipe it on stdin: echo \"question\" | keel -p"))
+        }
+        (true, false) => args,
+        (false, true) => piped,
+        (false, false) => format!("{piped}\n\n{args}"),
+    };
+    Ok(prompt)
+}
+
+/// Feeds every event to the projector until the run settles; handles signals and a closed
+/// stdout by aborting the run (the session is saved either way).
+async fn pump(
+    session: &AgentSession,
+    mut rx: crate::kernel::bus::EventRx,
+    projector: &mut dyn Projector,
+    out: &mut Output,
+    prompt: String,
+) -> Result<(RunSummary, Option<i32>), StartupError> {
+    let mut sigint = listen(SignalKind::interrupt())?;
+    let mut sigterm = listen(SignalKind::terminate())?;
+    let mut sighup = listen(SignalKind::hangup())?;
+    let run = session
+        .prompt(prompt)
+        .map_err(|e| StartupError::internal(e.to_string()))?;
+    let mut summary = RunSummary::default();
+    let mut stop_signal: Option<i32> = None;
+    let mut settled = false;
+    while !settled {
+        let first = tokio::select! {
+            ev = rx.recv() => ev,
+            _ = sigint.recv() => { interrupt(session, &mut stop_signal, SIGINT); continue }
+            _ = sigterm.recv() => { interrupt(session, &mut stop_signal, SIGTERM); continue }
+            _ = sighup.recv() => { interrupt(session, &mut stop_signal, SIGHUP); continue }
+        };
+        let Some(first) = first else { break };
+        let mut next = Some(first);
+        while let Some(ev) = next.take() {
+            settled |= deliver(&ev, projector, out, &mut summary, session, &mut stop_signal);
+            if !settled {
+                next = rx.try_recv().ok();
+            }
+        }
+        if out.flush().is_err() {
+            interrupt(session, &mut stop_signal, SIGPIPE);
+        }
+    }
+    if let Err(e) = run.await {
+        return Err(StartupError::internal(format!(
+            "the agent run crashed: {e}"
+        )));
+    }
+    Ok((summary, stop_signal))
+}
+
+fn deliver(
+    ev: &Arc<Event>,
+    projector: &mut dyn Projector,
+    out: &mut Output,
+    summary: &mut RunSummary,
+    session: &AgentSession,
+    stop_signal: &mut Option<i32>,
+) -> bool {
+    summary.observe(ev);
+    if !out.is_stdout_closed() && projector.on_event(ev, out).is_err() {
+        interrupt(session, stop_signal, SIGPIPE);
+    }
+    matches!(ev.payload, EventPayload::AgentSettled { .. })
+}
+
+fn interrupt(session: &AgentSession, stop_signal: &mut Option<i32>, n: i32) {
+    if stop_signal.is_none() {
+        *stop_signal = Some(n);
+    }
+    session.abort();
+}
+
+fn listen(kind: SignalKind) -> Result<tokio::signal::unix::Signal, StartupError> {
+    signal(kind)
+        .map_err(|e| StartupError::internal("cannot install a signal handler").cause(e.to_string()))
+}

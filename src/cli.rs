@@ -1,0 +1,144 @@
+//! Raw command-line flags (clap derive). No decisions here: `mode.rs` interprets them.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+/// keel: a coding agent for terminals, CI pipelines, scripts and editors.
+#[derive(Debug, Parser)]
+#[command(name = "keel", version, about, long_about = None)]
+pub struct Cli {
+    /// The prompt (several words are joined with spaces). Piped stdin is prepended to it.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Vec<String>,
+
+    /// Print mode: run the prompt, print the final answer on stdout, exit.
+    #[arg(short = 'p', long = "print")]
+    pub print: bool,
+
+    /// Output mode: text (print or TUI by terminal), json (JSONL events), rpc (JSONL over stdio).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeFlag>,
+
+    /// Same as --mode json.
+    #[arg(long, conflicts_with = "mode")]
+    pub json: bool,
+
+    /// Same as --mode rpc.
+    #[arg(long, conflicts_with_all = ["mode", "json"])]
+    pub rpc: bool,
+
+    /// Continue the newest session of this directory (a new one if there is none).
+    #[arg(short = 'c', long = "continue")]
+    pub continue_: bool,
+
+    /// Resume a session by id or unique id prefix (without an id: the TUI picker).
+    #[arg(short = 'r', long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+    pub resume: Option<String>,
+
+    /// Use this session file (a path) or session id (exact or unique prefix).
+    #[arg(long, value_name = "PATH|ID")]
+    pub session: Option<String>,
+
+    /// Open this directory's session with exactly this id, or create it.
+    #[arg(long, value_name = "ID")]
+    pub session_id: Option<String>,
+
+    /// Keep the session in memory only; write no file.
+    #[arg(long)]
+    pub no_session: bool,
+
+    /// Copy a session (path or id) into a new session of this directory and continue there.
+    #[arg(long, value_name = "PATH|ID")]
+    pub fork: Option<String>,
+
+    /// Where session files are stored and looked up (default $KEEL_HOME/sessions/<cwd>).
+    #[arg(long, value_name = "DIR")]
+    pub session_dir: Option<PathBuf>,
+
+    /// Model provider: scripted (offline replay of a script file).
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+
+    /// Model id, or provider/id.
+    #[arg(long, value_name = "ID")]
+    pub model: Option<String>,
+
+    /// Script file for --provider scripted (see README, "Scripted provider").
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
+
+    /// Reasoning effort, clamped to what the model supports.
+    #[arg(long, value_enum, value_name = "LEVEL")]
+    pub thinking: Option<ThinkingFlag>,
+
+    /// Comma-separated tool allowlist (default: read,write,edit,bash,grep,find,ls).
+    #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+
+    /// Stop after this many model turns (exit 4 if the model was not finished).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_turns: Option<u32>,
+
+    /// Tool permission policy for write, edit and bash.
+    #[arg(long, value_enum, default_value_t = PermissionFlag::Auto)]
+    pub permission: PermissionFlag,
+
+    /// API key for the provider (overrides the environment).
+    #[arg(long, value_name = "KEY")]
+    pub api_key: Option<String>,
+
+    /// Base URL of an OpenAI-compatible endpoint.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+
+    /// Replace the system prompt.
+    #[arg(long, value_name = "TEXT")]
+    pub system_prompt: Option<String>,
+
+    /// Append to the system prompt (text, or a file path whose contents are appended).
+    #[arg(long, value_name = "TEXT|FILE")]
+    pub append_system_prompt: Vec<String>,
+
+    /// When to use colour on the terminal.
+    #[arg(long, value_enum, default_value_t = ColorFlag::Auto)]
+    pub color: ColorFlag,
+
+    /// Print mode: no activity lines on stderr, only errors.
+    #[arg(short = 'q', long)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ModeFlag {
+    Text,
+    Json,
+    Rpc,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ThinkingFlag {
+    Off,
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PermissionFlag {
+    /// Every tool runs.
+    Auto,
+    /// write, edit and bash are refused.
+    ReadOnly,
+    /// Each write, edit or bash call must be approved (headless runs end as blocked, exit 5).
+    Ask,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorFlag {
+    Auto,
+    Always,
+    Never,
+}

@@ -1,0 +1,101 @@
+//! The one exit-code table (`DESIGN.md` §5). Everything that ends the process maps to an
+//! [`Exit`] here; only `main` turns it into a process status.
+
+use crate::kernel::event::RunOutcome;
+
+/// How a keel process ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Exit {
+    /// 0: the run completed.
+    Success,
+    /// 1: provider error, stream cut, truncated answer, model error.
+    Failed,
+    /// 2: bad flags or flag combinations.
+    Usage,
+    /// 3: credentials, provider/model, config or session lookup problem.
+    Config,
+    /// 4: `--max-turns` reached before the model finished.
+    TurnLimit,
+    /// 5: a tool call needed an approval a headless run could not give.
+    Blocked,
+    /// 70: a bug.
+    Internal,
+    /// 128+n: ended by signal n after saving the session (141 = broken pipe on stdout).
+    Signal(i32),
+}
+
+/// Signal numbers keel handles.
+pub const SIGHUP: i32 = 1;
+pub const SIGINT: i32 = 2;
+pub const SIGPIPE: i32 = 13;
+pub const SIGTERM: i32 = 15;
+
+impl Exit {
+    /// The process exit status.
+    pub fn code(self) -> i32 {
+        match self {
+            Exit::Success => 0,
+            Exit::Failed => 1,
+            Exit::Usage => 2,
+            Exit::Config => 3,
+            Exit::TurnLimit => 4,
+            Exit::Blocked => 5,
+            Exit::Internal => 70,
+            Exit::Signal(n) => 128 + n,
+        }
+    }
+
+    /// The `outcome` word of the JSON `result` line.
+    pub fn outcome(self) -> &'static str {
+        match self {
+            Exit::Success => "success",
+            Exit::Failed => "failed",
+            Exit::Usage => "usage",
+            Exit::Config => "config_error",
+            Exit::TurnLimit => "turn_limit",
+            Exit::Blocked => "blocked",
+            Exit::Internal => "internal",
+            Exit::Signal(_) => "interrupted",
+        }
+    }
+
+    /// The exit for a finished run; `signal` is the signal that caused an abort, if any.
+    pub fn for_run(outcome: &RunOutcome, signal: Option<i32>) -> Exit {
+        if let Some(n) = signal {
+            return Exit::Signal(n);
+        }
+        match outcome {
+            RunOutcome::Completed => Exit::Success,
+            RunOutcome::Failed { .. } => Exit::Failed,
+            RunOutcome::TurnLimit { .. } => Exit::TurnLimit,
+            RunOutcome::Blocked { .. } => Exit::Blocked,
+            // An abort without a signal (e.g. stdout closed) is reported as a failure.
+            RunOutcome::Aborted => Exit::Failed,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_matches_design() {
+        let rows = [
+            (Exit::Success, 0, "success"),
+            (Exit::Failed, 1, "failed"),
+            (Exit::Usage, 2, "usage"),
+            (Exit::Config, 3, "config_error"),
+            (Exit::TurnLimit, 4, "turn_limit"),
+            (Exit::Blocked, 5, "blocked"),
+            (Exit::Internal, 70, "internal"),
+            (Exit::Signal(SIGINT), 130, "interrupted"),
+            (Exit::Signal(SIGTERM), 143, "interrupted"),
+            (Exit::Signal(SIGHUP), 129, "interrupted"),
+            (Exit::Signal(SIGPIPE), 141, "interrupted"),
+        ];
+        for (exit, code, word) in rows {
+            assert_eq!((exit.code(), exit.outcome()), (code, word), "{exit:?}");
+        }
+    }
+}

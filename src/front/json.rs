@@ -1,0 +1,102 @@
+//! JSON mode: stdout carries only JSONL: the session header first, then every wire event, then
+//! exactly one `result` line. Logs and diagnostics go to stderr.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use super::{Projector, RunSummary};
+use crate::exit::Exit;
+use crate::kernel::event::Event;
+use crate::kernel::session::SessionHeader;
+use crate::output::{Output, StdoutClosed};
+use crate::wire::events::{wire_events, ResultError, ResultLine, SessionLine};
+
+/// The JSON-mode projector.
+#[derive(Debug, Default)]
+pub struct JsonProjector {
+    /// The session id for the result line (None before a session exists).
+    pub session_id: Option<String>,
+    buf: Vec<u8>,
+}
+
+impl JsonProjector {
+    pub fn new(session_id: Option<String>) -> Self {
+        JsonProjector {
+            session_id,
+            buf: Vec::with_capacity(4096),
+        }
+    }
+}
+
+/// The JSONL lines for one event (pure; each ends with `\n`).
+pub fn lines(event: &Event) -> Vec<String> {
+    wire_events(event)
+        .iter()
+        .filter_map(|w| serde_json::to_string(w).ok())
+        .map(|mut s| {
+            s.push('\n');
+            s
+        })
+        .collect()
+}
+
+/// The header line.
+pub fn header_line(h: &SessionHeader) -> String {
+    let line = SessionLine {
+        kind: "session",
+        version: 3,
+        id: &h.id,
+        timestamp: &h.timestamp,
+        cwd: &h.cwd,
+        parent_session: h.parent_session.as_deref(),
+    };
+    let mut s = serde_json::to_string(&line).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// The final `result` line.
+pub fn result_line(
+    summary: &RunSummary,
+    exit: Exit,
+    session_id: Option<&str>,
+    duration_ms: u64,
+    error: Option<(&str, &str)>,
+) -> String {
+    let derived = summary.error(exit);
+    let error = error.or(derived.as_ref().map(|(k, m)| (k.as_str(), m.as_str())));
+    let line = ResultLine {
+        kind: "result",
+        outcome: exit.outcome(),
+        exit_code: exit.code(),
+        session_id,
+        final_text: &summary.final_text,
+        usage: &summary.usage,
+        duration_ms,
+        error: error.map(|(kind, message)| ResultError { kind, message }),
+    };
+    let mut s = serde_json::to_string(&line).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+impl Projector for JsonProjector {
+    fn on_event(&mut self, event: &Event, out: &mut Output) -> Result<(), StdoutClosed> {
+        for w in wire_events(event) {
+            self.buf.clear();
+            if serde_json::to_writer(&mut self.buf, &w).is_ok() {
+                self.buf.push(b'\n');
+                out.out(&self.buf)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, summary: &RunSummary, exit: Exit, duration_ms: u64, out: &mut Output) {
+        let line = result_line(summary, exit, self.session_id.as_deref(), duration_ms, None);
+        let _ = out.out(line.as_bytes()).and_then(|_| out.flush());
+        if let Some((_, message)) = summary.error(exit) {
+            if exit != Exit::Signal(crate::exit::SIGPIPE) {
+                out.err(&format!("Error: {message}\n"));
+            }
+        }
+    }
+}

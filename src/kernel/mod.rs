@@ -1,0 +1,29 @@
+//! The agent kernel: conversation state, the turn loop, providers, tools, sessions and the one
+//! event bus. It knows no front end: no clap, no terminal, no wire format, no stdout. It emits
+//! data, never prose or ANSI.
+
+pub mod abort;
+pub mod agent;
+pub mod bus;
+pub mod clock;
+pub mod event;
+pub mod message;
+pub mod op;
+pub mod provider;
+pub mod recorder;
+pub mod session;
+pub mod tool;
+pub(crate) mod turn;
+
+/// The default system prompt: who the agent is and how it should use its tools.
+pub fn default_system_prompt(cwd: &std::path::Path, tools: &[String]) -> String {
+    format!(
+        "You are keel, a coding agent working in a software project on the user's machine.\n\
+         Use the tools to inspect and change files and to run commands; read before you edit; \
+         keep edits minimal and exact; report what you did and what you found.\n\
+         Available tools: {}.\n\
+         Current working directory: {}",
+        tools.join(", "),
+        cwd.display()
+    )
+}

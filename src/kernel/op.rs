@@ -1,0 +1,34 @@
+//! What front ends ask of the kernel. Every front end sends these through
+//! [`crate::kernel::agent::AgentSession::submit`]; none of them touches kernel state directly.
+
+use crate::kernel::event::ApprovalDecision;
+
+/// How queued messages are released at a turn boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum QueueMode {
+    /// One message per boundary (pi's default).
+    #[default]
+    OneAtATime,
+    /// Every queued message at once.
+    All,
+}
+
+/// A request to the kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Op {
+    /// Start a run with this user message (refused while a run is active).
+    Prompt { text: String },
+    /// Deliver this message at the next turn boundary of the active (or next) run.
+    Steer { text: String },
+    /// Deliver this message when the agent would otherwise stop.
+    FollowUp { text: String },
+    /// Stop the active run as soon as possible; queues are left alone.
+    Abort,
+    /// Empty both queues.
+    ClearQueue,
+    /// Answer an `ApprovalRequested` event.
+    Approve {
+        call_id: String,
+        decision: ApprovalDecision,
+    },
+}

@@ -1,0 +1,192 @@
+//! `find`: lists files under a root whose root-relative path matches a glob, honouring
+//! `.gitignore`. Owns only that walk; must never read file contents or modify anything.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use ignore::overrides::{Override, OverrideBuilder};
+use ignore::WalkBuilder;
+use serde_json::{json, Value};
+
+use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
+
+const DEFAULT_LIMIT: usize = 1000;
+
+pub(super) fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "find",
+        description: "Find files by glob pattern (e.g. '*.rs', '**/*.md', 'src/**/test_*.py') \
+                      relative to the search path. Respects .gitignore. Returns sorted relative \
+                      paths, default limit 1000.",
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "pattern": {"type": "string", "description": "Glob pattern to match file paths"},
+                "path": {"type": "string", "description": "Directory to search (default: current directory)"},
+                "limit": {"type": "integer", "minimum": 1, "description": "Maximum number of results (default 1000)"}
+            },
+            "required": ["pattern"]
+        }),
+    }
+}
+
+pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    match find(args, ctx).await {
+        Ok(out) | Err(out) => out,
+    }
+}
+
+async fn find(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let pattern = str_arg(args, "pattern")?;
+    let path = match args.get("path") {
+        None | Some(Value::Null) => ".",
+        Some(_) => str_arg(args, "path")?,
+    };
+    let limit = u64_arg(args, "limit")?
+        .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX))
+        .max(1);
+    let root = ctx.resolve(path);
+    if !root.exists() {
+        return Err(ToolOutput::error(format!("Path not found: {path}")));
+    }
+    let glob = OverrideBuilder::new(&root)
+        .add(pattern)
+        .and_then(|b| b.build())
+        .map_err(|e| ToolOutput::error(format!("Invalid glob pattern `{pattern}`: {e}")))?;
+    let cancel = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&cancel);
+    let task = tokio::task::spawn_blocking(move || walk(&root, &glob, &flag));
+    let mut found = tokio::select! {
+        r = task => r.map_err(|e| ToolOutput::error(format!("find failed: {e}")))?,
+        _ = ctx.abort.aborted() => {
+            cancel.store(true, Ordering::Relaxed);
+            return Err(ToolOutput::error("find aborted"));
+        }
+    };
+    found.sort();
+    let truncated = found.len() > limit;
+    found.truncate(limit);
+    let mut text = if found.is_empty() {
+        format!("No files found matching pattern: {pattern}")
+    } else {
+        found.join("\n")
+    };
+    if truncated {
+        text.push_str(&format!(
+            "\n\n[{limit} results limit reached. Use limit={} for more, or refine the pattern.]",
+            limit.saturating_mul(2)
+        ));
+    }
+    Ok(ToolOutput::ok(text).with_details(json!({
+        "count": found.len(),
+        "truncated": truncated,
+    })))
+}
+
+/// Walks `root` (hidden files included, `.git` and ignored paths skipped) and returns the
+/// root-relative paths of the files matching `glob`.
+fn walk(root: &Path, glob: &Override, cancel: &AtomicBool) -> Vec<String> {
+    let walker = WalkBuilder::new(root)
+        .hidden(false)
+        .require_git(false)
+        .filter_entry(|e| e.file_name() != ".git")
+        .build();
+    let mut out = Vec::new();
+    for entry in walker.flatten() {
+        if cancel.load(Ordering::Relaxed) {
+            break;
+        }
+        if entry.file_type().is_none_or(|t| t.is_dir()) {
+            continue;
+        }
+        let rel = relative(root, entry.path());
+        if glob.matched(&rel, false).is_whitelist() {
+            out.push(rel.to_string_lossy().into_owned());
+        }
+    }
+    out
+}
+
+/// The path relative to the root; a root that is itself a file yields its file name.
+pub(super) fn relative(root: &Path, path: &Path) -> PathBuf {
+    match path.strip_prefix(root) {
+        Ok(rel) if !rel.as_os_str().is_empty() => rel.to_path_buf(),
+        _ => path
+            .file_name()
+            .map_or_else(|| path.to_path_buf(), PathBuf::from),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::kernel::abort::AbortSignal;
+    use std::time::Duration;
+
+    fn ctx(dir: &Path) -> ToolContext {
+        ToolContext {
+            cwd: dir.to_path_buf(),
+            abort: AbortSignal::never(),
+            progress: None,
+            bash_timeout: Duration::from_secs(10),
+            temp_dir: dir.to_path_buf(),
+        }
+    }
+
+    fn tree(files: &[&str]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for f in files {
+            let p = d.path().join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "x\n").unwrap();
+        }
+        d
+    }
+
+    #[tokio::test]
+    async fn glob_matches_relative_paths_and_respects_gitignore() {
+        let d = tree(&[
+            "src/main.rs",
+            "src/kernel/mod.rs",
+            "README.md",
+            "target/out.rs",
+            "skip.rs",
+        ]);
+        std::fs::write(d.path().join(".gitignore"), "target/\nskip.rs\n").unwrap();
+        let out = run(&json!({"pattern": "*.rs"}), &ctx(d.path())).await;
+        assert!(!out.is_error, "{}", out.text());
+        assert_eq!(out.text(), "src/kernel/mod.rs\nsrc/main.rs");
+        assert_eq!(out.details.unwrap()["count"], 2);
+
+        let out = run(&json!({"pattern": "src/*.rs"}), &ctx(d.path())).await;
+        assert_eq!(out.text(), "src/main.rs");
+        let out = run(&json!({"pattern": "**/*.md", "path": "."}), &ctx(d.path())).await;
+        assert_eq!(out.text(), "README.md");
+        let out = run(
+            &json!({"pattern": "*.rs", "path": "src/kernel"}),
+            &ctx(d.path()),
+        )
+        .await;
+        assert_eq!(out.text(), "mod.rs");
+    }
+
+    #[tokio::test]
+    async fn limit_no_match_and_errors() {
+        let d = tree(&["a.txt", "b.txt", "c.txt"]);
+        let out = run(&json!({"pattern": "*.txt", "limit": 2}), &ctx(d.path())).await;
+        assert!(out
+            .text()
+            .starts_with("a.txt\nb.txt\n\n[2 results limit reached."));
+        assert_eq!(out.details.unwrap()["truncated"], true);
+        let out = run(&json!({"pattern": "*.zig"}), &ctx(d.path())).await;
+        assert!(!out.is_error);
+        assert!(out.text().starts_with("No files found"));
+        let out = run(&json!({"pattern": "a[.txt"}), &ctx(d.path())).await;
+        assert!(out.is_error);
+        let out = run(&json!({"pattern": "*", "path": "missing"}), &ctx(d.path())).await;
+        assert!(out.is_error);
+        assert!(out.text().contains("missing"));
+    }
+}

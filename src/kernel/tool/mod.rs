@@ -1,0 +1,165 @@
+//! The built-in tools (`DESIGN.md` §8): their JSON schemas for the model and their execution.
+//! Tools return data (`ToolOutput`) and stream partial output through `ToolContext::progress`;
+//! a tool never prints and never reads the process environment except what it is handed.
+
+mod bash;
+mod edit;
+mod find;
+mod grep;
+mod ls;
+mod read;
+mod text;
+mod write;
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::kernel::abort::AbortSignal;
+use crate::kernel::message::Content;
+
+/// What a tool produced: content for the model, structured details for front ends.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub content: Vec<Content>,
+    pub details: Option<Value>,
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![Content::text(text)],
+            details: None,
+            is_error: false,
+        }
+    }
+
+    pub fn error(text: impl Into<String>) -> Self {
+        ToolOutput {
+            content: vec![Content::text(text)],
+            details: None,
+            is_error: true,
+        }
+    }
+
+    pub fn with_details(mut self, details: Value) -> Self {
+        self.details = Some(details);
+        self
+    }
+
+    /// The text blocks joined (for summaries and tests).
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|c| match c {
+                Content::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Everything a tool may use. Built by the turn loop per call.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// Relative paths resolve against this directory.
+    pub cwd: PathBuf,
+    /// Fires when the run is aborted; long tools must stop promptly.
+    pub abort: AbortSignal,
+    /// Partial results (bash: the accumulated output so far, replace-not-append).
+    pub progress: Option<mpsc::UnboundedSender<ToolOutput>>,
+    /// Default bash timeout when the call gives none.
+    pub bash_timeout: Duration,
+    /// Where capped outputs keep their full text.
+    pub temp_dir: PathBuf,
+}
+
+impl ToolContext {
+    /// Resolves a path argument against `cwd` (absolute paths and `~/` are kept/expanded).
+    pub fn resolve(&self, p: &str) -> PathBuf {
+        resolve_path(&self.cwd, p)
+    }
+}
+
+pub(crate) fn resolve_path(cwd: &Path, p: &str) -> PathBuf {
+    let path = Path::new(p);
+    if path.is_absolute() {
+        path.to_path_buf()
+    } else {
+        cwd.join(path)
+    }
+}
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+/// Every built-in tool name, in the order they are offered.
+pub const ALL: &[&str] = &["read", "write", "edit", "bash", "grep", "find", "ls"];
+
+/// Tools that change the workspace or run commands: refused under `read-only`, asked under `ask`.
+pub fn is_mutating(name: &str) -> bool {
+    matches!(name, "write" | "edit" | "bash")
+}
+
+/// The schema of one tool, `None` for an unknown name.
+pub fn spec(name: &str) -> Option<ToolSpec> {
+    match name {
+        "read" => Some(read::spec()),
+        "write" => Some(write::spec()),
+        "edit" => Some(edit::spec()),
+        "bash" => Some(bash::spec()),
+        "grep" => Some(grep::spec()),
+        "find" => Some(find::spec()),
+        "ls" => Some(ls::spec()),
+        _ => None,
+    }
+}
+
+/// Runs one tool call. Never panics on bad arguments: they become an error output.
+pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput {
+    match name {
+        "read" => read::run(args, ctx).await,
+        "write" => write::run(args, ctx).await,
+        "edit" => edit::run(args, ctx).await,
+        "bash" => bash::run(args, ctx).await,
+        "grep" => grep::run(args, ctx).await,
+        "find" => find::run(args, ctx).await,
+        "ls" => ls::run(args, ctx).await,
+        other => ToolOutput::error(format!("unknown tool: {other}")),
+    }
+}
+
+/// Reads a required string argument or explains what is missing.
+pub(crate) fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolOutput> {
+    match args.get(key) {
+        Some(Value::String(s)) => Ok(s),
+        Some(_) => Err(ToolOutput::error(format!(
+            "invalid arguments: `{key}` must be a string"
+        ))),
+        None => Err(ToolOutput::error(format!(
+            "invalid arguments: missing required field `{key}`"
+        ))),
+    }
+}
+
+/// Reads an optional non-negative integer argument.
+pub(crate) fn u64_arg(args: &Value, key: &str) -> Result<Option<u64>, ToolOutput> {
+    match args.get(key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            ToolOutput::error(format!(
+                "invalid arguments: `{key}` must be a non-negative integer"
+            ))
+        }),
+    }
+}

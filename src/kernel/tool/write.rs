@@ -1,0 +1,116 @@
+//! `write`: creates or overwrites one file with the given content, creating parent directories.
+//! Owns only that write; must never touch any other path and never delete anything.
+
+use serde_json::{json, Value};
+
+use super::{str_arg, ToolContext, ToolOutput, ToolSpec};
+
+pub(super) fn spec() -> ToolSpec {
+    ToolSpec {
+        name: "write",
+        description: "Write content to a file, creating it (and parent directories) if needed \
+                      and overwriting it if it exists.",
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "Path to the file (relative or absolute)"},
+                "content": {"type": "string", "description": "The full content to write"}
+            },
+            "required": ["path", "content"]
+        }),
+    }
+}
+
+pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    match write(args, ctx).await {
+        Ok(out) | Err(out) => out,
+    }
+}
+
+async fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let path = str_arg(args, "path")?;
+    let content = str_arg(args, "content")?;
+    let full = ctx.resolve(path);
+    let existed = match tokio::fs::metadata(&full).await {
+        Ok(m) if m.is_dir() => {
+            return Err(ToolOutput::error(format!(
+                "Cannot write {path}: it is a directory"
+            )));
+        }
+        Ok(_) => true,
+        Err(_) => false,
+    };
+    if let Some(parent) = full.parent() {
+        tokio::fs::create_dir_all(parent)
+            .await
+            .map_err(|e| ToolOutput::error(format!("Cannot create directories for {path}: {e}")))?;
+    }
+    tokio::fs::write(&full, content.as_bytes())
+        .await
+        .map_err(|e| ToolOutput::error(format!("Cannot write {path}: {e}")))?;
+    Ok(
+        ToolOutput::ok(format!("Wrote {} bytes to {path}", content.len())).with_details(json!({
+            "path": full.display().to_string(),
+            "bytes": content.len(),
+            "created": !existed,
+        })),
+    )
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::kernel::abort::AbortSignal;
+    use std::time::Duration;
+
+    fn ctx(dir: &std::path::Path) -> ToolContext {
+        ToolContext {
+            cwd: dir.to_path_buf(),
+            abort: AbortSignal::never(),
+            progress: None,
+            bash_timeout: Duration::from_secs(10),
+            temp_dir: dir.to_path_buf(),
+        }
+    }
+
+    #[tokio::test]
+    async fn creates_parent_dirs_then_overwrites() {
+        let d = tempfile::tempdir().unwrap();
+        let args = json!({"path": "a/b/c.txt", "content": "héllo"});
+        let out = run(&args, &ctx(d.path())).await;
+        assert!(!out.is_error, "{}", out.text());
+        assert_eq!(out.text(), "Wrote 6 bytes to a/b/c.txt");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("a/b/c.txt")).unwrap(),
+            "héllo"
+        );
+        let det = out.details.unwrap();
+        assert_eq!(det["created"], true);
+        assert_eq!(det["bytes"], 6);
+
+        let out = run(
+            &json!({"path": "a/b/c.txt", "content": "x"}),
+            &ctx(d.path()),
+        )
+        .await;
+        assert_eq!(out.details.unwrap()["created"], false);
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("a/b/c.txt")).unwrap(),
+            "x"
+        );
+    }
+
+    #[tokio::test]
+    async fn rejects_missing_content_and_directories() {
+        let d = tempfile::tempdir().unwrap();
+        let out = run(&json!({"path": "x.txt"}), &ctx(d.path())).await;
+        assert!(out.is_error);
+        assert!(out.text().contains("`content`"));
+        assert!(!d.path().join("x.txt").exists());
+        std::fs::create_dir(d.path().join("dir")).unwrap();
+        let out = run(&json!({"path": "dir", "content": "x"}), &ctx(d.path())).await;
+        assert!(out.is_error);
+        assert!(out.text().contains("directory"));
+    }
+}

@@ -1,0 +1,137 @@
+//! Decides, once, at the edge: which front end runs and with which settings. The only place
+//! that looks at terminals, NO_COLOR, HOME and keel's environment variables; everything after
+//! receives plain values.
+
+use std::path::PathBuf;
+
+use crate::cli::{Cli, ColorFlag, ModeFlag};
+use crate::error::StartupError;
+use crate::output::ColorChoice;
+
+/// The front end to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Interactive terminal UI (not built yet: falls back to print).
+    Tui,
+    Print,
+    Json,
+    Rpc,
+}
+
+/// Facts about the process environment, gathered by [`Env::detect`] and injectable in tests.
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub stdin_tty: bool,
+    pub stdout_tty: bool,
+    pub stderr_tty: bool,
+    pub no_color: bool,
+    pub cwd: PathBuf,
+    /// `$KEEL_HOME`, else `$HOME/.keel`.
+    pub keel_home: PathBuf,
+    /// `$KEEL_TEST_CLOCK`: a fixed start time in Unix ms (deterministic runs).
+    pub fixed_clock: Option<u64>,
+    /// `$KEEL_TEST_SEED`: deterministic ids.
+    pub seed: Option<u64>,
+    /// `$TMPDIR` or the system temp dir.
+    pub temp_dir: PathBuf,
+    /// `$KEEL_LOG`: a tracing filter for stderr logs (default `warn`).
+    pub log_filter: String,
+}
+
+impl Env {
+    /// Reads the real environment.
+    pub fn detect() -> Result<Env, StartupError> {
+        let cwd = std::env::current_dir().map_err(|e| {
+            StartupError::config("cannot determine the current directory").cause(e.to_string())
+        })?;
+        let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+        let keel_home = match (var("KEEL_HOME"), var("HOME")) {
+            (Some(h), _) => PathBuf::from(h),
+            (None, Some(home)) => PathBuf::from(home).join(".keel"),
+            (None, None) => {
+                return Err(StartupError::config("neither KEEL_HOME nor HOME is set")
+                    .hint("set KEEL_HOME to the directory keel may keep sessions in"))
+            }
+        };
+        let (stdin_tty, stdout_tty, stderr_tty) = crate::output::terminals();
+        Ok(Env {
+            stdin_tty,
+            stdout_tty,
+            stderr_tty,
+            no_color: var("NO_COLOR").is_some(),
+            cwd,
+            keel_home,
+            fixed_clock: var("KEEL_TEST_CLOCK").and_then(|v| v.parse().ok()),
+            seed: var("KEEL_TEST_SEED").and_then(|v| v.parse().ok()),
+            temp_dir: std::env::temp_dir(),
+            log_filter: var("KEEL_LOG").unwrap_or_else(|| "warn".to_string()),
+        })
+    }
+}
+
+/// Resolves the front end (`DESIGN.md` §3): rpc, json, then print when `-p` or either stream is
+/// not a terminal, else the TUI.
+pub fn resolve(cli: &Cli, env: &Env) -> Mode {
+    let flag = if cli.rpc {
+        Some(ModeFlag::Rpc)
+    } else if cli.json {
+        Some(ModeFlag::Json)
+    } else {
+        cli.mode
+    };
+    match flag {
+        Some(ModeFlag::Rpc) => Mode::Rpc,
+        Some(ModeFlag::Json) => Mode::Json,
+        _ if cli.print || !env.stdin_tty || !env.stdout_tty => Mode::Print,
+        _ => Mode::Tui,
+    }
+}
+
+/// The colour choice for stderr diagnostics.
+pub fn color(cli: &Cli, env: &Env) -> ColorChoice {
+    match cli.color {
+        ColorFlag::Always => ColorChoice::Always,
+        ColorFlag::Never => ColorChoice::Never,
+        ColorFlag::Auto if env.no_color || !env.stderr_tty => ColorChoice::Never,
+        ColorFlag::Auto => ColorChoice::Auto,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn env(stdin_tty: bool, stdout_tty: bool) -> Env {
+        Env {
+            stdin_tty,
+            stdout_tty,
+            stderr_tty: false,
+            no_color: false,
+            cwd: PathBuf::from("/w"),
+            keel_home: PathBuf::from("/h"),
+            fixed_clock: None,
+            seed: None,
+            temp_dir: PathBuf::from("/tmp"),
+            log_filter: "warn".into(),
+        }
+    }
+
+    fn mode(args: &[&str], stdin: bool, stdout: bool) -> Mode {
+        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args.iter().copied())).unwrap();
+        resolve(&cli, &env(stdin, stdout))
+    }
+
+    #[test]
+    fn resolution_follows_design_order() {
+        assert_eq!(mode(&["--mode", "rpc"], true, true), Mode::Rpc);
+        assert_eq!(mode(&["--rpc", "-p"], false, false), Mode::Rpc);
+        assert_eq!(mode(&["--json", "x"], true, true), Mode::Json);
+        assert_eq!(mode(&["--mode", "json", "-p", "x"], true, true), Mode::Json);
+        assert_eq!(mode(&["-p", "x"], true, true), Mode::Print);
+        assert_eq!(mode(&["x"], false, true), Mode::Print);
+        assert_eq!(mode(&["x"], true, false), Mode::Print);
+        assert_eq!(mode(&["--mode", "text", "x"], true, true), Mode::Tui);
+        assert_eq!(mode(&["x"], true, true), Mode::Tui);
+    }
+}

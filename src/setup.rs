@@ -1,0 +1,284 @@
+//! Builds what a run needs from flags and environment facts: the provider, the agent config and
+//! the session store (new, continued, resumed or forked). Errors are `StartupError`s with hints.
+//! Front-end agnostic: every mode calls this.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cli::{Cli, PermissionFlag, ThinkingFlag};
+use crate::error::StartupError;
+use crate::kernel::agent::{AgentConfig, Permission};
+use crate::kernel::clock::Clock;
+use crate::kernel::op::QueueMode;
+use crate::kernel::provider::scripted::ScriptedProvider;
+use crate::kernel::provider::Provider;
+use crate::kernel::session::{self, SessionErrorKind, SessionHeader, Store};
+use crate::kernel::tool;
+use crate::mode::Env;
+
+/// The provider named by `--provider` / `--model provider/id`.
+pub fn provider(cli: &Cli) -> Result<Arc<dyn Provider>, StartupError> {
+    let from_model = cli
+        .model
+        .as_deref()
+        .and_then(|m| m.split_once('/'))
+        .map(|(p, _)| p.to_string());
+    let name = cli.provider.clone().or(from_model);
+    match name.as_deref() {
+        Some("scripted") => {
+            let Some(path) = &cli.script else {
+                return Err(
+                    StartupError::config("the scripted provider needs a script file")
+                        .hint("pass --script FILE (see fixtures/providers/ and the README)"),
+                );
+            };
+            let p = ScriptedProvider::load(path).map_err(StartupError::config)?;
+            Ok(Arc::new(p))
+        }
+        Some(p @ ("openai" | "anthropic")) => Err(StartupError::config(format!(
+            "the `{p}` provider is not available in this build of keel yet"
+        ))
+        .hint("run offline with --provider scripted --script fixtures/providers/hello.json")),
+        Some(other) => Err(StartupError::config(format!("unknown provider `{other}`"))
+            .hint("known providers: scripted")),
+        None => Err(StartupError::config("no model provider is configured")
+            .hint("run offline with --provider scripted --script fixtures/providers/hello.json")),
+    }
+}
+
+/// The kernel settings for this process.
+pub fn agent_config(cli: &Cli, env: &Env, can_ask: bool) -> Result<AgentConfig, StartupError> {
+    let tools = match &cli.tools {
+        None => tool::ALL.iter().map(|s| s.to_string()).collect(),
+        Some(list) => {
+            let list: Vec<String> = list
+                .iter()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .collect();
+            if let Some(bad) = list.iter().find(|t| tool::spec(t).is_none()) {
+                return Err(
+                    StartupError::usage(format!("unknown tool `{bad}` in --tools"))
+                        .hint(format!("available tools: {}", tool::ALL.join(","))),
+                );
+            }
+            list
+        }
+    };
+    let mut system_prompt = match &cli.system_prompt {
+        Some(s) => s.clone(),
+        None => crate::kernel::default_system_prompt(&env.cwd, &tools),
+    };
+    for extra in &cli.append_system_prompt {
+        let path = Path::new(extra);
+        let text = if path.is_file() {
+            std::fs::read_to_string(path).map_err(|e| {
+                StartupError::config(format!("cannot read {}", path.display())).cause(e.to_string())
+            })?
+        } else {
+            extra.clone()
+        };
+        system_prompt.push_str("\n\n");
+        system_prompt.push_str(&text);
+    }
+    Ok(AgentConfig {
+        cwd: env.cwd.clone(),
+        system_prompt,
+        tools,
+        max_turns: cli.max_turns,
+        permission: match cli.permission {
+            PermissionFlag::Auto => Permission::Auto,
+            PermissionFlag::ReadOnly => Permission::ReadOnly,
+            PermissionFlag::Ask => Permission::Ask,
+        },
+        can_ask,
+        steering_mode: QueueMode::OneAtATime,
+        follow_up_mode: QueueMode::OneAtATime,
+        thinking_level: thinking_word(cli.thinking).to_string(),
+        bash_timeout: Duration::from_secs(600),
+        temp_dir: env.temp_dir.clone(),
+    })
+}
+
+fn thinking_word(t: Option<ThinkingFlag>) -> &'static str {
+    match t {
+        None | Some(ThinkingFlag::Off) => "off",
+        Some(ThinkingFlag::Minimal) => "minimal",
+        Some(ThinkingFlag::Low) => "low",
+        Some(ThinkingFlag::Medium) => "medium",
+        Some(ThinkingFlag::High) => "high",
+        Some(ThinkingFlag::Xhigh) => "xhigh",
+    }
+}
+
+/// An opened session: the store, whether it is new, and load warnings for stderr.
+pub struct OpenedSession {
+    pub store: Store,
+    pub is_new: bool,
+    pub warnings: Vec<String>,
+}
+
+/// Checks flag combinations that can never work, before anything is opened.
+pub fn check_session_flags(cli: &Cli, interactive: bool) -> Result<(), StartupError> {
+    let chosen: Vec<&str> = [
+        (cli.continue_, "--continue"),
+        (cli.resume.is_some(), "--resume"),
+        (cli.session.is_some(), "--session"),
+        (cli.session_id.is_some(), "--session-id"),
+        (cli.no_session, "--no-session"),
+        (cli.fork.is_some(), "--fork"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect();
+    if chosen.len() > 1 {
+        return Err(StartupError::usage(format!(
+            "{} cannot be used together",
+            chosen.join(" and ")
+        ))
+        .hint("choose one way to pick the session"));
+    }
+    if cli.resume.as_deref() == Some("") && !interactive {
+        return Err(StartupError::usage(
+            "--resume without an id needs the interactive session picker",
+        )
+        .hint("pass the session id: keel --resume <ID> (a unique prefix is enough)"));
+    }
+    if let Some(id) = &cli.session_id {
+        if !valid_session_id(id) {
+            return Err(StartupError::usage(format!("invalid --session-id `{id}`"))
+                .hint("use letters, digits, '.', '_' and '-', starting and ending with a letter or digit"));
+        }
+    }
+    Ok(())
+}
+
+fn valid_session_id(id: &str) -> bool {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-');
+    !id.is_empty()
+        && id.chars().all(ok_char)
+        && id.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && id.ends_with(|c: char| c.is_ascii_alphanumeric())
+}
+
+/// The directory sessions of `cwd` live in.
+pub fn session_dir(cli: &Cli, env: &Env) -> PathBuf {
+    match &cli.session_dir {
+        Some(d) => env.cwd.join(d),
+        None => session::session_dir(&env.keel_home, &env.cwd),
+    }
+}
+
+fn new_header(clock: &Clock, env: &Env, id: Option<String>) -> SessionHeader {
+    SessionHeader {
+        id: id.unwrap_or_else(|| clock.session_id()),
+        timestamp: clock.now_iso(),
+        cwd: env.cwd.display().to_string(),
+        parent_session: None,
+    }
+}
+
+fn looks_like_path(v: &str) -> bool {
+    v.contains('/') || v.contains('\\') || v.ends_with(".jsonl")
+}
+
+fn session_error(e: session::SessionError) -> StartupError {
+    let hint = match e.kind {
+        SessionErrorKind::Locked => {
+            Some("wait for the other keel process, or use --fork to branch")
+        }
+        SessionErrorKind::NotFound | SessionErrorKind::Ambiguous => {
+            Some("pass a longer id prefix, or a session file path")
+        }
+        _ => None,
+    };
+    let err = StartupError::config(e.message);
+    match hint {
+        Some(h) => err.hint(h),
+        None => err,
+    }
+}
+
+/// Finds a session file by path or id (exact or unique prefix).
+fn locate(dir: &Path, env: &Env, query: &str) -> Result<PathBuf, StartupError> {
+    if looks_like_path(query) {
+        let p = env.cwd.join(query);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(StartupError::config(format!(
+                "no session file at {}",
+                p.display()
+            )))
+        };
+    }
+    session::resolve(dir, query).map_err(session_error)
+}
+
+fn open(path: &Path) -> Result<OpenedSession, StartupError> {
+    let (store, warnings) = Store::open(path).map_err(session_error)?;
+    Ok(OpenedSession {
+        store,
+        is_new: false,
+        warnings,
+    })
+}
+
+fn fresh(store: Store) -> OpenedSession {
+    OpenedSession {
+        store,
+        is_new: true,
+        warnings: Vec::new(),
+    }
+}
+
+/// Opens or creates the session the flags ask for (`DESIGN.md` §3, §6).
+pub fn open_session(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSession, StartupError> {
+    let dir = session_dir(cli, env);
+    if cli.no_session {
+        return Ok(fresh(Store::in_memory(new_header(clock, env, None))));
+    }
+    if let Some(q) = &cli.session {
+        if looks_like_path(q) {
+            let p = env.cwd.join(q);
+            if !p.exists() {
+                return Ok(fresh(Store::new_file(p, new_header(clock, env, None))));
+            }
+            return open(&p);
+        }
+        return open(&locate(&dir, env, q)?);
+    }
+    if let Some(q) = cli.resume.as_deref().filter(|q| !q.is_empty()) {
+        return open(&locate(&dir, env, q)?);
+    }
+    if let Some(id) = &cli.session_id {
+        if let Some(found) = session::list(&dir).into_iter().find(|s| &s.id == id) {
+            return open(&found.path);
+        }
+        let header = new_header(clock, env, Some(id.clone()));
+        let path = dir.join(session::file_name(&header));
+        return Ok(fresh(Store::new_file(path, header)));
+    }
+    if let Some(q) = &cli.fork {
+        let source = locate(&dir, env, q)?;
+        let (src, warnings) = Store::open(&source).map_err(session_error)?;
+        let mut header = new_header(clock, env, None);
+        header.parent_session = Some(source.display().to_string());
+        let path = dir.join(session::file_name(&header));
+        let store = src.fork_to(path, header).map_err(session_error)?;
+        return Ok(OpenedSession {
+            store,
+            is_new: false,
+            warnings,
+        });
+    }
+    if cli.continue_ {
+        if let Some(p) = session::find_latest(&dir, &env.cwd.display().to_string()) {
+            return open(&p);
+        }
+    }
+    let header = new_header(clock, env, None);
+    let path = dir.join(session::file_name(&header));
+    Ok(fresh(Store::new_file(path, header)))
+}

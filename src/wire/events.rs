@@ -1,0 +1,345 @@
+//! Kernel [`Event`]s → pi wire events (`pi-protocol.md` §2), plus the JSON-mode header and
+//! result lines. `wire_events` is pure; the JSON and RPC front ends serialize what it returns.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::kernel::event::{AssistantDelta, Event, EventPayload};
+use crate::kernel::message::{AssistantMessage, Content, Message, ToolResultMessage, Usage};
+use crate::kernel::tool::ToolOutput;
+
+/// One line of the event stream. Field names are pi's, exactly.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum WireEvent<'a> {
+    /// A run began.
+    AgentStart,
+    /// A run ended. `messages`: the messages this run produced; `willRetry`: a retry follows.
+    AgentEnd {
+        messages: &'a [Message],
+        #[serde(rename = "willRetry")]
+        will_retry: bool,
+    },
+    /// Terminal: no more automatic work. `aborted`: the run was aborted.
+    AgentSettled {
+        aborted: bool,
+    },
+    TurnStart,
+    /// `message`: the assistant message; `toolResults`: its tool results in call order.
+    TurnEnd {
+        message: WithRole<'a, AssistantMessage>,
+        #[serde(rename = "toolResults")]
+        tool_results: Vec<WithRole<'a, ToolResultMessage>>,
+    },
+    MessageStart {
+        message: &'a Message,
+    },
+    /// Delta only: `usage` is the running usage; the event holds no message snapshot.
+    MessageUpdate {
+        usage: &'a Usage,
+        #[serde(rename = "assistantMessageEvent")]
+        assistant_message_event: AssistantMessageEvent<'a>,
+    },
+    MessageEnd {
+        message: &'a Message,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolExecutionStart {
+        tool_call_id: &'a str,
+        tool_name: &'a str,
+        args: &'a Value,
+    },
+    /// `partialResult`: the accumulated output so far (replace, don't append).
+    #[serde(rename_all = "camelCase")]
+    ToolExecutionUpdate {
+        tool_call_id: &'a str,
+        tool_name: &'a str,
+        args: &'a Value,
+        partial_result: WireToolResult<'a>,
+    },
+    #[serde(rename_all = "camelCase")]
+    ToolExecutionEnd {
+        tool_call_id: &'a str,
+        tool_name: &'a str,
+        result: WireToolResult<'a>,
+        is_error: bool,
+        duration_ms: u64,
+    },
+    /// Always the full current queues.
+    #[serde(rename_all = "camelCase")]
+    QueueUpdate {
+        steering: &'a [String],
+        follow_up: &'a [String],
+    },
+    /// A dialog for the client (`--permission ask`): `id` is the tool call id.
+    ExtensionUiRequest {
+        id: &'a str,
+        method: &'static str,
+        title: String,
+        message: String,
+    },
+}
+
+/// A message struct serialized with its `role` tag, as pi writes messages everywhere.
+#[derive(Debug, Serialize)]
+pub struct WithRole<'a, T> {
+    pub role: &'static str,
+    #[serde(flatten)]
+    pub message: &'a T,
+}
+
+/// A tool result as the wire shows it.
+#[derive(Debug, Serialize)]
+pub struct WireToolResult<'a> {
+    pub content: &'a [Content],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<&'a Value>,
+}
+
+impl<'a> From<&'a ToolOutput> for WireToolResult<'a> {
+    fn from(o: &'a ToolOutput) -> Self {
+        WireToolResult {
+            content: &o.content,
+            details: o.details.as_ref(),
+        }
+    }
+}
+
+/// pi's `assistantMessageEvent`, without `partial`.
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum AssistantMessageEvent<'a> {
+    #[serde(rename_all = "camelCase")]
+    TextStart { content_index: usize },
+    #[serde(rename_all = "camelCase")]
+    TextDelta {
+        content_index: usize,
+        delta: &'a str,
+    },
+    #[serde(rename_all = "camelCase")]
+    TextEnd {
+        content_index: usize,
+        content: &'a str,
+    },
+    #[serde(rename_all = "camelCase")]
+    ThinkingStart { content_index: usize },
+    #[serde(rename_all = "camelCase")]
+    ThinkingDelta {
+        content_index: usize,
+        delta: &'a str,
+    },
+    #[serde(rename_all = "camelCase")]
+    ThinkingEnd {
+        content_index: usize,
+        content: &'a str,
+    },
+    #[serde(rename = "toolcall_start", rename_all = "camelCase")]
+    ToolcallStart {
+        content_index: usize,
+        id: &'a str,
+        tool_name: &'a str,
+    },
+    #[serde(rename = "toolcall_delta", rename_all = "camelCase")]
+    ToolcallDelta {
+        content_index: usize,
+        delta: &'a str,
+    },
+    #[serde(rename = "toolcall_end", rename_all = "camelCase")]
+    ToolcallEnd {
+        content_index: usize,
+        tool_call: WireToolCall<'a>,
+    },
+}
+
+/// The finished tool call inside `toolcall_end`.
+#[derive(Debug, Serialize)]
+pub struct WireToolCall<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: &'a str,
+    pub name: &'a str,
+    pub arguments: &'a Value,
+}
+
+fn delta_event(d: &AssistantDelta) -> AssistantMessageEvent<'_> {
+    use AssistantMessageEvent as W;
+    match d {
+        AssistantDelta::TextStarted { index } => W::TextStart {
+            content_index: *index,
+        },
+        AssistantDelta::TextDelta { index, delta } => W::TextDelta {
+            content_index: *index,
+            delta,
+        },
+        AssistantDelta::TextFinished { index, text } => W::TextEnd {
+            content_index: *index,
+            content: text,
+        },
+        AssistantDelta::ThinkingStarted { index } => W::ThinkingStart {
+            content_index: *index,
+        },
+        AssistantDelta::ThinkingDelta { index, delta } => W::ThinkingDelta {
+            content_index: *index,
+            delta,
+        },
+        AssistantDelta::ThinkingFinished { index, thinking } => W::ThinkingEnd {
+            content_index: *index,
+            content: thinking,
+        },
+        AssistantDelta::ToolCallStarted { index, id, name } => W::ToolcallStart {
+            content_index: *index,
+            id,
+            tool_name: name,
+        },
+        AssistantDelta::ToolCallDelta { index, delta } => W::ToolcallDelta {
+            content_index: *index,
+            delta,
+        },
+        AssistantDelta::ToolCallFinished {
+            index,
+            id,
+            name,
+            arguments,
+        } => W::ToolcallEnd {
+            content_index: *index,
+            tool_call: WireToolCall {
+                kind: "toolCall",
+                id,
+                name,
+                arguments,
+            },
+        },
+    }
+}
+
+/// The wire events for one kernel event (zero or one today; a list so that a kernel fact can
+/// map to several lines without changing callers).
+pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
+    use WireEvent as W;
+    let one = match &event.payload {
+        EventPayload::ModelChanged { .. } | EventPayload::ThinkingLevelChanged { .. } => None,
+        EventPayload::AgentStarted => Some(W::AgentStart),
+        EventPayload::AgentFinished {
+            messages,
+            will_retry,
+        } => Some(W::AgentEnd {
+            messages,
+            will_retry: *will_retry,
+        }),
+        EventPayload::AgentSettled { aborted, .. } => Some(W::AgentSettled { aborted: *aborted }),
+        EventPayload::TurnStarted => Some(W::TurnStart),
+        EventPayload::TurnFinished {
+            message,
+            tool_results,
+        } => Some(W::TurnEnd {
+            message: WithRole {
+                role: "assistant",
+                message,
+            },
+            tool_results: tool_results
+                .iter()
+                .map(|message| WithRole {
+                    role: "toolResult",
+                    message,
+                })
+                .collect(),
+        }),
+        EventPayload::MessageStarted { message } => Some(W::MessageStart { message }),
+        EventPayload::MessageDelta { usage, delta } => Some(W::MessageUpdate {
+            usage,
+            assistant_message_event: delta_event(delta),
+        }),
+        EventPayload::MessageFinished { message } => Some(W::MessageEnd { message }),
+        EventPayload::ToolCallStarted {
+            call_id,
+            tool_name,
+            args,
+        } => Some(W::ToolExecutionStart {
+            tool_call_id: call_id,
+            tool_name,
+            args,
+        }),
+        EventPayload::ToolCallUpdated {
+            call_id,
+            tool_name,
+            args,
+            partial,
+        } => Some(W::ToolExecutionUpdate {
+            tool_call_id: call_id,
+            tool_name,
+            args,
+            partial_result: partial.into(),
+        }),
+        EventPayload::ToolCallFinished {
+            call_id,
+            tool_name,
+            result,
+            duration_ms,
+        } => Some(W::ToolExecutionEnd {
+            tool_call_id: call_id,
+            tool_name,
+            result: result.into(),
+            is_error: result.is_error,
+            duration_ms: *duration_ms,
+        }),
+        EventPayload::QueueChanged {
+            steering,
+            follow_up,
+        } => Some(W::QueueUpdate {
+            steering,
+            follow_up,
+        }),
+        EventPayload::ApprovalRequested {
+            call_id,
+            tool_name,
+            args,
+        } => Some(W::ExtensionUiRequest {
+            id: call_id,
+            method: "confirm",
+            title: format!("Allow tool `{tool_name}`?"),
+            message: args.to_string(),
+        }),
+    };
+    one.into_iter().collect()
+}
+
+/// The first line of JSON mode: the session header.
+#[derive(Debug, Serialize)]
+pub struct SessionLine<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub version: u32,
+    pub id: &'a str,
+    pub timestamp: &'a str,
+    pub cwd: &'a str,
+    #[serde(rename = "parentSession", skip_serializing_if = "Option::is_none")]
+    pub parent_session: Option<&'a str>,
+}
+
+/// The last line of JSON mode (keel's extension; pi clients ignore unknown types).
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultLine<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// `success|failed|turn_limit|blocked|interrupted|config_error|usage|internal`.
+    pub outcome: &'a str,
+    /// The process exit status that follows this line.
+    pub exit_code: i32,
+    /// Null when no session existed (e.g. a config error before it was opened).
+    pub session_id: Option<&'a str>,
+    /// The final assistant text (empty when there was none).
+    pub final_text: &'a str,
+    /// Summed usage of every model call of the run.
+    pub usage: &'a Usage,
+    pub duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ResultError<'a>>,
+}
+
+/// Why a run did not succeed.
+#[derive(Debug, Serialize)]
+pub struct ResultError<'a> {
+    pub kind: &'a str,
+    pub message: &'a str,
+}

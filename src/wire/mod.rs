@@ -1,0 +1,5 @@
+//! The public JSON vocabulary (pi 1.x compatible): kernel events mapped to wire events, the
+//! session header line and keel's `result` line. Kernel types may change freely; these change
+//! deliberately. Pure data: nothing here writes anywhere.
+
+pub mod events;
