@@ -90,7 +90,11 @@ fn summarize(tool: &str, result: &crate::kernel::tool::ToolOutput) -> String {
     let num = |k: &str| d.and_then(|d| d.get(k)).and_then(Value::as_i64);
     if !result.is_error {
         match tool {
-            "bash" => return format!("exit {}", num("exitCode").unwrap_or(0)),
+            "bash" => {
+                let text = result.text();
+                let last = text.trim().lines().last().unwrap_or("").to_string();
+                return format!("exit {}: {last}", num("exitCode").unwrap_or(0));
+            }
             "read" => {
                 if let (Some(a), Some(b)) = (num("startLine"), num("endLine")) {
                     return format!("lines {a}-{b}");

@@ -84,6 +84,9 @@ pub struct Chunk {
     /// Pause before this chunk, in milliseconds (overrides the turn's `delayMs`).
     #[serde(default)]
     pub delay_ms: Option<u64>,
+    /// Stream this chunk this many times (default 1): large outputs without large fixtures.
+    #[serde(default)]
+    pub times: Option<u32>,
 }
 
 /// A tool call the scripted model makes; arguments stream in pieces of `argChunk` bytes.
@@ -239,10 +242,12 @@ async fn replay(turn: Option<Turn>, last: String, tx: &mpsc::Sender<ProviderEven
                 .await;
             return;
         }
-        for ev in chunk_events(chunk, &mut n) {
-            called_tool |= matches!(ev, ProviderEvent::ToolCallStart { .. });
-            if tx.send(ev).await.is_err() {
-                return;
+        for _ in 0..chunk.times.unwrap_or(1) {
+            for ev in chunk_events(chunk, &mut n) {
+                called_tool |= matches!(ev, ProviderEvent::ToolCallStart { .. });
+                if tx.send(ev).await.is_err() {
+                    return;
+                }
             }
         }
     }

@@ -584,3 +584,154 @@ fn preview(text: &str) -> String {
     }
     out
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    const VALID: &str = include_str!("../../../fixtures/sessions/valid.jsonl");
+    const NO_HEADER: &str = include_str!("../../../fixtures/sessions/no-header.jsonl");
+
+    /// Writes a session with one user message at `last_ts` and returns its path.
+    fn session(dir: &Path, id: &str, cwd: &str, last_ts: &str, text: &str) -> PathBuf {
+        let header = SessionHeader {
+            id: id.into(),
+            timestamp: "2026-01-01T00:00:00.000Z".into(),
+            cwd: cwd.into(),
+            parent_session: None,
+        };
+        let entry = Entry {
+            id: "0000abcd".into(),
+            parent_id: None,
+            timestamp: last_ts.into(),
+            data: EntryData::Message(Message::user(text, 0)),
+        };
+        let path = dir.join(file_name(&header));
+        let body = format!("{}\n{}", header.to_json(), entry.to_line().unwrap());
+        fs::write(&path, body).unwrap();
+        path
+    }
+
+    #[test]
+    fn directory_and_file_names_follow_pi() {
+        let home = Path::new("/h/.keel");
+        let dir = session_dir(home, Path::new("/home/u/proj"));
+        assert_eq!(dir, PathBuf::from("/h/.keel/sessions/--home-u-proj--"));
+        let win = session_dir(home, Path::new("C:\\Users\\u"));
+        assert_eq!(win, PathBuf::from("/h/.keel/sessions/--C--Users-u--"));
+        let header = SessionHeader {
+            id: "01a22a4d-c23c-773e-be8a-b1dc1a1a060b".into(),
+            timestamp: "2026-11-30T02:34:28.797Z".into(),
+            cwd: "/p".into(),
+            parent_session: None,
+        };
+        assert_eq!(
+            file_name(&header),
+            "2026-11-30T02-34-28-797Z_01a22a4d-c23c-773e-be8a-b1dc1a1a060b.jsonl"
+        );
+        assert_eq!(
+            header.to_json().to_string(),
+            r#"{"type":"session","version":3,"id":"01a22a4d-c23c-773e-be8a-b1dc1a1a060b","timestamp":"2026-11-30T02:34:28.797Z","cwd":"/p"}"#
+        );
+    }
+
+    #[test]
+    fn entries_serialize_as_flat_pi_lines() {
+        let entry = Entry {
+            id: "c2338056".into(),
+            parent_id: Some("eee4709c".into()),
+            timestamp: "2026-11-30T02:39:46.719Z".into(),
+            data: EntryData::Compaction {
+                summary: "s".into(),
+                first_kept_entry_id: "eee4709c".into(),
+                tokens_before: 42,
+                details: Some(serde_json::json!({"readFiles": ["a"]})),
+            },
+        };
+        let text = serde_json::to_string(&entry).unwrap();
+        assert_eq!(
+            text,
+            r#"{"type":"compaction","id":"c2338056","parentId":"eee4709c","timestamp":"2026-11-30T02:39:46.719Z","summary":"s","firstKeptEntryId":"eee4709c","tokensBefore":42,"details":{"readFiles":["a"]}}"#
+        );
+        assert_eq!(serde_json::from_str::<Entry>(&text).unwrap(), entry);
+        let root = r#"{"type":"label","id":"1","parentId":null,"timestamp":"t","targetId":"x"}"#;
+        let label: Entry = serde_json::from_str(root).unwrap();
+        assert_eq!(label.parent_id, None);
+        assert_eq!(serde_json::to_string(&label).unwrap(), root);
+        let bad = r#"{"type":"model_change","id":"1","parentId":null,"timestamp":"t"}"#;
+        let err = serde_json::from_str::<Entry>(bad).unwrap_err().to_string();
+        assert!(
+            err.contains("model_change entry has no string `provider`"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn list_summarizes_valid_files_newest_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let valid = dir.path().join("valid.jsonl");
+        fs::write(&valid, VALID).unwrap();
+        fs::write(dir.path().join("no-header.jsonl"), NO_HEADER).unwrap();
+        fs::write(dir.path().join("notes.txt"), VALID).unwrap();
+        let newer = session(dir.path(), "newer", "/x", "2027-01-01T00:00:00.000Z", "hey");
+        let all = list(dir.path());
+        let paths: Vec<&Path> = all.iter().map(|s| s.path.as_path()).collect();
+        assert_eq!(paths, [newer.as_path(), valid.as_path()]);
+        let want = SessionSummary {
+            path: valid,
+            id: "01a22a52-7c1d-7a3e-9f10-3b5c2d4e6f70".into(),
+            cwd: "/home/u/proj".into(),
+            created: "2026-11-30T02:39:46.717Z".into(),
+            modified_ms: parse_iso("2026-11-30T02:39:50.000Z").unwrap(),
+            message_count: 5,
+            first_message: Some("list the files".into()),
+            name: Some("my run".into()),
+        };
+        assert_eq!(all[1], want);
+        assert!(list(&dir.path().join("missing")).is_empty());
+    }
+
+    #[test]
+    fn find_latest_uses_last_entry_time_and_cwd() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // written first (older mtime) but with the newest entry
+        let want = session(d, "b-newest", "/a", "2026-06-01T00:00:00.000Z", "b");
+        session(d, "a-older", "/a", "2026-05-01T00:00:00.000Z", "a");
+        session(d, "c-other", "/c", "2026-07-01T00:00:00.000Z", "c");
+        assert_eq!(find_latest(d, "/a"), Some(want));
+        assert_eq!(find_latest(d, "/nowhere"), None);
+    }
+
+    #[test]
+    fn resolve_never_guesses() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let abc = session(d, "abc", "/p", "2026-01-03T00:00:00.000Z", "first\nsecond");
+        let abcd = session(d, "abcd", "/p", "2026-01-02T00:00:00.000Z", "two");
+        let xyz = session(d, "xyz9", "/p", "2026-01-01T00:00:00.000Z", "three");
+        assert_eq!(resolve(d, "abc").unwrap(), abc);
+        assert_eq!(resolve(d, "abcd").unwrap(), abcd);
+        assert_eq!(resolve(d, "xy").unwrap(), xyz);
+        let amb = resolve(d, "ab").unwrap_err();
+        assert_eq!(amb.kind, SessionErrorKind::Ambiguous);
+        let want = format!(
+            "session id \"ab\" is ambiguous; it matches:\n  abc  {}\n  abcd  {}",
+            abc.display(),
+            abcd.display()
+        );
+        assert_eq!(amb.message, want);
+        let none = resolve(d, "q").unwrap_err();
+        assert_eq!(none.kind, SessionErrorKind::NotFound);
+        let want = format!(
+            "no session \"q\" in {}; known sessions, newest first:\n  abc  first…\n  abcd  two\n  xyz9  three",
+            d.display()
+        );
+        assert_eq!(none.message, want);
+        assert_eq!(resolve(d, "").unwrap_err().kind, SessionErrorKind::NotFound);
+        let empty = tempfile::tempdir().unwrap();
+        let err = resolve(empty.path(), "abc").unwrap_err();
+        assert!(err.message.ends_with("(it holds no sessions)"), "{err}");
+    }
+}

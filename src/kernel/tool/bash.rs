@@ -138,7 +138,7 @@ async fn supervise(
         kill_group(child, pgid).await;
     }
     if !eof {
-        drain(&mut rx, out).await;
+        drain(&mut rx, out, &mut progress).await;
     }
     for r in readers {
         r.abort();
@@ -170,12 +170,15 @@ async fn kill_group(child: &mut Child, pgid: Option<i32>) {
 
 /// Reads what is still buffered after the main process ended: until EOF, `DRAIN_IDLE` without
 /// data, or `DRAIN_MAX` in total (a background child may keep the pipe open forever).
-async fn drain(rx: &mut mpsc::Receiver<Vec<u8>>, out: &mut Output) {
+async fn drain(rx: &mut mpsc::Receiver<Vec<u8>>, out: &mut Output, progress: &mut Progress<'_>) {
     let hard_stop = Instant::now() + DRAIN_MAX;
     loop {
         let idle_stop = (Instant::now() + DRAIN_IDLE).min(hard_stop);
         match tokio::time::timeout_at(idle_stop, rx.recv()).await {
-            Ok(Some(chunk)) => out.push(&chunk),
+            Ok(Some(chunk)) => {
+                out.push(&chunk);
+                progress.on_data(chunk.len(), out);
+            }
             Ok(None) | Err(_) => return,
         }
     }
