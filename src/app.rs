@@ -23,8 +23,28 @@ use crate::mode::{self, Env, Mode};
 use crate::output::{ColorChoice, Output};
 use crate::setup;
 
-/// Runs keel with the process's arguments and streams; returns how it ended.
+/// Runs keel with the process's arguments and streams; returns how it ended. A panic anywhere
+/// on the main thread becomes `Exit::Internal` (70) with its message on stderr.
 pub fn main() -> Exit {
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let place = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        Output::stdio(ColorChoice::Never).err(&format!(
+            "Error: internal error (a bug in keel): {msg}{place}\nHint: please report it with the command that caused it\n"
+        ));
+    }));
+    std::panic::catch_unwind(main_inner).unwrap_or(Exit::Internal)
+}
+
+fn main_inner() -> Exit {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
@@ -82,6 +102,9 @@ fn init_logging(env: &Env) {
 /// Everything after flag parsing, in one async context.
 pub async fn run(cli: Cli, env: Env, out: &mut Output) -> Exit {
     let mode = mode::resolve(&cli, &env);
+    if env.test_panic {
+        panic!("KEEL_TEST_PANIC is set");
+    }
     let clock = Clock::new(env.fixed_clock, env.seed);
     let started = clock.now_ms();
     match start(&cli, &env, mode, &clock, out).await {

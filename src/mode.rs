@@ -36,6 +36,8 @@ pub struct Env {
     pub temp_dir: PathBuf,
     /// `$KEEL_LOG`: a tracing filter for stderr logs (default `warn`).
     pub log_filter: String,
+    /// `$KEEL_TEST_PANIC`: panic after startup (tests the internal-error path, exit 70).
+    pub test_panic: bool,
 }
 
 impl Env {
@@ -65,6 +67,7 @@ impl Env {
             seed: var("KEEL_TEST_SEED").and_then(|v| v.parse().ok()),
             temp_dir: std::env::temp_dir(),
             log_filter: var("KEEL_LOG").unwrap_or_else(|| "warn".to_string()),
+            test_panic: var("KEEL_TEST_PANIC").is_some(),
         })
     }
 }
@@ -114,6 +117,7 @@ mod tests {
             seed: None,
             temp_dir: PathBuf::from("/tmp"),
             log_filter: "warn".into(),
+            test_panic: false,
         }
     }
 

@@ -12,10 +12,10 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use crate::kernel::clock::{parse_iso, Clock};
-use crate::kernel::message::Message;
+use crate::kernel::message::{Message, UserMessage};
 
 /// The format version keel writes in the header line.
 pub const VERSION: u64 = 3;
@@ -97,25 +97,47 @@ pub enum EntryData {
     /// `bashExecution`, or an unreadable known one): kept verbatim, never sent to a model.
     RawMessage(Value),
     /// `model_change {provider, modelId}`.
-    ModelChange { provider: String, model_id: String },
+    ModelChange {
+        /// Provider name, e.g. `anthropic`.
+        provider: String,
+        /// Model id within the provider.
+        model_id: String,
+    },
     /// `thinking_level_change {thinkingLevel}`.
-    ThinkingLevelChange { thinking_level: String },
+    ThinkingLevelChange {
+        /// `off`, `minimal`, `low`, `medium`, `high` or `xhigh`.
+        thinking_level: String,
+    },
     /// `compaction {summary, firstKeptEntryId, tokensBefore, details?}`.
     Compaction {
+        /// The summary that replaces the history before `first_kept_entry_id`.
         summary: String,
+        /// The first entry still sent verbatim after the summary.
         first_kept_entry_id: String,
+        /// Context size before compacting.
         tokens_before: u64,
+        /// Free-form data (pi: read and modified files).
         details: Option<Value>,
     },
     /// `branch_summary {fromId, summary}`.
-    BranchSummary { from_id: String, summary: String },
-    /// `label {targetId, label?}`; no label removes it.
+    BranchSummary {
+        /// The entry the abandoned branch started from.
+        from_id: String,
+        /// What happened on the abandoned branch.
+        summary: String,
+    },
+    /// `label {targetId, label?}`.
     Label {
+        /// The labelled entry.
         target_id: String,
+        /// The label; `None` removes it.
         label: Option<String>,
     },
     /// `session_info {name}`.
-    SessionInfo { name: String },
+    SessionInfo {
+        /// The session's display name.
+        name: String,
+    },
     /// Any other entry type: the whole line as read (or, when appending, an object with at
     /// least `type`); `id`, `parentId` and `timestamp` are taken from the [`Entry`].
     Other(Value),
@@ -140,36 +162,13 @@ impl EntryData {
     pub fn is_message(&self) -> bool {
         matches!(self, EntryData::Message(_) | EntryData::RawMessage(_))
     }
-}
 
-/// One line of a session file after the header: a node of the session tree.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
-    /// 8 hex digits, unique in the file.
-    pub id: String,
-    /// The previous entry on this branch; `None` for a root.
-    pub parent_id: Option<String>,
-    /// ISO-8601 UTC with milliseconds.
-    pub timestamp: String,
-    /// The type and its fields.
-    pub data: EntryData,
-}
-
-/// Keys every entry line carries; `Other` payloads never override them.
-const ENTRY_KEYS: [&str; 4] = ["type", "id", "parentId", "timestamp"];
-
-impl Entry {
-    /// The flat pi JSON object for this entry.
-    pub fn to_json(&self) -> Result<Value, String> {
-        let mut m = Map::new();
-        m.insert("type".into(), self.data.type_name().into());
-        m.insert("id".into(), self.id.clone().into());
-        m.insert("parentId".into(), self.parent_id.clone().into());
-        m.insert("timestamp".into(), self.timestamp.clone().into());
+    /// Adds this entry's type fields to a line object (`Other` never overrides common keys).
+    fn put_fields(&self, m: &mut Map<String, Value>) -> Result<(), String> {
         let mut put = |k: &str, v: Value| {
             m.insert(k.to_string(), v);
         };
-        match &self.data {
+        match self {
             EntryData::Message(msg) => put(
                 "message",
                 serde_json::to_value(msg).map_err(|e| e.to_string())?,
@@ -210,7 +209,7 @@ impl Entry {
                 let Some(obj) = v.as_object() else {
                     return Err("an `Other` entry must be a JSON object".into());
                 };
-                if self.data.type_name().is_empty() {
+                if self.type_name().is_empty() {
                     return Err("an `Other` entry needs a string `type`".into());
                 }
                 for (k, val) in obj {
@@ -220,6 +219,35 @@ impl Entry {
                 }
             }
         }
+        Ok(())
+    }
+}
+
+/// One line of a session file after the header: a node of the session tree.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// 8 hex digits, unique in the file.
+    pub id: String,
+    /// The previous entry on this branch; `None` for a root.
+    pub parent_id: Option<String>,
+    /// ISO-8601 UTC with milliseconds.
+    pub timestamp: String,
+    /// The type and its fields.
+    pub data: EntryData,
+}
+
+/// Keys every entry line carries; `Other` payloads never override them.
+const ENTRY_KEYS: [&str; 4] = ["type", "id", "parentId", "timestamp"];
+
+impl Entry {
+    /// The flat pi JSON object for this entry.
+    pub fn to_json(&self) -> Result<Value, String> {
+        let mut m = Map::new();
+        m.insert("type".into(), self.data.type_name().into());
+        m.insert("id".into(), self.id.clone().into());
+        m.insert("parentId".into(), self.parent_id.clone().into());
+        m.insert("timestamp".into(), self.timestamp.clone().into());
+        self.data.put_fields(&mut m)?;
         Ok(Value::Object(m))
     }
 
@@ -288,6 +316,41 @@ impl Entry {
             data,
         })
     }
+}
+
+/// pi's wrapping of a branch summary when it is sent to the model.
+const BRANCH_PREFIX: &str =
+    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
+const BRANCH_SUFFIX: &str = "</summary>";
+
+impl Entry {
+    /// What this entry contributes to the model context when it is on the branch: messages
+    /// with a known role, and (as in pi) branch summaries and `custom_message` entries as user
+    /// messages. Compactions are handled by the store; everything else contributes nothing.
+    pub fn context_message(&self) -> Option<Message> {
+        match &self.data {
+            EntryData::Message(m) => Some(m.clone()),
+            EntryData::BranchSummary { summary, .. } if !summary.is_empty() => Some(Message::user(
+                format!("{BRANCH_PREFIX}{summary}{BRANCH_SUFFIX}"),
+                iso_ms(&self.timestamp),
+            )),
+            EntryData::Other(v)
+                if v.get("type").and_then(Value::as_str) == Some("custom_message") =>
+            {
+                let content = v.get("content")?.clone();
+                let user = json!({"content": content, "timestamp": iso_ms(&self.timestamp)});
+                serde_json::from_value::<UserMessage>(user)
+                    .ok()
+                    .map(Message::User)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Unix ms of an ISO timestamp, 0 if it does not parse.
+fn iso_ms(ts: &str) -> i64 {
+    parse_iso(ts).unwrap_or(0)
 }
 
 fn str_field(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
@@ -414,22 +477,27 @@ struct Peek {
     name: Option<Value>,
 }
 
+/// The first non-blank line as a session header.
+fn read_header(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> Option<SessionHeader> {
+    loop {
+        buf.clear();
+        if reader.read_until(b'\n', buf).ok()? == 0 {
+            return None;
+        }
+        if !buf.trim_ascii().is_empty() {
+            let v: Value = serde_json::from_slice(buf).ok()?;
+            return SessionHeader::from_json(&v).ok();
+        }
+    }
+}
+
 /// Reads a file line by line into a summary without keeping entries. `None` if it has no
 /// valid header or (with `cwd`) belongs to another directory.
 fn summarize(path: &Path, cwd: Option<&str>) -> Option<SessionSummary> {
     let file = fs::File::open(path).ok()?;
     let mut reader = BufReader::new(file);
     let mut buf = Vec::new();
-    let header = loop {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf).ok()? == 0 {
-            return None;
-        }
-        if !buf.trim_ascii().is_empty() {
-            let v: Value = serde_json::from_slice(&buf).ok()?;
-            break SessionHeader::from_json(&v).ok()?;
-        }
-    };
+    let header = read_header(&mut reader, &mut buf)?;
     if cwd.is_some_and(|c| c != header.cwd) {
         return None;
     }

@@ -8,21 +8,16 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
-use super::{Entry, EntryData, SessionError, SessionErrorKind, SessionHeader};
-use crate::kernel::clock::{parse_iso, Clock};
-use crate::kernel::message::{Message, UserMessage};
+use super::{iso_ms, Entry, EntryData, SessionError, SessionErrorKind, SessionHeader};
+use crate::kernel::clock::Clock;
+use crate::kernel::message::Message;
 
 /// pi's wrapping of a compaction summary when it is sent to the model.
 const COMPACTION_PREFIX: &str =
     "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
 const COMPACTION_SUFFIX: &str = "\n</summary>";
-/// pi's wrapping of a branch summary when it is sent to the model.
-const BRANCH_PREFIX: &str =
-    "The following is a summary of a branch that this conversation came back from:\n\n<summary>\n";
-const BRANCH_SUFFIX: &str = "</summary>";
-
 /// One session: its header, its entries in file order, the current leaf and (once
 /// materialized) the open, locked file that new entries are appended to.
 #[derive(Debug)]
@@ -205,14 +200,14 @@ impl Store {
                 _ => None,
             });
         let Some((at, summary, first_kept, ts)) = compaction else {
-            return path.iter().filter_map(|e| context_message(e)).collect();
+            return path.iter().filter_map(|e| e.context_message()).collect();
         };
         let text = format!("{COMPACTION_PREFIX}{summary}{COMPACTION_SUFFIX}");
         let mut out = vec![Message::user(text, iso_ms(ts))];
         if let Some(start) = path[..at].iter().position(|e| &e.id == first_kept) {
-            out.extend(path[start..at].iter().filter_map(|e| context_message(e)));
+            out.extend(path[start..at].iter().filter_map(|e| e.context_message()));
         }
-        out.extend(path[at + 1..].iter().filter_map(|e| context_message(e)));
+        out.extend(path[at + 1..].iter().filter_map(|e| e.context_message()));
         out
     }
 
@@ -409,33 +404,11 @@ fn unreadable_message(entry: &Entry) -> Option<String> {
     ))
 }
 
-/// What one branch entry contributes to the model context.
-fn context_message(entry: &Entry) -> Option<Message> {
-    match &entry.data {
-        EntryData::Message(m) => Some(m.clone()),
-        EntryData::BranchSummary { summary, .. } if !summary.is_empty() => Some(Message::user(
-            format!("{BRANCH_PREFIX}{summary}{BRANCH_SUFFIX}"),
-            iso_ms(&entry.timestamp),
-        )),
-        EntryData::Other(v) if v.get("type").and_then(Value::as_str) == Some("custom_message") => {
-            let content = v.get("content")?.clone();
-            let user = json!({"content": content, "timestamp": iso_ms(&entry.timestamp)});
-            serde_json::from_value::<UserMessage>(user)
-                .ok()
-                .map(Message::User)
-        }
-        _ => None,
-    }
-}
-
-fn iso_ms(ts: &str) -> i64 {
-    parse_iso(ts).unwrap_or(0)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use crate::kernel::clock::parse_iso;
     use crate::kernel::message::{AssistantMessage, Content, StopReason, Usage};
 
     const VALID: &str = include_str!("../../../fixtures/sessions/valid.jsonl");
@@ -665,10 +638,8 @@ mod tests {
                 "entry {i}"
             );
             let line = store.entries()[i].to_line().unwrap();
-            let reread = serde_json::from_str::<Value>(&line).unwrap();
             let orig = UNKNOWN.lines().nth(i + 1).unwrap();
             assert_eq!(line.trim_end(), orig, "byte-identical line {i}");
-            assert_eq!(reread, originals[i]);
         }
         assert_eq!(store.context().len(), 2);
         let c = clock();
@@ -774,16 +745,33 @@ mod tests {
         };
         let ts = store.append(compaction, &c).unwrap().timestamp.clone();
         store.append(user("after"), &c).unwrap();
+        let from_id = store.entries()[0].id.clone();
+        let branch = EntryData::BranchSummary {
+            from_id,
+            summary: "tried X".into(),
+        };
+        let bts = store.append(branch, &c).unwrap().timestamp.clone();
+        let custom =
+            serde_json::json!({"type": "custom_message", "customType": "e", "content": "note"});
+        let cts = store
+            .append(EntryData::Other(custom), &c)
+            .unwrap()
+            .timestamp
+            .clone();
+        let EntryData::Message(kept_answer) = store.entries()[3].data.clone() else {
+            panic!("entry 3 is the kept answer");
+        };
         let summary = "The conversation history before this point was compacted into the \
                        following summary:\n\n<summary>\ndid things\n</summary>";
+        let branch = "The following is a summary of a branch that this conversation came \
+                      back from:\n\n<summary>\ntried X</summary>";
         let want = vec![
             Message::user(summary, parse_iso(&ts).unwrap()),
             Message::user("kept", 1_796_006_400_500),
-            match assistant("kept answer", 2) {
-                EntryData::Message(m) => m,
-                _ => unreachable!(),
-            },
+            kept_answer,
             Message::user("after", 1_796_006_400_500),
+            Message::user(branch, parse_iso(&bts).unwrap()),
+            Message::user("note", parse_iso(&cts).unwrap()),
         ];
         assert_eq!(store.context(), want);
     }

@@ -151,17 +151,12 @@ async fn supervise(
 
 /// SIGKILLs the whole process group, then reaps the main child.
 async fn kill_group(child: &mut Child, pgid: Option<i32>) {
-    match pgid {
-        Some(pg) => {
-            if let Err(e) = killpg(Pid::from_raw(pg), Signal::SIGKILL) {
-                tracing::debug!(pgid = pg, error = %e, "bash: killpg failed");
-            }
-        }
-        None => {
-            if let Err(e) = child.start_kill() {
-                tracing::debug!(error = %e, "bash: kill failed");
-            }
-        }
+    let killed = match pgid {
+        Some(pg) => killpg(Pid::from_raw(pg), Signal::SIGKILL).map_err(std::io::Error::from),
+        None => child.start_kill(),
+    };
+    if let Err(e) = killed {
+        tracing::debug!(?pgid, error = %e, "bash: kill failed");
     }
     if let Err(e) = child.wait().await {
         tracing::debug!(error = %e, "bash: wait after kill failed");
@@ -253,6 +248,7 @@ impl<'a> Progress<'a> {
 }
 
 /// The command's output: a bounded in-memory tail plus, once over the caps, a file with all of it.
+#[derive(Default)]
 struct Output {
     tail: Vec<u8>,
     total_bytes: usize,
@@ -266,13 +262,8 @@ struct Output {
 impl Output {
     fn new(temp_dir: &Path) -> Self {
         Output {
-            tail: Vec::new(),
-            total_bytes: 0,
-            newlines: 0,
-            last_byte: None,
             temp_dir: temp_dir.to_path_buf(),
-            spill: None,
-            spill_error: None,
+            ..Output::default()
         }
     }
 
@@ -418,11 +409,8 @@ mod tests {
     }
 
     async fn sh(dir: &Path, command: &str) -> ToolOutput {
-        run(
-            &json!({"command": command}),
-            &ctx(dir, AbortSignal::never(), None),
-        )
-        .await
+        let c = ctx(dir, AbortSignal::never(), None);
+        run(&json!({"command": command}), &c).await
     }
 
     /// Dead or zombie (a zombie's parent may never reap it in a container).
@@ -449,6 +437,8 @@ mod tests {
         assert!(!out.is_error);
         assert_eq!(out.text(), "hi");
         assert_eq!(sh(d.path(), "true").await.text(), "(no output)");
+        let out = sh(d.path(), "printf 'a\\377b\\n'").await;
+        assert_eq!(out.text(), "a\u{fffd}b\n", "invalid UTF-8 is made safe");
         let out = run(&json!({}), &ctx(d.path(), AbortSignal::never(), None)).await;
         assert!(out.is_error && out.text().contains("`command`"));
     }
@@ -458,11 +448,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let (tx, mut rx) = mpsc::unbounded_channel();
         let c = ctx(d.path(), AbortSignal::never(), Some(tx));
-        let out = run(
-            &json!({"command": "echo first; sleep 0.2; echo second"}),
-            &c,
-        )
-        .await;
+        let args = json!({"command": "echo first; sleep 0.2; echo second"});
+        let out = run(&args, &c).await;
         assert_eq!(out.text(), "first\nsecond\n");
         drop(c);
         let mut seen = Vec::new();
@@ -524,12 +511,8 @@ mod tests {
         let out = sh(d.path(), "sleep 30 & echo $! > bg; echo done").await;
         assert!(started.elapsed() < Duration::from_secs(10));
         assert_eq!(out.text(), "done\n");
-        let pid: i32 = std::fs::read_to_string(d.path().join("bg"))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap();
-        let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        let pid = std::fs::read_to_string(d.path().join("bg")).unwrap();
+        let _ = nix::sys::signal::kill(Pid::from_raw(pid.trim().parse().unwrap()), Signal::SIGKILL);
     }
 
     #[tokio::test]
@@ -550,12 +533,5 @@ mod tests {
             full.display()
         );
         assert!(text.ends_with(&notice), "{}", &text[text.len() - 120..]);
-    }
-
-    #[tokio::test]
-    async fn invalid_utf8_output_is_made_safe() {
-        let d = tempfile::tempdir().unwrap();
-        let out = sh(d.path(), "printf 'a\\377b\\n'").await;
-        assert_eq!(out.text(), "a\u{fffd}b\n");
     }
 }
