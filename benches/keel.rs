@@ -1,1 +1,503 @@
-fn main() {}
+//! Benchmarks the release `keel` binary end to end: startup, JSON-mode streaming throughput, peak RSS of print mode, and `--continue` session load time.
+// A bench program reports its results on stdout and its failures on stderr by design, and a
+// broken run must abort it loudly, so the crate's print/unwrap/exit lints do not apply here.
+#![allow(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::disallowed_methods
+)]
+
+use std::fmt::Write as _;
+use std::fs::{self, File};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
+
+/// Set on the helper subprocess that runs keel once and reports its peak RSS.
+const CHILD_ENV: &str = "KEEL_BENCH_CHILD";
+/// Text deltas streamed by the big scripted fixture.
+const DELTAS: u64 = 100_000;
+/// Entries in the generated session for the `--continue` benchmark.
+const SESSION_ENTRIES: usize = 50_000;
+const SESSION_ID: &str = "01a22a4d-c23c-773e-be8a-b1dc1a1a060b";
+const SESSION_TS: &str = "2026-01-01T00:00:00.000Z";
+
+type Res<T> = Result<T, String>;
+
+fn main() -> ExitCode {
+    let result = if std::env::var_os(CHILD_ENV).is_some() {
+        rss_child()
+    } else {
+        run()
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Helper mode: argv is `<keel> <cwd> <keel_home> <keel args...>`. Runs keel once, waits, and
+/// prints the peak RSS of that one child in KiB. A fresh process has a fresh RUSAGE_CHILDREN,
+/// so the figure is exactly that run's.
+fn rss_child() -> Res<()> {
+    let mut args = std::env::args_os().skip(1);
+    let (Some(keel), Some(cwd), Some(home)) = (args.next(), args.next(), args.next()) else {
+        return Err("helper needs <keel> <cwd> <home> <args...>".into());
+    };
+    let rest: Vec<_> = args.collect();
+    let stderr_path = Path::new(&cwd).join("keel.stderr");
+    let status = keel_cmd(Path::new(&keel), Path::new(&cwd), Path::new(&home))
+        .args(&rest)
+        .stdout(Stdio::null())
+        .stderr(file(&stderr_path)?)
+        .status()
+        .map_err(|e| format!("cannot spawn keel: {e}"))?;
+    check_status(status, &stderr_path)?;
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .map_err(|e| format!("getrusage: {e}"))?;
+    // ru_maxrss is KiB on Linux, bytes on macOS.
+    let rss = usage.max_rss();
+    let kib = if cfg!(target_os = "macos") {
+        rss / 1024
+    } else {
+        rss
+    };
+    println!("{kib}");
+    Ok(())
+}
+
+fn run() -> Res<()> {
+    let keel = keel_binary()?;
+    let runs_override = match std::env::var("KEEL_BENCH_RUNS") {
+        Ok(v) => Some(
+            v.parse::<usize>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("KEEL_BENCH_RUNS must be a positive integer, got {v:?}"))?,
+        ),
+        Err(_) => None,
+    };
+    let quick = runs_override.unwrap_or(15);
+    let heavy = runs_override.unwrap_or(5);
+
+    let fixtures = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+    let big = fixtures.path().join("big.json");
+    fs::write(
+        &big,
+        format!(
+            r#"{{"turns":[{{"chunks":[{{"text":"tok ","times":{DELTAS}}}],"usage":{{"input":1,"output":{DELTAS}}}}}]}}"#
+        ),
+    )
+    .map_err(|e| format!("write fixture: {e}"))?;
+    let hello = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/providers/hello.json");
+    if !hello.is_file() {
+        return Err(format!("missing fixture {}", hello.display()));
+    }
+
+    let mut rows: Vec<Row> = Vec::new();
+
+    // 1. Startup.
+    eprintln!("[1/4] keel --version x{quick}");
+    let mut t = Vec::new();
+    for _ in 0..quick {
+        let sb = Sandbox::new()?;
+        t.push(sb.time_run(&keel, &["--version"])?.as_secs_f64() * 1e3);
+    }
+    rows.push(Row::stats("`keel --version` wall time", &t, "ms", 1));
+
+    // 2. JSON-mode throughput.
+    eprintln!("[2/4] json mode, {DELTAS} deltas x{heavy}");
+    let big_s = path_str(&big)?;
+    let mut t = Vec::new();
+    let mut bytes = 0usize;
+    let mut lines = 0usize;
+    for _ in 0..heavy {
+        let sb = Sandbox::new()?;
+        let stderr_path = sb.cwd.join("keel.stderr");
+        let start = Instant::now();
+        let mut child = keel_cmd(&keel, &sb.cwd, &sb.home)
+            .args([
+                "--mode",
+                "json",
+                "--provider",
+                "scripted",
+                "--script",
+                big_s,
+                "--no-session",
+                "go",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(file(&stderr_path)?)
+            .spawn()
+            .map_err(|e| format!("cannot spawn keel: {e}"))?;
+        let mut out = Vec::new();
+        child
+            .stdout
+            .take()
+            .ok_or("no stdout pipe")?
+            .read_to_end(&mut out)
+            .map_err(|e| format!("read stdout: {e}"))?;
+        let status = child.wait().map_err(|e| format!("wait: {e}"))?;
+        let elapsed = start.elapsed();
+        check_status(status, &stderr_path)?;
+        let needle = b"\"text_delta\"";
+        let deltas = out
+            .split(|b| *b == b'\n')
+            .filter(|l| l.windows(needle.len()).any(|w| w == needle))
+            .count();
+        if deltas as u64 != DELTAS {
+            return Err(format!(
+                "json run streamed {deltas} text_delta lines, expected {DELTAS}"
+            ));
+        }
+        bytes = out.len();
+        lines = out.iter().filter(|b| **b == b'\n').count();
+        t.push(elapsed.as_secs_f64() * 1e3);
+    }
+    rows.push(Row::stats(
+        &format!("json mode, {DELTAS} text deltas: wall time"),
+        &t,
+        "ms",
+        0,
+    ));
+    let rate: Vec<f64> = t.iter().map(|ms| DELTAS as f64 / (ms / 1e3)).collect();
+    rows.push(Row::stats("json mode: throughput", &rate, "deltas/s", 0));
+    rows.push(Row::single(
+        "json mode: stdout bytes per delta",
+        bytes as f64 / DELTAS as f64,
+        "bytes",
+        1,
+    ));
+    rows.push(Row::single(
+        "json mode: stdout lines",
+        lines as f64,
+        "lines",
+        0,
+    ));
+
+    // 3. Peak RSS of print mode.
+    eprintln!("[3/4] print mode peak RSS x{heavy} (small, then big)");
+    let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    let hello_s = path_str(&hello)?;
+    for (label, script) in [("hello fixture", hello_s), ("100k-delta fixture", big_s)] {
+        let mut kib = Vec::new();
+        for _ in 0..heavy {
+            let sb = Sandbox::new()?;
+            let out = Command::new(&me)
+                .env(CHILD_ENV, "1")
+                .arg(&keel)
+                .arg(&sb.cwd)
+                .arg(&sb.home)
+                .args(["-p", "--provider", "scripted", "--script", script, "go"])
+                .stdin(Stdio::null())
+                .stderr(Stdio::inherit())
+                .output()
+                .map_err(|e| format!("cannot spawn rss helper: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("rss helper failed ({})", out.status));
+            }
+            let text = String::from_utf8_lossy(&out.stdout);
+            let v: f64 = text
+                .trim()
+                .parse()
+                .map_err(|_| format!("rss helper printed {text:?}"))?;
+            kib.push(v);
+        }
+        rows.push(Row::stats(
+            &format!("print mode peak RSS, {label}"),
+            &kib,
+            "KiB",
+            0,
+        ));
+    }
+
+    // 4. --continue session load.
+    eprintln!("[4/4] --continue with {SESSION_ENTRIES} entries x{heavy}, baseline x{heavy}");
+    let args = [
+        "-p",
+        "--continue",
+        "--provider",
+        "scripted",
+        "--script",
+        hello_s,
+        "next",
+    ];
+    let mut loaded = Vec::new();
+    for _ in 0..heavy {
+        let sb = Sandbox::new()?;
+        let path = write_session(&sb)?;
+        let d = sb.time_run(&keel, &args)?;
+        // The run must have loaded and extended the generated session, not started a new one.
+        let n = fs::read(&path)
+            .map_err(|e| format!("read session: {e}"))?
+            .iter()
+            .filter(|b| **b == b'\n')
+            .count();
+        if n <= SESSION_ENTRIES + 1 {
+            return Err(format!(
+                "--continue did not extend the generated session ({n} lines)"
+            ));
+        }
+        loaded.push(d.as_secs_f64() * 1e3);
+    }
+    let mut baseline = Vec::new();
+    for _ in 0..heavy {
+        let sb = Sandbox::new()?;
+        baseline.push(sb.time_run(&keel, &args)?.as_secs_f64() * 1e3);
+    }
+    rows.push(Row::stats(
+        &format!("`-p --continue`, {SESSION_ENTRIES}-entry session"),
+        &loaded,
+        "ms",
+        1,
+    ));
+    rows.push(Row::stats(
+        "`-p --continue`, no session (baseline)",
+        &baseline,
+        "ms",
+        1,
+    ));
+    rows.push(Row::single(
+        "session load cost (median difference)",
+        median(&loaded) - median(&baseline),
+        "ms",
+        1,
+    ));
+
+    // Report.
+    let version = Command::new(&keel)
+        .arg("--version")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    let nproc = std::thread::available_parallelism()
+        .map(|n| n.get().to_string())
+        .unwrap_or_else(|_| "?".into());
+    let mut report = String::new();
+    let _ = writeln!(report, "## keel benchmark\n");
+    let _ = writeln!(
+        report,
+        "- binary: `{}` ({version})\n- machine: {} {}, {nproc} CPUs (available_parallelism)\n- runs: {quick} quick / {heavy} heavy (KEEL_BENCH_RUNS overrides both)\n",
+        keel.display(),
+        std::env::consts::OS,
+        std::env::consts::ARCH,
+    );
+    let _ = writeln!(report, "| benchmark | median | min | max | unit |");
+    let _ = writeln!(report, "|---|---:|---:|---:|---|");
+    for r in &rows {
+        let _ = writeln!(
+            report,
+            "| {} | {} | {} | {} | {} |",
+            r.name, r.median, r.min, r.max, r.unit
+        );
+    }
+    print!("{report}");
+    Ok(())
+}
+
+/// A fresh cwd and KEEL_HOME for one run; both deleted on drop.
+struct Sandbox {
+    _dir: tempfile::TempDir,
+    cwd: PathBuf,
+    home: PathBuf,
+}
+
+impl Sandbox {
+    fn new() -> Res<Sandbox> {
+        let dir = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
+        // keel sees its cwd resolved (no symlinks), so the session dir must be derived from that.
+        let root = dir
+            .path()
+            .canonicalize()
+            .map_err(|e| format!("canonicalize: {e}"))?;
+        let cwd = root.join("cwd");
+        let home = root.join("home");
+        fs::create_dir(&cwd).map_err(|e| format!("mkdir: {e}"))?;
+        fs::create_dir(&home).map_err(|e| format!("mkdir: {e}"))?;
+        Ok(Sandbox {
+            _dir: dir,
+            cwd,
+            home,
+        })
+    }
+
+    /// Runs keel with stdout discarded and returns the wall time; a failed run is an error.
+    fn time_run(&self, keel: &Path, args: &[&str]) -> Res<Duration> {
+        let stderr_path = self.cwd.join("keel.stderr");
+        let mut cmd = keel_cmd(keel, &self.cwd, &self.home);
+        cmd.args(args)
+            .stdout(Stdio::null())
+            .stderr(file(&stderr_path)?);
+        let start = Instant::now();
+        let status = cmd
+            .status()
+            .map_err(|e| format!("cannot spawn keel: {e}"))?;
+        let elapsed = start.elapsed();
+        check_status(status, &stderr_path)?;
+        Ok(elapsed)
+    }
+}
+
+/// keel with a clean environment: only PATH and KEEL_HOME, stdin empty.
+fn keel_cmd(keel: &Path, cwd: &Path, home: &Path) -> Command {
+    let mut cmd = Command::new(keel);
+    cmd.env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("KEEL_HOME", home)
+        .current_dir(cwd)
+        .stdin(Stdio::null());
+    cmd
+}
+
+fn file(path: &Path) -> Res<File> {
+    File::create(path).map_err(|e| format!("create {}: {e}", path.display()))
+}
+
+fn path_str(p: &Path) -> Res<&str> {
+    p.to_str()
+        .ok_or_else(|| format!("non-UTF-8 path {}", p.display()))
+}
+
+fn check_status(status: std::process::ExitStatus, stderr_path: &Path) -> Res<()> {
+    if status.success() {
+        return Ok(());
+    }
+    let stderr = fs::read_to_string(stderr_path).unwrap_or_default();
+    Err(format!("keel exited with {status}; its stderr:\n{stderr}"))
+}
+
+/// The release binary cargo built next to this bench (`target/release/keel`), built on demand.
+fn keel_binary() -> Res<PathBuf> {
+    let exe = if cfg!(windows) { "keel.exe" } else { "keel" };
+    let mut candidates = Vec::new();
+    // The bench runs from target/release/deps/; cargo builds the bin targets for benches.
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent()?.parent().map(Path::to_path_buf))
+    {
+        candidates.push(dir.join(exe));
+    }
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    candidates.push(manifest.join("target/release").join(exe));
+    if let Some(found) = candidates.iter().find(|p| p.is_file()) {
+        return Ok(found.clone());
+    }
+    eprintln!("keel release binary not found; running cargo build --release --bin keel");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let status = Command::new(cargo)
+        .args(["build", "--release", "--bin", "keel"])
+        .current_dir(manifest)
+        .status()
+        .map_err(|e| format!("cannot run cargo build: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build --release failed ({status})"));
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .ok_or_else(|| "cargo build succeeded but target/release/keel is missing".into())
+}
+
+/// Writes a pi v3 session of [`SESSION_ENTRIES`] alternating user/assistant messages (ending on
+/// an assistant) where `--continue` in `sb.cwd` finds it. Returns its path.
+fn write_session(sb: &Sandbox) -> Res<PathBuf> {
+    let cwd = path_str(&sb.cwd)?;
+    let trimmed = cwd
+        .strip_prefix('/')
+        .or_else(|| cwd.strip_prefix('\\'))
+        .unwrap_or(cwd);
+    let safe = trimmed.replace(['/', '\\', ':'], "-");
+    let dir = sb.home.join("sessions").join(format!("--{safe}--"));
+    fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
+    let path = dir.join(format!(
+        "{}_{SESSION_ID}.jsonl",
+        SESSION_TS.replace([':', '.'], "-")
+    ));
+
+    let mut text = String::with_capacity(SESSION_ENTRIES * 400);
+    let header = serde_json::json!({
+        "type": "session", "version": 3, "id": SESSION_ID, "timestamp": SESSION_TS, "cwd": cwd,
+    });
+    let _ = writeln!(text, "{header}");
+    let mut parent = serde_json::Value::Null;
+    for i in 0..SESSION_ENTRIES {
+        let id = format!("{:08x}", 0x1000_0000 + i);
+        let n = i / 2 + 1;
+        let message = if i % 2 == 0 {
+            serde_json::json!({
+                "role": "user",
+                "content": [{"type": "text", "text": format!("question {n} about the code base")}],
+                "timestamp": 1_767_225_600_000_u64,
+            })
+        } else {
+            serde_json::json!({
+                "role": "assistant",
+                "content": [{"type": "text", "text": format!("answer {n} with some words")}],
+                "api": "scripted", "provider": "scripted", "model": "scripted-1",
+                "usage": {
+                    "input": 10, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 30,
+                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
+                },
+                "stopReason": "stop",
+                "timestamp": 1_767_225_600_000_u64,
+            })
+        };
+        let entry = serde_json::json!({
+            "type": "message", "id": id, "parentId": parent, "timestamp": SESSION_TS,
+            "message": message,
+        });
+        let _ = writeln!(text, "{entry}");
+        parent = serde_json::Value::String(id);
+    }
+    fs::write(&path, text).map_err(|e| format!("write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// One table row, already formatted.
+struct Row {
+    name: String,
+    median: String,
+    min: String,
+    max: String,
+    unit: &'static str,
+}
+
+impl Row {
+    fn stats(name: &str, v: &[f64], unit: &'static str, decimals: usize) -> Row {
+        let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        Row {
+            name: name.to_string(),
+            median: format!("{:.*}", decimals, median(v)),
+            min: format!("{min:.decimals$}"),
+            max: format!("{max:.decimals$}"),
+            unit,
+        }
+    }
+
+    fn single(name: &str, v: f64, unit: &'static str, decimals: usize) -> Row {
+        Row {
+            name: name.to_string(),
+            median: format!("{v:.decimals$}"),
+            min: "-".into(),
+            max: "-".into(),
+            unit,
+        }
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    match s.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => s[n / 2],
+        n => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}

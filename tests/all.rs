@@ -1,1 +1,34 @@
+//! The one integration-test binary: every `tests/*.rs` module is declared here.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
 
+mod architecture;
+mod exit_codes;
+mod json_mode;
+mod projectors;
+mod sessions;
+mod support;
+
+/// A test file that is not declared above would silently never run.
+#[test]
+fn every_test_file_is_declared() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let all = std::fs::read_to_string(dir.join("all.rs")).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+            continue;
+        };
+        if path.extension().and_then(|e| e.to_str()) != Some("rs") || stem == "all" {
+            continue;
+        }
+        assert!(
+            all.contains(&format!("mod {stem};")),
+            "tests/{stem}.rs is not declared in tests/all.rs"
+        );
+    }
+}

@@ -139,9 +139,8 @@ impl Projector for PrintProjector {
         if exit == Exit::Success {
             let mut text = summary.final_text.clone();
             text.push('\n');
-            if out.out(text.as_bytes()).and_then(|_| out.flush()).is_err() {
-                return;
-            }
+            // A closed stdout here ends quietly like any broken pipe.
+            let _ = out.out(text.as_bytes()).and_then(|_| out.flush());
         } else if let Exit::Signal(crate::exit::SIGPIPE) = exit {
             // stdout went away: end quietly.
         } else if let Some((kind, message)) = summary.error(exit) {

@@ -209,15 +209,20 @@ async fn stream_assistant(
     let mut asm = Assembler::default();
     loop {
         let ev = tokio::select! {
-            ev = rx.recv() => ev,
+            biased;
             _ = abort.aborted() => {
                 asm.close(inner, &mut msg);
                 msg.stop_reason = StopReason::Aborted;
                 msg.error_message = Some("Request was aborted".into());
                 break;
             }
+            ev = rx.recv() => ev,
         };
         let Some(ev) = ev else {
+            if abort.is_aborted() {
+                // The provider stopped because of the abort; the next loop turn records it.
+                continue;
+            }
             asm.close(inner, &mut msg);
             msg.stop_reason = StopReason::Error;
             msg.error_message = Some("the provider stream ended without a stop reason".into());

@@ -663,21 +663,13 @@ mod tests {
 
     /// Writes a session with one user message at `last_ts` and returns its path.
     fn session(dir: &Path, id: &str, cwd: &str, last_ts: &str, text: &str) -> PathBuf {
-        let header = SessionHeader {
-            id: id.into(),
-            timestamp: "2026-01-01T00:00:00.000Z".into(),
-            cwd: cwd.into(),
-            parent_session: None,
-        };
-        let entry = Entry {
-            id: "0000abcd".into(),
-            parent_id: None,
-            timestamp: last_ts.into(),
-            data: EntryData::Message(Message::user(text, 0)),
-        };
-        let path = dir.join(file_name(&header));
-        let body = format!("{}\n{}", header.to_json(), entry.to_line().unwrap());
-        fs::write(&path, body).unwrap();
+        let path = dir.join(format!("{id}.jsonl"));
+        let ts = "2026-01-01T00:00:00.000Z";
+        let head = json!({"type": "session", "version": 3, "id": id, "timestamp": ts, "cwd": cwd});
+        let msg = json!({"role": "user", "content": text, "timestamp": 0});
+        let entry = json!({"type": "message", "id": "0000abcd", "parentId": null,
+                           "timestamp": last_ts, "message": msg});
+        fs::write(&path, format!("{head}\n{entry}\n")).unwrap();
         path
     }
 

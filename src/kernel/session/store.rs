@@ -18,6 +18,7 @@ use crate::kernel::message::Message;
 const COMPACTION_PREFIX: &str =
     "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
 const COMPACTION_SUFFIX: &str = "\n</summary>";
+
 /// One session: its header, its entries in file order, the current leaf and (once
 /// materialized) the open, locked file that new entries are appended to.
 #[derive(Debug)]

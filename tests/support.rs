@@ -1,0 +1,190 @@
+//! Shared test helpers: a sandbox (temp KEEL_HOME and cwd, cleared env, fixed clock and seed),
+//! running the real binary, and snapshotting stdout + stderr + exit status together.
+
+use std::fmt;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+pub const CLOCK: &str = "1796000000000";
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn fixture(name: &str) -> String {
+    root()
+        .join("fixtures/providers")
+        .join(name)
+        .display()
+        .to_string()
+}
+
+/// A temp dir with `home/` (KEEL_HOME) and `work/` (the cwd).
+pub struct Sandbox {
+    pub dir: tempfile::TempDir,
+    pub seed: u64,
+}
+
+impl Sandbox {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::fs::create_dir_all(dir.path().join("work")).unwrap();
+        Sandbox { dir, seed: 42 }
+    }
+
+    pub fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    pub fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+
+    /// The real binary with a cleared, deterministic environment.
+    pub fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_keel"));
+        c.args(args)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .env("KEEL_HOME", self.home())
+            .env("KEEL_TEST_CLOCK", CLOCK)
+            .env("KEEL_TEST_SEED", self.seed.to_string())
+            .env("TMPDIR", self.dir.path())
+            .current_dir(self.work())
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Runs to completion.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let out = self.cmd(args).output().unwrap();
+        self.finish(out)
+    }
+
+    /// Runs with `input` on stdin.
+    pub fn run_stdin(&self, args: &[&str], input: &str) -> Run {
+        use std::io::Write;
+        let mut child = self
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        self.finish(child.wait_with_output().unwrap())
+    }
+
+    pub fn finish(&self, out: std::process::Output) -> Run {
+        Run {
+            stdout: String::from_utf8_lossy(&out.stdout).to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).to_string(),
+            code: out.status.code().unwrap_or(-1),
+            sandbox: self.dir.path().to_path_buf(),
+        }
+    }
+
+    /// Spawns with piped stdout/stderr for tests that interact with a running process.
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        self.cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Every session file under KEEL_HOME.
+    pub fn session_files(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let sessions = self.home().join("sessions");
+        if let Ok(dirs) = std::fs::read_dir(&sessions) {
+            for d in dirs.flatten() {
+                for f in std::fs::read_dir(d.path()).unwrap().flatten() {
+                    out.push(f.path());
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+}
+
+/// Reads stdout lines of a running child until one contains `needle`; returns the lines read.
+pub fn read_until(reader: &mut BufReader<std::process::ChildStdout>, needle: &str) -> Vec<String> {
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        let n = reader.read_line(&mut line).unwrap();
+        assert!(
+            n > 0,
+            "stdout ended before a line containing {needle:?}: {lines:#?}"
+        );
+        let found = line.contains(needle);
+        lines.push(line);
+        if found {
+            return lines;
+        }
+    }
+}
+
+/// What a finished run produced.
+pub struct Run {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: i32,
+    pub sandbox: PathBuf,
+}
+
+impl Run {
+    fn scrub(&self, s: &str) -> String {
+        let plain = self.sandbox.display().to_string();
+        // Session directories embed the cwd with '/' turned into '-'.
+        let dashed = plain.trim_start_matches('/').replace('/', "-");
+        s.replace(&plain, "[SANDBOX]")
+            .replace(&dashed, "[SANDBOX]")
+            .replace(&root().display().to_string(), "[ROOT]")
+    }
+
+    pub fn stdout_lines(&self) -> Vec<serde_json::Value> {
+        self.stdout
+            .lines()
+            .map(|l| {
+                serde_json::from_str(l)
+                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {l}"))
+            })
+            .collect()
+    }
+}
+
+impl fmt::Display for Run {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}\n[stderr]\n{}\n[exit status: {}]\n",
+            self.scrub(&self.stdout),
+            self.scrub(&self.stderr),
+            self.code
+        )
+    }
+}
+
+/// Asserts a snapshot stored in the top-level `snapshots/` folder.
+pub fn snap(name: &str, value: &str) {
+    let mut settings = insta::Settings::clone_current();
+    settings.set_snapshot_path(root().join("snapshots"));
+    settings.set_prepend_module_to_snapshot(false);
+    settings.bind(|| insta::assert_snapshot!(name, value));
+}
+
+/// Sends a signal to a child.
+pub fn signal(child: &Child, sig: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
+}
