@@ -76,7 +76,7 @@ const ALL_VARIANTS: &[&str] = &[
 ];
 
 /// Runs everything.json: approvals answered (edit denied, the rest allowed), a steer and a
-/// follow-up queued while the first tool runs.
+/// follow-up queued while the first approval is pending.
 fn everything_run(work: &std::path::Path) -> Vec<Arc<Event>> {
     std::fs::write(work.join("a.txt"), "alpha\n").unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -111,23 +111,23 @@ fn everything_run(work: &std::path::Path) -> Vec<Arc<Event>> {
         let mut events = Vec::new();
         let mut queued = false;
         while let Some(ev) = rx.recv().await {
-            match &ev.payload {
-                EventPayload::ToolCallStarted { .. } if !queued => {
+            // The kernel waits on an approval, so queueing there lands at a fixed place in the
+            // event order (queueing on any other event would race the kernel task).
+            if let EventPayload::ApprovalRequested {
+                call_id, tool_name, ..
+            } = &ev.payload
+            {
+                if !queued {
                     queued = true;
                     session.steer("steer: mind the tests".into());
                     session.follow_up("follow up: summarise".into());
                 }
-                EventPayload::ApprovalRequested {
-                    call_id, tool_name, ..
-                } => {
-                    let d = if tool_name == "edit" {
-                        ApprovalDecision::Deny
-                    } else {
-                        ApprovalDecision::Allow
-                    };
-                    assert!(session.approve(call_id, d));
-                }
-                _ => {}
+                let d = if tool_name == "edit" {
+                    ApprovalDecision::Deny
+                } else {
+                    ApprovalDecision::Allow
+                };
+                assert!(session.approve(call_id, d));
             }
             let done = matches!(ev.payload, EventPayload::AgentSettled { .. });
             events.push(ev);
