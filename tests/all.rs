@@ -9,6 +9,7 @@
 mod architecture;
 mod exit_codes;
 mod json_mode;
+mod kernel;
 mod projectors;
 mod sessions;
 mod support;
