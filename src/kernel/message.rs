@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// One content block of a message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "type")]
+#[serde(tag = "type", try_from = "FlatContent")]
 pub enum Content {
     /// Plain text.
     #[serde(rename = "text")]
@@ -176,7 +176,7 @@ pub struct ToolResultMessage {
 /// Any message of the conversation, tagged by `role`. Unknown roles written by other tools
 /// are kept as raw JSON and never sent to a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role")]
+#[serde(tag = "role", try_from = "FlatMessage")]
 pub enum Message {
     #[serde(rename = "user")]
     User(UserMessage),
@@ -195,21 +195,179 @@ impl Message {
     }
 }
 
-/// Accepts pi's `content: string` form as well as the block array.
+/// Accepts pi's `content: string` form as well as the block array, without buffering.
 fn content_or_string<'de, D>(d: D) -> Result<Vec<Content>, D::Error>
 where
     D: serde::Deserializer<'de>,
 {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Either {
-        Text(String),
-        Blocks(Vec<Content>),
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Vec<Content>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string or an array of content blocks")
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(vec![Content::text(v)])
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut out = Vec::with_capacity(seq.size_hint().unwrap_or(1));
+            while let Some(c) = seq.next_element::<Content>()? {
+                out.push(c);
+            }
+            Ok(out)
+        }
     }
-    Ok(match Either::deserialize(d)? {
-        Either::Text(text) => vec![Content::Text { text }],
-        Either::Blocks(b) => b,
-    })
+    d.deserialize_any(V)
+}
+
+/// Every field any content block may have: read in one pass (serde's internally tagged enums
+/// buffer each block first, which dominated session load time), then checked per `type`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FlatContent {
+    #[serde(rename = "type")]
+    kind: String,
+    text: Option<String>,
+    thinking: Option<String>,
+    thinking_signature: Option<String>,
+    id: Option<String>,
+    name: Option<String>,
+    arguments: Option<Value>,
+    data: Option<String>,
+    mime_type: Option<String>,
+}
+
+fn need<T>(v: Option<T>, kind: &str, field: &str) -> Result<T, String> {
+    v.ok_or_else(|| format!("a `{kind}` is missing `{field}`"))
+}
+
+impl TryFrom<FlatContent> for Content {
+    type Error = String;
+
+    fn try_from(f: FlatContent) -> Result<Self, String> {
+        Ok(match f.kind.as_str() {
+            "text" => Content::Text {
+                text: need(f.text, "text", "text")?,
+            },
+            "thinking" => Content::Thinking {
+                thinking: need(f.thinking, "thinking", "thinking")?,
+                signature: f.thinking_signature,
+            },
+            "toolCall" => Content::ToolCall {
+                id: need(f.id, "toolCall", "id")?,
+                name: need(f.name, "toolCall", "name")?,
+                arguments: f
+                    .arguments
+                    .unwrap_or_else(|| Value::Object(Default::default())),
+            },
+            "image" => Content::Image {
+                data: need(f.data, "image", "data")?,
+                mime_type: need(f.mime_type, "image", "mimeType")?,
+            },
+            other => return Err(format!("unknown content type `{other}`")),
+        })
+    }
+}
+
+/// Every field any message may have, read in one pass; see [`FlatContent`].
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct FlatMessage {
+    role: String,
+    #[serde(default, deserialize_with = "opt_content")]
+    content: Option<Vec<Content>>,
+    timestamp: Option<i64>,
+    api: Option<String>,
+    provider: Option<String>,
+    model: Option<String>,
+    usage: Option<Usage>,
+    stop_reason: Option<StopReason>,
+    error_message: Option<String>,
+    duration_ms: Option<u64>,
+    tool_call_id: Option<String>,
+    tool_name: Option<String>,
+    details: Option<Value>,
+    is_error: Option<bool>,
+}
+
+fn opt_content<'de, D>(d: D) -> Result<Option<Vec<Content>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    content_or_string(d).map(Some)
+}
+
+impl TryFrom<FlatMessage> for Message {
+    type Error = String;
+
+    fn try_from(f: FlatMessage) -> Result<Self, String> {
+        let role = f.role.clone();
+        let content = need(f.content, &role, "content")?;
+        let timestamp = need(f.timestamp, &role, "timestamp")?;
+        Ok(match role.as_str() {
+            "user" => Message::User(UserMessage { content, timestamp }),
+            "assistant" => Message::Assistant(AssistantMessage {
+                content,
+                api: f.api.unwrap_or_default(),
+                provider: f.provider.unwrap_or_default(),
+                model: f.model.unwrap_or_default(),
+                usage: f.usage.unwrap_or_default(),
+                stop_reason: need(f.stop_reason, &role, "stopReason")?,
+                error_message: f.error_message,
+                duration_ms: f.duration_ms,
+                timestamp,
+            }),
+            "toolResult" => Message::ToolResult(ToolResultMessage {
+                tool_call_id: need(f.tool_call_id, &role, "toolCallId")?,
+                tool_name: need(f.tool_name, &role, "toolName")?,
+                content,
+                details: f.details,
+                is_error: need(f.is_error, &role, "isError")?,
+                duration_ms: f.duration_ms,
+                timestamp,
+            }),
+            other => return Err(format!("unknown message role `{other}`")),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pi_messages_round_trip() {
+        let lines = [
+            r#"{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","data":"AA==","mimeType":"image/png"}],"timestamp":1}"#,
+            r#"{"role":"assistant","content":[{"type":"thinking","thinking":"t","thinkingSignature":"sig"},{"type":"toolCall","id":"c","name":"read","arguments":{"path":"a"}}],"api":"x","provider":"p","model":"m","usage":{"input":1,"output":2,"cacheRead":0,"cacheWrite":0,"totalTokens":3,"cost":{"input":0.0,"output":0.0,"cacheRead":0.0,"cacheWrite":0.0,"total":0.0}},"stopReason":"toolUse","timestamp":2}"#,
+            r#"{"role":"toolResult","toolCallId":"c","toolName":"read","content":[{"type":"text","text":"x"}],"details":{"n":1},"isError":false,"durationMs":3,"timestamp":3}"#,
+        ];
+        for l in lines {
+            let m: Message = serde_json::from_str(l).unwrap();
+            assert_eq!(serde_json::to_string(&m).unwrap(), l);
+        }
+    }
+
+    #[test]
+    fn string_content_unknown_roles_and_missing_fields() {
+        let m: Message =
+            serde_json::from_str(r#"{"role":"user","content":"plain","timestamp":1}"#).unwrap();
+        assert_eq!(m, Message::user("plain", 1));
+        let e = serde_json::from_str::<Message>(
+            r#"{"role":"bashExecution","command":"ls","timestamp":1}"#,
+        );
+        assert!(e.is_err());
+        let e =
+            serde_json::from_str::<Message>(r#"{"role":"assistant","content":[],"timestamp":1}"#);
+        assert!(e.unwrap_err().to_string().contains("stopReason"));
+        let e = serde_json::from_str::<Message>(
+            r#"{"role":"user","content":[{"type":"video"}],"timestamp":1}"#,
+        );
+        assert!(e.unwrap_err().to_string().contains("video"));
+    }
 }
 
 /// The text of the user message's text blocks joined by newlines.

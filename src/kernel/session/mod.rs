@@ -469,11 +469,12 @@ pub struct SessionSummary {
 
 /// Only the fields of an entry line that a summary needs; the rest is skipped unparsed.
 #[derive(Deserialize)]
-struct Peek {
+struct Peek<'a> {
     #[serde(rename = "type")]
     kind: String,
     timestamp: Option<Value>,
-    message: Option<Value>,
+    #[serde(borrow)]
+    message: Option<&'a serde_json::value::RawValue>,
     name: Option<Value>,
 }
 
@@ -533,7 +534,11 @@ fn summarize(path: &Path, cwd: Option<&str>) -> Option<SessionSummary> {
             "message" => {
                 sum.message_count += 1;
                 if sum.first_message.is_none() {
-                    sum.first_message = peek.message.as_ref().and_then(user_text_of);
+                    sum.first_message = peek
+                        .message
+                        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
+                        .as_ref()
+                        .and_then(user_text_of);
                 }
             }
             "session_info" => {
@@ -597,9 +602,57 @@ pub fn list(dir: &Path) -> Vec<SessionSummary> {
     summaries(dir, None)
 }
 
-/// For `--continue`: the newest session in `dir` whose header `cwd` equals `cwd`.
+/// For `--continue`: the newest session in `dir` whose header `cwd` equals `cwd`, by the time
+/// of its last entry. Reads only each file's header and tail, so it stays fast for huge files.
 pub fn find_latest(dir: &Path, cwd: &str) -> Option<PathBuf> {
-    summaries(dir, Some(cwd)).into_iter().next().map(|s| s.path)
+    let read = fs::read_dir(dir).ok()?;
+    let mut best: Option<(i64, PathBuf)> = None;
+    for path in read.filter_map(Result::ok).map(|e| e.path()) {
+        if path.extension().is_none_or(|x| x != "jsonl") || !path.is_file() {
+            continue;
+        }
+        let Ok(file) = fs::File::open(&path) else {
+            continue;
+        };
+        let mut buf = Vec::new();
+        let Some(header) = read_header(&mut BufReader::new(file), &mut buf) else {
+            continue;
+        };
+        if header.cwd != cwd {
+            continue;
+        }
+        let ms = last_entry_ms(&path)
+            .or_else(|| mtime_ms(&path))
+            .unwrap_or(0);
+        if best
+            .as_ref()
+            .is_none_or(|(b, p)| ms > *b || (ms == *b && path > *p))
+        {
+            best = Some((ms, path));
+        }
+    }
+    best.map(|(_, p)| p)
+}
+
+/// The timestamp of the last readable entry within the file's final 64 KiB.
+fn last_entry_ms(path: &Path) -> Option<i64> {
+    use std::io::{Read, Seek, SeekFrom};
+    const TAIL: u64 = 64 * 1024;
+    let mut file = fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(TAIL))).ok()?;
+    let mut tail = Vec::new();
+    file.take(TAIL).read_to_end(&mut tail).ok()?;
+    tail.split(|b| *b == b'\n').rev().find_map(|line| {
+        let peek: Peek<'_> = serde_json::from_slice(line).ok()?;
+        if peek.kind == "session" {
+            return None;
+        }
+        peek.timestamp
+            .as_ref()
+            .and_then(Value::as_str)
+            .and_then(parse_iso)
+    })
 }
 
 /// For `--resume ID` / `--session ID`: the session whose id equals `query`, else the only one

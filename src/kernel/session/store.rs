@@ -384,8 +384,39 @@ fn parse_header(path: &Path, n: usize, raw: &[u8]) -> Result<SessionHeader, Sess
 
 fn parse_entry(raw: &[u8]) -> Result<Entry, String> {
     let text = std::str::from_utf8(raw).map_err(|e| format!("not UTF-8: {e}"))?;
+    if let Some(entry) = parse_message_line(text) {
+        return Ok(entry);
+    }
     let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     Entry::from_json(value)
+}
+
+/// The shape of a `message` line, read in one pass without building a `Value` tree first.
+#[derive(serde::Deserialize)]
+struct MessageLine<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    id: String,
+    #[serde(rename = "parentId")]
+    parent_id: Option<String>,
+    timestamp: String,
+    message: Message,
+}
+
+/// Fast path for the common case (a readable `message` line): most of a long session's load
+/// time was spent building and re-reading `Value` trees. `None` sends the line to the general
+/// path, which handles every other entry type, unknown roles and errors.
+fn parse_message_line(text: &str) -> Option<Entry> {
+    let line: MessageLine<'_> = serde_json::from_str(text).ok()?;
+    if line.kind != "message" {
+        return None;
+    }
+    Some(Entry {
+        id: line.id,
+        parent_id: line.parent_id,
+        timestamp: line.timestamp,
+        data: EntryData::Message(line.message),
+    })
 }
 
 /// A warning for a message with a known role that keel could not read (kept raw, so it is
