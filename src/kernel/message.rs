@@ -334,6 +334,20 @@ impl TryFrom<FlatMessage> for Message {
     }
 }
 
+/// The text of the user message's text blocks joined by newlines.
+pub fn user_text(m: &UserMessage) -> String {
+    let mut out = String::new();
+    for c in &m.content {
+        if let Content::Text { text } = c {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(text);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -368,18 +382,4 @@ mod tests {
         );
         assert!(e.unwrap_err().to_string().contains("video"));
     }
-}
-
-/// The text of the user message's text blocks joined by newlines.
-pub fn user_text(m: &UserMessage) -> String {
-    let mut out = String::new();
-    for c in &m.content {
-        if let Content::Text { text } = c {
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(text);
-        }
-    }
-    out
 }
