@@ -1,23 +1,15 @@
 //! One binary-level test per row of the exit-code table (DESIGN §5): stdout, stderr and the
 //! exit status snapshotted together.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 
 use nix::sys::signal::Signal;
 
-use crate::support::{fixture, read_until, signal, snap, Sandbox};
+use crate::support::{snap, Sandbox};
 
 #[test]
 fn exit_0_success_prints_only_the_answer() {
-    let sb = Sandbox::new();
-    let run = sb.run(&[
-        "-p",
-        "--provider",
-        "scripted",
-        "--script",
-        &fixture("hello.json"),
-        "hi",
-    ]);
+    let run = Sandbox::new().scripted("-p", "hello.json", &["hi"]);
     assert_eq!(run.code, 0);
     assert_eq!(run.stdout, "Hello from keel!\n");
     snap("exit_0_success", &run.to_string());
@@ -25,15 +17,7 @@ fn exit_0_success_prints_only_the_answer() {
 
 #[test]
 fn exit_1_provider_error() {
-    let sb = Sandbox::new();
-    let run = sb.run(&[
-        "-p",
-        "--provider",
-        "scripted",
-        "--script",
-        &fixture("provider_error.json"),
-        "hi",
-    ]);
+    let run = Sandbox::new().scripted("-p", "provider_error.json", &["hi"]);
     assert_eq!(run.code, 1);
     assert_eq!(run.stdout, "");
     snap("exit_1_provider_error", &run.to_string());
@@ -41,71 +25,46 @@ fn exit_1_provider_error() {
 
 #[test]
 fn exit_2_unknown_flag() {
-    let sb = Sandbox::new();
-    let run = sb.run(&["-p", "--bogus", "hi"]);
+    let run = Sandbox::new().run(&["-p", "--bogus", "hi"]);
     assert_eq!(run.code, 2);
     snap("exit_2_unknown_flag", &run.to_string());
 }
 
 #[test]
 fn exit_2_bare_resume_in_print_mode() {
-    let sb = Sandbox::new();
-    let run = sb.run(&[
-        "-p",
-        "--provider",
-        "scripted",
-        "--script",
-        &fixture("hello.json"),
-        "--resume",
-    ]);
+    let run = Sandbox::new().scripted("-p", "hello.json", &["--resume"]);
     assert_eq!(run.code, 2);
     snap("exit_2_bare_resume", &run.to_string());
 }
 
 #[test]
 fn exit_2_no_prompt() {
-    let sb = Sandbox::new();
-    let run = sb.run(&[
-        "-p",
-        "--provider",
-        "scripted",
-        "--script",
-        &fixture("hello.json"),
-    ]);
+    let run = Sandbox::new().scripted("-p", "hello.json", &[]);
     assert_eq!(run.code, 2);
     snap("exit_2_no_prompt", &run.to_string());
 }
 
 #[test]
 fn exit_3_no_provider() {
-    let sb = Sandbox::new();
-    let run = sb.run(&["-p", "hi"]);
+    let run = Sandbox::new().run(&["-p", "hi"]);
     assert_eq!(run.code, 3);
     snap("exit_3_no_provider", &run.to_string());
 }
 
-#[test]
-fn exit_3_unknown_session_lists_candidates() {
+/// A sandbox holding two sessions with different ids (same fixed clock, so the UUIDv7 ids
+/// share their time prefix).
+fn two_sessions() -> Sandbox {
     let mut sb = Sandbox::new();
-    let hello = fixture("hello.json");
     for seed in [1, 2] {
         sb.seed = seed;
-        assert_eq!(
-            sb.run(&["-p", "--provider", "scripted", "--script", &hello, "hi"])
-                .code,
-            0
-        );
+        assert_eq!(sb.scripted("-p", "hello.json", &["hi"]).code, 0);
     }
-    let run = sb.run(&[
-        "-p",
-        "--provider",
-        "scripted",
-        "--script",
-        &hello,
-        "--resume",
-        "zzz",
-        "again",
-    ]);
+    sb
+}
+
+#[test]
+fn exit_3_unknown_session_lists_candidates() {
+    let run = two_sessions().scripted("-p", "hello.json", &["--resume", "zzz", "again"]);
     assert_eq!(run.code, 3);
     assert!(run.stderr.contains("zzz"), "{}", run.stderr);
     snap("exit_3_unknown_session", &run.to_string());
@@ -113,61 +72,22 @@ fn exit_3_unknown_session_lists_candidates() {
 
 #[test]
 fn exit_3_ambiguous_session_prefix_lists_candidates() {
-    let mut sb = Sandbox::new();
-    let hello = fixture("hello.json");
-    for seed in [1, 2] {
-        sb.seed = seed;
-        assert_eq!(
-            sb.run(&["-p", "--provider", "scripted", "--script", &hello, "hi"])
-                .code,
-            0
-        );
-    }
-    // Same fixed clock: both UUIDv7 ids share their time prefix.
-    let run = sb.run(&[
-        "-p",
-        "--provider",
-        "scripted",
-        "--script",
-        &hello,
-        "--resume",
-        "01a2",
-        "again",
-    ]);
+    let run = two_sessions().scripted("-p", "hello.json", &["--resume", "01a2", "again"]);
     assert_eq!(run.code, 3, "{run}");
+    assert!(run.stderr.contains("ambiguous"), "{}", run.stderr);
     snap("exit_3_ambiguous_session", &run.to_string());
 }
 
 #[test]
 fn exit_4_turn_limit() {
-    let sb = Sandbox::new();
-    let run = sb.run(&[
-        "-p",
-        "--provider",
-        "scripted",
-        "--script",
-        &fixture("max_turns.json"),
-        "--max-turns",
-        "2",
-        "look around",
-    ]);
+    let run = Sandbox::new().scripted("-p", "max_turns.json", &["--max-turns", "2", "look around"]);
     assert_eq!(run.code, 4);
     snap("exit_4_turn_limit", &run.to_string());
 }
 
 #[test]
 fn exit_5_blocked_names_the_refused_call() {
-    let sb = Sandbox::new();
-    let run = sb.run(&[
-        "-p",
-        "--provider",
-        "scripted",
-        "--script",
-        &fixture("blocked.json"),
-        "--permission",
-        "ask",
-        "clean up",
-    ]);
+    let run = Sandbox::new().scripted("-p", "blocked.json", &["--permission", "ask", "clean up"]);
     assert_eq!(run.code, 5);
     assert!(
         run.stderr.contains("bash") && run.stderr.contains("call_rm"),
@@ -189,43 +109,27 @@ fn exit_70_internal_error() {
         "{}",
         run.stderr
     );
-    let stderr = run
+    // The source location changes with every edit of app.rs: cut it from the snapshot.
+    let stderr: Vec<&str> = run
         .stderr
         .lines()
         .map(|l| l.split(" at src/").next().unwrap_or(""))
-        .collect::<Vec<_>>()
-        .join("\n");
+        .collect();
     snap(
         "exit_70_internal",
         &format!(
-            "{}\n[stderr]\n{stderr}\n[exit status: {}]\n",
-            run.stdout, run.code
+            "{}\n[stderr]\n{}\n[exit status: {}]\n",
+            run.stdout,
+            stderr.join("\n"),
+            run.code
         ),
     );
 }
 
-/// Starts a JSON run that hangs mid-message, waits for the first text delta, sends `sig`.
+/// A JSON run that hangs mid-message gets `sig` after its first text delta.
 fn interrupted(sig: Signal, expect: i32, name: &str) {
     let sb = Sandbox::new();
-    let mut child = sb.spawn(&[
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &fixture("hang.json"),
-        "work",
-    ]);
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut seen = read_until(&mut stdout, "\"text_delta\"");
-    signal(&child, sig);
-    let mut rest = String::new();
-    stdout.read_to_string(&mut rest).unwrap();
-    seen.extend(rest.lines().map(|l| format!("{l}\n")));
-    let out = child.wait_with_output().unwrap();
-    let run = sb.finish(std::process::Output {
-        stdout: seen.concat().into_bytes(),
-        ..out
-    });
+    let run = sb.interrupt_json("hang.json", &["work"], "\"text_delta\"", sig);
     assert_eq!(run.code, expect, "{run}");
     let last: serde_json::Value = serde_json::from_str(run.stdout.lines().last().unwrap()).unwrap();
     assert_eq!(last["outcome"], "interrupted");
@@ -260,12 +164,13 @@ fn exit_129_sighup_saves_the_session() {
 fn exit_141_broken_pipe_is_quiet_and_saves_the_session() {
     // Like `keel --json ... | head -1`: read one line, close the pipe.
     let sb = Sandbox::new();
+    let script = crate::support::fixture("flood.json");
     let mut child = sb.spawn(&[
         "--json",
         "--provider",
         "scripted",
         "--script",
-        &fixture("flood.json"),
+        &script,
         "go",
     ]);
     let mut stdout = BufReader::new(child.stdout.take().unwrap());

@@ -2,11 +2,9 @@
 //! first is the session header, the last is the single `result` line, and nothing else is on
 //! stdout. Lines are decoded with our own strict structs, as a consumer would.
 
-use std::io::{BufReader, Read};
-
 use serde::Deserialize;
 
-use crate::support::{fixture, read_until, signal, Run, Sandbox};
+use crate::support::{fixture, Run, Sandbox};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -79,11 +77,9 @@ fn check_contract(run: &Run) -> ResultLine {
 }
 
 fn json(sb: &Sandbox, script: &str, extra: &[&str], prompt: &str) -> Run {
-    let script = fixture(script);
-    let mut args = vec!["--json", "--provider", "scripted", "--script", &script];
-    args.extend_from_slice(extra);
+    let mut args = extra.to_vec();
     args.push(prompt);
-    sb.run(&args)
+    sb.scripted("--json", script, &args)
 }
 
 #[test]
@@ -147,23 +143,8 @@ fn blocked_scenario() {
 #[test]
 fn interrupted_scenario() {
     let sb = Sandbox::new();
-    let mut child = sb.spawn(&[
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &fixture("hang.json"),
-        "work",
-    ]);
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut seen = read_until(&mut stdout, "\"text_delta\"").concat();
-    signal(&child, nix::sys::signal::Signal::SIGINT);
-    stdout.read_to_string(&mut seen).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let run = sb.finish(std::process::Output {
-        stdout: seen.into_bytes(),
-        ..out
-    });
+    let sig = nix::sys::signal::Signal::SIGINT;
+    let run = sb.interrupt_json("hang.json", &["work"], "\"text_delta\"", sig);
     let r = check_contract(&run);
     assert_eq!((r.outcome.as_str(), r.exit_code), ("interrupted", 130));
     assert!(run

@@ -2,7 +2,9 @@
 //! running the real binary, and snapshotting stdout + stderr + exit status together.
 
 use std::fmt;
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read};
+
+use nix::sys::signal::Signal;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
@@ -62,6 +64,32 @@ impl Sandbox {
     pub fn run(&self, args: &[&str]) -> Run {
         let out = self.cmd(args).output().unwrap();
         self.finish(out)
+    }
+
+    /// Runs `keel MODE --provider scripted --script fixtures/providers/SCRIPT ARGS...`.
+    pub fn scripted(&self, mode: &str, script: &str, args: &[&str]) -> Run {
+        let script = fixture(script);
+        let mut all = vec![mode, "--provider", "scripted", "--script", &script];
+        all.extend_from_slice(args);
+        self.run(&all)
+    }
+
+    /// Starts a JSON-mode run of SCRIPT, waits until stdout shows `needle`, sends `sig`, and
+    /// returns everything the process wrote and its status.
+    pub fn interrupt_json(&self, script: &str, args: &[&str], needle: &str, sig: Signal) -> Run {
+        let script = fixture(script);
+        let mut all = vec!["--json", "--provider", "scripted", "--script", &script];
+        all.extend_from_slice(args);
+        let mut child = self.spawn(&all);
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut seen = read_until(&mut stdout, needle).concat();
+        signal(&child, sig);
+        stdout.read_to_string(&mut seen).unwrap();
+        let out = child.wait_with_output().unwrap();
+        self.finish(std::process::Output {
+            stdout: seen.into_bytes(),
+            ..out
+        })
     }
 
     /// Runs with `input` on stdin.
@@ -185,6 +213,6 @@ pub fn snap(name: &str, value: &str) {
 }
 
 /// Sends a signal to a child.
-pub fn signal(child: &Child, sig: nix::sys::signal::Signal) {
+pub fn signal(child: &Child, sig: Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
 }

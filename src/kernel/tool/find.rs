@@ -122,18 +122,8 @@ pub(super) fn relative(root: &Path, path: &Path) -> PathBuf {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::kernel::abort::AbortSignal;
-    use std::time::Duration;
 
-    fn ctx(dir: &Path) -> ToolContext {
-        ToolContext {
-            cwd: dir.to_path_buf(),
-            abort: AbortSignal::never(),
-            progress: None,
-            bash_timeout: Duration::from_secs(10),
-            temp_dir: dir.to_path_buf(),
-        }
-    }
+    use crate::kernel::tool::test_context as ctx;
 
     fn tree(files: &[&str]) -> tempfile::TempDir {
         let d = tempfile::tempdir().unwrap();

@@ -163,3 +163,15 @@ pub(crate) fn u64_arg(args: &Value, key: &str) -> Result<Option<u64>, ToolOutput
         }),
     }
 }
+
+/// A context for tool unit tests: `dir` as cwd and temp dir, no abort, no progress.
+#[cfg(test)]
+pub(crate) fn test_context(dir: &Path) -> ToolContext {
+    ToolContext {
+        cwd: dir.to_path_buf(),
+        abort: AbortSignal::never(),
+        progress: None,
+        bash_timeout: Duration::from_secs(10),
+        temp_dir: dir.to_path_buf(),
+    }
+}

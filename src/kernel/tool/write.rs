@@ -61,18 +61,8 @@ async fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::kernel::abort::AbortSignal;
-    use std::time::Duration;
 
-    fn ctx(dir: &std::path::Path) -> ToolContext {
-        ToolContext {
-            cwd: dir.to_path_buf(),
-            abort: AbortSignal::never(),
-            progress: None,
-            bash_timeout: Duration::from_secs(10),
-            temp_dir: dir.to_path_buf(),
-        }
-    }
+    use crate::kernel::tool::test_context as ctx;
 
     #[tokio::test]
     async fn creates_parent_dirs_then_overwrites() {
