@@ -12,22 +12,9 @@ use keel::kernel::provider::scripted::ScriptedProvider;
 use keel::{AgentConfig, AgentSession, Bus, Clock, Permission};
 
 fn config(work: &std::path::Path) -> AgentConfig {
-    AgentConfig {
-        cwd: work.to_path_buf(),
-        system_prompt: "test".into(),
-        tools: keel::kernel::tool::ALL
-            .iter()
-            .map(|s| s.to_string())
-            .collect(),
-        max_turns: None,
-        permission: Permission::Auto,
-        can_ask: false,
-        steering_mode: QueueMode::OneAtATime,
-        follow_up_mode: QueueMode::OneAtATime,
-        thinking_level: "off".into(),
-        bash_timeout: Duration::from_secs(30),
-        temp_dir: work.to_path_buf(),
-    }
+    let mut c = AgentConfig::new(work.to_path_buf(), work.to_path_buf());
+    c.bash_timeout = Duration::from_secs(30);
+    c
 }
 
 fn session(script: &str, config: AgentConfig) -> AgentSession {

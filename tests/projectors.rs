@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use keel::front::{json, print};
 use keel::kernel::event::{ApprovalDecision, AssistantDelta, Event, EventPayload};
-use keel::kernel::op::QueueMode;
 use keel::kernel::provider::scripted::ScriptedProvider;
 use keel::{AgentConfig, AgentSession, Bus, Clock, Permission};
 
@@ -87,22 +86,11 @@ fn everything_run(work: &std::path::Path) -> Vec<Arc<Event>> {
         let clock = Clock::new(Some(CLOCK.parse().unwrap()), Some(5));
         let provider =
             ScriptedProvider::load(std::path::Path::new(&fixture("everything.json"))).unwrap();
-        let config = AgentConfig {
-            cwd: work.to_path_buf(),
-            system_prompt: "test".into(),
-            tools: keel::kernel::tool::ALL
-                .iter()
-                .map(|s| s.to_string())
-                .collect(),
-            max_turns: None,
-            permission: Permission::Ask,
-            can_ask: true,
-            steering_mode: QueueMode::OneAtATime,
-            follow_up_mode: QueueMode::OneAtATime,
-            thinking_level: "off".into(),
-            bash_timeout: Duration::from_secs(30),
-            temp_dir: work.to_path_buf(),
-        };
+        let mut config = AgentConfig::new(work.to_path_buf(), work.to_path_buf());
+        config.system_prompt = "test".into();
+        config.permission = Permission::Ask;
+        config.can_ask = true;
+        config.bash_timeout = Duration::from_secs(30);
         let bus = Bus::new(clock.clone());
         let session = AgentSession::new(config, Arc::new(provider), bus, clock, Vec::new());
         let mut rx = session.subscribe();

@@ -48,6 +48,31 @@ pub struct AgentConfig {
     pub temp_dir: PathBuf,
 }
 
+impl AgentConfig {
+    /// Defaults for an embedder working in `cwd`: every built-in tool, `auto` permission, no
+    /// turn limit, one-at-a-time queues, thinking off, a 10-minute bash timeout and the default
+    /// system prompt. `temp_dir` receives capped tool output.
+    pub fn new(cwd: PathBuf, temp_dir: PathBuf) -> Self {
+        let tools: Vec<String> = crate::kernel::tool::ALL
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        AgentConfig {
+            system_prompt: crate::kernel::default_system_prompt(&cwd, &tools),
+            cwd,
+            tools,
+            max_turns: None,
+            permission: Permission::Auto,
+            can_ask: false,
+            steering_mode: QueueMode::OneAtATime,
+            follow_up_mode: QueueMode::OneAtATime,
+            thinking_level: "off".into(),
+            bash_timeout: Duration::from_secs(600),
+            temp_dir,
+        }
+    }
+}
+
 /// Why a prompt was not started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptError {

@@ -65,23 +65,14 @@ async fn find(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
         }
     };
     found.sort();
-    let truncated = found.len() > limit;
-    found.truncate(limit);
-    let mut text = if found.is_empty() {
-        format!("No files found matching pattern: {pattern}")
-    } else {
-        found.join("\n")
-    };
-    if truncated {
-        text.push_str(&format!(
-            "\n\n[{limit} results limit reached. Use limit={} for more, or refine the pattern.]",
-            limit.saturating_mul(2)
-        ));
-    }
-    Ok(ToolOutput::ok(text).with_details(json!({
-        "count": found.len(),
-        "truncated": truncated,
-    })))
+    let empty = format!("No files found matching pattern: {pattern}");
+    Ok(super::text::listing(
+        found,
+        limit,
+        &empty,
+        "results limit reached",
+        ", or refine the pattern",
+    ))
 }
 
 /// Walks `root` (hidden files included, `.git` and ignored paths skipped) and returns the

@@ -53,23 +53,13 @@ async fn ls(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
             .cmp(&b.to_lowercase())
             .then_with(|| a.cmp(b))
     });
-    let truncated = entries.len() > limit;
-    entries.truncate(limit);
-    let mut text = if entries.is_empty() {
-        "(empty directory)".to_string()
-    } else {
-        entries.join("\n")
-    };
-    if truncated {
-        text.push_str(&format!(
-            "\n\n[{limit} entries limit reached. Use limit={} for more.]",
-            limit.saturating_mul(2)
-        ));
-    }
-    Ok(ToolOutput::ok(text).with_details(json!({
-        "count": entries.len(),
-        "truncated": truncated,
-    })))
+    Ok(super::text::listing(
+        entries,
+        limit,
+        "(empty directory)",
+        "entries limit reached",
+        "",
+    ))
 }
 
 /// Entry names, directories (symlinks followed) suffixed with `/`.

@@ -220,6 +220,35 @@ pub(super) fn tail_notice(c: &Capped, max_bytes: usize, full: Option<&Path>) -> 
     }
 }
 
+/// A sorted list of names as a tool result: at most `limit` lines, a note when more existed
+/// (`what` says which limit, `advice` is appended to the "Use limit=N for more" hint), and
+/// `empty` when there is nothing. Details: `{count, truncated}`.
+pub(super) fn listing(
+    mut items: Vec<String>,
+    limit: usize,
+    empty: &str,
+    what: &str,
+    advice: &str,
+) -> super::ToolOutput {
+    let truncated = items.len() > limit;
+    items.truncate(limit);
+    let mut text = if items.is_empty() {
+        empty.to_string()
+    } else {
+        items.join("\n")
+    };
+    if truncated {
+        text.push_str(&format!(
+            "\n\n[{limit} {what}. Use limit={} for more{advice}.]",
+            limit.saturating_mul(2)
+        ));
+    }
+    super::ToolOutput::ok(text).with_details(serde_json::json!({
+        "count": items.len(),
+        "truncated": truncated,
+    }))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
