@@ -9,7 +9,7 @@ trap 'rm -rf "$scratch"' EXIT
 cp -R "$root/fixtures/workspaces/demo/." "$scratch/"
 cd "$scratch"
 echo "\$ keel -p 'Make greet.sh greet keel instead of the world, then run it.'   (in $scratch)" >&2
-KEEL_HOME="$scratch/.keel-home" "$root/target/debug/keel" -p \
+KEEL_HOME="$scratch/.keel-home" "$root/target/debug/keel" -p </dev/null \
   --provider scripted --script "$root/fixtures/providers/demo.json" \
   "Make greet.sh greet keel instead of the world, then run it."
 status=$?

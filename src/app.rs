@@ -192,10 +192,12 @@ async fn read_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
     let mut piped = String::new();
     if !env.stdin_tty {
         let mut bytes = Vec::new();
-        tokio::io::stdin()
-            .read_to_end(&mut bytes)
-            .await
-            .map_err(|e| StartupError::config("cannot read stdin").cause(e.to_string()))?;
+        match tokio::io::stdin().read_to_end(&mut bytes).await {
+            Ok(_) => {}
+            // A closed stdin (EBADF, as under some supervisors) carries no input.
+            Err(e) if e.raw_os_error() == Some(9) => bytes.clear(),
+            Err(e) => return Err(StartupError::config("cannot read stdin").cause(e.to_string())),
+        }
         piped = String::from_utf8_lossy(&bytes).trim_end().to_string();
     }
     let prompt = match (piped.trim().is_empty(), args.trim().is_empty()) {

@@ -191,3 +191,38 @@ fn exit_141_broken_pipe_is_quiet_and_saves_the_session() {
         .contains("\"go\""));
     snap("exit_141_broken_pipe", &run.to_string());
 }
+
+#[test]
+fn help_is_on_stdout_with_exit_0() {
+    let run = Sandbox::new().run(&["--help"]);
+    assert_eq!(run.code, 0);
+    assert_eq!(run.stderr, "");
+    snap("help", &run.to_string());
+}
+
+#[test]
+fn a_closed_stdin_is_no_input_not_an_error() {
+    // Some supervisors start processes with fd 0 closed; `<&-` reproduces that.
+    let sb = Sandbox::new();
+    let script = crate::support::fixture("hello.json");
+    let line = format!("exec \"$0\" -p --provider scripted --script '{script}' hi <&-");
+    let keel = sb.cmd(&[]);
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(line)
+        .arg(env!("CARGO_BIN_EXE_keel"))
+        .env_clear()
+        .envs(
+            keel.get_envs()
+                .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned()))),
+        )
+        .current_dir(sb.work())
+        .output()
+        .unwrap();
+    let run = sb.finish(out);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (0, "Hello from keel!\n"),
+        "{run}"
+    );
+}
