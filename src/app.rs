@@ -81,10 +81,36 @@ fn clap_exit(e: clap::Error) -> Exit {
             Exit::Success
         }
         _ => {
+            // A script that asked for JSON still gets its one result line.
+            if json_requested(std::env::args().skip(1)) {
+                let line = result_line(
+                    &RunSummary::default(),
+                    Exit::Usage,
+                    None,
+                    0,
+                    Some(("usage", text.lines().next().unwrap_or("bad arguments"))),
+                );
+                let _ = out.out(line.as_bytes()).and_then(|_| out.flush());
+            }
             out.err(&text);
             Exit::Usage
         }
     }
+}
+
+/// Whether raw arguments ask for JSON mode (used only when flag parsing failed).
+fn json_requested(args: impl Iterator<Item = String>) -> bool {
+    let mut prev_mode = false;
+    for a in args {
+        if a == "--" {
+            return false;
+        }
+        if a == "--json" || a == "--mode=json" || (prev_mode && a == "json") {
+            return true;
+        }
+        prev_mode = a == "--mode";
+    }
+    false
 }
 
 fn init_logging(env: &Env) {

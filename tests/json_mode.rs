@@ -207,3 +207,43 @@ fn output_is_linear_in_streamed_tokens() {
     let max = updates.iter().map(|l| l.len()).max().unwrap();
     assert!(max < 400, "a delta line is {max} bytes");
 }
+
+#[test]
+fn bad_flags_with_json_still_end_with_one_result_line() {
+    let sb = Sandbox::new();
+    let run = sb.run(&["--json", "--bogus", "hi"]);
+    assert_eq!(run.code, 2);
+    let lines = run.stdout_lines();
+    assert_eq!(lines.len(), 1, "{run}");
+    assert_eq!(
+        (lines[0]["outcome"].as_str(), lines[0]["exitCode"].as_i64()),
+        (Some("usage"), Some(2))
+    );
+    assert!(lines[0]["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("--bogus"));
+    assert!(
+        run.stderr.contains("--bogus"),
+        "the full clap message stays on stderr"
+    );
+}
+
+#[test]
+fn session_dir_flag_moves_storage() {
+    let sb = Sandbox::new();
+    let run = sb.scripted("--json", "hello.json", &["--session-dir", "store", "hi"]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(sb.session_files().is_empty(), "nothing under KEEL_HOME");
+    let files: Vec<_> = std::fs::read_dir(sb.work().join("store"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(files.len(), 1);
+    let again = sb.scripted(
+        "--json",
+        "hello.json",
+        &["--session-dir", "store", "--continue", "more"],
+    );
+    assert_eq!(again.stdout_lines()[0]["id"], run.stdout_lines()[0]["id"]);
+}
