@@ -46,7 +46,7 @@ impl Output {
         }
         match self.stdout.write_all(bytes) {
             Ok(()) => Ok(()),
-            Err(e) => self.closed(e),
+            Err(_) => self.closed(),
         }
     }
 
@@ -57,13 +57,12 @@ impl Output {
         }
         match self.stdout.flush() {
             Ok(()) => Ok(()),
-            Err(e) => self.closed(e),
+            Err(_) => self.closed(),
         }
     }
 
-    fn closed(&mut self, e: io::Error) -> Result<(), StdoutClosed> {
-        // Any write error on stdout means nobody reads it any more; treat all as a closed pipe.
-        let _ = e;
+    /// Any write error on stdout means nobody reads it any more; all count as a closed pipe.
+    fn closed(&mut self) -> Result<(), StdoutClosed> {
         self.stdout_closed = true;
         Err(StdoutClosed)
     }

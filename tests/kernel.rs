@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use keel::kernel::event::{ApprovalDecision, Event, EventPayload, RunOutcome};
 use keel::kernel::message::{user_text, Message};
-use keel::kernel::op::QueueMode;
+use keel::kernel::op::{Op, QueueMode};
 use keel::kernel::provider::scripted::ScriptedProvider;
 use keel::{AgentConfig, AgentSession, Bus, Clock, Permission};
 
@@ -81,13 +81,21 @@ const QUEUE_SCRIPT: &str = r#"{"turns":[
   {"match":"^A","chunks":[{"text":"ab"}]}
 ]}"#;
 
-/// Queues steer A, steer B and follow-up F while the kernel waits on the write's approval.
+/// Queues steer A, steer B and follow-up F while the kernel waits on the write's approval,
+/// through `submit(Op)` as a front end would.
 fn queue_during_tool(s: &AgentSession, e: &Event) {
     if let EventPayload::ApprovalRequested { call_id, .. } = &e.payload {
-        s.steer("A".into());
-        s.steer("B".into());
-        s.follow_up("F".into());
-        s.approve(call_id, ApprovalDecision::Allow);
+        for op in [
+            Op::Steer { text: "A".into() },
+            Op::Steer { text: "B".into() },
+            Op::FollowUp { text: "F".into() },
+            Op::Approve {
+                call_id: call_id.clone(),
+                decision: ApprovalDecision::Allow,
+            },
+        ] {
+            assert!(s.submit(op).unwrap().is_none(), "only Prompt starts a run");
+        }
     }
 }
 

@@ -194,8 +194,7 @@ impl AgentSession {
         };
         let inner = self.inner.clone();
         Ok(tokio::spawn(async move {
-            let outcome = crate::kernel::turn::run(&inner, text, signal).await;
-            outcome
+            crate::kernel::turn::run(&inner, text, signal).await
         }))
     }
 

@@ -75,7 +75,6 @@ impl Clock {
     pub fn session_id(&self) -> String {
         let ms = self.now_ms() as u64;
         let rand = self.next_u128();
-        let ts = uuid::Timestamp::from_unix_time(ms / 1000, ((ms % 1000) * 1_000_000) as u32, 0, 0);
         match self.inner.seed {
             Some(_) => {
                 let bytes = rand.to_be_bytes();
@@ -85,7 +84,11 @@ impl Clock {
                     .into_uuid()
                     .to_string()
             }
-            None => uuid::Uuid::new_v7(ts).to_string(),
+            None => {
+                let nanos = ((ms % 1000) * 1_000_000) as u32;
+                let ts = uuid::Timestamp::from_unix_time(ms / 1000, nanos, 0, 0);
+                uuid::Uuid::new_v7(ts).to_string()
+            }
         }
     }
 

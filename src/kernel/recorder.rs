@@ -2,8 +2,6 @@
 //! write, and syncs at every turn end, at every settled run and when the bus closes. It owns
 //! the `Store` for the life of the run; it never publishes.
 
-use std::sync::Arc;
-
 use crate::kernel::bus::EventRx;
 use crate::kernel::clock::Clock;
 use crate::kernel::event::{Event, EventPayload};
@@ -20,8 +18,8 @@ pub async fn record(mut store: Store, mut rx: EventRx, clock: Clock) -> Store {
     store
 }
 
-/// Applies one event to the store (also used synchronously by tests and tools).
-pub fn apply(store: &mut Store, event: &Arc<Event>, clock: &Clock) {
+/// Applies one event to the store.
+fn apply(store: &mut Store, event: &Event, clock: &Clock) {
     let data = match &event.payload {
         EventPayload::ModelChanged { provider, model } => Some(EntryData::ModelChange {
             provider: provider.clone(),

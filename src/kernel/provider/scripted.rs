@@ -89,7 +89,8 @@ pub struct Chunk {
     pub times: Option<u32>,
 }
 
-/// A tool call the scripted model makes; arguments stream in pieces of `argChunk` bytes.
+/// A tool call the scripted model makes; its arguments stream as JSON fragments of
+/// [`ARG_PIECE`] bytes.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ScriptToolCall {

@@ -494,14 +494,11 @@ fn read_header(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> Option<SessionHe
 
 /// Reads a file line by line into a summary without keeping entries. `None` if it has no
 /// valid header or (with `cwd`) belongs to another directory.
-fn summarize(path: &Path, cwd: Option<&str>) -> Option<SessionSummary> {
+fn summarize(path: &Path) -> Option<SessionSummary> {
     let file = fs::File::open(path).ok()?;
     let mut reader = BufReader::new(file);
     let mut buf = Vec::new();
     let header = read_header(&mut reader, &mut buf)?;
-    if cwd.is_some_and(|c| c != header.cwd) {
-        return None;
-    }
     let mut sum = SessionSummary {
         path: path.to_path_buf(),
         id: header.id,
@@ -578,7 +575,7 @@ fn mtime_ms(path: &Path) -> Option<i64> {
     i64::try_from(since.as_millis()).ok()
 }
 
-fn summaries(dir: &Path, cwd: Option<&str>) -> Vec<SessionSummary> {
+fn summaries(dir: &Path) -> Vec<SessionSummary> {
     let Ok(read) = fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -586,7 +583,7 @@ fn summaries(dir: &Path, cwd: Option<&str>) -> Vec<SessionSummary> {
         .filter_map(Result::ok)
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
-        .filter_map(|p| summarize(&p, cwd))
+        .filter_map(|p| summarize(&p))
         .collect();
     out.sort_by(|a, b| {
         b.modified_ms
@@ -599,7 +596,7 @@ fn summaries(dir: &Path, cwd: Option<&str>) -> Vec<SessionSummary> {
 /// Every `*.jsonl` in `dir` with a valid session header, newest first by `modified_ms`.
 /// A missing or unreadable directory lists nothing.
 pub fn list(dir: &Path) -> Vec<SessionSummary> {
-    summaries(dir, None)
+    summaries(dir)
 }
 
 /// For `--continue`: the newest session in `dir` whose header `cwd` equals `cwd`, by the time
