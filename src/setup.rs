@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use crate::cli::{Cli, PermissionFlag, ThinkingFlag};
 use crate::error::StartupError;
-use crate::kernel::agent::{AgentConfig, Permission};
+use crate::kernel::agent::{AgentConfig, Permission, RetryPolicy};
 use crate::kernel::clock::Clock;
+use crate::kernel::compaction::CompactionPolicy;
 use crate::kernel::op::QueueMode;
 use crate::kernel::provider::scripted::ScriptedProvider;
 use crate::kernel::provider::Provider;
@@ -98,6 +99,8 @@ pub fn agent_config(cli: &Cli, env: &Env, can_ask: bool) -> Result<AgentConfig, 
         thinking_level: thinking_word(cli.thinking).to_string(),
         bash_timeout: Duration::from_secs(600),
         temp_dir: env.temp_dir.clone(),
+        retry: RetryPolicy::default(),
+        compaction: CompactionPolicy::default(),
     })
 }
 

@@ -64,6 +64,7 @@ fn user_texts_per_turn(events: &[Arc<Event>]) -> Vec<Vec<String>> {
             EventPayload::TurnStarted => turns.push(Vec::new()),
             EventPayload::MessageFinished {
                 message: Message::User(u),
+                ..
             } => {
                 turns.last_mut().unwrap().push(user_text(u));
             }

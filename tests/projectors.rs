@@ -45,6 +45,10 @@ fn variant(e: &EventPayload) -> String {
         EventPayload::ToolCallFinished { .. } => "ToolCallFinished".into(),
         EventPayload::ApprovalRequested { .. } => "ApprovalRequested".into(),
         EventPayload::QueueChanged { .. } => "QueueChanged".into(),
+        EventPayload::RetryScheduled { .. } => "RetryScheduled".into(),
+        EventPayload::RetryFinished { .. } => "RetryFinished".into(),
+        EventPayload::CompactionStarted { .. } => "CompactionStarted".into(),
+        EventPayload::CompactionFinished { .. } => "CompactionFinished".into(),
     }
 }
 
@@ -72,6 +76,10 @@ const ALL_VARIANTS: &[&str] = &[
     "ToolCallFinished",
     "ApprovalRequested",
     "QueueChanged",
+    "RetryScheduled",
+    "RetryFinished",
+    "CompactionStarted",
+    "CompactionFinished",
 ];
 
 /// Runs everything.json: approvals answered (edit denied, the rest allowed), a steer and a

@@ -26,6 +26,7 @@ impl RunSummary {
         match &event.payload {
             EventPayload::MessageFinished {
                 message: Message::Assistant(m),
+                ..
             } => {
                 self.usage.add(&m.usage);
                 if m.stop_reason != StopReason::Aborted && m.stop_reason != StopReason::Error {

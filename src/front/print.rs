@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{Projector, RunSummary};
 use crate::exit::Exit;
-use crate::kernel::event::{Event, EventPayload};
+use crate::kernel::event::{CompactionReason, Event, EventPayload};
 use crate::kernel::message::{Content, Message};
 use crate::output::{Output, StdoutClosed};
 use crate::text;
@@ -34,6 +34,7 @@ pub fn activity(event: &Event) -> Vec<String> {
         }
         EventPayload::MessageFinished {
             message: Message::Assistant(m),
+            ..
         } if !m.tool_calls().is_empty() => m
             .content
             .iter()
@@ -47,6 +48,32 @@ pub fn activity(event: &Event) -> Vec<String> {
         EventPayload::ApprovalRequested { tool_name, .. } => {
             vec![format!("? {tool_name} waits for approval")]
         }
+        EventPayload::RetryScheduled {
+            attempt,
+            max_attempts,
+            delay_ms,
+            error_message,
+        } => vec![format!(
+            "↻ retry {attempt}/{max_attempts} in {:.1}s: {}",
+            *delay_ms as f64 / 1000.0,
+            first_line(error_message)
+        )],
+        EventPayload::CompactionStarted { reason } => {
+            vec![format!(
+                "⇣ compacting the conversation ({})",
+                reason_word(*reason)
+            )]
+        }
+        EventPayload::CompactionFinished {
+            result: Some(r), ..
+        } => vec![format!(
+            "  ✓ compacted: ~{} → ~{} tokens",
+            r.tokens_before, r.estimated_tokens_after
+        )],
+        EventPayload::CompactionFinished {
+            error_message: Some(e),
+            ..
+        } => vec![format!("  ✗ {}", first_line(e))],
         EventPayload::ModelChanged { .. }
         | EventPayload::ThinkingLevelChanged { .. }
         | EventPayload::AgentStarted
@@ -58,12 +85,22 @@ pub fn activity(event: &Event) -> Vec<String> {
         | EventPayload::MessageDelta { .. }
         | EventPayload::MessageFinished { .. }
         | EventPayload::ToolCallUpdated { .. }
-        | EventPayload::QueueChanged { .. } => Vec::new(),
+        | EventPayload::QueueChanged { .. }
+        | EventPayload::RetryFinished { .. }
+        | EventPayload::CompactionFinished { .. } => Vec::new(),
     };
     lines
         .into_iter()
         .map(|l| text::truncate(&l, LINE_WIDTH))
         .collect()
+}
+
+fn reason_word(r: CompactionReason) -> &'static str {
+    match r {
+        CompactionReason::Manual => "asked for",
+        CompactionReason::Threshold => "context nearly full",
+        CompactionReason::Overflow => "context overflow",
+    }
 }
 
 fn describe_args(tool: &str, args: &Value) -> String {

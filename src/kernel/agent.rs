@@ -13,7 +13,10 @@ use tokio::task::JoinHandle;
 use crate::kernel::abort::{AbortController, AbortSignal};
 use crate::kernel::bus::{Bus, EventRx};
 use crate::kernel::clock::Clock;
-use crate::kernel::event::{ApprovalDecision, EventPayload, RunOutcome};
+use crate::kernel::compaction::{self, CompactError, CompactionPolicy};
+use crate::kernel::event::{
+    ApprovalDecision, CompactionReason, CompactionResult, EventPayload, RunOutcome,
+};
 use crate::kernel::message::Message;
 use crate::kernel::op::{Op, QueueMode};
 use crate::kernel::provider::Provider;
@@ -46,6 +49,34 @@ pub struct AgentConfig {
     pub thinking_level: String,
     pub bash_timeout: Duration,
     pub temp_dir: PathBuf,
+    /// Automatic retries of failed model calls.
+    pub retry: RetryPolicy,
+    /// Automatic context compaction.
+    pub compaction: CompactionPolicy,
+}
+
+/// How failed model calls are retried: only failures before any output, of a transient kind
+/// (rate limits, overload, 5xx, connection failures, stalls).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    pub enabled: bool,
+    /// Retries after the first attempt.
+    pub max_attempts: u32,
+    /// The first delay; each retry doubles it (with ±20% jitter).
+    pub base_delay_ms: u64,
+    /// A server asking to wait longer than this (`Retry-After`) fails the call instead.
+    pub max_delay_ms: u64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            enabled: true,
+            max_attempts: 3,
+            base_delay_ms: 2_000,
+            max_delay_ms: 60_000,
+        }
+    }
 }
 
 impl AgentConfig {
@@ -69,6 +100,8 @@ impl AgentConfig {
             thinking_level: "off".into(),
             bash_timeout: Duration::from_secs(600),
             temp_dir,
+            retry: RetryPolicy::default(),
+            compaction: CompactionPolicy::default(),
         }
     }
 }
@@ -95,6 +128,11 @@ impl std::error::Error for PromptError {}
 #[derive(Debug, Default)]
 pub(crate) struct State {
     pub messages: Vec<Message>,
+    /// The session entry id of each message (parallel to `messages`).
+    pub ids: Vec<String>,
+    /// Runtime switches, initialised from the config's policies.
+    pub auto_retry: bool,
+    pub auto_compaction: bool,
     pub steering: VecDeque<String>,
     pub follow_up: VecDeque<String>,
     pub abort: Option<AbortController>,
@@ -139,8 +177,25 @@ impl AgentSession {
         clock: Clock,
         history: Vec<Message>,
     ) -> Self {
+        let history = history.into_iter().map(|m| (clock.entry_id(), m)).collect();
+        Self::with_entries(config, provider, bus, clock, history)
+    }
+
+    /// A session whose conversation starts with `history` as (session entry id, message)
+    /// pairs, as `Store::context_entries` returns them.
+    pub fn with_entries(
+        config: AgentConfig,
+        provider: Arc<dyn Provider>,
+        bus: Bus,
+        clock: Clock,
+        history: Vec<(String, Message)>,
+    ) -> Self {
+        let (ids, messages) = history.into_iter().unzip();
         let state = State {
-            messages: history,
+            messages,
+            ids,
+            auto_retry: config.retry.enabled,
+            auto_compaction: config.compaction.enabled,
             ..State::default()
         };
         AgentSession {
@@ -196,6 +251,44 @@ impl AgentSession {
         Ok(tokio::spawn(async move {
             crate::kernel::turn::run(&inner, text, signal).await
         }))
+    }
+
+    /// Turns automatic retries on or off.
+    pub fn set_auto_retry(&self, enabled: bool) {
+        self.inner.lock().auto_retry = enabled;
+    }
+
+    /// Turns automatic compaction on or off.
+    pub fn set_auto_compaction(&self, enabled: bool) {
+        self.inner.lock().auto_compaction = enabled;
+    }
+
+    /// Compacts the conversation now (RPC `compact`, TUI `/compact`). Only while idle.
+    pub async fn compact(
+        &self,
+        instructions: Option<String>,
+    ) -> Result<CompactionResult, CompactError> {
+        let signal = {
+            let mut state = self.inner.lock();
+            if state.abort.is_some() {
+                return Err(CompactError::Failed(
+                    "the agent is busy; compact when the run has settled".into(),
+                ));
+            }
+            let (controller, signal) = AbortController::new();
+            state.abort = Some(controller);
+            signal
+        };
+        let result = compaction::compact(
+            &self.inner,
+            CompactionReason::Manual,
+            instructions.as_deref(),
+            false,
+            &signal,
+        )
+        .await;
+        self.inner.lock().abort = None;
+        result
     }
 
     /// Queues a steering message.

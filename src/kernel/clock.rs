@@ -66,6 +66,12 @@ impl Clock {
         }
     }
 
+    /// A random number in [0, 1) (backoff jitter); deterministic when seeded.
+    pub fn random_unit(&self) -> f64 {
+        let bits = (self.next_u128() >> 64) as u64 >> 11;
+        bits as f64 / (1u64 << 53) as f64
+    }
+
     /// An 8-hex-digit session entry id.
     pub fn entry_id(&self) -> String {
         format!("{:08x}", (self.next_u128() >> 96) as u32)

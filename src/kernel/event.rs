@@ -120,9 +120,10 @@ pub enum EventPayload {
         usage: Usage,
         delta: AssistantDelta,
     },
-    /// The authoritative final message.
+    /// The authoritative final message. `entry_id` is its id in the session tree.
     MessageFinished {
         message: Message,
+        entry_id: String,
     },
     ToolCallStarted {
         call_id: String,
@@ -153,4 +154,63 @@ pub enum EventPayload {
         steering: Vec<String>,
         follow_up: Vec<String>,
     },
+    /// A model call failed before any output and will be retried after `delay_ms`
+    /// (published after the failed run's `AgentFinished{will_retry: true}`).
+    RetryScheduled {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error_message: String,
+    },
+    /// Automatic retrying of this prompt ended: the retried call succeeded, or the last
+    /// failure (or an abort) ended it.
+    RetryFinished {
+        success: bool,
+        attempt: u32,
+        final_error: Option<String>,
+    },
+    /// Older messages are being summarised to free context.
+    CompactionStarted {
+        reason: CompactionReason,
+    },
+    /// Compaction ended: `result` on success, else `error_message` (or `aborted`).
+    /// `will_retry`: the failed model call is repeated on the compacted context.
+    CompactionFinished {
+        reason: CompactionReason,
+        result: Option<CompactionResult>,
+        aborted: bool,
+        will_retry: bool,
+        error_message: Option<String>,
+    },
+}
+
+/// Why a compaction ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CompactionReason {
+    /// Asked for (RPC `compact`, TUI `/compact`).
+    Manual,
+    /// The context grew past the threshold before a model call.
+    Threshold,
+    /// The provider rejected the request as too long.
+    Overflow,
+}
+
+/// What a compaction produced (pi's `CompactionResult`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionResult {
+    pub summary: String,
+    /// The first message kept verbatim after the summary.
+    pub first_kept_entry_id: String,
+    pub tokens_before: u64,
+    pub estimated_tokens_after: u64,
+    /// Tokens the summarisation call itself used.
+    pub usage: Usage,
+    /// The id of the `compaction` session entry (also the summary message's id).
+    #[serde(skip)]
+    pub entry_id: String,
+    /// When it was made (Unix ms): the summary message's and the entry's time.
+    #[serde(skip)]
+    pub timestamp: i64,
 }

@@ -6,6 +6,7 @@ pub mod abort;
 pub mod agent;
 pub mod bus;
 pub mod clock;
+pub mod compaction;
 pub mod event;
 pub mod message;
 pub mod op;

@@ -2,6 +2,8 @@
 //! write, and syncs at every turn end, at every settled run and when the bus closes. It owns
 //! the `Store` for the life of the run; it never publishes.
 
+use std::collections::HashMap;
+
 use crate::kernel::bus::EventRx;
 use crate::kernel::clock::Clock;
 use crate::kernel::event::{Event, EventPayload};
@@ -9,8 +11,9 @@ use crate::kernel::session::{EntryData, Store};
 
 /// Consumes events until the bus closes, then syncs and hands the store back.
 pub async fn record(mut store: Store, mut rx: EventRx, clock: Clock) -> Store {
+    let mut remap = HashMap::new();
     while let Some(event) = rx.recv().await {
-        apply(&mut store, &event, &clock);
+        apply(&mut store, &event, &clock, &mut remap);
     }
     if let Err(e) = store.sync() {
         tracing::error!("session sync failed: {e}");
@@ -18,8 +21,10 @@ pub async fn record(mut store: Store, mut rx: EventRx, clock: Clock) -> Store {
     store
 }
 
-/// Applies one event to the store.
-fn apply(store: &mut Store, event: &Event, clock: &Clock) {
+/// Applies one event to the store. Entries keep the ids the kernel gave them; `remap` holds
+/// the rare ids that collided with an older entry of the file and were redrawn.
+fn apply(store: &mut Store, event: &Event, clock: &Clock, remap: &mut HashMap<String, String>) {
+    let mut wanted: Option<(&str, Option<i64>)> = None;
     let data = match &event.payload {
         EventPayload::ModelChanged { provider, model } => Some(EntryData::ModelChange {
             provider: provider.clone(),
@@ -28,7 +33,24 @@ fn apply(store: &mut Store, event: &Event, clock: &Clock) {
         EventPayload::ThinkingLevelChanged { level } => Some(EntryData::ThinkingLevelChange {
             thinking_level: level.clone(),
         }),
-        EventPayload::MessageFinished { message } => Some(EntryData::Message(message.clone())),
+        EventPayload::MessageFinished { message, entry_id } => {
+            wanted = Some((entry_id, None));
+            Some(EntryData::Message(message.clone()))
+        }
+        EventPayload::CompactionFinished {
+            result: Some(r), ..
+        } => {
+            wanted = Some((&r.entry_id, Some(r.timestamp)));
+            Some(EntryData::Compaction {
+                summary: r.summary.clone(),
+                first_kept_entry_id: remap
+                    .get(&r.first_kept_entry_id)
+                    .cloned()
+                    .unwrap_or_else(|| r.first_kept_entry_id.clone()),
+                tokens_before: r.tokens_before,
+                details: None,
+            })
+        }
         EventPayload::TurnFinished { .. } | EventPayload::AgentSettled { .. } => {
             if let Err(e) = store.sync() {
                 tracing::error!("session sync failed: {e}");
@@ -44,11 +66,20 @@ fn apply(store: &mut Store, event: &Event, clock: &Clock) {
         | EventPayload::ToolCallUpdated { .. }
         | EventPayload::ToolCallFinished { .. }
         | EventPayload::ApprovalRequested { .. }
-        | EventPayload::QueueChanged { .. } => None,
+        | EventPayload::QueueChanged { .. }
+        | EventPayload::RetryScheduled { .. }
+        | EventPayload::RetryFinished { .. }
+        | EventPayload::CompactionStarted { .. }
+        | EventPayload::CompactionFinished { .. } => None,
     };
-    if let Some(data) = data {
-        if let Err(e) = store.append(data, clock) {
-            tracing::error!("session write failed: {e}");
+    let Some(data) = data else { return };
+    let (id, at) = wanted.unzip();
+    match store.append_as(id, at.flatten(), data, clock) {
+        Ok(entry) => {
+            if let Some(id) = id.filter(|id| *id != entry.id) {
+                remap.insert(id.to_string(), entry.id.clone());
+            }
         }
+        Err(e) => tracing::error!("session write failed: {e}"),
     }
 }

@@ -2,12 +2,17 @@
 //! stops, the turn limit is hit, a call is blocked, or the run is aborted. Publishes pi's event
 //! sequence (`pi-protocol.md` §2.3) and applies the queue semantics of §7.
 
+use std::time::Duration;
+
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::{Inner, Permission};
-use crate::kernel::event::{ApprovalDecision, AssistantDelta, EventPayload, RunOutcome};
+use crate::kernel::compaction;
+use crate::kernel::event::{
+    ApprovalDecision, AssistantDelta, CompactionReason, EventPayload, RunOutcome,
+};
 use crate::kernel::message::{
     AssistantMessage, Content, Message, StopReason, ToolResultMessage, Usage,
 };
@@ -15,12 +20,26 @@ use crate::kernel::op::QueueMode;
 use crate::kernel::provider::{ModelRequest, ProviderEvent};
 use crate::kernel::tool::{self, ToolContext, ToolOutput};
 
+/// Error kinds worth retrying when they happen before any output.
+const RETRYABLE: &[&str] = &[
+    "rate_limited",
+    "overloaded",
+    "server_error",
+    "connection",
+    "idle_timeout",
+    "timeout",
+];
+
 /// Runs one prompt to its end and publishes `AgentSettled` with the outcome.
 pub(crate) async fn run(inner: &Inner, prompt: String, abort: AbortSignal) -> RunOutcome {
     inner.bus.publish(EventPayload::AgentStarted);
     let mut produced: Vec<Message> = Vec::new();
     let mut pending_user = vec![prompt];
     let mut turns: u32 = 0;
+    let mut retries: u32 = 0;
+    // Whether the call after the last retry succeeded (`None` while none was retried).
+    let mut retry_result: Option<Result<(), String>> = None;
+    let mut overflow_compacted = false;
     let outcome = loop {
         inner.bus.publish(EventPayload::TurnStarted);
         turns += 1;
@@ -38,11 +57,54 @@ pub(crate) async fn run(inner: &Inner, prompt: String, abort: AbortSignal) -> Ru
                 Message::user(text, inner.clock.now_ms()),
             );
         }
-        let (assistant, error_kind) = stream_assistant(inner, &abort).await;
+        compact_if_needed(inner, &abort).await;
+        let streamed = stream_assistant(inner, &abort).await;
+        let assistant = streamed.message.clone();
         push_message(inner, &mut produced, Message::Assistant(assistant.clone()));
-        if let Some(outcome) = failed_outcome(&assistant, error_kind) {
-            publish_turn_end(inner, assistant, Vec::new());
+        if let Some(outcome) = failed_outcome(&assistant, streamed.error_kind.clone()) {
+            publish_turn_end(inner, assistant.clone(), Vec::new());
+            let kind = streamed.error_kind.as_deref().unwrap_or("");
+            if kind == "context_overflow" && !overflow_compacted && inner.lock().auto_compaction {
+                overflow_compacted = true;
+                let compacted =
+                    compaction::compact(inner, CompactionReason::Overflow, None, true, &abort)
+                        .await;
+                if compacted.is_ok() {
+                    turns -= 1;
+                    continue;
+                }
+            }
+            if let Some(delay_ms) = retry_delay(inner, &outcome, &streamed, retries) {
+                retries += 1;
+                inner.bus.publish(EventPayload::AgentFinished {
+                    messages: std::mem::take(&mut produced),
+                    will_retry: true,
+                });
+                inner.bus.publish(EventPayload::RetryScheduled {
+                    attempt: retries,
+                    max_attempts: inner.config.retry.max_attempts,
+                    delay_ms,
+                    error_message: assistant.error_message.clone().unwrap_or_default(),
+                });
+                let waited = tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(delay_ms)) => true,
+                    _ = abort.aborted() => false,
+                };
+                if !waited {
+                    retry_result = Some(Err("the retry was aborted".into()));
+                    break RunOutcome::Aborted;
+                }
+                inner.bus.publish(EventPayload::AgentStarted);
+                turns -= 1;
+                continue;
+            }
+            if retries > 0 && retry_result.is_none() {
+                retry_result = Some(Err(assistant.error_message.clone().unwrap_or_default()));
+            }
             break outcome;
+        }
+        if retries > 0 && retry_result.is_none() {
+            retry_result = Some(Ok(()));
         }
         let calls = assistant.tool_calls();
         let batch = run_tools(inner, &calls, &abort).await;
@@ -77,6 +139,13 @@ pub(crate) async fn run(inner: &Inner, prompt: String, abort: AbortSignal) -> Ru
         messages: produced,
         will_retry: false,
     });
+    if let Some(result) = retry_result {
+        inner.bus.publish(EventPayload::RetryFinished {
+            success: result.is_ok(),
+            attempt: retries,
+            final_error: result.err(),
+        });
+    }
     inner.lock().abort = None;
     let aborted = outcome == RunOutcome::Aborted;
     inner.bus.publish(EventPayload::AgentSettled {
@@ -84,6 +153,48 @@ pub(crate) async fn run(inner: &Inner, prompt: String, abort: AbortSignal) -> Ru
         outcome: outcome.clone(),
     });
     outcome
+}
+
+/// Compacts before a model call when the context has grown past the threshold. A failed
+/// compaction is reported in its events and the call goes ahead (the provider may still
+/// accept it; if not, the overflow path takes over).
+async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) {
+    let over = {
+        let state = inner.lock();
+        let window = inner.provider.info().context_window;
+        state.auto_compaction
+            && compaction::context_tokens(&state.messages)
+                > inner.config.compaction.threshold(window)
+    };
+    if over {
+        let _ = compaction::compact(inner, CompactionReason::Threshold, None, false, abort).await;
+    }
+}
+
+/// The delay before the next attempt, or `None` when this failure is not retried: retries
+/// are off or used up, the error is not transient, output had already streamed, or the
+/// server asked for a longer wait than the policy allows.
+fn retry_delay(inner: &Inner, outcome: &RunOutcome, streamed: &Streamed, done: u32) -> Option<u64> {
+    let RunOutcome::Failed { kind, .. } = outcome else {
+        return None;
+    };
+    let policy = inner.config.retry;
+    if streamed.saw_output
+        || !RETRYABLE.contains(&kind.as_str())
+        || !inner.lock().auto_retry
+        || done >= policy.max_attempts
+    {
+        return None;
+    }
+    match streamed.retry_after_ms {
+        Some(ms) if ms > policy.max_delay_ms => None,
+        Some(ms) => Some(ms),
+        None => {
+            let base = policy.base_delay_ms.saturating_mul(1u64 << done.min(20)) as f64;
+            let jitter = 0.8 + 0.4 * inner.clock.random_unit();
+            Some(((base * jitter) as u64).min(policy.max_delay_ms))
+        }
+    }
 }
 
 /// The outcome of a turn whose message ended the run: aborted, failed, or truncated (pi
@@ -114,16 +225,23 @@ fn publish_turn_end(
     });
 }
 
-/// Appends a message to the conversation and publishes its start and end.
+/// Appends a message to the conversation under a fresh entry id and publishes its start
+/// and end.
 fn push_message(inner: &Inner, produced: &mut Vec<Message>, message: Message) {
     if !matches!(message, Message::Assistant(_)) {
         inner.bus.publish(EventPayload::MessageStarted {
             message: message.clone(),
         });
     }
-    inner.lock().messages.push(message.clone());
+    let entry_id = inner.clock.entry_id();
+    {
+        let mut state = inner.lock();
+        state.messages.push(message.clone());
+        state.ids.push(entry_id.clone());
+    }
     inner.bus.publish(EventPayload::MessageFinished {
         message: message.clone(),
+        entry_id,
     });
     produced.push(message);
 }
@@ -170,12 +288,16 @@ fn requeue_follow_ups(inner: &Inner, texts: Vec<String>) {
     inner.publish_queue(&state);
 }
 
-/// Builds the assistant message from one provider stream, publishing each delta. Returns the
-/// error kind alongside when the stream failed.
-async fn stream_assistant(
-    inner: &Inner,
-    abort: &AbortSignal,
-) -> (AssistantMessage, Option<String>) {
+/// One streamed model response and how it ended.
+struct Streamed {
+    message: AssistantMessage,
+    error_kind: Option<String>,
+    retry_after_ms: Option<u64>,
+    saw_output: bool,
+}
+
+/// Builds the assistant message from one provider stream, publishing each delta.
+async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
     let started = inner.clock.now_ms();
     let mut msg = AssistantMessage {
         content: Vec::new(),
@@ -234,22 +356,32 @@ async fn stream_assistant(
         }
     }
     msg.duration_ms = Some((inner.clock.now_ms() - started).max(0) as u64);
-    (msg, asm.error_kind)
+    Streamed {
+        message: msg,
+        error_kind: asm.error_kind,
+        retry_after_ms: asm.retry_after_ms,
+        saw_output: asm.saw_output,
+    }
 }
 
-/// Tracks the open content block while a message streams.
+/// Tracks the open text or thinking block and the open tool calls while a message streams.
+/// Tool calls are keyed by id because parallel calls may stream interleaved.
 #[derive(Default)]
 struct Assembler {
-    open: Option<Open>,
-    args: String,
+    /// The open text or thinking block and its content index.
+    open: Option<(Open, usize)>,
+    /// Open tool calls: id, content index, arguments so far.
+    calls: Vec<(String, usize, String)>,
     error_kind: Option<String>,
+    retry_after_ms: Option<u64>,
+    /// Whether any content streamed (a failure before that may be retried).
+    saw_output: bool,
 }
 
 #[derive(Clone, Copy, PartialEq)]
 enum Open {
     Text,
     Thinking,
-    ToolCall,
 }
 
 impl Assembler {
@@ -274,45 +406,60 @@ impl Assembler {
                     AssistantDelta::ThinkingDelta { index, delta: t },
                 );
             }
+            ProviderEvent::ThinkingSignature(sig) => {
+                let last = msg.content.iter_mut().rev().find_map(|c| match c {
+                    Content::Thinking { signature, .. } => Some(signature),
+                    _ => None,
+                });
+                if let Some(signature) = last {
+                    signature.get_or_insert_with(String::new).push_str(&sig);
+                }
+            }
             ProviderEvent::ToolCallStart { id, name } => {
-                self.close(inner, msg);
+                self.close_block(inner, msg);
+                self.saw_output = true;
                 msg.content.push(Content::ToolCall {
                     id: id.clone(),
                     name: name.clone(),
                     arguments: Value::Object(Default::default()),
                 });
-                self.open = Some(Open::ToolCall);
-                self.args.clear();
                 let index = msg.content.len() - 1;
+                self.calls.push((id.clone(), index, String::new()));
                 self.delta(
                     inner,
                     msg,
                     AssistantDelta::ToolCallStarted { index, id, name },
                 );
             }
-            ProviderEvent::ToolCallDelta(d) => {
-                if self.open == Some(Open::ToolCall) {
-                    self.args.push_str(&d);
-                    let index = msg.content.len() - 1;
-                    self.delta(
-                        inner,
-                        msg,
-                        AssistantDelta::ToolCallDelta { index, delta: d },
-                    );
+            ProviderEvent::ToolCallDelta { id, delta } => {
+                if let Some((_, index, args)) = self.calls.iter_mut().find(|c| c.0 == id) {
+                    args.push_str(&delta);
+                    let index = *index;
+                    self.delta(inner, msg, AssistantDelta::ToolCallDelta { index, delta });
                 }
             }
-            ProviderEvent::ToolCallEnd => self.close(inner, msg),
+            ProviderEvent::ToolCallEnd { id } => {
+                if let Some(at) = self.calls.iter().position(|c| c.0 == id) {
+                    let call = self.calls.remove(at);
+                    self.finish_call(inner, msg, call);
+                }
+            }
             ProviderEvent::Usage(u) => msg.usage = u,
             ProviderEvent::Done { stop } => {
                 self.close(inner, msg);
                 msg.stop_reason = stop;
                 return true;
             }
-            ProviderEvent::Error { kind, message } => {
+            ProviderEvent::Error {
+                kind,
+                message,
+                retry_after_ms,
+            } => {
                 self.close(inner, msg);
                 msg.stop_reason = StopReason::Error;
                 msg.error_message = Some(message);
                 self.error_kind = Some(kind);
+                self.retry_after_ms = retry_after_ms;
                 return true;
             }
         }
@@ -328,31 +475,45 @@ impl Assembler {
 
     /// Makes sure a block of `kind` is open and returns its index.
     fn ensure(&mut self, inner: &Inner, msg: &mut AssistantMessage, kind: Open) -> usize {
-        if self.open != Some(kind) {
-            self.close(inner, msg);
-            msg.content.push(match kind {
-                Open::Thinking => Content::Thinking {
-                    thinking: String::new(),
-                    signature: None,
-                },
-                _ => Content::text(""),
-            });
-            self.open = Some(kind);
-            let index = msg.content.len() - 1;
-            let d = match kind {
-                Open::Thinking => AssistantDelta::ThinkingStarted { index },
-                _ => AssistantDelta::TextStarted { index },
-            };
-            self.delta(inner, msg, d);
+        self.saw_output = true;
+        if let Some((open, index)) = self.open {
+            if open == kind {
+                return index;
+            }
         }
-        msg.content.len() - 1
+        self.close_block(inner, msg);
+        msg.content.push(match kind {
+            Open::Thinking => Content::Thinking {
+                thinking: String::new(),
+                signature: None,
+            },
+            Open::Text => Content::text(""),
+        });
+        let index = msg.content.len() - 1;
+        self.open = Some((kind, index));
+        let d = match kind {
+            Open::Thinking => AssistantDelta::ThinkingStarted { index },
+            Open::Text => AssistantDelta::TextStarted { index },
+        };
+        self.delta(inner, msg, d);
+        index
     }
 
-    /// Closes the open block, publishing its `*_end` with the final content.
+    /// Closes everything still open: the text or thinking block, then the tool calls in
+    /// content order.
     fn close(&mut self, inner: &Inner, msg: &mut AssistantMessage) {
-        let Some(open) = self.open.take() else { return };
-        let index = msg.content.len() - 1;
-        let d = match (open, msg.content.get_mut(index)) {
+        self.close_block(inner, msg);
+        for call in std::mem::take(&mut self.calls) {
+            self.finish_call(inner, msg, call);
+        }
+    }
+
+    /// Closes the open text or thinking block, publishing its `*_end` with the final content.
+    fn close_block(&mut self, inner: &Inner, msg: &mut AssistantMessage) {
+        let Some((open, index)) = self.open.take() else {
+            return;
+        };
+        let d = match (open, msg.content.get(index)) {
             (Open::Text, Some(Content::Text { text })) => AssistantDelta::TextFinished {
                 index,
                 text: text.clone(),
@@ -363,25 +524,33 @@ impl Assembler {
                     thinking: thinking.clone(),
                 }
             }
-            (
-                Open::ToolCall,
-                Some(Content::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                }),
-            ) => {
-                *arguments = parse_args(&self.args);
-                AssistantDelta::ToolCallFinished {
-                    index,
-                    id: id.clone(),
-                    name: name.clone(),
-                    arguments: arguments.clone(),
-                }
-            }
             _ => return,
         };
         self.delta(inner, msg, d);
+    }
+
+    /// Parses a call's arguments into its content block and publishes `toolcall_end`.
+    fn finish_call(
+        &mut self,
+        inner: &Inner,
+        msg: &mut AssistantMessage,
+        (_, index, args): (String, usize, String),
+    ) {
+        if let Some(Content::ToolCall {
+            id,
+            name,
+            arguments,
+        }) = msg.content.get_mut(index)
+        {
+            *arguments = parse_args(&args);
+            let d = AssistantDelta::ToolCallFinished {
+                index,
+                id: id.clone(),
+                name: name.clone(),
+                arguments: arguments.clone(),
+            };
+            self.delta(inner, msg, d);
+        }
     }
 }
 

@@ -4,7 +4,9 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::kernel::event::{AssistantDelta, Event, EventPayload};
+use crate::kernel::event::{
+    AssistantDelta, CompactionReason, CompactionResult, Event, EventPayload,
+};
 use crate::kernel::message::{AssistantMessage, Content, Message, ToolResultMessage, Usage};
 use crate::kernel::tool::ToolOutput;
 
@@ -77,6 +79,33 @@ pub enum WireEvent<'a> {
         method: &'static str,
         title: String,
         message: String,
+    },
+    #[serde(rename_all = "camelCase")]
+    AutoRetryStart {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error_message: &'a str,
+    },
+    #[serde(rename_all = "camelCase")]
+    AutoRetryEnd {
+        success: bool,
+        attempt: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        final_error: Option<&'a str>,
+    },
+    CompactionStart {
+        reason: CompactionReason,
+    },
+    #[serde(rename_all = "camelCase")]
+    CompactionEnd {
+        reason: CompactionReason,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        result: Option<&'a CompactionResult>,
+        aborted: bool,
+        will_retry: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error_message: Option<&'a str>,
     },
 }
 
@@ -249,7 +278,7 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
             usage,
             assistant_message_event: delta_event(delta),
         }),
-        EventPayload::MessageFinished { message } => Some(W::MessageEnd { message }),
+        EventPayload::MessageFinished { message, .. } => Some(W::MessageEnd { message }),
         EventPayload::ToolCallStarted {
             call_id,
             tool_name,
@@ -281,6 +310,40 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
             result: result.into(),
             is_error: result.is_error,
             duration_ms: *duration_ms,
+        }),
+        EventPayload::RetryScheduled {
+            attempt,
+            max_attempts,
+            delay_ms,
+            error_message,
+        } => Some(W::AutoRetryStart {
+            attempt: *attempt,
+            max_attempts: *max_attempts,
+            delay_ms: *delay_ms,
+            error_message,
+        }),
+        EventPayload::RetryFinished {
+            success,
+            attempt,
+            final_error,
+        } => Some(W::AutoRetryEnd {
+            success: *success,
+            attempt: *attempt,
+            final_error: final_error.as_deref(),
+        }),
+        EventPayload::CompactionStarted { reason } => Some(W::CompactionStart { reason: *reason }),
+        EventPayload::CompactionFinished {
+            reason,
+            result,
+            aborted,
+            will_retry,
+            error_message,
+        } => Some(W::CompactionEnd {
+            reason: *reason,
+            result: result.as_ref(),
+            aborted: *aborted,
+            will_retry: *will_retry,
+            error_message: error_message.as_deref(),
         }),
         EventPayload::QueueChanged {
             steering,

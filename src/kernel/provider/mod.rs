@@ -2,13 +2,19 @@
 //! the streamed events it yields. Providers turn a request into a stream of small facts; the
 //! turn loop assembles them into messages and bus events. Providers never touch the bus.
 
+pub mod anthropic;
+pub mod http;
+pub mod model;
+pub mod openai;
 pub mod scripted;
+pub mod sse;
 
 use tokio::sync::mpsc;
 
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::{Message, StopReason, Usage};
 use crate::kernel::tool::ToolSpec;
+use model::ModelInfo;
 
 /// Everything a model call needs.
 #[derive(Debug, Clone)]
@@ -26,28 +32,45 @@ pub enum ProviderEvent {
     Text(String),
     /// A piece of reasoning.
     Thinking(String),
-    /// A tool call begins.
+    /// The opaque signature of the current thinking block (Anthropic); sent back verbatim.
+    ThinkingSignature(String),
+    /// A tool call begins. Several calls may be open at once (parallel calls streamed
+    /// interleaved); `id` ties their fragments together.
     ToolCallStart { id: String, name: String },
-    /// A raw fragment of the current tool call's JSON arguments.
-    ToolCallDelta(String),
-    /// The current tool call's arguments are complete.
-    ToolCallEnd,
+    /// A raw fragment of the JSON arguments of the open call `id`.
+    ToolCallDelta { id: String, delta: String },
+    /// The arguments of call `id` are complete.
+    ToolCallEnd { id: String },
     /// Usage so far (replaces earlier usage).
     Usage(Usage),
     /// The response ended normally.
     Done { stop: StopReason },
     /// The response failed; `kind` is a stable word (`provider_error`, `stream_cut`, ...).
-    Error { kind: String, message: String },
+    /// `retry_after_ms` carries the server's `Retry-After` when it sent one.
+    Error {
+        kind: String,
+        message: String,
+        retry_after_ms: Option<u64>,
+    },
 }
 
 /// A model backend.
 pub trait Provider: Send + Sync + std::fmt::Debug {
+    /// The model this provider calls: id, provider name, API, limits and prices.
+    fn info(&self) -> &ModelInfo;
     /// Provider name as shown on the wire (`scripted`, `openai`, ...).
-    fn name(&self) -> &str;
+    #[allow(clippy::misnamed_getters)] // the provider's name, not the model's display name
+    fn name(&self) -> &str {
+        &self.info().provider
+    }
     /// API family (`scripted`, `openai-completions`, ...).
-    fn api(&self) -> &str;
+    fn api(&self) -> &str {
+        &self.info().api
+    }
     /// The model id.
-    fn model(&self) -> &str;
+    fn model(&self) -> &str {
+        &self.info().id
+    }
     /// Starts one streamed call. The stream ends after `Done` or `Error`; a provider stops
     /// promptly when `abort` fires or the receiver is dropped.
     fn stream(&self, request: ModelRequest, abort: AbortSignal) -> mpsc::Receiver<ProviderEvent>;

@@ -11,17 +11,21 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::model::{ModelInfo, API_SCRIPTED};
 use super::{ModelRequest, Provider, ProviderEvent};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::{Message, StopReason, Usage};
 
 /// A parsed script file.
 #[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Script {
     /// Model id reported on messages (default `scripted-1`).
     #[serde(default)]
     pub model: Option<String>,
+    /// The model's context window in tokens (default 128000): what compaction measures against.
+    #[serde(default)]
+    pub context_window: Option<u64>,
     pub turns: Vec<Turn>,
 }
 
@@ -78,6 +82,9 @@ pub struct Chunk {
     /// Error kind for `error` (default `provider_error`).
     #[serde(default)]
     pub kind: Option<String>,
+    /// The server's `Retry-After` for `error`, in milliseconds.
+    #[serde(default)]
+    pub retry_after_ms: Option<u64>,
     /// Stop producing and wait until aborted (to test interruption).
     #[serde(default)]
     pub hang: bool,
@@ -104,7 +111,7 @@ pub struct ScriptToolCall {
 /// Replays a [`Script`].
 #[derive(Debug)]
 pub struct ScriptedProvider {
-    model: String,
+    info: ModelInfo,
     turns: Vec<(Option<Regex>, Turn)>,
     used: Arc<Mutex<Vec<bool>>>,
 }
@@ -137,7 +144,14 @@ impl ScriptedProvider {
         }
         let used = Arc::new(Mutex::new(vec![false; turns.len()]));
         Ok(ScriptedProvider {
-            model: script.model.unwrap_or_else(|| "scripted-1".to_string()),
+            info: {
+                let id = script.model.unwrap_or_else(|| "scripted-1".to_string());
+                let mut info = ModelInfo::unlisted("scripted", API_SCRIPTED, "", &id);
+                if let Some(w) = script.context_window {
+                    info.context_window = w;
+                }
+                info
+            },
             turns,
             used,
         })
@@ -180,16 +194,8 @@ fn last_user_text(messages: &[Message]) -> String {
 }
 
 impl Provider for ScriptedProvider {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-
-    fn api(&self) -> &str {
-        "scripted"
-    }
-
-    fn model(&self) -> &str {
-        &self.model
+    fn info(&self) -> &ModelInfo {
+        &self.info
     }
 
     fn stream(&self, request: ModelRequest, abort: AbortSignal) -> mpsc::Receiver<ProviderEvent> {
@@ -216,6 +222,7 @@ async fn replay(turn: Option<Turn>, last: String, tx: &mpsc::Sender<ProviderEven
             .send(ProviderEvent::Error {
                 kind: "script_exhausted".into(),
                 message: format!("scripted provider: no turn matches the user message {shown:?}"),
+                retry_after_ms: None,
             })
             .await;
         return;
@@ -239,6 +246,7 @@ async fn replay(turn: Option<Turn>, last: String, tx: &mpsc::Sender<ProviderEven
                 .send(ProviderEvent::Error {
                     kind,
                     message: message.clone(),
+                    retry_after_ms: chunk.retry_after_ms,
                 })
                 .await;
             return;
@@ -277,7 +285,7 @@ fn chunk_events(chunk: &Chunk, n: &mut u64) -> Vec<ProviderEvent> {
         *n += 1;
         let id = call.id.clone().unwrap_or_else(|| format!("call_{n}"));
         out.push(ProviderEvent::ToolCallStart {
-            id,
+            id: id.clone(),
             name: call.name.clone(),
         });
         let args = if call.arguments.is_null() {
@@ -291,10 +299,13 @@ fn chunk_events(chunk: &Chunk, n: &mut u64) -> Vec<ProviderEvent> {
             while !rest.is_char_boundary(cut) {
                 cut += 1;
             }
-            out.push(ProviderEvent::ToolCallDelta(rest[..cut].to_string()));
+            out.push(ProviderEvent::ToolCallDelta {
+                id: id.clone(),
+                delta: rest[..cut].to_string(),
+            });
             rest = &rest[cut..];
         }
-        out.push(ProviderEvent::ToolCallEnd);
+        out.push(ProviderEvent::ToolCallEnd { id });
     }
     out
 }
@@ -343,7 +354,7 @@ mod tests {
         let joined: String = evs
             .iter()
             .filter_map(|e| match e {
-                ProviderEvent::ToolCallDelta(d) => Some(d.as_str()),
+                ProviderEvent::ToolCallDelta { delta, .. } => Some(delta.as_str()),
                 _ => None,
             })
             .collect();

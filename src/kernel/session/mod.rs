@@ -4,7 +4,7 @@
 
 mod store;
 
-pub use store::Store;
+pub use store::{compaction_text, Store};
 
 use std::fmt;
 use std::fs;

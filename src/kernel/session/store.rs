@@ -19,6 +19,11 @@ const COMPACTION_PREFIX: &str =
     "The conversation history before this point was compacted into the following summary:\n\n<summary>\n";
 const COMPACTION_SUFFIX: &str = "\n</summary>";
 
+/// A compaction summary as the model sees it (a user message).
+pub fn compaction_text(summary: &str) -> String {
+    format!("{COMPACTION_PREFIX}{summary}{COMPACTION_SUFFIX}")
+}
+
 /// One session: its header, its entries in file order, the current leaf and (once
 /// materialized) the open, locked file that new entries are appended to.
 #[derive(Debug)]
@@ -133,10 +138,30 @@ impl Store {
     /// `clock.entry_id()` (redrawn on collision), its timestamp from `clock.now_iso()`.
     /// The line is written with one `write_all`; on error nothing is appended.
     pub fn append(&mut self, data: EntryData, clock: &Clock) -> Result<&Entry, SessionError> {
+        self.append_as(None, None, data, clock)
+    }
+
+    /// Like [`Store::append`], with the id the kernel already gave the entry (a fresh id is
+    /// drawn only if `id` is taken in this file; the caller reads the id it got back) and
+    /// optionally the entry time in Unix ms.
+    pub fn append_as(
+        &mut self,
+        id: Option<&str>,
+        at_ms: Option<i64>,
+        data: EntryData,
+        clock: &Clock,
+    ) -> Result<&Entry, SessionError> {
+        let id = match id {
+            Some(id) if !id.is_empty() && !self.by_id.contains_key(id) => id.to_string(),
+            _ => self.fresh_id(clock),
+        };
         let entry = Entry {
-            id: self.fresh_id(clock),
+            id,
             parent_id: self.leaf_id().map(str::to_string),
-            timestamp: clock.now_iso(),
+            timestamp: match at_ms {
+                Some(ms) => crate::kernel::clock::iso(ms),
+                None => clock.now_iso(),
+            },
             data,
         };
         let line = entry.to_line().map_err(|e| {
@@ -187,7 +212,14 @@ impl Store {
     /// `firstKeptEntryId` up to the compaction, then those after it. Branch summaries and
     /// `custom_message` entries become user messages as in pi; unknown roles are left out.
     pub fn context(&self) -> Vec<Message> {
+        self.context_entries().into_iter().map(|(_, m)| m).collect()
+    }
+
+    /// [`Store::context`] with the id of the entry behind each message (the summary message
+    /// carries its compaction entry's id).
+    pub fn context_entries(&self) -> Vec<(String, Message)> {
         let path = self.branch();
+        let keep = |e: &&Entry| e.context_message().map(|m| (e.id.clone(), m));
         let compaction = path
             .iter()
             .enumerate()
@@ -197,18 +229,20 @@ impl Store {
                     summary,
                     first_kept_entry_id,
                     ..
-                } => Some((i, summary, first_kept_entry_id, &e.timestamp)),
+                } => Some((i, summary, first_kept_entry_id, e)),
                 _ => None,
             });
-        let Some((at, summary, first_kept, ts)) = compaction else {
-            return path.iter().filter_map(|e| e.context_message()).collect();
+        let Some((at, summary, first_kept, entry)) = compaction else {
+            return path.iter().filter_map(keep).collect();
         };
-        let text = format!("{COMPACTION_PREFIX}{summary}{COMPACTION_SUFFIX}");
-        let mut out = vec![Message::user(text, iso_ms(ts))];
+        let mut out = vec![(
+            entry.id.clone(),
+            Message::user(compaction_text(summary), iso_ms(&entry.timestamp)),
+        )];
         if let Some(start) = path[..at].iter().position(|e| &e.id == first_kept) {
-            out.extend(path[start..at].iter().filter_map(|e| e.context_message()));
+            out.extend(path[start..at].iter().filter_map(keep));
         }
-        out.extend(path[at + 1..].iter().filter_map(|e| e.context_message()));
+        out.extend(path[at + 1..].iter().filter_map(keep));
         out
     }
 

@@ -1,0 +1,370 @@
+//! The HTTP transport shared by the `openai` and `anthropic` providers: one POST, status and
+//! `Retry-After` handling, then the SSE body through the API's decoder, with an idle-stream
+//! timeout. Dropping the call (abort) drops the request and closes the connection at once.
+//!
+//! Error kinds it adds to the decoders' own: `connection` (no response, or the connection
+//! closed before any output: retryable) and `idle_timeout`; a body cut after output arrived is
+//! `stream_cut` (the turn fails).
+
+use std::time::Duration;
+
+use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
+use tokio::sync::mpsc;
+
+use super::model::{ModelInfo, API_ANTHROPIC};
+use super::sse::{SseDecoder, StreamDecoder};
+use super::{anthropic, openai, ModelRequest, Provider, ProviderEvent};
+use crate::kernel::abort::AbortSignal;
+
+/// Transport limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HttpOptions {
+    /// Time allowed to establish the TCP (and TLS) connection.
+    pub connect_timeout: Duration,
+    /// Longest silence allowed while waiting for the response headers or the next body bytes.
+    pub idle_timeout: Duration,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        HttpOptions {
+            connect_timeout: Duration::from_secs(30),
+            idle_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// A provider that speaks the OpenAI Chat Completions or Anthropic Messages API over HTTP.
+#[derive(Debug)]
+pub struct HttpProvider {
+    info: ModelInfo,
+    api_key: Option<String>,
+    client: reqwest::Client,
+    options: HttpOptions,
+}
+
+impl HttpProvider {
+    /// A provider for `info` (its `api` picks the wire format). `api_key` may be absent for
+    /// local servers that need none.
+    pub fn new(
+        info: ModelInfo,
+        api_key: Option<String>,
+        options: HttpOptions,
+    ) -> Result<Self, String> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(options.connect_timeout)
+            .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
+        Ok(HttpProvider {
+            info,
+            api_key,
+            client,
+            options,
+        })
+    }
+
+    fn anthropic(&self) -> bool {
+        self.info.api == API_ANTHROPIC
+    }
+
+    /// URL, headers, body and decoder of one call.
+    fn prepare(
+        &self,
+        request: &ModelRequest,
+    ) -> (String, HeaderMap, serde_json::Value, Box<dyn StreamDecoder>) {
+        let base = self.info.base_url.trim_end_matches('/');
+        let mut headers = HeaderMap::new();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        let key = self
+            .api_key
+            .as_deref()
+            .and_then(|k| HeaderValue::from_str(k).ok());
+        if self.anthropic() {
+            if let Some(k) = key {
+                headers.insert("x-api-key", k);
+            }
+            headers.insert(
+                "anthropic-version",
+                HeaderValue::from_static(anthropic::API_VERSION),
+            );
+            let url = if base.ends_with("/v1") {
+                format!("{base}/messages")
+            } else {
+                format!("{base}/v1/messages")
+            };
+            let body = anthropic::request_body(request, &self.info);
+            (
+                url,
+                headers,
+                body,
+                Box::new(anthropic::AnthropicDecoder::new(&self.info)),
+            )
+        } else {
+            if let Some(k) = self
+                .api_key
+                .as_deref()
+                .and_then(|k| HeaderValue::from_str(&format!("Bearer {k}")).ok())
+            {
+                headers.insert(reqwest::header::AUTHORIZATION, k);
+            }
+            let body = openai::request_body(request, &self.info);
+            (
+                format!("{base}/chat/completions"),
+                headers,
+                body,
+                Box::new(openai::OpenAiDecoder::new(&self.info)),
+            )
+        }
+    }
+
+    /// `provider (model)`: the prefix of every error message.
+    fn who(&self) -> String {
+        format!("{} ({})", self.info.provider, self.info.id)
+    }
+}
+
+impl Provider for HttpProvider {
+    fn info(&self) -> &ModelInfo {
+        &self.info
+    }
+
+    fn stream(&self, request: ModelRequest, abort: AbortSignal) -> mpsc::Receiver<ProviderEvent> {
+        let (tx, rx) = mpsc::channel(256);
+        let (url, headers, body, decoder) = self.prepare(&request);
+        let call = Call {
+            client: self.client.clone(),
+            url,
+            headers,
+            body,
+            decoder,
+            idle: self.options.idle_timeout,
+            who: self.who(),
+            tx,
+        };
+        let errors = ErrorMapper {
+            anthropic: self.anthropic(),
+        };
+        tokio::spawn(async move {
+            // Dropping `call.run` on abort drops the in-flight request: the connection closes.
+            tokio::select! {
+                _ = call.run(errors) => {}
+                _ = abort.aborted() => {}
+            }
+        });
+        rx
+    }
+}
+
+/// Picks the API's error classification without holding the provider.
+#[derive(Clone, Copy)]
+struct ErrorMapper {
+    anthropic: bool,
+}
+
+impl ErrorMapper {
+    fn map(self, status: u16, body: &str) -> (String, String) {
+        if self.anthropic {
+            anthropic::error_from_response(status, body)
+        } else {
+            openai::error_from_response(status, body)
+        }
+    }
+}
+
+struct Call {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    body: serde_json::Value,
+    decoder: Box<dyn StreamDecoder>,
+    idle: Duration,
+    who: String,
+    tx: mpsc::Sender<ProviderEvent>,
+}
+
+fn error(kind: &str, message: String, retry_after_ms: Option<u64>) -> ProviderEvent {
+    ProviderEvent::Error {
+        kind: kind.to_string(),
+        message,
+        retry_after_ms,
+    }
+}
+
+impl Call {
+    async fn run(mut self, errors: ErrorMapper) {
+        let send = self
+            .client
+            .post(&self.url)
+            .headers(std::mem::take(&mut self.headers))
+            .body(serde_json::to_vec(&self.body).unwrap_or_default())
+            .send();
+        let response = match tokio::time::timeout(self.idle, send).await {
+            Err(_) => {
+                let msg = format!(
+                    "{}: no response from {} within {}s",
+                    self.who,
+                    self.url,
+                    self.idle.as_secs_f64()
+                );
+                let _ = self.tx.send(error("idle_timeout", msg, None)).await;
+                return;
+            }
+            Ok(Err(e)) => {
+                let msg = format!("{}: cannot reach {}: {}", self.who, self.url, chain(&e));
+                let _ = self.tx.send(error("connection", msg, None)).await;
+                return;
+            }
+            Ok(Ok(r)) => r,
+        };
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = retry_after_ms(response.headers());
+            let body = match tokio::time::timeout(self.idle, response.text()).await {
+                Ok(Ok(text)) => text,
+                _ => String::new(),
+            };
+            let (kind, message) = errors.map(status.as_u16(), &body);
+            let _ = self
+                .tx
+                .send(error(
+                    &kind,
+                    format!("{}: {message}", self.who),
+                    retry_after,
+                ))
+                .await;
+            return;
+        }
+        self.stream_body(response).await;
+    }
+
+    async fn stream_body(mut self, mut response: reqwest::Response) {
+        let mut sse = SseDecoder::new();
+        let mut events = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            let chunk = match tokio::time::timeout(self.idle, response.chunk()).await {
+                Err(_) => {
+                    let msg = format!(
+                        "{}: the stream stalled: no data for {}s",
+                        self.who,
+                        self.idle.as_secs_f64()
+                    );
+                    let _ = self.tx.send(error("idle_timeout", msg, None)).await;
+                    return;
+                }
+                Ok(Err(e)) => {
+                    let (kind, what) = if self.decoder.saw_output() {
+                        ("stream_cut", "the stream was cut mid-response")
+                    } else {
+                        (
+                            "connection",
+                            "the connection failed before the response started",
+                        )
+                    };
+                    let msg = format!("{}: {what}: {}", self.who, chain(&e));
+                    let _ = self.tx.send(error(kind, msg, None)).await;
+                    return;
+                }
+                Ok(Ok(chunk)) => chunk,
+            };
+            match &chunk {
+                Some(bytes) => sse.push(bytes, &mut events),
+                None => sse.finish(&mut events),
+            }
+            for ev in events.drain(..) {
+                self.decoder.on_event(&ev, &mut out);
+            }
+            if chunk.is_none() {
+                self.decoder.finish(&mut out);
+            }
+            for ev in out.drain(..) {
+                let ev = self.annotate(ev);
+                let terminal =
+                    matches!(ev, ProviderEvent::Done { .. } | ProviderEvent::Error { .. });
+                if self.tx.send(ev).await.is_err() || terminal {
+                    return;
+                }
+            }
+            if chunk.is_none() {
+                return;
+            }
+        }
+    }
+
+    /// Prefixes decoder errors with who failed; a cut before any output is a connection
+    /// failure (retryable), not a cut answer.
+    fn annotate(&self, ev: ProviderEvent) -> ProviderEvent {
+        match ev {
+            ProviderEvent::Error {
+                kind,
+                message,
+                retry_after_ms,
+            } => {
+                let kind = if kind == "stream_cut" && !self.decoder.saw_output() {
+                    "connection".to_string()
+                } else {
+                    kind
+                };
+                ProviderEvent::Error {
+                    kind,
+                    message: format!("{}: {message}", self.who),
+                    retry_after_ms,
+                }
+            }
+            other => other,
+        }
+    }
+}
+
+/// The error and its causes on one line (reqwest's top-level message alone says little).
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}
+
+/// `retry-after-ms` (OpenAI) or `retry-after` in seconds. HTTP-date forms are ignored.
+fn retry_after_ms(headers: &HeaderMap) -> Option<u64> {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+    };
+    if let Some(ms) = get("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
+        return Some(ms.max(0.0) as u64);
+    }
+    get("retry-after")
+        .and_then(|v| v.parse::<f64>().ok())
+        .map(|s| (s.max(0.0) * 1000.0) as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_forms() {
+        let mut h = HeaderMap::new();
+        assert_eq!(retry_after_ms(&h), None);
+        h.insert("retry-after", HeaderValue::from_static("2"));
+        assert_eq!(retry_after_ms(&h), Some(2000));
+        h.insert("retry-after-ms", HeaderValue::from_static("150"));
+        assert_eq!(retry_after_ms(&h), Some(150));
+        let mut h = HeaderMap::new();
+        h.insert(
+            "retry-after",
+            HeaderValue::from_static("Wed, 21 Oct 2015 07:28:00 GMT"),
+        );
+        assert_eq!(retry_after_ms(&h), None);
+    }
+}

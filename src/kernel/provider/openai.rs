@@ -1,0 +1,1396 @@
+//! The OpenAI Chat Completions wire format, as spoken by OpenAI and the servers that copy it
+//! (DeepSeek, OpenRouter, Groq, Ollama, vLLM, llama.cpp): the streaming request body, a decoder
+//! from the streamed chunks to [`ProviderEvent`]s, and the reading of error responses.
+//! Pure functions of their input; the HTTP transport owns the connection.
+
+use std::collections::HashSet;
+
+use serde_json::{json, Map, Value};
+
+use super::model::{ModelCost, ModelInfo};
+use super::sse::{SseEvent, StreamDecoder};
+use super::{ModelRequest, ProviderEvent};
+use crate::kernel::message::{
+    AssistantMessage, Content, Message, StopReason, ToolResultMessage, Usage,
+};
+
+/// The longest server message kept in an error, in characters.
+const MAX_ERROR_CHARS: usize = 500;
+
+/// How much of an unreadable chunk an error quotes, in characters.
+const MAX_QUOTE_CHARS: usize = 200;
+
+/// JSON body for `POST {base_url}/chat/completions`: a streamed completion of `req` by `model`.
+pub fn request_body(req: &ModelRequest, model: &ModelInfo) -> Value {
+    let mut body = Map::new();
+    body.insert("model".into(), Value::String(model.id.clone()));
+    body.insert("messages".into(), Value::Array(wire_messages(req)));
+    if !req.tools.is_empty() {
+        let tools = req
+            .tools
+            .iter()
+            .map(|t| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    }
+                })
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+    }
+    body.insert("stream".into(), Value::Bool(true));
+    if model.compat.stream_usage {
+        body.insert("stream_options".into(), json!({ "include_usage": true }));
+    }
+    body.insert(
+        model.compat.max_tokens_field.to_string(),
+        json!(model.max_tokens),
+    );
+    let level = model.clamp_thinking(&req.thinking_level);
+    if model.reasoning && model.compat.reasoning_effort && level != "off" {
+        // Chat Completions knows no effort above `high`.
+        let effort = if level == "xhigh" { "high" } else { &level };
+        body.insert("reasoning_effort".into(), json!(effort));
+    }
+    Value::Object(body)
+}
+
+/// The system prompt and the conversation as Chat Completions messages. Failed assistant
+/// attempts (and the results of their tool calls) are left out.
+fn wire_messages(req: &ModelRequest) -> Vec<Value> {
+    let mut out = Vec::with_capacity(req.messages.len() + 1);
+    if !req.system_prompt.is_empty() {
+        out.push(json!({ "role": "system", "content": req.system_prompt }));
+    }
+    let mut dropped_calls: HashSet<&str> = HashSet::new();
+    for message in &req.messages {
+        match message {
+            Message::User(u) => out.push(user_message(&u.content)),
+            Message::Assistant(a) => match assistant_message(a) {
+                Some(m) => out.push(m),
+                None => dropped_calls.extend(a.content.iter().filter_map(|c| match c {
+                    Content::ToolCall { id, .. } => Some(id.as_str()),
+                    _ => None,
+                })),
+            },
+            Message::ToolResult(r) => {
+                if !dropped_calls.contains(r.tool_call_id.as_str()) {
+                    out.push(tool_result_message(r));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The text blocks of `content` joined by newlines.
+fn joined_text(content: &[Content]) -> String {
+    let mut out = String::new();
+    for c in content {
+        if let Content::Text { text } = c {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(text);
+        }
+    }
+    out
+}
+
+fn user_message(content: &[Content]) -> Value {
+    if !content.iter().any(|c| matches!(c, Content::Image { .. })) {
+        return json!({ "role": "user", "content": joined_text(content) });
+    }
+    let parts: Vec<Value> = content
+        .iter()
+        .filter_map(|c| match c {
+            Content::Text { text } => Some(json!({ "type": "text", "text": text })),
+            Content::Image { data, mime_type } => Some(json!({
+                "type": "image_url",
+                "image_url": { "url": format!("data:{mime_type};base64,{data}") },
+            })),
+            _ => None,
+        })
+        .collect();
+    json!({ "role": "user", "content": parts })
+}
+
+/// `None` when the message must not be sent: a failed attempt, or nothing to say.
+fn assistant_message(a: &AssistantMessage) -> Option<Value> {
+    if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
+        return None;
+    }
+    let text = joined_text(&a.content);
+    let calls: Vec<Value> = a
+        .content
+        .iter()
+        .filter_map(|c| match c {
+            Content::ToolCall {
+                id,
+                name,
+                arguments,
+            } => {
+                // Arguments that did not parse were kept as the raw string; send them back as
+                // the model wrote them.
+                let arguments = match arguments {
+                    Value::String(raw) => raw.clone(),
+                    other => other.to_string(),
+                };
+                Some(json!({
+                    "id": id,
+                    "type": "function",
+                    "function": { "name": name, "arguments": arguments },
+                }))
+            }
+            _ => None,
+        })
+        .collect();
+    if text.is_empty() && calls.is_empty() {
+        return None;
+    }
+    let mut m = Map::new();
+    m.insert("role".into(), json!("assistant"));
+    m.insert(
+        "content".into(),
+        if text.is_empty() {
+            Value::Null
+        } else {
+            Value::String(text)
+        },
+    );
+    if !calls.is_empty() {
+        m.insert("tool_calls".into(), Value::Array(calls));
+    }
+    Some(Value::Object(m))
+}
+
+fn tool_result_message(r: &ToolResultMessage) -> Value {
+    let mut text = String::new();
+    for c in &r.content {
+        let piece = match c {
+            Content::Text { text } => text.as_str(),
+            Content::Image { .. } => "(image omitted)",
+            _ => continue,
+        };
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(piece);
+    }
+    json!({ "role": "tool", "tool_call_id": r.tool_call_id, "content": text })
+}
+
+/// One tool call of the response being streamed.
+#[derive(Debug)]
+struct OpenCall {
+    /// The `index` the server tags its fragments with.
+    index: u64,
+    id: String,
+    /// Whether `id` came from the server (rather than made up from the index).
+    server_id: bool,
+    open: bool,
+}
+
+/// Decoder for a streamed Chat Completions response: each SSE `data` payload is one
+/// `chat.completion.chunk` JSON object, and the literal `[DONE]` ends the stream.
+#[derive(Debug)]
+pub struct OpenAiDecoder {
+    cost: ModelCost,
+    calls: Vec<OpenCall>,
+    /// The stop reason of the `finish_reason` seen so far, if any.
+    stop: Option<StopReason>,
+    saw_output: bool,
+    /// A terminal event was emitted; input is ignored from now on.
+    ended: bool,
+}
+
+impl OpenAiDecoder {
+    /// A decoder pricing usage with `model`'s cost.
+    pub fn new(model: &ModelInfo) -> Self {
+        OpenAiDecoder {
+            cost: model.cost,
+            calls: Vec::new(),
+            stop: None,
+            saw_output: false,
+            ended: false,
+        }
+    }
+
+    fn fail(&mut self, kind: &str, message: String, out: &mut Vec<ProviderEvent>) {
+        self.ended = true;
+        out.push(ProviderEvent::Error {
+            kind: kind.to_string(),
+            message,
+            retry_after_ms: None,
+        });
+    }
+
+    /// Ends the response normally, or as cut when no `finish_reason` came.
+    fn end(&mut self, cut_message: &str, out: &mut Vec<ProviderEvent>) {
+        match self.stop {
+            Some(stop) => {
+                self.close_calls(out);
+                self.ended = true;
+                out.push(ProviderEvent::Done { stop });
+            }
+            None => self.fail("stream_cut", cut_message.to_string(), out),
+        }
+    }
+
+    /// Ends every open tool call, in index order.
+    fn close_calls(&mut self, out: &mut Vec<ProviderEvent>) {
+        let mut open: Vec<&mut OpenCall> = self.calls.iter_mut().filter(|c| c.open).collect();
+        open.sort_by_key(|c| c.index);
+        for call in open {
+            call.open = false;
+            out.push(ProviderEvent::ToolCallEnd {
+                id: call.id.clone(),
+            });
+        }
+    }
+
+    fn on_chunk(&mut self, chunk: &Map<String, Value>, out: &mut Vec<ProviderEvent>) {
+        let choice = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|c| c.first());
+        if let Some(choice) = choice {
+            if let Some(delta) = choice.get("delta").and_then(Value::as_object) {
+                self.on_delta(delta, out);
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                self.on_finish(reason, out);
+                if self.ended {
+                    return;
+                }
+            }
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            out.push(ProviderEvent::Usage(self.usage(usage)));
+        }
+    }
+
+    fn on_delta(&mut self, delta: &Map<String, Value>, out: &mut Vec<ProviderEvent>) {
+        let text = |key: &str| {
+            delta
+                .get(key)
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+        };
+        // Servers name reasoning differently; a few send both keys with the same text.
+        if let Some(thinking) = text("reasoning_content").or_else(|| text("reasoning")) {
+            self.saw_output = true;
+            out.push(ProviderEvent::Thinking(thinking.to_string()));
+        }
+        if let Some(content) = text("content") {
+            self.saw_output = true;
+            out.push(ProviderEvent::Text(content.to_string()));
+        }
+        if let Some(items) = delta.get("tool_calls").and_then(Value::as_array) {
+            for (position, item) in items.iter().enumerate() {
+                self.on_tool_fragment(position, item, out);
+            }
+        }
+    }
+
+    fn on_tool_fragment(&mut self, position: usize, item: &Value, out: &mut Vec<ProviderEvent>) {
+        let id = item
+            .get("id")
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty());
+        let function = item.get("function");
+        let name = function
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let arguments = match function.and_then(|f| f.get("arguments")) {
+            Some(Value::String(s)) => s.clone(),
+            None | Some(Value::Null) => String::new(),
+            // A few servers send the arguments as an object rather than as JSON text.
+            Some(other) => other.to_string(),
+        };
+        let index = match item.get("index").and_then(Value::as_u64) {
+            Some(index) => index,
+            // No index: match by id, else a new id is a new call and a bare fragment
+            // continues the latest call.
+            None => match id {
+                Some(id) => match self.calls.iter().rev().find(|c| c.id == id) {
+                    Some(c) => c.index,
+                    None => self.calls.iter().map(|c| c.index + 1).max().unwrap_or(0),
+                },
+                None => self.calls.last().map_or(position as u64, |c| c.index),
+            },
+        };
+        let current = self.calls.iter().rposition(|c| c.index == index);
+        let continues = |c: &OpenCall| match id {
+            None => true,
+            Some(id) => !c.server_id || c.id == id,
+        };
+        let at = match current {
+            Some(i) if continues(&self.calls[i]) => {
+                if !self.calls[i].open {
+                    // A fragment of a call that already ended: nothing can be done with it.
+                    return;
+                }
+                i
+            }
+            _ => {
+                // Some servers reuse one index for successive calls, each with its own id.
+                if let Some(i) = current {
+                    if self.calls[i].open {
+                        self.calls[i].open = false;
+                        out.push(ProviderEvent::ToolCallEnd {
+                            id: self.calls[i].id.clone(),
+                        });
+                    }
+                }
+                let call = OpenCall {
+                    index,
+                    id: id.map_or_else(|| format!("call_{index}"), str::to_string),
+                    server_id: id.is_some(),
+                    open: true,
+                };
+                self.saw_output = true;
+                out.push(ProviderEvent::ToolCallStart {
+                    id: call.id.clone(),
+                    name: name.to_string(),
+                });
+                self.calls.push(call);
+                self.calls.len() - 1
+            }
+        };
+        if !arguments.is_empty() {
+            out.push(ProviderEvent::ToolCallDelta {
+                id: self.calls[at].id.clone(),
+                delta: arguments,
+            });
+        }
+    }
+
+    fn on_finish(&mut self, reason: &str, out: &mut Vec<ProviderEvent>) {
+        self.close_calls(out);
+        let saw_tool = !self.calls.is_empty();
+        let stop = match reason {
+            "length" => StopReason::Length,
+            "tool_calls" | "function_call" => StopReason::ToolUse,
+            "content_filter" => {
+                self.fail(
+                    "content_filter",
+                    "the provider's content filter stopped the response".to_string(),
+                    out,
+                );
+                return;
+            }
+            // "stop" and unknown words: the calls the model made still want running.
+            _ if saw_tool => StopReason::ToolUse,
+            _ => StopReason::Stop,
+        };
+        self.stop = Some(stop);
+    }
+
+    fn usage(&self, u: &Value) -> Usage {
+        let count = |v: Option<&Value>| {
+            v.and_then(|v| v.as_u64().or_else(|| v.as_f64().map(|f| f.max(0.0) as u64)))
+        };
+        let prompt = count(u.get("prompt_tokens")).unwrap_or(0);
+        let completion = count(u.get("completion_tokens")).unwrap_or(0);
+        // DeepSeek also reports cache hits as `prompt_cache_hit_tokens`.
+        let cached = count(
+            u.get("prompt_tokens_details")
+                .and_then(|d| d.get("cached_tokens")),
+        )
+        .or_else(|| count(u.get("prompt_cache_hit_tokens")))
+        .unwrap_or(0)
+        .min(prompt);
+        let mut usage = Usage {
+            input: prompt - cached,
+            output: completion,
+            cache_read: cached,
+            cache_write: 0,
+            total_tokens: prompt + completion,
+            ..Usage::default()
+        };
+        self.cost.apply(&mut usage);
+        usage
+    }
+}
+
+impl StreamDecoder for OpenAiDecoder {
+    fn on_event(&mut self, event: &SseEvent, out: &mut Vec<ProviderEvent>) {
+        if self.ended {
+            return;
+        }
+        let data = event.data.trim();
+        if data.is_empty() {
+            return;
+        }
+        if data == "[DONE]" {
+            self.end("the stream ended without a finish reason", out);
+            return;
+        }
+        let chunk = match serde_json::from_str::<Value>(data) {
+            Ok(Value::Object(chunk)) => chunk,
+            Ok(_) => {
+                let message = format!(
+                    "the provider sent a chunk that is not a JSON object: {}",
+                    clip(data, MAX_QUOTE_CHARS)
+                );
+                self.fail("bad_response", message, out);
+                return;
+            }
+            Err(e) => {
+                let message = format!(
+                    "the provider sent a chunk that is not valid JSON ({e}): {}",
+                    clip(data, MAX_QUOTE_CHARS)
+                );
+                self.fail("bad_response", message, out);
+                return;
+            }
+        };
+        let error = match chunk.get("error") {
+            Some(e) if !e.is_null() => Some(ErrorDetail::from_error(e)),
+            // `event: error` with the error fields at the top level.
+            _ if event.event.as_deref() == Some("error") => {
+                Some(ErrorDetail::from_error(&Value::Object(chunk.clone())))
+            }
+            _ => None,
+        };
+        if let Some(detail) = error {
+            let kind = detail.classify(detail.status_hint());
+            let message = if detail.message.is_empty() {
+                "the provider reported an error during the response".to_string()
+            } else {
+                detail.message
+            };
+            self.fail(kind, message, out);
+            return;
+        }
+        self.on_chunk(&chunk, out);
+    }
+
+    fn finish(&mut self, out: &mut Vec<ProviderEvent>) {
+        if !self.ended {
+            self.end("the stream ended before the response was complete", out);
+        }
+    }
+
+    fn saw_output(&self) -> bool {
+        self.saw_output
+    }
+}
+
+/// The fields of an error object, as far as the server sent them.
+#[derive(Debug, Default)]
+struct ErrorDetail {
+    message: String,
+    /// `error.type`.
+    kind: String,
+    /// `error.code`, a word (`rate_limit_exceeded`) or a number (OpenRouter sends HTTP codes).
+    code: String,
+}
+
+impl ErrorDetail {
+    /// Reads `{"message","type","code"}`, or a bare string.
+    fn from_error(v: &Value) -> ErrorDetail {
+        let word = |key: &str| match v.get(key) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => String::new(),
+        };
+        match v {
+            Value::String(s) => ErrorDetail {
+                message: s.trim().to_string(),
+                ..ErrorDetail::default()
+            },
+            _ => ErrorDetail {
+                message: word("message").trim().to_string(),
+                kind: word("type"),
+                code: word("code"),
+            },
+        }
+    }
+
+    /// A numeric code that looks like an HTTP status, else 0.
+    fn status_hint(&self) -> u16 {
+        match self.code.parse::<u16>() {
+            Ok(n) if (100..600).contains(&n) => n,
+            _ => 0,
+        }
+    }
+
+    /// The stable error kind for this error under HTTP `status` (0 for in-stream errors).
+    fn classify(&self, status: u16) -> &'static str {
+        let code = self.code.to_ascii_lowercase();
+        let kind = self.kind.to_ascii_lowercase();
+        let either = |needle: &str| code.contains(needle) || kind.contains(needle);
+        if status == 401 || status == 403 {
+            return "auth";
+        }
+        if either("insufficient_quota") {
+            return "quota";
+        }
+        if status == 429 || either("rate_limit") {
+            return "rate_limited";
+        }
+        if code == "context_length_exceeded" || mentions_context_overflow(&self.message) {
+            return "context_overflow";
+        }
+        match status {
+            400 | 404 | 413 | 422 => "bad_request",
+            408 => "timeout",
+            503 | 529 => "overloaded",
+            _ if either("overloaded") => "overloaded",
+            500..=599 => "server_error",
+            _ if either("server_error") => "server_error",
+            _ => "provider_error",
+        }
+    }
+}
+
+/// Whether a server message says the prompt does not fit the model's context.
+fn mentions_context_overflow(message: &str) -> bool {
+    const PHRASES: &[&str] = &[
+        "context length",
+        "context window",
+        "maximum context",
+        "too many tokens",
+        "prompt is too long",
+        "reduce the length",
+    ];
+    let lower = message.to_lowercase();
+    PHRASES.iter().any(|p| lower.contains(p))
+}
+
+/// At most `max` characters of `s`, with `…` when cut.
+fn clip(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
+/// The standard reason phrase of the statuses a model API answers with.
+fn reason_phrase(status: u16) -> Option<&'static str> {
+    Some(match status {
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        402 => "Payment Required",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        408 => "Request Timeout",
+        409 => "Conflict",
+        413 => "Payload Too Large",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        501 => "Not Implemented",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        529 => "Overloaded",
+        _ => return None,
+    })
+}
+
+/// A non-2xx response: `(kind, message)`. `kind` is a stable word (`auth`, `quota`,
+/// `rate_limited`, `context_overflow`, `bad_request`, `timeout`, `overloaded`, `server_error`,
+/// `provider_error`); `message` is `HTTP <status>: <what the server said>`.
+pub fn error_from_response(status: u16, body: &str) -> (String, String) {
+    let parsed = match serde_json::from_str::<Value>(body) {
+        // Some servers wrap the error in a one-element array.
+        Ok(Value::Array(items)) => items.into_iter().next(),
+        Ok(v) => Some(v),
+        Err(_) => None,
+    };
+    let mut detail = match parsed {
+        Some(v) => match v.get("error") {
+            Some(e) if !e.is_null() => ErrorDetail::from_error(e),
+            _ if v.get("message").is_some() => ErrorDetail::from_error(&v),
+            _ => ErrorDetail::default(),
+        },
+        None => ErrorDetail::default(),
+    };
+    if detail.message.is_empty() {
+        detail.message = body.trim().to_string();
+    }
+    let said = if detail.message.is_empty() {
+        reason_phrase(status).map(str::to_string)
+    } else {
+        Some(clip(&detail.message, MAX_ERROR_CHARS))
+    };
+    let message = match said {
+        Some(said) => format!("HTTP {status}: {said}"),
+        None => format!("HTTP {status}"),
+    };
+    (detail.classify(status).to_string(), message)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::message::UserMessage;
+    use crate::kernel::provider::model::API_OPENAI;
+    use crate::kernel::provider::sse::SseDecoder;
+    use crate::kernel::tool::ToolSpec;
+
+    const TEXT: &str = include_str!("../../../fixtures/providers/openai/text.sse");
+    const PARALLEL: &str = include_str!("../../../fixtures/providers/openai/parallel_tools.sse");
+    const REASONING: &str = include_str!("../../../fixtures/providers/openai/reasoning.sse");
+    const LENGTH: &str = include_str!("../../../fixtures/providers/openai/length.sse");
+    const INSTREAM_ERROR: &str =
+        include_str!("../../../fixtures/providers/openai/instream_error.sse");
+    const CUT: &str = include_str!("../../../fixtures/providers/openai/cut.sse");
+    const ERROR_400: &str = include_str!("../../../fixtures/providers/openai/error_400.json");
+    const ERROR_401: &str = include_str!("../../../fixtures/providers/openai/error_401.json");
+    const ERROR_429: &str = include_str!("../../../fixtures/providers/openai/error_429.json");
+
+    fn model() -> ModelInfo {
+        let mut m = ModelInfo::unlisted("local", API_OPENAI, "http://127.0.0.1:8080/v1", "qwen");
+        m.cost = ModelCost {
+            input: 2.0,
+            output: 8.0,
+            cache_read: 0.5,
+            cache_write: 0.0,
+        };
+        m
+    }
+
+    /// Decodes `bytes` fed in pieces ending at `cuts`, then finishes both decoders.
+    fn decode(bytes: &[u8], cuts: &[usize]) -> (Vec<ProviderEvent>, bool) {
+        let mut sse = SseDecoder::new();
+        let mut decoder = OpenAiDecoder::new(&model());
+        let mut events = Vec::new();
+        let mut out = Vec::new();
+        let mut at = 0;
+        for &cut in cuts.iter().chain(std::iter::once(&bytes.len())) {
+            sse.push(&bytes[at..cut], &mut events);
+            at = cut;
+            for e in events.drain(..) {
+                decoder.on_event(&e, &mut out);
+            }
+        }
+        sse.finish(&mut events);
+        for e in events.drain(..) {
+            decoder.on_event(&e, &mut out);
+        }
+        decoder.finish(&mut out);
+        // Nothing more comes out once the stream is over.
+        let mut after = Vec::new();
+        decoder.on_event(
+            &SseEvent {
+                event: None,
+                data: r#"{"choices":[{"delta":{"content":"late"}}]}"#.into(),
+            },
+            &mut after,
+        );
+        decoder.finish(&mut after);
+        assert_eq!(after, vec![]);
+        (out, decoder.saw_output())
+    }
+
+    /// The events of `fixture` in one piece and split at every byte offset.
+    fn assert_fixture(fixture: &str, want: &[ProviderEvent]) {
+        let bytes = fixture.as_bytes();
+        let (got, saw) = decode(bytes, &[]);
+        assert_eq!(got, want);
+        let expect_output = want.iter().any(|e| {
+            matches!(
+                e,
+                ProviderEvent::Text(_)
+                    | ProviderEvent::Thinking(_)
+                    | ProviderEvent::ToolCallStart { .. }
+            )
+        });
+        assert_eq!(saw, expect_output);
+        let terminals = got
+            .iter()
+            .filter(|e| matches!(e, ProviderEvent::Done { .. } | ProviderEvent::Error { .. }))
+            .count();
+        assert_eq!(terminals, 1);
+        for i in 1..bytes.len() {
+            assert_eq!(decode(bytes, &[i]).0, want, "split at byte {i}");
+        }
+    }
+
+    fn text(s: &str) -> ProviderEvent {
+        ProviderEvent::Text(s.into())
+    }
+
+    fn thinking(s: &str) -> ProviderEvent {
+        ProviderEvent::Thinking(s.into())
+    }
+
+    fn start(id: &str, name: &str) -> ProviderEvent {
+        ProviderEvent::ToolCallStart {
+            id: id.into(),
+            name: name.into(),
+        }
+    }
+
+    fn delta(id: &str, d: &str) -> ProviderEvent {
+        ProviderEvent::ToolCallDelta {
+            id: id.into(),
+            delta: d.into(),
+        }
+    }
+
+    fn end(id: &str) -> ProviderEvent {
+        ProviderEvent::ToolCallEnd { id: id.into() }
+    }
+
+    fn done(stop: StopReason) -> ProviderEvent {
+        ProviderEvent::Done { stop }
+    }
+
+    fn error(kind: &str, message: &str) -> ProviderEvent {
+        ProviderEvent::Error {
+            kind: kind.into(),
+            message: message.into(),
+            retry_after_ms: None,
+        }
+    }
+
+    /// Usage priced with [`model`]'s cost.
+    fn usage(input: u64, output: u64, cache_read: u64) -> ProviderEvent {
+        let mut u = Usage {
+            input,
+            output,
+            cache_read,
+            cache_write: 0,
+            total_tokens: input + output + cache_read,
+            ..Usage::default()
+        };
+        model().cost.apply(&mut u);
+        ProviderEvent::Usage(u)
+    }
+
+    #[test]
+    fn text_fixture() {
+        assert_fixture(
+            TEXT,
+            &[
+                text("Hello"),
+                text(" from"),
+                text(" the local"),
+                text(" model."),
+                text(" \u{2713} caf\u{e9}"),
+                text(" \u{65e5}\u{672c}"),
+                usage(100, 12, 20),
+                done(StopReason::Stop),
+            ],
+        );
+        // The prices really are per million tokens.
+        let (events, _) = decode(TEXT.as_bytes(), &[]);
+        let Some(ProviderEvent::Usage(u)) =
+            events.iter().find(|e| matches!(e, ProviderEvent::Usage(_)))
+        else {
+            panic!("no usage in {events:?}");
+        };
+        assert_eq!(u.total_tokens, 132);
+        let want = 100.0 * 2.0 / 1e6 + 12.0 * 8.0 / 1e6 + 20.0 * 0.5 / 1e6;
+        assert!((u.cost.total - want).abs() < 1e-15, "{u:?}");
+    }
+
+    #[test]
+    fn parallel_tools_fixture() {
+        let (a, b) = (
+            "call_Rk2x9VqLmN3pT7wYcA4bE1sD",
+            "call_Hq8ZfJ2uXo5KcV9nW3tLpB7e",
+        );
+        assert_fixture(
+            PARALLEL,
+            &[
+                start(a, "read"),
+                delta(a, "{\"pa"),
+                delta(a, "th\": "),
+                start(b, "ls"),
+                delta(b, "{\"path"),
+                delta(a, "\"README"),
+                delta(b, "\": \""),
+                delta(a, ".md\"}"),
+                delta(b, "."),
+                delta(b, "\"}"),
+                end(a),
+                end(b),
+                usage(412, 47, 0),
+                done(StopReason::ToolUse),
+            ],
+        );
+    }
+
+    #[test]
+    fn reasoning_fixture_with_crlf() {
+        assert!(REASONING.contains("\r\n"));
+        assert_fixture(
+            REASONING,
+            &[
+                thinking("The user"),
+                thinking(" asks for"),
+                thinking(" 2 + 2."),
+                thinking(" That is"),
+                thinking(" 4."),
+                text("2 + 2"),
+                text(" = **4**."),
+                usage(64, 29, 0),
+                done(StopReason::Stop),
+            ],
+        );
+    }
+
+    #[test]
+    fn length_fixture() {
+        assert_fixture(
+            LENGTH,
+            &[
+                text("Once"),
+                text(" upon"),
+                text(" a"),
+                text(" time"),
+                usage(31, 4, 0),
+                done(StopReason::Length),
+            ],
+        );
+    }
+
+    #[test]
+    fn instream_error_fixture() {
+        assert_fixture(
+            INSTREAM_ERROR,
+            &[
+                text("Let me"),
+                text(" check"),
+                error(
+                    "server_error",
+                    "The server had an error while processing your request.",
+                ),
+            ],
+        );
+    }
+
+    #[test]
+    fn cut_fixture() {
+        assert_fixture(
+            CUT,
+            &[
+                text("The"),
+                text(" answer"),
+                text(" is"),
+                error(
+                    "stream_cut",
+                    "the stream ended before the response was complete",
+                ),
+            ],
+        );
+    }
+
+    /// Decodes SSE text whose events are the given data payloads.
+    fn decode_data(payloads: &[&str]) -> Vec<ProviderEvent> {
+        let stream: String = payloads.iter().map(|p| format!("data: {p}\n\n")).collect();
+        decode(stream.as_bytes(), &[]).0
+    }
+
+    #[test]
+    fn odd_but_valid_chunks() {
+        let got = decode_data(&[
+            r#"{"object":"chat.completion.chunk"}"#,
+            r#"{"choices":[]}"#,
+            r#"{"choices":[{"index":0}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":null,"reasoning":"hmm","x":1}}],"usage":null}"#,
+            r#"{"choices":[{"index":0,"delta":{"reasoning_content":"a","reasoning":"a"}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"content":"","tool_calls":null}}]}"#,
+            // A whole call in one chunk without an id; another with arguments as an object.
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"name":"read","arguments":"{\"path\":\"a\"}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":1,"id":"","function":{"name":"ls","arguments":{"path":"."}}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,
+            "[DONE]",
+        ]);
+        assert_eq!(
+            got,
+            vec![
+                thinking("hmm"),
+                thinking("a"),
+                start("call_0", "read"),
+                delta("call_0", "{\"path\":\"a\"}"),
+                start("call_1", "ls"),
+                delta("call_1", "{\"path\":\".\"}"),
+                end("call_0"),
+                end("call_1"),
+                done(StopReason::ToolUse),
+            ]
+        );
+    }
+
+    #[test]
+    fn calls_sharing_an_index_or_without_one() {
+        let got = decode_data(&[
+            // Successive calls that all claim index 0 but carry their own ids.
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"read","arguments":"{}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"a","function":{"arguments":" "}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"b","function":{"name":"ls","arguments":"{}"}}]}}]}"#,
+            // No index at all: matched by id, or a new call.
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"c","function":{"name":"grep","arguments":"{"}},{"id":"c","function":{"arguments":"}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ]);
+        assert_eq!(
+            got,
+            vec![
+                start("a", "read"),
+                delta("a", "{}"),
+                delta("a", " "),
+                end("a"),
+                start("b", "ls"),
+                delta("b", "{}"),
+                start("c", "grep"),
+                delta("c", "{"),
+                delta("c", "}"),
+                end("b"),
+                end("c"),
+                // No [DONE]: the server closed after the finish reason.
+                done(StopReason::ToolUse),
+            ]
+        );
+    }
+
+    #[test]
+    fn terminal_cases() {
+        assert_eq!(
+            decode_data(&[
+                r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"content_filter"}]}"#,
+                "[DONE]",
+            ]),
+            vec![
+                text("x"),
+                error(
+                    "content_filter",
+                    "the provider's content filter stopped the response"
+                ),
+            ]
+        );
+        assert_eq!(
+            decode_data(&[r#"{"choices":[{"delta":{"content":"x"}}]}"#, "[DONE]"]),
+            vec![
+                text("x"),
+                error("stream_cut", "the stream ended without a finish reason")
+            ]
+        );
+        let got = decode_data(&[
+            r#"{"choices":[{"delta":{"content":"x"}}]}"#,
+            r#"{"choices":[{"delta":{"content":"x"}}]"#,
+        ]);
+        let [ProviderEvent::Text(_), ProviderEvent::Error {
+            kind,
+            message,
+            retry_after_ms: None,
+        }] = got.as_slice()
+        else {
+            panic!("{got:?}");
+        };
+        assert_eq!(kind, "bad_response");
+        assert!(message.contains("not valid JSON"), "{message}");
+        assert!(
+            message.ends_with(r#"{"choices":[{"delta":{"content":"x"}}]"#),
+            "{message}"
+        );
+        let long = format!("<html>{}</html>", "x".repeat(400));
+        let got = decode_data(&[&long]);
+        let [ProviderEvent::Error { kind, message, .. }] = got.as_slice() else {
+            panic!("{got:?}");
+        };
+        assert_eq!(kind, "bad_response");
+        assert!(
+            message.ends_with(&format!("<html>{}…", "x".repeat(194))),
+            "{message}"
+        );
+        assert_eq!(
+            decode_data(&["42"]),
+            vec![error(
+                "bad_response",
+                "the provider sent a chunk that is not a JSON object: 42"
+            )]
+        );
+        // Unknown finish reasons count as a normal stop; usage after the finish still counts.
+        assert_eq!(
+            decode_data(&[
+                r#"{"choices":[{"delta":{"content":"x"},"finish_reason":"eos"}],"usage":{"prompt_tokens":3,"completion_tokens":1}}"#,
+                r#"{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":2,"prompt_cache_hit_tokens":1}}"#,
+                "[DONE]",
+            ]),
+            vec![
+                text("x"),
+                usage(3, 1, 0),
+                usage(2, 2, 1),
+                done(StopReason::Stop)
+            ]
+        );
+        // Nothing at all arrived.
+        assert_eq!(
+            decode(b"", &[]).0,
+            vec![error(
+                "stream_cut",
+                "the stream ended before the response was complete"
+            )]
+        );
+    }
+
+    #[test]
+    fn instream_error_kinds() {
+        let kind_of = |payload: &str| match decode_data(&[payload]).as_slice() {
+            [ProviderEvent::Error { kind, message, .. }] => (kind.clone(), message.clone()),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            kind_of(
+                r#"{"error":{"message":"Rate limit reached","type":"tokens","code":"rate_limit_exceeded"}}"#
+            ),
+            ("rate_limited".into(), "Rate limit reached".into())
+        );
+        assert_eq!(
+            kind_of(r#"{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error"}}"#).0,
+            "context_overflow"
+        );
+        assert_eq!(
+            kind_of(r#"{"error":{"message":"Upstream error","code":502}}"#),
+            ("server_error".into(), "Upstream error".into())
+        );
+        assert_eq!(
+            kind_of(r#"{"error":{"message":"Overloaded","type":"overloaded_error"}}"#).0,
+            "overloaded"
+        );
+        assert_eq!(
+            kind_of(r#"{"error":"model crashed"}"#),
+            ("provider_error".into(), "model crashed".into())
+        );
+        assert_eq!(
+            kind_of(r#"{"error":{}}"#),
+            (
+                "provider_error".into(),
+                "the provider reported an error during the response".into()
+            )
+        );
+        let mut decoder = OpenAiDecoder::new(&model());
+        let mut out = Vec::new();
+        decoder.on_event(
+            &SseEvent {
+                event: Some("error".into()),
+                data: r#"{"message":"boom","type":"server_error"}"#.into(),
+            },
+            &mut out,
+        );
+        assert_eq!(out, vec![error("server_error", "boom")]);
+        assert!(!decoder.saw_output());
+    }
+
+    fn tool(name: &'static str) -> ToolSpec {
+        ToolSpec {
+            name,
+            description: "does a thing",
+            parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
+        }
+    }
+
+    fn assistant(content: Vec<Content>, stop_reason: StopReason) -> Message {
+        Message::Assistant(AssistantMessage {
+            content,
+            api: String::new(),
+            provider: String::new(),
+            model: String::new(),
+            usage: Usage::default(),
+            stop_reason,
+            error_message: None,
+            duration_ms: None,
+            timestamp: 2,
+        })
+    }
+
+    fn tool_result(id: &str, content: Vec<Content>) -> Message {
+        Message::ToolResult(ToolResultMessage {
+            tool_call_id: id.into(),
+            tool_name: "read".into(),
+            content,
+            details: None,
+            is_error: false,
+            duration_ms: None,
+            timestamp: 3,
+        })
+    }
+
+    fn call(id: &str, name: &str, arguments: Value) -> Content {
+        Content::ToolCall {
+            id: id.into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    #[test]
+    fn request_body_of_a_conversation() {
+        let mut m = model();
+        m.reasoning = true;
+        m.thinking_levels = ["off", "low", "medium", "high"].map(String::from).to_vec();
+        let req = ModelRequest {
+            system_prompt: "You are keel.".into(),
+            messages: vec![
+                Message::user("hi", 1),
+                Message::User(UserMessage {
+                    content: vec![
+                        Content::text("what is this?"),
+                        Content::Image {
+                            data: "iVBORw0KGgo=".into(),
+                            mime_type: "image/png".into(),
+                        },
+                    ],
+                    timestamp: 1,
+                }),
+                assistant(
+                    vec![
+                        Content::Thinking {
+                            thinking: "look first".into(),
+                            signature: None,
+                        },
+                        Content::text("Let me look."),
+                        call("c1", "read", json!({"path": "README.md"})),
+                        call("c2", "ls", Value::String("{\"path\": ".into())),
+                    ],
+                    StopReason::ToolUse,
+                ),
+                tool_result(
+                    "c1",
+                    vec![
+                        Content::text("# keel"),
+                        Content::Image {
+                            data: "AA==".into(),
+                            mime_type: "image/png".into(),
+                        },
+                        Content::text("end"),
+                    ],
+                ),
+                tool_result("c2", vec![Content::text("bad arguments")]),
+                assistant(
+                    vec![
+                        Content::text("Partial"),
+                        call("c3", "bash", json!({"command": "sleep 100"})),
+                    ],
+                    StopReason::Aborted,
+                ),
+                tool_result("c3", vec![Content::text("aborted")]),
+                assistant(vec![Content::text("boom")], StopReason::Error),
+                assistant(
+                    vec![Content::Thinking {
+                        thinking: "only thoughts".into(),
+                        signature: None,
+                    }],
+                    StopReason::Stop,
+                ),
+                Message::user("go on", 4),
+            ],
+            tools: vec![tool("read"), tool("ls")],
+            thinking_level: "xhigh".into(),
+        };
+        let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}});
+        assert_eq!(
+            request_body(&req, &m),
+            json!({
+                "model": "qwen",
+                "messages": [
+                    {"role": "system", "content": "You are keel."},
+                    {"role": "user", "content": "hi"},
+                    {"role": "user", "content": [
+                        {"type": "text", "text": "what is this?"},
+                        {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+                    ]},
+                    {"role": "assistant", "content": "Let me look.", "tool_calls": [
+                        {"id": "c1", "type": "function",
+                         "function": {"name": "read", "arguments": "{\"path\":\"README.md\"}"}},
+                        {"id": "c2", "type": "function",
+                         "function": {"name": "ls", "arguments": "{\"path\": "}},
+                    ]},
+                    {"role": "tool", "tool_call_id": "c1", "content": "# keel\n(image omitted)\nend"},
+                    {"role": "tool", "tool_call_id": "c2", "content": "bad arguments"},
+                    {"role": "user", "content": "go on"},
+                ],
+                "tools": [
+                    {"type": "function", "function": {"name": "read", "description": "does a thing", "parameters": schema}},
+                    {"type": "function", "function": {"name": "ls", "description": "does a thing", "parameters": schema}},
+                ],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "max_tokens": 8192,
+                "reasoning_effort": "high",
+            })
+        );
+    }
+
+    #[test]
+    fn request_body_options() {
+        let req = ModelRequest {
+            system_prompt: String::new(),
+            messages: vec![
+                assistant(vec![call("c", "ls", json!({}))], StopReason::ToolUse),
+                Message::user("hi", 1),
+            ],
+            tools: vec![],
+            thinking_level: "high".into(),
+        };
+        // Not a reasoning model: thinking is ignored; no system prompt, no tools.
+        let mut m = model();
+        m.compat.max_tokens_field = "max_completion_tokens";
+        m.compat.stream_usage = false;
+        m.max_tokens = 1000;
+        assert_eq!(
+            request_body(&req, &m),
+            json!({
+                "model": "qwen",
+                "messages": [
+                    {"role": "assistant", "content": null, "tool_calls": [
+                        {"id": "c", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
+                    ]},
+                    {"role": "user", "content": "hi"},
+                ],
+                "stream": true,
+                "max_completion_tokens": 1000,
+            })
+        );
+        // A reasoning model: the level is clamped, `off` sends nothing, and servers without
+        // `reasoning_effort` get nothing.
+        let mut m = model();
+        m.reasoning = true;
+        m.thinking_levels = ["off", "minimal", "low"].map(String::from).to_vec();
+        assert_eq!(request_body(&req, &m)["reasoning_effort"], json!("low"));
+        let off = ModelRequest {
+            thinking_level: "off".into(),
+            ..req.clone()
+        };
+        assert!(request_body(&off, &m).get("reasoning_effort").is_none());
+        m.compat.reasoning_effort = false;
+        assert!(request_body(&req, &m).get("reasoning_effort").is_none());
+    }
+
+    fn classify(status: u16, body: &str) -> (String, String) {
+        error_from_response(status, body)
+    }
+
+    #[test]
+    fn error_fixtures() {
+        assert_eq!(
+            classify(400, ERROR_400),
+            (
+                "context_overflow".into(),
+                "HTTP 400: This model's maximum context length is 128000 tokens. However, your messages resulted in 131245 tokens. Please reduce the length of the messages.".into()
+            )
+        );
+        let (kind, message) = classify(401, ERROR_401);
+        assert_eq!(kind, "auth");
+        assert!(
+            message.starts_with("HTTP 401: Incorrect API key provided: sk-proj-"),
+            "{message}"
+        );
+        let (kind, message) = classify(429, ERROR_429);
+        assert_eq!(kind, "rate_limited");
+        assert!(
+            message.starts_with("HTTP 429: Rate limit reached for gpt-4.1"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn error_classification() {
+        let kind = |status: u16, body: &str| classify(status, body).0;
+        assert_eq!(kind(403, r#"{"error":{"message":"forbidden"}}"#), "auth");
+        assert_eq!(
+            kind(
+                429,
+                r#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","code":"insufficient_quota"}}"#
+            ),
+            "quota"
+        );
+        assert_eq!(kind(429, "slow down"), "rate_limited");
+        assert_eq!(
+            kind(
+                400,
+                r#"{"error":{"message":"x","code":"context_length_exceeded"}}"#
+            ),
+            "context_overflow"
+        );
+        for phrase in [
+            "exceeds the Context Window",
+            "prompt is too long: 210000 tokens > 200000 maximum",
+            "Too many tokens in request",
+            "input exceeds the context length",
+        ] {
+            let body = json!({"error": {"message": phrase}}).to_string();
+            assert_eq!(kind(413, &body), "context_overflow", "{phrase}");
+        }
+        // Any status: the message decides.
+        assert_eq!(
+            kind(500, r#"{"message":"the maximum context is 4096"}"#),
+            "context_overflow"
+        );
+        assert_eq!(kind(400, r#"{"error":{"message":"bad"}}"#), "bad_request");
+        assert_eq!(
+            kind(404, r#"{"error":"model 'x' not found"}"#),
+            "bad_request"
+        );
+        assert_eq!(kind(413, ""), "bad_request");
+        assert_eq!(kind(422, "{}"), "bad_request");
+        assert_eq!(kind(408, ""), "timeout");
+        assert_eq!(kind(503, ""), "overloaded");
+        assert_eq!(kind(529, ""), "overloaded");
+        assert_eq!(
+            kind(
+                500,
+                r#"{"error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            "overloaded"
+        );
+        assert_eq!(kind(500, ""), "server_error");
+        assert_eq!(kind(502, "<html>Bad Gateway</html>"), "server_error");
+        assert_eq!(
+            kind(402, r#"{"error":{"message":"pay up"}}"#),
+            "provider_error"
+        );
+        assert_eq!(kind(302, ""), "provider_error");
+    }
+
+    #[test]
+    fn error_messages() {
+        let message = |status: u16, body: &str| classify(status, body).1;
+        assert_eq!(
+            message(
+                404,
+                r#"{"error":"model \"llama9\" not found, try pulling it first"}"#
+            ),
+            "HTTP 404: model \"llama9\" not found, try pulling it first"
+        );
+        assert_eq!(
+            message(400, r#"{"message":"Invalid request","code":400}"#),
+            "HTTP 400: Invalid request"
+        );
+        assert_eq!(
+            message(
+                400,
+                r#"[{"error":{"code":400,"message":"bad","status":"INVALID_ARGUMENT"}}]"#
+            ),
+            "HTTP 400: bad"
+        );
+        assert_eq!(message(502, "  \n"), "HTTP 502: Bad Gateway");
+        assert_eq!(message(599, ""), "HTTP 599");
+        assert_eq!(
+            message(500, "  upstream connect error  \n"),
+            "HTTP 500: upstream connect error"
+        );
+        assert_eq!(
+            message(500, r#"{"detail":"x"}"#),
+            r#"HTTP 500: {"detail":"x"}"#
+        );
+        let long = "é".repeat(600);
+        assert_eq!(
+            message(500, &long),
+            format!("HTTP 500: {}…", "é".repeat(500))
+        );
+    }
+}
