@@ -161,6 +161,13 @@ async fn start(
     clock: &Clock,
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
+    if let Some(pattern) = &cli.list_models {
+        let table = setup::list_models(&setup::registry(env)?, pattern, mode == Mode::Json);
+        return Ok(match out.out(table.as_bytes()).and_then(|_| out.flush()) {
+            Ok(()) => Exit::Success,
+            Err(_) => Exit::Signal(crate::exit::SIGPIPE),
+        });
+    }
     if mode == Mode::Rpc {
         return Err(
             StartupError::usage("rpc mode is not built yet in this version of keel")
@@ -169,22 +176,24 @@ async fn start(
     }
     // The TUI is not built yet: a terminal run uses print mode.
     setup::check_session_flags(cli, false)?;
-    let provider = setup::provider(cli)?;
-    let config = setup::agent_config(cli, env, false)?;
+    let provider = setup::provider(cli, env)?;
+    let mut config = setup::agent_config(cli, env, false)?;
+    config.thinking_level = provider.info().clamp_thinking(&config.thinking_level);
     let prompt = read_prompt(cli, env).await?;
     let opened = setup::open_session(cli, env, clock)?;
     for w in &opened.warnings {
         out.err(&format!("Warning: {w}\n"));
     }
     let header = opened.store.header().clone();
-    let history = opened.store.context();
+    let history = opened.store.context_entries();
+    let model_changed = opened.store.last_model() != Some((provider.name(), provider.model()));
     let bus = Bus::new(clock.clone());
     let recorder = tokio::spawn(recorder::record(
         opened.store,
         bus.subscribe(),
         clock.clone(),
     ));
-    let session = AgentSession::new(config, provider, bus.clone(), clock.clone(), history);
+    let session = AgentSession::with_entries(config, provider, bus.clone(), clock.clone(), history);
     let mut projector: Box<dyn Projector> = match mode {
         Mode::Json => {
             let _ = out.out(header_line(&header).as_bytes());
@@ -193,7 +202,7 @@ async fn start(
         _ => Box::new(PrintProjector { quiet: cli.quiet }),
     };
     let rx = session.subscribe();
-    if opened.is_new {
+    if opened.is_new || model_changed {
         session.announce_model();
     }
     let started = clock.now_ms();

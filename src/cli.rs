@@ -56,13 +56,18 @@ pub struct Cli {
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<PathBuf>,
 
-    /// Model provider: scripted (offline replay of a script file).
+    /// Model provider: openai, anthropic, deepseek, openrouter, groq, ollama, one from
+    /// $KEEL_HOME/models.json, or scripted (offline replay of a script file).
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
 
     /// Model id, or provider/id.
     #[arg(long, value_name = "ID")]
     pub model: Option<String>,
+
+    /// List the known models (optionally only those matching PATTERN) and exit.
+    #[arg(long, value_name = "PATTERN", num_args = 0..=1, default_missing_value = "")]
+    pub list_models: Option<String>,
 
     /// Script file for --provider scripted (see README, "Scripted provider").
     #[arg(long, value_name = "FILE")]
@@ -88,9 +93,25 @@ pub struct Cli {
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,
 
-    /// Base URL of an OpenAI-compatible endpoint.
+    /// Base URL of an OpenAI-compatible endpoint (e.g. http://localhost:11434/v1).
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
+
+    /// Retries of a model call that failed before any output (429, 5xx, overload, network).
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub max_retries: u32,
+
+    /// Seconds to wait for a connection to the provider.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    pub connect_timeout: f64,
+
+    /// Seconds of silence from a streaming provider before the call fails.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    pub idle_timeout: f64,
+
+    /// Do not compact the conversation automatically when the context fills up.
+    #[arg(long)]
+    pub no_auto_compaction: bool,
 
     /// Replace the system prompt.
     #[arg(long, value_name = "TEXT")]

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::model::{ModelInfo, API_SCRIPTED};
+use super::model::{ModelInfo, API_SCRIPTED, THINKING_LEVELS};
 use super::{ModelRequest, Provider, ProviderEvent};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::{Message, StopReason, Usage};
@@ -147,6 +147,8 @@ impl ScriptedProvider {
             info: {
                 let id = script.model.unwrap_or_else(|| "scripted-1".to_string());
                 let mut info = ModelInfo::unlisted("scripted", API_SCRIPTED, "", &id);
+                // A script replays whatever it holds; every level is accepted.
+                info.thinking_levels = THINKING_LEVELS.iter().map(|s| s.to_string()).collect();
                 if let Some(w) = script.context_window {
                     info.context_window = w;
                 }

@@ -246,6 +246,16 @@ impl Store {
         out
     }
 
+    /// The provider and model of the last `model_change` on the current branch.
+    pub fn last_model(&self) -> Option<(&str, &str)> {
+        self.branch().into_iter().rev().find_map(|e| match &e.data {
+            EntryData::ModelChange { provider, model_id } => {
+                Some((provider.as_str(), model_id.as_str()))
+            }
+            _ => None,
+        })
+    }
+
     /// Writes a new session file at `path` holding the current branch (ids kept) under
     /// `header` (the caller sets `parent_session`). Written and locked immediately.
     pub fn fork_to(&self, path: PathBuf, header: SessionHeader) -> Result<Store, SessionError> {
