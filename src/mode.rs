@@ -38,8 +38,8 @@ pub struct Env {
     pub log_filter: String,
     /// `$KEEL_TEST_PANIC`: panic after startup (tests the internal-error path, exit 70).
     pub test_panic: bool,
-    /// Provider settings from the environment: every `*_API_KEY` and `*_BASE_URL` variable.
-    pub provider_vars: std::collections::BTreeMap<String, String>,
+    /// The environment's non-empty variables (API keys, base URLs, models.json `apiKeyEnv`).
+    pub vars: std::collections::BTreeMap<String, String>,
     /// `$KEEL_RETRY_BASE_MS`: the first retry delay (tests make it short).
     pub retry_base_ms: Option<u64>,
 }
@@ -72,11 +72,7 @@ impl Env {
             temp_dir: std::env::temp_dir(),
             log_filter: var("KEEL_LOG").unwrap_or_else(|| "warn".to_string()),
             test_panic: var("KEEL_TEST_PANIC").is_some(),
-            provider_vars: std::env::vars()
-                .filter(|(k, v)| {
-                    !v.is_empty() && (k.ends_with("_API_KEY") || k.ends_with("_BASE_URL"))
-                })
-                .collect(),
+            vars: std::env::vars().filter(|(_, v)| !v.is_empty()).collect(),
             retry_base_ms: var("KEEL_RETRY_BASE_MS").and_then(|v| v.parse().ok()),
         })
     }
@@ -128,7 +124,7 @@ mod tests {
             temp_dir: PathBuf::from("/tmp"),
             log_filter: "warn".into(),
             test_panic: false,
-            provider_vars: Default::default(),
+            vars: Default::default(),
             retry_base_ms: None,
         }
     }

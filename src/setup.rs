@@ -56,7 +56,7 @@ pub fn provider(cli: &Cli, env: &Env) -> Result<Arc<dyn Provider>, StartupError>
         let p = ScriptedProvider::load(path).map_err(StartupError::config)?;
         return Ok(Arc::new(p));
     }
-    let var = |k: &str| env.provider_vars.get(k).cloned();
+    let var = |k: &str| env.vars.get(k).cloned();
     let name = match named {
         Some(n) => n,
         None if cli.base_url.is_some() => "openai".to_string(),

@@ -8,9 +8,11 @@
 
 mod architecture;
 mod exit_codes;
+mod http_server;
 mod json_mode;
 mod kernel;
 mod projectors;
+mod providers;
 mod sessions;
 mod support;
 

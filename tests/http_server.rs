@@ -1,0 +1,235 @@
+//! A scripted HTTP/1.1 server on 127.0.0.1 for provider tests: real sockets, real chunked
+//! SSE bytes. Each accepted request takes the next `Reply`; the server records what it was
+//! asked and reports when a client hangs up mid-stream.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::Duration;
+
+/// How a reply ends after its body pieces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum End {
+    /// The terminating chunk: a complete response.
+    Complete,
+    /// Close the socket with the chunked body unfinished (a cut stream).
+    Cut,
+    /// Keep the socket open and silent until the client goes away (a stalled stream).
+    Stall,
+}
+
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    /// Body pieces, each written and flushed as its own HTTP chunk.
+    pub pieces: Vec<Vec<u8>>,
+    pub end: End,
+}
+
+impl Reply {
+    /// A `text/event-stream` reply of `body`, cut into pieces at awkward offsets (inside
+    /// lines, inside CRLF pairs and inside multi-byte characters).
+    pub fn sse(body: &[u8]) -> Reply {
+        Reply {
+            status: 200,
+            headers: vec![("content-type".into(), "text/event-stream".into())],
+            pieces: awkward_pieces(body),
+            end: End::Complete,
+        }
+    }
+
+    /// A JSON error reply.
+    pub fn json(status: u16, body: &str) -> Reply {
+        Reply {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            pieces: vec![body.as_bytes().to_vec()],
+            end: End::Complete,
+        }
+    }
+
+    pub fn header(mut self, k: &str, v: &str) -> Reply {
+        self.headers.push((k.into(), v.into()));
+        self
+    }
+
+    pub fn ending(mut self, end: End) -> Reply {
+        self.end = end;
+        self
+    }
+}
+
+/// Splits at offsets 1, 2, 3, 5, 8, 13, ... from each previous cut (a Fibonacci walk), so
+/// pieces are small near the start and boundaries land everywhere.
+pub fn awkward_pieces(body: &[u8]) -> Vec<Vec<u8>> {
+    let (mut a, mut b) = (1usize, 2usize);
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < body.len() {
+        let end = (at + a).min(body.len());
+        out.push(body[at..end].to_vec());
+        at = end;
+        (a, b) = (b, (a + b).min(97));
+    }
+    out
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl Seen {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.body).unwrap()
+    }
+}
+
+pub struct Server {
+    pub port: u16,
+    seen: Arc<Mutex<Vec<Seen>>>,
+    /// A message per stalled or cut reply whose client hung up.
+    pub hangups: mpsc::Receiver<usize>,
+}
+
+impl Server {
+    /// Serves `replies` in order, one per request; requests beyond them get a 500.
+    pub fn start(replies: Vec<Reply>) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (tx, hangups) = mpsc::channel();
+        let log = seen.clone();
+        thread::spawn(move || {
+            let mut replies = replies.into_iter();
+            for (n, stream) in listener.incoming().enumerate() {
+                let Ok(stream) = stream else { break };
+                let reply = replies.next().unwrap_or_else(|| {
+                    Reply::json(500, r#"{"error":{"message":"no more scripted replies"}}"#)
+                });
+                let log = log.clone();
+                let tx = tx.clone();
+                thread::spawn(move || serve(stream, reply, n, &log, &tx));
+            }
+        });
+        Server {
+            port,
+            seen,
+            hangups,
+        }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    pub fn seen(&self) -> Vec<Seen> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn serve(
+    mut stream: TcpStream,
+    reply: Reply,
+    n: usize,
+    log: &Mutex<Vec<Seen>>,
+    hangups: &mpsc::Sender<usize>,
+) {
+    stream.set_nodelay(true).unwrap();
+    let Some(seen) = read_request(&mut stream) else {
+        return;
+    };
+    log.lock().unwrap().push(seen);
+    let mut head = format!("HTTP/1.1 {} X\r\n", reply.status);
+    for (k, v) in &reply.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("transfer-encoding: chunked\r\nconnection: close\r\n\r\n");
+    if stream.write_all(head.as_bytes()).is_err() {
+        return;
+    }
+    for piece in &reply.pieces {
+        let mut chunk = format!("{:x}\r\n", piece.len()).into_bytes();
+        chunk.extend_from_slice(piece);
+        chunk.extend_from_slice(b"\r\n");
+        if stream
+            .write_all(&chunk)
+            .and_then(|_| stream.flush())
+            .is_err()
+        {
+            let _ = hangups.send(n);
+            return;
+        }
+    }
+    match reply.end {
+        End::Complete => {
+            let _ = stream.write_all(b"0\r\n\r\n");
+        }
+        End::Cut => {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+        End::Stall => {
+            // Wait for the client to hang up (read returns 0 or fails), bounded so a broken
+            // test cannot keep the thread forever.
+            stream
+                .set_read_timeout(Some(Duration::from_secs(60)))
+                .unwrap();
+            let mut buf = [0u8; 64];
+            loop {
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => continue,
+                }
+            }
+            let _ = hangups.send(n);
+        }
+    }
+}
+
+fn read_request(stream: &mut TcpStream) -> Option<Seen> {
+    let mut reader = BufReader::new(stream.try_clone().ok()?);
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut parts = line.split_whitespace();
+    let method = parts.next()?.to_string();
+    let path = parts.next()?.to_string();
+    let mut headers = Vec::new();
+    let mut length = 0usize;
+    loop {
+        let mut h = String::new();
+        reader.read_line(&mut h).ok()?;
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            let (k, v) = (k.trim().to_string(), v.trim().to_string());
+            if k.eq_ignore_ascii_case("content-length") {
+                length = v.parse().ok()?;
+            }
+            headers.push((k, v));
+        }
+    }
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Seen {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
