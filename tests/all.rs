@@ -7,6 +7,7 @@
 )]
 
 mod architecture;
+mod compaction;
 mod exit_codes;
 mod http_server;
 mod json_mode;

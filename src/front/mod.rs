@@ -14,7 +14,7 @@ use crate::output::{Output, StdoutClosed};
 pub struct RunSummary {
     /// Text of the last assistant message.
     pub final_text: String,
-    /// Summed usage of every assistant message.
+    /// Summed usage of every assistant message and compaction summary.
     pub usage: Usage,
     /// The kernel's verdict, once settled.
     pub outcome: Option<RunOutcome>,
@@ -33,6 +33,10 @@ impl RunSummary {
                     self.final_text = m.text();
                 }
             }
+            // Summarising for compaction is a model call too: its tokens are spent.
+            EventPayload::CompactionFinished {
+                result: Some(r), ..
+            } => self.usage.add(&r.usage),
             EventPayload::AgentSettled { outcome, .. } => self.outcome = Some(outcome.clone()),
             _ => {}
         }

@@ -271,9 +271,22 @@ impl AgentSession {
         let signal = {
             let mut state = self.inner.lock();
             if state.abort.is_some() {
-                return Err(CompactError::Failed(
+                drop(state);
+                let e = CompactError::Failed(
                     "the agent is busy; compact when the run has settled".into(),
-                ));
+                );
+                let reason = CompactionReason::Manual;
+                self.inner
+                    .bus
+                    .publish(EventPayload::CompactionStarted { reason });
+                self.inner.bus.publish(EventPayload::CompactionFinished {
+                    reason,
+                    result: None,
+                    aborted: false,
+                    will_retry: false,
+                    error_message: Some(e.to_string()),
+                });
+                return Err(e);
             }
             let (controller, signal) = AbortController::new();
             state.abort = Some(controller);
@@ -355,6 +368,22 @@ impl AgentSession {
             }
             Op::Approve { call_id, decision } => {
                 self.approve(&call_id, decision);
+                Ok(None)
+            }
+            Op::Compact { instructions } => {
+                let me = self.clone();
+                tokio::spawn(async move {
+                    // The result (or the reason there is none) is published as events.
+                    let _ = me.compact(instructions).await;
+                });
+                Ok(None)
+            }
+            Op::SetAutoRetry { enabled } => {
+                self.set_auto_retry(enabled);
+                Ok(None)
+            }
+            Op::SetAutoCompaction { enabled } => {
+                self.set_auto_compaction(enabled);
                 Ok(None)
             }
         }

@@ -31,4 +31,11 @@ pub enum Op {
         call_id: String,
         decision: ApprovalDecision,
     },
+    /// Summarise the older conversation now (while idle); the outcome arrives as
+    /// `CompactionStarted` / `CompactionFinished` events.
+    Compact { instructions: Option<String> },
+    /// Turn automatic retries of failed model calls on or off.
+    SetAutoRetry { enabled: bool },
+    /// Turn automatic compaction on or off.
+    SetAutoCompaction { enabled: bool },
 }
