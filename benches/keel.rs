@@ -1,4 +1,4 @@
-//! Benchmarks the release `keel` binary end to end: startup, JSON-mode streaming throughput, peak RSS of print mode, and `--continue` session load time.
+//! Benchmarks the release `keel` binary end to end: startup, JSON-mode streaming throughput, peak RSS of print mode, `--continue` session load time, and the openai provider decoding a local 100k-chunk stream (in-process and over HTTP).
 // A bench program reports its results on stdout and its failures on stderr by design, and a
 // broken run must abort it loudly, so the crate's print/unwrap/exit lints do not apply here.
 #![allow(
@@ -103,7 +103,7 @@ fn run() -> Res<()> {
     let mut rows: Vec<Row> = Vec::new();
 
     // 1. Startup.
-    eprintln!("[1/4] keel --version x{quick}");
+    eprintln!("[1/5] keel --version x{quick}");
     let mut t = Vec::new();
     for _ in 0..quick {
         let sb = Sandbox::new()?;
@@ -112,54 +112,29 @@ fn run() -> Res<()> {
     rows.push(Row::stats("`keel --version` wall time", &t, "ms", 1));
 
     // 2. JSON-mode throughput.
-    eprintln!("[2/4] json mode, {DELTAS} deltas x{heavy}");
+    eprintln!("[2/5] json mode, {DELTAS} deltas x{heavy}");
     let big_s = path_str(&big)?;
     let mut t = Vec::new();
     let mut bytes = 0usize;
     let mut lines = 0usize;
     for _ in 0..heavy {
         let sb = Sandbox::new()?;
-        let stderr_path = sb.cwd.join("keel.stderr");
-        let start = Instant::now();
-        let mut child = keel_cmd(&keel, &sb.cwd, &sb.home)
-            .args([
-                "--mode",
-                "json",
-                "--provider",
-                "scripted",
-                "--script",
-                big_s,
-                "--no-session",
-                "go",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(file(&stderr_path)?)
-            .spawn()
-            .map_err(|e| format!("cannot spawn keel: {e}"))?;
-        let mut out = Vec::new();
-        child
-            .stdout
-            .take()
-            .ok_or("no stdout pipe")?
-            .read_to_end(&mut out)
-            .map_err(|e| format!("read stdout: {e}"))?;
-        let status = child.wait().map_err(|e| format!("wait: {e}"))?;
-        let elapsed = start.elapsed();
-        check_status(status, &stderr_path)?;
-        let needle = b"\"text_delta\"";
-        let deltas = out
-            .split(|b| *b == b'\n')
-            .filter(|l| l.windows(needle.len()).any(|w| w == needle))
-            .count();
-        if deltas as u64 != DELTAS {
-            return Err(format!(
-                "json run streamed {deltas} text_delta lines, expected {DELTAS}"
-            ));
-        }
+        let args = [
+            "--mode",
+            "json",
+            "--provider",
+            "scripted",
+            "--script",
+            big_s,
+            "--no-session",
+            "go",
+        ];
+        let (ms, out) = json_run(&keel, &sb, &args)?;
         bytes = out.len();
         lines = out.iter().filter(|b| **b == b'\n').count();
-        t.push(elapsed.as_secs_f64() * 1e3);
+        t.push(ms);
     }
+    let scripted_ms = median(&t);
     rows.push(Row::stats(
         &format!("json mode, {DELTAS} text deltas: wall time"),
         &t,
@@ -182,7 +157,7 @@ fn run() -> Res<()> {
     ));
 
     // 3. Peak RSS of print mode.
-    eprintln!("[3/4] print mode peak RSS x{heavy} (small, then big)");
+    eprintln!("[3/5] print mode peak RSS x{heavy} (small, then big)");
     let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let hello_s = path_str(&hello)?;
     for (label, script) in [("hello fixture", hello_s), ("100k-delta fixture", big_s)] {
@@ -218,7 +193,7 @@ fn run() -> Res<()> {
     }
 
     // 4. --continue session load.
-    eprintln!("[4/4] --continue with {SESSION_ENTRIES} entries x{heavy}, baseline x{heavy}");
+    eprintln!("[4/5] --continue with {SESSION_ENTRIES} entries x{heavy}, baseline x{heavy}");
     let args = [
         "-p",
         "--continue",
@@ -270,6 +245,66 @@ fn run() -> Res<()> {
         1,
     ));
 
+    // 5. The openai provider: SSE decoding in-process, then the binary against a local
+    // OpenAI-compatible server streaming the same number of chunks.
+    eprintln!(
+        "[5/5] openai provider, {DELTAS} chunks: decoder x{heavy}, binary over HTTP x{heavy}"
+    );
+    let body = openai_stream(DELTAS);
+    let mut decode = Vec::new();
+    for _ in 0..heavy {
+        decode.push(decode_openai(&body)?);
+    }
+    rows.push(Row::stats(
+        &format!(
+            "openai SSE decoding in-process, {DELTAS} chunks ({:.1} MB)",
+            body.len() as f64 / 1e6
+        ),
+        &decode
+            .iter()
+            .map(|ms| DELTAS as f64 / (ms / 1e3))
+            .collect::<Vec<_>>(),
+        "deltas/s",
+        0,
+    ));
+    let mut t = Vec::new();
+    for _ in 0..heavy {
+        let sb = Sandbox::new()?;
+        let (url, server) = serve_once(body.clone())?;
+        let args = [
+            "--json",
+            "--base-url",
+            &url,
+            "--model",
+            "bench",
+            "--no-session",
+            "go",
+        ];
+        let (ms, _) = json_run(&keel, &sb, &args)?;
+        server.join().map_err(|_| "the bench server panicked")??;
+        t.push(ms);
+    }
+    rows.push(Row::stats(
+        &format!("json mode over HTTP (openai provider), {DELTAS} deltas: wall time"),
+        &t,
+        "ms",
+        0,
+    ));
+    rows.push(Row::stats(
+        "json mode over HTTP (openai provider): throughput",
+        &t.iter()
+            .map(|ms| DELTAS as f64 / (ms / 1e3))
+            .collect::<Vec<_>>(),
+        "deltas/s",
+        0,
+    ));
+    rows.push(Row::single(
+        "openai provider overhead per delta vs scripted (median difference)",
+        (median(&t) - scripted_ms) * 1e3 / DELTAS as f64,
+        "µs",
+        2,
+    ));
+
     // Report.
     let version = Command::new(&keel)
         .arg("--version")
@@ -299,6 +334,133 @@ fn run() -> Res<()> {
     }
     print!("{report}");
     Ok(())
+}
+
+/// Runs keel in JSON mode, checks it streamed exactly `DELTAS` text deltas, and returns the
+/// wall time in ms and stdout.
+fn json_run(keel: &Path, sb: &Sandbox, args: &[&str]) -> Res<(f64, Vec<u8>)> {
+    let stderr_path = sb.cwd.join("keel.stderr");
+    let start = Instant::now();
+    let mut child = keel_cmd(keel, &sb.cwd, &sb.home)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(file(&stderr_path)?)
+        .spawn()
+        .map_err(|e| format!("cannot spawn keel: {e}"))?;
+    let mut out = Vec::new();
+    child
+        .stdout
+        .take()
+        .ok_or("no stdout pipe")?
+        .read_to_end(&mut out)
+        .map_err(|e| format!("read stdout: {e}"))?;
+    let status = child.wait().map_err(|e| format!("wait: {e}"))?;
+    let elapsed = start.elapsed();
+    check_status(status, &stderr_path)?;
+    let needle = b"\"text_delta\"";
+    let deltas = out
+        .split(|b| *b == b'\n')
+        .filter(|l| l.windows(needle.len()).any(|w| w == needle))
+        .count();
+    if deltas as u64 != DELTAS {
+        return Err(format!(
+            "json run streamed {deltas} text_delta lines, expected {DELTAS}"
+        ));
+    }
+    Ok((elapsed.as_secs_f64() * 1e3, out))
+}
+
+/// A Chat Completions SSE body of `n` one-token content chunks, then finish, usage, [DONE].
+fn openai_stream(n: u64) -> Vec<u8> {
+    let mut body = String::new();
+    for i in 0..n {
+        let _ = write!(
+            body,
+            "data: {{\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"t{} \"}},\"finish_reason\":null}}]}}\n\n",
+            i % 10
+        );
+    }
+    body.push_str("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
+    body.push_str("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":100000,\"total_tokens\":100010}}\n\n");
+    body.push_str("data: [DONE]\n\n");
+    body.into_bytes()
+}
+
+/// Decodes `body` with keel's SSE and OpenAI decoders in 16 KiB pieces; returns ms.
+fn decode_openai(body: &[u8]) -> Res<f64> {
+    use keel::kernel::provider::model::{ModelInfo, API_OPENAI};
+    use keel::kernel::provider::openai::OpenAiDecoder;
+    use keel::kernel::provider::sse::{SseDecoder, StreamDecoder};
+    use keel::kernel::provider::ProviderEvent;
+    let info = ModelInfo::unlisted("bench", API_OPENAI, "http://127.0.0.1", "bench");
+    let start = Instant::now();
+    let mut sse = SseDecoder::new();
+    let mut dec = OpenAiDecoder::new(&info);
+    let (mut events, mut out) = (Vec::new(), Vec::new());
+    let mut texts = 0u64;
+    for piece in body.chunks(16 * 1024) {
+        sse.push(piece, &mut events);
+        for e in events.drain(..) {
+            dec.on_event(&e, &mut out);
+        }
+        texts += out
+            .drain(..)
+            .filter(|e| matches!(e, ProviderEvent::Text(_)))
+            .count() as u64;
+    }
+    sse.finish(&mut events);
+    for e in events.drain(..) {
+        dec.on_event(&e, &mut out);
+    }
+    dec.finish(&mut out);
+    texts += out
+        .iter()
+        .filter(|e| matches!(e, ProviderEvent::Text(_)))
+        .count() as u64;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    if texts != DELTAS || !matches!(out.last(), Some(ProviderEvent::Done { .. })) {
+        return Err(format!(
+            "decoder produced {texts} text events and ended with {:?}",
+            out.last()
+        ));
+    }
+    Ok(ms)
+}
+
+/// Serves `body` as one streamed SSE response to the first request on a 127.0.0.1 port.
+fn serve_once(body: Vec<u8>) -> Res<(String, std::thread::JoinHandle<Res<()>>)> {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let handle = std::thread::spawn(move || -> Res<()> {
+        let (stream, _) = listener.accept().map_err(|e| format!("accept: {e}"))?;
+        let mut reader = BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).map_err(|e| e.to_string())?;
+            let l = line.trim_end().to_ascii_lowercase();
+            if l.is_empty() {
+                break;
+            }
+            if let Some(v) = l.strip_prefix("content-length:") {
+                length = v.trim().parse().map_err(|_| "bad content-length")?;
+            }
+        }
+        let mut req = vec![0u8; length];
+        reader.read_exact(&mut req).map_err(|e| e.to_string())?;
+        let mut stream = stream;
+        stream
+            .write_all(
+                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
+            )
+            .map_err(|e| e.to_string())?;
+        for piece in body.chunks(16 * 1024) {
+            stream.write_all(piece).map_err(|e| format!("write: {e}"))?;
+        }
+        Ok(())
+    });
+    Ok((format!("http://127.0.0.1:{port}/v1"), handle))
 }
 
 /// A fresh cwd and KEEL_HOME for one run; both deleted on drop.
