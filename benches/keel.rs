@@ -397,31 +397,33 @@ fn decode_openai(body: &[u8]) -> Res<f64> {
     let mut sse = SseDecoder::new();
     let mut dec = OpenAiDecoder::new(&info);
     let (mut events, mut out) = (Vec::new(), Vec::new());
-    let mut texts = 0u64;
+    let (mut texts, mut done) = (0u64, false);
+    let mut count = |out: &mut Vec<ProviderEvent>| {
+        for e in out.drain(..) {
+            match e {
+                ProviderEvent::Text(_) => texts += 1,
+                ProviderEvent::Done { .. } => done = true,
+                _ => {}
+            }
+        }
+    };
     for piece in body.chunks(16 * 1024) {
         sse.push(piece, &mut events);
         for e in events.drain(..) {
             dec.on_event(&e, &mut out);
         }
-        texts += out
-            .drain(..)
-            .filter(|e| matches!(e, ProviderEvent::Text(_)))
-            .count() as u64;
+        count(&mut out);
     }
     sse.finish(&mut events);
     for e in events.drain(..) {
         dec.on_event(&e, &mut out);
     }
     dec.finish(&mut out);
-    texts += out
-        .iter()
-        .filter(|e| matches!(e, ProviderEvent::Text(_)))
-        .count() as u64;
+    count(&mut out);
     let ms = start.elapsed().as_secs_f64() * 1e3;
-    if texts != DELTAS || !matches!(out.last(), Some(ProviderEvent::Done { .. })) {
+    if texts != DELTAS || !done {
         return Err(format!(
-            "decoder produced {texts} text events and ended with {:?}",
-            out.last()
+            "decoder produced {texts} text events (done: {done}), expected {DELTAS}"
         ));
     }
     Ok(ms)

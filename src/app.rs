@@ -178,7 +178,15 @@ async fn start(
     setup::check_session_flags(cli, false)?;
     let provider = setup::provider(cli, env)?;
     let mut config = setup::agent_config(cli, env, false)?;
-    config.thinking_level = provider.info().clamp_thinking(&config.thinking_level);
+    let thinking = provider.info().clamp_thinking(&config.thinking_level);
+    if thinking != config.thinking_level {
+        out.err(&format!(
+            "Warning: {} does not support thinking level {}; using {thinking}\n",
+            provider.model(),
+            config.thinking_level
+        ));
+        config.thinking_level = thinking;
+    }
     let prompt = read_prompt(cli, env).await?;
     let opened = setup::open_session(cli, env, clock)?;
     for w in &opened.warnings {
