@@ -68,11 +68,9 @@ impl HttpProvider {
         self.info.api == API_ANTHROPIC
     }
 
-    /// URL, headers, body and decoder of one call.
-    fn prepare(
-        &self,
-        request: &ModelRequest,
-    ) -> (String, HeaderMap, serde_json::Value, Box<dyn StreamDecoder>) {
+    /// Everything API-specific about one call: URL, headers, body, decoder and the error
+    /// classification of non-2xx responses.
+    fn prepare(&self, request: &ModelRequest, tx: mpsc::Sender<ProviderEvent>) -> Call {
         let base = self.info.base_url.trim_end_matches('/');
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -93,12 +91,13 @@ impl HttpProvider {
             } else {
                 format!("{base}/v1/messages")
             };
-            let body = anthropic::request_body(request, &self.info);
-            (
+            self.call(
                 url,
                 headers,
-                body,
+                anthropic::request_body(request, &self.info),
                 Box::new(anthropic::AnthropicDecoder::new(&self.info)),
+                anthropic::error_from_response,
+                tx,
             )
         } else {
             if let Some(k) = self
@@ -108,13 +107,36 @@ impl HttpProvider {
             {
                 headers.insert(reqwest::header::AUTHORIZATION, k);
             }
-            let body = openai::request_body(request, &self.info);
-            (
+            self.call(
                 format!("{base}/chat/completions"),
                 headers,
-                body,
+                openai::request_body(request, &self.info),
                 Box::new(openai::OpenAiDecoder::new(&self.info)),
+                openai::error_from_response,
+                tx,
             )
+        }
+    }
+
+    fn call(
+        &self,
+        url: String,
+        headers: HeaderMap,
+        body: serde_json::Value,
+        decoder: Box<dyn StreamDecoder>,
+        classify: fn(u16, &str) -> (String, String),
+        tx: mpsc::Sender<ProviderEvent>,
+    ) -> Call {
+        Call {
+            client: self.client.clone(),
+            url,
+            headers,
+            body,
+            decoder,
+            classify,
+            idle: self.options.idle_timeout,
+            who: self.who(),
+            tx,
         }
     }
 
@@ -131,44 +153,15 @@ impl Provider for HttpProvider {
 
     fn stream(&self, request: ModelRequest, abort: AbortSignal) -> mpsc::Receiver<ProviderEvent> {
         let (tx, rx) = mpsc::channel(256);
-        let (url, headers, body, decoder) = self.prepare(&request);
-        let call = Call {
-            client: self.client.clone(),
-            url,
-            headers,
-            body,
-            decoder,
-            idle: self.options.idle_timeout,
-            who: self.who(),
-            tx,
-        };
-        let errors = ErrorMapper {
-            anthropic: self.anthropic(),
-        };
+        let call = self.prepare(&request, tx);
         tokio::spawn(async move {
             // Dropping `call.run` on abort drops the in-flight request: the connection closes.
             tokio::select! {
-                _ = call.run(errors) => {}
+                _ = call.run() => {}
                 _ = abort.aborted() => {}
             }
         });
         rx
-    }
-}
-
-/// Picks the API's error classification without holding the provider.
-#[derive(Clone, Copy)]
-struct ErrorMapper {
-    anthropic: bool,
-}
-
-impl ErrorMapper {
-    fn map(self, status: u16, body: &str) -> (String, String) {
-        if self.anthropic {
-            anthropic::error_from_response(status, body)
-        } else {
-            openai::error_from_response(status, body)
-        }
     }
 }
 
@@ -178,6 +171,8 @@ struct Call {
     headers: HeaderMap,
     body: serde_json::Value,
     decoder: Box<dyn StreamDecoder>,
+    /// The API's (kind, message) for a non-2xx response.
+    classify: fn(u16, &str) -> (String, String),
     idle: Duration,
     who: String,
     tx: mpsc::Sender<ProviderEvent>,
@@ -192,7 +187,7 @@ fn error(kind: &str, message: String, retry_after_ms: Option<u64>) -> ProviderEv
 }
 
 impl Call {
-    async fn run(mut self, errors: ErrorMapper) {
+    async fn run(mut self) {
         let send = self
             .client
             .post(&self.url)
@@ -224,7 +219,7 @@ impl Call {
                 Ok(Ok(text)) => text,
                 _ => String::new(),
             };
-            let (kind, message) = errors.map(status.as_u16(), &body);
+            let (kind, message) = (self.classify)(status.as_u16(), &body);
             let _ = self
                 .tx
                 .send(error(
