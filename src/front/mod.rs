@@ -6,7 +6,7 @@ pub mod print;
 
 use crate::exit::Exit;
 use crate::kernel::event::{Event, EventPayload, RunOutcome};
-use crate::kernel::message::{Message, StopReason, Usage};
+use crate::kernel::message::{Message, Usage};
 use crate::output::{Output, StdoutClosed};
 
 /// What the print and JSON front ends report at the end of a run.
@@ -29,7 +29,7 @@ impl RunSummary {
                 ..
             } => {
                 self.usage.add(&m.usage);
-                if m.stop_reason != StopReason::Aborted && m.stop_reason != StopReason::Error {
+                if !m.is_failed() {
                     self.final_text = m.text();
                 }
             }

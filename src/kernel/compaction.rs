@@ -60,10 +60,7 @@ pub fn estimate_tokens(m: &Message) -> u64 {
 /// messages after it (or estimates for everything when no call reported usage).
 pub fn context_tokens(messages: &[Message]) -> u64 {
     let last = messages.iter().rposition(|m| match m {
-        Message::Assistant(a) => {
-            a.usage.total_tokens > 0
-                && !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
-        }
+        Message::Assistant(a) => a.usage.total_tokens > 0 && !a.is_failed(),
         _ => false,
     });
     match last {
@@ -102,9 +99,7 @@ pub fn find_cut(messages: &[Message], keep: u64) -> Option<usize> {
         i > 0
             && match &messages[i] {
                 Message::ToolResult(_) => false,
-                Message::Assistant(a) => {
-                    !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
-                }
+                Message::Assistant(a) => !a.is_failed(),
                 Message::User(_) => true,
             }
     };
@@ -157,9 +152,7 @@ pub fn transcript(messages: &[Message]) -> String {
                 out.push_str(text_of(&u.content).trim_end());
             }
             Message::Assistant(a) => {
-                if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted)
-                    && a.content.is_empty()
-                {
+                if a.is_failed() && a.content.is_empty() {
                     continue;
                 }
                 out.push_str("[Assistant]: ");

@@ -129,16 +129,12 @@ pub struct AssistantMessage {
 impl AssistantMessage {
     /// The concatenated text blocks (what print mode shows).
     pub fn text(&self) -> String {
-        let mut out = String::new();
-        for c in &self.content {
-            if let Content::Text { text } = c {
-                if !out.is_empty() {
-                    out.push('\n');
-                }
-                out.push_str(text);
-            }
-        }
-        out
+        joined_text(&self.content)
+    }
+
+    /// A failed or aborted response: not an answer, and never sent back to a model.
+    pub fn is_failed(&self) -> bool {
+        matches!(self.stop_reason, StopReason::Error | StopReason::Aborted)
     }
 
     /// The tool calls in content order: (id, name, arguments).
@@ -336,8 +332,13 @@ impl TryFrom<FlatMessage> for Message {
 
 /// The text of the user message's text blocks joined by newlines.
 pub fn user_text(m: &UserMessage) -> String {
+    joined_text(&m.content)
+}
+
+/// The text blocks of `content` joined by newlines (other blocks are left out).
+pub fn joined_text(content: &[Content]) -> String {
     let mut out = String::new();
-    for c in &m.content {
+    for c in content {
         if let Content::Text { text } = c {
             if !out.is_empty() {
                 out.push('\n');

@@ -88,17 +88,12 @@ fn thinking_budget(level: &str, max_tokens: u64) -> Option<u64> {
     (budget < max_tokens).then_some(budget)
 }
 
-/// Whether an assistant message is left out of the request (a failed or aborted response).
-fn skipped(m: &AssistantMessage) -> bool {
-    matches!(m.stop_reason, StopReason::Error | StopReason::Aborted)
-}
-
 /// The conversation as API messages: alternating roles, cache breakpoint on the last user turn.
 fn messages(history: &[Message]) -> Vec<Value> {
     let dropped_calls: HashSet<&str> = history
         .iter()
         .filter_map(|m| match m {
-            Message::Assistant(a) if skipped(a) => Some(a),
+            Message::Assistant(a) if a.is_failed() => Some(a),
             _ => None,
         })
         .flat_map(|a| a.content.iter())
@@ -112,7 +107,7 @@ fn messages(history: &[Message]) -> Vec<Value> {
     for m in history {
         match m {
             Message::User(u) => push_blocks(&mut out, "user", plain_blocks(&u.content)),
-            Message::Assistant(a) if !skipped(a) => {
+            Message::Assistant(a) if !a.is_failed() => {
                 push_blocks(&mut out, "assistant", assistant_blocks(a))
             }
             Message::Assistant(_) => {}

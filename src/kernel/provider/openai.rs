@@ -11,7 +11,7 @@ use super::model::{ModelCost, ModelInfo};
 use super::sse::{SseEvent, StreamDecoder};
 use super::{ModelRequest, ProviderEvent};
 use crate::kernel::message::{
-    AssistantMessage, Content, Message, StopReason, ToolResultMessage, Usage,
+    joined_text, AssistantMessage, Content, Message, StopReason, ToolResultMessage, Usage,
 };
 
 /// The longest server message kept in an error, in characters.
@@ -87,20 +87,6 @@ fn wire_messages(req: &ModelRequest) -> Vec<Value> {
     out
 }
 
-/// The text blocks of `content` joined by newlines.
-fn joined_text(content: &[Content]) -> String {
-    let mut out = String::new();
-    for c in content {
-        if let Content::Text { text } = c {
-            if !out.is_empty() {
-                out.push('\n');
-            }
-            out.push_str(text);
-        }
-    }
-    out
-}
-
 fn user_message(content: &[Content]) -> Value {
     if !content.iter().any(|c| matches!(c, Content::Image { .. })) {
         return json!({ "role": "user", "content": joined_text(content) });
@@ -121,7 +107,7 @@ fn user_message(content: &[Content]) -> Value {
 
 /// `None` when the message must not be sent: a failed attempt, or nothing to say.
 fn assistant_message(a: &AssistantMessage) -> Option<Value> {
-    if matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) {
+    if a.is_failed() {
         return None;
     }
     let text = joined_text(&a.content);
