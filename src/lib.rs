@@ -11,6 +11,7 @@ pub mod front;
 pub mod kernel;
 pub mod mode;
 pub mod output;
+pub mod prompts;
 pub mod setup;
 pub mod text;
 pub mod wire;

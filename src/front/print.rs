@@ -76,6 +76,8 @@ pub fn activity(event: &Event) -> Vec<String> {
         } => vec![format!("  ✗ {}", first_line(e))],
         EventPayload::ModelChanged { .. }
         | EventPayload::ThinkingLevelChanged { .. }
+        | EventPayload::BashExecuted { .. }
+        | EventPayload::SessionNamed { .. }
         | EventPayload::AgentStarted
         | EventPayload::AgentFinished { .. }
         | EventPayload::AgentSettled { .. }

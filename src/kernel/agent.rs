@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use tokio::sync::oneshot;
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
 use crate::kernel::abort::{AbortController, AbortSignal};
@@ -17,9 +17,10 @@ use crate::kernel::compaction::{self, CompactError, CompactionPolicy};
 use crate::kernel::event::{
     ApprovalDecision, CompactionReason, CompactionResult, EventPayload, RunOutcome,
 };
-use crate::kernel::message::Message;
-use crate::kernel::op::{Op, QueueMode};
+use crate::kernel::message::{AssistantMessage, Message};
+use crate::kernel::op::{Op, QueueMode, UserInput};
 use crate::kernel::provider::Provider;
+use crate::kernel::tool::bash::{self, BashExecution};
 
 /// What the permission policy does with tools that change things (`write`, `edit`, `bash`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -106,6 +107,20 @@ impl AgentConfig {
     }
 }
 
+/// What `AgentSession::status` reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Status {
+    /// A run is active (a prompt is being worked on).
+    pub running: bool,
+    pub compacting: bool,
+    pub auto_compaction: bool,
+    pub auto_retry: bool,
+    /// Messages in the model context.
+    pub message_count: usize,
+    /// Queued steering and follow-up messages.
+    pub pending_count: usize,
+}
+
 /// Why a prompt was not started.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PromptError {
@@ -125,27 +140,41 @@ impl std::fmt::Display for PromptError {
 
 impl std::error::Error for PromptError {}
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct State {
     pub messages: Vec<Message>,
     /// The session entry id of each message (parallel to `messages`).
     pub ids: Vec<String>,
+    /// The model in use (`set_model` swaps it between runs).
+    pub provider: Arc<dyn Provider>,
+    /// The thinking level in use, already clamped to the model.
+    pub thinking_level: String,
+    pub steering_mode: QueueMode,
+    pub follow_up_mode: QueueMode,
     /// Runtime switches, initialised from the config's policies.
     pub auto_retry: bool,
     pub auto_compaction: bool,
-    pub steering: VecDeque<String>,
-    pub follow_up: VecDeque<String>,
+    /// Whether a compaction is running.
+    pub compacting: bool,
+    /// The activity holding `abort` is a compaction asked for while idle, not a run.
+    pub manual_compaction: bool,
+    pub steering: VecDeque<UserInput>,
+    pub follow_up: VecDeque<UserInput>,
     pub abort: Option<AbortController>,
     pub approvals: HashMap<String, oneshot::Sender<ApprovalDecision>>,
+    /// Shell commands the user ran while a run was active: recorded and added to the context
+    /// when the run settles, so the conversation keeps its order.
+    pub pending_bash: Vec<BashExecution>,
 }
 
 #[derive(Debug)]
 pub(crate) struct Inner {
     pub bus: Bus,
     pub clock: Clock,
-    pub provider: Arc<dyn Provider>,
     pub config: AgentConfig,
     pub state: Mutex<State>,
+    /// Wakes a run waiting to retry so it gives up (`abort_retry`).
+    pub retry_cancel: Notify,
 }
 
 impl Inner {
@@ -153,11 +182,42 @@ impl Inner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The model in use.
+    pub fn provider(&self) -> Arc<dyn Provider> {
+        self.lock().provider.clone()
+    }
+
+    /// Ends the active run or compaction: records shell commands the user ran meanwhile.
+    pub fn finish_activity(&self) {
+        let pending = {
+            let mut state = self.lock();
+            state.abort = None;
+            state.manual_compaction = false;
+            std::mem::take(&mut state.pending_bash)
+        };
+        for record in pending {
+            self.record_bash(record);
+        }
+    }
+
+    /// Publishes a user shell command (the recorder writes it) and adds it to the context
+    /// unless it was excluded.
+    pub fn record_bash(&self, record: BashExecution) {
+        let entry_id = self.clock.entry_id();
+        if let Some(message) = record.context_message() {
+            let mut state = self.lock();
+            state.messages.push(message);
+            state.ids.push(entry_id.clone());
+        }
+        self.bus
+            .publish(EventPayload::BashExecuted { record, entry_id });
+    }
+
     /// Publishes the full queues.
     pub fn publish_queue(&self, state: &State) {
         self.bus.publish(EventPayload::QueueChanged {
-            steering: state.steering.iter().cloned().collect(),
-            follow_up: state.follow_up.iter().cloned().collect(),
+            steering: state.steering.iter().map(|m| m.text.clone()).collect(),
+            follow_up: state.follow_up.iter().map(|m| m.text.clone()).collect(),
         });
     }
 }
@@ -194,17 +254,27 @@ impl AgentSession {
         let state = State {
             messages,
             ids,
+            thinking_level: provider.info().clamp_thinking(&config.thinking_level),
+            provider,
+            steering_mode: config.steering_mode,
+            follow_up_mode: config.follow_up_mode,
             auto_retry: config.retry.enabled,
             auto_compaction: config.compaction.enabled,
-            ..State::default()
+            compacting: false,
+            manual_compaction: false,
+            steering: VecDeque::new(),
+            follow_up: VecDeque::new(),
+            abort: None,
+            approvals: HashMap::new(),
+            pending_bash: Vec::new(),
         };
         AgentSession {
             inner: Arc::new(Inner {
                 bus,
                 clock,
-                provider,
                 config,
                 state: Mutex::new(state),
+                retry_cancel: Notify::new(),
             }),
         }
     }
@@ -216,13 +286,157 @@ impl AgentSession {
 
     /// Announces the model and thinking level (the session store records them).
     pub fn announce_model(&self) {
+        let (provider, level) = {
+            let state = self.inner.lock();
+            (state.provider.clone(), state.thinking_level.clone())
+        };
         self.inner.bus.publish(EventPayload::ModelChanged {
-            provider: self.inner.provider.name().to_string(),
-            model: self.inner.provider.model().to_string(),
+            provider: provider.name().to_string(),
+            model: provider.model().to_string(),
         });
+        self.inner
+            .bus
+            .publish(EventPayload::ThinkingLevelChanged { level });
+    }
+
+    /// The model in use.
+    pub fn provider(&self) -> Arc<dyn Provider> {
+        self.inner.provider()
+    }
+
+    /// The fixed settings this session was made with.
+    pub fn config(&self) -> &AgentConfig {
+        &self.inner.config
+    }
+
+    /// Switches the model for the next model call. The thinking level is clamped to what the
+    /// new model supports; both changes are published (and recorded in the session).
+    pub fn set_model(&self, provider: Arc<dyn Provider>) {
+        let (level, changed) = {
+            let mut state = self.inner.lock();
+            let level = provider.info().clamp_thinking(&state.thinking_level);
+            let changed = level != state.thinking_level;
+            state.provider = provider.clone();
+            state.thinking_level = level.clone();
+            (level, changed)
+        };
+        self.inner.bus.publish(EventPayload::ModelChanged {
+            provider: provider.name().to_string(),
+            model: provider.model().to_string(),
+        });
+        if changed {
+            self.inner
+                .bus
+                .publish(EventPayload::ThinkingLevelChanged { level });
+        }
+    }
+
+    /// The thinking level in use.
+    pub fn thinking_level(&self) -> String {
+        self.inner.lock().thinking_level.clone()
+    }
+
+    /// Sets the thinking level, clamped to the model; returns the level now in use.
+    pub fn set_thinking_level(&self, requested: &str) -> String {
+        let level = {
+            let mut state = self.inner.lock();
+            let level = state.provider.info().clamp_thinking(requested);
+            state.thinking_level = level.clone();
+            level
+        };
         self.inner.bus.publish(EventPayload::ThinkingLevelChanged {
-            level: self.inner.config.thinking_level.clone(),
+            level: level.clone(),
         });
+        level
+    }
+
+    /// The queue modes (steering, follow-up).
+    pub fn queue_modes(&self) -> (QueueMode, QueueMode) {
+        let state = self.inner.lock();
+        (state.steering_mode, state.follow_up_mode)
+    }
+
+    pub fn set_steering_mode(&self, mode: QueueMode) {
+        self.inner.lock().steering_mode = mode;
+    }
+
+    pub fn set_follow_up_mode(&self, mode: QueueMode) {
+        self.inner.lock().follow_up_mode = mode;
+    }
+
+    /// A snapshot of the runtime state front ends report (`get_state`).
+    pub fn status(&self) -> Status {
+        let state = self.inner.lock();
+        Status {
+            running: state.abort.is_some() && !state.manual_compaction,
+            compacting: state.compacting,
+            auto_compaction: state.auto_compaction,
+            auto_retry: state.auto_retry,
+            message_count: state.messages.len(),
+            pending_count: state.steering.len() + state.follow_up.len(),
+        }
+    }
+
+    /// The last answer of the model (not a failed or aborted message).
+    pub fn last_assistant_text(&self) -> Option<String> {
+        let state = self.inner.lock();
+        state.messages.iter().rev().find_map(|m| match m {
+            Message::Assistant(a) if !a.is_failed() && !a.text().is_empty() => Some(a.text()),
+            _ => None,
+        })
+    }
+
+    /// The last assistant message of the context, if any (for usage and context size).
+    pub fn last_assistant(&self) -> Option<AssistantMessage> {
+        let state = self.inner.lock();
+        state.messages.iter().rev().find_map(|m| match m {
+            Message::Assistant(a) => Some(a.clone()),
+            _ => None,
+        })
+    }
+
+    /// Runs a shell command for the user (not the model): output chunks go to `chunks` as
+    /// they arrive; the command is recorded in the session and, unless `exclude_from_context`,
+    /// reaches the model with the next prompt. `abort` stops it (its process group is killed).
+    pub async fn bash(
+        &self,
+        command: &str,
+        exclude_from_context: bool,
+        chunks: mpsc::UnboundedSender<Vec<u8>>,
+        abort: AbortSignal,
+    ) -> BashExecution {
+        let config = &self.inner.config;
+        let mut record = bash::run_user(
+            command,
+            &config.cwd,
+            &config.temp_dir,
+            config.bash_timeout,
+            abort,
+            chunks,
+        )
+        .await;
+        record.exclude_from_context = exclude_from_context;
+        record.timestamp = self.inner.clock.now_ms();
+        let mut state = self.inner.lock();
+        if state.abort.is_some() {
+            state.pending_bash.push(record.clone());
+        } else {
+            drop(state);
+            self.inner.record_bash(record.clone());
+        }
+        record
+    }
+
+    /// Gives up a pending automatic retry: the run ends with the error that caused it.
+    pub fn abort_retry(&self) {
+        self.inner.retry_cancel.notify_waiters();
+    }
+
+    /// Names the session (recorded as a `session_info` entry).
+    pub fn set_session_name(&self, name: String) {
+        self.inner
+            .bus
+            .publish(EventPayload::SessionNamed { name });
     }
 
     /// Whether a run is active.
@@ -238,6 +452,11 @@ impl AgentSession {
     /// Starts a run. Acceptance is decided under the state lock, so two prompts in the same
     /// instant can never both start.
     pub fn prompt(&self, text: String) -> Result<JoinHandle<RunOutcome>, PromptError> {
+        self.prompt_input(UserInput::text(text))
+    }
+
+    /// Starts a run with a message that may carry images.
+    pub fn prompt_input(&self, input: UserInput) -> Result<JoinHandle<RunOutcome>, PromptError> {
         let signal: AbortSignal = {
             let mut state = self.inner.lock();
             if state.abort.is_some() {
@@ -249,7 +468,7 @@ impl AgentSession {
         };
         let inner = self.inner.clone();
         Ok(tokio::spawn(async move {
-            crate::kernel::turn::run(&inner, text, signal).await
+            crate::kernel::turn::run(&inner, input, signal).await
         }))
     }
 
@@ -290,6 +509,7 @@ impl AgentSession {
             }
             let (controller, signal) = AbortController::new();
             state.abort = Some(controller);
+            state.manual_compaction = true;
             signal
         };
         let result = compaction::compact(
@@ -300,21 +520,31 @@ impl AgentSession {
             &signal,
         )
         .await;
-        self.inner.lock().abort = None;
+        self.inner.finish_activity();
         result
     }
 
     /// Queues a steering message.
     pub fn steer(&self, text: String) {
+        self.steer_input(UserInput::text(text));
+    }
+
+    /// Queues a steering message that may carry images.
+    pub fn steer_input(&self, input: UserInput) {
         let mut state = self.inner.lock();
-        state.steering.push_back(text);
+        state.steering.push_back(input);
         self.inner.publish_queue(&state);
     }
 
     /// Queues a follow-up message.
     pub fn follow_up(&self, text: String) {
+        self.follow_up_input(UserInput::text(text));
+    }
+
+    /// Queues a follow-up message that may carry images.
+    pub fn follow_up_input(&self, input: UserInput) {
         let mut state = self.inner.lock();
-        state.follow_up.push_back(text);
+        state.follow_up.push_back(input);
         self.inner.publish_queue(&state);
     }
 
@@ -332,8 +562,8 @@ impl AgentSession {
     /// Empties both queues and returns what was removed.
     pub fn clear_queue(&self) -> (Vec<String>, Vec<String>) {
         let mut state = self.inner.lock();
-        let steering: Vec<String> = state.steering.drain(..).collect();
-        let follow_up: Vec<String> = state.follow_up.drain(..).collect();
+        let steering: Vec<String> = state.steering.drain(..).map(|m| m.text).collect();
+        let follow_up: Vec<String> = state.follow_up.drain(..).map(|m| m.text).collect();
         self.inner.publish_queue(&state);
         (steering, follow_up)
     }

@@ -212,7 +212,9 @@ pub(crate) async fn compact(
     inner
         .bus
         .publish(EventPayload::CompactionStarted { reason });
+    inner.lock().compacting = true;
     let outcome = summarise(inner, instructions, abort).await;
+    inner.lock().compacting = false;
     let (result, error) = match &outcome {
         Ok(r) => (Some(r.clone()), None),
         Err(e) => (None, Some(e.to_string())),
@@ -232,7 +234,8 @@ async fn summarise(
     instructions: Option<&str>,
     abort: &AbortSignal,
 ) -> Result<CompactionResult, CompactError> {
-    let window = inner.provider.info().context_window;
+    let provider = inner.provider();
+    let window = provider.info().context_window;
     let (messages, ids) = {
         let state = inner.lock();
         (state.messages.clone(), state.ids.clone())
@@ -252,7 +255,7 @@ async fn summarise(
         tools: Vec::new(),
         thinking_level: "off".into(),
     };
-    let mut rx = inner.provider.stream(request, abort.clone());
+    let mut rx = provider.stream(request, abort.clone());
     let mut summary = String::new();
     let mut usage = Usage::default();
     loop {

@@ -169,6 +169,15 @@ pub enum EventPayload {
         attempt: u32,
         final_error: Option<String>,
     },
+    /// The user ran a shell command (not the model); `entry_id` is its session entry.
+    BashExecuted {
+        record: crate::kernel::tool::bash::BashExecution,
+        entry_id: String,
+    },
+    /// The session was given a display name.
+    SessionNamed {
+        name: String,
+    },
     /// Older messages are being summarised to free context.
     CompactionStarted {
         reason: CompactionReason,

@@ -2,6 +2,31 @@
 //! [`crate::kernel::agent::AgentSession::submit`]; none of them touches kernel state directly.
 
 use crate::kernel::event::ApprovalDecision;
+use crate::kernel::message::{Content, Message, UserMessage};
+
+/// A message from the user: text and any images (`Content::Image` blocks).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct UserInput {
+    pub text: String,
+    pub images: Vec<Content>,
+}
+
+impl UserInput {
+    pub fn text(text: impl Into<String>) -> Self {
+        UserInput {
+            text: text.into(),
+            images: Vec::new(),
+        }
+    }
+
+    /// The user message: the text block first, then the images.
+    pub fn into_message(self, timestamp: i64) -> Message {
+        let mut content = Vec::with_capacity(1 + self.images.len());
+        content.push(Content::text(self.text));
+        content.extend(self.images);
+        Message::User(UserMessage { content, timestamp })
+    }
+}
 
 /// How queued messages are released at a turn boundary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

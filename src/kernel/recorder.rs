@@ -51,6 +51,11 @@ fn apply(store: &mut Store, event: &Event, clock: &Clock, remap: &mut HashMap<St
                 details: None,
             })
         }
+        EventPayload::BashExecuted { record, entry_id } => {
+            wanted = Some((entry_id, Some(record.timestamp)));
+            Some(EntryData::RawMessage(record.to_json()))
+        }
+        EventPayload::SessionNamed { name } => Some(EntryData::SessionInfo { name: name.clone() }),
         EventPayload::TurnFinished { .. } | EventPayload::AgentSettled { .. } => {
             if let Err(e) = store.sync() {
                 tracing::error!("session sync failed: {e}");

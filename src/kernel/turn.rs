@@ -16,7 +16,7 @@ use crate::kernel::event::{
 use crate::kernel::message::{
     AssistantMessage, Content, Message, StopReason, ToolResultMessage, Usage,
 };
-use crate::kernel::op::QueueMode;
+use crate::kernel::op::{QueueMode, UserInput};
 use crate::kernel::provider::{ModelRequest, ProviderEvent};
 use crate::kernel::tool::{self, ToolContext, ToolOutput};
 
@@ -31,7 +31,7 @@ const RETRYABLE: &[&str] = &[
 ];
 
 /// Runs one prompt to its end and publishes `AgentSettled` with the outcome.
-pub(crate) async fn run(inner: &Inner, prompt: String, abort: AbortSignal) -> RunOutcome {
+pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) -> RunOutcome {
     inner.bus.publish(EventPayload::AgentStarted);
     let mut produced: Vec<Message> = Vec::new();
     let mut pending_user = vec![prompt];
@@ -43,19 +43,11 @@ pub(crate) async fn run(inner: &Inner, prompt: String, abort: AbortSignal) -> Ru
     let outcome = loop {
         inner.bus.publish(EventPayload::TurnStarted);
         turns += 1;
-        for text in pending_user.drain(..) {
-            push_message(
-                inner,
-                &mut produced,
-                Message::user(text, inner.clock.now_ms()),
-            );
+        for input in pending_user.drain(..) {
+            push_message(inner, &mut produced, input.into_message(inner.clock.now_ms()));
         }
-        for text in take_queue(inner, Queue::Steering) {
-            push_message(
-                inner,
-                &mut produced,
-                Message::user(text, inner.clock.now_ms()),
-            );
+        for input in take_queue(inner, Queue::Steering) {
+            push_message(inner, &mut produced, input.into_message(inner.clock.now_ms()));
         }
         compact_if_needed(inner, &abort).await;
         let streamed = stream_assistant(inner, &abort).await;
@@ -87,12 +79,16 @@ pub(crate) async fn run(inner: &Inner, prompt: String, abort: AbortSignal) -> Ru
                     error_message: assistant.error_message.clone().unwrap_or_default(),
                 });
                 let waited = tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(delay_ms)) => true,
-                    _ = abort.aborted() => false,
+                    _ = tokio::time::sleep(Duration::from_millis(delay_ms)) => Ok(()),
+                    _ = abort.aborted() => Err(RunOutcome::Aborted),
+                    _ = inner.retry_cancel.notified() => Err(outcome.clone()),
                 };
-                if !waited {
-                    retry_result = Some(Err("the retry was aborted".into()));
-                    break RunOutcome::Aborted;
+                if let Err(ended) = waited {
+                    retry_result = Some(Err(match ended {
+                        RunOutcome::Aborted => "the retry was aborted".into(),
+                        _ => "the retry was cancelled".into(),
+                    }));
+                    break ended;
                 }
                 inner.bus.publish(EventPayload::AgentStarted);
                 turns -= 1;
@@ -146,7 +142,7 @@ pub(crate) async fn run(inner: &Inner, prompt: String, abort: AbortSignal) -> Ru
             final_error: result.err(),
         });
     }
-    inner.lock().abort = None;
+    inner.finish_activity();
     let aborted = outcome == RunOutcome::Aborted;
     inner.bus.publish(EventPayload::AgentSettled {
         aborted,
@@ -161,7 +157,7 @@ pub(crate) async fn run(inner: &Inner, prompt: String, abort: AbortSignal) -> Ru
 async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) {
     let over = {
         let state = inner.lock();
-        let window = inner.provider.info().context_window;
+        let window = state.provider.info().context_window;
         state.auto_compaction
             && compaction::context_tokens(&state.messages)
                 > inner.config.compaction.threshold(window)
@@ -261,13 +257,14 @@ fn has_queued(inner: &Inner, q: Queue) -> bool {
 }
 
 /// Dequeues per the queue's mode and publishes the new queues when anything moved.
-fn take_queue(inner: &Inner, q: Queue) -> Vec<String> {
+fn take_queue(inner: &Inner, q: Queue) -> Vec<UserInput> {
     let mut state = inner.lock();
+    let state = &mut *state;
     let (queue, mode) = match q {
-        Queue::Steering => (&mut state.steering, inner.config.steering_mode),
-        Queue::FollowUp => (&mut state.follow_up, inner.config.follow_up_mode),
+        Queue::Steering => (&mut state.steering, state.steering_mode),
+        Queue::FollowUp => (&mut state.follow_up, state.follow_up_mode),
     };
-    let taken: Vec<String> = match mode {
+    let taken: Vec<UserInput> = match mode {
         QueueMode::All => queue.drain(..).collect(),
         QueueMode::OneAtATime => queue.pop_front().into_iter().collect(),
     };
@@ -277,7 +274,7 @@ fn take_queue(inner: &Inner, q: Queue) -> Vec<String> {
     taken
 }
 
-fn requeue_follow_ups(inner: &Inner, texts: Vec<String>) {
+fn requeue_follow_ups(inner: &Inner, texts: Vec<UserInput>) {
     if texts.is_empty() {
         return;
     }
@@ -299,11 +296,15 @@ struct Streamed {
 /// Builds the assistant message from one provider stream, publishing each delta.
 async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
     let started = inner.clock.now_ms();
+    let (provider, thinking_level) = {
+        let state = inner.lock();
+        (state.provider.clone(), state.thinking_level.clone())
+    };
     let mut msg = AssistantMessage {
         content: Vec::new(),
-        api: inner.provider.api().to_string(),
-        provider: inner.provider.name().to_string(),
-        model: inner.provider.model().to_string(),
+        api: provider.api().to_string(),
+        provider: provider.name().to_string(),
+        model: provider.model().to_string(),
         usage: Usage::default(),
         stop_reason: StopReason::Pending,
         error_message: None,
@@ -324,10 +325,10 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
                 .iter()
                 .filter_map(|t| tool::spec(t))
                 .collect(),
-            thinking_level: inner.config.thinking_level.clone(),
+            thinking_level,
         }
     };
-    let mut rx = inner.provider.stream(request, abort.clone());
+    let mut rx = provider.stream(request, abort.clone());
     let mut asm = Assembler::default();
     loop {
         let ev = tokio::select! {

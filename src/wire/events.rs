@@ -94,6 +94,14 @@ pub enum WireEvent<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         final_error: Option<&'a str>,
     },
+    /// RPC only: the session was renamed (`set_session_name`).
+    SessionInfoChanged {
+        name: &'a str,
+    },
+    /// RPC only: the thinking level changed (`set_thinking_level`, a model switch).
+    ThinkingLevelChanged {
+        level: &'a str,
+    },
     CompactionStart {
         reason: CompactionReason,
     },
@@ -246,7 +254,10 @@ fn delta_event(d: &AssistantDelta) -> AssistantMessageEvent<'_> {
 pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
     use WireEvent as W;
     let one = match &event.payload {
-        EventPayload::ModelChanged { .. } | EventPayload::ThinkingLevelChanged { .. } => None,
+        EventPayload::ModelChanged { .. }
+        | EventPayload::ThinkingLevelChanged { .. }
+        | EventPayload::BashExecuted { .. }
+        | EventPayload::SessionNamed { .. } => None,
         EventPayload::AgentStarted => Some(W::AgentStart),
         EventPayload::AgentFinished {
             messages,
@@ -364,6 +375,18 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
         }),
     };
     one.into_iter().collect()
+}
+
+/// Events RPC mode adds to the shared stream: pi reports these changes to editor plugins,
+/// which can cause them; JSON mode (a one-shot run) leaves them out.
+pub fn rpc_extra_events(event: &Event) -> Option<WireEvent<'_>> {
+    match &event.payload {
+        EventPayload::SessionNamed { name } => Some(WireEvent::SessionInfoChanged { name }),
+        EventPayload::ThinkingLevelChanged { level } => {
+            Some(WireEvent::ThinkingLevelChanged { level })
+        }
+        _ => None,
+    }
 }
 
 /// The first line of JSON mode: the session header.

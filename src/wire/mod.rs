@@ -3,3 +3,4 @@
 //! deliberately. Pure data: nothing here writes anywhere.
 
 pub mod events;
+pub mod jsonl;

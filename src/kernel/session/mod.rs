@@ -330,6 +330,9 @@ impl Entry {
     pub fn context_message(&self) -> Option<Message> {
         match &self.data {
             EntryData::Message(m) => Some(m.clone()),
+            EntryData::RawMessage(v) => {
+                crate::kernel::tool::bash::BashExecution::from_json(v)?.context_message()
+            }
             EntryData::BranchSummary { summary, .. } if !summary.is_empty() => Some(Message::user(
                 format!("{BRANCH_PREFIX}{summary}{BRANCH_SUFFIX}"),
                 iso_ms(&self.timestamp),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
@@ -19,6 +20,8 @@ use tokio::time::Instant;
 
 use super::text::{self, MAX_BYTES, MAX_LINES};
 use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
+use crate::kernel::abort::AbortSignal;
+use crate::kernel::message::Message;
 
 /// At most one progress message per this interval (unless `PROGRESS_BYTES` arrived).
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
@@ -75,8 +78,120 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Ok(c) => c,
         Err(e) => return ToolOutput::error(format!("Failed to start shell: {e}")),
     };
-    let outcome = supervise(&mut child, &mut out, timeout, ctx).await;
+    let outcome = supervise(&mut child, &mut out, timeout, ctx, None).await;
     render(outcome, &out, timeout)
+}
+
+/// A shell command the user ran (pi's `bashExecution` message): recorded in the session and,
+/// unless excluded, shown to the model with the next prompt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BashExecution {
+    pub command: String,
+    /// The output tail within the caps (all of it is at `full_output_path` when truncated).
+    pub output: String,
+    /// `None` when the command was killed, timed out or could not start.
+    pub exit_code: Option<i32>,
+    pub cancelled: bool,
+    pub truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub full_output_path: Option<String>,
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub exclude_from_context: bool,
+    /// Unix milliseconds.
+    #[serde(default)]
+    pub timestamp: i64,
+}
+
+impl BashExecution {
+    /// The session-file message: `{"role":"bashExecution", ...}`.
+    pub fn to_json(&self) -> Value {
+        let mut v = serde_json::to_value(self).unwrap_or_else(|_| json!({}));
+        if let Some(map) = v.as_object_mut() {
+            map.shift_insert(0, "role".into(), json!("bashExecution"));
+        }
+        v
+    }
+
+    /// Reads a session-file `bashExecution` message.
+    pub fn from_json(v: &Value) -> Option<BashExecution> {
+        if v.get("role").and_then(Value::as_str) != Some("bashExecution") {
+            return None;
+        }
+        serde_json::from_value(v.clone()).ok()
+    }
+
+    /// What the model is shown: a user message saying what ran and what it printed.
+    pub fn context_message(&self) -> Option<Message> {
+        if self.exclude_from_context {
+            return None;
+        }
+        let mut text = format!("Ran `{}`\n", self.command);
+        if self.output.is_empty() {
+            text.push_str("(no output)");
+        } else {
+            text.push_str("```\n");
+            text.push_str(self.output.trim_end_matches('\n'));
+            text.push_str("\n```");
+        }
+        if self.cancelled {
+            text.push_str("\n\n(command cancelled)");
+        } else if let Some(code) = self.exit_code.filter(|c| *c != 0) {
+            text.push_str(&format!("\n\nCommand exited with code {code}"));
+        }
+        if let (true, Some(path)) = (self.truncated, &self.full_output_path) {
+            text.push_str(&format!("\n\n[Output truncated. Full output: {path}]"));
+        }
+        Some(Message::user(text, self.timestamp))
+    }
+}
+
+/// Runs a command the user typed (RPC `bash`, the TUI's `!cmd`): raw output chunks go to
+/// `chunks` as they arrive; `abort` kills the process group.
+pub async fn run_user(
+    command: &str,
+    cwd: &Path,
+    temp_dir: &Path,
+    timeout: Duration,
+    abort: AbortSignal,
+    chunks: mpsc::UnboundedSender<Vec<u8>>,
+) -> BashExecution {
+    let ctx = ToolContext {
+        cwd: cwd.to_path_buf(),
+        abort,
+        progress: None,
+        bash_timeout: timeout,
+        temp_dir: temp_dir.to_path_buf(),
+    };
+    let mut out = Output::new(temp_dir);
+    let outcome = if ctx.abort.is_aborted() {
+        Outcome::Aborted
+    } else {
+        match spawn(command, cwd) {
+            Ok(mut child) => supervise(&mut child, &mut out, timeout, &ctx, Some(&chunks)).await,
+            Err(e) => {
+                let msg = format!("Failed to start shell: {e}\n");
+                let _ = chunks.send(msg.clone().into_bytes());
+                out.push(msg.as_bytes());
+                Outcome::Failed(msg)
+            }
+        }
+    };
+    let (exit_code, cancelled) = match &outcome {
+        Outcome::Exited(s) => (s.code(), false),
+        Outcome::Aborted => (None, true),
+        Outcome::TimedOut | Outcome::Failed(_) => (None, false),
+    };
+    BashExecution {
+        command: command.to_string(),
+        output: out.tail().text,
+        exit_code,
+        cancelled,
+        truncated: out.over_caps(),
+        full_output_path: out.full_path().map(|p| p.display().to_string()),
+        exclude_from_context: false,
+        timestamp: 0,
+    }
 }
 
 /// Spawns `bash -c command` (or `sh -c` when bash is missing) in a new process group.
@@ -105,6 +220,7 @@ async fn supervise(
     out: &mut Output,
     timeout: Duration,
     ctx: &ToolContext,
+    chunks: Option<&mpsc::UnboundedSender<Vec<u8>>>,
 ) -> Outcome {
     let pgid = child.id().and_then(|id| i32::try_from(id).ok());
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
@@ -124,6 +240,9 @@ async fn supervise(
                 Some(c) => {
                     out.push(&c);
                     progress.on_data(c.len(), out);
+                    if let Some(tx) = chunks {
+                        let _ = tx.send(c);
+                    }
                 }
                 None => eof = true,
             },
@@ -138,7 +257,7 @@ async fn supervise(
         kill_group(child, pgid).await;
     }
     if !eof {
-        drain(&mut rx, out, &mut progress).await;
+        drain(&mut rx, out, &mut progress, chunks).await;
     }
     for r in readers {
         r.abort();
@@ -165,7 +284,12 @@ async fn kill_group(child: &mut Child, pgid: Option<i32>) {
 
 /// Reads what is still buffered after the main process ended: until EOF, `DRAIN_IDLE` without
 /// data, or `DRAIN_MAX` in total (a background child may keep the pipe open forever).
-async fn drain(rx: &mut mpsc::Receiver<Vec<u8>>, out: &mut Output, progress: &mut Progress<'_>) {
+async fn drain(
+    rx: &mut mpsc::Receiver<Vec<u8>>,
+    out: &mut Output,
+    progress: &mut Progress<'_>,
+    chunks: Option<&mpsc::UnboundedSender<Vec<u8>>>,
+) {
     let hard_stop = Instant::now() + DRAIN_MAX;
     loop {
         let idle_stop = (Instant::now() + DRAIN_IDLE).min(hard_stop);
@@ -173,6 +297,9 @@ async fn drain(rx: &mut mpsc::Receiver<Vec<u8>>, out: &mut Output, progress: &mu
             Ok(Some(chunk)) => {
                 out.push(&chunk);
                 progress.on_data(chunk.len(), out);
+                if let Some(tx) = chunks {
+                    let _ = tx.send(chunk);
+                }
             }
             Ok(None) | Err(_) => return,
         }
