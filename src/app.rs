@@ -169,10 +169,7 @@ async fn start(
         });
     }
     if mode == Mode::Rpc {
-        return Err(
-            StartupError::usage("rpc mode is not built yet in this version of keel")
-                .hint("use --mode json for a JSONL event stream"),
-        );
+        return start_rpc(cli, env, clock, out).await;
     }
     // The TUI is not built yet: a terminal run uses print mode.
     setup::check_session_flags(cli, false)?;
@@ -197,7 +194,7 @@ async fn start(
     let model_changed = opened.store.last_model() != Some((provider.name(), provider.model()));
     let bus = Bus::new(clock.clone());
     let recorder = tokio::spawn(recorder::record(
-        opened.store,
+        std::sync::Arc::new(std::sync::Mutex::new(opened.store)),
         bus.subscribe(),
         clock.clone(),
     ));
@@ -227,6 +224,57 @@ async fn start(
     let duration = (clock.now_ms() - started).max(0) as u64;
     projector.finish(&summary, exit, duration, out);
     Ok(exit)
+}
+
+/// RPC mode: the same startup as the other modes (flags, model, session), then the request
+/// loop. Nothing is written to stdout before the first request; warnings go to stderr and,
+/// after the first request, to the client as `notify`.
+async fn start_rpc(
+    cli: &Cli,
+    env: &Env,
+    clock: &Clock,
+    out: &mut Output,
+) -> Result<Exit, StartupError> {
+    setup::check_session_flags(cli, false)?;
+    if !cli.prompt.is_empty() {
+        return Err(StartupError::usage(
+            "rpc mode takes no prompt arguments; send {\"type\":\"prompt\",\"message\":...} on stdin",
+        ));
+    }
+    let provider = setup::provider(cli, env)?;
+    let mut config = setup::agent_config(cli, env, true)?;
+    let mut warnings = Vec::new();
+    let thinking = provider.info().clamp_thinking(&config.thinking_level);
+    if thinking != config.thinking_level {
+        warnings.push(format!(
+            "{} does not support thinking level {}; using {thinking}",
+            provider.model(),
+            config.thinking_level
+        ));
+        config.thinking_level = thinking;
+    }
+    let approval_timeout = setup::seconds(cli.approval_timeout, "--approval-timeout")?;
+    let models = setup::Models::new(cli, env, provider)?;
+    let opened = setup::open_session(cli, env, clock)?;
+    warnings.extend(opened.warnings);
+    for w in &warnings {
+        out.err(&format!("Warning: {w}\n"));
+    }
+    let rpc_setup = crate::front::rpc::RpcSetup {
+        config,
+        models,
+        clock: clock.clone(),
+        store: opened.store,
+        announce: opened.is_new,
+        session_dir: setup::session_dir(cli, env),
+        prompt_dirs: (
+            env.keel_home.join("prompts"),
+            env.cwd.join(".keel").join("prompts"),
+        ),
+        approval_timeout,
+        warnings,
+    };
+    crate::front::rpc::serve(rpc_setup, out).await
 }
 
 /// The prompt from arguments and piped stdin (stdin first, a blank line between).

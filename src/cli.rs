@@ -89,6 +89,11 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = PermissionFlag::Auto)]
     pub permission: PermissionFlag,
 
+    /// RPC mode with --permission ask: seconds a tool approval dialog waits for the client
+    /// before the call is denied.
+    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
+    pub approval_timeout: f64,
+
     /// API key for the provider (overrides the environment).
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,

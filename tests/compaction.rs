@@ -65,7 +65,7 @@ fn threshold_compaction_round_trips_through_the_session_file() {
         let header = SessionHeader::new(&clock, dir.path().display().to_string());
         let bus = Bus::new(clock.clone());
         let rec = tokio::spawn(recorder::record(
-            Store::new_file(path.clone(), header),
+            std::sync::Arc::new(std::sync::Mutex::new(Store::new_file(path.clone(), header))),
             bus.subscribe(),
             clock.clone(),
         ));

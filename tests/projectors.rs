@@ -49,6 +49,8 @@ fn variant(e: &EventPayload) -> String {
         EventPayload::RetryFinished { .. } => "RetryFinished".into(),
         EventPayload::CompactionStarted { .. } => "CompactionStarted".into(),
         EventPayload::CompactionFinished { .. } => "CompactionFinished".into(),
+        EventPayload::BashExecuted { .. } => "BashExecuted".into(),
+        EventPayload::SessionNamed { .. } => "SessionNamed".into(),
     }
 }
 
@@ -80,6 +82,8 @@ const ALL_VARIANTS: &[&str] = &[
     "RetryFinished",
     "CompactionStarted",
     "CompactionFinished",
+    "BashExecuted",
+    "SessionNamed",
 ];
 
 /// Runs everything.json: approvals answered (edit denied, the rest allowed), a steer and a
@@ -132,6 +136,16 @@ fn everything_run(work: &std::path::Path) -> Vec<Arc<Event>> {
             }
         }
         run.await.unwrap();
+        // What a front end does between runs: name the session, run a shell command.
+        session.set_session_name("survey".into());
+        let (tx, _chunks) = tokio::sync::mpsc::unbounded_channel();
+        let record = session
+            .bash("echo user-shell", false, tx, keel::kernel::abort::AbortSignal::never())
+            .await;
+        assert_eq!(record.output, "user-shell\n");
+        while let Ok(ev) = rx.try_recv() {
+            events.push(ev);
+        }
         events
     })
 }

@@ -1,8 +1,10 @@
 //! Front ends: projections of the kernel's event bus onto one kind of output. Each has a pure
 //! part (event → lines) tested without I/O and a thin writer that goes through `Output`.
 
+pub mod html;
 pub mod json;
 pub mod print;
+pub mod rpc;
 
 use crate::exit::Exit;
 use crate::kernel::event::{Event, EventPayload, RunOutcome};

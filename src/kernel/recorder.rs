@@ -3,22 +3,30 @@
 //! the `Store` for the life of the run; it never publishes.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use crate::kernel::bus::EventRx;
 use crate::kernel::clock::Clock;
 use crate::kernel::event::{Event, EventPayload};
 use crate::kernel::session::{EntryData, Store};
 
-/// Consumes events until the bus closes, then syncs and hands the store back.
-pub async fn record(mut store: Store, mut rx: EventRx, clock: Clock) -> Store {
+/// A store the recorder writes and front ends read (entries, tree, stats) between events.
+pub type SharedStore = Arc<Mutex<Store>>;
+
+/// Locks a shared store (a panic elsewhere never makes the session unreadable).
+pub fn lock(store: &SharedStore) -> std::sync::MutexGuard<'_, Store> {
+    store.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Consumes events until the bus closes, then syncs.
+pub async fn record(store: SharedStore, mut rx: EventRx, clock: Clock) {
     let mut remap = HashMap::new();
     while let Some(event) = rx.recv().await {
-        apply(&mut store, &event, &clock, &mut remap);
+        apply(&mut lock(&store), &event, &clock, &mut remap);
     }
-    if let Err(e) = store.sync() {
+    if let Err(e) = lock(&store).sync() {
         tracing::error!("session sync failed: {e}");
     }
-    store
 }
 
 /// Applies one event to the store. Entries keep the ids the kernel gave them; `remap` holds

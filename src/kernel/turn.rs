@@ -269,7 +269,7 @@ fn take_queue(inner: &Inner, q: Queue) -> Vec<UserInput> {
         QueueMode::OneAtATime => queue.pop_front().into_iter().collect(),
     };
     if !taken.is_empty() {
-        inner.publish_queue(&state);
+        inner.publish_queue(state);
     }
     taken
 }

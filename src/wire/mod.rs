@@ -4,3 +4,4 @@
 
 pub mod events;
 pub mod jsonl;
+pub mod rpc;

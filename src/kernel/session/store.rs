@@ -189,22 +189,7 @@ impl Store {
 
     /// The entries on the path from the root to the leaf.
     pub fn branch(&self) -> Vec<&Entry> {
-        let mut out = Vec::new();
-        let mut cur = self.leaf;
-        while let Some(i) = cur {
-            if out.len() >= self.entries.len() {
-                break; // a parentId cycle in a damaged file
-            }
-            let entry = &self.entries[i];
-            out.push(entry);
-            cur = entry
-                .parent_id
-                .as_ref()
-                .and_then(|p| self.by_id.get(p))
-                .copied();
-        }
-        out.reverse();
-        out
+        self.branch_to(self.leaf_id()).unwrap_or_default()
     }
 
     /// The messages the model sees: the branch root→leaf. With a compaction on the branch
@@ -259,12 +244,68 @@ impl Store {
     /// Writes a new session file at `path` holding the current branch (ids kept) under
     /// `header` (the caller sets `parent_session`). Written and locked immediately.
     pub fn fork_to(&self, path: PathBuf, header: SessionHeader) -> Result<Store, SessionError> {
-        let mut store = Store::new_file(path, header);
-        for entry in self.branch() {
+        self.fork_at(self.leaf_id(), Some(path), header)
+    }
+
+    /// A new session holding the branch that ends at `leaf` (nothing for `None`), ids kept,
+    /// under `header`. With a path it is written and locked at once; without one it stays in
+    /// memory (a `--no-session` fork).
+    pub fn fork_at(
+        &self,
+        leaf: Option<&str>,
+        path: Option<PathBuf>,
+        header: SessionHeader,
+    ) -> Result<Store, SessionError> {
+        let mut store = Store::build(path, header);
+        for entry in self.branch_to(leaf)? {
             store.push(entry.clone());
         }
-        store.materialize("")?;
+        if !store.entries.is_empty() {
+            store.materialize("")?;
+        }
         Ok(store)
+    }
+
+    /// The entries on the path from the root to `leaf` (none for `None`).
+    pub fn branch_to(&self, leaf: Option<&str>) -> Result<Vec<&Entry>, SessionError> {
+        let Some(id) = leaf else {
+            return Ok(Vec::new());
+        };
+        let Some(&start) = self.by_id.get(id) else {
+            return Err(SessionError::new(
+                SessionErrorKind::NotFound,
+                format!("no entry {id:?} in session {}", self.header.id),
+            ));
+        };
+        let mut out = Vec::new();
+        let mut cur = Some(start);
+        while let Some(i) = cur {
+            if out.len() >= self.entries.len() {
+                break; // a parentId cycle in a damaged file
+            }
+            let entry = &self.entries[i];
+            out.push(entry);
+            cur = entry
+                .parent_id
+                .as_ref()
+                .and_then(|p| self.by_id.get(p))
+                .copied();
+        }
+        out.reverse();
+        Ok(out)
+    }
+
+    /// The entry with this id.
+    pub fn entry(&self, id: &str) -> Option<&Entry> {
+        self.by_id.get(id).map(|&i| &self.entries[i])
+    }
+
+    /// The session's display name: the last `session_info` entry in the file.
+    pub fn name(&self) -> Option<&str> {
+        self.entries.iter().rev().find_map(|e| match &e.data {
+            EntryData::SessionInfo { name } => Some(name.as_str()),
+            _ => None,
+        })
     }
 
     fn push(&mut self, entry: Entry) -> usize {
@@ -717,7 +758,10 @@ mod tests {
             let orig = UNKNOWN.lines().nth(i + 1).unwrap();
             assert_eq!(line.trim_end(), orig, "byte-identical line {i}");
         }
-        assert_eq!(store.context().len(), 2);
+        // The user's shell command reaches the model as a user message, as in pi.
+        let context = store.context();
+        assert_eq!(context.len(), 3);
+        assert!(matches!(&context[1], Message::User(u) if crate::kernel::message::user_text(u).starts_with("Ran `")));
         let c = clock();
         let fork_path = dir.path().join("fork.jsonl");
         let mut h = header(&c);

@@ -1,0 +1,347 @@
+//! RPC mode's envelope (`pi-protocol.md` §4.2): one request object per input line, one
+//! `response` object per request. Pure: parsing a line and building response lines; the RPC
+//! front end does the I/O. Field access goes through [`Request`] so that every missing or
+//! mistyped field gets an error that names it.
+
+use serde_json::{json, Map, Value};
+
+use crate::kernel::message::Content;
+
+/// One decoded request line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// Echoed in the response; any JSON value the client chose (pi clients send strings).
+    pub id: Option<Value>,
+    /// The `type` field.
+    pub command: String,
+    fields: Map<String, Value>,
+}
+
+/// Why a line is not a request; `id` and `command` are echoed when they could be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rejected {
+    pub id: Option<Value>,
+    /// `parse` when the line is not a JSON object.
+    pub command: Option<String>,
+    pub error: String,
+}
+
+/// Decodes one input line (without its LF).
+pub fn parse_line(line: &[u8]) -> Result<Request, Rejected> {
+    let parse_error = |error: String| Rejected {
+        id: None,
+        command: Some("parse".into()),
+        error,
+    };
+    let value: Value = match serde_json::from_slice(line) {
+        Ok(v) => v,
+        Err(e) => {
+            let why = match std::str::from_utf8(line) {
+                Err(u) => format!(
+                    "the line is not valid UTF-8 (invalid byte at offset {})",
+                    u.valid_up_to()
+                ),
+                Ok(s) if s.trim().is_empty() => "the line is empty".to_string(),
+                Ok(_) => e.to_string(),
+            };
+            return Err(parse_error(format!("Failed to parse command: {why}")));
+        }
+    };
+    let Value::Object(mut fields) = value else {
+        return Err(parse_error(format!(
+            "Failed to parse command: expected a JSON object, got {}",
+            kind_of(&value)
+        )));
+    };
+    let id = fields.remove("id");
+    match fields.remove("type") {
+        Some(Value::String(command)) => Ok(Request {
+            id,
+            command,
+            fields,
+        }),
+        Some(other) => Err(Rejected {
+            id,
+            command: None,
+            error: format!(
+                "field `type` must be a string naming the command, got {}",
+                kind_of(&other)
+            ),
+        }),
+        None => Err(Rejected {
+            id,
+            command: None,
+            error: "field `type` is missing: it names the command (e.g. \"prompt\")".into(),
+        }),
+    }
+}
+
+/// A JSON value's kind, for error messages.
+pub fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+impl Request {
+    /// A request built in code (tests, embedders).
+    pub fn new(command: &str, fields: Value) -> Request {
+        Request {
+            id: None,
+            command: command.to_string(),
+            fields: match fields {
+                Value::Object(m) => m,
+                _ => Map::new(),
+            },
+        }
+    }
+
+    fn wrong(&self, key: &str, want: &str, got: &Value) -> String {
+        format!(
+            "{}: field `{key}` must be {want}, got {}",
+            self.command,
+            kind_of(got)
+        )
+    }
+
+    /// A required string field.
+    pub fn str(&self, key: &str) -> Result<&str, String> {
+        match self.fields.get(key) {
+            Some(Value::String(s)) => Ok(s),
+            None | Some(Value::Null) => Err(format!(
+                "{}: field `{key}` is missing (a string)",
+                self.command
+            )),
+            Some(v) => Err(self.wrong(key, "a string", v)),
+        }
+    }
+
+    /// An optional string field (absent or null is `None`).
+    pub fn opt_str(&self, key: &str) -> Result<Option<&str>, String> {
+        match self.fields.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(v) => Err(self.wrong(key, "a string", v)),
+        }
+    }
+
+    /// A required boolean field.
+    pub fn bool(&self, key: &str) -> Result<bool, String> {
+        match self.fields.get(key) {
+            Some(Value::Bool(b)) => Ok(*b),
+            None | Some(Value::Null) => Err(format!(
+                "{}: field `{key}` is missing (true or false)",
+                self.command
+            )),
+            Some(v) => Err(self.wrong(key, "true or false", v)),
+        }
+    }
+
+    /// An optional boolean field.
+    pub fn opt_bool(&self, key: &str) -> Result<Option<bool>, String> {
+        match self.fields.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(self.wrong(key, "true or false", v)),
+        }
+    }
+
+    /// A string field that must be one of `allowed`.
+    pub fn choice(&self, key: &str, allowed: &[&str]) -> Result<Option<String>, String> {
+        match self.opt_str(key)? {
+            None => Ok(None),
+            Some(s) if allowed.contains(&s) => Ok(Some(s.to_string())),
+            Some(s) => Err(format!(
+                "{}: field `{key}` must be one of {}, got {s:?}",
+                self.command,
+                allowed
+                    .iter()
+                    .map(|a| format!("{a:?}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )),
+        }
+    }
+
+    /// `images`: pi `ImageContent` objects (`{type:"image", data, mimeType}`).
+    pub fn images(&self) -> Result<Vec<Content>, String> {
+        let list = match self.fields.get("images") {
+            None | Some(Value::Null) => return Ok(Vec::new()),
+            Some(Value::Array(list)) => list,
+            Some(v) => return Err(self.wrong("images", "an array of images", v)),
+        };
+        list.iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let data = v.get("data").and_then(Value::as_str);
+                let mime = v.get("mimeType").and_then(Value::as_str);
+                match (data, mime) {
+                    (Some(d), Some(m)) if m.starts_with("image/") => Ok(Content::Image {
+                        data: d.to_string(),
+                        mime_type: m.to_string(),
+                    }),
+                    _ => Err(format!(
+                        "{}: images[{i}] must be {{\"type\":\"image\",\"data\":<base64>,\"mimeType\":\"image/...\"}}",
+                        self.command
+                    )),
+                }
+            })
+            .collect()
+    }
+}
+
+fn line(v: Value) -> String {
+    let mut s = v.to_string();
+    s.push('\n');
+    s
+}
+
+fn envelope(id: Option<&Value>, command: Option<&str>, success: bool) -> Map<String, Value> {
+    let mut m = Map::new();
+    if let Some(id) = id {
+        m.insert("id".into(), id.clone());
+    }
+    m.insert("type".into(), json!("response"));
+    if let Some(c) = command {
+        m.insert("command".into(), json!(c));
+    }
+    m.insert("success".into(), json!(success));
+    m
+}
+
+/// `{"id"?, "type":"response", "command", "success":true, "data"?}` and a newline. `data` is
+/// left out when `None` (pi leaves it out for commands without a payload).
+pub fn ok_line(id: Option<&Value>, command: &str, data: Option<Value>) -> String {
+    let mut m = envelope(id, Some(command), true);
+    if let Some(d) = data {
+        m.insert("data".into(), d);
+    }
+    line(Value::Object(m))
+}
+
+/// `{"id"?, "type":"response", "command"?, "success":false, "error"}` and a newline.
+pub fn error_line(id: Option<&Value>, command: Option<&str>, error: &str) -> String {
+    let mut m = envelope(id, command, false);
+    m.insert("error".into(), json!(error));
+    line(Value::Object(m))
+}
+
+/// The response to a line that was not a request.
+pub fn rejected_line(r: &Rejected) -> String {
+    error_line(r.id.as_ref(), r.command.as_deref(), &r.error)
+}
+
+/// `{"type":"bash_execution_update","id"?,"delta"}`: output of the RPC `bash` request `id`.
+pub fn bash_update_line(id: Option<&Value>, delta: &str) -> String {
+    let mut m = Map::new();
+    m.insert("type".into(), json!("bash_execution_update"));
+    if let Some(id) = id {
+        m.insert("id".into(), id.clone());
+    }
+    m.insert("delta".into(), json!(delta));
+    line(Value::Object(m))
+}
+
+/// A `confirm` dialog (`extension_ui_request`); `timeout_ms` tells the client when keel
+/// gives up and denies.
+pub fn confirm_line(id: &str, title: &str, message: &str, timeout_ms: u64) -> String {
+    line(json!({
+        "type": "extension_ui_request",
+        "id": id,
+        "method": "confirm",
+        "title": title,
+        "message": message,
+        "timeout": timeout_ms,
+    }))
+}
+
+/// A `notify` message (`extension_ui_request` without a reply); `level` is `info`,
+/// `warning` or `error`.
+pub fn notify_line(id: &str, message: &str, level: &str) -> String {
+    line(json!({
+        "type": "extension_ui_request",
+        "id": id,
+        "method": "notify",
+        "message": message,
+        "notifyType": level,
+    }))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_and_their_fields() {
+        let r = parse_line(br#"{"id":"a","type":"prompt","message":"hi","n":1}"#).unwrap();
+        assert_eq!(r.id, Some(json!("a")));
+        assert_eq!(r.command, "prompt");
+        assert_eq!(r.str("message").unwrap(), "hi");
+        assert_eq!(
+            r.str("n").unwrap_err(),
+            "prompt: field `n` must be a string, got a number"
+        );
+        assert_eq!(
+            r.str("other").unwrap_err(),
+            "prompt: field `other` is missing (a string)"
+        );
+        assert_eq!(r.opt_bool("x").unwrap(), None);
+        let r = parse_line(br#"{"type":"set_steering_mode","mode":"some"}"#).unwrap();
+        assert!(r
+            .choice("mode", &["all", "one-at-a-time"])
+            .unwrap_err()
+            .contains("\"all\", \"one-at-a-time\""));
+    }
+
+    #[test]
+    fn lines_that_are_not_requests() {
+        let e = parse_line(b"this is not json").unwrap_err();
+        assert_eq!(e.command.as_deref(), Some("parse"));
+        assert!(e.error.starts_with("Failed to parse command: "), "{}", e.error);
+        let e = parse_line(b"[1,2]").unwrap_err();
+        assert!(e.error.contains("expected a JSON object, got an array"));
+        let e = parse_line(b"\"x\xff\"").unwrap_err();
+        assert!(e.error.contains("not valid UTF-8"), "{}", e.error);
+        let e = parse_line(b"").unwrap_err();
+        assert!(e.error.contains("empty"));
+        let e = parse_line(br#"{"id":7}"#).unwrap_err();
+        assert_eq!((e.id, e.command), (Some(json!(7)), None));
+        let e = parse_line(br#"{"id":"q","type":5}"#).unwrap_err();
+        assert!(e.error.contains("must be a string"));
+    }
+
+    #[test]
+    fn envelopes_keep_pi_key_order() {
+        assert_eq!(
+            ok_line(Some(&json!("r1")), "abort", None),
+            "{\"id\":\"r1\",\"type\":\"response\",\"command\":\"abort\",\"success\":true}\n"
+        );
+        assert_eq!(
+            ok_line(None, "cycle_model", Some(Value::Null)),
+            "{\"type\":\"response\",\"command\":\"cycle_model\",\"success\":true,\"data\":null}\n"
+        );
+        assert_eq!(
+            error_line(None, Some("parse"), "bad"),
+            "{\"type\":\"response\",\"command\":\"parse\",\"success\":false,\"error\":\"bad\"}\n"
+        );
+        // U+2028 stays raw: it is data, not a line break.
+        assert!(ok_line(None, "x", Some(json!("a\u{2028}b"))).contains('\u{2028}'));
+    }
+
+    #[test]
+    fn images_are_checked() {
+        let r = Request::new(
+            "prompt",
+            json!({"images":[{"type":"image","data":"AA==","mimeType":"image/png"}]}),
+        );
+        assert_eq!(r.images().unwrap().len(), 1);
+        let r = Request::new("prompt", json!({"images":[{"data":"AA=="}]}));
+        assert!(r.images().unwrap_err().contains("images[0]"));
+    }
+}
