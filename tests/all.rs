@@ -14,6 +14,7 @@ mod json_mode;
 mod kernel;
 mod projectors;
 mod providers;
+mod rpc;
 mod sessions;
 mod support;
 

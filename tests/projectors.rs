@@ -140,7 +140,12 @@ fn everything_run(work: &std::path::Path) -> Vec<Arc<Event>> {
         session.set_session_name("survey".into());
         let (tx, _chunks) = tokio::sync::mpsc::unbounded_channel();
         let record = session
-            .bash("echo user-shell", false, tx, keel::kernel::abort::AbortSignal::never())
+            .bash(
+                "echo user-shell",
+                false,
+                tx,
+                keel::kernel::abort::AbortSignal::never(),
+            )
             .await;
         assert_eq!(record.output, "user-shell\n");
         while let Ok(ev) = rx.try_recv() {

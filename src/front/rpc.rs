@@ -589,9 +589,9 @@ impl Host<'_> {
             "get_fork_messages" => Ok(Some(self.fork_messages())),
             "get_entries" => self.entries(&req),
             "get_tree" => Ok(Some(self.tree())),
-            "get_last_assistant_text" => {
-                Ok(Some(json!({"text": self.live.session.last_assistant_text()})))
-            }
+            "get_last_assistant_text" => Ok(Some(
+                json!({"text": self.live.session.last_assistant_text()}),
+            )),
             "set_session_name" => self.set_session_name(&req),
             "get_commands" => Ok(Some(self.commands())),
             "extension_ui_response" => {
@@ -646,9 +646,10 @@ impl Host<'_> {
         }
         match session.prompt_input(input) {
             Ok(_run) => Ok(Some(json!({"disposition": "started"}))),
-            Err(_) if session.status().compacting => {
-                Err("The session is being compacted; send the prompt when compaction_end arrives".into())
-            }
+            Err(_) if session.status().compacting => Err(
+                "The session is being compacted; send the prompt when compaction_end arrives"
+                    .into(),
+            ),
             Err(_) => Err(BUSY.into()),
         }
     }
@@ -686,7 +687,10 @@ impl Host<'_> {
         if let Some(name) = store.name() {
             m.insert("sessionName".into(), json!(name));
         }
-        m.insert("autoCompactionEnabled".into(), json!(status.auto_compaction));
+        m.insert(
+            "autoCompactionEnabled".into(),
+            json!(status.auto_compaction),
+        );
         m.insert("autoRetryEnabled".into(), json!(status.auto_retry));
         m.insert("messageCount".into(), json!(status.message_count));
         m.insert("pendingMessageCount".into(), json!(status.pending_count));
@@ -731,7 +735,11 @@ impl Host<'_> {
         let level = req
             .choice("level", &allowed)?
             .ok_or_else(|| "set_thinking_level: field `level` is missing (a string)".to_string())?;
-        let level = if level == "max" { "xhigh".into() } else { level };
+        let level = if level == "max" {
+            "xhigh".into()
+        } else {
+            level
+        };
         self.live.session.set_thinking_level(&level);
         Ok(None)
     }
@@ -752,7 +760,12 @@ impl Host<'_> {
         let mode = match req.choice("mode", &["all", "one-at-a-time"])?.as_deref() {
             Some("all") => QueueMode::All,
             Some(_) => QueueMode::OneAtATime,
-            None => return Err(format!("{}: field `mode` is missing (a string)", req.command)),
+            None => {
+                return Err(format!(
+                    "{}: field `mode` is missing (a string)",
+                    req.command
+                ))
+            }
         };
         if req.command == "set_steering_mode" {
             self.live.session.set_steering_mode(mode);
@@ -827,7 +840,11 @@ impl Host<'_> {
             if let (Some(p), Some(m)) = (&record.full_output_path, data.as_object_mut()) {
                 m.insert("fullOutputPath".into(), json!(p));
             }
-            let _ = tx.send(Internal::Line(rpc::ok_line(id.as_ref(), "bash", Some(data))));
+            let _ = tx.send(Internal::Line(rpc::ok_line(
+                id.as_ref(),
+                "bash",
+                Some(data),
+            )));
             let _ = tx.send(Internal::Done(task));
         });
         Ok(())
@@ -937,9 +954,7 @@ impl Host<'_> {
             .iter()
             .filter_map(|e| e.to_json().ok())
             .collect();
-        Ok(Some(
-            json!({"entries": entries, "leafId": store.leaf_id()}),
-        ))
+        Ok(Some(json!({"entries": entries, "leafId": store.leaf_id()})))
     }
 
     fn tree(&self) -> Value {
@@ -982,10 +997,7 @@ impl Host<'_> {
                     }
                     continue;
                 }
-                let kids: Vec<Value> = children[n]
-                    .iter()
-                    .filter_map(|c| built.remove(c))
-                    .collect();
+                let kids: Vec<Value> = children[n].iter().filter_map(|c| built.remove(c)).collect();
                 let e = &entries[n];
                 let mut m = serde_json::Map::new();
                 m.insert("entry".into(), e.to_json().unwrap_or(Value::Null));

@@ -434,9 +434,7 @@ impl AgentSession {
 
     /// Names the session (recorded as a `session_info` entry).
     pub fn set_session_name(&self, name: String) {
-        self.inner
-            .bus
-            .publish(EventPayload::SessionNamed { name });
+        self.inner.bus.publish(EventPayload::SessionNamed { name });
     }
 
     /// Whether a run is active.

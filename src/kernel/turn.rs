@@ -44,10 +44,18 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         inner.bus.publish(EventPayload::TurnStarted);
         turns += 1;
         for input in pending_user.drain(..) {
-            push_message(inner, &mut produced, input.into_message(inner.clock.now_ms()));
+            push_message(
+                inner,
+                &mut produced,
+                input.into_message(inner.clock.now_ms()),
+            );
         }
         for input in take_queue(inner, Queue::Steering) {
-            push_message(inner, &mut produced, input.into_message(inner.clock.now_ms()));
+            push_message(
+                inner,
+                &mut produced,
+                input.into_message(inner.clock.now_ms()),
+            );
         }
         compact_if_needed(inner, &abort).await;
         let streamed = stream_assistant(inner, &abort).await;

@@ -303,7 +303,11 @@ mod tests {
     fn lines_that_are_not_requests() {
         let e = parse_line(b"this is not json").unwrap_err();
         assert_eq!(e.command.as_deref(), Some("parse"));
-        assert!(e.error.starts_with("Failed to parse command: "), "{}", e.error);
+        assert!(
+            e.error.starts_with("Failed to parse command: "),
+            "{}",
+            e.error
+        );
         let e = parse_line(b"[1,2]").unwrap_err();
         assert!(e.error.contains("expected a JSON object, got an array"));
         let e = parse_line(b"\"x\xff\"").unwrap_err();

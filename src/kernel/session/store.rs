@@ -761,7 +761,9 @@ mod tests {
         // The user's shell command reaches the model as a user message, as in pi.
         let context = store.context();
         assert_eq!(context.len(), 3);
-        assert!(matches!(&context[1], Message::User(u) if crate::kernel::message::user_text(u).starts_with("Ran `")));
+        assert!(
+            matches!(&context[1], Message::User(u) if crate::kernel::message::user_text(u).starts_with("Ran `"))
+        );
         let c = clock();
         let fork_path = dir.path().join("fork.jsonl");
         let mut h = header(&c);
