@@ -387,7 +387,9 @@ impl Host<'_> {
     fn ask(&mut self, call_id: &str, tool_name: &str, args: &Value) {
         if self.eof {
             // Nobody can answer any more.
-            self.live.session.approve(call_id, ApprovalDecision::Deny);
+            self.live
+                .session
+                .approve(call_id, ApprovalDecision::Unanswered);
             return;
         }
         let id = call_id.to_string();
@@ -425,7 +427,9 @@ impl Host<'_> {
             }
             Internal::ApprovalTimeout(id) => {
                 if let Some(call_id) = self.approvals.remove(&id) {
-                    self.live.session.approve(&call_id, ApprovalDecision::Deny);
+                    self.live
+                        .session
+                        .approve(&call_id, ApprovalDecision::Unanswered);
                     let secs = self.approval_timeout.as_secs_f64();
                     let note = format!(
                         "The approval request {id} got no answer within {secs} s; the tool call was denied"
@@ -441,7 +445,9 @@ impl Host<'_> {
         self.eof = true;
         // Open dialogs can never be answered now.
         for (_, call_id) in std::mem::take(&mut self.approvals) {
-            self.live.session.approve(&call_id, ApprovalDecision::Deny);
+            self.live
+                .session
+                .approve(&call_id, ApprovalDecision::Unanswered);
         }
     }
 

@@ -80,6 +80,8 @@ pub enum RunOutcome {
 pub enum ApprovalDecision {
     Allow,
     Deny,
+    /// Nobody answered in time (or nobody can answer any more): denied, and said so.
+    Unanswered,
 }
 
 /// Every kind of fact.

@@ -676,6 +676,9 @@ async fn ask(inner: &Inner, id: &str, name: &str, args: &Value, abort: &AbortSig
         ApprovalDecision::Deny => Gate::Refuse(ToolOutput::error(format!(
             "Tool `{name}` was denied by the user"
         ))),
+        ApprovalDecision::Unanswered => Gate::Refuse(ToolOutput::error(format!(
+            "Tool `{name}` was denied: nobody answered the approval request"
+        ))),
     }
 }
 
