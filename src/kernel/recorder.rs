@@ -20,6 +20,10 @@ pub fn lock(store: &SharedStore) -> std::sync::MutexGuard<'_, Store> {
 
 /// Consumes events until the bus closes, then syncs.
 pub async fn record(store: SharedStore, mut rx: EventRx, clock: Clock) {
+    // Entry ids the recorder draws itself (model changes, session names) come from their own
+    // stream, and entry times from the events: a run is byte-for-byte repeatable however the
+    // recorder's task interleaves with the kernel's.
+    let clock = clock.derive(0x7265_636f_7264);
     let mut remap = HashMap::new();
     while let Some(event) = rx.recv().await {
         apply(&mut lock(&store), &event, &clock, &mut remap);
@@ -87,7 +91,8 @@ fn apply(store: &mut Store, event: &Event, clock: &Clock, remap: &mut HashMap<St
     };
     let Some(data) = data else { return };
     let (id, at) = wanted.unzip();
-    match store.append_as(id, at.flatten(), data, clock) {
+    let at = at.flatten().unwrap_or(event.ts);
+    match store.append_as(id, Some(at), data, clock) {
         Ok(entry) => {
             if let Some(id) = id.filter(|id| *id != entry.id) {
                 remap.insert(id.to_string(), entry.id.clone());
