@@ -1,4 +1,4 @@
-//! Benchmarks the release `keel` binary end to end: startup, JSON-mode streaming throughput, peak RSS of print mode, `--continue` session load time, and the openai provider decoding a local 100k-chunk stream (in-process and over HTTP).
+//! Benchmarks the release `keel` binary end to end: startup, JSON-mode streaming throughput, peak RSS of print mode, `--continue` session load time, the openai provider decoding a local 100k-chunk stream (in-process and over HTTP), and RPC mode's request round trip and prompt-to-first-event latency.
 // A bench program reports its results on stdout and its failures on stderr by design, and a
 // broken run must abort it loudly, so the crate's print/unwrap/exit lints do not apply here.
 #![allow(
@@ -11,9 +11,9 @@
 
 use std::fmt::Write as _;
 use std::fs::{self, File};
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 /// Set on the helper subprocess that runs keel once and reports its peak RSS.
@@ -24,6 +24,14 @@ const DELTAS: u64 = 100_000;
 const SESSION_ENTRIES: usize = 50_000;
 const SESSION_ID: &str = "01a22a4d-c23c-773e-be8a-b1dc1a1a060b";
 const SESSION_TS: &str = "2026-01-01T00:00:00.000Z";
+/// Sequential `get_state` round trips timed per RPC sample.
+const RPC_ROUND_TRIPS: usize = 2000;
+/// Samples of [`RPC_ROUND_TRIPS`] round trips (KEEL_BENCH_RUNS overrides).
+const RPC_SAMPLES: usize = 7;
+/// Prompts timed in one RPC process for the first-event latency.
+const RPC_PROMPTS: usize = 50;
+/// Untimed requests or prompts sent first in each RPC process.
+const RPC_WARMUP: usize = 5;
 
 type Res<T> = Result<T, String>;
 
@@ -103,7 +111,7 @@ fn run() -> Res<()> {
     let mut rows: Vec<Row> = Vec::new();
 
     // 1. Startup.
-    eprintln!("[1/5] keel --version x{quick}");
+    eprintln!("[1/6] keel --version x{quick}");
     let mut t = Vec::new();
     for _ in 0..quick {
         let sb = Sandbox::new()?;
@@ -112,7 +120,7 @@ fn run() -> Res<()> {
     rows.push(Row::stats("`keel --version` wall time", &t, "ms", 1));
 
     // 2. JSON-mode throughput.
-    eprintln!("[2/5] json mode, {DELTAS} deltas x{heavy}");
+    eprintln!("[2/6] json mode, {DELTAS} deltas x{heavy}");
     let big_s = path_str(&big)?;
     let mut t = Vec::new();
     let mut bytes = 0usize;
@@ -157,7 +165,7 @@ fn run() -> Res<()> {
     ));
 
     // 3. Peak RSS of print mode.
-    eprintln!("[3/5] print mode peak RSS x{heavy} (small, then big)");
+    eprintln!("[3/6] print mode peak RSS x{heavy} (small, then big)");
     let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     let hello_s = path_str(&hello)?;
     for (label, script) in [("hello fixture", hello_s), ("100k-delta fixture", big_s)] {
@@ -193,7 +201,7 @@ fn run() -> Res<()> {
     }
 
     // 4. --continue session load.
-    eprintln!("[4/5] --continue with {SESSION_ENTRIES} entries x{heavy}, baseline x{heavy}");
+    eprintln!("[4/6] --continue with {SESSION_ENTRIES} entries x{heavy}, baseline x{heavy}");
     let args = [
         "-p",
         "--continue",
@@ -248,7 +256,7 @@ fn run() -> Res<()> {
     // 5. The openai provider: SSE decoding in-process, then the binary against a local
     // OpenAI-compatible server streaming the same number of chunks.
     eprintln!(
-        "[5/5] openai provider, {DELTAS} chunks: decoder x{heavy}, binary over HTTP x{heavy}"
+        "[5/6] openai provider, {DELTAS} chunks: decoder x{heavy}, binary over HTTP x{heavy}"
     );
     let body = openai_stream(DELTAS);
     let mut decode = Vec::new();
@@ -305,6 +313,83 @@ fn run() -> Res<()> {
         2,
     ));
 
+    // 6. RPC mode: request round trip, and prompt to first streamed event.
+    let rpc_samples = runs_override.unwrap_or(RPC_SAMPLES);
+    eprintln!(
+        "[6/6] rpc mode: {RPC_ROUND_TRIPS} get_state round trips x{rpc_samples}, {RPC_PROMPTS} prompts"
+    );
+    let hello_args = [
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "scripted",
+        "--script",
+        hello_s,
+    ];
+    let mut rate = Vec::new();
+    for _ in 0..rpc_samples {
+        let sb = Sandbox::new()?;
+        let mut rpc = Rpc::spawn(&keel, &sb, &hello_args)?;
+        for i in 0..RPC_WARMUP {
+            rpc.get_state(&format!("w{i}"))?;
+        }
+        let start = Instant::now();
+        for i in 0..RPC_ROUND_TRIPS {
+            rpc.get_state(&format!("s{i}"))?;
+        }
+        let secs = start.elapsed().as_secs_f64();
+        rpc.finish()?;
+        rate.push(RPC_ROUND_TRIPS as f64 / secs);
+    }
+    rows.push(Row::stats(
+        &format!("rpc mode: `get_state` round trips ({RPC_ROUND_TRIPS} sequential per sample)"),
+        &rate,
+        "requests/s",
+        0,
+    ));
+    let answer = fixtures.path().join("rpc.json");
+    fs::write(
+        &answer,
+        r#"{"turns":[{"repeat":true,"chunks":[{"text":"Hello"},{"text":" there"}]}]}"#,
+    )
+    .map_err(|e| format!("write fixture: {e}"))?;
+    let answer_s = path_str(&answer)?;
+    let sb = Sandbox::new()?;
+    let mut rpc = Rpc::spawn(
+        &keel,
+        &sb,
+        &[
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--provider",
+            "scripted",
+            "--script",
+            answer_s,
+        ],
+    )?;
+    for i in 0..RPC_WARMUP {
+        rpc.prompt(&format!("w{i}"))?;
+    }
+    let mut first = Vec::new();
+    for i in 0..RPC_PROMPTS {
+        first.push(rpc.prompt(&format!("p{i}"))?.as_secs_f64() * 1e3);
+    }
+    rpc.finish()?;
+    rows.push(Row::stats(
+        &format!("rpc mode: prompt → first `message_update` ({RPC_PROMPTS} prompts, one process)"),
+        &first,
+        "ms",
+        3,
+    ));
+    rows.push(Row::single(
+        "rpc mode: prompt → first `message_update`, p90",
+        percentile(&first, 0.9),
+        "ms",
+        3,
+    ));
+
     // Report.
     let version = Command::new(&keel)
         .arg("--version")
@@ -318,7 +403,7 @@ fn run() -> Res<()> {
     let _ = writeln!(report, "## keel benchmark\n");
     let _ = writeln!(
         report,
-        "- binary: `{}` ({version})\n- machine: {} {}, {nproc} CPUs (available_parallelism)\n- runs: {quick} quick / {heavy} heavy (KEEL_BENCH_RUNS overrides both)\n",
+        "- binary: `{}` ({version})\n- machine: {} {}, {nproc} CPUs (available_parallelism)\n- runs: {quick} quick / {heavy} heavy / {rpc_samples} rpc samples (KEEL_BENCH_RUNS overrides all three)\n",
         keel.display(),
         std::env::consts::OS,
         std::env::consts::ARCH,
@@ -368,6 +453,105 @@ fn json_run(keel: &Path, sb: &Sandbox, args: &[&str]) -> Res<(f64, Vec<u8>)> {
         ));
     }
     Ok((elapsed.as_secs_f64() * 1e3, out))
+}
+
+/// One `keel --mode rpc` process driven over its stdin and stdout, one request at a time.
+struct Rpc {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    line: String,
+    stderr_path: PathBuf,
+}
+
+impl Rpc {
+    fn spawn(keel: &Path, sb: &Sandbox, args: &[&str]) -> Res<Rpc> {
+        let stderr_path = sb.cwd.join("keel.stderr");
+        let mut child = keel_cmd(keel, &sb.cwd, &sb.home)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(file(&stderr_path)?)
+            .spawn()
+            .map_err(|e| format!("cannot spawn keel: {e}"))?;
+        let stdin = child.stdin.take().ok_or("no stdin pipe")?;
+        let stdout = BufReader::new(child.stdout.take().ok_or("no stdout pipe")?);
+        Ok(Rpc {
+            child,
+            stdin: Some(stdin),
+            stdout,
+            line: String::new(),
+            stderr_path,
+        })
+    }
+
+    /// Writes one request line (one write, unbuffered, so keel sees it at once).
+    fn send(&mut self, line: &str) -> Res<()> {
+        let stdin = self.stdin.as_mut().ok_or("stdin already closed")?;
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .map_err(|e| format!("write to keel: {e}"))
+    }
+
+    /// The next stdout line (without its newline); EOF is an error.
+    fn next_line(&mut self) -> Res<&str> {
+        self.line.clear();
+        let n = self
+            .stdout
+            .read_line(&mut self.line)
+            .map_err(|e| format!("read from keel: {e}"))?;
+        if n == 0 {
+            let stderr = fs::read_to_string(&self.stderr_path).unwrap_or_default();
+            return Err(format!("keel closed stdout early; its stderr:\n{stderr}"));
+        }
+        Ok(self.line.trim_end())
+    }
+
+    /// One `get_state` round trip: send, then read to its response. An idle session emits no
+    /// events, but a startup `notify` may come first, so non-response lines are skipped.
+    fn get_state(&mut self, id: &str) -> Res<()> {
+        self.send(&format!(r#"{{"id":"{id}","type":"get_state"}}"#))?;
+        let want = format!(r#""id":"{id}","type":"response","command":"get_state","success":true"#);
+        loop {
+            let line = self.next_line()?;
+            if line.contains(&want) {
+                return Ok(());
+            }
+            if line.contains(r#""type":"response""#) {
+                return Err(format!("unexpected answer to get_state {id}: {line}"));
+            }
+        }
+    }
+
+    /// Sends a prompt and returns the time from just before the write to the first
+    /// `message_update` line, then reads on to `agent_settled`. A rejected prompt is an error.
+    fn prompt(&mut self, id: &str) -> Res<Duration> {
+        let start = Instant::now();
+        self.send(&format!(
+            r#"{{"id":"{id}","type":"prompt","message":"bench {id}"}}"#
+        ))?;
+        let mut first = None;
+        loop {
+            let line = self.next_line()?;
+            if first.is_none() && line.contains(r#""type":"message_update""#) {
+                first = Some(start.elapsed());
+            } else if line.contains(r#""type":"response""#) && !line.contains(r#""success":true"#) {
+                return Err(format!("prompt {id} failed: {line}"));
+            } else if line.contains(r#""type":"agent_settled""#) {
+                return first
+                    .ok_or_else(|| format!("prompt {id} settled without a message_update"));
+            }
+        }
+    }
+
+    /// Closes stdin and checks that keel then exits 0.
+    fn finish(mut self) -> Res<()> {
+        drop(self.stdin.take());
+        let mut rest = Vec::new();
+        let _ = self.stdout.read_to_end(&mut rest);
+        let status = self.child.wait().map_err(|e| format!("wait: {e}"))?;
+        check_status(status, &self.stderr_path)
+    }
 }
 
 /// A Chat Completions SSE body of `n` one-token content chunks, then finish, usage, [DONE].
@@ -654,6 +838,17 @@ impl Row {
             unit,
         }
     }
+}
+
+/// Nearest-rank percentile, `p` in (0, 1].
+fn percentile(v: &[f64], p: f64) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    if s.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p * s.len() as f64).ceil() as usize;
+    s[rank.clamp(1, s.len()) - 1]
 }
 
 fn median(v: &[f64]) -> f64 {

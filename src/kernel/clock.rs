@@ -44,7 +44,9 @@ impl Clock {
     pub fn derive(&self, salt: u64) -> Clock {
         Clock::new(
             self.inner.fixed,
-            self.inner.seed.map(|s| s ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
+            self.inner
+                .seed
+                .map(|s| s ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15)),
         )
     }
 
