@@ -576,3 +576,28 @@ fn example_client_streams_an_answer() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "Done: ok.");
 }
+
+/// A session change during a run aborts it first and answers once it has settled; the new
+/// session starts empty and the old one keeps the aborted turn.
+#[test]
+fn new_session_while_running_aborts_then_switches() {
+    let sb = Sandbox::new();
+    let mut rpc = hello(&sb);
+    let before = rpc.call(json!({"id": "s0", "type": "get_state"}));
+    rpc.send(&json!({"id": "p", "type": "prompt", "message": "HANG"}));
+    rpc.wait(&json!({"type": "message_update"}));
+    rpc.send(&json!({"id": "n", "type": "new_session"}));
+    let settled = rpc.wait(&json!({"type": "agent_settled"}));
+    assert_eq!(settled["aborted"], true);
+    let n = rpc.response("n");
+    assert_eq!(n["data"], json!({"cancelled": false}));
+    let after = rpc.call(json!({"id": "s1", "type": "get_state"}));
+    assert_ne!(after["data"]["sessionId"], before["data"]["sessionId"]);
+    assert_eq!(after["data"]["messageCount"], 0);
+    let msgs = rpc.call(json!({"id": "m", "type": "get_messages"}));
+    assert_eq!(msgs["data"]["messages"], json!([]));
+    let (_, _, code) = rpc.finish();
+    assert_eq!(code, 0);
+    let old = std::fs::read_to_string(before["data"]["sessionFile"].as_str().unwrap()).unwrap();
+    assert!(old.contains("\"stopReason\":\"aborted\""), "{old}");
+}

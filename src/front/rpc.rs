@@ -18,7 +18,6 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
 use crate::error::StartupError;
 use crate::exit::{Exit, SIGHUP, SIGINT, SIGPIPE, SIGTERM};
@@ -32,7 +31,7 @@ use crate::kernel::event::{ApprovalDecision, Event, EventPayload};
 use crate::kernel::message::{user_text, Message};
 use crate::kernel::op::{QueueMode, UserInput};
 use crate::kernel::provider::model::THINKING_LEVELS;
-use crate::kernel::recorder::{self, SharedStore};
+use crate::kernel::recorder::{self, Recorder, SharedStore};
 use crate::kernel::session::{self, EntryData, SessionHeader, Store};
 use crate::output::Output;
 use crate::prompts::{self, Template};
@@ -66,7 +65,9 @@ struct Live {
     session: AgentSession,
     bus: Bus,
     store: SharedStore,
-    recorder: JoinHandle<()>,
+    /// Applied by the loop to every event before it is written, so the store answers reads
+    /// (`get_entries`, `get_state`, …) with everything published so far.
+    recorder: Recorder,
     rx: EventRx,
 }
 
@@ -83,11 +84,9 @@ impl Live {
         let model_differs = store.last_model() != Some((provider.name(), provider.model()));
         let bus = Bus::new(clock.clone());
         let store: SharedStore = Arc::new(Mutex::new(store));
-        let recorder = tokio::spawn(recorder::record(
-            store.clone(),
-            bus.subscribe(),
-            clock.clone(),
-        ));
+        let recorder = Recorder::new(store.clone(), &clock);
+        // Subscribed before anything is published: the announcement below is recorded.
+        let rx = bus.subscribe();
         let mut config = config.clone();
         config.thinking_level = thinking;
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
@@ -99,18 +98,26 @@ impl Live {
             session.set_auto_retry(status.auto_retry);
             session.set_auto_compaction(status.auto_compaction);
         }
-        // Subscribed after the announcement: a session start is not news to the client.
-        if announce || model_differs {
-            session.announce_model();
-        }
-        let rx = session.subscribe();
-        Live {
+        let mut live = Live {
             session,
             bus,
             store,
             recorder,
             rx,
+        };
+        if announce || model_differs {
+            session_announce(&mut live);
         }
+        live
+    }
+}
+
+/// Records the model and thinking level of a session start without telling the client
+/// (a session start is not news to it).
+fn session_announce(live: &mut Live) {
+    live.session.announce_model();
+    while let Ok(ev) = live.rx.try_recv() {
+        live.recorder.apply(&ev);
     }
 }
 
@@ -359,6 +366,7 @@ impl Host<'_> {
     }
 
     fn on_event(&mut self, ev: &Event) {
+        self.live.recorder.apply(ev);
         if let EventPayload::ApprovalRequested {
             call_id,
             tool_name,
@@ -489,10 +497,7 @@ impl Host<'_> {
             self.on_event(&ev);
         }
         let _ = self.out.flush();
-        if self.live.recorder.await.is_err() {
-            self.out
-                .err("Error: the session recorder crashed; the session file may be incomplete\n");
-        }
+        self.live.recorder.sync();
         exit
     }
 
@@ -527,6 +532,8 @@ impl Host<'_> {
     }
 
     async fn dispatch(&mut self, req: Request) {
+        // Everything published so far is written and recorded before this request is served.
+        self.drain_events();
         let answer = match req.command.as_str() {
             "prompt" => self.prompt(&req),
             "steer" | "follow_up" => self.queue(&req),
@@ -1177,13 +1184,12 @@ impl Host<'_> {
         );
         let mut old = std::mem::replace(&mut self.live, next);
         old.bus.close();
+        // The old session's last events (normally none: it is idle) are recorded into its
+        // own store, then the store is synced and dropped, which releases its file lock.
         while let Some(ev) = old.rx.recv().await {
-            self.on_event(&ev);
+            old.recorder.apply(&ev);
         }
-        if old.recorder.await.is_err() {
-            self.out
-                .err("Error: the session recorder crashed; the session file may be incomplete\n");
-        }
+        old.recorder.sync();
     }
 }
 

@@ -18,19 +18,48 @@ pub fn lock(store: &SharedStore) -> std::sync::MutexGuard<'_, Store> {
     store.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Writes events into a session store. A front end that must read the store consistently
+/// between events (RPC mode) applies each event itself; others run [`record`] as a task.
+#[derive(Debug)]
+pub struct Recorder {
+    store: SharedStore,
+    clock: Clock,
+    /// Ids that collided with an older entry of the file and were redrawn.
+    remap: HashMap<String, String>,
+}
+
+impl Recorder {
+    pub fn new(store: SharedStore, clock: &Clock) -> Recorder {
+        Recorder {
+            store,
+            // Entry ids the recorder draws itself (model changes, session names) come from
+            // their own stream, and entry times from the events: a run is byte-for-byte
+            // repeatable however the recorder interleaves with the kernel.
+            clock: clock.derive(0x7265_636f_7264),
+            remap: HashMap::new(),
+        }
+    }
+
+    /// Records one event (most record nothing).
+    pub fn apply(&mut self, event: &Event) {
+        apply(&mut lock(&self.store), event, &self.clock, &mut self.remap);
+    }
+
+    /// Flushes the file to disk.
+    pub fn sync(&self) {
+        if let Err(e) = lock(&self.store).sync() {
+            tracing::error!("session sync failed: {e}");
+        }
+    }
+}
+
 /// Consumes events until the bus closes, then syncs.
 pub async fn record(store: SharedStore, mut rx: EventRx, clock: Clock) {
-    // Entry ids the recorder draws itself (model changes, session names) come from their own
-    // stream, and entry times from the events: a run is byte-for-byte repeatable however the
-    // recorder's task interleaves with the kernel's.
-    let clock = clock.derive(0x7265_636f_7264);
-    let mut remap = HashMap::new();
+    let mut recorder = Recorder::new(store, &clock);
     while let Some(event) = rx.recv().await {
-        apply(&mut lock(&store), &event, &clock, &mut remap);
+        recorder.apply(&event);
     }
-    if let Err(e) = lock(&store).sync() {
-        tracing::error!("session sync failed: {e}");
-    }
+    recorder.sync();
 }
 
 /// Applies one event to the store. Entries keep the ids the kernel gave them; `remap` holds
