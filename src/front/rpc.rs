@@ -72,7 +72,9 @@ struct Live {
 }
 
 impl Live {
-    fn start(config: &AgentConfig, provider_from: Option<&AgentSession>, setup: Starting) -> Live {
+    /// Starts serving a store. `previous`: the session being replaced, whose queue modes and
+    /// automatic retry and compaction switches carry over.
+    fn start(config: &AgentConfig, previous: Option<&AgentSession>, setup: Starting) -> Live {
         let Starting {
             store,
             clock,
@@ -90,7 +92,7 @@ impl Live {
         let mut config = config.clone();
         config.thinking_level = thinking;
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
-        if let Some(previous) = provider_from {
+        if let Some(previous) = previous {
             let (steering, follow_up) = previous.queue_modes();
             session.set_steering_mode(steering);
             session.set_follow_up_mode(follow_up);
@@ -822,24 +824,26 @@ impl Host<'_> {
             let (ctx, mut crx) = mpsc::unbounded_channel::<Vec<u8>>();
             let run = session.bash(&command, exclude, ctx, signal);
             tokio::pin!(run);
+            // Output chunks become `bash_execution_update` deltas, split only between
+            // whole characters.
             let mut carry = Vec::new();
+            let mut forward = |chunk: &[u8]| {
+                let delta = utf8_chunk(&mut carry, chunk);
+                if !delta.is_empty() {
+                    let line = rpc::bash_update_line(id.as_ref(), &delta);
+                    let _ = tx.send(Internal::Line(line));
+                }
+            };
             let record = loop {
                 tokio::select! {
                     record = &mut run => break record,
-                    Some(chunk) = crx.recv() => {
-                        let delta = utf8_chunk(&mut carry, &chunk);
-                        if !delta.is_empty() {
-                            let _ = tx.send(Internal::Line(rpc::bash_update_line(id.as_ref(), &delta)));
-                        }
-                    }
+                    Some(chunk) = crx.recv() => forward(&chunk),
                 }
             };
             while let Ok(chunk) = crx.try_recv() {
-                let delta = utf8_chunk(&mut carry, &chunk);
-                if !delta.is_empty() {
-                    let _ = tx.send(Internal::Line(rpc::bash_update_line(id.as_ref(), &delta)));
-                }
+                forward(&chunk);
             }
+            // An incomplete character at the very end is shown as U+FFFD.
             if !carry.is_empty() {
                 let rest = String::from_utf8_lossy(&carry).into_owned();
                 let _ = tx.send(Internal::Line(rpc::bash_update_line(id.as_ref(), &rest)));
