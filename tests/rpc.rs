@@ -601,3 +601,55 @@ fn new_session_while_running_aborts_then_switches() {
     let old = std::fs::read_to_string(before["data"]["sessionFile"].as_str().unwrap()).unwrap();
     assert!(old.contains("\"stopReason\":\"aborted\""), "{old}");
 }
+
+/// A long linear session is a tree as deep as it is long: `get_tree` must answer it (it used
+/// to overflow the stack building a nested JSON value) and the process must keep serving.
+#[test]
+fn get_tree_of_a_deep_session() {
+    const N: usize = 30_000;
+    let sb = Sandbox::new();
+    let path = sb.work().join("deep.jsonl");
+    let mut text = format!(
+        "{}\n",
+        json!({"type":"session","version":3,"id":"deep","timestamp":"2026-11-30T00:00:00.000Z","cwd":sb.work()})
+    );
+    let mut parent = Value::Null;
+    for i in 0..N {
+        let id = format!("{i:08x}");
+        let message =
+            json!({"role":"user","content":[{"type":"text","text":format!("m{i}")}],"timestamp":i});
+        text.push_str(&format!(
+            "{}\n",
+            json!({"type":"message","id":id,"parentId":parent,"timestamp":"2026-11-30T00:00:00.000Z","message":message})
+        ));
+        parent = json!(id);
+    }
+    std::fs::write(&path, text).unwrap();
+    let script = fixture("rpc.json");
+    let mut rpc = Rpc::start(
+        &sb,
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+            "--session",
+            "deep.jsonl",
+        ],
+    );
+    rpc.send(&json!({"id": "t", "type": "get_tree"}));
+    rpc.send(&json!({"id": "s", "type": "get_state"}));
+    let (lines, stderr, code) = rpc.finish();
+    assert_eq!(code, 0, "{stderr}");
+    let tree = &lines[0];
+    assert!(tree.starts_with(r#"{"id":"t","type":"response","command":"get_tree","success":true,"data":{"tree":[{"entry":{"type":"message","id":"00000000""#));
+    // The file's entries, then the model and thinking level recorded on resume (scripted
+    // is a different model from the file's), each nested in the one before.
+    assert_eq!(tree.matches(r#"{"entry":"#).count(), N + 2);
+    assert_eq!(tree.matches(",\"children\":[").count(), N + 2);
+    assert!(
+        tree.contains(&format!("]{}],\"leafId\":", "}]".repeat(N + 1) + "}")),
+        "every node closed, in order"
+    );
+    assert!(lines[1].contains(r#""id":"s""#) && lines[1].contains(r#""messageCount":30000"#));
+}

@@ -22,6 +22,8 @@ use tokio::sync::mpsc;
 use crate::error::StartupError;
 use crate::exit::{Exit, SIGHUP, SIGINT, SIGPIPE, SIGTERM};
 use crate::front::html;
+use crate::front::json::JsonProjector;
+use crate::front::Projector;
 use crate::kernel::abort::AbortController;
 use crate::kernel::agent::{AgentConfig, AgentSession};
 use crate::kernel::bus::{Bus, EventRx};
@@ -36,7 +38,7 @@ use crate::kernel::session::{self, EntryData, SessionHeader, Store};
 use crate::output::Output;
 use crate::prompts::{self, Template};
 use crate::setup::Models;
-use crate::wire::events::{rpc_extra_events, wire_events};
+use crate::wire::events::rpc_extra_events;
 use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
 use crate::wire::rpc::{self, Request};
 
@@ -190,6 +192,7 @@ pub async fn serve(setup: RpcSetup, out: &mut Output) -> Result<Exit, StartupErr
     warnings.extend(template_warnings);
     let mut host = Host {
         out,
+        events: JsonProjector::new(None),
         live,
         config: setup.config,
         models: setup.models,
@@ -309,6 +312,8 @@ fn spawn_reader(tx: mpsc::Sender<Input>) {
 /// The loop's state.
 struct Host<'o> {
     out: &'o mut Output,
+    /// Writes the event stream exactly as JSON mode does.
+    events: JsonProjector,
     live: Live,
     /// Settings for every session this process serves.
     config: AgentConfig,
@@ -378,13 +383,13 @@ impl Host<'_> {
             self.ask(call_id, tool_name, args);
             return;
         }
-        let mut buf = Vec::with_capacity(256);
-        for w in wire_events(ev).into_iter().chain(rpc_extra_events(ev)) {
-            buf.clear();
-            if serde_json::to_writer(&mut buf, &w).is_ok() {
-                buf.push(b'\n');
-                if !self.out.is_stdout_closed() {
-                    let _ = self.out.out(&buf);
+        if !self.out.is_stdout_closed() {
+            // JSON mode's writer (one reused buffer), then the events only RPC reports.
+            let _ = self.events.on_event(ev, self.out);
+            if let Some(extra) = rpc_extra_events(ev) {
+                if let Ok(mut line) = serde_json::to_string(&extra) {
+                    line.push('\n');
+                    let _ = self.out.out(line.as_bytes());
                 }
             }
         }
@@ -603,7 +608,12 @@ impl Host<'_> {
             "export_html" => self.export_html(&req),
             "get_fork_messages" => Ok(Some(self.fork_messages())),
             "get_entries" => self.entries(&req),
-            "get_tree" => Ok(Some(self.tree())),
+            "get_tree" => {
+                let data = self.tree_json();
+                self.drain_events();
+                self.write(&rpc::ok_raw_line(req.id.as_ref(), &req.command, &data));
+                return;
+            }
             "get_last_assistant_text" => Ok(Some(
                 json!({"text": self.live.session.last_assistant_text()}),
             )),
@@ -974,7 +984,11 @@ impl Host<'_> {
         Ok(Some(json!({"entries": entries, "leafId": store.leaf_id()})))
     }
 
-    fn tree(&self) -> Value {
+    /// `get_tree`'s data as JSON text: `{"tree":[{entry,children,label?,labelTimestamp?}],
+    /// "leafId"}`. Written with an explicit stack, never as a nested `Value`: a linear
+    /// session of 50k entries is a tree 50k levels deep, and building, serializing or
+    /// dropping a `Value` that deep recurses once per level and overflows the stack.
+    fn tree_json(&self) -> String {
         let store = recorder::lock(&self.live.store);
         let entries = store.entries();
         let index: HashMap<&str, usize> = entries
@@ -997,41 +1011,51 @@ impl Host<'_> {
                 _ => roots.push(i),
             }
         }
-        // Iterative, so a very deep session cannot overflow the stack.
-        fn node(
-            i: usize,
-            entries: &[session::Entry],
-            children: &[Vec<usize>],
-            labels: &HashMap<&str, (&str, &str)>,
-        ) -> Value {
-            let mut built: HashMap<usize, Value> = HashMap::new();
-            let mut stack = vec![(i, false)];
-            while let Some((n, expanded)) = stack.pop() {
-                if !expanded {
-                    stack.push((n, true));
-                    for &c in children[n].iter().rev() {
-                        stack.push((c, false));
-                    }
-                    continue;
-                }
-                let kids: Vec<Value> = children[n].iter().filter_map(|c| built.remove(c)).collect();
-                let e = &entries[n];
-                let mut m = serde_json::Map::new();
-                m.insert("entry".into(), e.to_json().unwrap_or(Value::Null));
-                m.insert("children".into(), Value::Array(kids));
-                if let Some((label, at)) = labels.get(e.id.as_str()) {
-                    m.insert("label".into(), json!(label));
-                    m.insert("labelTimestamp".into(), json!(at));
-                }
-                built.insert(n, Value::Object(m));
-            }
-            built.remove(&i).unwrap_or(Value::Null)
+        enum Step {
+            /// Write node `n` up to its children; `first`: no comma before it.
+            Open(usize, bool),
+            /// Close node `n`'s children and write its label.
+            Close(usize),
         }
-        let tree: Vec<Value> = roots
+        let mut out = String::from("{\"tree\":[");
+        let mut stack: Vec<Step> = roots
             .iter()
-            .map(|&r| node(r, entries, &children, &labels))
+            .enumerate()
+            .rev()
+            .map(|(k, &r)| Step::Open(r, k == 0))
             .collect();
-        json!({"tree": tree, "leafId": store.leaf_id()})
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Open(n, first) => {
+                    if !first {
+                        out.push(',');
+                    }
+                    let entry = entries[n].to_json().unwrap_or(Value::Null);
+                    out.push_str("{\"entry\":");
+                    out.push_str(&entry.to_string());
+                    out.push_str(",\"children\":[");
+                    stack.push(Step::Close(n));
+                    for (k, &c) in children[n].iter().enumerate().rev() {
+                        stack.push(Step::Open(c, k == 0));
+                    }
+                }
+                Step::Close(n) => {
+                    out.push(']');
+                    if let Some((label, at)) = labels.get(entries[n].id.as_str()) {
+                        out.push_str(&format!(
+                            ",\"label\":{},\"labelTimestamp\":{}",
+                            json!(label),
+                            json!(at)
+                        ));
+                    }
+                    out.push('}');
+                }
+            }
+        }
+        out.push_str("],\"leafId\":");
+        out.push_str(&json!(store.leaf_id()).to_string());
+        out.push('}');
+        out
     }
 
     fn set_session_name(&mut self, req: &Request) -> Answer {

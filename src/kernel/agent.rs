@@ -17,7 +17,7 @@ use crate::kernel::compaction::{self, CompactError, CompactionPolicy};
 use crate::kernel::event::{
     ApprovalDecision, CompactionReason, CompactionResult, EventPayload, RunOutcome,
 };
-use crate::kernel::message::{AssistantMessage, Message};
+use crate::kernel::message::Message;
 use crate::kernel::op::{Op, QueueMode, UserInput};
 use crate::kernel::provider::Provider;
 use crate::kernel::tool::bash::{self, BashExecution};
@@ -304,11 +304,6 @@ impl AgentSession {
         self.inner.provider()
     }
 
-    /// The fixed settings this session was made with.
-    pub fn config(&self) -> &AgentConfig {
-        &self.inner.config
-    }
-
     /// Switches the model for the next model call. The thinking level is clamped to what the
     /// new model supports; both changes are published (and recorded in the session).
     pub fn set_model(&self, provider: Arc<dyn Provider>) {
@@ -382,15 +377,6 @@ impl AgentSession {
         let state = self.inner.lock();
         state.messages.iter().rev().find_map(|m| match m {
             Message::Assistant(a) if !a.is_failed() && !a.text().is_empty() => Some(a.text()),
-            _ => None,
-        })
-    }
-
-    /// The last assistant message of the context, if any (for usage and context size).
-    pub fn last_assistant(&self) -> Option<AssistantMessage> {
-        let state = self.inner.lock();
-        state.messages.iter().rev().find_map(|m| match m {
-            Message::Assistant(a) => Some(a.clone()),
             _ => None,
         })
     }

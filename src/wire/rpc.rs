@@ -224,6 +224,17 @@ pub fn ok_line(id: Option<&Value>, command: &str, data: Option<Value>) -> String
     line(Value::Object(m))
 }
 
+/// Like [`ok_line`], with `data` given as JSON text (for payloads too deep to hold as a
+/// `Value`). The caller guarantees `data` is one valid JSON value.
+pub fn ok_raw_line(id: Option<&Value>, command: &str, data: &str) -> String {
+    let mut s = Value::Object(envelope(id, Some(command), true)).to_string();
+    s.pop(); // the closing brace; `data` is the last key
+    s.push_str(",\"data\":");
+    s.push_str(data);
+    s.push_str("}\n");
+    s
+}
+
 /// `{"id"?, "type":"response", "command"?, "success":false, "error"}` and a newline.
 pub fn error_line(id: Option<&Value>, command: Option<&str>, error: &str) -> String {
     let mut m = envelope(id, command, false);
@@ -334,6 +345,12 @@ mod tests {
             error_line(None, Some("parse"), "bad"),
             "{\"type\":\"response\",\"command\":\"parse\",\"success\":false,\"error\":\"bad\"}\n"
         );
+        let raw = ok_raw_line(Some(&json!(1)), "get_tree", "{\"tree\":[]}");
+        assert_eq!(
+            serde_json::from_str::<Value>(&raw).unwrap(),
+            json!({"id":1,"type":"response","command":"get_tree","success":true,"data":{"tree":[]}})
+        );
+        assert!(raw.ends_with("}\n"));
         // U+2028 stays raw: it is data, not a line break.
         assert!(ok_line(None, "x", Some(json!("a\u{2028}b"))).contains('\u{2028}'));
     }
