@@ -5,6 +5,7 @@ pub mod html;
 pub mod json;
 pub mod print;
 pub mod rpc;
+pub mod tui;
 
 use crate::exit::Exit;
 use crate::kernel::event::{Event, EventPayload, RunOutcome};
