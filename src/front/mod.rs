@@ -3,6 +3,7 @@
 
 pub mod html;
 pub mod json;
+pub mod live;
 pub mod print;
 pub mod rpc;
 pub mod tui;

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -23,17 +23,17 @@ use crate::error::StartupError;
 use crate::exit::{Exit, SIGHUP, SIGINT, SIGPIPE, SIGTERM};
 use crate::front::html;
 use crate::front::json::JsonProjector;
+use crate::front::live::{self, Live, Starting};
 use crate::front::Projector;
 use crate::kernel::abort::AbortController;
-use crate::kernel::agent::{AgentConfig, AgentSession};
-use crate::kernel::bus::{Bus, EventRx};
+use crate::kernel::agent::AgentConfig;
 use crate::kernel::clock::Clock;
 use crate::kernel::compaction;
 use crate::kernel::event::{ApprovalDecision, Event, EventPayload};
 use crate::kernel::message::{user_text, Message};
 use crate::kernel::op::{QueueMode, UserInput};
 use crate::kernel::provider::model::THINKING_LEVELS;
-use crate::kernel::recorder::{self, Recorder, SharedStore};
+use crate::kernel::recorder;
 use crate::kernel::session::{self, EntryData, SessionHeader, Store};
 use crate::output::Output;
 use crate::prompts::{self, Template};
@@ -60,77 +60,6 @@ pub struct RpcSetup {
     pub approval_timeout: Duration,
     /// Startup warnings, sent as `notify` after the first request (nothing is written before).
     pub warnings: Vec<String>,
-}
-
-/// One session being served: the kernel handle, its bus, the store its recorder writes.
-struct Live {
-    session: AgentSession,
-    bus: Bus,
-    store: SharedStore,
-    /// Applied by the loop to every event before it is written, so the store answers reads
-    /// (`get_entries`, `get_state`, …) with everything published so far.
-    recorder: Recorder,
-    rx: EventRx,
-}
-
-impl Live {
-    /// Starts serving a store. `previous`: the session being replaced, whose queue modes and
-    /// automatic retry and compaction switches carry over.
-    fn start(config: &AgentConfig, previous: Option<&AgentSession>, setup: Starting) -> Live {
-        let Starting {
-            store,
-            clock,
-            provider,
-            thinking,
-            announce,
-        } = setup;
-        let history = store.context_entries();
-        let model_differs = store.last_model() != Some((provider.name(), provider.model()));
-        let bus = Bus::new(clock.clone());
-        let store: SharedStore = Arc::new(Mutex::new(store));
-        let recorder = Recorder::new(store.clone(), &clock);
-        // Subscribed before anything is published: the announcement below is recorded.
-        let rx = bus.subscribe();
-        let mut config = config.clone();
-        config.thinking_level = thinking;
-        let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
-        if let Some(previous) = previous {
-            let (steering, follow_up) = previous.queue_modes();
-            session.set_steering_mode(steering);
-            session.set_follow_up_mode(follow_up);
-            let status = previous.status();
-            session.set_auto_retry(status.auto_retry);
-            session.set_auto_compaction(status.auto_compaction);
-        }
-        let mut live = Live {
-            session,
-            bus,
-            store,
-            recorder,
-            rx,
-        };
-        if announce || model_differs {
-            session_announce(&mut live);
-        }
-        live
-    }
-}
-
-/// Records the model and thinking level of a session start without telling the client
-/// (a session start is not news to it).
-fn session_announce(live: &mut Live) {
-    live.session.announce_model();
-    while let Ok(ev) = live.rx.try_recv() {
-        live.recorder.apply(&ev);
-    }
-}
-
-struct Starting {
-    store: Store,
-    clock: Clock,
-    provider: Arc<dyn crate::kernel::provider::Provider>,
-    thinking: String,
-    announce: bool,
 }
 
 /// What the stdin thread delivers.
@@ -1172,25 +1101,12 @@ impl Host<'_> {
         SessionHeader::new(&self.clock, self.config.cwd.display().to_string())
     }
 
-    /// A new session store like the current one: a file in the session directory, or in
-    /// memory when this process runs without session files.
     fn new_store(&self, header: SessionHeader) -> Store {
-        let in_memory = recorder::lock(&self.live.store).path().is_none();
-        if in_memory {
-            Store::in_memory(header)
-        } else {
-            let path = self.session_dir.join(session::file_name(&header));
-            Store::new_file(path, header)
-        }
+        live::new_store(&self.live, &self.session_dir, header)
     }
 
     fn fork_store(&self, leaf: Option<&str>, parent: Option<&Path>) -> Result<Store, String> {
-        let mut header = self.new_header();
-        header.parent_session = parent.map(|p| p.display().to_string());
-        let path = parent.map(|_| self.session_dir.join(session::file_name(&header)));
-        recorder::lock(&self.live.store)
-            .fork_at(leaf, path, header)
-            .map_err(|e| e.message)
+        live::fork_store(&self.live, &self.session_dir, self.new_header(), leaf, parent)
     }
 
     /// Serves `store` from now on. The old session's last events are written and its
@@ -1210,14 +1126,7 @@ impl Host<'_> {
                 announce,
             },
         );
-        let mut old = std::mem::replace(&mut self.live, next);
-        old.bus.close();
-        // The old session's last events (normally none: it is idle) are recorded into its
-        // own store, then the store is synced and dropped, which releases its file lock.
-        while let Some(ev) = old.rx.recv().await {
-            old.recorder.apply(&ev);
-        }
-        old.recorder.sync();
+        std::mem::replace(&mut self.live, next).retire().await;
     }
 }
 

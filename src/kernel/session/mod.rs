@@ -602,6 +602,26 @@ pub fn list(dir: &Path) -> Vec<SessionSummary> {
     summaries(dir)
 }
 
+/// Every session of every directory under `home/sessions/`, newest first (the picker's
+/// "all directories" view).
+pub fn list_all(home: &Path) -> Vec<SessionSummary> {
+    let Ok(read) = fs::read_dir(home.join("sessions")) else {
+        return Vec::new();
+    };
+    let mut out: Vec<SessionSummary> = read
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .flat_map(|dir| summaries(&dir))
+        .collect();
+    out.sort_by(|a, b| {
+        b.modified_ms
+            .cmp(&a.modified_ms)
+            .then_with(|| b.path.cmp(&a.path))
+    });
+    out
+}
+
 /// For `--continue`: the newest session in `dir` whose header `cwd` equals `cwd`, by the time
 /// of its last entry. Reads only each file's header and tail, so it stays fast for huge files.
 pub fn find_latest(dir: &Path, cwd: &str) -> Option<PathBuf> {
@@ -803,6 +823,21 @@ mod tests {
         };
         assert_eq!(all[1], want);
         assert!(list(&dir.path().join("missing")).is_empty());
+    }
+
+    #[test]
+    fn list_all_merges_every_directory_newest_first() {
+        let home = tempfile::tempdir().unwrap();
+        let a = session_dir(home.path(), Path::new("/a"));
+        let b = session_dir(home.path(), Path::new("/b"));
+        fs::create_dir_all(&a).unwrap();
+        fs::create_dir_all(&b).unwrap();
+        let old = session(&a, "old", "/a", "2026-01-01T00:00:00.000Z", "first");
+        let mid = session(&b, "mid", "/b", "2026-02-01T00:00:00.000Z", "second");
+        let new = session(&a, "new", "/a", "2026-03-01T00:00:00.000Z", "third");
+        let paths: Vec<PathBuf> = list_all(home.path()).into_iter().map(|s| s.path).collect();
+        assert_eq!(paths, [new, mid, old]);
+        assert!(list_all(&home.path().join("missing")).is_empty());
     }
 
     #[test]

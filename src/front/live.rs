@@ -1,0 +1,128 @@
+//! One session being served by an interactive front end (RPC, TUI): the kernel handle, its
+//! bus, and the store its recorder writes, plus the ways to start, replace and retire one.
+//! Front-end neutral: no output, no wire format.
+
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use crate::kernel::agent::{AgentConfig, AgentSession};
+use crate::kernel::bus::{Bus, EventRx};
+use crate::kernel::clock::Clock;
+use crate::kernel::recorder::{self, Recorder, SharedStore};
+use crate::kernel::session::{self, SessionHeader, Store};
+
+/// One session being served: the kernel handle, its bus, the store its recorder writes.
+pub struct Live {
+    pub session: AgentSession,
+    pub bus: Bus,
+    pub store: SharedStore,
+    /// Applied by the loop to every event before it is written, so the store answers reads
+    /// (`get_entries`, `get_state`, …) with everything published so far.
+    pub recorder: Recorder,
+    pub rx: EventRx,
+}
+
+impl Live {
+    /// Starts serving a store. `previous`: the session being replaced, whose queue modes and
+    /// automatic retry and compaction switches carry over.
+    pub fn start(config: &AgentConfig, previous: Option<&AgentSession>, setup: Starting) -> Live {
+        let Starting {
+            store,
+            clock,
+            provider,
+            thinking,
+            announce,
+        } = setup;
+        let history = store.context_entries();
+        let model_differs = store.last_model() != Some((provider.name(), provider.model()));
+        let bus = Bus::new(clock.clone());
+        let store: SharedStore = Arc::new(Mutex::new(store));
+        let recorder = Recorder::new(store.clone(), &clock);
+        // Subscribed before anything is published: the announcement below is recorded.
+        let rx = bus.subscribe();
+        let mut config = config.clone();
+        config.thinking_level = thinking;
+        let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
+        if let Some(previous) = previous {
+            let (steering, follow_up) = previous.queue_modes();
+            session.set_steering_mode(steering);
+            session.set_follow_up_mode(follow_up);
+            let status = previous.status();
+            session.set_auto_retry(status.auto_retry);
+            session.set_auto_compaction(status.auto_compaction);
+        }
+        let mut live = Live {
+            session,
+            bus,
+            store,
+            recorder,
+            rx,
+        };
+        if announce || model_differs {
+            session_announce(&mut live);
+        }
+        live
+    }
+}
+
+/// Records the model and thinking level of a session start without telling the client
+/// (a session start is not news to it).
+fn session_announce(live: &mut Live) {
+    live.session.announce_model();
+    while let Ok(ev) = live.rx.try_recv() {
+        live.recorder.apply(&ev);
+    }
+}
+
+pub struct Starting {
+    pub store: Store,
+    pub clock: Clock,
+    pub provider: Arc<dyn crate::kernel::provider::Provider>,
+    pub thinking: String,
+    pub announce: bool,
+}
+
+
+impl Live {
+    /// Ends serving this session: closes its bus, records its last events (normally none: it
+    /// is idle) into its own store, then syncs and drops the store, releasing its file lock.
+    pub async fn retire(mut self) {
+        self.bus.close();
+        while let Some(ev) = self.rx.recv().await {
+            self.recorder.apply(&ev);
+        }
+        self.recorder.sync();
+    }
+
+    /// The session file, if this session has one.
+    pub fn path(&self) -> Option<std::path::PathBuf> {
+        recorder::lock(&self.store).path().map(Path::to_path_buf)
+    }
+}
+
+/// A new session store like `live`'s: a file in `session_dir`, or in memory when `live` runs
+/// without a session file.
+pub fn new_store(live: &Live, session_dir: &Path, header: SessionHeader) -> Store {
+    if live.path().is_none() {
+        Store::in_memory(header)
+    } else {
+        let path = session_dir.join(session::file_name(&header));
+        Store::new_file(path, header)
+    }
+}
+
+/// A copy of `live`'s session up to `leaf` under a new header, whose file (in `session_dir`)
+/// exists only when `parent` (the current file) does.
+pub fn fork_store(
+    live: &Live,
+    session_dir: &Path,
+    mut header: SessionHeader,
+    leaf: Option<&str>,
+    parent: Option<&Path>,
+) -> Result<Store, String> {
+    header.parent_session = parent.map(|p| p.display().to_string());
+    let path = parent.map(|_| session_dir.join(session::file_name(&header)));
+    recorder::lock(&live.store)
+        .fork_at(leaf, path, header)
+        .map_err(|e| e.message)
+}
