@@ -27,6 +27,8 @@ use crate::setup;
 /// on the main thread becomes `Exit::Internal` (70) with its message on stderr.
 pub fn main() -> Exit {
     std::panic::set_hook(Box::new(|info| {
+        // The TUI's terminal modes go first, so the message is readable and the shell usable.
+        crate::front::tui::tty::restore();
         let msg = info
             .payload()
             .downcast_ref::<&str>()
@@ -57,7 +59,7 @@ fn main_inner() -> Exit {
         }
     };
     let mut out = Output::stdio(mode::color(&cli, &env));
-    init_logging(&env);
+    init_logging(&env, mode::resolve(&cli, &env) == Mode::Tui);
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -113,19 +115,35 @@ fn json_requested(args: impl Iterator<Item = String>) -> bool {
     false
 }
 
-fn init_logging(env: &Env) {
+/// Logs go to stderr, except in the TUI, which owns the screen: there they go to
+/// `$KEEL_HOME/logs/keel.log` (nowhere, if that file cannot be opened).
+fn init_logging(env: &Env, tui: bool) {
     let filter = tracing_subscriber::EnvFilter::try_new(env.log_filter.as_str())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(crate::output::log_writer)
         .with_ansi(false)
+        .with_target(false);
+    if tui {
+        let dir = env.keel_home.join("logs");
+        let file = std::fs::create_dir_all(&dir).and_then(|_| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join("keel.log"))
+        });
+        let _ = match file {
+            Ok(f) => builder.with_writer(std::sync::Mutex::new(f)).try_init(),
+            Err(_) => builder.with_writer(std::io::sink).try_init(),
+        };
+        return;
+    }
+    let _ = builder
+        .with_writer(crate::output::log_writer)
         .without_time()
-        .with_target(false)
         .try_init();
 }
 
-/// Everything after flag parsing, in one async context.
 pub async fn run(cli: Cli, env: Env, out: &mut Output) -> Exit {
     let mode = mode::resolve(&cli, &env);
     if env.test_panic {
@@ -171,7 +189,9 @@ async fn start(
     if mode == Mode::Rpc {
         return start_rpc(cli, env, clock, out).await;
     }
-    // The TUI is not built yet: a terminal run uses print mode.
+    if mode == Mode::Tui {
+        return start_tui(cli, env, clock, out).await;
+    }
     setup::check_session_flags(cli, false)?;
     let provider = setup::provider(cli, env)?;
     let mut config = setup::agent_config(cli, env, false)?;
@@ -278,6 +298,56 @@ async fn start_rpc(
 }
 
 /// The prompt from arguments and piped stdin (stdin first, a blank line between).
+async fn start_tui(
+    cli: &Cli,
+    env: &Env,
+    clock: &Clock,
+    out: &mut Output,
+) -> Result<Exit, StartupError> {
+    setup::check_session_flags(cli, true)?;
+    let provider = setup::provider(cli, env)?;
+    let mut config = setup::agent_config(cli, env, true)?;
+    let mut warnings = Vec::new();
+    let thinking = provider.info().clamp_thinking(&config.thinking_level);
+    if thinking != config.thinking_level {
+        warnings.push(format!(
+            "{} does not support thinking level {}; using {thinking}",
+            provider.model(),
+            config.thinking_level
+        ));
+        config.thinking_level = thinking;
+    }
+    let models = setup::Models::new(cli, env, provider)?;
+    let opened = setup::open_session(cli, env, clock)?;
+    warnings.extend(opened.warnings);
+    let prompt = cli.prompt.join(" ");
+    let ambiguous_wide = match cli.ambiguous_width {
+        Some(w) => w == crate::cli::AmbiguousWidth::Wide,
+        None => env
+            .vars
+            .get("KEEL_AMBIGUOUS_WIDTH")
+            .is_some_and(|v| v.eq_ignore_ascii_case("wide")),
+    };
+    let tui_setup = crate::front::tui::TuiSetup {
+        config,
+        models,
+        clock: clock.clone(),
+        store: opened.store,
+        announce: opened.is_new,
+        pick_session: cli.resume.as_deref() == Some(""),
+        session_dir: setup::session_dir(cli, env),
+        keel_home: env.keel_home.clone(),
+        prompt_dirs: (
+            env.keel_home.join("prompts"),
+            env.cwd.join(".keel").join("prompts"),
+        ),
+        warnings,
+        prompt: (!prompt.trim().is_empty()).then_some(prompt),
+        ambiguous_wide,
+    };
+    crate::front::tui::run(tui_setup, out).await
+}
+
 async fn read_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
     let args = cli.prompt.join(" ");
     let mut piped = String::new();

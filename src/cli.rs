@@ -130,6 +130,11 @@ pub struct Cli {
     #[arg(long, value_enum, default_value_t = ColorFlag::Auto)]
     pub color: ColorFlag,
 
+    /// TUI: columns for East-Asian ambiguous-width characters (±, ①, …): `wide` for CJK
+    /// terminals that draw them two columns wide (also KEEL_AMBIGUOUS_WIDTH=wide).
+    #[arg(long, value_enum, value_name = "WIDTH")]
+    pub ambiguous_width: Option<AmbiguousWidth>,
+
     /// Print mode: no activity lines on stderr, only errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
@@ -160,6 +165,12 @@ pub enum PermissionFlag {
     ReadOnly,
     /// Each write, edit or bash call must be approved (headless runs end as blocked, exit 5).
     Ask,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AmbiguousWidth {
+    Narrow,
+    Wide,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

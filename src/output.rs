@@ -78,6 +78,25 @@ impl Output {
     }
 }
 
+/// The terminal on stdout, for the TUI. Unbuffered: the TUI builds each frame in memory and
+/// writes it once, then flushes.
+#[derive(Debug, Default)]
+pub struct TerminalOut;
+
+impl Write for TerminalOut {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        io::stdout().lock().write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        io::stdout().lock().write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        io::stdout().lock().flush()
+    }
+}
+
 /// A writer for `tracing` that goes to stderr (print, json and rpc modes log there).
 pub fn log_writer() -> io::Stderr {
     io::stderr()

@@ -126,3 +126,23 @@ pub fn fork_store(
         .fork_at(leaf, path, header)
         .map_err(|e| e.message)
 }
+
+/// Writes `live`'s session (the current branch) as a self-contained HTML page to `path`, or
+/// to `cwd/keel-session-<id>.html`; returns the path written.
+pub fn export_html(
+    live: &Live,
+    cwd: &Path,
+    path: Option<std::path::PathBuf>,
+) -> Result<std::path::PathBuf, String> {
+    let store = recorder::lock(&live.store);
+    let path =
+        path.unwrap_or_else(|| cwd.join(format!("keel-session-{}.html", store.header().id)));
+    let entries: Vec<serde_json::Value> = store
+        .branch()
+        .into_iter()
+        .filter_map(|e| e.to_json().ok())
+        .collect();
+    let page = super::html::render(&store.header().to_json(), &entries, store.name());
+    std::fs::write(&path, page).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}

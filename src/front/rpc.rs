@@ -21,7 +21,6 @@ use tokio::sync::mpsc;
 
 use crate::error::StartupError;
 use crate::exit::{Exit, SIGHUP, SIGINT, SIGPIPE, SIGTERM};
-use crate::front::html;
 use crate::front::json::JsonProjector;
 use crate::front::live::{self, Live, Starting};
 use crate::front::Projector;
@@ -859,22 +858,9 @@ impl Host<'_> {
     }
 
     fn export_html(&self, req: &Request) -> Answer {
-        let store = recorder::lock(&self.live.store);
-        let path = match req.opt_str("outputPath")? {
-            Some(p) => self.config.cwd.join(p),
-            None => self
-                .config
-                .cwd
-                .join(format!("keel-session-{}.html", store.header().id)),
-        };
-        let entries: Vec<Value> = store
-            .branch()
-            .into_iter()
-            .filter_map(|e| e.to_json().ok())
-            .collect();
-        let page = html::render(&store.header().to_json(), &entries, store.name());
-        std::fs::write(&path, page)
-            .map_err(|e| format!("export_html: cannot write {}: {e}", path.display()))?;
+        let path = req.opt_str("outputPath")?.map(|p| self.config.cwd.join(p));
+        let path = live::export_html(&self.live, &self.config.cwd, path)
+            .map_err(|e| format!("export_html: {e}"))?;
         Ok(Some(json!({"path": path.display().to_string()})))
     }
 

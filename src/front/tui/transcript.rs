@@ -1,0 +1,686 @@
+//! The TUI's model of the conversation: folds kernel events into finished history cells
+//! (written once into the terminal's scrollback) and the live state still changing (the
+//! streaming line, thinking, running tools, queue, run status). Pure: no terminal, no kernel
+//! calls; it only reads `Event`s.
+
+use std::collections::VecDeque;
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+use super::markdown::{self, MarkdownStream, MdLine};
+use super::paint;
+use super::tool_cell::{self, ToolPhase, ToolView};
+use crate::kernel::event::{
+    AssistantDelta, CompactionReason, Event, EventPayload, RunOutcome,
+};
+use crate::kernel::message::{user_text, Content, Message, StopReason, Usage};
+use crate::kernel::tool::bash::BashExecution;
+
+/// A finished piece of the transcript, laid out when it is written (at the width of that
+/// moment).
+#[derive(Debug, Clone, PartialEq)]
+pub enum HistoryCell {
+    /// A user message as the model received it.
+    User(String),
+    /// Committed lines of an assistant answer.
+    Markdown(Vec<MdLine>),
+    /// A finished thinking block.
+    Thinking(String),
+    /// A finished tool call.
+    Tool(FinishedTool),
+    /// A shell command the user ran (`!cmd`).
+    Bash(BashExecution),
+    /// Something went wrong (red).
+    Error(String),
+    /// Something the user should know (dim).
+    Notice(String),
+    /// A blank separator line.
+    Gap,
+}
+
+/// A tool call with its result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FinishedTool {
+    pub name: String,
+    pub args: Value,
+    pub text: String,
+    pub details: Option<Value>,
+    pub is_error: bool,
+    pub duration_ms: u64,
+}
+
+/// A tool call that has started and not finished.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunningTool {
+    pub call_id: String,
+    pub name: String,
+    pub args: Value,
+    pub partial: Option<String>,
+    pub started_ms: i64,
+    pub awaiting_approval: bool,
+}
+
+/// How history cells are laid out.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Layout {
+    /// Thinking blocks in full (dim) instead of one summary line.
+    pub show_thinking: bool,
+    /// Tool cells with longer bodies.
+    pub expand_tools: bool,
+}
+
+/// What the run is doing, for the live status row.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Activity {
+    Idle,
+    Working { since_ms: i64 },
+    Retrying { attempt: u32, max: u32, until_ms: i64, error: String },
+    Compacting { since_ms: i64 },
+}
+
+/// Token and cost totals for the status line.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Totals {
+    pub usage: Usage,
+    /// Tokens in the context after the latest answer (input + cache + output).
+    pub context_tokens: u64,
+}
+
+/// The conversation as the TUI sees it.
+#[derive(Debug, Default)]
+pub struct Transcript {
+    /// Finished cells not yet written to the terminal.
+    pending: VecDeque<HistoryCell>,
+    /// The answer being streamed (text block), if any.
+    stream: Option<MarkdownStream>,
+    /// The thinking being streamed, if any.
+    thinking: Option<String>,
+    /// Tool calls the model is still writing (name), by content index.
+    preparing: Vec<(usize, String)>,
+    pub running: Vec<RunningTool>,
+    pub steering: Vec<String>,
+    pub follow_up: Vec<String>,
+    pub activity: Option<Activity>,
+    pub totals: Totals,
+    pub model: String,
+    pub provider: String,
+    pub thinking_level: String,
+    pub session_name: Option<String>,
+    /// A failed answer already showed this run's error.
+    error_shown: bool,
+}
+
+fn dim() -> Style {
+    Style::default().add_modifier(Modifier::DIM)
+}
+
+impl Transcript {
+    pub fn new() -> Self {
+        Transcript::default()
+    }
+
+    /// Takes the finished cells not yet written.
+    pub fn drain(&mut self) -> Vec<HistoryCell> {
+        self.pending.drain(..).collect()
+    }
+
+    /// Adds a cell of the front end's own (a notice, a command's answer).
+    pub fn push(&mut self, cell: HistoryCell) {
+        self.pending.push_back(cell);
+    }
+
+    /// Whether the model is working (a run is active).
+    pub fn is_running(&self) -> bool {
+        !matches!(self.activity, None | Some(Activity::Idle))
+    }
+
+    /// The thinking text streamed so far, if a thinking block is open.
+    pub fn live_thinking(&self) -> Option<&str> {
+        self.thinking.as_deref()
+    }
+
+    /// The streamed answer's unfinished line, if any.
+    pub fn live_line(&self) -> Option<MdLine> {
+        self.stream.as_ref().and_then(MarkdownStream::pending)
+    }
+
+    /// Tool calls the model is still writing.
+    pub fn preparing(&self) -> impl Iterator<Item = &str> {
+        self.preparing.iter().map(|(_, n)| n.as_str())
+    }
+
+    /// Replays stored messages (a resumed session) as finished cells.
+    pub fn replay(&mut self, messages: &[Message]) {
+        let mut calls: Vec<(String, String, Value)> = Vec::new();
+        for m in messages {
+            match m {
+                Message::User(u) => self.pending.push_back(HistoryCell::User(user_text(u))),
+                Message::Assistant(a) => {
+                    for c in &a.content {
+                        match c {
+                            Content::Thinking { thinking, .. } if !thinking.trim().is_empty() => {
+                                self.pending.push_back(HistoryCell::Thinking(thinking.clone()))
+                            }
+                            Content::Text { text } if !text.trim().is_empty() => self
+                                .pending
+                                .push_back(HistoryCell::Markdown(markdown::render(text))),
+                            _ => {}
+                        }
+                    }
+                    calls = a.tool_calls();
+                    if let (StopReason::Error, Some(e)) = (&a.stop_reason, &a.error_message) {
+                        self.pending.push_back(HistoryCell::Error(e.clone()));
+                    }
+                    self.totals.usage.add(&a.usage);
+                    self.totals.context_tokens = context_tokens(&a.usage);
+                }
+                Message::ToolResult(r) => {
+                    let args = calls
+                        .iter()
+                        .find(|(id, _, _)| *id == r.tool_call_id)
+                        .map(|(_, _, a)| a.clone())
+                        .unwrap_or(Value::Null);
+                    self.pending.push_back(HistoryCell::Tool(FinishedTool {
+                        name: r.tool_name.clone(),
+                        args,
+                        text: crate::kernel::message::joined_text(&r.content),
+                        details: r.details.clone(),
+                        is_error: r.is_error,
+                        duration_ms: r.duration_ms.unwrap_or(0),
+                    }));
+                }
+            }
+        }
+    }
+
+    /// Folds one event in.
+    pub fn on_event(&mut self, event: &Event) {
+        let ts = event.ts;
+        match &event.payload {
+            EventPayload::ModelChanged { provider, model } => {
+                self.provider = provider.clone();
+                self.model = model.clone();
+            }
+            EventPayload::ThinkingLevelChanged { level } => self.thinking_level = level.clone(),
+            EventPayload::AgentStarted => {
+                self.activity = Some(Activity::Working { since_ms: ts });
+                self.error_shown = false;
+            }
+            EventPayload::AgentFinished { .. }
+            | EventPayload::TurnStarted
+            | EventPayload::TurnFinished { .. } => {}
+            EventPayload::AgentSettled { outcome, .. } => self.settled(outcome),
+            EventPayload::MessageStarted { message } => self.message_started(message),
+            EventPayload::MessageDelta { delta, .. } => self.delta(delta),
+            EventPayload::MessageFinished { message, .. } => self.message_finished(message),
+            EventPayload::ToolCallStarted {
+                call_id,
+                tool_name,
+                args,
+            } => {
+                self.preparing.clear();
+                self.running.push(RunningTool {
+                    call_id: call_id.clone(),
+                    name: tool_name.clone(),
+                    args: args.clone(),
+                    partial: None,
+                    started_ms: ts,
+                    awaiting_approval: false,
+                });
+            }
+            EventPayload::ToolCallUpdated {
+                call_id, partial, ..
+            } => {
+                if let Some(t) = self.running.iter_mut().find(|t| &t.call_id == call_id) {
+                    t.partial = Some(partial.text());
+                    t.awaiting_approval = false;
+                }
+            }
+            EventPayload::ToolCallFinished {
+                call_id,
+                tool_name,
+                result,
+                duration_ms,
+            } => {
+                let args = match self.running.iter().position(|t| &t.call_id == call_id) {
+                    Some(i) => self.running.remove(i).args,
+                    None => Value::Null,
+                };
+                self.pending.push_back(HistoryCell::Tool(FinishedTool {
+                    name: tool_name.clone(),
+                    args,
+                    text: result.text(),
+                    details: result.details.clone(),
+                    is_error: result.is_error,
+                    duration_ms: *duration_ms,
+                }));
+            }
+            EventPayload::ApprovalRequested { call_id, .. } => {
+                if let Some(t) = self.running.iter_mut().find(|t| &t.call_id == call_id) {
+                    t.awaiting_approval = true;
+                }
+            }
+            EventPayload::QueueChanged {
+                steering,
+                follow_up,
+            } => {
+                self.steering = steering.clone();
+                self.follow_up = follow_up.clone();
+            }
+            EventPayload::RetryScheduled {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            } => {
+                self.pending.push_back(HistoryCell::Notice(format!(
+                    "↻ retry {attempt}/{max_attempts} in {:.1}s: {}",
+                    *delay_ms as f64 / 1000.0,
+                    first_line(error_message)
+                )));
+                self.activity = Some(Activity::Retrying {
+                    attempt: *attempt,
+                    max: *max_attempts,
+                    until_ms: ts + *delay_ms as i64,
+                    error: first_line(error_message).to_string(),
+                });
+            }
+            EventPayload::RetryFinished {
+                success,
+                attempt,
+                final_error,
+            } => {
+                if !success {
+                    if let Some(e) = final_error {
+                        self.pending.push_back(HistoryCell::Error(format!(
+                            "gave up after {attempt} attempts: {e}"
+                        )));
+                        self.error_shown = true;
+                    }
+                }
+            }
+            EventPayload::BashExecuted { record, .. } => {
+                self.pending.push_back(HistoryCell::Bash(record.clone()))
+            }
+            EventPayload::SessionNamed { name } => self.session_name = Some(name.clone()),
+            EventPayload::CompactionStarted { .. } => {
+                self.activity = Some(Activity::Compacting { since_ms: ts });
+            }
+            EventPayload::CompactionFinished {
+                reason,
+                result,
+                aborted,
+                error_message,
+                ..
+            } => self.compaction_finished(*reason, result.as_ref(), *aborted, error_message),
+        }
+    }
+
+    fn settled(&mut self, outcome: &RunOutcome) {
+        self.flush_stream();
+        match outcome {
+            RunOutcome::Completed => {}
+            RunOutcome::Failed { kind, message } => {
+                if !self.error_shown {
+                    self.pending
+                        .push_back(HistoryCell::Error(format!("{kind}: {message}")));
+                }
+            }
+            RunOutcome::TurnLimit { max_turns } => self.pending.push_back(HistoryCell::Notice(
+                format!("stopped: the turn limit ({max_turns}) was reached"),
+            )),
+            RunOutcome::Blocked { tool_name, .. } => self.pending.push_back(HistoryCell::Notice(
+                format!("stopped: `{tool_name}` needed an approval"),
+            )),
+            RunOutcome::Aborted => self
+                .pending
+                .push_back(HistoryCell::Notice("⏹ interrupted".into())),
+        }
+        self.running.clear();
+        self.preparing.clear();
+        self.activity = Some(Activity::Idle);
+    }
+
+    fn message_started(&mut self, message: &Message) {
+        match message {
+            Message::User(u) => self.pending.push_back(HistoryCell::User(user_text(u))),
+            Message::Assistant(_) => {
+                if let Some(Activity::Retrying { .. }) = self.activity {
+                    self.activity = Some(Activity::Working { since_ms: 0 }.with_since(self));
+                }
+            }
+            Message::ToolResult(_) => {}
+        }
+    }
+
+    fn delta(&mut self, delta: &AssistantDelta) {
+        match delta {
+            AssistantDelta::TextStarted { .. } => {
+                self.flush_stream();
+                self.stream = Some(MarkdownStream::new());
+            }
+            AssistantDelta::TextDelta { delta, .. } => {
+                let stream = self.stream.get_or_insert_with(MarkdownStream::new);
+                let lines = stream.push(delta);
+                if !lines.is_empty() {
+                    self.pending.push_back(HistoryCell::Markdown(lines));
+                }
+            }
+            AssistantDelta::TextFinished { .. } => self.flush_stream(),
+            AssistantDelta::ThinkingStarted { .. } => self.thinking = Some(String::new()),
+            AssistantDelta::ThinkingDelta { delta, .. } => {
+                self.thinking.get_or_insert_with(String::new).push_str(delta)
+            }
+            AssistantDelta::ThinkingFinished { thinking, .. } => {
+                self.thinking = None;
+                if !thinking.trim().is_empty() {
+                    self.pending
+                        .push_back(HistoryCell::Thinking(thinking.clone()));
+                }
+            }
+            AssistantDelta::ToolCallStarted { index, name, .. } => {
+                self.flush_stream();
+                self.preparing.push((*index, name.clone()));
+            }
+            AssistantDelta::ToolCallDelta { .. } | AssistantDelta::ToolCallFinished { .. } => {}
+        }
+    }
+
+    fn message_finished(&mut self, message: &Message) {
+        let Message::Assistant(a) = message else {
+            return;
+        };
+        self.flush_stream();
+        if let Some(t) = self.thinking.take() {
+            if !t.trim().is_empty() {
+                self.pending.push_back(HistoryCell::Thinking(t));
+            }
+        }
+        self.totals.usage.add(&a.usage);
+        if a.usage.input + a.usage.output > 0 {
+            self.totals.context_tokens = context_tokens(&a.usage);
+        }
+        if a.stop_reason == StopReason::Error {
+            let e = a.error_message.as_deref().unwrap_or("the model call failed");
+            self.pending.push_back(HistoryCell::Error(e.to_string()));
+            self.error_shown = true;
+        }
+    }
+
+    fn compaction_finished(
+        &mut self,
+        reason: CompactionReason,
+        result: Option<&crate::kernel::event::CompactionResult>,
+        aborted: bool,
+        error: &Option<String>,
+    ) {
+        if let Some(r) = result {
+            self.totals.usage.add(&r.usage);
+            self.totals.context_tokens = r.estimated_tokens_after;
+            self.pending.push_back(HistoryCell::Notice(format!(
+                "⇣ compacted ({}): ~{} → ~{} tokens",
+                match reason {
+                    CompactionReason::Manual => "manual",
+                    CompactionReason::Threshold => "context nearly full",
+                    CompactionReason::Overflow => "context overflow",
+                },
+                r.tokens_before,
+                r.estimated_tokens_after
+            )));
+        } else if aborted {
+            self.pending
+                .push_back(HistoryCell::Notice("compaction cancelled".into()));
+        } else if let Some(e) = error {
+            self.pending
+                .push_back(HistoryCell::Error(format!("compaction failed: {e}")));
+        }
+        // A run that was compacting goes on working; a manual compaction leaves idle.
+        self.activity = match reason {
+            CompactionReason::Manual => Some(Activity::Idle),
+            _ => Some(Activity::Working { since_ms: 0 }.with_since(self)),
+        };
+    }
+
+    /// Commits what is left of the streamed answer.
+    fn flush_stream(&mut self) {
+        if let Some(mut s) = self.stream.take() {
+            let lines = s.finish();
+            if !lines.is_empty() {
+                self.pending.push_back(HistoryCell::Markdown(lines));
+            }
+        }
+    }
+}
+
+impl Activity {
+    /// A working state that keeps the run's original start time when there is one.
+    fn with_since(self, t: &Transcript) -> Activity {
+        match (&self, &t.activity) {
+            (Activity::Working { .. }, Some(Activity::Working { since_ms }))
+            | (Activity::Working { .. }, Some(Activity::Compacting { since_ms })) => {
+                Activity::Working {
+                    since_ms: *since_ms,
+                }
+            }
+            _ => self,
+        }
+    }
+}
+
+fn context_tokens(u: &Usage) -> u64 {
+    u.input + u.cache_read + u.cache_write + u.output
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+impl HistoryCell {
+    /// The cell's lines at `width` columns (each fits), with a blank line before cells that
+    /// start a new block.
+    pub fn lines(&self, width: u16, layout: Layout) -> Vec<Line<'static>> {
+        let w = width.max(1) as usize;
+        match self {
+            HistoryCell::User(text) => user_lines(text, w),
+            HistoryCell::Markdown(lines) => lines
+                .iter()
+                .flat_map(|l| paint::wrap_line(&l.line, w, l.indent))
+                .collect(),
+            HistoryCell::Thinking(text) => thinking_lines(text, w, layout.show_thinking),
+            HistoryCell::Tool(t) => {
+                let view = ToolView {
+                    name: &t.name,
+                    args: &t.args,
+                    text: Some(&t.text),
+                    details: t.details.as_ref(),
+                    is_error: t.is_error,
+                    phase: ToolPhase::Done {
+                        duration_ms: t.duration_ms,
+                    },
+                    expanded: layout.expand_tools,
+                    spinner: 0,
+                };
+                tool_cell::lines(&view, width)
+            }
+            HistoryCell::Bash(b) => bash_lines(b, width),
+            HistoryCell::Error(e) => {
+                let style = Style::default().fg(Color::Red);
+                e.lines()
+                    .enumerate()
+                    .flat_map(|(i, l)| {
+                        let prefix = if i == 0 { "✗ " } else { "  " };
+                        paint::wrap_line(
+                            &Line::from(vec![Span::raw(prefix), Span::raw(l.to_string())])
+                                .style(style),
+                            w,
+                            2,
+                        )
+                    })
+                    .collect()
+            }
+            HistoryCell::Notice(n) => paint::wrap_line(&Line::styled(n.clone(), dim()), w, 2),
+            HistoryCell::Gap => vec![Line::default()],
+        }
+    }
+
+    /// Whether a blank line separates this cell from the one before.
+    pub fn starts_block(&self) -> bool {
+        !matches!(self, HistoryCell::Markdown(_) | HistoryCell::Gap)
+    }
+}
+
+fn user_lines(text: &str, w: usize) -> Vec<Line<'static>> {
+    let style = Style::default().add_modifier(Modifier::BOLD);
+    let mut out = Vec::new();
+    for (i, l) in text.lines().enumerate() {
+        let prefix = if i == 0 { "› " } else { "  " };
+        let line = Line::from(vec![
+            Span::styled(prefix, Style::default().fg(Color::Cyan)),
+            Span::styled(l.to_string(), style),
+        ]);
+        out.extend(paint::wrap_line(&line, w, 2));
+    }
+    if out.is_empty() {
+        out.push(Line::from(Span::styled("› ", Style::default().fg(Color::Cyan))));
+    }
+    out
+}
+
+fn thinking_lines(text: &str, w: usize, show: bool) -> Vec<Line<'static>> {
+    let style = dim().add_modifier(Modifier::ITALIC);
+    let count = text.lines().filter(|l| !l.trim().is_empty()).count();
+    if !show {
+        let words = text.split_whitespace().count();
+        let summary = format!("✻ Thought for {words} words ({count} lines) · Ctrl+T shows thinking");
+        return vec![paint::truncate_line(&Line::styled(summary, style), w)];
+    }
+    let mut out = vec![Line::styled("✻ Thinking", style)];
+    for l in text.lines() {
+        out.extend(paint::wrap_line(
+            &Line::styled(format!("  {l}"), style),
+            w,
+            2,
+        ));
+    }
+    out
+}
+
+fn bash_lines(b: &BashExecution, width: u16) -> Vec<Line<'static>> {
+    let details = serde_json::json!({
+        "exitCode": b.exit_code,
+        "cancelled": b.cancelled,
+        "timedOut": false,
+        "truncated": b.truncated,
+        "fullOutputPath": b.full_output_path,
+    });
+    let args = serde_json::json!({ "command": b.command });
+    let view = ToolView {
+        name: "bash",
+        args: &args,
+        text: Some(&b.output),
+        details: Some(&details),
+        is_error: b.exit_code != Some(0),
+        phase: ToolPhase::Done { duration_ms: 0 },
+        expanded: false,
+        spinner: 0,
+    };
+    let mut lines = tool_cell::lines(&view, width);
+    if b.exclude_from_context {
+        lines.push(Line::styled("    (not sent to the model)", dim()));
+    }
+    lines
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::kernel::message::AssistantMessage;
+
+    fn ev(payload: EventPayload) -> Event {
+        Event {
+            seq: 0,
+            ts: 1_000,
+            payload,
+        }
+    }
+
+    fn text_of(lines: &[Line<'_>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    fn delta(d: AssistantDelta) -> Event {
+        ev(EventPayload::MessageDelta {
+            usage: Usage::default(),
+            delta: d,
+        })
+    }
+
+    #[test]
+    fn streamed_text_is_committed_a_full_line_at_a_time() {
+        let mut t = Transcript::new();
+        t.on_event(&ev(EventPayload::AgentStarted));
+        t.on_event(&delta(AssistantDelta::TextStarted { index: 0 }));
+        t.on_event(&delta(AssistantDelta::TextDelta {
+            index: 0,
+            delta: "# Title\nhalf a li".into(),
+        }));
+        let cells = t.drain();
+        assert_eq!(cells.len(), 1);
+        let lines = cells[0].lines(40, Layout::default());
+        assert_eq!(text_of(&lines), ["Title"]);
+        let live = t.live_line().unwrap();
+        assert_eq!(text_of(&[live.line]), ["half a li"]);
+        t.on_event(&delta(AssistantDelta::TextDelta {
+            index: 0,
+            delta: "ne".into(),
+        }));
+        assert!(t.drain().is_empty(), "no newline yet, nothing committed");
+        t.on_event(&delta(AssistantDelta::TextFinished {
+            index: 0,
+            text: String::new(),
+        }));
+        let cells = t.drain();
+        assert_eq!(text_of(&cells[0].lines(40, Layout::default())), ["half a line"]);
+        assert!(t.live_line().is_none());
+    }
+
+    #[test]
+    fn failed_answer_shows_its_error_once() {
+        let mut t = Transcript::new();
+        t.on_event(&ev(EventPayload::AgentStarted));
+        let m = AssistantMessage {
+            content: vec![],
+            api: String::new(),
+            provider: String::new(),
+            model: String::new(),
+            usage: Usage::default(),
+            stop_reason: StopReason::Error,
+            error_message: Some("overloaded: try later".into()),
+            duration_ms: None,
+            timestamp: 0,
+        };
+        t.on_event(&ev(EventPayload::MessageFinished {
+            message: Message::Assistant(m),
+            entry_id: "e".into(),
+        }));
+        t.on_event(&ev(EventPayload::AgentSettled {
+            aborted: false,
+            outcome: RunOutcome::Failed {
+                kind: "overloaded".into(),
+                message: "try later".into(),
+            },
+        }));
+        let cells = t.drain();
+        assert_eq!(
+            cells,
+            [HistoryCell::Error("overloaded: try later".into())]
+        );
+        assert!(!t.is_running());
+    }
+}
