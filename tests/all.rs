@@ -17,6 +17,7 @@ mod providers;
 mod rpc;
 mod sessions;
 mod support;
+mod tui;
 
 /// A test file that is not declared above would silently never run.
 #[test]

@@ -82,7 +82,6 @@ pub struct Starting {
     pub announce: bool,
 }
 
-
 impl Live {
     /// Ends serving this session: closes its bus, records its last events (normally none: it
     /// is idle) into its own store, then syncs and drops the store, releasing its file lock.
@@ -135,8 +134,7 @@ pub fn export_html(
     path: Option<std::path::PathBuf>,
 ) -> Result<std::path::PathBuf, String> {
     let store = recorder::lock(&live.store);
-    let path =
-        path.unwrap_or_else(|| cwd.join(format!("keel-session-{}.html", store.header().id)));
+    let path = path.unwrap_or_else(|| cwd.join(format!("keel-session-{}.html", store.header().id)));
     let entries: Vec<serde_json::Value> = store
         .branch()
         .into_iter()

@@ -1092,7 +1092,13 @@ impl Host<'_> {
     }
 
     fn fork_store(&self, leaf: Option<&str>, parent: Option<&Path>) -> Result<Store, String> {
-        live::fork_store(&self.live, &self.session_dir, self.new_header(), leaf, parent)
+        live::fork_store(
+            &self.live,
+            &self.session_dir,
+            self.new_header(),
+            leaf,
+            parent,
+        )
     }
 
     /// Serves `store` from now on. The old session's last events are written and its

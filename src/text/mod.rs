@@ -88,9 +88,10 @@ pub fn truncate(s: &str, max: usize) -> String {
     }
     let mut out = String::new();
     let mut used = 0;
+    let ellipsis = width("…");
     for g in clean.graphemes(true) {
         let w = grapheme_width(g);
-        if used + w + 1 > max {
+        if used + w + ellipsis > max {
             break;
         }
         out.push_str(g);
@@ -115,7 +116,10 @@ pub fn wrap(s: &str, width: usize) -> Vec<String> {
 /// piece's style. Same rules as [`wrap`]; the pieces must already be sanitized (no tabs or
 /// newlines). Spaces at a break are dropped; a style run split by a break continues on the next
 /// line.
-pub fn wrap_styled<S: Clone + PartialEq>(pieces: &[(String, S)], width: usize) -> Vec<Vec<(String, S)>> {
+pub fn wrap_styled<S: Clone + PartialEq>(
+    pieces: &[(String, S)],
+    width: usize,
+) -> Vec<Vec<(String, S)>> {
     let width = width.max(1);
     // Tokens: maximal runs of spaces or of non-spaces, each a list of (grapheme, style).
     let mut tokens: Vec<(bool, Vec<(&str, &S)>)> = Vec::new();
@@ -246,7 +250,10 @@ mod tests {
         assert_eq!(wrap("abcdefghij", 4), ["abcd", "efgh", "ij"]);
         assert_eq!(wrap("", 5), [""]);
         assert_eq!(wrap("a\tb", 10), ["a    b"]);
-        assert_eq!(wrap("日本語のテキスト", 5), ["日本", "語の", "テキ", "スト"]);
+        assert_eq!(
+            wrap("日本語のテキスト", 5),
+            ["日本", "語の", "テキ", "スト"]
+        );
         // A cluster wider than the line still gets a line of its own.
         assert_eq!(wrap("日x", 1), ["日", "x"]);
     }

@@ -73,7 +73,12 @@ pub fn draw<W: Write>(view: &mut View, term: &mut InlineTerminal<W>) -> io::Resu
     let (cols, rows) = term.size();
     let history = view.take_history(cols);
     let frame = view.layout_live(cols, rows.saturating_sub(1));
-    term.frame(&history, frame.height, |buf| view.paint(&frame, buf), frame.cursor)
+    term.frame(
+        &history,
+        frame.height,
+        |buf| view.paint(&frame, buf),
+        frame.cursor,
+    )
 }
 
 /// What the input thread delivers.
@@ -416,8 +421,14 @@ impl Ui {
                 let level = if args.is_empty() {
                     let levels = session.provider().info().thinking_levels.clone();
                     let current = session.thinking_level();
-                    let i = levels.iter().position(|l| *l == current).map_or(0, |i| i + 1);
-                    levels.get(i % levels.len().max(1)).cloned().unwrap_or_default()
+                    let i = levels
+                        .iter()
+                        .position(|l| *l == current)
+                        .map_or(0, |i| i + 1);
+                    levels
+                        .get(i % levels.len().max(1))
+                        .cloned()
+                        .unwrap_or_default()
                 } else {
                     args.to_string()
                 };
@@ -521,7 +532,9 @@ impl Ui {
 
     async fn fork(&mut self) {
         let parent = self.live.path();
-        let leaf = recorder::lock(&self.live.store).leaf_id().map(str::to_string);
+        let leaf = recorder::lock(&self.live.store)
+            .leaf_id()
+            .map(str::to_string);
         let header = self.new_header();
         match live::fork_store(
             &self.live,
@@ -548,7 +561,8 @@ impl Ui {
     fn session_info(&mut self) {
         let store = recorder::lock(&self.live.store);
         let u = &self.view.transcript.totals.usage;
-        let text = format!(
+        let text =
+            format!(
             "session {}\n  file: {}\n  name: {}\n  messages: {}\n  tokens: ↑{} ↓{} · cost ${:.4}",
             store.header().id,
             store
@@ -634,9 +648,7 @@ fn user_history(messages: &[crate::kernel::message::Message]) -> Vec<String> {
     messages
         .iter()
         .filter_map(|m| match m {
-            crate::kernel::message::Message::User(u) => {
-                Some(crate::kernel::message::user_text(u))
-            }
+            crate::kernel::message::Message::User(u) => Some(crate::kernel::message::user_text(u)),
             _ => None,
         })
         .collect()

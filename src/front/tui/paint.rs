@@ -82,13 +82,15 @@ pub fn truncate_line(line: &Line<'_>, max: usize) -> Line<'static> {
     }
     let mut out: Vec<(String, Style)> = Vec::new();
     let mut used = 0;
+    // The ellipsis is ambiguous-width itself: measured, not assumed to be one column.
+    let ellipsis = text::width("…");
     let mut last_style = Style::default();
     'outer: for (t, style) in pieces {
         last_style = style;
         let mut kept = String::new();
         for g in t.graphemes(true) {
             let w = text::grapheme_width(g);
-            if used + w + 1 > max {
+            if used + w + ellipsis > max {
                 if !kept.is_empty() {
                     out.push((kept, style));
                 }
@@ -101,7 +103,7 @@ pub fn truncate_line(line: &Line<'_>, max: usize) -> Line<'static> {
             out.push((kept, style));
         }
     }
-    if max > 0 {
+    if max >= ellipsis {
         out.push(("…".into(), last_style));
     }
     to_line(out)
@@ -211,7 +213,10 @@ mod tests {
             Span::raw("one two three four five"),
         ]);
         let wrapped = wrap_line(&line, 10, 2);
-        assert_eq!(plain(&wrapped), ["- one two", "  three", "  four", "  five"]);
+        assert_eq!(
+            plain(&wrapped),
+            ["- one two", "  three", "  four", "  five"]
+        );
         assert_eq!(wrapped[0].spans[0].style.fg, Some(Color::Cyan));
         for l in &wrapped {
             assert!(line_width(l) <= 10);
@@ -241,7 +246,11 @@ mod tests {
         assert_eq!(used, 3);
         let diff = Buffer::empty(buf.area).diff(&buf);
         let written: Vec<u16> = diff.iter().map(|(x, _, _)| *x).collect();
-        assert_eq!(written, [0, 2], "the cell under the wide ± is never written");
+        assert_eq!(
+            written,
+            [0, 2],
+            "the cell under the wide ± is never written"
+        );
         assert_eq!(buf[(2, 0)].symbol(), "x");
     }
 

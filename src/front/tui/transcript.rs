@@ -12,9 +12,7 @@ use serde_json::Value;
 use super::markdown::{self, MarkdownStream, MdLine};
 use super::paint;
 use super::tool_cell::{self, ToolPhase, ToolView};
-use crate::kernel::event::{
-    AssistantDelta, CompactionReason, Event, EventPayload, RunOutcome,
-};
+use crate::kernel::event::{AssistantDelta, CompactionReason, Event, EventPayload, RunOutcome};
 use crate::kernel::message::{user_text, Content, Message, StopReason, Usage};
 use crate::kernel::tool::bash::BashExecution;
 
@@ -36,8 +34,6 @@ pub enum HistoryCell {
     Error(String),
     /// Something the user should know (dim).
     Notice(String),
-    /// A blank separator line.
-    Gap,
 }
 
 /// A tool call with its result.
@@ -75,9 +71,18 @@ pub struct Layout {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Activity {
     Idle,
-    Working { since_ms: i64 },
-    Retrying { attempt: u32, max: u32, until_ms: i64, error: String },
-    Compacting { since_ms: i64 },
+    Working {
+        since_ms: i64,
+    },
+    Retrying {
+        attempt: u32,
+        max: u32,
+        until_ms: i64,
+        error: String,
+    },
+    Compacting {
+        since_ms: i64,
+    },
 }
 
 /// Token and cost totals for the status line.
@@ -161,7 +166,8 @@ impl Transcript {
                     for c in &a.content {
                         match c {
                             Content::Thinking { thinking, .. } if !thinking.trim().is_empty() => {
-                                self.pending.push_back(HistoryCell::Thinking(thinking.clone()))
+                                self.pending
+                                    .push_back(HistoryCell::Thinking(thinking.clone()))
                             }
                             Content::Text { text } if !text.trim().is_empty() => self
                                 .pending
@@ -370,9 +376,10 @@ impl Transcript {
             }
             AssistantDelta::TextFinished { .. } => self.flush_stream(),
             AssistantDelta::ThinkingStarted { .. } => self.thinking = Some(String::new()),
-            AssistantDelta::ThinkingDelta { delta, .. } => {
-                self.thinking.get_or_insert_with(String::new).push_str(delta)
-            }
+            AssistantDelta::ThinkingDelta { delta, .. } => self
+                .thinking
+                .get_or_insert_with(String::new)
+                .push_str(delta),
             AssistantDelta::ThinkingFinished { thinking, .. } => {
                 self.thinking = None;
                 if !thinking.trim().is_empty() {
@@ -403,7 +410,10 @@ impl Transcript {
             self.totals.context_tokens = context_tokens(&a.usage);
         }
         if a.stop_reason == StopReason::Error {
-            let e = a.error_message.as_deref().unwrap_or("the model call failed");
+            let e = a
+                .error_message
+                .as_deref()
+                .unwrap_or("the model call failed");
             self.pending.push_back(HistoryCell::Error(e.to_string()));
             self.error_shown = true;
         }
@@ -521,13 +531,7 @@ impl HistoryCell {
                     .collect()
             }
             HistoryCell::Notice(n) => paint::wrap_line(&Line::styled(n.clone(), dim()), w, 2),
-            HistoryCell::Gap => vec![Line::default()],
         }
-    }
-
-    /// Whether a blank line separates this cell from the one before.
-    pub fn starts_block(&self) -> bool {
-        !matches!(self, HistoryCell::Markdown(_) | HistoryCell::Gap)
     }
 }
 
@@ -543,7 +547,10 @@ fn user_lines(text: &str, w: usize) -> Vec<Line<'static>> {
         out.extend(paint::wrap_line(&line, w, 2));
     }
     if out.is_empty() {
-        out.push(Line::from(Span::styled("› ", Style::default().fg(Color::Cyan))));
+        out.push(Line::from(Span::styled(
+            "› ",
+            Style::default().fg(Color::Cyan),
+        )));
     }
     out
 }
@@ -553,7 +560,8 @@ fn thinking_lines(text: &str, w: usize, show: bool) -> Vec<Line<'static>> {
     let count = text.lines().filter(|l| !l.trim().is_empty()).count();
     if !show {
         let words = text.split_whitespace().count();
-        let summary = format!("✻ Thought for {words} words ({count} lines) · Ctrl+T shows thinking");
+        let summary =
+            format!("✻ Thought for {words} words ({count} lines) · Ctrl+T shows thinking");
         return vec![paint::truncate_line(&Line::styled(summary, style), w)];
     }
     let mut out = vec![Line::styled("✻ Thinking", style)];
@@ -646,7 +654,10 @@ mod tests {
             text: String::new(),
         }));
         let cells = t.drain();
-        assert_eq!(text_of(&cells[0].lines(40, Layout::default())), ["half a line"]);
+        assert_eq!(
+            text_of(&cells[0].lines(40, Layout::default())),
+            ["half a line"]
+        );
         assert!(t.live_line().is_none());
     }
 
@@ -677,10 +688,7 @@ mod tests {
             },
         }));
         let cells = t.drain();
-        assert_eq!(
-            cells,
-            [HistoryCell::Error("overloaded: try later".into())]
-        );
+        assert_eq!(cells, [HistoryCell::Error("overloaded: try later".into())]);
         assert!(!t.is_running());
     }
 }

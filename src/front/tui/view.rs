@@ -22,12 +22,24 @@ use crate::kernel::event::{ApprovalDecision, Event, EventPayload};
 
 /// Slash commands with their one-line help, in the order `/help` lists them.
 pub const COMMANDS: &[(&str, &str)] = &[
-    ("model", "switch model: /model provider/id (no argument lists them)"),
-    ("thinking", "set the thinking level: /thinking high (no argument cycles)"),
-    ("compact", "summarise older messages to free context: /compact [focus]"),
+    (
+        "model",
+        "switch model: /model provider/id (no argument lists them)",
+    ),
+    (
+        "thinking",
+        "set the thinking level: /thinking high (no argument cycles)",
+    ),
+    (
+        "compact",
+        "summarise older messages to free context: /compact [focus]",
+    ),
     ("new", "start a new session"),
     ("resume", "pick a session to resume"),
-    ("fork", "continue in a copy of this session (this one stays as it is)"),
+    (
+        "fork",
+        "continue in a copy of this session (this one stays as it is)",
+    ),
     ("export", "write the session as HTML: /export [file.html]"),
     ("session", "show the session id, file and usage"),
     ("name", "name this session: /name my refactor"),
@@ -48,7 +60,10 @@ pub enum Action {
         decision: ApprovalDecision,
     },
     /// A slash command (not a template): name without `/`, and the rest of the line.
-    Command { name: String, args: String },
+    Command {
+        name: String,
+        args: String,
+    },
     /// `!command`: run it in the shell and show the output (sent to the model with the next
     /// prompt).
     Bash(String),
@@ -99,6 +114,8 @@ pub struct View {
     shown: VecDeque<Line<'static>>,
     /// Whether anything was written to the history yet (no blank line before the first cell).
     wrote_any: bool,
+    /// Whether the last cell written was part of an answer (its next lines follow directly).
+    last_was_answer: bool,
 }
 
 const SHOWN_KEEP: usize = 400;
@@ -131,6 +148,7 @@ impl View {
             templates: Vec::new(),
             shown: VecDeque::new(),
             wrote_any: false,
+            last_was_answer: false,
         }
     }
 
@@ -395,15 +413,17 @@ impl View {
 
 impl View {
     /// Takes the finished cells and lays them out at `width` for the scrollback (a blank line
-    /// between blocks). The lines are also kept for [`View::render_screen`].
+    /// between cells, except between pieces of one streamed answer). The lines are also kept for [`View::render_screen`].
     pub fn take_history(&mut self, width: u16) -> Vec<Line<'static>> {
         let mut out = Vec::new();
         for cell in self.transcript.drain() {
-            if cell.starts_block() && self.wrote_any {
+            let answer = matches!(cell, HistoryCell::Markdown(_));
+            if self.wrote_any && !(answer && self.last_was_answer) {
                 out.push(Line::default());
             }
             out.extend(cell.lines(width, self.layout));
             self.wrote_any = true;
+            self.last_was_answer = answer;
         }
         for l in &out {
             self.shown.push_back(l.clone());
@@ -502,7 +522,10 @@ impl View {
             let spin = spinner_frame(self.spinner);
             rows.push(Line::from(vec![
                 Span::styled(format!("{spin} "), Style::default().fg(Color::Yellow)),
-                Span::styled(name.to_string(), Style::default().add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    name.to_string(),
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
                 Span::styled(" …", dim()),
             ]));
         }
@@ -605,7 +628,9 @@ impl View {
     /// The composer (or the approval dialog), completions, the status line and the hint.
     fn editor_rows(&self, width: u16) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
         let w = width.max(1) as usize;
-        let mut rows = vec![Line::styled("─".repeat(w), dim())];
+        // The rule character is ambiguous-width: as many as fit at its measured width.
+        let rule = "─".repeat(w / crate::text::width("─").max(1));
+        let mut rows = vec![Line::styled(rule, dim())];
         let mut cursor = None;
         if let Some(a) = self.approvals.front() {
             rows.extend(approval_rows(a, self.approvals.len(), w));

@@ -1,0 +1,759 @@
+//! The inline-viewport terminal renderer: turns finished transcript lines and a painted live
+//! area into terminal bytes. History goes into the terminal's own scrollback (pushed there with
+//! DECSTBM scroll regions); the live area at the bottom of the used screen is redrawn
+//! differentially. It never switches to the alternate screen, never erases the whole screen or
+//! the scrollback (`CSI 2J` / `CSI 3J`), and never touches rows above where it started.
+
+use std::io::{self, Write};
+
+use crossterm::cursor::{Hide, MoveTo, Show};
+use crossterm::queue;
+use crossterm::style::{Print, PrintStyledContent, StyledContent};
+use crossterm::terminal::{BeginSynchronizedUpdate, Clear, ClearType, EndSynchronizedUpdate};
+use ratatui::backend::{Backend, CrosstermBackend, IntoCrossterm};
+use ratatui::buffer::{Buffer, CellDiffOption};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::Line;
+
+use super::paint;
+
+/// Reverse Index: moves the cursor up, scrolling the region down when at its top margin.
+const REVERSE_INDEX: &[u8] = b"\x1bM";
+/// Autowrap off / on around history: a line the terminal measures wider than we did is clipped
+/// at the right edge instead of wrapping into the row below.
+const AUTOWRAP_OFF: &[u8] = b"\x1b[?7l";
+const AUTOWRAP_ON: &[u8] = b"\x1b[?7h";
+/// Resets the scroll region to the whole screen (and homes the cursor).
+const RESET_REGION: &[u8] = b"\x1b[r";
+
+/// Renders frames into an inline viewport on a terminal written through `W`.
+///
+/// The live area occupies rows `top .. top + height` of the screen; an empty live area still
+/// reserves one blank row at `top` (where the shell prompt goes at exit). Everything above `top`
+/// is history or the user's own output and is only ever scrolled, never redrawn.
+pub struct InlineTerminal<W: Write> {
+    out: W,
+    cols: u16,
+    rows: u16,
+    /// Absolute screen row of the live area's first row.
+    top: u16,
+    /// Rows of the live area as it is on screen.
+    height: u16,
+    /// The live area as it is on screen; `None` = unknown (erase it and draw everything).
+    prev: Option<Buffer>,
+    /// Where the hardware cursor was left (absolute column, row).
+    cursor_at: (u16, u16),
+    full_redraw: bool,
+    /// The frame being built, written to `out` with one call.
+    scratch: Vec<u8>,
+}
+
+/// What one `frame` call wrote.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FrameStats {
+    /// Bytes written to the terminal, synchronized-output wrapper included.
+    pub bytes: usize,
+    /// Live-area cells written.
+    pub cells: usize,
+    /// History lines inserted above the live area.
+    pub history_lines: usize,
+}
+
+impl<W: Write> InlineTerminal<W> {
+    /// `cols`x`rows` is the screen; `cursor_row` (0-based) is where the cursor is when the TUI
+    /// starts: the live area begins there (everything above is the user's, never touched).
+    pub fn new(out: W, cols: u16, rows: u16, cursor_row: u16) -> Self {
+        let rows = rows.max(1);
+        let top = cursor_row.min(rows - 1);
+        Self {
+            out,
+            cols: cols.max(1),
+            rows,
+            top,
+            height: 0,
+            prev: None,
+            cursor_at: (0, top),
+            full_redraw: false,
+            scratch: Vec::new(),
+        }
+    }
+
+    /// One frame, as one write wrapped in `CSI ?2026h` … `CSI ?2026l` and flushed once:
+    /// `history` lines (cut to the width) go into scrollback above the live area, then the live
+    /// area of `height` rows (capped at rows-1) is painted by `paint` into a viewport-relative
+    /// buffer and only the cells that changed since the last frame are written. `cursor`
+    /// (viewport-relative) places and shows the hardware cursor; `None` hides it.
+    pub fn frame(
+        &mut self,
+        history: &[Line<'_>],
+        height: u16,
+        paint: impl FnOnce(&mut Buffer),
+        cursor: Option<(u16, u16)>,
+    ) -> io::Result<FrameStats> {
+        self.scratch.clear();
+        queue!(self.scratch, BeginSynchronizedUpdate)?;
+        let header = self.scratch.len();
+        if self.prev.is_none() {
+            self.erase_live()?;
+        }
+        // Shrink before inserting history (the freed rows take history without scrolling),
+        // grow after it.
+        let height = height.min(self.rows - 1);
+        if height < self.height {
+            self.set_height(height)?;
+        }
+        self.insert_history(history)?;
+        self.set_height(height)?;
+        let mut buf = Buffer::empty(Rect::new(0, 0, self.cols, self.height));
+        paint(&mut buf);
+        let cells = self.draw(&buf)?;
+        self.prev = Some(buf);
+        self.place_cursor(cursor, self.scratch.len() > header)?;
+        queue!(self.scratch, EndSynchronizedUpdate)?;
+        self.flush_scratch()?;
+        Ok(FrameStats {
+            bytes: self.scratch.len(),
+            cells,
+            history_lines: history.len(),
+        })
+    }
+
+    /// The screen size changed. `cursor_row` is the real cursor row if the caller could query
+    /// it (terminals that reflow move content; the live area moves with the cursor), else
+    /// `None` (keep the viewport top, clamped). The next frame erases the old live area from
+    /// its top down and draws it in full; scrollback is never cleared.
+    pub fn resize(&mut self, cols: u16, rows: u16, cursor_row: Option<u16>) {
+        let rows = rows.max(1);
+        let top = match cursor_row {
+            Some(row) => {
+                let moved = i32::from(row) - i32::from(self.cursor_at.1);
+                (i32::from(self.top) + moved).clamp(0, i32::from(rows) - 1)
+            }
+            None => i32::from(self.top.min(rows - 1)),
+        };
+        self.top = u16::try_from(top).unwrap_or(0);
+        self.cols = cols.max(1);
+        self.rows = rows;
+        self.prev = None;
+        self.cursor_at = (0, cursor_row.unwrap_or(self.top).min(rows - 1));
+    }
+
+    /// Erases the live area and leaves the cursor, shown, at column 0 of its top row (at exit,
+    /// so the shell prompt follows the transcript). Wrapped in synchronized output too.
+    pub fn clear_live(&mut self) -> io::Result<()> {
+        self.scratch.clear();
+        queue!(self.scratch, BeginSynchronizedUpdate)?;
+        self.erase_live()?;
+        queue!(self.scratch, Show, EndSynchronizedUpdate)?;
+        self.cursor_at = (0, self.top);
+        self.flush_scratch()
+    }
+
+    /// Benchmarks: when on, every frame rewrites every cell of the live area (the "full
+    /// redraw" baseline); off by default.
+    pub fn set_full_redraw(&mut self, on: bool) {
+        self.full_redraw = on;
+    }
+
+    /// The live area in absolute screen coordinates.
+    pub fn viewport(&self) -> Rect {
+        Rect::new(0, self.top, self.cols, self.height)
+    }
+
+    /// The screen size as (cols, rows).
+    pub fn size(&self) -> (u16, u16) {
+        (self.cols, self.rows)
+    }
+
+    /// The writer the frames go to.
+    pub fn writer(&self) -> &W {
+        &self.out
+    }
+
+    /// The writer the frames go to, mutably.
+    pub fn writer_mut(&mut self) -> &mut W {
+        &mut self.out
+    }
+
+    fn flush_scratch(&mut self) -> io::Result<()> {
+        self.out.write_all(&self.scratch)?;
+        self.out.flush()
+    }
+
+    /// Rows the live area occupies on screen: an empty one still keeps its blank top row.
+    fn footprint(&self) -> u16 {
+        self.height.max(1)
+    }
+
+    /// Clears from the live area's top row down; the live area is then empty and known.
+    fn erase_live(&mut self) -> io::Result<()> {
+        queue!(
+            self.scratch,
+            MoveTo(0, self.top),
+            Clear(ClearType::FromCursorDown)
+        )?;
+        self.height = 0;
+        self.prev = Some(Buffer::empty(Rect::new(0, 0, self.cols, 0)));
+        Ok(())
+    }
+
+    /// Puts `history` into the rows above the live area: first into free rows below it (the
+    /// live area is pushed down with Reverse Index, so it need not be redrawn), then by
+    /// scrolling the region above it, whose top lines go to the terminal's scrollback.
+    fn insert_history(&mut self, history: &[Line<'_>]) -> io::Result<()> {
+        let lines: Vec<Line<'static>> = history
+            .iter()
+            .map(|l| paint::truncate_line(l, usize::from(self.cols)))
+            .collect();
+        if lines.is_empty() {
+            return Ok(());
+        }
+        self.scratch.extend_from_slice(AUTOWRAP_OFF);
+        let free = self.rows.saturating_sub(self.top + self.footprint());
+        let k = lines.len().min(usize::from(free));
+        if k > 0 {
+            self.push_live_down(&lines[..k])?;
+        }
+        let rest = &lines[k..];
+        if !rest.is_empty() && self.top >= 2 {
+            self.scroll_region_above(rest)?;
+        } else if !rest.is_empty() {
+            self.scroll_whole_screen(rest)?;
+        }
+        self.scratch.extend_from_slice(AUTOWRAP_ON);
+        Ok(())
+    }
+
+    /// Pushes the live area down by `lines.len()` rows (all free below it) and writes the
+    /// lines into the rows it left.
+    fn push_live_down(&mut self, lines: &[Line<'_>]) -> io::Result<()> {
+        write!(self.scratch, "\x1b[{};{}r", self.top + 1, self.rows)?;
+        queue!(self.scratch, MoveTo(0, self.top))?;
+        for _ in lines {
+            self.scratch.extend_from_slice(REVERSE_INDEX);
+        }
+        self.scratch.extend_from_slice(RESET_REGION);
+        queue!(self.scratch, MoveTo(0, self.top))?;
+        for (i, line) in lines.iter().enumerate() {
+            if i > 0 {
+                queue!(self.scratch, Print("\r\n"))?;
+            }
+            self.write_line(line)?;
+        }
+        self.top += lines.len() as u16;
+        Ok(())
+    }
+
+    /// With the live area at the bottom: scrolls rows `0 .. top` up once per line (the top
+    /// row goes to scrollback) and writes each line into the freed row just above the live
+    /// area. Needs `top >= 2` (a one-row scroll region is not valid).
+    fn scroll_region_above(&mut self, lines: &[Line<'_>]) -> io::Result<()> {
+        write!(self.scratch, "\x1b[1;{}r", self.top)?;
+        queue!(self.scratch, MoveTo(0, self.top - 1))?;
+        for line in lines {
+            queue!(self.scratch, Print("\r\n"))?;
+            self.write_line(line)?;
+        }
+        self.scratch.extend_from_slice(RESET_REGION);
+        Ok(())
+    }
+
+    /// Fallback when fewer than two rows are above the live area: scrolls the whole screen
+    /// once per line (the live area moves too) and erases the live area for a full redraw.
+    fn scroll_whole_screen(&mut self, lines: &[Line<'_>]) -> io::Result<()> {
+        let bottom = self.rows - 1;
+        for line in lines {
+            if self.top == 0 {
+                // The line scrolls straight off the top row into scrollback.
+                queue!(self.scratch, MoveTo(0, 0))?;
+                self.write_line(line)?;
+                queue!(self.scratch, MoveTo(0, bottom), Print("\n"))?;
+            } else {
+                queue!(self.scratch, MoveTo(0, bottom), Print("\n"))?;
+                queue!(self.scratch, MoveTo(0, self.top - 1))?;
+                self.write_line(line)?;
+            }
+        }
+        self.erase_live()
+    }
+
+    /// Writes one history line at the cursor: the row is cleared first (so a full-width line
+    /// is never cut by a clear in the pending-wrap state), each span with its own SGR and a
+    /// reset after it.
+    fn write_line(&mut self, line: &Line<'_>) -> io::Result<()> {
+        queue!(self.scratch, Clear(ClearType::UntilNewLine))?;
+        for span in &line.spans {
+            let style = line.style.patch(span.style);
+            if style == Style::default() {
+                queue!(self.scratch, Print(&span.content))?;
+            } else {
+                let styled = StyledContent::new(style.into_crossterm(), &span.content);
+                queue!(self.scratch, PrintStyledContent(styled))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Changes the live area's height. Shrinking clears the rows given up; growing past the
+    /// bottom scrolls the whole screen up (the top rows go to scrollback) and moves `top` up.
+    /// The live area keeps its content on screen either way, so the previous buffer is only
+    /// cut or extended with blank rows.
+    fn set_height(&mut self, height: u16) -> io::Result<()> {
+        if height < self.height {
+            queue!(
+                self.scratch,
+                MoveTo(0, self.top + height),
+                Clear(ClearType::FromCursorDown)
+            )?;
+        } else if height > self.height {
+            let needed = self.top + height.max(1);
+            if needed > self.rows {
+                let lift = needed - self.rows;
+                queue!(self.scratch, MoveTo(0, self.rows - 1))?;
+                for _ in 0..lift {
+                    queue!(self.scratch, Print("\n"))?;
+                }
+                self.top -= lift;
+            }
+        }
+        self.height = height;
+        if let Some(prev) = &mut self.prev {
+            prev.resize(Rect::new(0, 0, self.cols, height));
+        }
+        Ok(())
+    }
+
+    /// Writes the cells of `buf` that differ from what is on screen (every cell in full-redraw
+    /// mode), at absolute rows. Returns how many cells were written.
+    fn draw(&mut self, buf: &Buffer) -> io::Result<usize> {
+        let forced;
+        let next = if self.full_redraw {
+            forced = always_update(buf);
+            &forced
+        } else {
+            buf
+        };
+        let blank;
+        let prev = match &self.prev {
+            Some(prev) if prev.area == buf.area => prev,
+            _ => {
+                blank = Buffer::empty(buf.area);
+                &blank
+            }
+        };
+        let top = self.top;
+        let diff = prev.diff(next);
+        if diff.is_empty() {
+            return Ok(0);
+        }
+        let cells = diff.len();
+        let absolute = diff.into_iter().map(|(x, y, cell)| (x, y + top, cell));
+        CrosstermBackend::new(&mut self.scratch).draw(absolute)?;
+        Ok(cells)
+    }
+
+    /// Moves the hardware cursor into the live area and shows it, or hides it (parked at the
+    /// live area's top-left). The move is skipped when nothing moved it since the last frame.
+    fn place_cursor(&mut self, cursor: Option<(u16, u16)>, moved: bool) -> io::Result<()> {
+        let target = match cursor {
+            Some((x, y)) => (x.min(self.cols - 1), self.top + y.min(self.footprint() - 1)),
+            None => (0, self.top),
+        };
+        if moved || target != self.cursor_at {
+            queue!(self.scratch, MoveTo(target.0, target.1))?;
+        }
+        self.cursor_at = target;
+        match cursor {
+            Some(_) => queue!(self.scratch, Show),
+            None => queue!(self.scratch, Hide),
+        }
+    }
+}
+
+/// A copy of `buf` whose every cell the diff writes, changed or not (cells with a forced width
+/// or marked skip keep their option).
+fn always_update(buf: &Buffer) -> Buffer {
+    let mut forced = buf.clone();
+    for cell in &mut forced.content {
+        if cell.diff_option == CellDiffOption::None {
+            cell.set_diff_option(CellDiffOption::AlwaysUpdate);
+        }
+    }
+    forced
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::text;
+    use std::num::NonZeroU16;
+
+    /// Owns a renderer writing into a `Vec` and a vt100 emulator fed with each frame's bytes.
+    struct Harness {
+        term: InlineTerminal<Vec<u8>>,
+        vt: vt100::Parser,
+        fed: usize,
+    }
+
+    fn lines(texts: &[&str]) -> Vec<Line<'static>> {
+        texts.iter().map(|t| Line::raw(t.to_string())).collect()
+    }
+
+    impl Harness {
+        fn new(cols: u16, rows: u16, pre: &str) -> Self {
+            let size = |n: u16| NonZeroU16::new(n).unwrap();
+            let mut vt = vt100::Parser::new(size(rows), size(cols), 1000);
+            vt.process(pre.as_bytes());
+            let cursor_row = vt.screen().cursor_position().0;
+            let term = InlineTerminal::new(Vec::new(), cols, rows, cursor_row);
+            Self { term, vt, fed: 0 }
+        }
+
+        /// Feeds what was written since the last call; checks the bytes never erase the
+        /// screen or scrollback.
+        fn feed(&mut self) -> Vec<u8> {
+            let bytes = self.term.writer()[self.fed..].to_vec();
+            self.fed = self.term.writer().len();
+            let s = String::from_utf8_lossy(&bytes);
+            assert!(!s.contains("\x1b[2J") && !s.contains("\x1b[3J"), "{s:?}");
+            self.vt.process(&bytes);
+            bytes
+        }
+
+        fn frame(
+            &mut self,
+            history: &[&str],
+            live: &[&str],
+            cursor: Option<(u16, u16)>,
+        ) -> FrameStats {
+            self.frame_lines(&lines(history), live, cursor)
+        }
+
+        fn frame_lines(
+            &mut self,
+            history: &[Line<'_>],
+            live: &[&str],
+            cursor: Option<(u16, u16)>,
+        ) -> FrameStats {
+            let live = lines(live);
+            let stats = self
+                .term
+                .frame(
+                    history,
+                    live.len() as u16,
+                    |buf| {
+                        let width = buf.area.width;
+                        for (y, line) in live.iter().enumerate().take(buf.area.height.into()) {
+                            paint::put_line(buf, 0, y as u16, line, width);
+                        }
+                    },
+                    cursor,
+                )
+                .unwrap();
+            let bytes = self.feed();
+            assert_eq!(stats.bytes, bytes.len());
+            assert!(
+                bytes.starts_with(b"\x1b[?2026h"),
+                "{:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+            assert!(
+                bytes.ends_with(b"\x1b[?2026l"),
+                "{:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+            stats
+        }
+
+        fn screen(&self) -> Vec<String> {
+            let cols = self.vt.screen().size().1.get();
+            self.vt
+                .screen()
+                .rows(0, cols)
+                .map(|r| r.trim_end().to_string())
+                .collect()
+        }
+
+        fn scrollback(&mut self) -> Vec<String> {
+            let len = self.vt.screen().scrollback_len();
+            let mut out = Vec::new();
+            for back in (1..=len).rev() {
+                self.vt.screen_mut().set_scrollback(back);
+                let row = self.vt.screen().rows(0, 1000).next().unwrap_or_default();
+                out.push(row.trim_end().to_string());
+            }
+            self.vt.screen_mut().set_scrollback(0);
+            out
+        }
+
+        /// Scrollback then screen, with the blank rows at the bottom of the screen dropped.
+        fn everything(&mut self) -> Vec<String> {
+            let mut all = self.scrollback();
+            all.extend(self.screen());
+            while all.last().is_some_and(String::is_empty) {
+                all.pop();
+            }
+            all
+        }
+    }
+
+    fn numbered(prefix: &str, range: std::ops::Range<usize>) -> Vec<String> {
+        range.map(|i| format!("{prefix}{i:02}")).collect()
+    }
+
+    fn refs(v: &[String]) -> Vec<&str> {
+        v.iter().map(String::as_str).collect()
+    }
+
+    #[test]
+    fn first_frame_draws_the_live_area_and_places_the_cursor() {
+        let mut h = Harness::new(20, 6, "");
+        let stats = h.frame(&[], &["hello", "wörld 日本"], Some((3, 1)));
+        assert_eq!(h.screen(), ["hello", "wörld 日本", "", "", "", ""]);
+        assert_eq!(h.vt.screen().cursor_position(), (1, 3));
+        assert!(!h.vt.screen().hide_cursor());
+        assert_eq!(stats.history_lines, 0);
+        assert_eq!(h.term.viewport(), Rect::new(0, 0, 20, 2));
+        h.frame(&[], &["hello", "wörld 日本"], None);
+        assert!(h.vt.screen().hide_cursor());
+        assert_eq!(h.vt.screen().fgcolor(), vt100::Color::Default);
+    }
+
+    #[test]
+    fn history_goes_to_scrollback_once_in_order_above_the_live_area() {
+        let mut h = Harness::new(20, 6, "");
+        let history = numbered("h", 0..30);
+        let batches = [1, 3, 0, 7, 2, 1, 9, 4, 3];
+        let mut at = 0;
+        for (i, n) in batches.iter().enumerate() {
+            let live = format!("live {i}");
+            let stats = h.frame(
+                &refs(&history[at..at + n]),
+                &[&live, "status"],
+                Some((5, 0)),
+            );
+            assert_eq!(stats.history_lines, *n);
+            at += n;
+        }
+        assert_eq!(at, 30);
+        let mut want = history.clone();
+        want.extend(["live 8".to_string(), "status".to_string()]);
+        assert_eq!(h.everything(), want);
+        assert!(h.scrollback().iter().all(|r| r.starts_with('h')));
+        assert_eq!(h.term.viewport(), Rect::new(0, 4, 20, 2));
+    }
+
+    #[test]
+    fn text_above_the_start_row_is_kept_above_history() {
+        let mut h = Harness::new(20, 6, "one\r\ntwo\r\nthree\r\n");
+        assert_eq!(h.term.viewport().y, 3);
+        h.frame(&[], &["live"], None);
+        let history = numbered("h", 0..10);
+        h.frame(&refs(&history[..2]), &["live", "more"], None);
+        h.frame(&refs(&history[2..]), &["live"], None);
+        let mut want = vec!["one".to_string(), "two".into(), "three".into()];
+        want.extend(history);
+        want.push("live".into());
+        assert_eq!(h.everything(), want);
+    }
+
+    #[test]
+    fn only_changed_cells_are_written() {
+        let mut h = Harness::new(40, 10, "");
+        let first = h.frame(
+            &[],
+            &["the quick brown fox", "jumps over", "the lazy dog"],
+            Some((0, 2)),
+        );
+        // Blank cells are not written: the area was cleared first.
+        assert_eq!(first.cells, 16 + 9 + 10);
+        let one = h.frame(
+            &[],
+            &["the quick brown fox", "jumps ower", "the lazy dog"],
+            Some((0, 2)),
+        );
+        assert_eq!(one.cells, 1);
+        assert!(one.bytes < 60, "{one:?}");
+        assert!(one.bytes * 2 < first.bytes, "{one:?} vs {first:?}");
+        assert_eq!(h.screen()[1], "jumps ower");
+        let none = h.frame(
+            &[],
+            &["the quick brown fox", "jumps ower", "the lazy dog"],
+            Some((0, 2)),
+        );
+        assert_eq!(none.cells, 0);
+        let unchanged = &h.term.writer()[h.term.writer().len() - none.bytes..];
+        assert_eq!(unchanged, b"\x1b[?2026h\x1b[?25h\x1b[?2026l");
+    }
+
+    #[test]
+    fn growing_at_the_bottom_scrolls_and_shrinking_leaves_no_rows_behind() {
+        let pre = "p0\r\np1\r\np2\r\np3\r\np4\r\n";
+        let mut h = Harness::new(20, 6, pre);
+        h.frame(&[], &["l0", "l1"], None);
+        assert_eq!(h.screen(), ["p1", "p2", "p3", "p4", "l0", "l1"]);
+        h.frame(&[], &["l0", "l1", "l2", "l3", "l4"], Some((2, 4)));
+        assert_eq!(h.screen(), ["p4", "l0", "l1", "l2", "l3", "l4"]);
+        assert_eq!(h.vt.screen().cursor_position(), (5, 2));
+        h.frame(&["done"], &["l0", "l1"], None);
+        assert_eq!(h.screen(), ["p4", "done", "l0", "l1", "", ""]);
+        h.frame(&[], &[], None);
+        assert_eq!(h.everything(), ["p0", "p1", "p2", "p3", "p4", "done"]);
+        // Growing with room below keeps the top.
+        h.frame(&[], &["a", "b", "c"], None);
+        assert_eq!(h.screen(), ["p4", "done", "a", "b", "c", ""]);
+        assert_eq!(h.term.viewport(), Rect::new(0, 2, 20, 3));
+    }
+
+    #[test]
+    fn height_is_capped_so_a_history_row_stays_and_history_still_flows() {
+        let mut h = Harness::new(10, 4, "");
+        let history = numbered("h", 0..6);
+        h.frame(&[], &["a", "b", "c", "d", "e"], None);
+        assert_eq!(h.term.viewport(), Rect::new(0, 0, 10, 3));
+        h.frame(&refs(&history[..2]), &["a", "b", "c", "d"], None);
+        h.frame(&refs(&history[2..]), &["a", "b", "c"], None);
+        assert_eq!(h.screen(), ["h05", "a", "b", "c"]);
+        let mut want = history.clone();
+        want.extend(["a", "b", "c"].map(String::from));
+        assert_eq!(h.everything(), want);
+    }
+
+    #[test]
+    fn resize_redraws_the_live_area_and_keeps_scrollback() {
+        let mut h = Harness::new(20, 6, "");
+        let history = numbered("history line ", 0..10);
+        h.frame(
+            &refs(&history),
+            &["a wide live line xx", "second"],
+            Some((1, 1)),
+        );
+        let before = h.scrollback();
+        let (rows, _) = h.vt.screen().size();
+        h.vt.screen_mut()
+            .set_size(rows, NonZeroU16::new(12).unwrap());
+        let row = h.vt.screen().cursor_position().0;
+        h.term.resize(12, 6, Some(row));
+        assert_eq!(h.term.size(), (12, 6));
+        h.frame(&[], &["a wide live line xx", "second"], None);
+        assert_eq!(h.scrollback(), before);
+        let screen = h.screen();
+        assert_eq!(screen[4..], ["a wide live", "second"]);
+        h.frame(&["after resize, longer"], &["x"], None);
+        let all = h.everything();
+        assert_eq!(all[all.len() - 2..], ["after resiz…", "x"]);
+        // Without a cursor row the top is kept, clamped to the smaller screen.
+        h.vt.screen_mut()
+            .set_size(NonZeroU16::new(3).unwrap(), NonZeroU16::new(12).unwrap());
+        h.term.resize(12, 3, None);
+        h.frame(&[], &["y"], None);
+        assert_eq!(h.term.viewport(), Rect::new(0, 2, 12, 1));
+        assert_eq!(h.screen()[2], "y");
+    }
+
+    #[test]
+    fn wide_text_fits_in_history_and_live_rows() {
+        let mut h = Harness::new(20, 6, "");
+        let long = "日本語".repeat(5);
+        h.frame(
+            &[&long, "e\u{301}tude 日本語"],
+            &["日本語 live", "ok"],
+            None,
+        );
+        assert_eq!(
+            h.screen()[..2],
+            ["日本語日本語日本語…", "e\u{301}tude 日本語"]
+        );
+        // ASCII over wide glyphs and back leaves no half glyphs behind.
+        h.frame(&[], &["abcdefgh live", "ok"], None);
+        assert_eq!(h.screen()[2], "abcdefgh live");
+        h.frame(&[], &["x日本語", "ok"], None);
+        assert_eq!(h.screen()[2], "x日本語");
+        for row in h.everything() {
+            assert!(text::width(&row) <= 20, "{row}");
+        }
+        let zwj = Line::raw("👩\u{200d}💻 dev");
+        h.frame_lines(&[zwj], &["x"], None);
+        let all = h.everything();
+        assert_eq!(all[all.len() - 2..], ["👩\u{200d}💻 dev", "x"]);
+    }
+
+    #[test]
+    fn a_full_width_history_line_keeps_its_last_column() {
+        let mut h = Harness::new(10, 4, "");
+        h.frame(&["0123456789", "abcdefghij", "ABCDEFGHIJ"], &["live"], None);
+        h.frame(&["klmnopqrst"], &["live"], None);
+        assert_eq!(
+            h.everything(),
+            [
+                "0123456789",
+                "abcdefghij",
+                "ABCDEFGHIJ",
+                "klmnopqrst",
+                "live"
+            ]
+        );
+    }
+
+    #[test]
+    fn styled_history_resets_its_attributes() {
+        use ratatui::style::{Color, Modifier};
+        let mut h = Harness::new(20, 6, "");
+        let line = Line::from(vec![
+            ratatui::text::Span::styled("red", Style::default().fg(Color::Red)),
+            ratatui::text::Span::styled("bold", Style::default().add_modifier(Modifier::BOLD)),
+            ratatui::text::Span::raw("plain"),
+        ]);
+        h.frame_lines(&[line], &["live"], None);
+        let screen = h.vt.screen();
+        assert_eq!(screen.cell(0, 0).unwrap().fgcolor(), vt100::Color::Idx(1));
+        assert!(screen.cell(0, 3).unwrap().bold());
+        assert!(!screen.cell(0, 7).unwrap().bold());
+        assert_eq!(screen.cell(0, 7).unwrap().fgcolor(), vt100::Color::Default);
+        assert!(!screen.bold());
+    }
+
+    #[test]
+    fn diff_mode_writes_far_fewer_bytes_than_full_redraw_when_streaming() {
+        let run = |full: bool| {
+            let mut h = Harness::new(80, 24, "");
+            h.term.set_full_redraw(full);
+            let mut text = String::new();
+            let mut total = 0;
+            for i in 0..40 {
+                text.push(char::from(b'a' + (i % 26) as u8));
+                let stats = h.frame(&[], &["header", "", &text, "", "footer"], None);
+                if full {
+                    assert_eq!(stats.cells, 5 * 80);
+                }
+                total += stats.bytes;
+            }
+            assert_eq!(h.screen()[2], text);
+            total
+        };
+        let (diff, full) = (run(false), run(true));
+        assert!(diff * 5 <= full, "diff {diff} vs full {full}");
+    }
+
+    #[test]
+    fn clear_live_leaves_the_cursor_at_the_live_top() {
+        let mut h = Harness::new(20, 6, "$ keel\r\n");
+        h.frame(&["answer"], &["input", "status"], None);
+        h.term.clear_live().unwrap();
+        let bytes = h.feed();
+        assert!(bytes.starts_with(b"\x1b[?2026h") && bytes.ends_with(b"\x1b[?2026l"));
+        assert_eq!(h.everything(), ["$ keel", "answer"]);
+        assert_eq!(h.vt.screen().cursor_position(), (2, 0));
+        assert!(!h.vt.screen().hide_cursor());
+    }
+
+    #[test]
+    fn a_one_row_screen_still_pushes_history() {
+        let mut h = Harness::new(10, 1, "");
+        h.frame(&["a", "b"], &["live"], None);
+        h.frame(&["c"], &[], None);
+        assert_eq!(h.scrollback(), ["a", "b", "c"]);
+    }
+}
