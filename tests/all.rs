@@ -18,6 +18,7 @@ mod rpc;
 mod sessions;
 mod support;
 mod tui;
+mod tui_pty;
 
 /// A test file that is not declared above would silently never run.
 #[test]

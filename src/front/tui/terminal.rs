@@ -126,17 +126,44 @@ impl<W: Write> InlineTerminal<W> {
     pub fn resize(&mut self, cols: u16, rows: u16, cursor_row: Option<u16>) {
         let rows = rows.max(1);
         let top = match cursor_row {
+            // The cursor did not move: the terminal did not reflow (xterm), the live area is
+            // where it was.
+            Some(row) if row == self.cursor_at.1 => i32::from(self.top.min(rows - 1)),
             Some(row) => {
-                let moved = i32::from(row) - i32::from(self.cursor_at.1);
-                (i32::from(self.top) + moved).clamp(0, i32::from(rows) - 1)
+                // A terminal that reflows (VTE, kitty, tmux) rewraps the live rows above the
+                // cursor at the new width: each takes as many rows as its drawn text needs now.
+                let above = self.reflowed_rows_above_cursor(cols.max(1));
+                (i32::from(row) - above).clamp(0, i32::from(rows) - 1)
             }
             None => i32::from(self.top.min(rows - 1)),
         };
+        tracing::debug!(
+            "resize to {cols}x{rows}: cursor row {cursor_row:?}, live top {} → {top}",
+            self.top
+        );
         self.top = u16::try_from(top).unwrap_or(0);
         self.cols = cols.max(1);
         self.rows = rows;
         self.prev = None;
         self.cursor_at = (0, cursor_row.unwrap_or(self.top).min(rows - 1));
+    }
+
+    /// Rows the live area's rows above the cursor take after a reflow to `cols` columns (the
+    /// cursor's own row offset when nothing is known or the width did not shrink).
+    fn reflowed_rows_above_cursor(&self, cols: u16) -> i32 {
+        let offset = i32::from(self.cursor_at.1) - i32::from(self.top);
+        let Some(prev) = self.prev.as_ref().filter(|_| cols < self.cols && offset > 0) else {
+            return offset;
+        };
+        let mut total = 0;
+        for y in 0..(offset as u16).min(prev.area.height) {
+            let drawn = (0..prev.area.width)
+                .rev()
+                .find(|&x| prev[(x, y)].symbol() != " ")
+                .map_or(0, |x| i32::from(x) + 1);
+            total += ((drawn + i32::from(cols) - 1) / i32::from(cols)).max(1);
+        }
+        total
     }
 
     /// Erases the live area and leaves the cursor, shown, at column 0 of its top row (at exit,

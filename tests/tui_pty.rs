@@ -1,0 +1,150 @@
+//! The TUI end to end: the real binary in a pseudo-terminal, read through a terminal emulator.
+//! It types a prompt, sees the streamed answer, steers a running job, presses Esc, quits, and
+//! then checks that the terminal modes were restored and the session was saved.
+
+use std::io::{Read, Write};
+use std::num::NonZeroU16;
+use std::sync::mpsc;
+use std::time::Duration;
+
+use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+
+use crate::support::{fixture, Sandbox};
+
+/// The pty's screen as the user sees it, fed by a reader thread.
+struct Screen {
+    parser: vt100::Parser,
+    rx: mpsc::Receiver<Vec<u8>>,
+    writer: Box<dyn Write + Send>,
+    /// Everything the program wrote, for checks on raw bytes.
+    raw: Vec<u8>,
+}
+
+/// How long one wait for the screen may take before the test fails (a hang, not a timing).
+const PATIENCE: Duration = Duration::from_secs(30);
+
+impl Screen {
+    fn text(&self) -> String {
+        self.parser.screen().contents()
+    }
+
+    /// Reads output until `pred` holds for the screen; answers cursor position queries.
+    fn wait_for(&mut self, what: &str, pred: impl Fn(&str) -> bool) {
+        while !pred(&self.text()) {
+            let chunk = match self.rx.recv_timeout(PATIENCE) {
+                Ok(c) => c,
+                Err(_) => panic!("waiting for {what}; the screen shows:\n{}", self.text()),
+            };
+            self.parser.process(&chunk);
+            self.raw.extend_from_slice(&chunk);
+            if chunk.windows(4).any(|w| w == b"\x1b[6n") {
+                let (row, col) = self.parser.screen().cursor_position();
+                let answer = format!("\x1b[{};{}R", row + 1, col + 1);
+                self.writer.write_all(answer.as_bytes()).unwrap();
+            }
+        }
+    }
+
+    fn send(&mut self, bytes: &str) {
+        self.writer.write_all(bytes.as_bytes()).unwrap();
+        self.writer.flush().unwrap();
+    }
+}
+
+#[test]
+fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
+    let sb = Sandbox::new();
+    let pty = native_pty_system()
+        .openpty(PtySize {
+            rows: 24,
+            cols: 80,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .unwrap();
+    let script = fixture("tui.json");
+    // After keel exits, the same shell prints the terminal's modes.
+    let shell = format!(
+        "'{}' --provider scripted --script '{script}'; echo KEEL_EXIT=$?; stty -a",
+        env!("CARGO_BIN_EXE_keel")
+    );
+    let mut cmd = CommandBuilder::new("sh");
+    cmd.args(["-c", &shell]);
+    cmd.env_clear();
+    cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
+    cmd.env("HOME", sb.dir.path());
+    cmd.env("KEEL_HOME", sb.home());
+    cmd.env("TERM", "xterm-256color");
+    cmd.env("TMPDIR", sb.dir.path());
+    cmd.cwd(sb.work());
+    let mut child = pty.slave.spawn_command(cmd).unwrap();
+    drop(pty.slave);
+    let mut reader = pty.master.try_clone_reader().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = reader.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut s = Screen {
+        parser: vt100::Parser::new(NonZeroU16::new(24).unwrap(), NonZeroU16::new(80).unwrap(), 500),
+        rx,
+        writer: pty.master.take_writer().unwrap(),
+        raw: Vec::new(),
+    };
+
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    assert!(s.parser.screen().bracketed_paste(), "bracketed paste is on");
+    s.send("hello");
+    s.wait_for("the typed prompt", |t| t.contains("› hello"));
+    s.send("\r");
+    s.wait_for("the streamed answer", |t| t.contains("A second line, streamed."));
+    let screen = s.text();
+    assert!(screen.contains("Hello from keel."), "{screen}");
+
+    s.send("work\r");
+    s.wait_for("the running tool", |t| t.contains("bash sleep 30") && t.contains("Working"));
+    s.send("steer now\r");
+    s.wait_for("the queued steering message", |t| t.contains("↳ steer: steer now"));
+    s.send("\x1b");
+    s.wait_for("the interrupted run", |t| t.contains("interrupted"));
+    // The queued message came back into the editor.
+    s.wait_for("the restored message", |t| t.contains("› steer now"));
+
+    s.send("\x03"); // clears the editor
+    s.wait_for("an empty editor", |t| t.contains("Ask anything"));
+    s.send("\x04"); // quits
+    s.wait_for("the exit and the terminal modes", |t| {
+        t.contains("KEEL_EXIT=") && t.contains("icanon") && t.contains("echoctl")
+    });
+    let screen = s.text();
+    assert!(screen.contains("KEEL_EXIT=0"), "{screen}");
+    assert!(screen.contains("Session saved. Resume it with: keel --resume"), "{screen}");
+    let status = child.wait().unwrap();
+    assert!(status.success());
+
+    // Modes restored: canonical input and echo are back, the cursor is shown, paste is off.
+    let all: Vec<&str> = screen.split_whitespace().collect();
+    assert!(all.contains(&"icanon") && all.contains(&"echo"), "{screen}");
+    assert!(!all.contains(&"-icanon") && !all.contains(&"-echo"), "{screen}");
+    assert!(!s.parser.screen().bracketed_paste());
+    assert!(!s.parser.screen().hide_cursor());
+    let raw = String::from_utf8_lossy(&s.raw);
+    assert!(!raw.contains("\x1b[2J") && !raw.contains("\x1b[3J"), "no full clear");
+
+    // The session was saved with both prompts and the answer.
+    let sessions = std::fs::read_dir(sb.home().join("sessions"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+        .collect::<Vec<_>>();
+    assert_eq!(sessions.len(), 1);
+    let file = &sessions[0];
+    assert!(file.contains("\"hello\""), "{file}");
+    assert!(file.contains("A second line, streamed."), "{file}");
+    assert!(file.contains("\"work\""), "{file}");
+    assert!(file.contains("\"cancelled\":true"), "the aborted tool call is saved: {file}");
+}
