@@ -90,7 +90,11 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
         }
     });
     let mut s = Screen {
-        parser: vt100::Parser::new(NonZeroU16::new(24).unwrap(), NonZeroU16::new(80).unwrap(), 500),
+        parser: vt100::Parser::new(
+            NonZeroU16::new(24).unwrap(),
+            NonZeroU16::new(80).unwrap(),
+            500,
+        ),
         rx,
         writer: pty.master.take_writer().unwrap(),
         raw: Vec::new(),
@@ -101,14 +105,20 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
     s.send("hello");
     s.wait_for("the typed prompt", |t| t.contains("› hello"));
     s.send("\r");
-    s.wait_for("the streamed answer", |t| t.contains("A second line, streamed."));
+    s.wait_for("the streamed answer", |t| {
+        t.contains("A second line, streamed.")
+    });
     let screen = s.text();
     assert!(screen.contains("Hello from keel."), "{screen}");
 
     s.send("work\r");
-    s.wait_for("the running tool", |t| t.contains("bash sleep 30") && t.contains("Working"));
+    s.wait_for("the running tool", |t| {
+        t.contains("bash sleep 30") && t.contains("Working")
+    });
     s.send("steer now\r");
-    s.wait_for("the queued steering message", |t| t.contains("↳ steer: steer now"));
+    s.wait_for("the queued steering message", |t| {
+        t.contains("↳ steer: steer now")
+    });
     s.send("\x1b");
     s.wait_for("the interrupted run", |t| t.contains("interrupted"));
     // The queued message came back into the editor.
@@ -122,18 +132,27 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
     });
     let screen = s.text();
     assert!(screen.contains("KEEL_EXIT=0"), "{screen}");
-    assert!(screen.contains("Session saved. Resume it with: keel --resume"), "{screen}");
+    assert!(
+        screen.contains("Session saved. Resume it with: keel --resume"),
+        "{screen}"
+    );
     let status = child.wait().unwrap();
     assert!(status.success());
 
     // Modes restored: canonical input and echo are back, the cursor is shown, paste is off.
     let all: Vec<&str> = screen.split_whitespace().collect();
     assert!(all.contains(&"icanon") && all.contains(&"echo"), "{screen}");
-    assert!(!all.contains(&"-icanon") && !all.contains(&"-echo"), "{screen}");
+    assert!(
+        !all.contains(&"-icanon") && !all.contains(&"-echo"),
+        "{screen}"
+    );
     assert!(!s.parser.screen().bracketed_paste());
     assert!(!s.parser.screen().hide_cursor());
     let raw = String::from_utf8_lossy(&s.raw);
-    assert!(!raw.contains("\x1b[2J") && !raw.contains("\x1b[3J"), "no full clear");
+    assert!(
+        !raw.contains("\x1b[2J") && !raw.contains("\x1b[3J"),
+        "no full clear"
+    );
 
     // The session was saved with both prompts and the answer.
     let sessions = std::fs::read_dir(sb.home().join("sessions"))
@@ -146,5 +165,8 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
     assert!(file.contains("\"hello\""), "{file}");
     assert!(file.contains("A second line, streamed."), "{file}");
     assert!(file.contains("\"work\""), "{file}");
-    assert!(file.contains("\"cancelled\":true"), "the aborted tool call is saved: {file}");
+    assert!(
+        file.contains("\"cancelled\":true"),
+        "the aborted tool call is saved: {file}"
+    );
 }

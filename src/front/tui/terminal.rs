@@ -152,7 +152,11 @@ impl<W: Write> InlineTerminal<W> {
     /// cursor's own row offset when nothing is known or the width did not shrink).
     fn reflowed_rows_above_cursor(&self, cols: u16) -> i32 {
         let offset = i32::from(self.cursor_at.1) - i32::from(self.top);
-        let Some(prev) = self.prev.as_ref().filter(|_| cols < self.cols && offset > 0) else {
+        let Some(prev) = self
+            .prev
+            .as_ref()
+            .filter(|_| cols < self.cols && offset > 0)
+        else {
             return offset;
         };
         let mut total = 0;

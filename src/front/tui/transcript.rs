@@ -151,6 +151,12 @@ impl Transcript {
         self.stream.as_ref().and_then(MarkdownStream::pending)
     }
 
+    /// Whether an answer's text is streaming (its line keeps a row in the live area even while
+    /// empty, so the rows under it do not jump at every committed line).
+    pub fn streaming_text(&self) -> bool {
+        self.stream.is_some()
+    }
+
     /// Tool calls the model is still writing.
     pub fn preparing(&self) -> impl Iterator<Item = &str> {
         self.preparing.iter().map(|(_, n)| n.as_str())

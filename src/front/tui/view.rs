@@ -515,8 +515,10 @@ impl View {
         if let Some(thinking) = t.live_thinking() {
             rows.extend(self.thinking_rows(thinking, w));
         }
-        if let Some(line) = t.live_line() {
-            rows.extend(paint::wrap_line(&line.line, w, line.indent));
+        match t.live_line() {
+            Some(line) => rows.extend(paint::wrap_line(&line.line, w, line.indent)),
+            None if t.streaming_text() => rows.push(Line::default()),
+            None => {}
         }
         for name in t.preparing() {
             let spin = spinner_frame(self.spinner);
