@@ -546,6 +546,8 @@ fn slash_commands_and_shell_commands_become_actions() {
 #[test]
 fn approval_keys_allow_once_always_or_deny() {
     let mut f = approval_feed();
+    assert_eq!(f.view.on_key(key(KeyCode::Char('x'))), None);
+    assert!(f.view.composer.is_empty(), "the dialog has the keyboard");
     assert_eq!(
         f.view.on_key(key(KeyCode::Char('y'))),
         Some(Action::Approve {

@@ -115,6 +115,8 @@ pub struct Transcript {
     pub session_name: Option<String>,
     /// A failed answer already showed this run's error.
     error_shown: bool,
+    /// When the user's prompt started running (kept across retries and compaction).
+    run_since_ms: i64,
 }
 
 fn dim() -> Style {
@@ -217,8 +219,12 @@ impl Transcript {
             }
             EventPayload::ThinkingLevelChanged { level } => self.thinking_level = level.clone(),
             EventPayload::AgentStarted => {
-                self.activity = Some(Activity::Working { since_ms: ts });
-                self.error_shown = false;
+                // A retry starts a new run of the same prompt: its time keeps counting.
+                if !self.is_running() {
+                    self.run_since_ms = ts;
+                    self.error_shown = false;
+                }
+                self.activity = Some(self.working());
             }
             EventPayload::AgentFinished { .. }
             | EventPayload::TurnStarted
@@ -360,7 +366,7 @@ impl Transcript {
             Message::User(u) => self.pending.push_back(HistoryCell::User(user_text(u))),
             Message::Assistant(_) => {
                 if let Some(Activity::Retrying { .. }) = self.activity {
-                    self.activity = Some(Activity::Working { since_ms: 0 }.with_since(self));
+                    self.activity = Some(self.working());
                 }
             }
             Message::ToolResult(_) => {}
@@ -455,8 +461,15 @@ impl Transcript {
         // A run that was compacting goes on working; a manual compaction leaves idle.
         self.activity = match reason {
             CompactionReason::Manual => Some(Activity::Idle),
-            _ => Some(Activity::Working { since_ms: 0 }.with_since(self)),
+            _ => Some(self.working()),
         };
+    }
+
+    /// Working on the current prompt, timed from when it started.
+    fn working(&self) -> Activity {
+        Activity::Working {
+            since_ms: self.run_since_ms,
+        }
     }
 
     /// Commits what is left of the streamed answer.
@@ -466,21 +479,6 @@ impl Transcript {
             if !lines.is_empty() {
                 self.pending.push_back(HistoryCell::Markdown(lines));
             }
-        }
-    }
-}
-
-impl Activity {
-    /// A working state that keeps the run's original start time when there is one.
-    fn with_since(self, t: &Transcript) -> Activity {
-        match (&self, &t.activity) {
-            (Activity::Working { .. }, Some(Activity::Working { since_ms }))
-            | (Activity::Working { .. }, Some(Activity::Compacting { since_ms })) => {
-                Activity::Working {
-                    since_ms: *since_ms,
-                }
-            }
-            _ => self,
         }
     }
 }
@@ -665,6 +663,35 @@ mod tests {
             ["half a line"]
         );
         assert!(t.live_line().is_none());
+    }
+
+    #[test]
+    fn a_retried_prompt_keeps_counting_from_its_first_start() {
+        let mut t = Transcript::new();
+        let at = |ts: i64, payload| Event {
+            seq: 0,
+            ts,
+            payload,
+        };
+        t.on_event(&at(1_000, EventPayload::AgentStarted));
+        t.on_event(&at(
+            2_000,
+            EventPayload::RetryScheduled {
+                attempt: 1,
+                max_attempts: 3,
+                delay_ms: 2_000,
+                error_message: "overloaded".into(),
+            },
+        ));
+        assert!(matches!(
+            t.activity,
+            Some(Activity::Retrying {
+                until_ms: 4_000,
+                ..
+            })
+        ));
+        t.on_event(&at(4_000, EventPayload::AgentStarted));
+        assert_eq!(t.activity, Some(Activity::Working { since_ms: 1_000 }));
     }
 
     #[test]

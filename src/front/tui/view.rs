@@ -249,8 +249,10 @@ impl View {
         let was_armed = std::mem::take(&mut self.quit_armed);
         self.hint = None;
         if let Some(a) = self.approvals.front().cloned() {
-            if let Some(action) = self.approval_key(&a, key) {
-                return Some(action);
+            // The dialog has the keyboard: only its answers and Ctrl+C do anything.
+            let action = self.approval_key(&a, key);
+            if action.is_some() || key.code != KeyCode::Char('c') || !ctrl {
+                return action;
             }
         }
         match key.code {
@@ -276,8 +278,13 @@ impl View {
             }
             KeyCode::Esc if self.transcript.is_running() => Some(Action::Abort),
             KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => self.submit(true),
-            KeyCode::Enter if key.modifiers.is_empty() && !self.composer.handle_key(key) => {
-                self.submit(false)
+            // The editor takes a plain Enter after a backslash (a newline); else it sends.
+            KeyCode::Enter if key.modifiers.is_empty() => {
+                if self.composer.handle_key(key) {
+                    None
+                } else {
+                    self.submit(false)
+                }
             }
             KeyCode::Tab => {
                 self.complete();
