@@ -18,6 +18,8 @@ struct Screen {
     writer: Box<dyn Write + Send>,
     /// Everything the program wrote, for checks on raw bytes.
     raw: Vec<u8>,
+    /// Kept open until the test ends.
+    _master: Box<dyn portable_pty::MasterPty + Send>,
 }
 
 /// How long one wait for the screen may take before the test fails (a hang, not a timing).
@@ -51,9 +53,8 @@ impl Screen {
     }
 }
 
-#[test]
-fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
-    let sb = Sandbox::new();
+/// Starts `sh -c SHELL` in a fresh 80x24 pseudo-terminal, with the sandbox's environment.
+fn spawn(sb: &Sandbox, shell: &str) -> (Screen, Box<dyn portable_pty::Child + Send + Sync>) {
     let pty = native_pty_system()
         .openpty(PtySize {
             rows: 24,
@@ -62,14 +63,8 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
             pixel_height: 0,
         })
         .unwrap();
-    let script = fixture("tui.json");
-    // After keel exits, the same shell prints the terminal's modes.
-    let shell = format!(
-        "'{}' --provider scripted --script '{script}'; echo KEEL_EXIT=$?; stty -a",
-        env!("CARGO_BIN_EXE_keel")
-    );
     let mut cmd = CommandBuilder::new("sh");
-    cmd.args(["-c", &shell]);
+    cmd.args(["-c", shell]);
     cmd.env_clear();
     cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
     cmd.env("HOME", sb.dir.path());
@@ -77,7 +72,7 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
     cmd.env("TERM", "xterm-256color");
     cmd.env("TMPDIR", sb.dir.path());
     cmd.cwd(sb.work());
-    let mut child = pty.slave.spawn_command(cmd).unwrap();
+    let child = pty.slave.spawn_command(cmd).unwrap();
     drop(pty.slave);
     let mut reader = pty.master.try_clone_reader().unwrap();
     let (tx, rx) = mpsc::channel();
@@ -89,7 +84,7 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
             }
         }
     });
-    let mut s = Screen {
+    let screen = Screen {
         parser: vt100::Parser::new(
             NonZeroU16::new(24).unwrap(),
             NonZeroU16::new(80).unwrap(),
@@ -98,7 +93,43 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
         rx,
         writer: pty.master.take_writer().unwrap(),
         raw: Vec::new(),
+        _master: pty.master,
     };
+    (screen, child)
+}
+
+/// The session files under the sandbox's KEEL_HOME.
+fn session_files(sb: &Sandbox) -> Vec<String> {
+    std::fs::read_dir(sb.home().join("sessions"))
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+        .collect()
+}
+
+/// Checks `stty -a` output on the screen: canonical input and echo are on again.
+fn assert_cooked(screen: &str) {
+    let words: Vec<&str> = screen.split_whitespace().collect();
+    assert!(
+        words.contains(&"icanon") && words.contains(&"echo"),
+        "{screen}"
+    );
+    assert!(
+        !words.contains(&"-icanon") && !words.contains(&"-echo"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
+    let sb = Sandbox::new();
+    // After keel exits, the same shell prints the terminal's modes.
+    let shell = format!(
+        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?; stty -a",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("tui.json")
+    );
+    let (mut s, mut child) = spawn(&sb, &shell);
 
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     assert!(s.parser.screen().bracketed_paste(), "bracketed paste is on");
@@ -155,11 +186,7 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
     );
 
     // The session was saved with both prompts and the answer.
-    let sessions = std::fs::read_dir(sb.home().join("sessions"))
-        .unwrap()
-        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
-        .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
-        .collect::<Vec<_>>();
+    let sessions = session_files(&sb);
     assert_eq!(sessions.len(), 1);
     let file = &sessions[0];
     assert!(file.contains("\"hello\""), "{file}");
@@ -168,5 +195,49 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
     assert!(
         file.contains("\"cancelled\":true"),
         "the aborted tool call is saved: {file}"
+    );
+}
+
+#[test]
+fn sigterm_during_a_tool_call_restores_the_terminal_and_saves_the_session() {
+    let sb = Sandbox::new();
+    // The shell reports keel's pid, so the test can signal keel itself.
+    let shell = format!(
+        "'{}' --provider scripted --script '{}' </dev/tty & echo KEEL_PID=$!; wait $!; echo KEEL_EXIT=$?; stty -a",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("tui.json")
+    );
+    let (mut s, mut child) = spawn(&sb, &shell);
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    let pid: i32 = s
+        .text()
+        .split("KEEL_PID=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .expect("the shell printed keel's pid");
+    s.send("work\r");
+    s.wait_for("the running tool", |t| t.contains("bash sleep 30"));
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    s.wait_for("the exit and the terminal modes", |t| {
+        t.contains("KEEL_EXIT=") && t.contains("echoctl")
+    });
+    let screen = s.text();
+    assert!(screen.contains("KEEL_EXIT=143"), "{screen}");
+    assert_cooked(&screen);
+    assert!(!s.parser.screen().bracketed_paste());
+    assert!(!s.parser.screen().hide_cursor());
+    assert!(child.wait().unwrap().success());
+    let sessions = session_files(&sb);
+    assert_eq!(sessions.len(), 1);
+    assert!(sessions[0].contains("\"work\""), "{}", sessions[0]);
+    assert!(
+        sessions[0].contains("\"cancelled\":true"),
+        "{}",
+        sessions[0]
     );
 }
