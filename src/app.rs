@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use tokio::io::AsyncReadExt;
-use tokio::signal::unix::{signal, SignalKind};
+use tokio::signal::unix::SignalKind;
 
 use crate::cli::Cli;
 use crate::error::StartupError;
@@ -195,14 +195,8 @@ async fn start(
     setup::check_session_flags(cli, false)?;
     let provider = setup::provider(cli, env)?;
     let mut config = setup::agent_config(cli, env, false)?;
-    let thinking = provider.info().clamp_thinking(&config.thinking_level);
-    if thinking != config.thinking_level {
-        out.err(&format!(
-            "Warning: {} does not support thinking level {}; using {thinking}\n",
-            provider.model(),
-            config.thinking_level
-        ));
-        config.thinking_level = thinking;
+    if let Some(w) = setup::clamp_thinking(provider.as_ref(), &mut config) {
+        out.err(&format!("Warning: {w}\n"));
     }
     let prompt = read_prompt(cli, env).await?;
     let opened = setup::open_session(cli, env, clock)?;
@@ -263,16 +257,9 @@ async fn start_rpc(
     }
     let provider = setup::provider(cli, env)?;
     let mut config = setup::agent_config(cli, env, true)?;
-    let mut warnings = Vec::new();
-    let thinking = provider.info().clamp_thinking(&config.thinking_level);
-    if thinking != config.thinking_level {
-        warnings.push(format!(
-            "{} does not support thinking level {}; using {thinking}",
-            provider.model(),
-            config.thinking_level
-        ));
-        config.thinking_level = thinking;
-    }
+    let mut warnings: Vec<String> = setup::clamp_thinking(provider.as_ref(), &mut config)
+        .into_iter()
+        .collect();
     let approval_timeout = setup::seconds(cli.approval_timeout, "--approval-timeout")?;
     let models = setup::Models::new(cli, env, provider)?;
     let opened = setup::open_session(cli, env, clock)?;
@@ -297,7 +284,6 @@ async fn start_rpc(
     crate::front::rpc::serve(rpc_setup, out).await
 }
 
-/// The prompt from arguments and piped stdin (stdin first, a blank line between).
 async fn start_tui(
     cli: &Cli,
     env: &Env,
@@ -307,16 +293,9 @@ async fn start_tui(
     setup::check_session_flags(cli, true)?;
     let provider = setup::provider(cli, env)?;
     let mut config = setup::agent_config(cli, env, true)?;
-    let mut warnings = Vec::new();
-    let thinking = provider.info().clamp_thinking(&config.thinking_level);
-    if thinking != config.thinking_level {
-        warnings.push(format!(
-            "{} does not support thinking level {}; using {thinking}",
-            provider.model(),
-            config.thinking_level
-        ));
-        config.thinking_level = thinking;
-    }
+    let mut warnings: Vec<String> = setup::clamp_thinking(provider.as_ref(), &mut config)
+        .into_iter()
+        .collect();
     let models = setup::Models::new(cli, env, provider)?;
     let opened = setup::open_session(cli, env, clock)?;
     warnings.extend(opened.warnings);
@@ -348,6 +327,7 @@ async fn start_tui(
     crate::front::tui::run(tui_setup, out).await
 }
 
+/// The prompt from arguments and piped stdin (stdin first, a blank line between).
 async fn read_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
     let args = cli.prompt.join(" ");
     let mut piped = String::new();
@@ -383,9 +363,9 @@ async fn pump(
     out: &mut Output,
     prompt: String,
 ) -> Result<(RunSummary, Option<i32>), StartupError> {
-    let mut sigint = listen(SignalKind::interrupt())?;
-    let mut sigterm = listen(SignalKind::terminate())?;
-    let mut sighup = listen(SignalKind::hangup())?;
+    let mut sigint = crate::front::signals::listen(SignalKind::interrupt())?;
+    let mut sigterm = crate::front::signals::listen(SignalKind::terminate())?;
+    let mut sighup = crate::front::signals::listen(SignalKind::hangup())?;
     let run = session
         .prompt(prompt)
         .map_err(|e| StartupError::internal(e.to_string()))?;
@@ -439,9 +419,4 @@ fn interrupt(session: &AgentSession, stop_signal: &mut Option<i32>, n: i32) {
         *stop_signal = Some(n);
     }
     session.abort();
-}
-
-fn listen(kind: SignalKind) -> Result<tokio::signal::unix::Signal, StartupError> {
-    signal(kind)
-        .map_err(|e| StartupError::internal("cannot install a signal handler").cause(e.to_string()))
 }

@@ -455,6 +455,22 @@ fn valid_session_id(id: &str) -> bool {
 }
 
 /// The directory sessions of `cwd` live in.
+/// Clamps `config`'s thinking level to what `provider`'s model supports; returns the warning
+/// to show when it had to change.
+pub fn clamp_thinking(provider: &dyn Provider, config: &mut AgentConfig) -> Option<String> {
+    let thinking = provider.info().clamp_thinking(&config.thinking_level);
+    if thinking == config.thinking_level {
+        return None;
+    }
+    let warning = format!(
+        "{} does not support thinking level {}; using {thinking}",
+        provider.model(),
+        config.thinking_level
+    );
+    config.thinking_level = thinking;
+    Some(warning)
+}
+
 pub fn session_dir(cli: &Cli, env: &Env) -> PathBuf {
     match &cli.session_dir {
         Some(d) => env.cwd.join(d),

@@ -6,6 +6,7 @@ pub mod json;
 pub mod live;
 pub mod print;
 pub mod rpc;
+pub mod signals;
 pub mod tui;
 
 use crate::exit::Exit;

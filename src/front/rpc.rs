@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::front::signals::Signals;
 use serde_json::{json, Value};
-use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 
 use crate::error::StartupError;
-use crate::exit::{Exit, SIGHUP, SIGINT, SIGPIPE, SIGTERM};
+use crate::exit::{Exit, SIGPIPE};
 use crate::front::json::JsonProjector;
 use crate::front::live::{self, Live, Starting};
 use crate::front::Projector;
@@ -94,11 +94,7 @@ enum Step {
 
 /// Serves RPC mode until stdin closes (exit 0) or a signal arrives (128 + n).
 pub async fn serve(setup: RpcSetup, out: &mut Output) -> Result<Exit, StartupError> {
-    let mut signals = Signals {
-        int: listen(SignalKind::interrupt())?,
-        term: listen(SignalKind::terminate())?,
-        hup: listen(SignalKind::hangup())?,
-    };
+    let mut signals = Signals::new()?;
     let (input_tx, mut input_rx) = mpsc::channel::<Input>(64);
     spawn_reader(input_tx);
     let (tx, internal_rx) = mpsc::unbounded_channel::<Internal>();
@@ -174,29 +170,6 @@ pub async fn serve(setup: RpcSetup, out: &mut Output) -> Result<Exit, StartupErr
         }
     }
     Ok(host.shutdown(&mut signals).await)
-}
-
-/// The signals that end RPC mode.
-struct Signals {
-    int: Signal,
-    term: Signal,
-    hup: Signal,
-}
-
-impl Signals {
-    /// The next signal's number.
-    async fn next(&mut self) -> i32 {
-        tokio::select! {
-            _ = self.int.recv() => SIGINT,
-            _ = self.term.recv() => SIGTERM,
-            _ = self.hup.recv() => SIGHUP,
-        }
-    }
-}
-
-fn listen(kind: SignalKind) -> Result<Signal, StartupError> {
-    signal(kind)
-        .map_err(|e| StartupError::internal("cannot install a signal handler").cause(e.to_string()))
 }
 
 /// Reads stdin on a plain thread (a pending read must never hold up process exit) and hands

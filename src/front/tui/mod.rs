@@ -20,13 +20,13 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::front::signals::Signals;
 use crossterm::event::Event as TermEvent;
-use tokio::signal::unix::{signal, Signal, SignalKind};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::error::StartupError;
-use crate::exit::{Exit, SIGHUP, SIGINT, SIGTERM};
+use crate::exit::Exit;
 use crate::front::live::{self, Live, Starting};
 use crate::kernel::agent::AgentConfig;
 use crate::kernel::clock::Clock;
@@ -105,11 +105,7 @@ pub async fn run(setup: TuiSetup, out: &mut Output) -> Result<Exit, StartupError
         .map(|(_, y)| y)
         .unwrap_or(rows.saturating_sub(1));
     let term = InlineTerminal::new(TerminalOut, cols, rows, cursor_row);
-    let mut signals = Signals {
-        int: listen(SignalKind::interrupt())?,
-        term: listen(SignalKind::terminate())?,
-        hup: listen(SignalKind::hangup())?,
-    };
+    let mut signals = Signals::new()?;
     let (input_tx, input_rx) = mpsc::unbounded_channel();
     spawn_input(input_tx);
     let mut ui = Ui::start(setup, term);
@@ -122,27 +118,6 @@ pub async fn run(setup: TuiSetup, out: &mut Output) -> Result<Exit, StartupError
         let _ = out.flush();
     }
     Ok(exit)
-}
-
-struct Signals {
-    int: Signal,
-    term: Signal,
-    hup: Signal,
-}
-
-impl Signals {
-    async fn next(&mut self) -> i32 {
-        tokio::select! {
-            _ = self.int.recv() => SIGINT,
-            _ = self.term.recv() => SIGTERM,
-            _ = self.hup.recv() => SIGHUP,
-        }
-    }
-}
-
-fn listen(kind: SignalKind) -> Result<Signal, StartupError> {
-    signal(kind)
-        .map_err(|e| StartupError::internal("cannot install a signal handler").cause(e.to_string()))
 }
 
 /// Reads terminal events on a plain thread (a pending read must never hold up exit).
