@@ -245,7 +245,6 @@ impl Ui {
         let provider = self.live.session.provider();
         let t = &mut self.view.transcript;
         t.model = provider.model().to_string();
-        t.provider = provider.name().to_string();
         t.thinking_level = self.live.session.thinking_level();
         t.session_name = recorder::lock(&self.live.store).name().map(str::to_string);
         self.view.context_window = provider.info().context_window;

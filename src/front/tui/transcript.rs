@@ -110,7 +110,6 @@ pub struct Transcript {
     pub activity: Option<Activity>,
     pub totals: Totals,
     pub model: String,
-    pub provider: String,
     pub thinking_level: String,
     pub session_name: Option<String>,
     /// A failed answer already showed this run's error.
@@ -213,10 +212,7 @@ impl Transcript {
     pub fn on_event(&mut self, event: &Event) {
         let ts = event.ts;
         match &event.payload {
-            EventPayload::ModelChanged { provider, model } => {
-                self.provider = provider.clone();
-                self.model = model.clone();
-            }
+            EventPayload::ModelChanged { model, .. } => self.model = model.clone(),
             EventPayload::ThinkingLevelChanged { level } => self.thinking_level = level.clone(),
             EventPayload::AgentStarted => {
                 // A retry starts a new run of the same prompt: its time keeps counting.

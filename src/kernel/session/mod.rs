@@ -588,12 +588,17 @@ fn summaries(dir: &Path) -> Vec<SessionSummary> {
         .filter(|p| p.extension().is_some_and(|x| x == "jsonl") && p.is_file())
         .filter_map(|p| summarize(&p))
         .collect();
-    out.sort_by(|a, b| {
+    newest_first(&mut out);
+    out
+}
+
+/// Sorts by `modified_ms`, newest first (the path breaks ties, so the order is stable).
+fn newest_first(sessions: &mut [SessionSummary]) {
+    sessions.sort_by(|a, b| {
         b.modified_ms
             .cmp(&a.modified_ms)
             .then_with(|| b.path.cmp(&a.path))
     });
-    out
 }
 
 /// Every `*.jsonl` in `dir` with a valid session header, newest first by `modified_ms`.
@@ -614,11 +619,7 @@ pub fn list_all(home: &Path) -> Vec<SessionSummary> {
         .filter(|p| p.is_dir())
         .flat_map(|dir| summaries(&dir))
         .collect();
-    out.sort_by(|a, b| {
-        b.modified_ms
-            .cmp(&a.modified_ms)
-            .then_with(|| b.path.cmp(&a.path))
-    });
+    newest_first(&mut out);
     out
 }
 
