@@ -126,12 +126,8 @@ fn init_logging(env: &Env, tui: bool) {
         .with_target(false);
     if tui {
         let dir = env.keel_home.join("logs");
-        let file = std::fs::create_dir_all(&dir).and_then(|_| {
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(dir.join("keel.log"))
-        });
+        let file = crate::kernel::private::create_dir_all(&dir)
+            .and_then(|_| crate::kernel::private::append_file(&dir.join("keel.log")));
         let _ = match file {
             Ok(f) => builder.with_writer(std::sync::Mutex::new(f)).try_init(),
             Err(_) => builder.with_writer(std::io::sink).try_init(),
@@ -207,12 +203,14 @@ async fn start(
     let history = opened.store.context_entries();
     let model_changed = opened.store.last_model() != Some((provider.name(), provider.model()));
     let bus = Bus::new(clock.clone());
-    let recorder = tokio::spawn(recorder::record(
+    let writer = recorder::Recorder::new(
         std::sync::Arc::new(std::sync::Mutex::new(opened.store)),
-        bus.subscribe(),
-        clock.clone(),
-    ));
+        clock,
+    );
+    let health = writer.health();
+    let recorder = tokio::spawn(recorder::record(writer, bus.subscribe()));
     let session = AgentSession::with_entries(config, provider, bus.clone(), clock.clone(), history);
+    session.watch_store(&health);
     let mut projector: Box<dyn Projector> = match mode {
         Mode::Json => {
             let _ = out.out(header_line(&header).as_bytes());
@@ -230,6 +228,14 @@ async fn start(
     drop(session);
     if recorder.await.is_err() {
         out.err("Error: the session recorder crashed; the session file may be incomplete\n");
+    }
+    let mut summary = summary;
+    // A write that failed after the run settled (its last entries, the final sync) fails it too.
+    if let Some(message) = health.fault() {
+        summary.outcome = Some(crate::kernel::event::RunOutcome::Failed {
+            kind: recorder::SESSION_WRITE.into(),
+            message,
+        });
     }
     let exit = match &summary.outcome {
         Some(outcome) => Exit::for_run(outcome, signal),

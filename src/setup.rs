@@ -492,12 +492,22 @@ fn looks_like_path(v: &str) -> bool {
 }
 
 fn session_error(e: session::SessionError) -> StartupError {
+    session_error_for(e, None)
+}
+
+/// A session error; for `Locked`, the hint names commands that work on that session.
+fn session_error_for(e: session::SessionError, query: Option<&str>) -> StartupError {
     let hint = match e.kind {
-        SessionErrorKind::Locked => {
-            Some("wait for the other keel process, or use --fork to branch")
-        }
+        SessionErrorKind::Locked => Some(match query {
+            Some(q) => format!(
+                "wait for the other keel process to end, or branch off a copy: keel --fork {q}"
+            ),
+            None => "wait for the other keel process to end, or branch off a copy with \
+                     keel --fork <ID>"
+                .to_string(),
+        }),
         SessionErrorKind::NotFound | SessionErrorKind::Ambiguous => {
-            Some("pass a longer id prefix, or a session file path")
+            Some("pass a longer id prefix, or a session file path".to_string())
         }
         _ => None,
     };
@@ -524,8 +534,9 @@ fn locate(dir: &Path, env: &Env, query: &str) -> Result<PathBuf, StartupError> {
     session::resolve(dir, query).map_err(session_error)
 }
 
-fn open(path: &Path) -> Result<OpenedSession, StartupError> {
-    let (store, warnings) = Store::open(path).map_err(session_error)?;
+fn open(path: &Path, clock: &Clock, query: &str) -> Result<OpenedSession, StartupError> {
+    let (store, warnings) =
+        Store::resume(path, clock).map_err(|e| session_error_for(e, Some(query)))?;
     Ok(OpenedSession {
         store,
         is_new: false,
@@ -541,8 +552,20 @@ fn fresh(store: Store) -> OpenedSession {
     }
 }
 
-/// Opens or creates the session the flags ask for (`DESIGN.md` §3, §6).
+/// Opens or creates the session the flags ask for (`DESIGN.md` §3, §6), with a warning when
+/// keel's directories are readable by other users.
 pub fn open_session(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSession, StartupError> {
+    let mut opened = open_session_inner(cli, env, clock)?;
+    let sessions = env.keel_home.join("sessions");
+    let logs = env.keel_home.join("logs");
+    let dirs = [env.keel_home.as_path(), sessions.as_path(), logs.as_path()];
+    if let Some(w) = crate::kernel::private::loose_dir_warning(&dirs) {
+        opened.warnings.insert(0, w);
+    }
+    Ok(opened)
+}
+
+fn open_session_inner(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSession, StartupError> {
     let dir = session_dir(cli, env);
     if cli.no_session {
         return Ok(fresh(Store::in_memory(new_header(clock, env, None))));
@@ -551,30 +574,37 @@ pub fn open_session(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSession
         if looks_like_path(q) {
             let p = env.cwd.join(q);
             if !p.exists() {
-                return Ok(fresh(Store::new_file(p, new_header(clock, env, None))));
+                // Claimed at once (created and locked): two processes starting with the same
+                // new path get one session and one "in use" error, never two conversations
+                // in one file or one that is silently not saved.
+                let store = Store::create(p, new_header(clock, env, None))
+                    .map_err(|e| session_error_for(e, Some(q)))?;
+                return Ok(fresh(store));
             }
-            return open(&p);
+            return open(&p, clock, q);
         }
-        return open(&locate(&dir, env, q)?);
+        return open(&locate(&dir, env, q)?, clock, q);
     }
     if let Some(q) = cli.resume.as_deref().filter(|q| !q.is_empty()) {
-        return open(&locate(&dir, env, q)?);
+        return open(&locate(&dir, env, q)?, clock, q);
     }
     if let Some(id) = &cli.session_id {
-        if let Some(found) = session::list(&dir).into_iter().find(|s| &s.id == id) {
-            return open(&found.path);
-        }
-        let header = new_header(clock, env, Some(id.clone()));
-        let path = dir.join(session::file_name(&header));
-        return Ok(fresh(Store::new_file(path, header)));
+        return open_or_create_id(&dir, env, clock, id);
     }
     if let Some(q) = &cli.fork {
+        // Forking only reads the source, so a session another process holds can be forked.
         let source = locate(&dir, env, q)?;
-        let (src, warnings) = Store::open(&source).map_err(session_error)?;
+        let (src, warnings) = Store::read(&source).map_err(session_error)?;
         let mut header = new_header(clock, env, None);
         header.parent_session = Some(source.display().to_string());
         let path = dir.join(session::file_name(&header));
-        let store = src.fork_to(path, header).map_err(session_error)?;
+        let mut store = src.fork_to(path, header).map_err(session_error)?;
+        let mut warnings = warnings;
+        warnings.extend(
+            store
+                .close_unfinished_tool_calls(clock)
+                .map_err(session_error)?,
+        );
         return Ok(OpenedSession {
             store,
             is_new: false,
@@ -583,10 +613,35 @@ pub fn open_session(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSession
     }
     if cli.continue_ {
         if let Some(p) = session::find_latest(&dir, &env.cwd.display().to_string()) {
-            return open(&p);
+            return open(&p, clock, &p.display().to_string());
         }
     }
     let header = new_header(clock, env, None);
     let path = dir.join(session::file_name(&header));
     Ok(fresh(Store::new_file(path, header)))
+}
+
+/// `--session-id ID`: opens this directory's session with that id, or creates it. The lookup
+/// and the creation happen under an exclusive lock on the directory, so two processes
+/// starting with the same new id get one file: the second finds it and is told it is in use.
+fn open_or_create_id(
+    dir: &Path,
+    env: &Env,
+    clock: &Clock,
+    id: &str,
+) -> Result<OpenedSession, StartupError> {
+    let io = |what: &str, e: std::io::Error| {
+        StartupError::config(format!("cannot {what} {}", dir.display())).cause(e.to_string())
+    };
+    crate::kernel::private::create_dir_all(dir).map_err(|e| io("create", e))?;
+    let guard = std::fs::File::open(dir).map_err(|e| io("open", e))?;
+    guard.lock().map_err(|e| io("lock", e))?;
+    if let Some(found) = session::list(dir).into_iter().find(|s| s.id == id) {
+        return open(&found.path, clock, id);
+    }
+    let header = new_header(clock, env, Some(id.to_string()));
+    let path = dir.join(session::file_name(&header));
+    let store = Store::create(path, header).map_err(|e| session_error_for(e, Some(id)))?;
+    drop(guard);
+    Ok(fresh(store))
 }

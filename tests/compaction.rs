@@ -64,11 +64,10 @@ fn threshold_compaction_round_trips_through_the_session_file() {
         let clock = Clock::new(Some(1_796_000_000_000), Some(7));
         let header = SessionHeader::new(&clock, dir.path().display().to_string());
         let bus = Bus::new(clock.clone());
-        let rec = tokio::spawn(recorder::record(
-            std::sync::Arc::new(std::sync::Mutex::new(Store::new_file(path.clone(), header))),
-            bus.subscribe(),
-            clock.clone(),
-        ));
+        let store = Store::new_file(path.clone(), header);
+        let writer =
+            recorder::Recorder::new(std::sync::Arc::new(std::sync::Mutex::new(store)), &clock);
+        let rec = tokio::spawn(recorder::record(writer, bus.subscribe()));
         let s = session(&clock, &bus, dir.path(), Vec::new());
         s.announce_model();
         for p in ["one", "two"] {

@@ -33,6 +33,10 @@ impl Sandbox {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
         std::fs::create_dir_all(dir.path().join("work")).unwrap();
+        // KEEL_HOME private, as keel creates it (a group/other-readable one gets a warning).
+        use std::os::unix::fs::PermissionsExt;
+        let private = std::fs::Permissions::from_mode(0o700);
+        std::fs::set_permissions(dir.path().join("home"), private).unwrap();
         Sandbox { dir, seed: 42 }
     }
 

@@ -43,6 +43,7 @@ impl Live {
         let mut config = config.clone();
         config.thinking_level = thinking;
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
+        session.watch_store(&recorder.health());
         if let Some(previous) = previous {
             let (steering, follow_up) = previous.queue_modes();
             session.set_steering_mode(steering);
@@ -141,6 +142,7 @@ pub fn export_html(
         .filter_map(|e| e.to_json().ok())
         .collect();
     let page = super::html::render(&store.header().to_json(), &entries, store.name());
-    std::fs::write(&path, page).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    crate::kernel::private::write_file(&path, page.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(path)
 }

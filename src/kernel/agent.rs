@@ -175,11 +175,29 @@ pub(crate) struct Inner {
     pub state: Mutex<State>,
     /// Wakes a run waiting to retry so it gives up (`abort_retry`).
     pub retry_cancel: Notify,
+    /// The session store's health, when a recorder saves this session.
+    pub store_health: std::sync::OnceLock<crate::kernel::recorder::StoreHealth>,
 }
 
 impl Inner {
     pub fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Why the session cannot be saved, while that is so.
+    pub fn store_fault(&self) -> Option<String> {
+        self.store_health.get().and_then(|h| h.fault())
+    }
+
+    /// Aborts the active run or compaction and denies open approvals.
+    pub fn abort(&self) {
+        let mut state = self.lock();
+        if let Some(a) = &state.abort {
+            a.abort();
+        }
+        for (_, tx) in state.approvals.drain() {
+            let _ = tx.send(ApprovalDecision::Deny);
+        }
     }
 
     /// The model in use.
@@ -275,8 +293,25 @@ impl AgentSession {
                 config,
                 state: Mutex::new(state),
                 retry_cancel: Notify::new(),
+                store_health: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Ends runs with `session_write` when the store that records this session fails: each
+    /// failed write aborts the active run, which then reports why it stopped. A run started
+    /// while the store fails ends as soon as its first entry cannot be saved either; once a
+    /// write succeeds again, runs go on. Call once, right after creating the session.
+    pub fn watch_store(&self, health: &crate::kernel::recorder::StoreHealth) {
+        if self.inner.store_health.set(health.clone()).is_err() {
+            return;
+        }
+        let weak = Arc::downgrade(&self.inner);
+        health.on_fault(move || {
+            if let Some(inner) = weak.upgrade() {
+                inner.abort();
+            }
+        });
     }
 
     /// A receiver of every event published from now on.
@@ -534,13 +569,7 @@ impl AgentSession {
 
     /// Aborts the active run, if any. Queues are kept.
     pub fn abort(&self) {
-        let mut state = self.inner.lock();
-        if let Some(a) = &state.abort {
-            a.abort();
-        }
-        for (_, tx) in state.approvals.drain() {
-            let _ = tx.send(ApprovalDecision::Deny);
-        }
+        self.inner.abort();
     }
 
     /// Empties both queues and returns what was removed.

@@ -18,6 +18,88 @@ pub fn lock(store: &SharedStore) -> std::sync::MutexGuard<'_, Store> {
     store.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The error kind (`RunOutcome::Failed`, JSON `error.kind`) of a run whose session could not
+/// be saved.
+pub const SESSION_WRITE: &str = "session_write";
+
+type Hook = Box<dyn Fn() + Send + Sync>;
+
+#[derive(Default)]
+struct HealthInner {
+    fault: Mutex<Option<String>>,
+    hooks: Mutex<Vec<Hook>>,
+}
+
+/// Whether the session store has saved everything recorded so far. The recorder sets it; the
+/// agent watches it and ends its run when the store fails; front ends report it. It clears
+/// once a later write saves everything that was held back.
+#[derive(Clone, Default)]
+pub struct StoreHealth {
+    inner: Arc<HealthInner>,
+}
+
+impl std::fmt::Debug for StoreHealth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreHealth")
+            .field("fault", &self.fault())
+            .finish()
+    }
+}
+
+impl StoreHealth {
+    /// The last write or sync error (path and OS error), while the store is failing.
+    pub fn fault(&self) -> Option<String> {
+        self.inner
+            .fault
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Calls `hook` after every failed write or sync.
+    pub fn on_fault(&self, hook: impl Fn() + Send + Sync + 'static) {
+        self.inner
+            .hooks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Box::new(hook));
+    }
+
+    /// Records a write outcome: an error sets the fault and runs the hooks; success clears it
+    /// once nothing is held back.
+    fn update(&self, result: Result<(), String>, all_saved: bool) {
+        let failed = {
+            let mut fault = self.inner.fault.lock().unwrap_or_else(|e| e.into_inner());
+            match result {
+                Err(e) => {
+                    if fault.is_none() {
+                        tracing::debug!("session write failed: {e}");
+                    }
+                    *fault = Some(e);
+                    true
+                }
+                Ok(()) => {
+                    if all_saved {
+                        *fault = None;
+                    }
+                    false
+                }
+            }
+        };
+        if failed {
+            for hook in self
+                .inner
+                .hooks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter()
+            {
+                hook();
+            }
+        }
+    }
+}
+
 /// Writes events into a session store. A front end that must read the store consistently
 /// between events (RPC mode) applies each event itself; others run [`record`] as a task.
 #[derive(Debug)]
@@ -26,6 +108,7 @@ pub struct Recorder {
     clock: Clock,
     /// Ids that collided with an older entry of the file and were redrawn.
     remap: HashMap<String, String>,
+    health: StoreHealth,
 }
 
 impl Recorder {
@@ -37,34 +120,56 @@ impl Recorder {
             // repeatable however the recorder interleaves with the kernel.
             clock: clock.derive(0x7265_636f_7264),
             remap: HashMap::new(),
+            health: StoreHealth::default(),
         }
+    }
+
+    /// The store's health, shared with whoever watches it (the agent, the front end).
+    pub fn health(&self) -> StoreHealth {
+        self.health.clone()
     }
 
     /// Records one event (most record nothing).
     pub fn apply(&mut self, event: &Event) {
-        apply(&mut lock(&self.store), event, &self.clock, &mut self.remap);
+        let (result, all_saved) = {
+            let mut store = lock(&self.store);
+            let r = apply(&mut store, event, &self.clock, &mut self.remap);
+            (r, !store.has_unsaved())
+        };
+        // Outside the store lock: a fault hook aborts the agent's run.
+        if let Some(result) = result {
+            self.health.update(result, all_saved);
+        }
     }
 
-    /// Flushes the file to disk.
+    /// Writes what is held back and flushes the file to disk.
     pub fn sync(&self) {
-        if let Err(e) = lock(&self.store).sync() {
-            tracing::error!("session sync failed: {e}");
-        }
+        let (result, all_saved) = {
+            let mut store = lock(&self.store);
+            let r = store.sync().map_err(|e| e.message);
+            (r, !store.has_unsaved())
+        };
+        self.health.update(result, all_saved);
     }
 }
 
 /// Consumes events until the bus closes, then syncs.
-pub async fn record(store: SharedStore, mut rx: EventRx, clock: Clock) {
-    let mut recorder = Recorder::new(store, &clock);
+pub async fn record(mut recorder: Recorder, mut rx: EventRx) {
     while let Some(event) = rx.recv().await {
         recorder.apply(&event);
     }
     recorder.sync();
 }
 
-/// Applies one event to the store. Entries keep the ids the kernel gave them; `remap` holds
-/// the rare ids that collided with an older entry of the file and were redrawn.
-fn apply(store: &mut Store, event: &Event, clock: &Clock, remap: &mut HashMap<String, String>) {
+/// Applies one event to the store; `None` when the event writes nothing. Entries keep the ids
+/// the kernel gave them; `remap` holds the rare ids that collided with an older entry of the
+/// file and were redrawn.
+fn apply(
+    store: &mut Store,
+    event: &Event,
+    clock: &Clock,
+    remap: &mut HashMap<String, String>,
+) -> Option<Result<(), String>> {
     let mut wanted: Option<(&str, Option<i64>)> = None;
     let data = match &event.payload {
         EventPayload::ModelChanged { provider, model } => Some(EntryData::ModelChange {
@@ -98,10 +203,7 @@ fn apply(store: &mut Store, event: &Event, clock: &Clock, remap: &mut HashMap<St
         }
         EventPayload::SessionNamed { name } => Some(EntryData::SessionInfo { name: name.clone() }),
         EventPayload::TurnFinished { .. } | EventPayload::AgentSettled { .. } => {
-            if let Err(e) = store.sync() {
-                tracing::error!("session sync failed: {e}");
-            }
-            None
+            return Some(store.sync().map_err(|e| e.message));
         }
         EventPayload::AgentStarted
         | EventPayload::AgentFinished { .. }
@@ -118,15 +220,16 @@ fn apply(store: &mut Store, event: &Event, clock: &Clock, remap: &mut HashMap<St
         | EventPayload::CompactionStarted { .. }
         | EventPayload::CompactionFinished { .. } => None,
     };
-    let Some(data) = data else { return };
+    let data = data?;
     let (id, at) = wanted.unzip();
     let at = at.flatten().unwrap_or(event.ts);
-    match store.append_as(id, Some(at), data, clock) {
-        Ok(entry) => {
-            if let Some(id) = id.filter(|id| *id != entry.id) {
-                remap.insert(id.to_string(), entry.id.clone());
-            }
+    let before = store.entries().len();
+    let result = store.append_as(id, Some(at), data, clock).map(|_| ());
+    // A failed write still keeps the entry (held back for the next write): its id is known.
+    if let (Some(id), Some(entry)) = (id, store.entries().get(before)) {
+        if id != entry.id {
+            remap.insert(id.to_string(), entry.id.clone());
         }
-        Err(e) => tracing::error!("session write failed: {e}"),
     }
+    Some(result.map_err(|e| e.message))
 }

@@ -150,6 +150,11 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
             final_error: result.err(),
         });
     }
+    // A store that failed during the run is why it stopped (its abort is not the user's).
+    let outcome = match inner.store_fault() {
+        Some(message) => write_failed(message),
+        None => outcome,
+    };
     inner.finish_activity();
     let aborted = outcome == RunOutcome::Aborted;
     inner.bus.publish(EventPayload::AgentSettled {
@@ -157,6 +162,13 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         outcome: outcome.clone(),
     });
     outcome
+}
+
+fn write_failed(message: String) -> RunOutcome {
+    RunOutcome::Failed {
+        kind: crate::kernel::recorder::SESSION_WRITE.into(),
+        message,
+    }
 }
 
 /// Compacts before a model call when the context has grown past the threshold. A failed

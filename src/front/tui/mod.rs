@@ -489,7 +489,7 @@ impl Ui {
         if self.live.path().as_deref() == Some(path) {
             return;
         }
-        match Store::open(path) {
+        match Store::resume(path, &self.clock) {
             Ok((store, warnings)) => {
                 for w in warnings {
                     self.view

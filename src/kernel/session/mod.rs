@@ -2,9 +2,12 @@
 //! and listing/lookup (`--continue`, `--resume`). Never writes files (that is `store.rs`) and
 //! never prints: problems come back as `SessionError`s or warning strings.
 
+mod parse;
+mod repair;
 mod store;
 
-pub use store::{compaction_text, Store};
+pub use repair::UNFINISHED_TOOL_CALL;
+pub use store::{compaction_text, file_kind, Store};
 
 use std::fmt;
 use std::fs;
