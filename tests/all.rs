@@ -15,6 +15,7 @@ mod kernel;
 mod projectors;
 mod providers;
 mod rpc;
+mod session_safety;
 mod sessions;
 mod support;
 mod tui;

@@ -64,6 +64,26 @@ impl Sandbox {
         c
     }
 
+    /// [`Sandbox::cmd`] started through `sh -c 'SETUP; exec keel ARGS'`, for process limits
+    /// a test cannot set without unsafe code (`ulimit -f`, `umask`, `trap '' XFSZ`).
+    pub fn cmd_after(&self, setup: &str, args: &[&str]) -> Command {
+        let inner = self.cmd(args);
+        let mut c = Command::new("sh");
+        c.arg("-c")
+            .arg(format!("{setup}; exec \"$0\" \"$@\""))
+            .arg(inner.get_program())
+            .args(inner.get_args())
+            .env_clear()
+            .current_dir(self.work())
+            .stdin(Stdio::null());
+        for (k, v) in inner.get_envs() {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
+        c
+    }
+
     /// Runs to completion.
     pub fn run(&self, args: &[&str]) -> Run {
         let out = self.cmd(args).output().unwrap();

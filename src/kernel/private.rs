@@ -90,7 +90,15 @@ pub fn loose_dir_warning(dirs: &[&Path]) -> Option<String> {
 
 /// Flushes a directory entry to stable storage (after creating or renaming a file in it).
 pub fn sync_dir(dir: &Path) -> io::Result<()> {
+    #[cfg(test)]
+    DIR_SYNCS.with(|n| n.set(n.get() + 1));
     File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Directory syncs made by this thread (tests check that new files are made durable).
+    pub static DIR_SYNCS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 #[cfg(test)]

@@ -387,3 +387,65 @@ fn colliding_ids_are_redrawn() {
     assert_eq!(second.len(), 8);
     assert!(second.chars().all(|ch| ch.is_ascii_hexdigit()));
 }
+
+fn dir_syncs() -> usize {
+    private::DIR_SYNCS.with(|n| n.get())
+}
+
+#[test]
+fn a_new_session_file_is_synced_with_its_directory() {
+    // A power cut right after creating a file can lose its directory entry: sync the dir.
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let before = dir_syncs();
+    let mut store = Store::new_file(dir.path().join("a/s.jsonl"), header(&c));
+    store.append(user("go"), &c).unwrap();
+    assert_eq!(
+        dir_syncs(),
+        before + 1,
+        "lazy creation syncs the directory once"
+    );
+    store.append(assistant("ok", 1), &c).unwrap();
+    assert_eq!(dir_syncs(), before + 1, "appends do not");
+    let claimed = Store::create(dir.path().join("b/s.jsonl"), header(&c)).unwrap();
+    assert_eq!(dir_syncs(), before + 2, "an eager claim syncs it too");
+    assert!(claimed.is_materialized());
+    let fork = store
+        .fork_to(dir.path().join("c/f.jsonl"), header(&c))
+        .unwrap();
+    assert_eq!(dir_syncs(), before + 3, "and so does a fork");
+    drop(fork);
+}
+
+#[test]
+fn a_failed_write_keeps_the_entry_and_retries_it() {
+    // Nothing is lost on a transient failure: the entry stays and is written next time.
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("blocked");
+    fs::write(&blocker, "not a directory").unwrap();
+    let c = clock();
+    let path = blocker.join("s.jsonl");
+    let mut store = Store::new_file(path.clone(), header(&c));
+    let err = store.append(user("first"), &c).unwrap_err();
+    assert_eq!(err.kind, SessionErrorKind::Io);
+    assert!(err.message.contains("blocked/s.jsonl"), "{err}");
+    assert!(store.has_unsaved());
+    assert_eq!(store.entries().len(), 1, "kept in memory");
+    assert!(store.sync().is_err());
+    fs::remove_file(&blocker).unwrap();
+    store.append(user("second"), &c).unwrap();
+    assert!(!store.has_unsaved());
+    store.sync().unwrap();
+    drop(store);
+    let (back, warnings) = Store::open(&path).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let texts: Vec<String> = back
+        .context()
+        .iter()
+        .map(|m| match m {
+            Message::User(u) => crate::kernel::message::user_text(u),
+            _ => String::new(),
+        })
+        .collect();
+    assert_eq!(texts, ["first", "second"]);
+}
