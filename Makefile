@@ -2,7 +2,7 @@
 CARGO ?= cargo
 export INSTA_UPDATE ?= no
 
-.PHONY: all build fmt lint test snap bench demo check
+.PHONY: all build fmt lint test snap bench demo check chaos
 
 all: build
 
@@ -26,6 +26,10 @@ bench:
 
 demo:
 	./scripts/demo.sh
+
+# 300 kill -9s at random points of tool runs, each followed by a resume (make check runs 30).
+chaos:
+	KEEL_CHAOS_KILLS=300 $(CARGO) test --locked --test all chaos -- --nocapture
 
 check:
 	$(CARGO) fmt --all -- --check

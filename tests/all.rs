@@ -7,6 +7,7 @@
 )]
 
 mod architecture;
+mod chaos;
 mod compaction;
 mod exit_codes;
 mod http_server;

@@ -109,21 +109,28 @@ pub struct Server {
 impl Server {
     /// Serves `replies` in order, one per request; requests beyond them get a 500.
     pub fn start(replies: Vec<Reply>) -> Server {
+        let replies = Mutex::new(replies.into_iter());
+        Server::start_with(move |_| {
+            replies.lock().unwrap().next().unwrap_or_else(|| {
+                Reply::json(500, r#"{"error":{"message":"no more scripted replies"}}"#)
+            })
+        })
+    }
+
+    /// Answers each request with what `handler` makes of it (a server with its own logic,
+    /// such as one that validates the conversation it is sent).
+    pub fn start_with(handler: impl Fn(&Seen) -> Reply + Send + Sync + 'static) -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let (tx, hangups) = mpsc::channel();
         let log = seen.clone();
+        let handler = Arc::new(handler);
         thread::spawn(move || {
-            let mut replies = replies.into_iter();
             for (n, stream) in listener.incoming().enumerate() {
                 let Ok(stream) = stream else { break };
-                let reply = replies.next().unwrap_or_else(|| {
-                    Reply::json(500, r#"{"error":{"message":"no more scripted replies"}}"#)
-                });
-                let log = log.clone();
-                let tx = tx.clone();
-                thread::spawn(move || serve(stream, reply, n, &log, &tx));
+                let (log, tx, handler) = (log.clone(), tx.clone(), handler.clone());
+                thread::spawn(move || serve(stream, &*handler, n, &log, &tx));
             }
         });
         Server {
@@ -144,7 +151,7 @@ impl Server {
 
 fn serve(
     mut stream: TcpStream,
-    reply: Reply,
+    handler: &(dyn Fn(&Seen) -> Reply + Send + Sync),
     n: usize,
     log: &Mutex<Vec<Seen>>,
     hangups: &mpsc::Sender<usize>,
@@ -153,6 +160,7 @@ fn serve(
     let Some(seen) = read_request(&mut stream) else {
         return;
     };
+    let reply = handler(&seen);
     log.lock().unwrap().push(seen);
     let mut head = format!("HTTP/1.1 {} X\r\n", reply.status);
     for (k, v) in &reply.headers {

@@ -105,7 +105,7 @@ impl Store {
         bytes.push('\n');
         let tmp = tempfile::Builder::new()
             .prefix(".keel-new-")
-            .suffix(".jsonl")
+            .suffix(".tmp")
             .tempfile_in(dir)
             .map_err(|e| SessionError::io("create", &path, &e))?;
         let io = |what: &str, e: std::io::Error| SessionError::io(what, &path, &e);
