@@ -129,14 +129,9 @@ fn assistant_message(a: &AssistantMessage) -> Option<Value> {
     }
     let mut m = Map::new();
     m.insert("role".into(), json!("assistant"));
-    m.insert(
-        "content".into(),
-        if text.is_empty() {
-            Value::Null
-        } else {
-            Value::String(text)
-        },
-    );
+    // A message of tool calls alone still carries `content: ""`: llama.cpp's server answers a
+    // `null` content with HTTP 500, and every other server takes the empty string.
+    m.insert("content".into(), Value::String(text));
     if !calls.is_empty() {
         m.insert("tool_calls".into(), Value::Array(calls));
     }
@@ -327,7 +322,7 @@ mod tests {
             json!({
                 "model": "qwen",
                 "messages": [
-                    {"role": "assistant", "content": null, "tool_calls": [
+                    {"role": "assistant", "content": "", "tool_calls": [
                         {"id": "c", "type": "function", "function": {"name": "ls", "arguments": "{}"}},
                     ]},
                     {"role": "user", "content": "hi"},
