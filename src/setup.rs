@@ -138,11 +138,8 @@ pub fn provider(cli: &Cli, env: &Env) -> Result<Arc<dyn Provider>, StartupError>
             );
         }
     }
-    let options = HttpOptions {
-        connect_timeout: seconds(cli.connect_timeout, "--connect-timeout")?,
-        idle_timeout: seconds(cli.idle_timeout, "--idle-timeout")?,
-    };
-    let provider = HttpProvider::new(info, key, options).map_err(StartupError::config)?;
+    let provider =
+        HttpProvider::new(info, key, http_options(cli)?).map_err(StartupError::config)?;
     Ok(Arc::new(provider))
 }
 
@@ -165,10 +162,7 @@ impl Models {
         Ok(Models {
             registry: registry(env)?,
             vars: env.vars.clone(),
-            options: HttpOptions {
-                connect_timeout: seconds(cli.connect_timeout, "--connect-timeout")?,
-                idle_timeout: seconds(cli.idle_timeout, "--idle-timeout")?,
-            },
+            options: http_options(cli)?,
             api_key: cli.api_key.clone(),
             start,
         })
@@ -259,6 +253,15 @@ fn split_model(cli: &Cli, registry: &Registry) -> (Option<String>, Option<String
         }
         (None, _) => (None, Some(model)),
     }
+}
+
+/// The transport settings from `--connect-timeout` and `--idle-timeout`; default caps.
+fn http_options(cli: &Cli) -> Result<HttpOptions, StartupError> {
+    Ok(HttpOptions {
+        connect_timeout: seconds(cli.connect_timeout, "--connect-timeout")?,
+        idle_timeout: seconds(cli.idle_timeout, "--idle-timeout")?,
+        ..HttpOptions::default()
+    })
 }
 
 pub fn seconds(v: f64, flag: &str) -> Result<Duration, StartupError> {

@@ -3,6 +3,8 @@
 //! on a streamed response, keep-alive pings that are not progress, and asking the server which
 //! models it serves.
 
+use std::time::Duration;
+
 use crate::http_server::{Reply, Server};
 use crate::support::{root, Sandbox};
 
@@ -91,4 +93,69 @@ fn raw_post(port: u16, path: &str, body: &str) -> String {
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
+}
+
+/// The `result` lines of a JSON-mode run.
+fn results(run: &crate::support::Run) -> Vec<serde_json::Value> {
+    run.stdout_lines()
+        .into_iter()
+        .filter(|l| l["type"] == "result")
+        .collect()
+}
+
+/// Regression: a server that sent one endless SSE line made keel buffer it until memory ran
+/// out (3.7 GB, then abort with exit 134). The line is refused at the 16 MiB cap.
+#[test]
+fn an_endless_sse_line_fails_with_stream_too_large_at_16_mib() {
+    let sb = Sandbox::new();
+    let prefix = br#"data: {"choices":[{"delta":{"content":""#;
+    // 17 MiB of one line in 64 KiB chunks, then the response ends (the server stops by itself).
+    let reply = Reply::sse(prefix).repeating(&[b'x'; 64 * 1024], 17 * 16, Duration::ZERO);
+    let server = Server::start(vec![reply]);
+    let run = keel(&sb, &server, &["--json", "hi"]);
+    assert_eq!(run.code, 1, "{run}");
+    let results = results(&run);
+    assert_eq!(results.len(), 1, "{run}");
+    assert_eq!(results[0]["error"]["kind"], "stream_too_large", "{run}");
+    let message = results[0]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("SSE line over the cap of 16 MiB"),
+        "{message}"
+    );
+    assert_eq!(server.seen().len(), 1, "not retried");
+}
+
+/// Regression: `: ping` comments reset the idle timer, so a server that only pinged kept a run
+/// waiting forever. Comments keep the connection open but are not progress.
+#[test]
+fn a_server_that_only_sends_pings_hits_the_idle_timeout() {
+    let sb = Sandbox::new();
+    // Pings every 5 ms for at most 10 s, never any data.
+    let reply = Reply::sse(b"").repeating(b": ping\n\n", 2000, Duration::from_millis(5));
+    let server = Server::start(vec![reply]);
+    let run = keel(
+        &sb,
+        &server,
+        &[
+            "--json",
+            "--idle-timeout",
+            "0.5",
+            "--max-retries",
+            "0",
+            "hi",
+        ],
+    );
+    assert_eq!(run.code, 1, "{run}");
+    let results = results(&run);
+    assert_eq!(results.len(), 1, "{run}");
+    assert_eq!(results[0]["error"]["kind"], "idle_timeout", "{run}");
+    let message = results[0]["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("no data for 0.5s (only keep-alive comments)"),
+        "{message}"
+    );
+    server
+        .hangups
+        .recv_timeout(Duration::from_secs(30))
+        .expect("keel closed the connection");
 }

@@ -4,6 +4,7 @@
 
 pub mod anthropic;
 pub mod http;
+pub mod limits;
 pub mod model;
 pub mod openai;
 pub mod scripted;

@@ -275,12 +275,12 @@ mod tests {
         let mut out = Vec::new();
         let (a, b) = bytes.split_at(cut.unwrap_or(bytes.len()));
         for piece in [a, b] {
-            sse.push(piece, &mut events);
+            sse.push(piece, &mut events).unwrap();
             for e in events.drain(..) {
                 dec.on_event(&e, &mut out);
             }
         }
-        sse.finish(&mut events);
+        sse.finish(&mut events).unwrap();
         for e in events.drain(..) {
             dec.on_event(&e, &mut out);
         }

@@ -334,13 +334,13 @@ mod tests {
         let mut out = Vec::new();
         let mut at = 0;
         for &cut in cuts.iter().chain(std::iter::once(&bytes.len())) {
-            sse.push(&bytes[at..cut], &mut events);
+            sse.push(&bytes[at..cut], &mut events).unwrap();
             at = cut;
             for e in events.drain(..) {
                 decoder.on_event(&e, &mut out);
             }
         }
-        sse.finish(&mut events);
+        sse.finish(&mut events).unwrap();
         for e in events.drain(..) {
             decoder.on_event(&e, &mut out);
         }
