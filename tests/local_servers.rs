@@ -159,3 +159,164 @@ fn a_server_that_only_sends_pings_hits_the_idle_timeout() {
         .recv_timeout(Duration::from_secs(30))
         .expect("keel closed the connection");
 }
+
+// ---- asking the server which models it serves -------------------------------------------
+
+fn model_list(ids: &[&str]) -> Reply {
+    let data: Vec<serde_json::Value> = ids
+        .iter()
+        .map(|id| serde_json::json!({"id": id, "object": "model", "owned_by": "llamacpp"}))
+        .collect();
+    Reply::json(
+        200,
+        &serde_json::json!({"object": "list", "data": data}).to_string(),
+    )
+}
+
+/// A run of the real binary with extra environment variables.
+fn run_env(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> crate::support::Run {
+    let mut cmd = sb.cmd(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    sb.finish(cmd.output().unwrap())
+}
+
+/// Regression: `--base-url` without `--model` sent OpenAI's default `gpt-4.1` to a server that
+/// never heard of it. The server is asked; its one model is used.
+#[test]
+fn base_url_without_model_uses_the_one_model_the_server_serves() {
+    let sb = Sandbox::new();
+    let server = Server::start(vec![
+        model_list(&["qwen2.5-coder-7b"]),
+        Reply::sse(&bytes("openai/text.sse")),
+    ]);
+    let run = sb.run(&["--base-url", &server.base_url(), "--json", "hi"]);
+    assert_eq!(run.code, 0, "{run}");
+    let seen = server.seen();
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].path.as_str()),
+        ("GET", "/v1/models")
+    );
+    assert_eq!(seen[1].path, "/v1/chat/completions");
+    assert_eq!(seen[1].json()["model"], "qwen2.5-coder-7b");
+}
+
+#[test]
+fn base_url_without_model_and_several_served_exits_3_listing_them() {
+    let sb = Sandbox::new();
+    let server = Server::start(vec![model_list(&["llama3.2", "qwen3:8b", "phi4"])]);
+    let base = server.base_url();
+    let run = sb.run(&["--base-url", &base, "-p", "hi"]);
+    assert_eq!(run.code, 3, "{run}");
+    assert_eq!(server.seen().len(), 1, "no completion was asked for");
+    crate::support::snap(
+        "local_servers_several_models_exit_3",
+        &run.to_string().replace(&base, "[BASE]"),
+    );
+}
+
+#[test]
+fn openai_base_url_accepts_any_model_id_and_asks_the_server_when_none_is_given() {
+    let sb = Sandbox::new();
+    let server = Server::start(vec![
+        Reply::sse(&bytes("openai/text.sse")),
+        model_list(&["local-only"]),
+        Reply::sse(&bytes("openai/text.sse")),
+    ]);
+    let base = server.base_url();
+    // An id no registry lists goes to the server, even with an Anthropic key around.
+    let env = [
+        ("OPENAI_BASE_URL", base.as_str()),
+        ("ANTHROPIC_API_KEY", "ak-unused"),
+    ];
+    let run = run_env(&sb, &["--model", "my-finetune", "-p", "hi"], &env);
+    assert_eq!(run.code, 0, "{run}");
+    assert_eq!(server.seen()[0].json()["model"], "my-finetune");
+    // No model at all: the server is asked, and nothing is sent as gpt-4.1.
+    let run = run_env(&sb, &["-p", "hi"], &[("OPENAI_BASE_URL", base.as_str())]);
+    assert_eq!(run.code, 0, "{run}");
+    let seen = server.seen();
+    assert_eq!(seen[1].path, "/v1/models");
+    assert_eq!(seen[2].json()["model"], "local-only");
+}
+
+#[test]
+fn list_models_with_a_base_url_lists_what_the_server_serves() {
+    let sb = Sandbox::new();
+    let ids = ["llama3.2:latest", "qwen3:8b", "Qwen2.5-Coder:7b"];
+    let server = Server::start(vec![model_list(&ids), model_list(&ids), model_list(&ids)]);
+    let base = server.base_url();
+    let run = sb.run(&["--list-models", "--base-url", &base]);
+    assert_eq!(run.code, 0, "{run}");
+    crate::support::snap(
+        "local_servers_list_models_base_url",
+        &run.to_string().replace(&base, "[BASE]"),
+    );
+    let run = sb.run(&["--list-models", "qwen", "--base-url", &base, "--json"]);
+    assert_eq!(run.code, 0, "{run}");
+    let lines = run.stdout_lines();
+    let got: Vec<&str> = lines.iter().map(|l| l["id"].as_str().unwrap()).collect();
+    assert_eq!(got, ["qwen3:8b", "Qwen2.5-Coder:7b"]);
+    assert_eq!(lines[0]["baseUrl"], base.as_str());
+    assert_eq!(lines[0]["provider"], "openai");
+    let run = run_env(&sb, &["--list-models"], &[("OPENAI_BASE_URL", &base)]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(run.stdout.contains("llama3.2:latest"), "{run}");
+    assert!(!run.stdout.contains("gpt-4.1"), "{run}");
+    assert!(server.seen().iter().all(|s| s.path == "/v1/models"));
+}
+
+/// Regression: a base URL without `/v1` gave a bare "HTTP 404" with no word about the URL.
+#[test]
+fn a_404_names_the_url_tried_and_hints_at_a_missing_v1() {
+    let sb = Sandbox::new();
+    let server = Server::start(vec![Reply::json(404, "404 page not found")]);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let run = sb.run(&["--list-models", "--base-url", &base]);
+    assert_eq!(run.code, 3, "{run}");
+    crate::support::snap(
+        "local_servers_models_404_hints_v1",
+        &run.to_string().replace(&base, "[BASE]"),
+    );
+    // The same for the completion itself.
+    let server = Server::start(vec![Reply::json(404, "404 page not found")]);
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let run = sb.run(&["--base-url", &base, "--model", "m", "--json", "hi"]);
+    assert_eq!(run.code, 1, "{run}");
+    let result = results(&run).remove(0);
+    assert_eq!(result["error"]["kind"], "bad_request");
+    let message = result["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("(POST {base}/chat/completions; ")),
+        "{message}"
+    );
+    assert!(message.contains("/v1"), "{message}");
+}
+
+#[test]
+fn an_unreachable_server_is_a_config_error_naming_the_url() {
+    let sb = Sandbox::new();
+    // A port that was just free: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let base = format!("http://127.0.0.1:{port}/v1");
+    for args in [
+        vec!["--base-url", base.as_str(), "-p", "hi"],
+        vec!["--list-models", "--base-url", base.as_str()],
+    ] {
+        let run = sb.run(&args);
+        assert_eq!(run.code, 3, "{run}");
+        assert!(
+            run.stderr
+                .contains(&format!("Error: cannot reach {base}/models")),
+            "{run}"
+        );
+        assert!(run.stderr.contains("Hint: is the server running?"), "{run}");
+    }
+    let run = sb.run(&["--base-url", &base, "--json", "hi"]);
+    assert_eq!(results(&run)[0]["error"]["kind"], "config_error", "{run}");
+}

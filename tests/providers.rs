@@ -754,6 +754,28 @@ fn list_models_shows_builtins_and_models_json() {
     assert_eq!(lines[0]["provider"], "lab");
 }
 
+/// Regression: limits under 1000 tokens were printed as `0K`.
+#[test]
+fn list_models_prints_limits_under_1000_as_numbers() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home().join("models.json"),
+        r#"{"providers":{"tiny":{"baseUrl":"http://127.0.0.1:9/v1","models":[
+            {"id":"t1","contextWindow":512,"maxTokens":256},
+            {"id":"t2","contextWindow":32768,"maxTokens":1000}]}}}"#,
+    )
+    .unwrap();
+    let run = sb.run(&["--list-models", "tiny/"]);
+    assert_eq!(run.code, 0, "{run}");
+    let row = |id: &str| -> Vec<String> {
+        let line = run.stdout.lines().find(|l| l.starts_with(id)).unwrap();
+        line.split_whitespace().map(String::from).collect()
+    };
+    assert_eq!(row("tiny/t1")[1..3], ["512", "256"], "{run}");
+    assert_eq!(row("tiny/t2")[1..3], ["32K", "1K"], "{run}");
+    assert!(!run.stdout.contains("0K"), "{run}");
+}
+
 /// The provider is shared behind `Arc<dyn Provider>` by the kernel.
 #[test]
 fn http_provider_is_a_provider() {

@@ -382,13 +382,17 @@ pub(super) async fn read_capped(
     Ok(body)
 }
 
-/// What to add to a 404: the URL tried and, when its path has no `/v1`, the likely cause.
-pub(super) fn not_found_hint(method: &str, url: &str) -> String {
+/// Whether a URL's path has a `/v1` segment, as OpenAI-compatible endpoints have.
+pub fn path_has_v1(url: &str) -> bool {
     let path = url
         .split_once("://")
         .map_or(url, |(_, rest)| rest.split_once('/').map_or("", |(_, p)| p));
-    let v1 = path.split('/').any(|seg| seg == "v1");
-    if v1 {
+    path.split('/').any(|seg| seg == "v1")
+}
+
+/// What to add to a 404: the URL tried and, when its path has no `/v1`, the likely cause.
+fn not_found_hint(method: &str, url: &str) -> String {
+    if path_has_v1(url) {
         format!(" ({method} {url})")
     } else {
         format!(" ({method} {url}; most OpenAI-compatible servers serve under /v1: is it missing from the base URL?)")
