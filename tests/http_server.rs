@@ -224,7 +224,8 @@ fn serve(
         })
     });
     let pieces = reply.pieces.iter().map(|p| (p.as_slice(), Duration::ZERO));
-    for (piece, pause) in pieces.chain(repeated) {
+    // An empty chunk would be the chunked body's terminator: empty pieces are skipped.
+    for (piece, pause) in pieces.chain(repeated).filter(|(p, _)| !p.is_empty()) {
         if !pause.is_zero() {
             // Pacing the server's own output, not waiting for the client.
             thread::sleep(pause);

@@ -1,11 +1,11 @@
 //! The binary against local OpenAI-compatible servers that are strict, endless, silent or
 //! minimal (tests/http_server.rs on 127.0.0.1): the request shape llama.cpp accepts, the caps
-//! on a streamed response, keep-alive pings that are not progress, and asking the server which
-//! models it serves.
+//! on a streamed response and on an error body, keep-alive pings that are not progress, and
+//! asking the server which models it serves.
 
 use std::time::Duration;
 
-use crate::http_server::{Reply, Server};
+use crate::http_server::{End, Reply, Server};
 use crate::support::{root, Sandbox};
 
 fn bytes(path: &str) -> Vec<u8> {
@@ -158,6 +158,39 @@ fn a_server_that_only_sends_pings_hits_the_idle_timeout() {
         .hangups
         .recv_timeout(Duration::from_secs(30))
         .expect("keel closed the connection");
+}
+
+/// An error response whose body never ends is read up to 64 KiB, not to its end: the run
+/// fails at once with what the server said instead of waiting for the idle timeout.
+#[test]
+fn an_endless_error_body_is_read_only_up_to_its_cap() {
+    let sb = Sandbox::new();
+    let piece = "server busy; ".repeat(300);
+    let reply = Reply::json(500, "")
+        .repeating(piece.as_bytes(), 1000, Duration::ZERO)
+        .ending(End::Stall);
+    let server = Server::start(vec![reply]);
+    let run = keel(
+        &sb,
+        &server,
+        &["--json", "--max-retries", "0", "--idle-timeout", "30", "hi"],
+    );
+    assert_eq!(run.code, 1, "{run}");
+    let result = results(&run).remove(0);
+    assert_eq!(result["error"]["kind"], "server_error", "{run}");
+    let message = result["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("openai (m): HTTP 500: server busy; server busy;"),
+        "{message}"
+    );
+    assert!(
+        message.ends_with('…'),
+        "clipped to 500 characters: {message}"
+    );
+    server
+        .hangups
+        .recv_timeout(Duration::from_secs(30))
+        .expect("keel closed the connection instead of reading on");
 }
 
 // ---- asking the server which models it serves -------------------------------------------
