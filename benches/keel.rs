@@ -744,13 +744,13 @@ fn decode_openai(body: &[u8]) -> Res<f64> {
         }
     };
     for piece in body.chunks(16 * 1024) {
-        sse.push(piece, &mut events);
+        sse.push(piece, &mut events).unwrap();
         for e in events.drain(..) {
             dec.on_event(&e, &mut out);
         }
         count(&mut out);
     }
-    sse.finish(&mut events);
+    sse.finish(&mut events).unwrap();
     for e in events.drain(..) {
         dec.on_event(&e, &mut out);
     }

@@ -176,7 +176,7 @@ async fn start(
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
     if let Some(pattern) = &cli.list_models {
-        let table = setup::list_models(&setup::registry(env)?, pattern, mode == Mode::Json);
+        let table = setup::model_list(cli, env, pattern, mode == Mode::Json).await?;
         return Ok(match out.out(table.as_bytes()).and_then(|_| out.flush()) {
             Ok(()) => Exit::Success,
             Err(_) => Exit::Signal(crate::exit::SIGPIPE),
@@ -189,7 +189,7 @@ async fn start(
         return start_tui(cli, env, clock, out).await;
     }
     setup::check_session_flags(cli, false)?;
-    let provider = setup::provider(cli, env)?;
+    let provider = setup::provider(cli, env).await?;
     let mut config = setup::agent_config(cli, env, false)?;
     if let Some(w) = setup::clamp_thinking(provider.as_ref(), &mut config) {
         out.err(&format!("Warning: {w}\n"));
@@ -261,7 +261,7 @@ async fn start_rpc(
             "rpc mode takes no prompt arguments; send {\"type\":\"prompt\",\"message\":...} on stdin",
         ));
     }
-    let provider = setup::provider(cli, env)?;
+    let provider = setup::provider(cli, env).await?;
     let mut config = setup::agent_config(cli, env, true)?;
     let mut warnings: Vec<String> = setup::clamp_thinking(provider.as_ref(), &mut config)
         .into_iter()
@@ -297,7 +297,7 @@ async fn start_tui(
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
     setup::check_session_flags(cli, true)?;
-    let provider = setup::provider(cli, env)?;
+    let provider = setup::provider(cli, env).await?;
     let mut config = setup::agent_config(cli, env, true)?;
     let mut warnings: Vec<String> = setup::clamp_thinking(provider.as_ref(), &mut config)
         .into_iter()

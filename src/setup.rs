@@ -14,137 +14,15 @@ use crate::kernel::compaction::CompactionPolicy;
 use crate::kernel::op::QueueMode;
 use crate::kernel::provider::http::{HttpOptions, HttpProvider};
 use crate::kernel::provider::model::{ModelInfo, OpenAiCompat, ProviderInfo, Registry};
-use crate::kernel::provider::scripted::ScriptedProvider;
 use crate::kernel::provider::Provider;
 use crate::kernel::session::{self, SessionErrorKind, SessionHeader, Store};
 use crate::kernel::tool;
 use crate::mode::Env;
 
-/// The model registry: built-in providers plus `$KEEL_HOME/models.json` when it exists.
-pub fn registry(env: &Env) -> Result<Registry, StartupError> {
-    let mut registry = Registry::builtin();
-    let path = env.keel_home.join("models.json");
-    match std::fs::read_to_string(&path) {
-        Ok(text) => registry.merge_file(&text).map_err(|e| {
-            StartupError::config(format!("cannot use {}", path.display()))
-                .cause(e)
-                .hint("see the README, \"Models and providers\", for the format")
-        })?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            return Err(
-                StartupError::config(format!("cannot read {}", path.display()))
-                    .cause(e.to_string()),
-            )
-        }
-    }
-    Ok(registry)
-}
+mod provider;
 
-/// The provider and model chosen by `--provider`, `--model [provider/]id`, `--base-url`,
-/// `--api-key`, the environment and models.json (README, "Models and providers").
-pub fn provider(cli: &Cli, env: &Env) -> Result<Arc<dyn Provider>, StartupError> {
-    let registry = registry(env)?;
-    let (named, model_id) = split_model(cli, &registry);
-    if named.as_deref() == Some("scripted") {
-        let Some(path) = &cli.script else {
-            return Err(
-                StartupError::config("the scripted provider needs a script file")
-                    .hint("pass --script FILE (see fixtures/providers/ and the README)"),
-            );
-        };
-        let p = ScriptedProvider::load(path).map_err(StartupError::config)?;
-        return Ok(Arc::new(p));
-    }
-    let var = |k: &str| env.vars.get(k).cloned();
-    let name = match named {
-        Some(n) => n,
-        None if cli.base_url.is_some() => "openai".to_string(),
-        None => match model_id.as_deref().and_then(|id| {
-            registry
-                .models()
-                .find(|m| m.id == id)
-                .map(|m| m.provider.clone())
-        }) {
-            Some(p) => p,
-            None if var("ANTHROPIC_API_KEY").is_some() => "anthropic".into(),
-            None if var("OPENAI_API_KEY").is_some() => "openai".into(),
-            None => return Err(
-                StartupError::config("no model provider is configured").hint(
-                    "set ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass --base-url URL --model NAME \
-                     for a local OpenAI-compatible server, or run offline with \
-                     --provider scripted --script fixtures/providers/hello.json",
-                ),
-            ),
-        },
-    };
-    let Some(p) = registry.provider(&name) else {
-        let known: Vec<&str> = registry.providers.iter().map(|p| p.name.as_str()).collect();
-        return Err(
-            StartupError::config(format!("unknown provider `{name}`")).hint(format!(
-                "known providers: {}, scripted; add your own in {}",
-                known.join(", "),
-                env.keel_home.join("models.json").display()
-            )),
-        );
-    };
-    let custom_url = cli.base_url.is_some();
-    let base_url = cli
-        .base_url
-        .clone()
-        .or_else(|| p.base_url_env.as_deref().and_then(var))
-        .unwrap_or_else(|| p.base_url.clone());
-    let Some(id) = model_id.or_else(|| p.default_model.clone()) else {
-        return Err(
-            StartupError::config(format!("no model chosen for provider `{name}`")).hint(format!(
-                "pass --model {name}/MODEL (the model id the server knows)"
-            )),
-        );
-    };
-    let listed = p.models.iter().find(|m| m.id == id).cloned();
-    let mut info = match listed {
-        Some(m) => m,
-        None if custom_url || p.models.is_empty() || p.key_env.is_none() => {
-            ModelInfo::unlisted(&name, &p.api, &base_url, &id)
-        }
-        None => {
-            let known: Vec<&str> = p.models.iter().map(|m| m.id.as_str()).collect();
-            return Err(StartupError::config(format!(
-                "unknown model `{id}` for provider `{name}`"
-            ))
-            .hint(format!(
-                "known {name} models: {}; for another model, pass --base-url or add it to {}",
-                known.join(", "),
-                env.keel_home.join("models.json").display()
-            )));
-        }
-    };
-    info.base_url = base_url.clone();
-    info.compat = OpenAiCompat::for_base_url(&base_url);
-    // A key from the environment is only sent to the provider's own endpoint (or to a URL
-    // given together with an explicit --provider): never leak OPENAI_API_KEY to any URL.
-    let env_key_ok = !custom_url || cli.provider.is_some();
-    let key = cli
-        .api_key
-        .clone()
-        .or_else(|| p.key.clone())
-        .or_else(|| p.key_env.as_deref().filter(|_| env_key_ok).and_then(var));
-    if key.is_none() && !custom_url {
-        if let Some(k) = &p.key_env {
-            return Err(
-                StartupError::config(format!("no API key for provider `{name}`")).hint(format!(
-                    "set {k} (or pass --api-key KEY); for a local server without a key, pass --base-url URL"
-                )),
-            );
-        }
-    }
-    let options = HttpOptions {
-        connect_timeout: seconds(cli.connect_timeout, "--connect-timeout")?,
-        idle_timeout: seconds(cli.idle_timeout, "--idle-timeout")?,
-    };
-    let provider = HttpProvider::new(info, key, options).map_err(StartupError::config)?;
-    Ok(Arc::new(provider))
-}
+use provider::http_options;
+pub use provider::{list_models, model_list, provider, registry};
 
 /// The models a running session can switch to (RPC `set_model`, `cycle_model`): the
 /// registry's models whose provider has credentials, plus the model keel started with.
@@ -165,10 +43,7 @@ impl Models {
         Ok(Models {
             registry: registry(env)?,
             vars: env.vars.clone(),
-            options: HttpOptions {
-                connect_timeout: seconds(cli.connect_timeout, "--connect-timeout")?,
-                idle_timeout: seconds(cli.idle_timeout, "--idle-timeout")?,
-            },
+            options: http_options(cli)?,
             api_key: cli.api_key.clone(),
             start,
         })
@@ -243,24 +118,6 @@ impl Models {
     }
 }
 
-/// `--provider` and `--model` as (provider name, model id). `--model p/id` names the provider
-/// when `p` is one (model ids may contain `/` themselves, as on OpenRouter).
-fn split_model(cli: &Cli, registry: &Registry) -> (Option<String>, Option<String>) {
-    let Some(model) = cli.model.clone() else {
-        return (cli.provider.clone(), None);
-    };
-    match (&cli.provider, model.split_once('/')) {
-        (Some(p), Some((prefix, rest))) if prefix == p => (Some(p.clone()), Some(rest.into())),
-        (Some(p), _) => (Some(p.clone()), Some(model)),
-        (None, Some((prefix, rest)))
-            if prefix == "scripted" || registry.provider(prefix).is_some() =>
-        {
-            (Some(prefix.to_string()), Some(rest.to_string()))
-        }
-        (None, _) => (None, Some(model)),
-    }
-}
-
 pub fn seconds(v: f64, flag: &str) -> Result<Duration, StartupError> {
     if v.is_finite() && v > 0.0 && v < 1e9 {
         Ok(Duration::from_secs_f64(v))
@@ -269,62 +126,6 @@ pub fn seconds(v: f64, flag: &str) -> Result<Duration, StartupError> {
             "{flag} needs a positive number of seconds, got {v}"
         )))
     }
-}
-
-/// The `--list-models` table (or JSON lines), filtered by a case-insensitive substring.
-pub fn list_models(registry: &Registry, pattern: &str, json: bool) -> String {
-    let pattern = pattern.to_lowercase();
-    let models: Vec<&ModelInfo> = registry
-        .models()
-        .filter(|m| {
-            pattern.is_empty()
-                || format!("{}/{} {}", m.provider, m.id, m.name)
-                    .to_lowercase()
-                    .contains(&pattern)
-        })
-        .collect();
-    let mut out = String::new();
-    if json {
-        for m in models {
-            out.push_str(&serde_json::to_string(m).unwrap_or_default());
-            out.push('\n');
-        }
-        return out;
-    }
-    let k = |n: u64| {
-        if n >= 1_000_000 {
-            format!("{:.1}M", n as f64 / 1e6)
-        } else {
-            format!("{}K", n / 1000)
-        }
-    };
-    out.push_str(&format!(
-        "{:<36} {:>8} {:>8} {:>9} {:>15}\n",
-        "MODEL", "CONTEXT", "MAX OUT", "THINKING", "$/M IN / OUT"
-    ));
-    for m in models {
-        out.push_str(&format!(
-            "{:<36} {:>8} {:>8} {:>9} {:>15}\n",
-            format!("{}/{}", m.provider, m.id),
-            k(m.context_window),
-            k(m.max_tokens),
-            if m.reasoning { "yes" } else { "no" },
-            format!("{} / {}", m.cost.input, m.cost.output)
-        ));
-    }
-    let open: Vec<&str> = registry
-        .providers
-        .iter()
-        .filter(|p| p.models.is_empty())
-        .map(|p| p.name.as_str())
-        .collect();
-    if pattern.is_empty() && !open.is_empty() {
-        out.push_str(&format!(
-            "\nAny model id also works with: {} (pass --model PROVIDER/ID), and with --base-url.\n",
-            open.join(", ")
-        ));
-    }
-    out
 }
 
 /// The kernel settings for this process.

@@ -13,6 +13,7 @@ mod exit_codes;
 mod http_server;
 mod json_mode;
 mod kernel;
+mod local_servers;
 mod projectors;
 mod providers;
 mod rpc;

@@ -1,6 +1,8 @@
 //! A scripted HTTP/1.1 server on 127.0.0.1 for provider tests: real sockets, real chunked
 //! SSE bytes. Each accepted request takes the next `Reply`; the server records what it was
-//! asked and reports when a client hangs up mid-stream.
+//! asked and reports when a client hangs up mid-stream. A reply can repeat a piece many times
+//! (an endless line, keep-alive pings: always bounded, so the server stops by itself) and can
+//! be strict about the request, as llama.cpp's server is.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -20,13 +22,25 @@ pub enum End {
     Stall,
 }
 
+/// A piece written `times` times after the reply's pieces, `every` apart, each as its own
+/// chunk; stops early when the client hangs up.
+#[derive(Debug, Clone)]
+pub struct Repeat {
+    pub piece: Vec<u8>,
+    pub times: usize,
+    pub every: Duration,
+}
+
 #[derive(Debug, Clone)]
 pub struct Reply {
     pub status: u16,
     pub headers: Vec<(String, String)>,
     /// Body pieces, each written and flushed as its own HTTP chunk.
     pub pieces: Vec<Vec<u8>>,
+    pub repeat: Option<Repeat>,
     pub end: End,
+    /// Answer 500 instead when a request message has `"content": null` (llama.cpp does).
+    pub strict: bool,
 }
 
 impl Reply {
@@ -37,7 +51,9 @@ impl Reply {
             status: 200,
             headers: vec![("content-type".into(), "text/event-stream".into())],
             pieces: awkward_pieces(body),
+            repeat: None,
             end: End::Complete,
+            strict: false,
         }
     }
 
@@ -47,7 +63,9 @@ impl Reply {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
             pieces: vec![body.as_bytes().to_vec()],
+            repeat: None,
             end: End::Complete,
+            strict: false,
         }
     }
 
@@ -60,6 +78,36 @@ impl Reply {
         self.end = end;
         self
     }
+
+    /// Writes `piece` `times` times after the pieces, `every` apart.
+    pub fn repeating(mut self, piece: &[u8], times: usize, every: Duration) -> Reply {
+        self.repeat = Some(Repeat {
+            piece: piece.to_vec(),
+            times,
+            every,
+        });
+        self
+    }
+
+    /// Refuses a request whose messages hold a `null` content with HTTP 500.
+    pub fn strict(mut self) -> Reply {
+        self.strict = true;
+        self
+    }
+}
+
+/// What llama.cpp's server answers (HTTP 500) to a message whose `content` is `null`.
+pub const NULL_CONTENT_ERROR: &str = r#"{"error":{"code":500,"message":"Invalid 'content' type: expected string or array, got null","type":"server_error"}}"#;
+
+/// Whether a request body holds a message with `"content": null`.
+fn has_null_content(body: &str) -> bool {
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(body) else {
+        return false;
+    };
+    v["messages"].as_array().is_some_and(|ms| {
+        ms.iter()
+            .any(|m| m.get("content") == Some(&serde_json::Value::Null))
+    })
 }
 
 /// Splits at offsets 1, 2, 3, 5, 8, 13, ... from each previous cut (a Fibonacci walk), so
@@ -161,6 +209,11 @@ fn serve(
         return;
     };
     let reply = handler(&seen);
+    let reply = if reply.strict && has_null_content(&seen.body) {
+        Reply::json(500, NULL_CONTENT_ERROR)
+    } else {
+        reply
+    };
     log.lock().unwrap().push(seen);
     let mut head = format!("HTTP/1.1 {} X\r\n", reply.status);
     for (k, v) in &reply.headers {
@@ -170,7 +223,21 @@ fn serve(
     if stream.write_all(head.as_bytes()).is_err() {
         return;
     }
-    for piece in &reply.pieces {
+    let repeated = reply.repeat.iter().flat_map(|r| {
+        (0..r.times).map(move |i| {
+            (
+                r.piece.as_slice(),
+                if i > 0 { r.every } else { Duration::ZERO },
+            )
+        })
+    });
+    let pieces = reply.pieces.iter().map(|p| (p.as_slice(), Duration::ZERO));
+    // An empty chunk would be the chunked body's terminator: empty pieces are skipped.
+    for (piece, pause) in pieces.chain(repeated).filter(|(p, _)| !p.is_empty()) {
+        if !pause.is_zero() {
+            // Pacing the server's own output, not waiting for the client.
+            thread::sleep(pause);
+        }
         let mut chunk = format!("{:x}\r\n", piece.len()).into_bytes();
         chunk.extend_from_slice(piece);
         chunk.extend_from_slice(b"\r\n");

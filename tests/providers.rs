@@ -9,6 +9,7 @@ use std::time::Duration;
 use keel::kernel::abort::AbortController;
 use keel::kernel::message::{Message, StopReason, Usage};
 use keel::kernel::provider::http::{HttpOptions, HttpProvider};
+use keel::kernel::provider::limits::StreamLimits;
 use keel::kernel::provider::model::{ModelCost, ModelInfo, API_ANTHROPIC, API_OPENAI};
 use keel::kernel::provider::sse::{SseDecoder, StreamDecoder};
 use keel::kernel::provider::{anthropic, openai, ModelRequest, Provider, ProviderEvent};
@@ -55,6 +56,7 @@ fn options(idle_ms: u64) -> HttpOptions {
     HttpOptions {
         connect_timeout: Duration::from_secs(5),
         idle_timeout: Duration::from_millis(idle_ms),
+        ..HttpOptions::default()
     }
 }
 
@@ -79,11 +81,15 @@ fn call(provider: &HttpProvider) -> Vec<ProviderEvent> {
 }
 
 fn openai_call(replies: Vec<Reply>, idle_ms: u64) -> (Vec<ProviderEvent>, Server) {
+    openai_call_with(replies, options(idle_ms))
+}
+
+fn openai_call_with(replies: Vec<Reply>, options: HttpOptions) -> (Vec<ProviderEvent>, Server) {
     let server = Server::start(replies);
     let p = HttpProvider::new(
         model(API_OPENAI, &server.base_url()),
         Some("sk-test".into()),
-        options(idle_ms),
+        options,
     )
     .unwrap();
     (call(&p), server)
@@ -139,8 +145,8 @@ fn usage(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Usage {
 fn decoded_whole(body: &[u8], decoder: &mut dyn StreamDecoder) -> Vec<ProviderEvent> {
     let mut sse = SseDecoder::new();
     let mut events = Vec::new();
-    sse.push(body, &mut events);
-    sse.finish(&mut events);
+    sse.push(body, &mut events).unwrap();
+    sse.finish(&mut events).unwrap();
     let mut out = Vec::new();
     for e in &events {
         decoder.on_event(e, &mut out);
@@ -327,6 +333,76 @@ fn a_stalled_stream_hits_the_idle_timeout_and_the_connection_is_closed() {
         .hangups
         .recv_timeout(Duration::from_secs(10))
         .expect("the stalled connection was closed");
+}
+
+/// Transport options with the given caps on the response body and on one call's arguments.
+fn capped(max_response_bytes: u64, max_tool_args_bytes: u64) -> HttpOptions {
+    HttpOptions {
+        limits: StreamLimits {
+            max_response_bytes,
+            max_tool_args_bytes,
+            ..StreamLimits::default()
+        },
+        ..options(5_000)
+    }
+}
+
+#[test]
+fn a_response_over_its_cap_fails_with_stream_too_large() {
+    let body = bytes("openai/text.sse");
+    let cap = body.len() as u64;
+    let (events, _s) = openai_call_with(vec![Reply::sse(&body)], capped(cap, 1 << 20));
+    assert!(
+        matches!(events.last(), Some(ProviderEvent::Done { .. })),
+        "{events:?}"
+    );
+    let (events, _s) = openai_call_with(vec![Reply::sse(&body)], capped(cap - 1, 1 << 20));
+    let (kind, message, _) = error_of(&events);
+    assert_eq!(kind, "stream_too_large");
+    assert_eq!(
+        message,
+        format!(
+            "local (test-model): the response exceeded the cap of {} bytes per response",
+            cap - 1
+        )
+    );
+}
+
+#[test]
+fn tool_arguments_over_their_cap_fail_with_stream_too_large() {
+    let body = bytes("openai/parallel_tools.sse");
+    let (events, _s) = openai_call(vec![Reply::sse(&body)], 5_000);
+    let longest = [
+        "call_Rk2x9VqLmN3pT7wYcA4bE1sD",
+        "call_Hq8ZfJ2uXo5KcV9nW3tLpB7e",
+    ]
+    .map(|call| {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                ProviderEvent::ToolCallDelta { id, delta } if id == call => Some(delta.len()),
+                _ => None,
+            })
+            .sum::<usize>() as u64
+    })
+    .into_iter()
+    .max()
+    .unwrap();
+    let (events, _s) = openai_call_with(vec![Reply::sse(&body)], capped(1 << 20, longest));
+    assert!(
+        matches!(events.last(), Some(ProviderEvent::Done { .. })),
+        "{events:?}"
+    );
+    let (events, _s) = openai_call_with(vec![Reply::sse(&body)], capped(1 << 20, longest - 1));
+    let (kind, message, _) = error_of(&events);
+    assert_eq!(kind, "stream_too_large");
+    assert!(
+        message.ends_with(&format!(
+            "the arguments of the `read` tool call exceeded the cap of {} bytes",
+            longest - 1
+        )),
+        "{message}"
+    );
 }
 
 #[test]
@@ -676,6 +752,28 @@ fn list_models_shows_builtins_and_models_json() {
     assert_eq!(lines.len(), 1, "{run}");
     assert_eq!(lines[0]["contextWindow"], 65536);
     assert_eq!(lines[0]["provider"], "lab");
+}
+
+/// Regression: limits under 1000 tokens were printed as `0K`.
+#[test]
+fn list_models_prints_limits_under_1000_as_numbers() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home().join("models.json"),
+        r#"{"providers":{"tiny":{"baseUrl":"http://127.0.0.1:9/v1","models":[
+            {"id":"t1","contextWindow":512,"maxTokens":256},
+            {"id":"t2","contextWindow":32768,"maxTokens":1000}]}}}"#,
+    )
+    .unwrap();
+    let run = sb.run(&["--list-models", "tiny/"]);
+    assert_eq!(run.code, 0, "{run}");
+    let row = |id: &str| -> Vec<String> {
+        let line = run.stdout.lines().find(|l| l.starts_with(id)).unwrap();
+        line.split_whitespace().map(String::from).collect()
+    };
+    assert_eq!(row("tiny/t1")[1..3], ["512", "256"], "{run}");
+    assert_eq!(row("tiny/t2")[1..3], ["32K", "1K"], "{run}");
+    assert!(!run.stdout.contains("0K"), "{run}");
 }
 
 /// The provider is shared behind `Arc<dyn Provider>` by the kernel.

@@ -3,14 +3,19 @@
 //! timeout. Dropping the call (abort) drops the request and closes the connection at once.
 //!
 //! Error kinds it adds to the decoders' own: `connection` (no response, or the connection
-//! closed before any output: retryable) and `idle_timeout`; a body cut after output arrived is
-//! `stream_cut` (the turn fails).
+//! closed before any output: retryable), `idle_timeout` (no progress for the idle timeout;
+//! SSE comments such as `: ping` are not progress) and `stream_too_large` (a line, the
+//! response or a tool call's arguments over its cap, see [`StreamLimits`]); a body cut after
+//! output arrived is `stream_cut` (the turn fails).
 
 use std::time::Duration;
+
+use tokio::time::Instant;
 
 use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use tokio::sync::mpsc;
 
+use super::limits::{too_large_message, Budget, StreamLimits, MAX_ERROR_BODY_BYTES};
 use super::model::{ModelInfo, API_ANTHROPIC};
 use super::sse::{SseDecoder, StreamDecoder};
 use super::{anthropic, openai, ModelRequest, Provider, ProviderEvent};
@@ -21,8 +26,11 @@ use crate::kernel::abort::AbortSignal;
 pub struct HttpOptions {
     /// Time allowed to establish the TCP (and TLS) connection.
     pub connect_timeout: Duration,
-    /// Longest silence allowed while waiting for the response headers or the next body bytes.
+    /// Longest wait for the response headers, or for progress in the body (keep-alive
+    /// comments do not count).
     pub idle_timeout: Duration,
+    /// Caps on one streamed response.
+    pub limits: StreamLimits,
 }
 
 impl Default for HttpOptions {
@@ -30,6 +38,7 @@ impl Default for HttpOptions {
         HttpOptions {
             connect_timeout: Duration::from_secs(30),
             idle_timeout: Duration::from_secs(300),
+            limits: StreamLimits::default(),
         }
     }
 }
@@ -135,6 +144,7 @@ impl HttpProvider {
             decoder,
             classify,
             idle: self.options.idle_timeout,
+            limits: self.options.limits,
             who: self.who(),
             tx,
         }
@@ -174,6 +184,7 @@ struct Call {
     /// The API's (kind, message) for a non-2xx response.
     classify: fn(u16, &str) -> (String, String),
     idle: Duration,
+    limits: StreamLimits,
     who: String,
     tx: mpsc::Sender<ProviderEvent>,
 }
@@ -215,11 +226,14 @@ impl Call {
         let status = response.status();
         if !status.is_success() {
             let retry_after = retry_after_ms(response.headers());
-            let body = match tokio::time::timeout(self.idle, response.text()).await {
-                Ok(Ok(text)) => text,
-                _ => String::new(),
-            };
-            let (kind, message) = (self.classify)(status.as_u16(), &body);
+            let body = read_capped(response, MAX_ERROR_BODY_BYTES, self.idle)
+                .await
+                .unwrap_or_default();
+            let (kind, mut message) =
+                (self.classify)(status.as_u16(), &String::from_utf8_lossy(&body));
+            if status.as_u16() == 404 {
+                message.push_str(&not_found_hint("POST", &self.url));
+            }
             let _ = self
                 .tx
                 .send(error(
@@ -234,38 +248,35 @@ impl Call {
     }
 
     async fn stream_body(mut self, mut response: reqwest::Response) {
-        let mut sse = SseDecoder::new();
+        let mut sse = SseDecoder::with_max_line(self.limits.max_line_bytes);
+        let mut budget = Budget::new(self.limits);
         let mut events = Vec::new();
         let mut out = Vec::new();
+        let mut deadline = Instant::now() + self.idle;
+        // Data bytes at the last progress, and whether only keep-alives came since.
+        let mut progress = 0;
+        let mut kept_alive = false;
         loop {
-            let chunk = match tokio::time::timeout(self.idle, response.chunk()).await {
-                Err(_) => {
-                    let msg = format!(
-                        "{}: the stream stalled: no data for {}s",
-                        self.who,
-                        self.idle.as_secs_f64()
-                    );
-                    let _ = self.tx.send(error("idle_timeout", msg, None)).await;
-                    return;
-                }
-                Ok(Err(e)) => {
-                    let (kind, what) = if self.decoder.saw_output() {
-                        ("stream_cut", "the stream was cut mid-response")
-                    } else {
-                        (
-                            "connection",
-                            "the connection failed before the response started",
-                        )
-                    };
-                    let msg = format!("{}: {what}: {}", self.who, chain(&e));
-                    let _ = self.tx.send(error(kind, msg, None)).await;
-                    return;
-                }
+            let chunk = match tokio::time::timeout_at(deadline, response.chunk()).await {
+                Err(_) => return self.stalled(kept_alive).await,
+                Ok(Err(e)) => return self.broken(&e).await,
                 Ok(Ok(chunk)) => chunk,
             };
-            match &chunk {
-                Some(bytes) => sse.push(bytes, &mut events),
-                None => sse.finish(&mut events),
+            let fed = match &chunk {
+                Some(bytes) => budget
+                    .body(bytes.len())
+                    .and_then(|_| sse.push(bytes, &mut events).map_err(too_large_message)),
+                None => sse.finish(&mut events).map_err(too_large_message),
+            };
+            if let Err(message) = fed {
+                return self.too_large(message).await;
+            }
+            if sse.data_bytes() > progress {
+                progress = sse.data_bytes();
+                kept_alive = false;
+                deadline = Instant::now() + self.idle;
+            } else {
+                kept_alive = true;
             }
             for ev in events.drain(..) {
                 self.decoder.on_event(&ev, &mut out);
@@ -274,6 +285,9 @@ impl Call {
                 self.decoder.finish(&mut out);
             }
             for ev in out.drain(..) {
+                if let Err(message) = budget.event(&ev) {
+                    return self.too_large(message).await;
+                }
                 let ev = self.annotate(ev);
                 let terminal =
                     matches!(ev, ProviderEvent::Done { .. } | ProviderEvent::Error { .. });
@@ -285,6 +299,40 @@ impl Call {
                 return;
             }
         }
+    }
+
+    /// No progress for the idle timeout (perhaps only keep-alive comments).
+    async fn stalled(&mut self, kept_alive: bool) {
+        let msg = format!(
+            "{}: the stream stalled: no data for {}s{}",
+            self.who,
+            self.idle.as_secs_f64(),
+            if kept_alive {
+                " (only keep-alive comments)"
+            } else {
+                ""
+            }
+        );
+        let _ = self.tx.send(error("idle_timeout", msg, None)).await;
+    }
+
+    /// The body failed: a cut answer after output, else a connection failure (retryable).
+    async fn broken(&mut self, e: &reqwest::Error) {
+        let (kind, what) = if self.decoder.saw_output() {
+            ("stream_cut", "the stream was cut mid-response")
+        } else {
+            (
+                "connection",
+                "the connection failed before the response started",
+            )
+        };
+        let msg = format!("{}: {what}: {}", self.who, chain(e));
+        let _ = self.tx.send(error(kind, msg, None)).await;
+    }
+
+    async fn too_large(&mut self, message: String) {
+        let msg = format!("{}: {message}", self.who);
+        let _ = self.tx.send(error("stream_too_large", msg, None)).await;
     }
 
     /// Prefixes decoder errors with who failed; a cut before any output is a connection
@@ -312,8 +360,47 @@ impl Call {
     }
 }
 
+/// At most `max` bytes of a response body, each piece within `idle`; the rest is not read
+/// (dropping the response closes the connection).
+pub(super) async fn read_capped(
+    mut response: reqwest::Response,
+    max: u64,
+    idle: Duration,
+) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    while (body.len() as u64) < max {
+        match tokio::time::timeout(idle, response.chunk()).await {
+            Err(_) => return Err(format!("no data for {}s", idle.as_secs_f64())),
+            Ok(Err(e)) => return Err(chain(&e)),
+            Ok(Ok(None)) => break,
+            Ok(Ok(Some(bytes))) => {
+                let room = (max - body.len() as u64) as usize;
+                body.extend_from_slice(&bytes[..bytes.len().min(room)]);
+            }
+        }
+    }
+    Ok(body)
+}
+
+/// Whether a URL's path has a `/v1` segment, as OpenAI-compatible endpoints have.
+pub fn path_has_v1(url: &str) -> bool {
+    let path = url
+        .split_once("://")
+        .map_or(url, |(_, rest)| rest.split_once('/').map_or("", |(_, p)| p));
+    path.split('/').any(|seg| seg == "v1")
+}
+
+/// What to add to a 404: the URL tried and, when its path has no `/v1`, the likely cause.
+fn not_found_hint(method: &str, url: &str) -> String {
+    if path_has_v1(url) {
+        format!(" ({method} {url})")
+    } else {
+        format!(" ({method} {url}; most OpenAI-compatible servers serve under /v1: is it missing from the base URL?)")
+    }
+}
+
 /// The error and its causes on one line (reqwest's top-level message alone says little).
-fn chain(e: &dyn std::error::Error) -> String {
+pub(super) fn chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {
@@ -346,6 +433,27 @@ fn retry_after_ms(headers: &HeaderMap) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_404_names_the_url_and_hints_at_v1_only_when_it_is_missing() {
+        assert_eq!(
+            not_found_hint("GET", "http://127.0.0.1:8080/v1/models"),
+            " (GET http://127.0.0.1:8080/v1/models)"
+        );
+        for url in [
+            "http://127.0.0.1:8080/models",
+            "http://h/api/models",
+            "http://h",
+        ] {
+            let hint = not_found_hint("GET", url);
+            assert!(hint.starts_with(&format!(" (GET {url}; ")), "{hint}");
+            assert!(hint.contains("/v1"), "{hint}");
+        }
+        assert!(
+            !not_found_hint("POST", "https://openrouter.ai/api/v1/chat/completions")
+                .contains("missing")
+        );
+    }
 
     #[test]
     fn retry_after_forms() {

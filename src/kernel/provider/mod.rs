@@ -1,12 +1,14 @@
-//! The provider trait every model backend implements (scripted now, HTTP providers later), and
+//! The provider trait every model backend implements (scripted, OpenAI-compatible, Anthropic), and
 //! the streamed events it yields. Providers turn a request into a stream of small facts; the
 //! turn loop assembles them into messages and bus events. Providers never touch the bus.
 
 pub mod anthropic;
 pub mod http;
+pub mod limits;
 pub mod model;
 pub mod openai;
 pub mod scripted;
+pub mod served;
 pub mod sse;
 
 use tokio::sync::mpsc;

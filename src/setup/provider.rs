@@ -1,0 +1,456 @@
+//! Choosing the provider and model from flags, environment and models.json (asking an
+//! OpenAI-compatible server what it serves when no model is given), and the `--list-models`
+//! output. Errors are `StartupError`s that say what to set.
+
+use std::sync::Arc;
+
+use super::seconds;
+use crate::cli::Cli;
+use crate::error::StartupError;
+use crate::kernel::provider::http::{path_has_v1, HttpOptions, HttpProvider};
+use crate::kernel::provider::model::{ModelInfo, OpenAiCompat, ProviderInfo, Registry, API_OPENAI};
+use crate::kernel::provider::scripted::ScriptedProvider;
+use crate::kernel::provider::served::{self, models_url, ListError, ListFailure};
+use crate::kernel::provider::Provider;
+use crate::mode::Env;
+
+/// The model registry: built-in providers plus `$KEEL_HOME/models.json` when it exists.
+pub fn registry(env: &Env) -> Result<Registry, StartupError> {
+    let mut registry = Registry::builtin();
+    let path = env.keel_home.join("models.json");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => registry.merge_file(&text).map_err(|e| {
+            StartupError::config(format!("cannot use {}", path.display()))
+                .cause(e)
+                .hint("see the README, \"Models and providers\", for the format")
+        })?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(
+                StartupError::config(format!("cannot read {}", path.display()))
+                    .cause(e.to_string()),
+            )
+        }
+    }
+    Ok(registry)
+}
+
+/// The provider and model chosen by `--provider`, `--model [provider/]id`, `--base-url`,
+/// `--api-key`, the environment and models.json (README, "Models and providers"). Without a
+/// model, an OpenAI-compatible server at a URL the user chose is asked what it serves.
+pub async fn provider(cli: &Cli, env: &Env) -> Result<Arc<dyn Provider>, StartupError> {
+    let registry = registry(env)?;
+    let (named, model_id) = split_model(cli, &registry);
+    if named.as_deref() == Some("scripted") {
+        let Some(path) = &cli.script else {
+            return Err(
+                StartupError::config("the scripted provider needs a script file")
+                    .hint("pass --script FILE (see fixtures/providers/ and the README)"),
+            );
+        };
+        let p = ScriptedProvider::load(path).map_err(StartupError::config)?;
+        return Ok(Arc::new(p));
+    }
+    let name = match named {
+        Some(n) => n,
+        None => provider_name(cli, env, &registry, model_id.as_deref())?,
+    };
+    let p = known_provider(&registry, &name, env)?;
+    let endpoint = Endpoint::of(cli, env, p);
+    let options = http_options(cli)?;
+    let id = match model_id {
+        Some(id) => id,
+        None if asks_server(p, &endpoint) => {
+            let key = api_key(cli, env, p, &endpoint)?;
+            served_model(&endpoint, key.as_deref(), &options).await?
+        }
+        None => p.default_model.clone().ok_or_else(|| {
+            StartupError::config(format!("no model chosen for provider `{name}`")).hint(format!(
+                "pass --model {name}/MODEL (the model id the server knows)"
+            ))
+        })?,
+    };
+    let mut info = model_info(p, &id, &endpoint, env)?;
+    let key = api_key(cli, env, p, &endpoint)?;
+    info.base_url = endpoint.url.clone();
+    info.compat = OpenAiCompat::for_base_url(&endpoint.url);
+    let provider = HttpProvider::new(info, key, options).map_err(StartupError::config)?;
+    Ok(Arc::new(provider))
+}
+
+/// The provider when no flag names one: the provider of a listed model id, else the one the
+/// environment configures (`OPENAI_BASE_URL` takes any model id to openai).
+fn provider_name(
+    cli: &Cli,
+    env: &Env,
+    registry: &Registry,
+    model_id: Option<&str>,
+) -> Result<String, StartupError> {
+    let set = |k: &str| env.vars.contains_key(k);
+    if cli.base_url.is_some() {
+        return Ok("openai".into());
+    }
+    if let Some(m) = model_id.and_then(|id| registry.models().find(|m| m.id == id)) {
+        return Ok(m.provider.clone());
+    }
+    if model_id.is_some() && set("OPENAI_BASE_URL") {
+        return Ok("openai".into());
+    }
+    if set("ANTHROPIC_API_KEY") {
+        return Ok("anthropic".into());
+    }
+    if set("OPENAI_API_KEY") || set("OPENAI_BASE_URL") {
+        return Ok("openai".into());
+    }
+    Err(
+        StartupError::config("no model provider is configured").hint(
+            "set ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass --base-url URL (or set \
+         OPENAI_BASE_URL) for a local OpenAI-compatible server, or run offline with \
+         --provider scripted --script fixtures/providers/hello.json",
+        ),
+    )
+}
+
+fn known_provider<'r>(
+    registry: &'r Registry,
+    name: &str,
+    env: &Env,
+) -> Result<&'r ProviderInfo, StartupError> {
+    registry.provider(name).ok_or_else(|| {
+        let known: Vec<&str> = registry.providers.iter().map(|p| p.name.as_str()).collect();
+        StartupError::config(format!("unknown provider `{name}`")).hint(format!(
+            "known providers: {}, scripted; add your own in {}",
+            known.join(", "),
+            env.keel_home.join("models.json").display()
+        ))
+    })
+}
+
+/// Where a provider is reached, and whether the user chose that place.
+struct Endpoint {
+    url: String,
+    /// The URL came from `--base-url` or the provider's URL variable (`OPENAI_BASE_URL`, ...):
+    /// any model id is accepted and no key is required.
+    custom: bool,
+    /// How the user named the URL, for messages: `--base-url` or the variable.
+    source: String,
+}
+
+impl Endpoint {
+    fn of(cli: &Cli, env: &Env, p: &ProviderInfo) -> Endpoint {
+        if let Some(url) = &cli.base_url {
+            return Endpoint {
+                url: url.clone(),
+                custom: true,
+                source: "--base-url".into(),
+            };
+        }
+        let from_env = p
+            .base_url_env
+            .as_deref()
+            .and_then(|k| env.vars.get(k).map(|v| (k, v)));
+        match from_env {
+            Some((k, url)) => Endpoint {
+                url: url.clone(),
+                custom: true,
+                source: k.to_string(),
+            },
+            None => Endpoint {
+                url: p.base_url.clone(),
+                custom: false,
+                source: format!("the `{}` provider", p.name),
+            },
+        }
+    }
+}
+
+/// The key for `p`: `--api-key`, models.json, else the provider's variable. A key from the
+/// environment is only sent to the provider's own endpoint (or to a `--base-url` given together
+/// with an explicit `--provider`): never leak `OPENAI_API_KEY` to any URL.
+fn api_key(
+    cli: &Cli,
+    env: &Env,
+    p: &ProviderInfo,
+    endpoint: &Endpoint,
+) -> Result<Option<String>, StartupError> {
+    let env_key_ok = cli.base_url.is_none() || cli.provider.is_some();
+    let key = cli.api_key.clone().or_else(|| p.key.clone()).or_else(|| {
+        p.key_env
+            .as_deref()
+            .filter(|_| env_key_ok)
+            .and_then(|k| env.vars.get(k).cloned())
+    });
+    if let (None, Some(k), false) = (&key, &p.key_env, endpoint.custom) {
+        return Err(
+            StartupError::config(format!("no API key for provider `{}`", p.name)).hint(format!(
+                "set {k} (or pass --api-key KEY); for a local server without a key, pass --base-url URL"
+            )),
+        );
+    }
+    Ok(key)
+}
+
+/// Whether a missing `--model` is asked of the server: an OpenAI-compatible endpoint the user
+/// pointed keel at, or a keyless provider without a default model (a local server such as
+/// Ollama). Never falls back to a built-in default such as `gpt-4.1` for someone else's server.
+fn asks_server(p: &ProviderInfo, endpoint: &Endpoint) -> bool {
+    p.api == API_OPENAI
+        && (endpoint.custom
+            || (p.default_model.is_none() && p.key_env.is_none() && p.key.is_none()))
+}
+
+/// The model a server serves when it serves exactly one.
+async fn served_model(
+    endpoint: &Endpoint,
+    key: Option<&str>,
+    options: &HttpOptions,
+) -> Result<String, StartupError> {
+    let ids = served_ids(endpoint, key, options).await?;
+    match ids.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => Err(StartupError::config(format!(
+            "no model chosen, and {} lists no models",
+            models_url(&endpoint.url)
+        ))
+        .hint("pass --model ID (the model id the server knows)")),
+        many => {
+            const SHOWN: usize = 20;
+            let mut list = many[..many.len().min(SHOWN)].join(", ");
+            if many.len() > SHOWN {
+                list.push_str(&format!(", … ({} more)", many.len() - SHOWN));
+            }
+            Err(StartupError::config(format!(
+                "no model chosen, and {} serves {} models: {list}",
+                endpoint.url,
+                many.len()
+            ))
+            .hint("pass --model ID with one of them (keel --list-models --base-url URL lists them all)"))
+        }
+    }
+}
+
+/// `GET {url}/models`, with a config error that names the URL when it fails.
+async fn served_ids(
+    endpoint: &Endpoint,
+    key: Option<&str>,
+    options: &HttpOptions,
+) -> Result<Vec<String>, StartupError> {
+    served::list_models(&endpoint.url, key, options)
+        .await
+        .map_err(|e| list_error(e, endpoint))
+}
+
+fn list_error(e: ListError, endpoint: &Endpoint) -> StartupError {
+    let check = format!("check the URL ({})", endpoint.source);
+    match e.failure {
+        ListFailure::Unreachable => StartupError::config(format!("cannot reach {}", e.url))
+            .cause(e.detail)
+            .hint(format!(
+                "is the server running? {check}, or pass --model ID"
+            )),
+        ListFailure::Status(404) => {
+            let err = StartupError::config(format!("{} answered HTTP 404", e.url));
+            let err = if e.detail.is_empty() {
+                err
+            } else {
+                err.cause(e.detail)
+            };
+            if path_has_v1(&endpoint.url) {
+                err.hint(format!(
+                    "the server does not list its models: pass --model ID, or {check}"
+                ))
+            } else {
+                err.hint(format!(
+                    "most OpenAI-compatible servers serve under /v1: try {}/v1",
+                    endpoint.url.trim_end_matches('/')
+                ))
+            }
+        }
+        ListFailure::Status(status) => {
+            let err = StartupError::config(format!("{} answered HTTP {status}", e.url));
+            let err = if e.detail.is_empty() {
+                err
+            } else {
+                err.cause(e.detail)
+            };
+            match status {
+                401 | 403 => err.hint("pass --api-key KEY, or --model ID to skip the model list"),
+                _ => err.hint(format!("pass --model ID, or {check}")),
+            }
+        }
+        ListFailure::BadBody => {
+            StartupError::config(format!("{} did not answer with a model list", e.url))
+                .cause(e.detail)
+                .hint(format!("pass --model ID, or {check}"))
+        }
+    }
+}
+
+/// The registry entry of model `id`, or an unlisted model when the provider accepts any id.
+fn model_info(
+    p: &ProviderInfo,
+    id: &str,
+    endpoint: &Endpoint,
+    env: &Env,
+) -> Result<ModelInfo, StartupError> {
+    if let Some(m) = p.models.iter().find(|m| m.id == id) {
+        return Ok(m.clone());
+    }
+    if endpoint.custom || p.models.is_empty() || p.key_env.is_none() {
+        return Ok(ModelInfo::unlisted(&p.name, &p.api, &endpoint.url, id));
+    }
+    let known: Vec<&str> = p.models.iter().map(|m| m.id.as_str()).collect();
+    Err(
+        StartupError::config(format!("unknown model `{id}` for provider `{}`", p.name)).hint(
+            format!(
+                "known {} models: {}; for another model, pass --base-url or add it to {}",
+                p.name,
+                known.join(", "),
+                env.keel_home.join("models.json").display()
+            ),
+        ),
+    )
+}
+
+/// `--provider` and `--model` as (provider name, model id). `--model p/id` names the provider
+/// when `p` is one (model ids may contain `/` themselves, as on OpenRouter).
+fn split_model(cli: &Cli, registry: &Registry) -> (Option<String>, Option<String>) {
+    let Some(model) = cli.model.clone() else {
+        return (cli.provider.clone(), None);
+    };
+    match (&cli.provider, model.split_once('/')) {
+        (Some(p), Some((prefix, rest))) if prefix == p => (Some(p.clone()), Some(rest.into())),
+        (Some(p), _) => (Some(p.clone()), Some(model)),
+        (None, Some((prefix, rest)))
+            if prefix == "scripted" || registry.provider(prefix).is_some() =>
+        {
+            (Some(prefix.to_string()), Some(rest.to_string()))
+        }
+        (None, _) => (None, Some(model)),
+    }
+}
+
+/// The transport settings from `--connect-timeout` and `--idle-timeout`; default caps.
+pub(super) fn http_options(cli: &Cli) -> Result<HttpOptions, StartupError> {
+    Ok(HttpOptions {
+        connect_timeout: seconds(cli.connect_timeout, "--connect-timeout")?,
+        idle_timeout: seconds(cli.idle_timeout, "--idle-timeout")?,
+        ..HttpOptions::default()
+    })
+}
+
+/// The `--list-models` output. With `--base-url` or `OPENAI_BASE_URL` (or a keyless local
+/// provider such as `--provider ollama`), what that server serves (`GET /models`); otherwise
+/// the registry's models.
+pub async fn model_list(
+    cli: &Cli,
+    env: &Env,
+    pattern: &str,
+    json: bool,
+) -> Result<String, StartupError> {
+    let registry = registry(env)?;
+    let name = match &cli.provider {
+        Some(p) => p.clone(),
+        None if cli.base_url.is_some() || env.vars.contains_key("OPENAI_BASE_URL") => {
+            "openai".into()
+        }
+        None => return Ok(list_models(&registry, pattern, json)),
+    };
+    let Some(p) = registry.provider(&name) else {
+        return Ok(list_models(&registry, pattern, json));
+    };
+    let endpoint = Endpoint::of(cli, env, p);
+    if !asks_server(p, &endpoint) {
+        return Ok(list_models(&registry, pattern, json));
+    }
+    let key = api_key(cli, env, p, &endpoint)?;
+    let ids = served_ids(&endpoint, key.as_deref(), &http_options(cli)?).await?;
+    Ok(served_list(&ids, &p.name, &endpoint.url, pattern, json))
+}
+
+/// The models a server serves as a list (or JSON lines), filtered by a case-insensitive
+/// substring of the id.
+fn served_list(ids: &[String], provider: &str, url: &str, pattern: &str, json: bool) -> String {
+    let pattern = pattern.to_lowercase();
+    let shown = ids.iter().filter(|id| id.to_lowercase().contains(&pattern));
+    let mut out = String::new();
+    if json {
+        for id in shown {
+            let line = serde_json::json!({"id": id, "provider": provider, "baseUrl": url});
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+        return out;
+    }
+    out.push_str("MODEL\n");
+    for id in shown {
+        out.push_str(id);
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "\nListed by GET {}; pass one with --model ID.\n",
+        models_url(url)
+    ));
+    out
+}
+
+/// The `--list-models` table (or JSON lines) of the registry, filtered by a case-insensitive
+/// substring.
+pub fn list_models(registry: &Registry, pattern: &str, json: bool) -> String {
+    let pattern = pattern.to_lowercase();
+    let models: Vec<&ModelInfo> = registry
+        .models()
+        .filter(|m| {
+            pattern.is_empty()
+                || format!("{}/{} {}", m.provider, m.id, m.name)
+                    .to_lowercase()
+                    .contains(&pattern)
+        })
+        .collect();
+    let mut out = String::new();
+    if json {
+        for m in models {
+            out.push_str(&serde_json::to_string(m).unwrap_or_default());
+            out.push('\n');
+        }
+        return out;
+    }
+    out.push_str(&format!(
+        "{:<36} {:>8} {:>8} {:>9} {:>15}\n",
+        "MODEL", "CONTEXT", "MAX OUT", "THINKING", "$/M IN / OUT"
+    ));
+    for m in models {
+        out.push_str(&format!(
+            "{:<36} {:>8} {:>8} {:>9} {:>15}\n",
+            format!("{}/{}", m.provider, m.id),
+            tokens(m.context_window),
+            tokens(m.max_tokens),
+            if m.reasoning { "yes" } else { "no" },
+            format!("{} / {}", m.cost.input, m.cost.output)
+        ));
+    }
+    let open: Vec<&str> = registry
+        .providers
+        .iter()
+        .filter(|p| p.models.is_empty())
+        .map(|p| p.name.as_str())
+        .collect();
+    if pattern.is_empty() && !open.is_empty() {
+        out.push_str(&format!(
+            "\nAny model id also works with: {} (pass --model PROVIDER/ID), and with --base-url.\n",
+            open.join(", ")
+        ));
+    }
+    out
+}
+
+/// A token count for the table: `512`, `32K`, `1.0M`.
+fn tokens(n: u64) -> String {
+    if n >= 1_000_000 {
+        format!("{:.1}M", n as f64 / 1e6)
+    } else if n >= 1000 {
+        format!("{}K", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
