@@ -2,6 +2,7 @@
 //! Tools return data (`ToolOutput`) and stream partial output through `ToolContext::progress`;
 //! a tool never prints and never reads the process environment except what it is handed.
 
+pub(crate) mod args;
 pub mod bash;
 mod edit;
 mod find;
