@@ -5,6 +5,7 @@
 pub(crate) mod args;
 pub mod bash;
 mod edit;
+mod file;
 mod find;
 mod grep;
 mod ls;

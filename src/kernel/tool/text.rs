@@ -173,11 +173,23 @@ fn ceil_boundary(s: &str, at: usize) -> usize {
 pub(super) fn truncate_line(line: &str, max_chars: usize) -> Cow<'_, str> {
     match line.char_indices().nth(max_chars) {
         None => Cow::Borrowed(line),
-        Some((cut, _)) => {
-            let total = line.chars().count();
-            Cow::Owned(format!("{}… [line truncated, {total} chars]", &line[..cut]))
-        }
+        Some(_) => Cow::Owned(shorten_line(line, max_chars, line.chars().count())),
     }
+}
+
+/// The first `max_chars` characters of `start` and a marker saying the whole line had
+/// `total_chars` (a count, or words such as "more than 9000"), for a line of which only
+/// `start` was kept in memory.
+pub(super) fn shorten_line(
+    start: &str,
+    max_chars: usize,
+    total_chars: impl std::fmt::Display,
+) -> String {
+    let cut = start
+        .char_indices()
+        .nth(max_chars)
+        .map_or(start.len(), |(i, _)| i);
+    format!("{}… [line truncated, {total_chars} chars]", &start[..cut])
 }
 
 /// A human size: `512B`, `50.0KB`, `1.2MB`.
