@@ -17,6 +17,7 @@ mod providers;
 mod rpc;
 mod sessions;
 mod support;
+mod tools_hardening;
 mod tui;
 mod tui_pty;
 

@@ -691,6 +691,7 @@ async fn execute(
         progress: Some(ptx),
         bash_timeout: inner.config.bash_timeout,
         temp_dir: inner.config.temp_dir.clone(),
+        env: inner.config.tool_env.clone(),
     };
     let run = tool::execute(name, args, &ctx);
     tokio::pin!(run);
