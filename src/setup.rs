@@ -178,7 +178,13 @@ pub fn agent_config(cli: &Cli, env: &Env, can_ask: bool) -> Result<AgentConfig, 
         follow_up_mode: QueueMode::OneAtATime,
         thinking_level: thinking_word(cli.thinking).to_string(),
         bash_timeout: Duration::from_secs(600),
-        temp_dir: env.temp_dir.clone(),
+        temp_dir: env.keel_home.join("tmp"),
+        tool_env: tool::ToolEnv::for_providers(
+            // A broken models.json fails in `provider`; the built-in names are scrubbed anyway.
+            &registry(env).unwrap_or_else(|_| Registry::builtin()),
+            cli.api_key.as_slice(),
+            &env.vars,
+        ),
         retry: RetryPolicy {
             enabled: cli.max_retries > 0,
             max_attempts: cli.max_retries,

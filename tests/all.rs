@@ -20,6 +20,7 @@ mod rpc;
 mod session_safety;
 mod sessions;
 mod support;
+mod tools_hardening;
 mod tui;
 mod tui_pty;
 

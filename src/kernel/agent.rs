@@ -50,6 +50,10 @@ pub struct AgentConfig {
     pub thinking_level: String,
     pub bash_timeout: Duration,
     pub temp_dir: PathBuf,
+    /// What tool processes inherit (scrubbed provider keys) and leave behind (the private
+    /// spill directory under `temp_dir`, background process groups), cleaned up when the last
+    /// clone of this config is dropped.
+    pub tool_env: crate::kernel::tool::ToolEnv,
     /// Automatic retries of failed model calls.
     pub retry: RetryPolicy,
     /// Automatic context compaction.
@@ -101,6 +105,7 @@ impl AgentConfig {
             thinking_level: "off".into(),
             bash_timeout: Duration::from_secs(600),
             temp_dir,
+            tool_env: Default::default(),
             retry: RetryPolicy::default(),
             compaction: CompactionPolicy::default(),
         }
@@ -431,6 +436,7 @@ impl AgentSession {
             command,
             &config.cwd,
             &config.temp_dir,
+            &config.tool_env,
             config.bash_timeout,
             abort,
             chunks,

@@ -563,7 +563,7 @@ impl Assembler {
             arguments,
         }) = msg.content.get_mut(index)
         {
-            *arguments = parse_args(&args);
+            *arguments = tool::args::parse(&args);
             let d = AssistantDelta::ToolCallFinished {
                 index,
                 id: id.clone(),
@@ -573,14 +573,6 @@ impl Assembler {
             self.delta(inner, msg, d);
         }
     }
-}
-
-/// Parses streamed arguments; malformed JSON is kept as a string so the tool can report it.
-fn parse_args(raw: &str) -> Value {
-    if raw.trim().is_empty() {
-        return Value::Object(Default::default());
-    }
-    serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
 }
 
 struct Batch {
@@ -603,6 +595,8 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
             ToolOutput::error("Tool call skipped: the run was aborted")
         } else if blocked.is_some() {
             ToolOutput::error("Tool call skipped: an earlier call in this turn was blocked")
+        } else if let Some(bad) = tool::args::error(args) {
+            bad
         } else {
             match check_permission(inner, id, name, args, abort).await {
                 Gate::Run => execute(inner, id, name, args, abort).await,
@@ -709,6 +703,7 @@ async fn execute(
         progress: Some(ptx),
         bash_timeout: inner.config.bash_timeout,
         temp_dir: inner.config.temp_dir.clone(),
+        env: inner.config.tool_env.clone(),
     };
     let run = tool::execute(name, args, &ctx);
     tokio::pin!(run);

@@ -1,10 +1,11 @@
 //! `bash`: runs one shell command in its own process group, streaming its merged stdout/stderr
-//! as progress. Owns the child's lifetime: it must never print, never leave an aborted or
-//! timed-out process group alive, and never hang on a background child holding the pipe.
+//! as throttled progress. Owns the child's lifetime: it must never print, never leave an
+//! aborted or timed-out process group alive, never hang on a background child holding the
+//! pipe, and never hand a tool process the provider credentials `ToolEnv` scrubs. Background
+//! children outlive the call; `ToolEnv` kills their group when the session ends.
 
-use std::io::Write;
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -15,24 +16,19 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use super::text::{self, MAX_BYTES, MAX_LINES};
-use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
+use super::bash_output::{Output, Progress};
+use super::text::{self, MAX_BYTES};
+use super::{str_arg, u64_arg, ToolContext, ToolEnv, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::Message;
 
-/// At most one progress message per this interval (unless `PROGRESS_BYTES` arrived).
-const PROGRESS_INTERVAL: Duration = Duration::from_millis(50);
-const PROGRESS_BYTES: usize = 8 * 1024;
 /// After the main process exits, stop reading after this long without data...
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
 /// ...or after this long in total.
 const DRAIN_MAX: Duration = Duration::from_secs(1);
 const READ_CHUNK: usize = 8 * 1024;
-/// In-memory tail kept once the output spills to a file (must exceed `MAX_BYTES`).
-const KEEP_BYTES: usize = 4 * MAX_BYTES;
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -70,11 +66,11 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Ok(None) => ctx.bash_timeout,
         Err(e) => return e,
     };
-    let mut out = Output::new(&ctx.temp_dir);
+    let mut out = Output::new(&ctx.temp_dir, &ctx.env);
     if ctx.abort.is_aborted() {
         return render(Outcome::Aborted, &out, timeout);
     }
-    let mut child = match spawn(command, &ctx.cwd) {
+    let mut child = match spawn(command, &ctx.cwd, &ctx.env) {
         Ok(c) => c,
         Err(e) => return ToolOutput::error(format!("Failed to start shell: {e}")),
     };
@@ -146,12 +142,14 @@ impl BashExecution {
     }
 }
 
-/// Runs a command the user typed (RPC `bash`, the TUI's `!cmd`): raw output chunks go to
+/// Runs a command the user typed (RPC `bash`, the TUI's `!cmd`) with the same environment,
+/// spill directory and background-child handling as the tool: raw output chunks go to
 /// `chunks` as they arrive; `abort` kills the process group.
 pub async fn run_user(
     command: &str,
     cwd: &Path,
     temp_dir: &Path,
+    env: &ToolEnv,
     timeout: Duration,
     abort: AbortSignal,
     chunks: mpsc::UnboundedSender<Vec<u8>>,
@@ -162,12 +160,13 @@ pub async fn run_user(
         progress: None,
         bash_timeout: timeout,
         temp_dir: temp_dir.to_path_buf(),
+        env: env.clone(),
     };
-    let mut out = Output::new(temp_dir);
+    let mut out = Output::new(temp_dir, env);
     let outcome = if ctx.abort.is_aborted() {
         Outcome::Aborted
     } else {
-        match spawn(command, cwd) {
+        match spawn(command, cwd, env) {
             Ok(mut child) => supervise(&mut child, &mut out, timeout, &ctx, Some(&chunks)).await,
             Err(e) => {
                 let msg = format!("Failed to start shell: {e}\n");
@@ -194,8 +193,9 @@ pub async fn run_user(
     }
 }
 
-/// Spawns `bash -c command` (or `sh -c` when bash is missing) in a new process group.
-fn spawn(command: &str, cwd: &Path) -> std::io::Result<Child> {
+/// Spawns `bash -c command` (or `sh -c` when bash is missing) in a new process group, without
+/// the variables `env` scrubs; the group is handed to `env` to be killed when the session ends.
+fn spawn(command: &str, cwd: &Path, env: &ToolEnv) -> std::io::Result<Child> {
     let build = |shell: &str| {
         let mut cmd = Command::new(shell);
         cmd.arg("-c")
@@ -206,12 +206,17 @@ fn spawn(command: &str, cwd: &Path) -> std::io::Result<Child> {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
+        env.apply(&mut cmd);
         cmd.spawn()
     };
-    match build("bash") {
+    let child = match build("bash") {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => build("sh"),
         other => other,
+    }?;
+    if let Some(pgid) = child.id().and_then(|id| i32::try_from(id).ok()) {
+        env.adopt_group(pgid);
     }
+    Ok(child)
 }
 
 /// Waits for exit, abort or timeout while collecting output; always leaves the child reaped.
@@ -224,7 +229,7 @@ async fn supervise(
 ) -> Outcome {
     let pgid = child.id().and_then(|id| i32::try_from(id).ok());
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
-    let readers = spawn_readers(child, tx);
+    spawn_readers(child, tx);
     let mut progress = Progress::new(ctx.progress.as_ref());
     let deadline = Instant::now() + timeout;
     let aborted = ctx.abort.aborted();
@@ -259,9 +264,8 @@ async fn supervise(
     if !eof {
         drain(&mut rx, out, &mut progress, chunks).await;
     }
-    for r in readers {
-        r.abort();
-    }
+    // The readers stay: if a background child still holds the pipe, they go on reading (and
+    // dropping) what it writes, so it is not killed by SIGPIPE for writing to a closed pipe.
     if progress.pending > 0 {
         progress.send(out);
     }
@@ -306,154 +310,26 @@ async fn drain(
     }
 }
 
-fn spawn_readers(child: &mut Child, tx: mpsc::Sender<Vec<u8>>) -> Vec<JoinHandle<()>> {
-    let mut handles = Vec::new();
+fn spawn_readers(child: &mut Child, tx: mpsc::Sender<Vec<u8>>) {
     if let Some(stdout) = child.stdout.take() {
-        handles.push(tokio::spawn(pump(stdout, tx.clone())));
+        tokio::spawn(pump(stdout, tx.clone()));
     }
     if let Some(stderr) = child.stderr.take() {
-        handles.push(tokio::spawn(pump(stderr, tx)));
+        tokio::spawn(pump(stderr, tx));
     }
-    handles
 }
 
+/// Forwards what `reader` yields until EOF; once nobody receives any more, reads on and drops
+/// it (until the last writer closes the pipe, at the latest when the session kills its group).
 async fn pump<R: AsyncRead + Unpin>(mut reader: R, tx: mpsc::Sender<Vec<u8>>) {
     let mut buf = vec![0u8; READ_CHUNK];
+    let mut forwarding = true;
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => return,
-            Ok(n) => {
-                if tx.send(buf[..n].to_vec()).await.is_err() {
-                    return;
-                }
-            }
+            Ok(n) if forwarding => forwarding = tx.send(buf[..n].to_vec()).await.is_ok(),
+            Ok(_) => {}
         }
-    }
-}
-
-/// Coalesces progress messages: the first data is sent at once, then at most one message per
-/// `PROGRESS_INTERVAL` unless `PROGRESS_BYTES` piled up.
-struct Progress<'a> {
-    tx: Option<&'a mpsc::UnboundedSender<ToolOutput>>,
-    last: Option<Instant>,
-    pending: usize,
-}
-
-impl<'a> Progress<'a> {
-    fn new(tx: Option<&'a mpsc::UnboundedSender<ToolOutput>>) -> Self {
-        Progress {
-            tx,
-            last: None,
-            pending: 0,
-        }
-    }
-
-    fn flush_at(&self) -> Instant {
-        self.last
-            .map_or_else(Instant::now, |t| t + PROGRESS_INTERVAL)
-    }
-
-    fn on_data(&mut self, n: usize, out: &Output) {
-        if self.tx.is_none() {
-            return;
-        }
-        self.pending += n;
-        if self.pending >= PROGRESS_BYTES || Instant::now() >= self.flush_at() {
-            self.send(out);
-        }
-    }
-
-    fn send(&mut self, out: &Output) {
-        self.pending = 0;
-        self.last = Some(Instant::now());
-        if let Some(tx) = self.tx {
-            let capped = out.tail();
-            // A closed receiver only means nobody watches progress any more.
-            let _ = tx.send(ToolOutput::ok(capped.text));
-        }
-    }
-}
-
-/// The command's output: a bounded in-memory tail plus, once over the caps, a file with all of it.
-#[derive(Default)]
-struct Output {
-    tail: Vec<u8>,
-    total_bytes: usize,
-    newlines: usize,
-    last_byte: Option<u8>,
-    temp_dir: PathBuf,
-    spill: Option<(std::fs::File, PathBuf)>,
-    spill_error: Option<String>,
-}
-
-impl Output {
-    fn new(temp_dir: &Path) -> Self {
-        Output {
-            temp_dir: temp_dir.to_path_buf(),
-            ..Output::default()
-        }
-    }
-
-    fn total_lines(&self) -> usize {
-        match self.last_byte {
-            Some(b'\n') | None => self.newlines,
-            Some(_) => self.newlines + 1,
-        }
-    }
-
-    fn over_caps(&self) -> bool {
-        self.total_bytes > MAX_BYTES || self.total_lines() > MAX_LINES
-    }
-
-    fn push(&mut self, chunk: &[u8]) {
-        if chunk.is_empty() {
-            return;
-        }
-        self.total_bytes += chunk.len();
-        self.newlines += chunk.iter().filter(|&&b| b == b'\n').count();
-        self.last_byte = chunk.last().copied();
-        if let Some((file, _)) = &mut self.spill {
-            if let Err(e) = file.write_all(chunk) {
-                self.spill_error = Some(e.to_string());
-                self.spill = None;
-            }
-        }
-        self.tail.extend_from_slice(chunk);
-        if self.spill.is_none() && self.spill_error.is_none() && self.over_caps() {
-            self.start_spill();
-        }
-        if self.tail.len() > KEEP_BYTES && (self.spill.is_some() || self.spill_error.is_some()) {
-            let cut = self.tail.len() - KEEP_BYTES;
-            self.tail.drain(..cut);
-        }
-    }
-
-    /// Creates the full-output file and writes everything so far (all of it is still in `tail`).
-    fn start_spill(&mut self) {
-        let made = std::fs::create_dir_all(&self.temp_dir).and_then(|()| {
-            let f = tempfile::Builder::new()
-                .prefix("keel-bash-")
-                .suffix(".log")
-                .tempfile_in(&self.temp_dir)?;
-            let (mut file, path) = f.keep().map_err(|e| e.error)?;
-            file.write_all(&self.tail)?;
-            Ok((file, path))
-        });
-        match made {
-            Ok(spill) => self.spill = Some(spill),
-            Err(e) => self.spill_error = Some(e.to_string()),
-        }
-    }
-
-    fn full_path(&self) -> Option<&Path> {
-        self.spill.as_ref().map(|(_, p)| p.as_path())
-    }
-
-    /// The last lines within the caps, as safe text.
-    fn tail(&self) -> text::Capped {
-        let mut capped = text::cap_tail(&text::to_text(&self.tail), MAX_BYTES, MAX_LINES);
-        capped.total_lines = self.total_lines();
-        capped
     }
 }
 
@@ -468,7 +344,7 @@ fn render(outcome: Outcome, out: &Output, timeout: Duration) -> ToolOutput {
     if truncated {
         append_section(
             &mut text,
-            &text::tail_notice(&capped, MAX_BYTES, out.full_path()),
+            &text::tail_notice(&capped, MAX_BYTES, out.full_output()),
         );
     }
     let (exit_code, status_line) = match &outcome {
@@ -498,6 +374,9 @@ fn render(outcome: Outcome, out: &Output, timeout: Duration) -> ToolOutput {
     });
     if let (Some(p), Some(map)) = (out.full_path(), details.as_object_mut()) {
         map.insert("fullOutputPath".into(), json!(p.display().to_string()));
+        if out.spill_capped() {
+            map.insert("fullOutputTruncated".into(), json!(true));
+        }
     }
     let result = if status_line.is_some() {
         ToolOutput::error(text)
@@ -518,8 +397,10 @@ fn append_section(text: &mut String, section: &str) {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use super::super::bash_output::MAX_SPILL_BYTES;
     use super::*;
     use crate::kernel::abort::{AbortController, AbortSignal};
+    use std::path::PathBuf;
 
     fn ctx(
         dir: &Path,
@@ -532,12 +413,23 @@ mod tests {
             progress,
             bash_timeout: Duration::from_secs(20),
             temp_dir: dir.join("tmp"),
+            env: ToolEnv::default(),
         }
     }
 
+    /// Runs `command`; the context (and with it the session's spill dir and background
+    /// groups) is dropped on return.
     async fn sh(dir: &Path, command: &str) -> ToolOutput {
         let c = ctx(dir, AbortSignal::never(), None);
         run(&json!({"command": command}), &c).await
+    }
+
+    async fn wait_for(what: impl Fn() -> bool) -> bool {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !what() && std::time::Instant::now() < deadline {
+            tokio::task::yield_now().await;
+        }
+        what()
     }
 
     /// Dead or zombie (a zombie's parent may never reap it in a container).
@@ -645,10 +537,12 @@ mod tests {
     #[tokio::test]
     async fn capped_output_keeps_tail_and_full_file() {
         let d = tempfile::tempdir().unwrap();
-        let out = sh(d.path(), "seq 1 5000").await;
+        let c = ctx(d.path(), AbortSignal::never(), None);
+        let out = run(&json!({"command": "seq 1 5000"}), &c).await;
         assert!(!out.is_error);
         let det = out.details.clone().unwrap();
         assert_eq!(det["truncated"], true);
+        assert_eq!(det.get("fullOutputTruncated"), None);
         let full = PathBuf::from(det["fullOutputPath"].as_str().unwrap());
         assert!(full.starts_with(d.path().join("tmp")));
         let expected: String = (1..=5000).map(|i| format!("{i}\n")).collect();
@@ -660,5 +554,62 @@ mod tests {
             full.display()
         );
         assert!(text.ends_with(&notice), "{}", &text[text.len() - 120..]);
+    }
+
+    /// The full-output file used to grow without bound; now it keeps the first 32 MiB.
+    #[tokio::test]
+    async fn full_output_file_is_capped() {
+        let d = tempfile::tempdir().unwrap();
+        let c = ctx(d.path(), AbortSignal::never(), None);
+        let total = MAX_SPILL_BYTES + 1024 * 1024;
+        let args = json!({"command": format!("yes | head -c {total}")});
+        let out = run(&args, &c).await;
+        let det = out.details.clone().unwrap();
+        assert_eq!(det["fullOutputTruncated"], true);
+        let full = PathBuf::from(det["fullOutputPath"].as_str().unwrap());
+        assert_eq!(
+            std::fs::metadata(&full).unwrap().len(),
+            MAX_SPILL_BYTES as u64
+        );
+        let notice = format!("Full output (its first 32.0MB only): {}]", full.display());
+        assert!(out.text().ends_with(&notice), "{}", out.text().len());
+        drop(c);
+        assert!(!full.exists(), "removed with the session's env");
+    }
+
+    /// A background child keeps running after the call (and may still write: its output is
+    /// read and dropped, not a SIGPIPE), and is killed when the session's env goes away.
+    #[tokio::test]
+    async fn background_children_outlive_the_call_until_the_session_ends() {
+        let d = tempfile::tempdir().unwrap();
+        let c = ctx(d.path(), AbortSignal::never(), None);
+        let cmd =
+            "(while [ ! -e go ]; do sleep 0.02; done; echo late; touch after; exec sleep 1000) & \
+                   echo $! > bg; echo done";
+        let out = run(&json!({"command": cmd}), &c).await;
+        assert_eq!(out.text(), "done\n");
+        let pid: i32 = std::fs::read_to_string(d.path().join("bg"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        std::fs::write(d.path().join("go"), "").unwrap();
+        let after = d.path().join("after");
+        assert!(
+            wait_for(|| after.exists()).await,
+            "the child died writing after the call"
+        );
+        assert!(!gone(pid));
+        drop(c);
+        assert!(wait_for(|| gone(pid)).await, "{pid} survived the session");
+    }
+
+    #[tokio::test]
+    async fn scrubbed_variables_do_not_reach_the_command() {
+        let d = tempfile::tempdir().unwrap();
+        let mut c = ctx(d.path(), AbortSignal::never(), None);
+        c.env = ToolEnv::new(vec!["HOME".into()]);
+        let out = run(&json!({"command": "echo \"${HOME-unset}\""}), &c).await;
+        assert_eq!(out.text(), "unset\n");
     }
 }

@@ -1,11 +1,20 @@
 //! `edit`: replaces one exact, unique occurrence of a text in a file and reports a unified diff.
 //! Owns only that in-place replacement; must never change anything else in the file (line
-//! endings included) and never write when the match is missing or ambiguous.
+//! endings included), never write when the match is missing or ambiguous, and never load more
+//! than `MAX_EDIT_BYTES` or open anything but a regular file.
+
+use std::io::Read;
+use std::path::Path;
 
 use serde_json::{json, Value};
 use similar::{DiffTag, TextDiff};
 
+use super::file::{open_regular, write_regular};
+use super::text::format_size;
 use super::{str_arg, ToolContext, ToolOutput, ToolSpec};
+
+/// The largest file `edit` loads (it holds the file, the edited copy and a diff in memory).
+pub(super) const MAX_EDIT_BYTES: u64 = 10 * 1024 * 1024;
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -49,10 +58,12 @@ async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
         ));
     }
     let full = ctx.resolve(path);
-    let bytes = tokio::fs::read(&full).await.map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ToolOutput::error(format!("File not found: {path}")),
-        _ => ToolOutput::error(format!("Cannot read {path}: {e}")),
-    })?;
+    let bytes = {
+        let (full, shown) = (full.clone(), path.to_string());
+        tokio::task::spawn_blocking(move || load(&full, &shown))
+            .await
+            .map_err(|e| ToolOutput::error(format!("edit failed: {e}")))??
+    };
     let content = String::from_utf8(bytes)
         .map_err(|_| ToolOutput::error(format!("Cannot edit {path}: not valid UTF-8 text")))?;
     let (idx, old, new) = locate(&content, path, old, new)?;
@@ -65,9 +76,15 @@ async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
             "No changes made to {path}: the replacement is identical to the original text"
         )));
     }
-    tokio::fs::write(&full, updated.as_bytes())
-        .await
-        .map_err(|e| ToolOutput::error(format!("Cannot write {path}: {e}")))?;
+    let written = {
+        let (full, bytes) = (full.clone(), updated.clone().into_bytes());
+        tokio::task::spawn_blocking(move || write_regular(&full, &bytes, false)).await
+    };
+    match written {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(ToolOutput::error(format!("Cannot write {path}: {e}"))),
+        Err(e) => return Err(ToolOutput::error(format!("edit failed: {e}"))),
+    }
     let (diff, first) = unified_diff(&content, &updated, path);
     Ok(
         ToolOutput::ok(format!("Successfully replaced text in {path}.\n\n{diff}")).with_details(
@@ -78,6 +95,31 @@ async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
             }),
         ),
     )
+}
+
+/// Reads the whole file (blocking) if it is a regular file of at most `MAX_EDIT_BYTES`.
+fn load(full: &Path, path: &str) -> Result<Vec<u8>, ToolOutput> {
+    let too_big = |size: u64| {
+        ToolOutput::error(format!(
+            "Cannot edit {path}: the file is {}, and edit handles files up to {}. Use bash \
+             (e.g. sed) or write for larger files.",
+            format_size(usize::try_from(size).unwrap_or(usize::MAX)),
+            format_size(MAX_EDIT_BYTES as usize)
+        ))
+    };
+    let (file, meta) = open_regular(full, path, "edit")?;
+    if meta.len() > MAX_EDIT_BYTES {
+        return Err(too_big(meta.len()));
+    }
+    // The size may be wrong (a file that grows, /proc): never take more than the cap.
+    let mut bytes = Vec::new();
+    file.take(MAX_EDIT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ToolOutput::error(format!("Cannot read {path}: {e}")))?;
+    if bytes.len() as u64 > MAX_EDIT_BYTES {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
 }
 
 /// Finds the unique occurrence of `old`, returning its byte index and the exact old/new texts
@@ -217,5 +259,50 @@ mod tests {
         assert_eq!(occurrences("aaa", "aa"), (2, Some(0)));
         assert_eq!(occurrences("éaé", "é"), (2, Some(0)));
         assert_eq!(occurrences("abc", "x"), (0, None));
+    }
+
+    /// A FIFO used to block `edit` forever; a 300 MB file used to be loaded whole.
+    #[tokio::test]
+    async fn fifo_and_oversized_files_are_refused() {
+        let d = tempfile::tempdir().unwrap();
+        nix::unistd::mkfifo(&d.path().join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let args = json!({"path": "pipe", "oldText": "a", "newText": "b"});
+        let c = ctx(d.path());
+        let out = tokio::time::timeout(std::time::Duration::from_secs(10), run(&args, &c))
+            .await
+            .expect("edit of a FIFO blocked");
+        assert!(out.is_error);
+        assert_eq!(
+            out.text(),
+            "Cannot edit pipe: it is a FIFO (named pipe), not a regular file"
+        );
+
+        let p = d.path().join("huge.txt");
+        std::fs::write(&p, "needle\n").unwrap();
+        let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+        f.set_len(300 * 1024 * 1024).unwrap();
+        drop(f);
+        let args = json!({"path": "huge.txt", "oldText": "needle", "newText": "pin"});
+        let out = run(&args, &ctx(d.path())).await;
+        assert!(out.is_error);
+        assert_eq!(
+            out.text(),
+            "Cannot edit huge.txt: the file is 300.0MB, and edit handles files up to 10.0MB. \
+             Use bash (e.g. sed) or write for larger files."
+        );
+        assert_eq!(std::fs::metadata(&p).unwrap().len(), 300 * 1024 * 1024);
+
+        // At the cap exactly, the edit works.
+        let mut body = b"needle\n".to_vec();
+        let cap = MAX_EDIT_BYTES as usize;
+        while body.len() < cap {
+            let n = (cap - body.len()).min(100);
+            body.extend(std::iter::repeat_n(b'x', n - 1));
+            body.push(b'\n');
+        }
+        assert_eq!(body.len(), cap);
+        std::fs::write(&p, &body).unwrap();
+        let out = run(&args, &ctx(d.path())).await;
+        assert!(!out.is_error, "{}", out.text());
     }
 }

@@ -162,7 +162,9 @@ fn search(q: &Query, cancel: &AtomicBool) -> Found {
         .line_number(true)
         .before_context(q.context)
         .after_context(q.context)
-        .binary_detection(BinaryDetection::quit(0))
+        // As ripgrep does for a file it is given: NUL bytes become line ends, and a match in
+        // such a file is reported as one "binary file matches" line, not as its lines.
+        .binary_detection(BinaryDetection::convert(0))
         .build();
     let walker = WalkBuilder::new(&q.root)
         .require_git(false)
@@ -203,6 +205,7 @@ fn search_file(
         cancel,
         before: Vec::new(),
         hit: false,
+        binary_at: None,
     };
     if let Err(e) = searcher.search_path(&q.matcher, path, &mut sink) {
         tracing::debug!(path = %path.display(), error = %e, "grep: skipping unreadable file");
@@ -221,6 +224,8 @@ struct Collect<'a> {
     /// Before-context lines, kept only if a match (within the limit) follows.
     before: Vec<String>,
     hit: bool,
+    /// Where the first NUL byte was found, once it was.
+    binary_at: Option<u64>,
 }
 
 impl Collect<'_> {
@@ -242,13 +247,30 @@ impl Sink for Collect<'_> {
         }
         self.found.matches += 1;
         self.hit = true;
+        if let Some(at) = self.binary_at {
+            self.before.clear();
+            self.found.lines.push(format!(
+                "{}: binary file matches (found \"\\0\" byte around offset {at})",
+                self.rel
+            ));
+            // One line says it all: the rest of the file is not searched.
+            return Ok(false);
+        }
         let line = self.line(':', m.line_number(), m.bytes());
         self.found.lines.append(&mut self.before);
         self.found.lines.push(line);
         Ok(!self.cancel.load(Ordering::Relaxed))
     }
 
+    fn binary_data(&mut self, _s: &Searcher, offset: u64) -> Result<bool, Self::Error> {
+        self.binary_at.get_or_insert(offset);
+        Ok(true)
+    }
+
     fn context(&mut self, _s: &Searcher, c: &SinkContext<'_>) -> Result<bool, Self::Error> {
+        if self.binary_at.is_some() {
+            return Ok(true);
+        }
         let line = self.line('-', c.line_number(), c.bytes());
         match c.kind() {
             SinkContextKind::Before => self.before.push(line),
@@ -337,5 +359,39 @@ mod tests {
         let out = run(&json!({"pattern": "(unclosed"}), &ctx(d.path())).await;
         assert!(out.is_error);
         assert!(out.text().starts_with("Invalid regex"));
+    }
+
+    /// A NUL byte used to end the search of a file silently ("No matches found").
+    #[tokio::test]
+    async fn a_match_in_a_binary_file_is_reported_like_ripgrep() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(
+            d.path().join("data.bin"),
+            b"head\0tail needle\nmore needle\n",
+        )
+        .unwrap();
+        std::fs::write(d.path().join("text.txt"), "a needle\n").unwrap();
+        std::fs::write(d.path().join("other.bin"), b"\0\0nothing\n").unwrap();
+        let out = run(&json!({"pattern": "needle", "context": 1}), &ctx(d.path())).await;
+        assert!(!out.is_error);
+        assert_eq!(
+            out.text(),
+            "data.bin: binary file matches (found \"\\0\" byte around offset 4)\n\
+             text.txt:1: a needle"
+        );
+        let det = out.details.unwrap();
+        assert_eq!(
+            (det["matches"].as_u64(), det["files"].as_u64()),
+            (Some(2), Some(2))
+        );
+        let out = run(
+            &json!({"pattern": "needle", "path": "data.bin"}),
+            &ctx(d.path()),
+        )
+        .await;
+        assert_eq!(
+            out.text(),
+            "data.bin: binary file matches (found \"\\0\" byte around offset 4)"
+        );
     }
 }

@@ -2,8 +2,12 @@
 //! Tools return data (`ToolOutput`) and stream partial output through `ToolContext::progress`;
 //! a tool never prints and never reads the process environment except what it is handed.
 
+pub(crate) mod args;
 pub mod bash;
+mod bash_output;
 mod edit;
+mod env;
+mod file;
 mod find;
 mod grep;
 mod ls;
@@ -19,6 +23,8 @@ use tokio::sync::mpsc;
 
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::Content;
+
+pub use env::ToolEnv;
 
 /// What a tool produced: content for the model, structured details for front ends.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,12 +76,14 @@ pub struct ToolContext {
     pub cwd: PathBuf,
     /// Fires when the run is aborted; long tools must stop promptly.
     pub abort: AbortSignal,
-    /// Partial results (bash: the accumulated output so far, replace-not-append).
+    /// Partial results (bash: the last lines of the output so far, replace-not-append).
     pub progress: Option<mpsc::UnboundedSender<ToolOutput>>,
     /// Default bash timeout when the call gives none.
     pub bash_timeout: Duration,
-    /// Where capped outputs keep their full text.
+    /// Where capped outputs keep their full text (in a private directory created under it).
     pub temp_dir: PathBuf,
+    /// What tool processes inherit, and what they leave behind for the session to clean up.
+    pub env: ToolEnv,
 }
 
 impl ToolContext {
@@ -173,5 +181,6 @@ pub(crate) fn test_context(dir: &Path) -> ToolContext {
         progress: None,
         bash_timeout: Duration::from_secs(10),
         temp_dir: dir.to_path_buf(),
+        env: ToolEnv::default(),
     }
 }

@@ -173,11 +173,23 @@ fn ceil_boundary(s: &str, at: usize) -> usize {
 pub(super) fn truncate_line(line: &str, max_chars: usize) -> Cow<'_, str> {
     match line.char_indices().nth(max_chars) {
         None => Cow::Borrowed(line),
-        Some((cut, _)) => {
-            let total = line.chars().count();
-            Cow::Owned(format!("{}… [line truncated, {total} chars]", &line[..cut]))
-        }
+        Some(_) => Cow::Owned(shorten_line(line, max_chars, line.chars().count())),
     }
+}
+
+/// The first `max_chars` characters of `start` and a marker saying the whole line had
+/// `total_chars` (a count, or words such as "more than 9000"), for a line of which only
+/// `start` was kept in memory.
+pub(super) fn shorten_line(
+    start: &str,
+    max_chars: usize,
+    total_chars: impl std::fmt::Display,
+) -> String {
+    let cut = start
+        .char_indices()
+        .nth(max_chars)
+        .map_or(start.len(), |(i, _)| i);
+    format!("{}… [line truncated, {total_chars} chars]", &start[..cut])
 }
 
 /// A human size: `512B`, `50.0KB`, `1.2MB`.
@@ -193,9 +205,18 @@ pub(super) fn format_size(bytes: usize) -> String {
     }
 }
 
+/// Where the whole of a tail-capped output is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum FullOutput<'a> {
+    Saved(&'a Path),
+    /// Only the first this many bytes were saved.
+    SavedStart(&'a Path, usize),
+    Unavailable,
+}
+
 /// The notice appended under a tail-capped output, e.g.
 /// `[Showing lines 4001-6000 of 6000. Full output: /tmp/keel-bash-x.log]`.
-pub(super) fn tail_notice(c: &Capped, max_bytes: usize, full: Option<&Path>) -> String {
+pub(super) fn tail_notice(c: &Capped, max_bytes: usize, full: FullOutput<'_>) -> String {
     let head = if c.partial_line {
         format!(
             "Showing the last {} of line {} (line exceeds the {} limit)",
@@ -215,8 +236,13 @@ pub(super) fn tail_notice(c: &Capped, max_bytes: usize, full: Option<&Path>) -> 
         )
     };
     match full {
-        Some(p) => format!("[{head}. Full output: {}]", p.display()),
-        None => format!("[{head}. Full output unavailable]"),
+        FullOutput::Saved(p) => format!("[{head}. Full output: {}]", p.display()),
+        FullOutput::SavedStart(p, n) => format!(
+            "[{head}. Full output (its first {} only): {}]",
+            format_size(n),
+            p.display()
+        ),
+        FullOutput::Unavailable => format!("[{head}. Full output unavailable]"),
     }
 }
 
@@ -319,7 +345,12 @@ mod tests {
         assert_eq!(format_size(100), "100B");
         assert_eq!(format_size(50 * 1024), "50.0KB");
         let c = cap_tail("a\nb\nc\nd", 1000, 2);
-        let n = tail_notice(&c, 1000, Some(Path::new("/tmp/x.log")));
+        let n = tail_notice(&c, 1000, FullOutput::Saved(Path::new("/tmp/x.log")));
         assert_eq!(n, "[Showing lines 3-4 of 4. Full output: /tmp/x.log]");
+        let n = tail_notice(&c, 1000, FullOutput::SavedStart(Path::new("/x.log"), 2048));
+        assert_eq!(
+            n,
+            "[Showing lines 3-4 of 4. Full output (its first 2.0KB only): /x.log]"
+        );
     }
 }

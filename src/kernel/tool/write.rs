@@ -1,8 +1,10 @@
 //! `write`: creates or overwrites one file with the given content, creating parent directories.
-//! Owns only that write; must never touch any other path and never delete anything.
+//! Owns only that write; must never touch any other path, never delete anything, and never
+//! write to (or wait on) anything but a regular file.
 
 use serde_json::{json, Value};
 
+use super::file::{check_regular, write_regular};
 use super::{str_arg, ToolContext, ToolOutput, ToolSpec};
 
 pub(super) fn spec() -> ToolSpec {
@@ -32,12 +34,10 @@ async fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput
     let content = str_arg(args, "content")?;
     let full = ctx.resolve(path);
     let existed = match tokio::fs::metadata(&full).await {
-        Ok(m) if m.is_dir() => {
-            return Err(ToolOutput::error(format!(
-                "Cannot write {path}: it is a directory"
-            )));
+        Ok(m) => {
+            check_regular(&m, path, "write")?;
+            true
         }
-        Ok(_) => true,
         Err(_) => false,
     };
     if let Some(parent) = full.parent() {
@@ -45,9 +45,15 @@ async fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput
             .await
             .map_err(|e| ToolOutput::error(format!("Cannot create directories for {path}: {e}")))?;
     }
-    tokio::fs::write(&full, content.as_bytes())
-        .await
-        .map_err(|e| ToolOutput::error(format!("Cannot write {path}: {e}")))?;
+    let written = {
+        let (full, bytes) = (full.clone(), content.as_bytes().to_vec());
+        tokio::task::spawn_blocking(move || write_regular(&full, &bytes, true)).await
+    };
+    match written {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(ToolOutput::error(format!("Cannot write {path}: {e}"))),
+        Err(e) => return Err(ToolOutput::error(format!("write failed: {e}"))),
+    }
     Ok(
         ToolOutput::ok(format!("Wrote {} bytes to {path}", content.len())).with_details(json!({
             "path": full.display().to_string(),
@@ -102,5 +108,21 @@ mod tests {
         let out = run(&json!({"path": "dir", "content": "x"}), &ctx(d.path())).await;
         assert!(out.is_error);
         assert!(out.text().contains("directory"));
+    }
+
+    /// Writing to a FIFO used to wait for a reader forever.
+    #[tokio::test]
+    async fn a_fifo_is_refused_without_blocking() {
+        let d = tempfile::tempdir().unwrap();
+        nix::unistd::mkfifo(&d.path().join("pipe"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let (args, c) = (json!({"path": "pipe", "content": "x"}), ctx(d.path()));
+        let out = tokio::time::timeout(std::time::Duration::from_secs(10), run(&args, &c))
+            .await
+            .expect("write to a FIFO blocked");
+        assert!(out.is_error);
+        assert_eq!(
+            out.text(),
+            "Cannot write pipe: it is a FIFO (named pipe), not a regular file"
+        );
     }
 }

@@ -1,0 +1,237 @@
+//! `ToolEnv`: what the processes keel's tools start inherit (the environment minus provider
+//! credentials) and what they leave behind (the private spill directory, the process groups of
+//! background children), cleaned up when the last clone is dropped. Owns only that; it never
+//! reads the process environment (the caller hands it the names to remove).
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use nix::errno::Errno;
+use nix::sys::signal::{kill, killpg, Signal};
+use nix::unistd::Pid;
+
+use crate::kernel::provider::model::Registry;
+
+/// The environment and leftovers of tool processes (`bash`, the user's `!cmd`). Clones share
+/// the leftovers: the spill directory is removed and every remembered process group is killed
+/// when the last clone is dropped (when the session ends).
+#[derive(Debug, Clone)]
+pub struct ToolEnv {
+    /// Names of environment variables removed from every tool process.
+    pub scrub_env: Vec<String>,
+    leftovers: Arc<Leftovers>,
+}
+
+impl Default for ToolEnv {
+    /// Scrubs the key variables of the built-in providers (`OPENAI_API_KEY`, ...).
+    fn default() -> Self {
+        ToolEnv::for_providers(&Registry::builtin(), &[], &BTreeMap::new())
+    }
+}
+
+impl ToolEnv {
+    /// Scrubs exactly `scrub_env`.
+    pub fn new(scrub_env: Vec<String>) -> Self {
+        ToolEnv {
+            scrub_env,
+            leftovers: Arc::new(Leftovers::default()),
+        }
+    }
+
+    /// Scrubs every provider's key variable (built in and models.json `apiKeyEnv`), and every
+    /// variable of `vars` whose value is a secret: one of `secret_values` (`--api-key`), a
+    /// models.json literal key, or the value of a key variable.
+    pub fn for_providers(
+        registry: &Registry,
+        secret_values: &[String],
+        vars: &BTreeMap<String, String>,
+    ) -> Self {
+        let mut names: Vec<String> = registry
+            .providers
+            .iter()
+            .filter_map(|p| p.key_env.clone())
+            .collect();
+        let mut secrets: Vec<&str> = secret_values.iter().map(String::as_str).collect();
+        secrets.extend(registry.providers.iter().filter_map(|p| p.key.as_deref()));
+        secrets.extend(names.iter().filter_map(|n| vars.get(n)).map(String::as_str));
+        secrets.retain(|s| !s.is_empty());
+        names.extend(
+            vars.iter()
+                .filter(|(_, v)| secrets.contains(&v.as_str()))
+                .map(|(k, _)| k.clone()),
+        );
+        names.sort();
+        names.dedup();
+        ToolEnv::new(names)
+    }
+
+    /// Removes the scrubbed variables from a command about to be spawned.
+    pub(crate) fn apply(&self, cmd: &mut tokio::process::Command) {
+        for name in &self.scrub_env {
+            cmd.env_remove(name);
+        }
+    }
+
+    /// The session's private (0700) directory for full outputs, created under `root` on first
+    /// use. Creating it also removes directories left there by keel processes that no longer
+    /// exist (killed with SIGKILL, so nothing cleaned up after them).
+    pub(crate) fn spill_dir(&self, root: &Path) -> std::io::Result<PathBuf> {
+        let mut spill = lock(&self.leftovers.spill);
+        if let Some(dir) = spill.as_ref() {
+            return Ok(dir.path().to_path_buf());
+        }
+        std::fs::create_dir_all(root)?;
+        remove_stale(root);
+        let dir = tempfile::Builder::new()
+            .prefix(&format!("{}-", std::process::id()))
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir_in(root)?;
+        let path = dir.path().to_path_buf();
+        *spill = Some(dir);
+        Ok(path)
+    }
+
+    /// Remembers a tool process group: whatever of it still runs when the session ends is
+    /// killed then. Groups that are already gone are forgotten here.
+    pub(crate) fn adopt_group(&self, pgid: i32) {
+        let mut groups = lock(&self.leftovers.groups);
+        groups.retain(|&pg| killpg(Pid::from_raw(pg), None).is_ok());
+        if !groups.contains(&pgid) {
+            groups.push(pgid);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// What tool processes leave behind, shared by every clone of a [`ToolEnv`].
+#[derive(Debug, Default)]
+struct Leftovers {
+    spill: Mutex<Option<tempfile::TempDir>>,
+    groups: Mutex<Vec<i32>>,
+}
+
+impl Drop for Leftovers {
+    /// Kills the remembered process groups; the spill directory is removed as the `TempDir`
+    /// drops right after.
+    fn drop(&mut self) {
+        for &pg in lock(&self.groups).iter() {
+            if let Err(e) = killpg(Pid::from_raw(pg), Signal::SIGKILL) {
+                if e != Errno::ESRCH {
+                    tracing::debug!(pgid = pg, error = %e, "tool env: killing a leftover group failed");
+                }
+            }
+        }
+    }
+}
+
+/// Removes `<pid>-*` directories of `root` whose keel process no longer exists.
+fn remove_stale(root: &Path) {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return;
+    };
+    let me = std::process::id();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let dead =
+            i32::try_from(pid).is_ok_and(|p| kill(Pid::from_raw(p), None) == Err(Errno::ESRCH));
+        if pid != me && dead && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+                tracing::debug!(path = %entry.path().display(), error = %e, "tool env: stale dir stays");
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    use crate::kernel::provider::model::Registry;
+
+    fn vars(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn scrubs_key_names_and_variables_holding_a_secret() {
+        let mut registry = Registry::builtin();
+        registry
+            .merge_file(
+                r#"{"providers":{"local":{"baseUrl":"http://x/v1","apiKeyEnv":"LOCAL_KEY",
+                   "apiKey":"lit","models":[{"id":"m"}]}}}"#,
+            )
+            .unwrap();
+        let v = vars(&[
+            ("OPENAI_API_KEY", "sk-1"),
+            ("ALIAS", "sk-1"),
+            ("FLAG_COPY", "flag"),
+            ("LIT_COPY", "lit"),
+            ("PATH", "/bin"),
+            ("EMPTY_MATCH", ""),
+        ]);
+        let env = ToolEnv::for_providers(&registry, &["flag".into(), String::new()], &v);
+        for name in [
+            "OPENAI_API_KEY",
+            "ANTHROPIC_API_KEY",
+            "DEEPSEEK_API_KEY",
+            "OPENROUTER_API_KEY",
+            "GROQ_API_KEY",
+            "LOCAL_KEY",
+            "ALIAS",
+            "FLAG_COPY",
+            "LIT_COPY",
+        ] {
+            assert!(env.scrub_env.iter().any(|n| n == name), "{name}");
+        }
+        assert!(!env.scrub_env.iter().any(|n| n == "PATH"));
+        assert!(!env.scrub_env.iter().any(|n| n == "EMPTY_MATCH"));
+    }
+
+    #[test]
+    fn spill_dir_is_private_created_once_and_removed_with_the_last_clone() {
+        let root = tempfile::tempdir().unwrap();
+        let env = ToolEnv::default();
+        let dir = env.spill_dir(root.path()).unwrap();
+        assert!(dir.starts_with(root.path()));
+        let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        let clone = env.clone();
+        assert_eq!(clone.spill_dir(root.path()).unwrap(), dir);
+        drop(env);
+        assert!(dir.exists(), "a clone still holds it");
+        drop(clone);
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn stale_dirs_of_dead_processes_are_removed() {
+        let root = tempfile::tempdir().unwrap();
+        // Above any pid_max: no such process.
+        let stale = root.path().join("99999999-abc");
+        std::fs::create_dir_all(stale.join("inner")).unwrap();
+        let mine = root.path().join(format!("{}-other", std::process::id()));
+        std::fs::create_dir(&mine).unwrap();
+        let unrelated = root.path().join("notes");
+        std::fs::create_dir(&unrelated).unwrap();
+        let env = ToolEnv::default();
+        env.spill_dir(root.path()).unwrap();
+        assert!(!stale.exists());
+        assert!(mine.exists() && unrelated.exists());
+    }
+}

@@ -1,0 +1,117 @@
+//! Opening the files `read` and `edit` work on: regular files only, opened without blocking.
+//! Owns only that check; a FIFO, socket, device or directory is refused with a tool error before
+//! a single byte is read, so nothing here can block keel or read without end. Blocking calls:
+//! run them in `spawn_blocking`.
+
+use std::fs::{File, Metadata, OpenOptions};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::path::Path;
+
+use nix::fcntl::OFlag;
+
+use super::ToolOutput;
+
+/// Opens `path` (shown to the model as `shown`) for reading, if it is a regular file. `verb`
+/// starts the error messages ("read", "edit").
+pub(super) fn open_regular(
+    path: &Path,
+    shown: &str,
+    verb: &str,
+) -> Result<(File, Metadata), ToolOutput> {
+    let fail = |e: std::io::Error| match e.kind() {
+        std::io::ErrorKind::NotFound => ToolOutput::error(format!("File not found: {shown}")),
+        _ => ToolOutput::error(format!("Cannot {verb} {shown}: {e}")),
+    };
+    // The path first: opening a socket fails with an obscure error, and a FIFO is better
+    // refused by name.
+    let meta = std::fs::metadata(path).map_err(fail)?;
+    check_regular(&meta, shown, verb)?;
+    // O_NONBLOCK: if the path became a FIFO since, opening it does not wait for a writer.
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(OFlag::O_NONBLOCK.bits())
+        .open(path)
+        .map_err(fail)?;
+    let meta = file.metadata().map_err(fail)?;
+    check_regular(&meta, shown, verb)?;
+    Ok((file, meta))
+}
+
+/// Replaces the content of `path` (creating it if `create`), opened without blocking: a FIFO
+/// without reader fails instead of waiting for one.
+pub(super) fn write_regular(path: &Path, bytes: &[u8], create: bool) -> std::io::Result<()> {
+    use std::io::Write;
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(create)
+        .truncate(true)
+        .custom_flags(OFlag::O_NONBLOCK.bits())
+        .open(path)?;
+    file.write_all(bytes)?;
+    file.flush()
+}
+
+/// A tool error unless `meta` is a regular file's.
+pub(super) fn check_regular(meta: &Metadata, shown: &str, verb: &str) -> Result<(), ToolOutput> {
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "it is a directory (use ls to list it)"
+    } else if t.is_fifo() {
+        "it is a FIFO (named pipe), not a regular file"
+    } else if t.is_socket() {
+        "it is a socket, not a regular file"
+    } else if t.is_char_device() {
+        "it is a character device, not a regular file"
+    } else if t.is_block_device() {
+        "it is a block device, not a regular file"
+    } else {
+        "it is not a regular file"
+    };
+    Err(ToolOutput::error(format!("Cannot {verb} {shown}: {what}")))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_regular_files_open() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        let sock = d.path().join("sock");
+        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
+        let cases = [
+            (
+                fifo.as_path(),
+                "it is a FIFO (named pipe), not a regular file",
+            ),
+            (sock.as_path(), "it is a socket, not a regular file"),
+            (d.path(), "it is a directory (use ls to list it)"),
+            (
+                Path::new("/dev/zero"),
+                "it is a character device, not a regular file",
+            ),
+        ];
+        for (path, why) in cases {
+            let err = open_regular(path, "x", "read").unwrap_err();
+            assert!(err.is_error);
+            assert_eq!(err.text(), format!("Cannot read x: {why}"));
+        }
+        std::fs::write(d.path().join("f"), "ok").unwrap();
+        assert!(open_regular(&d.path().join("f"), "f", "read").is_ok());
+        let err = open_regular(&d.path().join("nope"), "nope", "edit").unwrap_err();
+        assert_eq!(err.text(), "File not found: nope");
+    }
+
+    #[test]
+    fn writing_to_a_fifo_without_reader_fails_at_once() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(write_regular(&fifo, b"x", true).is_err());
+    }
+}
