@@ -51,7 +51,8 @@ pub enum WireEvent<'a> {
         tool_name: &'a str,
         args: &'a Value,
     },
-    /// `partialResult`: the accumulated output so far (replace, don't append).
+    /// `partialResult`: the output so far as a bounded tail (replace, don't append): for
+    /// `bash`, its last 4 KiB / 50 lines, sent at most every 100 ms or 32 KiB of new output.
     #[serde(rename_all = "camelCase")]
     ToolExecutionUpdate {
         tool_call_id: &'a str,

@@ -82,7 +82,8 @@ impl ToolEnv {
         if let Some(dir) = spill.as_ref() {
             return Ok(dir.path().to_path_buf());
         }
-        std::fs::create_dir_all(root)?;
+        // `$KEEL_HOME/tmp` (and `$KEEL_HOME`, if new) are as private as the spill itself.
+        crate::kernel::private::create_dir_all(root)?;
         remove_stale(root);
         let dir = tempfile::Builder::new()
             .prefix(&format!("{}-", std::process::id()))
