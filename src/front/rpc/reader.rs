@@ -1,0 +1,45 @@
+//! RPC mode's stdin: a plain thread that reads request lines and hands them to the loop.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use tokio::sync::mpsc;
+
+use super::Input;
+use crate::wire::jsonl::{LineDecoder, MAX_LINE_BYTES};
+
+/// Reads stdin on a plain thread (a pending read must never hold up process exit) and hands
+/// decoded frames to the loop; the channel closing means end of input.
+pub(super) fn spawn_reader(tx: mpsc::Sender<Input>) {
+    let spawned = std::thread::Builder::new()
+        .name("keel-rpc-stdin".into())
+        .spawn(move || {
+            use std::io::Read;
+            let mut stdin = std::io::stdin().lock();
+            let mut decoder = LineDecoder::new(MAX_LINE_BYTES);
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut frames = Vec::new();
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        decoder.push(&buf[..n], &mut frames);
+                        for f in frames.drain(..) {
+                            if tx.blocking_send(Input::Frame(f)).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let _ = tx.blocking_send(Input::Error(e.to_string()));
+                        return;
+                    }
+                }
+            }
+            if let Some(f) = decoder.finish() {
+                let _ = tx.blocking_send(Input::Frame(f));
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the stdin reader: {e}");
+    }
+}
