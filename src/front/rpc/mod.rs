@@ -4,8 +4,8 @@
 //! (bash, compact) run as tasks that hand their response back to the loop, so events a
 //! command caused are always written before its response.
 //!
-//! What it does better than pi: prompt acceptance is decided under the kernel's lock (two
-//! prompts in one write never both start); every request gets one response, including
+//! What it does better than pi: prompt acceptance is decided under the kernel's lock and the
+//! lines of one read are served back to back (two prompts in one write never both start); every request gets one response, including
 //! unknown commands, missing fields and oversized or non-JSON lines; bad input never ends the
 //! process or loses state.
 //!
@@ -68,7 +68,8 @@ pub struct RpcSetup {
 
 /// What the stdin thread delivers.
 enum Input {
-    Frame(Frame),
+    /// The complete lines of one read, in order.
+    Frames(Vec<Frame>),
     Error(String),
 }
 
@@ -100,7 +101,8 @@ enum Step {
 /// Serves RPC mode until stdin closes (exit 0) or a signal arrives (128 + n).
 pub async fn serve(setup: RpcSetup, out: &mut Output) -> Result<Exit, StartupError> {
     let mut signals = Signals::new()?;
-    let (input_tx, mut input_rx) = mpsc::channel::<Input>(64);
+    // Few batches in flight: each holds up to one read's lines (64 KiB) plus one long line.
+    let (input_tx, mut input_rx) = mpsc::channel::<Input>(4);
     reader::spawn_reader(input_tx);
     let (tx, internal_rx) = mpsc::unbounded_channel::<Internal>();
     let (templates, template_warnings) = prompts::load(&setup.prompt_dirs.0, &setup.prompt_dirs.1);
@@ -159,7 +161,12 @@ pub async fn serve(setup: RpcSetup, out: &mut Output) -> Result<Exit, StartupErr
                     host.on_event(&ev);
                 }
             }
-            Step::Input(Some(Input::Frame(frame))) => host.on_frame(frame).await,
+            Step::Input(Some(Input::Frames(frames))) => {
+                // Back to back: nothing else runs between lines that arrived together.
+                for frame in frames {
+                    host.on_frame(frame).await;
+                }
+            }
             Step::Input(Some(Input::Error(e))) => {
                 tracing::error!("cannot read stdin: {e}");
                 host.on_eof();

@@ -8,6 +8,10 @@ use crate::wire::jsonl::{LineDecoder, MAX_LINE_BYTES};
 
 /// Reads stdin on a plain thread (a pending read must never hold up process exit) and hands
 /// decoded frames to the loop; the channel closing means end of input.
+///
+/// The frames of one read go to the loop as one batch, which it serves back to back: handed
+/// over one by one, the loop could run the first prompt's whole run between two lines the
+/// client wrote together, and the second prompt would start as well.
 pub(super) fn spawn_reader(tx: mpsc::Sender<Input>) {
     let spawned = std::thread::Builder::new()
         .name("keel-rpc-stdin".into())
@@ -22,10 +26,12 @@ pub(super) fn spawn_reader(tx: mpsc::Sender<Input>) {
                     Ok(0) => break,
                     Ok(n) => {
                         decoder.push(&buf[..n], &mut frames);
-                        for f in frames.drain(..) {
-                            if tx.blocking_send(Input::Frame(f)).is_err() {
-                                return;
-                            }
+                        if !frames.is_empty()
+                            && tx
+                                .blocking_send(Input::Frames(std::mem::take(&mut frames)))
+                                .is_err()
+                        {
+                            return;
                         }
                     }
                     Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -36,7 +42,7 @@ pub(super) fn spawn_reader(tx: mpsc::Sender<Input>) {
                 }
             }
             if let Some(f) = decoder.finish() {
-                let _ = tx.blocking_send(Input::Frame(f));
+                let _ = tx.blocking_send(Input::Frames(vec![f]));
             }
         });
     if let Err(e) = spawned {
