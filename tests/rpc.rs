@@ -430,6 +430,42 @@ fn two_prompts_in_one_write_never_both_start() {
     );
 }
 
+/// Regression: ids were decoded into JSON values, so an integer beyond 64 bits
+/// (`98765432109876543210`) came back as the float `9.876543210987654e+19`, and `1.50` as `1.5`.
+/// Every id is echoed as the text the client sent.
+#[test]
+fn ids_come_back_exactly_as_sent() {
+    let sb = Sandbox::new();
+    let mut rpc = hello(&sb);
+    let ids = [
+        "98765432109876543210",
+        "12345678901234567890",
+        "-9223372036854775809",
+        "1.50",
+        "1e2",
+        "\"s1\"",
+        "null",
+    ];
+    for id in ids {
+        rpc.send_bytes(format!("{{\"id\":{id},\"type\":\"get_state\"}}\n").as_bytes());
+    }
+    rpc.send_bytes(b"{\"id\":123456789012345678901234567890,\"type\":\"no_such_command\"}\n");
+    rpc.send_bytes(b"{\"id\":123456789012345678901234567891}\n");
+    let (lines, _, code) = rpc.finish();
+    assert_eq!(code, 0);
+    let responses: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("\"response\""))
+        .collect();
+    assert_eq!(responses.len(), ids.len() + 2, "{lines:?}");
+    for (id, line) in ids.iter().zip(&responses) {
+        let want = format!("{{\"id\":{id},\"type\":\"response\",\"command\":\"get_state\",");
+        assert!(line.starts_with(&want), "{line}");
+    }
+    assert!(responses[ids.len()].starts_with("{\"id\":123456789012345678901234567890,"));
+    assert!(responses[ids.len() + 1].starts_with("{\"id\":123456789012345678901234567891,"));
+}
+
 /// Every kind of bad input gets its response, and the next valid command still works.
 #[test]
 fn bad_input_is_answered_and_never_fatal() {

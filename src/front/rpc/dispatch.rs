@@ -242,11 +242,11 @@ impl Host<'_> {
     }
 
     pub(super) fn ui_response(&mut self, req: &Request) {
-        let Some(id) = req.id.as_ref().and_then(Value::as_str) else {
+        let Some(id) = req.id.as_ref().and_then(rpc::Id::as_string) else {
             tracing::warn!("extension_ui_response without a string id");
             return;
         };
-        let Some(call_id) = self.approvals.remove(id) else {
+        let Some(call_id) = self.approvals.remove(&id) else {
             tracing::debug!("extension_ui_response for unknown or closed dialog {id}");
             return;
         };
