@@ -24,6 +24,9 @@ use crate::mode::Env;
 pub fn registry(env: &Env) -> Result<Registry, StartupError> {
     let mut registry = Registry::builtin();
     let path = env.keel_home.join("models.json");
+    if path.exists() {
+        require_regular_file(&path, "models.json")?;
+    }
     match std::fs::read_to_string(&path) {
         Ok(text) => registry.merge_file(&text).map_err(|e| {
             StartupError::config(format!("cannot use {}", path.display()))
@@ -53,6 +56,7 @@ pub fn provider(cli: &Cli, env: &Env) -> Result<Arc<dyn Provider>, StartupError>
                     .hint("pass --script FILE (see fixtures/providers/ and the README)"),
             );
         };
+        require_regular_file(path, "the --script file")?;
         let p = ScriptedProvider::load(path).map_err(StartupError::config)?;
         return Ok(Arc::new(p));
     }
@@ -512,6 +516,9 @@ fn session_error(e: session::SessionError) -> StartupError {
 fn locate(dir: &Path, env: &Env, query: &str) -> Result<PathBuf, StartupError> {
     if looks_like_path(query) {
         let p = env.cwd.join(query);
+        if p.exists() {
+            require_regular_file(&p, "the session file")?;
+        }
         return if p.is_file() {
             Ok(p)
         } else {
@@ -553,6 +560,7 @@ pub fn open_session(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSession
             if !p.exists() {
                 return Ok(fresh(Store::new_file(p, new_header(clock, env, None))));
             }
+            require_regular_file(&p, "the --session file")?;
             return open(&p);
         }
         return open(&locate(&dir, env, q)?);
@@ -589,4 +597,34 @@ pub fn open_session(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSession
     let header = new_header(clock, env, None);
     let path = dir.join(session::file_name(&header));
     Ok(fresh(Store::new_file(path, header)))
+}
+
+/// Refuses a path that is not a regular file (after following symlinks) before anything opens
+/// it: opening a FIFO blocks until a writer appears, and reading `/dev/zero` never ends.
+pub fn require_regular_file(path: &Path, what: &str) -> Result<(), StartupError> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = std::fs::metadata(path).map_err(|e| {
+        StartupError::config(format!("cannot read {what} {}", path.display())).cause(e.to_string())
+    })?;
+    let t = meta.file_type();
+    let kind = if t.is_file() {
+        return Ok(());
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "of another kind"
+    };
+    Err(StartupError::config(format!(
+        "{what} {} is {kind}, not a regular file",
+        path.display()
+    ))
+    .hint("pass the path of a regular file"))
 }
