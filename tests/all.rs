@@ -16,6 +16,7 @@ mod projectors;
 mod providers;
 mod rpc;
 mod sessions;
+mod stdio;
 mod support;
 mod tui;
 mod tui_pty;

@@ -39,7 +39,7 @@ use crate::kernel::agent::AgentConfig;
 use crate::kernel::clock::Clock;
 use crate::kernel::event::{ApprovalDecision, Event, EventPayload};
 use crate::kernel::session::Store;
-use crate::output::Output;
+use crate::output::{Output, StdoutFailure};
 use crate::prompts::{self, Template};
 use crate::setup::Models;
 use crate::wire::events::rpc_extra_events;
@@ -177,8 +177,8 @@ pub async fn serve(setup: RpcSetup, out: &mut Output) -> Result<Exit, StartupErr
         }
         host.run_deferred().await;
         if host.out.flush().is_err() && host.stop.is_none() {
-            // Nobody reads our answers any more: stop the work and save the session.
-            host.on_signal(SIGPIPE);
+            // Our answers can no longer be written: stop the work and save the session.
+            host.on_stdout_failed();
         }
     }
     Ok(host.shutdown(&mut signals).await)
@@ -342,7 +342,25 @@ impl Host<'_> {
     }
 
     fn on_signal(&mut self, n: i32) {
-        self.stop = Some(Exit::Signal(n));
+        self.halt(Exit::Signal(n));
+    }
+
+    /// stdout failed: a closed pipe ends as SIGPIPE would (141, quietly); a full or failing
+    /// device ends with 1 and the failure on stderr.
+    fn on_stdout_failed(&mut self) {
+        match self.out.stdout_failure() {
+            Some(failure @ StdoutFailure::Failed(_)) => {
+                let message = failure.message();
+                self.out.err(&format!("Error: {message}\n"));
+                self.halt(Exit::Failed);
+            }
+            Some(StdoutFailure::Closed) | None => self.halt(Exit::Signal(SIGPIPE)),
+        }
+    }
+
+    /// Stops the run and shell commands; the loop then shuts down with `exit`.
+    fn halt(&mut self, exit: Exit) {
+        self.stop = Some(exit);
         self.live.session.abort();
         self.abort_bash();
     }
