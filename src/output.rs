@@ -142,3 +142,43 @@ pub fn terminals() -> (bool, bool, bool) {
         io::stderr().is_terminal(),
     )
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    /// A stdout whose every write fails with `kind`.
+    struct Failing(io::ErrorKind);
+
+    impl Write for Failing {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::from(self.0))
+        }
+
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn output(kind: io::ErrorKind) -> Output {
+        Output::new(Box::new(Failing(kind)), Box::new(io::sink()))
+    }
+
+    /// Regression: every write error counted as a closed pipe, so a full disk ended as a quiet 141.
+    #[test]
+    fn a_broken_pipe_is_closed_and_any_other_error_is_a_failure() {
+        let mut out = output(io::ErrorKind::BrokenPipe);
+        assert_eq!(out.out(b"x"), Err(StdoutClosed));
+        assert_eq!(out.stdout_failure(), Some(&StdoutFailure::Closed));
+        let mut out = output(io::ErrorKind::StorageFull);
+        assert_eq!(out.out(b"x"), Err(StdoutClosed));
+        let failure = out.stdout_failure().cloned().unwrap();
+        assert!(matches!(failure, StdoutFailure::Failed(_)), "{failure:?}");
+        assert!(failure.message().starts_with("cannot write to stdout: "));
+        // The first failure is kept; nothing more is attempted.
+        assert_eq!(out.flush(), Err(StdoutClosed));
+        assert_eq!(out.stdout_failure(), Some(&failure));
+        assert!(out.is_stdout_closed());
+    }
+}
