@@ -5,14 +5,13 @@
 use std::sync::Arc;
 
 use clap::Parser;
-use tokio::io::AsyncReadExt;
-use tokio::signal::unix::SignalKind;
 
 use crate::cli::Cli;
 use crate::error::StartupError;
-use crate::exit::{Exit, SIGHUP, SIGINT, SIGPIPE, SIGTERM};
+use crate::exit::{Exit, SIGPIPE};
 use crate::front::json::{header_line, result_line, JsonProjector};
 use crate::front::print::PrintProjector;
+use crate::front::signals::Signals;
 use crate::front::{Projector, RunSummary};
 use crate::kernel::agent::AgentSession;
 use crate::kernel::bus::Bus;
@@ -20,7 +19,7 @@ use crate::kernel::clock::Clock;
 use crate::kernel::event::{Event, EventPayload};
 use crate::kernel::recorder;
 use crate::mode::{self, Env, Mode};
-use crate::output::{ColorChoice, Output};
+use crate::output::{ColorChoice, Output, StdoutFailure};
 use crate::setup;
 
 /// Runs keel with the process's arguments and streams; returns how it ended. A panic anywhere
@@ -79,8 +78,10 @@ fn clap_exit(e: clap::Error) -> Exit {
     let text = e.render().to_string();
     match e.kind() {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
-            let _ = out.out(text.as_bytes()).and_then(|_| out.flush());
-            Exit::Success
+            match out.out(text.as_bytes()).and_then(|_| out.flush()) {
+                Ok(()) => Exit::Success,
+                Err(_) => stdout_failed(&mut out),
+            }
         }
         _ => {
             // A script that asked for JSON still gets its one result line.
@@ -179,7 +180,7 @@ async fn start(
         let table = setup::model_list(cli, env, pattern, mode == Mode::Json).await?;
         return Ok(match out.out(table.as_bytes()).and_then(|_| out.flush()) {
             Ok(()) => Exit::Success,
-            Err(_) => Exit::Signal(crate::exit::SIGPIPE),
+            Err(_) => stdout_failed(out),
         });
     }
     if mode == Mode::Rpc {
@@ -194,7 +195,9 @@ async fn start(
     if let Some(w) = setup::clamp_thinking(provider.as_ref(), &mut config) {
         out.err(&format!("Warning: {w}\n"));
     }
-    let prompt = read_prompt(cli, env).await?;
+    // Installed before stdin is read: a signal while keel waits for it ends the run like any other.
+    let mut signals = Signals::new()?;
+    let prompt = read_prompt(cli, env, &mut signals).await?;
     let opened = setup::open_session(cli, env, clock)?;
     for w in &opened.warnings {
         out.err(&format!("Warning: {w}\n"));
@@ -223,13 +226,13 @@ async fn start(
         session.announce_model();
     }
     let started = clock.now_ms();
-    let (summary, signal) = pump(&session, rx, projector.as_mut(), out, prompt).await?;
+    let (mut summary, stop) =
+        pump(&session, rx, projector.as_mut(), out, prompt, &mut signals).await?;
     bus.close();
     drop(session);
     if recorder.await.is_err() {
         out.err("Error: the session recorder crashed; the session file may be incomplete\n");
     }
-    let mut summary = summary;
     // A write that failed after the run settled (its last entries, the final sync) fails it too.
     if let Some(message) = health.fault() {
         summary.outcome = Some(crate::kernel::event::RunOutcome::Failed {
@@ -237,13 +240,44 @@ async fn start(
             message,
         });
     }
-    let exit = match &summary.outcome {
-        Some(outcome) => Exit::for_run(outcome, signal),
-        None => Exit::Internal,
+    let exit = match (&summary.outcome, stop) {
+        (None, _) => Exit::Internal,
+        (Some(_), Some(Stop::Signal(n))) => Exit::Signal(n),
+        (Some(_), Some(Stop::Output(message))) => {
+            summary.output_error = Some(message);
+            Exit::Failed
+        }
+        (Some(outcome), None) => Exit::for_run(outcome, None),
     };
     let duration = (clock.now_ms() - started).max(0) as u64;
     projector.finish(&summary, exit, duration, out);
-    Ok(exit)
+    Ok(after_finish(exit, &summary, out))
+}
+
+/// The exit once the last bytes are out: a write that failed in `finish` (print mode's
+/// answer, JSON mode's result line) turns the exit into 141 for a closed pipe, or 1 with a
+/// message on stderr for a full or failing device. A signal's exit stays.
+fn after_finish(exit: Exit, summary: &RunSummary, out: &mut Output) -> Exit {
+    if summary.output_error.is_some() || matches!(exit, Exit::Signal(_)) {
+        return exit;
+    }
+    match out.stdout_failure() {
+        None => exit,
+        Some(_) => stdout_failed(out),
+    }
+}
+
+/// The exit for a stdout that took no more bytes: 141, quietly, when its reader went away;
+/// otherwise 1, with the failure on stderr.
+fn stdout_failed(out: &mut Output) -> Exit {
+    match out.stdout_failure() {
+        Some(failure @ StdoutFailure::Failed(_)) => {
+            let message = failure.message();
+            out.err(&format!("Error: {message}\n"));
+            Exit::Failed
+        }
+        Some(StdoutFailure::Closed) | None => Exit::Signal(SIGPIPE),
+    }
 }
 
 /// RPC mode: the same startup as the other modes (flags, model, session), then the request
@@ -333,18 +367,23 @@ async fn start_tui(
     crate::front::tui::run(tui_setup, out).await
 }
 
-/// The prompt from arguments and piped stdin (stdin first, a blank line between).
-async fn read_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
+/// The most piped stdin print and JSON modes take as part of the prompt (like RPC's line cap).
+pub const MAX_STDIN_BYTES: usize = 16 * 1024 * 1024;
+
+/// The prompt from arguments and piped stdin (stdin first, a blank line between). A signal
+/// while stdin is read ends keel with 128 + n.
+async fn read_prompt(cli: &Cli, env: &Env, signals: &mut Signals) -> Result<String, StartupError> {
     let args = cli.prompt.join(" ");
     let mut piped = String::new();
     if !env.stdin_tty {
-        let mut bytes = Vec::new();
-        match tokio::io::stdin().read_to_end(&mut bytes).await {
-            Ok(_) => {}
-            // A closed stdin (EBADF, as under some supervisors) carries no input.
-            Err(e) if e.raw_os_error() == Some(9) => bytes.clear(),
-            Err(e) => return Err(StartupError::config("cannot read stdin").cause(e.to_string())),
-        }
+        tracing::debug!("reading stdin");
+        let bytes = tokio::select! {
+            read = read_stdin(MAX_STDIN_BYTES) => read?,
+            n = signals.next() => {
+                let (_, why) = RunSummary::default().error(Exit::Signal(n)).unwrap_or_default();
+                return Err(StartupError::interrupted(n, format!("{why} while reading stdin")));
+            }
+        };
         piped = String::from_utf8_lossy(&bytes).trim_end().to_string();
     }
     let prompt = match (piped.trim().is_empty(), args.trim().is_empty()) {
@@ -360,7 +399,50 @@ async fn read_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
     Ok(prompt)
 }
 
-/// Feeds every event to the projector until the run settles; handles signals and a closed
+/// Reads stdin to its end, up to `cap` bytes, on a plain thread: a read that never returns
+/// must not hold up the exit (a tokio stdin read would keep the runtime from shutting down).
+async fn read_stdin(cap: usize) -> Result<Vec<u8>, StartupError> {
+    use std::io::Read;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    std::thread::Builder::new()
+        .name("keel-stdin".into())
+        .spawn(move || {
+            let mut bytes = Vec::new();
+            let read = std::io::stdin()
+                .lock()
+                .take(cap as u64 + 1)
+                .read_to_end(&mut bytes);
+            let _ = tx.send(read.map(|_| bytes));
+        })
+        .map_err(|e| {
+            StartupError::internal("cannot start the stdin reader").cause(e.to_string())
+        })?;
+    let bytes = match rx.await {
+        Ok(Ok(bytes)) => bytes,
+        // A closed stdin (EBADF, as under some supervisors) carries no input.
+        Ok(Err(e)) if e.raw_os_error() == Some(9) => Vec::new(),
+        Ok(Err(e)) => return Err(StartupError::config("cannot read stdin").cause(e.to_string())),
+        Err(_) => return Err(StartupError::internal("the stdin reader stopped")),
+    };
+    if bytes.len() > cap {
+        return Err(StartupError::usage(format!(
+            "piped stdin is over the {} MiB limit",
+            cap / (1024 * 1024)
+        ))
+        .hint("pipe less, or name the file in the prompt and let the agent read it"));
+    }
+    Ok(bytes)
+}
+
+/// Why the pump stopped a run before it ended by itself.
+enum Stop {
+    /// Signal n (SIGPIPE for a closed stdout).
+    Signal(i32),
+    /// stdout failed for another reason: the failure's message.
+    Output(String),
+}
+
+/// Feeds every event to the projector until the run settles; handles signals and a failing
 /// stdout by aborting the run (the session is saved either way).
 async fn pump(
     session: &AgentSession,
@@ -368,33 +450,29 @@ async fn pump(
     projector: &mut dyn Projector,
     out: &mut Output,
     prompt: String,
-) -> Result<(RunSummary, Option<i32>), StartupError> {
-    let mut sigint = crate::front::signals::listen(SignalKind::interrupt())?;
-    let mut sigterm = crate::front::signals::listen(SignalKind::terminate())?;
-    let mut sighup = crate::front::signals::listen(SignalKind::hangup())?;
+    signals: &mut Signals,
+) -> Result<(RunSummary, Option<Stop>), StartupError> {
     let run = session
         .prompt(prompt)
         .map_err(|e| StartupError::internal(e.to_string()))?;
     let mut summary = RunSummary::default();
-    let mut stop_signal: Option<i32> = None;
+    let mut stop: Option<Stop> = None;
     let mut settled = false;
     while !settled {
         let first = tokio::select! {
             ev = rx.recv() => ev,
-            _ = sigint.recv() => { interrupt(session, &mut stop_signal, SIGINT); continue }
-            _ = sigterm.recv() => { interrupt(session, &mut stop_signal, SIGTERM); continue }
-            _ = sighup.recv() => { interrupt(session, &mut stop_signal, SIGHUP); continue }
+            n = signals.next() => { halt(session, &mut stop, Stop::Signal(n)); continue }
         };
         let Some(first) = first else { break };
         let mut next = Some(first);
         while let Some(ev) = next.take() {
-            settled |= deliver(&ev, projector, out, &mut summary, session, &mut stop_signal);
+            settled |= deliver(&ev, projector, out, &mut summary, session, &mut stop);
             if !settled {
                 next = rx.try_recv().ok();
             }
         }
         if out.flush().is_err() {
-            interrupt(session, &mut stop_signal, SIGPIPE);
+            output_failed(session, &mut stop, out);
         }
     }
     if let Err(e) = run.await {
@@ -402,7 +480,7 @@ async fn pump(
             "the agent run crashed: {e}"
         )));
     }
-    Ok((summary, stop_signal))
+    Ok((summary, stop))
 }
 
 fn deliver(
@@ -411,18 +489,29 @@ fn deliver(
     out: &mut Output,
     summary: &mut RunSummary,
     session: &AgentSession,
-    stop_signal: &mut Option<i32>,
+    stop: &mut Option<Stop>,
 ) -> bool {
     summary.observe(ev);
     if !out.is_stdout_closed() && projector.on_event(ev, out).is_err() {
-        interrupt(session, stop_signal, SIGPIPE);
+        output_failed(session, stop, out);
     }
     matches!(ev.payload, EventPayload::AgentSettled { .. })
 }
 
-fn interrupt(session: &AgentSession, stop_signal: &mut Option<i32>, n: i32) {
-    if stop_signal.is_none() {
-        *stop_signal = Some(n);
+/// stdout took no more bytes: a closed pipe stops the run as SIGPIPE, anything else as a
+/// failed write.
+fn output_failed(session: &AgentSession, stop: &mut Option<Stop>, out: &Output) {
+    let why = match out.stdout_failure() {
+        Some(failure @ StdoutFailure::Failed(_)) => Stop::Output(failure.message()),
+        Some(StdoutFailure::Closed) | None => Stop::Signal(SIGPIPE),
+    };
+    halt(session, stop, why);
+}
+
+/// Aborts the run; the first reason given is the one reported.
+fn halt(session: &AgentSession, stop: &mut Option<Stop>, why: Stop) {
+    if stop.is_none() {
+        *stop = Some(why);
     }
     session.abort();
 }

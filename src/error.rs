@@ -9,6 +9,8 @@ pub enum ErrorKind {
     Usage,
     Config,
     Internal,
+    /// Ended by signal n before the run began (e.g. while stdin was read).
+    Interrupted(i32),
 }
 
 /// A startup error with hints.
@@ -31,6 +33,11 @@ impl StartupError {
 
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, message)
+    }
+
+    /// Signal `n` arrived; `message` says what keel was doing.
+    pub fn interrupted(n: i32, message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Interrupted(n), message)
     }
 
     fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
@@ -57,6 +64,7 @@ impl StartupError {
             ErrorKind::Usage => Exit::Usage,
             ErrorKind::Config => Exit::Config,
             ErrorKind::Internal => Exit::Internal,
+            ErrorKind::Interrupted(n) => Exit::Signal(n),
         }
     }
 
@@ -66,6 +74,7 @@ impl StartupError {
             ErrorKind::Usage => "usage",
             ErrorKind::Config => "config_error",
             ErrorKind::Internal => "internal",
+            ErrorKind::Interrupted(_) => "interrupted",
         }
     }
 

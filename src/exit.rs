@@ -8,7 +8,8 @@ use crate::kernel::event::RunOutcome;
 pub enum Exit {
     /// 0: the run completed.
     Success,
-    /// 1: provider error, stream cut, truncated answer, model error.
+    /// 1: provider error, stream cut, truncated answer, model error, a session that cannot be
+    /// saved (`session_write`), a stdout that fails (`output_write`).
     Failed,
     /// 2: bad flags or flag combinations.
     Usage,

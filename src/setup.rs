@@ -329,6 +329,9 @@ fn session_error_for(e: session::SessionError, query: Option<&str>) -> StartupEr
 fn locate(dir: &Path, env: &Env, query: &str) -> Result<PathBuf, StartupError> {
     if looks_like_path(query) {
         let p = env.cwd.join(query);
+        if p.exists() {
+            require_regular_file(&p, "the session file")?;
+        }
         return if p.is_file() {
             Ok(p)
         } else {
@@ -388,6 +391,7 @@ fn open_session_inner(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSessi
                     .map_err(|e| session_error_for(e, Some(q)))?;
                 return Ok(fresh(store));
             }
+            require_regular_file(&p, "the --session file")?;
             return open(&p, clock, q);
         }
         return open(&locate(&dir, env, q)?, clock, q);
@@ -451,4 +455,20 @@ fn open_or_create_id(
     let store = Store::create(path, header).map_err(|e| session_error_for(e, Some(id)))?;
     drop(guard);
     Ok(fresh(store))
+}
+
+/// Refuses a path that is not a regular file (after following symlinks) before anything opens
+/// it: opening a FIFO blocks until a writer appears, and reading `/dev/zero` never ends.
+pub fn require_regular_file(path: &Path, what: &str) -> Result<(), StartupError> {
+    let meta = std::fs::metadata(path).map_err(|e| {
+        StartupError::config(format!("cannot read {what} {}", path.display())).cause(e.to_string())
+    })?;
+    match crate::kernel::tool::file::irregular_kind(&meta) {
+        None => Ok(()),
+        Some(kind) => Err(StartupError::config(format!(
+            "{what} {} is {kind}, not a regular file",
+            path.display()
+        ))
+        .hint("pass the path of a regular file")),
+    }
 }

@@ -19,6 +19,7 @@ mod providers;
 mod rpc;
 mod session_safety;
 mod sessions;
+mod stdio;
 mod support;
 mod tools_hardening;
 mod tui;

@@ -226,3 +226,111 @@ fn a_closed_stdin_is_no_input_not_an_error() {
         "{run}"
     );
 }
+
+/// Runs to completion, or panics if keel is still running after a minute (the bugs below hung).
+fn run_bounded(sb: &Sandbox, args: &[&str]) -> crate::support::Run {
+    let child = sb.spawn(args);
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output().unwrap()));
+    match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(out) => sb.finish(out),
+        Err(_) => {
+            let pid = nix::unistd::Pid::from_raw(pid as i32);
+            let _ = nix::sys::signal::kill(pid, Signal::SIGKILL);
+            panic!("keel {args:?} hung");
+        }
+    }
+}
+
+fn mkfifo(path: &std::path::Path) {
+    let status = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// Regression: `--session` naming a FIFO blocked startup forever in `open`.
+#[test]
+fn exit_3_session_path_is_a_fifo() {
+    let sb = Sandbox::new();
+    mkfifo(&sb.work().join("s.jsonl"));
+    let script = crate::support::fixture("hello.json");
+    let args = ["-p", "--provider", "scripted", "--script", &script];
+    let run = run_bounded(&sb, &[&args[..], &["--session", "s.jsonl", "hi"]].concat());
+    assert_eq!(run.code, 3, "{run}");
+    assert!(
+        run.stderr
+            .contains("s.jsonl is a FIFO (named pipe), not a regular file"),
+        "{}",
+        run.stderr
+    );
+    snap("exit_3_session_fifo", &run.to_string());
+    // A directory and a device are refused the same way, and so is a FIFO given to --resume.
+    std::fs::create_dir(sb.work().join("d.jsonl")).unwrap();
+    for (flag, path, kind) in [
+        ("--session", "d.jsonl", "a directory"),
+        ("--session", "/dev/null", "a character device"),
+        ("--resume", "./s.jsonl", "a FIFO (named pipe)"),
+    ] {
+        let run = run_bounded(&sb, &[&args[..], &[flag, path, "hi"]].concat());
+        assert_eq!(run.code, 3, "{run}");
+        assert!(run.stderr.contains(&format!("is {kind}")), "{}", run.stderr);
+    }
+}
+
+/// Regression: `--script /dev/zero` read the endless device into memory.
+#[test]
+fn exit_3_script_is_not_a_regular_file() {
+    let sb = Sandbox::new();
+    let run = run_bounded(
+        &sb,
+        &[
+            "-p",
+            "--provider",
+            "scripted",
+            "--script",
+            "/dev/zero",
+            "hi",
+        ],
+    );
+    assert_eq!(run.code, 3, "{run}");
+    snap("exit_3_script_dev_zero", &run.to_string());
+    mkfifo(&sb.work().join("script.json"));
+    let run = run_bounded(
+        &sb,
+        &[
+            "--json",
+            "--provider",
+            "scripted",
+            "--script",
+            "script.json",
+            "hi",
+        ],
+    );
+    assert_eq!(run.code, 3, "{run}");
+    let result = &run.stdout_lines()[0];
+    assert_eq!(result["outcome"], "config_error");
+    assert!(
+        result["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("script.json is a FIFO"),
+        "{result}"
+    );
+}
+
+/// Regression: a FIFO at `$KEEL_HOME/models.json` blocked every startup.
+#[test]
+fn exit_3_models_json_is_a_fifo() {
+    let sb = Sandbox::new();
+    mkfifo(&sb.home().join("models.json"));
+    let run = run_bounded(&sb, &["-p", "--provider", "openai", "--api-key", "k", "hi"]);
+    assert_eq!(run.code, 3, "{run}");
+    assert!(
+        run.stderr.contains("models.json is a FIFO (named pipe)"),
+        "{}",
+        run.stderr
+    );
+}

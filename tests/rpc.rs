@@ -355,6 +355,117 @@ fn two_prompts_in_one_write_start_once() {
     );
 }
 
+/// Regression: the stdin reader handed the lines of one read to the loop one at a time, so the
+/// first prompt's whole run could finish between them and the second prompt started too (about
+/// 1 run in 100 with this binary, 2 in 5 with a release build). Loops until that would show.
+#[test]
+fn two_prompts_in_one_write_never_both_start() {
+    const RUNS: usize = 400;
+    const WORKERS: usize = 8;
+    let sb = Sandbox::new();
+    let script = fixture("hello.json");
+    let args = [
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+    ];
+    let one_run = || {
+        let mut child = sb
+            .cmd(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        // One round trip first: keel is idle and its reader waits for the next write.
+        stdin
+            .write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n")
+            .unwrap();
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        assert!(line.contains("\"command\":\"get_state\""), "{line}");
+        stdin
+            .write_all(
+                b"{\"id\":\"a\",\"type\":\"prompt\",\"message\":\"one\"}\n{\"id\":\"b\",\"type\":\"prompt\",\"message\":\"two\"}\n",
+            )
+            .unwrap();
+        drop(stdin);
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+        assert!(child.wait().unwrap().success(), "{rest}");
+        rest
+    };
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..WORKERS)
+            .map(|_| {
+                scope.spawn(|| {
+                    (0..RUNS / WORKERS)
+                        .map(|_| one_run())
+                        .filter(|out| {
+                            let started = out.matches("\"disposition\":\"started\"").count();
+                            let busy = out.matches("Agent is already processing").count();
+                            let runs = out.matches("\"type\":\"agent_start\"").count();
+                            (started, busy, runs) != (1, 1, 1)
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    assert!(
+        failures.is_empty(),
+        "{} of {RUNS} runs did not start exactly one prompt; the first:\n{}",
+        failures.len(),
+        failures[0]
+    );
+}
+
+/// Regression: ids were decoded into JSON values, so an integer beyond 64 bits
+/// (`98765432109876543210`) came back as the float `9.876543210987654e+19`, and `1.50` as `1.5`.
+/// Every id is echoed as the text the client sent.
+#[test]
+fn ids_come_back_exactly_as_sent() {
+    let sb = Sandbox::new();
+    let mut rpc = hello(&sb);
+    let ids = [
+        "98765432109876543210",
+        "12345678901234567890",
+        "-9223372036854775809",
+        "1.50",
+        "1e2",
+        "\"s1\"",
+        "null",
+    ];
+    for id in ids {
+        rpc.send_bytes(format!("{{\"id\":{id},\"type\":\"get_state\"}}\n").as_bytes());
+    }
+    rpc.send_bytes(b"{\"id\":123456789012345678901234567890,\"type\":\"no_such_command\"}\n");
+    rpc.send_bytes(b"{\"id\":123456789012345678901234567891}\n");
+    let (lines, _, code) = rpc.finish();
+    assert_eq!(code, 0);
+    let responses: Vec<&String> = lines
+        .iter()
+        .filter(|l| l.contains("\"response\""))
+        .collect();
+    assert_eq!(responses.len(), ids.len() + 2, "{lines:?}");
+    for (id, line) in ids.iter().zip(&responses) {
+        let want = format!("{{\"id\":{id},\"type\":\"response\",\"command\":\"get_state\",");
+        assert!(line.starts_with(&want), "{line}");
+    }
+    assert!(responses[ids.len()].starts_with("{\"id\":123456789012345678901234567890,"));
+    assert!(responses[ids.len() + 1].starts_with("{\"id\":123456789012345678901234567891,"));
+}
+
 /// Every kind of bad input gets its response, and the next valid command still works.
 #[test]
 fn bad_input_is_answered_and_never_fatal() {

@@ -3,6 +3,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::process::Stdio;
 use std::sync::{Arc, Barrier};
 
 use clap::Parser;
@@ -399,4 +400,80 @@ fn a_home_others_can_read_gets_one_warning() {
     std::fs::set_permissions(sb.home(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let quiet = sb.scripted("-p", "hello.json", &["hi"]);
     assert!(!quiet.stderr.contains("accessible"), "{quiet}");
+}
+
+#[test]
+fn rpc_refuses_session_changes_while_the_session_cannot_be_saved() {
+    use std::io::BufReader;
+    let sb = Sandbox::new();
+    let blocker = sb.work().join("blocked");
+    std::fs::write(&blocker, "a file, not a directory").unwrap();
+    let script = fixture("hello.json");
+    let args = [
+        "--mode",
+        "rpc",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "--session-dir",
+        "blocked/sessions",
+    ];
+    let mut child = sb
+        .cmd(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    send(&mut stdin, r#"{"id":"p1","type":"prompt","message":"one"}"#);
+    let first = crate::support::read_until(&mut stdout, r#""type":"agent_settled""#).concat();
+    assert!(first.contains(r#""notifyType":"error""#), "{first}");
+    assert!(
+        first.contains("The session cannot be saved: cannot create"),
+        "{first}"
+    );
+    send(&mut stdin, r#"{"id":"p2","type":"prompt","message":"two"}"#);
+    let refused = crate::support::read_until(&mut stdout, r#""id":"p2""#).concat();
+    assert!(refused.contains(r#""success":false"#), "{refused}");
+    assert!(
+        refused.contains("The session cannot be saved (session_write)"),
+        "{refused}"
+    );
+    // Reads still work meanwhile.
+    send(&mut stdin, r#"{"id":"s","type":"get_state"}"#);
+    let state = crate::support::read_until(&mut stdout, r#""id":"s""#).concat();
+    assert!(state.contains(r#""success":true"#), "{state}");
+    // The disk works again: what was held back is written, and the next prompt runs.
+    std::fs::remove_file(&blocker).unwrap();
+    send(
+        &mut stdin,
+        r#"{"id":"p3","type":"prompt","message":"three"}"#,
+    );
+    let back = crate::support::read_until(&mut stdout, r#""type":"agent_settled""#).concat();
+    assert!(back.contains("The session is saved again."), "{back}");
+    assert!(
+        back.contains(r#""id":"p3","type":"response","command":"prompt","success":true"#),
+        "{back}"
+    );
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let dir = sb.work().join("blocked/sessions");
+    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1);
+    let text = std::fs::read_to_string(files[0].path()).unwrap();
+    for prompt in ["\"one\"", "\"three\""] {
+        assert!(text.contains(prompt), "{prompt} saved: {text}");
+    }
+    assert!(
+        !text.contains("\"two\""),
+        "the refused prompt never entered the session"
+    );
+}
+
+fn send(stdin: &mut std::process::ChildStdin, line: &str) {
+    use std::io::Write;
+    stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
 }

@@ -23,6 +23,9 @@ pub struct RunSummary {
     pub usage: Usage,
     /// The kernel's verdict, once settled.
     pub outcome: Option<RunOutcome>,
+    /// stdout failed (not a closed pipe) and the run was stopped: the failure's message. The
+    /// run then ends as `failed` with error kind `output_write`.
+    pub output_error: Option<String>,
 }
 
 impl RunSummary {
@@ -57,6 +60,9 @@ impl RunSummary {
                 _ => "SIGPIPE",
             };
             return Some(("interrupted".into(), format!("interrupted by {name}")));
+        }
+        if let Some(message) = &self.output_error {
+            return Some(("output_write".into(), message.clone()));
         }
         match self.outcome.as_ref()? {
             RunOutcome::Completed => None,

@@ -178,7 +178,8 @@ impl Projector for PrintProjector {
         if exit == Exit::Success {
             let mut text = summary.final_text.clone();
             text.push('\n');
-            // A closed stdout here ends quietly like any broken pipe.
+            // A failed write is kept by `Output`; the caller turns it into the exit (141 for a
+            // closed pipe, 1 for a failing device).
             let _ = out.out(text.as_bytes()).and_then(|_| out.flush());
         } else if let Exit::Signal(crate::exit::SIGPIPE) = exit {
             // stdout went away: end quietly.

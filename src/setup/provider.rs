@@ -18,6 +18,9 @@ use crate::mode::Env;
 pub fn registry(env: &Env) -> Result<Registry, StartupError> {
     let mut registry = Registry::builtin();
     let path = env.keel_home.join("models.json");
+    if path.exists() {
+        super::require_regular_file(&path, "models.json")?;
+    }
     match std::fs::read_to_string(&path) {
         Ok(text) => registry.merge_file(&text).map_err(|e| {
             StartupError::config(format!("cannot use {}", path.display()))
@@ -48,6 +51,7 @@ pub async fn provider(cli: &Cli, env: &Env) -> Result<Arc<dyn Provider>, Startup
                     .hint("pass --script FILE (see fixtures/providers/ and the README)"),
             );
         };
+        super::require_regular_file(path, "the --script file")?;
         let p = ScriptedProvider::load(path).map_err(StartupError::config)?;
         return Ok(Arc::new(p));
     }

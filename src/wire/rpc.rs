@@ -3,15 +3,43 @@
 //! front end does the I/O. Field access goes through [`Request`] so that every missing or
 //! mistyped field gets an error that names it.
 
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::kernel::message::Content;
 
+/// A request `id` exactly as the client wrote it: any JSON value (pi clients send strings),
+/// kept as its source text so it is echoed byte for byte. `12345678901234567890`, `1.50`,
+/// `1e2` and `"\u0041"` come back as written, never re-encoded through a float or a string.
+#[derive(Debug, Clone)]
+pub struct Id(Box<RawValue>);
+
+impl Id {
+    /// The id's JSON text as received (no surrounding whitespace).
+    pub fn text(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The id's value when it is a JSON string (dialog answers are matched by it).
+    pub fn as_string(&self) -> Option<String> {
+        serde_json::from_str(self.0.get()).ok()
+    }
+}
+
+impl PartialEq for Id {
+    fn eq(&self, other: &Id) -> bool {
+        self.text() == other.text()
+    }
+}
+
 /// One decoded request line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
-    /// Echoed in the response; any JSON value the client chose (pi clients send strings).
-    pub id: Option<Value>,
+    /// Echoed in the response exactly as received.
+    pub id: Option<Id>,
     /// The `type` field.
     pub command: String,
     fields: Map<String, Value>,
@@ -20,7 +48,7 @@ pub struct Request {
 /// Why a line is not a request; `id` and `command` are echoed when they could be read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Rejected {
-    pub id: Option<Value>,
+    pub id: Option<Id>,
     /// `parse` when the line is not a JSON object.
     pub command: Option<String>,
     pub error: String,
@@ -33,8 +61,8 @@ pub fn parse_line(line: &[u8]) -> Result<Request, Rejected> {
         command: Some("parse".into()),
         error,
     };
-    let value: Value = match serde_json::from_slice(line) {
-        Ok(v) => v,
+    let top: Top = match serde_json::from_slice(line) {
+        Ok(t) => t,
         Err(e) => {
             let why = match std::str::from_utf8(line) {
                 Err(u) => format!(
@@ -47,13 +75,14 @@ pub fn parse_line(line: &[u8]) -> Result<Request, Rejected> {
             return Err(parse_error(format!("Failed to parse command: {why}")));
         }
     };
-    let Value::Object(mut fields) = value else {
-        return Err(parse_error(format!(
-            "Failed to parse command: expected a JSON object, got {}",
-            kind_of(&value)
-        )));
+    let (id, mut fields) = match top {
+        Top::Object(id, fields) => (id, fields),
+        Top::Other(kind) => {
+            return Err(parse_error(format!(
+                "Failed to parse command: expected a JSON object, got {kind}"
+            )))
+        }
     };
-    let id = fields.remove("id");
     match fields.remove("type") {
         Some(Value::String(command)) => Ok(Request {
             id,
@@ -76,16 +105,74 @@ pub fn parse_line(line: &[u8]) -> Result<Request, Rejected> {
     }
 }
 
+/// A line's top-level value, read in one pass: for an object, the `id` as raw text and every
+/// other field as a value; for anything else, only its kind.
+enum Top {
+    Object(Option<Id>, Map<String, Value>),
+    Other(&'static str),
+}
+
+impl<'de> Deserialize<'de> for Top {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Top, D::Error> {
+        d.deserialize_any(TopVisitor)
+    }
+}
+
+struct TopVisitor;
+
+impl<'de> Visitor<'de> for TopVisitor {
+    type Value = Top;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Top, A::Error> {
+        let mut id = None;
+        let mut fields = Map::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "id" {
+                id = Some(Id(map.next_value::<Box<RawValue>>()?));
+            } else {
+                fields.insert(key, map.next_value::<Value>()?);
+            }
+        }
+        Ok(Top::Object(id, fields))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Top, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Top::Other("an array"))
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Top, E> {
+        Ok(Top::Other("null"))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Top, E> {
+        Ok(Top::Other("a boolean"))
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Top, E> {
+        Ok(Top::Other("a number"))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Top, E> {
+        Ok(Top::Other("a number"))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Top, E> {
+        Ok(Top::Other("a number"))
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Top, E> {
+        Ok(Top::Other("a string"))
+    }
+}
+
 /// A JSON value's kind, for error messages.
 pub fn kind_of(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
+    crate::kernel::tool::args::json_kind(v)
 }
 
 impl Request {
@@ -201,11 +288,18 @@ fn line(v: Value) -> String {
     s
 }
 
-fn envelope(id: Option<&Value>, command: Option<&str>, success: bool) -> Map<String, Value> {
-    let mut m = Map::new();
-    if let Some(id) = id {
-        m.insert("id".into(), id.clone());
+/// `{"id":<id as received>, …body}` without a newline (`id` first, as pi writes it).
+fn with_id(id: Option<&Id>, body: Map<String, Value>) -> String {
+    let text = Value::Object(body).to_string();
+    match (id, text.strip_prefix('{')) {
+        (Some(id), Some(rest)) if rest != "}" => format!("{{\"id\":{},{rest}", id.text()),
+        (Some(id), _) => format!("{{\"id\":{}}}", id.text()),
+        (None, _) => text,
     }
+}
+
+fn envelope(command: Option<&str>, success: bool) -> Map<String, Value> {
+    let mut m = Map::new();
     m.insert("type".into(), json!("response"));
     if let Some(c) = command {
         m.insert("command".into(), json!(c));
@@ -216,18 +310,20 @@ fn envelope(id: Option<&Value>, command: Option<&str>, success: bool) -> Map<Str
 
 /// `{"id"?, "type":"response", "command", "success":true, "data"?}` and a newline. `data` is
 /// left out when `None` (pi leaves it out for commands without a payload).
-pub fn ok_line(id: Option<&Value>, command: &str, data: Option<Value>) -> String {
-    let mut m = envelope(id, Some(command), true);
+pub fn ok_line(id: Option<&Id>, command: &str, data: Option<Value>) -> String {
+    let mut m = envelope(Some(command), true);
     if let Some(d) = data {
         m.insert("data".into(), d);
     }
-    line(Value::Object(m))
+    let mut s = with_id(id, m);
+    s.push('\n');
+    s
 }
 
 /// Like [`ok_line`], with `data` given as JSON text (for payloads too deep to hold as a
 /// `Value`). The caller guarantees `data` is one valid JSON value.
-pub fn ok_raw_line(id: Option<&Value>, command: &str, data: &str) -> String {
-    let mut s = Value::Object(envelope(id, Some(command), true)).to_string();
+pub fn ok_raw_line(id: Option<&Id>, command: &str, data: &str) -> String {
+    let mut s = with_id(id, envelope(Some(command), true));
     s.pop(); // the closing brace; `data` is the last key
     s.push_str(",\"data\":");
     s.push_str(data);
@@ -236,10 +332,12 @@ pub fn ok_raw_line(id: Option<&Value>, command: &str, data: &str) -> String {
 }
 
 /// `{"id"?, "type":"response", "command"?, "success":false, "error"}` and a newline.
-pub fn error_line(id: Option<&Value>, command: Option<&str>, error: &str) -> String {
-    let mut m = envelope(id, command, false);
+pub fn error_line(id: Option<&Id>, command: Option<&str>, error: &str) -> String {
+    let mut m = envelope(command, false);
     m.insert("error".into(), json!(error));
-    line(Value::Object(m))
+    let mut s = with_id(id, m);
+    s.push('\n');
+    s
 }
 
 /// The response to a line that was not a request.
@@ -248,14 +346,13 @@ pub fn rejected_line(r: &Rejected) -> String {
 }
 
 /// `{"type":"bash_execution_update","id"?,"delta"}`: output of the RPC `bash` request `id`.
-pub fn bash_update_line(id: Option<&Value>, delta: &str) -> String {
-    let mut m = Map::new();
-    m.insert("type".into(), json!("bash_execution_update"));
-    if let Some(id) = id {
-        m.insert("id".into(), id.clone());
-    }
-    m.insert("delta".into(), json!(delta));
-    line(Value::Object(m))
+pub fn bash_update_line(id: Option<&Id>, delta: &str) -> String {
+    let id = id.map(|id| format!("\"id\":{},", id.text()));
+    format!(
+        "{{\"type\":\"bash_execution_update\",{}\"delta\":{}}}\n",
+        id.unwrap_or_default(),
+        json!(delta)
+    )
 }
 
 /// A `confirm` dialog (`extension_ui_request`); `timeout_ms` tells the client when keel
@@ -288,10 +385,53 @@ pub fn notify_line(id: &str, message: &str, level: &str) -> String {
 mod tests {
     use super::*;
 
+    fn id(text: &str) -> Id {
+        Id(RawValue::from_string(text.to_string()).unwrap())
+    }
+
+    /// Regression: ids went through `Value`, so `98765432109876543210` came back as
+    /// `9.876543210987654e+19`. Every id is echoed as its source text, in every kind of line.
+    #[test]
+    fn ids_are_echoed_exactly_as_received() {
+        let ids = [
+            "98765432109876543210",
+            "12345678901234567890",
+            "123456789012345678901234567890",
+            "-9223372036854775809",
+            "1.5",
+            "1.50",
+            "1e2",
+            "-0",
+            "\"p1\"",
+            "\"\\u0041\\n\"",
+            "null",
+            "true",
+            "[1,{\"a\":2.0}]",
+        ];
+        for text in ids {
+            let line = format!(r#"{{"id": {text} ,"type":"get_state"}}"#);
+            let r = parse_line(line.as_bytes()).unwrap();
+            let got = r.id.clone().unwrap();
+            assert_eq!(got.text(), text);
+            let want = format!("{{\"id\":{text},\"type\":\"response\"");
+            assert!(ok_line(r.id.as_ref(), "get_state", None).starts_with(&want));
+            assert!(error_line(r.id.as_ref(), Some("x"), "e").starts_with(&want));
+            assert!(ok_raw_line(r.id.as_ref(), "get_tree", "[]").starts_with(&want));
+            let update = bash_update_line(r.id.as_ref(), "out");
+            assert!(update.contains(&format!(",\"id\":{text},")), "{update}");
+            serde_json::from_str::<Value>(&update).unwrap();
+            // Not a request (no `type`): the id is still echoed as written.
+            let rejected = parse_line(format!(r#"{{"id":{text}}}"#).as_bytes()).unwrap_err();
+            assert!(rejected_line(&rejected).starts_with(&format!("{{\"id\":{text},")));
+        }
+        assert_eq!(id("\"a\\u0062\"").as_string().as_deref(), Some("ab"));
+        assert_eq!(id("7").as_string(), None);
+    }
+
     #[test]
     fn requests_and_their_fields() {
         let r = parse_line(br#"{"id":"a","type":"prompt","message":"hi","n":1}"#).unwrap();
-        assert_eq!(r.id, Some(json!("a")));
+        assert_eq!(r.id, Some(id("\"a\"")));
         assert_eq!(r.command, "prompt");
         assert_eq!(r.str("message").unwrap(), "hi");
         assert_eq!(
@@ -326,7 +466,7 @@ mod tests {
         let e = parse_line(b"").unwrap_err();
         assert!(e.error.contains("empty"));
         let e = parse_line(br#"{"id":7}"#).unwrap_err();
-        assert_eq!((e.id, e.command), (Some(json!(7)), None));
+        assert_eq!((e.id, e.command), (Some(id("7")), None));
         let e = parse_line(br#"{"id":"q","type":5}"#).unwrap_err();
         assert!(e.error.contains("must be a string"));
     }
@@ -334,7 +474,7 @@ mod tests {
     #[test]
     fn envelopes_keep_pi_key_order() {
         assert_eq!(
-            ok_line(Some(&json!("r1")), "abort", None),
+            ok_line(Some(&id("\"r1\"")), "abort", None),
             "{\"id\":\"r1\",\"type\":\"response\",\"command\":\"abort\",\"success\":true}\n"
         );
         assert_eq!(
@@ -345,7 +485,7 @@ mod tests {
             error_line(None, Some("parse"), "bad"),
             "{\"type\":\"response\",\"command\":\"parse\",\"success\":false,\"error\":\"bad\"}\n"
         );
-        let raw = ok_raw_line(Some(&json!(1)), "get_tree", "{\"tree\":[]}");
+        let raw = ok_raw_line(Some(&id("1")), "get_tree", "{\"tree\":[]}");
         assert_eq!(
             serde_json::from_str::<Value>(&raw).unwrap(),
             json!({"id":1,"type":"response","command":"get_tree","success":true,"data":{"tree":[]}})

@@ -119,6 +119,13 @@ pub struct ScriptedProvider {
 impl ScriptedProvider {
     /// Loads and validates a script file; the error says what is wrong and where.
     pub fn load(path: &Path) -> Result<Self, String> {
+        // A FIFO would block the open, a device like /dev/zero would be read forever.
+        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+            return Err(format!(
+                "cannot read script {}: not a regular file",
+                path.display()
+            ));
+        }
         let text = std::fs::read_to_string(path)
             .map_err(|e| format!("cannot read script {}: {e}", path.display()))?;
         let script: Script = serde_json::from_str(&text)
@@ -331,6 +338,15 @@ mod tests {
 
     fn script(json: &str) -> ScriptedProvider {
         ScriptedProvider::from_script(serde_json::from_str(json).unwrap()).unwrap()
+    }
+
+    /// Regression: `load("/dev/zero")` read the endless device into memory.
+    #[test]
+    fn load_refuses_what_is_not_a_regular_file() {
+        for path in ["/dev/zero", "/tmp"] {
+            let e = ScriptedProvider::load(Path::new(path)).unwrap_err();
+            assert!(e.contains("not a regular file"), "{e}");
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ mod repair;
 mod store;
 
 pub use repair::UNFINISHED_TOOL_CALL;
-pub use store::{compaction_text, file_kind, Store};
+pub use store::{compaction_text, Store};
 
 use std::fmt;
 use std::fs;

@@ -498,27 +498,10 @@ fn regular(path: &Path) -> Result<OpenOptions, SessionError> {
             format!(
                 "{} is not a session file: it is {}",
                 path.display(),
-                file_kind(&m)
+                crate::kernel::tool::file::irregular_kind(&m).unwrap_or("not a regular file")
             ),
         )),
         _ => Ok(OpenOptions::new()),
-    }
-}
-
-/// What a non-regular file is, for error messages.
-pub fn file_kind(meta: &fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a named pipe (FIFO)"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else {
-        "not a regular file"
     }
 }
 

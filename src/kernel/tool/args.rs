@@ -29,12 +29,12 @@ pub(crate) fn error(args: &Value) -> Option<ToolOutput> {
         Value::String(raw) => match serde_json::from_str::<Value>(raw) {
             Err(e) => (format!("arguments are not valid JSON: {e}"), raw.clone()),
             Ok(v) => (
-                format!("arguments must be a JSON object, not {}", kind(&v)),
+                format!("arguments must be a JSON object, not {}", json_kind(&v)),
                 raw.clone(),
             ),
         },
         other => (
-            format!("arguments must be a JSON object, not {}", kind(other)),
+            format!("arguments must be a JSON object, not {}", json_kind(other)),
             other.to_string(),
         ),
     };
@@ -50,7 +50,8 @@ pub(crate) fn error(args: &Value) -> Option<ToolOutput> {
     )))
 }
 
-fn kind(v: &Value) -> &'static str {
+/// A JSON value's kind, for error messages ("a string", "an array", …).
+pub fn json_kind(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -51,23 +51,35 @@ pub(super) fn write_regular(path: &Path, bytes: &[u8], create: bool) -> std::io:
     file.flush()
 }
 
+/// What a file that is not a regular file is, for error messages (`None` for a regular
+/// file): "a directory", "a FIFO (named pipe)", "a socket", "a character device", ….
+/// Every refusal of a non-regular file (tools, session files, scripts, models.json) says it
+/// with these words.
+pub fn irregular_kind(meta: &Metadata) -> Option<&'static str> {
+    let t = meta.file_type();
+    Some(if t.is_file() {
+        return None;
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO (named pipe)"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else {
+        "of another kind"
+    })
+}
+
 /// A tool error unless `meta` is a regular file's.
 pub(super) fn check_regular(meta: &Metadata, shown: &str, verb: &str) -> Result<(), ToolOutput> {
-    let t = meta.file_type();
-    let what = if t.is_file() {
-        return Ok(());
-    } else if t.is_dir() {
-        "it is a directory (use ls to list it)"
-    } else if t.is_fifo() {
-        "it is a FIFO (named pipe), not a regular file"
-    } else if t.is_socket() {
-        "it is a socket, not a regular file"
-    } else if t.is_char_device() {
-        "it is a character device, not a regular file"
-    } else if t.is_block_device() {
-        "it is a block device, not a regular file"
-    } else {
-        "it is not a regular file"
+    let what = match irregular_kind(meta) {
+        None => return Ok(()),
+        Some("a directory") => "it is a directory (use ls to list it)".to_string(),
+        Some(kind) => format!("it is {kind}, not a regular file"),
     };
     Err(ToolOutput::error(format!("Cannot {verb} {shown}: {what}")))
 }

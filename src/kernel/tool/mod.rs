@@ -7,7 +7,7 @@ pub mod bash;
 mod bash_output;
 mod edit;
 mod env;
-mod file;
+pub mod file;
 mod find;
 mod grep;
 mod ls;

@@ -1,0 +1,253 @@
+//! Read-only RPC answers: state, stats, messages to fork from, entries, the session tree,
+//! prompt-template commands and the HTML export.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use super::{Answer, Host};
+use crate::front::live;
+use crate::kernel::compaction;
+use crate::kernel::message::{user_text, Message};
+use crate::kernel::op::QueueMode;
+use crate::kernel::recorder;
+use crate::kernel::session::EntryData;
+use crate::prompts;
+use crate::wire::rpc::Request;
+
+impl Host<'_> {
+    pub(super) fn model_json(&self) -> Value {
+        serde_json::to_value(self.live.session.provider().info()).unwrap_or(Value::Null)
+    }
+
+    pub(super) fn state(&self) -> Value {
+        let session = &self.live.session;
+        let status = session.status();
+        let (steering, follow_up) = session.queue_modes();
+        let store = recorder::lock(&self.live.store);
+        let mut m = serde_json::Map::new();
+        m.insert("model".into(), self.model_json());
+        m.insert("thinkingLevel".into(), json!(session.thinking_level()));
+        m.insert("isStreaming".into(), json!(status.running));
+        m.insert("isCompacting".into(), json!(status.compacting));
+        m.insert("steeringMode".into(), json!(mode_word(steering)));
+        m.insert("followUpMode".into(), json!(mode_word(follow_up)));
+        if let Some(p) = store.path() {
+            m.insert("sessionFile".into(), json!(p.display().to_string()));
+        }
+        m.insert("sessionId".into(), json!(store.header().id));
+        if let Some(name) = store.name() {
+            m.insert("sessionName".into(), json!(name));
+        }
+        m.insert(
+            "autoCompactionEnabled".into(),
+            json!(status.auto_compaction),
+        );
+        m.insert("autoRetryEnabled".into(), json!(status.auto_retry));
+        m.insert("messageCount".into(), json!(status.message_count));
+        m.insert("pendingMessageCount".into(), json!(status.pending_count));
+        Value::Object(m)
+    }
+
+    pub(super) fn stats(&self) -> Value {
+        let store = recorder::lock(&self.live.store);
+        let (mut user, mut assistant, mut calls, mut results) = (0u64, 0u64, 0u64, 0u64);
+        let mut usage = crate::kernel::message::Usage::default();
+        for e in store.entries() {
+            match &e.data {
+                EntryData::Message(Message::User(_)) => user += 1,
+                EntryData::Message(Message::Assistant(a)) => {
+                    assistant += 1;
+                    calls += a.tool_calls().len() as u64;
+                    usage.add(&a.usage);
+                }
+                EntryData::Message(Message::ToolResult(_)) => results += 1,
+                _ => {}
+            }
+        }
+        let provider = self.live.session.provider();
+        let window = provider.info().context_window;
+        let tokens = compaction::context_tokens(&self.live.session.messages());
+        let percent = if window > 0 {
+            tokens as f64 * 100.0 / window as f64
+        } else {
+            0.0
+        };
+        let mut m = serde_json::Map::new();
+        if let Some(p) = store.path() {
+            m.insert("sessionFile".into(), json!(p.display().to_string()));
+        }
+        m.insert("sessionId".into(), json!(store.header().id));
+        m.insert("userMessages".into(), json!(user));
+        m.insert("assistantMessages".into(), json!(assistant));
+        m.insert("toolCalls".into(), json!(calls));
+        m.insert("toolResults".into(), json!(results));
+        m.insert("totalMessages".into(), json!(user + assistant + results));
+        m.insert(
+            "tokens".into(),
+            json!({
+                "input": usage.input,
+                "output": usage.output,
+                "cacheRead": usage.cache_read,
+                "cacheWrite": usage.cache_write,
+                "total": usage.input + usage.output + usage.cache_read + usage.cache_write,
+            }),
+        );
+        m.insert("cost".into(), json!(usage.cost.total));
+        m.insert(
+            "contextUsage".into(),
+            json!({"tokens": tokens, "contextWindow": window, "percent": percent}),
+        );
+        Value::Object(m)
+    }
+
+    pub(super) fn export_html(&self, req: &Request) -> Answer {
+        let path = req.opt_str("outputPath")?.map(|p| self.config.cwd.join(p));
+        let path = live::export_html(&self.live, &self.config.cwd, path)
+            .map_err(|e| format!("export_html: {e}"))?;
+        Ok(Some(json!({"path": path.display().to_string()})))
+    }
+
+    pub(super) fn fork_messages(&self) -> Value {
+        let store = recorder::lock(&self.live.store);
+        let messages: Vec<Value> = store
+            .entries()
+            .iter()
+            .filter_map(|e| match &e.data {
+                EntryData::Message(Message::User(u)) => {
+                    Some(json!({"entryId": e.id, "text": user_text(u)}))
+                }
+                _ => None,
+            })
+            .collect();
+        json!({ "messages": messages })
+    }
+
+    pub(super) fn entries(&self, req: &Request) -> Answer {
+        let since = req.opt_str("since")?;
+        let store = recorder::lock(&self.live.store);
+        let all = store.entries();
+        let start = match since {
+            None => 0,
+            Some(id) => {
+                all.iter()
+                    .position(|e| e.id == id)
+                    .ok_or_else(|| format!("Entry not found: {id}"))?
+                    + 1
+            }
+        };
+        let entries: Vec<Value> = all[start..]
+            .iter()
+            .filter_map(|e| e.to_json().ok())
+            .collect();
+        Ok(Some(json!({"entries": entries, "leafId": store.leaf_id()})))
+    }
+
+    /// `get_tree`'s data as JSON text: `{"tree":[{entry,children,label?,labelTimestamp?}],
+    /// "leafId"}`. Written with an explicit stack, never as a nested `Value`: a linear
+    /// session of 50k entries is a tree 50k levels deep, and building, serializing or
+    /// dropping a `Value` that deep recurses once per level and overflows the stack.
+    pub(super) fn tree_json(&self) -> String {
+        let store = recorder::lock(&self.live.store);
+        let entries = store.entries();
+        let index: HashMap<&str, usize> = entries
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (e.id.as_str(), i))
+            .collect();
+        let mut children: Vec<Vec<usize>> = vec![Vec::new(); entries.len()];
+        let mut roots = Vec::new();
+        let mut labels: HashMap<&str, (&str, &str)> = HashMap::new();
+        for (i, e) in entries.iter().enumerate() {
+            if let EntryData::Label { target_id, label } = &e.data {
+                match label {
+                    Some(l) => labels.insert(target_id, (l, &e.timestamp)),
+                    None => labels.remove(target_id.as_str()),
+                };
+            }
+            match e.parent_id.as_deref().and_then(|p| index.get(p)) {
+                Some(&parent) if parent < i => children[parent].push(i),
+                _ => roots.push(i),
+            }
+        }
+        enum Step {
+            /// Write node `n` up to its children; `first`: no comma before it.
+            Open(usize, bool),
+            /// Close node `n`'s children and write its label.
+            Close(usize),
+        }
+        let mut out = String::from("{\"tree\":[");
+        let mut stack: Vec<Step> = roots
+            .iter()
+            .enumerate()
+            .rev()
+            .map(|(k, &r)| Step::Open(r, k == 0))
+            .collect();
+        while let Some(step) = stack.pop() {
+            match step {
+                Step::Open(n, first) => {
+                    if !first {
+                        out.push(',');
+                    }
+                    let entry = entries[n].to_json().unwrap_or(Value::Null);
+                    out.push_str("{\"entry\":");
+                    out.push_str(&entry.to_string());
+                    out.push_str(",\"children\":[");
+                    stack.push(Step::Close(n));
+                    for (k, &c) in children[n].iter().enumerate().rev() {
+                        stack.push(Step::Open(c, k == 0));
+                    }
+                }
+                Step::Close(n) => {
+                    out.push(']');
+                    if let Some((label, at)) = labels.get(entries[n].id.as_str()) {
+                        out.push_str(&format!(
+                            ",\"label\":{},\"labelTimestamp\":{}",
+                            json!(label),
+                            json!(at)
+                        ));
+                    }
+                    out.push('}');
+                }
+            }
+        }
+        out.push_str("],\"leafId\":");
+        out.push_str(&json!(store.leaf_id()).to_string());
+        out.push('}');
+        out
+    }
+
+    pub(super) fn commands(&mut self) -> Value {
+        // Re-read so templates added while the editor runs show up.
+        let (templates, _) = prompts::load(&self.prompt_dirs.0, &self.prompt_dirs.1);
+        self.templates = templates;
+        let commands: Vec<Value> = self
+            .templates
+            .iter()
+            .map(|t| {
+                let base = t.path.parent().map(|p| p.display().to_string());
+                json!({
+                    "name": t.name,
+                    "description": t.description,
+                    "source": "prompt",
+                    "sourceInfo": {
+                        "path": t.path.display().to_string(),
+                        "source": "local",
+                        "scope": t.scope.as_str(),
+                        "origin": "top-level",
+                        "baseDir": base,
+                    },
+                })
+            })
+            .collect();
+        json!({ "commands": commands })
+    }
+}
+
+fn mode_word(m: QueueMode) -> &'static str {
+    match m {
+        QueueMode::All => "all",
+        QueueMode::OneAtATime => "one-at-a-time",
+    }
+}

@@ -1,0 +1,122 @@
+//! RPC session changes: `new_session`, `switch_session`, `fork`, `clone` and the session name.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::{Answer, Host};
+use crate::front::live::{self, Live, Starting};
+use crate::kernel::message::{user_text, Message};
+use crate::kernel::recorder;
+use crate::kernel::session::{self, EntryData, SessionHeader, Store};
+use crate::wire::rpc::Request;
+
+impl Host<'_> {
+    pub(super) fn set_session_name(&mut self, req: &Request) -> Answer {
+        let name = req.str("name")?.trim().to_string();
+        if name.is_empty() {
+            return Err("Session name cannot be empty".into());
+        }
+        self.live.session.set_session_name(name);
+        Ok(None)
+    }
+
+    /// `new_session`, `switch_session`, `fork`, `clone` while idle.
+    pub(super) async fn change_session(&mut self, req: &Request) -> Answer {
+        let current_path = recorder::lock(&self.live.store)
+            .path()
+            .map(Path::to_path_buf);
+        let (store, data) = match req.command.as_str() {
+            "new_session" => {
+                let mut header = self.new_header();
+                header.parent_session = req.opt_str("parentSession")?.map(str::to_string);
+                (self.new_store(header), json!({"cancelled": false}))
+            }
+            "switch_session" => {
+                let target = self.config.cwd.join(req.str("sessionPath")?);
+                if current_path.as_deref() == Some(target.as_path()) {
+                    return Ok(Some(json!({"cancelled": false})));
+                }
+                let target = if target.is_file() {
+                    target
+                } else {
+                    session::resolve(&self.session_dir, req.str("sessionPath")?)
+                        .map_err(|e| e.message)?
+                };
+                let (store, warnings) = Store::open(&target).map_err(|e| e.message)?;
+                self.warnings.extend(warnings);
+                (store, json!({"cancelled": false}))
+            }
+            "fork" => {
+                let entry_id = req.str("entryId")?;
+                let (leaf, text) = {
+                    let store = recorder::lock(&self.live.store);
+                    let entry = store
+                        .entry(entry_id)
+                        .ok_or_else(|| format!("Entry not found: {entry_id}"))?;
+                    let EntryData::Message(Message::User(u)) = &entry.data else {
+                        return Err(format!(
+                            "Invalid entry ID for forking: {entry_id} is not a user message"
+                        ));
+                    };
+                    (entry.parent_id.clone(), user_text(u))
+                };
+                let store = self.fork_store(leaf.as_deref(), current_path.as_deref())?;
+                (store, json!({"text": text, "cancelled": false}))
+            }
+            _ => {
+                let leaf = recorder::lock(&self.live.store)
+                    .leaf_id()
+                    .map(str::to_string)
+                    .ok_or("Cannot clone session: no current entry selected")?;
+                let store = self.fork_store(Some(&leaf), current_path.as_deref())?;
+                (store, json!({"cancelled": false}))
+            }
+        };
+        self.replace(store).await;
+        Ok(Some(data))
+    }
+
+    pub(super) fn new_header(&self) -> SessionHeader {
+        SessionHeader::new(&self.clock, self.config.cwd.display().to_string())
+    }
+
+    pub(super) fn new_store(&self, header: SessionHeader) -> Store {
+        live::new_store(&self.live, &self.session_dir, header)
+    }
+
+    pub(super) fn fork_store(
+        &self,
+        leaf: Option<&str>,
+        parent: Option<&Path>,
+    ) -> Result<Store, String> {
+        live::fork_store(
+            &self.live,
+            &self.session_dir,
+            self.new_header(),
+            leaf,
+            parent,
+        )
+    }
+
+    /// Serves `store` from now on. The old session's last events are written and its
+    /// recorder finishes (syncing the file and releasing its lock) before this returns.
+    pub(super) async fn replace(&mut self, store: Store) {
+        self.drain_events();
+        let announce = store.entries().is_empty();
+        let old_session = self.live.session.clone();
+        let next = Live::start(
+            &self.config,
+            Some(&old_session),
+            Starting {
+                store,
+                clock: self.clock.clone(),
+                provider: old_session.provider(),
+                thinking: old_session.thinking_level(),
+                announce,
+            },
+        );
+        std::mem::replace(&mut self.live, next).retire().await;
+    }
+}
