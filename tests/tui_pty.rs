@@ -196,6 +196,12 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
         file.contains("\"cancelled\":true"),
         "the aborted tool call is saved: {file}"
     );
+    // The TUI's log is as private as the sessions.
+    use std::os::unix::fs::PermissionsExt;
+    let logs = sb.home().join("logs");
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&logs), 0o700);
+    assert_eq!(mode(&logs.join("keel.log")), 0o600);
 }
 
 #[test]
