@@ -301,7 +301,7 @@ async fn start_rpc(
         .into_iter()
         .collect();
     let approval_timeout = setup::seconds(cli.approval_timeout, "--approval-timeout")?;
-    let models = setup::Models::new(cli, env, provider)?;
+    let models = setup::models(cli, env, provider)?;
     let opened = setup::open_session(cli, env, clock)?;
     warnings.extend(opened.warnings);
     for w in &warnings {
@@ -336,7 +336,7 @@ async fn start_tui(
     let mut warnings: Vec<String> = setup::clamp_thinking(provider.as_ref(), &mut config)
         .into_iter()
         .collect();
-    let models = setup::Models::new(cli, env, provider)?;
+    let models = setup::models(cli, env, provider)?;
     let opened = setup::open_session(cli, env, clock)?;
     warnings.extend(opened.warnings);
     let prompt = cli.prompt.join(" ");

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod error;
 pub mod exit;
 pub mod front;
+pub mod host;
 pub mod kernel;
 pub mod mode;
 pub mod output;

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use crate::cli::{Cli, PermissionFlag, ThinkingFlag};
 use crate::error::StartupError;
+use crate::host::models::Models;
 use crate::kernel::agent::{AgentConfig, Permission, RetryPolicy};
 use crate::kernel::clock::Clock;
 use crate::kernel::compaction::CompactionPolicy;
 use crate::kernel::op::QueueMode;
-use crate::kernel::provider::http::{HttpOptions, HttpProvider};
-use crate::kernel::provider::model::{ModelInfo, OpenAiCompat, ProviderInfo, Registry};
+use crate::kernel::provider::model::Registry;
 use crate::kernel::provider::Provider;
 use crate::kernel::session::{self, SessionErrorKind, SessionHeader, Store};
 use crate::kernel::tool;
@@ -24,98 +24,15 @@ mod provider;
 use provider::http_options;
 pub use provider::{list_models, model_list, provider, registry};
 
-/// The models a running session can switch to (RPC `set_model`, `cycle_model`): the
-/// registry's models whose provider has credentials, plus the model keel started with.
-#[derive(Debug)]
-pub struct Models {
-    registry: Registry,
-    vars: std::collections::BTreeMap<String, String>,
-    options: HttpOptions,
-    /// `--api-key`: used for the provider keel started with.
-    api_key: Option<String>,
-    /// The model keel started with (a scripted model or an unlisted `--base-url` model is only
-    /// reachable through it).
-    start: Arc<dyn Provider>,
-}
-
-impl Models {
-    pub fn new(cli: &Cli, env: &Env, start: Arc<dyn Provider>) -> Result<Models, StartupError> {
-        Ok(Models {
-            registry: registry(env)?,
-            vars: env.vars.clone(),
-            options: http_options(cli)?,
-            api_key: cli.api_key.clone(),
-            start,
-        })
-    }
-
-    /// The model keel started with.
-    pub fn start_provider(&self) -> Arc<dyn Provider> {
-        self.start.clone()
-    }
-
-    /// The key for a registry provider, if it has one (or needs none).
-    fn key(&self, p: &ProviderInfo) -> Option<Option<String>> {
-        if p.name == self.start.name() && self.api_key.is_some() {
-            return Some(self.api_key.clone());
-        }
-        match (&p.key, &p.key_env) {
-            (Some(k), _) => Some(Some(k.clone())),
-            (None, Some(var)) => self.vars.get(var).map(|k| Some(k.clone())),
-            (None, None) => Some(None),
-        }
-    }
-
-    /// Every model that can be used now, the starting model first.
-    pub fn available(&self) -> Vec<ModelInfo> {
-        let start = self.start.info();
-        let mut out = vec![start.clone()];
-        for p in &self.registry.providers {
-            if self.key(p).is_none() {
-                continue;
-            }
-            for m in &p.models {
-                if !(m.provider == start.provider && m.id == start.id) {
-                    out.push(self.with_base_url(p, m.clone()));
-                }
-            }
-        }
-        out
-    }
-
-    fn with_base_url(&self, p: &ProviderInfo, mut info: ModelInfo) -> ModelInfo {
-        info.base_url = p
-            .base_url_env
-            .as_deref()
-            .and_then(|v| self.vars.get(v).cloned())
-            .unwrap_or_else(|| p.base_url.clone());
-        info.compat = OpenAiCompat::for_base_url(&info.base_url);
-        info
-    }
-
-    /// A provider for `provider/model_id`, if that model is available.
-    pub fn build(&self, provider: &str, model_id: &str) -> Result<Arc<dyn Provider>, String> {
-        if provider == self.start.name() && model_id == self.start.model() {
-            return Ok(self.start.clone());
-        }
-        let not_found = || format!("Model not found: {provider}/{model_id}");
-        let p = self.registry.provider(provider).ok_or_else(not_found)?;
-        let info = p
-            .models
-            .iter()
-            .find(|m| m.id == model_id)
-            .cloned()
-            .ok_or_else(not_found)?;
-        let Some(key) = self.key(p) else {
-            let var = p.key_env.as_deref().unwrap_or("an API key");
-            return Err(format!(
-                "No API key for provider {provider}: set {var} before starting keel"
-            ));
-        };
-        let info = self.with_base_url(p, info);
-        let http = HttpProvider::new(info, key, self.options)?;
-        Ok(Arc::new(http))
-    }
+/// The models a session can switch to, from the flags and environment.
+pub fn models(cli: &Cli, env: &Env, start: Arc<dyn Provider>) -> Result<Models, StartupError> {
+    Ok(Models::new(
+        registry(env)?,
+        env.vars.clone(),
+        http_options(cli)?,
+        cli.api_key.clone(),
+        start,
+    ))
 }
 
 pub fn seconds(v: f64, flag: &str) -> Result<Duration, StartupError> {

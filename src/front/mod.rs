@@ -1,9 +1,7 @@
 //! Front ends: projections of the kernel's event bus onto one kind of output. Each has a pure
 //! part (event → lines) tested without I/O and a thin writer that goes through `Output`.
 
-pub mod html;
 pub mod json;
-pub mod live;
 pub mod print;
 pub mod rpc;
 pub mod signals;

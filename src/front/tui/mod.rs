@@ -27,7 +27,8 @@ use tokio::time::Instant;
 
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::live::{self, Live, Starting};
+use crate::host::live::{self, Live, Starting};
+use crate::host::models::Models;
 use crate::kernel::agent::AgentConfig;
 use crate::kernel::clock::Clock;
 use crate::kernel::event::Event;
@@ -35,7 +36,6 @@ use crate::kernel::recorder;
 use crate::kernel::session::{self, SessionHeader, Store};
 use crate::output::{Output, TerminalOut};
 use crate::prompts::{self, Template};
-use crate::setup::Models;
 use terminal::{FrameStats, InlineTerminal};
 use transcript::HistoryCell;
 use view::{Action, View};

@@ -1,4 +1,4 @@
-//! RPC requests to host actions: the command table, prompt acceptance and queueing, model and
+//! Requests to host actions: the command table, prompt acceptance and queueing, model and
 //! thinking-level changes, and approval answers.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -25,7 +25,7 @@ const CHANGES_SESSION: &[&str] = &[
     "set_session_name",
 ];
 
-impl Host<'_> {
+impl Host {
     pub(super) async fn dispatch(&mut self, req: Request) {
         // Everything published so far is written and recorded before this request is served.
         self.drain_events();
@@ -104,8 +104,7 @@ impl Host<'_> {
             "get_entries" => self.entries(&req),
             "get_tree" => {
                 let data = self.tree_json();
-                self.drain_events();
-                self.write(&rpc::ok_raw_line(req.id.as_ref(), &req.command, &data));
+                self.reply(&req, Ok(super::Data::Raw(data)));
                 return;
             }
             "get_last_assistant_text" => Ok(Some(
@@ -123,7 +122,7 @@ impl Host<'_> {
     }
 
     /// Runs what waited for the active run (or compaction) to end.
-    pub(super) async fn run_deferred(&mut self) {
+    pub async fn run_deferred(&mut self) {
         if self.deferred.is_empty() || self.busy() {
             return;
         }

@@ -1,4 +1,4 @@
-//! Read-only RPC answers: state, stats, messages to fork from, entries, the session tree,
+//! Read-only answers: state, stats, messages to fork from, entries, the session tree,
 //! prompt-template commands and the HTML export.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 
 use super::{Answer, Host};
-use crate::front::live;
+use crate::host::live;
 use crate::kernel::compaction;
 use crate::kernel::message::{user_text, Message};
 use crate::kernel::op::QueueMode;
@@ -16,7 +16,7 @@ use crate::kernel::session::EntryData;
 use crate::prompts;
 use crate::wire::rpc::Request;
 
-impl Host<'_> {
+impl Host {
     pub(super) fn model_json(&self) -> Value {
         serde_json::to_value(self.live.session.provider().info()).unwrap_or(Value::Null)
     }

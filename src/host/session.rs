@@ -1,4 +1,4 @@
-//! RPC session changes: `new_session`, `switch_session`, `fork`, `clone` and the session name.
+//! Session changes: `new_session`, `switch_session`, `fork`, `clone` and the session name.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::Path;
@@ -6,13 +6,13 @@ use std::path::Path;
 use serde_json::json;
 
 use super::{Answer, Host};
-use crate::front::live::{self, Live, Starting};
+use crate::host::live::{self, Live, Starting};
 use crate::kernel::message::{user_text, Message};
 use crate::kernel::recorder;
 use crate::kernel::session::{self, EntryData, SessionHeader, Store};
 use crate::wire::rpc::Request;
 
-impl Host<'_> {
+impl Host {
     pub(super) fn set_session_name(&mut self, req: &Request) -> Answer {
         let name = req.str("name")?.trim().to_string();
         if name.is_empty() {
@@ -44,7 +44,8 @@ impl Host<'_> {
                     session::resolve(&self.session_dir, req.str("sessionPath")?)
                         .map_err(|e| e.message)?
                 };
-                let (store, warnings) = Store::open(&target).map_err(|e| e.message)?;
+                let (store, warnings) =
+                    Store::resume(&target, &self.clock).map_err(|e| e.message)?;
                 self.warnings.extend(warnings);
                 (store, json!({"cancelled": false}))
             }

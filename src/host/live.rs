@@ -141,7 +141,7 @@ pub fn export_html(
         .into_iter()
         .filter_map(|e| e.to_json().ok())
         .collect();
-    let page = super::html::render(&store.header().to_json(), &entries, store.name());
+    let page = crate::host::html::render(&store.header().to_json(), &entries, store.name());
     crate::kernel::private::write_file(&path, page.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(path)

@@ -1,15 +1,15 @@
-//! RPC commands that run in the background (`compact`, `bash`) and hand their response back to
+//! Commands that run in the background (`compact`, `bash`) and hand their response back to
 //! the loop, so the events they cause are written first.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::{Host, Internal};
+use super::{Data, Host, Internal, Reply};
 use crate::kernel::abort::AbortController;
 use crate::wire::rpc::{self, Request};
 
-impl Host<'_> {
+impl Host {
     pub(super) fn compact(&mut self, req: Request) {
         let instructions = match req.opt_str("customInstructions") {
             Ok(i) => i.map(str::to_string),
@@ -19,15 +19,18 @@ impl Host<'_> {
         let session = self.live.session.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
-            let line = match session.compact(instructions).await {
-                Ok(result) => rpc::ok_line(
-                    req.id.as_ref(),
-                    "compact",
-                    Some(serde_json::to_value(&result).unwrap_or(Value::Null)),
-                ),
-                Err(e) => rpc::error_line(req.id.as_ref(), Some("compact"), &e.to_string()),
+            let result = match session.compact(instructions).await {
+                Ok(result) => Ok(Data::Json(
+                    serde_json::to_value(&result).unwrap_or(Value::Null),
+                )),
+                Err(e) => Err(e.to_string()),
             };
-            let _ = tx.send(Internal::Line(line));
+            let reply = Reply {
+                id: req.id.clone(),
+                command: "compact".into(),
+                result,
+            };
+            let _ = tx.send(Internal::Reply(reply));
             let _ = tx.send(Internal::Done(task));
         });
     }
@@ -51,7 +54,7 @@ impl Host<'_> {
                 let delta = utf8_chunk(&mut carry, chunk);
                 if !delta.is_empty() {
                     let line = rpc::bash_update_line(id.as_ref(), &delta);
-                    let _ = tx.send(Internal::Line(line));
+                    let _ = tx.send(Internal::Publish(line));
                 }
             };
             let record = loop {
@@ -66,7 +69,7 @@ impl Host<'_> {
             // An incomplete character at the very end is shown as U+FFFD.
             if !carry.is_empty() {
                 let rest = String::from_utf8_lossy(&carry).into_owned();
-                let _ = tx.send(Internal::Line(rpc::bash_update_line(id.as_ref(), &rest)));
+                let _ = tx.send(Internal::Publish(rpc::bash_update_line(id.as_ref(), &rest)));
             }
             let mut data = json!({
                 "output": record.output,
@@ -77,11 +80,12 @@ impl Host<'_> {
             if let (Some(p), Some(m)) = (&record.full_output_path, data.as_object_mut()) {
                 m.insert("fullOutputPath".into(), json!(p));
             }
-            let _ = tx.send(Internal::Line(rpc::ok_line(
-                id.as_ref(),
-                "bash",
-                Some(data),
-            )));
+            let reply = Reply {
+                id,
+                command: "bash".into(),
+                result: Ok(Data::Json(data)),
+            };
+            let _ = tx.send(Internal::Reply(reply));
             let _ = tx.send(Internal::Done(task));
         });
         Ok(())

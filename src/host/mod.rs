@@ -1,0 +1,447 @@
+//! The session host (`DESIGN.md` §10.1): one live session, the pi command set executed against
+//! it, and its output as an ordered outbox of numbered wire events and replies. Transport
+//! neutral: it never touches stdio, sockets or terminals. A transport (RPC over stdio today,
+//! the daemon's socket connections next) feeds it requests, drives its loop (`next_step`,
+//! `apply`) and writes what `take_out` hands back, in order.
+//!
+//! Order is the contract: every event a command caused is in the outbox before that command's
+//! reply (replies drain the bus first), and long commands (bash, compact) run as tasks that hand
+//! their reply back through the loop. Each published line gets the next `seq` of the host's
+//! stream, so a transport can number, replay and fan it out without interpreting it.
+//!
+//! Layout: this file holds the host's state, the outbox and the event path; `dispatch` the
+//! command table, `query` the read-only answers, `session` session changes, `tasks` the
+//! background commands, `live` the served session, `models` the models a session can switch to,
+//! `html` the HTML export.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod dispatch;
+pub mod html;
+pub mod live;
+pub mod models;
+mod query;
+mod session;
+mod tasks;
+
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::host::live::{Live, Starting};
+use crate::host::models::Models;
+use crate::kernel::abort::AbortController;
+use crate::kernel::agent::AgentConfig;
+use crate::kernel::clock::Clock;
+use crate::kernel::event::{ApprovalDecision, Event, EventPayload};
+use crate::kernel::session::Store;
+use crate::prompts::{self, Template};
+use crate::wire::events::{rpc_extra_events, wire_events};
+use crate::wire::rpc::{self, Request};
+
+/// pi's refusal text for a prompt while a run is active (clients may match on it).
+const BUSY: &str = "Agent is already processing. Specify streamingBehavior ('steer' or 'followUp') to queue the message.";
+
+/// Everything the host needs from startup.
+pub struct HostSetup {
+    pub config: AgentConfig,
+    pub models: Models,
+    pub clock: Clock,
+    pub store: Store,
+    /// Announce the model and thinking level into the session (new, or a different model).
+    pub announce: bool,
+    /// Where new sessions (`new_session`, `fork`, `clone`) are created.
+    pub session_dir: PathBuf,
+    /// `$KEEL_HOME/prompts` and `<cwd>/.keel/prompts`.
+    pub prompt_dirs: (PathBuf, PathBuf),
+    pub approval_timeout: Duration,
+    /// Startup warnings, published as `notify` after the first request.
+    pub warnings: Vec<String>,
+}
+
+/// One line of the host's stream: a wire event (pi vocabulary plus keel's additions), a dialog
+/// request or a `bash_execution_update`, as compact JSON without a newline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Published {
+    /// 1, 2, 3, … for this host's stream, never repeated.
+    pub seq: u64,
+    pub line: Arc<str>,
+}
+
+/// What a reply carries on success.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Data {
+    /// No `data` member.
+    Empty,
+    Json(Value),
+    /// Already serialized JSON (large trees are written without building a `Value`).
+    Raw(String),
+}
+
+/// The answer to one request: pi's response fields, for the transport to frame.
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub id: Option<rpc::Id>,
+    pub command: String,
+    /// `Err` is pi's error text.
+    pub result: Result<Data, String>,
+}
+
+/// The outbox, in the order the transport must write it.
+#[derive(Debug, Clone)]
+pub enum Out {
+    Event(Published),
+    Reply(Reply),
+}
+
+/// What tasks hand back to the loop.
+pub enum Internal {
+    /// A stream line (a bash update), after the events already published.
+    Publish(String),
+    /// A task's reply, after the events already published.
+    Reply(Reply),
+    /// A task finished (after its reply was queued).
+    Done(u64),
+    /// An approval dialog's time ran out.
+    ApprovalTimeout(String),
+}
+
+/// Work that waits until the active run has settled.
+enum Deferred {
+    /// `abort`'s reply comes after the run stopped (pi's order).
+    Respond(Request),
+    /// A session change (`new_session`, `switch_session`, `fork`, `clone`) after an abort.
+    Session(Request),
+}
+
+/// Something the host's loop must handle next (see [`Host::next_step`]).
+pub enum Step {
+    Event(Arc<Event>),
+    Internal(Internal),
+}
+
+type Answer = Result<Option<Value>, String>;
+
+/// The host's state.
+pub struct Host {
+    live: Live,
+    /// Settings for every session this host serves.
+    config: AgentConfig,
+    models: Models,
+    clock: Clock,
+    session_dir: PathBuf,
+    templates: Vec<Template>,
+    prompt_dirs: (PathBuf, PathBuf),
+    approval_timeout: Duration,
+    /// Published as `notify` after the first request.
+    warnings: Vec<String>,
+    tx: mpsc::UnboundedSender<Internal>,
+    internal_rx: mpsc::UnboundedReceiver<Internal>,
+    /// Running bash and compact tasks; bash ones can be aborted.
+    tasks: HashMap<u64, Option<AbortController>>,
+    next_task: u64,
+    /// Open approval dialogs: request id → tool call id.
+    approvals: HashMap<String, String>,
+    deferred: Vec<Deferred>,
+    /// Nobody can answer dialogs any more (the input ended).
+    eof: bool,
+    /// Clients have been told that the session cannot be saved.
+    write_fault: bool,
+    /// The stream's last `seq`.
+    seq: u64,
+    out: VecDeque<Out>,
+}
+
+impl Host {
+    /// Starts serving the session of `setup`.
+    pub fn new(setup: HostSetup) -> Host {
+        let (tx, internal_rx) = mpsc::unbounded_channel::<Internal>();
+        let (templates, template_warnings) =
+            prompts::load(&setup.prompt_dirs.0, &setup.prompt_dirs.1);
+        let provider = setup.models.start_provider();
+        let thinking = setup.config.thinking_level.clone();
+        let live = Live::start(
+            &setup.config,
+            None,
+            Starting {
+                store: setup.store,
+                clock: setup.clock.clone(),
+                provider,
+                thinking,
+                announce: setup.announce,
+            },
+        );
+        let mut warnings = setup.warnings;
+        warnings.extend(template_warnings);
+        Host {
+            live,
+            config: setup.config,
+            models: setup.models,
+            clock: setup.clock,
+            session_dir: setup.session_dir,
+            templates,
+            prompt_dirs: setup.prompt_dirs,
+            approval_timeout: setup.approval_timeout,
+            warnings,
+            tx,
+            internal_rx,
+            tasks: HashMap::new(),
+            next_task: 0,
+            approvals: HashMap::new(),
+            deferred: Vec::new(),
+            eof: false,
+            write_fault: false,
+            seq: 0,
+            out: VecDeque::new(),
+        }
+    }
+
+    /// Hands over everything queued for the transport, in order.
+    pub fn take_out(&mut self) -> impl Iterator<Item = Out> + '_ {
+        self.out.drain(..)
+    }
+
+    /// The next event or task message; cancel-safe (select it against other inputs).
+    pub async fn next_step(&mut self) -> Option<Step> {
+        tokio::select! {
+            biased;
+            Some(ev) = self.live.rx.recv() => Some(Step::Event(ev)),
+            Some(msg) = self.internal_rx.recv() => Some(Step::Internal(msg)),
+            else => None,
+        }
+    }
+
+    /// Handles a step; an event also takes everything else already published with it.
+    pub fn apply(&mut self, step: Step) {
+        match step {
+            Step::Event(ev) => {
+                self.on_event(&ev);
+                self.drain_events();
+            }
+            Step::Internal(msg) => self.on_internal(msg),
+        }
+    }
+
+    /// Queues a stream line (a trailing newline is dropped) under the next `seq`.
+    fn publish(&mut self, line: &str) {
+        self.seq += 1;
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        self.out.push_back(Out::Event(Published {
+            seq: self.seq,
+            line: line.into(),
+        }));
+    }
+
+    /// Queues every event already published, so a reply never overtakes its events.
+    fn drain_events(&mut self) {
+        while let Ok(ev) = self.live.rx.try_recv() {
+            self.on_event(&ev);
+        }
+    }
+
+    fn respond(&mut self, req: &Request, answer: Answer) {
+        let result = answer.map(|data| data.map_or(Data::Empty, Data::Json));
+        self.reply(req, result);
+    }
+
+    fn reply(&mut self, req: &Request, result: Result<Data, String>) {
+        self.drain_events();
+        self.out.push_back(Out::Reply(Reply {
+            id: req.id.clone(),
+            command: req.command.clone(),
+            result,
+        }));
+    }
+
+    fn busy(&self) -> bool {
+        let s = self.live.session.status();
+        s.running || s.compacting
+    }
+
+    /// Nothing running: no run, no compaction, no bash.
+    pub fn idle(&self) -> bool {
+        !self.busy() && self.tasks.is_empty()
+    }
+
+    /// Whether the input has ended.
+    pub fn input_ended(&self) -> bool {
+        self.eof
+    }
+
+    fn on_event(&mut self, ev: &Event) {
+        self.live.recorder.apply(ev);
+        self.report_write_fault();
+        if let EventPayload::ApprovalRequested {
+            call_id,
+            tool_name,
+            args,
+        } = &ev.payload
+        {
+            self.ask(call_id, tool_name, args);
+            return;
+        }
+        for w in wire_events(ev).iter().chain(rpc_extra_events(ev).iter()) {
+            if let Ok(line) = serde_json::to_string(w) {
+                self.publish(&line);
+            }
+        }
+        if matches!(ev.payload, EventPayload::AgentSettled { .. }) {
+            self.approvals.clear();
+        }
+    }
+
+    /// Tells clients (a `notify`) when the session starts or stops failing to save.
+    fn report_write_fault(&mut self) {
+        let fault = self.live.recorder.health().fault();
+        if fault.is_some() == self.write_fault {
+            return;
+        }
+        self.write_fault = fault.is_some();
+        let (note, level) = match fault {
+            Some(f) => (
+                format!(
+                    "The session cannot be saved: {f}. The run was stopped; commands that change \
+                     the session are refused until it can be saved again."
+                ),
+                "error",
+            ),
+            None => ("The session is saved again.".to_string(), "info"),
+        };
+        let nid = self.clock.short_id("notify-");
+        self.publish(&rpc::notify_line(&nid, &note, level));
+    }
+
+    /// `Err` while the session cannot be saved (after retrying what was held back): commands
+    /// that would add to the session are refused with this error.
+    fn writable(&mut self) -> Result<(), String> {
+        if self.live.recorder.health().fault().is_some() {
+            self.live.recorder.sync();
+            self.report_write_fault();
+        }
+        match self.live.recorder.health().fault() {
+            Some(f) => Err(format!(
+                "The session cannot be saved ({}): {f}",
+                crate::kernel::recorder::SESSION_WRITE
+            )),
+            None => Ok(()),
+        }
+    }
+
+    /// Opens a confirm dialog for a tool call (`--permission ask`); no answer in time denies it.
+    fn ask(&mut self, call_id: &str, tool_name: &str, args: &Value) {
+        if self.eof {
+            // Nobody can answer any more.
+            self.live
+                .session
+                .approve(call_id, ApprovalDecision::Unanswered);
+            return;
+        }
+        let id = call_id.to_string();
+        let message = match (tool_name, args.get("command").and_then(Value::as_str)) {
+            ("bash", Some(cmd)) => cmd.to_string(),
+            _ => match args.get("path").and_then(Value::as_str) {
+                Some(p) => format!("{tool_name} {p}"),
+                None => args.to_string(),
+            },
+        };
+        let timeout_ms = self.approval_timeout.as_millis() as u64;
+        self.publish(&rpc::confirm_line(
+            &id,
+            &format!("Allow tool `{tool_name}`?"),
+            &message,
+            timeout_ms,
+        ));
+        self.approvals.insert(id.clone(), call_id.to_string());
+        let tx = self.tx.clone();
+        let wait = self.approval_timeout;
+        tokio::spawn(async move {
+            tokio::time::sleep(wait).await;
+            let _ = tx.send(Internal::ApprovalTimeout(id));
+        });
+    }
+
+    fn on_internal(&mut self, msg: Internal) {
+        match msg {
+            Internal::Publish(line) => {
+                self.drain_events();
+                self.publish(&line);
+            }
+            Internal::Reply(reply) => {
+                self.drain_events();
+                self.out.push_back(Out::Reply(reply));
+            }
+            Internal::Done(task) => {
+                self.tasks.remove(&task);
+            }
+            Internal::ApprovalTimeout(id) => {
+                if let Some(call_id) = self.approvals.remove(&id) {
+                    self.live
+                        .session
+                        .approve(&call_id, ApprovalDecision::Unanswered);
+                    let secs = self.approval_timeout.as_secs_f64();
+                    let note = format!(
+                        "The approval request {id} got no answer within {secs} s; the tool call was denied"
+                    );
+                    let nid = self.clock.short_id("notify-");
+                    self.publish(&rpc::notify_line(&nid, &note, "warning"));
+                }
+            }
+        }
+    }
+
+    /// The input ended: open dialogs can never be answered now, and new ones are denied.
+    pub fn on_eof(&mut self) {
+        self.eof = true;
+        for (_, call_id) in std::mem::take(&mut self.approvals) {
+            self.live
+                .session
+                .approve(&call_id, ApprovalDecision::Unanswered);
+        }
+    }
+
+    /// Stops the run and shell commands (a signal, a transport that cannot write).
+    pub fn halt(&mut self) {
+        self.live.session.abort();
+        self.abort_bash();
+    }
+
+    fn abort_bash(&mut self) {
+        for abort in self.tasks.values().flatten() {
+            abort.abort();
+        }
+    }
+
+    /// Ends serving: queues the last events, closes the bus and saves the session.
+    pub async fn close(&mut self) {
+        self.drain_events();
+        self.live.bus.close();
+        while let Some(ev) = self.live.rx.recv().await {
+            self.on_event(&ev);
+        }
+        self.live.recorder.sync();
+    }
+
+    /// Serves one request (its reply may come later, through the loop).
+    pub async fn request(&mut self, req: Request) {
+        self.dispatch(req).await;
+        self.publish_warnings();
+    }
+
+    /// Startup warnings become `notify` lines once a client has spoken (after every request,
+    /// and after a line the transport could not parse).
+    pub fn publish_warnings(&mut self) {
+        for w in std::mem::take(&mut self.warnings) {
+            let id = self.clock.short_id("notify-");
+            self.publish(&rpc::notify_line(&id, &w, "warning"));
+        }
+    }
+
+    fn spawn_task(&mut self, abort: Option<AbortController>) -> u64 {
+        self.next_task += 1;
+        self.tasks.insert(self.next_task, abort);
+        self.next_task
+    }
+}
