@@ -265,6 +265,7 @@ impl Host {
             tracing::warn!("extension_ui_response without a string id");
             return;
         };
+        self.open_dialogs.remove(&id);
         let Some(call_id) = self.approvals.remove(&id) else {
             tracing::debug!("extension_ui_response for unknown or closed dialog {id}");
             return;

@@ -21,6 +21,8 @@ pub mod live;
 pub mod models;
 mod query;
 mod session;
+pub mod snapshot;
+pub mod stream;
 mod tasks;
 
 use std::collections::{HashMap, VecDeque};
@@ -117,6 +119,16 @@ enum Deferred {
     Session(Request),
 }
 
+/// What `daemon/status` and `keel ps` show of a served session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    pub session_id: String,
+    pub cwd: String,
+    pub name: Option<String>,
+    pub file: Option<String>,
+    pub running: bool,
+}
+
 /// Something the host's loop must handle next (see [`Host::next_step`]).
 pub enum Step {
     Event(Arc<Event>),
@@ -153,6 +165,10 @@ pub struct Host {
     /// The stream's last `seq`.
     seq: u64,
     out: VecDeque<Out>,
+    /// The streaming message and running tools, for snapshots.
+    in_flight: snapshot::InFlight,
+    /// Open dialog requests by id, as published (re-sent in snapshots).
+    open_dialogs: std::collections::BTreeMap<String, Arc<str>>,
 }
 
 impl Host {
@@ -196,6 +212,46 @@ impl Host {
             write_fault: false,
             seq: 0,
             out: VecDeque::new(),
+            in_flight: snapshot::InFlight::default(),
+            open_dialogs: std::collections::BTreeMap::new(),
+        }
+    }
+
+    /// The materialised state as of the last published `seq` (`DESIGN.md` §10.4):
+    /// `{header, messages, state, streaming, pendingUi}`.
+    pub fn snapshot(&mut self) -> Value {
+        self.drain_events();
+        let header = crate::kernel::recorder::lock(&self.live.store)
+            .header()
+            .to_json();
+        let pending: Vec<Value> = self
+            .open_dialogs
+            .values()
+            .filter_map(|line| serde_json::from_str(line).ok())
+            .collect();
+        serde_json::json!({
+            "header": header,
+            "messages": self.live.session.messages(),
+            "state": self.state(),
+            "streaming": self.in_flight.to_json(),
+            "pendingUi": pending,
+        })
+    }
+
+    /// The last `seq` queued.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// The id, cwd, name and file of the served session, and whether a run is active.
+    pub fn summary(&self) -> Summary {
+        let store = crate::kernel::recorder::lock(&self.live.store);
+        Summary {
+            session_id: store.header().id.clone(),
+            cwd: store.header().cwd.clone(),
+            name: store.name().map(str::to_string),
+            file: store.path().map(|p| p.display().to_string()),
+            running: self.busy(),
         }
     }
 
@@ -273,6 +329,7 @@ impl Host {
 
     fn on_event(&mut self, ev: &Event) {
         self.live.recorder.apply(ev);
+        self.in_flight.observe(ev);
         self.report_write_fault();
         if let EventPayload::ApprovalRequested {
             call_id,
@@ -290,6 +347,7 @@ impl Host {
         }
         if matches!(ev.payload, EventPayload::AgentSettled { .. }) {
             self.approvals.clear();
+            self.open_dialogs.clear();
         }
     }
 
@@ -348,12 +406,15 @@ impl Host {
             },
         };
         let timeout_ms = self.approval_timeout.as_millis() as u64;
-        self.publish(&rpc::confirm_line(
+        let line = rpc::confirm_line(
             &id,
             &format!("Allow tool `{tool_name}`?"),
             &message,
             timeout_ms,
-        ));
+        );
+        self.open_dialogs
+            .insert(id.clone(), line.trim_end().to_string().into());
+        self.publish(&line);
         self.approvals.insert(id.clone(), call_id.to_string());
         let tx = self.tx.clone();
         let wait = self.approval_timeout;
@@ -377,6 +438,7 @@ impl Host {
                 self.tasks.remove(&task);
             }
             Internal::ApprovalTimeout(id) => {
+                self.open_dialogs.remove(&id);
                 if let Some(call_id) = self.approvals.remove(&id) {
                     self.live
                         .session
@@ -395,6 +457,7 @@ impl Host {
     /// The input ended: open dialogs can never be answered now, and new ones are denied.
     pub fn on_eof(&mut self) {
         self.eof = true;
+        self.open_dialogs.clear();
         for (_, call_id) in std::mem::take(&mut self.approvals) {
             self.live
                 .session

@@ -1,0 +1,279 @@
+//! A session's numbered event stream as several clients see it (`DESIGN.md` §10.4): a replay
+//! ring bounded by count and bytes, and fan-out to subscribers through bounded queues. A
+//! subscriber whose queue is full is dropped and marked lagged, so a slow client never blocks
+//! the agent or the other clients. Transport neutral: a subscriber is a channel.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::mpsc;
+
+use super::{Published, Reply};
+
+/// Default ring bounds (`--replay-events`, `--replay-bytes`).
+pub const RING_EVENTS: usize = 10_000;
+pub const RING_BYTES: usize = 8 * 1024 * 1024;
+
+/// Default queue of one subscriber (items it has not read yet).
+pub const QUEUE: usize = 4096;
+
+/// What a subscriber receives, in order.
+#[derive(Debug, Clone)]
+pub enum Delivery {
+    /// An event of the numbered stream.
+    Event(Published),
+    /// The reply to a request this subscriber sent.
+    Reply(Reply),
+}
+
+/// A client's place on the stream: the epoch and the last `seq` it applied.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub epoch: String,
+    pub seq: u64,
+}
+
+/// Set when a subscriber was dropped for not reading: the `seq` it had reached.
+#[derive(Debug, Default)]
+pub struct Lagged(AtomicU64);
+
+impl Lagged {
+    /// The `seq` at which the subscriber was dropped, if it was.
+    pub fn at(&self) -> Option<u64> {
+        match self.0.load(Ordering::Acquire) {
+            0 => None,
+            n => Some(n - 1),
+        }
+    }
+
+    fn set(&self, seq: u64) {
+        self.0.store(seq + 1, Ordering::Release);
+    }
+}
+
+struct Subscriber {
+    client: u64,
+    interactive: bool,
+    tx: mpsc::Sender<Delivery>,
+    lagged: Arc<Lagged>,
+}
+
+/// The ring and the subscribers of one session.
+pub struct Stream {
+    pub epoch: String,
+    ring: VecDeque<Published>,
+    ring_bytes: usize,
+    max_events: usize,
+    max_bytes: usize,
+    /// The last `seq` published.
+    head: u64,
+    subscribers: Vec<Subscriber>,
+}
+
+/// How an attach starts.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Start {
+    /// The events after the cursor were queued from the ring.
+    Replay,
+    /// The client needs the materialised state as of the current head.
+    Snapshot,
+}
+
+impl Stream {
+    pub fn new(epoch: String, max_events: usize, max_bytes: usize) -> Stream {
+        Stream {
+            epoch,
+            ring: VecDeque::new(),
+            ring_bytes: 0,
+            max_events: max_events.max(1),
+            max_bytes,
+            head: 0,
+            subscribers: Vec::new(),
+        }
+    }
+
+    /// The last `seq` published.
+    pub fn head(&self) -> u64 {
+        self.head
+    }
+
+    /// How many clients are attached.
+    pub fn clients(&self) -> usize {
+        self.subscribers.len()
+    }
+
+    /// Whether an attached client may answer dialogs.
+    pub fn has_interactive(&self) -> bool {
+        self.subscribers.iter().any(|s| s.interactive)
+    }
+
+    /// Keeps `event` in the ring and hands it to every subscriber.
+    pub fn publish(&mut self, event: Published) {
+        self.head = event.seq;
+        self.ring_bytes += event.line.len();
+        self.ring.push_back(event.clone());
+        while self.ring.len() > self.max_events
+            || (self.ring_bytes > self.max_bytes && self.ring.len() > 1)
+        {
+            if let Some(old) = self.ring.pop_front() {
+                self.ring_bytes -= old.line.len();
+            }
+        }
+        let head = self.head;
+        self.subscribers
+            .retain(|s| offer(s, Delivery::Event(event.clone()), head));
+    }
+
+    /// Hands a reply to the client that asked (if it is still attached).
+    pub fn reply(&mut self, client: u64, reply: Reply) {
+        let head = self.head;
+        self.subscribers
+            .retain(|s| s.client != client || offer(s, Delivery::Reply(reply.clone()), head));
+    }
+
+    /// Attaches a client. With a cursor of this epoch whose next event is still in the ring,
+    /// the events after it are queued first (`Replay`); otherwise the caller sends a snapshot
+    /// of the state at [`Stream::head`] (`Snapshot`). Either way live events follow with no
+    /// gap and no duplicate: nothing is published between this call and the next one.
+    pub fn attach(
+        &mut self,
+        client: u64,
+        interactive: bool,
+        cursor: Option<&Cursor>,
+        tx: mpsc::Sender<Delivery>,
+    ) -> (Start, Arc<Lagged>) {
+        self.detach(client);
+        let lagged = Arc::new(Lagged::default());
+        let sub = Subscriber {
+            client,
+            interactive,
+            tx,
+            lagged: lagged.clone(),
+        };
+        let first = self.ring.front().map_or(self.head + 1, |e| e.seq);
+        let start = match cursor {
+            Some(c) if c.epoch == self.epoch && c.seq <= self.head && c.seq + 1 >= first => {
+                for e in self.ring.iter().filter(|e| e.seq > c.seq) {
+                    if !offer(&sub, Delivery::Event(e.clone()), self.head) {
+                        return (Start::Replay, lagged);
+                    }
+                }
+                Start::Replay
+            }
+            _ => Start::Snapshot,
+        };
+        self.subscribers.push(sub);
+        (start, lagged)
+    }
+
+    /// Removes a client's subscription.
+    pub fn detach(&mut self, client: u64) {
+        self.subscribers.retain(|s| s.client != client);
+    }
+}
+
+/// Queues `d` for `s`; false (and `s` marked lagged) when its queue is full or gone.
+fn offer(s: &Subscriber, d: Delivery, head: u64) -> bool {
+    match s.tx.try_send(d) {
+        Ok(()) => true,
+        Err(mpsc::error::TrySendError::Full(_)) => {
+            s.lagged.set(head);
+            false
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => false,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn ev(seq: u64) -> Published {
+        Published {
+            seq,
+            line: format!("{{\"n\":{seq}}}").into(),
+        }
+    }
+
+    fn seqs(rx: &mut mpsc::Receiver<Delivery>) -> Vec<u64> {
+        let mut out = Vec::new();
+        while let Ok(Delivery::Event(e)) = rx.try_recv() {
+            out.push(e.seq);
+        }
+        out
+    }
+
+    #[test]
+    fn a_cursor_in_the_ring_replays_exactly_what_follows_it() {
+        let mut s = Stream::new("e1".into(), 5, 1 << 20);
+        for n in 1..=8 {
+            s.publish(ev(n));
+        }
+        let (tx, mut rx) = mpsc::channel(100);
+        let cursor = Cursor {
+            epoch: "e1".into(),
+            seq: 5,
+        };
+        let (start, _) = s.attach(1, true, Some(&cursor), tx);
+        assert_eq!(start, Start::Replay);
+        s.publish(ev(9));
+        assert_eq!(seqs(&mut rx), [6, 7, 8, 9], "no gap, no duplicate");
+        let cursor = Cursor {
+            epoch: "e1".into(),
+            seq: 3,
+        };
+        let (tx, _rx) = mpsc::channel(100);
+        assert_eq!(
+            s.attach(2, true, Some(&cursor), tx).0,
+            Start::Snapshot,
+            "too old"
+        );
+        let other = Cursor {
+            epoch: "e0".into(),
+            seq: 8,
+        };
+        let (tx, _rx) = mpsc::channel(100);
+        assert_eq!(
+            s.attach(3, true, Some(&other), tx).0,
+            Start::Snapshot,
+            "other epoch"
+        );
+        let (tx, _rx) = mpsc::channel(100);
+        assert_eq!(s.attach(4, false, None, tx).0, Start::Snapshot, "no cursor");
+        let at_head = Cursor {
+            epoch: "e1".into(),
+            seq: 9,
+        };
+        let (tx, mut rx) = mpsc::channel(100);
+        assert_eq!(s.attach(5, false, Some(&at_head), tx).0, Start::Replay);
+        assert!(seqs(&mut rx).is_empty());
+    }
+
+    #[test]
+    fn the_ring_is_bounded_by_bytes_too() {
+        let mut s = Stream::new("e".into(), 1000, 20);
+        for n in 1..=10 {
+            s.publish(ev(n)); // 8 or 9 bytes each
+        }
+        assert!(s.ring_bytes <= 20, "{}", s.ring_bytes);
+        assert_eq!(s.ring.back().unwrap().seq, 10);
+    }
+
+    #[test]
+    fn a_stalled_subscriber_is_dropped_and_marked_while_others_get_everything() {
+        let mut s = Stream::new("e".into(), 100, 1 << 20);
+        let (slow_tx, _slow_rx) = mpsc::channel(3);
+        let (fast_tx, mut fast_rx) = mpsc::channel(100);
+        let (_, slow) = s.attach(1, true, None, slow_tx);
+        let (_, fast) = s.attach(2, true, None, fast_tx);
+        for n in 1..=10 {
+            s.publish(ev(n));
+        }
+        assert_eq!(slow.at(), Some(4), "dropped when the 4th event did not fit");
+        assert_eq!(fast.at(), None);
+        assert_eq!(s.clients(), 1);
+        assert_eq!(seqs(&mut fast_rx), (1..=10).collect::<Vec<_>>());
+    }
+}
