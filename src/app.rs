@@ -295,32 +295,10 @@ async fn start_rpc(
             "rpc mode takes no prompt arguments; send {\"type\":\"prompt\",\"message\":...} on stdin",
         ));
     }
-    let provider = setup::provider(cli, env).await?;
-    let mut config = setup::agent_config(cli, env, true)?;
-    let mut warnings: Vec<String> = setup::clamp_thinking(provider.as_ref(), &mut config)
-        .into_iter()
-        .collect();
-    let approval_timeout = setup::seconds(cli.approval_timeout, "--approval-timeout")?;
-    let models = setup::models(cli, env, provider)?;
-    let opened = setup::open_session(cli, env, clock)?;
-    warnings.extend(opened.warnings);
-    for w in &warnings {
+    let rpc_setup = setup::host_setup(cli, env, clock).await?;
+    for w in &rpc_setup.warnings {
         out.err(&format!("Warning: {w}\n"));
     }
-    let rpc_setup = crate::front::rpc::RpcSetup {
-        config,
-        models,
-        clock: clock.clone(),
-        store: opened.store,
-        announce: opened.is_new,
-        session_dir: setup::session_dir(cli, env),
-        prompt_dirs: (
-            env.keel_home.join("prompts"),
-            env.cwd.join(".keel").join("prompts"),
-        ),
-        approval_timeout,
-        warnings,
-    };
     crate::front::rpc::serve(rpc_setup, out).await
 }
 

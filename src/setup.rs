@@ -24,6 +24,39 @@ mod provider;
 use provider::http_options;
 pub use provider::{list_models, model_list, provider, registry};
 
+/// Everything a session host needs, from the flags and environment: the provider, the agent
+/// config (dialogs can be answered), the models, the session and the startup warnings. RPC
+/// mode and the daemon's `session/open` start the same way.
+pub async fn host_setup(
+    cli: &Cli,
+    env: &Env,
+    clock: &Clock,
+) -> Result<crate::host::HostSetup, StartupError> {
+    let provider = provider(cli, env).await?;
+    let mut config = agent_config(cli, env, true)?;
+    let mut warnings: Vec<String> = clamp_thinking(provider.as_ref(), &mut config)
+        .into_iter()
+        .collect();
+    let approval_timeout = seconds(cli.approval_timeout, "--approval-timeout")?;
+    let models = models(cli, env, provider)?;
+    let opened = open_session(cli, env, clock)?;
+    warnings.extend(opened.warnings);
+    Ok(crate::host::HostSetup {
+        config,
+        models,
+        clock: clock.clone(),
+        store: opened.store,
+        announce: opened.is_new,
+        session_dir: session_dir(cli, env),
+        prompt_dirs: (
+            env.keel_home.join("prompts"),
+            env.cwd.join(".keel").join("prompts"),
+        ),
+        approval_timeout,
+        warnings,
+    })
+}
+
 /// The models a session can switch to, from the flags and environment.
 pub fn models(cli: &Cli, env: &Env, start: Arc<dyn Provider>) -> Result<Models, StartupError> {
     Ok(Models::new(

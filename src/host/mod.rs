@@ -15,6 +15,7 @@
 //! `html` the HTML export.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod actor;
 mod dispatch;
 pub mod html;
 pub mod live;
@@ -241,6 +242,16 @@ impl Host {
     /// The last `seq` queued.
     pub fn seq(&self) -> u64 {
         self.seq
+    }
+
+    /// Queues every event published so far.
+    pub fn flush(&mut self) {
+        self.drain_events();
+    }
+
+    /// Whether dialog `id` is open (not answered, timed out or closed by the run's end).
+    pub fn dialog_open(&self, id: &str) -> bool {
+        self.open_dialogs.contains_key(id)
     }
 
     /// The id, cwd, name and file of the served session, and whether a run is active.

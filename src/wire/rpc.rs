@@ -29,6 +29,18 @@ impl Id {
     }
 }
 
+impl From<u64> for Id {
+    /// A numeric id made in code (a transport's own request numbering).
+    fn from(n: u64) -> Id {
+        Id(RawValue::from_string(n.to_string()).unwrap_or_else(|_| unreachable_id()))
+    }
+}
+
+/// `null`, for the impossible case of a number whose text is not JSON.
+fn unreachable_id() -> Box<RawValue> {
+    RawValue::from_string("null".to_string()).unwrap_or_else(|_| Box::<RawValue>::default())
+}
+
 impl PartialEq for Id {
     fn eq(&self, other: &Id) -> bool {
         self.text() == other.text()

@@ -1,0 +1,236 @@
+//! A host shared by many clients: a task that owns one [`Host`] and its [`Stream`], serves
+//! calls from any number of connections one at a time (this task's loop is the session's
+//! lock: an attach's switch from replay to live happens between two events), numbers and fans
+//! out the host's events, and routes each reply to the request that asked. Transport neutral:
+//! clients are channels.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::stream::{Cursor, Delivery, Lagged, Start, Stream};
+use super::{Data, Host, HostSetup, Out, Summary};
+use crate::wire::rpc::{Id, Request};
+
+/// What a request's caller gets back: pi's `data` or pi's error text.
+pub type Answer = Result<Data, String>;
+
+/// A call into a shared session.
+pub enum Call {
+    /// A pi command; the answer comes once the events it caused are queued for subscribers.
+    Request {
+        req: Request,
+        answer: oneshot::Sender<Answer>,
+    },
+    /// Subscribes `client` (replacing an earlier subscription of it).
+    Attach {
+        client: u64,
+        interactive: bool,
+        cursor: Option<Cursor>,
+        queue: mpsc::Sender<Delivery>,
+        reply: oneshot::Sender<Attached>,
+    },
+    Detach {
+        client: u64,
+    },
+    /// Whether dialog `id` is still open (a later answer gets "already answered").
+    DialogOpen {
+        id: String,
+        reply: oneshot::Sender<bool>,
+    },
+    Status {
+        reply: oneshot::Sender<Status>,
+    },
+    /// Aborts the run, lets it settle (at most `grace`), saves the session and ends the task.
+    Stop {
+        grace: Duration,
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// How an attach started.
+#[derive(Debug)]
+pub struct Attached {
+    pub start: Start,
+    pub epoch: String,
+    /// The last `seq` included in the replay or the snapshot; live events follow it.
+    pub seq: u64,
+    pub snapshot: Option<Value>,
+    /// Set if the client is dropped for not reading.
+    pub lagged: Arc<Lagged>,
+}
+
+/// A shared session as `daemon/status` shows it.
+#[derive(Debug, Clone)]
+pub struct Status {
+    pub summary: Summary,
+    pub clients: usize,
+    pub epoch: String,
+    pub seq: u64,
+}
+
+/// A handle on a shared session; cheap to clone. The task ends when every handle is gone or
+/// after [`Call::Stop`].
+#[derive(Debug, Clone)]
+pub struct SessionHandle {
+    tx: mpsc::UnboundedSender<Call>,
+}
+
+impl SessionHandle {
+    /// Sends a call; false if the session has ended.
+    pub fn send(&self, call: Call) -> bool {
+        self.tx.send(call).is_ok()
+    }
+
+    /// Runs a pi command and waits for its answer.
+    pub async fn request(&self, req: Request) -> Answer {
+        let (answer, rx) = oneshot::channel();
+        if !self.send(Call::Request { req, answer }) {
+            return Err("the session has ended".into());
+        }
+        rx.await
+            .unwrap_or_else(|_| Err("the session has ended".into()))
+    }
+
+    pub async fn status(&self) -> Option<Status> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Call::Status { reply });
+        rx.await.ok()
+    }
+
+    pub async fn stop(&self, grace: Duration) {
+        let (reply, rx) = oneshot::channel();
+        if self.send(Call::Stop { grace, reply }) {
+            let _ = rx.await;
+        }
+    }
+}
+
+/// Starts serving `setup` in its own task, with a new `epoch` and ring bounds.
+pub fn spawn(setup: HostSetup, epoch: String, ring: (usize, usize)) -> SessionHandle {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let actor = Actor {
+        host: Host::new(setup),
+        stream: Stream::new(epoch, ring.0, ring.1),
+        waiting: HashMap::new(),
+        next: 0,
+    };
+    tokio::spawn(actor.run(rx));
+    SessionHandle { tx }
+}
+
+struct Actor {
+    host: Host,
+    stream: Stream,
+    /// Requests whose answer has not come yet, by the id the host was given.
+    waiting: HashMap<String, oneshot::Sender<Answer>>,
+    next: u64,
+}
+
+impl Actor {
+    async fn run(mut self, mut calls: mpsc::UnboundedReceiver<Call>) {
+        loop {
+            tokio::select! {
+                biased;
+                Some(step) = self.host.next_step() => self.host.apply(step),
+                call = calls.recv() => match call {
+                    None => break,
+                    Some(Call::Stop { grace, reply }) => {
+                        self.stop(grace).await;
+                        let _ = reply.send(());
+                        return;
+                    }
+                    Some(call) => self.call(call).await,
+                },
+            }
+            self.host.run_deferred().await;
+            self.distribute();
+        }
+        self.stop(Duration::from_secs(3)).await;
+    }
+
+    async fn call(&mut self, call: Call) {
+        match call {
+            Call::Request { mut req, answer } => {
+                self.next += 1;
+                let id = Id::from(self.next);
+                self.waiting.insert(id.text().to_string(), answer);
+                req.id = Some(id);
+                self.host.request(req).await;
+            }
+            Call::Attach {
+                client,
+                interactive,
+                cursor,
+                queue,
+                reply,
+            } => {
+                // Everything published so far is numbered first: the attach sees the true head,
+                // and nothing is published between the attach and the snapshot (this task is
+                // the only one that drains the host).
+                self.host.flush();
+                self.distribute();
+                let (start, lagged) =
+                    self.stream
+                        .attach(client, interactive, cursor.as_ref(), queue);
+                let snapshot = (start == Start::Snapshot).then(|| self.host.snapshot());
+                let _ = reply.send(Attached {
+                    start,
+                    epoch: self.stream.epoch.clone(),
+                    seq: self.stream.head(),
+                    snapshot,
+                    lagged,
+                });
+            }
+            Call::Detach { client } => self.stream.detach(client),
+            Call::DialogOpen { id, reply } => {
+                let _ = reply.send(self.host.dialog_open(&id));
+            }
+            Call::Status { reply } => {
+                let _ = reply.send(Status {
+                    summary: self.host.summary(),
+                    clients: self.stream.clients(),
+                    epoch: self.stream.epoch.clone(),
+                    seq: self.stream.head(),
+                });
+            }
+            Call::Stop { .. } => {}
+        }
+    }
+
+    /// Numbers and fans out the host's events; answers the requests whose reply came.
+    fn distribute(&mut self) {
+        let out: Vec<Out> = self.host.take_out().collect();
+        for item in out {
+            match item {
+                Out::Event(e) => self.stream.publish(e),
+                Out::Reply(r) => {
+                    let key = r.id.as_ref().map(|i| i.text().to_string());
+                    if let Some(tx) = key.and_then(|k| self.waiting.remove(&k)) {
+                        let _ = tx.send(r.result);
+                    }
+                }
+            }
+        }
+    }
+
+    async fn stop(&mut self, grace: Duration) {
+        self.host.halt();
+        let deadline = tokio::time::Instant::now() + grace;
+        while !self.host.idle() {
+            tokio::select! {
+                Some(step) = self.host.next_step() => self.host.apply(step),
+                _ = tokio::time::sleep_until(deadline) => break,
+            }
+            self.distribute();
+        }
+        self.host.close().await;
+        self.distribute();
+        for (_, tx) in self.waiting.drain() {
+            let _ = tx.send(Err("the session was stopped".into()));
+        }
+    }
+}
