@@ -21,9 +21,10 @@ pub type Answer = Result<Data, String>;
 /// A call into a shared session.
 pub enum Call {
     /// A pi command; the answer comes once the events it caused are queued for subscribers.
+    /// Without `answer` nothing is sent back (`extension_ui_response`, which pi never answers).
     Request {
         req: Request,
-        answer: oneshot::Sender<Answer>,
+        answer: Option<oneshot::Sender<Answer>>,
     },
     /// Subscribes `client` (replacing an earlier subscription of it).
     Attach {
@@ -88,7 +89,10 @@ impl SessionHandle {
     /// Runs a pi command and waits for its answer.
     pub async fn request(&self, req: Request) -> Answer {
         let (answer, rx) = oneshot::channel();
-        if !self.send(Call::Request { req, answer }) {
+        if !self.send(Call::Request {
+            req,
+            answer: Some(answer),
+        }) {
             return Err("the session has ended".into());
         }
         rx.await
@@ -112,9 +116,11 @@ impl SessionHandle {
 /// Starts serving `setup` in its own task, with a new `epoch` and ring bounds.
 pub fn spawn(setup: HostSetup, epoch: String, ring: (usize, usize)) -> SessionHandle {
     let (tx, rx) = mpsc::unbounded_channel();
+    let host = Host::new(setup);
+    let name: Arc<str> = host.summary().session_id.into();
     let actor = Actor {
-        host: Host::new(setup),
-        stream: Stream::new(epoch, ring.0, ring.1),
+        host,
+        stream: Stream::new(name, epoch, ring.0, ring.1),
         waiting: HashMap::new(),
         next: 0,
     };
@@ -157,7 +163,9 @@ impl Actor {
             Call::Request { mut req, answer } => {
                 self.next += 1;
                 let id = Id::from(self.next);
-                self.waiting.insert(id.text().to_string(), answer);
+                if let Some(answer) = answer {
+                    self.waiting.insert(id.text().to_string(), answer);
+                }
                 req.id = Some(id);
                 self.host.request(req).await;
             }

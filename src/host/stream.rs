@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use super::{Published, Reply};
+use super::Published;
 
 /// Default ring bounds (`--replay-events`, `--replay-bytes`).
 pub const RING_EVENTS: usize = 10_000;
@@ -18,13 +18,13 @@ pub const RING_BYTES: usize = 8 * 1024 * 1024;
 /// Default queue of one subscriber (items it has not read yet).
 pub const QUEUE: usize = 4096;
 
-/// What a subscriber receives, in order.
+/// What a subscriber receives, in order: an event of a session's numbered stream. One queue
+/// may serve a client's subscriptions to several sessions.
 #[derive(Debug, Clone)]
-pub enum Delivery {
-    /// An event of the numbered stream.
-    Event(Published),
-    /// The reply to a request this subscriber sent.
-    Reply(Reply),
+pub struct Delivery {
+    /// The session id (the stream's name).
+    pub session: Arc<str>,
+    pub event: Published,
 }
 
 /// A client's place on the stream: the epoch and the last `seq` it applied.
@@ -61,6 +61,8 @@ struct Subscriber {
 
 /// The ring and the subscribers of one session.
 pub struct Stream {
+    /// The session id, sent with every delivery.
+    pub name: Arc<str>,
     pub epoch: String,
     ring: VecDeque<Published>,
     ring_bytes: usize,
@@ -81,8 +83,9 @@ pub enum Start {
 }
 
 impl Stream {
-    pub fn new(epoch: String, max_events: usize, max_bytes: usize) -> Stream {
+    pub fn new(name: Arc<str>, epoch: String, max_events: usize, max_bytes: usize) -> Stream {
         Stream {
+            name,
             epoch,
             ring: VecDeque::new(),
             ring_bytes: 0,
@@ -121,15 +124,9 @@ impl Stream {
             }
         }
         let head = self.head;
+        let name = self.name.clone();
         self.subscribers
-            .retain(|s| offer(s, Delivery::Event(event.clone()), head));
-    }
-
-    /// Hands a reply to the client that asked (if it is still attached).
-    pub fn reply(&mut self, client: u64, reply: Reply) {
-        let head = self.head;
-        self.subscribers
-            .retain(|s| s.client != client || offer(s, Delivery::Reply(reply.clone()), head));
+            .retain(|s| offer(s, delivery(&name, &event), head));
     }
 
     /// Attaches a client. With a cursor of this epoch whose next event is still in the ring,
@@ -155,7 +152,7 @@ impl Stream {
         let start = match cursor {
             Some(c) if c.epoch == self.epoch && c.seq <= self.head && c.seq + 1 >= first => {
                 for e in self.ring.iter().filter(|e| e.seq > c.seq) {
-                    if !offer(&sub, Delivery::Event(e.clone()), self.head) {
+                    if !offer(&sub, delivery(&self.name, e), self.head) {
                         return (Start::Replay, lagged);
                     }
                 }
@@ -170,6 +167,13 @@ impl Stream {
     /// Removes a client's subscription.
     pub fn detach(&mut self, client: u64) {
         self.subscribers.retain(|s| s.client != client);
+    }
+}
+
+fn delivery(name: &Arc<str>, event: &Published) -> Delivery {
+    Delivery {
+        session: name.clone(),
+        event: event.clone(),
     }
 }
 
@@ -199,15 +203,16 @@ mod tests {
 
     fn seqs(rx: &mut mpsc::Receiver<Delivery>) -> Vec<u64> {
         let mut out = Vec::new();
-        while let Ok(Delivery::Event(e)) = rx.try_recv() {
-            out.push(e.seq);
+        while let Ok(d) = rx.try_recv() {
+            assert_eq!(&*d.session, "s");
+            out.push(d.event.seq);
         }
         out
     }
 
     #[test]
     fn a_cursor_in_the_ring_replays_exactly_what_follows_it() {
-        let mut s = Stream::new("e1".into(), 5, 1 << 20);
+        let mut s = Stream::new("s".into(), "e1".into(), 5, 1 << 20);
         for n in 1..=8 {
             s.publish(ev(n));
         }
@@ -253,7 +258,7 @@ mod tests {
 
     #[test]
     fn the_ring_is_bounded_by_bytes_too() {
-        let mut s = Stream::new("e".into(), 1000, 20);
+        let mut s = Stream::new("s".into(), "e".into(), 1000, 20);
         for n in 1..=10 {
             s.publish(ev(n)); // 8 or 9 bytes each
         }
@@ -263,7 +268,7 @@ mod tests {
 
     #[test]
     fn a_stalled_subscriber_is_dropped_and_marked_while_others_get_everything() {
-        let mut s = Stream::new("e".into(), 100, 1 << 20);
+        let mut s = Stream::new("s".into(), "e".into(), 100, 1 << 20);
         let (slow_tx, _slow_rx) = mpsc::channel(3);
         let (fast_tx, mut fast_rx) = mpsc::channel(100);
         let (_, slow) = s.attach(1, true, None, slow_tx);
