@@ -12,40 +12,8 @@ use serde_json::{json, Map, Value};
 use crate::kernel::message::Content;
 
 /// A request `id` exactly as the client wrote it: any JSON value (pi clients send strings),
-/// kept as its source text so it is echoed byte for byte. `12345678901234567890`, `1.50`,
-/// `1e2` and `"\u0041"` come back as written, never re-encoded through a float or a string.
-#[derive(Debug, Clone)]
-pub struct Id(Box<RawValue>);
-
-impl Id {
-    /// The id's JSON text as received (no surrounding whitespace).
-    pub fn text(&self) -> &str {
-        self.0.get()
-    }
-
-    /// The id's value when it is a JSON string (dialog answers are matched by it).
-    pub fn as_string(&self) -> Option<String> {
-        serde_json::from_str(self.0.get()).ok()
-    }
-}
-
-impl From<u64> for Id {
-    /// A numeric id made in code (a transport's own request numbering).
-    fn from(n: u64) -> Id {
-        Id(RawValue::from_string(n.to_string()).unwrap_or_else(|_| unreachable_id()))
-    }
-}
-
-/// `null`, for the impossible case of a number whose text is not JSON.
-fn unreachable_id() -> Box<RawValue> {
-    RawValue::from_string("null".to_string()).unwrap_or_else(|_| Box::<RawValue>::default())
-}
-
-impl PartialEq for Id {
-    fn eq(&self, other: &Id) -> bool {
-        self.text() == other.text()
-    }
-}
+/// echoed byte for byte. The same type as JSON-RPC's, which restricts the kinds.
+pub use super::jsonrpc::Id;
 
 /// One decoded request line.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,7 +112,7 @@ impl<'de> Visitor<'de> for TopVisitor {
         let mut fields = Map::new();
         while let Some(key) = map.next_key::<String>()? {
             if key == "id" {
-                id = Some(Id(map.next_value::<Box<RawValue>>()?));
+                id = Some(Id::from_raw(map.next_value::<&RawValue>()?));
             } else {
                 fields.insert(key, map.next_value::<Value>()?);
             }
@@ -398,7 +366,7 @@ mod tests {
     use super::*;
 
     fn id(text: &str) -> Id {
-        Id(RawValue::from_string(text.to_string()).unwrap())
+        Id::from_raw(&RawValue::from_string(text.to_string()).unwrap())
     }
 
     /// Regression: ids went through `Value`, so `98765432109876543210` came back as
