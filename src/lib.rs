@@ -5,6 +5,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod daemon;
 pub mod error;
 pub mod exit;
 pub mod front;

@@ -1,0 +1,70 @@
+//! The daemon mechanism's one error: a sentence naming the path and what is wrong, and an
+//! optional hint saying what to do. At startup it is a configuration error (exit 3).
+
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+use crate::error::StartupError;
+
+/// What went wrong with the daemon's socket, directory or locks, for a human.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DaemonError {
+    /// One sentence naming the path and the problem.
+    pub message: String,
+    /// What the user can do about it, when there is something.
+    pub hint: Option<String>,
+}
+
+impl DaemonError {
+    pub fn new(message: impl Into<String>) -> Self {
+        DaemonError {
+            message: message.into(),
+            hint: None,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+
+    /// `cannot WHAT PATH: OS error`.
+    pub fn io(what: &str, path: &Path, err: &io::Error) -> Self {
+        Self::new(format!("cannot {what} {}: {err}", path.display()))
+    }
+}
+
+impl fmt::Display for DaemonError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for DaemonError {}
+
+impl From<DaemonError> for StartupError {
+    fn from(e: DaemonError) -> Self {
+        let err = StartupError::config(e.message);
+        match e.hint {
+            Some(hint) => err.hint(hint),
+            None => err,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exit::Exit;
+
+    #[test]
+    fn a_daemon_error_is_a_config_error_with_its_hint() {
+        let e =
+            DaemonError::new("socket directory /x has mode 0755").with_hint("run `chmod 700 /x`");
+        let s = StartupError::from(e);
+        assert_eq!(s.exit(), Exit::Config);
+        assert_eq!(s.message, "socket directory /x has mode 0755");
+        assert_eq!(s.hints, vec!["run `chmod 700 /x`".to_string()]);
+    }
+}

@@ -1,0 +1,357 @@
+//! One daemon per socket directory however many clients start at once: connect-or-spawn under
+//! `spawn.lock`, the daemon's life lock `daemon.lock` (its PID inside), the command line of a
+//! spawned daemon and what that daemon does first to leave the terminal's session. Never
+//! prints; never removes a socket without holding `spawn.lock`.
+
+use std::ffi::OsStr;
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use tokio::net::UnixStream;
+use tokio::time::Instant;
+
+use super::paths;
+use super::DaemonError;
+use crate::kernel::private;
+
+/// Lock file taken by a client while it checks for, and maybe spawns, the daemon.
+pub const SPAWN_LOCK: &str = "spawn.lock";
+/// Lock file held by a running daemon for its whole life, its PID inside.
+pub const DAEMON_LOCK: &str = "daemon.lock";
+/// How long connect-or-spawn waits, in all, for the lock and for a daemon to accept.
+pub const SPAWN_DEADLINE: Duration = Duration::from_secs(10);
+/// Interval of the readiness poll while a daemon starts (another process: there is no event
+/// to wait on).
+pub const READY_POLL: Duration = Duration::from_millis(20);
+/// How long [`DaemonLock::acquire`] retries a held `daemon.lock` before it concludes that a
+/// daemon holds it: [`lock_state`] takes a free lock for an instant, and a daemon starting at
+/// that instant must not give up.
+pub const LOCK_GRACE: Duration = Duration::from_millis(100);
+/// Flag `daemon_command` adds so the daemon knows it was spawned and must call
+/// [`become_session_leader`] and [`ignore_sighup`] first.
+pub const SPAWNED_FLAG: &str = "--spawned";
+
+/// What one connection attempt found.
+enum Probe {
+    Up(UnixStream),
+    /// Nothing listens (no file, or a stale one: `ECONNREFUSED`).
+    Down,
+    /// Something listens but its backlog is full.
+    Busy,
+}
+
+/// Connects to the daemon at `socket`, starting it with `spawn` when none runs: the socket's
+/// directory is prepared and verified ([`paths::prepare_dir`]); connect; on "no such file" or
+/// "connection refused" take `spawn.lock` in that directory, connect again (another client may
+/// have spawned meanwhile); if `daemon.lock` is held a daemon is starting, so only wait for it;
+/// else remove a stale socket (never anything but a socket), call `spawn` and wait until a
+/// connect succeeds, polling every [`READY_POLL`]. `deadline` bounds the whole call (the
+/// default is [`SPAWN_DEADLINE`]). The lock is released when this returns. The daemon at the
+/// other end must run as our effective uid. Returns the stream and whether `spawn` was called.
+pub async fn connect_or_spawn(
+    socket: &Path,
+    spawn: impl FnOnce() -> io::Result<()>,
+    deadline: Duration,
+) -> Result<(UnixStream, bool), DaemonError> {
+    let until = Instant::now() + deadline;
+    let dir = socket_dir(socket)?;
+    paths::prepare_dir(dir)?;
+    if let Probe::Up(s) = probe(socket).await? {
+        return Ok((ours(s, socket)?, false));
+    }
+    let _lock = spawn_lock(dir, until, deadline).await?;
+    let spawned = match probe(socket).await? {
+        Probe::Up(s) => return Ok((ours(s, socket)?, false)),
+        Probe::Busy => false,
+        Probe::Down => match lock_state(dir)? {
+            LockState::Held(_) => false,
+            LockState::Free => {
+                remove_stale(socket)?;
+                spawn().map_err(|e| {
+                    DaemonError::new(format!(
+                        "cannot start the daemon for {}: {e}",
+                        socket.display()
+                    ))
+                })?;
+                true
+            }
+        },
+    };
+    let stream = wait_ready(socket, dir, until, deadline).await?;
+    Ok((ours(stream, socket)?, spawned))
+}
+
+fn socket_dir(socket: &Path) -> Result<&Path, DaemonError> {
+    socket
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .ok_or_else(|| {
+            DaemonError::new(format!(
+                "the socket path {} has no directory",
+                socket.display()
+            ))
+        })
+}
+
+async fn probe(socket: &Path) -> Result<Probe, DaemonError> {
+    match UnixStream::connect(socket).await {
+        Ok(s) => Ok(Probe::Up(s)),
+        Err(e) => match e.kind() {
+            io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => Ok(Probe::Down),
+            io::ErrorKind::WouldBlock => Ok(Probe::Busy),
+            _ => Err(DaemonError::io("connect to the daemon at", socket, &e)),
+        },
+    }
+}
+
+fn ours(stream: UnixStream, socket: &Path) -> Result<UnixStream, DaemonError> {
+    paths::peer_allowed(&stream).map_err(|why| {
+        DaemonError::new(format!(
+            "the daemon at {} is not ours: {why}",
+            socket.display()
+        ))
+    })?;
+    Ok(stream)
+}
+
+/// Takes `dir/spawn.lock` (flock, blocking on the blocking pool) or fails at `until`.
+async fn spawn_lock(dir: &Path, until: Instant, deadline: Duration) -> Result<File, DaemonError> {
+    let path = dir.join(SPAWN_LOCK);
+    let file = lock_file(&path)?;
+    let locking = tokio::task::spawn_blocking(move || file.lock().map(|()| file));
+    match tokio::time::timeout_at(until, locking).await {
+        Ok(Ok(Ok(file))) => Ok(file),
+        Ok(Ok(Err(e))) => Err(DaemonError::io("lock", &path, &e)),
+        Ok(Err(e)) => Err(DaemonError::new(format!(
+            "cannot lock {}: {e}",
+            path.display()
+        ))),
+        Err(_) => Err(DaemonError::new(format!(
+            "another keel held {} for more than {} s while starting the daemon",
+            path.display(),
+            deadline.as_secs_f64()
+        ))),
+    }
+}
+
+/// Opens (creating it 0600) a lock file without truncating it.
+fn lock_file(path: &Path) -> Result<File, DaemonError> {
+    let file = private::options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| DaemonError::io("open", path, &e))?;
+    private::fix_mode(&file).map_err(|e| DaemonError::io("set the mode of", path, &e))?;
+    Ok(file)
+}
+
+/// Removes the stale socket file at `socket` (absent is fine); anything but a socket is left
+/// alone and refused.
+fn remove_stale(socket: &Path) -> Result<(), DaemonError> {
+    let meta = match fs::symlink_metadata(socket) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(DaemonError::io("inspect", socket, &e)),
+    };
+    if !meta.file_type().is_socket() {
+        return Err(DaemonError::new(format!(
+            "{} exists and is not a socket; keel does not remove it",
+            socket.display()
+        ))
+        .with_hint("remove it, or choose another --socket path"));
+    }
+    match fs::remove_file(socket) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => {
+            Err(DaemonError::io("remove the stale socket", socket, &e))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Polls `socket` until a connect succeeds or `until` passes.
+async fn wait_ready(
+    socket: &Path,
+    dir: &Path,
+    until: Instant,
+    deadline: Duration,
+) -> Result<UnixStream, DaemonError> {
+    loop {
+        if let Probe::Up(s) = probe(socket).await? {
+            return Ok(s);
+        }
+        if Instant::now() >= until {
+            return Err(not_ready(socket, dir, deadline));
+        }
+        tokio::time::sleep(READY_POLL.min(until.saturating_duration_since(Instant::now()))).await;
+    }
+}
+
+fn not_ready(socket: &Path, dir: &Path, deadline: Duration) -> DaemonError {
+    let secs = deadline.as_secs_f64();
+    match lock_state(dir) {
+        Ok(LockState::Held(pid)) => {
+            let who = pid.map_or_else(|| "a daemon".to_string(), |p| format!("daemon {p}"));
+            DaemonError::new(format!(
+                "{who} holds {} but did not accept connections on {} within {secs} s",
+                dir.join(DAEMON_LOCK).display(),
+                socket.display()
+            ))
+            .with_hint("it may be wedged: stop it, then try again")
+        }
+        _ => DaemonError::new(format!(
+            "the daemon did not accept connections on {} within {secs} s",
+            socket.display()
+        ))
+        .with_hint("see $KEEL_HOME/logs/daemon.log, or run `keel daemon run` to see it fail"),
+    }
+}
+
+/// Whether a daemon holds `daemon.lock` in a directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockState {
+    Free,
+    /// Held, with the PID written in the file (`None` while the daemon has not written it yet).
+    Held(Option<u32>),
+}
+
+/// Reads whether `dir/daemon.lock` is held (taking and releasing it at once when it is free;
+/// a daemon acquiring it meanwhile retries for [`LOCK_GRACE`]).
+pub fn lock_state(dir: &Path) -> Result<LockState, DaemonError> {
+    let path = dir.join(DAEMON_LOCK);
+    let mut file = match OpenOptions::new().read(true).open(&path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(LockState::Free),
+        Err(e) => return Err(DaemonError::io("open", &path, &e)),
+    };
+    match file.try_lock() {
+        Ok(()) => Ok(LockState::Free),
+        Err(TryLockError::WouldBlock) => {
+            let mut text = String::new();
+            let pid = file
+                .read_to_string(&mut text)
+                .ok()
+                .and_then(|_| text.trim().parse().ok());
+            Ok(LockState::Held(pid))
+        }
+        Err(TryLockError::Error(e)) => Err(DaemonError::io("lock", &path, &e)),
+    }
+}
+
+/// `daemon.lock`, held by a running daemon for its whole life (released when dropped, or by
+/// the kernel when the process dies); the file holds the PID.
+#[derive(Debug)]
+pub struct DaemonLock {
+    _file: File,
+    path: PathBuf,
+}
+
+impl DaemonLock {
+    /// Takes `dir/daemon.lock` (preparing `dir` like [`paths::prepare_dir`]) and writes our
+    /// PID into it. `None`: another daemon holds it (still after [`LOCK_GRACE`]): this one lost
+    /// the race and should exit 0. Blocks for at most [`LOCK_GRACE`].
+    pub fn acquire(dir: &Path) -> Result<Option<DaemonLock>, DaemonError> {
+        Self::acquire_with(dir, || {})
+    }
+
+    /// [`DaemonLock::acquire`], calling `on_busy` each time the lock is found held.
+    fn acquire_with(
+        dir: &Path,
+        mut on_busy: impl FnMut(),
+    ) -> Result<Option<DaemonLock>, DaemonError> {
+        paths::prepare_dir(dir)?;
+        let path = dir.join(DAEMON_LOCK);
+        let mut file = lock_file(&path)?;
+        let give_up = std::time::Instant::now() + LOCK_GRACE;
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                // A live daemon holds it for good; a probe (`lock_state`) for microseconds.
+                Err(TryLockError::WouldBlock) if std::time::Instant::now() < give_up => {
+                    on_busy();
+                    std::thread::sleep(LOCK_GRACE / 10)
+                }
+                Err(TryLockError::WouldBlock) => return Ok(None),
+                Err(TryLockError::Error(e)) => return Err(DaemonError::io("lock", &path, &e)),
+            }
+        }
+        file.set_len(0)
+            .and_then(|()| writeln!(file, "{}", std::process::id()))
+            .map_err(|e| DaemonError::io("write the PID to", &path, &e))?;
+        Ok(Some(DaemonLock { _file: file, path }))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The command that starts a daemon for `socket`: `EXE daemon run --socket SOCKET --spawned
+/// EXTRA…`, stdin and stdout `/dev/null`, stderr appended to `log` (created 0600, its
+/// directory 0700), working directory `/`. Left to the daemon: `--spawned` tells it to call
+/// [`become_session_leader`] and [`ignore_sighup`] first (a safe `setsid` in the child itself;
+/// `pre_exec` would need unsafe code). Do not give it `process_group(0)`: a group leader
+/// cannot call setsid. Spawn it with `tokio::process::Command::from(cmd)` and drop the child:
+/// tokio reaps it when it exits, so a long-lived client keeps no zombie.
+pub fn daemon_command<I, S>(
+    exe: &Path,
+    socket: &Path,
+    log: &Path,
+    extra_args: I,
+) -> Result<Command, DaemonError>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    for (what, p) in [("keel executable", exe), ("socket", socket)] {
+        if !p.is_absolute() {
+            return Err(DaemonError::new(format!(
+                "the {what} path {} is not absolute (the daemon runs in /)",
+                p.display()
+            )));
+        }
+    }
+    if let Some(dir) = log.parent().filter(|d| !d.as_os_str().is_empty()) {
+        private::create_dir_all(dir).map_err(|e| DaemonError::io("create", dir, &e))?;
+    }
+    let log_file = private::append_file(log).map_err(|e| DaemonError::io("open", log, &e))?;
+    let mut cmd = Command::new(exe);
+    cmd.args(["daemon", "run", "--socket"])
+        .arg(socket)
+        .arg(SPAWNED_FLAG)
+        .args(extra_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(log_file))
+        .current_dir("/");
+    Ok(cmd)
+}
+
+/// Makes this process the leader of a new session with no controlling terminal, so closing
+/// the terminal that started it sends it nothing. The spawned daemon calls it first; it fails
+/// (EPERM) in a process-group leader.
+pub fn become_session_leader() -> io::Result<()> {
+    nix::unistd::setsid().map(|_| ()).map_err(io::Error::from)
+}
+
+/// Ignores SIGHUP for the rest of the process: a tokio listener replaces the default action
+/// (terminate) and a task drains it. (Setting `SIG_IGN` needs unsafe code.) Needs a runtime.
+pub fn ignore_sighup() -> io::Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut hup = signal(SignalKind::hangup())?;
+    tokio::spawn(async move {
+        while hup.recv().await.is_some() {
+            tracing::debug!("SIGHUP ignored");
+        }
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "spawn_tests.rs"]
+mod tests;
