@@ -46,6 +46,12 @@ pub fn main() -> Exit {
 }
 
 fn main_inner() -> Exit {
+    if matches!(
+        std::env::args().nth(1).as_deref(),
+        Some("daemon") | Some("ps")
+    ) {
+        return daemon_main();
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
@@ -70,6 +76,40 @@ fn main_inner() -> Exit {
         }
     };
     runtime.block_on(run(cli, env, &mut out))
+}
+
+/// `keel daemon …` and `keel ps`.
+fn daemon_main() -> Exit {
+    let cli = match crate::cli::DaemonCli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
+    let env = match Env::detect() {
+        Ok(env) => env,
+        Err(e) => {
+            Output::stdio(ColorChoice::Never).err(&e.render());
+            return e.exit();
+        }
+    };
+    let mut out = Output::stdio(ColorChoice::Never);
+    init_logging(&env, false);
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            out.err(&format!("Error: cannot start the async runtime: {e}\n"));
+            return Exit::Internal;
+        }
+    };
+    match runtime.block_on(crate::front::daemon::run(cli, &env, &mut out)) {
+        Ok(exit) => exit,
+        Err(e) => {
+            out.err(&e.render());
+            e.exit()
+        }
+    }
 }
 
 fn clap_exit(e: clap::Error) -> Exit {

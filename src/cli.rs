@@ -179,3 +179,74 @@ pub enum ColorFlag {
     Always,
     Never,
 }
+
+/// `keel daemon …` and `keel ps`: the commands that manage the per-user daemon.
+#[derive(Debug, Parser)]
+#[command(
+    name = "keel",
+    version,
+    about = "keel's per-user daemon: sessions that outlive every window"
+)]
+pub struct DaemonCli {
+    #[command(subcommand)]
+    pub command: DaemonTop,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum DaemonTop {
+    /// Manage the daemon.
+    Daemon {
+        #[command(subcommand)]
+        action: DaemonAction,
+    },
+    /// List the sessions live in the daemon.
+    Ps {
+        /// One JSON object per session per line.
+        #[arg(long)]
+        json: bool,
+        /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum DaemonAction {
+    /// Run the daemon in the foreground.
+    Run {
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        /// Exit after this many seconds with no client, no run and no request (0 = never).
+        #[arg(long, value_name = "SECS", default_value_t = 600.0)]
+        idle_exit: f64,
+        /// Events kept per session for clients that re-attach.
+        #[arg(long, value_name = "N", default_value_t = 10_000)]
+        replay_events: usize,
+        /// Bytes kept per session for clients that re-attach.
+        #[arg(long, value_name = "N", default_value_t = 8 * 1024 * 1024)]
+        replay_bytes: usize,
+        /// Set by `keel daemon start`: become a session leader, ignore SIGHUP.
+        #[arg(long, hide = true)]
+        spawned: bool,
+    },
+    /// Connect to the daemon, or start one; prints the socket path.
+    Start {
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
+    /// Show the daemon and its sessions.
+    Status {
+        /// Print `daemon/status`'s result as JSON.
+        #[arg(long)]
+        json: bool,
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
+    /// Stop the daemon (refused while a run is active, unless --force).
+    Stop {
+        #[arg(long)]
+        force: bool,
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
+}

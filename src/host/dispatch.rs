@@ -11,6 +11,44 @@ use crate::kernel::provider::model::THINKING_LEVELS;
 use crate::prompts;
 use crate::wire::rpc::{self, Request};
 
+/// Every pi command the host serves (`pi-protocol.md` §4.4).
+pub const COMMANDS: &[&str] = &[
+    "prompt",
+    "steer",
+    "follow_up",
+    "abort",
+    "clear_queue",
+    "new_session",
+    "switch_session",
+    "fork",
+    "clone",
+    "get_state",
+    "get_messages",
+    "set_model",
+    "cycle_model",
+    "get_available_models",
+    "set_thinking_level",
+    "cycle_thinking_level",
+    "get_available_thinking_levels",
+    "set_steering_mode",
+    "set_follow_up_mode",
+    "compact",
+    "set_auto_compaction",
+    "set_auto_retry",
+    "abort_retry",
+    "bash",
+    "abort_bash",
+    "get_session_stats",
+    "export_html",
+    "get_fork_messages",
+    "get_entries",
+    "get_tree",
+    "get_last_assistant_text",
+    "set_session_name",
+    "get_commands",
+    "extension_ui_response",
+];
+
 /// Commands that add entries to the session: refused while it cannot be saved.
 const CHANGES_SESSION: &[&str] = &[
     "prompt",

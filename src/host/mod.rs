@@ -17,6 +17,7 @@
 
 pub mod actor;
 mod dispatch;
+pub use dispatch::COMMANDS;
 pub mod html;
 pub mod live;
 pub mod models;

@@ -24,6 +24,8 @@ pub const QUEUE: usize = 4096;
 pub struct Delivery {
     /// The session id (the stream's name).
     pub session: Arc<str>,
+    /// The stream's epoch.
+    pub epoch: Arc<str>,
     pub event: Published,
 }
 
@@ -64,6 +66,8 @@ pub struct Stream {
     /// The session id, sent with every delivery.
     pub name: Arc<str>,
     pub epoch: String,
+    /// The epoch as sent with deliveries.
+    epoch_tag: Arc<str>,
     ring: VecDeque<Published>,
     ring_bytes: usize,
     max_events: usize,
@@ -86,6 +90,7 @@ impl Stream {
     pub fn new(name: Arc<str>, epoch: String, max_events: usize, max_bytes: usize) -> Stream {
         Stream {
             name,
+            epoch_tag: epoch.as_str().into(),
             epoch,
             ring: VecDeque::new(),
             ring_bytes: 0,
@@ -124,9 +129,9 @@ impl Stream {
             }
         }
         let head = self.head;
-        let name = self.name.clone();
+        let (name, epoch) = (self.name.clone(), self.epoch_tag.clone());
         self.subscribers
-            .retain(|s| offer(s, delivery(&name, &event), head));
+            .retain(|s| offer(s, delivery(&name, &epoch, &event), head));
     }
 
     /// Attaches a client. With a cursor of this epoch whose next event is still in the ring,
@@ -152,7 +157,7 @@ impl Stream {
         let start = match cursor {
             Some(c) if c.epoch == self.epoch && c.seq <= self.head && c.seq + 1 >= first => {
                 for e in self.ring.iter().filter(|e| e.seq > c.seq) {
-                    if !offer(&sub, delivery(&self.name, e), self.head) {
+                    if !offer(&sub, delivery(&self.name, &self.epoch_tag, e), self.head) {
                         return (Start::Replay, lagged);
                     }
                 }
@@ -170,9 +175,10 @@ impl Stream {
     }
 }
 
-fn delivery(name: &Arc<str>, event: &Published) -> Delivery {
+fn delivery(name: &Arc<str>, epoch: &Arc<str>, event: &Published) -> Delivery {
     Delivery {
         session: name.clone(),
+        epoch: epoch.clone(),
         event: event.clone(),
     }
 }

@@ -86,6 +86,11 @@ impl Id {
         &self.0
     }
 
+    /// A string id made in code.
+    pub fn string(s: &str) -> Id {
+        Id(Value::from(s).to_string().into())
+    }
+
     /// The id's value when it is a JSON string.
     pub fn as_string(&self) -> Option<String> {
         serde_json::from_str(&self.0).ok()

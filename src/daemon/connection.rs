@@ -1,0 +1,533 @@
+//! One client connection of the daemon: protocol v1 (`DESIGN.md` §10.3) over newline-delimited
+//! JSON-RPC 2.0. `daemon/hello` first; then daemon methods, `session/*` and every pi command
+//! (with `sessionId`). Events of attached sessions arrive as `session/event` notifications
+//! through one bounded queue; a reply is written only after the events its command caused. A
+//! client that stops reading is dropped with `daemon/lagged`. Bad input gets an error and the
+//! connection stays open (except after -32010 and -32011).
+
+use std::collections::HashMap;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::UnixStream;
+use tokio::sync::{mpsc, oneshot};
+
+use super::server::Shared;
+use crate::host::actor::{Answer, Call, SessionHandle};
+use crate::host::stream::{Cursor, Delivery, Lagged, Start, QUEUE};
+use crate::host::Data;
+use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
+use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
+
+/// The protocol this daemon speaks (`p1` in the socket name).
+pub const PROTOCOL: u64 = 1;
+
+/// What a method call ends in.
+enum Outcome {
+    Result(Value),
+    Error(ErrorObject),
+    /// Answered later (a pi command), through the connection's reply channel.
+    Later,
+    /// Write this error, then close the connection.
+    Fatal(ErrorObject),
+    /// Write the result, then stop the daemon.
+    Stop(Value),
+}
+
+struct Conn {
+    shared: Arc<Shared>,
+    client: u64,
+    hello: bool,
+    interactive: bool,
+    /// Attached sessions and their lagged flags.
+    attached: HashMap<String, (SessionHandle, Arc<Lagged>)>,
+    queue_tx: mpsc::Sender<Delivery>,
+    replies: mpsc::UnboundedSender<(Id, Answer)>,
+}
+
+/// Serves one accepted connection until the client goes away, is dropped, or the daemon ends.
+pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
+    shared.clients.fetch_add(1, Ordering::Relaxed);
+    let client = shared.next();
+    let (mut read, mut write) = stream.into_split();
+    let (queue_tx, mut queue_rx) = mpsc::channel::<Delivery>(QUEUE);
+    let (replies, mut reply_rx) = mpsc::unbounded_channel::<(Id, Answer)>();
+    let mut shutdown = shared.shutdown.subscribe();
+    let mut conn = Conn {
+        shared: shared.clone(),
+        client,
+        hello: false,
+        interactive: false,
+        attached: HashMap::new(),
+        queue_tx,
+        replies,
+    };
+    let mut decoder = LineDecoder::new(MAX_LINE_BYTES);
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut frames = Vec::new();
+    let mut out = Vec::new();
+    'serve: loop {
+        out.clear();
+        tokio::select! {
+            biased;
+            reason = shutdown.recv() => {
+                let reason = reason.unwrap_or_else(|_| "stopped".into());
+                let line = j::notification_line("daemon/shutdown", &json!({"reason": reason}));
+                if let Ok(line) = line {
+                    let _ = write.write_all(line.as_bytes()).await;
+                }
+                break;
+            }
+            Some((id, answer)) = reply_rx.recv() => {
+                // The events this command caused were queued before its answer.
+                drain(&mut queue_rx, &mut out);
+                out.extend_from_slice(answer_line(&id, answer).as_bytes());
+            }
+            Some(d) = queue_rx.recv() => {
+                event_line(&d, &mut out);
+                drain(&mut queue_rx, &mut out);
+            }
+            n = read.read(&mut buf) => {
+                let n = match n {
+                    Ok(0) | Err(_) => {
+                        if let Some(f) = decoder.finish() {
+                            frames.push(f);
+                        }
+                        for frame in std::mem::take(&mut frames) {
+                            let _ = conn.frame(&frame, &mut out).await;
+                        }
+                        let _ = write.write_all(&out).await;
+                        break;
+                    }
+                    Ok(n) => n,
+                };
+                decoder.push(&buf[..n], &mut frames);
+                for frame in std::mem::take(&mut frames) {
+                    if conn.frame(&frame, &mut out).await.is_err() {
+                        let _ = write.write_all(&out).await;
+                        break 'serve;
+                    }
+                }
+            }
+        }
+        if !out.is_empty() && write.write_all(&out).await.is_err() {
+            break;
+        }
+        if let Some((session, seq)) = conn.lagged() {
+            let params = json!({"sessionId": session, "seq": seq});
+            if let Ok(line) = j::notification_line("daemon/lagged", &params) {
+                let _ = write.write_all(line.as_bytes()).await;
+            }
+            break;
+        }
+    }
+    for (_, (handle, _)) in conn.attached.drain() {
+        handle.send(Call::Detach { client });
+    }
+    shared.clients.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Writes every queued event.
+fn drain(queue: &mut mpsc::Receiver<Delivery>, out: &mut Vec<u8>) {
+    while let Ok(d) = queue.try_recv() {
+        event_line(&d, out);
+    }
+}
+
+/// `session/event {sessionId, epoch, seq, event}`: the wire event is copied in as it is.
+fn event_line(d: &Delivery, out: &mut Vec<u8>) {
+    out.extend_from_slice(
+        b"{\"jsonrpc\":\"2.0\",\"method\":\"session/event\",\"params\":{\"sessionId\":",
+    );
+    out.extend_from_slice(Value::from(&*d.session).to_string().as_bytes());
+    out.extend_from_slice(b",\"epoch\":");
+    out.extend_from_slice(Value::from(&*d.epoch).to_string().as_bytes());
+    out.extend_from_slice(b",\"seq\":");
+    out.extend_from_slice(d.event.seq.to_string().as_bytes());
+    out.extend_from_slice(b",\"event\":");
+    out.extend_from_slice(d.event.line.as_bytes());
+    out.extend_from_slice(b"}}\n");
+}
+
+fn answer_line(id: &Id, answer: Answer) -> String {
+    match answer {
+        Ok(Data::Empty) => j::raw_result_line(id, "{}"),
+        Ok(Data::Json(v)) => j::result_line(id, &v),
+        Ok(Data::Raw(raw)) => j::raw_result_line(id, &raw),
+        Err(message) => j::error_line(Some(id), j::COMMAND_FAILED, &message, None),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Hello {
+    protocol_version: u64,
+    client: ClientInfo,
+    #[serde(default)]
+    interactive: bool,
+}
+
+#[derive(Deserialize)]
+#[allow(dead_code)]
+struct ClientInfo {
+    name: String,
+    version: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Attach {
+    session_id: String,
+    #[serde(default)]
+    cursor: Option<CursorParams>,
+}
+
+#[derive(Deserialize)]
+struct CursorParams {
+    epoch: String,
+    seq: u64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SessionRef {
+    session_id: String,
+}
+
+#[derive(Deserialize, Default)]
+struct Stop {
+    #[serde(default)]
+    force: bool,
+}
+
+impl Conn {
+    /// Handles one framed line; `Err` closes the connection (after what was written).
+    async fn frame(&mut self, frame: &Frame, out: &mut Vec<u8>) -> Result<(), ()> {
+        let (id, method, params) = match j::parse_frame(frame, MAX_LINE_BYTES) {
+            Incoming::Request { id, method, params } => (Some(id), method, params),
+            Incoming::Notification { method, params } => (None, method, params),
+            Incoming::Response { .. } => return Ok(()), // the daemon sends no requests
+            Incoming::Invalid(e) => {
+                out.extend_from_slice(e.line().as_bytes());
+                return Ok(());
+            }
+        };
+        let Some(id) = id else {
+            // Notifications: none are defined; unknown ones are ignored.
+            tracing::debug!("notification {method} ignored");
+            return Ok(());
+        };
+        self.shared.pending.fetch_add(1, Ordering::Relaxed);
+        let outcome = self.call(&id, &method, params.as_deref()).await;
+        self.shared.pending.fetch_sub(1, Ordering::Relaxed);
+        match outcome {
+            Outcome::Result(v) => out.extend_from_slice(j::result_line(&id, &v).as_bytes()),
+            Outcome::Error(e) => {
+                out.extend_from_slice(j::error_object_line(Some(&id), &e).as_bytes())
+            }
+            Outcome::Later => {}
+            Outcome::Fatal(e) => {
+                out.extend_from_slice(j::error_object_line(Some(&id), &e).as_bytes());
+                return Err(());
+            }
+            Outcome::Stop(v) => {
+                out.extend_from_slice(j::result_line(&id, &v).as_bytes());
+                let _ = self.shared.stop.send(true);
+            }
+        }
+        Ok(())
+    }
+
+    async fn call(
+        &mut self,
+        id: &Id,
+        method: &str,
+        params: Option<&serde_json::value::RawValue>,
+    ) -> Outcome {
+        if !self.hello {
+            if method != "daemon/hello" {
+                return Outcome::Fatal(ErrorObject::new(
+                    j::HELLO_FIRST,
+                    format!("daemon/hello must be the first request on a connection, not {method}"),
+                ));
+            }
+            return self.hello(params);
+        }
+        match method {
+            "daemon/hello" => Outcome::Error(ErrorObject::new(
+                j::INVALID_REQUEST,
+                "daemon/hello was already sent on this connection",
+            )),
+            "ping" => Outcome::Result(json!({})),
+            "daemon/status" => Outcome::Result(self.status().await),
+            "daemon/stop" => {
+                let stop: Stop = match j::params(params) {
+                    Ok(s) => s,
+                    Err(e) => return Outcome::Error(e),
+                };
+                if !stop.force && self.any_running().await {
+                    return Outcome::Error(ErrorObject::new(
+                        j::COMMAND_FAILED,
+                        "a run is active; stop it first, or pass force:true (keel daemon stop --force)",
+                    ));
+                }
+                Outcome::Stop(json!({}))
+            }
+            "session/open" => match super::open::open(&self.shared, params).await {
+                Ok(v) => Outcome::Result(v),
+                Err(e) => Outcome::Error(e),
+            },
+            "session/attach" => self.attach(params).await,
+            "session/detach" => {
+                let r: SessionRef = match j::params(params) {
+                    Ok(r) => r,
+                    Err(e) => return Outcome::Error(e),
+                };
+                if let Some((h, _)) = self.attached.remove(&r.session_id) {
+                    h.send(Call::Detach {
+                        client: self.client,
+                    });
+                }
+                Outcome::Result(json!({}))
+            }
+            command => self.pi_command(id, command, params).await,
+        }
+    }
+
+    fn hello(&mut self, params: Option<&serde_json::value::RawValue>) -> Outcome {
+        let hello: Hello = match j::params(params) {
+            Ok(h) => h,
+            Err(e) => return Outcome::Error(e),
+        };
+        if hello.protocol_version != PROTOCOL {
+            let mut e = ErrorObject::new(
+                j::VERSION_MISMATCH,
+                format!(
+                    "protocol version mismatch (client {}, daemon {PROTOCOL})",
+                    hello.protocol_version
+                ),
+            );
+            e.data = Some(json!({
+                "clientProtocol": hello.protocol_version,
+                "daemonProtocol": PROTOCOL,
+                "daemonVersion": env!("CARGO_PKG_VERSION"),
+            }));
+            return Outcome::Fatal(e);
+        }
+        tracing::debug!(
+            "client {} ({} {})",
+            self.client,
+            hello.client.name,
+            hello.client.version
+        );
+        self.hello = true;
+        self.interactive = hello.interactive;
+        let s = &self.shared;
+        Outcome::Result(json!({
+            "protocolVersion": PROTOCOL,
+            "daemon": {
+                "version": env!("CARGO_PKG_VERSION"),
+                "pid": s.pid,
+                "startedAt": s.started_at,
+                "keelHome": s.options.keel_home.display().to_string(),
+                "socket": s.options.socket.display().to_string(),
+            }
+        }))
+    }
+
+    async fn handles(&self) -> Vec<SessionHandle> {
+        self.shared
+            .sessions
+            .lock()
+            .await
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    async fn any_running(&self) -> bool {
+        for h in self.handles().await {
+            if h.status().await.is_some_and(|s| s.summary.running) {
+                return true;
+            }
+        }
+        false
+    }
+
+    async fn status(&self) -> Value {
+        let mut sessions = Vec::new();
+        for h in self.handles().await {
+            let Some(s) = h.status().await else { continue };
+            let mut m = Map::new();
+            m.insert("sessionId".into(), json!(s.summary.session_id));
+            m.insert("cwd".into(), json!(s.summary.cwd));
+            if let Some(n) = &s.summary.name {
+                m.insert("name".into(), json!(n));
+            }
+            let state = if s.summary.running { "running" } else { "idle" };
+            m.insert("state".into(), json!(state));
+            m.insert("clients".into(), json!(s.clients));
+            m.insert("epoch".into(), json!(s.epoch));
+            m.insert("seq".into(), json!(s.seq));
+            if let Some(f) = &s.summary.file {
+                m.insert("sessionFile".into(), json!(f));
+            }
+            sessions.push(Value::Object(m));
+        }
+        let s = &self.shared;
+        json!({
+            "version": env!("CARGO_PKG_VERSION"),
+            "pid": s.pid,
+            "uptimeMs": s.started.elapsed().as_millis() as u64,
+            "clients": s.clients.load(Ordering::Relaxed),
+            "sessions": sessions,
+        })
+    }
+
+    async fn session(&self, id: &str) -> Result<SessionHandle, ErrorObject> {
+        self.shared
+            .sessions
+            .lock()
+            .await
+            .get(id)
+            .cloned()
+            .ok_or_else(|| {
+                ErrorObject::new(
+                    j::UNKNOWN_SESSION,
+                    format!("no live session {id} in this daemon"),
+                )
+            })
+    }
+
+    async fn attach(&mut self, params: Option<&serde_json::value::RawValue>) -> Outcome {
+        let a: Attach = match j::params(params) {
+            Ok(a) => a,
+            Err(e) => return Outcome::Error(e),
+        };
+        let handle = match self.session(&a.session_id).await {
+            Ok(h) => h,
+            Err(e) => return Outcome::Error(e),
+        };
+        let (reply, rx) = oneshot::channel();
+        handle.send(Call::Attach {
+            client: self.client,
+            interactive: self.interactive,
+            cursor: a.cursor.map(|c| Cursor {
+                epoch: c.epoch,
+                seq: c.seq,
+            }),
+            queue: self.queue_tx.clone(),
+            reply,
+        });
+        let Ok(attached) = rx.await else {
+            return Outcome::Error(ErrorObject::new(
+                j::UNKNOWN_SESSION,
+                "the session has ended",
+            ));
+        };
+        self.attached
+            .insert(a.session_id, (handle, attached.lagged.clone()));
+        let mode = match attached.start {
+            Start::Replay => "replay",
+            Start::Snapshot => "snapshot",
+        };
+        let mut m = Map::new();
+        m.insert("mode".into(), json!(mode));
+        m.insert("epoch".into(), json!(attached.epoch));
+        m.insert("seq".into(), json!(attached.seq));
+        if let Some(s) = attached.snapshot {
+            m.insert("snapshot".into(), s);
+        }
+        Outcome::Result(Value::Object(m))
+    }
+
+    /// A pi command: its params are pi's fields plus `sessionId`.
+    async fn pi_command(
+        &mut self,
+        id: &Id,
+        command: &str,
+        params: Option<&serde_json::value::RawValue>,
+    ) -> Outcome {
+        if !crate::host::COMMANDS.contains(&command) {
+            return Outcome::Error(ErrorObject::new(
+                j::METHOD_NOT_FOUND,
+                format!("unknown method {command}"),
+            ));
+        }
+        let mut fields: Map<String, Value> = match j::params::<Option<Map<String, Value>>>(params) {
+            Ok(f) => f.unwrap_or_default(),
+            Err(e) => return Outcome::Error(e),
+        };
+        let Some(Value::String(session_id)) = fields.remove("sessionId") else {
+            return Outcome::Error(ErrorObject::new(
+                j::INVALID_PARAMS,
+                format!("Invalid params: {command} needs `sessionId` (a string)"),
+            ));
+        };
+        let handle = match self.session(&session_id).await {
+            Ok(h) => h,
+            Err(e) => return Outcome::Error(e),
+        };
+        if matches!(command, "new_session" | "switch_session" | "fork" | "clone") {
+            return Outcome::Error(ErrorObject::new(
+                j::COMMAND_FAILED,
+                format!("{command} is not available through the daemon yet; open another session with session/open"),
+            ));
+        }
+        let req = crate::wire::rpc::Request::new(command, Value::Object(fields));
+        if command == "extension_ui_response" {
+            return self.ui_answer(&handle, req).await;
+        }
+        let replies = self.replies.clone();
+        let id = id.clone();
+        self.shared.pending.fetch_add(1, Ordering::Relaxed);
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            let answer = handle.request(req).await;
+            let _ = replies.send((id, answer));
+            shared.pending.fetch_sub(1, Ordering::Relaxed);
+        });
+        Outcome::Later
+    }
+
+    /// A dialog answer: only interactive clients may answer; the first answer wins.
+    async fn ui_answer(&self, handle: &SessionHandle, req: crate::wire::rpc::Request) -> Outcome {
+        if !self.interactive {
+            return Outcome::Error(ErrorObject::new(
+                j::COMMAND_FAILED,
+                "only a client that said interactive:true in daemon/hello may answer dialogs",
+            ));
+        }
+        let Ok(dialog) = req.str("id").map(str::to_string) else {
+            return Outcome::Error(ErrorObject::new(
+                j::INVALID_PARAMS,
+                "Invalid params: extension_ui_response needs `id` (a string)",
+            ));
+        };
+        let (reply, rx) = oneshot::channel();
+        handle.send(Call::DialogOpen {
+            id: dialog.clone(),
+            reply,
+        });
+        if !rx.await.unwrap_or(false) {
+            return Outcome::Error(ErrorObject::new(
+                j::ALREADY_ANSWERED,
+                format!("dialog {dialog} was already answered or is closed"),
+            ));
+        }
+        let mut req = req;
+        req.id = Some(Id::string(&dialog));
+        handle.send(Call::Request { req, answer: None });
+        Outcome::Result(json!({}))
+    }
+
+    /// The first attached session that dropped this client, with the seq it had reached.
+    fn lagged(&self) -> Option<(String, u64)> {
+        self.attached
+            .iter()
+            .find_map(|(id, (_, lag))| lag.at().map(|seq| (id.clone(), seq)))
+    }
+}

@@ -1,0 +1,147 @@
+//! `session/open {cwd, args, env}`: starts a session in the daemon exactly as a client started
+//! with those flags in that directory would (the same startup code as RPC mode), or returns
+//! the live one when the flags name a session the daemon already holds (a session is live in
+//! at most one place).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use clap::Parser;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::server::Shared;
+use crate::cli::Cli;
+use crate::host::actor;
+use crate::kernel::clock::Clock;
+use crate::kernel::session;
+use crate::mode::Env;
+use crate::wire::jsonrpc::{self as j, ErrorObject};
+
+#[derive(Deserialize)]
+struct Open {
+    cwd: PathBuf,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+/// Opens (or finds) the session; the result is `{sessionId, sessionFile?, epoch, seq, created}`.
+pub async fn open(
+    shared: &Shared,
+    params: Option<&serde_json::value::RawValue>,
+) -> Result<Value, ErrorObject> {
+    let p: Open = j::params(params)?;
+    let failed = |m: String| ErrorObject::new(j::COMMAND_FAILED, m);
+    if !p.cwd.is_absolute() || !p.cwd.is_dir() {
+        return Err(failed(format!(
+            "cwd {} is not an absolute path of a directory",
+            p.cwd.display()
+        )));
+    }
+    let argv = std::iter::once("keel".to_string()).chain(p.args.iter().cloned());
+    let cli = Cli::try_parse_from(argv).map_err(|e| {
+        let text = e.render().to_string();
+        failed(text.lines().next().unwrap_or("bad arguments").to_string())
+    })?;
+    let env = session_env(shared, &p.cwd, p.env);
+    // One opening at a time: two clients naming the same session get the same live one.
+    let mut sessions = shared.sessions.lock().await;
+    if let Some((id, handle)) = find_live(&sessions, &cli, &env).await {
+        let status = handle.status().await;
+        return Ok(result(&id, status.as_ref(), false));
+    }
+    crate::setup::check_session_flags(&cli, false).map_err(|e| failed(e.render()))?;
+    let clock = Clock::new(env.fixed_clock, env.seed);
+    let setup = crate::setup::host_setup(&cli, &env, &clock)
+        .await
+        .map_err(|e| failed(e.render().trim_end().to_string()))?;
+    let handle = actor::spawn(setup, shared.epoch(), shared.options.ring);
+    let status = handle.status().await;
+    let id = status
+        .as_ref()
+        .map(|s| s.summary.session_id.clone())
+        .unwrap_or_default();
+    sessions.insert(id.clone(), handle);
+    Ok(result(&id, status.as_ref(), true))
+}
+
+fn result(id: &str, status: Option<&actor::Status>, created: bool) -> Value {
+    let mut v = json!({
+        "sessionId": id,
+        "epoch": status.map(|s| s.epoch.clone()),
+        "seq": status.map_or(0, |s| s.seq),
+        "created": created,
+    });
+    if let Some(f) = status.and_then(|s| s.summary.file.clone()) {
+        v["sessionFile"] = json!(f);
+    }
+    v
+}
+
+/// The environment of a session: the daemon's, overlaid with what the client sent (provider
+/// keys and URLs, `KEEL_*`), in the client's directory.
+fn session_env(shared: &Shared, cwd: &std::path::Path, sent: BTreeMap<String, String>) -> Env {
+    let mut vars = shared.options.vars.clone();
+    vars.extend(sent.into_iter().filter(|(_, v)| !v.is_empty()));
+    let var = |k: &str| vars.get(k).cloned();
+    Env {
+        stdin_tty: false,
+        stdout_tty: false,
+        stderr_tty: false,
+        no_color: true,
+        cwd: cwd.to_path_buf(),
+        keel_home: shared.options.keel_home.clone(),
+        fixed_clock: var("KEEL_TEST_CLOCK").and_then(|v| v.parse().ok()),
+        seed: var("KEEL_TEST_SEED").and_then(|v| v.parse().ok()),
+        temp_dir: shared.options.temp_dir.clone(),
+        log_filter: "warn".into(),
+        test_panic: false,
+        retry_base_ms: var("KEEL_RETRY_BASE_MS").and_then(|v| v.parse().ok()),
+        vars,
+    }
+}
+
+/// The live session the flags name, if the daemon holds it: `--resume ID` / `--session-id
+/// ID` / `--session ID` by id, `--session PATH` and `--continue` by file.
+async fn find_live(
+    sessions: &std::collections::HashMap<String, actor::SessionHandle>,
+    cli: &Cli,
+    env: &Env,
+) -> Option<(String, actor::SessionHandle)> {
+    let by_id = cli
+        .resume
+        .as_deref()
+        .filter(|r| !r.is_empty())
+        .or(cli.session_id.as_deref())
+        .or(cli.session.as_deref().filter(|s| !looks_like_path(s)));
+    if let Some(q) = by_id {
+        let hits: Vec<_> = sessions
+            .iter()
+            .filter(|(id, _)| id.starts_with(q))
+            .collect();
+        if let [(id, h)] = hits.as_slice() {
+            return Some(((*id).clone(), (*h).clone()));
+        }
+    }
+    let file = match (&cli.session, cli.continue_) {
+        (Some(p), _) if looks_like_path(p) => Some(env.cwd.join(p)),
+        (None, true) => {
+            let dir = crate::setup::session_dir(cli, env);
+            session::find_latest(&dir, &env.cwd.display().to_string())
+        }
+        _ => None,
+    }?;
+    let want = file.display().to_string();
+    for (id, h) in sessions {
+        if h.status().await.and_then(|s| s.summary.file) == Some(want.clone()) {
+            return Some((id.clone(), h.clone()));
+        }
+    }
+    None
+}
+
+fn looks_like_path(v: &str) -> bool {
+    v.contains('/') || v.contains('\\') || v.ends_with(".jsonl")
+}

@@ -1,0 +1,175 @@
+//! The daemon (`keel daemon run`, `DESIGN.md` §10.2–§10.4): a Unix-socket server over shared
+//! session hosts. It owns the socket and the registry of live sessions; each connection is
+//! served by `connection.rs`; each session by a host actor. Lifetime: idle exit, SIGTERM,
+//! `daemon/stop`; every exit broadcasts `daemon/shutdown`, saves every session and removes the
+//! socket. Never writes to stdout: logs go through `tracing` (to the daemon log when spawned).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::net::UnixListener;
+use tokio::sync::{broadcast, watch, Mutex};
+
+use super::connection;
+use super::paths;
+use super::spawn::DaemonLock;
+use crate::host::actor::SessionHandle;
+use crate::kernel::clock::Clock;
+
+/// How the daemon was asked to run.
+#[derive(Debug, Clone)]
+pub struct DaemonOptions {
+    pub socket: PathBuf,
+    /// Exit after this long with no client, no run and no pending request (`None`: never).
+    pub idle_exit: Option<Duration>,
+    /// The replay ring of each session (events, bytes).
+    pub ring: (usize, usize),
+    /// `$KEEL_HOME`, reported by `daemon/hello`.
+    pub keel_home: PathBuf,
+    /// The daemon's own environment (sessions start from it, plus what `session/open` sends).
+    pub vars: std::collections::BTreeMap<String, String>,
+    pub temp_dir: PathBuf,
+}
+
+/// Why the daemon ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    Idle,
+    Stopped,
+    Signal(i32),
+}
+
+/// What every connection shares.
+pub struct Shared {
+    pub options: DaemonOptions,
+    pub pid: u32,
+    pub started_at: String,
+    pub started: Instant,
+    pub clock: Clock,
+    /// Live sessions by id.
+    pub sessions: Mutex<HashMap<String, SessionHandle>>,
+    /// Connected clients (for status and idle exit).
+    pub clients: std::sync::atomic::AtomicUsize,
+    /// Requests being served (idle exit waits for them).
+    pub pending: std::sync::atomic::AtomicUsize,
+    /// Numbers connections and epochs.
+    pub counter: std::sync::atomic::AtomicU64,
+    /// Asks the server to end (`daemon/stop`).
+    pub stop: watch::Sender<bool>,
+    /// `daemon/shutdown {reason}` to every connection.
+    pub shutdown: broadcast::Sender<String>,
+}
+
+impl Shared {
+    pub fn next(&self) -> u64 {
+        self.counter
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            + 1
+    }
+
+    /// A new epoch string: this daemon and a counter, never reused.
+    pub fn epoch(&self) -> String {
+        format!("{:x}-{}-{}", self.pid, self.started_at_ms(), self.next())
+    }
+
+    fn started_at_ms(&self) -> i64 {
+        crate::kernel::clock::parse_iso(&self.started_at).unwrap_or(0)
+    }
+}
+
+/// Runs the daemon until it is idle, stopped or signalled. `lock` is the `daemon.lock` this
+/// process holds; `listener` the bound socket.
+pub async fn serve(
+    options: DaemonOptions,
+    listener: UnixListener,
+    lock: DaemonLock,
+) -> Result<Ending, String> {
+    let clock = Clock::new(None, None);
+    let (stop, mut stop_rx) = watch::channel(false);
+    let (shutdown, _) = broadcast::channel(4);
+    let shared = Arc::new(Shared {
+        pid: std::process::id(),
+        started_at: clock.now_iso(),
+        started: Instant::now(),
+        clock,
+        options,
+        sessions: Mutex::new(HashMap::new()),
+        clients: Default::default(),
+        pending: Default::default(),
+        counter: Default::default(),
+        stop,
+        shutdown,
+    });
+    let mut sigterm = crate::front::signals::listen(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| e.message)?;
+    let mut sigint = crate::front::signals::listen(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| e.message)?;
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    let mut idle_since = Instant::now();
+    tracing::info!(
+        "keel daemon {} listening on {}",
+        shared.pid,
+        shared.options.socket.display()
+    );
+    let ending = loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    if let Err(why) = paths::peer_allowed(&stream) {
+                        tracing::warn!("connection refused: {why}");
+                        continue;
+                    }
+                    tokio::spawn(connection::serve(stream, shared.clone()));
+                }
+                Err(e) => tracing::warn!("accept failed: {e}"),
+            },
+            _ = stop_rx.changed() => break Ending::Stopped,
+            _ = sigterm.recv() => break Ending::Signal(crate::exit::SIGTERM),
+            _ = sigint.recv() => break Ending::Signal(crate::exit::SIGINT),
+            _ = tick.tick() => {
+                if !idle(&shared).await {
+                    idle_since = Instant::now();
+                } else if shared.options.idle_exit.is_some_and(|d| idle_since.elapsed() >= d) {
+                    break Ending::Idle;
+                }
+            }
+        }
+    };
+    let reason = match ending {
+        Ending::Idle => "idle",
+        Ending::Stopped => "stopped",
+        Ending::Signal(_) => "signal",
+    };
+    let _ = shared.shutdown.send(reason.to_string());
+    let sessions: Vec<SessionHandle> = shared
+        .sessions
+        .lock()
+        .await
+        .drain()
+        .map(|(_, h)| h)
+        .collect();
+    for handle in sessions {
+        handle.stop(Duration::from_secs(3)).await;
+    }
+    let _ = std::fs::remove_file(&shared.options.socket);
+    drop(lock);
+    tracing::info!("keel daemon {} ended ({reason})", shared.pid);
+    Ok(ending)
+}
+
+/// No client, no run, no request in flight.
+async fn idle(shared: &Shared) -> bool {
+    use std::sync::atomic::Ordering;
+    if shared.clients.load(Ordering::Relaxed) > 0 || shared.pending.load(Ordering::Relaxed) > 0 {
+        return false;
+    }
+    let handles: Vec<SessionHandle> = shared.sessions.lock().await.values().cloned().collect();
+    for h in handles {
+        if h.status().await.is_some_and(|s| s.summary.running) {
+            return false;
+        }
+    }
+    true
+}

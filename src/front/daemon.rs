@@ -1,0 +1,195 @@
+//! `keel daemon run|start|status|stop` and `keel ps`: the daemon's own command line. stdout
+//! carries what was asked for (the socket path, the status table or JSON, the session list);
+//! errors go to stderr with the usual `Error:`/`Hint:` lines and exit 3.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::cli::{DaemonAction, DaemonCli, DaemonTop};
+use crate::daemon::client::Client;
+use crate::daemon::server::{self, DaemonOptions, Ending};
+use crate::daemon::{paths, spawn, DaemonError};
+use crate::error::StartupError;
+use crate::exit::Exit;
+use crate::mode::Env;
+use crate::output::Output;
+
+/// Runs one daemon command.
+pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, StartupError> {
+    match cli.command {
+        DaemonTop::Ps { json, socket } => {
+            let status = status_of(&socket_for(env, socket.as_deref())?).await?;
+            let text = if json {
+                ps_json(&status)
+            } else {
+                ps_table(&status)
+            };
+            print(out, &text)
+        }
+        DaemonTop::Daemon { action } => match action {
+            DaemonAction::Run {
+                socket,
+                idle_exit,
+                replay_events,
+                replay_bytes,
+                spawned,
+            } => {
+                let socket = socket_for(env, socket.as_deref())?;
+                let options = DaemonOptions {
+                    socket,
+                    idle_exit: (idle_exit > 0.0).then(|| Duration::from_secs_f64(idle_exit)),
+                    ring: (replay_events, replay_bytes),
+                    keel_home: env.keel_home.clone(),
+                    vars: env.vars.clone(),
+                    temp_dir: env.temp_dir.clone(),
+                };
+                run_daemon(options, spawned).await
+            }
+            DaemonAction::Start { socket } => {
+                let socket = socket_for(env, socket.as_deref())?;
+                start(&socket, env).await?;
+                print(out, &format!("{}\n", socket.display()))
+            }
+            DaemonAction::Status { json, socket } => {
+                let socket = socket_for(env, socket.as_deref())?;
+                let status = status_of(&socket).await?;
+                let text = if json {
+                    format!("{status}\n")
+                } else {
+                    status_text(&status, &socket)
+                };
+                print(out, &text)
+            }
+            DaemonAction::Stop { force, socket } => {
+                let socket = socket_for(env, socket.as_deref())?;
+                let mut client = Client::connect(&socket, false).await?;
+                client
+                    .call("daemon/stop", json!({"force": force}))
+                    .await
+                    .map_err(|e| {
+                        StartupError::config(format!("the daemon did not stop: {e}"))
+                            .hint("pass --force to stop it while a run is active")
+                    })?;
+                print(out, "stopped\n")
+            }
+        },
+    }
+}
+
+fn print(out: &mut Output, text: &str) -> Result<Exit, StartupError> {
+    match out.out(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => Ok(Exit::Success),
+        Err(_) => Ok(Exit::Signal(crate::exit::SIGPIPE)),
+    }
+}
+
+/// The socket: `--socket`, `$KEEL_SOCKET`, the runtime directory, or `/tmp/keel-<uid>/`.
+pub fn socket_for(env: &Env, flag: Option<&Path>) -> Result<PathBuf, StartupError> {
+    let var = |k: &str| env.vars.get(k).map(PathBuf::from);
+    let choice = paths::socket_path(
+        var("KEEL_SOCKET").as_deref(),
+        flag,
+        var("XDG_RUNTIME_DIR").as_deref(),
+        paths::euid(),
+    )?;
+    if let Some(why) = &choice.fallback {
+        tracing::info!("not using XDG_RUNTIME_DIR: {why}");
+    }
+    Ok(choice.path)
+}
+
+/// Connects to the daemon, or starts one and waits until it accepts.
+pub async fn start(socket: &Path, env: &Env) -> Result<tokio::net::UnixStream, StartupError> {
+    let exe = std::env::current_exe().map_err(|e| {
+        StartupError::config("cannot find the keel executable to start the daemon")
+            .cause(e.to_string())
+    })?;
+    let log = env.keel_home.join("logs").join("daemon.log");
+    let command = spawn::daemon_command(&exe, socket, &log, Vec::<String>::new())?;
+    let spawn = move || {
+        let mut command = tokio::process::Command::from(command);
+        command.spawn().map(drop)
+    };
+    let (stream, _spawned) = spawn::connect_or_spawn(socket, spawn, spawn::SPAWN_DEADLINE).await?;
+    Ok(stream)
+}
+
+async fn run_daemon(options: DaemonOptions, spawned: bool) -> Result<Exit, StartupError> {
+    if spawned {
+        spawn::become_session_leader()
+            .map_err(|e| StartupError::internal(format!("setsid failed: {e}")))?;
+        spawn::ignore_sighup().map_err(|e| StartupError::internal(e.to_string()))?;
+    }
+    let dir = options
+        .socket
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let Some(lock) = spawn::DaemonLock::acquire(&dir)? else {
+        tracing::info!("another keel daemon holds {}; exiting", dir.display());
+        return Ok(Exit::Success);
+    };
+    // With daemon.lock held no other daemon serves this directory: a socket file left here
+    // is stale.
+    if std::fs::symlink_metadata(&options.socket).is_ok_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_socket()
+    }) {
+        let _ = std::fs::remove_file(&options.socket);
+    }
+    let listener = paths::bind(&options.socket)?;
+    match server::serve(options, listener, lock).await {
+        Ok(Ending::Idle | Ending::Stopped) => Ok(Exit::Success),
+        Ok(Ending::Signal(n)) => Ok(Exit::Signal(n)),
+        Err(e) => Err(StartupError::internal(e)),
+    }
+}
+
+async fn status_of(socket: &Path) -> Result<Value, StartupError> {
+    let mut client = Client::connect(socket, false).await?;
+    client
+        .call("daemon/status", json!({}))
+        .await
+        .map_err(|e| DaemonError::new(format!("daemon/status failed: {e}")).into())
+}
+
+fn sessions(status: &Value) -> &[Value] {
+    status["sessions"].as_array().map_or(&[], Vec::as_slice)
+}
+
+fn status_text(status: &Value, socket: &Path) -> String {
+    let uptime = status["uptimeMs"].as_u64().unwrap_or(0) / 1000;
+    format!(
+        "keel daemon {} (pid {}) on {}: up {uptime} s, {} client(s), {} session(s)\n",
+        status["version"].as_str().unwrap_or("?"),
+        status["pid"],
+        socket.display(),
+        status["clients"],
+        sessions(status).len()
+    )
+}
+
+fn ps_json(status: &Value) -> String {
+    sessions(status).iter().map(|s| format!("{s}\n")).collect()
+}
+
+fn ps_table(status: &Value) -> String {
+    let mut out = format!(
+        "{:<38} {:<8} {:>7}  {:<24} {}\n",
+        "SESSION", "STATE", "CLIENTS", "NAME", "CWD"
+    );
+    for s in sessions(status) {
+        out.push_str(&format!(
+            "{:<38} {:<8} {:>7}  {:<24} {}\n",
+            s["sessionId"].as_str().unwrap_or(""),
+            s["state"].as_str().unwrap_or(""),
+            s["clients"],
+            s["name"].as_str().unwrap_or("-"),
+            s["cwd"].as_str().unwrap_or(""),
+        ));
+    }
+    out
+}
