@@ -9,6 +9,7 @@
 mod architecture;
 mod chaos;
 mod compaction;
+mod daemon;
 mod exit_codes;
 mod http_server;
 mod json_mode;

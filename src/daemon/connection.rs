@@ -128,6 +128,7 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
         handle.send(Call::Detach { client });
     }
     shared.clients.fetch_sub(1, Ordering::Relaxed);
+    shared.gone.notify_waiters();
 }
 
 /// Writes every queued event.

@@ -60,6 +60,8 @@ pub struct Shared {
     pub stop: watch::Sender<bool>,
     /// `daemon/shutdown {reason}` to every connection.
     pub shutdown: broadcast::Sender<String>,
+    /// Notified each time a connection ends.
+    pub gone: tokio::sync::Notify,
 }
 
 impl Shared {
@@ -101,6 +103,7 @@ pub async fn serve(
         counter: Default::default(),
         stop,
         shutdown,
+        gone: tokio::sync::Notify::new(),
     });
     let mut sigterm = crate::front::signals::listen(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.message)?;
@@ -152,6 +155,15 @@ pub async fn serve(
         .collect();
     for handle in sessions {
         handle.stop(Duration::from_secs(3)).await;
+    }
+    // Let every connection write `daemon/shutdown` and close (bounded: a client that does
+    // not read cannot hold the exit).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(1);
+    while shared.clients.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+        tokio::select! {
+            _ = shared.gone.notified() => {}
+            _ = tokio::time::sleep_until(deadline) => break,
+        }
     }
     let _ = std::fs::remove_file(&shared.options.socket);
     drop(lock);

@@ -1,0 +1,524 @@
+//! The daemon over a real Unix socket in a temp dir (`DESIGN.md` §10.3–§10.4): the protocol's
+//! errors, several clients on one numbered stream, re-attaching with a cursor (replay) or
+//! without one (snapshot), a stalled client dropped with `daemon/lagged`, lifetime (SIGTERM,
+//! idle exit, kill -9), directory checks and one daemon however many start at once. Every
+//! daemon a test starts is killed by its guard, also when the test fails.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::{fixture, Sandbox};
+
+/// A daemon this test started; killed on drop.
+struct Daemon {
+    child: Option<Child>,
+    socket: PathBuf,
+}
+
+impl Daemon {
+    /// Starts `keel daemon run` on a socket in the sandbox and waits for its "listening" log.
+    fn start(sb: &Sandbox, extra: &[&str]) -> Daemon {
+        let dir = sb.dir.path().join("run");
+        std::fs::create_dir_all(&dir).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let socket = dir.join("p1.sock");
+        let mut args = vec!["daemon", "run", "--socket", socket.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let mut child = sb
+            .cmd(&args)
+            .env("KEEL_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                err.read_line(&mut line).unwrap() > 0,
+                "the daemon ended before listening"
+            );
+            if line.contains("listening on") {
+                break;
+            }
+        }
+        // Keep draining its log so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in err.lines() {});
+        Daemon {
+            child: Some(child),
+            socket,
+        }
+    }
+
+    fn connect(&self) -> Conn {
+        let w = UnixStream::connect(&self.socket).unwrap();
+        w.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Conn {
+            r: BufReader::new(w.try_clone().unwrap()),
+            w,
+            next: 100,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Waits for the daemon to exit by itself; its status code.
+    fn wait(&mut self) -> i32 {
+        let mut child = self.child.take().unwrap();
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A client connection that reads line by line.
+struct Conn {
+    r: BufReader<UnixStream>,
+    w: UnixStream,
+    next: u64,
+    /// Notifications read while waiting for responses.
+    notes: Vec<Value>,
+}
+
+impl Conn {
+    fn send_raw(&mut self, line: &str) {
+        self.w.write_all(line.as_bytes()).unwrap();
+        self.w.write_all(b"\n").unwrap();
+    }
+
+    /// The next line as JSON; `None` at end of stream.
+    fn recv(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        if self.r.read_line(&mut line).unwrap() == 0 {
+            return None;
+        }
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")))
+    }
+
+    /// Sends a request and returns its response (notifications go to `notes`).
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_raw(&req.to_string());
+        loop {
+            let v = self.recv().expect("the daemon closed the connection");
+            if v.get("id") == Some(&json!(id)) {
+                return v;
+            }
+            self.notes.push(v);
+        }
+    }
+
+    fn hello(&mut self, interactive: bool) -> Value {
+        let r = self.call(
+            "daemon/hello",
+            json!({"protocolVersion": 1, "client": {"name": "test", "version": "0"}, "interactive": interactive}),
+        );
+        assert!(r.get("result").is_some(), "{r}");
+        r
+    }
+
+    /// Reads `session/event` notifications (starting with those already read) until one is
+    /// of `kind`; returns `(seq, event)` of all of them.
+    fn events_until(&mut self, kind: &str) -> Vec<(u64, Value)> {
+        let mut out = Vec::new();
+        let mut pending = std::mem::take(&mut self.notes).into_iter();
+        loop {
+            let v = match pending.next() {
+                Some(v) => v,
+                None => self.recv().expect("the stream ended early"),
+            };
+            if v["method"] != "session/event" {
+                continue;
+            }
+            let seq = v["params"]["seq"].as_u64().unwrap();
+            let event = v["params"]["event"].clone();
+            let done = event["type"] == kind;
+            out.push((seq, event));
+            if done {
+                self.notes.extend(pending);
+                return out;
+            }
+        }
+    }
+}
+
+fn code(v: &Value) -> i64 {
+    v["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {v}"))
+}
+
+/// Opens a scripted session in the sandbox's work dir; its id.
+fn open(c: &mut Conn, sb: &Sandbox, script: &str, extra: &[&str]) -> String {
+    open_script(c, sb, &fixture(script), extra)
+}
+
+fn open_script(c: &mut Conn, sb: &Sandbox, script: &str, extra: &[&str]) -> String {
+    let mut args = vec!["--provider", "scripted", "--script", &script];
+    args.extend_from_slice(extra);
+    let r = c.call(
+        "session/open",
+        json!({"cwd": sb.work(), "args": args, "env": {"KEEL_TEST_SEED": "7"}}),
+    );
+    r["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_string()
+}
+
+#[test]
+fn protocol_errors_read_like_the_contract() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    // Anything before hello: -32011, then the connection is closed.
+    let mut c = d.connect();
+    let r = c.call("ping", json!({}));
+    assert_eq!(code(&r), -32011, "{r}");
+    assert!(c.recv().is_none(), "closed after -32011");
+    // A version mismatch names both versions, then closes.
+    let mut c = d.connect();
+    let r = c.call(
+        "daemon/hello",
+        json!({"protocolVersion": 2, "client": {"name": "t", "version": "9"}}),
+    );
+    assert_eq!(code(&r), -32010);
+    assert_eq!(
+        r["error"]["message"],
+        "protocol version mismatch (client 2, daemon 1)"
+    );
+    assert_eq!(r["error"]["data"]["daemonProtocol"], 1);
+    assert!(c.recv().is_none(), "closed after -32010");
+    // Bad input never closes the connection.
+    let mut c = d.connect();
+    let hello = c.hello(false);
+    assert_eq!(hello["result"]["protocolVersion"], 1);
+    assert_eq!(
+        hello["result"]["daemon"]["socket"],
+        d.socket.display().to_string()
+    );
+    c.send_raw("this is not json");
+    let r = c.recv().unwrap();
+    assert_eq!((code(&r), r["id"].clone()), (-32700, Value::Null));
+    c.send_raw(r#"{"jsonrpc":"2.0","id":1,"method":7}"#);
+    assert_eq!(code(&c.recv().unwrap()), -32600);
+    c.send_raw(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#);
+    let r = c.recv().unwrap();
+    assert_eq!(code(&r), -32600);
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("atch"),
+        "{r}"
+    );
+    assert_eq!(code(&c.call("no/such", json!({}))), -32601);
+    let r = c.call("session/attach", json!({}));
+    assert_eq!(code(&r), -32602);
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("sessionId"),
+        "{r}"
+    );
+    assert_eq!(
+        code(&c.call("session/attach", json!({"sessionId": "nope"}))),
+        -32012
+    );
+    assert_eq!(
+        code(&c.call("get_state", json!({"sessionId": "nope"}))),
+        -32012
+    );
+    assert_eq!(code(&c.call("get_state", json!({}))), -32602);
+    assert_eq!(
+        code(&c.call(
+            "daemon/hello",
+            json!({"protocolVersion": 1, "client": {"name": "t", "version": "0"}})
+        )),
+        -32600
+    );
+    assert_eq!(c.call("ping", json!({}))["result"], json!({}));
+    // A pi failure is -32000 with pi's text.
+    let id = open(&mut c, &sb, "hello.json", &[]);
+    let r = c.call("set_thinking_level", json!({"sessionId": id}));
+    assert_eq!(code(&r), -32000);
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("level"),
+        "{r}"
+    );
+    let status = c.call("daemon/status", json!({}))["result"].clone();
+    assert_eq!(status["sessions"][0]["sessionId"], id.as_str());
+    assert_eq!(status["sessions"][0]["state"], "idle");
+}
+
+#[test]
+fn two_clients_see_one_numbered_stream_and_a_returning_client_gets_no_gap() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let mut a = d.connect();
+    a.hello(true);
+    let id = open(&mut a, &sb, "hello.json", &[]);
+    let mut b = d.connect();
+    b.hello(true);
+    for c in [&mut a, &mut b] {
+        let r = c.call("session/attach", json!({"sessionId": id}));
+        assert_eq!(r["result"]["mode"], "snapshot", "{r}");
+    }
+    let r = a.call("prompt", json!({"sessionId": id, "message": "one"}));
+    assert_eq!(r["result"]["disposition"], "started", "{r}");
+    let seen_a = a.events_until("agent_settled");
+    let seen_b = b.events_until("agent_settled");
+    assert_eq!(
+        seen_a, seen_b,
+        "both clients see the same (seq, event) stream"
+    );
+    let seqs: Vec<u64> = seen_a.iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "numbered 1, 2, 3, …"
+    );
+    // A leaves; B runs another prompt; A comes back with its cursor.
+    let epoch = a.call("daemon/status", json!({}))["result"]["sessions"][0]["epoch"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let last = *seqs.last().unwrap();
+    drop(a);
+    assert_eq!(
+        b.call("prompt", json!({"sessionId": id, "message": "two"}))["result"]["disposition"],
+        "started"
+    );
+    let later = b.events_until("agent_settled");
+    let head = later.last().unwrap().0;
+    let mut a = d.connect();
+    a.hello(true);
+    let r = a.call(
+        "session/attach",
+        json!({"sessionId": id, "cursor": {"epoch": epoch, "seq": last}}),
+    );
+    assert_eq!(r["result"]["mode"], "replay", "{r}");
+    let replayed = a.events_until("agent_settled");
+    let got: Vec<u64> = replayed.iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        got,
+        (last + 1..=head).collect::<Vec<_>>(),
+        "exactly the events after the cursor"
+    );
+    assert_eq!(replayed, later, "the same events B saw live");
+}
+
+#[test]
+fn an_old_cursor_or_another_epoch_gets_a_snapshot_that_matches_get_messages() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0", "--replay-events", "4"]);
+    let mut c = d.connect();
+    c.hello(false);
+    let id = open(&mut c, &sb, "hello.json", &[]);
+    c.call("session/attach", json!({"sessionId": id}));
+    c.call("prompt", json!({"sessionId": id, "message": "one"}));
+    let seen = c.events_until("agent_settled");
+    let epoch = c.call("daemon/status", json!({}))["result"]["sessions"][0]["epoch"].clone();
+    let messages = c.call("get_messages", json!({"sessionId": id}))["result"]["messages"].clone();
+    for cursor in [
+        json!({"epoch": epoch, "seq": 1}),
+        json!({"epoch": "another", "seq": 3}),
+    ] {
+        let mut other = d.connect();
+        other.hello(false);
+        let r = other.call("session/attach", json!({"sessionId": id, "cursor": cursor}));
+        let result = &r["result"];
+        assert_eq!(result["mode"], "snapshot", "{r}");
+        assert_eq!(result["seq"], seen.last().unwrap().0);
+        assert_eq!(result["snapshot"]["messages"], messages);
+        assert_eq!(result["snapshot"]["header"]["id"], id.as_str());
+        assert_eq!(result["snapshot"]["state"]["isStreaming"], false);
+        assert_eq!(result["snapshot"]["streaming"], Value::Null);
+        assert_eq!(result["snapshot"]["pendingUi"], json!([]));
+    }
+}
+
+#[test]
+fn a_client_that_stops_reading_is_dropped_with_lagged_and_the_other_gets_everything() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    // 100 bursts of 80 deltas, 4 ms apart: a reading client keeps up (it may fall 50 bursts
+    // behind before its queue of 4096 fills), one that reads nothing cannot hold them all.
+    let chunks: Vec<Value> = (0..100)
+        .map(|_| json!({"text": "token ", "times": 80, "delayMs": 4}))
+        .collect();
+    let script = sb.dir.path().join("bursts.json");
+    std::fs::write(&script, json!({"turns": [{"chunks": chunks}]}).to_string()).unwrap();
+    let mut fast = d.connect();
+    fast.hello(false);
+    let id = open_script(&mut fast, &sb, script.to_str().unwrap(), &[]);
+    let mut slow = d.connect();
+    slow.hello(false);
+    slow.call("session/attach", json!({"sessionId": id}));
+    fast.call("session/attach", json!({"sessionId": id}));
+    // The slow client reads nothing from here on while 8,000 deltas stream.
+    fast.call("prompt", json!({"sessionId": id, "message": "flood"}));
+    let seen = fast.events_until("agent_settled");
+    assert!(seen.len() > 8_000, "{}", seen.len());
+    let seqs: Vec<u64> = seen.iter().map(|(s, _)| *s).collect();
+    assert_eq!(
+        seqs,
+        (1..=seqs.len() as u64).collect::<Vec<_>>(),
+        "every event, in order"
+    );
+    // Now the slow client reads what was written to it: then daemon/lagged, then the end.
+    let mut last = None;
+    while let Some(v) = slow.recv() {
+        last = Some(v);
+    }
+    let last = last.unwrap();
+    assert_eq!(last["method"], "daemon/lagged", "{last}");
+    assert_eq!(last["params"]["sessionId"], id.as_str());
+    assert!(last["params"]["seq"].as_u64().unwrap() < seen.last().unwrap().0);
+}
+
+#[test]
+fn sigterm_saves_the_sessions_and_removes_the_socket() {
+    let sb = Sandbox::new();
+    let mut d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let mut c = d.connect();
+    c.hello(false);
+    let id = open(&mut c, &sb, "hang.json", &[]);
+    c.call("session/attach", json!({"sessionId": id}));
+    c.call("prompt", json!({"sessionId": id, "message": "work"}));
+    c.events_until("message_update");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(d.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let mut last = None;
+    while let Some(v) = c.recv() {
+        last = Some(v);
+    }
+    assert_eq!(last.unwrap()["method"], "daemon/shutdown");
+    assert_eq!(d.wait(), 143);
+    assert!(!d.socket.exists(), "the socket is removed");
+    let files = sb.session_files();
+    assert_eq!(files.len(), 1);
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(text.contains("\"work\""), "the prompt was saved: {text}");
+}
+
+#[test]
+fn an_idle_daemon_exits_by_itself() {
+    let sb = Sandbox::new();
+    let mut d = Daemon::start(&sb, &["--idle-exit", "0.3"]);
+    let mut c = d.connect();
+    c.hello(false);
+    drop(c);
+    assert_eq!(d.wait(), 0);
+    assert!(!d.socket.exists());
+}
+
+#[test]
+fn a_socket_directory_others_can_enter_is_refused() {
+    let sb = Sandbox::new();
+    let dir = sb.dir.path().join("open");
+    std::fs::create_dir_all(&dir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let socket = dir.join("p1.sock");
+    let run = sb.run(&["daemon", "run", "--socket", socket.to_str().unwrap()]);
+    assert_eq!(run.code, 3, "{run}");
+    assert!(run.stderr.contains("0755"), "{run}");
+    assert!(!socket.exists());
+}
+
+#[test]
+fn many_clients_starting_at_once_get_one_daemon() {
+    let sb = Sandbox::new();
+    let dir = sb.dir.path().join("run");
+    let socket = dir.join("p1.sock");
+    let starts: Vec<Child> = (0..6)
+        .map(|_| {
+            sb.cmd(&["daemon", "start", "--socket", socket.to_str().unwrap()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for s in starts {
+        let out = s.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            socket.display().to_string()
+        );
+    }
+    let status = sb.run(&[
+        "daemon",
+        "status",
+        "--json",
+        "--socket",
+        socket.to_str().unwrap(),
+    ]);
+    let pid = serde_json::from_str::<Value>(&status.stdout).unwrap()["pid"]
+        .as_i64()
+        .unwrap();
+    // The spawned daemon is this test's: killed at the end whatever happens.
+    let _guard = PidGuard(pid as i32);
+    let lock = std::fs::read_to_string(dir.join("daemon.lock")).unwrap();
+    assert_eq!(
+        lock.trim(),
+        pid.to_string(),
+        "the one daemon holds the lock"
+    );
+    let mut watcher = UnixStream::connect(&socket).unwrap();
+    watcher.write_all(br#"{"jsonrpc":"2.0","id":1,"method":"daemon/hello","params":{"protocolVersion":1,"client":{"name":"w","version":"0"}}}"#).unwrap();
+    watcher.write_all(b"\n").unwrap();
+    let stop = sb.run(&["daemon", "stop", "--socket", socket.to_str().unwrap()]);
+    assert_eq!(stop.code, 0, "{stop}");
+    assert_eq!(stop.stdout, "stopped\n");
+    // The daemon says why it ends, then closes every connection.
+    let lines: Vec<String> = BufReader::new(watcher)
+        .lines()
+        .map(|l| l.unwrap())
+        .collect();
+    assert!(
+        lines.last().unwrap().contains("daemon/shutdown"),
+        "{lines:?}"
+    );
+}
+
+/// Kills a daemon process this test spawned (through `keel daemon start`) when dropped.
+struct PidGuard(i32);
+
+impl Drop for PidGuard {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(self.0),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
