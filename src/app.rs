@@ -224,7 +224,16 @@ async fn start(
         });
     }
     if mode == Mode::Rpc {
+        if cli.daemon {
+            setup::check_session_flags(cli, false)?;
+            return crate::front::rpc::daemon::serve(cli, env, out).await;
+        }
         return start_rpc(cli, env, clock, out).await;
+    }
+    if cli.daemon {
+        return Err(StartupError::usage(
+            "--daemon works with --mode rpc for now; print, JSON and TUI clients come next",
+        ));
     }
     if mode == Mode::Tui {
         return start_tui(cli, env, clock, out).await;

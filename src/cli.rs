@@ -138,6 +138,15 @@ pub struct Cli {
     /// Print mode: no activity lines on stderr, only errors.
     #[arg(short = 'q', long)]
     pub quiet: bool,
+
+    /// Run the session in the per-user daemon (started if needed), so it outlives this
+    /// process. RPC mode only for now.
+    #[arg(long)]
+    pub daemon: bool,
+
+    /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
+    #[arg(long, value_name = "PATH")]
+    pub socket: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

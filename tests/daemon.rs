@@ -522,3 +522,107 @@ impl Drop for PidGuard {
         );
     }
 }
+
+#[test]
+fn rpc_mode_through_the_daemon_writes_what_it_writes_in_process() {
+    let input = concat!(
+        r#"{"id":"a","type":"get_state"}"#,
+        "\n",
+        r#"{"id":"p","type":"prompt","message":"hi"}"#,
+        "\n",
+        "not json\n",
+        r#"{"id":"u","type":"no_such_command"}"#,
+        "\n",
+    );
+    let script = fixture("hello.json");
+    let base = [
+        "--mode",
+        "rpc",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "--session-id",
+        "same",
+    ];
+    let here = Sandbox::new();
+    let local = here.run_stdin(&base, input);
+    assert_eq!(local.code, 0, "{local}");
+    let there = Sandbox::new();
+    let d = Daemon::start(&there, &["--idle-exit", "0"]);
+    let mut args = base.to_vec();
+    let socket = d.socket.display().to_string();
+    args.extend(["--daemon", "--socket", &socket]);
+    let remote = there.run_stdin(&args, input);
+    assert_eq!(remote.code, 0, "{remote}");
+    // Same bytes, once each sandbox's own path is scrubbed.
+    let scrub = |r: &crate::support::Run| {
+        r.to_string()
+            .split("\n[stderr]")
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(scrub(&local), scrub(&remote));
+    assert!(
+        remote
+            .stdout
+            .contains(r#""command":"prompt","success":true"#),
+        "{remote}"
+    );
+}
+
+#[test]
+fn a_daemon_killed_mid_run_is_reported_and_the_session_resumes_in_process() {
+    let sb = Sandbox::new();
+    let mut d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let script = fixture("hang.json");
+    let args = [
+        "--mode",
+        "rpc",
+        "--daemon",
+        "--socket",
+        &socket,
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+    ];
+    let mut client = sb
+        .cmd(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = client.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"work\"}\n")
+        .unwrap();
+    let mut stdout = BufReader::new(client.stdout.take().unwrap());
+    crate::support::read_until(&mut stdout, "\"type\":\"message_update\"");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(d.pid()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert_eq!(d.wait(), 128 + 9);
+    let out = client.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("the keel daemon closed the connection"),
+        "{err}"
+    );
+    // The file keeps the prompt; an in-process keel continues it.
+    let again = sb.scripted("--json", "hello.json", &["--continue", "go on"]);
+    assert_eq!(again.code, 0, "{again}");
+    let files = sb.session_files();
+    assert_eq!(files.len(), 1);
+    let text = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        text.contains("\"work\"") && text.contains("\"go on\""),
+        "{text}"
+    );
+}

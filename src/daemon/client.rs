@@ -78,6 +78,12 @@ impl Client {
         Ok(client)
     }
 
+    /// The connection's halves, for a caller that reads and writes it itself (whatever was
+    /// read ahead stays in the reader; notifications already read are in `notifications`).
+    pub fn into_parts(self) -> (BufReader<OwnedReadHalf>, OwnedWriteHalf) {
+        (self.read, self.write)
+    }
+
     /// Sends a request and waits for its answer.
     pub async fn call(&mut self, method: &str, params: Value) -> Result<Value, CallError> {
         self.next += 1;

@@ -54,6 +54,9 @@ pub async fn open(
     }
     crate::setup::check_session_flags(&cli, false).map_err(|e| failed(e.render()))?;
     let clock = Clock::new(env.fixed_clock, env.seed);
+    // The run's start time is read first, as a keel process reads it at startup: a session
+    // opened here gets the ids and times it would get in-process.
+    let _started = clock.now_ms();
     let setup = crate::setup::host_setup(&cli, &env, &clock)
         .await
         .map_err(|e| failed(e.render().trim_end().to_string()))?;

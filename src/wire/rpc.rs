@@ -168,6 +168,11 @@ impl Request {
         }
     }
 
+    /// The request's fields other than `type` and `id`.
+    pub fn fields(&self) -> &Map<String, Value> {
+        &self.fields
+    }
+
     fn wrong(&self, key: &str, want: &str, got: &Value) -> String {
         format!(
             "{}: field `{key}` must be {want}, got {}",

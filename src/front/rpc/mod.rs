@@ -14,6 +14,7 @@
 //! thread.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod daemon;
 mod reader;
 
 use std::time::Duration;
