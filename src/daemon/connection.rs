@@ -17,6 +17,10 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::server::Shared;
 use crate::host::actor::{Answer, Call, SessionHandle};
+
+/// A pi command's answer on its way back: the request id, the session, the answer and the
+/// session's last `seq` when it was given.
+type Back = (Id, String, Answer, u64);
 use crate::host::stream::{Cursor, Delivery, Lagged, Start, QUEUE};
 use crate::host::Data;
 use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
@@ -45,7 +49,7 @@ struct Conn {
     /// Attached sessions and their lagged flags.
     attached: HashMap<String, (SessionHandle, Arc<Lagged>)>,
     queue_tx: mpsc::Sender<Delivery>,
-    replies: mpsc::UnboundedSender<(Id, Answer)>,
+    replies: mpsc::UnboundedSender<Back>,
 }
 
 /// Serves one accepted connection until the client goes away, is dropped, or the daemon ends.
@@ -54,7 +58,7 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     let client = shared.next();
     let (mut read, mut write) = stream.into_split();
     let (queue_tx, mut queue_rx) = mpsc::channel::<Delivery>(QUEUE);
-    let (replies, mut reply_rx) = mpsc::unbounded_channel::<(Id, Answer)>();
+    let (replies, mut reply_rx) = mpsc::unbounded_channel::<Back>();
     let mut shutdown = shared.shutdown.subscribe();
     let mut conn = Conn {
         shared: shared.clone(),
@@ -81,10 +85,22 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
                 }
                 break;
             }
-            Some((id, answer)) = reply_rx.recv() => {
-                // The events this command caused were queued before its answer.
-                drain(&mut queue_rx, &mut out);
+            Some((id, session, answer, head)) = reply_rx.recv() => {
+                // The events published before the answer go first, the later ones after it.
+                let mut later = Vec::new();
+                while let Ok(d) = queue_rx.try_recv() {
+                    if *d.session == *session && d.event.seq > head {
+                        later.push(d);
+                    } else if later.is_empty() {
+                        event_line(&d, &mut out);
+                    } else {
+                        later.push(d);
+                    }
+                }
                 out.extend_from_slice(answer_line(&id, answer).as_bytes());
+                for d in &later {
+                    event_line(d, &mut out);
+                }
             }
             Some(d) = queue_rx.recv() => {
                 event_line(&d, &mut out);
@@ -487,8 +503,8 @@ impl Conn {
         self.shared.pending.fetch_add(1, Ordering::Relaxed);
         let shared = self.shared.clone();
         tokio::spawn(async move {
-            let answer = handle.request(req).await;
-            let _ = replies.send((id, answer));
+            let (answer, head) = handle.request(req).await;
+            let _ = replies.send((id, session_id, answer, head));
             shared.pending.fetch_sub(1, Ordering::Relaxed);
         });
         Outcome::Later

@@ -18,13 +18,17 @@ use crate::wire::rpc::{Id, Request};
 /// What a request's caller gets back: pi's `data` or pi's error text.
 pub type Answer = Result<Data, String>;
 
+/// An answer and the stream's last `seq` when it was given: a transport writes the events up
+/// to that `seq` before the answer and the later ones after it, as RPC mode does in-process.
+pub type Answered = (Answer, u64);
+
 /// A call into a shared session.
 pub enum Call {
     /// A pi command; the answer comes once the events it caused are queued for subscribers.
     /// Without `answer` nothing is sent back (`extension_ui_response`, which pi never answers).
     Request {
         req: Request,
-        answer: Option<oneshot::Sender<Answer>>,
+        answer: Option<oneshot::Sender<Answered>>,
     },
     /// Subscribes `client` (replacing an earlier subscription of it).
     Attach {
@@ -87,16 +91,16 @@ impl SessionHandle {
     }
 
     /// Runs a pi command and waits for its answer.
-    pub async fn request(&self, req: Request) -> Answer {
+    pub async fn request(&self, req: Request) -> Answered {
+        let ended = || (Err("the session has ended".to_string()), u64::MAX);
         let (answer, rx) = oneshot::channel();
         if !self.send(Call::Request {
             req,
             answer: Some(answer),
         }) {
-            return Err("the session has ended".into());
+            return ended();
         }
-        rx.await
-            .unwrap_or_else(|_| Err("the session has ended".into()))
+        rx.await.unwrap_or_else(|_| ended())
     }
 
     pub async fn status(&self) -> Option<Status> {
@@ -132,7 +136,7 @@ struct Actor {
     host: Host,
     stream: Stream,
     /// Requests whose answer has not come yet, by the id the host was given.
-    waiting: HashMap<String, oneshot::Sender<Answer>>,
+    waiting: HashMap<String, oneshot::Sender<Answered>>,
     next: u64,
 }
 
@@ -218,7 +222,7 @@ impl Actor {
                 Out::Reply(r) => {
                     let key = r.id.as_ref().map(|i| i.text().to_string());
                     if let Some(tx) = key.and_then(|k| self.waiting.remove(&k)) {
-                        let _ = tx.send(r.result);
+                        let _ = tx.send((r.result, self.stream.head()));
                     }
                 }
             }
@@ -238,7 +242,7 @@ impl Actor {
         self.host.close().await;
         self.distribute();
         for (_, tx) in self.waiting.drain() {
-            let _ = tx.send(Err("the session was stopped".into()));
+            let _ = tx.send((Err("the session was stopped".into()), u64::MAX));
         }
     }
 }
