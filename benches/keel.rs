@@ -20,10 +20,6 @@ use std::time::{Duration, Instant};
 const CHILD_ENV: &str = "KEEL_BENCH_CHILD";
 /// Text deltas streamed by the big scripted fixture.
 const DELTAS: u64 = 100_000;
-/// Entries in the generated session for the `--continue` benchmark.
-const SESSION_ENTRIES: usize = 50_000;
-const SESSION_ID: &str = "01a22a4d-c23c-773e-be8a-b1dc1a1a060b";
-const SESSION_TS: &str = "2026-01-01T00:00:00.000Z";
 /// Sequential `get_state` round trips timed per RPC sample.
 const RPC_ROUND_TRIPS: usize = 2000;
 /// Samples of [`RPC_ROUND_TRIPS`] round trips (KEEL_BENCH_RUNS overrides).
@@ -35,11 +31,16 @@ const RPC_WARMUP: usize = 5;
 
 type Res<T> = Result<T, String>;
 
+#[path = "keel/session.rs"]
+mod session;
+#[path = "keel/tui.rs"]
+mod tui;
+
 fn main() -> ExitCode {
-    let result = if std::env::var_os(CHILD_ENV).is_some() {
-        rss_child()
-    } else {
-        run()
+    let result = match std::env::var_os(CHILD_ENV) {
+        Some(v) if v == session::OPEN_CHILD => session::open_child(),
+        Some(_) => rss_child(),
+        None => run(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -109,6 +110,21 @@ fn run() -> Res<()> {
     }
 
     let mut rows: Vec<Row> = Vec::new();
+    let hello_s = path_str(&hello)?;
+    // KEEL_BENCH_ONLY=session runs just the session rows (they take a while to iterate on).
+    let only_session = match std::env::var("KEEL_BENCH_ONLY") {
+        Ok(v) if v == "session" => true,
+        Ok(v) => return Err(format!("KEEL_BENCH_ONLY can only be `session`, got {v:?}")),
+        Err(_) => false,
+    };
+    if only_session {
+        eprintln!(
+            "[4/7] a {}-entry session x{heavy}",
+            session::SESSION_ENTRIES
+        );
+        session::session_bench(&keel, hello_s, &mut rows, heavy)?;
+        return report(&keel, &rows, &format!("{heavy} heavy, session rows only"));
+    }
 
     // 1. Startup.
     eprintln!("[1/7] keel --version x{quick}");
@@ -167,7 +183,6 @@ fn run() -> Res<()> {
     // 3. Peak RSS of print mode.
     eprintln!("[3/7] print mode peak RSS x{heavy} (small, then big)");
     let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-    let hello_s = path_str(&hello)?;
     for (label, script) in [("hello fixture", hello_s), ("100k-delta fixture", big_s)] {
         let mut kib = Vec::new();
         for _ in 0..heavy {
@@ -200,58 +215,12 @@ fn run() -> Res<()> {
         ));
     }
 
-    // 4. --continue session load.
-    eprintln!("[4/7] --continue with {SESSION_ENTRIES} entries x{heavy}, baseline x{heavy}");
-    let args = [
-        "-p",
-        "--continue",
-        "--provider",
-        "scripted",
-        "--script",
-        hello_s,
-        "next",
-    ];
-    let mut loaded = Vec::new();
-    for _ in 0..heavy {
-        let sb = Sandbox::new()?;
-        let path = write_session(&sb)?;
-        let d = sb.time_run(&keel, &args)?;
-        // The run must have loaded and extended the generated session, not started a new one.
-        let n = fs::read(&path)
-            .map_err(|e| format!("read session: {e}"))?
-            .iter()
-            .filter(|b| **b == b'\n')
-            .count();
-        if n <= SESSION_ENTRIES + 1 {
-            return Err(format!(
-                "--continue did not extend the generated session ({n} lines)"
-            ));
-        }
-        loaded.push(d.as_secs_f64() * 1e3);
-    }
-    let mut baseline = Vec::new();
-    for _ in 0..heavy {
-        let sb = Sandbox::new()?;
-        baseline.push(sb.time_run(&keel, &args)?.as_secs_f64() * 1e3);
-    }
-    rows.push(Row::stats(
-        &format!("`-p --continue`, {SESSION_ENTRIES}-entry session"),
-        &loaded,
-        "ms",
-        1,
-    ));
-    rows.push(Row::stats(
-        "`-p --continue`, no session (baseline)",
-        &baseline,
-        "ms",
-        1,
-    ));
-    rows.push(Row::single(
-        "session load cost (median difference)",
-        median(&loaded) - median(&baseline),
-        "ms",
-        1,
-    ));
+    // 4. Session load: Store::open in-process, then --continue with the binary.
+    eprintln!(
+        "[4/7] a {}-entry session x{heavy}",
+        session::SESSION_ENTRIES
+    );
+    session::session_bench(&keel, hello_s, &mut rows, heavy)?;
 
     // 5. The openai provider: SSE decoding in-process, then the binary against a local
     // OpenAI-compatible server streaming the same number of chunks.
@@ -392,10 +361,15 @@ fn run() -> Res<()> {
 
     // 7. TUI rendering, in process: the same `tui::draw` the binary uses, into a Vec<u8>.
     eprintln!("[7/7] tui: bytes per streamed token and frame time");
-    tui_bench(&mut rows, heavy)?;
+    tui::tui_bench(&mut rows, heavy)?;
 
-    // Report.
-    let version = Command::new(&keel)
+    let runs = format!("{quick} quick / {heavy} heavy / {rpc_samples} rpc samples");
+    report(&keel, &rows, &runs)
+}
+
+/// Prints the result table in markdown, with the binary, machine and run counts.
+fn report(keel: &Path, rows: &[Row], runs: &str) -> Res<()> {
+    let version = Command::new(keel)
         .arg("--version")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
@@ -407,14 +381,14 @@ fn run() -> Res<()> {
     let _ = writeln!(report, "## keel benchmark\n");
     let _ = writeln!(
         report,
-        "- binary: `{}` ({version})\n- machine: {} {}, {nproc} CPUs (available_parallelism)\n- runs: {quick} quick / {heavy} heavy / {rpc_samples} rpc samples (KEEL_BENCH_RUNS overrides all three)\n",
+        "- binary: `{}` ({version})\n- machine: {} {}, {nproc} CPUs (available_parallelism)\n- runs: {runs} (KEEL_BENCH_RUNS overrides all counts)\n",
         keel.display(),
         std::env::consts::OS,
         std::env::consts::ARCH,
     );
     let _ = writeln!(report, "| benchmark | median | min | max | unit |");
     let _ = writeln!(report, "|---|---:|---:|---:|---|");
-    for r in &rows {
+    for r in rows {
         let _ = writeln!(
             report,
             "| {} | {} | {} | {} | {} |",
@@ -422,154 +396,6 @@ fn run() -> Res<()> {
         );
     }
     print!("{report}");
-    Ok(())
-}
-
-/// Streamed tokens per TUI sample.
-const TUI_TOKENS: usize = 2000;
-/// Transcript lines already in the scrollback for the frame-time benchmark.
-const TUI_TRANSCRIPT_LINES: usize = 10_000;
-
-/// A TUI view fed like the kernel feeds it, with a terminal that writes into memory.
-struct TuiRig {
-    view: keel::front::tui::view::View,
-    term: keel::front::tui::terminal::InlineTerminal<Vec<u8>>,
-    seq: u64,
-}
-
-impl TuiRig {
-    fn new(full_redraw: bool) -> TuiRig {
-        let mut term = keel::front::tui::terminal::InlineTerminal::new(Vec::new(), 120, 40, 0);
-        term.set_full_redraw(full_redraw);
-        let mut rig = TuiRig {
-            view: keel::front::tui::view::View::new(),
-            term,
-            seq: 0,
-        };
-        rig.send(keel::EventPayload::ModelChanged {
-            provider: "anthropic".into(),
-            model: "claude-sonnet-4-5".into(),
-        });
-        rig
-    }
-
-    fn send(&mut self, payload: keel::EventPayload) {
-        self.seq += 1;
-        self.view.on_event(&keel::Event {
-            seq: self.seq,
-            ts: 0,
-            payload,
-        });
-    }
-
-    fn token(&mut self, text: &str) {
-        use keel::kernel::event::AssistantDelta;
-        self.send(keel::EventPayload::MessageDelta {
-            usage: Default::default(),
-            delta: AssistantDelta::TextDelta {
-                index: 0,
-                delta: text.into(),
-            },
-        });
-    }
-
-    /// Starts a run and an answer's text block.
-    fn start_answer(&mut self) {
-        use keel::kernel::event::AssistantDelta;
-        use keel::kernel::message::Message;
-        self.send(keel::EventPayload::AgentStarted);
-        self.send(keel::EventPayload::MessageStarted {
-            message: Message::user("explain the parser", 0),
-        });
-        self.send(keel::EventPayload::MessageDelta {
-            usage: Default::default(),
-            delta: AssistantDelta::TextStarted { index: 0 },
-        });
-    }
-
-    /// Draws one frame; returns the bytes it wrote.
-    fn draw(&mut self) -> Res<usize> {
-        keel::front::tui::draw(&mut self.view, &mut self.term).map_err(|e| e.to_string())?;
-        let n = self.term.writer().len();
-        self.term.writer_mut().clear();
-        Ok(n)
-    }
-}
-
-/// The `i`-th streamed token: words, with a line break every 12 tokens (so lines are
-/// committed to the scrollback while the answer streams).
-fn tui_token(i: usize) -> &'static str {
-    const WORDS: [&str; 6] = ["the ", "parser ", "drops ", "a ", "field ", "here "];
-    if i % 12 == 11 {
-        "end.\n"
-    } else {
-        WORDS[i % WORDS.len()]
-    }
-}
-
-/// Bytes written per streamed token (one frame per token, the worst case: the 16 ms frame
-/// limit would merge several), differential vs full redraw; and the time to lay out and write
-/// one frame with an empty transcript vs a 10,000-line one.
-fn tui_bench(rows: &mut Vec<Row>, samples: usize) -> Res<()> {
-    let mut per_token = [0f64; 2];
-    for (k, full) in [false, true].into_iter().enumerate() {
-        let mut rig = TuiRig::new(full);
-        rig.start_answer();
-        rig.draw()?;
-        let mut bytes = 0usize;
-        for i in 0..TUI_TOKENS {
-            rig.token(tui_token(i));
-            bytes += rig.draw()?;
-        }
-        per_token[k] = bytes as f64 / TUI_TOKENS as f64;
-    }
-    rows.push(Row::single(
-        &format!(
-            "tui: bytes written per streamed token, differential ({TUI_TOKENS} tokens, 120x40)"
-        ),
-        per_token[0],
-        "bytes",
-        1,
-    ));
-    rows.push(Row::single(
-        "tui: bytes written per streamed token, full redraw of the live area",
-        per_token[1],
-        "bytes",
-        1,
-    ));
-    rows.push(Row::single(
-        "tui: full redraw ÷ differential",
-        per_token[1] / per_token[0],
-        "x",
-        1,
-    ));
-    for lines in [0, TUI_TRANSCRIPT_LINES] {
-        let mut times = Vec::new();
-        for _ in 0..samples {
-            let mut rig = TuiRig::new(false);
-            rig.start_answer();
-            for i in 0..lines {
-                rig.token(&format!(
-                    "{i}: an earlier line of the transcript, already written\n"
-                ));
-            }
-            rig.draw()?;
-            let t0 = Instant::now();
-            for i in 0..TUI_TOKENS {
-                rig.token(tui_token(i));
-                rig.draw()?;
-            }
-            times.push(t0.elapsed().as_secs_f64() * 1e6 / TUI_TOKENS as f64);
-        }
-        rows.push(Row::stats(
-            &format!(
-                "tui: time per frame (token + layout + diff + write), {lines}-line transcript"
-            ),
-            &times,
-            "µs",
-            1,
-        ));
-    }
     Ok(())
 }
 
@@ -902,61 +728,6 @@ fn keel_binary() -> Res<PathBuf> {
         .into_iter()
         .find(|p| p.is_file())
         .ok_or_else(|| "cargo build succeeded but target/release/keel is missing".into())
-}
-
-/// Writes a pi v3 session of [`SESSION_ENTRIES`] alternating user/assistant messages (ending on
-/// an assistant) where `--continue` in `sb.cwd` finds it. Returns its path.
-fn write_session(sb: &Sandbox) -> Res<PathBuf> {
-    let cwd = path_str(&sb.cwd)?;
-    let trimmed = cwd
-        .strip_prefix('/')
-        .or_else(|| cwd.strip_prefix('\\'))
-        .unwrap_or(cwd);
-    let safe = trimmed.replace(['/', '\\', ':'], "-");
-    let dir = sb.home.join("sessions").join(format!("--{safe}--"));
-    fs::create_dir_all(&dir).map_err(|e| format!("mkdir {}: {e}", dir.display()))?;
-    let path = dir.join(format!(
-        "{}_{SESSION_ID}.jsonl",
-        SESSION_TS.replace([':', '.'], "-")
-    ));
-
-    let mut text = String::with_capacity(SESSION_ENTRIES * 400);
-    let header = serde_json::json!({
-        "type": "session", "version": 3, "id": SESSION_ID, "timestamp": SESSION_TS, "cwd": cwd,
-    });
-    let _ = writeln!(text, "{header}");
-    let mut parent = serde_json::Value::Null;
-    for i in 0..SESSION_ENTRIES {
-        let id = format!("{:08x}", 0x1000_0000 + i);
-        let n = i / 2 + 1;
-        let message = if i % 2 == 0 {
-            serde_json::json!({
-                "role": "user",
-                "content": [{"type": "text", "text": format!("question {n} about the code base")}],
-                "timestamp": 1_767_225_600_000_u64,
-            })
-        } else {
-            serde_json::json!({
-                "role": "assistant",
-                "content": [{"type": "text", "text": format!("answer {n} with some words")}],
-                "api": "scripted", "provider": "scripted", "model": "scripted-1",
-                "usage": {
-                    "input": 10, "output": 20, "cacheRead": 0, "cacheWrite": 0, "totalTokens": 30,
-                    "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0},
-                },
-                "stopReason": "stop",
-                "timestamp": 1_767_225_600_000_u64,
-            })
-        };
-        let entry = serde_json::json!({
-            "type": "message", "id": id, "parentId": parent, "timestamp": SESSION_TS,
-            "message": message,
-        });
-        let _ = writeln!(text, "{entry}");
-        parent = serde_json::Value::String(id);
-    }
-    fs::write(&path, text).map_err(|e| format!("write {}: {e}", path.display()))?;
-    Ok(path)
 }
 
 /// One table row, already formatted.

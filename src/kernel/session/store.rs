@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::fs::{self, File, OpenOptions, TryLockError};
-use std::io::{ErrorKind, Read, Write};
+use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
 use super::parse::parse;
@@ -137,24 +137,17 @@ impl Store {
         Ok(store)
     }
 
-    fn load(
-        path: &Path,
-        mut file: File,
-        writable: bool,
-    ) -> Result<(Store, Vec<String>), SessionError> {
-        let mut bytes = Vec::new();
-        file.read_to_end(&mut bytes)
-            .map_err(|e| SessionError::io("read", path, &e))?;
-        let (header, entries, warnings) = parse(path, &bytes)?;
-        let mut store = Store::build(writable.then(|| path.to_path_buf()), header);
-        for entry in entries {
-            store.push(entry);
-        }
+    fn load(path: &Path, file: File, writable: bool) -> Result<(Store, Vec<String>), SessionError> {
+        let parsed = parse(path, &file)?;
+        let mut store = Store::build(writable.then(|| path.to_path_buf()), parsed.header);
+        store.leaf = parsed.entries.len().checked_sub(1);
+        store.entries = parsed.entries;
+        store.by_id = parsed.by_id;
         if writable {
             store.file = Some(file);
-            store.needs_newline = !bytes.is_empty() && !bytes.ends_with(b"\n");
+            store.needs_newline = parsed.torn_end;
         }
-        Ok((store, warnings))
+        Ok((store, parsed.warnings))
     }
 
     /// The header line.
