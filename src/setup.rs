@@ -257,7 +257,8 @@ fn session_error_for(e: session::SessionError, query: Option<&str>) -> StartupEr
     let hint = match e.kind {
         SessionErrorKind::Locked => Some(match query {
             Some(q) => format!(
-                "wait for the other keel process to end, or branch off a copy: keel --fork {q}"
+                "wait for the other keel process to end, or branch off a copy: keel --fork {q}; \
+                 if a keel daemon holds it, use it there: keel --mode rpc --daemon --resume {q}"
             ),
             None => "wait for the other keel process to end, or branch off a copy with \
                      keel --fork <ID>"

@@ -626,3 +626,57 @@ fn a_daemon_killed_mid_run_is_reported_and_the_session_resumes_in_process() {
         "{text}"
     );
 }
+
+#[test]
+fn a_dialog_reaches_every_client_the_first_answer_wins_and_a_late_client_finds_it_pending() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let mut a = d.connect();
+    a.hello(true);
+    let id = open(&mut a, &sb, "blocked.json", &["--permission", "ask"]);
+    let mut b = d.connect();
+    b.hello(true);
+    let mut watcher = d.connect();
+    watcher.hello(false);
+    for c in [&mut a, &mut b, &mut watcher] {
+        c.call("session/attach", json!({"sessionId": id}));
+    }
+    a.call("prompt", json!({"sessionId": id, "message": "clean up"}));
+    let dialog = |c: &mut Conn| {
+        let seen = c.events_until("extension_ui_request");
+        seen.last().unwrap().1.clone()
+    };
+    let (da, db, dw) = (dialog(&mut a), dialog(&mut b), dialog(&mut watcher));
+    assert_eq!(da, db);
+    assert_eq!(da, dw, "a non-interactive client sees the dialog too");
+    assert_eq!(da["method"], "confirm");
+    let call = da["id"].as_str().unwrap().to_string();
+    // A client that attaches now finds it in the snapshot.
+    let mut late = d.connect();
+    late.hello(true);
+    let r = late.call("session/attach", json!({"sessionId": id}));
+    assert_eq!(
+        r["result"]["snapshot"]["pendingUi"][0]["id"],
+        call.as_str(),
+        "{r}"
+    );
+    // Only interactive clients may answer; the first answer wins.
+    let answer = json!({"sessionId": id, "id": call, "confirmed": false});
+    let r = watcher.call("extension_ui_response", answer.clone());
+    assert_eq!(code(&r), -32000, "{r}");
+    assert_eq!(
+        b.call("extension_ui_response", answer.clone())["result"],
+        json!({})
+    );
+    let r = a.call("extension_ui_response", answer);
+    assert_eq!(code(&r), -32014, "{r}");
+    // Everyone sees the resolution: the denied call's result and the run's end.
+    for c in [&mut a, &mut b, &mut watcher] {
+        let rest = c.events_until("agent_settled");
+        let end = rest
+            .iter()
+            .find(|(_, e)| e["type"] == "tool_execution_end")
+            .unwrap();
+        assert_eq!(end.1["isError"], true, "{:?}", end.1);
+    }
+}

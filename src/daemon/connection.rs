@@ -29,6 +29,9 @@ use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
 /// The protocol this daemon speaks (`p1` in the socket name).
 pub const PROTOCOL: u64 = 1;
 
+/// How long one write to a client may block before the connection is closed.
+pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// What a method call ends in.
 enum Outcome {
     Result(Value),
@@ -129,8 +132,13 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
                 }
             }
         }
-        if !out.is_empty() && write.write_all(&out).await.is_err() {
-            break;
+        // A client that takes no bytes for this long is gone for our purposes: its session
+        // queues have dropped it already; free the connection.
+        if !out.is_empty() {
+            match tokio::time::timeout(WRITE_TIMEOUT, write.write_all(&out)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(_)) | Err(_) => break,
+            }
         }
         if let Some((session, seq)) = conn.lagged() {
             let params = json!({"sessionId": session, "seq": seq});

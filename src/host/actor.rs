@@ -165,12 +165,14 @@ impl Actor {
     async fn call(&mut self, call: Call) {
         match call {
             Call::Request { mut req, answer } => {
-                self.next += 1;
-                let id = Id::from(self.next);
+                // A request that wants an answer is renumbered so the reply finds its way
+                // back; one that does not (a dialog answer) keeps its id, which names the dialog.
                 if let Some(answer) = answer {
+                    self.next += 1;
+                    let id = Id::from(self.next);
                     self.waiting.insert(id.text().to_string(), answer);
+                    req.id = Some(id);
                 }
-                req.id = Some(id);
                 self.host.request(req).await;
             }
             Call::Attach {
