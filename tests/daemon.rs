@@ -680,3 +680,47 @@ fn a_dialog_reaches_every_client_the_first_answer_wins_and_a_late_client_finds_i
         assert_eq!(end.1["isError"], true, "{:?}", end.1);
     }
 }
+
+#[test]
+fn a_client_attaching_mid_run_gets_the_streaming_message_in_its_snapshot() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let mut a = d.connect();
+    a.hello(true);
+    let id = open(&mut a, &sb, "hang.json", &[]);
+    a.call("session/attach", json!({"sessionId": id}));
+    a.call("prompt", json!({"sessionId": id, "message": "work"}));
+    let seen = a.events_until("message_update");
+    let mut b = d.connect();
+    b.hello(true);
+    let r = b.call("session/attach", json!({"sessionId": id}));
+    let result = &r["result"];
+    assert_eq!(result["mode"], "snapshot");
+    assert!(result["seq"].as_u64().unwrap() >= seen.last().unwrap().0);
+    let snap = &result["snapshot"];
+    assert_eq!(snap["state"]["isStreaming"], true, "{snap}");
+    let message = &snap["streaming"]["message"];
+    assert_eq!(message["role"], "assistant");
+    assert_eq!(message["content"][0]["type"], "text");
+    assert!(
+        message["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Working"),
+        "{message}"
+    );
+    // The user's prompt is already in the messages; the partial answer is not.
+    let roles: Vec<&str> = snap["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user"]);
+    // Both can stop the run; both see it settle.
+    b.call("abort", json!({"sessionId": id}));
+    for c in [&mut a, &mut b] {
+        let rest = c.events_until("agent_settled");
+        assert_eq!(rest.last().unwrap().1["aborted"], true);
+    }
+}
