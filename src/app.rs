@@ -56,26 +56,40 @@ fn main_inner() -> Exit {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
     };
-    let env = match Env::detect() {
-        Ok(env) => env,
-        Err(e) => {
-            Output::stdio(ColorChoice::Never).err(&e.render());
-            return e.exit();
-        }
+    let Some(env) = detect_env() else {
+        return Exit::Config;
     };
     let mut out = Output::stdio(mode::color(&cli, &env));
     init_logging(&env, mode::resolve(&cli, &env) == Mode::Tui);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
+    let Some(runtime) = runtime(&mut out) else {
+        return Exit::Internal;
+    };
+    runtime.block_on(run(cli, env, &mut out))
+}
+
+/// The environment, or `None` after saying why it cannot be read (exit 3).
+fn detect_env() -> Option<Env> {
+    match Env::detect() {
+        Ok(env) => Some(env),
+        Err(e) => {
+            Output::stdio(ColorChoice::Never).err(&e.render());
+            None
+        }
+    }
+}
+
+/// The single-threaded runtime every mode runs on, or `None` after saying why not.
+fn runtime(out: &mut Output) -> Option<tokio::runtime::Runtime> {
+    match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
-        Ok(rt) => rt,
+        Ok(rt) => Some(rt),
         Err(e) => {
             out.err(&format!("Error: cannot start the async runtime: {e}\n"));
-            return Exit::Internal;
+            None
         }
-    };
-    runtime.block_on(run(cli, env, &mut out))
+    }
 }
 
 /// `keel daemon …` and `keel ps`.
@@ -84,24 +98,13 @@ fn daemon_main() -> Exit {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
     };
-    let env = match Env::detect() {
-        Ok(env) => env,
-        Err(e) => {
-            Output::stdio(ColorChoice::Never).err(&e.render());
-            return e.exit();
-        }
+    let Some(env) = detect_env() else {
+        return Exit::Config;
     };
     let mut out = Output::stdio(ColorChoice::Never);
     init_logging(&env, false);
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            out.err(&format!("Error: cannot start the async runtime: {e}\n"));
-            return Exit::Internal;
-        }
+    let Some(runtime) = runtime(&mut out) else {
+        return Exit::Internal;
     };
     match runtime.block_on(crate::front::daemon::run(cli, &env, &mut out)) {
         Ok(exit) => exit,

@@ -17,7 +17,7 @@ use crate::exit::Exit;
 use crate::front::signals::Signals;
 use crate::mode::Env;
 use crate::output::Output;
-use crate::wire::jsonl::{Frame, MAX_LINE_BYTES};
+use crate::wire::jsonl::Frame;
 use crate::wire::jsonrpc::{self as j, Id, Incoming};
 use crate::wire::rpc;
 
@@ -219,13 +219,7 @@ struct EventParams {
 fn request(frame: Frame) -> Result<rpc::Request, String> {
     let line = match frame {
         Frame::Line(l) => l,
-        Frame::TooLong { bytes } => {
-            let msg = format!(
-                "Failed to parse command: the line is {bytes} bytes, over the {} MiB limit; it was skipped",
-                MAX_LINE_BYTES / (1024 * 1024)
-            );
-            return Err(rpc::error_line(None, Some("parse"), &msg));
-        }
+        Frame::TooLong { bytes } => return Err(super::too_long_line(bytes)),
     };
     let req = rpc::parse_line(&line).map_err(|rejected| rpc::rejected_line(&rejected))?;
     if !crate::host::COMMANDS.contains(&req.command.as_str()) {

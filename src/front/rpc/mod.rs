@@ -161,12 +161,8 @@ impl Stdio<'_> {
         let line = match frame {
             Frame::Line(l) => l,
             Frame::TooLong { bytes } => {
-                let msg = format!(
-                    "Failed to parse command: the line is {bytes} bytes, over the {} MiB limit; it was skipped",
-                    MAX_LINE_BYTES / (1024 * 1024)
-                );
                 self.write_out();
-                self.write(&rpc::error_line(None, Some("parse"), &msg));
+                self.write(&too_long_line(bytes));
                 self.host.publish_warnings();
                 self.write_out();
                 return;
@@ -182,6 +178,15 @@ impl Stdio<'_> {
         }
         self.write_out();
     }
+}
+
+/// pi's parse error for a line over the cap (it was skipped).
+fn too_long_line(bytes: usize) -> String {
+    let msg = format!(
+        "Failed to parse command: the line is {bytes} bytes, over the {} MiB limit; it was skipped",
+        MAX_LINE_BYTES / (1024 * 1024)
+    );
+    rpc::error_line(None, Some("parse"), &msg)
 }
 
 /// A reply in pi's response envelope.
