@@ -724,3 +724,48 @@ fn a_client_attaching_mid_run_gets_the_streaming_message_in_its_snapshot() {
         assert_eq!(rest.last().unwrap().1["aborted"], true);
     }
 }
+
+#[test]
+fn two_clients_opening_one_session_at_once_get_the_same_live_session() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let script = fixture("hello.json");
+    let results: Vec<Value> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..2)
+            .map(|_| {
+                let (d, sb, script) = (&d, &sb, &script);
+                s.spawn(move || {
+                    let mut c = d.connect();
+                    c.hello(false);
+                    let args = [
+                        "--provider",
+                        "scripted",
+                        "--script",
+                        script,
+                        "--session-id",
+                        "shared",
+                    ];
+                    c.call("session/open", json!({"cwd": sb.work(), "args": args}))
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let created: Vec<bool> = results
+        .iter()
+        .map(|r| {
+            r["result"]["created"]
+                .as_bool()
+                .unwrap_or_else(|| panic!("{r}"))
+        })
+        .collect();
+    assert!(
+        results.iter().all(|r| r["result"]["sessionId"] == "shared"),
+        "{results:?}"
+    );
+    assert_eq!(created.iter().filter(|c| **c).count(), 1, "{results:?}");
+    let mut c = d.connect();
+    c.hello(false);
+    let status = c.call("daemon/status", json!({}));
+    assert_eq!(status["result"]["sessions"].as_array().unwrap().len(), 1);
+}

@@ -46,9 +46,14 @@ pub async fn open(
         failed(text.lines().next().unwrap_or("bad arguments").to_string())
     })?;
     let env = session_env(shared, &p.cwd, p.env);
-    // One opening at a time: two clients naming the same session get the same live one.
-    let mut sessions = shared.sessions.lock().await;
-    if let Some((id, handle)) = find_live(&sessions, &cli, &env).await {
+    // One open at a time (see `Shared::opening`); the registry itself is not held during
+    // startup, which may ask a server for its models.
+    let _one_at_a_time = shared.opening.lock().await;
+    let live = {
+        let sessions = shared.sessions.lock().await;
+        find_live(&sessions, &cli, &env).await
+    };
+    if let Some((id, handle)) = live {
         let status = handle.status().await;
         return Ok(result(&id, status.as_ref(), false));
     }
@@ -66,7 +71,7 @@ pub async fn open(
         .as_ref()
         .map(|s| s.summary.session_id.clone())
         .unwrap_or_default();
-    sessions.insert(id.clone(), handle);
+    shared.sessions.lock().await.insert(id.clone(), handle);
     Ok(result(&id, status.as_ref(), true))
 }
 

@@ -48,8 +48,11 @@ pub struct Shared {
     pub started_at: String,
     pub started: Instant,
     pub clock: Clock,
-    /// Live sessions by id.
+    /// Live sessions by id (held only briefly).
     pub sessions: Mutex<HashMap<String, SessionHandle>>,
+    /// Held for a whole `session/open`: opens happen one at a time, so two clients naming
+    /// one session get the same live one, while status and commands never wait for startup.
+    pub opening: Mutex<()>,
     /// Connected clients (for status and idle exit).
     pub clients: std::sync::atomic::AtomicUsize,
     /// Requests being served (idle exit waits for them).
@@ -98,6 +101,7 @@ pub async fn serve(
         clock,
         options,
         sessions: Mutex::new(HashMap::new()),
+        opening: Mutex::new(()),
         clients: Default::default(),
         pending: Default::default(),
         counter: Default::default(),
