@@ -480,6 +480,8 @@ fn replay_run(d: &Daemon, id: &str, epoch: &str, head: u64, count: u64) -> Res<(
 fn fanout_run(keel: &Path, stream: &str) -> Res<(u64, usize, f64, u64)> {
     let sb = Sandbox::new()?;
     let d = Daemon::start(keel, &sb)?;
+    // The driver opened (so attached to) the session and stops reading after the prompt's
+    // answer: a 51st subscriber the daemon drops once its queue fills, not counted.
     let mut driver = d.connect()?;
     let (id, _, seq) = open(&mut driver, &sb, stream)?;
     let mut conns = Vec::new();
