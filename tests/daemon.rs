@@ -362,10 +362,10 @@ fn an_old_cursor_or_another_epoch_gets_a_snapshot_that_matches_get_messages() {
 fn a_client_that_stops_reading_is_dropped_with_lagged_and_the_other_gets_everything() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    // 100 bursts of 80 deltas, 4 ms apart: a reading client keeps up (it may fall 50 bursts
-    // behind before its queue of 4096 fills), one that reads nothing cannot hold them all.
+    // 100 bursts of 250 deltas, 8 ms apart: a reading client keeps up (it may fall 56 bursts
+    // behind before its queue of 14,096 fills), one that reads nothing cannot hold them all.
     let chunks: Vec<Value> = (0..100)
-        .map(|_| json!({"text": "token ", "times": 80, "delayMs": 4}))
+        .map(|_| json!({"text": "token ", "times": 250, "delayMs": 8}))
         .collect();
     let script = sb.dir.path().join("bursts.json");
     std::fs::write(&script, json!({"turns": [{"chunks": chunks}]}).to_string()).unwrap();
@@ -376,10 +376,10 @@ fn a_client_that_stops_reading_is_dropped_with_lagged_and_the_other_gets_everyth
     slow.hello(false);
     slow.call("session/attach", json!({"sessionId": id}));
     fast.call("session/attach", json!({"sessionId": id}));
-    // The slow client reads nothing from here on while 8,000 deltas stream.
+    // The slow client reads nothing from here on while 25,000 deltas stream.
     fast.call("prompt", json!({"sessionId": id, "message": "flood"}));
     let seen = fast.events_until("agent_settled");
-    assert!(seen.len() > 8_000, "{}", seen.len());
+    assert!(seen.len() > 25_000, "{}", seen.len());
     let seqs: Vec<u64> = seen.iter().map(|(s, _)| *s).collect();
     assert_eq!(
         seqs,
@@ -768,4 +768,33 @@ fn two_clients_opening_one_session_at_once_get_the_same_live_session() {
     c.hello(false);
     let status = c.call("daemon/status", json!({}));
     assert_eq!(status["result"]["sessions"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_full_ring_is_replayed_to_a_returning_client() {
+    // Regression: the replay went into a queue of 4,096 events, so a client returning with a
+    // cursor 10,000 events back was dropped with daemon/lagged before its first event.
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let script = sb.dir.path().join("many.json");
+    let turn = json!({"chunks": [{"text": "t", "times": 10_500}]});
+    std::fs::write(&script, json!({"turns": [turn]}).to_string()).unwrap();
+    let mut a = d.connect();
+    a.hello(false);
+    let id = open_script(&mut a, &sb, script.to_str().unwrap(), &[]);
+    let r = a.call("session/attach", json!({"sessionId": id}));
+    let epoch = r["result"]["epoch"].clone();
+    a.call("prompt", json!({"sessionId": id, "message": "go"}));
+    let head = a.events_until("agent_settled").last().unwrap().0;
+    let mut b = d.connect();
+    b.hello(false);
+    let from = head - 10_000;
+    let r = b.call(
+        "session/attach",
+        json!({"sessionId": id, "cursor": {"epoch": epoch, "seq": from}}),
+    );
+    assert_eq!(r["result"]["mode"], "replay", "{r}");
+    let replayed = b.events_until("agent_settled");
+    assert_eq!(replayed.len(), 10_000);
+    assert_eq!(replayed.first().unwrap().0, from + 1);
 }

@@ -60,7 +60,8 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     shared.clients.fetch_add(1, Ordering::Relaxed);
     let client = shared.next();
     let (mut read, mut write) = stream.into_split();
-    let (queue_tx, mut queue_rx) = mpsc::channel::<Delivery>(QUEUE);
+    // Room for a whole ring's replay plus the usual backlog (a channel allocates as it fills).
+    let (queue_tx, mut queue_rx) = mpsc::channel::<Delivery>(shared.options.ring.0 + QUEUE);
     let (replies, mut reply_rx) = mpsc::unbounded_channel::<Back>();
     let mut shutdown = shared.shutdown.subscribe();
     let mut conn = Conn {

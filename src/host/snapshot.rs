@@ -71,7 +71,19 @@ impl InFlight {
             return None;
         }
         let tools: Vec<&Value> = self.tools.values().collect();
-        Some(json!({"message": self.message, "tools": tools}))
+        let mut message = self.message.clone();
+        if let Some(content) = message
+            .as_mut()
+            .and_then(|m| m.get_mut("content"))
+            .and_then(Value::as_array_mut)
+        {
+            for (index, raw) in &self.args {
+                if let Some(block) = content.get_mut(*index) {
+                    block["partialArguments"] = json!(raw);
+                }
+            }
+        }
+        Some(json!({"message": message, "tools": tools}))
     }
 
     fn apply(&mut self, delta: &AssistantDelta) {
@@ -114,11 +126,8 @@ impl InFlight {
                 );
             }
             AssistantDelta::ToolCallDelta { index, delta } => {
-                let raw = self.args.entry(*index).or_default();
-                raw.push_str(delta);
-                if let Some(block) = content.get_mut(*index) {
-                    block["partialArguments"] = json!(raw);
-                }
+                // Kept aside and put into the block only when a snapshot is taken.
+                self.args.entry(*index).or_default().push_str(delta);
             }
             AssistantDelta::ToolCallFinished {
                 index,
@@ -136,11 +145,10 @@ impl InFlight {
     }
 }
 
+/// Appends in place (a long answer streams many thousands of deltas).
 fn append(content: &mut [Value], index: usize, field: &str, delta: &str) {
-    if let Some(text) = content.get_mut(index).and_then(|b| b.get_mut(field)) {
-        if let Some(s) = text.as_str() {
-            *text = json!(format!("{s}{delta}"));
-        }
+    if let Some(Value::String(s)) = content.get_mut(index).and_then(|b| b.get_mut(field)) {
+        s.push_str(delta);
     }
 }
 
