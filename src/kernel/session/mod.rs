@@ -347,7 +347,7 @@ impl Entry {
                 let user = json!({"content": content, "timestamp": iso_ms(&self.timestamp)});
                 serde_json::from_value::<UserMessage>(user)
                     .ok()
-                    .map(Message::User)
+                    .map(Message::from)
             }
             _ => None,
         }

@@ -25,7 +25,7 @@ fn fixture(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
 }
 
 fn assistant(text: &str, ts: i64) -> EntryData {
-    EntryData::Message(Message::Assistant(AssistantMessage {
+    EntryData::Message(Message::from(AssistantMessage {
         content: vec![Content::text(text)],
         api: "openai-completions".into(),
         provider: "mock".into(),
@@ -326,6 +326,29 @@ fn fork_keeps_ids_of_the_current_branch_only() {
     assert_eq!(ids, [a.as_str(), b.as_str(), d.as_str()]);
     assert_eq!(back.header(), &h);
     assert_eq!(back.context(), store.context());
+}
+
+/// The model context shares the store's messages instead of copying them: a long session is
+/// held once, not once in the store and again in the agent's history and each request.
+#[test]
+fn context_shares_the_stored_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture(&dir, "valid.jsonl", VALID);
+    let (store, _) = Store::open(&path).unwrap();
+    let context = store.context_entries();
+    assert_eq!(context.len(), 4);
+    for (id, message) in &context {
+        let EntryData::Message(stored) = &store.entry(id).unwrap().data else {
+            panic!("entry {id} is not a message");
+        };
+        let shared = match (stored, message) {
+            (Message::User(a), Message::User(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Message::Assistant(a), Message::Assistant(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Message::ToolResult(a), Message::ToolResult(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        assert!(shared, "the context copied entry {id}");
+    }
 }
 
 #[test]
