@@ -2,6 +2,7 @@
 //! and listing/lookup (`--continue`, `--resume`). Never writes files (that is `store.rs`) and
 //! never prints: problems come back as `SessionError`s or warning strings.
 
+mod load;
 mod parse;
 mod repair;
 mod store;

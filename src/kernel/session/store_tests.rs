@@ -255,6 +255,40 @@ fn unknown_types_and_roles_survive_load_and_fork() {
     }
 }
 
+/// A repeated id stands for its later entry, also for children written before it (pi's map of
+/// ids): branches are walked through the parents looked up once all entries are read.
+#[test]
+fn a_repeated_id_means_the_later_entry_for_every_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#;
+    let label = |id: &str, parent: &str, ts: &str| {
+        let parent = if parent.is_empty() { Value::Null } else { parent.into() };
+        serde_json::json!({"type": "label", "id": id, "parentId": parent, "timestamp": ts,
+                           "targetId": "x"})
+        .to_string()
+    };
+    let text = [
+        head.to_string(),
+        label("00000001", "", "first"),
+        label("00000002", "00000001", "child"),
+        label("00000001", "", "again"),
+        label("00000003", "00000001", "grandchild"),
+    ]
+    .join("\n");
+    let path = fixture(&dir, "dup.jsonl", &text);
+    let (mut store, warnings) = Store::open(&path).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let times = |store: &Store| -> Vec<String> {
+        store.branch().iter().map(|e| e.timestamp.clone()).collect()
+    };
+    assert_eq!(times(&store), ["again", "grandchild"]);
+    store.set_leaf(Some("00000002")).unwrap();
+    assert_eq!(times(&store), ["again", "child"]);
+    // Appended entries link to the leaf as well.
+    store.append(user("hi"), &clock()).unwrap();
+    assert_eq!(times(&store)[..2], ["again", "child"]);
+}
+
 #[test]
 fn a_first_line_that_is_not_a_header_is_invalid() {
     let dir = tempfile::tempdir().unwrap();
