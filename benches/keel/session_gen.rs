@@ -53,7 +53,11 @@ fn prose(rng: &mut Rng, lo: usize, hi: usize) -> String {
     let mut s = String::with_capacity(len + 16);
     while s.len() < len {
         if !s.is_empty() {
-            s.push(if rng.next() % 11 == 0 { '\n' } else { ' ' });
+            s.push(if rng.next().is_multiple_of(11) {
+                '\n'
+            } else {
+                ' '
+            });
         }
         s.push_str(WORDS[rng.range(0, WORDS.len() - 1)]);
     }
@@ -98,7 +102,7 @@ fn tool_round(rng: &mut Rng, call: usize) -> (Value, Value) {
     let (name, args, result, details) = match rng.range(0, 3) {
         0 => {
             // Every 25th read is a big file (tens of KB), the rest a few KB.
-            let text = if call % 25 == 0 {
+            let text = if call.is_multiple_of(25) {
                 code(rng, 20_000, 50_000)
             } else {
                 code(rng, 500, 4_000)
@@ -132,7 +136,7 @@ fn tool_round(rng: &mut Rng, call: usize) -> (Value, Value) {
     let call_block = json!({"type": "toolCall", "id": id, "name": name, "arguments": args});
     let mut result = json!({
         "role": "toolResult", "toolCallId": id, "toolName": name,
-        "content": [{"type": "text", "text": result}], "isError": rng.next() % 20 == 0,
+        "content": [{"type": "text", "text": result}], "isError": rng.next().is_multiple_of(20),
         "timestamp": SESSION_MS,
     });
     if let Some(d) = details {

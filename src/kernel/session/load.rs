@@ -37,16 +37,18 @@ pub(super) struct Parsed {
 
 /// Reads the session file behind `reader` (`path` names it in errors and warnings) on up to
 /// [`MAX_THREADS`] threads. Bad lines become warnings; a missing or bad header is an error.
-pub(super) fn load(path: &Path, reader: impl Read) -> Result<Parsed, SessionError> {
+pub(super) fn load(path: &Path, file: &std::fs::File) -> Result<Parsed, SessionError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let threads = std::env::var("ZZ_THREADS").ok().and_then(|v| v.parse().ok()).unwrap_or(threads);
-    load_with(path, reader, PIECE, threads.min(MAX_THREADS))
+    let size = file.metadata().map_or(0, |m| m.len());
+    load_with(path, file, size, PIECE, threads.min(MAX_THREADS))
 }
 
 /// [`load`] with the piece size and thread count chosen by the caller (tests use tiny pieces).
+/// `size` is the file's size if known (else 0), to size the index once.
 pub(super) fn load_with(
     path: &Path,
     reader: impl Read,
+    size: u64,
     piece: usize,
     threads: usize,
 ) -> Result<Parsed, SessionError> {
@@ -65,7 +67,7 @@ pub(super) fn load_with(
             break (header, piece);
         }
     };
-    let mut join = Join::new(path, line);
+    let mut join = Join::new(path, line, size);
     let Some(second) = read(&mut pieces)? else {
         join.add(parse_piece(&first));
         return Ok(join.finish(header, pieces.last_byte));
@@ -73,15 +75,17 @@ pub(super) fn load_with(
     if threads <= 1 {
         for piece in [first, second] {
             join.add(parse_piece(&piece));
+            pieces.recycle(piece.bytes);
         }
         while let Some(piece) = read(&mut pieces)? {
             join.add(parse_piece(&piece));
+            pieces.recycle(piece.bytes);
         }
         return Ok(join.finish(header, pieces.last_byte));
     }
     // A rendezvous channel: a piece is read only when a thread is free to take it.
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Piece)>(0);
-    let (done_tx, done_rx) = mpsc::channel::<(usize, Parts)>();
+    let (done_tx, done_rx) = mpsc::channel::<(usize, Parts, Vec<u8>)>();
     let work_rx = Mutex::new(work_rx);
     std::thread::scope(|s| {
         for _ in 0..threads {
@@ -91,15 +95,19 @@ pub(super) fn load_with(
                 let Ok(Ok((seq, piece))) = next else {
                     return; // no more pieces
                 };
-                if done_tx.send((seq, parse_piece(&piece))).is_err() {
+                let parts = parse_piece(&piece);
+                if done_tx.send((seq, parts, piece.bytes)).is_err() {
                     return;
                 }
             });
         }
         drop(done_tx);
+        // Parsed pieces wait here until the ones before them are joined.
         let mut waiting: BTreeMap<usize, Parts> = BTreeMap::new();
         let mut next = 0;
-        let mut take = |waiting: &mut BTreeMap<usize, Parts>, join: &mut Join| {
+        let mut done = |(seq, parts, bytes), pieces: &mut Pieces<_>, join: &mut Join| {
+            pieces.recycle(bytes);
+            waiting.insert(seq, parts);
             while let Some(parts) = waiting.remove(&next) {
                 join.add(parts);
                 next += 1;
@@ -109,22 +117,22 @@ pub(super) fn load_with(
         let mut piece = Some(first);
         let mut after = Some(second);
         while let Some(p) = piece {
-            // A closed channel means every thread is gone: the joins below report it.
+            // A closed channel means every thread is gone (a panic, which the scope raises).
             if work_tx.send((sent, p)).is_err() {
                 break;
             }
             sent += 1;
-            waiting.extend(done_rx.try_iter());
-            take(&mut waiting, &mut join);
+            for d in done_rx.try_iter() {
+                done(d, &mut pieces, &mut join);
+            }
             piece = match after.take() {
                 Some(p) => Some(p),
                 None => read(&mut pieces)?,
             };
         }
         drop(work_tx);
-        for (seq, parts) in done_rx.iter() {
-            waiting.insert(seq, parts);
-            take(&mut waiting, &mut join);
+        for d in done_rx.iter() {
+            done(d, &mut pieces, &mut join);
         }
         Ok(join.finish(header, pieces.last_byte))
     })
@@ -146,6 +154,9 @@ struct Pieces<R> {
     size: usize,
     /// Bytes read after the last cut: the start of a line that has no `\n` yet.
     carry: Vec<u8>,
+    /// Buffers of parsed pieces, reused for the next pieces (fresh memory for every piece
+    /// made the kernel fault in pages again and again).
+    spare: Vec<Vec<u8>>,
     last_byte: Option<u8>,
     eof: bool,
 }
@@ -156,8 +167,17 @@ impl<R: Read> Pieces<R> {
             reader,
             size,
             carry: Vec::new(),
+            spare: Vec::new(),
             last_byte: None,
             eof: false,
+        }
+    }
+
+    /// Keeps the buffer of a parsed piece for a later piece.
+    fn recycle(&mut self, mut bytes: Vec<u8>) {
+        if self.spare.len() < 8 {
+            bytes.clear();
+            self.spare.push(bytes);
         }
     }
 
@@ -171,7 +191,9 @@ impl<R: Read> Pieces<R> {
                 // Cut after the last `\n`; what follows starts the next piece.
                 if let Some(at) = buf[searched..].iter().rposition(|b| *b == b'\n') {
                     let cut = searched + at + 1;
-                    self.carry = buf[cut..].to_vec();
+                    let mut carry = self.spare.pop().unwrap_or_default();
+                    carry.extend_from_slice(&buf[cut..]);
+                    self.carry = carry;
                     buf.truncate(cut);
                     return Ok(Some(Piece {
                         bytes: buf,
@@ -264,14 +286,16 @@ enum Line {
     Bad { error: String, torn: bool },
 }
 
-/// A parsed piece: its line count, and its non-blank lines by index within the piece.
+/// A parsed piece: its size and line count, and its non-blank lines by index within it.
 struct Parts {
+    bytes: usize,
     lines: usize,
     items: Vec<(usize, Line)>,
 }
 
 fn parse_piece(piece: &Piece) -> Parts {
     let mut parts = Parts {
+        bytes: piece.bytes.len() - piece.start,
         lines: 0,
         items: Vec::new(),
     };
@@ -304,11 +328,14 @@ struct Join<'p> {
     warnings: Vec<String>,
     /// The warning of the lines skipped since the last readable entry.
     skipped: Option<usize>,
+    /// The file's size (0: unknown) until the index has been sized from it.
+    size: u64,
 }
 
 impl<'p> Join<'p> {
-    fn new(path: &'p Path, line: usize) -> Self {
+    fn new(path: &'p Path, line: usize, size: u64) -> Self {
         Join {
+            size,
             path,
             line,
             entries: Vec::new(),
@@ -321,8 +348,17 @@ impl<'p> Join<'p> {
     }
 
     fn add(&mut self, parts: Parts) {
-        self.entries.reserve(parts.items.len());
-        self.parents.reserve(parts.items.len());
+        let mut more = parts.items.len();
+        if self.size > 0 && parts.bytes > 0 {
+            // Room for as many entries as the first piece suggests the file holds, so the id
+            // index is not rehashed as it grows (no entry line is shorter than 64 bytes).
+            let lines = self.size as f64 * more as f64 / parts.bytes as f64;
+            more = more.max((lines as usize).min((self.size / 64) as usize));
+            self.by_id.reserve(more);
+            self.size = 0;
+        }
+        self.entries.reserve(more);
+        self.parents.reserve(more);
         for (i, item) in parts.items {
             let n = self.line + i + 1;
             match item {
@@ -431,8 +467,18 @@ mod tests {
     type Loaded = (Vec<Entry>, Vec<String>, bool);
 
     fn loaded(text: &[u8], read: usize, piece: usize, threads: usize) -> Loaded {
-        let reader = Trickle { rest: text, piece: read };
-        let p = load_with(Path::new("s.jsonl"), reader, piece, threads).unwrap();
+        let reader = Trickle {
+            rest: text,
+            piece: read,
+        };
+        let p = load_with(
+            Path::new("s.jsonl"),
+            reader,
+            text.len() as u64,
+            piece,
+            threads,
+        )
+        .unwrap();
         for (id, &i) in &p.by_id {
             assert_eq!(&p.entries[i].id, id);
         }
@@ -517,15 +563,24 @@ mod tests {
     #[test]
     fn no_header_is_an_error() {
         for text in ["", "\n\n  \r\n"] {
-            let err = load_with(Path::new("s.jsonl"), text.as_bytes(), 2, 2).err().unwrap();
+            let err = load_with(Path::new("s.jsonl"), text.as_bytes(), 0, 2, 2)
+                .err()
+                .unwrap();
             assert_eq!(err.message, "s.jsonl is not a session file: it is empty");
         }
-        let err = load_with(Path::new("s.jsonl"), &b"\n\n{\"type\":\"label\"}\n"[..], 2, 2)
-            .err()
-            .unwrap();
+        let err = load_with(
+            Path::new("s.jsonl"),
+            &b"\n\n{\"type\":\"label\"}\n"[..],
+            0,
+            2,
+            2,
+        )
+        .err()
+        .unwrap();
         assert_eq!(err.kind, SessionErrorKind::Invalid);
         assert!(
-            err.message.starts_with("s.jsonl is not a session file: line 3 is not a session header"),
+            err.message
+                .starts_with("s.jsonl is not a session file: line 3 is not a session header"),
             "{}",
             err.message
         );
@@ -542,7 +597,9 @@ mod tests {
         assert_eq!(entries.len(), 2_000);
         let messages = entries.iter().filter(|e| e.data.is_message()).count();
         assert_eq!(messages, 1_999);
-        assert!(entries.iter().all(|e| !matches!(e.data, EntryData::RawMessage(_))));
+        assert!(entries
+            .iter()
+            .all(|e| !matches!(e.data, EntryData::RawMessage(_))));
         assert_eq!(VALUE_LINES.with(|n| n.get()), entries.len() - messages);
     }
 }

@@ -9,26 +9,19 @@ use serde_json::Value;
 use super::{Entry, EntryData, SessionError, SessionErrorKind, SessionHeader};
 use crate::kernel::message::Message;
 
-/// The index of the first `\n` in `bytes`, found eight bytes at a time (a byte-by-byte scan
-/// was a tenth of the load time).
+/// The index of the first `\n` in `bytes`. `BufRead::skip_until` on a byte slice is the
+/// platform's `memchr` (many bytes per step); a byte-by-byte scan was a tenth of load time.
 pub(super) fn find_newline(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    const NEWLINES: u64 = u64::from_ne_bytes([b'\n'; 8]);
-    let (words, _) = bytes.as_chunks::<8>();
-    // The first word holding a `\n` (a zero byte after the xor), then the byte within it.
-    let skip = words
-        .iter()
-        .position(|w| {
-            let x = u64::from_ne_bytes(*w) ^ NEWLINES;
-            x.wrapping_sub(ONES) & !x & HIGH != 0
-        })
-        .unwrap_or(words.len());
-    let rest = &bytes[skip * 8..];
-    rest.iter().position(|b| *b == b'\n').map(|i| skip * 8 + i)
+    let mut rest = bytes;
+    let n = std::io::BufRead::skip_until(&mut rest, b'\n').ok()?;
+    (n > 0 && bytes[n - 1] == b'\n').then(|| n - 1)
 }
 
-pub(super) fn parse_header(path: &Path, n: usize, raw: &[u8]) -> Result<SessionHeader, SessionError> {
+pub(super) fn parse_header(
+    path: &Path,
+    n: usize,
+    raw: &[u8],
+) -> Result<SessionHeader, SessionError> {
     let parsed = serde_json::from_slice::<Value>(raw)
         .map_err(|e| e.to_string())
         .and_then(|v| SessionHeader::from_json(&v));
@@ -110,7 +103,7 @@ pub(super) fn unreadable_message(entry: &Entry) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// The word-at-a-time search finds the same `\n` as a plain scan, wherever it is.
+    /// The fast search finds the same `\n` as a plain scan, wherever it is.
     #[test]
     fn find_newline_agrees_with_a_plain_scan() {
         for len in 0..40 {
@@ -123,7 +116,10 @@ mod tests {
                 }
                 let want = bytes.iter().position(|b| *b == b'\n');
                 assert_eq!(find_newline(&bytes), want, "len {len} at {at}");
-                assert_eq!(find_newline(&bytes[at.min(len)..]), bytes[at.min(len)..].iter().position(|b| *b == b'\n'));
+                assert_eq!(
+                    find_newline(&bytes[at.min(len)..]),
+                    bytes[at.min(len)..].iter().position(|b| *b == b'\n')
+                );
             }
         }
     }

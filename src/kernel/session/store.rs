@@ -391,7 +391,11 @@ impl Store {
 
     fn push(&mut self, entry: Entry) -> usize {
         let i = self.entries.len();
-        let parent = entry.parent_id.as_ref().and_then(|p| self.by_id.get(p)).copied();
+        let parent = entry
+            .parent_id
+            .as_ref()
+            .and_then(|p| self.by_id.get(p))
+            .copied();
         let taken = self.by_id.insert(entry.id.clone(), i).is_some();
         self.entries.push(entry);
         self.parents.push(parent);

@@ -262,7 +262,11 @@ fn a_repeated_id_means_the_later_entry_for_every_child() {
     let dir = tempfile::tempdir().unwrap();
     let head = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#;
     let label = |id: &str, parent: &str, ts: &str| {
-        let parent = if parent.is_empty() { Value::Null } else { parent.into() };
+        let parent = if parent.is_empty() {
+            Value::Null
+        } else {
+            parent.into()
+        };
         serde_json::json!({"type": "label", "id": id, "parentId": parent, "timestamp": ts,
                            "targetId": "x"})
         .to_string()
