@@ -8,7 +8,7 @@ use std::io::Read;
 use std::path::Path;
 use std::sync::{mpsc, Mutex};
 
-use super::parse::{find_newline, parse_entry, parse_header, unreadable_message};
+use super::parse::{find_newline, parse_header, unreadable_message, LineReader};
 use super::{Entry, SessionError, SessionErrorKind, SessionHeader};
 
 /// Bytes per piece handed to a parser thread (cut at a line end; a longer line makes a longer
@@ -299,12 +299,16 @@ fn parse_piece(piece: &Piece) -> Parts {
         lines: 0,
         items: Vec::new(),
     };
-    for (i, (line, _, torn)) in Lines::new(piece).enumerate() {
+    let mut reader = LineReader::new(&piece.bytes[piece.start..]);
+    let mut start = 0;
+    for (i, (line, next, torn)) in Lines::new(piece).enumerate() {
+        let at = start;
+        start = next - piece.start;
         parts.lines = i + 1;
         if line.trim_ascii().is_empty() {
             continue;
         }
-        let item = match parse_entry(line) {
+        let item = match reader.entry(at, at + line.len(), line) {
             Ok(entry) => {
                 let warning = unreadable_message(&entry);
                 Line::Entry(entry, warning)

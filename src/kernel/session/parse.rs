@@ -55,7 +55,7 @@ thread_local! {
 
 /// The shape of a `message` line, read in one pass without building a `Value` tree first.
 #[derive(serde::Deserialize)]
-struct MessageLine<'a> {
+pub(super) struct MessageLine<'a> {
     #[serde(rename = "type", borrow)]
     kind: std::borrow::Cow<'a, str>,
     id: String,
@@ -69,7 +69,10 @@ struct MessageLine<'a> {
 /// time was spent building and re-reading `Value` trees. `None` sends the line to the general
 /// path, which handles every other entry type, unknown roles and errors.
 fn parse_message_line(text: &str) -> Option<Entry> {
-    let line: MessageLine<'_> = serde_json::from_str(text).ok()?;
+    message_entry(serde_json::from_str(text).ok()?)
+}
+
+fn message_entry(line: MessageLine<'_>) -> Option<Entry> {
     if line.kind != "message" {
         return None;
     }
@@ -79,6 +82,73 @@ fn parse_message_line(text: &str) -> Option<Entry> {
         timestamp: line.timestamp,
         data: EntryData::Message(line.message),
     })
+}
+
+/// Reads the lines of one piece of a file. Consecutive message lines are read by one JSON
+/// reader, which keeps its buffer for strings with escapes (code, tool output) from line to
+/// line: growing a fresh buffer for every line was a fifth of the load time. Each line still
+/// stands alone: a value that does not end on its own line, or any line the reader cannot take,
+/// is read by itself with [`parse_entry`], so the result is the same as reading line by line.
+pub(super) struct LineReader<'a> {
+    /// The piece, if it is valid UTF-8 (else every line is read by itself).
+    text: Option<&'a str>,
+    /// The reader and where its input starts in `text`.
+    stream: Option<(usize, MessageStream<'a>)>,
+}
+
+type MessageStream<'a> =
+    serde_json::StreamDeserializer<'a, serde_json::de::StrRead<'a>, MessageLine<'a>>;
+
+/// JSON's whitespace (what may surround a value on its line).
+fn json_blank(s: &str) -> bool {
+    s.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+impl<'a> LineReader<'a> {
+    pub(super) fn new(bytes: &'a [u8]) -> Self {
+        LineReader {
+            text: std::str::from_utf8(bytes).ok(),
+            stream: None,
+        }
+    }
+
+    /// The entry on the line `start..end` of the piece (`end` before its `\n` or `\r\n`).
+    pub(super) fn entry(&mut self, start: usize, end: usize, line: &[u8]) -> Result<Entry, String> {
+        match self.streamed(start, end) {
+            Some(entry) => Ok(entry),
+            None => parse_entry(line),
+        }
+    }
+
+    fn streamed(&mut self, start: usize, end: usize) -> Option<Entry> {
+        let text = self.text?;
+        // The reader continues where its last value ended if only blank lines lie between.
+        let at = |(base, s): &(usize, MessageStream<'a>)| base + s.byte_offset();
+        let aligned = self.stream.as_ref().is_some_and(|s| {
+            let from = at(s);
+            from <= start && json_blank(&text[from..start])
+        });
+        if !aligned {
+            self.stream = Some((
+                start,
+                serde_json::Deserializer::from_str(&text[start..]).into_iter(),
+            ));
+        }
+        let (_, stream) = self.stream.as_mut()?;
+        let line = match stream.next() {
+            Some(Ok(line)) => line,
+            _ => {
+                self.stream = None;
+                return None;
+            }
+        };
+        let ended = self.stream.as_ref().map_or(usize::MAX, at);
+        if ended > end || !json_blank(&text[ended..end]) {
+            self.stream = None; // the value ran past its line, or junk follows it
+            return None;
+        }
+        message_entry(line)
+    }
 }
 
 /// A warning for a message with a known role that keel could not read (kept raw, so it is
@@ -102,6 +172,7 @@ pub(super) fn unreadable_message(entry: &Entry) -> Option<String> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     /// The fast search finds the same `\n` as a plain scan, wherever it is.
     #[test]
@@ -122,5 +193,50 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Reading the lines of a piece with one JSON reader gives exactly what reading each line
+    /// by itself gives: a value spread over two lines, two values on a line, junk or blanks
+    /// after a value, form feeds, CRLF and other entry types in between.
+    #[test]
+    fn a_piece_reads_like_its_lines_one_by_one() {
+        let msg = |id: &str, text: &str| {
+            let m = serde_json::json!({"role": "user", "content": text, "timestamp": 1});
+            serde_json::json!({"type": "message", "id": id, "parentId": null, "timestamp": "t",
+                               "message": m})
+            .to_string()
+        };
+        let a = msg("0000000a", "say \"hi\"\n\tthere");
+        let b = msg("0000000b", "b");
+        let pretty =
+            serde_json::to_string_pretty(&serde_json::from_str::<Value>(&b).unwrap()).unwrap();
+        let lines = [
+            a.clone(),
+            format!("{b} \t "),
+            format!("{a}{b}"),
+            format!("{b} x"),
+            "\u{c}".to_string(),
+            msg("0000000c", "after a form feed"),
+            r#"{"type":"model_change","id":"0000000d","parentId":null,"timestamp":"t","provider":"p","modelId":"m"}"#.to_string(),
+            format!("{b}\r"),
+            pretty,
+            format!("  {a}"),
+            r#"{"type":"message","id":"0000000e","parentId":null,"timestamp":"t","message":{"role":"user"}}"#.to_string(),
+            b.clone(),
+        ];
+        let text = lines.join("\n");
+        let mut reader = LineReader::new(text.as_bytes());
+        let mut start = 0;
+        let mut entries = 0;
+        for line in text.split('\n') {
+            let raw = line.strip_suffix('\r').unwrap_or(line).as_bytes();
+            if !raw.trim_ascii().is_empty() {
+                let got = reader.entry(start, start + raw.len(), raw);
+                assert_eq!(got, parse_entry(raw), "line {line:?}");
+                entries += usize::from(got.is_ok());
+            }
+            start += line.len() + 1;
+        }
+        assert_eq!(entries, 8);
     }
 }
