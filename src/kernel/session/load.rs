@@ -81,13 +81,28 @@ pub(super) fn load_with(
             join.add(parse_piece(&piece));
             pieces.recycle(piece.bytes);
         }
-        return Ok(join.finish(header, pieces.last_byte));
+    } else {
+        on_threads(threads, [first, second], &mut pieces, &mut join, read)?;
     }
+    Ok(join.finish(header, pieces.last_byte))
+}
+
+/// Parses `first` and every later piece on `threads` threads, joining them in order.
+fn on_threads<R: Read>(
+    threads: usize,
+    first: [Piece; 2],
+    pieces: &mut Pieces<R>,
+    join: &mut Join,
+    read: impl Fn(&mut Pieces<R>) -> Result<Option<Piece>, SessionError>,
+) -> Result<(), SessionError> {
     // A rendezvous channel: a piece is read only when a thread is free to take it.
     let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Piece)>(0);
     let (done_tx, done_rx) = mpsc::channel::<(usize, Parts, Vec<u8>)>();
     let work_rx = Mutex::new(work_rx);
     std::thread::scope(|s| {
+        // Owned here, so that any return (a read error too) closes the channel and the
+        // threads end.
+        let work_tx = work_tx;
         for _ in 0..threads {
             let (work_rx, done_tx) = (&work_rx, done_tx.clone());
             s.spawn(move || loop {
@@ -105,7 +120,7 @@ pub(super) fn load_with(
         // Parsed pieces wait here until the ones before them are joined.
         let mut waiting: BTreeMap<usize, Parts> = BTreeMap::new();
         let mut next = 0;
-        let mut done = |(seq, parts, bytes), pieces: &mut Pieces<_>, join: &mut Join| {
+        let mut done = |(seq, parts, bytes), pieces: &mut Pieces<R>| {
             pieces.recycle(bytes);
             waiting.insert(seq, parts);
             while let Some(parts) = waiting.remove(&next) {
@@ -113,9 +128,8 @@ pub(super) fn load_with(
                 next += 1;
             }
         };
-        let mut sent = 0;
-        let mut piece = Some(first);
-        let mut after = Some(second);
+        let [first, second] = first;
+        let (mut piece, mut after, mut sent) = (Some(first), Some(second), 0);
         while let Some(p) = piece {
             // A closed channel means every thread is gone (a panic, which the scope raises).
             if work_tx.send((sent, p)).is_err() {
@@ -123,18 +137,18 @@ pub(super) fn load_with(
             }
             sent += 1;
             for d in done_rx.try_iter() {
-                done(d, &mut pieces, &mut join);
+                done(d, pieces);
             }
             piece = match after.take() {
                 Some(p) => Some(p),
-                None => read(&mut pieces)?,
+                None => read(pieces)?,
             };
         }
         drop(work_tx);
         for d in done_rx.iter() {
-            done(d, &mut pieces, &mut join);
+            done(d, pieces);
         }
-        Ok(join.finish(header, pieces.last_byte))
+        Ok(())
     })
 }
 
@@ -605,5 +619,31 @@ mod tests {
             .iter()
             .all(|e| !matches!(e.data, EntryData::RawMessage(_))));
         assert_eq!(VALUE_LINES.with(|n| n.get()), entries.len() - messages);
+    }
+
+    /// A read that fails halfway is an error naming the file, on one thread or several
+    /// (which then stop; they must not wait for pieces that never come).
+    #[test]
+    fn a_failed_read_is_an_error() {
+        struct Failing<'a>(&'a [u8]);
+        impl Read for Failing<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                if self.0.is_empty() {
+                    return Err(std::io::Error::other("disk on fire"));
+                }
+                let n = buf.len().min(self.0.len()).min(50);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        for threads in [1, 3] {
+            let reader = Failing(VALID.as_bytes());
+            let err = load_with(Path::new("s.jsonl"), reader, 0, 64, threads)
+                .err()
+                .unwrap();
+            assert_eq!(err.kind, SessionErrorKind::Io);
+            assert_eq!(err.message, "cannot read session s.jsonl: disk on fire");
+        }
     }
 }

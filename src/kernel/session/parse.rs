@@ -9,14 +9,16 @@ use serde_json::Value;
 use super::{Entry, EntryData, SessionError, SessionErrorKind, SessionHeader};
 use crate::kernel::message::Message;
 
-/// The index of the first `\n` in `bytes`. `BufRead::skip_until` on a byte slice is the
-/// platform's `memchr` (many bytes per step); a byte-by-byte scan was a tenth of load time.
+/// The index of the first `\n` in `bytes`. `BufRead::skip_until` on a byte slice searches with
+/// the standard library's `memchr`, several bytes per step; a byte-by-byte scan was a tenth of
+/// the load time.
 pub(super) fn find_newline(bytes: &[u8]) -> Option<usize> {
     let mut rest = bytes;
     let n = std::io::BufRead::skip_until(&mut rest, b'\n').ok()?;
     (n > 0 && bytes[n - 1] == b'\n').then(|| n - 1)
 }
 
+/// The header line (line `n` of `path`), or an `Invalid` error saying why it is not one.
 pub(super) fn parse_header(
     path: &Path,
     n: usize,
@@ -36,6 +38,7 @@ pub(super) fn parse_header(
     })
 }
 
+/// One entry line by itself; the error says why the line is not an entry.
 pub(super) fn parse_entry(raw: &[u8]) -> Result<Entry, String> {
     let text = std::str::from_utf8(raw).map_err(|e| format!("not UTF-8: {e}"))?;
     if let Some(entry) = parse_message_line(text) {
