@@ -18,6 +18,7 @@ mod local_servers;
 mod projectors;
 mod providers;
 mod rpc;
+mod session_load;
 mod session_safety;
 mod sessions;
 mod stdio;

@@ -76,7 +76,7 @@ impl Feed {
     /// Streams `text` as one text block in pieces of `chunk` characters (not finished).
     fn stream(&mut self, text: &str, chunk: usize) {
         self.send(EventPayload::MessageStarted {
-            message: Message::Assistant(assistant(vec![], StopReason::Pending)),
+            message: Message::from(assistant(vec![], StopReason::Pending)),
         });
         self.delta(AssistantDelta::TextStarted { index: 0 });
         let chars: Vec<char> = text.chars().collect();
@@ -103,7 +103,7 @@ impl Feed {
         };
         m.usage.cost.total = 0.0497;
         self.send(EventPayload::MessageFinished {
-            message: Message::Assistant(m),
+            message: Message::from(m),
             entry_id: "e1".into(),
         });
         self.settle(RunOutcome::Completed);
@@ -323,7 +323,7 @@ fn error_cell() {
             let mut m = assistant(vec![], StopReason::Error);
             m.error_message = Some("auth: invalid x-api-key (check ANTHROPIC_API_KEY)".into());
             f.send(EventPayload::MessageFinished {
-                message: Message::Assistant(m),
+                message: Message::from(m),
                 entry_id: "e".into(),
             });
             f.settle(RunOutcome::Failed {
@@ -604,7 +604,7 @@ fn compaction_and_thinking_cells() {
     let mut f = Feed::new();
     f.user("go");
     f.send(EventPayload::MessageStarted {
-        message: Message::Assistant(assistant(vec![], StopReason::Pending)),
+        message: Message::from(assistant(vec![], StopReason::Pending)),
     });
     f.delta(AssistantDelta::ThinkingStarted { index: 0 });
     f.delta(AssistantDelta::ThinkingDelta {
@@ -708,7 +708,7 @@ fn real_bytes_stream_into_scrollback_without_full_clears_and_survive_a_resize() 
     emu.draw(&mut f.view);
     f.user("plan the fix");
     f.send(EventPayload::MessageStarted {
-        message: Message::Assistant(assistant(vec![], StopReason::Pending)),
+        message: Message::from(assistant(vec![], StopReason::Pending)),
     });
     f.delta(AssistantDelta::TextStarted { index: 0 });
     for piece in STREAMED.chars().collect::<Vec<_>>().chunks(4) {

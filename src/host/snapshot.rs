@@ -183,7 +183,7 @@ mod tests {
             timestamp: 1,
         };
         f.observe(&event(EventPayload::MessageStarted {
-            message: Message::Assistant(empty),
+            message: Message::from(empty),
         }));
         for d in [
             AssistantDelta::TextStarted { index: 0 },

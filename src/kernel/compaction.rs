@@ -331,7 +331,7 @@ mod tests {
     }
 
     fn assistant_calling(n: usize) -> Message {
-        Message::Assistant(AssistantMessage {
+        Message::from(AssistantMessage {
             content: vec![
                 Content::text("a".repeat(n)),
                 Content::ToolCall {
@@ -352,7 +352,7 @@ mod tests {
     }
 
     fn result(n: usize) -> Message {
-        Message::ToolResult(ToolResultMessage {
+        Message::from(ToolResultMessage {
             tool_call_id: "c".into(),
             tool_name: "read".into(),
             content: vec![Content::text("r".repeat(n))],
@@ -389,6 +389,7 @@ mod tests {
     fn context_tokens_use_reported_usage_then_estimates() {
         let mut a = assistant_calling(40);
         if let Message::Assistant(a) = &mut a {
+            let a = std::sync::Arc::make_mut(a);
             a.usage.input = 900;
             a.usage.output = 100;
             a.usage.total_tokens = 1000;

@@ -1,6 +1,8 @@
 //! Conversation data in pi's message shape (`pi-protocol.md` §5). The same JSON is written to
 //! session files and onto the wire, so field names follow pi exactly. Owns no I/O.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -171,23 +173,67 @@ pub struct ToolResultMessage {
 
 /// Any message of the conversation, tagged by `role`. Unknown roles written by other tools
 /// are kept as raw JSON and never sent to a model.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "role", try_from = "FlatMessage")]
+///
+/// Each variant holds its message behind an [`Arc`], so a clone shares it: the session store,
+/// the agent's history and every model request hold the same messages, not one copy each (a
+/// long session is loaded once). Build one with `.into()` from the message struct; change one
+/// in place with [`Arc::make_mut`] (which copies it first only if it is shared).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(try_from = "FlatMessage")]
 pub enum Message {
-    #[serde(rename = "user")]
-    User(UserMessage),
-    #[serde(rename = "assistant")]
-    Assistant(AssistantMessage),
-    #[serde(rename = "toolResult")]
-    ToolResult(ToolResultMessage),
+    User(Arc<UserMessage>),
+    Assistant(Arc<AssistantMessage>),
+    ToolResult(Arc<ToolResultMessage>),
 }
 
 impl Message {
     pub fn user(text: impl Into<String>, timestamp: i64) -> Self {
-        Message::User(UserMessage {
+        UserMessage {
             content: vec![Content::text(text)],
             timestamp,
-        })
+        }
+        .into()
+    }
+}
+
+impl From<UserMessage> for Message {
+    fn from(m: UserMessage) -> Self {
+        Message::User(Arc::new(m))
+    }
+}
+
+impl From<AssistantMessage> for Message {
+    fn from(m: AssistantMessage) -> Self {
+        Message::Assistant(Arc::new(m))
+    }
+}
+
+impl From<ToolResultMessage> for Message {
+    fn from(m: ToolResultMessage) -> Self {
+        Message::ToolResult(Arc::new(m))
+    }
+}
+
+/// The wire form of [`Message`]: the message's own fields plus `role`.
+#[derive(Serialize)]
+#[serde(tag = "role")]
+enum TaggedMessage<'a> {
+    #[serde(rename = "user")]
+    User(&'a UserMessage),
+    #[serde(rename = "assistant")]
+    Assistant(&'a AssistantMessage),
+    #[serde(rename = "toolResult")]
+    ToolResult(&'a ToolResultMessage),
+}
+
+impl Serialize for Message {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Message::User(m) => TaggedMessage::User(m),
+            Message::Assistant(m) => TaggedMessage::Assistant(m),
+            Message::ToolResult(m) => TaggedMessage::ToolResult(m),
+        }
+        .serialize(s)
     }
 }
 
@@ -213,10 +259,54 @@ where
             while let Some(c) = seq.next_element::<Content>()? {
                 out.push(c);
             }
+            // Growth leaves room for 4 blocks where most messages have 1 to 3; a long session
+            // holds tens of thousands of these.
+            out.shrink_to_fit();
             Ok(out)
         }
     }
     d.deserialize_any(V)
+}
+
+/// A `type` or `role` string. The names keel knows are read without allocating; they are
+/// matched once per block and message of every loaded line, so this keeps session loads fast.
+struct Tag(std::borrow::Cow<'static, str>);
+
+/// The `type`s and `role`s keel reads.
+const TAGS: [&str; 7] = [
+    "text",
+    "thinking",
+    "toolCall",
+    "image",
+    "user",
+    "assistant",
+    "toolResult",
+];
+
+impl std::ops::Deref for Tag {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl<'de> Deserialize<'de> for Tag {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Tag;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Tag, E> {
+                Ok(Tag(match TAGS.iter().find(|t| **t == v) {
+                    Some(t) => std::borrow::Cow::Borrowed(*t),
+                    None => std::borrow::Cow::Owned(v.to_string()),
+                }))
+            }
+        }
+        d.deserialize_str(V)
+    }
 }
 
 /// Every field any content block may have: read in one pass (serde's internally tagged enums
@@ -225,7 +315,7 @@ where
 #[serde(rename_all = "camelCase")]
 struct FlatContent {
     #[serde(rename = "type")]
-    kind: String,
+    kind: Tag,
     text: Option<String>,
     thinking: Option<String>,
     thinking_signature: Option<String>,
@@ -244,7 +334,7 @@ impl TryFrom<FlatContent> for Content {
     type Error = String;
 
     fn try_from(f: FlatContent) -> Result<Self, String> {
-        Ok(match f.kind.as_str() {
+        Ok(match &*f.kind {
             "text" => Content::Text {
                 text: need(f.text, "text", "text")?,
             },
@@ -272,7 +362,7 @@ impl TryFrom<FlatContent> for Content {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct FlatMessage {
-    role: String,
+    role: Tag,
     #[serde(default, deserialize_with = "opt_content")]
     content: Option<Vec<Content>>,
     timestamp: Option<i64>,
@@ -300,12 +390,12 @@ impl TryFrom<FlatMessage> for Message {
     type Error = String;
 
     fn try_from(f: FlatMessage) -> Result<Self, String> {
-        let role = f.role.clone();
+        let role = f.role;
         let content = need(f.content, &role, "content")?;
         let timestamp = need(f.timestamp, &role, "timestamp")?;
-        Ok(match role.as_str() {
-            "user" => Message::User(UserMessage { content, timestamp }),
-            "assistant" => Message::Assistant(AssistantMessage {
+        Ok(match &*role {
+            "user" => UserMessage { content, timestamp }.into(),
+            "assistant" => AssistantMessage {
                 content,
                 api: f.api.unwrap_or_default(),
                 provider: f.provider.unwrap_or_default(),
@@ -315,8 +405,9 @@ impl TryFrom<FlatMessage> for Message {
                 error_message: f.error_message,
                 duration_ms: f.duration_ms,
                 timestamp,
-            }),
-            "toolResult" => Message::ToolResult(ToolResultMessage {
+            }
+            .into(),
+            "toolResult" => ToolResultMessage {
                 tool_call_id: need(f.tool_call_id, &role, "toolCallId")?,
                 tool_name: need(f.tool_name, &role, "toolName")?,
                 content,
@@ -324,7 +415,8 @@ impl TryFrom<FlatMessage> for Message {
                 is_error: need(f.is_error, &role, "isError")?,
                 duration_ms: f.duration_ms,
                 timestamp,
-            }),
+            }
+            .into(),
             other => return Err(format!("unknown message role `{other}`")),
         })
     }

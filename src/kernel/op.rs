@@ -24,7 +24,7 @@ impl UserInput {
         let mut content = Vec::with_capacity(1 + self.images.len());
         content.push(Content::text(self.text));
         content.extend(self.images);
-        Message::User(UserMessage { content, timestamp })
+        Message::from(UserMessage { content, timestamp })
     }
 }
 

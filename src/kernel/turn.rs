@@ -60,7 +60,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         compact_if_needed(inner, &abort).await;
         let streamed = stream_assistant(inner, &abort).await;
         let assistant = streamed.message.clone();
-        push_message(inner, &mut produced, Message::Assistant(assistant.clone()));
+        push_message(inner, &mut produced, Message::from(assistant.clone()));
         if let Some(outcome) = failed_outcome(&assistant, streamed.error_kind.clone()) {
             publish_turn_end(inner, assistant.clone(), Vec::new());
             let kind = streamed.error_kind.as_deref().unwrap_or("");
@@ -113,7 +113,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         let calls = assistant.tool_calls();
         let batch = run_tools(inner, &calls, &abort).await;
         for r in &batch.results {
-            push_message(inner, &mut produced, Message::ToolResult(r.clone()));
+            push_message(inner, &mut produced, Message::from(r.clone()));
         }
         publish_turn_end(inner, assistant, batch.results);
         if abort.is_aborted() {
@@ -332,7 +332,7 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
         timestamp: inner.clock.now_ms(),
     };
     inner.bus.publish(EventPayload::MessageStarted {
-        message: Message::Assistant(msg.clone()),
+        message: Message::from(msg.clone()),
     });
     let request = {
         let state = inner.lock();

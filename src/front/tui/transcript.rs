@@ -706,7 +706,7 @@ mod tests {
             timestamp: 0,
         };
         t.on_event(&ev(EventPayload::MessageFinished {
-            message: Message::Assistant(m),
+            message: Message::from(m),
             entry_id: "e".into(),
         }));
         t.on_event(&ev(EventPayload::AgentSettled {

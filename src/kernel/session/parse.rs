@@ -1,9 +1,7 @@
-//! Reading a session file's bytes: the header, entries (a fast path for message lines), and
-//! the damage a crash or another program can leave (torn, malformed or non-UTF-8 lines,
-//! parents that point nowhere), reported as warnings. Reads only the reader it is given.
+//! Reading one line of a session file: the header, an entry (with a fast path for message
+//! lines), and why a line is unreadable (malformed or non-UTF-8 JSON, a message keel cannot
+//! read). Pure functions of the bytes; the file itself is read by `load.rs`.
 
-use std::collections::HashMap;
-use std::io::Read;
 use std::path::Path;
 
 use serde_json::Value;
@@ -11,166 +9,21 @@ use serde_json::Value;
 use super::{Entry, EntryData, SessionError, SessionErrorKind, SessionHeader};
 use crate::kernel::message::Message;
 
-/// Bytes read from the file at a time. A line longer than this grows the buffer to fit it, so
-/// a load holds one piece of the file (not all of it) next to the entries parsed so far.
-const READ_CHUNK: usize = 1 << 20;
-
-/// A session file, read.
-pub(super) struct Parsed {
-    pub header: SessionHeader,
-    /// The readable entries in file order.
-    pub entries: Vec<Entry>,
-    /// Entry id → index in `entries` (the later one wins for duplicate ids, as in pi).
-    pub by_id: HashMap<String, usize>,
-    /// One sentence per damaged line or repaired parent link.
-    pub warnings: Vec<String>,
-    /// The file is not empty and does not end with `\n` (a torn line or a failed write).
-    pub torn_end: bool,
+/// The index of the first `\n` in `bytes`. `BufRead::skip_until` on a byte slice searches with
+/// the standard library's `memchr`, several bytes per step; a byte-by-byte scan was a tenth of
+/// the load time.
+pub(super) fn find_newline(bytes: &[u8]) -> Option<usize> {
+    let mut rest = bytes;
+    let n = std::io::BufRead::skip_until(&mut rest, b'\n').ok()?;
+    (n > 0 && bytes[n - 1] == b'\n').then(|| n - 1)
 }
 
-/// Reads a session file from `reader` in pieces of [`READ_CHUNK`] bytes and splits it into its
-/// header and entries; bad lines become warnings.
-pub(super) fn parse(path: &Path, mut reader: impl Read) -> Result<Parsed, SessionError> {
-    let mut lines = Lines::new(path);
-    let mut buf = vec![0u8; READ_CHUNK];
-    // `buf[..filled]` holds bytes read but not yet parsed: always the start of a line.
-    let mut filled = 0;
-    loop {
-        if filled == buf.len() {
-            buf.resize(buf.len() * 2, 0); // one line longer than the buffer
-        }
-        let n = match reader.read(&mut buf[filled..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(SessionError::io("read", path, &e)),
-        };
-        if n == 0 {
-            break;
-        }
-        let end = filled + n;
-        let Some(last_newline) = buf[filled..end].iter().rposition(|b| *b == b'\n') else {
-            filled = end;
-            continue;
-        };
-        let complete = filled + last_newline + 1;
-        for line in buf[..complete - 1].split(|b| *b == b'\n') {
-            lines.line(line, false)?;
-        }
-        lines.last_byte = Some(b'\n');
-        buf.copy_within(complete..end, 0);
-        filled = end - complete;
-    }
-    if filled > 0 {
-        lines.last_byte = Some(buf[filled - 1]);
-        lines.line(&buf[..filled], true)?;
-    }
-    lines.finish()
-}
-
-/// The parser's state between lines.
-struct Lines<'p> {
-    path: &'p Path,
-    /// Lines seen so far (1-based number of the last one).
+/// The header line (line `n` of `path`), or an `Invalid` error saying why it is not one.
+pub(super) fn parse_header(
+    path: &Path,
     n: usize,
-    header: Option<SessionHeader>,
-    entries: Vec<Entry>,
-    by_id: HashMap<String, usize>,
-    warnings: Vec<String>,
-    /// The warning of the lines skipped since the last readable entry.
-    skipped: Option<usize>,
-    last_byte: Option<u8>,
-}
-
-impl<'p> Lines<'p> {
-    fn new(path: &'p Path) -> Self {
-        Lines {
-            path,
-            n: 0,
-            header: None,
-            entries: Vec::new(),
-            by_id: HashMap::new(),
-            warnings: Vec::new(),
-            skipped: None,
-            last_byte: None,
-        }
-    }
-
-    /// One line without its `\n`; `torn` when it is the file's last and has no `\n`.
-    fn line(&mut self, raw: &[u8], torn: bool) -> Result<(), SessionError> {
-        self.n += 1;
-        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        if raw.trim_ascii().is_empty() {
-            return Ok(());
-        }
-        if self.header.is_none() {
-            self.header = Some(parse_header(self.path, self.n, raw)?);
-            return Ok(());
-        }
-        match parse_entry(raw) {
-            Ok(entry) => self.entry(entry),
-            Err(e) => {
-                let what = if torn { "torn" } else { "malformed" };
-                let at = self.path.display();
-                self.warnings
-                    .push(format!("skipped {what} line {} of {at}: {e}", self.n));
-                self.skipped = Some(self.warnings.len() - 1);
-            }
-        }
-        Ok(())
-    }
-
-    fn entry(&mut self, mut entry: Entry) {
-        let at = self.path.display();
-        if let Some(w) = unreadable_message(&entry) {
-            self.warnings.push(format!("line {} of {at}: {w}", self.n));
-        }
-        // A parent that is not in the file (it was on a damaged line, or never existed) would
-        // cut the history before it out of the branch: attach the entry to the readable
-        // entry before it instead.
-        let missing = entry
-            .parent_id
-            .as_ref()
-            .filter(|p| !self.by_id.contains_key(p.as_str()));
-        if let Some(missing) = missing {
-            let before = self.entries.last().map(|e| e.id.clone());
-            let to = before.as_deref().unwrap_or("the start of the session");
-            let note = match self.skipped {
-                Some(w) => {
-                    let note = format!("; entry {} after it now continues from {to}", entry.id);
-                    self.warnings[w].push_str(&note);
-                    None
-                }
-                None => Some(format!(
-                    "line {} of {at}: entry {} points at a missing parent {missing}; attached to {to}",
-                    self.n, entry.id
-                )),
-            };
-            self.warnings.extend(note);
-            entry.parent_id = before;
-        }
-        self.skipped = None;
-        self.by_id.insert(entry.id.clone(), self.entries.len());
-        self.entries.push(entry);
-    }
-
-    fn finish(self) -> Result<Parsed, SessionError> {
-        let Some(header) = self.header else {
-            return Err(SessionError::new(
-                SessionErrorKind::Invalid,
-                format!("{} is not a session file: it is empty", self.path.display()),
-            ));
-        };
-        Ok(Parsed {
-            header,
-            entries: self.entries,
-            by_id: self.by_id,
-            warnings: self.warnings,
-            torn_end: self.last_byte.is_some_and(|b| b != b'\n'),
-        })
-    }
-}
-
-fn parse_header(path: &Path, n: usize, raw: &[u8]) -> Result<SessionHeader, SessionError> {
+    raw: &[u8],
+) -> Result<SessionHeader, SessionError> {
     let parsed = serde_json::from_slice::<Value>(raw)
         .map_err(|e| e.to_string())
         .and_then(|v| SessionHeader::from_json(&v));
@@ -185,18 +38,27 @@ fn parse_header(path: &Path, n: usize, raw: &[u8]) -> Result<SessionHeader, Sess
     })
 }
 
-fn parse_entry(raw: &[u8]) -> Result<Entry, String> {
+/// One entry line by itself; the error says why the line is not an entry.
+pub(super) fn parse_entry(raw: &[u8]) -> Result<Entry, String> {
     let text = std::str::from_utf8(raw).map_err(|e| format!("not UTF-8: {e}"))?;
     if let Some(entry) = parse_message_line(text) {
         return Ok(entry);
     }
+    #[cfg(test)]
+    VALUE_LINES.with(|n| n.set(n.get() + 1));
     let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
     Entry::from_json(value)
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Lines this thread read through a `Value` tree (the slow path), for tests.
+    pub(super) static VALUE_LINES: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// The shape of a `message` line, read in one pass without building a `Value` tree first.
 #[derive(serde::Deserialize)]
-struct MessageLine<'a> {
+pub(super) struct MessageLine<'a> {
     #[serde(rename = "type", borrow)]
     kind: std::borrow::Cow<'a, str>,
     id: String,
@@ -210,7 +72,10 @@ struct MessageLine<'a> {
 /// time was spent building and re-reading `Value` trees. `None` sends the line to the general
 /// path, which handles every other entry type, unknown roles and errors.
 fn parse_message_line(text: &str) -> Option<Entry> {
-    let line: MessageLine<'_> = serde_json::from_str(text).ok()?;
+    message_entry(serde_json::from_str(text).ok()?)
+}
+
+fn message_entry(line: MessageLine<'_>) -> Option<Entry> {
     if line.kind != "message" {
         return None;
     }
@@ -222,9 +87,76 @@ fn parse_message_line(text: &str) -> Option<Entry> {
     })
 }
 
+/// Reads the lines of one piece of a file. Consecutive message lines are read by one JSON
+/// reader, which keeps its buffer for strings with escapes (code, tool output) from line to
+/// line: growing a fresh buffer for every line was a fifth of the load time. Each line still
+/// stands alone: a value that does not end on its own line, or any line the reader cannot take,
+/// is read by itself with [`parse_entry`], so the result is the same as reading line by line.
+pub(super) struct LineReader<'a> {
+    /// The piece, if it is valid UTF-8 (else every line is read by itself).
+    text: Option<&'a str>,
+    /// The reader and where its input starts in `text`.
+    stream: Option<(usize, MessageStream<'a>)>,
+}
+
+type MessageStream<'a> =
+    serde_json::StreamDeserializer<'a, serde_json::de::StrRead<'a>, MessageLine<'a>>;
+
+/// JSON's whitespace (what may surround a value on its line).
+fn json_blank(s: &str) -> bool {
+    s.bytes().all(|b| matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
+}
+
+impl<'a> LineReader<'a> {
+    pub(super) fn new(bytes: &'a [u8]) -> Self {
+        LineReader {
+            text: std::str::from_utf8(bytes).ok(),
+            stream: None,
+        }
+    }
+
+    /// The entry on the line `start..end` of the piece (`end` before its `\n` or `\r\n`).
+    pub(super) fn entry(&mut self, start: usize, end: usize, line: &[u8]) -> Result<Entry, String> {
+        match self.streamed(start, end) {
+            Some(entry) => Ok(entry),
+            None => parse_entry(line),
+        }
+    }
+
+    fn streamed(&mut self, start: usize, end: usize) -> Option<Entry> {
+        let text = self.text?;
+        // The reader continues where its last value ended if only blank lines lie between.
+        let at = |(base, s): &(usize, MessageStream<'a>)| base + s.byte_offset();
+        let aligned = self.stream.as_ref().is_some_and(|s| {
+            let from = at(s);
+            from <= start && json_blank(&text[from..start])
+        });
+        if !aligned {
+            self.stream = Some((
+                start,
+                serde_json::Deserializer::from_str(&text[start..]).into_iter(),
+            ));
+        }
+        let (_, stream) = self.stream.as_mut()?;
+        let line = match stream.next() {
+            Some(Ok(line)) => line,
+            _ => {
+                self.stream = None;
+                return None;
+            }
+        };
+        let ended = self.stream.as_ref().map_or(usize::MAX, at);
+        if ended > end || !json_blank(&text[ended..end]) {
+            self.stream = None; // the value ran past its line, or junk follows it
+            return None;
+        }
+        message_entry(line)
+    }
+}
+
 /// A warning for a message with a known role that keel could not read (kept raw, so it is
 /// left out of the model context). Unknown roles are expected and get no warning.
-fn unreadable_message(entry: &Entry) -> Option<String> {
+pub(super) fn unreadable_message(entry: &Entry) -> Option<String> {
     let EntryData::RawMessage(raw) = &entry.data else {
         return None;
     };
@@ -243,74 +175,71 @@ fn unreadable_message(entry: &Entry) -> Option<String> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
-    const TORN: &str = include_str!("../../../fixtures/sessions/torn.jsonl");
-    const UNKNOWN: &str = include_str!("../../../fixtures/sessions/unknown.jsonl");
-
-    /// A reader that hands out at most `piece` bytes per `read`, like a slow pipe.
-    struct Trickle<'a> {
-        rest: &'a [u8],
-        piece: usize,
-    }
-
-    impl Read for Trickle<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-            let n = self.piece.min(buf.len()).min(self.rest.len());
-            buf[..n].copy_from_slice(&self.rest[..n]);
-            self.rest = &self.rest[n..];
-            Ok(n)
-        }
-    }
-
-    fn parsed(text: &[u8], piece: usize) -> (Vec<Entry>, Vec<String>, bool) {
-        let reader = Trickle { rest: text, piece };
-        let p = parse(Path::new("s.jsonl"), reader).unwrap();
-        for (id, &i) in &p.by_id {
-            assert_eq!(&p.entries[i].id, id);
-        }
-        (p.entries, p.warnings, p.torn_end)
-    }
-
-    /// Reads that end anywhere in a line (every piece size from 1 byte) give the same entries,
-    /// warnings and torn flag as one read of the whole file.
+    /// The fast search finds the same `\n` as a plain scan, wherever it is.
     #[test]
-    fn lines_split_across_reads_parse_the_same() {
-        let crlf = UNKNOWN.replace('\n', "\r\n");
-        let unterminated = format!("{}\n\n{}", UNKNOWN.trim_end(), "{\"type\":\"message\"");
-        for text in [TORN, UNKNOWN, crlf.as_str(), unterminated.as_str()] {
-            let whole = parsed(text.as_bytes(), usize::MAX);
-            assert!(!whole.0.is_empty());
-            for piece in [1, 2, 7, 64, 300] {
-                assert_eq!(parsed(text.as_bytes(), piece), whole, "piece {piece}");
+    fn find_newline_agrees_with_a_plain_scan() {
+        for len in 0..40 {
+            for at in 0..=len {
+                let mut bytes: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+                bytes.extend_from_slice(&[0x0b, 0x8a, 0x09, 0xff]); // near misses, no `\n`
+                if at < len {
+                    bytes[at] = b'\n';
+                    bytes[len - 1] = b'\n';
+                }
+                let want = bytes.iter().position(|b| *b == b'\n');
+                assert_eq!(find_newline(&bytes), want, "len {len} at {at}");
+                assert_eq!(
+                    find_newline(&bytes[at.min(len)..]),
+                    bytes[at.min(len)..].iter().position(|b| *b == b'\n')
+                );
             }
         }
-        let (entries, warnings, torn) = parsed(unterminated.as_bytes(), 5);
-        assert!(torn);
-        assert_eq!(entries.len(), parsed(UNKNOWN.as_bytes(), 5).0.len());
-        assert_eq!(warnings.len(), 1, "{warnings:?}");
-        assert!(
-            warnings[0].starts_with("skipped torn line "),
-            "{warnings:?}"
-        );
     }
 
-    /// A line longer than the read buffer grows it instead of being cut into pieces.
+    /// Reading the lines of a piece with one JSON reader gives exactly what reading each line
+    /// by itself gives: a value spread over two lines, two values on a line, junk or blanks
+    /// after a value, form feeds, CRLF and other entry types in between.
     #[test]
-    fn a_line_longer_than_the_read_buffer_is_read_whole() {
-        let big = "x".repeat(READ_CHUNK * 2 + 17);
-        let head = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#;
-        let msg = serde_json::json!({"role": "user", "content": big, "timestamp": 1});
-        let entry = serde_json::json!({"type": "message", "id": "0000abcd", "parentId": null,
-                                       "timestamp": "t", "message": msg});
-        let after = r#"{"type":"label","id":"0000abce","parentId":"0000abcd","timestamp":"t","targetId":"0000abcd"}"#;
-        let text = format!("{head}\n{entry}\n{after}\n");
-        let (entries, warnings, torn) = parsed(text.as_bytes(), usize::MAX);
-        assert!(warnings.is_empty() && !torn, "{warnings:?}");
-        assert_eq!(entries.len(), 2);
-        let EntryData::Message(Message::User(u)) = &entries[0].data else {
-            panic!("{:?}", entries[0].data.type_name());
+    fn a_piece_reads_like_its_lines_one_by_one() {
+        let msg = |id: &str, text: &str| {
+            let m = serde_json::json!({"role": "user", "content": text, "timestamp": 1});
+            serde_json::json!({"type": "message", "id": id, "parentId": null, "timestamp": "t",
+                               "message": m})
+            .to_string()
         };
-        assert_eq!(crate::kernel::message::user_text(u), big);
-        assert_eq!(entries[1].parent_id.as_deref(), Some("0000abcd"));
+        let a = msg("0000000a", "say \"hi\"\n\tthere");
+        let b = msg("0000000b", "b");
+        let pretty =
+            serde_json::to_string_pretty(&serde_json::from_str::<Value>(&b).unwrap()).unwrap();
+        let lines = [
+            a.clone(),
+            format!("{b} \t "),
+            format!("{a}{b}"),
+            format!("{b} x"),
+            "\u{c}".to_string(),
+            msg("0000000c", "after a form feed"),
+            r#"{"type":"model_change","id":"0000000d","parentId":null,"timestamp":"t","provider":"p","modelId":"m"}"#.to_string(),
+            format!("{b}\r"),
+            pretty,
+            format!("  {a}"),
+            r#"{"type":"message","id":"0000000e","parentId":null,"timestamp":"t","message":{"role":"user"}}"#.to_string(),
+            b.clone(),
+        ];
+        let text = lines.join("\n");
+        let mut reader = LineReader::new(text.as_bytes());
+        let mut start = 0;
+        let mut entries = 0;
+        for line in text.split('\n') {
+            let raw = line.strip_suffix('\r').unwrap_or(line).as_bytes();
+            if !raw.trim_ascii().is_empty() {
+                let got = reader.entry(start, start + raw.len(), raw);
+                assert_eq!(got, parse_entry(raw), "line {line:?}");
+                entries += usize::from(got.is_ok());
+            }
+            start += line.len() + 1;
+        }
+        assert_eq!(entries, 8);
     }
 }

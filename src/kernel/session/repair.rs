@@ -48,7 +48,7 @@ impl Store {
                 duration_ms: None,
                 timestamp: at,
             };
-            self.append(EntryData::Message(Message::ToolResult(result)), clock)?;
+            self.append(EntryData::Message(result.into()), clock)?;
         }
         let names: Vec<String> = missing
             .iter()

@@ -8,7 +8,7 @@ use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
-use super::parse::parse;
+use super::load::load;
 use super::{iso_ms, Entry, EntryData, SessionError, SessionErrorKind, SessionHeader};
 use crate::kernel::clock::Clock;
 use crate::kernel::message::Message;
@@ -34,6 +34,9 @@ pub struct Store {
     entries: Vec<Entry>,
     /// Entry id → index in `entries` (the later one wins for duplicate ids, as in pi).
     by_id: HashMap<String, usize>,
+    /// The index of each entry's parent (its `parent_id` looked up in `by_id`), so walking a
+    /// branch of a long session needs no lookups.
+    parents: Vec<Option<usize>>,
     leaf: Option<usize>,
     /// The append handle; holds the exclusive lock for the Store's lifetime.
     file: Option<File>,
@@ -62,6 +65,7 @@ impl Store {
             path,
             entries: Vec::new(),
             by_id: HashMap::new(),
+            parents: Vec::new(),
             leaf: None,
             file: None,
             needs_newline: false,
@@ -138,11 +142,15 @@ impl Store {
     }
 
     fn load(path: &Path, file: File, writable: bool) -> Result<(Store, Vec<String>), SessionError> {
-        let parsed = parse(path, &file)?;
+        let parsed = load(path, &file)?;
         let mut store = Store::build(writable.then(|| path.to_path_buf()), parsed.header);
         store.leaf = parsed.entries.len().checked_sub(1);
         store.entries = parsed.entries;
         store.by_id = parsed.by_id;
+        match parsed.parents {
+            Some(parents) => store.parents = parents,
+            None => store.link_parents(),
+        }
         if writable {
             store.file = Some(file);
             store.needs_newline = parsed.torn_end;
@@ -361,13 +369,8 @@ impl Store {
             if out.len() >= self.entries.len() {
                 break; // a parentId cycle in a damaged file
             }
-            let entry = &self.entries[i];
-            out.push(entry);
-            cur = entry
-                .parent_id
-                .as_ref()
-                .and_then(|p| self.by_id.get(p))
-                .copied();
+            out.push(&self.entries[i]);
+            cur = self.parents[i];
         }
         out.reverse();
         Ok(out)
@@ -388,10 +391,27 @@ impl Store {
 
     fn push(&mut self, entry: Entry) -> usize {
         let i = self.entries.len();
-        self.by_id.insert(entry.id.clone(), i);
+        let parent = entry
+            .parent_id
+            .as_ref()
+            .and_then(|p| self.by_id.get(p))
+            .copied();
+        let taken = self.by_id.insert(entry.id.clone(), i).is_some();
         self.entries.push(entry);
+        self.parents.push(parent);
+        if taken {
+            self.link_parents(); // a duplicate id now stands for the later entry
+        }
         self.leaf = Some(i);
         i
+    }
+
+    /// Looks up every entry's parent in `by_id`.
+    fn link_parents(&mut self) {
+        let by_id = &self.by_id;
+        self.parents = (self.entries.iter())
+            .map(|e| e.parent_id.as_ref().and_then(|p| by_id.get(p)).copied())
+            .collect();
     }
 
     fn fresh_id(&self, clock: &Clock) -> String {

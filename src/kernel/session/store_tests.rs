@@ -25,7 +25,7 @@ fn fixture(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
 }
 
 fn assistant(text: &str, ts: i64) -> EntryData {
-    EntryData::Message(Message::Assistant(AssistantMessage {
+    EntryData::Message(Message::from(AssistantMessage {
         content: vec![Content::text(text)],
         api: "openai-completions".into(),
         provider: "mock".into(),
@@ -255,6 +255,44 @@ fn unknown_types_and_roles_survive_load_and_fork() {
     }
 }
 
+/// A repeated id stands for its later entry, also for children written before it (pi's map of
+/// ids): branches are walked through the parents looked up once all entries are read.
+#[test]
+fn a_repeated_id_means_the_later_entry_for_every_child() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = r#"{"type":"session","version":3,"id":"s","timestamp":"t","cwd":"/"}"#;
+    let label = |id: &str, parent: &str, ts: &str| {
+        let parent = if parent.is_empty() {
+            Value::Null
+        } else {
+            parent.into()
+        };
+        serde_json::json!({"type": "label", "id": id, "parentId": parent, "timestamp": ts,
+                           "targetId": "x"})
+        .to_string()
+    };
+    let text = [
+        head.to_string(),
+        label("00000001", "", "first"),
+        label("00000002", "00000001", "child"),
+        label("00000001", "", "again"),
+        label("00000003", "00000001", "grandchild"),
+    ]
+    .join("\n");
+    let path = fixture(&dir, "dup.jsonl", &text);
+    let (mut store, warnings) = Store::open(&path).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let times = |store: &Store| -> Vec<String> {
+        store.branch().iter().map(|e| e.timestamp.clone()).collect()
+    };
+    assert_eq!(times(&store), ["again", "grandchild"]);
+    store.set_leaf(Some("00000002")).unwrap();
+    assert_eq!(times(&store), ["again", "child"]);
+    // Appended entries link to the leaf as well.
+    store.append(user("hi"), &clock()).unwrap();
+    assert_eq!(times(&store)[..2], ["again", "child"]);
+}
+
 #[test]
 fn a_first_line_that_is_not_a_header_is_invalid() {
     let dir = tempfile::tempdir().unwrap();
@@ -326,6 +364,29 @@ fn fork_keeps_ids_of_the_current_branch_only() {
     assert_eq!(ids, [a.as_str(), b.as_str(), d.as_str()]);
     assert_eq!(back.header(), &h);
     assert_eq!(back.context(), store.context());
+}
+
+/// The model context shares the store's messages instead of copying them: a long session is
+/// held once, not once in the store and again in the agent's history and each request.
+#[test]
+fn context_shares_the_stored_messages() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = fixture(&dir, "valid.jsonl", VALID);
+    let (store, _) = Store::open(&path).unwrap();
+    let context = store.context_entries();
+    assert_eq!(context.len(), 4);
+    for (id, message) in &context {
+        let EntryData::Message(stored) = &store.entry(id).unwrap().data else {
+            panic!("entry {id} is not a message");
+        };
+        let shared = match (stored, message) {
+            (Message::User(a), Message::User(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Message::Assistant(a), Message::Assistant(b)) => std::sync::Arc::ptr_eq(a, b),
+            (Message::ToolResult(a), Message::ToolResult(b)) => std::sync::Arc::ptr_eq(a, b),
+            _ => false,
+        };
+        assert!(shared, "the context copied entry {id}");
+    }
 }
 
 #[test]

@@ -224,7 +224,7 @@ mod tests {
     }
 
     fn assistant(content: Vec<Content>, stop_reason: StopReason) -> Message {
-        Message::Assistant(AssistantMessage {
+        Message::from(AssistantMessage {
             content,
             api: API_ANTHROPIC.into(),
             provider: "anthropic".into(),
@@ -238,7 +238,7 @@ mod tests {
     }
 
     fn tool_result(id: &str, content: Vec<Content>, is_error: bool) -> Message {
-        Message::ToolResult(ToolResultMessage {
+        Message::from(ToolResultMessage {
             tool_call_id: id.into(),
             tool_name: "bash".into(),
             content,
@@ -262,7 +262,7 @@ mod tests {
         let req = ModelRequest {
             system_prompt: "You are keel.".into(),
             messages: vec![
-                Message::User(UserMessage {
+                Message::from(UserMessage {
                     content: vec![
                         Content::text("What is in here?"),
                         Content::Image {

@@ -170,7 +170,7 @@ mod tests {
     }
 
     fn assistant(content: Vec<Content>, stop_reason: StopReason) -> Message {
-        Message::Assistant(AssistantMessage {
+        Message::from(AssistantMessage {
             content,
             api: String::new(),
             provider: String::new(),
@@ -184,7 +184,7 @@ mod tests {
     }
 
     fn tool_result(id: &str, content: Vec<Content>) -> Message {
-        Message::ToolResult(ToolResultMessage {
+        Message::from(ToolResultMessage {
             tool_call_id: id.into(),
             tool_name: "read".into(),
             content,
@@ -212,7 +212,7 @@ mod tests {
             system_prompt: "You are keel.".into(),
             messages: vec![
                 Message::user("hi", 1),
-                Message::User(UserMessage {
+                Message::from(UserMessage {
                     content: vec![
                         Content::text("what is this?"),
                         Content::Image {
