@@ -294,25 +294,26 @@ fn child_process() {
         "setsid" => match become_session_leader() {
             Ok(()) => {
                 let sid = nix::unistd::getsid(None).unwrap();
-                println!("leader={}", sid == nix::unistd::getpid());
+                println!("leader={}", sid == nix::unistd::getpid()); // stdout-ok: to the parent test
             }
-            Err(e) => println!("setsid failed: {}", e.kind()),
+            Err(e) => println!("setsid failed: {}", e.kind()), // stdout-ok: to the parent test
         },
         "sighup" => rt.block_on(async {
             ignore_sighup().unwrap();
             nix::sys::signal::raise(nix::sys::signal::Signal::SIGHUP).unwrap();
-            println!("survived SIGHUP");
+            println!("survived SIGHUP"); // stdout-ok: to the parent test
         }),
         "umask" => rt.block_on(async {
             let sock = dir.join("run/p1.sock");
             let _listener = paths::bind(&sock).unwrap();
             let now = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
-            println!(
+            let report = format!(
                 "dir={:o} socket={:o} umask={:o}",
                 mode(&dir.join("run")),
                 mode(&sock),
                 now.bits()
             );
+            println!("{report}"); // stdout-ok: to the parent test
         }),
         other => panic!("unknown child check {other}"),
     }
