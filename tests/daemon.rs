@@ -589,18 +589,10 @@ fn a_daemon_killed_mid_run_is_reported_and_the_session_resumes_in_process() {
         "--script",
         &script,
     ];
-    let mut client = sb
-        .cmd(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = client.stdin.take().unwrap();
+    let (client, mut stdin, mut stdout) = sb.spawn_talking(&args);
     stdin
         .write_all(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"work\"}\n")
         .unwrap();
-    let mut stdout = BufReader::new(client.stdout.take().unwrap());
     crate::support::read_until(&mut stdout, "\"type\":\"message_update\"");
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(d.pid()),

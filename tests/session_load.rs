@@ -1,10 +1,9 @@
 //! Loading long sessions through the binary: a generated session of realistic messages is
 //! continued in RPC mode, and the memory it costs is compared with the size of its file.
 
-use std::io::{BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-use std::process::Stdio;
 
 use crate::support::{fixture, read_until, Sandbox};
 
@@ -41,18 +40,10 @@ fn peak_after_one_prompt(sb: &Sandbox) -> u64 {
         "--script",
         &script,
     ];
-    let mut child = sb
-        .cmd(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let (child, mut stdin, mut stdout) = sb.spawn_talking(&args);
     stdin
         .write_all(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"hi\"}\n")
         .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
     read_until(&mut stdout, "\"agent_settled\"");
     let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
     drop(stdin);

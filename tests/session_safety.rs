@@ -3,7 +3,6 @@
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::{Arc, Barrier};
 
 use clap::Parser;
@@ -404,7 +403,6 @@ fn a_home_others_can_read_gets_one_warning() {
 
 #[test]
 fn rpc_refuses_session_changes_while_the_session_cannot_be_saved() {
-    use std::io::BufReader;
     let sb = Sandbox::new();
     let blocker = sb.work().join("blocked");
     std::fs::write(&blocker, "a file, not a directory").unwrap();
@@ -419,15 +417,7 @@ fn rpc_refuses_session_changes_while_the_session_cannot_be_saved() {
         "--session-dir",
         "blocked/sessions",
     ];
-    let mut child = sb
-        .cmd(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let (mut child, mut stdin, mut stdout) = sb.spawn_talking(&args);
     send(&mut stdin, r#"{"id":"p1","type":"prompt","message":"one"}"#);
     let first = crate::support::read_until(&mut stdout, r#""type":"agent_settled""#).concat();
     assert!(first.contains(r#""notifyType":"error""#), "{first}");

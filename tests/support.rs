@@ -153,6 +153,28 @@ impl Sandbox {
             .unwrap()
     }
 
+    /// Spawns with stdin, stdout and stderr piped, for a test that talks to the process line by
+    /// line (RPC mode): the child, its stdin and a line reader on its stdout.
+    pub fn spawn_talking(
+        &self,
+        args: &[&str],
+    ) -> (
+        Child,
+        std::process::ChildStdin,
+        BufReader<std::process::ChildStdout>,
+    ) {
+        let mut child = self
+            .cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        (child, stdin, stdout)
+    }
+
     /// Every session file under KEEL_HOME.
     pub fn session_files(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();

@@ -33,7 +33,6 @@ pub enum Call {
     /// Subscribes `client` (replacing an earlier subscription of it).
     Attach {
         client: u64,
-        interactive: bool,
         cursor: Option<Cursor>,
         queue: mpsc::Sender<Delivery>,
         reply: oneshot::Sender<Attached>,
@@ -177,7 +176,6 @@ impl Actor {
             }
             Call::Attach {
                 client,
-                interactive,
                 cursor,
                 queue,
                 reply,
@@ -187,9 +185,7 @@ impl Actor {
                 // the only one that drains the host).
                 self.host.flush();
                 self.distribute();
-                let (start, lagged) =
-                    self.stream
-                        .attach(client, interactive, cursor.as_ref(), queue);
+                let (start, lagged) = self.stream.attach(client, cursor.as_ref(), queue);
                 let snapshot = (start == Start::Snapshot).then(|| self.host.snapshot());
                 let _ = reply.send(Attached {
                     start,

@@ -240,11 +240,6 @@ impl Host {
         })
     }
 
-    /// The last `seq` queued.
-    pub fn seq(&self) -> u64 {
-        self.seq
-    }
-
     /// Queues every event published so far.
     pub fn flush(&mut self) {
         self.drain_events();

@@ -56,7 +56,6 @@ impl Lagged {
 
 struct Subscriber {
     client: u64,
-    interactive: bool,
     tx: mpsc::Sender<Delivery>,
     lagged: Arc<Lagged>,
 }
@@ -111,11 +110,6 @@ impl Stream {
         self.subscribers.len()
     }
 
-    /// Whether an attached client may answer dialogs.
-    pub fn has_interactive(&self) -> bool {
-        self.subscribers.iter().any(|s| s.interactive)
-    }
-
     /// Keeps `event` in the ring and hands it to every subscriber.
     pub fn publish(&mut self, event: Published) {
         self.head = event.seq;
@@ -141,7 +135,6 @@ impl Stream {
     pub fn attach(
         &mut self,
         client: u64,
-        interactive: bool,
         cursor: Option<&Cursor>,
         tx: mpsc::Sender<Delivery>,
     ) -> (Start, Arc<Lagged>) {
@@ -149,7 +142,6 @@ impl Stream {
         let lagged = Arc::new(Lagged::default());
         let sub = Subscriber {
             client,
-            interactive,
             tx,
             lagged: lagged.clone(),
         };
@@ -227,7 +219,7 @@ mod tests {
             epoch: "e1".into(),
             seq: 5,
         };
-        let (start, _) = s.attach(1, true, Some(&cursor), tx);
+        let (start, _) = s.attach(1, Some(&cursor), tx);
         assert_eq!(start, Start::Replay);
         s.publish(ev(9));
         assert_eq!(seqs(&mut rx), [6, 7, 8, 9], "no gap, no duplicate");
@@ -236,29 +228,25 @@ mod tests {
             seq: 3,
         };
         let (tx, _rx) = mpsc::channel(100);
-        assert_eq!(
-            s.attach(2, true, Some(&cursor), tx).0,
-            Start::Snapshot,
-            "too old"
-        );
+        assert_eq!(s.attach(2, Some(&cursor), tx).0, Start::Snapshot, "too old");
         let other = Cursor {
             epoch: "e0".into(),
             seq: 8,
         };
         let (tx, _rx) = mpsc::channel(100);
         assert_eq!(
-            s.attach(3, true, Some(&other), tx).0,
+            s.attach(3, Some(&other), tx).0,
             Start::Snapshot,
             "other epoch"
         );
         let (tx, _rx) = mpsc::channel(100);
-        assert_eq!(s.attach(4, false, None, tx).0, Start::Snapshot, "no cursor");
+        assert_eq!(s.attach(4, None, tx).0, Start::Snapshot, "no cursor");
         let at_head = Cursor {
             epoch: "e1".into(),
             seq: 9,
         };
         let (tx, mut rx) = mpsc::channel(100);
-        assert_eq!(s.attach(5, false, Some(&at_head), tx).0, Start::Replay);
+        assert_eq!(s.attach(5, Some(&at_head), tx).0, Start::Replay);
         assert!(seqs(&mut rx).is_empty());
     }
 
@@ -277,8 +265,8 @@ mod tests {
         let mut s = Stream::new("s".into(), "e".into(), 100, 1 << 20);
         let (slow_tx, _slow_rx) = mpsc::channel(3);
         let (fast_tx, mut fast_rx) = mpsc::channel(100);
-        let (_, slow) = s.attach(1, true, None, slow_tx);
-        let (_, fast) = s.attach(2, true, None, fast_tx);
+        let (_, slow) = s.attach(1, None, slow_tx);
+        let (_, fast) = s.attach(2, None, fast_tx);
         for n in 1..=10 {
             s.publish(ev(n));
         }
