@@ -1,0 +1,187 @@
+//! What the daemon tests share: a daemon started on a socket in a sandbox (killed on drop,
+//! also when the test fails) and a line-by-line protocol v1 client connection.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use crate::support::{fixture, Sandbox};
+
+/// A daemon this test started; killed on drop.
+pub struct Daemon {
+    pub child: Option<Child>,
+    pub socket: PathBuf,
+}
+
+impl Daemon {
+    /// Starts `keel daemon run` on a socket in the sandbox and waits for its "listening" log.
+    pub fn start(sb: &Sandbox, extra: &[&str]) -> Daemon {
+        let dir = sb.dir.path().join("run");
+        std::fs::create_dir_all(&dir).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let socket = dir.join("p1.sock");
+        let mut args = vec!["daemon", "run", "--socket", socket.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let mut child = sb
+            .cmd(&args)
+            .env("KEEL_LOG", "info")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut err = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(
+                err.read_line(&mut line).unwrap() > 0,
+                "the daemon ended before listening"
+            );
+            if line.contains("listening on") {
+                break;
+            }
+        }
+        // Keep draining its log so it never blocks on a full pipe.
+        std::thread::spawn(move || for _ in err.lines() {});
+        Daemon {
+            child: Some(child),
+            socket,
+        }
+    }
+
+    pub fn connect(&self) -> Conn {
+        let w = UnixStream::connect(&self.socket).unwrap();
+        w.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        Conn {
+            r: BufReader::new(w.try_clone().unwrap()),
+            w,
+            next: 100,
+            notes: Vec::new(),
+        }
+    }
+
+    /// Waits for the daemon to exit by itself; its status code.
+    pub fn wait(&mut self) -> i32 {
+        let mut child = self.child.take().unwrap();
+        let status = child.wait().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        status
+            .code()
+            .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().unwrap().id() as i32
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A client connection that reads line by line.
+pub struct Conn {
+    pub r: BufReader<UnixStream>,
+    pub w: UnixStream,
+    pub next: u64,
+    /// Notifications read while waiting for responses.
+    pub notes: Vec<Value>,
+}
+
+impl Conn {
+    pub fn send_raw(&mut self, line: &str) {
+        self.w.write_all(line.as_bytes()).unwrap();
+        self.w.write_all(b"\n").unwrap();
+    }
+
+    /// The next line as JSON; `None` at end of stream.
+    pub fn recv(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        if self.r.read_line(&mut line).unwrap() == 0 {
+            return None;
+        }
+        Some(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")))
+    }
+
+    /// Sends a request and returns its response (notifications go to `notes`).
+    pub fn call(&mut self, method: &str, params: Value) -> Value {
+        self.next += 1;
+        let id = self.next;
+        let req = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_raw(&req.to_string());
+        loop {
+            let v = self.recv().expect("the daemon closed the connection");
+            if v.get("id") == Some(&json!(id)) {
+                return v;
+            }
+            self.notes.push(v);
+        }
+    }
+
+    pub fn hello(&mut self, interactive: bool) -> Value {
+        let r = self.call(
+            "daemon/hello",
+            json!({"protocolVersion": 1, "client": {"name": "test", "version": "0"}, "interactive": interactive}),
+        );
+        assert!(r.get("result").is_some(), "{r}");
+        r
+    }
+
+    /// Reads `session/event` notifications (starting with those already read) until one is
+    /// of `kind`; returns `(seq, event)` of all of them.
+    pub fn events_until(&mut self, kind: &str) -> Vec<(u64, Value)> {
+        let mut out = Vec::new();
+        let mut pending = std::mem::take(&mut self.notes).into_iter();
+        loop {
+            let v = match pending.next() {
+                Some(v) => v,
+                None => self.recv().expect("the stream ended early"),
+            };
+            if v["method"] != "session/event" {
+                continue;
+            }
+            let seq = v["params"]["seq"].as_u64().unwrap();
+            let event = v["params"]["event"].clone();
+            let done = event["type"] == kind;
+            out.push((seq, event));
+            if done {
+                self.notes.extend(pending);
+                return out;
+            }
+        }
+    }
+}
+
+pub fn code(v: &Value) -> i64 {
+    v["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {v}"))
+}
+
+/// Opens a scripted session in the sandbox's work dir; its id.
+pub fn open(c: &mut Conn, sb: &Sandbox, script: &str, extra: &[&str]) -> String {
+    open_script(c, sb, &fixture(script), extra)
+}
+
+pub fn open_script(c: &mut Conn, sb: &Sandbox, script: &str, extra: &[&str]) -> String {
+    let mut args = vec!["--provider", "scripted", "--script", &script];
+    args.extend_from_slice(extra);
+    let r = c.call(
+        "session/open",
+        json!({"cwd": sb.work(), "args": args, "env": {"KEEL_TEST_SEED": "7"}}),
+    );
+    r["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"))
+        .to_string()
+}
