@@ -2,8 +2,6 @@
 //! projector, pumps events until the run settles, and returns the `Exit`. It never prints
 //! directly (all output goes through `Output`) and never exits the process (main does).
 
-use std::sync::Arc;
-
 use clap::Parser;
 
 use crate::cli::Cli;
@@ -12,11 +10,10 @@ use crate::exit::{Exit, SIGPIPE};
 use crate::front::json::{header_line, result_line, JsonProjector};
 use crate::front::print::PrintProjector;
 use crate::front::signals::Signals;
-use crate::front::{Projector, RunSummary};
+use crate::front::{feed_event, Projector, RunSummary};
 use crate::kernel::agent::AgentSession;
 use crate::kernel::bus::Bus;
 use crate::kernel::clock::Clock;
-use crate::kernel::event::{Event, EventPayload};
 use crate::kernel::recorder;
 use crate::mode::{self, Env, Mode};
 use crate::output::{ColorChoice, Output, StdoutFailure};
@@ -287,19 +284,22 @@ async fn start(
     }
     // A write that failed after the run settled (its last entries, the final sync) fails it too.
     if let Some(message) = health.fault() {
-        summary.outcome = Some(crate::kernel::event::RunOutcome::Failed {
-            kind: recorder::SESSION_WRITE.into(),
-            message,
+        summary.settled = Some(crate::front::Settled {
+            outcome: "failed".into(),
+            error: Some(crate::wire::events::SettledError {
+                kind: recorder::SESSION_WRITE.into(),
+                message,
+            }),
         });
     }
-    let exit = match (&summary.outcome, stop) {
+    let exit = match (summary.exit(), stop) {
         (None, _) => Exit::Internal,
         (Some(_), Some(Stop::Signal(n))) => Exit::Signal(n),
         (Some(_), Some(Stop::Output(message))) => {
             summary.output_error = Some(message);
             Exit::Failed
         }
-        (Some(outcome), None) => Exit::for_run(outcome, None),
+        (Some(exit), None) => exit,
     };
     let duration = (clock.now_ms() - started).max(0) as u64;
     projector.finish(&summary, exit, duration, out);
@@ -488,6 +488,7 @@ async fn pump(
     let mut summary = RunSummary::default();
     let mut stop: Option<Stop> = None;
     let mut settled = false;
+    let mut buf = Vec::with_capacity(4096);
     while !settled {
         let first = tokio::select! {
             ev = rx.recv() => ev,
@@ -496,7 +497,11 @@ async fn pump(
         let Some(first) = first else { break };
         let mut next = Some(first);
         while let Some(ev) = next.take() {
-            settled |= deliver(&ev, projector, out, &mut summary, session, &mut stop);
+            let fed = feed_event(&ev, &mut buf, projector, &mut summary, out);
+            if fed.write_failed {
+                output_failed(session, &mut stop, out);
+            }
+            settled |= fed.settled;
             if !settled {
                 next = rx.try_recv().ok();
             }
@@ -511,21 +516,6 @@ async fn pump(
         )));
     }
     Ok((summary, stop))
-}
-
-fn deliver(
-    ev: &Arc<Event>,
-    projector: &mut dyn Projector,
-    out: &mut Output,
-    summary: &mut RunSummary,
-    session: &AgentSession,
-    stop: &mut Option<Stop>,
-) -> bool {
-    summary.observe(ev);
-    if !out.is_stdout_closed() && projector.on_event(ev, out).is_err() {
-        output_failed(session, stop, out);
-    }
-    matches!(ev.payload, EventPayload::AgentSettled { .. })
 }
 
 /// stdout took no more bytes: a closed pipe stops the run as SIGPIPE, anything else as a

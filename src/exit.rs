@@ -1,8 +1,6 @@
 //! The one exit-code table (`DESIGN.md` §5). Everything that ends the process maps to an
 //! [`Exit`] here; only `main` turns it into a process status.
 
-use crate::kernel::event::RunOutcome;
-
 /// How a keel process ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -60,18 +58,15 @@ impl Exit {
         }
     }
 
-    /// The exit for a finished run; `signal` is the signal that caused an abort, if any.
-    pub fn for_run(outcome: &RunOutcome, signal: Option<i32>) -> Exit {
-        if let Some(n) = signal {
-            return Exit::Signal(n);
-        }
+    /// The exit for a run that settled with `outcome` (`agent_settled`'s word).
+    pub fn for_outcome(outcome: &str) -> Exit {
         match outcome {
-            RunOutcome::Completed => Exit::Success,
-            RunOutcome::Failed { .. } => Exit::Failed,
-            RunOutcome::TurnLimit { .. } => Exit::TurnLimit,
-            RunOutcome::Blocked { .. } => Exit::Blocked,
+            "completed" => Exit::Success,
+            "turn_limit" => Exit::TurnLimit,
+            "blocked" => Exit::Blocked,
             // An abort without a signal (e.g. stdout closed) is reported as a failure.
-            RunOutcome::Aborted => Exit::Failed,
+            "failed" | "aborted" => Exit::Failed,
+            _ => Exit::Internal,
         }
     }
 }

@@ -236,3 +236,23 @@ fn denied_and_allowed_approvals_reach_the_model_as_results() {
         "denied edit did not run"
     );
 }
+
+/// Print mode skips serializing the lines it does not read by their variant's tag: the tag it
+/// checks must be the one the line is written with.
+#[test]
+fn every_wire_event_names_the_type_it_is_written_with() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = BTreeSet::new();
+    for e in everything_run(dir.path()) {
+        let wire = keel::wire::events::wire_events(&e);
+        for w in wire
+            .iter()
+            .chain(keel::wire::events::rpc_extra_events(&e).iter())
+        {
+            let v: serde_json::Value = serde_json::to_value(w).unwrap();
+            assert_eq!(v["type"], w.kind(), "{v}");
+            checked.insert(w.kind());
+        }
+    }
+    assert!(checked.len() >= 15, "only {checked:?}");
+}

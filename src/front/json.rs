@@ -2,6 +2,7 @@
 //! exactly one `result` line. Logs and diagnostics go to stderr.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+use super::public::Fact;
 use super::{Projector, RunSummary};
 use crate::exit::Exit;
 use crate::kernel::event::Event;
@@ -79,15 +80,20 @@ pub fn result_line(
 }
 
 impl Projector for JsonProjector {
-    fn on_event(&mut self, event: &Event, out: &mut Output) -> Result<(), StdoutClosed> {
-        for w in wire_events(event) {
-            self.buf.clear();
-            if serde_json::to_writer(&mut self.buf, &w).is_ok() {
-                self.buf.push(b'\n');
-                out.out(&self.buf)?;
-            }
-        }
-        Ok(())
+    fn every_line(&self) -> bool {
+        true
+    }
+
+    fn on_line(
+        &mut self,
+        line: &str,
+        _fact: Option<&Fact>,
+        out: &mut Output,
+    ) -> Result<(), StdoutClosed> {
+        self.buf.clear();
+        self.buf.extend_from_slice(line.as_bytes());
+        self.buf.push(b'\n');
+        out.out(&self.buf)
     }
 
     fn finish(&mut self, summary: &RunSummary, exit: Exit, duration_ms: u64, out: &mut Output) {

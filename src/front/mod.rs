@@ -4,36 +4,47 @@
 pub mod daemon;
 pub mod json;
 pub mod print;
+pub mod public;
 pub mod rpc;
 pub mod signals;
 pub mod tui;
 
 use crate::exit::Exit;
-use crate::kernel::event::{Event, EventPayload, RunOutcome};
+use crate::kernel::event::Event;
 use crate::kernel::message::{Message, Usage};
 use crate::output::{Output, StdoutClosed};
+use crate::wire::events::{wire_events, SettledError};
+use public::Fact;
 
-/// What the print and JSON front ends report at the end of a run.
+/// How a run settled, as its `agent_settled` event says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settled {
+    /// `completed|failed|turn_limit|blocked|aborted`.
+    pub outcome: String,
+    /// Unless completed: the error's kind and message.
+    pub error: Option<SettledError>,
+}
+
+/// What the print and JSON front ends report at the end of a run, folded from its wire events.
 #[derive(Debug, Clone, Default)]
 pub struct RunSummary {
     /// Text of the last assistant message.
     pub final_text: String,
     /// Summed usage of every assistant message and compaction summary.
     pub usage: Usage,
-    /// The kernel's verdict, once settled.
-    pub outcome: Option<RunOutcome>,
+    /// The run's verdict, once settled.
+    pub settled: Option<Settled>,
     /// stdout failed (not a closed pipe) and the run was stopped: the failure's message. The
     /// run then ends as `failed` with error kind `output_write`.
     pub output_error: Option<String>,
 }
 
 impl RunSummary {
-    /// Folds one event in.
-    pub fn observe(&mut self, event: &Event) {
-        match &event.payload {
-            EventPayload::MessageFinished {
+    /// Folds one fact in.
+    pub fn observe(&mut self, fact: &Fact) {
+        match fact {
+            Fact::MessageEnd {
                 message: Message::Assistant(m),
-                ..
             } => {
                 self.usage.add(&m.usage);
                 if !m.is_failed() {
@@ -41,12 +52,22 @@ impl RunSummary {
                 }
             }
             // Summarising for compaction is a model call too: its tokens are spent.
-            EventPayload::CompactionFinished {
+            Fact::CompactionEnd {
                 result: Some(r), ..
             } => self.usage.add(&r.usage),
-            EventPayload::AgentSettled { outcome, .. } => self.outcome = Some(outcome.clone()),
+            Fact::AgentSettled { outcome, error, .. } => {
+                self.settled = Some(Settled {
+                    outcome: outcome.clone(),
+                    error: error.clone(),
+                })
+            }
             _ => {}
         }
+    }
+
+    /// The exit the settled run calls for (`None` before it settled).
+    pub fn exit(&self) -> Option<Exit> {
+        self.settled.as_ref().map(|s| Exit::for_outcome(&s.outcome))
     }
 
     /// The error `kind` and message for a run that did not succeed.
@@ -63,28 +84,84 @@ impl RunSummary {
         if let Some(message) = &self.output_error {
             return Some(("output_write".into(), message.clone()));
         }
-        match self.outcome.as_ref()? {
-            RunOutcome::Completed => None,
-            RunOutcome::Failed { kind, message } => Some((kind.clone(), message.clone())),
-            RunOutcome::TurnLimit { max_turns } => Some((
-                "turn_limit".into(),
-                format!("the turn limit (--max-turns {max_turns}) was reached before the model finished"),
-            )),
-            RunOutcome::Blocked { tool_name, call_id } => Some((
-                "blocked".into(),
-                format!(
-                    "tool call `{tool_name}` ({call_id}) needs approval, and this headless run cannot ask; rerun with --permission auto to allow it"
-                ),
-            )),
-            RunOutcome::Aborted => Some(("aborted".into(), "the run was aborted".into())),
-        }
+        let e = self.settled.as_ref()?.error.as_ref()?;
+        Some((e.kind.clone(), e.message.clone()))
     }
 }
 
-/// A front end fed every event of the bus.
+/// A front end fed the wire events of a run.
 pub trait Projector {
-    /// Writes what this event means for this front end.
-    fn on_event(&mut self, event: &Event, out: &mut Output) -> Result<(), StdoutClosed>;
+    /// Whether it writes every wire line (JSON mode), or only acts on [`Fact`]s (print mode).
+    fn every_line(&self) -> bool;
+    /// Writes what this wire line (compact JSON, no newline) means for this front end.
+    fn on_line(
+        &mut self,
+        line: &str,
+        fact: Option<&Fact>,
+        out: &mut Output,
+    ) -> Result<(), StdoutClosed>;
     /// Writes the end of the run (final answer, result line, error).
     fn finish(&mut self, summary: &RunSummary, exit: Exit, duration_ms: u64, out: &mut Output);
+}
+
+/// What feeding a line did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fed {
+    /// The run has settled.
+    pub settled: bool,
+    /// stdout took no more bytes.
+    pub write_failed: bool,
+}
+
+impl std::ops::BitOrAssign for Fed {
+    fn bitor_assign(&mut self, other: Fed) {
+        self.settled |= other.settled;
+        self.write_failed |= other.write_failed;
+    }
+}
+
+/// Feeds one wire line of type `kind` to the summary and (while stdout takes bytes) the
+/// projector.
+pub fn feed_line(
+    kind: &str,
+    line: &str,
+    projector: &mut dyn Projector,
+    summary: &mut RunSummary,
+    out: &mut Output,
+) -> Fed {
+    let fact = public::parse(kind, line);
+    if let Some(f) = &fact {
+        summary.observe(f);
+    }
+    let write_failed =
+        !out.is_stdout_closed() && projector.on_line(line, fact.as_ref(), out).is_err();
+    Fed {
+        settled: kind == "agent_settled",
+        write_failed,
+    }
+}
+
+/// Feeds a kernel event of a run in this process: its wire lines, as [`feed_line`]. Lines a
+/// print-mode projector would not read are not even serialized. `buf` is reused.
+pub fn feed_event(
+    event: &Event,
+    buf: &mut Vec<u8>,
+    projector: &mut dyn Projector,
+    summary: &mut RunSummary,
+    out: &mut Output,
+) -> Fed {
+    let mut fed = Fed::default();
+    for w in wire_events(event) {
+        let kind = w.kind();
+        if !projector.every_line() && !public::read(kind) {
+            continue;
+        }
+        buf.clear();
+        if serde_json::to_writer(&mut *buf, &w).is_err() {
+            continue;
+        }
+        let line = std::str::from_utf8(buf).unwrap_or_default();
+        fed |= feed_line(kind, line, projector, summary, out);
+    }
+    fed
 }

@@ -4,12 +4,14 @@
 
 use serde_json::Value;
 
+use super::public::{self, Fact, ToolResult};
 use super::{Projector, RunSummary};
 use crate::exit::Exit;
-use crate::kernel::event::{CompactionReason, Event, EventPayload};
+use crate::kernel::event::Event;
 use crate::kernel::message::{Content, Message};
 use crate::output::{Output, StdoutClosed};
 use crate::text;
+use crate::wire::events::wire_events;
 
 /// Widest activity line, in terminal columns.
 const LINE_WIDTH: usize = 120;
@@ -20,21 +22,40 @@ pub struct PrintProjector {
     pub quiet: bool,
 }
 
-/// The stderr activity lines for one event (pure).
+/// The stderr activity lines for one kernel event (pure): those of its wire events.
 pub fn activity(event: &Event) -> Vec<String> {
-    let lines = match &event.payload {
-        EventPayload::ToolCallStarted {
-            tool_name, args, ..
-        } => vec![format!("▸ {tool_name} {}", describe_args(tool_name, args))],
-        EventPayload::ToolCallFinished {
-            tool_name, result, ..
-        } => {
-            let mark = if result.is_error { "✗" } else { "✓" };
-            vec![format!("  {mark} {}", summarize(tool_name, result))]
+    let mut lines = Vec::new();
+    for w in wire_events(event) {
+        let kind = w.kind();
+        if let Some(fact) = serde_json::to_string(&w)
+            .ok()
+            .and_then(|line| public::parse(kind, &line))
+        {
+            lines.extend(fact_activity(&fact));
         }
-        EventPayload::MessageFinished {
+    }
+    lines
+}
+
+/// The stderr activity lines for one wire fact (pure).
+pub fn fact_activity(fact: &Fact) -> Vec<String> {
+    let lines = match fact {
+        Fact::ToolExecutionStart { tool_name, args } => {
+            vec![format!("▸ {tool_name} {}", describe_args(tool_name, args))]
+        }
+        Fact::ToolExecutionEnd {
+            tool_name,
+            result,
+            is_error,
+        } => {
+            let mark = if *is_error { "✗" } else { "✓" };
+            vec![format!(
+                "  {mark} {}",
+                summarize(tool_name, result, *is_error)
+            )]
+        }
+        Fact::MessageEnd {
             message: Message::Assistant(m),
-            ..
         } if !m.tool_calls().is_empty() => m
             .content
             .iter()
@@ -45,10 +66,10 @@ pub fn activity(event: &Event) -> Vec<String> {
                 _ => None,
             })
             .collect(),
-        EventPayload::ApprovalRequested { tool_name, .. } => {
-            vec![format!("? {tool_name} waits for approval")]
+        Fact::ExtensionUiRequest { method, title } if method != "notify" => {
+            vec![format!("? waiting for an answer: {title}")]
         }
-        EventPayload::RetryScheduled {
+        Fact::AutoRetryStart {
             attempt,
             max_attempts,
             delay_ms,
@@ -58,38 +79,26 @@ pub fn activity(event: &Event) -> Vec<String> {
             *delay_ms as f64 / 1000.0,
             first_line(error_message)
         )],
-        EventPayload::CompactionStarted { reason } => {
+        Fact::CompactionStart { reason } => {
             vec![format!(
                 "⇣ compacting the conversation ({})",
-                reason_word(*reason)
+                reason_word(reason)
             )]
         }
-        EventPayload::CompactionFinished {
+        Fact::CompactionEnd {
             result: Some(r), ..
         } => vec![format!(
             "  ✓ compacted: ~{} → ~{} tokens",
             r.tokens_before, r.estimated_tokens_after
         )],
-        EventPayload::CompactionFinished {
+        Fact::CompactionEnd {
             error_message: Some(e),
             ..
         } => vec![format!("  ✗ {}", first_line(e))],
-        EventPayload::ModelChanged { .. }
-        | EventPayload::ThinkingLevelChanged { .. }
-        | EventPayload::BashExecuted { .. }
-        | EventPayload::SessionNamed { .. }
-        | EventPayload::AgentStarted
-        | EventPayload::AgentFinished { .. }
-        | EventPayload::AgentSettled { .. }
-        | EventPayload::TurnStarted
-        | EventPayload::TurnFinished { .. }
-        | EventPayload::MessageStarted { .. }
-        | EventPayload::MessageDelta { .. }
-        | EventPayload::MessageFinished { .. }
-        | EventPayload::ToolCallUpdated { .. }
-        | EventPayload::QueueChanged { .. }
-        | EventPayload::RetryFinished { .. }
-        | EventPayload::CompactionFinished { .. } => Vec::new(),
+        Fact::MessageEnd { .. }
+        | Fact::ExtensionUiRequest { .. }
+        | Fact::CompactionEnd { .. }
+        | Fact::AgentSettled { .. } => Vec::new(),
     };
     lines
         .into_iter()
@@ -97,11 +106,12 @@ pub fn activity(event: &Event) -> Vec<String> {
         .collect()
 }
 
-fn reason_word(r: CompactionReason) -> &'static str {
-    match r {
-        CompactionReason::Manual => "asked for",
-        CompactionReason::Threshold => "context nearly full",
-        CompactionReason::Overflow => "context overflow",
+fn reason_word(reason: &str) -> &str {
+    match reason {
+        "manual" => "asked for",
+        "threshold" => "context nearly full",
+        "overflow" => "context overflow",
+        other => other,
     }
 }
 
@@ -124,10 +134,10 @@ fn first_line(t: &str) -> String {
     t.trim().lines().next().unwrap_or("").to_string()
 }
 
-fn summarize(tool: &str, result: &crate::kernel::tool::ToolOutput) -> String {
+fn summarize(tool: &str, result: &ToolResult, is_error: bool) -> String {
     let d = result.details.as_ref();
     let num = |k: &str| d.and_then(|d| d.get(k)).and_then(Value::as_i64);
-    if !result.is_error {
+    if !is_error {
         match tool {
             "bash" => {
                 let text = result.text();
@@ -165,9 +175,18 @@ fn diff_counts(diff: &str) -> (usize, usize) {
 }
 
 impl Projector for PrintProjector {
-    fn on_event(&mut self, event: &Event, out: &mut Output) -> Result<(), StdoutClosed> {
-        if !self.quiet {
-            for line in activity(event) {
+    fn every_line(&self) -> bool {
+        false
+    }
+
+    fn on_line(
+        &mut self,
+        _line: &str,
+        fact: Option<&Fact>,
+        out: &mut Output,
+    ) -> Result<(), StdoutClosed> {
+        if let (false, Some(fact)) = (self.quiet, fact) {
+            for line in fact_activity(fact) {
                 out.err(&format!("{line}\n"));
             }
         }

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::kernel::event::{
-    AssistantDelta, CompactionReason, CompactionResult, Event, EventPayload,
+    AssistantDelta, CompactionReason, CompactionResult, Event, EventPayload, RunOutcome,
 };
 use crate::kernel::message::{AssistantMessage, Content, Message, ToolResultMessage, Usage};
 use crate::kernel::tool::ToolOutput;
@@ -22,9 +22,14 @@ pub enum WireEvent<'a> {
         #[serde(rename = "willRetry")]
         will_retry: bool,
     },
-    /// Terminal: no more automatic work. `aborted`: the run was aborted.
+    /// Terminal: no more automatic work. `aborted`: the run was aborted. keel's additions:
+    /// `outcome` (`completed|failed|turn_limit|blocked|aborted`) and, unless completed, `error`
+    /// (the `kind` and message a print or JSON run reports).
     AgentSettled {
         aborted: bool,
+        outcome: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<SettledError>,
     },
     TurnStart,
     /// `message`: the assistant message; `toolResults`: its tool results in call order.
@@ -267,7 +272,11 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
             messages,
             will_retry: *will_retry,
         }),
-        EventPayload::AgentSettled { aborted, .. } => Some(W::AgentSettled { aborted: *aborted }),
+        EventPayload::AgentSettled { aborted, outcome } => Some(W::AgentSettled {
+            aborted: *aborted,
+            outcome: outcome_word(outcome),
+            error: settled_error(outcome),
+        }),
         EventPayload::TurnStarted => Some(W::TurnStart),
         EventPayload::TurnFinished {
             message,
@@ -376,6 +385,88 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
         }),
     };
     one.into_iter().collect()
+}
+
+/// Why a run did not complete, as `agent_settled` carries it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct SettledError {
+    pub kind: String,
+    pub message: String,
+}
+
+/// The `outcome` word of `agent_settled`.
+pub fn outcome_word(outcome: &RunOutcome) -> &'static str {
+    match outcome {
+        RunOutcome::Completed => "completed",
+        RunOutcome::Failed { .. } => "failed",
+        RunOutcome::TurnLimit { .. } => "turn_limit",
+        RunOutcome::Blocked { .. } => "blocked",
+        RunOutcome::Aborted => "aborted",
+    }
+}
+
+/// The error `kind` and message of a run that did not complete.
+pub fn settled_error(outcome: &RunOutcome) -> Option<SettledError> {
+    let (kind, message) = match outcome {
+        RunOutcome::Completed => return None,
+        RunOutcome::Failed { kind, message } => (kind.clone(), message.clone()),
+        RunOutcome::TurnLimit { max_turns } => (
+            "turn_limit".into(),
+            format!("the turn limit (--max-turns {max_turns}) was reached before the model finished"),
+        ),
+        RunOutcome::Blocked { tool_name, call_id } => (
+            "blocked".into(),
+            format!(
+                "tool call `{tool_name}` ({call_id}) needs approval, and this headless run cannot ask; rerun with --permission auto to allow it"
+            ),
+        ),
+        RunOutcome::Aborted => ("aborted".into(), "the run was aborted".into()),
+    };
+    Some(SettledError { kind, message })
+}
+
+/// The event types RPC mode (and so the daemon) adds to JSON mode's vocabulary; a JSON-mode
+/// client of the daemon leaves them out. A `notify` dialog is one too (see
+/// [`is_rpc_only`]).
+pub const RPC_ONLY: &[&str] = &[
+    "session_info_changed",
+    "thinking_level_changed",
+    "bash_execution_update",
+];
+
+/// Whether a stream line of type `kind` belongs to RPC mode only: [`RPC_ONLY`] and the
+/// `notify` dialogs RPC mode sends for warnings.
+pub fn is_rpc_only(kind: &str, line: &str) -> bool {
+    RPC_ONLY.contains(&kind)
+        || (kind == "extension_ui_request" && line.contains("\"method\":\"notify\""))
+}
+
+impl WireEvent<'_> {
+    /// The `type` tag this event is serialized with.
+    pub fn kind(&self) -> &'static str {
+        use WireEvent as W;
+        match self {
+            W::AgentStart => "agent_start",
+            W::AgentEnd { .. } => "agent_end",
+            W::AgentSettled { .. } => "agent_settled",
+            W::TurnStart => "turn_start",
+            W::TurnEnd { .. } => "turn_end",
+            W::MessageStart { .. } => "message_start",
+            W::MessageUpdate { .. } => "message_update",
+            W::MessageEnd { .. } => "message_end",
+            W::ToolExecutionStart { .. } => "tool_execution_start",
+            W::ToolExecutionUpdate { .. } => "tool_execution_update",
+            W::ToolExecutionEnd { .. } => "tool_execution_end",
+            W::QueueUpdate { .. } => "queue_update",
+            W::ExtensionUiRequest { .. } => "extension_ui_request",
+            W::AutoRetryStart { .. } => "auto_retry_start",
+            W::AutoRetryEnd { .. } => "auto_retry_end",
+            W::SessionInfoChanged { .. } => "session_info_changed",
+            W::ThinkingLevelChanged { .. } => "thinking_level_changed",
+            W::CompactionStart { .. } => "compaction_start",
+            W::CompactionEnd { .. } => "compaction_end",
+        }
+    }
 }
 
 /// Events RPC mode adds to the shared stream: pi reports these changes to editor plugins,
