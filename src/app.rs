@@ -230,9 +230,12 @@ async fn start(
         }
         return start_rpc(cli, env, clock, out).await;
     }
+    if cli.daemon && mode != Mode::Tui {
+        return crate::front::client::run(cli, env, mode, clock, out).await;
+    }
     if cli.daemon {
         return Err(StartupError::usage(
-            "--daemon works with --mode rpc for now; print, JSON and TUI clients come next",
+            "--daemon works with -p, --json and --mode rpc; the TUI through the daemon comes next",
         ));
     }
     if mode == Mode::Tui {
@@ -292,6 +295,20 @@ async fn start(
             }),
         });
     }
+    let duration = (clock.now_ms() - started).max(0) as u64;
+    Ok(conclude(summary, stop, projector.as_mut(), duration, out))
+}
+
+/// The end of a print or JSON run, in this process or through the daemon: the exit its
+/// verdict and `stop` call for, the final answer or result line, and the exit once those
+/// bytes are out.
+pub(crate) fn conclude(
+    mut summary: RunSummary,
+    stop: Option<Stop>,
+    projector: &mut dyn Projector,
+    duration_ms: u64,
+    out: &mut Output,
+) -> Exit {
     let exit = match (summary.exit(), stop) {
         (None, _) => Exit::Internal,
         (Some(_), Some(Stop::Signal(n))) => Exit::Signal(n),
@@ -301,9 +318,8 @@ async fn start(
         }
         (Some(exit), None) => exit,
     };
-    let duration = (clock.now_ms() - started).max(0) as u64;
-    projector.finish(&summary, exit, duration, out);
-    Ok(after_finish(exit, &summary, out))
+    projector.finish(&summary, exit, duration_ms, out);
+    after_finish(exit, &summary, out)
 }
 
 /// The exit once the last bytes are out: a write that failed in `finish` (print mode's
@@ -347,7 +363,7 @@ async fn start_rpc(
             "rpc mode takes no prompt arguments; send {\"type\":\"prompt\",\"message\":...} on stdin",
         ));
     }
-    let rpc_setup = setup::host_setup(cli, env, clock).await?;
+    let rpc_setup = setup::host_setup(cli, env, clock, true).await?;
     for w in &rpc_setup.warnings {
         out.err(&format!("Warning: {w}\n"));
     }
@@ -402,7 +418,11 @@ pub const MAX_STDIN_BYTES: usize = 16 * 1024 * 1024;
 
 /// The prompt from arguments and piped stdin (stdin first, a blank line between). A signal
 /// while stdin is read ends keel with 128 + n.
-async fn read_prompt(cli: &Cli, env: &Env, signals: &mut Signals) -> Result<String, StartupError> {
+pub(crate) async fn read_prompt(
+    cli: &Cli,
+    env: &Env,
+    signals: &mut Signals,
+) -> Result<String, StartupError> {
     let args = cli.prompt.join(" ");
     let mut piped = String::new();
     if !env.stdin_tty {
@@ -465,7 +485,7 @@ async fn read_stdin(cap: usize) -> Result<Vec<u8>, StartupError> {
 }
 
 /// Why the pump stopped a run before it ended by itself.
-enum Stop {
+pub(crate) enum Stop {
     /// Signal n (SIGPIPE for a closed stdout).
     Signal(i32),
     /// stdout failed for another reason: the failure's message.
@@ -521,11 +541,16 @@ async fn pump(
 /// stdout took no more bytes: a closed pipe stops the run as SIGPIPE, anything else as a
 /// failed write.
 fn output_failed(session: &AgentSession, stop: &mut Option<Stop>, out: &Output) {
-    let why = match out.stdout_failure() {
+    halt(session, stop, stdout_stop(out));
+}
+
+/// Why a stdout that took no more bytes stops the run: SIGPIPE for a closed pipe, a failed
+/// write otherwise.
+pub(crate) fn stdout_stop(out: &Output) -> Stop {
+    match out.stdout_failure() {
         Some(failure @ StdoutFailure::Failed(_)) => Stop::Output(failure.message()),
         Some(StdoutFailure::Closed) | None => Stop::Signal(SIGPIPE),
-    };
-    halt(session, stop, why);
+    }
 }
 
 /// Aborts the run; the first reason given is the one reported.

@@ -140,9 +140,18 @@ pub struct Cli {
     pub quiet: bool,
 
     /// Run the session in the per-user daemon (started if needed), so it outlives this
-    /// process. RPC mode only for now.
+    /// process (print, JSON and RPC modes).
     #[arg(long)]
     pub daemon: bool,
+
+    /// With --daemon: start the run, print the session id and exit 0 at once.
+    #[arg(long, requires = "daemon", conflicts_with = "wait")]
+    pub detach: bool,
+
+    /// With --daemon and --resume/--continue/--session: print the rest of the session's
+    /// latest run (a detached one) through its end, instead of starting a run.
+    #[arg(long, requires = "daemon")]
+    pub wait: bool,
 
     /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
     #[arg(long, value_name = "PATH")]

@@ -91,6 +91,49 @@ impl StartupError {
     }
 }
 
+impl StartupError {
+    /// The error as JSON (`{kind, message, causes, hints}`), for a daemon that reports a
+    /// client's startup error: the client renders it and exits as it would have in-process.
+    pub fn to_json(&self) -> serde_json::Value {
+        let kind = match self.kind {
+            ErrorKind::Interrupted(n) => format!("interrupted:{n}"),
+            _ => self.kind_word().to_string(),
+        };
+        serde_json::json!({
+            "kind": kind,
+            "message": self.message,
+            "causes": self.causes,
+            "hints": self.hints,
+        })
+    }
+
+    /// The error [`StartupError::to_json`] wrote (`None` for anything else).
+    pub fn from_json(v: &serde_json::Value) -> Option<StartupError> {
+        let kind = match v.get("kind")?.as_str()? {
+            "usage" => ErrorKind::Usage,
+            "config_error" => ErrorKind::Config,
+            "internal" => ErrorKind::Internal,
+            other => ErrorKind::Interrupted(other.strip_prefix("interrupted:")?.parse().ok()?),
+        };
+        let list = |k: &str| -> Vec<String> {
+            v.get(k)
+                .and_then(|l| l.as_array())
+                .map(|l| {
+                    l.iter()
+                        .filter_map(|s| s.as_str().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        Some(StartupError {
+            kind,
+            message: v.get("message")?.as_str()?.to_string(),
+            causes: list("causes"),
+            hints: list("hints"),
+        })
+    }
+}
+
 impl std::fmt::Display for StartupError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)
@@ -98,3 +141,24 @@ impl std::fmt::Display for StartupError {
 }
 
 impl std::error::Error for StartupError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_error_survives_the_trip_through_json() {
+        for e in [
+            StartupError::usage("no prompt").hint("pass one"),
+            StartupError::config("no key").cause("env").hint("set it"),
+            StartupError::internal("bug"),
+            StartupError::interrupted(15, "while reading stdin"),
+        ] {
+            assert_eq!(StartupError::from_json(&e.to_json()), Some(e.clone()));
+        }
+        assert_eq!(
+            StartupError::from_json(&serde_json::json!({"kind": "x"})),
+            None
+        );
+    }
+}

@@ -25,15 +25,17 @@ use provider::http_options;
 pub use provider::{list_models, model_list, provider, registry};
 
 /// Everything a session host needs, from the flags and environment: the provider, the agent
-/// config (dialogs can be answered), the models, the session and the startup warnings. RPC
+/// config (`can_ask`: dialogs can be answered; false blocks such tool calls as a print run
+/// does), the models, the session and the startup warnings. RPC
 /// mode and the daemon's `session/open` start the same way.
 pub async fn host_setup(
     cli: &Cli,
     env: &Env,
     clock: &Clock,
+    can_ask: bool,
 ) -> Result<crate::host::HostSetup, StartupError> {
     let provider = provider(cli, env).await?;
-    let mut config = agent_config(cli, env, true)?;
+    let mut config = agent_config(cli, env, can_ask)?;
     let mut warnings: Vec<String> = clamp_thinking(provider.as_ref(), &mut config)
         .into_iter()
         .collect();

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::server::Shared;
 use crate::cli::Cli;
+use crate::error::StartupError;
 use crate::host::actor;
 use crate::kernel::clock::Clock;
 use crate::kernel::session;
@@ -25,9 +26,14 @@ struct Open {
     args: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    /// A tool call that needs approval is blocked at once, as in a print run (no dialog).
+    #[serde(default)]
+    headless: bool,
 }
 
-/// Opens (or finds) the session; the result is `{sessionId, sessionFile?, epoch, seq, created}`.
+/// Opens (or finds) the session; the result is `{sessionId, sessionFile?, epoch, seq, created,
+/// header, warnings, lastRun?}`. A startup error is -32000 whose `data` is the error
+/// ([`StartupError::to_json`]), so a client can report it as it would in-process.
 pub async fn open(
     shared: &Shared,
     params: Option<&serde_json::value::RawValue>,
@@ -43,7 +49,10 @@ pub async fn open(
     let argv = std::iter::once("keel".to_string()).chain(p.args.iter().cloned());
     let cli = Cli::try_parse_from(argv).map_err(|e| {
         let text = e.render().to_string();
-        failed(text.lines().next().unwrap_or("bad arguments").to_string())
+        let first = text.lines().next().unwrap_or("bad arguments").to_string();
+        startup_failed(&StartupError::usage(
+            first.trim_start_matches("error: ").to_string(),
+        ))
     })?;
     let env = session_env(shared, &p.cwd, p.env);
     // One open at a time (see `Shared::opening`); the registry itself is not held during
@@ -55,16 +64,23 @@ pub async fn open(
     };
     if let Some((id, handle)) = live {
         let status = handle.status().await;
-        return Ok(result(&id, status.as_ref(), false));
+        return Ok(result(&id, status.as_ref(), false, &[]));
     }
-    crate::setup::check_session_flags(&cli, false).map_err(|e| failed(e.render()))?;
+    crate::setup::check_session_flags(&cli, false).map_err(|e| startup_failed(&e))?;
     let clock = Clock::new(env.fixed_clock, env.seed);
     // The run's start time is read first, as a keel process reads it at startup: a session
     // opened here gets the ids and times it would get in-process.
     let _started = clock.now_ms();
-    let setup = crate::setup::host_setup(&cli, &env, &clock)
+    let setup = crate::setup::host_setup(&cli, &env, &clock, !p.headless)
         .await
-        .map_err(|e| failed(e.render().trim_end().to_string()))?;
+        .map_err(|e| startup_failed(&e))?;
+    if p.headless {
+        // A print or JSON run reads the clock once more after opening its session (its
+        // duration leaves startup out): a headless session does too, so that under the test
+        // clock its messages get the times they get in-process.
+        let _run_started = clock.now_ms();
+    }
+    let warnings = setup.warnings.clone();
     let handle = actor::spawn(setup, shared.epoch(), shared.options.ring);
     let status = handle.status().await;
     let id = status
@@ -72,18 +88,45 @@ pub async fn open(
         .map(|s| s.summary.session_id.clone())
         .unwrap_or_default();
     shared.sessions.lock().await.insert(id.clone(), handle);
-    Ok(result(&id, status.as_ref(), true))
+    Ok(result(&id, status.as_ref(), true, &warnings))
 }
 
-fn result(id: &str, status: Option<&actor::Status>, created: bool) -> Value {
+/// -32000 with the startup error's text as the message and the error itself as `data`.
+fn startup_failed(e: &StartupError) -> ErrorObject {
+    let mut error = ErrorObject::new(j::COMMAND_FAILED, e.render().trim_end().to_string());
+    error.data = Some(e.to_json());
+    error
+}
+
+fn result(id: &str, status: Option<&actor::Status>, created: bool, warnings: &[String]) -> Value {
     let mut v = json!({
         "sessionId": id,
         "epoch": status.map(|s| s.epoch.clone()),
         "seq": status.map_or(0, |s| s.seq),
         "created": created,
+        "warnings": warnings,
     });
-    if let Some(f) = status.and_then(|s| s.summary.file.clone()) {
+    let Some(s) = status else { return v };
+    let sum = &s.summary;
+    v["header"] = json!({
+        "type": "session",
+        "version": 3,
+        "id": sum.session_id,
+        "timestamp": sum.timestamp,
+        "cwd": sum.cwd,
+    });
+    if let Some(parent) = &sum.parent_session {
+        v["header"]["parentSession"] = json!(parent);
+    }
+    if let Some(f) = &sum.file {
         v["sessionFile"] = json!(f);
+    }
+    if let Some(run) = &sum.last_run {
+        let settled = run
+            .settled
+            .as_deref()
+            .and_then(|l| serde_json::from_str::<Value>(l).ok());
+        v["lastRun"] = json!({"seq": run.seq, "settled": settled});
     }
     v
 }

@@ -193,3 +193,76 @@ fn ps_table(status: &Value) -> String {
     }
     out
 }
+
+/// Flags that only concern a client of the daemon, never the session it opens there.
+const CLIENT_FLAGS: &[&str] = &[
+    "--daemon", "--rpc", "--json", "-p", "--print", "--detach", "--wait",
+];
+const CLIENT_FLAGS_WITH_VALUE: &[&str] = &["--socket", "--mode"];
+
+/// The command line a daemon session starts from: this client's, without the flags that
+/// only concern the client.
+pub fn session_args(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip_value = false;
+    for a in args {
+        if skip_value {
+            skip_value = false;
+            continue;
+        }
+        if CLIENT_FLAGS_WITH_VALUE.contains(&a.as_str()) {
+            skip_value = true;
+            continue;
+        }
+        let flag = a.split('=').next().unwrap_or("");
+        if CLIENT_FLAGS.contains(&a.as_str()) || CLIENT_FLAGS_WITH_VALUE.contains(&flag) {
+            continue;
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// `session/open`'s params for a client started with `args` in `env`: its directory, its
+/// session flags and the variables a session reads (provider keys and URLs, `KEEL_*`).
+pub fn open_params(env: &Env, args: Vec<String>, headless: bool) -> Value {
+    let vars: serde_json::Map<String, Value> = env
+        .vars
+        .iter()
+        .filter(|(k, _)| {
+            k.starts_with("KEEL_") || k.ends_with("_API_KEY") || k.ends_with("_BASE_URL")
+        })
+        .map(|(k, v)| (k.clone(), json!(v)))
+        .collect();
+    json!({"cwd": env.cwd, "args": args, "env": vars, "headless": headless})
+}
+
+#[cfg(test)]
+mod client_flag_tests {
+    use super::*;
+
+    #[test]
+    fn client_flags_stay_with_the_client() {
+        let args = [
+            "-p",
+            "--daemon",
+            "--detach",
+            "--socket",
+            "/s",
+            "--provider",
+            "scripted",
+            "--wait",
+            "--socket=/t",
+            "--mode",
+            "json",
+            "--session-id",
+            "x",
+            "hello",
+        ];
+        let got = session_args(args.iter().map(|s| s.to_string()));
+        assert_eq!(
+            got,
+            ["--provider", "scripted", "--session-id", "x", "hello"]
+        );
+    }
+}

@@ -129,6 +129,20 @@ pub struct Summary {
     pub name: Option<String>,
     pub file: Option<String>,
     pub running: bool,
+    /// The session header's `timestamp` and `parentSession`.
+    pub timestamp: String,
+    pub parent_session: Option<String>,
+    /// The latest run of this host's session, if one started.
+    pub last_run: Option<LastRun>,
+}
+
+/// Where the latest run of a session is in the stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LastRun {
+    /// The `seq` of its `agent_start`.
+    pub seq: u64,
+    /// Its `agent_settled` line, once it settled.
+    pub settled: Option<Arc<str>>,
 }
 
 /// Something the host's loop must handle next (see [`Host::next_step`]).
@@ -171,6 +185,8 @@ pub struct Host {
     in_flight: snapshot::InFlight,
     /// Open dialog requests by id, as published (re-sent in snapshots).
     open_dialogs: std::collections::BTreeMap<String, Arc<str>>,
+    /// The latest run of the served session.
+    last_run: Option<LastRun>,
 }
 
 impl Host {
@@ -216,6 +232,7 @@ impl Host {
             out: VecDeque::new(),
             in_flight: snapshot::InFlight::default(),
             open_dialogs: std::collections::BTreeMap::new(),
+            last_run: None,
         }
     }
 
@@ -259,6 +276,9 @@ impl Host {
             name: store.name().map(str::to_string),
             file: store.path().map(|p| p.display().to_string()),
             running: self.busy(),
+            timestamp: store.header().timestamp.clone(),
+            parent_session: store.header().parent_session.clone(),
+            last_run: self.last_run.clone(),
         }
     }
 
@@ -350,6 +370,20 @@ impl Host {
         for w in wire_events(ev).iter().chain(rpc_extra_events(ev).iter()) {
             if let Ok(line) = serde_json::to_string(w) {
                 self.publish(&line);
+                match w.kind() {
+                    "agent_start" => {
+                        self.last_run = Some(LastRun {
+                            seq: self.seq,
+                            settled: None,
+                        })
+                    }
+                    "agent_settled" => {
+                        if let Some(run) = &mut self.last_run {
+                            run.settled = Some(line.into());
+                        }
+                    }
+                    _ => {}
+                }
             }
         }
         if matches!(ev.payload, EventPayload::AgentSettled { .. }) {

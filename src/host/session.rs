@@ -105,6 +105,7 @@ impl Host {
     /// recorder finishes (syncing the file and releasing its lock) before this returns.
     pub(super) async fn replace(&mut self, store: Store) {
         self.drain_events();
+        self.last_run = None;
         let announce = store.entries().is_empty();
         let old_session = self.live.session.clone();
         let next = Live::start(
