@@ -10,6 +10,7 @@ mod architecture;
 mod chaos;
 mod compaction;
 mod daemon;
+mod daemon_sessions;
 mod daemon_support;
 mod exit_codes;
 mod http_server;
