@@ -162,6 +162,46 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// Reads notifications (starting with those already read) until one for which `last`
+    /// holds; returns all of them, that one last.
+    pub fn notes_until(&mut self, last: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut out = Vec::new();
+        let mut pending = std::mem::take(&mut self.notes).into_iter();
+        loop {
+            let v = match pending.next() {
+                Some(v) => v,
+                None => self.recv().expect("the stream ended early"),
+            };
+            let done = last(&v);
+            out.push(v);
+            if done {
+                self.notes.extend(pending);
+                return out;
+            }
+        }
+    }
+
+    /// `daemon/status`'s sessions.
+    pub fn sessions(&mut self) -> Vec<Value> {
+        let r = self.call("daemon/status", json!({}));
+        r["result"]["sessions"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{r}"))
+            .clone()
+    }
+}
+
+/// A `session/event` notification of `kind`.
+pub fn is_event(kind: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |v| v["method"] == "session/event" && v["params"]["event"]["type"] == kind
+}
+
+/// A notification of `method`.
+pub fn is_note(method: &str) -> impl Fn(&Value) -> bool + '_ {
+    move |v| v["method"] == method
+}
+
 pub fn code(v: &Value) -> i64 {
     v["error"]["code"]
         .as_i64()

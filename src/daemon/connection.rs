@@ -3,7 +3,10 @@
 //! (with `sessionId`). Events of attached sessions arrive as `session/event` notifications
 //! through one bounded queue; a reply is written only after the events its command caused. A
 //! client that stops reading is dropped with `daemon/lagged`. Bad input gets an error and the
-//! connection stays open (except after -32010 and -32011).
+//! connection stays open (except after -32010 and -32011). When a command makes a session
+//! serve another one (`new_session`, `switch_session`, `fork`, `clone`), each attached client
+//! gets `session/replaced` and its attachment follows; a request this client sent before it
+//! was told still reaches the session it named.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -16,12 +19,8 @@ use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot};
 
 use super::server::Shared;
-use crate::host::actor::{Answer, Call, SessionHandle};
-
-/// A pi command's answer on its way back: the request id, the session, the answer and the
-/// session's last `seq` when it was given.
-type Back = (Id, String, Answer, u64);
-use crate::host::stream::{Cursor, Delivery, Lagged, Start, QUEUE};
+use crate::host::actor::{self, Answer, Call, SessionHandle};
+use crate::host::stream::{Cursor, Delivery, Item, Lagged, Start, QUEUE};
 use crate::host::Data;
 use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
@@ -31,6 +30,10 @@ pub const PROTOCOL: u64 = 1;
 
 /// How long one write to a client may block before the connection is closed.
 pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A pi command's answer on its way back: the request id, the session's stream
+/// ([`SessionHandle::stream_id`]), the answer and the stream's last `seq` when it was given.
+type Back = (Id, u64, Answer, u64);
 
 /// What a method call ends in.
 enum Outcome {
@@ -49,7 +52,7 @@ struct Conn {
     client: u64,
     hello: bool,
     interactive: bool,
-    /// Attached sessions and their lagged flags.
+    /// Attached sessions (by the id this client was last told) and their lagged flags.
     attached: HashMap<String, (SessionHandle, Arc<Lagged>)>,
     queue_tx: mpsc::Sender<Delivery>,
     replies: mpsc::UnboundedSender<Back>,
@@ -89,26 +92,28 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
                 }
                 break;
             }
-            Some((id, session, answer, head)) = reply_rx.recv() => {
+            Some((id, stream, answer, head)) = reply_rx.recv() => {
                 // The events published before the answer go first, the later ones after it.
                 let mut later = Vec::new();
                 while let Ok(d) = queue_rx.try_recv() {
-                    if *d.session == *session && d.event.seq > head {
+                    if d.stream == stream && d.seq() > head {
                         later.push(d);
                     } else if later.is_empty() {
-                        event_line(&d, &mut out);
+                        conn.deliver(&d, &mut out);
                     } else {
                         later.push(d);
                     }
                 }
                 out.extend_from_slice(answer_line(&id, answer).as_bytes());
                 for d in &later {
-                    event_line(d, &mut out);
+                    conn.deliver(d, &mut out);
                 }
             }
             Some(d) = queue_rx.recv() => {
-                event_line(&d, &mut out);
-                drain(&mut queue_rx, &mut out);
+                conn.deliver(&d, &mut out);
+                while let Ok(d) = queue_rx.try_recv() {
+                    conn.deliver(&d, &mut out);
+                }
             }
             n = read.read(&mut buf) => {
                 let n = match n {
@@ -156,15 +161,8 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     shared.gone.notify_waiters();
 }
 
-/// Writes every queued event.
-fn drain(queue: &mut mpsc::Receiver<Delivery>, out: &mut Vec<u8>) {
-    while let Ok(d) = queue.try_recv() {
-        event_line(&d, out);
-    }
-}
-
 /// `session/event {sessionId, epoch, seq, event}`: the wire event is copied in as it is.
-fn event_line(d: &Delivery, out: &mut Vec<u8>) {
+fn event_line(d: &Delivery, event: &crate::host::Published, out: &mut Vec<u8>) {
     out.extend_from_slice(
         b"{\"jsonrpc\":\"2.0\",\"method\":\"session/event\",\"params\":{\"sessionId\":",
     );
@@ -172,9 +170,9 @@ fn event_line(d: &Delivery, out: &mut Vec<u8>) {
     out.extend_from_slice(b",\"epoch\":");
     out.extend_from_slice(Value::from(&*d.epoch).to_string().as_bytes());
     out.extend_from_slice(b",\"seq\":");
-    out.extend_from_slice(d.event.seq.to_string().as_bytes());
+    out.extend_from_slice(event.seq.to_string().as_bytes());
     out.extend_from_slice(b",\"event\":");
-    out.extend_from_slice(d.event.line.as_bytes());
+    out.extend_from_slice(event.line.as_bytes());
     out.extend_from_slice(b"}}\n");
 }
 
@@ -230,6 +228,27 @@ struct Stop {
 }
 
 impl Conn {
+    /// Writes a delivery of an attached session. `session/replaced` also moves this client's
+    /// attachment to the new id: from here on it names the session by that id.
+    fn deliver(&mut self, d: &Delivery, out: &mut Vec<u8>) {
+        let (new, seq) = match &d.item {
+            Item::Event(event) => return event_line(d, event, out),
+            Item::Replaced { new, seq } => (new, *seq),
+        };
+        if let Some(attached) = self.attached.remove(&*d.session) {
+            self.attached.insert(new.to_string(), attached);
+        }
+        let params = json!({
+            "sessionId": &*d.session,
+            "newSessionId": &**new,
+            "epoch": &*d.epoch,
+            "seq": seq,
+        });
+        if let Ok(line) = j::notification_line("session/replaced", &params) {
+            out.extend_from_slice(line.as_bytes());
+        }
+    }
+
     /// Handles one framed line; `Err` closes the connection (after what was written).
     async fn frame(&mut self, frame: &Frame, out: &mut Vec<u8>) -> Result<(), ()> {
         let (id, method, params) = match j::parse_frame(frame, MAX_LINE_BYTES) {
@@ -302,10 +321,14 @@ impl Conn {
                 }
                 Outcome::Stop(json!({}))
             }
-            "session/open" => match super::open::open(&self.shared, params).await {
-                Ok(v) => Outcome::Result(v),
-                Err(e) => Outcome::Error(e),
-            },
+            "session/open" => {
+                // A session's old id (after a change) must not name it any more.
+                self.shared.rekey().await;
+                match super::open::open(&self.shared, params).await {
+                    Ok(v) => Outcome::Result(v),
+                    Err(e) => Outcome::Error(e),
+                }
+            }
             "session/attach" => self.attach(params).await,
             "session/detach" => {
                 let r: SessionRef = match j::params(params) {
@@ -414,18 +437,49 @@ impl Conn {
     }
 
     async fn session(&self, id: &str) -> Result<SessionHandle, ErrorObject> {
-        self.shared
-            .sessions
-            .lock()
-            .await
-            .get(id)
-            .cloned()
-            .ok_or_else(|| {
-                ErrorObject::new(
-                    j::UNKNOWN_SESSION,
-                    format!("no live session {id} in this daemon"),
-                )
-            })
+        self.shared.live(id).await.ok_or_else(|| {
+            ErrorObject::new(
+                j::UNKNOWN_SESSION,
+                format!("no live session {id} in this daemon"),
+            )
+        })
+    }
+
+    /// The session a pi command names: an attached one under the id this client was last told
+    /// (so a request sent before `session/replaced` reached it goes where it was meant to),
+    /// else a live one.
+    async fn target(&self, id: &str) -> Result<SessionHandle, ErrorObject> {
+        match self.attached.get(id) {
+            Some((h, _)) => Ok(h.clone()),
+            None => self.session(id).await,
+        }
+    }
+
+    /// -32013 if `switch_session {sessionPath: path}` on `handle` would load a session that
+    /// another handle of this daemon serves (it must never be live twice; the file lock would
+    /// refuse it too, but as if another process held it).
+    async fn live_elsewhere(&self, handle: &SessionHandle, path: &str) -> Option<ErrorObject> {
+        let target = handle.switch_target(path).await.ok()?;
+        for h in self.handles().await {
+            if h.stream_id() == handle.stream_id() {
+                continue;
+            }
+            let Some(s) = h.status().await else { continue };
+            let Some(file) = s.summary.file.filter(|f| same_file(f.as_ref(), &target)) else {
+                continue;
+            };
+            let id = s.summary.session_id;
+            let mut e = ErrorObject::new(
+                j::SESSION_BUSY,
+                format!(
+                    "session busy: session {id} ({file}) is live in this daemon; \
+                     attach to it (session/attach) instead of switching to it"
+                ),
+            );
+            e.data = Some(json!({"sessionId": id, "sessionFile": file}));
+            return Some(e);
+        }
+        None
     }
 
     async fn attach(&mut self, params: Option<&serde_json::value::RawValue>) -> Outcome {
@@ -492,27 +546,31 @@ impl Conn {
                 format!("Invalid params: {command} needs `sessionId` (a string)"),
             ));
         };
-        let handle = match self.session(&session_id).await {
+        let handle = match self.target(&session_id).await {
             Ok(h) => h,
             Err(e) => return Outcome::Error(e),
         };
-        if matches!(command, "new_session" | "switch_session" | "fork" | "clone") {
-            return Outcome::Error(ErrorObject::new(
-                j::COMMAND_FAILED,
-                format!("{command} is not available through the daemon yet; open another session with session/open"),
-            ));
+        if command == "switch_session" {
+            if let Some(Value::String(path)) = fields.get("sessionPath") {
+                if let Some(e) = self.live_elsewhere(&handle, path).await {
+                    return Outcome::Error(e);
+                }
+            }
         }
         let req = crate::wire::rpc::Request::new(command, Value::Object(fields));
         if command == "extension_ui_response" {
             return self.ui_answer(&handle, req).await;
         }
+        // Sent now, so the session serves this connection's commands in the order they came.
+        let answer = handle.submit(req);
         let replies = self.replies.clone();
         let id = id.clone();
+        let stream = handle.stream_id();
         self.shared.pending.fetch_add(1, Ordering::Relaxed);
         let shared = self.shared.clone();
         tokio::spawn(async move {
-            let (answer, head) = handle.request(req).await;
-            let _ = replies.send((id, session_id, answer, head));
+            let (answer, head) = actor::answered(answer.await);
+            let _ = replies.send((id, stream, answer, head));
             shared.pending.fetch_sub(1, Ordering::Relaxed);
         });
         Outcome::Later
@@ -549,10 +607,20 @@ impl Conn {
         Outcome::Result(json!({}))
     }
 
-    /// The first attached session that dropped this client, with the seq it had reached.
+    /// The first attached session that dropped this client, with the seq it had reached. The
+    /// id is the one it is live under now (the client may have missed `session/replaced`).
     fn lagged(&self) -> Option<(String, u64)> {
         self.attached
-            .iter()
-            .find_map(|(id, (_, lag))| lag.at().map(|seq| (id.clone(), seq)))
+            .values()
+            .find_map(|(h, lag)| lag.at().map(|seq| (h.session_id().to_string(), seq)))
     }
+}
+
+/// Whether two paths name one file (as written, or once both are resolved).
+fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
 }

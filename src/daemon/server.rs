@@ -48,7 +48,8 @@ pub struct Shared {
     pub started_at: String,
     pub started: Instant,
     pub clock: Clock,
-    /// Live sessions by id (held only briefly).
+    /// Live sessions by id (held only briefly). A handle's own id is the truth: after a
+    /// session change its key is stale until [`Shared::rekey`] (which every lookup does).
     pub sessions: Mutex<HashMap<String, SessionHandle>>,
     /// Held for a whole `session/open`: opens happen one at a time, so two clients naming
     /// one session get the same live one, while status and commands never wait for startup.
@@ -77,6 +78,19 @@ impl Shared {
     /// A new epoch string: this daemon and a counter, never reused.
     pub fn epoch(&self) -> String {
         format!("{:x}-{}-{}", self.pid, self.started_at_ms(), self.next())
+    }
+
+    /// The live session `id`: the handle that serves it now. A session's old id, once it was
+    /// changed (`new_session`, `switch_session`, `fork`, `clone`), is no longer live.
+    pub async fn live(&self, id: &str) -> Option<SessionHandle> {
+        let mut sessions = self.sessions.lock().await;
+        rekey(&mut sessions);
+        sessions.get(id).cloned()
+    }
+
+    /// Files every handle under the id of the session it serves now.
+    pub async fn rekey(&self) {
+        rekey(&mut *self.sessions.lock().await);
     }
 
     fn started_at_ms(&self) -> i64 {
@@ -173,6 +187,28 @@ pub async fn serve(
     drop(lock);
     tracing::info!("keel daemon {} ended ({reason})", shared.pid);
     Ok(ending)
+}
+
+fn rekey(sessions: &mut HashMap<String, SessionHandle>) {
+    let stale: Vec<String> = sessions
+        .iter()
+        .filter(|(key, h)| **key != *h.session_id())
+        .map(|(key, _)| key.clone())
+        .collect();
+    for key in stale {
+        let Some(h) = sessions.remove(&key) else {
+            continue;
+        };
+        let id = h.session_id().to_string();
+        if sessions.contains_key(&id) {
+            // Never drop a handle (its session would not be saved at exit); a session is
+            // live once, so this does not happen.
+            tracing::warn!("session {id} is live twice in this daemon; keeping {key} as it was");
+            sessions.insert(key, h);
+        } else {
+            sessions.insert(id, h);
+        }
+    }
 }
 
 /// No client, no run, no request in flight.

@@ -170,7 +170,7 @@ pub async fn run(
 }
 
 /// A `session/open` error as the error a client started in-process would have reported.
-fn open_failed(e: CallError) -> StartupError {
+pub(crate) fn open_failed(e: CallError) -> StartupError {
     match e {
         CallError::Rpc(e) => e
             .data

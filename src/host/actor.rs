@@ -1,11 +1,15 @@
 //! A host shared by many clients: a task that owns one [`Host`] and its [`Stream`], serves
 //! calls from any number of connections one at a time (this task's loop is the session's
 //! lock: an attach's switch from replay to live happens between two events), numbers and fans
-//! out the host's events, and routes each reply to the request that asked. Transport neutral:
-//! clients are channels.
+//! out the host's events, and routes each reply to the request that asked. When a command
+//! makes the host serve another session (`new_session`, `switch_session`, `fork`, `clone`),
+//! the handle's id changes and the stream starts a new epoch before that command is answered.
+//! Transport neutral: clients are channels.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -48,6 +52,11 @@ pub enum Call {
     Status {
         reply: oneshot::Sender<Status>,
     },
+    /// The file `switch_session {sessionPath: path}` would load, or pi's error text.
+    SwitchTarget {
+        path: String,
+        reply: oneshot::Sender<Result<PathBuf, String>>,
+    },
     /// Aborts the run, lets it settle (at most `grace`), saves the session and ends the task.
     Stop {
         grace: Duration,
@@ -76,11 +85,17 @@ pub struct Status {
     pub seq: u64,
 }
 
+/// Commands after which the host may serve another session.
+pub const SESSION_CHANGES: &[&str] = &["new_session", "switch_session", "fork", "clone"];
+
 /// A handle on a shared session; cheap to clone. The task ends when every handle is gone or
 /// after [`Call::Stop`].
 #[derive(Debug, Clone)]
 pub struct SessionHandle {
     tx: mpsc::UnboundedSender<Call>,
+    /// The id of the session served now (set before anyone is told of a change).
+    id: Arc<Mutex<Arc<str>>>,
+    stream: u64,
 }
 
 impl SessionHandle {
@@ -89,23 +104,47 @@ impl SessionHandle {
         self.tx.send(call).is_ok()
     }
 
-    /// Runs a pi command and waits for its answer.
-    pub async fn request(&self, req: Request) -> Answered {
-        let ended = || (Err("the session has ended".to_string()), u64::MAX);
+    /// The id of the session this handle serves now.
+    pub fn session_id(&self) -> Arc<str> {
+        current(&self.id)
+    }
+
+    /// The stream's [`Stream::id`]: the deliveries of this handle's session carry it.
+    pub fn stream_id(&self) -> u64 {
+        self.stream
+    }
+
+    /// Sends a pi command; its answer comes on the returned channel. Calls sent one after the
+    /// other are served in that order.
+    pub fn submit(&self, req: Request) -> oneshot::Receiver<Answered> {
         let (answer, rx) = oneshot::channel();
-        if !self.send(Call::Request {
+        self.send(Call::Request {
             req,
             answer: Some(answer),
-        }) {
-            return ended();
-        }
-        rx.await.unwrap_or_else(|_| ended())
+        });
+        rx
+    }
+
+    /// Runs a pi command and waits for its answer.
+    pub async fn request(&self, req: Request) -> Answered {
+        answered(self.submit(req).await)
     }
 
     pub async fn status(&self) -> Option<Status> {
         let (reply, rx) = oneshot::channel();
         self.send(Call::Status { reply });
         rx.await.ok()
+    }
+
+    /// The file `switch_session` to `path` would load (pi's error text if none).
+    pub async fn switch_target(&self, path: &str) -> Result<PathBuf, String> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Call::SwitchTarget {
+            path: path.to_string(),
+            reply,
+        });
+        rx.await
+            .unwrap_or_else(|_| Err("the session has ended".to_string()))
     }
 
     pub async fn stop(&self, grace: Duration) {
@@ -116,24 +155,51 @@ impl SessionHandle {
     }
 }
 
-/// Starts serving `setup` in its own task, with a new `epoch` and ring bounds.
+/// What an answer channel gives: the answer, or "ended" if the session went away first.
+pub fn answered(rx: Result<Answered, oneshot::error::RecvError>) -> Answered {
+    rx.unwrap_or_else(|_| (Err("the session has ended".to_string()), u64::MAX))
+}
+
+fn current(id: &Mutex<Arc<str>>) -> Arc<str> {
+    id.lock().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+/// Numbers the streams of this process.
+static STREAMS: AtomicU64 = AtomicU64::new(0);
+
+/// Starts serving `setup` in its own task, with a new `epoch` and ring bounds. When the host
+/// comes to serve another session, the new epoch is `epoch` with `.1`, `.2`, … appended.
 pub fn spawn(setup: HostSetup, epoch: String, ring: (usize, usize)) -> SessionHandle {
     let (tx, rx) = mpsc::unbounded_channel();
     let host = Host::new(setup);
-    let name: Arc<str> = host.summary().session_id.into();
+    let summary = host.summary();
+    let name: Arc<str> = summary.session_id.into();
+    let stream = STREAMS.fetch_add(1, Ordering::Relaxed) + 1;
+    let id = Arc::new(Mutex::new(name.clone()));
     let actor = Actor {
         host,
-        stream: Stream::new(name, epoch, ring.0, ring.1),
+        stream: Stream::new(stream, name, epoch.clone(), ring.0, ring.1),
+        id: id.clone(),
+        file: summary.file,
+        first_epoch: epoch,
+        changes: 0,
         waiting: HashMap::new(),
         next: 0,
     };
     tokio::spawn(actor.run(rx));
-    SessionHandle { tx }
+    SessionHandle { tx, id, stream }
 }
 
 struct Actor {
     host: Host,
     stream: Stream,
+    /// Shared with the handles: the served session's id.
+    id: Arc<Mutex<Arc<str>>>,
+    /// The served session's file.
+    file: Option<String>,
+    first_epoch: String,
+    /// How many times the host came to serve another session.
+    changes: u64,
     /// Requests whose answer has not come yet, by the id the host was given.
     waiting: HashMap<String, oneshot::Sender<Answered>>,
     next: u64,
@@ -207,17 +273,25 @@ impl Actor {
                     seq: self.stream.head(),
                 });
             }
+            Call::SwitchTarget { path, reply } => {
+                let _ = reply.send(self.host.switch_target(&path));
+            }
             Call::Stop { .. } => {}
         }
     }
 
-    /// Numbers and fans out the host's events; answers the requests whose reply came.
+    /// Numbers and fans out the host's events; answers the requests whose reply came. A
+    /// session change is made known (the handle's id, then the stream's new epoch) after the
+    /// old session's events and before the command's answer.
     fn distribute(&mut self) {
         let out: Vec<Out> = self.host.take_out().collect();
         for item in out {
             match item {
                 Out::Event(e) => self.stream.publish(e),
                 Out::Reply(r) => {
+                    if r.result.is_ok() && SESSION_CHANGES.contains(&r.command.as_str()) {
+                        self.follow_session();
+                    }
                     let key = r.id.as_ref().map(|i| i.text().to_string());
                     if let Some(tx) = key.and_then(|k| self.waiting.remove(&k)) {
                         let _ = tx.send((r.result, self.stream.head()));
@@ -225,6 +299,22 @@ impl Actor {
                 }
             }
         }
+    }
+
+    /// If the host serves another session now (another id or file): the new id for the
+    /// handles, then the stream's rename into a new epoch (which tells every subscriber).
+    fn follow_session(&mut self) {
+        let summary = self.host.summary();
+        if *summary.session_id == *self.stream.name && summary.file == self.file {
+            return; // not changed (`switch_session` to the current file)
+        }
+        self.file = summary.file;
+        let now: Arc<str> = summary.session_id.into();
+        *self.id.lock().unwrap_or_else(|e| e.into_inner()) = now.clone();
+        self.changes += 1;
+        let epoch = format!("{}.{}", self.first_epoch, self.changes);
+        tracing::info!("session {} is now {now} (epoch {epoch})", self.stream.name);
+        self.stream.rename(now, epoch);
     }
 
     async fn stop(&mut self, grace: Duration) {

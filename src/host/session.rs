@@ -1,7 +1,7 @@
 //! Session changes: `new_session`, `switch_session`, `fork`, `clone` and the session name.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
@@ -34,16 +34,11 @@ impl Host {
                 (self.new_store(header), json!({"cancelled": false}))
             }
             "switch_session" => {
-                let target = self.config.cwd.join(req.str("sessionPath")?);
-                if current_path.as_deref() == Some(target.as_path()) {
+                let query = req.str("sessionPath")?;
+                if current_path.as_deref() == Some(self.config.cwd.join(query).as_path()) {
                     return Ok(Some(json!({"cancelled": false})));
                 }
-                let target = if target.is_file() {
-                    target
-                } else {
-                    session::resolve(&self.session_dir, req.str("sessionPath")?)
-                        .map_err(|e| e.message)?
-                };
+                let target = self.switch_target(query)?;
                 let (store, warnings) =
                     Store::resume(&target, &self.clock).map_err(|e| e.message)?;
                 self.warnings.extend(warnings);
@@ -77,6 +72,16 @@ impl Host {
         };
         self.replace(store).await;
         Ok(Some(data))
+    }
+
+    /// The file `switch_session` to `query` loads: a path (relative to the cwd), else a
+    /// session id in the session directory.
+    pub fn switch_target(&self, query: &str) -> Result<PathBuf, String> {
+        let target = self.config.cwd.join(query);
+        if target.is_file() {
+            return Ok(target);
+        }
+        session::resolve(&self.session_dir, query).map_err(|e| e.message)
     }
 
     pub(super) fn new_header(&self) -> SessionHeader {

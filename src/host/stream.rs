@@ -1,7 +1,10 @@
 //! A session's numbered event stream as several clients see it (`DESIGN.md` §10.4): a replay
 //! ring bounded by count and bytes, and fan-out to subscribers through bounded queues. A
 //! subscriber whose queue is full is dropped and marked lagged, so a slow client never blocks
-//! the agent or the other clients. Transport neutral: a subscriber is a channel.
+//! the agent or the other clients. When the host starts serving another session (`new_session`,
+//! `switch_session`, `fork`, `clone`) the stream is renamed and starts a new epoch; `seq` goes
+//! on from where it was, so it never goes backwards on one subscription. Transport neutral: a
+//! subscriber is a channel.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,15 +21,39 @@ pub const RING_BYTES: usize = 8 * 1024 * 1024;
 /// Default queue of one subscriber (items it has not read yet).
 pub const QUEUE: usize = 4096;
 
-/// What a subscriber receives, in order: an event of a session's numbered stream. One queue
+/// What a subscriber receives, in order: an item of a session's numbered stream. One queue
 /// may serve a client's subscriptions to several sessions.
 #[derive(Debug, Clone)]
 pub struct Delivery {
-    /// The session id (the stream's name).
+    /// Which stream this came from ([`Stream::id`]; it survives a rename).
+    pub stream: u64,
+    /// The session id (the stream's name when the item was queued).
     pub session: Arc<str>,
-    /// The stream's epoch.
+    /// The stream's epoch (for `Replaced`, the new one).
     pub epoch: Arc<str>,
-    pub event: Published,
+    pub item: Item,
+}
+
+/// One item of a stream.
+#[derive(Debug, Clone)]
+pub enum Item {
+    Event(Published),
+    /// The stream serves session `new` from now on (`Delivery::session` is the old id), in a
+    /// new epoch whose events follow `seq`.
+    Replaced {
+        new: Arc<str>,
+        seq: u64,
+    },
+}
+
+impl Delivery {
+    /// The event's `seq`, or for `Replaced` the last `seq` before the new epoch.
+    pub fn seq(&self) -> u64 {
+        match &self.item {
+            Item::Event(e) => e.seq,
+            Item::Replaced { seq, .. } => *seq,
+        }
+    }
 }
 
 /// A client's place on the stream: the epoch and the last `seq` it applied.
@@ -62,6 +89,8 @@ struct Subscriber {
 
 /// The ring and the subscribers of one session.
 pub struct Stream {
+    /// Names this stream in deliveries for as long as it lives (the session id may change).
+    pub id: u64,
     /// The session id, sent with every delivery.
     pub name: Arc<str>,
     pub epoch: String,
@@ -86,8 +115,15 @@ pub enum Start {
 }
 
 impl Stream {
-    pub fn new(name: Arc<str>, epoch: String, max_events: usize, max_bytes: usize) -> Stream {
+    pub fn new(
+        id: u64,
+        name: Arc<str>,
+        epoch: String,
+        max_events: usize,
+        max_bytes: usize,
+    ) -> Stream {
         Stream {
+            id,
             name,
             epoch_tag: epoch.as_str().into(),
             epoch,
@@ -123,9 +159,30 @@ impl Stream {
             }
         }
         let head = self.head;
-        let (name, epoch) = (self.name.clone(), self.epoch_tag.clone());
-        self.subscribers
-            .retain(|s| offer(s, delivery(&name, &epoch, &event), head));
+        let d = self.delivery(&event);
+        self.subscribers.retain(|s| offer(s, d.clone(), head));
+    }
+
+    /// The stream serves session `name` from now on, in `epoch`: every subscriber is told
+    /// (`Item::Replaced`) and stays subscribed; the ring is emptied (its events belong to the
+    /// old epoch, so a cursor of it gets a snapshot); `seq` goes on from the head.
+    pub fn rename(&mut self, name: Arc<str>, epoch: String) {
+        let old = std::mem::replace(&mut self.name, name.clone());
+        self.epoch_tag = epoch.as_str().into();
+        self.epoch = epoch;
+        self.ring.clear();
+        self.ring_bytes = 0;
+        let head = self.head;
+        let d = Delivery {
+            stream: self.id,
+            session: old,
+            epoch: self.epoch_tag.clone(),
+            item: Item::Replaced {
+                new: name,
+                seq: head,
+            },
+        };
+        self.subscribers.retain(|s| offer(s, d.clone(), head));
     }
 
     /// Attaches a client. With a cursor of this epoch whose next event is still in the ring,
@@ -149,7 +206,7 @@ impl Stream {
         let start = match cursor {
             Some(c) if c.epoch == self.epoch && c.seq <= self.head && c.seq + 1 >= first => {
                 for e in self.ring.iter().filter(|e| e.seq > c.seq) {
-                    if !offer(&sub, delivery(&self.name, &self.epoch_tag, e), self.head) {
+                    if !offer(&sub, self.delivery(e), self.head) {
                         return (Start::Replay, lagged);
                     }
                 }
@@ -165,13 +222,14 @@ impl Stream {
     pub fn detach(&mut self, client: u64) {
         self.subscribers.retain(|s| s.client != client);
     }
-}
 
-fn delivery(name: &Arc<str>, epoch: &Arc<str>, event: &Published) -> Delivery {
-    Delivery {
-        session: name.clone(),
-        epoch: epoch.clone(),
-        event: event.clone(),
+    fn delivery(&self, event: &Published) -> Delivery {
+        Delivery {
+            stream: self.id,
+            session: self.name.clone(),
+            epoch: self.epoch_tag.clone(),
+            item: Item::Event(event.clone()),
+        }
     }
 }
 
@@ -203,14 +261,15 @@ mod tests {
         let mut out = Vec::new();
         while let Ok(d) = rx.try_recv() {
             assert_eq!(&*d.session, "s");
-            out.push(d.event.seq);
+            assert!(matches!(d.item, Item::Event(_)), "{d:?}");
+            out.push(d.seq());
         }
         out
     }
 
     #[test]
     fn a_cursor_in_the_ring_replays_exactly_what_follows_it() {
-        let mut s = Stream::new("s".into(), "e1".into(), 5, 1 << 20);
+        let mut s = Stream::new(1, "s".into(), "e1".into(), 5, 1 << 20);
         for n in 1..=8 {
             s.publish(ev(n));
         }
@@ -252,7 +311,7 @@ mod tests {
 
     #[test]
     fn the_ring_is_bounded_by_bytes_too() {
-        let mut s = Stream::new("s".into(), "e".into(), 1000, 20);
+        let mut s = Stream::new(1, "s".into(), "e".into(), 1000, 20);
         for n in 1..=10 {
             s.publish(ev(n)); // 8 or 9 bytes each
         }
@@ -262,7 +321,7 @@ mod tests {
 
     #[test]
     fn a_stalled_subscriber_is_dropped_and_marked_while_others_get_everything() {
-        let mut s = Stream::new("s".into(), "e".into(), 100, 1 << 20);
+        let mut s = Stream::new(1, "s".into(), "e".into(), 100, 1 << 20);
         let (slow_tx, _slow_rx) = mpsc::channel(3);
         let (fast_tx, mut fast_rx) = mpsc::channel(100);
         let (_, slow) = s.attach(1, None, slow_tx);
@@ -274,5 +333,61 @@ mod tests {
         assert_eq!(fast.at(), None);
         assert_eq!(s.clients(), 1);
         assert_eq!(seqs(&mut fast_rx), (1..=10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_renamed_stream_tells_its_subscribers_and_starts_a_new_epoch_where_seq_left_off() {
+        let mut s = Stream::new(1, "old".into(), "e1".into(), 100, 1 << 20);
+        let (tx, mut rx) = mpsc::channel(100);
+        s.attach(1, None, tx);
+        s.publish(ev(1));
+        s.publish(ev(2));
+        s.rename("new".into(), "e2".into());
+        s.publish(ev(3));
+        let got: Vec<(String, String, u64, bool)> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|d| {
+                let replaced = match &d.item {
+                    Item::Replaced { new, .. } => {
+                        assert_eq!(&**new, "new");
+                        true
+                    }
+                    Item::Event(_) => false,
+                };
+                (
+                    d.session.to_string(),
+                    d.epoch.to_string(),
+                    d.seq(),
+                    replaced,
+                )
+            })
+            .collect();
+        let row = |s: &str, e: &str, n, r| (s.to_string(), e.to_string(), n, r);
+        assert_eq!(
+            got,
+            [
+                row("old", "e1", 1, false),
+                row("old", "e1", 2, false),
+                row("old", "e2", 2, true), // the old id, the new epoch and its base
+                row("new", "e2", 3, false),
+            ],
+            "told once, in order; seq goes on"
+        );
+        assert_eq!(s.clients(), 1, "still subscribed");
+        let old = Cursor {
+            epoch: "e1".into(),
+            seq: 2,
+        };
+        let (tx, _rx) = mpsc::channel(100);
+        assert_eq!(s.attach(2, Some(&old), tx).0, Start::Snapshot, "old epoch");
+        let base = Cursor {
+            epoch: "e2".into(),
+            seq: 2,
+        };
+        let (tx, mut rx) = mpsc::channel(100);
+        assert_eq!(s.attach(3, Some(&base), tx).0, Start::Replay);
+        let replayed: Vec<u64> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|d| d.seq())
+            .collect();
+        assert_eq!(replayed, [3], "only the new epoch's events are in the ring");
     }
 }

@@ -1,11 +1,13 @@
 //! `keel --mode rpc --daemon`: pi's RPC over stdio, with the session living in the daemon.
 //! Each stdin request becomes a protocol v1 call with the session's id; its answer is written
 //! in pi's envelope, and the session's events exactly as the daemon numbered them (the same
-//! lines RPC mode writes in-process). Closing stdin waits for an active run to settle, then
-//! exits 0; the session stays live in the daemon. A daemon that goes away ends this with 1.
+//! lines RPC mode writes in-process). A session change (`new_session`, `switch_session`,
+//! `fork`, `clone`) is followed: `session/replaced` gives the id later requests name. Closing
+//! stdin waits for an active run to settle, then exits 0; the session stays live in the
+//! daemon. A daemon that goes away ends this with 1.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
@@ -15,57 +17,196 @@ use crate::cli::Cli;
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::signals::Signals;
+use crate::host::actor::SESSION_CHANGES;
 use crate::mode::Env;
 use crate::output::Output;
 use crate::wire::jsonl::Frame;
 use crate::wire::jsonrpc::{self as j, Id, Incoming};
 use crate::wire::rpc;
 
-/// Flags that only concern this client, never the daemon's session.
-const CLIENT_FLAGS: &[&str] = &["--daemon", "--rpc", "--json", "-p", "--print"];
-const CLIENT_FLAGS_WITH_VALUE: &[&str] = &["--socket", "--mode"];
+/// Commands whose answer can come after the answers of later requests (in-process too).
+const LATE: &[&str] = &["abort", "bash", "compact"];
 
-/// What a sent request waits for: pi's id and command.
-struct Waiting {
+/// A stdin request on its way through the daemon.
+struct Pending {
+    /// Its place among the stdin lines.
+    order: u64,
+    /// pi's id and command.
     id: Option<rpc::Id>,
     command: String,
-    /// The order it was sent in.
-    n: u64,
+    /// Its fields (without `sessionId`).
+    params: Map<String, Value>,
+    /// Its answer may come after those of later requests.
+    late: bool,
 }
 
-/// Commands whose answer can come after the answers of later requests (in-process too).
-const LATE: &[&str] = &[
-    "abort",
-    "bash",
-    "compact",
-    "new_session",
-    "switch_session",
-    "fork",
-    "clone",
-];
+/// A request sent to the daemon and not answered yet.
+struct Sent {
+    /// The order it was sent in: 1, 2, 3, …
+    n: u64,
+    /// The session id it named.
+    session: String,
+    req: Pending,
+}
 
-/// Lines this client wrote itself (a line it could not parse), held until every earlier
-/// request that answers at once has been answered, so they keep their in-process place.
+/// A line this client writes itself (for a line it could not parse), held until every
+/// earlier request that answers at once has been answered, so it keeps its in-process place.
 struct Held {
     after: u64,
     line: String,
 }
 
-fn release(
-    held: &mut std::collections::VecDeque<Held>,
-    waiting: &HashMap<String, Waiting>,
-    out: &mut Output,
-) {
-    while let Some(h) = held.front() {
-        let blocked = waiting
+/// The bridge's state between the daemon connection and stdio.
+///
+/// A session change is followed: after `session/replaced` requests name the new id. A request
+/// sent with the old id before this client read the notification may reach the daemon after
+/// it stopped naming the session (-32012); it is sent again with the new id, and later stdin
+/// requests wait meanwhile, so the session serves them all in stdin order, as in-process. A
+/// request can only get that -32012 before the daemon answers any later one (errors are
+/// answered at once, in order), which tells when none can any more.
+struct Bridge {
+    write: tokio::net::unix::OwnedWriteHalf,
+    session: String,
+    sent: HashMap<String, Sent>,
+    next: u64,
+    /// The highest `n` answered.
+    answered: u64,
+    /// stdin requests not sent yet (see above).
+    queued: VecDeque<Pending>,
+    held: VecDeque<Held>,
+    /// stdin lines so far.
+    order: u64,
+    running: bool,
+}
+
+impl Bridge {
+    /// A stdin request: sent, unless a request naming an old id may still come back.
+    async fn submit(&mut self, req: rpc::Request) -> bool {
+        self.order += 1;
+        let mut params = req.fields().clone();
+        if req.command == "extension_ui_response" {
+            if let Some(dialog) = req.id.as_ref().and_then(rpc::Id::as_string) {
+                params.insert("id".into(), json!(dialog));
+            }
+        }
+        // A session change is answered at once when the session is idle, and after the
+        // active run has been aborted and has settled otherwise (in-process too).
+        let late = LATE.contains(&req.command.as_str())
+            || (SESSION_CHANGES.contains(&req.command.as_str()) && self.maybe_busy());
+        self.queued.push_back(Pending {
+            order: self.order,
+            id: req.id,
+            command: req.command,
+            params,
+            late,
+        });
+        self.flush().await
+    }
+
+    /// A line of this client's own, written in its place.
+    fn hold(&mut self, line: String, out: &mut Output) {
+        self.held.push_back(Held {
+            after: self.order,
+            line,
+        });
+        self.release(out);
+    }
+
+    /// Whether a run or a compaction may be active when the next request is served (a
+    /// session change then waits for it to settle).
+    fn maybe_busy(&self) -> bool {
+        let busy = |p: &Pending| matches!(p.command.as_str(), "prompt" | "compact");
+        self.running || self.sent.values().any(|s| busy(&s.req)) || self.queued.iter().any(busy)
+    }
+
+    async fn flush(&mut self) -> bool {
+        while !self.blocked() {
+            let Some(req) = self.queued.pop_front() else {
+                break;
+            };
+            if !self.send(req).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn blocked(&self) -> bool {
+        self.sent
             .values()
-            .any(|w| w.n <= h.after && !LATE.contains(&w.command.as_str()));
-        if blocked {
-            return;
+            .any(|s| s.session != self.session && s.n > self.answered)
+    }
+
+    async fn send(&mut self, req: Pending) -> bool {
+        self.next += 1;
+        let id = Id::from(self.next);
+        let mut params = req.params.clone();
+        params.insert("sessionId".into(), json!(self.session));
+        let Ok(line) = j::request_line(&id, &req.command, &Value::Object(params)) else {
+            return true;
+        };
+        let sent = Sent {
+            n: self.next,
+            session: self.session.clone(),
+            req,
+        };
+        self.sent.insert(id.text().to_string(), sent);
+        self.write.write_all(line.as_bytes()).await.is_ok()
+    }
+
+    /// The daemon answered request `id`: writes what RPC mode writes for it, or sends it again
+    /// if it named a session that was replaced meanwhile. False if the daemon is gone.
+    async fn answer(
+        &mut self,
+        id: &Id,
+        result: Result<Box<serde_json::value::RawValue>, j::ErrorObject>,
+        out: &mut Output,
+    ) -> bool {
+        let Some(Sent { n, session, req }) = self.sent.remove(id.text()) else {
+            return true;
+        };
+        self.answered = self.answered.max(n);
+        if let Err(e) = &result {
+            if e.code == j::UNKNOWN_SESSION && session != self.session {
+                return self.send(req).await && self.flush().await;
+            }
         }
-        if let Some(h) = held.pop_front() {
-            let _ = out.out(h.line.as_bytes());
+        let command = &req.command;
+        let text = match result {
+            Ok(raw) => rpc::ok_raw_line(req.id.as_ref(), command, raw.get()),
+            Err(e) if e.code == j::METHOD_NOT_FOUND => rpc::error_line(
+                req.id.as_ref(),
+                Some(command),
+                &format!("Unknown command: {command}"),
+            ),
+            Err(e) => rpc::error_line(req.id.as_ref(), Some(command), &e.message),
+        };
+        if command == "prompt" && text.contains("\"disposition\":\"started\"") {
+            self.running = true; // its events follow: wait for agent_settled
         }
+        if command != "extension_ui_response" {
+            let _ = out.out(text.as_bytes());
+        }
+        self.release(out);
+        self.flush().await
+    }
+
+    /// Writes the held lines whose earlier requests that answer at once have been answered.
+    fn release(&mut self, out: &mut Output) {
+        while let Some(h) = self.held.front() {
+            let waits = |p: &Pending| p.order <= h.after && !p.late;
+            if self.sent.values().any(|s| waits(&s.req)) || self.queued.iter().any(waits) {
+                return;
+            }
+            if let Some(h) = self.held.pop_front() {
+                let _ = out.out(h.line.as_bytes());
+            }
+        }
+    }
+
+    /// Nothing more will be written.
+    fn done(&self) -> bool {
+        !self.running && self.sent.is_empty() && self.queued.is_empty() && self.held.is_empty()
     }
 }
 
@@ -75,22 +216,15 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
     let socket = crate::front::daemon::socket_for(env, cli.socket.as_deref())?;
     let stream = crate::front::daemon::start(&socket, env).await?;
     let mut client = crate::daemon::client::Client::greet(stream, true).await?;
-    let args = session_args(std::env::args().skip(1));
-    let vars: Map<String, Value> = env
-        .vars
-        .iter()
-        .filter(|(k, _)| {
-            k.starts_with("KEEL_") || k.ends_with("_API_KEY") || k.ends_with("_BASE_URL")
-        })
-        .map(|(k, v)| (k.clone(), json!(v)))
-        .collect();
+    let args = crate::front::daemon::session_args(std::env::args().skip(1));
+    let params = crate::front::daemon::open_params(env, args, false);
     let opened = client
-        .call(
-            "session/open",
-            json!({"cwd": env.cwd, "args": args, "env": vars}),
-        )
+        .call("session/open", params)
         .await
-        .map_err(|e| StartupError::config(format!("the daemon could not open the session: {e}")))?;
+        .map_err(crate::front::client::open_failed)?;
+    for w in opened["warnings"].as_array().into_iter().flatten() {
+        out.err(&format!("Warning: {}\n", w.as_str().unwrap_or_default()));
+    }
     let session = opened["sessionId"].as_str().unwrap_or_default().to_string();
     client
         .call("session/attach", json!({"sessionId": session}))
@@ -102,30 +236,39 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
             let _ = out.out(format!("{}\n", params["event"]).as_bytes());
         }
     }
-    let (read, mut write) = client.into_parts();
+    let (read, write) = client.into_parts();
     let mut lines = read.split(b'\n');
     let (input_tx, mut input_rx) = tokio::sync::mpsc::channel::<Input>(4);
     reader::spawn_reader(input_tx);
-    let mut waiting: HashMap<String, Waiting> = HashMap::new();
-    let mut held = std::collections::VecDeque::new();
-    let mut next = 0u64;
-    let (mut eof, mut running) = (false, false);
+    let mut bridge = Bridge {
+        write,
+        session,
+        sent: HashMap::new(),
+        next: 0,
+        answered: 0,
+        queued: VecDeque::new(),
+        held: VecDeque::new(),
+        order: 0,
+        running: false,
+    };
+    let mut eof = false;
+    let gone = "Error: the keel daemon closed the connection (it stopped or was killed); the session file keeps every completed entry\n";
     let exit = loop {
-        if eof && !running && waiting.is_empty() && held.is_empty() {
+        if eof && bridge.done() {
             break Exit::Success;
         }
         tokio::select! {
             biased;
             n = signals.next() => {
-                let abort = j::request_line(&Id::from(0), "abort", &json!({"sessionId": session}));
-                if let Ok(line) = abort {
-                    let _ = write.write_all(line.as_bytes()).await;
+                let params = json!({"sessionId": bridge.session});
+                if let Ok(line) = j::request_line(&Id::from(0), "abort", &params) {
+                    let _ = bridge.write.write_all(line.as_bytes()).await;
                 }
                 break Exit::Signal(n);
             }
             line = lines.next_segment() => {
                 let Ok(Some(line)) = line else {
-                    out.err("Error: the keel daemon closed the connection (it stopped or was killed); the session file keeps every completed entry\n");
+                    out.err(gone);
                     break Exit::Failed;
                 };
                 match j::parse_line(&line) {
@@ -133,32 +276,29 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
                         let Some(params) = params else { continue };
                         if let Ok(p) = serde_json::from_str::<EventParams>(params.get()) {
                             match p.event.get().contains("\"type\":\"agent_start\"") {
-                                true => running = true,
-                                false if p.event.get().contains("\"type\":\"agent_settled\"") => running = false,
+                                true => bridge.running = true,
+                                false if p.event.get().contains("\"type\":\"agent_settled\"") => bridge.running = false,
                                 false => {}
                             }
                             let _ = out.out(p.event.get().as_bytes());
                             let _ = out.out(b"\n");
                         }
                     }
+                    Incoming::Notification { method, params } if method == "session/replaced" => {
+                        // Later requests name the session by its new id.
+                        let Some(params) = params else { continue };
+                        if let Ok(p) = serde_json::from_str::<Replaced>(params.get()) {
+                            if p.session_id == bridge.session {
+                                bridge.session = p.new_session_id;
+                            }
+                        }
+                    }
                     Incoming::Response { id, result } => {
-                        let Some(w) = waiting.remove(id.text()) else { continue };
-                        let text = match result {
-                            Ok(raw) => rpc::ok_raw_line(w.id.as_ref(), &w.command, raw.get()),
-                            Err(e) if e.code == j::METHOD_NOT_FOUND => rpc::error_line(
-                                w.id.as_ref(),
-                                Some(&w.command),
-                                &format!("Unknown command: {}", w.command),
-                            ),
-                            Err(e) => rpc::error_line(w.id.as_ref(), Some(&w.command), &e.message),
-                        };
-                        if w.command == "prompt" && text.contains("\"disposition\":\"started\"") {
-                            running = true; // its events follow: wait for agent_settled
+                        let alive = bridge.answer(&id, result, out).await;
+                        if !alive {
+                            out.err(gone);
+                            break Exit::Failed;
                         }
-                        if w.command != "extension_ui_response" {
-                            let _ = out.out(text.as_bytes());
-                        }
-                        release(&mut held, &waiting, out);
                     }
                     Incoming::Notification { method, .. } if method == "daemon/shutdown" => {
                         out.err("Error: the keel daemon is shutting down\n");
@@ -173,27 +313,11 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
                         let req = match request(frame) {
                             Ok(req) => req,
                             Err(line) => {
-                                held.push_back(Held { after: next, line });
-                                release(&mut held, &waiting, out);
+                                bridge.hold(line, out);
                                 continue;
                             }
                         };
-                        next += 1;
-                        let id = Id::from(next);
-                        let mut params = req.fields().clone();
-                        params.insert("sessionId".into(), json!(session));
-                        if req.command == "extension_ui_response" {
-                            if let Some(dialog) = req.id.as_ref().and_then(rpc::Id::as_string) {
-                                params.insert("id".into(), json!(dialog));
-                            }
-                        }
-                        let line = j::request_line(&id, &req.command, &Value::Object(params));
-                        let Ok(line) = line else { continue };
-                        waiting.insert(
-                            id.text().to_string(),
-                            Waiting { id: req.id.clone(), command: req.command.clone(), n: next },
-                        );
-                        if write.write_all(line.as_bytes()).await.is_err() {
+                        if !bridge.submit(req).await {
                             out.err("Error: the keel daemon closed the connection\n");
                             return Ok(Exit::Failed);
                         }
@@ -215,6 +339,13 @@ struct EventParams {
     event: Box<serde_json::value::RawValue>,
 }
 
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Replaced {
+    session_id: String,
+    new_session_id: String,
+}
+
 /// A stdin line as a pi request, or the error line RPC mode writes for it.
 fn request(frame: Frame) -> Result<rpc::Request, String> {
     let line = match frame {
@@ -229,60 +360,141 @@ fn request(frame: Frame) -> Result<rpc::Request, String> {
     Ok(req)
 }
 
-/// The command line the daemon's session starts from: this one without the flags that only
-/// concern this client.
-fn session_args(args: impl Iterator<Item = String>) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut skip_value = false;
-    for a in args {
-        if skip_value {
-            skip_value = false;
-            continue;
-        }
-        if CLIENT_FLAGS_WITH_VALUE.contains(&a.as_str()) {
-            skip_value = true;
-            continue;
-        }
-        let flag = a.split('=').next().unwrap_or("");
-        if CLIENT_FLAGS.contains(&a.as_str()) || CLIENT_FLAGS_WITH_VALUE.contains(&flag) {
-            continue;
-        }
-        out.push(a);
-    }
-    out
-}
-
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+    use tokio::io::AsyncReadExt;
 
-    #[test]
-    fn client_flags_stay_with_the_client() {
-        let args = [
-            "--mode",
-            "rpc",
-            "--daemon",
-            "--socket",
-            "/s",
-            "--provider",
-            "scripted",
-            "--script",
-            "f.json",
-            "--socket=/t",
-            "--session-id",
-            "x",
-        ];
-        let got = session_args(args.iter().map(|s| s.to_string()));
+    #[derive(Clone, Default)]
+    struct Buf(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Buf {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    fn bridge(write: tokio::net::unix::OwnedWriteHalf) -> Bridge {
+        Bridge {
+            write,
+            session: "old".into(),
+            sent: HashMap::new(),
+            next: 0,
+            answered: 0,
+            queued: VecDeque::new(),
+            held: VecDeque::new(),
+            order: 0,
+            running: false,
+        }
+    }
+
+    fn req(line: &str) -> rpc::Request {
+        rpc::parse_line(line.as_bytes()).map_err(|_| line).unwrap()
+    }
+
+    /// The requests the bridge wrote so far, as (id, method, sessionId).
+    async fn written(daemon: &mut tokio::net::UnixStream) -> Vec<(u64, String, String)> {
+        let mut buf = vec![0u8; 64 * 1024];
+        let n = daemon.read(&mut buf).await.unwrap();
+        String::from_utf8_lossy(&buf[..n])
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                let id = v["id"].as_u64().unwrap();
+                let method = v["method"].as_str().unwrap().to_string();
+                (
+                    id,
+                    method,
+                    v["params"]["sessionId"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_request_refused_for_a_replaced_id_is_sent_again_before_later_ones() {
+        let (mine, mut daemon) = tokio::net::UnixStream::pair().unwrap();
+        let (_read, write) = mine.into_split();
+        let mut b = bridge(write);
+        let buf = Buf::default();
+        let mut out = Output::new(Box::new(buf.clone()), Box::new(std::io::sink()));
+        assert!(b.submit(req(r#"{"id":"n","type":"new_session"}"#)).await);
+        assert!(b.submit(req(r#"{"id":"s","type":"get_state"}"#)).await);
+        let sent = written(&mut daemon).await;
         assert_eq!(
-            got,
+            sent,
             [
-                "--provider",
-                "scripted",
-                "--script",
-                "f.json",
-                "--session-id",
-                "x"
+                (1, "new_session".into(), "old".into()),
+                (2, "get_state".into(), "old".into())
             ]
         );
+        // The change is answered and made known; get_state reached the daemon too late.
+        assert!(
+            b.answer(
+                &Id::from(1),
+                Ok(serde_json::value::to_raw_value(&json!({"cancelled": false})).unwrap()),
+                &mut out
+            )
+            .await
+        );
+        b.session = "new".into();
+        // A stdin request now must wait: get_state may still come back refused.
+        assert!(b.submit(req(r#"{"id":"m","type":"get_messages"}"#)).await);
+        assert!(b.blocked());
+        let refused = j::ErrorObject::new(j::UNKNOWN_SESSION, "no live session old in this daemon");
+        assert!(b.answer(&Id::from(2), Err(refused), &mut out).await);
+        let sent = written(&mut daemon).await;
+        assert_eq!(
+            sent,
+            [
+                (3, "get_state".into(), "new".into()),
+                (4, "get_messages".into(), "new".into())
+            ],
+            "sent again first, with the new id"
+        );
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            !text.contains("no live session"),
+            "the refusal is not written: {text}"
+        );
+        assert_eq!(text.lines().count(), 1, "{text}");
+        // A -32012 for the current id is a real error.
+        let gone = j::ErrorObject::new(j::UNKNOWN_SESSION, "no live session new in this daemon");
+        assert!(b.answer(&Id::from(3), Err(gone), &mut out).await);
+        let text = String::from_utf8(buf.0.lock().unwrap().clone()).unwrap();
+        assert!(
+            text.contains(r#""id":"s","type":"response","command":"get_state","success":false"#),
+            "{text}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_session_change_is_late_only_while_the_session_may_be_busy() {
+        // Idle, it is answered at once, so a line held after it waits for it; during a run it
+        // is answered after the run settles, and a held line does not wait for it.
+        let (mine, _daemon) = tokio::net::UnixStream::pair().unwrap();
+        let (_read, write) = mine.into_split();
+        let mut b = bridge(write);
+        for line in [
+            r#"{"id":"n","type":"new_session"}"#,
+            r#"{"id":"p","type":"prompt","message":"x"}"#,
+            r#"{"id":"f","type":"fork","entryId":"e"}"#,
+        ] {
+            assert!(b.submit(req(line)).await);
+        }
+        let late: HashMap<String, bool> = b
+            .sent
+            .values()
+            .map(|s| (s.req.command.clone(), s.req.late))
+            .collect();
+        assert!(!late["new_session"], "idle");
+        assert!(late["fork"], "after a prompt");
     }
 }
