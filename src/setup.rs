@@ -260,7 +260,7 @@ fn session_error_for(e: session::SessionError, query: Option<&str>) -> StartupEr
         SessionErrorKind::Locked => Some(match query {
             Some(q) => format!(
                 "wait for the other keel process to end, or branch off a copy: keel --fork {q}; \
-                 if a keel daemon holds it, use it there: keel --mode rpc --daemon --resume {q}"
+                 if a keel daemon holds it, use it there: keel --daemon --resume {q} (with -p, --json or --mode rpc)"
             ),
             None => "wait for the other keel process to end, or branch off a copy with \
                      keel --fork <ID>"

@@ -11,6 +11,7 @@ mod chaos;
 mod compaction;
 mod daemon;
 mod daemon_clients;
+mod daemon_peer;
 mod daemon_sessions;
 mod daemon_support;
 mod exit_codes;

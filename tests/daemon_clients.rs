@@ -147,6 +147,14 @@ fn a_detached_run_goes_on_and_wait_prints_it_as_a_json_run_would() {
     assert_eq!(lines[1]["outcome"], "detached");
     let id = lines[0]["id"].as_str().unwrap().to_string();
     assert_eq!(lines[1]["sessionId"], id.as_str());
+    // `keel ps` lists it, with its age.
+    let ps = there.run(&["ps", "--socket", &socket]);
+    assert_eq!(ps.code, 0, "{ps}");
+    let header = ps.stdout.lines().next().unwrap();
+    assert!(header.contains("AGE") && header.contains("STATE"), "{ps}");
+    assert!(ps.stdout.contains(&id), "{ps}");
+    let ps_json = there.run(&["ps", "--json", "--socket", &socket]);
+    assert!(ps_json.stdout.contains("\"ageMs\""), "{ps_json}");
     // Print mode prints just the id.
     there.seed = 402;
     let mut args = daemon_args(

@@ -183,12 +183,18 @@ impl Conn {
     }
 
     /// `daemon/status`'s sessions.
+    /// `daemon/status`'s sessions, without `ageMs` (wall time, different on every call).
     pub fn sessions(&mut self) -> Vec<Value> {
         let r = self.call("daemon/status", json!({}));
-        r["result"]["sessions"]
+        let mut list = r["result"]["sessions"]
             .as_array()
             .unwrap_or_else(|| panic!("{r}"))
-            .clone()
+            .clone();
+        for s in &mut list {
+            assert!(s["ageMs"].is_u64(), "{s}");
+            s.as_object_mut().unwrap().remove("ageMs");
+        }
+        list
     }
 }
 

@@ -421,6 +421,7 @@ impl Conn {
             m.insert("clients".into(), json!(s.clients));
             m.insert("epoch".into(), json!(s.epoch));
             m.insert("seq".into(), json!(s.seq));
+            m.insert("ageMs".into(), json!(s.live_for.as_millis() as u64));
             if let Some(f) = &s.summary.file {
                 m.insert("sessionFile".into(), json!(f));
             }

@@ -178,20 +178,44 @@ fn ps_json(status: &Value) -> String {
 
 fn ps_table(status: &Value) -> String {
     let mut out = format!(
-        "{:<38} {:<8} {:>7}  {:<24} {}\n",
-        "SESSION", "STATE", "CLIENTS", "NAME", "CWD"
+        "{:<38} {:<8} {:>7} {:>6}  {:<24} {}\n",
+        "SESSION", "STATE", "CLIENTS", "AGE", "NAME", "CWD"
     );
     for s in sessions(status) {
         out.push_str(&format!(
-            "{:<38} {:<8} {:>7}  {:<24} {}\n",
+            "{:<38} {:<8} {:>7} {:>6}  {:<24} {}\n",
             s["sessionId"].as_str().unwrap_or(""),
             s["state"].as_str().unwrap_or(""),
             s["clients"],
+            age(s["ageMs"].as_u64().unwrap_or(0)),
             s["name"].as_str().unwrap_or("-"),
             s["cwd"].as_str().unwrap_or(""),
         ));
     }
     out
+}
+
+/// A duration as `ps` shows it: `42s`, `17m`, `5h`, `3d`.
+fn age(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m", s / 60),
+        3600..=86_399 => format!("{}h", s / 3600),
+        _ => format!("{}d", s / 86_400),
+    }
+}
+
+#[cfg(test)]
+mod age_tests {
+    #[test]
+    fn ages_read_like_ps() {
+        let got: Vec<String> = [0, 59_999, 60_000, 3_599_999, 3_600_000, 86_400_000 * 3]
+            .into_iter()
+            .map(super::age)
+            .collect();
+        assert_eq!(got, ["0s", "59s", "1m", "59m", "1h", "3d"]);
+    }
 }
 
 /// Flags that only concern a client of the daemon, never the session it opens there.

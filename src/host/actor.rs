@@ -83,6 +83,8 @@ pub struct Status {
     pub clients: usize,
     pub epoch: String,
     pub seq: u64,
+    /// How long the served session has been live here.
+    pub live_for: Duration,
 }
 
 /// Commands after which the host may serve another session.
@@ -183,6 +185,7 @@ pub fn spawn(setup: HostSetup, epoch: String, ring: (usize, usize)) -> SessionHa
         file: summary.file,
         first_epoch: epoch,
         changes: 0,
+        since: std::time::Instant::now(),
         waiting: HashMap::new(),
         next: 0,
     };
@@ -200,6 +203,8 @@ struct Actor {
     first_epoch: String,
     /// How many times the host came to serve another session.
     changes: u64,
+    /// When the served session became live here.
+    since: std::time::Instant,
     /// Requests whose answer has not come yet, by the id the host was given.
     waiting: HashMap<String, oneshot::Sender<Answered>>,
     next: u64,
@@ -271,6 +276,7 @@ impl Actor {
                     clients: self.stream.clients(),
                     epoch: self.stream.epoch.clone(),
                     seq: self.stream.head(),
+                    live_for: self.since.elapsed(),
                 });
             }
             Call::SwitchTarget { path, reply } => {
@@ -315,6 +321,7 @@ impl Actor {
         let epoch = format!("{}.{}", self.first_epoch, self.changes);
         tracing::info!("session {} is now {now} (epoch {epoch})", self.stream.name);
         self.stream.rename(now, epoch);
+        self.since = std::time::Instant::now();
     }
 
     async fn stop(&mut self, grace: Duration) {
