@@ -18,6 +18,7 @@ mod exit_codes;
 mod http_server;
 mod json_mode;
 mod kernel;
+mod link;
 mod local_servers;
 mod projectors;
 mod providers;

@@ -4,6 +4,7 @@
 pub mod client;
 pub mod daemon;
 pub mod json;
+pub mod link;
 pub mod print;
 pub mod public;
 pub mod rpc;

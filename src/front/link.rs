@@ -1,0 +1,268 @@
+//! A front end's link to the session it shows, served by a host in this process or by the
+//! daemon over its socket. Both give the same two things: pi commands answered with pi's
+//! `data` or pi's error text, and the session's numbered stream of wire lines (plus the
+//! session being replaced, and for the daemon the link being dropped or lost). A front end
+//! written against a [`Link`] behaves the same in-process and through the daemon
+//! (`DESIGN.md` §10.1: "no daemon" only means the host lives in this process).
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::daemon::client::Client;
+use crate::host::actor::{self, Call, SessionHandle};
+use crate::host::stream::{Cursor, Delivery, Item, QUEUE};
+use crate::host::{Data, HostSetup};
+use crate::wire::jsonrpc::{self as j, Id, Incoming};
+use crate::wire::rpc::Request;
+
+/// What the stream brings, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Note {
+    /// A wire line of the session's stream (compact JSON, no newline).
+    Event { seq: u64, line: Arc<str> },
+    /// The session now serves another one, in a new epoch (`new_session`, `fork`, …).
+    Replaced { session: String, epoch: String },
+    /// The daemon dropped this link for falling behind; re-attach from `seq`.
+    Lagged { seq: u64 },
+    /// The daemon went away (why).
+    Lost(String),
+}
+
+/// How attaching started: a replay of what followed the cursor, or a snapshot
+/// (`DESIGN.md` §10.4).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Start {
+    pub epoch: String,
+    /// The last `seq` the replay or snapshot covers.
+    pub seq: u64,
+    pub snapshot: Option<Value>,
+}
+
+type Pending = HashMap<String, oneshot::Sender<Result<Value, String>>>;
+
+enum Kind {
+    Local(SessionHandle),
+    Daemon {
+        requests: mpsc::UnboundedSender<(String, Value, oneshot::Sender<Result<Value, String>>)>,
+    },
+}
+
+/// A link to one served session.
+pub struct Link {
+    session: String,
+    kind: Kind,
+    notes: mpsc::Receiver<Note>,
+}
+
+impl Link {
+    /// Serves `setup` in this process and attaches to it (a snapshot of the start).
+    pub async fn local(setup: HostSetup, ring: (usize, usize)) -> Result<(Link, Start), String> {
+        let epoch = format!("local-{}", std::process::id());
+        let handle = actor::spawn(setup, epoch, ring);
+        let session = handle
+            .status()
+            .await
+            .map(|s| s.summary.session_id)
+            .ok_or("the session ended at once")?;
+        let (queue, mut deliveries) = mpsc::channel::<Delivery>(ring.0 + QUEUE);
+        let (reply, rx) = oneshot::channel();
+        handle.send(Call::Attach {
+            client: 1,
+            cursor: None::<Cursor>,
+            queue,
+            reply,
+        });
+        let attached = rx.await.map_err(|_| "the session ended at once")?;
+        let (tx, notes) = mpsc::channel(QUEUE);
+        tokio::spawn(async move {
+            while let Some(d) = deliveries.recv().await {
+                let note = match d.item {
+                    Item::Event(e) => Note::Event {
+                        seq: e.seq,
+                        line: e.line,
+                    },
+                    Item::Replaced { new, .. } => Note::Replaced {
+                        session: new.to_string(),
+                        epoch: d.epoch.to_string(),
+                    },
+                };
+                if tx.send(note).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let start = Start {
+            epoch: attached.epoch,
+            seq: attached.seq,
+            snapshot: attached.snapshot,
+        };
+        let link = Link {
+            session,
+            kind: Kind::Local(handle),
+            notes,
+        };
+        Ok((link, start))
+    }
+
+    /// Attaches to `session` in the daemon on `socket` (from `cursor` if given).
+    pub async fn daemon(
+        socket: &Path,
+        session: &str,
+        cursor: Option<(&str, u64)>,
+        interactive: bool,
+    ) -> Result<(Link, Start), String> {
+        let mut client = Client::connect(socket, interactive)
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut params = json!({"sessionId": session});
+        if let Some((epoch, seq)) = cursor {
+            params["cursor"] = json!({"epoch": epoch, "seq": seq});
+        }
+        let attached = client
+            .call("session/attach", params)
+            .await
+            .map_err(|e| e.to_string())?;
+        let early: Vec<(String, Value)> = client.notifications.drain(..).collect();
+        let (read, mut write) = client.into_parts();
+        let (tx, notes) = mpsc::channel(QUEUE);
+        let (requests, mut request_rx) =
+            mpsc::unbounded_channel::<(String, Value, oneshot::Sender<Result<Value, String>>)>();
+        let mut current = session.to_string();
+        for (method, params) in early {
+            if let Some(note) = note_of(&method, &params, &mut current) {
+                let _ = tx.send(note).await;
+            }
+        }
+        let owner = current.clone();
+        tokio::spawn(async move {
+            let mut pending: Pending = HashMap::new();
+            let mut next = 1000u64;
+            let mut lines = read.split(b'\n');
+            loop {
+                tokio::select! {
+                    line = lines.next_segment() => {
+                        let Ok(Some(line)) = line else {
+                            let _ = tx.send(Note::Lost("the daemon closed the connection".into())).await;
+                            break;
+                        };
+                        match j::parse_line(&line) {
+                            Incoming::Response { id, result } => {
+                                if let Some(back) = pending.remove(id.text()) {
+                                    let _ = back.send(match result {
+                                        Ok(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string()),
+                                        Err(e) => Err(e.message),
+                                    });
+                                }
+                            }
+                            Incoming::Notification { method, params } => {
+                                let params: Value = params
+                                    .and_then(|p| serde_json::from_str(p.get()).ok())
+                                    .unwrap_or(Value::Null);
+                                if let Some(note) = note_of(&method, &params, &mut current) {
+                                    let end = matches!(note, Note::Lost(_) | Note::Lagged { .. });
+                                    if tx.send(note).await.is_err() || end {
+                                        break;
+                                    }
+                                }
+                            }
+                            _ => {}
+                        }
+                    }
+                    req = request_rx.recv() => {
+                        let Some((method, mut params, back)) = req else { break };
+                        params["sessionId"] = json!(current);
+                        next += 1;
+                        let id = Id::from(next);
+                        let Ok(text) = j::request_line(&id, &method, &params) else { continue };
+                        if write.write_all(text.as_bytes()).await.is_err() {
+                            let _ = back.send(Err("the daemon connection is closed".into()));
+                            continue;
+                        }
+                        pending.insert(id.text().to_string(), back);
+                    }
+                }
+            }
+            for (_, back) in pending.drain() {
+                let _ = back.send(Err("the daemon connection is closed".into()));
+            }
+        });
+        let start = Start {
+            epoch: attached["epoch"].as_str().unwrap_or_default().to_string(),
+            seq: attached["seq"].as_u64().unwrap_or(0),
+            snapshot: attached.get("snapshot").cloned(),
+        };
+        let link = Link {
+            session: owner,
+            kind: Kind::Daemon { requests },
+            notes,
+        };
+        Ok((link, start))
+    }
+
+    /// The session this link shows (it changes with [`Note::Replaced`]).
+    pub fn session_id(&self) -> &str {
+        &self.session
+    }
+
+    /// Runs a pi command: pi's `data` (`{}` without one) or pi's error text.
+    pub async fn request(&self, command: &str, params: Value) -> Result<Value, String> {
+        match &self.kind {
+            Kind::Local(handle) => {
+                let (answer, _) = handle.request(Request::new(command, params)).await;
+                answer.and_then(|data| match data {
+                    Data::Empty => Ok(json!({})),
+                    Data::Json(v) => Ok(v),
+                    Data::Raw(text) => serde_json::from_str(&text).map_err(|e| e.to_string()),
+                })
+            }
+            Kind::Daemon { requests } => {
+                let (back, rx) = oneshot::channel();
+                requests
+                    .send((command.to_string(), params, back))
+                    .map_err(|_| "the daemon connection is closed".to_string())?;
+                rx.await
+                    .map_err(|_| "the daemon connection is closed".to_string())?
+            }
+        }
+    }
+
+    /// The next item of the stream (`None` once the link has ended).
+    pub async fn next(&mut self) -> Option<Note> {
+        let note = self.notes.recv().await?;
+        if let Note::Replaced { session, .. } = &note {
+            self.session = session.clone();
+        }
+        Some(note)
+    }
+}
+
+/// The note a daemon notification means (tracking the session's current id).
+fn note_of(method: &str, params: &Value, current: &mut String) -> Option<Note> {
+    match method {
+        "session/event" if params["sessionId"] == current.as_str() => Some(Note::Event {
+            seq: params["seq"].as_u64()?,
+            line: params["event"].to_string().into(),
+        }),
+        "session/replaced" if params["sessionId"] == current.as_str() => {
+            *current = params["newSessionId"].as_str()?.to_string();
+            Some(Note::Replaced {
+                session: current.clone(),
+                epoch: params["epoch"].as_str()?.to_string(),
+            })
+        }
+        "daemon/lagged" => Some(Note::Lagged {
+            seq: params["seq"].as_u64()?,
+        }),
+        "daemon/shutdown" => Some(Note::Lost(format!(
+            "the daemon is shutting down ({})",
+            params["reason"].as_str().unwrap_or("stopped")
+        ))),
+        _ => None,
+    }
+}
