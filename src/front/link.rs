@@ -44,12 +44,15 @@ pub struct Start {
     pub snapshot: Option<Value>,
 }
 
-type Pending = HashMap<String, oneshot::Sender<Result<Value, String>>>;
+type Back = oneshot::Sender<Result<Value, String>>;
+type Pending = HashMap<String, Back>;
+/// A command for the daemon connection's task: method, params and where the answer goes.
+type Outgoing = (String, Value, Back);
 
 enum Kind {
     Local(SessionHandle),
     Daemon {
-        requests: mpsc::UnboundedSender<(String, Value, oneshot::Sender<Result<Value, String>>)>,
+        requests: mpsc::UnboundedSender<Outgoing>,
     },
 }
 
