@@ -49,7 +49,10 @@ fn main_inner() -> Exit {
     ) {
         return daemon_main();
     }
-    let cli = match Cli::try_parse() {
+    if std::env::args().nth(1).as_deref() == Some("debug") {
+        return debug_main();
+    }
+    let cli = match Cli::try_parse_from(crate::cli::normalize(std::env::args())) {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
     };
@@ -85,6 +88,37 @@ fn runtime(out: &mut Output) -> Option<tokio::runtime::Runtime> {
         Err(e) => {
             out.err(&format!("Error: cannot start the async runtime: {e}\n"));
             None
+        }
+    }
+}
+
+/// `keel debug prompt [--json] [run flags…]`: the system prompt and tools a run with those
+/// flags would send, and the context files behind it.
+fn debug_main() -> Exit {
+    let mut out = Output::stdio(ColorChoice::Never);
+    let args: Vec<String> = std::env::args().collect();
+    if args.get(2).map(String::as_str) != Some("prompt") {
+        out.err(
+            "Error: unknown debug command\nHint: keel debug prompt [--json] [flags of a run]\n",
+        );
+        return Exit::Usage;
+    }
+    let rest = std::iter::once("keel".to_string()).chain(args.into_iter().skip(3));
+    let cli = match Cli::try_parse_from(crate::cli::normalize(rest)) {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
+    let Some(env) = detect_env() else {
+        return Exit::Config;
+    };
+    match crate::setup::debug_prompt(&cli, &env) {
+        Ok(text) => match out.out(text.as_bytes()).and_then(|_| out.flush()) {
+            Ok(()) => Exit::Success,
+            Err(_) => stdout_failed(&mut out),
+        },
+        Err(e) => {
+            out.err(&e.render());
+            e.exit()
         }
     }
 }
@@ -243,8 +277,11 @@ async fn start(
     }
     setup::check_session_flags(cli, false)?;
     let provider = setup::provider(cli, env).await?;
-    let mut config = setup::agent_config(cli, env, false)?;
-    if let Some(w) = setup::clamp_thinking(provider.as_ref(), &mut config) {
+    let (mut config, warnings) = setup::agent_config(cli, env, false)?;
+    for w in warnings
+        .into_iter()
+        .chain(setup::clamp_thinking(provider.as_ref(), &mut config))
+    {
         out.err(&format!("Warning: {w}\n"));
     }
     // Installed before stdin is read: a signal while keel waits for it ends the run like any other.
@@ -378,10 +415,8 @@ async fn start_tui(
 ) -> Result<Exit, StartupError> {
     setup::check_session_flags(cli, true)?;
     let provider = setup::provider(cli, env).await?;
-    let mut config = setup::agent_config(cli, env, true)?;
-    let mut warnings: Vec<String> = setup::clamp_thinking(provider.as_ref(), &mut config)
-        .into_iter()
-        .collect();
+    let (mut config, mut warnings) = setup::agent_config(cli, env, true)?;
+    warnings.extend(setup::clamp_thinking(provider.as_ref(), &mut config));
     let models = setup::models(cli, env, provider)?;
     let opened = setup::open_session(cli, env, clock)?;
     warnings.extend(opened.warnings);

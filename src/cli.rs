@@ -118,13 +118,18 @@ pub struct Cli {
     #[arg(long)]
     pub no_auto_compaction: bool,
 
-    /// Replace the system prompt.
+    /// Replace keel's base prompt (the tool list, context files, environment and date are
+    /// still added; see `keel debug prompt`).
     #[arg(long, value_name = "TEXT")]
     pub system_prompt: Option<String>,
 
     /// Append to the system prompt (text, or a file path whose contents are appended).
     #[arg(long, value_name = "TEXT|FILE")]
     pub append_system_prompt: Vec<String>,
+
+    /// Do not load AGENTS.md / CLAUDE.md context files (also `-nc`).
+    #[arg(long)]
+    pub no_context_files: bool,
 
     /// When to use colour on the terminal.
     #[arg(long, value_enum, default_value_t = ColorFlag::Auto)]
@@ -267,4 +272,34 @@ pub enum DaemonAction {
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },
+}
+
+/// The command line with pi's spellings clap cannot express turned into keel's: `-nc` is
+/// `--no-context-files`.
+pub fn normalize(args: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = false;
+    for a in args {
+        if a == "--" {
+            rest = true;
+        }
+        if !rest && a == "-nc" {
+            out.push("--no-context-files".to_string());
+        } else {
+            out.push(a);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod normalize_tests {
+    #[test]
+    fn pi_short_spellings_become_flags_but_not_after_a_double_dash() {
+        let args = ["keel", "-nc", "-p", "--", "-nc"].map(String::from);
+        assert_eq!(
+            super::normalize(args),
+            ["keel", "--no-context-files", "-p", "--", "-nc"]
+        );
+    }
 }

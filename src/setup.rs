@@ -19,6 +19,7 @@ use crate::kernel::session::{self, SessionErrorKind, SessionHeader, Store};
 use crate::kernel::tool;
 use crate::mode::Env;
 
+pub mod context;
 mod provider;
 
 use provider::http_options;
@@ -35,10 +36,8 @@ pub async fn host_setup(
     can_ask: bool,
 ) -> Result<crate::host::HostSetup, StartupError> {
     let provider = provider(cli, env).await?;
-    let mut config = agent_config(cli, env, can_ask)?;
-    let mut warnings: Vec<String> = clamp_thinking(provider.as_ref(), &mut config)
-        .into_iter()
-        .collect();
+    let (mut config, mut warnings) = agent_config(cli, env, can_ask)?;
+    warnings.extend(clamp_thinking(provider.as_ref(), &mut config));
     let approval_timeout = seconds(cli.approval_timeout, "--approval-timeout")?;
     let models = models(cli, env, provider)?;
     let opened = open_session(cli, env, clock)?;
@@ -81,7 +80,62 @@ pub fn seconds(v: f64, flag: &str) -> Result<Duration, StartupError> {
 }
 
 /// The kernel settings for this process.
-pub fn agent_config(cli: &Cli, env: &Env, can_ask: bool) -> Result<AgentConfig, StartupError> {
+/// `keel debug prompt`: the exact system prompt and tools a run with these flags would send,
+/// the context files it loaded (with their sizes) and the warnings; JSON with `--json`.
+pub fn debug_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
+    let (config, warnings) = agent_config(cli, env, false)?;
+    let context = match cli.no_context_files {
+        true => context::Context::default(),
+        false => context::load(&env.keel_home, &env.cwd),
+    };
+    let specs: Vec<tool::ToolSpec> = config.tools.iter().filter_map(|t| tool::spec(t)).collect();
+    if cli.json {
+        let v = serde_json::json!({
+            "systemPrompt": config.system_prompt,
+            "tools": specs.iter().map(|s| serde_json::json!({
+                "name": s.name, "description": s.description, "parameters": s.parameters,
+            })).collect::<Vec<_>>(),
+            "contextFiles": context.files.iter().map(|f| serde_json::json!({
+                "path": f.path, "bytes": f.bytes, "cut": f.cut,
+            })).collect::<Vec<_>>(),
+            "warnings": warnings,
+        });
+        return Ok(format!("{v}\n"));
+    }
+    let mut s = String::from("Context files:\n");
+    if context.files.is_empty() {
+        s.push_str(match cli.no_context_files {
+            true => "  (not loaded: --no-context-files)\n",
+            false => "  (none found)\n",
+        });
+    }
+    for f in &context.files {
+        let cut = match f.cut {
+            0 => String::new(),
+            n => format!(" ({n} bytes left out by the budget)"),
+        };
+        s.push_str(&format!("  {}  {} bytes{cut}\n", f.path.display(), f.bytes));
+    }
+    for w in &warnings {
+        s.push_str(&format!("Warning: {w}\n"));
+    }
+    let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
+    s.push_str(&format!("Tools: {}\n", names.join(", ")));
+    s.push_str(&format!(
+        "System prompt ({} bytes):\n{}\n",
+        config.system_prompt.len(),
+        config.system_prompt
+    ));
+    Ok(s)
+}
+
+/// The agent's settings from the flags, and the warnings about them (context files cut to
+/// their budget or unreadable).
+pub fn agent_config(
+    cli: &Cli,
+    env: &Env,
+    can_ask: bool,
+) -> Result<(AgentConfig, Vec<String>), StartupError> {
     let tools = match &cli.tools {
         None => tool::ALL.iter().map(|s| s.to_string()).collect(),
         Some(list) => {
@@ -99,10 +153,7 @@ pub fn agent_config(cli: &Cli, env: &Env, can_ask: bool) -> Result<AgentConfig, 
             list
         }
     };
-    let mut system_prompt = match &cli.system_prompt {
-        Some(s) => s.clone(),
-        None => crate::kernel::default_system_prompt(&env.cwd, &tools),
-    };
+    let mut append = Vec::new();
     for extra in &cli.append_system_prompt {
         let path = Path::new(extra);
         let text = if path.is_file() {
@@ -112,10 +163,26 @@ pub fn agent_config(cli: &Cli, env: &Env, can_ask: bool) -> Result<AgentConfig, 
         } else {
             extra.clone()
         };
-        system_prompt.push_str("\n\n");
-        system_prompt.push_str(&text);
+        append.push(text);
     }
-    Ok(AgentConfig {
+    let context = match cli.no_context_files {
+        true => context::Context::default(),
+        false => context::load(&env.keel_home, &env.cwd),
+    };
+    let today = crate::kernel::clock::iso(
+        env.fixed_clock
+            .map(|ms| ms as i64)
+            .unwrap_or_else(|| crate::kernel::clock::Clock::system().now_ms()),
+    );
+    let system_prompt = context::system_prompt(&context::PromptParts {
+        base: cli.system_prompt.as_deref(),
+        tools: &tools,
+        append: &append,
+        context: &context,
+        cwd: &env.cwd,
+        date: today.get(..10).unwrap_or(&today),
+    });
+    let config = AgentConfig {
         cwd: env.cwd.clone(),
         system_prompt,
         tools,
@@ -149,7 +216,8 @@ pub fn agent_config(cli: &Cli, env: &Env, can_ask: bool) -> Result<AgentConfig, 
             enabled: !cli.no_auto_compaction,
             ..CompactionPolicy::default()
         },
-    })
+    };
+    Ok((config, context.warnings))
 }
 
 fn thinking_word(t: Option<ThinkingFlag>) -> &'static str {

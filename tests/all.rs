@@ -9,6 +9,7 @@
 mod architecture;
 mod chaos;
 mod compaction;
+mod context_files;
 mod daemon;
 mod daemon_clients;
 mod daemon_peer;

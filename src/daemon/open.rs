@@ -47,7 +47,7 @@ pub async fn open(
         )));
     }
     let argv = std::iter::once("keel".to_string()).chain(p.args.iter().cloned());
-    let cli = Cli::try_parse_from(argv).map_err(|e| {
+    let cli = Cli::try_parse_from(crate::cli::normalize(argv)).map_err(|e| {
         let text = e.render().to_string();
         let first = text.lines().next().unwrap_or("bad arguments").to_string();
         startup_failed(&StartupError::usage(
