@@ -277,7 +277,7 @@ async fn start(
     }
     setup::check_session_flags(cli, false)?;
     let provider = setup::provider(cli, env).await?;
-    let (mut config, warnings) = setup::agent_config(cli, env, false)?;
+    let (mut config, warnings, _skills) = setup::agent_config(cli, env, false)?;
     for w in warnings
         .into_iter()
         .chain(setup::clamp_thinking(provider.as_ref(), &mut config))
@@ -415,7 +415,7 @@ async fn start_tui(
 ) -> Result<Exit, StartupError> {
     setup::check_session_flags(cli, true)?;
     let provider = setup::provider(cli, env).await?;
-    let (mut config, mut warnings) = setup::agent_config(cli, env, true)?;
+    let (mut config, mut warnings, _skills) = setup::agent_config(cli, env, true)?;
     warnings.extend(setup::clamp_thinking(provider.as_ref(), &mut config));
     let models = setup::models(cli, env, provider)?;
     let opened = setup::open_session(cli, env, clock)?;

@@ -15,6 +15,7 @@ pub mod mode;
 pub mod output;
 pub mod prompts;
 pub mod setup;
+pub mod skills;
 pub mod text;
 pub mod wire;
 

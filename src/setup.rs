@@ -36,7 +36,7 @@ pub async fn host_setup(
     can_ask: bool,
 ) -> Result<crate::host::HostSetup, StartupError> {
     let provider = provider(cli, env).await?;
-    let (mut config, mut warnings) = agent_config(cli, env, can_ask)?;
+    let (mut config, mut warnings, skills) = agent_config(cli, env, can_ask)?;
     warnings.extend(clamp_thinking(provider.as_ref(), &mut config));
     let approval_timeout = seconds(cli.approval_timeout, "--approval-timeout")?;
     let models = models(cli, env, provider)?;
@@ -55,6 +55,7 @@ pub async fn host_setup(
         ),
         approval_timeout,
         warnings,
+        skills,
     })
 }
 
@@ -83,7 +84,7 @@ pub fn seconds(v: f64, flag: &str) -> Result<Duration, StartupError> {
 /// `keel debug prompt`: the exact system prompt and tools a run with these flags would send,
 /// the context files it loaded (with their sizes) and the warnings; JSON with `--json`.
 pub fn debug_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
-    let (config, warnings) = agent_config(cli, env, false)?;
+    let (config, warnings, _) = agent_config(cli, env, false)?;
     let context = match cli.no_context_files {
         true => context::Context::default(),
         false => context::load(&env.keel_home, &env.cwd),
@@ -135,7 +136,7 @@ pub fn agent_config(
     cli: &Cli,
     env: &Env,
     can_ask: bool,
-) -> Result<(AgentConfig, Vec<String>), StartupError> {
+) -> Result<(AgentConfig, Vec<String>, Vec<crate::skills::Skill>), StartupError> {
     let tools = match &cli.tools {
         None => tool::ALL.iter().map(|s| s.to_string()).collect(),
         Some(list) => {
@@ -174,11 +175,20 @@ pub fn agent_config(
             .map(|ms| ms as i64)
             .unwrap_or_else(|| crate::kernel::clock::Clock::system().now_ms()),
     );
+    let mut warnings = context.warnings.clone();
+    let (skills, skill_warnings) = crate::skills::load(&crate::skills::roots(
+        &env.keel_home,
+        env.vars.get("HOME").map(Path::new),
+        &env.cwd,
+    ));
+    warnings.extend(skill_warnings);
+    let catalog = crate::skills::catalog(&skills, tools.iter().any(|t| t == "read"), &mut warnings);
     let system_prompt = context::system_prompt(&context::PromptParts {
         base: cli.system_prompt.as_deref(),
         tools: &tools,
         append: &append,
         context: &context,
+        skills: catalog.as_deref(),
         cwd: &env.cwd,
         date: today.get(..10).unwrap_or(&today),
     });
@@ -217,7 +227,7 @@ pub fn agent_config(
             ..CompactionPolicy::default()
         },
     };
-    Ok((config, context.warnings))
+    Ok((config, warnings, skills))
 }
 
 fn thinking_word(t: Option<ThinkingFlag>) -> &'static str {

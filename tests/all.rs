@@ -27,6 +27,7 @@ mod rpc;
 mod session_load;
 mod session_safety;
 mod sessions;
+mod skills;
 mod stdio;
 mod support;
 mod tools_hardening;

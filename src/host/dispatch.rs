@@ -175,11 +175,14 @@ impl Host {
         }
     }
 
-    /// The user input of `prompt`/`steer`/`follow_up`, with a `/template` expanded.
+    /// The user input of `prompt`/`steer`/`follow_up`, with a `/skill:NAME` or a `/template`
+    /// expanded.
     pub(super) fn input(&self, req: &Request) -> Result<UserInput, String> {
         let message = req.str("message")?;
         let images = req.images()?;
-        let text = prompts::expand(message, &self.templates).unwrap_or_else(|| message.to_string());
+        let text = crate::skills::expand(message, &self.skills)
+            .or_else(|| prompts::expand(message, &self.templates))
+            .unwrap_or_else(|| message.to_string());
         Ok(UserInput { text, images })
     }
 

@@ -64,6 +64,8 @@ pub struct HostSetup {
     pub approval_timeout: Duration,
     /// Startup warnings, published as `notify` after the first request.
     pub warnings: Vec<String>,
+    /// Skills: `/skill:NAME` commands and `get_commands` entries.
+    pub skills: Vec<crate::skills::Skill>,
 }
 
 /// One line of the host's stream: a wire event (pi vocabulary plus keel's additions), a dialog
@@ -162,6 +164,7 @@ pub struct Host {
     clock: Clock,
     session_dir: PathBuf,
     templates: Vec<Template>,
+    skills: Vec<crate::skills::Skill>,
     prompt_dirs: (PathBuf, PathBuf),
     approval_timeout: Duration,
     /// Published as `notify` after the first request.
@@ -217,6 +220,7 @@ impl Host {
             clock: setup.clock,
             session_dir: setup.session_dir,
             templates,
+            skills: setup.skills,
             prompt_dirs: setup.prompt_dirs,
             approval_timeout: setup.approval_timeout,
             warnings,

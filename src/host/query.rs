@@ -240,6 +240,20 @@ impl Host {
                     },
                 })
             })
+            .chain(self.skills.iter().map(|s| {
+                json!({
+                    "name": format!("skill:{}", s.name),
+                    "description": s.description,
+                    "source": "skill",
+                    "sourceInfo": {
+                        "path": s.path.display().to_string(),
+                        "source": "local",
+                        "scope": s.scope,
+                        "origin": "top-level",
+                        "baseDir": s.base_dir().display().to_string(),
+                    },
+                })
+            }))
             .collect();
         json!({ "commands": commands })
     }

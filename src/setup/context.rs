@@ -134,6 +134,8 @@ pub struct PromptParts<'a> {
     /// `--append-system-prompt` texts.
     pub append: &'a [String],
     pub context: &'a Context,
+    /// The `<skills>` catalog section, if any (see [`crate::skills::catalog`]).
+    pub skills: Option<&'a str>,
     pub cwd: &'a Path,
     /// `YYYY-MM-DD`.
     pub date: &'a str,
@@ -172,6 +174,9 @@ pub fn system_prompt(p: &PromptParts<'_>) -> String {
         }
         s.push_str("</project_context>");
         sections.push(s);
+    }
+    if let Some(catalog) = p.skills {
+        sections.push(catalog.to_string());
     }
     sections.push(format!(
         "<environment>\nWorking directory: {}\nPlatform: {} ({})\nShell used by the bash tool: \
@@ -358,6 +363,7 @@ mod tests {
             tools: &tools,
             append: &["extra".to_string()],
             context: &ctx,
+            skills: Some("<skills>\nS\n</skills>"),
             cwd: Path::new("/p"),
             date: "2026-12-01",
         };
