@@ -14,6 +14,7 @@ use crate::front::{feed_event, Projector, RunSummary};
 use crate::kernel::agent::AgentSession;
 use crate::kernel::bus::Bus;
 use crate::kernel::clock::Clock;
+use crate::kernel::op::UserInput;
 use crate::kernel::recorder;
 use crate::mode::{self, Env, Mode};
 use crate::output::{ColorChoice, Output, StdoutFailure};
@@ -451,14 +452,17 @@ async fn start_tui(
 /// The most piped stdin print and JSON modes take as part of the prompt (like RPC's line cap).
 pub const MAX_STDIN_BYTES: usize = 16 * 1024 * 1024;
 
-/// The prompt from arguments and piped stdin (stdin first, a blank line between). A signal
-/// while stdin is read ends keel with 128 + n.
+/// The first message: piped stdin, a blank line, then the `@file` mentions' blocks and the
+/// other arguments (see [`crate::mentions`]). The mentions are read first, so a file that
+/// cannot be included fails before stdin is waited for. A signal while stdin is read ends keel
+/// with 128 + n.
 pub(crate) async fn read_prompt(
     cli: &Cli,
     env: &Env,
     signals: &mut Signals,
-) -> Result<String, StartupError> {
-    let args = cli.prompt.join(" ");
+) -> Result<UserInput, StartupError> {
+    let home = env.vars.get("HOME").map(std::path::Path::new);
+    let expanded = crate::mentions::expand(&cli.prompt, &env.cwd, home)?;
     let mut piped = String::new();
     if !env.stdin_tty {
         tracing::debug!("reading stdin");
@@ -471,17 +475,16 @@ pub(crate) async fn read_prompt(
         };
         piped = String::from_utf8_lossy(&bytes).trim_end().to_string();
     }
-    let prompt = match (piped.trim().is_empty(), args.trim().is_empty()) {
-        (true, true) => {
-            return Err(StartupError::usage("no prompt given")
-                .hint("pass the prompt as an argument: keel -p \"what does this project do?\"")
-                .hint("or pipe it on stdin: echo \"question\" | keel -p"))
-        }
-        (true, false) => args,
-        (false, true) => piped,
-        (false, false) => format!("{piped}\n\n{args}"),
-    };
-    Ok(prompt)
+    let text = crate::mentions::compose(&piped, &expanded.files, &expanded.words);
+    if text.trim().is_empty() {
+        return Err(StartupError::usage("no prompt given")
+            .hint("pass the prompt as an argument: keel -p \"what does this project do?\"")
+            .hint("or pipe it on stdin: echo \"question\" | keel -p"));
+    }
+    Ok(UserInput {
+        text,
+        images: expanded.images,
+    })
 }
 
 /// Reads stdin to its end, up to `cap` bytes, on a plain thread: a read that never returns
@@ -534,11 +537,11 @@ async fn pump(
     mut rx: crate::kernel::bus::EventRx,
     projector: &mut dyn Projector,
     out: &mut Output,
-    prompt: String,
+    prompt: UserInput,
     signals: &mut Signals,
 ) -> Result<(RunSummary, Option<Stop>), StartupError> {
     let run = session
-        .prompt(prompt)
+        .prompt_input(prompt)
         .map_err(|e| StartupError::internal(e.to_string()))?;
     let mut summary = RunSummary::default();
     let mut stop: Option<Stop> = None;

@@ -21,6 +21,7 @@ mod json_mode;
 mod kernel;
 mod link;
 mod local_servers;
+mod mentions;
 mod projectors;
 mod providers;
 mod rpc;

@@ -14,7 +14,7 @@ use crate::support::{fixture, read_until, signal, Run, Sandbox};
 /// `durationMs` of the result line is wall time measured by each process itself (the test
 /// clock advances with every read, and a client reads it less often than a run in-process):
 /// it is the one field the comparison leaves out.
-fn comparable(run: &Run) -> String {
+pub fn comparable(run: &Run) -> String {
     let text = run.to_string();
     let mut out = String::new();
     for line in text.lines() {

@@ -22,9 +22,11 @@ use crate::daemon::client::{CallError, Client};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::kernel::clock::Clock;
+use crate::kernel::op::UserInput;
 use crate::mode::{Env, Mode};
 use crate::output::Output;
 use crate::wire::events::{is_rpc_only, ResultLine, SessionLine, SettledError};
+use crate::wire::jsonl::MAX_LINE_BYTES;
 use crate::wire::jsonrpc::{self as j, Id, Incoming};
 
 /// The error kind of a run whose daemon went away before it settled.
@@ -54,6 +56,9 @@ pub async fn run(
         true => None,
         false => Some(crate::app::read_prompt(cli, env, &mut signals).await?),
     };
+    if let Some(prompt) = &prompt {
+        fits_a_line(prompt, MAX_LINE_BYTES)?;
+    }
     let socket = super::daemon::socket_for(env, cli.socket.as_deref())?;
     let stream = super::daemon::start(&socket, env).await?;
     let mut client = Client::greet(stream, false).await?;
@@ -139,7 +144,7 @@ pub async fn run(
         let line = j::request_line(
             &Id::string("prompt"),
             "prompt",
-            &json!({"sessionId": follow.session, "message": prompt}),
+            &prompt_params(&follow.session, &prompt),
         )
         .map_err(|e| StartupError::internal(e.to_string()))?;
         if write.write_all(line.as_bytes()).await.is_err() {
@@ -204,16 +209,47 @@ fn header_line(h: &Value) -> String {
     text
 }
 
-async fn call_prompt(client: &mut Client, session: &str, prompt: &str) -> Result<(), StartupError> {
+/// pi's `prompt` params for `input` in `session`: `message`, and `images` when it has any.
+fn prompt_params(session: &str, input: &UserInput) -> Value {
+    let mut params = json!({"sessionId": session, "message": input.text});
+    if !input.images.is_empty() {
+        params["images"] = json!(input.images);
+    }
+    params
+}
+
+/// The most a session id adds to a `prompt` line, besides what [`prompt_params`] writes for an
+/// empty one.
+const SESSION_ID_ROOM: usize = 1024;
+
+/// Whether the `prompt` request for `input` fits one line of at most `cap` bytes: a longer one
+/// the daemon would refuse without an id to answer, so it is a usage error here, before a
+/// session is opened.
+fn fits_a_line(input: &UserInput, cap: usize) -> Result<(), StartupError> {
+    let line = j::request_line(&Id::string("prompt"), "prompt", &prompt_params("", input))
+        .map_err(|e| StartupError::internal(e.to_string()))?;
+    if line.len() + SESSION_ID_ROOM <= cap {
+        return Ok(());
+    }
+    Err(StartupError::usage(format!(
+        "the prompt is over the daemon's {} MiB line limit ({} bytes with its files, in JSON)",
+        cap / (1024 * 1024),
+        line.len()
+    ))
+    .hint("send less, or run without --daemon"))
+}
+
+async fn call_prompt(
+    client: &mut Client,
+    session: &str,
+    prompt: &UserInput,
+) -> Result<(), StartupError> {
     let busy = |m: String| {
         StartupError::config(format!("the session cannot take a prompt now: {m}")).hint(format!(
             "follow its run with: keel --daemon --resume {session} --wait"
         ))
     };
-    match client
-        .call("prompt", json!({"sessionId": session, "message": prompt}))
-        .await
-    {
+    match client.call("prompt", prompt_params(session, prompt)).await {
         Ok(_) => Ok(()),
         Err(CallError::Rpc(e)) => Err(busy(e.message)),
         Err(CallError::Lost(why)) => Err(StartupError::config(format!(
@@ -476,5 +512,49 @@ impl Follow<'_> {
         self.seq = attached["seq"].as_u64().unwrap_or(self.seq);
         self.epoch = attached["epoch"].as_str().unwrap_or_default().to_string();
         self.waiting_for_start = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::message::Content;
+
+    fn with_image() -> UserInput {
+        UserInput {
+            text: "<file name=\"/w/p.png\"></file>\nwhat is this?".into(),
+            images: vec![Content::Image {
+                data: "iVBORw0KGgo=".into(),
+                mime_type: "image/png".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn the_prompt_request_carries_images_as_pi_sends_them() {
+        assert_eq!(
+            prompt_params("s1", &with_image()),
+            json!({
+                "sessionId": "s1",
+                "message": "<file name=\"/w/p.png\"></file>\nwhat is this?",
+                "images": [{"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"}],
+            })
+        );
+        assert_eq!(
+            prompt_params("s1", &UserInput::text("hi")),
+            json!({"sessionId": "s1", "message": "hi"})
+        );
+    }
+
+    #[test]
+    fn a_prompt_over_the_daemon_line_limit_is_a_usage_error() {
+        let input = with_image();
+        let line =
+            j::request_line(&Id::string("prompt"), "prompt", &prompt_params("", &input)).unwrap();
+        let room = line.len() + SESSION_ID_ROOM;
+        assert!(fits_a_line(&input, room).is_ok());
+        let e = fits_a_line(&input, room - 1).unwrap_err();
+        assert_eq!(e.exit(), Exit::Usage);
+        assert!(e.message.contains("line limit"), "{e:?}");
     }
 }
