@@ -34,6 +34,8 @@ mod support;
 mod tools_hardening;
 mod tui;
 mod tui_pty;
+mod tui_vt100;
+mod tui_wire;
 
 /// A test file that is not declared above would silently never run.
 #[test]

@@ -33,13 +33,17 @@ impl TuiRig {
         rig
     }
 
+    /// A kernel event as the TUI's controller feeds it: through its wire lines.
     fn send(&mut self, payload: keel::EventPayload) {
         self.seq += 1;
-        self.view.on_event(&keel::Event {
+        let event = keel::Event {
             seq: self.seq,
             ts: 0,
             payload,
-        });
+        };
+        for e in keel::front::tui::wire::events_for(&event) {
+            self.view.on_event(&e, event.ts);
+        }
     }
 
     fn token(&mut self, text: &str) {

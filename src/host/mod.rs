@@ -43,7 +43,7 @@ use crate::kernel::clock::Clock;
 use crate::kernel::event::{ApprovalDecision, Event, EventPayload};
 use crate::kernel::session::Store;
 use crate::prompts::{self, Template};
-use crate::wire::events::{rpc_extra_events, wire_events};
+use crate::wire::events::{stream_events, WireEvent};
 use crate::wire::rpc::{self, Request};
 
 /// pi's refusal text for a prompt while a run is active (clients may match on it).
@@ -190,6 +190,9 @@ pub struct Host {
     open_dialogs: std::collections::BTreeMap<String, Arc<str>>,
     /// The latest run of the served session.
     last_run: Option<LastRun>,
+    /// `bash_execution_end` lines recorded while a `bash` task still forwards output: written
+    /// right before that command's reply, so they follow its last `bash_execution_update`.
+    held_bash: Vec<String>,
 }
 
 impl Host {
@@ -237,6 +240,7 @@ impl Host {
             in_flight: snapshot::InFlight::default(),
             open_dialogs: std::collections::BTreeMap::new(),
             last_run: None,
+            held_bash: Vec::new(),
         }
     }
 
@@ -371,8 +375,15 @@ impl Host {
             self.ask(call_id, tool_name, args);
             return;
         }
-        for w in wire_events(ev).iter().chain(rpc_extra_events(ev).iter()) {
+        // The kernel records a shell command as soon as it exits; its bash task may still
+        // hold output not yet written, which must come first.
+        let bash_running = self.tasks.values().any(Option::is_some);
+        for w in &stream_events(ev) {
             if let Ok(line) = serde_json::to_string(w) {
+                if bash_running && matches!(w, WireEvent::BashExecutionEnd(_)) {
+                    self.held_bash.push(line);
+                    continue;
+                }
                 self.publish(&line);
                 match w.kind() {
                     "agent_start" => {
@@ -443,20 +454,8 @@ impl Host {
             return;
         }
         let id = call_id.to_string();
-        let message = match (tool_name, args.get("command").and_then(Value::as_str)) {
-            ("bash", Some(cmd)) => cmd.to_string(),
-            _ => match args.get("path").and_then(Value::as_str) {
-                Some(p) => format!("{tool_name} {p}"),
-                None => args.to_string(),
-            },
-        };
         let timeout_ms = self.approval_timeout.as_millis() as u64;
-        let line = rpc::confirm_line(
-            &id,
-            &format!("Allow tool `{tool_name}`?"),
-            &message,
-            timeout_ms,
-        );
+        let line = rpc::approval_line(&id, tool_name, args, Some(timeout_ms));
         self.open_dialogs
             .insert(id.clone(), line.trim_end().to_string().into());
         self.publish(&line);
@@ -477,10 +476,16 @@ impl Host {
             }
             Internal::Reply(reply) => {
                 self.drain_events();
+                if reply.command == "bash" {
+                    self.release_bash();
+                }
                 self.out.push_back(Out::Reply(reply));
             }
             Internal::Done(task) => {
                 self.tasks.remove(&task);
+                if !self.tasks.values().any(Option::is_some) {
+                    self.release_bash();
+                }
             }
             Internal::ApprovalTimeout(id) => {
                 self.open_dialogs.remove(&id);
@@ -529,6 +534,7 @@ impl Host {
         while let Some(ev) = self.live.rx.recv().await {
             self.on_event(&ev);
         }
+        self.release_bash();
         self.live.recorder.sync();
     }
 
@@ -544,6 +550,13 @@ impl Host {
         for w in std::mem::take(&mut self.warnings) {
             let id = self.clock.short_id("notify-");
             self.publish(&rpc::notify_line(&id, &w, "warning"));
+        }
+    }
+
+    /// Writes the held `bash_execution_end` lines.
+    fn release_bash(&mut self) {
+        for line in std::mem::take(&mut self.held_bash) {
+            self.publish(&line);
         }
     }
 

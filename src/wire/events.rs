@@ -8,6 +8,7 @@ use crate::kernel::event::{
     AssistantDelta, CompactionReason, CompactionResult, Event, EventPayload, RunOutcome,
 };
 use crate::kernel::message::{AssistantMessage, Content, Message, ToolResultMessage, Usage};
+use crate::kernel::tool::bash::BashExecution;
 use crate::kernel::tool::ToolOutput;
 
 /// One line of the event stream. Field names are pi's, exactly.
@@ -24,12 +25,20 @@ pub enum WireEvent<'a> {
     },
     /// Terminal: no more automatic work. `aborted`: the run was aborted. keel's additions:
     /// `outcome` (`completed|failed|turn_limit|blocked|aborted`) and, unless completed, `error`
-    /// (the `kind` and message a print or JSON run reports).
+    /// (the `kind` and message a print or JSON run reports); for `turn_limit` the limit
+    /// (`maxTurns`), for `blocked` the call that needed an approval (`toolName`, `toolCallId`).
+    #[serde(rename_all = "camelCase")]
     AgentSettled {
         aborted: bool,
         outcome: &'static str,
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<SettledError>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        max_turns: Option<u32>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_name: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<&'a str>,
     },
     TurnStart,
     /// `message`: the assistant message; `toolResults`: its tool results in call order.
@@ -108,6 +117,18 @@ pub enum WireEvent<'a> {
     ThinkingLevelChanged {
         level: &'a str,
     },
+    /// RPC only (keel's addition): the active model changed (`set_model`, `cycle_model`, the
+    /// TUI's `/model`). `provider` and `model` are the ids `set_model` takes.
+    ModelChanged {
+        provider: &'a str,
+        model: &'a str,
+    },
+    /// RPC only (keel's addition): a shell command the user ran (RPC `bash`, the TUI's `!cmd`)
+    /// finished and was recorded. The fields are the session's `bashExecution` message:
+    /// `command`, `output` (the tail within the caps), `exitCode` (null when killed, timed out
+    /// or not started), `cancelled`, `truncated`, `fullOutputPath` (when truncated),
+    /// `excludeFromContext` (when true) and `timestamp`.
+    BashExecutionEnd(&'a BashExecution),
     CompactionStart {
         reason: CompactionReason,
     },
@@ -276,6 +297,18 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
             aborted: *aborted,
             outcome: outcome_word(outcome),
             error: settled_error(outcome),
+            max_turns: match outcome {
+                RunOutcome::TurnLimit { max_turns } => Some(*max_turns),
+                _ => None,
+            },
+            tool_name: match outcome {
+                RunOutcome::Blocked { tool_name, .. } => Some(tool_name),
+                _ => None,
+            },
+            tool_call_id: match outcome {
+                RunOutcome::Blocked { call_id, .. } => Some(call_id),
+                _ => None,
+            },
         }),
         EventPayload::TurnStarted => Some(W::TurnStart),
         EventPayload::TurnFinished {
@@ -431,7 +464,9 @@ pub fn settled_error(outcome: &RunOutcome) -> Option<SettledError> {
 pub const RPC_ONLY: &[&str] = &[
     "session_info_changed",
     "thinking_level_changed",
+    "model_changed",
     "bash_execution_update",
+    "bash_execution_end",
 ];
 
 /// Whether a stream line of type `kind` belongs to RPC mode only: [`RPC_ONLY`] and the
@@ -463,6 +498,8 @@ impl WireEvent<'_> {
             W::AutoRetryEnd { .. } => "auto_retry_end",
             W::SessionInfoChanged { .. } => "session_info_changed",
             W::ThinkingLevelChanged { .. } => "thinking_level_changed",
+            W::ModelChanged { .. } => "model_changed",
+            W::BashExecutionEnd(_) => "bash_execution_end",
             W::CompactionStart { .. } => "compaction_start",
             W::CompactionEnd { .. } => "compaction_end",
         }
@@ -470,15 +507,30 @@ impl WireEvent<'_> {
 }
 
 /// Events RPC mode adds to the shared stream: pi reports these changes to editor plugins,
-/// which can cause them; JSON mode (a one-shot run) leaves them out.
+/// which can cause them; JSON mode (a one-shot run) leaves them out. keel adds the model
+/// changes and the user's finished shell commands, so that a front end fed only the stream (the
+/// TUI) learns them too.
 pub fn rpc_extra_events(event: &Event) -> Option<WireEvent<'_>> {
     match &event.payload {
         EventPayload::SessionNamed { name } => Some(WireEvent::SessionInfoChanged { name }),
         EventPayload::ThinkingLevelChanged { level } => {
             Some(WireEvent::ThinkingLevelChanged { level })
         }
+        EventPayload::ModelChanged { provider, model } => {
+            Some(WireEvent::ModelChanged { provider, model })
+        }
+        EventPayload::BashExecuted { record, .. } => Some(WireEvent::BashExecutionEnd(record)),
         _ => None,
     }
+}
+
+/// The events RPC mode and the daemon publish for one kernel event: [`wire_events`] then
+/// [`rpc_extra_events`]. An `ApprovalRequested` is the exception: its host publishes a
+/// dialog ([`crate::wire::rpc::approval_line`]) instead of the `extension_ui_request` here.
+pub fn stream_events(event: &Event) -> Vec<WireEvent<'_>> {
+    let mut all = wire_events(event);
+    all.extend(rpc_extra_events(event));
+    all
 }
 
 /// The first line of JSON mode: the session header.

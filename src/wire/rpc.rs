@@ -353,6 +353,41 @@ pub fn confirm_line(id: &str, title: &str, message: &str, timeout_ms: u64) -> St
     }))
 }
 
+/// The `confirm` dialog for a tool call waiting for approval (`--permission ask`): `id` is the
+/// tool call id, `message` a one-line summary (a bash command, `write path`, or the arguments
+/// as JSON), `timeout` (when given) says when keel gives up and denies. keel's additions:
+/// `toolName` and `args`, the call as the model made it, so that a client can show its own
+/// dialog (the TUI) without having seen the call's `tool_execution_start`.
+pub fn approval_line(
+    call_id: &str,
+    tool_name: &str,
+    args: &Value,
+    timeout_ms: Option<u64>,
+) -> String {
+    let message = match (tool_name, args.get("command").and_then(Value::as_str)) {
+        ("bash", Some(cmd)) => cmd.to_string(),
+        _ => match args.get("path").and_then(Value::as_str) {
+            Some(p) => format!("{tool_name} {p}"),
+            None => args.to_string(),
+        },
+    };
+    let mut v = json!({
+        "type": "extension_ui_request",
+        "id": call_id,
+        "method": "confirm",
+        "title": format!("Allow tool `{tool_name}`?"),
+        "message": message,
+    });
+    if let (Some(ms), Some(m)) = (timeout_ms, v.as_object_mut()) {
+        m.insert("timeout".into(), json!(ms));
+    }
+    if let Some(m) = v.as_object_mut() {
+        m.insert("toolName".into(), json!(tool_name));
+        m.insert("args".into(), args.clone());
+    }
+    line(v)
+}
+
 /// A `notify` message (`extension_ui_request` without a reply); `level` is `info`,
 /// `warning` or `error`.
 pub fn notify_line(id: &str, message: &str, level: &str) -> String {
@@ -478,6 +513,28 @@ mod tests {
         assert!(raw.ends_with("}\n"));
         // U+2028 stays raw: it is data, not a line break.
         assert!(ok_line(None, "x", Some(json!("a\u{2028}b"))).contains('\u{2028}'));
+    }
+
+    #[test]
+    fn approval_dialogs_carry_the_call() {
+        let args = json!({"command": "rm -rf build"});
+        let line = approval_line("call_1", "bash", &args, Some(1000));
+        assert_eq!(
+            line,
+            "{\"type\":\"extension_ui_request\",\"id\":\"call_1\",\"method\":\"confirm\",\"title\":\"Allow tool `bash`?\",\"message\":\"rm -rf build\",\"timeout\":1000,\"toolName\":\"bash\",\"args\":{\"command\":\"rm -rf build\"}}\n"
+        );
+        let v: Value = serde_json::from_str(&approval_line(
+            "c",
+            "write",
+            &json!({"path": "a.txt"}),
+            None,
+        ))
+        .unwrap();
+        assert_eq!(v["message"], "write a.txt");
+        assert!(v.get("timeout").is_none(), "no timeout when none applies");
+        let v: Value =
+            serde_json::from_str(&approval_line("c", "x", &json!({"n": 1}), None)).unwrap();
+        assert_eq!(v["message"], "{\"n\":1}");
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! cells go once into the terminal's own scrollback and whose live area (streaming line,
 //! running tools, queue, editor, status line) is redrawn differentially, at most one frame per
 //! 16 ms. This file is the controller: it owns the terminal and the served session, turns
-//! keys into `Op`s on the kernel and kernel events into frames. It writes only through
+//! keys into `Op`s on the kernel and kernel events into frames: each event becomes the wire
+//! lines a host would publish for it (`wire`), and the view is fed only those. It writes only through
 //! `output::TerminalOut`; diagnostics go to the log file, never the screen.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -15,6 +16,7 @@ pub mod tool_cell;
 pub mod transcript;
 pub mod tty;
 pub mod view;
+pub mod wire;
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -27,6 +29,7 @@ use tokio::time::Instant;
 
 use crate::error::StartupError;
 use crate::exit::Exit;
+use crate::front::public::PublicEvent;
 use crate::host::live::{self, Live, Starting};
 use crate::host::models::Models;
 use crate::kernel::agent::AgentConfig;
@@ -307,13 +310,16 @@ impl Ui {
         self.last_frame = Some(Instant::now());
     }
 
+    /// A kernel event: recorded, then shown as the public events a host publishes for it.
     async fn on_event(&mut self, ev: &Event) {
         self.live.recorder.apply(ev);
-        for action in self.view.on_event(ev) {
-            self.act(action).await;
-        }
-        if let crate::kernel::event::EventPayload::ModelChanged { .. } = ev.payload {
-            self.view.context_window = self.live.session.provider().info().context_window;
+        for public in wire::events_for(ev) {
+            for action in self.view.on_event(&public, ev.ts) {
+                self.act(action).await;
+            }
+            if let PublicEvent::ModelChanged { .. } = public {
+                self.view.context_window = self.live.session.provider().info().context_window;
+            }
         }
         self.dirty = true;
     }
@@ -594,8 +600,14 @@ impl Ui {
             let wait = async {
                 while let Some(ev) = self.live.rx.recv().await {
                     self.live.recorder.apply(&ev);
-                    self.view.on_event(&ev);
-                    if let crate::kernel::event::EventPayload::AgentSettled { .. } = ev.payload {
+                    let events = wire::events_for(&ev);
+                    for public in &events {
+                        self.view.on_event(public, ev.ts);
+                    }
+                    if events
+                        .iter()
+                        .any(|e| matches!(e, PublicEvent::AgentSettled { .. }))
+                    {
                         break;
                     }
                 }

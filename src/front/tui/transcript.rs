@@ -1,7 +1,8 @@
-//! The TUI's model of the conversation: folds kernel events into finished history cells
-//! (written once into the terminal's scrollback) and the live state still changing (the
-//! streaming line, thinking, running tools, queue, run status). Pure: no terminal, no kernel
-//! calls; it only reads `Event`s.
+//! The TUI's model of the conversation: folds the public events (`front::public`, the wire
+//! vocabulary) into finished history cells (written once into the terminal's scrollback) and
+//! the live state still changing (the streaming line, thinking, running tools, queue, run
+//! status). Pure: no terminal, no kernel calls, no kernel events; a stream from the daemon and
+//! one made in this process look the same to it.
 
 use std::collections::VecDeque;
 
@@ -12,9 +13,10 @@ use serde_json::Value;
 use super::markdown::{self, MarkdownStream, MdLine};
 use super::paint;
 use super::tool_cell::{self, ToolPhase, ToolView};
-use crate::kernel::event::{AssistantDelta, CompactionReason, Event, EventPayload, RunOutcome};
+use crate::front::public::{Compacted, Delta, PublicEvent, UiRequest};
 use crate::kernel::message::{user_text, Content, Message, StopReason, Usage};
 use crate::kernel::tool::bash::BashExecution;
+use crate::wire::events::SettledError;
 
 /// A finished piece of the transcript, laid out when it is written (at the width of that
 /// moment).
@@ -208,57 +210,72 @@ impl Transcript {
         }
     }
 
-    /// Folds one event in.
-    pub fn on_event(&mut self, event: &Event) {
-        let ts = event.ts;
-        match &event.payload {
-            EventPayload::ModelChanged { model, .. } => self.model = model.clone(),
-            EventPayload::ThinkingLevelChanged { level } => self.thinking_level = level.clone(),
-            EventPayload::AgentStarted => {
+    /// Folds one public event in; `at_ms` is when it happened (in-process, the kernel's
+    /// stamp; from the daemon, when it arrived), for the run and tool timers.
+    pub fn on_event(&mut self, event: &PublicEvent, at_ms: i64) {
+        use PublicEvent as P;
+        match event {
+            P::ModelChanged { model, .. } => self.model = model.clone(),
+            P::ThinkingLevelChanged { level } => self.thinking_level = level.clone(),
+            P::AgentStart => {
                 // A retry starts a new run of the same prompt: its time keeps counting.
                 if !self.is_running() {
-                    self.run_since_ms = ts;
+                    self.run_since_ms = at_ms;
                     self.error_shown = false;
                 }
                 self.activity = Some(self.working());
             }
-            EventPayload::AgentFinished { .. }
-            | EventPayload::TurnStarted
-            | EventPayload::TurnFinished { .. } => {}
-            EventPayload::AgentSettled { outcome, .. } => self.settled(outcome),
-            EventPayload::MessageStarted { message } => self.message_started(message),
-            EventPayload::MessageDelta { delta, .. } => self.delta(delta),
-            EventPayload::MessageFinished { message, .. } => self.message_finished(message),
-            EventPayload::ToolCallStarted {
-                call_id,
+            P::AgentEnd { .. }
+            | P::TurnStart {}
+            | P::TurnEnd {}
+            | P::BashExecutionUpdate { .. }
+            | P::Other => {}
+            P::AgentSettled {
+                outcome,
+                error,
+                max_turns,
+                tool_name,
+                ..
+            } => self.settled(outcome, error.as_ref(), *max_turns, tool_name.as_deref()),
+            P::MessageStart { message } => self.message_started(message),
+            P::MessageUpdate {
+                assistant_message_event,
+                ..
+            } => self.delta(assistant_message_event),
+            P::MessageEnd { message } => self.message_finished(message),
+            P::ToolExecutionStart {
+                tool_call_id,
                 tool_name,
                 args,
             } => {
                 self.preparing.clear();
                 self.running.push(RunningTool {
-                    call_id: call_id.clone(),
+                    call_id: tool_call_id.clone(),
                     name: tool_name.clone(),
                     args: args.clone(),
                     partial: None,
-                    started_ms: ts,
+                    started_ms: at_ms,
                     awaiting_approval: false,
                 });
             }
-            EventPayload::ToolCallUpdated {
-                call_id, partial, ..
+            P::ToolExecutionUpdate {
+                tool_call_id,
+                partial_result,
+                ..
             } => {
-                if let Some(t) = self.running.iter_mut().find(|t| &t.call_id == call_id) {
-                    t.partial = Some(partial.text());
+                if let Some(t) = self.running.iter_mut().find(|t| &t.call_id == tool_call_id) {
+                    t.partial = Some(partial_result.text());
                     t.awaiting_approval = false;
                 }
             }
-            EventPayload::ToolCallFinished {
-                call_id,
+            P::ToolExecutionEnd {
+                tool_call_id,
                 tool_name,
                 result,
+                is_error,
                 duration_ms,
             } => {
-                let args = match self.running.iter().position(|t| &t.call_id == call_id) {
+                let args = match self.running.iter().position(|t| &t.call_id == tool_call_id) {
                     Some(i) => self.running.remove(i).args,
                     None => Value::Null,
                 };
@@ -267,23 +284,19 @@ impl Transcript {
                     args,
                     text: result.text(),
                     details: result.details.clone(),
-                    is_error: result.is_error,
+                    is_error: *is_error,
                     duration_ms: *duration_ms,
                 }));
             }
-            EventPayload::ApprovalRequested { call_id, .. } => {
-                if let Some(t) = self.running.iter_mut().find(|t| &t.call_id == call_id) {
-                    t.awaiting_approval = true;
-                }
-            }
-            EventPayload::QueueChanged {
+            P::ExtensionUiRequest(r) => self.dialog(r),
+            P::QueueUpdate {
                 steering,
                 follow_up,
             } => {
                 self.steering = steering.clone();
                 self.follow_up = follow_up.clone();
             }
-            EventPayload::RetryScheduled {
+            P::AutoRetryStart {
                 attempt,
                 max_attempts,
                 delay_ms,
@@ -297,11 +310,11 @@ impl Transcript {
                 self.activity = Some(Activity::Retrying {
                     attempt: *attempt,
                     max: *max_attempts,
-                    until_ms: ts + *delay_ms as i64,
+                    until_ms: at_ms + *delay_ms as i64,
                     error: first_line(error_message).to_string(),
                 });
             }
-            EventPayload::RetryFinished {
+            P::AutoRetryEnd {
                 success,
                 attempt,
                 final_error,
@@ -315,42 +328,71 @@ impl Transcript {
                     }
                 }
             }
-            EventPayload::BashExecuted { record, .. } => {
+            P::BashExecutionEnd(record) => {
                 self.pending.push_back(HistoryCell::Bash(record.clone()))
             }
-            EventPayload::SessionNamed { name } => self.session_name = Some(name.clone()),
-            EventPayload::CompactionStarted { .. } => {
-                self.activity = Some(Activity::Compacting { since_ms: ts });
+            P::SessionInfoChanged { name } => self.session_name = Some(name.clone()),
+            P::CompactionStart { .. } => {
+                self.activity = Some(Activity::Compacting { since_ms: at_ms });
             }
-            EventPayload::CompactionFinished {
+            P::CompactionEnd {
                 reason,
                 result,
                 aborted,
                 error_message,
                 ..
-            } => self.compaction_finished(*reason, result.as_ref(), *aborted, error_message),
+            } => self.compaction_finished(reason, result.as_ref(), *aborted, error_message),
         }
     }
 
-    fn settled(&mut self, outcome: &RunOutcome) {
-        self.flush_stream();
-        match outcome {
-            RunOutcome::Completed => {}
-            RunOutcome::Failed { kind, message } => {
-                if !self.error_shown {
-                    self.pending
-                        .push_back(HistoryCell::Error(format!("{kind}: {message}")));
+    /// A dialog: an approval marks its tool call as waiting (the view shows the question); a
+    /// message becomes a cell.
+    fn dialog(&mut self, r: &UiRequest) {
+        match r.method.as_str() {
+            "confirm" => {
+                if let Some(t) = self.running.iter_mut().find(|t| t.call_id == r.id) {
+                    t.awaiting_approval = true;
                 }
             }
-            RunOutcome::TurnLimit { max_turns } => self.pending.push_back(HistoryCell::Notice(
+            "notify" => self.pending.push_back(match r.notify_type.as_deref() {
+                Some("error") => HistoryCell::Error(r.message.clone()),
+                Some("warning") => HistoryCell::Notice(format!("warning: {}", r.message)),
+                _ => HistoryCell::Notice(r.message.clone()),
+            }),
+            _ => {}
+        }
+    }
+
+    /// How the run ended (`agent_settled`).
+    fn settled(
+        &mut self,
+        outcome: &str,
+        error: Option<&SettledError>,
+        max_turns: Option<u32>,
+        tool_name: Option<&str>,
+    ) {
+        self.flush_stream();
+        let error_text = || match error {
+            Some(e) => format!("{}: {}", e.kind, e.message),
+            None => format!("the run ended: {outcome}"),
+        };
+        match (outcome, max_turns, tool_name) {
+            ("completed", ..) => {}
+            ("turn_limit", Some(max_turns), _) => self.pending.push_back(HistoryCell::Notice(
                 format!("stopped: the turn limit ({max_turns}) was reached"),
             )),
-            RunOutcome::Blocked { tool_name, .. } => self.pending.push_back(HistoryCell::Notice(
+            ("blocked", _, Some(tool_name)) => self.pending.push_back(HistoryCell::Notice(
                 format!("stopped: `{tool_name}` needed an approval"),
             )),
-            RunOutcome::Aborted => self
+            ("aborted", ..) => self
                 .pending
                 .push_back(HistoryCell::Notice("⏹ interrupted".into())),
+            // `failed`, or a verdict without the fields that name it.
+            _ => {
+                if !self.error_shown {
+                    self.pending.push_back(HistoryCell::Error(error_text()));
+                }
+            }
         }
         self.running.clear();
         self.preparing.clear();
@@ -369,37 +411,41 @@ impl Transcript {
         }
     }
 
-    fn delta(&mut self, delta: &AssistantDelta) {
+    fn delta(&mut self, delta: &Delta) {
         match delta {
-            AssistantDelta::TextStarted { .. } => {
+            Delta::TextStart { .. } => {
                 self.flush_stream();
                 self.stream = Some(MarkdownStream::new());
             }
-            AssistantDelta::TextDelta { delta, .. } => {
+            Delta::TextDelta { delta, .. } => {
                 let stream = self.stream.get_or_insert_with(MarkdownStream::new);
                 let lines = stream.push(delta);
                 if !lines.is_empty() {
                     self.pending.push_back(HistoryCell::Markdown(lines));
                 }
             }
-            AssistantDelta::TextFinished { .. } => self.flush_stream(),
-            AssistantDelta::ThinkingStarted { .. } => self.thinking = Some(String::new()),
-            AssistantDelta::ThinkingDelta { delta, .. } => self
+            Delta::TextEnd { .. } => self.flush_stream(),
+            Delta::ThinkingStart { .. } => self.thinking = Some(String::new()),
+            Delta::ThinkingDelta { delta, .. } => self
                 .thinking
                 .get_or_insert_with(String::new)
                 .push_str(delta),
-            AssistantDelta::ThinkingFinished { thinking, .. } => {
+            Delta::ThinkingEnd { content, .. } => {
                 self.thinking = None;
-                if !thinking.trim().is_empty() {
+                if !content.trim().is_empty() {
                     self.pending
-                        .push_back(HistoryCell::Thinking(thinking.clone()));
+                        .push_back(HistoryCell::Thinking(content.clone()));
                 }
             }
-            AssistantDelta::ToolCallStarted { index, name, .. } => {
+            Delta::ToolcallStart {
+                content_index,
+                tool_name,
+                ..
+            } => {
                 self.flush_stream();
-                self.preparing.push((*index, name.clone()));
+                self.preparing.push((*content_index, tool_name.clone()));
             }
-            AssistantDelta::ToolCallDelta { .. } | AssistantDelta::ToolCallFinished { .. } => {}
+            Delta::ToolcallDelta { .. } | Delta::ToolcallEnd { .. } | Delta::Other => {}
         }
     }
 
@@ -429,8 +475,8 @@ impl Transcript {
 
     fn compaction_finished(
         &mut self,
-        reason: CompactionReason,
-        result: Option<&crate::kernel::event::CompactionResult>,
+        reason: &str,
+        result: Option<&Compacted>,
         aborted: bool,
         error: &Option<String>,
     ) {
@@ -440,9 +486,10 @@ impl Transcript {
             self.pending.push_back(HistoryCell::Notice(format!(
                 "⇣ compacted ({}): ~{} → ~{} tokens",
                 match reason {
-                    CompactionReason::Manual => "manual",
-                    CompactionReason::Threshold => "context nearly full",
-                    CompactionReason::Overflow => "context overflow",
+                    "manual" => "manual",
+                    "threshold" => "context nearly full",
+                    "overflow" => "context overflow",
+                    other => other,
                 },
                 r.tokens_before,
                 r.estimated_tokens_after
@@ -456,7 +503,7 @@ impl Transcript {
         }
         // A run that was compacting goes on working; a manual compaction leaves idle.
         self.activity = match reason {
-            CompactionReason::Manual => Some(Activity::Idle),
+            "manual" => Some(Activity::Idle),
             _ => Some(self.working()),
         };
     }
@@ -605,7 +652,15 @@ fn bash_lines(b: &BashExecution, width: u16) -> Vec<Line<'static>> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::kernel::event::{AssistantDelta, Event, EventPayload, RunOutcome};
     use crate::kernel::message::AssistantMessage;
+
+    /// A kernel event as the controller feeds it: through its wire lines.
+    fn feed(t: &mut Transcript, event: &Event) {
+        for e in crate::front::tui::wire::events_for(event) {
+            t.on_event(&e, event.ts);
+        }
+    }
 
     fn ev(payload: EventPayload) -> Event {
         Event {
@@ -632,27 +687,36 @@ mod tests {
     #[test]
     fn streamed_text_is_committed_a_full_line_at_a_time() {
         let mut t = Transcript::new();
-        t.on_event(&ev(EventPayload::AgentStarted));
-        t.on_event(&delta(AssistantDelta::TextStarted { index: 0 }));
-        t.on_event(&delta(AssistantDelta::TextDelta {
-            index: 0,
-            delta: "# Title\nhalf a li".into(),
-        }));
+        feed(&mut t, &ev(EventPayload::AgentStarted));
+        feed(&mut t, &delta(AssistantDelta::TextStarted { index: 0 }));
+        feed(
+            &mut t,
+            &delta(AssistantDelta::TextDelta {
+                index: 0,
+                delta: "# Title\nhalf a li".into(),
+            }),
+        );
         let cells = t.drain();
         assert_eq!(cells.len(), 1);
         let lines = cells[0].lines(40, Layout::default());
         assert_eq!(text_of(&lines), ["Title"]);
         let live = t.live_line().unwrap();
         assert_eq!(text_of(&[live.line]), ["half a li"]);
-        t.on_event(&delta(AssistantDelta::TextDelta {
-            index: 0,
-            delta: "ne".into(),
-        }));
+        feed(
+            &mut t,
+            &delta(AssistantDelta::TextDelta {
+                index: 0,
+                delta: "ne".into(),
+            }),
+        );
         assert!(t.drain().is_empty(), "no newline yet, nothing committed");
-        t.on_event(&delta(AssistantDelta::TextFinished {
-            index: 0,
-            text: String::new(),
-        }));
+        feed(
+            &mut t,
+            &delta(AssistantDelta::TextFinished {
+                index: 0,
+                text: String::new(),
+            }),
+        );
         let cells = t.drain();
         assert_eq!(
             text_of(&cells[0].lines(40, Layout::default())),
@@ -669,16 +733,19 @@ mod tests {
             ts,
             payload,
         };
-        t.on_event(&at(1_000, EventPayload::AgentStarted));
-        t.on_event(&at(
-            2_000,
-            EventPayload::RetryScheduled {
-                attempt: 1,
-                max_attempts: 3,
-                delay_ms: 2_000,
-                error_message: "overloaded".into(),
-            },
-        ));
+        feed(&mut t, &at(1_000, EventPayload::AgentStarted));
+        feed(
+            &mut t,
+            &at(
+                2_000,
+                EventPayload::RetryScheduled {
+                    attempt: 1,
+                    max_attempts: 3,
+                    delay_ms: 2_000,
+                    error_message: "overloaded".into(),
+                },
+            ),
+        );
         assert!(matches!(
             t.activity,
             Some(Activity::Retrying {
@@ -686,14 +753,14 @@ mod tests {
                 ..
             })
         ));
-        t.on_event(&at(4_000, EventPayload::AgentStarted));
+        feed(&mut t, &at(4_000, EventPayload::AgentStarted));
         assert_eq!(t.activity, Some(Activity::Working { since_ms: 1_000 }));
     }
 
     #[test]
     fn failed_answer_shows_its_error_once() {
         let mut t = Transcript::new();
-        t.on_event(&ev(EventPayload::AgentStarted));
+        feed(&mut t, &ev(EventPayload::AgentStarted));
         let m = AssistantMessage {
             content: vec![],
             api: String::new(),
@@ -705,17 +772,23 @@ mod tests {
             duration_ms: None,
             timestamp: 0,
         };
-        t.on_event(&ev(EventPayload::MessageFinished {
-            message: Message::from(m),
-            entry_id: "e".into(),
-        }));
-        t.on_event(&ev(EventPayload::AgentSettled {
-            aborted: false,
-            outcome: RunOutcome::Failed {
-                kind: "overloaded".into(),
-                message: "try later".into(),
-            },
-        }));
+        feed(
+            &mut t,
+            &ev(EventPayload::MessageFinished {
+                message: Message::from(m),
+                entry_id: "e".into(),
+            }),
+        );
+        feed(
+            &mut t,
+            &ev(EventPayload::AgentSettled {
+                aborted: false,
+                outcome: RunOutcome::Failed {
+                    kind: "overloaded".into(),
+                    message: "try later".into(),
+                },
+            }),
+        );
         let cells = t.drain();
         assert_eq!(cells, [HistoryCell::Error("overloaded: try later".into())]);
         assert!(!t.is_running());

@@ -1,24 +1,25 @@
 //! Everything the TUI shows and how keys change it: the transcript model, the composer, the
-//! approval dialog, the session picker and the status line. Keys become [`Action`]s for the
-//! controller (`tui/mod.rs`) to carry out against the kernel; the view itself never calls the
-//! kernel and never writes to a terminal, so every screen can be rendered in tests.
+//! approval dialog, the session picker and the status line (laid out by `view/screen.rs`).
+//! It learns what the agent does
+//! from public events only (`front::public`, the wire vocabulary). Keys become [`Action`]s for
+//! the controller (`tui/mod.rs`) to carry out against the kernel; the view itself never calls
+//! the kernel and never writes to a terminal, so every screen can be rendered in tests.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use ratatui::buffer::Buffer;
-use ratatui::layout::Rect;
-use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::{Line, Span};
+use ratatui::text::Line;
 use serde_json::Value;
 
+mod screen;
+pub use screen::fmt_tokens;
+
 use super::composer::Composer;
-use super::paint;
 use super::picker::{Picker, PickerAction};
-use super::tool_cell::{self, ToolPhase, ToolView};
-use super::transcript::{Activity, HistoryCell, Layout, Transcript};
-use crate::kernel::event::{ApprovalDecision, Event, EventPayload};
+use super::transcript::{HistoryCell, Layout, Transcript};
+use crate::front::public::{PublicEvent, UiRequest};
+use crate::kernel::event::ApprovalDecision;
 
 /// Slash commands with their one-line help, in the order `/help` lists them.
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -118,12 +119,6 @@ pub struct View {
     last_was_answer: bool,
 }
 
-const SHOWN_KEEP: usize = 400;
-
-fn dim() -> Style {
-    Style::default().add_modifier(Modifier::DIM)
-}
-
 impl Default for View {
     fn default() -> Self {
         View::new()
@@ -171,36 +166,52 @@ impl View {
         self.transcript.push(cell);
     }
 
-    /// Folds a kernel event in; returns actions the user already decided (always-allowed
-    /// tools are approved without asking again).
-    pub fn on_event(&mut self, event: &Event) -> Vec<Action> {
-        self.transcript.on_event(event);
-        match &event.payload {
-            EventPayload::ApprovalRequested {
-                call_id,
-                tool_name,
-                args,
-            } => {
-                if self.always_allowed.contains(tool_name) {
+    /// Folds a public event in (`at_ms`: when it happened); returns actions the user already
+    /// decided (always-allowed tools are approved without asking again).
+    pub fn on_event(&mut self, event: &PublicEvent, at_ms: i64) -> Vec<Action> {
+        self.transcript.on_event(event, at_ms);
+        match event {
+            PublicEvent::ExtensionUiRequest(r) if r.method == "confirm" => {
+                let approval = self.approval(r);
+                if self.always_allowed.contains(&approval.tool_name) {
                     return vec![Action::Approve {
-                        call_id: call_id.clone(),
+                        call_id: approval.call_id,
                         decision: ApprovalDecision::Allow,
                     }];
                 }
-                self.approvals.push_back(Approval {
-                    call_id: call_id.clone(),
-                    tool_name: tool_name.clone(),
-                    args: args.clone(),
-                });
+                self.approvals.push_back(approval);
             }
-            EventPayload::ToolCallFinished { call_id, .. }
-            | EventPayload::ToolCallUpdated { call_id, .. } => {
-                self.approvals.retain(|a| &a.call_id != call_id);
+            PublicEvent::ToolExecutionEnd { tool_call_id, .. }
+            | PublicEvent::ToolExecutionUpdate { tool_call_id, .. } => {
+                self.approvals.retain(|a| &a.call_id != tool_call_id);
             }
-            EventPayload::AgentSettled { .. } => self.approvals.clear(),
+            PublicEvent::AgentSettled { .. } => self.approvals.clear(),
             _ => {}
         }
         Vec::new()
+    }
+
+    /// The call a `confirm` dialog asks about: named by the dialog (the host's shape), else by
+    /// the running call it is for (the kernel's shape has only a title and the arguments as
+    /// JSON text).
+    fn approval(&self, r: &UiRequest) -> Approval {
+        let running = self.transcript.running.iter().find(|t| t.call_id == r.id);
+        let tool_name = r
+            .tool_name
+            .clone()
+            .or_else(|| running.map(|t| t.name.clone()))
+            .unwrap_or_else(|| "tool".into());
+        let args = r
+            .args
+            .clone()
+            .or_else(|| running.map(|t| t.args.clone()))
+            .or_else(|| serde_json::from_str(&r.message).ok())
+            .unwrap_or(Value::Null);
+        Approval {
+            call_id: r.id.clone(),
+            tool_name,
+            args,
+        }
     }
 
     /// Approvals decided by an earlier "always allow" answer, to send now.
@@ -413,373 +424,4 @@ impl View {
             .chain(self.templates.iter().map(|(t, _)| t.clone()))
             .collect()
     }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Layout and painting.
-
-impl View {
-    /// Takes the finished cells and lays them out at `width` for the scrollback (a blank line
-    /// between cells, except between pieces of one streamed answer). The lines are also kept for [`View::render_screen`].
-    pub fn take_history(&mut self, width: u16) -> Vec<Line<'static>> {
-        let mut out = Vec::new();
-        for cell in self.transcript.drain() {
-            let answer = matches!(cell, HistoryCell::Markdown(_));
-            if self.wrote_any && !(answer && self.last_was_answer) {
-                out.push(Line::default());
-            }
-            out.extend(cell.lines(width, self.layout));
-            self.wrote_any = true;
-            self.last_was_answer = answer;
-        }
-        for l in &out {
-            self.shown.push_back(l.clone());
-        }
-        while self.shown.len() > SHOWN_KEEP {
-            self.shown.pop_front();
-        }
-        out
-    }
-
-    /// Lays out the live area for a screen `width` wide, at most `max_height` rows (rows
-    /// that do not fit are dropped from the top, so the editor and status line stay).
-    pub fn layout_live(&self, width: u16, max_height: u16) -> LiveFrame {
-        if let Some(p) = &self.picker {
-            return LiveFrame {
-                height: p.desired_height(max_height).min(max_height),
-                cursor: None,
-                rows: Vec::new(),
-                picker: true,
-            };
-        }
-        let w = width.max(1) as usize;
-        let mut rows = self.activity_rows(width);
-        let (bottom, cursor) = self.editor_rows(width);
-        let keep = (max_height as usize).saturating_sub(bottom.len());
-        if rows.len() > keep {
-            rows.drain(..rows.len() - keep);
-        }
-        let top = rows.len() as u16;
-        rows.extend(bottom);
-        rows.truncate(max_height as usize);
-        for r in &mut rows {
-            if paint::line_width(r) > w {
-                *r = paint::truncate_line(r, w);
-            }
-        }
-        let height = rows.len() as u16;
-        LiveFrame {
-            height,
-            cursor: cursor
-                .map(|(x, y)| (x, y + top))
-                .filter(|(_, y)| *y < height),
-            rows,
-            picker: false,
-        }
-    }
-
-    /// Paints a laid-out live area into `buf` (its area is the live area).
-    pub fn paint(&self, frame: &LiveFrame, buf: &mut Buffer) {
-        let area = buf.area;
-        if frame.picker {
-            if let Some(p) = &self.picker {
-                p.render(area, buf);
-            }
-            return;
-        }
-        for (i, row) in frame.rows.iter().enumerate() {
-            let y = area.y + i as u16;
-            if y >= area.bottom() {
-                break;
-            }
-            paint::put_line(buf, area.x, y, row, area.width);
-        }
-    }
-
-    /// Renders what a terminal of `buf`'s size would show: the latest scrollback lines with
-    /// the live area under them (for snapshot tests and the benchmark's full-screen frame).
-    pub fn render_screen(&mut self, buf: &mut Buffer) {
-        let area = buf.area;
-        self.take_history(area.width);
-        let frame = self.layout_live(area.width, area.height.saturating_sub(1));
-        let above = area.height - frame.height;
-        let first = self.shown.len().saturating_sub(above as usize);
-        for (i, line) in self.shown.iter().skip(first).enumerate() {
-            paint::put_line(buf, area.x, area.y + i as u16, line, area.width);
-        }
-        let shown_rows = (self.shown.len() - first) as u16;
-        let live = Rect::new(area.x, area.y + shown_rows, area.width, frame.height);
-        let mut live_buf = Buffer::empty(live);
-        self.paint(&frame, &mut live_buf);
-        buf.merge(&live_buf);
-    }
-
-    /// Thinking, the streaming line, tools, the run status and the queue.
-    fn activity_rows(&self, width: u16) -> Vec<Line<'static>> {
-        let w = width.max(1) as usize;
-        let t = &self.transcript;
-        let mut rows = Vec::new();
-        if let Some(thinking) = t.live_thinking() {
-            rows.extend(self.thinking_rows(thinking, w));
-        }
-        match t.live_line() {
-            Some(line) => rows.extend(paint::wrap_line(&line.line, w, line.indent)),
-            None if t.streaming_text() => rows.push(Line::default()),
-            None => {}
-        }
-        for name in t.preparing() {
-            let spin = spinner_frame(self.spinner);
-            rows.push(Line::from(vec![
-                Span::styled(format!("{spin} "), Style::default().fg(Color::Yellow)),
-                Span::styled(
-                    name.to_string(),
-                    Style::default().add_modifier(Modifier::BOLD),
-                ),
-                Span::styled(" …", dim()),
-            ]));
-        }
-        for tool in &t.running {
-            let phase = if tool.awaiting_approval {
-                ToolPhase::AwaitingApproval
-            } else {
-                ToolPhase::Running {
-                    elapsed_ms: (self.now_ms - tool.started_ms).max(0) as u64,
-                }
-            };
-            let view = ToolView {
-                name: &tool.name,
-                args: &tool.args,
-                text: tool.partial.as_deref(),
-                details: None,
-                is_error: false,
-                phase,
-                expanded: self.layout.expand_tools,
-                spinner: self.spinner,
-            };
-            rows.extend(tool_cell::lines(&view, width));
-        }
-        if let Some(row) = self.status_row() {
-            rows.push(row);
-        }
-        rows.extend(self.queue_rows(w));
-        rows
-    }
-
-    fn thinking_rows(&self, thinking: &str, w: usize) -> Vec<Line<'static>> {
-        let style = dim().add_modifier(Modifier::ITALIC);
-        let words = thinking.split_whitespace().count();
-        let mut rows = vec![paint::truncate_line(
-            &Line::styled(format!("✻ Thinking… ({words} words)"), style),
-            w,
-        )];
-        if self.layout.show_thinking {
-            let all: Vec<Line<'static>> = thinking
-                .lines()
-                .flat_map(|l| paint::wrap_line(&Line::styled(format!("  {l}"), style), w, 2))
-                .collect();
-            let skip = all.len().saturating_sub(3);
-            rows.extend(all.into_iter().skip(skip));
-        }
-        rows
-    }
-
-    /// "Working… 12s · esc to interrupt", retry countdown or compaction.
-    fn status_row(&self) -> Option<Line<'static>> {
-        let spin = spinner_frame(self.spinner);
-        let secs = |since: i64| ((self.now_ms - since).max(0) / 1000) as u64;
-        let (glyph, text) = match self.transcript.activity.as_ref()? {
-            Activity::Idle => return None,
-            Activity::Working { since_ms } => (
-                spin.to_string(),
-                format!("Working… {} · esc to interrupt", fmt_secs(secs(*since_ms))),
-            ),
-            Activity::Retrying {
-                attempt,
-                max,
-                until_ms,
-                error,
-            } => (
-                "↻".to_string(),
-                format!(
-                    "Retrying ({attempt}/{max}) in {}s: {error} · esc to cancel",
-                    ((until_ms - self.now_ms).max(0) + 999) / 1000
-                ),
-            ),
-            Activity::Compacting { since_ms } => (
-                "⇣".to_string(),
-                format!("Compacting the conversation… {}", fmt_secs(secs(*since_ms))),
-            ),
-        };
-        Some(Line::from(vec![
-            Span::styled(format!("{glyph} "), Style::default().fg(Color::Yellow)),
-            Span::styled(text, dim()),
-        ]))
-    }
-
-    fn queue_rows(&self, w: usize) -> Vec<Line<'static>> {
-        let t = &self.transcript;
-        let mut rows = Vec::new();
-        for s in &t.steering {
-            rows.push(queued_row("↳ steer", s, Color::Cyan, w));
-        }
-        for f in &t.follow_up {
-            rows.push(queued_row("⏎ queued", f, Color::Blue, w));
-        }
-        if !rows.is_empty() {
-            rows.push(Line::styled(
-                "  esc aborts the run and puts queued messages back in the editor",
-                dim(),
-            ));
-        }
-        rows
-    }
-
-    /// The composer (or the approval dialog), completions, the status line and the hint.
-    fn editor_rows(&self, width: u16) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
-        let w = width.max(1) as usize;
-        // The rule character is ambiguous-width: as many as fit at its measured width.
-        let rule = "─".repeat(w / crate::text::width("─").max(1));
-        let mut rows = vec![Line::styled(rule, dim())];
-        let mut cursor = None;
-        if let Some(a) = self.approvals.front() {
-            rows.extend(approval_rows(a, self.approvals.len(), w));
-        } else {
-            let placeholder = if self.transcript.is_running() {
-                "Enter steers · Alt+Enter queues a follow-up · Esc interrupts"
-            } else {
-                "Ask anything · / for commands · ! runs a shell command"
-            };
-            let (lines, (cx, cy)) = self.composer.render(width, "› ", Some(placeholder));
-            cursor = Some((cx, cy + 1));
-            rows.extend(lines);
-            rows.extend(self.completion_rows(w));
-        }
-        rows.push(self.status_line(w));
-        if let Some(h) = &self.hint {
-            rows.push(paint::truncate_line(
-                &Line::styled(h.clone(), Style::default().fg(Color::Yellow)),
-                w,
-            ));
-        }
-        (rows, cursor)
-    }
-
-    fn completion_rows(&self, w: usize) -> Vec<Line<'static>> {
-        let text = self.composer.text();
-        let Some(prefix) = text.strip_prefix('/') else {
-            return Vec::new();
-        };
-        if prefix.contains(char::is_whitespace) {
-            return Vec::new();
-        }
-        COMMANDS
-            .iter()
-            .map(|(c, d)| (c.to_string(), d.to_string()))
-            .chain(self.templates.iter().cloned())
-            .filter(|(c, _)| c.starts_with(prefix))
-            .take(6)
-            .map(|(c, d)| {
-                paint::truncate_line(
-                    &Line::from(vec![
-                        Span::styled(format!("  /{c:<10} "), Style::default().fg(Color::Cyan)),
-                        Span::styled(d, dim()),
-                    ]),
-                    w,
-                )
-            })
-            .collect()
-    }
-
-    /// model · thinking · tokens · cost · context % · session name.
-    fn status_line(&self, w: usize) -> Line<'static> {
-        let t = &self.transcript;
-        let u = &t.totals.usage;
-        let mut parts = vec![t.model.clone()];
-        if !t.thinking_level.is_empty() && t.thinking_level != "off" {
-            parts.push(format!("thinking {}", t.thinking_level));
-        }
-        parts.push(format!(
-            "↑{} ↓{}",
-            fmt_tokens(u.input + u.cache_read + u.cache_write),
-            fmt_tokens(u.output)
-        ));
-        if u.cost.total > 0.0 {
-            parts.push(format!("${:.3}", u.cost.total));
-        }
-        if self.context_window > 0 {
-            let pct = t.totals.context_tokens as f64 * 100.0 / self.context_window as f64;
-            parts.push(format!("ctx {pct:.0}%"));
-        }
-        if let Some(n) = &t.session_name {
-            parts.push(n.clone());
-        }
-        paint::truncate_line(&Line::styled(parts.join(" · "), dim()), w)
-    }
-}
-
-fn queued_row(label: &str, text: &str, color: Color, w: usize) -> Line<'static> {
-    paint::truncate_line(
-        &Line::from(vec![
-            Span::styled(format!("{label}: "), Style::default().fg(color)),
-            Span::raw(text.replace('\n', " ")),
-        ]),
-        w,
-    )
-}
-
-fn approval_rows(a: &Approval, waiting: usize, w: usize) -> Vec<Line<'static>> {
-    let yellow = Style::default().fg(Color::Yellow);
-    let bold = Style::default().add_modifier(Modifier::BOLD);
-    let mut rows = paint::wrap_line(
-        &Line::from(vec![
-            Span::styled("? ", yellow),
-            Span::styled(format!("Allow {}", a.tool_name), bold),
-            Span::raw(": "),
-            Span::raw(tool_cell::describe(&a.tool_name, &a.args)),
-        ]),
-        w,
-        2,
-    );
-    rows.truncate(4);
-    rows.push(paint::truncate_line(
-        &Line::from(vec![
-            Span::styled("  y", yellow),
-            Span::raw(" allow once  "),
-            Span::styled("a", yellow),
-            Span::raw(format!(" always allow {}  ", a.tool_name)),
-            Span::styled("n", yellow),
-            Span::raw(" deny"),
-        ]),
-        w,
-    ));
-    if waiting > 1 {
-        rows.push(Line::styled(
-            format!("  ({} more waiting)", waiting - 1),
-            dim(),
-        ));
-    }
-    rows
-}
-
-/// 950 → "950", 12_300 → "12.3k", 1_200_000 → "1.2M".
-pub fn fmt_tokens(n: u64) -> String {
-    match n {
-        0..=999 => n.to_string(),
-        1_000..=999_999 => format!("{:.1}k", n as f64 / 1000.0),
-        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
-    }
-}
-
-fn fmt_secs(s: u64) -> String {
-    if s < 60 {
-        format!("{s}s")
-    } else {
-        format!("{}m {}s", s / 60, s % 60)
-    }
-}
-
-/// One frame of the working spinner.
-fn spinner_frame(n: usize) -> char {
-    const FRAMES: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-    FRAMES[n % FRAMES.len()]
 }
