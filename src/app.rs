@@ -46,7 +46,7 @@ pub fn main() -> Exit {
 fn main_inner() -> Exit {
     if matches!(
         std::env::args().nth(1).as_deref(),
-        Some("daemon") | Some("ps")
+        Some("daemon") | Some("ps") | Some("attach")
     ) {
         return daemon_main();
     }
@@ -134,7 +134,9 @@ fn daemon_main() -> Exit {
         return Exit::Config;
     };
     let mut out = Output::stdio(ColorChoice::Never);
-    init_logging(&env, false);
+    // `keel attach` draws the TUI: logs go to the log file, never the screen.
+    let tui = matches!(cli.command, crate::cli::DaemonTop::Attach { .. });
+    init_logging(&env, tui);
     let Some(runtime) = runtime(&mut out) else {
         return Exit::Internal;
     };
@@ -269,9 +271,7 @@ async fn start(
         return crate::front::client::run(cli, env, mode, clock, out).await;
     }
     if cli.daemon {
-        return Err(StartupError::usage(
-            "--daemon works with -p, --json and --mode rpc; the TUI through the daemon comes next",
-        ));
+        return start_tui_in_daemon(cli, env, out).await;
     }
     if mode == Mode::Tui {
         return start_tui(cli, env, clock, out).await;
@@ -422,13 +422,7 @@ async fn start_tui(
     let opened = setup::open_session(cli, env, clock)?;
     warnings.extend(opened.warnings);
     let prompt = cli.prompt.join(" ");
-    let ambiguous_wide = match cli.ambiguous_width {
-        Some(w) => w == crate::cli::AmbiguousWidth::Wide,
-        None => env
-            .vars
-            .get("KEEL_AMBIGUOUS_WIDTH")
-            .is_some_and(|v| v.eq_ignore_ascii_case("wide")),
-    };
+    let ambiguous_wide = ambiguous_wide(cli, env);
     let tui_setup = crate::front::tui::TuiSetup {
         config,
         models,
@@ -447,6 +441,53 @@ async fn start_tui(
         ambiguous_wide,
     };
     crate::front::tui::run(tui_setup, out).await
+}
+
+/// The TUI with its session in the daemon: opened (or found) there with this command line's
+/// flags, then shown by the attached client.
+async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, StartupError> {
+    setup::check_session_flags(cli, false)?;
+    let socket = crate::front::daemon::socket_for(env, cli.socket.as_deref())?;
+    let stream = crate::front::daemon::start(&socket, env).await?;
+    let mut client = crate::daemon::client::Client::greet(stream, true).await?;
+    let args = crate::front::daemon::session_args(std::env::args().skip(1));
+    let prompt = cli.prompt.join(" ");
+    // The prompt is sent by the view, not given to the session's command line.
+    let args: Vec<String> = args
+        .into_iter()
+        .filter(|a| !cli.prompt.contains(a))
+        .collect();
+    let params = crate::front::daemon::open_params(env, args, false);
+    let opened = client
+        .call("session/open", params)
+        .await
+        .map_err(crate::front::client::open_failed)?;
+    drop(client);
+    let warnings = opened["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|w| w.as_str().map(str::to_string))
+        .collect();
+    let setup = crate::front::tui::client::AttachSetup {
+        socket,
+        session: opened["sessionId"].as_str().unwrap_or_default().to_string(),
+        prompt: (!prompt.trim().is_empty()).then_some(prompt),
+        warnings,
+        ambiguous_wide: ambiguous_wide(cli, env),
+    };
+    crate::front::tui::client::run(setup, out).await
+}
+
+/// Whether East-Asian ambiguous-width characters take two columns.
+pub(crate) fn ambiguous_wide(cli: &Cli, env: &Env) -> bool {
+    match cli.ambiguous_width {
+        Some(w) => w == crate::cli::AmbiguousWidth::Wide,
+        None => env
+            .vars
+            .get("KEEL_AMBIGUOUS_WIDTH")
+            .is_some_and(|v| v.eq_ignore_ascii_case("wide")),
+    }
 }
 
 /// The most piped stdin print and JSON modes take as part of the prompt (like RPC's line cap).

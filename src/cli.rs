@@ -222,6 +222,14 @@ pub enum DaemonTop {
         #[command(subcommand)]
         action: DaemonAction,
     },
+    /// Show a session live in the daemon in the TUI (the only one, when no id is given).
+    Attach {
+        /// The session id (a unique prefix is enough).
+        id: Option<String>,
+        /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+    },
     /// List the sessions live in the daemon.
     Ps {
         /// One JSON object per session per line.

@@ -33,6 +33,7 @@ mod stdio;
 mod support;
 mod tools_hardening;
 mod tui;
+mod tui_daemon;
 mod tui_pty;
 mod tui_vt100;
 mod tui_wire;

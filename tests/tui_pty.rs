@@ -12,8 +12,8 @@ use portable_pty::{native_pty_system, CommandBuilder, PtySize};
 use crate::support::{fixture, Sandbox};
 
 /// The pty's screen as the user sees it, fed by a reader thread.
-struct Screen {
-    parser: vt100::Parser,
+pub struct Screen {
+    pub parser: vt100::Parser,
     rx: mpsc::Receiver<Vec<u8>>,
     writer: Box<dyn Write + Send>,
     /// Everything the program wrote, for checks on raw bytes.
@@ -26,12 +26,12 @@ struct Screen {
 const PATIENCE: Duration = Duration::from_secs(30);
 
 impl Screen {
-    fn text(&self) -> String {
+    pub fn text(&self) -> String {
         self.parser.screen().contents()
     }
 
     /// Reads output until `pred` holds for the screen; answers cursor position queries.
-    fn wait_for(&mut self, what: &str, pred: impl Fn(&str) -> bool) {
+    pub fn wait_for(&mut self, what: &str, pred: impl Fn(&str) -> bool) {
         while !pred(&self.text()) {
             let chunk = match self.rx.recv_timeout(PATIENCE) {
                 Ok(c) => c,
@@ -47,14 +47,14 @@ impl Screen {
         }
     }
 
-    fn send(&mut self, bytes: &str) {
+    pub fn send(&mut self, bytes: &str) {
         self.writer.write_all(bytes.as_bytes()).unwrap();
         self.writer.flush().unwrap();
     }
 }
 
 /// Starts `sh -c SHELL` in a fresh 80x24 pseudo-terminal, with the sandbox's environment.
-fn spawn(sb: &Sandbox, shell: &str) -> (Screen, Box<dyn portable_pty::Child + Send + Sync>) {
+pub fn spawn(sb: &Sandbox, shell: &str) -> (Screen, Box<dyn portable_pty::Child + Send + Sync>) {
     let pty = native_pty_system()
         .openpty(PtySize {
             rows: 24,

@@ -405,6 +405,18 @@ impl Follow<'_> {
                 });
                 return Line::Settled;
             }
+            // `abort` is answered after the run settled; an answer with no settle seen means
+            // nothing was running (a `--wait` for a run that ended as it was interrupted).
+            Incoming::Response { id, .. } if id == Id::string("abort") => {
+                if self.summary.settled.is_some() {
+                    return Line::Other;
+                }
+                self.summary.settled = Some(Settled {
+                    outcome: "aborted".into(),
+                    error: None,
+                });
+                return Line::Settled;
+            }
             _ => return Line::Other,
         };
         match method.as_str() {

@@ -20,6 +20,52 @@ use crate::output::Output;
 /// Runs one daemon command.
 pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, StartupError> {
     match cli.command {
+        DaemonTop::Attach { id, socket } => {
+            let socket = socket_for(env, socket.as_deref())?;
+            let status = status_of(&socket).await?;
+            let live: Vec<String> = sessions(&status)
+                .iter()
+                .filter_map(|s| s["sessionId"].as_str().map(str::to_string))
+                .collect();
+            let hits: Vec<&String> = match &id {
+                Some(q) => live.iter().filter(|s| s.starts_with(q.as_str())).collect(),
+                None => live.iter().collect(),
+            };
+            let session = match (hits.as_slice(), &id) {
+                ([one], _) => (*one).clone(),
+                ([], Some(q)) => return Err(StartupError::config(format!(
+                    "no session {q} is live in the keel daemon"
+                ))
+                .hint(
+                    "keel ps lists them; a saved session opens with keel --daemon --resume <ID>",
+                )),
+                ([], None) => {
+                    return Err(
+                        StartupError::config("no session is live in the keel daemon")
+                            .hint("start one with: keel --daemon"),
+                    )
+                }
+                (_, _) => {
+                    let _ = out.out(ps_table(&status).as_bytes());
+                    return Err(StartupError::usage("several sessions are live; name one")
+                        .hint("keel attach <ID> (a unique prefix is enough)"));
+                }
+            };
+            if !env.stdin_tty || !env.stdout_tty {
+                return Err(StartupError::usage("keel attach needs a terminal"));
+            }
+            let setup = crate::front::tui::client::AttachSetup {
+                socket,
+                session,
+                prompt: None,
+                warnings: Vec::new(),
+                ambiguous_wide: env
+                    .vars
+                    .get("KEEL_AMBIGUOUS_WIDTH")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("wide")),
+            };
+            crate::front::tui::client::run(setup, out).await
+        }
         DaemonTop::Ps { json, socket } => {
             let status = status_of(&socket_for(env, socket.as_deref())?).await?;
             let text = if json {

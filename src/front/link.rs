@@ -49,6 +49,7 @@ type Pending = HashMap<String, Back>;
 /// A command for the daemon connection's task: method, params and where the answer goes.
 type Outgoing = (String, Value, Back);
 
+#[derive(Clone)]
 enum Kind {
     Local(SessionHandle),
     Daemon {
@@ -215,6 +216,26 @@ impl Link {
 
     /// Runs a pi command: pi's `data` (`{}` without one) or pi's error text.
     pub async fn request(&self, command: &str, params: Value) -> Result<Value, String> {
+        self.commands().request(command, params).await
+    }
+
+    /// A handle for sending commands from other tasks.
+    pub fn commands(&self) -> Commands {
+        Commands {
+            kind: self.kind.clone(),
+        }
+    }
+}
+
+/// Sends pi commands to a link's session; cheap to clone.
+#[derive(Clone)]
+pub struct Commands {
+    kind: Kind,
+}
+
+impl Commands {
+    /// Runs a pi command: pi's `data` (`{}` without one) or pi's error text.
+    pub async fn request(&self, command: &str, params: Value) -> Result<Value, String> {
         match &self.kind {
             Kind::Local(handle) => {
                 let (answer, _) = handle.request(Request::new(command, params)).await;
@@ -234,7 +255,9 @@ impl Link {
             }
         }
     }
+}
 
+impl Link {
     /// The next item of the stream (`None` once the link has ended).
     pub async fn next(&mut self) -> Option<Note> {
         let note = self.notes.recv().await?;

@@ -7,6 +7,7 @@
 //! `output::TerminalOut`; diagnostics go to the log file, never the screen.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod client;
 pub mod composer;
 pub mod markdown;
 pub mod paint;
@@ -46,7 +47,7 @@ use view::{Action, View};
 /// The shortest time between two frames while things stream (about 60 frames a second).
 pub const FRAME_INTERVAL: Duration = Duration::from_millis(16);
 /// How often spinners and timers advance while the agent works.
-const TICK: Duration = Duration::from_millis(100);
+pub(super) const TICK: Duration = Duration::from_millis(100);
 
 /// Everything the TUI needs from startup.
 pub struct TuiSetup {
@@ -85,7 +86,7 @@ pub fn draw<W: Write>(view: &mut View, term: &mut InlineTerminal<W>) -> io::Resu
 }
 
 /// What the input thread delivers.
-enum Input {
+pub(super) enum Input {
     Term(TermEvent),
     /// A resize, with the cursor row the terminal reports after it (reflowing terminals move
     /// the live area).
@@ -124,7 +125,7 @@ pub async fn run(setup: TuiSetup, out: &mut Output) -> Result<Exit, StartupError
 }
 
 /// Reads terminal events on a plain thread (a pending read must never hold up exit).
-fn spawn_input(tx: mpsc::UnboundedSender<Input>) {
+pub(super) fn spawn_input(tx: mpsc::UnboundedSender<Input>) {
     let spawned = std::thread::Builder::new()
         .name("keel-tui-input".into())
         .spawn(move || loop {
@@ -394,6 +395,11 @@ impl Ui {
         let busy = self.view.transcript.is_running();
         match name {
             "quit" | "exit" => self.stop = Some(Exit::Success),
+            "detach" => self.view.notice(HistoryCell::Notice(
+                "this session runs in this keel process, not in the daemon: /quit ends it \
+                 (start keel with --daemon for a session that outlives the window)"
+                    .to_string(),
+            )),
             "help" => self.view.notice(HistoryCell::Notice(help_text())),
             "model" => self.model_command(args),
             "thinking" => {
@@ -630,7 +636,7 @@ impl Ui {
 }
 
 /// The user messages of a session, oldest first (the editor's history).
-fn user_history(messages: &[crate::kernel::message::Message]) -> Vec<String> {
+pub(super) fn user_history(messages: &[crate::kernel::message::Message]) -> Vec<String> {
     messages
         .iter()
         .filter_map(|m| match m {
@@ -640,11 +646,11 @@ fn user_history(messages: &[crate::kernel::message::Message]) -> Vec<String> {
         .collect()
 }
 
-fn short_id(id: &str) -> &str {
+pub(super) fn short_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
-fn help_text() -> String {
+pub(super) fn help_text() -> String {
     let mut s = String::from("commands:");
     for (c, d) in view::COMMANDS {
         s.push_str(&format!("\n  /{c:<10} {d}"));

@@ -373,7 +373,9 @@ impl View {
             let name_end = rest.find(char::is_whitespace).unwrap_or(rest.len());
             let name = &rest[..name_end];
             let args = rest[name_end..].trim().to_string();
-            if COMMANDS.iter().any(|(c, _)| *c == name) || name == "exit" {
+            // `/exit` is `/quit`; `/detach` leaves a daemon session running (the in-process
+            // controller says it has no daemon).
+            if COMMANDS.iter().any(|(c, _)| *c == name) || name == "exit" || name == "detach" {
                 self.composer.take();
                 return Some(Action::Command {
                     name: name.to_string(),

@@ -1,0 +1,92 @@
+//! The TUI as a daemon client in a real pseudo-terminal: closing the window does not stop the
+//! run; `keel attach` shows what happened meanwhile. The run waits on a FIFO the test opens
+//! only after the window is gone, so "the run outlived the window" is certain, not timed.
+
+use serde_json::json;
+
+use crate::daemon_support::Daemon;
+use crate::support::Sandbox;
+use crate::tui_pty::spawn;
+
+#[test]
+fn closing_the_window_leaves_the_run_going_and_attach_shows_its_end() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let fifo = sb.dir.path().join("signal.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let script = sb.dir.path().join("wait.json");
+    let turns = json!({"turns": [
+        {"match": "go", "chunks": [
+            {"text": "Waiting for the signal."},
+            {"toolCall": {"id": "call_wait", "name": "bash",
+                          "arguments": {"command": format!("cat {}", fifo.display())}}}
+        ]},
+        {"chunks": [{"text": "The signal came: all done."}]}
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let shell = format!(
+        "exec '{keel}' --daemon --socket '{socket}' --provider scripted --script '{}' --permission auto --session-id live go",
+        script.display()
+    );
+    let (mut window, mut child) = spawn(&sb, &shell);
+    window.wait_for("the bash tool running", |t| {
+        t.contains("Waiting for the signal.") && t.contains("cat ")
+    });
+    // The terminal window closes: the kernel sends the terminal's process SIGHUP (sent here by
+    // hand: the test's reader still holds the pty open). The client goes; the run does not.
+    let pid = child.process_id().unwrap() as i32;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGHUP,
+    )
+    .unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.exit_code(), 129, "{status:?}");
+    drop(window);
+    let mut c = d.connect();
+    c.hello(false);
+    let state = |c: &mut crate::daemon_support::Conn| {
+        c.sessions()
+            .iter()
+            .find(|s| s["sessionId"] == "live")
+            .map(|s| s["state"].as_str().unwrap().to_string())
+    };
+    assert_eq!(state(&mut c).as_deref(), Some("running"));
+    // Now let the tool finish and wait for the daemon to report the run over.
+    std::fs::write(&fifo, "go on\n").unwrap();
+    let mut seen = Vec::new();
+    c.call("session/attach", json!({"sessionId": "live"}));
+    loop {
+        let v = c.recv().expect("the daemon closed the connection");
+        if v["params"]["event"]["type"] == "agent_settled" {
+            break;
+        }
+        seen.push(v);
+    }
+    assert_eq!(state(&mut c).as_deref(), Some("idle"));
+
+    // A new window attaches and shows the whole story.
+    let (mut again, mut child2) = spawn(
+        &sb,
+        &format!("exec '{keel}' attach liv --socket '{socket}'"),
+    );
+    again.wait_for("the final answer", |t| {
+        t.contains("The signal came: all done.")
+    });
+    let text = again.text();
+    assert!(text.contains("Waiting for the signal."), "{text}");
+    again.send("/detach\r");
+    again.wait_for("the goodbye", |t| t.contains("Left session live"));
+    let status = child2.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    // The session file has every entry.
+    let files = sb.session_files();
+    assert_eq!(files.len(), 1);
+    let file = std::fs::read_to_string(&files[0]).unwrap();
+    assert!(
+        file.contains("all done") && file.contains("go on"),
+        "{file}"
+    );
+}
