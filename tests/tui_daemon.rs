@@ -90,3 +90,55 @@ fn closing_the_window_leaves_the_run_going_and_attach_shows_its_end() {
         "{file}"
     );
 }
+
+#[test]
+fn two_windows_on_one_session_see_one_stream_and_one_answer_closes_both_dialogs() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let script = sb.dir.path().join("ask.json");
+    let turns = json!({"turns": [
+        {"match": "go", "chunks": [
+            {"text": "Cleaning."},
+            {"toolCall": {"id": "call_clean", "name": "bash", "arguments": {"command": "echo cleaned"}}}
+        ]},
+        {"chunks": [{"text": "All clean."}]}
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let mut c = d.connect();
+    c.hello(false);
+    let script = script.display().to_string();
+    let opened = c.call(
+        "session/open",
+        json!({"cwd": sb.work(), "args": ["--provider", "scripted", "--script", script,
+               "--permission", "ask", "--session-id", "two"]}),
+    );
+    assert_eq!(opened["result"]["sessionId"], "two", "{opened}");
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let attach = format!("exec '{keel}' attach two --socket '{socket}'");
+    let (mut a, mut child_a) = spawn(&sb, &attach);
+    let (mut b, mut child_b) = spawn(&sb, &attach);
+    for w in [&mut a, &mut b] {
+        w.wait_for("the attached view", |t| {
+            t.contains("session two in the keel daemon")
+        });
+    }
+    a.send("go\r");
+    for w in [&mut a, &mut b] {
+        w.wait_for("the approval in both windows", |t| {
+            t.contains("Allow bash: echo cleaned") && t.contains("› go")
+        });
+    }
+    // Answered in the second window: the run goes on, and the dialog closes in both.
+    b.send("y");
+    for w in [&mut a, &mut b] {
+        w.wait_for("the answer and a closed dialog", |t| {
+            t.contains("All clean.") && !t.contains("Allow bash")
+        });
+    }
+    for (w, child) in [(&mut a, &mut child_a), (&mut b, &mut child_b)] {
+        w.send("/detach\r");
+        w.wait_for("the goodbye", |t| t.contains("Left session two"));
+        assert!(child.wait().unwrap().success());
+    }
+}
