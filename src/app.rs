@@ -459,7 +459,7 @@ async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> Result<E
         .collect();
     let params = crate::front::daemon::open_params(env, args, false);
     let opened = client
-        .call("session/open", params)
+        .call("session/open", params.clone())
         .await
         .map_err(crate::front::client::open_failed)?;
     drop(client);
@@ -475,6 +475,8 @@ async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> Result<E
         prompt: (!prompt.trim().is_empty()).then_some(prompt),
         warnings,
         ambiguous_wide: ambiguous_wide(cli, env),
+        reopen: params,
+        env: env.clone(),
     };
     crate::front::tui::client::run(setup, out).await
 }

@@ -142,3 +142,66 @@ fn two_windows_on_one_session_see_one_stream_and_one_answer_closes_both_dialogs(
         assert!(child.wait().unwrap().success());
     }
 }
+
+/// Kills, by pid, a daemon the client under test spawned (it is the test's too).
+struct Spawned(Option<i32>);
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+}
+
+#[test]
+fn a_daemon_killed_mid_run_is_replaced_on_enter_and_the_session_resumes_from_its_file() {
+    let sb = Sandbox::new();
+    let mut d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.clone();
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let shell = format!(
+        "exec '{keel}' --daemon --socket '{}' --provider scripted --script '{}' --session-id dead work",
+        socket.display(),
+        crate::support::fixture("hang.json")
+    );
+    let (mut w, mut child) = spawn(&sb, &shell);
+    w.wait_for("the run under way", |t| {
+        t.contains("› work") && t.contains("Working")
+    });
+    let old = d.pid();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(old),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert_eq!(d.wait(), 128 + 9);
+    w.wait_for("the lost connection", |t| {
+        t.contains("connection to the keel daemon was lost")
+    });
+    w.send("\r");
+    w.wait_for("the resumed session", |t| {
+        t.contains("a new one resumed session")
+    });
+    // The daemon the client started is this test's to stop.
+    let status = std::process::Command::new(keel)
+        .args(["daemon", "status", "--json", "--socket"])
+        .arg(&socket)
+        .env("KEEL_HOME", sb.home())
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let _new = Spawned(status["pid"].as_i64().map(|p| p as i32));
+    assert_ne!(status["pid"].as_i64(), Some(i64::from(old)));
+    let sessions = status["sessions"].as_array().unwrap();
+    assert_eq!(sessions.len(), 1, "{status}");
+    assert_eq!(sessions[0]["sessionId"], "dead");
+    let text = w.text();
+    assert!(text.contains("› work"), "the prompt is still there: {text}");
+    w.send("/detach\r");
+    w.wait_for("the goodbye", |t| t.contains("Left session dead"));
+    assert!(child.wait().unwrap().success());
+}

@@ -31,6 +31,11 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
                 Some(q) => live.iter().filter(|s| s.starts_with(q.as_str())).collect(),
                 None => live.iter().collect(),
             };
+            let cwd = sessions(&status)
+                .iter()
+                .find(|s| hits.first().is_some_and(|h| s["sessionId"] == h.as_str()))
+                .and_then(|s| s["cwd"].as_str().map(PathBuf::from))
+                .unwrap_or_else(|| env.cwd.clone());
             let session = match (hits.as_slice(), &id) {
                 ([one], _) => (*one).clone(),
                 ([], Some(q)) => return Err(StartupError::config(format!(
@@ -63,6 +68,12 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
                     .vars
                     .get("KEEL_AMBIGUOUS_WIDTH")
                     .is_some_and(|v| v.eq_ignore_ascii_case("wide")),
+                reopen: {
+                    let mut here = env.clone();
+                    here.cwd = cwd;
+                    open_params(&here, Vec::new(), false)
+                },
+                env: env.clone(),
             };
             crate::front::tui::client::run(setup, out).await
         }

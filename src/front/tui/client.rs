@@ -34,6 +34,10 @@ pub struct AttachSetup {
     pub prompt: Option<String>,
     pub warnings: Vec<String>,
     pub ambiguous_wide: bool,
+    /// How to open the session again in a new daemon if this one dies: `session/open`'s
+    /// params (their session flags are replaced by the session's file).
+    pub reopen: Value,
+    pub env: crate::mode::Env,
 }
 
 /// Answers of commands sent in the background.
@@ -58,6 +62,10 @@ struct Client {
     stop: Option<Exit>,
     /// The daemon went away: Enter tries to reconnect.
     lost: bool,
+    reopen: Value,
+    env: crate::mode::Env,
+    /// The session's file, for reopening it in a new daemon.
+    file: Option<String>,
 }
 
 /// Attaches the TUI to a session of the daemon until the user leaves (exit 0), the terminal
@@ -96,6 +104,9 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
         last_frame: None,
         stop: None,
         lost: false,
+        reopen: setup.reopen,
+        env: setup.env,
+        file: None,
     };
     client.load(&start, &setup.warnings);
     client.render();
@@ -130,6 +141,7 @@ impl Client {
             .filter_map(|m| serde_json::from_value(m.clone()).ok())
             .collect();
         let state = &snap["state"];
+        self.file = state["sessionFile"].as_str().map(str::to_string);
         let t = &mut self.view.transcript;
         t.model = state["model"]["id"]
             .as_str()
@@ -286,10 +298,49 @@ impl Client {
                 self.seq = start.seq;
                 self.view.set_hint("");
             }
+            Err(_)
+                if !self.socket.exists()
+                    || std::os::unix::net::UnixStream::connect(&self.socket).is_err() =>
+            {
+                self.restart().await
+            }
             Err(e) => {
                 self.lost = true;
                 self.view
                     .notice(HistoryCell::Error(format!("cannot reconnect: {e}")));
+            }
+        }
+    }
+
+    /// The daemon is gone: start a new one and open the session there again from its file.
+    async fn restart(&mut self) {
+        let Some(file) = self.file.clone() else {
+            self.view.notice(HistoryCell::Error(
+                "the keel daemon is gone and this session has no file to resume".into(),
+            ));
+            return;
+        };
+        match reopen(&self.socket, &self.env, &self.reopen, &file).await {
+            Ok((id, link, start)) => {
+                self.link = link;
+                self.commands = self.link.commands();
+                self.lost = false;
+                self.epoch = start.epoch.clone();
+                self.seq = start.seq;
+                let old = std::mem::take(&mut self.view);
+                self.view.composer = old.composer;
+                self.load(&start, &[]);
+                self.view.notice(HistoryCell::Notice(format!(
+                    "the keel daemon had stopped: a new one resumed session {} from its file",
+                    short_id(&id)
+                )));
+                self.view.set_hint("");
+            }
+            Err(e) => {
+                self.lost = true;
+                self.view.notice(HistoryCell::Error(format!(
+                    "cannot start a new keel daemon: {e}"
+                )));
             }
         }
     }
@@ -403,5 +454,85 @@ impl Client {
                 "/{other} is not available through the daemon yet (keel --no-daemon has it)"
             ))),
         }
+    }
+}
+
+/// Session flags (and their values) that pick a session: replaced when reopening by file.
+const SESSION_FLAGS: &[&str] = &["--continue", "-c", "--no-session"];
+const SESSION_FLAGS_WITH_VALUE: &[&str] =
+    &["--resume", "-r", "--session", "--session-id", "--fork"];
+
+/// `args` without the flags that pick a session, then `--session FILE`.
+fn args_for_file(args: &[Value], file: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args.iter().filter_map(Value::as_str) {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        let flag = a.split('=').next().unwrap_or(a);
+        if SESSION_FLAGS_WITH_VALUE.contains(&a) {
+            skip = true;
+            continue;
+        }
+        if SESSION_FLAGS.contains(&a) || SESSION_FLAGS_WITH_VALUE.contains(&flag) {
+            continue;
+        }
+        out.push(a.to_string());
+    }
+    out.extend(["--session".to_string(), file.to_string()]);
+    out
+}
+
+/// Starts (or finds) a daemon on `socket`, opens `file` there with `params`' other flags and
+/// attaches.
+async fn reopen(
+    socket: &std::path::Path,
+    env: &crate::mode::Env,
+    params: &Value,
+    file: &str,
+) -> Result<(String, Link, Start), String> {
+    let stream = crate::front::daemon::start(socket, env)
+        .await
+        .map_err(|e| e.message)?;
+    let mut client = crate::daemon::client::Client::greet(stream, true)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut params = params.clone();
+    let args = params["args"].as_array().cloned().unwrap_or_default();
+    params["args"] = json!(args_for_file(&args, file));
+    let opened = client
+        .call("session/open", params)
+        .await
+        .map_err(|e| e.to_string())?;
+    drop(client);
+    let id = opened["sessionId"].as_str().unwrap_or_default().to_string();
+    let (link, start) = Link::daemon(socket, &id, None, true).await?;
+    Ok((id, link, start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reopening_by_file_drops_the_flags_that_picked_the_session() {
+        let args: Vec<Value> = [
+            "--provider",
+            "p",
+            "--session-id",
+            "x",
+            "--continue",
+            "--resume=y",
+            "-m",
+            "m",
+        ]
+        .iter()
+        .map(|s| json!(s))
+        .collect();
+        assert_eq!(
+            args_for_file(&args, "/f.jsonl"),
+            ["--provider", "p", "-m", "m", "--session", "/f.jsonl"]
+        );
     }
 }
