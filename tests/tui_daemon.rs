@@ -205,3 +205,40 @@ fn a_daemon_killed_mid_run_is_replaced_on_enter_and_the_session_resumes_from_its
     w.wait_for("the goodbye", |t| t.contains("Left session dead"));
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn quitting_during_a_run_asks_whether_to_leave_it_running_or_stop_it() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let mut c = d.connect();
+    c.hello(false);
+    let script = crate::support::fixture("hang.json");
+    let opened = c.call(
+        "session/open",
+        json!({"cwd": sb.work(), "args": ["--provider", "scripted", "--script", script, "--session-id", "busy"]}),
+    );
+    assert_eq!(opened["result"]["sessionId"], "busy", "{opened}");
+    let r = c.call("prompt", json!({"sessionId": "busy", "message": "work"}));
+    assert!(r.get("result").is_some(), "{r}");
+    let state = |c: &mut crate::daemon_support::Conn| {
+        c.sessions()[0]["state"].as_str().unwrap().to_string()
+    };
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let attach = format!("exec '{keel}' attach busy --socket '{socket}'");
+    for (key, want) in [("l", "running"), ("s", "idle")] {
+        let (mut w, mut child) = spawn(&sb, &attach);
+        w.wait_for("the running session", |t| {
+            t.contains("session busy in the keel daemon")
+        });
+        w.send("\x04"); // Ctrl+D
+        w.wait_for("the question", |t| {
+            t.contains("l leaves it running in the daemon")
+        });
+        w.send(key);
+        w.wait_for("the goodbye", |t| t.contains("Left session busy"));
+        assert!(child.wait().unwrap().success());
+        // "s" waits for the daemon to answer the abort, which it does once the run settled.
+        assert_eq!(state(&mut c), want, "after pressing {key}");
+    }
+}

@@ -66,6 +66,8 @@ struct Client {
     env: crate::mode::Env,
     /// The session's file, for reopening it in a new daemon.
     file: Option<String>,
+    /// Quitting while a run is active: waiting for "leave it running" or "stop it".
+    asking_quit: bool,
 }
 
 /// Attaches the TUI to a session of the daemon until the user leaves (exit 0), the terminal
@@ -107,6 +109,7 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
         reopen: setup.reopen,
         env: setup.env,
         file: None,
+        asking_quit: false,
     };
     client.load(&start, &setup.warnings);
     client.render();
@@ -354,6 +357,25 @@ impl Client {
                     self.stop = Some(Exit::Success);
                 }
             }
+            Input::Term(TermEvent::Key(key)) if self.asking_quit => {
+                use crossterm::event::KeyCode;
+                self.asking_quit = false;
+                self.view.set_hint("");
+                match key.code {
+                    KeyCode::Char('l') | KeyCode::Char('d') | KeyCode::Enter => {
+                        self.stop = Some(Exit::Success)
+                    }
+                    KeyCode::Char('s') => {
+                        // Awaited: the stop must reach the daemon before this client ends
+                        // (`abort` is answered once the run has settled).
+                        if let Err(e) = self.commands.request("abort", json!({})).await {
+                            self.view.notice(HistoryCell::Error(e));
+                        }
+                        self.stop = Some(Exit::Success);
+                    }
+                    _ => {}
+                }
+            }
             Input::Term(TermEvent::Key(key)) => {
                 let mut actions: Vec<Action> = self.view.on_key(key).into_iter().collect();
                 actions.extend(self.view.take_auto_approvals());
@@ -419,14 +441,28 @@ impl Client {
             Action::OpenSession(path) => {
                 self.send("switch_session", json!({"sessionPath": path}));
             }
-            Action::Quit => self.stop = Some(Exit::Success),
+            Action::Quit => self.quit(),
         }
         self.dirty = true;
     }
 
+    /// Leaving while a run is active asks whether to leave it running or stop it; otherwise
+    /// the view just ends (the session stays live in the daemon).
+    fn quit(&mut self) {
+        if !self.view.transcript.is_running() {
+            self.stop = Some(Exit::Success);
+            return;
+        }
+        self.asking_quit = true;
+        self.view.set_hint(
+            "a run is active: l leaves it running in the daemon · s stops it · Esc stays",
+        );
+    }
+
     fn command(&mut self, name: &str, args: &str) {
         match name {
-            "quit" | "exit" | "detach" => self.stop = Some(Exit::Success),
+            "detach" => self.stop = Some(Exit::Success),
+            "quit" | "exit" => self.quit(),
             "help" => self.view.notice(HistoryCell::Notice(super::help_text())),
             "name" => self.send("set_session_name", json!({"name": args})),
             "compact" => {
