@@ -136,6 +136,12 @@ fn two_windows_on_one_session_see_one_stream_and_one_answer_closes_both_dialogs(
             t.contains("All clean.") && !t.contains("Allow bash")
         });
     }
+    // Where the agent runs, and how many windows show it.
+    a.send("/session\r");
+    a.wait_for("the session info", |t| {
+        let flat: String = t.split_whitespace().collect();
+        flat.contains("runsinthekeeldaemon(pid") && flat.contains("windowsattached:2")
+    });
     for (w, child) in [(&mut a, &mut child_a), (&mut b, &mut child_b)] {
         w.send("/detach\r");
         w.wait_for("the goodbye", |t| t.contains("Left session two"));

@@ -62,6 +62,8 @@ pub struct Link {
     session: String,
     kind: Kind,
     notes: mpsc::Receiver<Note>,
+    /// The daemon's `hello` answer (`None` in-process).
+    pub daemon: Option<Value>,
 }
 
 impl Link {
@@ -110,6 +112,7 @@ impl Link {
             session,
             kind: Kind::Local(handle),
             notes,
+            daemon: None,
         };
         Ok((link, start))
     }
@@ -133,6 +136,7 @@ impl Link {
             .await
             .map_err(|e| e.to_string())?;
         let early: Vec<(String, Value)> = client.notifications.drain(..).collect();
+        let hello = client.hello.get("daemon").cloned();
         let (read, mut write) = client.into_parts();
         let (tx, notes) = mpsc::channel(QUEUE);
         let (requests, mut request_rx) =
@@ -205,6 +209,7 @@ impl Link {
             session: owner,
             kind: Kind::Daemon { requests },
             notes,
+            daemon: hello,
         };
         Ok((link, start))
     }

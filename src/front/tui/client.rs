@@ -481,13 +481,27 @@ impl Client {
             "new" => self.send("new_session", json!({})),
             "session" => {
                 let id = self.link.session_id().to_string();
-                self.view.notice(HistoryCell::Notice(format!(
-                    "session {id}\nruns in the keel daemon ({}); leave with /detach and come back with: keel attach {id}",
-                    self.socket.display()
-                )));
+                let socket = self.socket.display().to_string();
+                let commands = self.commands.clone();
+                let back = self.back_tx.clone();
+                tokio::spawn(async move {
+                    let status = commands.request("daemon/status", json!({})).await;
+                    let status = status.unwrap_or_default();
+                    let me = status["sessions"]
+                        .as_array()
+                        .and_then(|l| l.iter().find(|s| s["sessionId"] == id.as_str()).cloned())
+                        .unwrap_or_default();
+                    let text = format!(
+                        "session {id} · file {} · runs in the keel daemon (pid {}, {socket}) · windows attached: {} · leave with /detach, come back with: keel attach {id}",
+                        me["sessionFile"].as_str().unwrap_or("(none)"),
+                        status["pid"],
+                        me["clients"],
+                    );
+                    let _ = back.send(Back::Notice(HistoryCell::Notice(text)));
+                });
             }
             other => self.view.notice(HistoryCell::Notice(format!(
-                "/{other} is not available through the daemon yet (keel --no-daemon has it)"
+                "/{other} is not available through the daemon yet (keel without --daemon has it)"
             ))),
         }
     }
