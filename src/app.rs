@@ -477,6 +477,7 @@ async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> Result<E
         ambiguous_wide: ambiguous_wide(cli, env),
         reopen: params,
         env: env.clone(),
+        session_dir: setup::session_dir(cli, env),
     };
     crate::front::tui::client::run(setup, out).await
 }

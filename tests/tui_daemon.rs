@@ -248,3 +248,39 @@ fn quitting_during_a_run_asks_whether_to_leave_it_running_or_stop_it() {
         assert_eq!(state(&mut c), want, "after pressing {key}");
     }
 }
+
+#[test]
+fn session_commands_work_through_the_daemon() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let shell = format!(
+        "exec '{keel}' --daemon --socket '{socket}' --provider scripted --script '{}' --session-id first hi",
+        crate::support::fixture("hello.json")
+    );
+    let (mut w, mut child) = spawn(&sb, &shell);
+    w.wait_for("the answer", |t| t.contains("Hello from keel!"));
+    w.send("/export out.html\r");
+    w.wait_for("the export", |t| t.contains("exported to"));
+    let html = std::fs::read_to_string(sb.work().join("out.html")).unwrap();
+    assert!(html.contains("Hello from keel!"));
+    w.send("/model\r");
+    w.wait_for("the model list", |t| t.contains("models you can use"));
+    w.send("/new\r");
+    w.wait_for("the new session", |t| t.contains("── session "));
+    let mut c = d.connect();
+    c.hello(false);
+    let ids: Vec<String> = c
+        .sessions()
+        .iter()
+        .map(|s| s["sessionId"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ids.len(), 1);
+    assert_ne!(ids[0], "first", "the window now shows a new session");
+    w.send("/detach\r");
+    w.wait_for("the goodbye", |t| {
+        t.contains(&format!("Left session {}", ids[0]))
+    });
+    assert!(child.wait().unwrap().success());
+}

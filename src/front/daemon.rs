@@ -74,6 +74,7 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
                     open_params(&here, Vec::new(), false)
                 },
                 env: env.clone(),
+                session_dir: crate::kernel::session::session_dir(&env.keel_home, &env.cwd),
             };
             crate::front::tui::client::run(setup, out).await
         }

@@ -38,12 +38,16 @@ pub struct AttachSetup {
     /// params (their session flags are replaced by the session's file).
     pub reopen: Value,
     pub env: crate::mode::Env,
+    /// The session directory of the cwd (the `/resume` picker).
+    pub session_dir: PathBuf,
 }
 
 /// Answers of commands sent in the background.
 enum Back {
     Notice(HistoryCell),
     Restore(Vec<String>),
+    /// The session was replaced: its messages, to show from the start.
+    Replay(String, Vec<Message>),
 }
 
 struct Client {
@@ -68,6 +72,8 @@ struct Client {
     file: Option<String>,
     /// Quitting while a run is active: waiting for "leave it running" or "stop it".
     asking_quit: bool,
+    /// Where the session picker looks.
+    session_dir: PathBuf,
 }
 
 /// Attaches the TUI to a session of the daemon until the user leaves (exit 0), the terminal
@@ -110,6 +116,7 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
         env: setup.env,
         file: None,
         asking_quit: false,
+        session_dir: setup.session_dir,
     };
     client.load(&start, &setup.warnings);
     client.render();
@@ -216,6 +223,7 @@ impl Client {
                     match back {
                         Back::Notice(cell) => self.view.notice(cell),
                         Back::Restore(texts) => self.view.restore_to_composer(texts),
+                        Back::Replay(id, messages) => self.replay(&id, &messages),
                     }
                     self.dirty = true;
                 }
@@ -252,15 +260,41 @@ impl Client {
             }
             Some(Note::Replaced { session, epoch }) => {
                 self.epoch = epoch;
-                self.view.notice(HistoryCell::Notice(format!(
-                    "now showing session {}",
-                    short_id(&session)
-                )));
+                let commands = self.commands.clone();
+                let back = self.back_tx.clone();
+                tokio::spawn(async move {
+                    let got = commands.request("get_messages", json!({})).await;
+                    let messages: Vec<Message> = got
+                        .ok()
+                        .and_then(|v| serde_json::from_value(v["messages"].clone()).ok())
+                        .unwrap_or_default();
+                    let _ = back.send(Back::Replay(session, messages));
+                });
             }
             Some(Note::Lagged { .. }) => self.reconnect().await,
             Some(Note::Lost(why)) => self.lost(&why),
             None => self.lost("the connection ended"),
         }
+        self.dirty = true;
+    }
+
+    /// Another session is shown from now on: the transcript starts over with its messages.
+    fn replay(&mut self, id: &str, messages: &[Message]) {
+        let (model, thinking) = (
+            self.view.transcript.model.clone(),
+            self.view.transcript.thinking_level.clone(),
+        );
+        let pending = self.view.transcript.drain();
+        self.view.transcript = super::transcript::Transcript::new();
+        self.view.transcript.model = model;
+        self.view.transcript.thinking_level = thinking;
+        for cell in pending {
+            self.view.notice(cell);
+        }
+        self.view
+            .notice(HistoryCell::Notice(format!("── session {id} ──")));
+        self.view.composer.set_history(user_history(messages));
+        self.view.transcript.replay(messages);
         self.dirty = true;
     }
 
@@ -405,6 +439,24 @@ impl Client {
         });
     }
 
+    /// Sends a command in the background and shows `say(data)`, or pi's error text.
+    fn ask_and_tell(
+        &self,
+        command: &'static str,
+        params: Value,
+        say: impl FnOnce(&Value) -> String + Send + 'static,
+    ) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        tokio::spawn(async move {
+            let cell = match commands.request(command, params).await {
+                Ok(v) => HistoryCell::Notice(say(&v)),
+                Err(e) => HistoryCell::Error(e),
+            };
+            let _ = back.send(Back::Notice(cell));
+        });
+    }
+
     async fn act(&mut self, action: Action) {
         match action {
             Action::Prompt(text) => self.send("prompt", json!({"message": text})),
@@ -464,7 +516,7 @@ impl Client {
             "detach" => self.stop = Some(Exit::Success),
             "quit" | "exit" => self.quit(),
             "help" => self.view.notice(HistoryCell::Notice(super::help_text())),
-            "name" => self.send("set_session_name", json!({"name": args})),
+            "name" if !args.is_empty() => self.send("set_session_name", json!({"name": args})),
             "compact" => {
                 let params = match args.is_empty() {
                     true => json!({}),
@@ -476,9 +528,50 @@ impl Client {
             "thinking" => self.send("set_thinking_level", json!({"level": args})),
             "model" if !args.is_empty() => {
                 let (provider, model) = args.split_once('/').unwrap_or(("", args));
-                self.send("set_model", json!({"provider": provider, "modelId": model}));
+                let what = args.to_string();
+                self.ask_and_tell(
+                    "set_model",
+                    json!({"provider": provider, "modelId": model}),
+                    move |_| format!("model: {what}"),
+                );
             }
+            "new" | "resume" | "fork" if self.view.transcript.is_running() => self.view.notice(
+                HistoryCell::Notice("the agent is working: press Esc to stop it first".into()),
+            ),
             "new" => self.send("new_session", json!({})),
+            "resume" => {
+                let here = crate::kernel::session::list(&self.session_dir);
+                let all = crate::kernel::session::list_all(&self.env.keel_home);
+                self.view
+                    .open_picker(super::picker::Picker::new(here, all, self.clock.now_ms()));
+            }
+            // A copy of the session as it stands, continued from here (this one stays).
+            "fork" => self.send("clone", json!({})),
+            "export" => {
+                let params = match args.is_empty() {
+                    true => json!({}),
+                    false => json!({"outputPath": self.env.cwd.join(args)}),
+                };
+                self.ask_and_tell("export_html", params, |v| {
+                    format!("exported to {}", v["path"].as_str().unwrap_or("?"))
+                });
+            }
+            "name" if args.is_empty() => self
+                .view
+                .notice(HistoryCell::Notice("usage: /name <session name>".into())),
+            "model" if args.is_empty() => {
+                self.ask_and_tell("get_available_models", json!({}), |v| {
+                    let mut text = String::from("models you can use (/model provider/id):");
+                    for m in v["models"].as_array().into_iter().flatten() {
+                        text.push_str(&format!(
+                            "\n   {}/{}",
+                            m["provider"].as_str().unwrap_or(""),
+                            m["id"].as_str().unwrap_or("")
+                        ));
+                    }
+                    text
+                })
+            }
             "session" => {
                 let id = self.link.session_id().to_string();
                 let socket = self.socket.display().to_string();
