@@ -416,7 +416,7 @@ async fn start_tui(
 ) -> Result<Exit, StartupError> {
     setup::check_session_flags(cli, true)?;
     let provider = setup::provider(cli, env).await?;
-    let (mut config, mut warnings, _skills) = setup::agent_config(cli, env, true)?;
+    let (mut config, mut warnings, skills) = setup::agent_config(cli, env, true)?;
     warnings.extend(setup::clamp_thinking(provider.as_ref(), &mut config));
     let models = setup::models(cli, env, provider)?;
     let opened = setup::open_session(cli, env, clock)?;
@@ -437,6 +437,7 @@ async fn start_tui(
             env.cwd.join(".keel").join("prompts"),
         ),
         warnings,
+        skills,
         prompt: (!prompt.trim().is_empty()).then_some(prompt),
         ambiguous_wide,
     };

@@ -259,8 +259,20 @@ fn session_commands_work_through_the_daemon() {
         "exec '{keel}' --daemon --socket '{socket}' --provider scripted --script '{}' --session-id first hi",
         crate::support::fixture("hello.json")
     );
+    let skill = sb.work().join(".agents/skills/lint");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: lint\ndescription: Lints.\n---\nLINT BODY: run the linter\n",
+    )
+    .unwrap();
     let (mut w, mut child) = spawn(&sb, &shell);
     w.wait_for("the answer", |t| t.contains("Hello from keel!"));
+    // A skill command is known to the menu and sent expanded by the daemon's host.
+    w.send("/skill:lint now\r");
+    w.wait_for("the expanded skill", |t| {
+        t.contains("LINT BODY: run the linter")
+    });
     w.send("/export out.html\r");
     w.wait_for("the export", |t| t.contains("exported to"));
     let html = std::fs::read_to_string(sb.work().join("out.html")).unwrap();

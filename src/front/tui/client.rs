@@ -48,6 +48,8 @@ enum Back {
     Restore(Vec<String>),
     /// The session was replaced: its messages, to show from the start.
     Replay(String, Vec<Message>),
+    /// The session's templates and skills (`get_commands`), for the slash menu.
+    Commands(Vec<(String, String)>),
 }
 
 struct Client {
@@ -119,6 +121,7 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
         session_dir: setup.session_dir,
     };
     client.load(&start, &setup.warnings);
+    client.fetch_commands();
     client.render();
     if let Some(p) = setup.prompt {
         client.act(Action::Prompt(p)).await;
@@ -224,6 +227,7 @@ impl Client {
                         Back::Notice(cell) => self.view.notice(cell),
                         Back::Restore(texts) => self.view.restore_to_composer(texts),
                         Back::Replay(id, messages) => self.replay(&id, &messages),
+                        Back::Commands(list) => self.view.templates = list,
                     }
                     self.dirty = true;
                 }
@@ -436,6 +440,27 @@ impl Client {
             if let Err(e) = commands.request(command, params).await {
                 let _ = back.send(Back::Notice(HistoryCell::Error(e)));
             }
+        });
+    }
+
+    /// Asks the session for its templates and skills, for the slash menu.
+    fn fetch_commands(&self) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        tokio::spawn(async move {
+            let Ok(v) = commands.request("get_commands", json!({})).await else {
+                return;
+            };
+            let list = v["commands"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| {
+                    let name = c["name"].as_str()?.to_string();
+                    Some((name, c["description"].as_str().unwrap_or("").to_string()))
+                })
+                .collect();
+            let _ = back.send(Back::Commands(list));
         });
     }
 

@@ -63,6 +63,8 @@ pub struct TuiSetup {
     pub keel_home: PathBuf,
     pub prompt_dirs: (PathBuf, PathBuf),
     pub warnings: Vec<String>,
+    /// Skills for `/skill:NAME`.
+    pub skills: Vec<crate::skills::Skill>,
     /// A prompt given on the command line: sent at once.
     pub prompt: Option<String>,
     /// Count East-Asian ambiguous-width characters as two columns.
@@ -161,6 +163,7 @@ struct Ui {
     session_dir: PathBuf,
     keel_home: PathBuf,
     templates: Vec<Template>,
+    skills: Vec<crate::skills::Skill>,
     tx: mpsc::UnboundedSender<Internal>,
     internal_rx: mpsc::UnboundedReceiver<Internal>,
     dirty: bool,
@@ -203,6 +206,12 @@ impl Ui {
         view.templates = templates
             .iter()
             .map(|t| (t.name.clone(), t.description.clone()))
+            .chain(
+                setup
+                    .skills
+                    .iter()
+                    .map(|s| (format!("skill:{}", s.name), s.description.clone())),
+            )
             .collect();
         view.composer.set_history(user_history(&messages));
         let mut ui = Ui {
@@ -215,6 +224,7 @@ impl Ui {
             session_dir: setup.session_dir,
             keel_home: setup.keel_home,
             templates,
+            skills: setup.skills,
             tx,
             internal_rx,
             dirty: true,
@@ -350,17 +360,13 @@ impl Ui {
         let session = self.live.session.clone();
         match action {
             Action::Prompt(text) => {
-                let text = prompts::expand(&text, &self.templates).unwrap_or(text);
+                let text = self.expand(text);
                 if let Err(e) = session.prompt(text) {
                     self.view.notice(HistoryCell::Error(e.to_string()));
                 }
             }
-            Action::Steer(text) => {
-                session.steer(prompts::expand(&text, &self.templates).unwrap_or(text))
-            }
-            Action::FollowUp(text) => {
-                session.follow_up(prompts::expand(&text, &self.templates).unwrap_or(text))
-            }
+            Action::Steer(text) => session.steer(self.expand(text)),
+            Action::FollowUp(text) => session.follow_up(self.expand(text)),
             Action::Abort => {
                 let (steering, follow_up) = session.clear_queue();
                 session.abort();
@@ -376,6 +382,13 @@ impl Ui {
             Action::Quit => self.stop = Some(Exit::Success),
         }
         self.dirty = true;
+    }
+
+    /// The user's text with a `/skill:NAME` or a `/template` expanded (as the host does).
+    fn expand(&self, text: String) -> String {
+        crate::skills::expand(&text, &self.skills)
+            .or_else(|| prompts::expand(&text, &self.templates))
+            .unwrap_or(text)
     }
 
     /// `!command`: runs in the shell as the user; the output reaches the model with the next
