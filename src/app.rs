@@ -415,6 +415,9 @@ async fn start_tui(
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
     setup::check_session_flags(cli, true)?;
+    if let Some(exit) = attach_if_live(cli, env, out).await? {
+        return Ok(exit);
+    }
     let provider = setup::provider(cli, env).await?;
     let (mut config, mut warnings, skills) = setup::agent_config(cli, env, true)?;
     warnings.extend(setup::clamp_thinking(provider.as_ref(), &mut config));
@@ -442,6 +445,69 @@ async fn start_tui(
         ambiguous_wide,
     };
     crate::front::tui::run(tui_setup, out).await
+}
+
+/// `--continue`, `--resume ID` or `--session` naming a session that is live in a running
+/// daemon: the TUI attaches to it there (a session is live in one place only) instead of
+/// failing on its lock. `None` when no daemon runs or it does not hold that session.
+async fn attach_if_live(
+    cli: &Cli,
+    env: &Env,
+    out: &mut Output,
+) -> Result<Option<Exit>, StartupError> {
+    let by_id = cli.resume.as_deref().filter(|r| !r.is_empty());
+    let file = match (&cli.session, cli.continue_) {
+        (Some(p), _) if p.contains('/') || p.ends_with(".jsonl") => Some(env.cwd.join(p)),
+        (None, true) => crate::kernel::session::find_latest(
+            &setup::session_dir(cli, env),
+            &env.cwd.display().to_string(),
+        ),
+        _ => None,
+    };
+    let by_id = by_id.or(cli.session.as_deref().filter(|_| file.is_none()));
+    if by_id.is_none() && file.is_none() {
+        return Ok(None);
+    }
+    let socket = crate::front::daemon::socket_for(env, cli.socket.as_deref())?;
+    let Ok(mut client) = crate::daemon::client::Client::connect(&socket, false).await else {
+        return Ok(None);
+    };
+    let Ok(status) = client.call("daemon/status", serde_json::json!({})).await else {
+        return Ok(None);
+    };
+    drop(client);
+    let want_file = file.map(|f| f.display().to_string());
+    let live = status["sessions"].as_array().and_then(|list| {
+        let hits: Vec<&serde_json::Value> = list
+            .iter()
+            .filter(|s| match (by_id, &want_file) {
+                (Some(q), _) => s["sessionId"].as_str().is_some_and(|id| id.starts_with(q)),
+                (None, Some(f)) => s["sessionFile"].as_str() == Some(f.as_str()),
+                (None, None) => false,
+            })
+            .collect();
+        match hits.as_slice() {
+            [one] => one["sessionId"].as_str().map(str::to_string),
+            _ => None,
+        }
+    });
+    let Some(session) = live else { return Ok(None) };
+    let prompt = cli.prompt.join(" ");
+    let setup = crate::front::tui::client::AttachSetup {
+        socket,
+        session,
+        prompt: (!prompt.trim().is_empty()).then_some(prompt),
+        warnings: vec!["this session is live in the keel daemon: showing it there".into()],
+        ambiguous_wide: ambiguous_wide(cli, env),
+        reopen: crate::front::daemon::open_params(
+            env,
+            crate::front::daemon::session_args(std::env::args().skip(1)),
+            false,
+        ),
+        env: env.clone(),
+        session_dir: setup::session_dir(cli, env),
+    };
+    crate::front::tui::client::run(setup, out).await.map(Some)
 }
 
 /// The TUI with its session in the daemon: opened (or found) there with this command line's

@@ -296,3 +296,34 @@ fn session_commands_work_through_the_daemon() {
     });
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn resuming_a_session_the_daemon_holds_attaches_to_it_there() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let mut c = d.connect();
+    c.hello(false);
+    let script = crate::support::fixture("hello.json");
+    let opened = c.call(
+        "session/open",
+        json!({"cwd": sb.work(), "args": ["--provider", "scripted", "--script", script, "--session-id", "held"]}),
+    );
+    assert_eq!(opened["result"]["sessionId"], "held", "{opened}");
+    c.call("session/attach", json!({"sessionId": "held"}));
+    let r = c.call("prompt", json!({"sessionId": "held", "message": "hi"}));
+    assert!(r.get("result").is_some(), "{r}");
+    c.events_until("agent_settled");
+    // Without --daemon: the session's file is locked by the daemon, so keel shows it there.
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let shell = format!(
+        "exec '{keel}' --socket '{socket}' --provider scripted --script '{script}' --resume held"
+    );
+    let (mut w, mut child) = spawn(&sb, &shell);
+    w.wait_for("the live session", |t| {
+        t.contains("live in the keel daemon: showing it there") && t.contains("Hello from keel!")
+    });
+    w.send("/detach\r");
+    w.wait_for("the goodbye", |t| t.contains("Left session held"));
+    assert!(child.wait().unwrap().success());
+}
