@@ -518,12 +518,8 @@ async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> Result<E
     let stream = crate::front::daemon::start(&socket, env).await?;
     let mut client = crate::daemon::client::Client::greet(stream, true).await?;
     let args = crate::front::daemon::session_args(std::env::args().skip(1));
+    // Prompt words among the args are parsed and ignored there: the view sends the prompt.
     let prompt = cli.prompt.join(" ");
-    // The prompt is sent by the view, not given to the session's command line.
-    let args: Vec<String> = args
-        .into_iter()
-        .filter(|a| !cli.prompt.contains(a))
-        .collect();
     let params = crate::front::daemon::open_params(env, args, false);
     let opened = client
         .call("session/open", params.clone())
