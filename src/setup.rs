@@ -120,7 +120,7 @@ pub fn debug_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
     for w in &warnings {
         s.push_str(&format!("Warning: {w}\n"));
     }
-    let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
+    let names: Vec<&str> = specs.iter().map(|s| s.name.as_ref()).collect();
     s.push_str(&format!("Tools: {}\n", names.join(", ")));
     s.push_str(&format!(
         "System prompt ({} bytes):\n{}\n",
@@ -196,6 +196,7 @@ pub fn agent_config(
         cwd: env.cwd.clone(),
         system_prompt,
         tools,
+        external_tools: Vec::new(),
         max_turns: cli.max_turns,
         permission: match cli.permission {
             PermissionFlag::Auto => Permission::Auto,
