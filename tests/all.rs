@@ -22,6 +22,7 @@ mod json_mode;
 mod kernel;
 mod link;
 mod local_servers;
+mod mcp;
 mod mentions;
 mod projectors;
 mod providers;

@@ -1,0 +1,79 @@
+//! Wires MCP servers into a run: the config files the flags name, the trust check, and the
+//! background start of the servers as the agent config's external tool source. Connection
+//! failures found later go to stderr in print, JSON and RPC modes and to the log in the TUI.
+
+use std::sync::Arc;
+
+use crate::cli::Cli;
+use crate::error::StartupError;
+use crate::kernel::tool::external::ToolSource;
+use crate::kernel::tool::ToolEnv;
+use crate::mcp::config::{self, Sources};
+use crate::mcp::{McpTools, Start, Warn, WAIT_BUDGET};
+use crate::mode::{self, Env, Mode};
+
+/// Which config files the flags choose.
+pub fn sources(cli: &Cli, env: &Env) -> Sources {
+    Sources {
+        files: cli.mcp_config.iter().map(|f| env.cwd.join(f)).collect(),
+        strict: cli.strict_mcp_config,
+        disabled: cli.no_mcp,
+        trust_project: cli.trust_project,
+    }
+}
+
+/// The configured servers and the warnings about skipped ones; a broken file is a config error.
+pub fn load(cli: &Cli, env: &Env) -> Result<config::Loaded, StartupError> {
+    for f in &cli.mcp_config {
+        let p = env.cwd.join(f);
+        if !p.is_file() {
+            return Err(
+                StartupError::config(format!("no MCP config file at {}", p.display()))
+                    .hint("--mcp-config takes the path of a JSON file like {\"mcpServers\": {…}}"),
+            );
+        }
+    }
+    config::load(&sources(cli, env), &env.keel_home, &env.cwd, &env.vars).map_err(|e| {
+        StartupError::config(e).hint("see README, \"MCP servers\", for the file's shape")
+    })
+}
+
+/// The external tool sources of an agent config.
+type ToolSources = Vec<Arc<dyn ToolSource>>;
+
+/// Starts the configured servers in the background (nothing when there are none, or outside
+/// a runtime, as in `keel debug prompt`).
+pub fn start(
+    cli: &Cli,
+    env: &Env,
+    allow: Option<Vec<String>>,
+    tool_env: &ToolEnv,
+) -> Result<(ToolSources, Vec<String>), StartupError> {
+    let loaded = load(cli, env)?;
+    if loaded.servers.is_empty() || tokio::runtime::Handle::try_current().is_err() {
+        return Ok((Vec::new(), loaded.warnings));
+    }
+    let tools = McpTools::start(Start {
+        servers: loaded.servers,
+        vars: env.vars.clone(),
+        log_dir: env.keel_home.join("logs"),
+        wait_budget: WAIT_BUDGET,
+        allow,
+        env: tool_env.clone(),
+        warn: warn_sink(mode::resolve(cli, env)),
+    });
+    Ok((vec![tools as Arc<dyn ToolSource>], loaded.warnings))
+}
+
+/// Where warnings found after startup go: the TUI owns the screen, so its go to the log.
+pub fn warn_sink(mode: Mode) -> Warn {
+    match mode {
+        Mode::Tui => Arc::new(|w: String| tracing::warn!("{w}")),
+        _ => Arc::new(|w: String| {
+            let _ = std::io::Write::write_all(
+                &mut crate::output::log_writer(),
+                format!("Warning: {w}\n").as_bytes(),
+            );
+        }),
+    }
+}
