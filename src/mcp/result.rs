@@ -147,15 +147,15 @@ mod tests {
     use super::*;
 
     fn run(v: Value, dir: &Path) -> ToolOutput {
-        map(
-            &v,
-            &Origin {
-                server: "s",
-                tool: "t",
-            },
-            &ToolEnv::new(Vec::new()),
-            dir,
-        )
+        run_in(v, dir, &ToolEnv::new(Vec::new()))
+    }
+
+    fn run_in(v: Value, dir: &Path, env: &ToolEnv) -> ToolOutput {
+        let origin = Origin {
+            server: "s",
+            tool: "t",
+        };
+        map(&v, &origin, env, dir)
     }
 
     #[test]
@@ -208,7 +208,13 @@ mod tests {
     fn large_text_is_cut_and_kept_whole_in_a_file() {
         let dir = tempfile::tempdir().unwrap();
         let big = "ab".repeat(MAX_RESULT_BYTES);
-        let out = run(json!({"content":[{"type":"text","text":big}]}), dir.path());
+        // The spill directory lives as long as the session's tool env.
+        let env = ToolEnv::new(Vec::new());
+        let out = run_in(
+            json!({"content":[{"type":"text","text":big}]}),
+            dir.path(),
+            &env,
+        );
         let d = out.details.clone().unwrap();
         let path = d["fullOutputPath"].as_str().unwrap();
         assert_eq!(std::fs::read_to_string(path).unwrap(), big);
