@@ -292,6 +292,38 @@ pub enum DaemonAction {
     },
 }
 
+/// `keel mcp …`: the configured MCP servers.
+#[derive(Debug, Parser)]
+#[command(name = "keel mcp", about = "Inspect the configured MCP servers")]
+pub struct McpCli {
+    #[command(subcommand)]
+    pub command: McpCommand,
+    /// Also the servers of this file; repeatable.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub mcp_config: Vec<PathBuf>,
+    /// Only the servers of --mcp-config files.
+    #[arg(long, global = true)]
+    pub strict_mcp_config: bool,
+    /// Include this directory's .mcp.json and .keel/mcp.json.
+    #[arg(long, global = true)]
+    pub trust_project: bool,
+    /// JSON output.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum McpCommand {
+    /// Connect to every server and show its transport, status, tool count and last error
+    /// (exit 1 when one failed).
+    List,
+    /// Connect to one server and list its tools as the model sees them.
+    Tools {
+        /// The server's name in the config.
+        name: String,
+    },
+}
+
 /// The command line with pi's spellings clap cannot express turned into keel's: `-nc` is
 /// `--no-context-files`.
 pub fn normalize(args: impl IntoIterator<Item = String>) -> Vec<String> {

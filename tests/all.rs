@@ -23,6 +23,7 @@ mod kernel;
 mod link;
 mod local_servers;
 mod mcp;
+mod mcp_cli;
 mod mcp_http;
 mod mentions;
 mod projectors;

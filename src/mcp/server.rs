@@ -288,7 +288,7 @@ impl Server {
                 handler
                     .serve_with_lifecycle(transport, lifecycle)
                     .await
-                    .map_err(|e| format!("cannot connect to {url}: {e}"))
+                    .map_err(|e| format!("cannot connect to {url}: {}", short(&e.to_string())))
             }
         }
     }
@@ -357,6 +357,17 @@ impl Server {
             )),
             Some(Err(e)) => Err(e.to_string()),
         }
+    }
+}
+
+/// An rmcp transport error without the transport's type name (`… [Type<…>] error: why`).
+fn short(e: &str) -> String {
+    let e = e
+        .trim_end_matches(", when send discover request")
+        .trim_end_matches(", when send initialize request");
+    match e.rfind("] error: ") {
+        Some(at) => e[at + "] error: ".len()..].to_string(),
+        None => e.to_string(),
     }
 }
 
