@@ -25,6 +25,7 @@ mod local_servers;
 mod mcp;
 mod mcp_cli;
 mod mcp_http;
+mod mcp_interop;
 mod mentions;
 mod projectors;
 mod providers;
