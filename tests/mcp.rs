@@ -257,7 +257,13 @@ fn list_changed_refreshes_the_tools_before_the_next_request() {
 #[test]
 fn a_hung_server_costs_at_most_the_wait_budget_and_a_warning() {
     let sb = Sandbox::new();
-    let cfg = mcp_config(&sb, "mcp", &[("stuck", &["--hang"]), ("fx", &[])]);
+    let pid_file = sb.work().join("stuck.pid");
+    let pid_arg = pid_file.display().to_string();
+    let cfg = mcp_config(
+        &sb,
+        "mcp",
+        &[("stuck", &["--hang", "--pid-file", &pid_arg]), ("fx", &[])],
+    );
     let s = script(&sb, json!([{"chunks": [{"text": "answer"}]}]));
     let started = Instant::now();
     let run = sb.run(&[
@@ -280,6 +286,35 @@ fn a_hung_server_costs_at_most_the_wait_budget_and_a_warning() {
         "{run}"
     );
     assert!(took < Duration::from_secs(5), "took {took:?}");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(
+        gone_within(pid, Duration::from_secs(5)),
+        "the hung server outlived keel"
+    );
+}
+
+/// Whether process `pid` is gone (or a zombie nobody reaps) before `limit` passes.
+fn gone_within(pid: u32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(stat)
+                if stat
+                    .rsplit(')')
+                    .next()
+                    .is_some_and(|r| r.trim_start().starts_with('Z')) =>
+            {
+                return true
+            }
+            Ok(_) => std::thread::yield_now(),
+        }
+    }
+    false
 }
 
 #[test]
