@@ -14,10 +14,12 @@ use serde_json::{json, Value};
 use crate::mcp::FIXTURE;
 use crate::support::Sandbox;
 
+type Headers = Vec<(String, String)>;
+
 /// What the HTTP server saw: each request's method line, JSON-RPC method and headers.
 #[derive(Default)]
 struct Seen {
-    requests: Vec<(String, String, Vec<(String, String)>)>,
+    requests: Vec<(String, String, Headers)>,
 }
 
 fn serve(listener: TcpListener, seen: Arc<Mutex<Seen>>) {

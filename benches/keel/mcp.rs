@@ -8,7 +8,10 @@ use super::{median, path_str, Res, Row, Sandbox};
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_keel-mcp-fixture");
 
-fn config(sb: &Sandbox, servers: &[(&str, &[&str])]) -> Res<String> {
+/// A server's name and the fixture's arguments.
+type Server<'a> = (&'a str, &'a [&'a str]);
+
+fn config(sb: &Sandbox, servers: &[Server]) -> Res<String> {
     let entries: Vec<String> = servers
         .iter()
         .map(|(name, args)| {
@@ -29,7 +32,7 @@ fn config(sb: &Sandbox, servers: &[(&str, &[&str])]) -> Res<String> {
 }
 
 pub fn mcp_bench(keel: &std::path::Path, hello: &str, rows: &mut Vec<Row>, runs: usize) -> Res<()> {
-    let cases: [(&str, &[(&str, &[&str])]); 3] = [
+    let cases: [(&str, &[Server]); 3] = [
         ("no MCP server", &[]),
         (
             "3 healthy stdio MCP servers",
