@@ -33,6 +33,8 @@ type Res<T> = Result<T, String>;
 
 #[path = "keel/daemon.rs"]
 mod daemon;
+#[path = "keel/mcp.rs"]
+mod mcp;
 #[path = "keel/session.rs"]
 mod session;
 #[path = "keel/tui.rs"]
@@ -115,10 +117,10 @@ fn run() -> Res<()> {
     let hello_s = path_str(&hello)?;
     // KEEL_BENCH_ONLY=session or =daemon runs just those rows (they take a while to iterate on).
     let only = match std::env::var("KEEL_BENCH_ONLY") {
-        Ok(v) if v == "session" || v == "daemon" => Some(v),
+        Ok(v) if v == "session" || v == "daemon" || v == "mcp" => Some(v),
         Ok(v) => {
             return Err(format!(
-                "KEEL_BENCH_ONLY can only be `session` or `daemon`, got {v:?}"
+                "KEEL_BENCH_ONLY: session, daemon or mcp, not {v:?}"
             ))
         }
         Err(_) => None,
@@ -127,6 +129,10 @@ fn run() -> Res<()> {
         eprintln!("[8/8] daemon: latency, throughput, replay, memory x{heavy}");
         daemon::daemon_bench(&keel, hello_s, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} heavy, daemon rows only"));
+    }
+    if only.as_deref() == Some("mcp") {
+        mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
+        return report(&keel, &rows, &format!("{heavy} runs, MCP rows only"));
     }
     if only.is_some() {
         eprintln!(
@@ -145,6 +151,7 @@ fn run() -> Res<()> {
         t.push(sb.time_run(&keel, &["--version"])?.as_secs_f64() * 1e3);
     }
     rows.push(Row::stats("`keel --version` wall time", &t, "ms", 1));
+    mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
 
     // 2. JSON-mode throughput.
     eprintln!("[2/8] json mode, {DELTAS} deltas x{heavy}");

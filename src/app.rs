@@ -53,6 +53,9 @@ fn main_inner() -> Exit {
     if std::env::args().nth(1).as_deref() == Some("debug") {
         return debug_main();
     }
+    if std::env::args().nth(1).as_deref() == Some("mcp") {
+        return mcp_main();
+    }
     let cli = match Cli::try_parse_from(crate::cli::normalize(std::env::args())) {
         Ok(cli) => cli,
         Err(e) => return clap_exit(e),
@@ -115,6 +118,34 @@ fn debug_main() -> Exit {
     match crate::setup::debug_prompt(&cli, &env) {
         Ok(text) => match out.out(text.as_bytes()).and_then(|_| out.flush()) {
             Ok(()) => Exit::Success,
+            Err(_) => stdout_failed(&mut out),
+        },
+        Err(e) => {
+            out.err(&e.render());
+            e.exit()
+        }
+    }
+}
+
+/// `keel mcp list [--json]` and `keel mcp tools NAME`: the configured MCP servers.
+fn mcp_main() -> Exit {
+    let args = std::iter::once("keel mcp".to_string()).chain(std::env::args().skip(2));
+    let cli = match crate::cli::McpCli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => return clap_exit(e),
+    };
+    let Some(env) = detect_env() else {
+        return Exit::Config;
+    };
+    let mut out = Output::stdio(ColorChoice::Never);
+    init_logging(&env, false);
+    let Some(runtime) = runtime(&mut out) else {
+        return Exit::Internal;
+    };
+    match runtime.block_on(crate::setup::mcp::command(&cli, &env)) {
+        Ok((text, ok)) => match out.out(text.as_bytes()).and_then(|_| out.flush()) {
+            Ok(()) if ok => Exit::Success,
+            Ok(()) => Exit::Failed,
             Err(_) => stdout_failed(&mut out),
         },
         Err(e) => {
@@ -196,7 +227,12 @@ fn json_requested(args: impl Iterator<Item = String>) -> bool {
 /// Logs go to stderr, except in the TUI, which owns the screen: there they go to
 /// `$KEEL_HOME/logs/keel.log` (nowhere, if that file cannot be opened).
 fn init_logging(env: &Env, tui: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_new(env.log_filter.as_str())
+    // rmcp logs every failed connection at ERROR; keel reports those itself, once.
+    let filter = match env.log_filter.contains("rmcp") {
+        true => env.log_filter.clone(),
+        false => format!("{},rmcp=off", env.log_filter),
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(filter.as_str())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

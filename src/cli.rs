@@ -77,7 +77,8 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "LEVEL")]
     pub thinking: Option<ThinkingFlag>,
 
-    /// Comma-separated tool allowlist (default: read,write,edit,bash,grep,find,ls).
+    /// Comma-separated tool allowlist (default: read,write,edit,bash,grep,find,ls and every MCP
+    /// tool; MCP tools by name, `mcp__server` or `mcp__server__*`).
     #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',')]
     pub tools: Option<Vec<String>>,
 
@@ -130,6 +131,23 @@ pub struct Cli {
     /// Do not load AGENTS.md / CLAUDE.md context files (also `-nc`).
     #[arg(long)]
     pub no_context_files: bool,
+
+    /// Also start the MCP servers of this file ({"mcpServers": …}); repeatable.
+    #[arg(long, value_name = "FILE")]
+    pub mcp_config: Vec<PathBuf>,
+
+    /// Start only the MCP servers of --mcp-config files (not $KEEL_HOME/mcp.json or the
+    /// project's).
+    #[arg(long)]
+    pub strict_mcp_config: bool,
+
+    /// Start no MCP servers.
+    #[arg(long)]
+    pub no_mcp: bool,
+
+    /// Trust this directory's .mcp.json and .keel/mcp.json for this run.
+    #[arg(long)]
+    pub trust_project: bool,
 
     /// When to use colour on the terminal.
     #[arg(long, value_enum, default_value_t = ColorFlag::Auto)]
@@ -279,6 +297,38 @@ pub enum DaemonAction {
         force: bool,
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
+    },
+}
+
+/// `keel mcp …`: the configured MCP servers.
+#[derive(Debug, Parser)]
+#[command(name = "keel mcp", about = "Inspect the configured MCP servers")]
+pub struct McpCli {
+    #[command(subcommand)]
+    pub command: McpCommand,
+    /// Also the servers of this file; repeatable.
+    #[arg(long, value_name = "FILE", global = true)]
+    pub mcp_config: Vec<PathBuf>,
+    /// Only the servers of --mcp-config files.
+    #[arg(long, global = true)]
+    pub strict_mcp_config: bool,
+    /// Include this directory's .mcp.json and .keel/mcp.json.
+    #[arg(long, global = true)]
+    pub trust_project: bool,
+    /// JSON output.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum McpCommand {
+    /// Connect to every server and show its transport, status, tool count and last error
+    /// (exit 1 when one failed).
+    List,
+    /// Connect to one server and list its tools as the model sees them.
+    Tools {
+        /// The server's name in the config.
+        name: String,
     },
 }
 

@@ -11,6 +11,7 @@ pub mod exit;
 pub mod front;
 pub mod host;
 pub mod kernel;
+pub mod mcp;
 pub mod mentions;
 pub mod mode;
 pub mod output;

@@ -20,6 +20,7 @@ use crate::kernel::tool;
 use crate::mode::Env;
 
 pub mod context;
+pub mod mcp;
 mod provider;
 
 use provider::http_options;
@@ -120,7 +121,7 @@ pub fn debug_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
     for w in &warnings {
         s.push_str(&format!("Warning: {w}\n"));
     }
-    let names: Vec<&str> = specs.iter().map(|s| s.name).collect();
+    let names: Vec<&str> = specs.iter().map(|s| s.name.as_ref()).collect();
     s.push_str(&format!("Tools: {}\n", names.join(", ")));
     s.push_str(&format!(
         "System prompt ({} bytes):\n{}\n",
@@ -137,21 +138,24 @@ pub fn agent_config(
     env: &Env,
     can_ask: bool,
 ) -> Result<(AgentConfig, Vec<String>, Vec<crate::skills::Skill>), StartupError> {
-    let tools = match &cli.tools {
-        None => tool::ALL.iter().map(|s| s.to_string()).collect(),
+    let (tools, mcp_allow) = match &cli.tools {
+        None => (tool::ALL.iter().map(|s| s.to_string()).collect(), None),
         Some(list) => {
-            let list: Vec<String> = list
+            let (mcp, list): (Vec<String>, Vec<String>) = list
                 .iter()
                 .map(|t| t.trim().to_string())
                 .filter(|t| !t.is_empty())
-                .collect();
+                .partition(|t| t.starts_with("mcp__"));
             if let Some(bad) = list.iter().find(|t| tool::spec(t).is_none()) {
                 return Err(
                     StartupError::usage(format!("unknown tool `{bad}` in --tools"))
-                        .hint(format!("available tools: {}", tool::ALL.join(","))),
+                        .hint(format!(
+                            "available tools: {}, and MCP tools as mcp__server__tool, mcp__server or mcp__server__*",
+                            tool::ALL.join(",")
+                        )),
                 );
             }
-            list
+            (list, Some(mcp))
         }
     };
     let mut append = Vec::new();
@@ -192,10 +196,19 @@ pub fn agent_config(
         cwd: &env.cwd,
         date: today.get(..10).unwrap_or(&today),
     });
+    let tool_env = tool::ToolEnv::for_providers(
+        // A broken models.json fails in `provider`; the built-in names are scrubbed anyway.
+        &registry(env).unwrap_or_else(|_| Registry::builtin()),
+        cli.api_key.as_slice(),
+        &env.vars,
+    );
+    let (external_tools, mcp_warnings) = mcp::start(cli, env, mcp_allow, &tool_env)?;
+    warnings.extend(mcp_warnings);
     let config = AgentConfig {
         cwd: env.cwd.clone(),
         system_prompt,
         tools,
+        external_tools,
         max_turns: cli.max_turns,
         permission: match cli.permission {
             PermissionFlag::Auto => Permission::Auto,
@@ -208,12 +221,7 @@ pub fn agent_config(
         thinking_level: thinking_word(cli.thinking).to_string(),
         bash_timeout: Duration::from_secs(600),
         temp_dir: env.keel_home.join("tmp"),
-        tool_env: tool::ToolEnv::for_providers(
-            // A broken models.json fails in `provider`; the built-in names are scrubbed anyway.
-            &registry(env).unwrap_or_else(|_| Registry::builtin()),
-            cli.api_key.as_slice(),
-            &env.vars,
-        ),
+        tool_env,
         retry: RetryPolicy {
             enabled: cli.max_retries > 0,
             max_attempts: cli.max_retries,

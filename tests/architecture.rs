@@ -1,5 +1,5 @@
 //! The kernel knows no front end (DESIGN §2): `src/kernel/**` must not import clap, ratatui,
-//! crossterm, anstream, is-terminal, or keel's front-end, wire, output, cli or mode modules,
+//! crossterm, anstream, is-terminal, rmcp, or keel's front-end, wire, output, cli, mode or mcp modules,
 //! and must not write to stdout/stderr. The host knows no transport (DESIGN §10.1):
 //! `src/host/**` must not reach stdio, sockets, terminals, front ends or startup code.
 
@@ -21,6 +21,9 @@ const FORBIDDEN: &[&str] = &[
     "crate::setup",
     "crate::exit",
     "crate::error",
+    // External tools come through `kernel::tool::external`; the kernel knows no MCP.
+    "crate::mcp",
+    "rmcp",
     "println!",
     "eprintln!",
     "print!(",
@@ -141,6 +144,7 @@ fn host_knows_no_transport() {
 fn the_check_catches_what_it_should() {
     assert_eq!(violations("use clap::Parser;").len(), 1);
     assert_eq!(violations("use crate::wire::events;").len(), 1);
+    assert_eq!(violations("use rmcp::model::Tool;").len(), 1);
     assert_eq!(violations("    println!(\"x\");").len(), 1);
     assert!(violations("// clap is mentioned in a comment").is_empty());
     assert!(violations("let clapping = 1;").is_empty());

@@ -41,6 +41,9 @@ pub struct AgentConfig {
     pub system_prompt: String,
     /// Enabled tool names (a subset of `tool::ALL`).
     pub tools: Vec<String>,
+    /// Tools from outside the kernel (MCP servers), offered after the built-ins. Those not
+    /// read-only obey `permission` like `write`, `edit` and `bash`.
+    pub external_tools: Vec<Arc<dyn crate::kernel::tool::external::ToolSource>>,
     pub max_turns: Option<u32>,
     pub permission: Permission,
     /// Whether a front end can answer `ApprovalRequested`; if not, `ask` ends the run `Blocked`.
@@ -97,6 +100,7 @@ impl AgentConfig {
             system_prompt: crate::kernel::default_system_prompt(&cwd, &tools),
             cwd,
             tools,
+            external_tools: Vec::new(),
             max_turns: None,
             permission: Permission::Auto,
             can_ask: false,

@@ -18,6 +18,7 @@ use crate::kernel::message::{
 };
 use crate::kernel::op::{QueueMode, UserInput};
 use crate::kernel::provider::{ModelRequest, ProviderEvent};
+use crate::kernel::tool::external::{ExternalCall, ExternalSpec};
 use crate::kernel::tool::{self, ToolContext, ToolOutput};
 
 /// Error kinds worth retrying when they happen before any output.
@@ -334,17 +335,27 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
     inner.bus.publish(EventPayload::MessageStarted {
         message: Message::from(msg.clone()),
     });
+    // External sources get a short, bounded wait to list their tools (only the first time).
+    for source in &inner.config.external_tools {
+        tokio::select! {
+            biased;
+            _ = abort.aborted() => break,
+            _ = source.ready() => {}
+        }
+    }
+    let mut tools: Vec<tool::ToolSpec> = inner
+        .config
+        .tools
+        .iter()
+        .filter_map(|t| tool::spec(t))
+        .collect();
+    tools.extend(external_tools(inner).into_iter().map(|t| t.spec));
     let request = {
         let state = inner.lock();
         ModelRequest {
             system_prompt: inner.config.system_prompt.clone(),
             messages: state.messages.clone(),
-            tools: inner
-                .config
-                .tools
-                .iter()
-                .filter_map(|t| tool::spec(t))
-                .collect(),
+            tools,
             thinking_level,
         }
     };
@@ -630,6 +641,22 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
     Batch { results, blocked }
 }
 
+/// The tools every external source offers now, after the built-ins (a name that repeats a
+/// built-in or an earlier source's tool is left out).
+fn external_tools(inner: &Inner) -> Vec<ExternalSpec> {
+    let mut out: Vec<ExternalSpec> = Vec::new();
+    for source in &inner.config.external_tools {
+        for t in source.tools() {
+            let taken = tool::spec(&t.spec.name).is_some()
+                || out.iter().any(|o| o.spec.name == t.spec.name);
+            if !taken {
+                out.push(t);
+            }
+        }
+    }
+    out
+}
+
 enum Gate {
     Run,
     Refuse(ToolOutput),
@@ -643,13 +670,24 @@ async fn check_permission(
     args: &Value,
     abort: &AbortSignal,
 ) -> Gate {
-    if !inner.config.tools.iter().any(|t| t == name) || tool::spec(name).is_none() {
-        return Gate::Refuse(ToolOutput::error(format!(
-            "Tool `{name}` is not available. Available tools: {}",
-            inner.config.tools.join(", ")
-        )));
-    }
-    if !tool::is_mutating(name) {
+    let builtin = inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some();
+    let read_only = if builtin {
+        !tool::is_mutating(name)
+    } else {
+        let external = external_tools(inner);
+        match external.iter().find(|t| t.spec.name == name) {
+            Some(t) => t.read_only,
+            None => {
+                let mut names = inner.config.tools.clone();
+                names.extend(external.into_iter().map(|t| t.spec.name.into_owned()));
+                return Gate::Refuse(ToolOutput::error(format!(
+                    "Tool `{name}` is not available. Available tools: {}",
+                    names.join(", ")
+                )));
+            }
+        }
+    };
+    if read_only {
         return Gate::Run;
     }
     match inner.config.permission {
@@ -705,7 +743,28 @@ async fn execute(
         temp_dir: inner.config.temp_dir.clone(),
         env: inner.config.tool_env.clone(),
     };
-    let run = tool::execute(name, args, &ctx);
+    let run = async {
+        if inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some() {
+            return tool::execute(name, args, &ctx).await;
+        }
+        let source = inner
+            .config
+            .external_tools
+            .iter()
+            .find(|s| s.tools().iter().any(|t| t.spec.name == name));
+        let Some(source) = source else {
+            return ToolOutput::error(format!("Tool `{name}` is no longer available"));
+        };
+        let call = ExternalCall {
+            abort: ctx.abort.clone(),
+            progress: ctx
+                .progress
+                .clone()
+                .unwrap_or_else(|| mpsc::unbounded_channel().0),
+            temp_dir: ctx.temp_dir.clone(),
+        };
+        source.call(name, args, call).await
+    };
     tokio::pin!(run);
     let publish = |partial: ToolOutput| {
         inner.bus.publish(EventPayload::ToolCallUpdated {

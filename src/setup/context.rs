@@ -154,7 +154,7 @@ pub fn system_prompt(p: &PromptParts<'_>) -> String {
         .tools
         .iter()
         .filter_map(|t| tool::spec(t))
-        .map(|s| format!("- {}: {}", s.name, first_sentence(s.description)))
+        .map(|s| format!("- {}: {}", s.name, first_sentence(&s.description)))
         .collect();
     if !tools.is_empty() {
         sections.push(format!("<tools>\n{}\n</tools>", tools.join("\n")));

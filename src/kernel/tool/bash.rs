@@ -4,6 +4,7 @@
 //! pipe, and never hand a tool process the provider credentials `ToolEnv` scrubs. Background
 //! children outlive the call; `ToolEnv` kills their group when the session ends.
 
+use std::borrow::Cow;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{ExitStatus, Stdio};
@@ -32,10 +33,12 @@ const READ_CHUNK: usize = 8 * 1024;
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
-        name: "bash",
-        description: "Execute a bash command in the current working directory. Returns stdout \
+        name: Cow::Borrowed("bash"),
+        description: Cow::Borrowed(
+            "Execute a bash command in the current working directory. Returns stdout \
                       and stderr merged. Output is truncated to the last 2000 lines or 50KB; \
                       the full output is then saved to a file. Optional timeout in seconds.",
+        ),
         parameters: json!({
             "type": "object",
             "properties": {

@@ -3,6 +3,7 @@
 //! endings included), never write when the match is missing or ambiguous, and never load more
 //! than `MAX_EDIT_BYTES` or open anything but a regular file.
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::path::Path;
 
@@ -18,9 +19,11 @@ pub(super) const MAX_EDIT_BYTES: u64 = 10 * 1024 * 1024;
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
-        name: "edit",
-        description: "Edit a file by replacing an exact text. oldText must match exactly \
+        name: Cow::Borrowed("edit"),
+        description: Cow::Borrowed(
+            "Edit a file by replacing an exact text. oldText must match exactly \
                       (including whitespace) and occur exactly once in the file.",
+        ),
         parameters: json!({
             "type": "object",
             "properties": {

@@ -1,6 +1,7 @@
 //! `find`: lists files under a root whose root-relative path matches a glob, honouring
 //! `.gitignore`. Owns only that walk; must never read file contents or modify anything.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,10 +16,12 @@ const DEFAULT_LIMIT: usize = 1000;
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
-        name: "find",
-        description: "Find files by glob pattern (e.g. '*.rs', '**/*.md', 'src/**/test_*.py') \
+        name: Cow::Borrowed("find"),
+        description: Cow::Borrowed(
+            "Find files by glob pattern (e.g. '*.rs', '**/*.md', 'src/**/test_*.py') \
                       relative to the search path. Respects .gitignore. Returns sorted relative \
                       paths, default limit 1000.",
+        ),
         parameters: json!({
             "type": "object",
             "properties": {

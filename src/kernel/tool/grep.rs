@@ -2,6 +2,7 @@
 //! `ignore` walk that honours `.gitignore`. Owns only that search; must never modify anything
 //! and never block the async runtime (the search runs in `spawn_blocking`).
 
+use std::borrow::Cow;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -24,9 +25,11 @@ const MAX_LINE_CHARS: usize = 500;
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
-        name: "grep",
-        description: "Search file contents for a regex (or literal) pattern. Respects \
+        name: Cow::Borrowed("grep"),
+        description: Cow::Borrowed(
+            "Search file contents for a regex (or literal) pattern. Respects \
                       .gitignore. Output lines are 'path:line: text'. Default limit 100 matches.",
+        ),
         parameters: json!({
             "type": "object",
             "properties": {

@@ -2,6 +2,7 @@
 //! Owns only that listing; must never recurse and never modify anything.
 
 use serde_json::{json, Value};
+use std::borrow::Cow;
 
 use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
 
@@ -9,9 +10,11 @@ const DEFAULT_LIMIT: usize = 500;
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
-        name: "ls",
-        description: "List a directory's entries sorted alphabetically, directories with a \
+        name: Cow::Borrowed("ls"),
+        description: Cow::Borrowed(
+            "List a directory's entries sorted alphabetically, directories with a \
                       trailing '/'. Includes dotfiles. Default limit 500 entries.",
+        ),
         parameters: json!({
             "type": "object",
             "properties": {

@@ -7,6 +7,7 @@ pub mod bash;
 mod bash_output;
 mod edit;
 mod env;
+pub mod external;
 pub mod file;
 mod find;
 mod grep;
@@ -15,6 +16,7 @@ mod read;
 mod text;
 mod write;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -105,8 +107,9 @@ pub(crate) fn resolve_path(cwd: &Path, p: &str) -> PathBuf {
 /// A tool as the model sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolSpec {
-    pub name: &'static str,
-    pub description: &'static str,
+    /// Built-in tools borrow their names and descriptions; external ones own them.
+    pub name: Cow<'static, str>,
+    pub description: Cow<'static, str>,
     /// JSON Schema of the arguments object.
     pub parameters: Value,
 }

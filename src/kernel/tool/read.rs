@@ -2,6 +2,7 @@
 //! never return the content of a binary file, never open anything but a regular file, and never
 //! hold more of the file in memory than the window it returns.
 
+use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,9 +28,11 @@ const BUFFER_BYTES: usize = 64 * 1024;
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
-        name: "read",
-        description: "Read a text file. Output is capped at 2000 lines or 50KB; use offset \
+        name: Cow::Borrowed("read"),
+        description: Cow::Borrowed(
+            "Read a text file. Output is capped at 2000 lines or 50KB; use offset \
                       (1-based line number) and limit to page through large files.",
+        ),
         parameters: json!({
             "type": "object",
             "properties": {

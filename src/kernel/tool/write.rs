@@ -3,15 +3,18 @@
 //! write to (or wait on) anything but a regular file.
 
 use serde_json::{json, Value};
+use std::borrow::Cow;
 
 use super::file::{check_regular, write_regular};
 use super::{str_arg, ToolContext, ToolOutput, ToolSpec};
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
-        name: "write",
-        description: "Write content to a file, creating it (and parent directories) if needed \
+        name: Cow::Borrowed("write"),
+        description: Cow::Borrowed(
+            "Write content to a file, creating it (and parent directories) if needed \
                       and overwriting it if it exists.",
+        ),
         parameters: json!({
             "type": "object",
             "properties": {

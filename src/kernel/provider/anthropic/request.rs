@@ -302,8 +302,8 @@ mod tests {
                 user("Try again.", 3),
             ],
             tools: vec![ToolSpec {
-                name: "bash",
-                description: "Run a shell command",
+                name: "bash".into(),
+                description: "Run a shell command".into(),
                 parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
             }],
             thinking_level: "high".into(),

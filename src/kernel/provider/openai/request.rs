@@ -163,8 +163,8 @@ mod tests {
 
     fn tool(name: &'static str) -> ToolSpec {
         ToolSpec {
-            name,
-            description: "does a thing",
+            name: name.into(),
+            description: "does a thing".into(),
             parameters: json!({"type": "object", "properties": {"path": {"type": "string"}}}),
         }
     }

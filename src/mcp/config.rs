@@ -1,0 +1,437 @@
+//! MCP server configuration: Claude Code's `{"mcpServers": {NAME: …}}` shape with `${VAR}` and
+//! `${VAR:-default}` expansion, the files it is read from (user, trusted project, `--mcp-config`)
+//! and the project trust list in `$KEEL_HOME/trust.json`. Reads files; never connects.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+/// How long a server may take to start (spawn or connect, handshake, first tool list).
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long one tool call may stay silent (progress notifications restart it).
+pub const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+/// The most one tool call may take, progress or not.
+pub const TOOL_HARD_MAX: Duration = Duration::from_secs(600);
+
+/// One configured server.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    pub name: String,
+    pub transport: Transport,
+    pub startup_timeout: Duration,
+    pub tool_timeout: Duration,
+    /// Which file it came from (for messages and `keel mcp list`).
+    pub source: PathBuf,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Transport {
+    /// A child process speaking JSON-RPC lines on stdin/stdout.
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+    },
+}
+
+impl Transport {
+    pub fn word(&self) -> &'static str {
+        match self {
+            Transport::Stdio { .. } => "stdio",
+            Transport::Http { .. } => "http",
+        }
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(rename = "mcpServers", default)]
+    mcp_servers: BTreeMap<String, Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Entry {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    startup_timeout_sec: Option<f64>,
+    tool_timeout_sec: Option<f64>,
+}
+
+/// Reads one config file into its servers, in name order. `vars` expands `${VAR}`; relative
+/// `cwd`s resolve against the file's directory.
+pub fn read(path: &Path, vars: &BTreeMap<String, String>) -> Result<Vec<ServerConfig>, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    parse(&text, path, vars)
+}
+
+/// Parses a config file's text (see [`read`]).
+pub fn parse(
+    text: &str,
+    path: &Path,
+    vars: &BTreeMap<String, String>,
+) -> Result<Vec<ServerConfig>, String> {
+    let file: File = serde_json::from_str(text)
+        .map_err(|e| format!("{} is not a valid MCP config: {e}", path.display()))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let mut out = Vec::new();
+    for (name, e) in file.mcp_servers {
+        let bad = |why: String| format!("{}: server `{name}`: {why}", path.display());
+        if name.is_empty() {
+            return Err(bad("the server name is empty".into()));
+        }
+        let x = |s: &str| expand(s, vars).map_err(&bad);
+        let map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, String> {
+            m.iter().map(|(k, v)| Ok((k.clone(), x(v)?))).collect()
+        };
+        let kind = e.kind.as_deref().unwrap_or(match e.url {
+            Some(_) => "http",
+            None => "stdio",
+        });
+        let transport = match kind {
+            "stdio" => {
+                if e.url.is_some() || !e.headers.is_empty() {
+                    return Err(bad("`url` and `headers` belong to an http server".into()));
+                }
+                let command = e
+                    .command
+                    .as_deref()
+                    .ok_or_else(|| bad("`command` is missing".into()))?;
+                Transport::Stdio {
+                    command: x(command)?,
+                    args: e.args.iter().map(|a| x(a)).collect::<Result<_, _>>()?,
+                    env: map(&e.env)?,
+                    cwd: e
+                        .cwd
+                        .as_deref()
+                        .map(|c| x(c).map(|c| base.join(c)))
+                        .transpose()?,
+                }
+            }
+            "http" | "streamable-http" => {
+                if e.command.is_some() || !e.args.is_empty() || !e.env.is_empty() || e.cwd.is_some()
+                {
+                    return Err(bad(
+                        "`command`, `args`, `env` and `cwd` belong to a stdio server".into(),
+                    ));
+                }
+                let url = x(e
+                    .url
+                    .as_deref()
+                    .ok_or_else(|| bad("`url` is missing".into()))?)?;
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(bad(format!(
+                        "`url` must start with http:// or https://, got `{url}`"
+                    )));
+                }
+                Transport::Http {
+                    url,
+                    headers: map(&e.headers)?,
+                }
+            }
+            "sse" => {
+                return Err(bad(
+                    "the old HTTP+SSE transport is not supported; use \"type\": \"http\"".into(),
+                ))
+            }
+            other => return Err(bad(format!("unknown type `{other}` (stdio or http)"))),
+        };
+        out.push(ServerConfig {
+            name: name.clone(),
+            transport,
+            startup_timeout: secs(e.startup_timeout_sec, STARTUP_TIMEOUT)
+                .map_err(|w| bad(format!("startupTimeoutSec {w}")))?,
+            tool_timeout: secs(e.tool_timeout_sec, TOOL_TIMEOUT)
+                .map_err(|w| bad(format!("toolTimeoutSec {w}")))?,
+            source: path.to_path_buf(),
+        });
+    }
+    Ok(out)
+}
+
+fn secs(v: Option<f64>, default: Duration) -> Result<Duration, String> {
+    match v {
+        None => Ok(default),
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e6 => Ok(Duration::from_secs_f64(s)),
+        Some(s) => Err(format!("must be a positive number of seconds, got {s}")),
+    }
+}
+
+/// Expands `${VAR}` and `${VAR:-default}`; a missing variable without a default is an error.
+/// `$` not followed by `{` is kept.
+pub fn expand(s: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+    let mut out = String::with_capacity(s.len());
+    let mut rest = s;
+    while let Some(at) = rest.find("${") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + 2..];
+        let end = after
+            .find('}')
+            .ok_or_else(|| format!("unclosed `${{` in `{s}`"))?;
+        let inner = &after[..end];
+        let (name, default) = match inner.split_once(":-") {
+            Some((n, d)) => (n, Some(d)),
+            None => (inner, None),
+        };
+        match (vars.get(name), default) {
+            (Some(v), _) => out.push_str(v),
+            (None, Some(d)) => out.push_str(d),
+            (None, None) => {
+                return Err(format!("environment variable `{name}` is not set (write ${{{name}:-default}} for a fallback)"))
+            }
+        }
+        rest = &after[end + 1..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// Where servers come from, as the flags chose.
+#[derive(Debug, Clone, Default)]
+pub struct Sources {
+    /// `--mcp-config` files, in order.
+    pub files: Vec<PathBuf>,
+    /// `--strict-mcp-config`: only `files`.
+    pub strict: bool,
+    /// `--no-mcp`.
+    pub disabled: bool,
+    /// `--trust-project`.
+    pub trust_project: bool,
+}
+
+/// The servers to start, and warnings (project servers skipped for an untrusted project).
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub servers: Vec<ServerConfig>,
+    pub warnings: Vec<String>,
+}
+
+/// The project config files looked up in `cwd`, in the order they apply.
+pub fn project_files(cwd: &Path) -> [PathBuf; 2] {
+    [cwd.join(".mcp.json"), cwd.join(".keel").join("mcp.json")]
+}
+
+/// Reads the servers: `$KEEL_HOME/mcp.json`, then the project files of a trusted `cwd`, then
+/// the `--mcp-config` files; a later server of the same name replaces an earlier one.
+pub fn load(
+    sources: &Sources,
+    keel_home: &Path,
+    cwd: &Path,
+    vars: &BTreeMap<String, String>,
+) -> Result<Loaded, String> {
+    let mut loaded = Loaded::default();
+    if sources.disabled {
+        return Ok(loaded);
+    }
+    let mut all: Vec<ServerConfig> = Vec::new();
+    if !sources.strict {
+        let user = keel_home.join("mcp.json");
+        if user.is_file() {
+            all.extend(read(&user, vars)?);
+        }
+        let project: Vec<PathBuf> = project_files(cwd)
+            .into_iter()
+            .filter(|p| p.is_file())
+            .collect();
+        if !project.is_empty() {
+            let trusted = sources.trust_project || is_trusted(keel_home, cwd);
+            let mut servers = Vec::new();
+            for p in &project {
+                servers.extend(read(p, vars)?);
+            }
+            if trusted {
+                all.extend(servers);
+            } else if !servers.is_empty() {
+                let names: Vec<String> = servers.iter().map(|s| format!("`{}`", s.name)).collect();
+                loaded.warnings.push(format!(
+                    "skipped the project's MCP servers {} ({}): {} is not trusted; pass --trust-project or trust it once in the TUI",
+                    names.join(", "),
+                    project.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
+                    cwd.display()
+                ));
+            }
+        }
+    }
+    for f in &sources.files {
+        all.extend(read(f, vars)?);
+    }
+    for s in all {
+        match loaded.servers.iter_mut().find(|o| o.name == s.name) {
+            Some(o) => *o = s,
+            None => loaded.servers.push(s),
+        }
+    }
+    Ok(loaded)
+}
+
+#[derive(Deserialize, serde::Serialize, Default)]
+struct Trust {
+    #[serde(default)]
+    trusted: Vec<String>,
+}
+
+fn trust_key(dir: &Path) -> String {
+    std::fs::canonicalize(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .display()
+        .to_string()
+}
+
+fn read_trust(keel_home: &Path) -> Trust {
+    std::fs::read_to_string(keel_home.join("trust.json"))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// Whether `dir` is in `$KEEL_HOME/trust.json`.
+pub fn is_trusted(keel_home: &Path, dir: &Path) -> bool {
+    let key = trust_key(dir);
+    read_trust(keel_home).trusted.contains(&key)
+}
+
+/// Records `dir` as trusted in `$KEEL_HOME/trust.json` (0600, written to a temporary file and
+/// renamed, so a crash never leaves half a file). For the TUI's "trust this project?" answer.
+pub fn record_trust(keel_home: &Path, dir: &Path) -> std::io::Result<()> {
+    let mut trust = read_trust(keel_home);
+    let key = trust_key(dir);
+    if trust.trusted.contains(&key) {
+        return Ok(());
+    }
+    trust.trusted.push(key);
+    crate::kernel::private::create_dir_all(keel_home)?;
+    let text = serde_json::to_string_pretty(&trust).map_err(std::io::Error::other)?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".trust-")
+        .tempfile_in(keel_home)?;
+    crate::kernel::private::fix_mode(tmp.as_file())?;
+    std::io::Write::write_all(&mut tmp.as_file(), format!("{text}\n").as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(keel_home.join("trust.json"))
+        .map_err(|e| e.error)?;
+    crate::kernel::private::sync_dir(keel_home)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars() -> BTreeMap<String, String> {
+        [("TOKEN", "t0k"), ("HOME", "/h")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn expands_variables_and_defaults_and_refuses_missing_ones() {
+        assert_eq!(
+            expand("a ${TOKEN} ${NOPE:-d} $X", &vars()).unwrap(),
+            "a t0k d $X"
+        );
+        let err = expand("${NOPE}", &vars()).unwrap_err();
+        assert!(err.contains("`NOPE` is not set"), "{err}");
+        assert!(expand("${TOKEN", &vars()).is_err());
+    }
+
+    #[test]
+    fn parses_both_transports_with_expansion() {
+        let text = r#"{"mcpServers":{
+            "fs":{"command":"srv","args":["${HOME}/x"],"env":{"K":"${TOKEN}"},"cwd":"sub","toolTimeoutSec":5},
+            "web":{"type":"http","url":"http://127.0.0.1:1/mcp","headers":{"Authorization":"Bearer ${TOKEN}"}}}}"#;
+        let s = parse(text, Path::new("/cfg/mcp.json"), &vars()).unwrap();
+        assert_eq!(s[0].name, "fs");
+        assert_eq!(
+            s[0].transport,
+            Transport::Stdio {
+                command: "srv".into(),
+                args: vec!["/h/x".into()],
+                env: [("K".to_string(), "t0k".to_string())].into(),
+                cwd: Some("/cfg/sub".into()),
+            }
+        );
+        assert_eq!(s[0].tool_timeout, Duration::from_secs(5));
+        assert!(
+            matches!(&s[1].transport, Transport::Http { headers, .. } if headers["Authorization"] == "Bearer t0k")
+        );
+    }
+
+    #[test]
+    fn bad_entries_are_errors_naming_the_server() {
+        for (text, want) in [
+            (
+                r#"{"mcpServers":{"a":{"args":[]}}}"#,
+                "`command` is missing",
+            ),
+            (
+                r#"{"mcpServers":{"a":{"type":"sse","url":"http://x"}}}"#,
+                "not supported",
+            ),
+            (r#"{"mcpServers":{"a":{"command":"x","bogus":1}}}"#, "bogus"),
+            (
+                r#"{"mcpServers":{"a":{"type":"http","url":"ftp://x"}}}"#,
+                "http://",
+            ),
+            (
+                r#"{"mcpServers":{"a":{"command":"${MISSING}"}}}"#,
+                "MISSING",
+            ),
+        ] {
+            let err = parse(text, Path::new("m.json"), &vars()).unwrap_err();
+            assert!(err.contains(want), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn project_servers_load_only_when_trusted_and_trust_is_recorded_privately() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        let proj = tempfile::tempdir().unwrap();
+        std::fs::write(
+            proj.path().join(".mcp.json"),
+            r#"{"mcpServers":{"p":{"command":"x"}}}"#,
+        )
+        .unwrap();
+        let src = Sources::default();
+        let l = load(&src, home.path(), proj.path(), &vars()).unwrap();
+        assert!(l.servers.is_empty());
+        assert_eq!(l.warnings.len(), 1);
+        assert!(l.warnings[0].contains("`p`"), "{}", l.warnings[0]);
+        record_trust(home.path(), proj.path()).unwrap();
+        let mode = std::fs::metadata(home.path().join("trust.json"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let l = load(&src, home.path(), proj.path(), &vars()).unwrap();
+        assert_eq!(l.servers.len(), 1);
+        assert!(l.warnings.is_empty());
+        let strict = Sources {
+            strict: true,
+            ..Sources::default()
+        };
+        assert!(load(&strict, home.path(), proj.path(), &vars())
+            .unwrap()
+            .servers
+            .is_empty());
+    }
+}
