@@ -23,7 +23,8 @@ pub fn mcp_config(sb: &Sandbox, file: &str, servers: &[(&str, &[&str])]) -> Stri
     path.display().to_string()
 }
 
-fn script(sb: &Sandbox, turns: Value) -> String {
+/// A scripted-provider script of `turns` in the sandbox's work dir; its path.
+pub fn script(sb: &Sandbox, turns: Value) -> String {
     let path = sb.work().join("script.json");
     std::fs::write(&path, json!({"turns": turns}).to_string()).unwrap();
     path.display().to_string()
@@ -44,13 +45,19 @@ fn json_run(sb: &Sandbox, cfg: &str, calls: &[(&str, Value)], extra: &[&str]) ->
         sb,
         json!([call_turn(calls), {"chunks": [{"text": "done"}]}]),
     );
+    run_with(sb, &s, cfg, extra)
+}
+
+/// `keel --json --no-session` with the scripted provider on `script`, the MCP config `cfg`,
+/// `extra` flags and the prompt "go".
+pub fn run_with(sb: &Sandbox, script: &str, cfg: &str, extra: &[&str]) -> Run {
     let mut args = vec![
         "--json",
         "--no-session",
         "--provider",
         "scripted",
         "--script",
-        &s,
+        script,
         "--mcp-config",
         cfg,
     ];
@@ -233,17 +240,7 @@ fn list_changed_refreshes_the_tools_before_the_next_request() {
             {"chunks": [{"text": "done"}]}
         ]),
     );
-    let run = sb.run(&[
-        "--json",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &s,
-        "--mcp-config",
-        &cfg,
-        "go",
-    ]);
+    let run = crate::mcp::run_with(&sb, &s, &cfg, &[]);
     assert_eq!(run.code, 0, "{run}");
     let r = results(&run);
     assert_eq!(text_of(&r[0]), "added");

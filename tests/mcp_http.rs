@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
+use crate::mcp::script;
 use crate::mcp::FIXTURE;
 use crate::support::Sandbox;
 
@@ -117,12 +118,6 @@ fn handle(mut stream: TcpStream, seen: &Mutex<Seen>) {
     );
 }
 
-fn script(sb: &Sandbox, turns: Value) -> String {
-    let path = sb.work().join("script.json");
-    std::fs::write(&path, json!({"turns": turns}).to_string()).unwrap();
-    path.display().to_string()
-}
-
 fn one_call(sb: &Sandbox, name: &str, args: Value) -> String {
     script(
         sb,
@@ -216,17 +211,7 @@ fn a_silent_call_times_out_but_progress_keeps_one_alive() {
             {"chunks": [{"text": "done"}]}]),
     );
     let started = Instant::now();
-    let run = sb.run(&[
-        "--json",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &s,
-        "--mcp-config",
-        &cfg,
-        "go",
-    ]);
+    let run = crate::mcp::run_with(&sb, &s, &cfg, &[]);
     assert_eq!(run.code, 0, "{run}");
     assert!(
         started.elapsed() < Duration::from_secs(4),

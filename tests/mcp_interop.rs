@@ -59,17 +59,7 @@ fn the_reference_server_lists_echoes_and_returns_an_image() {
     )
     .unwrap();
     let s = script.display().to_string();
-    let run = sb.run(&[
-        "--json",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &s,
-        "--mcp-config",
-        "mcp.json",
-        "go",
-    ]);
+    let run = crate::mcp::run_with(&sb, &s, "mcp.json", &[]);
     assert_eq!(run.code, 0, "{run}");
     let ends: Vec<Value> = run
         .stdout_lines()

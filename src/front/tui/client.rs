@@ -414,20 +414,14 @@ impl Client {
                     _ => {}
                 }
             }
-            Input::Term(TermEvent::Key(key)) => {
-                let mut actions: Vec<Action> = self.view.on_key(key).into_iter().collect();
-                actions.extend(self.view.take_auto_approvals());
-                for a in actions {
-                    self.act(a).await;
+            other => match super::handle_input(&mut self.view, &mut self.term, other) {
+                super::Handled::Actions(actions) => {
+                    for a in actions {
+                        self.act(a).await;
+                    }
                 }
-            }
-            Input::Term(TermEvent::Paste(text)) => self.view.on_paste(&text),
-            Input::Resize(cols, rows, row) => self.term.resize(cols, rows, row),
-            Input::Term(_) => {}
-            Input::Error(e) => {
-                tracing::error!("cannot read the terminal: {e}");
-                self.stop = Some(Exit::Success);
-            }
+                super::Handled::Stop => self.stop = Some(Exit::Success),
+            },
         }
         self.dirty = true;
     }

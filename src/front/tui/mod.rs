@@ -96,6 +96,38 @@ pub(super) enum Input {
     Error(String),
 }
 
+/// What a terminal input means for a controller (in-process or a daemon client).
+pub(super) enum Handled {
+    /// Run these (none for a paste or a resize, which the view and terminal took).
+    Actions(Vec<Action>),
+    /// The terminal cannot be read any more: leave.
+    Stop,
+}
+
+/// Applies a terminal input to the view and the terminal; keys become actions (with the
+/// approvals an "always allow" answered by itself).
+pub(super) fn handle_input(
+    view: &mut View,
+    term: &mut InlineTerminal<TerminalOut>,
+    msg: Input,
+) -> Handled {
+    match msg {
+        Input::Term(TermEvent::Key(key)) => {
+            let mut actions: Vec<Action> = view.on_key(key).into_iter().collect();
+            actions.extend(view.take_auto_approvals());
+            return Handled::Actions(actions);
+        }
+        Input::Term(TermEvent::Paste(text)) => view.on_paste(&text),
+        Input::Resize(cols, rows, row) => term.resize(cols, rows, row),
+        Input::Term(_) => {}
+        Input::Error(e) => {
+            tracing::error!("cannot read the terminal: {e}");
+            return Handled::Stop;
+        }
+    }
+    Handled::Actions(Vec::new())
+}
+
 /// What background tasks hand back.
 enum Internal {
     Notice(HistoryCell),
@@ -336,22 +368,13 @@ impl Ui {
     }
 
     async fn on_input(&mut self, msg: Input) {
-        match msg {
-            Input::Term(TermEvent::Key(key)) => {
-                let action = self.view.on_key(key);
-                let mut actions: Vec<Action> = action.into_iter().collect();
-                actions.extend(self.view.take_auto_approvals());
+        match handle_input(&mut self.view, &mut self.term, msg) {
+            Handled::Actions(actions) => {
                 for a in actions {
                     self.act(a).await;
                 }
             }
-            Input::Term(TermEvent::Paste(text)) => self.view.on_paste(&text),
-            Input::Resize(cols, rows, row) => self.term.resize(cols, rows, row),
-            Input::Term(_) => {}
-            Input::Error(e) => {
-                tracing::error!("cannot read the terminal: {e}");
-                self.stop = Some(Exit::Success);
-            }
+            Handled::Stop => self.stop = Some(Exit::Success),
         }
         self.dirty = true;
     }
