@@ -306,9 +306,6 @@ async fn start(
     if cli.daemon && mode != Mode::Tui {
         return crate::front::client::run(cli, env, mode, clock, out).await;
     }
-    if cli.daemon {
-        return start_tui_in_daemon(cli, env, out).await;
-    }
     if mode == Mode::Tui {
         return start_tui(cli, env, clock, out).await;
     }
@@ -444,6 +441,9 @@ async fn start_rpc(
     crate::front::rpc::serve(rpc_setup, out).await
 }
 
+/// The TUI: through the daemon unless `--no-daemon` (or `KEEL_NO_DAEMON=1`) asks for the
+/// session in this process, or the daemon cannot be started (then it says why, once, and
+/// runs here). A session live in a daemon is shown there.
 async fn start_tui(
     cli: &Cli,
     env: &Env,
@@ -451,34 +451,35 @@ async fn start_tui(
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
     setup::check_session_flags(cli, true)?;
-    if let Some(exit) = attach_if_live(cli, env, out).await? {
-        return Ok(exit);
+    let in_process =
+        !cli.daemon && (cli.no_daemon || env.vars.get("KEEL_NO_DAEMON").is_some_and(|v| v != "0"));
+    let mut warnings = Vec::new();
+    if !in_process {
+        if let Some(exit) = attach_if_live(cli, env, out).await? {
+            return Ok(exit);
+        }
+        match start_tui_in_daemon(cli, env, out).await {
+            InDaemon::Ran(result) => return result,
+            InDaemon::Unavailable(e) if cli.daemon => return Err(e),
+            InDaemon::Unavailable(e) => {
+                tracing::warn!("running the TUI in-process: {}", e.message);
+                warnings.push(format!(
+                    "the keel daemon cannot be started ({}): this session runs in this \
+                     process and ends with it",
+                    e.message
+                ));
+            }
+        }
     }
-    let provider = setup::provider(cli, env).await?;
-    let (mut config, mut warnings, skills) = setup::agent_config(cli, env, true)?;
-    warnings.extend(setup::clamp_thinking(provider.as_ref(), &mut config));
-    let models = setup::models(cli, env, provider)?;
-    let opened = setup::open_session(cli, env, clock)?;
-    warnings.extend(opened.warnings);
+    let mut host = setup::host_setup(cli, env, clock, true).await?;
+    host.warnings.extend(warnings);
     let prompt = cli.prompt.join(" ");
-    let ambiguous_wide = ambiguous_wide(cli, env);
     let tui_setup = crate::front::tui::TuiSetup {
-        config,
-        models,
-        clock: clock.clone(),
-        store: opened.store,
-        announce: opened.is_new,
+        host,
         pick_session: cli.resume.as_deref() == Some(""),
-        session_dir: setup::session_dir(cli, env),
         keel_home: env.keel_home.clone(),
-        prompt_dirs: (
-            env.keel_home.join("prompts"),
-            env.cwd.join(".keel").join("prompts"),
-        ),
-        warnings,
-        skills,
         prompt: (!prompt.trim().is_empty()).then_some(prompt),
-        ambiguous_wide,
+        ambiguous_wide: ambiguous_wide(cli, env),
     };
     crate::front::tui::run(tui_setup, out).await
 }
@@ -542,25 +543,47 @@ async fn attach_if_live(
         ),
         env: env.clone(),
         session_dir: setup::session_dir(cli, env),
+        pick_session: false,
     };
     crate::front::tui::client::run(setup, out).await.map(Some)
 }
 
+/// How showing the TUI's session in the daemon went.
+enum InDaemon {
+    /// The TUI ran (or the session could not be opened there: its startup error).
+    Ran(Result<Exit, StartupError>),
+    /// No daemon could be reached or started.
+    Unavailable(StartupError),
+}
+
 /// The TUI with its session in the daemon: opened (or found) there with this command line's
-/// flags, then shown by the attached client.
-async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, StartupError> {
-    setup::check_session_flags(cli, false)?;
-    let socket = crate::front::daemon::socket_for(env, cli.socket.as_deref())?;
-    let stream = crate::front::daemon::start(&socket, env).await?;
-    let mut client = crate::daemon::client::Client::greet(stream, true).await?;
-    let args = crate::front::daemon::session_args(std::env::args().skip(1));
+/// flags, then shown by the attached client. `--resume` without an id opens a new session
+/// and the picker, as in-process.
+async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> InDaemon {
+    let socket = match crate::front::daemon::socket_for(env, cli.socket.as_deref()) {
+        Ok(s) => s,
+        Err(e) => return InDaemon::Unavailable(e),
+    };
+    let stream = match crate::front::daemon::start(&socket, env).await {
+        Ok(s) => s,
+        Err(e) => return InDaemon::Unavailable(e),
+    };
+    let mut client = match crate::daemon::client::Client::greet(stream, true).await {
+        Ok(c) => c,
+        Err(e) => return InDaemon::Unavailable(e.into()),
+    };
+    let pick_session = cli.resume.as_deref() == Some("");
+    let mut args = crate::front::daemon::session_args(std::env::args().skip(1));
+    if pick_session {
+        args = without_empty_resume(args);
+    }
     // Prompt words among the args are parsed and ignored there: the view sends the prompt.
     let prompt = cli.prompt.join(" ");
     let params = crate::front::daemon::open_params(env, args, false);
-    let opened = client
-        .call("session/open", params.clone())
-        .await
-        .map_err(crate::front::client::open_failed)?;
+    let opened = match client.call("session/open", params.clone()).await {
+        Ok(o) => o,
+        Err(e) => return InDaemon::Ran(Err(crate::front::client::open_failed(e))),
+    };
     drop(client);
     let warnings = opened["warnings"]
         .as_array()
@@ -577,8 +600,29 @@ async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> Result<E
         reopen: params,
         env: env.clone(),
         session_dir: setup::session_dir(cli, env),
+        pick_session,
     };
-    crate::front::tui::client::run(setup, out).await
+    InDaemon::Ran(crate::front::tui::client::run(setup, out).await)
+}
+
+/// The args without a `--resume`/`-r` that has no id (the picker runs in the view).
+fn without_empty_resume(args: Vec<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = args.into_iter().peekable();
+    while let Some(a) = it.next() {
+        if a == "--resume" || a == "-r" {
+            match it.peek() {
+                Some(next) if !next.starts_with('-') => out.push(a),
+                _ => {}
+            }
+            continue;
+        }
+        if a == "--resume=" {
+            continue;
+        }
+        out.push(a);
+    }
+    out
 }
 
 /// Whether East-Asian ambiguous-width characters take two columns.

@@ -163,9 +163,13 @@ pub struct Cli {
     pub quiet: bool,
 
     /// Run the session in the per-user daemon (started if needed), so it outlives this
-    /// process (print, JSON and RPC modes).
-    #[arg(long)]
+    /// process. The TUI does by default; print, JSON and RPC modes only with this flag.
+    #[arg(long, conflicts_with = "no_daemon")]
     pub daemon: bool,
+
+    /// Run the TUI's session in this process (also KEEL_NO_DAEMON=1): it ends with the window.
+    #[arg(long)]
+    pub no_daemon: bool,
 
     /// With --daemon: start the run, print the session id and exit 0 at once.
     #[arg(long, requires = "daemon", conflicts_with = "wait")]

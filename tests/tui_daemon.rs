@@ -140,7 +140,11 @@ fn two_windows_on_one_session_see_one_stream_and_one_answer_closes_both_dialogs(
     a.send("/session\r");
     a.wait_for("the session info", |t| {
         let flat: String = t.split_whitespace().collect();
-        flat.contains("runsinthekeeldaemon(pid") && flat.contains("windowsattached:2")
+        flat.contains("runsin:thekeeldaemon(pid") && flat.contains("windowsattached:2")
+    });
+    // The status line says it too (refreshed every few seconds).
+    a.wait_for("the place in the status line", |t| {
+        t.contains("daemon pid ") && t.contains("· 2 windows")
     });
     for (w, child) in [(&mut a, &mut child_a), (&mut b, &mut child_b)] {
         w.send("/detach\r");
@@ -280,7 +284,7 @@ fn session_commands_work_through_the_daemon() {
     w.send("/model\r");
     w.wait_for("the model list", |t| t.contains("models you can use"));
     w.send("/new\r");
-    w.wait_for("the new session", |t| t.contains("── session "));
+    w.wait_for("the new session", |t| t.contains("── new session "));
     let mut c = d.connect();
     c.hello(false);
     let ids: Vec<String> = c
@@ -314,12 +318,13 @@ fn resuming_a_session_the_daemon_holds_attaches_to_it_there() {
     let r = c.call("prompt", json!({"sessionId": "held", "message": "hi"}));
     assert!(r.get("result").is_some(), "{r}");
     c.events_until("agent_settled");
-    // Without --daemon: the session's file is locked by the daemon, so keel shows it there.
+    // `keel --resume held` at a terminal finds the session live in the daemon and shows it
+    // there (it is live in one place only).
     let keel = env!("CARGO_BIN_EXE_keel");
     let shell = format!(
         "exec '{keel}' --socket '{socket}' --provider scripted --script '{script}' --resume held"
     );
-    let (mut w, mut child) = spawn(&sb, &shell);
+    let (mut w, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &[]);
     w.wait_for("the live session", |t| {
         t.contains("live in the keel daemon: showing it there") && t.contains("Hello from keel!")
     });

@@ -32,8 +32,10 @@ impl Screen {
 
     /// Reads output until `pred` holds for the screen; answers cursor position queries.
     pub fn wait_for(&mut self, what: &str, pred: impl Fn(&str) -> bool) {
+        let deadline = std::time::Instant::now() + PATIENCE;
         while !pred(&self.text()) {
-            let chunk = match self.rx.recv_timeout(PATIENCE) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            let chunk = match self.rx.recv_timeout(left) {
                 Ok(c) => c,
                 Err(_) => panic!("waiting for {what}; the screen shows:\n{}", self.text()),
             };
@@ -53,8 +55,17 @@ impl Screen {
     }
 }
 
-/// Starts `sh -c SHELL` in a fresh 80x24 pseudo-terminal, with the sandbox's environment.
-pub fn spawn(sb: &Sandbox, shell: &str) -> (Screen, Box<dyn portable_pty::Child + Send + Sync>) {
+/// The pty's process and its terminal.
+pub type Spawned = (Screen, Box<dyn portable_pty::Child + Send + Sync>);
+
+/// Starts `sh -c SHELL` in a fresh 80x24 pseudo-terminal, with the sandbox's environment and
+/// no daemon unless the command asks for one (`--daemon`, `keel attach`).
+pub fn spawn(sb: &Sandbox, shell: &str) -> Spawned {
+    spawn_with(sb, shell, &[("KEEL_NO_DAEMON", "1")])
+}
+
+/// [`spawn`] with these variables instead of `KEEL_NO_DAEMON=1`.
+pub fn spawn_with(sb: &Sandbox, shell: &str, vars: &[(&str, &str)]) -> Spawned {
     let pty = native_pty_system()
         .openpty(PtySize {
             rows: 24,
@@ -71,6 +82,9 @@ pub fn spawn(sb: &Sandbox, shell: &str) -> (Screen, Box<dyn portable_pty::Child 
     cmd.env("KEEL_HOME", sb.home());
     cmd.env("TERM", "xterm-256color");
     cmd.env("TMPDIR", sb.dir.path());
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
     cmd.cwd(sb.work());
     let child = pty.slave.spawn_command(cmd).unwrap();
     drop(pty.slave);

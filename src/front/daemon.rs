@@ -75,6 +75,7 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
                 },
                 env: env.clone(),
                 session_dir: crate::kernel::session::session_dir(&env.keel_home, &env.cwd),
+                pick_session: false,
             };
             crate::front::tui::client::run(setup, out).await
         }
@@ -278,7 +279,14 @@ mod age_tests {
 
 /// Flags that only concern a client of the daemon, never the session it opens there.
 const CLIENT_FLAGS: &[&str] = &[
-    "--daemon", "--rpc", "--json", "-p", "--print", "--detach", "--wait",
+    "--daemon",
+    "--no-daemon",
+    "--rpc",
+    "--json",
+    "-p",
+    "--print",
+    "--detach",
+    "--wait",
 ];
 const CLIENT_FLAGS_WITH_VALUE: &[&str] = &["--socket", "--mode"];
 

@@ -262,14 +262,35 @@ impl Commands {
     }
 }
 
+impl Commands {
+    /// Ends a session served in this process: its run is stopped (settling for at most
+    /// `grace`) and the session saved; the link's stream ends after the last events. A
+    /// daemon's session is not stopped by its clients: nothing happens.
+    pub async fn stop(&self, grace: std::time::Duration) {
+        if let Kind::Local(handle) = &self.kind {
+            handle.stop(grace).await;
+        }
+    }
+}
+
 impl Link {
     /// The next item of the stream (`None` once the link has ended).
     pub async fn next(&mut self) -> Option<Note> {
         let note = self.notes.recv().await?;
+        Some(self.follow(note))
+    }
+
+    /// The next item if one is already there.
+    pub fn try_next(&mut self) -> Option<Note> {
+        let note = self.notes.try_recv().ok()?;
+        Some(self.follow(note))
+    }
+
+    fn follow(&mut self, note: Note) -> Note {
         if let Note::Replaced { session, .. } = &note {
             self.session = session.clone();
         }
-        Some(note)
+        note
     }
 }
 

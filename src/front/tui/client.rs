@@ -1,11 +1,14 @@
-//! The TUI as a client of the daemon (`keel --daemon` at a terminal, `keel attach ID`): the
-//! same view, fed the session's public events through a [`Link`], with every action sent as a
-//! pi command. Closing the window, losing the terminal (SIGHUP) or quitting only ends this
-//! view: the run goes on in the daemon, and `keel attach ID` shows it again (the transcript so
-//! far from the attach snapshot, then the live stream, pending dialogs included).
+//! The TUI's controller: one view of a session, fed the session's public events through a
+//! [`Link`], with every action sent as a pi command. The same code serves a session in this
+//! process (`--no-daemon`: [`Link::local`]) and one in the daemon (`keel`, `keel attach ID`:
+//! [`Link::daemon`]); only leaving differs. In the daemon, closing the window, losing the
+//! terminal (SIGHUP) or quitting ends this view only: the run goes on, and `keel attach ID`
+//! shows it again (the transcript so far from the attach snapshot, then the live stream,
+//! pending dialogs included). In-process, leaving stops the run and saves the session.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 use crossterm::event::Event as TermEvent;
 use serde_json::{json, Value};
@@ -15,7 +18,9 @@ use tokio::time::Instant;
 use super::terminal::InlineTerminal;
 use super::transcript::HistoryCell;
 use super::view::{Action, View};
-use super::{draw, short_id, spawn_input, tty, user_history, Input, FRAME_INTERVAL, TICK};
+use super::{
+    draw, short_id, spawn_input, tty, user_history, Input, TuiSetup, FRAME_INTERVAL, TICK,
+};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::link::{Commands, Link, Note, Start};
@@ -26,7 +31,7 @@ use crate::kernel::event::ApprovalDecision;
 use crate::kernel::message::Message;
 use crate::output::{Output, TerminalOut};
 
-/// What attaching needs.
+/// What attaching to a session of the daemon needs.
 pub struct AttachSetup {
     pub socket: PathBuf,
     pub session: String,
@@ -40,53 +45,151 @@ pub struct AttachSetup {
     pub env: crate::mode::Env,
     /// The session directory of the cwd (the `/resume` picker).
     pub session_dir: PathBuf,
+    /// Open the session picker first (`--resume` without an id).
+    pub pick_session: bool,
 }
+
+/// How long leaving an in-process session waits for its run to settle.
+const STOP_GRACE: Duration = Duration::from_secs(3);
 
 /// Answers of commands sent in the background.
-enum Back {
+pub(super) enum Back {
     Notice(HistoryCell),
     Restore(Vec<String>),
-    /// The session was replaced: its messages, to show from the start.
-    Replay(String, Vec<Message>),
+    /// The session was replaced: its messages and state, to show from the start.
+    Replay(String, Vec<Message>, Value),
     /// The session's templates and skills (`get_commands`), for the slash menu.
     Commands(Vec<(String, String)>),
+    /// The session's state (`get_state`): model, context window, name, file.
+    State(Value),
+    /// Where the session runs, for the status line.
+    Place(String),
 }
 
-struct Client {
-    view: View,
-    term: InlineTerminal<TerminalOut>,
-    link: Link,
-    commands: Commands,
-    socket: PathBuf,
-    epoch: String,
-    seq: u64,
-    clock: Clock,
-    back_tx: mpsc::UnboundedSender<Back>,
-    back_rx: mpsc::UnboundedReceiver<Back>,
-    dirty: bool,
-    last_frame: Option<Instant>,
-    stop: Option<Exit>,
+/// Where the session lives when it is not in this process.
+pub(super) struct Daemon {
+    pub socket: PathBuf,
     /// The daemon went away: Enter tries to reconnect.
-    lost: bool,
-    reopen: Value,
-    env: crate::mode::Env,
-    /// The session's file, for reopening it in a new daemon.
-    file: Option<String>,
+    pub lost: bool,
+    pub reopen: Value,
+    pub env: crate::mode::Env,
+}
+
+/// What the view needs besides the link.
+struct Opening {
+    prompt: Option<String>,
+    warnings: Vec<String>,
+    pick_session: bool,
+    session_dir: PathBuf,
+    keel_home: PathBuf,
+    cwd: PathBuf,
+    clock: Clock,
+    ambiguous_wide: bool,
+}
+
+pub(super) struct Client {
+    pub view: View,
+    pub term: InlineTerminal<TerminalOut>,
+    pub link: Link,
+    pub commands: Commands,
+    pub epoch: String,
+    pub seq: u64,
+    pub clock: Clock,
+    pub back_tx: mpsc::UnboundedSender<Back>,
+    back_rx: mpsc::UnboundedReceiver<Back>,
+    pub dirty: bool,
+    last_frame: Option<Instant>,
+    pub stop: Option<Exit>,
+    /// `None`: the session is served in this process.
+    pub daemon: Option<Daemon>,
+    /// The session's file (resuming it later, reopening it in a new daemon).
+    pub file: Option<String>,
     /// Quitting while a run is active: waiting for "leave it running" or "stop it".
     asking_quit: bool,
     /// Where the session picker looks.
-    session_dir: PathBuf,
+    pub session_dir: PathBuf,
+    pub keel_home: PathBuf,
+    pub cwd: PathBuf,
+    /// What the next session change is (`new session`, `forked into session`, …).
+    pub replacing: Option<&'static str>,
+}
+
+/// The in-process TUI: serves the session here and shows it until the user quits (exit 0) or
+/// a signal ends it (128 + n); leaving stops the run and saves the session.
+pub async fn run_local(setup: TuiSetup, out: &mut Output) -> Result<Exit, StartupError> {
+    let host = setup.host;
+    let opening = Opening {
+        prompt: setup.prompt,
+        warnings: Vec::new(),
+        pick_session: setup.pick_session,
+        session_dir: host.session_dir.clone(),
+        keel_home: setup.keel_home,
+        cwd: host.config.cwd.clone(),
+        clock: host.clock.clone(),
+        ambiguous_wide: setup.ambiguous_wide,
+    };
+    let (link, start) = Link::local(host, (10_000, 8 << 20))
+        .await
+        .map_err(|e| StartupError::internal("cannot start the session").cause(e))?;
+    let (exit, client) = show(link, start, None, opening).await?;
+    if client
+        .file
+        .as_deref()
+        .is_some_and(|f| std::path::Path::new(f).exists())
+    {
+        let id = client.link.session_id().to_string();
+        let _ = out.out(format!("Session saved. Resume it with: keel --resume {id}\n").as_bytes());
+        let _ = out.flush();
+    }
+    Ok(exit)
 }
 
 /// Attaches the TUI to a session of the daemon until the user leaves (exit 0), the terminal
 /// goes away or a signal ends this client (128 + n); the session stays live either way.
 pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupError> {
-    crate::text::set_ambiguous_wide(setup.ambiguous_wide);
     let (link, start) = Link::daemon(&setup.socket, &setup.session, None, true)
         .await
         .map_err(|e| {
             StartupError::config(format!("cannot attach to session {}: {e}", setup.session))
         })?;
+    let opening = Opening {
+        prompt: setup.prompt,
+        warnings: setup.warnings,
+        pick_session: setup.pick_session,
+        session_dir: setup.session_dir,
+        keel_home: setup.env.keel_home.clone(),
+        cwd: setup.env.cwd.clone(),
+        clock: Clock::system(),
+        ambiguous_wide: setup.ambiguous_wide,
+    };
+    let daemon = Daemon {
+        socket: setup.socket,
+        lost: false,
+        reopen: setup.reopen,
+        env: setup.env,
+    };
+    let (exit, client) = show(link, start, Some(daemon), opening).await?;
+    let id = client.link.session_id().to_string();
+    let state = if client.view.transcript.is_running() {
+        "its run goes on in the keel daemon"
+    } else {
+        "it stays live in the keel daemon"
+    };
+    let text = format!("Left session {id}; {state}. Come back with: keel attach {id}\n");
+    let _ = out.out(text.as_bytes());
+    let _ = out.flush();
+    Ok(exit)
+}
+
+/// Takes the terminal and shows the linked session until the user leaves; gives back how it
+/// ended and the controller, with the terminal restored.
+async fn show(
+    link: Link,
+    start: Start,
+    daemon: Option<Daemon>,
+    o: Opening,
+) -> Result<(Exit, Client), StartupError> {
+    crate::text::set_ambiguous_wide(o.ambiguous_wide);
     let tty = tty::Tty::enter()
         .map_err(|e| StartupError::internal("cannot set up the terminal").cause(e.to_string()))?;
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
@@ -104,48 +207,45 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
         term,
         link,
         commands,
-        socket: setup.socket,
         epoch: start.epoch.clone(),
         seq: start.seq,
-        clock: Clock::system(),
+        clock: o.clock,
         back_tx,
         back_rx,
         dirty: true,
         last_frame: None,
         stop: None,
-        lost: false,
-        reopen: setup.reopen,
-        env: setup.env,
+        daemon,
         file: None,
         asking_quit: false,
-        session_dir: setup.session_dir,
+        session_dir: o.session_dir,
+        keel_home: o.keel_home,
+        cwd: o.cwd,
+        replacing: None,
     };
-    client.load(&start, &setup.warnings);
+    client.load(&start, &o.warnings);
     client.fetch_commands();
+    client.show_place();
+    if o.pick_session {
+        client.open_picker();
+    }
     client.render();
-    if let Some(p) = setup.prompt {
+    if let Some(p) = o.prompt {
         client.act(Action::Prompt(p)).await;
     }
     let exit = client.run(input_rx, &mut signals).await;
-    let id = client.link.session_id().to_string();
-    let running = client.view.transcript.is_running();
-    drop(client);
+    if client.daemon.is_none() {
+        client.stop_here(&mut signals).await;
+    }
+    let _ = client.term.clear_live();
     drop(tty);
-    let state = if running {
-        "its run goes on in the keel daemon"
-    } else {
-        "it stays live in the keel daemon"
-    };
-    let text = format!("Left session {id}; {state}. Come back with: keel attach {id}\n");
-    let _ = out.out(text.as_bytes());
-    let _ = out.flush();
-    Ok(exit)
+    Ok((exit, client))
 }
 
 impl Client {
     /// The state at attach time: the transcript so far, the model and name, a streaming
     /// message and pending dialogs.
-    fn load(&mut self, start: &Start, warnings: &[String]) {
+    pub fn load(&mut self, start: &Start, warnings: &[String]) {
         let Some(snap) = &start.snapshot else { return };
         let messages: Vec<Message> = snap["messages"]
             .as_array()
@@ -154,26 +254,23 @@ impl Client {
             .filter_map(|m| serde_json::from_value(m.clone()).ok())
             .collect();
         let state = &snap["state"];
-        self.file = state["sessionFile"].as_str().map(str::to_string);
-        let t = &mut self.view.transcript;
-        t.model = state["model"]["id"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        t.thinking_level = state["thinkingLevel"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        t.session_name = state["sessionName"].as_str().map(str::to_string);
-        self.view.context_window = state["model"]["contextWindow"].as_u64().unwrap_or(0);
+        self.take_state(state);
         self.view.composer.set_history(user_history(&messages));
         let id = self.link.session_id().to_string();
-        self.view.notice(HistoryCell::Notice(format!(
-            "keel {} · {} · session {} in the keel daemon · /detach leaves it running · /help",
-            env!("CARGO_PKG_VERSION"),
-            self.view.transcript.model,
-            short_id(&id),
-        )));
+        let model = self.view.transcript.model.clone();
+        let version = env!("CARGO_PKG_VERSION");
+        let header = match &self.daemon {
+            Some(_) => format!(
+                "keel {version} · {model} · session {} in the keel daemon · /detach leaves it running · /help",
+                short_id(&id),
+            ),
+            None => format!(
+                "keel {version} · {model} · session {}{} · /help for commands",
+                short_id(&id),
+                if messages.is_empty() { "" } else { " (resumed)" }
+            ),
+        };
+        self.view.notice(HistoryCell::Notice(header));
         self.view.transcript.replay(&messages);
         for w in warnings {
             self.view
@@ -196,6 +293,22 @@ impl Client {
         }
     }
 
+    /// Model, thinking level, name, context window and file from a `get_state` answer.
+    pub fn take_state(&mut self, state: &Value) {
+        self.file = state["sessionFile"].as_str().map(str::to_string);
+        let t = &mut self.view.transcript;
+        t.model = state["model"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        t.thinking_level = state["thinkingLevel"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        t.session_name = state["sessionName"].as_str().map(str::to_string);
+        self.view.context_window = state["model"]["contextWindow"].as_u64().unwrap_or(0);
+    }
+
     fn feed(&mut self, event: &Value, at_ms: i64) {
         if let Some(e) = PublicEvent::parse(&event.to_string()) {
             let _ = self.view.on_event(&e, at_ms);
@@ -207,29 +320,41 @@ impl Client {
         mut input: mpsc::UnboundedReceiver<Input>,
         signals: &mut Signals,
     ) -> Exit {
+        let mut place_at = Instant::now() + super::commands::PLACE_REFRESH;
         while self.stop.is_none() {
             let frame_at = self
                 .last_frame
                 .map_or_else(Instant::now, |t| t + FRAME_INTERVAL);
             let ticking = self.view.transcript.is_running();
+            let lost = self.daemon.as_ref().is_some_and(|d| d.lost);
             tokio::select! {
                 biased;
                 n = signals.next() => self.stop = Some(Exit::Signal(n)),
                 _ = tokio::time::sleep_until(frame_at), if self.dirty => self.render(),
-                note = self.link.next(), if !self.lost => self.on_note(note).await,
+                note = self.link.next(), if !lost => self.on_note(note).await,
                 msg = input.recv() => match msg {
                     Some(msg) => self.on_input(msg).await,
-                    // The terminal went away: leave, the run goes on.
+                    // The terminal went away: leave (a daemon's run goes on).
                     None => self.stop = Some(Exit::Success),
                 },
                 Some(back) = self.back_rx.recv() => {
+                    let mut changed = true;
                     match back {
                         Back::Notice(cell) => self.view.notice(cell),
                         Back::Restore(texts) => self.view.restore_to_composer(texts),
-                        Back::Replay(id, messages) => self.replay(&id, &messages),
+                        Back::Replay(id, messages, state) => self.replay(&id, &messages, &state),
                         Back::Commands(list) => self.view.templates = list,
+                        Back::State(state) => self.take_state(&state),
+                        Back::Place(text) => {
+                            changed = self.view.place.as_deref() != Some(text.as_str());
+                            self.view.place = Some(text);
+                        }
                     }
-                    self.dirty = true;
+                    self.dirty |= changed;
+                }
+                _ = tokio::time::sleep_until(place_at), if self.daemon.is_some() && !lost => {
+                    self.show_place();
+                    place_at = Instant::now() + super::commands::PLACE_REFRESH;
                 }
                 _ = tokio::time::sleep(TICK), if ticking && !self.dirty => {
                     self.view.spinner = self.view.spinner.wrapping_add(1);
@@ -251,6 +376,38 @@ impl Client {
         self.last_frame = Some(Instant::now());
     }
 
+    /// Leaving an in-process session: its run is stopped (it settles for at most a few
+    /// seconds, or until a second signal), shown, and the session saved.
+    async fn stop_here(&mut self, signals: &mut Signals) {
+        let commands = self.commands.clone();
+        let stopped = tokio::spawn(async move { commands.stop(STOP_GRACE).await });
+        let mut cut = false;
+        loop {
+            tokio::select! {
+                note = self.link.next() => match note {
+                    Some(Note::Event { line, .. }) => self.show_line(&line),
+                    Some(_) => {}
+                    None => break,
+                },
+                _ = signals.next(), if !cut => cut = true,
+            }
+            if cut {
+                break;
+            }
+        }
+        let _ = stopped.await;
+        while let Some(Note::Event { line, .. }) = self.link.try_next() {
+            self.show_line(&line);
+        }
+        let _ = draw(&mut self.view, &mut self.term);
+    }
+
+    fn show_line(&mut self, line: &str) {
+        if let Some(e) = PublicEvent::parse(line) {
+            let _ = self.view.on_event(&e, self.clock.now_ms());
+        }
+    }
+
     async fn on_note(&mut self, note: Option<Note>) {
         match note {
             Some(Note::Event { seq, line }) => {
@@ -259,6 +416,9 @@ impl Client {
                     let now = self.clock.now_ms();
                     for action in self.view.on_event(&e, now) {
                         self.act(action).await;
+                    }
+                    if let PublicEvent::ModelChanged { .. } = e {
+                        self.fetch_state();
                     }
                 }
             }
@@ -272,123 +432,55 @@ impl Client {
                         .ok()
                         .and_then(|v| serde_json::from_value(v["messages"].clone()).ok())
                         .unwrap_or_default();
-                    let _ = back.send(Back::Replay(session, messages));
+                    let state = commands.request("get_state", json!({})).await;
+                    let _ = back.send(Back::Replay(session, messages, state.unwrap_or_default()));
                 });
+                self.show_place();
             }
             Some(Note::Lagged { .. }) => self.reconnect().await,
             Some(Note::Lost(why)) => self.lost(&why),
-            None => self.lost("the connection ended"),
+            None if self.daemon.is_some() => self.lost("the connection ended"),
+            None => {
+                tracing::error!("the in-process session ended");
+                self.view
+                    .notice(HistoryCell::Error("the session ended unexpectedly".into()));
+                self.stop = Some(Exit::Internal);
+            }
         }
         self.dirty = true;
     }
 
+    /// Asks for the session's state (model and context window after a model change).
+    fn fetch_state(&self) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        tokio::spawn(async move {
+            if let Ok(state) = commands.request("get_state", json!({})).await {
+                let _ = back.send(Back::State(state));
+            }
+        });
+    }
+
     /// Another session is shown from now on: the transcript starts over with its messages.
-    fn replay(&mut self, id: &str, messages: &[Message]) {
-        let (model, thinking) = (
-            self.view.transcript.model.clone(),
-            self.view.transcript.thinking_level.clone(),
-        );
+    fn replay(&mut self, id: &str, messages: &[Message], state: &Value) {
         let pending = self.view.transcript.drain();
         self.view.transcript = super::transcript::Transcript::new();
-        self.view.transcript.model = model;
-        self.view.transcript.thinking_level = thinking;
+        self.take_state(state);
         for cell in pending {
             self.view.notice(cell);
         }
+        let what = self.replacing.take().unwrap_or("session");
         self.view
-            .notice(HistoryCell::Notice(format!("── session {id} ──")));
+            .notice(HistoryCell::Notice(format!("── {what} {id} ──")));
         self.view.composer.set_history(user_history(messages));
         self.view.transcript.replay(messages);
         self.dirty = true;
     }
 
-    fn lost(&mut self, why: &str) {
-        self.lost = true;
-        self.view.notice(HistoryCell::Error(format!(
-            "The connection to the keel daemon was lost ({why}). Press Enter to reconnect; the \
-             session's file keeps every completed entry."
-        )));
-        self.view
-            .set_hint("daemon connection lost · Enter reconnects");
-    }
-
-    /// Attaches again from the last event seen: a replay, or a snapshot if the daemon no longer
-    /// holds what followed.
-    async fn reconnect(&mut self) {
-        let cursor = Some((self.epoch.as_str(), self.seq));
-        let session = self.link.session_id().to_string();
-        match Link::daemon(&self.socket, &session, cursor, true).await {
-            Ok((link, start)) => {
-                self.link = link;
-                self.commands = self.link.commands();
-                self.lost = false;
-                self.epoch = start.epoch.clone();
-                if start.snapshot.is_some() {
-                    self.view.notice(HistoryCell::Notice(
-                        "reconnected; the daemon no longer held the events in between, so the \
-                         state below is its snapshot"
-                            .into(),
-                    ));
-                    let old = std::mem::take(&mut self.view);
-                    self.view.composer = old.composer;
-                    self.load(&start, &[]);
-                } else {
-                    self.view
-                        .notice(HistoryCell::Notice("reconnected to the keel daemon".into()));
-                }
-                self.seq = start.seq;
-                self.view.set_hint("");
-            }
-            Err(_)
-                if !self.socket.exists()
-                    || std::os::unix::net::UnixStream::connect(&self.socket).is_err() =>
-            {
-                self.restart().await
-            }
-            Err(e) => {
-                self.lost = true;
-                self.view
-                    .notice(HistoryCell::Error(format!("cannot reconnect: {e}")));
-            }
-        }
-    }
-
-    /// The daemon is gone: start a new one and open the session there again from its file.
-    async fn restart(&mut self) {
-        let Some(file) = self.file.clone() else {
-            self.view.notice(HistoryCell::Error(
-                "the keel daemon is gone and this session has no file to resume".into(),
-            ));
-            return;
-        };
-        match reopen(&self.socket, &self.env, &self.reopen, &file).await {
-            Ok((id, link, start)) => {
-                self.link = link;
-                self.commands = self.link.commands();
-                self.lost = false;
-                self.epoch = start.epoch.clone();
-                self.seq = start.seq;
-                let old = std::mem::take(&mut self.view);
-                self.view.composer = old.composer;
-                self.load(&start, &[]);
-                self.view.notice(HistoryCell::Notice(format!(
-                    "the keel daemon had stopped: a new one resumed session {} from its file",
-                    short_id(&id)
-                )));
-                self.view.set_hint("");
-            }
-            Err(e) => {
-                self.lost = true;
-                self.view.notice(HistoryCell::Error(format!(
-                    "cannot start a new keel daemon: {e}"
-                )));
-            }
-        }
-    }
-
     async fn on_input(&mut self, msg: Input) {
+        let lost = self.daemon.as_ref().is_some_and(|d| d.lost);
         match msg {
-            Input::Term(TermEvent::Key(key)) if self.lost => {
+            Input::Term(TermEvent::Key(key)) if lost => {
                 if key.code == crossterm::event::KeyCode::Enter {
                     self.reconnect().await;
                 } else if let Some(Action::Quit) = self.view.on_key(key) {
@@ -398,7 +490,7 @@ impl Client {
             Input::Term(TermEvent::Key(key)) if self.asking_quit => {
                 use crossterm::event::KeyCode;
                 self.asking_quit = false;
-                self.view.set_hint("");
+                self.view.clear_hint();
                 match key.code {
                     KeyCode::Char('l') | KeyCode::Char('d') | KeyCode::Enter => {
                         self.stop = Some(Exit::Success)
@@ -426,57 +518,7 @@ impl Client {
         self.dirty = true;
     }
 
-    /// Sends a command in the background; its error (pi's text) becomes a notice.
-    fn send(&self, command: &'static str, params: Value) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
-        tokio::spawn(async move {
-            if let Err(e) = commands.request(command, params).await {
-                let _ = back.send(Back::Notice(HistoryCell::Error(e)));
-            }
-        });
-    }
-
-    /// Asks the session for its templates and skills, for the slash menu.
-    fn fetch_commands(&self) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
-        tokio::spawn(async move {
-            let Ok(v) = commands.request("get_commands", json!({})).await else {
-                return;
-            };
-            let list = v["commands"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|c| {
-                    let name = c["name"].as_str()?.to_string();
-                    Some((name, c["description"].as_str().unwrap_or("").to_string()))
-                })
-                .collect();
-            let _ = back.send(Back::Commands(list));
-        });
-    }
-
-    /// Sends a command in the background and shows `say(data)`, or pi's error text.
-    fn ask_and_tell(
-        &self,
-        command: &'static str,
-        params: Value,
-        say: impl FnOnce(&Value) -> String + Send + 'static,
-    ) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
-        tokio::spawn(async move {
-            let cell = match commands.request(command, params).await {
-                Ok(v) => HistoryCell::Notice(say(&v)),
-                Err(e) => HistoryCell::Error(e),
-            };
-            let _ = back.send(Back::Notice(cell));
-        });
-    }
-
-    async fn act(&mut self, action: Action) {
+    pub async fn act(&mut self, action: Action) {
         match action {
             Action::Prompt(text) => self.send("prompt", json!({"message": text})),
             Action::Steer(text) => self.send("steer", json!({"message": text})),
@@ -510,6 +552,7 @@ impl Client {
             }
             Action::Command { name, args } => self.command(&name, &args),
             Action::OpenSession(path) => {
+                self.replacing = Some("resumed session");
                 self.send("switch_session", json!({"sessionPath": path}));
             }
             Action::Quit => self.quit(),
@@ -517,184 +560,16 @@ impl Client {
         self.dirty = true;
     }
 
-    /// Leaving while a run is active asks whether to leave it running or stop it; otherwise
-    /// the view just ends (the session stays live in the daemon).
-    fn quit(&mut self) {
-        if !self.view.transcript.is_running() {
+    /// Leaving a daemon's session while a run is active asks whether to leave it running or
+    /// stop it; otherwise the view just ends (in-process, that stops the run).
+    pub fn quit(&mut self) {
+        if self.daemon.is_none() || !self.view.transcript.is_running() {
             self.stop = Some(Exit::Success);
             return;
         }
         self.asking_quit = true;
         self.view.set_hint(
             "a run is active: l leaves it running in the daemon · s stops it · Esc stays",
-        );
-    }
-
-    fn command(&mut self, name: &str, args: &str) {
-        match name {
-            "detach" => self.stop = Some(Exit::Success),
-            "quit" | "exit" => self.quit(),
-            "help" => self.view.notice(HistoryCell::Notice(super::help_text())),
-            "name" if !args.is_empty() => self.send("set_session_name", json!({"name": args})),
-            "compact" => {
-                let params = match args.is_empty() {
-                    true => json!({}),
-                    false => json!({"customInstructions": args}),
-                };
-                self.send("compact", params);
-            }
-            "thinking" if args.is_empty() => self.send("cycle_thinking_level", json!({})),
-            "thinking" => self.send("set_thinking_level", json!({"level": args})),
-            "model" if !args.is_empty() => {
-                let (provider, model) = args.split_once('/').unwrap_or(("", args));
-                let what = args.to_string();
-                self.ask_and_tell(
-                    "set_model",
-                    json!({"provider": provider, "modelId": model}),
-                    move |_| format!("model: {what}"),
-                );
-            }
-            "new" | "resume" | "fork" if self.view.transcript.is_running() => self.view.notice(
-                HistoryCell::Notice("the agent is working: press Esc to stop it first".into()),
-            ),
-            "new" => self.send("new_session", json!({})),
-            "resume" => {
-                let here = crate::kernel::session::list(&self.session_dir);
-                let all = crate::kernel::session::list_all(&self.env.keel_home);
-                self.view
-                    .open_picker(super::picker::Picker::new(here, all, self.clock.now_ms()));
-            }
-            // A copy of the session as it stands, continued from here (this one stays).
-            "fork" => self.send("clone", json!({})),
-            "export" => {
-                let params = match args.is_empty() {
-                    true => json!({}),
-                    false => json!({"outputPath": self.env.cwd.join(args)}),
-                };
-                self.ask_and_tell("export_html", params, |v| {
-                    format!("exported to {}", v["path"].as_str().unwrap_or("?"))
-                });
-            }
-            "name" if args.is_empty() => self
-                .view
-                .notice(HistoryCell::Notice("usage: /name <session name>".into())),
-            "model" if args.is_empty() => {
-                self.ask_and_tell("get_available_models", json!({}), |v| {
-                    let mut text = String::from("models you can use (/model provider/id):");
-                    for m in v["models"].as_array().into_iter().flatten() {
-                        text.push_str(&format!(
-                            "\n   {}/{}",
-                            m["provider"].as_str().unwrap_or(""),
-                            m["id"].as_str().unwrap_or("")
-                        ));
-                    }
-                    text
-                })
-            }
-            "session" => {
-                let id = self.link.session_id().to_string();
-                let socket = self.socket.display().to_string();
-                let commands = self.commands.clone();
-                let back = self.back_tx.clone();
-                tokio::spawn(async move {
-                    let status = commands.request("daemon/status", json!({})).await;
-                    let status = status.unwrap_or_default();
-                    let me = status["sessions"]
-                        .as_array()
-                        .and_then(|l| l.iter().find(|s| s["sessionId"] == id.as_str()).cloned())
-                        .unwrap_or_default();
-                    let text = format!(
-                        "session {id} · file {} · runs in the keel daemon (pid {}, {socket}) · windows attached: {} · leave with /detach, come back with: keel attach {id}",
-                        me["sessionFile"].as_str().unwrap_or("(none)"),
-                        status["pid"],
-                        me["clients"],
-                    );
-                    let _ = back.send(Back::Notice(HistoryCell::Notice(text)));
-                });
-            }
-            other => self.view.notice(HistoryCell::Notice(format!(
-                "/{other} is not available through the daemon yet (keel without --daemon has it)"
-            ))),
-        }
-    }
-}
-
-/// Session flags (and their values) that pick a session: replaced when reopening by file.
-const SESSION_FLAGS: &[&str] = &["--continue", "-c", "--no-session"];
-const SESSION_FLAGS_WITH_VALUE: &[&str] =
-    &["--resume", "-r", "--session", "--session-id", "--fork"];
-
-/// `args` without the flags that pick a session, then `--session FILE`.
-fn args_for_file(args: &[Value], file: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut skip = false;
-    for a in args.iter().filter_map(Value::as_str) {
-        if std::mem::take(&mut skip) {
-            continue;
-        }
-        let flag = a.split('=').next().unwrap_or(a);
-        if SESSION_FLAGS_WITH_VALUE.contains(&a) {
-            skip = true;
-            continue;
-        }
-        if SESSION_FLAGS.contains(&a) || SESSION_FLAGS_WITH_VALUE.contains(&flag) {
-            continue;
-        }
-        out.push(a.to_string());
-    }
-    out.extend(["--session".to_string(), file.to_string()]);
-    out
-}
-
-/// Starts (or finds) a daemon on `socket`, opens `file` there with `params`' other flags and
-/// attaches.
-async fn reopen(
-    socket: &std::path::Path,
-    env: &crate::mode::Env,
-    params: &Value,
-    file: &str,
-) -> Result<(String, Link, Start), String> {
-    let stream = crate::front::daemon::start(socket, env)
-        .await
-        .map_err(|e| e.message)?;
-    let mut client = crate::daemon::client::Client::greet(stream, true)
-        .await
-        .map_err(|e| e.to_string())?;
-    let mut params = params.clone();
-    let args = params["args"].as_array().cloned().unwrap_or_default();
-    params["args"] = json!(args_for_file(&args, file));
-    let opened = client
-        .call("session/open", params)
-        .await
-        .map_err(|e| e.to_string())?;
-    drop(client);
-    let id = opened["sessionId"].as_str().unwrap_or_default().to_string();
-    let (link, start) = Link::daemon(socket, &id, None, true).await?;
-    Ok((id, link, start))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reopening_by_file_drops_the_flags_that_picked_the_session() {
-        let args: Vec<Value> = [
-            "--provider",
-            "p",
-            "--session-id",
-            "x",
-            "--continue",
-            "--resume=y",
-            "-m",
-            "m",
-        ]
-        .iter()
-        .map(|s| json!(s))
-        .collect();
-        assert_eq!(
-            args_for_file(&args, "/f.jsonl"),
-            ["--provider", "p", "-m", "m", "--session", "/f.jsonl"]
         );
     }
 }

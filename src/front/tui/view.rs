@@ -111,6 +111,8 @@ pub struct View {
     pub context_window: u64,
     /// Names of prompt templates, offered after `/`.
     pub templates: Vec<(String, String)>,
+    /// Where the session runs when not in this process (the status line's last part).
+    pub place: Option<String>,
     /// The last lines written to scrollback (what a screen shows above the live area).
     shown: VecDeque<Line<'static>>,
     /// Whether anything was written to the history yet (no blank line before the first cell).
@@ -141,6 +143,7 @@ impl View {
             now_ms: 0,
             context_window: 0,
             templates: Vec::new(),
+            place: None,
             shown: VecDeque::new(),
             wrote_any: false,
             last_was_answer: false,
@@ -159,6 +162,10 @@ impl View {
     /// Shows a transient hint under the status line until the next key.
     pub fn set_hint(&mut self, hint: impl Into<String>) {
         self.hint = Some(hint.into());
+    }
+
+    pub fn clear_hint(&mut self) {
+        self.hint = None;
     }
 
     /// Adds a front-end cell (a command's answer, a notice) to the history.

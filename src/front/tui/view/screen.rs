@@ -315,6 +315,9 @@ impl View {
         if let Some(n) = &t.session_name {
             parts.push(n.clone());
         }
+        if let Some(p) = &self.place {
+            parts.push(p.clone());
+        }
         paint::truncate_line(&Line::styled(parts.join(" · "), dim()), w)
     }
 }

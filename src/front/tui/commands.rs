@@ -1,0 +1,325 @@
+//! The TUI's slash commands, each a pi command (or two) on the session's link, answered in
+//! the background: the view stays live while the host works, and pi's error text becomes an
+//! error cell. The same commands run in-process and through the daemon; only `/detach`,
+//! `/quit` and `/session`'s "where it runs" differ.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use serde_json::{json, Value};
+
+use super::client::{Back, Client};
+use super::transcript::HistoryCell;
+use super::{help_text, picker, view};
+
+/// How often a daemon client refreshes "windows attached" in its status line.
+pub(super) const PLACE_REFRESH: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Client {
+    /// Sends a command in the background; its error (pi's text) becomes an error cell.
+    pub(super) fn send(&self, command: &'static str, params: Value) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        tokio::spawn(async move {
+            if let Err(e) = commands.request(command, params).await {
+                let _ = back.send(Back::Notice(HistoryCell::Error(e)));
+            }
+        });
+    }
+
+    /// Asks the session for its templates and skills, for the slash menu.
+    pub(super) fn fetch_commands(&self) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        tokio::spawn(async move {
+            let Ok(v) = commands.request("get_commands", json!({})).await else {
+                return;
+            };
+            let list = v["commands"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|c| {
+                    let name = c["name"].as_str()?.to_string();
+                    Some((name, c["description"].as_str().unwrap_or("").to_string()))
+                })
+                .collect();
+            let _ = back.send(Back::Commands(list));
+        });
+    }
+
+    /// Sends a command in the background and shows `say(data)`, or pi's error text.
+    fn ask_and_tell(
+        &self,
+        command: &'static str,
+        params: Value,
+        say: impl FnOnce(&Value) -> String + Send + 'static,
+    ) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        tokio::spawn(async move {
+            let cell = match commands.request(command, params).await {
+                Ok(v) => HistoryCell::Notice(say(&v)),
+                Err(e) => HistoryCell::Error(e),
+            };
+            let _ = back.send(Back::Notice(cell));
+        });
+    }
+
+    pub(super) fn open_picker(&mut self) {
+        let here = crate::kernel::session::list(&self.session_dir);
+        let all = crate::kernel::session::list_all(&self.keel_home);
+        self.view
+            .open_picker(picker::Picker::new(here, all, self.clock.now_ms()));
+    }
+
+    /// The status line's "where the agent runs" part, for a daemon's session: its pid, how
+    /// many windows show the session, and a different daemon version with what to do.
+    pub(super) fn show_place(&mut self) {
+        let Some(hello) = self.daemon.as_ref().and(self.link.daemon.clone()) else {
+            return;
+        };
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        let id = self.link.session_id().to_string();
+        tokio::spawn(async move {
+            let status = commands.request("daemon/status", json!({})).await;
+            let clients = status.ok().and_then(|s| {
+                s["sessions"]
+                    .as_array()?
+                    .iter()
+                    .find(|s| s["sessionId"] == id.as_str())
+                    .and_then(|s| s["clients"].as_u64())
+            });
+            let _ = back.send(Back::Place(place_text(&hello, clients)));
+        });
+    }
+
+    pub(super) fn command(&mut self, name: &str, args: &str) {
+        let busy = self.view.transcript.is_running();
+        match name {
+            "detach" if self.daemon.is_some() => self.stop = Some(crate::exit::Exit::Success),
+            "detach" => self.view.notice(HistoryCell::Notice(
+                "this session runs in this keel process, not in the daemon: /quit ends it \
+                 (start keel without --no-daemon for a session that outlives the window)"
+                    .to_string(),
+            )),
+            "quit" | "exit" => self.quit(),
+            "help" => self.view.notice(HistoryCell::Notice(help_text())),
+            "name" if args.is_empty() => self
+                .view
+                .notice(HistoryCell::Notice("usage: /name <session name>".into())),
+            "name" => self.send("set_session_name", json!({"name": args})),
+            "compact" => {
+                let params = match args.is_empty() {
+                    true => json!({}),
+                    false => json!({"customInstructions": args}),
+                };
+                let back = self.back_tx.clone();
+                let commands = self.commands.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = commands.request("compact", params).await {
+                        tracing::info!("compaction did not run: {e}");
+                        let cell = HistoryCell::Notice(format!("compaction did not run: {e}"));
+                        let _ = back.send(Back::Notice(cell));
+                    }
+                });
+            }
+            "thinking" => self.thinking(args),
+            "model" => self.model(args),
+            "new" | "resume" | "fork" if busy => self.view.notice(HistoryCell::Notice(
+                "the agent is working: press Esc to stop it first".into(),
+            )),
+            "new" => {
+                self.replacing = Some("new session");
+                self.send("new_session", json!({}));
+            }
+            "resume" => self.open_picker(),
+            // A copy of the session as it stands, continued from here (this one stays).
+            "fork" => {
+                self.replacing = Some("forked into session");
+                self.send("clone", json!({}));
+            }
+            "export" => {
+                let params = match args.is_empty() {
+                    true => json!({}),
+                    false => json!({"outputPath": self.cwd.join(args)}),
+                };
+                self.ask_and_tell("export_html", params, |v| {
+                    format!("exported to {}", v["path"].as_str().unwrap_or("?"))
+                });
+            }
+            "session" => self.session_info(),
+            other => self
+                .view
+                .notice(HistoryCell::Notice(format!("unknown command /{other}"))),
+        }
+    }
+
+    /// `/thinking` cycles through the model's levels; `/thinking LEVEL` sets one.
+    fn thinking(&self, args: &str) {
+        if args.is_empty() {
+            return self.ask_and_tell("cycle_thinking_level", json!({}), |v| {
+                match v["level"].as_str() {
+                    Some(level) => format!("thinking level: {level}"),
+                    None => "this model has one thinking level".into(),
+                }
+            });
+        }
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        let level = args.to_string();
+        tokio::spawn(async move {
+            let cell = match commands
+                .request("set_thinking_level", json!({"level": level}))
+                .await
+            {
+                Ok(_) => {
+                    let state = commands.request("get_state", json!({})).await;
+                    let set = state
+                        .ok()
+                        .and_then(|s| s["thinkingLevel"].as_str().map(str::to_string));
+                    HistoryCell::Notice(format!("thinking level: {}", set.unwrap_or(level)))
+                }
+                Err(e) => HistoryCell::Error(e),
+            };
+            let _ = back.send(Back::Notice(cell));
+        });
+    }
+
+    /// `/model` lists the models (the current one marked); `/model [provider/]id` switches.
+    fn model(&self, args: &str) {
+        if args.is_empty() {
+            let current = self.view.transcript.model.clone();
+            return self.ask_and_tell("get_available_models", json!({}), move |v| {
+                let mut text = String::from("models you can use (/model provider/id):");
+                for m in v["models"].as_array().into_iter().flatten() {
+                    let id = m["id"].as_str().unwrap_or("");
+                    let mark = if id == current { "●" } else { " " };
+                    let provider = m["provider"].as_str().unwrap_or("");
+                    text.push_str(&format!("\n {mark} {provider}/{id}"));
+                }
+                text
+            });
+        }
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        let wanted = args.to_string();
+        tokio::spawn(async move {
+            let (provider, id) = match wanted.split_once('/') {
+                Some((p, id)) => (p.to_string(), id.to_string()),
+                None => {
+                    let models = commands.request("get_available_models", json!({})).await;
+                    let found = models.ok().and_then(|v| {
+                        v["models"]
+                            .as_array()?
+                            .iter()
+                            .find(|m| m["id"] == wanted.as_str())
+                            .and_then(|m| m["provider"].as_str().map(str::to_string))
+                    });
+                    match found {
+                        Some(p) => (p, wanted.clone()),
+                        None => {
+                            let cell = HistoryCell::Error(format!("unknown model {wanted}"));
+                            let _ = back.send(Back::Notice(cell));
+                            return;
+                        }
+                    }
+                }
+            };
+            let cell = match commands
+                .request("set_model", json!({"provider": provider, "modelId": id}))
+                .await
+            {
+                Ok(_) => HistoryCell::Notice(format!("model: {provider}/{id}")),
+                Err(e) => HistoryCell::Error(e),
+            };
+            let _ = back.send(Back::Notice(cell));
+        });
+    }
+
+    /// `/session`: the session's id, file, name, size and cost, where it runs and how to come
+    /// back to it.
+    fn session_info(&self) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        let u = &self.view.transcript.totals.usage;
+        let tokens = format!(
+            "↑{} ↓{} · cost ${:.4}",
+            view::fmt_tokens(u.input + u.cache_read + u.cache_write),
+            view::fmt_tokens(u.output),
+            u.cost.total
+        );
+        let daemon = self.daemon.as_ref().map(|d| d.socket.display().to_string());
+        tokio::spawn(async move {
+            let state = commands.request("get_state", json!({})).await;
+            let state = match state {
+                Ok(s) => s,
+                Err(e) => {
+                    let _ = back.send(Back::Notice(HistoryCell::Error(e)));
+                    return;
+                }
+            };
+            let id = state["sessionId"].as_str().unwrap_or("?").to_string();
+            let mut text = format!(
+                "session {id}\n  file: {}\n  name: {}\n  messages: {}\n  tokens: {tokens}",
+                state["sessionFile"]
+                    .as_str()
+                    .unwrap_or("(not saved: --no-session)"),
+                state["sessionName"].as_str().unwrap_or("(none)"),
+                state["messageCount"].as_u64().unwrap_or(0),
+            );
+            match daemon {
+                Some(socket) => {
+                    let status = commands.request("daemon/status", json!({})).await;
+                    let status = status.unwrap_or_default();
+                    let me = status["sessions"]
+                        .as_array()
+                        .and_then(|l| l.iter().find(|s| s["sessionId"] == id.as_str()).cloned())
+                        .unwrap_or_default();
+                    text.push_str(&format!(
+                        "\n  runs in: the keel daemon (pid {}, {socket}) · windows attached: {}\n  leave it with /detach; come back with: keel attach {id}",
+                        status["pid"], me["clients"],
+                    ));
+                }
+                None => text.push_str(
+                    "\n  runs in: this keel process (quitting stops it; without --no-daemon a session outlives its window)",
+                ),
+            }
+            let _ = back.send(Back::Notice(HistoryCell::Notice(text)));
+        });
+    }
+}
+
+/// "in the keel daemon (pid N) · 2 windows", and a daemon of another version named with
+/// what to do about it.
+pub(super) fn place_text(hello: &Value, clients: Option<u64>) -> String {
+    let mut text = format!("daemon pid {}", hello["pid"]);
+    if let Some(n) = clients.filter(|n| *n > 1) {
+        text.push_str(&format!(" · {n} windows"));
+    }
+    let theirs = hello["version"].as_str().unwrap_or("?");
+    let ours = env!("CARGO_PKG_VERSION");
+    if theirs != ours {
+        text.push_str(&format!(
+            " · daemon is keel {theirs}, this is {ours}: `keel daemon stop` when idle"
+        ));
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_place_names_a_daemon_of_another_version() {
+        let ours = env!("CARGO_PKG_VERSION");
+        let same = json!({"pid": 42, "version": ours});
+        assert_eq!(place_text(&same, Some(1)), "daemon pid 42");
+        assert_eq!(place_text(&same, Some(3)), "daemon pid 42 · 3 windows");
+        let other = json!({"pid": 42, "version": "0.0.1-old"});
+        assert_eq!(
+            place_text(&other, None),
+            format!("daemon pid 42 · daemon is keel 0.0.1-old, this is {ours}: `keel daemon stop` when idle")
+        );
+    }
+}

@@ -1,0 +1,182 @@
+//! Daemon trouble, seen from the TUI: a lost connection is said plainly and Enter attaches
+//! again with the cursor (a replay, or a snapshot when the daemon no longer holds the events
+//! in between: never a silent gap); a dead daemon is replaced by a new one that resumes the
+//! session from its file.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use serde_json::{json, Value};
+
+use super::client::Client;
+use super::short_id;
+use super::transcript::HistoryCell;
+use crate::front::link::{Link, Start};
+
+impl Client {
+    pub(super) fn lost(&mut self, why: &str) {
+        if let Some(d) = &mut self.daemon {
+            d.lost = true;
+        }
+        self.view.notice(HistoryCell::Error(format!(
+            "The connection to the keel daemon was lost ({why}). Press Enter to reconnect; the \
+             session's file keeps every completed entry."
+        )));
+        self.view.place = Some("daemon connection lost · Enter reconnects".into());
+    }
+
+    /// Attaches again from the last event seen: a replay, or a snapshot if the daemon no longer
+    /// holds what followed.
+    pub(super) async fn reconnect(&mut self) {
+        let Some(socket) = self.daemon.as_ref().map(|d| d.socket.clone()) else {
+            return;
+        };
+        let cursor = Some((self.epoch.as_str(), self.seq));
+        let session = self.link.session_id().to_string();
+        match Link::daemon(&socket, &session, cursor, true).await {
+            Ok((link, start)) => {
+                let snapshot = start.snapshot.is_some();
+                if snapshot {
+                    self.view.notice(HistoryCell::Notice(
+                        "reconnected; the daemon no longer held the events in between, so the \
+                         state below is its snapshot"
+                            .into(),
+                    ));
+                }
+                self.relink(link, &start);
+                if !snapshot {
+                    self.view
+                        .notice(HistoryCell::Notice("reconnected to the keel daemon".into()));
+                }
+            }
+            Err(_)
+                if !socket.exists()
+                    || std::os::unix::net::UnixStream::connect(&socket).is_err() =>
+            {
+                self.restart().await
+            }
+            Err(e) => self
+                .view
+                .notice(HistoryCell::Error(format!("cannot reconnect: {e}"))),
+        }
+    }
+
+    /// Shows the session through `link` from now on (a snapshot starts the view over, keeping
+    /// the editor).
+    fn relink(&mut self, link: Link, start: &Start) {
+        self.link = link;
+        self.commands = self.link.commands();
+        if let Some(d) = &mut self.daemon {
+            d.lost = false;
+        }
+        self.epoch = start.epoch.clone();
+        if start.snapshot.is_some() {
+            let old = std::mem::take(&mut self.view);
+            self.view.composer = old.composer;
+            self.load(start, &[]);
+        }
+        self.seq = start.seq;
+        self.show_place();
+    }
+
+    /// The daemon is gone: start a new one and open the session there again from its file.
+    async fn restart(&mut self) {
+        let Some(file) = self.file.clone() else {
+            self.view.notice(HistoryCell::Error(
+                "the keel daemon is gone and this session has no file to resume".into(),
+            ));
+            return;
+        };
+        let Some(d) = &self.daemon else { return };
+        match reopen(&d.socket, &d.env, &d.reopen, &file).await {
+            Ok((id, link, start)) => {
+                self.relink(link, &start);
+                self.view.notice(HistoryCell::Notice(format!(
+                    "the keel daemon had stopped: a new one resumed session {} from its file",
+                    short_id(&id)
+                )));
+            }
+            Err(e) => self.view.notice(HistoryCell::Error(format!(
+                "cannot start a new keel daemon: {e}"
+            ))),
+        }
+    }
+}
+
+/// Session flags (and their values) that pick a session: replaced when reopening by file.
+const SESSION_FLAGS: &[&str] = &["--continue", "-c", "--no-session"];
+const SESSION_FLAGS_WITH_VALUE: &[&str] =
+    &["--resume", "-r", "--session", "--session-id", "--fork"];
+
+/// `args` without the flags that pick a session, then `--session FILE`.
+fn args_for_file(args: &[Value], file: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args.iter().filter_map(Value::as_str) {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        let flag = a.split('=').next().unwrap_or(a);
+        if SESSION_FLAGS_WITH_VALUE.contains(&a) {
+            skip = true;
+            continue;
+        }
+        if SESSION_FLAGS.contains(&a) || SESSION_FLAGS_WITH_VALUE.contains(&flag) {
+            continue;
+        }
+        out.push(a.to_string());
+    }
+    out.extend(["--session".to_string(), file.to_string()]);
+    out
+}
+
+/// Starts (or finds) a daemon on `socket`, opens `file` there with `params`' other flags and
+/// attaches.
+async fn reopen(
+    socket: &std::path::Path,
+    env: &crate::mode::Env,
+    params: &Value,
+    file: &str,
+) -> Result<(String, Link, Start), String> {
+    let stream = crate::front::daemon::start(socket, env)
+        .await
+        .map_err(|e| e.message)?;
+    let mut client = crate::daemon::client::Client::greet(stream, true)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut params = params.clone();
+    let args = params["args"].as_array().cloned().unwrap_or_default();
+    params["args"] = json!(args_for_file(&args, file));
+    let opened = client
+        .call("session/open", params)
+        .await
+        .map_err(|e| e.to_string())?;
+    drop(client);
+    let id = opened["sessionId"].as_str().unwrap_or_default().to_string();
+    let (link, start) = Link::daemon(socket, &id, None, true).await?;
+    Ok((id, link, start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reopening_by_file_drops_the_flags_that_picked_the_session() {
+        let args: Vec<Value> = [
+            "--provider",
+            "p",
+            "--session-id",
+            "x",
+            "--continue",
+            "--resume=y",
+            "-m",
+            "m",
+        ]
+        .iter()
+        .map(|s| json!(s))
+        .collect();
+        assert_eq!(
+            args_for_file(&args, "/f.jsonl"),
+            ["--provider", "p", "-m", "m", "--session", "/f.jsonl"]
+        );
+    }
+}
