@@ -11,6 +11,7 @@ mod chaos;
 mod compaction;
 mod context_files;
 mod daemon;
+mod daemon_approvals;
 mod daemon_clients;
 mod daemon_peer;
 mod daemon_sessions;
