@@ -14,6 +14,7 @@ use crate::daemon::server::{self, DaemonOptions, Ending};
 use crate::daemon::{paths, spawn, DaemonError};
 use crate::error::StartupError;
 use crate::exit::Exit;
+use crate::front::tui::picker::rows::short_age;
 use crate::mode::Env;
 use crate::output::Output;
 
@@ -245,35 +246,12 @@ fn ps_table(status: &Value) -> String {
             s["sessionId"].as_str().unwrap_or(""),
             s["state"].as_str().unwrap_or(""),
             s["clients"],
-            age(s["ageMs"].as_u64().unwrap_or(0)),
+            short_age(s["ageMs"].as_u64().unwrap_or(0)),
             s["name"].as_str().unwrap_or("-"),
             s["cwd"].as_str().unwrap_or(""),
         ));
     }
     out
-}
-
-/// A duration as `ps` shows it: `42s`, `17m`, `5h`, `3d`.
-fn age(ms: u64) -> String {
-    let s = ms / 1000;
-    match s {
-        0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m", s / 60),
-        3600..=86_399 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
-    }
-}
-
-#[cfg(test)]
-mod age_tests {
-    #[test]
-    fn ages_read_like_ps() {
-        let got: Vec<String> = [0, 59_999, 60_000, 3_599_999, 3_600_000, 86_400_000 * 3]
-            .into_iter()
-            .map(super::age)
-            .collect();
-        assert_eq!(got, ["0s", "59s", "1m", "59m", "1h", "3d"]);
-    }
 }
 
 /// Flags that only concern a client of the daemon, never the session it opens there.
