@@ -40,6 +40,7 @@ mod support;
 mod tools_hardening;
 mod tui;
 mod tui_daemon;
+mod tui_live_picker;
 mod tui_pty;
 mod tui_vt100;
 mod tui_wire;

@@ -1,6 +1,8 @@
-//! `keel daemon run|start|status|stop` and `keel ps`: the daemon's own command line. stdout
-//! carries what was asked for (the socket path, the status table or JSON, the session list);
-//! errors go to stderr with the usual `Error:`/`Hint:` lines and exit 3.
+//! `keel daemon run|start|status|stop`, `keel ps` and `keel attach`: the daemon's own command
+//! line. stdout carries what was asked for (the socket path, the status table or JSON, the
+//! session list; `keel attach` hands the terminal to the TUI client, after the live-session
+//! picker when several sessions are live); errors go to stderr with the usual
+//! `Error:`/`Hint:` lines and exit 3.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
@@ -24,51 +26,24 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
         DaemonTop::Attach { id, socket } => {
             let socket = socket_for(env, socket.as_deref())?;
             let status = status_of(&socket).await?;
-            let live: Vec<String> = sessions(&status)
-                .iter()
-                .filter_map(|s| s["sessionId"].as_str().map(str::to_string))
-                .collect();
-            let hits: Vec<&String> = match &id {
-                Some(q) => live.iter().filter(|s| s.starts_with(q.as_str())).collect(),
-                None => live.iter().collect(),
-            };
-            let cwd = sessions(&status)
-                .iter()
-                .find(|s| hits.first().is_some_and(|h| s["sessionId"] == h.as_str()))
-                .and_then(|s| s["cwd"].as_str().map(PathBuf::from))
-                .unwrap_or_else(|| env.cwd.clone());
-            let session = match (hits.as_slice(), &id) {
-                ([one], _) => (*one).clone(),
-                ([], Some(q)) => return Err(StartupError::config(format!(
-                    "no session {q} is live in the keel daemon"
-                ))
-                .hint(
-                    "keel ps lists them; a saved session opens with keel --daemon --resume <ID>",
-                )),
-                ([], None) => {
-                    return Err(
-                        StartupError::config("no session is live in the keel daemon")
-                            .hint("start one with: keel --daemon"),
-                    )
-                }
-                (_, _) => {
-                    let _ = out.out(ps_table(&status).as_bytes());
-                    return Err(StartupError::usage("several sessions are live; name one")
-                        .hint("keel attach <ID> (a unique prefix is enough)"));
-                }
+            let session = match attach_target(&status, id.as_deref(), env, out).await? {
+                Ok(session) => session,
+                Err(exit) => return Ok(exit),
             };
             if !env.stdin_tty || !env.stdout_tty {
                 return Err(StartupError::usage("keel attach needs a terminal"));
             }
+            let cwd = sessions(&status)
+                .iter()
+                .find(|s| s["sessionId"] == session.as_str())
+                .and_then(|s| s["cwd"].as_str().map(PathBuf::from))
+                .unwrap_or_else(|| env.cwd.clone());
             let setup = crate::front::tui::client::AttachSetup {
                 socket,
                 session,
                 prompt: None,
                 warnings: Vec::new(),
-                ambiguous_wide: env
-                    .vars
-                    .get("KEEL_AMBIGUOUS_WIDTH")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("wide")),
+                ambiguous_wide: ambiguous_wide(env),
                 reopen: {
                     let mut here = env.clone();
                     here.cwd = cwd;
@@ -136,6 +111,59 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
             }
         },
     }
+}
+
+/// The live session `keel attach [ID]` shows: the one whose id starts with `ID`, the only one
+/// live, or (several, no id, at a terminal) the one chosen in the live-session picker.
+/// `Err(exit)`: nothing to attach, end with this code (the picker was left, or a signal).
+async fn attach_target(
+    status: &Value,
+    id: Option<&str>,
+    env: &Env,
+    out: &mut Output,
+) -> Result<Result<String, Exit>, StartupError> {
+    let live: Vec<&str> = sessions(status)
+        .iter()
+        .filter_map(|s| s["sessionId"].as_str())
+        .collect();
+    let hits: Vec<&str> = match id {
+        Some(q) => live.iter().copied().filter(|s| s.starts_with(q)).collect(),
+        None => live,
+    };
+    match (hits.as_slice(), id) {
+        ([one], _) => Ok(Ok((*one).to_string())),
+        ([], Some(q)) => Err(StartupError::config(format!(
+            "no session {q} is live in the keel daemon"
+        ))
+        .hint("keel ps lists them; a saved session opens with keel --daemon --resume <ID>")),
+        ([], None) => Err(
+            StartupError::config("no session is live in the keel daemon")
+                .hint("start one with: keel --daemon"),
+        ),
+        (_, None) if env.stdin_tty && env.stdout_tty => {
+            use crate::front::tui::live_picker::{choose, LivePicker, LiveSession};
+            crate::text::set_ambiguous_wide(ambiguous_wide(env));
+            let list = sessions(status).iter().filter_map(LiveSession::from_status);
+            let picker = LivePicker::new(list.collect(), env.vars.get("HOME").map(String::as_str));
+            Ok(match choose(picker).await? {
+                Ok(Some(session)) => Ok(session),
+                Ok(None) => Err(Exit::Success),
+                Err(signal) => Err(Exit::Signal(signal)),
+            })
+        }
+        (_, _) => {
+            let _ = out.out(ps_table(status).as_bytes());
+            Err(StartupError::usage("several sessions are live; name one")
+                .hint("keel attach <ID> (a unique prefix is enough)"))
+        }
+    }
+}
+
+/// `KEEL_AMBIGUOUS_WIDTH=wide`: ambiguous-width characters take two columns.
+fn ambiguous_wide(env: &Env) -> bool {
+    env.vars
+        .get("KEEL_AMBIGUOUS_WIDTH")
+        .is_some_and(|v| v.eq_ignore_ascii_case("wide"))
 }
 
 fn print(out: &mut Output, text: &str) -> Result<Exit, StartupError> {

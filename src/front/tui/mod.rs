@@ -9,6 +9,7 @@
 
 pub mod client;
 pub mod composer;
+pub mod live_picker;
 pub mod markdown;
 pub mod paint;
 pub mod picker;
