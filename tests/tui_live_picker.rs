@@ -188,3 +188,46 @@ fn attach_without_an_id_and_no_terminal_lists_the_sessions_and_fails_with_usage(
         "{stderr}"
     );
 }
+
+#[test]
+fn sigterm_in_the_picker_puts_the_terminal_back_and_exits_143() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    two_sessions(&d, &sb);
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let socket = d.socket.display().to_string();
+    // The shell reports keel's pid, so the test can signal keel itself.
+    let shell = format!(
+        "'{keel}' attach --socket '{socket}' </dev/tty & echo KEEL_PID=$!; wait $!; echo KEEL_EXIT=$?; stty -a"
+    );
+    let (mut w, mut child) = spawn(&sb, &shell);
+    w.wait_for("the picker", |t| listed(t).len() == 2);
+    let pid: i32 = w
+        .text()
+        .split("KEEL_PID=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .expect("the shell printed keel's pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    w.wait_for("the exit and the terminal modes", |t| {
+        t.contains("KEEL_EXIT=") && t.contains("echoctl")
+    });
+    let text = w.text();
+    assert!(text.contains("KEEL_EXIT=143"), "{text}");
+    let words: Vec<&str> = text.split_whitespace().collect();
+    assert!(
+        words.contains(&"icanon") && !words.contains(&"-icanon"),
+        "{text}"
+    );
+    assert!(
+        words.contains(&"echo") && !words.contains(&"-echo"),
+        "{text}"
+    );
+    assert!(!w.parser.screen().bracketed_paste());
+    assert!(child.wait().unwrap().success());
+}

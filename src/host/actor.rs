@@ -4,7 +4,8 @@
 //! out the host's events, and routes each reply to the request that asked. When a command
 //! makes the host serve another session (`new_session`, `switch_session`, `fork`, `clone`),
 //! the handle's id changes and the stream starts a new epoch before that command is answered.
-//! Transport neutral: clients are channels.
+//! It also tells the host whether an interactive client is attached (approval dialogs time out
+//! only while none is). Transport neutral: clients are channels.
 
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;

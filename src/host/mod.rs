@@ -9,8 +9,8 @@
 //! their reply back through the loop. Each published line gets the next `seq` of the host's
 //! stream, so a transport can number, replay and fan it out without interpreting it.
 //!
-//! Layout: this file holds the host's state, the outbox and the event path; `dispatch` the
-//! command table, `query` the read-only answers, `session` session changes, `tasks` the
+//! Layout: this file holds the host's state, the outbox and the event path; `approvals` the
+//! open approval dialogs and their timers; `dispatch` the command table, `query` the read-only answers, `session` session changes, `tasks` the
 //! background commands, `live` the served session, `models` the models a session can switch to,
 //! `html` the HTML export.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
