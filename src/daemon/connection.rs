@@ -495,6 +495,7 @@ impl Conn {
         let (reply, rx) = oneshot::channel();
         handle.send(Call::Attach {
             client: self.client,
+            interactive: self.interactive,
             cursor: a.cursor.map(|c| Cursor {
                 epoch: c.epoch,
                 seq: c.seq,

@@ -1,6 +1,8 @@
-//! `keel daemon run|start|status|stop` and `keel ps`: the daemon's own command line. stdout
-//! carries what was asked for (the socket path, the status table or JSON, the session list);
-//! errors go to stderr with the usual `Error:`/`Hint:` lines and exit 3.
+//! `keel daemon run|start|status|stop`, `keel ps` and `keel attach`: the daemon's own command
+//! line. stdout carries what was asked for (the socket path, the status table or JSON, the
+//! session list; `keel attach` hands the terminal to the TUI client, after the live-session
+//! picker when several sessions are live); errors go to stderr with the usual
+//! `Error:`/`Hint:` lines and exit 3.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
@@ -14,6 +16,7 @@ use crate::daemon::server::{self, DaemonOptions, Ending};
 use crate::daemon::{paths, spawn, DaemonError};
 use crate::error::StartupError;
 use crate::exit::Exit;
+use crate::front::tui::picker::rows::short_age;
 use crate::mode::Env;
 use crate::output::Output;
 
@@ -23,51 +26,24 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
         DaemonTop::Attach { id, socket } => {
             let socket = socket_for(env, socket.as_deref())?;
             let status = status_of(&socket).await?;
-            let live: Vec<String> = sessions(&status)
-                .iter()
-                .filter_map(|s| s["sessionId"].as_str().map(str::to_string))
-                .collect();
-            let hits: Vec<&String> = match &id {
-                Some(q) => live.iter().filter(|s| s.starts_with(q.as_str())).collect(),
-                None => live.iter().collect(),
-            };
-            let cwd = sessions(&status)
-                .iter()
-                .find(|s| hits.first().is_some_and(|h| s["sessionId"] == h.as_str()))
-                .and_then(|s| s["cwd"].as_str().map(PathBuf::from))
-                .unwrap_or_else(|| env.cwd.clone());
-            let session = match (hits.as_slice(), &id) {
-                ([one], _) => (*one).clone(),
-                ([], Some(q)) => return Err(StartupError::config(format!(
-                    "no session {q} is live in the keel daemon"
-                ))
-                .hint(
-                    "keel ps lists them; a saved session opens with keel --daemon --resume <ID>",
-                )),
-                ([], None) => {
-                    return Err(
-                        StartupError::config("no session is live in the keel daemon")
-                            .hint("start one with: keel --daemon"),
-                    )
-                }
-                (_, _) => {
-                    let _ = out.out(ps_table(&status).as_bytes());
-                    return Err(StartupError::usage("several sessions are live; name one")
-                        .hint("keel attach <ID> (a unique prefix is enough)"));
-                }
+            let session = match attach_target(&status, id.as_deref(), env, out).await? {
+                Ok(session) => session,
+                Err(exit) => return Ok(exit),
             };
             if !env.stdin_tty || !env.stdout_tty {
                 return Err(StartupError::usage("keel attach needs a terminal"));
             }
+            let cwd = sessions(&status)
+                .iter()
+                .find(|s| s["sessionId"] == session.as_str())
+                .and_then(|s| s["cwd"].as_str().map(PathBuf::from))
+                .unwrap_or_else(|| env.cwd.clone());
             let setup = crate::front::tui::client::AttachSetup {
                 socket,
                 session,
                 prompt: None,
                 warnings: Vec::new(),
-                ambiguous_wide: env
-                    .vars
-                    .get("KEEL_AMBIGUOUS_WIDTH")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("wide")),
+                ambiguous_wide: ambiguous_wide(env),
                 reopen: {
                     let mut here = env.clone();
                     here.cwd = cwd;
@@ -136,6 +112,59 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
             }
         },
     }
+}
+
+/// The live session `keel attach [ID]` shows: the one whose id starts with `ID`, the only one
+/// live, or (several, no id, at a terminal) the one chosen in the live-session picker.
+/// `Err(exit)`: nothing to attach, end with this code (the picker was left, or a signal).
+async fn attach_target(
+    status: &Value,
+    id: Option<&str>,
+    env: &Env,
+    out: &mut Output,
+) -> Result<Result<String, Exit>, StartupError> {
+    let live: Vec<&str> = sessions(status)
+        .iter()
+        .filter_map(|s| s["sessionId"].as_str())
+        .collect();
+    let hits: Vec<&str> = match id {
+        Some(q) => live.iter().copied().filter(|s| s.starts_with(q)).collect(),
+        None => live,
+    };
+    match (hits.as_slice(), id) {
+        ([one], _) => Ok(Ok((*one).to_string())),
+        ([], Some(q)) => Err(StartupError::config(format!(
+            "no session {q} is live in the keel daemon"
+        ))
+        .hint("keel ps lists them; a saved session opens with keel --daemon --resume <ID>")),
+        ([], None) => Err(
+            StartupError::config("no session is live in the keel daemon")
+                .hint("start one with: keel --daemon"),
+        ),
+        (_, None) if env.stdin_tty && env.stdout_tty => {
+            use crate::front::tui::live_picker::{choose, LivePicker, LiveSession};
+            crate::text::set_ambiguous_wide(ambiguous_wide(env));
+            let list = sessions(status).iter().filter_map(LiveSession::from_status);
+            let picker = LivePicker::new(list.collect(), env.vars.get("HOME").map(String::as_str));
+            Ok(match choose(picker).await? {
+                Ok(Some(session)) => Ok(session),
+                Ok(None) => Err(Exit::Success),
+                Err(signal) => Err(Exit::Signal(signal)),
+            })
+        }
+        (_, _) => {
+            let _ = out.out(ps_table(status).as_bytes());
+            Err(StartupError::usage("several sessions are live; name one")
+                .hint("keel attach <ID> (a unique prefix is enough)"))
+        }
+    }
+}
+
+/// `KEEL_AMBIGUOUS_WIDTH=wide`: ambiguous-width characters take two columns.
+fn ambiguous_wide(env: &Env) -> bool {
+    env.vars
+        .get("KEEL_AMBIGUOUS_WIDTH")
+        .is_some_and(|v| v.eq_ignore_ascii_case("wide"))
 }
 
 fn print(out: &mut Output, text: &str) -> Result<Exit, StartupError> {
@@ -246,35 +275,12 @@ fn ps_table(status: &Value) -> String {
             s["sessionId"].as_str().unwrap_or(""),
             s["state"].as_str().unwrap_or(""),
             s["clients"],
-            age(s["ageMs"].as_u64().unwrap_or(0)),
+            short_age(s["ageMs"].as_u64().unwrap_or(0)),
             s["name"].as_str().unwrap_or("-"),
             s["cwd"].as_str().unwrap_or(""),
         ));
     }
     out
-}
-
-/// A duration as `ps` shows it: `42s`, `17m`, `5h`, `3d`.
-fn age(ms: u64) -> String {
-    let s = ms / 1000;
-    match s {
-        0..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m", s / 60),
-        3600..=86_399 => format!("{}h", s / 3600),
-        _ => format!("{}d", s / 86_400),
-    }
-}
-
-#[cfg(test)]
-mod age_tests {
-    #[test]
-    fn ages_read_like_ps() {
-        let got: Vec<String> = [0, 59_999, 60_000, 3_599_999, 3_600_000, 86_400_000 * 3]
-            .into_iter()
-            .map(super::age)
-            .collect();
-        assert_eq!(got, ["0s", "59s", "1m", "59m", "1h", "3d"]);
-    }
 }
 
 /// Flags that only concern a client of the daemon, never the session it opens there.

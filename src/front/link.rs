@@ -80,6 +80,7 @@ impl Link {
         let (reply, rx) = oneshot::channel();
         handle.send(Call::Attach {
             client: 1,
+            interactive: true,
             cursor: None::<Cursor>,
             queue,
             reply,

@@ -4,9 +4,10 @@
 //! out the host's events, and routes each reply to the request that asked. When a command
 //! makes the host serve another session (`new_session`, `switch_session`, `fork`, `clone`),
 //! the handle's id changes and the stream starts a new epoch before that command is answered.
-//! Transport neutral: clients are channels.
+//! It also tells the host whether an interactive client is attached (approval dialogs time out
+//! only while none is). Transport neutral: clients are channels.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -34,9 +35,12 @@ pub enum Call {
         req: Request,
         answer: Option<oneshot::Sender<Answered>>,
     },
-    /// Subscribes `client` (replacing an earlier subscription of it).
+    /// Subscribes `client` (replacing an earlier subscription of it). An `interactive` client
+    /// (one that may answer dialogs) watches the session: while one is attached, approval
+    /// dialogs wait for an answer instead of timing out.
     Attach {
         client: u64,
+        interactive: bool,
         cursor: Option<Cursor>,
         queue: mpsc::Sender<Delivery>,
         reply: oneshot::Sender<Attached>,
@@ -188,6 +192,8 @@ pub fn spawn(setup: HostSetup, epoch: String, ring: (usize, usize)) -> SessionHa
         since: std::time::Instant::now(),
         waiting: HashMap::new(),
         next: 0,
+        interactive: HashSet::new(),
+        watched: false,
     };
     tokio::spawn(actor.run(rx));
     SessionHandle { tx, id, stream }
@@ -208,6 +214,11 @@ struct Actor {
     /// Requests whose answer has not come yet, by the id the host was given.
     waiting: HashMap<String, oneshot::Sender<Answered>>,
     next: u64,
+    /// Attached clients that said they are interactive (the host is told when this set
+    /// becomes empty or stops being empty).
+    interactive: HashSet<u64>,
+    /// What the host was last told: an interactive client is attached.
+    watched: bool,
 }
 
 impl Actor {
@@ -228,6 +239,7 @@ impl Actor {
             }
             self.host.run_deferred().await;
             self.distribute();
+            self.watch();
         }
         self.stop(Duration::from_secs(3)).await;
     }
@@ -247,6 +259,7 @@ impl Actor {
             }
             Call::Attach {
                 client,
+                interactive,
                 cursor,
                 queue,
                 reply,
@@ -257,6 +270,11 @@ impl Actor {
                 self.host.flush();
                 self.distribute();
                 let (start, lagged) = self.stream.attach(client, cursor.as_ref(), queue);
+                if interactive {
+                    self.interactive.insert(client);
+                } else {
+                    self.interactive.remove(&client);
+                }
                 let snapshot = (start == Start::Snapshot).then(|| self.host.snapshot());
                 let _ = reply.send(Attached {
                     start,
@@ -266,7 +284,10 @@ impl Actor {
                     lagged,
                 });
             }
-            Call::Detach { client } => self.stream.detach(client),
+            Call::Detach { client } => {
+                self.stream.detach(client);
+                self.interactive.remove(&client);
+            }
             Call::DialogOpen { id, reply } => {
                 let _ = reply.send(self.host.dialog_open(&id));
             }
@@ -304,6 +325,18 @@ impl Actor {
                     }
                 }
             }
+        }
+    }
+
+    /// Tells the host when the first interactive client came or the last one went (detached,
+    /// or dropped by the stream for not reading or for a closed queue).
+    fn watch(&mut self) {
+        let stream = &self.stream;
+        self.interactive.retain(|c| stream.has(*c));
+        let now = !self.interactive.is_empty();
+        if now != self.watched {
+            self.watched = now;
+            self.host.set_watched(now);
         }
     }
 

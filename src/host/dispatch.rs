@@ -307,7 +307,7 @@ impl Host {
             return;
         };
         self.open_dialogs.remove(&id);
-        let Some(call_id) = self.approvals.remove(&id) else {
+        let Some(call_id) = self.approvals.answer(&id) else {
             tracing::debug!("extension_ui_response for unknown or closed dialog {id}");
             return;
         };

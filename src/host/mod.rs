@@ -9,13 +9,14 @@
 //! their reply back through the loop. Each published line gets the next `seq` of the host's
 //! stream, so a transport can number, replay and fan it out without interpreting it.
 //!
-//! Layout: this file holds the host's state, the outbox and the event path; `dispatch` the
-//! command table, `query` the read-only answers, `session` session changes, `tasks` the
+//! Layout: this file holds the host's state, the outbox and the event path; `approvals` the
+//! open approval dialogs and their timers; `dispatch` the command table, `query` the read-only answers, `session` session changes, `tasks` the
 //! background commands, `live` the served session, `models` the models a session can switch to,
 //! `html` the HTML export.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod actor;
+mod approvals;
 mod dispatch;
 pub use dispatch::COMMANDS;
 pub mod html;
@@ -111,8 +112,9 @@ pub enum Internal {
     Reply(Reply),
     /// A task finished (after its reply was queued).
     Done(u64),
-    /// An approval dialog's time ran out.
-    ApprovalTimeout(String),
+    /// An approval dialog's timer ran out: the dialog and the timer's generation (a stale
+    /// timer, cancelled or restarted since, is ignored).
+    ApprovalTimeout(String, u64),
 }
 
 /// Work that waits until the active run has settled.
@@ -174,8 +176,8 @@ pub struct Host {
     /// Running bash and compact tasks; bash ones can be aborted.
     tasks: HashMap<u64, Option<AbortController>>,
     next_task: u64,
-    /// Open approval dialogs: request id → tool call id.
-    approvals: HashMap<String, String>,
+    /// Open approval dialogs (request id → tool call id) and their timers.
+    approvals: approvals::Approvals,
     deferred: Vec<Deferred>,
     /// Nobody can answer dialogs any more (the input ended).
     eof: bool,
@@ -231,7 +233,7 @@ impl Host {
             internal_rx,
             tasks: HashMap::new(),
             next_task: 0,
-            approvals: HashMap::new(),
+            approvals: approvals::Approvals::default(),
             deferred: Vec::new(),
             eof: false,
             write_fault: false,
@@ -402,7 +404,7 @@ impl Host {
             }
         }
         if matches!(ev.payload, EventPayload::AgentSettled { .. }) {
-            self.approvals.clear();
+            self.approvals.close_all();
             self.open_dialogs.clear();
         }
     }
@@ -444,7 +446,8 @@ impl Host {
         }
     }
 
-    /// Opens a confirm dialog for a tool call (`--permission ask`); no answer in time denies it.
+    /// Opens a confirm dialog for a tool call (`--permission ask`); no answer in time denies
+    /// it, where the time counts only while no interactive client watches (`set_watched`).
     fn ask(&mut self, call_id: &str, tool_name: &str, args: &Value) {
         if self.eof {
             // Nobody can answer any more.
@@ -459,12 +462,27 @@ impl Host {
         self.open_dialogs
             .insert(id.clone(), line.trim_end().to_string().into());
         self.publish(&line);
-        self.approvals.insert(id.clone(), call_id.to_string());
+        if let Some(timer) = self.approvals.open(&id, call_id) {
+            self.start_timer(timer);
+        }
+    }
+
+    /// Whether at least one interactive client is attached (a transport with attachments
+    /// says so when that changes; RPC over stdio never does, so its dialogs always time out).
+    /// While watched, open dialogs wait with no timer; when the last watcher leaves, each open
+    /// dialog gets the full `--approval-timeout` again from now.
+    pub fn set_watched(&mut self, watched: bool) {
+        for timer in self.approvals.set_watched(watched) {
+            self.start_timer(timer);
+        }
+    }
+
+    fn start_timer(&self, timer: approvals::Timer) {
         let tx = self.tx.clone();
         let wait = self.approval_timeout;
         tokio::spawn(async move {
             tokio::time::sleep(wait).await;
-            let _ = tx.send(Internal::ApprovalTimeout(id));
+            let _ = tx.send(Internal::ApprovalTimeout(timer.dialog, timer.generation));
         });
     }
 
@@ -487,9 +505,9 @@ impl Host {
                     self.release_bash();
                 }
             }
-            Internal::ApprovalTimeout(id) => {
-                self.open_dialogs.remove(&id);
-                if let Some(call_id) = self.approvals.remove(&id) {
+            Internal::ApprovalTimeout(id, generation) => {
+                if let Some(call_id) = self.approvals.fire(&id, generation) {
+                    self.open_dialogs.remove(&id);
                     self.live
                         .session
                         .approve(&call_id, ApprovalDecision::Unanswered);
@@ -508,7 +526,7 @@ impl Host {
     pub fn on_eof(&mut self) {
         self.eof = true;
         self.open_dialogs.clear();
-        for (_, call_id) in std::mem::take(&mut self.approvals) {
+        for call_id in self.approvals.close_all() {
             self.live
                 .session
                 .approve(&call_id, ApprovalDecision::Unanswered);

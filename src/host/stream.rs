@@ -218,6 +218,11 @@ impl Stream {
         (start, lagged)
     }
 
+    /// Whether `client` is subscribed (not detached, nor dropped for a full or closed queue).
+    pub fn has(&self, client: u64) -> bool {
+        self.subscribers.iter().any(|s| s.client == client)
+    }
+
     /// Removes a client's subscription.
     pub fn detach(&mut self, client: u64) {
         self.subscribers.retain(|s| s.client != client);

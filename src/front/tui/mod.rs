@@ -10,6 +10,7 @@
 pub mod client;
 mod commands;
 pub mod composer;
+pub mod live_picker;
 pub mod markdown;
 pub mod paint;
 pub mod picker;

@@ -11,27 +11,20 @@ use std::path::PathBuf;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::{Modifier, Style};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use unicode_segmentation::UnicodeSegmentation;
 
 use super::paint;
 use crate::kernel::session::SessionSummary;
 use crate::text;
 
-const BOLD: Modifier = Modifier::BOLD;
-const DIM: Modifier = Modifier::DIM;
-const REVERSED: Modifier = Modifier::REVERSED;
+pub mod rows;
 
-const MINUTE_MS: i64 = 60_000;
-const HOUR_MS: i64 = 60 * MINUTE_MS;
-const DAY_MS: i64 = 24 * HOUR_MS;
-/// Sessions at least this old show a date instead of a relative age.
-const DATE_AFTER_MS: i64 = 30 * DAY_MS;
-/// Columns between the list's columns.
-const GAP: usize = 2;
-/// The narrowest cwd worth showing (shorter budgets drop it).
-const MIN_CWD: usize = 6;
+use rows::{
+    blank, msg_count, put, relative_age, row_line, truncate_left, with, Columns, BOLD, DIM,
+    REVERSED,
+};
+
 /// Below this many columns for the title, the count column and then the age column go.
 const MIN_TITLE: usize = 10;
 /// Rows a page moves before the first render told how tall the list is.
@@ -373,196 +366,12 @@ impl Picker {
     }
 }
 
-/// How list rows are laid out: "now", the row width, the fixed columns' widths (0: column
-/// hidden) and whether the cwd is shown.
-struct Columns {
-    now_ms: i64,
-    width: usize,
-    age: usize,
-    count: usize,
-    cwd: bool,
-}
-
-impl Columns {
-    /// Columns before the title: the marker, then each shown column with its gap.
-    fn fixed(&self) -> usize {
-        let col = |w: usize| if w == 0 { 0 } else { w + GAP };
-        text::width(MARKER) + col(self.age) + col(self.count)
-    }
-}
-
-/// The selected row's marker; other rows start with as many spaces.
-const MARKER: &str = "› ";
-
-/// One list row: marker, right-aligned age and message count, the title (name in bold, else
-/// the first prompt's first line), then in "all directories" the dim cwd at the right edge.
-fn row_line(s: &SessionSummary, selected: bool, cols: &Columns) -> Line<'static> {
-    let dim = with(DIM);
-    let marker = if selected {
-        MARKER.to_string()
-    } else {
-        " ".repeat(text::width(MARKER))
-    };
-    let gap = " ".repeat(GAP);
-    let mut spans = vec![Span::raw(marker)];
-    if cols.age > 0 {
-        let age = relative_age(s.modified_ms, cols.now_ms);
-        spans.push(Span::raw(format!("{age:>0$}{gap}", cols.age)));
-    }
-    if cols.count > 0 {
-        let count = msg_count(s.message_count);
-        spans.push(Span::styled(format!("{count:>0$}", cols.count), dim));
-        spans.push(Span::raw(gap));
-    }
-    let rest = cols.width.saturating_sub(cols.fixed());
-    let (title, title_style) = title_of(s);
-    let cwd = if cols.cwd {
-        text::sanitize(&s.cwd)
-    } else {
-        String::new()
-    };
-    let (title_max, cwd) = split_rest(rest, text::width(&title), &cwd);
-    let title = paint::truncate_line(&Line::from(Span::styled(title, title_style)), title_max);
-    let title_w = paint::line_width(&title);
-    spans.extend(title.spans);
-    if !cwd.is_empty() {
-        let pad = rest.saturating_sub(title_w + text::width(&cwd));
-        spans.push(Span::raw(" ".repeat(pad)));
-        spans.push(Span::styled(cwd, dim));
-    }
-    let line = Line::from(spans);
-    if selected {
-        line.style(with(REVERSED))
-    } else {
-        line
-    }
-}
-
-/// Shares `rest` columns between a title `title_w` wide and a cwd: both whole when they fit,
-/// otherwise the cwd gets up to two fifths (more when the title is short), cut from the left,
-/// and is dropped when too little room is left. Returns (title budget, cwd as shown).
-fn split_rest(rest: usize, title_w: usize, cwd: &str) -> (usize, String) {
-    if cwd.is_empty() {
-        return (rest, String::new());
-    }
-    let cwd_w = text::width(cwd);
-    if title_w + GAP + cwd_w <= rest {
-        return (title_w, cwd.to_string());
-    }
-    let budget = (rest * 2 / 5)
-        .max(rest.saturating_sub(GAP + title_w))
-        .min(cwd_w);
-    if budget < MIN_CWD {
-        return (rest, String::new());
-    }
-    let shown = truncate_left(cwd, budget);
-    (rest.saturating_sub(GAP + text::width(&shown)), shown)
-}
-
-/// The row's title text and style: the name in bold, else the first non-blank line of the
-/// first prompt, else a dim placeholder. Control characters are sanitized.
-fn title_of(s: &SessionSummary) -> (String, Style) {
-    let first_line = |t: &str| {
-        t.lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .map(|l| text::sanitize(l).trim().to_string())
-    };
-    if let Some(name) = s.name.as_deref().and_then(first_line) {
-        return (name, with(BOLD));
-    }
-    match s.first_message.as_deref().and_then(first_line) {
-        Some(prompt) => (prompt, Style::default()),
-        None => ("(no prompt)".to_string(), with(DIM)),
-    }
-}
-
-/// A style with one modifier added.
-fn with(modifier: Modifier) -> Style {
-    Style::default().add_modifier(modifier)
-}
-
-/// Draws `line` on row `y` of `area`, cut to the area's width with `…`.
-fn put(buf: &mut Buffer, area: Rect, y: u16, line: &Line<'_>) {
-    let line = paint::truncate_line(line, area.width as usize);
-    paint::put_line(buf, area.x, y, &line, area.width);
-}
-
-/// Fills row `y` of `area` with spaces in `style` (every other attribute reset), staying
-/// inside the area even when the buffer is wider.
-fn blank(buf: &mut Buffer, area: Rect, y: u16, style: Style) {
-    let line = Line::styled(" ".repeat(area.width as usize), Style::reset().patch(style));
-    paint::put_line(buf, area.x, y, &line, area.width);
-}
-
-/// Cuts `s` from the left to at most `max` columns, starting with `…` when something was cut.
-fn truncate_left(s: &str, max: usize) -> String {
-    if text::width(s) <= max {
-        return s.to_string();
-    }
-    let mut used = text::width("…");
-    if used > max {
-        return String::new();
-    }
-    let mut kept = Vec::new();
-    for g in s.graphemes(true).rev() {
-        let w = text::grapheme_width(g);
-        if used + w > max {
-            break;
-        }
-        kept.push(g);
-        used += w;
-    }
-    kept.reverse();
-    format!("…{}", kept.concat())
-}
-
-/// `1 msg`, `12 msgs`.
-fn msg_count(n: usize) -> String {
-    if n == 1 {
-        "1 msg".to_string()
-    } else {
-        format!("{n} msgs")
-    }
-}
-
-/// How long ago `then_ms` was at `now_ms`: `just now`, `5m ago`, `3h ago`, `2d ago`, or the
-/// UTC date `YYYY-MM-DD` from 30 days on. Times in the future read as `just now`.
-fn relative_age(then_ms: i64, now_ms: i64) -> String {
-    let ago = now_ms.saturating_sub(then_ms);
-    if ago < MINUTE_MS {
-        "just now".to_string()
-    } else if ago < HOUR_MS {
-        format!("{}m ago", ago / MINUTE_MS)
-    } else if ago < DAY_MS {
-        format!("{}h ago", ago / HOUR_MS)
-    } else if ago < DATE_AFTER_MS {
-        format!("{}d ago", ago / DAY_MS)
-    } else {
-        let (y, m, d) = civil_from_days(then_ms.div_euclid(DAY_MS));
-        format!("{y:04}-{m:02}-{d:02}")
-    }
-}
-
-/// The proleptic Gregorian (year, month, day) of a count of days since 1970-01-01
-/// (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
+    use super::rows::{DAY_MS, HOUR_MS, MARKER, MINUTE_MS};
     use super::*;
+    use ratatui::style::Modifier;
     use KeyCode::{BackTab, Backspace, Down, End, Enter, Esc, Home, PageDown, PageUp, Tab, Up};
 
     /// 2024-03-01T12:00:00Z.
@@ -792,35 +601,6 @@ mod tests {
             "releases are ignored"
         );
         assert_eq!(Picker::new(vec![], vec![], NOW).selected(), None);
-    }
-
-    #[test]
-    fn relative_ages_at_their_boundaries_then_utc_dates() {
-        let cases = [
-            (-5_000, "just now"),
-            (MINUTE_MS - 1, "just now"),
-            (MINUTE_MS, "1m ago"),
-        ];
-        let more = [
-            (HOUR_MS - 1, "59m ago"),
-            (HOUR_MS, "1h ago"),
-            (DAY_MS - 1, "23h ago"),
-        ];
-        let days = [(DAY_MS, "1d ago"), (30 * DAY_MS - 1, "29d ago")];
-        for (ago, want) in cases.into_iter().chain(more).chain(days) {
-            assert_eq!(relative_age(NOW - ago, NOW), want, "{ago} ms ago");
-        }
-        // From 30 days on: the UTC date of the session itself.
-        let leap_day = 1_709_164_800_000; // 2024-02-29T00:00:00Z
-        assert_eq!(relative_age(leap_day, leap_day + 30 * DAY_MS), "2024-02-29");
-        assert_eq!(
-            relative_age(leap_day - 1, leap_day + 90 * DAY_MS),
-            "2024-02-28"
-        );
-        assert_eq!(relative_age(0, NOW), "1970-01-01");
-        assert_eq!(civil_from_days(-1), (1969, 12, 31));
-        assert_eq!(civil_from_days(951_782_400 / 86_400), (2000, 2, 29));
-        assert_eq!(civil_from_days(4_102_444_799 / 86_400), (2099, 12, 31));
     }
 
     #[test]

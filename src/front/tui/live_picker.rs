@@ -1,0 +1,521 @@
+//! The live-session picker of `keel attach` (no id, several sessions live in the daemon): a
+//! filterable list of `daemon/status`'s sessions, newest first, one row each with the short id,
+//! state, age, clients, name and cwd. [`LivePicker`] is plain state plus drawing into a
+//! `Buffer` (no terminal, clock or environment: sessions and the home directory are passed
+//! in); [`choose`] shows it in the terminal's inline viewport until Enter, Esc or a signal.
+//! It writes only through `output::TerminalOut` and leaves nothing on screen or on stdout.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use std::cell::Cell;
+
+use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+
+use super::paint;
+use super::picker::rows::{
+    blank, home_short, put, short_age, split_rest, truncate_left, with, BOLD, DIM, GAP, MARKER,
+    REVERSED,
+};
+use super::terminal::InlineTerminal;
+use super::tty::{self, Tty};
+use crate::error::StartupError;
+use crate::front::signals::Signals;
+use crate::output::TerminalOut;
+use crate::text;
+
+/// Columns of the short id (as the TUI's header shows it).
+const ID_COLUMNS: usize = 8;
+/// Below this many columns for the name and cwd, the clients, age and state columns go.
+const MIN_TITLE: usize = 10;
+/// Rows a page moves before the first render told how tall the list is.
+const DEFAULT_PAGE: usize = 10;
+
+/// One live session as `daemon/status` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LiveSession {
+    pub id: String,
+    /// `idle`, `running`, … as the daemon says.
+    pub state: String,
+    pub name: Option<String>,
+    pub cwd: String,
+    /// How long it has been live in the daemon.
+    pub age_ms: u64,
+    /// Clients attached to it.
+    pub clients: u64,
+}
+
+impl LiveSession {
+    /// One entry of `daemon/status`'s `sessions`; `None` without a `sessionId`.
+    pub fn from_status(v: &Value) -> Option<LiveSession> {
+        let field = |k: &str| v[k].as_str().unwrap_or_default().to_string();
+        Some(LiveSession {
+            id: v["sessionId"].as_str()?.to_string(),
+            state: field("state"),
+            name: v["name"].as_str().map(str::to_string),
+            cwd: field("cwd"),
+            age_ms: v["ageMs"].as_u64().unwrap_or(0),
+            clients: v["clients"].as_u64().unwrap_or(0),
+        })
+    }
+}
+
+/// What the caller should do after a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LiveAction {
+    /// Keep the picker open (and redraw it).
+    None,
+    /// Attach to this session.
+    Attach(String),
+    /// Leave without attaching.
+    Cancel,
+}
+
+/// A session with what its row shows and the lowercase text the filter searches.
+#[derive(Debug)]
+struct Entry {
+    session: LiveSession,
+    /// The cwd with the home directory as `~`, sanitized.
+    cwd: String,
+    name: Option<String>,
+    haystack: String,
+}
+
+/// The picker's state: the sessions (newest first), the filter and the selection.
+#[derive(Debug)]
+pub struct LivePicker {
+    entries: Vec<Entry>,
+    filter: String,
+    /// `/` was typed on an empty filter: `j`, `k` and `q` are text, not keys.
+    typing: bool,
+    /// Indices into `entries` of the sessions that match the filter.
+    matches: Vec<usize>,
+    /// Index into `matches`.
+    selected: usize,
+    /// First visible match, kept between renders so the list scrolls only when it must.
+    top: Cell<usize>,
+    /// List rows at the last render (the PageUp/PageDown step).
+    page: Cell<usize>,
+}
+
+impl LivePicker {
+    /// `home` shortens cwds to `~/…`. Sessions are shown newest (smallest age) first.
+    pub fn new(mut sessions: Vec<LiveSession>, home: Option<&str>) -> LivePicker {
+        sessions.sort_by(|a, b| a.age_ms.cmp(&b.age_ms).then_with(|| a.id.cmp(&b.id)));
+        let entries = sessions
+            .into_iter()
+            .map(|session| {
+                let cwd = text::sanitize(&home_short(&session.cwd, home));
+                let name = session
+                    .name
+                    .as_deref()
+                    .map(|n| {
+                        text::sanitize(n.lines().next().unwrap_or(""))
+                            .trim()
+                            .to_string()
+                    })
+                    .filter(|n| !n.is_empty());
+                let fields = [
+                    session.id.as_str(),
+                    session.name.as_deref().unwrap_or(""),
+                    &session.cwd,
+                    &cwd,
+                ];
+                // Joined by a newline, which a typed filter never contains, so a match never
+                // spans two fields.
+                let haystack = fields.join("\n").to_lowercase();
+                Entry {
+                    session,
+                    cwd,
+                    name,
+                    haystack,
+                }
+            })
+            .collect();
+        let mut picker = LivePicker {
+            entries,
+            filter: String::new(),
+            typing: false,
+            matches: Vec::new(),
+            selected: 0,
+            top: Cell::new(0),
+            page: Cell::new(DEFAULT_PAGE),
+        };
+        picker.refilter();
+        picker
+    }
+
+    /// Applies one key: moving, filter editing, attach or cancel.
+    pub fn handle_key(&mut self, key: KeyEvent) -> LiveAction {
+        if key.kind == KeyEventKind::Release {
+            return LiveAction::None;
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        let keys = self.filter.is_empty() && !self.typing;
+        match key.code {
+            KeyCode::Char('c') if ctrl && !alt => return LiveAction::Cancel,
+            KeyCode::Char('u') if ctrl && !alt => self.edit(String::clear),
+            KeyCode::Char('p') if ctrl && !alt => self.move_by(-1),
+            KeyCode::Char('n') if ctrl && !alt => self.move_by(1),
+            KeyCode::Char('q') if keys && !ctrl && !alt => return LiveAction::Cancel,
+            KeyCode::Char('j') if keys && !ctrl && !alt => self.move_by(1),
+            KeyCode::Char('k') if keys && !ctrl && !alt => self.move_by(-1),
+            KeyCode::Char('/') if keys && !ctrl && !alt => self.typing = true,
+            // Ctrl+Alt is AltGr on some keyboards: it types a character.
+            KeyCode::Char(c) if ctrl == alt && !c.is_control() => self.edit(|f| f.push(c)),
+            KeyCode::Backspace if self.filter.is_empty() => self.typing = false,
+            KeyCode::Backspace => self.edit(|f| {
+                f.pop();
+            }),
+            KeyCode::Esc if keys => return LiveAction::Cancel,
+            KeyCode::Esc => {
+                self.typing = false;
+                self.edit(String::clear);
+            }
+            KeyCode::Enter => {
+                return match self.selected() {
+                    Some(s) => LiveAction::Attach(s.id.clone()),
+                    None => LiveAction::None,
+                }
+            }
+            KeyCode::Up => self.move_by(-1),
+            KeyCode::Down => self.move_by(1),
+            KeyCode::PageUp => self.move_by(-(self.page.get().max(1) as isize)),
+            KeyCode::PageDown => self.move_by(self.page.get().max(1) as isize),
+            KeyCode::Home => self.selected = 0,
+            KeyCode::End => self.selected = self.matches.len().saturating_sub(1),
+            _ => {}
+        }
+        LiveAction::None
+    }
+
+    /// Pasted text goes into the filter (its first line, control characters dropped).
+    pub fn paste(&mut self, pasted: &str) {
+        let line = pasted.lines().next().unwrap_or("");
+        self.edit(|f| f.extend(line.chars().filter(|c| !c.is_control())));
+    }
+
+    /// The highlighted session, if any matches.
+    pub fn selected(&self) -> Option<&LiveSession> {
+        let idx = *self.matches.get(self.selected)?;
+        self.entries.get(idx).map(|e| &e.session)
+    }
+
+    /// The ids of the sessions that match the filter, in the order shown.
+    pub fn shown(&self) -> Vec<&str> {
+        let ids = self
+            .matches
+            .iter()
+            .map(|&i| self.entries[i].session.id.as_str());
+        ids.collect()
+    }
+
+    /// Rows `render` wants: title + filter + one per session (at most `max_rows`). Counted
+    /// before filtering, so typing never shrinks the viewport.
+    pub fn desired_height(&self, max_rows: u16) -> u16 {
+        let rows = 2 + self.entries.len().max(1);
+        rows.min(max_rows as usize) as u16
+    }
+
+    /// Draws the picker into `area` of `buf`: title row, filter row, then the list. Every
+    /// cell of the area is redrawn; nothing outside it is touched.
+    pub fn render(&self, area: Rect, buf: &mut Buffer) {
+        let area = area.intersection(buf.area);
+        if area.is_empty() {
+            return;
+        }
+        for y in area.top()..area.bottom() {
+            blank(buf, area, y, Style::default());
+        }
+        let w = area.width as usize;
+        put(buf, area, area.y, &self.title_line(w));
+        if area.height < 2 {
+            return;
+        }
+        put(buf, area, area.y + 1, &self.filter_line(w));
+        let list = Rect::new(area.x, area.y + 2, area.width, area.height - 2);
+        self.render_list(list, buf);
+    }
+
+    fn edit(&mut self, change: impl FnOnce(&mut String)) {
+        change(&mut self.filter);
+        self.refilter();
+    }
+
+    /// Recomputes the matches and puts the selection back on the first one.
+    fn refilter(&mut self) {
+        let needle = self.filter.to_lowercase();
+        self.matches = (0..self.entries.len())
+            .filter(|&i| self.entries[i].haystack.contains(&needle))
+            .collect();
+        self.selected = 0;
+        self.top.set(0);
+    }
+
+    fn move_by(&mut self, delta: isize) {
+        let last = self.matches.len().saturating_sub(1);
+        self.selected = self.selected.saturating_add_signed(delta).min(last);
+    }
+
+    /// The first visible match for a list `rows` tall, scrolled just enough to show the
+    /// selection and never past the end.
+    fn scroll_top(&self, rows: usize) -> usize {
+        let mut top = self.top.get();
+        if self.selected < top {
+            top = self.selected;
+        } else if self.selected >= top + rows {
+            top = self.selected + 1 - rows;
+        }
+        top = top.min(self.matches.len().saturating_sub(rows));
+        self.top.set(top);
+        top
+    }
+
+    /// The longest variant of the title row that fits: hints go first, then the prefix.
+    fn title_line(&self, w: usize) -> Line<'static> {
+        let total = self.entries.len();
+        let count = if self.filter.is_empty() {
+            format!("{total} live")
+        } else {
+            format!("{}/{total} live", self.matches.len())
+        };
+        let hint_sets: [&[&str]; 3] = [&["Enter: attach", "Esc: cancel"], &["Esc: cancel"], &[]];
+        for prefix in [true, false] {
+            for hints in hint_sets {
+                let mut spans = Vec::new();
+                if prefix {
+                    spans.push(Span::styled("Attach to a session", with(BOLD)));
+                    spans.push(Span::styled(" · ", with(DIM)));
+                }
+                spans.push(Span::raw(count.clone()));
+                if !hints.is_empty() {
+                    spans.push(Span::styled("  ·  ", with(DIM)));
+                    spans.push(Span::styled(hints.join(" · "), with(DIM)));
+                }
+                let line = Line::from(spans);
+                if paint::line_width(&line) <= w {
+                    return line;
+                }
+            }
+        }
+        Line::raw(count)
+    }
+
+    /// `Filter: <text>` with a reversed-cell caret, or a dim hint while no filter is typed.
+    fn filter_line(&self, w: usize) -> Line<'static> {
+        let label = "Filter: ";
+        let caret = Span::styled(" ", with(REVERSED));
+        if self.filter.is_empty() && !self.typing {
+            let hint = "type to filter · ↑↓ j k move · q quits · / to type j, k or q";
+            let dim = with(DIM);
+            return Line::from(vec![Span::raw(label), caret, Span::styled(hint, dim)]);
+        }
+        let room = w.saturating_sub(text::width(label) + 1);
+        let shown = truncate_left(&text::sanitize(&self.filter), room);
+        Line::from(vec![Span::raw(label), Span::raw(shown), caret])
+    }
+
+    fn render_list(&self, area: Rect, buf: &mut Buffer) {
+        let rows = area.height as usize;
+        if rows == 0 {
+            return;
+        }
+        self.page.set(rows);
+        if self.matches.is_empty() {
+            let message = if self.filter.is_empty() {
+                "No sessions are live".to_string()
+            } else {
+                let filter = text::sanitize(&self.filter);
+                format!("No live session matches \"{filter}\"")
+            };
+            put(buf, area, area.y, &Line::styled(message, with(DIM)));
+            return;
+        }
+        let cols = self.columns(area.width as usize);
+        let top = self.scroll_top(rows);
+        for (row, &idx) in self.matches.iter().enumerate().skip(top).take(rows) {
+            let y = area.y + (row - top) as u16;
+            let selected = row == self.selected;
+            if selected {
+                blank(buf, area, y, with(REVERSED));
+            }
+            put(buf, area, y, &row_line(&self.entries[idx], selected, &cols));
+        }
+    }
+
+    /// Column widths over all matches (so columns do not shift on scroll), with the clients,
+    /// age and state columns dropped in that order when the name and cwd would get too little.
+    fn columns(&self, width: usize) -> Cols {
+        let widest = |cell: &dyn Fn(&Entry) -> String| {
+            let cells = self
+                .matches
+                .iter()
+                .map(|&i| text::width(&cell(&self.entries[i])));
+            cells.max().unwrap_or(0)
+        };
+        let mut cols = Cols {
+            width,
+            id: widest(&|e| short_id(&e.session.id)),
+            state: widest(&|e| text::sanitize(&e.session.state)),
+            age: widest(&|e| short_age(e.session.age_ms)),
+            clients: widest(&|e| clients(e.session.clients)),
+        };
+        for drop in [
+            |c: &mut Cols| c.clients = 0,
+            |c: &mut Cols| c.age = 0,
+            |c: &mut Cols| c.state = 0,
+        ] {
+            if cols.fixed() + MIN_TITLE > width {
+                drop(&mut cols);
+            }
+        }
+        cols
+    }
+}
+
+/// How rows are laid out: the row width and the fixed columns' widths (0: column hidden).
+struct Cols {
+    width: usize,
+    id: usize,
+    state: usize,
+    age: usize,
+    clients: usize,
+}
+
+impl Cols {
+    /// Columns before the name: the marker, then each shown column with its gap.
+    fn fixed(&self) -> usize {
+        let col = |w: usize| if w == 0 { 0 } else { w + GAP };
+        text::width(MARKER) + col(self.id) + col(self.state) + col(self.age) + col(self.clients)
+    }
+}
+
+/// One row: marker, short id, state, right-aligned age and clients, then the name in bold
+/// with the dim cwd at the right edge, or the cwd alone (cut from the left) when the session
+/// has no name.
+fn row_line(e: &Entry, selected: bool, cols: &Cols) -> Line<'static> {
+    let gap = " ".repeat(GAP);
+    let marker = if selected {
+        MARKER.to_string()
+    } else {
+        " ".repeat(text::width(MARKER))
+    };
+    let mut spans = vec![Span::raw(marker)];
+    let id = short_id(&e.session.id);
+    spans.push(Span::styled(format!("{id:<0$}", cols.id), with(BOLD)));
+    spans.push(Span::raw(gap.clone()));
+    if cols.state > 0 {
+        let state = text::sanitize(&e.session.state);
+        spans.push(Span::raw(format!("{state:<0$}{gap}", cols.state)));
+    }
+    if cols.age > 0 {
+        let age = short_age(e.session.age_ms);
+        spans.push(Span::raw(format!("{age:>0$}{gap}", cols.age)));
+    }
+    if cols.clients > 0 {
+        let n = clients(e.session.clients);
+        spans.push(Span::styled(format!("{n:>0$}", cols.clients), with(DIM)));
+        spans.push(Span::raw(gap));
+    }
+    let rest = cols.width.saturating_sub(cols.fixed());
+    match &e.name {
+        Some(name) => {
+            let (title_max, cwd) = split_rest(rest, text::width(name), &e.cwd);
+            let title = Line::from(Span::styled(name.clone(), with(BOLD)));
+            let title = paint::truncate_line(&title, title_max);
+            let title_w = paint::line_width(&title);
+            spans.extend(title.spans);
+            if !cwd.is_empty() {
+                let pad = rest.saturating_sub(title_w + text::width(&cwd));
+                spans.push(Span::raw(" ".repeat(pad)));
+                spans.push(Span::styled(cwd, with(DIM)));
+            }
+        }
+        // A path keeps its tail: the directory's own name.
+        None => spans.push(Span::raw(truncate_left(&e.cwd, rest))),
+    }
+    let line = Line::from(spans);
+    if selected {
+        line.style(with(REVERSED))
+    } else {
+        line
+    }
+}
+
+/// The first characters of an id, sanitized.
+fn short_id(id: &str) -> String {
+    text::sanitize(&id.chars().take(ID_COLUMNS).collect::<String>())
+}
+
+/// `1 client`, `0 clients`.
+fn clients(n: u64) -> String {
+    if n == 1 {
+        "1 client".to_string()
+    } else {
+        format!("{n} clients")
+    }
+}
+
+/// Shows `picker` in the terminal's inline viewport until Enter (the chosen id), Esc, Ctrl+C
+/// or `q` (`Ok(None)`), or a signal (`Err(n)`: the terminal is put back first). The viewport
+/// is erased before returning, so the next screen starts where the picker was.
+pub async fn choose(picker: LivePicker) -> Result<Result<Option<String>, i32>, StartupError> {
+    let mut signals = Signals::new()?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    // The terminal is read on a thread of its own (blocking reads), which ends with the
+    // picker: nothing is left reading keys meant for what comes next.
+    std::thread::Builder::new()
+        .name("keel-live-picker".into())
+        .spawn(move || {
+            let _ = tx.send(show(picker));
+        })
+        .map_err(|e| StartupError::internal("cannot start the picker").cause(e.to_string()))?;
+    tokio::select! {
+        shown = rx => match shown {
+            Ok(Ok(choice)) => Ok(Ok(choice)),
+            Ok(Err(e)) => Err(StartupError::internal("the terminal failed").cause(e.to_string())),
+            Err(_) => Err(StartupError::internal("the picker ended unexpectedly")),
+        },
+        n = signals.next() => {
+            tty::restore();
+            Ok(Err(n))
+        }
+    }
+}
+
+/// The picker's terminal loop (blocking).
+fn show(mut picker: LivePicker) -> std::io::Result<Option<String>> {
+    let _tty = Tty::enter()?;
+    let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
+    let cursor_row = crossterm::cursor::position()
+        .map(|(_, y)| y)
+        .unwrap_or(rows.saturating_sub(1));
+    let mut term = InlineTerminal::new(TerminalOut, cols, rows, cursor_row);
+    let choice = loop {
+        let height = picker.desired_height(term.size().1.saturating_sub(1));
+        term.frame(&[], height, |buf| picker.render(buf.area, buf), None)?;
+        match crossterm::event::read()? {
+            TermEvent::Key(key) => match picker.handle_key(key) {
+                LiveAction::None => {}
+                LiveAction::Attach(id) => break Some(id),
+                LiveAction::Cancel => break None,
+            },
+            TermEvent::Paste(text) => picker.paste(&text),
+            TermEvent::Resize(c, r) => {
+                let row = crossterm::cursor::position().ok().map(|(_, y)| y);
+                term.resize(c, r, row);
+            }
+            _ => {}
+        }
+    };
+    term.clear_live()?;
+    Ok(choice)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;

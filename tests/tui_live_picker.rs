@@ -1,0 +1,233 @@
+//! `keel attach` with no id while several sessions are live: the live-session picker, as
+//! drawn rows (a snapshot) and end to end in a pseudo-terminal against a test daemon (killed
+//! by its guard, also when the test fails).
+
+use keel::front::tui::live_picker::{LivePicker, LiveSession};
+use keel::front::tui::paint;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use serde_json::json;
+
+use crate::daemon_support::{open, Daemon};
+use crate::support::{snap, Sandbox};
+use crate::tui_pty::spawn;
+
+fn live(
+    id: &str,
+    state: &str,
+    name: Option<&str>,
+    cwd: &str,
+    age_ms: u64,
+    clients: u64,
+) -> LiveSession {
+    LiveSession {
+        id: id.to_string(),
+        state: state.to_string(),
+        name: name.map(str::to_string),
+        cwd: cwd.to_string(),
+        age_ms,
+        clients,
+    }
+}
+
+fn screen(p: &LivePicker, w: u16, h: u16) -> String {
+    let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
+    p.render(buf.area, &mut buf);
+    let rows: Vec<String> = (0..h).map(|y| paint::row_text(&buf, y)).collect();
+    format!("{w}x{h}\n{}\n", rows.join("\n"))
+}
+
+#[test]
+fn live_picker_rows() {
+    let sessions = vec![
+        live(
+            "7f3a9c21-4b6e-4d0a-9e55-0c1d2e3f4a5b",
+            "idle",
+            None,
+            "/srv/ci/build",
+            2 * 3_600_000 + 5,
+            0,
+        ),
+        live(
+            "0c1d2e3f-aaaa-4bbb-8ccc-123456789abc",
+            "running",
+            Some("Refactor the kernel"),
+            "/home/me/src/keel",
+            3 * 60_000,
+            1,
+        ),
+        live(
+            "e5f6a7b8-1111-4222-8333-444455556666",
+            "idle",
+            Some("日本語のドキュメント"),
+            "/home/me",
+            42_000,
+            2,
+        ),
+        live(
+            "9a8b7c6d-0000-4000-8000-000000000000",
+            "running",
+            None,
+            "/home/me/very/long/path/to/a/project/deep/inside",
+            3 * 86_400_000,
+            12,
+        ),
+    ];
+    let mut p = LivePicker::new(sessions, Some("/home/me"));
+    let mut out = screen(&p, 80, 7);
+    out.push_str(&screen(&p, 48, 7));
+    p.handle_key(crossterm::event::KeyEvent::from(
+        crossterm::event::KeyCode::Down,
+    ));
+    for c in "~/".chars() {
+        p.handle_key(crossterm::event::KeyEvent::from(
+            crossterm::event::KeyCode::Char(c),
+        ));
+    }
+    out.push_str(&screen(&p, 80, 7));
+    snap("live_picker_rows", &out);
+}
+
+/// Opens sessions `older` and then `newer` (which has a prompt answered) in the test daemon.
+fn two_sessions(d: &Daemon, sb: &Sandbox) {
+    let mut c = d.connect();
+    c.hello(false);
+    assert_eq!(
+        open(&mut c, sb, "hello.json", &["--session-id", "older"]),
+        "older"
+    );
+    c.call("session/attach", json!({"sessionId": "older"}));
+    let r = c.call("prompt", json!({"sessionId": "older", "message": "hi"}));
+    assert!(r.get("result").is_some(), "{r}");
+    c.events_until("agent_settled");
+    assert_eq!(
+        open(&mut c, sb, "hello.json", &["--session-id", "newer"]),
+        "newer"
+    );
+}
+
+/// The screen rows that list a session (contain `~/work`), trimmed.
+fn listed(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| l.contains("~/work"))
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[test]
+fn attach_without_an_id_opens_a_picker_down_enter_attaches_esc_leaves() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    two_sessions(&d, &sb);
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let socket = d.socket.display().to_string();
+    let attach = format!("'{keel}' attach --socket '{socket}'; echo ATTACH_EXIT=$?");
+
+    let (mut w, mut child) = spawn(&sb, &attach);
+    w.wait_for("both sessions in the picker", |t| listed(t).len() == 2);
+    let rows = listed(&w.text());
+    assert!(
+        rows[0].starts_with("› newer idle") && rows[0].ends_with("0 clients ~/work"),
+        "{rows:?}"
+    );
+    assert!(rows[1].starts_with("older idle"), "older second: {rows:?}");
+    assert!(
+        w.text().contains("Attach to a session · 2 live"),
+        "{}",
+        w.text()
+    );
+    w.send("\x1b[B\r");
+    w.wait_for("the second session attached", |t| {
+        t.contains("session older in the keel daemon") && t.contains("Hello from keel!")
+    });
+    assert!(
+        !w.text().contains("Attach to a session"),
+        "the picker is gone: {}",
+        w.text()
+    );
+    w.send("/detach\r");
+    w.wait_for("the goodbye", |t| {
+        t.contains("Left session older") && t.contains("ATTACH_EXIT=")
+    });
+    assert!(w.text().contains("ATTACH_EXIT=0"), "{}", w.text());
+    assert!(child.wait().unwrap().success());
+
+    let (mut w, mut child) = spawn(&sb, &attach);
+    w.wait_for("the picker again", |t| listed(t).len() == 2);
+    w.send("\x1b");
+    w.wait_for("the exit", |t| t.contains("ATTACH_EXIT="));
+    let text = w.text();
+    assert!(text.contains("ATTACH_EXIT=0"), "{text}");
+    assert!(
+        listed(&text).is_empty() && !text.contains("Attach to a session"),
+        "erased: {text}"
+    );
+    assert!(
+        !text.contains("Left session") && !text.contains("SESSION"),
+        "nothing printed: {text}"
+    );
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn attach_without_an_id_and_no_terminal_lists_the_sessions_and_fails_with_usage() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    two_sessions(&d, &sb);
+    let socket = d.socket.display().to_string();
+    let out = sb.cmd(&["attach", "--socket", &socket]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("SESSION") && stdout.contains("older") && stdout.contains("newer"),
+        "{stdout}"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("several sessions are live; name one"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn sigterm_in_the_picker_puts_the_terminal_back_and_exits_143() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    two_sessions(&d, &sb);
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let socket = d.socket.display().to_string();
+    // The shell reports keel's pid, so the test can signal keel itself.
+    let shell = format!(
+        "'{keel}' attach --socket '{socket}' </dev/tty & echo KEEL_PID=$!; wait $!; echo KEEL_EXIT=$?; stty -a"
+    );
+    let (mut w, mut child) = spawn(&sb, &shell);
+    w.wait_for("the picker", |t| listed(t).len() == 2);
+    let pid: i32 = w
+        .text()
+        .split("KEEL_PID=")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .and_then(|p| p.parse().ok())
+        .expect("the shell printed keel's pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    w.wait_for("the exit and the terminal modes", |t| {
+        t.contains("KEEL_EXIT=") && t.contains("echoctl")
+    });
+    let text = w.text();
+    assert!(text.contains("KEEL_EXIT=143"), "{text}");
+    let words: Vec<&str> = text.split_whitespace().collect();
+    assert!(
+        words.contains(&"icanon") && !words.contains(&"-icanon"),
+        "{text}"
+    );
+    assert!(
+        words.contains(&"echo") && !words.contains(&"-echo"),
+        "{text}"
+    );
+    assert!(!w.parser.screen().bracketed_paste());
+    assert!(child.wait().unwrap().success());
+}
