@@ -236,7 +236,15 @@ fn quitting_during_a_run_asks_whether_to_leave_it_running_or_stop_it() {
     };
     let keel = env!("CARGO_BIN_EXE_keel");
     let attach = format!("exec '{keel}' attach busy --socket '{socket}'");
-    for (key, want) in [("l", "running"), ("s", "idle")] {
+    let cases = [
+        ("l", Some("running"), "Left session busy; its run goes on"),
+        (
+            "s",
+            None,
+            "Session saved. Resume it with: keel --resume busy",
+        ),
+    ];
+    for (key, want, goodbye) in cases {
         let (mut w, mut child) = spawn(&sb, &attach);
         w.wait_for("the running session", |t| {
             t.contains("session busy in the keel daemon")
@@ -246,10 +254,14 @@ fn quitting_during_a_run_asks_whether_to_leave_it_running_or_stop_it() {
             t.contains("l leaves it running in the daemon")
         });
         w.send(key);
-        w.wait_for("the goodbye", |t| t.contains("Left session busy"));
+        w.wait_for("the goodbye", |t| t.contains(goodbye));
         assert!(child.wait().unwrap().success());
-        // "s" waits for the daemon to answer the abort, which it does once the run settled.
-        assert_eq!(state(&mut c), want, "after pressing {key}");
+        // "s" waits for the daemon to answer the abort, which it does once the run settled;
+        // then the session, shown nowhere else, is closed (saved, no longer live).
+        match want {
+            Some(want) => assert_eq!(state(&mut c), want, "after pressing {key}"),
+            None => assert!(c.sessions().is_empty(), "closed after pressing {key}"),
+        }
     }
 }
 

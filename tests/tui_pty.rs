@@ -1,6 +1,8 @@
 //! The TUI end to end: the real binary in a pseudo-terminal, read through a terminal emulator.
 //! It types a prompt, sees the streamed answer, steers a running job, presses Esc, quits, and
-//! then checks that the terminal modes were restored and the session was saved.
+//! then checks that the terminal modes were restored and the session was saved. Each test runs
+//! in both modes: the session in this process (`KEEL_NO_DAEMON=1`) and, by default, in a
+//! daemon (the test's own, on a socket in its sandbox).
 
 use std::io::{Read, Write};
 use std::num::NonZeroU16;
@@ -9,6 +11,7 @@ use std::time::Duration;
 
 use portable_pty::{native_pty_system, CommandBuilder, PtySize};
 
+use crate::daemon_support::Daemon;
 use crate::support::{fixture, Sandbox};
 
 /// The pty's screen as the user sees it, fed by a reader thread.
@@ -134,8 +137,44 @@ fn assert_cooked(screen: &str) {
     );
 }
 
+/// The sessions live in `d`.
+fn live_sessions(d: &Daemon) -> Vec<serde_json::Value> {
+    let mut c = d.connect();
+    c.hello(false);
+    c.sessions()
+}
+
+/// Where the TUI's session runs in a test.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Place {
+    InProcess,
+    Daemon,
+}
+
+/// Runs `shell` in a pty with the session in `place`; the daemon (if any) is the test's,
+/// stopped when it is dropped.
+fn start(sb: &Sandbox, shell: &str, place: Place) -> (Spawned, Option<Daemon>) {
+    match place {
+        Place::InProcess => (spawn(sb, shell), None),
+        Place::Daemon => {
+            let d = Daemon::start(sb, &["--idle-exit", "0"]);
+            let socket = d.socket.display().to_string();
+            (spawn_with(sb, shell, &[("KEEL_SOCKET", &socket)]), Some(d))
+        }
+    }
+}
+
 #[test]
 fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
+    typing_streaming_steering_escape_and_quitting(Place::InProcess);
+}
+
+#[test]
+fn typing_streaming_steering_escape_and_quitting_through_the_daemon() {
+    typing_streaming_steering_escape_and_quitting(Place::Daemon);
+}
+
+fn typing_streaming_steering_escape_and_quitting(place: Place) {
     let sb = Sandbox::new();
     // After keel exits, the same shell prints the terminal's modes.
     let shell = format!(
@@ -143,9 +182,12 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
         env!("CARGO_BIN_EXE_keel"),
         fixture("tui.json")
     );
-    let (mut s, mut child) = spawn(&sb, &shell);
+    let ((mut s, mut child), daemon) = start(&sb, &shell, place);
 
     s.wait_for("the editor", |t| t.contains("Ask anything"));
+    if place == Place::Daemon {
+        s.wait_for("where it runs", |t| t.contains("daemon pid "));
+    }
     assert!(s.parser.screen().bracketed_paste(), "bracketed paste is on");
     s.send("hello");
     s.wait_for("the typed prompt", |t| t.contains("› hello"));
@@ -183,6 +225,10 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
     );
     let status = child.wait().unwrap();
     assert!(status.success());
+    if let Some(d) = &daemon {
+        // Quitting closed the session there: nothing else showed it.
+        assert_eq!(live_sessions(d), Vec::<serde_json::Value>::new());
+    }
 
     // Modes restored: canonical input and echo are back, the cursor is shown, paste is off.
     let all: Vec<&str> = screen.split_whitespace().collect();
@@ -220,6 +266,16 @@ fn typing_streaming_steering_escape_and_quitting_in_a_real_terminal() {
 
 #[test]
 fn sigterm_during_a_tool_call_restores_the_terminal_and_saves_the_session() {
+    sigterm_during_a_tool_call(Place::InProcess);
+}
+
+/// Through the daemon, the signal ends only the window: the run goes on there.
+#[test]
+fn sigterm_during_a_tool_call_through_the_daemon_restores_the_terminal_and_the_run_goes_on() {
+    sigterm_during_a_tool_call(Place::Daemon);
+}
+
+fn sigterm_during_a_tool_call(place: Place) {
     let sb = Sandbox::new();
     // The shell reports keel's pid, so the test can signal keel itself.
     let shell = format!(
@@ -227,7 +283,7 @@ fn sigterm_during_a_tool_call_restores_the_terminal_and_saves_the_session() {
         env!("CARGO_BIN_EXE_keel"),
         fixture("tui.json")
     );
-    let (mut s, mut child) = spawn(&sb, &shell);
+    let ((mut s, mut child), daemon) = start(&sb, &shell, place);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     let pid: i32 = s
         .text()
@@ -255,9 +311,16 @@ fn sigterm_during_a_tool_call_restores_the_terminal_and_saves_the_session() {
     let sessions = session_files(&sb);
     assert_eq!(sessions.len(), 1);
     assert!(sessions[0].contains("\"work\""), "{}", sessions[0]);
-    assert!(
-        sessions[0].contains("\"cancelled\":true"),
-        "{}",
-        sessions[0]
-    );
+    match daemon {
+        None => assert!(
+            sessions[0].contains("\"cancelled\":true"),
+            "{}",
+            sessions[0]
+        ),
+        Some(d) => {
+            let live = live_sessions(&d);
+            assert_eq!(live.len(), 1, "{live:?}");
+            assert_eq!(live[0]["state"], "running", "{live:?}");
+        }
+    }
 }

@@ -30,6 +30,8 @@ pub const PROTOCOL: u64 = 1;
 
 /// How long one write to a client may block before the connection is closed.
 pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+/// How long `session/close` lets the session's last writes settle.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// A pi command's answer on its way back: the request id, the session's stream
 /// ([`SessionHandle::stream_id`]), the answer and the stream's last `seq` when it was given.
@@ -342,8 +344,50 @@ impl Conn {
                 }
                 Outcome::Result(json!({}))
             }
+            "session/close" => self.close(params).await,
             command => self.pi_command(id, command, params).await,
         }
+    }
+
+    /// Ends a live session that nothing else uses: saved, released, gone from the daemon
+    /// (the next `--continue` or `--resume` opens it from its file). A session with a run
+    /// going, or shown by another client, is -32013.
+    async fn close(&mut self, params: Option<&serde_json::value::RawValue>) -> Outcome {
+        let r: SessionRef = match j::params(params) {
+            Ok(r) => r,
+            Err(e) => return Outcome::Error(e),
+        };
+        let handle = match self.target(&r.session_id).await {
+            Ok(h) => h,
+            Err(e) => return Outcome::Error(e),
+        };
+        let Some(status) = handle.status().await else {
+            return Outcome::Error(ErrorObject::new(
+                j::UNKNOWN_SESSION,
+                "the session has ended",
+            ));
+        };
+        let mine = usize::from(self.attached.contains_key(&r.session_id));
+        let busy = if status.summary.running {
+            Some("a run is active; abort it first".to_string())
+        } else if status.clients > mine {
+            Some(format!(
+                "{} other client(s) show this session; they must detach first",
+                status.clients - mine
+            ))
+        } else {
+            None
+        };
+        if let Some(why) = busy {
+            return Outcome::Error(ErrorObject::new(
+                j::SESSION_BUSY,
+                format!("session {} cannot be closed: {why}", r.session_id),
+            ));
+        }
+        self.attached.remove(&r.session_id);
+        self.shared.forget(&handle).await;
+        handle.stop(CLOSE_GRACE).await;
+        Outcome::Result(json!({}))
     }
 
     fn hello(&mut self, params: Option<&serde_json::value::RawValue>) -> Outcome {

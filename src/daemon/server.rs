@@ -88,6 +88,12 @@ impl Shared {
         sessions.get(id).cloned()
     }
 
+    /// Takes `handle`'s session out of the registry (it is being closed).
+    pub async fn forget(&self, handle: &SessionHandle) {
+        let mut sessions = self.sessions.lock().await;
+        sessions.retain(|_, h| h.stream_id() != handle.stream_id());
+    }
+
     /// Files every handle under the id of the session it serves now.
     pub async fn rekey(&self) {
         rekey(&mut *self.sessions.lock().await);

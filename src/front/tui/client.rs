@@ -106,6 +106,9 @@ pub(super) struct Client {
     pub file: Option<String>,
     /// Quitting while a run is active: waiting for "leave it running" or "stop it".
     asking_quit: bool,
+    /// Leaving by quitting (not detaching): a daemon's session is closed if nothing else
+    /// shows it and no run goes on.
+    close: bool,
     /// Where the session picker looks.
     pub session_dir: PathBuf,
     pub keel_home: PathBuf,
@@ -132,13 +135,8 @@ pub async fn run_local(setup: TuiSetup, out: &mut Output) -> Result<Exit, Startu
         .await
         .map_err(|e| StartupError::internal("cannot start the session").cause(e))?;
     let (exit, client) = show(link, start, None, opening).await?;
-    if client
-        .file
-        .as_deref()
-        .is_some_and(|f| std::path::Path::new(f).exists())
-    {
-        let id = client.link.session_id().to_string();
-        let _ = out.out(format!("Session saved. Resume it with: keel --resume {id}\n").as_bytes());
+    if let Some(text) = saved_line(&client) {
+        let _ = out.out(text.as_bytes());
         let _ = out.flush();
     }
     Ok(exit)
@@ -170,15 +168,41 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
     };
     let (exit, client) = show(link, start, Some(daemon), opening).await?;
     let id = client.link.session_id().to_string();
-    let state = if client.view.transcript.is_running() {
-        "its run goes on in the keel daemon"
-    } else {
-        "it stays live in the keel daemon"
+    // Quitting (not detaching) ends a session nobody else shows, as in-process.
+    let closed = match client.close {
+        true => client.commands.request("session/close", json!({})).await,
+        false => Err(String::new()),
     };
-    let text = format!("Left session {id}; {state}. Come back with: keel attach {id}\n");
-    let _ = out.out(text.as_bytes());
-    let _ = out.flush();
+    let text = match closed {
+        Ok(_) => saved_line(&client),
+        Err(why) => {
+            if !why.is_empty() {
+                tracing::info!("session {id} stays live: {why}");
+            }
+            let state = if client.view.transcript.is_running() {
+                "its run goes on in the keel daemon"
+            } else {
+                "it stays live in the keel daemon"
+            };
+            Some(format!(
+                "Left session {id}; {state}. Come back with: keel attach {id}\n"
+            ))
+        }
+    };
+    if let Some(text) = text {
+        let _ = out.out(text.as_bytes());
+        let _ = out.flush();
+    }
     Ok(exit)
+}
+
+/// "Session saved …" once the session's file exists (a session never prompted has none).
+fn saved_line(client: &Client) -> Option<String> {
+    let file = client.file.as_deref()?;
+    std::path::Path::new(file).exists().then(|| {
+        let id = client.link.session_id();
+        format!("Session saved. Resume it with: keel --resume {id}\n")
+    })
 }
 
 /// Takes the terminal and shows the linked session until the user leaves; gives back how it
@@ -218,6 +242,7 @@ async fn show(
         daemon,
         file: None,
         asking_quit: false,
+        close: false,
         session_dir: o.session_dir,
         keel_home: o.keel_home,
         cwd: o.cwd,
@@ -501,6 +526,7 @@ impl Client {
                         if let Err(e) = self.commands.request("abort", json!({})).await {
                             self.view.notice(HistoryCell::Error(e));
                         }
+                        self.close = true;
                         self.stop = Some(Exit::Success);
                     }
                     _ => {}
@@ -564,6 +590,7 @@ impl Client {
     /// stop it; otherwise the view just ends (in-process, that stops the run).
     pub fn quit(&mut self) {
         if self.daemon.is_none() || !self.view.transcript.is_running() {
+            self.close = true;
             self.stop = Some(Exit::Success);
             return;
         }
