@@ -495,3 +495,57 @@ fn a_client_dropped_for_lagging_before_a_change_is_told_the_id_it_can_use() {
     let r = again.call("session/attach", json!({"sessionId": new}));
     assert_eq!(r["result"]["mode"], "snapshot", "{r}");
 }
+
+#[test]
+fn session_close_ends_a_session_nothing_else_uses_and_its_file_opens_again() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let (mut a, mut b) = two_clients(&d, &sb, "shut");
+    prompt(&mut a, &mut b, "shut", "hi");
+    // Another client still shows it: refused, and nothing changes.
+    let r = a.call("session/close", json!({"sessionId": "shut"}));
+    assert_eq!(code(&r), -32013, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("1 other client"),
+        "{r}"
+    );
+    b.call("session/detach", json!({"sessionId": "shut"}));
+    // A run going: refused too.
+    let mut hang = d.connect();
+    hang.hello(false);
+    let busy = open(&mut hang, &sb, "hang.json", &["--session-id", "busy"]);
+    let r = hang.call("prompt", json!({"sessionId": busy, "message": "work"}));
+    assert!(r.get("result").is_some(), "{r}");
+    let r = hang.call("session/close", json!({"sessionId": "busy"}));
+    assert_eq!(code(&r), -32013, "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("a run is active"),
+        "{r}"
+    );
+    // The last client closes it: saved, and no longer live.
+    let file = a.call("get_state", json!({"sessionId": "shut"}))["result"]["sessionFile"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = a.call("session/close", json!({"sessionId": "shut"}));
+    assert_eq!(r["result"], json!({}), "{r}");
+    let live: Vec<Value> = a.sessions();
+    assert!(live.iter().all(|s| s["sessionId"] != "shut"), "{live:?}");
+    let r = a.call("get_state", json!({"sessionId": "shut"}));
+    assert_eq!(code(&r), -32012, "{r}");
+    let r = a.call("session/close", json!({"sessionId": "shut"}));
+    assert_eq!(code(&r), -32012, "{r}");
+    assert!(std::fs::read_to_string(&file).unwrap().contains("\"hi\""));
+    // Its file is free again: the daemon opens it anew, with its history.
+    let again = open(&mut a, &sb, "hello.json", &["--session", &file]);
+    assert_eq!(again, "shut");
+    let r = a.call("get_messages", json!({"sessionId": "shut"}));
+    assert_eq!(r["result"]["messages"].as_array().unwrap().len(), 2, "{r}");
+    hang.call("abort", json!({"sessionId": "busy"}));
+}

@@ -8,8 +8,26 @@ use crate::daemon_support::Daemon;
 use crate::support::Sandbox;
 use crate::tui_pty::spawn;
 
+/// How the first window goes away.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Leave {
+    /// The terminal closes: SIGHUP.
+    CloseWindow,
+    /// The user types `/detach`.
+    Detach,
+}
+
 #[test]
 fn closing_the_window_leaves_the_run_going_and_attach_shows_its_end() {
+    leave_mid_run_and_come_back(Leave::CloseWindow);
+}
+
+#[test]
+fn detaching_during_a_run_leaves_it_running_in_keel_ps_and_attach_shows_its_end() {
+    leave_mid_run_and_come_back(Leave::Detach);
+}
+
+fn leave_mid_run_and_come_back(leave: Leave) {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
@@ -34,17 +52,38 @@ fn closing_the_window_leaves_the_run_going_and_attach_shows_its_end() {
     window.wait_for("the bash tool running", |t| {
         t.contains("Waiting for the signal.") && t.contains("cat ")
     });
-    // The terminal window closes: the kernel sends the terminal's process SIGHUP (sent here by
-    // hand: the test's reader still holds the pty open). The client goes; the run does not.
-    let pid = child.process_id().unwrap() as i32;
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGHUP,
-    )
-    .unwrap();
-    let status = child.wait().unwrap();
-    assert_eq!(status.exit_code(), 129, "{status:?}");
+    match leave {
+        Leave::CloseWindow => {
+            // The terminal window closes: the kernel sends the terminal's process SIGHUP (sent
+            // here by hand: the test's reader still holds the pty open). The client goes; the
+            // run does not.
+            let pid = child.process_id().unwrap() as i32;
+            nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGHUP,
+            )
+            .unwrap();
+            let status = child.wait().unwrap();
+            assert_eq!(status.exit_code(), 129, "{status:?}");
+        }
+        Leave::Detach => {
+            window.send("/detach\r");
+            window.wait_for("the goodbye", |t| {
+                t.contains("Left session live; its run goes on in the keel daemon")
+                    && t.contains("keel attach live")
+            });
+            assert!(child.wait().unwrap().success());
+        }
+    }
     drop(window);
+    // `keel ps` shows the run going on.
+    let ps = sb.cmd(&["ps", "--socket", &socket]).output().unwrap();
+    let table = String::from_utf8_lossy(&ps.stdout);
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("live"))
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(row.contains("running"), "{table}");
     let mut c = d.connect();
     c.hello(false);
     let state = |c: &mut crate::daemon_support::Conn| {
@@ -342,5 +381,50 @@ fn resuming_a_session_the_daemon_holds_attaches_to_it_there() {
     });
     w.send("/detach\r");
     w.wait_for("the goodbye", |t| t.contains("Left session held"));
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn a_daemon_that_cannot_be_started_is_named_once_and_the_tui_runs_in_process() {
+    let sb = Sandbox::new();
+    // A socket directory anyone may write to is refused (the daemon's security rule).
+    let open = sb.dir.path().join("open");
+    std::fs::create_dir(&open).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let socket = open.join("p1.sock").display().to_string();
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let shell = format!(
+        "'{keel}' --provider scripted --script '{}' hi; echo KEEL_EXIT=$?",
+        crate::support::fixture("hello.json")
+    );
+    let (mut w, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)]);
+    w.wait_for("the answer", |t| t.contains("Hello from keel!"));
+    let text = w.text();
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(
+        flat.matches("the keel daemon cannot be started").count(),
+        1,
+        "said once: {text}"
+    );
+    assert!(flat.contains("socket directory"), "{text}");
+    assert!(flat.contains("runs in this process"), "{text}");
+    assert!(
+        !std::path::Path::new(&socket).exists(),
+        "no daemon was started"
+    );
+    w.send("/session\r");
+    w.wait_for("where it runs", |t| {
+        let flat: String = t.split_whitespace().collect();
+        flat.contains("runsin:thiskeelprocess")
+    });
+    w.send("\x04");
+    w.wait_for("the exit", |t| t.contains("KEEL_EXIT="));
+    let text = w.text();
+    assert!(text.contains("KEEL_EXIT=0"), "{text}");
+    assert!(
+        text.contains("Session saved. Resume it with: keel --resume"),
+        "{text}"
+    );
     assert!(child.wait().unwrap().success());
 }
