@@ -33,6 +33,25 @@ async fn run_prompt(link: &mut Link) -> Vec<(u64, String)> {
     }
 }
 
+/// The environment of a keel process started in `sb` (no terminal, fixed clock and seed).
+fn env_of(sb: &Sandbox) -> Env {
+    Env {
+        stdin_tty: false,
+        stdout_tty: false,
+        stderr_tty: false,
+        no_color: true,
+        cwd: sb.work(),
+        keel_home: sb.home(),
+        fixed_clock: Some(CLOCK.parse().unwrap()),
+        seed: Some(sb.seed),
+        temp_dir: sb.dir.path().to_path_buf(),
+        log_filter: "off".into(),
+        test_panic: false,
+        vars: Default::default(),
+        retry_base_ms: None,
+    }
+}
+
 #[test]
 fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     let script = fixture("hello.json");
@@ -52,21 +71,7 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     let here = Sandbox::new();
     let local = rt.block_on(async {
         let cli = Cli::try_parse_from(std::iter::once("keel").chain(args)).unwrap();
-        let env = Env {
-            stdin_tty: false,
-            stdout_tty: false,
-            stderr_tty: false,
-            no_color: true,
-            cwd: here.work(),
-            keel_home: here.home(),
-            fixed_clock: Some(CLOCK.parse().unwrap()),
-            seed: Some(here.seed),
-            temp_dir: here.dir.path().to_path_buf(),
-            log_filter: "off".into(),
-            test_panic: false,
-            vars: Default::default(),
-            retry_base_ms: None,
-        };
+        let env = env_of(&here);
         let clock = Clock::new(env.fixed_clock, env.seed);
         // As a keel process (and the daemon's session/open) reads its start time first.
         let _ = clock.now_ms();
@@ -101,4 +106,137 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     assert!(local.0.len() > 5, "{:?}", local.0);
     assert_eq!(local, remote);
     assert_eq!(local.1, Ok(json!({"text": "Hello from keel!"})));
+}
+
+/// Waits until at least three 50 ms approval timeouts have passed, with no sleep: an RPC-mode
+/// keel (stdio RPC has no attachments, so its timeouts always run) asks three times in a row
+/// and each dialog is denied by its own timeout before its run settles.
+fn three_timeouts(sb: &Sandbox, script: &str) {
+    use std::io::{BufRead, Write};
+    let mut child = sb
+        .cmd(&[
+            "--mode",
+            "rpc",
+            "--provider",
+            "scripted",
+            "--script",
+            script,
+            "--permission",
+            "ask",
+            "--approval-timeout",
+            "0.05",
+            "--no-session",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{}", json!({"type": "prompt", "message": "tick"})).unwrap();
+    let out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut denials = 0;
+    for line in out.lines() {
+        let line = line.unwrap();
+        denials += usize::from(line.contains("got no answer"));
+        if line.contains("\"type\":\"agent_settled\"") {
+            break;
+        }
+    }
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    assert_eq!(denials, 3, "the clock session's three dialogs timed out");
+}
+
+/// The in-process TUI's link is an interactive client: an approval dialog waits for the person
+/// at the terminal past `--approval-timeout` (three timeouts pass here), and their answer is
+/// the one that counts.
+#[test]
+fn an_in_process_approval_waits_for_its_answer_past_the_timeout() {
+    let sb = Sandbox::new();
+    let script = sb.dir.path().join("ask.json");
+    let call = |id: &str, m: &str| json!({"match": m, "chunks": [{"toolCall": {"id": id, "name": "bash", "arguments": {"command": "rm -rf build"}}}]});
+    let turns = json!({"turns": [
+        call("call_rm", "^clean"),
+        {"match": "^clean", "chunks": [{"text": "Left it alone."}]},
+        call("tick_1", "^tick"), call("tick_2", "^tick"), call("tick_3", "^tick"),
+        {"match": "^tick", "chunks": [{"text": "Ticked."}]}
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let script = script.display().to_string();
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "--permission",
+        "ask",
+        "--approval-timeout",
+        "0.05",
+    ];
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let lines = rt.block_on(async {
+        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args)).unwrap();
+        let env = env_of(&sb);
+        let clock = Clock::new(env.fixed_clock, env.seed);
+        let setup = keel::setup::host_setup(&cli, &env, &clock, true)
+            .await
+            .unwrap();
+        let (mut link, _) = Link::local(setup, (10_000, 8 << 20)).await.unwrap();
+        let answer = link.request("prompt", json!({"message": "clean up"})).await;
+        assert_eq!(answer, Ok(json!({"disposition": "started"})));
+        let mut lines = Vec::new();
+        let dialog = loop {
+            let Some(Note::Event { line, .. }) = link.next().await else {
+                panic!("the link ended before the dialog: {lines:?}");
+            };
+            lines.push(line.to_string());
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v["type"] == "extension_ui_request" && v["method"] == "confirm" {
+                break v["id"].as_str().unwrap().to_string();
+            }
+        };
+        // The host goes on running here while the clock runs on a blocking thread.
+        let script2 = script.clone();
+        let clock_sb = Sandbox::new();
+        tokio::task::spawn_blocking(move || three_timeouts(&clock_sb, &script2))
+            .await
+            .unwrap();
+        while let Some(Note::Event { line, .. }) = link.try_next() {
+            lines.push(line.to_string());
+        }
+        let denied = lines.iter().any(|l| l.contains("got no answer"));
+        assert!(!denied, "the dialog timed out: {lines:?}");
+        link.request(
+            "extension_ui_response",
+            json!({"id": dialog, "confirmed": false}),
+        )
+        .await
+        .unwrap();
+        loop {
+            let Some(Note::Event { line, .. }) = link.next().await else {
+                break;
+            };
+            lines.push(line.to_string());
+            if line.contains("\"type\":\"agent_settled\"") {
+                break;
+            }
+        }
+        lines
+    });
+    let end = lines
+        .iter()
+        .find(|l| l.contains("\"type\":\"tool_execution_end\""))
+        .unwrap_or_else(|| panic!("{lines:?}"));
+    assert!(end.contains("\"isError\":true"), "{end}");
+    assert!(
+        !end.contains("no answer"),
+        "denied by the user, not by the clock: {end}"
+    );
+    assert!(
+        lines.iter().any(|l| l.contains("Left it alone.")),
+        "{lines:?}"
+    );
 }

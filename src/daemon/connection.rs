@@ -19,7 +19,7 @@ use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot};
 
 use super::server::Shared;
-use crate::host::actor::{self, Answer, Call, SessionHandle};
+use crate::host::actor::{self, Answer, Call, DialogAnswer, SessionHandle};
 use crate::host::stream::{Cursor, Delivery, Item, Lagged, Start, QUEUE};
 use crate::host::Data;
 use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
@@ -630,27 +630,15 @@ impl Conn {
                 "only a client that said interactive:true in daemon/hello may answer dialogs",
             ));
         }
-        let Ok(dialog) = req.str("id").map(str::to_string) else {
-            return Outcome::Error(ErrorObject::new(
-                j::INVALID_PARAMS,
-                "Invalid params: extension_ui_response needs `id` (a string)",
-            ));
-        };
-        let (reply, rx) = oneshot::channel();
-        handle.send(Call::DialogOpen {
-            id: dialog.clone(),
-            reply,
-        });
-        if !rx.await.unwrap_or(false) {
-            return Outcome::Error(ErrorObject::new(
-                j::ALREADY_ANSWERED,
-                format!("dialog {dialog} was already answered or is closed"),
-            ));
+        match handle.answer_dialog(req).await {
+            Ok(()) => Outcome::Result(json!({})),
+            Err(e @ DialogAnswer::NoId) => {
+                Outcome::Error(ErrorObject::new(j::INVALID_PARAMS, e.to_string()))
+            }
+            Err(e @ DialogAnswer::Closed(_)) => {
+                Outcome::Error(ErrorObject::new(j::ALREADY_ANSWERED, e.to_string()))
+            }
         }
-        let mut req = req;
-        req.id = Some(Id::string(&dialog));
-        handle.send(Call::Request { req, answer: None });
-        Outcome::Result(json!({}))
     }
 
     /// The first attached session that dropped this client, with the seq it had reached. The

@@ -243,6 +243,11 @@ impl Commands {
     /// Runs a pi command: pi's `data` (`{}` without one) or pi's error text.
     pub async fn request(&self, command: &str, params: Value) -> Result<Value, String> {
         match &self.kind {
+            Kind::Local(handle) if command == "extension_ui_response" => handle
+                .answer_dialog(Request::new(command, params))
+                .await
+                .map(|()| json!({}))
+                .map_err(|e| e.to_string()),
             Kind::Local(handle) => {
                 let (answer, _) = handle.request(Request::new(command, params)).await;
                 answer.and_then(|data| match data {

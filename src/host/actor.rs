@@ -91,6 +91,26 @@ pub struct Status {
     pub live_for: Duration,
 }
 
+/// Why a dialog answer was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DialogAnswer {
+    /// The answer names no dialog.
+    NoId,
+    /// Dialog `0` was already answered or is closed.
+    Closed(String),
+}
+
+impl std::fmt::Display for DialogAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DialogAnswer::NoId => {
+                f.write_str("Invalid params: extension_ui_response needs `id` (a string)")
+            }
+            DialogAnswer::Closed(id) => write!(f, "dialog {id} was already answered or is closed"),
+        }
+    }
+}
+
 /// Commands after which the host may serve another session.
 pub const SESSION_CHANGES: &[&str] = &["new_session", "switch_session", "fork", "clone"];
 
@@ -134,6 +154,26 @@ impl SessionHandle {
     /// Runs a pi command and waits for its answer.
     pub async fn request(&self, req: Request) -> Answered {
         answered(self.submit(req).await)
+    }
+
+    /// Answers dialog `req.id` (`extension_ui_response`, which pi never answers itself): the
+    /// first answer wins; a later one, or one for a dialog that is not open, is refused.
+    pub async fn answer_dialog(&self, mut req: Request) -> Result<(), DialogAnswer> {
+        let dialog = req
+            .str("id")
+            .map(str::to_string)
+            .map_err(|_| DialogAnswer::NoId)?;
+        let (reply, rx) = oneshot::channel();
+        self.send(Call::DialogOpen {
+            id: dialog.clone(),
+            reply,
+        });
+        if !rx.await.unwrap_or(false) {
+            return Err(DialogAnswer::Closed(dialog));
+        }
+        req.id = Some(Id::string(&dialog));
+        self.send(Call::Request { req, answer: None });
+        Ok(())
     }
 
     pub async fn status(&self) -> Option<Status> {

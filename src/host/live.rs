@@ -1,5 +1,6 @@
-//! One session being served by an interactive front end (RPC, TUI): the kernel handle, its
-//! bus, and the store its recorder writes, plus the ways to start, replace and retire one.
+//! One session being served by the host (for RPC, the daemon and the TUI alike): the kernel
+//! handle, its bus, and the store its recorder writes, plus the ways to start, replace and
+//! retire one.
 //! Front-end neutral: no output, no wire format.
 
 use std::path::Path;

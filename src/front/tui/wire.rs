@@ -1,8 +1,8 @@
-//! The TUI's one way in for what the agent does: wire lines (the public vocabulary the daemon
-//! and RPC mode carry) parsed into [`PublicEvent`]s. In this process, a kernel event first
-//! becomes exactly the lines a host would publish for it, so the view is fed the same thing
-//! whether the session runs here or in the daemon (`DESIGN.md` §10.1). Pure: no I/O, no
-//! kernel state.
+//! A kernel event as the lines a host publishes for it, parsed into [`PublicEvent`]s: what
+//! the view's tests feed it (scenarios are written as kernel events). The TUI itself reads
+//! only the host's lines, through its link (`client.rs`), in-process and from the daemon
+//! alike (`DESIGN.md` §10.1); this uses the host's own line builders, so both say the same.
+//! Pure: no I/O, no kernel state.
 
 use crate::front::public::PublicEvent;
 use crate::kernel::event::{Event, EventPayload};
