@@ -98,6 +98,71 @@ pub fn expand(args: &[String], cwd: &Path, home: Option<&Path>) -> Result<Expand
     Ok(out)
 }
 
+/// The words of a message typed in the TUI: each `@path` (or `@"path with spaces"`) that
+/// names an existing file is read as the CLI reads it; any other `@word` (a name, a path that
+/// does not exist, a directory) stays plain text, as in a chat. Returns the message (the files'
+/// blocks, then the text as typed) and the images. A file that exists but cannot be included
+/// (too large, not text) is an error naming it.
+pub fn expand_text(
+    text: &str,
+    cwd: &Path,
+    home: Option<&Path>,
+) -> Result<(String, Vec<Content>), String> {
+    let mut files = String::new();
+    let mut images = Vec::new();
+    let mut total = 0u64;
+    for path in text_mentions(text) {
+        let Ok(abs) = resolve(&path, cwd, home) else {
+            continue;
+        };
+        if !std::fs::metadata(&abs).is_ok_and(|m| m.is_file()) {
+            continue;
+        }
+        let fail = |why: String| format!("cannot include @{path}: {why}");
+        let bytes = read(&abs, MAX_TOTAL_BYTES - total).map_err(fail)?;
+        total += bytes.len() as u64;
+        if let Some((block, image)) = include(&abs, &bytes).map_err(fail)? {
+            files.push_str(&block);
+            images.extend(image);
+        }
+    }
+    Ok((compose("", &files, text), images))
+}
+
+/// The paths of the `@` words of `text`, in order, each once; a trailing `,.;:!?)` is not
+/// part of the path.
+fn text_mentions(text: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find('@') {
+        let starts_word = rest[..at]
+            .chars()
+            .next_back()
+            .is_none_or(char::is_whitespace);
+        let after = &rest[at + 1..];
+        rest = after;
+        if !starts_word {
+            continue;
+        }
+        let path = match after.strip_prefix('"') {
+            Some(quoted) => match quoted.find('"') {
+                Some(end) => quoted[..end].to_string(),
+                None => continue,
+            },
+            None => {
+                let end = after.find(char::is_whitespace).unwrap_or(after.len());
+                after[..end]
+                    .trim_end_matches([',', '.', ';', ':', '!', '?', ')'])
+                    .to_string()
+            }
+        };
+        if !path.is_empty() && !out.contains(&path) {
+            out.push(path);
+        }
+    }
+    out
+}
+
 /// The first message's text: piped stdin, a blank line, then the files' blocks followed
 /// directly by the words (each block ends with a newline, as pi joins them).
 pub fn compose(piped: &str, files: &str, words: &str) -> String {
@@ -259,8 +324,41 @@ pub fn base64(bytes: &[u8]) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn typed_text_includes_the_files_it_names_and_keeps_other_at_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path();
+        std::fs::create_dir(cwd.join("src")).unwrap();
+        std::fs::write(cwd.join("src/lib.rs"), "pub fn f() {}\n").unwrap();
+        std::fs::write(cwd.join("my notes.md"), "todo\n").unwrap();
+        let text =
+            "look at @src/lib.rs, and @\"my notes.md\" (ask @alice; not \\@src/lib.rs or @src)";
+        let (message, images) = expand_text(text, cwd, None).unwrap();
+        let lib = cwd.join("src/lib.rs").display().to_string();
+        let notes = cwd.join("my notes.md").display().to_string();
+        assert_eq!(
+            message,
+            format!(
+                "<file name=\"{lib}\">\npub fn f() {{}}\n\n</file>\n<file name=\"{notes}\">\ntodo\n\n</file>\n{text}"
+            )
+        );
+        assert!(images.is_empty());
+        assert_eq!(
+            expand_text("no mentions", cwd, None).unwrap().0,
+            "no mentions"
+        );
+        std::fs::write(
+            cwd.join("big.txt"),
+            vec![b'a'; (MAX_TEXT_BYTES + 1) as usize],
+        )
+        .unwrap();
+        let e = expand_text("@big.txt", cwd, None).unwrap_err();
+        assert!(e.starts_with("cannot include @big.txt: it is"), "{e}");
+    }
 
     #[test]
     fn only_a_whole_argument_starting_with_at_is_a_mention() {

@@ -632,3 +632,51 @@ fn compaction_and_thinking_cells() {
     assert!(screen.contains("✻ Thought for 12 words"), "{screen}");
     assert!(screen.contains("Compacting the conversation"), "{screen}");
 }
+
+#[test]
+fn at_opens_a_fuzzy_file_menu_and_tab_inserts_the_chosen_path() {
+    let mut f = Feed::new();
+    f.view.files = Some(keel::front::tui::files::FileIndex::of(
+        [
+            "Cargo.toml",
+            "README.md",
+            "src/main.rs",
+            "src/mentions.rs",
+            "src/front/tui/view.rs",
+            "docs/notes on menus.md",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ));
+    type_text(&mut f.view, "explain @men");
+    let menu = f.view.mention.clone().expect("the menu is open");
+    assert_eq!(menu.matches[0], "src/mentions.rs", "{menu:?}");
+    snap("tui_at_file_menu_80x24", &f.screen(80, 24));
+    // Down then Tab takes the second match; the word becomes `@path `.
+    assert_eq!(f.view.on_key(key(KeyCode::Down)), None);
+    assert_eq!(f.view.on_key(key(KeyCode::Tab)), None);
+    let second = &menu.matches[1];
+    let quoted = match second.contains(' ') {
+        true => format!("\"{second}\""),
+        false => second.clone(),
+    };
+    assert_eq!(f.view.composer.text(), format!("explain @{quoted} "));
+    assert!(f.view.mention.is_none());
+    // Esc closes a menu; it stays closed for that word, and a plain word has none.
+    type_text(&mut f.view, "@RE");
+    assert!(f.view.mention.is_some());
+    assert_eq!(f.view.on_key(key(KeyCode::Esc)), None);
+    assert!(f.view.mention.is_none());
+    assert_eq!(
+        f.view.on_key(key(KeyCode::Enter)),
+        Some(Action::Prompt(format!("explain @{quoted} @RE"))),
+        "Enter sends when the menu is closed"
+    );
+    type_text(&mut f.view, "mail me@host");
+    assert!(f.view.mention.is_none());
+    // Enter on an open menu inserts instead of sending.
+    f.view.composer.clear();
+    type_text(&mut f.view, "@Carg");
+    assert_eq!(f.view.on_key(key(KeyCode::Enter)), None);
+    assert_eq!(f.view.composer.text(), "@Cargo.toml ");
+}

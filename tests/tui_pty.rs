@@ -324,3 +324,47 @@ fn sigterm_during_a_tool_call(place: Place) {
         }
     }
 }
+
+#[test]
+fn an_at_mention_picked_in_the_menu_sends_the_file_with_the_prompt() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("README.md"), "Project notes: ship it.\n").unwrap();
+    let shell = format!(
+        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("hello.json")
+    );
+    let (mut s, mut child) = spawn(&sb, &shell);
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("summarize @READ");
+    s.wait_for("the file menu", |t| {
+        t.contains("@README.md") && t.contains("Tab or Enter insert")
+    });
+    s.send("\t");
+    s.wait_for("the inserted path", |t| {
+        t.contains("› summarize @README.md")
+    });
+    s.send("\r");
+    s.wait_for("the answer", |t| t.contains("Hello from keel!"));
+    let text = s.text();
+    assert!(
+        text.contains("[file "),
+        "the user cell folds the file: {text}"
+    );
+    assert!(
+        !text.contains("Project notes"),
+        "not the file's text: {text}"
+    );
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+    let sessions = session_files(&sb);
+    let readme = sb.work().join("README.md").display().to_string();
+    assert!(
+        sessions[0].contains(&format!(
+            "<file name=\\\"{readme}\\\">\\nProject notes: ship it."
+        )),
+        "{}",
+        sessions[0]
+    );
+}

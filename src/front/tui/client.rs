@@ -83,6 +83,7 @@ struct Opening {
     session_dir: PathBuf,
     keel_home: PathBuf,
     cwd: PathBuf,
+    home: Option<PathBuf>,
     clock: Clock,
     ambiguous_wide: bool,
 }
@@ -113,6 +114,8 @@ pub(super) struct Client {
     pub session_dir: PathBuf,
     pub keel_home: PathBuf,
     pub cwd: PathBuf,
+    /// `$HOME`, for `@~/…` mentions.
+    home: Option<PathBuf>,
     /// What the next session change is (`new session`, `forked into session`, …).
     pub replacing: Option<&'static str>,
 }
@@ -128,6 +131,7 @@ pub async fn run_local(setup: TuiSetup, out: &mut Output) -> Result<Exit, Startu
         session_dir: host.session_dir.clone(),
         keel_home: setup.keel_home,
         cwd: host.config.cwd.clone(),
+        home: setup.home,
         clock: host.clock.clone(),
         ambiguous_wide: setup.ambiguous_wide,
     };
@@ -157,6 +161,7 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
         session_dir: setup.session_dir,
         keel_home: setup.env.keel_home.clone(),
         cwd: setup.env.cwd.clone(),
+        home: setup.env.vars.get("HOME").map(PathBuf::from),
         clock: Clock::system(),
         ambiguous_wide: setup.ambiguous_wide,
     };
@@ -246,8 +251,10 @@ async fn show(
         session_dir: o.session_dir,
         keel_home: o.keel_home,
         cwd: o.cwd,
+        home: o.home,
         replacing: None,
     };
+    client.view.files = Some(super::files::FileIndex::new(&client.cwd));
     client.load(&start, &o.warnings);
     client.fetch_commands();
     client.show_place();
@@ -546,9 +553,9 @@ impl Client {
 
     pub async fn act(&mut self, action: Action) {
         match action {
-            Action::Prompt(text) => self.send("prompt", json!({"message": text})),
-            Action::Steer(text) => self.send("steer", json!({"message": text})),
-            Action::FollowUp(text) => self.send("follow_up", json!({"message": text})),
+            Action::Prompt(text) => self.send_input("prompt", text),
+            Action::Steer(text) => self.send_input("steer", text),
+            Action::FollowUp(text) => self.send_input("follow_up", text),
             Action::Abort => {
                 let commands = self.commands.clone();
                 let back = self.back_tx.clone();
@@ -584,6 +591,25 @@ impl Client {
             Action::Quit => self.quit(),
         }
         self.dirty = true;
+    }
+
+    /// Sends what the user typed, with the files its `@path` words name (as the CLI's `@file`
+    /// arguments); a file that cannot be included is said and the text goes back to the
+    /// editor, unsent.
+    fn send_input(&mut self, command: &'static str, text: String) {
+        match crate::mentions::expand_text(&text, &self.cwd, self.home.as_deref()) {
+            Ok((message, images)) => {
+                let mut params = json!({"message": message});
+                if !images.is_empty() {
+                    params["images"] = json!(images);
+                }
+                self.send(command, params);
+            }
+            Err(e) => {
+                self.view.notice(HistoryCell::Error(e));
+                self.view.restore_to_composer(vec![text]);
+            }
+        }
     }
 
     /// Leaving a daemon's session while a run is active asks whether to leave it running or

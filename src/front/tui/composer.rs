@@ -100,6 +100,29 @@ impl Composer {
         self.col = boundary_at_or_after(line, col);
     }
 
+    /// The word the cursor is at the end of: the text of the cursor's line from the last
+    /// whitespace before the cursor up to it (`@src/ma` while a mention is typed).
+    pub fn word_before_cursor(&self) -> &str {
+        let line = &self.lines.0[self.row];
+        let before = &line[..self.col];
+        let start = before
+            .char_indices()
+            .rev()
+            .find(|(_, c)| c.is_whitespace())
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        &before[start..]
+    }
+
+    /// Replaces [`Composer::word_before_cursor`] with `with`; the cursor ends after it.
+    pub fn replace_word_before_cursor(&mut self, with: &str) {
+        let start = self.col - self.word_before_cursor().len();
+        let line = &mut self.lines.0[self.row];
+        line.replace_range(start..self.col, "");
+        self.col = start;
+        self.insert_str(with);
+        self.stop_browsing();
+    }
+
     /// Replaces the history (oldest first) and ends history browsing.
     pub fn set_history(&mut self, entries: Vec<String>) {
         self.history = entries;

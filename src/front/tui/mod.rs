@@ -10,6 +10,7 @@
 pub mod client;
 mod commands;
 pub mod composer;
+pub mod files;
 pub mod live_picker;
 pub mod markdown;
 pub mod paint;
@@ -51,6 +52,8 @@ pub struct TuiSetup {
     pub prompt: Option<String>,
     /// Count East-Asian ambiguous-width characters as two columns.
     pub ambiguous_wide: bool,
+    /// `$HOME`, for `@~/…` mentions.
+    pub home: Option<PathBuf>,
 }
 
 /// Lays out one frame of `view` and writes it through `term`: the history finished since the

@@ -113,6 +113,12 @@ pub struct View {
     pub templates: Vec<(String, String)>,
     /// Where the session runs when not in this process (the status line's last part).
     pub place: Option<String>,
+    /// The project's files, for the `@` menu (`None`: no menu).
+    pub files: Option<super::files::FileIndex>,
+    /// The `@` menu, while an `@` word is typed and files match it.
+    pub mention: Option<super::files::Menu>,
+    /// The `@` word whose menu Esc closed (it stays closed until the word changes).
+    mention_dismissed: Option<String>,
     /// The last lines written to scrollback (what a screen shows above the live area).
     shown: VecDeque<Line<'static>>,
     /// Whether anything was written to the history yet (no blank line before the first cell).
@@ -144,6 +150,9 @@ impl View {
             context_window: 0,
             templates: Vec::new(),
             place: None,
+            files: None,
+            mention: None,
+            mention_dismissed: None,
             shown: VecDeque::new(),
             wrote_any: false,
             last_was_answer: false,
@@ -273,6 +282,65 @@ impl View {
                 return action;
             }
         }
+        if self.mention.is_some() && self.mention_key(key) {
+            return None;
+        }
+        let action = self.editor_key(key, ctrl, was_armed);
+        self.refresh_mention();
+        action
+    }
+
+    /// A key for the open `@` menu: Up/Down choose, Tab or Enter put `@path ` in the editor,
+    /// Esc closes it. False for any other key (it edits as usual).
+    fn mention_key(&mut self, key: KeyEvent) -> bool {
+        let Some(menu) = &mut self.mention else {
+            return false;
+        };
+        let n = menu.matches.len().max(1);
+        match key.code {
+            KeyCode::Up => menu.selected = (menu.selected + n - 1) % n,
+            KeyCode::Down => menu.selected = (menu.selected + 1) % n,
+            KeyCode::Tab | KeyCode::Enter if key.modifiers.is_empty() => {
+                if let Some(path) = menu.matches.get(menu.selected).cloned() {
+                    self.composer
+                        .replace_word_before_cursor(&format!("@{} ", quote_path(&path)));
+                }
+                self.mention = None;
+            }
+            KeyCode::Esc => {
+                self.mention_dismissed = Some(menu.query.clone());
+                self.mention = None;
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// Opens, updates or closes the `@` menu for the word before the cursor.
+    fn refresh_mention(&mut self) {
+        let Some(files) = &mut self.files else { return };
+        let word = self.composer.word_before_cursor();
+        let Some(query) = super::files::mention_query(word) else {
+            self.mention = None;
+            self.mention_dismissed = None;
+            return;
+        };
+        if self.mention_dismissed.as_deref() == Some(query) {
+            return;
+        }
+        self.mention_dismissed = None;
+        if self.mention.as_ref().is_some_and(|m| m.query == query) {
+            return;
+        }
+        let matches = files.matches(query, super::files::MENU_ROWS);
+        self.mention = (!matches.is_empty()).then(|| super::files::Menu {
+            query: query.to_string(),
+            matches,
+            selected: 0,
+        });
+    }
+
+    fn editor_key(&mut self, key: KeyEvent, ctrl: bool, was_armed: bool) -> Option<Action> {
         match key.code {
             KeyCode::Char('c') if ctrl => self.ctrl_c(was_armed),
             KeyCode::Char('d') if ctrl && self.composer.is_empty() => Some(Action::Quit),
@@ -324,6 +392,7 @@ impl View {
             return;
         }
         self.composer.insert_str(text);
+        self.refresh_mention();
     }
 
     fn ctrl_c(&mut self, was_armed: bool) -> Option<Action> {
@@ -432,5 +501,13 @@ impl View {
             .map(|(c, _)| c.to_string())
             .chain(self.templates.iter().map(|(t, _)| t.clone()))
             .collect()
+    }
+}
+
+/// A path as an `@` word: one with whitespace is quoted (`@"my notes.md"`).
+fn quote_path(path: &str) -> String {
+    match path.contains(char::is_whitespace) {
+        true => format!("\"{path}\""),
+        false => path.to_string(),
     }
 }

@@ -267,6 +267,9 @@ impl View {
     }
 
     fn completion_rows(&self, w: usize) -> Vec<Line<'static>> {
+        if let Some(menu) = &self.mention {
+            return mention_rows(menu, w);
+        }
         let text = self.composer.text();
         let Some(prefix) = text.strip_prefix('/') else {
             return Vec::new();
@@ -320,6 +323,35 @@ impl View {
         }
         paint::truncate_line(&Line::styled(parts.join(" · "), dim()), w)
     }
+}
+
+/// The `@` menu: the matching files, the chosen one highlighted, and how to choose.
+fn mention_rows(menu: &super::super::files::Menu, w: usize) -> Vec<Line<'static>> {
+    let mut rows: Vec<Line<'static>> = menu
+        .matches
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let style = match i == menu.selected {
+                true => Style::default()
+                    .fg(Color::Cyan)
+                    .add_modifier(Modifier::REVERSED),
+                false => Style::default().fg(Color::Cyan),
+            };
+            paint::truncate_line(
+                &Line::from(vec![
+                    Span::raw("  "),
+                    Span::styled(format!("@{path}"), style),
+                ]),
+                w,
+            )
+        })
+        .collect();
+    rows.push(paint::truncate_line(
+        &Line::styled("  ↑↓ choose · Tab or Enter insert · Esc close", dim()),
+        w,
+    ));
+    rows
 }
 
 fn queued_row(label: &str, text: &str, color: Color, w: usize) -> Line<'static> {
