@@ -37,7 +37,13 @@ pub async fn host_setup(
     can_ask: bool,
 ) -> Result<crate::host::HostSetup, StartupError> {
     let provider = provider(cli, env).await?;
-    let (mut config, mut warnings, skills) = agent_config(cli, env, can_ask)?;
+    // Warnings found after startup reach the session's clients as `notify`.
+    let (late_tx, late_rx) = tokio::sync::mpsc::unbounded_channel();
+    let late: crate::mcp::Warn = std::sync::Arc::new(move |w: String| {
+        tracing::warn!("{w}");
+        let _ = late_tx.send(w);
+    });
+    let (mut config, mut warnings, skills) = agent_config_with(cli, env, can_ask, Some(late))?;
     warnings.extend(clamp_thinking(provider.as_ref(), &mut config));
     let approval_timeout = seconds(cli.approval_timeout, "--approval-timeout")?;
     let models = models(cli, env, provider)?;
@@ -57,6 +63,7 @@ pub async fn host_setup(
         approval_timeout,
         warnings,
         skills,
+        late_warnings: Some(late_rx),
     })
 }
 
@@ -138,6 +145,17 @@ pub fn agent_config(
     env: &Env,
     can_ask: bool,
 ) -> Result<(AgentConfig, Vec<String>, Vec<crate::skills::Skill>), StartupError> {
+    agent_config_with(cli, env, can_ask, None)
+}
+
+/// [`agent_config`] with where warnings found after startup go (`None`: stderr, or the log in
+/// the TUI).
+pub fn agent_config_with(
+    cli: &Cli,
+    env: &Env,
+    can_ask: bool,
+    late: Option<crate::mcp::Warn>,
+) -> Result<(AgentConfig, Vec<String>, Vec<crate::skills::Skill>), StartupError> {
     let (tools, mcp_allow) = match &cli.tools {
         None => (tool::ALL.iter().map(|s| s.to_string()).collect(), None),
         Some(list) => {
@@ -202,7 +220,7 @@ pub fn agent_config(
         cli.api_key.as_slice(),
         &env.vars,
     );
-    let (external_tools, mcp_warnings) = mcp::start(cli, env, mcp_allow, &tool_env)?;
+    let (external_tools, mcp_warnings) = mcp::start(cli, env, mcp_allow, &tool_env, late)?;
     warnings.extend(mcp_warnings);
     let config = AgentConfig {
         cwd: env.cwd.clone(),

@@ -472,3 +472,63 @@ fn a_broken_mcp_config_is_a_config_error_naming_the_file() {
     assert_eq!(run.code, 3, "{run}");
     assert!(run.stderr.contains("no MCP config file at"), "{run}");
 }
+
+/// In RPC mode (and so in the TUI and the daemon, which share its host), a server's trouble
+/// found after startup reaches the client as a `notify` warning on the stream.
+#[test]
+fn a_late_server_warning_reaches_rpc_clients_as_a_notify() {
+    use std::io::{BufRead, Write};
+    let sb = Sandbox::new();
+    let pid_file = sb.work().join("stuck.pid");
+    let pid_arg = pid_file.display().to_string();
+    let cfg = mcp_config(
+        &sb,
+        "mcp",
+        &[("stuck", &["--hang", "--pid-file", &pid_arg])],
+    );
+    let s = script(&sb, json!([{"chunks": [{"text": "answer"}]}]));
+    let mut child = sb
+        .cmd(&[
+            "--mode",
+            "rpc",
+            "--no-session",
+            "--provider",
+            "scripted",
+            "--script",
+            &s,
+            "--mcp-config",
+            &cfg,
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{}", json!({"type": "prompt", "message": "go"})).unwrap();
+    let mut notify = None;
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+        if v["type"] == "extension_ui_request" && v["method"] == "notify" {
+            notify = Some(v.clone());
+        }
+        if v["type"] == "agent_settled" {
+            break;
+        }
+    }
+    drop(stdin);
+    // Read to the end: keel exits once its input is gone.
+    for _ in lines {}
+    let status = child.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let notify = notify.expect("a notify line");
+    assert_eq!(notify["notifyType"], "warning", "{notify}");
+    assert!(
+        notify["message"]
+            .as_str()
+            .unwrap()
+            .contains("MCP server `stuck` is still connecting after 2s"),
+        "{notify}"
+    );
+}

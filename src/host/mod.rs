@@ -67,6 +67,9 @@ pub struct HostSetup {
     pub warnings: Vec<String>,
     /// Skills: `/skill:NAME` commands and `get_commands` entries.
     pub skills: Vec<crate::skills::Skill>,
+    /// Warnings found after startup (an MCP server that failed or crashed), published as
+    /// `notify` lines as they come.
+    pub late_warnings: Option<mpsc::UnboundedReceiver<String>>,
 }
 
 /// One line of the host's stream: a wire event (pi vocabulary plus keel's additions), a dialog
@@ -153,6 +156,17 @@ pub struct LastRun {
 pub enum Step {
     Event(Arc<Event>),
     Internal(Internal),
+    /// A warning found after startup (`HostSetup::late_warnings`).
+    Late(String),
+}
+
+/// The next late warning; `None` (the select's branch is then off) once there are none.
+async fn recv_late(late: &mut Option<mpsc::UnboundedReceiver<String>>) -> Option<String> {
+    let w = late.as_mut()?.recv().await;
+    if w.is_none() {
+        *late = None;
+    }
+    w
 }
 
 type Answer = Result<Option<Value>, String>;
@@ -195,6 +209,7 @@ pub struct Host {
     /// `bash_execution_end` lines recorded while a `bash` task still forwards output: written
     /// right before that command's reply, so they follow its last `bash_execution_update`.
     held_bash: Vec<String>,
+    late_warnings: Option<mpsc::UnboundedReceiver<String>>,
 }
 
 impl Host {
@@ -220,6 +235,7 @@ impl Host {
         warnings.extend(template_warnings);
         Host {
             live,
+            late_warnings: setup.late_warnings,
             config: setup.config,
             models: setup.models,
             clock: setup.clock,
@@ -301,6 +317,8 @@ impl Host {
     pub async fn next_step(&mut self) -> Option<Step> {
         tokio::select! {
             biased;
+            // First: a warning sent before the kernel's next event is published before it.
+            Some(w) = recv_late(&mut self.late_warnings) => Some(Step::Late(w)),
             Some(ev) = self.live.rx.recv() => Some(Step::Event(ev)),
             Some(msg) = self.internal_rx.recv() => Some(Step::Internal(msg)),
             else => None,
@@ -315,6 +333,11 @@ impl Host {
                 self.drain_events();
             }
             Step::Internal(msg) => self.on_internal(msg),
+            Step::Late(w) => {
+                // Not after the events still queued: they came later than the warning.
+                let id = self.clock.short_id("notify-");
+                self.publish(&rpc::notify_line(&id, &w, "warning"));
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 //! Wires MCP servers into a run: the config files the flags name, the trust check, and the
 //! background start of the servers as the agent config's external tool source. Connection
-//! failures found later go to stderr in print, JSON and RPC modes and to the log in the TUI.
+//! failures found later go to the host's clients as `notify` (TUI, RPC, daemon; also the
+//! log), and to stderr in print and JSON modes.
 
 use std::sync::Arc;
 
@@ -48,6 +49,7 @@ pub fn start(
     env: &Env,
     allow: Option<Vec<String>>,
     tool_env: &ToolEnv,
+    late: Option<Warn>,
 ) -> Result<(ToolSources, Vec<String>), StartupError> {
     let loaded = load(cli, env)?;
     if loaded.servers.is_empty() || tokio::runtime::Handle::try_current().is_err() {
@@ -60,7 +62,7 @@ pub fn start(
         wait_budget: WAIT_BUDGET,
         allow,
         env: tool_env.clone(),
-        warn: warn_sink(mode::resolve(cli, env)),
+        warn: late.unwrap_or_else(|| warn_sink(mode::resolve(cli, env))),
     });
     Ok((vec![tools as Arc<dyn ToolSource>], loaded.warnings))
 }
