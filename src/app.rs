@@ -451,6 +451,7 @@ async fn start_tui(
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
     setup::check_session_flags(cli, true)?;
+    crate::front::trust::ask(cli, env, out).await;
     let in_process =
         !cli.daemon && (cli.no_daemon || env.vars.get("KEEL_NO_DAEMON").is_some_and(|v| v != "0"));
     let mut warnings = Vec::new();

@@ -368,3 +368,61 @@ fn an_at_mention_picked_in_the_menu_sends_the_file_with_the_prompt() {
         sessions[0]
     );
 }
+
+#[test]
+fn the_tui_asks_once_whether_to_trust_a_projects_mcp_servers_and_remembers() {
+    let sb = Sandbox::new();
+    let servers = serde_json::json!({"mcpServers": {"fx": {"command": crate::mcp::FIXTURE}}});
+    std::fs::write(sb.work().join(".mcp.json"), servers.to_string()).unwrap();
+    let shell = format!(
+        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("hello.json")
+    );
+    // First start: the question, answered yes.
+    let (mut s, mut child) = spawn(&sb, &shell);
+    s.wait_for("the question", |t| {
+        t.contains("configures MCP servers: `fx`")
+            && t.contains("Trust this project and start them? [y/N]")
+    });
+    s.send("y\r");
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+    let trust = std::fs::read_to_string(sb.home().join("trust.json")).unwrap();
+    let work = std::fs::canonicalize(sb.work()).unwrap();
+    assert!(trust.contains(&work.display().to_string()), "{trust}");
+    // Second start: no question, and the servers are not skipped.
+    let (mut s, mut child) = spawn(&sb, &shell);
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    let text = s.text();
+    assert!(!text.contains("Trust this project"), "{text}");
+    assert!(
+        !text.contains("skipped the project's MCP servers"),
+        "{text}"
+    );
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+
+    // Another project, answered no: the servers stay off, and it is not asked again.
+    let other = Sandbox::new();
+    std::fs::write(other.work().join(".mcp.json"), servers.to_string()).unwrap();
+    for round in 0..2 {
+        let (mut s, mut child) = spawn(&other, &shell);
+        if round == 0 {
+            s.wait_for("the question", |t| t.contains("Trust this project"));
+            s.send("n\r");
+        }
+        s.wait_for("the skipped servers", |t| {
+            t.contains("Ask anything") && t.contains("skipped the project's MCP servers `fx`")
+        });
+        if round == 1 {
+            assert!(!s.text().contains("Trust this project"), "{}", s.text());
+        }
+        s.send("\x04");
+        s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+        assert!(child.wait().unwrap().success());
+    }
+}

@@ -9,6 +9,7 @@ pub mod print;
 pub mod public;
 pub mod rpc;
 pub mod signals;
+pub mod trust;
 pub mod tui;
 
 use crate::exit::Exit;

@@ -287,6 +287,34 @@ pub fn load(
 struct Trust {
     #[serde(default)]
     trusted: Vec<String>,
+    /// Projects whose "trust it?" question was answered no (not asked again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    declined: Vec<String>,
+}
+
+/// The names of the project's MCP servers the TUI should ask about: `cwd` has project config
+/// files with servers, is neither trusted nor declined, and the flags do not leave them out.
+pub fn to_ask_about(
+    sources: &Sources,
+    keel_home: &Path,
+    cwd: &Path,
+    vars: &BTreeMap<String, String>,
+) -> Vec<String> {
+    if sources.disabled || sources.strict || sources.trust_project {
+        return Vec::new();
+    }
+    let trust = read_trust(keel_home);
+    let key = trust_key(cwd);
+    if trust.trusted.contains(&key) || trust.declined.contains(&key) {
+        return Vec::new();
+    }
+    project_files(cwd)
+        .iter()
+        .filter(|p| p.is_file())
+        .filter_map(|p| read(p, vars).ok())
+        .flatten()
+        .map(|s| s.name)
+        .collect()
 }
 
 fn trust_key(dir: &Path) -> String {
@@ -312,12 +340,25 @@ pub fn is_trusted(keel_home: &Path, dir: &Path) -> bool {
 /// Records `dir` as trusted in `$KEEL_HOME/trust.json` (0600, written to a temporary file and
 /// renamed, so a crash never leaves half a file). For the TUI's "trust this project?" answer.
 pub fn record_trust(keel_home: &Path, dir: &Path) -> std::io::Result<()> {
+    record(keel_home, dir, true)
+}
+
+/// Records that the TUI's "trust this project?" was answered no for `dir`.
+pub fn record_decline(keel_home: &Path, dir: &Path) -> std::io::Result<()> {
+    record(keel_home, dir, false)
+}
+
+fn record(keel_home: &Path, dir: &Path, trusted: bool) -> std::io::Result<()> {
     let mut trust = read_trust(keel_home);
     let key = trust_key(dir);
-    if trust.trusted.contains(&key) {
+    let list = match trusted {
+        true => &mut trust.trusted,
+        false => &mut trust.declined,
+    };
+    if list.contains(&key) {
         return Ok(());
     }
-    trust.trusted.push(key);
+    list.push(key);
     crate::kernel::private::create_dir_all(keel_home)?;
     let text = serde_json::to_string_pretty(&trust).map_err(std::io::Error::other)?;
     let tmp = tempfile::Builder::new()
