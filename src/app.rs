@@ -115,7 +115,10 @@ fn debug_main() -> Exit {
     let Some(env) = detect_env() else {
         return Exit::Config;
     };
-    match crate::setup::debug_prompt(&cli, &env) {
+    let Some(rt) = runtime(&mut out) else {
+        return Exit::Internal;
+    };
+    match rt.block_on(crate::setup::debug_prompt(&cli, &env)) {
         Ok(text) => match out.out(text.as_bytes()).and_then(|_| out.flush()) {
             Ok(()) => Exit::Success,
             Err(_) => stdout_failed(&mut out),

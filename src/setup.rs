@@ -91,13 +91,19 @@ pub fn seconds(v: f64, flag: &str) -> Result<Duration, StartupError> {
 /// The kernel settings for this process.
 /// `keel debug prompt`: the exact system prompt and tools a run with these flags would send,
 /// the context files it loaded (with their sizes) and the warnings; JSON with `--json`.
-pub fn debug_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
+pub async fn debug_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
     let (config, warnings, _) = agent_config(cli, env, false)?;
     let context = match cli.no_context_files {
         true => context::Context::default(),
         false => context::load(&env.keel_home, &env.cwd),
     };
-    let specs: Vec<tool::ToolSpec> = config.tools.iter().filter_map(|t| tool::spec(t)).collect();
+    let mut specs: Vec<tool::ToolSpec> =
+        config.tools.iter().filter_map(|t| tool::spec(t)).collect();
+    // MCP servers' tools, as the first model call would see them (after its short wait).
+    for source in &config.external_tools {
+        source.ready().await;
+        specs.extend(source.tools().into_iter().map(|t| t.spec));
+    }
     if cli.json {
         let v = serde_json::json!({
             "systemPrompt": config.system_prompt,

@@ -53,3 +53,30 @@ fn mcp_tools_lists_one_servers_tools_and_refuses_an_unknown_name() {
         "{run}"
     );
 }
+
+#[test]
+fn debug_prompt_lists_the_mcp_tools_a_run_would_offer() {
+    let sb = Sandbox::new();
+    config(&sb);
+    let run = sb.run(&["debug", "prompt", "--json", "--mcp-config", "mcp.json"]);
+    assert_eq!(run.code, 0, "{run}");
+    let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let names: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names[..7],
+        ["read", "write", "edit", "bash", "grep", "find", "ls"]
+    );
+    assert!(names.contains(&"mcp__fx__echo"), "{names:?}");
+    assert_eq!(
+        names.len(),
+        7 + 10,
+        "the fixture's ten tools after the built-ins: {names:?}"
+    );
+    let text = sb.run(&["debug", "prompt", "--mcp-config", "mcp.json"]);
+    assert!(text.stdout.contains("mcp__fx__echo"), "{text}");
+}
