@@ -240,3 +240,84 @@ fn an_in_process_approval_waits_for_its_answer_past_the_timeout() {
         "{lines:?}"
     );
 }
+
+/// A local link that falls behind is dropped like a slow daemon client: its stream ends with
+/// `Lagged`, and `reattach_local` from the last event seen continues with no gap (a replay
+/// while the ring holds what followed, else a snapshot).
+#[test]
+fn a_local_link_that_falls_behind_is_told_and_reattaches() {
+    let sb = Sandbox::new();
+    let script = sb.dir.path().join("long.json");
+    let chunks: Vec<serde_json::Value> = (0..9_000)
+        .map(|i| json!({"text": format!("w{i} ")}))
+        .collect();
+    let turns = json!({"turns": [{"chunks": chunks}, {"chunks": [{"text": "short"}]}]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let script = script.display().to_string();
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "--no-session",
+    ];
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args)).unwrap();
+        let env = env_of(&sb);
+        let clock = Clock::new(env.fixed_clock, env.seed);
+        let setup = keel::setup::host_setup(&cli, &env, &clock, true)
+            .await
+            .unwrap();
+        // A ring of 100 events: the link's queues hold 100 + 2 × 4096 at most.
+        let (mut link, start) = Link::local(setup, (100, 8 << 20)).await.unwrap();
+        let answer = link.request("prompt", json!({"message": "long"})).await;
+        assert_eq!(answer, Ok(json!({"disposition": "started"})));
+        // Nothing is read while the run streams its 9,000 chunks: wait for its end by asking.
+        loop {
+            let state = link.request("get_state", json!({})).await.unwrap();
+            if state["isStreaming"] == false {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        let mut last = start.seq;
+        let lagged = loop {
+            match link.next().await.expect("the stream ends with Lagged") {
+                Note::Event { seq, .. } => {
+                    assert_eq!(seq, last + 1, "no gap before the drop");
+                    last = seq;
+                }
+                Note::Lagged { seq } => break seq,
+                other => panic!("unexpected {other:?}"),
+            }
+        };
+        assert!(lagged > last, "dropped at {lagged}, read up to {last}");
+        let again = link
+            .reattach_local((&start.epoch, last))
+            .await
+            .expect("a local link")
+            .unwrap();
+        assert!(
+            again.snapshot.is_some(),
+            "what followed {last} is out of the ring of 100"
+        );
+        // The stream goes on from the snapshot's seq.
+        let answer = link.request("prompt", json!({"message": "short"})).await;
+        assert_eq!(answer, Ok(json!({"disposition": "started"})));
+        let mut next = again.seq;
+        loop {
+            let Some(Note::Event { seq, line }) = link.next().await else {
+                panic!("the stream ended")
+            };
+            assert_eq!(seq, next + 1);
+            next = seq;
+            if line.contains("\"type\":\"agent_settled\"") {
+                break;
+            }
+        }
+    });
+}

@@ -28,7 +28,8 @@ pub enum Note {
     Event { seq: u64, line: Arc<str> },
     /// The session now serves another one, in a new epoch (`new_session`, `fork`, …).
     Replaced { session: String, epoch: String },
-    /// The daemon dropped this link for falling behind; re-attach from `seq`.
+    /// This link fell behind and was dropped (by the daemon, or by the session in this
+    /// process); attach again from `seq` (`Link::daemon` with a cursor, `reattach_local`).
     Lagged { seq: u64 },
     /// The daemon went away (why).
     Lost(String),
@@ -76,39 +77,7 @@ impl Link {
             .await
             .map(|s| s.summary.session_id)
             .ok_or("the session ended at once")?;
-        let (queue, mut deliveries) = mpsc::channel::<Delivery>(ring.0 + QUEUE);
-        let (reply, rx) = oneshot::channel();
-        handle.send(Call::Attach {
-            client: 1,
-            interactive: true,
-            cursor: None::<Cursor>,
-            queue,
-            reply,
-        });
-        let attached = rx.await.map_err(|_| "the session ended at once")?;
-        let (tx, notes) = mpsc::channel(QUEUE);
-        tokio::spawn(async move {
-            while let Some(d) = deliveries.recv().await {
-                let note = match d.item {
-                    Item::Event(e) => Note::Event {
-                        seq: e.seq,
-                        line: e.line,
-                    },
-                    Item::Replaced { new, .. } => Note::Replaced {
-                        session: new.to_string(),
-                        epoch: d.epoch.to_string(),
-                    },
-                };
-                if tx.send(note).await.is_err() {
-                    return;
-                }
-            }
-        });
-        let start = Start {
-            epoch: attached.epoch,
-            seq: attached.seq,
-            snapshot: attached.snapshot,
-        };
+        let (notes, start) = attach_local(&handle, None, ring.0).await?;
         let link = Link {
             session,
             kind: Kind::Local(handle),
@@ -116,6 +85,27 @@ impl Link {
             daemon: None,
         };
         Ok((link, start))
+    }
+
+    /// Attaches again to the session in this process from `cursor` (after
+    /// [`Note::Lagged`]): a replay of what followed it, or a snapshot. `None` for a daemon's
+    /// session (attach with [`Link::daemon`] instead).
+    pub async fn reattach_local(&mut self, cursor: (&str, u64)) -> Option<Result<Start, String>> {
+        let Kind::Local(handle) = &self.kind else {
+            return None;
+        };
+        let cursor = Cursor {
+            epoch: cursor.0.to_string(),
+            seq: cursor.1,
+        };
+        Some(
+            attach_local(handle, Some(cursor), RING_FOR_LOCAL)
+                .await
+                .map(|(notes, start)| {
+                    self.notes = notes;
+                    start
+                }),
+        )
     }
 
     /// Attaches to `session` in the daemon on `socket` (from `cursor` if given).
@@ -298,6 +288,56 @@ impl Link {
         }
         note
     }
+}
+
+/// The queue of an in-process link beyond its session's ring (a re-attach).
+const RING_FOR_LOCAL: usize = crate::host::stream::RING_EVENTS;
+
+/// Subscribes to a session served in this process: its notes (ending with
+/// [`Note::Lagged`] if the subscriber fell behind) and how the attach started.
+async fn attach_local(
+    handle: &SessionHandle,
+    cursor: Option<Cursor>,
+    ring: usize,
+) -> Result<(mpsc::Receiver<Note>, Start), String> {
+    let (queue, mut deliveries) = mpsc::channel::<Delivery>(ring + QUEUE);
+    let (reply, rx) = oneshot::channel();
+    handle.send(Call::Attach {
+        client: 1,
+        interactive: true,
+        cursor,
+        queue,
+        reply,
+    });
+    let attached = rx.await.map_err(|_| "the session has ended")?;
+    let lagged = attached.lagged.clone();
+    let (tx, notes) = mpsc::channel(QUEUE);
+    tokio::spawn(async move {
+        while let Some(d) = deliveries.recv().await {
+            let note = match d.item {
+                Item::Event(e) => Note::Event {
+                    seq: e.seq,
+                    line: e.line,
+                },
+                Item::Replaced { new, .. } => Note::Replaced {
+                    session: new.to_string(),
+                    epoch: d.epoch.to_string(),
+                },
+            };
+            if tx.send(note).await.is_err() {
+                return;
+            }
+        }
+        if let Some(seq) = lagged.at() {
+            let _ = tx.send(Note::Lagged { seq }).await;
+        }
+    });
+    let start = Start {
+        epoch: attached.epoch,
+        seq: attached.seq,
+        snapshot: attached.snapshot,
+    };
+    Ok((notes, start))
 }
 
 /// The note a daemon notification means (tracking the session's current id).

@@ -27,6 +27,19 @@ impl Client {
     /// holds what followed.
     pub(super) async fn reconnect(&mut self) {
         let Some(socket) = self.daemon.as_ref().map(|d| d.socket.clone()) else {
+            // In this process: the view fell behind its own session's stream.
+            let cursor = (self.epoch.clone(), self.seq);
+            match self.link.reattach_local((&cursor.0, cursor.1)).await {
+                Some(Ok(start)) => {
+                    if start.snapshot.is_some() {
+                        self.restart_view(&start);
+                    }
+                    self.epoch = start.epoch;
+                    self.seq = start.seq;
+                }
+                Some(Err(e)) => self.view.notice(HistoryCell::Error(e)),
+                None => {}
+            }
             return;
         };
         let cursor = Some((self.epoch.as_str(), self.seq));
@@ -69,12 +82,20 @@ impl Client {
         }
         self.epoch = start.epoch.clone();
         if start.snapshot.is_some() {
-            let old = std::mem::take(&mut self.view);
-            self.view.composer = old.composer;
-            self.load(start, &[]);
+            self.restart_view(start);
         }
         self.seq = start.seq;
         self.show_place();
+    }
+
+    /// Shows a snapshot from scratch, keeping what the user was typing and the file menu.
+    fn restart_view(&mut self, start: &Start) {
+        let old = std::mem::take(&mut self.view);
+        self.view.composer = old.composer;
+        self.view.files = old.files;
+        self.view.place = old.place;
+        self.load(start, &[]);
+        self.fetch_commands();
     }
 
     /// The daemon is gone: start a new one and open the session there again from its file.
