@@ -6,6 +6,7 @@
     clippy::print_stderr
 )]
 
+mod acp;
 mod architecture;
 mod chaos;
 mod compaction;
