@@ -282,3 +282,31 @@ fn acp_errors_have_their_codes_and_name_the_field() {
         &scrub(&format!("{}\n[stderr]\n{err}\n[exit status: {code}]\n", answers.concat()), &sb),
     );
 }
+
+#[test]
+fn acp_permission_request_carries_the_edit_and_write_diffs() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("greet.txt"), "hello world\n").unwrap();
+    std::fs::write(sb.work().join("notes.txt"), "first notes\n").unwrap();
+    let mut a = acp(&sb, &[]);
+    init(&mut a);
+    let session = new_session(&mut a, &sb);
+    prompt(&mut a, "p", &session, "edit both");
+    let edit = answer_permission(&mut a, Some("allow_once"));
+    let greet = sb.work().join("greet.txt").display().to_string();
+    assert_eq!(
+        edit["params"]["toolCall"]["content"],
+        json!([{"type": "diff", "path": greet, "oldText": "world", "newText": "keel"}])
+    );
+    let write = answer_permission(&mut a, Some("allow_once"));
+    let notes = sb.work().join("notes.txt").display().to_string();
+    assert_eq!(
+        write["params"]["toolCall"]["content"],
+        json!([{"type": "diff", "path": notes, "oldText": "first notes\n", "newText": "rewritten\n"}])
+    );
+    let done = a.wait(&json!({"params": {"update": {"toolCallId": "call_write", "status": "completed"}}}));
+    assert_eq!(done["params"]["update"]["content"][0]["oldText"], "first notes\n");
+    assert_eq!(a.wait(&json!({"id": "p"}))["result"]["stopReason"], "end_turn");
+    assert_eq!(std::fs::read_to_string(sb.work().join("notes.txt")).unwrap(), "rewritten\n");
+    a.finish();
+}

@@ -243,6 +243,19 @@ impl Commands {
     /// Runs a pi command: pi's `data` (`{}` without one) or pi's error text.
     pub async fn request(&self, command: &str, params: Value) -> Result<Value, String> {
         match &self.kind {
+            Kind::Local(handle) if command == "extension_ui_response" => {
+                // A dialog answer names its dialog by the request id, as pi's RPC line does;
+                // pi never answers it (the daemon's connection does the same).
+                let dialog = params
+                    .get("id")
+                    .and_then(Value::as_str)
+                    .ok_or("extension_ui_response needs `id` (a string)")?
+                    .to_string();
+                let mut req = Request::new(command, params);
+                req.id = Some(Id::string(&dialog));
+                handle.send(Call::Request { req, answer: None });
+                Ok(json!({}))
+            }
             Kind::Local(handle) => {
                 let (answer, _) = handle.request(Request::new(command, params)).await;
                 answer.and_then(|data| match data {

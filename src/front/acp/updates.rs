@@ -85,7 +85,9 @@ impl Mapper {
                     args: args.clone(),
                     before: None,
                 };
-                if tool_name == "write" {
+                // Only while the call waits for approval is the file still as it was: a call
+                // that runs at once may have written it before this event is read.
+                if tool_name == "write" && self.asks {
                     if let Some(path) = self.path_arg(args) {
                         call.before = Some(before(&path));
                     }
@@ -146,15 +148,17 @@ impl Mapper {
             before: None,
         });
         let full = self.tool_call(tool_call_id, &call);
-        ToolCallUpdate::new(
-            tool_call_id.to_string(),
-            ToolCallUpdateFields::new()
-                .title(full.title)
-                .kind(full.kind)
-                .content(full.content)
-                .locations(full.locations)
-                .raw_input(full.raw_input),
-        )
+        let mut fields = ToolCallUpdateFields::new()
+            .title(full.title)
+            .kind(full.kind)
+            .raw_input(full.raw_input);
+        if !full.content.is_empty() {
+            fields = fields.content(full.content);
+        }
+        if !full.locations.is_empty() {
+            fields = fields.locations(full.locations);
+        }
+        ToolCallUpdate::new(tool_call_id.to_string(), fields)
     }
 
     /// The updates that replay stored messages (a loaded session), in order.
@@ -257,14 +261,16 @@ impl Mapper {
                 .and_then(|l| u32::try_from(l).ok());
             tc = tc.locations(vec![ToolCallLocation::new(p).line(line)]);
         }
-        if let Some(diff) = self.diff(call) {
+        if let Some(diff) = self.diff(call, None) {
             tc = tc.content(vec![diff]);
         }
         tc
     }
 
-    /// `edit`: the replaced text and its replacement; `write`: the file before and after.
-    fn diff(&self, call: &Call) -> Option<ToolCallContent> {
+    /// `edit`: the replaced text and its replacement; `write`: the file before (as read while
+    /// the call waited for approval, or none when the result says it `created` the file) and
+    /// after.
+    fn diff(&self, call: &Call, details: Option<&Value>) -> Option<ToolCallContent> {
         let path = self.path_arg(&call.args)?;
         let arg = |k: &str, alias: &str| {
             call.args
@@ -277,7 +283,12 @@ impl Mapper {
             "edit" => Diff::new(path, arg("newText", "new_string")?)
                 .old_text(arg("oldText", "old_string")?),
             "write" => {
-                let before = call.before.clone()?;
+                let created = details.and_then(|d| d.get("created")).and_then(Value::as_bool);
+                let before = match (&call.before, created) {
+                    (Some(before), _) => before.clone(),
+                    (None, Some(true)) => None,
+                    (None, _) => return None,
+                };
                 Diff::new(path, arg("content", "content")?).old_text(before)
             }
             _ => return None,
@@ -299,7 +310,7 @@ impl Mapper {
         };
         let mut content = Vec::new();
         if !is_error {
-            content.extend(self.diff(call));
+            content.extend(self.diff(call, result.details.as_ref()));
         }
         if content.is_empty() {
             content.push(text_content(result.text()));
@@ -387,6 +398,20 @@ mod tests {
                 "content":[{"type":"diff","path":"/w/a.txt","oldText":"old\n","newText":"new\n"}],
                 "rawOutput":{"created":false}}])
         );
+    }
+
+    #[test]
+    fn a_write_that_ran_at_once_shows_a_diff_only_for_a_created_file() {
+        let mut m = Mapper::new("/w".into(), false);
+        let stale = |_: &Path| Some("already rewritten".to_string());
+        let start = m.event(&ev(json!({"type":"tool_execution_start","toolCallId":"c1","toolName":"write","args":{"path":"a.txt","content":"x"}})), &stale);
+        assert_eq!(wire(&start)[0].get("content"), None, "no diff from a file read too late");
+        let end = |created: bool| json!({"type":"tool_execution_end","toolCallId":"c1","toolName":"write","result":{"content":[{"type":"text","text":"Wrote 1 bytes"}],"details":{"created":created}},"isError":false});
+        let done = m.event(&ev(end(false)), &stale);
+        assert_eq!(wire(&done)[0]["content"], json!([{"type":"content","content":{"type":"text","text":"Wrote 1 bytes"}}]));
+        m.event(&ev(json!({"type":"tool_execution_start","toolCallId":"c1","toolName":"write","args":{"path":"a.txt","content":"x"}})), &stale);
+        let created = m.event(&ev(end(true)), &stale);
+        assert_eq!(wire(&created)[0]["content"], json!([{"type":"diff","path":"/w/a.txt","newText":"x"}]), "no oldText: a new file");
     }
 
     #[test]
