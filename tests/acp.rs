@@ -220,9 +220,9 @@ fn acp_load_in_a_new_process_replays_the_branch_before_answering() {
     let list = call(&mut b, "list", "session/list", json!({}));
     assert_eq!(list["result"]["sessions"][0]["title"], "hello there");
     let r = call(&mut b, "load", "session/load", json!({"sessionId": session, "cwd": sb.work(), "mcpServers": []}));
-    assert_eq!(r["result"], json!({}));
+    assert_eq!(r["result"]["configOptions"][0]["id"], "model", "--permission fixes the mode");
     let resumed = call(&mut b, "resume", "session/resume", json!({"sessionId": session, "cwd": sb.work()}));
-    assert_eq!(resumed["result"], json!({}));
+    assert_eq!(resumed["result"]["configOptions"], r["result"]["configOptions"]);
     let (out, _, _) = b.finish();
     let load_at = out.iter().position(|l| l.contains("\"id\":\"load\"")).unwrap();
     let kinds: Vec<String> = out[..load_at]
@@ -309,4 +309,52 @@ fn acp_permission_request_carries_the_edit_and_write_diffs() {
     assert_eq!(a.wait(&json!({"id": "p"}))["result"]["stopReason"], "end_turn");
     assert_eq!(std::fs::read_to_string(sb.work().join("notes.txt")).unwrap(), "rewritten\n");
     a.finish();
+}
+
+#[test]
+fn acp_modes_and_config_options_switch_the_policy_model_and_thinking() {
+    let sb = Sandbox::new();
+    let mut a = acp(&sb, &[]);
+    init(&mut a);
+    let r = call(&mut a, "new", "session/new", json!({"cwd": sb.work(), "mcpServers": []}));
+    let session = r["result"]["sessionId"].as_str().unwrap().to_string();
+    assert_eq!(r["result"]["modes"]["currentModeId"], "ask");
+    let ids: Vec<&str> = r["result"]["configOptions"].as_array().unwrap().iter().map(|o| o["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["mode", "model", "thought_level"]);
+    assert_eq!(r["result"]["configOptions"][1]["currentValue"], "scripted/scripted-acp");
+
+    let set = call(&mut a, "auto", "session/set_mode", json!({"sessionId": session, "modeId": "auto"}));
+    assert_eq!(set["result"], json!({}));
+    let update = a.wait(&json!({"params": {"update": {"sessionUpdate": "config_option_update"}}}));
+    assert_eq!(update["params"]["update"]["configOptions"][0]["currentValue"], "auto");
+    std::fs::write(sb.work().join("doomed.txt"), "x").unwrap();
+    prompt(&mut a, "p1", &session, "rm it");
+    a.wait(&json!({"params": {"update": {"toolCallId": "call_rm1", "status": "completed"}}}));
+    a.wait(&json!({"id": "p1"}));
+    assert!(!sb.work().join("doomed.txt").exists(), "auto runs the call without asking");
+
+    let set = call(&mut a, "ro", "session/set_config_option", json!({"sessionId": session, "configId": "mode", "value": "read-only"}));
+    assert_eq!(set["result"]["configOptions"][0]["currentValue"], "read-only");
+    std::fs::write(sb.work().join("doomed.txt"), "x").unwrap();
+    prompt(&mut a, "p2", &session, "rm it again");
+    a.wait(&json!({"params": {"update": {"toolCallId": "call_rm2", "status": "failed"}}}));
+    a.wait(&json!({"id": "p2"}));
+    assert!(sb.work().join("doomed.txt").exists(), "read-only refuses the call");
+
+    let think = call(&mut a, "think", "session/set_config_option", json!({"sessionId": session, "configId": "thought_level", "value": "high"}));
+    let thought = think["result"]["configOptions"].as_array().unwrap().iter().find(|o| o["id"] == "thought_level").unwrap().clone();
+    let state_level = thought["currentValue"].as_str().unwrap().to_string();
+    assert!(["high", "off"].contains(&state_level.as_str()), "the level the session took: {state_level}");
+    let bad_model = call(&mut a, "badmodel", "session/set_config_option", json!({"sessionId": session, "configId": "model", "value": "nope/nope"}));
+    assert_eq!(bad_model["error"]["code"], -32602);
+    let bad_option = call(&mut a, "badopt", "session/set_config_option", json!({"sessionId": session, "configId": "speed", "value": "x"}));
+    assert_eq!(bad_option["error"]["code"], -32602);
+    assert!(bad_option["error"]["message"].as_str().unwrap().contains("`configId`"));
+    let bad_mode = call(&mut a, "badmode", "session/set_mode", json!({"sessionId": session, "modeId": "yolo"}));
+    assert!(bad_mode["error"]["message"].as_str().unwrap().contains("`modeId`"));
+    let (out, _, code) = a.finish();
+    assert_eq!(code, 0);
+    assert!(!out.iter().any(|l| l.contains("session/request_permission")), "neither mode asks");
+    let modes = updates_of(&out, "current_mode_update");
+    assert_eq!(modes, [json!({"sessionUpdate": "current_mode_update", "currentModeId": "read-only"})]);
 }

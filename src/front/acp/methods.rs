@@ -10,16 +10,17 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use serde_json::json;
 use tokio::sync::mpsc;
 
 use super::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     NewSessionRequest, PromptCapabilities, PromptRequest, ProtocolVersion, ResumeSessionRequest,
+    SetSessionConfigOptionRequest, SetSessionModeRequest,
     SessionCapabilities, SessionCloseCapabilities, SessionInfo, SessionListCapabilities,
     SessionResumeCapabilities,
 };
+use super::config::{Config, Policy};
 use super::session::{self, ToSession};
 use super::updates::Mapper;
 use super::{content, Peer, Sink};
@@ -61,6 +62,8 @@ pub struct Agent {
     sink: Sink,
     peer: Arc<Peer>,
     sessions: Sessions,
+    /// `--permission` was given: sessions keep that policy (no modes to choose from).
+    explicit_permission: bool,
     /// Sessions being opened (their answers are still to come).
     opening: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -89,6 +92,7 @@ impl Agent {
             sink,
             sessions: Arc::new(Mutex::new(HashMap::new())),
             opening: Vec::new(),
+            explicit_permission,
         }
     }
 
@@ -170,6 +174,23 @@ impl Agent {
                 }
                 self.send(&p.session_id.0, ToSession::Prompt { id: id.clone(), prompt });
             }
+            "session/set_mode" => {
+                let p: SetSessionModeRequest = j::params(params)?;
+                if !self.live(&p.session_id.0) {
+                    return Err(not_found(&p.session_id.0));
+                }
+                let mode = p.mode_id.0.to_string();
+                self.send(&p.session_id.0, ToSession::SetMode { id: id.clone(), mode });
+            }
+            "session/set_config_option" => {
+                let p: SetSessionConfigOptionRequest = j::params(params)?;
+                if !self.live(&p.session_id.0) {
+                    return Err(not_found(&p.session_id.0));
+                }
+                let option = p.config_id.0.to_string();
+                let msg = ToSession::SetOption { id: id.clone(), option, value: p.value };
+                self.send(&p.session_id.0, msg);
+            }
             other => {
                 return Err(ErrorObject::new(
                     j::METHOD_NOT_FOUND,
@@ -238,10 +259,8 @@ impl Agent {
         let (cli, env) = self.session_cli_env(&cwd, existing.as_deref());
         if let Some(wanted) = &existing {
             if self.live(wanted) {
-                match how {
-                    Open::Load => self.send(wanted, ToSession::Replay { id: id.clone() }),
-                    _ => self.sink.result(id, &json!({})),
-                }
+                let replay = how == Open::Load;
+                self.send(wanted, ToSession::Reopen { id: id.clone(), replay });
                 return Ok(());
             }
             let dir = crate::setup::session_dir(&cli, &env);
@@ -252,6 +271,7 @@ impl Agent {
         let (id, clock, sink) = (id.clone(), self.clock.clone(), self.sink.clone());
         let (peer, sessions) = (self.peer.clone(), self.sessions.clone());
         let asks = cli.permission == PermissionFlag::Ask;
+        let fixed = self.explicit_permission;
         self.opening.retain(|t| !t.is_finished());
         self.opening.push(tokio::spawn(async move {
             let started = async {
@@ -288,14 +308,13 @@ impl Agent {
             } else {
                 mapper.skip(messages.len());
             }
-            let (tx, task) = session::spawn(link, mapper, cwd, sink.clone(), peer);
+            let policy = asks.then_some(Policy::Ask).filter(|_| !fixed);
+            let config = Config::fetch(&link.commands(), policy).await;
+            let answer = session::opened(&config, (how == Open::New).then_some(session.as_str()));
+            let (tx, task) = session::spawn(link, mapper, config, cwd, sink.clone(), peer);
             if let Ok(mut s) = sessions.lock() {
                 s.insert(session.clone(), Entry { tx, task });
             }
-            let answer = match how {
-                Open::New => json!({"sessionId": session}),
-                _ => json!({}),
-            };
             sink.result(&id, &answer);
         }));
         Ok(())

@@ -11,6 +11,7 @@
 //! `permissions` and `content` are the approval and prompt-block rules, `schema` the wire types.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod config;
 mod content;
 mod methods;
 mod permissions;

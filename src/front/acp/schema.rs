@@ -11,6 +11,9 @@ pub use agent_client_protocol_schema::v1::{
     ResumeSessionRequest, SessionCapabilities, SessionCloseCapabilities, SessionInfo,
     SessionListCapabilities, SessionNotification, SessionResumeCapabilities, SessionUpdate,
     StopReason, TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, ConfigOptionUpdate, CurrentModeUpdate,
+    SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,
+    SessionConfigSelectOption, SessionMode, SessionModeState, SetSessionConfigOptionRequest,
+    SetSessionModeRequest,
 };
 pub use agent_client_protocol_schema::ProtocolVersion;

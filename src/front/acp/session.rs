@@ -10,10 +10,12 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::config::{Config, Policy};
 use super::content::Prompt;
 use super::permissions::{self, Decision, Rules};
 use super::schema::{
-    PromptResponse, RequestPermissionRequest, SessionNotification, SessionUpdate, StopReason,
+    ConfigOptionUpdate, CurrentModeUpdate, PromptResponse, RequestPermissionRequest,
+    SessionConfigOptionValue, SessionNotification, SessionUpdate, StopReason,
 };
 use super::updates::Mapper;
 use super::{Peer, Sink, STOP_GRACE};
@@ -32,8 +34,17 @@ pub enum ToSession {
     /// `session/cancel` (`request: None`) or `$/cancel_request` for request `request` (which
     /// is then answered -32800, if it is this session's prompt).
     Cancel { request: Option<Id> },
-    /// `session/load` of a session live here: replay it, then answer `id`.
-    Replay { id: Id },
+    /// `session/load` (`replay`) or `session/resume` of a session live here: answer `id` with
+    /// the session's modes and options, after replaying it for a load.
+    Reopen { id: Id, replay: bool },
+    /// `session/set_mode`.
+    SetMode { id: Id, mode: String },
+    /// `session/set_config_option`.
+    SetOption {
+        id: Id,
+        option: String,
+        value: SessionConfigOptionValue,
+    },
     /// `session/close` (answer `id`), or the end of input (`None`): stop and save.
     Close { id: Option<Id> },
 }
@@ -63,6 +74,7 @@ struct Task {
     /// Approval dialogs waiting for the client, by tool call id.
     open: HashSet<String>,
     back: mpsc::UnboundedSender<Back>,
+    config: Config,
 }
 
 /// Starts the task of a session just opened; `mapper` has already replayed or skipped what
@@ -70,6 +82,7 @@ struct Task {
 pub fn spawn(
     link: Link,
     mapper: Mapper,
+    config: Config,
     cwd: std::path::PathBuf,
     sink: Sink,
     peer: Arc<Peer>,
@@ -87,6 +100,7 @@ pub fn spawn(
         turn: None,
         open: HashSet::new(),
         back,
+        config,
     };
     let handle = tokio::spawn(task.run(link, rx, back_rx));
     (tx, handle)
@@ -167,7 +181,12 @@ impl Task {
             self.decide(&call, Decision::Cancelled);
             return;
         }
-        if let Some(decision) = self.rules.standing(&tool) {
+        let standing = match self.config.policy {
+            Some(Policy::Auto) => Some(Decision::Allow),
+            Some(Policy::ReadOnly) => Some(Decision::Reject),
+            Some(Policy::Ask) | None => self.rules.standing(&tool),
+        };
+        if let Some(decision) = standing {
             self.decide(&call, decision);
             return;
         }
@@ -219,7 +238,30 @@ impl Task {
         match msg {
             ToSession::Prompt { id, prompt } => self.prompt(id, prompt),
             ToSession::Cancel { request } => self.cancel(request),
-            ToSession::Replay { id } => self.replay(id).await,
+            ToSession::Reopen { id, replay } => {
+                if replay {
+                    self.replay().await;
+                }
+                self.sink.result(&id, &opened(&self.config, None));
+            }
+            ToSession::SetMode { id, mode } => match self.set_policy(&mode) {
+                Ok(()) => {
+                    self.sink.result(&id, &json!({}));
+                    self.update(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
+                        self.config.options(),
+                    )));
+                }
+                Err(e) => self.sink.error(Some(&id), &e),
+            },
+            ToSession::SetOption { id, option, value } => {
+                match self.set_option(&option, &value).await {
+                    Ok(()) => self.sink.result(
+                        &id,
+                        &json!({"configOptions": self.config.options()}),
+                    ),
+                    Err(e) => self.sink.error(Some(&id), &e),
+                }
+            }
             ToSession::Close { .. } => {}
         }
     }
@@ -269,14 +311,13 @@ impl Task {
         });
     }
 
-    /// `session/load` of this live session: the whole branch again, then the answer.
-    async fn replay(&mut self, id: Id) {
+    /// `session/load` of this live session: the whole branch again.
+    async fn replay(&mut self) {
         let messages = match self.commands.request("get_messages", json!({})).await {
             Ok(v) => v.get("messages").cloned().unwrap_or(Value::Null),
             Err(e) => {
-                self.sink
-                    .error(Some(&id), &ErrorObject::new(j::INTERNAL_ERROR, e));
-                return;
+                tracing::warn!("cannot replay session {}: {e}", self.session);
+                Value::Null
             }
         };
         let messages: Vec<Message> = serde_json::from_value(messages).unwrap_or_default();
@@ -284,7 +325,67 @@ impl Task {
         for u in fresh.replay(&messages) {
             self.update(u);
         }
-        self.sink.result(&id, &json!({}));
+    }
+
+    fn set_policy(&mut self, mode: &str) -> Result<(), ErrorObject> {
+        let bad = |why: String| ErrorObject::new(j::INVALID_PARAMS, format!("Invalid params: {why}"));
+        if self.config.policy.is_none() {
+            return Err(bad(format!(
+                "`modeId`: this session's policy is fixed by --permission; {mode} cannot be chosen"
+            )));
+        }
+        let policy = Policy::parse(mode).ok_or_else(|| {
+            bad(format!("`modeId`: unknown mode {mode} (ask, auto or read-only)"))
+        })?;
+        self.config.policy = Some(policy);
+        Ok(())
+    }
+
+    async fn set_option(
+        &mut self,
+        option: &str,
+        value: &SessionConfigOptionValue,
+    ) -> Result<(), ErrorObject> {
+        let bad = |why: String| ErrorObject::new(j::INVALID_PARAMS, format!("Invalid params: {why}"));
+        let Some(value) = value.as_value_id().map(|v| v.0.to_string()) else {
+            return Err(bad(format!("`value`: {option} takes one of its options' values")));
+        };
+        let failed = |e: String| ErrorObject::new(j::INTERNAL_ERROR, e);
+        match option {
+            "mode" => {
+                self.set_policy(&value).map_err(|mut e| {
+                    e.message = e.message.replace("`modeId`", "`value`");
+                    e
+                })?;
+                if let Some(p) = self.config.policy {
+                    self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(p.id())));
+                }
+            }
+            "model" => {
+                if !self.config.models.iter().any(|(v, _)| *v == value) {
+                    return Err(bad(format!("`value`: unknown model {value}")));
+                }
+                let (provider, model) = value.split_once('/').unwrap_or(("", &value));
+                self.commands
+                    .request("set_model", json!({"provider": provider, "modelId": model}))
+                    .await
+                    .map_err(failed)?;
+            }
+            "thought_level" => {
+                if !self.config.levels.contains(&value) {
+                    return Err(bad(format!("`value`: unknown thinking level {value}")));
+                }
+                self.commands
+                    .request("set_thinking_level", json!({"level": value}))
+                    .await
+                    .map_err(failed)?;
+            }
+            other => return Err(bad(format!("`configId`: unknown option {other}"))),
+        }
+        if let Ok(state) = self.commands.request("get_state", json!({})).await {
+            self.config.read_state(&state);
+        }
+        Ok(())
     }
 
     fn answer(&self, turn: Turn, outcome: &str, error: Option<&SettledError>) {
@@ -326,6 +427,19 @@ impl Task {
             self.answer(turn, "aborted", None);
         }
     }
+}
+
+/// The answer to `session/new` (with `session`), `session/load` and `session/resume`: the
+/// session's modes and config options.
+pub fn opened(config: &Config, session: Option<&str>) -> Value {
+    let mut v = json!({"configOptions": config.options()});
+    if let Some(modes) = config.modes() {
+        v["modes"] = serde_json::to_value(modes).unwrap_or(Value::Null);
+    }
+    if let Some(s) = session {
+        v["sessionId"] = json!(s);
+    }
+    v
 }
 
 /// The prompt's answer from the run's verdict (`agent_settled`): `cancelled` (by request:
