@@ -84,12 +84,20 @@ fn acp_transcript_initialize_new_prompt_edit_write_list_close() {
 }
 
 #[test]
-fn acp_tool_calls_stream_live_bash_output_then_complete() {
+fn acp_templates_are_commands_and_tool_calls_stream_live_bash_output() {
     let sb = Sandbox::new();
     std::fs::write(sb.work().join("notes.txt"), "some notes\n").unwrap();
+    std::fs::create_dir_all(sb.work().join(".keel/prompts")).unwrap();
+    std::fs::write(sb.work().join(".keel/prompts/review.md"), "Review $1 carefully.\n").unwrap();
     let mut a = acp(&sb, &["--permission", "auto"]);
     init(&mut a);
     let session = new_session(&mut a, &sb);
+    let commands = a.wait(&json!({"params": {"update": {"sessionUpdate": "available_commands_update"}}}));
+    assert_eq!(
+        commands["params"]["update"]["availableCommands"],
+        json!([{"name": "review", "description": "Review $1 carefully.", "input": {"hint": "arguments"}}]),
+        "prompt templates are commands"
+    );
     prompt(&mut a, "p", &session, "tools please");
     let read = a.wait(&json!({"params": {"update": {"sessionUpdate": "tool_call", "toolCallId": "call_read"}}}));
     let read = &read["params"]["update"];

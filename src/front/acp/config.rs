@@ -6,7 +6,7 @@
 use serde_json::{json, Value};
 
 use super::schema::{
-    SessionConfigOption, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
+    AvailableCommand, AvailableCommandInput, SessionConfigOption, UnstructuredCommandInput, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
     SessionModeState,
 };
 use crate::front::link::Commands;
@@ -168,6 +168,28 @@ impl Config {
     }
 }
 
+/// The session's prompt templates and skills (`get_commands`) as ACP commands: a prompt
+/// `/NAME args` runs them, as in RPC mode.
+pub async fn commands(commands: &Commands) -> Vec<AvailableCommand> {
+    let listed = commands.request("get_commands", json!({})).await.unwrap_or_default();
+    available(&listed)
+}
+
+/// [`commands`]' pure part: a `get_commands` answer as ACP commands.
+pub fn available(listed: &Value) -> Vec<AvailableCommand> {
+    listed["commands"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let name = c["name"].as_str()?;
+            let description = c["description"].as_str().unwrap_or(name);
+            let hint = AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("arguments"));
+            Some(AvailableCommand::new(name, description).input(hint))
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,5 +226,14 @@ mod tests {
         c.policy = None;
         assert_eq!(c.options().len(), 2, "a policy fixed by --permission is no option");
         assert!(c.modes().is_none());
+    }
+
+    #[test]
+    fn templates_become_commands_with_an_input_hint() {
+        let listed = json!({"commands": [{"name": "review", "description": "Review a file", "source": "prompt"}, {"nameless": 1}]});
+        assert_eq!(
+            serde_json::to_value(available(&listed)).unwrap(),
+            json!([{"name": "review", "description": "Review a file", "input": {"hint": "arguments"}}])
+        );
     }
 }

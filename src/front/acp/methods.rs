@@ -16,7 +16,8 @@ use super::schema::{
     AgentCapabilities, CancelNotification, CloseSessionRequest, Implementation, InitializeRequest,
     InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
     NewSessionRequest, PromptCapabilities, PromptRequest, ProtocolVersion, ResumeSessionRequest,
-    SetSessionConfigOptionRequest, SetSessionModeRequest,
+    SetSessionConfigOptionRequest, SetSessionModeRequest, AvailableCommandsUpdate, SessionNotification,
+    SessionUpdate,
     SessionCapabilities, SessionCloseCapabilities, SessionInfo, SessionListCapabilities,
     SessionResumeCapabilities,
 };
@@ -300,22 +301,24 @@ impl Agent {
             let mut mapper = Mapper::new(cwd.clone(), asks);
             if how == Open::Load {
                 for u in mapper.replay(&messages) {
-                    sink.notify(
-                        "session/update",
-                        &super::schema::SessionNotification::new(session.clone(), u),
-                    );
+                    sink.notify("session/update", &SessionNotification::new(session.clone(), u));
                 }
             } else {
                 mapper.skip(messages.len());
             }
             let policy = asks.then_some(Policy::Ask).filter(|_| !fixed);
             let config = Config::fetch(&link.commands(), policy).await;
+            let templates = super::config::commands(&link.commands()).await;
             let answer = session::opened(&config, (how == Open::New).then_some(session.as_str()));
             let (tx, task) = session::spawn(link, mapper, config, cwd, sink.clone(), peer);
             if let Ok(mut s) = sessions.lock() {
                 s.insert(session.clone(), Entry { tx, task });
             }
             sink.result(&id, &answer);
+            if !templates.is_empty() {
+                let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(templates));
+                sink.notify("session/update", &SessionNotification::new(session, update));
+            }
         }));
         Ok(())
     }

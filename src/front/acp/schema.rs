@@ -3,6 +3,7 @@
 //! re-exports; no logic.
 
 pub use agent_client_protocol_schema::v1::{
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, UnstructuredCommandInput,
     AgentCapabilities, CancelNotification, CloseSessionRequest, ContentBlock, ContentChunk, Diff,
     EmbeddedResourceResource, Implementation, InitializeRequest, InitializeResponse,
     ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, MessageId, NewSessionRequest,
