@@ -10,7 +10,14 @@ use crate::support::{fixture, snap, Sandbox};
 /// `keel --mode acp` with the ACP script and `extra` flags.
 pub fn acp(sb: &Sandbox, extra: &[&str]) -> Rpc {
     let script = fixture("acp.json");
-    let mut args = vec!["--mode", "acp", "--provider", "scripted", "--script", &script];
+    let mut args = vec![
+        "--mode",
+        "acp",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+    ];
     args.extend_from_slice(extra);
     Rpc::start_raw(sb, &args)
 }
@@ -36,12 +43,25 @@ fn init(a: &mut Rpc) -> Value {
 
 /// `session/new` in the sandbox's work dir; the session id.
 pub fn new_session(a: &mut Rpc, sb: &Sandbox) -> String {
-    let r = call(a, "new", "session/new", json!({"cwd": sb.work(), "mcpServers": []}));
-    r["result"]["sessionId"].as_str().expect("a session id").to_string()
+    let r = call(
+        a,
+        "new",
+        "session/new",
+        json!({"cwd": sb.work(), "mcpServers": []}),
+    );
+    r["result"]["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_string()
 }
 
 fn prompt(a: &mut Rpc, id: &str, session: &str, text: &str) {
-    send(a, id, "session/prompt", json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}));
+    send(
+        a,
+        id,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]}),
+    );
 }
 
 fn scrub(text: &str, sb: &Sandbox) -> String {
@@ -52,7 +72,9 @@ fn updates_of(lines: &[String], kind: &str) -> Vec<Value> {
     lines
         .iter()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|v| v["method"] == "session/update" && v["params"]["update"]["sessionUpdate"] == kind)
+        .filter(|v| {
+            v["method"] == "session/update" && v["params"]["update"]["sessionUpdate"] == kind
+        })
         .map(|v| v["params"]["update"].clone())
         .collect()
 }
@@ -67,19 +89,42 @@ fn acp_transcript_initialize_new_prompt_edit_write_list_close() {
     assert_eq!(init["result"]["protocolVersion"], 1);
     let session = new_session(&mut a, &sb);
     prompt(&mut a, "p1", &session, "hello");
-    assert_eq!(a.wait(&json!({"id": "p1"}))["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        a.wait(&json!({"id": "p1"}))["result"]["stopReason"],
+        "end_turn"
+    );
     prompt(&mut a, "p2", &session, "edit both files");
-    assert_eq!(a.wait(&json!({"id": "p2"}))["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        a.wait(&json!({"id": "p2"}))["result"]["stopReason"],
+        "end_turn"
+    );
     prompt(&mut a, "p3", &session, "long answer please");
-    assert_eq!(a.wait(&json!({"id": "p3"}))["result"]["stopReason"], "max_tokens");
+    assert_eq!(
+        a.wait(&json!({"id": "p3"}))["result"]["stopReason"],
+        "max_tokens"
+    );
     let list = call(&mut a, "list", "session/list", json!({"cwd": sb.work()}));
     assert_eq!(list["result"]["sessions"][0]["sessionId"], session.as_str());
-    assert_eq!(call(&mut a, "close", "session/close", json!({"sessionId": session}))["result"], json!({}));
+    assert_eq!(
+        call(
+            &mut a,
+            "close",
+            "session/close",
+            json!({"sessionId": session})
+        )["result"],
+        json!({})
+    );
     let (out, err, code) = a.finish();
-    assert_eq!(std::fs::read_to_string(sb.work().join("greet.txt")).unwrap(), "hello keel\n");
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("greet.txt")).unwrap(),
+        "hello keel\n"
+    );
     snap(
         "acp_transcript",
-        &scrub(&format!("{}\n[stderr]\n{err}\n[exit status: {code}]\n", out.concat()), &sb),
+        &scrub(
+            &format!("{}\n[stderr]\n{err}\n[exit status: {code}]\n", out.concat()),
+            &sb,
+        ),
     );
 }
 
@@ -88,34 +133,52 @@ fn acp_templates_are_commands_and_tool_calls_stream_live_bash_output() {
     let sb = Sandbox::new();
     std::fs::write(sb.work().join("notes.txt"), "some notes\n").unwrap();
     std::fs::create_dir_all(sb.work().join(".keel/prompts")).unwrap();
-    std::fs::write(sb.work().join(".keel/prompts/review.md"), "Review $1 carefully.\n").unwrap();
+    std::fs::write(
+        sb.work().join(".keel/prompts/review.md"),
+        "Review $1 carefully.\n",
+    )
+    .unwrap();
     let mut a = acp(&sb, &["--permission", "auto"]);
     init(&mut a);
     let session = new_session(&mut a, &sb);
-    let commands = a.wait(&json!({"params": {"update": {"sessionUpdate": "available_commands_update"}}}));
+    let commands =
+        a.wait(&json!({"params": {"update": {"sessionUpdate": "available_commands_update"}}}));
     assert_eq!(
         commands["params"]["update"]["availableCommands"],
         json!([{"name": "review", "description": "Review $1 carefully.", "input": {"hint": "arguments"}}]),
         "prompt templates are commands"
     );
     prompt(&mut a, "p", &session, "tools please");
-    let read = a.wait(&json!({"params": {"update": {"sessionUpdate": "tool_call", "toolCallId": "call_read"}}}));
+    let read = a.wait(
+        &json!({"params": {"update": {"sessionUpdate": "tool_call", "toolCallId": "call_read"}}}),
+    );
     let read = &read["params"]["update"];
     assert_eq!(read["kind"], "read");
     assert_eq!(read["status"], "in_progress");
     let notes = sb.work().join("notes.txt").display().to_string();
     assert_eq!(read["locations"], json!([{"path": notes}]));
     assert_eq!(read["rawInput"], json!({"path": "notes.txt"}));
-    let bash = a.wait(&json!({"params": {"update": {"sessionUpdate": "tool_call", "toolCallId": "call_bash"}}}));
+    let bash = a.wait(
+        &json!({"params": {"update": {"sessionUpdate": "tool_call", "toolCallId": "call_bash"}}}),
+    );
     assert_eq!(bash["params"]["update"]["kind"], "execute");
     assert_eq!(bash["params"]["update"]["title"], "echo live; echo output");
-    let live = a.wait(&json!({"params": {"update": {"toolCallId": "call_bash", "status": "in_progress"}}}));
-    let text = live["params"]["update"]["content"][0]["content"]["text"].as_str().unwrap();
+    let live = a
+        .wait(&json!({"params": {"update": {"toolCallId": "call_bash", "status": "in_progress"}}}));
+    let text = live["params"]["update"]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
     assert!(text.starts_with("live"), "live output: {text}");
-    let done = a.wait(&json!({"params": {"update": {"toolCallId": "call_bash", "status": "completed"}}}));
-    let text = done["params"]["update"]["content"][0]["content"]["text"].as_str().unwrap();
+    let done =
+        a.wait(&json!({"params": {"update": {"toolCallId": "call_bash", "status": "completed"}}}));
+    let text = done["params"]["update"]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
     assert!(text.contains("live\noutput"), "final output: {text}");
-    assert_eq!(a.wait(&json!({"id": "p"}))["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
+        "end_turn"
+    );
     let (out, _, code) = a.finish();
     assert_eq!(code, 0);
     let read_done: Vec<Value> = updates_of(&out, "tool_call_update")
@@ -124,7 +187,10 @@ fn acp_templates_are_commands_and_tool_calls_stream_live_bash_output() {
         .collect();
     assert_eq!(read_done.len(), 1);
     assert_eq!(read_done[0]["status"], "completed");
-    assert!(read_done[0]["content"][0]["content"]["text"].as_str().unwrap().contains("some notes"));
+    assert!(read_done[0]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .contains("some notes"));
 }
 
 /// Answers the next permission request with `option` (or `cancelled`), returning the request.
@@ -148,37 +214,70 @@ fn acp_permission_requests_allow_reject_and_always() {
 
     std::fs::write(&doomed, "x").unwrap();
     prompt(&mut a, "p1", &session, "rm it");
-    let pending = a.wait(&json!({"params": {"update": {"sessionUpdate": "tool_call", "toolCallId": "call_rm1"}}}));
-    assert_eq!(pending["params"]["update"].get("status"), None, "pending until approved");
+    let pending = a.wait(
+        &json!({"params": {"update": {"sessionUpdate": "tool_call", "toolCallId": "call_rm1"}}}),
+    );
+    assert_eq!(
+        pending["params"]["update"].get("status"),
+        None,
+        "pending until approved"
+    );
     let req = answer_permission(&mut a, Some("reject_once"));
     let params = &req["params"];
     assert_eq!(params["sessionId"], session.as_str());
     assert_eq!(params["toolCall"]["toolCallId"], "call_rm1");
     assert_eq!(params["toolCall"]["kind"], "execute");
-    assert_eq!(params["toolCall"]["rawInput"], json!({"command": "rm -f doomed.txt"}));
-    let kinds: Vec<&str> = params["options"].as_array().unwrap().iter().map(|o| o["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
-    let failed = a.wait(&json!({"params": {"update": {"toolCallId": "call_rm1", "status": "failed"}}}));
+    assert_eq!(
+        params["toolCall"]["rawInput"],
+        json!({"command": "rm -f doomed.txt"})
+    );
+    let kinds: Vec<&str> = params["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["allow_once", "allow_always", "reject_once", "reject_always"]
+    );
+    let failed =
+        a.wait(&json!({"params": {"update": {"toolCallId": "call_rm1", "status": "failed"}}}));
     assert!(failed.to_string().contains("denied"), "{failed}");
-    assert_eq!(a.wait(&json!({"id": "p1"}))["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        a.wait(&json!({"id": "p1"}))["result"]["stopReason"],
+        "end_turn"
+    );
     assert!(doomed.exists(), "a rejected call does not run");
 
     prompt(&mut a, "p2", &session, "rm it again");
     answer_permission(&mut a, Some("allow_once"));
     a.wait(&json!({"params": {"update": {"toolCallId": "call_rm2", "status": "in_progress"}}}));
     a.wait(&json!({"params": {"update": {"toolCallId": "call_rm2", "status": "completed"}}}));
-    assert_eq!(a.wait(&json!({"id": "p2"}))["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        a.wait(&json!({"id": "p2"}))["result"]["stopReason"],
+        "end_turn"
+    );
     assert!(!doomed.exists(), "an allowed call runs");
 
     prompt(&mut a, "p3", &session, "rm it, always");
     answer_permission(&mut a, Some("allow_always"));
-    assert_eq!(a.wait(&json!({"id": "p3"}))["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        a.wait(&json!({"id": "p3"}))["result"]["stopReason"],
+        "end_turn"
+    );
     prompt(&mut a, "p4", &session, "rm it once more");
     a.wait(&json!({"params": {"update": {"toolCallId": "call_rm4", "status": "completed"}}}));
-    assert_eq!(a.wait(&json!({"id": "p4"}))["result"]["stopReason"], "end_turn");
+    assert_eq!(
+        a.wait(&json!({"id": "p4"}))["result"]["stopReason"],
+        "end_turn"
+    );
     let (out, _, code) = a.finish();
     assert_eq!(code, 0);
-    let asked = out.iter().filter(|l| l.contains("session/request_permission")).count();
+    let asked = out
+        .iter()
+        .filter(|l| l.contains("session/request_permission"))
+        .count();
     assert_eq!(asked, 3, "allow always answers the fourth call itself");
 }
 
@@ -191,13 +290,19 @@ fn acp_cancel_mid_stream_and_mid_permission_answers_cancelled() {
     prompt(&mut a, "p1", &session, "hang on");
     a.wait(&json!({"params": {"update": {"sessionUpdate": "agent_message_chunk"}}}));
     notify(&mut a, "session/cancel", json!({"sessionId": session}));
-    assert_eq!(a.wait(&json!({"id": "p1"}))["result"]["stopReason"], "cancelled");
+    assert_eq!(
+        a.wait(&json!({"id": "p1"}))["result"]["stopReason"],
+        "cancelled"
+    );
 
     std::fs::write(sb.work().join("doomed.txt"), "x").unwrap();
     prompt(&mut a, "p2", &session, "rm it");
     let req = a.wait(&json!({"method": "session/request_permission"}));
     notify(&mut a, "session/cancel", json!({"sessionId": session}));
-    assert_eq!(a.wait(&json!({"id": "p2"}))["result"]["stopReason"], "cancelled");
+    assert_eq!(
+        a.wait(&json!({"id": "p2"}))["result"]["stopReason"],
+        "cancelled"
+    );
     // The client answers the request as cancelled, as the spec asks; nothing runs.
     a.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"outcome": {"outcome": "cancelled"}}}));
     assert!(sb.work().join("doomed.txt").exists());
@@ -227,17 +332,41 @@ fn acp_load_in_a_new_process_replays_the_branch_before_answering() {
     init(&mut b);
     let list = call(&mut b, "list", "session/list", json!({}));
     assert_eq!(list["result"]["sessions"][0]["title"], "hello there");
-    let r = call(&mut b, "load", "session/load", json!({"sessionId": session, "cwd": sb.work(), "mcpServers": []}));
-    assert_eq!(r["result"]["configOptions"][0]["id"], "model", "--permission fixes the mode");
-    let resumed = call(&mut b, "resume", "session/resume", json!({"sessionId": session, "cwd": sb.work()}));
-    assert_eq!(resumed["result"]["configOptions"], r["result"]["configOptions"]);
+    let r = call(
+        &mut b,
+        "load",
+        "session/load",
+        json!({"sessionId": session, "cwd": sb.work(), "mcpServers": []}),
+    );
+    assert_eq!(
+        r["result"]["configOptions"][0]["id"], "model",
+        "--permission fixes the mode"
+    );
+    let resumed = call(
+        &mut b,
+        "resume",
+        "session/resume",
+        json!({"sessionId": session, "cwd": sb.work()}),
+    );
+    assert_eq!(
+        resumed["result"]["configOptions"],
+        r["result"]["configOptions"]
+    );
     let (out, _, _) = b.finish();
-    let load_at = out.iter().position(|l| l.contains("\"id\":\"load\"")).unwrap();
+    let load_at = out
+        .iter()
+        .position(|l| l.contains("\"id\":\"load\""))
+        .unwrap();
     let kinds: Vec<String> = out[..load_at]
         .iter()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v["method"] == "session/update")
-        .map(|v| format!("{} {}", v["params"]["update"]["sessionUpdate"], v["params"]["update"]["messageId"]))
+        .map(|v| {
+            format!(
+                "{} {}",
+                v["params"]["update"]["sessionUpdate"], v["params"]["update"]["messageId"]
+            )
+        })
         .collect();
     assert_eq!(
         kinds,
@@ -247,12 +376,20 @@ fn acp_load_in_a_new_process_replays_the_branch_before_answering() {
             "\"agent_message_chunk\" \"msg_2\"",
         ]
     );
-    let after = out[load_at + 1..].iter().filter(|l| l.contains("session/update")).count();
+    let after = out[load_at + 1..]
+        .iter()
+        .filter(|l| l.contains("session/update"))
+        .count();
     assert_eq!(after, 0, "resume replays nothing");
 
     // Resumed in a third process without replay, the next answer's message id goes on.
     let mut c = acp(&sb, &["--permission", "auto"]);
-    call(&mut c, "resume", "session/resume", json!({"sessionId": session, "cwd": sb.work()}));
+    call(
+        &mut c,
+        "resume",
+        "session/resume",
+        json!({"sessionId": session, "cwd": sb.work()}),
+    );
     prompt(&mut c, "p2", &session, "hello again");
     let chunk = c.wait(&json!({"params": {"update": {"sessionUpdate": "agent_message_chunk"}}}));
     assert_eq!(chunk["params"]["update"]["messageId"], "msg_4");
@@ -270,15 +407,43 @@ fn acp_errors_have_their_codes_and_name_the_field() {
     notify(&mut a, "_editor/unknown_notification", json!({}));
     call(&mut a, "unknown", "session/fly", json!({}));
     call(&mut a, "nocwd", "session/new", json!({"mcpServers": []}));
-    call(&mut a, "relcwd", "session/new", json!({"cwd": "relative/dir", "mcpServers": []}));
-    call(&mut a, "badprompt", "session/prompt", json!({"sessionId": "s", "prompt": "hi"}));
-    call(&mut a, "nosession", "session/prompt", json!({"sessionId": "nope", "prompt": []}));
-    call(&mut a, "noload", "session/load", json!({"sessionId": "nope", "cwd": sb.work(), "mcpServers": []}));
-    call(&mut a, "noclose", "session/close", json!({"sessionId": "nope"}));
+    call(
+        &mut a,
+        "relcwd",
+        "session/new",
+        json!({"cwd": "relative/dir", "mcpServers": []}),
+    );
+    call(
+        &mut a,
+        "badprompt",
+        "session/prompt",
+        json!({"sessionId": "s", "prompt": "hi"}),
+    );
+    call(
+        &mut a,
+        "nosession",
+        "session/prompt",
+        json!({"sessionId": "nope", "prompt": []}),
+    );
+    call(
+        &mut a,
+        "noload",
+        "session/load",
+        json!({"sessionId": "nope", "cwd": sb.work(), "mcpServers": []}),
+    );
+    call(
+        &mut a,
+        "noclose",
+        "session/close",
+        json!({"sessionId": "nope"}),
+    );
     call(&mut a, "cursor", "session/list", json!({"cursor": "abc"}));
     let session = new_session(&mut a, &sb);
     prompt(&mut a, "limit", &session, "loop forever");
-    assert_eq!(a.wait(&json!({"id": "limit"}))["result"]["stopReason"], "max_turn_requests");
+    assert_eq!(
+        a.wait(&json!({"id": "limit"}))["result"]["stopReason"],
+        "max_turn_requests"
+    );
     let (out, err, code) = a.finish();
     let answers: Vec<String> = out
         .iter()
@@ -287,7 +452,13 @@ fn acp_errors_have_their_codes_and_name_the_field() {
         .collect();
     snap(
         "acp_errors",
-        &scrub(&format!("{}\n[stderr]\n{err}\n[exit status: {code}]\n", answers.concat()), &sb),
+        &scrub(
+            &format!(
+                "{}\n[stderr]\n{err}\n[exit status: {code}]\n",
+                answers.concat()
+            ),
+            &sb,
+        ),
     );
 }
 
@@ -312,10 +483,20 @@ fn acp_permission_request_carries_the_edit_and_write_diffs() {
         write["params"]["toolCall"]["content"],
         json!([{"type": "diff", "path": notes, "oldText": "first notes\n", "newText": "rewritten\n"}])
     );
-    let done = a.wait(&json!({"params": {"update": {"toolCallId": "call_write", "status": "completed"}}}));
-    assert_eq!(done["params"]["update"]["content"][0]["oldText"], "first notes\n");
-    assert_eq!(a.wait(&json!({"id": "p"}))["result"]["stopReason"], "end_turn");
-    assert_eq!(std::fs::read_to_string(sb.work().join("notes.txt")).unwrap(), "rewritten\n");
+    let done =
+        a.wait(&json!({"params": {"update": {"toolCallId": "call_write", "status": "completed"}}}));
+    assert_eq!(
+        done["params"]["update"]["content"][0]["oldText"],
+        "first notes\n"
+    );
+    assert_eq!(
+        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
+        "end_turn"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("notes.txt")).unwrap(),
+        "rewritten\n"
+    );
     a.finish();
 }
 
@@ -324,45 +505,140 @@ fn acp_modes_and_config_options_switch_the_policy_model_and_thinking() {
     let sb = Sandbox::new();
     let mut a = acp(&sb, &[]);
     init(&mut a);
-    let r = call(&mut a, "new", "session/new", json!({"cwd": sb.work(), "mcpServers": []}));
+    let r = call(
+        &mut a,
+        "new",
+        "session/new",
+        json!({"cwd": sb.work(), "mcpServers": []}),
+    );
     let session = r["result"]["sessionId"].as_str().unwrap().to_string();
     assert_eq!(r["result"]["modes"]["currentModeId"], "ask");
-    let ids: Vec<&str> = r["result"]["configOptions"].as_array().unwrap().iter().map(|o| o["id"].as_str().unwrap()).collect();
+    let ids: Vec<&str> = r["result"]["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["id"].as_str().unwrap())
+        .collect();
     assert_eq!(ids, ["mode", "model", "thought_level"]);
-    assert_eq!(r["result"]["configOptions"][1]["currentValue"], "scripted/scripted-acp");
+    assert_eq!(
+        r["result"]["configOptions"][1]["currentValue"],
+        "scripted/scripted-acp"
+    );
 
-    let set = call(&mut a, "auto", "session/set_mode", json!({"sessionId": session, "modeId": "auto"}));
+    let set = call(
+        &mut a,
+        "auto",
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "auto"}),
+    );
     assert_eq!(set["result"], json!({}));
     let update = a.wait(&json!({"params": {"update": {"sessionUpdate": "config_option_update"}}}));
-    assert_eq!(update["params"]["update"]["configOptions"][0]["currentValue"], "auto");
+    assert_eq!(
+        update["params"]["update"]["configOptions"][0]["currentValue"],
+        "auto"
+    );
     std::fs::write(sb.work().join("doomed.txt"), "x").unwrap();
     prompt(&mut a, "p1", &session, "rm it");
     a.wait(&json!({"params": {"update": {"toolCallId": "call_rm1", "status": "completed"}}}));
     a.wait(&json!({"id": "p1"}));
-    assert!(!sb.work().join("doomed.txt").exists(), "auto runs the call without asking");
+    assert!(
+        !sb.work().join("doomed.txt").exists(),
+        "auto runs the call without asking"
+    );
 
-    let set = call(&mut a, "ro", "session/set_config_option", json!({"sessionId": session, "configId": "mode", "value": "read-only"}));
-    assert_eq!(set["result"]["configOptions"][0]["currentValue"], "read-only");
+    let set = call(
+        &mut a,
+        "ro",
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "mode", "value": "read-only"}),
+    );
+    assert_eq!(
+        set["result"]["configOptions"][0]["currentValue"],
+        "read-only"
+    );
     std::fs::write(sb.work().join("doomed.txt"), "x").unwrap();
     prompt(&mut a, "p2", &session, "rm it again");
     a.wait(&json!({"params": {"update": {"toolCallId": "call_rm2", "status": "failed"}}}));
     a.wait(&json!({"id": "p2"}));
-    assert!(sb.work().join("doomed.txt").exists(), "read-only refuses the call");
+    assert!(
+        sb.work().join("doomed.txt").exists(),
+        "read-only refuses the call"
+    );
 
-    let think = call(&mut a, "think", "session/set_config_option", json!({"sessionId": session, "configId": "thought_level", "value": "high"}));
-    let thought = think["result"]["configOptions"].as_array().unwrap().iter().find(|o| o["id"] == "thought_level").unwrap().clone();
+    let think = call(
+        &mut a,
+        "think",
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "thought_level", "value": "high"}),
+    );
+    let thought = think["result"]["configOptions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|o| o["id"] == "thought_level")
+        .unwrap()
+        .clone();
     let state_level = thought["currentValue"].as_str().unwrap().to_string();
-    assert!(["high", "off"].contains(&state_level.as_str()), "the level the session took: {state_level}");
-    let bad_model = call(&mut a, "badmodel", "session/set_config_option", json!({"sessionId": session, "configId": "model", "value": "nope/nope"}));
+    assert!(
+        ["high", "off"].contains(&state_level.as_str()),
+        "the level the session took: {state_level}"
+    );
+    let bad_model = call(
+        &mut a,
+        "badmodel",
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "model", "value": "nope/nope"}),
+    );
     assert_eq!(bad_model["error"]["code"], -32602);
-    let bad_option = call(&mut a, "badopt", "session/set_config_option", json!({"sessionId": session, "configId": "speed", "value": "x"}));
+    let bad_option = call(
+        &mut a,
+        "badopt",
+        "session/set_config_option",
+        json!({"sessionId": session, "configId": "speed", "value": "x"}),
+    );
     assert_eq!(bad_option["error"]["code"], -32602);
-    assert!(bad_option["error"]["message"].as_str().unwrap().contains("`configId`"));
-    let bad_mode = call(&mut a, "badmode", "session/set_mode", json!({"sessionId": session, "modeId": "yolo"}));
-    assert!(bad_mode["error"]["message"].as_str().unwrap().contains("`modeId`"));
+    assert!(bad_option["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`configId`"));
+    let bad_mode = call(
+        &mut a,
+        "badmode",
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "yolo"}),
+    );
+    assert!(bad_mode["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("`modeId`"));
     let (out, _, code) = a.finish();
     assert_eq!(code, 0);
-    assert!(!out.iter().any(|l| l.contains("session/request_permission")), "neither mode asks");
+    assert!(
+        !out.iter().any(|l| l.contains("session/request_permission")),
+        "neither mode asks"
+    );
     let modes = updates_of(&out, "current_mode_update");
-    assert_eq!(modes, [json!({"sessionUpdate": "current_mode_update", "currentModeId": "read-only"})]);
+    assert_eq!(
+        modes,
+        [json!({"sessionUpdate": "current_mode_update", "currentModeId": "read-only"})]
+    );
+}
+
+#[test]
+fn acp_with_daemon_or_a_prompt_is_a_usage_error() {
+    let sb = Sandbox::new();
+    let run = sb.run(&["--mode", "acp", "--daemon"]);
+    assert_eq!(run.code, 2, "{run}");
+    assert!(
+        run.stderr
+            .contains("--mode acp does not run sessions in the daemon yet"),
+        "{run}"
+    );
+    assert_eq!(run.stdout, "", "nothing but ACP messages on stdout");
+    let run = sb.run(&["--acp", "hello"]);
+    assert_eq!(run.code, 2, "{run}");
+    assert!(
+        run.stderr.contains("acp mode takes no prompt arguments"),
+        "{run}"
+    );
 }

@@ -47,8 +47,13 @@ fn the_typescript_sdk_client_initializes_prompts_and_answers_a_permission() {
     assert_eq!(
         summary["updates"],
         json!([
-            "agent_thought_chunk", "agent_message_chunk", "agent_message_chunk",
-            "tool_call", "tool_call_update", "tool_call_update", "agent_message_chunk"
+            "agent_thought_chunk",
+            "agent_message_chunk",
+            "agent_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "tool_call_update",
+            "agent_message_chunk"
         ])
     );
     assert_eq!(
@@ -57,5 +62,8 @@ fn the_typescript_sdk_client_initializes_prompts_and_answers_a_permission() {
             "options": ["allow_once", "allow_always", "reject_once", "reject_always"]}])
     );
     assert_eq!(summary["exitCode"], 0);
-    assert!(!sb.work().join("doomed.txt").exists(), "the allowed call ran");
+    assert!(
+        !sb.work().join("doomed.txt").exists(),
+        "the allowed call ran"
+    );
 }

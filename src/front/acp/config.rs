@@ -6,8 +6,8 @@
 use serde_json::{json, Value};
 
 use super::schema::{
-    AvailableCommand, AvailableCommandInput, SessionConfigOption, UnstructuredCommandInput, SessionConfigOptionCategory, SessionConfigSelectOption, SessionMode,
-    SessionModeState,
+    AvailableCommand, AvailableCommandInput, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigSelectOption, SessionMode, SessionModeState, UnstructuredCommandInput,
 };
 use crate::front::link::Commands;
 
@@ -77,7 +77,10 @@ fn model_value(m: &Value) -> Option<(String, String)> {
 impl Config {
     /// Reads the session's model, models and thinking levels.
     pub async fn fetch(commands: &Commands, policy: Option<Policy>) -> Config {
-        let state = commands.request("get_state", json!({})).await.unwrap_or_default();
+        let state = commands
+            .request("get_state", json!({}))
+            .await
+            .unwrap_or_default();
         let models = commands
             .request("get_available_models", json!({}))
             .await
@@ -171,7 +174,10 @@ impl Config {
 /// The session's prompt templates and skills (`get_commands`) as ACP commands: a prompt
 /// `/NAME args` runs them, as in RPC mode.
 pub async fn commands(commands: &Commands) -> Vec<AvailableCommand> {
-    let listed = commands.request("get_commands", json!({})).await.unwrap_or_default();
+    let listed = commands
+        .request("get_commands", json!({}))
+        .await
+        .unwrap_or_default();
     available(&listed)
 }
 
@@ -184,7 +190,8 @@ pub fn available(listed: &Value) -> Vec<AvailableCommand> {
         .filter_map(|c| {
             let name = c["name"].as_str()?;
             let description = c["description"].as_str().unwrap_or(name);
-            let hint = AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("arguments"));
+            let hint =
+                AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("arguments"));
             Some(AvailableCommand::new(name, description).input(hint))
         })
         .collect()
@@ -219,12 +226,26 @@ mod tests {
             .collect();
         assert_eq!(
             ids,
-            [("mode", "mode", "ask"), ("model", "model", "scripted/s1"), ("thought_level", "thought_level", "off")]
+            [
+                ("mode", "mode", "ask"),
+                ("model", "model", "scripted/s1"),
+                ("thought_level", "thought_level", "off")
+            ]
         );
-        assert_eq!(v[1]["options"][0]["value"], "scripted/s1", "the current model is listed");
-        assert_eq!(serde_json::to_value(c.modes()).unwrap()["currentModeId"], "ask");
+        assert_eq!(
+            v[1]["options"][0]["value"], "scripted/s1",
+            "the current model is listed"
+        );
+        assert_eq!(
+            serde_json::to_value(c.modes()).unwrap()["currentModeId"],
+            "ask"
+        );
         c.policy = None;
-        assert_eq!(c.options().len(), 2, "a policy fixed by --permission is no option");
+        assert_eq!(
+            c.options().len(),
+            2,
+            "a policy fixed by --permission is no option"
+        );
         assert!(c.modes().is_none());
     }
 

@@ -44,17 +44,15 @@ pub fn prompt(blocks: &[ContentBlock]) -> Result<Prompt, String> {
                         push(&mut text, &block);
                     }
                 }
-                EmbeddedResourceResource::BlobResourceContents(b) => {
-                    match b.mime_type.as_deref() {
-                        Some(m) if m.starts_with("image/") => images.push(image(&b.blob, m)),
-                        _ => {
-                            return Err(at(format!(
-                                "{}: only text and image resources can be included",
-                                b.uri
-                            )))
-                        }
+                EmbeddedResourceResource::BlobResourceContents(b) => match b.mime_type.as_deref() {
+                    Some(m) if m.starts_with("image/") => images.push(image(&b.blob, m)),
+                    _ => {
+                        return Err(at(format!(
+                            "{}: only text and image resources can be included",
+                            b.uri
+                        )))
                     }
-                }
+                },
                 _ => return Err(at("an unknown kind of resource".into())),
             },
             ContentBlock::Audio(_) => {
@@ -184,8 +182,10 @@ mod tests {
         ])))
         .unwrap_err();
         assert!(e.starts_with("`prompt[1]`: /no/such/file"), "{e}");
-        let e = prompt(&blocks(json!([{"type": "audio", "data": "AA", "mimeType": "audio/wav"}])))
-            .unwrap_err();
+        let e = prompt(&blocks(
+            json!([{"type": "audio", "data": "AA", "mimeType": "audio/wav"}]),
+        ))
+        .unwrap_err();
         assert!(e.contains("audio is not supported"), "{e}");
     }
 }

@@ -12,16 +12,15 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
-use super::schema::{
-    AgentCapabilities, CancelNotification, CloseSessionRequest, Implementation, InitializeRequest,
-    InitializeResponse, ListSessionsRequest, ListSessionsResponse, LoadSessionRequest,
-    NewSessionRequest, PromptCapabilities, PromptRequest, ProtocolVersion, ResumeSessionRequest,
-    SetSessionConfigOptionRequest, SetSessionModeRequest, AvailableCommandsUpdate, SessionNotification,
-    SessionUpdate,
-    SessionCapabilities, SessionCloseCapabilities, SessionInfo, SessionListCapabilities,
-    SessionResumeCapabilities,
-};
 use super::config::{Config, Policy};
+use super::schema::{
+    AgentCapabilities, AvailableCommandsUpdate, CancelNotification, CloseSessionRequest,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest,
+    ProtocolVersion, ResumeSessionRequest, SessionCapabilities, SessionCloseCapabilities,
+    SessionInfo, SessionListCapabilities, SessionNotification, SessionResumeCapabilities,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
+};
 use super::session::{self, ToSession};
 use super::updates::Mapper;
 use super::{content, Peer, Sink};
@@ -70,7 +69,13 @@ pub struct Agent {
 }
 
 impl Agent {
-    pub fn new(cli: &Cli, env: &Env, clock: &Clock, explicit_permission: bool, sink: Sink) -> Agent {
+    pub fn new(
+        cli: &Cli,
+        env: &Env,
+        clock: &Clock,
+        explicit_permission: bool,
+        sink: Sink,
+    ) -> Agent {
         let mut cli = cli.clone();
         if !explicit_permission {
             cli.permission = PermissionFlag::Ask;
@@ -102,7 +107,9 @@ impl Agent {
         match j::parse_frame(&frame, MAX_LINE_BYTES) {
             Incoming::Invalid(e) => self.sink.line(e.line()),
             Incoming::Response { id, result } => self.peer.route(&id, result),
-            Incoming::Notification { method, params } => self.notification(&method, params.as_deref()),
+            Incoming::Notification { method, params } => {
+                self.notification(&method, params.as_deref())
+            }
             Incoming::Request { id, method, params } => {
                 if let Err(e) = self.request(&id, &method, params.as_deref()) {
                     self.sink.error(Some(&id), &e);
@@ -130,7 +137,12 @@ impl Agent {
         }
     }
 
-    fn request(&mut self, id: &Id, method: &str, params: Option<&RawValue>) -> Result<(), ErrorObject> {
+    fn request(
+        &mut self,
+        id: &Id,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), ErrorObject> {
         match method {
             "initialize" => {
                 let _: InitializeRequest = j::params(params)?;
@@ -142,11 +154,23 @@ impl Agent {
             }
             "session/load" => {
                 let p: LoadSessionRequest = j::params(params)?;
-                self.open(id, Open::Load, p.cwd, Some(p.session_id.0.to_string()), p.mcp_servers.len())?;
+                self.open(
+                    id,
+                    Open::Load,
+                    p.cwd,
+                    Some(p.session_id.0.to_string()),
+                    p.mcp_servers.len(),
+                )?;
             }
             "session/resume" => {
                 let p: ResumeSessionRequest = j::params(params)?;
-                self.open(id, Open::Resume, p.cwd, Some(p.session_id.0.to_string()), p.mcp_servers.len())?;
+                self.open(
+                    id,
+                    Open::Resume,
+                    p.cwd,
+                    Some(p.session_id.0.to_string()),
+                    p.mcp_servers.len(),
+                )?;
             }
             "session/list" => {
                 let p: ListSessionsRequest = j::params(params)?;
@@ -160,20 +184,33 @@ impl Agent {
             }
             "session/close" => {
                 let p: CloseSessionRequest = j::params(params)?;
-                let entry = self.sessions.lock().ok().and_then(|mut s| s.remove(p.session_id.0.as_ref()));
+                let entry = self
+                    .sessions
+                    .lock()
+                    .ok()
+                    .and_then(|mut s| s.remove(p.session_id.0.as_ref()));
                 let Some(entry) = entry else {
                     return Err(not_found(&p.session_id.0));
                 };
-                let _ = entry.tx.send(ToSession::Close { id: Some(id.clone()) });
+                let _ = entry.tx.send(ToSession::Close {
+                    id: Some(id.clone()),
+                });
             }
             "session/prompt" => {
                 let p: PromptRequest = j::params(params)?;
-                let prompt = content::prompt(&p.prompt)
-                    .map_err(|e| ErrorObject::new(j::INVALID_PARAMS, format!("Invalid params: {e}")))?;
+                let prompt = content::prompt(&p.prompt).map_err(|e| {
+                    ErrorObject::new(j::INVALID_PARAMS, format!("Invalid params: {e}"))
+                })?;
                 if !self.live(&p.session_id.0) {
                     return Err(not_found(&p.session_id.0));
                 }
-                self.send(&p.session_id.0, ToSession::Prompt { id: id.clone(), prompt });
+                self.send(
+                    &p.session_id.0,
+                    ToSession::Prompt {
+                        id: id.clone(),
+                        prompt,
+                    },
+                );
             }
             "session/set_mode" => {
                 let p: SetSessionModeRequest = j::params(params)?;
@@ -181,7 +218,13 @@ impl Agent {
                     return Err(not_found(&p.session_id.0));
                 }
                 let mode = p.mode_id.0.to_string();
-                self.send(&p.session_id.0, ToSession::SetMode { id: id.clone(), mode });
+                self.send(
+                    &p.session_id.0,
+                    ToSession::SetMode {
+                        id: id.clone(),
+                        mode,
+                    },
+                );
             }
             "session/set_config_option" => {
                 let p: SetSessionConfigOptionRequest = j::params(params)?;
@@ -189,7 +232,11 @@ impl Agent {
                     return Err(not_found(&p.session_id.0));
                 }
                 let option = p.config_id.0.to_string();
-                let msg = ToSession::SetOption { id: id.clone(), option, value: p.value };
+                let msg = ToSession::SetOption {
+                    id: id.clone(),
+                    option,
+                    value: p.value,
+                };
                 self.send(&p.session_id.0, msg);
             }
             other => {
@@ -207,7 +254,13 @@ impl Agent {
     }
 
     fn send(&self, session: &str, msg: ToSession) {
-        if let Some(e) = self.sessions.lock().ok().as_ref().and_then(|s| s.get(session)) {
+        if let Some(e) = self
+            .sessions
+            .lock()
+            .ok()
+            .as_ref()
+            .and_then(|s| s.get(session))
+        {
             let _ = e.tx.send(msg);
         }
     }
@@ -261,7 +314,13 @@ impl Agent {
         if let Some(wanted) = &existing {
             if self.live(wanted) {
                 let replay = how == Open::Load;
-                self.send(wanted, ToSession::Reopen { id: id.clone(), replay });
+                self.send(
+                    wanted,
+                    ToSession::Reopen {
+                        id: id.clone(),
+                        replay,
+                    },
+                );
                 return Ok(());
             }
             let dir = crate::setup::session_dir(&cli, &env);
@@ -301,7 +360,10 @@ impl Agent {
             let mut mapper = Mapper::new(cwd.clone(), asks);
             if how == Open::Load {
                 for u in mapper.replay(&messages) {
-                    sink.notify("session/update", &SessionNotification::new(session.clone(), u));
+                    sink.notify(
+                        "session/update",
+                        &SessionNotification::new(session.clone(), u),
+                    );
                 }
             } else {
                 mapper.skip(messages.len());
@@ -316,7 +378,8 @@ impl Agent {
             }
             sink.result(&id, &answer);
             if !templates.is_empty() {
-                let update = SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(templates));
+                let update =
+                    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(templates));
                 sink.notify("session/update", &SessionNotification::new(session, update));
             }
         }));
@@ -342,10 +405,16 @@ impl Agent {
         let sessions = summaries
             .into_iter()
             .map(|s| {
-                let title = s.name.clone().or(s.first_message.clone()).map(|t| title_of(&t));
+                let title = s
+                    .name
+                    .clone()
+                    .or(s.first_message.clone())
+                    .map(|t| title_of(&t));
                 let updated = chrono::DateTime::from_timestamp_millis(s.modified_ms)
                     .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
-                SessionInfo::new(s.id, PathBuf::from(s.cwd)).title(title).updated_at(updated)
+                SessionInfo::new(s.id, PathBuf::from(s.cwd))
+                    .title(title)
+                    .updated_at(updated)
             })
             .collect();
         ListSessionsResponse::new(sessions)
@@ -405,5 +474,7 @@ fn initialize() -> InitializeResponse {
         .session_capabilities(sessions);
     InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(caps)
-        .agent_info(Implementation::new("keel", env!("CARGO_PKG_VERSION")).title("keel".to_string()))
+        .agent_info(
+            Implementation::new("keel", env!("CARGO_PKG_VERSION")).title("keel".to_string()),
+        )
 }

@@ -92,15 +92,27 @@ impl Peer {
 
     /// Routes a response to the request that waits for it (an unknown id is logged).
     fn route(&self, id: &Id, result: Result<Box<RawValue>, ErrorObject>) {
-        let waiting = self.pending.lock().ok().and_then(|mut p| p.remove(id.text()));
+        let waiting = self
+            .pending
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(id.text()));
         let Some(tx) = waiting else {
-            tracing::warn!("a response to {} that this agent did not ask for", id.text());
+            tracing::warn!(
+                "a response to {} that this agent did not ask for",
+                id.text()
+            );
             return;
         };
         let value = match result {
             Ok(raw) => serde_json::from_str(raw.get()).ok(),
             Err(e) => {
-                tracing::info!("the client answered {} with error {}: {}", id.text(), e.code, e.message);
+                tracing::info!(
+                    "the client answered {} with error {}: {}",
+                    id.text(),
+                    e.code,
+                    e.message
+                );
                 None
             }
         };

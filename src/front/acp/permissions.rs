@@ -69,8 +69,8 @@ impl Rules {
     /// Reads the client's answer to a request for `tool` (a JSON-RPC result, or `None` for an
     /// error or no answer): the decision, remembering an "always" one.
     pub fn answer(&mut self, tool: &str, result: Option<&Value>) -> Decision {
-        let Some(parsed) =
-            result.and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v.clone()).ok())
+        let Some(parsed) = result
+            .and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v.clone()).ok())
         else {
             return Decision::Cancelled;
         };
@@ -104,11 +104,20 @@ mod tests {
     #[test]
     fn always_answers_stand_for_later_calls_of_the_same_tool_only() {
         let mut r = Rules::default();
-        assert_eq!(r.answer("bash", Some(&selected(ALLOW_ONCE))), Decision::Allow);
+        assert_eq!(
+            r.answer("bash", Some(&selected(ALLOW_ONCE))),
+            Decision::Allow
+        );
         assert_eq!(r.standing("bash"), None);
-        assert_eq!(r.answer("bash", Some(&selected(ALLOW_ALWAYS))), Decision::Allow);
+        assert_eq!(
+            r.answer("bash", Some(&selected(ALLOW_ALWAYS))),
+            Decision::Allow
+        );
         assert_eq!(r.standing("bash"), Some(Decision::Allow));
-        assert_eq!(r.answer("edit", Some(&selected(REJECT_ALWAYS))), Decision::Reject);
+        assert_eq!(
+            r.answer("edit", Some(&selected(REJECT_ALWAYS))),
+            Decision::Reject
+        );
         assert_eq!(r.standing("edit"), Some(Decision::Reject));
         assert_eq!(r.standing("write"), None);
     }
@@ -119,8 +128,14 @@ mod tests {
         let cancelled = json!({"outcome": {"outcome": "cancelled"}});
         assert_eq!(r.answer("bash", Some(&cancelled)), Decision::Cancelled);
         assert_eq!(r.answer("bash", None), Decision::Cancelled);
-        assert_eq!(r.answer("bash", Some(&selected("yes-please"))), Decision::Reject);
-        assert_eq!(r.answer("bash", Some(&json!({"nope": 1}))), Decision::Cancelled);
+        assert_eq!(
+            r.answer("bash", Some(&selected("yes-please"))),
+            Decision::Reject
+        );
+        assert_eq!(
+            r.answer("bash", Some(&json!({"nope": 1}))),
+            Decision::Cancelled
+        );
     }
 
     #[test]
@@ -132,6 +147,9 @@ mod tests {
             .iter()
             .map(|o| o["kind"].as_str().unwrap())
             .collect();
-        assert_eq!(kinds, ["allow_once", "allow_always", "reject_once", "reject_always"]);
+        assert_eq!(
+            kinds,
+            ["allow_once", "allow_always", "reject_once", "reject_always"]
+        );
     }
 }

@@ -30,15 +30,26 @@ pub const MAX_DIFF_BYTES: u64 = 1024 * 1024;
 
 /// What the serve loop asks of a session.
 pub enum ToSession {
-    Prompt { id: Id, prompt: Prompt },
+    Prompt {
+        id: Id,
+        prompt: Prompt,
+    },
     /// `session/cancel` (`request: None`) or `$/cancel_request` for request `request` (which
     /// is then answered -32800, if it is this session's prompt).
-    Cancel { request: Option<Id> },
+    Cancel {
+        request: Option<Id>,
+    },
     /// `session/load` (`replay`) or `session/resume` of a session live here: answer `id` with
     /// the session's modes and options, after replaying it for a load.
-    Reopen { id: Id, replay: bool },
+    Reopen {
+        id: Id,
+        replay: bool,
+    },
     /// `session/set_mode`.
-    SetMode { id: Id, mode: String },
+    SetMode {
+        id: Id,
+        mode: String,
+    },
     /// `session/set_config_option`.
     SetOption {
         id: Id,
@@ -46,13 +57,22 @@ pub enum ToSession {
         value: SessionConfigOptionValue,
     },
     /// `session/close` (answer `id`), or the end of input (`None`): stop and save.
-    Close { id: Option<Id> },
+    Close {
+        id: Option<Id>,
+    },
 }
 
 /// What a session's helper tasks report back.
 enum Back {
-    PromptFailed { id: Id, error: String },
-    Permission { call: String, tool: String, answer: Option<Value> },
+    PromptFailed {
+        id: Id,
+        error: String,
+    },
+    Permission {
+        call: String,
+        tool: String,
+        answer: Option<Value>,
+    },
 }
 
 /// The prompt being served.
@@ -86,7 +106,10 @@ pub fn spawn(
     cwd: std::path::PathBuf,
     sink: Sink,
     peer: Arc<Peer>,
-) -> (mpsc::UnboundedSender<ToSession>, tokio::task::JoinHandle<()>) {
+) -> (
+    mpsc::UnboundedSender<ToSession>,
+    tokio::task::JoinHandle<()>,
+) {
     let (tx, rx) = mpsc::unbounded_channel();
     let (back, back_rx) = mpsc::unbounded_channel();
     let task = Task {
@@ -255,10 +278,9 @@ impl Task {
             },
             ToSession::SetOption { id, option, value } => {
                 match self.set_option(&option, &value).await {
-                    Ok(()) => self.sink.result(
-                        &id,
-                        &json!({"configOptions": self.config.options()}),
-                    ),
+                    Ok(()) => self
+                        .sink
+                        .result(&id, &json!({"configOptions": self.config.options()})),
                     Err(e) => self.sink.error(Some(&id), &e),
                 }
             }
@@ -328,14 +350,17 @@ impl Task {
     }
 
     fn set_policy(&mut self, mode: &str) -> Result<(), ErrorObject> {
-        let bad = |why: String| ErrorObject::new(j::INVALID_PARAMS, format!("Invalid params: {why}"));
+        let bad =
+            |why: String| ErrorObject::new(j::INVALID_PARAMS, format!("Invalid params: {why}"));
         if self.config.policy.is_none() {
             return Err(bad(format!(
                 "`modeId`: this session's policy is fixed by --permission; {mode} cannot be chosen"
             )));
         }
         let policy = Policy::parse(mode).ok_or_else(|| {
-            bad(format!("`modeId`: unknown mode {mode} (ask, auto or read-only)"))
+            bad(format!(
+                "`modeId`: unknown mode {mode} (ask, auto or read-only)"
+            ))
         })?;
         self.config.policy = Some(policy);
         Ok(())
@@ -346,9 +371,12 @@ impl Task {
         option: &str,
         value: &SessionConfigOptionValue,
     ) -> Result<(), ErrorObject> {
-        let bad = |why: String| ErrorObject::new(j::INVALID_PARAMS, format!("Invalid params: {why}"));
+        let bad =
+            |why: String| ErrorObject::new(j::INVALID_PARAMS, format!("Invalid params: {why}"));
         let Some(value) = value.as_value_id().map(|v| v.0.to_string()) else {
-            return Err(bad(format!("`value`: {option} takes one of its options' values")));
+            return Err(bad(format!(
+                "`value`: {option} takes one of its options' values"
+            )));
         };
         let failed = |e: String| ErrorObject::new(j::INTERNAL_ERROR, e);
         match option {
@@ -358,7 +386,9 @@ impl Task {
                     e
                 })?;
                 if let Some(p) = self.config.policy {
-                    self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(p.id())));
+                    self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                        p.id(),
+                    )));
                 }
             }
             "model" => {
@@ -500,8 +530,14 @@ mod tests {
 
     #[test]
     fn verdicts_map_to_stop_reasons() {
-        assert_eq!(stop_reason("completed", None, None), Ok(StopReason::EndTurn));
-        assert_eq!(stop_reason("aborted", None, None), Ok(StopReason::Cancelled));
+        assert_eq!(
+            stop_reason("completed", None, None),
+            Ok(StopReason::EndTurn)
+        );
+        assert_eq!(
+            stop_reason("aborted", None, None),
+            Ok(StopReason::Cancelled)
+        );
         assert_eq!(
             stop_reason("turn_limit", None, None),
             Ok(StopReason::MaxTurnRequests)

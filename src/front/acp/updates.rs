@@ -9,8 +9,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::schema::{
-    ContentBlock, ContentChunk, Diff, MessageId, SessionUpdate, TextContent, ToolCall, ToolCallContent,
-    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, Diff, MessageId, SessionUpdate, TextContent, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind,
 };
 use crate::front::public::{Delta, PublicEvent, ToolResult};
 use crate::kernel::message::{Content, Message};
@@ -124,9 +125,12 @@ impl Mapper {
                     args: Value::Null,
                     before: None,
                 });
-                vec![SessionUpdate::ToolCallUpdate(
-                    self.finished(tool_call_id, &call, result, *is_error),
-                )]
+                vec![SessionUpdate::ToolCallUpdate(self.finished(
+                    tool_call_id,
+                    &call,
+                    result,
+                    *is_error,
+                ))]
             }
             _ => Vec::new(),
         }
@@ -283,7 +287,9 @@ impl Mapper {
             "edit" => Diff::new(path, arg("newText", "new_string")?)
                 .old_text(arg("oldText", "old_string")?),
             "write" => {
-                let created = details.and_then(|d| d.get("created")).and_then(Value::as_bool);
+                let created = details
+                    .and_then(|d| d.get("created"))
+                    .and_then(Value::as_bool);
                 let before = match (&call.before, created) {
                     (Some(before), _) => before.clone(),
                     (None, Some(true)) => None,
@@ -405,20 +411,35 @@ mod tests {
         let mut m = Mapper::new("/w".into(), false);
         let stale = |_: &Path| Some("already rewritten".to_string());
         let start = m.event(&ev(json!({"type":"tool_execution_start","toolCallId":"c1","toolName":"write","args":{"path":"a.txt","content":"x"}})), &stale);
-        assert_eq!(wire(&start)[0].get("content"), None, "no diff from a file read too late");
+        assert_eq!(
+            wire(&start)[0].get("content"),
+            None,
+            "no diff from a file read too late"
+        );
         let end = |created: bool| json!({"type":"tool_execution_end","toolCallId":"c1","toolName":"write","result":{"content":[{"type":"text","text":"Wrote 1 bytes"}],"details":{"created":created}},"isError":false});
         let done = m.event(&ev(end(false)), &stale);
-        assert_eq!(wire(&done)[0]["content"], json!([{"type":"content","content":{"type":"text","text":"Wrote 1 bytes"}}]));
+        assert_eq!(
+            wire(&done)[0]["content"],
+            json!([{"type":"content","content":{"type":"text","text":"Wrote 1 bytes"}}])
+        );
         m.event(&ev(json!({"type":"tool_execution_start","toolCallId":"c1","toolName":"write","args":{"path":"a.txt","content":"x"}})), &stale);
         let created = m.event(&ev(end(true)), &stale);
-        assert_eq!(wire(&created)[0]["content"], json!([{"type":"diff","path":"/w/a.txt","newText":"x"}]), "no oldText: a new file");
+        assert_eq!(
+            wire(&created)[0]["content"],
+            json!([{"type":"diff","path":"/w/a.txt","newText":"x"}]),
+            "no oldText: a new file"
+        );
     }
 
     #[test]
     fn tool_kinds_follow_the_tool() {
         let m = Mapper::new("/w".into(), false);
         let kind = |name: &str| {
-            let call = Call { name: name.into(), args: json!({"path":"x"}), before: None };
+            let call = Call {
+                name: name.into(),
+                args: json!({"path":"x"}),
+                before: None,
+            };
             serde_json::to_value(m.tool_call("c", &call)).unwrap()["kind"].clone()
         };
         assert_eq!(kind("read"), "read");
@@ -428,7 +449,11 @@ mod tests {
         assert_eq!(kind("grep"), "search");
         assert_eq!(kind("find"), "search");
         assert_eq!(kind("ls"), "read");
-        assert_eq!(kind("mcp_tool"), Value::Null, "other is the default, left out");
+        assert_eq!(
+            kind("mcp_tool"),
+            Value::Null,
+            "other is the default, left out"
+        );
     }
 
     #[test]
