@@ -102,3 +102,71 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     assert_eq!(local, remote);
     assert_eq!(local.1, Ok(json!({"text": "Hello from keel!"})));
 }
+
+/// Regression: a dialog answer sent over a local link (the in-process TUI, ACP) never reached
+/// the session, which reads the dialog id from the request id (the daemon's connection sets
+/// it); the call waited for an answer forever.
+#[test]
+fn a_dialog_answer_over_a_local_link_reaches_the_session() {
+    let script = fixture("blocked.json");
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "--permission",
+        "ask",
+    ];
+    let sb = Sandbox::new();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args)).unwrap();
+        let env = Env {
+            stdin_tty: false,
+            stdout_tty: false,
+            stderr_tty: false,
+            no_color: true,
+            cwd: sb.work(),
+            keel_home: sb.home(),
+            fixed_clock: Some(CLOCK.parse().unwrap()),
+            seed: Some(sb.seed),
+            temp_dir: sb.dir.path().to_path_buf(),
+            log_filter: "off".into(),
+            test_panic: false,
+            vars: Default::default(),
+            retry_base_ms: None,
+        };
+        let clock = Clock::new(env.fixed_clock, env.seed);
+        let setup = keel::setup::host_setup(&cli, &env, &clock, true)
+            .await
+            .unwrap();
+        let (mut link, _) = Link::local(setup, (10_000, 8 << 20)).await.unwrap();
+        let answer = link.request("prompt", json!({"message": "go"})).await;
+        assert_eq!(answer, Ok(json!({"disposition": "started"})));
+        let denied = tokio::time::timeout(std::time::Duration::from_secs(60), async {
+            loop {
+                let Some(Note::Event { line, .. }) = link.next().await else {
+                    panic!("the link ended early");
+                };
+                if line.contains("\"type\":\"extension_ui_request\"") {
+                    let r = link
+                        .request(
+                            "extension_ui_response",
+                            json!({"id": "call_rm", "confirmed": false}),
+                        )
+                        .await;
+                    assert_eq!(r, Ok(json!({})));
+                }
+                if line.contains("\"type\":\"tool_execution_end\"") {
+                    return line.to_string();
+                }
+            }
+        })
+        .await
+        .expect("the dialog answer never reached the session");
+        assert!(denied.contains("denied by the user"), "{denied}");
+    });
+}
