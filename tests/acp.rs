@@ -401,6 +401,11 @@ fn acp_load_in_a_new_process_replays_the_branch_before_answering() {
 fn acp_errors_have_their_codes_and_name_the_field() {
     let sb = Sandbox::new();
     let mut a = acp(&sb, &["--max-turns", "1", "--permission", "auto"]);
+    let v7 = call(&mut a, "v7", "initialize", json!({"protocolVersion": 7}));
+    assert_eq!(
+        v7["result"]["protocolVersion"], 1,
+        "the one version keel speaks"
+    );
     a.send_bytes(b"this is not json\n");
     a.send_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":\"x\"}\n");
     a.send_bytes(b"[]\n");
@@ -640,5 +645,31 @@ fn acp_with_daemon_or_a_prompt_is_a_usage_error() {
     assert!(
         run.stderr.contains("acp mode takes no prompt arguments"),
         "{run}"
+    );
+}
+
+#[test]
+fn acp_sigterm_mid_run_answers_cancelled_saves_and_exits_143() {
+    let sb = Sandbox::new();
+    let mut a = acp(&sb, &[]);
+    init(&mut a);
+    let session = new_session(&mut a, &sb);
+    prompt(&mut a, "p", &session, "hang on");
+    a.wait(&json!({"params": {"update": {"sessionUpdate": "agent_message_chunk"}}}));
+    a.signal(nix::sys::signal::Signal::SIGTERM);
+    let (out, _, code) = a.collect();
+    assert_eq!(code, 143);
+    let answer = out
+        .iter()
+        .find(|l| l.contains("\"id\":\"p\""))
+        .expect("the prompt is answered");
+    assert!(answer.contains("\"stopReason\":\"cancelled\""), "{answer}");
+    let files = sb.session_files();
+    assert_eq!(files.len(), 1);
+    assert!(
+        std::fs::read_to_string(&files[0])
+            .unwrap()
+            .contains("hang on"),
+        "the prompt is saved"
     );
 }
