@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::schema::{
-    ContentBlock, ContentChunk, Diff, MessageId, SessionUpdate, TextContent, ToolCall,
-    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
-    ToolKind,
+    ContentBlock, ContentChunk, Diff, MessageId, SessionInfoUpdate, SessionUpdate, TextContent,
+    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind,
 };
 use crate::front::public::{Delta, PublicEvent, ToolResult};
 use crate::kernel::message::{Content, Message};
@@ -132,6 +132,9 @@ impl Mapper {
                     *is_error,
                 ))]
             }
+            PublicEvent::SessionInfoChanged { name } => vec![SessionUpdate::SessionInfoUpdate(
+                SessionInfoUpdate::new().title(name.clone()),
+            )],
             _ => Vec::new(),
         }
     }
@@ -428,6 +431,19 @@ mod tests {
             wire(&created)[0]["content"],
             json!([{"type":"diff","path":"/w/a.txt","newText":"x"}]),
             "no oldText: a new file"
+        );
+    }
+
+    #[test]
+    fn a_renamed_session_updates_its_title() {
+        let mut m = Mapper::new("/w".into(), false);
+        let u = m.event(
+            &ev(json!({"type":"session_info_changed","name":"Refactor"})),
+            &|_: &Path| None,
+        );
+        assert_eq!(
+            wire(&u),
+            json!([{"sessionUpdate":"session_info_update","title":"Refactor"}])
         );
     }
 
