@@ -299,6 +299,13 @@ async fn start(
             Err(_) => stdout_failed(out),
         });
     }
+    if mode == Mode::Acp {
+        // ACP sessions ask for approvals unless `--permission` was given (clap cannot tell).
+        let explicit = std::env::args_os().any(|a| {
+            a == "--permission" || a.to_str().is_some_and(|a| a.starts_with("--permission="))
+        });
+        return crate::front::acp::serve(cli, env, clock, explicit, out).await;
+    }
     if mode == Mode::Rpc {
         if cli.daemon {
             setup::check_session_flags(cli, false)?;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::{Parser, ValueEnum};
 
 /// keel: a coding agent for terminals, CI pipelines, scripts and editors.
-#[derive(Debug, Parser)]
+#[derive(Debug, Clone, Parser)]
 #[command(name = "keel", version, about, long_about = None)]
 pub struct Cli {
     /// The prompt (several words are joined with spaces). Piped stdin is prepended to it.
@@ -16,7 +16,8 @@ pub struct Cli {
     #[arg(short = 'p', long = "print")]
     pub print: bool,
 
-    /// Output mode: text (print or TUI by terminal), json (JSONL events), rpc (JSONL over stdio).
+    /// Output mode: text (print or TUI by terminal), json (JSONL events), rpc (JSONL over stdio),
+    /// acp (an Agent Client Protocol agent for editors, over stdio).
     #[arg(long, value_enum)]
     pub mode: Option<ModeFlag>,
 
@@ -27,6 +28,10 @@ pub struct Cli {
     /// Same as --mode rpc.
     #[arg(long, conflicts_with_all = ["mode", "json"])]
     pub rpc: bool,
+
+    /// Same as --mode acp.
+    #[arg(long, conflicts_with_all = ["mode", "json", "rpc"])]
+    pub acp: bool,
 
     /// Continue the newest session of this directory (a new one if there is none).
     #[arg(short = 'c', long = "continue")]
@@ -190,6 +195,7 @@ pub enum ModeFlag {
     Text,
     Json,
     Rpc,
+    Acp,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -16,6 +16,8 @@ pub enum Mode {
     Print,
     Json,
     Rpc,
+    /// An Agent Client Protocol agent over stdio (`front::acp`).
+    Acp,
 }
 
 /// Facts about the process environment, gathered by [`Env::detect`] and injectable in tests.
@@ -81,7 +83,9 @@ impl Env {
 /// Resolves the front end (`DESIGN.md` §3): rpc, json, then print when `-p` or either stream is
 /// not a terminal, else the TUI.
 pub fn resolve(cli: &Cli, env: &Env) -> Mode {
-    let flag = if cli.rpc {
+    let flag = if cli.acp {
+        Some(ModeFlag::Acp)
+    } else if cli.rpc {
         Some(ModeFlag::Rpc)
     } else if cli.json {
         Some(ModeFlag::Json)
@@ -90,6 +94,7 @@ pub fn resolve(cli: &Cli, env: &Env) -> Mode {
     };
     match flag {
         Some(ModeFlag::Rpc) => Mode::Rpc,
+        Some(ModeFlag::Acp) => Mode::Acp,
         Some(ModeFlag::Json) => Mode::Json,
         _ if cli.print || !env.stdin_tty || !env.stdout_tty => Mode::Print,
         _ => Mode::Tui,
@@ -138,6 +143,8 @@ mod tests {
     fn resolution_follows_design_order() {
         assert_eq!(mode(&["--mode", "rpc"], true, true), Mode::Rpc);
         assert_eq!(mode(&["--rpc", "-p"], false, false), Mode::Rpc);
+        assert_eq!(mode(&["--mode", "acp"], false, false), Mode::Acp);
+        assert_eq!(mode(&["--acp"], true, true), Mode::Acp);
         assert_eq!(mode(&["--json", "x"], true, true), Mode::Json);
         assert_eq!(mode(&["--mode", "json", "-p", "x"], true, true), Mode::Json);
         assert_eq!(mode(&["-p", "x"], true, true), Mode::Print);

@@ -6,6 +6,8 @@
     clippy::print_stderr
 )]
 
+mod acp;
+mod acp_sdk;
 mod architecture;
 mod chaos;
 mod compaction;

@@ -39,8 +39,13 @@ impl Rpc {
     pub fn start(sb: &Sandbox, args: &[&str]) -> Rpc {
         let mut all = vec!["--mode", "rpc"];
         all.extend_from_slice(args);
+        Rpc::start_raw(sb, &all)
+    }
+
+    /// The binary with exactly these arguments (another stdio mode: `--mode acp`).
+    pub fn start_raw(sb: &Sandbox, all: &[&str]) -> Rpc {
         let mut child = sb
-            .cmd(&all)
+            .cmd(all)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -66,12 +66,8 @@ pub async fn open(
         let status = handle.status().await;
         return Ok(result(&id, status.as_ref(), false, &[]));
     }
-    crate::setup::check_session_flags(&cli, false).map_err(|e| startup_failed(&e))?;
     let clock = Clock::new(env.fixed_clock, env.seed);
-    // The run's start time is read first, as a keel process reads it at startup: a session
-    // opened here gets the ids and times it would get in-process.
-    let _started = clock.now_ms();
-    let setup = crate::setup::host_setup(&cli, &env, &clock, !p.headless)
+    let setup = start(&cli, &env, &clock, !p.headless)
         .await
         .map_err(|e| startup_failed(&e))?;
     if p.headless {
@@ -89,6 +85,23 @@ pub async fn open(
         .unwrap_or_default();
     shared.sessions.lock().await.insert(id.clone(), handle);
     Ok(result(&id, status.as_ref(), true, &warnings))
+}
+
+/// The host setup of a session started with `cli`'s flags in `env`'s directory, as a keel
+/// process started there would get it: the daemon's `session/open` and ACP's `session/new`,
+/// `session/load` and `session/resume` all start sessions here. `can_ask`: approval dialogs
+/// can be answered (false blocks such calls, as a print run does).
+pub(crate) async fn start(
+    cli: &Cli,
+    env: &Env,
+    clock: &Clock,
+    can_ask: bool,
+) -> Result<crate::host::HostSetup, StartupError> {
+    crate::setup::check_session_flags(cli, false)?;
+    // The run's start time is read first, as a keel process reads it at startup: a session
+    // opened here gets the ids and times it would get in-process.
+    let _started = clock.now_ms();
+    crate::setup::host_setup(cli, env, clock, can_ask).await
 }
 
 /// -32000 with the startup error's text as the message and the error itself as `data`.
@@ -134,7 +147,20 @@ fn result(id: &str, status: Option<&actor::Status>, created: bool, warnings: &[S
 /// The environment of a session: the daemon's, overlaid with what the client sent (provider
 /// keys and URLs, `KEEL_*`), in the client's directory.
 fn session_env(shared: &Shared, cwd: &std::path::Path, sent: BTreeMap<String, String>) -> Env {
-    let mut vars = shared.options.vars.clone();
+    let o = &shared.options;
+    env_in(&o.vars, &o.keel_home, &o.temp_dir, cwd, sent)
+}
+
+/// The environment of a session in `cwd`: `base` variables overlaid with `sent` (non-empty
+/// ones), keel's test variables read from them, no terminal.
+pub(crate) fn env_in(
+    base: &BTreeMap<String, String>,
+    keel_home: &std::path::Path,
+    temp_dir: &std::path::Path,
+    cwd: &std::path::Path,
+    sent: BTreeMap<String, String>,
+) -> Env {
+    let mut vars = base.clone();
     vars.extend(sent.into_iter().filter(|(_, v)| !v.is_empty()));
     let var = |k: &str| vars.get(k).cloned();
     Env {
@@ -143,10 +169,10 @@ fn session_env(shared: &Shared, cwd: &std::path::Path, sent: BTreeMap<String, St
         stderr_tty: false,
         no_color: true,
         cwd: cwd.to_path_buf(),
-        keel_home: shared.options.keel_home.clone(),
+        keel_home: keel_home.to_path_buf(),
         fixed_clock: var("KEEL_TEST_CLOCK").and_then(|v| v.parse().ok()),
         seed: var("KEEL_TEST_SEED").and_then(|v| v.parse().ok()),
-        temp_dir: shared.options.temp_dir.clone(),
+        temp_dir: temp_dir.to_path_buf(),
         log_filter: "warn".into(),
         test_panic: false,
         retry_base_ms: var("KEEL_RETRY_BASE_MS").and_then(|v| v.parse().ok()),

@@ -1,6 +1,7 @@
 //! Front ends: projections of the kernel's event bus onto one kind of output. Each has a pure
 //! part (event → lines) tested without I/O and a thin writer that goes through `Output`.
 
+pub mod acp;
 pub mod client;
 pub mod daemon;
 pub mod json;

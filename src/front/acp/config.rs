@@ -1,0 +1,260 @@
+//! A session's modes and config options: keel's permission policies as ACP session modes and
+//! a `mode` option (`ask`, `auto`, `read-only`), the model (`model`, from
+//! `get_available_models`) and the thinking level (`thought_level`). Read from the host with
+//! pi commands; the builders are pure.
+
+use serde_json::{json, Value};
+
+use super::schema::{
+    AvailableCommand, AvailableCommandInput, SessionConfigOption, SessionConfigOptionCategory,
+    SessionConfigSelectOption, SessionMode, SessionModeState, UnstructuredCommandInput,
+};
+use crate::front::link::Commands;
+
+/// A permission policy, as the ACP layer applies it to the host's approval dialogs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Policy {
+    /// Write, edit and bash ask the client (`session/request_permission`).
+    Ask,
+    /// They run without asking.
+    Auto,
+    /// They are refused; the model sees the refusal.
+    ReadOnly,
+}
+
+impl Policy {
+    pub const ALL: [Policy; 3] = [Policy::Ask, Policy::Auto, Policy::ReadOnly];
+
+    pub fn id(self) -> &'static str {
+        match self {
+            Policy::Ask => "ask",
+            Policy::Auto => "auto",
+            Policy::ReadOnly => "read-only",
+        }
+    }
+
+    pub fn parse(id: &str) -> Option<Policy> {
+        Policy::ALL.into_iter().find(|p| p.id() == id)
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Policy::Ask => "Ask",
+            Policy::Auto => "Auto",
+            Policy::ReadOnly => "Read-only",
+        }
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            Policy::Ask => "write, edit and bash ask for permission",
+            Policy::Auto => "write, edit and bash run without asking",
+            Policy::ReadOnly => "write, edit and bash are refused",
+        }
+    }
+}
+
+/// A session's current settings and what they can be set to.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The policy, when it can change (`None`: fixed by `--permission`).
+    pub policy: Option<Policy>,
+    /// `provider/id` of the current model.
+    pub model: String,
+    /// `(provider/id, name)` of each model the session can switch to.
+    pub models: Vec<(String, String)>,
+    pub thinking: String,
+    pub levels: Vec<String>,
+}
+
+fn model_value(m: &Value) -> Option<(String, String)> {
+    let provider = m.get("provider")?.as_str()?;
+    let id = m.get("id")?.as_str()?;
+    let name = m.get("name").and_then(Value::as_str).unwrap_or(id);
+    Some((format!("{provider}/{id}"), name.to_string()))
+}
+
+impl Config {
+    /// Reads the session's model, models and thinking levels.
+    pub async fn fetch(commands: &Commands, policy: Option<Policy>) -> Config {
+        let state = commands
+            .request("get_state", json!({}))
+            .await
+            .unwrap_or_default();
+        let models = commands
+            .request("get_available_models", json!({}))
+            .await
+            .unwrap_or_default();
+        let levels = commands
+            .request("get_available_thinking_levels", json!({}))
+            .await
+            .unwrap_or_default();
+        let mut config = Config {
+            policy,
+            model: String::new(),
+            models: models["models"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(model_value)
+                .collect(),
+            thinking: String::new(),
+            levels: levels["levels"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|l| l.as_str().map(str::to_string))
+                .collect(),
+        };
+        config.read_state(&state);
+        config
+    }
+
+    /// Takes the model and thinking level from a `get_state` answer.
+    pub fn read_state(&mut self, state: &Value) {
+        if let Some((value, name)) = model_value(&state["model"]) {
+            if !self.models.iter().any(|(v, _)| *v == value) {
+                self.models.insert(0, (value.clone(), name));
+            }
+            self.model = value;
+        }
+        if let Some(level) = state["thinkingLevel"].as_str() {
+            self.thinking = level.to_string();
+        }
+    }
+
+    /// The legacy modes state (`None` when the policy is fixed).
+    pub fn modes(&self) -> Option<SessionModeState> {
+        let current = self.policy?;
+        let modes = Policy::ALL
+            .into_iter()
+            .map(|p| SessionMode::new(p.id(), p.name()).description(p.description().to_string()))
+            .collect();
+        Some(SessionModeState::new(current.id(), modes))
+    }
+
+    /// The complete config options, in priority order.
+    pub fn options(&self) -> Vec<SessionConfigOption> {
+        let mut out = Vec::new();
+        if let Some(current) = self.policy {
+            let choices: Vec<SessionConfigSelectOption> = Policy::ALL
+                .into_iter()
+                .map(|p| {
+                    SessionConfigSelectOption::new(p.id(), p.name())
+                        .description(p.description().to_string())
+                })
+                .collect();
+            out.push(
+                SessionConfigOption::select("mode", "Mode", current.id(), choices)
+                    .category(SessionConfigOptionCategory::Mode),
+            );
+        }
+        let models: Vec<SessionConfigSelectOption> = self
+            .models
+            .iter()
+            .map(|(v, n)| SessionConfigSelectOption::new(v.clone(), n.clone()))
+            .collect();
+        out.push(
+            SessionConfigOption::select("model", "Model", self.model.clone(), models)
+                .category(SessionConfigOptionCategory::Model),
+        );
+        let levels: Vec<SessionConfigSelectOption> = self
+            .levels
+            .iter()
+            .map(|l| SessionConfigSelectOption::new(l.clone(), l.clone()))
+            .collect();
+        out.push(
+            SessionConfigOption::select("thought_level", "Thinking", self.thinking.clone(), levels)
+                .category(SessionConfigOptionCategory::ThoughtLevel),
+        );
+        out
+    }
+}
+
+/// The session's prompt templates and skills (`get_commands`) as ACP commands: a prompt
+/// `/NAME args` runs them, as in RPC mode.
+pub async fn commands(commands: &Commands) -> Vec<AvailableCommand> {
+    let listed = commands
+        .request("get_commands", json!({}))
+        .await
+        .unwrap_or_default();
+    available(&listed)
+}
+
+/// [`commands`]' pure part: a `get_commands` answer as ACP commands.
+pub fn available(listed: &Value) -> Vec<AvailableCommand> {
+    listed["commands"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| {
+            let name = c["name"].as_str()?;
+            let description = c["description"].as_str().unwrap_or(name);
+            let hint =
+                AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("arguments"));
+            Some(AvailableCommand::new(name, description).input(hint))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_list_mode_model_and_thinking_with_current_values() {
+        let mut c = Config {
+            policy: Some(Policy::Ask),
+            model: String::new(),
+            models: vec![("openai/gpt-x".into(), "GPT X".into())],
+            thinking: String::new(),
+            levels: vec!["off".into(), "high".into()],
+        };
+        c.read_state(&json!({"model": {"provider": "scripted", "id": "s1", "name": "S1"}, "thinkingLevel": "off"}));
+        let v = serde_json::to_value(c.options()).unwrap();
+        let ids: Vec<(&str, &str, &str)> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| {
+                (
+                    o["id"].as_str().unwrap(),
+                    o["category"].as_str().unwrap(),
+                    o["currentValue"].as_str().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("mode", "mode", "ask"),
+                ("model", "model", "scripted/s1"),
+                ("thought_level", "thought_level", "off")
+            ]
+        );
+        assert_eq!(
+            v[1]["options"][0]["value"], "scripted/s1",
+            "the current model is listed"
+        );
+        assert_eq!(
+            serde_json::to_value(c.modes()).unwrap()["currentModeId"],
+            "ask"
+        );
+        c.policy = None;
+        assert_eq!(
+            c.options().len(),
+            2,
+            "a policy fixed by --permission is no option"
+        );
+        assert!(c.modes().is_none());
+    }
+
+    #[test]
+    fn templates_become_commands_with_an_input_hint() {
+        let listed = json!({"commands": [{"name": "review", "description": "Review a file", "source": "prompt"}, {"nameless": 1}]});
+        assert_eq!(
+            serde_json::to_value(available(&listed)).unwrap(),
+            json!([{"name": "review", "description": "Review a file", "input": {"hint": "arguments"}}])
+        );
+    }
+}

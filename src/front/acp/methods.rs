@@ -1,0 +1,480 @@
+//! The client's ACP requests and notifications: `initialize`, `session/new|load|resume|list|
+//! close|prompt`, `session/cancel`, `$/cancel_request`, and the errors for everything else.
+//! Sessions open here (off the serve loop, so a slow start never holds up other requests) and
+//! then live in their own task (`session`).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use tokio::sync::mpsc;
+
+use super::config::{Config, Policy};
+use super::schema::{
+    AgentCapabilities, AvailableCommandsUpdate, CancelNotification, CloseSessionRequest,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest,
+    ProtocolVersion, ResumeSessionRequest, SessionCapabilities, SessionCloseCapabilities,
+    SessionInfo, SessionListCapabilities, SessionNotification, SessionResumeCapabilities,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
+};
+use super::session::{self, ToSession};
+use super::updates::Mapper;
+use super::{content, Peer, Sink};
+use crate::cli::{Cli, PermissionFlag};
+use crate::front::link::Link;
+use crate::kernel::clock::Clock;
+use crate::kernel::message::Message;
+use crate::mode::Env;
+use crate::wire::jsonl::{Frame, MAX_LINE_BYTES};
+use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
+
+/// The replay ring of an ACP session's host (ACP has no cursors; the editor is attached from
+/// the start): events and bytes.
+const RING: (usize, usize) = (256, 1024 * 1024);
+
+/// A live session: its task's inbox and the task.
+struct Entry {
+    tx: mpsc::UnboundedSender<ToSession>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+type Sessions = Arc<Mutex<HashMap<String, Entry>>>;
+
+/// How a session is opened.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Open {
+    New,
+    /// `session/load`: the branch is replayed before the answer.
+    Load,
+    /// `session/resume`: no replay.
+    Resume,
+}
+
+/// The agent side of the connection.
+pub struct Agent {
+    cli: Cli,
+    env: Env,
+    clock: Clock,
+    sink: Sink,
+    peer: Arc<Peer>,
+    sessions: Sessions,
+    /// `--permission` was given: sessions keep that policy (no modes to choose from).
+    explicit_permission: bool,
+    /// Sessions being opened (their answers are still to come).
+    opening: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Agent {
+    pub fn new(
+        cli: &Cli,
+        env: &Env,
+        clock: &Clock,
+        explicit_permission: bool,
+        sink: Sink,
+    ) -> Agent {
+        let mut cli = cli.clone();
+        if !explicit_permission {
+            cli.permission = PermissionFlag::Ask;
+        }
+        // Each ACP request names its session: the flags that pick one do not apply.
+        cli.resume = None;
+        cli.continue_ = false;
+        cli.session = None;
+        cli.session_id = None;
+        cli.fork = None;
+        Agent {
+            cli,
+            env: env.clone(),
+            clock: clock.clone(),
+            peer: Arc::new(Peer {
+                sink: sink.clone(),
+                next: AtomicU64::new(0),
+                pending: Mutex::new(HashMap::new()),
+            }),
+            sink,
+            sessions: Arc::new(Mutex::new(HashMap::new())),
+            opening: Vec::new(),
+            explicit_permission,
+        }
+    }
+
+    /// Serves one input line.
+    pub fn on_frame(&mut self, frame: Frame) {
+        match j::parse_frame(&frame, MAX_LINE_BYTES) {
+            Incoming::Invalid(e) => self.sink.line(e.line()),
+            Incoming::Response { id, result } => self.peer.route(&id, result),
+            Incoming::Notification { method, params } => {
+                self.notification(&method, params.as_deref())
+            }
+            Incoming::Request { id, method, params } => {
+                if let Err(e) = self.request(&id, &method, params.as_deref()) {
+                    self.sink.error(Some(&id), &e);
+                }
+            }
+        }
+    }
+
+    fn notification(&self, method: &str, params: Option<&RawValue>) {
+        match method {
+            "session/cancel" => match j::params::<CancelNotification>(params) {
+                Ok(c) => self.send(&c.session_id.0, ToSession::Cancel { request: None }),
+                Err(e) => tracing::warn!("session/cancel: {}", e.message),
+            },
+            "$/cancel_request" => match j::params::<CancelRequest>(params) {
+                Ok(c) => {
+                    let id = Id::from_raw(&c.request_id);
+                    self.broadcast(|| ToSession::Cancel {
+                        request: Some(id.clone()),
+                    });
+                }
+                Err(e) => tracing::warn!("$/cancel_request: {}", e.message),
+            },
+            other => tracing::debug!("ignoring the notification {other}"),
+        }
+    }
+
+    fn request(
+        &mut self,
+        id: &Id,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<(), ErrorObject> {
+        match method {
+            "initialize" => {
+                let _: InitializeRequest = j::params(params)?;
+                self.sink.result(id, &initialize());
+            }
+            "session/new" => {
+                let p: NewSessionRequest = j::params(params)?;
+                self.open(id, Open::New, p.cwd, None, p.mcp_servers.len())?;
+            }
+            "session/load" => {
+                let p: LoadSessionRequest = j::params(params)?;
+                self.open(
+                    id,
+                    Open::Load,
+                    p.cwd,
+                    Some(p.session_id.0.to_string()),
+                    p.mcp_servers.len(),
+                )?;
+            }
+            "session/resume" => {
+                let p: ResumeSessionRequest = j::params(params)?;
+                self.open(
+                    id,
+                    Open::Resume,
+                    p.cwd,
+                    Some(p.session_id.0.to_string()),
+                    p.mcp_servers.len(),
+                )?;
+            }
+            "session/list" => {
+                let p: ListSessionsRequest = j::params(params)?;
+                if p.cursor.is_some() {
+                    return Err(ErrorObject::new(
+                        j::INVALID_PARAMS,
+                        "Invalid params: `cursor`: this agent never gives one (the whole list comes in one answer)",
+                    ));
+                }
+                self.sink.result(id, &self.list(p.cwd.as_deref()));
+            }
+            "session/close" => {
+                let p: CloseSessionRequest = j::params(params)?;
+                let entry = self
+                    .sessions
+                    .lock()
+                    .ok()
+                    .and_then(|mut s| s.remove(p.session_id.0.as_ref()));
+                let Some(entry) = entry else {
+                    return Err(not_found(&p.session_id.0));
+                };
+                let _ = entry.tx.send(ToSession::Close {
+                    id: Some(id.clone()),
+                });
+            }
+            "session/prompt" => {
+                let p: PromptRequest = j::params(params)?;
+                let prompt = content::prompt(&p.prompt).map_err(|e| {
+                    ErrorObject::new(j::INVALID_PARAMS, format!("Invalid params: {e}"))
+                })?;
+                if !self.live(&p.session_id.0) {
+                    return Err(not_found(&p.session_id.0));
+                }
+                self.send(
+                    &p.session_id.0,
+                    ToSession::Prompt {
+                        id: id.clone(),
+                        prompt,
+                    },
+                );
+            }
+            "session/set_mode" => {
+                let p: SetSessionModeRequest = j::params(params)?;
+                if !self.live(&p.session_id.0) {
+                    return Err(not_found(&p.session_id.0));
+                }
+                let mode = p.mode_id.0.to_string();
+                self.send(
+                    &p.session_id.0,
+                    ToSession::SetMode {
+                        id: id.clone(),
+                        mode,
+                    },
+                );
+            }
+            "session/set_config_option" => {
+                let p: SetSessionConfigOptionRequest = j::params(params)?;
+                if !self.live(&p.session_id.0) {
+                    return Err(not_found(&p.session_id.0));
+                }
+                let option = p.config_id.0.to_string();
+                let msg = ToSession::SetOption {
+                    id: id.clone(),
+                    option,
+                    value: p.value,
+                };
+                self.send(&p.session_id.0, msg);
+            }
+            other => {
+                return Err(ErrorObject::new(
+                    j::METHOD_NOT_FOUND,
+                    format!("Method not found: {other}"),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    fn live(&self, session: &str) -> bool {
+        self.sessions.lock().is_ok_and(|s| s.contains_key(session))
+    }
+
+    fn send(&self, session: &str, msg: ToSession) {
+        if let Some(e) = self
+            .sessions
+            .lock()
+            .ok()
+            .as_ref()
+            .and_then(|s| s.get(session))
+        {
+            let _ = e.tx.send(msg);
+        }
+    }
+
+    fn broadcast(&self, msg: impl Fn() -> ToSession) {
+        if let Ok(s) = self.sessions.lock() {
+            for e in s.values() {
+                let _ = e.tx.send(msg());
+            }
+        }
+    }
+
+    /// The flags and environment of a session in `cwd` (the process's flags, as the daemon's
+    /// `session/open` takes a client's).
+    fn session_cli_env(&self, cwd: &Path, existing: Option<&str>) -> (Cli, Env) {
+        let mut cli = self.cli.clone();
+        cli.resume = existing.map(str::to_string);
+        let env = crate::daemon::open::env_in(
+            &self.env.vars,
+            &self.env.keel_home,
+            &self.env.temp_dir,
+            cwd,
+            BTreeMap::new(),
+        );
+        (cli, env)
+    }
+
+    fn open(
+        &mut self,
+        id: &Id,
+        how: Open,
+        cwd: PathBuf,
+        existing: Option<String>,
+        mcp_servers: usize,
+    ) -> Result<(), ErrorObject> {
+        if !cwd.is_absolute() || !cwd.is_dir() {
+            return Err(ErrorObject::new(
+                j::INVALID_PARAMS,
+                format!(
+                    "Invalid params: `cwd`: {} is not an absolute path of a directory",
+                    cwd.display()
+                ),
+            ));
+        }
+        if mcp_servers > 0 {
+            tracing::warn!(
+                "session: {mcp_servers} MCP server(s) from the client are ignored; configure keel's own with --mcp-config"
+            );
+        }
+        let (cli, env) = self.session_cli_env(&cwd, existing.as_deref());
+        if let Some(wanted) = &existing {
+            if self.live(wanted) {
+                let replay = how == Open::Load;
+                self.send(
+                    wanted,
+                    ToSession::Reopen {
+                        id: id.clone(),
+                        replay,
+                    },
+                );
+                return Ok(());
+            }
+            let dir = crate::setup::session_dir(&cli, &env);
+            if crate::kernel::session::resolve(&dir, wanted).is_err() {
+                return Err(not_found(wanted));
+            }
+        }
+        let (id, clock, sink) = (id.clone(), self.clock.clone(), self.sink.clone());
+        let (peer, sessions) = (self.peer.clone(), self.sessions.clone());
+        let asks = cli.permission == PermissionFlag::Ask;
+        let fixed = self.explicit_permission;
+        self.opening.retain(|t| !t.is_finished());
+        self.opening.push(tokio::spawn(async move {
+            let started = async {
+                let setup = crate::daemon::open::start(&cli, &env, &clock, true)
+                    .await
+                    .map_err(|e| e.render().trim_end().to_string())?;
+                for w in &setup.warnings {
+                    tracing::warn!("{w}");
+                }
+                Link::local(setup, RING).await
+            };
+            let (link, start) = match started.await {
+                Ok(opened) => opened,
+                Err(e) => {
+                    sink.error(Some(&id), &ErrorObject::new(j::INTERNAL_ERROR, e));
+                    return;
+                }
+            };
+            let session = link.session_id().to_string();
+            let messages: Vec<Message> = start
+                .snapshot
+                .as_ref()
+                .and_then(|s| s.get("messages").cloned())
+                .and_then(|m| serde_json::from_value(m).ok())
+                .unwrap_or_default();
+            let mut mapper = Mapper::new(cwd.clone(), asks);
+            if how == Open::Load {
+                for u in mapper.replay(&messages) {
+                    sink.notify(
+                        "session/update",
+                        &SessionNotification::new(session.clone(), u),
+                    );
+                }
+            } else {
+                mapper.skip(messages.len());
+            }
+            let policy = asks.then_some(Policy::Ask).filter(|_| !fixed);
+            let config = Config::fetch(&link.commands(), policy).await;
+            let templates = super::config::commands(&link.commands()).await;
+            let answer = session::opened(&config, (how == Open::New).then_some(session.as_str()));
+            let (tx, task) = session::spawn(link, mapper, config, cwd, sink.clone(), peer);
+            if let Ok(mut s) = sessions.lock() {
+                s.insert(session.clone(), Entry { tx, task });
+            }
+            sink.result(&id, &answer);
+            if !templates.is_empty() {
+                let update =
+                    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate::new(templates));
+                sink.notify("session/update", &SessionNotification::new(session, update));
+            }
+        }));
+        Ok(())
+    }
+
+    /// `session/list`: stored sessions, newest first (of `cwd` if given), live ones included.
+    fn list(&self, cwd: Option<&Path>) -> ListSessionsResponse {
+        let summaries = match cwd {
+            Some(cwd) => {
+                let (cli, env) = self.session_cli_env(cwd, None);
+                let want = cwd.display().to_string();
+                crate::kernel::session::list(&crate::setup::session_dir(&cli, &env))
+                    .into_iter()
+                    .filter(|s| s.cwd == want)
+                    .collect()
+            }
+            None => match &self.cli.session_dir {
+                Some(dir) => crate::kernel::session::list(dir),
+                None => crate::kernel::session::list_all(&self.env.keel_home),
+            },
+        };
+        let sessions = summaries
+            .into_iter()
+            .map(|s| {
+                let title = s
+                    .name
+                    .clone()
+                    .or(s.first_message.clone())
+                    .map(|t| title_of(&t));
+                let updated = chrono::DateTime::from_timestamp_millis(s.modified_ms)
+                    .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
+                SessionInfo::new(s.id, PathBuf::from(s.cwd))
+                    .title(title)
+                    .updated_at(updated)
+            })
+            .collect();
+        ListSessionsResponse::new(sessions)
+    }
+
+    /// Stops every session and saves it (end of input or a signal).
+    pub async fn shutdown(&mut self) {
+        for t in self.opening.drain(..) {
+            let _ = t.await;
+        }
+        let entries: Vec<Entry> = match self.sessions.lock() {
+            Ok(mut s) => s.drain().map(|(_, e)| e).collect(),
+            Err(_) => Vec::new(),
+        };
+        for e in &entries {
+            let _ = e.tx.send(ToSession::Close { id: None });
+        }
+        for e in entries {
+            let _ = e.task.await;
+        }
+    }
+}
+
+/// `$/cancel_request` params.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CancelRequest {
+    request_id: Box<RawValue>,
+}
+
+fn not_found(session: &str) -> ErrorObject {
+    ErrorObject::new(
+        j::RESOURCE_NOT_FOUND,
+        format!("Resource not found: no session {session}"),
+    )
+}
+
+/// A title: the first line, at most 100 characters.
+fn title_of(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    let mut t: String = line.chars().take(100).collect();
+    if t.len() < line.len() {
+        t.push('…');
+    }
+    t
+}
+
+/// What this agent supports, and nothing more (`reference/daemon-acp.md` §1.4).
+fn initialize() -> InitializeResponse {
+    let sessions = SessionCapabilities::new()
+        .list(SessionListCapabilities::new())
+        .resume(SessionResumeCapabilities::new())
+        .close(SessionCloseCapabilities::new());
+    let caps = AgentCapabilities::new()
+        .load_session(true)
+        .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
+        .session_capabilities(sessions);
+    InitializeResponse::new(ProtocolVersion::V1)
+        .agent_capabilities(caps)
+        .agent_info(
+            Implementation::new("keel", env!("CARGO_PKG_VERSION")).title("keel".to_string()),
+        )
+}

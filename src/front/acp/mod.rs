@@ -1,0 +1,254 @@
+//! ACP mode (`keel --mode acp`): keel as an Agent Client Protocol v1 agent over stdio, for
+//! editors (`reference/daemon-acp.md` §1, `DESIGN.md` §11). stdout carries only ACP messages
+//! (newline-delimited JSON-RPC 2.0, written by this loop through `Output`); logs go to stderr.
+//!
+//! A transport over the session host, like RPC mode and the daemon: each ACP session is a
+//! host session in this process ([`Link::local`](crate::front::link::Link::local)), started
+//! the way the daemon's `session/open` starts one (`daemon::open::start`); the ACP layer reads
+//! only its public events and sends it pi commands. Framing, ids and errors are the daemon's
+//! JSON-RPC line peer (`wire::jsonrpc`, `wire::jsonl`). `methods` answers the client's
+//! requests, `session` runs one session's task, `updates` maps events to `session/update`,
+//! `permissions` and `content` are the approval and prompt-block rules, `schema` the wire types.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod config;
+mod content;
+mod methods;
+mod permissions;
+mod schema;
+mod session;
+mod updates;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::cli::Cli;
+use crate::error::StartupError;
+use crate::exit::{Exit, SIGPIPE};
+use crate::front::signals::Signals;
+use crate::kernel::clock::Clock;
+use crate::mode::Env;
+use crate::output::{Output, StdoutFailure};
+use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
+use crate::wire::jsonrpc::{self as j, ErrorObject, Id};
+
+/// How long a session's run may take to settle once it is stopped (end of input, a signal,
+/// `session/close`) before the session is saved anyway.
+pub const STOP_GRACE: Duration = Duration::from_secs(3);
+
+/// Lines for stdout (each with its newline); the serve loop writes them in order.
+#[derive(Clone)]
+pub(crate) struct Sink(mpsc::UnboundedSender<String>);
+
+impl Sink {
+    fn line(&self, line: String) {
+        let _ = self.0.send(line);
+    }
+
+    fn result(&self, id: &Id, result: &impl Serialize) {
+        self.line(j::result_line(id, result));
+    }
+
+    fn error(&self, id: Option<&Id>, error: &ErrorObject) {
+        self.line(j::error_object_line(id, error));
+    }
+
+    fn notify(&self, method: &str, params: &impl Serialize) {
+        match j::notification_line(method, params) {
+            Ok(line) => self.line(line),
+            Err(e) => tracing::error!("cannot encode a {method} notification: {e}"),
+        }
+    }
+}
+
+/// Requests this side sends the client (`session/request_permission`): ids and the routing
+/// of their answers.
+pub(crate) struct Peer {
+    sink: Sink,
+    next: AtomicU64,
+    pending: Mutex<HashMap<String, oneshot::Sender<Option<Value>>>>,
+}
+
+impl Peer {
+    /// Sends a request; its result, or `None` for an error answer (or no answer before the
+    /// connection ended).
+    async fn request(&self, method: &str, params: &impl Serialize) -> Option<Value> {
+        let id = Id::from(self.next.fetch_add(1, Ordering::Relaxed));
+        let line = j::request_line(&id, method, params).ok()?;
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut p) = self.pending.lock() {
+            p.insert(id.text().to_string(), tx);
+        }
+        self.sink.line(line);
+        rx.await.ok().flatten()
+    }
+
+    /// Routes a response to the request that waits for it (an unknown id is logged).
+    fn route(&self, id: &Id, result: Result<Box<RawValue>, ErrorObject>) {
+        let waiting = self
+            .pending
+            .lock()
+            .ok()
+            .and_then(|mut p| p.remove(id.text()));
+        let Some(tx) = waiting else {
+            tracing::warn!(
+                "a response to {} that this agent did not ask for",
+                id.text()
+            );
+            return;
+        };
+        let value = match result {
+            Ok(raw) => serde_json::from_str(raw.get()).ok(),
+            Err(e) => {
+                tracing::info!(
+                    "the client answered {} with error {}: {}",
+                    id.text(),
+                    e.code,
+                    e.message
+                );
+                None
+            }
+        };
+        let _ = tx.send(value);
+    }
+}
+
+/// What the stdin thread delivers.
+enum Input {
+    Frames(Vec<Frame>),
+    Error(String),
+}
+
+/// Serves ACP until stdin closes (exit 0, every session saved) or a signal arrives (128 + n).
+/// `explicit_permission`: `--permission` was given; otherwise ACP sessions ask.
+pub async fn serve(
+    cli: &Cli,
+    env: &Env,
+    clock: &Clock,
+    explicit_permission: bool,
+    out: &mut Output,
+) -> Result<Exit, StartupError> {
+    if cli.daemon {
+        return Err(StartupError::usage(
+            "--mode acp does not run sessions in the daemon yet; leave out --daemon",
+        ));
+    }
+    if !cli.prompt.is_empty() {
+        return Err(StartupError::usage(
+            "acp mode takes no prompt arguments; the editor sends session/prompt",
+        ));
+    }
+    crate::setup::check_session_flags(cli, false)?;
+    let mut signals = Signals::new()?;
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
+    let sink = Sink(out_tx);
+    let mut agent = methods::Agent::new(cli, env, clock, explicit_permission, sink.clone());
+    let (input_tx, mut input_rx) = mpsc::channel::<Input>(4);
+    spawn_reader(input_tx);
+    let mut stop = None;
+    loop {
+        tokio::select! {
+            biased;
+            n = signals.next() => {
+                stop = Some(Exit::Signal(n));
+                break;
+            }
+            Some(line) = out_rx.recv() => write(out, &line),
+            input = input_rx.recv() => match input {
+                Some(Input::Frames(frames)) => {
+                    for frame in frames {
+                        agent.on_frame(frame);
+                    }
+                }
+                Some(Input::Error(e)) => {
+                    tracing::error!("cannot read stdin: {e}");
+                    break;
+                }
+                None => break,
+            },
+        }
+        if out.flush().is_err() {
+            stop = Some(stdout_failed(out));
+            break;
+        }
+    }
+    // End of input or a signal: stop every session (its run aborted) and save it; lines
+    // written meanwhile still go out.
+    let closing = agent.shutdown();
+    tokio::pin!(closing);
+    loop {
+        tokio::select! {
+            () = &mut closing => break,
+            Some(line) = out_rx.recv() => write(out, &line),
+        }
+    }
+    while let Ok(line) = out_rx.try_recv() {
+        write(out, &line);
+    }
+    let _ = out.flush();
+    Ok(stop.unwrap_or(Exit::Success))
+}
+
+fn write(out: &mut Output, line: &str) {
+    if !out.is_stdout_closed() {
+        let _ = out.out(line.as_bytes());
+    }
+}
+
+fn stdout_failed(out: &mut Output) -> Exit {
+    match out.stdout_failure() {
+        Some(failure @ StdoutFailure::Failed(_)) => {
+            let message = failure.message();
+            out.err(&format!("Error: {message}\n"));
+            Exit::Failed
+        }
+        Some(StdoutFailure::Closed) | None => Exit::Signal(SIGPIPE),
+    }
+}
+
+/// Reads stdin on a plain thread (a pending read must never hold up process exit) and hands
+/// the decoded lines of each read to the loop; the channel closing means end of input.
+fn spawn_reader(tx: mpsc::Sender<Input>) {
+    let spawned = std::thread::Builder::new()
+        .name("keel-acp-stdin".into())
+        .spawn(move || {
+            use std::io::Read;
+            let mut stdin = std::io::stdin().lock();
+            let mut decoder = LineDecoder::new(MAX_LINE_BYTES);
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut frames = Vec::new();
+            loop {
+                match stdin.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        decoder.push(&buf[..n], &mut frames);
+                        if !frames.is_empty()
+                            && tx
+                                .blocking_send(Input::Frames(std::mem::take(&mut frames)))
+                                .is_err()
+                        {
+                            return;
+                        }
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        let _ = tx.blocking_send(Input::Error(e.to_string()));
+                        return;
+                    }
+                }
+            }
+            if let Some(f) = decoder.finish() {
+                let _ = tx.blocking_send(Input::Frames(vec![f]));
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::error!("cannot start the stdin reader: {e}");
+    }
+}

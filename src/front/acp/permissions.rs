@@ -1,0 +1,155 @@
+//! Approvals as ACP permission requests: the four options keel offers, what the client's
+//! answer means for the host's dialog, and the "always" rules a session keeps (per tool, for
+//! the session's life in this process). Pure; the session task sends and routes.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::schema::{
+    PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionResponse,
+};
+
+pub const ALLOW_ONCE: &str = "allow_once";
+pub const ALLOW_ALWAYS: &str = "allow_always";
+pub const REJECT_ONCE: &str = "reject_once";
+pub const REJECT_ALWAYS: &str = "reject_always";
+
+/// What to tell the host's dialog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Reject,
+    /// The request was cancelled (a `session/cancel`, or the client said so).
+    Cancelled,
+}
+
+impl Decision {
+    /// The `extension_ui_response` fields (besides `id`).
+    pub fn response(self, id: &str) -> Value {
+        match self {
+            Decision::Allow => serde_json::json!({"id": id, "confirmed": true}),
+            Decision::Reject => serde_json::json!({"id": id, "confirmed": false}),
+            Decision::Cancelled => serde_json::json!({"id": id, "cancelled": true}),
+        }
+    }
+}
+
+/// The options of every permission request, in the order a client shows them.
+pub fn options() -> Vec<PermissionOption> {
+    let tool = "this tool, for the rest of the session";
+    vec![
+        PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
+        PermissionOption::new(
+            ALLOW_ALWAYS,
+            format!("Always allow {tool}"),
+            PermissionOptionKind::AllowAlways,
+        ),
+        PermissionOption::new(REJECT_ONCE, "Reject", PermissionOptionKind::RejectOnce),
+        PermissionOption::new(
+            REJECT_ALWAYS,
+            format!("Always reject {tool}"),
+            PermissionOptionKind::RejectAlways,
+        ),
+    ]
+}
+
+/// The "always" answers given so far, by tool name.
+#[derive(Debug, Default)]
+pub struct Rules {
+    always: HashMap<String, Decision>,
+}
+
+impl Rules {
+    /// The standing answer for `tool`, if the user gave one.
+    pub fn standing(&self, tool: &str) -> Option<Decision> {
+        self.always.get(tool).copied()
+    }
+
+    /// Reads the client's answer to a request for `tool` (a JSON-RPC result, or `None` for an
+    /// error or no answer): the decision, remembering an "always" one.
+    pub fn answer(&mut self, tool: &str, result: Option<&Value>) -> Decision {
+        let Some(parsed) = result
+            .and_then(|v| serde_json::from_value::<RequestPermissionResponse>(v.clone()).ok())
+        else {
+            return Decision::Cancelled;
+        };
+        let id = match &parsed.outcome {
+            RequestPermissionOutcome::Selected(s) => s.option_id.0.to_string(),
+            _ => return Decision::Cancelled,
+        };
+        let (decision, always) = match id.as_str() {
+            ALLOW_ONCE => (Decision::Allow, false),
+            ALLOW_ALWAYS => (Decision::Allow, true),
+            REJECT_ALWAYS => (Decision::Reject, true),
+            // An option this side did not offer denies: nothing runs unapproved.
+            _ => (Decision::Reject, false),
+        };
+        if always {
+            self.always.insert(tool.to_string(), decision);
+        }
+        decision
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn selected(id: &str) -> Value {
+        json!({"outcome": {"outcome": "selected", "optionId": id}})
+    }
+
+    #[test]
+    fn always_answers_stand_for_later_calls_of_the_same_tool_only() {
+        let mut r = Rules::default();
+        assert_eq!(
+            r.answer("bash", Some(&selected(ALLOW_ONCE))),
+            Decision::Allow
+        );
+        assert_eq!(r.standing("bash"), None);
+        assert_eq!(
+            r.answer("bash", Some(&selected(ALLOW_ALWAYS))),
+            Decision::Allow
+        );
+        assert_eq!(r.standing("bash"), Some(Decision::Allow));
+        assert_eq!(
+            r.answer("edit", Some(&selected(REJECT_ALWAYS))),
+            Decision::Reject
+        );
+        assert_eq!(r.standing("edit"), Some(Decision::Reject));
+        assert_eq!(r.standing("write"), None);
+    }
+
+    #[test]
+    fn cancelled_errors_and_unknown_options_never_allow() {
+        let mut r = Rules::default();
+        let cancelled = json!({"outcome": {"outcome": "cancelled"}});
+        assert_eq!(r.answer("bash", Some(&cancelled)), Decision::Cancelled);
+        assert_eq!(r.answer("bash", None), Decision::Cancelled);
+        assert_eq!(
+            r.answer("bash", Some(&selected("yes-please"))),
+            Decision::Reject
+        );
+        assert_eq!(
+            r.answer("bash", Some(&json!({"nope": 1}))),
+            Decision::Cancelled
+        );
+    }
+
+    #[test]
+    fn the_four_options_have_their_kinds() {
+        let v = serde_json::to_value(options()).unwrap();
+        let kinds: Vec<&str> = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            ["allow_once", "allow_always", "reject_once", "reject_always"]
+        );
+    }
+}

@@ -1,0 +1,564 @@
+//! One ACP session's task: it owns the session's [`Link`], turns its public events into
+//! `session/update` notifications, answers `session/prompt` when the run settles, turns
+//! approval dialogs into `session/request_permission` and the client's answers back into
+//! `extension_ui_response`, and cancels and closes. It sends the host only pi commands.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::config::{Config, Policy};
+use super::content::Prompt;
+use super::permissions::{self, Decision, Rules};
+use super::schema::{
+    ConfigOptionUpdate, CurrentModeUpdate, PromptResponse, RequestPermissionRequest,
+    SessionConfigOptionValue, SessionNotification, SessionUpdate, StopReason,
+};
+use super::updates::Mapper;
+use super::{Peer, Sink, STOP_GRACE};
+use crate::front::link::{Commands, Link, Note};
+use crate::front::public::PublicEvent;
+use crate::kernel::message::Message;
+use crate::wire::events::SettledError;
+use crate::wire::jsonrpc::{self as j, ErrorObject, Id};
+
+/// The largest file whose text a `write`'s diff shows as it was before.
+pub const MAX_DIFF_BYTES: u64 = 1024 * 1024;
+
+/// What the serve loop asks of a session.
+pub enum ToSession {
+    Prompt {
+        id: Id,
+        prompt: Prompt,
+    },
+    /// `session/cancel` (`request: None`) or `$/cancel_request` for request `request` (which
+    /// is then answered -32800, if it is this session's prompt).
+    Cancel {
+        request: Option<Id>,
+    },
+    /// `session/load` (`replay`) or `session/resume` of a session live here: answer `id` with
+    /// the session's modes and options, after replaying it for a load.
+    Reopen {
+        id: Id,
+        replay: bool,
+    },
+    /// `session/set_mode`.
+    SetMode {
+        id: Id,
+        mode: String,
+    },
+    /// `session/set_config_option`.
+    SetOption {
+        id: Id,
+        option: String,
+        value: SessionConfigOptionValue,
+    },
+    /// `session/close` (answer `id`), or the end of input (`None`): stop and save.
+    Close {
+        id: Option<Id>,
+    },
+}
+
+/// What a session's helper tasks report back.
+enum Back {
+    PromptFailed {
+        id: Id,
+        error: String,
+    },
+    Permission {
+        call: String,
+        tool: String,
+        answer: Option<Value>,
+    },
+}
+
+/// The prompt being served.
+struct Turn {
+    id: Id,
+    /// `session/cancel` came (answer `cancelled`), or `$/cancel_request` (answer -32800).
+    cancelled: Option<bool>,
+}
+
+struct Task {
+    session: String,
+    cwd: std::path::PathBuf,
+    commands: Commands,
+    sink: Sink,
+    peer: Arc<Peer>,
+    mapper: Mapper,
+    rules: Rules,
+    turn: Option<Turn>,
+    /// Approval dialogs waiting for the client, by tool call id.
+    open: HashSet<String>,
+    back: mpsc::UnboundedSender<Back>,
+    config: Config,
+}
+
+/// Starts the task of a session just opened; `mapper` has already replayed or skipped what
+/// the session held.
+pub fn spawn(
+    link: Link,
+    mapper: Mapper,
+    config: Config,
+    cwd: std::path::PathBuf,
+    sink: Sink,
+    peer: Arc<Peer>,
+) -> (
+    mpsc::UnboundedSender<ToSession>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (back, back_rx) = mpsc::unbounded_channel();
+    let task = Task {
+        session: link.session_id().to_string(),
+        cwd,
+        commands: link.commands(),
+        sink,
+        peer,
+        mapper,
+        rules: Rules::default(),
+        turn: None,
+        open: HashSet::new(),
+        back,
+        config,
+    };
+    let handle = tokio::spawn(task.run(link, rx, back_rx));
+    (tx, handle)
+}
+
+impl Task {
+    async fn run(
+        mut self,
+        mut link: Link,
+        mut rx: mpsc::UnboundedReceiver<ToSession>,
+        mut back_rx: mpsc::UnboundedReceiver<Back>,
+    ) {
+        loop {
+            tokio::select! {
+                note = link.next() => match note {
+                    Some(Note::Event { line, .. }) => self.on_line(&line),
+                    Some(other) => tracing::debug!("session {}: {other:?}", self.session),
+                    None => break,
+                },
+                Some(back) = back_rx.recv() => self.on_back(back),
+                msg = rx.recv() => match msg {
+                    Some(ToSession::Close { id }) => {
+                        self.close(&mut link).await;
+                        if let Some(id) = id {
+                            self.sink.result(&id, &json!({}));
+                        }
+                        return;
+                    }
+                    Some(msg) => self.on_message(msg).await,
+                    None => {
+                        self.close(&mut link).await;
+                        return;
+                    }
+                },
+            }
+        }
+        if let Some(turn) = self.turn.take() {
+            let e = ErrorObject::new(j::INTERNAL_ERROR, "the session ended during the turn");
+            self.sink.error(Some(&turn.id), &e);
+        }
+    }
+
+    fn update(&self, update: SessionUpdate) {
+        self.sink.notify(
+            "session/update",
+            &SessionNotification::new(self.session.clone(), update),
+        );
+    }
+
+    fn on_line(&mut self, line: &str) {
+        let Some(event) = PublicEvent::parse(line) else {
+            return;
+        };
+        let cwd = self.cwd.clone();
+        let before = move |p: &Path| read_small(&cwd.join(p));
+        for u in self.mapper.event(&event, &before) {
+            self.update(u);
+        }
+        match event {
+            PublicEvent::ExtensionUiRequest(r) if r.method == "confirm" => {
+                let tool = r.tool_name.clone().unwrap_or_default();
+                self.on_approval(r.id, tool, r.args.unwrap_or(Value::Null));
+            }
+            PublicEvent::ExtensionUiRequest(r) if r.method == "notify" => {
+                tracing::info!("{}", r.message);
+            }
+            PublicEvent::AgentSettled { outcome, error, .. } => {
+                if let Some(turn) = self.turn.take() {
+                    self.answer(turn, &outcome, error.as_ref());
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn on_approval(&mut self, call: String, tool: String, args: Value) {
+        if self.turn.as_ref().is_some_and(|t| t.cancelled.is_some()) {
+            self.decide(&call, Decision::Cancelled);
+            return;
+        }
+        let standing = match self.config.policy {
+            Some(Policy::Auto) => Some(Decision::Allow),
+            Some(Policy::ReadOnly) => Some(Decision::Reject),
+            Some(Policy::Ask) | None => self.rules.standing(&tool),
+        };
+        if let Some(decision) = standing {
+            self.decide(&call, decision);
+            return;
+        }
+        let request = RequestPermissionRequest::new(
+            self.session.clone(),
+            self.mapper.permission_call(&call, &tool, &args),
+            permissions::options(),
+        );
+        self.open.insert(call.clone());
+        let (peer, back) = (self.peer.clone(), self.back.clone());
+        tokio::spawn(async move {
+            let answer = peer.request("session/request_permission", &request).await;
+            let _ = back.send(Back::Permission { call, tool, answer });
+        });
+    }
+
+    /// Answers the host's dialog for `call`.
+    fn decide(&self, call: &str, decision: Decision) {
+        if decision == Decision::Allow {
+            self.update(self.mapper.started(call));
+        }
+        let commands = self.commands.clone();
+        let fields = decision.response(call);
+        tokio::spawn(async move {
+            let _ = commands.request("extension_ui_response", fields).await;
+        });
+    }
+
+    fn on_back(&mut self, back: Back) {
+        match back {
+            Back::PromptFailed { id, error } => {
+                if self.turn.as_ref().is_some_and(|t| t.id == id) {
+                    self.turn = None;
+                }
+                self.sink
+                    .error(Some(&id), &ErrorObject::new(j::INTERNAL_ERROR, error));
+            }
+            Back::Permission { call, tool, answer } => {
+                // A dialog already answered as cancelled (session/cancel) stays answered.
+                if self.open.remove(&call) {
+                    let decision = self.rules.answer(&tool, answer.as_ref());
+                    self.decide(&call, decision);
+                }
+            }
+        }
+    }
+
+    async fn on_message(&mut self, msg: ToSession) {
+        match msg {
+            ToSession::Prompt { id, prompt } => self.prompt(id, prompt),
+            ToSession::Cancel { request } => self.cancel(request),
+            ToSession::Reopen { id, replay } => {
+                if replay {
+                    self.replay().await;
+                }
+                self.sink.result(&id, &opened(&self.config, None));
+            }
+            ToSession::SetMode { id, mode } => match self.set_policy(&mode) {
+                Ok(()) => {
+                    self.sink.result(&id, &json!({}));
+                    self.update(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
+                        self.config.options(),
+                    )));
+                }
+                Err(e) => self.sink.error(Some(&id), &e),
+            },
+            ToSession::SetOption { id, option, value } => {
+                match self.set_option(&option, &value).await {
+                    Ok(()) => self
+                        .sink
+                        .result(&id, &json!({"configOptions": self.config.options()})),
+                    Err(e) => self.sink.error(Some(&id), &e),
+                }
+            }
+            ToSession::Close { .. } => {}
+        }
+    }
+
+    fn prompt(&mut self, id: Id, prompt: Prompt) {
+        if self.turn.is_some() {
+            let e = ErrorObject::new(
+                j::INVALID_REQUEST,
+                "a prompt is already running in this session; cancel it or wait for its answer",
+            );
+            self.sink.error(Some(&id), &e);
+            return;
+        }
+        self.turn = Some(Turn {
+            id: id.clone(),
+            cancelled: None,
+        });
+        let mut fields = json!({"message": prompt.message});
+        if !prompt.images.is_empty() {
+            fields["images"] = Value::Array(prompt.images);
+        }
+        let (commands, back) = (self.commands.clone(), self.back.clone());
+        tokio::spawn(async move {
+            if let Err(error) = commands.request("prompt", fields).await {
+                let _ = back.send(Back::PromptFailed { id, error });
+            }
+        });
+    }
+
+    fn cancel(&mut self, request: Option<Id>) {
+        let Some(turn) = self.turn.as_mut() else {
+            return;
+        };
+        match &request {
+            Some(r) if *r != turn.id => return,
+            _ => {}
+        }
+        if turn.cancelled.is_none() {
+            turn.cancelled = Some(request.is_some());
+        }
+        for call in std::mem::take(&mut self.open) {
+            self.decide(&call, Decision::Cancelled);
+        }
+        let commands = self.commands.clone();
+        tokio::spawn(async move {
+            let _ = commands.request("abort", json!({})).await;
+        });
+    }
+
+    /// `session/load` of this live session: the whole branch again.
+    async fn replay(&mut self) {
+        let messages = match self.commands.request("get_messages", json!({})).await {
+            Ok(v) => v.get("messages").cloned().unwrap_or(Value::Null),
+            Err(e) => {
+                tracing::warn!("cannot replay session {}: {e}", self.session);
+                Value::Null
+            }
+        };
+        let messages: Vec<Message> = serde_json::from_value(messages).unwrap_or_default();
+        let mut fresh = Mapper::new(self.cwd.clone(), self.mapper.asks);
+        for u in fresh.replay(&messages) {
+            self.update(u);
+        }
+    }
+
+    fn set_policy(&mut self, mode: &str) -> Result<(), ErrorObject> {
+        let bad =
+            |why: String| ErrorObject::new(j::INVALID_PARAMS, format!("Invalid params: {why}"));
+        if self.config.policy.is_none() {
+            return Err(bad(format!(
+                "`modeId`: this session's policy is fixed by --permission; {mode} cannot be chosen"
+            )));
+        }
+        let policy = Policy::parse(mode).ok_or_else(|| {
+            bad(format!(
+                "`modeId`: unknown mode {mode} (ask, auto or read-only)"
+            ))
+        })?;
+        self.config.policy = Some(policy);
+        Ok(())
+    }
+
+    async fn set_option(
+        &mut self,
+        option: &str,
+        value: &SessionConfigOptionValue,
+    ) -> Result<(), ErrorObject> {
+        let bad =
+            |why: String| ErrorObject::new(j::INVALID_PARAMS, format!("Invalid params: {why}"));
+        let Some(value) = value.as_value_id().map(|v| v.0.to_string()) else {
+            return Err(bad(format!(
+                "`value`: {option} takes one of its options' values"
+            )));
+        };
+        let failed = |e: String| ErrorObject::new(j::INTERNAL_ERROR, e);
+        match option {
+            "mode" => {
+                self.set_policy(&value).map_err(|mut e| {
+                    e.message = e.message.replace("`modeId`", "`value`");
+                    e
+                })?;
+                if let Some(p) = self.config.policy {
+                    self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                        p.id(),
+                    )));
+                }
+            }
+            "model" => {
+                if !self.config.models.iter().any(|(v, _)| *v == value) {
+                    return Err(bad(format!("`value`: unknown model {value}")));
+                }
+                let (provider, model) = value.split_once('/').unwrap_or(("", &value));
+                self.commands
+                    .request("set_model", json!({"provider": provider, "modelId": model}))
+                    .await
+                    .map_err(failed)?;
+            }
+            "thought_level" => {
+                if !self.config.levels.contains(&value) {
+                    return Err(bad(format!("`value`: unknown thinking level {value}")));
+                }
+                self.commands
+                    .request("set_thinking_level", json!({"level": value}))
+                    .await
+                    .map_err(failed)?;
+            }
+            other => return Err(bad(format!("`configId`: unknown option {other}"))),
+        }
+        if let Ok(state) = self.commands.request("get_state", json!({})).await {
+            self.config.read_state(&state);
+        }
+        Ok(())
+    }
+
+    fn answer(&self, turn: Turn, outcome: &str, error: Option<&SettledError>) {
+        match stop_reason(outcome, error, turn.cancelled) {
+            Ok(reason) => self.sink.result(&turn.id, &PromptResponse::new(reason)),
+            Err(e) => self.sink.error(Some(&turn.id), &e),
+        }
+    }
+
+    /// Stops the session (its run aborted, dialogs cancelled) and saves it, reading its last
+    /// events meanwhile so that nothing waits on this task.
+    async fn close(&mut self, link: &mut Link) {
+        for call in std::mem::take(&mut self.open) {
+            self.decide(&call, Decision::Cancelled);
+        }
+        if let Some(turn) = self.turn.as_mut() {
+            turn.cancelled.get_or_insert(false);
+        }
+        let commands = self.commands.clone();
+        let stop = commands.stop(STOP_GRACE);
+        tokio::pin!(stop);
+        loop {
+            tokio::select! {
+                () = &mut stop => break,
+                note = link.next() => match note {
+                    Some(Note::Event { line, .. }) => self.on_line(&line),
+                    Some(_) => {}
+                    None => {
+                        (&mut stop).await;
+                        break;
+                    }
+                },
+            }
+        }
+        while let Some(Note::Event { line, .. }) = link.try_next() {
+            self.on_line(&line);
+        }
+        if let Some(turn) = self.turn.take() {
+            self.answer(turn, "aborted", None);
+        }
+    }
+}
+
+/// The answer to `session/new` (with `session`), `session/load` and `session/resume`: the
+/// session's modes and config options.
+pub fn opened(config: &Config, session: Option<&str>) -> Value {
+    let mut v = json!({"configOptions": config.options()});
+    if let Some(modes) = config.modes() {
+        v["modes"] = serde_json::to_value(modes).unwrap_or(Value::Null);
+    }
+    if let Some(s) = session {
+        v["sessionId"] = json!(s);
+    }
+    v
+}
+
+/// The prompt's answer from the run's verdict (`agent_settled`): `cancelled` (by request:
+/// `Some(true)` → -32800) wins; a failed run that is not a stop reason of ACP is an error.
+pub fn stop_reason(
+    outcome: &str,
+    error: Option<&SettledError>,
+    cancelled: Option<bool>,
+) -> Result<StopReason, ErrorObject> {
+    match cancelled {
+        Some(true) => {
+            return Err(ErrorObject::new(
+                j::REQUEST_CANCELLED,
+                "Request cancelled: the turn was aborted",
+            ))
+        }
+        Some(false) => return Ok(StopReason::Cancelled),
+        None => {}
+    }
+    let kind = error.map(|e| e.kind.as_str());
+    match (outcome, kind) {
+        ("completed", _) => Ok(StopReason::EndTurn),
+        ("aborted", _) => Ok(StopReason::Cancelled),
+        ("turn_limit", _) => Ok(StopReason::MaxTurnRequests),
+        ("failed", Some("length")) => Ok(StopReason::MaxTokens),
+        ("failed", Some("refusal")) => Ok(StopReason::Refusal),
+        _ => {
+            let message = error.map_or_else(
+                || format!("the turn ended as {outcome}"),
+                |e| e.message.clone(),
+            );
+            let mut e = ErrorObject::new(j::INTERNAL_ERROR, message);
+            e.data = Some(json!({"outcome": outcome, "kind": kind}));
+            Err(e)
+        }
+    }
+}
+
+/// A file's text if it is at most [`MAX_DIFF_BYTES`] of UTF-8.
+fn read_small(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_DIFF_BYTES {
+        return None;
+    }
+    String::from_utf8(std::fs::read(path).ok()?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(kind: &str) -> SettledError {
+        SettledError {
+            kind: kind.into(),
+            message: "m".into(),
+        }
+    }
+
+    #[test]
+    fn verdicts_map_to_stop_reasons() {
+        assert_eq!(
+            stop_reason("completed", None, None),
+            Ok(StopReason::EndTurn)
+        );
+        assert_eq!(
+            stop_reason("aborted", None, None),
+            Ok(StopReason::Cancelled)
+        );
+        assert_eq!(
+            stop_reason("turn_limit", None, None),
+            Ok(StopReason::MaxTurnRequests)
+        );
+        assert_eq!(
+            stop_reason("failed", Some(&err("length")), None),
+            Ok(StopReason::MaxTokens)
+        );
+        assert_eq!(
+            stop_reason("failed", Some(&err("refusal")), None),
+            Ok(StopReason::Refusal)
+        );
+        assert_eq!(
+            stop_reason("completed", None, Some(false)),
+            Ok(StopReason::Cancelled)
+        );
+        assert_eq!(
+            stop_reason("aborted", None, Some(true)).unwrap_err().code,
+            j::REQUEST_CANCELLED
+        );
+        let e = stop_reason("failed", Some(&err("provider_http")), None).unwrap_err();
+        assert_eq!((e.code, e.message.as_str()), (j::INTERNAL_ERROR, "m"));
+    }
+}

@@ -1,0 +1,69 @@
+//! Interop with an ACP client keel did not write: the official TypeScript SDK
+//! (`@agentclientprotocol/sdk`, pinned in `.ci/run`, which installs it with npm when npm is
+//! there and names its entry point in `KEEL_ACP_SDK`) drives `keel --mode acp` through
+//! `scripts/acp_sdk_client.mjs`. Without it the test says it was skipped.
+
+use serde_json::{json, Value};
+
+use crate::support::{fixture, root, Sandbox, CLOCK};
+
+fn sdk() -> Option<String> {
+    let path = std::env::var("KEEL_ACP_SDK")
+        .ok()
+        .filter(|p| std::path::Path::new(p).is_file());
+    if path.is_none() {
+        println!("skipped: KEEL_ACP_SDK is not set (.ci/run sets it when npm is available)");
+    }
+    path
+}
+
+#[test]
+fn the_typescript_sdk_client_initializes_prompts_and_answers_a_permission() {
+    let Some(entry) = sdk() else { return };
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("doomed.txt"), "x").unwrap();
+    let out = std::process::Command::new("node")
+        .arg(root().join("scripts/acp_sdk_client.mjs"))
+        .args([&entry, env!("CARGO_BIN_EXE_keel"), &fixture("acp.json")])
+        .arg(sb.work())
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("HOME", sb.dir.path())
+        .env("KEEL_HOME", sb.home())
+        .env("KEEL_TEST_CLOCK", CLOCK)
+        .env("KEEL_TEST_SEED", sb.seed.to_string())
+        .env("TMPDIR", sb.dir.path())
+        .current_dir(sb.work())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "node failed: {stderr}");
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["protocolVersion"], 1);
+    assert_eq!(summary["agentName"], "keel");
+    assert_eq!(summary["loadSession"], true);
+    assert_eq!(summary["stopReasons"], json!(["end_turn", "end_turn"]));
+    assert_eq!(summary["listed"], json!([true]));
+    assert_eq!(
+        summary["updates"],
+        json!([
+            "agent_thought_chunk",
+            "agent_message_chunk",
+            "agent_message_chunk",
+            "tool_call",
+            "tool_call_update",
+            "tool_call_update",
+            "agent_message_chunk"
+        ])
+    );
+    assert_eq!(
+        summary["permissions"],
+        json!([{"toolCallId": "call_rm1", "kind": "execute",
+            "options": ["allow_once", "allow_always", "reject_once", "reject_always"]}])
+    );
+    assert_eq!(summary["exitCode"], 0);
+    assert!(
+        !sb.work().join("doomed.txt").exists(),
+        "the allowed call ran"
+    );
+}
