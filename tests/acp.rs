@@ -673,3 +673,74 @@ fn acp_sigterm_mid_run_answers_cancelled_saves_and_exits_143() {
         "the prompt is saved"
     );
 }
+
+#[test]
+fn acp_client_mcp_servers_are_started_for_the_session_and_their_tools_called() {
+    let sb = Sandbox::new();
+    let script = sb.dir.path().join("mcp.json");
+    let turns = json!({"turns": [
+        {"chunks": [{"toolCall": {"id": "call_echo", "name": "mcp__fx__echo", "arguments": {"text": "from the editor"}}}]},
+        {"chunks": [{"text": "echoed"}]}
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let script = script.display().to_string();
+    let mut a = Rpc::start_raw(
+        &sb,
+        &[
+            "--mode",
+            "acp",
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+            "--permission",
+            "auto",
+        ],
+    );
+    let caps = init(&mut a);
+    assert_eq!(
+        caps["result"]["agentCapabilities"]["mcpCapabilities"],
+        json!({"http": true, "sse": false}),
+        "{caps}"
+    );
+    let r = call(
+        &mut a,
+        "new",
+        "session/new",
+        json!({"cwd": sb.work(), "mcpServers": [
+            {"name": "fx", "command": crate::mcp::FIXTURE, "args": [], "env": [{"name": "FIXTURE_TOKEN", "value": "t"}]},
+            {"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []}
+        ]}),
+    );
+    let session = r["result"]["sessionId"]
+        .as_str()
+        .expect("a session")
+        .to_string();
+    prompt(&mut a, "p", &session, "use the tool");
+    let done =
+        a.wait(&json!({"params": {"update": {"toolCallId": "call_echo", "status": "completed"}}}));
+    let text = done["params"]["update"]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(text.contains("from the editor"), "{done}");
+    assert_eq!(
+        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
+        "end_turn"
+    );
+    let (_, err, code) = a.finish();
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        err.contains("MCP server `old` from the client is left out"),
+        "{err}"
+    );
+    // The config file that carried the servers (and their env) is gone.
+    let left: Vec<_> = std::fs::read_dir(sb.home().join("tmp"))
+        .map(|d| d.flatten().map(|e| e.file_name()).collect())
+        .unwrap_or_default();
+    assert!(
+        left.iter()
+            .all(|n| !n.to_string_lossy().starts_with(".acp-mcp-")),
+        "{left:?}"
+    );
+}

@@ -16,10 +16,10 @@ use super::config::{Config, Policy};
 use super::schema::{
     AgentCapabilities, AvailableCommandsUpdate, CancelNotification, CloseSessionRequest,
     Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, NewSessionRequest, PromptCapabilities, PromptRequest,
-    ProtocolVersion, ResumeSessionRequest, SessionCapabilities, SessionCloseCapabilities,
-    SessionInfo, SessionListCapabilities, SessionNotification, SessionResumeCapabilities,
-    SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
+    ListSessionsResponse, LoadSessionRequest, McpCapabilities, McpServer, NewSessionRequest,
+    PromptCapabilities, PromptRequest, ProtocolVersion, ResumeSessionRequest, SessionCapabilities,
+    SessionCloseCapabilities, SessionInfo, SessionListCapabilities, SessionNotification,
+    SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
 };
 use super::session::{self, ToSession};
 use super::updates::Mapper;
@@ -150,7 +150,7 @@ impl Agent {
             }
             "session/new" => {
                 let p: NewSessionRequest = j::params(params)?;
-                self.open(id, Open::New, p.cwd, None, p.mcp_servers.len())?;
+                self.open(id, Open::New, p.cwd, None, &p.mcp_servers)?;
             }
             "session/load" => {
                 let p: LoadSessionRequest = j::params(params)?;
@@ -159,7 +159,7 @@ impl Agent {
                     Open::Load,
                     p.cwd,
                     Some(p.session_id.0.to_string()),
-                    p.mcp_servers.len(),
+                    &p.mcp_servers,
                 )?;
             }
             "session/resume" => {
@@ -169,7 +169,7 @@ impl Agent {
                     Open::Resume,
                     p.cwd,
                     Some(p.session_id.0.to_string()),
-                    p.mcp_servers.len(),
+                    &p.mcp_servers,
                 )?;
             }
             "session/list" => {
@@ -294,7 +294,7 @@ impl Agent {
         how: Open,
         cwd: PathBuf,
         existing: Option<String>,
-        mcp_servers: usize,
+        mcp_servers: &[McpServer],
     ) -> Result<(), ErrorObject> {
         if !cwd.is_absolute() || !cwd.is_dir() {
             return Err(ErrorObject::new(
@@ -305,12 +305,23 @@ impl Agent {
                 ),
             ));
         }
-        if mcp_servers > 0 {
-            tracing::warn!(
-                "session: {mcp_servers} MCP server(s) from the client are ignored; configure keel's own with --mcp-config"
-            );
+        let (mut cli, env) = self.session_cli_env(&cwd, existing.as_deref());
+        // The client's MCP servers join keel's own, through a config file read at startup.
+        let mut mcp_file = None;
+        if !mcp_servers.is_empty() {
+            let (config, warnings) = super::mcp::config(mcp_servers);
+            for w in warnings {
+                tracing::warn!("{w}");
+            }
+            let file = super::mcp::write(&config, &env.keel_home.join("tmp")).map_err(|e| {
+                ErrorObject::new(
+                    j::INTERNAL_ERROR,
+                    format!("cannot pass the client's MCP servers to the session: {e}"),
+                )
+            })?;
+            cli.mcp_config.push(file.to_path_buf());
+            mcp_file = Some(file);
         }
-        let (cli, env) = self.session_cli_env(&cwd, existing.as_deref());
         if let Some(wanted) = &existing {
             if self.live(wanted) {
                 let replay = how == Open::Load;
@@ -338,6 +349,8 @@ impl Agent {
                 let setup = crate::daemon::open::start(&cli, &env, &clock, true)
                     .await
                     .map_err(|e| e.render().trim_end().to_string())?;
+                // Read at startup: the file (which may hold the servers' secrets) can go.
+                drop(mcp_file);
                 for w in &setup.warnings {
                     tracing::warn!("{w}");
                 }
@@ -471,6 +484,7 @@ fn initialize() -> InitializeResponse {
     let caps = AgentCapabilities::new()
         .load_session(true)
         .prompt_capabilities(PromptCapabilities::new().image(true).embedded_context(true))
+        .mcp_capabilities(McpCapabilities::new().http(true))
         .session_capabilities(sessions);
     InitializeResponse::new(ProtocolVersion::V1)
         .agent_capabilities(caps)

@@ -13,6 +13,7 @@
 
 mod config;
 mod content;
+mod mcp;
 mod methods;
 mod permissions;
 mod schema;
