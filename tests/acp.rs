@@ -630,16 +630,8 @@ fn acp_modes_and_config_options_switch_the_policy_model_and_thinking() {
 }
 
 #[test]
-fn acp_with_daemon_or_a_prompt_is_a_usage_error() {
+fn acp_with_a_prompt_is_a_usage_error() {
     let sb = Sandbox::new();
-    let run = sb.run(&["--mode", "acp", "--daemon"]);
-    assert_eq!(run.code, 2, "{run}");
-    assert!(
-        run.stderr
-            .contains("--mode acp does not run sessions in the daemon yet"),
-        "{run}"
-    );
-    assert_eq!(run.stdout, "", "nothing but ACP messages on stdout");
     let run = sb.run(&["--acp", "hello"]);
     assert_eq!(run.code, 2, "{run}");
     assert!(
@@ -743,4 +735,42 @@ fn acp_client_mcp_servers_are_started_for_the_session_and_their_tools_called() {
             .all(|n| !n.to_string_lossy().starts_with(".acp-mcp-")),
         "{left:?}"
     );
+}
+
+/// `--mode acp --daemon`: the editor's sessions live in the daemon, so `keel ps` lists them
+/// and a terminal attached there sees the same run; closing the editor leaves a session
+/// another client shows live.
+#[test]
+fn acp_sessions_in_the_daemon_are_shared_with_its_other_clients() {
+    let sb = Sandbox::new();
+    let d = crate::daemon_support::Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let mut a = acp(&sb, &["--daemon", "--socket", &socket]);
+    init(&mut a);
+    let session = new_session(&mut a, &sb);
+    let mut c = d.connect();
+    c.hello(true);
+    let live = c.sessions();
+    assert_eq!(live.len(), 1, "{live:?}");
+    assert_eq!(live[0]["sessionId"], session.as_str());
+    let r = c.call("session/attach", json!({"sessionId": session}));
+    assert!(r.get("result").is_some(), "{r}");
+    prompt(&mut a, "p", &session, "hello there");
+    assert_eq!(
+        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
+        "end_turn"
+    );
+    // The terminal's connection saw the editor's run.
+    let seen = c.events_until("agent_settled");
+    assert!(
+        seen.iter()
+            .any(|(_, e)| e["type"] == "message_start" && e["message"]["role"] == "user"),
+        "{seen:?}"
+    );
+    // The editor goes away: the session stays live for the client still attached.
+    let (_, err, code) = a.finish();
+    assert_eq!(code, 0, "{err}");
+    let live = c.sessions();
+    assert_eq!(live.len(), 1, "still live: {live:?}");
+    assert_eq!(live[0]["clients"], 1, "{live:?}");
 }

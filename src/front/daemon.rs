@@ -319,6 +319,33 @@ pub fn session_args(args: impl Iterator<Item = String>) -> Vec<String> {
     out
 }
 
+/// Session flags (and their values) that pick a session.
+const SESSION_FLAGS: &[&str] = &["--continue", "-c", "--no-session"];
+const SESSION_FLAGS_WITH_VALUE: &[&str] =
+    &["--resume", "-r", "--session", "--session-id", "--fork"];
+
+/// `args` without the flags that pick a session (a client that names its session itself:
+/// reopening by file, ACP).
+pub fn without_session_flags(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        let flag = a.split('=').next().unwrap_or(a);
+        if SESSION_FLAGS_WITH_VALUE.contains(&a.as_str()) {
+            skip = true;
+            continue;
+        }
+        if SESSION_FLAGS.contains(&a.as_str()) || SESSION_FLAGS_WITH_VALUE.contains(&flag) {
+            continue;
+        }
+        out.push(a.clone());
+    }
+    out
+}
+
 /// `session/open`'s params for a client started with `args` in `env`: its directory, its
 /// session flags and the variables a session reads (provider keys and URLs, `KEEL_*`).
 pub fn open_params(env: &Env, args: Vec<String>, headless: bool) -> Value {

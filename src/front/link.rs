@@ -261,10 +261,16 @@ impl Commands {
 impl Commands {
     /// Ends a session served in this process: its run is stopped (settling for at most
     /// `grace`) and the session saved; the link's stream ends after the last events. A
-    /// daemon's session is not stopped by its clients: nothing happens.
+    /// daemon's session is closed there only if nothing else uses it (`session/close`: no
+    /// run going, no other client); otherwise it stays live for them.
     pub async fn stop(&self, grace: std::time::Duration) {
-        if let Kind::Local(handle) = &self.kind {
-            handle.stop(grace).await;
+        match &self.kind {
+            Kind::Local(handle) => handle.stop(grace).await,
+            Kind::Daemon { .. } => {
+                if let Err(e) = self.request("session/close", json!({})).await {
+                    tracing::info!("the session stays live in the daemon: {e}");
+                }
+            }
         }
     }
 }

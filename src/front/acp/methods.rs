@@ -66,6 +66,8 @@ pub struct Agent {
     explicit_permission: bool,
     /// Sessions being opened (their answers are still to come).
     opening: Vec<tokio::task::JoinHandle<()>>,
+    /// `--daemon`: sessions live in the daemon on this socket, opened with these flags.
+    daemon: Option<(PathBuf, Vec<String>)>,
 }
 
 impl Agent {
@@ -75,7 +77,12 @@ impl Agent {
         clock: &Clock,
         explicit_permission: bool,
         sink: Sink,
+        daemon: Option<PathBuf>,
     ) -> Agent {
+        let daemon = daemon.map(|socket| {
+            let args = crate::front::daemon::session_args(std::env::args().skip(1));
+            (socket, crate::front::daemon::without_session_flags(&args))
+        });
         let mut cli = cli.clone();
         if !explicit_permission {
             cli.permission = PermissionFlag::Ask;
@@ -99,6 +106,7 @@ impl Agent {
             sessions: Arc::new(Mutex::new(HashMap::new())),
             opening: Vec::new(),
             explicit_permission,
+            daemon,
         }
     }
 
@@ -339,6 +347,18 @@ impl Agent {
                 return Err(not_found(wanted));
             }
         }
+        let in_daemon = self.daemon.clone().map(|(socket, mut args)| {
+            if let Some(wanted) = &existing {
+                args.extend(["--resume".to_string(), wanted.clone()]);
+            }
+            if !self.explicit_permission {
+                args.extend(["--permission".to_string(), "ask".to_string()]);
+            }
+            if let Some(f) = &mcp_file {
+                args.extend(["--mcp-config".to_string(), f.display().to_string()]);
+            }
+            (socket, args)
+        });
         let (id, clock, sink) = (id.clone(), self.clock.clone(), self.sink.clone());
         let (peer, sessions) = (self.peer.clone(), self.sessions.clone());
         let asks = cli.permission == PermissionFlag::Ask;
@@ -346,6 +366,11 @@ impl Agent {
         self.opening.retain(|t| !t.is_finished());
         self.opening.push(tokio::spawn(async move {
             let started = async {
+                if let Some((socket, args)) = in_daemon {
+                    let opened = open_in_daemon(&socket, &env, args).await;
+                    drop(mcp_file);
+                    return opened;
+                }
                 let setup = crate::daemon::open::start(&cli, &env, &clock, true)
                     .await
                     .map_err(|e| e.render().trim_end().to_string())?;
@@ -473,6 +498,34 @@ fn title_of(text: &str) -> String {
         t.push('…');
     }
     t
+}
+
+/// Opens (or finds) a session in the daemon on `socket` (started if none runs) with `args` in
+/// `env`'s directory, and attaches to it: the editor and `keel attach` show one agent.
+async fn open_in_daemon(
+    socket: &Path,
+    env: &Env,
+    args: Vec<String>,
+) -> Result<(Link, crate::front::link::Start), String> {
+    let stream = crate::front::daemon::start(socket, env)
+        .await
+        .map_err(|e| e.render().trim_end().to_string())?;
+    let mut client = crate::daemon::client::Client::greet(stream, true)
+        .await
+        .map_err(|e| e.to_string())?;
+    let params = crate::front::daemon::open_params(env, args, false);
+    let opened = client.call("session/open", params).await.map_err(|e| {
+        crate::front::client::open_failed(e)
+            .render()
+            .trim_end()
+            .to_string()
+    })?;
+    drop(client);
+    for w in opened["warnings"].as_array().into_iter().flatten() {
+        tracing::warn!("{}", w.as_str().unwrap_or_default());
+    }
+    let id = opened["sessionId"].as_str().unwrap_or_default();
+    Link::daemon(socket, id, None, true).await
 }
 
 /// What this agent supports, and nothing more (`reference/daemon-acp.md` §1.4).

@@ -136,11 +136,13 @@ pub async fn serve(
     explicit_permission: bool,
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
-    if cli.daemon {
-        return Err(StartupError::usage(
-            "--mode acp does not run sessions in the daemon yet; leave out --daemon",
-        ));
-    }
+    let daemon = match cli.daemon {
+        true => Some(crate::front::daemon::socket_for(
+            env,
+            cli.socket.as_deref(),
+        )?),
+        false => None,
+    };
     if !cli.prompt.is_empty() {
         return Err(StartupError::usage(
             "acp mode takes no prompt arguments; the editor sends session/prompt",
@@ -150,7 +152,7 @@ pub async fn serve(
     let mut signals = Signals::new()?;
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
     let sink = Sink(out_tx);
-    let mut agent = methods::Agent::new(cli, env, clock, explicit_permission, sink.clone());
+    let mut agent = methods::Agent::new(cli, env, clock, explicit_permission, sink.clone(), daemon);
     let (input_tx, mut input_rx) = mpsc::channel::<Input>(4);
     spawn_reader(input_tx);
     let mut stop = None;

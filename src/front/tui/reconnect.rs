@@ -122,29 +122,14 @@ impl Client {
     }
 }
 
-/// Session flags (and their values) that pick a session: replaced when reopening by file.
-const SESSION_FLAGS: &[&str] = &["--continue", "-c", "--no-session"];
-const SESSION_FLAGS_WITH_VALUE: &[&str] =
-    &["--resume", "-r", "--session", "--session-id", "--fork"];
-
 /// `args` without the flags that pick a session, then `--session FILE`.
 fn args_for_file(args: &[Value], file: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut skip = false;
-    for a in args.iter().filter_map(Value::as_str) {
-        if std::mem::take(&mut skip) {
-            continue;
-        }
-        let flag = a.split('=').next().unwrap_or(a);
-        if SESSION_FLAGS_WITH_VALUE.contains(&a) {
-            skip = true;
-            continue;
-        }
-        if SESSION_FLAGS.contains(&a) || SESSION_FLAGS_WITH_VALUE.contains(&flag) {
-            continue;
-        }
-        out.push(a.to_string());
-    }
+    let args: Vec<String> = args
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect();
+    let mut out = crate::front::daemon::without_session_flags(&args);
     out.extend(["--session".to_string(), file.to_string()]);
     out
 }
