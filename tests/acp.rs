@@ -767,6 +767,23 @@ fn acp_sessions_in_the_daemon_are_shared_with_its_other_clients() {
             .any(|(_, e)| e["type"] == "message_start" && e["message"]["role"] == "user"),
         "{seen:?}"
     );
+    // An approval the editor is asked for can be answered from the terminal.
+    let doomed = sb.work().join("doomed.txt");
+    std::fs::write(&doomed, "x").unwrap();
+    prompt(&mut a, "p2", &session, "rm it");
+    a.wait(&json!({"method": "session/request_permission"}));
+    let ask = c.notes_until(|v| v["params"]["event"]["method"] == "confirm");
+    let dialog = ask.last().unwrap()["params"]["event"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = c.call(
+        "extension_ui_response",
+        json!({"sessionId": session, "id": dialog, "confirmed": true}),
+    );
+    assert!(r.get("result").is_some(), "{r}");
+    a.wait(&json!({"params": {"update": {"toolCallId": dialog, "status": "completed"}}}));
+    assert!(!doomed.exists(), "the terminal's answer ran the call");
     // The editor goes away: the session stays live for the client still attached.
     let (_, err, code) = a.finish();
     assert_eq!(code, 0, "{err}");
