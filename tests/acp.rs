@@ -771,7 +771,7 @@ fn acp_sessions_in_the_daemon_are_shared_with_its_other_clients() {
     let doomed = sb.work().join("doomed.txt");
     std::fs::write(&doomed, "x").unwrap();
     prompt(&mut a, "p2", &session, "rm it");
-    a.wait(&json!({"method": "session/request_permission"}));
+    let asked = a.wait(&json!({"method": "session/request_permission"}));
     let ask = c.notes_until(|v| v["params"]["event"]["method"] == "confirm");
     let dialog = ask.last().unwrap()["params"]["event"]["id"]
         .as_str()
@@ -784,6 +784,9 @@ fn acp_sessions_in_the_daemon_are_shared_with_its_other_clients() {
     assert!(r.get("result").is_some(), "{r}");
     a.wait(&json!({"params": {"update": {"toolCallId": dialog, "status": "completed"}}}));
     assert!(!doomed.exists(), "the terminal's answer ran the call");
+    // The editor's question is withdrawn.
+    let withdrawn = a.wait(&json!({"method": "$/cancel_request"}));
+    assert_eq!(withdrawn["params"]["requestId"], asked["id"], "{withdrawn}");
     // The editor goes away: the session stays live for the client still attached.
     let (_, err, code) = a.finish();
     assert_eq!(code, 0, "{err}");

@@ -78,9 +78,13 @@ pub(crate) struct Peer {
 }
 
 impl Peer {
-    /// Sends a request; its result, or `None` for an error answer (or no answer before the
-    /// connection ended).
-    async fn request(&self, method: &str, params: &impl Serialize) -> Option<Value> {
+    /// Sends a request; its id and where its answer will come: the result, or `None` for an
+    /// error answer (or no answer before the connection ended).
+    fn begin(
+        &self,
+        method: &str,
+        params: &impl Serialize,
+    ) -> Option<(Id, oneshot::Receiver<Option<Value>>)> {
         let id = Id::from(self.next.fetch_add(1, Ordering::Relaxed));
         let line = j::request_line(&id, method, params).ok()?;
         let (tx, rx) = oneshot::channel();
@@ -88,7 +92,21 @@ impl Peer {
             p.insert(id.text().to_string(), tx);
         }
         self.sink.line(line);
-        rx.await.ok().flatten()
+        Some((id, rx))
+    }
+
+    /// Withdraws request `id` (its question was settled elsewhere): the client is sent
+    /// `$/cancel_request`, and an answer that still comes is dropped.
+    fn withdraw(&self, id: &Id) {
+        if let Ok(mut p) = self.pending.lock() {
+            p.remove(id.text());
+        }
+        let request_id: Value =
+            serde_json::from_str(id.text()).unwrap_or_else(|_| Value::String(id.text().into()));
+        self.sink.notify(
+            "$/cancel_request",
+            &serde_json::json!({"requestId": request_id}),
+        );
     }
 
     /// Routes a response to the request that waits for it (an unknown id is logged).

@@ -3,7 +3,7 @@
 //! approval dialogs into `session/request_permission` and the client's answers back into
 //! `extension_ui_response`, and cancels and closes. It sends the host only pi commands.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -93,6 +93,8 @@ struct Task {
     turn: Option<Turn>,
     /// Approval dialogs waiting for the client, by tool call id.
     open: HashSet<String>,
+    /// The permission request sent for each open call.
+    asked: HashMap<String, Id>,
     back: mpsc::UnboundedSender<Back>,
     config: Config,
 }
@@ -122,6 +124,7 @@ pub fn spawn(
         rules: Rules::default(),
         turn: None,
         open: HashSet::new(),
+        asked: HashMap::new(),
         back,
         config,
     };
@@ -190,6 +193,16 @@ impl Task {
             PublicEvent::ExtensionUiRequest(r) if r.method == "notify" => {
                 tracing::info!("{}", r.message);
             }
+            // The call runs, or ended: its question was answered elsewhere (another client
+            // of the daemon), so the editor's is withdrawn.
+            PublicEvent::ToolExecutionUpdate { tool_call_id, .. }
+            | PublicEvent::ToolExecutionEnd { tool_call_id, .. }
+                if self.open.remove(&tool_call_id) =>
+            {
+                if let Some(id) = self.asked.remove(&tool_call_id) {
+                    self.peer.withdraw(&id);
+                }
+            }
             PublicEvent::AgentSettled { outcome, error, .. } => {
                 if let Some(turn) = self.turn.take() {
                     self.answer(turn, &outcome, error.as_ref());
@@ -218,10 +231,14 @@ impl Task {
             self.mapper.permission_call(&call, &tool, &args),
             permissions::options(),
         );
+        let Some((request_id, rx)) = self.peer.begin("session/request_permission", &request) else {
+            return self.decide(&call, Decision::Cancelled);
+        };
         self.open.insert(call.clone());
-        let (peer, back) = (self.peer.clone(), self.back.clone());
+        self.asked.insert(call.clone(), request_id);
+        let back = self.back.clone();
         tokio::spawn(async move {
-            let answer = peer.request("session/request_permission", &request).await;
+            let answer = rx.await.ok().flatten();
             let _ = back.send(Back::Permission { call, tool, answer });
         });
     }
@@ -249,6 +266,7 @@ impl Task {
             }
             Back::Permission { call, tool, answer } => {
                 // A dialog already answered as cancelled (session/cancel) stays answered.
+                self.asked.remove(&call);
                 if self.open.remove(&call) {
                     let decision = self.rules.answer(&tool, answer.as_ref());
                     self.decide(&call, decision);
