@@ -163,6 +163,28 @@ fn text_mentions(text: &str) -> Vec<String> {
     out
 }
 
+/// A message as a person reads it: each leading `<file name="…">` block a mention added
+/// becomes one line naming the file and its size (the model got the whole file).
+pub fn fold_blocks(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(after) = rest.strip_prefix("<file name=\"") {
+        let Some(name_end) = after.find("\">\n") else {
+            break;
+        };
+        let Some(end) = after.find("\n</file>\n") else {
+            break;
+        };
+        let name = &after[..name_end];
+        let lines = after[name_end + 3..end].lines().count();
+        let s = if lines == 1 { "" } else { "s" };
+        out.push_str(&format!("[file {name} · {lines} line{s}]\n"));
+        rest = &after[end + "\n</file>\n".len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The first message's text: piped stdin, a blank line, then the files' blocks followed
 /// directly by the words (each block ends with a newline, as pi joins them).
 pub fn compose(piped: &str, files: &str, words: &str) -> String {
@@ -327,6 +349,17 @@ pub fn base64(bytes: &[u8]) -> String {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mentioned_files_show_as_one_line_each_in_the_user_cell() {
+        let text = "<file name=\"/p/a.rs\">\nfn a() {}\nfn b() {}\n\n</file>\n<file name=\"/p/b.md\">\nhi\n\n</file>\nlook at @a.rs and @b.md";
+        assert_eq!(
+            fold_blocks(text),
+            "[file /p/a.rs · 2 lines]\n[file /p/b.md · 1 line]\nlook at @a.rs and @b.md"
+        );
+        assert_eq!(fold_blocks("<file name=\"x\"> no"), "<file name=\"x\"> no");
+        assert_eq!(fold_blocks("plain"), "plain");
+    }
 
     #[test]
     fn typed_text_includes_the_files_it_names_and_keeps_other_at_words() {

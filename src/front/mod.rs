@@ -10,6 +10,7 @@ pub mod print;
 pub mod public;
 pub mod rpc;
 pub mod signals;
+pub mod stdin;
 pub mod trust;
 pub mod tui;
 

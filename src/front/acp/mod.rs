@@ -20,6 +20,7 @@ mod schema;
 mod session;
 mod updates;
 
+use crate::front::stdin::Input;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -37,7 +38,6 @@ use crate::front::signals::Signals;
 use crate::kernel::clock::Clock;
 use crate::mode::Env;
 use crate::output::{Output, StdoutFailure};
-use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id};
 
 /// How long a session's run may take to settle once it is stopped (end of input, a signal,
@@ -139,12 +139,6 @@ impl Peer {
     }
 }
 
-/// What the stdin thread delivers.
-enum Input {
-    Frames(Vec<Frame>),
-    Error(String),
-}
-
 /// Serves ACP until stdin closes (exit 0, every session saved) or a signal arrives (128 + n).
 /// `explicit_permission`: `--permission` was given; otherwise ACP sessions ask.
 pub async fn serve(
@@ -172,7 +166,7 @@ pub async fn serve(
     let sink = Sink(out_tx);
     let mut agent = methods::Agent::new(cli, env, clock, explicit_permission, sink.clone(), daemon);
     let (input_tx, mut input_rx) = mpsc::channel::<Input>(4);
-    spawn_reader(input_tx);
+    crate::front::stdin::spawn_reader(input_tx);
     let mut stop = None;
     loop {
         tokio::select! {
@@ -231,45 +225,5 @@ fn stdout_failed(out: &mut Output) -> Exit {
             Exit::Failed
         }
         Some(StdoutFailure::Closed) | None => Exit::Signal(SIGPIPE),
-    }
-}
-
-/// Reads stdin on a plain thread (a pending read must never hold up process exit) and hands
-/// the decoded lines of each read to the loop; the channel closing means end of input.
-fn spawn_reader(tx: mpsc::Sender<Input>) {
-    let spawned = std::thread::Builder::new()
-        .name("keel-acp-stdin".into())
-        .spawn(move || {
-            use std::io::Read;
-            let mut stdin = std::io::stdin().lock();
-            let mut decoder = LineDecoder::new(MAX_LINE_BYTES);
-            let mut buf = vec![0u8; 64 * 1024];
-            let mut frames = Vec::new();
-            loop {
-                match stdin.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        decoder.push(&buf[..n], &mut frames);
-                        if !frames.is_empty()
-                            && tx
-                                .blocking_send(Input::Frames(std::mem::take(&mut frames)))
-                                .is_err()
-                        {
-                            return;
-                        }
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        let _ = tx.blocking_send(Input::Error(e.to_string()));
-                        return;
-                    }
-                }
-            }
-            if let Some(f) = decoder.finish() {
-                let _ = tx.blocking_send(Input::Frames(vec![f]));
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::error!("cannot start the stdin reader: {e}");
     }
 }

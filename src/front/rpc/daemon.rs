@@ -12,11 +12,11 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
-use super::{reader, Input};
 use crate::cli::Cli;
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::signals::Signals;
+use crate::front::stdin::Input;
 use crate::host::actor::SESSION_CHANGES;
 use crate::mode::Env;
 use crate::output::Output;
@@ -239,7 +239,7 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
     let (read, write) = client.into_parts();
     let mut lines = read.split(b'\n');
     let (input_tx, mut input_rx) = tokio::sync::mpsc::channel::<Input>(4);
-    reader::spawn_reader(input_tx);
+    crate::front::stdin::spawn_reader(input_tx);
     let mut bridge = Bridge {
         write,
         session,

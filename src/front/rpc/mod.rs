@@ -15,13 +15,13 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod daemon;
-mod reader;
 
 use std::time::Duration;
 
 use crate::error::StartupError;
 use crate::exit::{Exit, SIGPIPE};
 use crate::front::signals::Signals;
+use crate::front::stdin::Input;
 use crate::host::{Data, Host, HostSetup, Out, Reply};
 use crate::output::{Output, StdoutFailure};
 use crate::wire::jsonl::{Frame, MAX_LINE_BYTES};
@@ -30,19 +30,12 @@ use crate::wire::rpc;
 /// Everything RPC mode needs from startup: the host's setup.
 pub type RpcSetup = HostSetup;
 
-/// What the stdin thread delivers.
-enum Input {
-    /// The complete lines of one read, in order.
-    Frames(Vec<Frame>),
-    Error(String),
-}
-
 /// Serves RPC mode until stdin closes (exit 0) or a signal arrives (128 + n).
 pub async fn serve(setup: RpcSetup, out: &mut Output) -> Result<Exit, StartupError> {
     let mut signals = Signals::new()?;
     // Few batches in flight: each holds up to one read's lines (64 KiB) plus one long line.
     let (input_tx, mut input_rx) = tokio::sync::mpsc::channel::<Input>(4);
-    reader::spawn_reader(input_tx);
+    crate::front::stdin::spawn_reader(input_tx);
     let mut rpc = Stdio {
         host: Host::new(setup),
         out,

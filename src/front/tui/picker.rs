@@ -11,7 +11,6 @@ use std::path::PathBuf;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::paint;
@@ -186,21 +185,13 @@ impl Picker {
     /// Draws the picker into `area` of `buf`: title row, filter row, then the list. Every
     /// cell of the area is redrawn; nothing outside it is touched.
     pub fn render(&self, area: Rect, buf: &mut Buffer) {
-        let area = area.intersection(buf.area);
-        if area.is_empty() {
-            return;
-        }
-        for y in area.top()..area.bottom() {
-            blank(buf, area, y, Style::default());
-        }
-        let w = area.width as usize;
-        put(buf, area, area.y, &self.title_line(w));
-        if area.height < 2 {
-            return;
-        }
-        put(buf, area, area.y + 1, &self.filter_line(w));
-        let list = Rect::new(area.x, area.y + 2, area.width, area.height - 2);
-        self.render_list(list, buf);
+        rows::frame(
+            area,
+            buf,
+            |w| self.title_line(w),
+            |w| self.filter_line(w),
+            |list, buf| self.render_list(list, buf),
+        );
     }
 
     fn list(&self) -> &[Entry] {

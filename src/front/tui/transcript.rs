@@ -582,32 +582,10 @@ impl HistoryCell {
     }
 }
 
-/// A user message without the leading `<file name="…">` blocks its `@` mentions added: each
-/// becomes one line naming the file and its size (the model got the whole file).
-fn fold_file_blocks(text: &str) -> String {
-    let mut out = String::new();
-    let mut rest = text;
-    while let Some(after) = rest.strip_prefix("<file name=\"") {
-        let Some(name_end) = after.find("\">\n") else {
-            break;
-        };
-        let Some(end) = after.find("\n</file>\n") else {
-            break;
-        };
-        let name = &after[..name_end];
-        let lines = after[name_end + 3..end].lines().count();
-        let s = if lines == 1 { "" } else { "s" };
-        out.push_str(&format!("[file {name} · {lines} line{s}]\n"));
-        rest = &after[end + "\n</file>\n".len()..];
-    }
-    out.push_str(rest);
-    out
-}
-
 fn user_lines(text: &str, w: usize) -> Vec<Line<'static>> {
     let style = Style::default().add_modifier(Modifier::BOLD);
     let mut out = Vec::new();
-    let text = fold_file_blocks(text);
+    let text = crate::mentions::fold_blocks(text);
     for (i, l) in text.lines().enumerate() {
         let prefix = if i == 0 { "› " } else { "  " };
         let line = Line::from(vec![
@@ -677,20 +655,6 @@ mod tests {
     use super::*;
     use crate::kernel::event::{AssistantDelta, Event, EventPayload, RunOutcome};
     use crate::kernel::message::AssistantMessage;
-
-    #[test]
-    fn mentioned_files_show_as_one_line_each_in_the_user_cell() {
-        let text = "<file name=\"/p/a.rs\">\nfn a() {}\nfn b() {}\n\n</file>\n<file name=\"/p/b.md\">\nhi\n\n</file>\nlook at @a.rs and @b.md";
-        assert_eq!(
-            fold_file_blocks(text),
-            "[file /p/a.rs · 2 lines]\n[file /p/b.md · 1 line]\nlook at @a.rs and @b.md"
-        );
-        assert_eq!(
-            fold_file_blocks("<file name=\"x\"> no"),
-            "<file name=\"x\"> no"
-        );
-        assert_eq!(fold_file_blocks("plain"), "plain");
-    }
 
     /// A kernel event as the controller feeds it: through its wire lines.
     fn feed(t: &mut Transcript, event: &Event) {

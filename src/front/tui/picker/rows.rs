@@ -138,6 +138,34 @@ pub fn with(modifier: Modifier) -> Style {
 }
 
 /// Draws `line` on row `y` of `area`, cut to the area's width with `…`.
+/// Draws a picker into `area` of `buf`: its title row, its filter row, then `list` in the
+/// rows left. Every cell of the area is redrawn; nothing outside it is touched.
+pub fn frame(
+    area: Rect,
+    buf: &mut Buffer,
+    title: impl FnOnce(usize) -> Line<'static>,
+    filter: impl FnOnce(usize) -> Line<'static>,
+    list: impl FnOnce(Rect, &mut Buffer),
+) {
+    let area = area.intersection(buf.area);
+    if area.is_empty() {
+        return;
+    }
+    for y in area.top()..area.bottom() {
+        blank(buf, area, y, Style::default());
+    }
+    let w = area.width as usize;
+    put(buf, area, area.y, &title(w));
+    if area.height < 2 {
+        return;
+    }
+    put(buf, area, area.y + 1, &filter(w));
+    list(
+        Rect::new(area.x, area.y + 2, area.width, area.height - 2),
+        buf,
+    );
+}
+
 pub fn put(buf: &mut Buffer, area: Rect, y: u16, line: &Line<'_>) {
     let line = paint::truncate_line(line, area.width as usize);
     paint::put_line(buf, area.x, y, &line, area.width);

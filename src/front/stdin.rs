@@ -1,10 +1,17 @@
-//! RPC mode's stdin: a plain thread that reads request lines and hands them to the loop.
+//! The stdin of the line protocols (RPC mode, ACP): a plain thread that reads newline-delimited
+//! lines and hands them to the loop.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use tokio::sync::mpsc;
 
-use super::Input;
-use crate::wire::jsonl::{LineDecoder, MAX_LINE_BYTES};
+use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
+
+/// What the stdin thread delivers.
+pub enum Input {
+    /// The complete lines of one read, in order.
+    Frames(Vec<Frame>),
+    Error(String),
+}
 
 /// Reads stdin on a plain thread (a pending read must never hold up process exit) and hands
 /// decoded frames to the loop; the channel closing means end of input.
@@ -12,9 +19,9 @@ use crate::wire::jsonl::{LineDecoder, MAX_LINE_BYTES};
 /// The frames of one read go to the loop as one batch, which it serves back to back: handed
 /// over one by one, the loop could run the first prompt's whole run between two lines the
 /// client wrote together, and the second prompt would start as well.
-pub(super) fn spawn_reader(tx: mpsc::Sender<Input>) {
+pub fn spawn_reader(tx: mpsc::Sender<Input>) {
     let spawned = std::thread::Builder::new()
-        .name("keel-rpc-stdin".into())
+        .name("keel-stdin".into())
         .spawn(move || {
             use std::io::Read;
             let mut stdin = std::io::stdin().lock();
