@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 
 use clap::Parser;
 use keel::cli::Cli;
-use keel::front::link::{Link, Note};
+use keel::front::link::{Link, Note, Start};
 use keel::kernel::clock::Clock;
 use keel::mode::Env;
 use serde_json::json;
@@ -52,6 +52,20 @@ fn env_of(sb: &Sandbox) -> Env {
     }
 }
 
+/// A link to a session served in this process for a keel started in `sb` with `args`, with a
+/// ring of `ring_events`.
+async fn local_link(sb: &Sandbox, args: &[&str], ring_events: usize) -> (Link, Start) {
+    let cli = Cli::try_parse_from(std::iter::once("keel").chain(args.iter().copied())).unwrap();
+    let env = env_of(sb);
+    let clock = Clock::new(env.fixed_clock, env.seed);
+    // As a keel process (and the daemon's session/open) reads its start time first.
+    let _ = clock.now_ms();
+    let setup = keel::setup::host_setup(&cli, &env, &clock, true)
+        .await
+        .unwrap();
+    Link::local(setup, (ring_events, 8 << 20)).await.unwrap()
+}
+
 #[test]
 fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     let script = fixture("hello.json");
@@ -70,15 +84,7 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
 
     let here = Sandbox::new();
     let local = rt.block_on(async {
-        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args)).unwrap();
-        let env = env_of(&here);
-        let clock = Clock::new(env.fixed_clock, env.seed);
-        // As a keel process (and the daemon's session/open) reads its start time first.
-        let _ = clock.now_ms();
-        let setup = keel::setup::host_setup(&cli, &env, &clock, true)
-            .await
-            .unwrap();
-        let (mut link, start) = Link::local(setup, (10_000, 8 << 20)).await.unwrap();
+        let (mut link, start) = local_link(&here, &args, 10_000).await;
         assert_eq!(link.session_id(), "same");
         assert_eq!(start.seq, 0);
         let events = run_prompt(&mut link).await;
@@ -178,13 +184,7 @@ fn an_in_process_approval_waits_for_its_answer_past_the_timeout() {
         .build()
         .unwrap();
     let lines = rt.block_on(async {
-        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args)).unwrap();
-        let env = env_of(&sb);
-        let clock = Clock::new(env.fixed_clock, env.seed);
-        let setup = keel::setup::host_setup(&cli, &env, &clock, true)
-            .await
-            .unwrap();
-        let (mut link, _) = Link::local(setup, (10_000, 8 << 20)).await.unwrap();
+        let (mut link, _) = local_link(&sb, &args, 10_000).await;
         let answer = link.request("prompt", json!({"message": "clean up"})).await;
         assert_eq!(answer, Ok(json!({"disposition": "started"})));
         let mut lines = Vec::new();
@@ -266,14 +266,8 @@ fn a_local_link_that_falls_behind_is_told_and_reattaches() {
         .build()
         .unwrap();
     rt.block_on(async {
-        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args)).unwrap();
-        let env = env_of(&sb);
-        let clock = Clock::new(env.fixed_clock, env.seed);
-        let setup = keel::setup::host_setup(&cli, &env, &clock, true)
-            .await
-            .unwrap();
         // A ring of 100 events: the link's queues hold 100 + 2 × 4096 at most.
-        let (mut link, start) = Link::local(setup, (100, 8 << 20)).await.unwrap();
+        let (mut link, start) = local_link(&sb, &args, 100).await;
         let answer = link.request("prompt", json!({"message": "long"})).await;
         assert_eq!(answer, Ok(json!({"disposition": "started"})));
         // Nothing is read while the run streams its 9,000 chunks: wait for its end by asking.

@@ -507,12 +507,15 @@ fn a_late_server_warning_reaches_rpc_clients_as_a_notify() {
     let mut stdin = child.stdin.take().unwrap();
     writeln!(stdin, "{}", json!({"type": "prompt", "message": "go"})).unwrap();
     let mut notify = None;
+    let mut answer_before_notify = false;
     let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
     for line in lines.by_ref() {
         let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
         if v["type"] == "extension_ui_request" && v["method"] == "notify" {
             notify = Some(v.clone());
         }
+        // The warning came before the model's answer, so it is published before it.
+        answer_before_notify |= v["type"] == "message_update" && notify.is_none();
         if v["type"] == "agent_settled" {
             break;
         }
@@ -523,6 +526,10 @@ fn a_late_server_warning_reaches_rpc_clients_as_a_notify() {
     let status = child.wait().unwrap();
     assert!(status.success(), "{status:?}");
     let notify = notify.expect("a notify line");
+    assert!(
+        !answer_before_notify,
+        "the notify came after the answer's events"
+    );
     assert_eq!(notify["notifyType"], "warning", "{notify}");
     assert!(
         notify["message"]

@@ -6,7 +6,7 @@
 //! It writes only through `output::TerminalOut` and leaves nothing on screen or on stdout.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::cell::Cell;
+use super::picker::rows::Choice;
 
 use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::buffer::Buffer;
@@ -30,8 +30,6 @@ use crate::text;
 const ID_COLUMNS: usize = 8;
 /// Below this many columns for the name and cwd, the clients, age and state columns go.
 const MIN_TITLE: usize = 10;
-/// Rows a page moves before the first render told how tall the list is.
-const DEFAULT_PAGE: usize = 10;
 
 /// One live session as `daemon/status` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -87,17 +85,9 @@ struct Entry {
 #[derive(Debug)]
 pub struct LivePicker {
     entries: Vec<Entry>,
-    filter: String,
+    choice: Choice,
     /// `/` was typed on an empty filter: `j`, `k` and `q` are text, not keys.
     typing: bool,
-    /// Indices into `entries` of the sessions that match the filter.
-    matches: Vec<usize>,
-    /// Index into `matches`.
-    selected: usize,
-    /// First visible match, kept between renders so the list scrolls only when it must.
-    top: Cell<usize>,
-    /// List rows at the last render (the PageUp/PageDown step).
-    page: Cell<usize>,
 }
 
 impl LivePicker {
@@ -136,12 +126,8 @@ impl LivePicker {
             .collect();
         let mut picker = LivePicker {
             entries,
-            filter: String::new(),
+            choice: Choice::default(),
             typing: false,
-            matches: Vec::new(),
-            selected: 0,
-            top: Cell::new(0),
-            page: Cell::new(DEFAULT_PAGE),
         };
         picker.refilter();
         picker
@@ -154,19 +140,20 @@ impl LivePicker {
         }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
-        let keys = self.filter.is_empty() && !self.typing;
+        if self.choice.move_key(&key) {
+            return LiveAction::None;
+        }
+        let keys = self.choice.filter.is_empty() && !self.typing;
         match key.code {
             KeyCode::Char('c') if ctrl && !alt => return LiveAction::Cancel,
             KeyCode::Char('u') if ctrl && !alt => self.edit(String::clear),
-            KeyCode::Char('p') if ctrl && !alt => self.move_by(-1),
-            KeyCode::Char('n') if ctrl && !alt => self.move_by(1),
             KeyCode::Char('q') if keys && !ctrl && !alt => return LiveAction::Cancel,
-            KeyCode::Char('j') if keys && !ctrl && !alt => self.move_by(1),
-            KeyCode::Char('k') if keys && !ctrl && !alt => self.move_by(-1),
+            KeyCode::Char('j') if keys && !ctrl && !alt => self.choice.move_by(1),
+            KeyCode::Char('k') if keys && !ctrl && !alt => self.choice.move_by(-1),
             KeyCode::Char('/') if keys && !ctrl && !alt => self.typing = true,
             // Ctrl+Alt is AltGr on some keyboards: it types a character.
             KeyCode::Char(c) if ctrl == alt && !c.is_control() => self.edit(|f| f.push(c)),
-            KeyCode::Backspace if self.filter.is_empty() => self.typing = false,
+            KeyCode::Backspace if self.choice.filter.is_empty() => self.typing = false,
             KeyCode::Backspace => self.edit(|f| {
                 f.pop();
             }),
@@ -181,12 +168,6 @@ impl LivePicker {
                     None => LiveAction::None,
                 }
             }
-            KeyCode::Up => self.move_by(-1),
-            KeyCode::Down => self.move_by(1),
-            KeyCode::PageUp => self.move_by(-(self.page.get().max(1) as isize)),
-            KeyCode::PageDown => self.move_by(self.page.get().max(1) as isize),
-            KeyCode::Home => self.selected = 0,
-            KeyCode::End => self.selected = self.matches.len().saturating_sub(1),
             _ => {}
         }
         LiveAction::None
@@ -200,13 +181,14 @@ impl LivePicker {
 
     /// The highlighted session, if any matches.
     pub fn selected(&self) -> Option<&LiveSession> {
-        let idx = *self.matches.get(self.selected)?;
+        let idx = self.choice.chosen()?;
         self.entries.get(idx).map(|e| &e.session)
     }
 
     /// The ids of the sessions that match the filter, in the order shown.
     pub fn shown(&self) -> Vec<&str> {
         let ids = self
+            .choice
             .matches
             .iter()
             .map(|&i| self.entries[i].session.id.as_str());
@@ -233,46 +215,23 @@ impl LivePicker {
     }
 
     fn edit(&mut self, change: impl FnOnce(&mut String)) {
-        change(&mut self.filter);
+        change(&mut self.choice.filter);
         self.refilter();
     }
 
     /// Recomputes the matches and puts the selection back on the first one.
     fn refilter(&mut self) {
-        let needle = self.filter.to_lowercase();
-        self.matches = (0..self.entries.len())
-            .filter(|&i| self.entries[i].haystack.contains(&needle))
-            .collect();
-        self.selected = 0;
-        self.top.set(0);
-    }
-
-    fn move_by(&mut self, delta: isize) {
-        let last = self.matches.len().saturating_sub(1);
-        self.selected = self.selected.saturating_add_signed(delta).min(last);
-    }
-
-    /// The first visible match for a list `rows` tall, scrolled just enough to show the
-    /// selection and never past the end.
-    fn scroll_top(&self, rows: usize) -> usize {
-        let mut top = self.top.get();
-        if self.selected < top {
-            top = self.selected;
-        } else if self.selected >= top + rows {
-            top = self.selected + 1 - rows;
-        }
-        top = top.min(self.matches.len().saturating_sub(rows));
-        self.top.set(top);
-        top
+        let haystacks = self.entries.iter().map(|e| e.haystack.as_str());
+        self.choice.refilter(haystacks);
     }
 
     /// The longest variant of the title row that fits: hints go first, then the prefix.
     fn title_line(&self, w: usize) -> Line<'static> {
         let total = self.entries.len();
-        let count = if self.filter.is_empty() {
+        let count = if self.choice.filter.is_empty() {
             format!("{total} live")
         } else {
-            format!("{}/{total} live", self.matches.len())
+            format!("{}/{total} live", self.choice.matches.len())
         };
         let hint_sets: [&[&str]; 3] = [&["Enter: attach", "Esc: cancel"], &["Esc: cancel"], &[]];
         for prefix in [true, false] {
@@ -300,13 +259,13 @@ impl LivePicker {
     fn filter_line(&self, w: usize) -> Line<'static> {
         let label = "Filter: ";
         let caret = Span::styled(" ", with(REVERSED));
-        if self.filter.is_empty() && !self.typing {
+        if self.choice.filter.is_empty() && !self.typing {
             let hint = "type to filter · ↑↓ j k move · q quits · / to type j, k or q";
             let dim = with(DIM);
             return Line::from(vec![Span::raw(label), caret, Span::styled(hint, dim)]);
         }
         let room = w.saturating_sub(text::width(label) + 1);
-        let shown = truncate_left(&text::sanitize(&self.filter), room);
+        let shown = truncate_left(&text::sanitize(&self.choice.filter), room);
         Line::from(vec![Span::raw(label), Span::raw(shown), caret])
     }
 
@@ -315,22 +274,22 @@ impl LivePicker {
         if rows == 0 {
             return;
         }
-        self.page.set(rows);
-        if self.matches.is_empty() {
-            let message = if self.filter.is_empty() {
+        self.choice.page.set(rows);
+        if self.choice.matches.is_empty() {
+            let message = if self.choice.filter.is_empty() {
                 "No sessions are live".to_string()
             } else {
-                let filter = text::sanitize(&self.filter);
+                let filter = text::sanitize(&self.choice.filter);
                 format!("No live session matches \"{filter}\"")
             };
             put(buf, area, area.y, &Line::styled(message, with(DIM)));
             return;
         }
         let cols = self.columns(area.width as usize);
-        let top = self.scroll_top(rows);
-        for (row, &idx) in self.matches.iter().enumerate().skip(top).take(rows) {
+        let top = self.choice.scroll_top(rows);
+        for (row, &idx) in self.choice.matches.iter().enumerate().skip(top).take(rows) {
             let y = area.y + (row - top) as u16;
-            let selected = row == self.selected;
+            let selected = row == self.choice.selected;
             if selected {
                 blank(buf, area, y, with(REVERSED));
             }
@@ -343,6 +302,7 @@ impl LivePicker {
     fn columns(&self, width: usize) -> Cols {
         let widest = |cell: &dyn Fn(&Entry) -> String| {
             let cells = self
+                .choice
                 .matches
                 .iter()
                 .map(|&i| text::width(&cell(&self.entries[i])));

@@ -5,7 +5,7 @@
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::cell::Cell;
+use rows::Choice;
 use std::path::PathBuf;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -26,8 +26,6 @@ use rows::{
 
 /// Below this many columns for the title, the count column and then the age column go.
 const MIN_TITLE: usize = 10;
-/// Rows a page moves before the first render told how tall the list is.
-const DEFAULT_PAGE: usize = 10;
 
 /// What the caller should do after a key.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,15 +90,7 @@ pub struct Picker {
     all: Vec<Entry>,
     now_ms: i64,
     scope: Scope,
-    filter: String,
-    /// Indices into the current scope's list of the sessions that match the filter.
-    matches: Vec<usize>,
-    /// Index into `matches`.
-    selected: usize,
-    /// First visible match, kept between renders so the list scrolls only when it must.
-    top: Cell<usize>,
-    /// List rows at the last render (the PageUp/PageDown step).
-    page: Cell<usize>,
+    choice: Choice,
 }
 
 impl Picker {
@@ -118,11 +108,7 @@ impl Picker {
             all: all.into_iter().map(Entry::new).collect(),
             now_ms,
             scope,
-            filter: String::new(),
-            matches: Vec::new(),
-            selected: 0,
-            top: Cell::new(0),
-            page: Cell::new(DEFAULT_PAGE),
+            choice: Choice::default(),
         };
         picker.refilter();
         picker
@@ -135,17 +121,18 @@ impl Picker {
         }
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let alt = key.modifiers.contains(KeyModifiers::ALT);
+        if self.choice.move_key(&key) {
+            return PickerAction::None;
+        }
         match key.code {
             KeyCode::Char('c') if ctrl && !alt => return PickerAction::Cancel,
             KeyCode::Char('u') if ctrl && !alt => self.edit(String::clear),
-            KeyCode::Char('p') if ctrl && !alt => self.move_by(-1),
-            KeyCode::Char('n') if ctrl && !alt => self.move_by(1),
             // Ctrl+Alt is AltGr on some keyboards: it types a character.
             KeyCode::Char(c) if ctrl == alt && !c.is_control() => self.edit(|f| f.push(c)),
             KeyCode::Backspace => self.edit(|f| {
                 f.pop();
             }),
-            KeyCode::Esc if self.filter.is_empty() => return PickerAction::Cancel,
+            KeyCode::Esc if self.choice.filter.is_empty() => return PickerAction::Cancel,
             KeyCode::Esc => self.edit(String::clear),
             KeyCode::Enter => {
                 return match self.selected() {
@@ -157,12 +144,6 @@ impl Picker {
                 self.scope = self.scope.other();
                 self.refilter();
             }
-            KeyCode::Up => self.move_by(-1),
-            KeyCode::Down => self.move_by(1),
-            KeyCode::PageUp => self.move_by(-(self.page.get().max(1) as isize)),
-            KeyCode::PageDown => self.move_by(self.page.get().max(1) as isize),
-            KeyCode::Home => self.selected = 0,
-            KeyCode::End => self.selected = self.matches.len().saturating_sub(1),
             _ => {}
         }
         PickerAction::None
@@ -170,7 +151,7 @@ impl Picker {
 
     /// The highlighted session, if any session matches.
     pub fn selected(&self) -> Option<&SessionSummary> {
-        let idx = *self.matches.get(self.selected)?;
+        let idx = self.choice.chosen()?;
         self.list().get(idx).map(|e| &e.summary)
     }
 
@@ -202,52 +183,28 @@ impl Picker {
     }
 
     fn edit(&mut self, change: impl FnOnce(&mut String)) {
-        change(&mut self.filter);
+        change(&mut self.choice.filter);
         self.refilter();
     }
 
     /// Recomputes the matches and puts the selection back on the first one.
     fn refilter(&mut self) {
-        let needle = self.filter.to_lowercase();
-        self.matches = self
-            .list()
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| e.haystack.contains(&needle))
-            .map(|(i, _)| i)
-            .collect();
-        self.selected = 0;
-        self.top.set(0);
-    }
-
-    fn move_by(&mut self, delta: isize) {
-        let last = self.matches.len().saturating_sub(1);
-        let target = self.selected.saturating_add_signed(delta);
-        self.selected = target.min(last);
-    }
-
-    /// The first visible match for a list `rows` tall, scrolled just enough to show the
-    /// selection and never past the end.
-    fn scroll_top(&self, rows: usize) -> usize {
-        let mut top = self.top.get();
-        if self.selected < top {
-            top = self.selected;
-        } else if self.selected >= top + rows {
-            top = self.selected + 1 - rows;
-        }
-        top = top.min(self.matches.len().saturating_sub(rows));
-        self.top.set(top);
-        top
+        let list = match self.scope {
+            Scope::Here => &self.here,
+            Scope::All => &self.all,
+        };
+        let haystacks = list.iter().map(|e| e.haystack.as_str());
+        self.choice.refilter(haystacks);
     }
 
     /// The longest variant of the title row that fits in `w` columns: hints are dropped
     /// (Enter first, then Esc, then Tab), then the "Resume a session" prefix.
     fn title_line(&self, w: usize) -> Line<'static> {
         let total = self.list().len();
-        let count = if self.filter.is_empty() {
+        let count = if self.choice.filter.is_empty() {
             format!("({total})")
         } else {
-            format!("({}/{total})", self.matches.len())
+            format!("({}/{total})", self.choice.matches.len())
         };
         let scope = format!("{} {count}", self.scope.label());
         let tab = format!("Tab: {}", self.scope.other().label());
@@ -285,7 +242,7 @@ impl Picker {
     fn filter_line(&self, w: usize) -> Line<'static> {
         let label = "Filter: ";
         let caret = Span::styled(" ", with(REVERSED));
-        if self.filter.is_empty() {
+        if self.choice.filter.is_empty() {
             let hint = with(DIM);
             return Line::from(vec![
                 Span::raw(label),
@@ -294,7 +251,7 @@ impl Picker {
             ]);
         }
         let room = w.saturating_sub(text::width(label) + 1);
-        let shown = truncate_left(&text::sanitize(&self.filter), room);
+        let shown = truncate_left(&text::sanitize(&self.choice.filter), room);
         Line::from(vec![Span::raw(label), Span::raw(shown), caret])
     }
 
@@ -303,9 +260,9 @@ impl Picker {
         if rows == 0 {
             return;
         }
-        self.page.set(rows);
+        self.choice.page.set(rows);
         let w = area.width as usize;
-        if self.matches.is_empty() {
+        if self.choice.matches.is_empty() {
             let message = Line::styled(self.empty_message(), with(DIM));
             put(buf, area, area.y, &message);
             return;
@@ -324,10 +281,10 @@ impl Picker {
         if cols.fixed() + MIN_TITLE > w {
             cols.age = 0;
         }
-        let top = self.scroll_top(rows);
-        for (row, &idx) in self.matches.iter().enumerate().skip(top).take(rows) {
+        let top = self.choice.scroll_top(rows);
+        for (row, &idx) in self.choice.matches.iter().enumerate().skip(top).take(rows) {
             let y = area.y + (row - top) as u16;
-            let selected = row == self.selected;
+            let selected = row == self.choice.selected;
             if selected {
                 blank(buf, area, y, with(REVERSED));
             }
@@ -337,8 +294,11 @@ impl Picker {
     }
 
     fn empty_message(&self) -> String {
-        if !self.filter.is_empty() {
-            format!("No sessions match \"{}\"", text::sanitize(&self.filter))
+        if !self.choice.filter.is_empty() {
+            format!(
+                "No sessions match \"{}\"",
+                text::sanitize(&self.choice.filter)
+            )
         } else if self.scope == Scope::Here {
             "No sessions in this directory — Tab shows all directories".to_string()
         } else {
@@ -349,7 +309,8 @@ impl Picker {
     /// The widest value of a column over all matches (so columns do not shift on scroll).
     fn column_width(&self, cell: impl Fn(&SessionSummary) -> String) -> usize {
         let list = self.list();
-        self.matches
+        self.choice
+            .matches
             .iter()
             .map(|&i| text::width(&cell(&list[i].summary)))
             .max()
@@ -431,7 +392,8 @@ mod tests {
 
     fn ids(p: &Picker) -> Vec<&str> {
         let list = p.list();
-        p.matches
+        p.choice
+            .matches
             .iter()
             .map(|&i| list[i].summary.id.as_str())
             .collect()
@@ -489,16 +451,19 @@ mod tests {
         typ(&mut p, "refx");
         assert!(ids(&p).is_empty());
         key(&mut p, Backspace);
-        assert_eq!((p.filter.as_str(), ids(&p)), ("ref", vec!["b2"]));
+        assert_eq!((p.choice.filter.as_str(), ids(&p)), ("ref", vec!["b2"]));
         ctrl(&mut p, 'u');
-        assert_eq!((p.filter.as_str(), ids(&p)), ("", vec!["a1", "b2", "c3"]));
+        assert_eq!(
+            (p.choice.filter.as_str(), ids(&p)),
+            ("", vec!["a1", "b2", "c3"])
+        );
         // Alt+letter and other Ctrl chords do not type; Shift and AltGr (Ctrl+Alt) do.
         p.handle_key(KeyEvent::new(KeyCode::Char('x'), KeyModifiers::ALT));
         ctrl(&mut p, 'x');
         p.handle_key(KeyEvent::new(KeyCode::Char('R'), KeyModifiers::SHIFT));
         let altgr = KeyModifiers::CONTROL | KeyModifiers::ALT;
         p.handle_key(KeyEvent::new(KeyCode::Char('@'), altgr));
-        assert_eq!(p.filter, "R@");
+        assert_eq!(p.choice.filter, "R@");
     }
 
     #[test]
@@ -511,7 +476,7 @@ mod tests {
         assert_eq!((ids(&p), sel(&p)), (vec!["b2", "c3"], "c3"));
         key(&mut p, Tab);
         assert_eq!(
-            (p.scope, p.filter.as_str()),
+            (p.scope, p.choice.filter.as_str()),
             (Scope::All, "i"),
             "filter kept"
         );
@@ -581,7 +546,7 @@ mod tests {
         typ(&mut p, "nothing matches this");
         assert_eq!(key(&mut p, Enter), PickerAction::None);
         assert_eq!(key(&mut p, Esc), PickerAction::None);
-        assert_eq!(p.filter, "");
+        assert_eq!(p.choice.filter, "");
         assert_eq!(key(&mut p, Esc), PickerAction::Cancel);
         typ(&mut p, "x");
         assert_eq!(ctrl(&mut p, 'c'), PickerAction::Cancel);

@@ -100,7 +100,7 @@ fn the_filter_matches_id_name_and_cwd_case_insensitively() {
     assert_eq!(key(&mut p, Enter), LiveAction::None, "nothing to attach");
     key(&mut p, Backspace);
     p.paste("s\nignored");
-    assert_eq!(p.filter, "docs/homs", "a paste adds its first line");
+    assert_eq!(p.choice.filter, "docs/homs", "a paste adds its first line");
 }
 
 #[test]
@@ -118,16 +118,19 @@ fn j_k_and_q_are_keys_until_a_filter_is_typed_or_slash_starts_one() {
     key(&mut p, KeyCode::Char('j'));
     key(&mut p, KeyCode::Char('j'));
     key(&mut p, KeyCode::Char('k'));
-    assert_eq!((sel(&p), p.filter.as_str()), ("0a1b2c3d4e5f", ""));
+    assert_eq!((sel(&p), p.choice.filter.as_str()), ("0a1b2c3d4e5f", ""));
     typ(&mut p, "Ref");
     typ(&mut p, "jkq");
-    assert_eq!(p.filter, "Refjkq", "text once a filter is typed");
+    assert_eq!(p.choice.filter, "Refjkq", "text once a filter is typed");
     press(&mut p, Backspace, 6);
     assert_eq!(key(&mut p, KeyCode::Char('q')), LiveAction::Cancel);
     // `/` first: j, k and q are text from the start.
     key(&mut p, KeyCode::Char('/'));
     typ(&mut p, "k");
-    assert_eq!((p.filter.as_str(), p.shown()), ("k", vec!["0a1b2c3d4e5f"]));
+    assert_eq!(
+        (p.choice.filter.as_str(), p.shown()),
+        ("k", vec!["0a1b2c3d4e5f"])
+    );
     assert_eq!(rows(&p, 40, 2)[1], "Filter: k");
     key(&mut p, Backspace);
     assert_eq!(
@@ -181,7 +184,7 @@ fn enter_attaches_esc_clears_then_cancels_ctrl_c_cancels() {
     assert_eq!(key(&mut p, Enter), attach);
     typ(&mut p, "zzz");
     assert_eq!(key(&mut p, Esc), LiveAction::None);
-    assert_eq!(p.filter, "");
+    assert_eq!(p.choice.filter, "");
     assert_eq!(key(&mut p, Esc), LiveAction::Cancel);
     typ(&mut p, "x");
     let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);

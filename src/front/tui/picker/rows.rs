@@ -138,6 +138,96 @@ pub fn with(modifier: Modifier) -> Style {
 }
 
 /// Draws `line` on row `y` of `area`, cut to the area's width with `…`.
+/// Rows a page moves before the first render told how tall the list is.
+const DEFAULT_PAGE: usize = 10;
+
+/// A filtered list's selection, shared by the pickers: the filter text, which entries match
+/// it, which match is highlighted, and how far the list is scrolled.
+#[derive(Debug)]
+pub struct Choice {
+    pub filter: String,
+    /// Indices into the picker's list of the entries that match the filter.
+    pub matches: Vec<usize>,
+    /// Index into `matches`.
+    pub selected: usize,
+    /// First visible match, kept between renders so the list scrolls only when it must.
+    top: std::cell::Cell<usize>,
+    /// List rows at the last render (the PageUp/PageDown step).
+    pub page: std::cell::Cell<usize>,
+}
+
+impl Default for Choice {
+    fn default() -> Self {
+        Choice {
+            filter: String::new(),
+            matches: Vec::new(),
+            selected: 0,
+            top: std::cell::Cell::new(0),
+            page: std::cell::Cell::new(DEFAULT_PAGE),
+        }
+    }
+}
+
+impl Choice {
+    /// The entries whose (lowercased) haystack contains the filter, case-insensitively; the
+    /// selection goes back to the first one.
+    pub fn refilter<'a>(&mut self, haystacks: impl Iterator<Item = &'a str>) {
+        let needle = self.filter.to_lowercase();
+        self.matches = haystacks
+            .enumerate()
+            .filter(|(_, h)| h.contains(&needle))
+            .map(|(i, _)| i)
+            .collect();
+        self.selected = 0;
+        self.top.set(0);
+    }
+
+    /// The highlighted entry's index in the list.
+    pub fn chosen(&self) -> Option<usize> {
+        self.matches.get(self.selected).copied()
+    }
+
+    pub fn move_by(&mut self, delta: isize) {
+        let last = self.matches.len().saturating_sub(1);
+        self.selected = self.selected.saturating_add_signed(delta).min(last);
+    }
+
+    /// The moves both pickers share: Up/Down, Ctrl+P/Ctrl+N, PageUp/PageDown (a list's
+    /// height), Home/End. False for any other key.
+    pub fn move_key(&mut self, key: &crossterm::event::KeyEvent) -> bool {
+        use crossterm::event::{KeyCode, KeyModifiers};
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL)
+            && !key.modifiers.contains(KeyModifiers::ALT);
+        let page = self.page.get().max(1) as isize;
+        match key.code {
+            KeyCode::Char('p') if ctrl => self.move_by(-1),
+            KeyCode::Char('n') if ctrl => self.move_by(1),
+            KeyCode::Up => self.move_by(-1),
+            KeyCode::Down => self.move_by(1),
+            KeyCode::PageUp => self.move_by(-page),
+            KeyCode::PageDown => self.move_by(page),
+            KeyCode::Home => self.selected = 0,
+            KeyCode::End => self.selected = self.matches.len().saturating_sub(1),
+            _ => return false,
+        }
+        true
+    }
+
+    /// The first visible match for a list `rows` tall, scrolled just enough to show the
+    /// selection and never past the end.
+    pub fn scroll_top(&self, rows: usize) -> usize {
+        let mut top = self.top.get();
+        if self.selected < top {
+            top = self.selected;
+        } else if self.selected >= top + rows {
+            top = self.selected + 1 - rows;
+        }
+        top = top.min(self.matches.len().saturating_sub(rows));
+        self.top.set(top);
+        top
+    }
+}
+
 /// Draws a picker into `area` of `buf`: its title row, its filter row, then `list` in the
 /// rows left. Every cell of the area is redrawn; nothing outside it is touched.
 pub fn frame(
