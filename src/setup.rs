@@ -246,6 +246,7 @@ pub fn agent_config_with(
         bash_timeout: Duration::from_secs(600),
         temp_dir: env.keel_home.join("tmp"),
         tool_env,
+        files: Default::default(),
         retry: RetryPolicy {
             enabled: cli.max_retries > 0,
             max_attempts: cli.max_retries,

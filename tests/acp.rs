@@ -37,7 +37,7 @@ fn notify(a: &mut Rpc, method: &str, params: Value) {
     a.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
 }
 
-fn init(a: &mut Rpc) -> Value {
+pub fn init(a: &mut Rpc) -> Value {
     call(a, "init", "initialize", json!({"protocolVersion": 1}))
 }
 
@@ -55,7 +55,7 @@ pub fn new_session(a: &mut Rpc, sb: &Sandbox) -> String {
         .to_string()
 }
 
-fn prompt(a: &mut Rpc, id: &str, session: &str, text: &str) {
+pub fn prompt(a: &mut Rpc, id: &str, session: &str, text: &str) {
     send(
         a,
         id,

@@ -1,7 +1,8 @@
 //! Interop with an ACP client keel did not write: the official TypeScript SDK
 //! (`@agentclientprotocol/sdk`, pinned in `.ci/run`, which installs it with npm when npm is
 //! there and names its entry point in `KEEL_ACP_SDK`) drives `keel --mode acp` through
-//! `scripts/acp_sdk_client.mjs`. Without it the test says it was skipped.
+//! `scripts/acp_sdk_client.mjs`, which also serves keel its file system (`fs/*`). Without it
+//! the test says it was skipped.
 
 use serde_json::{json, Value};
 
@@ -18,10 +19,11 @@ fn sdk() -> Option<String> {
 }
 
 #[test]
-fn the_typescript_sdk_client_initializes_prompts_and_answers_a_permission() {
+fn the_typescript_sdk_client_initializes_prompts_answers_a_permission_and_serves_its_files() {
     let Some(entry) = sdk() else { return };
     let sb = Sandbox::new();
     std::fs::write(sb.work().join("doomed.txt"), "x").unwrap();
+    std::fs::write(sb.work().join("greet.txt"), "hello world (saved)\n").unwrap();
     let out = std::process::Command::new("node")
         .arg(root().join("scripts/acp_sdk_client.mjs"))
         .args([&entry, env!("CARGO_BIN_EXE_keel"), &fixture("acp.json")])
@@ -42,7 +44,10 @@ fn the_typescript_sdk_client_initializes_prompts_and_answers_a_permission() {
     assert_eq!(summary["protocolVersion"], 1);
     assert_eq!(summary["agentName"], "keel");
     assert_eq!(summary["loadSession"], true);
-    assert_eq!(summary["stopReasons"], json!(["end_turn", "end_turn"]));
+    assert_eq!(
+        summary["stopReasons"],
+        json!(["end_turn", "end_turn", "end_turn"])
+    );
     assert_eq!(summary["listed"], json!([true]));
     assert_eq!(
         summary["updates"],
@@ -50,16 +55,35 @@ fn the_typescript_sdk_client_initializes_prompts_and_answers_a_permission() {
             "agent_thought_chunk",
             "agent_message_chunk",
             "agent_message_chunk",
+            "usage_update",
             "tool_call",
             "tool_call_update",
             "tool_call_update",
-            "agent_message_chunk"
+            "agent_message_chunk",
+            "usage_update"
+        ])
+    );
+    let options = json!(["allow_once", "allow_always", "reject_once", "reject_always"]);
+    assert_eq!(
+        summary["permissions"],
+        json!([
+            {"toolCallId": "call_rm1", "kind": "execute", "options": options},
+            {"toolCallId": "call_edit", "kind": "edit", "options": options},
+            {"toolCallId": "call_write", "kind": "edit", "options": options},
         ])
     );
     assert_eq!(
-        summary["permissions"],
-        json!([{"toolCallId": "call_rm1", "kind": "execute",
-            "options": ["allow_once", "allow_always", "reject_once", "reject_always"]}])
+        summary["fsCalls"],
+        json!([
+            {"method": "read", "path": "greet.txt"},
+            {"method": "write", "path": "greet.txt", "content": "hello keel (unsaved)\n"},
+            {"method": "write", "path": "notes.txt", "content": "rewritten\n"},
+        ]),
+        "edits work on the editor's buffers"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("greet.txt")).unwrap(),
+        "hello world (saved)\n"
     );
     assert_eq!(summary["exitCode"], 0);
     assert!(

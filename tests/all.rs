@@ -7,6 +7,7 @@
 )]
 
 mod acp;
+mod acp_fs;
 mod acp_sdk;
 mod architecture;
 mod chaos;

@@ -57,6 +57,9 @@ pub struct AgentConfig {
     /// spill directory under `temp_dir`, background process groups), cleaned up when the last
     /// clone of this config is dropped.
     pub tool_env: crate::kernel::tool::ToolEnv,
+    /// Where `read`, `edit` and `write` get and put file text: the disk unless a front end
+    /// hands a client (an editor's buffers).
+    pub files: crate::kernel::tool::Files,
     /// Automatic retries of failed model calls.
     pub retry: RetryPolicy,
     /// Automatic context compaction.
@@ -110,6 +113,7 @@ impl AgentConfig {
             bash_timeout: Duration::from_secs(600),
             temp_dir,
             tool_env: Default::default(),
+            files: Default::default(),
             retry: RetryPolicy::default(),
             compaction: CompactionPolicy::default(),
         }

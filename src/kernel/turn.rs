@@ -742,6 +742,7 @@ async fn execute(
         bash_timeout: inner.config.bash_timeout,
         temp_dir: inner.config.temp_dir.clone(),
         env: inner.config.tool_env.clone(),
+        files: inner.config.files.clone(),
     };
     let run = async {
         if inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some() {

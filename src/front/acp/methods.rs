@@ -13,13 +13,15 @@ use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 
 use super::config::{Config, Policy};
+use super::fs::EditorFiles;
 use super::schema::{
     AgentCapabilities, AvailableCommandsUpdate, CancelNotification, CloseSessionRequest,
-    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, McpCapabilities, McpServer, NewSessionRequest,
-    PromptCapabilities, PromptRequest, ProtocolVersion, ResumeSessionRequest, SessionCapabilities,
-    SessionCloseCapabilities, SessionInfo, SessionListCapabilities, SessionNotification,
-    SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest, SetSessionModeRequest,
+    FileSystemCapabilities, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, McpCapabilities, McpServer,
+    NewSessionRequest, PromptCapabilities, PromptRequest, ProtocolVersion, ResumeSessionRequest,
+    SessionCapabilities, SessionCloseCapabilities, SessionInfo, SessionListCapabilities,
+    SessionNotification, SessionResumeCapabilities, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionModeRequest,
 };
 use super::session::{self, ToSession};
 use super::updates::Mapper;
@@ -68,6 +70,8 @@ pub struct Agent {
     opening: Vec<tokio::task::JoinHandle<()>>,
     /// `--daemon`: sessions live in the daemon on this socket, opened with these flags.
     daemon: Option<(PathBuf, Vec<String>)>,
+    /// The editor's file methods, from `initialize` (none until then).
+    fs: FileSystemCapabilities,
 }
 
 impl Agent {
@@ -107,6 +111,7 @@ impl Agent {
             opening: Vec::new(),
             explicit_permission,
             daemon,
+            fs: FileSystemCapabilities::default(),
         }
     }
 
@@ -153,7 +158,8 @@ impl Agent {
     ) -> Result<(), ErrorObject> {
         match method {
             "initialize" => {
-                let _: InitializeRequest = j::params(params)?;
+                let p: InitializeRequest = j::params(params)?;
+                self.fs = p.client_capabilities.fs;
                 self.sink.result(id, &initialize());
             }
             "session/new" => {
@@ -362,6 +368,17 @@ impl Agent {
         let (id, clock, sink) = (id.clone(), self.clock.clone(), self.sink.clone());
         let (peer, sessions) = (self.peer.clone(), self.sessions.clone());
         let asks = cli.permission == PermissionFlag::Ask;
+        // In this process the tools can work on the editor's buffers; a daemon session's tools
+        // work on the disk (the daemon cannot reach this editor's files).
+        let editor = match in_daemon {
+            None => EditorFiles::new(self.peer.clone(), &self.fs),
+            Some(_) => {
+                if self.fs.read_text_file || self.fs.write_text_file {
+                    tracing::info!("a daemon session's tools use the disk, not the editor's files");
+                }
+                None
+            }
+        };
         let fixed = self.explicit_permission;
         self.opening.retain(|t| !t.is_finished());
         self.opening.push(tokio::spawn(async move {
@@ -371,9 +388,12 @@ impl Agent {
                     drop(mcp_file);
                     return opened;
                 }
-                let setup = crate::daemon::open::start(&cli, &env, &clock, true)
+                let mut setup = crate::daemon::open::start(&cli, &env, &clock, true)
                     .await
                     .map_err(|e| e.render().trim_end().to_string())?;
+                if let Some(editor) = &editor {
+                    setup.config.files = editor.files();
+                }
                 // Read at startup: the file (which may hold the servers' secrets) can go.
                 drop(mcp_file);
                 for w in &setup.warnings {
@@ -389,6 +409,9 @@ impl Agent {
                 }
             };
             let session = link.session_id().to_string();
+            if let Some(editor) = &editor {
+                editor.started(&session);
+            }
             let messages: Vec<Message> = start
                 .snapshot
                 .as_ref()

@@ -13,6 +13,7 @@
 
 mod config;
 mod content;
+mod fs;
 mod mcp;
 mod methods;
 mod permissions;
@@ -74,17 +75,20 @@ impl Sink {
 pub(crate) struct Peer {
     sink: Sink,
     next: AtomicU64,
-    pending: Mutex<HashMap<String, oneshot::Sender<Option<Value>>>>,
+    pending: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
 }
 
+/// The client's answer to one of this side's requests: its result, or its error's message.
+pub(crate) type Answer = Result<Value, String>;
+
 impl Peer {
-    /// Sends a request; its id and where its answer will come: the result, or `None` for an
-    /// error answer (or no answer before the connection ended).
+    /// Sends a request; its id and where its answer will come (the channel closes without one
+    /// if the connection ends first).
     fn begin(
         &self,
         method: &str,
         params: &impl Serialize,
-    ) -> Option<(Id, oneshot::Receiver<Option<Value>>)> {
+    ) -> Option<(Id, oneshot::Receiver<Answer>)> {
         let id = Id::from(self.next.fetch_add(1, Ordering::Relaxed));
         let line = j::request_line(&id, method, params).ok()?;
         let (tx, rx) = oneshot::channel();
@@ -124,7 +128,7 @@ impl Peer {
             return;
         };
         let value = match result {
-            Ok(raw) => serde_json::from_str(raw.get()).ok(),
+            Ok(raw) => serde_json::from_str(raw.get()).map_err(|e| format!("bad answer: {e}")),
             Err(e) => {
                 tracing::info!(
                     "the client answered {} with error {}: {}",
@@ -132,7 +136,7 @@ impl Peer {
                     e.code,
                     e.message
                 );
-                None
+                Err(e.message)
             }
         };
         let _ = tx.send(value);

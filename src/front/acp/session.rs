@@ -203,10 +203,26 @@ impl Task {
                     self.peer.withdraw(&id);
                 }
             }
+            // A run settled (the editor's prompt, or another client's in the daemon): the
+            // context and cost it leaves go out as `usage_update`, then the prompt's answer.
             PublicEvent::AgentSettled { outcome, error, .. } => {
-                if let Some(turn) = self.turn.take() {
-                    self.answer(turn, &outcome, error.as_ref());
-                }
+                let answer = self.turn.take().map(|turn| {
+                    let reason = stop_reason(&outcome, error.as_ref(), turn.cancelled);
+                    (turn.id, reason)
+                });
+                let (commands, sink) = (self.commands.clone(), self.sink.clone());
+                let session = self.session.clone();
+                tokio::spawn(async move {
+                    let stats = commands.request("get_session_stats", json!({})).await;
+                    if let Some(update) = stats.ok().as_ref().and_then(super::updates::usage) {
+                        sink.notify("session/update", &SessionNotification::new(session, update));
+                    }
+                    match answer {
+                        Some((id, Ok(reason))) => sink.result(&id, &PromptResponse::new(reason)),
+                        Some((id, Err(e))) => sink.error(Some(&id), &e),
+                        None => {}
+                    }
+                });
             }
             _ => {}
         }
@@ -238,7 +254,7 @@ impl Task {
         self.asked.insert(call.clone(), request_id);
         let back = self.back.clone();
         tokio::spawn(async move {
-            let answer = rx.await.ok().flatten();
+            let answer = rx.await.ok().and_then(Result::ok);
             let _ = back.send(Back::Permission { call, tool, answer });
         });
     }

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::schema::{
-    ContentBlock, ContentChunk, Diff, MessageId, SessionInfoUpdate, SessionUpdate, TextContent,
-    ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind,
+    ContentBlock, ContentChunk, Cost, Diff, MessageId, SessionInfoUpdate, SessionUpdate,
+    TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
+    ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use crate::front::public::{Delta, PublicEvent, ToolResult};
 use crate::kernel::message::{Content, Message};
@@ -37,6 +37,18 @@ pub struct Mapper {
     /// Write, edit and bash calls wait for approval before they run.
     pub asks: bool,
     calls: HashMap<String, Call>,
+}
+
+/// `usage_update` from `get_session_stats`: the tokens in context, the model's context window
+/// and the session's cost so far (USD). `None` when the stats lack them.
+pub fn usage(stats: &Value) -> Option<SessionUpdate> {
+    let context = &stats["contextUsage"];
+    let used = context["tokens"].as_u64()?;
+    let size = context["contextWindow"].as_u64()?;
+    let cost = stats["cost"].as_f64().unwrap_or(0.0);
+    Some(SessionUpdate::UsageUpdate(
+        UsageUpdate::new(used, size).cost(Cost::new(cost, "USD")),
+    ))
 }
 
 impl Mapper {
@@ -496,6 +508,21 @@ mod tests {
                 json!(["tool_call", null, null]),
                 json!(["tool_call_update", null, "completed"]),
             ]
+        );
+    }
+
+    #[test]
+    fn usage_comes_from_the_session_stats() {
+        let stats = json!({"cost": 0.25, "contextUsage": {"tokens": 1200, "contextWindow": 200000, "percent": 0.6}});
+        let update = serde_json::to_value(usage(&stats).unwrap()).unwrap();
+        assert_eq!(
+            update,
+            json!({"sessionUpdate": "usage_update", "used": 1200, "size": 200000,
+                "cost": {"amount": 0.25, "currency": "USD"}})
+        );
+        assert!(
+            usage(&json!({"cost": 1.0})).is_none(),
+            "no context, no update"
         );
     }
 }

@@ -21,7 +21,7 @@ use tokio::time::Instant;
 
 use super::bash_output::{Output, Progress};
 use super::text::{self, MAX_BYTES};
-use super::{str_arg, u64_arg, ToolContext, ToolEnv, ToolOutput, ToolSpec};
+use super::{str_arg, u64_arg, Files, ToolContext, ToolEnv, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::Message;
 
@@ -164,6 +164,7 @@ pub async fn run_user(
         bash_timeout: timeout,
         temp_dir: temp_dir.to_path_buf(),
         env: env.clone(),
+        files: Files::default(),
     };
     let mut out = Output::new(temp_dir, env);
     let outcome = if ctx.abort.is_aborted() {
@@ -417,6 +418,7 @@ mod tests {
             bash_timeout: Duration::from_secs(20),
             temp_dir: dir.join("tmp"),
             env: ToolEnv::default(),
+            files: Default::default(),
         }
     }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 use similar::{DiffTag, TextDiff};
 
-use super::file::{open_regular, write_regular};
+use super::file::open_regular;
 use super::text::format_size;
 use super::{str_arg, ToolContext, ToolOutput, ToolSpec};
 
@@ -61,11 +61,21 @@ async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
         ));
     }
     let full = ctx.resolve(path);
-    let bytes = {
-        let (full, shown) = (full.clone(), path.to_string());
-        tokio::task::spawn_blocking(move || load(&full, &shown))
-            .await
-            .map_err(|e| ToolOutput::error(format!("edit failed: {e}")))??
+    // Through the client that holds the files (an editor's buffers), or from the disk.
+    let bytes = match ctx.files.read(&full, &ctx.abort).await {
+        Some(text) => {
+            let text = text.map_err(|e| ToolOutput::error(format!("Cannot edit {path}: {e}")))?;
+            if text.len() as u64 > MAX_EDIT_BYTES {
+                return Err(too_big(path, text.len() as u64));
+            }
+            text.into_bytes()
+        }
+        None => {
+            let (full, shown) = (full.clone(), path.to_string());
+            tokio::task::spawn_blocking(move || load(&full, &shown))
+                .await
+                .map_err(|e| ToolOutput::error(format!("edit failed: {e}")))??
+        }
     };
     let content = String::from_utf8(bytes)
         .map_err(|_| ToolOutput::error(format!("Cannot edit {path}: not valid UTF-8 text")))?;
@@ -79,15 +89,10 @@ async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
             "No changes made to {path}: the replacement is identical to the original text"
         )));
     }
-    let written = {
-        let (full, bytes) = (full.clone(), updated.clone().into_bytes());
-        tokio::task::spawn_blocking(move || write_regular(&full, &bytes, false)).await
-    };
-    match written {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(ToolOutput::error(format!("Cannot write {path}: {e}"))),
-        Err(e) => return Err(ToolOutput::error(format!("edit failed: {e}"))),
-    }
+    ctx.files
+        .write(&full, updated.clone(), false, &ctx.abort)
+        .await
+        .map_err(|e| ToolOutput::error(format!("Cannot write {path}: {e}")))?;
     let (diff, first) = unified_diff(&content, &updated, path);
     Ok(
         ToolOutput::ok(format!("Successfully replaced text in {path}.\n\n{diff}")).with_details(
@@ -102,14 +107,7 @@ async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
 
 /// Reads the whole file (blocking) if it is a regular file of at most `MAX_EDIT_BYTES`.
 fn load(full: &Path, path: &str) -> Result<Vec<u8>, ToolOutput> {
-    let too_big = |size: u64| {
-        ToolOutput::error(format!(
-            "Cannot edit {path}: the file is {}, and edit handles files up to {}. Use bash \
-             (e.g. sed) or write for larger files.",
-            format_size(usize::try_from(size).unwrap_or(usize::MAX)),
-            format_size(MAX_EDIT_BYTES as usize)
-        ))
-    };
+    let too_big = |size: u64| too_big(path, size);
     let (file, meta) = open_regular(full, path, "edit")?;
     if meta.len() > MAX_EDIT_BYTES {
         return Err(too_big(meta.len()));
@@ -123,6 +121,16 @@ fn load(full: &Path, path: &str) -> Result<Vec<u8>, ToolOutput> {
         return Err(too_big(bytes.len() as u64));
     }
     Ok(bytes)
+}
+
+/// The refusal of a file larger than `MAX_EDIT_BYTES`.
+fn too_big(path: &str, size: u64) -> ToolOutput {
+    ToolOutput::error(format!(
+        "Cannot edit {path}: the file is {}, and edit handles files up to {}. Use bash \
+         (e.g. sed) or write for larger files.",
+        format_size(usize::try_from(size).unwrap_or(usize::MAX)),
+        format_size(MAX_EDIT_BYTES as usize)
+    ))
 }
 
 /// Finds the unique occurrence of `old`, returning its byte index and the exact old/new texts

@@ -9,6 +9,7 @@ mod edit;
 mod env;
 pub mod external;
 pub mod file;
+pub mod files;
 mod find;
 mod grep;
 mod ls;
@@ -27,6 +28,7 @@ use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::Content;
 
 pub use env::ToolEnv;
+pub use files::{FileClient, Files};
 
 /// What a tool produced: content for the model, structured details for front ends.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,6 +88,8 @@ pub struct ToolContext {
     pub temp_dir: PathBuf,
     /// What tool processes inherit, and what they leave behind for the session to clean up.
     pub env: ToolEnv,
+    /// Where `read`, `edit` and `write` get and put file text (the disk, or an editor).
+    pub files: Files,
 }
 
 impl ToolContext {
@@ -185,5 +189,6 @@ pub(crate) fn test_context(dir: &Path) -> ToolContext {
         bash_timeout: Duration::from_secs(10),
         temp_dir: dir.to_path_buf(),
         env: ToolEnv::default(),
+        files: Default::default(),
     }
 }

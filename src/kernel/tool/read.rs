@@ -1,6 +1,7 @@
 //! `read`: returns a window of a text file's lines. Owns only reading; must never modify a file,
 //! never return the content of a binary file, never open anything but a regular file, and never
-//! hold more of the file in memory than the window it returns.
+//! hold more of the file in memory than the window it returns (a file that a client such as an
+//! editor hands over, `ToolContext::files`, comes whole: it is scanned the same way).
 
 use std::borrow::Cow;
 use std::io::{BufRead, BufReader, Read};
@@ -71,9 +72,20 @@ async fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
         start: to_usize(offset.unwrap_or(1)),
         limit: limit.map(to_usize),
     };
+    // Through the client that holds the files (an editor's buffers), or from the disk.
+    let text = match ctx.files.read(&window.full, &ctx.abort).await {
+        Some(Err(_)) if ctx.abort.is_aborted() => return Err(ToolOutput::error("read aborted")),
+        Some(text) => {
+            Some(text.map_err(|e| ToolOutput::error(format!("Cannot read {path}: {e}")))?)
+        }
+        None => None,
+    };
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&cancel);
-    let task = tokio::task::spawn_blocking(move || window.read(&flag));
+    let task = tokio::task::spawn_blocking(move || match text {
+        Some(text) => window.read_text(text, &flag),
+        None => window.read(&flag),
+    });
     tokio::select! {
         r = task => r.map_err(|e| ToolOutput::error(format!("read failed: {e}")))?,
         _ = ctx.abort.aborted() => {
@@ -99,24 +111,45 @@ impl Window {
     /// Opens, sniffs and scans the file (blocking).
     fn read(&self, cancel: &AtomicBool) -> Result<ToolOutput, ToolOutput> {
         let (mut file, meta) = open_regular(&self.full, &self.path, "read")?;
-        let fail = |e: std::io::Error| ToolOutput::error(format!("Cannot read {}: {e}", self.path));
         let mut head = Vec::new();
         (&mut file)
             .take(SNIFF_BYTES)
             .read_to_end(&mut head)
-            .map_err(fail)?;
-        if text::is_binary(&head) {
-            return Err(ToolOutput::error(format!(
-                "Cannot read {}: binary file, {} bytes",
-                self.path,
-                meta.len()
-            )));
-        }
+            .map_err(|e| self.failed(e))?;
+        self.check_text(&head, meta.len())?;
         let mut reader =
             BufReader::with_capacity(BUFFER_BYTES, std::io::Cursor::new(head).chain(file));
-        let scanned = scan(&mut reader, self.start, self.limit, cancel).map_err(fail)?;
+        let scanned =
+            scan(&mut reader, self.start, self.limit, cancel).map_err(|e| self.failed(e))?;
         let out = self.render(scanned, meta.len())?;
         Ok(out.with_details_path(&self.full))
+    }
+
+    /// Scans `text`, the whole file as a client (an editor) gave it.
+    fn read_text(&self, text: String, cancel: &AtomicBool) -> Result<ToolOutput, ToolOutput> {
+        let size = text.len() as u64;
+        let head = &text.as_bytes()[..text.len().min(SNIFF_BYTES as usize)];
+        self.check_text(head, size)?;
+        let mut reader = std::io::Cursor::new(text.into_bytes());
+        let scanned =
+            scan(&mut reader, self.start, self.limit, cancel).map_err(|e| self.failed(e))?;
+        let out = self.render(scanned, size)?;
+        Ok(out.with_details_path(&self.full))
+    }
+
+    fn failed(&self, e: std::io::Error) -> ToolOutput {
+        ToolOutput::error(format!("Cannot read {}: {e}", self.path))
+    }
+
+    /// Refuses a file whose first bytes (`head`) hold a NUL.
+    fn check_text(&self, head: &[u8], size: u64) -> Result<(), ToolOutput> {
+        match text::is_binary(head) {
+            true => Err(ToolOutput::error(format!(
+                "Cannot read {}: binary file, {size} bytes",
+                self.path
+            ))),
+            false => Ok(()),
+        }
     }
 
     fn render(&self, s: Scanned, file_bytes: u64) -> Result<Rendered, ToolOutput> {

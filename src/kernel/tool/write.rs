@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
-use super::file::{check_regular, write_regular};
+use super::file::check_regular;
 use super::{str_arg, ToolContext, ToolOutput, ToolSpec};
 
 pub(super) fn spec() -> ToolSpec {
@@ -48,15 +48,10 @@ async fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput
             .await
             .map_err(|e| ToolOutput::error(format!("Cannot create directories for {path}: {e}")))?;
     }
-    let written = {
-        let (full, bytes) = (full.clone(), content.as_bytes().to_vec());
-        tokio::task::spawn_blocking(move || write_regular(&full, &bytes, true)).await
-    };
-    match written {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return Err(ToolOutput::error(format!("Cannot write {path}: {e}"))),
-        Err(e) => return Err(ToolOutput::error(format!("write failed: {e}"))),
-    }
+    ctx.files
+        .write(&full, content.to_string(), true, &ctx.abort)
+        .await
+        .map_err(|e| ToolOutput::error(format!("Cannot write {path}: {e}")))?;
     Ok(
         ToolOutput::ok(format!("Wrote {} bytes to {path}", content.len())).with_details(json!({
             "path": full.display().to_string(),

@@ -1,0 +1,239 @@
+//! Where `read`, `edit` and `write` get and put a file's text: the disk, or a client that holds
+//! the files (an editor's buffers, which may be unsaved). Owns only that choice. The tools keep
+//! their checks, caps and messages either way; a client answers with text or an error message.
+//! The kernel knows nothing of how a client is reached (ACP's `fs/*` requests, in `front::acp`).
+
+use std::fmt;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::pin::Pin;
+use std::sync::Arc;
+
+use crate::kernel::abort::AbortSignal;
+
+/// A client's answer to come: the value, or its error message.
+pub type Answer<T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send>>;
+
+/// A client that reads and/or writes whole text files by absolute path.
+pub trait FileClient: Send + Sync {
+    /// Whether `read` and `edit` read through this client.
+    fn reads(&self) -> bool;
+    /// Whether `write` and `edit` write through this client.
+    fn writes(&self) -> bool;
+    /// The whole text of `path`.
+    fn read(&self, path: &Path) -> Answer<String>;
+    /// Replaces (or creates) `path` with `content`.
+    fn write(&self, path: &Path, content: String) -> Answer<()>;
+}
+
+/// The file access of a session's tools: the disk unless a client was given.
+#[derive(Clone, Default)]
+pub struct Files(Option<Arc<dyn FileClient>>);
+
+impl fmt::Debug for Files {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.0 {
+            None => f.write_str("Files(disk)"),
+            Some(c) => write!(
+                f,
+                "Files(client: reads {}, writes {})",
+                c.reads(),
+                c.writes()
+            ),
+        }
+    }
+}
+
+impl Files {
+    /// Reads and writes go to `client` where it says it can, to the disk otherwise.
+    pub fn client(client: Arc<dyn FileClient>) -> Self {
+        Files(Some(client))
+    }
+
+    /// Replaces the text of `full` (creating the file if `create`): through the client that
+    /// writes, or on the disk (a regular file only, opened without blocking).
+    pub(super) async fn write(
+        &self,
+        full: &Path,
+        content: String,
+        create: bool,
+        abort: &AbortSignal,
+    ) -> Result<(), String> {
+        if let Some(client) = self.0.as_deref().filter(|c| c.writes()) {
+            return tokio::select! {
+                done = client.write(full, content) => done,
+                _ = abort.aborted() => Err("aborted".into()),
+            };
+        }
+        let full: PathBuf = full.to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            super::file::write_regular(&full, content.as_bytes(), create)
+        })
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())
+    }
+
+    /// The whole text of `full` from the client that reads, or `None`: read the disk.
+    pub(super) async fn read(
+        &self,
+        full: &Path,
+        abort: &AbortSignal,
+    ) -> Option<Result<String, String>> {
+        let client = self.0.as_deref().filter(|c| c.reads())?;
+        Some(tokio::select! {
+            text = client.read(full) => text,
+            _ = abort.aborted() => Err("aborted".into()),
+        })
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use serde_json::json;
+
+    use super::*;
+    use crate::kernel::tool::{execute, test_context};
+
+    /// An editor: buffers by path (which need not be on the disk), every call recorded.
+    #[derive(Default)]
+    struct Editor {
+        reads: bool,
+        writes: bool,
+        buffers: Mutex<BTreeMap<PathBuf, String>>,
+        calls: Mutex<Vec<String>>,
+    }
+
+    impl FileClient for Editor {
+        fn reads(&self) -> bool {
+            self.reads
+        }
+        fn writes(&self) -> bool {
+            self.writes
+        }
+        fn read(&self, path: &Path) -> Answer<String> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("read {}", path.display()));
+            let text = self.buffers.lock().unwrap().get(path).cloned();
+            Box::pin(async move { text.ok_or_else(|| "no such buffer".to_string()) })
+        }
+        fn write(&self, path: &Path, content: String) -> Answer<()> {
+            self.calls
+                .lock()
+                .unwrap()
+                .push(format!("write {}", path.display()));
+            self.buffers
+                .lock()
+                .unwrap()
+                .insert(path.to_path_buf(), content);
+            Box::pin(async { Ok(()) })
+        }
+    }
+
+    fn editor(reads: bool, writes: bool, dir: &Path, buffer: &str) -> Arc<Editor> {
+        let e = Editor {
+            reads,
+            writes,
+            ..Editor::default()
+        };
+        e.buffers
+            .lock()
+            .unwrap()
+            .insert(dir.join("a.txt"), buffer.to_string());
+        Arc::new(e)
+    }
+
+    #[tokio::test]
+    async fn read_edit_and_write_go_through_the_editor_and_leave_the_disk_alone() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.txt"), "on disk\n").unwrap();
+        let ed = editor(true, true, d.path(), "unsaved one\ntwo\n");
+        let mut ctx = test_context(d.path());
+        ctx.files = Files::client(ed.clone());
+
+        let out = execute("read", &json!({"path": "a.txt"}), &ctx).await;
+        assert!(!out.is_error, "{}", out.text());
+        assert_eq!(out.text(), "unsaved one\ntwo");
+        let out = execute("read", &json!({"path": "a.txt", "offset": 2}), &ctx).await;
+        assert_eq!(out.text(), "two");
+
+        let edit = json!({"path": "a.txt", "oldText": "one", "newText": "1"});
+        let out = execute("edit", &edit, &ctx).await;
+        assert!(!out.is_error, "{}", out.text());
+        assert!(out.text().contains("+unsaved 1"), "{}", out.text());
+
+        let write = json!({"path": "new/b.txt", "content": "fresh"});
+        let out = execute("write", &write, &ctx).await;
+        assert!(!out.is_error, "{}", out.text());
+
+        let buffers = ed.buffers.lock().unwrap().clone();
+        assert_eq!(buffers[&d.path().join("a.txt")], "unsaved 1\ntwo\n");
+        assert_eq!(buffers[&d.path().join("new/b.txt")], "fresh");
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("a.txt")).unwrap(),
+            "on disk\n"
+        );
+        assert!(!d.path().join("new/b.txt").exists());
+        let a = d.path().join("a.txt").display().to_string();
+        let b = d.path().join("new/b.txt").display().to_string();
+        assert_eq!(
+            *ed.calls.lock().unwrap(),
+            [
+                format!("read {a}"),
+                format!("read {a}"),
+                format!("read {a}"),
+                format!("write {a}"),
+                format!("write {b}"),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn an_editor_that_only_reads_leaves_writing_to_the_disk() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("a.txt"), "disk\n").unwrap();
+        let ed = editor(true, false, d.path(), "buffer\n");
+        let mut ctx = test_context(d.path());
+        ctx.files = Files::client(ed.clone());
+        let edit = json!({"path": "a.txt", "oldText": "buffer", "newText": "edited"});
+        let out = execute("edit", &edit, &ctx).await;
+        assert!(!out.is_error, "{}", out.text());
+        assert_eq!(
+            std::fs::read_to_string(d.path().join("a.txt")).unwrap(),
+            "edited\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn the_editors_refusal_is_the_tools_error_and_nothing_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let ed = editor(true, true, d.path(), "x\n");
+        let mut ctx = test_context(d.path());
+        ctx.files = Files::client(ed.clone());
+        let out = execute("read", &json!({"path": "missing.txt"}), &ctx).await;
+        assert!(out.is_error);
+        assert_eq!(out.text(), "Cannot read missing.txt: no such buffer");
+        let edit = json!({"path": "missing.txt", "oldText": "x", "newText": "y"});
+        let out = execute("edit", &edit, &ctx).await;
+        assert_eq!(out.text(), "Cannot edit missing.txt: no such buffer");
+        assert!(ed
+            .calls
+            .lock()
+            .unwrap()
+            .iter()
+            .all(|c| c.starts_with("read")));
+        // A buffer with a NUL is refused as binary, like a file on the disk.
+        ed.buffers
+            .lock()
+            .unwrap()
+            .insert(d.path().join("bin"), "a\0b".into());
+        let out = execute("read", &json!({"path": "bin"}), &ctx).await;
+        assert_eq!(out.text(), "Cannot read bin: binary file, 3 bytes");
+    }
+}

@@ -1,0 +1,132 @@
+//! ACP's editor file system: a client that advertises `fs.readTextFile` / `fs.writeTextFile`
+//! gets keel's `read`, `edit` and `write` as `fs/*` requests (so unsaved buffers are seen and
+//! edits land in the editor), and the disk is left alone. Raw NDJSON against the binary.
+
+use serde_json::{json, Value};
+
+use crate::acp::{acp, call, new_session, prompt};
+use crate::rpc::Rpc;
+use crate::support::Sandbox;
+
+fn init_with_fs(a: &mut Rpc, read: bool, write: bool) {
+    let caps = json!({"fs": {"readTextFile": read, "writeTextFile": write}});
+    let r = call(
+        a,
+        "init",
+        "initialize",
+        json!({"protocolVersion": 1, "clientCapabilities": caps}),
+    );
+    assert_eq!(r["result"]["protocolVersion"], 1);
+}
+
+/// Waits for the agent's next `method` request and answers it with `result`.
+fn answer(a: &mut Rpc, method: &str, result: Value) -> Value {
+    let req = a.wait(&json!({"method": method}));
+    a.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": result}));
+    req["params"].clone()
+}
+
+#[test]
+fn acp_edit_and_write_go_through_the_editors_buffers_not_the_disk() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("greet.txt"), "hello world (saved)\n").unwrap();
+    let mut a = acp(&sb, &["--permission", "auto"]);
+    init_with_fs(&mut a, true, true);
+    let session = new_session(&mut a, &sb);
+    prompt(&mut a, "p", &session, "edit both files");
+    let greet = sb.work().join("greet.txt").display().to_string();
+    let notes = sb.work().join("notes.txt").display().to_string();
+
+    let read = answer(
+        &mut a,
+        "fs/read_text_file",
+        json!({"content": "hello world (unsaved)\n"}),
+    );
+    assert_eq!(read, json!({"sessionId": session, "path": greet}));
+    let wrote = answer(&mut a, "fs/write_text_file", json!({}));
+    assert_eq!(
+        wrote,
+        json!({"sessionId": session, "path": greet, "content": "hello keel (unsaved)\n"}),
+        "the edit applies to the buffer's text"
+    );
+    let edit =
+        a.wait(&json!({"params": {"update": {"toolCallId": "call_edit", "status": "completed"}}}));
+    let diff = &edit["params"]["update"]["content"][0];
+    assert_eq!(diff["type"], "diff");
+    assert_eq!(diff["path"], greet.as_str());
+    assert_eq!(
+        (&diff["oldText"], &diff["newText"]),
+        (&json!("world"), &json!("keel"))
+    );
+    let wrote = answer(&mut a, "fs/write_text_file", Value::Null);
+    assert_eq!(
+        wrote,
+        json!({"sessionId": session, "path": notes, "content": "rewritten\n"})
+    );
+    a.wait(&json!({"params": {"update": {"toolCallId": "call_write", "status": "completed"}}}));
+    assert_eq!(
+        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
+        "end_turn"
+    );
+    let (_, _, code) = a.finish();
+    assert_eq!(code, 0);
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("greet.txt")).unwrap(),
+        "hello world (saved)\n",
+        "the disk is the editor's to save"
+    );
+    assert!(!sb.work().join("notes.txt").exists());
+}
+
+#[test]
+fn acp_an_editor_refusal_fails_the_tool_call_with_its_message() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("notes.txt"), "on disk\n").unwrap();
+    let mut a = acp(&sb, &["--permission", "auto"]);
+    init_with_fs(&mut a, true, false);
+    let session = new_session(&mut a, &sb);
+    prompt(&mut a, "p", &session, "tools please");
+    let req = a.wait(&json!({"method": "fs/read_text_file"}));
+    a.send(&json!({"jsonrpc": "2.0", "id": req["id"],
+        "error": {"code": -32603, "message": "buffer is locked"}}));
+    let failed =
+        a.wait(&json!({"params": {"update": {"toolCallId": "call_read", "status": "failed"}}}));
+    let text = failed["params"]["update"]["content"][0]["content"]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        text,
+        "Cannot read notes.txt: the editor refused: buffer is locked"
+    );
+    assert_eq!(
+        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
+        "end_turn"
+    );
+    let (out, _, code) = a.finish();
+    assert_eq!(code, 0);
+    assert!(
+        !out.iter().any(|l| l.contains("fs/write_text_file")),
+        "an editor that does not write is never asked to"
+    );
+}
+
+#[test]
+fn acp_without_fs_capabilities_the_tools_use_the_disk() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("greet.txt"), "hello world\n").unwrap();
+    let mut a = acp(&sb, &["--permission", "auto"]);
+    init_with_fs(&mut a, false, false);
+    let session = new_session(&mut a, &sb);
+    prompt(&mut a, "p", &session, "edit both files");
+    assert_eq!(
+        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
+        "end_turn"
+    );
+    let (out, _, _) = a.finish();
+    assert!(!out.iter().any(|l| l.contains("fs/")));
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("greet.txt")).unwrap(),
+        "hello keel\n"
+    );
+}
