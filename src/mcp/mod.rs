@@ -5,6 +5,7 @@
 
 pub mod config;
 pub mod names;
+pub mod pool;
 pub mod result;
 pub mod server;
 
@@ -16,12 +17,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::Notify;
-use tokio::task::JoinHandle;
 
 use crate::kernel::tool::external::{BoxFuture, ExternalCall, ExternalSpec, ToolSource};
 use crate::kernel::tool::{ToolEnv, ToolOutput, ToolSpec};
 use config::ServerConfig;
-use server::{Context, Server, Status};
+use server::{Server, Status};
 
 /// The longest the first model call waits for servers still connecting.
 pub const WAIT_BUDGET: Duration = Duration::from_secs(2);
@@ -32,10 +32,11 @@ pub const REFRESH_WAIT: Duration = Duration::from_secs(2);
 /// Where warnings about servers go (stderr in print and JSON modes, a log elsewhere).
 pub type Warn = Arc<dyn Fn(String) + Send + Sync>;
 
-/// The MCP servers of one session. Dropping it stops their tasks and process groups.
+/// The MCP servers of one session, shared with the other sessions of this process whose
+/// configs are identical (`pool`). Dropping it stops the servers no other session uses.
 pub struct McpTools {
     servers: Vec<Arc<Server>>,
-    tasks: Vec<JoinHandle<()>>,
+    _uses: Vec<pool::Use>,
     changed: Arc<Notify>,
     waited: AtomicBool,
     wait_budget: Duration,
@@ -64,6 +65,8 @@ impl std::fmt::Debug for McpTools {
 /// What starting the servers needs.
 pub struct Start {
     pub servers: Vec<ServerConfig>,
+    /// The session's directory: stdio servers without their own `cwd` run there.
+    pub cwd: PathBuf,
     /// The environment stdio servers may inherit from (filtered by the allowlist).
     pub vars: BTreeMap<String, String>,
     /// `$KEEL_HOME/logs`: each stdio server's stderr log.
@@ -77,22 +80,21 @@ pub struct Start {
 impl McpTools {
     /// Starts connecting every server in the background (must run inside a tokio runtime).
     pub fn start(s: Start) -> Arc<McpTools> {
-        let changed = Arc::new(Notify::new());
-        let ctx = Context {
-            vars: s.vars,
-            log_dir: s.log_dir,
-            changed: changed.clone(),
-            warn: s.warn.clone(),
+        let place = pool::Place {
+            cwd: &s.cwd,
+            vars: &s.vars,
+            log_dir: &s.log_dir,
         };
-        let servers: Vec<Arc<Server>> = s.servers.into_iter().map(Server::new).collect();
-        let tasks = servers
-            .iter()
-            .map(|srv| tokio::spawn(srv.clone().run(ctx.clone())))
+        let uses: Vec<pool::Use> = s
+            .servers
+            .into_iter()
+            .map(|config| pool::acquire(config, &place, s.warn.clone()))
             .collect();
+        let servers = uses.iter().map(|u| u.running.server.clone()).collect();
         Arc::new(McpTools {
             servers,
-            tasks,
-            changed,
+            _uses: uses,
+            changed: pool::changed(),
             waited: AtomicBool::new(false),
             wait_budget: s.wait_budget,
             allow: s.allow,
@@ -160,28 +162,6 @@ impl McpTools {
                 || p.strip_suffix('*')
                     .is_some_and(|head| name.starts_with(head))
         })
-    }
-}
-
-impl Drop for McpTools {
-    /// Aborts the server tasks (closing their connections) and stops the stdio process
-    /// groups: SIGTERM now, SIGKILL after a short grace on a helper thread.
-    fn drop(&mut self) {
-        for t in &self.tasks {
-            t.abort();
-        }
-        for s in &self.servers {
-            s.kill_group(nix::sys::signal::Signal::SIGTERM);
-        }
-        let servers = self.servers.clone();
-        let _ = std::thread::Builder::new()
-            .name("keel-mcp-stop".into())
-            .spawn(move || {
-                std::thread::sleep(server::STOP_GRACE);
-                for s in &servers {
-                    s.kill_group(nix::sys::signal::Signal::SIGKILL);
-                }
-            });
     }
 }
 

@@ -90,6 +90,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Clone)]
 pub struct Context {
     pub vars: BTreeMap<String, String>,
+    /// Where a stdio server runs: its configured `cwd`, or the session's directory.
+    pub cwd: PathBuf,
     pub log_dir: PathBuf,
     /// Woken on every status or tool-list change.
     pub changed: Arc<Notify>,
@@ -238,7 +240,7 @@ impl Server {
                 command,
                 args,
                 env,
-                cwd,
+                ..
             } => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args)
@@ -250,10 +252,7 @@ impl Server {
                         cmd.env(k, v);
                     }
                 }
-                cmd.envs(env);
-                if let Some(dir) = cwd {
-                    cmd.current_dir(dir);
-                }
+                cmd.envs(env).current_dir(&ctx.cwd);
                 let (proc, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
                     .stderr(std::process::Stdio::piped())
                     .spawn()

@@ -57,6 +57,7 @@ pub fn start(
     }
     let tools = McpTools::start(Start {
         servers: loaded.servers,
+        cwd: env.cwd.clone(),
         vars: env.vars.clone(),
         log_dir: env.keel_home.join("logs"),
         wait_budget: WAIT_BUDGET,
@@ -114,6 +115,7 @@ pub async fn command(cli: &crate::cli::McpCli, env: &Env) -> Result<(String, boo
         .unwrap_or_default();
     let tools = McpTools::start(Start {
         servers: loaded.servers,
+        cwd: env.cwd.clone(),
         vars: env.vars.clone(),
         log_dir: env.keel_home.join("logs"),
         wait_budget: WAIT_BUDGET,

@@ -6,7 +6,8 @@
 //! Knobs (arguments): `--tools N` (N extra tools `t0…`), `--collide` (tools `search_a` and
 //! `search.a`), `--slow-init MS`, `--hang` (never answers `initialize`), `--crash-on-call`
 //! (exits when a tool is called), `--exit-after-list` (exits right after the first
-//! `tools/list`), `--pid-file PATH` (writes its pid there). Tools: `echo {text}`, `look {text}` (readOnlyHint), `image`, `resources`,
+//! `tools/list`), `--pid-file PATH` (writes its pid there), `--pid-log PATH` (appends
+//! its pid and a newline there). Tools: `echo {text}`, `look {text}` (readOnlyHint), `image`, `resources`,
 //! `fail`, `env {name}`, `progress {steps}`, `slow {ms}`, `big {bytes}`, `add_tool` (adds `added`
 //! and sends `notifications/tools/list_changed`).
 #![allow(clippy::disallowed_methods, clippy::print_stdout, clippy::print_stderr)]
@@ -171,6 +172,12 @@ fn main() {
     if let Some(i) = args.iter().position(|a| a == "--pid-file") {
         if let Some(path) = args.get(i + 1) {
             let _ = std::fs::write(path, std::process::id().to_string());
+        }
+    }
+    if let Some(i) = args.iter().position(|a| a == "--pid-log") {
+        if let Some(path) = args.get(i + 1) {
+            let log = std::fs::OpenOptions::new().create(true).append(true).open(path);
+            let _ = log.and_then(|mut f| writeln!(f, "{}", std::process::id()));
         }
     }
     let out: Out = Arc::new(Mutex::new(std::io::stdout()));
