@@ -40,10 +40,10 @@ pub fn mcp_bench(keel: &std::path::Path, hello: &str, rows: &mut Vec<Row>, runs:
         ),
         ("1 hung MCP server", &[("stuck", &["--hang"])]),
     ];
-    let mut medians = Vec::new();
-    for (label, servers) in cases {
-        let mut t = Vec::new();
-        for _ in 0..runs {
+    // Rounds run the cases in turn, so that the machine's noise falls on all of them alike.
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    for _ in 0..runs {
+        for ((_, servers), t) in cases.iter().zip(&mut times) {
             let sb = Sandbox::new()?;
             let mut args = vec![
                 "-p",
@@ -61,10 +61,13 @@ pub fn mcp_bench(keel: &std::path::Path, hello: &str, rows: &mut Vec<Row>, runs:
             args.push("hi");
             t.push(sb.time_run(keel, &args)?.as_secs_f64() * 1e3);
         }
-        medians.push(median(&t));
+    }
+    let mut medians = Vec::new();
+    for ((label, _), t) in cases.iter().zip(&times) {
+        medians.push(median(t));
         rows.push(Row::stats(
             &format!("`keel -p`, {label}: wall time"),
-            &t,
+            t,
             "ms",
             1,
         ));

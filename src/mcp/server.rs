@@ -253,10 +253,17 @@ impl Server {
                     }
                 }
                 cmd.envs(env).current_dir(&ctx.cwd);
-                let (proc, stderr) = rmcp::transport::TokioChildProcess::builder(cmd)
-                    .stderr(std::process::Stdio::piped())
-                    .spawn()
-                    .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                // Spawning blocks until the child has exec'd: off the runtime's threads, so
+                // that several servers start side by side and the run goes on meanwhile.
+                let spawned = tokio::task::spawn_blocking(move || {
+                    rmcp::transport::TokioChildProcess::builder(cmd)
+                        .stderr(std::process::Stdio::piped())
+                        .spawn()
+                })
+                .await
+                .map_err(|e| format!("cannot start `{command}`: {e}"))?;
+                let (proc, stderr) =
+                    spawned.map_err(|e| format!("cannot start `{command}`: {e}"))?;
                 lock(&self.state).pgid = proc.id().map(|p| p as i32);
                 if let Some(stderr) = stderr {
                     tokio::spawn(log_stderr(
