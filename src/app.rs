@@ -462,8 +462,12 @@ async fn start_tui(
 ) -> Result<Exit, StartupError> {
     setup::check_session_flags(cli, true)?;
     crate::front::trust::ask(cli, env, out).await;
-    let in_process =
-        !cli.daemon && (cli.no_daemon || env.vars.get("KEEL_NO_DAEMON").is_some_and(|v| v != "0"));
+    // No provider configured: the TUI opens in this process with the first-run panel (a
+    // session without a model has nothing to keep alive in the daemon).
+    let unconfigured = !setup::is_configured(cli, env);
+    let in_process = unconfigured
+        || !cli.daemon
+            && (cli.no_daemon || env.vars.get("KEEL_NO_DAEMON").is_some_and(|v| v != "0"));
     let mut warnings = Vec::new();
     if !in_process {
         if let Some(exit) = attach_if_live(cli, env, out).await? {
@@ -482,7 +486,13 @@ async fn start_tui(
             }
         }
     }
-    let mut host = setup::host_setup(cli, env, clock, true).await?;
+    let mut host = match unconfigured {
+        true => {
+            let none = std::sync::Arc::new(setup::first_run::Unconfigured::new());
+            setup::host_setup_with(cli, env, clock, true, none)?
+        }
+        false => setup::host_setup(cli, env, clock, true).await?,
+    };
     host.warnings.extend(warnings);
     let prompt = cli.prompt.join(" ");
     let tui_setup = crate::front::tui::TuiSetup {
@@ -492,6 +502,7 @@ async fn start_tui(
         prompt: (!prompt.trim().is_empty()).then_some(prompt),
         ambiguous_wide: ambiguous_wide(cli, env),
         home: env.vars.get("HOME").map(std::path::PathBuf::from),
+        welcome: unconfigured.then(setup::first_run::panel),
     };
     crate::front::tui::run(tui_setup, out).await
 }

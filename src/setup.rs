@@ -20,11 +20,12 @@ use crate::kernel::tool;
 use crate::mode::Env;
 
 pub mod context;
+pub mod first_run;
 pub mod mcp;
 mod provider;
 
 use provider::http_options;
-pub use provider::{list_models, model_list, provider, registry};
+pub use provider::{is_configured, list_models, model_list, provider, registry};
 
 /// Everything a session host needs, from the flags and environment: the provider, the agent
 /// config (`can_ask`: dialogs can be answered; false blocks such tool calls as a print run
@@ -37,6 +38,17 @@ pub async fn host_setup(
     can_ask: bool,
 ) -> Result<crate::host::HostSetup, StartupError> {
     let provider = provider(cli, env).await?;
+    host_setup_with(cli, env, clock, can_ask, provider)
+}
+
+/// `host_setup` with the provider chosen already.
+pub fn host_setup_with(
+    cli: &Cli,
+    env: &Env,
+    clock: &Clock,
+    can_ask: bool,
+    provider: Arc<dyn Provider>,
+) -> Result<crate::host::HostSetup, StartupError> {
     // Warnings found after startup reach the session's clients as `notify`.
     let (late_tx, late_rx) = tokio::sync::mpsc::unbounded_channel();
     let late: crate::mcp::Warn = std::sync::Arc::new(move |w: String| {

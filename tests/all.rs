@@ -44,6 +44,7 @@ mod support;
 mod tools_hardening;
 mod tui;
 mod tui_daemon;
+mod tui_first_run;
 mod tui_live_picker;
 mod tui_pty;
 mod tui_vt100;

@@ -136,9 +136,10 @@ pub fn acquire(config: ServerConfig, place: &Place<'_>, warn: Warn) -> Use {
     let pool = pool();
     let mut running = lock(&pool.running);
     running.retain(|_, r| r.strong_count() > 0);
-    let shared = running.get(&key).and_then(Weak::upgrade).filter(|r| {
-        matches!(r.server.status(), Status::Connecting | Status::Ready)
-    });
+    let shared = running
+        .get(&key)
+        .and_then(Weak::upgrade)
+        .filter(|r| matches!(r.server.status(), Status::Connecting | Status::Ready));
     // The session listens before a new server starts: no failure goes unheard.
     let (r, listener) = match shared {
         Some(r) => {

@@ -237,10 +237,7 @@ impl Server {
         };
         match &self.config.transport {
             Transport::Stdio {
-                command,
-                args,
-                env,
-                ..
+                command, args, env, ..
             } => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(args)

@@ -82,6 +82,17 @@ pub async fn provider(cli: &Cli, env: &Env) -> Result<Arc<dyn Provider>, Startup
     Ok(Arc::new(provider))
 }
 
+/// Whether the flags, environment or models.json choose a provider (`false`: nothing does, and
+/// `provider` would fail with "no model provider is configured"). A broken models.json counts
+/// as configured: `provider` reports it.
+pub fn is_configured(cli: &Cli, env: &Env) -> bool {
+    let Ok(registry) = registry(env) else {
+        return true;
+    };
+    let (named, model_id) = split_model(cli, &registry);
+    named.is_some() || provider_name(cli, env, &registry, model_id.as_deref()).is_ok()
+}
+
 /// The provider when no flag names one: the provider of a listed model id, else the one the
 /// environment configures (`OPENAI_BASE_URL` takes any model id to openai).
 fn provider_name(

@@ -176,7 +176,10 @@ fn main() {
     }
     if let Some(i) = args.iter().position(|a| a == "--pid-log") {
         if let Some(path) = args.get(i + 1) {
-            let log = std::fs::OpenOptions::new().create(true).append(true).open(path);
+            let log = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path);
             let _ = log.and_then(|mut f| writeln!(f, "{}", std::process::id()));
         }
     }

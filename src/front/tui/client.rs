@@ -79,6 +79,8 @@ pub(super) struct Daemon {
 struct Opening {
     prompt: Option<String>,
     warnings: Vec<String>,
+    /// A panel shown first (the first-run advice when no provider is configured).
+    welcome: Option<String>,
     pick_session: bool,
     session_dir: PathBuf,
     keel_home: PathBuf,
@@ -127,6 +129,7 @@ pub async fn run_local(setup: TuiSetup, out: &mut Output) -> Result<Exit, Startu
     let opening = Opening {
         prompt: setup.prompt,
         warnings: Vec::new(),
+        welcome: setup.welcome,
         pick_session: setup.pick_session,
         session_dir: host.session_dir.clone(),
         keel_home: setup.keel_home,
@@ -157,6 +160,7 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
     let opening = Opening {
         prompt: setup.prompt,
         warnings: setup.warnings,
+        welcome: None,
         pick_session: setup.pick_session,
         session_dir: setup.session_dir,
         keel_home: setup.env.keel_home.clone(),
@@ -256,6 +260,9 @@ async fn show(
     };
     client.view.files = Some(super::files::FileIndex::new(&client.cwd));
     client.load(&start, &o.warnings);
+    if let Some(panel) = o.welcome {
+        client.view.notice(HistoryCell::Notice(panel));
+    }
     client.fetch_commands();
     client.show_place();
     if o.pick_session {

@@ -54,6 +54,8 @@ pub struct TuiSetup {
     pub ambiguous_wide: bool,
     /// `$HOME`, for `@~/…` mentions.
     pub home: Option<PathBuf>,
+    /// A panel shown first (the first-run advice when no provider is configured).
+    pub welcome: Option<String>,
 }
 
 /// Lays out one frame of `view` and writes it through `term`: the history finished since the
