@@ -42,6 +42,7 @@ mod support;
 mod tools_hardening;
 mod tui;
 mod tui_daemon;
+mod tui_live;
 mod tui_live_picker;
 mod tui_pty;
 mod tui_vt100;

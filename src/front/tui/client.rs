@@ -399,6 +399,12 @@ impl Client {
     }
 
     fn render(&mut self) {
+        // The screen changed size and the input thread has not said so yet: a frame laid out
+        // for the old size would land on rows the terminal has moved. The resize comes next.
+        if crossterm::terminal::size().is_ok_and(|size| size != self.term.size()) {
+            self.last_frame = Some(Instant::now());
+            return;
+        }
         self.view.now_ms = self.clock.now_ms();
         if let Err(e) = draw(&mut self.view, &mut self.term) {
             tracing::error!("cannot draw: {e}");

@@ -11,7 +11,7 @@ use crossterm::queue;
 use crossterm::style::{Print, PrintStyledContent, StyledContent};
 use crossterm::terminal::{BeginSynchronizedUpdate, Clear, ClearType, EndSynchronizedUpdate};
 use ratatui::backend::{Backend, CrosstermBackend, IntoCrossterm};
-use ratatui::buffer::{Buffer, CellDiffOption};
+use ratatui::buffer::{Buffer, CellDiffOption, CellWidth};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::Line;
@@ -379,7 +379,34 @@ impl<W: Write> InlineTerminal<W> {
             return Ok(0);
         }
         let cells = diff.len();
-        let absolute = diff.into_iter().map(|(x, y, cell)| (x, y + top, cell));
+        // A row whose end got shorter is erased from column 0 and written again, never
+        // blanked with spaces or erased from the middle: a terminal that reflows (tmux 3.3)
+        // keeps counting those cells as text, so on a narrowing the row would rewrap into
+        // more rows than the resize expects and be left behind above the redrawn live area.
+        let ends = match self.full_redraw {
+            true => vec![buf.area.width; usize::from(buf.area.height)],
+            false => text_ends(buf),
+        };
+        let mut rewrite = vec![false; usize::from(buf.area.height)];
+        for (x, y, _) in &diff {
+            rewrite[usize::from(*y)] |= *x >= ends[usize::from(*y)];
+        }
+        for (y, _) in rewrite.iter().enumerate().filter(|(_, r)| **r) {
+            queue!(
+                self.scratch,
+                MoveTo(0, top + y as u16),
+                Clear(ClearType::UntilNewLine)
+            )?;
+        }
+        let kept = diff
+            .into_iter()
+            .filter(|(_, y, _)| !rewrite[usize::from(*y)]);
+        let rewritten = rewrite
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| **r)
+            .flat_map(|(y, _)| row_cells(buf, y as u16, ends[y]));
+        let absolute = kept.chain(rewritten).map(|(x, y, cell)| (x, y + top, cell));
         CrosstermBackend::new(&mut self.scratch).draw(absolute)?;
         Ok(cells)
     }
@@ -400,6 +427,46 @@ impl<W: Write> InlineTerminal<W> {
             None => queue!(self.scratch, Hide),
         }
     }
+}
+
+/// For each row of `buf`, the column after its last cell that is not a default blank (wide
+/// clusters and forced widths included).
+fn text_ends(buf: &Buffer) -> Vec<u16> {
+    let area = buf.area;
+    (area.top()..area.bottom())
+        .map(|y| {
+            let mut end = area.left();
+            for x in area.left()..area.right() {
+                let cell = &buf[(x, y)];
+                if !is_blank(cell) {
+                    end = end.max(x + cell.cell_width().max(1));
+                }
+            }
+            end.min(area.right()) - area.left()
+        })
+        .collect()
+}
+
+/// The cells of row `y` of `buf` before column `end` that a freshly erased row needs: not the
+/// default blanks, nor the cells a wide cluster covers.
+fn row_cells(buf: &Buffer, y: u16, end: u16) -> Vec<(u16, u16, &ratatui::buffer::Cell)> {
+    let mut out = Vec::new();
+    let mut x = 0;
+    while x < end {
+        let cell = &buf[(buf.area.x + x, buf.area.y + y)];
+        if !is_blank(cell) && cell.diff_option != CellDiffOption::Skip {
+            out.push((x, y, cell));
+        }
+        x += cell.cell_width().max(1);
+    }
+    out
+}
+
+fn is_blank(cell: &ratatui::buffer::Cell) -> bool {
+    cell.symbol() == " "
+        && cell.fg == ratatui::style::Color::Reset
+        && cell.bg == ratatui::style::Color::Reset
+        && cell.modifier.is_empty()
 }
 
 /// A copy of `buf` whose every cell the diff writes, changed or not (cells with a forced width

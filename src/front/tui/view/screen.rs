@@ -321,7 +321,11 @@ impl View {
         if let Some(p) = &self.place {
             parts.push(p.clone());
         }
-        paint::truncate_line(&Line::styled(parts.join(" · "), dim()), w)
+        // Written to the last column (see `paint::fill_line`).
+        paint::fill_line(
+            paint::truncate_line(&Line::styled(parts.join(" · "), dim()), w),
+            w,
+        )
     }
 }
 
