@@ -2,8 +2,9 @@
 //! emulator: resizes on terminals that reflow (modelled here as tmux does it) and on those that
 //! do not, big pastes, the first committed line, NO_COLOR and the keys.
 
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use keel::front::tui::terminal::InlineTerminal;
-use keel::front::tui::view::View;
+use keel::front::tui::view::{Action, View};
 use keel::front::tui::{self};
 use keel::kernel::event::{AssistantDelta, EventPayload};
 use keel::kernel::message::{Message, StopReason};
@@ -376,5 +377,111 @@ fn shrinking_an_idle_editor_with_a_draft_leaves_no_rule_rows_behind() {
             );
             assert_eq!(count(&rows, |r| r.contains("› draft")), 1, "{rows:#?}");
         }
+    }
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+/// The row the hardware cursor is on, and that row's text.
+fn cursor_row(emu: &Emulator) -> (u16, String) {
+    let (row, _) = emu.parser.screen().cursor_position();
+    (row, emu.screen_rows()[usize::from(row)].clone())
+}
+
+/// Issue 16.2: pasting 120 lines grew the editor past the screen; the status line went away
+/// and the cursor sat on the rule row.
+#[test]
+fn a_big_paste_is_a_chip_and_the_status_line_and_cursor_stay() {
+    let mut emu = Emulator::new(80, 24, &["$ keel"]);
+    let mut f = Feed::new();
+    emu.draw(&mut f.view);
+    let pasted: String = (1..=120).map(|i| format!("line {i}\n")).collect();
+    f.view.on_paste("see ");
+    f.view.on_paste(&pasted);
+    for c in "please".chars() {
+        f.view.on_key(key(KeyCode::Char(' ')));
+        f.view.on_key(key(KeyCode::Char(c)));
+    }
+    emu.draw(&mut f.view);
+    let screen = emu.screen_rows();
+    assert!(
+        screen
+            .iter()
+            .any(|r| r == "› see [Pasted 120 lines] p l e a s e"),
+        "{screen:#?}"
+    );
+    assert!(
+        screen.iter().any(|r| r.contains("claude-sonnet-4-5")),
+        "{screen:#?}"
+    );
+    let (_, row) = cursor_row(&emu);
+    assert!(row.starts_with("› see [Pasted"), "cursor on {row:?}");
+    // Backspace takes the typed text, then the chip as one character.
+    for _ in 0..12 {
+        f.view.on_key(key(KeyCode::Backspace));
+    }
+    assert_eq!(f.view.composer.text(), format!("see {pasted}"));
+    f.view.on_key(key(KeyCode::Backspace));
+    assert_eq!(f.view.composer.text(), "see ");
+    // Left crosses a chip in one press; what is sent is the pasted text.
+    f.view.on_paste(&pasted);
+    f.view.on_key(key(KeyCode::Left));
+    f.view.on_key(key(KeyCode::Char('>')));
+    let sent = f.view.on_key(key(KeyCode::Enter));
+    assert_eq!(sent, Some(Action::Prompt(format!("see >{pasted}"))));
+    // A paste of few lines but many characters is a chip too; a small one is text.
+    f.view
+        .on_paste(&"x".repeat(keel::front::tui::composer::CHIP_CHARS + 1));
+    emu.draw(&mut f.view);
+    assert!(emu
+        .screen_rows()
+        .iter()
+        .any(|r| r == "› [Pasted 1001 chars]"));
+    f.view.composer.clear();
+    f.view.on_paste("one\ntwo\nthree\nfour\nfive\n");
+    assert_eq!(f.view.composer.text(), "one\ntwo\nthree\nfour\nfive\n");
+}
+
+/// Issue 16.2: a long text in the editor (typed, or small pastes) is shown in at most
+/// `composer::MAX_ROWS` rows (a third of a short screen), scrolled to the cursor.
+#[test]
+fn a_tall_draft_is_capped_and_scrolled_to_the_cursor() {
+    for (cols, rows, cap) in [(80, 40, 10), (60, 15, 4)] {
+        let mut emu = Emulator::new(cols, rows, &["$ keel"]);
+        let mut f = Feed::new();
+        for i in 0..12 {
+            f.view.on_paste(&format!("a{i}\nb{i}\nc{i}\n"));
+        }
+        f.view.on_paste("end");
+        emu.draw(&mut f.view);
+        let screen = emu.screen_rows();
+        let editor: Vec<&String> = screen
+            .iter()
+            .skip_while(|r| !r.starts_with('─'))
+            .skip(1)
+            .take_while(|r| !r.contains("claude-sonnet-4-5"))
+            .collect();
+        assert_eq!(editor.len(), cap, "{screen:#?}");
+        assert!(
+            screen.iter().any(|r| r.contains("claude-sonnet-4-5")),
+            "{screen:#?}"
+        );
+        let (_, row) = cursor_row(&emu);
+        assert_eq!(row.trim(), "end", "{screen:#?}");
+        // Up to the first line: the window follows the cursor.
+        for _ in 0..36 {
+            f.view.on_key(key(KeyCode::Up));
+        }
+        f.view.on_key(key(KeyCode::Home));
+        f.view.on_key(key(KeyCode::Char('!')));
+        emu.draw(&mut f.view);
+        let (_, row) = cursor_row(&emu);
+        assert_eq!(row, "› !a0", "{:#?}", emu.screen_rows());
+        assert!(emu
+            .screen_rows()
+            .iter()
+            .any(|r| r.contains("claude-sonnet-4-5")));
     }
 }

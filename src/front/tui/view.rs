@@ -383,7 +383,7 @@ impl View {
         }
     }
 
-    /// Pasted text goes into the editor as it is (newlines included).
+    /// Pasted text goes into the editor as it is (newlines included), a big paste as a chip.
     pub fn on_paste(&mut self, text: &str) {
         if let Some(picker) = &mut self.picker {
             for c in text.chars().filter(|c| !c.is_control()) {
@@ -391,7 +391,7 @@ impl View {
             }
             return;
         }
-        self.composer.insert_str(text);
+        self.composer.paste(text);
         self.refresh_mention();
     }
 

@@ -56,7 +56,7 @@ impl View {
         }
         let w = width.max(1) as usize;
         let mut rows = self.activity_rows(width);
-        let (bottom, cursor) = self.editor_rows(width);
+        let (bottom, cursor) = self.editor_rows(width, max_height);
         let keep = (max_height as usize).saturating_sub(bottom.len());
         if rows.len() > keep {
             rows.drain(..rows.len() - keep);
@@ -237,7 +237,7 @@ impl View {
     }
 
     /// The composer (or the approval dialog), completions, the status line and the hint.
-    fn editor_rows(&self, width: u16) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
+    fn editor_rows(&self, width: u16, max_height: u16) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
         let w = width.max(1) as usize;
         // The rule character is ambiguous-width: as many as fit at its measured width.
         let rule = "─".repeat(w / crate::text::width("─").max(1));
@@ -251,7 +251,10 @@ impl View {
             } else {
                 "Ask anything · / for commands · ! runs a shell command"
             };
-            let (lines, (cx, cy)) = self.composer.render(width, "› ", Some(placeholder));
+            let cap = crate::front::tui::composer::max_rows(max_height);
+            let (lines, (cx, cy)) =
+                self.composer
+                    .render_window(width, "› ", Some(placeholder), cap);
             cursor = Some((cx, cy + 1));
             rows.extend(lines);
             rows.extend(self.completion_rows(w));
