@@ -485,3 +485,43 @@ fn a_tall_draft_is_capped_and_scrolled_to_the_cursor() {
             .any(|r| r.contains("claude-sonnet-4-5")));
     }
 }
+
+/// Issue 16.9: when the first answer line was committed, a blank line appeared above it and
+/// the text jumped down a row. The blank line that separates the answer from the prompt is
+/// in the live area from the start, so every row stays where it is.
+#[test]
+fn the_first_committed_answer_line_stays_on_its_row() {
+    let mut emu = Emulator::new(60, 20, &["$ keel"]);
+    let mut f = Feed::new();
+    emu.draw(&mut f.view);
+    f.user("hello");
+    emu.draw(&mut f.view);
+    f.stream("The first line of the answer", 100);
+    emu.draw(&mut f.view);
+    let row_of = |emu: &Emulator, text: &str| {
+        let rows = emu.screen_rows();
+        let at = rows.iter().position(|r| r.contains(text));
+        (at, rows)
+    };
+    let (before, rows) = row_of(&emu, "The first line");
+    let prompt = rows.iter().position(|r| r.contains("› hello")).unwrap();
+    assert_eq!(
+        before,
+        Some(prompt + 2),
+        "one blank row under the prompt: {rows:#?}"
+    );
+    f.delta(AssistantDelta::TextDelta {
+        index: 0,
+        delta: ", and more.\nA second".into(),
+    });
+    emu.draw(&mut f.view);
+    let (after, rows) = row_of(&emu, "The first line");
+    assert_eq!(after, before, "{rows:#?}");
+    let (second, rows) = row_of(&emu, "A second");
+    assert_eq!(second, before.map(|b| b + 1), "{rows:#?}");
+    f.finish("The first line of the answer, and more.\nA second line.");
+    emu.draw(&mut f.view);
+    let (done, rows) = row_of(&emu, "The first line");
+    assert_eq!(done, before, "{rows:#?}");
+    assert_eq!(rows[before.unwrap() - 1], "", "{rows:#?}");
+}

@@ -124,6 +124,11 @@ impl View {
         if let Some(thinking) = t.live_thinking() {
             rows.extend(self.thinking_rows(thinking, w));
         }
+        // The blank row `take_history` will put above the answer's first line is shown
+        // above it now, so committing that line moves nothing.
+        if t.streaming_text() && self.wrote_any && !self.last_was_answer {
+            rows.push(Line::default());
+        }
         match t.live_line() {
             Some(line) => rows.extend(paint::wrap_line(&line.line, w, line.indent)),
             None if t.streaming_text() => rows.push(Line::default()),
