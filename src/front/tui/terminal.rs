@@ -383,13 +383,19 @@ impl<W: Write> InlineTerminal<W> {
         // blanked with spaces or erased from the middle: a terminal that reflows (tmux 3.3)
         // keeps counting those cells as text, so on a narrowing the row would rewrap into
         // more rows than the resize expects and be left behind above the redrawn live area.
-        let ends = match self.full_redraw {
-            true => vec![buf.area.width; usize::from(buf.area.height)],
-            false => text_ends(buf),
-        };
-        let mut rewrite = vec![false; usize::from(buf.area.height)];
-        for (x, y, _) in &diff {
-            rewrite[usize::from(*y)] |= *x >= ends[usize::from(*y)];
+        let height = usize::from(buf.area.height);
+        let mut ends = vec![buf.area.width; height];
+        let mut rewrite = vec![false; height];
+        if !self.full_redraw {
+            let mut known = vec![false; height];
+            for (x, y, _) in &diff {
+                let y = usize::from(*y);
+                if !known[y] {
+                    ends[y] = text_end(buf, y as u16);
+                    known[y] = true;
+                }
+                rewrite[y] |= *x >= ends[y];
+            }
         }
         for (y, _) in rewrite.iter().enumerate().filter(|(_, r)| **r) {
             queue!(
@@ -429,22 +435,19 @@ impl<W: Write> InlineTerminal<W> {
     }
 }
 
-/// For each row of `buf`, the column after its last cell that is not a default blank (wide
+/// The column after the last cell of row `y` of `buf` that is not a default blank (wide
 /// clusters and forced widths included).
-fn text_ends(buf: &Buffer) -> Vec<u16> {
+fn text_end(buf: &Buffer, y: u16) -> u16 {
     let area = buf.area;
-    (area.top()..area.bottom())
-        .map(|y| {
-            let mut end = area.left();
-            for x in area.left()..area.right() {
-                let cell = &buf[(x, y)];
-                if !is_blank(cell) {
-                    end = end.max(x + cell.cell_width().max(1));
-                }
-            }
-            end.min(area.right()) - area.left()
-        })
-        .collect()
+    let y = area.y + y;
+    let mut end = 0;
+    for x in area.left()..area.right() {
+        let cell = &buf[(x, y)];
+        if !is_blank(cell) {
+            end = end.max(x - area.left() + cell.cell_width().max(1));
+        }
+    }
+    end.min(area.width)
 }
 
 /// The cells of row `y` of `buf` before column `end` that a freshly erased row needs: not the
