@@ -10,7 +10,9 @@ use keel::kernel::event::{AssistantDelta, EventPayload};
 use keel::kernel::message::{Message, StopReason};
 use serde_json::json;
 
+use crate::support::{fixture, Sandbox};
 use crate::tui::{assistant, Feed};
+use crate::tui_pty::spawn_with;
 
 fn nz(n: u16) -> std::num::NonZeroU16 {
     std::num::NonZeroU16::new(n).unwrap()
@@ -524,4 +526,94 @@ fn the_first_committed_answer_line_stays_on_its_row() {
     let (done, rows) = row_of(&emu, "The first line");
     assert_eq!(done, before, "{rows:#?}");
     assert_eq!(rows[before.unwrap() - 1], "", "{rows:#?}");
+}
+
+/// The cells of the first screen row containing `needle`, from where it starts to the row's
+/// end (trailing blanks left out).
+fn cells_of<'a>(screen: &'a vt100::Screen, needle: &str) -> Vec<&'a vt100::Cell> {
+    let (rows, cols) = screen.size();
+    let row = (0..rows.get())
+        .find(|&r| {
+            screen
+                .contents_between(r, 0, r, cols.get())
+                .contains(needle)
+        })
+        .unwrap_or_else(|| panic!("no {needle:?} on screen:\n{}", screen.contents()));
+    let text = screen.contents_between(row, 0, row, cols.get());
+    let start = text.find(needle).unwrap();
+    let first = text[..start].chars().count() as u16;
+    let len = text[start..].trim_end().chars().count() as u16;
+    (first..first + len)
+        .map(|c| screen.cell(row, c).unwrap())
+        .collect()
+}
+
+/// Issue 16.10: with NO_COLOR the placeholder lost its dim style on two cells (crossterm
+/// writes a colour change as `CSI m`, which ends dim too). Dim, bold and reverse are not
+/// colours: the placeholder and the run's status stay dim and nothing on screen has a colour.
+#[test]
+fn no_color_keeps_dim_and_drops_only_colours() {
+    let sb = Sandbox::new();
+    let shell = format!(
+        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("tui.json")
+    );
+    let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1"), ("NO_COLOR", "1")]);
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("work\r");
+    s.wait_for("the running tool", |t| {
+        t.contains("bash sleep 30") && t.contains("Working") && t.contains("Enter steers")
+    });
+    let screen = s.parser.screen();
+    for needle in ["Working", "Enter steers"] {
+        for (i, cell) in cells_of(screen, needle).iter().enumerate() {
+            assert!(cell.dim(), "cell {i} of the row from {needle:?} is not dim");
+        }
+    }
+    let (rows, cols) = screen.size();
+    for r in 0..rows.get() {
+        for c in 0..cols.get() {
+            let cell = screen.cell(r, c).unwrap();
+            assert_eq!(cell.fgcolor(), vt100::Color::Default, "row {r} col {c}");
+            assert_eq!(cell.bgcolor(), vt100::Color::Default, "row {r} col {c}");
+        }
+    }
+    s.send("\x1b");
+    s.wait_for("the interrupted run", |t| t.contains("interrupted"));
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+}
+
+/// Issue 16.10: `TERM=dumb` got the full escape-sequence UI. It gets plain lines: the prompt
+/// read as a line, the answer and the tool lines printed as text, `/quit` (or end of input)
+/// leaves, and not one ESC byte is written.
+#[test]
+fn a_dumb_terminal_gets_plain_lines_without_escape_sequences() {
+    let sb = Sandbox::new();
+    let shell = format!(
+        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("tui.json")
+    );
+    let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1"), ("TERM", "dumb")]);
+    s.wait_for("the header", |t| t.contains("/help for commands"));
+    s.send("hello\r");
+    s.wait_for("the answer", |t| t.contains("A second line, streamed."));
+    s.send("/nope\r");
+    s.wait_for("the unknown command", |t| {
+        t.contains("unknown command /nope")
+    });
+    s.send("/quit\r");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+    let text = s.text();
+    assert!(text.contains("Hello from keel."), "{text}");
+    assert!(text.contains("Session saved. Resume it with"), "{text}");
+    assert!(
+        !s.raw.contains(&0x1b),
+        "{:?}",
+        String::from_utf8_lossy(&s.raw)
+    );
 }

@@ -20,7 +20,7 @@ pub struct Screen {
     rx: mpsc::Receiver<Vec<u8>>,
     writer: Box<dyn Write + Send>,
     /// Everything the program wrote, for checks on raw bytes.
-    raw: Vec<u8>,
+    pub raw: Vec<u8>,
     /// Kept open until the test ends.
     _master: Box<dyn portable_pty::MasterPty + Send>,
 }

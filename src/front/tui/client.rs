@@ -7,6 +7,8 @@
 //! pending dialogs included). In-process, leaving stops the run and saves the session.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod lines;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -86,6 +88,8 @@ struct Opening {
     home: Option<PathBuf>,
     clock: Clock,
     ambiguous_wide: bool,
+    no_color: bool,
+    dumb: bool,
 }
 
 pub(super) struct Client {
@@ -118,6 +122,8 @@ pub(super) struct Client {
     home: Option<PathBuf>,
     /// What the next session change is (`new session`, `forked into session`, …).
     pub replacing: Option<&'static str>,
+    /// `TERM=dumb`: plain lines (`client/lines.rs`), the terminal is never drawn.
+    plain: bool,
 }
 
 /// The in-process TUI: serves the session here and shows it until the user quits (exit 0) or
@@ -134,6 +140,8 @@ pub async fn run_local(setup: TuiSetup, out: &mut Output) -> Result<Exit, Startu
         home: setup.home,
         clock: host.clock.clone(),
         ambiguous_wide: setup.ambiguous_wide,
+        no_color: setup.no_color,
+        dumb: setup.dumb,
     };
     let (link, start) = Link::local(host, (10_000, 8 << 20))
         .await
@@ -164,6 +172,8 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
         home: setup.env.vars.get("HOME").map(PathBuf::from),
         clock: Clock::system(),
         ambiguous_wide: setup.ambiguous_wide,
+        no_color: setup.env.no_color,
+        dumb: setup.env.dumb_terminal(),
     };
     let daemon = Daemon {
         socket: setup.socket,
@@ -219,16 +229,27 @@ async fn show(
     o: Opening,
 ) -> Result<(Exit, Client), StartupError> {
     crate::text::set_ambiguous_wide(o.ambiguous_wide);
-    let tty = tty::Tty::enter()
-        .map_err(|e| StartupError::internal("cannot set up the terminal").cause(e.to_string()))?;
+    // TERM=dumb: plain lines, no terminal modes, no cursor queries (`client/lines.rs`).
+    let tty = match o.dumb {
+        true => None,
+        false => Some(tty::Tty::enter().map_err(|e| {
+            StartupError::internal("cannot set up the terminal").cause(e.to_string())
+        })?),
+    };
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
-    let cursor_row = crossterm::cursor::position()
-        .map(|(_, y)| y)
-        .unwrap_or(rows.saturating_sub(1));
-    let term = InlineTerminal::new(TerminalOut, cols, rows, cursor_row);
+    let cursor_row = match o.dumb {
+        true => 0,
+        false => crossterm::cursor::position()
+            .map(|(_, y)| y)
+            .unwrap_or(rows.saturating_sub(1)),
+    };
+    let mut term = InlineTerminal::new(TerminalOut, cols, rows, cursor_row);
+    term.set_no_color(o.no_color);
     let mut signals = Signals::new()?;
     let (input_tx, input_rx) = mpsc::unbounded_channel();
-    spawn_input(input_tx);
+    if !o.dumb {
+        spawn_input(input_tx);
+    }
     let (back_tx, back_rx) = mpsc::unbounded_channel();
     let commands = link.commands();
     let mut client = Client {
@@ -253,11 +274,22 @@ async fn show(
         cwd: o.cwd,
         home: o.home,
         replacing: None,
+        plain: o.dumb,
     };
     client.view.files = Some(super::files::FileIndex::new(&client.cwd));
     client.load(&start, &o.warnings);
     client.fetch_commands();
     client.show_place();
+    if o.dumb {
+        if let Some(p) = o.prompt {
+            client.act(Action::Prompt(p)).await;
+        }
+        let exit = client.run_lines(&mut signals).await;
+        if client.daemon.is_none() {
+            client.stop_here(&mut signals).await;
+        }
+        return Ok((exit, client));
+    }
     if o.pick_session {
         client.open_picker();
     }
@@ -437,7 +469,12 @@ impl Client {
         while let Some(Note::Event { line, .. }) = self.link.try_next() {
             self.show_line(&line);
         }
-        let _ = draw(&mut self.view, &mut self.term);
+        match self.plain {
+            true => self.print_history(),
+            false => {
+                let _ = draw(&mut self.view, &mut self.term);
+            }
+        }
     }
 
     fn show_line(&mut self, line: &str) {

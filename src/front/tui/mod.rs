@@ -52,6 +52,10 @@ pub struct TuiSetup {
     pub prompt: Option<String>,
     /// Count East-Asian ambiguous-width characters as two columns.
     pub ambiguous_wide: bool,
+    /// `NO_COLOR`: no colours (bold, dim and reverse stay).
+    pub no_color: bool,
+    /// `TERM=dumb`: plain lines instead of the inline viewport (`tui/lines.rs`).
+    pub dumb: bool,
     /// `$HOME`, for `@~/…` mentions.
     pub home: Option<PathBuf>,
 }

@@ -45,6 +45,8 @@ pub struct InlineTerminal<W: Write> {
     /// Where the hardware cursor was left (absolute column, row).
     cursor_at: (u16, u16),
     full_redraw: bool,
+    /// `NO_COLOR`: colours are dropped from every cell and history line (modifiers stay).
+    no_color: bool,
     /// The frame being built, written to `out` with one call.
     scratch: Vec<u8>,
 }
@@ -75,6 +77,7 @@ impl<W: Write> InlineTerminal<W> {
             prev: None,
             cursor_at: (0, top),
             full_redraw: false,
+            no_color: false,
             scratch: Vec::new(),
         }
     }
@@ -107,6 +110,12 @@ impl<W: Write> InlineTerminal<W> {
         self.set_height(height)?;
         let mut buf = Buffer::empty(Rect::new(0, 0, self.cols, self.height));
         paint(&mut buf);
+        if self.no_color {
+            for cell in &mut buf.content {
+                cell.fg = ratatui::style::Color::Reset;
+                cell.bg = ratatui::style::Color::Reset;
+            }
+        }
         let cells = self.draw(&buf)?;
         self.prev = Some(buf);
         self.place_cursor(cursor, self.scratch.len() > header)?;
@@ -185,6 +194,11 @@ impl<W: Write> InlineTerminal<W> {
     /// redraw" baseline); off by default.
     pub fn set_full_redraw(&mut self, on: bool) {
         self.full_redraw = on;
+    }
+
+    /// `NO_COLOR`: draw without colours from now on (bold, dim, italic and reverse stay).
+    pub fn set_no_color(&mut self, on: bool) {
+        self.no_color = on;
     }
 
     /// The live area in absolute screen coordinates.
@@ -315,7 +329,10 @@ impl<W: Write> InlineTerminal<W> {
     fn write_line(&mut self, line: &Line<'_>) -> io::Result<()> {
         queue!(self.scratch, Clear(ClearType::UntilNewLine))?;
         for span in &line.spans {
-            let style = line.style.patch(span.style);
+            let mut style = line.style.patch(span.style);
+            if self.no_color {
+                (style.fg, style.bg, style.underline_color) = (None, None, None);
+            }
             if style == Style::default() {
                 queue!(self.scratch, Print(&span.content))?;
             } else {

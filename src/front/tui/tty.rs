@@ -24,6 +24,9 @@ impl Tty {
     pub fn enter() -> io::Result<Tty> {
         terminal::enable_raw_mode()?;
         ACTIVE.store(true, Ordering::SeqCst);
+        // The TUI applies NO_COLOR itself (colours off, bold, dim and reverse kept): crossterm's
+        // own handling writes a colour change as `CSI m`, which also ends bold and dim.
+        crossterm::style::force_color_output(true);
         let mut out = TerminalOut;
         if let Err(e) = execute!(out, EnableBracketedPaste) {
             restore();

@@ -12,6 +12,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::text::Line;
 use serde_json::Value;
 
+mod plain;
 mod screen;
 pub use screen::fmt_tokens;
 
