@@ -617,3 +617,38 @@ fn a_dumb_terminal_gets_plain_lines_without_escape_sequences() {
         String::from_utf8_lossy(&s.raw)
     );
 }
+
+/// Issue 16.14: the first Ctrl+C during a run interrupts it (as Esc does), a second one within
+/// a second quits; later than that it interrupts again; idle, Ctrl+C still clears the editor.
+#[test]
+fn ctrl_c_interrupts_a_run_and_a_second_one_within_a_second_quits() {
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    let mut f = Feed::new();
+    f.user("work");
+    f.view.composer.set_text("a draft");
+    assert_eq!(f.view.on_key(ctrl_c), Some(Action::Abort));
+    assert_eq!(f.view.composer.text(), "a draft", "the draft stays");
+    f.view.now_ms += keel::front::tui::view::QUIT_WINDOW_MS;
+    assert_eq!(f.view.on_key(ctrl_c), Some(Action::Quit));
+
+    let mut f = Feed::new();
+    f.user("work");
+    assert_eq!(f.view.on_key(ctrl_c), Some(Action::Abort));
+    f.view.now_ms += keel::front::tui::view::QUIT_WINDOW_MS + 1;
+    assert_eq!(
+        f.view.on_key(ctrl_c),
+        Some(Action::Abort),
+        "too late: interrupts again"
+    );
+    // Another key in between disarms it.
+    f.view.now_ms += 10;
+    f.view.on_key(key(KeyCode::Char('x')));
+    assert_eq!(f.view.on_key(ctrl_c), Some(Action::Abort));
+
+    let mut f = Feed::new();
+    f.view.composer.set_text("idle draft");
+    assert_eq!(f.view.on_key(ctrl_c), None);
+    assert!(f.view.composer.is_empty());
+    assert_eq!(f.view.on_key(ctrl_c), None);
+    assert_eq!(f.view.on_key(ctrl_c), Some(Action::Quit));
+}

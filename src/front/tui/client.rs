@@ -553,6 +553,8 @@ impl Client {
     }
 
     async fn on_input(&mut self, msg: Input) {
+        // Keys see the time they came (a second Ctrl+C within a second quits).
+        self.view.now_ms = self.clock.now_ms();
         let lost = self.daemon.as_ref().is_some_and(|d| d.lost);
         match msg {
             Input::Term(TermEvent::Key(key)) if lost => {

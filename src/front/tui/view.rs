@@ -49,6 +49,9 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("quit", "leave keel (the session is saved)"),
 ];
 
+/// How soon after Ctrl+C interrupted a run a second Ctrl+C quits.
+pub const QUIT_WINDOW_MS: i64 = 1000;
+
 /// What the controller should do after a key or an event.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Action {
@@ -104,6 +107,8 @@ pub struct View {
     /// A one-line hint under the status line (e.g. "press Ctrl+C again to quit").
     hint: Option<String>,
     quit_armed: bool,
+    /// When Ctrl+C interrupted a run (a second press within [`QUIT_WINDOW_MS`] quits).
+    interrupted_at: Option<i64>,
     /// Frame counter for spinners.
     pub spinner: usize,
     /// "Now" in unix ms, set by the controller before each frame (injected for tests).
@@ -146,6 +151,7 @@ impl View {
             pending_auto: Vec::new(),
             hint: None,
             quit_armed: false,
+            interrupted_at: None,
             spinner: 0,
             now_ms: 0,
             context_window: 0,
@@ -396,7 +402,22 @@ impl View {
         self.refresh_mention();
     }
 
+    /// Ctrl+C: during a run, interrupts it (as Esc), and a second press within
+    /// [`QUIT_WINDOW_MS`] quits; idle, clears the editor, and on an empty one a second press
+    /// quits.
     fn ctrl_c(&mut self, was_armed: bool) -> Option<Action> {
+        let recent = self
+            .interrupted_at
+            .is_some_and(|at| self.now_ms - at <= QUIT_WINDOW_MS);
+        if recent && was_armed {
+            return Some(Action::Quit);
+        }
+        if self.transcript.is_running() {
+            self.interrupted_at = Some(self.now_ms);
+            self.quit_armed = true;
+            self.set_hint("interrupting · press Ctrl+C again to quit (the session is saved)");
+            return Some(Action::Abort);
+        }
         if !self.composer.is_empty() {
             self.composer.clear();
             return None;
