@@ -652,3 +652,61 @@ fn ctrl_c_interrupts_a_run_and_a_second_one_within_a_second_quits() {
     assert_eq!(f.view.on_key(ctrl_c), None);
     assert_eq!(f.view.on_key(ctrl_c), Some(Action::Quit));
 }
+
+/// Issue 16.14: prompt history persists per project in `$KEEL_HOME/history.jsonl` (0600, one
+/// JSON object a line, appended); a torn last line is tolerated; Up in a fresh TUI recalls the
+/// previous session's prompts of this directory, not another directory's.
+#[test]
+fn prompt_history_persists_per_project_across_sessions() {
+    use std::os::unix::fs::PermissionsExt;
+    let sb = Sandbox::new();
+    let shell = format!(
+        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("hello.json")
+    );
+    let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1")]);
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("the first prompt\r");
+    s.wait_for("the answer", |t| t.contains("Hello from keel!"));
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+
+    let path = sb.home().join("history.jsonl");
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert_eq!(lines[0]["text"], "the first prompt");
+    assert!(lines[0]["ts"].as_i64().unwrap() > 0);
+    let cwd = lines[0]["cwd"].as_str().unwrap().to_string();
+    // Another project's entry and a torn last line (a crash mid-write).
+    let other = serde_json::json!({"cwd": "/elsewhere", "text": "not mine", "ts": 1});
+    std::fs::write(&path, format!("{text}{other}\n{{\"cwd\": \"{cwd}\", \"te")).unwrap();
+
+    let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1")]);
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("\x1b[A");
+    s.wait_for("the recalled prompt", |t| t.contains("› the first prompt"));
+    s.send("\x1b[A");
+    s.send("!");
+    s.wait_for("still the oldest entry", |t| {
+        t.contains("› the first prompt!")
+    });
+    s.send("\x15second\r");
+    s.wait_for("the second answer", |t| {
+        t.matches("Hello from keel!").count() >= 1 && t.contains("› second")
+    });
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+    let text = std::fs::read_to_string(&path).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["text"], "second", "{text}");
+    assert_eq!(last["cwd"], cwd.as_str());
+}

@@ -124,6 +124,8 @@ pub(super) struct Client {
     pub replacing: Option<&'static str>,
     /// `TERM=dumb`: plain lines (`client/lines.rs`), the terminal is never drawn.
     plain: bool,
+    /// The prompts sent from this directory, across sessions (`history.rs`).
+    history: super::history::PromptHistory,
 }
 
 /// The in-process TUI: serves the session here and shows it until the user quits (exit 0) or
@@ -252,6 +254,7 @@ async fn show(
     }
     let (back_tx, back_rx) = mpsc::unbounded_channel();
     let commands = link.commands();
+    let history = super::history::PromptHistory::new(&o.keel_home, &o.cwd);
     let mut client = Client {
         view: View::new(),
         term,
@@ -275,6 +278,7 @@ async fn show(
         home: o.home,
         replacing: None,
         plain: o.dumb,
+        history,
     };
     client.view.files = Some(super::files::FileIndex::new(&client.cwd));
     client.load(&start, &o.warnings);
@@ -319,7 +323,9 @@ impl Client {
             .collect();
         let state = &snap["state"];
         self.take_state(state);
-        self.view.composer.set_history(user_history(&messages));
+        self.view
+            .composer
+            .set_history(self.merged_history(&messages));
         let id = self.link.session_id().to_string();
         let model = self.view.transcript.model.clone();
         let version = env!("CARGO_PKG_VERSION");
@@ -355,6 +361,19 @@ impl Client {
         for dialog in snap["pendingUi"].as_array().into_iter().flatten() {
             self.feed(dialog, now);
         }
+    }
+
+    /// The editor's history: this directory's prompts from earlier sessions, then this
+    /// session's own that are not among them.
+    fn merged_history(&self, messages: &[Message]) -> Vec<String> {
+        let mut all = self.history.load();
+        let known: std::collections::HashSet<String> = all.iter().cloned().collect();
+        all.extend(
+            user_history(messages)
+                .into_iter()
+                .filter(|m| !known.contains(m)),
+        );
+        all
     }
 
     /// Model, thinking level, name, context window and file from a `get_state` answer.
@@ -597,6 +616,14 @@ impl Client {
     }
 
     pub async fn act(&mut self, action: Action) {
+        let typed = match &action {
+            Action::Prompt(t) | Action::Steer(t) | Action::FollowUp(t) => Some(t.clone()),
+            Action::Bash(cmd) => Some(format!("!{cmd}")),
+            _ => None,
+        };
+        if let Some(t) = typed {
+            self.history.append(&t, self.clock.now_ms());
+        }
         match action {
             Action::Prompt(text) => self.send_input("prompt", text),
             Action::Steer(text) => self.send_input("steer", text),

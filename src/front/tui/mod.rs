@@ -11,6 +11,7 @@ pub mod client;
 mod commands;
 pub mod composer;
 pub mod files;
+pub mod history;
 pub mod live_picker;
 pub mod markdown;
 pub mod paint;
