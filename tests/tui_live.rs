@@ -710,3 +710,88 @@ fn prompt_history_persists_per_project_across_sessions() {
     assert_eq!(last["text"], "second", "{text}");
     assert_eq!(last["cwd"], cwd.as_str());
 }
+
+/// Issue 16.14: Ctrl+Z gives the terminal back and stops keel (the shell's job control sees
+/// it stopped, 128 + SIGTSTP); `fg` takes the terminal again and the live area is drawn in
+/// full under what the shell printed, and keys work again.
+#[test]
+fn ctrl_z_suspends_and_fg_restores_the_ui() {
+    let sb = Sandbox::new();
+    // A shell with job control: keel in its own process group, `fg` after it stops.
+    let shell = format!(
+        "set -m; '{}' --provider scripted --script '{}'; echo KEEL_STOPPED=$?; stty -a; fg; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("tui.json")
+    );
+    let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1")]);
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    assert!(s.parser.screen().bracketed_paste());
+    s.send("hello\r");
+    s.wait_for("the answer", |t| t.contains("A second line, streamed."));
+    s.send("\x1a");
+    s.wait_for("the stopped job and the terminal's modes", |t| {
+        t.contains("KEEL_STOPPED=148") && t.contains("echoctl")
+    });
+    let screen = s.text();
+    let words: Vec<&str> = screen.split_whitespace().collect();
+    assert!(
+        words.contains(&"icanon") && words.contains(&"echo"),
+        "{screen}"
+    );
+    assert!(
+        !s.parser.screen().bracketed_paste(),
+        "bracketed paste is off while stopped"
+    );
+    assert!(!s.parser.screen().hide_cursor());
+    // `fg` continued it: the editor is back under the shell's lines, in raw mode again.
+    s.wait_for("the editor again", |t| {
+        t.rfind("Ask anything")
+            .is_some_and(|at| at > t.find("KEEL_STOPPED").unwrap())
+    });
+    assert!(s.parser.screen().bracketed_paste());
+    s.send("again\r");
+    s.wait_for("the second answer", |t| {
+        t.contains("› again") && t.contains("Done.")
+    });
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+}
+
+/// Issue 16.14: a terminal that says it supports the kitty keyboard protocol is asked for
+/// disambiguated keys (so Shift+Enter is told from Enter) and the flags are popped at exit;
+/// one that does not answer is not asked.
+#[test]
+fn the_kitty_keyboard_protocol_is_pushed_where_supported_and_popped_at_exit() {
+    for supported in [true, false] {
+        let sb = Sandbox::new();
+        let shell = format!(
+            "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+            env!("CARGO_BIN_EXE_keel"),
+            fixture("tui.json")
+        );
+        let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1")]);
+        s.kitty = supported;
+        s.wait_for("the editor", |t| t.contains("Ask anything"));
+        if supported {
+            // Shift+Enter in the kitty protocol: a new line, not a send.
+            s.send("one\x1b[13;2utwo");
+            s.wait_for("two editor lines", |t| {
+                t.contains("› one") && t.contains("  two")
+            });
+        }
+        // Ctrl+C clears the editor, Ctrl+D on the empty one quits.
+        s.send("\x03");
+        s.wait_for("an empty editor", |t| t.contains("Ask anything"));
+        s.send("\x04");
+        s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+        assert!(child.wait().unwrap().success());
+        let raw = String::from_utf8_lossy(&s.raw).to_string();
+        let pushed = raw.find("\x1b[>1u");
+        let popped = raw.find("\x1b[<1u");
+        match supported {
+            true => assert!(pushed.is_some() && popped > pushed, "{raw:?}"),
+            false => assert!(pushed.is_none() && popped.is_none(), "{raw:?}"),
+        }
+    }
+}

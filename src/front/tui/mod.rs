@@ -83,6 +83,9 @@ pub(super) enum Input {
     /// A resize, with the cursor row the terminal reports after it (reflowing terminals move
     /// the live area).
     Resize(u16, u16, Option<u16>),
+    /// Ctrl+Z: suspend; once continued, send the reader the channel it answers with the
+    /// cursor row it then asks the terminal for.
+    Suspend(std::sync::mpsc::Sender<std::sync::mpsc::Sender<Option<u16>>>),
     Error(String),
 }
 
@@ -109,6 +112,7 @@ pub(super) fn handle_input(
         }
         Input::Term(TermEvent::Paste(text)) => view.on_paste(&text),
         Input::Resize(cols, rows, row) => term.resize(cols, rows, row),
+        Input::Suspend(reader) => suspend(term, &reader),
         Input::Term(_) => {}
         Input::Error(e) => {
             tracing::error!("cannot read the terminal: {e}");
@@ -117,6 +121,29 @@ pub(super) fn handle_input(
     }
     Handled::Actions(Vec::new())
 }
+
+/// Ctrl+Z: the live area is erased (the shell's lines follow the transcript), the terminal
+/// is given back and the process stopped; once continued (`fg`), the live area starts again
+/// at the row the cursor is on and is drawn in full.
+fn suspend(term: &mut InlineTerminal<TerminalOut>, reader: &std::sync::mpsc::Sender<Ask>) {
+    if let Err(e) = term.clear_live() {
+        tracing::warn!("cannot erase the live area: {e}");
+    }
+    if let Err(e) = tty::suspend() {
+        tracing::error!("cannot suspend: {e}");
+    }
+    // The reader thread owns the terminal's answers: it asks where the cursor is now.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let row = match reader.send(tx) {
+        Ok(()) => rx.recv_timeout(Duration::from_secs(2)).ok().flatten(),
+        Err(_) => None,
+    };
+    let (cols, rows) = crossterm::terminal::size().unwrap_or(term.size());
+    term.start_at(cols, rows, row.unwrap_or(rows.saturating_sub(1)));
+}
+
+/// The channel the reader thread answers a cursor-row question on.
+type Ask = std::sync::mpsc::Sender<Option<u16>>;
 
 /// Runs the in-process TUI until the user quits (exit 0) or a signal ends it (128 + n).
 pub async fn run(setup: TuiSetup, out: &mut Output) -> Result<Exit, StartupError> {
@@ -134,6 +161,18 @@ pub(super) fn spawn_input(tx: mpsc::UnboundedSender<Input>) {
                     let row = crossterm::cursor::position().ok().map(|(_, y)| y);
                     Input::Resize(c, r, row)
                 }
+                Ok(TermEvent::Key(k)) if is_suspend(&k) => {
+                    let (tx_ask, rx_ask) = std::sync::mpsc::channel::<Ask>();
+                    if tx.send(Input::Suspend(tx_ask)).is_err() {
+                        return;
+                    }
+                    // Continued: answer where the cursor is (asked on this thread).
+                    if let Ok(answer) = rx_ask.recv() {
+                        let row = crossterm::cursor::position().ok().map(|(_, y)| y);
+                        let _ = answer.send(row);
+                    }
+                    continue;
+                }
                 Ok(ev) => Input::Term(ev),
                 Err(e) => {
                     let _ = tx.send(Input::Error(e.to_string()));
@@ -147,6 +186,14 @@ pub(super) fn spawn_input(tx: mpsc::UnboundedSender<Input>) {
     if let Err(e) = spawned {
         tracing::error!("cannot start the terminal reader: {e}");
     }
+}
+
+/// Ctrl+Z (a press; raw mode delivers it as a key, not as SIGTSTP).
+fn is_suspend(k: &crossterm::event::KeyEvent) -> bool {
+    use crossterm::event::{KeyCode, KeyEventKind, KeyModifiers};
+    k.kind != KeyEventKind::Release
+        && k.modifiers.contains(KeyModifiers::CONTROL)
+        && matches!(k.code, KeyCode::Char('z') | KeyCode::Char('Z'))
 }
 
 /// The user messages of a session, oldest first (the editor's history).

@@ -157,6 +157,17 @@ impl<W: Write> InlineTerminal<W> {
         self.cursor_at = (0, cursor_row.unwrap_or(self.top).min(rows - 1));
     }
 
+    /// The live area starts again at row `row` of a `cols`x`rows` screen, unknown (the next
+    /// frame draws it in full); used after a suspension, when the shell wrote below it.
+    pub fn start_at(&mut self, cols: u16, rows: u16, row: u16) {
+        self.cols = cols.max(1);
+        self.rows = rows.max(1);
+        self.top = row.min(self.rows - 1);
+        self.height = 0;
+        self.prev = None;
+        self.cursor_at = (0, self.top);
+    }
+
     /// Rows the live area's rows above the cursor take after a reflow to `cols` columns (the
     /// cursor's own row offset when nothing is known or the width did not shrink).
     fn reflowed_rows_above_cursor(&self, cols: u16) -> i32 {
