@@ -217,7 +217,7 @@ pub(super) fn help_text() -> String {
         s.push_str(&format!("\n  /{c:<10} {d}"));
     }
     s.push_str(
-        "\nkeys:\n  Enter        send (while the agent works: steer it)\n  Alt+Enter    queue a follow-up for when it is done\n  Ctrl+J       new line (also Shift+Enter, or \\ then Enter)\n  Esc          interrupt; queued messages come back to the editor\n  Up/Down      history\n  Ctrl+T       show or collapse thinking\n  Ctrl+O       expand or collapse tool output\n  Ctrl+C       clear the editor; twice to quit\n  Ctrl+D       quit when the editor is empty\n  !command     run a shell command; its output goes to the model with the next prompt",
+        "\nkeys:\n  Enter        send (while the agent works: steer it)\n  Alt+Enter    queue a follow-up for when it is done\n  Shift+Enter  new line (where the terminal tells it from Enter; also Ctrl+J, or \\ then Enter)\n  Esc          interrupt; queued messages come back to the editor\n  Up/Down      history (this directory's prompts, across sessions)\n  Ctrl+T       show or collapse thinking\n  Ctrl+O       expand or collapse tool output\n  Ctrl+C       interrupt a run, twice within a second to quit; idle: clear the editor, twice to quit\n  Ctrl+D       quit when the editor is empty\n  Ctrl+Z       suspend keel (fg brings it back)\n  paste        more than 5 lines or 1000 characters shows as [Pasted N lines], sent in full\n  !command     run a shell command; its output goes to the model with the next prompt",
     );
     s
 }
