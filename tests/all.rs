@@ -45,6 +45,7 @@ mod tui_daemon;
 mod tui_live;
 mod tui_live_picker;
 mod tui_pty;
+mod tui_reflow;
 mod tui_vt100;
 mod tui_wire;
 

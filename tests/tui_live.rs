@@ -1,11 +1,9 @@
 //! The live area's glitches from issue 16, on the real bytes of `tui::draw` fed into a terminal
-//! emulator: resizes on terminals that reflow (modelled here as tmux does it) and on those that
-//! do not, big pastes, the first committed line, NO_COLOR and the keys.
+//! emulator (`tui_reflow.rs`): resizes on terminals that reflow and on those that do not, big
+//! pastes, the first committed line; and in a pty: NO_COLOR, TERM=dumb and the keys.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use keel::front::tui::terminal::InlineTerminal;
-use keel::front::tui::view::{Action, View};
-use keel::front::tui::{self};
+use keel::front::tui::view::Action;
 use keel::kernel::event::{AssistantDelta, EventPayload};
 use keel::kernel::message::{Message, StopReason};
 use serde_json::json;
@@ -13,210 +11,7 @@ use serde_json::json;
 use crate::support::{fixture, Sandbox};
 use crate::tui::{assistant, Feed};
 use crate::tui_pty::spawn_with;
-
-fn nz(n: u16) -> std::num::NonZeroU16 {
-    std::num::NonZeroU16::new(n).unwrap()
-}
-
-/// One row of a terminal as a reflowing terminal sees it: its cells up to the last one that was
-/// written (a written space counts, an erased cell does not), and whether it wraps into the next.
-struct Row {
-    cells: Vec<(String, u16)>,
-    wrapped: bool,
-}
-
-/// A vt100 screen fed with every frame; resizes either reflow like tmux, VTE and kitty (rows
-/// are joined at their wrap marks, re-split at the new width, the screen keeps its height so
-/// extra rows go to the scrollback, the cursor stays on its cell) or just cut (xterm).
-pub struct Emulator {
-    pub term: InlineTerminal<Vec<u8>>,
-    pub parser: vt100::Parser,
-}
-
-impl Emulator {
-    pub fn new(cols: u16, rows: u16, shell_rows: &[&str]) -> Emulator {
-        let mut parser = vt100::Parser::new(nz(rows), nz(cols), 2000);
-        for r in shell_rows {
-            parser.process(format!("{r}\r\n").as_bytes());
-        }
-        let row = parser.screen().cursor_position().0;
-        Emulator {
-            term: InlineTerminal::new(Vec::new(), cols, rows, row),
-            parser,
-        }
-    }
-
-    pub fn draw(&mut self, view: &mut View) {
-        tui::draw(view, &mut self.term).unwrap();
-        let bytes = std::mem::take(self.term.writer_mut());
-        self.process(&bytes);
-    }
-
-    /// Feeds `bytes`; an erase (`CSI K`, `CSI J`) that starts after column 0 leaves the row's
-    /// length as it was, as in tmux 3.3 (modelled by writing spaces to the row's end, so a
-    /// reflow counts them).
-    pub fn process(&mut self, bytes: &[u8]) {
-        let mut rest = bytes;
-        while let Some(at) = find_erase(rest) {
-            let (before, erase) = rest.split_at(at.0);
-            self.parser.process(before);
-            let (row, col) = self.parser.screen().cursor_position();
-            if col > 0 {
-                let (_, cols) = self.parser.screen().size();
-                let pad = " ".repeat(usize::from(cols.get() - col));
-                self.parser.process(pad.as_bytes());
-                self.parser
-                    .process(format!("\x1b[{};{}H", row + 1, col + 1).as_bytes());
-            }
-            self.parser.process(&erase[..at.1]);
-            rest = &erase[at.1..];
-        }
-        self.parser.process(rest);
-    }
-
-    /// A resize on a terminal that does not reflow.
-    pub fn cut_to(&mut self, cols: u16, rows: u16) {
-        self.parser.screen_mut().set_size(nz(rows), nz(cols));
-        let row = self.parser.screen().cursor_position().0;
-        self.term.resize(cols, rows, Some(row));
-    }
-
-    /// A width change on a terminal that reflows.
-    pub fn reflow_to(&mut self, cols: u16) {
-        let (rows, old_cols) = self.parser.screen().size();
-        let (rows, old_cols) = (rows.get(), old_cols.get());
-        let (cy, cx) = self.parser.screen().cursor_position();
-        let all = self.raw_rows(old_cols);
-        let first_screen_row = all.len() - usize::from(rows);
-        let cursor_row = first_screen_row + usize::from(cy);
-        // Join rows into logical lines; remember where the cursor is in its line.
-        let mut lines: Vec<Vec<(String, u16)>> = Vec::new();
-        let mut cursor = (0usize, 0usize);
-        let mut open = false;
-        for (i, row) in all.into_iter().enumerate() {
-            if !open {
-                lines.push(Vec::new());
-            }
-            let at = lines.len() - 1;
-            let line = lines.last_mut().unwrap();
-            if i == cursor_row {
-                let before: usize = line.iter().map(|(_, w)| usize::from(*w)).sum();
-                cursor = (at, before + usize::from(cx));
-            }
-            line.extend(row.cells);
-            open = row.wrapped;
-        }
-        // Re-split at the new width.
-        let mut out: Vec<(String, bool)> = Vec::new();
-        let mut new_cursor = (0usize, 0usize);
-        for (li, line) in lines.iter().enumerate() {
-            let start = out.len();
-            let mut text = String::new();
-            let mut used = 0u16;
-            let mut offsets = Vec::new();
-            for (s, w) in line {
-                if used + w > cols {
-                    out.push((std::mem::take(&mut text), true));
-                    used = 0;
-                }
-                offsets.push((out.len(), used));
-                text.push_str(s);
-                used += w;
-            }
-            out.push((text, false));
-            if li == cursor.0 {
-                let at = cursor.1;
-                let (r, c) = if at < offsets.len() {
-                    offsets[at]
-                } else {
-                    let extra = at - offsets.len();
-                    let (r, c) = offsets.last().copied().unwrap_or((start, 0));
-                    let c = usize::from(c) + 1 + extra;
-                    (r, u16::try_from(c.min(usize::from(cols) - 1)).unwrap())
-                };
-                new_cursor = (r, usize::from(c));
-            }
-        }
-        let total = out.len().max(usize::from(rows));
-        let skip = total - usize::from(rows);
-        let mut parser = vt100::Parser::new(nz(rows), nz(cols), 2000);
-        for (i, (text, wrapped)) in out.iter().enumerate() {
-            parser.process(text.as_bytes());
-            let full = keel::text::width(text) == usize::from(cols);
-            if i + 1 < out.len() && !(*wrapped && full) {
-                parser.process(b"\r\n");
-            }
-        }
-        let screen_row = new_cursor.0.saturating_sub(skip);
-        parser.process(format!("\x1b[{};{}H", screen_row + 1, new_cursor.1 + 1).as_bytes());
-        self.parser = parser;
-        let row = self.parser.screen().cursor_position().0;
-        self.term.resize(cols, rows, Some(row));
-    }
-
-    /// Every row (scrollback, then screen) with the cells a reflow would move.
-    fn raw_rows(&mut self, cols: u16) -> Vec<Row> {
-        let screen = self.parser.screen_mut();
-        screen.set_scrollback(usize::MAX);
-        let back = screen.scrollback();
-        let mut rows = Vec::new();
-        let read = |screen: &vt100::Screen, y: u16| {
-            let mut cells = Vec::new();
-            let mut used = 0;
-            for x in 0..cols {
-                let Some(cell) = screen.cell(y, x) else { break };
-                if cell.is_wide_continuation() {
-                    continue;
-                }
-                let w = if cell.is_wide() { 2 } else { 1 };
-                let s = match cell.has_contents() {
-                    true => cell.contents().to_string(),
-                    false => " ".to_string(),
-                };
-                cells.push((s, w));
-                if cell.has_contents() {
-                    used = cells.len();
-                }
-            }
-            cells.truncate(used);
-            Row {
-                cells,
-                wrapped: screen.row_wrapped(y),
-            }
-        };
-        for offset in (1..=back).rev() {
-            screen.set_scrollback(offset);
-            rows.push(read(screen, 0));
-        }
-        screen.set_scrollback(0);
-        let (height, _) = screen.size();
-        for y in 0..height.get() {
-            rows.push(read(screen, y));
-        }
-        rows
-    }
-
-    /// Scrollback then screen, one string per row, trailing spaces dropped.
-    pub fn all_rows(&mut self) -> Vec<String> {
-        let (_, cols) = self.parser.screen().size();
-        self.raw_rows(cols.get())
-            .into_iter()
-            .map(|r| {
-                let s: String = r.cells.into_iter().map(|(s, _)| s).collect();
-                s.trim_end().to_string()
-            })
-            .collect()
-    }
-
-    pub fn screen_rows(&self) -> Vec<String> {
-        let screen = self.parser.screen();
-        let (_, cols) = screen.size();
-        screen
-            .rows(0, cols.get())
-            .map(|r| r.trim_end().to_string())
-            .collect()
-    }
-}
+use crate::tui_reflow::Emulator;
 
 /// The shell's rows above keel: tmux keeps the screen's row count on a reflow and moves the
 /// rows a narrowing adds to the scrollback from the top of the screen, where nothing can erase
@@ -226,17 +21,6 @@ const EARLIER: [&str; 22] = [
     "$ ls", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q",
     "r", "s", "t", "$ keel",
 ];
-
-/// Where the next `CSI K`, `CSI 0K`, `CSI J` or `CSI 0J` starts, and its length.
-fn find_erase(bytes: &[u8]) -> Option<(usize, usize)> {
-    let forms: [&[u8]; 4] = [b"\x1b[K", b"\x1b[0K", b"\x1b[J", b"\x1b[0J"];
-    (0..bytes.len()).find_map(|i| {
-        forms
-            .iter()
-            .find(|f| bytes[i..].starts_with(f))
-            .map(|f| (i, f.len()))
-    })
-}
 
 fn count(rows: &[String], pred: impl Fn(&str) -> bool) -> usize {
     rows.iter().filter(|r| pred(r)).count()
@@ -287,27 +71,32 @@ fn running_tool(emu: &mut Emulator) -> Feed {
 /// `⠙ bash … 2.9s` row in the scrollback.
 #[test]
 fn resize_while_a_tool_runs_leaves_no_stale_spinner_row() {
-    let mut emu = Emulator::new(100, 30, &EARLIER);
-    let mut f = running_tool(&mut emu);
-    emu.reflow_to(60);
-    emu.draw(&mut f.view);
-    f.view.now_ms += 1_000;
-    emu.draw(&mut f.view);
-    emu.reflow_to(140);
-    emu.draw(&mut f.view);
-    let rows = emu.all_rows();
-    assert_eq!(
-        count(&rows, |r| r.contains("bash sleep 30")),
-        1,
-        "{rows:#?}"
-    );
-    assert_eq!(count(&rows, |r| r.contains("Working…")), 1, "{rows:#?}");
-    assert_eq!(count(&rows, is_rule), 1, "{rows:#?}");
-    assert_eq!(
-        count(&rows, |r| r.contains("Starting the long job")),
-        1,
-        "{rows:#?}"
-    );
+    for reflow in [true, false] {
+        let mut emu = Emulator::new(100, 30, &EARLIER);
+        let mut f = running_tool(&mut emu);
+        match reflow {
+            true => emu.reflow_to(60),
+            false => emu.cut_to(60, 30),
+        }
+        emu.draw(&mut f.view);
+        f.view.now_ms += 1_000;
+        emu.draw(&mut f.view);
+        match reflow {
+            true => emu.reflow_to(140),
+            false => emu.cut_to(140, 30),
+        }
+        emu.draw(&mut f.view);
+        let rows = emu.all_rows();
+        let one = |what: &str| count(&rows, |r| r.contains(what));
+        assert_eq!(one("bash sleep 30"), 1, "reflow {reflow}: {rows:#?}");
+        assert_eq!(one("Working…"), 1, "reflow {reflow}: {rows:#?}");
+        assert_eq!(count(&rows, is_rule), 1, "reflow {reflow}: {rows:#?}");
+        assert_eq!(
+            one("Starting the long job"),
+            1,
+            "reflow {reflow}: {rows:#?}"
+        );
+    }
 }
 
 /// Issue 16.1b: the line streaming at the moment of a resize was left behind above its final
@@ -717,9 +506,10 @@ fn prompt_history_persists_per_project_across_sessions() {
 #[test]
 fn ctrl_z_suspends_and_fg_restores_the_ui() {
     let sb = Sandbox::new();
-    // A shell with job control: keel in its own process group, `fg` after it stops.
+    // A shell with job control: keel in its own process group; once it stops, the shell
+    // prints the terminal's modes, waits for a line, then runs `fg`.
     let shell = format!(
-        "set -m; '{}' --provider scripted --script '{}'; echo KEEL_STOPPED=$?; stty -a; fg; echo KEEL_EXIT=$?",
+        "set -m; '{}' --provider scripted --script '{}'; echo KEEL_STOPPED=$?; stty -a; read go; fg; echo KEEL_EXIT=$?",
         env!("CARGO_BIN_EXE_keel"),
         fixture("tui.json")
     );
@@ -743,7 +533,9 @@ fn ctrl_z_suspends_and_fg_restores_the_ui() {
         "bracketed paste is off while stopped"
     );
     assert!(!s.parser.screen().hide_cursor());
-    // `fg` continued it: the editor is back under the shell's lines, in raw mode again.
+    // The user types `fg` (here: a line the shell waits for, then `fg`): the editor is back
+    // under the shell's lines, in raw mode again.
+    s.send("\r");
     s.wait_for("the editor again", |t| {
         t.rfind("Ask anything")
             .is_some_and(|at| at > t.find("KEEL_STOPPED").unwrap())
