@@ -376,13 +376,13 @@ fn no_color_keeps_dim_and_drops_only_colours() {
 }
 
 /// Issue 16.10: `TERM=dumb` got the full escape-sequence UI. It gets plain lines: the prompt
-/// read as a line, the answer and the tool lines printed as text, `/quit` (or end of input)
-/// leaves, and not one ESC byte is written.
+/// read as a line, the answer and the tool lines printed as text, an approval question
+/// answered by a line, `/quit` (or end of input) leaves, and not one ESC byte is written.
 #[test]
 fn a_dumb_terminal_gets_plain_lines_without_escape_sequences() {
     let sb = Sandbox::new();
     let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+        "'{}' --permission ask --provider scripted --script '{}'; echo KEEL_EXIT=$?",
         env!("CARGO_BIN_EXE_keel"),
         fixture("tui.json")
     );
@@ -394,6 +394,13 @@ fn a_dumb_terminal_gets_plain_lines_without_escape_sequences() {
     s.wait_for("the unknown command", |t| {
         t.contains("unknown command /nope")
     });
+    // An approval question is a line too; the next line answers it.
+    s.send("work\r");
+    s.wait_for("the question", |t| {
+        t.contains("? Allow bash: sleep 30 [y = allow once")
+    });
+    s.send("n\r");
+    s.wait_for("the denied call", |t| t.contains("denied by the user"));
     s.send("/quit\r");
     s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
     assert!(child.wait().unwrap().success());
