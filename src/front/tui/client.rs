@@ -452,7 +452,8 @@ impl Client {
     fn render(&mut self) {
         // The screen changed size and the input thread has not said so yet: a frame laid out
         // for the old size would land on rows the terminal has moved. The resize comes next.
-        if crossterm::terminal::size().is_ok_and(|size| size != self.term.size()) {
+        if crossterm::terminal::size().is_ok_and(|(c, r)| (c.max(1), r.max(1)) != self.term.size())
+        {
             self.last_frame = Some(Instant::now());
             return;
         }
