@@ -55,7 +55,7 @@ pub struct TuiSetup {
     pub ambiguous_wide: bool,
     /// `NO_COLOR`: no colours (bold, dim and reverse stay).
     pub no_color: bool,
-    /// `TERM=dumb`: plain lines instead of the inline viewport (`tui/lines.rs`).
+    /// `TERM=dumb`: plain lines instead of the inline viewport (`client/lines.rs`).
     pub dumb: bool,
     /// `$HOME`, for `@~/…` mentions.
     pub home: Option<PathBuf>,
