@@ -501,6 +501,8 @@ async fn start_tui(
         keel_home: env.keel_home.clone(),
         prompt: (!prompt.trim().is_empty()).then_some(prompt),
         ambiguous_wide: ambiguous_wide(cli, env),
+        no_color: env.no_color,
+        dumb: env.dumb_terminal(),
         home: env.vars.get("HOME").map(std::path::PathBuf::from),
         welcome: unconfigured.then(setup::first_run::panel),
     };

@@ -47,6 +47,12 @@ pub struct Env {
 }
 
 impl Env {
+    /// `TERM=dumb`: a terminal without cursor movement or colours (the TUI falls back to plain
+    /// lines).
+    pub fn dumb_terminal(&self) -> bool {
+        self.vars.get("TERM").is_some_and(|t| t == "dumb")
+    }
+
     /// Reads the real environment.
     pub fn detect() -> Result<Env, StartupError> {
         let cwd = std::env::current_dir().map_err(|e| {

@@ -45,8 +45,10 @@ mod tools_hardening;
 mod tui;
 mod tui_daemon;
 mod tui_first_run;
+mod tui_live;
 mod tui_live_picker;
 mod tui_pty;
+mod tui_reflow;
 mod tui_vt100;
 mod tui_wire;
 

@@ -20,7 +20,9 @@ pub struct Screen {
     rx: mpsc::Receiver<Vec<u8>>,
     writer: Box<dyn Write + Send>,
     /// Everything the program wrote, for checks on raw bytes.
-    raw: Vec<u8>,
+    pub raw: Vec<u8>,
+    /// Answer the kitty keyboard protocol's question as a terminal that supports it.
+    pub kitty: bool,
     /// Kept open until the test ends.
     _master: Box<dyn portable_pty::MasterPty + Send>,
 }
@@ -48,6 +50,14 @@ impl Screen {
                 let (row, col) = self.parser.screen().cursor_position();
                 let answer = format!("\x1b[{};{}R", row + 1, col + 1);
                 self.writer.write_all(answer.as_bytes()).unwrap();
+            }
+            // The keyboard-protocol question (`CSI ? u`, answered when `kitty` is set) and the
+            // device attributes after it, as a terminal answers them.
+            if self.kitty && chunk.windows(4).any(|w| w == b"\x1b[?u") {
+                self.writer.write_all(b"\x1b[?0u").unwrap();
+            }
+            if chunk.windows(3).any(|w| w == b"\x1b[c") {
+                self.writer.write_all(b"\x1b[?62c").unwrap();
             }
         }
     }
@@ -110,6 +120,7 @@ pub fn spawn_with(sb: &Sandbox, shell: &str, vars: &[(&str, &str)]) -> Spawned {
         rx,
         writer: pty.master.take_writer().unwrap(),
         raw: Vec::new(),
+        kitty: false,
         _master: pty.master,
     };
     (screen, child)

@@ -7,6 +7,8 @@
 //! pending dialogs included). In-process, leaving stops the run and saves the session.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod lines;
+
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -88,6 +90,8 @@ struct Opening {
     home: Option<PathBuf>,
     clock: Clock,
     ambiguous_wide: bool,
+    no_color: bool,
+    dumb: bool,
 }
 
 pub(super) struct Client {
@@ -120,6 +124,10 @@ pub(super) struct Client {
     home: Option<PathBuf>,
     /// What the next session change is (`new session`, `forked into session`, …).
     pub replacing: Option<&'static str>,
+    /// `TERM=dumb`: plain lines (`client/lines.rs`), the terminal is never drawn.
+    plain: bool,
+    /// The prompts sent from this directory, across sessions (`history.rs`).
+    history: super::history::PromptHistory,
 }
 
 /// The in-process TUI: serves the session here and shows it until the user quits (exit 0) or
@@ -137,6 +145,8 @@ pub async fn run_local(setup: TuiSetup, out: &mut Output) -> Result<Exit, Startu
         home: setup.home,
         clock: host.clock.clone(),
         ambiguous_wide: setup.ambiguous_wide,
+        no_color: setup.no_color,
+        dumb: setup.dumb,
     };
     let (link, start) = Link::local(host, (10_000, 8 << 20))
         .await
@@ -168,6 +178,8 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
         home: setup.env.vars.get("HOME").map(PathBuf::from),
         clock: Clock::system(),
         ambiguous_wide: setup.ambiguous_wide,
+        no_color: setup.env.no_color,
+        dumb: setup.env.dumb_terminal(),
     };
     let daemon = Daemon {
         socket: setup.socket,
@@ -223,18 +235,30 @@ async fn show(
     o: Opening,
 ) -> Result<(Exit, Client), StartupError> {
     crate::text::set_ambiguous_wide(o.ambiguous_wide);
-    let tty = tty::Tty::enter()
-        .map_err(|e| StartupError::internal("cannot set up the terminal").cause(e.to_string()))?;
+    // TERM=dumb: plain lines, no terminal modes, no cursor queries (`client/lines.rs`).
+    let tty = match o.dumb {
+        true => None,
+        false => Some(tty::Tty::enter().map_err(|e| {
+            StartupError::internal("cannot set up the terminal").cause(e.to_string())
+        })?),
+    };
     let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
-    let cursor_row = crossterm::cursor::position()
-        .map(|(_, y)| y)
-        .unwrap_or(rows.saturating_sub(1));
-    let term = InlineTerminal::new(TerminalOut, cols, rows, cursor_row);
+    let cursor_row = match o.dumb {
+        true => 0,
+        false => crossterm::cursor::position()
+            .map(|(_, y)| y)
+            .unwrap_or(rows.saturating_sub(1)),
+    };
+    let mut term = InlineTerminal::new(TerminalOut, cols, rows, cursor_row);
+    term.set_no_color(o.no_color);
     let mut signals = Signals::new()?;
     let (input_tx, input_rx) = mpsc::unbounded_channel();
-    spawn_input(input_tx);
+    if !o.dumb {
+        spawn_input(input_tx);
+    }
     let (back_tx, back_rx) = mpsc::unbounded_channel();
     let commands = link.commands();
+    let history = super::history::PromptHistory::new(&o.keel_home, &o.cwd);
     let mut client = Client {
         view: View::new(),
         term,
@@ -257,6 +281,8 @@ async fn show(
         cwd: o.cwd,
         home: o.home,
         replacing: None,
+        plain: o.dumb,
+        history,
     };
     client.view.files = Some(super::files::FileIndex::new(&client.cwd));
     client.load(&start, &o.warnings);
@@ -265,6 +291,16 @@ async fn show(
     }
     client.fetch_commands();
     client.show_place();
+    if o.dumb {
+        if let Some(p) = o.prompt {
+            client.act(Action::Prompt(p)).await;
+        }
+        let exit = client.run_lines(&mut signals).await;
+        if client.daemon.is_none() {
+            client.stop_here(&mut signals).await;
+        }
+        return Ok((exit, client));
+    }
     if o.pick_session {
         client.open_picker();
     }
@@ -294,7 +330,9 @@ impl Client {
             .collect();
         let state = &snap["state"];
         self.take_state(state);
-        self.view.composer.set_history(user_history(&messages));
+        self.view
+            .composer
+            .set_history(self.merged_history(&messages));
         let id = self.link.session_id().to_string();
         let model = self.view.transcript.model.clone();
         let version = env!("CARGO_PKG_VERSION");
@@ -330,6 +368,19 @@ impl Client {
         for dialog in snap["pendingUi"].as_array().into_iter().flatten() {
             self.feed(dialog, now);
         }
+    }
+
+    /// The editor's history: this directory's prompts from earlier sessions, then this
+    /// session's own that are not among them.
+    fn merged_history(&self, messages: &[Message]) -> Vec<String> {
+        let mut all = self.history.load();
+        let known: std::collections::HashSet<String> = all.iter().cloned().collect();
+        all.extend(
+            user_history(messages)
+                .into_iter()
+                .filter(|m| !known.contains(m)),
+        );
+        all
     }
 
     /// Model, thinking level, name, context window and file from a `get_state` answer.
@@ -406,6 +457,13 @@ impl Client {
     }
 
     fn render(&mut self) {
+        // The screen changed size and the input thread has not said so yet: a frame laid out
+        // for the old size would land on rows the terminal has moved. The resize comes next.
+        if crossterm::terminal::size().is_ok_and(|(c, r)| (c.max(1), r.max(1)) != self.term.size())
+        {
+            self.last_frame = Some(Instant::now());
+            return;
+        }
         self.view.now_ms = self.clock.now_ms();
         if let Err(e) = draw(&mut self.view, &mut self.term) {
             tracing::error!("cannot draw: {e}");
@@ -438,7 +496,12 @@ impl Client {
         while let Some(Note::Event { line, .. }) = self.link.try_next() {
             self.show_line(&line);
         }
-        let _ = draw(&mut self.view, &mut self.term);
+        match self.plain {
+            true => self.print_history(),
+            false => {
+                let _ = draw(&mut self.view, &mut self.term);
+            }
+        }
     }
 
     fn show_line(&mut self, line: &str) {
@@ -517,6 +580,8 @@ impl Client {
     }
 
     async fn on_input(&mut self, msg: Input) {
+        // Keys see the time they came (a second Ctrl+C within a second quits).
+        self.view.now_ms = self.clock.now_ms();
         let lost = self.daemon.as_ref().is_some_and(|d| d.lost);
         match msg {
             Input::Term(TermEvent::Key(key)) if lost => {
@@ -559,6 +624,14 @@ impl Client {
     }
 
     pub async fn act(&mut self, action: Action) {
+        let typed = match &action {
+            Action::Prompt(t) | Action::Steer(t) | Action::FollowUp(t) => Some(t.clone()),
+            Action::Bash(cmd) => Some(format!("!{cmd}")),
+            _ => None,
+        };
+        if let Some(t) = typed {
+            self.history.append(&t, self.clock.now_ms());
+        }
         match action {
             Action::Prompt(text) => self.send_input("prompt", text),
             Action::Steer(text) => self.send_input("steer", text),

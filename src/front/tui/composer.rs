@@ -10,6 +10,9 @@ use unicode_segmentation::UnicodeSegmentation;
 
 use crate::text;
 
+mod paste;
+pub use paste::{max_rows, CHIP_CHARS, CHIP_LINES, MAX_ROWS};
+
 /// The composer's lines; never empty (an empty text is one empty line).
 #[derive(Debug)]
 struct Lines(Vec<String>);
@@ -39,6 +42,8 @@ pub struct Composer {
     browsing: Option<usize>,
     /// The text that was there when browsing started.
     draft: Option<String>,
+    /// The texts of big pastes, shown as chips (`composer/paste.rs`).
+    chips: Vec<String>,
 }
 
 impl Composer {
@@ -47,8 +52,13 @@ impl Composer {
         Self::default()
     }
 
-    /// The text: lines joined with `\n`.
+    /// The text: lines joined with `\n`, pasted chips expanded to what was pasted.
     pub fn text(&self) -> String {
+        self.expand(&self.raw())
+    }
+
+    /// The text with chips as their one character each.
+    fn raw(&self) -> String {
         self.lines.0.join("\n")
     }
 
@@ -60,7 +70,8 @@ impl Composer {
     /// Replaces everything with `s` (normalized like [`Composer::insert_str`]) and puts the
     /// cursor at the end. Ends history browsing.
     pub fn set_text(&mut self, s: &str) {
-        self.load(s);
+        self.load(&normalize(s));
+        self.chips.clear();
         self.stop_browsing();
     }
 
@@ -80,8 +91,8 @@ impl Composer {
         s
     }
 
-    /// Inserts at the cursor (used for bracketed paste): CRLF and CR become LF, tabs become 4
-    /// spaces, other control characters are dropped. The cursor ends after the inserted text.
+    /// Inserts at the cursor: CRLF and CR become LF, tabs become 4 spaces, other control
+    /// characters are dropped. The cursor ends after the inserted text.
     pub fn insert_str(&mut self, s: &str) {
         let s = normalize(s);
         let tail = self.lines.0[self.row].split_off(self.col);
@@ -200,9 +211,15 @@ impl Composer {
             let mut row = String::new();
             let mut used = 0;
             for (i, g) in line.grapheme_indices(true) {
-                let mut gw = text::grapheme_width(g);
-                // Only at width 1: a wide cluster that fits nowhere is shown as a space.
-                let g = if gw > avail { " " } else { g };
+                let shown = self.shown(g);
+                let mut gw = paste::shown_width(&shown);
+                // A chip's label is cut to the width; else (only at width 1) a wide cluster
+                // that fits nowhere is shown as a space.
+                let g = match (gw > avail, shown) {
+                    (false, shown) => shown,
+                    (true, std::borrow::Cow::Owned(label)) => clip(&label, avail).into(),
+                    (true, _) => " ".into(),
+                };
                 gw = gw.min(avail);
                 if used + gw > avail && used > 0 {
                     rows.push(std::mem::take(&mut row));
@@ -211,7 +228,7 @@ impl Composer {
                 if li == self.row && i == self.col {
                     cursor = (used, rows.len());
                 }
-                row.push_str(g);
+                row.push_str(&g);
                 used += gw;
             }
             if li == self.row && self.col == line.len() {
@@ -299,9 +316,10 @@ impl Composer {
         &self.lines.0[self.row]
     }
 
-    /// Replaces the text without touching the browsing state; cursor at the end.
+    /// Replaces the text (already normalized; chips kept) without touching the browsing state;
+    /// cursor at the end.
     fn load(&mut self, s: &str) {
-        self.lines = Lines(normalize(s).split('\n').map(str::to_string).collect());
+        self.lines = Lines(s.split('\n').map(str::to_string).collect());
         self.row = self.lines.0.len() - 1;
         self.col = self.line().len();
         self.goal = None;
@@ -413,12 +431,12 @@ impl Composer {
             Some(_) => return false,
             None if self.history.is_empty() => return false,
             None => {
-                self.draft = Some(self.text());
+                self.draft = Some(self.raw());
                 self.history.len() - 1
             }
         };
         self.browsing = Some(target);
-        let entry = self.history[target].clone();
+        let entry = normalize(&self.history[target]);
         self.load(&entry);
         true
     }
@@ -431,7 +449,7 @@ impl Composer {
         let Some(i) = self.browsing else {
             return false;
         };
-        if let Some(entry) = self.history.get(i + 1).cloned() {
+        if let Some(entry) = self.history.get(i + 1).map(|e| normalize(e)) {
             self.browsing = Some(i + 1);
             self.load(&entry);
         } else {
@@ -470,7 +488,7 @@ fn normalize(s: &str) -> String {
         match c {
             '\n' => out.push('\n'),
             '\t' => out.push_str(&" ".repeat(text::TAB_WIDTH)),
-            c if c.is_control() => {}
+            c if c.is_control() || paste::is_chip_range(c) => {}
             c => out.push(c),
         }
     }

@@ -11,6 +11,7 @@ pub mod client;
 mod commands;
 pub mod composer;
 pub mod files;
+pub mod history;
 pub mod live_picker;
 pub mod markdown;
 pub mod paint;
@@ -52,6 +53,10 @@ pub struct TuiSetup {
     pub prompt: Option<String>,
     /// Count East-Asian ambiguous-width characters as two columns.
     pub ambiguous_wide: bool,
+    /// `NO_COLOR`: no colours (bold, dim and reverse stay).
+    pub no_color: bool,
+    /// `TERM=dumb`: plain lines instead of the inline viewport (`client/lines.rs`).
+    pub dumb: bool,
     /// `$HOME`, for `@~/…` mentions.
     pub home: Option<PathBuf>,
     /// A panel shown first (the first-run advice when no provider is configured).
@@ -80,6 +85,9 @@ pub(super) enum Input {
     /// A resize, with the cursor row the terminal reports after it (reflowing terminals move
     /// the live area).
     Resize(u16, u16, Option<u16>),
+    /// Ctrl+Z: suspend; once continued, send the reader the channel it answers with the
+    /// cursor row it then asks the terminal for.
+    Suspend(std::sync::mpsc::Sender<std::sync::mpsc::Sender<Option<u16>>>),
     Error(String),
 }
 
@@ -106,6 +114,7 @@ pub(super) fn handle_input(
         }
         Input::Term(TermEvent::Paste(text)) => view.on_paste(&text),
         Input::Resize(cols, rows, row) => term.resize(cols, rows, row),
+        Input::Suspend(reader) => suspend(term, &reader),
         Input::Term(_) => {}
         Input::Error(e) => {
             tracing::error!("cannot read the terminal: {e}");
@@ -114,6 +123,29 @@ pub(super) fn handle_input(
     }
     Handled::Actions(Vec::new())
 }
+
+/// Ctrl+Z: the live area is erased (the shell's lines follow the transcript), the terminal
+/// is given back and the process stopped; once continued (`fg`), the live area starts again
+/// at the row the cursor is on and is drawn in full.
+fn suspend(term: &mut InlineTerminal<TerminalOut>, reader: &std::sync::mpsc::Sender<Ask>) {
+    if let Err(e) = term.clear_live() {
+        tracing::warn!("cannot erase the live area: {e}");
+    }
+    if let Err(e) = tty::suspend() {
+        tracing::error!("cannot suspend: {e}");
+    }
+    // The reader thread owns the terminal's answers: it asks where the cursor is now.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let row = match reader.send(tx) {
+        Ok(()) => rx.recv_timeout(Duration::from_secs(2)).ok().flatten(),
+        Err(_) => None,
+    };
+    let (cols, rows) = crossterm::terminal::size().unwrap_or(term.size());
+    term.start_at(cols, rows, row.unwrap_or(rows.saturating_sub(1)));
+}
+
+/// The channel the reader thread answers a cursor-row question on.
+type Ask = std::sync::mpsc::Sender<Option<u16>>;
 
 /// Runs the in-process TUI until the user quits (exit 0) or a signal ends it (128 + n).
 pub async fn run(setup: TuiSetup, out: &mut Output) -> Result<Exit, StartupError> {
@@ -131,6 +163,18 @@ pub(super) fn spawn_input(tx: mpsc::UnboundedSender<Input>) {
                     let row = crossterm::cursor::position().ok().map(|(_, y)| y);
                     Input::Resize(c, r, row)
                 }
+                Ok(TermEvent::Key(k)) if is_suspend(&k) => {
+                    let (tx_ask, rx_ask) = std::sync::mpsc::channel::<Ask>();
+                    if tx.send(Input::Suspend(tx_ask)).is_err() {
+                        return;
+                    }
+                    // Continued: answer where the cursor is (asked on this thread).
+                    if let Ok(answer) = rx_ask.recv() {
+                        let row = crossterm::cursor::position().ok().map(|(_, y)| y);
+                        let _ = answer.send(row);
+                    }
+                    continue;
+                }
                 Ok(ev) => Input::Term(ev),
                 Err(e) => {
                     let _ = tx.send(Input::Error(e.to_string()));
@@ -144,6 +188,14 @@ pub(super) fn spawn_input(tx: mpsc::UnboundedSender<Input>) {
     if let Err(e) = spawned {
         tracing::error!("cannot start the terminal reader: {e}");
     }
+}
+
+/// Ctrl+Z (a press; raw mode delivers it as a key, not as SIGTSTP).
+fn is_suspend(k: &crossterm::event::KeyEvent) -> bool {
+    use crossterm::event::{KeyCode, KeyEventKind, KeyModifiers};
+    k.kind != KeyEventKind::Release
+        && k.modifiers.contains(KeyModifiers::CONTROL)
+        && matches!(k.code, KeyCode::Char('z') | KeyCode::Char('Z'))
 }
 
 /// The user messages of a session, oldest first (the editor's history).
@@ -167,7 +219,7 @@ pub(super) fn help_text() -> String {
         s.push_str(&format!("\n  /{c:<10} {d}"));
     }
     s.push_str(
-        "\nkeys:\n  Enter        send (while the agent works: steer it)\n  Alt+Enter    queue a follow-up for when it is done\n  Ctrl+J       new line (also Shift+Enter, or \\ then Enter)\n  Esc          interrupt; queued messages come back to the editor\n  Up/Down      history\n  Ctrl+T       show or collapse thinking\n  Ctrl+O       expand or collapse tool output\n  Ctrl+C       clear the editor; twice to quit\n  Ctrl+D       quit when the editor is empty\n  !command     run a shell command; its output goes to the model with the next prompt",
+        "\nkeys:\n  Enter        send (while the agent works: steer it)\n  Alt+Enter    queue a follow-up for when it is done\n  Shift+Enter  new line (where the terminal tells it from Enter; also Ctrl+J, or \\ then Enter)\n  Esc          interrupt; queued messages come back to the editor\n  Up/Down      history (this directory's prompts, across sessions)\n  Ctrl+T       show or collapse thinking\n  Ctrl+O       expand or collapse tool output\n  Ctrl+C       interrupt a run, twice within a second to quit; idle: clear the editor, twice to quit\n  Ctrl+D       quit when the editor is empty\n  Ctrl+Z       suspend keel (fg brings it back)\n  paste        more than 5 lines or 1000 characters shows as [Pasted N lines], sent in full\n  !command     run a shell command; its output goes to the model with the next prompt",
     );
     s
 }

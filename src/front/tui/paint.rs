@@ -109,6 +109,20 @@ pub fn truncate_line(line: &Line<'_>, max: usize) -> Line<'static> {
     to_line(out)
 }
 
+/// Pads `line` with spaces in its last span's style up to `width` columns, so the terminal
+/// gets the row written to its last column. The live area's last row is filled this way: on a
+/// terminal that reflows, any narrowing then rewraps a row at or below the cursor, so the
+/// cursor row it reports tells a reflow (the cursor moved) from a plain cut (it did not).
+pub fn fill_line(mut line: Line<'static>, width: usize) -> Line<'static> {
+    let used = line_width(&line);
+    if used < width {
+        let style = line.spans.last().map(|s| s.style).unwrap_or_default();
+        line.spans
+            .push(Span::styled(" ".repeat(width - used), style));
+    }
+    line
+}
+
 /// Draws `line` into `buf` at (`x`, `y`), cut at `max` columns (a wide cluster that would
 /// cross the edge is left out). Cells of a wide cluster after the first are reset, as ratatui
 /// does; where `crate::text` counts a cluster wider than ratatui would (ambiguous-width

@@ -11,7 +11,7 @@ use crossterm::queue;
 use crossterm::style::{Print, PrintStyledContent, StyledContent};
 use crossterm::terminal::{BeginSynchronizedUpdate, Clear, ClearType, EndSynchronizedUpdate};
 use ratatui::backend::{Backend, CrosstermBackend, IntoCrossterm};
-use ratatui::buffer::{Buffer, CellDiffOption};
+use ratatui::buffer::{Buffer, CellDiffOption, CellWidth};
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::Line;
@@ -45,6 +45,8 @@ pub struct InlineTerminal<W: Write> {
     /// Where the hardware cursor was left (absolute column, row).
     cursor_at: (u16, u16),
     full_redraw: bool,
+    /// `NO_COLOR`: colours are dropped from every cell and history line (modifiers stay).
+    no_color: bool,
     /// The frame being built, written to `out` with one call.
     scratch: Vec<u8>,
 }
@@ -75,6 +77,7 @@ impl<W: Write> InlineTerminal<W> {
             prev: None,
             cursor_at: (0, top),
             full_redraw: false,
+            no_color: false,
             scratch: Vec::new(),
         }
     }
@@ -107,6 +110,12 @@ impl<W: Write> InlineTerminal<W> {
         self.set_height(height)?;
         let mut buf = Buffer::empty(Rect::new(0, 0, self.cols, self.height));
         paint(&mut buf);
+        if self.no_color {
+            for cell in &mut buf.content {
+                cell.fg = ratatui::style::Color::Reset;
+                cell.bg = ratatui::style::Color::Reset;
+            }
+        }
         let cells = self.draw(&buf)?;
         self.prev = Some(buf);
         self.place_cursor(cursor, self.scratch.len() > header)?;
@@ -148,6 +157,17 @@ impl<W: Write> InlineTerminal<W> {
         self.cursor_at = (0, cursor_row.unwrap_or(self.top).min(rows - 1));
     }
 
+    /// The live area starts again at row `row` of a `cols`x`rows` screen, unknown (the next
+    /// frame draws it in full); used after a suspension, when the shell wrote below it.
+    pub fn start_at(&mut self, cols: u16, rows: u16, row: u16) {
+        self.cols = cols.max(1);
+        self.rows = rows.max(1);
+        self.top = row.min(self.rows - 1);
+        self.height = 0;
+        self.prev = None;
+        self.cursor_at = (0, self.top);
+    }
+
     /// Rows the live area's rows above the cursor take after a reflow to `cols` columns (the
     /// cursor's own row offset when nothing is known or the width did not shrink).
     fn reflowed_rows_above_cursor(&self, cols: u16) -> i32 {
@@ -185,6 +205,11 @@ impl<W: Write> InlineTerminal<W> {
     /// redraw" baseline); off by default.
     pub fn set_full_redraw(&mut self, on: bool) {
         self.full_redraw = on;
+    }
+
+    /// `NO_COLOR`: draw without colours from now on (bold, dim, italic and reverse stay).
+    pub fn set_no_color(&mut self, on: bool) {
+        self.no_color = on;
     }
 
     /// The live area in absolute screen coordinates.
@@ -315,7 +340,10 @@ impl<W: Write> InlineTerminal<W> {
     fn write_line(&mut self, line: &Line<'_>) -> io::Result<()> {
         queue!(self.scratch, Clear(ClearType::UntilNewLine))?;
         for span in &line.spans {
-            let style = line.style.patch(span.style);
+            let mut style = line.style.patch(span.style);
+            if self.no_color {
+                (style.fg, style.bg, style.underline_color) = (None, None, None);
+            }
             if style == Style::default() {
                 queue!(self.scratch, Print(&span.content))?;
             } else {
@@ -379,7 +407,40 @@ impl<W: Write> InlineTerminal<W> {
             return Ok(0);
         }
         let cells = diff.len();
-        let absolute = diff.into_iter().map(|(x, y, cell)| (x, y + top, cell));
+        // A row whose end got shorter is erased from column 0 and written again, never
+        // blanked with spaces or erased from the middle: a terminal that reflows (tmux 3.3)
+        // keeps counting those cells as text, so on a narrowing the row would rewrap into
+        // more rows than the resize expects and be left behind above the redrawn live area.
+        let height = usize::from(buf.area.height);
+        let mut ends = vec![buf.area.width; height];
+        let mut rewrite = vec![false; height];
+        if !self.full_redraw {
+            let mut known = vec![false; height];
+            for (x, y, _) in &diff {
+                let y = usize::from(*y);
+                if !known[y] {
+                    ends[y] = text_end(buf, y as u16);
+                    known[y] = true;
+                }
+                rewrite[y] |= *x >= ends[y];
+            }
+        }
+        for (y, _) in rewrite.iter().enumerate().filter(|(_, r)| **r) {
+            queue!(
+                self.scratch,
+                MoveTo(0, top + y as u16),
+                Clear(ClearType::UntilNewLine)
+            )?;
+        }
+        let kept = diff
+            .into_iter()
+            .filter(|(_, y, _)| !rewrite[usize::from(*y)]);
+        let rewritten = rewrite
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| **r)
+            .flat_map(|(y, _)| row_cells(buf, y as u16, ends[y]));
+        let absolute = kept.chain(rewritten).map(|(x, y, cell)| (x, y + top, cell));
         CrosstermBackend::new(&mut self.scratch).draw(absolute)?;
         Ok(cells)
     }
@@ -402,6 +463,43 @@ impl<W: Write> InlineTerminal<W> {
     }
 }
 
+/// The column after the last cell of row `y` of `buf` that is not a default blank (wide
+/// clusters and forced widths included).
+fn text_end(buf: &Buffer, y: u16) -> u16 {
+    let area = buf.area;
+    let y = area.y + y;
+    let mut end = 0;
+    for x in area.left()..area.right() {
+        let cell = &buf[(x, y)];
+        if !is_blank(cell) {
+            end = end.max(x - area.left() + cell.cell_width().max(1));
+        }
+    }
+    end.min(area.width)
+}
+
+/// The cells of row `y` of `buf` before column `end` that a freshly erased row needs: not the
+/// default blanks, nor the cells a wide cluster covers.
+fn row_cells(buf: &Buffer, y: u16, end: u16) -> Vec<(u16, u16, &ratatui::buffer::Cell)> {
+    let mut out = Vec::new();
+    let mut x = 0;
+    while x < end {
+        let cell = &buf[(buf.area.x + x, buf.area.y + y)];
+        if !is_blank(cell) && cell.diff_option != CellDiffOption::Skip {
+            out.push((x, y, cell));
+        }
+        x += cell.cell_width().max(1);
+    }
+    out
+}
+
+fn is_blank(cell: &ratatui::buffer::Cell) -> bool {
+    cell.symbol() == " "
+        && cell.fg == ratatui::style::Color::Reset
+        && cell.bg == ratatui::style::Color::Reset
+        && cell.modifier.is_empty()
+}
+
 /// A copy of `buf` whose every cell the diff writes, changed or not (cells with a forced width
 /// or marked skip keep their option).
 fn always_update(buf: &Buffer) -> Buffer {
@@ -416,375 +514,4 @@ fn always_update(buf: &Buffer) -> Buffer {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
-    use super::*;
-    use crate::text;
-    use std::num::NonZeroU16;
-
-    /// Owns a renderer writing into a `Vec` and a vt100 emulator fed with each frame's bytes.
-    struct Harness {
-        term: InlineTerminal<Vec<u8>>,
-        vt: vt100::Parser,
-        fed: usize,
-    }
-
-    fn lines(texts: &[&str]) -> Vec<Line<'static>> {
-        texts.iter().map(|t| Line::raw(t.to_string())).collect()
-    }
-
-    impl Harness {
-        fn new(cols: u16, rows: u16, pre: &str) -> Self {
-            let size = |n: u16| NonZeroU16::new(n).unwrap();
-            let mut vt = vt100::Parser::new(size(rows), size(cols), 1000);
-            vt.process(pre.as_bytes());
-            let cursor_row = vt.screen().cursor_position().0;
-            let term = InlineTerminal::new(Vec::new(), cols, rows, cursor_row);
-            Self { term, vt, fed: 0 }
-        }
-
-        /// Feeds what was written since the last call; checks the bytes never erase the
-        /// screen or scrollback.
-        fn feed(&mut self) -> Vec<u8> {
-            let bytes = self.term.writer()[self.fed..].to_vec();
-            self.fed = self.term.writer().len();
-            let s = String::from_utf8_lossy(&bytes);
-            assert!(!s.contains("\x1b[2J") && !s.contains("\x1b[3J"), "{s:?}");
-            self.vt.process(&bytes);
-            bytes
-        }
-
-        fn frame(
-            &mut self,
-            history: &[&str],
-            live: &[&str],
-            cursor: Option<(u16, u16)>,
-        ) -> FrameStats {
-            self.frame_lines(&lines(history), live, cursor)
-        }
-
-        fn frame_lines(
-            &mut self,
-            history: &[Line<'_>],
-            live: &[&str],
-            cursor: Option<(u16, u16)>,
-        ) -> FrameStats {
-            let live = lines(live);
-            let stats = self
-                .term
-                .frame(
-                    history,
-                    live.len() as u16,
-                    |buf| {
-                        let width = buf.area.width;
-                        for (y, line) in live.iter().enumerate().take(buf.area.height.into()) {
-                            paint::put_line(buf, 0, y as u16, line, width);
-                        }
-                    },
-                    cursor,
-                )
-                .unwrap();
-            let bytes = self.feed();
-            assert_eq!(stats.bytes, bytes.len());
-            assert!(
-                bytes.starts_with(b"\x1b[?2026h"),
-                "{:?}",
-                String::from_utf8_lossy(&bytes)
-            );
-            assert!(
-                bytes.ends_with(b"\x1b[?2026l"),
-                "{:?}",
-                String::from_utf8_lossy(&bytes)
-            );
-            stats
-        }
-
-        fn screen(&self) -> Vec<String> {
-            let cols = self.vt.screen().size().1.get();
-            self.vt
-                .screen()
-                .rows(0, cols)
-                .map(|r| r.trim_end().to_string())
-                .collect()
-        }
-
-        fn scrollback(&mut self) -> Vec<String> {
-            let len = self.vt.screen().scrollback_len();
-            let mut out = Vec::new();
-            for back in (1..=len).rev() {
-                self.vt.screen_mut().set_scrollback(back);
-                let row = self.vt.screen().rows(0, 1000).next().unwrap_or_default();
-                out.push(row.trim_end().to_string());
-            }
-            self.vt.screen_mut().set_scrollback(0);
-            out
-        }
-
-        /// Scrollback then screen, with the blank rows at the bottom of the screen dropped.
-        fn everything(&mut self) -> Vec<String> {
-            let mut all = self.scrollback();
-            all.extend(self.screen());
-            while all.last().is_some_and(String::is_empty) {
-                all.pop();
-            }
-            all
-        }
-    }
-
-    fn numbered(prefix: &str, range: std::ops::Range<usize>) -> Vec<String> {
-        range.map(|i| format!("{prefix}{i:02}")).collect()
-    }
-
-    fn refs(v: &[String]) -> Vec<&str> {
-        v.iter().map(String::as_str).collect()
-    }
-
-    #[test]
-    fn first_frame_draws_the_live_area_and_places_the_cursor() {
-        let mut h = Harness::new(20, 6, "");
-        let stats = h.frame(&[], &["hello", "wörld 日本"], Some((3, 1)));
-        assert_eq!(h.screen(), ["hello", "wörld 日本", "", "", "", ""]);
-        assert_eq!(h.vt.screen().cursor_position(), (1, 3));
-        assert!(!h.vt.screen().hide_cursor());
-        assert_eq!(stats.history_lines, 0);
-        assert_eq!(h.term.viewport(), Rect::new(0, 0, 20, 2));
-        h.frame(&[], &["hello", "wörld 日本"], None);
-        assert!(h.vt.screen().hide_cursor());
-        assert_eq!(h.vt.screen().fgcolor(), vt100::Color::Default);
-    }
-
-    #[test]
-    fn history_goes_to_scrollback_once_in_order_above_the_live_area() {
-        let mut h = Harness::new(20, 6, "");
-        let history = numbered("h", 0..30);
-        let batches = [1, 3, 0, 7, 2, 1, 9, 4, 3];
-        let mut at = 0;
-        for (i, n) in batches.iter().enumerate() {
-            let live = format!("live {i}");
-            let stats = h.frame(
-                &refs(&history[at..at + n]),
-                &[&live, "status"],
-                Some((5, 0)),
-            );
-            assert_eq!(stats.history_lines, *n);
-            at += n;
-        }
-        assert_eq!(at, 30);
-        let mut want = history.clone();
-        want.extend(["live 8".to_string(), "status".to_string()]);
-        assert_eq!(h.everything(), want);
-        assert!(h.scrollback().iter().all(|r| r.starts_with('h')));
-        assert_eq!(h.term.viewport(), Rect::new(0, 4, 20, 2));
-    }
-
-    #[test]
-    fn text_above_the_start_row_is_kept_above_history() {
-        let mut h = Harness::new(20, 6, "one\r\ntwo\r\nthree\r\n");
-        assert_eq!(h.term.viewport().y, 3);
-        h.frame(&[], &["live"], None);
-        let history = numbered("h", 0..10);
-        h.frame(&refs(&history[..2]), &["live", "more"], None);
-        h.frame(&refs(&history[2..]), &["live"], None);
-        let mut want = vec!["one".to_string(), "two".into(), "three".into()];
-        want.extend(history);
-        want.push("live".into());
-        assert_eq!(h.everything(), want);
-    }
-
-    #[test]
-    fn only_changed_cells_are_written() {
-        let mut h = Harness::new(40, 10, "");
-        let first = h.frame(
-            &[],
-            &["the quick brown fox", "jumps over", "the lazy dog"],
-            Some((0, 2)),
-        );
-        // Blank cells are not written: the area was cleared first.
-        assert_eq!(first.cells, 16 + 9 + 10);
-        let one = h.frame(
-            &[],
-            &["the quick brown fox", "jumps ower", "the lazy dog"],
-            Some((0, 2)),
-        );
-        assert_eq!(one.cells, 1);
-        assert!(one.bytes < 60, "{one:?}");
-        assert!(one.bytes * 2 < first.bytes, "{one:?} vs {first:?}");
-        assert_eq!(h.screen()[1], "jumps ower");
-        let none = h.frame(
-            &[],
-            &["the quick brown fox", "jumps ower", "the lazy dog"],
-            Some((0, 2)),
-        );
-        assert_eq!(none.cells, 0);
-        let unchanged = &h.term.writer()[h.term.writer().len() - none.bytes..];
-        assert_eq!(unchanged, b"\x1b[?2026h\x1b[?25h\x1b[?2026l");
-    }
-
-    #[test]
-    fn growing_at_the_bottom_scrolls_and_shrinking_leaves_no_rows_behind() {
-        let pre = "p0\r\np1\r\np2\r\np3\r\np4\r\n";
-        let mut h = Harness::new(20, 6, pre);
-        h.frame(&[], &["l0", "l1"], None);
-        assert_eq!(h.screen(), ["p1", "p2", "p3", "p4", "l0", "l1"]);
-        h.frame(&[], &["l0", "l1", "l2", "l3", "l4"], Some((2, 4)));
-        assert_eq!(h.screen(), ["p4", "l0", "l1", "l2", "l3", "l4"]);
-        assert_eq!(h.vt.screen().cursor_position(), (5, 2));
-        h.frame(&["done"], &["l0", "l1"], None);
-        assert_eq!(h.screen(), ["p4", "done", "l0", "l1", "", ""]);
-        h.frame(&[], &[], None);
-        assert_eq!(h.everything(), ["p0", "p1", "p2", "p3", "p4", "done"]);
-        // Growing with room below keeps the top.
-        h.frame(&[], &["a", "b", "c"], None);
-        assert_eq!(h.screen(), ["p4", "done", "a", "b", "c", ""]);
-        assert_eq!(h.term.viewport(), Rect::new(0, 2, 20, 3));
-    }
-
-    #[test]
-    fn height_is_capped_so_a_history_row_stays_and_history_still_flows() {
-        let mut h = Harness::new(10, 4, "");
-        let history = numbered("h", 0..6);
-        h.frame(&[], &["a", "b", "c", "d", "e"], None);
-        assert_eq!(h.term.viewport(), Rect::new(0, 0, 10, 3));
-        h.frame(&refs(&history[..2]), &["a", "b", "c", "d"], None);
-        h.frame(&refs(&history[2..]), &["a", "b", "c"], None);
-        assert_eq!(h.screen(), ["h05", "a", "b", "c"]);
-        let mut want = history.clone();
-        want.extend(["a", "b", "c"].map(String::from));
-        assert_eq!(h.everything(), want);
-    }
-
-    #[test]
-    fn resize_redraws_the_live_area_and_keeps_scrollback() {
-        let mut h = Harness::new(20, 6, "");
-        let history = numbered("history line ", 0..10);
-        h.frame(
-            &refs(&history),
-            &["a wide live line xx", "second"],
-            Some((1, 1)),
-        );
-        let before = h.scrollback();
-        let (rows, _) = h.vt.screen().size();
-        h.vt.screen_mut()
-            .set_size(rows, NonZeroU16::new(12).unwrap());
-        let row = h.vt.screen().cursor_position().0;
-        h.term.resize(12, 6, Some(row));
-        assert_eq!(h.term.size(), (12, 6));
-        h.frame(&[], &["a wide live line xx", "second"], None);
-        assert_eq!(h.scrollback(), before);
-        let screen = h.screen();
-        assert_eq!(screen[4..], ["a wide live", "second"]);
-        h.frame(&["after resize, longer"], &["x"], None);
-        let all = h.everything();
-        assert_eq!(all[all.len() - 2..], ["after resiz…", "x"]);
-        // Without a cursor row the top is kept, clamped to the smaller screen.
-        h.vt.screen_mut()
-            .set_size(NonZeroU16::new(3).unwrap(), NonZeroU16::new(12).unwrap());
-        h.term.resize(12, 3, None);
-        h.frame(&[], &["y"], None);
-        assert_eq!(h.term.viewport(), Rect::new(0, 2, 12, 1));
-        assert_eq!(h.screen()[2], "y");
-    }
-
-    #[test]
-    fn wide_text_fits_in_history_and_live_rows() {
-        let mut h = Harness::new(20, 6, "");
-        let long = "日本語".repeat(5);
-        h.frame(
-            &[&long, "e\u{301}tude 日本語"],
-            &["日本語 live", "ok"],
-            None,
-        );
-        assert_eq!(
-            h.screen()[..2],
-            ["日本語日本語日本語…", "e\u{301}tude 日本語"]
-        );
-        // ASCII over wide glyphs and back leaves no half glyphs behind.
-        h.frame(&[], &["abcdefgh live", "ok"], None);
-        assert_eq!(h.screen()[2], "abcdefgh live");
-        h.frame(&[], &["x日本語", "ok"], None);
-        assert_eq!(h.screen()[2], "x日本語");
-        for row in h.everything() {
-            assert!(text::width(&row) <= 20, "{row}");
-        }
-        let zwj = Line::raw("👩\u{200d}💻 dev");
-        h.frame_lines(&[zwj], &["x"], None);
-        let all = h.everything();
-        assert_eq!(all[all.len() - 2..], ["👩\u{200d}💻 dev", "x"]);
-    }
-
-    #[test]
-    fn a_full_width_history_line_keeps_its_last_column() {
-        let mut h = Harness::new(10, 4, "");
-        h.frame(&["0123456789", "abcdefghij", "ABCDEFGHIJ"], &["live"], None);
-        h.frame(&["klmnopqrst"], &["live"], None);
-        assert_eq!(
-            h.everything(),
-            [
-                "0123456789",
-                "abcdefghij",
-                "ABCDEFGHIJ",
-                "klmnopqrst",
-                "live"
-            ]
-        );
-    }
-
-    #[test]
-    fn styled_history_resets_its_attributes() {
-        use ratatui::style::{Color, Modifier};
-        let mut h = Harness::new(20, 6, "");
-        let line = Line::from(vec![
-            ratatui::text::Span::styled("red", Style::default().fg(Color::Red)),
-            ratatui::text::Span::styled("bold", Style::default().add_modifier(Modifier::BOLD)),
-            ratatui::text::Span::raw("plain"),
-        ]);
-        h.frame_lines(&[line], &["live"], None);
-        let screen = h.vt.screen();
-        assert_eq!(screen.cell(0, 0).unwrap().fgcolor(), vt100::Color::Idx(1));
-        assert!(screen.cell(0, 3).unwrap().bold());
-        assert!(!screen.cell(0, 7).unwrap().bold());
-        assert_eq!(screen.cell(0, 7).unwrap().fgcolor(), vt100::Color::Default);
-        assert!(!screen.bold());
-    }
-
-    #[test]
-    fn diff_mode_writes_far_fewer_bytes_than_full_redraw_when_streaming() {
-        let run = |full: bool| {
-            let mut h = Harness::new(80, 24, "");
-            h.term.set_full_redraw(full);
-            let mut text = String::new();
-            let mut total = 0;
-            for i in 0..40 {
-                text.push(char::from(b'a' + (i % 26) as u8));
-                let stats = h.frame(&[], &["header", "", &text, "", "footer"], None);
-                if full {
-                    assert_eq!(stats.cells, 5 * 80);
-                }
-                total += stats.bytes;
-            }
-            assert_eq!(h.screen()[2], text);
-            total
-        };
-        let (diff, full) = (run(false), run(true));
-        assert!(diff * 5 <= full, "diff {diff} vs full {full}");
-    }
-
-    #[test]
-    fn clear_live_leaves_the_cursor_at_the_live_top() {
-        let mut h = Harness::new(20, 6, "$ keel\r\n");
-        h.frame(&["answer"], &["input", "status"], None);
-        h.term.clear_live().unwrap();
-        let bytes = h.feed();
-        assert!(bytes.starts_with(b"\x1b[?2026h") && bytes.ends_with(b"\x1b[?2026l"));
-        assert_eq!(h.everything(), ["$ keel", "answer"]);
-        assert_eq!(h.vt.screen().cursor_position(), (2, 0));
-        assert!(!h.vt.screen().hide_cursor());
-    }
-
-    #[test]
-    fn a_one_row_screen_still_pushes_history() {
-        let mut h = Harness::new(10, 1, "");
-        h.frame(&["a", "b"], &["live"], None);
-        h.frame(&["c"], &[], None);
-        assert_eq!(h.scrollback(), ["a", "b", "c"]);
-    }
-}
+mod tests;

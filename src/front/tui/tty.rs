@@ -1,11 +1,16 @@
-//! The terminal modes the TUI changes, and putting them back: raw mode and bracketed paste on
-//! entry; raw mode off, bracketed paste off, attributes reset and the cursor shown on exit,
-//! whether the TUI ends normally, by a signal or by a panic. Only this file changes modes.
+//! The terminal modes the TUI changes, and putting them back: raw mode, bracketed paste and
+//! (where the terminal says it supports it) the kitty keyboard protocol's disambiguated keys
+//! on entry; all of them off, attributes reset and the cursor shown on exit, whether the TUI
+//! ends normally, by a signal, by a panic or for a while by Ctrl+Z. Only this file changes
+//! modes.
 
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crossterm::event::{DisableBracketedPaste, EnableBracketedPaste};
+use crossterm::event::{
+    DisableBracketedPaste, EnableBracketedPaste, KeyboardEnhancementFlags,
+    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+};
 use crossterm::style::{Attribute, SetAttribute};
 use crossterm::{cursor, execute, terminal};
 
@@ -13,6 +18,8 @@ use crate::output::TerminalOut;
 
 /// Whether the terminal is in the TUI's modes (so a panic hook knows to restore it).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
+/// Whether keyboard enhancement flags were pushed (and must be popped).
+static KITTY: AtomicBool = AtomicBool::new(false);
 
 /// Holds the terminal in the TUI's modes; dropping it restores them.
 pub struct Tty {
@@ -20,15 +27,11 @@ pub struct Tty {
 }
 
 impl Tty {
-    /// Enters raw mode with bracketed paste.
+    /// Enters raw mode with bracketed paste, and asks for disambiguated keys (Shift+Enter
+    /// told from Enter) where the terminal answers that it supports the kitty keyboard
+    /// protocol (report-event types are not asked for: release events are not used).
     pub fn enter() -> io::Result<Tty> {
-        terminal::enable_raw_mode()?;
-        ACTIVE.store(true, Ordering::SeqCst);
-        let mut out = TerminalOut;
-        if let Err(e) = execute!(out, EnableBracketedPaste) {
-            restore();
-            return Err(e);
-        }
+        enter_modes()?;
         Ok(Tty { _private: () })
     }
 }
@@ -39,6 +42,26 @@ impl Drop for Tty {
     }
 }
 
+fn enter_modes() -> io::Result<()> {
+    terminal::enable_raw_mode()?;
+    ACTIVE.store(true, Ordering::SeqCst);
+    // The TUI applies NO_COLOR itself (colours off, bold, dim and reverse kept): crossterm's
+    // own handling writes a colour change as `CSI m`, which also ends bold and dim.
+    crossterm::style::force_color_output(true);
+    let mut out = TerminalOut;
+    if let Err(e) = execute!(out, EnableBracketedPaste) {
+        restore();
+        return Err(e);
+    }
+    if matches!(terminal::supports_keyboard_enhancement(), Ok(true)) {
+        let flags = KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES;
+        if execute!(out, PushKeyboardEnhancementFlags(flags)).is_ok() {
+            KITTY.store(true, Ordering::SeqCst);
+        }
+    }
+    Ok(())
+}
+
 /// Puts the terminal back if the TUI changed it; safe to call more than once and from a
 /// panic hook.
 pub fn restore() {
@@ -46,6 +69,9 @@ pub fn restore() {
         return;
     }
     let mut out = TerminalOut;
+    if KITTY.swap(false, Ordering::SeqCst) {
+        let _ = execute!(out, PopKeyboardEnhancementFlags);
+    }
     let _ = execute!(
         out,
         DisableBracketedPaste,
@@ -54,4 +80,17 @@ pub fn restore() {
     );
     let _ = out.flush();
     let _ = terminal::disable_raw_mode();
+}
+
+/// Ctrl+Z: puts the terminal back, stops this process with SIGTSTP (what the shell's job
+/// control expects) and, once it is continued (`fg`), takes the terminal again. A process
+/// group the kernel will not stop (no job control) just goes on.
+pub fn suspend() -> io::Result<()> {
+    let active = ACTIVE.load(Ordering::SeqCst);
+    restore();
+    nix::sys::signal::raise(nix::sys::signal::Signal::SIGTSTP).map_err(io::Error::from)?;
+    if active {
+        enter_modes()?;
+    }
+    Ok(())
 }

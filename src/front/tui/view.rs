@@ -12,6 +12,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::text::Line;
 use serde_json::Value;
 
+mod plain;
 mod screen;
 pub use screen::fmt_tokens;
 
@@ -47,6 +48,9 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("help", "show commands and keys"),
     ("quit", "leave keel (the session is saved)"),
 ];
+
+/// How soon after Ctrl+C interrupted a run a second Ctrl+C quits.
+pub const QUIT_WINDOW_MS: i64 = 1000;
 
 /// What the controller should do after a key or an event.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,6 +107,8 @@ pub struct View {
     /// A one-line hint under the status line (e.g. "press Ctrl+C again to quit").
     hint: Option<String>,
     quit_armed: bool,
+    /// When Ctrl+C interrupted a run (a second press within [`QUIT_WINDOW_MS`] quits).
+    interrupted_at: Option<i64>,
     /// Frame counter for spinners.
     pub spinner: usize,
     /// "Now" in unix ms, set by the controller before each frame (injected for tests).
@@ -145,6 +151,7 @@ impl View {
             pending_auto: Vec::new(),
             hint: None,
             quit_armed: false,
+            interrupted_at: None,
             spinner: 0,
             now_ms: 0,
             context_window: 0,
@@ -383,7 +390,7 @@ impl View {
         }
     }
 
-    /// Pasted text goes into the editor as it is (newlines included).
+    /// Pasted text goes into the editor as it is (newlines included), a big paste as a chip.
     pub fn on_paste(&mut self, text: &str) {
         if let Some(picker) = &mut self.picker {
             for c in text.chars().filter(|c| !c.is_control()) {
@@ -391,11 +398,26 @@ impl View {
             }
             return;
         }
-        self.composer.insert_str(text);
+        self.composer.paste(text);
         self.refresh_mention();
     }
 
+    /// Ctrl+C: during a run, interrupts it (as Esc), and a second press within
+    /// [`QUIT_WINDOW_MS`] quits; idle, clears the editor, and on an empty one a second press
+    /// quits.
     fn ctrl_c(&mut self, was_armed: bool) -> Option<Action> {
+        let recent = self
+            .interrupted_at
+            .is_some_and(|at| self.now_ms - at <= QUIT_WINDOW_MS);
+        if recent && was_armed {
+            return Some(Action::Quit);
+        }
+        if self.transcript.is_running() {
+            self.interrupted_at = Some(self.now_ms);
+            self.quit_armed = true;
+            self.set_hint("interrupting · press Ctrl+C again to quit (the session is saved)");
+            return Some(Action::Abort);
+        }
         if !self.composer.is_empty() {
             self.composer.clear();
             return None;

@@ -56,7 +56,7 @@ impl View {
         }
         let w = width.max(1) as usize;
         let mut rows = self.activity_rows(width);
-        let (bottom, cursor) = self.editor_rows(width);
+        let (bottom, cursor) = self.editor_rows(width, max_height);
         let keep = (max_height as usize).saturating_sub(bottom.len());
         if rows.len() > keep {
             rows.drain(..rows.len() - keep);
@@ -123,6 +123,11 @@ impl View {
         let mut rows = Vec::new();
         if let Some(thinking) = t.live_thinking() {
             rows.extend(self.thinking_rows(thinking, w));
+        }
+        // The blank row `take_history` will put above the answer's first line is shown
+        // above it now, so committing that line moves nothing.
+        if t.streaming_text() && self.wrote_any && !self.last_was_answer {
+            rows.push(Line::default());
         }
         match t.live_line() {
             Some(line) => rows.extend(paint::wrap_line(&line.line, w, line.indent)),
@@ -237,7 +242,7 @@ impl View {
     }
 
     /// The composer (or the approval dialog), completions, the status line and the hint.
-    fn editor_rows(&self, width: u16) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
+    fn editor_rows(&self, width: u16, max_height: u16) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
         let w = width.max(1) as usize;
         // The rule character is ambiguous-width: as many as fit at its measured width.
         let rule = "─".repeat(w / crate::text::width("─").max(1));
@@ -251,7 +256,10 @@ impl View {
             } else {
                 "Ask anything · / for commands · ! runs a shell command"
             };
-            let (lines, (cx, cy)) = self.composer.render(width, "› ", Some(placeholder));
+            let cap = crate::front::tui::composer::max_rows(max_height);
+            let (lines, (cx, cy)) =
+                self.composer
+                    .render_window(width, "› ", Some(placeholder), cap);
             cursor = Some((cx, cy + 1));
             rows.extend(lines);
             rows.extend(self.completion_rows(w));
@@ -321,7 +329,11 @@ impl View {
         if let Some(p) = &self.place {
             parts.push(p.clone());
         }
-        paint::truncate_line(&Line::styled(parts.join(" · "), dim()), w)
+        // Written to the last column (see `paint::fill_line`).
+        paint::fill_line(
+            paint::truncate_line(&Line::styled(parts.join(" · "), dim()), w),
+            w,
+        )
     }
 }
 
