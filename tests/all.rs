@@ -41,6 +41,7 @@ mod stdio;
 mod support;
 mod tools_hardening;
 mod tui;
+mod tui_cells;
 mod tui_daemon;
 mod tui_live_picker;
 mod tui_pty;

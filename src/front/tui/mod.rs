@@ -159,7 +159,7 @@ pub(super) fn short_id(id: &str) -> &str {
     id.get(..8).unwrap_or(id)
 }
 
-pub(super) fn help_text() -> String {
+pub fn help_text() -> String {
     let mut s = String::from("commands:");
     for (c, d) in view::COMMANDS {
         s.push_str(&format!("\n  /{c:<10} {d}"));

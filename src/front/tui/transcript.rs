@@ -577,9 +577,20 @@ impl HistoryCell {
                     })
                     .collect()
             }
-            HistoryCell::Notice(n) => paint::wrap_line(&Line::styled(n.clone(), dim()), w, 2),
+            HistoryCell::Notice(n) => notice_lines(n, w),
         }
     }
+}
+
+/// A notice keeps its line breaks; a wrapped line goes on two columns right of where it
+/// starts (so a table of commands stays a table).
+fn notice_lines(text: &str, w: usize) -> Vec<Line<'static>> {
+    text.split('\n')
+        .flat_map(|l| {
+            let indent = l.len() - l.trim_start_matches(' ').len() + 2;
+            paint::wrap_line(&Line::styled(l.to_string(), dim()), w, indent)
+        })
+        .collect()
 }
 
 fn user_lines(text: &str, w: usize) -> Vec<Line<'static>> {
