@@ -3,8 +3,11 @@
 //! the slash menu, resumed internals, the short id, `!cmd` cells, the retry cell, approval
 //! dialogs and grouped exploration cells.
 
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use keel::front::tui::transcript::HistoryCell;
+use keel::front::tui::view::{Action, View, COMMANDS};
 
+use crate::support::snap;
 use crate::tui::Feed;
 
 /// The rows of a screen joined with nothing between them (what a terminal's copy of a
@@ -20,7 +23,7 @@ fn help_keeps_one_row_per_command() {
     f.view
         .notice(HistoryCell::Notice(keel::front::tui::help_text()));
     let screen = f.screen(100, 40);
-    for (c, _) in keel::front::tui::view::COMMANDS {
+    for (c, _) in COMMANDS {
         let start = format!("  /{c} ");
         assert!(
             screen.lines().any(|l| l.starts_with(&start)),
@@ -61,4 +64,79 @@ fn notice_screen(notice: &str, width: u16) -> String {
         .filter(|r| !r.is_empty())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn type_text(view: &mut View, text: &str) {
+    for c in text.chars() {
+        assert_eq!(view.on_key(key(KeyCode::Char(c))), None);
+    }
+}
+
+fn menu_names(view: &View) -> Vec<String> {
+    let menu = view.slash.menu.as_ref().expect("the / menu is open");
+    menu.names().into_iter().map(str::to_string).collect()
+}
+
+/// Regression: the `/` menu showed 6 of 11 commands with no "more" marker, and arrows did not
+/// select.
+#[test]
+fn the_slash_menu_shows_every_command_in_a_scrolling_window() {
+    let mut f = Feed::new();
+    f.view.templates = vec![("review".into(), "review the diff".into())];
+    type_text(&mut f.view, "/");
+    let all: Vec<String> = COMMANDS.iter().map(|(c, _)| c.to_string()).collect();
+    let mut want = all.clone();
+    want.push("review".into());
+    assert_eq!(menu_names(&f.view), want);
+    let screen = f.screen(80, 24);
+    snap("tui_cells_slash_menu_80x24", &screen);
+    assert!(screen.contains("  ↓ 4 more"), "{screen}");
+    // Down to the tenth: the window scrolls and says what is above and below.
+    for _ in 0..9 {
+        assert_eq!(f.view.on_key(key(KeyCode::Down)), None);
+    }
+    let screen = f.screen(80, 24);
+    assert!(screen.contains("  ↑ 2 more · ↓ 2 more"), "{screen}");
+    assert!(
+        !screen.contains("/model "),
+        "scrolled past /model:\n{screen}"
+    );
+    let menu = f.view.slash.menu.as_ref().unwrap();
+    assert_eq!(menu.chosen(), Some(all[9].as_str()));
+    // Enter runs the highlighted command.
+    assert_eq!(
+        f.view.on_key(key(KeyCode::Enter)),
+        Some(Action::Command {
+            name: all[9].clone(),
+            args: String::new()
+        })
+    );
+    assert!(f.view.composer.is_empty() && f.view.slash.menu.is_none());
+}
+
+#[test]
+fn the_slash_menu_filters_as_you_type_and_tab_completes_the_choice() {
+    let mut f = Feed::new();
+    type_text(&mut f.view, "/m");
+    // Names starting with "m" first, then those containing it.
+    assert_eq!(menu_names(&f.view), ["model", "compact", "resume", "name"]);
+    assert_eq!(f.view.on_key(key(KeyCode::Down)), None);
+    assert_eq!(f.view.on_key(key(KeyCode::Up)), None);
+    assert_eq!(f.view.on_key(key(KeyCode::Down)), None);
+    assert_eq!(f.view.on_key(key(KeyCode::Tab)), None);
+    assert_eq!(f.view.composer.text(), "/compact ");
+    assert!(f.view.slash.menu.is_none(), "a space closes the menu");
+    // Esc closes it for this text; typing on opens it again.
+    f.view.composer.clear();
+    type_text(&mut f.view, "/n");
+    assert_eq!(f.view.on_key(key(KeyCode::Esc)), None);
+    assert!(f.view.slash.menu.is_none());
+    type_text(&mut f.view, "e");
+    assert_eq!(menu_names(&f.view), ["new"]);
+    type_text(&mut f.view, "x");
+    assert!(f.view.slash.menu.is_none(), "nothing matches /nex");
 }

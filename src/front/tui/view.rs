@@ -12,7 +12,9 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::text::Line;
 use serde_json::Value;
 
+mod menu;
 mod screen;
+pub mod slash;
 pub use screen::fmt_tokens;
 
 use super::composer::Composer;
@@ -119,6 +121,8 @@ pub struct View {
     pub mention: Option<super::files::Menu>,
     /// The `@` word whose menu Esc closed (it stays closed until the word changes).
     mention_dismissed: Option<String>,
+    /// The `/` menu, while a command name is typed.
+    pub slash: slash::Slash,
     /// The last lines written to scrollback (what a screen shows above the live area).
     shown: VecDeque<Line<'static>>,
     /// Whether anything was written to the history yet (no blank line before the first cell).
@@ -153,6 +157,7 @@ impl View {
             files: None,
             mention: None,
             mention_dismissed: None,
+            slash: slash::Slash::default(),
             shown: VecDeque::new(),
             wrote_any: false,
             last_was_answer: false,
@@ -285,8 +290,12 @@ impl View {
         if self.mention.is_some() && self.mention_key(key) {
             return None;
         }
+        if let Some(action) = self.slash_key(key) {
+            return action;
+        }
         let action = self.editor_key(key, ctrl, was_armed);
         self.refresh_mention();
+        self.refresh_slash();
         action
     }
 
@@ -296,22 +305,20 @@ impl View {
         let Some(menu) = &mut self.mention else {
             return false;
         };
-        let n = menu.matches.len().max(1);
-        match key.code {
-            KeyCode::Up => menu.selected = (menu.selected + n - 1) % n,
-            KeyCode::Down => menu.selected = (menu.selected + 1) % n,
-            KeyCode::Tab | KeyCode::Enter if key.modifiers.is_empty() => {
-                if let Some(path) = menu.matches.get(menu.selected).cloned() {
+        match menu::key(&mut menu.choice, &key) {
+            menu::MenuKey::Pass => return false,
+            menu::MenuKey::Moved => {}
+            menu::MenuKey::Complete(i) | menu::MenuKey::Enter(i) => {
+                if let Some(path) = menu.matches.get(i).cloned() {
                     self.composer
                         .replace_word_before_cursor(&format!("@{} ", quote_path(&path)));
                 }
                 self.mention = None;
             }
-            KeyCode::Esc => {
+            menu::MenuKey::Close => {
                 self.mention_dismissed = Some(menu.query.clone());
                 self.mention = None;
             }
-            _ => return false,
         }
         true
     }
@@ -332,12 +339,8 @@ impl View {
         if self.mention.as_ref().is_some_and(|m| m.query == query) {
             return;
         }
-        let matches = files.matches(query, super::files::MENU_ROWS);
-        self.mention = (!matches.is_empty()).then(|| super::files::Menu {
-            query: query.to_string(),
-            matches,
-            selected: 0,
-        });
+        let matches = files.matches(query, super::files::MENU_MATCHES);
+        self.mention = (!matches.is_empty()).then(|| super::files::Menu::new(query, matches));
     }
 
     fn editor_key(&mut self, key: KeyEvent, ctrl: bool, was_armed: bool) -> Option<Action> {
@@ -393,6 +396,7 @@ impl View {
         }
         self.composer.insert_str(text);
         self.refresh_mention();
+        self.refresh_slash();
     }
 
     fn ctrl_c(&mut self, was_armed: bool) -> Option<Action> {

@@ -8,7 +8,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::{Approval, LiveFrame, View, COMMANDS};
+use super::{Approval, LiveFrame, View};
 use crate::front::tui::paint;
 use crate::front::tui::tool_cell::{self, ToolPhase, ToolView};
 use crate::front::tui::transcript::{Activity, HistoryCell};
@@ -270,29 +270,10 @@ impl View {
         if let Some(menu) = &self.mention {
             return mention_rows(menu, w);
         }
-        let text = self.composer.text();
-        let Some(prefix) = text.strip_prefix('/') else {
-            return Vec::new();
-        };
-        if prefix.contains(char::is_whitespace) {
-            return Vec::new();
+        match &self.slash.menu {
+            Some(menu) => super::slash::rows(menu, w),
+            None => Vec::new(),
         }
-        COMMANDS
-            .iter()
-            .map(|(c, d)| (c.to_string(), d.to_string()))
-            .chain(self.templates.iter().cloned())
-            .filter(|(c, _)| c.starts_with(prefix))
-            .take(6)
-            .map(|(c, d)| {
-                paint::truncate_line(
-                    &Line::from(vec![
-                        Span::styled(format!("  /{c:<10} "), Style::default().fg(Color::Cyan)),
-                        Span::styled(d, dim()),
-                    ]),
-                    w,
-                )
-            })
-            .collect()
     }
 
     /// model · thinking · tokens · cost · context % · session name.
@@ -327,31 +308,14 @@ impl View {
 
 /// The `@` menu: the matching files, the chosen one highlighted, and how to choose.
 fn mention_rows(menu: &super::super::files::Menu, w: usize) -> Vec<Line<'static>> {
-    let mut rows: Vec<Line<'static>> = menu
-        .matches
-        .iter()
-        .enumerate()
-        .map(|(i, path)| {
-            let style = match i == menu.selected {
-                true => Style::default()
-                    .fg(Color::Cyan)
-                    .add_modifier(Modifier::REVERSED),
-                false => Style::default().fg(Color::Cyan),
-            };
-            paint::truncate_line(
-                &Line::from(vec![
-                    Span::raw("  "),
-                    Span::styled(format!("@{path}"), style),
-                ]),
-                w,
-            )
-        })
-        .collect();
-    rows.push(paint::truncate_line(
-        &Line::styled("  ↑↓ choose · Tab or Enter insert · Esc close", dim()),
-        w,
-    ));
-    rows
+    let help = "↑↓ choose · Tab or Enter insert · Esc close";
+    super::menu::rows(&menu.choice, w, help, |i, selected| {
+        let style = super::menu::highlight(Style::default().fg(Color::Cyan), selected);
+        Line::from(vec![
+            Span::raw("  "),
+            Span::styled(format!("@{}", menu.matches[i]), style),
+        ])
+    })
 }
 
 fn queued_row(label: &str, text: &str, color: Color, w: usize) -> Line<'static> {
