@@ -7,8 +7,9 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use keel::front::tui::transcript::HistoryCell;
 use keel::front::tui::view::{Action, View, COMMANDS};
 
-use crate::support::snap;
+use crate::support::{fixture, snap, Sandbox};
 use crate::tui::Feed;
+use crate::tui_pty::spawn;
 
 /// The rows of a screen joined with nothing between them (what a terminal's copy of a
 /// hard-wrapped string gives once its line ends are removed).
@@ -139,4 +140,46 @@ fn the_slash_menu_filters_as_you_type_and_tab_completes_the_choice() {
     assert_eq!(menu_names(&f.view), ["new"]);
     type_text(&mut f.view, "x");
     assert!(f.view.slash.menu.is_none(), "nothing matches /nex");
+}
+
+/// Regression: resuming showed a compaction's summary and a `!cmd`'s output as prompts the user
+/// typed ("Ran `printf …`" with a raw fence). They come back as a compaction cell and a shell
+/// cell, as they were shown when they happened.
+#[test]
+fn a_resumed_session_shows_its_compaction_and_shell_commands_as_such() {
+    let sb = Sandbox::new();
+    let keel = format!(
+        "'{}' --provider scripted --script '{}'",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("tui.json")
+    );
+    let shell = format!("{keel}; echo FIRST_DONE; {keel} --continue");
+    let (mut s, mut child) = spawn(&sb, &shell);
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("!printf 'early\\n'\r");
+    s.wait_for("the first shell command", |t| t.contains("✓ bash printf"));
+    s.send("hello\r");
+    s.wait_for("the answer", |t| t.contains("A second line, streamed."));
+    s.send("/compact\r");
+    s.wait_for("the compaction", |t| t.contains("⇣ compacted"));
+    s.send("!printf 'late-one\\nlate-two\\n'\r");
+    s.wait_for("the second shell command", |t| t.contains("late-two"));
+    s.send("\x04");
+    s.wait_for("the resumed session", |t| {
+        t.contains("FIRST_DONE") && t.contains("(resumed)") && t.contains("Ask anything")
+    });
+    let screen = s.text();
+    let resumed = screen.rsplit("FIRST_DONE").next().unwrap();
+    assert!(!resumed.contains("Ran `"), "{resumed}");
+    assert!(!resumed.contains("```"), "{resumed}");
+    assert!(!resumed.contains("summary"), "{resumed}");
+    let compacted = resumed.find("⇣ compacted").expect(resumed);
+    let bash = resumed.find("✓ bash printf 'late-one").expect(resumed);
+    assert!(compacted < bash, "{resumed}");
+    assert!(
+        resumed.contains("late-one") && resumed.contains("exit 0"),
+        "{resumed}"
+    );
+    s.send("\x04");
+    assert!(child.wait().unwrap().success());
 }

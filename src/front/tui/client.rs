@@ -15,12 +15,11 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::replay::{self, Internals, Replayed};
 use super::terminal::InlineTerminal;
 use super::transcript::HistoryCell;
 use super::view::{Action, View};
-use super::{
-    draw, short_id, spawn_input, tty, user_history, Input, TuiSetup, FRAME_INTERVAL, TICK,
-};
+use super::{draw, short_id, spawn_input, tty, Input, TuiSetup, FRAME_INTERVAL, TICK};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::link::{Commands, Link, Note, Start};
@@ -56,8 +55,8 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 pub(super) enum Back {
     Notice(HistoryCell),
     Restore(Vec<String>),
-    /// The session was replaced: its messages and state, to show from the start.
-    Replay(String, Vec<Message>, Value),
+    /// The session was replaced: its conversation and state, to show from the start.
+    Replay(String, Vec<Replayed>, Value),
     /// The session's templates and skills (`get_commands`), for the slash menu.
     Commands(Vec<(String, String)>),
     /// The session's state (`get_state`): model, context window, name, file.
@@ -201,6 +200,18 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
     Ok(exit)
 }
 
+/// Which of the session's user messages it made itself (compaction summaries, `!cmd`
+/// outputs), from its entries; none when they cannot be read (every message shows as sent).
+pub(super) async fn internals(commands: &Commands) -> Internals {
+    match commands.request("get_entries", json!({})).await {
+        Ok(answer) => Internals::from_entries(&answer),
+        Err(e) => {
+            tracing::info!("cannot read the session's entries: {e}");
+            Internals::default()
+        }
+    }
+}
+
 /// "Session saved …" once the session's file exists (a session never prompted has none).
 fn saved_line(client: &Client) -> Option<String> {
     let file = client.file.as_deref()?;
@@ -255,7 +266,8 @@ async fn show(
         replacing: None,
     };
     client.view.files = Some(super::files::FileIndex::new(&client.cwd));
-    client.load(&start, &o.warnings);
+    let internals = internals(&client.commands).await;
+    client.load(&start, &internals, &o.warnings);
     client.fetch_commands();
     client.show_place();
     if o.pick_session {
@@ -277,7 +289,7 @@ async fn show(
 impl Client {
     /// The state at attach time: the transcript so far, the model and name, a streaming
     /// message and pending dialogs.
-    pub fn load(&mut self, start: &Start, warnings: &[String]) {
+    pub fn load(&mut self, start: &Start, internals: &Internals, warnings: &[String]) {
         let Some(snap) = &start.snapshot else { return };
         let messages: Vec<Message> = snap["messages"]
             .as_array()
@@ -285,9 +297,10 @@ impl Client {
             .flatten()
             .filter_map(|m| serde_json::from_value(m.clone()).ok())
             .collect();
+        let replayed = internals.replay(&messages);
         let state = &snap["state"];
         self.take_state(state);
-        self.view.composer.set_history(user_history(&messages));
+        self.view.composer.set_history(replay::typed(&replayed));
         let id = self.link.session_id().to_string();
         let model = self.view.transcript.model.clone();
         let version = env!("CARGO_PKG_VERSION");
@@ -303,7 +316,7 @@ impl Client {
             ),
         };
         self.view.notice(HistoryCell::Notice(header));
-        self.view.transcript.replay(&messages);
+        self.view.transcript.replay(&replayed);
         for w in warnings {
             self.view
                 .notice(HistoryCell::Notice(format!("warning: {w}")));
@@ -464,8 +477,9 @@ impl Client {
                         .ok()
                         .and_then(|v| serde_json::from_value(v["messages"].clone()).ok())
                         .unwrap_or_default();
+                    let replayed = internals(&commands).await.replay(&messages);
                     let state = commands.request("get_state", json!({})).await;
-                    let _ = back.send(Back::Replay(session, messages, state.unwrap_or_default()));
+                    let _ = back.send(Back::Replay(session, replayed, state.unwrap_or_default()));
                 });
                 self.show_place();
             }
@@ -494,7 +508,7 @@ impl Client {
     }
 
     /// Another session is shown from now on: the transcript starts over with its messages.
-    fn replay(&mut self, id: &str, messages: &[Message], state: &Value) {
+    fn replay(&mut self, id: &str, replayed: &[Replayed], state: &Value) {
         let pending = self.view.transcript.drain();
         self.view.transcript = super::transcript::Transcript::new();
         self.take_state(state);
@@ -504,8 +518,8 @@ impl Client {
         let what = self.replacing.take().unwrap_or("session");
         self.view
             .notice(HistoryCell::Notice(format!("── {what} {id} ──")));
-        self.view.composer.set_history(user_history(messages));
-        self.view.transcript.replay(messages);
+        self.view.composer.set_history(replay::typed(replayed));
+        self.view.transcript.replay(replayed);
         self.dirty = true;
     }
 

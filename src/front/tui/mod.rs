@@ -16,6 +16,7 @@ pub mod markdown;
 pub mod paint;
 pub mod picker;
 mod reconnect;
+pub mod replay;
 pub mod terminal;
 pub mod tool_cell;
 pub mod transcript;
@@ -142,17 +143,6 @@ pub(super) fn spawn_input(tx: mpsc::UnboundedSender<Input>) {
     if let Err(e) = spawned {
         tracing::error!("cannot start the terminal reader: {e}");
     }
-}
-
-/// The user messages of a session, oldest first (the editor's history).
-pub(super) fn user_history(messages: &[crate::kernel::message::Message]) -> Vec<String> {
-    messages
-        .iter()
-        .filter_map(|m| match m {
-            crate::kernel::message::Message::User(u) => Some(crate::kernel::message::user_text(u)),
-            _ => None,
-        })
-        .collect()
 }
 
 pub(super) fn short_id(id: &str) -> &str {

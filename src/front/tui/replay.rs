@@ -1,0 +1,90 @@
+//! What a resumed or attached session shows of its past: the conversation's messages (the
+//! snapshot's or `get_messages`'), with the user messages the session made itself shown as what
+//! they are. A compaction's summary and a `!cmd`'s output reach the model as user messages;
+//! the session's entries (`get_entries`, pi's session format) say which ones they are: a
+//! `compaction` entry's summary and a `bashExecution` message. Pure: the caller fetches.
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use crate::kernel::message::{user_text, Message};
+use crate::kernel::session::compaction_text;
+use crate::kernel::tool::bash::BashExecution;
+
+/// One piece of a replayed conversation.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Replayed {
+    Message(Message),
+    /// The summary that replaced the history before it.
+    Compaction {
+        tokens_before: u64,
+    },
+    /// A shell command the user ran.
+    Bash(BashExecution),
+}
+
+/// The user messages a session made itself, by the text the model got.
+#[derive(Debug, Default)]
+pub struct Internals {
+    compactions: HashMap<String, u64>,
+    shells: HashMap<String, BashExecution>,
+}
+
+impl Internals {
+    /// Reads a `get_entries` answer (`{entries: [...]}`); entries of other types are passed
+    /// over, and an answer of another shape gives no internals (every message shows as sent).
+    pub fn from_entries(answer: &Value) -> Internals {
+        let mut out = Internals::default();
+        for e in answer["entries"].as_array().into_iter().flatten() {
+            match e["type"].as_str() {
+                Some("compaction") => {
+                    if let Some(summary) = e["summary"].as_str() {
+                        let before = e["tokensBefore"].as_u64().unwrap_or(0);
+                        out.compactions.insert(compaction_text(summary), before);
+                    }
+                }
+                Some("message") => {
+                    let bash = BashExecution::from_json(&e["message"]);
+                    let context = bash.as_ref().and_then(BashExecution::context_message);
+                    if let (Some(bash), Some(Message::User(u))) = (bash, context) {
+                        out.shells.insert(user_text(&u), bash);
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// The messages with the session's own user messages replaced by what they are.
+    pub fn replay(&self, messages: &[Message]) -> Vec<Replayed> {
+        messages
+            .iter()
+            .map(|m| {
+                let Message::User(u) = m else {
+                    return Replayed::Message(m.clone());
+                };
+                let text = user_text(u);
+                if let Some(&tokens_before) = self.compactions.get(&text) {
+                    return Replayed::Compaction { tokens_before };
+                }
+                match self.shells.get(&text) {
+                    Some(bash) => Replayed::Bash(bash.clone()),
+                    None => Replayed::Message(m.clone()),
+                }
+            })
+            .collect()
+    }
+}
+
+/// The prompts the user typed, oldest first (the editor's history).
+pub fn typed(replayed: &[Replayed]) -> Vec<String> {
+    replayed
+        .iter()
+        .filter_map(|r| match r {
+            Replayed::Message(Message::User(u)) => Some(user_text(u)),
+            _ => None,
+        })
+        .collect()
+}
