@@ -6,7 +6,9 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use keel::front::tui::transcript::HistoryCell;
 use keel::front::tui::view::{Action, View, COMMANDS};
+use keel::kernel::session::{short_id, SHORT_ID_CHARS};
 
+use crate::daemon_support::{open, Daemon};
 use crate::support::{fixture, snap, Sandbox};
 use crate::tui::Feed;
 use crate::tui_pty::spawn;
@@ -182,4 +184,61 @@ fn a_resumed_session_shows_its_compaction_and_shell_commands_as_such() {
     );
     s.send("\x04");
     assert!(child.wait().unwrap().success());
+}
+
+/// The id part of a session file's name (`<time>_<id>.jsonl`).
+fn id_of(file: &std::path::Path) -> String {
+    let name = file.file_stem().unwrap().to_str().unwrap();
+    name.rsplit_once('_').unwrap().1.to_string()
+}
+
+/// Regression: the header's short id was the UUIDv7's first 8 characters, the same for every
+/// session made within the same minute, so `--resume <shown id>` was ambiguous. The shown part
+/// differs, and `--resume` takes it.
+#[test]
+fn the_short_id_of_sessions_made_together_differs_and_resumes_the_right_one() {
+    let sb = Sandbox::new();
+    let script = fixture("hello.json");
+    // The sandbox's clock is fixed: both are made in the same millisecond.
+    for seed in ["1", "2"] {
+        let args = ["-p", "--provider", "scripted", "--script", &script, "hello"];
+        let out = sb.cmd(&args).env("KEEL_TEST_SEED", seed).output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+    }
+    let files = sb.session_files();
+    let ids: Vec<String> = files.iter().map(|f| id_of(f)).collect();
+    assert_eq!(ids[0][..8], ids[1][..8], "same time, same UUIDv7 prefix");
+    let short: Vec<&str> = ids.iter().map(|i| short_id(i)).collect();
+    assert_eq!(short[0].len(), SHORT_ID_CHARS);
+    assert_ne!(short[0], short[1], "{ids:?}");
+    let before = std::fs::read_to_string(&files[1]).unwrap().len();
+    let r = sb.scripted("-p", "hello.json", &["--resume", short[1], "hello again"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(std::fs::read_to_string(&files[1]).unwrap().len() > before);
+    assert_eq!(sb.session_files(), files, "no new session");
+}
+
+/// `keel attach` names a live session the same way: by the short id too.
+#[test]
+fn attach_takes_the_short_id_the_header_shows() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let mut c = d.connect();
+    c.hello(false);
+    let a = open(&mut c, &sb, "hello.json", &[]);
+    let _b = open(&mut c, &sb, "hello.json", &[]);
+    let socket = d.socket.display().to_string();
+    let out = sb
+        .cmd(&["attach", "--socket", &socket, short_id(&a)])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // Found: what stops it is only the missing terminal.
+    assert!(stderr.contains("keel attach needs a terminal"), "{stderr}");
+    let out = sb
+        .cmd(&["attach", "--socket", &socket, "zz99"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("no session zz99 is live"), "{stderr}");
 }

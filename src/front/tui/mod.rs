@@ -145,9 +145,7 @@ pub(super) fn spawn_input(tx: mpsc::UnboundedSender<Input>) {
     }
 }
 
-pub(super) fn short_id(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
-}
+pub(super) use crate::kernel::session::short_id;
 
 pub fn help_text() -> String {
     let mut s = String::from("commands:");

@@ -548,6 +548,7 @@ mod tests {
     use super::*;
     use crate::kernel::event::{AssistantDelta, Event, EventPayload, RunOutcome};
     use crate::kernel::message::AssistantMessage;
+    use ratatui::text::Line;
 
     /// A kernel event as the controller feeds it: through its wire lines.
     fn feed(t: &mut Transcript, event: &Event) {
