@@ -242,3 +242,44 @@ fn attach_takes_the_short_id_the_header_shows() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("no session zz99 is live"), "{stderr}");
 }
+
+/// Regression: a `!cmd` showed `$ cmd  (running…)` (which stayed behind) and only its last
+/// 5 output lines at the end. Its output streams live in a bash cell while it runs, the
+/// finished cell replaces it, and Ctrl+O shows the longer tail as for tool cells.
+#[test]
+fn a_shell_command_streams_live_and_expands_like_a_bash_tool_cell() {
+    let sb = Sandbox::new();
+    let shell = format!(
+        "'{}' --provider scripted --script '{}'",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("tui.json")
+    );
+    let (mut s, mut child) = spawn(&sb, &shell);
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    // It prints 12 lines, then waits for the test to create `go`.
+    s.send("!seq 1 12; while [ ! -f go ]; do sleep 0.05; done; echo after-go\r");
+    s.wait_for("the live output while it runs", |t| {
+        t.contains("bash seq 1 12") && t.contains("… 7 earlier lines") && t.contains("\n    12")
+    });
+    assert!(!s.text().contains("running…"), "{}", s.text());
+    std::fs::write(sb.work().join("go"), "").unwrap();
+    s.wait_for("the finished cell", |t| {
+        t.contains("✓ bash seq 1 12") && t.contains("after-go") && t.contains("exit 0")
+    });
+    let screen = s.text();
+    assert_eq!(screen.matches("bash seq 1 12").count(), 1, "{screen}");
+    // Expanded, a longer tail is shown, as for a tool cell.
+    s.send("\x0f");
+    s.send("!seq 101 110\r");
+    s.wait_for("the expanded cell", |t| {
+        t.contains("✓ bash seq 101 110") && t.contains("    110\n    exit 0")
+    });
+    let screen = s.text();
+    let cell = screen.rsplit("✓ bash seq 101 110").next().unwrap();
+    assert!(
+        cell.contains("  ⎿ 101\n") && !cell.contains("earlier"),
+        "{cell}"
+    );
+    s.send("\x04");
+    assert!(child.wait().unwrap().success());
+}

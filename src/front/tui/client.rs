@@ -63,6 +63,8 @@ pub(super) enum Back {
     State(Value),
     /// Where the session runs, for the status line.
     Place(String),
+    /// A `!cmd` the session did not run (pi's error text).
+    ShellRefused(String),
 }
 
 /// Where the session lives when it is not in this process.
@@ -370,7 +372,8 @@ impl Client {
             let frame_at = self
                 .last_frame
                 .map_or_else(Instant::now, |t| t + FRAME_INTERVAL);
-            let ticking = self.view.transcript.is_running();
+            let ticking =
+                self.view.transcript.is_running() || self.view.transcript.shell().is_some();
             let lost = self.daemon.as_ref().is_some_and(|d| d.lost);
             tokio::select! {
                 biased;
@@ -390,6 +393,10 @@ impl Client {
                         Back::Replay(id, messages, state) => self.replay(&id, &messages, &state),
                         Back::Commands(list) => self.view.templates = list,
                         Back::State(state) => self.take_state(&state),
+                        Back::ShellRefused(e) => {
+                            self.view.transcript.shell_refused();
+                            self.view.notice(HistoryCell::Error(e));
+                        }
                         Back::Place(text) => {
                             changed = self.view.place.as_deref() != Some(text.as_str());
                             self.view.place = Some(text);
@@ -594,8 +601,15 @@ impl Client {
             }
             Action::Bash(cmd) => {
                 self.view
-                    .notice(HistoryCell::Notice(format!("$ {cmd}  (running…)")));
-                self.send("bash", json!({"command": cmd}));
+                    .transcript
+                    .shell_started(&cmd, self.clock.now_ms());
+                let commands = self.commands.clone();
+                let back = self.back_tx.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = commands.request("bash", json!({"command": cmd})).await {
+                        let _ = back.send(Back::ShellRefused(e));
+                    }
+                });
             }
             Action::Command { name, args } => self.command(&name, &args),
             Action::OpenSession(path) => {

@@ -9,6 +9,8 @@ use std::collections::VecDeque;
 use serde_json::Value;
 
 mod lines;
+mod shell;
+pub use shell::{RunningShell, LIVE_OUTPUT_BYTES};
 
 use super::markdown::{self, MarkdownStream, MdLine};
 use super::replay::Replayed;
@@ -29,8 +31,8 @@ pub enum HistoryCell {
     Thinking(String),
     /// A finished tool call.
     Tool(FinishedTool),
-    /// A shell command the user ran (`!cmd`).
-    Bash(BashExecution),
+    /// A shell command the user ran (`!cmd`), and how long it took (0: not known).
+    Bash(BashExecution, u64),
     /// Something went wrong (red).
     Error(String),
     /// Something the user should know (dim).
@@ -117,6 +119,8 @@ pub struct Transcript {
     error_shown: bool,
     /// When the user's prompt started running (kept across retries and compaction).
     run_since_ms: i64,
+    /// The `!cmd` running, if any.
+    shell: Option<RunningShell>,
 }
 
 impl Transcript {
@@ -173,7 +177,7 @@ impl Transcript {
                     continue;
                 }
                 Replayed::Bash(b) => {
-                    self.pending.push_back(HistoryCell::Bash(b.clone()));
+                    self.pending.push_back(HistoryCell::Bash(b.clone(), 0));
                     continue;
                 }
             };
@@ -233,11 +237,7 @@ impl Transcript {
                 }
                 self.activity = Some(self.working());
             }
-            P::AgentEnd { .. }
-            | P::TurnStart {}
-            | P::TurnEnd {}
-            | P::BashExecutionUpdate { .. }
-            | P::Other => {}
+            P::AgentEnd { .. } | P::TurnStart {} | P::TurnEnd {} | P::Other => {}
             P::AgentSettled {
                 outcome,
                 error,
@@ -336,9 +336,8 @@ impl Transcript {
                     }
                 }
             }
-            P::BashExecutionEnd(record) => {
-                self.pending.push_back(HistoryCell::Bash(record.clone()))
-            }
+            P::BashExecutionUpdate { delta, .. } => self.shell_output(delta, at_ms),
+            P::BashExecutionEnd(record) => self.shell_finished(record, at_ms),
             P::SessionInfoChanged { name } => self.session_name = Some(name.clone()),
             P::CompactionStart { .. } => {
                 self.activity = Some(Activity::Compacting { since_ms: at_ms });

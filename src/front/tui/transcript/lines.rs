@@ -41,7 +41,7 @@ impl HistoryCell {
                 };
                 tool_cell::lines(&view, width)
             }
-            HistoryCell::Bash(b) => bash_lines(b, width),
+            HistoryCell::Bash(b, ms) => bash_lines(b, *ms, width, layout.expand_tools),
             HistoryCell::Error(e) => {
                 let style = Style::default().fg(Color::Red);
                 e.lines()
@@ -114,7 +114,7 @@ fn thinking_lines(text: &str, w: usize, show: bool) -> Vec<Line<'static>> {
     out
 }
 
-fn bash_lines(b: &BashExecution, width: u16) -> Vec<Line<'static>> {
+fn bash_lines(b: &BashExecution, ms: u64, width: u16, expanded: bool) -> Vec<Line<'static>> {
     let details = serde_json::json!({
         "exitCode": b.exit_code,
         "cancelled": b.cancelled,
@@ -129,8 +129,8 @@ fn bash_lines(b: &BashExecution, width: u16) -> Vec<Line<'static>> {
         text: Some(&b.output),
         details: Some(&details),
         is_error: b.exit_code != Some(0),
-        phase: ToolPhase::Done { duration_ms: 0 },
-        expanded: false,
+        phase: ToolPhase::Done { duration_ms: ms },
+        expanded,
         spinner: 0,
     };
     let mut lines = tool_cell::lines(&view, width);

@@ -160,6 +160,22 @@ impl View {
             };
             rows.extend(tool_cell::lines(&view, width));
         }
+        if let Some(shell) = t.shell() {
+            let args = serde_json::json!({ "command": shell.command });
+            let view = ToolView {
+                name: "bash",
+                args: &args,
+                text: Some(&shell.output),
+                details: None,
+                is_error: false,
+                phase: ToolPhase::Running {
+                    elapsed_ms: (self.now_ms - shell.started_ms).max(0) as u64,
+                },
+                expanded: self.layout.expand_tools,
+                spinner: self.spinner,
+            };
+            rows.extend(tool_cell::lines(&view, width));
+        }
         if let Some(row) = self.status_row() {
             rows.push(row);
         }
