@@ -4,9 +4,13 @@
 //! dialogs and grouped exploration cells.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use keel::front::public::PublicEvent;
+use keel::front::tui::paint::row_text;
 use keel::front::tui::transcript::HistoryCell;
 use keel::front::tui::view::{Action, View, COMMANDS};
 use keel::kernel::session::{short_id, SHORT_ID_CHARS};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
 
 use crate::daemon_support::{open, Daemon};
 use crate::support::{fixture, snap, Sandbox};
@@ -282,4 +286,99 @@ fn a_shell_command_streams_live_and_expands_like_a_bash_tool_cell() {
     );
     s.send("\x04");
     assert!(child.wait().unwrap().success());
+}
+
+/// What a terminal `w`x`h` shows of `view` (one row per line, trailing spaces dropped).
+fn view_screen(view: &mut View, w: u16, h: u16) -> String {
+    let mut buf = Buffer::empty(Rect::new(0, 0, w, h));
+    view.render_screen(&mut buf);
+    let rows: Vec<String> = (0..h).map(|y| row_text(&buf, y)).collect();
+    rows.join("\n")
+}
+
+/// The event lines `keel --mode rpc` writes for one prompt with this script.
+fn rpc_lines(sb: &Sandbox, script: &str) -> Vec<String> {
+    let path = sb.dir.path().join("script.json");
+    std::fs::write(&path, script).unwrap();
+    let path = path.display().to_string();
+    let args = ["--mode", "rpc", "--provider", "scripted", "--script", &path];
+    let r = sb.run_stdin(&args, "{\"type\":\"prompt\",\"message\":\"hi\"}\n");
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: Vec<String> = r.stdout.lines().map(str::to_string).collect();
+    assert!(
+        lines.iter().any(|l| l.contains("agent_settled")),
+        "{}",
+        r.stdout
+    );
+    lines
+}
+
+/// A server that cannot be reached, three lines of error, retried three times.
+const UNREACHABLE: &str = r#"{"model": "m", "turns": [{"repeat": true, "chunks": [
+    {"error": "connection refused\ncaused by: tcp connect error\nhint: is the server running?",
+     "kind": "overloaded", "retryAfterMs": 20}]}]}"#;
+
+/// Regression: an unreachable server printed the same 3-line error for every retry (about 25
+/// lines for one prompt). While retrying, one live row counts down; at the end, one error.
+#[test]
+fn retries_are_one_live_row_then_one_error() {
+    let sb = Sandbox::new();
+    let mut view = View::new();
+    let mut retry_rows = Vec::new();
+    for (i, line) in rpc_lines(&sb, UNREACHABLE).iter().enumerate() {
+        let Some(event) = PublicEvent::parse(line) else {
+            continue;
+        };
+        let at = 1_000_000 + i as i64 * 10;
+        view.now_ms = at;
+        assert!(view.on_event(&event, at).is_empty());
+        if matches!(event, PublicEvent::AutoRetryStart { .. }) {
+            let screen = view_screen(&mut view, 100, 30);
+            let row = screen
+                .lines()
+                .find(|l| l.starts_with("↻ "))
+                .map(str::to_string);
+            retry_rows.push(row.unwrap_or_else(|| panic!("no retry row:\n{screen}")));
+        }
+    }
+    assert_eq!(
+        retry_rows,
+        (1..=3)
+            .map(|n| format!("↻ retry {n}/3 in 1s: connection refused · esc to cancel"))
+            .collect::<Vec<_>>()
+    );
+    let screen = view_screen(&mut view, 100, 30);
+    assert_eq!(screen.matches("connection refused").count(), 1, "{screen}");
+    assert_eq!(
+        screen.matches("hint: is the server running?").count(),
+        1,
+        "{screen}"
+    );
+    assert!(screen.contains("(gave up after 3 retries)"), "{screen}");
+    assert!(!screen.contains("↻"), "{screen}");
+}
+
+/// A retry that works leaves one line saying so, and no error.
+#[test]
+fn a_retry_that_works_leaves_one_line() {
+    let sb = Sandbox::new();
+    let script = r#"{"model": "m", "turns": [
+        {"chunks": [{"error": "overloaded: try later", "kind": "overloaded", "retryAfterMs": 20}]},
+        {"chunks": [{"text": "the answer"}]}]}"#;
+    let mut view = View::new();
+    for line in rpc_lines(&sb, script) {
+        if let Some(event) = PublicEvent::parse(&line) {
+            assert!(view.on_event(&event, 0).is_empty());
+        }
+    }
+    let screen = view_screen(&mut view, 100, 30);
+    assert_eq!(screen.matches("overloaded").count(), 1, "{screen}");
+    assert!(
+        screen.contains("↻ answered after 1 retry (overloaded: try later)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("the answer") && !screen.contains('✗'),
+        "{screen}"
+    );
 }

@@ -9,6 +9,7 @@ use std::collections::VecDeque;
 use serde_json::Value;
 
 mod lines;
+mod retry;
 mod shell;
 pub use shell::{RunningShell, LIVE_OUTPUT_BYTES};
 
@@ -121,6 +122,10 @@ pub struct Transcript {
     run_since_ms: i64,
     /// The `!cmd` running, if any.
     shell: Option<RunningShell>,
+    /// A failed answer's error, until it is known whether a retry follows.
+    held_error: Option<String>,
+    /// Why the prompt is being retried, and the attempt that comes.
+    retry_error: Option<(String, u32)>,
 }
 
 impl Transcript {
@@ -310,32 +315,14 @@ impl Transcript {
                 delay_ms,
                 error_message,
             } => {
-                self.pending.push_back(HistoryCell::Notice(format!(
-                    "↻ retry {attempt}/{max_attempts} in {:.1}s: {}",
-                    *delay_ms as f64 / 1000.0,
-                    first_line(error_message)
-                )));
-                self.activity = Some(Activity::Retrying {
-                    attempt: *attempt,
-                    max: *max_attempts,
-                    until_ms: at_ms + *delay_ms as i64,
-                    error: first_line(error_message).to_string(),
-                });
+                let until = at_ms + *delay_ms as i64;
+                self.retry_scheduled(*attempt, *max_attempts, until, error_message);
             }
             P::AutoRetryEnd {
                 success,
                 attempt,
                 final_error,
-            } => {
-                if !success {
-                    if let Some(e) = final_error {
-                        self.pending.push_back(HistoryCell::Error(format!(
-                            "gave up after {attempt} attempts: {e}"
-                        )));
-                        self.error_shown = true;
-                    }
-                }
-            }
+            } => self.retry_ended(*success, *attempt, final_error.as_deref()),
             P::BashExecutionUpdate { delta, .. } => self.shell_output(delta, at_ms),
             P::BashExecutionEnd(record) => self.shell_finished(record, at_ms),
             P::SessionInfoChanged { name } => self.session_name = Some(name.clone()),
@@ -396,11 +383,16 @@ impl Transcript {
                 .push_back(HistoryCell::Notice("⏹ interrupted".into())),
             // `failed`, or a verdict without the fields that name it.
             _ => {
+                let held = self.take_held_error();
                 if !self.error_shown {
-                    self.pending.push_back(HistoryCell::Error(error_text()));
+                    let e = held.unwrap_or_else(error_text);
+                    self.pending.push_back(HistoryCell::Error(e));
+                    self.error_shown = true;
                 }
             }
         }
+        // An aborted or stopped run shows no error its answer had.
+        self.take_held_error();
         self.running.clear();
         self.preparing.clear();
         self.activity = Some(Activity::Idle);
@@ -475,8 +467,9 @@ impl Transcript {
                 .error_message
                 .as_deref()
                 .unwrap_or("the model call failed");
-            self.pending.push_back(HistoryCell::Error(e.to_string()));
-            self.error_shown = true;
+            self.answer_failed(e);
+        } else if a.stop_reason != StopReason::Aborted {
+            self.answered();
         }
     }
 

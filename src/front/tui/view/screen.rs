@@ -219,7 +219,7 @@ impl View {
             } => (
                 "↻".to_string(),
                 format!(
-                    "Retrying ({attempt}/{max}) in {}s: {error} · esc to cancel",
+                    "retry {attempt}/{max} in {}s: {error} · esc to cancel",
                     ((until_ms - self.now_ms).max(0) + 999) / 1000
                 ),
             ),
