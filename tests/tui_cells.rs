@@ -3,14 +3,19 @@
 //! the slash menu, resumed internals, the short id, `!cmd` cells, the retry cell, approval
 //! dialogs and grouped exploration cells.
 
+use std::sync::Arc;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use keel::front::public::PublicEvent;
 use keel::front::tui::paint::row_text;
 use keel::front::tui::transcript::HistoryCell;
 use keel::front::tui::view::{Action, View, COMMANDS};
+use keel::kernel::event::{ApprovalDecision, EventPayload};
+use keel::kernel::op::Op;
 use keel::kernel::session::{short_id, SHORT_ID_CHARS};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use serde_json::json;
 
 use crate::daemon_support::{open, Daemon};
 use crate::support::{fixture, snap, Sandbox};
@@ -381,4 +386,155 @@ fn a_retry_that_works_leaves_one_line() {
         screen.contains("the answer") && !screen.contains('✗'),
         "{screen}"
     );
+}
+
+fn approval_view(tool: &str, args: serde_json::Value) -> Feed {
+    let mut f = Feed::new();
+    f.user("change it");
+    f.tool("call_1", tool, args.clone(), None);
+    f.send(EventPayload::ApprovalRequested {
+        call_id: "call_1".into(),
+        tool_name: tool.into(),
+        args,
+    });
+    f
+}
+
+/// An edit's approval shows the change as a coloured diff; a diff taller than the room left
+/// scrolls with PgDn/PgUp and the arrows, and says how much is above and below.
+#[test]
+fn an_edit_approval_shows_its_diff_and_scrolls() {
+    let old: String = (1..=30).map(|i| format!("old line {i}\n")).collect();
+    let new: String = (1..=30).map(|i| format!("new line {i}\n")).collect();
+    let args = json!({"path": "src/lib.rs", "oldText": old, "newText": new});
+    let mut f = approval_view("edit", args);
+    let screen = f.screen(80, 24);
+    snap("tui_cells_edit_approval_80x24", &screen);
+    assert!(screen.contains("? Allow edit: src/lib.rs"), "{screen}");
+    assert!(screen.contains("    -old line 1\n"), "{screen}");
+    assert!(!screen.contains("+new line 30"), "{screen}");
+    assert!(screen.contains("↑ 0 more · ↓ "), "{screen}");
+    for _ in 0..10 {
+        assert_eq!(f.view.on_key(key(KeyCode::PageDown)), None);
+    }
+    let screen = f.screen(80, 24);
+    assert!(
+        screen.contains("    +new line 30\n"),
+        "scrolled to the end:\n{screen}"
+    );
+    assert!(screen.contains(" · ↓ 0 more"), "{screen}");
+    assert_eq!(f.view.on_key(key(KeyCode::Up)), None);
+    assert!(!f.screen(80, 24).contains("+new line 30"));
+    // Answered a minute later: the cell's timer starts at the answer.
+    f.view.now_ms += 60_000;
+    assert!(matches!(
+        f.view.on_key(key(KeyCode::Char('y'))),
+        Some(Action::Approve {
+            decision: ApprovalDecision::Allow,
+            ..
+        })
+    ));
+    let tool = &f.view.transcript.running[0];
+    assert_eq!(
+        (tool.started_ms, tool.awaiting_approval),
+        (f.view.now_ms, false)
+    );
+}
+
+/// A write's approval shows the content it would write; a multi-line bash command is shown
+/// whole, wrapped (the question used to cut it to its first line).
+#[test]
+fn write_and_bash_approvals_show_everything_they_would_do() {
+    let f = |tool: &str, args| approval_view(tool, args).screen(60, 24);
+    let screen = f(
+        "write",
+        json!({"path": "notes.md", "content": "# Notes\nfirst\n"}),
+    );
+    assert!(screen.contains("    +# Notes\n    +first"), "{screen}");
+    let long = format!("cargo build --release --features {}", "x,".repeat(30));
+    let cmd = format!("cd build &&\n{long}\necho done");
+    let screen = f("bash", json!({"command": cmd}));
+    assert!(screen.contains("? Allow bash: cd build && …"), "{screen}");
+    let rows: Vec<&str> = screen.lines().collect();
+    let start = rows
+        .iter()
+        .position(|r| r.trim() == "cd build &&")
+        .expect(&screen);
+    // Every character of the command is there, in order (wrapping drops only spaces).
+    let body: String = rows[start + 1..start + 5].concat().replace(' ', "");
+    assert_eq!(
+        body,
+        format!("{long}echo done").replace(' ', ""),
+        "{screen}"
+    );
+    assert!(!screen.contains("x,…"), "nothing is cut:\n{screen}");
+}
+
+/// `d` then a message denies the call and gives the message to the model.
+#[test]
+fn deny_with_a_message_typed_in_the_dialog() {
+    let mut f = approval_view("bash", json!({"command": "rm -rf target/"}));
+    assert_eq!(f.view.on_key(key(KeyCode::Char('d'))), None);
+    type_text(&mut f.view, "use cargo clean instead");
+    let screen = f.screen(100, 24);
+    assert!(
+        screen.contains("why not? use cargo clean instead"),
+        "{screen}"
+    );
+    assert_eq!(
+        f.view.on_key(key(KeyCode::Enter)),
+        Some(Action::DenyWithMessage {
+            call_id: "call_1".into(),
+            message: "use cargo clean instead".into()
+        })
+    );
+    assert!(
+        !f.screen(100, 24).contains("Allow bash"),
+        "the dialog closed"
+    );
+}
+
+/// Regression: the tool's duration counted the time a person took to answer its approval.
+#[test]
+fn the_time_an_approval_waits_is_not_the_tools_duration() {
+    use keel::kernel::provider::scripted::ScriptedProvider;
+    use keel::{AgentConfig, AgentSession, Bus, Clock, Permission};
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = AgentConfig::new(dir.path().to_path_buf(), dir.path().to_path_buf());
+    c.permission = Permission::Ask;
+    c.can_ask = true;
+    let script = r#"{"turns":[
+      {"match":"^go","chunks":[{"toolCall":{"id":"c1","name":"write","arguments":{"path":"x.txt","content":"x"}}}]},
+      {"chunks":[{"text":"done"}]}]}"#;
+    let provider = ScriptedProvider::from_script(serde_json::from_str(script).unwrap()).unwrap();
+    // The fixed clock moves one millisecond per reading: the person's wait is 10 000 readings.
+    let clock = Clock::new(Some(1), Some(1));
+    let bus = Bus::new(clock.clone());
+    let s = AgentSession::new(c, Arc::new(provider), bus, clock.clone(), Vec::new());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let duration = rt.block_on(async {
+        let mut rx = s.subscribe();
+        let _run = s.prompt("go".into()).unwrap();
+        while let Some(ev) = rx.recv().await {
+            match &ev.payload {
+                EventPayload::ApprovalRequested { call_id, .. } => {
+                    for _ in 0..10_000 {
+                        clock.now_ms();
+                    }
+                    let op = Op::Approve {
+                        call_id: call_id.clone(),
+                        decision: ApprovalDecision::Allow,
+                    };
+                    s.submit(op).unwrap();
+                }
+                EventPayload::ToolCallFinished { duration_ms, .. } => return *duration_ms,
+                _ => {}
+            }
+        }
+        panic!("no tool call finished");
+    });
+    assert!(duration < 1_000, "{duration} ms: the wait was counted");
 }

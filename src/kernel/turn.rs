@@ -601,7 +601,8 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
             tool_name: name.clone(),
             args: args.clone(),
         });
-        let started = inner.clock.now_ms();
+        // The time a person takes to answer an approval is not the tool's.
+        let mut started = inner.clock.now_ms();
         let output = if abort.is_aborted() {
             ToolOutput::error("Tool call skipped: the run was aborted")
         } else if blocked.is_some() {
@@ -610,7 +611,10 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
             bad
         } else {
             match check_permission(inner, id, name, args, abort).await {
-                Gate::Run => execute(inner, id, name, args, abort).await,
+                Gate::Run => {
+                    started = inner.clock.now_ms();
+                    execute(inner, id, name, args, abort).await
+                }
                 Gate::Refuse(out) => out,
                 Gate::Block(out) => {
                     blocked = Some(RunOutcome::Blocked {

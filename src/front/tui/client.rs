@@ -599,6 +599,20 @@ impl Client {
                     json!({"id": call_id, "confirmed": confirmed}),
                 );
             }
+            Action::DenyWithMessage { call_id, message } => {
+                // The message first: queued as steering, it reaches the model right after
+                // the refused call's result.
+                let commands = self.commands.clone();
+                let back = self.back_tx.clone();
+                tokio::spawn(async move {
+                    let steer = commands.request("steer", json!({"message": message})).await;
+                    let deny = json!({"id": call_id, "confirmed": false});
+                    let denied = commands.request("extension_ui_response", deny).await;
+                    if let Err(e) = steer.and(denied) {
+                        let _ = back.send(Back::Notice(HistoryCell::Error(e)));
+                    }
+                });
+            }
             Action::Bash(cmd) => {
                 self.view
                     .transcript

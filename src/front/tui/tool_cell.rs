@@ -11,7 +11,8 @@ mod rows;
 
 use super::paint;
 use crate::text;
-use rows::{diff_rows, head, output_lines, plain_rows, strip_last, tail};
+pub use rows::diff_rows;
+use rows::{head, output_lines, plain_rows, strip_last, tail};
 
 /// Braille frames of the running spinner, picked by `ToolView::spinner`.
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];

@@ -164,6 +164,14 @@ impl Transcript {
         self.stream.is_some()
     }
 
+    /// The user answered the approval of `call_id` at `at_ms`: its time starts now.
+    pub fn approval_answered(&mut self, call_id: &str, at_ms: i64) {
+        if let Some(t) = self.running.iter_mut().find(|t| t.call_id == call_id) {
+            t.awaiting_approval = false;
+            t.started_ms = at_ms;
+        }
+    }
+
     /// Tool calls the model is still writing.
     pub fn preparing(&self) -> impl Iterator<Item = &str> {
         self.preparing.iter().map(|(_, n)| n.as_str())

@@ -12,6 +12,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::text::Line;
 use serde_json::Value;
 
+mod approval;
 mod menu;
 mod screen;
 pub mod slash;
@@ -22,6 +23,7 @@ use super::picker::{Picker, PickerAction};
 use super::transcript::{HistoryCell, Layout, Transcript};
 use crate::front::public::{PublicEvent, UiRequest};
 use crate::kernel::event::ApprovalDecision;
+use approval::Approval;
 
 /// Slash commands with their one-line help, in the order `/help` lists them.
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -62,6 +64,12 @@ pub enum Action {
         call_id: String,
         decision: ApprovalDecision,
     },
+    /// Deny the call and tell the model why (the message reaches it as steering, right after
+    /// the refused call).
+    DenyWithMessage {
+        call_id: String,
+        message: String,
+    },
     /// A slash command (not a template): name without `/`, and the rest of the line.
     Command {
         name: String,
@@ -72,14 +80,6 @@ pub enum Action {
     Bash(String),
     OpenSession(PathBuf),
     Quit,
-}
-
-/// A tool call waiting for the user's decision.
-#[derive(Debug, Clone, PartialEq)]
-struct Approval {
-    call_id: String,
-    tool_name: String,
-    args: Value,
 }
 
 /// The laid-out live area of one frame.
@@ -228,11 +228,7 @@ impl View {
             .or_else(|| running.map(|t| t.args.clone()))
             .or_else(|| serde_json::from_str(&r.message).ok())
             .unwrap_or(Value::Null);
-        Approval {
-            call_id: r.id.clone(),
-            tool_name,
-            args,
-        }
+        Approval::new(r.id.clone(), tool_name, args)
     }
 
     /// Approvals decided by an earlier "always allow" answer, to send now.
@@ -280,9 +276,9 @@ impl View {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let was_armed = std::mem::take(&mut self.quit_armed);
         self.hint = None;
-        if let Some(a) = self.approvals.front().cloned() {
+        if !self.approvals.is_empty() {
             // The dialog has the keyboard: only its answers and Ctrl+C do anything.
-            let action = self.approval_key(&a, key);
+            let action = self.approval_key(key);
             if action.is_some() || key.code != KeyCode::Char('c') || !ctrl {
                 return action;
             }
@@ -410,36 +406,6 @@ impl View {
         self.quit_armed = true;
         self.set_hint("press Ctrl+C again to quit (the session is saved)");
         None
-    }
-
-    fn approval_key(&mut self, a: &Approval, key: KeyEvent) -> Option<Action> {
-        let decision = match key.code {
-            KeyCode::Char('y') | KeyCode::Enter => ApprovalDecision::Allow,
-            KeyCode::Char('a') => {
-                self.always_allowed.insert(a.tool_name.clone());
-                ApprovalDecision::Allow
-            }
-            KeyCode::Char('n') | KeyCode::Esc => ApprovalDecision::Deny,
-            _ => return None,
-        };
-        self.approvals.pop_front();
-        // Other calls of a tool that is now always allowed need no question either.
-        if decision == ApprovalDecision::Allow && self.always_allowed.contains(&a.tool_name) {
-            let more: Vec<Approval> = self
-                .approvals
-                .iter()
-                .filter(|x| x.tool_name == a.tool_name)
-                .cloned()
-                .collect();
-            self.approvals.retain(|x| x.tool_name != a.tool_name);
-            for m in more {
-                self.pending_auto.push(m.call_id);
-            }
-        }
-        Some(Action::Approve {
-            call_id: a.call_id.clone(),
-            decision,
-        })
     }
 
     /// Enter (or Alt+Enter: `follow_up`) on the composer's text.

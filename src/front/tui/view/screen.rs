@@ -8,7 +8,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::{Approval, LiveFrame, View};
+use super::{LiveFrame, View};
 use crate::front::tui::paint;
 use crate::front::tui::tool_cell::{self, ToolPhase, ToolView};
 use crate::front::tui::transcript::{Activity, HistoryCell};
@@ -56,7 +56,7 @@ impl View {
         }
         let w = width.max(1) as usize;
         let mut rows = self.activity_rows(width);
-        let (bottom, cursor) = self.editor_rows(width);
+        let (bottom, cursor) = self.editor_rows(width, max_height as usize);
         let keep = (max_height as usize).saturating_sub(bottom.len());
         if rows.len() > keep {
             rows.drain(..rows.len() - keep);
@@ -253,14 +253,14 @@ impl View {
     }
 
     /// The composer (or the approval dialog), completions, the status line and the hint.
-    fn editor_rows(&self, width: u16) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
+    fn editor_rows(&self, width: u16, max_rows: usize) -> (Vec<Line<'static>>, Option<(u16, u16)>) {
         let w = width.max(1) as usize;
         // The rule character is ambiguous-width: as many as fit at its measured width.
         let rule = "─".repeat(w / crate::text::width("─").max(1));
         let mut rows = vec![Line::styled(rule, dim())];
         let mut cursor = None;
         if let Some(a) = self.approvals.front() {
-            rows.extend(approval_rows(a, self.approvals.len(), w));
+            rows.extend(super::approval::rows(a, self.approvals.len(), w, max_rows));
         } else {
             let placeholder = if self.transcript.is_running() {
                 "Enter steers · Alt+Enter queues a follow-up · Esc interrupts"
@@ -342,40 +342,6 @@ fn queued_row(label: &str, text: &str, color: Color, w: usize) -> Line<'static> 
         ]),
         w,
     )
-}
-
-fn approval_rows(a: &Approval, waiting: usize, w: usize) -> Vec<Line<'static>> {
-    let yellow = Style::default().fg(Color::Yellow);
-    let bold = Style::default().add_modifier(Modifier::BOLD);
-    let mut rows = paint::wrap_line(
-        &Line::from(vec![
-            Span::styled("? ", yellow),
-            Span::styled(format!("Allow {}", a.tool_name), bold),
-            Span::raw(": "),
-            Span::raw(tool_cell::describe(&a.tool_name, &a.args)),
-        ]),
-        w,
-        2,
-    );
-    rows.truncate(4);
-    rows.push(paint::truncate_line(
-        &Line::from(vec![
-            Span::styled("  y", yellow),
-            Span::raw(" allow once  "),
-            Span::styled("a", yellow),
-            Span::raw(format!(" always allow {}  ", a.tool_name)),
-            Span::styled("n", yellow),
-            Span::raw(" deny"),
-        ]),
-        w,
-    ));
-    if waiting > 1 {
-        rows.push(Line::styled(
-            format!("  ({} more waiting)", waiting - 1),
-            dim(),
-        ));
-    }
-    rows
 }
 
 /// 950 → "950", 12_300 → "12.3k", 1_200_000 → "1.2M".
