@@ -10,9 +10,10 @@ use keel::front::public::PublicEvent;
 use keel::front::tui::paint::row_text;
 use keel::front::tui::transcript::HistoryCell;
 use keel::front::tui::view::{Action, View, COMMANDS};
-use keel::kernel::event::{ApprovalDecision, EventPayload};
+use keel::kernel::event::{ApprovalDecision, EventPayload, RunOutcome};
 use keel::kernel::op::Op;
 use keel::kernel::session::{short_id, SHORT_ID_CHARS};
+use keel::kernel::tool::ToolOutput;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use serde_json::json;
@@ -537,4 +538,92 @@ fn the_time_an_approval_waits_is_not_the_tools_duration() {
         panic!("no tool call finished");
     });
     assert!(duration < 1_000, "{duration} ms: the wait was counted");
+}
+
+fn read_ok(path: &str) -> Option<ToolOutput> {
+    let d =
+        json!({"path": path, "totalLines": 10, "startLine": 1, "endLine": 10, "truncated": false});
+    Some(ToolOutput::ok("...").with_details(d))
+}
+
+fn grep_ok() -> Option<ToolOutput> {
+    Some(ToolOutput::ok("...").with_details(json!({"matches": 2, "files": 1, "truncated": false})))
+}
+
+/// Five exploration calls (`live`: what the live area shows of them), then an edit.
+fn explore(f: &mut Feed, live_shows: &str) {
+    f.user("look around");
+    for (i, p) in ["a.rs", "b.rs", "c.rs"].iter().enumerate() {
+        f.tool(&format!("r{i}"), "read", json!({"path": p}), read_ok(p));
+    }
+    f.tool("g1", "grep", json!({"pattern": "fn main"}), grep_ok());
+    f.tool(
+        "g2",
+        "find",
+        json!({"pattern": "*.toml"}),
+        Some(ToolOutput::error("bad glob")),
+    );
+    // Still running: the run of them is held, shown live.
+    let screen = f.screen(80, 24);
+    let live = screen.rsplit("› look around").next().unwrap();
+    assert!(live.contains(live_shows), "{screen}");
+    let diff = "@@ -1 +1 @@\n-a\n+b\n";
+    let edit = Some(ToolOutput::ok("ok").with_details(json!({"diff": diff})));
+    f.tool(
+        "e1",
+        "edit",
+        json!({"path": "a.rs", "oldText": "a", "newText": "b"}),
+        edit,
+    );
+}
+
+/// A run of consecutive read/grep/find/ls calls is one cell; Ctrl+O shows the calls in it.
+#[test]
+fn consecutive_exploration_calls_are_one_cell_that_ctrl_o_expands() {
+    let mut f = Feed::new();
+    explore(&mut f, "▸ read 3 files, 2 searches · 1 failed");
+    f.settle(RunOutcome::Completed);
+    let screen = f.screen(80, 24);
+    snap("tui_cells_explored_80x24", &screen);
+    assert_eq!(
+        screen
+            .matches("▸ read 3 files, 2 searches · 1 failed")
+            .count(),
+        1
+    );
+    assert!(!screen.contains("✓ read"), "{screen}");
+    let group = screen.find("▸ read").unwrap();
+    assert!(
+        group < screen.find("✓ edit a.rs").unwrap(),
+        "in its place:\n{screen}"
+    );
+    // Expanded: the same run shows each call.
+    assert_eq!(
+        f.view
+            .on_key(KeyEvent::new(KeyCode::Char('o'), KeyModifiers::CONTROL)),
+        None
+    );
+    explore(&mut f, "✗ find *.toml");
+    f.settle(RunOutcome::Completed);
+    let screen = f.screen(80, 40);
+    let second = screen.rsplit("› look around").next().unwrap();
+    for want in [
+        "✓ read a.rs",
+        "✓ read c.rs",
+        "✓ grep /fn main/",
+        "✗ find *.toml",
+    ] {
+        assert!(second.contains(want), "{want}:\n{screen}");
+    }
+    assert!(!second.contains('▸'), "{screen}");
+    // A single call stays a plain cell.
+    let mut f = Feed::new();
+    f.user("one");
+    f.tool("r1", "read", json!({"path": "a.rs"}), read_ok("a.rs"));
+    f.settle(RunOutcome::Completed);
+    let screen = f.screen(80, 24);
+    assert!(
+        screen.contains("✓ read a.rs") && !screen.contains('▸'),
+        "{screen}"
+    );
 }

@@ -8,6 +8,7 @@ use std::collections::VecDeque;
 
 use serde_json::Value;
 
+mod explore;
 mod lines;
 mod retry;
 mod shell;
@@ -32,6 +33,8 @@ pub enum HistoryCell {
     Thinking(String),
     /// A finished tool call.
     Tool(FinishedTool),
+    /// A run of consecutive exploration calls (read, grep, find, ls), at least two.
+    Explored(Vec<FinishedTool>),
     /// A shell command the user ran (`!cmd`), and how long it took (0: not known).
     Bash(BashExecution, u64),
     /// Something went wrong (red).
@@ -124,6 +127,10 @@ pub struct Transcript {
     shell: Option<RunningShell>,
     /// A failed answer's error, until it is known whether a retry follows.
     held_error: Option<String>,
+    /// Finished exploration calls held to be committed as one cell, and where in `pending`
+    /// they go.
+    exploring: Vec<FinishedTool>,
+    explore_at: usize,
     /// Why the prompt is being retried, and the attempt that comes.
     retry_error: Option<(String, u32)>,
 }
@@ -135,6 +142,11 @@ impl Transcript {
 
     /// Takes the finished cells not yet written.
     pub fn drain(&mut self) -> Vec<HistoryCell> {
+        // Something came after the exploration calls held: they go before it.
+        if !self.exploring.is_empty() && self.pending.len() > self.explore_at {
+            self.flush_exploring();
+        }
+        self.explore_at = 0;
         self.pending.drain(..).collect()
     }
 
@@ -222,17 +234,18 @@ impl Transcript {
                         .find(|(id, _, _)| *id == r.tool_call_id)
                         .map(|(_, _, a)| a.clone())
                         .unwrap_or(Value::Null);
-                    self.pending.push_back(HistoryCell::Tool(FinishedTool {
+                    self.tool_finished(FinishedTool {
                         name: r.tool_name.clone(),
                         args,
                         text: crate::kernel::message::joined_text(&r.content),
                         details: r.details.clone(),
                         is_error: r.is_error,
                         duration_ms: r.duration_ms.unwrap_or(0),
-                    }));
+                    });
                 }
             }
         }
+        self.flush_exploring();
     }
 
     /// Folds one public event in; `at_ms` is when it happened (in-process, the kernel's
@@ -300,14 +313,14 @@ impl Transcript {
                     Some(i) => self.running.remove(i).args,
                     None => Value::Null,
                 };
-                self.pending.push_back(HistoryCell::Tool(FinishedTool {
+                self.tool_finished(FinishedTool {
                     name: tool_name.clone(),
                     args,
                     text: result.text(),
                     details: result.details.clone(),
                     is_error: *is_error,
                     duration_ms: *duration_ms,
-                }));
+                });
             }
             P::ExtensionUiRequest(r) => self.dialog(r),
             P::QueueUpdate {
@@ -401,6 +414,7 @@ impl Transcript {
         }
         // An aborted or stopped run shows no error its answer had.
         self.take_held_error();
+        self.flush_exploring();
         self.running.clear();
         self.preparing.clear();
         self.activity = Some(Activity::Idle);

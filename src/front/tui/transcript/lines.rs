@@ -26,6 +26,11 @@ impl HistoryCell {
                 .flat_map(|l| paint::wrap_line(&l.line, w, l.indent))
                 .collect(),
             HistoryCell::Thinking(text) => thinking_lines(text, w, layout.show_thinking),
+            HistoryCell::Explored(tools) if layout.expand_tools => tools
+                .iter()
+                .flat_map(|t| HistoryCell::Tool(t.clone()).lines(width, layout))
+                .collect(),
+            HistoryCell::Explored(tools) => vec![super::explore::summary(tools, w)],
             HistoryCell::Tool(t) => {
                 let view = ToolView {
                     name: &t.name,

@@ -140,6 +140,9 @@ impl View {
                 Span::styled(" …", dim()),
             ]));
         }
+        if let Some(cell) = t.exploring() {
+            rows.extend(cell.lines(width, self.layout));
+        }
         for tool in &t.running {
             let phase = if tool.awaiting_approval {
                 ToolPhase::AwaitingApproval
