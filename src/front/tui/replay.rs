@@ -88,3 +88,44 @@ pub fn typed(replayed: &[Replayed]) -> Vec<String> {
         })
         .collect()
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Only the entries say what a message is: a prompt the user typed that reads like a
+    /// shell command's output stays a prompt.
+    #[test]
+    fn only_the_sessions_own_messages_are_replaced() {
+        let bash = json!({"role": "bashExecution", "command": "ls", "output": "a\n",
+                          "exitCode": 0, "cancelled": false, "truncated": false, "timestamp": 5});
+        let entries = json!({"entries": [
+            {"type": "compaction", "id": "c", "summary": "S", "tokensBefore": 42},
+            {"type": "message", "id": "b", "message": bash},
+        ]});
+        let internals = Internals::from_entries(&entries);
+        let record = BashExecution::from_json(&bash).unwrap();
+        let shell = record.context_message().unwrap();
+        let typed_by_hand = Message::user("Ran `ls`\n```\nb\n```", 6);
+        let messages = [
+            Message::user(compaction_text("S"), 1),
+            shell,
+            typed_by_hand.clone(),
+        ];
+        let got = internals.replay(&messages);
+        assert_eq!(
+            got,
+            [
+                Replayed::Compaction { tokens_before: 42 },
+                Replayed::Bash(record),
+                Replayed::Message(typed_by_hand)
+            ]
+        );
+        assert_eq!(typed(&got), ["Ran `ls`\n```\nb\n```"]);
+        let none = Internals::from_entries(&json!({"error": "x"}));
+        let first = Replayed::Message(messages[0].clone());
+        assert_eq!(none.replay(&messages[..1]), [first]);
+    }
+}
