@@ -601,7 +601,7 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
             tool_name: name.clone(),
             args: args.clone(),
         });
-        // The time a person takes to answer an approval is not the tool's.
+        // The time a person takes to answer an approval is not the tool's (timed again then).
         let mut started = inner.clock.now_ms();
         let output = if abort.is_aborted() {
             ToolOutput::error("Tool call skipped: the run was aborted")
@@ -611,11 +611,16 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
             bad
         } else {
             match check_permission(inner, id, name, args, abort).await {
-                Gate::Run => {
+                Gate::Run => execute(inner, id, name, args, abort).await,
+                Gate::Approved => {
                     started = inner.clock.now_ms();
                     execute(inner, id, name, args, abort).await
                 }
                 Gate::Refuse(out) => out,
+                Gate::Denied(out) => {
+                    started = inner.clock.now_ms();
+                    out
+                }
                 Gate::Block(out) => {
                     blocked = Some(RunOutcome::Blocked {
                         tool_name: name.clone(),
@@ -663,7 +668,11 @@ fn external_tools(inner: &Inner) -> Vec<ExternalSpec> {
 
 enum Gate {
     Run,
+    /// A person allowed it (the time they took is not the tool's).
+    Approved,
     Refuse(ToolOutput),
+    /// A person (or nobody, in time) denied it.
+    Denied(ToolOutput),
     Block(ToolOutput),
 }
 
@@ -720,11 +729,11 @@ async fn ask(inner: &Inner, id: &str, name: &str, args: &Value, abort: &AbortSig
     };
     inner.lock().approvals.remove(id);
     match decision {
-        ApprovalDecision::Allow => Gate::Run,
-        ApprovalDecision::Deny => Gate::Refuse(ToolOutput::error(format!(
+        ApprovalDecision::Allow => Gate::Approved,
+        ApprovalDecision::Deny => Gate::Denied(ToolOutput::error(format!(
             "Tool `{name}` was denied by the user"
         ))),
-        ApprovalDecision::Unanswered => Gate::Refuse(ToolOutput::error(format!(
+        ApprovalDecision::Unanswered => Gate::Denied(ToolOutput::error(format!(
             "Tool `{name}` was denied: nobody answered the approval request"
         ))),
     }
