@@ -668,10 +668,9 @@ fn external_tools(inner: &Inner) -> Vec<ExternalSpec> {
 
 enum Gate {
     Run,
-    /// A person allowed it (the time they took is not the tool's).
+    /// Asked, and allowed or denied (by a person or by nobody answering in time).
     Approved,
     Refuse(ToolOutput),
-    /// A person (or nobody, in time) denied it.
     Denied(ToolOutput),
     Block(ToolOutput),
 }
