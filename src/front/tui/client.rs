@@ -600,8 +600,8 @@ impl Client {
                 );
             }
             Action::DenyWithMessage { call_id, message } => {
-                // The message first: queued as steering, it reaches the model right after
-                // the refused call's result.
+                // The message first: queued as steering, it reaches the model with the refused
+                // call's result, before it answers again.
                 let commands = self.commands.clone();
                 let back = self.back_tx.clone();
                 tokio::spawn(async move {

@@ -64,8 +64,8 @@ pub enum Action {
         call_id: String,
         decision: ApprovalDecision,
     },
-    /// Deny the call and tell the model why (the message reaches it as steering, right after
-    /// the refused call).
+    /// Deny the call and tell the model why (the message reaches it as steering, before it
+    /// answers again).
     DenyWithMessage {
         call_id: String,
         message: String,

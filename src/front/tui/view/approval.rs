@@ -2,7 +2,7 @@
 //! write's content, a bash command wrapped, never cut), scrolled with Up/Down and PgUp/PgDn
 //! when it is taller than the room left, and the answers: allow once, always allow the tool
 //! (for this view), deny, or deny with a message typed in the dialog (sent as steering, so the
-//! model reads it right after the refused call). The dialog is built from the request's
+//! model reads it before it answers again). The dialog is built from the request's
 //! `toolName` and `args`; the view stays pure.
 
 use std::cell::Cell;
@@ -64,8 +64,10 @@ impl Approval {
                     .collect()
             }
             ("edit", Some(_)) => {
-                let (old, new) = (s("oldText").unwrap_or(""), s("newText").unwrap_or(""));
-                let diff = similar::TextDiff::from_lines(old, new);
+                // Whole lines, so the snippets' ends are no "\ No newline" noise.
+                let line = |k| format!("{}\n", s(k).unwrap_or("").trim_end_matches('\n'));
+                let (old, new) = (line("oldText"), line("newText"));
+                let diff = similar::TextDiff::from_lines(&old, &new);
                 let text = diff.unified_diff().context_radius(3).to_string();
                 tool_cell::diff_rows(&text, usize::MAX).unwrap_or_default()
             }
