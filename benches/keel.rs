@@ -115,7 +115,8 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session, =daemon, =mcp or =tui runs just those rows (they take a while to iterate on).
+    // KEEL_BENCH_ONLY=session, =daemon, =mcp or =tui runs just those rows (they take a while
+    // to iterate on).
     let only = match std::env::var("KEEL_BENCH_ONLY") {
         Ok(v) if ["session", "daemon", "mcp", "tui"].contains(&v.as_str()) => Some(v),
         Ok(v) => {
@@ -125,6 +126,11 @@ fn run() -> Res<()> {
         }
         Err(_) => None,
     };
+    if only.as_deref() == Some("tui") {
+        eprintln!("[7/8] tui: bytes per streamed token and frame time");
+        tui::tui_bench(&mut rows, heavy)?;
+        return report(&keel, &rows, &format!("{heavy} heavy, TUI rows only"));
+    }
     if only.as_deref() == Some("daemon") {
         eprintln!("[8/8] daemon: latency, throughput, replay, memory x{heavy}");
         daemon::daemon_bench(&keel, hello_s, &mut rows, heavy)?;

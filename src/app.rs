@@ -543,7 +543,9 @@ async fn attach_if_live(
         let hits: Vec<&serde_json::Value> = list
             .iter()
             .filter(|s| match (by_id, &want_file) {
-                (Some(q), _) => s["sessionId"].as_str().is_some_and(|id| id.starts_with(q)),
+                (Some(q), _) => s["sessionId"]
+                    .as_str()
+                    .is_some_and(|id| crate::kernel::session::id_matches(id, q)),
                 (None, Some(f)) => s["sessionFile"].as_str() == Some(f.as_str()),
                 (None, None) => false,
             })

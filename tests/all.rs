@@ -43,6 +43,7 @@ mod stdio;
 mod support;
 mod tools_hardening;
 mod tui;
+mod tui_cells;
 mod tui_daemon;
 mod tui_first_run;
 mod tui_live;

@@ -114,7 +114,7 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
     }
 }
 
-/// The live session `keel attach [ID]` shows: the one whose id starts with `ID`, the only one
+/// The live session `keel attach [ID]` shows: the one whose id starts or ends with `ID`, the only one
 /// live, or (several, no id, at a terminal) the one chosen in the live-session picker.
 /// `Err(exit)`: nothing to attach, end with this code (the picker was left, or a signal).
 async fn attach_target(
@@ -128,7 +128,10 @@ async fn attach_target(
         .filter_map(|s| s["sessionId"].as_str())
         .collect();
     let hits: Vec<&str> = match id {
-        Some(q) => live.iter().copied().filter(|s| s.starts_with(q)).collect(),
+        Some(q) => {
+            let named = |s: &&str| crate::kernel::session::id_matches(s, q);
+            live.iter().copied().filter(named).collect()
+        }
         None => live,
     };
     match (hits.as_slice(), id) {

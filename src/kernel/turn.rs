@@ -601,7 +601,8 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
             tool_name: name.clone(),
             args: args.clone(),
         });
-        let started = inner.clock.now_ms();
+        // The time a person takes to answer an approval is not the tool's (timed again then).
+        let mut started = inner.clock.now_ms();
         let output = if abort.is_aborted() {
             ToolOutput::error("Tool call skipped: the run was aborted")
         } else if blocked.is_some() {
@@ -611,7 +612,15 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
         } else {
             match check_permission(inner, id, name, args, abort).await {
                 Gate::Run => execute(inner, id, name, args, abort).await,
+                Gate::Approved => {
+                    started = inner.clock.now_ms();
+                    execute(inner, id, name, args, abort).await
+                }
                 Gate::Refuse(out) => out,
+                Gate::Denied(out) => {
+                    started = inner.clock.now_ms();
+                    out
+                }
                 Gate::Block(out) => {
                     blocked = Some(RunOutcome::Blocked {
                         tool_name: name.clone(),
@@ -659,7 +668,10 @@ fn external_tools(inner: &Inner) -> Vec<ExternalSpec> {
 
 enum Gate {
     Run,
+    /// Asked, and allowed or denied (by a person or by nobody answering in time).
+    Approved,
     Refuse(ToolOutput),
+    Denied(ToolOutput),
     Block(ToolOutput),
 }
 
@@ -716,11 +728,11 @@ async fn ask(inner: &Inner, id: &str, name: &str, args: &Value, abort: &AbortSig
     };
     inner.lock().approvals.remove(id);
     match decision {
-        ApprovalDecision::Allow => Gate::Run,
-        ApprovalDecision::Deny => Gate::Refuse(ToolOutput::error(format!(
+        ApprovalDecision::Allow => Gate::Approved,
+        ApprovalDecision::Deny => Gate::Denied(ToolOutput::error(format!(
             "Tool `{name}` was denied by the user"
         ))),
-        ApprovalDecision::Unanswered => Gate::Refuse(ToolOutput::error(format!(
+        ApprovalDecision::Unanswered => Gate::Denied(ToolOutput::error(format!(
             "Tool `{name}` was denied: nobody answered the approval request"
         ))),
     }

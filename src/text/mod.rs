@@ -120,7 +120,31 @@ pub fn wrap_styled<S: Clone + PartialEq>(
     pieces: &[(String, S)],
     width: usize,
 ) -> Vec<Vec<(String, S)>> {
+    wrap_hanging(pieces, width, width)
+        .into_iter()
+        .map(|row| row.pieces)
+        .collect()
+}
+
+/// One row of [`wrap_hanging`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct WrappedRow<S> {
+    pub pieces: Vec<(String, S)>,
+    /// The row goes on with a word the previous row broke (it was wider than a row): nothing
+    /// may be put in front of it, so the word's pieces joined give the word back.
+    pub continues_word: bool,
+}
+
+/// [`wrap_styled`] with a narrower `rest` width for rows after the first (a hanging indent the
+/// caller adds), except rows that go on with a broken word: those get the full `width` and are
+/// marked, so a caller adds nothing in front of them (a long path or URL stays one string).
+pub fn wrap_hanging<S: Clone + PartialEq>(
+    pieces: &[(String, S)],
+    width: usize,
+    rest: usize,
+) -> Vec<WrappedRow<S>> {
     let width = width.max(1);
+    let rest = rest.clamp(1, width);
     // Tokens: maximal runs of spaces or of non-spaces, each a list of (grapheme, style).
     let mut tokens: Vec<(bool, Vec<(&str, &S)>)> = Vec::new();
     for (text, style) in pieces {
@@ -132,34 +156,62 @@ pub fn wrap_styled<S: Clone + PartialEq>(
             }
         }
     }
-    let mut lines: Vec<Vec<(String, S)>> = Vec::new();
+    let mut rows = Rows {
+        rows: Vec::new(),
+        max: width,
+        inside: false,
+        width,
+        rest,
+    };
     let mut line = Line::default();
     for (space, gs) in tokens {
         let w: usize = gs.iter().map(|(g, _)| grapheme_width(g)).sum();
         if space {
-            if line.used + w <= width {
+            if line.used + w <= rows.max {
                 line.push_all(&gs);
             } else {
                 // A break falls inside this run of spaces: drop them.
-                lines.push(line.take());
+                rows.next(&mut line, false);
             }
             continue;
         }
-        if line.used + w > width && line.used > 0 {
+        if line.used + w > rows.max && line.used > 0 {
             line.trim_end();
-            lines.push(line.take());
+            rows.next(&mut line, false);
         }
         for (g, style) in gs {
             let gw = grapheme_width(g);
-            if line.used + gw > width && line.used > 0 {
-                lines.push(line.take());
+            if line.used + gw > rows.max && line.used > 0 {
+                rows.next(&mut line, true);
             }
             line.push(g, style);
         }
     }
-    line.trim_end_if_wrapped(!lines.is_empty());
-    lines.push(line.take());
-    lines
+    line.trim_end_if_wrapped(!rows.rows.is_empty());
+    rows.next(&mut line, false);
+    rows.rows
+}
+
+/// The rows `wrap_hanging` has filled, and the width of the one being filled.
+struct Rows<S> {
+    rows: Vec<WrappedRow<S>>,
+    max: usize,
+    /// The row being filled goes on with a broken word.
+    inside: bool,
+    width: usize,
+    rest: usize,
+}
+
+impl<S: Clone + PartialEq> Rows<S> {
+    /// Ends the row being filled; `broken`: the break is inside a word.
+    fn next(&mut self, line: &mut Line<S>, broken: bool) {
+        self.rows.push(WrappedRow {
+            pieces: line.take(),
+            continues_word: self.inside,
+        });
+        self.inside = broken;
+        self.max = if broken { self.width } else { self.rest };
+    }
 }
 
 /// A line being filled by `wrap_styled`.

@@ -17,12 +17,11 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::replay::{self, Internals, Replayed};
 use super::terminal::InlineTerminal;
 use super::transcript::HistoryCell;
 use super::view::{Action, View};
-use super::{
-    draw, short_id, spawn_input, tty, user_history, Input, TuiSetup, FRAME_INTERVAL, TICK,
-};
+use super::{draw, short_id, spawn_input, tty, Input, TuiSetup, FRAME_INTERVAL, TICK};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::link::{Commands, Link, Note, Start};
@@ -58,14 +57,16 @@ const STOP_GRACE: Duration = Duration::from_secs(3);
 pub(super) enum Back {
     Notice(HistoryCell),
     Restore(Vec<String>),
-    /// The session was replaced: its messages and state, to show from the start.
-    Replay(String, Vec<Message>, Value),
+    /// The session was replaced: its conversation and state, to show from the start.
+    Replay(String, Vec<Replayed>, Value),
     /// The session's templates and skills (`get_commands`), for the slash menu.
     Commands(Vec<(String, String)>),
     /// The session's state (`get_state`): model, context window, name, file.
     State(Value),
     /// Where the session runs, for the status line.
     Place(String),
+    /// A `!cmd` the session did not run (pi's error text).
+    ShellRefused(String),
 }
 
 /// Where the session lives when it is not in this process.
@@ -217,6 +218,18 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
     Ok(exit)
 }
 
+/// Which of the session's user messages it made itself (compaction summaries, `!cmd`
+/// outputs), from its entries; none when they cannot be read (every message shows as sent).
+pub(super) async fn internals(commands: &Commands) -> Internals {
+    match commands.request("get_entries", json!({})).await {
+        Ok(answer) => Internals::from_entries(&answer),
+        Err(e) => {
+            tracing::info!("cannot read the session's entries: {e}");
+            Internals::default()
+        }
+    }
+}
+
 /// "Session saved …" once the session's file exists (a session never prompted has none).
 fn saved_line(client: &Client) -> Option<String> {
     let file = client.file.as_deref()?;
@@ -285,7 +298,8 @@ async fn show(
         history,
     };
     client.view.files = Some(super::files::FileIndex::new(&client.cwd));
-    client.load(&start, &o.warnings);
+    let internals = internals(&client.commands).await;
+    client.load(&start, &internals, &o.warnings);
     if let Some(panel) = o.welcome {
         client.view.notice(HistoryCell::Notice(panel));
     }
@@ -320,7 +334,7 @@ async fn show(
 impl Client {
     /// The state at attach time: the transcript so far, the model and name, a streaming
     /// message and pending dialogs.
-    pub fn load(&mut self, start: &Start, warnings: &[String]) {
+    pub fn load(&mut self, start: &Start, internals: &Internals, warnings: &[String]) {
         let Some(snap) = &start.snapshot else { return };
         let messages: Vec<Message> = snap["messages"]
             .as_array()
@@ -328,11 +342,11 @@ impl Client {
             .flatten()
             .filter_map(|m| serde_json::from_value(m.clone()).ok())
             .collect();
+        let replayed = internals.replay(&messages);
         let state = &snap["state"];
         self.take_state(state);
-        self.view
-            .composer
-            .set_history(self.merged_history(&messages));
+        let typed = replay::typed(&replayed);
+        self.view.composer.set_history(self.merged_history(typed));
         let id = self.link.session_id().to_string();
         let model = self.view.transcript.model.clone();
         let version = env!("CARGO_PKG_VERSION");
@@ -348,7 +362,7 @@ impl Client {
             ),
         };
         self.view.notice(HistoryCell::Notice(header));
-        self.view.transcript.replay(&messages);
+        self.view.transcript.replay(&replayed);
         for w in warnings {
             self.view
                 .notice(HistoryCell::Notice(format!("warning: {w}")));
@@ -372,14 +386,31 @@ impl Client {
 
     /// The editor's history: this directory's prompts from earlier sessions, then this
     /// session's own that are not among them.
-    fn merged_history(&self, messages: &[Message]) -> Vec<String> {
+    /// Takes the answer of a command sent in the background; whether the view changed.
+    pub(super) fn on_back(&mut self, back: Back) -> bool {
+        match back {
+            Back::Notice(cell) => self.view.notice(cell),
+            Back::Restore(texts) => self.view.restore_to_composer(texts),
+            Back::Replay(id, messages, state) => self.replay(&id, &messages, &state),
+            Back::Commands(list) => self.view.templates = list,
+            Back::State(state) => self.take_state(&state),
+            Back::ShellRefused(e) => {
+                self.view.transcript.shell_refused();
+                self.view.notice(HistoryCell::Error(e));
+            }
+            Back::Place(text) => {
+                let changed = self.view.place.as_deref() != Some(text.as_str());
+                self.view.place = Some(text);
+                return changed;
+            }
+        }
+        true
+    }
+
+    fn merged_history(&self, typed: Vec<String>) -> Vec<String> {
         let mut all = self.history.load();
         let known: std::collections::HashSet<String> = all.iter().cloned().collect();
-        all.extend(
-            user_history(messages)
-                .into_iter()
-                .filter(|m| !known.contains(m)),
-        );
+        all.extend(typed.into_iter().filter(|m| !known.contains(m)));
         all
     }
 
@@ -415,7 +446,8 @@ impl Client {
             let frame_at = self
                 .last_frame
                 .map_or_else(Instant::now, |t| t + FRAME_INTERVAL);
-            let ticking = self.view.transcript.is_running();
+            let ticking =
+                self.view.transcript.is_running() || self.view.transcript.shell().is_some();
             let lost = self.daemon.as_ref().is_some_and(|d| d.lost);
             tokio::select! {
                 biased;
@@ -428,18 +460,7 @@ impl Client {
                     None => self.stop = Some(Exit::Success),
                 },
                 Some(back) = self.back_rx.recv() => {
-                    let mut changed = true;
-                    match back {
-                        Back::Notice(cell) => self.view.notice(cell),
-                        Back::Restore(texts) => self.view.restore_to_composer(texts),
-                        Back::Replay(id, messages, state) => self.replay(&id, &messages, &state),
-                        Back::Commands(list) => self.view.templates = list,
-                        Back::State(state) => self.take_state(&state),
-                        Back::Place(text) => {
-                            changed = self.view.place.as_deref() != Some(text.as_str());
-                            self.view.place = Some(text);
-                        }
-                    }
+                    let changed = self.on_back(back);
                     self.dirty |= changed;
                 }
                 _ = tokio::time::sleep_until(place_at), if self.daemon.is_some() && !lost => {
@@ -534,8 +555,9 @@ impl Client {
                         .ok()
                         .and_then(|v| serde_json::from_value(v["messages"].clone()).ok())
                         .unwrap_or_default();
+                    let replayed = internals(&commands).await.replay(&messages);
                     let state = commands.request("get_state", json!({})).await;
-                    let _ = back.send(Back::Replay(session, messages, state.unwrap_or_default()));
+                    let _ = back.send(Back::Replay(session, replayed, state.unwrap_or_default()));
                 });
                 self.show_place();
             }
@@ -564,7 +586,7 @@ impl Client {
     }
 
     /// Another session is shown from now on: the transcript starts over with its messages.
-    fn replay(&mut self, id: &str, messages: &[Message], state: &Value) {
+    fn replay(&mut self, id: &str, replayed: &[Replayed], state: &Value) {
         let pending = self.view.transcript.drain();
         self.view.transcript = super::transcript::Transcript::new();
         self.take_state(state);
@@ -574,8 +596,8 @@ impl Client {
         let what = self.replacing.take().unwrap_or("session");
         self.view
             .notice(HistoryCell::Notice(format!("── {what} {id} ──")));
-        self.view.composer.set_history(user_history(messages));
-        self.view.transcript.replay(messages);
+        self.view.composer.set_history(replay::typed(replayed));
+        self.view.transcript.replay(replayed);
         self.dirty = true;
     }
 
@@ -658,10 +680,31 @@ impl Client {
                     json!({"id": call_id, "confirmed": confirmed}),
                 );
             }
+            Action::DenyWithMessage { call_id, message } => {
+                // The message first: queued as steering, it reaches the model with the refused
+                // call's result, before it answers again.
+                let commands = self.commands.clone();
+                let back = self.back_tx.clone();
+                tokio::spawn(async move {
+                    let steer = commands.request("steer", json!({"message": message})).await;
+                    let deny = json!({"id": call_id, "confirmed": false});
+                    let denied = commands.request("extension_ui_response", deny).await;
+                    if let Err(e) = steer.and(denied) {
+                        let _ = back.send(Back::Notice(HistoryCell::Error(e)));
+                    }
+                });
+            }
             Action::Bash(cmd) => {
                 self.view
-                    .notice(HistoryCell::Notice(format!("$ {cmd}  (running…)")));
-                self.send("bash", json!({"command": cmd}));
+                    .transcript
+                    .shell_started(&cmd, self.clock.now_ms());
+                let commands = self.commands.clone();
+                let back = self.back_tx.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = commands.request("bash", json!({"command": cmd})).await {
+                        let _ = back.send(Back::ShellRefused(e));
+                    }
+                });
             }
             Action::Command { name, args } => self.command(&name, &args),
             Action::OpenSession(path) => {

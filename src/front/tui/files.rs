@@ -13,8 +13,8 @@ use nucleo_matcher::{Config, Matcher, Utf32Str};
 
 /// The most files listed for the menu (a huge tree is cut, and the menu says so).
 pub const MAX_FILES: usize = 20_000;
-/// Rows the menu shows.
-pub const MENU_ROWS: usize = 8;
+/// Matches the menu lists (it shows a window of them and scrolls).
+pub const MENU_MATCHES: usize = 100;
 
 /// The files under a directory, listed on first use.
 pub struct FileIndex {
@@ -126,7 +126,21 @@ pub struct Menu {
     /// The `@` word it completes (without the `@`).
     pub query: String,
     pub matches: Vec<String>,
-    pub selected: usize,
+    /// Which match is highlighted and how far the window is scrolled.
+    pub choice: super::picker::rows::Choice,
+}
+
+impl Menu {
+    /// A menu of `matches` (best first) with the first one highlighted.
+    pub fn new(query: &str, matches: Vec<String>) -> Menu {
+        let mut choice = super::picker::rows::Choice::default();
+        choice.set_matches((0..matches.len()).collect());
+        Menu {
+            query: query.to_string(),
+            matches,
+            choice,
+        }
+    }
 }
 
 /// The query of an `@` word (`@src/ma` → `src/ma`), or `None` for any other word (an escaped

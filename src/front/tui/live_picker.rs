@@ -26,8 +26,6 @@ use crate::front::signals::Signals;
 use crate::output::TerminalOut;
 use crate::text;
 
-/// Columns of the short id (as the TUI's header shows it).
-const ID_COLUMNS: usize = 8;
 /// Below this many columns for the name and cwd, the clients, age and state columns go.
 const MIN_TITLE: usize = 10;
 
@@ -397,9 +395,9 @@ fn row_line(e: &Entry, selected: bool, cols: &Cols) -> Line<'static> {
     }
 }
 
-/// The first characters of an id, sanitized.
+/// The short id (its end, as the TUI's header shows it), sanitized.
 fn short_id(id: &str) -> String {
-    text::sanitize(&id.chars().take(ID_COLUMNS).collect::<String>())
+    text::sanitize(crate::kernel::session::short_id(id))
 }
 
 /// `1 client`, `0 clients`.

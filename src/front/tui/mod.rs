@@ -17,6 +17,7 @@ pub mod markdown;
 pub mod paint;
 pub mod picker;
 mod reconnect;
+pub mod replay;
 pub mod terminal;
 pub mod tool_cell;
 pub mod transcript;
@@ -198,22 +199,9 @@ fn is_suspend(k: &crossterm::event::KeyEvent) -> bool {
         && matches!(k.code, KeyCode::Char('z') | KeyCode::Char('Z'))
 }
 
-/// The user messages of a session, oldest first (the editor's history).
-pub(super) fn user_history(messages: &[crate::kernel::message::Message]) -> Vec<String> {
-    messages
-        .iter()
-        .filter_map(|m| match m {
-            crate::kernel::message::Message::User(u) => Some(crate::kernel::message::user_text(u)),
-            _ => None,
-        })
-        .collect()
-}
+pub(super) use crate::kernel::session::short_id;
 
-pub(super) fn short_id(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
-}
-
-pub(super) fn help_text() -> String {
+pub fn help_text() -> String {
     let mut s = String::from("commands:");
     for (c, d) in view::COMMANDS {
         s.push_str(&format!("\n  /{c:<10} {d}"));

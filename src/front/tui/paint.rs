@@ -36,34 +36,24 @@ fn to_line(pieces: Vec<(String, Style)>) -> Line<'static> {
 
 /// Word-wraps a styled line to `width` columns. Continuation lines start with `indent` spaces
 /// (a hanging indent for list items and prefixed cells); the indent is capped so at least half
-/// the width stays for text. Every returned line fits in `width`.
+/// the width stays for text. A word wider than a row is cut at the width and goes on at the
+/// start of the next row with nothing added, so a long path or URL copies back whole. Every
+/// returned line fits in `width`.
 pub fn wrap_line(line: &Line<'_>, width: usize, indent: usize) -> Vec<Line<'static>> {
     let width = width.max(1);
     let indent = indent.min(width / 2);
     let pieces = pieces(line);
-    let first = text::wrap_styled(&pieces, width);
-    if indent == 0 || first.len() <= 1 {
-        return first.into_iter().map(to_line).collect();
-    }
-    // Re-wrap everything after the first line at the narrower width, then prefix the indent.
-    let mut out = Vec::new();
-    let mut iter = first.into_iter();
-    if let Some(head) = iter.next() {
-        out.push(to_line(head));
-    }
-    // The remaining lines are joined with one space (the break dropped the spaces there).
-    let mut rest: Vec<(String, Style)> = Vec::new();
-    for (i, line) in iter.enumerate() {
-        if let (true, Some((_, style))) = (i > 0, line.first()) {
-            rest.push((" ".into(), *style));
-        }
-        rest.extend(line);
-    }
-    for mut piece_line in text::wrap_styled(&rest, width - indent) {
-        piece_line.insert(0, (" ".repeat(indent), Style::default()));
-        out.push(to_line(piece_line));
-    }
-    out
+    text::wrap_hanging(&pieces, width, width - indent)
+        .into_iter()
+        .enumerate()
+        .map(|(i, row)| {
+            let mut pieces = row.pieces;
+            if i > 0 && indent > 0 && !row.continues_word {
+                pieces.insert(0, (" ".repeat(indent), Style::default()));
+            }
+            to_line(pieces)
+        })
+        .collect()
 }
 
 /// Wraps several lines (see [`wrap_line`]).
@@ -235,6 +225,22 @@ mod tests {
         for l in &wrapped {
             assert!(line_width(l) <= 10);
         }
+    }
+
+    /// Regression: re-wrapping the continuation joined the pieces of a cut word with a space.
+    #[test]
+    fn a_word_wider_than_a_row_is_cut_with_nothing_added() {
+        let line = Line::raw("file: /a/very/long/path/name.jsonl end");
+        let wrapped = plain(&wrap_line(&line, 12, 2));
+        assert_eq!(
+            wrapped,
+            ["file:", "  /a/very/lo", "ng/path/name", ".jsonl end"]
+        );
+        let line = Line::raw("see: /a/very/long/path");
+        assert_eq!(
+            plain(&wrap_line(&line, 10, 2)),
+            ["see:", "  /a/very/", "long/path"]
+        );
     }
 
     #[test]

@@ -32,7 +32,7 @@ impl Client {
             match self.link.reattach_local((&cursor.0, cursor.1)).await {
                 Some(Ok(start)) => {
                     if start.snapshot.is_some() {
-                        self.restart_view(&start);
+                        self.restart_view(&start).await;
                     }
                     self.epoch = start.epoch;
                     self.seq = start.seq;
@@ -54,7 +54,7 @@ impl Client {
                             .into(),
                     ));
                 }
-                self.relink(link, &start);
+                self.relink(link, &start).await;
                 if !snapshot {
                     self.view
                         .notice(HistoryCell::Notice("reconnected to the keel daemon".into()));
@@ -74,7 +74,7 @@ impl Client {
 
     /// Shows the session through `link` from now on (a snapshot starts the view over, keeping
     /// the editor).
-    fn relink(&mut self, link: Link, start: &Start) {
+    async fn relink(&mut self, link: Link, start: &Start) {
         self.link = link;
         self.commands = self.link.commands();
         if let Some(d) = &mut self.daemon {
@@ -82,19 +82,20 @@ impl Client {
         }
         self.epoch = start.epoch.clone();
         if start.snapshot.is_some() {
-            self.restart_view(start);
+            self.restart_view(start).await;
         }
         self.seq = start.seq;
         self.show_place();
     }
 
     /// Shows a snapshot from scratch, keeping what the user was typing and the file menu.
-    fn restart_view(&mut self, start: &Start) {
+    async fn restart_view(&mut self, start: &Start) {
         let old = std::mem::take(&mut self.view);
         self.view.composer = old.composer;
         self.view.files = old.files;
         self.view.place = old.place;
-        self.load(start, &[]);
+        let internals = super::client::internals(&self.commands).await;
+        self.load(start, &internals, &[]);
         self.fetch_commands();
     }
 
@@ -109,7 +110,7 @@ impl Client {
         let Some(d) = &self.daemon else { return };
         match reopen(&d.socket, &d.env, &d.reopen, &file).await {
             Ok((id, link, start)) => {
-                self.relink(link, &start);
+                self.relink(link, &start).await;
                 self.view.notice(HistoryCell::Notice(format!(
                     "the keel daemon had stopped: a new one resumed session {} from its file",
                     short_id(&id)

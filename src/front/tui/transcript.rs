@@ -6,13 +6,16 @@
 
 use std::collections::VecDeque;
 
-use ratatui::style::{Color, Modifier, Style};
-use ratatui::text::{Line, Span};
 use serde_json::Value;
 
+mod explore;
+mod lines;
+mod retry;
+mod shell;
+pub use shell::{RunningShell, LIVE_OUTPUT_BYTES};
+
 use super::markdown::{self, MarkdownStream, MdLine};
-use super::paint;
-use super::tool_cell::{self, ToolPhase, ToolView};
+use super::replay::Replayed;
 use crate::front::public::{Compacted, Delta, PublicEvent, UiRequest};
 use crate::kernel::message::{user_text, Content, Message, StopReason, Usage};
 use crate::kernel::tool::bash::BashExecution;
@@ -30,8 +33,10 @@ pub enum HistoryCell {
     Thinking(String),
     /// A finished tool call.
     Tool(FinishedTool),
-    /// A shell command the user ran (`!cmd`).
-    Bash(BashExecution),
+    /// A run of consecutive exploration calls (read, grep, find, ls), at least two.
+    Explored(Vec<FinishedTool>),
+    /// A shell command the user ran (`!cmd`), and how long it took (0: not known).
+    Bash(BashExecution, u64),
     /// Something went wrong (red).
     Error(String),
     /// Something the user should know (dim).
@@ -118,10 +123,16 @@ pub struct Transcript {
     error_shown: bool,
     /// When the user's prompt started running (kept across retries and compaction).
     run_since_ms: i64,
-}
-
-fn dim() -> Style {
-    Style::default().add_modifier(Modifier::DIM)
+    /// The `!cmd` running, if any.
+    shell: Option<RunningShell>,
+    /// A failed answer's error, until it is known whether a retry follows.
+    held_error: Option<String>,
+    /// Finished exploration calls held to be committed as one cell, and where in `pending`
+    /// they go.
+    exploring: Vec<FinishedTool>,
+    explore_at: usize,
+    /// Why the prompt is being retried, and the attempt that comes.
+    retry_error: Option<(String, u32)>,
 }
 
 impl Transcript {
@@ -131,6 +142,11 @@ impl Transcript {
 
     /// Takes the finished cells not yet written.
     pub fn drain(&mut self) -> Vec<HistoryCell> {
+        // Something came after the exploration calls held: they go before it.
+        if !self.exploring.is_empty() && self.pending.len() > self.explore_at {
+            self.flush_exploring();
+        }
+        self.explore_at = 0;
         self.pending.drain(..).collect()
     }
 
@@ -160,15 +176,36 @@ impl Transcript {
         self.stream.is_some()
     }
 
+    /// The user answered the approval of `call_id` at `at_ms`: its time starts now.
+    pub fn approval_answered(&mut self, call_id: &str, at_ms: i64) {
+        if let Some(t) = self.running.iter_mut().find(|t| t.call_id == call_id) {
+            t.awaiting_approval = false;
+            t.started_ms = at_ms;
+        }
+    }
+
     /// Tool calls the model is still writing.
     pub fn preparing(&self) -> impl Iterator<Item = &str> {
         self.preparing.iter().map(|(_, n)| n.as_str())
     }
 
-    /// Replays stored messages (a resumed session) as finished cells.
-    pub fn replay(&mut self, messages: &[Message]) {
+    /// Replays a stored conversation (a resumed session) as finished cells.
+    pub fn replay(&mut self, replayed: &[Replayed]) {
         let mut calls: Vec<(String, String, Value)> = Vec::new();
-        for m in messages {
+        for r in replayed {
+            let m = match r {
+                Replayed::Message(m) => m,
+                Replayed::Compaction { tokens_before } => {
+                    self.pending.push_back(HistoryCell::Notice(format!(
+                        "⇣ compacted: ~{tokens_before} tokens of earlier conversation summarised"
+                    )));
+                    continue;
+                }
+                Replayed::Bash(b) => {
+                    self.pending.push_back(HistoryCell::Bash(b.clone(), 0));
+                    continue;
+                }
+            };
             match m {
                 Message::User(u) => self.pending.push_back(HistoryCell::User(user_text(u))),
                 Message::Assistant(a) => {
@@ -197,17 +234,18 @@ impl Transcript {
                         .find(|(id, _, _)| *id == r.tool_call_id)
                         .map(|(_, _, a)| a.clone())
                         .unwrap_or(Value::Null);
-                    self.pending.push_back(HistoryCell::Tool(FinishedTool {
+                    self.tool_finished(FinishedTool {
                         name: r.tool_name.clone(),
                         args,
                         text: crate::kernel::message::joined_text(&r.content),
                         details: r.details.clone(),
                         is_error: r.is_error,
                         duration_ms: r.duration_ms.unwrap_or(0),
-                    }));
+                    });
                 }
             }
         }
+        self.flush_exploring();
     }
 
     /// Folds one public event in; `at_ms` is when it happened (in-process, the kernel's
@@ -225,11 +263,7 @@ impl Transcript {
                 }
                 self.activity = Some(self.working());
             }
-            P::AgentEnd { .. }
-            | P::TurnStart {}
-            | P::TurnEnd {}
-            | P::BashExecutionUpdate { .. }
-            | P::Other => {}
+            P::AgentEnd { .. } | P::TurnStart {} | P::TurnEnd {} | P::Other => {}
             P::AgentSettled {
                 outcome,
                 error,
@@ -279,14 +313,14 @@ impl Transcript {
                     Some(i) => self.running.remove(i).args,
                     None => Value::Null,
                 };
-                self.pending.push_back(HistoryCell::Tool(FinishedTool {
+                self.tool_finished(FinishedTool {
                     name: tool_name.clone(),
                     args,
                     text: result.text(),
                     details: result.details.clone(),
                     is_error: *is_error,
                     duration_ms: *duration_ms,
-                }));
+                });
             }
             P::ExtensionUiRequest(r) => self.dialog(r),
             P::QueueUpdate {
@@ -302,35 +336,16 @@ impl Transcript {
                 delay_ms,
                 error_message,
             } => {
-                self.pending.push_back(HistoryCell::Notice(format!(
-                    "↻ retry {attempt}/{max_attempts} in {:.1}s: {}",
-                    *delay_ms as f64 / 1000.0,
-                    first_line(error_message)
-                )));
-                self.activity = Some(Activity::Retrying {
-                    attempt: *attempt,
-                    max: *max_attempts,
-                    until_ms: at_ms + *delay_ms as i64,
-                    error: first_line(error_message).to_string(),
-                });
+                let until = at_ms + *delay_ms as i64;
+                self.retry_scheduled(*attempt, *max_attempts, until, error_message);
             }
             P::AutoRetryEnd {
                 success,
                 attempt,
                 final_error,
-            } => {
-                if !success {
-                    if let Some(e) = final_error {
-                        self.pending.push_back(HistoryCell::Error(format!(
-                            "gave up after {attempt} attempts: {e}"
-                        )));
-                        self.error_shown = true;
-                    }
-                }
-            }
-            P::BashExecutionEnd(record) => {
-                self.pending.push_back(HistoryCell::Bash(record.clone()))
-            }
+            } => self.retry_ended(*success, *attempt, final_error.as_deref()),
+            P::BashExecutionUpdate { delta, .. } => self.shell_output(delta, at_ms),
+            P::BashExecutionEnd(record) => self.shell_finished(record, at_ms),
             P::SessionInfoChanged { name } => self.session_name = Some(name.clone()),
             P::CompactionStart { .. } => {
                 self.activity = Some(Activity::Compacting { since_ms: at_ms });
@@ -389,11 +404,17 @@ impl Transcript {
                 .push_back(HistoryCell::Notice("⏹ interrupted".into())),
             // `failed`, or a verdict without the fields that name it.
             _ => {
+                let held = self.take_held_error();
                 if !self.error_shown {
-                    self.pending.push_back(HistoryCell::Error(error_text()));
+                    let e = held.unwrap_or_else(error_text);
+                    self.pending.push_back(HistoryCell::Error(e));
+                    self.error_shown = true;
                 }
             }
         }
+        // An aborted or stopped run shows no error its answer had.
+        self.take_held_error();
+        self.flush_exploring();
         self.running.clear();
         self.preparing.clear();
         self.activity = Some(Activity::Idle);
@@ -468,8 +489,9 @@ impl Transcript {
                 .error_message
                 .as_deref()
                 .unwrap_or("the model call failed");
-            self.pending.push_back(HistoryCell::Error(e.to_string()));
-            self.error_shown = true;
+            self.answer_failed(e);
+        } else if a.stop_reason != StopReason::Aborted {
+            self.answered();
         }
     }
 
@@ -534,127 +556,13 @@ fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
 
-impl HistoryCell {
-    /// The cell's lines at `width` columns (each fits), with a blank line before cells that
-    /// start a new block.
-    pub fn lines(&self, width: u16, layout: Layout) -> Vec<Line<'static>> {
-        let w = width.max(1) as usize;
-        match self {
-            HistoryCell::User(text) => user_lines(text, w),
-            HistoryCell::Markdown(lines) => lines
-                .iter()
-                .flat_map(|l| paint::wrap_line(&l.line, w, l.indent))
-                .collect(),
-            HistoryCell::Thinking(text) => thinking_lines(text, w, layout.show_thinking),
-            HistoryCell::Tool(t) => {
-                let view = ToolView {
-                    name: &t.name,
-                    args: &t.args,
-                    text: Some(&t.text),
-                    details: t.details.as_ref(),
-                    is_error: t.is_error,
-                    phase: ToolPhase::Done {
-                        duration_ms: t.duration_ms,
-                    },
-                    expanded: layout.expand_tools,
-                    spinner: 0,
-                };
-                tool_cell::lines(&view, width)
-            }
-            HistoryCell::Bash(b) => bash_lines(b, width),
-            HistoryCell::Error(e) => {
-                let style = Style::default().fg(Color::Red);
-                e.lines()
-                    .enumerate()
-                    .flat_map(|(i, l)| {
-                        let prefix = if i == 0 { "✗ " } else { "  " };
-                        paint::wrap_line(
-                            &Line::from(vec![Span::raw(prefix), Span::raw(l.to_string())])
-                                .style(style),
-                            w,
-                            2,
-                        )
-                    })
-                    .collect()
-            }
-            HistoryCell::Notice(n) => paint::wrap_line(&Line::styled(n.clone(), dim()), w, 2),
-        }
-    }
-}
-
-fn user_lines(text: &str, w: usize) -> Vec<Line<'static>> {
-    let style = Style::default().add_modifier(Modifier::BOLD);
-    let mut out = Vec::new();
-    let text = crate::mentions::fold_blocks(text);
-    for (i, l) in text.lines().enumerate() {
-        let prefix = if i == 0 { "› " } else { "  " };
-        let line = Line::from(vec![
-            Span::styled(prefix, Style::default().fg(Color::Cyan)),
-            Span::styled(l.to_string(), style),
-        ]);
-        out.extend(paint::wrap_line(&line, w, 2));
-    }
-    if out.is_empty() {
-        out.push(Line::from(Span::styled(
-            "› ",
-            Style::default().fg(Color::Cyan),
-        )));
-    }
-    out
-}
-
-fn thinking_lines(text: &str, w: usize, show: bool) -> Vec<Line<'static>> {
-    let style = dim().add_modifier(Modifier::ITALIC);
-    let count = text.lines().filter(|l| !l.trim().is_empty()).count();
-    if !show {
-        let words = text.split_whitespace().count();
-        let summary =
-            format!("✻ Thought for {words} words ({count} lines) · Ctrl+T shows thinking");
-        return vec![paint::truncate_line(&Line::styled(summary, style), w)];
-    }
-    let mut out = vec![Line::styled("✻ Thinking", style)];
-    for l in text.lines() {
-        out.extend(paint::wrap_line(
-            &Line::styled(format!("  {l}"), style),
-            w,
-            2,
-        ));
-    }
-    out
-}
-
-fn bash_lines(b: &BashExecution, width: u16) -> Vec<Line<'static>> {
-    let details = serde_json::json!({
-        "exitCode": b.exit_code,
-        "cancelled": b.cancelled,
-        "timedOut": false,
-        "truncated": b.truncated,
-        "fullOutputPath": b.full_output_path,
-    });
-    let args = serde_json::json!({ "command": b.command });
-    let view = ToolView {
-        name: "bash",
-        args: &args,
-        text: Some(&b.output),
-        details: Some(&details),
-        is_error: b.exit_code != Some(0),
-        phase: ToolPhase::Done { duration_ms: 0 },
-        expanded: false,
-        spinner: 0,
-    };
-    let mut lines = tool_cell::lines(&view, width);
-    if b.exclude_from_context {
-        lines.push(Line::styled("    (not sent to the model)", dim()));
-    }
-    lines
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::kernel::event::{AssistantDelta, Event, EventPayload, RunOutcome};
     use crate::kernel::message::AssistantMessage;
+    use ratatui::text::Line;
 
     /// A kernel event as the controller feeds it: through its wire lines.
     fn feed(t: &mut Transcript, event: &Event) {

@@ -12,8 +12,11 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::text::Line;
 use serde_json::Value;
 
+mod approval;
+mod menu;
 mod plain;
 mod screen;
+pub mod slash;
 pub use screen::fmt_tokens;
 
 use super::composer::Composer;
@@ -21,6 +24,7 @@ use super::picker::{Picker, PickerAction};
 use super::transcript::{HistoryCell, Layout, Transcript};
 use crate::front::public::{PublicEvent, UiRequest};
 use crate::kernel::event::ApprovalDecision;
+use approval::Approval;
 
 /// Slash commands with their one-line help, in the order `/help` lists them.
 pub const COMMANDS: &[(&str, &str)] = &[
@@ -64,6 +68,12 @@ pub enum Action {
         call_id: String,
         decision: ApprovalDecision,
     },
+    /// Deny the call and tell the model why (the message reaches it as steering, before it
+    /// answers again).
+    DenyWithMessage {
+        call_id: String,
+        message: String,
+    },
     /// A slash command (not a template): name without `/`, and the rest of the line.
     Command {
         name: String,
@@ -74,14 +84,6 @@ pub enum Action {
     Bash(String),
     OpenSession(PathBuf),
     Quit,
-}
-
-/// A tool call waiting for the user's decision.
-#[derive(Debug, Clone, PartialEq)]
-struct Approval {
-    call_id: String,
-    tool_name: String,
-    args: Value,
 }
 
 /// The laid-out live area of one frame.
@@ -125,6 +127,8 @@ pub struct View {
     pub mention: Option<super::files::Menu>,
     /// The `@` word whose menu Esc closed (it stays closed until the word changes).
     mention_dismissed: Option<String>,
+    /// The `/` menu, while a command name is typed.
+    pub slash: slash::Slash,
     /// The last lines written to scrollback (what a screen shows above the live area).
     shown: VecDeque<Line<'static>>,
     /// Whether anything was written to the history yet (no blank line before the first cell).
@@ -160,6 +164,7 @@ impl View {
             files: None,
             mention: None,
             mention_dismissed: None,
+            slash: slash::Slash::default(),
             shown: VecDeque::new(),
             wrote_any: false,
             last_was_answer: false,
@@ -230,11 +235,7 @@ impl View {
             .or_else(|| running.map(|t| t.args.clone()))
             .or_else(|| serde_json::from_str(&r.message).ok())
             .unwrap_or(Value::Null);
-        Approval {
-            call_id: r.id.clone(),
-            tool_name,
-            args,
-        }
+        Approval::new(r.id.clone(), tool_name, args)
     }
 
     /// Approvals decided by an earlier "always allow" answer, to send now.
@@ -282,9 +283,9 @@ impl View {
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let was_armed = std::mem::take(&mut self.quit_armed);
         self.hint = None;
-        if let Some(a) = self.approvals.front().cloned() {
+        if !self.approvals.is_empty() {
             // The dialog has the keyboard: only its answers and Ctrl+C do anything.
-            let action = self.approval_key(&a, key);
+            let action = self.approval_key(key);
             if action.is_some() || key.code != KeyCode::Char('c') || !ctrl {
                 return action;
             }
@@ -292,8 +293,12 @@ impl View {
         if self.mention.is_some() && self.mention_key(key) {
             return None;
         }
+        if let Some(action) = self.slash_key(key) {
+            return action;
+        }
         let action = self.editor_key(key, ctrl, was_armed);
         self.refresh_mention();
+        self.refresh_slash();
         action
     }
 
@@ -303,22 +308,20 @@ impl View {
         let Some(menu) = &mut self.mention else {
             return false;
         };
-        let n = menu.matches.len().max(1);
-        match key.code {
-            KeyCode::Up => menu.selected = (menu.selected + n - 1) % n,
-            KeyCode::Down => menu.selected = (menu.selected + 1) % n,
-            KeyCode::Tab | KeyCode::Enter if key.modifiers.is_empty() => {
-                if let Some(path) = menu.matches.get(menu.selected).cloned() {
+        match menu::key(&mut menu.choice, &key) {
+            menu::MenuKey::Pass => return false,
+            menu::MenuKey::Moved => {}
+            menu::MenuKey::Complete(i) | menu::MenuKey::Enter(i) => {
+                if let Some(path) = menu.matches.get(i).cloned() {
                     self.composer
                         .replace_word_before_cursor(&format!("@{} ", quote_path(&path)));
                 }
                 self.mention = None;
             }
-            KeyCode::Esc => {
+            menu::MenuKey::Close => {
                 self.mention_dismissed = Some(menu.query.clone());
                 self.mention = None;
             }
-            _ => return false,
         }
         true
     }
@@ -339,12 +342,8 @@ impl View {
         if self.mention.as_ref().is_some_and(|m| m.query == query) {
             return;
         }
-        let matches = files.matches(query, super::files::MENU_ROWS);
-        self.mention = (!matches.is_empty()).then(|| super::files::Menu {
-            query: query.to_string(),
-            matches,
-            selected: 0,
-        });
+        let matches = files.matches(query, super::files::MENU_MATCHES);
+        self.mention = (!matches.is_empty()).then(|| super::files::Menu::new(query, matches));
     }
 
     fn editor_key(&mut self, key: KeyEvent, ctrl: bool, was_armed: bool) -> Option<Action> {
@@ -400,6 +399,7 @@ impl View {
         }
         self.composer.paste(text);
         self.refresh_mention();
+        self.refresh_slash();
     }
 
     /// Ctrl+C: during a run, interrupts it (as Esc), and a second press within
@@ -428,36 +428,6 @@ impl View {
         self.quit_armed = true;
         self.set_hint("press Ctrl+C again to quit (the session is saved)");
         None
-    }
-
-    fn approval_key(&mut self, a: &Approval, key: KeyEvent) -> Option<Action> {
-        let decision = match key.code {
-            KeyCode::Char('y') | KeyCode::Enter => ApprovalDecision::Allow,
-            KeyCode::Char('a') => {
-                self.always_allowed.insert(a.tool_name.clone());
-                ApprovalDecision::Allow
-            }
-            KeyCode::Char('n') | KeyCode::Esc => ApprovalDecision::Deny,
-            _ => return None,
-        };
-        self.approvals.pop_front();
-        // Other calls of a tool that is now always allowed need no question either.
-        if decision == ApprovalDecision::Allow && self.always_allowed.contains(&a.tool_name) {
-            let more: Vec<Approval> = self
-                .approvals
-                .iter()
-                .filter(|x| x.tool_name == a.tool_name)
-                .cloned()
-                .collect();
-            self.approvals.retain(|x| x.tool_name != a.tool_name);
-            for m in more {
-                self.pending_auto.push(m.call_id);
-            }
-        }
-        Some(Action::Approve {
-            call_id: a.call_id.clone(),
-            decision,
-        })
     }
 
     /// Enter (or Alt+Enter: `follow_up`) on the composer's text.

@@ -260,14 +260,34 @@ fn last_entry_ms(path: &Path) -> Option<i64> {
     })
 }
 
+/// Characters of a session id shown where room is short (the TUI's header, the pickers).
+pub const SHORT_ID_CHARS: usize = 8;
+
+/// The part of a session id shown where room is short: its last [`SHORT_ID_CHARS`]
+/// characters. A UUIDv7 starts with its creation time, so sessions made within the same
+/// minute share their first characters; the end is random.
+pub fn short_id(id: &str) -> &str {
+    match id.char_indices().rev().nth(SHORT_ID_CHARS - 1) {
+        Some((at, _)) => &id[at..],
+        None => id,
+    }
+}
+
+/// Whether `query` names session `id` when not exactly: a prefix or an end of it (the short
+/// id shown is the end, see [`short_id`]). The one rule `--resume`, `--session`, `keel attach`
+/// and the daemon's live sessions share.
+pub fn id_matches(id: &str, query: &str) -> bool {
+    !query.is_empty() && (id.starts_with(query) || id.ends_with(query))
+}
+
 /// For `--resume ID` / `--session ID`: the session whose id equals `query`, else the only one
-/// whose id starts with it. Never guesses: no match is `NotFound` (listing known ids), several
+/// whose id starts or ends with it ([`id_matches`]). Never guesses: no match is `NotFound` (listing known ids), several
 /// are `Ambiguous` (listing every candidate).
 pub fn resolve(dir: &Path, query: &str) -> Result<PathBuf, SessionError> {
     let all = list(dir);
     let exact: Vec<&SessionSummary> = all.iter().filter(|s| s.id == query).collect();
     let candidates = if exact.is_empty() && !query.is_empty() {
-        all.iter().filter(|s| s.id.starts_with(query)).collect()
+        all.iter().filter(|s| id_matches(&s.id, query)).collect()
     } else {
         exact
     };

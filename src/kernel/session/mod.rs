@@ -8,7 +8,10 @@ mod parse;
 mod repair;
 mod store;
 
-pub use list::{file_name, find_latest, list, list_all, resolve, session_dir, SessionSummary};
+pub use list::{
+    file_name, find_latest, id_matches, list, list_all, resolve, session_dir, short_id,
+    SessionSummary, SHORT_ID_CHARS,
+};
 pub use repair::UNFINISHED_TOOL_CALL;
 pub use store::{compaction_text, Store};
 

@@ -10,7 +10,7 @@ use std::io::{BufRead, Write};
 use crossterm::event::{KeyCode, KeyEvent};
 use tokio::sync::mpsc;
 
-use super::{Back, Client};
+use super::Client;
 use crate::exit::Exit;
 use crate::front::signals::Signals;
 use crate::output::TerminalOut;
@@ -34,14 +34,9 @@ impl Client {
                     Some(line) => self.line(&line).await,
                     None => self.stop = Some(Exit::Success),
                 },
-                Some(back) = self.back_rx.recv() => match back {
-                    Back::Notice(cell) => self.view.notice(cell),
-                    Back::Restore(texts) => self.view.restore_to_composer(texts),
-                    Back::Replay(id, messages, state) => self.replay(&id, &messages, &state),
-                    Back::Commands(list) => self.view.templates = list,
-                    Back::State(state) => self.take_state(&state),
-                    Back::Place(_) => {}
-                },
+                Some(back) = self.back_rx.recv() => {
+                    self.on_back(back);
+                }
             }
             self.print_history();
             let question = self.view.approval_question();

@@ -204,13 +204,13 @@ fn narrow_rows_drop_clients_then_age_then_state() {
     let want = [
         (
             80,
-            "  0a1b2c3d  running   3m   1 client  Refactor the kernel              ~/src/keel",
+            "  2c3d4e5f  running   3m   1 client  Refactor the kernel              ~/src/keel",
         ),
-        (50, "  0a1b2c3d  running   3m   1 client  Refactor the…"),
-        (44, "  0a1b2c3d  running   3m  Refactor…  …c/keel"),
-        (33, "  0a1b2c3d  running  Refactor th…"),
-        (24, "  0a1b2c3d  Refactor th…"),
-        (12, "  0a1b2c3d"),
+        (50, "  2c3d4e5f  running   3m   1 client  Refactor the…"),
+        (44, "  2c3d4e5f  running   3m  Refactor…  …c/keel"),
+        (33, "  2c3d4e5f  running  Refactor th…"),
+        (24, "  2c3d4e5f  Refactor th…"),
+        (12, "  2c3d4e5f"),
     ];
     for (w, row) in want {
         assert_eq!(at(w), row, "{w} columns");

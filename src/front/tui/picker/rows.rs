@@ -143,7 +143,7 @@ const DEFAULT_PAGE: usize = 10;
 
 /// A filtered list's selection, shared by the pickers: the filter text, which entries match
 /// it, which match is highlighted, and how far the list is scrolled.
-#[derive(Debug)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Choice {
     pub filter: String,
     /// Indices into the picker's list of the entries that match the filter.
@@ -178,6 +178,13 @@ impl Choice {
             .filter(|(_, h)| h.contains(&needle))
             .map(|(i, _)| i)
             .collect();
+        self.selected = 0;
+        self.top.set(0);
+    }
+
+    /// Sets the matching entries (filtered by the caller); the selection goes back to the first.
+    pub fn set_matches(&mut self, matches: Vec<usize>) {
+        self.matches = matches;
         self.selected = 0;
         self.top.set(0);
     }

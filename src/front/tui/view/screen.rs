@@ -8,7 +8,7 @@ use ratatui::layout::Rect;
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use super::{Approval, LiveFrame, View, COMMANDS};
+use super::{LiveFrame, View};
 use crate::front::tui::paint;
 use crate::front::tui::tool_cell::{self, ToolPhase, ToolView};
 use crate::front::tui::transcript::{Activity, HistoryCell};
@@ -145,6 +145,9 @@ impl View {
                 Span::styled(" …", dim()),
             ]));
         }
+        if let Some(cell) = t.exploring() {
+            rows.extend(cell.lines(width, self.layout));
+        }
         for tool in &t.running {
             let phase = if tool.awaiting_approval {
                 ToolPhase::AwaitingApproval
@@ -160,6 +163,22 @@ impl View {
                 details: None,
                 is_error: false,
                 phase,
+                expanded: self.layout.expand_tools,
+                spinner: self.spinner,
+            };
+            rows.extend(tool_cell::lines(&view, width));
+        }
+        if let Some(shell) = t.shell() {
+            let args = serde_json::json!({ "command": shell.command });
+            let view = ToolView {
+                name: "bash",
+                args: &args,
+                text: Some(&shell.output),
+                details: None,
+                is_error: false,
+                phase: ToolPhase::Running {
+                    elapsed_ms: (self.now_ms - shell.started_ms).max(0) as u64,
+                },
                 expanded: self.layout.expand_tools,
                 spinner: self.spinner,
             };
@@ -208,7 +227,7 @@ impl View {
             } => (
                 "↻".to_string(),
                 format!(
-                    "Retrying ({attempt}/{max}) in {}s: {error} · esc to cancel",
+                    "retry {attempt}/{max} in {}s: {error} · esc to cancel",
                     ((until_ms - self.now_ms).max(0) + 999) / 1000
                 ),
             ),
@@ -249,7 +268,12 @@ impl View {
         let mut rows = vec![Line::styled(rule, dim())];
         let mut cursor = None;
         if let Some(a) = self.approvals.front() {
-            rows.extend(approval_rows(a, self.approvals.len(), w));
+            rows.extend(super::approval::rows(
+                a,
+                self.approvals.len(),
+                w,
+                max_height as usize,
+            ));
         } else {
             let placeholder = if self.transcript.is_running() {
                 "Enter steers · Alt+Enter queues a follow-up · Esc interrupts"
@@ -278,29 +302,10 @@ impl View {
         if let Some(menu) = &self.mention {
             return mention_rows(menu, w);
         }
-        let text = self.composer.text();
-        let Some(prefix) = text.strip_prefix('/') else {
-            return Vec::new();
-        };
-        if prefix.contains(char::is_whitespace) {
-            return Vec::new();
+        match &self.slash.menu {
+            Some(menu) => super::slash::rows(menu, w),
+            None => Vec::new(),
         }
-        COMMANDS
-            .iter()
-            .map(|(c, d)| (c.to_string(), d.to_string()))
-            .chain(self.templates.iter().cloned())
-            .filter(|(c, _)| c.starts_with(prefix))
-            .take(6)
-            .map(|(c, d)| {
-                paint::truncate_line(
-                    &Line::from(vec![
-                        Span::styled(format!("  /{c:<10} "), Style::default().fg(Color::Cyan)),
-                        Span::styled(d, dim()),
-                    ]),
-                    w,
-                )
-            })
-            .collect()
     }
 
     /// model · thinking · tokens · cost · context % · session name.
@@ -339,31 +344,14 @@ impl View {
 
 /// The `@` menu: the matching files, the chosen one highlighted, and how to choose.
 fn mention_rows(menu: &super::super::files::Menu, w: usize) -> Vec<Line<'static>> {
-    let mut rows: Vec<Line<'static>> = menu
-        .matches
-        .iter()
-        .enumerate()
-        .map(|(i, path)| {
-            let style = match i == menu.selected {
-                true => Style::default()
-                    .fg(Color::Cyan)
-                    .add_modifier(Modifier::REVERSED),
-                false => Style::default().fg(Color::Cyan),
-            };
-            paint::truncate_line(
-                &Line::from(vec![
-                    Span::raw("  "),
-                    Span::styled(format!("@{path}"), style),
-                ]),
-                w,
-            )
-        })
-        .collect();
-    rows.push(paint::truncate_line(
-        &Line::styled("  ↑↓ choose · Tab or Enter insert · Esc close", dim()),
-        w,
-    ));
-    rows
+    let help = "↑↓ choose · Tab or Enter insert · Esc close";
+    super::menu::rows(&menu.choice, w, help, |i, selected| {
+        let style = super::menu::highlight(Style::default().fg(Color::Cyan), selected);
+        Line::from(vec![
+            Span::raw("  "),
+            Span::styled(format!("@{}", menu.matches[i]), style),
+        ])
+    })
 }
 
 fn queued_row(label: &str, text: &str, color: Color, w: usize) -> Line<'static> {
@@ -374,40 +362,6 @@ fn queued_row(label: &str, text: &str, color: Color, w: usize) -> Line<'static> 
         ]),
         w,
     )
-}
-
-fn approval_rows(a: &Approval, waiting: usize, w: usize) -> Vec<Line<'static>> {
-    let yellow = Style::default().fg(Color::Yellow);
-    let bold = Style::default().add_modifier(Modifier::BOLD);
-    let mut rows = paint::wrap_line(
-        &Line::from(vec![
-            Span::styled("? ", yellow),
-            Span::styled(format!("Allow {}", a.tool_name), bold),
-            Span::raw(": "),
-            Span::raw(tool_cell::describe(&a.tool_name, &a.args)),
-        ]),
-        w,
-        2,
-    );
-    rows.truncate(4);
-    rows.push(paint::truncate_line(
-        &Line::from(vec![
-            Span::styled("  y", yellow),
-            Span::raw(" allow once  "),
-            Span::styled("a", yellow),
-            Span::raw(format!(" always allow {}  ", a.tool_name)),
-            Span::styled("n", yellow),
-            Span::raw(" deny"),
-        ]),
-        w,
-    ));
-    if waiting > 1 {
-        rows.push(Line::styled(
-            format!("  ({} more waiting)", waiting - 1),
-            dim(),
-        ));
-    }
-    rows
 }
 
 /// 950 → "950", 12_300 → "12.3k", 1_200_000 → "1.2M".

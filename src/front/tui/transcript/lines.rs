@@ -1,0 +1,146 @@
+//! How each finished history cell is laid out at a width: user prompts, answers, thinking,
+//! tool calls (through `tool_cell`), shell commands, errors and notices. Pure: styled lines
+//! that fit the width, nothing drawn.
+
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+
+use super::{HistoryCell, Layout};
+use crate::front::tui::paint;
+use crate::front::tui::tool_cell::{self, ToolPhase, ToolView};
+use crate::kernel::tool::bash::BashExecution;
+
+fn dim() -> Style {
+    Style::default().add_modifier(Modifier::DIM)
+}
+
+impl HistoryCell {
+    /// The cell's lines at `width` columns (each fits), with a blank line before cells that
+    /// start a new block.
+    pub fn lines(&self, width: u16, layout: Layout) -> Vec<Line<'static>> {
+        let w = width.max(1) as usize;
+        match self {
+            HistoryCell::User(text) => user_lines(text, w),
+            HistoryCell::Markdown(lines) => lines
+                .iter()
+                .flat_map(|l| paint::wrap_line(&l.line, w, l.indent))
+                .collect(),
+            HistoryCell::Thinking(text) => thinking_lines(text, w, layout.show_thinking),
+            HistoryCell::Explored(tools) if layout.expand_tools => tools
+                .iter()
+                .flat_map(|t| HistoryCell::Tool(t.clone()).lines(width, layout))
+                .collect(),
+            HistoryCell::Explored(tools) => vec![super::explore::summary(tools, w)],
+            HistoryCell::Tool(t) => {
+                let view = ToolView {
+                    name: &t.name,
+                    args: &t.args,
+                    text: Some(&t.text),
+                    details: t.details.as_ref(),
+                    is_error: t.is_error,
+                    phase: ToolPhase::Done {
+                        duration_ms: t.duration_ms,
+                    },
+                    expanded: layout.expand_tools,
+                    spinner: 0,
+                };
+                tool_cell::lines(&view, width)
+            }
+            HistoryCell::Bash(b, ms) => bash_lines(b, *ms, width, layout.expand_tools),
+            HistoryCell::Error(e) => {
+                let style = Style::default().fg(Color::Red);
+                e.lines()
+                    .enumerate()
+                    .flat_map(|(i, l)| {
+                        let prefix = if i == 0 { "✗ " } else { "  " };
+                        paint::wrap_line(
+                            &Line::from(vec![Span::raw(prefix), Span::raw(l.to_string())])
+                                .style(style),
+                            w,
+                            2,
+                        )
+                    })
+                    .collect()
+            }
+            HistoryCell::Notice(n) => notice_lines(n, w),
+        }
+    }
+}
+
+/// A notice keeps its line breaks; a wrapped line goes on two columns right of where it
+/// starts (so a table of commands stays a table).
+fn notice_lines(text: &str, w: usize) -> Vec<Line<'static>> {
+    text.split('\n')
+        .flat_map(|l| {
+            let indent = l.len() - l.trim_start_matches(' ').len() + 2;
+            paint::wrap_line(&Line::styled(l.to_string(), dim()), w, indent)
+        })
+        .collect()
+}
+
+fn user_lines(text: &str, w: usize) -> Vec<Line<'static>> {
+    let style = Style::default().add_modifier(Modifier::BOLD);
+    let mut out = Vec::new();
+    let text = crate::mentions::fold_blocks(text);
+    for (i, l) in text.lines().enumerate() {
+        let prefix = if i == 0 { "› " } else { "  " };
+        let line = Line::from(vec![
+            Span::styled(prefix, Style::default().fg(Color::Cyan)),
+            Span::styled(l.to_string(), style),
+        ]);
+        out.extend(paint::wrap_line(&line, w, 2));
+    }
+    if out.is_empty() {
+        out.push(Line::from(Span::styled(
+            "› ",
+            Style::default().fg(Color::Cyan),
+        )));
+    }
+    out
+}
+
+fn thinking_lines(text: &str, w: usize, show: bool) -> Vec<Line<'static>> {
+    let style = dim().add_modifier(Modifier::ITALIC);
+    let count = text.lines().filter(|l| !l.trim().is_empty()).count();
+    if !show {
+        let words = text.split_whitespace().count();
+        let summary =
+            format!("✻ Thought for {words} words ({count} lines) · Ctrl+T shows thinking");
+        return vec![paint::truncate_line(&Line::styled(summary, style), w)];
+    }
+    let mut out = vec![Line::styled("✻ Thinking", style)];
+    for l in text.lines() {
+        out.extend(paint::wrap_line(
+            &Line::styled(format!("  {l}"), style),
+            w,
+            2,
+        ));
+    }
+    out
+}
+
+fn bash_lines(b: &BashExecution, ms: u64, width: u16, expanded: bool) -> Vec<Line<'static>> {
+    let details = serde_json::json!({
+        "exitCode": b.exit_code,
+        "cancelled": b.cancelled,
+        "timedOut": false,
+        "truncated": b.truncated,
+        "fullOutputPath": b.full_output_path,
+    });
+    let args = serde_json::json!({ "command": b.command });
+    let view = ToolView {
+        name: "bash",
+        args: &args,
+        text: Some(&b.output),
+        details: Some(&details),
+        is_error: b.exit_code != Some(0),
+        phase: ToolPhase::Done { duration_ms: ms },
+        expanded,
+        spinner: 0,
+    };
+    let mut lines = tool_cell::lines(&view, width);
+    if b.exclude_from_context {
+        lines.push(Line::styled("    (not sent to the model)", dim()));
+    }
+    lines
+}

@@ -1,0 +1,137 @@
+//! The `/` command menu under the editor: while the editor holds `/` and part of a name, every
+//! command and prompt template that matches (names starting with what was typed first, then
+//! names containing it), in a scrolling window. Up/Down choose, Tab puts `/name ` in the
+//! editor, Enter runs the chosen one, Esc closes it (until the text changes). Selection and
+//! scrolling are the `@` menu's (`menu.rs`).
+
+use crossterm::event::KeyEvent;
+use ratatui::style::{Color, Style};
+use ratatui::text::Line;
+
+use super::menu::{self, MenuKey};
+use super::{Action, View, COMMANDS};
+use crate::front::tui::picker::rows::Choice;
+
+/// The menu's state: open or not, and the text whose menu Esc closed.
+#[derive(Debug, Default)]
+pub struct Slash {
+    pub menu: Option<SlashMenu>,
+    dismissed: Option<String>,
+}
+
+/// An open `/` menu.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlashMenu {
+    /// What follows the `/`.
+    pub query: String,
+    /// Every command and template (name, description), commands first.
+    pub entries: Vec<(String, String)>,
+    pub choice: Choice,
+}
+
+impl SlashMenu {
+    /// The highlighted command's name.
+    pub fn chosen(&self) -> Option<&str> {
+        let i = self.choice.chosen()?;
+        self.entries.get(i).map(|(n, _)| n.as_str())
+    }
+
+    /// The names shown, in order.
+    pub fn names(&self) -> Vec<&str> {
+        let names = self.choice.matches.iter();
+        names.map(|&i| self.entries[i].0.as_str()).collect()
+    }
+}
+
+/// The entries matching `query`: names that start with it, then names that contain it.
+fn matching(entries: &[(String, String)], query: &str) -> Vec<usize> {
+    let q = query.to_lowercase();
+    let (mut starts, mut inside) = (Vec::new(), Vec::new());
+    for (i, (name, _)) in entries.iter().enumerate() {
+        let name = name.to_lowercase();
+        if name.starts_with(&q) {
+            starts.push(i);
+        } else if name.contains(&q) {
+            inside.push(i);
+        }
+    }
+    starts.extend(inside);
+    starts
+}
+
+impl View {
+    /// Opens, updates or closes the menu for the editor's text.
+    pub(super) fn refresh_slash(&mut self) {
+        let text = self.composer.text();
+        let query = match text.strip_prefix('/') {
+            Some(q) if !q.contains(char::is_whitespace) => q.to_string(),
+            _ => {
+                self.slash = Slash::default();
+                return;
+            }
+        };
+        if self.slash.dismissed.as_deref() == Some(query.as_str()) {
+            return;
+        }
+        self.slash.dismissed = None;
+        if self.slash.menu.as_ref().is_some_and(|m| m.query == query) {
+            return;
+        }
+        let entries: Vec<(String, String)> = COMMANDS
+            .iter()
+            .map(|(c, d)| (c.to_string(), d.to_string()))
+            .chain(self.templates.iter().cloned())
+            .collect();
+        let found = matching(&entries, &query);
+        self.slash.menu = (!found.is_empty()).then(|| {
+            let mut choice = Choice::default();
+            choice.set_matches(found);
+            SlashMenu {
+                query,
+                entries,
+                choice,
+            }
+        });
+    }
+
+    /// A key for the open menu: `None` when the menu does not take it.
+    pub(super) fn slash_key(&mut self, key: KeyEvent) -> Option<Option<Action>> {
+        let menu = self.slash.menu.as_mut()?;
+        let name = |i: usize| menu.entries[i].0.clone();
+        match menu::key(&mut menu.choice, &key) {
+            MenuKey::Pass => None,
+            MenuKey::Moved => Some(None),
+            MenuKey::Close => {
+                self.slash.dismissed = Some(menu.query.clone());
+                self.slash.menu = None;
+                Some(None)
+            }
+            MenuKey::Complete(i) => {
+                let name = name(i);
+                self.composer.set_text(&format!("/{name} "));
+                self.slash = Slash::default();
+                Some(None)
+            }
+            MenuKey::Enter(i) => {
+                let name = name(i);
+                self.composer.set_text(&format!("/{name}"));
+                self.slash = Slash::default();
+                let action = self.submit(false);
+                self.refresh_slash();
+                Some(action)
+            }
+        }
+    }
+}
+
+/// The menu's rows: `/name  description`, the chosen one highlighted.
+pub(super) fn rows(menu: &SlashMenu, w: usize) -> Vec<Line<'static>> {
+    let help = "↑↓ choose · Tab complete · Enter run · Esc close";
+    let cyan = Style::default().fg(Color::Cyan);
+    let width = menu.entries.iter().map(|(n, _)| crate::text::width(n) + 1);
+    let width = width.max().unwrap_or(0).clamp(11, 24);
+    menu::rows(&menu.choice, w, help, |i, selected| {
+        let (name, desc) = &menu.entries[i];
+        menu::labelled(&format!("/{name}"), width, desc, cyan, selected)
+    })
+}
