@@ -43,6 +43,7 @@ mod tools_hardening;
 mod tui;
 mod tui_daemon;
 mod tui_live_picker;
+mod tui_md;
 mod tui_pty;
 mod tui_vt100;
 mod tui_wire;
