@@ -48,7 +48,10 @@ fn bar_columns(row: &str) -> Vec<usize> {
 
 fn assert_fits(screen: &str, width: usize) {
     for line in screen.lines() {
-        assert!(keel::text::width(line) <= width, "wider than {width}: {line:?}");
+        assert!(
+            keel::text::width(line) <= width,
+            "wider than {width}: {line:?}"
+        );
     }
 }
 
@@ -66,7 +69,11 @@ fn a_table_with_wide_cells_is_box_drawn_with_aligned_borders() {
     let columns = bar_columns(table[1]);
     assert_eq!(columns.len(), 4, "{}", table[1]);
     for row in &table {
-        assert_eq!(keel::text::width(row), keel::text::width(table[0]), "{row:?}");
+        assert_eq!(
+            keel::text::width(row),
+            keel::text::width(table[0]),
+            "{row:?}"
+        );
         if row.starts_with('│') {
             assert_eq!(bar_columns(row), columns, "borders out of line: {row:?}");
         }
@@ -116,7 +123,8 @@ fn a_table_being_streamed_is_drawn_in_the_live_area() {
     assert!(screen.contains("│ 3 │ 4 │"), "{screen}");
 }
 
-const RUST: &str = "```rust\nfn parse(s: &str) -> Vec<&str> { // split it\n    s.split(\",\").collect()\n}\n```\n";
+const RUST: &str =
+    "```rust\nfn parse(s: &str) -> Vec<&str> { // split it\n    s.split(\",\").collect()\n}\n```\n";
 
 #[test]
 fn a_rust_block_is_highlighted_and_its_text_is_intact() {
@@ -127,10 +135,7 @@ fn a_rust_block_is_highlighted_and_its_text_is_intact() {
         .iter()
         .position(|r| r.trim_start().starts_with("fn parse"))
         .expect("code row");
-    assert_eq!(
-        rows[y],
-        "  fn parse(s: &str) -> Vec<&str> { // split it"
-    );
+    assert_eq!(rows[y], "  fn parse(s: &str) -> Vec<&str> { // split it");
     assert_eq!(rows[y + 1], "      s.split(\",\").collect()");
     let fg = |x: usize, y: usize| buf[(x as u16, y as u16)].fg;
     assert_eq!(fg(2, y), Color::Magenta, "`fn` is a keyword");
@@ -142,7 +147,10 @@ fn a_rust_block_is_highlighted_and_its_text_is_intact() {
     let string = rows[y + 1].find('"').unwrap();
     assert_eq!(fg(string, y + 1), Color::Green, "the string literal");
     let colours: std::collections::HashSet<Color> = (2..44).map(|x| fg(x, y)).collect();
-    assert!(colours.len() >= 3, "several styles on one line: {colours:?}");
+    assert!(
+        colours.len() >= 3,
+        "several styles on one line: {colours:?}"
+    );
 }
 
 #[test]
@@ -152,7 +160,11 @@ fn a_block_of_an_unknown_language_is_plain() {
     let rows = rows(&buf);
     let y = rows.iter().position(|r| r.contains("fn parse")).unwrap();
     assert_eq!(rows[y], "  fn parse(s) { \"x\" }");
-    assert!(rows[y - 1].ends_with("zzz"), "the label stays: {:?}", rows[y - 1]);
+    assert!(
+        rows[y - 1].ends_with("zzz"),
+        "the label stays: {:?}",
+        rows[y - 1]
+    );
     for x in 2..rows[y].len() {
         assert_eq!(buf[(x as u16, y as u16)].fg, Color::Yellow, "column {x}");
     }
@@ -172,8 +184,14 @@ fn a_wrapped_blockquote_keeps_its_bars_on_every_row() {
         .collect();
     assert!(quote.len() >= 5, "{screen}");
     for row in &quote {
-        assert!(row.starts_with("│ "), "a quote row without its bar: {row:?}");
+        assert!(
+            row.starts_with("│ "),
+            "a quote row without its bar: {row:?}"
+        );
     }
     let nested = quote.iter().filter(|r| r.starts_with("│ │ ")).count();
-    assert!(nested >= 2, "the nested quote wraps with both bars: {quote:?}");
+    assert!(
+        nested >= 2,
+        "the nested quote wraps with both bars: {quote:?}"
+    );
 }
