@@ -115,16 +115,22 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session or =daemon runs just those rows (they take a while to iterate on).
+    // KEEL_BENCH_ONLY=session, =daemon, =mcp or =tui runs just those rows (they take a while to
+    // iterate on).
     let only = match std::env::var("KEEL_BENCH_ONLY") {
-        Ok(v) if v == "session" || v == "daemon" || v == "mcp" => Some(v),
+        Ok(v) if ["session", "daemon", "mcp", "tui"].contains(&v.as_str()) => Some(v),
         Ok(v) => {
             return Err(format!(
-                "KEEL_BENCH_ONLY: session, daemon or mcp, not {v:?}"
+                "KEEL_BENCH_ONLY: session, daemon, mcp or tui, not {v:?}"
             ))
         }
         Err(_) => None,
     };
+    if only.as_deref() == Some("tui") {
+        eprintln!("[7/8] tui: bytes per streamed token and frame time");
+        tui::tui_bench(&mut rows, heavy)?;
+        return report(&keel, &rows, &format!("{heavy} heavy, TUI rows only"));
+    }
     if only.as_deref() == Some("daemon") {
         eprintln!("[8/8] daemon: latency, throughput, replay, memory x{heavy}");
         daemon::daemon_bench(&keel, hello_s, &mut rows, heavy)?;
