@@ -19,6 +19,7 @@ mod daemon_peer;
 mod daemon_sessions;
 mod daemon_support;
 mod exit_codes;
+mod export_html;
 mod external_tools;
 mod http_server;
 mod json_mode;

@@ -87,6 +87,16 @@ pub fn render(header: &Value, entries: &[Value], title: Option<&str>) -> String 
     page
 }
 
+/// The page of a stored session: its header and the entries of its current branch.
+pub fn store_page(store: &crate::kernel::session::Store) -> String {
+    let entries: Vec<Value> = store
+        .branch()
+        .into_iter()
+        .filter_map(|e| e.to_json().ok())
+        .collect();
+    render(&store.header().to_json(), &entries, store.name())
+}
+
 /// A string field of an object, or "" when absent or not a string.
 fn text_of<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or("")

@@ -344,7 +344,11 @@ fn an_edit_is_a_coloured_diff_and_its_arguments_are_not_json() {
         html.contains("<span class=\"del\">-fn b() {}</span><span class=\"add\">+fn c() {}</span>"),
         "{html}"
     );
-    assert!(html.contains("<span class=\"hunk\">@@ -1,2 +1,2 @@</span>"));
+    assert!(html.contains("<pre class=\"diff\"><span class=\"hunk\">@@ -1,2 +1,2 @@</span>"));
+    assert!(
+        !html.contains("+++ b/src/lib.rs"),
+        "the file headers repeat the path"
+    );
     assert!(
         !html.contains("oldText") && !html.contains("\\n"),
         "no raw JSON"

@@ -128,7 +128,8 @@ fn unified(old: &str, new: &str) -> String {
     text
 }
 
-/// A unified diff as coloured lines (added, removed, hunk headers, context); folded when long.
+/// A unified diff as coloured lines (added, removed, hunk headers, context), without its file
+/// headers; folded when long.
 fn diff_block(out: &mut String, diff: &str) {
     if diff.trim().is_empty() {
         return;
@@ -139,11 +140,15 @@ fn diff_block(out: &mut String, diff: &str) {
         let _ = write!(out, "<details><summary>{lines} lines of diff</summary>");
     }
     out.push_str("<pre class=\"diff\">");
+    let mut in_hunk = false;
     for line in diff.lines() {
+        // The `---`/`+++` file headers repeat the path shown above.
+        if !in_hunk && (line.starts_with("---") || line.starts_with("+++")) {
+            continue;
+        }
+        in_hunk |= line.starts_with("@@");
         let class = if line.starts_with("@@") {
             "hunk"
-        } else if line.starts_with("+++") || line.starts_with("---") {
-            "file"
         } else if line.starts_with('+') {
             "add"
         } else if line.starts_with('-') {
