@@ -281,6 +281,8 @@ fn wrapped_output_never_exceeds_the_width() {
         // Tables and quotes fit down to 2 columns (the widest grapheme); the rest from 10.
         let narrowest = if doc.starts_with("| Name") { 2 } else { 10 };
         for l in render(doc) {
+            // Narrower than a wide grapheme: no panic (rows may not fit).
+            let _ = (l.rows(0), l.rows(1));
             for width in narrowest..=60 {
                 for w in l.rows(width) {
                     let used = paint::line_width(&w);
@@ -373,6 +375,12 @@ fn a_pipe_line_without_a_delimiter_row_is_a_paragraph() {
     let out = render("a | b\nnext\n| c |\n|-|-|\n");
     assert_eq!(lines(&out), "a | b\nnext\n| c |\n|-|-|");
     assert!(out.iter().all(|l| matches!(l, MdLine::Text { .. })));
+    // Past the column cap, a header row stays text; at the cap it is a table.
+    for (n, table) in [(64, true), (65, false)] {
+        let doc = format!("{}|\n{}|\n", "| h ".repeat(n), "|---".repeat(n));
+        let out = render(&doc);
+        assert_eq!(matches!(out[0], MdLine::Table(_)), table, "{n} columns");
+    }
 }
 
 #[test]
