@@ -17,21 +17,44 @@ pub fn render(out: &mut String, text: &str) {
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_GFM;
-    let mut events: Vec<Event<'_>> = Vec::new();
-    // Whether each open link was kept (an unsafe target drops the tag, not the text).
-    let mut links: Vec<bool> = Vec::new();
-    let mut code: Option<(String, String)> = None;
+    let mut filter = Filter::default();
     for event in Parser::new_ext(text, options) {
-        if let Some((info, body)) = &mut code {
+        filter.event(event);
+    }
+    // An unclosed fence (the text ended inside it) still shows its code.
+    if let Some((info, body)) = filter.code.take() {
+        filter
+            .events
+            .push(Event::Html(code_block(&info, &body).into()));
+    }
+    out.push_str("<div class=\"md\">");
+    pulldown_cmark::html::push_html(out, filter.events.into_iter());
+    out.push_str("</div>");
+}
+
+/// The parser's events made safe and highlighted, ready for pulldown-cmark's HTML writer.
+#[derive(Default)]
+struct Filter<'a> {
+    events: Vec<Event<'a>>,
+    /// Whether each open link or image was kept (an unsafe target drops the tag, not the text).
+    links: Vec<bool>,
+    /// The fenced block being read: its info string and text.
+    code: Option<(String, String)>,
+}
+
+impl<'a> Filter<'a> {
+    fn event(&mut self, event: Event<'a>) {
+        if let Some((info, body)) = &mut self.code {
             match event {
                 Event::Text(t) => body.push_str(&t),
                 Event::End(TagEnd::CodeBlock) => {
-                    events.push(Event::Html(code_block(info, body).into()));
-                    code = None;
+                    let html = code_block(info, body);
+                    self.events.push(Event::Html(html.into()));
+                    self.code = None;
                 }
                 _ => {}
             }
-            continue;
+            return;
         }
         match event {
             Event::Start(Tag::CodeBlock(kind)) => {
@@ -39,55 +62,46 @@ pub fn render(out: &mut String, text: &str) {
                     CodeBlockKind::Fenced(info) => info.to_string(),
                     CodeBlockKind::Indented => String::new(),
                 };
-                code = Some((info, String::new()));
+                self.code = Some((info, String::new()));
             }
-            Event::Html(raw) | Event::InlineHtml(raw) => events.push(Event::Text(raw)),
+            Event::Html(raw) | Event::InlineHtml(raw) => self.events.push(Event::Text(raw)),
             Event::Start(Tag::Link {
                 link_type,
                 dest_url,
                 title,
                 id,
-            }) => {
-                let keep = safe_url(&dest_url);
-                links.push(keep);
-                if keep {
-                    events.push(Event::Start(Tag::Link {
-                        link_type,
-                        dest_url,
-                        title,
-                        id,
-                    }));
-                }
-            }
-            Event::End(TagEnd::Link) | Event::End(TagEnd::Image) => {
-                if links.pop().unwrap_or(false) {
-                    events.push(Event::End(TagEnd::Link));
-                }
-            }
+            }) => self.open_link(link_type, dest_url, title, id),
+            // An image becomes a link to it: the page loads nothing.
             Event::Start(Tag::Image {
                 dest_url, title, ..
-            }) => {
-                let keep = safe_url(&dest_url);
-                links.push(keep);
-                if keep {
-                    events.push(Event::Start(Tag::Link {
-                        link_type: LinkType::Inline,
-                        dest_url,
-                        title,
-                        id: CowStr::Borrowed(""),
-                    }));
+            }) => self.open_link(LinkType::Inline, dest_url, title, CowStr::Borrowed("")),
+            Event::End(TagEnd::Link) | Event::End(TagEnd::Image) => {
+                if self.links.pop().unwrap_or(false) {
+                    self.events.push(Event::End(TagEnd::Link));
                 }
             }
-            other => events.push(other),
+            other => self.events.push(other),
         }
     }
-    // An unclosed fence (the text ended inside it) still shows its code.
-    if let Some((info, body)) = code {
-        events.push(Event::Html(code_block(&info, &body).into()));
+
+    fn open_link(
+        &mut self,
+        link_type: LinkType,
+        dest_url: CowStr<'a>,
+        title: CowStr<'a>,
+        id: CowStr<'a>,
+    ) {
+        let keep = safe_url(&dest_url);
+        self.links.push(keep);
+        if keep {
+            self.events.push(Event::Start(Tag::Link {
+                link_type,
+                dest_url,
+                title,
+                id,
+            }));
+        }
     }
-    out.push_str("<div class=\"md\">");
-    pulldown_cmark::html::push_html(out, events.into_iter());
-    out.push_str("</div>");
 }
 
 /// Link targets the page may point at: web and mail links, and relative ones.
