@@ -150,3 +150,32 @@ fn a_cloned_highlighter_does_not_move_the_original() {
     fork.line("*/");
     assert_eq!(class_of(&h.line("still"), "still"), Class::Comment);
 }
+
+#[test]
+fn any_text_in_any_language_comes_back_intact() {
+    // A tiny xorshift, so the lines are the same on every run.
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let alphabet: Vec<char> = "ab1 \t\"'`#/*-+=<>{}[]()\\$;:,.|&!?%@~_\u{e9}日👩\u{200d}💻\r"
+        .chars()
+        .collect();
+    for lang in [
+        "rust", "python", "js", "json", "toml", "yaml", "bash", "diff", "go", "c", "html",
+    ] {
+        let mut h = Highlighter::for_info(lang).unwrap();
+        for _ in 0..200 {
+            let len = (next() % 40) as usize;
+            let line: String = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            let runs = h.line(&line);
+            assert_eq!(joined(&runs), line, "{lang}: {line:?}");
+            assert!(runs.iter().all(|(_, t)| !t.is_empty()), "{lang}: empty run");
+        }
+    }
+}
