@@ -292,6 +292,14 @@ async fn start(
     clock: &Clock,
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
+    if let Some(args) = &cli.export {
+        let path = crate::front::export::run(cli, env, args, out)?;
+        let line = format!("{}\n", path.display());
+        return Ok(match out.out(line.as_bytes()).and_then(|_| out.flush()) {
+            Ok(()) => Exit::Success,
+            Err(_) => stdout_failed(out),
+        });
+    }
     if let Some(pattern) = &cli.list_models {
         let table = setup::model_list(cli, env, pattern, mode == Mode::Json).await?;
         return Ok(match out.out(table.as_bytes()).and_then(|_| out.flush()) {

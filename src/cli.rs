@@ -57,6 +57,19 @@ pub struct Cli {
     #[arg(long, value_name = "PATH|ID")]
     pub fork: Option<String>,
 
+    /// Write a stored session (a path, or an id or unique id prefix) as a self-contained HTML
+    /// page and exit, without a provider (default OUT: keel-session-<file name>.html here).
+    #[arg(
+        long,
+        value_names = ["SESSION", "OUT"],
+        num_args = 1..=2,
+        conflicts_with_all = [
+            "prompt", "print", "mode", "json", "rpc", "acp", "continue_", "resume", "session",
+            "session_id", "fork", "no_session", "daemon", "list_models"
+        ]
+    )]
+    pub export: Option<Vec<String>>,
+
     /// Where session files are stored and looked up (default $KEEL_HOME/sessions/<cwd>).
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<PathBuf>,

@@ -5,6 +5,44 @@ use std::time::Instant;
 
 use super::{Res, Row};
 
+/// A 30-line rust block for the highlighting rows.
+fn rust_block() -> String {
+    (0..10)
+        .map(|i| {
+            format!(
+                "/// Doc {i}.\npub fn f{i}(s: &str) -> Vec<String> {{ s.split(',').map(|p| format!(\"{{p}}-{i}\")).collect() }}\n\n"
+            )
+        })
+        .collect()
+}
+
+/// The grammars load on the first fenced block with a language (once per process, never at
+/// startup): that first block, then the same block with the grammars loaded.
+fn highlight_bench(rows: &mut Vec<Row>, samples: usize) {
+    let code = rust_block();
+    let t0 = Instant::now();
+    let lines = keel::text::highlight::highlight("rust", &code).map_or(0, |l| l.len());
+    let first = t0.elapsed().as_secs_f64() * 1e3;
+    rows.push(Row::single(
+        &format!("tui: first highlighted code block ({lines}-line rust, loads the grammars)"),
+        first,
+        "ms",
+        1,
+    ));
+    let mut times = Vec::new();
+    for _ in 0..samples.max(5) {
+        let t0 = Instant::now();
+        let _ = keel::text::highlight::highlight("rust", &code);
+        times.push(t0.elapsed().as_secs_f64() * 1e3);
+    }
+    rows.push(Row::stats(
+        &format!("tui: highlighting the same {lines}-line block again"),
+        &times,
+        "ms",
+        2,
+    ));
+}
+
 /// Streamed tokens per TUI sample.
 const TUI_TOKENS: usize = 2000;
 /// Transcript lines already in the scrollback for the frame-time benchmark.
@@ -95,6 +133,7 @@ fn tui_token(i: usize) -> &'static str {
 /// limit would merge several), differential vs full redraw; and the time to lay out and write
 /// one frame with an empty transcript vs a 10,000-line one.
 pub fn tui_bench(rows: &mut Vec<Row>, samples: usize) -> Res<()> {
+    highlight_bench(rows, samples);
     let mut per_token = [0f64; 2];
     for (k, full) in [false, true].into_iter().enumerate() {
         let mut rig = TuiRig::new(full);

@@ -4,6 +4,7 @@
 pub mod acp;
 pub mod client;
 pub mod daemon;
+pub mod export;
 pub mod json;
 pub mod link;
 pub mod print;

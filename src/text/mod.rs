@@ -6,6 +6,8 @@
 //! for CJK terminals that draw them wide. The setting belongs to the calling thread (the TUI
 //! measures and draws on one thread), so tests with either setting can run side by side.
 
+pub mod highlight;
+
 use std::cell::Cell;
 
 use unicode_segmentation::UnicodeSegmentation;

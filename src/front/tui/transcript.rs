@@ -165,9 +165,13 @@ impl Transcript {
         self.thinking.as_deref()
     }
 
-    /// The streamed answer's unfinished line, if any.
-    pub fn live_line(&self) -> Option<MdLine> {
-        self.stream.as_ref().and_then(MarkdownStream::pending)
+    /// The streamed answer's lines not committed yet: the unfinished line, a table being
+    /// read (empty when none).
+    pub fn live_lines(&self) -> Vec<MdLine> {
+        self.stream
+            .as_ref()
+            .map(MarkdownStream::pending)
+            .unwrap_or_default()
     }
 
     /// Whether an answer's text is streaming (its line keeps a row in the live area even while
@@ -609,8 +613,8 @@ mod tests {
         assert_eq!(cells.len(), 1);
         let lines = cells[0].lines(40, Layout::default());
         assert_eq!(text_of(&lines), ["Title"]);
-        let live = t.live_line().unwrap();
-        assert_eq!(text_of(&[live.line]), ["half a li"]);
+        let live = t.live_lines();
+        assert_eq!(text_of(&live[0].rows(40)), ["half a li"]);
         feed(
             &mut t,
             &delta(AssistantDelta::TextDelta {
@@ -631,7 +635,7 @@ mod tests {
             text_of(&cells[0].lines(40, Layout::default())),
             ["half a line"]
         );
-        assert!(t.live_line().is_none());
+        assert!(t.live_lines().is_empty());
     }
 
     #[test]

@@ -21,10 +21,7 @@ impl HistoryCell {
         let w = width.max(1) as usize;
         match self {
             HistoryCell::User(text) => user_lines(text, w),
-            HistoryCell::Markdown(lines) => lines
-                .iter()
-                .flat_map(|l| paint::wrap_line(&l.line, w, l.indent))
-                .collect(),
+            HistoryCell::Markdown(lines) => lines.iter().flat_map(|l| l.rows(w)).collect(),
             HistoryCell::Thinking(text) => thinking_lines(text, w, layout.show_thinking),
             HistoryCell::Explored(tools) if layout.expand_tools => tools
                 .iter()

@@ -129,10 +129,10 @@ impl View {
         if t.streaming_text() && self.wrote_any && !self.last_was_answer {
             rows.push(Line::default());
         }
-        match t.live_line() {
-            Some(line) => rows.extend(paint::wrap_line(&line.line, w, line.indent)),
-            None if t.streaming_text() => rows.push(Line::default()),
-            None => {}
+        let live = t.live_lines();
+        rows.extend(live.iter().flat_map(|l| l.rows(w)));
+        if live.is_empty() && t.streaming_text() {
+            rows.push(Line::default());
         }
         for name in t.preparing() {
             let spin = spinner_frame(self.spinner);
