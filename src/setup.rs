@@ -401,8 +401,8 @@ fn session_error_for(e: session::SessionError, query: Option<&str>) -> StartupEr
     }
 }
 
-/// Finds a session file by path or id (exact or unique prefix).
-fn locate(dir: &Path, env: &Env, query: &str) -> Result<PathBuf, StartupError> {
+/// Finds a session file by path or id (exact, a unique prefix or a unique end).
+pub fn locate(dir: &Path, env: &Env, query: &str) -> Result<PathBuf, StartupError> {
     if looks_like_path(query) {
         let p = env.cwd.join(query);
         if p.exists() {

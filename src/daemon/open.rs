@@ -196,7 +196,7 @@ async fn find_live(
     if let Some(q) = by_id {
         let hits: Vec<_> = sessions
             .iter()
-            .filter(|(id, _)| id.starts_with(q))
+            .filter(|(id, _)| crate::kernel::session::id_matches(id, q))
             .collect();
         if let [(id, h)] = hits.as_slice() {
             return Some(((*id).clone(), (*h).clone()));

@@ -3,11 +3,11 @@
 //! file (without locking it, so a session open elsewhere can be exported). stdout carries only
 //! the path; warnings and errors go to stderr.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::cli::Cli;
 use crate::error::StartupError;
-use crate::kernel::session::{self, SessionErrorKind, Store};
+use crate::kernel::session::Store;
 use crate::mode::Env;
 use crate::output::Output;
 use crate::setup;
@@ -28,7 +28,7 @@ pub fn run(
                 .hint("keel --export <ID|PATH> [OUT.html]"),
         );
     }
-    let source = locate(cli, env, query)?;
+    let source = setup::locate(&setup::session_dir(cli, env), env, query)?;
     let (store, warnings) = Store::read(&source).map_err(|e| {
         StartupError::config(format!("cannot read the session {}", source.display()))
             .cause(e.message)
@@ -38,47 +38,11 @@ pub fn run(
     }
     let target = match args.get(1) {
         Some(p) => env.cwd.join(p),
-        None => env.cwd.join(default_name(&source)),
+        None => env.cwd.join(crate::host::html::default_name(&source)),
     };
     let page = crate::host::html::store_page(&store);
     crate::kernel::private::write_file(&target, page.as_bytes()).map_err(|e| {
         StartupError::config(format!("cannot write {}", target.display())).cause(e.to_string())
     })?;
     Ok(target)
-}
-
-/// `keel-session-<file name without .jsonl>.html`.
-fn default_name(source: &Path) -> String {
-    let name = source
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "session".into());
-    let stem = name.strip_suffix(".jsonl").unwrap_or(&name);
-    format!("keel-session-{stem}.html")
-}
-
-/// A session file by path (it must exist) or by id / unique id prefix, as `--session` finds
-/// one.
-fn locate(cli: &Cli, env: &Env, query: &str) -> Result<PathBuf, StartupError> {
-    if query.contains('/') || query.contains('\\') || query.ends_with(".jsonl") {
-        let path = env.cwd.join(query);
-        if !path.exists() {
-            return Err(
-                StartupError::config(format!("no session file at {}", path.display()))
-                    .hint("pass a session file path or id (keel --resume lists them)"),
-            );
-        }
-        setup::require_regular_file(&path, "the session file")?;
-        return Ok(path);
-    }
-    let dir = setup::session_dir(cli, env);
-    session::resolve(&dir, query).map_err(|e| {
-        let err = StartupError::config(e.message);
-        match e.kind {
-            SessionErrorKind::NotFound | SessionErrorKind::Ambiguous => {
-                err.hint("pass a longer id prefix, or a session file path")
-            }
-            _ => err,
-        }
-    })
 }

@@ -129,20 +129,20 @@ pub fn fork_store(
 }
 
 /// Writes `live`'s session (the current branch) as a self-contained HTML page to `path`, or
-/// to `cwd/keel-session-<id>.html`; returns the path written.
+/// to `cwd/keel-session-<session file name>.html` (`<id>` for a session without a file);
+/// returns the path written.
 pub fn export_html(
     live: &Live,
     cwd: &Path,
     path: Option<std::path::PathBuf>,
 ) -> Result<std::path::PathBuf, String> {
     let store = recorder::lock(&live.store);
-    let path = path.unwrap_or_else(|| cwd.join(format!("keel-session-{}.html", store.header().id)));
-    let entries: Vec<serde_json::Value> = store
-        .branch()
-        .into_iter()
-        .filter_map(|e| e.to_json().ok())
-        .collect();
-    let page = crate::host::html::render(&store.header().to_json(), &entries, store.name());
+    let name = match store.path() {
+        Some(file) => crate::host::html::default_name(file),
+        None => format!("keel-session-{}.html", store.header().id),
+    };
+    let path = path.unwrap_or_else(|| cwd.join(name));
+    let page = crate::host::html::store_page(&store);
     crate::kernel::private::write_file(&path, page.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(path)

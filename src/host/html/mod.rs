@@ -88,6 +88,17 @@ pub fn render(header: &Value, entries: &[Value], title: Option<&str>) -> String 
 }
 
 /// The page of a stored session: its header and the entries of its current branch.
+/// The page's name when none is given: `keel-session-<session file name without .jsonl>.html`
+/// (pi's), for `keel --export` and RPC `export_html` alike.
+pub fn default_name(source: &std::path::Path) -> String {
+    let name = source
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "session".into());
+    let stem = name.strip_suffix(".jsonl").unwrap_or(&name);
+    format!("keel-session-{stem}.html")
+}
+
 pub fn store_page(store: &crate::kernel::session::Store) -> String {
     let entries: Vec<Value> = store
         .branch()
