@@ -52,6 +52,7 @@ mod tui_live_picker;
 mod tui_md;
 mod tui_pty;
 mod tui_reflow;
+mod tui_transcript;
 mod tui_vt100;
 mod tui_wire;
 

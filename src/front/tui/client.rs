@@ -8,6 +8,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod lines;
+mod pager;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -67,6 +68,8 @@ pub(super) enum Back {
     Place(String),
     /// A `!cmd` the session did not run (pi's error text).
     ShellRefused(String),
+    /// The whole conversation, for the transcript pager.
+    Transcript(Vec<Replayed>),
 }
 
 /// Where the session lives when it is not in this process.
@@ -129,6 +132,8 @@ pub(super) struct Client {
     plain: bool,
     /// The prompts sent from this directory, across sessions (`history.rs`).
     history: super::history::PromptHistory,
+    /// The transcript pager, while it is open (on the alternate screen).
+    pub pager: Option<super::pager::Pager>,
 }
 
 /// The in-process TUI: serves the session here and shows it until the user quits (exit 0) or
@@ -294,6 +299,7 @@ async fn show(
         cwd: o.cwd,
         home: o.home,
         replacing: None,
+        pager: None,
         plain: o.dumb,
         history,
     };
@@ -403,6 +409,11 @@ impl Client {
                 self.view.place = Some(text);
                 return changed;
             }
+            Back::Transcript(replayed) => {
+                let mut t = super::transcript::Transcript::new();
+                t.replay(&replayed);
+                self.open_pager(super::pager::Pager::new(t.finish()));
+            }
         }
         true
     }
@@ -478,6 +489,9 @@ impl Client {
     }
 
     fn render(&mut self) {
+        if self.pager.is_some() {
+            return self.draw_pager();
+        }
         // The screen changed size and the input thread has not said so yet: a frame laid out
         // for the old size would land on rows the terminal has moved. The resize comes next.
         if crossterm::terminal::size().is_ok_and(|(c, r)| (c.max(1), r.max(1)) != self.term.size())
@@ -604,6 +618,13 @@ impl Client {
     async fn on_input(&mut self, msg: Input) {
         // Keys see the time they came (a second Ctrl+C within a second quits).
         self.view.now_ms = self.clock.now_ms();
+        let msg = match self.pager.is_some() {
+            true => match self.pager_input(msg) {
+                Some(msg) => msg,
+                None => return,
+            },
+            false => msg,
+        };
         let lost = self.daemon.as_ref().is_some_and(|d| d.lost);
         match msg {
             Input::Term(TermEvent::Key(key)) if lost => {

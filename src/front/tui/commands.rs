@@ -148,6 +148,7 @@ impl Client {
                 });
             }
             "session" => self.session_info(),
+            "transcript" => self.transcript(),
             other => self
                 .view
                 .notice(HistoryCell::Notice(format!("unknown command /{other}"))),

@@ -14,6 +14,7 @@ pub mod files;
 pub mod history;
 pub mod live_picker;
 pub mod markdown;
+pub mod pager;
 pub mod paint;
 pub mod picker;
 mod reconnect;

@@ -55,6 +55,8 @@ pub struct ToolView<'a> {
     pub phase: ToolPhase,
     /// Show more body lines.
     pub expanded: bool,
+    /// Show every body line (the transcript pager).
+    pub full: bool,
     /// Frame counter for the running spinner glyph.
     pub spinner: usize,
 }
@@ -67,8 +69,9 @@ pub fn lines(view: &ToolView<'_>, width: u16) -> Vec<Line<'static>> {
         return Vec::new();
     }
     let mut out = vec![header(view, width)];
+    out.extend(full_command(view, width));
     let content = width.saturating_sub(text::width(FIRST_PREFIX)).max(1);
-    let cap = pick(ROWS_PER_LINE, view.expanded);
+    let cap = view.limit(ROWS_PER_LINE);
     let body = body(view);
     let rows = body.iter().flat_map(|l| wrap_capped(l, content, cap));
     for (i, row) in rows.enumerate() {
@@ -82,6 +85,34 @@ pub fn lines(view: &ToolView<'_>, width: u16) -> Vec<Line<'static>> {
         out.push(fit(&Line::from(spans), width));
     }
     out
+}
+
+/// An expanded bash call's whole command, when the header cannot show it (several lines, or
+/// wider than the row): `$ ` rows, wrapped.
+fn full_command(view: &ToolView<'_>, width: usize) -> Vec<Line<'static>> {
+    let command = view
+        .args
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let shown = view.name == "bash" && (view.expanded || view.full);
+    let cut = command.contains('\n') || text::width(command) + 10 > width;
+    if !shown || !cut {
+        return Vec::new();
+    }
+    command
+        .lines()
+        .enumerate()
+        .flat_map(|(i, l)| {
+            let lead = if i == 0 { "  $ " } else { "    " };
+            let line = Line::from(vec![
+                Span::styled(lead, dim()),
+                Span::raw(text::sanitize(l)),
+            ]);
+            paint::wrap_line(&line, width, 4)
+        })
+        .map(|row| fit(&row, width))
+        .collect()
 }
 
 /// One-line summary of the arguments, e.g. `ls -la` for bash or `src/main.rs:10-20` for read
@@ -257,12 +288,14 @@ fn wrap_capped(line: &Line<'_>, width: usize, cap: usize) -> Vec<Line<'static>> 
     rows
 }
 
-/// The collapsed or the expanded one of a pair of limits.
-fn pick((collapsed, expanded): (usize, usize), is_expanded: bool) -> usize {
-    if is_expanded {
-        expanded
-    } else {
-        collapsed
+impl ToolView<'_> {
+    /// The collapsed or the expanded one of a pair of limits (none when `full`).
+    fn limit(&self, (collapsed, expanded): (usize, usize)) -> usize {
+        match (self.full, self.expanded) {
+            (true, _) => usize::MAX,
+            (false, true) => expanded,
+            (false, false) => collapsed,
+        }
     }
 }
 
@@ -272,13 +305,13 @@ fn body(view: &ToolView<'_>) -> Vec<Line<'static>> {
     match view.phase {
         ToolPhase::AwaitingApproval => Vec::new(),
         ToolPhase::Running { .. } if view.name == "bash" => {
-            tail(&output_lines(text), pick(BASH_TAIL, view.expanded), dim())
+            tail(&output_lines(text), view.limit(BASH_TAIL), dim())
         }
         ToolPhase::Running { .. } => Vec::new(),
         ToolPhase::Done { .. } => done_body(view).unwrap_or_else(|| {
             let style = if view.is_error { fg(Color::Red) } else { dim() };
             let rows = plain_rows(&output_lines(text), style);
-            head(rows, pick(TEXT_HEAD, view.expanded))
+            head(rows, view.limit(TEXT_HEAD))
         }),
     }
 }
@@ -288,13 +321,13 @@ fn body(view: &ToolView<'_>) -> Vec<Line<'static>> {
 fn done_body(view: &ToolView<'_>) -> Option<Vec<Line<'static>>> {
     let d = view.details?;
     if view.name == "bash" {
-        return bash_done(view.text.unwrap_or(""), d, pick(BASH_TAIL, view.expanded));
+        return bash_done(view.text.unwrap_or(""), d, view.limit(BASH_TAIL));
     }
     if view.is_error {
         return None;
     }
     let summary = match view.name {
-        "edit" => return diff_rows(d.get("diff")?.as_str()?, pick(DIFF_ROWS, view.expanded)),
+        "edit" => return diff_rows(d.get("diff")?.as_str()?, view.limit(DIFF_ROWS)),
         "read" => read_summary(d)?,
         "write" => {
             let size = format_size(num(d, "bytes")?);

@@ -72,6 +72,8 @@ pub struct Layout {
     pub show_thinking: bool,
     /// Tool cells with longer bodies.
     pub expand_tools: bool,
+    /// Tool cells with their whole output (the transcript pager).
+    pub full: bool,
 }
 
 /// What the run is doing, for the live status row.
@@ -144,6 +146,16 @@ impl Transcript {
     pub fn drain(&mut self) -> Vec<HistoryCell> {
         // Something came after the exploration calls held: they go before it.
         if !self.exploring.is_empty() && self.pending.len() > self.explore_at {
+            self.flush_exploring();
+        }
+        self.explore_at = 0;
+        self.pending.drain(..).collect()
+    }
+
+    /// Takes every finished cell, the exploration calls still held included (a replay that
+    /// is shown whole, as the transcript pager shows it).
+    pub fn finish(&mut self) -> Vec<HistoryCell> {
+        if !self.exploring.is_empty() {
             self.flush_exploring();
         }
         self.explore_at = 0;

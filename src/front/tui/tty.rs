@@ -20,6 +20,19 @@ use crate::output::TerminalOut;
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 /// Whether keyboard enhancement flags were pushed (and must be popped).
 static KITTY: AtomicBool = AtomicBool::new(false);
+/// Whether the alternate screen (the transcript pager) is shown (and must be left).
+static ALTERNATE: AtomicBool = AtomicBool::new(false);
+
+/// Shows the alternate screen (`on`) or the normal one again, where the inline view was left
+/// as it was.
+pub fn alternate_screen(on: bool) -> io::Result<()> {
+    let mut out = TerminalOut;
+    match (on, ALTERNATE.swap(on, Ordering::SeqCst)) {
+        (true, false) => execute!(out, terminal::EnterAlternateScreen),
+        (false, true) => execute!(out, terminal::LeaveAlternateScreen),
+        _ => Ok(()),
+    }
+}
 
 /// Holds the terminal in the TUI's modes; dropping it restores them.
 pub struct Tty {
@@ -69,6 +82,9 @@ pub fn restore() {
         return;
     }
     let mut out = TerminalOut;
+    if ALTERNATE.swap(false, Ordering::SeqCst) {
+        let _ = execute!(out, terminal::LeaveAlternateScreen);
+    }
     if KITTY.swap(false, Ordering::SeqCst) {
         let _ = execute!(out, PopKeyboardEnhancementFlags);
     }

@@ -48,6 +48,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     ("export", "write the session as HTML: /export [file.html]"),
     ("session", "show the session id, file and usage"),
+    (
+        "transcript",
+        "the whole session in a pager, every output in full (/ searches, q closes)",
+    ),
     ("name", "name this session: /name my refactor"),
     ("help", "show commands and keys"),
     ("quit", "leave keel (the session is saved)"),

@@ -20,6 +20,7 @@ fn render(spec: &Value, width: u16) -> Vec<Line<'static>> {
         is_error: spec["error"] == true,
         phase,
         expanded: spec["expanded"] == true,
+        full: spec["full"] == true,
         spinner: spec["spinner"].as_u64().unwrap_or(0) as usize,
     };
     lines(&view, width)

@@ -39,11 +39,12 @@ impl HistoryCell {
                         duration_ms: t.duration_ms,
                     },
                     expanded: layout.expand_tools,
+                    full: layout.full,
                     spinner: 0,
                 };
                 tool_cell::lines(&view, width)
             }
-            HistoryCell::Bash(b, ms) => bash_lines(b, *ms, width, layout.expand_tools),
+            HistoryCell::Bash(b, ms) => bash_lines(b, *ms, width, layout),
             HistoryCell::Error(e) => {
                 let style = Style::default().fg(Color::Red);
                 e.lines()
@@ -116,7 +117,7 @@ fn thinking_lines(text: &str, w: usize, show: bool) -> Vec<Line<'static>> {
     out
 }
 
-fn bash_lines(b: &BashExecution, ms: u64, width: u16, expanded: bool) -> Vec<Line<'static>> {
+fn bash_lines(b: &BashExecution, ms: u64, width: u16, layout: Layout) -> Vec<Line<'static>> {
     let details = serde_json::json!({
         "exitCode": b.exit_code,
         "cancelled": b.cancelled,
@@ -132,7 +133,8 @@ fn bash_lines(b: &BashExecution, ms: u64, width: u16, expanded: bool) -> Vec<Lin
         details: Some(&details),
         is_error: b.exit_code != Some(0),
         phase: ToolPhase::Done { duration_ms: ms },
-        expanded,
+        expanded: layout.expand_tools,
+        full: layout.full,
         spinner: 0,
     };
     let mut lines = tool_cell::lines(&view, width);

@@ -164,6 +164,7 @@ impl View {
                 is_error: false,
                 phase,
                 expanded: self.layout.expand_tools,
+                full: false,
                 spinner: self.spinner,
             };
             rows.extend(tool_cell::lines(&view, width));
@@ -180,6 +181,7 @@ impl View {
                     elapsed_ms: (self.now_ms - shell.started_ms).max(0) as u64,
                 },
                 expanded: self.layout.expand_tools,
+                full: false,
                 spinner: self.spinner,
             };
             rows.extend(tool_cell::lines(&view, width));

@@ -1,0 +1,139 @@
+//! The controller's side of the transcript pager (`/transcript`): fetching the whole
+//! conversation, switching to the alternate screen and back, routing keys, and writing the
+//! pager's frames. The pager itself (state, keys, layout, search) is `tui::pager`.
+
+use std::io::Write;
+
+use crossterm::event::Event as TermEvent;
+use ratatui::backend::{Backend, CrosstermBackend};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use serde_json::json;
+
+use super::{internals, Back, Client};
+use crate::front::tui::pager::{Pager, PagerKey};
+use crate::front::tui::transcript::HistoryCell;
+use crate::front::tui::{tty, Input};
+use crate::kernel::message::Message;
+
+impl Client {
+    /// `/transcript`: asks the session for its conversation; the pager opens when it comes.
+    pub(in crate::front::tui) fn transcript(&self) {
+        let (commands, back) = (self.commands.clone(), self.back_tx.clone());
+        tokio::spawn(async move {
+            let answer = match commands.request("get_messages", json!({})).await {
+                Ok(a) => a,
+                Err(e) => {
+                    let cell = HistoryCell::Error(format!("cannot read the transcript: {e}"));
+                    let _ = back.send(Back::Notice(cell));
+                    return;
+                }
+            };
+            let messages: Vec<Message> = answer["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| serde_json::from_value(m.clone()).ok())
+                .collect();
+            let replayed = internals(&commands).await.replay(&messages);
+            let _ = back.send(Back::Transcript(replayed));
+        });
+    }
+
+    /// Shows `pager` on the alternate screen (the inline view stays as it is underneath).
+    pub(super) fn open_pager(&mut self, pager: Pager) {
+        if self.plain {
+            let note = "the transcript pager needs a full terminal (TERM=dumb shows plain lines)";
+            return self.view.notice(HistoryCell::Notice(note.into()));
+        }
+        if let Err(e) = tty::alternate_screen(true) {
+            self.view.notice(HistoryCell::Error(format!(
+                "cannot open the transcript: {e}"
+            )));
+            return;
+        }
+        self.pager = Some(pager);
+        self.dirty = true;
+    }
+
+    /// Leaves the pager: the normal screen again, and the live area drawn in full.
+    fn close_pager(&mut self) {
+        self.pager = None;
+        if let Err(e) = tty::alternate_screen(false) {
+            tracing::warn!("cannot leave the alternate screen: {e}");
+        }
+        let (cols, rows) = self.term.size();
+        self.term.resize(cols, rows, None);
+        self.dirty = true;
+    }
+
+    /// An input while the pager is open; what is left for the normal view (a suspend, after
+    /// the pager closed).
+    pub(super) fn pager_input(&mut self, msg: Input) -> Option<Input> {
+        self.dirty = true;
+        match msg {
+            Input::Term(TermEvent::Key(key)) => {
+                let rows = self.term.size().1;
+                let pager = self.pager.as_mut()?;
+                if pager.key(key, rows) == PagerKey::Close {
+                    self.close_pager();
+                }
+                None
+            }
+            // The cursor row the terminal reports is the alternate screen's: not asked for.
+            Input::Resize(cols, rows, _) => {
+                self.term.resize(cols, rows, None);
+                None
+            }
+            Input::Suspend(_) | Input::Error(_) => {
+                self.close_pager();
+                Some(msg)
+            }
+            Input::Term(_) => None,
+        }
+    }
+
+    /// Writes the pager's frame over the whole alternate screen.
+    pub(super) fn draw_pager(&mut self) {
+        let (cols, rows) = self.term.size();
+        let Some(pager) = self.pager.as_mut() else {
+            return;
+        };
+        let mut buf = Buffer::empty(Rect::new(0, 0, cols, rows));
+        pager.draw(&mut buf);
+        let cursor = pager.cursor(&buf);
+        let written = write_screen(self.term.writer_mut(), &buf, cursor);
+        if let Err(e) = written {
+            tracing::error!("cannot draw the transcript: {e}");
+            self.stop = Some(crate::exit::Exit::Signal(crate::exit::SIGPIPE));
+        }
+        self.dirty = false;
+    }
+}
+
+/// The whole buffer, in one synchronized update, then the cursor (hidden when `None`).
+fn write_screen<W: Write>(
+    out: &mut W,
+    buf: &Buffer,
+    cursor: Option<(u16, u16)>,
+) -> std::io::Result<()> {
+    use crossterm::{cursor as c, queue, terminal};
+    queue!(
+        out,
+        terminal::BeginSynchronizedUpdate,
+        c::Hide,
+        terminal::Clear(terminal::ClearType::All)
+    )?;
+    let width = buf.area.width.max(1);
+    let cells = buf.content.iter().enumerate().map(|(i, cell)| {
+        let i = i as u16;
+        (i % width, i / width, cell)
+    });
+    let mut backend = CrosstermBackend::new(&mut *out);
+    backend.draw(cells)?;
+    if let Some((x, y)) = cursor {
+        queue!(out, c::MoveTo(x, y), c::Show)?;
+    }
+    queue!(out, terminal::EndSynchronizedUpdate)?;
+    out.flush()
+}
