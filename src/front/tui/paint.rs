@@ -43,6 +43,10 @@ pub fn wrap_line(line: &Line<'_>, width: usize, indent: usize) -> Vec<Line<'stat
     let width = width.max(1);
     let indent = indent.min(width / 2);
     let pieces = pieces(line);
+    // Most lines fit: measuring them is much cheaper than breaking them into tokens.
+    if pieces.iter().map(|(t, _)| text::width(t)).sum::<usize>() <= width {
+        return vec![to_line(pieces)];
+    }
     text::wrap_hanging(&pieces, width, width - indent)
         .into_iter()
         .enumerate()
@@ -127,7 +131,21 @@ pub fn put_line(buf: &mut Buffer, x: u16, y: u16, line: &Line<'_>, max: u16) -> 
     let mut col = 0usize;
     for span in &line.spans {
         let style = line.style.patch(span.style);
-        for g in span.content.graphemes(true) {
+        let content = span.content.as_ref();
+        // Printable ASCII (most of what is drawn): one byte, one cell.
+        if content.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            for i in 0..content.len() {
+                if col + 1 > max {
+                    return col as u16;
+                }
+                buf[(x + col as u16, y)]
+                    .set_symbol(&content[i..i + 1])
+                    .set_style(style);
+                col += 1;
+            }
+            continue;
+        }
+        for g in content.graphemes(true) {
             let clean;
             let g = if g.chars().any(char::is_control) {
                 clean = text::sanitize(g);
@@ -225,6 +243,26 @@ mod tests {
         for l in &wrapped {
             assert!(line_width(l) <= 10);
         }
+    }
+
+    /// The fast paths (a line that fits, printable ASCII) draw what the general ones draw.
+    #[test]
+    fn fast_paths_draw_what_the_general_paths_draw() {
+        let bold = Style::default().add_modifier(ratatui::style::Modifier::BOLD);
+        let line = Line::from(vec![Span::raw("ab cd "), Span::styled("éf", bold)]);
+        assert_eq!(wrap_line(&line, 8, 2), vec![line.clone()]);
+        let rows = wrap_line(&line, 5, 2);
+        let texts: Vec<String> = rows
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect();
+        assert_eq!(texts, ["ab cd", "  éf"]);
+        // ASCII drawn byte by byte, then the rest by grapheme, cut at `max`, styles kept.
+        let mut buf = Buffer::empty(Rect::new(0, 0, 10, 1));
+        assert_eq!(put_line(&mut buf, 0, 0, &line, 7), 7);
+        assert_eq!(row_text(&buf, 0), "ab cd é");
+        assert_eq!(buf[(6, 0)].modifier, ratatui::style::Modifier::BOLD);
+        assert_eq!(buf[(2, 0)].modifier, ratatui::style::Modifier::empty());
     }
 
     /// Regression: re-wrapping the continuation joined the pieces of a cut word with a space.
