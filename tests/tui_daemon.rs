@@ -93,10 +93,12 @@ fn leave_mid_run_and_come_back(leave: Leave) {
             .map(|s| s["state"].as_str().unwrap().to_string())
     };
     assert_eq!(state(&mut c).as_deref(), Some("running"));
-    // Now let the tool finish and wait for the daemon to report the run over.
-    std::fs::write(&fifo, "go on\n").unwrap();
+    // Attached first, then the tool may finish: the run's end is on this stream. (Attaching
+    // after the write raced the run: a run that settled before the attach sent no
+    // `agent_settled` here, and the loop below waited for it until the read timed out.)
     let mut seen = Vec::new();
     c.call("session/attach", json!({"sessionId": "live"}));
+    std::fs::write(&fifo, "go on\n").unwrap();
     loop {
         let v = c.recv().expect("the daemon closed the connection");
         if v["params"]["event"]["type"] == "agent_settled" {
