@@ -121,7 +121,7 @@ fn debug_main() -> Exit {
     match rt.block_on(crate::setup::debug_prompt(&cli, &env)) {
         Ok(text) => match out.out(text.as_bytes()).and_then(|_| out.flush()) {
             Ok(()) => Exit::Success,
-            Err(_) => stdout_failed(&mut out),
+            Err(_) => out.stdout_exit(),
         },
         Err(e) => {
             out.err(&e.render());
@@ -149,7 +149,7 @@ fn mcp_main() -> Exit {
         Ok((text, ok)) => match out.out(text.as_bytes()).and_then(|_| out.flush()) {
             Ok(()) if ok => Exit::Success,
             Ok(()) => Exit::Failed,
-            Err(_) => stdout_failed(&mut out),
+            Err(_) => out.stdout_exit(),
         },
         Err(e) => {
             out.err(&e.render());
@@ -191,7 +191,7 @@ fn clap_exit(e: clap::Error) -> Exit {
         ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
             match out.out(text.as_bytes()).and_then(|_| out.flush()) {
                 Ok(()) => Exit::Success,
-                Err(_) => stdout_failed(&mut out),
+                Err(_) => out.stdout_exit(),
             }
         }
         _ => {
@@ -297,14 +297,14 @@ async fn start(
         let line = format!("{}\n", path.display());
         return Ok(match out.out(line.as_bytes()).and_then(|_| out.flush()) {
             Ok(()) => Exit::Success,
-            Err(_) => stdout_failed(out),
+            Err(_) => out.stdout_exit(),
         });
     }
     if let Some(pattern) = &cli.list_models {
         let table = setup::model_list(cli, env, pattern, mode == Mode::Json).await?;
         return Ok(match out.out(table.as_bytes()).and_then(|_| out.flush()) {
             Ok(()) => Exit::Success,
-            Err(_) => stdout_failed(out),
+            Err(_) => out.stdout_exit(),
         });
     }
     if mode == Mode::Acp {
@@ -420,20 +420,7 @@ fn after_finish(exit: Exit, summary: &RunSummary, out: &mut Output) -> Exit {
     }
     match out.stdout_failure() {
         None => exit,
-        Some(_) => stdout_failed(out),
-    }
-}
-
-/// The exit for a stdout that took no more bytes: 141, quietly, when its reader went away;
-/// otherwise 1, with the failure on stderr.
-fn stdout_failed(out: &mut Output) -> Exit {
-    match out.stdout_failure() {
-        Some(failure @ StdoutFailure::Failed(_)) => {
-            let message = failure.message();
-            out.err(&format!("Error: {message}\n"));
-            Exit::Failed
-        }
-        Some(StdoutFailure::Closed) | None => Exit::Signal(SIGPIPE),
+        Some(_) => out.stdout_exit(),
     }
 }
 

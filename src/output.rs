@@ -102,6 +102,18 @@ impl Output {
         self.stdout_failure.as_ref()
     }
 
+    /// The exit for a stdout that took no more bytes: 141 (as SIGPIPE would), quietly, when
+    /// its reader went away; otherwise 1, with the failure on stderr.
+    pub fn stdout_exit(&mut self) -> crate::exit::Exit {
+        match self.stdout_failure.clone() {
+            Some(failure @ StdoutFailure::Failed(_)) => {
+                self.err(&format!("Error: {}\n", failure.message()));
+                crate::exit::Exit::Failed
+            }
+            Some(StdoutFailure::Closed) | None => crate::exit::Exit::Signal(crate::exit::SIGPIPE),
+        }
+    }
+
     /// Writes diagnostics to stderr; failures are ignored (there is nowhere else to report).
     pub fn err(&mut self, text: &str) {
         let _ = self.stderr.write_all(text.as_bytes());

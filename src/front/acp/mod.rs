@@ -34,11 +34,11 @@ use tokio::sync::{mpsc, oneshot};
 
 use crate::cli::Cli;
 use crate::error::StartupError;
-use crate::exit::{Exit, SIGPIPE};
+use crate::exit::Exit;
 use crate::front::signals::Signals;
 use crate::kernel::clock::Clock;
 use crate::mode::Env;
-use crate::output::{Output, StdoutFailure};
+use crate::output::Output;
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id};
 
 /// How long a session's run may take to settle once it is stopped (end of input, a signal,
@@ -194,7 +194,7 @@ pub async fn serve(
             },
         }
         if out.flush().is_err() {
-            stop = Some(stdout_failed(out));
+            stop = Some(out.stdout_exit());
             break;
         }
     }
@@ -218,16 +218,5 @@ pub async fn serve(
 fn write(out: &mut Output, line: &str) {
     if !out.is_stdout_closed() {
         let _ = out.out(line.as_bytes());
-    }
-}
-
-fn stdout_failed(out: &mut Output) -> Exit {
-    match out.stdout_failure() {
-        Some(failure @ StdoutFailure::Failed(_)) => {
-            let message = failure.message();
-            out.err(&format!("Error: {message}\n"));
-            Exit::Failed
-        }
-        Some(StdoutFailure::Closed) | None => Exit::Signal(SIGPIPE),
     }
 }

@@ -19,11 +19,11 @@ pub mod daemon;
 use std::time::Duration;
 
 use crate::error::StartupError;
-use crate::exit::{Exit, SIGPIPE};
+use crate::exit::Exit;
 use crate::front::signals::Signals;
 use crate::front::stdin::Input;
 use crate::host::{Data, Host, HostSetup, Out, Reply};
-use crate::output::{Output, StdoutFailure};
+use crate::output::Output;
 use crate::wire::jsonl::{Frame, MAX_LINE_BYTES};
 use crate::wire::rpc;
 
@@ -110,14 +110,8 @@ impl Stdio<'_> {
     /// stdout failed: a closed pipe ends as SIGPIPE would (141, quietly); a full or failing
     /// device ends with 1 and the failure on stderr.
     fn on_stdout_failed(&mut self) {
-        match self.out.stdout_failure() {
-            Some(failure @ StdoutFailure::Failed(_)) => {
-                let message = failure.message();
-                self.out.err(&format!("Error: {message}\n"));
-                self.halt(Exit::Failed);
-            }
-            Some(StdoutFailure::Closed) | None => self.halt(Exit::Signal(SIGPIPE)),
-        }
+        let exit = self.out.stdout_exit();
+        self.halt(exit);
     }
 
     /// Stops the run and shell commands; the loop then shuts down with `exit`.
