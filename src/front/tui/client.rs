@@ -134,6 +134,8 @@ pub(super) struct Client {
     history: super::history::PromptHistory,
     /// The transcript pager, while it is open (on the alternate screen).
     pub pager: Option<super::pager::Pager>,
+    /// The pager's screen is out of date (the run's events alone do not change it).
+    pager_stale: bool,
 }
 
 /// The in-process TUI: serves the session here and shows it until the user quits (exit 0) or
@@ -300,6 +302,7 @@ async fn show(
         home: o.home,
         replacing: None,
         pager: None,
+        pager_stale: false,
         plain: o.dumb,
         history,
     };
@@ -490,7 +493,11 @@ impl Client {
 
     fn render(&mut self) {
         if self.pager.is_some() {
-            return self.draw_pager();
+            if std::mem::take(&mut self.pager_stale) {
+                self.draw_pager();
+            }
+            self.dirty = false;
+            return;
         }
         // The screen changed size and the input thread has not said so yet: a frame laid out
         // for the old size would land on rows the terminal has moved. The resize comes next.

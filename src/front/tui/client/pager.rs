@@ -53,6 +53,7 @@ impl Client {
             return;
         }
         self.pager = Some(pager);
+        self.pager_stale = true;
         self.dirty = true;
     }
 
@@ -71,6 +72,7 @@ impl Client {
     /// the pager closed).
     pub(super) fn pager_input(&mut self, msg: Input) -> Option<Input> {
         self.dirty = true;
+        self.pager_stale = true;
         match msg {
             Input::Term(TermEvent::Key(key)) => {
                 let rows = self.term.size().1;
