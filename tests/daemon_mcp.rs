@@ -3,11 +3,12 @@
 //! stops with the last session that uses it. Against the workspace's stdio fixture server.
 
 use std::path::Path;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use crate::daemon_support::{is_event, Conn, Daemon};
-use crate::mcp::{mcp_config, script};
+use crate::mcp::{gone_within, mcp_config, script};
 use crate::support::Sandbox;
 
 /// Opens and attaches a session in `cwd` with the MCP config `cfg`, running `script`.
@@ -50,23 +51,12 @@ fn echo(c: &mut Conn, id: &str) -> String {
         .to_string()
 }
 
-fn pids(log: &Path) -> Vec<i32> {
+fn pids(log: &Path) -> Vec<u32> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()
         .map(|l| l.parse().unwrap())
         .collect()
-}
-
-/// Whether `pid` is gone (or a zombie nobody reaped yet).
-fn gone(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
 }
 
 #[test]
@@ -107,17 +97,19 @@ fn daemon_sessions_with_identical_mcp_configs_share_one_server_until_the_last_cl
     let r = c.call("session/close", json!({"sessionId": "one"}));
     assert_eq!(r["result"], json!({}), "{r}");
     assert_eq!(echo(&mut c, "two"), "hi");
-    assert!(!gone(shared[0]), "still used by session two");
+    assert!(
+        !gone_within(shared[0], Duration::ZERO),
+        "still used by session two"
+    );
     let r = c.call("session/close", json!({"sessionId": "two"}));
     assert_eq!(r["result"], json!({}), "{r}");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !gone(shared[0]) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the server of the closed sessions still runs"
-        );
-        std::thread::yield_now();
-    }
-    assert!(!gone(all[1]), "session three's server is untouched");
+    assert!(
+        gone_within(shared[0], Duration::from_secs(10)),
+        "the server of the closed sessions still runs"
+    );
+    assert!(
+        !gone_within(all[1], Duration::ZERO),
+        "session three's server is untouched"
+    );
     assert_eq!(pids(&log).len(), 2, "no server was started again");
 }

@@ -294,24 +294,23 @@ fn a_hung_server_costs_at_most_the_wait_budget_and_a_warning() {
     );
 }
 
-/// Whether process `pid` is gone (or a zombie nobody reaps) before `limit` passes.
-fn gone_within(pid: u32, limit: Duration) -> bool {
+/// Whether process `pid` is gone (or a zombie nobody reaps) before `limit` passes; with a zero
+/// `limit`, whether it is gone now (it is looked at least once).
+pub fn gone_within(pid: u32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
+    loop {
+        let zombie = |stat: &str| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        };
         match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
             Err(_) => return true,
-            Ok(stat)
-                if stat
-                    .rsplit(')')
-                    .next()
-                    .is_some_and(|r| r.trim_start().starts_with('Z')) =>
-            {
-                return true
-            }
+            Ok(stat) if zombie(&stat) => return true,
+            Ok(_) if Instant::now() >= deadline => return false,
             Ok(_) => std::thread::yield_now(),
         }
     }
-    false
 }
 
 #[test]
