@@ -198,9 +198,33 @@ pub struct Cli {
     #[arg(long, requires = "daemon")]
     pub wait: bool,
 
-    /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
+    /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory; with
+    /// --remote, the remote daemon's).
     #[arg(long, value_name = "PATH")]
     pub socket: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub remote: RemoteArgs,
+
+    /// With --remote: the session's directory on the remote host (default: this directory's
+    /// path, which must exist there).
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+}
+
+/// Reaching another host's daemon over ssh (`DESIGN.md` §10; README "Remote and fleet").
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct RemoteArgs {
+    /// Use the daemon of [USER@]HOST, over `ssh -T HOST keel daemon bridge` (the user's own ssh
+    /// config, keys and agent; default $KEEL_REMOTE).
+    #[arg(long, value_name = "[USER@]HOST")]
+    pub remote: Option<String>,
+    /// With --remote: an ssh option, as `ssh -o` takes it (e.g. Port=2222); repeatable.
+    #[arg(long = "ssh-opt", value_name = "KEY=VALUE")]
+    pub ssh_opt: Vec<String>,
+    /// With --remote: the keel command on the remote host (default: keel).
+    #[arg(long, value_name = "CMD")]
+    pub remote_keel: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -270,6 +294,8 @@ pub enum DaemonTop {
         /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// List the sessions live in the daemon.
     Ps {
@@ -279,6 +305,8 @@ pub enum DaemonTop {
         /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
 }
 
@@ -313,11 +341,21 @@ pub enum DaemonAction {
         json: bool,
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// Stop the daemon (refused while a run is active, unless --force).
     Stop {
         #[arg(long)]
         force: bool,
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        #[command(flatten)]
+        remote: RemoteArgs,
+    },
+    /// Relay stdin and stdout to the daemon's socket byte for byte (starting the daemon if
+    /// none runs): `ssh HOST keel daemon bridge` is a connection to HOST's daemon.
+    Bridge {
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },

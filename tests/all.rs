@@ -35,6 +35,7 @@ mod mcp_interop;
 mod mentions;
 mod projectors;
 mod providers;
+mod remote;
 mod rpc;
 mod session_load;
 mod session_safety;

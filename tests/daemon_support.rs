@@ -231,3 +231,21 @@ pub fn open_script(c: &mut Conn, sb: &Sandbox, script: &str, extra: &[&str]) -> 
         .unwrap_or_else(|| panic!("{r}"))
         .to_string()
 }
+
+/// A scripted run (prompt `go`) whose bash call waits on a FIFO until the test writes it, so
+/// "the run was still going" is certain, not timed: the script's path and the FIFO.
+pub fn waiting_run(sb: &Sandbox) -> (PathBuf, PathBuf) {
+    let fifo = sb.dir.path().join("signal.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let path = sb.dir.path().join("wait.json");
+    let turns = json!({"turns": [
+        {"match": "go", "chunks": [
+            {"text": "Waiting for the signal."},
+            {"toolCall": {"id": "call_wait", "name": "bash",
+                          "arguments": {"command": format!("cat {}", fifo.display())}}}
+        ]},
+        {"chunks": [{"text": "The signal came: all done."}]}
+    ]});
+    std::fs::write(&path, turns.to_string()).unwrap();
+    (path, fifo)
+}

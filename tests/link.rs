@@ -100,7 +100,14 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     let opened = c.call("session/open", json!({"cwd": there.work(), "args": args}));
     assert_eq!(opened["result"]["sessionId"], "same", "{opened}");
     let remote = rt.block_on(async {
-        let (mut link, start) = Link::daemon(&d.socket, "same", None, true).await.unwrap();
+        let (mut link, start) = Link::daemon(
+            &keel::daemon::dial::Dial::Local(d.socket.clone()),
+            "same",
+            None,
+            true,
+        )
+        .await
+        .unwrap();
         assert_eq!(start.seq, 0);
         assert!(start.snapshot.is_some());
         let events = run_prompt(&mut link).await;

@@ -31,18 +31,7 @@ fn leave_mid_run_and_come_back(leave: Leave) {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
-    let fifo = sb.dir.path().join("signal.fifo");
-    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    let script = sb.dir.path().join("wait.json");
-    let turns = json!({"turns": [
-        {"match": "go", "chunks": [
-            {"text": "Waiting for the signal."},
-            {"toolCall": {"id": "call_wait", "name": "bash",
-                          "arguments": {"command": format!("cat {}", fifo.display())}}}
-        ]},
-        {"chunks": [{"text": "The signal came: all done."}]}
-    ]});
-    std::fs::write(&script, turns.to_string()).unwrap();
+    let (script, fifo) = crate::daemon_support::waiting_run(&sb);
     let keel = env!("CARGO_BIN_EXE_keel");
     let shell = format!(
         "exec '{keel}' --daemon --socket '{socket}' --provider scripted --script '{}' --permission auto --session-id live go",

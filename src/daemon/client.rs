@@ -7,17 +7,16 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::net::UnixStream;
 
 use super::connection::PROTOCOL;
+use super::dial::{Conn, Dial, Reader, Writer};
 use super::DaemonError;
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
 
 /// An open, greeted connection.
 pub struct Client {
-    read: BufReader<OwnedReadHalf>,
-    write: OwnedWriteHalf,
+    read: BufReader<Reader>,
+    write: Writer,
     next: u64,
     /// The daemon's `hello` result.
     pub hello: Value,
@@ -44,24 +43,29 @@ impl std::fmt::Display for CallError {
 }
 
 impl Client {
-    /// Connects to a running daemon (never spawns one) and says hello.
+    /// Connects to a running daemon on `socket` (never spawns one) and says hello.
     pub async fn connect(socket: &Path, interactive: bool) -> Result<Client, DaemonError> {
-        let stream = UnixStream::connect(socket).await.map_err(|e| {
-            DaemonError::new(format!(
-                "no keel daemon is listening on {}: {e}",
-                socket.display()
-            ))
-            .with_hint("start one with: keel daemon start")
-        })?;
-        Client::greet(stream, interactive).await
+        Client::dial(&Dial::Local(socket.to_path_buf()), interactive).await
     }
 
-    /// Says hello on a connected stream.
-    pub async fn greet(stream: UnixStream, interactive: bool) -> Result<Client, DaemonError> {
-        let (read, write) = stream.into_split();
+    /// Connects to the daemon `dial` names (a remote one over ssh) and says hello.
+    pub async fn dial(dial: &Dial, interactive: bool) -> Result<Client, DaemonError> {
+        let conn = dial.connect().await?;
+        Client::greet(conn, interactive, dial).await
+    }
+
+    /// Says hello on a connection to the daemon `dial` names. A remote connection that ends
+    /// before the answer is explained with what ssh said.
+    pub async fn greet(
+        conn: impl Into<Conn>,
+        interactive: bool,
+        dial: &Dial,
+    ) -> Result<Client, DaemonError> {
+        let conn: Conn = conn.into();
+        let ssh_stderr = conn.ssh_stderr;
         let mut client = Client {
-            read: BufReader::new(read),
-            write,
+            read: BufReader::new(conn.read),
+            write: conn.write,
             next: 0,
             hello: Value::Null,
             notifications: VecDeque::new(),
@@ -71,16 +75,32 @@ impl Client {
             "client": {"name": "keel", "version": env!("CARGO_PKG_VERSION")},
             "interactive": interactive,
         });
-        client.hello = client
-            .call("daemon/hello", params)
-            .await
-            .map_err(|e| DaemonError::new(format!("the daemon refused hello: {e}")))?;
-        Ok(client)
+        match (client.call("daemon/hello", params).await, ssh_stderr) {
+            (Ok(hello), _) => {
+                client.hello = hello;
+                Ok(client)
+            }
+            (Err(CallError::Lost(why)), Some(stderr)) => {
+                let said = stderr.settled().await;
+                let last = said.lines().last().unwrap_or("").trim();
+                let because = if last.is_empty() {
+                    why
+                } else {
+                    last.to_string()
+                };
+                Err(DaemonError::new(format!(
+                    "cannot reach the keel daemon on {}: {because}",
+                    dial.describe()
+                ))
+                .with_hint(remote_hint(last)))
+            }
+            (Err(e), _) => Err(DaemonError::new(format!("the daemon refused hello: {e}"))),
+        }
     }
 
     /// The connection's halves, for a caller that reads and writes it itself (whatever was
     /// read ahead stays in the reader; notifications already read are in `notifications`).
-    pub fn into_parts(self) -> (BufReader<OwnedReadHalf>, OwnedWriteHalf) {
+    pub fn into_parts(self) -> (BufReader<Reader>, Writer) {
         (self.read, self.write)
     }
 
@@ -122,5 +142,18 @@ impl Client {
                 _ => {}
             }
         }
+    }
+}
+
+/// What to try when ssh got through but the remote side did not answer as a daemon.
+fn remote_hint(said: &str) -> String {
+    if said.contains("not found") || said.contains("No such file") {
+        "keel is not on the remote PATH of a non-interactive ssh session: name it with \
+         --remote-keel PATH (e.g. ~/.cargo/bin/keel)"
+            .into()
+    } else {
+        "check that `ssh -T HOST keel daemon bridge` works from this shell (--ssh-opt passes \
+         ssh options; KEEL_SSH names the ssh program)"
+            .into()
     }
 }

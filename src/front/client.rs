@@ -6,12 +6,9 @@
 //! end. A daemon that goes away mid-run ends the client with 1 and error kind `daemon_lost`.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::path::PathBuf;
-
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
 use super::json::JsonProjector;
 use super::print::PrintProjector;
@@ -19,6 +16,7 @@ use super::signals::Signals;
 use super::{feed_line, Projector, RunSummary, Settled};
 use crate::cli::Cli;
 use crate::daemon::client::{CallError, Client};
+use crate::daemon::dial::{Backoff, Dial, Reader, Writer};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::kernel::clock::Clock;
@@ -59,15 +57,16 @@ pub async fn run(
     if let Some(prompt) = &prompt {
         fits_a_line(prompt, MAX_LINE_BYTES)?;
     }
-    let socket = super::daemon::socket_for(env, cli.socket.as_deref())?;
-    let stream = super::daemon::start(&socket, env).await?;
-    let mut client = Client::greet(stream, false).await?;
+    let dial = super::daemon::cli_dial(cli, env)?;
+    let conn = super::daemon::start(&dial, env).await?;
+    let mut client = Client::greet(conn, false, &dial).await?;
+    version_warning(&client.hello, &dial, out);
     let args = super::daemon::session_args(std::env::args().skip(1));
-    let params = super::daemon::open_params(env, args, !cli.wait);
+    let params = super::daemon::open_params_for(&dial, cli, env, args, !cli.wait);
     let opened = client
         .call("session/open", params)
         .await
-        .map_err(open_failed)?;
+        .map_err(|e| open_failed_on(&dial, e))?;
     let warnings = opened["warnings"].as_array().cloned().unwrap_or_default();
     for w in warnings.iter().filter_map(Value::as_str) {
         out.err(&format!("Warning: {w}\n"));
@@ -110,7 +109,7 @@ pub async fn run(
         .map_err(|e| StartupError::config(format!("cannot attach to session {session}: {e}")))?;
     let mut follow = Follow {
         session,
-        socket,
+        dial,
         projector: projector.as_mut(),
         summary: RunSummary::default(),
         stop: None,
@@ -191,6 +190,26 @@ pub(crate) fn open_failed(e: CallError) -> StartupError {
             "the daemon went away while opening the session: {why}"
         )),
     }
+}
+
+/// [`open_failed`] for the daemon `dial` names: a remote one is named, and a directory missing
+/// there gets the way to name another.
+pub(crate) fn open_failed_on(dial: &Dial, e: CallError) -> StartupError {
+    let Some(remote) = dial.remote() else {
+        return open_failed(e);
+    };
+    let no_dir = matches!(&e, CallError::Rpc(r) if r.message.starts_with("cwd "));
+    let mut err = open_failed(e);
+    err.message = err
+        .message
+        .replace("the daemon ", &format!("the daemon on {} ", remote.host));
+    if no_dir {
+        err = err.hint(format!(
+            "--cwd DIR names the session's directory on {} (the default is this directory's path)",
+            remote.host
+        ));
+    }
+    err
 }
 
 /// The JSON-mode header line for `session/open`'s `header`.
@@ -285,6 +304,19 @@ fn detached(mode: Mode, header: &str, session: &str, out: &mut Output) -> Exit {
     }
 }
 
+/// A remote daemon of another keel version is named once on stderr (the protocol is the same
+/// major version, or `hello` would have failed).
+fn version_warning(hello: &Value, dial: &Dial, out: &mut Output) {
+    let theirs = hello["daemon"]["version"].as_str().unwrap_or("?");
+    let ours = env!("CARGO_PKG_VERSION");
+    if dial.remote().is_some() && theirs != ours {
+        out.err(&format!(
+            "Warning: the daemon on {} is keel {theirs}, this is keel {ours}\n",
+            dial.describe()
+        ));
+    }
+}
+
 /// How following a run ended.
 enum Ended {
     Settled,
@@ -295,7 +327,7 @@ enum Ended {
 /// Following one run's events.
 struct Follow<'a> {
     session: String,
-    socket: PathBuf,
+    dial: Dial,
     projector: &'a mut dyn Projector,
     summary: RunSummary,
     stop: Option<crate::app::Stop>,
@@ -333,8 +365,8 @@ impl Follow<'_> {
     async fn run(
         &mut self,
         pending: Vec<(String, Value)>,
-        read: BufReader<OwnedReadHalf>,
-        write: OwnedWriteHalf,
+        read: BufReader<Reader>,
+        write: Writer,
         signals: &mut Signals,
         out: &mut Output,
     ) -> Result<Ended, StartupError> {
@@ -376,6 +408,12 @@ impl Follow<'_> {
             }
             match what {
                 Line::Settled => return Ok(Ended::Settled),
+                Line::Lost(why) if self.dial.remote().is_some() => {
+                    match self.reconnect_remote(&why, signals, out).await {
+                        Some((r, w)) => (read, write) = (r, w),
+                        None => return Ok(Ended::Lost(why)),
+                    }
+                }
                 Line::Lost(why) => return Ok(Ended::Lost(why)),
                 Line::Lagged => match self.reconnect(out).await {
                     Some((r, w)) => (read, write) = (r, w),
@@ -461,14 +499,14 @@ impl Follow<'_> {
     }
 
     /// Aborts the run in the daemon; the first reason given is the one reported.
-    async fn halt(&mut self, why: crate::app::Stop, write: &mut OwnedWriteHalf) {
+    async fn halt(&mut self, why: crate::app::Stop, write: &mut Writer) {
         if self.stop.is_none() {
             self.stop = Some(why);
         }
         self.send_abort(write).await;
     }
 
-    async fn send_abort(&self, write: &mut OwnedWriteHalf) {
+    async fn send_abort(&self, write: &mut Writer) {
         let params = json!({"sessionId": self.session});
         if let Ok(line) = j::request_line(&Id::string("abort"), "abort", &params) {
             let _ = write.write_all(line.as_bytes()).await;
@@ -476,18 +514,67 @@ impl Follow<'_> {
     }
 
     /// Connects again after `daemon/lagged` and re-attaches from the last event seen.
-    async fn reconnect(
+    async fn reconnect(&mut self, out: &mut Output) -> Option<(BufReader<Reader>, Writer)> {
+        self.attach_again(&self.dial.clone(), out).await.ok()
+    }
+
+    /// The link to the remote host dropped: connect again with backoff and attach from the
+    /// last event seen, while the run goes on there. `None` when the daemon no longer holds the
+    /// session, after [`Backoff::GIVE_UP`], or on a signal (the run is left running).
+    async fn reconnect_remote(
         &mut self,
+        why: &str,
+        signals: &mut Signals,
         out: &mut Output,
-    ) -> Option<(BufReader<OwnedReadHalf>, OwnedWriteHalf)> {
-        let mut client = Client::connect(&self.socket, false).await.ok()?;
+    ) -> Option<(BufReader<Reader>, Writer)> {
+        let place = self.dial.describe();
+        out.err(&format!(
+            "keel: the connection to the daemon on {place} was lost ({why}); reconnecting…\n"
+        ));
+        let dial = self.dial.quietly();
+        let mut backoff = Backoff::default();
+        while !backoff.exhausted() {
+            tokio::select! {
+                _ = tokio::time::sleep(backoff.next_delay()) => {}
+                _ = signals.next() => return None,
+            }
+            match self.attach_again(&dial, out).await {
+                Ok(parts) => {
+                    out.err(&format!(
+                        "keel: reconnected to {place} (attempt {})\n",
+                        backoff.attempts()
+                    ));
+                    return Some(parts);
+                }
+                Err(CallError::Rpc(e)) => {
+                    out.err(&format!(
+                        "keel: {place} no longer serves this session: {}\n",
+                        e.message
+                    ));
+                    return None;
+                }
+                Err(CallError::Lost(e)) => tracing::info!("reconnect attempt failed: {e}"),
+            }
+        }
+        None
+    }
+
+    /// Connects to `dial` and attaches to the session from the cursor; the events that came
+    /// with the answer are fed at once.
+    async fn attach_again(
+        &mut self,
+        dial: &Dial,
+        out: &mut Output,
+    ) -> Result<(BufReader<Reader>, Writer), CallError> {
+        let mut client = Client::dial(dial, false)
+            .await
+            .map_err(|e| CallError::Lost(e.to_string()))?;
         let attached = client
             .call(
                 "session/attach",
                 json!({"sessionId": self.session, "cursor": {"epoch": self.epoch, "seq": self.seq}}),
             )
-            .await
-            .ok()?;
+            .await?;
         if attached["mode"] == "snapshot" {
             self.missed(&attached, out);
         }
@@ -496,7 +583,7 @@ impl Follow<'_> {
             let line = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
             self.line(line.as_bytes(), out);
         }
-        Some(client.into_parts())
+        Ok(client.into_parts())
     }
 
     /// Feeds the last assistant message of `messages` and the run's `agent_settled` line.

@@ -10,8 +10,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::cli::{DaemonAction, DaemonCli, DaemonTop};
+use crate::cli::{DaemonAction, DaemonCli, DaemonTop, RemoteArgs};
 use crate::daemon::client::Client;
+use crate::daemon::dial::{Conn, Dial, Remote};
 use crate::daemon::server::{self, DaemonOptions, Ending};
 use crate::daemon::{paths, spawn, DaemonError};
 use crate::error::StartupError;
@@ -23,9 +24,9 @@ use crate::output::Output;
 /// Runs one daemon command.
 pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, StartupError> {
     match cli.command {
-        DaemonTop::Attach { id, socket } => {
-            let socket = socket_for(env, socket.as_deref())?;
-            let status = status_of(&socket).await?;
+        DaemonTop::Attach { id, socket, remote } => {
+            let dial = dial_for(env, socket.as_deref(), &remote)?;
+            let status = status_of(&dial).await?;
             let session = match attach_target(&status, id.as_deref(), env, out).await? {
                 Ok(session) => session,
                 Err(exit) => return Ok(exit),
@@ -39,7 +40,7 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
                 .and_then(|s| s["cwd"].as_str().map(PathBuf::from))
                 .unwrap_or_else(|| env.cwd.clone());
             let setup = crate::front::tui::client::AttachSetup {
-                socket,
+                dial,
                 session,
                 prompt: None,
                 warnings: Vec::new(),
@@ -55,8 +56,12 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
             };
             crate::front::tui::client::run(setup, out).await
         }
-        DaemonTop::Ps { json, socket } => {
-            let status = status_of(&socket_for(env, socket.as_deref())?).await?;
+        DaemonTop::Ps {
+            json,
+            socket,
+            remote,
+        } => {
+            let status = status_of(&dial_for(env, socket.as_deref(), &remote)?).await?;
             let text = if json {
                 ps_json(&status)
             } else {
@@ -85,22 +90,35 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
             }
             DaemonAction::Start { socket } => {
                 let socket = socket_for(env, socket.as_deref())?;
-                start(&socket, env).await?;
+                start_local(&socket, env).await?;
                 print(out, &format!("{}\n", socket.display()))
             }
-            DaemonAction::Status { json, socket } => {
-                let socket = socket_for(env, socket.as_deref())?;
-                let status = status_of(&socket).await?;
+            DaemonAction::Status {
+                json,
+                socket,
+                remote,
+            } => {
+                let dial = dial_for(env, socket.as_deref(), &remote)?;
+                let status = status_of(&dial).await?;
                 let text = if json {
                     format!("{status}\n")
                 } else {
-                    status_text(&status, &socket)
+                    status_text(&status, &dial.describe())
                 };
                 print(out, &text)
             }
-            DaemonAction::Stop { force, socket } => {
+            DaemonAction::Bridge { socket } => {
                 let socket = socket_for(env, socket.as_deref())?;
-                let mut client = Client::connect(&socket, false).await?;
+                let stream = start_local(&socket, env).await?;
+                Ok(crate::daemon::bridge::relay(stream, out).await)
+            }
+            DaemonAction::Stop {
+                force,
+                socket,
+                remote,
+            } => {
+                let dial = dial_for(env, socket.as_deref(), &remote)?;
+                let mut client = Client::dial(&dial, false).await?;
                 client
                     .call("daemon/stop", json!({"force": force}))
                     .await
@@ -192,8 +210,38 @@ pub fn socket_for(env: &Env, flag: Option<&Path>) -> Result<PathBuf, StartupErro
     Ok(choice.path)
 }
 
-/// Connects to the daemon, or starts one and waits until it accepts.
-pub async fn start(socket: &Path, env: &Env) -> Result<tokio::net::UnixStream, StartupError> {
+/// The daemon a client command talks to: `--remote`/`KEEL_REMOTE` over ssh (where `--socket`
+/// names the remote daemon's socket), else the local socket.
+pub fn dial_for(
+    env: &Env,
+    socket: Option<&Path>,
+    remote: &RemoteArgs,
+) -> Result<Dial, StartupError> {
+    let remote = Remote::from_flags(
+        remote.remote.as_deref(),
+        &env.vars,
+        &remote.ssh_opt,
+        remote.remote_keel.as_deref(),
+        socket,
+    );
+    match remote {
+        Some(r) => Ok(Dial::Remote(r)),
+        None => Ok(Dial::Local(socket_for(env, socket)?)),
+    }
+}
+
+/// Connects to the daemon, or starts one and waits until it accepts (a remote daemon is
+/// started by its bridge).
+pub async fn start(dial: &Dial, env: &Env) -> Result<Conn, StartupError> {
+    match dial {
+        Dial::Local(socket) => start_local(socket, env).await.map(Conn::from),
+        Dial::Remote(_) => Ok(dial.connect().await?),
+    }
+}
+
+/// Connects to the daemon on this machine's `socket`, or starts one and waits until it
+/// accepts.
+pub async fn start_local(socket: &Path, env: &Env) -> Result<tokio::net::UnixStream, StartupError> {
     let exe = std::env::current_exe().map_err(|e| {
         StartupError::config("cannot find the keel executable to start the daemon")
             .cause(e.to_string())
@@ -239,8 +287,8 @@ async fn run_daemon(options: DaemonOptions, spawned: bool) -> Result<Exit, Start
     }
 }
 
-async fn status_of(socket: &Path) -> Result<Value, StartupError> {
-    let mut client = Client::connect(socket, false).await?;
+async fn status_of(dial: &Dial) -> Result<Value, StartupError> {
+    let mut client = Client::dial(dial, false).await?;
     client
         .call("daemon/status", json!({}))
         .await
@@ -251,13 +299,13 @@ fn sessions(status: &Value) -> &[Value] {
     status["sessions"].as_array().map_or(&[], Vec::as_slice)
 }
 
-fn status_text(status: &Value, socket: &Path) -> String {
+fn status_text(status: &Value, place: &str) -> String {
     let uptime = status["uptimeMs"].as_u64().unwrap_or(0) / 1000;
     format!(
         "keel daemon {} (pid {}) on {}: up {uptime} s, {} client(s), {} session(s)\n",
         status["version"].as_str().unwrap_or("?"),
         status["pid"],
-        socket.display(),
+        place,
         status["clients"],
         sessions(status).len()
     )
@@ -297,7 +345,14 @@ const CLIENT_FLAGS: &[&str] = &[
     "--detach",
     "--wait",
 ];
-const CLIENT_FLAGS_WITH_VALUE: &[&str] = &["--socket", "--mode"];
+const CLIENT_FLAGS_WITH_VALUE: &[&str] = &[
+    "--socket",
+    "--mode",
+    "--remote",
+    "--ssh-opt",
+    "--remote-keel",
+    "--cwd",
+];
 
 /// The command line a daemon session starts from: this client's, without the flags that
 /// only concern the client.
@@ -347,6 +402,37 @@ pub fn without_session_flags(args: &[String]) -> Vec<String> {
         out.push(a.clone());
     }
     out
+}
+
+/// The daemon of a session command line (`--remote` and its companions, `--socket`); `--cwd`
+/// names the remote directory and needs `--remote`.
+pub fn cli_dial(cli: &crate::cli::Cli, env: &Env) -> Result<Dial, StartupError> {
+    let dial = dial_for(env, cli.socket.as_deref(), &cli.remote)?;
+    if cli.cwd.is_some() && dial.remote().is_none() {
+        return Err(StartupError::usage(
+            "--cwd names the session's directory on the remote host: it needs --remote",
+        )
+        .hint("run keel in that directory instead"));
+    }
+    Ok(dial)
+}
+
+/// `session/open`'s params for the daemon `dial` names. A remote daemon gets the session's
+/// directory there (`--cwd`, else this directory's path) and none of this machine's
+/// environment: it runs with its own keys and configuration.
+pub fn open_params_for(
+    dial: &Dial,
+    cli: &crate::cli::Cli,
+    env: &Env,
+    args: Vec<String>,
+    headless: bool,
+) -> Value {
+    let mut params = open_params(env, args, headless);
+    if dial.remote().is_some() {
+        params["cwd"] = json!(cli.cwd.as_deref().unwrap_or(&env.cwd));
+        params["env"] = json!({});
+    }
+    params
 }
 
 /// `session/open`'s params for a client started with `args` in `env`: its directory, its

@@ -7,14 +7,14 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::HashMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::daemon::client::Client;
+use crate::daemon::client::{CallError, Client};
+use crate::daemon::dial::Dial;
 use crate::host::actor::{self, Call, SessionHandle};
 use crate::host::stream::{Cursor, Delivery, Item, QUEUE};
 use crate::host::{Data, HostSetup};
@@ -33,6 +33,23 @@ pub enum Note {
     Lagged { seq: u64 },
     /// The daemon went away (why).
     Lost(String),
+}
+
+/// Why attaching to a session of the daemon failed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttachError {
+    /// The daemon could not be reached (or the connection ended).
+    Unreachable(String),
+    /// The daemon answered with an error (no such session, …).
+    Refused(String),
+}
+
+impl std::fmt::Display for AttachError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttachError::Unreachable(why) | AttachError::Refused(why) => f.write_str(why),
+        }
+    }
 }
 
 /// How attaching started: a replay of what followed the cursor, or a snapshot
@@ -108,16 +125,16 @@ impl Link {
         )
     }
 
-    /// Attaches to `session` in the daemon on `socket` (from `cursor` if given).
+    /// Attaches to `session` in the daemon `dial` names (from `cursor` if given).
     pub async fn daemon(
-        socket: &Path,
+        dial: &Dial,
         session: &str,
         cursor: Option<(&str, u64)>,
         interactive: bool,
-    ) -> Result<(Link, Start), String> {
-        let mut client = Client::connect(socket, interactive)
+    ) -> Result<(Link, Start), AttachError> {
+        let mut client = Client::dial(dial, interactive)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| AttachError::Unreachable(e.to_string()))?;
         let mut params = json!({"sessionId": session});
         if let Some((epoch, seq)) = cursor {
             params["cursor"] = json!({"epoch": epoch, "seq": seq});
@@ -125,7 +142,10 @@ impl Link {
         let attached = client
             .call("session/attach", params)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| match e {
+                CallError::Rpc(e) => AttachError::Refused(e.message),
+                lost => AttachError::Unreachable(lost.to_string()),
+            })?;
         let early: Vec<(String, Value)> = client.notifications.drain(..).collect();
         let hello = client.hello.get("daemon").cloned();
         let (read, mut write) = client.into_parts();

@@ -530,10 +530,11 @@ async fn open_in_daemon(
     env: &Env,
     args: Vec<String>,
 ) -> Result<(Link, crate::front::link::Start), String> {
-    let stream = crate::front::daemon::start(socket, env)
+    let dial = crate::daemon::dial::Dial::Local(socket.to_path_buf());
+    let conn = crate::front::daemon::start(&dial, env)
         .await
         .map_err(|e| e.render().trim_end().to_string())?;
-    let mut client = crate::daemon::client::Client::greet(stream, true)
+    let mut client = crate::daemon::client::Client::greet(conn, true, &dial)
         .await
         .map_err(|e| e.to_string())?;
     let params = crate::front::daemon::open_params(env, args, false);
@@ -548,7 +549,9 @@ async fn open_in_daemon(
         tracing::warn!("{}", w.as_str().unwrap_or_default());
     }
     let id = opened["sessionId"].as_str().unwrap_or_default();
-    Link::daemon(socket, id, None, true).await
+    Link::daemon(&dial, id, None, true)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// What this agent supports, and nothing more (`reference/daemon-acp.md` §1.4).

@@ -65,7 +65,7 @@ struct Held {
 /// request can only get that -32012 before the daemon answers any later one (errors are
 /// answered at once, in order), which tells when none can any more.
 struct Bridge {
-    write: tokio::net::unix::OwnedWriteHalf,
+    write: crate::daemon::dial::Writer,
     session: String,
     sent: HashMap<String, Sent>,
     next: u64,
@@ -213,15 +213,15 @@ impl Bridge {
 /// Serves RPC mode against the daemon until stdin closes or a signal arrives.
 pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, StartupError> {
     let mut signals = Signals::new()?;
-    let socket = crate::front::daemon::socket_for(env, cli.socket.as_deref())?;
-    let stream = crate::front::daemon::start(&socket, env).await?;
-    let mut client = crate::daemon::client::Client::greet(stream, true).await?;
+    let dial = crate::front::daemon::cli_dial(cli, env)?;
+    let conn = crate::front::daemon::start(&dial, env).await?;
+    let mut client = crate::daemon::client::Client::greet(conn, true, &dial).await?;
     let args = crate::front::daemon::session_args(std::env::args().skip(1));
-    let params = crate::front::daemon::open_params(env, args, false);
+    let params = crate::front::daemon::open_params_for(&dial, cli, env, args, false);
     let opened = client
         .call("session/open", params)
         .await
-        .map_err(crate::front::client::open_failed)?;
+        .map_err(|e| crate::front::client::open_failed_on(&dial, e))?;
     for w in opened["warnings"].as_array().into_iter().flatten() {
         out.err(&format!("Warning: {}\n", w.as_str().unwrap_or_default()));
     }
@@ -383,7 +383,7 @@ mod tests {
 
     fn bridge(write: tokio::net::unix::OwnedWriteHalf) -> Bridge {
         Bridge {
-            write,
+            write: Box::new(write),
             session: "old".into(),
             sent: HashMap::new(),
             next: 0,

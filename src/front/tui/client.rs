@@ -35,7 +35,8 @@ use crate::output::{Output, TerminalOut};
 
 /// What attaching to a session of the daemon needs.
 pub struct AttachSetup {
-    pub socket: PathBuf,
+    /// The daemon: this machine's socket, or a remote host's over ssh.
+    pub dial: crate::daemon::dial::Dial,
     pub session: String,
     /// A prompt given on the command line: sent once the view is up.
     pub prompt: Option<String>,
@@ -74,9 +75,13 @@ pub(super) enum Back {
 
 /// Where the session lives when it is not in this process.
 pub(super) struct Daemon {
-    pub socket: PathBuf,
+    pub dial: crate::daemon::dial::Dial,
     /// The daemon went away: Enter tries to reconnect.
     pub lost: bool,
+    /// A remote daemon's link dropped: the next attempt is due then (attempts go on by
+    /// themselves, with `backoff`, until one succeeds or the user leaves).
+    pub retry_at: Option<Instant>,
+    pub backoff: crate::daemon::dial::Backoff,
     pub reopen: Value,
     pub env: crate::mode::Env,
 }
@@ -170,7 +175,7 @@ pub async fn run_local(setup: TuiSetup, out: &mut Output) -> Result<Exit, Startu
 /// Attaches the TUI to a session of the daemon until the user leaves (exit 0), the terminal
 /// goes away or a signal ends this client (128 + n); the session stays live either way.
 pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupError> {
-    let (link, start) = Link::daemon(&setup.socket, &setup.session, None, true)
+    let (link, start) = Link::daemon(&setup.dial, &setup.session, None, true)
         .await
         .map_err(|e| {
             StartupError::config(format!("cannot attach to session {}: {e}", setup.session))
@@ -190,8 +195,10 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
         dumb: setup.env.dumb_terminal(),
     };
     let daemon = Daemon {
-        socket: setup.socket,
+        dial: setup.dial,
         lost: false,
+        retry_at: None,
+        backoff: Default::default(),
         reopen: setup.reopen,
         env: setup.env,
     };
@@ -463,6 +470,7 @@ impl Client {
             let ticking =
                 self.view.transcript.is_running() || self.view.transcript.shell().is_some();
             let lost = self.daemon.as_ref().is_some_and(|d| d.lost);
+            let retry_at = self.daemon.as_ref().and_then(|d| d.retry_at);
             tokio::select! {
                 biased;
                 n = signals.next() => self.stop = Some(Exit::Signal(n)),
@@ -476,6 +484,9 @@ impl Client {
                 Some(back) = self.back_rx.recv() => {
                     let changed = self.on_back(back);
                     self.dirty |= changed;
+                }
+                _ = tokio::time::sleep_until(retry_at.unwrap_or(place_at)), if retry_at.is_some() => {
+                    self.retry_remote().await;
                 }
                 _ = tokio::time::sleep_until(place_at), if self.daemon.is_some() && !lost => {
                     self.show_place();

@@ -77,6 +77,11 @@ impl Client {
         let Some(hello) = self.daemon.as_ref().and(self.link.daemon.clone()) else {
             return;
         };
+        let host = self
+            .daemon
+            .as_ref()
+            .and_then(|d| d.dial.remote())
+            .map(|r| r.host.clone());
         let commands = self.commands.clone();
         let back = self.back_tx.clone();
         let id = self.link.session_id().to_string();
@@ -89,7 +94,7 @@ impl Client {
                     .find(|s| s["sessionId"] == id.as_str())
                     .and_then(|s| s["clients"].as_u64())
             });
-            let _ = back.send(Back::Place(place_text(&hello, clients)));
+            let _ = back.send(Back::Place(place_text(&hello, host.as_deref(), clients)));
         });
     }
 
@@ -249,7 +254,7 @@ impl Client {
             view::fmt_tokens(u.output),
             u.cost.total
         );
-        let daemon = self.daemon.as_ref().map(|d| d.socket.display().to_string());
+        let daemon = self.daemon.as_ref().map(|d| d.dial.describe());
         tokio::spawn(async move {
             let state = commands.request("get_state", json!({})).await;
             let state = match state {
@@ -290,10 +295,13 @@ impl Client {
     }
 }
 
-/// "in the keel daemon (pid N) · 2 windows", and a daemon of another version named with
-/// what to do about it.
-pub(super) fn place_text(hello: &Value, clients: Option<u64>) -> String {
+/// "daemon pid N [on HOST] · 2 windows", and a daemon of another version named with what to
+/// do about it.
+pub(super) fn place_text(hello: &Value, host: Option<&str>, clients: Option<u64>) -> String {
     let mut text = format!("daemon pid {}", hello["pid"]);
+    if let Some(host) = host {
+        text.push_str(&format!(" on {host}"));
+    }
     if let Some(n) = clients.filter(|n| *n > 1) {
         text.push_str(&format!(" · {n} windows"));
     }
@@ -315,11 +323,18 @@ mod tests {
     fn the_place_names_a_daemon_of_another_version() {
         let ours = env!("CARGO_PKG_VERSION");
         let same = json!({"pid": 42, "version": ours});
-        assert_eq!(place_text(&same, Some(1)), "daemon pid 42");
-        assert_eq!(place_text(&same, Some(3)), "daemon pid 42 · 3 windows");
+        assert_eq!(place_text(&same, None, Some(1)), "daemon pid 42");
+        assert_eq!(
+            place_text(&same, None, Some(3)),
+            "daemon pid 42 · 3 windows"
+        );
+        assert_eq!(
+            place_text(&same, Some("me@box"), Some(2)),
+            "daemon pid 42 on me@box · 2 windows"
+        );
         let other = json!({"pid": 42, "version": "0.0.1-old"});
         assert_eq!(
-            place_text(&other, None),
+            place_text(&other, None, None),
             format!("daemon pid 42 · daemon is keel 0.0.1-old, this is {ours}: `keel daemon stop` when idle")
         );
     }

@@ -19,6 +19,7 @@ pub mod paint;
 pub mod picker;
 mod reconnect;
 pub mod replay;
+pub mod start;
 pub mod terminal;
 pub mod tool_cell;
 pub mod transcript;

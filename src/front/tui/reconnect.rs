@@ -1,20 +1,35 @@
 //! Daemon trouble, seen from the TUI: a lost connection is said plainly and Enter attaches
 //! again with the cursor (a replay, or a snapshot when the daemon no longer holds the events
 //! in between: never a silent gap); a dead daemon is replaced by a new one that resumes the
-//! session from its file.
+//! session from its file. A remote daemon's link (ssh) that drops is retried by itself, with
+//! backoff, while the status line says "reconnecting…": the run there goes on meanwhile.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use serde_json::{json, Value};
 
+use tokio::time::Instant;
+
 use super::client::Client;
 use super::short_id;
 use super::transcript::HistoryCell;
-use crate::front::link::{Link, Start};
+use crate::daemon::dial::Backoff;
+use crate::front::link::{AttachError, Link, Start};
 
 impl Client {
     pub(super) fn lost(&mut self, why: &str) {
         if let Some(d) = &mut self.daemon {
             d.lost = true;
+            if let Some(remote) = d.dial.remote() {
+                let host = remote.host.clone();
+                d.backoff = Backoff::default();
+                d.retry_at = Some(Instant::now() + d.backoff.next_delay());
+                self.view.notice(HistoryCell::Error(format!(
+                    "The connection to the keel daemon on {host} was lost ({why}); reconnecting \
+                     (the session and its run go on there)."
+                )));
+                self.view.place = Some(format!("reconnecting to {host}… · Enter tries now"));
+                return;
+            }
         }
         self.view.notice(HistoryCell::Error(format!(
             "The connection to the keel daemon was lost ({why}). Press Enter to reconnect; the \
@@ -26,7 +41,7 @@ impl Client {
     /// Attaches again from the last event seen: a replay, or a snapshot if the daemon no longer
     /// holds what followed.
     pub(super) async fn reconnect(&mut self) {
-        let Some(socket) = self.daemon.as_ref().map(|d| d.socket.clone()) else {
+        let Some(dial) = self.daemon.as_ref().map(|d| d.dial.clone()) else {
             // In this process: the view fell behind its own session's stream.
             let cursor = (self.epoch.clone(), self.seq);
             match self.link.reattach_local((&cursor.0, cursor.1)).await {
@@ -44,31 +59,69 @@ impl Client {
         };
         let cursor = Some((self.epoch.as_str(), self.seq));
         let session = self.link.session_id().to_string();
-        match Link::daemon(&socket, &session, cursor, true).await {
-            Ok((link, start)) => {
-                let snapshot = start.snapshot.is_some();
-                if snapshot {
-                    self.view.notice(HistoryCell::Notice(
-                        "reconnected; the daemon no longer held the events in between, so the \
-                         state below is its snapshot"
-                            .into(),
-                    ));
-                }
-                self.relink(link, &start).await;
-                if !snapshot {
-                    self.view
-                        .notice(HistoryCell::Notice("reconnected to the keel daemon".into()));
-                }
-            }
+        match Link::daemon(&dial.quietly(), &session, cursor, true).await {
+            Ok((link, start)) => self.reconnected(link, &start).await,
+            // A remote daemon that answered but no longer holds the session: open it there
+            // again from its file.
+            Err(AttachError::Refused(_)) if dial.remote().is_some() => self.restart().await,
+            Err(AttachError::Unreachable(e)) if dial.remote().is_some() => self.retry_later(&e),
             Err(_)
-                if !socket.exists()
-                    || std::os::unix::net::UnixStream::connect(&socket).is_err() =>
+                if dial.local_socket().is_some_and(|socket| {
+                    !socket.exists() || std::os::unix::net::UnixStream::connect(socket).is_err()
+                }) =>
             {
                 self.restart().await
             }
             Err(e) => self
                 .view
                 .notice(HistoryCell::Error(format!("cannot reconnect: {e}"))),
+        }
+    }
+
+    /// The next attempt for a remote daemon is due (see [`Client::lost`]).
+    pub(super) async fn retry_remote(&mut self) {
+        if let Some(d) = &mut self.daemon {
+            // Due again only if this attempt fails (`retry_later`).
+            d.retry_at = None;
+        }
+        self.reconnect().await;
+        self.dirty = true;
+    }
+
+    /// A remote attempt failed: the next one waits longer.
+    fn retry_later(&mut self, why: &str) {
+        let Some(d) = &mut self.daemon else { return };
+        let host = d.dial.remote().map(|r| r.host.clone()).unwrap_or_default();
+        let failed = d.backoff.attempts();
+        let delay = d.backoff.next_delay();
+        d.retry_at = Some(Instant::now() + delay);
+        tracing::info!("reconnecting to {host}: attempt {failed} failed: {why}");
+        self.view.place = Some(format!(
+            "reconnecting to {host}… (attempt {failed} failed, next in {:.0} s) · Enter tries now",
+            delay.as_secs_f64().ceil()
+        ));
+    }
+
+    async fn reconnected(&mut self, link: Link, start: &Start) {
+        let snapshot = start.snapshot.is_some();
+        if snapshot {
+            self.view.notice(HistoryCell::Notice(
+                "reconnected; the daemon no longer held the events in between, so the state \
+                 below is its snapshot"
+                    .into(),
+            ));
+        }
+        self.relink(link, start).await;
+        if !snapshot {
+            let place = self
+                .daemon
+                .as_ref()
+                .and_then(|d| d.dial.remote())
+                .map(|r| format!(" on {}", r.host))
+                .unwrap_or_default();
+            self.view.notice(HistoryCell::Notice(format!(
+                "reconnected to the keel daemon{place}"
+            )));
         }
     }
 
@@ -79,6 +132,8 @@ impl Client {
         self.commands = self.link.commands();
         if let Some(d) = &mut self.daemon {
             d.lost = false;
+            d.retry_at = None;
+            d.backoff = Backoff::default();
         }
         self.epoch = start.epoch.clone();
         if start.snapshot.is_some() {
@@ -108,7 +163,7 @@ impl Client {
             return;
         };
         let Some(d) = &self.daemon else { return };
-        match reopen(&d.socket, &d.env, &d.reopen, &file).await {
+        match reopen(&d.dial, &d.env, &d.reopen, &file).await {
             Ok((id, link, start)) => {
                 self.relink(link, &start).await;
                 self.view.notice(HistoryCell::Notice(format!(
@@ -135,18 +190,19 @@ fn args_for_file(args: &[Value], file: &str) -> Vec<String> {
     out
 }
 
-/// Starts (or finds) a daemon on `socket`, opens `file` there with `params`' other flags and
+/// Starts (or finds) the daemon `dial` names, opens `file` there with `params`' other flags and
 /// attaches.
 async fn reopen(
-    socket: &std::path::Path,
+    dial: &crate::daemon::dial::Dial,
     env: &crate::mode::Env,
     params: &Value,
     file: &str,
 ) -> Result<(String, Link, Start), String> {
-    let stream = crate::front::daemon::start(socket, env)
+    let dial = dial.quietly();
+    let conn = crate::front::daemon::start(&dial, env)
         .await
         .map_err(|e| e.message)?;
-    let mut client = crate::daemon::client::Client::greet(stream, true)
+    let mut client = crate::daemon::client::Client::greet(conn, true, &dial)
         .await
         .map_err(|e| e.to_string())?;
     let mut params = params.clone();
@@ -158,7 +214,9 @@ async fn reopen(
         .map_err(|e| e.to_string())?;
     drop(client);
     let id = opened["sessionId"].as_str().unwrap_or_default().to_string();
-    let (link, start) = Link::daemon(socket, &id, None, true).await?;
+    let (link, start) = Link::daemon(&dial, &id, None, true)
+        .await
+        .map_err(|e| e.to_string())?;
     Ok((id, link, start))
 }
 
