@@ -35,8 +35,12 @@ type Res<T> = Result<T, String>;
 mod daemon;
 #[path = "keel/mcp.rs"]
 mod mcp;
+#[path = "keel/remote.rs"]
+mod remote;
 #[path = "keel/session.rs"]
 mod session;
+#[path = "../tests/sshd_support.rs"]
+mod sshd_support;
 #[path = "keel/tui.rs"]
 mod tui;
 
@@ -115,13 +119,13 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session, =daemon, =mcp or =tui runs just those rows (they take a while
+    // KEEL_BENCH_ONLY=session, =daemon, =remote, =mcp or =tui runs just those rows (they take a while
     // to iterate on).
     let only = match std::env::var("KEEL_BENCH_ONLY") {
-        Ok(v) if ["session", "daemon", "mcp", "tui"].contains(&v.as_str()) => Some(v),
+        Ok(v) if ["session", "daemon", "mcp", "tui", "remote"].contains(&v.as_str()) => Some(v),
         Ok(v) => {
             return Err(format!(
-                "KEEL_BENCH_ONLY: session, daemon, mcp or tui, not {v:?}"
+                "KEEL_BENCH_ONLY: session, daemon, remote, mcp or tui, not {v:?}"
             ))
         }
         Err(_) => None,
@@ -134,12 +138,12 @@ fn run() -> Res<()> {
     if only.as_deref() == Some("daemon") {
         eprintln!("[8/8] daemon: latency, throughput, replay, memory x{heavy}");
         daemon::daemon_bench(&keel, hello_s, &mut rows, heavy)?;
+        remote::remote_bench(&keel, hello_s, &mut rows)?;
         return report(&keel, &rows, &format!("{heavy} heavy, daemon rows only"));
     }
-    if only.as_deref() == Some("tui") {
-        eprintln!("[7/8] tui: bytes per streamed token and frame time");
-        tui::tui_bench(&mut rows, heavy)?;
-        return report(&keel, &rows, &format!("{heavy} samples, TUI rows only"));
+    if only.as_deref() == Some("remote") {
+        remote::remote_bench(&keel, hello_s, &mut rows)?;
+        return report(&keel, &rows, "remote rows only");
     }
     if only.as_deref() == Some("mcp") {
         mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
@@ -395,6 +399,7 @@ fn run() -> Res<()> {
     // 8. The daemon: socket latency against in-process RPC, fan-out, replay, memory.
     eprintln!("[8/8] daemon: latency, throughput, replay, memory x{heavy}");
     daemon::daemon_bench(&keel, hello_s, &mut rows, heavy)?;
+    remote::remote_bench(&keel, hello_s, &mut rows)?;
 
     let runs = format!("{quick} quick / {heavy} heavy / {rpc_samples} rpc samples");
     report(&keel, &rows, &runs)

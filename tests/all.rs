@@ -41,6 +41,7 @@ mod session_load;
 mod session_safety;
 mod sessions;
 mod skills;
+mod sshd_support;
 mod stdio;
 mod support;
 mod tools_hardening;

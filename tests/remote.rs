@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 
 use serde_json::{json, Value};
 
@@ -193,117 +193,6 @@ fn a_remote_run_survives_its_link_being_cut_and_prints_every_event_once() {
     assert!(table.contains("idle"), "{table}");
 }
 
-/// An OpenSSH server on 127.0.0.1 with a throwaway host key, accepting one throwaway user key
-/// for the user running the test; killed on drop.
-struct Sshd {
-    child: Child,
-    /// `--ssh-opt` values that reach it: port, key, the host key as the only known host.
-    opts: Vec<String>,
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Why the OpenSSH test cannot run here, if it cannot.
-fn no_sshd() -> Option<String> {
-    let sshd = Path::new("/usr/sbin/sshd");
-    if !sshd.exists() {
-        return Some("/usr/sbin/sshd is not installed (Debian: openssh-server)".into());
-    }
-    // As root, sshd needs its privilege-separation directory (the package's tmpfiles make it
-    // at boot; .ci/run makes it).
-    if nix::unistd::geteuid().is_root() && !Path::new("/run/sshd").is_dir() {
-        return Some("/run/sshd is missing (mkdir -m 755 /run/sshd)".into());
-    }
-    if Command::new("ssh-keygen").arg("-?").output().is_err() {
-        return Some("ssh-keygen is not installed".into());
-    }
-    None
-}
-
-fn keygen(path: &Path) {
-    let ok = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(path)
-        .status()
-        .unwrap();
-    assert!(ok.success());
-}
-
-fn start_sshd(sb: &Sandbox) -> Sshd {
-    let dir = sb.dir.path().join("sshd");
-    std::fs::create_dir_all(&dir).unwrap();
-    let host_key = dir.join("host_key");
-    let user_key = dir.join("user_key");
-    keygen(&host_key);
-    keygen(&user_key);
-    std::fs::copy(dir.join("user_key.pub"), dir.join("authorized_keys")).unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let host_pub = std::fs::read_to_string(dir.join("host_key.pub")).unwrap();
-    let known = dir.join("known_hosts");
-    std::fs::write(&known, format!("[127.0.0.1]:{port} {host_pub}")).unwrap();
-    let config = dir.join("sshd_config");
-    std::fs::write(
-        &config,
-        format!(
-            "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
-             PidFile {}\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n\
-             KbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
-             PermitRootLogin prohibit-password\nLogLevel INFO\n\
-             SetEnv PATH={} HOME={}\n",
-            host_key.display(),
-            dir.join("authorized_keys").display(),
-            dir.join("sshd.pid").display(),
-            std::env::var("PATH").unwrap_or_default(),
-            sb.dir.path().display(),
-        ),
-    )
-    .unwrap();
-    let mut child = Command::new("/usr/sbin/sshd")
-        .args(["-D", "-e", "-f"])
-        .arg(&config)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // sshd says "Server listening on 127.0.0.1 port N." once it listens.
-    let mut log = BufReader::new(child.stderr.take().unwrap());
-    let mut said = String::new();
-    loop {
-        let mut line = String::new();
-        if log.read_line(&mut line).unwrap() == 0 {
-            let _ = child.kill();
-            panic!("sshd ended before listening: {said}");
-        }
-        said.push_str(&line);
-        if line.contains("Server listening on 127.0.0.1") {
-            break;
-        }
-    }
-    std::thread::spawn(move || for _ in log.lines() {});
-    Sshd {
-        child,
-        opts: vec![
-            format!("Port={port}"),
-            format!("IdentityFile={}", user_key.display()),
-            "IdentitiesOnly=yes".into(),
-            format!("UserKnownHostsFile={}", known.display()),
-            "GlobalKnownHostsFile=/dev/null".into(),
-            "StrictHostKeyChecking=yes".into(),
-            "LogLevel=ERROR".into(),
-        ],
-    }
-}
-
 /// The real ssh, noting its pid first.
 fn recorded_ssh(sb: &Sandbox) -> (PathBuf, PathBuf) {
     noting_ssh(sb, "recorded-ssh", "exec ssh \"$@\"")
@@ -311,20 +200,18 @@ fn recorded_ssh(sb: &Sandbox) -> (PathBuf, PathBuf) {
 
 #[test]
 fn over_openssh_a_run_survives_the_ssh_process_being_killed() {
-    if let Some(why) = no_sshd() {
+    if let Some(why) = crate::sshd_support::unavailable() {
         println!("skipped: the OpenSSH remote test needs sshd: {why}");
         return;
     }
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
-    let sshd = start_sshd(&sb);
+    let path = std::env::var("PATH").unwrap_or_default();
+    let sshd =
+        crate::sshd_support::start(&sb.dir.path().join("sshd"), &path, sb.dir.path()).unwrap();
     let (ssh, links_file) = recorded_ssh(&sb);
-    let user = nix::unistd::User::from_uid(nix::unistd::geteuid())
-        .unwrap()
-        .unwrap()
-        .name;
-    let host = format!("{user}@127.0.0.1");
+    let host = sshd.host.clone();
     let mut remote: Vec<&str> = vec![
         "--remote",
         &host,

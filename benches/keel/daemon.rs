@@ -17,8 +17,8 @@ use serde_json::{json, Value};
 use super::{keel_cmd, median, path_str, Res, Row, Rpc, Sandbox};
 
 /// Prompts timed per latency sample, after [`WARMUP`] untimed ones.
-const PROMPTS: usize = 50;
-const WARMUP: usize = 5;
+pub(super) const PROMPTS: usize = 50;
+pub(super) const WARMUP: usize = 5;
 /// Text deltas of the one-client throughput run (also fills the replay ring).
 const STREAM_DELTAS: u64 = 200_000;
 /// Text deltas of the 50-client run, and the clients attached at once.
@@ -34,14 +34,14 @@ const IDLE_SESSIONS: usize = 100;
 const QUEUE: u64 = keel::host::stream::QUEUE as u64;
 
 /// A `keel daemon run` this bench started; killed by its PID on drop.
-struct Daemon {
+pub(super) struct Daemon {
     child: Child,
-    socket: PathBuf,
+    pub(super) socket: PathBuf,
 }
 
 impl Daemon {
     /// Starts the daemon on `<sandbox>/run/p1.sock` and waits for its "listening on" log line.
-    fn start(keel: &Path, sb: &Sandbox) -> Res<Daemon> {
+    pub(super) fn start(keel: &Path, sb: &Sandbox) -> Res<Daemon> {
         use std::os::unix::fs::PermissionsExt;
         let dir = sb.home.parent().ok_or("sandbox has no root")?.join("run");
         fs::create_dir_all(&dir).map_err(|e| format!("mkdir: {e}"))?;
@@ -78,22 +78,12 @@ impl Daemon {
         Ok(daemon)
     }
 
-    fn connect(&self) -> Res<Conn> {
+    pub(super) fn connect(&self) -> Res<Conn> {
         let w = UnixStream::connect(&self.socket).map_err(|e| format!("connect: {e}"))?;
         w.set_read_timeout(Some(Duration::from_secs(60)))
             .map_err(|e| e.to_string())?;
-        let r = BufReader::with_capacity(256 * 1024, w.try_clone().map_err(|e| e.to_string())?);
-        let mut c = Conn {
-            r,
-            w,
-            next: 0,
-            line: Vec::new(),
-        };
-        c.call(
-            "daemon/hello",
-            json!({"protocolVersion": 1, "client": {"name": "bench", "version": "0"}}),
-        )?;
-        Ok(c)
+        let r = w.try_clone().map_err(|e| e.to_string())?;
+        Conn::greet(Box::new(r), Box::new(w))
     }
 
     /// VmRSS of the daemon process, KiB.
@@ -115,10 +105,11 @@ impl Drop for Daemon {
     }
 }
 
-/// One protocol-v1 connection, read line by line without parsing the event lines.
-struct Conn {
-    r: BufReader<UnixStream>,
-    w: UnixStream,
+/// One protocol-v1 connection (the socket, or ssh's pipes), read line by line without parsing
+/// the event lines.
+pub(super) struct Conn {
+    r: BufReader<Box<dyn std::io::Read + Send>>,
+    w: Box<dyn Write + Send>,
     next: u64,
     line: Vec<u8>,
 }
@@ -143,6 +134,36 @@ struct Read {
 }
 
 impl Conn {
+    /// A connection over `r`/`w`, greeted with `daemon/hello`.
+    pub(super) fn greet(r: Box<dyn std::io::Read + Send>, w: Box<dyn Write + Send>) -> Res<Conn> {
+        let mut c = Conn {
+            r: BufReader::with_capacity(256 * 1024, r),
+            w,
+            next: 0,
+            line: Vec::new(),
+        };
+        c.call(
+            "daemon/hello",
+            json!({"protocolVersion": 1, "client": {"name": "bench", "version": "0"}}),
+        )?;
+        Ok(c)
+    }
+
+    /// One prompt: the time to its first `session/event`; `seq` moves past its events.
+    pub(super) fn first_event(&mut self, id: &str, i: usize, seq: &mut u64) -> Res<f64> {
+        let start = Instant::now();
+        self.send(
+            "prompt",
+            json!({"sessionId": id, "message": format!("p{i}")}),
+        )?;
+        let r = self.read_events(*seq, None)?;
+        if r.end != End::Settled {
+            return Err(format!("latency prompt ended with {:?}", r.end));
+        }
+        *seq += r.events;
+        Ok((r.first.ok_or("no event")? - start).as_secs_f64() * 1e3)
+    }
+
     fn send(&mut self, method: &str, params: Value) -> Res<u64> {
         self.next += 1;
         let req = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
@@ -246,7 +267,7 @@ fn seq_of(line: &[u8]) -> Option<u64> {
 }
 
 /// Opens a scripted session (no session file) and attaches `c` to it; `(id, epoch, seq)`.
-fn open(c: &mut Conn, sb: &Sandbox, script: &str) -> Res<(String, String, u64)> {
+pub(super) fn open(c: &mut Conn, sb: &Sandbox, script: &str) -> Res<(String, String, u64)> {
     let r = c.call(
         "session/open",
         json!({"cwd": path_str(&sb.cwd)?, "args": ["--no-session", "--provider", "scripted", "--script", script]}),
@@ -306,18 +327,9 @@ fn latency(keel: &Path, hello: &str, rows: &mut Vec<Row>) -> Res<()> {
     let (id, _, mut seq) = open(&mut c, &sb, hello)?;
     let mut socket = Vec::new();
     for i in 0..WARMUP + PROMPTS {
-        let start = Instant::now();
-        c.send(
-            "prompt",
-            json!({"sessionId": id, "message": format!("p{i}")}),
-        )?;
-        let r = c.read_events(seq, None)?;
-        if r.end != End::Settled {
-            return Err(format!("latency prompt ended with {:?}", r.end));
-        }
-        seq += r.events;
+        let ms = c.first_event(&id, i, &mut seq)?;
         if i >= WARMUP {
-            socket.push((r.first.ok_or("no event")? - start).as_secs_f64() * 1e3);
+            socket.push(ms);
         }
     }
     drop(c);
