@@ -69,6 +69,7 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     let (queue_tx, mut queue_rx) = mpsc::channel::<Delivery>(shared.options.ring.0 + QUEUE);
     let (replies, mut reply_rx) = mpsc::unbounded_channel::<Back>();
     let mut shutdown = shared.shutdown.subscribe();
+    let mut notices = shared.notices.subscribe();
     let mut conn = Conn {
         shared: shared.clone(),
         client,
@@ -93,6 +94,11 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
                     let _ = write.write_all(line.as_bytes()).await;
                 }
                 break;
+            }
+            Ok(notice) = notices.recv() => {
+                if let Ok(line) = j::notification_line("daemon/notice", &notice) {
+                    out.extend_from_slice(line.as_bytes());
+                }
             }
             Some((id, stream, answer, head)) = reply_rx.recv() => {
                 // The events published before the answer go first, the later ones after it.
@@ -331,6 +337,14 @@ impl Conn {
                     Err(e) => Outcome::Error(e),
                 }
             }
+            "schedule/reload" => match crate::schedule::runner::reload_method(&self.shared) {
+                Ok(v) => Outcome::Result(v),
+                Err(e) => Outcome::Error(e),
+            },
+            "schedule/run" => match crate::schedule::runner::run_method(&self.shared, params).await {
+                Ok(v) => Outcome::Result(v),
+                Err(e) => Outcome::Error(e),
+            },
             "session/attach" => self.attach(params).await,
             "session/detach" => {
                 let r: SessionRef = match j::params(params) {
@@ -478,6 +492,7 @@ impl Conn {
             "uptimeMs": s.started.elapsed().as_millis() as u64,
             "clients": s.clients.load(Ordering::Relaxed),
             "sessions": sessions,
+            "schedules": s.scheduler.status(),
         })
     }
 
