@@ -244,7 +244,8 @@ pub enum ColorFlag {
     Never,
 }
 
-/// `keel daemon …` and `keel ps`: the commands that manage the per-user daemon.
+/// `keel daemon …`, `keel ps`, `keel attach` and `keel schedule …`: the commands that manage
+/// the per-user daemon.
 #[derive(Debug, Parser)]
 #[command(
     name = "keel",
@@ -270,6 +271,11 @@ pub enum DaemonTop {
         /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
+    },
+    /// Tasks the daemon runs on a schedule (see README "Scheduled tasks").
+    Schedule {
+        #[command(subcommand)]
+        action: crate::schedule::cli::ScheduleAction,
     },
     /// List the sessions live in the daemon.
     Ps {
@@ -313,6 +319,19 @@ pub enum DaemonAction {
         json: bool,
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
+    },
+    /// Print a unit that starts the daemon at login: a systemd user unit (Linux) or a launchd
+    /// agent (macOS).
+    Install {
+        /// Print it (keel installs nothing itself).
+        #[arg(long)]
+        print: bool,
+        /// A systemd user unit, whatever the system.
+        #[arg(long, conflicts_with = "launchd")]
+        systemd: bool,
+        /// A launchd agent plist, whatever the system.
+        #[arg(long)]
+        launchd: bool,
     },
     /// Stop the daemon (refused while a run is active, unless --force).
     Stop {

@@ -55,6 +55,7 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
             };
             crate::front::tui::client::run(setup, out).await
         }
+        DaemonTop::Schedule { action } => crate::schedule::cli::run(action, env, out).await,
         DaemonTop::Ps { json, socket } => {
             let status = status_of(&socket_for(env, socket.as_deref())?).await?;
             let text = if json {
@@ -82,6 +83,23 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
                     temp_dir: env.temp_dir.clone(),
                 };
                 run_daemon(options, spawned).await
+            }
+            DaemonAction::Install {
+                print: yes,
+                systemd,
+                launchd,
+            } => {
+                if !yes {
+                    return Err(StartupError::usage(
+                        "keel daemon install only prints the unit: pass --print",
+                    )
+                    .hint("keel daemon install --print, then install it as the README says"));
+                }
+                let exe = std::env::current_exe().map_err(|e| {
+                    StartupError::config("cannot find the keel executable").cause(e.to_string())
+                })?;
+                let kind = crate::daemon::install::Kind::pick(systemd, launchd);
+                print(out, &crate::daemon::install::unit(kind, &exe, &env.keel_home))
             }
             DaemonAction::Start { socket } => {
                 let socket = socket_for(env, socket.as_deref())?;

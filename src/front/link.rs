@@ -33,6 +33,8 @@ pub enum Note {
     Lagged { seq: u64 },
     /// The daemon went away (why).
     Lost(String),
+    /// A daemon-wide message for the user (`daemon/notice`: a scheduled run that failed).
+    Notice(String),
 }
 
 /// How attaching started: a replay of what followed the cursor, or a snapshot
@@ -363,6 +365,7 @@ fn note_of(method: &str, params: &Value, current: &mut String) -> Option<Note> {
         "daemon/lagged" => Some(Note::Lagged {
             seq: params["seq"].as_u64()?,
         }),
+        "daemon/notice" => Some(Note::Notice(params["message"].as_str()?.to_string())),
         "daemon/shutdown" => Some(Note::Lost(format!(
             "the daemon is shutting down ({})",
             params["reason"].as_str().unwrap_or("stopped")
