@@ -36,6 +36,7 @@ mod mentions;
 mod projectors;
 mod providers;
 mod rpc;
+mod schedule;
 mod session_load;
 mod session_safety;
 mod sessions;

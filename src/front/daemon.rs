@@ -271,14 +271,26 @@ fn sessions(status: &Value) -> &[Value] {
 
 fn status_text(status: &Value, socket: &Path) -> String {
     let uptime = status["uptimeMs"].as_u64().unwrap_or(0) / 1000;
-    format!(
+    let mut text = format!(
         "keel daemon {} (pid {}) on {}: up {uptime} s, {} client(s), {} session(s)\n",
         status["version"].as_str().unwrap_or("?"),
         status["pid"],
         socket.display(),
         status["clients"],
         sessions(status).len()
-    )
+    );
+    let s = &status["schedules"];
+    if let Some(e) = s["error"].as_str() {
+        text.push_str(&format!("scheduled tasks: none run: {e}\n"));
+    } else if s["tasks"].as_u64().is_some_and(|n| n > 0) {
+        text.push_str(&format!(
+            "scheduled tasks: {} ({} active, {} running)\n",
+            s["tasks"],
+            s["active"],
+            s["running"].as_array().map_or(0, Vec::len)
+        ));
+    }
+    text
 }
 
 fn ps_json(status: &Value) -> String {
