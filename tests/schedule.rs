@@ -307,3 +307,29 @@ fn install_prints_a_login_unit_that_runs_the_daemon_forever() {
     let bare = keel(&sb, &socket, &["daemon", "install"]);
     assert_eq!(bare.code, 2, "{bare}");
 }
+
+#[test]
+fn a_tui_attached_to_the_daemon_shows_a_failed_run_as_a_notice() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &[]);
+    let socket = d.socket.display().to_string();
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let shell = format!(
+        "exec '{keel}' --daemon --socket '{socket}' --provider scripted --script '{}' --session-id watch hi",
+        fixture("hello.json")
+    );
+    let (mut w, mut child) = crate::tui_pty::spawn(&sb, &shell);
+    w.wait_for("the answer", |t| t.contains("Hello from keel!"));
+    add(&sb, "broken", "provider_error.json", &[]);
+    w.wait_for("the notice", |t| {
+        t.contains("scheduled task broken ended failed (exit 1)")
+    });
+    assert_eq!(keel_pause(&sb, "broken"), 0);
+    w.send("/detach\r");
+    w.wait_for("the goodbye", |t| t.contains("Left session watch"));
+    assert!(child.wait().unwrap().success());
+}
+
+fn keel_pause(sb: &Sandbox, name: &str) -> i32 {
+    keel(sb, &socket_of(sb), &["schedule", "pause", name]).code
+}

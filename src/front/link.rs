@@ -373,3 +373,21 @@ fn note_of(method: &str, params: &Value, current: &mut String) -> Option<Note> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_daemon_notice_becomes_a_note_for_the_view() {
+        let mut current = "s1".to_string();
+        let params = json!({"level": "warning", "message": "scheduled task x ended failed (exit 1)"});
+        assert_eq!(
+            note_of("daemon/notice", &params, &mut current),
+            Some(Note::Notice("scheduled task x ended failed (exit 1)".into()))
+        );
+        assert_eq!(note_of("daemon/notice", &json!({}), &mut current), None);
+        assert_eq!(note_of("daemon/unknown", &params, &mut current), None);
+    }
+}

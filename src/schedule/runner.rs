@@ -209,8 +209,13 @@ impl Scheduler {
             s.last_error = None;
             s.last_session = None;
         });
-        task.map(|t| (t, now))
-            .ok_or_else(|| ErrorObject::new(j::COMMAND_FAILED, format!("no task {name}")))
+        match task {
+            Some(t) => Ok((t, now)),
+            None => {
+                self.finish(name);
+                Err(ErrorObject::new(j::COMMAND_FAILED, format!("no task {name}")))
+            }
+        }
     }
 
     /// The run of `name` is over.
@@ -641,6 +646,34 @@ mod tests {
         );
         assert!(!s.keeps_alive());
         assert!(s.begin("t").is_err());
+    }
+
+    #[test]
+    fn a_hand_edited_store_is_read_again_on_the_next_tick() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut paused = every(60, at(-600));
+        paused.paused = true;
+        let (s, clock) = scheduler(dir.path(), paused);
+        clock.set(at(1));
+        assert!(s.tick().is_empty(), "paused");
+        assert!(!s.keeps_alive(), "a paused task keeps nobody up");
+        // Another process (an editor, `keel schedule resume`) rewrites the file.
+        Store::new(dir.path())
+            .update(|t| {
+                t[0].paused = false;
+                t.push(Task {
+                    name: "new".into(),
+                    ..every(60, at(-600))
+                });
+                Ok::<_, super::super::StoreError>(())
+            })
+            .unwrap();
+        let ticked = s.tick();
+        let mut started = names(&ticked);
+        started.sort();
+        assert_eq!(started, ["new", "t"]);
+        assert!(s.keeps_alive());
+        assert_eq!(s.status()["tasks"], 2);
     }
 
     #[test]
