@@ -341,7 +341,8 @@ impl Conn {
                 Ok(v) => Outcome::Result(v),
                 Err(e) => Outcome::Error(e),
             },
-            "schedule/run" => match crate::schedule::runner::run_method(&self.shared, params).await {
+            "schedule/run" => match crate::schedule::runner::run_method(&self.shared, params).await
+            {
                 Ok(v) => Outcome::Result(v),
                 Err(e) => Outcome::Error(e),
             },

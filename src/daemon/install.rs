@@ -66,10 +66,16 @@ fn systemd_word(s: &str) -> String {
 }
 
 fn launchd(exe: &Path, keel_home: &Path) -> String {
-    let args: String = [&exe.display().to_string(), "daemon", "run", "--idle-exit", "0"]
-        .iter()
-        .map(|a| format!("    <string>{}</string>\n", xml(a)))
-        .collect();
+    let args: String = [
+        &exe.display().to_string(),
+        "daemon",
+        "run",
+        "--idle-exit",
+        "0",
+    ]
+    .iter()
+    .map(|a| format!("    <string>{}</string>\n", xml(a)))
+    .collect();
     format!(
         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
          <!-- keel daemon: live sessions and scheduled tasks. Install with:\n\
@@ -131,7 +137,10 @@ mod tests {
         );
         assert!(u.contains("Environment=KEEL_HOME=/home/me/.keel\n"), "{u}");
         assert!(u.contains("WantedBy=default.target"), "{u}");
-        assert!(u.contains("systemctl --user enable --now keel.service"), "{u}");
+        assert!(
+            u.contains("systemctl --user enable --now keel.service"),
+            "{u}"
+        );
         assert_eq!(systemd_word("/a%b"), "/a%%b");
     }
 
@@ -143,7 +152,10 @@ mod tests {
             Path::new("/Users/me/.keel"),
         );
         assert!(u.contains("<string>/Apps/k&amp;l/keel</string>"), "{u}");
-        assert!(u.contains("<string>--idle-exit</string>\n    <string>0</string>"), "{u}");
+        assert!(
+            u.contains("<string>--idle-exit</string>\n    <string>0</string>"),
+            "{u}"
+        );
         assert!(u.contains("<key>RunAtLoad</key>\n  <true/>"), "{u}");
         assert!(u.contains("<string>/Users/me/.keel</string>"), "{u}");
     }

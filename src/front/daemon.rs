@@ -99,7 +99,10 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
                     StartupError::config("cannot find the keel executable").cause(e.to_string())
                 })?;
                 let kind = crate::daemon::install::Kind::pick(systemd, launchd);
-                print(out, &crate::daemon::install::unit(kind, &exe, &env.keel_home))
+                print(
+                    out,
+                    &crate::daemon::install::unit(kind, &exe, &env.keel_home),
+                )
             }
             DaemonAction::Start { socket } => {
                 let socket = socket_for(env, socket.as_deref())?;

@@ -382,10 +382,13 @@ mod tests {
     #[test]
     fn a_daemon_notice_becomes_a_note_for_the_view() {
         let mut current = "s1".to_string();
-        let params = json!({"level": "warning", "message": "scheduled task x ended failed (exit 1)"});
+        let params =
+            json!({"level": "warning", "message": "scheduled task x ended failed (exit 1)"});
         assert_eq!(
             note_of("daemon/notice", &params, &mut current),
-            Some(Note::Notice("scheduled task x ended failed (exit 1)".into()))
+            Some(Note::Notice(
+                "scheduled task x ended failed (exit 1)".into()
+            ))
         );
         assert_eq!(note_of("daemon/notice", &json!({}), &mut current), None);
         assert_eq!(note_of("daemon/unknown", &params, &mut current), None);

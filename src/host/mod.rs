@@ -544,9 +544,8 @@ impl Host {
                     };
                     self.live.session.approve(&call_id, decision);
                     let secs = self.approval_timeout.as_secs_f64();
-                    let note = format!(
-                        "The approval request {id} got no answer within {secs} s; {what}"
-                    );
+                    let note =
+                        format!("The approval request {id} got no answer within {secs} s; {what}");
                     let nid = self.clock.short_id("notify-");
                     self.publish(&rpc::notify_line(&nid, &note, "warning"));
                 }

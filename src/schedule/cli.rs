@@ -140,7 +140,10 @@ pub async fn run(
         ScheduleAction::List { json } => {
             let tasks = store.load()?;
             let text = match json {
-                true => tasks.iter().map(|t| format!("{}\n", list_json(t))).collect(),
+                true => tasks
+                    .iter()
+                    .map(|t| format!("{}\n", list_json(t)))
+                    .collect(),
                 false => list_table(&tasks),
             };
             print(out, &text)
@@ -177,7 +180,9 @@ pub async fn run(
             let r = client
                 .call("schedule/run", json!({"name": name}))
                 .await
-                .map_err(|e| StartupError::config(format!("the run of {name} did not start: {e}")))?;
+                .map_err(|e| {
+                    StartupError::config(format!("the run of {name} did not start: {e}"))
+                })?;
             print(out, &format!("{}\n", r["sessionId"].as_str().unwrap_or("")))
         }
     }
@@ -230,7 +235,8 @@ struct Add {
 }
 
 /// Flags that concern a client of keel, never a scheduled run.
-const CLIENT_ONLY: &str = "-p/--print, --mode, --json, --rpc, --daemon, --no-daemon, --detach, --wait and --socket";
+const CLIENT_ONLY: &str =
+    "-p/--print, --mode, --json, --rpc, --daemon, --no-daemon, --detach, --wait and --socket";
 
 impl Add {
     /// The task, or every problem at once: usage problems exit 2; when there are none, a
@@ -273,7 +279,10 @@ impl Add {
         }
         let (args, prompt) = split_prompt(&self.rest);
         if prompt.trim().is_empty() {
-            usage.push("no prompt: put it after `--` (keel schedule add NAME --every 30m -- PROMPT…)".into());
+            usage.push(
+                "no prompt: put it after `--` (keel schedule add NAME --every 30m -- PROMPT…)"
+                    .into(),
+            );
         }
         let mut config = Vec::new();
         match crate::daemon::open::parse_args(&args) {
@@ -283,8 +292,14 @@ impl Add {
                 cli.prompt.join(" ")
             )),
             Ok(cli) => {
-                let client_only = cli.print || cli.mode.is_some() || cli.json || cli.rpc
-                    || cli.daemon || cli.no_daemon || cli.detach || cli.wait
+                let client_only = cli.print
+                    || cli.mode.is_some()
+                    || cli.json
+                    || cli.rpc
+                    || cli.daemon
+                    || cli.no_daemon
+                    || cli.detach
+                    || cli.wait
                     || cli.socket.is_some();
                 if client_only {
                     usage.push(format!("a scheduled run takes no {CLIENT_ONLY}"));
@@ -297,7 +312,10 @@ impl Add {
             }
         }
         if !usage.is_empty() {
-            return Err(problems(StartupError::usage(format!("cannot add task {:?}", self.name)), usage));
+            return Err(problems(
+                StartupError::usage(format!("cannot add task {:?}", self.name)),
+                usage,
+            ));
         }
         if !config.is_empty() {
             return Err(problems(
@@ -428,7 +446,10 @@ mod tests {
     #[test]
     fn the_prompt_is_what_follows_the_double_dash() {
         let (args, prompt) = split_prompt(&words("--provider scripted -- run the tests"));
-        assert_eq!((args, prompt.as_str()), (words("--provider scripted"), "run the tests"));
+        assert_eq!(
+            (args, prompt.as_str()),
+            (words("--provider scripted"), "run the tests")
+        );
         let (args, prompt) = split_prompt(&words("run the tests"));
         assert_eq!((args.len(), prompt.as_str()), (0, "run the tests"));
         let (args, prompt) = split_prompt(&words("--model x"));

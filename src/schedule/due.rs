@@ -227,7 +227,10 @@ mod tests {
         let mut t = task(Some(60), None, "2026-11-24T12:00:00-05:00");
         let now = ny(2026, 11, 24, 12, 5);
         let running: HashSet<String> = ["t".to_string()].into();
-        assert_eq!(due_now(&[t.clone()], &running, &now), [("t".into(), Due::Skip)]);
+        assert_eq!(
+            due_now(&[t.clone()], &running, &now),
+            [("t".into(), Due::Skip)]
+        );
         // The skip counts as the slot: the next is one interval later.
         t.state.skipped_at = Some(now.to_rfc3339());
         assert!(due_now(&[t.clone()], &running, &now).is_empty());

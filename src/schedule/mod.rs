@@ -94,8 +94,14 @@ struct File {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StoreError {
     /// The file exists but is not a valid store: nothing is run from it, nothing overwrites it.
-    Corrupt { path: PathBuf, why: String },
-    Io { path: PathBuf, why: String },
+    Corrupt {
+        path: PathBuf,
+        why: String,
+    },
+    Io {
+        path: PathBuf,
+        why: String,
+    },
 }
 
 impl std::fmt::Display for StoreError {
@@ -188,7 +194,9 @@ impl Store {
         };
         let mut text = serde_json::to_string_pretty(&file).map_err(|e| self.io(&e))?;
         text.push('\n');
-        let tmp = self.dir().join(format!(".{FILE}.{}.tmp", std::process::id()));
+        let tmp = self
+            .dir()
+            .join(format!(".{FILE}.{}.tmp", std::process::id()));
         let write = || -> std::io::Result<()> {
             let mut f = private::options()
                 .write(true)
@@ -260,8 +268,7 @@ pub fn name_problems(name: &str) -> Vec<String> {
     let mut out = Vec::new();
     if name.is_empty() || name.len() > MAX_NAME {
         out.push(format!("a task name has 1 to {MAX_NAME} characters"));
-    } else if !name.chars().all(ok_char) || !name.starts_with(|c: char| c.is_ascii_alphanumeric())
-    {
+    } else if !name.chars().all(ok_char) || !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
         out.push(format!(
             "task name {name:?}: use letters, digits, '-', '_' and '.', starting with a letter or digit"
         ));
@@ -296,7 +303,7 @@ pub fn parse_every(text: &str) -> Result<u64, String> {
 /// `3600` → `1h`, `90` → `90s`: the shortest exact spelling.
 pub fn every_text(secs: u64) -> String {
     for (unit, n) in [("d", 86_400), ("h", 3600), ("m", 60)] {
-        if secs % n == 0 {
+        if secs.is_multiple_of(n) {
             return format!("{}{unit}", secs / n);
         }
     }
@@ -390,7 +397,10 @@ mod tests {
         });
         assert!(r.is_err());
         let text = std::fs::read_to_string(&store.path).unwrap();
-        assert_eq!(text, "{\"version\":1,\"tasks\":[{\"name\":", "left as it was");
+        assert_eq!(
+            text, "{\"version\":1,\"tasks\":[{\"name\":",
+            "left as it was"
+        );
         // A file that parses but holds a bad task is corrupt too, naming the task.
         let mut bad = task("c");
         bad.cron = Some("61 * * * *".into());

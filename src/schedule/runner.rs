@@ -182,7 +182,11 @@ impl Scheduler {
         self.begin_at(name, self.clock.now())
     }
 
-    fn begin_at(&self, name: &str, now: DateTime<Local>) -> Result<(Task, DateTime<Local>), ErrorObject> {
+    fn begin_at(
+        &self,
+        name: &str,
+        now: DateTime<Local>,
+    ) -> Result<(Task, DateTime<Local>), ErrorObject> {
         {
             let mut inner = self.inner();
             if let Some(e) = &inner.error {
@@ -213,7 +217,10 @@ impl Scheduler {
             Some(t) => Ok((t, now)),
             None => {
                 self.finish(name);
-                Err(ErrorObject::new(j::COMMAND_FAILED, format!("no task {name}")))
+                Err(ErrorObject::new(
+                    j::COMMAND_FAILED,
+                    format!("no task {name}"),
+                ))
             }
         }
     }
@@ -335,7 +342,9 @@ async fn launch(shared: &Arc<Shared>, task: Task, at: DateTime<Local>) -> Result
     let _ = handle
         .request(Request::new("set_session_name", json!({"name": name})))
         .await;
-    shared.scheduler.record(&task.name, |s| s.last_session = Some(id.clone()));
+    shared
+        .scheduler
+        .record(&task.name, |s| s.last_session = Some(id.clone()));
     let prompt = Request::new("prompt", json!({"message": task.prompt}));
     if let (Err(e), _) = handle.request(prompt).await {
         handle.send(Call::Detach { client });
@@ -474,8 +483,14 @@ async fn settle(shared: &Shared, task: &Task, r: Report) {
     if r.exit == Exit::Success {
         return;
     }
-    let session = r.session.as_deref().map_or(String::new(), |s| format!("; session {s}"));
-    let why = r.error.as_deref().map_or(String::new(), |e| format!(": {e}"));
+    let session = r
+        .session
+        .as_deref()
+        .map_or(String::new(), |s| format!("; session {s}"));
+    let why = r
+        .error
+        .as_deref()
+        .map_or(String::new(), |e| format!(": {e}"));
     let _ = shared.notices.send(json!({
         "level": "warning",
         "message": format!("scheduled task {} ended {outcome} (exit {}){why}{session}", task.name, r.exit.code()),
@@ -607,9 +622,16 @@ mod tests {
             assert!(s.tick().is_empty(), "at +{secs}s");
         }
         clock.set(at(60));
-        assert_eq!(names(&s.tick()), ["t"], "one interval after the catch-up run");
+        assert_eq!(
+            names(&s.tick()),
+            ["t"],
+            "one interval after the catch-up run"
+        );
         let stored = Store::new(dir.path()).load().unwrap();
-        assert_eq!(stored[0].state.last_run.as_deref(), Some(&*at(60).to_rfc3339()));
+        assert_eq!(
+            stored[0].state.last_run.as_deref(),
+            Some(&*at(60).to_rfc3339())
+        );
         assert_eq!(stored[0].state.last_outcome.as_deref(), Some("running"));
     }
 
@@ -626,7 +648,10 @@ mod tests {
         assert_eq!((state.skipped, state.runs), (2, 0), "{state:?}");
         s.finish("t");
         clock.set(at(150));
-        assert!(s.tick().is_empty(), "the skip at +120 s counts as that slot");
+        assert!(
+            s.tick().is_empty(),
+            "the skip at +120 s counts as that slot"
+        );
         clock.set(at(180));
         assert_eq!(names(&s.tick()), ["t"]);
         assert!(s.begin("t").is_err(), "never two runs at once");
