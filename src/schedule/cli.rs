@@ -274,9 +274,13 @@ impl Add {
             Some(d) => env.cwd.join(d),
             None => env.cwd.clone(),
         };
-        if !cwd.is_dir() {
-            usage.push(format!("--cwd {} is not a directory", cwd.display()));
-        }
+        let cwd = match cwd.is_dir() {
+            true => std::fs::canonicalize(&cwd).unwrap_or(cwd),
+            false => {
+                usage.push(format!("--cwd {} is not a directory", cwd.display()));
+                cwd
+            }
+        };
         let (args, prompt) = split_prompt(&self.rest);
         if prompt.trim().is_empty() {
             usage.push(

@@ -235,8 +235,9 @@ impl Scheduler {
         if let Err(e) = self.store.set_state(name, &f) {
             tracing::error!("scheduled task {name}: cannot record its state: {e}");
         }
+        // The stamp is left as it was: the next tick reads the file again, with this change
+        // and any other process's that came before it.
         let mut inner = self.inner();
-        inner.stamp = self.store.stamp();
         let task = inner.tasks.iter_mut().find(|t| t.name == name)?;
         f(&mut task.state);
         Some(task.clone())
@@ -699,6 +700,28 @@ mod tests {
         assert_eq!(started, ["new", "t"]);
         assert!(s.keeps_alive());
         assert_eq!(s.status()["tasks"], 2);
+    }
+
+    #[test]
+    fn a_change_another_process_made_before_the_scheduler_wrote_is_not_lost() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, clock) = scheduler(dir.path(), every(60, at(-600)));
+        // `keel schedule pause` writes the file; before the daemon looks, it records a run.
+        Store::new(dir.path())
+            .update(|t| {
+                t[0].paused = true;
+                Ok::<_, super::super::StoreError>(())
+            })
+            .unwrap();
+        s.begin("t").unwrap();
+        s.finish("t");
+        clock.set(at(1000));
+        assert!(s.tick().is_empty(), "the pause was read");
+        let stored = &Store::new(dir.path()).load().unwrap()[0];
+        assert!(
+            stored.paused && stored.state.last_run.is_some(),
+            "{stored:?}"
+        );
     }
 
     #[test]
