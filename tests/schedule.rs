@@ -513,3 +513,14 @@ fn a_tui_attached_to_the_daemon_shows_a_failed_run_as_a_notice() {
 fn keel_pause(sb: &Sandbox, name: &str) -> i32 {
     keel(sb, &socket_of(sb), &["schedule", "pause", name]).code
 }
+
+#[test]
+fn schedule_help_lists_the_commands() {
+    let sb = Sandbox::new();
+    let help = keel(&sb, &socket_of(&sb), &["schedule", "--help"]);
+    assert_eq!(help.code, 0, "{help}");
+    snap("schedule_help", &help.to_string());
+    let add = keel(&sb, &socket_of(&sb), &["schedule", "add", "--help"]);
+    assert_eq!(add.code, 0, "{add}");
+    snap("schedule_add_help", &add.to_string());
+}

@@ -20,8 +20,10 @@ use crate::output::Output;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ScheduleAction {
-    /// Add a task: keel schedule add NAME (--every 30m | --cron "0 7 * * 1-5") [--cwd DIR]
-    /// [--on-failure CMD] [run flags: --model, --tools, --permission, …] -- PROMPT…
+    /// Add a task: its schedule, then the run's flags, `--` and the prompt.
+    ///
+    /// keel schedule add NAME (--every 30m | --cron "0 7 * * 1-5") [--cwd DIR] [--on-failure CMD]
+    /// [run flags: --provider, --model, --tools, --permission, …] -- PROMPT…
     Add {
         /// Letters, digits, '-', '_' and '.'.
         name: String,
@@ -38,6 +40,7 @@ pub enum ScheduleAction {
         /// run's result line (JSON) on stdin.
         #[arg(long, value_name = "CMD")]
         on_failure: Option<String>,
+        /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
         /// The run's flags as for `keel` (model, tools, permission, …), then `--` and the prompt.
@@ -57,24 +60,28 @@ pub enum ScheduleAction {
     /// Remove a task (a run going on is not stopped).
     Remove {
         name: String,
+        /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },
     /// Run a task now in the daemon (started if needed); prints the run's session id.
     Run {
         name: String,
+        /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },
     /// Stop running a task on its schedule (`run` still runs it).
     Pause {
         name: String,
+        /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },
     /// Run a paused task on its schedule again.
     Resume {
         name: String,
+        /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
         #[arg(long, value_name = "PATH")]
         socket: Option<PathBuf>,
     },
