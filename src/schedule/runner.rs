@@ -466,11 +466,17 @@ struct Report {
 /// Records the outcome; unless it was a success, runs `--on-failure` and tells every client.
 async fn settle(shared: &Shared, task: &Task, r: Report) {
     let outcome = r.exit.outcome();
-    tracing::info!(
-        "scheduled task {}: {outcome} (exit {})",
-        task.name,
-        r.exit.code()
-    );
+    match r.exit {
+        Exit::Success => tracing::info!("scheduled task {}: {outcome} (exit 0)", task.name),
+        _ => tracing::warn!(
+            "scheduled task {}: {outcome} (exit {}){}",
+            task.name,
+            r.exit.code(),
+            r.error
+                .as_deref()
+                .map_or(String::new(), |e| format!(": {e}"))
+        ),
+    }
     shared.scheduler.record(&task.name, |s| {
         s.last_outcome = Some(outcome.into());
         s.last_exit = Some(r.exit.code());
@@ -541,7 +547,12 @@ async fn on_failure(task: &Task, cmd: &str, outcome: &str, session: Option<&str>
             {
                 tracing::info!("scheduled task {name}: --on-failure: {l}");
             }
-            tracing::info!("scheduled task {name}: --on-failure ended: {}", out.status);
+            match out.status.success() {
+                true => tracing::info!("scheduled task {name}: --on-failure ended: {}", out.status),
+                false => {
+                    tracing::warn!("scheduled task {name}: --on-failure ended: {}", out.status)
+                }
+            }
         }
         Ok(Err(e)) => tracing::error!("scheduled task {name}: --on-failure failed: {e}"),
         Err(_) => tracing::error!(
