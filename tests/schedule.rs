@@ -524,3 +524,41 @@ fn schedule_help_lists_the_commands() {
     assert_eq!(add.code, 0, "{add}");
     snap("schedule_add_help", &add.to_string());
 }
+
+#[test]
+fn a_run_that_cannot_start_is_recorded_with_its_startup_error() {
+    let sb = Sandbox::new();
+    let _d = Daemon::start(&sb, &[]);
+    let out = sb.dir.path().join("failed.json");
+    let cmd = format!("cat > {}.tmp && mv {0}.tmp {0}", out.display());
+    // The flags are valid and name a provider; the script is gone by the time it runs.
+    add(&sb, "gone", "no_such_script.json", &["--on-failure", &cmd]);
+    let t = settled(&sb, "gone", 1);
+    assert_eq!(keel_pause(&sb, "gone"), 0);
+    assert_eq!(
+        (&t["lastOutcome"], &t["lastExit"]),
+        (&json!("config_error"), &json!(3)),
+        "{t}"
+    );
+    assert!(
+        t["lastError"]
+            .as_str()
+            .unwrap()
+            .contains("no_such_script.json"),
+        "{t}"
+    );
+    let text = wait_for("the --on-failure output", || {
+        std::fs::read_to_string(&out).ok()
+    });
+    let line: Value = serde_json::from_str(text.trim_end()).unwrap();
+    assert_eq!(
+        (&line["outcome"], &line["exitCode"]),
+        (&json!("config_error"), &json!(3))
+    );
+    assert_eq!(line["error"]["kind"], "config_error", "{line}");
+    assert_eq!(
+        line["sessionId"],
+        Value::Null,
+        "no session was opened: {line}"
+    );
+}

@@ -306,23 +306,7 @@ async fn launch(shared: &Arc<Shared>, task: Task, at: DateTime<Local>) -> Result
     let opened = match open_session(shared, opening).await {
         Ok(o) => o,
         Err(e) => {
-            let err = StartupError::from_json(e.data.as_ref().unwrap_or(&Value::Null))
-                .unwrap_or_else(|| StartupError::config(e.message.clone()));
-            let exit = err.exit();
-            let line = crate::front::json::result_line(
-                &RunSummary::default(),
-                exit,
-                None,
-                0,
-                Some((err.kind_word(), &err.message)),
-            );
-            let report = Report {
-                exit,
-                session: None,
-                error: Some(err.message.clone()),
-                line,
-            };
-            settle(shared, &task, report).await;
+            settle(shared, &task, Report::not_started(&e)).await;
             return Err(e.message);
         }
     };
@@ -349,21 +333,7 @@ async fn launch(shared: &Arc<Shared>, task: Task, at: DateTime<Local>) -> Result
     let prompt = Request::new("prompt", json!({"message": task.prompt}));
     if let (Err(e), _) = handle.request(prompt).await {
         handle.send(Call::Detach { client });
-        let summary = RunSummary::default();
-        let line = crate::front::json::result_line(
-            &summary,
-            Exit::Failed,
-            Some(&id),
-            0,
-            Some(("busy", &e)),
-        );
-        let report = Report {
-            exit: Exit::Failed,
-            session: Some(id),
-            error: Some(format!("the session cannot take a prompt now: {e}")),
-            line,
-        };
-        settle(shared, &task, report).await;
+        settle(shared, &task, Report::refused(&id, &e)).await;
         return Err(e);
     }
     tracing::info!("scheduled task {}: session {id}", task.name);
@@ -461,6 +431,40 @@ struct Report {
     error: Option<String>,
     /// The run's JSON-mode `result` line (with its newline).
     line: String,
+}
+
+impl Report {
+    /// The session could not be opened: the startup error (`session/open`'s) decides.
+    fn not_started(e: &ErrorObject) -> Report {
+        let err = StartupError::from_json(e.data.as_ref().unwrap_or(&Value::Null))
+            .unwrap_or_else(|| StartupError::config(e.message.clone()));
+        let exit = err.exit();
+        let error = Some((err.kind_word(), err.message.as_str()));
+        Report {
+            exit,
+            session: None,
+            error: Some(err.message.clone()),
+            line: crate::front::json::result_line(&RunSummary::default(), exit, None, 0, error),
+        }
+    }
+
+    /// The session would not take the prompt (a run of another client was going on).
+    fn refused(id: &str, why: &str) -> Report {
+        let message = format!("the session cannot take a prompt now: {why}");
+        let error = Some(("busy", message.as_str()));
+        Report {
+            exit: Exit::Failed,
+            session: Some(id.to_string()),
+            line: crate::front::json::result_line(
+                &RunSummary::default(),
+                Exit::Failed,
+                Some(id),
+                0,
+                error,
+            ),
+            error: Some(message),
+        }
+    }
 }
 
 /// Records the outcome; unless it was a success, runs `--on-failure` and tells every client.
