@@ -1,6 +1,6 @@
 //! One client connection of the daemon: protocol v1 (`DESIGN.md` §10.3) over newline-delimited
-//! JSON-RPC 2.0. `daemon/hello` first; then daemon methods, `session/*` and every pi command
-//! (with `sessionId`). Events of attached sessions arrive as `session/event` notifications
+//! JSON-RPC 2.0. `daemon/hello` first; then daemon methods, `session/*`, `schedule/*` and every
+//! pi command (with `sessionId`). `daemon/notice` goes to every connection. Events of attached sessions arrive as `session/event` notifications
 //! through one bounded queue; a reply is written only after the events its command caused. A
 //! client that stops reading is dropped with `daemon/lagged`. Bad input gets an error and the
 //! connection stays open (except after -32010 and -32011). When a command makes a session

@@ -1,7 +1,7 @@
 //! `session/open {cwd, args, env}`: starts a session in the daemon exactly as a client started
 //! with those flags in that directory would (the same startup code as RPC mode), or returns
 //! the live one when the flags name a session the daemon already holds (a session is live in
-//! at most one place).
+//! at most one place). [`open_session`] is the one path: the scheduler's runs start there too.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
