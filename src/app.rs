@@ -46,7 +46,7 @@ pub fn main() -> Exit {
 fn main_inner() -> Exit {
     if matches!(
         std::env::args().nth(1).as_deref(),
-        Some("daemon") | Some("ps") | Some("attach")
+        Some("daemon") | Some("ps") | Some("attach") | Some("schedule")
     ) {
         return daemon_main();
     }
@@ -158,7 +158,7 @@ fn mcp_main() -> Exit {
     }
 }
 
-/// `keel daemon …` and `keel ps`.
+/// `keel daemon …`, `keel ps`, `keel attach` and `keel schedule …`.
 fn daemon_main() -> Exit {
     let cli = match crate::cli::DaemonCli::try_parse() {
         Ok(cli) => cli,

@@ -268,7 +268,8 @@ pub enum ColorFlag {
     Never,
 }
 
-/// `keel daemon …` and `keel ps`: the commands that manage the per-user daemon.
+/// `keel daemon …`, `keel ps`, `keel attach` and `keel schedule …`: the commands that manage
+/// the per-user daemon.
 #[derive(Debug, Parser)]
 #[command(
     name = "keel",
@@ -296,6 +297,11 @@ pub enum DaemonTop {
         socket: Option<PathBuf>,
         #[command(flatten)]
         remote: RemoteArgs,
+    },
+    /// Tasks the daemon runs on a schedule (see README "Scheduled tasks").
+    Schedule {
+        #[command(subcommand)]
+        action: crate::schedule::cli::ScheduleAction,
     },
     /// List the sessions live in the daemon.
     Ps {
@@ -343,6 +349,19 @@ pub enum DaemonAction {
         socket: Option<PathBuf>,
         #[command(flatten)]
         remote: RemoteArgs,
+    },
+    /// Print a unit that starts the daemon at login: a systemd user unit (Linux) or a launchd
+    /// agent (macOS).
+    Install {
+        /// Print it (keel installs nothing itself).
+        #[arg(long)]
+        print: bool,
+        /// A systemd user unit, whatever the system.
+        #[arg(long, conflicts_with = "launchd")]
+        systemd: bool,
+        /// A launchd agent plist, whatever the system.
+        #[arg(long)]
+        launchd: bool,
     },
     /// Stop the daemon (refused while a run is active, unless --force).
     Stop {

@@ -16,6 +16,7 @@ pub mod mentions;
 pub mod mode;
 pub mod output;
 pub mod prompts;
+pub mod schedule;
 pub mod setup;
 pub mod skills;
 pub mod text;

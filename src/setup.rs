@@ -73,6 +73,7 @@ pub fn host_setup_with(
             env.cwd.join(".keel").join("prompts"),
         ),
         approval_timeout,
+        unattended: false,
         warnings,
         skills,
         late_warnings: Some(late_rx),

@@ -37,6 +37,7 @@ mod projectors;
 mod providers;
 mod remote;
 mod rpc;
+mod schedule;
 mod session_load;
 mod session_safety;
 mod sessions;

@@ -1,8 +1,9 @@
 //! One client connection of the daemon: protocol v1 (`DESIGN.md` §10.3) over newline-delimited
-//! JSON-RPC 2.0. `daemon/hello` first; then daemon methods, `session/*` and every pi command
-//! (with `sessionId`). Events of attached sessions arrive as `session/event` notifications
-//! through one bounded queue; a reply is written only after the events its command caused. A
-//! client that stops reading is dropped with `daemon/lagged`. Bad input gets an error and the
+//! JSON-RPC 2.0. `daemon/hello` first; then daemon methods, `session/*`, `schedule/*` and every
+//! pi command (with `sessionId`). `daemon/notice` goes to every connection. Events of attached
+//! sessions arrive as `session/event` notifications through one bounded queue; a reply is
+//! written only after the events its command caused. A client that stops reading is dropped
+//! with `daemon/lagged`. Bad input gets an error and the
 //! connection stays open (except after -32010 and -32011). When a command makes a session
 //! serve another one (`new_session`, `switch_session`, `fork`, `clone`), each attached client
 //! gets `session/replaced` and its attachment follows; a request this client sent before it
@@ -69,6 +70,7 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     let (queue_tx, mut queue_rx) = mpsc::channel::<Delivery>(shared.options.ring.0 + QUEUE);
     let (replies, mut reply_rx) = mpsc::unbounded_channel::<Back>();
     let mut shutdown = shared.shutdown.subscribe();
+    let mut notices = shared.notices.subscribe();
     let mut conn = Conn {
         shared: shared.clone(),
         client,
@@ -93,6 +95,11 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
                     let _ = write.write_all(line.as_bytes()).await;
                 }
                 break;
+            }
+            Ok(notice) = notices.recv() => {
+                if let Ok(line) = j::notification_line("daemon/notice", &notice) {
+                    out.extend_from_slice(line.as_bytes());
+                }
             }
             Some((id, stream, answer, head)) = reply_rx.recv() => {
                 // The events published before the answer go first, the later ones after it.
@@ -331,6 +338,15 @@ impl Conn {
                     Err(e) => Outcome::Error(e),
                 }
             }
+            "schedule/reload" => match crate::schedule::runner::reload_method(&self.shared) {
+                Ok(v) => Outcome::Result(v),
+                Err(e) => Outcome::Error(e),
+            },
+            "schedule/run" => match crate::schedule::runner::run_method(&self.shared, params).await
+            {
+                Ok(v) => Outcome::Result(v),
+                Err(e) => Outcome::Error(e),
+            },
             "session/attach" => self.attach(params).await,
             "session/detach" => {
                 let r: SessionRef = match j::params(params) {
@@ -478,6 +494,7 @@ impl Conn {
             "uptimeMs": s.started.elapsed().as_millis() as u64,
             "clients": s.clients.load(Ordering::Relaxed),
             "sessions": sessions,
+            "schedules": s.scheduler.status(),
         })
     }
 

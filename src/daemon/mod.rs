@@ -3,14 +3,15 @@
 //! however many clients start at once; `server` the accept loop and lifetime; `connection`
 //! protocol v1 on one connection; `open` `session/open`; `client` the commands that talk to it
 //! (`keel daemon status|stop|start`, `keel ps`); `dial` where a client finds the daemon (its
-//! socket, or another host's over ssh) and `bridge` the remote end of that; `error` what they
-//! report.
+//! socket, or another host's over ssh) and `bridge` the remote end of that; `install` the unit
+//! that starts it at login; `error` what they report.
 
 pub mod bridge;
 pub mod client;
 pub mod connection;
 pub mod dial;
 pub mod error;
+pub mod install;
 pub mod open;
 pub mod paths;
 pub mod server;

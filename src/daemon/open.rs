@@ -1,7 +1,7 @@
 //! `session/open {cwd, args, env}`: starts a session in the daemon exactly as a client started
 //! with those flags in that directory would (the same startup code as RPC mode), or returns
 //! the live one when the flags name a session the daemon already holds (a session is live in
-//! at most one place).
+//! at most one place). [`open_session`] is the one path: the scheduler's runs start there too.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -31,6 +31,31 @@ struct Open {
     headless: bool,
 }
 
+/// What a session is opened from, whoever asks: a client's `session/open` or the scheduler.
+#[derive(Debug, Clone, Default)]
+pub struct Opening {
+    /// Absolute directory of the session.
+    pub cwd: PathBuf,
+    /// The flags, as a client would pass them (parsed with [`Cli`]).
+    pub args: Vec<String>,
+    /// Variables laid over the daemon's (provider keys and URLs, `KEEL_*`).
+    pub env: BTreeMap<String, String>,
+    /// A tool call that needs approval is blocked at once (no dialog).
+    pub headless: bool,
+    /// Nobody will answer: an approval unanswered after `--approval-timeout` blocks the run.
+    pub unattended: bool,
+}
+
+/// A session opened (or found live) in the daemon.
+pub struct Opened {
+    pub id: String,
+    pub handle: actor::SessionHandle,
+    pub status: Option<actor::Status>,
+    /// False: the flags named a session the daemon already held.
+    pub created: bool,
+    pub warnings: Vec<String>,
+}
+
 /// Opens (or finds) the session; the result is `{sessionId, sessionFile?, epoch, seq, created,
 /// header, warnings, lastRun?}`. A startup error is -32000 whose `data` is the error
 /// ([`StartupError::to_json`]), so a client can report it as it would in-process.
@@ -39,22 +64,29 @@ pub async fn open(
     params: Option<&serde_json::value::RawValue>,
 ) -> Result<Value, ErrorObject> {
     let p: Open = j::params(params)?;
+    let opening = Opening {
+        cwd: p.cwd,
+        args: p.args,
+        env: p.env,
+        headless: p.headless,
+        unattended: false,
+    };
+    let o = open_session(shared, opening).await?;
+    Ok(result(&o.id, o.status.as_ref(), o.created, &o.warnings))
+}
+
+/// Opens the session `o` describes in the daemon, or finds it live (the one path every
+/// session of the daemon starts through). Errors as [`open`]'s.
+pub async fn open_session(shared: &Shared, o: Opening) -> Result<Opened, ErrorObject> {
     let failed = |m: String| ErrorObject::new(j::COMMAND_FAILED, m);
-    if !p.cwd.is_absolute() || !p.cwd.is_dir() {
+    if !o.cwd.is_absolute() || !o.cwd.is_dir() {
         return Err(failed(format!(
             "cwd {} is not an absolute path of a directory",
-            p.cwd.display()
+            o.cwd.display()
         )));
     }
-    let argv = std::iter::once("keel".to_string()).chain(p.args.iter().cloned());
-    let cli = Cli::try_parse_from(crate::cli::normalize(argv)).map_err(|e| {
-        let text = e.render().to_string();
-        let first = text.lines().next().unwrap_or("bad arguments").to_string();
-        startup_failed(&StartupError::usage(
-            first.trim_start_matches("error: ").to_string(),
-        ))
-    })?;
-    let env = session_env(shared, &p.cwd, p.env);
+    let cli = parse_args(&o.args).map_err(|e| startup_failed(&e))?;
+    let env = session_env(shared, &o.cwd, o.env);
     // One open at a time (see `Shared::opening`); the registry itself is not held during
     // startup, which may ask a server for its models.
     let _one_at_a_time = shared.opening.lock().await;
@@ -64,13 +96,20 @@ pub async fn open(
     };
     if let Some((id, handle)) = live {
         let status = handle.status().await;
-        return Ok(result(&id, status.as_ref(), false, &[]));
+        return Ok(Opened {
+            id,
+            handle,
+            status,
+            created: false,
+            warnings: Vec::new(),
+        });
     }
     let clock = Clock::new(env.fixed_clock, env.seed);
-    let setup = start(&cli, &env, &clock, !p.headless)
+    let mut setup = start(&cli, &env, &clock, !o.headless)
         .await
         .map_err(|e| startup_failed(&e))?;
-    if p.headless {
+    setup.unattended = o.unattended;
+    if o.headless {
         // A print or JSON run reads the clock once more after opening its session (its
         // duration leaves startup out): a headless session does too, so that under the test
         // clock its messages get the times they get in-process.
@@ -83,8 +122,29 @@ pub async fn open(
         .as_ref()
         .map(|s| s.summary.session_id.clone())
         .unwrap_or_default();
-    shared.sessions.lock().await.insert(id.clone(), handle);
-    Ok(result(&id, status.as_ref(), true, &warnings))
+    shared
+        .sessions
+        .lock()
+        .await
+        .insert(id.clone(), handle.clone());
+    Ok(Opened {
+        id,
+        handle,
+        status,
+        created: true,
+        warnings,
+    })
+}
+
+/// The flags of a session as `session/open` reads them: `keel ARGS` parsed with [`Cli`]; a
+/// usage error names the first problem.
+pub fn parse_args(args: &[String]) -> Result<Cli, StartupError> {
+    let argv = std::iter::once("keel".to_string()).chain(args.iter().cloned());
+    Cli::try_parse_from(crate::cli::normalize(argv)).map_err(|e| {
+        let text = e.render().to_string();
+        let first = text.lines().next().unwrap_or("bad arguments").to_string();
+        StartupError::usage(first.trim_start_matches("error: ").to_string())
+    })
 }
 
 /// The host setup of a session started with `cli`'s flags in `env`'s directory, as a keel

@@ -1,8 +1,9 @@
 //! The daemon (`keel daemon run`, `DESIGN.md` §10.2–§10.4): a Unix-socket server over shared
 //! session hosts. It owns the socket and the registry of live sessions; each connection is
 //! served by `connection.rs`; each session by a host actor. Lifetime: idle exit, SIGTERM,
-//! `daemon/stop`; every exit broadcasts `daemon/shutdown`, saves every session and removes the
-//! socket. Never writes to stdout: logs go through `tracing` (to the daemon log when spawned).
+//! `daemon/stop` (idle exit never happens while a scheduled task is not paused); every exit
+//! broadcasts `daemon/shutdown`, saves every session and removes the socket. Never writes to
+//! stdout: logs go through `tracing` (to the daemon log when spawned).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -66,6 +67,10 @@ pub struct Shared {
     pub shutdown: broadcast::Sender<String>,
     /// Notified each time a connection ends.
     pub gone: tokio::sync::Notify,
+    /// Scheduled tasks (`$KEEL_HOME/schedules.json`).
+    pub scheduler: crate::schedule::runner::Scheduler,
+    /// `daemon/notice {level, message, …}` to every connection (a scheduled run that failed).
+    pub notices: broadcast::Sender<serde_json::Value>,
 }
 
 impl Shared {
@@ -114,6 +119,12 @@ pub async fn serve(
     let clock = Clock::new(None, None);
     let (stop, mut stop_rx) = watch::channel(false);
     let (shutdown, _) = broadcast::channel(4);
+    let (notices, _) = broadcast::channel(64);
+    let scheduler = crate::schedule::runner::Scheduler::new(
+        crate::schedule::Store::new(&options.keel_home),
+        Box::new(crate::schedule::runner::SystemClock),
+    );
+    scheduler.start();
     let shared = Arc::new(Shared {
         pid: std::process::id(),
         started_at: clock.now_iso(),
@@ -128,6 +139,8 @@ pub async fn serve(
         stop,
         shutdown,
         gone: tokio::sync::Notify::new(),
+        scheduler,
+        notices,
     });
     let mut sigterm = crate::front::signals::listen(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.message)?;
@@ -156,6 +169,7 @@ pub async fn serve(
             _ = sigterm.recv() => break Ending::Signal(crate::exit::SIGTERM),
             _ = sigint.recv() => break Ending::Signal(crate::exit::SIGINT),
             _ = tick.tick() => {
+                crate::schedule::runner::spawn_due(&shared);
                 if !idle(&shared).await {
                     idle_since = Instant::now();
                 } else if shared.options.idle_exit.is_some_and(|d| idle_since.elapsed() >= d) {
@@ -217,9 +231,12 @@ fn rekey(sessions: &mut HashMap<String, SessionHandle>) {
     }
 }
 
-/// No client, no run, no request in flight.
+/// No client, no run, no request in flight, no scheduled task that is not paused.
 async fn idle(shared: &Shared) -> bool {
     use std::sync::atomic::Ordering;
+    if shared.scheduler.keeps_alive() {
+        return false;
+    }
     if shared.clients.load(Ordering::Relaxed) > 0 || shared.pending.load(Ordering::Relaxed) > 0 {
         return false;
     }

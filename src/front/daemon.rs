@@ -39,6 +39,7 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
                 .find(|s| s["sessionId"] == session.as_str())
                 .and_then(|s| s["cwd"].as_str().map(PathBuf::from))
                 .unwrap_or_else(|| env.cwd.clone());
+            let remote_env = dial.remote().is_some();
             let setup = crate::front::tui::client::AttachSetup {
                 dial,
                 session,
@@ -48,7 +49,12 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
                 reopen: {
                     let mut here = env.clone();
                     here.cwd = cwd;
-                    open_params(&here, Vec::new(), false)
+                    let mut params = open_params(&here, Vec::new(), false);
+                    if remote_env {
+                        // The remote daemon runs with its own environment.
+                        params["env"] = json!({});
+                    }
+                    params
                 },
                 env: env.clone(),
                 session_dir: crate::kernel::session::session_dir(&env.keel_home, &env.cwd),
@@ -56,6 +62,7 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
             };
             crate::front::tui::client::run(setup, out).await
         }
+        DaemonTop::Schedule { action } => crate::schedule::cli::run(action, env, out).await,
         DaemonTop::Ps {
             json,
             socket,
@@ -87,6 +94,26 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
                     temp_dir: env.temp_dir.clone(),
                 };
                 run_daemon(options, spawned).await
+            }
+            DaemonAction::Install {
+                print: yes,
+                systemd,
+                launchd,
+            } => {
+                if !yes {
+                    return Err(StartupError::usage(
+                        "keel daemon install only prints the unit: pass --print",
+                    )
+                    .hint("keel daemon install --print, then install it as the README says"));
+                }
+                let exe = std::env::current_exe().map_err(|e| {
+                    StartupError::config("cannot find the keel executable").cause(e.to_string())
+                })?;
+                let kind = crate::daemon::install::Kind::pick(systemd, launchd);
+                print(
+                    out,
+                    &crate::daemon::install::unit(kind, &exe, &env.keel_home),
+                )
             }
             DaemonAction::Start { socket } => {
                 let socket = socket_for(env, socket.as_deref())?;
@@ -301,14 +328,26 @@ fn sessions(status: &Value) -> &[Value] {
 
 fn status_text(status: &Value, place: &str) -> String {
     let uptime = status["uptimeMs"].as_u64().unwrap_or(0) / 1000;
-    format!(
+    let mut text = format!(
         "keel daemon {} (pid {}) on {}: up {uptime} s, {} client(s), {} session(s)\n",
         status["version"].as_str().unwrap_or("?"),
         status["pid"],
         place,
         status["clients"],
         sessions(status).len()
-    )
+    );
+    let s = &status["schedules"];
+    if let Some(e) = s["error"].as_str() {
+        text.push_str(&format!("scheduled tasks: none run: {e}\n"));
+    } else if s["tasks"].as_u64().is_some_and(|n| n > 0) {
+        text.push_str(&format!(
+            "scheduled tasks: {} ({} active, {} running)\n",
+            s["tasks"],
+            s["active"],
+            s["running"].as_array().map_or(0, Vec::len)
+        ));
+    }
+    text
 }
 
 fn ps_json(status: &Value) -> String {

@@ -33,6 +33,8 @@ pub enum Note {
     Lagged { seq: u64 },
     /// The daemon went away (why).
     Lost(String),
+    /// A daemon-wide message for the user (`daemon/notice`: a scheduled run that failed).
+    Notice(String),
 }
 
 /// Why attaching to a session of the daemon failed.
@@ -383,10 +385,32 @@ fn note_of(method: &str, params: &Value, current: &mut String) -> Option<Note> {
         "daemon/lagged" => Some(Note::Lagged {
             seq: params["seq"].as_u64()?,
         }),
+        "daemon/notice" => Some(Note::Notice(params["message"].as_str()?.to_string())),
         "daemon/shutdown" => Some(Note::Lost(format!(
             "the daemon is shutting down ({})",
             params["reason"].as_str().unwrap_or("stopped")
         ))),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_daemon_notice_becomes_a_note_for_the_view() {
+        let mut current = "s1".to_string();
+        let params =
+            json!({"level": "warning", "message": "scheduled task x ended failed (exit 1)"});
+        assert_eq!(
+            note_of("daemon/notice", &params, &mut current),
+            Some(Note::Notice(
+                "scheduled task x ended failed (exit 1)".into()
+            ))
+        );
+        assert_eq!(note_of("daemon/notice", &json!({}), &mut current), None);
+        assert_eq!(note_of("daemon/unknown", &params, &mut current), None);
     }
 }

@@ -63,6 +63,10 @@ pub struct HostSetup {
     /// `$KEEL_HOME/prompts` and `<cwd>/.keel/prompts`.
     pub prompt_dirs: (PathBuf, PathBuf),
     pub approval_timeout: Duration,
+    /// Nobody will ever be at the keyboard (a scheduled run): an approval that gets no answer
+    /// within `approval_timeout` blocks the run (outcome `blocked`) instead of denying the
+    /// call and letting the model go on.
+    pub unattended: bool,
     /// Startup warnings, published as `notify` after the first request.
     pub warnings: Vec<String>,
     /// Skills: `/skill:NAME` commands and `get_commands` entries.
@@ -183,6 +187,8 @@ pub struct Host {
     skills: Vec<crate::skills::Skill>,
     prompt_dirs: (PathBuf, PathBuf),
     approval_timeout: Duration,
+    /// See [`HostSetup::unattended`].
+    unattended: bool,
     /// Published as `notify` after the first request.
     warnings: Vec<String>,
     tx: mpsc::UnboundedSender<Internal>,
@@ -244,6 +250,7 @@ impl Host {
             skills: setup.skills,
             prompt_dirs: setup.prompt_dirs,
             approval_timeout: setup.approval_timeout,
+            unattended: setup.unattended,
             warnings,
             tx,
             internal_rx,
@@ -531,13 +538,14 @@ impl Host {
             Internal::ApprovalTimeout(id, generation) => {
                 if let Some(call_id) = self.approvals.fire(&id, generation) {
                     self.open_dialogs.remove(&id);
-                    self.live
-                        .session
-                        .approve(&call_id, ApprovalDecision::Unanswered);
+                    let (decision, what) = match self.unattended {
+                        true => (ApprovalDecision::Blocked, "the run is blocked"),
+                        false => (ApprovalDecision::Unanswered, "the tool call was denied"),
+                    };
+                    self.live.session.approve(&call_id, decision);
                     let secs = self.approval_timeout.as_secs_f64();
-                    let note = format!(
-                        "The approval request {id} got no answer within {secs} s; the tool call was denied"
-                    );
+                    let note =
+                        format!("The approval request {id} got no answer within {secs} s; {what}");
                     let nid = self.clock.short_id("notify-");
                     self.publish(&rpc::notify_line(&nid, &note, "warning"));
                 }

@@ -82,6 +82,9 @@ pub enum ApprovalDecision {
     Deny,
     /// Nobody answered in time (or nobody can answer any more): denied, and said so.
     Unanswered,
+    /// Nobody answered in time and nobody ever will (an unattended, scheduled run): the call
+    /// blocks the run, which ends `Blocked` as a headless run does.
+    Blocked,
 }
 
 /// Every kind of fact.

@@ -735,6 +735,9 @@ async fn ask(inner: &Inner, id: &str, name: &str, args: &Value, abort: &AbortSig
         ApprovalDecision::Unanswered => Gate::Denied(ToolOutput::error(format!(
             "Tool `{name}` was denied: nobody answered the approval request"
         ))),
+        ApprovalDecision::Blocked => Gate::Block(ToolOutput::error(format!(
+            "Tool `{name}` needs approval and nobody answered the approval request in time (an unattended run)"
+        ))),
     }
 }
 

@@ -595,6 +595,7 @@ impl Client {
             }
             Some(Note::Lagged { .. }) => self.reconnect().await,
             Some(Note::Lost(why)) => self.lost(&why),
+            Some(Note::Notice(text)) => self.view.notice(HistoryCell::Notice(text)),
             None if self.daemon.is_some() => self.lost("the connection ended"),
             None => {
                 tracing::error!("the in-process session ended");

@@ -1,0 +1,417 @@
+//! Scheduled tasks (`keel schedule …`, run by the daemon): the task store
+//! `$KEEL_HOME/schedules.json` (0600, written atomically under `schedules.lock`), the task and
+//! its run state, and the parsing of `--every` durations and names. `due` decides when a task
+//! runs (pure, over an injected time), `runner` runs tasks in the daemon, `cli` is the command
+//! line. The store never prints and never decides timing.
+
+pub mod cli;
+pub mod due;
+pub mod runner;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::kernel::private;
+
+/// The store's file name in `$KEEL_HOME`.
+pub const FILE: &str = "schedules.json";
+/// Taken (flock) around every read-modify-write of the store.
+const LOCK: &str = "schedules.lock";
+/// The format written; a file of another version is refused as corrupt.
+const VERSION: u32 = 1;
+/// The shortest `--every` (seconds).
+pub const MIN_EVERY_SECS: u64 = 60;
+/// Test-only: a lower floor for `--every` (e.g. `1` lets an end-to-end test use `1s`).
+pub const MIN_SECS_VAR: &str = "KEEL_SCHEDULE_MIN_SECS";
+/// The longest task name.
+pub const MAX_NAME: usize = 64;
+
+/// One scheduled task: what runs, where, when, and how its last run went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Task {
+    pub name: String,
+    /// Seconds between runs (exactly one of `every` and `cron`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<u64>,
+    /// A 5-field cron expression in the local zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron: Option<String>,
+    /// Absolute directory the run starts in.
+    pub cwd: PathBuf,
+    /// The run's flags, as for `keel` (checked by parsing them like `session/open` does).
+    #[serde(default)]
+    pub args: Vec<String>,
+    pub prompt: String,
+    /// A shell command run (`sh -c`, in `cwd`) after a run whose outcome is not success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_failure: Option<String>,
+    #[serde(default)]
+    pub paused: bool,
+    /// RFC 3339, when the task was added.
+    pub created: String,
+    #[serde(default)]
+    pub state: TaskState,
+}
+
+/// How a task's runs went (written by the daemon).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskState {
+    /// RFC 3339: when the last run started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<String>,
+    /// `running` while it runs, then the outcome word of `src/exit.rs` (`success`, `failed`,
+    /// `blocked`, `turn_limit`, `config_error`, `usage`, `interrupted`, `internal`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_outcome: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_exit: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_session: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+    #[serde(default)]
+    pub runs: u64,
+    /// Slots that came due while the previous run was still going (skipped, not queued).
+    #[serde(default)]
+    pub skipped: u64,
+    /// RFC 3339: when the last slot was skipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped_at: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    version: u32,
+    tasks: Vec<Task>,
+}
+
+/// Why the store cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// The file exists but is not a valid store: nothing is run from it, nothing overwrites it.
+    Corrupt {
+        path: PathBuf,
+        why: String,
+    },
+    Io {
+        path: PathBuf,
+        why: String,
+    },
+}
+
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Corrupt { path, why } => {
+                write!(f, "the schedules file {} is corrupt: {why}", path.display())
+            }
+            StoreError::Io { path, why } => write!(f, "{}: {why}", path.display()),
+        }
+    }
+}
+
+/// `$KEEL_HOME/schedules.json`.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pub path: PathBuf,
+}
+
+impl Store {
+    pub fn new(keel_home: &Path) -> Store {
+        Store {
+            path: keel_home.join(FILE),
+        }
+    }
+
+    /// The tasks (none when the file does not exist).
+    pub fn load(&self) -> Result<Vec<Task>, StoreError> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(self.io(&e)),
+        };
+        parse(&text).map_err(|why| StoreError::Corrupt {
+            path: self.path.clone(),
+            why,
+        })
+    }
+
+    /// Loads the tasks under the store's lock, lets `f` change them, and writes them back
+    /// atomically if `f` succeeded. A corrupt file is never overwritten.
+    pub fn update<R, E: From<StoreError>>(
+        &self,
+        f: impl FnOnce(&mut Vec<Task>) -> Result<R, E>,
+    ) -> Result<R, E> {
+        let _lock = self.lock()?;
+        let mut tasks = self.load()?;
+        let r = f(&mut tasks)?;
+        self.save(&tasks)?;
+        Ok(r)
+    }
+
+    /// Changes the state of task `name`, if it (still) exists; a corrupt or unreadable file
+    /// is left alone (the error is returned).
+    pub fn set_state(&self, name: &str, f: impl FnOnce(&mut TaskState)) -> Result<(), StoreError> {
+        self.update(|tasks| {
+            if let Some(t) = tasks.iter_mut().find(|t| t.name == name) {
+                f(&mut t.state);
+            }
+            Ok::<_, StoreError>(())
+        })
+    }
+
+    /// The file's modification stamp (to notice hand edits); `None` if it does not exist.
+    pub fn stamp(&self) -> Option<(std::time::SystemTime, u64)> {
+        let m = std::fs::metadata(&self.path).ok()?;
+        Some((m.modified().ok()?, m.len()))
+    }
+
+    fn lock(&self) -> Result<std::fs::File, StoreError> {
+        let dir = self.dir();
+        private::create_dir_all(&dir).map_err(|e| self.io(&e))?;
+        let path = dir.join(LOCK);
+        let file = private::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(|e| self.io(&e))?;
+        file.lock().map_err(|e| self.io(&e))?;
+        Ok(file)
+    }
+
+    /// Writes a temp file in the same directory (0600), syncs it, renames it over the store.
+    fn save(&self, tasks: &[Task]) -> Result<(), StoreError> {
+        let file = File {
+            version: VERSION,
+            tasks: tasks.to_vec(),
+        };
+        let mut text = serde_json::to_string_pretty(&file).map_err(|e| self.io(&e))?;
+        text.push('\n');
+        let tmp = self
+            .dir()
+            .join(format!(".{FILE}.{}.tmp", std::process::id()));
+        let write = || -> std::io::Result<()> {
+            let mut f = private::options()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&tmp)?;
+            private::fix_mode(&f)?;
+            f.write_all(text.as_bytes())?;
+            f.sync_all()?;
+            std::fs::rename(&tmp, &self.path)?;
+            private::sync_dir(&self.dir())
+        };
+        write().map_err(|e| {
+            let _ = std::fs::remove_file(&tmp);
+            self.io(&e)
+        })
+    }
+
+    fn dir(&self) -> PathBuf {
+        self.path
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| PathBuf::from("."))
+    }
+
+    fn io(&self, e: &dyn std::fmt::Display) -> StoreError {
+        StoreError::Io {
+            path: self.path.clone(),
+            why: e.to_string(),
+        }
+    }
+}
+
+/// The tasks of a store file's text, every task checked (name, one schedule that parses,
+/// an absolute cwd, unique names).
+fn parse(text: &str) -> Result<Vec<Task>, String> {
+    let file: File = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    if file.version != VERSION {
+        return Err(format!(
+            "version {} (this keel reads version {VERSION})",
+            file.version
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    for t in &file.tasks {
+        let mut problems = name_problems(&t.name);
+        if let Err(e) = due::Schedule::of(t) {
+            problems.push(e);
+        }
+        if chrono::DateTime::parse_from_rfc3339(&t.created).is_err() {
+            problems.push(format!("created {:?} is not an RFC 3339 time", t.created));
+        }
+        if !t.cwd.is_absolute() {
+            problems.push(format!("cwd {} is not absolute", t.cwd.display()));
+        }
+        if !seen.insert(t.name.as_str()) {
+            problems.push("the name is used twice".into());
+        }
+        if let Some(p) = problems.first() {
+            return Err(format!("task {:?}: {p}", t.name));
+        }
+    }
+    Ok(file.tasks)
+}
+
+/// What is wrong with a task name (empty: nothing).
+pub fn name_problems(name: &str) -> Vec<String> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.');
+    let mut out = Vec::new();
+    if name.is_empty() || name.len() > MAX_NAME {
+        out.push(format!("a task name has 1 to {MAX_NAME} characters"));
+    } else if !name.chars().all(ok_char) || !name.starts_with(|c: char| c.is_ascii_alphanumeric()) {
+        out.push(format!(
+            "task name {name:?}: use letters, digits, '-', '_' and '.', starting with a letter or digit"
+        ));
+    }
+    out
+}
+
+/// `30s`, `30m`, `2h`, `1d` (a bare number is seconds) in seconds.
+pub fn parse_every(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => t.split_at(i),
+        None => (t, "s"),
+    };
+    let factor = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => 0,
+    };
+    match digits.parse::<u64>() {
+        Ok(n) if factor > 0 && n > 0 => n
+            .checked_mul(factor)
+            .ok_or_else(|| format!("--every {text:?} is too long")),
+        _ => Err(format!(
+            "--every {text:?} is not a duration: use a number and s, m, h or d (30s, 30m, 2h, 1d)"
+        )),
+    }
+}
+
+/// `3600` → `1h`, `90` → `90s`: the shortest exact spelling.
+pub fn every_text(secs: u64) -> String {
+    for (unit, n) in [("d", 86_400), ("h", 3600), ("m", 60)] {
+        if secs.is_multiple_of(n) {
+            return format!("{}{unit}", secs / n);
+        }
+    }
+    format!("{secs}s")
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn task(name: &str) -> Task {
+        Task {
+            name: name.into(),
+            every: Some(60),
+            cron: None,
+            cwd: "/tmp".into(),
+            args: vec!["--provider".into(), "scripted".into()],
+            prompt: "hi".into(),
+            on_failure: None,
+            paused: false,
+            created: "2026-01-01T00:00:00+00:00".into(),
+            state: TaskState::default(),
+        }
+    }
+
+    #[test]
+    fn durations_parse_with_units_and_bad_ones_are_named() {
+        assert_eq!(parse_every("30s"), Ok(30));
+        assert_eq!(parse_every("30m"), Ok(1800));
+        assert_eq!(parse_every("2h"), Ok(7200));
+        assert_eq!(parse_every("1d"), Ok(86_400));
+        assert_eq!(parse_every("45"), Ok(45));
+        for bad in ["", "0m", "m", "5w", "-5m", "1.5h"] {
+            let e = parse_every(bad).unwrap_err();
+            assert!(e.contains("not a duration"), "{bad}: {e}");
+        }
+        assert_eq!(every_text(1800), "30m");
+        assert_eq!(every_text(90), "90s");
+        assert_eq!(every_text(86_400 * 2), "2d");
+    }
+
+    #[test]
+    fn names_are_checked() {
+        assert!(name_problems("ci-nightly_2.x").is_empty());
+        assert_eq!(name_problems("").len(), 1);
+        assert_eq!(name_problems("-x").len(), 1);
+        assert_eq!(name_problems("a b").len(), 1);
+        assert_eq!(name_problems(&"a".repeat(65)).len(), 1);
+    }
+
+    #[test]
+    fn the_store_round_trips_privately_and_atomically() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        assert_eq!(store.load().unwrap(), Vec::new(), "no file: no tasks");
+        store
+            .update(|t| {
+                t.push(task("a"));
+                Ok::<_, StoreError>(())
+            })
+            .unwrap();
+        store.set_state("a", |s| s.runs = 3).unwrap();
+        let tasks = store.load().unwrap();
+        assert_eq!(tasks.len(), 1);
+        assert_eq!(tasks[0].state.runs, 3);
+        let mode = std::fs::metadata(&store.path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let left: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|n| n.ends_with(".tmp"))
+            .collect();
+        assert!(left.is_empty(), "temp files left: {left:?}");
+    }
+
+    #[test]
+    fn a_corrupt_store_is_reported_and_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path());
+        std::fs::write(&store.path, "{\"version\":1,\"tasks\":[{\"name\":").unwrap();
+        let e = store.load().unwrap_err();
+        assert!(
+            matches!(&e, StoreError::Corrupt { .. }) && e.to_string().contains("schedules.json"),
+            "{e}"
+        );
+        let r = store.update(|t| {
+            t.push(task("b"));
+            Ok::<_, StoreError>(())
+        });
+        assert!(r.is_err());
+        let text = std::fs::read_to_string(&store.path).unwrap();
+        assert_eq!(
+            text, "{\"version\":1,\"tasks\":[{\"name\":",
+            "left as it was"
+        );
+        // A file that parses but holds a bad task is corrupt too, naming the task.
+        let mut bad = task("c");
+        bad.cron = Some("61 * * * *".into());
+        bad.every = None;
+        let text = serde_json::to_string(&File {
+            version: 1,
+            tasks: vec![bad],
+        })
+        .unwrap();
+        std::fs::write(&store.path, text).unwrap();
+        let e = store.load().unwrap_err().to_string();
+        assert!(e.contains("task \"c\""), "{e}");
+    }
+}
