@@ -317,3 +317,95 @@ fn the_bridge_relays_protocol_lines_both_ways_and_ends_with_its_stdin() {
     drop(stdin);
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn rpc_mode_over_a_remote_link_reconnects_and_writes_every_event_once() {
+    use std::io::Write;
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let (ssh, links_file) = fake_ssh(&sb);
+    let (script_path, fifo) = waiting_run(&sb);
+    let script_s = script_path.display().to_string();
+    let args = [
+        "--mode",
+        "rpc",
+        "--remote",
+        "devbox",
+        "--remote-keel",
+        KEEL,
+        "--socket",
+        &socket,
+        "--provider",
+        "scripted",
+        "--script",
+        &script_s,
+        "--permission",
+        "auto",
+    ];
+    let mut child = sb
+        .cmd(&args)
+        .env("KEEL_SSH", &ssh)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    stdin
+        .write_all(b"{\"id\":\"p1\",\"type\":\"prompt\",\"message\":\"go\"}\n")
+        .unwrap();
+    let mut seen = read_until(&mut stdout, "tool_execution_start");
+    let before = links(&links_file);
+    kill(*before.last().unwrap());
+    std::fs::write(&fifo, "go on\n").unwrap();
+    seen.extend(read_until(&mut stdout, "agent_settled"));
+    // The link is back: a command after the cut is answered.
+    stdin
+        .write_all(b"{\"id\":\"s1\",\"type\":\"get_state\"}\n")
+        .unwrap();
+    let state = read_until(&mut stdout, "\"id\":\"s1\"");
+    assert!(state.concat().contains("\"success\":true"), "{state:?}");
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(err.contains("reconnected to devbox (over ssh)"), "{err}");
+    assert_eq!(links(&links_file).len(), before.len() + 1, "{err}");
+    // Every event once, in the order an in-process RPC run writes them.
+    let kinds = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v["type"] != "response")
+            .map(|v| v["type"].as_str().unwrap_or("").to_string())
+            .collect()
+    };
+    let mut here = Sandbox::new();
+    here.seed = sb.seed;
+    let fifo2 = fifo.clone();
+    let writer = std::thread::spawn(move || std::fs::write(fifo2, "go on\n").unwrap());
+    let (mut local, mut lin, mut lout) = here.spawn_talking(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "scripted",
+        "--script",
+        &script_s,
+        "--permission",
+        "auto",
+    ]);
+    lin.write_all(b"{\"id\":\"p1\",\"type\":\"prompt\",\"message\":\"go\"}\n")
+        .unwrap();
+    let expected = read_until(&mut lout, "agent_settled");
+    drop(lin);
+    writer.join().unwrap();
+    assert!(local.wait().unwrap().success());
+    assert_eq!(kinds(&seen), kinds(&expected));
+}

@@ -4,7 +4,10 @@
 //! lines RPC mode writes in-process). A session change (`new_session`, `switch_session`,
 //! `fork`, `clone`) is followed: `session/replaced` gives the id later requests name. Closing
 //! stdin waits for an active run to settle, then exits 0; the session stays live in the
-//! daemon. A daemon that goes away ends this with 1.
+//! daemon. A daemon that goes away ends this with 1. Over `--remote`, a link that drops is
+//! connected again with backoff and the cursor (the requests it was carrying are answered with
+//! an error saying so); this ends with 1 only when the remote daemon no longer holds the
+//! session or after ten minutes.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::{HashMap, VecDeque};
@@ -13,6 +16,8 @@ use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use crate::cli::Cli;
+use crate::daemon::client::{CallError, Client};
+use crate::daemon::dial::{Backoff, Dial};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::signals::Signals;
@@ -77,9 +82,31 @@ struct Bridge {
     /// stdin lines so far.
     order: u64,
     running: bool,
+    /// The last event written: its epoch and `seq` (the cursor of a reconnection).
+    epoch: String,
+    seq: u64,
 }
 
 impl Bridge {
+    /// A `session/event` of this session: its line goes out as RPC mode writes it.
+    fn event(&mut self, params: &serde_json::value::RawValue, out: &mut Output) {
+        let Ok(p) = serde_json::from_str::<EventParams>(params.get()) else {
+            return;
+        };
+        if p.seq <= self.seq && p.epoch == self.epoch {
+            return;
+        }
+        match p.event.get().contains("\"type\":\"agent_start\"") {
+            true => self.running = true,
+            false if p.event.get().contains("\"type\":\"agent_settled\"") => self.running = false,
+            false => {}
+        }
+        self.seq = p.seq;
+        self.epoch = p.epoch;
+        let _ = out.out(p.event.get().as_bytes());
+        let _ = out.out(b"\n");
+    }
+
     /// A stdin request: sent, unless a request naming an old id may still come back.
     async fn submit(&mut self, req: rpc::Request) -> bool {
         self.order += 1;
@@ -226,16 +253,11 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
         out.err(&format!("Warning: {}\n", w.as_str().unwrap_or_default()));
     }
     let session = opened["sessionId"].as_str().unwrap_or_default().to_string();
-    client
+    let attached = client
         .call("session/attach", json!({"sessionId": session}))
         .await
         .map_err(|e| StartupError::config(format!("cannot attach to session {session}: {e}")))?;
-    // Events that arrived while attaching come first.
-    for (method, params) in std::mem::take(&mut client.notifications) {
-        if method == "session/event" {
-            let _ = out.out(format!("{}\n", params["event"]).as_bytes());
-        }
-    }
+    let early = std::mem::take(&mut client.notifications);
     let (read, write) = client.into_parts();
     let mut lines = read.split(b'\n');
     let (input_tx, mut input_rx) = tokio::sync::mpsc::channel::<Input>(4);
@@ -250,7 +272,11 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
         held: VecDeque::new(),
         order: 0,
         running: false,
+        epoch: attached["epoch"].as_str().unwrap_or_default().to_string(),
+        seq: attached["seq"].as_u64().unwrap_or(0),
     };
+    // Events that arrived while attaching come first.
+    bridge.events(early, out);
     let mut eof = false;
     let gone = "Error: the keel daemon closed the connection (it stopped or was killed); the session file keeps every completed entry\n";
     let exit = loop {
@@ -268,21 +294,20 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
             }
             line = lines.next_segment() => {
                 let Ok(Some(line)) = line else {
+                    if dial.remote().is_some() {
+                        if let Some((read, write)) = reconnect(&dial, &mut bridge, out).await {
+                            lines = read.split(b'\n');
+                            bridge.write = write;
+                            continue;
+                        }
+                    }
                     out.err(gone);
                     break Exit::Failed;
                 };
                 match j::parse_line(&line) {
                     Incoming::Notification { method, params } if method == "session/event" => {
                         let Some(params) = params else { continue };
-                        if let Ok(p) = serde_json::from_str::<EventParams>(params.get()) {
-                            match p.event.get().contains("\"type\":\"agent_start\"") {
-                                true => bridge.running = true,
-                                false if p.event.get().contains("\"type\":\"agent_settled\"") => bridge.running = false,
-                                false => {}
-                            }
-                            let _ = out.out(p.event.get().as_bytes());
-                            let _ = out.out(b"\n");
-                        }
+                        bridge.event(&params, out);
                     }
                     Incoming::Notification { method, params } if method == "session/replaced" => {
                         // Later requests name the session by its new id.
@@ -290,6 +315,8 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
                         if let Ok(p) = serde_json::from_str::<Replaced>(params.get()) {
                             if p.session_id == bridge.session {
                                 bridge.session = p.new_session_id;
+                                bridge.epoch = p.epoch;
+                                bridge.seq = p.seq;
                             }
                         }
                     }
@@ -334,8 +361,93 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
     Ok(exit)
 }
 
+impl Bridge {
+    /// Notifications read with an answer, in order: the events among them go out.
+    fn events(&mut self, notes: impl IntoIterator<Item = (String, Value)>, out: &mut Output) {
+        for (method, params) in notes {
+            if method != "session/event" {
+                continue;
+            }
+            if let Ok(raw) = serde_json::value::to_raw_value(&params) {
+                self.event(&raw, out);
+            }
+        }
+    }
+}
+
+/// The link to a remote daemon dropped: the requests it carried are answered with an error
+/// (they may have run), then the session is attached again from the last event written, with
+/// backoff. `None` when the daemon there no longer holds the session, or after
+/// [`Backoff::GIVE_UP`].
+async fn reconnect(
+    dial: &Dial,
+    bridge: &mut Bridge,
+    out: &mut Output,
+) -> Option<(
+    tokio::io::BufReader<crate::daemon::dial::Reader>,
+    crate::daemon::dial::Writer,
+)> {
+    let place = dial.describe();
+    out.err(&format!(
+        "keel: the connection to the daemon on {place} was lost; reconnecting…\n"
+    ));
+    let mut carried: Vec<Sent> = bridge.sent.drain().map(|(_, s)| s).collect();
+    carried.sort_by_key(|s| s.n);
+    for s in carried {
+        let why = format!(
+            "the connection to the keel daemon on {place} was lost before the answer; the command may have run"
+        );
+        let _ = out.out(rpc::error_line(s.req.id.as_ref(), Some(&s.req.command), &why).as_bytes());
+    }
+    bridge.answered = bridge.next;
+    let _ = out.flush();
+    let quiet = dial.quietly();
+    let mut backoff = Backoff::default();
+    while !backoff.exhausted() {
+        tokio::time::sleep(backoff.next_delay()).await;
+        let Ok(mut client) = Client::dial(&quiet, true).await else {
+            continue;
+        };
+        let cursor = json!({"epoch": bridge.epoch, "seq": bridge.seq});
+        match client
+            .call(
+                "session/attach",
+                json!({"sessionId": bridge.session, "cursor": cursor}),
+            )
+            .await
+        {
+            Ok(attached) => {
+                if attached["mode"] == "snapshot" {
+                    out.err("Warning: the daemon no longer held the events in between; get_state and get_messages give the session as it is now\n");
+                    bridge.epoch = attached["epoch"].as_str().unwrap_or_default().to_string();
+                    bridge.seq = attached["seq"].as_u64().unwrap_or(bridge.seq);
+                    bridge.running = attached["snapshot"]["state"]["isStreaming"] == true;
+                }
+                let notes = std::mem::take(&mut client.notifications);
+                bridge.events(notes, out);
+                out.err(&format!(
+                    "keel: reconnected to {place} (attempt {})\n",
+                    backoff.attempts()
+                ));
+                return Some(client.into_parts());
+            }
+            Err(CallError::Rpc(e)) => {
+                out.err(&format!(
+                    "keel: {place} no longer serves this session: {}\n",
+                    e.message
+                ));
+                return None;
+            }
+            Err(CallError::Lost(e)) => tracing::info!("reconnect attempt failed: {e}"),
+        }
+    }
+    None
+}
+
 #[derive(serde::Deserialize)]
 struct EventParams {
+    epoch: String,
+    seq: u64,
     event: Box<serde_json::value::RawValue>,
 }
 
@@ -344,6 +456,8 @@ struct EventParams {
 struct Replaced {
     session_id: String,
     new_session_id: String,
+    epoch: String,
+    seq: u64,
 }
 
 /// A stdin line as a pi request, or the error line RPC mode writes for it.
@@ -392,6 +506,8 @@ mod tests {
             held: VecDeque::new(),
             order: 0,
             running: false,
+            epoch: String::new(),
+            seq: 0,
         }
     }
 
