@@ -1,8 +1,13 @@
 //! The MCP rows of the bench: `keel -p` wall time with no MCP server, with three healthy stdio
 //! servers (the workspace's fixture server) and with one server that never answers
-//! `initialize` (bounded by the first call's wait budget, 2 s).
+//! `initialize` (bounded by the first call's wait budget, 2 s); and, for the floor under the
+//! second, the wall time of three fixture servers started and listed by a bare client with no
+//! keel at all (spawn, `initialize`, `tools/list`, end).
 
 use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
 use super::{median, path_str, Res, Row, Sandbox};
 
@@ -31,6 +36,54 @@ fn config(sb: &Sandbox, servers: &[Server]) -> Res<String> {
     Ok(path_str(&path)?.to_string())
 }
 
+/// Three fixture servers started side by side, each sent `initialize`, `initialized` and
+/// `tools/list`, read until the list's answer, then ended by closing their stdin: the least any
+/// client spends on them. Milliseconds.
+fn bare_client() -> Res<f64> {
+    const HANDSHAKE: &str = concat!(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"0"}}}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        "\n",
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#,
+        "\n",
+    );
+    let start = Instant::now();
+    let mut children = Vec::new();
+    for _ in 0..3 {
+        let mut c = Command::new(FIXTURE)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start the fixture: {e}"))?;
+        c.stdin
+            .as_mut()
+            .ok_or("no stdin")?
+            .write_all(HANDSHAKE.as_bytes())
+            .map_err(|e| format!("write to the fixture: {e}"))?;
+        children.push(c);
+    }
+    for c in &mut children {
+        let mut out = BufReader::new(c.stdout.take().ok_or("no stdout")?);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if out.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+                return Err("the fixture ended before listing its tools".into());
+            }
+            if line.starts_with(r#"{"jsonrpc":"2.0","id":2,"#) {
+                break;
+            }
+        }
+        drop(c.stdin.take());
+    }
+    for c in &mut children {
+        c.wait().map_err(|e| e.to_string())?;
+    }
+    Ok(start.elapsed().as_secs_f64() * 1e3)
+}
+
 pub fn mcp_bench(keel: &std::path::Path, hello: &str, rows: &mut Vec<Row>, runs: usize) -> Res<()> {
     let cases: [(&str, &[Server]); 3] = [
         ("no MCP server", &[]),
@@ -42,7 +95,9 @@ pub fn mcp_bench(keel: &std::path::Path, hello: &str, rows: &mut Vec<Row>, runs:
     ];
     // Rounds run the cases in turn, so that the machine's noise falls on all of them alike.
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
+    let mut bare = Vec::new();
     for _ in 0..runs {
+        bare.push(bare_client()?);
         for ((_, servers), t) in cases.iter().zip(&mut times) {
             let sb = Sandbox::new()?;
             let mut args = vec![
@@ -78,5 +133,12 @@ pub fn mcp_bench(keel: &std::path::Path, hello: &str, rows: &mut Vec<Row>, runs:
         "x",
         2,
     ));
+    rows.push(Row::stats(
+        "3 fixture servers started and listed by a bare client, no keel: wall time",
+        &bare,
+        "ms",
+        1,
+    ));
+
     Ok(())
 }
