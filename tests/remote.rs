@@ -409,3 +409,60 @@ fn rpc_mode_over_a_remote_link_reconnects_and_writes_every_event_once() {
     assert!(local.wait().unwrap().success());
     assert_eq!(kinds(&seen), kinds(&expected));
 }
+
+#[test]
+fn the_resume_picker_over_remote_lists_the_remote_hosts_sessions() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let (ssh, _) = fake_ssh(&sb);
+    let hello = crate::support::fixture("hello.json");
+    let remote = [
+        "--remote",
+        "devbox",
+        "--remote-keel",
+        KEEL,
+        "--socket",
+        &socket,
+    ];
+    // A session saved on "devbox" (the daemon's KEEL_HOME).
+    let mut args: Vec<&str> = vec!["-p"];
+    args.extend_from_slice(&remote);
+    args.extend([
+        "--provider",
+        "scripted",
+        "--script",
+        &hello,
+        "remember the remote tulips",
+    ]);
+    let saved = sb.cmd(&args).env("KEEL_SSH", &ssh).output().unwrap();
+    assert!(
+        saved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&saved.stderr)
+    );
+    // This machine's KEEL_HOME has no session at all: the picker can only show devbox's.
+    let here = sb.dir.path().join("laptop-home");
+    std::fs::create_dir_all(&here).unwrap();
+    let shell = format!(
+        "exec '{KEEL}' --remote devbox --remote-keel '{KEEL}' --socket '{socket}' \
+         --provider scripted --script '{hello}' --resume"
+    );
+    let ssh_s = ssh.display().to_string();
+    let here_s = here.display().to_string();
+    let (mut window, mut child) = crate::tui_pty::spawn_with(
+        &sb,
+        &shell,
+        &[("KEEL_SSH", ssh_s.as_str()), ("KEEL_HOME", here_s.as_str())],
+    );
+    window.wait_for("devbox's session in the picker", |t| {
+        t.contains("remember the remote tulips")
+    });
+    window.send("\x1b");
+    window.wait_for("the picker closed", |t| {
+        !t.contains("remember the remote tulips")
+    });
+    window.send("/detach\r");
+    window.wait_for("the goodbye", |t| t.contains("Left session"));
+    assert!(child.wait().unwrap().success());
+}

@@ -361,6 +361,7 @@ impl Conn {
                 Outcome::Result(json!({}))
             }
             "session/close" => self.close(params).await,
+            "session/list" => self.list(params).await,
             command => self.pi_command(id, command, params).await,
         }
     }
@@ -368,6 +369,31 @@ impl Conn {
     /// Ends a live session that nothing else uses: saved, released, gone from the daemon
     /// (the next `--continue` or `--resume` opens it from its file). A session with a run
     /// going, or shown by another client, is -32013.
+    /// `session/list {cwd}`: the saved sessions of `cwd` and of every directory, newest first,
+    /// as the TUI's picker shows them (for a client on another machine, whose files are here).
+    async fn list(&self, params: Option<&serde_json::value::RawValue>) -> Outcome {
+        #[derive(serde::Deserialize)]
+        struct List {
+            cwd: std::path::PathBuf,
+        }
+        let r: List = match j::params(params) {
+            Ok(r) => r,
+            Err(e) => return Outcome::Error(e),
+        };
+        let home = self.shared.options.keel_home.clone();
+        let listed = tokio::task::spawn_blocking(move || {
+            let here =
+                crate::kernel::session::list(&crate::kernel::session::session_dir(&home, &r.cwd));
+            let all = crate::kernel::session::list_all(&home);
+            json!({"here": here, "all": all})
+        })
+        .await;
+        match listed {
+            Ok(v) => Outcome::Result(v),
+            Err(e) => Outcome::Error(ErrorObject::new(j::COMMAND_FAILED, e.to_string())),
+        }
+    }
+
     async fn close(&mut self, params: Option<&serde_json::value::RawValue>) -> Outcome {
         let r: SessionRef = match j::params(params) {
             Ok(r) => r,

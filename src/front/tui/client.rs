@@ -31,6 +31,7 @@ use crate::front::signals::Signals;
 use crate::kernel::clock::Clock;
 use crate::kernel::event::ApprovalDecision;
 use crate::kernel::message::Message;
+use crate::kernel::session::SessionSummary;
 use crate::output::{Output, TerminalOut};
 
 /// What attaching to a session of the daemon needs.
@@ -71,6 +72,8 @@ pub(super) enum Back {
     ShellRefused(String),
     /// The whole conversation, for the transcript pager.
     Transcript(Vec<Replayed>),
+    /// The saved sessions a remote daemon holds (`session/list`), for the picker.
+    Sessions(Vec<SessionSummary>, Vec<SessionSummary>),
 }
 
 /// Where the session lives when it is not in this process.
@@ -418,6 +421,11 @@ impl Client {
                 let changed = self.view.place.as_deref() != Some(text.as_str());
                 self.view.place = Some(text);
                 return changed;
+            }
+            Back::Sessions(here, all) => {
+                let now = self.clock.now_ms();
+                self.view
+                    .open_picker(super::picker::Picker::new(here, all, now));
             }
             Back::Transcript(replayed) => {
                 let mut t = super::transcript::Transcript::new();

@@ -65,6 +65,25 @@ impl Client {
     }
 
     pub(super) fn open_picker(&mut self) {
+        if let Some(d) = self.daemon.as_ref().filter(|d| d.dial.remote().is_some()) {
+            // The session files are the remote host's: its daemon lists them.
+            let cwd = d.reopen["cwd"].clone();
+            let commands = self.commands.clone();
+            let back = self.back_tx.clone();
+            tokio::spawn(async move {
+                let got = commands.request("session/list", json!({"cwd": cwd})).await;
+                let list = |v: &Value, k: &str| -> Vec<crate::kernel::session::SessionSummary> {
+                    serde_json::from_value(v[k].clone()).unwrap_or_default()
+                };
+                let _ = match got {
+                    Ok(v) => back.send(Back::Sessions(list(&v, "here"), list(&v, "all"))),
+                    Err(e) => back.send(Back::Notice(HistoryCell::Error(format!(
+                        "cannot list the remote sessions: {e}"
+                    )))),
+                };
+            });
+            return;
+        }
         let here = crate::kernel::session::list(&self.session_dir);
         let all = crate::kernel::session::list_all(&self.keel_home);
         self.view

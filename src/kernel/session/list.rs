@@ -33,8 +33,10 @@ pub fn file_name(header: &SessionHeader) -> String {
     )
 }
 
-/// One session as the picker and `--continue` see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One session as the picker and `--continue` see it (also `session/list`'s items, in
+/// camelCase).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SessionSummary {
     /// The session file.
     pub path: PathBuf,
