@@ -158,6 +158,7 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     }
     for (_, (handle, _)) in conn.attached.drain() {
         handle.send(Call::Detach { client });
+        shared.journal_fact("detached", &handle.session_id(), client);
     }
     shared.clients.fetch_sub(1, Ordering::Relaxed);
     shared.gone.notify_waiters();
@@ -165,17 +166,23 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
 
 /// `session/event {sessionId, epoch, seq, event}`: the wire event is copied in as it is.
 fn event_line(d: &Delivery, event: &crate::host::Published, out: &mut Vec<u8>) {
-    out.extend_from_slice(
-        b"{\"jsonrpc\":\"2.0\",\"method\":\"session/event\",\"params\":{\"sessionId\":",
-    );
-    out.extend_from_slice(Value::from(&*d.session).to_string().as_bytes());
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"session/event\",\"params\":");
+    event_params(&d.session, &d.epoch, event, out);
+    out.extend_from_slice(b"}\n");
+}
+
+/// The params of `session/event`, `{"sessionId":…,"epoch":…,"seq":…,"event":…}`: the bytes
+/// every client gets and the event journal publishes.
+pub fn event_params(session: &str, epoch: &str, event: &crate::host::Published, out: &mut Vec<u8>) {
+    out.extend_from_slice(b"{\"sessionId\":");
+    out.extend_from_slice(Value::from(session).to_string().as_bytes());
     out.extend_from_slice(b",\"epoch\":");
-    out.extend_from_slice(Value::from(&*d.epoch).to_string().as_bytes());
+    out.extend_from_slice(Value::from(epoch).to_string().as_bytes());
     out.extend_from_slice(b",\"seq\":");
     out.extend_from_slice(event.seq.to_string().as_bytes());
     out.extend_from_slice(b",\"event\":");
     out.extend_from_slice(event.line.as_bytes());
-    out.extend_from_slice(b"}}\n");
+    out.push(b'}');
 }
 
 fn answer_line(id: &Id, answer: Answer) -> String {
@@ -341,6 +348,8 @@ impl Conn {
                     h.send(Call::Detach {
                         client: self.client,
                     });
+                    self.shared
+                        .journal_fact("detached", &h.session_id(), self.client);
                 }
                 Outcome::Result(json!({}))
             }
@@ -387,6 +396,9 @@ impl Conn {
         self.attached.remove(&r.session_id);
         self.shared.forget(&handle).await;
         handle.stop(CLOSE_GRACE).await;
+        if let Some(j) = &self.shared.journal {
+            j.fact("closed", &handle.session_id(), json!({"reason": "closed"}));
+        }
         Outcome::Result(json!({}))
     }
 
@@ -472,13 +484,17 @@ impl Conn {
             sessions.push(Value::Object(m));
         }
         let s = &self.shared;
-        json!({
+        let mut v = json!({
             "version": env!("CARGO_PKG_VERSION"),
             "pid": s.pid,
             "uptimeMs": s.started.elapsed().as_millis() as u64,
             "clients": s.clients.load(Ordering::Relaxed),
             "sessions": sessions,
-        })
+        });
+        if let Some(j) = &s.journal {
+            v["journal"] = j.status();
+        }
+        v
     }
 
     async fn session(&self, id: &str) -> Result<SessionHandle, ErrorObject> {
@@ -553,6 +569,8 @@ impl Conn {
                 "the session has ended",
             ));
         };
+        self.shared
+            .journal_fact("attached", &a.session_id, self.client);
         self.attached
             .insert(a.session_id, (handle, attached.lagged.clone()));
         let mode = match attached.start {

@@ -31,6 +31,8 @@ pub struct DaemonOptions {
     /// The daemon's own environment (sessions start from it, plus what `session/open` sends).
     pub vars: std::collections::BTreeMap<String, String>,
     pub temp_dir: PathBuf,
+    /// The event journal on NATS JetStream (`--journal`), if any.
+    pub journal: Option<crate::journal::JournalOptions>,
 }
 
 /// Why the daemon ends.
@@ -66,6 +68,8 @@ pub struct Shared {
     pub shutdown: broadcast::Sender<String>,
     /// Notified each time a connection ends.
     pub gone: tokio::sync::Notify,
+    /// The event journal, when `--journal` runs one.
+    pub journal: Option<crate::journal::Journal>,
 }
 
 impl Shared {
@@ -99,6 +103,13 @@ impl Shared {
         rekey(&mut *self.sessions.lock().await);
     }
 
+    /// Journals `attached` or `detached` for `session` by connection `client`.
+    pub fn journal_fact(&self, kind: &str, session: &str, client: u64) {
+        if let Some(j) = &self.journal {
+            j.fact(kind, session, serde_json::json!({"client": client}));
+        }
+    }
+
     fn started_at_ms(&self) -> i64 {
         crate::kernel::clock::parse_iso(&self.started_at).unwrap_or(0)
     }
@@ -112,6 +123,10 @@ pub async fn serve(
     lock: DaemonLock,
 ) -> Result<Ending, String> {
     let clock = Clock::new(None, None);
+    let journal = match options.journal.clone() {
+        Some(o) => Some(crate::journal::Journal::start(o, clock.clone())?),
+        None => None,
+    };
     let (stop, mut stop_rx) = watch::channel(false);
     let (shutdown, _) = broadcast::channel(4);
     let shared = Arc::new(Shared {
@@ -128,6 +143,7 @@ pub async fn serve(
         stop,
         shutdown,
         gone: tokio::sync::Notify::new(),
+        journal,
     });
     let mut sigterm = crate::front::signals::listen(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.message)?;
@@ -179,6 +195,9 @@ pub async fn serve(
         .collect();
     for handle in sessions {
         handle.stop(Duration::from_secs(3)).await;
+        if let Some(j) = &shared.journal {
+            j.fact("closed", &handle.session_id(), serde_json::json!({"reason": reason}));
+        }
     }
     // Let every connection write `daemon/shutdown` and close (bounded: a client that does
     // not read cannot hold the exit).

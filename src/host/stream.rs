@@ -103,6 +103,9 @@ pub struct Stream {
     /// The last `seq` published.
     head: u64,
     subscribers: Vec<Subscriber>,
+    /// The daemon's journal, if it runs one: every delivery, never dropped for lag (its
+    /// receiver hands each one to the disk spool at once).
+    journal: Option<mpsc::UnboundedSender<Delivery>>,
 }
 
 /// How an attach starts.
@@ -133,7 +136,14 @@ impl Stream {
             max_bytes,
             head: 0,
             subscribers: Vec::new(),
+            journal: None,
         }
+    }
+
+    /// Hands every later delivery of this stream to `journal` as well (unbounded: the
+    /// journal's receiver spools each one at once, so it never lags).
+    pub fn journal(&mut self, journal: mpsc::UnboundedSender<Delivery>) {
+        self.journal = Some(journal);
     }
 
     /// The last `seq` published.
@@ -160,7 +170,16 @@ impl Stream {
         }
         let head = self.head;
         let d = self.delivery(&event);
+        self.to_journal(&d);
         self.subscribers.retain(|s| offer(s, d.clone(), head));
+    }
+
+    fn to_journal(&mut self, d: &Delivery) {
+        if let Some(j) = &self.journal {
+            if j.send(d.clone()).is_err() {
+                self.journal = None;
+            }
+        }
     }
 
     /// The stream serves session `name` from now on, in `epoch`: every subscriber is told
@@ -182,6 +201,7 @@ impl Stream {
                 seq: head,
             },
         };
+        self.to_journal(&d);
         self.subscribers.retain(|s| offer(s, d.clone(), head));
     }
 

@@ -1,0 +1,249 @@
+//! The event journal (`keel daemon run --journal nats://…`): every `session/event` of every
+//! live session, and the sessions' lifecycle facts, published to NATS JetStream. A session's
+//! stream hands each delivery to the journal's tap (never dropped for lag); the tap appends it
+//! to the on-disk spool at once ([`spool`]); the publisher ([`publish`]) drains the spool to
+//! JetStream in order with acks. The agent never waits for NATS: the spool is bounded and
+//! drops its oldest records (counted) when full. Never writes to stdout.
+
+pub mod facts;
+pub mod options;
+#[cfg(feature = "journal")]
+mod publish;
+pub mod spool;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio::sync::{mpsc, Notify};
+
+use crate::host::stream::{Delivery, Item};
+use crate::kernel::clock::Clock;
+pub use options::JournalOptions;
+use spool::{Record, Spool};
+
+/// The journal's state, shared by the tap, the publisher and `daemon/status`.
+pub struct State {
+    pub spool: Mutex<Spool>,
+    /// Rung after each append (the publisher waits on it when it has sent everything).
+    pub appended: Notify,
+    pub connected: AtomicBool,
+    pub last_error: Mutex<Option<String>>,
+}
+
+impl State {
+    fn spool(&self) -> std::sync::MutexGuard<'_, Spool> {
+        self.spool.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn set_error(&self, e: Option<String>) {
+        *self.last_error.lock().unwrap_or_else(|e| e.into_inner()) = e;
+    }
+}
+
+/// What goes into the tap, in the order it must be journaled.
+enum Input {
+    Delivery(Delivery),
+    Fact(Value),
+}
+
+/// A running journal. Cheap to clone.
+#[derive(Clone)]
+pub struct Journal {
+    tx: mpsc::UnboundedSender<Input>,
+    deliveries: mpsc::UnboundedSender<Delivery>,
+    state: Arc<State>,
+    options: Arc<JournalOptions>,
+}
+
+impl Journal {
+    /// Opens the spool under `keel_home/journal/` and starts the tap and the publisher. Fails
+    /// only on a spool that cannot be opened, or a build without the `journal` feature; a
+    /// NATS server that cannot be reached is retried in the background.
+    pub fn start(options: JournalOptions, clock: Clock) -> Result<Journal, String> {
+        let dir = options.spool_dir.clone();
+        let spool = Spool::open(&dir, options.spool_bytes)
+            .map_err(|e| format!("cannot open the journal spool {}: {e}", dir.display()))?;
+        let state = Arc::new(State {
+            spool: Mutex::new(spool),
+            appended: Notify::new(),
+            connected: AtomicBool::new(false),
+            last_error: Mutex::new(None),
+        });
+        let options = Arc::new(options);
+        start_publisher(options.clone(), state.clone())?;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (deliveries, deliveries_rx) = mpsc::unbounded_channel();
+        let tap = Tap {
+            state: state.clone(),
+            host: options.host.clone(),
+            clock,
+            facts: facts::Sessions::default(),
+            fact_ids: 0,
+            instance: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+        };
+        tokio::spawn(tap.run(rx, deliveries_rx));
+        Ok(Journal {
+            tx,
+            deliveries,
+            state,
+            options,
+        })
+    }
+
+    /// The channel a live session's stream hands its deliveries to.
+    pub fn tap(&self) -> mpsc::UnboundedSender<Delivery> {
+        self.deliveries.clone()
+    }
+
+    pub fn options(&self) -> &JournalOptions {
+        &self.options
+    }
+
+    /// Journals a lifecycle fact of session `session` (`opened`, `attached`, `detached`,
+    /// `closed`; `settled` and `replaced` come from the stream itself). `extra` is merged in.
+    pub fn fact(&self, kind: &str, session: &str, extra: Value) {
+        let mut v = json!({"type": kind, "sessionId": session});
+        if let (Some(m), Value::Object(e)) = (v.as_object_mut(), extra) {
+            m.extend(e);
+        }
+        let _ = self.tx.send(Input::Fact(v));
+    }
+
+    /// `daemon/status`'s `journal` object.
+    pub fn status(&self) -> Value {
+        let c = self.state.spool().counts();
+        let error = self
+            .state
+            .last_error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        json!({
+            "url": self.options.url,
+            "host": self.options.host,
+            "connected": self.state.connected.load(Ordering::Relaxed),
+            "lag": c.lag,
+            "spooled": c.spooled,
+            "published": c.acked,
+            "dropped": c.dropped,
+            "spoolBytes": c.bytes,
+            "lastError": error,
+        })
+    }
+}
+
+#[cfg(feature = "journal")]
+fn start_publisher(options: Arc<JournalOptions>, state: Arc<State>) -> Result<(), String> {
+    tokio::spawn(publish::run(options, state));
+    Ok(())
+}
+
+#[cfg(not(feature = "journal"))]
+fn start_publisher(_: Arc<JournalOptions>, _: Arc<State>) -> Result<(), String> {
+    Err("this keel was built without the `journal` feature (cargo build --features journal)".into())
+}
+
+/// `keel.events.<host>.<sessionId>` (a session id's characters other than `[A-Za-z0-9_-]`
+/// become `_`; the payload keeps the real id).
+pub fn event_subject(host: &str, session: &str) -> String {
+    format!("keel.events.{host}.{}", options::token(session))
+}
+
+/// `keel.sessions.<host>`.
+pub fn fact_subject(host: &str) -> String {
+    format!("keel.sessions.{host}")
+}
+
+/// Turns deliveries and facts into spool records, at once and in order.
+struct Tap {
+    state: Arc<State>,
+    host: String,
+    clock: Clock,
+    facts: facts::Sessions,
+    fact_ids: u64,
+    /// Names this daemon in the msg-ids of its facts (unique across restarts).
+    instance: String,
+}
+
+impl Tap {
+    async fn run(
+        mut self,
+        mut inputs: mpsc::UnboundedReceiver<Input>,
+        mut deliveries: mpsc::UnboundedReceiver<Delivery>,
+    ) {
+        loop {
+            let input = tokio::select! {
+                biased;
+                Some(i) = inputs.recv() => i,
+                Some(d) = deliveries.recv() => Input::Delivery(d),
+                else => break,
+            };
+            let mut records = Vec::new();
+            self.records(input, &mut records);
+            // Whatever else is queued goes in the same lock.
+            while let Ok(d) = deliveries.try_recv() {
+                self.records(Input::Delivery(d), &mut records);
+            }
+            let mut spool = self.state.spool();
+            for r in &records {
+                if let Err(e) = spool.append(r) {
+                    tracing::warn!("journal spool append failed: {e}");
+                    drop(spool);
+                    self.state.set_error(Some(format!("spool: {e}")));
+                    spool = self.state.spool();
+                }
+            }
+            drop(spool);
+            self.state.appended.notify_one();
+        }
+    }
+
+    fn records(&mut self, input: Input, out: &mut Vec<Record>) {
+        match input {
+            Input::Fact(v) => {
+                let session = v["sessionId"].as_str().unwrap_or("").to_string();
+                let v = self.facts.note(&session, v);
+                out.push(self.fact_record(v));
+            }
+            Input::Delivery(d) => match &d.item {
+                Item::Event(e) => {
+                    let mut payload = Vec::with_capacity(e.line.len() + 96);
+                    crate::daemon::connection::event_params(&d.session, &d.epoch, e, &mut payload);
+                    out.push(Record {
+                        subject: event_subject(&self.host, &d.session),
+                        msg_id: format!("{}:{}:{}", d.session, d.epoch, e.seq),
+                        payload: String::from_utf8_lossy(&payload).into_owned(),
+                    });
+                    if let Some(fact) = self.facts.event(&d.session, &e.line) {
+                        out.push(self.fact_record(fact));
+                    }
+                }
+                Item::Replaced { new, seq } => {
+                    let fact = json!({
+                        "type": "replaced",
+                        "sessionId": &*d.session,
+                        "newSessionId": &**new,
+                        "epoch": &*d.epoch,
+                        "seq": seq,
+                    });
+                    self.facts.rename(&d.session, new);
+                    out.push(self.fact_record(fact));
+                }
+            },
+        }
+    }
+
+    fn fact_record(&mut self, mut fact: Value) -> Record {
+        self.fact_ids += 1;
+        if let Some(m) = fact.as_object_mut() {
+            m.insert("host".into(), json!(self.host));
+            m.insert("time".into(), json!(self.clock.now_iso()));
+        }
+        Record {
+            subject: fact_subject(&self.host),
+            msg_id: format!("{}:fact:{}", self.instance, self.fact_ids),
+            payload: fact.to_string(),
+        }
+    }
+}
