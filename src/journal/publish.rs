@@ -66,7 +66,11 @@ async fn session(options: &JournalOptions, state: &State, up: &mut bool) -> Stri
                 _ = lost.notified() => return "connection lost".to_string(),
             }
         }
-        let (stored, failure) = send(&js, &batch.records).await;
+        // A lost connection ends the wait for acks at once (the unacked are sent again).
+        let (stored, failure) = tokio::select! {
+            sent = send(&js, &batch.records) => sent,
+            _ = lost.notified() => (0, Some("connection lost".to_string())),
+        };
         if let Err(e) = state.spool().ack(&batch, stored) {
             return format!("spool ack failed: {e}");
         }
