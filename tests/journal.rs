@@ -171,6 +171,22 @@ async fn read_until(url: &str, filter: &str, last: impl Fn(&Value) -> bool) -> V
     }
 }
 
+/// How many messages the stream holds on `filter`.
+async fn count_on(url: &str, filter: &str) -> u64 {
+    let js = jetstream::new(async_nats::connect(url).await.unwrap());
+    let stream = js.get_stream("KEEL_EVENTS").await.unwrap();
+    let consumer: consumer::PullConsumer = stream
+        .create_consumer(consumer::pull::Config {
+            deliver_policy: consumer::DeliverPolicy::All,
+            ack_policy: consumer::AckPolicy::None,
+            filter_subject: filter.to_string(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    consumer.cached_info().num_pending
+}
+
 /// The journal's events of `session` up to its `agent_settled`.
 fn journaled(url: &str, session: &str) -> Vec<Got> {
     let filter = format!("keel.events.{HOST}.{session}");
@@ -367,6 +383,9 @@ fn nats_killed_mid_run_and_restarted_loses_and_duplicates_nothing() {
     let last = c.events_until("agent_settled").last().unwrap().0;
     let got = journaled(&nats.url(), &id);
     assert_every_seq_once_in_order(&got, last);
+    let filter = format!("keel.events.{HOST}.{id}");
+    let count = runtime().block_on(count_on(&nats.url(), &filter));
+    assert_eq!(count, last, "nothing stored twice");
 }
 
 #[test]
@@ -418,4 +437,62 @@ fn journal_commands_without_credentials_are_refused_at_startup() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("--journal-commands needs --journal-creds"), "{err}");
+}
+
+#[test]
+fn records_a_crashed_daemon_left_in_its_spool_are_deduplicated_when_sent_again() {
+    let sb = Sandbox::new();
+    let Some(nats) = Nats::start(&sb, "the journal's dedupe test") else {
+        return;
+    };
+    let hello = crate::support::fixture("hello.json");
+    let (first, stored) = {
+        let d = start_daemon(&sb, &nats.url());
+        let mut c = d.connect();
+        c.hello(false);
+        let id = open_journaled(&mut c, &sb, &nats.url(), &hello, &[]);
+        c.call("session/attach", json!({"sessionId": id}));
+        prompt_raw(&mut c, &id, "hi");
+        let stored = journaled(&nats.url(), &id);
+        (id, stored)
+    };
+    // A daemon killed after JetStream stored these but before its spool recorded the acks
+    // leaves them in the spool: the next daemon sends them again.
+    let spool = sb.home().join("journal");
+    let lines: String = stored
+        .iter()
+        .map(|g| {
+            let head = json!({"subject": g.subject, "msgId": g.msg_id}).to_string();
+            let payload = String::from_utf8_lossy(&g.payload);
+            format!("{},\"payload\":{payload}}}\n", &head[..head.len() - 1])
+        })
+        .collect();
+    for e in std::fs::read_dir(&spool).unwrap() {
+        std::fs::remove_file(e.unwrap().path()).unwrap();
+    }
+    std::fs::write(spool.join("00000000000000000001.jsonl"), lines).unwrap();
+    let d = start_daemon(&sb, &nats.url());
+    let mut c = d.connect();
+    c.hello(false);
+    // The spool is sent in order: once a later session's run is in the stream, so is the rest.
+    let second = open_journaled(&mut c, &sb, &nats.url(), &hello, &["--session-id", "second"]);
+    c.call("session/attach", json!({"sessionId": second}));
+    prompt_raw(&mut c, &second, "again");
+    assert_ne!(second, first);
+    journaled(&nats.url(), &second);
+    let again = journaled(&nats.url(), &first);
+    assert_every_seq_once_in_order(&again, stored.len() as u64);
+    let filter = format!("keel.events.{HOST}.{first}");
+    let count = runtime().block_on(count_on(&nats.url(), &filter));
+    assert_eq!(count, stored.len() as u64, "nothing stored twice");
+    // The stream the daemon created, with the documented defaults.
+    let config = runtime().block_on(async {
+        let js = jetstream::new(async_nats::connect(nats.url()).await.unwrap());
+        let mut s = js.get_stream("KEEL_EVENTS").await.unwrap();
+        s.info().await.unwrap().config.clone()
+    });
+    assert_eq!(config.duplicate_window, Duration::from_secs(120));
+    assert_eq!(config.max_age, Duration::from_secs(7 * 24 * 3600));
+    assert_eq!(config.max_bytes, 1 << 30);
+    assert_eq!(config.subjects, ["keel.events.>", "keel.sessions.>"]);
 }

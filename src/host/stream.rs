@@ -361,6 +361,32 @@ mod tests {
     }
 
     #[test]
+    fn the_journal_gets_every_delivery_and_the_rename_while_a_stalled_client_is_dropped() {
+        let mut s = Stream::new(1, "old".into(), "e1".into(), 100, 1 << 20);
+        let (journal, mut journaled) = mpsc::unbounded_channel();
+        s.journal(journal);
+        let (slow_tx, _slow_rx) = mpsc::channel(2);
+        let (_, slow) = s.attach(1, None, slow_tx);
+        for n in 1..=50 {
+            s.publish(ev(n));
+        }
+        s.rename("new".into(), "e2".into());
+        s.publish(ev(51));
+        assert!(slow.at().is_some(), "the client was dropped");
+        let got: Vec<(String, u64, bool)> = std::iter::from_fn(|| journaled.try_recv().ok())
+            .map(|d| {
+                let replaced = matches!(d.item, Item::Replaced { .. });
+                (d.session.to_string(), d.seq(), replaced)
+            })
+            .collect();
+        let mut want: Vec<(String, u64, bool)> =
+            (1..=50).map(|n| ("old".to_string(), n, false)).collect();
+        want.push(("old".into(), 50, true));
+        want.push(("new".into(), 51, false));
+        assert_eq!(got, want);
+    }
+
+    #[test]
     fn a_renamed_stream_tells_its_subscribers_and_starts_a_new_epoch_where_seq_left_off() {
         let mut s = Stream::new(1, "old".into(), "e1".into(), 100, 1 << 20);
         let (tx, mut rx) = mpsc::channel(100);
