@@ -1,4 +1,4 @@
-//! Benchmarks the release `keel` binary end to end: startup, JSON-mode streaming throughput, peak RSS of print mode, `--continue` session load time, the openai provider decoding a local 100k-chunk stream (in-process and over HTTP), RPC mode's request round trip and prompt-to-first-event latency, the TUI's bytes per streamed token and frame time, and the daemon (socket latency, fan-out, replay, memory).
+//! Benchmarks the release `keel` binary end to end: startup, JSON-mode streaming throughput, peak RSS of print mode, `--continue` session load time, the openai provider decoding a local 100k-chunk stream (in-process and over HTTP), RPC mode's request round trip and prompt-to-first-event latency, the TUI's bytes per streamed token and frame time, the daemon (socket latency, fan-out, replay, memory) and its event journal on NATS (events/s with and without, spool flush).
 // A bench program reports its results on stdout and its failures on stderr by design, and a
 // broken run must abort it loudly, so the crate's print/unwrap/exit lints do not apply here.
 #![allow(
@@ -33,6 +33,8 @@ type Res<T> = Result<T, String>;
 
 #[path = "keel/daemon.rs"]
 mod daemon;
+#[path = "keel/journal.rs"]
+mod journal;
 #[path = "keel/mcp.rs"]
 mod mcp;
 #[path = "keel/session.rs"]
@@ -115,29 +117,34 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session, =daemon, =mcp or =tui runs just those rows (they take a while
-    // to iterate on).
+    // KEEL_BENCH_ONLY=session, =daemon, =journal, =mcp or =tui runs just those rows (they
+    // take a while to iterate on).
     let only = match std::env::var("KEEL_BENCH_ONLY") {
-        Ok(v) if ["session", "daemon", "mcp", "tui"].contains(&v.as_str()) => Some(v),
+        Ok(v) if ["session", "daemon", "journal", "mcp", "tui"].contains(&v.as_str()) => Some(v),
         Ok(v) => {
             return Err(format!(
-                "KEEL_BENCH_ONLY: session, daemon, mcp or tui, not {v:?}"
+                "KEEL_BENCH_ONLY: session, daemon, journal, mcp or tui, not {v:?}"
             ))
         }
         Err(_) => None,
     };
+    if only.as_deref() == Some("journal") {
+        eprintln!("[9/9] journal: events/s with and without NATS, spool flush x{heavy}");
+        journal::journal_bench(&keel, &mut rows, heavy)?;
+        return report(&keel, &rows, &format!("{heavy} heavy, journal rows only"));
+    }
     if only.as_deref() == Some("tui") {
-        eprintln!("[7/8] tui: bytes per streamed token and frame time");
+        eprintln!("[7/9] tui: bytes per streamed token and frame time");
         tui::tui_bench(&mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} heavy, TUI rows only"));
     }
     if only.as_deref() == Some("daemon") {
-        eprintln!("[8/8] daemon: latency, throughput, replay, memory x{heavy}");
+        eprintln!("[8/9] daemon: latency, throughput, replay, memory x{heavy}");
         daemon::daemon_bench(&keel, hello_s, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} heavy, daemon rows only"));
     }
     if only.as_deref() == Some("tui") {
-        eprintln!("[7/8] tui: bytes per streamed token and frame time");
+        eprintln!("[7/9] tui: bytes per streamed token and frame time");
         tui::tui_bench(&mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} samples, TUI rows only"));
     }
@@ -147,7 +154,7 @@ fn run() -> Res<()> {
     }
     if only.is_some() {
         eprintln!(
-            "[4/8] a {}-entry session x{heavy}",
+            "[4/9] a {}-entry session x{heavy}",
             session::SESSION_ENTRIES
         );
         session::session_bench(&keel, hello_s, &mut rows, heavy)?;
@@ -155,7 +162,7 @@ fn run() -> Res<()> {
     }
 
     // 1. Startup.
-    eprintln!("[1/8] keel --version x{quick}");
+    eprintln!("[1/9] keel --version x{quick}");
     let mut t = Vec::new();
     for _ in 0..quick {
         let sb = Sandbox::new()?;
@@ -165,7 +172,7 @@ fn run() -> Res<()> {
     mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
 
     // 2. JSON-mode throughput.
-    eprintln!("[2/8] json mode, {DELTAS} deltas x{heavy}");
+    eprintln!("[2/9] json mode, {DELTAS} deltas x{heavy}");
     let big_s = path_str(&big)?;
     let mut t = Vec::new();
     let mut bytes = 0usize;
@@ -210,7 +217,7 @@ fn run() -> Res<()> {
     ));
 
     // 3. Peak RSS of print mode.
-    eprintln!("[3/8] print mode peak RSS x{heavy} (small, then big)");
+    eprintln!("[3/9] print mode peak RSS x{heavy} (small, then big)");
     let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     for (label, script) in [("hello fixture", hello_s), ("100k-delta fixture", big_s)] {
         let mut kib = Vec::new();
@@ -246,7 +253,7 @@ fn run() -> Res<()> {
 
     // 4. Session load: Store::open in-process, then --continue with the binary.
     eprintln!(
-        "[4/8] a {}-entry session x{heavy}",
+        "[4/9] a {}-entry session x{heavy}",
         session::SESSION_ENTRIES
     );
     session::session_bench(&keel, hello_s, &mut rows, heavy)?;
@@ -254,7 +261,7 @@ fn run() -> Res<()> {
     // 5. The openai provider: SSE decoding in-process, then the binary against a local
     // OpenAI-compatible server streaming the same number of chunks.
     eprintln!(
-        "[5/8] openai provider, {DELTAS} chunks: decoder x{heavy}, binary over HTTP x{heavy}"
+        "[5/9] openai provider, {DELTAS} chunks: decoder x{heavy}, binary over HTTP x{heavy}"
     );
     let body = openai_stream(DELTAS);
     let mut decode = Vec::new();
@@ -314,7 +321,7 @@ fn run() -> Res<()> {
     // 6. RPC mode: request round trip, and prompt to first streamed event.
     let rpc_samples = runs_override.unwrap_or(RPC_SAMPLES);
     eprintln!(
-        "[6/8] rpc mode: {RPC_ROUND_TRIPS} get_state round trips x{rpc_samples}, {RPC_PROMPTS} prompts"
+        "[6/9] rpc mode: {RPC_ROUND_TRIPS} get_state round trips x{rpc_samples}, {RPC_PROMPTS} prompts"
     );
     let hello_args = [
         "--mode",
@@ -389,12 +396,14 @@ fn run() -> Res<()> {
     ));
 
     // 7. TUI rendering, in process: the same `tui::draw` the binary uses, into a Vec<u8>.
-    eprintln!("[7/8] tui: bytes per streamed token and frame time");
+    eprintln!("[7/9] tui: bytes per streamed token and frame time");
     tui::tui_bench(&mut rows, heavy)?;
 
     // 8. The daemon: socket latency against in-process RPC, fan-out, replay, memory.
-    eprintln!("[8/8] daemon: latency, throughput, replay, memory x{heavy}");
+    eprintln!("[8/9] daemon: latency, throughput, replay, memory x{heavy}");
     daemon::daemon_bench(&keel, hello_s, &mut rows, heavy)?;
+    eprintln!("[9/9] journal: events/s with and without NATS, spool flush x{heavy}");
+    journal::journal_bench(&keel, &mut rows, heavy)?;
 
     let runs = format!("{quick} quick / {heavy} heavy / {rpc_samples} rpc samples");
     report(&keel, &rows, &runs)

@@ -17,6 +17,24 @@ use crate::daemon_support::{open, open_script, Conn, Daemon};
 use crate::support::Sandbox;
 
 const HOST: &str = "testhost";
+/// The public key of the NKey user whose seed is `fixtures/nats/test-user.nk` (made for these
+/// tests; it guards nothing else).
+const TEST_USER: &str = "UBY5QNJEJHU262PJ5GK3QJHS56YNXTIPHRHUXP3WYFIYTYK5SBMOUDFL";
+
+fn test_user_seed() -> String {
+    std::fs::read_to_string(crate::support::root().join("fixtures/nats/test-user.nk"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// A client of the test's server (with the test user's NKey when it asks for one).
+async fn nats_client(url: &str) -> async_nats::Client {
+    async_nats::ConnectOptions::with_nkey(test_user_seed())
+        .connect(url)
+        .await
+        .unwrap()
+}
 
 /// A nats-server this test started; killed on drop.
 struct Nats {
@@ -24,6 +42,8 @@ struct Nats {
     bin: PathBuf,
     port: u16,
     store: PathBuf,
+    /// A config file (`-c`) instead of flags.
+    config: Option<PathBuf>,
 }
 
 fn nats_server() -> Option<PathBuf> {
@@ -54,6 +74,33 @@ impl Nats {
             bin,
             port: free_port(),
             store: sb.dir.path().join("nats-store"),
+            config: None,
+        };
+        n.up();
+        Some(n)
+    }
+
+    /// [`Nats::start`] with only the NKey user of `fixtures/nats/test-user.nk` allowed in.
+    fn start_authenticated(sb: &Sandbox, test: &str) -> Option<Nats> {
+        let bin = nats_server();
+        if bin.is_none() {
+            println!("skipped {test}: no nats-server (KEEL_NATS_SERVER or PATH; .ci/run installs it)");
+        }
+        let port = free_port();
+        let store = sb.dir.path().join("nats-store");
+        let config = sb.dir.path().join("nats.conf");
+        let text = format!(
+            "listen: 127.0.0.1:{port}\njetstream {{ store_dir: \"{}\" }}\n\
+             authorization {{ users = [ {{ nkey: {TEST_USER} }} ] }}\n",
+            store.display()
+        );
+        std::fs::write(&config, text).unwrap();
+        let mut n = Nats {
+            child: None,
+            bin: bin?,
+            port,
+            store,
+            config: Some(config),
         };
         n.up();
         Some(n)
@@ -61,9 +108,14 @@ impl Nats {
 
     /// (Re)starts the server on its port and store; returns once it says it is ready.
     fn up(&mut self) {
-        let mut child = Command::new(&self.bin)
-            .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
-            .arg(&self.store)
+        let mut cmd = Command::new(&self.bin);
+        match &self.config {
+            Some(c) => cmd.arg("-c").arg(c),
+            None => cmd
+                .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
+                .arg(&self.store),
+        };
+        let mut child = cmd
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -132,7 +184,7 @@ impl Got {
 /// A consumer created now on `filter` that reads the stream from its first message until
 /// `last` holds for one (each read waits at most 30 s).
 async fn read_until(url: &str, filter: &str, last: impl Fn(&Value) -> bool) -> Vec<Got> {
-    let client = async_nats::connect(url).await.unwrap();
+    let client = nats_client(url).await;
     let js = jetstream::new(client);
     let stream = js.get_stream("KEEL_EVENTS").await.unwrap();
     let consumer: consumer::PullConsumer = stream
@@ -173,7 +225,7 @@ async fn read_until(url: &str, filter: &str, last: impl Fn(&Value) -> bool) -> V
 
 /// How many messages the stream holds on `filter`.
 async fn count_on(url: &str, filter: &str) -> u64 {
-    let js = jetstream::new(async_nats::connect(url).await.unwrap());
+    let js = jetstream::new(nats_client(url).await);
     let stream = js.get_stream("KEEL_EVENTS").await.unwrap();
     let consumer: consumer::PullConsumer = stream
         .create_consumer(consumer::pull::Config {
@@ -245,7 +297,7 @@ fn assert_every_seq_once_in_order(got: &[Got], last: u64) {
 /// first). The session's id.
 fn open_journaled(c: &mut Conn, sb: &Sandbox, url: &str, script: &str, extra: &[&str]) -> String {
     runtime().block_on(async {
-        let client = async_nats::connect(url).await.unwrap();
+        let client = nats_client(url).await;
         let mut facts = client
             .subscribe(format!("keel.sessions.{HOST}"))
             .await
@@ -405,6 +457,14 @@ fn a_daemon_whose_journal_cannot_be_reached_still_runs_a_prompt_to_the_end() {
     assert_eq!(j["connected"], false, "{status}");
     assert!(j["lag"].as_u64().unwrap() > 0, "{status}");
     assert_eq!(j["published"], 0);
+    let out = sb
+        .cmd(&["daemon", "status", "--socket", d.socket.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = format!("journal {dead} (host {HOST}): not connected, lag ");
+    assert!(text.contains(&line), "{text}");
+    assert!(text.contains("dropped 0 (last error: cannot connect to"), "{text}");
     let dir = sb.home().join("journal");
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
@@ -487,7 +547,7 @@ fn records_a_crashed_daemon_left_in_its_spool_are_deduplicated_when_sent_again()
     assert_eq!(count, stored.len() as u64, "nothing stored twice");
     // The stream the daemon created, with the documented defaults.
     let config = runtime().block_on(async {
-        let js = jetstream::new(async_nats::connect(nats.url()).await.unwrap());
+        let js = jetstream::new(nats_client(&nats.url()).await);
         let mut s = js.get_stream("KEEL_EVENTS").await.unwrap();
         s.info().await.unwrap().config.clone()
     });
@@ -495,4 +555,58 @@ fn records_a_crashed_daemon_left_in_its_spool_are_deduplicated_when_sent_again()
     assert_eq!(config.max_age, Duration::from_secs(7 * 24 * 3600));
     assert_eq!(config.max_bytes, 1 << 30);
     assert_eq!(config.subjects, ["keel.events.>", "keel.sessions.>"]);
+}
+
+#[test]
+fn a_protocol_v1_request_on_keel_cmd_gets_the_bytes_the_socket_answers() {
+    let sb = Sandbox::new();
+    let Some(nats) = Nats::start_authenticated(&sb, "the journal commands test") else {
+        return;
+    };
+    let creds = crate::support::root().join("fixtures/nats/test-user.nk");
+    let creds = creds.to_str().unwrap();
+    let mut args = journal_args(&nats.url());
+    args.extend(["--journal-creds", creds, "--journal-commands"].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let d = Daemon::start(&sb, &args);
+    let mut c = d.connect();
+    c.hello(false);
+    let hello = crate::support::fixture("hello.json");
+    let id = open_journaled(&mut c, &sb, &nats.url(), &hello, &[]);
+    let request = |id_: u64, method: &str, params: Value| {
+        json!({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}).to_string()
+    };
+    let subject = format!("keel.cmd.{HOST}");
+    let ask = |line: String| -> String {
+        runtime().block_on(async {
+            let client = nats_client(&nats.url()).await;
+            let reply = client.request(subject.clone(), line.into()).await.unwrap();
+            String::from_utf8(reply.payload.to_vec()).unwrap()
+        })
+    };
+    // The same request over the socket and over NATS: the same bytes.
+    let get_state = request(3, "get_state", json!({"sessionId": id}));
+    c.send_raw(&get_state);
+    let mut socket = String::new();
+    c.r.read_line(&mut socket).unwrap();
+    assert!(socket.contains("\"result\""), "{socket}");
+    assert_eq!(ask(get_state), socket);
+    // A prompt sent over NATS runs; its events are in the journal.
+    let prompt = request(4, "prompt", json!({"sessionId": id, "message": "hi"}));
+    let answer: Value = serde_json::from_str(&ask(prompt)).unwrap();
+    assert_eq!(answer["id"], 4);
+    assert_eq!(answer["result"]["disposition"], "started", "{answer}");
+    let got = journaled(&nats.url(), &id);
+    let text: String = got
+        .iter()
+        .filter_map(|g| g.json()["event"]["assistantMessageEvent"]["delta"].as_str().map(String::from))
+        .collect();
+    assert_eq!(text, "Hello from keel!");
+    // Errors are the socket's errors; what needs a connection is refused.
+    let unknown: Value = serde_json::from_str(&ask(request(5, "no_such", json!({})))).unwrap();
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    let attach = request(6, "session/attach", json!({"sessionId": id}));
+    let attach: Value = serde_json::from_str(&ask(attach)).unwrap();
+    assert_eq!(attach["error"]["code"], -32601, "{attach}");
+    assert!(attach["error"]["message"].as_str().unwrap().contains("journal"));
 }

@@ -34,7 +34,7 @@ const IDLE_SESSIONS: usize = 100;
 const QUEUE: u64 = keel::host::stream::QUEUE as u64;
 
 /// A `keel daemon run` this bench started; killed by its PID on drop.
-struct Daemon {
+pub(super) struct Daemon {
     child: Child,
     socket: PathBuf,
 }
@@ -42,6 +42,11 @@ struct Daemon {
 impl Daemon {
     /// Starts the daemon on `<sandbox>/run/p1.sock` and waits for its "listening on" log line.
     fn start(keel: &Path, sb: &Sandbox) -> Res<Daemon> {
+        Daemon::start_with(keel, sb, &[])
+    }
+
+    /// [`Daemon::start`] with more `keel daemon run` flags.
+    pub(super) fn start_with(keel: &Path, sb: &Sandbox, extra: &[&str]) -> Res<Daemon> {
         use std::os::unix::fs::PermissionsExt;
         let dir = sb.home.parent().ok_or("sandbox has no root")?.join("run");
         fs::create_dir_all(&dir).map_err(|e| format!("mkdir: {e}"))?;
@@ -51,6 +56,7 @@ impl Daemon {
         let mut child = keel_cmd(keel, &sb.cwd, &sb.home)
             .args(["daemon", "run", "--idle-exit", "0", "--socket"])
             .arg(&socket)
+            .args(extra)
             .env("KEEL_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -78,7 +84,7 @@ impl Daemon {
         Ok(daemon)
     }
 
-    fn connect(&self) -> Res<Conn> {
+    pub(super) fn connect(&self) -> Res<Conn> {
         let w = UnixStream::connect(&self.socket).map_err(|e| format!("connect: {e}"))?;
         w.set_read_timeout(Some(Duration::from_secs(60)))
             .map_err(|e| e.to_string())?;
@@ -116,7 +122,7 @@ impl Drop for Daemon {
 }
 
 /// One protocol-v1 connection, read line by line without parsing the event lines.
-struct Conn {
+pub(super) struct Conn {
     r: BufReader<UnixStream>,
     w: UnixStream,
     next: u64,
@@ -125,7 +131,7 @@ struct Conn {
 
 /// How a client's read of a stream ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum End {
+pub(super) enum End {
     /// `agent_settled` arrived.
     Settled,
     /// `daemon/lagged` arrived (the daemon then closes the connection).
@@ -135,15 +141,15 @@ enum End {
 }
 
 /// What one client read: events in order, how it ended, and when.
-struct Read {
-    events: u64,
-    end: End,
+pub(super) struct Read {
+    pub(super) events: u64,
+    pub(super) end: End,
     first: Option<Instant>,
-    last: Instant,
+    pub(super) last: Instant,
 }
 
 impl Conn {
-    fn send(&mut self, method: &str, params: Value) -> Res<u64> {
+    pub(super) fn send(&mut self, method: &str, params: Value) -> Res<u64> {
         self.next += 1;
         let req = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
         self.w
@@ -166,7 +172,7 @@ impl Conn {
     }
 
     /// Sends a request and returns its `result`, skipping notifications; an error is an error.
-    fn call(&mut self, method: &str, params: Value) -> Res<Value> {
+    pub(super) fn call(&mut self, method: &str, params: Value) -> Res<Value> {
         let id = self.send(method, params)?;
         loop {
             let line = self.next_line()?;
@@ -185,7 +191,7 @@ impl Conn {
 
     /// Reads `session/event` lines until `agent_settled`, `daemon/lagged` or `want` events,
     /// checking that each seq is the previous one plus 1 (from `after`).
-    fn read_events(&mut self, after: u64, want: Option<u64>) -> Res<Read> {
+    pub(super) fn read_events(&mut self, after: u64, want: Option<u64>) -> Res<Read> {
         let (mut events, mut first, mut expect) = (0u64, None, after + 1);
         loop {
             let line = self.next_line()?;
@@ -246,7 +252,7 @@ fn seq_of(line: &[u8]) -> Option<u64> {
 }
 
 /// Opens a scripted session (no session file) and attaches `c` to it; `(id, epoch, seq)`.
-fn open(c: &mut Conn, sb: &Sandbox, script: &str) -> Res<(String, String, u64)> {
+pub(super) fn open(c: &mut Conn, sb: &Sandbox, script: &str) -> Res<(String, String, u64)> {
     let r = c.call(
         "session/open",
         json!({"cwd": path_str(&sb.cwd)?, "args": ["--no-session", "--provider", "scripted", "--script", script]}),
@@ -275,7 +281,7 @@ pub fn daemon_bench(keel: &Path, hello: &str, rows: &mut Vec<Row>, heavy: usize)
 
 /// Writes a one-turn script of `n` one-byte text deltas; `pace` = Some(burst) pauses 1 ms
 /// after every `burst` deltas.
-fn script(dir: &Path, name: &str, n: u64, pace: Option<u64>) -> Res<String> {
+pub(super) fn script(dir: &Path, name: &str, n: u64, pace: Option<u64>) -> Res<String> {
     let chunks = match pace {
         None => format!(r#"{{"text":"t","times":{n}}}"#),
         Some(burst) => {

@@ -164,6 +164,57 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     shared.gone.notify_waiters();
 }
 
+/// Serves one protocol v1 request line that came without a connection (the journal's
+/// `keel.cmd.<host>` service): the same dispatch as a socket connection's, as if on one that
+/// already said `daemon/hello` with `interactive: true`; the answer is the line the socket
+/// would write (for a pi command, once it is answered). `daemon/hello`, `session/attach` and
+/// `session/detach` belong to a connection and are refused (events are in the journal).
+pub async fn one_request(shared: Arc<Shared>, line: &[u8]) -> Vec<u8> {
+    let (queue_tx, _queue_rx) = mpsc::channel::<Delivery>(1);
+    let (replies, mut reply_rx) = mpsc::unbounded_channel::<Back>();
+    let mut conn = Conn {
+        client: shared.next(),
+        shared,
+        hello: true,
+        interactive: true,
+        attached: HashMap::new(),
+        queue_tx,
+        replies,
+    };
+    let mut out = Vec::new();
+    let mut frames = Vec::new();
+    let mut decoder = LineDecoder::new(MAX_LINE_BYTES);
+    decoder.push(line, &mut frames);
+    if let Some(f) = decoder.finish() {
+        frames.push(f);
+    }
+    let [frame] = frames.as_slice() else {
+        let e = ErrorObject::new(j::INVALID_REQUEST, "send exactly one request line");
+        return j::error_object_line(None, &e).into_bytes();
+    };
+    if let Incoming::Request { id, method, .. } = j::parse_frame(frame, MAX_LINE_BYTES) {
+        if ["daemon/hello", "session/attach", "session/detach"].contains(&method.as_str()) {
+            let e = ErrorObject::new(
+                j::METHOD_NOT_FOUND,
+                format!(
+                    "{method} needs a connection: over NATS, read the session's events \
+                     from the journal (keel.events.>)"
+                ),
+            );
+            return j::error_object_line(Some(&id), &e).into_bytes();
+        }
+    }
+    let _ = conn.frame(frame, &mut out).await;
+    // Only a pi command still running holds a reply sender now.
+    drop(conn);
+    if out.is_empty() {
+        if let Some((id, _, answer, _)) = reply_rx.recv().await {
+            out.extend_from_slice(answer_line(&id, answer).as_bytes());
+        }
+    }
+    out
+}
+
 /// `session/event {sessionId, epoch, seq, event}`: the wire event is copied in as it is.
 fn event_line(d: &Delivery, event: &crate::host::Published, out: &mut Vec<u8>) {
     out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"session/event\",\"params\":");

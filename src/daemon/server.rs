@@ -123,9 +123,12 @@ pub async fn serve(
     lock: DaemonLock,
 ) -> Result<Ending, String> {
     let clock = Clock::new(None, None);
-    let journal = match options.journal.clone() {
-        Some(o) => Some(crate::journal::Journal::start(o, clock.clone())?),
-        None => None,
+    let (journal, commands) = match options.journal.clone() {
+        Some(o) => {
+            let (j, commands) = crate::journal::Journal::start(o, clock.clone())?;
+            (Some(j), commands)
+        }
+        None => (None, None),
     };
     let (stop, mut stop_rx) = watch::channel(false);
     let (shutdown, _) = broadcast::channel(4);
@@ -145,6 +148,9 @@ pub async fn serve(
         gone: tokio::sync::Notify::new(),
         journal,
     });
+    if let Some(requests) = commands {
+        tokio::spawn(serve_commands(shared.clone(), requests));
+    }
     let mut sigterm = crate::front::signals::listen(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.message)?;
     let mut sigint = crate::front::signals::listen(tokio::signal::unix::SignalKind::interrupt())
@@ -212,6 +218,21 @@ pub async fn serve(
     drop(lock);
     tracing::info!("keel daemon {} ended ({reason})", shared.pid);
     Ok(ending)
+}
+
+/// Serves the requests of the journal's `keel.cmd.<host>` service, each through the socket
+/// connections' own dispatch, concurrently.
+async fn serve_commands(
+    shared: Arc<Shared>,
+    mut requests: tokio::sync::mpsc::UnboundedReceiver<crate::journal::Command>,
+) {
+    while let Some(c) = requests.recv().await {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let out = connection::one_request(shared, &c.line).await;
+            let _ = c.answer.send(out);
+        });
+    }
 }
 
 fn rekey(sessions: &mut HashMap<String, SessionHandle>) {

@@ -260,14 +260,16 @@ fn sessions(status: &Value) -> &[Value] {
 
 fn status_text(status: &Value, socket: &Path) -> String {
     let uptime = status["uptimeMs"].as_u64().unwrap_or(0) / 1000;
-    format!(
+    let mut text = format!(
         "keel daemon {} (pid {}) on {}: up {uptime} s, {} client(s), {} session(s)\n",
         status["version"].as_str().unwrap_or("?"),
         status["pid"],
         socket.display(),
         status["clients"],
         sessions(status).len()
-    )
+    );
+    text.push_str(&crate::journal::status_line(&status["journal"]));
+    text
 }
 
 fn ps_json(status: &Value) -> String {

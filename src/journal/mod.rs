@@ -5,6 +5,8 @@
 //! JetStream in order with acks. The agent never waits for NATS: the spool is bounded and
 //! drops its oldest records (counted) when full. Never writes to stdout.
 
+#[cfg(feature = "journal")]
+mod commands;
 pub mod facts;
 pub mod options;
 #[cfg(feature = "journal")]
@@ -29,6 +31,15 @@ pub struct State {
     pub appended: Notify,
     pub connected: AtomicBool,
     pub last_error: Mutex<Option<String>>,
+    /// Where `--journal-commands` hands the requests it gets.
+    pub commands: Option<mpsc::UnboundedSender<Command>>,
+}
+
+/// A protocol v1 request line that came on `keel.cmd.<host>`, and where its answer (the
+/// bytes the socket would write) goes.
+pub struct Command {
+    pub line: Vec<u8>,
+    pub answer: tokio::sync::oneshot::Sender<Vec<u8>>,
 }
 
 impl State {
@@ -59,16 +70,29 @@ pub struct Journal {
 impl Journal {
     /// Opens the spool under `keel_home/journal/` and starts the tap and the publisher. Fails
     /// only on a spool that cannot be opened, or a build without the `journal` feature; a
-    /// NATS server that cannot be reached is retried in the background.
-    pub fn start(options: JournalOptions, clock: Clock) -> Result<Journal, String> {
+    /// NATS server that cannot be reached is retried in the background. With
+    /// `--journal-commands`, the requests that come on `keel.cmd.<host>` arrive on the
+    /// returned receiver; the caller serves them.
+    pub fn start(
+        options: JournalOptions,
+        clock: Clock,
+    ) -> Result<(Journal, Option<mpsc::UnboundedReceiver<Command>>), String> {
         let dir = options.spool_dir.clone();
         let spool = Spool::open(&dir, options.spool_bytes)
             .map_err(|e| format!("cannot open the journal spool {}: {e}", dir.display()))?;
+        let (commands, requests) = match options.commands {
+            true => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                (Some(tx), Some(rx))
+            }
+            false => (None, None),
+        };
         let state = Arc::new(State {
             spool: Mutex::new(spool),
             appended: Notify::new(),
             connected: AtomicBool::new(false),
             last_error: Mutex::new(None),
+            commands,
         });
         let options = Arc::new(options);
         start_publisher(options.clone(), state.clone())?;
@@ -83,12 +107,13 @@ impl Journal {
             instance: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
         };
         tokio::spawn(tap.run(rx, deliveries_rx));
-        Ok(Journal {
+        let journal = Journal {
             tx,
             deliveries,
             state,
             options,
-        })
+        };
+        Ok((journal, requests))
     }
 
     /// The channel a live session's stream hands its deliveries to.
@@ -142,6 +167,33 @@ fn start_publisher(options: Arc<JournalOptions>, state: Arc<State>) -> Result<()
 #[cfg(not(feature = "journal"))]
 fn start_publisher(_: Arc<JournalOptions>, _: Arc<State>) -> Result<(), String> {
     Err("this keel was built without the `journal` feature (cargo build --features journal)".into())
+}
+
+/// `keel daemon status`'s journal line for `daemon/status`'s `journal` object ("" when the
+/// daemon runs none).
+pub fn status_line(j: &Value) -> String {
+    if !j.is_object() {
+        return String::new();
+    }
+    let state = if j["connected"] == true {
+        "connected"
+    } else {
+        "not connected"
+    };
+    let mut line = format!(
+        "journal {} (host {}): {state}, lag {}, spooled {}, published {}, dropped {}",
+        j["url"].as_str().unwrap_or("?"),
+        j["host"].as_str().unwrap_or("?"),
+        j["lag"],
+        j["spooled"],
+        j["published"],
+        j["dropped"],
+    );
+    if let Some(e) = j["lastError"].as_str() {
+        line.push_str(&format!(" (last error: {e})"));
+    }
+    line.push('\n');
+    line
 }
 
 /// `keel.events.<host>.<sessionId>` (a session id's characters other than `[A-Za-z0-9_-]`

@@ -83,13 +83,8 @@ impl JournalArgs {
             return Ok(None);
         };
         check_url(&url)?;
-        if let Some(creds) = &self.journal_creds {
-            if !creds.is_file() {
-                return Err(StartupError::usage(format!(
-                    "--journal-creds {}: no such file",
-                    creds.display()
-                )));
-            }
+        if let Some(path) = &self.journal_creds {
+            creds(path)?;
         }
         if self.journal_commands && self.journal_creds.is_none() {
             return Err(StartupError::usage(
@@ -137,6 +132,33 @@ impl JournalArgs {
             commands: self.journal_commands,
         }))
     }
+}
+
+/// NATS credentials read from `--journal-creds`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Creds {
+    /// A `.creds` file's text: a user JWT and its NKey seed (as `nsc` writes them).
+    Jwt(String),
+    /// An NKey user seed (`SU…`) alone, for a server that lists NKey users.
+    NKey(String),
+}
+
+/// Reads and recognises `--journal-creds FILE`.
+pub fn creds(path: &Path) -> Result<Creds, StartupError> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        StartupError::usage(format!("--journal-creds {shown}: cannot read it: {e}"))
+    })?;
+    if text.contains("-----BEGIN NATS USER JWT-----") {
+        return Ok(Creds::Jwt(text));
+    }
+    let seed = text.trim();
+    if seed.starts_with("SU") && !seed.contains(char::is_whitespace) {
+        return Ok(Creds::NKey(seed.to_string()));
+    }
+    Err(StartupError::usage(format!(
+        "--journal-creds {shown}: neither a .creds file (user JWT and seed) nor an NKey user seed (SU…)"
+    )))
 }
 
 fn check_url(url: &str) -> Result<(), StartupError> {
@@ -207,7 +229,8 @@ mod tests {
             (&["--journal", "nats://x", "--journal-host", "a.b"], "--journal-host"),
             (&["--journal", "nats://x", "--journal-commands"], "needs --journal-creds"),
             (&["--journal-commands"], "need --journal URL"),
-            (&["--journal", "nats://x", "--journal-creds", "/no/such"], "no such file"),
+            (&["--journal", "nats://x", "--journal-creds", "/no/such"], "cannot read it"),
+            (&["--journal", "nats://x", "--journal-creds", "Cargo.toml"], "neither a .creds"),
             (&["--journal", "nats://x", "--journal-dedupe", "0"], "must be positive"),
             (
                 &["--journal", "nats://x", "--journal-spool-bytes", "10"],

@@ -13,6 +13,7 @@ use std::time::Duration;
 use async_nats::jetstream::{self, stream};
 use tokio::sync::Notify;
 
+use super::options::Creds;
 use super::{JournalOptions, State};
 
 /// Records published before their acks are awaited.
@@ -52,6 +53,14 @@ async fn session(options: &JournalOptions, state: &State, up: &mut bool) -> Stri
     if let Err(e) = ensure_stream(&js, options).await {
         return format!("stream {}: {e}", super::options::STREAM);
     }
+    // Served on this connection while it lives (dropped with it).
+    let _commands = match &state.commands {
+        Some(tx) => match super::commands::serve(&client, &options.host, tx.clone()).await {
+            Ok(service) => Some(service),
+            Err(e) => return e,
+        },
+        None => None,
+    };
     *up = true;
     state.connected.store(true, Ordering::Relaxed);
     state.set_error(None);
@@ -123,10 +132,14 @@ async fn connect(
     options: &JournalOptions,
     lost: Arc<Notify>,
 ) -> Result<async_nats::Client, String> {
-    let mut opts = match &options.creds {
-        Some(path) => async_nats::ConnectOptions::with_credentials_file(path)
-            .await
-            .map_err(|e| format!("credentials {}: {e}", path.display()))?,
+    let creds = match &options.creds {
+        Some(path) => Some(super::options::creds(path).map_err(|e| e.message)?),
+        None => None,
+    };
+    let mut opts = match creds {
+        Some(Creds::Jwt(text)) => async_nats::ConnectOptions::with_credentials(&text)
+            .map_err(|e| format!("credentials: {e}"))?,
+        Some(Creds::NKey(seed)) => async_nats::ConnectOptions::with_nkey(seed),
         None => async_nats::ConnectOptions::new(),
     };
     let connected = Arc::new(AtomicBool::new(false));
