@@ -66,7 +66,9 @@ impl Nats {
     /// Starts a server (JetStream on, its store under `sb`), or `None` with a visible skip.
     fn start(sb: &Sandbox, test: &str) -> Option<Nats> {
         let Some(bin) = nats_server() else {
-            println!("skipped {test}: no nats-server (KEEL_NATS_SERVER or PATH; .ci/run installs it)");
+            println!(
+                "skipped {test}: no nats-server (KEEL_NATS_SERVER or PATH; .ci/run installs it)"
+            );
             return None;
         };
         let mut n = Nats {
@@ -84,7 +86,9 @@ impl Nats {
     fn start_authenticated(sb: &Sandbox, test: &str) -> Option<Nats> {
         let bin = nats_server();
         if bin.is_none() {
-            println!("skipped {test}: no nats-server (KEEL_NATS_SERVER or PATH; .ci/run installs it)");
+            println!(
+                "skipped {test}: no nats-server (KEEL_NATS_SERVER or PATH; .ci/run installs it)"
+            );
         }
         let port = free_port();
         let store = sb.dir.path().join("nats-store");
@@ -112,7 +116,14 @@ impl Nats {
         match &self.config {
             Some(c) => cmd.arg("-c").arg(c),
             None => cmd
-                .args(["-js", "-a", "127.0.0.1", "-p", &self.port.to_string(), "-sd"])
+                .args([
+                    "-js",
+                    "-a",
+                    "127.0.0.1",
+                    "-p",
+                    &self.port.to_string(),
+                    "-sd",
+                ])
                 .arg(&self.store),
         };
         let mut child = cmd
@@ -284,12 +295,19 @@ fn start_daemon(sb: &Sandbox, url: &str) -> Daemon {
 /// Asserts that `got` holds seqs 1..=last exactly once each, in order (naming the first
 /// place where it does not).
 fn assert_every_seq_once_in_order(got: &[Got], last: u64) {
-    let seqs: Vec<u64> = got.iter().map(|g| g.json()["seq"].as_u64().unwrap()).collect();
+    let seqs: Vec<u64> = got
+        .iter()
+        .map(|g| g.json()["seq"].as_u64().unwrap())
+        .collect();
     if let Some(i) = (0..seqs.len()).find(|&i| seqs[i] != i as u64 + 1) {
         let around = &seqs[i.saturating_sub(2)..(i + 3).min(seqs.len())];
         panic!("seq {} expected at {i}, found {around:?} there", i + 1);
     }
-    assert_eq!(seqs.len() as u64, last, "the journal ends at the run's last event");
+    assert_eq!(
+        seqs.len() as u64,
+        last,
+        "the journal ends at the run's last event"
+    );
 }
 
 /// Opens a scripted session once the journal is up: a core NATS subscriber on the lifecycle
@@ -375,6 +393,20 @@ fn a_runs_events_reach_jetstream_in_order_as_the_socket_wrote_them() {
     assert_eq!(j["connected"], true, "{status}");
     assert_eq!(j["dropped"], 0, "{status}");
     assert!(j["spooled"].as_u64().unwrap() >= n + 3, "{status}");
+
+    // A daemon that stops publishes its last facts before it exits.
+    c.call("daemon/stop", json!({}));
+    let mut d = d;
+    assert_eq!(d.wait(), 0);
+    let facts = runtime().block_on(read_until(
+        &nats.url(),
+        &format!("keel.sessions.{HOST}"),
+        |v| v["type"] == "closed",
+    ));
+    let closed = facts.last().unwrap().json();
+    assert_eq!(closed["sessionId"], id.as_str());
+    assert_eq!(closed["reason"], "stopped");
+    assert_eq!(closed["usage"]["input"], 12, "{closed}");
 }
 
 /// A run that streams 200 bursts of 20 deltas 2 ms apart (so the publisher always has
@@ -385,7 +417,9 @@ fn waiting_script(sb: &Sandbox) -> (PathBuf, PathBuf) {
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let script = sb.dir.path().join("wait.json");
     let flow = |text: &str, n: usize| -> Vec<Value> {
-        (0..n).map(|_| json!({"text": text, "times": 20, "delayMs": 2})).collect()
+        (0..n)
+            .map(|_| json!({"text": text, "times": 20, "delayMs": 2}))
+            .collect()
     };
     let mut first = flow("a ", 200);
     first.push(json!({"toolCall": {"id": "call_wait", "name": "bash",
@@ -426,7 +460,10 @@ fn nats_killed_mid_run_and_restarted_loses_and_duplicates_nothing() {
     assert!(during.len() > 1000, "the run went on: {}", during.len());
     let status = c.call("daemon/status", json!({}));
     let j = &status["result"]["journal"];
-    assert!(j["lag"].as_u64().unwrap() > 0, "the rest waits in the spool: {status}");
+    assert!(
+        j["lag"].as_u64().unwrap() > 0,
+        "the rest waits in the spool: {status}"
+    );
     assert_eq!(j["dropped"], 0);
 
     // Back while the run streams again: the spool flushes, the run's last events follow.
@@ -464,7 +501,10 @@ fn a_daemon_whose_journal_cannot_be_reached_still_runs_a_prompt_to_the_end() {
     let text = String::from_utf8_lossy(&out.stdout);
     let line = format!("journal {dead} (host {HOST}): not connected, lag ");
     assert!(text.contains(&line), "{text}");
-    assert!(text.contains("dropped 0 (last error: cannot connect to"), "{text}");
+    assert!(
+        text.contains("dropped 0 (last error: cannot connect to"),
+        "{text}"
+    );
     let dir = sb.home().join("journal");
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
@@ -496,7 +536,10 @@ fn journal_commands_without_credentials_are_refused_at_startup() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("--journal-commands needs --journal-creds"), "{err}");
+    assert!(
+        err.contains("--journal-commands needs --journal-creds"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -535,7 +578,13 @@ fn records_a_crashed_daemon_left_in_its_spool_are_deduplicated_when_sent_again()
     let mut c = d.connect();
     c.hello(false);
     // The spool is sent in order: once a later session's run is in the stream, so is the rest.
-    let second = open_journaled(&mut c, &sb, &nats.url(), &hello, &["--session-id", "second"]);
+    let second = open_journaled(
+        &mut c,
+        &sb,
+        &nats.url(),
+        &hello,
+        &["--session-id", "second"],
+    );
     c.call("session/attach", json!({"sessionId": second}));
     prompt_raw(&mut c, &second, "again");
     assert_ne!(second, first);
@@ -599,7 +648,11 @@ fn a_protocol_v1_request_on_keel_cmd_gets_the_bytes_the_socket_answers() {
     let got = journaled(&nats.url(), &id);
     let text: String = got
         .iter()
-        .filter_map(|g| g.json()["event"]["assistantMessageEvent"]["delta"].as_str().map(String::from))
+        .filter_map(|g| {
+            g.json()["event"]["assistantMessageEvent"]["delta"]
+                .as_str()
+                .map(String::from)
+        })
         .collect();
     assert_eq!(text, "Hello from keel!");
     // Errors are the socket's errors; what needs a connection is refused.
@@ -608,5 +661,33 @@ fn a_protocol_v1_request_on_keel_cmd_gets_the_bytes_the_socket_answers() {
     let attach = request(6, "session/attach", json!({"sessionId": id}));
     let attach: Value = serde_json::from_str(&ask(attach)).unwrap();
     assert_eq!(attach["error"]["code"], -32601, "{attach}");
-    assert!(attach["error"]["message"].as_str().unwrap().contains("journal"));
+    assert!(attach["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("journal"));
+}
+
+#[test]
+fn a_stopping_daemon_sends_what_its_spool_holds_before_it_exits() {
+    let sb = Sandbox::new();
+    let Some(nats) = Nats::start(&sb, "the journal's flush-at-exit test") else {
+        return;
+    };
+    let script = sb.dir.path().join("many.json");
+    let turns = json!({"turns": [{"chunks": [{"text": "t", "times": 20000}]}]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let mut d = start_daemon(&sb, &nats.url());
+    let mut c = d.connect();
+    c.hello(false);
+    let id = open_journaled(&mut c, &sb, &nats.url(), script.to_str().unwrap(), &[]);
+    c.call("session/attach", json!({"sessionId": id}));
+    // The whole run is spooled while the server is stopped; it resumes as the daemon stops.
+    nats.signal(nix::sys::signal::Signal::SIGSTOP);
+    c.call("prompt", json!({"sessionId": id, "message": "go"}));
+    let last = c.events_until("agent_settled").last().unwrap().0;
+    nats.signal(nix::sys::signal::Signal::SIGCONT);
+    c.call("daemon/stop", json!({}));
+    assert_eq!(d.wait(), 0);
+    let got = journaled(&nats.url(), &id);
+    assert_every_seq_once_in_order(&got, last);
 }

@@ -202,7 +202,11 @@ pub async fn serve(
     for handle in sessions {
         handle.stop(Duration::from_secs(3)).await;
         if let Some(j) = &shared.journal {
-            j.fact("closed", &handle.session_id(), serde_json::json!({"reason": reason}));
+            j.fact(
+                "closed",
+                &handle.session_id(),
+                serde_json::json!({"reason": reason}),
+            );
         }
     }
     // Let every connection write `daemon/shutdown` and close (bounded: a client that does
@@ -213,6 +217,9 @@ pub async fn serve(
             _ = shared.gone.notified() => {}
             _ = tokio::time::sleep_until(deadline) => break,
         }
+    }
+    if let Some(j) = &shared.journal {
+        j.flush(Duration::from_secs(2)).await;
     }
     let _ = std::fs::remove_file(&shared.options.socket);
     drop(lock);

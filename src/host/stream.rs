@@ -170,11 +170,11 @@ impl Stream {
         }
         let head = self.head;
         let d = self.delivery(&event);
-        self.to_journal(&d);
+        self.journal_send(&d);
         self.subscribers.retain(|s| offer(s, d.clone(), head));
     }
 
-    fn to_journal(&mut self, d: &Delivery) {
+    fn journal_send(&mut self, d: &Delivery) {
         if let Some(j) = &self.journal {
             if j.send(d.clone()).is_err() {
                 self.journal = None;
@@ -201,7 +201,7 @@ impl Stream {
                 seq: head,
             },
         };
-        self.to_journal(&d);
+        self.journal_send(&d);
         self.subscribers.retain(|s| offer(s, d.clone(), head));
     }
 

@@ -170,7 +170,10 @@ mod tests {
     #[test]
     fn a_settled_fact_carries_the_runs_usage_and_the_sessions_totals() {
         let mut s = Sessions::default();
-        s.note("s1", json!({"type": "opened", "sessionId": "s1", "cwd": "/w"}));
+        s.note(
+            "s1",
+            json!({"type": "opened", "sessionId": "s1", "cwd": "/w"}),
+        );
         let turn = |input: u64, cost: f64| {
             json!({"type": "turn_end", "message": {"role": "assistant", "model": "m1",
                 "provider": "p", "usage": {"input": input, "output": 1, "cacheRead": 0,

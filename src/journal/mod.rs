@@ -29,6 +29,8 @@ pub struct State {
     pub spool: Mutex<Spool>,
     /// Rung after each append (the publisher waits on it when it has sent everything).
     pub appended: Notify,
+    /// Rung (all waiters) after each ack.
+    pub acked: Notify,
     pub connected: AtomicBool,
     pub last_error: Mutex<Option<String>>,
     /// Where `--journal-commands` hands the requests it gets.
@@ -90,6 +92,7 @@ impl Journal {
         let state = Arc::new(State {
             spool: Mutex::new(spool),
             appended: Notify::new(),
+            acked: Notify::new(),
             connected: AtomicBool::new(false),
             last_error: Mutex::new(None),
             commands,
@@ -133,6 +136,24 @@ impl Journal {
             m.extend(e);
         }
         let _ = self.tx.send(Input::Fact(v));
+    }
+
+    /// At the daemon's exit: lets a connected publisher send what is spooled, for at most
+    /// `grace` (what is left is sent by the next daemon).
+    pub async fn flush(&self, grace: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + grace;
+        // The tap may still hold the last facts: let it run first.
+        tokio::task::yield_now().await;
+        loop {
+            let acked = self.state.acked.notified();
+            if self.state.spool().counts().lag == 0 || !self.state.connected.load(Ordering::Relaxed)
+            {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, acked).await.is_err() {
+                return;
+            }
+        }
     }
 
     /// `daemon/status`'s `journal` object.
@@ -237,16 +258,11 @@ impl Tap {
             while let Ok(d) = deliveries.try_recv() {
                 self.records(Input::Delivery(d), &mut records);
             }
-            let mut spool = self.state.spool();
-            for r in &records {
-                if let Err(e) = spool.append(r) {
-                    tracing::warn!("journal spool append failed: {e}");
-                    drop(spool);
-                    self.state.set_error(Some(format!("spool: {e}")));
-                    spool = self.state.spool();
-                }
+            let appended = self.state.spool().append_all(&records);
+            if let Err(e) = appended {
+                tracing::warn!("journal spool append failed: {e}");
+                self.state.set_error(Some(format!("spool: {e}")));
             }
-            drop(spool);
             self.state.appended.notify_one();
         }
     }

@@ -82,6 +82,12 @@ impl JournalArgs {
             }
             return Ok(None);
         };
+        if cfg!(not(feature = "journal")) {
+            return Err(StartupError::usage(
+                "--journal: this keel was built without the `journal` feature",
+            )
+            .hint("build it with `cargo build --features journal` (on by default)"));
+        }
         check_url(&url)?;
         if let Some(path) = &self.journal_creds {
             creds(path)?;
@@ -226,12 +232,27 @@ mod tests {
         assert_eq!(o.unwrap().unwrap().host, "ci-7");
         for (args, says) in [
             (&["--journal", "http://x"][..], "expected nats://HOST:PORT"),
-            (&["--journal", "nats://x", "--journal-host", "a.b"], "--journal-host"),
-            (&["--journal", "nats://x", "--journal-commands"], "needs --journal-creds"),
+            (
+                &["--journal", "nats://x", "--journal-host", "a.b"],
+                "--journal-host",
+            ),
+            (
+                &["--journal", "nats://x", "--journal-commands"],
+                "needs --journal-creds",
+            ),
             (&["--journal-commands"], "need --journal URL"),
-            (&["--journal", "nats://x", "--journal-creds", "/no/such"], "cannot read it"),
-            (&["--journal", "nats://x", "--journal-creds", "Cargo.toml"], "neither a .creds"),
-            (&["--journal", "nats://x", "--journal-dedupe", "0"], "must be positive"),
+            (
+                &["--journal", "nats://x", "--journal-creds", "/no/such"],
+                "cannot read it",
+            ),
+            (
+                &["--journal", "nats://x", "--journal-creds", "Cargo.toml"],
+                "neither a .creds",
+            ),
+            (
+                &["--journal", "nats://x", "--journal-dedupe", "0"],
+                "must be positive",
+            ),
             (
                 &["--journal", "nats://x", "--journal-spool-bytes", "10"],
                 "at least 4096",

@@ -83,6 +83,7 @@ async fn session(options: &JournalOptions, state: &State, up: &mut bool) -> Stri
         if let Err(e) = state.spool().ack(&batch, stored) {
             return format!("spool ack failed: {e}");
         }
+        state.acked.notify_waiters();
         if let Some(e) = failure {
             return e;
         }
