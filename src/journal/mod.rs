@@ -2,8 +2,9 @@
 //! live session, and the sessions' lifecycle facts, published to NATS JetStream. A session's
 //! stream hands each delivery to the journal's tap (never dropped for lag); the tap appends it
 //! to the on-disk spool at once ([`spool`]); the publisher ([`publish`]) drains the spool to
-//! JetStream in order with acks. The agent never waits for NATS: the spool is bounded and
-//! drops its oldest records (counted) when full. Never writes to stdout.
+//! JetStream in order with acks. Both run on a thread (and runtime) of their own. The agent
+//! never waits for NATS: the spool is bounded and drops its oldest records (counted) when
+//! full. Never writes to stdout.
 
 #[cfg(feature = "journal")]
 mod commands;
@@ -98,7 +99,7 @@ impl Journal {
             commands,
         });
         let options = Arc::new(options);
-        start_publisher(options.clone(), state.clone())?;
+        check_publisher()?;
         let (tx, rx) = mpsc::unbounded_channel();
         let (deliveries, deliveries_rx) = mpsc::unbounded_channel();
         let tap = Tap {
@@ -109,7 +110,22 @@ impl Journal {
             fact_ids: 0,
             instance: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
         };
-        tokio::spawn(tap.run(rx, deliveries_rx));
+        // The journal's work (spooling, publishing) has a thread and a runtime of its own:
+        // the daemon's thread only hands each delivery over.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| format!("cannot start the journal's runtime: {e}"))?;
+        let (o, s) = (options.clone(), state.clone());
+        std::thread::Builder::new()
+            .name("keel-journal".into())
+            .spawn(move || {
+                runtime.block_on(async move {
+                    run_publisher(o, s);
+                    tap.run(rx, deliveries_rx).await;
+                })
+            })
+            .map_err(|e| format!("cannot start the journal's thread: {e}"))?;
         let journal = Journal {
             tx,
             deliveries,
@@ -180,15 +196,23 @@ impl Journal {
 }
 
 #[cfg(feature = "journal")]
-fn start_publisher(options: Arc<JournalOptions>, state: Arc<State>) -> Result<(), String> {
-    tokio::spawn(publish::run(options, state));
+fn check_publisher() -> Result<(), String> {
     Ok(())
 }
 
 #[cfg(not(feature = "journal"))]
-fn start_publisher(_: Arc<JournalOptions>, _: Arc<State>) -> Result<(), String> {
+fn check_publisher() -> Result<(), String> {
     Err("this keel was built without the `journal` feature (cargo build --features journal)".into())
 }
+
+/// Starts the publisher on the journal's runtime.
+#[cfg(feature = "journal")]
+fn run_publisher(options: Arc<JournalOptions>, state: Arc<State>) {
+    tokio::spawn(publish::run(options, state));
+}
+
+#[cfg(not(feature = "journal"))]
+fn run_publisher(_: Arc<JournalOptions>, _: Arc<State>) {}
 
 /// `keel daemon status`'s journal line for `daemon/status`'s `journal` object ("" when the
 /// daemon runs none).
@@ -281,7 +305,8 @@ impl Tap {
                     out.push(Record {
                         subject: event_subject(&self.host, &d.session),
                         msg_id: format!("{}:{}:{}", d.session, d.epoch, e.seq),
-                        payload: String::from_utf8_lossy(&payload).into_owned(),
+                        payload: String::from_utf8(payload)
+                            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
                     });
                     if let Some(fact) = self.facts.event(&d.session, &e.line) {
                         out.push(self.fact_record(fact));

@@ -65,7 +65,7 @@ async fn session(options: &JournalOptions, state: &State, up: &mut bool) -> Stri
     state.connected.store(true, Ordering::Relaxed);
     state.set_error(None);
     loop {
-        let batch = match state.spool().read(BATCH) {
+        let mut batch = match state.spool().read(BATCH) {
             Ok(b) => b,
             Err(e) => return format!("spool read failed: {e}"),
         };
@@ -77,7 +77,7 @@ async fn session(options: &JournalOptions, state: &State, up: &mut bool) -> Stri
         }
         // A lost connection ends the wait for acks at once (the unacked are sent again).
         let (stored, failure) = tokio::select! {
-            sent = send(&js, &batch.records) => sent,
+            sent = send(&js, std::mem::take(&mut batch.records)) => sent,
             _ = lost.notified() => (0, Some("connection lost".to_string())),
         };
         if let Err(e) = state.spool().ack(&batch, stored) {
@@ -94,14 +94,14 @@ async fn session(options: &JournalOptions, state: &State, up: &mut bool) -> Stri
 /// (a prefix), and the first failure.
 async fn send(
     js: &jetstream::Context,
-    records: &[super::spool::Record],
+    records: Vec<super::spool::Record>,
 ) -> (usize, Option<String>) {
     let mut acks = Vec::with_capacity(records.len());
     let mut failure = None;
     for r in records {
         let mut headers = async_nats::HeaderMap::new();
         headers.insert("Nats-Msg-Id", r.msg_id.as_str());
-        let sent = js.publish_with_headers(r.subject.clone(), headers, r.payload.clone().into());
+        let sent = js.publish_with_headers(r.subject, headers, r.payload.into());
         match tokio::time::timeout(ACK_TIMEOUT, sent).await {
             Ok(Ok(ack)) => acks.push(ack),
             Ok(Err(e)) => {

@@ -154,8 +154,10 @@ impl Spool {
     /// counted in `dropped`.
     pub fn append_all(&mut self, records: &[Record]) -> io::Result<()> {
         let mut buf = Vec::new();
+        let mut line = Vec::new();
         for record in records {
-            let line = line(record)?;
+            line.clear();
+            write_line(&mut line, record)?;
             let full = self
                 .segments
                 .back()
@@ -165,7 +167,7 @@ impl Spool {
                 buf.clear();
                 self.rotate()?;
             }
-            buf.extend_from_slice(line.as_bytes());
+            buf.extend_from_slice(&line);
             if let Some(s) = self.segments.back_mut() {
                 s.bytes += line.len() as u64;
                 s.records += 1;
@@ -321,17 +323,15 @@ impl Spool {
 }
 
 /// A record's spool line: `{"subject":…,"msgId":…,"payload":<the payload's own bytes>}\n`.
-fn line(record: &Record) -> io::Result<String> {
-    let mut line = serde_json::to_string(&serde_json::json!({
-        "subject": record.subject,
-        "msgId": record.msg_id,
-    }))
-    .map_err(io::Error::other)?;
-    line.pop(); // the closing brace: the payload goes in as its own bytes
-    line.push_str(",\"payload\":");
-    line.push_str(&record.payload);
-    line.push_str("}\n");
-    Ok(line)
+fn write_line(out: &mut Vec<u8>, record: &Record) -> io::Result<()> {
+    out.extend_from_slice(b"{\"subject\":");
+    serde_json::to_writer(&mut *out, &record.subject).map_err(io::Error::other)?;
+    out.extend_from_slice(b",\"msgId\":");
+    serde_json::to_writer(&mut *out, &record.msg_id).map_err(io::Error::other)?;
+    out.extend_from_slice(b",\"payload\":");
+    out.extend_from_slice(record.payload.as_bytes());
+    out.extend_from_slice(b"}\n");
+    Ok(())
 }
 
 fn parse(line: &str) -> Option<Record> {
