@@ -37,6 +37,8 @@ mod daemon;
 mod journal;
 #[path = "keel/mcp.rs"]
 mod mcp;
+#[path = "keel/openai.rs"]
+mod openai;
 #[path = "keel/session.rs"]
 mod session;
 #[path = "keel/tui.rs"]
@@ -263,10 +265,10 @@ fn run() -> Res<()> {
     eprintln!(
         "[5/9] openai provider, {DELTAS} chunks: decoder x{heavy}, binary over HTTP x{heavy}"
     );
-    let body = openai_stream(DELTAS);
+    let body = openai::openai_stream(DELTAS);
     let mut decode = Vec::new();
     for _ in 0..heavy {
-        decode.push(decode_openai(&body)?);
+        decode.push(openai::decode_openai(&body)?);
     }
     rows.push(Row::stats(
         &format!(
@@ -283,7 +285,7 @@ fn run() -> Res<()> {
     let mut t = Vec::new();
     for _ in 0..heavy {
         let sb = Sandbox::new()?;
-        let (url, server) = serve_once(body.clone())?;
+        let (url, server) = openai::serve_once(body.clone())?;
         let args = [
             "--json",
             "--base-url",
@@ -572,101 +574,6 @@ impl Rpc {
         let status = self.child.wait().map_err(|e| format!("wait: {e}"))?;
         check_status(status, &self.stderr_path)
     }
-}
-
-/// A Chat Completions SSE body of `n` one-token content chunks, then finish, usage, [DONE].
-fn openai_stream(n: u64) -> Vec<u8> {
-    let mut body = String::new();
-    for i in 0..n {
-        let _ = write!(
-            body,
-            "data: {{\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"t{} \"}},\"finish_reason\":null}}]}}\n\n",
-            i % 10
-        );
-    }
-    body.push_str("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
-    body.push_str("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":100000,\"total_tokens\":100010}}\n\n");
-    body.push_str("data: [DONE]\n\n");
-    body.into_bytes()
-}
-
-/// Decodes `body` with keel's SSE and OpenAI decoders in 16 KiB pieces; returns ms.
-fn decode_openai(body: &[u8]) -> Res<f64> {
-    use keel::kernel::provider::model::{ModelInfo, API_OPENAI};
-    use keel::kernel::provider::openai::OpenAiDecoder;
-    use keel::kernel::provider::sse::{SseDecoder, StreamDecoder};
-    use keel::kernel::provider::ProviderEvent;
-    let info = ModelInfo::unlisted("bench", API_OPENAI, "http://127.0.0.1", "bench");
-    let start = Instant::now();
-    let mut sse = SseDecoder::new();
-    let mut dec = OpenAiDecoder::new(&info);
-    let (mut events, mut out) = (Vec::new(), Vec::new());
-    let (mut texts, mut done) = (0u64, false);
-    let mut count = |out: &mut Vec<ProviderEvent>| {
-        for e in out.drain(..) {
-            match e {
-                ProviderEvent::Text(_) => texts += 1,
-                ProviderEvent::Done { .. } => done = true,
-                _ => {}
-            }
-        }
-    };
-    for piece in body.chunks(16 * 1024) {
-        sse.push(piece, &mut events).unwrap();
-        for e in events.drain(..) {
-            dec.on_event(&e, &mut out);
-        }
-        count(&mut out);
-    }
-    sse.finish(&mut events).unwrap();
-    for e in events.drain(..) {
-        dec.on_event(&e, &mut out);
-    }
-    dec.finish(&mut out);
-    count(&mut out);
-    let ms = start.elapsed().as_secs_f64() * 1e3;
-    if texts != DELTAS || !done {
-        return Err(format!(
-            "decoder produced {texts} text events (done: {done}), expected {DELTAS}"
-        ));
-    }
-    Ok(ms)
-}
-
-/// Serves `body` as one streamed SSE response to the first request on a 127.0.0.1 port.
-fn serve_once(body: Vec<u8>) -> Res<(String, std::thread::JoinHandle<Res<()>>)> {
-    use std::io::{BufRead, BufReader, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let handle = std::thread::spawn(move || -> Res<()> {
-        let (stream, _) = listener.accept().map_err(|e| format!("accept: {e}"))?;
-        let mut reader = BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
-        let mut length = 0usize;
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).map_err(|e| e.to_string())?;
-            let l = line.trim_end().to_ascii_lowercase();
-            if l.is_empty() {
-                break;
-            }
-            if let Some(v) = l.strip_prefix("content-length:") {
-                length = v.trim().parse().map_err(|_| "bad content-length")?;
-            }
-        }
-        let mut req = vec![0u8; length];
-        reader.read_exact(&mut req).map_err(|e| e.to_string())?;
-        let mut stream = stream;
-        stream
-            .write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
-            )
-            .map_err(|e| e.to_string())?;
-        for piece in body.chunks(16 * 1024) {
-            stream.write_all(piece).map_err(|e| format!("write: {e}"))?;
-        }
-        Ok(())
-    });
-    Ok((format!("http://127.0.0.1:{port}/v1"), handle))
 }
 
 /// A fresh cwd and KEEL_HOME for one run; both deleted on drop.

@@ -90,9 +90,14 @@ fn poll(c: &mut Conn, done: impl Fn(&Value) -> bool) -> Res<Instant> {
     }
 }
 
-/// One run of [`DELTAS`] deltas: events/s to the client, and (journal on) the time from the
+/// One run of [`DELTAS`] deltas: events/s to the client, and (`acked`) the time from the
 /// prompt until JetStream had acked every event.
-fn run(keel: &Path, script: &str, journal_url: Option<&str>) -> Res<(f64, Option<f64>)> {
+fn run(
+    keel: &Path,
+    script: &str,
+    journal_url: Option<&str>,
+    acked: bool,
+) -> Res<(f64, Option<f64>)> {
     let sb = Sandbox::new()?;
     let flags: Vec<&str> = match journal_url {
         Some(u) => vec!["--journal", u, "--journal-host", "bench"],
@@ -108,14 +113,14 @@ fn run(keel: &Path, script: &str, journal_url: Option<&str>) -> Res<(f64, Option
         return Err(format!("the client read {} events ({:?})", r.events, r.end));
     }
     let rate = r.events as f64 / (r.last - start).as_secs_f64();
-    let acked = match journal_url {
-        Some(_) => {
+    let acked = match acked {
+        true => {
             let at = poll(&mut c, |j| {
                 j["lag"] == 0 && j["published"].as_u64().unwrap_or(0) >= DELTAS
             })?;
             Some((at - start).as_secs_f64() * 1e3)
         }
-        None => None,
+        false => None,
     };
     Ok((rate, acked))
 }
@@ -157,13 +162,16 @@ pub fn journal_bench(keel: &Path, rows: &mut Vec<Row>, heavy: usize) -> Res<()> 
     let port = free_port()?;
     let _server = nats(&bin, port, store.path())?;
     let url = format!("nats://127.0.0.1:{port}");
+    let dead = format!("nats://127.0.0.1:{}", free_port()?);
     let (mut off, mut on, mut acked) = (Vec::new(), Vec::new(), Vec::new());
+    let mut spooling = Vec::new();
     for _ in 0..heavy {
-        // Alternated, so that the machine's load falls on both alike.
-        off.push(run(keel, &script, None)?.0);
-        let (rate, ms) = run(keel, &script, Some(&url))?;
+        // Alternated, so that the machine's load falls on all alike.
+        off.push(run(keel, &script, None, false)?.0);
+        let (rate, ms) = run(keel, &script, Some(&url), true)?;
         on.push(rate);
         acked.extend(ms);
+        spooling.push(run(keel, &script, Some(&dead), false)?.0);
     }
     rows.push(Row::stats(
         &format!("journal off: events/s to 1 client ({DELTAS} deltas)"),
@@ -180,6 +188,19 @@ pub fn journal_bench(keel: &Path, rows: &mut Vec<Row>, heavy: usize) -> Res<()> 
     let cost = (1.0 - median(&on) / median(&off)) * 100.0;
     rows.push(Row::single(
         "journal: cost to the client's events/s (median difference)",
+        cost,
+        "%",
+        1,
+    ));
+    rows.push(Row::stats(
+        &format!("journal on, no server (spooling only): events/s to 1 client ({DELTAS} deltas)"),
+        &spooling,
+        "events/s",
+        0,
+    ));
+    let cost = (1.0 - median(&spooling) / median(&off)) * 100.0;
+    rows.push(Row::single(
+        "journal: cost of spooling alone (median difference)",
         cost,
         "%",
         1,
