@@ -109,6 +109,7 @@ impl Journal {
             facts: facts::Sessions::default(),
             fact_ids: 0,
             instance: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
+            subject: (None, String::new()),
         };
         // The journal's work (spooling, publishing) has a thread and a runtime of its own:
         // the daemon's thread only hands each delivery over.
@@ -252,6 +253,9 @@ pub fn fact_subject(host: &str) -> String {
     format!("keel.sessions.{host}")
 }
 
+/// While deliveries keep coming, how often the tap takes them.
+const BURST_TICK: std::time::Duration = std::time::Duration::from_millis(1);
+
 /// Turns deliveries and facts into spool records, at once and in order.
 struct Tap {
     state: Arc<State>,
@@ -261,6 +265,8 @@ struct Tap {
     fact_ids: u64,
     /// Names this daemon in the msg-ids of its facts (unique across restarts).
     instance: String,
+    /// The subject of the last session seen (events come in runs of one session).
+    subject: (Option<Arc<str>>, String),
 }
 
 impl Tap {
@@ -270,6 +276,7 @@ impl Tap {
         mut deliveries: mpsc::UnboundedReceiver<Delivery>,
     ) {
         loop {
+            // Idle: the first delivery of a burst wakes this thread.
             let input = tokio::select! {
                 biased;
                 Some(i) = inputs.recv() => i,
@@ -278,17 +285,32 @@ impl Tap {
             };
             let mut records = Vec::new();
             self.records(input, &mut records);
-            // Whatever else is queued goes in the same lock.
-            while let Ok(d) = deliveries.try_recv() {
-                self.records(Input::Delivery(d), &mut records);
+            // Busy: what comes meanwhile is taken every millisecond, with no waker registered,
+            // so a session's thread never has to wake this one per event.
+            loop {
+                while let Ok(i) = inputs.try_recv() {
+                    self.records(i, &mut records);
+                }
+                while let Ok(d) = deliveries.try_recv() {
+                    self.records(Input::Delivery(d), &mut records);
+                }
+                if records.is_empty() {
+                    break;
+                }
+                self.spool(&records);
+                records.clear();
+                tokio::time::sleep(BURST_TICK).await;
             }
-            let appended = self.state.spool().append_all(&records);
-            if let Err(e) = appended {
-                tracing::warn!("journal spool append failed: {e}");
-                self.state.set_error(Some(format!("spool: {e}")));
-            }
-            self.state.appended.notify_one();
         }
+    }
+
+    fn spool(&self, records: &[Record]) {
+        let appended = self.state.spool().append_all(records);
+        if let Err(e) = appended {
+            tracing::warn!("journal spool append failed: {e}");
+            self.state.set_error(Some(format!("spool: {e}")));
+        }
+        self.state.appended.notify_one();
     }
 
     fn records(&mut self, input: Input, out: &mut Vec<Record>) {
@@ -302,8 +324,14 @@ impl Tap {
                 Item::Event(e) => {
                     let mut payload = Vec::with_capacity(e.line.len() + 96);
                     crate::daemon::connection::event_params(&d.session, &d.epoch, e, &mut payload);
+                    if self.subject.0.as_ref() != Some(&d.session) {
+                        self.subject = (
+                            Some(d.session.clone()),
+                            event_subject(&self.host, &d.session),
+                        );
+                    }
                     out.push(Record {
-                        subject: event_subject(&self.host, &d.session),
+                        subject: self.subject.1.clone(),
                         msg_id: format!("{}:{}:{}", d.session, d.epoch, e.seq),
                         payload: String::from_utf8(payload)
                             .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
