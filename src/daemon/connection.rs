@@ -225,10 +225,11 @@ fn event_line(d: &Delivery, event: &crate::host::Published, out: &mut Vec<u8>) {
 /// The params of `session/event`, `{"sessionId":…,"epoch":…,"seq":…,"event":…}`: the bytes
 /// every client gets and the event journal publishes.
 pub fn event_params(session: &str, epoch: &str, event: &crate::host::Published, out: &mut Vec<u8>) {
+    // Writing a string into a Vec cannot fail.
     out.extend_from_slice(b"{\"sessionId\":");
-    out.extend_from_slice(Value::from(session).to_string().as_bytes());
+    let _ = serde_json::to_writer(&mut *out, session);
     out.extend_from_slice(b",\"epoch\":");
-    out.extend_from_slice(Value::from(epoch).to_string().as_bytes());
+    let _ = serde_json::to_writer(&mut *out, epoch);
     out.extend_from_slice(b",\"seq\":");
     out.extend_from_slice(event.seq.to_string().as_bytes());
     out.extend_from_slice(b",\"event\":");

@@ -23,7 +23,7 @@ use tokio::sync::{mpsc, Notify};
 use crate::host::stream::{Delivery, Item};
 use crate::kernel::clock::Clock;
 pub use options::JournalOptions;
-use spool::{Record, Spool};
+use spool::{Lines, Record, Spool};
 
 /// The journal's state, shared by the tap, the publisher and `daemon/status`.
 pub struct State {
@@ -283,7 +283,7 @@ impl Tap {
                 Some(d) = deliveries.recv() => Input::Delivery(d),
                 else => break,
             };
-            let mut records = Vec::new();
+            let mut records = Lines::default();
             self.records(input, &mut records);
             // Busy: what comes meanwhile is taken every millisecond, with no waker registered,
             // so a session's thread never has to wake this one per event.
@@ -304,8 +304,8 @@ impl Tap {
         }
     }
 
-    fn spool(&self, records: &[Record]) {
-        let appended = self.state.spool().append_all(records);
+    fn spool(&self, records: &Lines) {
+        let appended = self.state.spool().append_lines(records);
         if let Err(e) = appended {
             tracing::warn!("journal spool append failed: {e}");
             self.state.set_error(Some(format!("spool: {e}")));
@@ -313,31 +313,28 @@ impl Tap {
         self.state.appended.notify_one();
     }
 
-    fn records(&mut self, input: Input, out: &mut Vec<Record>) {
+    fn records(&mut self, input: Input, out: &mut Lines) {
         match input {
             Input::Fact(v) => {
                 let session = v["sessionId"].as_str().unwrap_or("").to_string();
                 let v = self.facts.note(&session, v);
-                out.push(self.fact_record(v));
+                out.record(&self.fact_record(v));
             }
             Input::Delivery(d) => match &d.item {
                 Item::Event(e) => {
-                    let mut payload = Vec::with_capacity(e.line.len() + 96);
-                    crate::daemon::connection::event_params(&d.session, &d.epoch, e, &mut payload);
                     if self.subject.0.as_ref() != Some(&d.session) {
                         self.subject = (
                             Some(d.session.clone()),
                             event_subject(&self.host, &d.session),
                         );
                     }
-                    out.push(Record {
-                        subject: self.subject.1.clone(),
-                        msg_id: format!("{}:{}:{}", d.session, d.epoch, e.seq),
-                        payload: String::from_utf8(payload)
-                            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned()),
+                    let msg_id = format!("{}:{}:{}", d.session, d.epoch, e.seq);
+                    // The socket's params bytes, written straight into the spool line.
+                    out.line(&self.subject.1, &msg_id, |buf| {
+                        crate::daemon::connection::event_params(&d.session, &d.epoch, e, buf)
                     });
                     if let Some(fact) = self.facts.event(&d.session, &e.line) {
-                        out.push(self.fact_record(fact));
+                        out.record(&self.fact_record(fact));
                     }
                 }
                 Item::Replaced { new, seq } => {
@@ -349,7 +346,7 @@ impl Tap {
                         "seq": seq,
                     });
                     self.facts.rename(&d.session, new);
-                    out.push(self.fact_record(fact));
+                    out.record(&self.fact_record(fact));
                 }
             },
         }

@@ -144,20 +144,22 @@ impl Spool {
         self.counts
     }
 
-    /// Appends one record (see [`Spool::append_all`]).
+    /// Appends one record (see [`Spool::append_lines`]).
     pub fn append(&mut self, record: &Record) -> io::Result<()> {
-        self.append_all(std::slice::from_ref(record))
+        let mut lines = Lines::default();
+        lines.record(record);
+        self.append_lines(&lines)
     }
 
-    /// Appends records in order, one write per segment. When the spool goes over its cap, its
-    /// oldest segments are deleted (never the one being written), their unacked records
+    /// Appends spool lines in order, one write per segment. When the spool goes over its cap,
+    /// its oldest segments are deleted (never the one being written), their unacked records
     /// counted in `dropped`.
-    pub fn append_all(&mut self, records: &[Record]) -> io::Result<()> {
+    pub fn append_lines(&mut self, lines: &Lines) -> io::Result<()> {
         let mut buf = Vec::new();
-        let mut line = Vec::new();
-        for record in records {
-            line.clear();
-            write_line(&mut line, record)?;
+        let mut start = 0;
+        for &end in &lines.ends {
+            let line = &lines.buf[start..end];
+            start = end;
             let full = self
                 .segments
                 .back()
@@ -167,7 +169,7 @@ impl Spool {
                 buf.clear();
                 self.rotate()?;
             }
-            buf.extend_from_slice(&line);
+            buf.extend_from_slice(line);
             if let Some(s) = self.segments.back_mut() {
                 s.bytes += line.len() as u64;
                 s.records += 1;
@@ -322,16 +324,42 @@ impl Spool {
     }
 }
 
-/// A record's spool line: `{"subject":…,"msgId":…,"payload":<the payload's own bytes>}\n`.
-fn write_line(out: &mut Vec<u8>, record: &Record) -> io::Result<()> {
-    out.extend_from_slice(b"{\"subject\":");
-    serde_json::to_writer(&mut *out, &record.subject).map_err(io::Error::other)?;
-    out.extend_from_slice(b",\"msgId\":");
-    serde_json::to_writer(&mut *out, &record.msg_id).map_err(io::Error::other)?;
-    out.extend_from_slice(b",\"payload\":");
-    out.extend_from_slice(record.payload.as_bytes());
-    out.extend_from_slice(b"}\n");
-    Ok(())
+/// Spool lines built before they are appended: `{"subject":…,"msgId":…,"payload":<the
+/// payload's own bytes>}\n` each.
+#[derive(Debug, Default)]
+pub struct Lines {
+    buf: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl Lines {
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.ends.clear();
+    }
+
+    pub fn record(&mut self, record: &Record) {
+        self.line(&record.subject, &record.msg_id, |out| {
+            out.extend_from_slice(record.payload.as_bytes())
+        });
+    }
+
+    /// A line whose payload `payload` writes straight into the buffer (compact JSON).
+    pub fn line(&mut self, subject: &str, msg_id: &str, payload: impl FnOnce(&mut Vec<u8>)) {
+        // Writing a string into a Vec cannot fail.
+        self.buf.extend_from_slice(b"{\"subject\":");
+        let _ = serde_json::to_writer(&mut self.buf, subject);
+        self.buf.extend_from_slice(b",\"msgId\":");
+        let _ = serde_json::to_writer(&mut self.buf, msg_id);
+        self.buf.extend_from_slice(b",\"payload\":");
+        payload(&mut self.buf);
+        self.buf.extend_from_slice(b"}\n");
+        self.ends.push(self.buf.len());
+    }
 }
 
 fn parse(line: &str) -> Option<Record> {
