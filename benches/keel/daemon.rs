@@ -102,6 +102,25 @@ impl Daemon {
         Ok(c)
     }
 
+    /// CPU time (user + system) the daemon process has used, in seconds (all its threads).
+    pub(super) fn cpu_secs(&self) -> Res<f64> {
+        let stat = fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
+            .map_err(|e| format!("daemon stat: {e}"))?;
+        let after = stat.rsplit(')').next().ok_or("no ) in /proc stat")?;
+        let f: Vec<&str> = after.split_whitespace().collect();
+        let ticks = |i: usize| -> Res<f64> {
+            f.get(i)
+                .and_then(|v| v.parse::<f64>().ok())
+                .ok_or_else(|| "short /proc stat".to_string())
+        };
+        let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .unwrap_or(100) as f64;
+        // After the command name: state is field 0, utime 11, stime 12.
+        Ok((ticks(11)? + ticks(12)?) / hz)
+    }
+
     /// VmRSS of the daemon process, KiB.
     fn rss_kib(&self) -> Res<f64> {
         let status = fs::read_to_string(format!("/proc/{}/status", self.child.id()))

@@ -90,14 +90,19 @@ fn poll(c: &mut Conn, done: impl Fn(&Value) -> bool) -> Res<Instant> {
     }
 }
 
-/// One run of [`DELTAS`] deltas: events/s to the client, and (`acked`) the time from the
-/// prompt until JetStream had acked every event.
-fn run(
-    keel: &Path,
-    script: &str,
-    journal_url: Option<&str>,
-    acked: bool,
-) -> Res<(f64, Option<f64>)> {
+/// What one run measured.
+struct Run {
+    /// Events per second the client read.
+    rate: f64,
+    /// ms from the prompt until JetStream had acked every event (when asked for).
+    acked: Option<f64>,
+    /// The daemon's CPU time per event, µs (until the client had read every event, or
+    /// until every event was acked when asked for).
+    cpu_us: f64,
+}
+
+/// One run of [`DELTAS`] deltas; with `acked`, it waits until JetStream acked them all.
+fn run(keel: &Path, script: &str, journal_url: Option<&str>, acked: bool) -> Res<Run> {
     let sb = Sandbox::new()?;
     let flags: Vec<&str> = match journal_url {
         Some(u) => vec!["--journal", u, "--journal-host", "bench"],
@@ -106,6 +111,7 @@ fn run(
     let d = Daemon::start_with(keel, &sb, &flags)?;
     let mut c = d.connect()?;
     let (id, _, seq) = daemon::open(&mut c, &sb, script)?;
+    let cpu = d.cpu_secs()?;
     let start = Instant::now();
     c.send("prompt", json!({"sessionId": id, "message": "go"}))?;
     let r = c.read_events(seq, None)?;
@@ -122,7 +128,12 @@ fn run(
         }
         false => None,
     };
-    Ok((rate, acked))
+    let cpu_us = (d.cpu_secs()? - cpu) * 1e6 / r.events as f64;
+    Ok(Run {
+        rate,
+        acked,
+        cpu_us,
+    })
 }
 
 /// The spool's flush after an outage: a run spooled with no server, then the server started.
@@ -165,13 +176,31 @@ pub fn journal_bench(keel: &Path, rows: &mut Vec<Row>, heavy: usize) -> Res<()> 
     let dead = format!("nats://127.0.0.1:{}", free_port()?);
     let (mut off, mut on, mut acked) = (Vec::new(), Vec::new(), Vec::new());
     let mut spooling = Vec::new();
+    let (mut cpu_off, mut cpu_on, mut cpu_spool) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..heavy {
         // Alternated, so that the machine's load falls on all alike.
-        off.push(run(keel, &script, None, false)?.0);
-        let (rate, ms) = run(keel, &script, Some(&url), true)?;
-        on.push(rate);
-        acked.extend(ms);
-        spooling.push(run(keel, &script, Some(&dead), false)?.0);
+        let r = run(keel, &script, None, false)?;
+        off.push(r.rate);
+        cpu_off.push(r.cpu_us);
+        let r = run(keel, &script, Some(&url), true)?;
+        on.push(r.rate);
+        acked.extend(r.acked);
+        cpu_on.push(r.cpu_us);
+        let r = run(keel, &script, Some(&dead), false)?;
+        spooling.push(r.rate);
+        cpu_spool.push(r.cpu_us);
+    }
+    for (name, v) in [
+        ("journal off", &cpu_off),
+        ("spooling only", &cpu_spool),
+        ("journal on, until every event was acked", &cpu_on),
+    ] {
+        rows.push(Row::stats(
+            &format!("journal: daemon CPU per event, {name}"),
+            v,
+            "µs",
+            2,
+        ));
     }
     rows.push(Row::stats(
         &format!("journal off: events/s to 1 client ({DELTAS} deltas)"),
