@@ -1,4 +1,4 @@
-//! Benchmarks the release `keel` binary end to end: startup, JSON-mode streaming throughput, peak RSS of print mode, `--continue` session load time, the openai provider decoding a local 100k-chunk stream (in-process and over HTTP), RPC mode's request round trip and prompt-to-first-event latency, the TUI's bytes per streamed token and frame time, and the daemon (socket latency, fan-out, replay, memory).
+//! Benchmarks the release `keel` binary end to end: startup, JSON-mode streaming throughput, peak RSS of print mode, `--continue` session load time, the openai provider decoding a local 100k-chunk stream (in-process and over HTTP), RPC mode's request round trip and prompt-to-first-event latency, the TUI's bytes per streamed token and frame time, the daemon (socket latency, fan-out, replay, memory) and its event journal on NATS (events/s with and without, spool flush).
 // A bench program reports its results on stdout and its failures on stderr by design, and a
 // broken run must abort it loudly, so the crate's print/unwrap/exit lints do not apply here.
 #![allow(
@@ -33,8 +33,12 @@ type Res<T> = Result<T, String>;
 
 #[path = "keel/daemon.rs"]
 mod daemon;
+#[path = "keel/journal.rs"]
+mod journal;
 #[path = "keel/mcp.rs"]
 mod mcp;
+#[path = "keel/openai.rs"]
+mod openai;
 #[path = "keel/remote.rs"]
 mod remote;
 #[path = "keel/session.rs"]
@@ -119,24 +123,31 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session, =daemon, =remote, =mcp or =tui runs just those rows (they take a while
-    // to iterate on).
+    // KEEL_BENCH_ONLY=session, =daemon, =remote, =journal, =mcp or =tui runs just those rows
+    // (they take a while to iterate on).
     let only = match std::env::var("KEEL_BENCH_ONLY") {
-        Ok(v) if ["session", "daemon", "mcp", "tui", "remote"].contains(&v.as_str()) => Some(v),
+        Ok(v) if ["session", "daemon", "remote", "journal", "mcp", "tui"].contains(&v.as_str()) => {
+            Some(v)
+        }
         Ok(v) => {
             return Err(format!(
-                "KEEL_BENCH_ONLY: session, daemon, remote, mcp or tui, not {v:?}"
+                "KEEL_BENCH_ONLY: session, daemon, remote, journal, mcp or tui, not {v:?}"
             ))
         }
         Err(_) => None,
     };
+    if only.as_deref() == Some("journal") {
+        eprintln!("[9/9] journal: events/s with and without NATS, spool flush x{heavy}");
+        journal::journal_bench(&keel, &mut rows, heavy)?;
+        return report(&keel, &rows, &format!("{heavy} heavy, journal rows only"));
+    }
     if only.as_deref() == Some("tui") {
-        eprintln!("[7/8] tui: bytes per streamed token and frame time");
+        eprintln!("[7/9] tui: bytes per streamed token and frame time");
         tui::tui_bench(&mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} heavy, TUI rows only"));
     }
     if only.as_deref() == Some("daemon") {
-        eprintln!("[8/8] daemon: latency, throughput, replay, memory x{heavy}");
+        eprintln!("[8/9] daemon: latency, throughput, replay, memory x{heavy}");
         daemon::daemon_bench(&keel, hello_s, &mut rows, heavy)?;
         remote::remote_bench(&keel, hello_s, &mut rows)?;
         return report(&keel, &rows, &format!("{heavy} heavy, daemon rows only"));
@@ -151,7 +162,7 @@ fn run() -> Res<()> {
     }
     if only.is_some() {
         eprintln!(
-            "[4/8] a {}-entry session x{heavy}",
+            "[4/9] a {}-entry session x{heavy}",
             session::SESSION_ENTRIES
         );
         session::session_bench(&keel, hello_s, &mut rows, heavy)?;
@@ -159,7 +170,7 @@ fn run() -> Res<()> {
     }
 
     // 1. Startup.
-    eprintln!("[1/8] keel --version x{quick}");
+    eprintln!("[1/9] keel --version x{quick}");
     let mut t = Vec::new();
     for _ in 0..quick {
         let sb = Sandbox::new()?;
@@ -169,7 +180,7 @@ fn run() -> Res<()> {
     mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
 
     // 2. JSON-mode throughput.
-    eprintln!("[2/8] json mode, {DELTAS} deltas x{heavy}");
+    eprintln!("[2/9] json mode, {DELTAS} deltas x{heavy}");
     let big_s = path_str(&big)?;
     let mut t = Vec::new();
     let mut bytes = 0usize;
@@ -214,7 +225,7 @@ fn run() -> Res<()> {
     ));
 
     // 3. Peak RSS of print mode.
-    eprintln!("[3/8] print mode peak RSS x{heavy} (small, then big)");
+    eprintln!("[3/9] print mode peak RSS x{heavy} (small, then big)");
     let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
     for (label, script) in [("hello fixture", hello_s), ("100k-delta fixture", big_s)] {
         let mut kib = Vec::new();
@@ -250,7 +261,7 @@ fn run() -> Res<()> {
 
     // 4. Session load: Store::open in-process, then --continue with the binary.
     eprintln!(
-        "[4/8] a {}-entry session x{heavy}",
+        "[4/9] a {}-entry session x{heavy}",
         session::SESSION_ENTRIES
     );
     session::session_bench(&keel, hello_s, &mut rows, heavy)?;
@@ -258,12 +269,12 @@ fn run() -> Res<()> {
     // 5. The openai provider: SSE decoding in-process, then the binary against a local
     // OpenAI-compatible server streaming the same number of chunks.
     eprintln!(
-        "[5/8] openai provider, {DELTAS} chunks: decoder x{heavy}, binary over HTTP x{heavy}"
+        "[5/9] openai provider, {DELTAS} chunks: decoder x{heavy}, binary over HTTP x{heavy}"
     );
-    let body = openai_stream(DELTAS);
+    let body = openai::openai_stream(DELTAS);
     let mut decode = Vec::new();
     for _ in 0..heavy {
-        decode.push(decode_openai(&body)?);
+        decode.push(openai::decode_openai(&body)?);
     }
     rows.push(Row::stats(
         &format!(
@@ -280,7 +291,7 @@ fn run() -> Res<()> {
     let mut t = Vec::new();
     for _ in 0..heavy {
         let sb = Sandbox::new()?;
-        let (url, server) = serve_once(body.clone())?;
+        let (url, server) = openai::serve_once(body.clone())?;
         let args = [
             "--json",
             "--base-url",
@@ -318,7 +329,7 @@ fn run() -> Res<()> {
     // 6. RPC mode: request round trip, and prompt to first streamed event.
     let rpc_samples = runs_override.unwrap_or(RPC_SAMPLES);
     eprintln!(
-        "[6/8] rpc mode: {RPC_ROUND_TRIPS} get_state round trips x{rpc_samples}, {RPC_PROMPTS} prompts"
+        "[6/9] rpc mode: {RPC_ROUND_TRIPS} get_state round trips x{rpc_samples}, {RPC_PROMPTS} prompts"
     );
     let hello_args = [
         "--mode",
@@ -393,13 +404,15 @@ fn run() -> Res<()> {
     ));
 
     // 7. TUI rendering, in process: the same `tui::draw` the binary uses, into a Vec<u8>.
-    eprintln!("[7/8] tui: bytes per streamed token and frame time");
+    eprintln!("[7/9] tui: bytes per streamed token and frame time");
     tui::tui_bench(&mut rows, heavy)?;
 
     // 8. The daemon: socket latency against in-process RPC, fan-out, replay, memory.
-    eprintln!("[8/8] daemon: latency, throughput, replay, memory x{heavy}");
+    eprintln!("[8/9] daemon: latency, throughput, replay, memory x{heavy}");
     daemon::daemon_bench(&keel, hello_s, &mut rows, heavy)?;
     remote::remote_bench(&keel, hello_s, &mut rows)?;
+    eprintln!("[9/9] journal: events/s with and without NATS, spool flush x{heavy}");
+    journal::journal_bench(&keel, &mut rows, heavy)?;
 
     let runs = format!("{quick} quick / {heavy} heavy / {rpc_samples} rpc samples");
     report(&keel, &rows, &runs)
@@ -568,101 +581,6 @@ impl Rpc {
         let status = self.child.wait().map_err(|e| format!("wait: {e}"))?;
         check_status(status, &self.stderr_path)
     }
-}
-
-/// A Chat Completions SSE body of `n` one-token content chunks, then finish, usage, [DONE].
-fn openai_stream(n: u64) -> Vec<u8> {
-    let mut body = String::new();
-    for i in 0..n {
-        let _ = write!(
-            body,
-            "data: {{\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"t{} \"}},\"finish_reason\":null}}]}}\n\n",
-            i % 10
-        );
-    }
-    body.push_str("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
-    body.push_str("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"bench\",\"choices\":[],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":100000,\"total_tokens\":100010}}\n\n");
-    body.push_str("data: [DONE]\n\n");
-    body.into_bytes()
-}
-
-/// Decodes `body` with keel's SSE and OpenAI decoders in 16 KiB pieces; returns ms.
-fn decode_openai(body: &[u8]) -> Res<f64> {
-    use keel::kernel::provider::model::{ModelInfo, API_OPENAI};
-    use keel::kernel::provider::openai::OpenAiDecoder;
-    use keel::kernel::provider::sse::{SseDecoder, StreamDecoder};
-    use keel::kernel::provider::ProviderEvent;
-    let info = ModelInfo::unlisted("bench", API_OPENAI, "http://127.0.0.1", "bench");
-    let start = Instant::now();
-    let mut sse = SseDecoder::new();
-    let mut dec = OpenAiDecoder::new(&info);
-    let (mut events, mut out) = (Vec::new(), Vec::new());
-    let (mut texts, mut done) = (0u64, false);
-    let mut count = |out: &mut Vec<ProviderEvent>| {
-        for e in out.drain(..) {
-            match e {
-                ProviderEvent::Text(_) => texts += 1,
-                ProviderEvent::Done { .. } => done = true,
-                _ => {}
-            }
-        }
-    };
-    for piece in body.chunks(16 * 1024) {
-        sse.push(piece, &mut events).unwrap();
-        for e in events.drain(..) {
-            dec.on_event(&e, &mut out);
-        }
-        count(&mut out);
-    }
-    sse.finish(&mut events).unwrap();
-    for e in events.drain(..) {
-        dec.on_event(&e, &mut out);
-    }
-    dec.finish(&mut out);
-    count(&mut out);
-    let ms = start.elapsed().as_secs_f64() * 1e3;
-    if texts != DELTAS || !done {
-        return Err(format!(
-            "decoder produced {texts} text events (done: {done}), expected {DELTAS}"
-        ));
-    }
-    Ok(ms)
-}
-
-/// Serves `body` as one streamed SSE response to the first request on a 127.0.0.1 port.
-fn serve_once(body: Vec<u8>) -> Res<(String, std::thread::JoinHandle<Res<()>>)> {
-    use std::io::{BufRead, BufReader, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-    let handle = std::thread::spawn(move || -> Res<()> {
-        let (stream, _) = listener.accept().map_err(|e| format!("accept: {e}"))?;
-        let mut reader = BufReader::new(stream.try_clone().map_err(|e| e.to_string())?);
-        let mut length = 0usize;
-        loop {
-            let mut line = String::new();
-            reader.read_line(&mut line).map_err(|e| e.to_string())?;
-            let l = line.trim_end().to_ascii_lowercase();
-            if l.is_empty() {
-                break;
-            }
-            if let Some(v) = l.strip_prefix("content-length:") {
-                length = v.trim().parse().map_err(|_| "bad content-length")?;
-            }
-        }
-        let mut req = vec![0u8; length];
-        reader.read_exact(&mut req).map_err(|e| e.to_string())?;
-        let mut stream = stream;
-        stream
-            .write_all(
-                b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n",
-            )
-            .map_err(|e| e.to_string())?;
-        for piece in body.chunks(16 * 1024) {
-            stream.write_all(piece).map_err(|e| format!("write: {e}"))?;
-        }
-        Ok(())
-    });
-    Ok((format!("http://127.0.0.1:{port}/v1"), handle))
 }
 
 /// A fresh cwd and KEEL_HOME for one run; both deleted on drop.

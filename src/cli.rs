@@ -334,6 +334,8 @@ pub enum DaemonAction {
         /// Set by `keel daemon start`: become a session leader, ignore SIGHUP.
         #[arg(long, hide = true)]
         spawned: bool,
+        #[command(flatten)]
+        journal: crate::journal::options::JournalArgs,
     },
     /// Connect to the daemon, or start one; prints the socket path.
     Start {

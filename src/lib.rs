@@ -10,6 +10,7 @@ pub mod error;
 pub mod exit;
 pub mod front;
 pub mod host;
+pub mod journal;
 pub mod kernel;
 pub mod mcp;
 pub mod mentions;

@@ -24,6 +24,7 @@ mod exit_codes;
 mod export_html;
 mod external_tools;
 mod http_server;
+mod journal;
 mod json_mode;
 mod kernel;
 mod link;

@@ -42,6 +42,11 @@ pub(super) struct Daemon {
 impl Daemon {
     /// Starts the daemon on `<sandbox>/run/p1.sock` and waits for its "listening on" log line.
     pub(super) fn start(keel: &Path, sb: &Sandbox) -> Res<Daemon> {
+        Daemon::start_with(keel, sb, &[])
+    }
+
+    /// [`Daemon::start`] with more `keel daemon run` flags.
+    pub(super) fn start_with(keel: &Path, sb: &Sandbox, extra: &[&str]) -> Res<Daemon> {
         use std::os::unix::fs::PermissionsExt;
         let dir = sb.home.parent().ok_or("sandbox has no root")?.join("run");
         fs::create_dir_all(&dir).map_err(|e| format!("mkdir: {e}"))?;
@@ -51,6 +56,7 @@ impl Daemon {
         let mut child = keel_cmd(keel, &sb.cwd, &sb.home)
             .args(["daemon", "run", "--idle-exit", "0", "--socket"])
             .arg(&socket)
+            .args(extra)
             .env("KEEL_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -86,6 +92,25 @@ impl Daemon {
         Conn::greet(Box::new(r), Box::new(w))
     }
 
+    /// CPU time (user + system) the daemon process has used, in seconds (all its threads).
+    pub(super) fn cpu_secs(&self) -> Res<f64> {
+        let stat = fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
+            .map_err(|e| format!("daemon stat: {e}"))?;
+        let after = stat.rsplit(')').next().ok_or("no ) in /proc stat")?;
+        let f: Vec<&str> = after.split_whitespace().collect();
+        let ticks = |i: usize| -> Res<f64> {
+            f.get(i)
+                .and_then(|v| v.parse::<f64>().ok())
+                .ok_or_else(|| "short /proc stat".to_string())
+        };
+        let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+            .ok()
+            .flatten()
+            .unwrap_or(100) as f64;
+        // After the command name: state is field 0, utime 11, stime 12.
+        Ok((ticks(11)? + ticks(12)?) / hz)
+    }
+
     /// VmRSS of the daemon process, KiB.
     fn rss_kib(&self) -> Res<f64> {
         let status = fs::read_to_string(format!("/proc/{}/status", self.child.id()))
@@ -116,7 +141,7 @@ pub(super) struct Conn {
 
 /// How a client's read of a stream ended.
 #[derive(Debug, Clone, Copy, PartialEq)]
-enum End {
+pub(super) enum End {
     /// `agent_settled` arrived.
     Settled,
     /// `daemon/lagged` arrived (the daemon then closes the connection).
@@ -126,11 +151,11 @@ enum End {
 }
 
 /// What one client read: events in order, how it ended, and when.
-struct Read {
-    events: u64,
-    end: End,
+pub(super) struct Read {
+    pub(super) events: u64,
+    pub(super) end: End,
     first: Option<Instant>,
-    last: Instant,
+    pub(super) last: Instant,
 }
 
 impl Conn {
@@ -164,7 +189,7 @@ impl Conn {
         Ok((r.first.ok_or("no event")? - start).as_secs_f64() * 1e3)
     }
 
-    fn send(&mut self, method: &str, params: Value) -> Res<u64> {
+    pub(super) fn send(&mut self, method: &str, params: Value) -> Res<u64> {
         self.next += 1;
         let req = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
         self.w
@@ -187,7 +212,7 @@ impl Conn {
     }
 
     /// Sends a request and returns its `result`, skipping notifications; an error is an error.
-    fn call(&mut self, method: &str, params: Value) -> Res<Value> {
+    pub(super) fn call(&mut self, method: &str, params: Value) -> Res<Value> {
         let id = self.send(method, params)?;
         loop {
             let line = self.next_line()?;
@@ -206,7 +231,7 @@ impl Conn {
 
     /// Reads `session/event` lines until `agent_settled`, `daemon/lagged` or `want` events,
     /// checking that each seq is the previous one plus 1 (from `after`).
-    fn read_events(&mut self, after: u64, want: Option<u64>) -> Res<Read> {
+    pub(super) fn read_events(&mut self, after: u64, want: Option<u64>) -> Res<Read> {
         let (mut events, mut first, mut expect) = (0u64, None, after + 1);
         loop {
             let line = self.next_line()?;
@@ -296,7 +321,7 @@ pub fn daemon_bench(keel: &Path, hello: &str, rows: &mut Vec<Row>, heavy: usize)
 
 /// Writes a one-turn script of `n` one-byte text deltas; `pace` = Some(burst) pauses 1 ms
 /// after every `burst` deltas.
-fn script(dir: &Path, name: &str, n: u64, pace: Option<u64>) -> Res<String> {
+pub(super) fn script(dir: &Path, name: &str, n: u64, pace: Option<u64>) -> Res<String> {
     let chunks = match pace {
         None => format!(r#"{{"text":"t","times":{n}}}"#),
         Some(burst) => {

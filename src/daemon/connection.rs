@@ -165,24 +165,83 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     }
     for (_, (handle, _)) in conn.attached.drain() {
         handle.send(Call::Detach { client });
+        shared.journal_fact("detached", &handle.session_id(), client);
     }
     shared.clients.fetch_sub(1, Ordering::Relaxed);
     shared.gone.notify_waiters();
 }
 
+/// Serves one protocol v1 request line that came without a connection (the journal's
+/// `keel.cmd.<host>` service): the same dispatch as a socket connection's, as if on one that
+/// already said `daemon/hello` with `interactive: true`; the answer is the line the socket
+/// would write (for a pi command, once it is answered). `daemon/hello`, `session/attach` and
+/// `session/detach` belong to a connection and are refused (events are in the journal).
+pub async fn one_request(shared: Arc<Shared>, line: &[u8]) -> Vec<u8> {
+    let (queue_tx, _queue_rx) = mpsc::channel::<Delivery>(1);
+    let (replies, mut reply_rx) = mpsc::unbounded_channel::<Back>();
+    let mut conn = Conn {
+        client: shared.next(),
+        shared,
+        hello: true,
+        interactive: true,
+        attached: HashMap::new(),
+        queue_tx,
+        replies,
+    };
+    let mut out = Vec::new();
+    let mut frames = Vec::new();
+    let mut decoder = LineDecoder::new(MAX_LINE_BYTES);
+    decoder.push(line, &mut frames);
+    if let Some(f) = decoder.finish() {
+        frames.push(f);
+    }
+    let [frame] = frames.as_slice() else {
+        let e = ErrorObject::new(j::INVALID_REQUEST, "send exactly one request line");
+        return j::error_object_line(None, &e).into_bytes();
+    };
+    if let Incoming::Request { id, method, .. } = j::parse_frame(frame, MAX_LINE_BYTES) {
+        if ["daemon/hello", "session/attach", "session/detach"].contains(&method.as_str()) {
+            let e = ErrorObject::new(
+                j::METHOD_NOT_FOUND,
+                format!(
+                    "{method} needs a connection: over NATS, read the session's events \
+                     from the journal (keel.events.>)"
+                ),
+            );
+            return j::error_object_line(Some(&id), &e).into_bytes();
+        }
+    }
+    let _ = conn.frame(frame, &mut out).await;
+    // Only a pi command still running holds a reply sender now.
+    drop(conn);
+    if out.is_empty() {
+        if let Some((id, _, answer, _)) = reply_rx.recv().await {
+            out.extend_from_slice(answer_line(&id, answer).as_bytes());
+        }
+    }
+    out
+}
+
 /// `session/event {sessionId, epoch, seq, event}`: the wire event is copied in as it is.
 fn event_line(d: &Delivery, event: &crate::host::Published, out: &mut Vec<u8>) {
-    out.extend_from_slice(
-        b"{\"jsonrpc\":\"2.0\",\"method\":\"session/event\",\"params\":{\"sessionId\":",
-    );
-    out.extend_from_slice(Value::from(&*d.session).to_string().as_bytes());
+    out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"method\":\"session/event\",\"params\":");
+    event_params(&d.session, &d.epoch, event, out);
+    out.extend_from_slice(b"}\n");
+}
+
+/// The params of `session/event`, `{"sessionId":…,"epoch":…,"seq":…,"event":…}`: the bytes
+/// every client gets and the event journal publishes.
+pub fn event_params(session: &str, epoch: &str, event: &crate::host::Published, out: &mut Vec<u8>) {
+    // Writing a string into a Vec cannot fail.
+    out.extend_from_slice(b"{\"sessionId\":");
+    let _ = serde_json::to_writer(&mut *out, session);
     out.extend_from_slice(b",\"epoch\":");
-    out.extend_from_slice(Value::from(&*d.epoch).to_string().as_bytes());
+    let _ = serde_json::to_writer(&mut *out, epoch);
     out.extend_from_slice(b",\"seq\":");
     out.extend_from_slice(event.seq.to_string().as_bytes());
     out.extend_from_slice(b",\"event\":");
     out.extend_from_slice(event.line.as_bytes());
-    out.extend_from_slice(b"}}\n");
+    out.push(b'}');
 }
 
 fn answer_line(id: &Id, answer: Answer) -> String {
@@ -357,6 +416,8 @@ impl Conn {
                     h.send(Call::Detach {
                         client: self.client,
                     });
+                    self.shared
+                        .journal_fact("detached", &h.session_id(), self.client);
                 }
                 Outcome::Result(json!({}))
             }
@@ -429,6 +490,9 @@ impl Conn {
         self.attached.remove(&r.session_id);
         self.shared.forget(&handle).await;
         handle.stop(CLOSE_GRACE).await;
+        if let Some(j) = &self.shared.journal {
+            j.fact("closed", &handle.session_id(), json!({"reason": "closed"}));
+        }
         Outcome::Result(json!({}))
     }
 
@@ -514,14 +578,18 @@ impl Conn {
             sessions.push(Value::Object(m));
         }
         let s = &self.shared;
-        json!({
+        let mut v = json!({
             "version": env!("CARGO_PKG_VERSION"),
             "pid": s.pid,
             "uptimeMs": s.started.elapsed().as_millis() as u64,
             "clients": s.clients.load(Ordering::Relaxed),
             "sessions": sessions,
             "schedules": s.scheduler.status(),
-        })
+        });
+        if let Some(j) = &s.journal {
+            v["journal"] = j.status();
+        }
+        v
     }
 
     async fn session(&self, id: &str) -> Result<SessionHandle, ErrorObject> {
@@ -596,6 +664,8 @@ impl Conn {
                 "the session has ended",
             ));
         };
+        self.shared
+            .journal_fact("attached", &a.session_id, self.client);
         self.attached
             .insert(a.session_id, (handle, attached.lagged.clone()));
         let mode = match attached.start {

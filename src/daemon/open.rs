@@ -116,12 +116,21 @@ pub async fn open_session(shared: &Shared, o: Opening) -> Result<Opened, ErrorOb
         let _run_started = clock.now_ms();
     }
     let warnings = setup.warnings.clone();
-    let handle = actor::spawn(setup, shared.epoch(), shared.options.ring);
+    let tap = shared.journal.as_ref().map(|j| j.tap());
+    let handle = actor::spawn_journaled(setup, shared.epoch(), shared.options.ring, tap);
     let status = handle.status().await;
     let id = status
         .as_ref()
         .map(|s| s.summary.session_id.clone())
         .unwrap_or_default();
+    if let (Some(j), Some(s)) = (&shared.journal, &status) {
+        let sum = &s.summary;
+        j.fact(
+            "opened",
+            &id,
+            json!({"cwd": sum.cwd, "sessionFile": sum.file, "name": sum.name, "epoch": s.epoch}),
+        );
+    }
     shared
         .sessions
         .lock()

@@ -32,6 +32,8 @@ pub struct DaemonOptions {
     /// The daemon's own environment (sessions start from it, plus what `session/open` sends).
     pub vars: std::collections::BTreeMap<String, String>,
     pub temp_dir: PathBuf,
+    /// The event journal on NATS JetStream (`--journal`), if any.
+    pub journal: Option<crate::journal::JournalOptions>,
 }
 
 /// Why the daemon ends.
@@ -71,6 +73,8 @@ pub struct Shared {
     pub scheduler: crate::schedule::runner::Scheduler,
     /// `daemon/notice {level, message, …}` to every connection (a scheduled run that failed).
     pub notices: broadcast::Sender<serde_json::Value>,
+    /// The event journal, when `--journal` runs one.
+    pub journal: Option<crate::journal::Journal>,
 }
 
 impl Shared {
@@ -104,6 +108,13 @@ impl Shared {
         rekey(&mut *self.sessions.lock().await);
     }
 
+    /// Journals `attached` or `detached` for `session` by connection `client`.
+    pub fn journal_fact(&self, kind: &str, session: &str, client: u64) {
+        if let Some(j) = &self.journal {
+            j.fact(kind, session, serde_json::json!({"client": client}));
+        }
+    }
+
     fn started_at_ms(&self) -> i64 {
         crate::kernel::clock::parse_iso(&self.started_at).unwrap_or(0)
     }
@@ -117,6 +128,13 @@ pub async fn serve(
     lock: DaemonLock,
 ) -> Result<Ending, String> {
     let clock = Clock::new(None, None);
+    let (journal, commands) = match options.journal.clone() {
+        Some(o) => {
+            let (j, commands) = crate::journal::Journal::start(o, clock.clone())?;
+            (Some(j), commands)
+        }
+        None => (None, None),
+    };
     let (stop, mut stop_rx) = watch::channel(false);
     let (shutdown, _) = broadcast::channel(4);
     let (notices, _) = broadcast::channel(64);
@@ -141,7 +159,11 @@ pub async fn serve(
         gone: tokio::sync::Notify::new(),
         scheduler,
         notices,
+        journal,
     });
+    if let Some(requests) = commands {
+        tokio::spawn(serve_commands(shared.clone(), requests));
+    }
     let mut sigterm = crate::front::signals::listen(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.message)?;
     let mut sigint = crate::front::signals::listen(tokio::signal::unix::SignalKind::interrupt())
@@ -193,6 +215,13 @@ pub async fn serve(
         .collect();
     for handle in sessions {
         handle.stop(Duration::from_secs(3)).await;
+        if let Some(j) = &shared.journal {
+            j.fact(
+                "closed",
+                &handle.session_id(),
+                serde_json::json!({"reason": reason}),
+            );
+        }
     }
     // Let every connection write `daemon/shutdown` and close (bounded: a client that does
     // not read cannot hold the exit).
@@ -203,10 +232,28 @@ pub async fn serve(
             _ = tokio::time::sleep_until(deadline) => break,
         }
     }
+    if let Some(j) = &shared.journal {
+        j.flush(Duration::from_secs(2)).await;
+    }
     let _ = std::fs::remove_file(&shared.options.socket);
     drop(lock);
     tracing::info!("keel daemon {} ended ({reason})", shared.pid);
     Ok(ending)
+}
+
+/// Serves the requests of the journal's `keel.cmd.<host>` service, each through the socket
+/// connections' own dispatch, concurrently.
+async fn serve_commands(
+    shared: Arc<Shared>,
+    mut requests: tokio::sync::mpsc::UnboundedReceiver<crate::journal::Command>,
+) {
+    while let Some(c) = requests.recv().await {
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let out = connection::one_request(shared, &c.line).await;
+            let _ = c.answer.send(out);
+        });
+    }
 }
 
 fn rekey(sessions: &mut HashMap<String, SessionHandle>) {

@@ -83,8 +83,14 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
                 replay_events,
                 replay_bytes,
                 spawned,
+                journal,
             } => {
                 let socket = socket_for(env, socket.as_deref())?;
+                let journal = journal.options(
+                    env.vars.get("KEEL_JOURNAL").map(String::as_str),
+                    &crate::journal::options::hostname(),
+                    &env.keel_home,
+                )?;
                 let options = DaemonOptions {
                     socket,
                     idle_exit: (idle_exit > 0.0).then(|| Duration::from_secs_f64(idle_exit)),
@@ -92,6 +98,7 @@ pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, St
                     keel_home: env.keel_home.clone(),
                     vars: env.vars.clone(),
                     temp_dir: env.temp_dir.clone(),
+                    journal,
                 };
                 run_daemon(options, spawned).await
             }
@@ -347,6 +354,7 @@ fn status_text(status: &Value, place: &str) -> String {
             s["running"].as_array().map_or(0, Vec::len)
         ));
     }
+    text.push_str(&crate::journal::status_line(&status["journal"]));
     text
 }
 

@@ -216,15 +216,30 @@ static STREAMS: AtomicU64 = AtomicU64::new(0);
 /// Starts serving `setup` in its own task, with a new `epoch` and ring bounds. When the host
 /// comes to serve another session, the new epoch is `epoch` with `.1`, `.2`, … appended.
 pub fn spawn(setup: HostSetup, epoch: String, ring: (usize, usize)) -> SessionHandle {
+    spawn_journaled(setup, epoch, ring, None)
+}
+
+/// [`spawn`], with every delivery of the session's stream also handed to `journal` (the
+/// daemon's event journal) from the first event on.
+pub fn spawn_journaled(
+    setup: HostSetup,
+    epoch: String,
+    ring: (usize, usize),
+    journal: Option<mpsc::UnboundedSender<Delivery>>,
+) -> SessionHandle {
     let (tx, rx) = mpsc::unbounded_channel();
     let host = Host::new(setup);
     let summary = host.summary();
     let name: Arc<str> = summary.session_id.into();
     let stream = STREAMS.fetch_add(1, Ordering::Relaxed) + 1;
     let id = Arc::new(Mutex::new(name.clone()));
+    let mut numbered = Stream::new(stream, name, epoch.clone(), ring.0, ring.1);
+    if let Some(j) = journal {
+        numbered.journal(j);
+    }
     let actor = Actor {
         host,
-        stream: Stream::new(stream, name, epoch.clone(), ring.0, ring.1),
+        stream: numbered,
         id: id.clone(),
         file: summary.file,
         first_epoch: epoch,

@@ -103,6 +103,9 @@ pub struct Stream {
     /// The last `seq` published.
     head: u64,
     subscribers: Vec<Subscriber>,
+    /// The daemon's journal, if it runs one: every delivery, never dropped for lag (its
+    /// receiver hands each one to the disk spool at once).
+    journal: Option<mpsc::UnboundedSender<Delivery>>,
 }
 
 /// How an attach starts.
@@ -133,7 +136,14 @@ impl Stream {
             max_bytes,
             head: 0,
             subscribers: Vec::new(),
+            journal: None,
         }
+    }
+
+    /// Hands every later delivery of this stream to `journal` as well (unbounded: the
+    /// journal's receiver spools each one at once, so it never lags).
+    pub fn journal(&mut self, journal: mpsc::UnboundedSender<Delivery>) {
+        self.journal = Some(journal);
     }
 
     /// The last `seq` published.
@@ -160,7 +170,16 @@ impl Stream {
         }
         let head = self.head;
         let d = self.delivery(&event);
+        self.journal_send(&d);
         self.subscribers.retain(|s| offer(s, d.clone(), head));
+    }
+
+    fn journal_send(&mut self, d: &Delivery) {
+        if let Some(j) = &self.journal {
+            if j.send(d.clone()).is_err() {
+                self.journal = None;
+            }
+        }
     }
 
     /// The stream serves session `name` from now on, in `epoch`: every subscriber is told
@@ -182,6 +201,7 @@ impl Stream {
                 seq: head,
             },
         };
+        self.journal_send(&d);
         self.subscribers.retain(|s| offer(s, d.clone(), head));
     }
 
@@ -338,6 +358,32 @@ mod tests {
         assert_eq!(fast.at(), None);
         assert_eq!(s.clients(), 1);
         assert_eq!(seqs(&mut fast_rx), (1..=10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn the_journal_gets_every_delivery_and_the_rename_while_a_stalled_client_is_dropped() {
+        let mut s = Stream::new(1, "old".into(), "e1".into(), 100, 1 << 20);
+        let (journal, mut journaled) = mpsc::unbounded_channel();
+        s.journal(journal);
+        let (slow_tx, _slow_rx) = mpsc::channel(2);
+        let (_, slow) = s.attach(1, None, slow_tx);
+        for n in 1..=50 {
+            s.publish(ev(n));
+        }
+        s.rename("new".into(), "e2".into());
+        s.publish(ev(51));
+        assert!(slow.at().is_some(), "the client was dropped");
+        let got: Vec<(String, u64, bool)> = std::iter::from_fn(|| journaled.try_recv().ok())
+            .map(|d| {
+                let replaced = matches!(d.item, Item::Replaced { .. });
+                (d.session.to_string(), d.seq(), replaced)
+            })
+            .collect();
+        let mut want: Vec<(String, u64, bool)> =
+            (1..=50).map(|n| ("old".to_string(), n, false)).collect();
+        want.push(("old".into(), 50, true));
+        want.push(("new".into(), 51, false));
+        assert_eq!(got, want);
     }
 
     #[test]
