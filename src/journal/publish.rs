@@ -1,7 +1,7 @@
 //! The journal's publisher: drains the spool to JetStream in order. It connects (with
 //! backoff), creates the `KEEL_EVENTS` stream if missing, then publishes batches from the
-//! spool's acked position (pipelined, each with `Nats-Msg-Id`) and acks in the spool what
-//! JetStream stored. On any failure the connection is abandoned and a new one re-publishes
+//! spool's acked position (pipelined, each with `Nats-Msg-Id`, one JetStream ack per batch) and
+//! acks in the spool what JetStream stored. On any failure the connection is abandoned and a new one re-publishes
 //! from the first unacked record, so the stream keeps each session's order and the duplicate
 //! window removes what was stored but not acked. The client's own reconnect is switched off
 //! for that reason: it would send messages queued on a dead connection after a lost one.
@@ -77,7 +77,7 @@ async fn session(options: &JournalOptions, state: &State, up: &mut bool) -> Stri
         }
         // A lost connection ends the wait for acks at once (the unacked are sent again).
         let (stored, failure) = tokio::select! {
-            sent = send(&js, std::mem::take(&mut batch.records)) => sent,
+            sent = send(&client, &js, std::mem::take(&mut batch.records)) => sent,
             _ = lost.notified() => (0, Some("connection lost".to_string())),
         };
         if let Err(e) = state.spool().ack(&batch, stored) {
@@ -90,41 +90,47 @@ async fn session(options: &JournalOptions, state: &State, up: &mut bool) -> Stri
     }
 }
 
-/// Publishes `records` pipelined, then awaits their acks in order: how many were stored
-/// (a prefix), and the first failure.
+/// Publishes `records` in order: every one but the last as a plain NATS message (the stream
+/// captures its subject; `Nats-Msg-Id` still deduplicates), the last through JetStream with its
+/// ack. JetStream stores one connection's messages in the order they came, so that ack says the
+/// whole batch went in. Returns how many records were stored (all or none) and the failure.
+/// One ack per batch instead of one per message: a JetStream publish costs a reply inbox and a
+/// parsed ack each, several microseconds per event.
 async fn send(
+    client: &async_nats::Client,
     js: &jetstream::Context,
     records: Vec<super::spool::Record>,
 ) -> (usize, Option<String>) {
-    let mut acks = Vec::with_capacity(records.len());
-    let mut failure = None;
-    for r in records {
-        let mut headers = async_nats::HeaderMap::new();
-        headers.insert("Nats-Msg-Id", r.msg_id.as_str());
-        let sent = js.publish_with_headers(r.subject, headers, r.payload.into());
-        match tokio::time::timeout(ACK_TIMEOUT, sent).await {
-            Ok(Ok(ack)) => acks.push(ack),
-            Ok(Err(e)) => {
-                failure = Some(format!("publish failed: {e}"));
-                break;
-            }
-            Err(_) => {
-                failure = Some("publish timed out".to_string());
-                break;
-            }
+    let n = records.len();
+    let headers = |r: &super::spool::Record| {
+        let mut h = async_nats::HeaderMap::new();
+        h.insert("Nats-Msg-Id", r.msg_id.as_str());
+        h
+    };
+    let mut it = records.into_iter();
+    for r in it.by_ref().take(n.saturating_sub(1)) {
+        let h = headers(&r);
+        if let Err(e) = client
+            .publish_with_headers(r.subject, h, r.payload.into())
+            .await
+        {
+            return (0, Some(format!("publish failed: {e}")));
         }
     }
-    let mut stored = 0;
-    for ack in acks {
-        match ack.await {
-            Ok(_) => stored += 1,
-            Err(e) => {
-                failure.get_or_insert(format!("no ack from JetStream: {e}"));
-                break;
-            }
-        }
+    let Some(last) = it.next() else {
+        return (0, None);
+    };
+    let h = headers(&last);
+    let sent = js.publish_with_headers(last.subject, h, last.payload.into());
+    let ack = match tokio::time::timeout(ACK_TIMEOUT, sent).await {
+        Ok(Ok(ack)) => ack,
+        Ok(Err(e)) => return (0, Some(format!("publish failed: {e}"))),
+        Err(_) => return (0, Some("publish timed out".to_string())),
+    };
+    match ack.await {
+        Ok(_) => (n, None),
+        Err(e) => (0, Some(format!("no ack from JetStream: {e}"))),
     }
-    (stored, failure)
 }
 
 /// A client whose connection, once lost, stays lost (`lost` is notified): the publisher makes
