@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::connection::PROTOCOL;
-use super::dial::{Conn, Dial, Reader, Writer};
+use super::dial::{Backoff, Conn, Dial, Reader, Writer};
 use super::DaemonError;
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
 
@@ -143,6 +143,78 @@ impl Client {
             }
         }
     }
+}
+
+/// How attaching again after a dropped link ended ([`Client::reattach`]).
+pub enum Reattached {
+    /// Attached again: the connection, `session/attach`'s answer, and the attempts it took.
+    Back(Box<Client>, Value, u32),
+    /// The daemon answered but no longer serves the session (why).
+    Refused(String),
+    /// Nothing answered within [`Backoff::GIVE_UP`].
+    GaveUp,
+}
+
+impl Client {
+    /// Connects again to `dial` (never prompting: [`Dial::quietly`]) with [`Backoff`] and
+    /// attaches to `session` from the cursor `(epoch, seq)`, until it is back, the daemon
+    /// refuses, or [`Backoff::GIVE_UP`].
+    pub async fn reattach(
+        dial: &Dial,
+        session: &str,
+        cursor: (&str, u64),
+        interactive: bool,
+    ) -> Reattached {
+        let dial = dial.quietly();
+        let mut backoff = Backoff::default();
+        while !backoff.exhausted() {
+            tokio::time::sleep(backoff.next_delay()).await;
+            let mut client = match Client::dial(&dial, interactive).await {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::info!("reconnect attempt failed: {e}");
+                    continue;
+                }
+            };
+            let params = json!({
+                "sessionId": session,
+                "cursor": {"epoch": cursor.0, "seq": cursor.1},
+            });
+            match client.call("session/attach", params).await {
+                Ok(attached) => {
+                    return Reattached::Back(Box::new(client), attached, backoff.attempts())
+                }
+                Err(CallError::Rpc(e)) => return Reattached::Refused(e.message),
+                Err(CallError::Lost(e)) => tracing::info!("reconnect attempt failed: {e}"),
+            }
+        }
+        Reattached::GaveUp
+    }
+}
+
+/// The stderr lines of a headless client whose link to `dial` dropped, as it reconnects.
+pub fn reconnect_line(dial: &Dial, what: &Reconnecting) -> String {
+    let place = dial.describe();
+    match what {
+        Reconnecting::Lost(why) => {
+            format!(
+                "keel: the connection to the daemon on {place} was lost ({why}); reconnecting…\n"
+            )
+        }
+        Reconnecting::Back(attempts) => {
+            format!("keel: reconnected to {place} (attempt {attempts})\n")
+        }
+        Reconnecting::Refused(why) => {
+            format!("keel: {place} no longer serves this session: {why}\n")
+        }
+    }
+}
+
+/// See [`reconnect_line`].
+pub enum Reconnecting<'a> {
+    Lost(&'a str),
+    Back(u32),
+    Refused(&'a str),
 }
 
 /// What to try when ssh got through but the remote side did not answer as a daemon.

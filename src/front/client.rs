@@ -15,8 +15,8 @@ use super::print::PrintProjector;
 use super::signals::Signals;
 use super::{feed_line, Projector, RunSummary, Settled};
 use crate::cli::Cli;
-use crate::daemon::client::{CallError, Client};
-use crate::daemon::dial::{Backoff, Dial, Reader, Writer};
+use crate::daemon::client::{reconnect_line, CallError, Client, Reattached, Reconnecting};
+use crate::daemon::dial::{Dial, Reader, Writer};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::kernel::clock::Clock;
@@ -520,43 +520,31 @@ impl Follow<'_> {
 
     /// The link to the remote host dropped: connect again with backoff and attach from the
     /// last event seen, while the run goes on there. `None` when the daemon no longer holds the
-    /// session, after [`Backoff::GIVE_UP`], or on a signal (the run is left running).
+    /// session, after [`crate::daemon::dial::Backoff::GIVE_UP`], or on a signal (the run is
+    /// left running).
     async fn reconnect_remote(
         &mut self,
         why: &str,
         signals: &mut Signals,
         out: &mut Output,
     ) -> Option<(BufReader<Reader>, Writer)> {
-        let place = self.dial.describe();
-        out.err(&format!(
-            "keel: the connection to the daemon on {place} was lost ({why}); reconnecting…\n"
-        ));
-        let dial = self.dial.quietly();
-        let mut backoff = Backoff::default();
-        while !backoff.exhausted() {
-            tokio::select! {
-                _ = tokio::time::sleep(backoff.next_delay()) => {}
-                _ = signals.next() => return None,
+        out.err(&reconnect_line(&self.dial, &Reconnecting::Lost(why)));
+        let cursor = (self.epoch.as_str(), self.seq);
+        let back = tokio::select! {
+            back = Client::reattach(&self.dial, &self.session, cursor, false) => back,
+            _ = signals.next() => return None,
+        };
+        match back {
+            Reattached::Back(client, attached, attempts) => {
+                out.err(&reconnect_line(&self.dial, &Reconnecting::Back(attempts)));
+                Some(self.resumed(*client, &attached, out))
             }
-            match self.attach_again(&dial, out).await {
-                Ok(parts) => {
-                    out.err(&format!(
-                        "keel: reconnected to {place} (attempt {})\n",
-                        backoff.attempts()
-                    ));
-                    return Some(parts);
-                }
-                Err(CallError::Rpc(e)) => {
-                    out.err(&format!(
-                        "keel: {place} no longer serves this session: {}\n",
-                        e.message
-                    ));
-                    return None;
-                }
-                Err(CallError::Lost(e)) => tracing::info!("reconnect attempt failed: {e}"),
+            Reattached::Refused(why) => {
+                out.err(&reconnect_line(&self.dial, &Reconnecting::Refused(&why)));
+                None
             }
+            Reattached::GaveUp => None,
         }
-        None
     }
 
     /// Connects to `dial` and attaches to the session from the cursor; the events that came
@@ -575,15 +563,26 @@ impl Follow<'_> {
                 json!({"sessionId": self.session, "cursor": {"epoch": self.epoch, "seq": self.seq}}),
             )
             .await?;
+        Ok(self.resumed(client, &attached, out))
+    }
+
+    /// Attached again (`attached` is `session/attach`'s answer): a snapshot is said, the events
+    /// that came with the answer are fed, and the connection's halves go on.
+    fn resumed(
+        &mut self,
+        mut client: Client,
+        attached: &Value,
+        out: &mut Output,
+    ) -> (BufReader<Reader>, Writer) {
         if attached["mode"] == "snapshot" {
-            self.missed(&attached, out);
+            self.missed(attached, out);
         }
         let pending: Vec<(String, Value)> = client.notifications.drain(..).collect();
         for (method, params) in pending {
             let line = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
             self.line(line.as_bytes(), out);
         }
-        Ok(client.into_parts())
+        client.into_parts()
     }
 
     /// Feeds the last assistant message of `messages` and the run's `agent_settled` line.

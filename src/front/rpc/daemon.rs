@@ -16,8 +16,8 @@ use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
 use crate::cli::Cli;
-use crate::daemon::client::{CallError, Client};
-use crate::daemon::dial::{Backoff, Dial};
+use crate::daemon::client::{reconnect_line, Client, Reattached, Reconnecting};
+use crate::daemon::dial::Dial;
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::signals::Signals;
@@ -378,7 +378,7 @@ impl Bridge {
 /// The link to a remote daemon dropped: the requests it carried are answered with an error
 /// (they may have run), then the session is attached again from the last event written, with
 /// backoff. `None` when the daemon there no longer holds the session, or after
-/// [`Backoff::GIVE_UP`].
+/// [`crate::daemon::dial::Backoff::GIVE_UP`].
 async fn reconnect(
     dial: &Dial,
     bridge: &mut Bridge,
@@ -387,10 +387,11 @@ async fn reconnect(
     tokio::io::BufReader<crate::daemon::dial::Reader>,
     crate::daemon::dial::Writer,
 )> {
-    let place = dial.describe();
-    out.err(&format!(
-        "keel: the connection to the daemon on {place} was lost; reconnecting…\n"
+    out.err(&reconnect_line(
+        dial,
+        &Reconnecting::Lost("it closed the connection"),
     ));
+    let place = dial.describe();
     let mut carried: Vec<Sent> = bridge.sent.drain().map(|(_, s)| s).collect();
     carried.sort_by_key(|s| s.n);
     for s in carried {
@@ -401,47 +402,26 @@ async fn reconnect(
     }
     bridge.answered = bridge.next;
     let _ = out.flush();
-    let quiet = dial.quietly();
-    let mut backoff = Backoff::default();
-    while !backoff.exhausted() {
-        tokio::time::sleep(backoff.next_delay()).await;
-        let Ok(mut client) = Client::dial(&quiet, true).await else {
-            continue;
-        };
-        let cursor = json!({"epoch": bridge.epoch, "seq": bridge.seq});
-        match client
-            .call(
-                "session/attach",
-                json!({"sessionId": bridge.session, "cursor": cursor}),
-            )
-            .await
-        {
-            Ok(attached) => {
-                if attached["mode"] == "snapshot" {
-                    out.err("Warning: the daemon no longer held the events in between; get_state and get_messages give the session as it is now\n");
-                    bridge.epoch = attached["epoch"].as_str().unwrap_or_default().to_string();
-                    bridge.seq = attached["seq"].as_u64().unwrap_or(bridge.seq);
-                    bridge.running = attached["snapshot"]["state"]["isStreaming"] == true;
-                }
-                let notes = std::mem::take(&mut client.notifications);
-                bridge.events(notes, out);
-                out.err(&format!(
-                    "keel: reconnected to {place} (attempt {})\n",
-                    backoff.attempts()
-                ));
-                return Some(client.into_parts());
+    let cursor = (bridge.epoch.clone(), bridge.seq);
+    match Client::reattach(dial, &bridge.session, (&cursor.0, cursor.1), true).await {
+        Reattached::Back(mut client, attached, attempts) => {
+            if attached["mode"] == "snapshot" {
+                out.err("Warning: the daemon no longer held the events in between; get_state and get_messages give the session as it is now\n");
+                bridge.epoch = attached["epoch"].as_str().unwrap_or_default().to_string();
+                bridge.seq = attached["seq"].as_u64().unwrap_or(bridge.seq);
+                bridge.running = attached["snapshot"]["state"]["isStreaming"] == true;
             }
-            Err(CallError::Rpc(e)) => {
-                out.err(&format!(
-                    "keel: {place} no longer serves this session: {}\n",
-                    e.message
-                ));
-                return None;
-            }
-            Err(CallError::Lost(e)) => tracing::info!("reconnect attempt failed: {e}"),
+            let notes = std::mem::take(&mut client.notifications);
+            bridge.events(notes, out);
+            out.err(&reconnect_line(dial, &Reconnecting::Back(attempts)));
+            Some(client.into_parts())
         }
+        Reattached::Refused(why) => {
+            out.err(&reconnect_line(dial, &Reconnecting::Refused(&why)));
+            None
+        }
+        Reattached::GaveUp => None,
     }
-    None
 }
 
 #[derive(serde::Deserialize)]
