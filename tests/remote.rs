@@ -466,3 +466,18 @@ fn the_resume_picker_over_remote_lists_the_remote_hosts_sessions() {
     window.wait_for("the goodbye", |t| t.contains("Left session"));
     assert!(child.wait().unwrap().success());
 }
+
+#[test]
+fn remote_flags_that_contradict_each_other_are_usage_errors() {
+    let sb = Sandbox::new();
+    let both = sb.run(&["-p", "--remote", "devbox", "--no-daemon", "hi"]);
+    assert_eq!(both.code, 2, "{both}");
+    assert!(
+        both.stderr
+            .contains("--no-daemon runs the session in this process"),
+        "{both}"
+    );
+    let cwd = sb.run(&["-p", "--cwd", "/tmp", "hi"]);
+    assert_eq!(cwd.code, 2, "{cwd}");
+    assert!(cwd.stderr.contains("it needs --remote"), "{cwd}");
+}

@@ -455,6 +455,12 @@ pub fn without_session_flags(args: &[String]) -> Vec<String> {
 /// names the remote directory and needs `--remote`.
 pub fn cli_dial(cli: &crate::cli::Cli, env: &Env) -> Result<Dial, StartupError> {
     let dial = dial_for(env, cli.socket.as_deref(), &cli.remote)?;
+    if cli.no_daemon && dial.remote().is_some() {
+        return Err(StartupError::usage(
+            "--no-daemon runs the session in this process; --remote (or KEEL_REMOTE) runs it on \
+             another host: give one of them",
+        ));
+    }
     if cli.cwd.is_some() && dial.remote().is_none() {
         return Err(StartupError::usage(
             "--cwd names the session's directory on the remote host: it needs --remote",
