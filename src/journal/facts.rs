@@ -82,8 +82,8 @@ impl Sessions {
                     k.provider = Some(p);
                 }
                 if let Some(u) = t.message.usage {
-                    add(&mut k.run, &u);
-                    add(&mut k.total, &u);
+                    k.run.add(&u);
+                    k.total.add(&u);
                 }
                 None
             }
@@ -120,19 +120,6 @@ impl Sessions {
 fn event_type(line: &str) -> Option<&str> {
     let rest = line.strip_prefix("{\"type\":\"")?;
     rest.split('"').next()
-}
-
-fn add(to: &mut Usage, u: &Usage) {
-    to.input += u.input;
-    to.output += u.output;
-    to.cache_read += u.cache_read;
-    to.cache_write += u.cache_write;
-    to.total_tokens += u.total_tokens;
-    to.cost.input += u.cost.input;
-    to.cost.output += u.cost.output;
-    to.cost.cache_read += u.cost.cache_read;
-    to.cost.cache_write += u.cost.cache_write;
-    to.cost.total += u.cost.total;
 }
 
 fn usage_json(u: &Usage) -> Value {
