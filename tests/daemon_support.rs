@@ -34,20 +34,7 @@ impl Daemon {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(
-                err.read_line(&mut line).unwrap() > 0,
-                "the daemon ended before listening"
-            );
-            if line.contains("listening on") {
-                break;
-            }
-        }
-        // Keep draining its log so it never blocks on a full pipe.
-        std::thread::spawn(move || for _ in err.lines() {});
+        crate::support::stderr_until(&mut child, "listening on", "the daemon");
         Daemon {
             child: Some(child),
             socket,

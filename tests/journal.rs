@@ -4,7 +4,7 @@
 //! a server the NATS tests say they were skipped; the dead-port test needs none.
 #![cfg(feature = "journal")]
 
-use std::io::{BufRead, BufReader};
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -131,19 +131,7 @@ impl Nats {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(
-                err.read_line(&mut line).unwrap() > 0,
-                "nats-server ended before it was ready"
-            );
-            if line.contains("Server is ready") {
-                break;
-            }
-        }
-        std::thread::spawn(move || for _ in err.lines() {});
+        crate::support::stderr_until(&mut child, "Server is ready", "nats-server");
         self.child = Some(child);
     }
 
@@ -195,18 +183,7 @@ impl Got {
 /// A consumer created now on `filter` that reads the stream from its first message until
 /// `last` holds for one (each read waits at most 30 s).
 async fn read_until(url: &str, filter: &str, last: impl Fn(&Value) -> bool) -> Vec<Got> {
-    let client = nats_client(url).await;
-    let js = jetstream::new(client);
-    let stream = js.get_stream("KEEL_EVENTS").await.unwrap();
-    let consumer: consumer::PullConsumer = stream
-        .create_consumer(consumer::pull::Config {
-            deliver_policy: consumer::DeliverPolicy::All,
-            ack_policy: consumer::AckPolicy::None,
-            filter_subject: filter.to_string(),
-            ..Default::default()
-        })
-        .await
-        .unwrap();
+    let consumer = from_the_start(url, filter).await;
     let mut messages = consumer.messages().await.unwrap();
     let mut out = Vec::new();
     loop {
@@ -236,9 +213,14 @@ async fn read_until(url: &str, filter: &str, last: impl Fn(&Value) -> bool) -> V
 
 /// How many messages the stream holds on `filter`.
 async fn count_on(url: &str, filter: &str) -> u64 {
+    from_the_start(url, filter).await.cached_info().num_pending
+}
+
+/// A new pull consumer of `KEEL_EVENTS` on `filter` that starts at the stream's first message.
+async fn from_the_start(url: &str, filter: &str) -> consumer::PullConsumer {
     let js = jetstream::new(nats_client(url).await);
     let stream = js.get_stream("KEEL_EVENTS").await.unwrap();
-    let consumer: consumer::PullConsumer = stream
+    stream
         .create_consumer(consumer::pull::Config {
             deliver_policy: consumer::DeliverPolicy::All,
             ack_policy: consumer::AckPolicy::None,
@@ -246,8 +228,7 @@ async fn count_on(url: &str, filter: &str) -> u64 {
             ..Default::default()
         })
         .await
-        .unwrap();
-    consumer.cached_info().num_pending
+        .unwrap()
 }
 
 /// The journal's events of `session` up to its `agent_settled`.

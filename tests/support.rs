@@ -191,6 +191,25 @@ impl Sandbox {
     }
 }
 
+/// Takes `child`'s stderr and reads it until a line contains `ready` (a server saying it
+/// listens), then keeps draining it on a thread so the child never blocks on a full pipe.
+/// Panics, naming `what`, if stderr ends first.
+pub fn stderr_until(child: &mut Child, ready: &str, what: &str) {
+    let mut err = BufReader::new(child.stderr.take().expect("stderr piped"));
+    let mut line = String::new();
+    loop {
+        line.clear();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "{what} ended before it was ready"
+        );
+        if line.contains(ready) {
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in err.lines() {});
+}
+
 /// Reads stdout lines of a running child until one contains `needle`; returns the lines read.
 pub fn read_until(reader: &mut BufReader<std::process::ChildStdout>, needle: &str) -> Vec<String> {
     let mut lines = Vec::new();

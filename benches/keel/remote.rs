@@ -14,20 +14,20 @@ use super::{median, path_str, sshd_support, Res, Row, Sandbox};
 /// Connections timed for the connect-and-hello row.
 const CONNECTS: usize = 10;
 
-/// `ssh -T … HOST KEEL daemon bridge --socket S` as keel's `--remote` runs it; the child and
-/// the connection over its pipes.
+/// `ssh -T … HOST KEEL daemon bridge --socket S`, the command line keel's `--remote` runs
+/// (`Remote::ssh_args`, in its reconnect form: `BatchMode=yes`, so a bench never waits on a
+/// prompt); the child and the connection over its pipes.
 fn over_ssh(sshd: &sshd_support::Sshd, keel: &Path, socket: &Path) -> Res<(Child, Conn)> {
-    let mut cmd = Command::new("ssh");
-    cmd.arg("-T");
-    for o in &sshd.opts {
-        cmd.args(["-o", o]);
-    }
-    cmd.args(["--", &sshd.host])
-        .arg(format!(
-            "{} daemon bridge --socket {}",
-            path_str(keel)?,
-            path_str(socket)?
-        ))
+    let remote = keel::daemon::dial::Remote {
+        host: sshd.host.clone(),
+        ssh: "ssh".into(),
+        opts: sshd.opts.clone(),
+        keel: path_str(keel)?.to_string(),
+        socket: Some(socket.to_path_buf()),
+        batch: true,
+    };
+    let mut cmd = Command::new(&remote.ssh);
+    cmd.args(remote.ssh_args())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
