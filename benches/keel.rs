@@ -609,6 +609,16 @@ impl Sandbox {
         })
     }
 
+    /// Starts keel with stdout and stderr discarded.
+    fn spawn(&self, keel: &Path, args: &[&str]) -> Res<std::process::Child> {
+        keel_cmd(keel, &self.cwd, &self.home)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot spawn keel: {e}"))
+    }
+
     /// Runs keel with stdout discarded and returns the wall time; a failed run is an error.
     fn time_run(&self, keel: &Path, args: &[&str]) -> Res<Duration> {
         let stderr_path = self.cwd.join("keel.stderr");
