@@ -67,6 +67,9 @@ impl Sessions {
     /// adds its message's usage, `agent_settled` gives a `settled` fact.
     pub fn event(&mut self, session: &str, line: &str) -> Option<Value> {
         let kind = event_type(line)?;
+        if !matches!(kind, "agent_start" | "turn_end" | "agent_settled") {
+            return None;
+        }
         let k = self.known.entry(session.to_string()).or_default();
         match kind {
             "agent_start" => {

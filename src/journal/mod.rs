@@ -113,6 +113,7 @@ impl Journal {
             instance: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
             subject: (None, String::new()),
             barriers: Vec::new(),
+            lines: Lines::default(),
         };
         // The journal's work (spooling, publishing) has a thread and a runtime of its own:
         // the daemon's thread only hands each delivery over.
@@ -276,6 +277,9 @@ struct Tap {
     subject: (Option<Arc<str>>, String),
     /// Barriers to answer after the next spool write.
     barriers: Vec<tokio::sync::oneshot::Sender<()>>,
+    /// The spool lines of a tick, reused (a burst's lines are a few hundred KB: a new buffer
+    /// each tick would be allocated and returned to the system every millisecond).
+    lines: Lines,
 }
 
 impl Tap {
@@ -292,7 +296,7 @@ impl Tap {
                 Some(d) = deliveries.recv() => Input::Delivery(d),
                 else => break,
             };
-            let mut records = Lines::default();
+            let mut records = std::mem::take(&mut self.lines);
             self.records(input, &mut records);
             // Busy: what comes meanwhile is taken every millisecond, with no waker registered,
             // so a session's thread never has to wake this one per event.
@@ -305,6 +309,8 @@ impl Tap {
                 }
                 if records.is_empty() {
                     self.release();
+                    // Kept, with its capacity, for the next burst.
+                    self.lines = records;
                     break;
                 }
                 self.spool(&records);

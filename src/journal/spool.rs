@@ -68,6 +68,7 @@ pub struct Spool {
     segments: VecDeque<Segment>,
     /// Appends go here (the last segment).
     tail: File,
+    cursor: Cursor,
     /// The acked position: records and bytes of the first segment already acked.
     acked_records: u64,
     acked_offset: u64,
@@ -120,6 +121,7 @@ impl Spool {
             records: 0,
         });
         let tail = create_segment(dir, next)?;
+        let cursor = Cursor::open(dir)?;
         let lag = segments.iter().map(|s| s.records).sum::<u64>() - acked_records;
         let bytes = segments.iter().map(|s| s.bytes).sum();
         let mut spool = Spool {
@@ -128,6 +130,7 @@ impl Spool {
             segment_bytes: (max_bytes / 16).clamp(1, SEGMENT_BYTES),
             segments,
             tail,
+            cursor,
             acked_records,
             acked_offset,
             counts: Counts {
@@ -155,21 +158,20 @@ impl Spool {
     /// its oldest segments are deleted (never the one being written), their unacked records
     /// counted in `dropped`.
     pub fn append_lines(&mut self, lines: &Lines) -> io::Result<()> {
-        let mut buf = Vec::new();
-        let mut start = 0;
+        // `lines.buf[unwritten..start]` is bound for the tail segment and not written yet.
+        let (mut unwritten, mut start) = (0, 0);
         for &end in &lines.ends {
             let line = &lines.buf[start..end];
-            start = end;
             let full = self
                 .segments
                 .back()
                 .is_some_and(|s| s.bytes > 0 && s.bytes + line.len() as u64 > self.segment_bytes);
             if full {
-                self.tail.write_all(&buf)?;
-                buf.clear();
+                self.tail.write_all(&lines.buf[unwritten..start])?;
+                unwritten = start;
                 self.rotate()?;
             }
-            buf.extend_from_slice(line);
+            start = end;
             if let Some(s) = self.segments.back_mut() {
                 s.bytes += line.len() as u64;
                 s.records += 1;
@@ -178,7 +180,7 @@ impl Spool {
             self.counts.lag += 1;
             self.counts.bytes += line.len() as u64;
         }
-        self.tail.write_all(&buf)?;
+        self.tail.write_all(&lines.buf[unwritten..start])?;
         while self.counts.bytes > self.max_bytes && self.segments.len() > 1 {
             self.drop_oldest()?;
         }
@@ -259,12 +261,8 @@ impl Spool {
         self.counts.lag = self.counts.lag.saturating_sub(n as u64);
         self.counts.acked += n as u64;
         self.release_acked()?;
-        write_cursor(
-            &self.dir,
-            batch.segment,
-            self.acked_records,
-            self.acked_offset,
-        )
+        self.cursor
+            .write(batch.segment, self.acked_records, self.acked_offset)
     }
 
     /// Deletes the leading segments that are wholly acked (never the tail).
@@ -320,7 +318,7 @@ impl Spool {
             Err(e) => return Err(e),
         }
         let next = self.segments.front().map_or(0, |s| s.number);
-        write_cursor(&self.dir, next, 0, 0)
+        self.cursor.write(next, 0, 0)
     }
 }
 
@@ -397,11 +395,29 @@ fn scan(path: &Path) -> io::Result<(u64, u64)> {
     Ok((whole as u64, records as u64))
 }
 
-/// `cursor`: `<segment> <records acked> <offset>` of the first segment.
-fn write_cursor(dir: &Path, segment: u64, records: u64, offset: u64) -> io::Result<()> {
-    let tmp = dir.join("cursor.tmp");
-    fs::write(&tmp, format!("{segment} {records} {offset}\n"))?;
-    fs::rename(tmp, dir.join("cursor"))
+/// `cursor`: `<segment> <records acked> <offset>` of the first segment, each number padded to
+/// 20 digits so that every write is the same 63 bytes at offset 0 of the one open file (one
+/// small write per ack, no new file and rename): a write that did not happen leaves the
+/// previous cursor, and records after it are sent again (JetStream dedupes them).
+struct Cursor(File);
+
+impl Cursor {
+    fn open(dir: &Path) -> io::Result<Cursor> {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .open(dir.join("cursor"))
+            .map(Cursor)
+    }
+
+    fn write(&self, segment: u64, records: u64, offset: u64) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let line = format!("{segment:020} {records:020} {offset:020}\n");
+        self.0.write_all_at(line.as_bytes(), 0)
+    }
 }
 
 fn read_cursor(dir: &Path, segments: &VecDeque<Segment>) -> (u64, u64) {
@@ -516,5 +532,39 @@ mod tests {
         assert_eq!(spool.counts().lag, 4);
         let got = drain(&mut spool);
         assert_eq!(got, ["s:e:3", "s:e:4", "s:e:5", "s:e:6"]);
+    }
+
+    #[test]
+    fn one_append_of_many_lines_fills_segments_in_order_and_the_cursor_survives_a_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            // ~70-byte lines and 1,000-byte segments (a 16,000-byte cap): 40 lines, 3 segments.
+            let mut spool = Spool::open(dir.path(), 16_000).unwrap();
+            let mut lines = Lines::default();
+            for n in 1..=40 {
+                lines.record(&rec(n));
+            }
+            spool.append_lines(&lines).unwrap();
+            assert!(spool.segments.len() >= 3, "{:?}", spool.segments);
+            for s in &spool.segments {
+                let len = fs::metadata(segment_path(dir.path(), s.number))
+                    .unwrap()
+                    .len();
+                assert_eq!(len, s.bytes, "segment {} on disk as counted", s.number);
+                assert!(s.bytes <= 1000, "{s:?}");
+            }
+            // 25 acked: past the first segment's end, into the second.
+            let mut acked = 0;
+            while acked < 25 {
+                let b = spool.read(25 - acked).unwrap();
+                acked += b.records.len();
+                spool.ack(&b, b.records.len()).unwrap();
+            }
+        }
+        let mut spool = Spool::open(dir.path(), 16_000).unwrap();
+        assert_eq!(spool.counts().lag, 15);
+        let got = drain(&mut spool);
+        let want: Vec<String> = (26..=40).map(|n| format!("s:e:{n}")).collect();
+        assert_eq!(got, want);
     }
 }
