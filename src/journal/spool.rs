@@ -167,7 +167,7 @@ impl Spool {
                 .back()
                 .is_some_and(|s| s.bytes > 0 && s.bytes + line.len() as u64 > self.segment_bytes);
             if full {
-                self.tail.write_all(&lines.buf[unwritten..start])?;
+                self.write_tail(&lines.buf[unwritten..start])?;
                 unwritten = start;
                 self.rotate()?;
             }
@@ -180,11 +180,24 @@ impl Spool {
             self.counts.lag += 1;
             self.counts.bytes += line.len() as u64;
         }
-        self.tail.write_all(&lines.buf[unwritten..start])?;
+        self.write_tail(&lines.buf[unwritten..start])?;
         while self.counts.bytes > self.max_bytes && self.segments.len() > 1 {
             self.drop_oldest()?;
         }
         Ok(())
+    }
+
+    /// Writes whole lines to the tail segment. A write that fails part way (a full disk) is
+    /// cut back off, so that no part of a line stays to run into the next append's first line:
+    /// the lines it held are counted but not on disk, and [`Spool::read`] counts them dropped.
+    fn write_tail(&mut self, chunk: &[u8]) -> io::Result<()> {
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        let before = self.tail.metadata()?.len();
+        self.tail.write_all(chunk).inspect_err(|_| {
+            let _ = self.tail.set_len(before);
+        })
     }
 
     /// Up to `max` records from the acked position (stopping at the end of a segment).
@@ -363,7 +376,8 @@ impl Lines {
 /// A spool line back into its record: as [`Lines::line`] writes it, read by position when its
 /// subject and msg-id needed no escaping (every line keel writes: subjects and ids are tokens),
 /// else parsed as JSON. The payload is not parsed again: the spool holds only lines written
-/// whole by this code (a torn last line has no newline, and [`Spool::read`] never gets it).
+/// whole by this code (a torn last line has no newline and is cut off at open, and a write that
+/// failed part way is cut off at once: [`Spool::write_tail`]).
 fn parse(line: &str) -> Option<Record> {
     parse_plain(line).or_else(|| parse_json(line))
 }
