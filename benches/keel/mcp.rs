@@ -126,28 +126,21 @@ pub fn mcp_bench(keel: &std::path::Path, hello: &str, rows: &mut Vec<Row>, runs:
     let mut times: Vec<Vec<f64>> = vec![Vec::new(); cases.len()];
     let mut bare = Vec::new();
     let mut overlap = Vec::new();
-    let plain = [
+    let run = [
         "-p",
         "--no-session",
         "--provider",
         "scripted",
         "--script",
         hello,
-        "hi",
     ];
+    let plain = [&run[..], &["hi"]].concat();
     for _ in 0..runs {
         bare.push(bare_client()?);
         overlap.push(perfect_overlap(keel, &plain)?);
         for ((_, servers), t) in cases.iter().zip(&mut times) {
             let sb = Sandbox::new()?;
-            let mut args = vec![
-                "-p",
-                "--no-session",
-                "--provider",
-                "scripted",
-                "--script",
-                hello,
-            ];
+            let mut args = run.to_vec();
             let cfg;
             if !servers.is_empty() {
                 cfg = config(&sb, servers)?;
