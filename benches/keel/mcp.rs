@@ -104,8 +104,13 @@ fn perfect_overlap(keel: &std::path::Path, args: &[&str]) -> Res<f64> {
     let sb = Sandbox::new()?;
     let start = Instant::now();
     let mut k = sb.spawn(keel, args)?;
-    finish(start_servers()?)?;
+    let servers = start_servers().and_then(finish);
+    if servers.is_err() {
+        // keel is this bench's: it does not outlive a failed round.
+        let _ = k.kill();
+    }
     let status = k.wait().map_err(|e| e.to_string())?;
+    servers?;
     let elapsed = start.elapsed().as_secs_f64() * 1e3;
     if !status.success() {
         return Err(format!("keel exited with {status}"));

@@ -277,8 +277,8 @@ struct Tap {
     subject: (Option<Arc<str>>, String),
     /// Barriers to answer after the next spool write.
     barriers: Vec<tokio::sync::oneshot::Sender<()>>,
-    /// The spool lines of a tick, reused (a burst's lines are a few hundred KB: a new buffer
-    /// each tick would be allocated and returned to the system every millisecond).
+    /// The spool lines of a tick, kept with their capacity from one burst to the next (a
+    /// tick's lines are a few hundred KB at a high rate).
     lines: Lines,
 }
 
