@@ -92,23 +92,16 @@ impl Daemon {
         Conn::greet(Box::new(r), Box::new(w))
     }
 
+    /// The daemon's process id.
+    pub(super) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// CPU time (user + system) the daemon process has used, in seconds (all its threads).
     pub(super) fn cpu_secs(&self) -> Res<f64> {
         let stat = fs::read_to_string(format!("/proc/{}/stat", self.child.id()))
             .map_err(|e| format!("daemon stat: {e}"))?;
-        let after = stat.rsplit(')').next().ok_or("no ) in /proc stat")?;
-        let f: Vec<&str> = after.split_whitespace().collect();
-        let ticks = |i: usize| -> Res<f64> {
-            f.get(i)
-                .and_then(|v| v.parse::<f64>().ok())
-                .ok_or_else(|| "short /proc stat".to_string())
-        };
-        let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
-            .ok()
-            .flatten()
-            .unwrap_or(100) as f64;
-        // After the command name: state is field 0, utime 11, stime 12.
-        Ok((ticks(11)? + ticks(12)?) / hz)
+        Ok(stat_cpu(&stat)?.1)
     }
 
     /// VmRSS of the daemon process, KiB.
@@ -121,6 +114,24 @@ impl Daemon {
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
             .ok_or_else(|| "no VmRSS in the daemon's /proc status".into())
     }
+}
+
+/// A `/proc/…/stat` line's command name and CPU time (user + system), in seconds.
+pub(super) fn stat_cpu(stat: &str) -> Res<(&str, f64)> {
+    let (head, after) = stat.rsplit_once(')').ok_or("no ) in /proc stat")?;
+    let comm = head.split_once('(').map_or("", |(_, c)| c);
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| -> Res<f64> {
+        f.get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .ok_or_else(|| "short /proc stat".to_string())
+    };
+    let hz = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as f64;
+    // After the command name: state is field 0, utime 11, stime 12.
+    Ok((comm, (ticks(11)? + ticks(12)?) / hz))
 }
 
 impl Drop for Daemon {

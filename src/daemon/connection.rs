@@ -238,7 +238,7 @@ pub fn event_params(session: &str, epoch: &str, event: &crate::host::Published, 
     out.extend_from_slice(b",\"epoch\":");
     let _ = serde_json::to_writer(&mut *out, epoch);
     out.extend_from_slice(b",\"seq\":");
-    out.extend_from_slice(event.seq.to_string().as_bytes());
+    out.extend_from_slice(itoa::Buffer::new().format(event.seq).as_bytes());
     out.extend_from_slice(b",\"event\":");
     out.extend_from_slice(event.line.as_bytes());
     out.push(b'}');

@@ -225,7 +225,7 @@ pub fn spawn_journaled(
     setup: HostSetup,
     epoch: String,
     ring: (usize, usize),
-    journal: Option<mpsc::UnboundedSender<Delivery>>,
+    journal: Option<Arc<dyn super::stream::Tap>>,
 ) -> SessionHandle {
     let (tx, rx) = mpsc::unbounded_channel();
     let host = Host::new(setup);

@@ -81,6 +81,17 @@ impl Lagged {
     }
 }
 
+/// Where a stream also hands every item, in order, never dropped for lag (the daemon's event
+/// journal). Called on the publishing thread for each item: an implementation copies what it
+/// needs and returns at once (no waiting, no I/O). False: it is gone, and gets nothing more.
+pub trait Tap: Send + Sync {
+    /// Event `event` of session `session` in `epoch`.
+    fn event(&self, session: &str, epoch: &str, event: &Published) -> bool;
+    /// The stream serves session `new` from now on, in `epoch`, after `seq` (see
+    /// [`Item::Replaced`]).
+    fn replaced(&self, old: &str, new: &str, epoch: &str, seq: u64) -> bool;
+}
+
 struct Subscriber {
     client: u64,
     tx: mpsc::Sender<Delivery>,
@@ -103,9 +114,8 @@ pub struct Stream {
     /// The last `seq` published.
     head: u64,
     subscribers: Vec<Subscriber>,
-    /// The daemon's journal, if it runs one: every delivery, never dropped for lag (its
-    /// receiver hands each one to the disk spool at once).
-    journal: Option<mpsc::UnboundedSender<Delivery>>,
+    /// The daemon's journal, if it runs one: every item, never dropped for lag.
+    journal: Option<Arc<dyn Tap>>,
 }
 
 /// How an attach starts.
@@ -140,9 +150,8 @@ impl Stream {
         }
     }
 
-    /// Hands every later delivery of this stream to `journal` as well (unbounded: the
-    /// journal's receiver spools each one at once, so it never lags).
-    pub fn journal(&mut self, journal: mpsc::UnboundedSender<Delivery>) {
+    /// Hands every later item of this stream to `journal` as well.
+    pub fn journal(&mut self, journal: Arc<dyn Tap>) {
         self.journal = Some(journal);
     }
 
@@ -169,17 +178,13 @@ impl Stream {
             }
         }
         let head = self.head;
-        let d = self.delivery(&event);
-        self.journal_send(&d);
-        self.subscribers.retain(|s| offer(s, d.clone(), head));
-    }
-
-    fn journal_send(&mut self, d: &Delivery) {
         if let Some(j) = &self.journal {
-            if j.send(d.clone()).is_err() {
+            if !j.event(&self.name, &self.epoch, &event) {
                 self.journal = None;
             }
         }
+        let d = self.delivery(&event);
+        self.subscribers.retain(|s| offer(s, d.clone(), head));
     }
 
     /// The stream serves session `name` from now on, in `epoch`: every subscriber is told
@@ -192,6 +197,11 @@ impl Stream {
         self.ring.clear();
         self.ring_bytes = 0;
         let head = self.head;
+        if let Some(j) = &self.journal {
+            if !j.replaced(&old, &name, &self.epoch, head) {
+                self.journal = None;
+            }
+        }
         let d = Delivery {
             stream: self.id,
             session: old,
@@ -201,7 +211,6 @@ impl Stream {
                 seq: head,
             },
         };
-        self.journal_send(&d);
         self.subscribers.retain(|s| offer(s, d.clone(), head));
     }
 
@@ -363,8 +372,8 @@ mod tests {
     #[test]
     fn the_journal_gets_every_delivery_and_the_rename_while_a_stalled_client_is_dropped() {
         let mut s = Stream::new(1, "old".into(), "e1".into(), 100, 1 << 20);
-        let (journal, mut journaled) = mpsc::unbounded_channel();
-        s.journal(journal);
+        let journal = Arc::new(Taken::default());
+        s.journal(journal.clone());
         let (slow_tx, _slow_rx) = mpsc::channel(2);
         let (_, slow) = s.attach(1, None, slow_tx);
         for n in 1..=50 {
@@ -373,17 +382,31 @@ mod tests {
         s.rename("new".into(), "e2".into());
         s.publish(ev(51));
         assert!(slow.at().is_some(), "the client was dropped");
-        let got: Vec<(String, u64, bool)> = std::iter::from_fn(|| journaled.try_recv().ok())
-            .map(|d| {
-                let replaced = matches!(d.item, Item::Replaced { .. });
-                (d.session.to_string(), d.seq(), replaced)
-            })
+        let got = journal.0.lock().unwrap().clone();
+        let mut want: Vec<(String, String, u64, bool)> = (1..=50)
+            .map(|n| ("old".to_string(), "e1".to_string(), n, false))
             .collect();
-        let mut want: Vec<(String, u64, bool)> =
-            (1..=50).map(|n| ("old".to_string(), n, false)).collect();
-        want.push(("old".into(), 50, true));
-        want.push(("new".into(), 51, false));
+        want.push(("old→new".into(), "e2".into(), 50, true));
+        want.push(("new".into(), "e2".into(), 51, false));
         assert_eq!(got, want);
+    }
+
+    /// A tap that keeps what it was handed: (session, epoch, seq, replaced).
+    #[derive(Default)]
+    struct Taken(std::sync::Mutex<Vec<(String, String, u64, bool)>>);
+
+    impl Tap for Taken {
+        fn event(&self, session: &str, epoch: &str, event: &Published) -> bool {
+            let row = (session.to_string(), epoch.to_string(), event.seq, false);
+            self.0.lock().unwrap().push(row);
+            true
+        }
+
+        fn replaced(&self, old: &str, new: &str, epoch: &str, seq: u64) -> bool {
+            let row = (format!("{old}→{new}"), epoch.to_string(), seq, true);
+            self.0.lock().unwrap().push(row);
+            true
+        }
     }
 
     #[test]

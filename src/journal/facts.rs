@@ -120,6 +120,17 @@ impl Sessions {
 
 /// The `type` of an event line, read without parsing the whole line when it comes first (it
 /// does in every wire event).
+/// Whether [`Sessions::event`] has anything to do with this event line (looked at as bytes,
+/// for the many it has not).
+pub fn looks_at(line: &[u8]) -> bool {
+    let Some(rest) = line.strip_prefix(b"{\"type\":\"") else {
+        return false;
+    };
+    [&b"agent_start\""[..], b"turn_end\"", b"agent_settled\""]
+        .iter()
+        .any(|t| rest.starts_with(t))
+}
+
 fn event_type(line: &str) -> Option<&str> {
     let rest = line.strip_prefix("{\"type\":\"")?;
     rest.split('"').next()

@@ -9,6 +9,7 @@
 #[cfg(feature = "journal")]
 mod commands;
 pub mod facts;
+mod feed;
 pub mod options;
 #[cfg(feature = "journal")]
 mod publish;
@@ -20,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
-use crate::host::stream::{Delivery, Item};
 use crate::kernel::clock::Clock;
+use feed::{Mark, Taken};
 pub use options::JournalOptions;
 use spool::{Lines, Record, Spool};
 
@@ -55,19 +56,10 @@ impl State {
     }
 }
 
-/// What goes into the tap, in the order it must be journaled.
-enum Input {
-    Delivery(Delivery),
-    Fact(Value),
-    /// Answered once everything handed to the tap before it is in the spool.
-    Barrier(tokio::sync::oneshot::Sender<()>),
-}
-
 /// A running journal. Cheap to clone.
 #[derive(Clone)]
 pub struct Journal {
-    tx: mpsc::UnboundedSender<Input>,
-    deliveries: mpsc::UnboundedSender<Delivery>,
+    feed: feed::Sender,
     state: Arc<State>,
     options: Arc<JournalOptions>,
 }
@@ -102,8 +94,7 @@ impl Journal {
         });
         let options = Arc::new(options);
         check_publisher()?;
-        let (tx, rx) = mpsc::unbounded_channel();
-        let (deliveries, deliveries_rx) = mpsc::unbounded_channel();
+        let (feed, rx) = feed::feed();
         let tap = Tap {
             state: state.clone(),
             host: options.host.clone(),
@@ -111,38 +102,36 @@ impl Journal {
             facts: facts::Sessions::default(),
             fact_ids: 0,
             instance: format!("{}-{}", std::process::id(), uuid::Uuid::new_v4().simple()),
-            subject: (None, String::new()),
+            prefix: Prefix::default(),
             barriers: Vec::new(),
             lines: Lines::default(),
         };
-        // The journal's work (spooling, publishing) has a thread and a runtime of its own:
-        // the daemon's thread only hands each delivery over.
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .map_err(|e| format!("cannot start the journal's runtime: {e}"))?;
+        // The tap and the publisher have a thread and a runtime each: the daemon's threads
+        // only hand items over, and spooling never waits behind publishing. The publisher
+        // ends with the tap.
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        on_thread("keel-journal", async move {
+            tap.run(rx).await;
+            drop(stop);
+        })?;
         let (o, s) = (options.clone(), state.clone());
-        std::thread::Builder::new()
-            .name("keel-journal".into())
-            .spawn(move || {
-                runtime.block_on(async move {
-                    run_publisher(o, s);
-                    tap.run(rx, deliveries_rx).await;
-                })
-            })
-            .map_err(|e| format!("cannot start the journal's thread: {e}"))?;
+        on_thread("keel-publish", async move {
+            tokio::select! {
+                _ = run_publisher(o, s) => {}
+                _ = stopped => {}
+            }
+        })?;
         let journal = Journal {
-            tx,
-            deliveries,
+            feed,
             state,
             options,
         };
         Ok((journal, requests))
     }
 
-    /// The channel a live session's stream hands its deliveries to.
-    pub fn tap(&self) -> mpsc::UnboundedSender<Delivery> {
-        self.deliveries.clone()
+    /// Where a live session's stream hands its events and renames.
+    pub fn tap(&self) -> Arc<dyn crate::host::stream::Tap> {
+        Arc::new(self.feed.clone())
     }
 
     pub fn options(&self) -> &JournalOptions {
@@ -156,7 +145,7 @@ impl Journal {
         if let (Some(m), Value::Object(e)) = (v.as_object_mut(), extra) {
             m.extend(e);
         }
-        let _ = self.tx.send(Input::Fact(v));
+        self.feed.fact(v);
     }
 
     /// At the daemon's exit: lets a connected publisher send what is spooled, for at most
@@ -166,9 +155,8 @@ impl Journal {
         // The tap (on the journal's thread) may still hold the last facts: wait until what
         // was handed to it is in the spool.
         let (spooled, done) = tokio::sync::oneshot::channel();
-        if self.tx.send(Input::Barrier(spooled)).is_ok() {
-            let _ = tokio::time::timeout_at(deadline, done).await;
-        }
+        self.feed.barrier(spooled);
+        let _ = tokio::time::timeout_at(deadline, done).await;
         loop {
             let acked = self.state.acked.notified();
             if self.state.spool().counts().lag == 0 || !self.state.connected.load(Ordering::Relaxed)
@@ -214,14 +202,30 @@ fn check_publisher() -> Result<(), String> {
     Err("this keel was built without the `journal` feature (cargo build --features journal)".into())
 }
 
-/// Starts the publisher on the journal's runtime.
+/// Runs `work` on a thread named `name` with a runtime of its own.
+fn on_thread(
+    name: &str,
+    work: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the journal's runtime: {e}"))?;
+    std::thread::Builder::new()
+        .name(name.into())
+        .spawn(move || runtime.block_on(work))
+        .map(|_| ())
+        .map_err(|e| format!("cannot start the journal's thread: {e}"))
+}
+
+/// The publisher, for as long as the daemon runs.
 #[cfg(feature = "journal")]
-fn run_publisher(options: Arc<JournalOptions>, state: Arc<State>) {
-    tokio::spawn(publish::run(options, state));
+async fn run_publisher(options: Arc<JournalOptions>, state: Arc<State>) {
+    publish::run(options, state).await
 }
 
 #[cfg(not(feature = "journal"))]
-fn run_publisher(_: Arc<JournalOptions>, _: Arc<State>) {}
+async fn run_publisher(_: Arc<JournalOptions>, _: Arc<State>) {}
 
 /// `keel daemon status`'s journal line for `daemon/status`'s `journal` object ("" when the
 /// daemon runs none).
@@ -261,10 +265,10 @@ pub fn fact_subject(host: &str) -> String {
     format!("keel.sessions.{host}")
 }
 
-/// While deliveries keep coming, how often the tap takes them.
+/// While items keep coming, how often the tap takes them.
 const BURST_TICK: std::time::Duration = std::time::Duration::from_millis(1);
 
-/// Turns deliveries and facts into spool records, at once and in order.
+/// Turns the feed's items into spool records, at once and in order.
 struct Tap {
     state: Arc<State>,
     host: String,
@@ -273,8 +277,8 @@ struct Tap {
     fact_ids: u64,
     /// Names this daemon in the msg-ids of its facts (unique across restarts).
     instance: String,
-    /// The subject of the last session seen (events come in runs of one session).
-    subject: (Option<Arc<str>>, String),
+    /// The line pieces of the last session and epoch seen (events come in runs of one).
+    prefix: Prefix,
     /// Barriers to answer after the next spool write.
     barriers: Vec<tokio::sync::oneshot::Sender<()>>,
     /// The spool lines of a tick, kept with their capacity from one burst to the next (a
@@ -282,42 +286,74 @@ struct Tap {
     lines: Lines,
 }
 
+/// What every spool line of one session's events in one epoch starts with, up to its `seq`
+/// (`{"subject":…,"msgId":"<session>:<epoch>:`), and what comes between the msg-id's `seq`
+/// and the payload's (`","payload":{"sessionId":…,"epoch":…,"seq":`): the escaping is done
+/// once per session, not per event. The line is byte for byte what [`Lines::line`] writes
+/// with [`crate::daemon::connection::event_params`] as the payload.
+#[derive(Default)]
+struct Prefix {
+    session: String,
+    epoch: String,
+    head: Vec<u8>,
+    mid: Vec<u8>,
+}
+
+impl Prefix {
+    fn new(host: &str, session: &str, epoch: &str) -> Prefix {
+        // Writing into a Vec cannot fail.
+        let mut head = b"{\"subject\":".to_vec();
+        let _ = serde_json::to_writer(&mut head, &event_subject(host, session));
+        head.extend_from_slice(b",\"msgId\":");
+        let _ = serde_json::to_writer(&mut head, &format!("{session}:{epoch}:"));
+        head.pop(); // the closing quote: the seq and a quote follow
+        let mut mid = b"\",\"payload\":{\"sessionId\":".to_vec();
+        let _ = serde_json::to_writer(&mut mid, session);
+        mid.extend_from_slice(b",\"epoch\":");
+        let _ = serde_json::to_writer(&mut mid, epoch);
+        mid.extend_from_slice(b",\"seq\":");
+        Prefix {
+            session: session.to_string(),
+            epoch: epoch.to_string(),
+            head,
+            mid,
+        }
+    }
+
+    /// The spool line of event `seq` (whose JSON is `event`) into `out`.
+    fn line(&self, seq: u64, event: &[u8], out: &mut Lines) {
+        let mut n = itoa::Buffer::new();
+        let seq = n.format(seq).as_bytes();
+        out.raw(|buf| {
+            buf.extend_from_slice(&self.head);
+            buf.extend_from_slice(seq);
+            buf.extend_from_slice(&self.mid);
+            buf.extend_from_slice(seq);
+            buf.extend_from_slice(b",\"event\":");
+            buf.extend_from_slice(event);
+            buf.extend_from_slice(b"}}\n");
+        });
+    }
+}
+
 impl Tap {
-    async fn run(
-        mut self,
-        mut inputs: mpsc::UnboundedReceiver<Input>,
-        mut deliveries: mpsc::UnboundedReceiver<Delivery>,
-    ) {
-        loop {
-            // Idle: the first delivery of a burst wakes this thread.
-            let input = tokio::select! {
-                biased;
-                Some(i) = inputs.recv() => i,
-                Some(d) = deliveries.recv() => Input::Delivery(d),
-                else => break,
-            };
+    async fn run(mut self, feed: feed::Receiver) {
+        let mut taken = Taken::default();
+        // Idle: the first item of a burst wakes this thread.
+        while feed.idle().await {
             let mut records = std::mem::take(&mut self.lines);
-            self.records(input, &mut records);
-            // Busy: what comes meanwhile is taken every millisecond, with no waker registered,
+            // Busy: what comes meanwhile is taken every millisecond, with no waker involved,
             // so a session's thread never has to wake this one per event.
-            loop {
-                while let Ok(i) = inputs.try_recv() {
-                    self.records(i, &mut records);
-                }
-                while let Ok(d) = deliveries.try_recv() {
-                    self.records(Input::Delivery(d), &mut records);
-                }
-                if records.is_empty() {
-                    self.release();
-                    // Kept, with its capacity, for the next burst.
-                    self.lines = records;
-                    break;
-                }
+            while feed.take(&mut taken) {
+                self.records(&mut taken, &mut records);
+                taken.clear();
                 self.spool(&records);
                 records.clear();
                 self.release();
                 tokio::time::sleep(BURST_TICK).await;
             }
+            // Kept, with its capacity, for the next burst.
+            self.lines = records;
         }
     }
 
@@ -329,6 +365,9 @@ impl Tap {
     }
 
     fn spool(&self, records: &Lines) {
+        if records.is_empty() {
+            return;
+        }
         let appended = self.state.spool().append_lines(records);
         if let Err(e) = appended {
             tracing::warn!("journal spool append failed: {e}");
@@ -337,46 +376,58 @@ impl Tap {
         self.state.appended.notify_one();
     }
 
-    fn records(&mut self, input: Input, out: &mut Lines) {
-        match input {
-            Input::Barrier(b) => self.barriers.push(b),
-            Input::Fact(v) => {
-                let session = v["sessionId"].as_str().unwrap_or("").to_string();
-                let v = self.facts.note(&session, v);
-                out.record(&self.fact_record(v));
-            }
-            Input::Delivery(d) => match &d.item {
-                Item::Event(e) => {
-                    if self.subject.0.as_ref() != Some(&d.session) {
-                        self.subject = (
-                            Some(d.session.clone()),
-                            event_subject(&self.host, &d.session),
-                        );
+    /// The spool lines of what was taken, in order (barriers are kept to answer once these
+    /// are spooled).
+    fn records(&mut self, taken: &mut Taken, out: &mut Lines) {
+        let bytes = &taken.bytes;
+        let text = |r: &std::ops::Range<usize>| feed::text(bytes, r);
+        for mark in taken.marks.drain(..) {
+            match mark {
+                Mark::Barrier(b) => self.barriers.push(b),
+                Mark::Fact(v) => {
+                    let session = v["sessionId"].as_str().unwrap_or("").to_string();
+                    let v = self.facts.note(&session, v);
+                    out.record(&self.fact_record(v));
+                }
+                Mark::Event {
+                    session,
+                    epoch,
+                    seq,
+                    line,
+                } => {
+                    let (session, epoch) = (text(&session), text(&epoch));
+                    if self.prefix.session != session || self.prefix.epoch != epoch {
+                        self.prefix = Prefix::new(&self.host, session, epoch);
                     }
-                    let msg_id = format!("{}:{}:{}", d.session, d.epoch, e.seq);
-                    // The socket's params bytes, written straight into the spool line.
-                    out.line(&self.subject.1, &msg_id, |buf| {
-                        crate::daemon::connection::event_params(&d.session, &d.epoch, e, buf)
-                    });
-                    if let Some(fact) = self.facts.event(&d.session, &e.line) {
-                        out.record(&self.fact_record(fact));
+                    let line = &bytes[line];
+                    self.prefix.line(seq, line, out);
+                    if facts::looks_at(line) {
+                        let line = std::str::from_utf8(line).unwrap_or_default();
+                        if let Some(fact) = self.facts.event(session, line) {
+                            out.record(&self.fact_record(fact));
+                        }
                     }
                 }
-                Item::Replaced { new, seq } => {
+                Mark::Replaced {
+                    old,
+                    new,
+                    epoch,
+                    seq,
+                } => {
+                    let (old, new) = (text(&old), text(&new));
                     let fact = json!({
                         "type": "replaced",
-                        "sessionId": &*d.session,
-                        "newSessionId": &**new,
-                        "epoch": &*d.epoch,
+                        "sessionId": old,
+                        "newSessionId": new,
+                        "epoch": text(&epoch),
                         "seq": seq,
                     });
-                    self.facts.rename(&d.session, new);
+                    self.facts.rename(old, new);
                     out.record(&self.fact_record(fact));
                 }
-            },
+            }
         }
     }
-
     fn fact_record(&mut self, mut fact: Value) -> Record {
         self.fact_ids += 1;
         if let Some(m) = fact.as_object_mut() {
@@ -387,6 +438,49 @@ impl Tap {
             subject: fact_subject(&self.host),
             msg_id: format!("{}:fact:{}", self.instance, self.fact_ids),
             payload: fact.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::host::Published;
+
+    #[test]
+    fn an_event_line_from_the_prefix_is_the_line_with_the_socket_params_byte_for_byte() {
+        let event = Published {
+            seq: 12345,
+            line: r#"{"type":"message_update","delta":"é \"q\" \\ \u0001"}"#.into(),
+        };
+        for (session, epoch) in [("0195-plain-id", "ep1"), ("odd \"id\" \\ é\u{1}", "e.2/x")] {
+            let mut want = Lines::default();
+            let msg_id = format!("{session}:{epoch}:{}", event.seq);
+            want.line(&event_subject("bench", session), &msg_id, |buf| {
+                crate::daemon::connection::event_params(session, epoch, &event, buf)
+            });
+            let mut got = Lines::default();
+            Prefix::new("bench", session, epoch).line(event.seq, event.line.as_bytes(), &mut got);
+            assert_eq!(
+                String::from_utf8_lossy(&got.buf),
+                String::from_utf8_lossy(&want.buf)
+            );
+            assert_eq!(got.ends, want.ends);
+        }
+    }
+
+    #[test]
+    fn facts_look_only_at_the_three_event_types_they_use() {
+        for (line, wanted) in [
+            (r#"{"type":"agent_start"}"#, true),
+            (r#"{"type":"turn_end","message":{}}"#, true),
+            (r#"{"type":"agent_settled","aborted":false}"#, true),
+            (r#"{"type":"agent_started"}"#, false),
+            (r#"{"type":"message_update"}"#, false),
+            (r#"{"kind":"turn_end"}"#, false),
+        ] {
+            assert_eq!(facts::looks_at(line.as_bytes()), wanted, "{line}");
         }
     }
 }

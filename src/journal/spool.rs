@@ -339,8 +339,8 @@ impl Spool {
 /// payload's own bytes>}\n` each.
 #[derive(Debug, Default)]
 pub struct Lines {
-    buf: Vec<u8>,
-    ends: Vec<usize>,
+    pub(super) buf: Vec<u8>,
+    pub(super) ends: Vec<usize>,
 }
 
 impl Lines {
@@ -357,6 +357,12 @@ impl Lines {
         self.line(&record.subject, &record.msg_id, |out| {
             out.extend_from_slice(record.payload.as_bytes())
         });
+    }
+
+    /// A whole line (up to and with its newline) that `write` puts into the buffer.
+    pub fn raw(&mut self, write: impl FnOnce(&mut Vec<u8>)) {
+        write(&mut self.buf);
+        self.ends.push(self.buf.len());
     }
 
     /// A line whose payload `payload` writes straight into the buffer (compact JSON).
