@@ -64,12 +64,13 @@ async fn session(options: &JournalOptions, state: &State, up: &mut bool) -> Stri
     *up = true;
     state.connected.store(true, Ordering::Relaxed);
     state.set_error(None);
+    let mut subjects = Subjects::default();
     loop {
-        let mut batch = match state.spool().read(BATCH) {
+        let batch = match state.spool().read(BATCH) {
             Ok(b) => b,
             Err(e) => return format!("spool read failed: {e}"),
         };
-        if batch.records.is_empty() {
+        if batch.is_empty() {
             tokio::select! {
                 _ = state.appended.notified() => continue,
                 _ = lost.notified() => return "connection lost".to_string(),
@@ -77,7 +78,7 @@ async fn session(options: &JournalOptions, state: &State, up: &mut bool) -> Stri
         }
         // A lost connection ends the wait for acks at once (the unacked are sent again).
         let (stored, failure) = tokio::select! {
-            sent = send(&client, &js, std::mem::take(&mut batch.records)) => sent,
+            sent = send(&client, &js, &batch, &mut subjects) => sent,
             _ = lost.notified() => (0, Some("connection lost".to_string())),
         };
         if let Err(e) = state.spool().ack(&batch, stored) {
@@ -90,38 +91,51 @@ async fn session(options: &JournalOptions, state: &State, up: &mut bool) -> Stri
     }
 }
 
-/// Publishes `records` in order: every one but the last as a plain NATS message (the stream
+/// The last subject published, kept as the client's type (events come in runs of one
+/// session: no new subject per message).
+#[derive(Default)]
+struct Subjects(Option<async_nats::Subject>);
+
+impl Subjects {
+    fn get(&mut self, subject: &str) -> async_nats::Subject {
+        match &self.0 {
+            Some(s) if s.as_str() == subject => s.clone(),
+            _ => self.0.insert(async_nats::Subject::from(subject)).clone(),
+        }
+    }
+}
+
+/// Publishes `batch` in order: every record but the last as a plain NATS message (the stream
 /// captures its subject; `Nats-Msg-Id` still deduplicates), the last through JetStream with its
 /// ack. JetStream stores one connection's messages in the order they came, so that ack says the
 /// whole batch went in. Returns how many records were stored (all or none) and the failure.
 /// One ack per batch instead of one per message: a JetStream publish costs a reply inbox and a
-/// parsed ack each, several microseconds per event.
+/// parsed ack each, several microseconds per event. Payloads go out as views of the spool's
+/// read, not copies.
 async fn send(
     client: &async_nats::Client,
     js: &jetstream::Context,
-    records: Vec<super::spool::Record>,
+    batch: &super::spool::Batch,
+    subjects: &mut Subjects,
 ) -> (usize, Option<String>) {
-    let n = records.len();
-    let headers = |r: &super::spool::Record| {
+    let n = batch.len();
+    let headers = |msg_id: &str| {
         let mut h = async_nats::HeaderMap::new();
-        h.insert("Nats-Msg-Id", r.msg_id.as_str());
+        h.insert("Nats-Msg-Id", msg_id);
         h
     };
-    let mut it = records.into_iter();
+    let mut it = batch.iter();
     for r in it.by_ref().take(n.saturating_sub(1)) {
-        let h = headers(&r);
-        if let Err(e) = client
-            .publish_with_headers(r.subject, h, r.payload.into())
-            .await
-        {
+        let (subject, h) = (subjects.get(r.subject), headers(r.msg_id));
+        if let Err(e) = client.publish_with_headers(subject, h, r.payload).await {
             return (0, Some(format!("publish failed: {e}")));
         }
     }
     let Some(last) = it.next() else {
         return (0, None);
     };
-    let h = headers(&last);
-    let sent = js.publish_with_headers(last.subject, h, last.payload.into());
+    let (subject, h) = (subjects.get(last.subject), headers(last.msg_id));
+    let sent = js.publish_with_headers(subject, h, last.payload);
     let ack = match tokio::time::timeout(ACK_TIMEOUT, sent).await {
         Ok(Ok(ack)) => ack,
         Ok(Err(e)) => return (0, Some(format!("publish failed: {e}"))),

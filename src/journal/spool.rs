@@ -7,10 +7,12 @@
 
 use std::collections::VecDeque;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Seek, SeekFrom, Write};
+use std::io::{self, Write};
+use std::ops::Range;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
+use bytes::Bytes;
 use serde::Deserialize;
 
 /// Default spool cap (`--journal-spool-bytes`).
@@ -75,12 +77,92 @@ pub struct Spool {
     counts: Counts,
 }
 
-/// A batch read from the acked position: records and the byte offset after each one.
+/// A batch read from the acked position: the bytes read, where each record is in them, and
+/// the byte offset in the segment after each one.
 pub struct Batch {
-    pub records: Vec<Record>,
+    data: Bytes,
+    entries: Vec<Entry>,
     ends: Vec<u64>,
     segment: u64,
 }
+
+/// Where one record of a batch is.
+enum Entry {
+    /// Subject, msg-id and payload are these ranges of [`Batch::data`] as they are.
+    Plain {
+        subject: Range<usize>,
+        msg_id: Range<usize>,
+        payload: Range<usize>,
+    },
+    /// A line that needed JSON unescaping.
+    Parsed(Record),
+}
+
+/// One record of a batch, as the publisher sends it.
+pub struct Out<'a> {
+    pub subject: &'a str,
+    pub msg_id: &'a str,
+    /// The message body (a view of the bytes read, no copy).
+    pub payload: Bytes,
+}
+
+impl Batch {
+    fn empty(segment: u64) -> Batch {
+        Batch {
+            data: Bytes::new(),
+            entries: Vec::new(),
+            ends: Vec::new(),
+            segment,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The records in order.
+    pub fn iter(&self) -> impl Iterator<Item = Out<'_>> {
+        self.entries.iter().map(|e| match e {
+            Entry::Plain {
+                subject,
+                msg_id,
+                payload,
+            } => Out {
+                subject: text(&self.data, subject),
+                msg_id: text(&self.data, msg_id),
+                payload: self.data.slice(payload.clone()),
+            },
+            Entry::Parsed(r) => Out {
+                subject: &r.subject,
+                msg_id: &r.msg_id,
+                payload: Bytes::copy_from_slice(r.payload.as_bytes()),
+            },
+        })
+    }
+
+    /// The records, copied out.
+    pub fn records(&self) -> Vec<Record> {
+        self.iter()
+            .map(|o| Record {
+                subject: o.subject.to_string(),
+                msg_id: o.msg_id.to_string(),
+                payload: String::from_utf8_lossy(&o.payload).into_owned(),
+            })
+            .collect()
+    }
+}
+
+/// `data[r]`, which [`parse_plain`] found to be UTF-8.
+fn text<'a>(data: &'a [u8], r: &Range<usize>) -> &'a str {
+    std::str::from_utf8(&data[r.clone()]).unwrap_or_default()
+}
+
+/// How much of a segment one read takes at least (a longer line is read whole).
+const READ_BYTES: usize = 256 * 1024;
 
 impl Spool {
     /// Opens (creating 0700) `dir`, keeping what an earlier daemon left unacked. Records a
@@ -200,56 +282,46 @@ impl Spool {
         })
     }
 
-    /// Up to `max` records from the acked position (stopping at the end of a segment).
+    /// Up to `max` records from the acked position (stopping at the end of a segment), read
+    /// with one read of the segment's next bytes (more only for a line longer than that).
     pub fn read(&mut self, max: usize) -> io::Result<Batch> {
         self.release_acked()?;
         let Some(first) = self.segments.front() else {
-            return Ok(Batch {
-                records: Vec::new(),
-                ends: Vec::new(),
-                segment: 0,
-            });
+            return Ok(Batch::empty(0));
         };
-        let segment = first.number;
-        let mut batch = Batch {
-            records: Vec::new(),
-            ends: Vec::new(),
-            segment,
-        };
-        if self.acked_records >= first.records {
-            return Ok(batch);
+        let (segment, records) = (first.number, first.records);
+        if self.acked_records >= records {
+            return Ok(Batch::empty(segment));
         }
-        let mut file = File::open(segment_path(&self.dir, segment))?;
-        file.seek(SeekFrom::Start(self.acked_offset))?;
-        let mut reader = BufReader::new(file);
-        let mut offset = self.acked_offset;
-        let mut buf = String::new();
-        let mut left = first.records - self.acked_records;
-        while batch.records.len() < max && left > 0 {
-            buf.clear();
-            let n = reader.read_line(&mut buf)?;
-            if n == 0 || !buf.ends_with('\n') {
-                if batch.records.is_empty() {
-                    // Counted but not on disk (a write that failed, a disk full): lost.
-                    tracing::warn!(
-                        "journal spool: {left} record(s) missing from segment {segment}"
-                    );
-                    self.counts.dropped += left;
-                    self.counts.lag = self.counts.lag.saturating_sub(left);
-                    if let Some(s) = self.segments.front_mut() {
-                        s.records -= left;
-                    }
-                }
+        let file = File::open(segment_path(&self.dir, segment))?;
+        let mut data = Vec::new();
+        // Read until at least one whole line is in, or the file ends.
+        let mut eof = false;
+        while !eof && !data.contains(&b'\n') {
+            let have = data.len();
+            data.resize(have + READ_BYTES.max(have), 0);
+            let n = read_at_most(&file, &mut data[have..], self.acked_offset + have as u64)?;
+            data.truncate(have + n);
+            eof = n == 0;
+        }
+        let data = Bytes::from(data);
+        let mut batch = Batch::empty(segment);
+        batch.data = data.clone();
+        let (mut start, mut offset) = (0, self.acked_offset);
+        while batch.entries.len() < max
+            && self.acked_records + (batch.entries.len() as u64) < records
+        {
+            let Some(nl) = memchr(&data[start..]) else {
                 break;
-            }
-            offset += n as u64;
-            left -= 1;
-            match parse(&buf) {
-                Some(r) => {
-                    batch.records.push(r);
+            };
+            let end = start + nl + 1;
+            offset += (end - start) as u64;
+            match parse(&data, start..end) {
+                Some(entry) => {
+                    batch.entries.push(entry);
                     batch.ends.push(offset);
                 }
-                None => {
+                None if batch.entries.is_empty() => {
                     // A damaged line (a crash mid-write) is skipped, and counted as dropped.
                     tracing::warn!("journal spool: a damaged record in segment {segment} skipped");
                     self.acked_records += 1;
@@ -257,7 +329,25 @@ impl Spool {
                     self.counts.lag = self.counts.lag.saturating_sub(1);
                     self.counts.dropped += 1;
                 }
+                // After records of this batch: skipped when it comes first in a later one.
+                None => break,
             }
+            start = end;
+        }
+        let short = self.acked_records < records && memchr(&data[start..]).is_none();
+        if batch.entries.is_empty() && short {
+            // Counted but not on disk (a write that failed, a disk full): lost.
+            let missing = records - self.acked_records;
+            tracing::warn!("journal spool: {missing} record(s) missing from segment {segment}");
+            self.counts.dropped += missing;
+            self.counts.lag = self.counts.lag.saturating_sub(missing);
+            if let Some(s) = self.segments.front_mut() {
+                s.records -= missing;
+            }
+        }
+        if batch.is_empty() && self.segments.len() > 1 {
+            // What was left of this segment was skipped or lost: on to the next one.
+            return self.read(max);
         }
         Ok(batch)
     }
@@ -384,23 +474,45 @@ impl Lines {
 /// else parsed as JSON. The payload is not parsed again: the spool holds only lines written
 /// whole by this code (a torn last line has no newline and is cut off at open, and a write that
 /// failed part way is cut off at once: [`Spool::write_tail`]).
-fn parse(line: &str) -> Option<Record> {
-    parse_plain(line).or_else(|| parse_json(line))
+fn parse(data: &[u8], line: Range<usize>) -> Option<Entry> {
+    let text = std::str::from_utf8(&data[line.clone()]).ok()?;
+    match parse_plain(text) {
+        Some((subject, msg_id, payload)) => {
+            let at = |r: Range<usize>| line.start + r.start..line.start + r.end;
+            Some(Entry::Plain {
+                subject: at(subject),
+                msg_id: at(msg_id),
+                payload: at(payload),
+            })
+        }
+        None => parse_json(text).map(Entry::Parsed),
+    }
 }
 
-fn parse_plain(line: &str) -> Option<Record> {
-    let rest = line.strip_prefix("{\"subject\":\"")?;
-    let (subject, rest) = rest.split_once('"')?;
-    let rest = rest.strip_prefix(",\"msgId\":\"")?;
-    let (msg_id, rest) = rest.split_once('"')?;
-    let payload = rest.strip_prefix(",\"payload\":")?.strip_suffix("}\n")?;
+/// The ranges of subject, msg-id and payload in `line`, if it is plain.
+fn parse_plain(line: &str) -> Option<(Range<usize>, Range<usize>, Range<usize>)> {
+    const SUBJECT: &str = "{\"subject\":\"";
+    const MSG_ID: &str = "\",\"msgId\":\"";
+    const PAYLOAD: &str = "\",\"payload\":";
+    let rest = line.strip_prefix(SUBJECT)?;
+    let s_start = SUBJECT.len();
+    let s_end = s_start + rest.find('"')?;
+    let rest = line[s_end..].strip_prefix(MSG_ID)?;
+    let m_start = s_end + MSG_ID.len();
+    let m_end = m_start + rest.find('"')?;
+    let p_start = m_end + PAYLOAD.len();
+    line[m_end..].strip_prefix(PAYLOAD)?;
+    let p_end = line.len().checked_sub("}\n".len())?;
+    line[p_end..].strip_prefix("}\n")?;
+    let (subject, msg_id) = (&line[s_start..s_end], &line[m_start..m_end]);
+    let payload = line.get(p_start..p_end)?;
     let plain = |s: &str| !s.contains('\\');
     let object = payload.starts_with('{') && payload.ends_with('}');
-    (plain(subject) && plain(msg_id) && object).then(|| Record {
-        subject: subject.to_string(),
-        msg_id: msg_id.to_string(),
-        payload: payload.to_string(),
-    })
+    (plain(subject) && plain(msg_id) && object).then_some((
+        s_start..s_end,
+        m_start..m_end,
+        p_start..p_end,
+    ))
 }
 
 fn parse_json(line: &str) -> Option<Record> {
@@ -410,6 +522,26 @@ fn parse_json(line: &str) -> Option<Record> {
         msg_id: l.msg_id,
         payload: l.payload.get().to_string(),
     })
+}
+
+/// The position of the first newline in `data`.
+fn memchr(data: &[u8]) -> Option<usize> {
+    data.iter().position(|b| *b == b'\n')
+}
+
+/// Reads what `file` has at `offset` into `buf`, up to its length; 0 at the end.
+fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read_at(&mut buf[n..], offset + n as u64) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
 }
 
 fn segment_path(dir: &Path, number: u64) -> PathBuf {
@@ -499,11 +631,11 @@ mod tests {
         let mut out = Vec::new();
         loop {
             let b = spool.read(3).unwrap();
-            if b.records.is_empty() {
+            if b.is_empty() {
                 return out;
             }
-            out.extend(b.records.iter().map(|r| r.msg_id.clone()));
-            spool.ack(&b, b.records.len()).unwrap();
+            out.extend(b.records().into_iter().map(|r| r.msg_id.clone()));
+            spool.ack(&b, b.len()).unwrap();
         }
     }
 
@@ -521,15 +653,15 @@ mod tests {
             spool.append(&rec(n)).unwrap();
         }
         let b = spool.read(2).unwrap();
-        assert_eq!(b.records[0], odd, "payload bytes kept as they were");
+        assert_eq!(b.records()[0], odd, "payload bytes kept as they were");
         spool.ack(&b, 1).unwrap();
         assert_eq!(spool.counts().lag, 5);
         let b = spool.read(10).unwrap();
-        assert_eq!(b.records.len(), 5, "from the acked position");
-        assert_eq!(b.records[0], rec(1));
+        assert_eq!(b.len(), 5, "from the acked position");
+        assert_eq!(b.records()[0], rec(1));
         spool.ack(&b, 5).unwrap();
         assert_eq!(spool.counts().lag, 0);
-        assert!(spool.read(10).unwrap().records.is_empty());
+        assert!(spool.read(10).unwrap().is_empty());
         let mode = fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
     }
@@ -590,10 +722,14 @@ mod tests {
             let mut lines = Lines::default();
             lines.record(&r);
             let line = std::str::from_utf8(&lines.buf).unwrap();
-            assert_eq!(parse(line), Some(r.clone()), "{line}");
+            assert_eq!(parsed(line), Some(r.clone()), "{line}");
         }
         let plain = r#"{"subject":"s","msgId":"m:1","payload":{"seq":1}}"#.to_string() + "\n";
-        assert_eq!(parse_plain(&plain).unwrap().payload, r#"{"seq":1}"#);
+        let (subject, msg_id, payload) = parse_plain(&plain).unwrap();
+        assert_eq!(
+            [&plain[subject], &plain[msg_id], &plain[payload]],
+            ["s", "m:1", r#"{"seq":1}"#]
+        );
         let escaped = r#"{"subject":"s","msgId":"m\"1","payload":{"seq":1}}"#.to_string() + "\n";
         assert_eq!(
             parse_plain(&escaped),
@@ -601,7 +737,55 @@ mod tests {
             "an escaped id goes to the JSON parser"
         );
         assert_eq!(parse_json(&escaped).unwrap().msg_id, "m\"1");
-        assert_eq!(parse("not a spool line\n"), None);
+        assert_eq!(parsed("not a spool line\n"), None);
+    }
+
+    #[test]
+    fn a_line_longer_than_one_read_comes_whole_and_a_damaged_line_is_skipped_once_it_is_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let big = Record {
+            payload: format!("{{\"x\":\"{}\"}}", "a".repeat(READ_BYTES * 2 + 7)),
+            ..rec(2)
+        };
+        {
+            let mut spool = Spool::open(dir.path(), 64 << 20).unwrap();
+            spool.append(&rec(1)).unwrap();
+            spool.append(&big).unwrap();
+        }
+        // A whole line that is not a record, as a damaged disk could leave it.
+        let seg = segment_path(dir.path(), 1);
+        let mut f = OpenOptions::new().append(true).open(&seg).unwrap();
+        f.write_all(b"{\"subject\":\n").unwrap();
+        let mut spool = Spool::open(dir.path(), 64 << 20).unwrap();
+        spool.append(&rec(3)).unwrap();
+        assert_eq!(spool.counts().lag, 4);
+        let b = spool.read(10).unwrap();
+        assert_eq!(b.records(), [rec(1)], "what one read held whole");
+        spool.ack(&b, 1).unwrap();
+        let b = spool.read(10).unwrap();
+        assert_eq!(
+            b.records(),
+            [big],
+            "read on until the line ended, then stopped before the damaged one"
+        );
+        spool.ack(&b, 1).unwrap();
+        let b = spool.read(10).unwrap();
+        assert_eq!(b.records(), [rec(3)], "skipped, and on to the next segment");
+        spool.ack(&b, 1).unwrap();
+        let c = spool.counts();
+        assert_eq!((c.lag, c.dropped, c.acked), (0, 1, 3));
+    }
+
+    /// A line through [`parse`], as the record a batch gives.
+    fn parsed(line: &str) -> Option<Record> {
+        let entry = parse(line.as_bytes(), 0..line.len())?;
+        let batch = Batch {
+            data: Bytes::copy_from_slice(line.as_bytes()),
+            entries: vec![entry],
+            ends: vec![line.len() as u64],
+            segment: 1,
+        };
+        batch.records().pop()
     }
 
     #[test]
@@ -627,8 +811,8 @@ mod tests {
             let mut acked = 0;
             while acked < 25 {
                 let b = spool.read(25 - acked).unwrap();
-                acked += b.records.len();
-                spool.ack(&b, b.records.len()).unwrap();
+                acked += b.len();
+                spool.ack(&b, b.len()).unwrap();
             }
         }
         let mut spool = Spool::open(dir.path(), 16_000).unwrap();
