@@ -361,8 +361,9 @@ fn bare_wait(r: &mut BufReader<TcpStream>, w: &mut TcpStream, ack: bool) -> Res<
 }
 
 /// The spool's flush after an outage: a run spooled with no server, then the server started.
-/// `(records, ms from the server's start to the publisher's connect, records/s once connected)`.
-fn flush(keel: &Path, bin: &Path, script: &str) -> Res<(u64, f64, f64)> {
+/// `(records, ms from the server's start to the publisher's connect, records/s once connected,
+/// CPU µs per record of the publisher and of nats-server meanwhile)`.
+fn flush(keel: &Path, bin: &Path, script: &str) -> Res<(u64, f64, f64, f64, f64)> {
     let sb = Sandbox::new()?;
     let port = free_port()?;
     let url = format!("nats://127.0.0.1:{port}");
@@ -377,12 +378,16 @@ fn flush(keel: &Path, bin: &Path, script: &str) -> Res<(u64, f64, f64)> {
         .as_u64()
         .unwrap_or(0);
     let store = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let _server = nats(bin, port, store.path())?;
+    let server = nats(bin, port, store.path())?;
     let up = Instant::now();
     let connected = poll(&mut c, |j| j["connected"] == true)?;
+    let before = parts(&d, Some(&server))?;
     let done = poll(&mut c, |j| j["lag"] == 0)?;
+    let cpu = per_event(&before, parts(&d, Some(&server))?, spooled.max(1));
     let rate = spooled as f64 / (done - connected).as_secs_f64();
-    Ok((spooled, (connected - up).as_secs_f64() * 1e3, rate))
+    let part = |p: &str| cpu.get(p).copied().unwrap_or(0.0);
+    let ms = (connected - up).as_secs_f64() * 1e3;
+    Ok((spooled, ms, rate, part("keel-publish"), part("nats-server")))
 }
 
 /// All journal rows; `heavy` samples of each.
@@ -545,12 +550,15 @@ pub fn journal_bench(keel: &Path, rows: &mut Vec<Row>, heavy: usize) -> Res<()> 
         0,
     ));
     let (mut reconnect, mut flushed) = (Vec::new(), Vec::new());
+    let mut flush_cpu = (Vec::new(), Vec::new());
     let mut records = 0;
     for _ in 0..heavy {
-        let (n, ms, rate) = flush(keel, &bin, &script)?;
+        let (n, ms, rate, publisher, server) = flush(keel, &bin, &script)?;
         records = n;
         reconnect.push(ms);
         flushed.push(rate);
+        flush_cpu.0.push(publisher);
+        flush_cpu.1.push(server);
     }
     rows.push(Row::stats(
         "journal: server back → publisher connected (backoff, ≤ 5 s)",
@@ -564,5 +572,16 @@ pub fn journal_bench(keel: &Path, rows: &mut Vec<Row>, heavy: usize) -> Res<()> 
         "records/s",
         0,
     ));
+    for (name, v) in [
+        ("the journal's publisher", &flush_cpu.0),
+        ("nats-server", &flush_cpu.1),
+    ] {
+        rows.push(Row::stats(
+            &format!("journal: spool flush, CPU per record, {name}"),
+            v,
+            "µs",
+            2,
+        ));
+    }
     Ok(())
 }

@@ -297,7 +297,7 @@ impl Spool {
         let mut data = Vec::new();
         // Read until at least one whole line is in, or the file ends.
         let mut eof = false;
-        while !eof && !data.contains(&b'\n') {
+        while !eof && memchr(&data).is_none() {
             let have = data.len();
             data.resize(have + READ_BYTES.max(have), 0);
             let n = read_at_most(&file, &mut data[have..], self.acked_offset + have as u64)?;
@@ -475,8 +475,8 @@ impl Lines {
 /// whole by this code (a torn last line has no newline and is cut off at open, and a write that
 /// failed part way is cut off at once: [`Spool::write_tail`]).
 fn parse(data: &[u8], line: Range<usize>) -> Option<Entry> {
-    let text = std::str::from_utf8(&data[line.clone()]).ok()?;
-    match parse_plain(text) {
+    let bytes = &data[line.clone()];
+    match parse_plain(bytes) {
         Some((subject, msg_id, payload)) => {
             let at = |r: Range<usize>| line.start + r.start..line.start + r.end;
             Some(Entry::Plain {
@@ -485,30 +485,31 @@ fn parse(data: &[u8], line: Range<usize>) -> Option<Entry> {
                 payload: at(payload),
             })
         }
-        None => parse_json(text).map(Entry::Parsed),
+        None => parse_json(std::str::from_utf8(bytes).ok()?).map(Entry::Parsed),
     }
 }
 
-/// The ranges of subject, msg-id and payload in `line`, if it is plain.
-fn parse_plain(line: &str) -> Option<(Range<usize>, Range<usize>, Range<usize>)> {
-    const SUBJECT: &str = "{\"subject\":\"";
-    const MSG_ID: &str = "\",\"msgId\":\"";
-    const PAYLOAD: &str = "\",\"payload\":";
-    let rest = line.strip_prefix(SUBJECT)?;
+/// The ranges of subject, msg-id and payload in `line`, if it is plain: looked at as bytes
+/// (the payload is sent as bytes), each part checked to be UTF-8.
+fn parse_plain(line: &[u8]) -> Option<(Range<usize>, Range<usize>, Range<usize>)> {
+    const SUBJECT: &[u8] = b"{\"subject\":\"";
+    const MSG_ID: &[u8] = b"\",\"msgId\":\"";
+    const PAYLOAD: &[u8] = b"\",\"payload\":";
     let s_start = SUBJECT.len();
-    let s_end = s_start + rest.find('"')?;
-    let rest = line[s_end..].strip_prefix(MSG_ID)?;
+    let s_end = s_start + memchr::memchr(b'"', line.strip_prefix(SUBJECT)?)?;
     let m_start = s_end + MSG_ID.len();
-    let m_end = m_start + rest.find('"')?;
-    let p_start = m_end + PAYLOAD.len();
+    let m_end = m_start + memchr::memchr(b'"', line[s_end..].strip_prefix(MSG_ID)?)?;
     line[m_end..].strip_prefix(PAYLOAD)?;
-    let p_end = line.len().checked_sub("}\n".len())?;
-    line[p_end..].strip_prefix("}\n")?;
-    let (subject, msg_id) = (&line[s_start..s_end], &line[m_start..m_end]);
-    let payload = line.get(p_start..p_end)?;
-    let plain = |s: &str| !s.contains('\\');
-    let object = payload.starts_with('{') && payload.ends_with('}');
-    (plain(subject) && plain(msg_id) && object).then_some((
+    let p_start = m_end + PAYLOAD.len();
+    let p_end = line.len().checked_sub(b"}\n".len())?;
+    if !line.ends_with(b"}\n") || p_end < p_start {
+        return None;
+    }
+    let plain = |s: &[u8]| !s.contains(&b'\\') && std::str::from_utf8(s).is_ok();
+    let payload = &line[p_start..p_end];
+    let object = payload.first() == Some(&b'{') && payload.last() == Some(&b'}');
+    let whole = object && std::str::from_utf8(payload).is_ok();
+    (plain(&line[s_start..s_end]) && plain(&line[m_start..m_end]) && whole).then_some((
         s_start..s_end,
         m_start..m_end,
         p_start..p_end,
@@ -526,7 +527,7 @@ fn parse_json(line: &str) -> Option<Record> {
 
 /// The position of the first newline in `data`.
 fn memchr(data: &[u8]) -> Option<usize> {
-    data.iter().position(|b| *b == b'\n')
+    memchr::memchr(b'\n', data)
 }
 
 /// Reads what `file` has at `offset` into `buf`, up to its length; 0 at the end.
@@ -725,14 +726,14 @@ mod tests {
             assert_eq!(parsed(line), Some(r.clone()), "{line}");
         }
         let plain = r#"{"subject":"s","msgId":"m:1","payload":{"seq":1}}"#.to_string() + "\n";
-        let (subject, msg_id, payload) = parse_plain(&plain).unwrap();
+        let (subject, msg_id, payload) = parse_plain(plain.as_bytes()).unwrap();
         assert_eq!(
             [&plain[subject], &plain[msg_id], &plain[payload]],
             ["s", "m:1", r#"{"seq":1}"#]
         );
         let escaped = r#"{"subject":"s","msgId":"m\"1","payload":{"seq":1}}"#.to_string() + "\n";
         assert_eq!(
-            parse_plain(&escaped),
+            parse_plain(escaped.as_bytes()),
             None,
             "an escaped id goes to the JSON parser"
         );
