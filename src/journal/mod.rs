@@ -6,6 +6,7 @@
 //! never waits for NATS: the spool is bounded and drops its oldest records (counted) when
 //! full. Never writes to stdout.
 
+mod batch;
 #[cfg(feature = "journal")]
 mod commands;
 pub mod facts;
