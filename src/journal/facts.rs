@@ -66,10 +66,10 @@ impl Sessions {
     /// Looks at one event line of `session`: `agent_start` begins a run's usage, `turn_end`
     /// adds its message's usage, `agent_settled` gives a `settled` fact.
     pub fn event(&mut self, session: &str, line: &str) -> Option<Value> {
-        let kind = event_type(line)?;
-        if !matches!(kind, "agent_start" | "turn_end" | "agent_settled") {
+        if !looks_at(line.as_bytes()) {
             return None;
         }
+        let kind = event_type(line)?;
         let k = self.known.entry(session.to_string()).or_default();
         match kind {
             "agent_start" => {
@@ -118,8 +118,6 @@ impl Sessions {
     }
 }
 
-/// The `type` of an event line, read without parsing the whole line when it comes first (it
-/// does in every wire event).
 /// Whether [`Sessions::event`] has anything to do with this event line (looked at as bytes,
 /// for the many it has not).
 pub fn looks_at(line: &[u8]) -> bool {
@@ -131,6 +129,8 @@ pub fn looks_at(line: &[u8]) -> bool {
         .any(|t| rest.starts_with(t))
 }
 
+/// The `type` of an event line, read without parsing the whole line when it comes first (it
+/// does in every wire event).
 fn event_type(line: &str) -> Option<&str> {
     let rest = line.strip_prefix("{\"type\":\"")?;
     rest.split('"').next()

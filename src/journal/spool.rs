@@ -201,13 +201,20 @@ impl Spool {
         if self.acked_records >= records {
             return Ok(Batch::empty(segment));
         }
+        // What the segment holds after the acked position, up to one read's worth (a few
+        // records at a low rate: no large buffer filled for them).
+        let unread = first.bytes.saturating_sub(self.acked_offset);
+        let mut want = usize::try_from(unread)
+            .unwrap_or(READ_BYTES)
+            .clamp(1, READ_BYTES);
         let file = File::open(segment_path(&self.dir, segment))?;
         let mut data = Vec::new();
         // Read until at least one whole line is in, or the file ends.
         let mut eof = false;
         while !eof && memchr(&data).is_none() {
             let have = data.len();
-            data.resize(have + READ_BYTES.max(have), 0);
+            data.resize(have + want, 0);
+            want = READ_BYTES.max(have + want);
             let n = read_at_most(&file, &mut data[have..], self.acked_offset + have as u64)?;
             data.truncate(have + n);
             eof = n == 0;
