@@ -185,7 +185,8 @@ fn spool_records(home: &Path) -> Res<Vec<Spooled>> {
     let mut out = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).map_err(|e| e.to_string())?;
-        for line in text.lines() {
+        // Whole lines only: the tap may be appending its last facts meanwhile.
+        for line in text.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
             let v: Value = serde_json::from_str(line).map_err(|e| format!("spool line: {e}"))?;
             let text = |k: &str| v[k].as_str().unwrap_or_default().to_string();
             out.push(Spooled {

@@ -232,16 +232,22 @@ fn event_line(d: &Delivery, event: &crate::host::Published, out: &mut Vec<u8>) {
 /// The params of `session/event`, `{"sessionId":…,"epoch":…,"seq":…,"event":…}`: the bytes
 /// every client gets and the event journal publishes.
 pub fn event_params(session: &str, epoch: &str, event: &crate::host::Published, out: &mut Vec<u8>) {
+    event_params_head(session, epoch, out);
+    out.extend_from_slice(itoa::Buffer::new().format(event.seq).as_bytes());
+    out.extend_from_slice(b",\"event\":");
+    out.extend_from_slice(event.line.as_bytes());
+    out.push(b'}');
+}
+
+/// What [`event_params`] writes before the `seq`: `{"sessionId":…,"epoch":…,"seq":` (the same
+/// for every event of a session in one epoch).
+pub fn event_params_head(session: &str, epoch: &str, out: &mut Vec<u8>) {
     // Writing a string into a Vec cannot fail.
     out.extend_from_slice(b"{\"sessionId\":");
     let _ = serde_json::to_writer(&mut *out, session);
     out.extend_from_slice(b",\"epoch\":");
     let _ = serde_json::to_writer(&mut *out, epoch);
     out.extend_from_slice(b",\"seq\":");
-    out.extend_from_slice(itoa::Buffer::new().format(event.seq).as_bytes());
-    out.extend_from_slice(b",\"event\":");
-    out.extend_from_slice(event.line.as_bytes());
-    out.push(b'}');
 }
 
 fn answer_line(id: &Id, answer: Answer) -> String {

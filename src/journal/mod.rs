@@ -308,11 +308,8 @@ impl Prefix {
         head.extend_from_slice(b",\"msgId\":");
         let _ = serde_json::to_writer(&mut head, &format!("{session}:{epoch}:"));
         head.pop(); // the closing quote: the seq and a quote follow
-        let mut mid = b"\",\"payload\":{\"sessionId\":".to_vec();
-        let _ = serde_json::to_writer(&mut mid, session);
-        mid.extend_from_slice(b",\"epoch\":");
-        let _ = serde_json::to_writer(&mut mid, epoch);
-        mid.extend_from_slice(b",\"seq\":");
+        let mut mid = b"\",\"payload\":".to_vec();
+        crate::daemon::connection::event_params_head(session, epoch, &mut mid);
         Prefix {
             session: session.to_string(),
             epoch: epoch.to_string(),
