@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::cli::{Cli, PermissionFlag, ThinkingFlag};
 use crate::error::StartupError;
-use crate::host::models::Models;
+use crate::host::models::{Models, StartEndpoint};
 use crate::kernel::agent::{AgentConfig, Permission, RetryPolicy};
 use crate::kernel::clock::Clock;
 use crate::kernel::compaction::CompactionPolicy;
@@ -37,17 +37,30 @@ pub async fn host_setup(
     clock: &Clock,
     can_ask: bool,
 ) -> Result<crate::host::HostSetup, StartupError> {
-    let provider = provider(cli, env).await?;
-    host_setup_with(cli, env, clock, can_ask, provider)
+    let (provider, endpoint) = provider::start(cli, env).await?;
+    host_setup_at(cli, env, clock, can_ask, provider, endpoint)
 }
 
-/// `host_setup` with the provider chosen already.
+/// `host_setup` with the provider chosen already (one without a URL: only it is offered
+/// besides the providers with their own keys).
 pub fn host_setup_with(
     cli: &Cli,
     env: &Env,
     clock: &Clock,
     can_ask: bool,
     provider: Arc<dyn Provider>,
+) -> Result<crate::host::HostSetup, StartupError> {
+    host_setup_at(cli, env, clock, can_ask, provider, None)
+}
+
+/// `host_setup` with the provider chosen and where it is served.
+fn host_setup_at(
+    cli: &Cli,
+    env: &Env,
+    clock: &Clock,
+    can_ask: bool,
+    provider: Arc<dyn Provider>,
+    endpoint: Option<StartEndpoint>,
 ) -> Result<crate::host::HostSetup, StartupError> {
     // Warnings found after startup reach the session's clients as `notify`.
     let (late_tx, late_rx) = tokio::sync::mpsc::unbounded_channel();
@@ -58,7 +71,7 @@ pub fn host_setup_with(
     let (mut config, mut warnings, skills) = agent_config_with(cli, env, can_ask, Some(late))?;
     warnings.extend(clamp_thinking(provider.as_ref(), &mut config));
     let approval_timeout = seconds(cli.approval_timeout, "--approval-timeout")?;
-    let models = models(cli, env, provider)?;
+    let models = models(cli, env, provider, endpoint)?;
     let opened = open_session(cli, env, clock)?;
     warnings.extend(opened.warnings);
     Ok(crate::host::HostSetup {
@@ -80,14 +93,20 @@ pub fn host_setup_with(
     })
 }
 
-/// The models a session can switch to, from the flags and environment.
-pub fn models(cli: &Cli, env: &Env, start: Arc<dyn Provider>) -> Result<Models, StartupError> {
+/// The models a session can switch to, from the flags and environment: `start`, served at
+/// `endpoint`, and the providers with keys of their own.
+pub fn models(
+    cli: &Cli,
+    env: &Env,
+    start: Arc<dyn Provider>,
+    endpoint: Option<StartEndpoint>,
+) -> Result<Models, StartupError> {
     Ok(Models::new(
         registry(env)?,
         env.vars.clone(),
         http_options(cli)?,
-        cli.api_key.clone(),
         start,
+        endpoint,
     ))
 }
 

@@ -34,6 +34,7 @@ mod mcp_cli;
 mod mcp_http;
 mod mcp_interop;
 mod mentions;
+mod model_scope;
 mod projectors;
 mod providers;
 mod remote;

@@ -44,8 +44,12 @@ impl Rpc {
 
     /// The binary with exactly these arguments (another stdio mode: `--mode acp`).
     pub fn start_raw(sb: &Sandbox, all: &[&str]) -> Rpc {
-        let mut child = sb
-            .cmd(all)
+        Rpc::spawn(sb.cmd(all))
+    }
+
+    /// The binary as `cmd` starts it (a sandbox command with its own environment added).
+    pub fn spawn(mut cmd: std::process::Command) -> Rpc {
+        let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -101,9 +101,9 @@ impl Host {
             }
             "get_state" => Ok(Some(self.state())),
             "get_messages" => Ok(Some(json!({"messages": self.live.session.messages()}))),
-            "set_model" => self.set_model(&req),
-            "cycle_model" => Ok(Some(self.cycle_model())),
-            "get_available_models" => Ok(Some(json!({"models": self.models.available()}))),
+            "set_model" => self.set_model(&req).await,
+            "cycle_model" => Ok(Some(self.cycle_model().await)),
+            "get_available_models" => Ok(Some(json!({"models": self.models.available().await}))),
             "set_thinking_level" => self.set_thinking_level(&req),
             "cycle_thinking_level" => Ok(Some(self.cycle_thinking_level())),
             "get_available_thinking_levels" => Ok(Some(
@@ -223,16 +223,17 @@ impl Host {
         Ok(Some(json!({"disposition": "queued"})))
     }
 
-    pub(super) fn set_model(&mut self, req: &Request) -> Answer {
+    pub(super) async fn set_model(&mut self, req: &Request) -> Answer {
         let provider = req.str("provider")?;
         let model_id = req.str("modelId")?;
-        let p = self.models.build(provider, model_id)?;
+        let p = self.models.build(provider, model_id).await;
+        let p = p.map_err(|e| e.to_string())?;
         self.live.session.set_model(p);
         Ok(Some(self.model_json()))
     }
 
-    pub(super) fn cycle_model(&mut self) -> Value {
-        let models = self.models.available();
+    pub(super) async fn cycle_model(&mut self) -> Value {
+        let models = self.models.available().await;
         if models.len() < 2 {
             return Value::Null;
         }
@@ -243,7 +244,7 @@ impl Host {
             .unwrap_or(0);
         for step in 1..models.len() {
             let next = &models[(at + step) % models.len()];
-            if let Ok(p) = self.models.build(&next.provider, &next.id) {
+            if let Ok(p) = self.models.build(&next.provider, &next.id).await {
                 self.live.session.set_model(p);
                 return json!({
                     "model": self.model_json(),

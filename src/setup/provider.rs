@@ -7,8 +7,9 @@ use std::sync::Arc;
 use super::seconds;
 use crate::cli::Cli;
 use crate::error::StartupError;
+use crate::host::models::{Catalog, StartEndpoint};
 use crate::kernel::provider::http::{path_has_v1, HttpOptions, HttpProvider};
-use crate::kernel::provider::model::{ModelInfo, OpenAiCompat, ProviderInfo, Registry, API_OPENAI};
+use crate::kernel::provider::model::{ModelInfo, OpenAiCompat, ProviderInfo, Registry};
 use crate::kernel::provider::scripted::ScriptedProvider;
 use crate::kernel::provider::served::{self, models_url, ListError, ListFailure};
 use crate::kernel::provider::Provider;
@@ -42,6 +43,15 @@ pub fn registry(env: &Env) -> Result<Registry, StartupError> {
 /// `--api-key`, the environment and models.json (README, "Models and providers"). Without a
 /// model, an OpenAI-compatible server at a URL the user chose is asked what it serves.
 pub async fn provider(cli: &Cli, env: &Env) -> Result<Arc<dyn Provider>, StartupError> {
+    Ok(start(cli, env).await?.0)
+}
+
+/// [`provider`], and where it is served with which key (`None`: the scripted provider), for
+/// the models a session can switch to.
+pub async fn start(
+    cli: &Cli,
+    env: &Env,
+) -> Result<(Arc<dyn Provider>, Option<StartEndpoint>), StartupError> {
     let registry = registry(env)?;
     let (named, model_id) = split_model(cli, &registry);
     if named.as_deref() == Some("scripted") {
@@ -53,7 +63,7 @@ pub async fn provider(cli: &Cli, env: &Env) -> Result<Arc<dyn Provider>, Startup
         };
         super::require_regular_file(path, "the --script file")?;
         let p = ScriptedProvider::load(path).map_err(StartupError::config)?;
-        return Ok(Arc::new(p));
+        return Ok((Arc::new(p), None));
     }
     let name = match named {
         Some(n) => n,
@@ -62,24 +72,39 @@ pub async fn provider(cli: &Cli, env: &Env) -> Result<Arc<dyn Provider>, Startup
     let p = known_provider(&registry, &name, env)?;
     let endpoint = Endpoint::of(cli, env, p);
     let options = http_options(cli)?;
-    let id = match model_id {
-        Some(id) => id,
-        None if asks_server(p, &endpoint) => {
+    let served = p.served_by_server(endpoint.custom);
+    let (id, listed) = match model_id {
+        Some(id) => (id, None),
+        None if served => {
             let key = api_key(cli, env, p, &endpoint)?;
-            served_model(&endpoint, key.as_deref(), &options).await?
+            let ids = served_ids(&endpoint, key.as_deref(), &options).await?;
+            (served_model(&endpoint, &ids)?, Some(ids))
         }
-        None => p.default_model.clone().ok_or_else(|| {
-            StartupError::config(format!("no model chosen for provider `{name}`")).hint(format!(
-                "pass --model {name}/MODEL (the model id the server knows)"
-            ))
-        })?,
+        None => (
+            p.default_model.clone().ok_or_else(|| {
+                StartupError::config(format!("no model chosen for provider `{name}`")).hint(
+                    format!("pass --model {name}/MODEL (the model id the server knows)"),
+                )
+            })?,
+            None,
+        ),
     };
     let mut info = model_info(p, &id, &endpoint, env)?;
     let key = api_key(cli, env, p, &endpoint)?;
     info.base_url = endpoint.url.clone();
     info.compat = OpenAiCompat::for_base_url(&endpoint.url);
-    let provider = HttpProvider::new(info, key, options).map_err(StartupError::config)?;
-    Ok(Arc::new(provider))
+    let provider = HttpProvider::new(info, key.clone(), options).map_err(StartupError::config)?;
+    let catalog = match (served, listed) {
+        (false, _) => Catalog::Registry,
+        (true, None) => Catalog::Server,
+        (true, Some(ids)) => Catalog::Listed(ids),
+    };
+    let start = StartEndpoint {
+        url: endpoint.url,
+        key,
+        catalog,
+    };
+    Ok((Arc::new(provider), Some(start)))
 }
 
 /// Whether the flags, environment or models.json choose a provider (`false`: nothing does, and
@@ -205,23 +230,10 @@ fn api_key(
     Ok(key)
 }
 
-/// Whether a missing `--model` is asked of the server: an OpenAI-compatible endpoint the user
-/// pointed keel at, or a keyless provider without a default model (a local server such as
-/// Ollama). Never falls back to a built-in default such as `gpt-4.1` for someone else's server.
-fn asks_server(p: &ProviderInfo, endpoint: &Endpoint) -> bool {
-    p.api == API_OPENAI
-        && (endpoint.custom
-            || (p.default_model.is_none() && p.key_env.is_none() && p.key.is_none()))
-}
-
-/// The model a server serves when it serves exactly one.
-async fn served_model(
-    endpoint: &Endpoint,
-    key: Option<&str>,
-    options: &HttpOptions,
-) -> Result<String, StartupError> {
-    let ids = served_ids(endpoint, key, options).await?;
-    match ids.as_slice() {
+/// The model a server serves when it serves exactly one (never a built-in default such as
+/// `gpt-4.1` for someone else's server).
+fn served_model(endpoint: &Endpoint, ids: &[String]) -> Result<String, StartupError> {
+    match ids {
         [one] => Ok(one.clone()),
         [] => Err(StartupError::config(format!(
             "no model chosen, and {} lists no models",
@@ -375,7 +387,7 @@ pub async fn model_list(
         return Ok(list_models(&registry, pattern, json));
     };
     let endpoint = Endpoint::of(cli, env, p);
-    if !asks_server(p, &endpoint) {
+    if !p.served_by_server(endpoint.custom) {
         return Ok(list_models(&registry, pattern, json));
     }
     let key = api_key(cli, env, p, &endpoint)?;

@@ -143,6 +143,17 @@ pub struct ProviderInfo {
     pub models: Vec<ModelInfo>,
 }
 
+impl ProviderInfo {
+    /// Whether this provider's models are what its server lists (`GET /models`) rather than the
+    /// registry's: an OpenAI-compatible server at a URL the user chose (`custom_url`: a flag or
+    /// the provider's URL variable), or a keyless one without a default model (Ollama).
+    pub fn served_by_server(&self, custom_url: bool) -> bool {
+        self.api == API_OPENAI
+            && (custom_url
+                || (self.default_model.is_none() && self.key_env.is_none() && self.key.is_none()))
+    }
+}
+
 /// Built-in providers plus models.json.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
