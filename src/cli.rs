@@ -104,6 +104,11 @@ pub struct Cli {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_turns: Option<u32>,
 
+    /// Stop a run when the model made the same tool call (same tool, same arguments) this many
+    /// times in a row and each failed (exit 1, `tool_loop`); 0 never stops.
+    #[arg(long, value_name = "N", default_value_t = 3)]
+    pub max_repeated_failures: u32,
+
     /// Tool permission policy for write, edit and bash.
     #[arg(long, value_enum, default_value_t = PermissionFlag::Auto)]
     pub permission: PermissionFlag,

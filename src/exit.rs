@@ -7,7 +7,8 @@ pub enum Exit {
     /// 0: the run completed.
     Success,
     /// 1: provider error, stream cut, truncated answer, model error, a session that cannot be
-    /// saved (`session_write`), a stdout that fails (`output_write`).
+    /// saved (`session_write`), a stdout that fails (`output_write`), the same failing tool
+    /// call repeated (`tool_loop`).
     Failed,
     /// 2: bad flags or flag combinations.
     Usage,

@@ -266,6 +266,7 @@ pub fn agent_config_with(
         tools,
         external_tools,
         max_turns: cli.max_turns,
+        max_repeated_failures: cli.max_repeated_failures,
         permission: match cli.permission {
             PermissionFlag::Auto => Permission::Auto,
             PermissionFlag::ReadOnly => Permission::ReadOnly,

@@ -47,6 +47,7 @@ mod skills;
 mod sshd_support;
 mod stdio;
 mod support;
+mod tool_loop;
 mod tools_hardening;
 mod tui;
 mod tui_cells;

@@ -45,6 +45,8 @@ pub struct AgentConfig {
     /// read-only obey `permission` like `write`, `edit` and `bash`.
     pub external_tools: Vec<Arc<dyn crate::kernel::tool::external::ToolSource>>,
     pub max_turns: Option<u32>,
+    /// Identical failing tool calls in a row that end a run (`tool_loop`); 0: never.
+    pub max_repeated_failures: u32,
     pub permission: Permission,
     /// Whether a front end can answer `ApprovalRequested`; if not, `ask` ends the run `Blocked`.
     pub can_ask: bool,
@@ -92,7 +94,7 @@ impl Default for RetryPolicy {
 
 impl AgentConfig {
     /// Defaults for an embedder working in `cwd`: every built-in tool, `auto` permission, no
-    /// turn limit, one-at-a-time queues, thinking off, a 10-minute bash timeout and the default
+    /// turn limit, a stop after 3 identical failing tool calls, one-at-a-time queues, thinking off, a 10-minute bash timeout and the default
     /// system prompt. `temp_dir` receives capped tool output.
     pub fn new(cwd: PathBuf, temp_dir: PathBuf) -> Self {
         let tools: Vec<String> = crate::kernel::tool::ALL
@@ -105,6 +107,7 @@ impl AgentConfig {
             tools,
             external_tools: Vec::new(),
             max_turns: None,
+            max_repeated_failures: 3,
             permission: Permission::Auto,
             can_ask: false,
             steering_mode: QueueMode::OneAtATime,

@@ -15,6 +15,7 @@ pub mod provider;
 pub mod recorder;
 pub mod session;
 pub mod tool;
+pub(crate) mod tool_loop;
 pub(crate) mod turn;
 
 /// The default system prompt: who the agent is and how it should use its tools.

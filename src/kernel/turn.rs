@@ -20,6 +20,7 @@ use crate::kernel::op::{QueueMode, UserInput};
 use crate::kernel::provider::{ModelRequest, ProviderEvent};
 use crate::kernel::tool::external::{ExternalCall, ExternalSpec};
 use crate::kernel::tool::{self, ToolContext, ToolOutput};
+use crate::kernel::tool_loop::ToolLoop;
 
 /// Error kinds worth retrying when they happen before any output.
 const RETRYABLE: &[&str] = &[
@@ -41,6 +42,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
     // Whether the call after the last retry succeeded (`None` while none was retried).
     let mut retry_result: Option<Result<(), String>> = None;
     let mut overflow_compacted = false;
+    let mut repeats = ToolLoop::new(inner.config.max_repeated_failures);
     let outcome = loop {
         inner.bus.publish(EventPayload::TurnStarted);
         turns += 1;
@@ -116,11 +118,12 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         for r in &batch.results {
             push_message(inner, &mut produced, Message::from(r.clone()));
         }
+        let repeated = repeats.record(&calls, &batch.results);
         publish_turn_end(inner, assistant, batch.results);
         if abort.is_aborted() {
             break RunOutcome::Aborted;
         }
-        if let Some(outcome) = batch.blocked {
+        if let Some(outcome) = batch.blocked.or(repeated) {
             break outcome;
         }
         let more = !calls.is_empty() || has_queued(inner, Queue::Steering) || {
