@@ -231,10 +231,18 @@ fn json_requested(args: impl Iterator<Item = String>) -> bool {
 /// `$KEEL_HOME/logs/keel.log` (nowhere, if that file cannot be opened).
 fn init_logging(env: &Env, tui: bool) {
     // rmcp logs every failed connection at ERROR; keel reports those itself, once.
-    let filter = match env.log_filter.contains("rmcp") {
+    let mut filter = match env.log_filter.contains("rmcp") {
         true => env.log_filter.clone(),
         false => format!("{},rmcp=off", env.log_filter),
     };
+    // Below info, async-nats logs its server's address in Debug form, the journal URL's
+    // password included: keel's logs never show a password.
+    let verbose = ["debug", "trace"]
+        .iter()
+        .any(|l| filter.to_lowercase().contains(l));
+    if verbose && !filter.contains("async_nats") {
+        filter.push_str(",async_nats=info");
+    }
     let filter = tracing_subscriber::EnvFilter::try_new(filter.as_str())
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     let builder = tracing_subscriber::fmt()

@@ -16,6 +16,7 @@ mod context_files;
 mod daemon;
 mod daemon_approvals;
 mod daemon_clients;
+mod daemon_dial;
 mod daemon_mcp;
 mod daemon_peer;
 mod daemon_sessions;

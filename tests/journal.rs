@@ -493,6 +493,80 @@ fn a_daemon_whose_journal_cannot_be_reached_still_runs_a_prompt_to_the_end() {
     assert!(spool_bytes(&dir) > 0);
 }
 
+#[test]
+fn a_journal_urls_password_never_appears_in_status_output_or_the_log() {
+    // The NATS URL's password was shown by `keel daemon status`, `daemon/status` and the log.
+    let sb = Sandbox::new();
+    let secret = "hunter2-journal-secret";
+    let port = free_port();
+    let url = format!("nats://keel:{secret}@127.0.0.1:{port}");
+    let shown = format!("nats://keel:***@127.0.0.1:{port}");
+    let dir = sb.dir.path().join("run");
+    std::fs::create_dir(&dir).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let socket = dir.join("p1.sock");
+    let mut args = vec!["daemon", "run", "--socket", socket.to_str().unwrap()];
+    let journal = journal_args(&url);
+    args.extend(journal.iter().map(String::as_str));
+    let mut child = sb
+        .cmd(&args)
+        .env("KEEL_LOG", "debug")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut d = Daemon {
+        child: Some(child),
+        socket,
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut log = String::new();
+        for line in err.lines().map_while(Result::ok) {
+            let _ = tx.send(line.clone());
+            log.push_str(&line);
+            log.push('\n');
+        }
+        log
+    });
+    let (mut listening, mut failed) = (false, false);
+    while !(listening && failed) {
+        let line = rx.recv().expect("the daemon's log ended early");
+        listening |= line.contains("listening on");
+        failed |= line.contains("journal: cannot connect");
+    }
+    let mut c = d.connect();
+    c.hello(false);
+    let status = c.call("daemon/status", json!({})).to_string();
+    assert!(status.contains(&shown), "{status}");
+    assert!(!status.contains(secret), "{status}");
+    for extra in [&[][..], &["--json"][..]] {
+        let mut args = vec!["daemon", "status", "--socket", d.socket.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let run = sb.run(&args);
+        assert_eq!(run.code, 0, "{run}");
+        assert!(run.stdout.contains(&shown), "{run}");
+        assert!(!run.to_string().contains(secret), "{run}");
+    }
+    c.call("daemon/stop", json!({}));
+    assert_eq!(d.wait(), 0);
+    let log = reader.join().unwrap();
+    assert!(log.contains(&shown), "{log}");
+    assert!(!log.contains(secret), "{log}");
+    // A URL refused at startup is named without its password too.
+    let bad = sb.run(&[
+        "daemon",
+        "run",
+        "--journal",
+        &format!("http://keel:{secret}@h:1"),
+    ]);
+    assert_eq!(bad.code, 2, "{bad}");
+    assert!(bad.stderr.contains("http://keel:***@h:1"), "{bad}");
+    assert!(!bad.to_string().contains(secret), "{bad}");
+}
+
 fn spool_bytes(dir: &Path) -> u64 {
     std::fs::read_dir(dir)
         .unwrap()

@@ -475,6 +475,48 @@ fn add_lists_every_problem_at_once() {
 }
 
 #[test]
+fn schedule_add_refuses_an_api_key_and_never_stores_or_prints_it() {
+    // `--api-key` used to be stored in schedules.json and printed by `list --json`.
+    let sb = Sandbox::new();
+    let socket = socket_of(&sb);
+    let script = fixture("hello.json");
+    let key = "sk-test-0123456789-do-not-store";
+    let flags = [
+        vec!["--api-key".to_string(), key.to_string()],
+        vec![format!("--api-key={key}")],
+    ];
+    for flag in &flags {
+        let mut args = vec![
+            "schedule",
+            "add",
+            "k",
+            "--every",
+            "1h",
+            "--provider",
+            "scripted",
+        ];
+        args.extend(["--script", &script]);
+        args.extend(flag.iter().map(String::as_str));
+        args.extend(["--", "hi"]);
+        let run = keel(&sb, &socket, &args);
+        assert_eq!(run.code, 2, "{run}");
+        assert!(run.stderr.contains("--api-key"), "{run}");
+        assert!(run.stderr.contains("daemon's environment"), "{run}");
+        assert!(run.stderr.contains("models.json"), "{run}");
+        assert!(
+            !run.stdout.contains(key) && !run.stderr.contains(key),
+            "{run}"
+        );
+        assert!(
+            !sb.home().join("schedules.json").exists(),
+            "a task with a key was stored"
+        );
+    }
+    let listed = keel(&sb, &socket, &["schedule", "list", "--json"]);
+    assert!(!listed.stdout.contains(key), "{listed}");
+}
+
+#[test]
 fn install_prints_a_login_unit_that_runs_the_daemon_forever() {
     let sb = Sandbox::new();
     let socket = socket_of(&sb);

@@ -1,9 +1,11 @@
-//! Where a client finds the daemon: the local socket, or a remote host's daemon reached over
-//! OpenSSH (`ssh -T HOST keel daemon bridge`, the bridge relaying the remote socket byte for
-//! byte). Both give a [`Conn`]: a byte stream in each direction that protocol v1 runs over, so
-//! nothing above this file knows which it is. ssh's own stderr is kept (bounded) to explain a
-//! connection that failed. Never prints.
+//! Where a client finds the daemon: the local socket, through the one local dial
+//! ([`dial_local`]: the directory checks and the daemon's peer uid, before any byte is sent),
+//! or a remote host's daemon reached over OpenSSH (`ssh -T HOST keel daemon bridge`, the
+//! bridge relaying the remote socket byte for byte). Both give a [`Conn`]: a byte stream in
+//! each direction that protocol v1 runs over, so nothing above this file knows which it is.
+//! ssh's own stderr is kept (bounded) to explain a connection that failed. Never prints.
 
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -14,7 +16,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::UnixStream;
 use tokio::process::{Child, ChildStdin};
 
-use super::DaemonError;
+use super::paths;
+use super::{DaemonError, DaemonErrorKind};
 
 /// The read half of a connection.
 pub type Reader = Box<dyn AsyncRead + Send + Unpin>;
@@ -150,19 +153,78 @@ impl Dial {
     /// remote host (which starts the remote daemon when none runs there).
     pub async fn connect(&self) -> Result<Conn, DaemonError> {
         match self {
-            Dial::Local(socket) => UnixStream::connect(socket)
-                .await
-                .map(Conn::from)
-                .map_err(|e| {
-                    DaemonError::new(format!(
-                        "no keel daemon is listening on {}: {e}",
-                        socket.display()
-                    ))
-                    .with_hint("start one with: keel daemon start")
-                }),
+            Dial::Local(socket) => dial_local(socket).await.map(Conn::from),
             Dial::Remote(r) => r.spawn(),
         }
     }
+}
+
+/// The one way a client reaches the daemon on this machine (every client command, spawning
+/// or not, comes through here before `daemon/hello`): the socket's directory is checked as
+/// the daemon checks it (lstat: a real directory, not a symlink, owned by our effective uid,
+/// no group or other bits), then the process listening on the socket must run as our
+/// effective uid (SO_PEERCRED). A connection that fails a check is dropped with nothing
+/// written to it. Kinds: [`DaemonErrorKind::NotListening`] (no directory, no socket, a stale
+/// one), [`DaemonErrorKind::Busy`] (its backlog is full), [`DaemonErrorKind::ForeignPeer`]
+/// (another uid listens).
+pub async fn dial_local(socket: &Path) -> Result<UnixStream, DaemonError> {
+    let not_listening = |why: &dyn std::fmt::Display| {
+        DaemonError::new(format!(
+            "no keel daemon is listening on {}: {why}",
+            socket.display()
+        ))
+        .with_hint("start one with: keel daemon start")
+        .with_kind(DaemonErrorKind::NotListening)
+    };
+    let dir = socket
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .ok_or_else(|| {
+            DaemonError::new(format!(
+                "the socket path {} has no directory",
+                socket.display()
+            ))
+        })?;
+    if let Err(e) = std::fs::symlink_metadata(dir) {
+        if e.kind() == ErrorKind::NotFound {
+            return Err(not_listening(&format!("{} does not exist", dir.display())));
+        }
+    }
+    paths::verify_dir(dir, paths::euid())?;
+    let stream = UnixStream::connect(socket)
+        .await
+        .map_err(|e| match e.kind() {
+            ErrorKind::NotFound | ErrorKind::ConnectionRefused => not_listening(&e),
+            ErrorKind::WouldBlock => {
+                DaemonError::new(format!("the daemon on {} is busy: {e}", socket.display()))
+                    .with_kind(DaemonErrorKind::Busy)
+            }
+            _ => DaemonError::io("connect to the daemon at", socket, &e),
+        })?;
+    let peer = stream.peer_cred().map_err(|e| {
+        DaemonError::new(format!(
+            "cannot read the credentials of the process listening on {}: {e}",
+            socket.display()
+        ))
+    })?;
+    let me = paths::euid();
+    if paths::uid_allowed(peer.uid(), me).is_err() {
+        return Err(foreign_peer(socket, peer.uid(), me));
+    }
+    Ok(stream)
+}
+
+/// A socket another uid listens on: said as such (never "no daemon listening").
+fn foreign_peer(socket: &Path, uid: u32, me: u32) -> DaemonError {
+    DaemonError::new(format!(
+        "the socket {} belongs to uid {uid}, not to you (uid {me}): keel sent it nothing",
+        socket.display()
+    ))
+    .with_hint(
+        "another user's process listens there; use a socket of your own: set KEEL_SOCKET (or \
+         --socket) to a path in a directory of your own",
+    )
+    .with_kind(DaemonErrorKind::ForeignPeer { uid })
 }
 
 impl Remote {
@@ -424,6 +486,41 @@ mod tests {
         assert_eq!(shell_quote("it's"), r"'it'\''s'");
         assert_eq!(shell_quote(""), "''");
         assert_eq!(shell_quote("$HOME;rm"), "'$HOME;rm'");
+    }
+
+    #[tokio::test]
+    async fn the_local_dial_checks_the_directory_and_tells_nothing_listening_apart() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = tempfile::tempdir().unwrap();
+        let perm = |p: &Path, m| std::fs::set_permissions(p, PermissionsExt::from_mode(m));
+        let gone = dial_local(&d.path().join("none/p1.sock"))
+            .await
+            .unwrap_err();
+        assert_eq!(gone.kind, DaemonErrorKind::NotListening, "{gone}");
+        perm(d.path(), 0o700).unwrap();
+        let sock = d.path().join("p1.sock");
+        let e = dial_local(&sock).await.unwrap_err();
+        assert_eq!(e.kind, DaemonErrorKind::NotListening, "{e}");
+        assert!(
+            e.message.starts_with("no keel daemon is listening on"),
+            "{e}"
+        );
+        let listener = paths::bind(&sock).unwrap();
+        let (ours, _) = tokio::join!(dial_local(&sock), listener.accept());
+        ours.unwrap();
+        perm(d.path(), 0o755).unwrap();
+        let loose = dial_local(&sock).await.unwrap_err();
+        assert_eq!(loose.kind, DaemonErrorKind::Other);
+        assert!(loose.message.contains("has mode 0755"), "{loose}");
+        let e = foreign_peer(&sock, 65534, 1000);
+        assert_eq!(e.kind, DaemonErrorKind::ForeignPeer { uid: 65534 });
+        assert_eq!(
+            e.message,
+            format!(
+                "the socket {} belongs to uid 65534, not to you (uid 1000): keel sent it nothing",
+                sock.display()
+            )
+        );
     }
 
     #[tokio::test]

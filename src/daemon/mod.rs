@@ -17,4 +17,4 @@ pub mod paths;
 pub mod server;
 pub mod spawn;
 
-pub use error::DaemonError;
+pub use error::{DaemonError, DaemonErrorKind};

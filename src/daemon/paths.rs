@@ -38,7 +38,9 @@ pub enum SocketOrigin {
     Env,
     /// `$XDG_RUNTIME_DIR/keel/p1.sock`.
     RuntimeDir,
-    /// `/tmp/keel-<uid>/p1.sock`.
+    /// `$KEEL_HOME/run/p1.sock`.
+    Home,
+    /// `/tmp/keel-<uid>/p1.sock`: only when `$KEEL_HOME/run/p1.sock` does not fit `sun_path`.
     Tmp,
 }
 
@@ -60,13 +62,17 @@ pub fn euid() -> u32 {
 
 /// Chooses the socket path: `flag` (`--socket`), else `env_socket` (`$KEEL_SOCKET`; empty
 /// counts as unset), else `$XDG_RUNTIME_DIR/keel/p1.sock` when that directory is a real
-/// directory owned by `uid` with no group or other bits, else `/tmp/keel-<uid>/p1.sock`. A
-/// relative flag or variable is made absolute against the current directory (the daemon runs
-/// in `/`). An explicit path that is empty, names a directory or is too long is an error.
+/// directory owned by `uid` with no group or other bits, else `$KEEL_HOME/run/p1.sock`
+/// (`keel_home`, private like the rest of it) when it fits `sun_path`, else
+/// `/tmp/keel-<uid>/p1.sock` (a directory another user may have made first: the checks refuse
+/// it then, with a hint). A relative flag or variable is made absolute against the current
+/// directory (the daemon runs in `/`). An explicit path that is empty, names a directory or is
+/// too long is an error.
 pub fn socket_path(
     env_socket: Option<&Path>,
     flag: Option<&Path>,
     xdg_runtime_dir: Option<&Path>,
+    keel_home: &Path,
     uid: u32,
 ) -> Result<SocketChoice, DaemonError> {
     if let Some(flag) = flag {
@@ -95,6 +101,14 @@ pub fn socket_path(
                 ))
             }
         }
+    }
+    let home = std::path::absolute(keel_home.join("run").join(SOCKET_NAME));
+    if let Some(path) = home.ok().filter(|p| check_sun_path(p).is_ok()) {
+        return Ok(SocketChoice {
+            path,
+            origin: SocketOrigin::Home,
+            fallback,
+        });
     }
     Ok(SocketChoice {
         path: PathBuf::from(format!("/tmp/keel-{uid}")).join(SOCKET_NAME),
@@ -217,11 +231,17 @@ pub(crate) fn verify_dir(dir: &Path, uid: u32) -> Result<(), DaemonError> {
         "the daemon's socket directory {shown} {}",
         problem.describe(uid)
     ));
+    let elsewhere = "set KEEL_SOCKET (or --socket) to a path in a directory of your own, or \
+                     XDG_RUNTIME_DIR to your private runtime directory";
     Err(match problem {
         DirProblem::Mode(_) => err.with_hint(format!("run `chmod 700 {shown}`")),
-        _ => err.with_hint(format!(
-            "remove {shown}, or set KEEL_SOCKET to a path in a directory of your own"
+        // Made by another user (in /tmp, say): only its owner or root can remove it.
+        _ if meta.uid() != uid => err.with_hint(format!(
+            "another user (uid {}) made it and keel will not use it: {elsewhere}; or ask an \
+             administrator to remove {shown}",
+            meta.uid()
         )),
+        _ => err.with_hint(format!("remove {shown}, or {elsewhere}")),
     })
 }
 
@@ -321,12 +341,14 @@ mod tests {
         d
     }
 
+    const HOME: &str = "/home/me/.keel";
+
     #[test]
-    fn socket_path_is_flag_then_env_then_runtime_dir_then_tmp() {
+    fn socket_path_is_flag_then_env_then_runtime_dir_then_keel_home_then_tmp() {
         let xdg = private_tempdir();
         let (flag, env) = (Path::new("/f/flag.sock"), Path::new("/e/env.sock"));
         let me = euid();
-        let pick = |e, f, x| socket_path(e, f, x, me).unwrap();
+        let pick = |e, f, x| socket_path(e, f, x, Path::new(HOME), me).unwrap();
         let c = pick(Some(env), Some(flag), Some(xdg.path()));
         assert_eq!((c.path.as_path(), c.origin), (flag, SocketOrigin::Flag));
         let c = pick(Some(env), None, Some(xdg.path()));
@@ -335,17 +357,54 @@ mod tests {
         assert_eq!(c.path, xdg.path().join("keel/p1.sock"));
         assert_eq!((c.origin, c.fallback), (SocketOrigin::RuntimeDir, None));
         let c = pick(None, None, None);
-        assert_eq!(c.path, PathBuf::from(format!("/tmp/keel-{me}/p1.sock")));
-        assert_eq!((c.origin, c.fallback), (SocketOrigin::Tmp, None));
+        assert_eq!(c.path, Path::new(HOME).join("run/p1.sock"));
+        assert_eq!((c.origin, c.fallback), (SocketOrigin::Home, None));
     }
 
     #[test]
-    fn unfit_runtime_dir_falls_back_to_tmp_with_the_reason() {
+    fn the_tmp_socket_is_used_only_when_keel_homes_does_not_fit_sun_path() {
+        // /tmp/keel-<uid> is a name another user can take first; $KEEL_HOME/run is private.
+        let me = euid();
+        // `/run/p1.sock` is 12 bytes: this home makes a path of SUN_PATH_MAX - 1 bytes.
+        let home = format!("/{}", "k".repeat(SUN_PATH_MAX - 1 - 12 - 1));
+        let fits = socket_path(None, None, None, Path::new(&home), me).unwrap();
+        assert_eq!(fits.path.as_os_str().len(), SUN_PATH_MAX - 1);
+        assert_eq!(fits.origin, SocketOrigin::Home);
+        let home = format!("{home}k");
+        let long = socket_path(None, None, None, Path::new(&home), me).unwrap();
+        assert_eq!(long.path, PathBuf::from(format!("/tmp/keel-{me}/p1.sock")));
+        assert_eq!(long.origin, SocketOrigin::Tmp);
+    }
+
+    #[test]
+    fn a_directory_another_user_made_is_refused_with_what_the_victim_can_do() {
+        let d = private_tempdir();
+        let e = verify_dir(d.path(), euid() + 1).unwrap_err();
+        let hint = e.hint.unwrap();
+        assert!(
+            hint.starts_with(&format!("another user (uid {}) made it", euid())),
+            "{hint}"
+        );
+        for what in [
+            "KEEL_SOCKET",
+            "XDG_RUNTIME_DIR",
+            "ask an administrator to remove",
+        ] {
+            assert!(hint.contains(what), "{hint}");
+        }
+        let file = d.path().join("file");
+        fs::write(&file, "").unwrap();
+        let hint = verify_dir(&file, euid()).unwrap_err().hint.unwrap();
+        assert!(hint.starts_with(&format!("remove {}, or set", file.display())));
+    }
+
+    #[test]
+    fn unfit_runtime_dir_falls_back_with_the_reason() {
         let xdg = private_tempdir();
         let me = euid();
         let reason = |x: &Path, uid| {
-            let c = socket_path(None, None, Some(x), uid).unwrap();
-            assert_eq!(c.path, PathBuf::from(format!("/tmp/keel-{uid}/p1.sock")));
+            let c = socket_path(None, None, Some(x), Path::new(HOME), uid).unwrap();
+            assert_eq!(c.path, Path::new(HOME).join("run/p1.sock"));
             c.fallback.unwrap()
         };
         let other = reason(xdg.path(), me + 1);
@@ -378,13 +437,20 @@ mod tests {
     #[test]
     fn explicit_socket_paths_are_checked_and_made_absolute() {
         let me = euid();
-        let c = socket_path(None, Some(Path::new("rel/s.sock")), None, me).unwrap();
+        let c = socket_path(
+            None,
+            Some(Path::new("rel/s.sock")),
+            None,
+            Path::new(HOME),
+            me,
+        )
+        .unwrap();
         assert!(
             c.path.is_absolute() && c.path.ends_with("rel/s.sock"),
             "{:?}",
             c.path
         );
-        let err = |e, f| socket_path(e, f, None, me).unwrap_err();
+        let err = |e, f| socket_path(e, f, None, Path::new(HOME), me).unwrap_err();
         assert_eq!(err(None, Some(Path::new(""))).message, "--socket is empty");
         let dir = err(Some(Path::new("/tmp/x/")), None);
         assert_eq!(

@@ -14,8 +14,9 @@ use std::time::Duration;
 use tokio::net::UnixStream;
 use tokio::time::Instant;
 
+use super::dial::dial_local;
 use super::paths;
-use super::DaemonError;
+use super::{DaemonError, DaemonErrorKind};
 use crate::kernel::private;
 
 /// Lock file taken by a client while it checks for, and maybe spawns, the daemon.
@@ -50,8 +51,9 @@ enum Probe {
 /// have spawned meanwhile); if `daemon.lock` is held a daemon is starting, so only wait for it;
 /// else remove a stale socket (never anything but a socket), call `spawn` and wait until a
 /// connect succeeds, polling every [`READY_POLL`]. `deadline` bounds the whole call (the
-/// default is [`SPAWN_DEADLINE`]). The lock is released when this returns. The daemon at the
-/// other end must run as our effective uid. Returns the stream and whether `spawn` was called.
+/// default is [`SPAWN_DEADLINE`]). The lock is released when this returns. Every connect is
+/// [`dial_local`]'s: the daemon at the other end must run as our effective uid. Returns the
+/// stream and whether `spawn` was called.
 pub async fn connect_or_spawn(
     socket: &Path,
     spawn: impl FnOnce() -> io::Result<()>,
@@ -61,11 +63,11 @@ pub async fn connect_or_spawn(
     let dir = socket_dir(socket)?;
     paths::prepare_dir(dir)?;
     if let Probe::Up(s) = probe(socket).await? {
-        return Ok((ours(s, socket)?, false));
+        return Ok((s, false));
     }
     let _lock = spawn_lock(dir, until, deadline).await?;
     let spawned = match probe(socket).await? {
-        Probe::Up(s) => return Ok((ours(s, socket)?, false)),
+        Probe::Up(s) => return Ok((s, false)),
         Probe::Busy => false,
         Probe::Down => match lock_state(dir)? {
             LockState::Held(_) => false,
@@ -82,7 +84,7 @@ pub async fn connect_or_spawn(
         },
     };
     let stream = wait_ready(socket, dir, until, deadline).await?;
-    Ok((ours(stream, socket)?, spawned))
+    Ok((stream, spawned))
 }
 
 fn socket_dir(socket: &Path) -> Result<&Path, DaemonError> {
@@ -97,25 +99,17 @@ fn socket_dir(socket: &Path) -> Result<&Path, DaemonError> {
         })
 }
 
+/// One connection attempt through the one local dial ([`dial_local`]: directory checks, then
+/// the daemon's peer uid); another user's listener is an error, never `Up`.
 async fn probe(socket: &Path) -> Result<Probe, DaemonError> {
-    match UnixStream::connect(socket).await {
+    match dial_local(socket).await {
         Ok(s) => Ok(Probe::Up(s)),
-        Err(e) => match e.kind() {
-            io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused => Ok(Probe::Down),
-            io::ErrorKind::WouldBlock => Ok(Probe::Busy),
-            _ => Err(DaemonError::io("connect to the daemon at", socket, &e)),
+        Err(e) => match e.kind {
+            DaemonErrorKind::NotListening => Ok(Probe::Down),
+            DaemonErrorKind::Busy => Ok(Probe::Busy),
+            DaemonErrorKind::Other | DaemonErrorKind::ForeignPeer { .. } => Err(e),
         },
     }
-}
-
-fn ours(stream: UnixStream, socket: &Path) -> Result<UnixStream, DaemonError> {
-    paths::peer_allowed(&stream).map_err(|why| {
-        DaemonError::new(format!(
-            "the daemon at {} is not ours: {why}",
-            socket.display()
-        ))
-    })?;
-    Ok(stream)
 }
 
 /// Takes `dir/spawn.lock` (flock, blocking on the blocking pool) or fails at `until`.

@@ -229,13 +229,15 @@ fn print(out: &mut Output, text: &str) -> Result<Exit, StartupError> {
     }
 }
 
-/// The socket: `--socket`, `$KEEL_SOCKET`, the runtime directory, or `/tmp/keel-<uid>/`.
+/// The socket: `--socket`, `$KEEL_SOCKET`, the runtime directory, `$KEEL_HOME/run/`, or (when
+/// that path is too long) `/tmp/keel-<uid>/`.
 pub fn socket_for(env: &Env, flag: Option<&Path>) -> Result<PathBuf, StartupError> {
     let var = |k: &str| env.vars.get(k).map(PathBuf::from);
     let choice = paths::socket_path(
         var("KEEL_SOCKET").as_deref(),
         flag,
         var("XDG_RUNTIME_DIR").as_deref(),
+        &env.keel_home,
         paths::euid(),
     )?;
     if let Some(why) = &choice.fallback {
@@ -274,17 +276,18 @@ pub async fn start(dial: &Dial, env: &Env) -> Result<Conn, StartupError> {
 }
 
 /// Connects to the daemon on this machine's `socket`, or starts one and waits until it
-/// accepts.
+/// accepts. Only starting one needs `$KEEL_HOME/logs` (its log is made then).
 pub async fn start_local(socket: &Path, env: &Env) -> Result<tokio::net::UnixStream, StartupError> {
     let exe = std::env::current_exe().map_err(|e| {
         StartupError::config("cannot find the keel executable to start the daemon")
             .cause(e.to_string())
     })?;
     let log = env.keel_home.join("logs").join("daemon.log");
-    let command = spawn::daemon_command(&exe, socket, &log, Vec::<String>::new())?;
+    let daemon = socket.to_path_buf();
     let spawn = move || {
-        let mut command = tokio::process::Command::from(command);
-        command.spawn().map(drop)
+        let command = spawn::daemon_command(&exe, &daemon, &log, Vec::<String>::new())
+            .map_err(|e| std::io::Error::other(e.message))?;
+        tokio::process::Command::from(command).spawn().map(drop)
     };
     let (stream, _spawned) = spawn::connect_or_spawn(socket, spawn, spawn::SPAWN_DEADLINE).await?;
     Ok(stream)
@@ -294,8 +297,10 @@ async fn run_daemon(options: DaemonOptions, spawned: bool) -> Result<Exit, Start
     if spawned {
         spawn::become_session_leader()
             .map_err(|e| StartupError::internal(format!("setsid failed: {e}")))?;
-        spawn::ignore_sighup().map_err(|e| StartupError::internal(e.to_string()))?;
     }
+    // Spawned or in the foreground (a systemd unit, a terminal that closes): SIGHUP must not
+    // end the daemon, its sessions and their running tools.
+    spawn::ignore_sighup().map_err(|e| StartupError::internal(e.to_string()))?;
     let dir = options
         .socket
         .parent()

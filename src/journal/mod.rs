@@ -180,7 +180,7 @@ impl Journal {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         json!({
-            "url": self.options.url,
+            "url": crate::kernel::url::redact_url(&self.options.url),
             "host": self.options.host,
             "connected": self.state.connected.load(Ordering::Relaxed),
             "lag": c.lag,
@@ -241,7 +241,7 @@ pub fn status_line(j: &Value) -> String {
     };
     let mut line = format!(
         "journal {} (host {}): {state}, lag {}, spooled {}, published {}, dropped {}",
-        j["url"].as_str().unwrap_or("?"),
+        crate::kernel::url::redact_url(j["url"].as_str().unwrap_or("?")),
         j["host"].as_str().unwrap_or("?"),
         j["lag"],
         j["spooled"],

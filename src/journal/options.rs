@@ -173,6 +173,7 @@ fn check_url(url: &str) -> Result<(), StartupError> {
             .strip_prefix("nats://")
             .or_else(|| one.strip_prefix("tls://"));
         if rest.is_none_or(|r| r.is_empty() || r.contains('/')) {
+            let url = crate::kernel::url::redact_url(url);
             return Err(StartupError::usage(format!(
                 "--journal {url:?}: expected nats://HOST:PORT or tls://HOST:PORT"
             )));

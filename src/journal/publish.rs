@@ -29,7 +29,8 @@ pub async fn run(options: Arc<JournalOptions>, state: Arc<State>) {
     let mut wait = BACKOFF_FIRST;
     loop {
         let mut up = false;
-        let e = session(&options, &state, &mut up).await;
+        // Its errors may quote the URL: never with the password.
+        let e = crate::kernel::url::redact_url(&session(&options, &state, &mut up).await);
         state.connected.store(false, Ordering::Relaxed);
         tracing::warn!("journal: {e}");
         state.set_error(Some(e));

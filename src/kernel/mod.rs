@@ -17,6 +17,7 @@ pub mod session;
 pub mod tool;
 pub(crate) mod tool_loop;
 pub(crate) mod turn;
+pub mod url;
 
 /// The default system prompt: who the agent is and how it should use its tools.
 pub fn default_system_prompt(cwd: &std::path::Path, tools: &[String]) -> String {

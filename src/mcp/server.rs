@@ -292,6 +292,7 @@ impl Server {
                     .serve_with_lifecycle(transport, lifecycle)
                     .await
                     .map_err(|e| format!("cannot connect to {url}: {}", short(&e.to_string())))
+                    .map_err(|e| crate::kernel::url::redact_url(&e))
             }
         }
     }

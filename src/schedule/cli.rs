@@ -13,6 +13,7 @@ use serde_json::{json, Value};
 use super::due::{self, Schedule};
 use super::{Store, StoreError, Task, TaskState};
 use crate::daemon::client::Client;
+use crate::daemon::DaemonErrorKind;
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::mode::Env;
@@ -219,11 +220,14 @@ fn set_paused(store: &Store, name: &str, paused: bool) -> Result<(), StartupErro
 }
 
 /// Tells a running daemon to read the store again (`schedule/reload`); false if none runs.
-/// A daemon that cannot read the store says why (exit 3).
+/// A daemon that cannot read the store says why (exit 3), and so does a socket that fails the
+/// dial's checks (another user's directory or listener).
 async fn tell_daemon(env: &Env, socket: Option<&Path>) -> Result<bool, StartupError> {
     let socket = crate::front::daemon::socket_for(env, socket)?;
-    let Ok(mut client) = Client::connect(&socket, false).await else {
-        return Ok(false);
+    let mut client = match Client::connect(&socket, false).await {
+        Ok(client) => client,
+        Err(e) if e.kind == DaemonErrorKind::NotListening => return Ok(false),
+        Err(e) => return Err(e.into()),
     };
     client
         .call("schedule/reload", json!({}))
@@ -297,37 +301,32 @@ impl Add {
             );
         }
         let mut config = Vec::new();
-        match crate::daemon::open::parse_args(&args) {
+        let parsed = crate::daemon::open::parse_args(&args);
+        // Never stored: schedules.json is no place for a key, and `list --json` prints args.
+        let api_key = parsed.as_ref().is_ok_and(|cli| cli.api_key.is_some());
+        if api_key {
+            usage.push(
+                "a scheduled run takes no --api-key: keel does not store keys in schedules.json"
+                    .into(),
+            );
+        }
+        match parsed {
             Err(e) => usage.push(format!("the run's flags: {}", e.message)),
             Ok(cli) if !cli.prompt.is_empty() => usage.push(format!(
                 "the prompt goes after `--` (found {:?} among the flags)",
                 cli.prompt.join(" ")
             )),
-            Ok(cli) => {
-                let client_only = cli.print
-                    || cli.mode.is_some()
-                    || cli.json
-                    || cli.rpc
-                    || cli.daemon
-                    || cli.no_daemon
-                    || cli.detach
-                    || cli.wait
-                    || cli.socket.is_some();
-                if client_only {
-                    usage.push(format!("a scheduled run takes no {CLIENT_ONLY}"));
-                }
-                let mut here = env.clone();
-                here.cwd = cwd.clone();
-                if !crate::setup::is_configured(&cli, &here) {
-                    config.push("no model provider is configured for the run".to_string());
-                }
-            }
+            Ok(cli) => run_flag_problems(&cli, env, &cwd, &mut usage, &mut config),
         }
         if !usage.is_empty() {
-            return Err(problems(
+            let e = problems(
                 StartupError::usage(format!("cannot add task {:?}", self.name)),
                 usage,
-            ));
+            );
+            return Err(match api_key {
+                true => e.hint(API_KEY_HINT),
+                false => e,
+            });
         }
         if !config.is_empty() {
             return Err(problems(
@@ -351,6 +350,39 @@ impl Add {
             created: Local::now().to_rfc3339(),
             state: TaskState::default(),
         })
+    }
+}
+
+/// Where a scheduled run's key comes from instead of `--api-key`.
+const API_KEY_HINT: &str = "the run takes its key from the daemon's environment (e.g. \
+     OPENAI_API_KEY where the daemon starts, or an EnvironmentFile= of its systemd unit) or from \
+     $KEEL_HOME/models.json (apiKeyEnv or apiKey)";
+
+/// What is wrong with a task's parsed run flags: client-only flags (usage) or no provider
+/// configured for the run in `cwd` (configuration).
+fn run_flag_problems(
+    cli: &crate::cli::Cli,
+    env: &Env,
+    cwd: &Path,
+    usage: &mut Vec<String>,
+    config: &mut Vec<String>,
+) {
+    let client_only = cli.print
+        || cli.mode.is_some()
+        || cli.json
+        || cli.rpc
+        || cli.daemon
+        || cli.no_daemon
+        || cli.detach
+        || cli.wait
+        || cli.socket.is_some();
+    if client_only {
+        usage.push(format!("a scheduled run takes no {CLIENT_ONLY}"));
+    }
+    let mut here = env.clone();
+    here.cwd = cwd.to_path_buf();
+    if !crate::setup::is_configured(cli, &here) {
+        config.push("no model provider is configured for the run".to_string());
     }
 }
 
@@ -405,7 +437,7 @@ fn list_json(t: &Task) -> Value {
         "every": t.every,
         "cron": t.cron,
         "cwd": t.cwd,
-        "args": t.args,
+        "args": shown_args(&t.args),
         "prompt": t.prompt,
         "onFailure": t.on_failure,
         "paused": t.paused,
@@ -419,6 +451,22 @@ fn list_json(t: &Task) -> Value {
         "runs": s.runs,
         "skipped": s.skipped,
     })
+}
+
+/// A task's run flags as `list` shows them: the value of an `--api-key` stored by an older
+/// keel is `***`.
+fn shown_args(args: &[String]) -> Vec<String> {
+    let mut after_flag = false;
+    args.iter()
+        .map(|a| {
+            let hidden = std::mem::replace(&mut after_flag, a == "--api-key");
+            match a.strip_prefix("--api-key=") {
+                _ if hidden => "***".to_string(),
+                Some(_) => "--api-key=***".to_string(),
+                None => a.clone(),
+            }
+        })
+        .collect()
 }
 
 fn list_table(tasks: &[Task]) -> String {
@@ -450,6 +498,15 @@ fn list_table(tasks: &[Task]) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stored_api_key_is_never_listed() {
+        let args = words("--model m --api-key sk-1 --api-key=sk-2 --tools read");
+        assert_eq!(
+            shown_args(&args),
+            words("--model m --api-key *** --api-key=*** --tools read")
+        );
+    }
 
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_string).collect()

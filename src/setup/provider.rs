@@ -289,7 +289,7 @@ fn list_error(e: ListError, endpoint: &Endpoint) -> StartupError {
             } else {
                 err.hint(format!(
                     "most OpenAI-compatible servers serve under /v1: try {}/v1",
-                    endpoint.url.trim_end_matches('/')
+                    crate::kernel::url::redact_url(endpoint.url.trim_end_matches('/'))
                 ))
             }
         }

@@ -210,7 +210,7 @@ impl Call {
                 let msg = format!(
                     "{}: no response from {} within {}s",
                     self.who,
-                    self.url,
+                    crate::kernel::url::redact_url(&self.url),
                     self.idle.as_secs_f64()
                 );
                 let _ = self.tx.send(error("idle_timeout", msg, None)).await;
@@ -218,6 +218,7 @@ impl Call {
             }
             Ok(Err(e)) => {
                 let msg = format!("{}: cannot reach {}: {}", self.who, self.url, chain(&e));
+                let msg = crate::kernel::url::redact_url(&msg);
                 let _ = self.tx.send(error("connection", msg, None)).await;
                 return;
             }
@@ -392,6 +393,7 @@ pub fn path_has_v1(url: &str) -> bool {
 
 /// What to add to a 404: the URL tried and, when its path has no `/v1`, the likely cause.
 fn not_found_hint(method: &str, url: &str) -> String {
+    let url = &crate::kernel::url::redact_url(url);
     if path_has_v1(url) {
         format!(" ({method} {url})")
     } else {

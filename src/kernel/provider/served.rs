@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::http::{chain, read_capped, HttpOptions};
 use super::limits::{MAX_ERROR_BODY_BYTES, MAX_MODEL_LIST_BYTES};
+use crate::kernel::url::redact_url;
 
 /// Why the model list could not be had.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,10 +43,11 @@ pub async fn list_models(
     options: &HttpOptions,
 ) -> Result<Vec<String>, ListError> {
     let url = models_url(base_url);
+    // Printed in errors: never with the URL's credentials.
     let fail = |failure, detail: String| ListError {
-        url: url.clone(),
+        url: redact_url(&url),
         failure,
-        detail,
+        detail: redact_url(&detail),
     };
     let client = reqwest::Client::builder()
         .connect_timeout(options.connect_timeout)
