@@ -17,6 +17,7 @@ mod daemon;
 mod daemon_approvals;
 mod daemon_clients;
 mod daemon_mcp;
+mod daemon_parity;
 mod daemon_peer;
 mod daemon_sessions;
 mod daemon_support;

@@ -297,6 +297,7 @@ impl Add {
             );
         }
         let mut config = Vec::new();
+        let mut recorded = std::collections::BTreeMap::new();
         match crate::daemon::open::parse_args(&args) {
             Err(e) => usage.push(format!("the run's flags: {}", e.message)),
             Ok(cli) if !cli.prompt.is_empty() => usage.push(format!(
@@ -321,6 +322,7 @@ impl Add {
                 if !crate::setup::is_configured(&cli, &here) {
                     config.push("no model provider is configured for the run".to_string());
                 }
+                recorded = crate::setup::tool_env(&cli, &here).visible(&env.vars);
             }
         }
         if !usage.is_empty() {
@@ -346,6 +348,7 @@ impl Add {
             cwd,
             args,
             prompt,
+            env: recorded,
             on_failure: self.on_failure,
             paused: false,
             created: Local::now().to_rfc3339(),

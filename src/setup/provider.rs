@@ -51,8 +51,10 @@ pub async fn provider(cli: &Cli, env: &Env) -> Result<Arc<dyn Provider>, Startup
                     .hint("pass --script FILE (see fixtures/providers/ and the README)"),
             );
         };
-        super::require_regular_file(path, "the --script file")?;
-        let p = ScriptedProvider::load(path).map_err(StartupError::config)?;
+        // Relative to the session's directory: the client's, also in the daemon.
+        let path = env.cwd.join(path);
+        super::require_regular_file(&path, "the --script file")?;
+        let p = ScriptedProvider::load(&path).map_err(StartupError::config)?;
         return Ok(Arc::new(p));
     }
     let name = match named {
