@@ -44,6 +44,10 @@ pub struct Env {
     pub vars: std::collections::BTreeMap<String, String>,
     /// `$KEEL_RETRY_BASE_MS`: the first retry delay (tests make it short).
     pub retry_base_ms: Option<u64>,
+    /// The environment the session's tool processes start from when it is not this process's
+    /// own: in the daemon, the opening client's (a scheduled run: the one recorded when its
+    /// task was added). `None`: they inherit this process's environment.
+    pub tool_vars: Option<std::collections::BTreeMap<String, String>>,
 }
 
 impl Env {
@@ -82,6 +86,7 @@ impl Env {
             test_panic: var("KEEL_TEST_PANIC").is_some(),
             vars: std::env::vars().filter(|(_, v)| !v.is_empty()).collect(),
             retry_base_ms: var("KEEL_RETRY_BASE_MS").and_then(|v| v.parse().ok()),
+            tool_vars: None,
         })
     }
 }
@@ -137,6 +142,7 @@ mod tests {
             test_panic: false,
             vars: Default::default(),
             retry_base_ms: None,
+            tool_vars: None,
         }
     }
 

@@ -216,9 +216,10 @@ pub fn agent_config_with(
     };
     let mut append = Vec::new();
     for extra in &cli.append_system_prompt {
-        let path = Path::new(extra);
+        // A relative path is the session's directory's file (the client's, in the daemon).
+        let path = env.cwd.join(extra);
         let text = if path.is_file() {
-            std::fs::read_to_string(path).map_err(|e| {
+            std::fs::read_to_string(&path).map_err(|e| {
                 StartupError::config(format!("cannot read {}", path.display())).cause(e.to_string())
             })?
         } else {
@@ -252,12 +253,7 @@ pub fn agent_config_with(
         cwd: &env.cwd,
         date: today.get(..10).unwrap_or(&today),
     });
-    let tool_env = tool::ToolEnv::for_providers(
-        // A broken models.json fails in `provider`; the built-in names are scrubbed anyway.
-        &registry(env).unwrap_or_else(|_| Registry::builtin()),
-        cli.api_key.as_slice(),
-        &env.vars,
-    );
+    let tool_env = tool_env(cli, env).with_vars(env.tool_vars.clone());
     let (external_tools, mcp_warnings) = mcp::start(cli, env, mcp_allow, &tool_env, late)?;
     warnings.extend(mcp_warnings);
     let config = AgentConfig {
@@ -372,6 +368,17 @@ pub fn clamp_thinking(provider: &dyn Provider, config: &mut AgentConfig) -> Opti
     );
     config.thinking_level = thinking;
     Some(warning)
+}
+
+/// What tool processes must not see: every provider's key variable and any variable holding
+/// a secret of `cli` and `env` (`--api-key`, a models.json key, a key variable's value).
+pub fn tool_env(cli: &Cli, env: &Env) -> tool::ToolEnv {
+    tool::ToolEnv::for_providers(
+        // A broken models.json fails in `provider`; the built-in names are scrubbed anyway.
+        &registry(env).unwrap_or_else(|_| Registry::builtin()),
+        cli.api_key.as_slice(),
+        &env.vars,
+    )
 }
 
 pub fn session_dir(cli: &Cli, env: &Env) -> PathBuf {

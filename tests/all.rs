@@ -18,6 +18,7 @@ mod daemon_approvals;
 mod daemon_clients;
 mod daemon_dial;
 mod daemon_mcp;
+mod daemon_parity;
 mod daemon_peer;
 mod daemon_sessions;
 mod daemon_support;

@@ -20,6 +20,28 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `keel daemon run` on a socket in the sandbox and waits for its "listening" log.
     pub fn start(sb: &Sandbox, extra: &[&str]) -> Daemon {
+        Daemon::start_env(sb, extra, &[])
+    }
+
+    /// [`Daemon::start`] with `vars` added to the daemon's environment.
+    pub fn start_env(sb: &Sandbox, extra: &[&str], vars: &[(&str, &str)]) -> Daemon {
+        let (socket, args) = Daemon::args(sb, extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let mut cmd = sb.cmd(&args);
+        cmd.envs(vars.iter().copied());
+        Daemon::spawn(cmd, socket)
+    }
+
+    /// [`Daemon::start`] through `sh -c 'SETUP; exec keel …'` ([`Sandbox::cmd_after`]), for
+    /// process limits such as `ulimit -f`.
+    pub fn start_after(sb: &Sandbox, setup: &str, extra: &[&str]) -> Daemon {
+        let (socket, args) = Daemon::args(sb, extra);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Daemon::spawn(sb.cmd_after(setup, &args), socket)
+    }
+
+    /// The socket in the sandbox (its directory made private) and `daemon run`'s arguments.
+    fn args(sb: &Sandbox, extra: &[&str]) -> (PathBuf, Vec<String>) {
         let dir = sb.dir.path().join("run");
         std::fs::create_dir_all(&dir).unwrap();
         use std::os::unix::fs::PermissionsExt;
@@ -27,8 +49,12 @@ impl Daemon {
         let socket = dir.join("p1.sock");
         let mut args = vec!["daemon", "run", "--socket", socket.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let mut child = sb
-            .cmd(&args)
+        (socket.clone(), args.into_iter().map(String::from).collect())
+    }
+
+    /// Starts `cmd` (a `keel daemon run`) and waits for its "listening" log.
+    fn spawn(mut cmd: std::process::Command, socket: PathBuf) -> Daemon {
+        let mut child = cmd
             .env("KEEL_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -49,6 +49,7 @@ fn env_of(sb: &Sandbox) -> Env {
         test_panic: false,
         vars: Default::default(),
         retry_base_ms: None,
+        tool_vars: None,
     }
 }
 

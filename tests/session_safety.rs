@@ -29,6 +29,7 @@ fn env(cwd: &Path, home: &Path) -> Env {
         test_panic: false,
         vars: Default::default(),
         retry_base_ms: None,
+        tool_vars: None,
     }
 }
 

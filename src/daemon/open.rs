@@ -38,7 +38,8 @@ pub struct Opening {
     pub cwd: PathBuf,
     /// The flags, as a client would pass them (parsed with [`Cli`]).
     pub args: Vec<String>,
-    /// Variables laid over the daemon's (provider keys and URLs, `KEEL_*`).
+    /// The client's environment: laid over the daemon's variables, and the one its tools
+    /// run in (empty: the daemon's).
     pub env: BTreeMap<String, String>,
     /// A tool call that needs approval is blocked at once (no dialog).
     pub headless: bool,
@@ -213,15 +214,17 @@ fn result(id: &str, status: Option<&actor::Status>, created: bool, warnings: &[S
     v
 }
 
-/// The environment of a session: the daemon's, overlaid with what the client sent (provider
-/// keys and URLs, `KEEL_*`), in the client's directory.
+/// The environment of a session: the daemon's, overlaid with the client's, in the client's
+/// directory.
 fn session_env(shared: &Shared, cwd: &std::path::Path, sent: BTreeMap<String, String>) -> Env {
     let o = &shared.options;
     env_in(&o.vars, &o.keel_home, &o.temp_dir, cwd, sent)
 }
 
 /// The environment of a session in `cwd`: `base` variables overlaid with `sent` (non-empty
-/// ones), keel's test variables read from them, no terminal.
+/// ones), keel's test variables read from them, no terminal. `sent` is the client's whole
+/// environment, and its tools get exactly that (less secrets, see `ToolEnv`); an empty
+/// `sent` (a remote client, ACP in its own process) leaves them the daemon's.
 pub(crate) fn env_in(
     base: &BTreeMap<String, String>,
     keel_home: &std::path::Path,
@@ -229,6 +232,7 @@ pub(crate) fn env_in(
     cwd: &std::path::Path,
     sent: BTreeMap<String, String>,
 ) -> Env {
+    let tool_vars = (!sent.is_empty()).then(|| sent.clone());
     let mut vars = base.clone();
     vars.extend(sent.into_iter().filter(|(_, v)| !v.is_empty()));
     let var = |k: &str| vars.get(k).cloned();
@@ -246,11 +250,12 @@ pub(crate) fn env_in(
         test_panic: false,
         retry_base_ms: var("KEEL_RETRY_BASE_MS").and_then(|v| v.parse().ok()),
         vars,
+        tool_vars,
     }
 }
 
 /// The live session the flags name, if the daemon holds it: `--resume ID` / `--session-id
-/// ID` / `--session ID` by id, `--session PATH` and `--continue` by file.
+/// ID` / `--session ID` by id, `--session PATH`, `--resume PATH` and `--continue` by file.
 async fn find_live(
     sessions: &std::collections::HashMap<String, actor::SessionHandle>,
     cli: &Cli,
@@ -259,7 +264,7 @@ async fn find_live(
     let by_id = cli
         .resume
         .as_deref()
-        .filter(|r| !r.is_empty())
+        .filter(|r| !r.is_empty() && !looks_like_path(r))
         .or(cli.session_id.as_deref())
         .or(cli.session.as_deref().filter(|s| !looks_like_path(s)));
     if let Some(q) = by_id {
@@ -271,7 +276,8 @@ async fn find_live(
             return Some(((*id).clone(), (*h).clone()));
         }
     }
-    let file = match (&cli.session, cli.continue_) {
+    let path = cli.session.as_deref().or(cli.resume.as_deref());
+    let file = match (path, cli.continue_) {
         (Some(p), _) if looks_like_path(p) => Some(env.cwd.join(p)),
         (None, true) => {
             let dir = crate::setup::session_dir(cli, env);

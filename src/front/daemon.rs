@@ -494,17 +494,12 @@ pub fn open_params_for(
 }
 
 /// `session/open`'s params for a client started with `args` in `env`: its directory, its
-/// session flags and the variables a session reads (provider keys and URLs, `KEEL_*`).
+/// session flags and its whole environment (the session reads its provider keys, URLs and
+/// `KEEL_*` variables; its tools run in it, less the provider keys, as they would here).
+/// Relative paths in `args` stay relative: the session resolves them from `cwd`, as this
+/// process would.
 pub fn open_params(env: &Env, args: Vec<String>, headless: bool) -> Value {
-    let vars: serde_json::Map<String, Value> = env
-        .vars
-        .iter()
-        .filter(|(k, _)| {
-            k.starts_with("KEEL_") || k.ends_with("_API_KEY") || k.ends_with("_BASE_URL")
-        })
-        .map(|(k, v)| (k.clone(), json!(v)))
-        .collect();
-    json!({"cwd": env.cwd, "args": args, "env": vars, "headless": headless})
+    json!({"cwd": env.cwd, "args": args, "env": env.vars, "headless": headless})
 }
 
 #[cfg(test)]

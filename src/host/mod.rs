@@ -41,7 +41,7 @@ use crate::host::models::Models;
 use crate::kernel::abort::AbortController;
 use crate::kernel::agent::AgentConfig;
 use crate::kernel::clock::Clock;
-use crate::kernel::event::{ApprovalDecision, Event, EventPayload};
+use crate::kernel::event::{ApprovalDecision, Event, EventPayload, RunOutcome};
 use crate::kernel::session::Store;
 use crate::prompts::{self, Template};
 use crate::wire::events::{stream_events, WireEvent};
@@ -396,6 +396,8 @@ impl Host {
 
     fn on_event(&mut self, ev: &Event) {
         self.live.recorder.apply(ev);
+        let failed = self.write_failed(ev);
+        let ev = failed.as_ref().unwrap_or(ev);
         self.in_flight.observe(ev);
         self.report_write_fault();
         if let EventPayload::ApprovalRequested {
@@ -437,6 +439,30 @@ impl Host {
             self.approvals.close_all();
             self.open_dialogs.clear();
         }
+    }
+
+    /// A run that settles while its session cannot be saved (its last entries, the final
+    /// sync) failed with `session_write`, whatever the kernel concluded before the recorder
+    /// here met the failure: the `agent_settled` event to publish instead of `ev`. Print and
+    /// JSON runs in this process conclude the same way (`app.rs`).
+    fn write_failed(&self, ev: &Event) -> Option<Event> {
+        let EventPayload::AgentSettled { outcome, .. } = &ev.payload else {
+            return None;
+        };
+        let kind = crate::kernel::recorder::SESSION_WRITE;
+        if matches!(outcome, RunOutcome::Failed { kind: k, .. } if k == kind) {
+            return None;
+        }
+        let message = self.live.recorder.health().fault()?;
+        let mut failed = ev.clone();
+        failed.payload = EventPayload::AgentSettled {
+            aborted: false,
+            outcome: RunOutcome::Failed {
+                kind: kind.into(),
+                message,
+            },
+        };
+        Some(failed)
     }
 
     /// Tells clients (a `notify`) when the session starts or stops failing to save.

@@ -310,13 +310,14 @@ impl Add {
                     .into(),
             );
         }
+        let mut recorded = std::collections::BTreeMap::new();
         match parsed {
             Err(e) => usage.push(format!("the run's flags: {}", e.message)),
             Ok(cli) if !cli.prompt.is_empty() => usage.push(format!(
                 "the prompt goes after `--` (found {:?} among the flags)",
                 cli.prompt.join(" ")
             )),
-            Ok(cli) => run_flag_problems(&cli, env, &cwd, &mut usage, &mut config),
+            Ok(cli) => recorded = run_flag_problems(&cli, env, &cwd, &mut usage, &mut config),
         }
         if !usage.is_empty() {
             let e = problems(
@@ -345,6 +346,7 @@ impl Add {
             cwd,
             args,
             prompt,
+            env: recorded,
             on_failure: self.on_failure,
             paused: false,
             created: Local::now().to_rfc3339(),
@@ -359,14 +361,15 @@ const API_KEY_HINT: &str = "the run takes its key from the daemon's environment 
      $KEEL_HOME/models.json (apiKeyEnv or apiKey)";
 
 /// What is wrong with a task's parsed run flags: client-only flags (usage) or no provider
-/// configured for the run in `cwd` (configuration).
+/// configured for the run in `cwd` (configuration). Returns the environment the run's tools will
+/// get (this client's, less the secret variables), recorded with the task.
 fn run_flag_problems(
     cli: &crate::cli::Cli,
     env: &Env,
     cwd: &Path,
     usage: &mut Vec<String>,
     config: &mut Vec<String>,
-) {
+) -> std::collections::BTreeMap<String, String> {
     let client_only = cli.print
         || cli.mode.is_some()
         || cli.json
@@ -384,6 +387,7 @@ fn run_flag_problems(
     if !crate::setup::is_configured(cli, &here) {
         config.push("no model provider is configured for the run".to_string());
     }
+    crate::setup::tool_env(cli, &here).visible(&env.vars)
 }
 
 fn problems(mut e: StartupError, list: Vec<String>) -> StartupError {

@@ -136,6 +136,7 @@ mod tests {
             cwd: "/tmp".into(),
             args: Vec::new(),
             prompt: "p".into(),
+            env: Default::default(),
             on_failure: None,
             paused: false,
             created: created.into(),

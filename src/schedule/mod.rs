@@ -45,6 +45,11 @@ pub struct Task {
     #[serde(default)]
     pub args: Vec<String>,
     pub prompt: String,
+    /// The environment of the run (its tools get exactly it): the one `keel schedule add` ran
+    /// in, less the provider keys and every variable holding a secret, which are never
+    /// stored. Empty (a task added by an older keel): the daemon's.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub env: std::collections::BTreeMap<String, String>,
     /// A shell command run (`sh -c`, in `cwd`) after a run whose outcome is not success.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub on_failure: Option<String>,
@@ -323,6 +328,7 @@ mod tests {
             cwd: "/tmp".into(),
             args: vec!["--provider".into(), "scripted".into()],
             prompt: "hi".into(),
+            env: Default::default(),
             on_failure: None,
             paused: false,
             created: "2026-01-01T00:00:00+00:00".into(),

@@ -4,7 +4,7 @@
 //! outcome in the store, runs `--on-failure` and sends `daemon/notice` when it was not a
 //! success. The clock is injected ([`Clock`]); nothing here writes to stdout.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -298,7 +298,7 @@ async fn launch(shared: &Arc<Shared>, task: Task, at: DateTime<Local>) -> Result
     let opening = Opening {
         cwd: task.cwd.clone(),
         args: run_args(&task),
-        env: BTreeMap::new(),
+        env: task.env.clone(),
         headless: false,
         unattended: true,
     };
@@ -614,6 +614,7 @@ mod tests {
             cwd: "/tmp".into(),
             args: Vec::new(),
             prompt: "p".into(),
+            env: Default::default(),
             on_failure: None,
             paused: false,
             created: created.to_rfc3339(),

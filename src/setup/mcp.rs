@@ -58,7 +58,8 @@ pub fn start(
     let tools = McpTools::start(Start {
         servers: loaded.servers,
         cwd: env.cwd.clone(),
-        vars: env.vars.clone(),
+        // A daemon session's servers get the session's environment, as its other tools do.
+        vars: env.tool_vars.clone().unwrap_or_else(|| env.vars.clone()),
         log_dir: env.keel_home.join("logs"),
         wait_budget: WAIT_BUDGET,
         allow,

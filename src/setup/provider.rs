@@ -61,8 +61,10 @@ pub async fn start(
                     .hint("pass --script FILE (see fixtures/providers/ and the README)"),
             );
         };
-        super::require_regular_file(path, "the --script file")?;
-        let p = ScriptedProvider::load(path).map_err(StartupError::config)?;
+        // Relative to the session's directory: the client's, also in the daemon.
+        let path = env.cwd.join(path);
+        super::require_regular_file(&path, "the --script file")?;
+        let p = ScriptedProvider::load(&path).map_err(StartupError::config)?;
         return Ok((Arc::new(p), None));
     }
     let name = match named {

@@ -1,5 +1,5 @@
-//! `ToolEnv`: what the processes keel's tools start inherit (the environment minus provider
-//! credentials) and what they leave behind (the private spill directory, the process groups of
+//! `ToolEnv`: the environment the processes keel's tools start get (this process's, or the
+//! session's own in the daemon, minus provider credentials) and what they leave behind (the private spill directory, the process groups of
 //! background children), cleaned up when the last clone is dropped. Owns only that; it never
 //! reads the process environment (the caller hands it the names to remove).
 
@@ -21,6 +21,10 @@ use crate::kernel::provider::model::Registry;
 pub struct ToolEnv {
     /// Names of environment variables removed from every tool process.
     pub scrub_env: Vec<String>,
+    /// The session's environment, when it is not this process's (a daemon session: the
+    /// opening client's): tool processes get exactly it, less `scrub_env`. `None`: they
+    /// inherit this process's environment, less `scrub_env`.
+    vars: Option<Arc<BTreeMap<String, String>>>,
     leftovers: Arc<Leftovers>,
 }
 
@@ -36,8 +40,24 @@ impl ToolEnv {
     pub fn new(scrub_env: Vec<String>) -> Self {
         ToolEnv {
             scrub_env,
+            vars: None,
             leftovers: Arc::new(Leftovers::default()),
         }
+    }
+
+    /// Tool processes start from `vars` (less the scrubbed variables) instead of inheriting
+    /// this process's environment; `None` keeps inheriting.
+    pub fn with_vars(mut self, vars: Option<BTreeMap<String, String>>) -> Self {
+        self.vars = vars.map(Arc::new);
+        self
+    }
+
+    /// `vars` without the variables this scrubs: what may be kept, e.g. in a scheduled task.
+    pub fn visible(&self, vars: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+        vars.iter()
+            .filter(|(k, _)| !self.scrub_env.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     }
 
     /// Scrubs every provider's key variable (built in and models.json `apiKeyEnv`), and every
@@ -67,8 +87,12 @@ impl ToolEnv {
         ToolEnv::new(names)
     }
 
-    /// Removes the scrubbed variables from a command about to be spawned.
+    /// Gives a command about to be spawned the session's environment (when it has its own)
+    /// and removes the scrubbed variables.
     pub(crate) fn apply(&self, cmd: &mut tokio::process::Command) {
+        if let Some(vars) = &self.vars {
+            cmd.env_clear().envs(vars.iter());
+        }
         for name in &self.scrub_env {
             cmd.env_remove(name);
         }
