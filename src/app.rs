@@ -236,10 +236,10 @@ fn init_logging(env: &Env, tui: bool) {
         false => format!("{},rmcp=off", env.log_filter),
     };
     // Below info, async-nats logs its server's address in Debug form, the journal URL's
-    // password included: keel's logs never show a password.
-    let verbose = ["debug", "trace"]
-        .iter()
-        .any(|l| filter.to_lowercase().contains(l));
+    // password included: keel's logs never show a password (unless async_nats is asked for).
+    let verbose = filter
+        .split(',')
+        .any(|d| matches!(d.trim().to_lowercase().as_str(), "debug" | "trace"));
     if verbose && !filter.contains("async_nats") {
         filter.push_str(",async_nats=info");
     }

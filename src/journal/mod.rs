@@ -249,6 +249,7 @@ pub fn status_line(j: &Value) -> String {
         j["dropped"],
     );
     if let Some(e) = j["lastError"].as_str() {
+        let e = crate::kernel::url::redact_url(e);
         line.push_str(&format!(" (last error: {e})"));
     }
     line.push('\n');
