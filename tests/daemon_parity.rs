@@ -155,9 +155,9 @@ fn env_project(sb: &Sandbox) -> (PathBuf, String) {
     (script, path)
 }
 
-/// The client's environment: FOO, a PATH with `bin/`, a provider key.
-fn as_client(c: &mut Command, path: &str, foo: &str) {
-    c.env("FOO", foo)
+/// The client's environment: FOO=`value`, a PATH with `bin/`, a provider key.
+fn as_client(c: &mut Command, path: &str, value: &str) {
+    c.env("FOO", value)
         .env("PATH", path)
         .env("OPENAI_API_KEY", "sk-client-secret");
 }
