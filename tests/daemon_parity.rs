@@ -220,6 +220,61 @@ fn daemon_tools_run_in_the_opening_clients_environment_less_its_keys() {
     assert_eq!(seen[0], seen[1], "in-process and through the daemon");
 }
 
+/// The output of the user's shell command (RPC `bash`, the TUI's `!cmd`) run in an RPC-mode
+/// keel started with `args` in the client's environment.
+fn user_command_output(sb: &Sandbox, args: &[&str], path: &str) -> String {
+    use std::io::Write;
+    let mut c = sb.cmd(args);
+    as_client(&mut c, path, "client");
+    let mut child = c
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let command = "echo FOO=$FOO KEY=${OPENAI_API_KEY:-none} ONLY=${DAEMON_ONLY:-unset}; mine";
+    let line = json!({"id": "b", "type": "bash", "command": command});
+    stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let lines = crate::support::read_until(&mut stdout, r#""id":"b","type":"response""#);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let response: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    response["data"]["output"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{response}"))
+        .to_string()
+}
+
+/// Regression: the user's own shell commands in a daemon session ran in the daemon's
+/// environment too.
+#[test]
+fn the_users_shell_commands_in_a_daemon_session_run_in_the_clients_environment() {
+    let sb = Sandbox::new();
+    let (_, path) = env_project(&sb);
+    let d = Daemon::start_env(
+        &sb,
+        &["--idle-exit", "0"],
+        &[("FOO", "daemon"), ("DAEMON_ONLY", "1")],
+    );
+    let socket = d.socket.display().to_string();
+    let hello = fixture("hello.json");
+    let local = [
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "scripted",
+        "--script",
+        &hello,
+    ];
+    let remote = [&local[..], &["--daemon", "--socket", &socket]].concat();
+    let expected = "FOO=client KEY=none ONLY=unset\nMINE-RAN\n";
+    assert_eq!(user_command_output(&sb, &remote, &path), expected);
+    assert_eq!(user_command_output(&sb, &local, &path), expected);
+}
+
 /// The `--json` result line and the tool output of the last settled run of task `name`, once
 /// its state in schedules.json says it settled (polled, with a deadline).
 fn task_settled(sb: &Sandbox, name: &str) -> Value {
