@@ -229,6 +229,26 @@ mod tests {
     }
 
     #[test]
+    fn a_session_environment_is_kept_and_given_to_tools_without_its_secrets() {
+        let v = vars(&[
+            ("OPENAI_API_KEY", "sk-1"),
+            ("ALIAS", "sk-1"),
+            ("PATH", "/c"),
+        ]);
+        let env = ToolEnv::for_providers(&Registry::builtin(), &[], &v);
+        assert_eq!(env.visible(&v), vars(&[("PATH", "/c")]));
+        let mut cmd = tokio::process::Command::new("true");
+        env.with_vars(Some(v)).apply(&mut cmd);
+        let set: Vec<_> = cmd
+            .as_std()
+            .get_envs()
+            .filter(|(_, v)| v.is_some())
+            .map(|(k, _)| k.to_string_lossy().to_string())
+            .collect();
+        assert_eq!(set, ["PATH"]);
+    }
+
+    #[test]
     fn spill_dir_is_private_created_once_and_removed_with_the_last_clone() {
         let root = tempfile::tempdir().unwrap();
         let env = ToolEnv::default();
