@@ -451,3 +451,23 @@ fn a_save_failure_ends_an_interactive_daemon_run_as_failed_with_session_write() 
     let events = c.events_until("agent_settled");
     assert_write_failed(&events.last().unwrap().1);
 }
+
+/// Regression: a JSON run through the daemon took its verdict from `agent_settled`, so a save
+/// failure the daemon met after the kernel settled ended it as a success.
+#[test]
+fn a_save_failure_ends_a_json_run_through_the_daemon_as_failed_with_session_write() {
+    let sb = Sandbox::new();
+    let d = Daemon::start_after(&sb, FULL_DISK, &["--idle-exit", "0"]);
+    let mut args = vec!["--json".to_string(), "--daemon".into(), "--socket".into()];
+    args.push(d.socket.display().to_string());
+    args.extend(long_answer(&sb));
+    args.push("hi".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = sb.run(&args);
+    assert_eq!(run.code, 1, "{run}");
+    let lines = run.stdout_lines();
+    let settled = lines.iter().find(|v| v["type"] == "agent_settled").unwrap();
+    assert_write_failed(settled);
+    let result = lines.last().unwrap();
+    assert_eq!(result["error"]["kind"], "session_write", "{result}");
+}
