@@ -1,7 +1,8 @@
 //! `ToolEnv`: the environment the processes keel's tools start get (this process's, or the
-//! session's own in the daemon, minus provider credentials) and what they leave behind (the private spill directory, the process groups of
-//! background children), cleaned up when the last clone is dropped. Owns only that; it never
-//! reads the process environment (the caller hands it the names to remove).
+//! session's own in the daemon, minus provider credentials) and what they leave behind (the
+//! private spill directory, the process groups of background children), cleaned up when the
+//! last clone is dropped. Owns only that; it never reads the process environment (the caller
+//! hands it the names to remove and the session's variables).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
