@@ -220,6 +220,61 @@ fn daemon_tools_run_in_the_opening_clients_environment_less_its_keys() {
     assert_eq!(seen[0], seen[1], "in-process and through the daemon");
 }
 
+/// The output of the user's shell command (RPC `bash`, the TUI's `!cmd`) run in an RPC-mode
+/// keel started with `args` in the client's environment.
+fn user_command_output(sb: &Sandbox, args: &[&str], path: &str) -> String {
+    use std::io::Write;
+    let mut c = sb.cmd(args);
+    as_client(&mut c, path, "client");
+    let mut child = c
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let command = "echo FOO=$FOO KEY=${OPENAI_API_KEY:-none} ONLY=${DAEMON_ONLY:-unset}; mine";
+    let line = json!({"id": "b", "type": "bash", "command": command});
+    stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let lines = crate::support::read_until(&mut stdout, r#""id":"b","type":"response""#);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let response: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    response["data"]["output"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{response}"))
+        .to_string()
+}
+
+/// Regression: the user's own shell commands in a daemon session ran in the daemon's
+/// environment too.
+#[test]
+fn the_users_shell_commands_in_a_daemon_session_run_in_the_clients_environment() {
+    let sb = Sandbox::new();
+    let (_, path) = env_project(&sb);
+    let d = Daemon::start_env(
+        &sb,
+        &["--idle-exit", "0"],
+        &[("FOO", "daemon"), ("DAEMON_ONLY", "1")],
+    );
+    let socket = d.socket.display().to_string();
+    let hello = fixture("hello.json");
+    let local = [
+        "--mode",
+        "rpc",
+        "--no-session",
+        "--provider",
+        "scripted",
+        "--script",
+        &hello,
+    ];
+    let remote = [&local[..], &["--daemon", "--socket", &socket]].concat();
+    let expected = "FOO=client KEY=none ONLY=unset\nMINE-RAN\n";
+    assert_eq!(user_command_output(&sb, &remote, &path), expected);
+    assert_eq!(user_command_output(&sb, &local, &path), expected);
+}
+
 /// The `--json` result line and the tool output of the last settled run of task `name`, once
 /// its state in schedules.json says it settled (polled, with a deadline).
 fn task_settled(sb: &Sandbox, name: &str) -> Value {
@@ -395,4 +450,24 @@ fn a_save_failure_ends_an_interactive_daemon_run_as_failed_with_session_write() 
     assert_eq!(r["result"]["disposition"], "started", "{r}");
     let events = c.events_until("agent_settled");
     assert_write_failed(&events.last().unwrap().1);
+}
+
+/// Regression: a JSON run through the daemon took its verdict from `agent_settled`, so a save
+/// failure the daemon met after the kernel settled ended it as a success.
+#[test]
+fn a_save_failure_ends_a_json_run_through_the_daemon_as_failed_with_session_write() {
+    let sb = Sandbox::new();
+    let d = Daemon::start_after(&sb, FULL_DISK, &["--idle-exit", "0"]);
+    let mut args = vec!["--json".to_string(), "--daemon".into(), "--socket".into()];
+    args.push(d.socket.display().to_string());
+    args.extend(long_answer(&sb));
+    args.push("hi".into());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = sb.run(&args);
+    assert_eq!(run.code, 1, "{run}");
+    let lines = run.stdout_lines();
+    let settled = lines.iter().find(|v| v["type"] == "agent_settled").unwrap();
+    assert_write_failed(settled);
+    let result = lines.last().unwrap();
+    assert_eq!(result["error"]["kind"], "session_write", "{result}");
 }

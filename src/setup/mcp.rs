@@ -34,7 +34,9 @@ pub fn load(cli: &Cli, env: &Env) -> Result<config::Loaded, StartupError> {
             );
         }
     }
-    config::load(&sources(cli, env), &env.keel_home, &env.cwd, &env.vars).map_err(|e| {
+    // `${VAR}` expands from the session's environment (a daemon session's: the client's).
+    let vars = env.tool_vars.as_ref().unwrap_or(&env.vars);
+    config::load(&sources(cli, env), &env.keel_home, &env.cwd, vars).map_err(|e| {
         StartupError::config(e).hint("see README, \"MCP servers\", for the file's shape")
     })
 }

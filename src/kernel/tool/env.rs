@@ -1,7 +1,8 @@
 //! `ToolEnv`: the environment the processes keel's tools start get (this process's, or the
-//! session's own in the daemon, minus provider credentials) and what they leave behind (the private spill directory, the process groups of
-//! background children), cleaned up when the last clone is dropped. Owns only that; it never
-//! reads the process environment (the caller hands it the names to remove).
+//! session's own in the daemon, minus provider credentials) and what they leave behind (the
+//! private spill directory, the process groups of background children), cleaned up when the
+//! last clone is dropped. Owns only that; it never reads the process environment (the caller
+//! hands it the names to remove and the session's variables).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -226,6 +227,26 @@ mod tests {
         }
         assert!(!env.scrub_env.iter().any(|n| n == "PATH"));
         assert!(!env.scrub_env.iter().any(|n| n == "EMPTY_MATCH"));
+    }
+
+    #[test]
+    fn a_session_environment_is_kept_and_given_to_tools_without_its_secrets() {
+        let v = vars(&[
+            ("OPENAI_API_KEY", "sk-1"),
+            ("ALIAS", "sk-1"),
+            ("PATH", "/c"),
+        ]);
+        let env = ToolEnv::for_providers(&Registry::builtin(), &[], &v);
+        assert_eq!(env.visible(&v), vars(&[("PATH", "/c")]));
+        let mut cmd = tokio::process::Command::new("true");
+        env.with_vars(Some(v)).apply(&mut cmd);
+        let set: Vec<_> = cmd
+            .as_std()
+            .get_envs()
+            .filter(|(_, v)| v.is_some())
+            .map(|(k, _)| k.to_string_lossy().to_string())
+            .collect();
+        assert_eq!(set, ["PATH"]);
     }
 
     #[test]
