@@ -77,6 +77,7 @@ pub fn host_setup_with(
         warnings,
         skills,
         late_warnings: Some(late_rx),
+        open_args: Vec::new(),
     })
 }
 

@@ -20,6 +20,11 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `keel daemon run` on a socket in the sandbox and waits for its "listening" log.
     pub fn start(sb: &Sandbox, extra: &[&str]) -> Daemon {
+        Daemon::start_with(sb, extra, &[])
+    }
+
+    /// [`Daemon::start`] with these variables set too (e.g. another `KEEL_TEST_CLOCK`).
+    pub fn start_with(sb: &Sandbox, extra: &[&str], vars: &[(&str, &str)]) -> Daemon {
         let dir = sb.dir.path().join("run");
         std::fs::create_dir_all(&dir).unwrap();
         use std::os::unix::fs::PermissionsExt;
@@ -27,8 +32,9 @@ impl Daemon {
         let socket = dir.join("p1.sock");
         let mut args = vec!["daemon", "run", "--socket", socket.to_str().unwrap()];
         args.extend_from_slice(extra);
-        let mut child = sb
-            .cmd(&args)
+        let mut cmd = sb.cmd(&args);
+        cmd.envs(vars.iter().copied());
+        let mut child = cmd
             .env("KEEL_LOG", "info")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
