@@ -11,6 +11,10 @@ use serde_json::Value;
 use super::{edit, str_arg, Files, ToolOutput};
 use crate::kernel::abort::AbortSignal;
 
+/// The largest diff a preview carries (it travels in one event line to every client); a
+/// larger change is previewed by its kind and size only.
+pub const MAX_PREVIEW_BYTES: usize = 1 << 20;
+
 /// What a call would change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -49,6 +53,24 @@ pub async fn preview(
     abort: &AbortSignal,
 ) -> Option<Preview> {
     let path = str_arg(args, "path").ok()?.to_string();
+    let mut p = of(name, args, cwd, files, abort, path).await?;
+    if let Some(diff) = p.diff.take_if(|d| d.len() > MAX_PREVIEW_BYTES) {
+        p.error = Some(format!(
+            "the diff is too large to show ({} bytes)",
+            diff.len()
+        ));
+    }
+    Some(p)
+}
+
+async fn of(
+    name: &str,
+    args: &Value,
+    cwd: &Path,
+    files: &Files,
+    abort: &AbortSignal,
+    path: String,
+) -> Option<Preview> {
     match name {
         "edit" => Some(match edit::plan(args, cwd, files, abort).await {
             Ok(p) => Preview {
@@ -185,5 +207,18 @@ mod tests {
             .unwrap();
         assert!(p.diff.is_none());
         assert!(p.error.unwrap().contains("Could not find the text"));
+    }
+
+    #[tokio::test]
+    async fn a_diff_too_large_for_an_event_line_is_left_out() {
+        let d = tempfile::tempdir().unwrap();
+        let c = ctx(d.path());
+        let big = "x\n".repeat(MAX_PREVIEW_BYTES);
+        let args = json!({"path": "big.txt", "content": big});
+        let p = preview("write", &args, &c.cwd, &c.files, &c.abort)
+            .await
+            .unwrap();
+        assert_eq!((p.change, p.diff), (Change::Create, None));
+        assert!(p.error.unwrap().contains("too large to show"));
     }
 }

@@ -118,12 +118,10 @@ fn preview_rows(p: &Preview, snippet: Vec<Line<'static>>) -> Vec<Line<'static>> 
     let mut rows = vec![Line::styled(what, yellow())];
     match (&p.diff, &p.error) {
         (Some(diff), _) => rows.extend(tool_cell::diff_rows(diff, usize::MAX).unwrap_or_default()),
-        // An edit that would fail as the file is now: the call's own texts follow.
+        // An edit that would fail as the file is now (or too large a diff): the call's own
+        // texts follow.
         (None, Some(e)) if p.change == Change::Edit => {
-            rows.push(Line::styled(
-                format!("as the file is now, this edit fails: {e}"),
-                yellow(),
-            ));
+            rows.push(Line::styled(format!("as the file is now: {e}"), yellow()));
             rows.extend(snippet);
         }
         (None, Some(e)) => rows.push(Line::styled(format!("cannot show the change: {e}"), dim())),
