@@ -79,7 +79,8 @@ fn an_attach_window_outlives_its_daemon_and_answers_the_next_prompt() {
     assert_eq!(d.wait(), 128 + 9);
     w.wait_for("the disconnected state, no spinner or timer", |t| {
         t.contains("connection to the keel daemon was lost")
-            && t.contains("disconnected")
+            && t.contains("disconnected from the keel daemon")
+            && t.contains("daemon connection lost · Enter reconnects")
             && !t.contains("Working… ")
     });
     w.send("again");

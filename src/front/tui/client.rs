@@ -364,6 +364,8 @@ impl Client {
                 self.view.transcript.shell_refused();
                 self.view.notice(HistoryCell::Error(e));
             }
+            // A refresh sent before the connection was lost must not hide that it was.
+            Back::Place(_) if self.daemon.as_ref().is_some_and(|d| d.lost) => return false,
             Back::Place(text) => {
                 let changed = self.view.place.as_deref() != Some(text.as_str());
                 self.view.place = Some(text);
