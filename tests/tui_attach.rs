@@ -23,6 +23,34 @@ impl Drop for Spawned {
     }
 }
 
+/// Whatever daemon answers on `socket` (one the client under test spawned) is killed by pid
+/// on drop, unless it is `old`: also when the test fails before it learnt that pid.
+struct AnswersOn<'a> {
+    socket: &'a std::path::Path,
+    home: std::path::PathBuf,
+    old: i32,
+}
+
+impl AnswersOn<'_> {
+    /// `keel daemon status --json` of the daemon on the socket.
+    fn status(&self) -> Value {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+            .args(["daemon", "status", "--json", "--socket"])
+            .arg(self.socket)
+            .env("KEEL_HOME", &self.home)
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    }
+}
+
+impl Drop for AnswersOn<'_> {
+    fn drop(&mut self) {
+        let pid = self.status()["pid"].as_i64().map(|p| p as i32);
+        let _new = Spawned(pid.filter(|p| *p != self.old));
+    }
+}
+
 /// Writes `turns` as a scripted provider's script; its path.
 fn script(sb: &Sandbox, name: &str, turns: Value) -> String {
     let path = sb.dir.path().join(name);
@@ -77,6 +105,11 @@ fn an_attach_window_outlives_its_daemon_and_answers_the_next_prompt() {
     )
     .unwrap();
     assert_eq!(d.wait(), 128 + 9);
+    let guard = AnswersOn {
+        socket: &socket,
+        home: sb.home(),
+        old,
+    };
     w.wait_for("the disconnected state, no spinner or timer", |t| {
         t.contains("connection to the keel daemon was lost")
             && t.contains("disconnected from the keel daemon")
@@ -88,14 +121,7 @@ fn an_attach_window_outlives_its_daemon_and_answers_the_next_prompt() {
     w.wait_for("the prompt answered in a new daemon", |t| {
         t.contains("Answered after the restart.")
     });
-    let status = std::process::Command::new(keel)
-        .args(["daemon", "status", "--json", "--socket"])
-        .arg(&socket)
-        .env("KEEL_HOME", sb.home())
-        .output()
-        .unwrap();
-    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
-    let _new = Spawned(status["pid"].as_i64().map(|p| p as i32));
+    let status = guard.status();
     assert_ne!(status["pid"].as_i64(), Some(i64::from(old)));
     assert_eq!(status["sessions"][0]["sessionId"], "att", "{status}");
     let text = w.text();
