@@ -148,6 +148,18 @@ impl View {
         if let Some(cell) = t.exploring() {
             rows.extend(cell.lines(width, self.layout));
         }
+        rows.extend(self.running_rows(width));
+        if let Some(row) = self.status_row() {
+            rows.push(row);
+        }
+        rows.extend(self.queue_rows(w));
+        rows
+    }
+
+    /// The running tool calls and the `!cmd` running, each with its time so far.
+    fn running_rows(&self, width: u16) -> Vec<Line<'static>> {
+        let t = &self.transcript;
+        let mut rows = Vec::new();
         // Disconnected: the timers stop where the connection was lost.
         let now = self
             .disconnected
@@ -190,10 +202,6 @@ impl View {
             };
             rows.extend(tool_cell::lines(&view, width));
         }
-        if let Some(row) = self.status_row() {
-            rows.push(row);
-        }
-        rows.extend(self.queue_rows(w));
         rows
     }
 
