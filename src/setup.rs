@@ -90,6 +90,7 @@ fn host_setup_at(
         warnings,
         skills,
         late_warnings: Some(late_rx),
+        open_args: Vec::new(),
     })
 }
 

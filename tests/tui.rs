@@ -376,6 +376,7 @@ fn approval_feed() -> Feed {
         call_id: "call_1".into(),
         tool_name: "bash".into(),
         args: json!({"command": "rm -rf target/"}),
+        preview: None,
     });
     f
 }
@@ -584,6 +585,7 @@ fn approval_keys_allow_once_always_or_deny() {
             call_id: "call_2".into(),
             tool_name: "bash".into(),
             args: json!({"command": "ls"}),
+            preview: None,
         },
     });
     assert_eq!(

@@ -34,7 +34,7 @@ fn joined(screen: &str) -> String {
 fn help_keeps_one_row_per_command() {
     let mut f = Feed::new();
     f.view
-        .notice(HistoryCell::Notice(keel::front::tui::help_text()));
+        .notice(HistoryCell::Notice(keel::front::tui::help_text(false)));
     let screen = f.screen(100, 40);
     for (c, _) in COMMANDS {
         let start = format!("  /{c} ");
@@ -400,6 +400,7 @@ fn approval_view(tool: &str, args: serde_json::Value) -> Feed {
         call_id: "call_1".into(),
         tool_name: tool.into(),
         args,
+        preview: None,
     });
     f
 }

@@ -27,6 +27,7 @@ fn live(
         cwd: cwd.to_string(),
         age_ms,
         clients,
+        first_prompt: None,
     }
 }
 
@@ -230,4 +231,70 @@ fn sigterm_in_the_picker_puts_the_terminal_back_and_exits_143() {
     );
     assert!(!w.parser.screen().bracketed_paste());
     assert!(child.wait().unwrap().success());
+}
+
+/// The picker said nothing of what a session is about: it shows the name, else the first
+/// prompt (cut to fit), with the cwd at the right.
+#[test]
+fn the_picker_shows_a_name_else_the_first_prompt() {
+    let mut unnamed = live(
+        "7f3a9c21-4b6e-4d0a-9e55-0c1d2e3f4a5b",
+        "running",
+        None,
+        "/home/me/src/keel",
+        60_000,
+        1,
+    );
+    unnamed.first_prompt =
+        Some("please look at the flaky test in the loader and tell me why it fails".into());
+    let named = live(
+        "0c1d2e3f-aaaa-4bbb-8ccc-123456789abc",
+        "idle",
+        Some("Refactor the kernel"),
+        "/home/me/src/keel",
+        3 * 60_000,
+        0,
+    );
+    let p = LivePicker::new(vec![unnamed, named], Some("/home/me"));
+    let mut out = screen(&p, 80, 5);
+    out.push_str(&screen(&p, 48, 5));
+    snap("live_picker_first_prompt", &out);
+    assert!(out.contains("please look at the flaky test"), "{out}");
+}
+
+/// `keel ps` showed only a name (most sessions have none), in columns that a long or wide
+/// name pushed out of line: the name, else the first prompt cut to fit, in aligned columns.
+#[test]
+fn keel_ps_table_shows_a_name_else_the_first_prompt_in_aligned_columns() {
+    let status = json!({"sessions": [
+        {"sessionId": "0c1d2e3f-aaaa-4bbb-8ccc-123456789abc", "state": "idle", "clients": 0,
+         "ageMs": 180_000, "name": "日本語のドキュメント", "cwd": "/home/me/src/keel",
+         "firstPrompt": "translate the docs"},
+        {"sessionId": "7f3a9c21-4b6e-4d0a-9e55-0c1d2e3f4a5b", "state": "running", "clients": 12,
+         "ageMs": 3_600_000, "cwd": "/srv/ci",
+         "firstPrompt": "please look at the flaky test in the loader and tell me why it fails on CI\nsecond line"},
+        {"sessionId": "live", "state": "idle", "clients": 1, "ageMs": 5_000, "cwd": "/tmp"}
+    ]});
+    let table = keel::front::daemon::ps_table(&status);
+    snap("keel_ps_table", &table);
+    let rows: Vec<&str> = table.lines().collect();
+    let col = |row: &str, at: usize| {
+        let mut w = 0;
+        for (i, ch) in row.char_indices() {
+            if w >= at {
+                return row[i..].to_string();
+            }
+            w += keel::text::width(&ch.to_string());
+        }
+        String::new()
+    };
+    let cwd_at = keel::text::width(&rows[0][..rows[0].find("CWD").unwrap()]);
+    assert!(
+        col(rows[1], cwd_at).starts_with("/home/me/src/keel"),
+        "{table}"
+    );
+    assert!(col(rows[2], cwd_at).starts_with("/srv/ci"), "{table}");
+    assert!(col(rows[3], cwd_at).starts_with("/tmp"), "{table}");
+    assert!(rows[2].contains("please look at the flaky test"), "{table}");
+    assert!(!table.contains("second line"), "{table}");
 }

@@ -572,6 +572,9 @@ impl Conn {
             if let Some(n) = &s.summary.name {
                 m.insert("name".into(), json!(n));
             }
+            if let Some(p) = &s.summary.first_prompt {
+                m.insert("firstPrompt".into(), json!(p));
+            }
             let state = if s.summary.running { "running" } else { "idle" };
             m.insert("state".into(), json!(state));
             m.insert("clients".into(), json!(s.clients));

@@ -110,6 +110,7 @@ pub async fn open_session(shared: &Shared, o: Opening) -> Result<Opened, ErrorOb
         .await
         .map_err(|e| startup_failed(&e))?;
     setup.unattended = o.unattended;
+    setup.open_args = o.args.clone();
     if o.headless {
         // A print or JSON run reads the clock once more after opening its session (its
         // duration leaves startup out): a headless session does too, so that under the test

@@ -367,21 +367,57 @@ fn ps_json(status: &Value) -> String {
     sessions(status).iter().map(|s| format!("{s}\n")).collect()
 }
 
-fn ps_table(status: &Value) -> String {
-    let mut out = format!(
-        "{:<38} {:<8} {:>7} {:>6}  {:<24} {}\n",
-        "SESSION", "STATE", "CLIENTS", "AGE", "NAME", "CWD"
-    );
+/// How many columns `keel ps` gives what a session is about (its name or first prompt).
+const ABOUT_COLUMNS: usize = 48;
+
+/// `keel ps`: one row per live session of `daemon/status`: id, state, clients, age, what it
+/// is about (its name, else its first prompt in quotes, cut to [`ABOUT_COLUMNS`]) and cwd,
+/// each column as wide as its widest cell (measured in terminal columns).
+pub fn ps_table(status: &Value) -> String {
+    let head = ["SESSION", "STATE", "CLIENTS", "AGE", "ABOUT", "CWD"].map(String::from);
+    let mut rows = vec![head];
     for s in sessions(status) {
-        out.push_str(&format!(
-            "{:<38} {:<8} {:>7} {:>6}  {:<24} {}\n",
-            s["sessionId"].as_str().unwrap_or(""),
-            s["state"].as_str().unwrap_or(""),
-            s["clients"],
+        let text = |k: &str| crate::text::sanitize(s[k].as_str().unwrap_or(""));
+        let about = match (s["name"].as_str(), s["firstPrompt"].as_str()) {
+            (Some(name), _) => crate::text::truncate(name, ABOUT_COLUMNS),
+            (None, Some(p)) => {
+                let first = p.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+                let cut = crate::text::truncate(first.trim(), ABOUT_COLUMNS - 2);
+                format!("\"{cut}\"")
+            }
+            (None, None) => "-".to_string(),
+        };
+        rows.push([
+            text("sessionId"),
+            text("state"),
+            s["clients"].as_u64().unwrap_or(0).to_string(),
             short_age(s["ageMs"].as_u64().unwrap_or(0)),
-            s["name"].as_str().unwrap_or("-"),
-            s["cwd"].as_str().unwrap_or(""),
-        ));
+            about,
+            text("cwd"),
+        ]);
+    }
+    let widths: Vec<usize> = (0..6)
+        .map(|c| {
+            rows.iter()
+                .map(|r| crate::text::width(&r[c]))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in &rows {
+        let mut line = String::new();
+        for (c, cell) in r.iter().enumerate() {
+            let pad = " ".repeat(widths[c].saturating_sub(crate::text::width(cell)));
+            // Counts and ages are right-aligned; the last column is not padded.
+            match c {
+                2 | 3 => line.push_str(&format!("{pad}{cell}  ")),
+                5 => line.push_str(cell),
+                _ => line.push_str(&format!("{cell}{pad}  ")),
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
     }
     out
 }

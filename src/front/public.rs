@@ -223,6 +223,10 @@ pub struct UiRequest {
     pub tool_name: Option<String>,
     #[serde(default)]
     pub args: Option<Value>,
+    /// `confirm` from the host for an `edit` or `write`: the diff it would apply to the file
+    /// as it is now, and whether a write overwrites or creates.
+    #[serde(default)]
+    pub preview: Option<crate::kernel::tool::preview::Preview>,
 }
 
 impl PublicEvent {

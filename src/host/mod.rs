@@ -43,6 +43,7 @@ use crate::kernel::agent::AgentConfig;
 use crate::kernel::clock::Clock;
 use crate::kernel::event::{ApprovalDecision, Event, EventPayload, RunOutcome};
 use crate::kernel::session::Store;
+use crate::kernel::tool::preview::Preview;
 use crate::prompts::{self, Template};
 use crate::wire::events::{stream_events, WireEvent};
 use crate::wire::rpc::{self, Request};
@@ -74,6 +75,10 @@ pub struct HostSetup {
     /// Warnings found after startup (an MCP server that failed or crashed), published as
     /// `notify` lines as they come.
     pub late_warnings: Option<mpsc::UnboundedReceiver<String>>,
+    /// The flags the session was opened with (`session/open`'s `args`), handed to attaching
+    /// clients in the snapshot's `openArgs`: a window that outlives its daemon reopens the
+    /// session from its file with them.
+    pub open_args: Vec<String>,
 }
 
 /// One line of the host's stream: a wire event (pi vocabulary plus keel's additions), a dialog
@@ -145,7 +150,13 @@ pub struct Summary {
     pub parent_session: Option<String>,
     /// The latest run of this host's session, if one started.
     pub last_run: Option<LastRun>,
+    /// The text of the session's first prompt (at most [`FIRST_PROMPT_CHARS`] characters):
+    /// what `keel ps` and the attach picker show of a session without a name.
+    pub first_prompt: Option<String>,
 }
+
+/// How much of a session's first prompt its summary keeps.
+pub const FIRST_PROMPT_CHARS: usize = 200;
 
 /// Where the latest run of a session is in the stream.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,6 +173,18 @@ pub enum Step {
     Internal(Internal),
     /// A warning found after startup (`HostSetup::late_warnings`).
     Late(String),
+}
+
+/// The first user message's text in `store`, cut to [`FIRST_PROMPT_CHARS`] characters.
+fn first_prompt(store: &Store) -> Option<String> {
+    use crate::kernel::message::{user_text, Message};
+    use crate::kernel::session::EntryData;
+    store.entries().iter().find_map(|e| match &e.data {
+        EntryData::Message(Message::User(u)) => {
+            Some(user_text(u).chars().take(FIRST_PROMPT_CHARS).collect())
+        }
+        _ => None,
+    })
 }
 
 /// The next late warning; `None` (the select's branch is then off) once there are none.
@@ -216,6 +239,8 @@ pub struct Host {
     /// right before that command's reply, so they follow its last `bash_execution_update`.
     held_bash: Vec<String>,
     late_warnings: Option<mpsc::UnboundedReceiver<String>>,
+    /// See [`HostSetup::open_args`].
+    open_args: Vec<String>,
 }
 
 impl Host {
@@ -266,6 +291,7 @@ impl Host {
             open_dialogs: std::collections::BTreeMap::new(),
             last_run: None,
             held_bash: Vec::new(),
+            open_args: setup.open_args,
         }
     }
 
@@ -287,6 +313,8 @@ impl Host {
             "state": self.state(),
             "streaming": self.in_flight.to_json(),
             "pendingUi": pending,
+            "runStartedAt": self.in_flight.run_started(),
+            "openArgs": self.open_args,
         })
     }
 
@@ -312,6 +340,7 @@ impl Host {
             timestamp: store.header().timestamp.clone(),
             parent_session: store.header().parent_session.clone(),
             last_run: self.last_run.clone(),
+            first_prompt: first_prompt(&store),
         }
     }
 
@@ -404,9 +433,10 @@ impl Host {
             call_id,
             tool_name,
             args,
+            preview,
         } = &ev.payload
         {
-            self.ask(call_id, tool_name, args);
+            self.ask(call_id, tool_name, args, preview.as_ref());
             return;
         }
         // The kernel records a shell command as soon as it exits; its bash task may still
@@ -504,7 +534,7 @@ impl Host {
 
     /// Opens a confirm dialog for a tool call (`--permission ask`); no answer in time denies
     /// it, where the time counts only while no interactive client watches (`set_watched`).
-    fn ask(&mut self, call_id: &str, tool_name: &str, args: &Value) {
+    fn ask(&mut self, call_id: &str, tool_name: &str, args: &Value, preview: Option<&Preview>) {
         if self.eof {
             // Nobody can answer any more.
             self.live
@@ -514,7 +544,7 @@ impl Host {
         }
         let id = call_id.to_string();
         let timeout_ms = self.approval_timeout.as_millis() as u64;
-        let line = rpc::approval_line(&id, tool_name, args, Some(timeout_ms));
+        let line = rpc::approval_line(&id, tool_name, args, preview, Some(timeout_ms));
         self.open_dialogs
             .insert(id.clone(), line.trim_end().to_string().into());
         self.publish(&line);

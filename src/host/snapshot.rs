@@ -16,14 +16,20 @@ pub struct InFlight {
     message: Option<Value>,
     /// Raw argument text of tool calls being streamed, by content index.
     args: BTreeMap<usize, String>,
-    /// Running tools by call id: `{toolCallId, toolName, args, partialResult?}`.
+    /// Running tools by call id: `{toolCallId, toolName, args, startedAt, partialResult?}`.
     tools: BTreeMap<String, Value>,
+    /// When the active run started (its `agent_start`, unix ms): an attaching client times
+    /// the run from there, not from the attach.
+    run_started: Option<i64>,
 }
 
 impl InFlight {
     /// Folds one event in.
     pub fn observe(&mut self, event: &Event) {
         match &event.payload {
+            EventPayload::AgentStarted => {
+                self.run_started.get_or_insert(event.ts);
+            }
             EventPayload::MessageStarted {
                 message: m @ Message::Assistant(_),
             } => {
@@ -43,7 +49,8 @@ impl InFlight {
                 tool_name,
                 args,
             } => {
-                let tool = json!({"toolCallId": call_id, "toolName": tool_name, "args": args});
+                let tool = json!({"toolCallId": call_id, "toolName": tool_name, "args": args,
+                                  "startedAt": event.ts});
                 self.tools.insert(call_id.clone(), tool);
             }
             EventPayload::ToolCallUpdated {
@@ -63,6 +70,11 @@ impl InFlight {
             EventPayload::AgentSettled { .. } => *self = InFlight::default(),
             _ => {}
         }
+    }
+
+    /// When the active run started (unix ms), if one is active.
+    pub fn run_started(&self) -> Option<i64> {
+        self.run_started
     }
 
     /// `{message, tools}` while something is in flight, else `None`.

@@ -153,6 +153,8 @@ pub enum EventPayload {
         call_id: String,
         tool_name: String,
         args: Value,
+        /// What a file-changing call would do to the file as it is now (`edit`, `write`).
+        preview: Option<crate::kernel::tool::preview::Preview>,
     },
     /// The queues changed; always the full current contents.
     QueueChanged {

@@ -720,10 +720,13 @@ async fn check_permission(
 async fn ask(inner: &Inner, id: &str, name: &str, args: &Value, abort: &AbortSignal) -> Gate {
     let (tx, rx) = oneshot::channel();
     inner.lock().approvals.insert(id.to_string(), tx);
+    let (cwd, files) = (&inner.config.cwd, &inner.config.files);
+    let preview = tool::preview::preview(name, args, cwd, files, abort).await;
     inner.bus.publish(EventPayload::ApprovalRequested {
         call_id: id.to_string(),
         tool_name: name.to_string(),
         args: args.clone(),
+        preview,
     });
     let decision = tokio::select! {
         d = rx => d.unwrap_or(ApprovalDecision::Deny),

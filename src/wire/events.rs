@@ -410,6 +410,7 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
             call_id,
             tool_name,
             args,
+            ..
         } => Some(W::ExtensionUiRequest {
             id: call_id,
             method: "confirm",

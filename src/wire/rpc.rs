@@ -10,6 +10,7 @@ use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
 use crate::kernel::message::Content;
+use crate::kernel::tool::preview::Preview;
 
 /// A request `id` exactly as the client wrote it: any JSON value (pi clients send strings),
 /// echoed byte for byte. The same type as JSON-RPC's, which restricts the kinds.
@@ -357,11 +358,14 @@ pub fn confirm_line(id: &str, title: &str, message: &str, timeout_ms: u64) -> St
 /// tool call id, `message` a one-line summary (a bash command, `write path`, or the arguments
 /// as JSON), `timeout` (when given) says when keel gives up and denies. keel's additions:
 /// `toolName` and `args`, the call as the model made it, so that a client can show its own
-/// dialog (the TUI) without having seen the call's `tool_execution_start`.
+/// dialog (the TUI) without having seen the call's `tool_execution_start`, and `preview` for a
+/// call that changes a file: the diff it would apply to the file as it is now, and whether a
+/// write overwrites or creates (`{change: "edit"|"overwrite"|"create", path, diff?, error?}`).
 pub fn approval_line(
     call_id: &str,
     tool_name: &str,
     args: &Value,
+    preview: Option<&Preview>,
     timeout_ms: Option<u64>,
 ) -> String {
     let message = match (tool_name, args.get("command").and_then(Value::as_str)) {
@@ -384,6 +388,9 @@ pub fn approval_line(
     if let Some(m) = v.as_object_mut() {
         m.insert("toolName".into(), json!(tool_name));
         m.insert("args".into(), args.clone());
+        if let Some(p) = preview.and_then(|p| serde_json::to_value(p).ok()) {
+            m.insert("preview".into(), p);
+        }
     }
     line(v)
 }
@@ -518,7 +525,7 @@ mod tests {
     #[test]
     fn approval_dialogs_carry_the_call() {
         let args = json!({"command": "rm -rf build"});
-        let line = approval_line("call_1", "bash", &args, Some(1000));
+        let line = approval_line("call_1", "bash", &args, None, Some(1000));
         assert_eq!(
             line,
             "{\"type\":\"extension_ui_request\",\"id\":\"call_1\",\"method\":\"confirm\",\"title\":\"Allow tool `bash`?\",\"message\":\"rm -rf build\",\"timeout\":1000,\"toolName\":\"bash\",\"args\":{\"command\":\"rm -rf build\"}}\n"
@@ -528,12 +535,13 @@ mod tests {
             "write",
             &json!({"path": "a.txt"}),
             None,
+            None,
         ))
         .unwrap();
         assert_eq!(v["message"], "write a.txt");
         assert!(v.get("timeout").is_none(), "no timeout when none applies");
         let v: Value =
-            serde_json::from_str(&approval_line("c", "x", &json!({"n": 1}), None)).unwrap();
+            serde_json::from_str(&approval_line("c", "x", &json!({"n": 1}), None, None)).unwrap();
         assert_eq!(v["message"], "{\"n\":1}");
     }
 

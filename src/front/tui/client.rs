@@ -9,6 +9,7 @@
 
 mod lines;
 mod pager;
+mod snapshot;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,7 +23,7 @@ use super::replay::{self, Internals, Replayed};
 use super::terminal::InlineTerminal;
 use super::transcript::HistoryCell;
 use super::view::{Action, View};
-use super::{draw, short_id, spawn_input, tty, Input, TuiSetup, FRAME_INTERVAL, TICK};
+use super::{draw, spawn_input, tty, Input, TuiSetup, FRAME_INTERVAL, TICK};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::link::{Commands, Link, Note, Start};
@@ -351,60 +352,6 @@ async fn show(
 }
 
 impl Client {
-    /// The state at attach time: the transcript so far, the model and name, a streaming
-    /// message and pending dialogs.
-    pub fn load(&mut self, start: &Start, internals: &Internals, warnings: &[String]) {
-        let Some(snap) = &start.snapshot else { return };
-        let messages: Vec<Message> = snap["messages"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|m| serde_json::from_value(m.clone()).ok())
-            .collect();
-        let replayed = internals.replay(&messages);
-        let state = &snap["state"];
-        self.take_state(state);
-        let typed = replay::typed(&replayed);
-        self.view.composer.set_history(self.merged_history(typed));
-        let id = self.link.session_id().to_string();
-        let model = self.view.transcript.model.clone();
-        let version = env!("CARGO_PKG_VERSION");
-        let header = match &self.daemon {
-            Some(_) => format!(
-                "keel {version} · {model} · session {} in the keel daemon · /detach leaves it running · /help",
-                short_id(&id),
-            ),
-            None => format!(
-                "keel {version} · {model} · session {}{} · /help for commands",
-                short_id(&id),
-                if messages.is_empty() { "" } else { " (resumed)" }
-            ),
-        };
-        self.view.notice(HistoryCell::Notice(header));
-        self.view.transcript.replay(&replayed);
-        for w in warnings {
-            self.view
-                .notice(HistoryCell::Notice(format!("warning: {w}")));
-        }
-        let now = self.clock.now_ms();
-        if state["isStreaming"] == true {
-            self.feed(&json!({"type": "agent_start"}), now);
-            if let Some(m) = snap["streaming"]["message"].as_object() {
-                self.feed(&json!({"type": "message_start", "message": m}), now);
-            }
-            for tool in snap["streaming"]["tools"].as_array().into_iter().flatten() {
-                let mut start = tool.clone();
-                start["type"] = json!("tool_execution_start");
-                self.feed(&start, now);
-            }
-        }
-        for dialog in snap["pendingUi"].as_array().into_iter().flatten() {
-            self.feed(dialog, now);
-        }
-    }
-
-    /// The editor's history: this directory's prompts from earlier sessions, then this
-    /// session's own that are not among them.
     /// Takes the answer of a command sent in the background; whether the view changed.
     pub(super) fn on_back(&mut self, back: Back) -> bool {
         match back {
@@ -417,6 +364,8 @@ impl Client {
                 self.view.transcript.shell_refused();
                 self.view.notice(HistoryCell::Error(e));
             }
+            // A refresh sent before the connection was lost must not hide that it was.
+            Back::Place(_) if self.daemon.as_ref().is_some_and(|d| d.lost) => return false,
             Back::Place(text) => {
                 let changed = self.view.place.as_deref() != Some(text.as_str());
                 self.view.place = Some(text);
@@ -436,6 +385,8 @@ impl Client {
         true
     }
 
+    /// The editor's history: this directory's prompts from earlier sessions, then this
+    /// session's own that are not among them.
     fn merged_history(&self, typed: Vec<String>) -> Vec<String> {
         let mut all = self.history.load();
         let known: std::collections::HashSet<String> = all.iter().cloned().collect();
@@ -475,9 +426,10 @@ impl Client {
             let frame_at = self
                 .last_frame
                 .map_or_else(Instant::now, |t| t + FRAME_INTERVAL);
-            let ticking =
-                self.view.transcript.is_running() || self.view.transcript.shell().is_some();
             let lost = self.daemon.as_ref().is_some_and(|d| d.lost);
+            // Disconnected, nothing is known to be running: no spinner.
+            let ticking = !lost
+                && (self.view.transcript.is_running() || self.view.transcript.shell().is_some());
             let retry_at = self.daemon.as_ref().and_then(|d| d.retry_at);
             tokio::select! {
                 biased;
@@ -657,6 +609,13 @@ impl Client {
             Input::Term(TermEvent::Key(key)) if lost => {
                 if key.code == crossterm::event::KeyCode::Enter {
                     self.reconnect().await;
+                    // Back: what was typed while disconnected is sent now.
+                    let back = !self.daemon.as_ref().is_some_and(|d| d.lost);
+                    if back && !self.view.composer.text().trim().is_empty() {
+                        if let Some(action) = self.view.on_key(key) {
+                            self.act(action).await;
+                        }
+                    }
                 } else if let Some(Action::Quit) = self.view.on_key(key) {
                     self.stop = Some(Exit::Success);
                 }

@@ -127,7 +127,9 @@ impl Client {
                     .to_string(),
             )),
             "quit" | "exit" => self.quit(),
-            "help" => self.view.notice(HistoryCell::Notice(help_text())),
+            "help" => self
+                .view
+                .notice(HistoryCell::Notice(help_text(self.view.attached))),
             "name" if args.is_empty() => self
                 .view
                 .notice(HistoryCell::Notice("usage: /name <session name>".into())),

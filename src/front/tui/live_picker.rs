@@ -1,6 +1,6 @@
 //! The live-session picker of `keel attach` (no id, several sessions live in the daemon): a
 //! filterable list of `daemon/status`'s sessions, newest first, one row each with the short id,
-//! state, age, clients, name and cwd. [`LivePicker`] is plain state plus drawing into a
+//! state, age, clients, name (else first prompt) and cwd. [`LivePicker`] is plain state plus drawing into a
 //! `Buffer` (no terminal, clock or environment: sessions and the home directory are passed
 //! in); [`choose`] shows it in the terminal's inline viewport until Enter, Esc or a signal.
 //! It writes only through `output::TerminalOut` and leaves nothing on screen or on stdout.
@@ -41,6 +41,8 @@ pub struct LiveSession {
     pub age_ms: u64,
     /// Clients attached to it.
     pub clients: u64,
+    /// Its first prompt (`firstPrompt`), shown when it has no name.
+    pub first_prompt: Option<String>,
 }
 
 impl LiveSession {
@@ -54,6 +56,7 @@ impl LiveSession {
             cwd: field("cwd"),
             age_ms: v["ageMs"].as_u64().unwrap_or(0),
             clients: v["clients"].as_u64().unwrap_or(0),
+            first_prompt: v["firstPrompt"].as_str().map(str::to_string),
         })
     }
 }
@@ -76,6 +79,8 @@ struct Entry {
     /// The cwd with the home directory as `~`, sanitized.
     cwd: String,
     name: Option<String>,
+    /// The first prompt's first line, sanitized, for a session without a name.
+    prompt: Option<String>,
     haystack: String,
 }
 
@@ -105,9 +110,15 @@ impl LivePicker {
                             .to_string()
                     })
                     .filter(|n| !n.is_empty());
+                let prompt = session
+                    .first_prompt
+                    .as_deref()
+                    .and_then(|p| p.lines().find(|l| !l.trim().is_empty()))
+                    .map(|l| text::sanitize(l.trim()));
                 let fields = [
                     session.id.as_str(),
                     session.name.as_deref().unwrap_or(""),
+                    session.first_prompt.as_deref().unwrap_or(""),
                     &session.cwd,
                     &cwd,
                 ];
@@ -118,6 +129,7 @@ impl LivePicker {
                     session,
                     cwd,
                     name,
+                    prompt,
                     haystack,
                 }
             })
@@ -343,9 +355,9 @@ impl Cols {
     }
 }
 
-/// One row: marker, short id, state, right-aligned age and clients, then the name in bold
-/// with the dim cwd at the right edge, or the cwd alone (cut from the left) when the session
-/// has no name.
+/// One row: marker, short id, state, right-aligned age and clients, then the name in bold (or
+/// the first prompt, in quotes) with the dim cwd at the right edge, or the cwd alone (cut from
+/// the left) when the session has neither.
 fn row_line(e: &Entry, selected: bool, cols: &Cols) -> Line<'static> {
     let gap = " ".repeat(GAP);
     let marker = if selected {
@@ -371,10 +383,16 @@ fn row_line(e: &Entry, selected: bool, cols: &Cols) -> Line<'static> {
         spans.push(Span::raw(gap));
     }
     let rest = cols.width.saturating_sub(cols.fixed());
-    match &e.name {
-        Some(name) => {
-            let (title_max, cwd) = split_rest(rest, text::width(name), &e.cwd);
-            let title = Line::from(Span::styled(name.clone(), with(BOLD)));
+    // The name in bold, else the first prompt in quotes (cut to fit), then the cwd.
+    let title = match (&e.name, &e.prompt) {
+        (Some(name), _) => Some(Span::styled(name.clone(), with(BOLD))),
+        (None, Some(p)) => Some(Span::raw(format!("\"{p}\""))),
+        (None, None) => None,
+    };
+    match title {
+        Some(title) => {
+            let (title_max, cwd) = split_rest(rest, text::width(&title.content), &e.cwd);
+            let title = Line::from(title);
             let title = paint::truncate_line(&title, title_max);
             let title_w = paint::line_width(&title);
             spans.extend(title.spans);

@@ -203,9 +203,10 @@ fn is_suspend(k: &crossterm::event::KeyEvent) -> bool {
 
 pub(super) use crate::kernel::session::short_id;
 
-pub fn help_text() -> String {
+/// `/help`: the commands (`/detach` only in a window `attached` to the daemon) and the keys.
+pub fn help_text(attached: bool) -> String {
     let mut s = String::from("commands:");
-    for (c, d) in view::COMMANDS {
+    for (c, d) in view::commands(attached) {
         s.push_str(&format!("\n  /{c:<10} {d}"));
     }
     s.push_str(

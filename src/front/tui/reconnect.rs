@@ -17,6 +17,8 @@ use crate::front::link::{AttachError, Link, Start};
 
 impl Client {
     pub(super) fn lost(&mut self, why: &str) {
+        // The run's state is unknown from now on: no spinner, no running timers.
+        self.view.disconnected = Some(self.clock.now_ms());
         if let Some(d) = &mut self.daemon {
             d.lost = true;
             if let Some(remote) = d.dial.remote() {
@@ -136,6 +138,7 @@ impl Client {
             d.backoff = Backoff::default();
         }
         self.epoch = start.epoch.clone();
+        self.view.disconnected = None;
         if start.snapshot.is_some() {
             self.restart_view(start).await;
         }

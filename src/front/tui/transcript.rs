@@ -100,6 +100,25 @@ pub struct Totals {
     pub usage: Usage,
     /// Tokens in the context after the latest answer (input + cache + output).
     pub context_tokens: u64,
+    /// Answers the model finished (not failed): with all of them reporting no tokens, the
+    /// server does not report usage.
+    pub answers: u64,
+}
+
+impl Totals {
+    /// Answers came and none reported a token (a server that does not report usage: its
+    /// `↑0 ↓0 · ctx 0%` would be false).
+    pub fn unreported(&self) -> bool {
+        let u = &self.usage;
+        self.answers > 0 && u.input + u.output + u.cache_read + u.cache_write == 0
+    }
+
+    fn answered(&mut self, a: &crate::kernel::message::AssistantMessage) {
+        self.usage.add(&a.usage);
+        if a.stop_reason != StopReason::Error && a.stop_reason != StopReason::Aborted {
+            self.answers += 1;
+        }
+    }
 }
 
 /// The conversation as the TUI sees it.
@@ -241,7 +260,7 @@ impl Transcript {
                     if let (StopReason::Error, Some(e)) = (&a.stop_reason, &a.error_message) {
                         self.pending.push_back(HistoryCell::Error(e.clone()));
                     }
-                    self.totals.usage.add(&a.usage);
+                    self.totals.answered(a);
                     self.totals.context_tokens = context_tokens(&a.usage);
                 }
                 Message::ToolResult(r) => {
@@ -496,7 +515,7 @@ impl Transcript {
                 self.pending.push_back(HistoryCell::Thinking(t));
             }
         }
-        self.totals.usage.add(&a.usage);
+        self.totals.answered(a);
         if a.usage.input + a.usage.output > 0 {
             self.totals.context_tokens = context_tokens(&a.usage);
         }

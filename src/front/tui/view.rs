@@ -57,6 +57,22 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("quit", "leave keel (the session is saved)"),
 ];
 
+/// `/detach`, offered (in `/help` and the `/` menu) only in a window attached to the daemon:
+/// in this process there is nothing to leave running.
+pub const DETACH: (&str, &str) = (
+    "detach",
+    "leave this window; the session and its run go on in the keel daemon (keel attach)",
+);
+
+/// The commands a view offers, in `/help`'s order (`attached`: with `/detach`, before `/quit`).
+pub fn commands(attached: bool) -> Vec<(&'static str, &'static str)> {
+    let mut list = COMMANDS.to_vec();
+    if attached {
+        list.insert(list.len().saturating_sub(1), DETACH);
+    }
+    list
+}
+
 /// How soon after Ctrl+C interrupted a run a second Ctrl+C quits.
 pub const QUIT_WINDOW_MS: i64 = 1000;
 
@@ -125,6 +141,11 @@ pub struct View {
     pub templates: Vec<(String, String)>,
     /// Where the session runs when not in this process (the status line's last part).
     pub place: Option<String>,
+    /// The view shows a session of the keel daemon (`/detach` is offered).
+    pub attached: bool,
+    /// The daemon's connection was lost at this time (unix ms): no spinner, no running
+    /// timers, the run's state is unknown until the view reconnects.
+    pub disconnected: Option<i64>,
     /// The project's files, for the `@` menu (`None`: no menu).
     pub files: Option<super::files::FileIndex>,
     /// The `@` menu, while an `@` word is typed and files match it.
@@ -165,6 +186,8 @@ impl View {
             context_window: 0,
             templates: Vec::new(),
             place: None,
+            attached: false,
+            disconnected: None,
             files: None,
             mention: None,
             mention_dismissed: None,
@@ -239,7 +262,9 @@ impl View {
             .or_else(|| running.map(|t| t.args.clone()))
             .or_else(|| serde_json::from_str(&r.message).ok())
             .unwrap_or(Value::Null);
-        Approval::new(r.id.clone(), tool_name, args)
+        let mut a = Approval::new(r.id.clone(), tool_name, args);
+        a.preview = r.preview.clone();
+        a
     }
 
     /// Approvals decided by an earlier "always allow" answer, to send now.
@@ -492,7 +517,7 @@ impl View {
     }
 
     fn command_names(&self) -> Vec<String> {
-        COMMANDS
+        commands(self.attached)
             .iter()
             .map(|(c, _)| c.to_string())
             .chain(self.templates.iter().map(|(t, _)| t.clone()))

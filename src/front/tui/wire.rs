@@ -18,9 +18,10 @@ pub fn lines_for(event: &Event) -> Vec<String> {
         call_id,
         tool_name,
         args,
+        preview,
     } = &event.payload
     {
-        let line = rpc::approval_line(call_id, tool_name, args, None);
+        let line = rpc::approval_line(call_id, tool_name, args, preview.as_ref(), None);
         return vec![line.trim_end().to_string()];
     }
     stream_events(event)
@@ -65,6 +66,7 @@ mod tests {
             call_id: "c1".into(),
             tool_name: "bash".into(),
             args: json!({"command": "ls"}),
+            preview: None,
         }));
         assert_eq!(
             lines,

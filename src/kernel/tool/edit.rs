@@ -5,14 +5,15 @@
 
 use std::borrow::Cow;
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 use similar::{DiffTag, TextDiff};
 
 use super::file::open_regular;
 use super::text::format_size;
-use super::{str_arg, ToolContext, ToolOutput, ToolSpec};
+use super::{str_arg, Files, ToolContext, ToolOutput, ToolSpec};
+use crate::kernel::abort::AbortSignal;
 
 /// The largest file `edit` loads (it holds the file, the edited copy and a diff in memory).
 pub(super) const MAX_EDIT_BYTES: u64 = 10 * 1024 * 1024;
@@ -52,6 +53,42 @@ fn aliased<'a>(args: &'a Value, key: &str, alias: &str) -> Result<&'a str, ToolO
 }
 
 async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let p = plan(args, &ctx.cwd, &ctx.files, &ctx.abort).await?;
+    let path = p.path.as_str();
+    ctx.files
+        .write(&p.full, p.updated.clone(), false, &ctx.abort)
+        .await
+        .map_err(|e| ToolOutput::error(format!("Cannot write {path}: {e}")))?;
+    let (diff, first) = unified_diff(&p.content, &p.updated, path);
+    Ok(
+        ToolOutput::ok(format!("Successfully replaced text in {path}.\n\n{diff}")).with_details(
+            json!({
+                "path": p.full.display().to_string(),
+                "diff": diff,
+                "firstChangedLine": first,
+            }),
+        ),
+    )
+}
+
+/// What an edit would do to the file as it is now: the file, its text and the text after
+/// the replacement (nothing is written).
+pub(super) struct Plan {
+    /// The path as the call names it.
+    pub path: String,
+    pub full: PathBuf,
+    pub content: String,
+    pub updated: String,
+}
+
+/// Reads the file `args` names and applies the replacement in memory: what [`run`] writes
+/// and what an approval previews ([`super::preview`]), or the error the call would get.
+pub(super) async fn plan(
+    args: &Value,
+    cwd: &Path,
+    files: &Files,
+    abort: &AbortSignal,
+) -> Result<Plan, ToolOutput> {
     let path = str_arg(args, "path")?;
     let old = aliased(args, "oldText", "old_string")?;
     let new = aliased(args, "newText", "new_string")?;
@@ -60,9 +97,9 @@ async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
             "invalid arguments: `oldText` must not be empty",
         ));
     }
-    let full = ctx.resolve(path);
+    let full = super::resolve_path(cwd, path);
     // Through the client that holds the files (an editor's buffers), or from the disk.
-    let bytes = match ctx.files.read(&full, &ctx.abort).await {
+    let bytes = match files.read(&full, abort).await {
         Some(text) => {
             let text = text.map_err(|e| ToolOutput::error(format!("Cannot edit {path}: {e}")))?;
             if text.len() as u64 > MAX_EDIT_BYTES {
@@ -89,24 +126,16 @@ async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
             "No changes made to {path}: the replacement is identical to the original text"
         )));
     }
-    ctx.files
-        .write(&full, updated.clone(), false, &ctx.abort)
-        .await
-        .map_err(|e| ToolOutput::error(format!("Cannot write {path}: {e}")))?;
-    let (diff, first) = unified_diff(&content, &updated, path);
-    Ok(
-        ToolOutput::ok(format!("Successfully replaced text in {path}.\n\n{diff}")).with_details(
-            json!({
-                "path": full.display().to_string(),
-                "diff": diff,
-                "firstChangedLine": first,
-            }),
-        ),
-    )
+    Ok(Plan {
+        path: path.to_string(),
+        full,
+        content,
+        updated,
+    })
 }
 
 /// Reads the whole file (blocking) if it is a regular file of at most `MAX_EDIT_BYTES`.
-fn load(full: &Path, path: &str) -> Result<Vec<u8>, ToolOutput> {
+pub(super) fn load(full: &Path, path: &str) -> Result<Vec<u8>, ToolOutput> {
     let too_big = |size: u64| too_big(path, size);
     let (file, meta) = open_regular(full, path, "edit")?;
     if meta.len() > MAX_EDIT_BYTES {
@@ -124,7 +153,7 @@ fn load(full: &Path, path: &str) -> Result<Vec<u8>, ToolOutput> {
 }
 
 /// The refusal of a file larger than `MAX_EDIT_BYTES`.
-fn too_big(path: &str, size: u64) -> ToolOutput {
+pub(super) fn too_big(path: &str, size: u64) -> ToolOutput {
     ToolOutput::error(format!(
         "Cannot edit {path}: the file is {}, and edit handles files up to {}. Use bash \
          (e.g. sed) or write for larger files.",
@@ -180,7 +209,7 @@ fn occurrences(haystack: &str, needle: &str) -> (usize, Option<usize>) {
 }
 
 /// A unified diff with 3 lines of context, and the first changed line (1-based) of the new text.
-fn unified_diff(old: &str, new: &str, path: &str) -> (String, usize) {
+pub(super) fn unified_diff(old: &str, new: &str, path: &str) -> (String, usize) {
     let diff = TextDiff::from_lines(old, new);
     let first = diff
         .ops()

@@ -13,6 +13,7 @@ pub mod files;
 mod find;
 mod grep;
 mod ls;
+pub mod preview;
 mod read;
 mod text;
 mod write;

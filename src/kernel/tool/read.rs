@@ -156,8 +156,10 @@ impl Window {
         if let Total::Known(total) = s.total {
             if self.start > total.max(1) {
                 return Err(ToolOutput::error(format!(
-                    "Offset {} is beyond end of file ({total} lines total) in {}",
-                    self.start, self.path
+                    "Offset {} is beyond end of file ({} total) in {}",
+                    self.start,
+                    lines(total),
+                    self.path
                 )));
             }
         }
@@ -184,7 +186,9 @@ impl Window {
         } else {
             let more = match s.total {
                 Total::Known(total) if last < total => {
-                    Some(format!("{} more lines in file", total - last))
+                    let n = total - last;
+                    let s = if n == 1 { "" } else { "s" };
+                    Some(format!("{n} more line{s} in file"))
                 }
                 Total::Known(_) => None,
                 Total::Unknown => Some(format!("More lines in file ({size} in total)")),
@@ -401,6 +405,14 @@ impl Rendered {
     }
 }
 
+/// `1 line`, `2 lines`.
+fn lines(n: usize) -> String {
+    match n {
+        1 => "1 line".to_string(),
+        n => format!("{n} lines"),
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -491,6 +503,22 @@ mod tests {
         let out = run(&json!({"offset": 1}), &ctx(d.path())).await;
         assert!(out.is_error);
         assert!(out.text().contains("`path`"));
+    }
+
+    /// "(1 lines total)", "1 more lines in file".
+    #[tokio::test]
+    async fn one_line_is_said_in_the_singular() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("one.txt"), "a\n").unwrap();
+        let out = run(&json!({"path": "one.txt", "offset": 5}), &ctx(d.path())).await;
+        assert!(out.text().contains("(1 line total)"), "{}", out.text());
+        std::fs::write(d.path().join("two.txt"), "a\nb\n").unwrap();
+        let out = run(&json!({"path": "two.txt", "limit": 1}), &ctx(d.path())).await;
+        assert!(
+            out.text().contains("[1 more line in file."),
+            "{}",
+            out.text()
+        );
     }
 
     /// A FIFO used to block `read` forever (and keel's exit with it); now it is refused.

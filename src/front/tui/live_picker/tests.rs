@@ -13,6 +13,7 @@ fn live(id: &str, name: Option<&str>, cwd: &str, age_s: u64, clients: u64) -> Li
         cwd: cwd.to_string(),
         age_ms: age_s * 1000,
         clients,
+        first_prompt: None,
     }
 }
 
@@ -258,6 +259,7 @@ fn status_entries_become_sessions() {
         cwd: "/w".into(),
         age_ms: 1500,
         clients: 2,
+        first_prompt: None,
     };
     assert_eq!(LiveSession::from_status(&v), Some(want));
     assert_eq!(

@@ -102,8 +102,10 @@ fn thinking_lines(text: &str, w: usize, show: bool) -> Vec<Line<'static>> {
     let count = text.lines().filter(|l| !l.trim().is_empty()).count();
     if !show {
         let words = text.split_whitespace().count();
+        let s = |n: usize| if n == 1 { "" } else { "s" };
+        let (ws, ls) = (s(words), s(count));
         let summary =
-            format!("✻ Thought for {words} words ({count} lines) · Ctrl+T shows thinking");
+            format!("✻ Thought for {words} word{ws} ({count} line{ls}) · Ctrl+T shows thinking");
         return vec![paint::truncate_line(&Line::styled(summary, style), w)];
     }
     let mut out = vec![Line::styled("✻ Thinking", style)];

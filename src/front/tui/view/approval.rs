@@ -16,6 +16,7 @@ use serde_json::Value;
 use super::{Action, View};
 use crate::front::tui::{paint, tool_cell};
 use crate::kernel::event::ApprovalDecision;
+use crate::kernel::tool::preview::{Change, Preview};
 
 /// Rows around the dialog's body (rule, question, scroll marker, answers, status line,
 /// waiting count, hint): the body gets what is left of the live area, at least
@@ -29,6 +30,9 @@ pub(super) struct Approval {
     pub call_id: String,
     pub tool_name: String,
     pub args: Value,
+    /// For `edit` and `write`: what the call would do to the file as it is now (from the
+    /// host); without it the dialog shows the call's own texts.
+    pub preview: Option<Preview>,
     /// First body row shown.
     scroll: usize,
     /// The largest useful `scroll` and the body's height at the last layout.
@@ -44,6 +48,7 @@ impl Approval {
             call_id,
             tool_name,
             args,
+            preview: None,
             scroll: 0,
             max_scroll: Cell::new(0),
             page: Cell::new(MIN_BODY_ROWS),
@@ -69,8 +74,16 @@ impl Approval {
                 let (old, new) = (line("oldText"), line("newText"));
                 let diff = similar::TextDiff::from_lines(&old, &new);
                 let text = diff.unified_diff().context_radius(3).to_string();
-                tool_cell::diff_rows(&text, usize::MAX).unwrap_or_default()
+                let snippet = tool_cell::diff_rows(&text, usize::MAX).unwrap_or_default();
+                match &self.preview {
+                    Some(p) => preview_rows(p, snippet),
+                    None => snippet,
+                }
             }
+            ("write", Some(_)) if self.preview.is_some() => self
+                .preview
+                .as_ref()
+                .map_or_else(Vec::new, |p| preview_rows(p, Vec::new())),
             ("write", Some(_)) => {
                 let green = Style::default().fg(Color::Green);
                 let content = s("content").unwrap_or("");
@@ -91,6 +104,30 @@ impl Approval {
             })
             .collect()
     }
+}
+
+/// The preview's rows: what the call does to which file (a write says whether it overwrites
+/// or creates), then the diff it would apply, or why it would fail (then the call's texts).
+fn preview_rows(p: &Preview, snippet: Vec<Line<'static>>) -> Vec<Line<'static>> {
+    let path = crate::text::sanitize(&p.path);
+    let what = match p.change {
+        Change::Edit => format!("edits {path}"),
+        Change::Overwrite => format!("overwrites the existing file {path}"),
+        Change::Create => format!("new file {path}"),
+    };
+    let mut rows = vec![Line::styled(what, yellow())];
+    match (&p.diff, &p.error) {
+        (Some(diff), _) => rows.extend(tool_cell::diff_rows(diff, usize::MAX).unwrap_or_default()),
+        // An edit that would fail as the file is now (or too large a diff): the call's own
+        // texts follow.
+        (None, Some(e)) if p.change == Change::Edit => {
+            rows.push(Line::styled(format!("as the file is now: {e}"), yellow()));
+            rows.extend(snippet);
+        }
+        (None, Some(e)) => rows.push(Line::styled(format!("cannot show the change: {e}"), dim())),
+        (None, None) => {}
+    }
+    rows
 }
 
 fn yellow() -> Style {

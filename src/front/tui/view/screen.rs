@@ -148,12 +148,28 @@ impl View {
         if let Some(cell) = t.exploring() {
             rows.extend(cell.lines(width, self.layout));
         }
+        rows.extend(self.running_rows(width));
+        if let Some(row) = self.status_row() {
+            rows.push(row);
+        }
+        rows.extend(self.queue_rows(w));
+        rows
+    }
+
+    /// The running tool calls and the `!cmd` running, each with its time so far.
+    fn running_rows(&self, width: u16) -> Vec<Line<'static>> {
+        let t = &self.transcript;
+        let mut rows = Vec::new();
+        // Disconnected: the timers stop where the connection was lost.
+        let now = self
+            .disconnected
+            .map_or(self.now_ms, |at| at.min(self.now_ms));
         for tool in &t.running {
             let phase = if tool.awaiting_approval {
                 ToolPhase::AwaitingApproval
             } else {
                 ToolPhase::Running {
-                    elapsed_ms: (self.now_ms - tool.started_ms).max(0) as u64,
+                    elapsed_ms: (now - tool.started_ms).max(0) as u64,
                 }
             };
             let view = ToolView {
@@ -178,7 +194,7 @@ impl View {
                 details: None,
                 is_error: false,
                 phase: ToolPhase::Running {
-                    elapsed_ms: (self.now_ms - shell.started_ms).max(0) as u64,
+                    elapsed_ms: (now - shell.started_ms).max(0) as u64,
                 },
                 expanded: self.layout.expand_tools,
                 full: false,
@@ -186,10 +202,6 @@ impl View {
             };
             rows.extend(tool_cell::lines(&view, width));
         }
-        if let Some(row) = self.status_row() {
-            rows.push(row);
-        }
-        rows.extend(self.queue_rows(w));
         rows
     }
 
@@ -213,6 +225,15 @@ impl View {
 
     /// "Working… 12s · esc to interrupt", retry countdown or compaction.
     fn status_row(&self) -> Option<Line<'static>> {
+        if self.disconnected.is_some() && self.transcript.is_running() {
+            return Some(Line::from(vec![
+                Span::styled("✕ ", Style::default().fg(Color::Red)),
+                Span::styled(
+                    "disconnected from the keel daemon: the run's state is unknown",
+                    dim(),
+                ),
+            ]));
+        }
         let spin = spinner_frame(self.spinner);
         let secs = |since: i64| ((self.now_ms - since).max(0) / 1000) as u64;
         let (glyph, text) = match self.transcript.activity.as_ref()? {
@@ -318,15 +339,19 @@ impl View {
         if !t.thinking_level.is_empty() && t.thinking_level != "off" {
             parts.push(format!("thinking {}", t.thinking_level));
         }
-        parts.push(format!(
-            "↑{} ↓{}",
-            fmt_tokens(u.input + u.cache_read + u.cache_write),
-            fmt_tokens(u.output)
-        ));
+        let unreported = t.totals.unreported();
+        match unreported {
+            true => parts.push("usage not reported".to_string()),
+            false => parts.push(format!(
+                "↑{} ↓{}",
+                fmt_tokens(u.input + u.cache_read + u.cache_write),
+                fmt_tokens(u.output)
+            )),
+        }
         if u.cost.total > 0.0 {
             parts.push(format!("${:.3}", u.cost.total));
         }
-        if self.context_window > 0 {
+        if self.context_window > 0 && !unreported {
             let pct = t.totals.context_tokens as f64 * 100.0 / self.context_window as f64;
             parts.push(format!("ctx {pct:.0}%"));
         }

@@ -9,7 +9,7 @@ use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 
 use super::menu::{self, MenuKey};
-use super::{Action, View, COMMANDS};
+use super::{Action, View};
 use crate::front::tui::picker::rows::Choice;
 
 /// The menu's state: open or not, and the text whose menu Esc closed.
@@ -77,7 +77,7 @@ impl View {
         if self.slash.menu.as_ref().is_some_and(|m| m.query == query) {
             return;
         }
-        let entries: Vec<(String, String)> = COMMANDS
+        let entries: Vec<(String, String)> = super::commands(self.attached)
             .iter()
             .map(|(c, d)| (c.to_string(), d.to_string()))
             .chain(self.templates.iter().cloned())
