@@ -4,6 +4,7 @@
 //! reached only at its own URL with its own key. Two local servers: A is the one the user
 //! chose; B stands in for OpenAI's and Anthropic's hosts (their `*_BASE_URL` variables point
 //! at it), so a request that would have gone to a vendor lands on B, where the test sees it.
+//! The chosen server's credentials never leave it, not even in an error.
 
 use serde_json::{json, Value};
 
@@ -244,4 +245,39 @@ fn a_server_that_lists_no_models_offers_only_the_start_model() {
         "the list is asked for once: {:?}",
         a.seen()
     );
+}
+
+#[test]
+fn a_base_urls_password_never_appears_in_an_error() {
+    // keel printed `--base-url`'s userinfo in "cannot reach URL" errors and hints.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://keel:base-url-secret@127.0.0.1:{port}/v1");
+    let sb = Sandbox::new();
+    let base = [
+        "-p",
+        "--base-url",
+        &url,
+        "--api-key",
+        "k",
+        "--max-retries",
+        "0",
+    ];
+    for (extra, code) in [(&[][..], 3), (&["--model", "m"][..], 1)] {
+        let mut args = base.to_vec();
+        args.extend_from_slice(extra);
+        args.push("hi");
+        let run = sb.run(&args);
+        assert_eq!(run.code, code, "{run}");
+        assert!(
+            run.stderr.contains(&format!(
+                "cannot reach http://keel:***@127.0.0.1:{port}/v1/"
+            )),
+            "{run}"
+        );
+        assert!(!run.to_string().contains("base-url-secret"), "{run}");
+    }
 }
