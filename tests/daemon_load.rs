@@ -2,7 +2,7 @@
 //! spinning, one slow `session/open` holds up no other client, and a client that pipelines
 //! requests without reading cannot make it buffer without limit.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, ErrorKind, Write};
 use std::os::unix::net::UnixStream;
 use std::process::Stdio;
 use std::sync::mpsc;
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::daemon_support::{code, open, Daemon};
+use crate::daemon_support::{code, Conn, Daemon};
 use crate::session_load::session_gen;
 use crate::support::{fixture, Sandbox};
 
@@ -150,8 +150,10 @@ fn at_the_fd_limit_the_daemon_backs_off_logs_once_and_serves_again() {
         lines.push(line);
     };
     assert!(end.contains("failed accepts"), "{end}");
+    lines.push(end);
+    // One episode is two lines; freeing 40 connections at once may start a second one.
     let total = lines.iter().filter(|l| l.contains("accept")).count();
-    assert!(total <= 6, "{total} log lines about accept: {lines:?}");
+    assert!(total <= 4, "{total} log lines about accept: {lines:?}");
 }
 
 /// A TCP server that accepts connections and never answers them: each accepted stream is
@@ -169,6 +171,32 @@ fn silent_server() -> (String, mpsc::Receiver<std::net::TcpStream>) {
         }
     });
     (format!("http://127.0.0.1:{port}/v1"), rx)
+}
+
+/// `c.call`, with a panic that says what did not come when the daemon does not answer within
+/// the connection's read timeout (20 s).
+fn answer(c: &mut Conn, method: &str, params: serde_json::Value) -> serde_json::Value {
+    c.next += 1;
+    let id = c.next;
+    c.send_raw(
+        &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+    );
+    loop {
+        let mut line = String::new();
+        match c.r.read_line(&mut line) {
+            Ok(0) => panic!("the daemon closed the connection before answering {method}"),
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                panic!("no answer to {method} in 20 s: held up by another client's open")
+            }
+            Err(e) => panic!("{e}"),
+        }
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if v["id"] == id {
+            return v;
+        }
+        c.notes.push(v);
+    }
 }
 
 /// Regression: `session/open` held one daemon-wide lock for its whole startup, so a server that
@@ -191,7 +219,16 @@ fn a_silent_models_server_holds_up_no_other_clients_open_or_prompt() {
     // A hangs on that request now. B opens a session, and a prompt of it is answered.
     let mut b = d.connect();
     b.hello(false);
-    let id = open(&mut b, &sb, "hello.json", &[]);
+    let script = fixture("hello.json");
+    let args = ["--provider", "scripted", "--script", &script];
+    let r = answer(
+        &mut b,
+        "session/open",
+        json!({"cwd": sb.work(), "args": args}),
+    );
+    let id = r["result"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{r}"));
     assert!(b.call("session/attach", json!({"sessionId": id}))["result"].is_object());
     let r = b.call("prompt", json!({"sessionId": id, "message": "hi"}));
     assert!(r.get("error").is_none(), "{r}");
@@ -201,7 +238,7 @@ fn a_silent_models_server_holds_up_no_other_clients_open_or_prompt() {
         "{events:?}"
     );
     // A is still waiting; on its own connection the daemon still answers.
-    assert!(a.call("ping", json!({}))["result"].is_object());
+    assert!(answer(&mut a, "ping", json!({}))["result"].is_object());
     // The server hangs up: A's open fails, naming what it asked.
     drop(models);
     drop(accepted);
