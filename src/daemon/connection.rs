@@ -109,7 +109,9 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
                 Some(back) = backs.recv() => conn.answered(back, &mut queue_rx, &mut out),
                 Some(d) = queue_rx.recv() => {
                     conn.deliver(&d, &mut out);
-                    while let Ok(d) = queue_rx.try_recv() {
+                    // Written in batches of at most about OUT_BYTES; the rest wait in the queue.
+                    while out.len() < later::OUT_BYTES {
+                        let Ok(d) = queue_rx.try_recv() else { break };
                         conn.deliver(&d, &mut out);
                     }
                 }
