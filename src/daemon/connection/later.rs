@@ -16,7 +16,12 @@ use crate::host::actor::{self, Answer, Answered};
 use crate::host::Data;
 use crate::wire::jsonrpc::{self as j, Id};
 
-/// Requests of one connection being served in tasks at once.
+/// Requests of one connection being served in tasks at once. An answer can be large (a
+/// `get_messages` of a long session, held as a JSON value and then as its line: about three
+/// times its size), so this bounds the memory of answers being made; 4 keeps a client that
+/// pipes 2 MB answers and never reads at about +25 MiB (`benches/keel/daemon_load.rs`). The
+/// session serves one request at a time anyway; a client with 4 slow ones unanswered (`bash`
+/// commands still running, say) has its next request read once one of them is answered.
 pub const IN_FLIGHT: usize = 4;
 /// Bytes of answers a connection holds for its client before it takes no more requests.
 pub const OUT_BYTES: usize = 4 << 20;
