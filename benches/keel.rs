@@ -33,6 +33,8 @@ type Res<T> = Result<T, String>;
 
 #[path = "keel/daemon.rs"]
 mod daemon;
+#[path = "keel/daemon_load.rs"]
+mod daemon_load;
 #[path = "keel/journal.rs"]
 mod journal;
 #[path = "keel/mcp.rs"]
@@ -123,15 +125,20 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session, =daemon, =remote, =journal, =mcp or =tui runs just those rows
-    // (they take a while to iterate on).
+    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp or =tui runs just those
+    // rows (they take a while to iterate on); =load: the daemon's pipelining-client memory rows.
     let only = match std::env::var("KEEL_BENCH_ONLY") {
-        Ok(v) if ["session", "daemon", "remote", "journal", "mcp", "tui"].contains(&v.as_str()) => {
+        Ok(v)
+            if [
+                "session", "daemon", "load", "remote", "journal", "mcp", "tui",
+            ]
+            .contains(&v.as_str()) =>
+        {
             Some(v)
         }
         Ok(v) => {
             return Err(format!(
-                "KEEL_BENCH_ONLY: session, daemon, remote, journal, mcp or tui, not {v:?}"
+                "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp or tui, not {v:?}"
             ))
         }
         Err(_) => None,
@@ -151,6 +158,15 @@ fn run() -> Res<()> {
         daemon::daemon_bench(&keel, hello_s, &mut rows, heavy)?;
         remote::remote_bench(&keel, hello_s, &mut rows)?;
         return report(&keel, &rows, &format!("{heavy} heavy, daemon rows only"));
+    }
+    if only.as_deref() == Some("load") {
+        eprintln!("[8/9] daemon: a client that pipelines and never reads x{heavy}");
+        daemon_load::pipelining_bench(&keel, hello_s, &mut rows, heavy)?;
+        return report(
+            &keel,
+            &rows,
+            &format!("{heavy} heavy, pipelining rows only"),
+        );
     }
     if only.as_deref() == Some("remote") {
         remote::remote_bench(&keel, hello_s, &mut rows)?;

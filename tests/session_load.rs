@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use crate::support::{fixture, read_until, Sandbox};
 
 #[path = "../benches/keel/session_gen.rs"]
-mod session_gen;
+pub mod session_gen;
 
 const SESSION_ID: &str = "01a22a4d-c23c-773e-be8a-b1dc1a1a060b";
 

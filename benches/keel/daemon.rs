@@ -105,7 +105,7 @@ impl Daemon {
     }
 
     /// VmRSS of the daemon process, KiB.
-    fn rss_kib(&self) -> Res<f64> {
+    pub(super) fn rss_kib(&self) -> Res<f64> {
         let status = fs::read_to_string(format!("/proc/{}/status", self.child.id()))
             .map_err(|e| format!("daemon status: {e}"))?;
         status
@@ -327,7 +327,8 @@ pub fn daemon_bench(keel: &Path, hello: &str, rows: &mut Vec<Row>, heavy: usize)
     let stream = script(scripts.path(), "stream.json", STREAM_DELTAS, None)?;
     throughput(keel, &stream, rows, heavy)?;
     fanout(keel, scripts.path(), rows, heavy)?;
-    memory(keel, hello, rows, heavy)
+    memory(keel, hello, rows, heavy)?;
+    super::daemon_load::pipelining_bench(keel, hello, rows, heavy)
 }
 
 /// Writes a one-turn script of `n` one-byte text deltas; `pace` = Some(burst) pauses 1 ms

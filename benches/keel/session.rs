@@ -10,7 +10,7 @@ use std::time::Instant;
 use super::{median, path_str, Res, Row, Sandbox, CHILD_ENV};
 
 #[path = "session_gen.rs"]
-mod session_gen;
+pub(super) mod session_gen;
 
 /// Entries in the generated session.
 pub const SESSION_ENTRIES: usize = 50_000;

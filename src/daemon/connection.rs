@@ -3,13 +3,14 @@
 //! pi command (with `sessionId`). `daemon/notice` goes to every connection. Events of attached
 //! sessions arrive as `session/event` notifications through one bounded queue; a reply is
 //! written only after the events its command caused. A client that stops reading is dropped
-//! with `daemon/lagged`. Bad input gets an error and the
-//! connection stays open (except after -32010 and -32011). When a command makes a session
+//! with `daemon/lagged`; pi commands and `session/open` are served in tasks, and a connection
+//! holding too many of them or too many bytes of answers reads no more requests (`later.rs`).
+//! Bad input gets an error and the connection stays open (except after -32010 and -32011). When a command makes a session
 //! serve another one (`new_session`, `switch_session`, `fork`, `clone`), each attached client
 //! gets `session/replaced` and its attachment follows; a request this client sent before it
 //! was told still reaches the session it named.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -20,11 +21,13 @@ use tokio::net::UnixStream;
 use tokio::sync::{mpsc, oneshot};
 
 use super::server::Shared;
-use crate::host::actor::{self, Answer, Call, DialogAnswer, SessionHandle};
+use crate::host::actor::{Call, DialogAnswer, SessionHandle};
 use crate::host::stream::{Cursor, Delivery, Item, Lagged, Start, QUEUE};
-use crate::host::Data;
 use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
+
+mod later;
+use later::{Back, Later};
 
 /// The protocol this daemon speaks (`p1` in the socket name).
 pub const PROTOCOL: u64 = 1;
@@ -34,15 +37,11 @@ pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30
 /// How long `session/close` lets the session's last writes settle.
 const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// A pi command's answer on its way back: the request id, the session's stream
-/// ([`SessionHandle::stream_id`]), the answer and the stream's last `seq` when it was given.
-type Back = (Id, u64, Answer, u64);
-
 /// What a method call ends in.
 enum Outcome {
     Result(Value),
     Error(ErrorObject),
-    /// Answered later (a pi command), through the connection's reply channel.
+    /// Answered later (a pi command, `session/open`), through the connection's [`Later`].
     Later,
     /// Write this error, then close the connection.
     Fatal(ErrorObject),
@@ -58,7 +57,7 @@ struct Conn {
     /// Attached sessions (by the id this client was last told) and their lagged flags.
     attached: HashMap<String, (SessionHandle, Arc<Lagged>)>,
     queue_tx: mpsc::Sender<Delivery>,
-    replies: mpsc::UnboundedSender<Back>,
+    later: Later,
 }
 
 /// Serves one accepted connection until the client goes away, is dropped, or the daemon ends.
@@ -68,7 +67,7 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
     let (mut read, mut write) = stream.into_split();
     // Room for a whole ring's replay plus the usual backlog (a channel allocates as it fills).
     let (queue_tx, mut queue_rx) = mpsc::channel::<Delivery>(shared.options.ring.0 + QUEUE);
-    let (replies, mut reply_rx) = mpsc::unbounded_channel::<Back>();
+    let (later, mut backs) = Later::new();
     let mut shutdown = shared.shutdown.subscribe();
     let mut notices = shared.notices.subscribe();
     let mut conn = Conn {
@@ -78,73 +77,59 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
         interactive: false,
         attached: HashMap::new(),
         queue_tx,
-        replies,
+        later,
     };
     let mut decoder = LineDecoder::new(MAX_LINE_BYTES);
     let mut buf = vec![0u8; 64 * 1024];
-    let mut frames = Vec::new();
+    // Requests read and not taken yet. They are taken while the connection has room for their
+    // answers (`later.rs`); until they all are, nothing more is read from the client.
+    let mut frames = VecDeque::new();
     let mut out = Vec::new();
-    'serve: loop {
+    loop {
         out.clear();
-        tokio::select! {
-            biased;
-            reason = shutdown.recv() => {
-                let reason = reason.unwrap_or_else(|_| "stopped".into());
-                let line = j::notification_line("daemon/shutdown", &json!({"reason": reason}));
-                if let Ok(line) = line {
-                    let _ = write.write_all(line.as_bytes()).await;
+        let mut end = false;
+        if !frames.is_empty() && conn.later.room(0) {
+            end = conn.take(&mut frames, &mut out).await;
+        } else {
+            tokio::select! {
+                biased;
+                reason = shutdown.recv() => {
+                    let reason = reason.unwrap_or_else(|_| "stopped".into());
+                    let line = j::notification_line("daemon/shutdown", &json!({"reason": reason}));
+                    if let Ok(line) = line {
+                        let _ = write.write_all(line.as_bytes()).await;
+                    }
+                    break;
                 }
-                break;
-            }
-            Ok(notice) = notices.recv() => {
-                if let Ok(line) = j::notification_line("daemon/notice", &notice) {
-                    out.extend_from_slice(line.as_bytes());
-                }
-            }
-            Some((id, stream, answer, head)) = reply_rx.recv() => {
-                // The events published before the answer go first, the later ones after it.
-                let mut later = Vec::new();
-                while let Ok(d) = queue_rx.try_recv() {
-                    if d.stream == stream && d.seq() > head {
-                        later.push(d);
-                    } else if later.is_empty() {
-                        conn.deliver(&d, &mut out);
-                    } else {
-                        later.push(d);
+                Ok(notice) = notices.recv() => {
+                    if let Ok(line) = j::notification_line("daemon/notice", &notice) {
+                        out.extend_from_slice(line.as_bytes());
                     }
                 }
-                out.extend_from_slice(answer_line(&id, answer).as_bytes());
-                for d in &later {
-                    conn.deliver(d, &mut out);
-                }
-            }
-            Some(d) = queue_rx.recv() => {
-                conn.deliver(&d, &mut out);
-                while let Ok(d) = queue_rx.try_recv() {
+                Some(back) = backs.recv() => conn.answered(back, &mut queue_rx, &mut out),
+                Some(d) = queue_rx.recv() => {
                     conn.deliver(&d, &mut out);
+                    // Written in batches of at most about OUT_BYTES; the rest wait in the queue.
+                    while out.len() < later::OUT_BYTES {
+                        let Ok(d) = queue_rx.try_recv() else { break };
+                        conn.deliver(&d, &mut out);
+                    }
                 }
-            }
-            n = read.read(&mut buf) => {
-                let n = match n {
+                n = read.read(&mut buf), if frames.is_empty() && conn.later.room(0) => match n {
                     Ok(0) | Err(_) => {
-                        if let Some(f) = decoder.finish() {
-                            frames.push(f);
-                        }
-                        for frame in std::mem::take(&mut frames) {
+                        // What the client sent before it went is answered as far as it can be.
+                        frames.extend(decoder.finish());
+                        while let Some(frame) = frames.pop_front() {
                             let _ = conn.frame(&frame, &mut out).await;
                         }
-                        let _ = write.write_all(&out).await;
-                        break;
+                        end = true;
                     }
-                    Ok(n) => n,
-                };
-                decoder.push(&buf[..n], &mut frames);
-                for frame in std::mem::take(&mut frames) {
-                    if conn.frame(&frame, &mut out).await.is_err() {
-                        let _ = write.write_all(&out).await;
-                        break 'serve;
+                    Ok(n) => {
+                        let mut read_now = Vec::new();
+                        decoder.push(&buf[..n], &mut read_now);
+                        frames.extend(read_now);
                     }
-                }
+                },
             }
         }
         // A client that takes no bytes for this long is gone for our purposes: its session
@@ -154,6 +139,9 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
                 Ok(Ok(())) => {}
                 Ok(Err(_)) | Err(_) => break,
             }
+        }
+        if end {
+            break;
         }
         if let Some((session, seq)) = conn.lagged() {
             let params = json!({"sessionId": session, "seq": seq});
@@ -178,7 +166,7 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
 /// `session/detach` belong to a connection and are refused (events are in the journal).
 pub async fn one_request(shared: Arc<Shared>, line: &[u8]) -> Vec<u8> {
     let (queue_tx, _queue_rx) = mpsc::channel::<Delivery>(1);
-    let (replies, mut reply_rx) = mpsc::unbounded_channel::<Back>();
+    let (later, mut backs) = Later::new();
     let mut conn = Conn {
         client: shared.next(),
         shared,
@@ -186,7 +174,7 @@ pub async fn one_request(shared: Arc<Shared>, line: &[u8]) -> Vec<u8> {
         interactive: true,
         attached: HashMap::new(),
         queue_tx,
-        replies,
+        later,
     };
     let mut out = Vec::new();
     let mut frames = Vec::new();
@@ -212,11 +200,11 @@ pub async fn one_request(shared: Arc<Shared>, line: &[u8]) -> Vec<u8> {
         }
     }
     let _ = conn.frame(frame, &mut out).await;
-    // Only a pi command still running holds a reply sender now.
+    // Only a request still being served holds a sender of later answers now.
     drop(conn);
     if out.is_empty() {
-        if let Some((id, _, answer, _)) = reply_rx.recv().await {
-            out.extend_from_slice(answer_line(&id, answer).as_bytes());
+        if let Some(Back::Pi { line, .. } | Back::Line(line)) = backs.recv().await {
+            out.extend_from_slice(line.as_bytes());
         }
     }
     out
@@ -248,15 +236,6 @@ pub fn event_params_head(session: &str, epoch: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(b",\"epoch\":");
     let _ = serde_json::to_writer(&mut *out, epoch);
     out.extend_from_slice(b",\"seq\":");
-}
-
-fn answer_line(id: &Id, answer: Answer) -> String {
-    match answer {
-        Ok(Data::Empty) => j::raw_result_line(id, "{}"),
-        Ok(Data::Json(v)) => j::result_line(id, &v),
-        Ok(Data::Raw(raw)) => j::raw_result_line(id, &raw),
-        Err(message) => j::error_line(Some(id), j::COMMAND_FAILED, &message, None),
-    }
 }
 
 #[derive(Deserialize)]
@@ -320,6 +299,44 @@ impl Conn {
         });
         if let Ok(line) = j::notification_line("session/replaced", &params) {
             out.extend_from_slice(line.as_bytes());
+        }
+    }
+
+    /// Takes requests read earlier while the connection has room for their answers; true when
+    /// one of them closes the connection.
+    async fn take(&mut self, frames: &mut VecDeque<Frame>, out: &mut Vec<u8>) -> bool {
+        while self.later.room(out.len()) {
+            let Some(frame) = frames.pop_front() else {
+                break;
+            };
+            if self.frame(&frame, out).await.is_err() {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Writes an answer that came later; a pi command's after the events its session published
+    /// before it and before the later ones.
+    fn answered(&mut self, back: Back, queue: &mut mpsc::Receiver<Delivery>, out: &mut Vec<u8>) {
+        self.later.taken(&back);
+        let (stream, head, line) = match back {
+            Back::Line(line) => return out.extend_from_slice(line.as_bytes()),
+            Back::Pi { stream, head, line } => (stream, head, line),
+        };
+        let mut after = Vec::new();
+        while let Ok(d) = queue.try_recv() {
+            if d.stream == stream && d.seq() > head {
+                after.push(d);
+            } else if after.is_empty() {
+                self.deliver(&d, out);
+            } else {
+                after.push(d);
+            }
+        }
+        out.extend_from_slice(line.as_bytes());
+        for d in &after {
+            self.deliver(d, out);
         }
     }
 
@@ -396,12 +413,9 @@ impl Conn {
                 Outcome::Stop(json!({}))
             }
             "session/open" => {
-                // A session's old id (after a change) must not name it any more.
-                self.shared.rekey().await;
-                match super::open::open(&self.shared, params).await {
-                    Ok(v) => Outcome::Result(v),
-                    Err(e) => Outcome::Error(e),
-                }
+                let params = params.map(ToOwned::to_owned);
+                self.later.open(&self.shared, id.clone(), params);
+                Outcome::Later
             }
             "schedule/reload" => match crate::schedule::runner::reload_method(&self.shared) {
                 Ok(v) => Outcome::Result(v),
@@ -731,16 +745,8 @@ impl Conn {
         }
         // Sent now, so the session serves this connection's commands in the order they came.
         let answer = handle.submit(req);
-        let replies = self.replies.clone();
-        let id = id.clone();
-        let stream = handle.stream_id();
-        self.shared.pending.fetch_add(1, Ordering::Relaxed);
-        let shared = self.shared.clone();
-        tokio::spawn(async move {
-            let (answer, head) = actor::answered(answer.await);
-            let _ = replies.send((id, stream, answer, head));
-            shared.pending.fetch_sub(1, Ordering::Relaxed);
-        });
+        self.later
+            .pi(&self.shared, id.clone(), handle.stream_id(), answer);
         Outcome::Later
     }
 

@@ -1,7 +1,9 @@
 //! `session/open {cwd, args, env}`: starts a session in the daemon exactly as a client started
 //! with those flags in that directory would (the same startup code as RPC mode), or returns
 //! the live one when the flags name a session the daemon already holds (a session is live in
-//! at most one place). [`open_session`] is the one path: the scheduler's runs start there too.
+//! at most one place), with a warning naming the flags it did not apply (`open/unapplied.rs`).
+//! Opens run concurrently. [`open_session`] is the one path: the scheduler's runs start there
+//! too.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -18,6 +20,8 @@ use crate::kernel::clock::Clock;
 use crate::kernel::session;
 use crate::mode::Env;
 use crate::wire::jsonrpc::{self as j, ErrorObject};
+
+mod unapplied;
 
 #[derive(Deserialize)]
 struct Open {
@@ -78,6 +82,11 @@ pub async fn open(
 
 /// Opens the session `o` describes in the daemon, or finds it live (the one path every
 /// session of the daemon starts through). Errors as [`open`]'s.
+///
+/// Opens run concurrently: the slow part of a startup (a provider that asks its server for its
+/// models) holds no lock. Only the last, quick part (the session loaded, its host started and
+/// registered) runs one at a time, and looks for the session live again first: two clients
+/// opening one session at once get the same live one.
 pub async fn open_session(shared: &Shared, o: Opening) -> Result<Opened, ErrorObject> {
     let failed = |m: String| ErrorObject::new(j::COMMAND_FAILED, m);
     if !o.cwd.is_absolute() || !o.cwd.is_dir() {
@@ -88,26 +97,18 @@ pub async fn open_session(shared: &Shared, o: Opening) -> Result<Opened, ErrorOb
     }
     let cli = parse_args(&o.args).map_err(|e| startup_failed(&e))?;
     let env = session_env(shared, &o.cwd, o.env);
-    // One open at a time (see `Shared::opening`); the registry itself is not held during
-    // startup, which may ask a server for its models.
-    let _one_at_a_time = shared.opening.lock().await;
-    let live = {
-        let sessions = shared.sessions.lock().await;
-        find_live(&sessions, &cli, &env).await
-    };
-    if let Some((id, handle)) = live {
-        let status = handle.status().await;
-        return Ok(Opened {
-            id,
-            handle,
-            status,
-            created: false,
-            warnings: Vec::new(),
-        });
+    if let Some(live) = found_live(shared, &cli, &env, &o.args).await {
+        return Ok(live);
     }
     let clock = Clock::new(env.fixed_clock, env.seed);
-    let mut setup = start(&cli, &env, &clock, !o.headless)
+    let provider = prepare(&cli, &env, &clock)
         .await
+        .map_err(|e| startup_failed(&e))?;
+    let _one_at_a_time = shared.opening.lock().await;
+    if let Some(live) = found_live(shared, &cli, &env, &o.args).await {
+        return Ok(live);
+    }
+    let mut setup = crate::setup::host_setup_with(&cli, &env, &clock, !o.headless, provider)
         .map_err(|e| startup_failed(&e))?;
     setup.unattended = o.unattended;
     setup.open_args = o.args.clone();
@@ -133,16 +134,42 @@ pub async fn open_session(shared: &Shared, o: Opening) -> Result<Opened, ErrorOb
             json!({"cwd": sum.cwd, "sessionFile": sum.file, "name": sum.name, "epoch": s.epoch}),
         );
     }
-    shared
-        .sessions
-        .lock()
-        .await
-        .insert(id.clone(), handle.clone());
+    shared.register(&id, &handle).await;
     Ok(Opened {
         id,
         handle,
         status,
         created: true,
+        warnings,
+    })
+}
+
+/// The live session the flags name, if the daemon holds it, with a warning naming the flags
+/// given now that it was not opened with (it keeps its own settings).
+async fn found_live(shared: &Shared, cli: &Cli, env: &Env, args: &[String]) -> Option<Opened> {
+    let (id, handle) = {
+        let sessions = shared.sessions.lock().await;
+        find_live(&sessions, cli, env).await
+    }?;
+    let status = handle.status().await;
+    let then = status
+        .as_ref()
+        .map(|s| s.open_args.as_slice())
+        .unwrap_or_default();
+    let flags = unapplied::unapplied(then, args);
+    let warnings = match flags.as_slice() {
+        [] => Vec::new(),
+        _ => vec![format!(
+            "session {id} is already live in the daemon and keeps the settings it was opened \
+             with: {} not applied",
+            flags.join(", ")
+        )],
+    };
+    Some(Opened {
+        id,
+        handle,
+        status,
+        created: false,
         warnings,
     })
 }
@@ -168,11 +195,22 @@ pub(crate) async fn start(
     clock: &Clock,
     can_ask: bool,
 ) -> Result<crate::host::HostSetup, StartupError> {
+    let provider = prepare(cli, env, clock).await?;
+    crate::setup::host_setup_with(cli, env, clock, can_ask, provider)
+}
+
+/// The first part of [`start`], the one that may wait on the network: the flags checked, the
+/// run's start time read (first, as a keel process reads it at startup: a session opened here
+/// gets the ids and times it would get in-process) and the provider chosen (which may ask a
+/// server for its models).
+async fn prepare(
+    cli: &Cli,
+    env: &Env,
+    clock: &Clock,
+) -> Result<std::sync::Arc<dyn crate::kernel::provider::Provider>, StartupError> {
     crate::setup::check_session_flags(cli, false)?;
-    // The run's start time is read first, as a keel process reads it at startup: a session
-    // opened here gets the ids and times it would get in-process.
     let _started = clock.now_ms();
-    crate::setup::host_setup(cli, env, clock, can_ask).await
+    crate::setup::provider(cli, env).await
 }
 
 /// -32000 with the startup error's text as the message and the error itself as `data`.

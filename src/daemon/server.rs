@@ -2,8 +2,9 @@
 //! session hosts. It owns the socket and the registry of live sessions; each connection is
 //! served by `connection.rs`; each session by a host actor. Lifetime: idle exit, SIGTERM,
 //! `daemon/stop` (idle exit never happens while a scheduled task is not paused); every exit
-//! broadcasts `daemon/shutdown`, saves every session and removes the socket. Never writes to
-//! stdout: logs go through `tracing` (to the daemon log when spawned).
+//! broadcasts `daemon/shutdown`, saves every session and removes the socket. Out of
+//! descriptors, accepts back off (`server/accept.rs`). Never writes to stdout: logs go through
+//! `tracing` (to the daemon log when spawned).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -18,6 +19,8 @@ use super::paths;
 use super::spawn::DaemonLock;
 use crate::host::actor::SessionHandle;
 use crate::kernel::clock::Clock;
+
+mod accept;
 
 /// How the daemon was asked to run.
 #[derive(Debug, Clone)]
@@ -54,8 +57,9 @@ pub struct Shared {
     /// Live sessions by id (held only briefly). A handle's own id is the truth: after a
     /// session change its key is stale until [`Shared::rekey`] (which every lookup does).
     pub sessions: Mutex<HashMap<String, SessionHandle>>,
-    /// Held for a whole `session/open`: opens happen one at a time, so two clients naming
-    /// one session get the same live one, while status and commands never wait for startup.
+    /// Held while an opened session is loaded and registered (the quick end of a
+    /// `session/open`; the slow provider setup before it holds nothing), so two clients
+    /// naming one session get the same live one.
     pub opening: Mutex<()>,
     /// Connected clients (for status and idle exit).
     pub clients: std::sync::atomic::AtomicUsize,
@@ -101,6 +105,12 @@ impl Shared {
     pub async fn forget(&self, handle: &SessionHandle) {
         let mut sessions = self.sessions.lock().await;
         sessions.retain(|_, h| h.stream_id() != handle.stream_id());
+    }
+
+    /// Files a session just opened under its id.
+    pub async fn register(&self, id: &str, handle: &SessionHandle) {
+        let mut sessions = self.sessions.lock().await;
+        sessions.insert(id.to_string(), handle.clone());
     }
 
     /// Files every handle under the id of the session it serves now.
@@ -175,18 +185,28 @@ pub async fn serve(
         shared.pid,
         shared.options.socket.display()
     );
+    // Out of descriptors, accepts pause for a while (see `accept.rs`).
+    let mut backoff = accept::Backoff::default();
+    let mut paused: Option<tokio::time::Instant> = None;
     let ending = loop {
+        let resume_at = paused.unwrap_or_else(tokio::time::Instant::now);
         tokio::select! {
-            accepted = listener.accept() => match accepted {
+            accepted = listener.accept(), if paused.is_none() => match accepted {
                 Ok((stream, _)) => {
+                    backoff.accepted();
                     if let Err(why) = paths::peer_allowed(&stream) {
                         tracing::warn!("connection refused: {why}");
                         continue;
                     }
                     tokio::spawn(connection::serve(stream, shared.clone()));
                 }
-                Err(e) => tracing::warn!("accept failed: {e}"),
+                Err(e) => {
+                    if let accept::After::Pause(d) = backoff.failed(&e) {
+                        paused = Some(tokio::time::Instant::now() + d);
+                    }
+                }
             },
+            _ = tokio::time::sleep_until(resume_at), if paused.is_some() => paused = None,
             _ = stop_rx.changed() => break Ending::Stopped,
             _ = sigterm.recv() => break Ending::Signal(crate::exit::SIGTERM),
             _ = sigint.recv() => break Ending::Signal(crate::exit::SIGINT),

@@ -244,6 +244,11 @@ pub struct Host {
 }
 
 impl Host {
+    /// The flags the session was opened with (empty when not opened by the daemon).
+    pub fn open_args(&self) -> &[String] {
+        &self.open_args
+    }
+
     /// Starts serving the session of `setup`.
     pub fn new(setup: HostSetup) -> Host {
         let (tx, internal_rx) = mpsc::unbounded_channel::<Internal>();

@@ -1,0 +1,79 @@
+//! Opening a session the daemon already holds live (issue 27 §13): the live session is returned
+//! as it is, and the flags that would have set it up otherwise are named in a warning that
+//! reaches the client, never dropped silently.
+
+use serde_json::{json, Value};
+
+use crate::daemon_support::{open, Daemon};
+use crate::support::{fixture, Sandbox};
+
+fn reopen(c: &mut crate::daemon_support::Conn, sb: &Sandbox, extra: &[&str]) -> Value {
+    let script = fixture("hello.json");
+    let mut args = vec!["--continue", "--provider", "scripted", "--script", &script];
+    args.extend_from_slice(extra);
+    let r = c.call("session/open", json!({"cwd": sb.work(), "args": args}));
+    r["result"].clone()
+}
+
+/// Regression: `--continue --model other` on a session live in the daemon returned it with
+/// its own model and no word that `--model` was not applied.
+#[test]
+fn reopening_a_live_session_with_another_model_warns_that_model_was_not_applied() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let mut c = d.connect();
+    c.hello(false);
+    let id = open(&mut c, &sb, "hello.json", &["--thinking", "low"]);
+    c.call("session/attach", json!({"sessionId": id}));
+    c.call("prompt", json!({"sessionId": id, "message": "hi"}));
+    c.events_until("agent_settled");
+
+    // The same flags again: nothing to warn about.
+    let same = reopen(&mut c, &sb, &["--thinking", "low"]);
+    assert_eq!(same["sessionId"], id.as_str(), "{same}");
+    assert_eq!(same["created"], false, "{same}");
+    assert_eq!(same["warnings"], json!([]), "{same}");
+
+    // Another model and no thinking flag (not given: not a disagreement).
+    let other = reopen(&mut c, &sb, &["--model", "other"]);
+    assert_eq!(other["sessionId"], id.as_str(), "{other}");
+    assert_eq!(other["created"], false, "{other}");
+    let warnings = other["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 1, "{other}");
+    let w = warnings[0].as_str().unwrap();
+    assert!(w.contains("--model"), "{w}");
+    assert!(
+        !w.contains("--thinking") && !w.contains("--provider"),
+        "{w}"
+    );
+
+    // A print client through the daemon shows it on stderr.
+    let script = fixture("hello.json");
+    let socket = d.socket.to_str().unwrap();
+    let run = sb.run(&[
+        "-p",
+        "--daemon",
+        "--socket",
+        socket,
+        "--continue",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "--model",
+        "other",
+        "--max-turns",
+        "3",
+        "again",
+    ]);
+    assert_eq!(run.code, 0, "{run}");
+    let warning = run
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("Warning:"))
+        .unwrap_or_else(|| panic!("no warning: {run}"));
+    assert!(
+        warning.contains("--model") && warning.contains("--max-turns"),
+        "{run}"
+    );
+}
