@@ -176,15 +176,7 @@ pub async fn dial_local(socket: &Path) -> Result<UnixStream, DaemonError> {
         .with_hint("start one with: keel daemon start")
         .with_kind(DaemonErrorKind::NotListening)
     };
-    let dir = socket
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .ok_or_else(|| {
-            DaemonError::new(format!(
-                "the socket path {} has no directory",
-                socket.display()
-            ))
-        })?;
+    let dir = super::spawn::socket_dir(socket)?;
     if let Err(e) = std::fs::symlink_metadata(dir) {
         if e.kind() == ErrorKind::NotFound {
             return Err(not_listening(&format!("{} does not exist", dir.display())));

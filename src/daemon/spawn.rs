@@ -87,7 +87,8 @@ pub async fn connect_or_spawn(
     Ok((stream, spawned))
 }
 
-fn socket_dir(socket: &Path) -> Result<&Path, DaemonError> {
+/// The directory a socket path names (an error for a bare file name).
+pub(super) fn socket_dir(socket: &Path) -> Result<&Path, DaemonError> {
     socket
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
