@@ -74,9 +74,13 @@ fn the_typescript_sdk_client_initializes_prompts_answers_a_permission_and_serves
     );
     assert_eq!(
         summary["fsCalls"],
+        // Each approval's preview is the diff against the editor's buffer as it is when the
+        // dialog opens (a read); the edit tool reads it again when it runs (it may have changed).
         json!([
             {"method": "read", "path": "greet.txt"},
+            {"method": "read", "path": "greet.txt"},
             {"method": "write", "path": "greet.txt", "content": "hello keel (unsaved)\n"},
+            {"method": "read", "path": "notes.txt"},
             {"method": "write", "path": "notes.txt", "content": "rewritten\n"},
         ]),
         "edits work on the editor's buffers"
