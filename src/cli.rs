@@ -505,7 +505,16 @@ pub fn normalize(args: impl IntoIterator<Item = String>) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod normalize_tests {
+mod tests {
+    /// clap's own checks of the whole tree (duplicate names, bad defaults, conflicts naming
+    /// unknown ids), which otherwise run only on the commands a test happens to parse.
+    #[test]
+    fn the_command_tree_passes_claps_checks() {
+        use clap::CommandFactory;
+        super::Keel::command().debug_assert();
+        super::Cli::command().debug_assert();
+    }
+
     #[test]
     fn pi_short_spellings_become_flags_but_not_after_a_double_dash() {
         let args = ["keel", "-nc", "-p", "--", "-nc"].map(String::from);
