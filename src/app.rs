@@ -43,23 +43,31 @@ pub fn main() -> Exit {
     std::panic::catch_unwind(main_inner).unwrap_or(Exit::Internal)
 }
 
+/// Parses the command line once (the only read of `std::env::args()`) and runs what it names.
 fn main_inner() -> Exit {
-    if matches!(
-        std::env::args().nth(1).as_deref(),
-        Some("daemon") | Some("ps") | Some("attach") | Some("schedule")
-    ) {
-        return daemon_main();
-    }
-    if std::env::args().nth(1).as_deref() == Some("debug") {
-        return debug_main();
-    }
-    if std::env::args().nth(1).as_deref() == Some("mcp") {
-        return mcp_main();
-    }
-    let cli = match Cli::try_parse_from(crate::cli::normalize(std::env::args())) {
-        Ok(cli) => cli,
-        Err(e) => return clap_exit(e),
+    use crate::cli::{Command, DebugCommand, Keel};
+    let args = crate::cli::normalize(std::env::args());
+    let keel = match Keel::try_parse_from(&args) {
+        Ok(keel) => keel,
+        Err(e) => return clap_exit(e, &args),
     };
+    match keel.command {
+        None => {
+            let mut cli = keel.run;
+            cli.argv = args.into_iter().skip(1).collect();
+            run_main(cli)
+        }
+        Some(Command::Daemon(command)) => daemon_main(command),
+        Some(Command::Mcp(command)) => mcp_main(command),
+        Some(Command::Debug { command }) => match command {
+            DebugCommand::Prompt { run } => debug_main(*run),
+            DebugCommand::Unknown(words) => clap_exit(crate::cli::unknown_debug(&words), &args),
+        },
+    }
+}
+
+/// `keel [FLAGS] [PROMPT]…`: a run, in the mode the flags and terminal call for.
+fn run_main(cli: Cli) -> Exit {
     let Some(env) = detect_env() else {
         return Exit::Config;
     };
@@ -98,20 +106,8 @@ fn runtime(out: &mut Output) -> Option<tokio::runtime::Runtime> {
 
 /// `keel debug prompt [--json] [run flags…]`: the system prompt and tools a run with those
 /// flags would send, and the context files behind it.
-fn debug_main() -> Exit {
+fn debug_main(cli: Cli) -> Exit {
     let mut out = Output::stdio(ColorChoice::Never);
-    let args: Vec<String> = std::env::args().collect();
-    if args.get(2).map(String::as_str) != Some("prompt") {
-        out.err(
-            "Error: unknown debug command\nHint: keel debug prompt [--json] [flags of a run]\n",
-        );
-        return Exit::Usage;
-    }
-    let rest = std::iter::once("keel".to_string()).chain(args.into_iter().skip(3));
-    let cli = match Cli::try_parse_from(crate::cli::normalize(rest)) {
-        Ok(cli) => cli,
-        Err(e) => return clap_exit(e),
-    };
     let Some(env) = detect_env() else {
         return Exit::Config;
     };
@@ -131,12 +127,7 @@ fn debug_main() -> Exit {
 }
 
 /// `keel mcp list [--json]` and `keel mcp tools NAME`: the configured MCP servers.
-fn mcp_main() -> Exit {
-    let args = std::iter::once("keel mcp".to_string()).chain(std::env::args().skip(2));
-    let cli = match crate::cli::McpCli::try_parse_from(args) {
-        Ok(cli) => cli,
-        Err(e) => return clap_exit(e),
-    };
+fn mcp_main(cli: crate::cli::McpCli) -> Exit {
     let Some(env) = detect_env() else {
         return Exit::Config;
     };
@@ -159,22 +150,18 @@ fn mcp_main() -> Exit {
 }
 
 /// `keel daemon …`, `keel ps`, `keel attach` and `keel schedule …`.
-fn daemon_main() -> Exit {
-    let cli = match crate::cli::DaemonCli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => return clap_exit(e),
-    };
+fn daemon_main(command: crate::cli::DaemonTop) -> Exit {
     let Some(env) = detect_env() else {
         return Exit::Config;
     };
     let mut out = Output::stdio(ColorChoice::Never);
     // `keel attach` draws the TUI: logs go to the log file, never the screen.
-    let tui = matches!(cli.command, crate::cli::DaemonTop::Attach { .. });
+    let tui = matches!(command, crate::cli::DaemonTop::Attach { .. });
     init_logging(&env, tui);
     let Some(runtime) = runtime(&mut out) else {
         return Exit::Internal;
     };
-    match runtime.block_on(crate::front::daemon::run(cli, &env, &mut out)) {
+    match runtime.block_on(crate::front::daemon::run(command, &env, &mut out)) {
         Ok(exit) => exit,
         Err(e) => {
             out.err(&e.render());
@@ -183,7 +170,8 @@ fn daemon_main() -> Exit {
     }
 }
 
-fn clap_exit(e: clap::Error) -> Exit {
+/// A parse that ended in help, a version or a usage error: `args` is the command line it read.
+fn clap_exit(e: clap::Error, args: &[String]) -> Exit {
     use clap::error::ErrorKind;
     let mut out = Output::stdio(ColorChoice::Never);
     let text = e.render().to_string();
@@ -196,7 +184,7 @@ fn clap_exit(e: clap::Error) -> Exit {
         }
         _ => {
             // A script that asked for JSON still gets its one result line.
-            if json_requested(std::env::args().skip(1)) {
+            if json_requested(args.iter().skip(1)) {
                 let line = result_line(
                     &RunSummary::default(),
                     Exit::Usage,
@@ -213,7 +201,7 @@ fn clap_exit(e: clap::Error) -> Exit {
 }
 
 /// Whether raw arguments ask for JSON mode (used only when flag parsing failed).
-fn json_requested(args: impl Iterator<Item = String>) -> bool {
+fn json_requested<'a>(args: impl Iterator<Item = &'a String>) -> bool {
     let mut prev_mode = false;
     for a in args {
         if a == "--" {
@@ -317,9 +305,10 @@ async fn start(
     }
     if mode == Mode::Acp {
         // ACP sessions ask for approvals unless `--permission` was given (clap cannot tell).
-        let explicit = std::env::args_os().any(|a| {
-            a == "--permission" || a.to_str().is_some_and(|a| a.starts_with("--permission="))
-        });
+        let explicit = cli
+            .argv
+            .iter()
+            .any(|a| a == "--permission" || a.starts_with("--permission="));
         return crate::front::acp::serve(cli, env, clock, explicit, out).await;
     }
     // `--remote` (or KEEL_REMOTE) means the daemon over there: never a session here.

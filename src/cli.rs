@@ -4,10 +4,89 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
-/// keel: a coding agent for terminals, CI pipelines, scripts and editors.
+/// keel's whole command line, parsed once: a run (the default command: [`Cli`]'s flags and
+/// prompt) or one subcommand. A subcommand's name is one only as the first argument: after a
+/// flag, a prompt word or `--` it is a prompt word (`keel -p ps`, `keel -- ps`).
+#[derive(Debug, Parser)]
+#[command(
+    name = "keel",
+    version,
+    about,
+    long_about = None,
+    args_conflicts_with_subcommands = true
+)]
+pub struct Keel {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub run: Cli,
+}
+
+/// keel's subcommands; without one, keel runs the prompt.
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {
+    #[command(flatten)]
+    Daemon(DaemonTop),
+    /// Inspect the configured MCP servers.
+    Mcp(McpCli),
+    /// What a run would send the model, without running it.
+    Debug {
+        #[command(subcommand)]
+        command: DebugCommand,
+    },
+}
+
+/// `keel debug …`.
+#[derive(Debug, clap::Subcommand)]
+pub enum DebugCommand {
+    /// Print the system prompt and tools a run with these flags would send, and the context
+    /// files behind it.
+    Prompt {
+        #[command(flatten)]
+        run: Box<Cli>,
+    },
+    /// Any other word: refused by [`unknown_debug`] with the list of valid ones.
+    #[command(external_subcommand)]
+    Unknown(Vec<String>),
+}
+
+/// The usage error (exit 2) for `keel debug WORD` with an unknown WORD: it names the valid
+/// debug commands.
+pub fn unknown_debug(words: &[String]) -> clap::Error {
+    use clap::CommandFactory;
+    let word = words.first().map(String::as_str).unwrap_or_default();
+    let mut root = Keel::command();
+    root.build();
+    let Some(debug) = root.find_subcommand_mut("debug") else {
+        return root.error(
+            clap::error::ErrorKind::InvalidSubcommand,
+            "no debug commands",
+        );
+    };
+    let valid: Vec<&str> = debug
+        .get_subcommands()
+        .map(|c| c.get_name())
+        .filter(|n| *n != "help")
+        .collect();
+    let message = format!(
+        "unrecognized debug command '{word}'\n\n  [debug commands: {}]",
+        valid.join(", ")
+    );
+    debug.error(clap::error::ErrorKind::InvalidSubcommand, message)
+}
+
+/// A run's flags and prompt (`keel [FLAGS] [PROMPT]…`); also how a daemon session's and a
+/// scheduled task's flags are read.
 #[derive(Debug, Clone, Parser)]
-#[command(name = "keel", version, about, long_about = None)]
+#[command(name = "keel")]
 pub struct Cli {
+    /// The run's own arguments as given (without `keel`), kept for the daemon (a session
+    /// opened there is opened with them) and for what clap cannot tell (a flag given
+    /// explicitly); set once, after the parse, by `app`.
+    #[arg(skip)]
+    pub argv: Vec<String>,
+
     /// The prompt (several words are joined with spaces). Piped stdin is prepended to it.
     #[arg(value_name = "PROMPT")]
     pub prompt: Vec<String>,
@@ -275,23 +354,23 @@ pub enum ColorFlag {
 
 /// `keel daemon …`, `keel ps`, `keel attach` and `keel schedule …`: the commands that manage
 /// the per-user daemon.
-#[derive(Debug, Parser)]
-#[command(
-    name = "keel",
-    version,
-    about = "keel's per-user daemon: sessions that outlive every window"
-)]
-pub struct DaemonCli {
-    #[command(subcommand)]
-    pub command: DaemonTop,
-}
-
 #[derive(Debug, clap::Subcommand)]
 pub enum DaemonTop {
-    /// Manage the daemon.
+    /// Manage the per-user daemon: sessions that outlive every window.
     Daemon {
         #[command(subcommand)]
         action: DaemonAction,
+    },
+    /// List the sessions live in the daemon.
+    Ps {
+        /// One JSON object per session per line.
+        #[arg(long)]
+        json: bool,
+        /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        #[command(flatten)]
+        remote: RemoteArgs,
     },
     /// Show a session live in the daemon in the TUI (the only one, when no id is given).
     Attach {
@@ -307,17 +386,6 @@ pub enum DaemonTop {
     Schedule {
         #[command(subcommand)]
         action: crate::schedule::cli::ScheduleAction,
-    },
-    /// List the sessions live in the daemon.
-    Ps {
-        /// One JSON object per session per line.
-        #[arg(long)]
-        json: bool,
-        /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
-        #[arg(long, value_name = "PATH")]
-        socket: Option<PathBuf>,
-        #[command(flatten)]
-        remote: RemoteArgs,
     },
 }
 
@@ -388,8 +456,7 @@ pub enum DaemonAction {
 }
 
 /// `keel mcp …`: the configured MCP servers.
-#[derive(Debug, Parser)]
-#[command(name = "keel mcp", about = "Inspect the configured MCP servers")]
+#[derive(Debug, clap::Args)]
 pub struct McpCli {
     #[command(subcommand)]
     pub command: McpCommand,
@@ -438,7 +505,16 @@ pub fn normalize(args: impl IntoIterator<Item = String>) -> Vec<String> {
 }
 
 #[cfg(test)]
-mod normalize_tests {
+mod tests {
+    /// clap's own checks of the whole tree (duplicate names, bad defaults, conflicts naming
+    /// unknown ids), which otherwise run only on the commands a test happens to parse.
+    #[test]
+    fn the_command_tree_passes_claps_checks() {
+        use clap::CommandFactory;
+        super::Keel::command().debug_assert();
+        super::Cli::command().debug_assert();
+    }
+
     #[test]
     fn pi_short_spellings_become_flags_but_not_after_a_double_dash() {
         let args = ["keel", "-nc", "-p", "--", "-nc"].map(String::from);

@@ -11,6 +11,7 @@ mod acp_fs;
 mod acp_sdk;
 mod architecture;
 mod chaos;
+mod command_line;
 mod compaction;
 mod context_files;
 mod daemon;

@@ -61,7 +61,7 @@ pub async fn run(
     let conn = super::daemon::start(&dial, env).await?;
     let mut client = Client::greet(conn, false, &dial).await?;
     version_warning(&client.hello, &dial, out);
-    let args = super::daemon::session_args(std::env::args().skip(1));
+    let args = super::daemon::session_args(cli.argv.iter().cloned());
     let params = super::daemon::open_params_for(&dial, cli, env, args, !cli.wait);
     let opened = client
         .call("session/open", params)

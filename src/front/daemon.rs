@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::cli::{DaemonAction, DaemonCli, DaemonTop, RemoteArgs};
+use crate::cli::{DaemonAction, DaemonTop, RemoteArgs};
 use crate::daemon::client::Client;
 use crate::daemon::dial::{Conn, Dial, Remote};
 use crate::daemon::server::{self, DaemonOptions, Ending};
@@ -22,8 +22,8 @@ use crate::mode::Env;
 use crate::output::Output;
 
 /// Runs one daemon command.
-pub async fn run(cli: DaemonCli, env: &Env, out: &mut Output) -> Result<Exit, StartupError> {
-    match cli.command {
+pub async fn run(command: DaemonTop, env: &Env, out: &mut Output) -> Result<Exit, StartupError> {
+    match command {
         DaemonTop::Attach { id, socket, remote } => {
             let dial = dial_for(env, socket.as_deref(), &remote)?;
             let status = status_of(&dial).await?;

@@ -84,7 +84,7 @@ impl Agent {
         daemon: Option<PathBuf>,
     ) -> Agent {
         let daemon = daemon.map(|socket| {
-            let args = crate::front::daemon::session_args(std::env::args().skip(1));
+            let args = crate::front::daemon::session_args(cli.argv.iter().cloned());
             (socket, crate::front::daemon::without_session_flags(&args))
         });
         let mut cli = cli.clone();

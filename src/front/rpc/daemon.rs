@@ -243,7 +243,7 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
     let dial = crate::front::daemon::cli_dial(cli, env)?;
     let conn = crate::front::daemon::start(&dial, env).await?;
     let mut client = crate::daemon::client::Client::greet(conn, true, &dial).await?;
-    let args = crate::front::daemon::session_args(std::env::args().skip(1));
+    let args = crate::front::daemon::session_args(cli.argv.iter().cloned());
     let params = crate::front::daemon::open_params_for(&dial, cli, env, args, false);
     let opened = client
         .call("session/open", params)

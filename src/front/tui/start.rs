@@ -134,7 +134,7 @@ async fn attach_if_live(
         &dial,
         cli,
         env,
-        crate::front::daemon::session_args(std::env::args().skip(1)),
+        crate::front::daemon::session_args(cli.argv.iter().cloned()),
         false,
     );
     let setup = crate::front::tui::client::AttachSetup {
@@ -176,7 +176,7 @@ async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> InDaemon
         Err(e) => return InDaemon::Unavailable(e.into()),
     };
     let pick_session = cli.resume.as_deref() == Some("");
-    let mut args = crate::front::daemon::session_args(std::env::args().skip(1));
+    let mut args = crate::front::daemon::session_args(cli.argv.iter().cloned());
     if pick_session {
         args = without_empty_resume(args);
     }

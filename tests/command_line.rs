@@ -1,0 +1,188 @@
+//! The one command line (issue 28, point 4): every subcommand in `keel --help`, `keel help
+//! [CMD]` as help, help for every subcommand, a run as the default command (a prompt may start
+//! with a subcommand's name), and `keel debug`'s commands as clap subcommands.
+
+use serde_json::Value;
+
+use crate::support::{fixture, Sandbox};
+
+const SUBCOMMANDS: [&str; 7] = ["daemon", "ps", "attach", "schedule", "mcp", "debug", "help"];
+
+/// The user message a JSON-mode scripted run was sent.
+fn prompt_sent(sb: &Sandbox, args: &[&str]) -> String {
+    let script = fixture("hello.json");
+    let mut all = vec![
+        "--json",
+        "--no-session",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+    ];
+    all.extend_from_slice(args);
+    let run = sb.run(&all);
+    assert_eq!(run.code, 0, "{run}");
+    let lines: Vec<Value> = run.stdout_lines();
+    let user = lines
+        .iter()
+        .find(|l| l["type"] == "message_start" && l["message"]["role"] == "user")
+        .unwrap_or_else(|| panic!("no user message in {run}"));
+    user["message"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn keel_help_lists_every_subcommand_and_the_run_flags() {
+    let run = Sandbox::new().run(&["--help"]);
+    assert_eq!(run.code, 0, "{run}");
+    let commands = run
+        .stdout
+        .split("\nCommands:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no Commands section in {run}"));
+    for name in SUBCOMMANDS {
+        let line = commands
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("`{name}` missing from keel --help:\n{}", run.stdout));
+        assert!(
+            line.split_whitespace().count() > 1,
+            "`{name}` has no help line"
+        );
+    }
+    for flag in ["--print", "--json", "--provider", "[PROMPT]..."] {
+        assert!(run.stdout.contains(flag), "{flag} missing from {run}");
+    }
+}
+
+#[test]
+fn keel_help_is_help_not_a_prompt() {
+    let sb = Sandbox::new();
+    let long = sb.run(&["--help"]);
+    let help = sb.run(&["help"]);
+    assert_eq!(help.code, 0, "{help}");
+    assert_eq!(help.stderr, "");
+    assert_eq!(help.stdout, long.stdout);
+    for name in SUBCOMMANDS.into_iter().filter(|n| *n != "help") {
+        let run = sb.run(&["help", name]);
+        assert_eq!(run.code, 0, "keel help {name}: {run}");
+        assert!(
+            run.stdout.contains(&format!("Usage: keel {name}")),
+            "keel help {name}: {run}"
+        );
+    }
+    let nested = sb.run(&["help", "daemon", "status"]);
+    assert_eq!(nested.code, 0, "{nested}");
+    assert!(
+        nested.stdout.contains("Usage: keel daemon status"),
+        "{nested}"
+    );
+    let help_help = sb.run(&["help", "help"]);
+    assert_eq!(help_help.code, 0, "{help_help}");
+    assert!(help_help.stdout.contains("Usage: keel help"), "{help_help}");
+    let unknown = sb.run(&["help", "nosuch"]);
+    assert_eq!(unknown.code, 2, "{unknown}");
+    assert!(unknown.stderr.contains("nosuch"), "{unknown}");
+}
+
+#[test]
+fn every_subcommand_answers_help_with_exit_0() {
+    let sb = Sandbox::new();
+    let nested: [&[&str]; 4] = [
+        &["debug", "prompt"],
+        &["daemon", "status"],
+        &["schedule", "add"],
+        &["mcp", "list"],
+    ];
+    // clap's `help` takes command names only: `keel help help` is its help.
+    let singles = SUBCOMMANDS.map(|s| [s]);
+    let singles = singles.iter().filter(|s| s[0] != "help");
+    for words in singles.map(|s| &s[..]).chain(nested) {
+        let mut args = words.to_vec();
+        args.push("--help");
+        let run = sb.run(&args);
+        assert_eq!(run.code, 0, "keel {}: {run}", args.join(" "));
+        assert_eq!(run.stderr, "", "keel {}", args.join(" "));
+        assert!(
+            run.stdout
+                .contains(&format!("Usage: keel {}", words.join(" "))),
+            "keel {}: {run}",
+            args.join(" ")
+        );
+    }
+}
+
+#[test]
+fn an_unknown_debug_command_is_a_usage_error_naming_the_valid_ones() {
+    let run = Sandbox::new().run(&["debug", "promt"]);
+    assert_eq!(run.code, 2, "{run}");
+    assert_eq!(run.stdout, "");
+    assert!(run.stderr.starts_with("error: "), "{run}");
+    assert!(run.stderr.contains("'promt'"), "{run}");
+    assert!(run.stderr.contains("prompt"), "{run}");
+    assert!(run.stderr.contains("Usage: keel debug"), "{run}");
+    let bare = Sandbox::new().run(&["debug"]);
+    assert_eq!(bare.code, 2, "{bare}");
+    assert!(bare.stderr.contains("prompt"), "{bare}");
+}
+
+/// A word that names a subcommand is one only as the first argument: after a flag, after `--`,
+/// or inside a quoted prompt it is part of the prompt.
+#[test]
+fn a_prompt_may_start_with_a_subcommand_name() {
+    let sb = Sandbox::new();
+    assert_eq!(prompt_sent(&sb, &["--", "ps"]), "ps");
+    assert_eq!(prompt_sent(&sb, &["ps aux"]), "ps aux");
+    assert_eq!(prompt_sent(&sb, &["-q", "help", "me"]), "help me");
+    assert_eq!(prompt_sent(&sb, &["daemon"]), "daemon");
+    assert_eq!(
+        prompt_sent(&sb, &["fix", "the", "daemon"]),
+        "fix the daemon"
+    );
+    assert_eq!(prompt_sent(&sb, &["fix the daemon"]), "fix the daemon");
+    // Print mode, the flag first, as people type it.
+    let script = fixture("hello.json");
+    let sc = [
+        "--no-session",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+    ];
+    for args in [
+        &["-p", "--", "ps"][..],
+        &["-p", "ps aux"],
+        &["-p", "ps"],
+        &["-p", "debug", "prompt"],
+    ] {
+        // The scripted provider's flags go last, but before a `--`.
+        let cut = args.iter().position(|a| *a == "--").unwrap_or(args.len());
+        let mut all = args[..cut].to_vec();
+        all.extend_from_slice(&sc);
+        all.extend_from_slice(&args[cut..]);
+        let run = sb.run(&all);
+        assert_eq!(run.code, 0, "keel {}: {run}", args.join(" "));
+        assert_eq!(run.stdout, "Hello from keel!\n");
+    }
+    // The prompt first, flags after it, still a run.
+    let mut all = vec!["fix the daemon", "-p"];
+    all.extend_from_slice(&sc);
+    let run = sb.run(&all);
+    assert_eq!(run.code, 0, "{run}");
+    assert_eq!(run.stdout, "Hello from keel!\n");
+}
+
+#[test]
+fn a_usage_error_of_a_json_run_still_writes_its_result_line() {
+    let run = Sandbox::new().run(&["--json", "--bogus", "hi"]);
+    assert_eq!(run.code, 2, "{run}");
+    let line: Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    assert_eq!(line["type"], "result", "{run}");
+    assert_eq!(line["error"]["kind"], "usage", "{run}");
+    // After `--`, `--json` is a prompt word: no result line.
+    let run = Sandbox::new().run(&["-p", "--bogus", "--", "--json"]);
+    assert_eq!(run.code, 2, "{run}");
+    assert_eq!(run.stdout, "");
+}
