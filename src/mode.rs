@@ -11,7 +11,7 @@ use crate::output::ColorChoice;
 /// The front end to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
-    /// Interactive terminal UI (not built yet: falls back to print).
+    /// The interactive terminal UI (`front::tui`), in the daemon by default.
     Tui,
     Print,
     Json,

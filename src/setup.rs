@@ -1,6 +1,8 @@
 //! Builds what a run needs from flags and environment facts: the provider, the agent config and
 //! the session store (new, continued, resumed or forked). Errors are `StartupError`s with hints.
-//! Front-end agnostic: every mode calls this.
+//! Every mode calls this, in this process or through the daemon's `session/open`; it reads the
+//! parsed flags (`Cli`) and the environment it is handed, never the terminal or the process's
+//! own arguments.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

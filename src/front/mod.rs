@@ -1,5 +1,7 @@
-//! Front ends: projections of the kernel's event bus onto one kind of output. Each has a pure
-//! part (event → lines) tested without I/O and a thin writer that goes through `Output`.
+//! Front ends: print, JSON, RPC, the TUI and ACP, each a projection of a session's wire events
+//! onto one kind of output (a pure part, event → lines, tested without I/O, and a thin writer
+//! that goes through `Output`), and the client side of the daemon they share (`client`, `link`:
+//! a session in this process or in the daemon; `daemon`: `keel daemon|ps|attach`).
 
 pub mod acp;
 pub mod client;

@@ -1,8 +1,8 @@
 //! The session host (`DESIGN.md` §10.1): one live session, the pi command set executed against
 //! it, and its output as an ordered outbox of numbered wire events and replies. Transport
-//! neutral: it never touches stdio, sockets or terminals. A transport (RPC over stdio today,
-//! the daemon's socket connections next) feeds it requests, drives its loop (`next_step`,
-//! `apply`) and writes what `take_out` hands back, in order.
+//! neutral: it never touches stdio, sockets or terminals. A transport (RPC over stdio, the
+//! daemon's socket connections through `actor`, the TUI and ACP in-process) feeds it requests,
+//! drives its loop (`next_step`, `apply`) and writes what `take_out` hands back, in order.
 //!
 //! Order is the contract: every event a command caused is in the outbox before that command's
 //! reply (replies drain the bus first), and long commands (bash, compact) run as tasks that hand
@@ -10,9 +10,11 @@
 //! stream, so a transport can number, replay and fan it out without interpreting it.
 //!
 //! Layout: this file holds the host's state, the outbox and the event path; `approvals` the
-//! open approval dialogs and their timers; `dispatch` the command table, `query` the read-only answers, `session` session changes, `tasks` the
-//! background commands, `live` the served session, `models` the models a session can switch to,
-//! `html` the HTML export.
+//! open approval dialogs and their timers; `dispatch` the command table, `query` the read-only
+//! answers, `session` session changes, `tasks` the background commands, `live` the served
+//! session, `models` the models a session can switch to, `snapshot` what an attaching client
+//! is shown, `stream` the numbered replay ring and fan-out, `actor` the task that serves one
+//! host to many clients, `html` the HTML export.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod actor;

@@ -2,8 +2,9 @@
 //! approval dialog, the session picker and the status line (laid out by `view/screen.rs`).
 //! It learns what the agent does
 //! from public events only (`front::public`, the wire vocabulary). Keys become [`Action`]s for
-//! the controller (`tui/mod.rs`) to carry out against the kernel; the view itself never calls
-//! the kernel and never writes to a terminal, so every screen can be rendered in tests.
+//! the controller (`tui/client.rs`) to send as pi commands to the session's host (in this
+//! process or in the daemon); the view itself never calls the host and never writes to a
+//! terminal, so every screen can be rendered in tests.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
