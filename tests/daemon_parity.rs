@@ -175,21 +175,27 @@ fn tool_output(stdout: &str) -> String {
         .to_string()
 }
 
-/// Regression: a daemon session's tools ran in the environment of whoever spawned the daemon
-/// (its PATH, its virtualenv), not the client that opened the session.
-#[test]
-fn daemon_tools_run_in_the_opening_clients_environment_less_its_keys() {
-    let sb = Sandbox::new();
-    let (script, path) = env_project(&sb);
-    let d = Daemon::start_env(
-        &sb,
+/// A daemon whose own environment differs from the client's (`FOO`, a variable only it has, a
+/// provider key of its own).
+fn env_daemon(sb: &Sandbox) -> Daemon {
+    Daemon::start_env(
+        sb,
         &["--idle-exit", "0"],
         &[
             ("FOO", "daemon"),
             ("DAEMON_ONLY", "1"),
             ("OPENAI_API_KEY", "sk-daemon-key"),
         ],
-    );
+    )
+}
+
+/// Regression: a daemon session's tools ran in the environment of whoever spawned the daemon
+/// (its PATH, its virtualenv), not the client that opened the session.
+#[test]
+fn daemon_tools_run_in_the_opening_clients_environment_less_its_keys() {
+    let sb = Sandbox::new();
+    let (script, path) = env_project(&sb);
+    let d = env_daemon(&sb);
     let script = script.display().to_string();
     let socket = d.socket.display().to_string();
     let args = [
@@ -305,15 +311,7 @@ fn task_settled(sb: &Sandbox, name: &str) -> Value {
 fn a_scheduled_run_gets_the_environment_recorded_when_its_task_was_added() {
     let sb = Sandbox::new();
     let (script, path) = env_project(&sb);
-    let d = Daemon::start_env(
-        &sb,
-        &["--idle-exit", "0"],
-        &[
-            ("FOO", "daemon"),
-            ("DAEMON_ONLY", "1"),
-            ("OPENAI_API_KEY", "sk-daemon-key"),
-        ],
-    );
+    let d = env_daemon(&sb);
     let script = script.display().to_string();
     let socket = d.socket.display().to_string();
     let args = [
