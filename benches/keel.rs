@@ -45,7 +45,7 @@ mod openai;
 mod remote;
 #[path = "keel/session.rs"]
 mod session;
-#[path = "../tests/sshd_support.rs"]
+#[path = "../tests/common/sshd.rs"]
 mod sshd_support;
 #[path = "keel/tui.rs"]
 mod tui;

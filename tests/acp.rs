@@ -4,8 +4,8 @@
 
 use serde_json::{json, Value};
 
-use crate::rpc::Rpc;
-use crate::support::{fixture, snap, Sandbox};
+use crate::common::rpc::Rpc;
+use crate::common::support::{fixture, snap, Sandbox};
 
 /// `keel --mode acp` with the ACP script and `extra` flags.
 pub fn acp(sb: &Sandbox, extra: &[&str]) -> Rpc {
@@ -743,7 +743,7 @@ fn acp_client_mcp_servers_are_started_for_the_session_and_their_tools_called() {
 #[test]
 fn acp_sessions_in_the_daemon_are_shared_with_its_other_clients() {
     let sb = Sandbox::new();
-    let d = crate::daemon_support::Daemon::start(&sb, &["--idle-exit", "0"]);
+    let d = crate::common::daemon::Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
     let mut a = acp(&sb, &["--daemon", "--socket", &socket]);
     init(&mut a);

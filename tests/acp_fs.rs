@@ -5,8 +5,8 @@
 use serde_json::{json, Value};
 
 use crate::acp::{acp, call, new_session, prompt};
-use crate::rpc::Rpc;
-use crate::support::Sandbox;
+use crate::common::rpc::Rpc;
+use crate::common::support::Sandbox;
 
 fn init_with_fs(a: &mut Rpc, read: bool, write: bool) {
     let caps = json!({"fs": {"readTextFile": read, "writeTextFile": write}});

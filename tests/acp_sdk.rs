@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::support::{fixture, root, Sandbox, CLOCK};
+use crate::common::support::{fixture, root, Sandbox, CLOCK};
 
 fn sdk() -> Option<String> {
     let path = std::env::var("KEEL_ACP_SDK")

@@ -1,4 +1,5 @@
-//! The one integration-test binary: every `tests/*.rs` module is declared here.
+//! The one integration-test binary: every `tests/*.rs` module is declared here; the helpers
+//! live in `tests/common/`.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -12,6 +13,7 @@ mod acp_sdk;
 mod architecture;
 mod chaos;
 mod command_line;
+mod common;
 mod compaction;
 mod context_files;
 mod daemon;
@@ -24,11 +26,9 @@ mod daemon_parity;
 mod daemon_peer;
 mod daemon_reopen;
 mod daemon_sessions;
-mod daemon_support;
 mod exit_codes;
 mod export_html;
 mod external_tools;
-mod http_server;
 mod journal;
 mod json_mode;
 mod kernel;
@@ -49,9 +49,7 @@ mod session_load;
 mod session_safety;
 mod sessions;
 mod skills;
-mod sshd_support;
 mod stdio;
-mod support;
 mod tool_loop;
 mod tools_hardening;
 mod tui;
@@ -69,22 +67,34 @@ mod tui_transcript;
 mod tui_vt100;
 mod tui_wire;
 
-/// A test file that is not declared above would silently never run.
+/// A test file that is not declared above (or a helper not declared in `tests/common/mod.rs`)
+/// would silently never be compiled.
 #[test]
 fn every_test_file_is_declared() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let all = std::fs::read_to_string(dir.join("all.rs")).unwrap();
-    for entry in std::fs::read_dir(&dir).unwrap() {
+    assert_declared(&dir, "all.rs");
+    assert_declared(&dir.join("common"), "mod.rs");
+}
+
+/// Every `*.rs` file in `dir` but `root` appears as `mod NAME;` in `root`.
+fn assert_declared(dir: &std::path::Path, root: &str) {
+    let declared = std::fs::read_to_string(dir.join(root)).unwrap();
+    for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        let Some(stem) = path.file_stem().and_then(|s| s.to_str()) else {
+        let Some(name) = path.file_name().and_then(|s| s.to_str()) else {
             continue;
         };
-        if path.extension().and_then(|e| e.to_str()) != Some("rs") || stem == "all" {
+        let Some(stem) = name.strip_suffix(".rs") else {
+            continue;
+        };
+        if name == root {
             continue;
         }
         assert!(
-            all.contains(&format!("mod {stem};")),
-            "tests/{stem}.rs is not declared in tests/all.rs"
+            declared.contains(&format!("mod {stem};")),
+            "{} is not declared in {}",
+            path.display(),
+            dir.join(root).display()
         );
     }
 }

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use crate::http_server::{Reply, Seen, Server};
-use crate::support::Sandbox;
+use crate::common::http_server::{Reply, Seen, Server};
+use crate::common::support::Sandbox;
 
 /// Tool rounds the server asks for per prompt before it answers.
 const ROUNDS: usize = 3;

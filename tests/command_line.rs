@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::support::{fixture, Sandbox};
+use crate::common::support::{fixture, Sandbox};
 
 const SUBCOMMANDS: [&str; 7] = ["daemon", "ps", "attach", "schedule", "mcp", "debug", "help"];
 

@@ -12,8 +12,8 @@ use keel::kernel::recorder;
 use keel::kernel::session::{EntryData, SessionHeader, Store};
 use keel::{AgentConfig, AgentSession, Bus, Clock, Event};
 
-use crate::http_server::{Reply, Server};
-use crate::support::{fixture, root, Sandbox};
+use crate::common::http_server::{Reply, Server};
+use crate::common::support::{fixture, root, Sandbox};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

@@ -4,15 +4,15 @@
 //! and a warning on stderr; `--no-context-files` (`-nc`) leaves them out; `keel debug prompt`
 //! prints the same prompt.
 
-use crate::http_server::{Reply, Server};
-use crate::support::{root, Sandbox};
+use crate::common::http_server::{Reply, Server};
+use crate::common::support::{root, Sandbox};
 
 fn sse() -> Vec<u8> {
     std::fs::read(root().join("fixtures/providers/openai/text.sse")).unwrap()
 }
 
 /// The system message of the one request `args` makes, and the run.
-fn system_prompt(sb: &Sandbox, args: &[&str]) -> (String, crate::support::Run) {
+fn system_prompt(sb: &Sandbox, args: &[&str]) -> (String, crate::common::support::Run) {
     let server = Server::start(vec![Reply::sse(&sse())]);
     let base = server.base_url();
     let mut all = vec!["--base-url", base.as_str(), "--model", "m", "--no-session"];

@@ -10,8 +10,9 @@ use std::process::{Child, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::daemon_support::{code, open, open_script, Conn, Daemon};
-use crate::support::{fixture, Sandbox};
+use crate::common::daemon::{code, open, open_script, Conn, Daemon};
+use crate::common::rpc::Rpc;
+use crate::common::support::{fixture, Sandbox};
 
 #[test]
 fn protocol_errors_read_like_the_contract() {
@@ -380,7 +381,7 @@ fn rpc_mode_through_the_daemon_writes_what_it_writes_in_process() {
     let remote = there.run_stdin(&args, input);
     assert_eq!(remote.code, 0, "{remote}");
     // Same bytes, once each sandbox's own path is scrubbed.
-    let scrub = |r: &crate::support::Run| {
+    let scrub = |r: &crate::common::support::Run| {
         r.to_string()
             .split("\n[stderr]")
             .next()
@@ -413,20 +414,17 @@ fn a_daemon_killed_mid_run_is_reported_and_the_session_resumes_in_process() {
         "--script",
         &script,
     ];
-    let (client, mut stdin, mut stdout) = sb.spawn_talking(&args);
-    stdin
-        .write_all(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"work\"}\n")
-        .unwrap();
-    crate::support::read_until(&mut stdout, "\"type\":\"message_update\"");
+    let mut client = Rpc::spawn(sb.cmd(&args));
+    client.send_bytes(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"work\"}\n");
+    client.wait(&json!({"type": "message_update"}));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(d.pid()),
         nix::sys::signal::Signal::SIGKILL,
     )
     .unwrap();
     assert_eq!(d.wait(), 128 + 9);
-    let out = client.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let (_, err, code) = client.collect();
+    assert_eq!(code, 1);
     assert!(
         err.contains("the keel daemon closed the connection"),
         "{err}"

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::daemon_support::{code, is_event, open_script, Conn, Daemon};
-use crate::support::Sandbox;
+use crate::common::daemon::{code, is_event, open_script, Conn, Daemon};
+use crate::common::support::Sandbox;
 
 /// The approval timeout of these tests' sessions, in seconds.
 const TIMEOUT: &str = "0.3";

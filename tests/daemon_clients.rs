@@ -8,8 +8,8 @@ use std::io::Read;
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use crate::daemon_support::Daemon;
-use crate::support::{fixture, read_until, signal, Run, Sandbox};
+use crate::common::daemon::Daemon;
+use crate::common::support::{fixture, read_until, signal, Run, Sandbox};
 
 /// `durationMs` of the result line is wall time measured by each process itself (the test
 /// clock advances with every read, and a client reads it less often than a run in-process):

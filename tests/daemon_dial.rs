@@ -14,8 +14,8 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use nix::sys::signal::Signal;
 use serde_json::json;
 
-use crate::daemon_support::Daemon;
-use crate::support::{fixture, signal, Run, Sandbox};
+use crate::common::daemon::Daemon;
+use crate::common::support::{fixture, signal, Run, Sandbox};
 
 const NOBODY: u32 = 65534;
 

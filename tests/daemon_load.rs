@@ -10,9 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::daemon_support::{code, Conn, Daemon};
+use crate::common::daemon::{code, Conn, Daemon};
+use crate::common::support::{fixture, Sandbox};
 use crate::session_load::session_gen;
-use crate::support::{fixture, Sandbox};
 
 /// A `/proc/<pid>/stat` line's CPU time (user + system), in clock ticks.
 fn cpu_ticks(pid: i32) -> u64 {

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::daemon_support::{is_event, Conn, Daemon};
+use crate::common::daemon::{is_event, Conn, Daemon};
+use crate::common::support::Sandbox;
 use crate::mcp::{gone_within, mcp_config, script};
-use crate::support::Sandbox;
 
 /// Opens and attaches a session in `cwd` with the MCP config `cfg`, running `script`.
 fn open_in(c: &mut Conn, cwd: &Path, id: &str, script: &str, cfg: &str) {

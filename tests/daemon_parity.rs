@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::daemon_support::Daemon;
-use crate::http_server::{Reply, Server};
-use crate::support::{fixture, root, Run, Sandbox};
+use crate::common::daemon::Daemon;
+use crate::common::http_server::{Reply, Server};
+use crate::common::rpc::Rpc;
+use crate::common::support::{fixture, root, Run, Sandbox};
 
 /// A sandbox whose client works in `work/proj` (the test daemon runs in `work`, so a path
 /// resolved from the daemon's directory instead of the client's is not found).
@@ -229,24 +230,13 @@ fn daemon_tools_run_in_the_opening_clients_environment_less_its_keys() {
 /// The output of the user's shell command (RPC `bash`, the TUI's `!cmd`) run in an RPC-mode
 /// keel started with `args` in the client's environment.
 fn user_command_output(sb: &Sandbox, args: &[&str], path: &str) -> String {
-    use std::io::Write;
     let mut c = sb.cmd(args);
     as_client(&mut c, path, "client");
-    let mut child = c
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
+    let mut rpc = Rpc::spawn(c);
     let command = "echo FOO=$FOO KEY=${OPENAI_API_KEY:-none} ONLY=${DAEMON_ONLY:-unset}; mine";
-    let line = json!({"id": "b", "type": "bash", "command": command});
-    stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
-    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-    let lines = crate::support::read_until(&mut stdout, r#""id":"b","type":"response""#);
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
-    let response: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    let response = rpc.call(json!({"id": "b", "type": "bash", "command": command}));
+    let (_, stderr, code) = rpc.finish();
+    assert_eq!(code, 0, "{stderr}");
     response["data"]["output"]
         .as_str()
         .unwrap_or_else(|| panic!("{response}"))
@@ -384,30 +374,16 @@ fn assert_write_failed(settled: &Value) {
 /// Sends one prompt to an RPC-mode keel started with `args` (under [`FULL_DISK`] unless
 /// `limited` is false) and returns its `agent_settled` event; stdin is closed after it.
 fn rpc_settled(sb: &Sandbox, args: &[String], limited: bool) -> Value {
-    use std::io::{BufRead, BufReader, Write};
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let mut cmd = match limited {
+    let cmd = match limited {
         true => sb.cmd_after(FULL_DISK, &args),
         false => sb.cmd(&args),
     };
-    let mut child = cmd
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"hi\"}\n")
-        .unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
-    let settled = stdout
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(&l.unwrap()).unwrap())
-        .find(|v| v["type"] == "agent_settled")
-        .expect("an agent_settled line");
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+    let mut rpc = Rpc::spawn(cmd);
+    rpc.send_bytes(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"hi\"}\n");
+    let settled = rpc.wait(&json!({"type": "agent_settled"}));
+    let (_, stderr, code) = rpc.finish();
+    assert_eq!(code, 0, "{stderr}");
     settled
 }
 

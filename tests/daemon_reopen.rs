@@ -4,10 +4,10 @@
 
 use serde_json::{json, Value};
 
-use crate::daemon_support::{open, Daemon};
-use crate::support::{fixture, Sandbox};
+use crate::common::daemon::{open, Daemon};
+use crate::common::support::{fixture, Sandbox};
 
-fn reopen(c: &mut crate::daemon_support::Conn, sb: &Sandbox, extra: &[&str]) -> Value {
+fn reopen(c: &mut crate::common::daemon::Conn, sb: &Sandbox, extra: &[&str]) -> Value {
     let script = fixture("hello.json");
     let mut args = vec!["--continue", "--provider", "scripted", "--script", &script];
     args.extend_from_slice(extra);

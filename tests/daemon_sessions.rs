@@ -4,12 +4,11 @@
 //! changes nothing, and `keel --mode rpc --daemon` follows the change byte for byte. Every
 //! daemon a test starts is killed by its guard, also when the test fails.
 
-use std::io::Write;
-
 use serde_json::{json, Value};
 
-use crate::daemon_support::{code, is_event, is_note, open, Conn, Daemon};
-use crate::support::{fixture, root, Sandbox};
+use crate::common::daemon::{code, is_event, is_note, open, Conn, Daemon};
+use crate::common::rpc::Rpc;
+use crate::common::support::{fixture, root, Sandbox};
 
 /// The notifications `c` got up to `session/replaced` (already read or still to come): that one.
 fn replaced(c: &mut Conn) -> Value {
@@ -321,20 +320,19 @@ fn switch_session_to_a_session_live_elsewhere_is_refused_and_changes_nothing() {
     }
     // Held by another keel process: the file lock refuses it, with the store's text.
     let script = fixture("hello.json");
-    let (mut other, mut stdin, mut stdout) = sb.spawn_talking(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--session-id",
-        "held",
-    ]);
-    stdin
-        .write_all(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"mine\"}\n")
-        .unwrap();
-    crate::support::read_until(&mut stdout, "\"type\":\"agent_settled\"");
+    let mut other = Rpc::start(
+        &sb,
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+            "--session-id",
+            "held",
+        ],
+    );
+    other.send_bytes(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"mine\"}\n");
+    other.wait(&json!({"type": "agent_settled"}));
     let held = sb
         .session_files()
         .into_iter()
@@ -350,8 +348,8 @@ fn switch_session_to_a_session_live_elsewhere_is_refused_and_changes_nothing() {
         held.display()
     );
     assert_eq!(r["error"]["message"], want.as_str());
-    drop(stdin);
-    assert!(other.wait().unwrap().success());
+    let (_, stderr, exit) = other.finish();
+    assert_eq!(exit, 0, "{stderr}");
     // Nothing changed: the same sessions, epochs and heads, and no client was told anything.
     let mut after = b.sessions();
     after.sort_by_key(|s| s["sessionId"].as_str().unwrap().to_string());
@@ -417,7 +415,7 @@ fn rpc_mode_through_the_daemon_follows_session_changes_byte_for_byte() {
     args.extend(["--daemon", "--socket", &socket]);
     let remote = there.run_stdin(&args, &input);
     assert_eq!(remote.code, 0, "{remote}");
-    let scrub = |r: &crate::support::Run| {
+    let scrub = |r: &crate::common::support::Run| {
         r.to_string()
             .split("\n[stderr]")
             .next()
@@ -472,7 +470,7 @@ fn a_client_dropped_for_lagging_before_a_change_is_told_the_id_it_can_use() {
     let mut fast = d.connect();
     fast.hello(false);
     let args = ["--session-id", "old"];
-    crate::daemon_support::open_script(&mut fast, &sb, script.to_str().unwrap(), &args);
+    crate::common::daemon::open_script(&mut fast, &sb, script.to_str().unwrap(), &args);
     let mut slow = d.connect();
     slow.hello(false);
     slow.call("session/attach", json!({"sessionId": "old"}));

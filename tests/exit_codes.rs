@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 
 use nix::sys::signal::Signal;
 
-use crate::support::{snap, Sandbox};
+use crate::common::support::{snap, Sandbox};
 
 #[test]
 fn exit_0_success_prints_only_the_answer() {
@@ -164,7 +164,7 @@ fn exit_129_sighup_saves_the_session() {
 fn exit_141_broken_pipe_is_quiet_and_saves_the_session() {
     // Like `keel --json ... | head -1`: read one line, close the pipe.
     let sb = Sandbox::new();
-    let script = crate::support::fixture("flood.json");
+    let script = crate::common::support::fixture("flood.json");
     let mut child = sb.spawn(&[
         "--json",
         "--provider",
@@ -204,7 +204,7 @@ fn help_is_on_stdout_with_exit_0() {
 fn a_closed_stdin_is_no_input_not_an_error() {
     // Some supervisors start processes with fd 0 closed; `<&-` reproduces that.
     let sb = Sandbox::new();
-    let script = crate::support::fixture("hello.json");
+    let script = crate::common::support::fixture("hello.json");
     let line = format!("exec \"$0\" -p --provider scripted --script '{script}' hi <&-");
     let keel = sb.cmd(&[]);
     let out = std::process::Command::new("sh")
@@ -228,7 +228,7 @@ fn a_closed_stdin_is_no_input_not_an_error() {
 }
 
 /// Runs to completion, or panics if keel is still running after a minute (the bugs below hung).
-fn run_bounded(sb: &Sandbox, args: &[&str]) -> crate::support::Run {
+fn run_bounded(sb: &Sandbox, args: &[&str]) -> crate::common::support::Run {
     let child = sb.spawn(args);
     let pid = child.id();
     let (tx, rx) = std::sync::mpsc::channel();
@@ -256,7 +256,7 @@ fn mkfifo(path: &std::path::Path) {
 fn exit_3_session_path_is_a_fifo() {
     let sb = Sandbox::new();
     mkfifo(&sb.work().join("s.jsonl"));
-    let script = crate::support::fixture("hello.json");
+    let script = crate::common::support::fixture("hello.json");
     let args = ["-p", "--provider", "scripted", "--script", &script];
     let run = run_bounded(&sb, &[&args[..], &["--session", "s.jsonl", "hi"]].concat());
     assert_eq!(run.code, 3, "{run}");

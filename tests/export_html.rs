@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::Sandbox;
+use crate::common::support::Sandbox;
 
 /// A sandbox holding one finished scripted session (fixtures/providers/export.json) that
 /// edited `lib.rs` and ran a bash command; returns it with the session's file and id.

@@ -13,8 +13,8 @@ use async_nats::jetstream::{self, consumer};
 use futures_util::StreamExt;
 use serde_json::{json, Value};
 
-use crate::daemon_support::{open, open_script, Conn, Daemon};
-use crate::support::Sandbox;
+use crate::common::daemon::{open, open_script, Conn, Daemon};
+use crate::common::support::Sandbox;
 
 const HOST: &str = "testhost";
 /// The public key of the NKey user whose seed is `fixtures/nats/test-user.nk` (made for these
@@ -22,7 +22,7 @@ const HOST: &str = "testhost";
 const TEST_USER: &str = "UBY5QNJEJHU262PJ5GK3QJHS56YNXTIPHRHUXP3WYFIYTYK5SBMOUDFL";
 
 fn test_user_seed() -> String {
-    std::fs::read_to_string(crate::support::root().join("fixtures/nats/test-user.nk"))
+    std::fs::read_to_string(crate::common::support::root().join("fixtures/nats/test-user.nk"))
         .unwrap()
         .trim()
         .to_string()
@@ -131,7 +131,7 @@ impl Nats {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        crate::support::stderr_until(&mut child, "Server is ready", "nats-server");
+        crate::common::support::stderr_until(&mut child, "Server is ready", "nats-server");
         self.child = Some(child);
     }
 
@@ -323,7 +323,7 @@ fn a_runs_events_reach_jetstream_in_order_as_the_socket_wrote_them() {
     let d = start_daemon(&sb, &nats.url());
     let mut c = d.connect();
     c.hello(false);
-    let hello = crate::support::fixture("hello.json");
+    let hello = crate::common::support::fixture("hello.json");
     let id = open_journaled(&mut c, &sb, &nats.url(), &hello, &[]);
     c.call("session/attach", json!({"sessionId": id}));
     let socket = prompt_raw(&mut c, &id, "hi");
@@ -603,7 +603,7 @@ fn records_a_crashed_daemon_left_in_its_spool_are_deduplicated_when_sent_again()
     let Some(nats) = Nats::start(&sb, "the journal's dedupe test") else {
         return;
     };
-    let hello = crate::support::fixture("hello.json");
+    let hello = crate::common::support::fixture("hello.json");
     let (first, stored) = {
         let d = start_daemon(&sb, &nats.url());
         let mut c = d.connect();
@@ -667,7 +667,7 @@ fn a_protocol_v1_request_on_keel_cmd_gets_the_bytes_the_socket_answers() {
     let Some(nats) = Nats::start_authenticated(&sb, "the journal commands test") else {
         return;
     };
-    let creds = crate::support::root().join("fixtures/nats/test-user.nk");
+    let creds = crate::common::support::root().join("fixtures/nats/test-user.nk");
     let creds = creds.to_str().unwrap();
     let mut args = journal_args(&nats.url());
     args.extend(["--journal-creds", creds, "--journal-commands"].map(String::from));
@@ -675,7 +675,7 @@ fn a_protocol_v1_request_on_keel_cmd_gets_the_bytes_the_socket_answers() {
     let d = Daemon::start(&sb, &args);
     let mut c = d.connect();
     c.hello(false);
-    let hello = crate::support::fixture("hello.json");
+    let hello = crate::common::support::fixture("hello.json");
     let id = open_journaled(&mut c, &sb, &nats.url(), &hello, &[]);
     let request = |id_: u64, method: &str, params: Value| {
         json!({"jsonrpc": "2.0", "id": id_, "method": method, "params": params}).to_string()

@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::support::{fixture, Run, Sandbox};
+use crate::common::support::{fixture, Run, Sandbox};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

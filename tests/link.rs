@@ -11,8 +11,9 @@ use keel::kernel::clock::Clock;
 use keel::mode::Env;
 use serde_json::json;
 
-use crate::daemon_support::Daemon;
-use crate::support::{fixture, Sandbox, CLOCK};
+use crate::common::daemon::Daemon;
+use crate::common::rpc::Rpc;
+use crate::common::support::{fixture, Sandbox, CLOCK};
 
 /// The notes up to and including the `agent_settled` line, as `(seq, line)`.
 async fn run_prompt(link: &mut Link) -> Vec<(u64, String)> {
@@ -126,11 +127,9 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
 /// keel (stdio RPC has no attachments, so its timeouts always run) asks three times in a row
 /// and each dialog is denied by its own timeout before its run settles.
 fn three_timeouts(sb: &Sandbox, script: &str) {
-    use std::io::{BufRead, Write};
-    let mut child = sb
-        .cmd(&[
-            "--mode",
-            "rpc",
+    let mut rpc = Rpc::start(
+        sb,
+        &[
             "--provider",
             "scripted",
             "--script",
@@ -140,24 +139,17 @@ fn three_timeouts(sb: &Sandbox, script: &str) {
             "--approval-timeout",
             "0.05",
             "--no-session",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "{}", json!({"type": "prompt", "message": "tick"})).unwrap();
-    let out = std::io::BufReader::new(child.stdout.take().unwrap());
-    let mut denials = 0;
-    for line in out.lines() {
-        let line = line.unwrap();
-        denials += usize::from(line.contains("got no answer"));
-        if line.contains("\"type\":\"agent_settled\"") {
-            break;
-        }
-    }
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+        ],
+    );
+    rpc.send(&json!({"type": "prompt", "message": "tick"}));
+    rpc.wait(&json!({"type": "agent_settled"}));
+    let denials = rpc
+        .seen
+        .iter()
+        .filter(|l| l.contains("got no answer"))
+        .count();
+    let (_, stderr, code) = rpc.finish();
+    assert_eq!(code, 0, "{stderr}");
     assert_eq!(denials, 3, "the clock session's three dialogs timed out");
 }
 

@@ -1,12 +1,12 @@
 //! The binary against local OpenAI-compatible servers that are strict, endless, silent or
-//! minimal (tests/http_server.rs on 127.0.0.1): the request shape llama.cpp accepts, the caps
+//! minimal (tests/common/http_server.rs on 127.0.0.1): the request shape llama.cpp accepts, the caps
 //! on a streamed response and on an error body, keep-alive pings that are not progress, and
 //! asking the server which models it serves.
 
 use std::time::Duration;
 
-use crate::http_server::{End, Reply, Server};
-use crate::support::{root, Sandbox};
+use crate::common::http_server::{End, Reply, Server};
+use crate::common::support::{root, Sandbox};
 
 fn bytes(path: &str) -> Vec<u8> {
     std::fs::read(root().join("fixtures/providers").join(path)).unwrap()
@@ -14,7 +14,7 @@ fn bytes(path: &str) -> Vec<u8> {
 
 /// `keel --base-url SERVER --model m ARGS...` with retries after 1 ms, so a failure that is
 /// retried cannot make a test slow.
-fn keel(sb: &Sandbox, server: &Server, args: &[&str]) -> crate::support::Run {
+fn keel(sb: &Sandbox, server: &Server, args: &[&str]) -> crate::common::support::Run {
     let base = server.base_url();
     let mut all = vec!["--base-url", base.as_str(), "--model", "m"];
     all.extend_from_slice(args);
@@ -77,7 +77,7 @@ fn the_strict_test_server_refuses_null_content() {
     let response = raw_post(server.port, "/v1/chat/completions", body);
     assert!(response.starts_with("HTTP/1.1 500"), "{response}");
     assert!(response.contains("got null"), "{response}");
-    assert!(response.contains(crate::http_server::NULL_CONTENT_ERROR));
+    assert!(response.contains(crate::common::http_server::NULL_CONTENT_ERROR));
 }
 
 /// A bare HTTP/1.1 POST over a socket; the whole response as text.
@@ -96,7 +96,7 @@ fn raw_post(port: u16, path: &str, body: &str) -> String {
 }
 
 /// The `result` lines of a JSON-mode run.
-fn results(run: &crate::support::Run) -> Vec<serde_json::Value> {
+fn results(run: &crate::common::support::Run) -> Vec<serde_json::Value> {
     run.stdout_lines()
         .into_iter()
         .filter(|l| l["type"] == "result")
@@ -207,7 +207,7 @@ fn model_list(ids: &[&str]) -> Reply {
 }
 
 /// A run of the real binary with extra environment variables.
-fn run_env(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> crate::support::Run {
+fn run_env(sb: &Sandbox, args: &[&str], env: &[(&str, &str)]) -> crate::common::support::Run {
     let mut cmd = sb.cmd(args);
     for (k, v) in env {
         cmd.env(k, v);
@@ -243,7 +243,7 @@ fn base_url_without_model_and_several_served_exits_3_listing_them() {
     let run = sb.run(&["--base-url", &base, "-p", "hi"]);
     assert_eq!(run.code, 3, "{run}");
     assert_eq!(server.seen().len(), 1, "no completion was asked for");
-    crate::support::snap(
+    crate::common::support::snap(
         "local_servers_several_models_exit_3",
         &run.to_string().replace(&base, "[BASE]"),
     );
@@ -283,7 +283,7 @@ fn list_models_with_a_base_url_lists_what_the_server_serves() {
     let base = server.base_url();
     let run = sb.run(&["--list-models", "--base-url", &base]);
     assert_eq!(run.code, 0, "{run}");
-    crate::support::snap(
+    crate::common::support::snap(
         "local_servers_list_models_base_url",
         &run.to_string().replace(&base, "[BASE]"),
     );
@@ -309,7 +309,7 @@ fn a_404_names_the_url_tried_and_hints_at_a_missing_v1() {
     let base = format!("http://127.0.0.1:{}", server.port);
     let run = sb.run(&["--list-models", "--base-url", &base]);
     assert_eq!(run.code, 3, "{run}");
-    crate::support::snap(
+    crate::common::support::snap(
         "local_servers_models_404_hints_v1",
         &run.to_string().replace(&base, "[BASE]"),
     );

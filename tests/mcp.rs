@@ -7,8 +7,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::http_server::{Reply, Server};
-use crate::support::{root, Run, Sandbox};
+use crate::common::http_server::{Reply, Server};
+use crate::common::rpc::Rpc;
+use crate::common::support::{root, Run, Sandbox};
 
 pub const FIXTURE: &str = env!("CARGO_BIN_EXE_keel-mcp-fixture");
 
@@ -476,7 +477,6 @@ fn a_broken_mcp_config_is_a_config_error_naming_the_file() {
 /// found after startup reaches the client as a `notify` warning on the stream.
 #[test]
 fn a_late_server_warning_reaches_rpc_clients_as_a_notify() {
-    use std::io::{BufRead, Write};
     let sb = Sandbox::new();
     let pid_file = sb.work().join("stuck.pid");
     let pid_arg = pid_file.display().to_string();
@@ -486,10 +486,9 @@ fn a_late_server_warning_reaches_rpc_clients_as_a_notify() {
         &[("stuck", &["--hang", "--pid-file", &pid_arg])],
     );
     let s = script(&sb, json!([{"chunks": [{"text": "answer"}]}]));
-    let mut child = sb
-        .cmd(&[
-            "--mode",
-            "rpc",
+    let mut rpc = Rpc::start(
+        &sb,
+        &[
             "--no-session",
             "--provider",
             "scripted",
@@ -497,33 +496,23 @@ fn a_late_server_warning_reaches_rpc_clients_as_a_notify() {
             &s,
             "--mcp-config",
             &cfg,
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    writeln!(stdin, "{}", json!({"type": "prompt", "message": "go"})).unwrap();
+        ],
+    );
+    rpc.send(&json!({"type": "prompt", "message": "go"}));
+    rpc.wait(&json!({"type": "agent_settled"}));
     let mut notify = None;
     let mut answer_before_notify = false;
-    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    for line in lines.by_ref() {
-        let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+    for line in &rpc.seen {
+        let v: Value = serde_json::from_str(line).unwrap();
         if v["type"] == "extension_ui_request" && v["method"] == "notify" {
             notify = Some(v.clone());
         }
         // The warning came before the model's answer, so it is published before it.
         answer_before_notify |= v["type"] == "message_update" && notify.is_none();
-        if v["type"] == "agent_settled" {
-            break;
-        }
     }
-    drop(stdin);
-    // Read to the end: keel exits once its input is gone.
-    for _ in lines {}
-    let status = child.wait().unwrap();
-    assert!(status.success(), "{status:?}");
+    // keel exits once its input is gone.
+    let (_, _, code) = rpc.finish();
+    assert_eq!(code, 0);
     let notify = notify.expect("a notify line");
     assert!(
         !answer_before_notify,

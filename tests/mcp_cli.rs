@@ -4,8 +4,8 @@
 
 use serde_json::json;
 
+use crate::common::support::{snap, Sandbox};
 use crate::mcp::FIXTURE;
-use crate::support::{snap, Sandbox};
 
 fn config(sb: &Sandbox) {
     std::fs::write(

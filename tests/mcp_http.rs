@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
+use crate::common::support::Sandbox;
 use crate::mcp::script;
 use crate::mcp::FIXTURE;
-use crate::support::Sandbox;
 
 type Headers = Vec<(String, String)>;
 

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::support::Sandbox;
+use crate::common::support::Sandbox;
 
 fn everything() -> Option<String> {
     let path = std::env::var("KEEL_MCP_EVERYTHING")

@@ -5,9 +5,9 @@
 
 use serde_json::{json, Value};
 
-use crate::daemon_support::Daemon;
-use crate::http_server::{Reply, Server};
-use crate::support::{fixture, root, snap, Run, Sandbox};
+use crate::common::daemon::Daemon;
+use crate::common::http_server::{Reply, Server};
+use crate::common::support::{fixture, root, snap, Run, Sandbox};
 
 /// The smallest bytes a PNG is recognised by, and their base64.
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";

@@ -8,9 +8,9 @@
 
 use serde_json::{json, Value};
 
-use crate::http_server::{Reply, Seen, Server};
-use crate::rpc::Rpc;
-use crate::support::{root, Sandbox};
+use crate::common::http_server::{Reply, Seen, Server};
+use crate::common::rpc::Rpc;
+use crate::common::support::{root, Sandbox};
 
 const KEY_A: &str = "key-for-a-only";
 const KEY_B: &str = "key-for-b-only";

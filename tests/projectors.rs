@@ -11,7 +11,7 @@ use keel::kernel::event::{ApprovalDecision, AssistantDelta, Event, EventPayload}
 use keel::kernel::provider::scripted::ScriptedProvider;
 use keel::{AgentConfig, AgentSession, Bus, Clock, Permission};
 
-use crate::support::{fixture, snap, CLOCK};
+use crate::common::support::{fixture, snap, CLOCK};
 
 /// The variant name of an event (and of the delta inside `MessageDelta`). No `_` arm: a new
 /// variant does not compile until it is named here.

@@ -15,8 +15,8 @@ use keel::kernel::provider::sse::{SseDecoder, StreamDecoder};
 use keel::kernel::provider::{anthropic, openai, ModelRequest, Provider, ProviderEvent};
 use keel::kernel::tool;
 
-use crate::http_server::{awkward_pieces, End, Reply, Server};
-use crate::support::{root, snap, Sandbox};
+use crate::common::http_server::{awkward_pieces, End, Reply, Server};
+use crate::common::support::{root, snap, Sandbox};
 
 fn bytes(path: &str) -> Vec<u8> {
     std::fs::read(root().join("fixtures/providers").join(path)).unwrap()
@@ -532,14 +532,14 @@ fn anthropic_text_thinking_tools_and_errors() {
 
 // ---- the binary end to end -------------------------------------------------------------
 
-fn keel_at(sb: &Sandbox, server: &Server, extra: &[&str]) -> crate::support::Run {
+fn keel_at(sb: &Sandbox, server: &Server, extra: &[&str]) -> crate::common::support::Run {
     let base = server.base_url();
     let mut args = vec!["--base-url", base.as_str(), "--model", "test-model"];
     args.extend_from_slice(extra);
     sb.run(&args)
 }
 
-fn types(run: &crate::support::Run) -> Vec<String> {
+fn types(run: &crate::common::support::Run) -> Vec<String> {
     run.stdout_lines()
         .iter()
         .map(|l| l["type"].as_str().unwrap().to_string())

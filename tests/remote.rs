@@ -11,8 +11,9 @@ use std::process::Stdio;
 
 use serde_json::{json, Value};
 
-use crate::daemon_support::{waiting_run, Daemon};
-use crate::support::{read_until, Sandbox};
+use crate::common::daemon::{waiting_run, Daemon};
+use crate::common::rpc::Rpc;
+use crate::common::support::{read_until, Sandbox};
 
 const KEEL: &str = env!("CARGO_BIN_EXE_keel");
 
@@ -118,7 +119,7 @@ fn cut_the_link_mid_run(
 
 /// The same run in-process, for the lines it must equal: the FIFO is written by a helper
 /// thread once the bash call opens it.
-fn in_process(sb: &Sandbox, script_path: &Path, fifo: &Path) -> crate::support::Run {
+fn in_process(sb: &Sandbox, script_path: &Path, fifo: &Path) -> crate::common::support::Run {
     let fifo = fifo.to_path_buf();
     let writer = std::thread::spawn(move || std::fs::write(fifo, "go on\n").unwrap());
     let args = json_run(script_path);
@@ -200,7 +201,7 @@ fn recorded_ssh(sb: &Sandbox) -> (PathBuf, PathBuf) {
 
 #[test]
 fn over_openssh_a_run_survives_the_ssh_process_being_killed() {
-    if let Some(why) = crate::sshd_support::unavailable() {
+    if let Some(why) = crate::common::sshd::unavailable() {
         println!("skipped: the OpenSSH remote test needs sshd: {why}");
         return;
     }
@@ -209,7 +210,7 @@ fn over_openssh_a_run_survives_the_ssh_process_being_killed() {
     let socket = d.socket.display().to_string();
     let path = std::env::var("PATH").unwrap_or_default();
     let sshd =
-        crate::sshd_support::start(&sb.dir.path().join("sshd"), &path, sb.dir.path()).unwrap();
+        crate::common::sshd::start(&sb.dir.path().join("sshd"), &path, sb.dir.path()).unwrap();
     let (ssh, links_file) = recorded_ssh(&sb);
     let host = sshd.host.clone();
     let mut remote: Vec<&str> = vec![
@@ -320,7 +321,6 @@ fn the_bridge_relays_protocol_lines_both_ways_and_ends_with_its_stdin() {
 
 #[test]
 fn rpc_mode_over_a_remote_link_reconnects_and_writes_every_event_once() {
-    use std::io::Write;
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
@@ -343,39 +343,22 @@ fn rpc_mode_over_a_remote_link_reconnects_and_writes_every_event_once() {
         "--permission",
         "auto",
     ];
-    let mut child = sb
-        .cmd(&args)
-        .env("KEEL_SSH", &ssh)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    stdin
-        .write_all(b"{\"id\":\"p1\",\"type\":\"prompt\",\"message\":\"go\"}\n")
-        .unwrap();
-    let mut seen = read_until(&mut stdout, "tool_execution_start");
+    let mut cmd = sb.cmd(&args);
+    cmd.env("KEEL_SSH", &ssh);
+    let mut rpc = Rpc::spawn(cmd);
+    rpc.send_bytes(b"{\"id\":\"p1\",\"type\":\"prompt\",\"message\":\"go\"}\n");
+    rpc.wait(&json!({"type": "tool_execution_start"}));
     let before = links(&links_file);
     kill(*before.last().unwrap());
     std::fs::write(&fifo, "go on\n").unwrap();
-    seen.extend(read_until(&mut stdout, "agent_settled"));
+    rpc.wait(&json!({"type": "agent_settled"}));
+    let seen = rpc.seen.clone();
     // The link is back: a command after the cut is answered.
-    stdin
-        .write_all(b"{\"id\":\"s1\",\"type\":\"get_state\"}\n")
-        .unwrap();
-    let state = read_until(&mut stdout, "\"id\":\"s1\"");
-    assert!(state.concat().contains("\"success\":true"), "{state:?}");
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    rpc.send_bytes(b"{\"id\":\"s1\",\"type\":\"get_state\"}\n");
+    let state = rpc.response("s1");
+    assert_eq!(state["success"], true, "{state}");
+    let (_, err, code) = rpc.finish();
+    assert_eq!(code, 0, "{err}");
     assert!(err.contains("reconnected to devbox (over ssh)"), "{err}");
     assert_eq!(links(&links_file).len(), before.len() + 1, "{err}");
     // Every event once, in the order an in-process RPC run writes them.
@@ -391,22 +374,23 @@ fn rpc_mode_over_a_remote_link_reconnects_and_writes_every_event_once() {
     here.seed = sb.seed;
     let fifo2 = fifo.clone();
     let writer = std::thread::spawn(move || std::fs::write(fifo2, "go on\n").unwrap());
-    let (mut local, mut lin, mut lout) = here.spawn_talking(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "scripted",
-        "--script",
-        &script_s,
-        "--permission",
-        "auto",
-    ]);
-    lin.write_all(b"{\"id\":\"p1\",\"type\":\"prompt\",\"message\":\"go\"}\n")
-        .unwrap();
-    let expected = read_until(&mut lout, "agent_settled");
-    drop(lin);
+    let mut local = Rpc::start(
+        &here,
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            &script_s,
+            "--permission",
+            "auto",
+        ],
+    );
+    local.send_bytes(b"{\"id\":\"p1\",\"type\":\"prompt\",\"message\":\"go\"}\n");
+    local.wait(&json!({"type": "agent_settled"}));
+    let expected = local.seen.clone();
+    let (_, stderr, code) = local.finish();
     writer.join().unwrap();
-    assert!(local.wait().unwrap().success());
+    assert_eq!(code, 0, "{stderr}");
     assert_eq!(kinds(&seen), kinds(&expected));
 }
 
@@ -416,7 +400,7 @@ fn the_resume_picker_over_remote_lists_the_remote_hosts_sessions() {
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
     let (ssh, _) = fake_ssh(&sb);
-    let hello = crate::support::fixture("hello.json");
+    let hello = crate::common::support::fixture("hello.json");
     let remote = [
         "--remote",
         "devbox",

@@ -11,157 +11,12 @@
 //! are deterministic through KEEL_TEST_CLOCK / KEEL_TEST_SEED and the sandbox scrub.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use crate::support::{fixture, root, signal, snap, Sandbox};
-
-/// A safety net against a hung binary; tests wait on lines, never on time.
-const LINE_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A running `keel --mode rpc` with a reader thread on its stdout.
-pub struct Rpc {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    lines: mpsc::Receiver<String>,
-    /// Every stdout line so far.
-    pub seen: Vec<String>,
-    /// Lines read but not yet matched by a wait.
-    cursor: usize,
-}
-
-impl Rpc {
-    pub fn start(sb: &Sandbox, args: &[&str]) -> Rpc {
-        let mut all = vec!["--mode", "rpc"];
-        all.extend_from_slice(args);
-        Rpc::start_raw(sb, &all)
-    }
-
-    /// The binary with exactly these arguments (another stdio mode: `--mode acp`).
-    pub fn start_raw(sb: &Sandbox, all: &[&str]) -> Rpc {
-        Rpc::spawn(sb.cmd(all))
-    }
-
-    /// The binary as `cmd` starts it (a sandbox command with its own environment added).
-    pub fn spawn(mut cmd: std::process::Command) -> Rpc {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut r = BufReader::new(stdout);
-            loop {
-                let mut line = String::new();
-                match r.read_line(&mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {
-                        if tx.send(line).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
-        });
-        Rpc {
-            stdin: child.stdin.take(),
-            child,
-            lines: rx,
-            seen: Vec::new(),
-            cursor: 0,
-        }
-    }
-
-    pub fn send_bytes(&mut self, bytes: &[u8]) {
-        let stdin = self.stdin.as_mut().expect("stdin is open");
-        stdin.write_all(bytes).unwrap();
-        stdin.flush().unwrap();
-    }
-
-    pub fn send(&mut self, v: &Value) {
-        self.send_bytes(format!("{v}\n").as_bytes());
-    }
-
-    /// The next unread line that contains `fields` (every key with an equal value).
-    pub fn wait(&mut self, fields: &Value) -> Value {
-        loop {
-            while self.cursor < self.seen.len() {
-                let line = &self.seen[self.cursor];
-                self.cursor += 1;
-                let v: Value = serde_json::from_str(line)
-                    .unwrap_or_else(|e| panic!("stdout line is not JSON ({e}): {line}"));
-                if contains(&v, fields) {
-                    return v;
-                }
-            }
-            match self.lines.recv_timeout(LINE_TIMEOUT) {
-                Ok(line) => self.seen.push(line),
-                Err(_) => panic!(
-                    "no line with {fields} arrived; stdout so far:\n{}",
-                    self.seen.concat()
-                ),
-            }
-        }
-    }
-
-    /// The response to request `id`.
-    pub fn response(&mut self, id: &str) -> Value {
-        self.wait(&json!({"type": "response", "id": id}))
-    }
-
-    /// Sends a request and returns its response.
-    pub fn call(&mut self, req: Value) -> Value {
-        let id = req["id"]
-            .as_str()
-            .expect("request with a string id")
-            .to_string();
-        self.send(&req);
-        self.response(&id)
-    }
-
-    /// Closes stdin and waits for the exit; returns every stdout line, stderr and the code.
-    pub fn finish(mut self) -> (Vec<String>, String, i32) {
-        drop(self.stdin.take());
-        self.collect()
-    }
-
-    /// Waits for the exit; stdin stays open until then (after a signal, so that the exit
-    /// cannot be caused by end of input instead).
-    pub fn collect(mut self) -> (Vec<String>, String, i32) {
-        let stdin = self.stdin.take();
-        while let Ok(line) = self.lines.recv_timeout(LINE_TIMEOUT) {
-            self.seen.push(line);
-        }
-        let out = self.child.wait_with_output().unwrap();
-        drop(stdin);
-        (
-            self.seen,
-            String::from_utf8_lossy(&out.stderr).into_owned(),
-            out.status.code().unwrap_or(-1),
-        )
-    }
-
-    pub fn signal(&self, sig: Signal) {
-        signal(&self.child, sig);
-    }
-}
-
-fn contains(v: &Value, fields: &Value) -> bool {
-    match (v, fields) {
-        (Value::Object(have), Value::Object(want)) => want
-            .iter()
-            .all(|(k, w)| have.get(k).is_some_and(|h| contains(h, w))),
-        _ => v == fields,
-    }
-}
+use crate::common::rpc::Rpc;
+use crate::common::support::{fixture, root, snap, Sandbox};
 
 /// Replaces `"${name:/pointer}"` strings with values of kept lines.
 fn substitute(v: &mut Value, kept: &HashMap<String, Value>) {
@@ -374,8 +229,6 @@ fn two_prompts_in_one_write_never_both_start() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
     let args = [
-        "--mode",
-        "rpc",
         "--no-session",
         "--provider",
         "scripted",
@@ -383,31 +236,17 @@ fn two_prompts_in_one_write_never_both_start() {
         &script,
     ];
     let one_run = || {
-        let mut child = sb
-            .cmd(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stdin = child.stdin.take().unwrap();
-        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut rpc = Rpc::start(&sb, &args);
         // One round trip first: keel is idle and its reader waits for the next write.
-        stdin
-            .write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n")
-            .unwrap();
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        assert!(line.contains("\"command\":\"get_state\""), "{line}");
-        stdin
-            .write_all(
-                b"{\"id\":\"a\",\"type\":\"prompt\",\"message\":\"one\"}\n{\"id\":\"b\",\"type\":\"prompt\",\"message\":\"two\"}\n",
-            )
-            .unwrap();
-        drop(stdin);
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
-        assert!(child.wait().unwrap().success(), "{rest}");
+        rpc.send_bytes(b"{\"id\":\"s\",\"type\":\"get_state\"}\n");
+        let first = rpc.wait(&json!({}));
+        assert_eq!(first["command"], "get_state", "{first}");
+        rpc.send_bytes(
+            b"{\"id\":\"a\",\"type\":\"prompt\",\"message\":\"one\"}\n{\"id\":\"b\",\"type\":\"prompt\",\"message\":\"two\"}\n",
+        );
+        let (lines, _, code) = rpc.finish();
+        let rest = lines[1..].concat();
+        assert_eq!(code, 0, "{rest}");
         rest
     };
     let failures: Vec<String> = std::thread::scope(|scope| {

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::daemon_support::Daemon;
-use crate::support::{fixture, snap, Run, Sandbox};
+use crate::common::daemon::Daemon;
+use crate::common::support::{fixture, snap, Run, Sandbox};
 
 /// How long a test waits for a state it expects.
 const DEADLINE: Duration = Duration::from_secs(30);

@@ -1,11 +1,11 @@
 //! Loading long sessions through the binary: a generated session of realistic messages is
 //! continued in RPC mode, and the memory it costs is compared with the size of its file.
 
-use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
-use crate::support::{fixture, read_until, Sandbox};
+use crate::common::rpc::Rpc;
+use crate::common::support::{fixture, Sandbox};
 
 #[path = "../benches/keel/session_gen.rs"]
 pub mod session_gen;
@@ -40,21 +40,12 @@ fn peak_after_one_prompt(sb: &Sandbox) -> u64 {
         "--script",
         &script,
     ];
-    let (child, mut stdin, mut stdout) = sb.spawn_talking(&args);
-    stdin
-        .write_all(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"hi\"}\n")
-        .unwrap();
-    read_until(&mut stdout, "\"agent_settled\"");
-    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
-    drop(stdin);
-    let mut rest = String::new();
-    stdout.read_to_string(&mut rest).unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let mut rpc = Rpc::spawn(sb.cmd(&args));
+    rpc.send_bytes(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"hi\"}\n");
+    rpc.wait(&serde_json::json!({"type": "agent_settled"}));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", rpc.pid())).unwrap();
+    let (_, stderr, code) = rpc.finish();
+    assert_eq!(code, 0, "{stderr}");
     let kib: u64 = status
         .lines()
         .find_map(|l| l.strip_prefix("VmHWM:"))

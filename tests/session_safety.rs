@@ -11,8 +11,10 @@ use keel::kernel::clock::Clock;
 use keel::kernel::message::Message;
 use keel::kernel::session::{EntryData, Store, UNFINISHED_TOOL_CALL};
 use keel::mode::Env;
+use serde_json::json;
 
-use crate::support::{fixture, Sandbox};
+use crate::common::rpc::Rpc;
+use crate::common::support::{fixture, Sandbox};
 
 fn env(cwd: &Path, home: &Path) -> Env {
     Env {
@@ -152,7 +154,7 @@ fn session_id_files_are_claimed_once_by_the_binary_too() {
 /// Runs keel with the file size limit at `blocks` (`ulimit -f`: 512 or 1024 bytes each,
 /// depending on the shell) and SIGXFSZ ignored, so a write past it fails with EFBIG, as a
 /// write to a full disk fails.
-fn run_with_file_limit(sb: &Sandbox, blocks: u64, args: &[&str]) -> crate::support::Run {
+fn run_with_file_limit(sb: &Sandbox, blocks: u64, args: &[&str]) -> crate::common::support::Run {
     let setup = format!("trap '' XFSZ; ulimit -f {blocks}");
     sb.finish(sb.cmd_after(&setup, args).output().unwrap())
 }
@@ -366,23 +368,11 @@ fn sessions_and_exports_are_private_whatever_the_umask() {
     assert_eq!(mode(&sb.work().join("out.html")), 0o600);
 }
 
-fn rpc_export(sb: &Sandbox, mut cmd: std::process::Command) -> String {
-    use std::io::Write;
-    let mut child = cmd
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+fn rpc_export(sb: &Sandbox, cmd: std::process::Command) -> String {
+    let mut rpc = Rpc::spawn(cmd);
     let out = sb.work().join("out.html").display().to_string();
-    let req = serde_json::json!({"id": "e", "type": "export_html", "outputPath": out});
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(format!("{req}\n").as_bytes())
-        .unwrap();
-    String::from_utf8(child.wait_with_output().unwrap().stdout).unwrap()
+    rpc.send(&serde_json::json!({"id": "e", "type": "export_html", "outputPath": out}));
+    rpc.finish().0.concat()
 }
 
 #[test]
@@ -408,49 +398,46 @@ fn rpc_refuses_session_changes_while_the_session_cannot_be_saved() {
     let blocker = sb.work().join("blocked");
     std::fs::write(&blocker, "a file, not a directory").unwrap();
     let script = fixture("hello.json");
-    let args = [
-        "--mode",
-        "rpc",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--session-dir",
-        "blocked/sessions",
-    ];
-    let (mut child, mut stdin, mut stdout) = sb.spawn_talking(&args);
-    send(&mut stdin, r#"{"id":"p1","type":"prompt","message":"one"}"#);
-    let first = crate::support::read_until(&mut stdout, r#""type":"agent_settled""#).concat();
+    let mut rpc = Rpc::start(
+        &sb,
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+            "--session-dir",
+            "blocked/sessions",
+        ],
+    );
+    send(&mut rpc, r#"{"id":"p1","type":"prompt","message":"one"}"#);
+    let first = rpc.until(&json!({"type": "agent_settled"})).concat();
     assert!(first.contains(r#""notifyType":"error""#), "{first}");
     assert!(
         first.contains("The session cannot be saved: cannot create"),
         "{first}"
     );
-    send(&mut stdin, r#"{"id":"p2","type":"prompt","message":"two"}"#);
-    let refused = crate::support::read_until(&mut stdout, r#""id":"p2""#).concat();
+    send(&mut rpc, r#"{"id":"p2","type":"prompt","message":"two"}"#);
+    let refused = rpc.until(&json!({"id": "p2"})).concat();
     assert!(refused.contains(r#""success":false"#), "{refused}");
     assert!(
         refused.contains("The session cannot be saved (session_write)"),
         "{refused}"
     );
     // Reads still work meanwhile.
-    send(&mut stdin, r#"{"id":"s","type":"get_state"}"#);
-    let state = crate::support::read_until(&mut stdout, r#""id":"s""#).concat();
+    send(&mut rpc, r#"{"id":"s","type":"get_state"}"#);
+    let state = rpc.until(&json!({"id": "s"})).concat();
     assert!(state.contains(r#""success":true"#), "{state}");
     // The disk works again: what was held back is written, and the next prompt runs.
     std::fs::remove_file(&blocker).unwrap();
-    send(
-        &mut stdin,
-        r#"{"id":"p3","type":"prompt","message":"three"}"#,
-    );
-    let back = crate::support::read_until(&mut stdout, r#""type":"agent_settled""#).concat();
+    send(&mut rpc, r#"{"id":"p3","type":"prompt","message":"three"}"#);
+    let back = rpc.until(&json!({"type": "agent_settled"})).concat();
     assert!(back.contains("The session is saved again."), "{back}");
     assert!(
         back.contains(r#""id":"p3","type":"response","command":"prompt","success":true"#),
         "{back}"
     );
-    drop(stdin);
-    assert!(child.wait().unwrap().success());
+    let (_, stderr, code) = rpc.finish();
+    assert_eq!(code, 0, "{stderr}");
     let dir = sb.work().join("blocked/sessions");
     let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
     assert_eq!(files.len(), 1);
@@ -464,7 +451,6 @@ fn rpc_refuses_session_changes_while_the_session_cannot_be_saved() {
     );
 }
 
-fn send(stdin: &mut std::process::ChildStdin, line: &str) {
-    use std::io::Write;
-    stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+fn send(rpc: &mut Rpc, line: &str) {
+    rpc.send_bytes(format!("{line}\n").as_bytes());
 }

@@ -4,7 +4,7 @@
 use std::io::BufReader;
 use std::time::{Duration, Instant};
 
-use crate::support::{fixture, read_until, signal, Sandbox};
+use crate::common::support::{fixture, read_until, signal, Sandbox};
 
 fn hello_args(extra: &[&str], prompt: &str) -> Vec<String> {
     let mut v: Vec<String> = ["--json", "--provider", "scripted", "--script"]
@@ -16,12 +16,12 @@ fn hello_args(extra: &[&str], prompt: &str) -> Vec<String> {
     v
 }
 
-fn run(sb: &Sandbox, extra: &[&str], prompt: &str) -> crate::support::Run {
+fn run(sb: &Sandbox, extra: &[&str], prompt: &str) -> crate::common::support::Run {
     let args = hello_args(extra, prompt);
     sb.run(&args.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
-fn header_id(run: &crate::support::Run) -> String {
+fn header_id(run: &crate::common::support::Run) -> String {
     run.stdout_lines()[0]["id"].as_str().unwrap().to_string()
 }
 

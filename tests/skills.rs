@@ -1,8 +1,8 @@
 //! Skills reach the model as a catalog (name, description, location; never the body), the
 //! body is sent only on `/skill:NAME`, and RPC's `get_commands` lists skills in pi's shape.
 
-use crate::http_server::{Reply, Server};
-use crate::support::{root, Sandbox};
+use crate::common::http_server::{Reply, Server};
+use crate::common::support::{root, Sandbox};
 
 fn sse() -> Vec<u8> {
     std::fs::read(root().join("fixtures/providers/openai/text.sse")).unwrap()

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::support::{fixture, signal, snap, Run, Sandbox};
+use crate::common::support::{fixture, signal, snap, Run, Sandbox};
 
 /// `/dev/full`: every write fails with ENOSPC.
 fn dev_full() -> Stdio {

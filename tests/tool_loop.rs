@@ -5,9 +5,9 @@
 
 use serde_json::Value;
 
+use crate::common::daemon::Daemon;
+use crate::common::support::{fixture, snap, Run, Sandbox};
 use crate::daemon_clients::comparable;
-use crate::daemon_support::Daemon;
-use crate::support::{fixture, snap, Run, Sandbox};
 
 /// The JSON `result` line of a run.
 fn result(run: &Run) -> Value {

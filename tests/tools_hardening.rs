@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::http_server::{Reply, Server};
-use crate::rpc::Rpc;
-use crate::support::Sandbox;
+use crate::common::http_server::{Reply, Server};
+use crate::common::rpc::Rpc;
+use crate::common::support::Sandbox;
 
 /// Writes a script whose first turn calls `tool` with `args` and whose second answers "done".
 fn script(sb: &Sandbox, tool: &str, args: Value) -> String {
@@ -166,58 +166,17 @@ fn bash_does_not_inherit_provider_keys() {
         for (k, v) in &envs {
             c.env(k, v);
         }
-        RpcChild::start(c)
+        Rpc::spawn(c)
     };
-    let out = rpc.bash("env");
+    let response = rpc.call(json!({"id": "b", "type": "bash", "command": "env"}));
+    let out = response["data"]["output"].as_str().unwrap().to_string();
+    rpc.finish();
     assert!(out.contains("KEEP_ME=visible"), "{out}");
     for (name, value) in &envs[..8] {
         assert!(
             !out.contains(name) && !out.contains(value),
             "{name} reached the user's bash:\n{out}"
         );
-    }
-}
-
-/// A minimal RPC driver for a prepared command (the shared one builds its own command).
-struct RpcChild {
-    child: std::process::Child,
-    stdout: std::io::BufReader<std::process::ChildStdout>,
-}
-
-impl RpcChild {
-    fn start(mut cmd: std::process::Command) -> RpcChild {
-        use std::process::Stdio;
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
-        RpcChild { child, stdout }
-    }
-
-    fn bash(&mut self, command: &str) -> String {
-        use std::io::{BufRead, Write};
-        let req = json!({"id": "b", "type": "bash", "command": command});
-        let stdin = self.child.stdin.as_mut().unwrap();
-        writeln!(stdin, "{req}").unwrap();
-        stdin.flush().unwrap();
-        loop {
-            let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "rpc ended");
-            let v: Value = serde_json::from_str(&line).unwrap();
-            if v["type"] == "response" && v["id"] == "b" {
-                return v["data"]["output"].as_str().unwrap().to_string();
-            }
-        }
-    }
-}
-
-impl Drop for RpcChild {
-    fn drop(&mut self) {
-        drop(self.child.stdin.take());
-        let _ = self.child.wait();
     }
 }
 
@@ -341,7 +300,8 @@ fn openai_tool_call(tool: &str, raw_args: &str) -> Vec<u8> {
 fn tool_arguments_that_are_not_json_are_reported_as_such() {
     let sb = Sandbox::new();
     let answer =
-        std::fs::read(crate::support::root().join("fixtures/providers/openai/text.sse")).unwrap();
+        std::fs::read(crate::common::support::root().join("fixtures/providers/openai/text.sse"))
+            .unwrap();
     let server = Server::start(vec![
         Reply::sse(&openai_tool_call("read", r#"{"path": "a.txt", "limit": "#)),
         Reply::sse(&answer),

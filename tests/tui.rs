@@ -16,7 +16,7 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use serde_json::{json, Value};
 
-use crate::support::snap;
+use crate::common::support::snap;
 
 /// Builds a view by feeding it kernel events the way the controller does: each one as the
 /// wire lines a host publishes for it, parsed back (so every snapshot here goes through the

@@ -5,8 +5,8 @@
 
 use serde_json::{json, Value};
 
-use crate::daemon_support::{open_script, Conn, Daemon};
-use crate::support::Sandbox;
+use crate::common::daemon::{open_script, Conn, Daemon};
+use crate::common::support::Sandbox;
 use crate::tui_pty::spawn;
 
 /// Kills, by pid, a daemon the client under test spawned (it is the test's too).
@@ -139,7 +139,7 @@ fn help_and_the_slash_menu_offer_detach_in_a_daemon_window() {
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let mut c = d.connect();
     c.hello(false);
-    let hello = crate::support::fixture("hello.json");
+    let hello = crate::common::support::fixture("hello.json");
     assert_eq!(
         open_script(&mut c, &sb, &hello, &["--session-id", "dh"]),
         "dh"
@@ -285,7 +285,7 @@ fn keel_ps_names_what_each_session_is_about() {
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let mut c = d.connect();
     c.hello(false);
-    let hello = crate::support::fixture("hello.json");
+    let hello = crate::common::support::fixture("hello.json");
     for id in ["named", "unnamed"] {
         assert_eq!(open_script(&mut c, &sb, &hello, &["--session-id", id]), id);
         c.call("session/attach", json!({"sessionId": id}));

@@ -18,8 +18,8 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use serde_json::json;
 
-use crate::daemon_support::{open, Daemon};
-use crate::support::{fixture, snap, Sandbox};
+use crate::common::daemon::{open, Daemon};
+use crate::common::support::{fixture, snap, Sandbox};
 use crate::tui::Feed;
 use crate::tui_pty::spawn;
 

@@ -4,8 +4,8 @@
 
 use serde_json::json;
 
-use crate::daemon_support::Daemon;
-use crate::support::Sandbox;
+use crate::common::daemon::Daemon;
+use crate::common::support::Sandbox;
 use crate::tui_pty::spawn;
 
 /// How the first window goes away.
@@ -31,7 +31,7 @@ fn leave_mid_run_and_come_back(leave: Leave) {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
-    let (script, fifo) = crate::daemon_support::waiting_run(&sb);
+    let (script, fifo) = crate::common::daemon::waiting_run(&sb);
     let keel = env!("CARGO_BIN_EXE_keel");
     let shell = format!(
         "exec '{keel}' --daemon --socket '{socket}' --provider scripted --script '{}' --permission auto --session-id live go",
@@ -75,7 +75,7 @@ fn leave_mid_run_and_come_back(leave: Leave) {
     assert!(row.contains("running"), "{table}");
     let mut c = d.connect();
     c.hello(false);
-    let state = |c: &mut crate::daemon_support::Conn| {
+    let state = |c: &mut crate::common::daemon::Conn| {
         c.sessions()
             .iter()
             .find(|s| s["sessionId"] == "live")
@@ -206,7 +206,7 @@ fn a_daemon_killed_mid_run_is_replaced_on_enter_and_the_session_resumes_from_its
     let shell = format!(
         "exec '{keel}' --daemon --socket '{}' --provider scripted --script '{}' --session-id dead work",
         socket.display(),
-        crate::support::fixture("hang.json")
+        crate::common::support::fixture("hang.json")
     );
     let (mut w, mut child) = spawn(&sb, &shell);
     w.wait_for("the run under way", |t| {
@@ -253,7 +253,7 @@ fn quitting_during_a_run_asks_whether_to_leave_it_running_or_stop_it() {
     let socket = d.socket.display().to_string();
     let mut c = d.connect();
     c.hello(false);
-    let script = crate::support::fixture("hang.json");
+    let script = crate::common::support::fixture("hang.json");
     let opened = c.call(
         "session/open",
         json!({"cwd": sb.work(), "args": ["--provider", "scripted", "--script", script, "--session-id", "busy"]}),
@@ -261,7 +261,7 @@ fn quitting_during_a_run_asks_whether_to_leave_it_running_or_stop_it() {
     assert_eq!(opened["result"]["sessionId"], "busy", "{opened}");
     let r = c.call("prompt", json!({"sessionId": "busy", "message": "work"}));
     assert!(r.get("result").is_some(), "{r}");
-    let state = |c: &mut crate::daemon_support::Conn| {
+    let state = |c: &mut crate::common::daemon::Conn| {
         c.sessions()[0]["state"].as_str().unwrap().to_string()
     };
     let keel = env!("CARGO_BIN_EXE_keel");
@@ -303,7 +303,7 @@ fn session_commands_work_through_the_daemon() {
     let keel = env!("CARGO_BIN_EXE_keel");
     let shell = format!(
         "exec '{keel}' --daemon --socket '{socket}' --provider scripted --script '{}' --session-id first hi",
-        crate::support::fixture("hello.json")
+        crate::common::support::fixture("hello.json")
     );
     let skill = sb.work().join(".agents/skills/lint");
     std::fs::create_dir_all(&skill).unwrap();
@@ -350,7 +350,7 @@ fn resuming_a_session_the_daemon_holds_attaches_to_it_there() {
     let socket = d.socket.display().to_string();
     let mut c = d.connect();
     c.hello(false);
-    let script = crate::support::fixture("hello.json");
+    let script = crate::common::support::fixture("hello.json");
     let opened = c.call(
         "session/open",
         json!({"cwd": sb.work(), "args": ["--provider", "scripted", "--script", script, "--session-id", "held"]}),
@@ -387,7 +387,7 @@ fn a_daemon_that_cannot_be_started_is_named_once_and_the_tui_runs_in_process() {
     let keel = env!("CARGO_BIN_EXE_keel");
     let shell = format!(
         "'{keel}' --provider scripted --script '{}' hi; echo KEEL_EXIT=$?",
-        crate::support::fixture("hello.json")
+        crate::common::support::fixture("hello.json")
     );
     let (mut w, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)]);
     w.wait_for("the answer", |t| t.contains("Hello from keel!"));

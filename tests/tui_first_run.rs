@@ -3,7 +3,7 @@
 //! Print mode keeps its exit 3. The real binary in a pty, with the daemon not asked for (the
 //! first run never starts one).
 
-use crate::support::Sandbox;
+use crate::common::support::Sandbox;
 use crate::tui_pty::spawn_with;
 
 #[test]

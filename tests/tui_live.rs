@@ -8,7 +8,7 @@ use keel::kernel::event::{AssistantDelta, EventPayload};
 use keel::kernel::message::{Message, StopReason};
 use serde_json::json;
 
-use crate::support::{fixture, Sandbox};
+use crate::common::support::{fixture, Sandbox};
 use crate::tui::{assistant, Feed};
 use crate::tui_pty::spawn_with;
 use crate::tui_reflow::Emulator;

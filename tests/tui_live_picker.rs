@@ -8,8 +8,8 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use serde_json::json;
 
-use crate::daemon_support::{open, Daemon};
-use crate::support::{snap, Sandbox};
+use crate::common::daemon::{open, Daemon};
+use crate::common::support::{snap, Sandbox};
 use crate::tui_pty::spawn;
 
 fn live(

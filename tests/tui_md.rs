@@ -7,7 +7,7 @@ use ratatui::buffer::Buffer;
 use ratatui::style::Color;
 use ratatui::Terminal;
 
-use crate::support::snap;
+use crate::common::support::snap;
 use crate::tui::Feed;
 
 fn answer(text: &str) -> Feed {

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use portable_pty::{native_pty_system, CommandBuilder, PtySize};
 
-use crate::daemon_support::Daemon;
-use crate::support::{fixture, Sandbox};
+use crate::common::daemon::Daemon;
+use crate::common::support::{fixture, Sandbox};
 
 /// The pty's screen as the user sees it, fed by a reader thread.
 pub struct Screen {

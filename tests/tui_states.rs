@@ -9,7 +9,7 @@ use keel::kernel::message::{Content, Message, StopReason};
 use keel::kernel::tool::preview::{Change, Preview};
 use serde_json::json;
 
-use crate::support::snap;
+use crate::common::support::snap;
 use crate::tui::{assistant, Feed};
 
 /// A run with a tool going, as a window shows it when its daemon connection drops.

@@ -4,8 +4,8 @@
 
 use serde_json::json;
 
+use crate::common::support::Sandbox;
 use crate::mcp::script;
-use crate::support::Sandbox;
 use crate::tui_pty::spawn;
 
 #[test]

@@ -7,7 +7,7 @@ use keel::front::tui::{self};
 use keel::kernel::event::{AssistantDelta, EventPayload};
 use keel::kernel::message::{Message, StopReason};
 
-use crate::support::snap;
+use crate::common::support::snap;
 use crate::tui::{assistant, Feed};
 
 /// Feeds every frame's bytes into a vt100 screen.

@@ -4,8 +4,6 @@
 //! `agent_settled`'s `maxTurns` / `toolName`), checked on the real binary.
 
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader, Write};
-use std::process::Stdio;
 
 use keel::front::public::PublicEvent;
 use keel::front::tui::view::{Action, View};
@@ -13,7 +11,8 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use serde_json::{json, Value};
 
-use crate::support::{fixture, root, snap, Sandbox};
+use crate::common::rpc::Rpc;
+use crate::common::support::{fixture, root, snap, Sandbox};
 
 /// What the terminal shows at `w` columns, tall enough for the whole transcript: one row per
 /// line, trailing spaces and blank rows at the end dropped.
@@ -238,70 +237,34 @@ fn settled_line(stdout: &str) -> Value {
 }
 
 /// `keel --mode rpc` with the scripted provider and ANTHROPIC_API_KEY set.
-struct Rpc {
-    child: std::process::Child,
-    stdin: std::process::ChildStdin,
-    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+fn start_rpc(sb: &Sandbox) -> Rpc {
+    let script = fixture("rpc.json");
+    let mut cmd = sb.cmd(&[
+        "--mode",
+        "rpc",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+    ]);
+    cmd.env("ANTHROPIC_API_KEY", "test-key");
+    Rpc::spawn(cmd)
 }
 
-impl Rpc {
-    fn start(sb: &Sandbox) -> Rpc {
-        let script = fixture("rpc.json");
-        let mut child = sb
-            .cmd(&[
-                "--mode",
-                "rpc",
-                "--provider",
-                "scripted",
-                "--script",
-                &script,
-            ])
-            .env("ANTHROPIC_API_KEY", "test-key")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        Rpc {
-            stdin: child.stdin.take().unwrap(),
-            lines: BufReader::new(child.stdout.take().unwrap()).lines(),
-            child,
-        }
-    }
-
-    /// Sends `request` and returns every line up to and including its response.
-    fn call(&mut self, request: Value) -> Vec<Value> {
-        let id = request["id"].clone();
-        self.stdin
-            .write_all(format!("{request}\n").as_bytes())
-            .unwrap();
-        self.stdin.flush().unwrap();
-        let mut seen = Vec::new();
-        loop {
-            let line = self.lines.next().expect("keel ended early").unwrap();
-            let v: Value = serde_json::from_str(&line).unwrap();
-            let done = v["type"] == "response" && v["id"] == id;
-            seen.push(v);
-            if done {
-                return seen;
-            }
-        }
-    }
-
-    fn finish(self) {
-        drop(self.stdin);
-        let mut child = self.child;
-        assert!(child.wait().unwrap().success());
-    }
+/// Closes keel's input; it exits successfully.
+fn finish(rpc: Rpc) {
+    let (_, stderr, code) = rpc.finish();
+    assert_eq!(code, 0, "{stderr}");
 }
 
 #[test]
 fn rpc_mode_reports_a_model_switch_and_the_view_shows_it() {
     let sb = Sandbox::new();
-    let mut rpc = Rpc::start(&sb);
-    let seen = rpc.call(
+    let mut rpc = start_rpc(&sb);
+    let seen = rpc.call_seen(
         json!({"id":"m1","type":"set_model","provider":"anthropic","modelId":"claude-haiku-4-5"}),
     );
-    rpc.finish();
+    finish(rpc);
     let kinds: Vec<&str> = seen.iter().map(|v| v["type"].as_str().unwrap()).collect();
     assert_eq!(kinds, ["model_changed", "response"], "{seen:?}");
     let line = seen[0].to_string();
@@ -328,10 +291,11 @@ fn rpc_mode_reports_a_model_switch_and_the_view_shows_it() {
 #[test]
 fn bash_execution_end_follows_the_commands_output() {
     let sb = Sandbox::new();
-    let mut rpc = Rpc::start(&sb);
+    let mut rpc = start_rpc(&sb);
     for i in 0..8 {
         let id = format!("b{i}");
-        let seen = rpc.call(json!({"id": id, "type": "bash", "command": format!("echo out-{i}")}));
+        let seen =
+            rpc.call_seen(json!({"id": id, "type": "bash", "command": format!("echo out-{i}")}));
         let kinds: Vec<&str> = seen.iter().map(|v| v["type"].as_str().unwrap()).collect();
         assert_eq!(
             kinds,
@@ -345,5 +309,5 @@ fn bash_execution_end_follows_the_commands_output() {
         let shown = screen(&mut view, 80, 24);
         assert!(shown.contains(&format!("bash echo out-{i}")), "{shown}");
     }
-    rpc.finish();
+    finish(rpc);
 }

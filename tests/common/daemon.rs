@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::support::{fixture, Sandbox};
+use crate::common::support::{fixture, Sandbox};
 
 /// A daemon this test started; killed on drop.
 pub struct Daemon {
@@ -60,7 +60,7 @@ impl Daemon {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        crate::support::stderr_until(&mut child, "listening on", "the daemon");
+        crate::common::support::stderr_until(&mut child, "listening on", "the daemon");
         Daemon {
             child: Some(child),
             socket,

@@ -1,0 +1,7 @@
+//! The test helpers, in one home: every `tests/common/*.rs` module is declared here.
+
+pub mod daemon;
+pub mod http_server;
+pub mod rpc;
+pub mod sshd;
+pub mod support;
