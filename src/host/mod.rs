@@ -490,14 +490,10 @@ impl Host {
         if matches!(outcome, RunOutcome::Failed { kind: k, .. } if k == kind) {
             return None;
         }
-        let message = self.live.recorder.health().fault()?;
         let mut failed = ev.clone();
         failed.payload = EventPayload::AgentSettled {
             aborted: false,
-            outcome: RunOutcome::Failed {
-                kind: kind.into(),
-                message,
-            },
+            outcome: self.live.recorder.health().failed_run()?,
         };
         Some(failed)
     }

@@ -200,9 +200,9 @@ impl Inner {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Why the session cannot be saved, while that is so.
-    pub fn store_fault(&self) -> Option<String> {
-        self.store_health.get().and_then(|h| h.fault())
+    /// How a run that settles now ends when the session cannot be saved, while that is so.
+    pub fn store_failed_run(&self) -> Option<RunOutcome> {
+        self.store_health.get().and_then(|h| h.failed_run())
     }
 
     /// Aborts the active run or compaction and denies open approvals.

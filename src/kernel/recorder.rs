@@ -56,6 +56,16 @@ impl StoreHealth {
             .clone()
     }
 
+    /// The outcome of a run that settles while the store fails: failed with
+    /// [`SESSION_WRITE`] and the fault's text (the kernel's and the host's conclusion alike).
+    pub fn failed_run(&self) -> Option<crate::kernel::event::RunOutcome> {
+        self.fault()
+            .map(|message| crate::kernel::event::RunOutcome::Failed {
+                kind: SESSION_WRITE.into(),
+                message,
+            })
+    }
+
     /// Calls `hook` after every failed write or sync.
     pub fn on_fault(&self, hook: impl Fn() + Send + Sync + 'static) {
         self.inner

@@ -154,10 +154,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         });
     }
     // A store that failed during the run is why it stopped (its abort is not the user's).
-    let outcome = match inner.store_fault() {
-        Some(message) => write_failed(message),
-        None => outcome,
-    };
+    let outcome = inner.store_failed_run().unwrap_or(outcome);
     inner.finish_activity();
     let aborted = outcome == RunOutcome::Aborted;
     inner.bus.publish(EventPayload::AgentSettled {
@@ -165,13 +162,6 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         outcome: outcome.clone(),
     });
     outcome
-}
-
-fn write_failed(message: String) -> RunOutcome {
-    RunOutcome::Failed {
-        kind: crate::kernel::recorder::SESSION_WRITE.into(),
-        message,
-    }
 }
 
 /// Compacts before a model call when the context has grown past the threshold. A failed
