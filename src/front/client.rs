@@ -474,7 +474,7 @@ impl Follow<'_> {
         }
         self.seq = p.seq;
         let text = p.event.get();
-        let Some(kind) = super::public::kind_of(text) else {
+        let Some(kind) = super::fact::kind_of(text) else {
             return Line::Other;
         };
         if self.waiting_for_start {

@@ -47,7 +47,7 @@ use crate::kernel::event::{ApprovalDecision, Event, EventPayload, RunOutcome};
 use crate::kernel::session::Store;
 use crate::kernel::tool::preview::Preview;
 use crate::prompts::{self, Template};
-use crate::wire::events::{stream_events, WireEvent};
+use crate::wire::events::{stream_events, NotifyType, WireEvent};
 use crate::wire::rpc::{self, Request};
 
 /// pi's refusal text for a prompt while a run is active (clients may match on it).
@@ -379,7 +379,7 @@ impl Host {
             Step::Late(w) => {
                 // Not after the events still queued: they came later than the warning.
                 let id = self.clock.short_id("notify-");
-                self.publish(&rpc::notify_line(&id, &w, "warning"));
+                self.publish(&rpc::notify_line(&id, &w, NotifyType::Warning));
             }
         }
     }
@@ -511,9 +511,9 @@ impl Host {
                     "The session cannot be saved: {f}. The run was stopped; commands that change \
                      the session are refused until it can be saved again."
                 ),
-                "error",
+                NotifyType::Error,
             ),
-            None => ("The session is saved again.".to_string(), "info"),
+            None => ("The session is saved again.".to_string(), NotifyType::Info),
         };
         let nid = self.clock.short_id("notify-");
         self.publish(&rpc::notify_line(&nid, &note, level));
@@ -606,7 +606,7 @@ impl Host {
                     let note =
                         format!("The approval request {id} got no answer within {secs} s; {what}");
                     let nid = self.clock.short_id("notify-");
-                    self.publish(&rpc::notify_line(&nid, &note, "warning"));
+                    self.publish(&rpc::notify_line(&nid, &note, NotifyType::Warning));
                 }
             }
         }
@@ -657,7 +657,7 @@ impl Host {
     pub fn publish_warnings(&mut self) {
         for w in std::mem::take(&mut self.warnings) {
             let id = self.clock.short_id("notify-");
-            self.publish(&rpc::notify_line(&id, &w, "warning"));
+            self.publish(&rpc::notify_line(&id, &w, NotifyType::Warning));
         }
     }
 

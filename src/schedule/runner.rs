@@ -18,7 +18,7 @@ use crate::daemon::open::{open_session, Opening};
 use crate::daemon::server::Shared;
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::{public, RunSummary};
+use crate::front::{fact, RunSummary};
 use crate::host::actor::{Call, SessionHandle};
 use crate::host::stream::{Delivery, Item, QUEUE};
 use crate::wire::jsonrpc::{self as j, ErrorObject};
@@ -371,14 +371,14 @@ impl Follow {
             if ev.seq <= self.from {
                 continue;
             }
-            let Some(kind) = public::kind_of(&ev.line) else {
+            let Some(kind) = fact::kind_of(&ev.line) else {
                 continue;
             };
             begun |= kind == "agent_start";
             if !begun {
                 continue;
             }
-            if let Some(fact) = public::parse(&kind, &ev.line) {
+            if let Some(fact) = fact::parse(&kind, &ev.line) {
                 summary.observe(&fact);
             }
             if kind == "agent_settled" {

@@ -9,6 +9,9 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAcces
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use std::borrow::Cow;
+
+use super::events::{NotifyType, UiMethod, UiRequest, WireEvent};
 use crate::kernel::message::Content;
 use crate::kernel::tool::preview::Preview;
 
@@ -268,12 +271,6 @@ impl Request {
     }
 }
 
-fn line(v: Value) -> String {
-    let mut s = v.to_string();
-    s.push('\n');
-    s
-}
-
 /// `{"id":<id as received>, …body}` without a newline (`id` first, as pi writes it).
 fn with_id(id: Option<&Id>, body: Map<String, Value>) -> String {
     let text = Value::Object(body).to_string();
@@ -341,26 +338,28 @@ pub fn bash_update_line(id: Option<&Id>, delta: &str) -> String {
     )
 }
 
+/// A dialog line: the `extension_ui_request` event and a newline.
+fn dialog_line(request: UiRequest<'_>) -> String {
+    let mut s = serde_json::to_string(&WireEvent::ExtensionUiRequest(request)).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
 /// A `confirm` dialog (`extension_ui_request`); `timeout_ms` tells the client when keel
 /// gives up and denies.
 pub fn confirm_line(id: &str, title: &str, message: &str, timeout_ms: u64) -> String {
-    line(json!({
-        "type": "extension_ui_request",
-        "id": id,
-        "method": "confirm",
-        "title": title,
-        "message": message,
-        "timeout": timeout_ms,
-    }))
+    dialog_line(UiRequest {
+        title: Some(title.into()),
+        message: message.into(),
+        timeout: Some(timeout_ms),
+        ..UiRequest::new(id, UiMethod::Confirm)
+    })
 }
 
 /// The `confirm` dialog for a tool call waiting for approval (`--permission ask`): `id` is the
 /// tool call id, `message` a one-line summary (a bash command, `write path`, or the arguments
 /// as JSON), `timeout` (when given) says when keel gives up and denies. keel's additions:
-/// `toolName` and `args`, the call as the model made it, so that a client can show its own
-/// dialog (the TUI) without having seen the call's `tool_execution_start`, and `preview` for a
-/// call that changes a file: the diff it would apply to the file as it is now, and whether a
-/// write overwrites or creates (`{change: "edit"|"overwrite"|"create", path, diff?, error?}`).
+/// `toolName`, `args` and `preview` (see [`UiRequest`]).
 pub fn approval_line(
     call_id: &str,
     tool_name: &str,
@@ -375,36 +374,24 @@ pub fn approval_line(
             None => args.to_string(),
         },
     };
-    let mut v = json!({
-        "type": "extension_ui_request",
-        "id": call_id,
-        "method": "confirm",
-        "title": format!("Allow tool `{tool_name}`?"),
-        "message": message,
-    });
-    if let (Some(ms), Some(m)) = (timeout_ms, v.as_object_mut()) {
-        m.insert("timeout".into(), json!(ms));
-    }
-    if let Some(m) = v.as_object_mut() {
-        m.insert("toolName".into(), json!(tool_name));
-        m.insert("args".into(), args.clone());
-        if let Some(p) = preview.and_then(|p| serde_json::to_value(p).ok()) {
-            m.insert("preview".into(), p);
-        }
-    }
-    line(v)
+    dialog_line(UiRequest {
+        title: Some(format!("Allow tool `{tool_name}`?").into()),
+        message: message.into(),
+        timeout: timeout_ms,
+        tool_name: Some(tool_name.into()),
+        args: Some(Cow::Borrowed(args)),
+        preview: preview.map(Cow::Borrowed),
+        ..UiRequest::new(call_id, UiMethod::Confirm)
+    })
 }
 
-/// A `notify` message (`extension_ui_request` without a reply); `level` is `info`,
-/// `warning` or `error`.
-pub fn notify_line(id: &str, message: &str, level: &str) -> String {
-    line(json!({
-        "type": "extension_ui_request",
-        "id": id,
-        "method": "notify",
-        "message": message,
-        "notifyType": level,
-    }))
+/// A `notify` message (`extension_ui_request` without a reply).
+pub fn notify_line(id: &str, message: &str, level: NotifyType) -> String {
+    dialog_line(UiRequest {
+        message: message.into(),
+        notify_type: Some(level),
+        ..UiRequest::new(id, UiMethod::Notify)
+    })
 }
 
 #[cfg(test)]

@@ -27,13 +27,13 @@ use super::{draw, spawn_input, tty, Input, TuiSetup, FRAME_INTERVAL, TICK};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::link::{Commands, Link, Note, Start};
-use crate::front::public::PublicEvent;
 use crate::front::signals::Signals;
 use crate::kernel::clock::Clock;
 use crate::kernel::event::ApprovalDecision;
 use crate::kernel::message::Message;
 use crate::kernel::session::SessionSummary;
 use crate::output::{Output, TerminalOut};
+use crate::wire::events::WireEvent;
 
 /// What attaching to a session of the daemon needs.
 pub struct AttachSetup {
@@ -411,7 +411,7 @@ impl Client {
     }
 
     fn feed(&mut self, event: &Value, at_ms: i64) {
-        if let Some(e) = PublicEvent::parse(&event.to_string()) {
+        if let Some(e) = WireEvent::parse(&event.to_string()) {
             let _ = self.view.on_event(&e, at_ms);
         }
     }
@@ -518,7 +518,7 @@ impl Client {
     }
 
     fn show_line(&mut self, line: &str) {
-        if let Some(e) = PublicEvent::parse(line) {
+        if let Some(e) = WireEvent::parse(line) {
             let _ = self.view.on_event(&e, self.clock.now_ms());
         }
     }
@@ -527,12 +527,12 @@ impl Client {
         match note {
             Some(Note::Event { seq, line }) => {
                 self.seq = seq;
-                if let Some(e) = PublicEvent::parse(&line) {
+                if let Some(e) = WireEvent::parse(&line) {
                     let now = self.clock.now_ms();
                     for action in self.view.on_event(&e, now) {
                         self.act(action).await;
                     }
-                    if let PublicEvent::ModelChanged { .. } = e {
+                    if let WireEvent::ModelChanged { .. } = e {
                         self.fetch_state();
                     }
                 }
