@@ -376,7 +376,7 @@ async fn start(
     // A write that failed after the run settled (its last entries, the final sync) fails it too.
     if let Some(message) = health.fault() {
         summary.settled = Some(crate::front::Settled {
-            outcome: "failed".into(),
+            outcome: crate::wire::events::Outcome::Failed,
             error: Some(crate::wire::events::SettledError {
                 kind: recorder::SESSION_WRITE.into(),
                 message,

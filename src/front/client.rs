@@ -23,7 +23,7 @@ use crate::kernel::clock::Clock;
 use crate::kernel::op::UserInput;
 use crate::mode::{Env, Mode};
 use crate::output::Output;
-use crate::wire::events::{is_rpc_only, ResultLine, SessionLine, SettledError};
+use crate::wire::events::{is_rpc_only, ErrorKind, Outcome, ResultLine, SessionLine, SettledError};
 use crate::wire::jsonl::MAX_LINE_BYTES;
 use crate::wire::jsonrpc::{self as j, Id, Incoming};
 
@@ -154,7 +154,7 @@ pub async fn run(
     let mut summary = follow.summary;
     if let Ended::Lost(why) = ended {
         summary.settled = Some(Settled {
-            outcome: "failed".into(),
+            outcome: Outcome::Failed,
             error: Some(SettledError {
                 kind: DAEMON_LOST.into(),
                 message: format!(
@@ -385,7 +385,7 @@ impl Follow<'_> {
                     if self.stop.is_some() {
                         // A second signal: stop waiting for the run to settle.
                         self.summary.settled.get_or_insert(Settled {
-                            outcome: "aborted".into(),
+                            outcome: Outcome::Aborted,
                             error: None,
                         });
                         return Ok(Ended::Settled);
@@ -435,9 +435,9 @@ impl Follow<'_> {
             Incoming::Response { id, result: Err(e) } if id == Id::string("prompt") => {
                 // The prompt was refused (the session is busy): nothing will run.
                 self.summary.settled = Some(Settled {
-                    outcome: "failed".into(),
+                    outcome: Outcome::Failed,
                     error: Some(SettledError {
-                        kind: "busy".into(),
+                        kind: ErrorKind::Busy,
                         message: format!("the session cannot take a prompt now: {}", e.message),
                     }),
                 });
@@ -450,7 +450,7 @@ impl Follow<'_> {
                     return Line::Other;
                 }
                 self.summary.settled = Some(Settled {
-                    outcome: "aborted".into(),
+                    outcome: Outcome::Aborted,
                     error: None,
                 });
                 return Line::Settled;

@@ -1,5 +1,5 @@
-//! The TUI's model of the conversation: folds the public events (`front::public`, the wire
-//! vocabulary) into finished history cells (written once into the terminal's scrollback) and
+//! The TUI's model of the conversation: folds the public events (`wire::events::WireEvent`, the
+//! wire vocabulary) into finished history cells (written once into the terminal's scrollback) and
 //! the live state still changing (the streaming line, thinking, running tools, queue, run
 //! status). Pure: no terminal, no kernel calls, no kernel events; a stream from the daemon and
 //! one made in this process look the same to it.

@@ -1,7 +1,7 @@
 //! Everything the TUI shows and how keys change it: the transcript model, the composer, the
 //! approval dialog, the session picker and the status line (laid out by `view/screen.rs`).
 //! It learns what the agent does
-//! from public events only (`front::public`, the wire vocabulary). Keys become [`Action`]s for
+//! from public events only (`wire::events::WireEvent`, the wire vocabulary). Keys become [`Action`]s for
 //! the controller (`tui/client.rs`) to send as pi commands to the session's host (in this
 //! process or in the daemon); the view itself never calls the host and never writes to a
 //! terminal, so every screen can be rendered in tests.

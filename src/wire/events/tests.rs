@@ -134,3 +134,46 @@ fn words_a_newer_peer_adds_do_not_make_a_line_unreadable() {
         Some(WireEvent::ExtensionUiRequest(r)) if r.method == UiMethod::Other("setStatus".into())
     ));
 }
+
+#[test]
+fn written_events_borrow_the_kernel_event() {
+    use std::borrow::Cow;
+
+    use super::wire_events;
+    use crate::kernel::event::{AssistantDelta, Event, EventPayload};
+    use crate::kernel::message::{Message, Usage};
+
+    let ev = |payload| Event {
+        seq: 1,
+        ts: 0,
+        payload,
+    };
+    // The hot path (one line per streamed token) copies nothing out of the kernel event.
+    let delta = ev(EventPayload::MessageDelta {
+        usage: Usage::default(),
+        delta: AssistantDelta::TextDelta {
+            index: 0,
+            delta: "x".into(),
+        },
+    });
+    assert!(matches!(
+        wire_events(&delta)[..],
+        [WireEvent::MessageUpdate {
+            usage: Cow::Borrowed(_),
+            assistant_message_event: Delta::TextDelta {
+                delta: Cow::Borrowed(_),
+                ..
+            },
+        }]
+    ));
+    let end = ev(EventPayload::MessageFinished {
+        message: Message::user("hi", 1),
+        entry_id: "e".into(),
+    });
+    assert!(matches!(
+        wire_events(&end)[..],
+        [WireEvent::MessageEnd {
+            message: Cow::Borrowed(_)
+        }]
+    ));
+}

@@ -150,6 +150,10 @@ words! {
         /// The session could not be saved.
         SessionWrite = "session_write",
         NotConfigured = "not_configured",
+        /// The daemon went away before the run ended.
+        DaemonLost = "daemon_lost",
+        /// The session was running another prompt.
+        Busy = "busy",
     }
 }
 
