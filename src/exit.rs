@@ -1,8 +1,6 @@
 //! The one exit-code table (`DESIGN.md` §5). Everything that ends the process maps to an
 //! [`Exit`] here; only `main` turns it into a process status.
 
-use crate::wire::events::Outcome;
-
 /// How a keel process ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Exit {
@@ -58,18 +56,6 @@ impl Exit {
             Exit::Blocked => "blocked",
             Exit::Internal => "internal",
             Exit::Signal(_) => "interrupted",
-        }
-    }
-
-    /// The exit for a run that settled with `outcome` (`agent_settled`'s word).
-    pub fn for_outcome(outcome: &Outcome) -> Exit {
-        match outcome {
-            Outcome::Completed => Exit::Success,
-            Outcome::TurnLimit => Exit::TurnLimit,
-            Outcome::Blocked => Exit::Blocked,
-            // An abort without a signal (e.g. stdout closed) is reported as a failure.
-            Outcome::Failed | Outcome::Aborted => Exit::Failed,
-            Outcome::Other(_) => Exit::Internal,
         }
     }
 }

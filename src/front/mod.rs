@@ -75,7 +75,7 @@ impl RunSummary {
 
     /// The exit the settled run calls for (`None` before it settled).
     pub fn exit(&self) -> Option<Exit> {
-        self.settled.as_ref().map(|s| Exit::for_outcome(&s.outcome))
+        self.settled.as_ref().map(|s| exit_for(&s.outcome))
     }
 
     /// The error `kind` and message for a run that did not succeed.
@@ -94,6 +94,18 @@ impl RunSummary {
         }
         let e = self.settled.as_ref()?.error.as_ref()?;
         Some((e.kind.to_string(), e.message.clone()))
+    }
+}
+
+/// The exit for a run that settled with `outcome` (`agent_settled`'s word).
+fn exit_for(outcome: &Outcome) -> Exit {
+    match outcome {
+        Outcome::Completed => Exit::Success,
+        Outcome::TurnLimit => Exit::TurnLimit,
+        Outcome::Blocked => Exit::Blocked,
+        // An abort without a signal (e.g. stdout closed) is reported as a failure.
+        Outcome::Failed | Outcome::Aborted => Exit::Failed,
+        Outcome::Other(_) => Exit::Internal,
     }
 }
 
