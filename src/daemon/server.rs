@@ -53,7 +53,6 @@ pub struct Shared {
     pub pid: u32,
     pub started_at: String,
     pub started: Instant,
-    pub clock: Clock,
     /// Live sessions by id (held only briefly). A handle's own id is the truth: after a
     /// session change its key is stale until [`Shared::rekey`] (which every lookup does).
     pub sessions: Mutex<HashMap<String, SessionHandle>>,
@@ -157,7 +156,6 @@ pub async fn serve(
         pid: std::process::id(),
         started_at: clock.now_iso(),
         started: Instant::now(),
-        clock,
         options,
         sessions: Mutex::new(HashMap::new()),
         opening: Mutex::new(()),

@@ -86,6 +86,7 @@ impl Batch {
     }
 
     /// The records, copied out.
+    #[cfg(test)]
     pub fn records(&self) -> Vec<Record> {
         self.iter()
             .map(|o| Record {

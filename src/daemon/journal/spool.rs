@@ -138,6 +138,7 @@ impl Spool {
     }
 
     /// Appends one record (see [`Spool::append_lines`]).
+    #[cfg(test)]
     pub fn append(&mut self, record: &Record) -> io::Result<()> {
         let mut lines = Lines::default();
         lines.record(record);
