@@ -128,84 +128,99 @@ pub fn parse(
         kind: ConfigErrorKind::Syntax,
         message: format!("{} is not a valid MCP config: {e}", path.display()),
     })?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    let mut out = Vec::new();
-    for (name, e) in file.mcp_servers {
-        let of = |kind, why: String| ConfigError {
-            kind,
-            message: format!("{}: server `{name}`: {why}", path.display()),
-        };
-        let bad = |why: String| of(ConfigErrorKind::Server, why);
-        if name.is_empty() {
-            return Err(bad("the server name is empty".into()));
-        }
-        let x = |s: &str| expand(s, vars).map_err(|why| of(ConfigErrorKind::Variable, why));
-        let map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, ConfigError> {
-            m.iter().map(|(k, v)| Ok((k.clone(), x(v)?))).collect()
-        };
-        let kind = e.kind.as_deref().unwrap_or(match e.url {
-            Some(_) => "http",
-            None => "stdio",
-        });
-        let transport = match kind {
-            "stdio" => {
-                if e.url.is_some() || !e.headers.is_empty() {
-                    return Err(bad("`url` and `headers` belong to an http server".into()));
-                }
-                let command = e
-                    .command
-                    .as_deref()
-                    .ok_or_else(|| bad("`command` is missing".into()))?;
-                Transport::Stdio {
-                    command: x(command)?,
-                    args: e.args.iter().map(|a| x(a)).collect::<Result<_, _>>()?,
-                    env: map(&e.env)?,
-                    cwd: e
-                        .cwd
-                        .as_deref()
-                        .map(|c| x(c).map(|c| base.join(c)))
-                        .transpose()?,
-                }
-            }
-            "http" | "streamable-http" => {
-                if e.command.is_some() || !e.args.is_empty() || !e.env.is_empty() || e.cwd.is_some()
-                {
-                    return Err(bad(
-                        "`command`, `args`, `env` and `cwd` belong to a stdio server".into(),
-                    ));
-                }
-                let url = x(e
-                    .url
-                    .as_deref()
-                    .ok_or_else(|| bad("`url` is missing".into()))?)?;
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(bad(format!(
-                        "`url` must start with http:// or https://, got `{url}`"
-                    )));
-                }
-                Transport::Http {
-                    url,
-                    headers: map(&e.headers)?,
-                }
-            }
-            "sse" => {
-                return Err(bad(
-                    "the old HTTP+SSE transport is not supported; use \"type\": \"http\"".into(),
-                ))
-            }
-            other => return Err(bad(format!("unknown type `{other}` (stdio or http)"))),
-        };
-        out.push(ServerConfig {
-            name: name.clone(),
-            transport,
-            startup_timeout: secs(e.startup_timeout_sec, STARTUP_TIMEOUT)
-                .map_err(|w| bad(format!("startupTimeoutSec {w}")))?,
-            tool_timeout: secs(e.tool_timeout_sec, TOOL_TIMEOUT)
-                .map_err(|w| bad(format!("toolTimeoutSec {w}")))?,
-            source: path.to_path_buf(),
-        });
+    file.mcp_servers
+        .into_iter()
+        .map(|(name, e)| server(name, &e, path, vars))
+        .collect()
+}
+
+/// One server's entry of the file at `path`, expanded and checked.
+fn server(
+    name: String,
+    e: &Entry,
+    path: &Path,
+    vars: &BTreeMap<String, String>,
+) -> Result<ServerConfig, ConfigError> {
+    let of = |kind, why: String| ConfigError {
+        kind,
+        message: format!("{}: server `{name}`: {why}", path.display()),
+    };
+    let bad = |why: String| of(ConfigErrorKind::Server, why);
+    if name.is_empty() {
+        return Err(bad("the server name is empty".into()));
     }
-    Ok(out)
+    let x = |s: &str| expand(s, vars).map_err(|why| of(ConfigErrorKind::Variable, why));
+    let base = path.parent().unwrap_or(Path::new("."));
+    Ok(ServerConfig {
+        transport: transport(e, base, &x, &bad)?,
+        startup_timeout: secs(e.startup_timeout_sec, STARTUP_TIMEOUT)
+            .map_err(|w| bad(format!("startupTimeoutSec {w}")))?,
+        tool_timeout: secs(e.tool_timeout_sec, TOOL_TIMEOUT)
+            .map_err(|w| bad(format!("toolTimeoutSec {w}")))?,
+        source: path.to_path_buf(),
+        name,
+    })
+}
+
+/// An entry's transport: `x` expands a value, `bad` words what is wrong with the entry.
+fn transport(
+    e: &Entry,
+    base: &Path,
+    x: &dyn Fn(&str) -> Result<String, ConfigError>,
+    bad: &dyn Fn(String) -> ConfigError,
+) -> Result<Transport, ConfigError> {
+    let map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, ConfigError> {
+        m.iter().map(|(k, v)| Ok((k.clone(), x(v)?))).collect()
+    };
+    let kind = e.kind.as_deref().unwrap_or(match e.url {
+        Some(_) => "http",
+        None => "stdio",
+    });
+    match kind {
+        "stdio" => {
+            if e.url.is_some() || !e.headers.is_empty() {
+                return Err(bad("`url` and `headers` belong to an http server".into()));
+            }
+            let command = e
+                .command
+                .as_deref()
+                .ok_or_else(|| bad("`command` is missing".into()))?;
+            Ok(Transport::Stdio {
+                command: x(command)?,
+                args: e.args.iter().map(|a| x(a)).collect::<Result<_, _>>()?,
+                env: map(&e.env)?,
+                cwd: e
+                    .cwd
+                    .as_deref()
+                    .map(|c| x(c).map(|c| base.join(c)))
+                    .transpose()?,
+            })
+        }
+        "http" | "streamable-http" => {
+            if e.command.is_some() || !e.args.is_empty() || !e.env.is_empty() || e.cwd.is_some() {
+                return Err(bad(
+                    "`command`, `args`, `env` and `cwd` belong to a stdio server".into(),
+                ));
+            }
+            let url = x(e
+                .url
+                .as_deref()
+                .ok_or_else(|| bad("`url` is missing".into()))?)?;
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(bad(format!(
+                    "`url` must start with http:// or https://, got `{url}`"
+                )));
+            }
+            Ok(Transport::Http {
+                url,
+                headers: map(&e.headers)?,
+            })
+        }
+        "sse" => Err(bad(
+            "the old HTTP+SSE transport is not supported; use \"type\": \"http\"".into(),
+        )),
+        other => Err(bad(format!("unknown type `{other}` (stdio or http)"))),
+    }
 }
 
 fn secs(v: Option<f64>, default: Duration) -> Result<Duration, String> {
