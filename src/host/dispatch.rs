@@ -155,10 +155,7 @@ impl Host {
                 self.ui_response(&req);
                 return;
             }
-            other => Err(CommandError::new(
-                CommandErrorKind::UnknownCommand,
-                format!("Unknown command: {other}"),
-            )),
+            other => Err(CommandError::unknown_command(other)),
         };
         self.respond(&req, answer);
     }

@@ -50,6 +50,14 @@ impl CommandError {
         }
     }
 
+    /// pi's text for a command the host does not know.
+    pub fn unknown_command(command: &str) -> Self {
+        Self::new(
+            CommandErrorKind::UnknownCommand,
+            format!("Unknown command: {command}"),
+        )
+    }
+
     /// pi's text for an entry id that names no entry of the session.
     pub fn entry_not_found(id: &str) -> Self {
         Self::new(CommandErrorKind::Entry, format!("Entry not found: {id}"))
