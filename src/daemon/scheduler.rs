@@ -331,7 +331,7 @@ async fn launch(shared: &Arc<Shared>, task: Task, at: DateTime<Local>) -> Result
         .scheduler
         .record(&task.name, |s| s.last_session = Some(id.clone()));
     let prompt = Request::new("prompt", json!({"message": task.prompt}));
-    if let (Err(e), _) = handle.request(prompt).await {
+    if let (Err(crate::host::CommandError { message: e, .. }), _) = handle.request(prompt).await {
         handle.send(Call::Detach { client });
         settle(shared, &task, Report::refused(&id, &e)).await;
         return Err(e);

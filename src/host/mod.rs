@@ -21,6 +21,8 @@ pub mod actor;
 mod approvals;
 mod dispatch;
 pub use dispatch::COMMANDS;
+pub mod error;
+pub use error::{CommandError, CommandErrorKind};
 pub mod html;
 pub mod live;
 pub mod models;
@@ -107,8 +109,8 @@ pub enum Data {
 pub struct Reply {
     pub id: Option<rpc::Id>,
     pub command: String,
-    /// `Err` is pi's error text.
-    pub result: Result<Data, String>,
+    /// `Err` carries pi's error text.
+    pub result: Result<Data, CommandError>,
 }
 
 /// The outbox, in the order the transport must write it.
@@ -198,7 +200,7 @@ async fn recv_late(late: &mut Option<mpsc::UnboundedReceiver<String>>) -> Option
     w
 }
 
-type Answer = Result<Option<Value>, String>;
+type Answer = Result<Option<Value>, CommandError>;
 
 /// The host's state.
 pub struct Host {
@@ -406,7 +408,7 @@ impl Host {
         self.reply(req, result);
     }
 
-    fn reply(&mut self, req: &Request, result: Result<Data, String>) {
+    fn reply(&mut self, req: &Request, result: Result<Data, CommandError>) {
         self.drain_events();
         self.out.push_back(Out::Reply(Reply {
             id: req.id.clone(),
@@ -521,15 +523,18 @@ impl Host {
 
     /// `Err` while the session cannot be saved (after retrying what was held back): commands
     /// that would add to the session are refused with this error.
-    fn writable(&mut self) -> Result<(), String> {
+    fn writable(&mut self) -> Result<(), CommandError> {
         if self.live.recorder.health().fault().is_some() {
             self.live.recorder.sync();
             self.report_write_fault();
         }
         match self.live.recorder.health().fault() {
-            Some(f) => Err(format!(
-                "The session cannot be saved ({}): {f}",
-                crate::kernel::recorder::SESSION_WRITE
+            Some(f) => Err(CommandError::new(
+                CommandErrorKind::SessionWrite,
+                format!(
+                    "The session cannot be saved ({}): {f}",
+                    crate::kernel::recorder::SESSION_WRITE
+                ),
             )),
             None => Ok(()),
         }

@@ -183,6 +183,6 @@ fn reply_line(reply: &Reply) -> String {
         Ok(Data::Empty) => rpc::ok_line(id, &reply.command, None),
         Ok(Data::Json(v)) => rpc::ok_line(id, &reply.command, Some(v.clone())),
         Ok(Data::Raw(raw)) => rpc::ok_raw_line(id, &reply.command, raw),
-        Err(e) => rpc::error_line(id, Some(&reply.command), e),
+        Err(e) => rpc::error_line(id, Some(&reply.command), &e.message),
     }
 }

@@ -735,7 +735,7 @@ impl Client {
                 }
                 self.send(command, params);
             }
-            Err(e) => {
+            Err(crate::mentions::MentionError { message: e, .. }) => {
                 self.view.notice(HistoryCell::Error(e));
                 self.view.restore_to_composer(vec![text]);
             }
