@@ -46,7 +46,7 @@ pub fn main() -> Exit {
 /// Parses the command line once (the only read of `std::env::args()`) and runs what it names.
 fn main_inner() -> Exit {
     use crate::cli::{Command, DebugCommand, Keel};
-    let args = crate::cli::args::normalize(std::env::args());
+    let args = crate::cli::help_of_help(crate::cli::args::normalize(std::env::args()));
     let keel = match Keel::try_parse_from(&args) {
         Ok(keel) => keel,
         Err(e) => return clap_exit(e, &args),

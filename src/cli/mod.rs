@@ -42,6 +42,30 @@ pub enum Command {
     },
 }
 
+/// clap's `help` subcommand takes command names only: `keel [CMD…] help … --help` (or `-h`)
+/// is read as `keel [CMD…] help help`, the help of `help`, as git and cargo answer it.
+pub fn help_of_help(args: Vec<String>) -> Vec<String> {
+    use clap::CommandFactory;
+    let root = Keel::command();
+    let mut cmd = &root;
+    for (i, word) in args.iter().enumerate().skip(1) {
+        if word == "help" && cmd.has_subcommands() {
+            let rest = args[i + 1..].iter().take_while(|a| *a != "--");
+            if rest.into_iter().any(|a| a == "--help" || a == "-h") {
+                let mut asked = args[..=i].to_vec();
+                asked.push("help".to_string());
+                return asked;
+            }
+            break;
+        }
+        match cmd.find_subcommand(word) {
+            Some(sub) => cmd = sub,
+            None => break,
+        }
+    }
+    args
+}
+
 /// `keel debug …`.
 #[derive(Debug, clap::Subcommand)]
 pub enum DebugCommand {
