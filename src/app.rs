@@ -4,6 +4,7 @@
 //! exits the process (main does).
 
 use crate::cli::args::Cli;
+use crate::cli::commands::{detect_env, init_logging, runtime};
 use crate::error::StartupError;
 use crate::exit::{Exit, SIGPIPE};
 use crate::front::json::{header_line, result_line, JsonProjector};
@@ -44,7 +45,7 @@ pub fn main() -> Exit {
 
 /// Reads the command line (the only read of `std::env::args()`) and runs what it names.
 fn main_inner() -> Exit {
-    crate::cli::main(std::env::args())
+    crate::cli::main(std::env::args(), run_main)
 }
 
 /// `keel [FLAGS] [PROMPT]…`: a run, in the mode the flags and terminal call for.
@@ -58,69 +59,6 @@ pub(crate) fn run_main(cli: Cli) -> Exit {
         return Exit::Internal;
     };
     runtime.block_on(run(cli, env, &mut out))
-}
-
-/// The environment, or `None` after saying why it cannot be read (exit 3).
-pub(crate) fn detect_env() -> Option<Env> {
-    match Env::detect() {
-        Ok(env) => Some(env),
-        Err(e) => {
-            Output::stdio(ColorChoice::Never).err(&e.render());
-            None
-        }
-    }
-}
-
-/// The single-threaded runtime every mode runs on, or `None` after saying why not.
-pub(crate) fn runtime(out: &mut Output) -> Option<tokio::runtime::Runtime> {
-    match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => Some(rt),
-        Err(e) => {
-            out.err(&format!("Error: cannot start the async runtime: {e}\n"));
-            None
-        }
-    }
-}
-
-/// Logs go to stderr, except in the TUI, which owns the screen: there they go to
-/// `$KEEL_HOME/logs/keel.log` (nowhere, if that file cannot be opened).
-pub(crate) fn init_logging(env: &Env, tui: bool) {
-    // rmcp logs every failed connection at ERROR; keel reports those itself, once.
-    let mut filter = match env.log_filter.contains("rmcp") {
-        true => env.log_filter.clone(),
-        false => format!("{},rmcp=off", env.log_filter),
-    };
-    // Below info, async-nats logs its server's address in Debug form, the journal URL's
-    // password included: keel's logs never show a password (unless async_nats is asked for).
-    let verbose = filter
-        .split(',')
-        .any(|d| matches!(d.trim().to_lowercase().as_str(), "debug" | "trace"));
-    if verbose && !filter.contains("async_nats") {
-        filter.push_str(",async_nats=info");
-    }
-    let filter = tracing_subscriber::EnvFilter::try_new(filter.as_str())
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .with_target(false);
-    if tui {
-        let dir = env.keel_home.join("logs");
-        let file = crate::kernel::private::create_dir_all(&dir)
-            .and_then(|_| crate::kernel::private::append_file(&dir.join("keel.log")));
-        let _ = match file {
-            Ok(f) => builder.with_writer(std::sync::Mutex::new(f)).try_init(),
-            Err(_) => builder.with_writer(std::io::sink).try_init(),
-        };
-        return;
-    }
-    let _ = builder
-        .with_writer(crate::output::log_writer)
-        .without_time()
-        .try_init();
 }
 
 pub async fn run(cli: Cli, env: Env, out: &mut Output) -> Exit {

@@ -66,8 +66,8 @@ pub enum Command {
 }
 
 /// Parses the command line `args` (the process's, read once by `app`) and runs what it names:
-/// a run (`app::run_main`) or one subcommand (`commands::*::run`).
-pub fn main(args: impl IntoIterator<Item = String>) -> Exit {
+/// a run (`run`, given by `app`, its composition root) or one subcommand (`commands::*::run`).
+pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exit) -> Exit {
     let args = help_of_help(args::normalize(args));
     let keel = match Keel::try_parse_from(&args) {
         Ok(keel) => keel,
@@ -77,7 +77,7 @@ pub fn main(args: impl IntoIterator<Item = String>) -> Exit {
         None => {
             let mut cli = keel.run;
             cli.argv = args.into_iter().skip(1).collect();
-            crate::app::run_main(cli)
+            run(cli)
         }
         Some(Command::Daemon { action }) => commands::daemon::run(action),
         Some(Command::Ps(args)) => commands::ps::run(args),

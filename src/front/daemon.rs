@@ -1,7 +1,7 @@
-//! What the daemon's commands show: `daemon/status` read once (`keel daemon status`, `keel ps`,
-//! `keel attach`) as the status text, the `keel ps` table or JSON lines, and the live session
-//! `keel attach` shows (after the live-session picker when several are live). The commands
-//! themselves are in `cli::commands`.
+//! What the daemon's client commands show: `daemon/status` read once (`keel daemon status`,
+//! `keel ps`, `keel attach`), its sessions as the `keel ps` table or JSON lines, and the live
+//! session `keel attach` shows (after the live-session picker when several are live). The
+//! commands themselves are in `cli::commands`.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use serde_json::{json, Value};
@@ -81,31 +81,6 @@ pub(crate) async fn status_of(dial: &Dial) -> Result<Value, StartupError> {
 
 pub(crate) fn sessions(status: &Value) -> &[Value] {
     status["sessions"].as_array().map_or(&[], Vec::as_slice)
-}
-
-pub(crate) fn status_text(status: &Value, place: &str) -> String {
-    let uptime = status["uptimeMs"].as_u64().unwrap_or(0) / 1000;
-    let mut text = format!(
-        "keel daemon {} (pid {}) on {}: up {uptime} s, {} client(s), {} session(s)\n",
-        status["version"].as_str().unwrap_or("?"),
-        status["pid"],
-        place,
-        status["clients"],
-        sessions(status).len()
-    );
-    let s = &status["schedules"];
-    if let Some(e) = s["error"].as_str() {
-        text.push_str(&format!("scheduled tasks: none run: {e}\n"));
-    } else if s["tasks"].as_u64().is_some_and(|n| n > 0) {
-        text.push_str(&format!(
-            "scheduled tasks: {} ({} active, {} running)\n",
-            s["tasks"],
-            s["active"],
-            s["running"].as_array().map_or(0, Vec::len)
-        ));
-    }
-    text.push_str(&crate::daemon::journal::status_line(&status["journal"]));
-    text
 }
 
 pub(crate) fn ps_json(status: &Value) -> String {

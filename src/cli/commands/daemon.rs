@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::{print, Logs};
 use crate::cli::args::RemoteArgs;
@@ -15,7 +15,7 @@ use crate::client::socket::Client;
 use crate::daemon::server::DaemonOptions;
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::daemon::{status_of, status_text};
+use crate::front::daemon::{sessions, status_of};
 use crate::mode::Env;
 use crate::output::Output;
 
@@ -199,4 +199,30 @@ fn install(
         out,
         &crate::front::install::unit(kind, &exe, &env.keel_home),
     )
+}
+
+/// `keel daemon status`: the daemon, its clients, sessions, scheduled tasks and journal.
+fn status_text(status: &Value, place: &str) -> String {
+    let uptime = status["uptimeMs"].as_u64().unwrap_or(0) / 1000;
+    let mut text = format!(
+        "keel daemon {} (pid {}) on {}: up {uptime} s, {} client(s), {} session(s)\n",
+        status["version"].as_str().unwrap_or("?"),
+        status["pid"],
+        place,
+        status["clients"],
+        sessions(status).len()
+    );
+    let s = &status["schedules"];
+    if let Some(e) = s["error"].as_str() {
+        text.push_str(&format!("scheduled tasks: none run: {e}\n"));
+    } else if s["tasks"].as_u64().is_some_and(|n| n > 0) {
+        text.push_str(&format!(
+            "scheduled tasks: {} ({} active, {} running)\n",
+            s["tasks"],
+            s["active"],
+            s["running"].as_array().map_or(0, Vec::len)
+        ));
+    }
+    text.push_str(&crate::daemon::journal::status_line(&status["journal"]));
+    text
 }
