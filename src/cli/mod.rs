@@ -90,7 +90,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
 
 /// clap's `help` subcommand takes command names only: `keel [CMD…] help … --help` (or `-h`)
 /// is read as `keel [CMD…] help help`, the help of `help`, as git and cargo answer it.
-pub fn help_of_help(args: Vec<String>) -> Vec<String> {
+fn help_of_help(args: Vec<String>) -> Vec<String> {
     use clap::CommandFactory;
     let root = Keel::command();
     let mut cmd = &root;
