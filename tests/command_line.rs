@@ -186,3 +186,104 @@ fn a_usage_error_of_a_json_run_still_writes_its_result_line() {
     assert_eq!(run.code, 2, "{run}");
     assert_eq!(run.stdout, "");
 }
+
+/// `keel help --help` (and `-h`, and a subcommand's `help --help`) is the help of `help`, as
+/// git and cargo answer it, not a usage error: clap's own `help` takes command names only.
+#[test]
+fn help_given_help_prints_the_help_of_help() {
+    let sb = Sandbox::new();
+    let help_help = sb.run(&["help", "help"]);
+    assert_eq!(help_help.code, 0, "{help_help}");
+    for args in [
+        &["help", "--help"][..],
+        &["help", "-h"],
+        &["help", "daemon", "--help"],
+    ] {
+        let run = sb.run(args);
+        assert_eq!(run.code, 0, "keel {}: {run}", args.join(" "));
+        assert_eq!(run.stderr, "", "keel {}", args.join(" "));
+        assert_eq!(run.stdout, help_help.stdout, "keel {}", args.join(" "));
+    }
+    let nested = sb.run(&["daemon", "help", "--help"]);
+    assert_eq!(nested.code, 0, "{nested}");
+    assert!(
+        nested.stdout.contains("Usage: keel daemon help"),
+        "{nested}"
+    );
+    // After `--` it is a command name again (none is called `--help`).
+    let after = sb.run(&["help", "--", "--help"]);
+    assert_eq!(after.code, 2, "{after}");
+}
+
+/// Where the command line reference lives, from the crate root.
+const CLI_REFERENCE: &str = "docs/cli.md";
+
+/// docs/cli.md is every command's `--help`, rendered from clap's definitions (as jj generates
+/// its CLI reference): the test fails when a flag or a help line changed and the file was not
+/// regenerated with `KEEL_UPDATE_DOCS=1 cargo test --locked --test all cli_reference`.
+#[test]
+fn the_cli_reference_in_docs_is_current() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(CLI_REFERENCE);
+    let rendered = cli_reference();
+    if std::env::var_os("KEEL_UPDATE_DOCS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &rendered).unwrap();
+        return;
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        committed == rendered,
+        "{CLI_REFERENCE} is not the command line's help: regenerate it with \
+         KEEL_UPDATE_DOCS=1 cargo test --locked --test all cli_reference"
+    );
+}
+
+/// Every command's long help (`keel … --help`) in one markdown page, the root first, then each
+/// subcommand depth first; clap's `help` subcommands are left out (they repeat the others).
+fn cli_reference() -> String {
+    use clap::CommandFactory;
+    let mut root = keel::cli::Keel::command();
+    root.build();
+    let mut paths = Vec::new();
+    command_paths(&root, &mut Vec::new(), &mut paths);
+    let mut page = String::from(
+        "# keel command line reference\n\n\
+         <!-- Generated from clap's definitions by tests/command_line.rs \
+         (the_cli_reference_in_docs_is_current); do not edit. Regenerate with \
+         KEEL_UPDATE_DOCS=1 cargo test --locked --test all cli_reference -->\n\n",
+    );
+    for path in &paths {
+        let name = std::iter::once("keel")
+            .chain(path.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        page.push_str(&format!("- [`{name}`](#{})\n", name.replace(' ', "-")));
+    }
+    for path in &paths {
+        let name = std::iter::once("keel")
+            .chain(path.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        // What `keel … --help` prints, word for word.
+        let args = name.split(' ').chain(["--help"]);
+        let help = match keel::cli::Keel::command().try_get_matches_from(args) {
+            Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => e.render().to_string(),
+            other => panic!("{name} --help: {other:?}"),
+        };
+        page.push_str(&format!(
+            "\n## {name}\n\n```text\n{}\n```\n",
+            help.trim_end()
+        ));
+    }
+    page
+}
+
+/// The word paths of `cmd`'s subcommands (`cmd` itself first), depth first, without `help`.
+fn command_paths(cmd: &clap::Command, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+    out.push(at.clone());
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+        at.push(sub.get_name().to_string());
+        command_paths(sub, at, out);
+        at.pop();
+    }
+}

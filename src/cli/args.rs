@@ -299,3 +299,103 @@ pub fn normalize(args: impl IntoIterator<Item = String>) -> Vec<String> {
     }
     out
 }
+
+/// Flags that only concern a client of the daemon, never the session it opens there.
+const CLIENT_FLAGS: &[&str] = &[
+    "--daemon",
+    "--no-daemon",
+    "--rpc",
+    "--json",
+    "-p",
+    "--print",
+    "--detach",
+    "--wait",
+];
+const CLIENT_FLAGS_WITH_VALUE: &[&str] = &[
+    "--socket",
+    "--mode",
+    "--remote",
+    "--ssh-opt",
+    "--remote-keel",
+    "--cwd",
+];
+
+/// The command line a daemon session starts from: this client's, without the flags that
+/// only concern the client.
+pub fn session_args(args: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip_value = false;
+    for a in args {
+        if skip_value {
+            skip_value = false;
+            continue;
+        }
+        if CLIENT_FLAGS_WITH_VALUE.contains(&a.as_str()) {
+            skip_value = true;
+            continue;
+        }
+        let flag = a.split('=').next().unwrap_or("");
+        if CLIENT_FLAGS.contains(&a.as_str()) || CLIENT_FLAGS_WITH_VALUE.contains(&flag) {
+            continue;
+        }
+        out.push(a);
+    }
+    out
+}
+
+/// Session flags (and their values) that pick a session.
+const SESSION_FLAGS: &[&str] = &["--continue", "-c", "--no-session"];
+const SESSION_FLAGS_WITH_VALUE: &[&str] =
+    &["--resume", "-r", "--session", "--session-id", "--fork"];
+
+/// `args` without the flags that pick a session (a client that names its session itself:
+/// reopening by file, ACP).
+pub fn without_session_flags(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut skip = false;
+    for a in args {
+        if std::mem::take(&mut skip) {
+            continue;
+        }
+        let flag = a.split('=').next().unwrap_or(a);
+        if SESSION_FLAGS_WITH_VALUE.contains(&a.as_str()) {
+            skip = true;
+            continue;
+        }
+        if SESSION_FLAGS.contains(&a.as_str()) || SESSION_FLAGS_WITH_VALUE.contains(&flag) {
+            continue;
+        }
+        out.push(a.clone());
+    }
+    out
+}
+
+#[cfg(test)]
+mod session_flag_tests {
+    use super::*;
+
+    #[test]
+    fn client_flags_stay_with_the_client() {
+        let args = [
+            "-p",
+            "--daemon",
+            "--detach",
+            "--socket",
+            "/s",
+            "--provider",
+            "scripted",
+            "--wait",
+            "--socket=/t",
+            "--mode",
+            "json",
+            "--session-id",
+            "x",
+            "hello",
+        ];
+        let got = session_args(args.iter().map(|s| s.to_string()));
+        assert_eq!(
+            got,
+            ["--provider", "scripted", "--session-id", "x", "hello"]
+        );
+    }
+}

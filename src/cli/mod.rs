@@ -1,13 +1,24 @@
-//! keel's one command line (clap derive): the root and its subcommands. A run's own flags are
-//! in [`args`] (a leaf the daemon reads too). No decisions here: `mode.rs` interprets them.
+//! keel's one command line (clap derive): the root, its subcommands and the dispatch. A run's
+//! own flags are in [`args`] (a leaf the daemon reads too); each subcommand's arguments and
+//! `run` are in [`commands`], one file each. No decisions here: `mode.rs` interprets the flags.
 
 pub mod args;
+pub mod commands;
 
-use args::{Cli, RemoteArgs};
-
-use std::path::PathBuf;
+use args::Cli;
+use commands::attach::AttachArgs;
+use commands::daemon::DaemonAction;
+use commands::debug::DebugCommand;
+use commands::mcp::McpCli;
+use commands::ps::PsArgs;
+use commands::schedule::ScheduleAction;
 
 use clap::Parser;
+
+use crate::exit::Exit;
+use crate::front::json::result_line;
+use crate::front::RunSummary;
+use crate::output::{ColorChoice, Output};
 
 /// keel's whole command line, parsed once: a run (the default command: [`Cli`]'s flags and
 /// prompt) or one subcommand. A subcommand's name is one only as the first argument: after a
@@ -31,8 +42,20 @@ pub struct Keel {
 /// keel's subcommands; without one, keel runs the prompt.
 #[derive(Debug, clap::Subcommand)]
 pub enum Command {
-    #[command(flatten)]
-    Daemon(DaemonTop),
+    /// Manage the per-user daemon: sessions that outlive every window.
+    Daemon {
+        #[command(subcommand)]
+        action: DaemonAction,
+    },
+    /// List the sessions live in the daemon.
+    Ps(PsArgs),
+    /// Show a session live in the daemon in the TUI (the only one, when no id is given).
+    Attach(AttachArgs),
+    /// Tasks the daemon runs on a schedule (see README "Scheduled tasks").
+    Schedule {
+        #[command(subcommand)]
+        action: ScheduleAction,
+    },
     /// Inspect the configured MCP servers.
     Mcp(McpCli),
     /// What a run would send the model, without running it.
@@ -42,177 +65,96 @@ pub enum Command {
     },
 }
 
-/// `keel debug …`.
-#[derive(Debug, clap::Subcommand)]
-pub enum DebugCommand {
-    /// Print the system prompt and tools a run with these flags would send, and the context
-    /// files behind it.
-    Prompt {
-        #[command(flatten)]
-        run: Box<Cli>,
-    },
-    /// Any other word: refused by [`unknown_debug`] with the list of valid ones.
-    #[command(external_subcommand)]
-    Unknown(Vec<String>),
-}
-
-/// The usage error (exit 2) for `keel debug WORD` with an unknown WORD: it names the valid
-/// debug commands.
-pub fn unknown_debug(words: &[String]) -> clap::Error {
-    use clap::CommandFactory;
-    let word = words.first().map(String::as_str).unwrap_or_default();
-    let mut root = Keel::command();
-    root.build();
-    let Some(debug) = root.find_subcommand_mut("debug") else {
-        return root.error(
-            clap::error::ErrorKind::InvalidSubcommand,
-            "no debug commands",
-        );
+/// Parses the command line `args` (the process's, read once by `app`) and runs what it names:
+/// a run (`run`, given by `app`, its composition root) or one subcommand (`commands::*::run`).
+pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exit) -> Exit {
+    let args = help_of_help(args::normalize(args));
+    let keel = match Keel::try_parse_from(&args) {
+        Ok(keel) => keel,
+        Err(e) => return clap_exit(e, &args),
     };
-    let valid: Vec<&str> = debug
-        .get_subcommands()
-        .map(|c| c.get_name())
-        .filter(|n| *n != "help")
-        .collect();
-    let message = format!(
-        "unrecognized debug command '{word}'\n\n  [debug commands: {}]",
-        valid.join(", ")
-    );
-    debug.error(clap::error::ErrorKind::InvalidSubcommand, message)
+    match keel.command {
+        None => {
+            let mut cli = keel.run;
+            cli.argv = args.into_iter().skip(1).collect();
+            run(cli)
+        }
+        Some(Command::Daemon { action }) => commands::daemon::run(action),
+        Some(Command::Ps(args)) => commands::ps::run(args),
+        Some(Command::Attach(args)) => commands::attach::run(args),
+        Some(Command::Schedule { action }) => commands::schedule::run(action),
+        Some(Command::Mcp(cli)) => commands::mcp::run(cli),
+        Some(Command::Debug { command }) => commands::debug::run(command, &args),
+    }
 }
 
-/// `keel daemon …`, `keel ps`, `keel attach` and `keel schedule …`: the commands that manage
-/// the per-user daemon.
-#[derive(Debug, clap::Subcommand)]
-pub enum DaemonTop {
-    /// Manage the per-user daemon: sessions that outlive every window.
-    Daemon {
-        #[command(subcommand)]
-        action: DaemonAction,
-    },
-    /// List the sessions live in the daemon.
-    Ps {
-        /// One JSON object per session per line.
-        #[arg(long)]
-        json: bool,
-        /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
-        #[arg(long, value_name = "PATH")]
-        socket: Option<PathBuf>,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
-    /// Show a session live in the daemon in the TUI (the only one, when no id is given).
-    Attach {
-        /// The session id (a unique prefix is enough).
-        id: Option<String>,
-        /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
-        #[arg(long, value_name = "PATH")]
-        socket: Option<PathBuf>,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
-    /// Tasks the daemon runs on a schedule (see README "Scheduled tasks").
-    Schedule {
-        #[command(subcommand)]
-        action: crate::front::schedule::ScheduleAction,
-    },
+/// clap's `help` subcommand takes command names only: `keel [CMD…] help … --help` (or `-h`)
+/// is read as `keel [CMD…] help help`, the help of `help`, as git and cargo answer it.
+fn help_of_help(args: Vec<String>) -> Vec<String> {
+    use clap::CommandFactory;
+    let root = Keel::command();
+    let mut cmd = &root;
+    for (i, word) in args.iter().enumerate().skip(1) {
+        if word == "help" && cmd.has_subcommands() {
+            let rest = args[i + 1..].iter().take_while(|a| *a != "--");
+            if rest.into_iter().any(|a| a == "--help" || a == "-h") {
+                let mut asked = args[..=i].to_vec();
+                asked.push("help".to_string());
+                return asked;
+            }
+            break;
+        }
+        match cmd.find_subcommand(word) {
+            Some(sub) => cmd = sub,
+            None => break,
+        }
+    }
+    args
 }
 
-#[derive(Debug, clap::Subcommand)]
-pub enum DaemonAction {
-    /// Run the daemon in the foreground.
-    Run {
-        #[arg(long, value_name = "PATH")]
-        socket: Option<PathBuf>,
-        /// Exit after this many seconds with no client, no run and no request (0 = never).
-        #[arg(long, value_name = "SECS", default_value_t = 600.0)]
-        idle_exit: f64,
-        /// Events kept per session for clients that re-attach.
-        #[arg(long, value_name = "N", default_value_t = 10_000)]
-        replay_events: usize,
-        /// Bytes kept per session for clients that re-attach.
-        #[arg(long, value_name = "N", default_value_t = 8 * 1024 * 1024)]
-        replay_bytes: usize,
-        /// Set by `keel daemon start`: become a session leader, ignore SIGHUP.
-        #[arg(long, hide = true)]
-        spawned: bool,
-        #[command(flatten)]
-        journal: crate::daemon::journal::options::JournalArgs,
-    },
-    /// Connect to the daemon, or start one; prints the socket path.
-    Start {
-        #[arg(long, value_name = "PATH")]
-        socket: Option<PathBuf>,
-    },
-    /// Show the daemon and its sessions.
-    Status {
-        /// Print `daemon/status`'s result as JSON.
-        #[arg(long)]
-        json: bool,
-        #[arg(long, value_name = "PATH")]
-        socket: Option<PathBuf>,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
-    /// Print a unit that starts the daemon at login: a systemd user unit (Linux) or a launchd
-    /// agent (macOS).
-    Install {
-        /// Print it (keel installs nothing itself).
-        #[arg(long)]
-        print: bool,
-        /// A systemd user unit, whatever the system.
-        #[arg(long, conflicts_with = "launchd")]
-        systemd: bool,
-        /// A launchd agent plist, whatever the system.
-        #[arg(long)]
-        launchd: bool,
-    },
-    /// Stop the daemon (refused while a run is active, unless --force).
-    Stop {
-        #[arg(long)]
-        force: bool,
-        #[arg(long, value_name = "PATH")]
-        socket: Option<PathBuf>,
-        #[command(flatten)]
-        remote: RemoteArgs,
-    },
-    /// Relay stdin and stdout to the daemon's socket byte for byte (starting the daemon if
-    /// none runs): `ssh HOST keel daemon bridge` is a connection to HOST's daemon.
-    Bridge {
-        #[arg(long, value_name = "PATH")]
-        socket: Option<PathBuf>,
-    },
+/// A parse that ended in help, a version or a usage error: `args` is the command line it read.
+pub(crate) fn clap_exit(e: clap::Error, args: &[String]) -> Exit {
+    use clap::error::ErrorKind;
+    let mut out = Output::stdio(ColorChoice::Never);
+    let text = e.render().to_string();
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => {
+            match out.out(text.as_bytes()).and_then(|_| out.flush()) {
+                Ok(()) => Exit::Success,
+                Err(_) => out.stdout_exit(),
+            }
+        }
+        _ => {
+            // A script that asked for JSON still gets its one result line.
+            if json_requested(args.iter().skip(1)) {
+                let line = result_line(
+                    &RunSummary::default(),
+                    Exit::Usage,
+                    None,
+                    0,
+                    Some(("usage", text.lines().next().unwrap_or("bad arguments"))),
+                );
+                let _ = out.out(line.as_bytes()).and_then(|_| out.flush());
+            }
+            out.err(&text);
+            Exit::Usage
+        }
+    }
 }
 
-/// `keel mcp …`: the configured MCP servers.
-#[derive(Debug, clap::Args)]
-pub struct McpCli {
-    #[command(subcommand)]
-    pub command: McpCommand,
-    /// Also the servers of this file; repeatable.
-    #[arg(long, value_name = "FILE", global = true)]
-    pub mcp_config: Vec<PathBuf>,
-    /// Only the servers of --mcp-config files.
-    #[arg(long, global = true)]
-    pub strict_mcp_config: bool,
-    /// Include this directory's .mcp.json and .keel/mcp.json.
-    #[arg(long, global = true)]
-    pub trust_project: bool,
-    /// JSON output.
-    #[arg(long, global = true)]
-    pub json: bool,
-}
-
-#[derive(Debug, clap::Subcommand)]
-pub enum McpCommand {
-    /// Connect to every server and show its transport, status, tool count and last error
-    /// (exit 1 when one failed).
-    List,
-    /// Connect to one server and list its tools as the model sees them.
-    Tools {
-        /// The server's name in the config.
-        name: String,
-    },
+/// Whether raw arguments ask for JSON mode (used only when flag parsing failed).
+fn json_requested<'a>(args: impl Iterator<Item = &'a String>) -> bool {
+    let mut prev_mode = false;
+    for a in args {
+        if a == "--" {
+            return false;
+        }
+        if a == "--json" || a == "--mode=json" || (prev_mode && a == "json") {
+            return true;
+        }
+        prev_mode = a == "--mode";
+    }
+    false
 }
 
 #[cfg(test)]

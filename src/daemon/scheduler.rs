@@ -284,7 +284,7 @@ pub async fn run_method(
 /// they pick a session themselves.
 fn run_args(task: &Task) -> Vec<String> {
     let mut args = task.args.clone();
-    if crate::front::daemon::without_session_flags(&args).len() == args.len() {
+    if crate::cli::args::without_session_flags(&args).len() == args.len() {
         args.push("--session-id".into());
         args.push(uuid::Uuid::now_v7().to_string());
     }

@@ -57,12 +57,12 @@ pub async fn run(
     if let Some(prompt) = &prompt {
         fits_a_line(prompt, MAX_LINE_BYTES)?;
     }
-    let dial = super::daemon::cli_dial(cli, env)?;
-    let conn = super::daemon::start(&dial, env).await?;
+    let dial = crate::client::open::cli_dial(cli, env)?;
+    let conn = crate::client::open::start(&dial, env).await?;
     let mut client = Client::greet(conn, false, &dial).await?;
     version_warning(&client.hello, &dial, out);
-    let args = super::daemon::session_args(cli.argv.iter().cloned());
-    let params = super::daemon::open_params_for(&dial, cli, env, args, !cli.wait);
+    let args = crate::cli::args::session_args(cli.argv.iter().cloned());
+    let params = crate::client::open::open_params_for(&dial, cli, env, args, !cli.wait);
     let opened = client
         .call("session/open", params)
         .await

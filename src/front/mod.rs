@@ -1,7 +1,8 @@
 //! Front ends: print, JSON, RPC, the TUI and ACP, each a projection of a session's wire events
 //! onto one kind of output (a pure part, event → lines, tested without I/O, and a thin writer
 //! that goes through `Output`), and the client side of the daemon they share (`client`, `link`:
-//! a session in this process or in the daemon; `daemon`: `keel daemon|ps|attach`).
+//! a session in this process or in the daemon; `daemon`: what `keel daemon status|ps|attach`
+//! show).
 
 pub mod acp;
 pub mod client;
@@ -12,7 +13,6 @@ pub mod install;
 pub mod json;
 pub mod print;
 pub mod rpc;
-pub mod schedule;
 pub mod stdin;
 pub mod trust;
 pub mod tui;

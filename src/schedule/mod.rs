@@ -2,8 +2,8 @@
 //! `$KEEL_HOME/schedules.json` (0600, written atomically under `schedules.lock`), the task and
 //! its run state, and the parsing of `--every` durations and names. `due` decides when a task
 //! runs (pure, over an injected time). A file format both sides read: the daemon's scheduler
-//! (`daemon::scheduler`) runs the tasks, `keel schedule` (`front::schedule`) edits them. The
-//! store never prints and never decides timing.
+//! (`daemon::scheduler`) runs the tasks, `keel schedule` (`cli::commands::schedule`) edits
+//! them. The store never prints and never decides timing.
 
 pub mod due;
 

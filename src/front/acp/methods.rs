@@ -84,8 +84,8 @@ impl Agent {
         daemon: Option<PathBuf>,
     ) -> Agent {
         let daemon = daemon.map(|socket| {
-            let args = crate::front::daemon::session_args(cli.argv.iter().cloned());
-            (socket, crate::front::daemon::without_session_flags(&args))
+            let args = crate::cli::args::session_args(cli.argv.iter().cloned());
+            (socket, crate::cli::args::without_session_flags(&args))
         });
         let mut cli = cli.clone();
         if !explicit_permission {
@@ -531,13 +531,13 @@ async fn open_in_daemon(
     args: Vec<String>,
 ) -> Result<(Link, crate::client::link::Start), String> {
     let dial = crate::client::dial::Dial::Local(socket.to_path_buf());
-    let conn = crate::front::daemon::start(&dial, env)
+    let conn = crate::client::open::start(&dial, env)
         .await
         .map_err(|e| e.render().trim_end().to_string())?;
     let mut client = crate::client::socket::Client::greet(conn, true, &dial)
         .await
         .map_err(|e| e.to_string())?;
-    let params = crate::front::daemon::open_params(env, args, false);
+    let params = crate::client::open::open_params(env, args, false);
     let opened = client.call("session/open", params).await.map_err(|e| {
         crate::front::client::open_failed(e)
             .render()

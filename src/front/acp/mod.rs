@@ -153,10 +153,7 @@ pub async fn serve(
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
     let daemon = match cli.daemon {
-        true => Some(crate::front::daemon::socket_for(
-            env,
-            cli.socket.as_deref(),
-        )?),
+        true => Some(crate::client::open::socket_for(env, cli.socket.as_deref())?),
         false => None,
     };
     if !cli.prompt.is_empty() {

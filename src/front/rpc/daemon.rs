@@ -240,11 +240,11 @@ impl Bridge {
 /// Serves RPC mode against the daemon until stdin closes or a signal arrives.
 pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, StartupError> {
     let mut signals = Signals::new()?;
-    let dial = crate::front::daemon::cli_dial(cli, env)?;
-    let conn = crate::front::daemon::start(&dial, env).await?;
+    let dial = crate::client::open::cli_dial(cli, env)?;
+    let conn = crate::client::open::start(&dial, env).await?;
     let mut client = crate::client::socket::Client::greet(conn, true, &dial).await?;
-    let args = crate::front::daemon::session_args(cli.argv.iter().cloned());
-    let params = crate::front::daemon::open_params_for(&dial, cli, env, args, false);
+    let args = crate::cli::args::session_args(cli.argv.iter().cloned());
+    let params = crate::client::open::open_params_for(&dial, cli, env, args, false);
     let opened = client
         .call("session/open", params)
         .await

@@ -188,7 +188,7 @@ fn args_for_file(args: &[Value], file: &str) -> Vec<String> {
         .filter_map(Value::as_str)
         .map(str::to_string)
         .collect();
-    let mut out = crate::front::daemon::without_session_flags(&args);
+    let mut out = crate::cli::args::without_session_flags(&args);
     out.extend(["--session".to_string(), file.to_string()]);
     out
 }
@@ -202,7 +202,7 @@ async fn reopen(
     file: &str,
 ) -> Result<(String, Link, Start), String> {
     let dial = dial.quietly();
-    let conn = crate::front::daemon::start(&dial, env)
+    let conn = crate::client::open::start(&dial, env)
         .await
         .map_err(|e| e.message)?;
     let mut client = crate::client::socket::Client::greet(conn, true, &dial)

@@ -89,7 +89,7 @@ async fn attach_if_live(
     out: &mut Output,
 ) -> Result<Option<Exit>, StartupError> {
     let by_id = cli.resume.as_deref().filter(|r| !r.is_empty());
-    let dial = crate::front::daemon::cli_dial(cli, env)?;
+    let dial = crate::client::open::cli_dial(cli, env)?;
     // A remote daemon finds its own files (`session/open` with the flags).
     let file = match (&cli.session, cli.continue_) {
         _ if dial.remote().is_some() => None,
@@ -130,11 +130,11 @@ async fn attach_if_live(
     });
     let Some(session) = live else { return Ok(None) };
     let prompt = cli.prompt.join(" ");
-    let reopen = crate::front::daemon::open_params_for(
+    let reopen = crate::client::open::open_params_for(
         &dial,
         cli,
         env,
-        crate::front::daemon::session_args(cli.argv.iter().cloned()),
+        crate::cli::args::session_args(cli.argv.iter().cloned()),
         false,
     );
     let setup = crate::front::tui::client::AttachSetup {
@@ -163,11 +163,11 @@ enum InDaemon {
 /// flags, then shown by the attached client. `--resume` without an id opens a new session
 /// and the picker, as in-process.
 async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> InDaemon {
-    let dial = match crate::front::daemon::cli_dial(cli, env) {
+    let dial = match crate::client::open::cli_dial(cli, env) {
         Ok(d) => d,
         Err(e) => return InDaemon::Unavailable(e),
     };
-    let conn = match crate::front::daemon::start(&dial, env).await {
+    let conn = match crate::client::open::start(&dial, env).await {
         Ok(c) => c,
         Err(e) => return InDaemon::Unavailable(e),
     };
@@ -176,13 +176,13 @@ async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> InDaemon
         Err(e) => return InDaemon::Unavailable(e.into()),
     };
     let pick_session = cli.resume.as_deref() == Some("");
-    let mut args = crate::front::daemon::session_args(cli.argv.iter().cloned());
+    let mut args = crate::cli::args::session_args(cli.argv.iter().cloned());
     if pick_session {
         args = without_empty_resume(args);
     }
     // Prompt words among the args are parsed and ignored there: the view sends the prompt.
     let prompt = cli.prompt.join(" ");
-    let params = crate::front::daemon::open_params_for(&dial, cli, env, args, false);
+    let params = crate::client::open::open_params_for(&dial, cli, env, args, false);
     let opened = match client.call("session/open", params.clone()).await {
         Ok(o) => o,
         Err(e) => return InDaemon::Ran(Err(crate::front::client::open_failed_on(&dial, e))),

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use chrono::Local;
 use serde_json::{json, Value};
 
+use super::Logs;
 use crate::client::socket::Client;
 use crate::error::StartupError;
 use crate::exit::Exit;
@@ -101,8 +102,15 @@ impl From<StoreError> for StartupError {
     }
 }
 
+/// `keel schedule …`: runs one command, logs on stderr.
+pub fn run(action: ScheduleAction) -> Exit {
+    super::run(Logs::Stderr, async move |env, out| {
+        schedule(action, env, out).await
+    })
+}
+
 /// Runs one `keel schedule` command.
-pub async fn run(
+async fn schedule(
     action: ScheduleAction,
     env: &Env,
     out: &mut Output,
@@ -182,8 +190,8 @@ pub async fn run(
             if !store.load()?.iter().any(|t| t.name == name) {
                 return Err(no_task(&name));
             }
-            let socket = crate::front::daemon::socket_for(env, socket.as_deref())?;
-            let stream = crate::front::daemon::start_local(&socket, env).await?;
+            let socket = crate::client::open::socket_for(env, socket.as_deref())?;
+            let stream = crate::client::open::start_local(&socket, env).await?;
             let dial = crate::client::dial::Dial::Local(socket);
             let mut client = Client::greet(stream, false, &dial).await?;
             let r = client
@@ -223,7 +231,7 @@ fn set_paused(store: &Store, name: &str, paused: bool) -> Result<(), StartupErro
 /// A daemon that cannot read the store says why (exit 3), and so does a socket that fails the
 /// dial's checks (another user's directory or listener).
 async fn tell_daemon(env: &Env, socket: Option<&Path>) -> Result<bool, StartupError> {
-    let socket = crate::front::daemon::socket_for(env, socket)?;
+    let socket = crate::client::open::socket_for(env, socket)?;
     let mut client = match Client::connect(&socket, false).await {
         Ok(client) => client,
         Err(e) if e.kind == DaemonErrorKind::NotListening => return Ok(false),

@@ -1,0 +1,124 @@
+//! How a client reaches the daemon and what it opens there: the socket path, the dial
+//! (local, or another host's over ssh), connecting to the daemon or starting one, and
+//! `session/open`'s params (this client's directory, session flags and environment).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::cli::args::RemoteArgs;
+use crate::client::dial::{Conn, Dial, Remote};
+use crate::client::spawn;
+use crate::error::StartupError;
+use crate::mode::Env;
+use crate::wire::socket::paths;
+
+/// The socket: `--socket`, `$KEEL_SOCKET`, the runtime directory, `$KEEL_HOME/run/`, or (when
+/// that path is too long) `/tmp/keel-<uid>/`.
+pub fn socket_for(env: &Env, flag: Option<&Path>) -> Result<PathBuf, StartupError> {
+    let var = |k: &str| env.vars.get(k).map(PathBuf::from);
+    let choice = paths::socket_path(
+        var("KEEL_SOCKET").as_deref(),
+        flag,
+        var("XDG_RUNTIME_DIR").as_deref(),
+        &env.keel_home,
+        paths::euid(),
+    )?;
+    if let Some(why) = &choice.fallback {
+        tracing::info!("not using XDG_RUNTIME_DIR: {why}");
+    }
+    Ok(choice.path)
+}
+
+/// The daemon a client command talks to: `--remote`/`KEEL_REMOTE` over ssh (where `--socket`
+/// names the remote daemon's socket), else the local socket.
+pub fn dial_for(
+    env: &Env,
+    socket: Option<&Path>,
+    remote: &RemoteArgs,
+) -> Result<Dial, StartupError> {
+    let remote = Remote::from_flags(
+        remote.remote.as_deref(),
+        &env.vars,
+        &remote.ssh_opt,
+        remote.remote_keel.as_deref(),
+        socket,
+    );
+    match remote {
+        Some(r) => Ok(Dial::Remote(r)),
+        None => Ok(Dial::Local(socket_for(env, socket)?)),
+    }
+}
+
+/// Connects to the daemon, or starts one and waits until it accepts (a remote daemon is
+/// started by its bridge).
+pub async fn start(dial: &Dial, env: &Env) -> Result<Conn, StartupError> {
+    match dial {
+        Dial::Local(socket) => start_local(socket, env).await.map(Conn::from),
+        Dial::Remote(_) => Ok(dial.connect().await?),
+    }
+}
+
+/// Connects to the daemon on this machine's `socket`, or starts one and waits until it
+/// accepts. Only starting one needs `$KEEL_HOME/logs` (its log is made then).
+pub async fn start_local(socket: &Path, env: &Env) -> Result<tokio::net::UnixStream, StartupError> {
+    let exe = std::env::current_exe().map_err(|e| {
+        StartupError::config("cannot find the keel executable to start the daemon")
+            .cause(e.to_string())
+    })?;
+    let log = env.keel_home.join("logs").join("daemon.log");
+    let daemon = socket.to_path_buf();
+    let spawn = move || {
+        let command = spawn::daemon_command(&exe, &daemon, &log, Vec::<String>::new())
+            .map_err(|e| std::io::Error::other(e.message))?;
+        tokio::process::Command::from(command).spawn().map(drop)
+    };
+    let (stream, _spawned) = spawn::connect_or_spawn(socket, spawn, spawn::SPAWN_DEADLINE).await?;
+    Ok(stream)
+}
+
+/// The daemon of a session command line (`--remote` and its companions, `--socket`); `--cwd`
+/// names the remote directory and needs `--remote`.
+pub fn cli_dial(cli: &crate::cli::args::Cli, env: &Env) -> Result<Dial, StartupError> {
+    let dial = dial_for(env, cli.socket.as_deref(), &cli.remote)?;
+    if cli.no_daemon && dial.remote().is_some() {
+        return Err(StartupError::usage(
+            "--no-daemon runs the session in this process; --remote (or KEEL_REMOTE) runs it on \
+             another host: give one of them",
+        ));
+    }
+    if cli.cwd.is_some() && dial.remote().is_none() {
+        return Err(StartupError::usage(
+            "--cwd names the session's directory on the remote host: it needs --remote",
+        )
+        .hint("run keel in that directory instead"));
+    }
+    Ok(dial)
+}
+
+/// `session/open`'s params for the daemon `dial` names. A remote daemon gets the session's
+/// directory there (`--cwd`, else this directory's path) and none of this machine's
+/// environment: it runs with its own keys and configuration.
+pub fn open_params_for(
+    dial: &Dial,
+    cli: &crate::cli::args::Cli,
+    env: &Env,
+    args: Vec<String>,
+    headless: bool,
+) -> Value {
+    let mut params = open_params(env, args, headless);
+    if dial.remote().is_some() {
+        params["cwd"] = json!(cli.cwd.as_deref().unwrap_or(&env.cwd));
+        params["env"] = json!({});
+    }
+    params
+}
+
+/// `session/open`'s params for a client started with `args` in `env`: its directory, its
+/// session flags and its whole environment (the session reads its provider keys, URLs and
+/// `KEEL_*` variables; its tools run in it, less the provider keys, as they would here).
+/// Relative paths in `args` stay relative: the session resolves them from `cwd`, as this
+/// process would.
+pub fn open_params(env: &Env, args: Vec<String>, headless: bool) -> Value {
+    json!({"cwd": env.cwd, "args": args, "env": env.vars, "headless": headless})
+}

@@ -1,0 +1,46 @@
+//! `keel daemon run`: the server's start and life. With `spawned` (started by a client) it
+//! becomes a session leader; it ignores SIGHUP, takes the socket directory's `daemon.lock`
+//! (another daemon holding it ends this one with success), removes a stale socket, binds and
+//! serves until it is idle, stopped or signalled. Server code only.
+
+use std::path::{Path, PathBuf};
+
+use crate::daemon::server::{self, DaemonOptions, Ending};
+use crate::error::StartupError;
+use crate::exit::Exit;
+use crate::wire::socket::paths;
+
+/// Serves the daemon `options` describe until it ends; the exit `keel daemon run` ends with.
+pub async fn run(options: DaemonOptions, spawned: bool) -> Result<Exit, StartupError> {
+    if spawned {
+        crate::wire::socket::lock::become_session_leader()
+            .map_err(|e| StartupError::internal(format!("setsid failed: {e}")))?;
+    }
+    // Spawned or in the foreground (a systemd unit, a terminal that closes): SIGHUP must not
+    // end the daemon, its sessions and their running tools.
+    crate::wire::socket::lock::ignore_sighup()
+        .map_err(|e| StartupError::internal(e.to_string()))?;
+    let dir = options
+        .socket
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
+    let Some(lock) = crate::wire::socket::lock::DaemonLock::acquire(&dir)? else {
+        tracing::info!("another keel daemon holds {}; exiting", dir.display());
+        return Ok(Exit::Success);
+    };
+    // With daemon.lock held no other daemon serves this directory: a socket file left here
+    // is stale.
+    if std::fs::symlink_metadata(&options.socket).is_ok_and(|m| {
+        use std::os::unix::fs::FileTypeExt;
+        m.file_type().is_socket()
+    }) {
+        let _ = std::fs::remove_file(&options.socket);
+    }
+    let listener = paths::bind(&options.socket)?;
+    match server::serve(options, listener, lock).await {
+        Ok(Ending::Idle | Ending::Stopped) => Ok(Exit::Success),
+        Ok(Ending::Signal(n)) => Ok(Exit::Signal(n)),
+        Err(e) => Err(StartupError::internal(e)),
+    }
+}
