@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::cli::args::RemoteArgs;
 use crate::cli::{DaemonAction, DaemonTop};
@@ -21,6 +21,8 @@ use crate::exit::Exit;
 use crate::front::tui::picker::rows::short_age;
 use crate::mode::Env;
 use crate::output::Output;
+use crate::wire::protocol::daemon::{self as proto, LiveSession, StatusResult, StopParams};
+use crate::wire::protocol::session::OpenParams;
 use crate::wire::socket::{paths, DaemonError};
 
 /// Runs one daemon command.
@@ -36,10 +38,11 @@ pub async fn run(command: DaemonTop, env: &Env, out: &mut Output) -> Result<Exit
             if !env.stdin_tty || !env.stdout_tty {
                 return Err(StartupError::usage("keel attach needs a terminal"));
             }
-            let cwd = sessions(&status)
+            let cwd = status
+                .sessions
                 .iter()
-                .find(|s| s["sessionId"] == session.as_str())
-                .and_then(|s| s["cwd"].as_str().map(PathBuf::from))
+                .find(|s| s.session_id == session)
+                .map(|s| PathBuf::from(&s.cwd))
                 .unwrap_or_else(|| env.cwd.clone());
             let remote_env = dial.remote().is_some();
             let setup = crate::front::tui::client::AttachSetup {
@@ -54,7 +57,7 @@ pub async fn run(command: DaemonTop, env: &Env, out: &mut Output) -> Result<Exit
                     let mut params = open_params(&here, Vec::new(), false);
                     if remote_env {
                         // The remote daemon runs with its own environment.
-                        params["env"] = json!({});
+                        params.env.clear();
                     }
                     params
                 },
@@ -74,7 +77,7 @@ pub async fn run(command: DaemonTop, env: &Env, out: &mut Output) -> Result<Exit
             let text = if json {
                 ps_json(&status)
             } else {
-                ps_table(&status)
+                ps_table(&status.sessions)
             };
             print(out, &text)
         }
@@ -137,7 +140,7 @@ pub async fn run(command: DaemonTop, env: &Env, out: &mut Output) -> Result<Exit
                 let dial = dial_for(env, socket.as_deref(), &remote)?;
                 let status = status_of(&dial).await?;
                 let text = if json {
-                    format!("{status}\n")
+                    format!("{}\n", json!(status))
                 } else {
                     status_text(&status, &dial.describe())
                 };
@@ -156,7 +159,7 @@ pub async fn run(command: DaemonTop, env: &Env, out: &mut Output) -> Result<Exit
                 let dial = dial_for(env, socket.as_deref(), &remote)?;
                 let mut client = Client::dial(&dial, false).await?;
                 client
-                    .call("daemon/stop", json!({"force": force}))
+                    .call::<proto::Stop>(&StopParams { force })
                     .await
                     .map_err(|e| {
                         StartupError::config(format!("the daemon did not stop: {e}"))
@@ -172,14 +175,15 @@ pub async fn run(command: DaemonTop, env: &Env, out: &mut Output) -> Result<Exit
 /// live, or (several, no id, at a terminal) the one chosen in the live-session picker.
 /// `Err(exit)`: nothing to attach, end with this code (the picker was left, or a signal).
 async fn attach_target(
-    status: &Value,
+    status: &StatusResult,
     id: Option<&str>,
     env: &Env,
     out: &mut Output,
 ) -> Result<Result<String, Exit>, StartupError> {
-    let live: Vec<&str> = sessions(status)
+    let live: Vec<&str> = status
+        .sessions
         .iter()
-        .filter_map(|s| s["sessionId"].as_str())
+        .map(|s| s.session_id.as_str())
         .collect();
     let hits: Vec<&str> = match id {
         Some(q) => {
@@ -201,7 +205,7 @@ async fn attach_target(
         (_, None) if env.stdin_tty && env.stdout_tty => {
             use crate::front::tui::live_picker::{choose, LivePicker, LiveSession};
             crate::text::set_ambiguous_wide(ambiguous_wide(env));
-            let list = sessions(status).iter().filter_map(LiveSession::from_status);
+            let list = status.sessions.iter().map(LiveSession::from_status);
             let picker = LivePicker::new(list.collect(), env.vars.get("HOME").map(String::as_str));
             Ok(match choose(picker).await? {
                 Ok(Some(session)) => Ok(session),
@@ -210,7 +214,7 @@ async fn attach_target(
             })
         }
         (_, _) => {
-            let _ = out.out(ps_table(status).as_bytes());
+            let _ = out.out(ps_table(&status.sessions).as_bytes());
             Err(StartupError::usage("several sessions are live; name one")
                 .hint("keel attach <ID> (a unique prefix is enough)"))
         }
@@ -329,45 +333,47 @@ async fn run_daemon(options: DaemonOptions, spawned: bool) -> Result<Exit, Start
     }
 }
 
-async fn status_of(dial: &Dial) -> Result<Value, StartupError> {
+async fn status_of(dial: &Dial) -> Result<StatusResult, StartupError> {
     let mut client = Client::dial(dial, false).await?;
     client
-        .call("daemon/status", json!({}))
+        .call::<proto::Status>(&crate::wire::protocol::NoParams)
         .await
         .map_err(|e| DaemonError::new(format!("daemon/status failed: {e}")).into())
 }
 
-fn sessions(status: &Value) -> &[Value] {
-    status["sessions"].as_array().map_or(&[], Vec::as_slice)
-}
-
-fn status_text(status: &Value, place: &str) -> String {
-    let uptime = status["uptimeMs"].as_u64().unwrap_or(0) / 1000;
+fn status_text(status: &StatusResult, place: &str) -> String {
+    let uptime = status.uptime_ms / 1000;
     let mut text = format!(
         "keel daemon {} (pid {}) on {}: up {uptime} s, {} client(s), {} session(s)\n",
-        status["version"].as_str().unwrap_or("?"),
-        status["pid"],
+        status.version,
+        status.pid,
         place,
-        status["clients"],
-        sessions(status).len()
+        status.clients,
+        status.sessions.len()
     );
-    let s = &status["schedules"];
-    if let Some(e) = s["error"].as_str() {
+    let s = &status.schedules;
+    if let Some(e) = &s.error {
         text.push_str(&format!("scheduled tasks: none run: {e}\n"));
-    } else if s["tasks"].as_u64().is_some_and(|n| n > 0) {
+    } else if s.tasks > 0 {
         text.push_str(&format!(
             "scheduled tasks: {} ({} active, {} running)\n",
-            s["tasks"],
-            s["active"],
-            s["running"].as_array().map_or(0, Vec::len)
+            s.tasks,
+            s.active,
+            s.running.len()
         ));
     }
-    text.push_str(&crate::daemon::journal::status_line(&status["journal"]));
+    text.push_str(&crate::daemon::journal::status_line(
+        status.journal.as_ref(),
+    ));
     text
 }
 
-fn ps_json(status: &Value) -> String {
-    sessions(status).iter().map(|s| format!("{s}\n")).collect()
+fn ps_json(status: &StatusResult) -> String {
+    status
+        .sessions
+        .iter()
+        .map(|s| format!("{}\n", json!(s)))
+        .collect()
 }
 
 /// How many columns `keel ps` gives what a session is about (its name or first prompt).
@@ -376,12 +382,12 @@ const ABOUT_COLUMNS: usize = 48;
 /// `keel ps`: one row per live session of `daemon/status`: id, state, clients, age, what it
 /// is about (its name, else its first prompt in quotes, cut to [`ABOUT_COLUMNS`]) and cwd,
 /// each column as wide as its widest cell (measured in terminal columns).
-pub fn ps_table(status: &Value) -> String {
+pub fn ps_table(sessions: &[LiveSession]) -> String {
     let head = ["SESSION", "STATE", "CLIENTS", "AGE", "ABOUT", "CWD"].map(String::from);
     let mut rows = vec![head];
-    for s in sessions(status) {
-        let text = |k: &str| crate::text::sanitize(s[k].as_str().unwrap_or(""));
-        let about = match (s["name"].as_str(), s["firstPrompt"].as_str()) {
+    for s in sessions {
+        let text = crate::text::sanitize;
+        let about = match (s.name.as_deref(), s.first_prompt.as_deref()) {
             (Some(name), _) => crate::text::truncate(name, ABOUT_COLUMNS),
             (None, Some(p)) => {
                 let first = p.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
@@ -391,12 +397,12 @@ pub fn ps_table(status: &Value) -> String {
             (None, None) => "-".to_string(),
         };
         rows.push([
-            text("sessionId"),
-            text("state"),
-            s["clients"].as_u64().unwrap_or(0).to_string(),
-            short_age(s["ageMs"].as_u64().unwrap_or(0)),
+            text(&s.session_id),
+            text(s.state.as_str()),
+            s.clients.to_string(),
+            short_age(s.age_ms),
             about,
-            text("cwd"),
+            text(&s.cwd),
         ]);
     }
     let widths: Vec<usize> = (0..6)
@@ -523,11 +529,11 @@ pub fn open_params_for(
     env: &Env,
     args: Vec<String>,
     headless: bool,
-) -> Value {
+) -> OpenParams {
     let mut params = open_params(env, args, headless);
     if dial.remote().is_some() {
-        params["cwd"] = json!(cli.cwd.as_deref().unwrap_or(&env.cwd));
-        params["env"] = json!({});
+        params.cwd = cli.cwd.clone().unwrap_or_else(|| env.cwd.clone());
+        params.env.clear();
     }
     params
 }
@@ -537,8 +543,13 @@ pub fn open_params_for(
 /// `KEEL_*` variables; its tools run in it, less the provider keys, as they would here).
 /// Relative paths in `args` stay relative: the session resolves them from `cwd`, as this
 /// process would.
-pub fn open_params(env: &Env, args: Vec<String>, headless: bool) -> Value {
-    json!({"cwd": env.cwd, "args": args, "env": env.vars, "headless": headless})
+pub fn open_params(env: &Env, args: Vec<String>, headless: bool) -> OpenParams {
+    OpenParams {
+        cwd: env.cwd.clone(),
+        args,
+        env: env.vars.clone(),
+        headless,
+    }
 }
 
 #[cfg(test)]
