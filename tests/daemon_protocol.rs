@@ -74,6 +74,56 @@ fn round_trip<M: Method>(response: &str) -> M::Result {
     typed
 }
 
+/// The wire names of a JSON value, in order, `depth` objects deep: `{a,b{c,d},e[{f}]}`
+/// (an array shows its first item). The contract's field names and order, independent of the
+/// Rust types: a rename broken on the types (both sides alike) fails here.
+fn shape(text: &str, depth: usize) -> String {
+    fn walk(v: &serde_json::Value, depth: usize, out: &mut String) {
+        match v {
+            serde_json::Value::Object(m) if depth > 0 => {
+                out.push('{');
+                for (i, (k, v)) in m.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(k);
+                    walk(v, depth - 1, out);
+                }
+                out.push('}');
+            }
+            serde_json::Value::Array(a) if depth > 0 => {
+                out.push('[');
+                if let Some(first) = a.first() {
+                    walk(first, depth, out);
+                }
+                out.push(']');
+            }
+            _ => {}
+        }
+    }
+    let mut out = String::new();
+    walk(&serde_json::from_str(text).unwrap(), depth, &mut out);
+    out
+}
+
+/// [`call`], and the result's [`shape`] is `want`.
+fn call_shaped<M: Method>(
+    c: &mut Conn,
+    id: u64,
+    params: &str,
+    depth: usize,
+    want: &str,
+) -> M::Result {
+    let (response, _) = call_raw(c, id, M::NAME, params);
+    assert_eq!(
+        shape(&result_text(&response), depth),
+        want,
+        "{} result",
+        M::NAME
+    );
+    round_trip::<M>(&response)
+}
+
 /// A notification line decodes as its declared type and encodes back to the same line.
 fn note_round_trip(raw: &str) -> Notification {
     #[derive(serde::Deserialize)]
@@ -97,7 +147,8 @@ fn hello(c: &mut Conn) -> daemon::HelloResult {
     // What the client sends is the same type, and the same bytes.
     let typed: HelloParams = serde_json::from_str(params).unwrap();
     assert_eq!(serde_json::to_string(&typed).unwrap(), params);
-    call::<daemon::Hello>(c, 1, params)
+    let want = "{protocolVersion,daemon{version,pid,startedAt,keelHome,socket}}";
+    call_shaped::<daemon::Hello>(c, 1, params, 2, want)
 }
 
 fn open_params(sb: &Sandbox, extra: &[&str]) -> String {
@@ -147,13 +198,15 @@ fn session_open_attach_detach_list_close_and_their_notifications_are_the_declare
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let mut c = d.connect();
     hello(&mut c);
-    let opened = call::<session::Open>(&mut c, 2, &open_params(&sb, &[]));
+    let want = "{sessionId,epoch,seq,created,warnings[],header{type,version,id,timestamp,cwd},sessionFile}";
+    let opened = call_shaped::<session::Open>(&mut c, 2, &open_params(&sb, &[]), 2, want);
     assert!(opened.created && opened.header.is_some(), "{opened:?}");
     let id = opened.session_id.clone();
     let again = call::<session::Open>(&mut c, 3, &open_params(&sb, &["--session-id", &id]));
     assert!(!again.created, "{again:?}");
     let attach = format!(r#"{{"sessionId":"{id}"}}"#);
-    let attached = call::<session::Attach>(&mut c, 4, &attach);
+    let attached =
+        call_shaped::<session::Attach>(&mut c, 4, &attach, 1, "{mode,epoch,seq,snapshot}");
     assert_eq!(attached.mode, AttachMode::Snapshot);
     // A run: its events are `session/event` notifications of the declared type.
     let prompt = format!(r#"{{"sessionId":"{id}","message":"hi"}}"#);
@@ -170,6 +223,10 @@ fn session_open_attach_detach_list_close_and_their_notifications_are_the_declare
             Notification::Event(SessionEvent {
                 session_id, seq, ..
             }) => {
+                assert_eq!(
+                    shape(raw, 2),
+                    "{jsonrpc,method,params{sessionId,epoch,seq,event}}"
+                );
                 assert_eq!(session_id, id);
                 last = seq;
             }
@@ -181,12 +238,15 @@ fn session_open_attach_detach_list_close_and_their_notifications_are_the_declare
     hello(&mut other);
     let epoch = attached.epoch.clone();
     let cursor = format!(r#"{{"sessionId":"{id}","cursor":{{"epoch":"{epoch}","seq":1}}}}"#);
-    let replayed = call::<session::Attach>(&mut other, 2, &cursor);
+    let replayed = call_shaped::<session::Attach>(&mut other, 2, &cursor, 1, "{mode,epoch,seq}");
     assert_eq!((replayed.mode, replayed.seq), (AttachMode::Replay, last));
     // With a run done, the session knows its last run.
-    let found = call::<session::Open>(&mut c, 6, &open_params(&sb, &["--session-id", &id]));
+    let open = open_params(&sb, &["--session-id", &id]);
+    let want = "{sessionId,epoch,seq,created,warnings[],header{type,version,id,timestamp,cwd},sessionFile,lastRun{seq,settled}}";
+    let found = call_shaped::<session::Open>(&mut c, 6, &open, 2, want);
     assert!(found.last_run.is_some_and(|r| r.settled.is_some()));
-    let listed = call::<session::List>(&mut c, 7, &json!({"cwd": sb.work()}).to_string());
+    let list = json!({"cwd": sb.work()}).to_string();
+    let listed = call_shaped::<session::List>(&mut c, 7, &list, 1, "{here,all}");
     assert!(listed.all.iter().any(|s| s.id == id), "{listed:?}");
     call::<session::Detach>(&mut other, 3, &attach);
     call::<session::Close>(&mut c, 8, &attach);
@@ -201,7 +261,8 @@ fn status_and_stop_are_the_declared_types() {
     let mut c = d.connect();
     hello(&mut c);
     call::<session::Open>(&mut c, 2, &open_params(&sb, &[]));
-    let status = call::<daemon::Status>(&mut c, 3, "{}");
+    let want = "{version,pid,uptimeMs,clients,sessions[{sessionId,cwd,state,clients,epoch,seq,ageMs,sessionFile}],schedules{tasks,active,running[]}}";
+    let status = call_shaped::<daemon::Status>(&mut c, 3, "{}", 3, want);
     let [s] = status.sessions.as_slice() else {
         panic!("{status:?}")
     };
@@ -251,9 +312,9 @@ fn schedule_reload_and_run_are_the_declared_types() {
     assert_eq!(add.code, 0, "{add}");
     let mut c = d.connect();
     hello(&mut c);
-    let reloaded = call::<schedule::Reload>(&mut c, 2, "{}");
+    let reloaded = call_shaped::<schedule::Reload>(&mut c, 2, "{}", 1, "{tasks}");
     assert_eq!(reloaded.tasks, 1);
-    let run = call::<schedule::Run>(&mut c, 3, r#"{"name":"daily"}"#);
+    let run = call_shaped::<schedule::Run>(&mut c, 3, r#"{"name":"daily"}"#, 1, "{task,sessionId}");
     assert_eq!(run.task, "daily");
     // The status names the schedule (and the session the run opened).
     let status = call::<daemon::Status>(&mut c, 4, "{}");
