@@ -363,28 +363,44 @@ impl Conn {
         method: &str,
         params: Option<&serde_json::value::RawValue>,
     ) -> Outcome {
+        if let Some(answer) = self.hello_gate(id, method, params) {
+            return answer;
+        }
+        match Request::decode(method, params) {
+            Ok(request) => self.dispatch(id, request).await,
+            Err(e) => Outcome::Error(e),
+        }
+    }
+
+    /// `daemon/hello` first, and only once: the answer to a request that is not let through.
+    fn hello_gate(
+        &mut self,
+        id: &Id,
+        method: &str,
+        params: Option<&serde_json::value::RawValue>,
+    ) -> Option<Outcome> {
         if !self.hello {
             if method != Hello::NAME {
-                return Outcome::Fatal(ErrorObject::new(
+                return Some(Outcome::Fatal(ErrorObject::new(
                     j::HELLO_FIRST,
                     format!("daemon/hello must be the first request on a connection, not {method}"),
-                ));
+                )));
             }
-            return match j::params(params) {
+            return Some(match j::params(params) {
                 Ok(hello) => self.hello(id, hello),
                 Err(e) => Outcome::Error(e),
-            };
+            });
         }
-        if method == Hello::NAME {
-            return Outcome::Error(ErrorObject::new(
+        (method == Hello::NAME).then(|| {
+            Outcome::Error(ErrorObject::new(
                 j::INVALID_REQUEST,
                 "daemon/hello was already sent on this connection",
-            ));
-        }
-        let request = match Request::decode(method, params) {
-            Ok(r) => r,
-            Err(e) => return Outcome::Error(e),
-        };
+            ))
+        })
+    }
+
+    /// Serves a decoded request (every method of protocol v1, and pi commands).
+    async fn dispatch(&mut self, id: &Id, request: Request) -> Outcome {
         match request {
             // Answered above: only the first request of a connection is a hello.
             Request::Hello(_) => Outcome::Error(ErrorObject::new(
@@ -414,16 +430,7 @@ impl Conn {
                 crate::daemon::scheduler::run_method(&self.shared, run).await,
             ),
             Request::Attach(a) => Outcome::reply(id, self.attach(a).await),
-            Request::Detach(r) => {
-                if let Some((h, _)) = self.attached.remove(&r.session_id) {
-                    h.send(Call::Detach {
-                        client: self.client,
-                    });
-                    self.shared
-                        .journal_fact("detached", &h.session_id(), self.client);
-                }
-                Outcome::reply(id, Ok(Empty {}))
-            }
+            Request::Detach(r) => Outcome::reply(id, Ok(self.detach(r))),
             Request::Close(r) => Outcome::reply(id, self.close(r).await),
             Request::List(l) => Outcome::reply(id, self.list(l).await),
             Request::Pi(call) => {
@@ -431,6 +438,17 @@ impl Conn {
                     .await
             }
         }
+    }
+
+    fn detach(&mut self, r: SessionRef) -> Empty {
+        if let Some((h, _)) = self.attached.remove(&r.session_id) {
+            h.send(Call::Detach {
+                client: self.client,
+            });
+            self.shared
+                .journal_fact("detached", &h.session_id(), self.client);
+        }
+        Empty {}
     }
 
     /// Ends a live session that nothing else uses: saved, released, gone from the daemon
