@@ -24,6 +24,7 @@ mod daemon_load;
 mod daemon_mcp;
 mod daemon_parity;
 mod daemon_peer;
+mod daemon_protocol;
 mod daemon_reopen;
 mod daemon_sessions;
 mod exit_codes;

@@ -275,7 +275,14 @@ fn keel_ps_table_shows_a_name_else_the_first_prompt_in_aligned_columns() {
          "firstPrompt": "please look at the flaky test in the loader and tell me why it fails on CI\nsecond line"},
         {"sessionId": "live", "state": "idle", "clients": 1, "ageMs": 5_000, "cwd": "/tmp"}
     ]});
-    let table = keel::front::daemon::ps_table(&status);
+    let mut sessions = status["sessions"].clone();
+    for s in sessions.as_array_mut().unwrap() {
+        s["epoch"] = json!("e");
+        s["seq"] = json!(0);
+    }
+    let sessions: Vec<keel::wire::protocol::daemon::LiveSession> =
+        serde_json::from_value(sessions).unwrap();
+    let table = keel::front::daemon::ps_table(&sessions);
     snap("keel_ps_table", &table);
     let rows: Vec<&str> = table.lines().collect();
     let col = |row: &str, at: usize| {

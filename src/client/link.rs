@@ -19,6 +19,9 @@ use crate::host::actor::{self, Call, SessionHandle};
 use crate::host::stream::{Cursor, Delivery, Item, QUEUE};
 use crate::host::{Data, HostSetup};
 use crate::wire::jsonrpc::{self as j, Id, Incoming};
+use crate::wire::protocol::daemon::DaemonInfo;
+use crate::wire::protocol::session::{self, AttachParams, Cursor as At};
+use crate::wire::protocol::{Method, Notification};
 use crate::wire::rpc::Request;
 
 /// What the stream brings, in order.
@@ -82,8 +85,8 @@ pub struct Link {
     session: String,
     kind: Kind,
     notes: mpsc::Receiver<Note>,
-    /// The daemon's `hello` answer (`None` in-process).
-    pub daemon: Option<Value>,
+    /// The daemon, as its `hello` answer describes it (`None` in-process).
+    pub daemon: Option<DaemonInfo>,
 }
 
 impl Link {
@@ -137,26 +140,32 @@ impl Link {
         let mut client = Client::dial(dial, interactive)
             .await
             .map_err(|e| AttachError::Unreachable(e.to_string()))?;
-        let mut params = json!({"sessionId": session});
-        if let Some((epoch, seq)) = cursor {
-            params["cursor"] = json!({"epoch": epoch, "seq": seq});
-        }
+        let params = AttachParams {
+            session_id: session.to_string(),
+            cursor: cursor.map(|(epoch, seq)| At {
+                epoch: epoch.to_string(),
+                seq,
+            }),
+        };
         let attached = client
-            .call("session/attach", params)
+            .call::<session::Attach>(&params)
             .await
             .map_err(|e| match e {
                 CallError::Rpc(e) => AttachError::Refused(e.message),
                 lost => AttachError::Unreachable(lost.to_string()),
             })?;
         let early: Vec<(String, Value)> = client.notifications.drain(..).collect();
-        let hello = client.hello.get("daemon").cloned();
+        let hello = Some(client.hello.daemon.clone());
         let (read, mut write) = client.into_parts();
         let (tx, notes) = mpsc::channel(QUEUE);
         let (requests, mut request_rx) =
             mpsc::unbounded_channel::<(String, Value, oneshot::Sender<Result<Value, String>>)>();
         let mut current = session.to_string();
         for (method, params) in early {
-            if let Some(note) = note_of(&method, &params, &mut current) {
+            let Ok(params) = serde_json::value::to_raw_value(&params) else {
+                continue;
+            };
+            if let Some(note) = note_of(&method, Some(&params), &mut current) {
                 let _ = tx.send(note).await;
             }
         }
@@ -182,10 +191,7 @@ impl Link {
                                 }
                             }
                             Incoming::Notification { method, params } => {
-                                let params: Value = params
-                                    .and_then(|p| serde_json::from_str(p.get()).ok())
-                                    .unwrap_or(Value::Null);
-                                if let Some(note) = note_of(&method, &params, &mut current) {
+                                if let Some(note) = note_of(&method, params.as_deref(), &mut current) {
                                     let end = matches!(note, Note::Lost(_) | Note::Lagged { .. });
                                     if tx.send(note).await.is_err() || end {
                                         break;
@@ -214,9 +220,9 @@ impl Link {
             }
         });
         let start = Start {
-            epoch: attached["epoch"].as_str().unwrap_or_default().to_string(),
-            seq: attached["seq"].as_u64().unwrap_or(0),
-            snapshot: attached.get("snapshot").cloned(),
+            epoch: attached.epoch,
+            seq: attached.seq,
+            snapshot: attached.snapshot,
         };
         let link = Link {
             session: owner,
@@ -281,6 +287,16 @@ impl Commands {
 }
 
 impl Commands {
+    /// Calls protocol v1's method `M` on the daemon this link goes through (`sessionId` added,
+    /// as for a pi command); in-process, whatever the host answers (an error for a method it
+    /// does not serve).
+    pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, String> {
+        let params = serde_json::to_value(params).map_err(|e| e.to_string())?;
+        let result = self.request(M::NAME, params).await?;
+        serde_json::from_value(result)
+            .map_err(|e| format!("the daemon's answer to {} does not fit: {e}", M::NAME))
+    }
+
     /// Ends a session served in this process: its run is stopped (settling for at most
     /// `grace`) and the session saved; the link's stream ends after the last events. A
     /// daemon's session is closed there only if nothing else uses it (`session/close`: no
@@ -289,7 +305,7 @@ impl Commands {
         match &self.kind {
             Kind::Local(handle) => handle.stop(grace).await,
             Kind::Daemon { .. } => {
-                if let Err(e) = self.request("session/close", json!({})).await {
+                if let Err(e) = self.request(session::Close::NAME, json!({})).await {
                     tracing::info!("the session stays live in the daemon: {e}");
                 }
             }
@@ -368,29 +384,32 @@ async fn attach_local(
     Ok((notes, start))
 }
 
-/// The note a daemon notification means (tracking the session's current id).
-fn note_of(method: &str, params: &Value, current: &mut String) -> Option<Note> {
-    match method {
-        "session/event" if params["sessionId"] == current.as_str() => Some(Note::Event {
-            seq: params["seq"].as_u64()?,
-            line: params["event"].to_string().into(),
+/// The note a daemon notification means (tracking the session's current id); `None` for
+/// another session's, an unknown method, or params that do not fit it.
+fn note_of(
+    method: &str,
+    params: Option<&serde_json::value::RawValue>,
+    current: &mut String,
+) -> Option<Note> {
+    match Notification::decode(method, params)?.ok()? {
+        Notification::Event(e) if e.session_id == *current => Some(Note::Event {
+            seq: e.seq,
+            line: e.event.get().into(),
         }),
-        "session/replaced" if params["sessionId"] == current.as_str() => {
-            *current = params["newSessionId"].as_str()?.to_string();
+        Notification::Replaced(r) if r.session_id == *current => {
+            *current = r.new_session_id;
             Some(Note::Replaced {
                 session: current.clone(),
-                epoch: params["epoch"].as_str()?.to_string(),
+                epoch: r.epoch,
             })
         }
-        "daemon/lagged" => Some(Note::Lagged {
-            seq: params["seq"].as_u64()?,
-        }),
-        "daemon/notice" => Some(Note::Notice(params["message"].as_str()?.to_string())),
-        "daemon/shutdown" => Some(Note::Lost(format!(
+        Notification::Event(_) | Notification::Replaced(_) => None,
+        Notification::Lagged(l) => Some(Note::Lagged { seq: l.seq }),
+        Notification::Notice(n) => Some(Note::Notice(n.message)),
+        Notification::Shutdown(s) => Some(Note::Lost(format!(
             "the daemon is shutting down ({})",
-            params["reason"].as_str().unwrap_or("stopped")
+            s.reason
         ))),
-        _ => None,
     }
 }
 
@@ -402,15 +421,19 @@ mod tests {
     #[test]
     fn a_daemon_notice_becomes_a_note_for_the_view() {
         let mut current = "s1".to_string();
+        let raw = |v: Value| serde_json::value::to_raw_value(&v).unwrap();
         let params =
-            json!({"level": "warning", "message": "scheduled task x ended failed (exit 1)"});
+            raw(json!({"level": "warning", "message": "scheduled task x ended failed (exit 1)"}));
         assert_eq!(
-            note_of("daemon/notice", &params, &mut current),
+            note_of("daemon/notice", Some(&params), &mut current),
             Some(Note::Notice(
                 "scheduled task x ended failed (exit 1)".into()
             ))
         );
-        assert_eq!(note_of("daemon/notice", &json!({}), &mut current), None);
-        assert_eq!(note_of("daemon/unknown", &params, &mut current), None);
+        assert_eq!(
+            note_of("daemon/notice", Some(&raw(json!({}))), &mut current),
+            None
+        );
+        assert_eq!(note_of("daemon/unknown", Some(&params), &mut current), None);
     }
 }

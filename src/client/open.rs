@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
+use crate::wire::protocol::session::OpenParams;
 
 use crate::cli::args::RemoteArgs;
 use crate::client::dial::{Conn, Dial, Remote};
@@ -105,11 +105,11 @@ pub fn open_params_for(
     env: &Env,
     args: Vec<String>,
     headless: bool,
-) -> Value {
+) -> OpenParams {
     let mut params = open_params(env, args, headless);
     if dial.remote().is_some() {
-        params["cwd"] = json!(cli.cwd.as_deref().unwrap_or(&env.cwd));
-        params["env"] = json!({});
+        params.cwd = cli.cwd.clone().unwrap_or_else(|| env.cwd.clone());
+        params.env.clear();
     }
     params
 }
@@ -119,6 +119,11 @@ pub fn open_params_for(
 /// `KEEL_*` variables; its tools run in it, less the provider keys, as they would here).
 /// Relative paths in `args` stay relative: the session resolves them from `cwd`, as this
 /// process would.
-pub fn open_params(env: &Env, args: Vec<String>, headless: bool) -> Value {
-    json!({"cwd": env.cwd, "args": args, "env": env.vars, "headless": headless})
+pub fn open_params(env: &Env, args: Vec<String>, headless: bool) -> OpenParams {
+    OpenParams {
+        cwd: env.cwd.clone(),
+        args,
+        env: env.vars.clone(),
+        headless,
+    }
 }

@@ -1,16 +1,19 @@
 //! A protocol v1 client connection: `daemon/hello`, then calls answered in order (session
-//! events and other notifications that arrive meanwhile are kept for the caller). Used by
-//! `keel daemon status|stop|start` and `keel ps`; never prints.
+//! events and other notifications that arrive meanwhile are kept for the caller). A call is
+//! typed by its [`Method`] (`client.call::<session::Attach>(&params)`); only pi commands,
+//! forwarded as they are, go through [`Client::call_raw`]. Never prints.
 
 use std::collections::VecDeque;
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::dial::{Backoff, Conn, Dial, Reader, Writer};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
-use crate::wire::protocol::PROTOCOL;
+use crate::wire::protocol::daemon::{ClientInfo, Hello, HelloParams, HelloResult};
+use crate::wire::protocol::session::{self, AttachParams, AttachResult, Cursor};
+use crate::wire::protocol::{Method, PROTOCOL};
 use crate::wire::socket::DaemonError;
 
 /// An open, greeted connection.
@@ -19,7 +22,7 @@ pub struct Client {
     write: Writer,
     next: u64,
     /// The daemon's `hello` result.
-    pub hello: Value,
+    pub hello: HelloResult,
     /// Notifications received while waiting for answers: `(method, params)`.
     pub notifications: VecDeque<(String, Value)>,
 }
@@ -67,15 +70,18 @@ impl Client {
             read: BufReader::new(conn.read),
             write: conn.write,
             next: 0,
-            hello: Value::Null,
+            hello: HelloResult::default(),
             notifications: VecDeque::new(),
         };
-        let params = json!({
-            "protocolVersion": PROTOCOL,
-            "client": {"name": "keel", "version": env!("CARGO_PKG_VERSION")},
-            "interactive": interactive,
-        });
-        match (client.call("daemon/hello", params).await, ssh_stderr) {
+        let params = HelloParams {
+            protocol_version: PROTOCOL,
+            client: ClientInfo {
+                name: "keel".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            interactive,
+        };
+        match (client.call::<Hello>(&params).await, ssh_stderr) {
             (Ok(hello), _) => {
                 client.hello = hello;
                 Ok(client)
@@ -104,12 +110,35 @@ impl Client {
         (self.read, self.write)
     }
 
-    /// Sends a request and waits for its answer.
-    pub async fn call(&mut self, method: &str, params: Value) -> Result<Value, CallError> {
+    /// Calls method `M` and waits for its answer. A result that does not decode as
+    /// `M::Result` is [`CallError::Lost`] (the peer is not a daemon of this protocol).
+    pub async fn call<M: Method>(&mut self, params: &M::Params) -> Result<M::Result, CallError> {
+        let raw = self.send(M::NAME, params).await?;
+        serde_json::from_str(raw.get()).map_err(|e| {
+            CallError::Lost(format!(
+                "the daemon's answer to {} does not fit: {e}",
+                M::NAME
+            ))
+        })
+    }
+
+    /// Sends a pi command (`prompt`, `abort`, …: pi's fields plus `sessionId`) and waits for
+    /// pi's `data`. Protocol v1's own methods go through [`Client::call`].
+    pub async fn call_raw(&mut self, command: &str, params: Value) -> Result<Value, CallError> {
+        let raw = self.send(command, &params).await?;
+        serde_json::from_str(raw.get()).map_err(|e| CallError::Lost(e.to_string()))
+    }
+
+    /// Sends a request and waits for its result, as received.
+    async fn send(
+        &mut self,
+        method: &str,
+        params: &impl serde::Serialize,
+    ) -> Result<Box<serde_json::value::RawValue>, CallError> {
         self.next += 1;
         let id = Id::from(self.next);
         let line =
-            j::request_line(&id, method, &params).map_err(|e| CallError::Lost(e.to_string()))?;
+            j::request_line(&id, method, params).map_err(|e| CallError::Lost(e.to_string()))?;
         self.write
             .write_all(line.as_bytes())
             .await
@@ -127,11 +156,7 @@ impl Client {
             let line = buf.strip_suffix(b"\n").unwrap_or(&buf);
             match j::parse_line(line) {
                 Incoming::Response { id: got, result } if got == id => {
-                    return match result {
-                        Ok(raw) => serde_json::from_str(raw.get())
-                            .map_err(|e| CallError::Lost(e.to_string())),
-                        Err(e) => Err(CallError::Rpc(e)),
-                    };
+                    return result.map_err(CallError::Rpc);
                 }
                 Incoming::Notification { method, params } => {
                     let params = params
@@ -148,7 +173,7 @@ impl Client {
 /// How attaching again after a dropped link ended ([`Client::reattach`]).
 pub enum Reattached {
     /// Attached again: the connection, `session/attach`'s answer, and the attempts it took.
-    Back(Box<Client>, Value, u32),
+    Back(Box<Client>, AttachResult, u32),
     /// The daemon answered but no longer serves the session (why).
     Refused(String),
     /// Nothing answered within [`Backoff::GIVE_UP`].
@@ -176,11 +201,14 @@ impl Client {
                     continue;
                 }
             };
-            let params = json!({
-                "sessionId": session,
-                "cursor": {"epoch": cursor.0, "seq": cursor.1},
-            });
-            match client.call("session/attach", params).await {
+            let params = AttachParams {
+                session_id: session.to_string(),
+                cursor: Some(Cursor {
+                    epoch: cursor.0.to_string(),
+                    seq: cursor.1,
+                }),
+            };
+            match client.call::<session::Attach>(&params).await {
                 Ok(attached) => {
                     return Reattached::Back(Box::new(client), attached, backoff.attempts())
                 }

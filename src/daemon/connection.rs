@@ -14,7 +14,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use serde::Deserialize;
+use serde::Serialize;
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::UnixStream;
@@ -25,9 +25,18 @@ use crate::host::actor::{Call, DialogAnswer, SessionHandle};
 use crate::host::stream::{Cursor, Delivery, Item, Lagged, Start, QUEUE};
 use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
-use crate::wire::protocol::PROTOCOL;
+use crate::wire::protocol::daemon::{
+    DaemonInfo, Hello, HelloParams, HelloResult, LiveSession, RunState, StatusResult,
+};
+use crate::wire::protocol::notify::{self, Replaced, Shutdown};
+use crate::wire::protocol::session::{
+    self, AttachMode, AttachParams, AttachResult, ListParams, ListResult,
+};
+use crate::wire::protocol::{Empty, Method, NoParams, Notification, Request, SessionRef, PROTOCOL};
 
 mod later;
+#[cfg(test)]
+mod tests;
 use later::{Back, Later};
 
 /// How long one write to a client may block before the connection is closed.
@@ -37,14 +46,26 @@ const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// What a method call ends in.
 enum Outcome {
-    Result(Value),
+    /// The response line (a result, or the error its result became if it could not be
+    /// encoded).
+    Line(String),
     Error(ErrorObject),
     /// Answered later (a pi command, `session/open`), through the connection's [`Later`].
     Later,
     /// Write this error, then close the connection.
     Fatal(ErrorObject),
-    /// Write the result, then stop the daemon.
-    Stop(Value),
+    /// Write this response line, then stop the daemon.
+    Stop(String),
+}
+
+impl Outcome {
+    /// The answer to request `id`: its typed result, or an error.
+    fn reply<T: Serialize>(id: &Id, r: Result<T, ErrorObject>) -> Outcome {
+        match r {
+            Ok(result) => Outcome::Line(j::result_line(id, &result)),
+            Err(e) => Outcome::Error(e),
+        }
+    }
 }
 
 struct Conn {
@@ -93,14 +114,14 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
                 biased;
                 reason = shutdown.recv() => {
                     let reason = reason.unwrap_or_else(|_| "stopped".into());
-                    let line = j::notification_line("daemon/shutdown", &json!({"reason": reason}));
+                    let line = Notification::Shutdown(Shutdown { reason }).line();
                     if let Ok(line) = line {
                         let _ = write.write_all(line.as_bytes()).await;
                     }
                     break;
                 }
                 Ok(notice) = notices.recv() => {
-                    if let Ok(line) = j::notification_line("daemon/notice", &notice) {
+                    if let Ok(line) = Notification::Notice(notice).line() {
                         out.extend_from_slice(line.as_bytes());
                     }
                 }
@@ -142,8 +163,11 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
             break;
         }
         if let Some((session, seq)) = conn.lagged() {
-            let params = json!({"sessionId": session, "seq": seq});
-            if let Ok(line) = j::notification_line("daemon/lagged", &params) {
+            let lagged = notify::Lagged {
+                session_id: session,
+                seq,
+            };
+            if let Ok(line) = Notification::Lagged(lagged).line() {
                 let _ = write.write_all(line.as_bytes()).await;
             }
             break;
@@ -186,7 +210,7 @@ pub async fn one_request(shared: Arc<Shared>, line: &[u8]) -> Vec<u8> {
         return j::error_object_line(None, &e).into_bytes();
     };
     if let Incoming::Request { id, method, .. } = j::parse_frame(frame, MAX_LINE_BYTES) {
-        if ["daemon/hello", "session/attach", "session/detach"].contains(&method.as_str()) {
+        if [Hello::NAME, session::Attach::NAME, session::Detach::NAME].contains(&method.as_str()) {
             let e = ErrorObject::new(
                 j::METHOD_NOT_FOUND,
                 format!(
@@ -236,48 +260,6 @@ pub fn event_params_head(session: &str, epoch: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(b",\"seq\":");
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Hello {
-    protocol_version: u64,
-    client: ClientInfo,
-    #[serde(default)]
-    interactive: bool,
-}
-
-#[derive(Deserialize)]
-#[allow(dead_code)]
-struct ClientInfo {
-    name: String,
-    version: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Attach {
-    session_id: String,
-    #[serde(default)]
-    cursor: Option<CursorParams>,
-}
-
-#[derive(Deserialize)]
-struct CursorParams {
-    epoch: String,
-    seq: u64,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct SessionRef {
-    session_id: String,
-}
-
-#[derive(Deserialize, Default)]
-struct Stop {
-    #[serde(default)]
-    force: bool,
-}
-
 impl Conn {
     /// Writes a delivery of an attached session. `session/replaced` also moves this client's
     /// attachment to the new id: from here on it names the session by that id.
@@ -289,13 +271,13 @@ impl Conn {
         if let Some(attached) = self.attached.remove(&*d.session) {
             self.attached.insert(new.to_string(), attached);
         }
-        let params = json!({
-            "sessionId": &*d.session,
-            "newSessionId": &**new,
-            "epoch": &*d.epoch,
-            "seq": seq,
-        });
-        if let Ok(line) = j::notification_line("session/replaced", &params) {
+        let replaced = Replaced {
+            session_id: d.session.to_string(),
+            new_session_id: new.to_string(),
+            epoch: d.epoch.to_string(),
+            seq,
+        };
+        if let Ok(line) = Notification::Replaced(replaced).line() {
             out.extend_from_slice(line.as_bytes());
         }
     }
@@ -358,7 +340,7 @@ impl Conn {
         let outcome = self.call(&id, &method, params.as_deref()).await;
         self.shared.pending.fetch_sub(1, Ordering::Relaxed);
         match outcome {
-            Outcome::Result(v) => out.extend_from_slice(j::result_line(&id, &v).as_bytes()),
+            Outcome::Line(line) => out.extend_from_slice(line.as_bytes()),
             Outcome::Error(e) => {
                 out.extend_from_slice(j::error_object_line(Some(&id), &e).as_bytes())
             }
@@ -367,8 +349,8 @@ impl Conn {
                 out.extend_from_slice(j::error_object_line(Some(&id), &e).as_bytes());
                 return Err(());
             }
-            Outcome::Stop(v) => {
-                out.extend_from_slice(j::result_line(&id, &v).as_bytes());
+            Outcome::Stop(line) => {
+                out.extend_from_slice(line.as_bytes());
                 let _ = self.shared.stop.send(true);
             }
         }
@@ -381,69 +363,92 @@ impl Conn {
         method: &str,
         params: Option<&serde_json::value::RawValue>,
     ) -> Outcome {
+        if let Some(answer) = self.hello_gate(id, method, params) {
+            return answer;
+        }
+        match Request::decode(method, params) {
+            Ok(request) => self.dispatch(id, request).await,
+            Err(e) => Outcome::Error(e),
+        }
+    }
+
+    /// `daemon/hello` first, and only once: the answer to a request that is not let through.
+    fn hello_gate(
+        &mut self,
+        id: &Id,
+        method: &str,
+        params: Option<&serde_json::value::RawValue>,
+    ) -> Option<Outcome> {
         if !self.hello {
-            if method != "daemon/hello" {
-                return Outcome::Fatal(ErrorObject::new(
+            if method != Hello::NAME {
+                return Some(Outcome::Fatal(ErrorObject::new(
                     j::HELLO_FIRST,
                     format!("daemon/hello must be the first request on a connection, not {method}"),
-                ));
+                )));
             }
-            return self.hello(params);
+            return Some(match j::params(params) {
+                Ok(hello) => self.hello(id, hello),
+                Err(e) => Outcome::Error(e),
+            });
         }
-        match method {
-            "daemon/hello" => Outcome::Error(ErrorObject::new(
+        (method == Hello::NAME).then(|| {
+            Outcome::Error(ErrorObject::new(
+                j::INVALID_REQUEST,
+                "daemon/hello was already sent on this connection",
+            ))
+        })
+    }
+
+    /// Serves a decoded request (every method of protocol v1, and pi commands).
+    async fn dispatch(&mut self, id: &Id, request: Request) -> Outcome {
+        match request {
+            // Answered above: only the first request of a connection is a hello.
+            Request::Hello(_) => Outcome::Error(ErrorObject::new(
                 j::INVALID_REQUEST,
                 "daemon/hello was already sent on this connection",
             )),
-            "ping" => Outcome::Result(json!({})),
-            "daemon/status" => Outcome::Result(self.status().await),
-            "daemon/stop" => {
-                let stop: Stop = match j::params(params) {
-                    Ok(s) => s,
-                    Err(e) => return Outcome::Error(e),
-                };
+            Request::Ping(NoParams) => Outcome::reply(id, Ok(Empty {})),
+            Request::Status(NoParams) => Outcome::reply(id, Ok(self.status().await)),
+            Request::Stop(stop) => {
                 if !stop.force && self.any_running().await {
                     return Outcome::Error(ErrorObject::new(
                         j::COMMAND_FAILED,
                         "a run is active; stop it first, or pass force:true (keel daemon stop --force)",
                     ));
                 }
-                Outcome::Stop(json!({}))
+                Outcome::Stop(j::result_line(id, &Empty {}))
             }
-            "session/open" => {
-                let params = params.map(ToOwned::to_owned);
-                self.later.open(&self.shared, id.clone(), params);
+            Request::Open(open) => {
+                self.later.open(&self.shared, id.clone(), open);
                 Outcome::Later
             }
-            "schedule/reload" => match crate::daemon::scheduler::reload_method(&self.shared) {
-                Ok(v) => Outcome::Result(v),
-                Err(e) => Outcome::Error(e),
-            },
-            "schedule/run" => {
-                match crate::daemon::scheduler::run_method(&self.shared, params).await {
-                    Ok(v) => Outcome::Result(v),
-                    Err(e) => Outcome::Error(e),
-                }
+            Request::ScheduleReload(NoParams) => {
+                Outcome::reply(id, crate::daemon::scheduler::reload_method(&self.shared))
             }
-            "session/attach" => self.attach(params).await,
-            "session/detach" => {
-                let r: SessionRef = match j::params(params) {
-                    Ok(r) => r,
-                    Err(e) => return Outcome::Error(e),
-                };
-                if let Some((h, _)) = self.attached.remove(&r.session_id) {
-                    h.send(Call::Detach {
-                        client: self.client,
-                    });
-                    self.shared
-                        .journal_fact("detached", &h.session_id(), self.client);
-                }
-                Outcome::Result(json!({}))
+            Request::ScheduleRun(run) => Outcome::reply(
+                id,
+                crate::daemon::scheduler::run_method(&self.shared, run).await,
+            ),
+            Request::Attach(a) => Outcome::reply(id, self.attach(a).await),
+            Request::Detach(r) => Outcome::reply(id, Ok(self.detach(r))),
+            Request::Close(r) => Outcome::reply(id, self.close(r).await),
+            Request::List(l) => Outcome::reply(id, self.list(l).await),
+            Request::Pi(call) => {
+                self.pi_command(id, &call.command, call.params.as_deref())
+                    .await
             }
-            "session/close" => self.close(params).await,
-            "session/list" => self.list(params).await,
-            command => self.pi_command(id, command, params).await,
         }
+    }
+
+    fn detach(&mut self, r: SessionRef) -> Empty {
+        if let Some((h, _)) = self.attached.remove(&r.session_id) {
+            h.send(Call::Detach {
+                client: self.client,
+            });
+            self.shared
+                .journal_fact("detached", &h.session_id(), self.client);
+        }
+        Empty {}
     }
 
     /// Ends a live session that nothing else uses: saved, released, gone from the daemon
@@ -451,40 +456,22 @@ impl Conn {
     /// going, or shown by another client, is -32013.
     /// `session/list {cwd}`: the saved sessions of `cwd` and of every directory, newest first,
     /// as the TUI's picker shows them (for a client on another machine, whose files are here).
-    async fn list(&self, params: Option<&serde_json::value::RawValue>) -> Outcome {
-        #[derive(serde::Deserialize)]
-        struct List {
-            cwd: std::path::PathBuf,
-        }
-        let r: List = match j::params(params) {
-            Ok(r) => r,
-            Err(e) => return Outcome::Error(e),
-        };
+    async fn list(&self, r: ListParams) -> Result<ListResult, ErrorObject> {
         let home = self.shared.options.keel_home.clone();
-        let listed = tokio::task::spawn_blocking(move || {
+        tokio::task::spawn_blocking(move || {
             let here =
                 crate::kernel::session::list(&crate::kernel::session::session_dir(&home, &r.cwd));
             let all = crate::kernel::session::list_all(&home);
-            json!({"here": here, "all": all})
+            ListResult { here, all }
         })
-        .await;
-        match listed {
-            Ok(v) => Outcome::Result(v),
-            Err(e) => Outcome::Error(ErrorObject::new(j::COMMAND_FAILED, e.to_string())),
-        }
+        .await
+        .map_err(|e| ErrorObject::new(j::COMMAND_FAILED, e.to_string()))
     }
 
-    async fn close(&mut self, params: Option<&serde_json::value::RawValue>) -> Outcome {
-        let r: SessionRef = match j::params(params) {
-            Ok(r) => r,
-            Err(e) => return Outcome::Error(e),
-        };
-        let handle = match self.target(&r.session_id).await {
-            Ok(h) => h,
-            Err(e) => return Outcome::Error(e),
-        };
+    async fn close(&mut self, r: SessionRef) -> Result<Empty, ErrorObject> {
+        let handle = self.target(&r.session_id).await?;
         let Some(status) = handle.status().await else {
-            return Outcome::Error(ErrorObject::new(
+            return Err(ErrorObject::new(
                 j::UNKNOWN_SESSION,
                 "the session has ended",
             ));
@@ -501,7 +488,7 @@ impl Conn {
             None
         };
         if let Some(why) = busy {
-            return Outcome::Error(ErrorObject::new(
+            return Err(ErrorObject::new(
                 j::SESSION_BUSY,
                 format!("session {} cannot be closed: {why}", r.session_id),
             ));
@@ -512,14 +499,10 @@ impl Conn {
         if let Some(j) = &self.shared.journal {
             j.fact("closed", &handle.session_id(), json!({"reason": "closed"}));
         }
-        Outcome::Result(json!({}))
+        Ok(Empty {})
     }
 
-    fn hello(&mut self, params: Option<&serde_json::value::RawValue>) -> Outcome {
-        let hello: Hello = match j::params(params) {
-            Ok(h) => h,
-            Err(e) => return Outcome::Error(e),
-        };
+    fn hello(&mut self, id: &Id, hello: HelloParams) -> Outcome {
         if hello.protocol_version != PROTOCOL {
             let mut e = ErrorObject::new(
                 j::VERSION_MISMATCH,
@@ -544,16 +527,17 @@ impl Conn {
         self.hello = true;
         self.interactive = hello.interactive;
         let s = &self.shared;
-        Outcome::Result(json!({
-            "protocolVersion": PROTOCOL,
-            "daemon": {
-                "version": env!("CARGO_PKG_VERSION"),
-                "pid": s.pid,
-                "startedAt": s.started_at,
-                "keelHome": s.options.keel_home.display().to_string(),
-                "socket": s.options.socket.display().to_string(),
-            }
-        }))
+        let result = HelloResult {
+            protocol_version: PROTOCOL,
+            daemon: DaemonInfo {
+                version: env!("CARGO_PKG_VERSION").to_string(),
+                pid: s.pid,
+                started_at: s.started_at.clone(),
+                keel_home: s.options.keel_home.display().to_string(),
+                socket: s.options.socket.display().to_string(),
+            },
+        };
+        Outcome::reply(id, Ok(result))
     }
 
     async fn handles(&self) -> Vec<SessionHandle> {
@@ -575,43 +559,38 @@ impl Conn {
         false
     }
 
-    async fn status(&self) -> Value {
+    async fn status(&self) -> StatusResult {
         let mut sessions = Vec::new();
         for h in self.handles().await {
             let Some(s) = h.status().await else { continue };
-            let mut m = Map::new();
-            m.insert("sessionId".into(), json!(s.summary.session_id));
-            m.insert("cwd".into(), json!(s.summary.cwd));
-            if let Some(n) = &s.summary.name {
-                m.insert("name".into(), json!(n));
-            }
-            if let Some(p) = &s.summary.first_prompt {
-                m.insert("firstPrompt".into(), json!(p));
-            }
-            let state = if s.summary.running { "running" } else { "idle" };
-            m.insert("state".into(), json!(state));
-            m.insert("clients".into(), json!(s.clients));
-            m.insert("epoch".into(), json!(s.epoch));
-            m.insert("seq".into(), json!(s.seq));
-            m.insert("ageMs".into(), json!(s.live_for.as_millis() as u64));
-            if let Some(f) = &s.summary.file {
-                m.insert("sessionFile".into(), json!(f));
-            }
-            sessions.push(Value::Object(m));
+            let state = if s.summary.running {
+                RunState::Running
+            } else {
+                RunState::Idle
+            };
+            sessions.push(LiveSession {
+                session_id: s.summary.session_id,
+                cwd: s.summary.cwd,
+                name: s.summary.name,
+                first_prompt: s.summary.first_prompt,
+                state,
+                clients: s.clients,
+                epoch: s.epoch,
+                seq: s.seq,
+                age_ms: s.live_for.as_millis() as u64,
+                session_file: s.summary.file,
+            });
         }
         let s = &self.shared;
-        let mut v = json!({
-            "version": env!("CARGO_PKG_VERSION"),
-            "pid": s.pid,
-            "uptimeMs": s.started.elapsed().as_millis() as u64,
-            "clients": s.clients.load(Ordering::Relaxed),
-            "sessions": sessions,
-            "schedules": s.scheduler.status(),
-        });
-        if let Some(j) = &s.journal {
-            v["journal"] = j.status();
+        StatusResult {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            pid: s.pid,
+            uptime_ms: s.started.elapsed().as_millis() as u64,
+            clients: s.clients.load(Ordering::Relaxed),
+            sessions,
+            schedules: s.scheduler.status(),
+            journal: s.journal.as_ref().map(|j| j.status()),
         }
-        v
     }
 
     async fn session(&self, id: &str) -> Result<SessionHandle, ErrorObject> {
@@ -660,15 +639,8 @@ impl Conn {
         None
     }
 
-    async fn attach(&mut self, params: Option<&serde_json::value::RawValue>) -> Outcome {
-        let a: Attach = match j::params(params) {
-            Ok(a) => a,
-            Err(e) => return Outcome::Error(e),
-        };
-        let handle = match self.session(&a.session_id).await {
-            Ok(h) => h,
-            Err(e) => return Outcome::Error(e),
-        };
+    async fn attach(&mut self, a: AttachParams) -> Result<AttachResult, ErrorObject> {
+        let handle = self.session(&a.session_id).await?;
         let (reply, rx) = oneshot::channel();
         handle.send(Call::Attach {
             client: self.client,
@@ -681,7 +653,7 @@ impl Conn {
             reply,
         });
         let Ok(attached) = rx.await else {
-            return Outcome::Error(ErrorObject::new(
+            return Err(ErrorObject::new(
                 j::UNKNOWN_SESSION,
                 "the session has ended",
             ));
@@ -691,17 +663,15 @@ impl Conn {
         self.attached
             .insert(a.session_id, (handle, attached.lagged.clone()));
         let mode = match attached.start {
-            Start::Replay => "replay",
-            Start::Snapshot => "snapshot",
+            Start::Replay => AttachMode::Replay,
+            Start::Snapshot => AttachMode::Snapshot,
         };
-        let mut m = Map::new();
-        m.insert("mode".into(), json!(mode));
-        m.insert("epoch".into(), json!(attached.epoch));
-        m.insert("seq".into(), json!(attached.seq));
-        if let Some(s) = attached.snapshot {
-            m.insert("snapshot".into(), s);
-        }
-        Outcome::Result(Value::Object(m))
+        Ok(AttachResult {
+            mode,
+            epoch: attached.epoch,
+            seq: attached.seq,
+            snapshot: attached.snapshot,
+        })
     }
 
     /// A pi command: its params are pi's fields plus `sessionId`.
@@ -740,7 +710,7 @@ impl Conn {
         }
         let req = crate::wire::rpc::Request::new(command, Value::Object(fields));
         if command == "extension_ui_response" {
-            return self.ui_answer(&handle, req).await;
+            return self.ui_answer(id, &handle, req).await;
         }
         // Sent now, so the session serves this connection's commands in the order they came.
         let answer = handle.submit(req);
@@ -750,7 +720,12 @@ impl Conn {
     }
 
     /// A dialog answer: only interactive clients may answer; the first answer wins.
-    async fn ui_answer(&self, handle: &SessionHandle, req: crate::wire::rpc::Request) -> Outcome {
+    async fn ui_answer(
+        &self,
+        id: &Id,
+        handle: &SessionHandle,
+        req: crate::wire::rpc::Request,
+    ) -> Outcome {
         if !self.interactive {
             return Outcome::Error(ErrorObject::new(
                 j::COMMAND_FAILED,
@@ -758,7 +733,7 @@ impl Conn {
             ));
         }
         match handle.answer_dialog(req).await {
-            Ok(()) => Outcome::Result(json!({})),
+            Ok(()) => Outcome::reply(id, Ok(Empty {})),
             Err(e @ DialogAnswer::NoId) => {
                 Outcome::Error(ErrorObject::new(j::INVALID_PARAMS, e.to_string()))
             }

@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::server::Shared;
@@ -20,20 +19,9 @@ use crate::kernel::session;
 use crate::mode::Env;
 use crate::setup::open::{env_in, parse_args, prepare};
 use crate::wire::jsonrpc::{self as j, ErrorObject};
+use crate::wire::protocol::session::{LastRun, OpenParams, OpenResult, SessionHeader};
 
 mod unapplied;
-
-#[derive(Deserialize)]
-struct Open {
-    cwd: PathBuf,
-    #[serde(default)]
-    args: Vec<String>,
-    #[serde(default)]
-    env: BTreeMap<String, String>,
-    /// A tool call that needs approval is blocked at once, as in a print run (no dialog).
-    #[serde(default)]
-    headless: bool,
-}
 
 /// What a session is opened from, whoever asks: a client's `session/open` or the scheduler.
 #[derive(Debug, Clone, Default)]
@@ -61,14 +49,9 @@ pub struct Opened {
     pub warnings: Vec<String>,
 }
 
-/// Opens (or finds) the session; the result is `{sessionId, sessionFile?, epoch, seq, created,
-/// header, warnings, lastRun?}`. A startup error is -32000 whose `data` is the error
+/// Opens (or finds) the session. A startup error is -32000 whose `data` is the error
 /// ([`StartupError::to_json`]), so a client can report it as it would in-process.
-pub async fn open(
-    shared: &Shared,
-    params: Option<&serde_json::value::RawValue>,
-) -> Result<Value, ErrorObject> {
-    let p: Open = j::params(params)?;
+pub async fn open(shared: &Shared, p: OpenParams) -> Result<OpenResult, ErrorObject> {
     let opening = Opening {
         cwd: p.cwd,
         args: p.args,
@@ -180,37 +163,38 @@ fn startup_failed(e: &StartupError) -> ErrorObject {
     error
 }
 
-fn result(id: &str, status: Option<&actor::Status>, created: bool, warnings: &[String]) -> Value {
-    let mut v = json!({
-        "sessionId": id,
-        "epoch": status.map(|s| s.epoch.clone()),
-        "seq": status.map_or(0, |s| s.seq),
-        "created": created,
-        "warnings": warnings,
-    });
-    let Some(s) = status else { return v };
-    let sum = &s.summary;
-    v["header"] = json!({
-        "type": "session",
-        "version": 3,
-        "id": sum.session_id,
-        "timestamp": sum.timestamp,
-        "cwd": sum.cwd,
-    });
-    if let Some(parent) = &sum.parent_session {
-        v["header"]["parentSession"] = json!(parent);
+fn result(
+    id: &str,
+    status: Option<&actor::Status>,
+    created: bool,
+    warnings: &[String],
+) -> OpenResult {
+    let sum = status.map(|s| &s.summary);
+    OpenResult {
+        session_id: id.to_string(),
+        epoch: status.map(|s| s.epoch.clone()),
+        seq: status.map_or(0, |s| s.seq),
+        created,
+        warnings: warnings.to_vec(),
+        header: sum.map(|sum| SessionHeader {
+            kind: "session".into(),
+            version: 3,
+            id: sum.session_id.clone(),
+            timestamp: sum.timestamp.clone(),
+            cwd: sum.cwd.clone(),
+            parent_session: sum.parent_session.clone(),
+        }),
+        session_file: sum.and_then(|sum| sum.file.clone()),
+        last_run: sum
+            .and_then(|sum| sum.last_run.as_ref())
+            .map(|run| LastRun {
+                seq: run.seq,
+                settled: run
+                    .settled
+                    .as_deref()
+                    .and_then(|l| serde_json::from_str::<Value>(l).ok()),
+            }),
     }
-    if let Some(f) = &sum.file {
-        v["sessionFile"] = json!(f);
-    }
-    if let Some(run) = &sum.last_run {
-        let settled = run
-            .settled
-            .as_deref()
-            .and_then(|l| serde_json::from_str::<Value>(l).ok());
-        v["lastRun"] = json!({"seq": run.seq, "settled": settled});
-    }
-    v
 }
 
 /// The environment of a session: the daemon's, overlaid with the client's, in the client's

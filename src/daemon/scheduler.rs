@@ -22,6 +22,9 @@ use crate::host::stream::{Delivery, Item, QUEUE};
 use crate::schedule::due::{self, Due};
 use crate::schedule::{Store, Task, TaskState};
 use crate::wire::jsonrpc::{self as j, ErrorObject};
+use crate::wire::protocol::daemon::ScheduleStatus;
+use crate::wire::protocol::notify::Notice;
+use crate::wire::protocol::schedule::{ReloadResult, RunParams, RunResult};
 use crate::wire::rpc::Request;
 
 /// How long `--on-failure` may run before it is killed.
@@ -133,19 +136,16 @@ impl Scheduler {
     }
 
     /// `daemon/status`'s `schedules`: `{tasks, active, running, error?}`.
-    pub fn status(&self) -> Value {
+    pub fn status(&self) -> ScheduleStatus {
         let inner = self.inner();
-        let mut running: Vec<&String> = inner.running.iter().collect();
+        let mut running: Vec<String> = inner.running.iter().cloned().collect();
         running.sort();
-        let mut v = json!({
-            "tasks": inner.tasks.len(),
-            "active": inner.tasks.iter().filter(|t| !t.paused).count(),
-            "running": running,
-        });
-        if let Some(e) = &inner.error {
-            v["error"] = json!(e);
+        ScheduleStatus {
+            tasks: inner.tasks.len(),
+            active: inner.tasks.iter().filter(|t| !t.paused).count(),
+            running,
+            error: inner.error.clone(),
         }
-        v
     }
 
     /// The runs to start now (each is marked running, with its start recorded); a task whose
@@ -255,27 +255,22 @@ pub fn spawn_due(shared: &Arc<Shared>) {
 }
 
 /// `schedule/reload {}` → `{tasks}`; a store that cannot be read is -32000 naming the file.
-pub fn reload_method(shared: &Shared) -> Result<Value, ErrorObject> {
+pub fn reload_method(shared: &Shared) -> Result<ReloadResult, ErrorObject> {
     match shared.scheduler.reload(true) {
-        Ok(n) => Ok(json!({"tasks": n})),
+        Ok(tasks) => Ok(ReloadResult { tasks }),
         Err(e) => Err(ErrorObject::new(j::COMMAND_FAILED, e)),
     }
 }
 
 /// `schedule/run {name}` → `{task, sessionId}` once the run's session is open and prompted.
-pub async fn run_method(
-    shared: &Arc<Shared>,
-    params: Option<&serde_json::value::RawValue>,
-) -> Result<Value, ErrorObject> {
-    #[derive(serde::Deserialize)]
-    struct Run {
-        name: String,
-    }
-    let r: Run = j::params(params)?;
+pub async fn run_method(shared: &Arc<Shared>, r: RunParams) -> Result<RunResult, ErrorObject> {
     let _ = shared.scheduler.reload(true);
     let (task, at) = shared.scheduler.begin(&r.name)?;
     match launch(shared, task, at).await {
-        Ok(id) => Ok(json!({"task": r.name, "sessionId": id})),
+        Ok(session_id) => Ok(RunResult {
+            task: r.name,
+            session_id,
+        }),
         Err(e) => Err(ErrorObject::new(j::COMMAND_FAILED, e)),
     }
 }
@@ -502,14 +497,18 @@ async fn settle(shared: &Shared, task: &Task, r: Report) {
         .error
         .as_deref()
         .map_or(String::new(), |e| format!(": {e}"));
-    let _ = shared.notices.send(json!({
-        "level": "warning",
-        "message": format!("scheduled task {} ended {outcome} (exit {}){why}{session}", task.name, r.exit.code()),
-        "task": task.name,
-        "sessionId": r.session,
-        "outcome": outcome,
-        "exitCode": r.exit.code(),
-    }));
+    let _ = shared.notices.send(Notice {
+        level: "warning".into(),
+        message: format!(
+            "scheduled task {} ended {outcome} (exit {}){why}{session}",
+            task.name,
+            r.exit.code()
+        ),
+        task: Some(task.name.clone()),
+        session_id: r.session.clone(),
+        outcome: Some(outcome.to_string()),
+        exit_code: Some(r.exit.code()),
+    });
     if let Some(cmd) = &task.on_failure {
         on_failure(task, cmd, outcome, r.session.as_deref(), &r.line).await;
     }
@@ -683,8 +682,8 @@ mod tests {
         assert!(s.tick().is_empty());
         let status = s.status();
         assert!(
-            status["error"].as_str().unwrap().contains("schedules.json"),
-            "{status}"
+            status.error.as_deref().unwrap().contains("schedules.json"),
+            "{status:?}"
         );
         assert!(!s.keeps_alive());
         assert!(s.begin("t").is_err());
@@ -715,7 +714,7 @@ mod tests {
         started.sort();
         assert_eq!(started, ["new", "t"]);
         assert!(s.keeps_alive());
-        assert_eq!(s.status()["tasks"], 2);
+        assert_eq!(s.status().tasks, 2);
     }
 
     #[test]

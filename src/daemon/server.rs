@@ -75,7 +75,7 @@ pub struct Shared {
     /// Scheduled tasks (`$KEEL_HOME/schedules.json`).
     pub scheduler: crate::daemon::scheduler::Scheduler,
     /// `daemon/notice {level, message, …}` to every connection (a scheduled run that failed).
-    pub notices: broadcast::Sender<serde_json::Value>,
+    pub notices: broadcast::Sender<crate::wire::protocol::notify::Notice>,
     /// The event journal, when `--journal` runs one.
     pub journal: Option<crate::daemon::journal::Journal>,
 }

@@ -26,6 +26,9 @@ use crate::signals::Signals;
 use crate::wire::events::{is_rpc_only, ErrorKind, Outcome, ResultLine, SessionLine, SettledError};
 use crate::wire::jsonl::MAX_LINE_BYTES;
 use crate::wire::jsonrpc::{self as j, Id, Incoming};
+use crate::wire::protocol::daemon::HelloResult;
+use crate::wire::protocol::session::{self as proto, AttachMode, AttachParams, AttachResult};
+use crate::wire::protocol::session::{Cursor as At, SessionHeader};
 
 /// The error kind of a run whose daemon went away before it settled.
 pub const DAEMON_LOST: &str = "daemon_lost";
@@ -64,25 +67,24 @@ pub async fn run(
     let args = crate::cli::args::session_args(cli.argv.iter().cloned());
     let params = crate::client::open::open_params_for(&dial, cli, env, args, !cli.wait);
     let opened = client
-        .call("session/open", params)
+        .call::<proto::Open>(&params)
         .await
         .map_err(|e| open_failed_on(&dial, e))?;
-    let warnings = opened["warnings"].as_array().cloned().unwrap_or_default();
-    for w in warnings.iter().filter_map(Value::as_str) {
+    for w in &opened.warnings {
         out.err(&format!("Warning: {w}\n"));
     }
-    let session = opened["sessionId"].as_str().unwrap_or_default().to_string();
-    let header = header_line(&opened["header"]);
-    let epoch = opened["epoch"].as_str().unwrap_or_default().to_string();
+    let session = opened.session_id.clone();
+    let header = header_line(opened.header.as_ref());
+    let epoch = opened.epoch.clone().unwrap_or_default();
     let mut projector: Box<dyn Projector> = match mode {
         Mode::Json => Box::new(JsonProjector::new(Some(session.clone()))),
         _ => Box::new(PrintProjector { quiet: cli.quiet }),
     };
     let started = clock.now_ms();
     let cursor = match &prompt {
-        Some(_) => opened["seq"].as_u64().unwrap_or(0),
+        Some(_) => opened.seq,
         None => {
-            let Some(seq) = opened["lastRun"]["seq"].as_u64() else {
+            let Some(seq) = opened.last_run.as_ref().map(|r| r.seq) else {
                 return Err(StartupError::config(format!(
                     "session {session} has no run in the daemon to wait for"
                 ))
@@ -100,11 +102,16 @@ pub async fn run(
     if mode == Mode::Json {
         let _ = out.out(header.as_bytes());
     }
+    let at = At {
+        epoch: epoch.clone(),
+        seq: cursor,
+    };
+    let attach = AttachParams {
+        session_id: session.clone(),
+        cursor: Some(at),
+    };
     let attached = client
-        .call(
-            "session/attach",
-            json!({"sessionId": session, "cursor": {"epoch": epoch, "seq": cursor}}),
-        )
+        .call::<proto::Attach>(&attach)
         .await
         .map_err(|e| StartupError::config(format!("cannot attach to session {session}: {e}")))?;
     let mut follow = Follow {
@@ -119,14 +126,15 @@ pub async fn run(
         waiting_for_start: prompt.is_none(),
         abort_due: false,
     };
-    if attached["mode"] == "snapshot" {
+    if attached.mode == AttachMode::Snapshot {
         follow.missed(&attached, out);
-        let streaming = attached["snapshot"]["state"]["isStreaming"].as_bool();
-        let settled = &opened["lastRun"]["settled"];
+        let snapshot = attached.snapshot.clone().unwrap_or_default();
+        let streaming = snapshot["state"]["isStreaming"].as_bool();
+        let settled = &opened.last_run.and_then(|r| r.settled).unwrap_or_default();
         if prompt.is_none() && streaming == Some(false) && settled.is_object() {
             // The run being waited for is over and its events are gone: its last answer and
             // its verdict are all there is to report.
-            follow.already_settled(&attached["snapshot"]["messages"], settled, out);
+            follow.already_settled(&snapshot["messages"], settled, out);
             let summary = std::mem::take(&mut follow.summary);
             return Ok(crate::app::conclude(
                 summary,
@@ -213,15 +221,15 @@ pub(crate) fn open_failed_on(dial: &Dial, e: CallError) -> StartupError {
 }
 
 /// The JSON-mode header line for `session/open`'s `header`.
-fn header_line(h: &Value) -> String {
-    let s = |k: &str| h[k].as_str().unwrap_or_default();
+fn header_line(h: Option<&SessionHeader>) -> String {
+    let s = |f: fn(&SessionHeader) -> &str| h.map_or("", f);
     let line = SessionLine {
         kind: "session",
         version: 3,
-        id: s("id"),
-        timestamp: s("timestamp"),
-        cwd: s("cwd"),
-        parent_session: h["parentSession"].as_str(),
+        id: s(|h| &h.id),
+        timestamp: s(|h| &h.timestamp),
+        cwd: s(|h| &h.cwd),
+        parent_session: h.and_then(|h| h.parent_session.as_deref()),
     };
     let mut text = serde_json::to_string(&line).unwrap_or_default();
     text.push('\n');
@@ -268,7 +276,10 @@ async fn call_prompt(
             "follow its run with: keel --daemon --resume {session} --wait"
         ))
     };
-    match client.call("prompt", prompt_params(session, prompt)).await {
+    match client
+        .call_raw("prompt", prompt_params(session, prompt))
+        .await
+    {
         Ok(_) => Ok(()),
         Err(CallError::Rpc(e)) => Err(busy(e.message)),
         Err(CallError::Lost(why)) => Err(StartupError::config(format!(
@@ -306,8 +317,8 @@ fn detached(mode: Mode, header: &str, session: &str, out: &mut Output) -> Exit {
 
 /// A remote daemon of another keel version is named once on stderr (the protocol is the same
 /// major version, or `hello` would have failed).
-fn version_warning(hello: &Value, dial: &Dial, out: &mut Output) {
-    let theirs = hello["daemon"]["version"].as_str().unwrap_or("?");
+fn version_warning(hello: &HelloResult, dial: &Dial, out: &mut Output) {
+    let theirs = hello.daemon.version.as_str();
     let ours = env!("CARGO_PKG_VERSION");
     if dial.remote().is_some() && theirs != ours {
         out.err(&format!(
@@ -557,12 +568,15 @@ impl Follow<'_> {
         let mut client = Client::dial(dial, false)
             .await
             .map_err(|e| CallError::Lost(e.to_string()))?;
-        let attached = client
-            .call(
-                "session/attach",
-                json!({"sessionId": self.session, "cursor": {"epoch": self.epoch, "seq": self.seq}}),
-            )
-            .await?;
+        let cursor = At {
+            epoch: self.epoch.clone(),
+            seq: self.seq,
+        };
+        let attach = AttachParams {
+            session_id: self.session.clone(),
+            cursor: Some(cursor),
+        };
+        let attached = client.call::<proto::Attach>(&attach).await?;
         Ok(self.resumed(client, &attached, out))
     }
 
@@ -571,10 +585,10 @@ impl Follow<'_> {
     fn resumed(
         &mut self,
         mut client: Client,
-        attached: &Value,
+        attached: &AttachResult,
         out: &mut Output,
     ) -> (BufReader<Reader>, Writer) {
-        if attached["mode"] == "snapshot" {
+        if attached.mode == AttachMode::Snapshot {
             self.missed(attached, out);
         }
         let pending: Vec<(String, Value)> = client.notifications.drain(..).collect();
@@ -605,10 +619,10 @@ impl Follow<'_> {
 
     /// The daemon no longer holds the events after the cursor: say so, and go on from the
     /// snapshot's `seq` (a `--wait` for a run that already settled ends with its verdict).
-    fn missed(&mut self, attached: &Value, out: &mut Output) {
+    fn missed(&mut self, attached: &AttachResult, out: &mut Output) {
         out.err("Warning: the daemon no longer holds this run's earlier events; showing it from now on\n");
-        self.seq = attached["seq"].as_u64().unwrap_or(self.seq);
-        self.epoch = attached["epoch"].as_str().unwrap_or_default().to_string();
+        self.seq = attached.seq;
+        self.epoch = attached.epoch.clone();
         self.waiting_for_start = false;
     }
 }

@@ -4,7 +4,7 @@
 //! commands themselves are in `cli::commands`.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use crate::client::dial::Dial;
 use crate::client::socket::Client;
@@ -13,20 +13,22 @@ use crate::exit::Exit;
 use crate::front::tui::picker::rows::short_age;
 use crate::mode::Env;
 use crate::output::Output;
+use crate::wire::protocol::daemon::{self as proto, LiveSession, StatusResult};
 use crate::wire::socket::DaemonError;
 
 /// The live session `keel attach [ID]` shows: the one whose id starts or ends with `ID`, the only one
 /// live, or (several, no id, at a terminal) the one chosen in the live-session picker.
 /// `Err(exit)`: nothing to attach, end with this code (the picker was left, or a signal).
 pub(crate) async fn attach_target(
-    status: &Value,
+    status: &StatusResult,
     id: Option<&str>,
     env: &Env,
     out: &mut Output,
 ) -> Result<Result<String, Exit>, StartupError> {
-    let live: Vec<&str> = sessions(status)
+    let live: Vec<&str> = status
+        .sessions
         .iter()
-        .filter_map(|s| s["sessionId"].as_str())
+        .map(|s| s.session_id.as_str())
         .collect();
     let hits: Vec<&str> = match id {
         Some(q) => {
@@ -48,7 +50,7 @@ pub(crate) async fn attach_target(
         (_, None) if env.stdin_tty && env.stdout_tty => {
             use crate::front::tui::live_picker::{choose, LivePicker, LiveSession};
             crate::text::set_ambiguous_wide(ambiguous_wide(env));
-            let list = sessions(status).iter().filter_map(LiveSession::from_status);
+            let list = status.sessions.iter().map(LiveSession::from_status);
             let picker = LivePicker::new(list.collect(), env.vars.get("HOME").map(String::as_str));
             Ok(match choose(picker).await? {
                 Ok(Some(session)) => Ok(session),
@@ -57,7 +59,7 @@ pub(crate) async fn attach_target(
             })
         }
         (_, _) => {
-            let _ = out.out(ps_table(status).as_bytes());
+            let _ = out.out(ps_table(&status.sessions).as_bytes());
             Err(StartupError::usage("several sessions are live; name one")
                 .hint("keel attach <ID> (a unique prefix is enough)"))
         }
@@ -71,20 +73,20 @@ pub(crate) fn ambiguous_wide(env: &Env) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("wide"))
 }
 
-pub(crate) async fn status_of(dial: &Dial) -> Result<Value, StartupError> {
+pub(crate) async fn status_of(dial: &Dial) -> Result<StatusResult, StartupError> {
     let mut client = Client::dial(dial, false).await?;
     client
-        .call("daemon/status", json!({}))
+        .call::<proto::Status>(&crate::wire::protocol::NoParams)
         .await
         .map_err(|e| DaemonError::new(format!("daemon/status failed: {e}")).into())
 }
 
-pub(crate) fn sessions(status: &Value) -> &[Value] {
-    status["sessions"].as_array().map_or(&[], Vec::as_slice)
-}
-
-pub(crate) fn ps_json(status: &Value) -> String {
-    sessions(status).iter().map(|s| format!("{s}\n")).collect()
+pub(crate) fn ps_json(status: &StatusResult) -> String {
+    status
+        .sessions
+        .iter()
+        .map(|s| format!("{}\n", json!(s)))
+        .collect()
 }
 
 /// How many columns `keel ps` gives what a session is about (its name or first prompt).
@@ -93,12 +95,12 @@ const ABOUT_COLUMNS: usize = 48;
 /// `keel ps`: one row per live session of `daemon/status`: id, state, clients, age, what it
 /// is about (its name, else its first prompt in quotes, cut to [`ABOUT_COLUMNS`]) and cwd,
 /// each column as wide as its widest cell (measured in terminal columns).
-pub fn ps_table(status: &Value) -> String {
+pub fn ps_table(sessions: &[LiveSession]) -> String {
     let head = ["SESSION", "STATE", "CLIENTS", "AGE", "ABOUT", "CWD"].map(String::from);
     let mut rows = vec![head];
-    for s in sessions(status) {
-        let text = |k: &str| crate::text::sanitize(s[k].as_str().unwrap_or(""));
-        let about = match (s["name"].as_str(), s["firstPrompt"].as_str()) {
+    for s in sessions {
+        let text = crate::text::sanitize;
+        let about = match (s.name.as_deref(), s.first_prompt.as_deref()) {
             (Some(name), _) => crate::text::truncate(name, ABOUT_COLUMNS),
             (None, Some(p)) => {
                 let first = p.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
@@ -108,12 +110,12 @@ pub fn ps_table(status: &Value) -> String {
             (None, None) => "-".to_string(),
         };
         rows.push([
-            text("sessionId"),
-            text("state"),
-            s["clients"].as_u64().unwrap_or(0).to_string(),
-            short_age(s["ageMs"].as_u64().unwrap_or(0)),
+            text(&s.session_id),
+            text(s.state.as_str()),
+            s.clients.to_string(),
+            short_age(s.age_ms),
             about,
-            text("cwd"),
+            text(&s.cwd),
         ]);
     }
     let widths: Vec<usize> = (0..6)

@@ -3,14 +3,12 @@
 
 use std::path::PathBuf;
 
-use serde_json::json;
-
 use super::Logs;
 use crate::cli::args::RemoteArgs;
 use crate::client::open::{dial_for, open_params};
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::daemon::{ambiguous_wide, attach_target, sessions, status_of};
+use crate::front::daemon::{ambiguous_wide, attach_target, status_of};
 use crate::mode::Env;
 use crate::output::Output;
 
@@ -44,10 +42,11 @@ async fn attach(args: AttachArgs, env: &Env, out: &mut Output) -> Result<Exit, S
     if !env.stdin_tty || !env.stdout_tty {
         return Err(StartupError::usage("keel attach needs a terminal"));
     }
-    let cwd = sessions(&status)
+    let cwd = status
+        .sessions
         .iter()
-        .find(|s| s["sessionId"] == session.as_str())
-        .and_then(|s| s["cwd"].as_str().map(PathBuf::from))
+        .find(|s| s.session_id == session)
+        .map(|s| PathBuf::from(&s.cwd))
         .unwrap_or_else(|| env.cwd.clone());
     let remote_env = dial.remote().is_some();
     let setup = crate::front::tui::client::AttachSetup {
@@ -62,7 +61,7 @@ async fn attach(args: AttachArgs, env: &Env, out: &mut Output) -> Result<Exit, S
             let mut params = open_params(&here, Vec::new(), false);
             if remote_env {
                 // The remote daemon runs with its own environment.
-                params["env"] = json!({});
+                params.env.clear();
             }
             params
         },

@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::{print, Logs};
 use crate::cli::args::RemoteArgs;
@@ -15,9 +15,10 @@ use crate::client::socket::Client;
 use crate::daemon::server::DaemonOptions;
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::daemon::{sessions, status_of};
+use crate::front::daemon::status_of;
 use crate::mode::Env;
 use crate::output::Output;
+use crate::wire::protocol::daemon::{self as proto, StatusResult, StopParams};
 
 /// `keel daemon …`.
 #[derive(Debug, clap::Subcommand)]
@@ -119,7 +120,7 @@ async fn daemon(action: DaemonAction, env: &Env, out: &mut Output) -> Result<Exi
             let dial = dial_for(env, socket.as_deref(), &remote)?;
             let status = status_of(&dial).await?;
             let text = if json {
-                format!("{status}\n")
+                format!("{}\n", json!(status))
             } else {
                 status_text(&status, &dial.describe())
             };
@@ -138,7 +139,7 @@ async fn daemon(action: DaemonAction, env: &Env, out: &mut Output) -> Result<Exi
             let dial = dial_for(env, socket.as_deref(), &remote)?;
             let mut client = Client::dial(&dial, false).await?;
             client
-                .call("daemon/stop", json!({"force": force}))
+                .call::<proto::Stop>(&StopParams { force })
                 .await
                 .map_err(|e| {
                     StartupError::config(format!("the daemon did not stop: {e}"))
@@ -202,27 +203,29 @@ fn install(
 }
 
 /// `keel daemon status`: the daemon, its clients, sessions, scheduled tasks and journal.
-fn status_text(status: &Value, place: &str) -> String {
-    let uptime = status["uptimeMs"].as_u64().unwrap_or(0) / 1000;
+fn status_text(status: &StatusResult, place: &str) -> String {
+    let uptime = status.uptime_ms / 1000;
     let mut text = format!(
         "keel daemon {} (pid {}) on {}: up {uptime} s, {} client(s), {} session(s)\n",
-        status["version"].as_str().unwrap_or("?"),
-        status["pid"],
+        status.version,
+        status.pid,
         place,
-        status["clients"],
-        sessions(status).len()
+        status.clients,
+        status.sessions.len()
     );
-    let s = &status["schedules"];
-    if let Some(e) = s["error"].as_str() {
+    let s = &status.schedules;
+    if let Some(e) = &s.error {
         text.push_str(&format!("scheduled tasks: none run: {e}\n"));
-    } else if s["tasks"].as_u64().is_some_and(|n| n > 0) {
+    } else if s.tasks > 0 {
         text.push_str(&format!(
             "scheduled tasks: {} ({} active, {} running)\n",
-            s["tasks"],
-            s["active"],
-            s["running"].as_array().map_or(0, Vec::len)
+            s.tasks,
+            s.active,
+            s.running.len()
         ));
     }
-    text.push_str(&crate::daemon::journal::status_line(&status["journal"]));
+    text.push_str(&crate::daemon::journal::status_line(
+        status.journal.as_ref(),
+    ));
     text
 }

@@ -40,7 +40,7 @@ async fn ps(args: PsArgs, env: &Env, out: &mut Output) -> Result<Exit, StartupEr
     let text = if json {
         ps_json(&status)
     } else {
-        ps_table(&status)
+        ps_table(&status.sessions)
     };
     print(out, &text)
 }

@@ -18,6 +18,7 @@ use crate::mode::Env;
 use crate::output::Output;
 use crate::schedule::due::{self, Schedule};
 use crate::schedule::{Store, StoreError, Task, TaskState};
+use crate::wire::protocol::{schedule, NoParams};
 use crate::wire::socket::DaemonErrorKind;
 
 #[derive(Debug, clap::Subcommand)]
@@ -195,12 +196,12 @@ async fn schedule(
             let dial = crate::client::dial::Dial::Local(socket);
             let mut client = Client::greet(stream, false, &dial).await?;
             let r = client
-                .call("schedule/run", json!({"name": name}))
+                .call::<schedule::Run>(&schedule::RunParams { name: name.clone() })
                 .await
                 .map_err(|e| {
                     StartupError::config(format!("the run of {name} did not start: {e}"))
                 })?;
-            print(out, &format!("{}\n", r["sessionId"].as_str().unwrap_or("")))
+            print(out, &format!("{}\n", r.session_id))
         }
     }
 }
@@ -238,7 +239,7 @@ async fn tell_daemon(env: &Env, socket: Option<&Path>) -> Result<bool, StartupEr
         Err(e) => return Err(e.into()),
     };
     client
-        .call("schedule/reload", json!({}))
+        .call::<schedule::Reload>(&NoParams)
         .await
         .map_err(|e| StartupError::config(format!("the daemon could not read the tasks: {e}")))?;
     Ok(true)

@@ -15,6 +15,7 @@ use super::super::server::Shared;
 use crate::host::actor::{self, Answer, Answered};
 use crate::host::Data;
 use crate::wire::jsonrpc::{self as j, Id};
+use crate::wire::protocol::session::OpenParams;
 
 /// Requests of one connection being served in tasks at once. An answer can be large (a
 /// `get_messages` of a long session, held as a JSON value and then as its line: about three
@@ -97,22 +98,15 @@ impl Later {
 
     /// Runs `session/open` (request `id`) in a task, so that what it waits on (a server asked
     /// for its models) holds up neither this connection nor any other; answered back when done.
-    pub fn open(
-        &mut self,
-        shared: &Arc<Shared>,
-        id: Id,
-        params: Option<Box<serde_json::value::RawValue>>,
-    ) {
+    pub fn open(&mut self, shared: &Arc<Shared>, id: Id, params: OpenParams) {
         let s = shared.clone();
         self.spawn(shared, async move {
             // A session's old id (after a change) must not name it any more.
             s.rekey().await;
-            Back::Line(
-                match super::super::open::open(&s, params.as_deref()).await {
-                    Ok(v) => j::result_line(&id, &v),
-                    Err(e) => j::error_object_line(Some(&id), &e),
-                },
-            )
+            Back::Line(match super::super::open::open(&s, params).await {
+                Ok(v) => j::result_line(&id, &v),
+                Err(e) => j::error_object_line(Some(&id), &e),
+            })
         });
     }
 

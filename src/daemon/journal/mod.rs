@@ -23,6 +23,7 @@ use serde_json::{json, Value};
 use tokio::sync::{mpsc, Notify};
 
 use crate::kernel::clock::Clock;
+use crate::wire::protocol::daemon::JournalStatus;
 use feed::{Mark, Taken};
 pub use options::JournalOptions;
 use spool::{Lines, Record, Spool};
@@ -167,7 +168,7 @@ impl Journal {
     }
 
     /// `daemon/status`'s `journal` object.
-    pub fn status(&self) -> Value {
+    pub fn status(&self) -> JournalStatus {
         let c = self.state.spool().counts();
         let error = self
             .state
@@ -175,17 +176,17 @@ impl Journal {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
-        json!({
-            "url": crate::kernel::url::redact_url(&self.options.url),
-            "host": self.options.host,
-            "connected": self.state.connected.load(Ordering::Relaxed),
-            "lag": c.lag,
-            "spooled": c.spooled,
-            "published": c.acked,
-            "dropped": c.dropped,
-            "spoolBytes": c.bytes,
-            "lastError": error,
-        })
+        JournalStatus {
+            url: crate::kernel::url::redact_url(&self.options.url),
+            host: self.options.host.clone(),
+            connected: self.state.connected.load(Ordering::Relaxed),
+            lag: c.lag,
+            spooled: c.spooled,
+            published: c.acked,
+            dropped: c.dropped,
+            spool_bytes: c.bytes,
+            last_error: error,
+        }
     }
 }
 
@@ -226,25 +227,25 @@ async fn run_publisher(_: Arc<JournalOptions>, _: Arc<State>) {}
 
 /// `keel daemon status`'s journal line for `daemon/status`'s `journal` object ("" when the
 /// daemon runs none).
-pub fn status_line(j: &Value) -> String {
-    if !j.is_object() {
+pub fn status_line(j: Option<&JournalStatus>) -> String {
+    let Some(j) = j else {
         return String::new();
-    }
-    let state = if j["connected"] == true {
+    };
+    let state = if j.connected {
         "connected"
     } else {
         "not connected"
     };
     let mut line = format!(
         "journal {} (host {}): {state}, lag {}, spooled {}, published {}, dropped {}",
-        crate::kernel::url::redact_url(j["url"].as_str().unwrap_or("?")),
-        j["host"].as_str().unwrap_or("?"),
-        j["lag"],
-        j["spooled"],
-        j["published"],
-        j["dropped"],
+        crate::kernel::url::redact_url(&j.url),
+        j.host,
+        j.lag,
+        j.spooled,
+        j.published,
+        j.dropped,
     );
-    if let Some(e) = j["lastError"].as_str() {
+    if let Some(e) = &j.last_error {
         let e = crate::kernel::url::redact_url(e);
         line.push_str(&format!(" (last error: {e})"));
     }

@@ -538,18 +538,18 @@ async fn open_in_daemon(
         .await
         .map_err(|e| e.to_string())?;
     let params = crate::client::open::open_params(env, args, false);
-    let opened = client.call("session/open", params).await.map_err(|e| {
+    let opened = client.call::<crate::wire::protocol::session::Open>(&params);
+    let opened = opened.await.map_err(|e| {
         crate::front::client::open_failed(e)
             .render()
             .trim_end()
             .to_string()
     })?;
     drop(client);
-    for w in opened["warnings"].as_array().into_iter().flatten() {
-        tracing::warn!("{}", w.as_str().unwrap_or_default());
+    for w in &opened.warnings {
+        tracing::warn!("{w}");
     }
-    let id = opened["sessionId"].as_str().unwrap_or_default();
-    Link::daemon(&dial, id, None, true)
+    Link::daemon(&dial, &opened.session_id, None, true)
         .await
         .map_err(|e| e.to_string())
 }

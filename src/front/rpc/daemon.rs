@@ -27,6 +27,7 @@ use crate::output::Output;
 use crate::signals::Signals;
 use crate::wire::jsonl::Frame;
 use crate::wire::jsonrpc::{self as j, Id, Incoming};
+use crate::wire::protocol::session as proto;
 use crate::wire::rpc;
 
 /// Commands whose answer can come after the answers of later requests (in-process too).
@@ -246,15 +247,19 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
     let args = crate::cli::args::session_args(cli.argv.iter().cloned());
     let params = crate::client::open::open_params_for(&dial, cli, env, args, false);
     let opened = client
-        .call("session/open", params)
+        .call::<proto::Open>(&params)
         .await
         .map_err(|e| crate::front::client::open_failed_on(&dial, e))?;
-    for w in opened["warnings"].as_array().into_iter().flatten() {
-        out.err(&format!("Warning: {}\n", w.as_str().unwrap_or_default()));
+    for w in &opened.warnings {
+        out.err(&format!("Warning: {w}\n"));
     }
-    let session = opened["sessionId"].as_str().unwrap_or_default().to_string();
+    let session = opened.session_id;
+    let attach = proto::AttachParams {
+        session_id: session.clone(),
+        cursor: None,
+    };
     let attached = client
-        .call("session/attach", json!({"sessionId": session}))
+        .call::<proto::Attach>(&attach)
         .await
         .map_err(|e| StartupError::config(format!("cannot attach to session {session}: {e}")))?;
     let early = std::mem::take(&mut client.notifications);
@@ -272,8 +277,8 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
         held: VecDeque::new(),
         order: 0,
         running: false,
-        epoch: attached["epoch"].as_str().unwrap_or_default().to_string(),
-        seq: attached["seq"].as_u64().unwrap_or(0),
+        epoch: attached.epoch,
+        seq: attached.seq,
     };
     // Events that arrived while attaching come first.
     bridge.events(early, out);
@@ -405,11 +410,12 @@ async fn reconnect(
     let cursor = (bridge.epoch.clone(), bridge.seq);
     match Client::reattach(dial, &bridge.session, (&cursor.0, cursor.1), true).await {
         Reattached::Back(mut client, attached, attempts) => {
-            if attached["mode"] == "snapshot" {
+            if attached.mode == proto::AttachMode::Snapshot {
                 out.err("Warning: the daemon no longer held the events in between; get_state and get_messages give the session as it is now\n");
-                bridge.epoch = attached["epoch"].as_str().unwrap_or_default().to_string();
-                bridge.seq = attached["seq"].as_u64().unwrap_or(bridge.seq);
-                bridge.running = attached["snapshot"]["state"]["isStreaming"] == true;
+                bridge.epoch = attached.epoch;
+                bridge.seq = attached.seq;
+                let snapshot = attached.snapshot.unwrap_or_default();
+                bridge.running = snapshot["state"]["isStreaming"] == true;
             }
             let notes = std::mem::take(&mut client.notifications);
             bridge.events(notes, out);

@@ -46,7 +46,7 @@ pub struct AttachSetup {
     pub ambiguous_wide: bool,
     /// How to open the session again in a new daemon if this one dies: `session/open`'s
     /// params (their session flags are replaced by the session's file).
-    pub reopen: Value,
+    pub reopen: crate::wire::protocol::session::OpenParams,
     pub env: crate::mode::Env,
     /// The session directory of the cwd (the `/resume` picker).
     pub session_dir: PathBuf,
@@ -86,7 +86,7 @@ pub(super) struct Daemon {
     /// themselves, with `backoff`, until one succeeds or the user leaves).
     pub retry_at: Option<Instant>,
     pub backoff: crate::client::dial::Backoff,
-    pub reopen: Value,
+    pub reopen: crate::wire::protocol::session::OpenParams,
     pub env: crate::mode::Env,
 }
 

@@ -9,6 +9,9 @@ use serde_json::{json, Value};
 use super::client::{Back, Client};
 use super::transcript::HistoryCell;
 use super::{help_text, picker, view};
+use crate::wire::protocol::daemon::{self, DaemonInfo};
+use crate::wire::protocol::session::{self, ListParams};
+use crate::wire::protocol::NoParams;
 
 /// How often a daemon client refreshes "windows attached" in its status line.
 pub(super) const PLACE_REFRESH: std::time::Duration = std::time::Duration::from_secs(5);
@@ -67,16 +70,14 @@ impl Client {
     pub(super) fn open_picker(&mut self) {
         if let Some(d) = self.daemon.as_ref().filter(|d| d.dial.remote().is_some()) {
             // The session files are the remote host's: its daemon lists them.
-            let cwd = d.reopen["cwd"].clone();
+            let cwd = d.reopen.cwd.clone();
             let commands = self.commands.clone();
             let back = self.back_tx.clone();
             tokio::spawn(async move {
-                let got = commands.request("session/list", json!({"cwd": cwd})).await;
-                let list = |v: &Value, k: &str| -> Vec<crate::kernel::session::SessionSummary> {
-                    serde_json::from_value(v[k].clone()).unwrap_or_default()
-                };
+                let list = ListParams { cwd };
+                let got = commands.call::<session::List>(&list).await;
                 let _ = match got {
-                    Ok(v) => back.send(Back::Sessions(list(&v, "here"), list(&v, "all"))),
+                    Ok(v) => back.send(Back::Sessions(v.here, v.all)),
                     Err(e) => back.send(Back::Notice(HistoryCell::Error(format!(
                         "cannot list the remote sessions: {e}"
                     )))),
@@ -105,13 +106,12 @@ impl Client {
         let back = self.back_tx.clone();
         let id = self.link.session_id().to_string();
         tokio::spawn(async move {
-            let status = commands.request("daemon/status", json!({})).await;
+            let status = commands.call::<daemon::Status>(&NoParams).await;
             let clients = status.ok().and_then(|s| {
-                s["sessions"]
-                    .as_array()?
-                    .iter()
-                    .find(|s| s["sessionId"] == id.as_str())
-                    .and_then(|s| s["clients"].as_u64())
+                s.sessions
+                    .into_iter()
+                    .find(|s| s.session_id == id)
+                    .map(|s| s.clients as u64)
             });
             let _ = back.send(Back::Place(place_text(&hello, host.as_deref(), clients)));
         });
@@ -318,15 +318,15 @@ impl Client {
 
 /// "daemon pid N [on HOST] · 2 windows", and a daemon of another version named with what to
 /// do about it.
-pub(super) fn place_text(hello: &Value, host: Option<&str>, clients: Option<u64>) -> String {
-    let mut text = format!("daemon pid {}", hello["pid"]);
+pub(super) fn place_text(hello: &DaemonInfo, host: Option<&str>, clients: Option<u64>) -> String {
+    let mut text = format!("daemon pid {}", hello.pid);
     if let Some(host) = host {
         text.push_str(&format!(" on {host}"));
     }
     if let Some(n) = clients.filter(|n| *n > 1) {
         text.push_str(&format!(" · {n} windows"));
     }
-    let theirs = hello["version"].as_str().unwrap_or("?");
+    let theirs = hello.version.as_str();
     let ours = env!("CARGO_PKG_VERSION");
     if theirs != ours {
         text.push_str(&format!(
@@ -343,7 +343,12 @@ mod tests {
     #[test]
     fn the_place_names_a_daemon_of_another_version() {
         let ours = env!("CARGO_PKG_VERSION");
-        let same = json!({"pid": 42, "version": ours});
+        let info = |version: &str| DaemonInfo {
+            pid: 42,
+            version: version.into(),
+            ..DaemonInfo::default()
+        };
+        let same = info(ours);
         assert_eq!(place_text(&same, None, Some(1)), "daemon pid 42");
         assert_eq!(
             place_text(&same, None, Some(3)),
@@ -353,7 +358,7 @@ mod tests {
             place_text(&same, Some("me@box"), Some(2)),
             "daemon pid 42 on me@box · 2 windows"
         );
-        let other = json!({"pid": 42, "version": "0.0.1-old"});
+        let other = info("0.0.1-old");
         assert_eq!(
             place_text(&other, None, None),
             format!("daemon pid 42 · daemon is keel 0.0.1-old, this is {ours}: `keel daemon stop` when idle")

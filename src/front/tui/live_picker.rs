@@ -12,7 +12,6 @@ use crossterm::event::{Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyM
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use serde_json::Value;
 
 use super::paint;
 use super::picker::rows::{
@@ -46,18 +45,17 @@ pub struct LiveSession {
 }
 
 impl LiveSession {
-    /// One entry of `daemon/status`'s `sessions`; `None` without a `sessionId`.
-    pub fn from_status(v: &Value) -> Option<LiveSession> {
-        let field = |k: &str| v[k].as_str().unwrap_or_default().to_string();
-        Some(LiveSession {
-            id: v["sessionId"].as_str()?.to_string(),
-            state: field("state"),
-            name: v["name"].as_str().map(str::to_string),
-            cwd: field("cwd"),
-            age_ms: v["ageMs"].as_u64().unwrap_or(0),
-            clients: v["clients"].as_u64().unwrap_or(0),
-            first_prompt: v["firstPrompt"].as_str().map(str::to_string),
-        })
+    /// One entry of `daemon/status`'s `sessions`.
+    pub fn from_status(s: &crate::wire::protocol::daemon::LiveSession) -> LiveSession {
+        LiveSession {
+            id: s.session_id.clone(),
+            state: s.state.as_str().to_string(),
+            name: s.name.clone(),
+            cwd: s.cwd.clone(),
+            age_ms: s.age_ms,
+            clients: s.clients as u64,
+            first_prompt: s.first_prompt.clone(),
+        }
     }
 }
 

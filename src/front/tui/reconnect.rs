@@ -5,8 +5,6 @@
 //! backoff, while the status line says "reconnecting…": the run there goes on meanwhile.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use serde_json::{json, Value};
-
 use tokio::time::Instant;
 
 use super::client::Client;
@@ -182,13 +180,8 @@ impl Client {
 }
 
 /// `args` without the flags that pick a session, then `--session FILE`.
-fn args_for_file(args: &[Value], file: &str) -> Vec<String> {
-    let args: Vec<String> = args
-        .iter()
-        .filter_map(Value::as_str)
-        .map(str::to_string)
-        .collect();
-    let mut out = crate::cli::args::without_session_flags(&args);
+fn args_for_file(args: &[String], file: &str) -> Vec<String> {
+    let mut out = crate::cli::args::without_session_flags(args);
     out.extend(["--session".to_string(), file.to_string()]);
     out
 }
@@ -198,7 +191,7 @@ fn args_for_file(args: &[Value], file: &str) -> Vec<String> {
 async fn reopen(
     dial: &crate::client::dial::Dial,
     env: &crate::mode::Env,
-    params: &Value,
+    params: &crate::wire::protocol::session::OpenParams,
     file: &str,
 ) -> Result<(String, Link, Start), String> {
     let dial = dial.quietly();
@@ -209,14 +202,13 @@ async fn reopen(
         .await
         .map_err(|e| e.to_string())?;
     let mut params = params.clone();
-    let args = params["args"].as_array().cloned().unwrap_or_default();
-    params["args"] = json!(args_for_file(&args, file));
+    params.args = args_for_file(&params.args, file);
     let opened = client
-        .call("session/open", params)
+        .call::<crate::wire::protocol::session::Open>(&params)
         .await
         .map_err(|e| e.to_string())?;
     drop(client);
-    let id = opened["sessionId"].as_str().unwrap_or_default().to_string();
+    let id = opened.session_id;
     let (link, start) = Link::daemon(&dial, &id, None, true)
         .await
         .map_err(|e| e.to_string())?;
@@ -229,7 +221,7 @@ mod tests {
 
     #[test]
     fn reopening_by_file_drops_the_flags_that_picked_the_session() {
-        let args: Vec<Value> = [
+        let args: Vec<String> = [
             "--provider",
             "p",
             "--session-id",
@@ -240,7 +232,7 @@ mod tests {
             "m",
         ]
         .iter()
-        .map(|s| json!(s))
+        .map(|s| s.to_string())
         .collect();
         assert_eq!(
             args_for_file(&args, "/f.jsonl"),

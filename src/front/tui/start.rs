@@ -107,27 +107,26 @@ async fn attach_if_live(
     let Ok(mut client) = crate::client::socket::Client::dial(&dial, false).await else {
         return Ok(None);
     };
-    let Ok(status) = client.call("daemon/status", serde_json::json!({})).await else {
+    let status =
+        client.call::<crate::wire::protocol::daemon::Status>(&crate::wire::protocol::NoParams);
+    let Ok(status) = status.await else {
         return Ok(None);
     };
     drop(client);
     let want_file = file.map(|f| f.display().to_string());
-    let live = status["sessions"].as_array().and_then(|list| {
-        let hits: Vec<&serde_json::Value> = list
-            .iter()
-            .filter(|s| match (by_id, &want_file) {
-                (Some(q), _) => s["sessionId"]
-                    .as_str()
-                    .is_some_and(|id| crate::kernel::session::id_matches(id, q)),
-                (None, Some(f)) => s["sessionFile"].as_str() == Some(f.as_str()),
-                (None, None) => false,
-            })
-            .collect();
-        match hits.as_slice() {
-            [one] => one["sessionId"].as_str().map(str::to_string),
-            _ => None,
-        }
-    });
+    let hits: Vec<_> = status
+        .sessions
+        .iter()
+        .filter(|s| match (by_id, &want_file) {
+            (Some(q), _) => crate::kernel::session::id_matches(&s.session_id, q),
+            (None, Some(f)) => s.session_file.as_ref() == Some(f),
+            (None, None) => false,
+        })
+        .collect();
+    let live = match hits.as_slice() {
+        [one] => Some(one.session_id.clone()),
+        _ => None,
+    };
     let Some(session) = live else { return Ok(None) };
     let prompt = cli.prompt.join(" ");
     let reopen = crate::client::open::open_params_for(
@@ -183,20 +182,16 @@ async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> InDaemon
     // Prompt words among the args are parsed and ignored there: the view sends the prompt.
     let prompt = cli.prompt.join(" ");
     let params = crate::client::open::open_params_for(&dial, cli, env, args, false);
-    let opened = match client.call("session/open", params.clone()).await {
+    let opened = client.call::<crate::wire::protocol::session::Open>(&params);
+    let opened = match opened.await {
         Ok(o) => o,
         Err(e) => return InDaemon::Ran(Err(crate::front::client::open_failed_on(&dial, e))),
     };
     drop(client);
-    let warnings = opened["warnings"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|w| w.as_str().map(str::to_string))
-        .collect();
+    let warnings = opened.warnings;
     let setup = crate::front::tui::client::AttachSetup {
         dial,
-        session: opened["sessionId"].as_str().unwrap_or_default().to_string(),
+        session: opened.session_id,
         prompt: (!prompt.trim().is_empty()).then_some(prompt),
         warnings,
         ambiguous_wide: ambiguous_wide(cli, env),

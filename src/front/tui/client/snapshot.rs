@@ -80,7 +80,10 @@ impl Client {
             return;
         };
         if !args.is_empty() {
-            d.reopen["args"] = json!(args);
+            d.reopen.args = args
+                .iter()
+                .filter_map(|a| a.as_str().map(str::to_string))
+                .collect();
         }
     }
 }
