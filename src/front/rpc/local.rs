@@ -14,8 +14,8 @@ use tokio::sync::oneshot;
 use super::{Front, Got, Sent};
 use crate::client::link::{Commands, Link, Note};
 use crate::error::StartupError;
-use crate::host::actor::Answered;
-use crate::host::{Data, HostSetup};
+use crate::host::actor::{Answer, Answered};
+use crate::host::HostSetup;
 use crate::output::Output;
 use crate::signals::Signals;
 use crate::wire::jsonrpc::{self as j, ErrorObject};
@@ -27,7 +27,7 @@ const GRACE: Duration = Duration::from_secs(3);
 /// An answer that came, not handed over yet.
 struct Ready {
     key: u64,
-    result: Result<Data, String>,
+    result: Answer,
     /// The stream's last `seq` when it was given.
     head: u64,
 }
@@ -166,7 +166,9 @@ impl Local {
             .filter(|(_, r)| r.head <= bound)
             .min_by_key(|(_, r)| (r.head, r.key))?;
         let r = self.ready.remove(i);
-        let result = r.result.map_err(|e| ErrorObject::new(j::COMMAND_FAILED, e));
+        let result = r
+            .result
+            .map_err(|e| ErrorObject::new(j::COMMAND_FAILED, e.to_string()));
         Some(Got::Answer { key: r.key, result })
     }
 
