@@ -122,11 +122,7 @@ async fn start(
     // `--remote` (or KEEL_REMOTE) means the daemon over there: never a session here.
     let remote = crate::client::open::cli_dial(cli, env)?.remote().is_some();
     if mode == Mode::Rpc {
-        if cli.daemon || remote {
-            setup::check_session_flags(cli, false)?;
-            return crate::front::rpc::daemon::serve(cli, env, out).await;
-        }
-        return start_rpc(cli, env, clock, out).await;
+        return crate::front::rpc::run(cli, env, clock, remote, out).await;
     }
     if (cli.daemon || remote) && mode != Mode::Tui {
         return crate::front::client::run(cli, env, mode, clock, out).await;
@@ -229,28 +225,6 @@ fn after_finish(exit: Exit, summary: &RunSummary, out: &mut Output) -> Exit {
         None => exit,
         Some(_) => out.stdout_exit(),
     }
-}
-
-/// RPC mode: the same startup as the other modes (flags, model, session), then the request
-/// loop. Nothing is written to stdout before the first request; warnings go to stderr and,
-/// after the first request, to the client as `notify`.
-async fn start_rpc(
-    cli: &Cli,
-    env: &Env,
-    clock: &Clock,
-    out: &mut Output,
-) -> Result<Exit, StartupError> {
-    setup::check_session_flags(cli, false)?;
-    if !cli.prompt.is_empty() {
-        return Err(StartupError::usage(
-            "rpc mode takes no prompt arguments; send {\"type\":\"prompt\",\"message\":...} on stdin",
-        ));
-    }
-    let rpc_setup = setup::host_setup(cli, env, clock, true).await?;
-    for w in &rpc_setup.warnings {
-        out.err(&format!("Warning: {w}\n"));
-    }
-    crate::front::rpc::serve(rpc_setup, out).await
 }
 
 /// The most piped stdin print and JSON modes take as part of the prompt (like RPC's line cap).

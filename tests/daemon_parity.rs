@@ -445,3 +445,139 @@ fn a_save_failure_ends_a_json_run_through_the_daemon_as_failed_with_session_writ
     let result = lines.last().unwrap();
     assert_eq!(result["error"]["kind"], "session_write", "{result}");
 }
+
+/// `keel --mode rpc ARGS` with `input` on stdin, in this process or (`daemon`) through `d`;
+/// stdout with the sandbox scrubbed, and the exit code.
+fn rpc_bytes(sb: &Sandbox, d: Option<&Daemon>, args: &[&str], input: &str) -> (String, i32) {
+    let mut all = vec!["--mode", "rpc"];
+    all.extend_from_slice(args);
+    let socket = d.map(|d| d.socket.display().to_string());
+    if let Some(s) = &socket {
+        all.extend(["--daemon", "--socket", s]);
+    }
+    let run = sb.run_stdin(&all, input);
+    let stdout = run.to_string();
+    let stdout = stdout.split("\n[stderr]").next().unwrap().to_string();
+    (stdout, run.code)
+}
+
+/// RPC mode is one implementation over the session's link: in this process and through the
+/// daemon, lines it answers itself (not JSON, no `type`, a daemon method as `type`, a missing
+/// field), a request without an id, a dialog answer nobody asked for and a run give the same
+/// bytes in the same order.
+#[test]
+fn rpc_mode_answers_bad_lines_and_dialog_answers_the_same_in_process_and_through_the_daemon() {
+    let lines = [
+        r#"{"type":"get_state"}"#,
+        "not json",
+        r#"{"id":"t"}"#,
+        r#"{"id":"d","type":"daemon/stop"}"#,
+        r#"{"id":"m","type":"set_model"}"#,
+        r#"{"type":"extension_ui_response","id":"nobody-asked","value":"x"}"#,
+        r#"{"id":1,"type":"get_available_thinking_levels"}"#,
+        "",
+        r#"{"id":"p","type":"prompt","message":"hi"}"#,
+        r#"{"id":"s","type":"get_session_stats"}"#,
+    ];
+    let input = lines.join("\n") + "\n";
+    let script = fixture("hello.json");
+    let args = [
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "--session-id",
+        "same",
+    ];
+    let here = Sandbox::new();
+    let (local, code) = rpc_bytes(&here, None, &args, &input);
+    assert_eq!(code, 0, "{local}");
+    let there = Sandbox::new();
+    let d = Daemon::start(&there, &["--idle-exit", "0"]);
+    let (remote, code) = rpc_bytes(&there, Some(&d), &args, &input);
+    assert_eq!(code, 0, "{remote}");
+    assert_eq!(local, remote);
+    // One response per request line (the dialog answer gets none), and the daemon still runs.
+    let responses = local.matches(r#""type":"response""#).count();
+    assert_eq!(responses, lines.len() - 1, "{local}");
+    assert!(
+        local.contains(r#""command":"prompt","success":true"#),
+        "{local}"
+    );
+    let mut c = d.connect();
+    c.hello(false);
+}
+
+/// Regression: through the daemon, RPC mode took prompt arguments (in-process it refuses them).
+#[test]
+fn rpc_mode_refuses_prompt_arguments_through_the_daemon_too() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let script = fixture("hello.json");
+    for daemon in [false, true] {
+        let mut args = vec![
+            "--mode",
+            "rpc",
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+        ];
+        args.push("hello");
+        if daemon {
+            args.extend(["--daemon", "--socket", &socket]);
+        }
+        let run = sb.run_stdin(&args, "");
+        assert_eq!(run.code, 2, "{run}");
+        assert!(
+            run.stderr.contains("rpc mode takes no prompt arguments"),
+            "{run}"
+        );
+    }
+}
+
+/// Regression: through the daemon, RPC mode on a full stdout ended as a closed pipe (141,
+/// quiet); in-process it ends with 1 and says why.
+#[test]
+fn rpc_mode_on_a_full_stdout_exits_1_and_says_why_through_the_daemon_too() {
+    let sb = Sandbox::new();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let script = fixture("hello.json");
+    let socket = d.socket.display().to_string();
+    let args = [
+        "--mode",
+        "rpc",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "--daemon",
+        "--socket",
+        &socket,
+    ];
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let mut child = sb
+        .cmd(&args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(full)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    use std::io::Write;
+    stdin
+        .write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n")
+        .unwrap();
+    drop(stdin);
+    let run = sb.finish(child.wait_with_output().unwrap());
+    assert_eq!(run.code, 1, "{run}");
+    assert!(
+        run.stderr.contains("No space left on device"),
+        "{}",
+        run.stderr
+    );
+}

@@ -344,11 +344,21 @@ async fn attach_local(
     cursor: Option<Cursor>,
     ring: usize,
 ) -> Result<(mpsc::Receiver<Note>, Start), String> {
+    attach_local_as(handle, cursor, ring, true).await
+}
+
+/// [`attach_local`] for a client that is interactive (watches the session) or not.
+async fn attach_local_as(
+    handle: &SessionHandle,
+    cursor: Option<Cursor>,
+    ring: usize,
+    interactive: bool,
+) -> Result<(mpsc::Receiver<Note>, Start), String> {
     let (queue, mut deliveries) = mpsc::channel::<Delivery>(ring + QUEUE);
     let (reply, rx) = oneshot::channel();
     handle.send(Call::Attach {
         client: 1,
-        interactive: true,
+        interactive,
         cursor,
         queue,
         reply,
@@ -382,6 +392,72 @@ async fn attach_local(
         snapshot: attached.snapshot,
     };
     Ok((notes, start))
+}
+
+/// A link for a client that writes the session's stream and its answers in one order (RPC
+/// mode in this process): the answers of [`Commands::submit`] carry the stream's `seq` when
+/// they were given, so the events up to it go first.
+impl Link {
+    /// Serves `setup` in this process for a client that does not watch the session (its
+    /// approval dialogs time out) and attaches from the stream's first event, so nothing the
+    /// session published while starting is missed. The queue holds as many events as the
+    /// client is behind (the host never waits for it, and it is never dropped).
+    pub async fn local_from_start(setup: HostSetup) -> Result<Link, String> {
+        let epoch = format!("local-{}", std::process::id());
+        // Only what is published before the attach is replayed from the ring.
+        let ring = (1024, 1 << 20);
+        let handle = actor::spawn(setup, epoch.clone(), ring);
+        let cursor = Cursor { epoch, seq: 0 };
+        let (notes, _) = attach_local_as(&handle, Some(cursor), UNBOUNDED, false).await?;
+        Ok(Link {
+            session: handle.session_id().to_string(),
+            kind: Kind::Local(handle),
+            notes,
+            daemon: None,
+        })
+    }
+}
+
+/// A queue that never fills in practice (a channel allocates as it fills).
+const UNBOUNDED: usize = 1 << 28;
+
+impl Commands {
+    /// Sends a pi command to a session in this process: its answer comes with the stream's
+    /// last `seq` when it was given. Commands are served in the order sent. `None` for a
+    /// daemon's session.
+    pub fn submit(&self, req: Request) -> Option<oneshot::Receiver<actor::Answered>> {
+        match &self.kind {
+            Kind::Local(handle) => Some(handle.submit(req)),
+            Kind::Daemon { .. } => None,
+        }
+    }
+
+    /// Hands a session in this process a command pi never answers (`extension_ui_response`),
+    /// in order with the others.
+    pub fn tell(&self, req: Request) {
+        if let Kind::Local(handle) = &self.kind {
+            handle.send(Call::Request { req, answer: None });
+        }
+    }
+
+    /// Tells a session in this process that its client's input ended: open dialogs are
+    /// closed unanswered. The receiver is answered once nothing runs there.
+    pub fn input_ended(&self) -> Option<oneshot::Receiver<()>> {
+        let Kind::Local(handle) = &self.kind else {
+            return None;
+        };
+        let (idle, rx) = oneshot::channel();
+        handle.send(Call::InputEnded { idle });
+        Some(rx)
+    }
+
+    /// Tells a session in this process that its client sent a line that was no request (its
+    /// startup warnings are published, as after a request).
+    pub fn heard(&self) {
+        if let Kind::Local(handle) = &self.kind {
+            handle.send(Call::Heard);
+        }
+    }
 }
 
 /// The note a daemon notification means (tracking the session's current id); `None` for

@@ -61,7 +61,17 @@ pub enum Call {
         path: String,
         reply: oneshot::Sender<Result<PathBuf, CommandError>>,
     },
+    /// The client's input ended (RPC's stdin): open dialogs can never be answered and new
+    /// ones are denied; `idle` is answered once nothing runs (no run, compaction or shell
+    /// command).
+    InputEnded {
+        idle: oneshot::Sender<()>,
+    },
+    /// The client sent a line that was no request (RPC's unparsable lines): the startup
+    /// warnings are published now, as after a request.
+    Heard,
     /// Aborts the run, lets it settle (at most `grace`), saves the session and ends the task.
+    /// A second `Stop` while it settles cuts the wait short.
     Stop {
         grace: Duration,
         reply: oneshot::Sender<()>,
@@ -208,6 +218,14 @@ pub fn answered(rx: Result<Answered, oneshot::error::RecvError>) -> Answered {
     rx.unwrap_or_else(|_| (Err(CommandError::ended("the session has ended")), u64::MAX))
 }
 
+/// The next call, or never without a receiver.
+async fn next_call(calls: &mut Option<&mut mpsc::UnboundedReceiver<Call>>) -> Option<Call> {
+    match calls {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
+    }
+}
+
 fn current(id: &Mutex<Arc<str>>) -> Arc<str> {
     id.lock().unwrap_or_else(|e| e.into_inner()).clone()
 }
@@ -251,6 +269,7 @@ pub fn spawn_journaled(
         next: 0,
         interactive: HashSet::new(),
         watched: false,
+        idle: Vec::new(),
     };
     tokio::spawn(actor.run(rx));
     SessionHandle { tx, id, stream }
@@ -276,6 +295,8 @@ struct Actor {
     interactive: HashSet<u64>,
     /// What the host was last told: an interactive client is attached.
     watched: bool,
+    /// Told once nothing runs ([`Call::InputEnded`]).
+    idle: Vec<oneshot::Sender<()>>,
 }
 
 impl Actor {
@@ -287,7 +308,7 @@ impl Actor {
                 call = calls.recv() => match call {
                     None => break,
                     Some(Call::Stop { grace, reply }) => {
-                        self.stop(grace).await;
+                        self.stop(grace, Some(&mut calls)).await;
                         let _ = reply.send(());
                         return;
                     }
@@ -297,20 +318,25 @@ impl Actor {
             self.host.run_deferred().await;
             self.distribute();
             self.watch();
+            if !self.idle.is_empty() && self.host.idle() {
+                for tx in self.idle.drain(..) {
+                    let _ = tx.send(());
+                }
+            }
         }
-        self.stop(Duration::from_secs(3)).await;
+        self.stop(Duration::from_secs(3), None).await;
     }
 
     async fn call(&mut self, call: Call) {
         match call {
             Call::Request { mut req, answer } => {
-                // A request that wants an answer is renumbered so the reply finds its way
-                // back; one that does not (a dialog answer) keeps its id, which names the dialog.
+                // A request that wants an answer keeps its id (`bash` updates name it) unless
+                // it has none or another one waiting has it: then it is renumbered, so the
+                // reply finds its way back. One that wants no answer (a dialog answer) keeps
+                // its id, which names the dialog.
                 if let Some(answer) = answer {
-                    self.next += 1;
-                    let id = Id::from(self.next);
-                    self.waiting.insert(id.text().to_string(), answer);
-                    req.id = Some(id);
+                    let key = self.routing_key(&mut req);
+                    self.waiting.insert(key, answer);
                 }
                 self.host.request(req).await;
             }
@@ -361,7 +387,31 @@ impl Actor {
             Call::SwitchTarget { path, reply } => {
                 let _ = reply.send(self.host.switch_target(&path).map_err(Into::into));
             }
+            Call::InputEnded { idle } => {
+                self.host.on_eof();
+                self.idle.push(idle);
+            }
+            Call::Heard => self.host.publish_warnings(),
             Call::Stop { .. } => {}
+        }
+    }
+
+    /// The key a request's reply is routed back by: its own id if no other request waiting
+    /// has it, otherwise a fresh number (set as its id).
+    fn routing_key(&mut self, req: &mut Request) -> String {
+        if let Some(id) = &req.id {
+            if !self.waiting.contains_key(id.text()) {
+                return id.text().to_string();
+            }
+        }
+        loop {
+            self.next += 1;
+            let id = Id::from(self.next);
+            let key = id.text().to_string();
+            if !self.waiting.contains_key(&key) {
+                req.id = Some(id);
+                return key;
+            }
         }
     }
 
@@ -415,13 +465,25 @@ impl Actor {
         self.since = std::time::Instant::now();
     }
 
-    async fn stop(&mut self, grace: Duration) {
+    /// Stops serving; while the run settles, a second [`Call::Stop`] on `calls` cuts the wait
+    /// short (other calls are dropped: the session is ending).
+    async fn stop(
+        &mut self,
+        grace: Duration,
+        mut calls: Option<&mut mpsc::UnboundedReceiver<Call>>,
+    ) {
         self.host.halt();
         let deadline = tokio::time::Instant::now() + grace;
         while !self.host.idle() {
             tokio::select! {
                 Some(step) = self.host.next_step() => self.host.apply(step),
                 _ = tokio::time::sleep_until(deadline) => break,
+                Some(call) = next_call(&mut calls) => {
+                    if let Call::Stop { reply, .. } = call {
+                        let _ = reply.send(());
+                        break;
+                    }
+                }
             }
             self.distribute();
         }

@@ -1,170 +1,533 @@
 //! RPC mode (`--mode rpc`): pi-compatible JSONL over stdio for editor plugins
-//! (`pi-protocol.md` §4, `DESIGN.md` §4). One loop owns stdout: it reads request lines, answers
-//! each with exactly one response, and writes every bus event as it happens. Long commands
-//! (bash, compact) run as tasks that hand their response back to the loop, so events a
-//! command caused are always written before its response.
+//! (`pi-protocol.md` §4, `DESIGN.md` §4). One implementation wherever the session lives: a host
+//! in this process (`local`, through a [`crate::client::link::Link`]) or the daemon
+//! (`daemon`: `--daemon`, `--remote`). This file owns stdin, stdout, signals and pi's framing:
+//! it reads request lines, answers each with exactly one response (unknown commands, missing
+//! fields, oversized and non-JSON lines too) and writes the session's events as they come, the
+//! events a command caused before its response. A line it answers itself keeps its place
+//! after the earlier requests that are answered at once; long commands (bash, compact, abort
+//! during a run) answer when they finish.
 //!
-//! What it does better than pi: prompt acceptance is decided under the kernel's lock and the
-//! lines of one read are served back to back (two prompts in one write never both start); every request gets one response, including
-//! unknown commands, missing fields and oversized or non-JSON lines; bad input never ends the
-//! process or loses state.
-//!
-//! It is a thin transport over the session host (`crate::host`), which executes every command:
-//! this file owns stdin, stdout, signals and pi's framing of replies; `reader` is the stdin
-//! thread.
+//! What it does better than pi: the session host serves one command at a time and the lines
+//! of one read are sent back to back (two prompts in one write never both start); bad input
+//! never ends the process or loses state. Closing stdin waits for the session to be idle, then
+//! exits 0; a signal ends with 128 + n (in this process after the run is stopped and saved).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod daemon;
+mod local;
 
-use std::time::Duration;
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
+use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::stdin::Input;
-use crate::host::{Data, Host, HostSetup, Out, Reply};
+use crate::host::actor::SESSION_CHANGES;
+use crate::host::Data;
+use crate::kernel::clock::Clock;
+use crate::mode::Env;
 use crate::output::Output;
 use crate::signals::Signals;
 use crate::wire::jsonl::{Frame, MAX_LINE_BYTES};
+use crate::wire::jsonrpc::{self as j, ErrorObject};
 use crate::wire::rpc;
 
-/// Everything RPC mode needs from startup: the host's setup.
-pub type RpcSetup = HostSetup;
+/// Commands whose answer can come after the answers of later requests.
+const LATE: &[&str] = &["abort", "bash", "compact"];
 
-/// Serves RPC mode until stdin closes (exit 0) or a signal arrives (128 + n).
-pub async fn serve(setup: RpcSetup, out: &mut Output) -> Result<Exit, StartupError> {
-    let mut signals = Signals::new()?;
+/// Serves RPC mode until stdin closes (exit 0) or a signal arrives (128 + n): the session in
+/// this process, or in the daemon with `--daemon` or a remote link. Nothing is written to
+/// stdout before the first request; startup warnings go to stderr and, after the first
+/// request, to the client as `notify`.
+pub async fn run(
+    cli: &Cli,
+    env: &Env,
+    clock: &Clock,
+    remote: bool,
+    out: &mut Output,
+) -> Result<Exit, StartupError> {
+    crate::setup::check_session_flags(cli, false)?;
+    if !cli.prompt.is_empty() {
+        return Err(StartupError::usage(
+            "rpc mode takes no prompt arguments; send {\"type\":\"prompt\",\"message\":...} on stdin",
+        ));
+    }
+    if cli.daemon || remote {
+        let signals = Signals::new()?;
+        let (socket, front) = daemon::Socket::open(cli, env, out).await?;
+        return Ok(serve(Session::Daemon(socket), front, signals, out).await);
+    }
+    let setup = crate::setup::host_setup(cli, env, clock, true).await?;
+    for w in &setup.warnings {
+        out.err(&format!("Warning: {w}\n"));
+    }
+    let signals = Signals::new()?;
+    let local = local::Local::start(setup).await?;
+    let front = Front::new(String::new(), String::new(), 0);
+    Ok(serve(Session::Local(local), front, signals, out).await)
+}
+
+/// Where the session lives.
+enum Session {
+    Local(local::Local),
+    Daemon(daemon::Socket),
+}
+
+/// What the session's side hands over, in the order it is to be written.
+enum Got {
+    /// A line of the session's stream; its `epoch` when it may come again (a reconnection).
+    Event {
+        epoch: Option<String>,
+        seq: u64,
+        line: Arc<str>,
+    },
+    /// The answer to request `key`.
+    Answer {
+        key: u64,
+        result: Result<Data, ErrorObject>,
+    },
+    /// The daemon's session `old` is now `new`; its events follow in `epoch` after `seq`.
+    Replaced {
+        old: String,
+        new: String,
+        epoch: String,
+        seq: u64,
+    },
+    /// Nothing runs in the session since the input ended (in this process).
+    Idle,
+    /// The session's side is gone (the daemon closed the connection).
+    Closed,
+    /// The daemon is shutting down.
+    Shutdown,
+    /// Nothing for the client (a notification of another kind).
+    Nothing,
+}
+
+/// How sending a request went.
+enum Sent {
+    /// Its answer will come as [`Got::Answer`].
+    Waiting,
+    /// It gets no answer (`extension_ui_response` in this process).
+    NoAnswer,
+    /// The session's side is gone.
+    Gone,
+}
+
+impl Session {
+    async fn send(&mut self, key: u64, session: &str, req: &rpc::Request) -> Sent {
+        match self {
+            Session::Local(l) => l.send(key, req.clone()),
+            Session::Daemon(d) => d.send(key, session, req).await,
+        }
+    }
+
+    async fn next(&mut self) -> Got {
+        match self {
+            Session::Local(l) => l.next().await,
+            Session::Daemon(d) => d.next().await,
+        }
+    }
+
+    /// stdin ended.
+    fn input_ended(&mut self) {
+        if let Session::Local(l) = self {
+            l.input_ended();
+        }
+    }
+
+    /// Whether nothing runs in the session any more (only the daemon's side cannot tell: its
+    /// session stays live there).
+    fn settled(&self, front: &Front) -> bool {
+        match self {
+            Session::Local(_) => front.idle,
+            Session::Daemon(_) => true,
+        }
+    }
+
+    /// The client sent a line that is no request.
+    fn heard(&self) {
+        if let Session::Local(l) = self {
+            l.heard();
+        }
+    }
+}
+
+/// Why the loop ended.
+enum End {
+    /// stdin closed and the session is idle.
+    Done,
+    /// A signal (128 + n).
+    Signal(i32),
+    /// With this exit (stdout failed, the session's side went away).
+    Exit(Exit),
+}
+
+/// Reads stdin and the session's side until stdin has closed and everything was answered,
+/// or a signal, or a failure.
+async fn serve(
+    mut session: Session,
+    mut front: Front,
+    mut signals: Signals,
+    out: &mut Output,
+) -> Exit {
     // Few batches in flight: each holds up to one read's lines (64 KiB) plus one long line.
     let (input_tx, mut input_rx) = tokio::sync::mpsc::channel::<Input>(4);
     crate::front::stdin::spawn_reader(input_tx);
-    let mut rpc = Stdio {
-        host: Host::new(setup),
-        out,
-        stop: None,
-    };
-    loop {
-        if rpc.stop.is_some() || (rpc.host.input_ended() && rpc.host.idle()) {
-            break;
+    let mut eof = false;
+    let end = loop {
+        if eof && front.done() && session.settled(&front) {
+            break End::Done;
         }
-        let eof = rpc.host.input_ended();
         tokio::select! {
             biased;
-            n = signals.next() => rpc.halt(Exit::Signal(n)),
-            Some(step) = rpc.host.next_step() => rpc.host.apply(step),
+            n = signals.next() => break End::Signal(n),
+            got = session.next() => {
+                if let Err(exit) = front.got(got, &mut session, out).await {
+                    break End::Exit(exit);
+                }
+            }
             input = input_rx.recv(), if !eof => match input {
                 Some(Input::Frames(frames)) => {
-                    // Back to back: nothing else runs between lines that arrived together.
-                    for frame in frames {
-                        rpc.on_frame(frame).await;
+                    // Back to back: nothing else is served between lines that arrived together.
+                    if let Err(exit) = front.frames(frames, &mut session, out).await {
+                        break End::Exit(exit);
                     }
                 }
                 Some(Input::Error(e)) => {
                     tracing::error!("cannot read stdin: {e}");
-                    rpc.host.on_eof();
+                    eof = true;
+                    session.input_ended();
                 }
-                None => rpc.host.on_eof(),
+                None => {
+                    eof = true;
+                    session.input_ended();
+                }
             },
         }
-        rpc.host.run_deferred().await;
-        rpc.write_out();
-        if rpc.out.flush().is_err() && rpc.stop.is_none() {
-            // Our answers can no longer be written: stop the work and save the session.
-            rpc.on_stdout_failed();
+        if out.flush().is_err() {
+            // Our answers can no longer be written: a closed pipe ends as SIGPIPE would (141,
+            // quietly); a full or failing device ends with 1 and the failure on stderr.
+            break End::Exit(out.stdout_exit());
         }
+    };
+    match session {
+        Session::Local(local) => local.stop(&mut front, &mut signals, out).await,
+        Session::Daemon(socket) => socket.leave(&end, &front.session).await,
     }
-    Ok(rpc.shutdown(&mut signals).await)
+    let _ = out.flush();
+    match end {
+        End::Done => Exit::Success,
+        End::Signal(n) => Exit::Signal(n),
+        End::Exit(e) => e,
+    }
 }
 
-/// The transport's state: the host it serves and stdout.
-struct Stdio<'o> {
-    host: Host,
-    out: &'o mut Output,
-    stop: Option<Exit>,
+/// A stdin request on its way to the session.
+struct Pending {
+    /// Its place among the stdin lines.
+    order: u64,
+    req: rpc::Request,
+    /// Its answer may come after those of later requests.
+    late: bool,
 }
 
-impl Stdio<'_> {
-    fn write(&mut self, line: &str) {
-        if !self.out.is_stdout_closed() {
-            let _ = self.out.out(line.as_bytes());
+/// A request sent and not answered yet.
+struct Waiting {
+    /// The order it was sent in: 1, 2, 3, …
+    n: u64,
+    /// The session id it named (the daemon's).
+    session: String,
+    req: Pending,
+}
+
+/// A line this side writes itself (for a line it could not parse), held until every earlier
+/// request that answers at once has been answered, so it keeps its place.
+struct Held {
+    after: u64,
+    line: String,
+}
+
+/// The client's state between stdio and the session.
+///
+/// Through the daemon a session change is followed: after `session/replaced` requests name
+/// the new id. A request sent with the old id before the notification was read may reach the
+/// daemon after it stopped naming the session (-32012); it is sent again with the new id, and
+/// later stdin requests wait meanwhile, so the session serves them all in stdin order. A
+/// request can only get that -32012 before the daemon answers any later one (errors are
+/// answered at once, in order), which tells when none can any more.
+struct Front {
+    /// The session id requests name (the daemon's).
+    session: String,
+    waiting: HashMap<u64, Waiting>,
+    next: u64,
+    /// The highest `n` answered.
+    answered: u64,
+    /// stdin requests not sent yet (see above).
+    queued: VecDeque<Pending>,
+    held: VecDeque<Held>,
+    /// stdin lines so far.
+    order: u64,
+    running: bool,
+    /// Nothing runs in the session since the input ended ([`Got::Idle`]).
+    idle: bool,
+    /// The last event written: its epoch and `seq` (the cursor of a reconnection).
+    epoch: String,
+    seq: u64,
+}
+
+impl Front {
+    fn new(session: String, epoch: String, seq: u64) -> Front {
+        Front {
+            session,
+            waiting: HashMap::new(),
+            next: 0,
+            answered: 0,
+            queued: VecDeque::new(),
+            held: VecDeque::new(),
+            order: 0,
+            running: false,
+            idle: false,
+            epoch,
+            seq,
         }
     }
 
-    /// Writes the host's outbox: events as JSON lines, replies in pi's envelope.
-    fn write_out(&mut self) {
-        let items: Vec<Out> = self.host.take_out().collect();
-        for item in items {
-            match item {
-                Out::Event(p) => {
-                    if !self.out.is_stdout_closed() {
-                        let _ = self.out.out(p.line.as_bytes());
-                        let _ = self.out.out(b"\n");
-                    }
-                }
-                Out::Reply(reply) => {
-                    let line = reply_line(&reply);
-                    self.write(&line);
+    /// What the session's side handed over; `Err` ends the loop with that exit.
+    async fn got(&mut self, got: Got, session: &mut Session, out: &mut Output) -> Result<(), Exit> {
+        match got {
+            Got::Event { epoch, seq, line } => self.event(epoch, seq, &line, out),
+            Got::Answer { key, result } => {
+                if !self.answer(key, result, session, out).await {
+                    out.err(daemon::GONE);
+                    return Err(Exit::Failed);
                 }
             }
-        }
-    }
-
-    /// stdout failed: a closed pipe ends as SIGPIPE would (141, quietly); a full or failing
-    /// device ends with 1 and the failure on stderr.
-    fn on_stdout_failed(&mut self) {
-        let exit = self.out.stdout_exit();
-        self.halt(exit);
-    }
-
-    /// Stops the run and shell commands; the loop then shuts down with `exit`.
-    fn halt(&mut self, exit: Exit) {
-        self.stop = Some(exit);
-        self.host.halt();
-    }
-
-    /// Stops work, waits a moment for it to settle, writes the last events and saves the
-    /// session. A second signal skips the wait.
-    async fn shutdown(mut self, signals: &mut Signals) -> Exit {
-        let exit = self.stop.unwrap_or(Exit::Success);
-        if self.stop.is_some() {
-            let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
-            while !self.host.idle() {
-                let step = tokio::select! {
-                    step = self.host.next_step() => step,
-                    _ = tokio::time::sleep_until(deadline) => None,
-                    _ = signals.next() => None,
-                };
-                match step {
-                    Some(step) => self.host.apply(step),
-                    None => break,
+            Got::Replaced {
+                old,
+                new,
+                epoch,
+                seq,
+            } => {
+                // Later requests name the session by its new id.
+                if old == self.session {
+                    self.session = new;
+                    self.epoch = epoch;
+                    self.seq = seq;
                 }
             }
+            Got::Idle => self.idle = true,
+            Got::Closed => match session {
+                Session::Daemon(socket) => socket.closed(self, out).await?,
+                Session::Local(_) => {
+                    out.err("Error: the session ended unexpectedly\n");
+                    return Err(Exit::Internal);
+                }
+            },
+            Got::Shutdown => {
+                out.err("Error: the keel daemon is shutting down\n");
+                return Err(Exit::Failed);
+            }
+            Got::Nothing => {}
         }
-        self.host.close().await;
-        self.write_out();
-        let _ = self.out.flush();
-        exit
+        Ok(())
     }
 
-    async fn on_frame(&mut self, frame: Frame) {
-        let line = match frame {
-            Frame::Line(l) => l,
-            Frame::TooLong { bytes } => {
-                self.write_out();
-                self.write(&too_long_line(bytes));
-                self.host.publish_warnings();
-                self.write_out();
+    /// A line of the session's stream goes out as it is (once, across reconnections).
+    fn event(&mut self, epoch: Option<String>, seq: u64, line: &str, out: &mut Output) {
+        if let Some(epoch) = epoch {
+            if seq <= self.seq && epoch == self.epoch {
                 return;
             }
-        };
-        match rpc::parse_line(&line) {
-            Err(rejected) => {
-                self.write_out();
-                self.write(&rpc::rejected_line(&rejected));
-                self.host.publish_warnings();
-            }
-            Ok(req) => self.host.request(req).await,
+            self.epoch = epoch;
         }
-        self.write_out();
+        match line.contains("\"type\":\"agent_start\"") {
+            true => self.running = true,
+            false if line.contains("\"type\":\"agent_settled\"") => self.running = false,
+            false => {}
+        }
+        self.seq = seq;
+        let _ = out.out(line.as_bytes());
+        let _ = out.out(b"\n");
     }
+
+    /// The lines of one read, sent back to back.
+    async fn frames(
+        &mut self,
+        frames: Vec<Frame>,
+        session: &mut Session,
+        out: &mut Output,
+    ) -> Result<(), Exit> {
+        for frame in frames {
+            match request(frame) {
+                Ok(req) => {
+                    if !self.submit(req, session).await {
+                        out.err("Error: the keel daemon closed the connection\n");
+                        return Err(Exit::Failed);
+                    }
+                }
+                Err(line) => {
+                    self.hold(line, out);
+                    session.heard();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A stdin request: sent, unless a request naming an old id may still come back.
+    async fn submit(&mut self, req: rpc::Request, session: &mut Session) -> bool {
+        self.order += 1;
+        // A session change is answered at once when the session is idle, and after the
+        // active run has been aborted and has settled otherwise.
+        let late = LATE.contains(&req.command.as_str())
+            || (SESSION_CHANGES.contains(&req.command.as_str()) && self.maybe_busy());
+        self.queued.push_back(Pending {
+            order: self.order,
+            req,
+            late,
+        });
+        self.flush(session).await
+    }
+
+    /// A line of this side's own, written in its place.
+    fn hold(&mut self, line: String, out: &mut Output) {
+        self.held.push_back(Held {
+            after: self.order,
+            line,
+        });
+        self.release(out);
+    }
+
+    /// Whether a run or a compaction may be active when the next request is served (a
+    /// session change then waits for it to settle).
+    fn maybe_busy(&self) -> bool {
+        let busy = |p: &Pending| matches!(p.req.command.as_str(), "prompt" | "compact");
+        self.running || self.waiting.values().any(|s| busy(&s.req)) || self.queued.iter().any(busy)
+    }
+
+    async fn flush(&mut self, session: &mut Session) -> bool {
+        while !self.blocked() {
+            let Some(req) = self.queued.pop_front() else {
+                break;
+            };
+            if !self.send(req, session).await {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn blocked(&self) -> bool {
+        self.waiting
+            .values()
+            .any(|s| s.session != self.session && s.n > self.answered)
+    }
+
+    async fn send(&mut self, req: Pending, session: &mut Session) -> bool {
+        self.next += 1;
+        match session.send(self.next, &self.session, &req.req).await {
+            Sent::Waiting => {
+                let waiting = Waiting {
+                    n: self.next,
+                    session: self.session.clone(),
+                    req,
+                };
+                self.waiting.insert(self.next, waiting);
+                true
+            }
+            Sent::NoAnswer => true,
+            Sent::Gone => false,
+        }
+    }
+
+    /// Request `key` was answered: writes pi's response for it, or sends it again if it named
+    /// a session that was replaced meanwhile. False if the session's side is gone.
+    async fn answer(
+        &mut self,
+        key: u64,
+        result: Result<Data, ErrorObject>,
+        session: &mut Session,
+        out: &mut Output,
+    ) -> bool {
+        if let Some(again) = self.write_answer(key, result, out) {
+            if !self.send(again, session).await {
+                return false;
+            }
+        }
+        self.flush(session).await
+    }
+
+    /// Writes pi's response to request `key`; the request back if it must be sent again (it
+    /// named a session that was replaced meanwhile).
+    fn write_answer(
+        &mut self,
+        key: u64,
+        result: Result<Data, ErrorObject>,
+        out: &mut Output,
+    ) -> Option<Pending> {
+        let Waiting {
+            n,
+            session: named,
+            req,
+        } = self.waiting.remove(&key)?;
+        self.answered = self.answered.max(n);
+        if let Err(e) = &result {
+            if e.code == j::UNKNOWN_SESSION && named != self.session {
+                return Some(req);
+            }
+        }
+        let (id, command) = (req.req.id.as_ref(), req.req.command.as_str());
+        let text = match result {
+            Ok(data) => reply_line(id, command, data),
+            Err(e) if e.code == j::METHOD_NOT_FOUND => {
+                rpc::error_line(id, Some(command), &format!("Unknown command: {command}"))
+            }
+            Err(e) => rpc::error_line(id, Some(command), &e.message),
+        };
+        if command == "prompt" && text.contains("\"disposition\":\"started\"") {
+            self.running = true; // its events follow: wait for agent_settled
+        }
+        if command != "extension_ui_response" {
+            let _ = out.out(text.as_bytes());
+        }
+        self.release(out);
+        None
+    }
+
+    /// Writes the held lines whose earlier requests that answer at once have been answered.
+    fn release(&mut self, out: &mut Output) {
+        while let Some(h) = self.held.front() {
+            let waits = |p: &Pending| p.order <= h.after && !p.late;
+            if self.waiting.values().any(|s| waits(&s.req)) || self.queued.iter().any(waits) {
+                return;
+            }
+            if let Some(h) = self.held.pop_front() {
+                let _ = out.out(h.line.as_bytes());
+            }
+        }
+    }
+
+    /// Nothing more will be written.
+    fn done(&self) -> bool {
+        !self.running && self.waiting.is_empty() && self.queued.is_empty() && self.held.is_empty()
+    }
+}
+
+/// A stdin line as a pi request, or the error line RPC mode writes for it.
+fn request(frame: Frame) -> Result<rpc::Request, String> {
+    let line = match frame {
+        Frame::Line(l) => l,
+        Frame::TooLong { bytes } => return Err(too_long_line(bytes)),
+    };
+    let req = rpc::parse_line(&line).map_err(|rejected| rpc::rejected_line(&rejected))?;
+    // Checked here: through the daemon, a `type` naming a daemon method must not reach it.
+    if !crate::host::COMMANDS.contains(&req.command.as_str()) {
+        let error = format!("Unknown command: {}", req.command);
+        return Err(rpc::error_line(req.id.as_ref(), Some(&req.command), &error));
+    }
+    Ok(req)
 }
 
 /// pi's parse error for a line over the cap (it was skipped).
@@ -176,13 +539,11 @@ fn too_long_line(bytes: usize) -> String {
     rpc::error_line(None, Some("parse"), &msg)
 }
 
-/// A reply in pi's response envelope.
-fn reply_line(reply: &Reply) -> String {
-    let id = reply.id.as_ref();
-    match &reply.result {
-        Ok(Data::Empty) => rpc::ok_line(id, &reply.command, None),
-        Ok(Data::Json(v)) => rpc::ok_line(id, &reply.command, Some(v.clone())),
-        Ok(Data::Raw(raw)) => rpc::ok_raw_line(id, &reply.command, raw),
-        Err(e) => rpc::error_line(id, Some(&reply.command), &e.message),
+/// A successful answer in pi's response envelope.
+fn reply_line(id: Option<&rpc::Id>, command: &str, data: Data) -> String {
+    match data {
+        Data::Empty => rpc::ok_line(id, command, None),
+        Data::Json(v) => rpc::ok_line(id, command, Some(v)),
+        Data::Raw(raw) => rpc::ok_raw_line(id, command, &raw),
     }
 }
