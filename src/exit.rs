@@ -58,18 +58,6 @@ impl Exit {
             Exit::Signal(_) => "interrupted",
         }
     }
-
-    /// The exit for a run that settled with `outcome` (`agent_settled`'s word).
-    pub fn for_outcome(outcome: &str) -> Exit {
-        match outcome {
-            "completed" => Exit::Success,
-            "turn_limit" => Exit::TurnLimit,
-            "blocked" => Exit::Blocked,
-            // An abort without a signal (e.g. stdout closed) is reported as a failure.
-            "failed" | "aborted" => Exit::Failed,
-            _ => Exit::Internal,
-        }
-    }
 }
 
 #[cfg(test)]

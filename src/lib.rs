@@ -1,28 +1,33 @@
 //! keel: a coding-agent harness. One kernel (providers, tools, turn loop, sessions) publishes
 //! every fact on one event bus; front ends project it. The library is the SDK: embedders hold a
-//! [`kernel::agent::AgentSession`] and read its bus (see `examples/`).
+//! [`kernel::agent::AgentSession`] and read its bus (see `examples/`), speak the typed protocol
+//! ([`wire`]) and drive sessions through the [`client`]. The modules the integration tests
+//! still reach (`cli`, `front`, `host`, `mode`, `setup`, `text`) are public for them; the rest
+//! is crate-private. [`main`] is the `keel` binary's whole body.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-pub mod app;
+pub(crate) mod app;
 pub mod cli;
-pub mod daemon;
-pub mod error;
-pub mod exit;
+pub mod client;
+pub(crate) mod daemon;
+pub(crate) mod error;
+pub(crate) mod exit;
 pub mod front;
 pub mod host;
-pub mod journal;
 pub mod kernel;
-pub mod mcp;
-pub mod mentions;
+pub(crate) mod mcp;
+pub(crate) mod mentions;
 pub mod mode;
-pub mod output;
-pub mod prompts;
-pub mod schedule;
+pub(crate) mod output;
+pub(crate) mod prompts;
+pub(crate) mod schedule;
 pub mod setup;
-pub mod skills;
+pub(crate) mod signals;
+pub(crate) mod skills;
 pub mod text;
 pub mod wire;
 
+pub use app::main;
 pub use kernel::agent::{AgentConfig, AgentSession, Permission};
 pub use kernel::bus::Bus;
 pub use kernel::clock::Clock;

@@ -25,6 +25,51 @@ const NOT_FOUND: &str = "no such file";
 /// Bytes enough to recognise every image type taken.
 const SNIFF_BYTES: u64 = 12;
 
+/// Why a mentioned file cannot be included.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MentionErrorKind {
+    /// `~` with no `HOME` to expand it from.
+    NoHome,
+    /// Nothing exists at the path.
+    NotFound,
+    /// The path is a directory.
+    Directory,
+    /// The path is neither a file nor a directory (a FIFO, a device, a socket).
+    NotRegularFile,
+    /// The file exists but cannot be opened or read (permission, I/O).
+    Unreadable,
+    /// The file is over its type's cap.
+    TooLarge,
+    /// The prompt's mentioned files together are over [`MAX_TOTAL_BYTES`].
+    OverTotal,
+    /// Neither UTF-8 text nor a known image.
+    Binary,
+}
+
+/// A mention that cannot be included: its kind and the reason, as the user reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MentionError {
+    pub kind: MentionErrorKind,
+    pub message: String,
+}
+
+impl MentionError {
+    fn new(kind: MentionErrorKind, message: impl Into<String>) -> Self {
+        MentionError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for MentionError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for MentionError {}
+
 /// One prompt argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Arg<'a> {
@@ -72,13 +117,13 @@ pub fn expand(args: &[String], cwd: &Path, home: Option<&Path>) -> Result<Expand
             }
             Arg::Mention(path) => path,
         };
-        let fail = |abs: Option<&Path>, why: String| {
+        let fail = |abs: Option<&Path>, why: MentionError| {
             let named = match abs {
                 Some(abs) if abs != Path::new(path) => format!("@{path} ({})", abs.display()),
                 _ => format!("@{path}"),
             };
             let e = StartupError::usage(format!("cannot include {named}: {why}"));
-            match why == NOT_FOUND {
+            match why.kind == MentionErrorKind::NotFound {
                 true => e.hint("to send a word starting with @ as text, write it as '\\@word'"),
                 false => e,
             }
@@ -107,7 +152,7 @@ pub fn expand_text(
     text: &str,
     cwd: &Path,
     home: Option<&Path>,
-) -> Result<(String, Vec<Content>), String> {
+) -> Result<(String, Vec<Content>), MentionError> {
     let mut files = String::new();
     let mut images = Vec::new();
     let mut total = 0u64;
@@ -118,7 +163,9 @@ pub fn expand_text(
         if !std::fs::metadata(&abs).is_ok_and(|m| m.is_file()) {
             continue;
         }
-        let fail = |why: String| format!("cannot include @{path}: {why}");
+        let fail = |why: MentionError| {
+            MentionError::new(why.kind, format!("cannot include @{path}: {why}"))
+        };
         let bytes = read(&abs, MAX_TOTAL_BYTES - total).map_err(fail)?;
         total += bytes.len() as u64;
         if let Some((block, image)) = include(&abs, &bytes).map_err(fail)? {
@@ -198,11 +245,14 @@ pub fn compose(piped: &str, files: &str, words: &str) -> String {
 
 /// The absolute path of a mention: `~` and `~/…` from `home`, a relative path from `cwd`; `.`
 /// and `..` are resolved by name (as pi's `path.resolve`), symlinks are left alone.
-pub fn resolve(path: &str, cwd: &Path, home: Option<&Path>) -> Result<PathBuf, String> {
+pub fn resolve(path: &str, cwd: &Path, home: Option<&Path>) -> Result<PathBuf, MentionError> {
     let tilde = path == "~" || path.starts_with("~/");
     let joined = match (tilde, home) {
         (true, Some(home)) => home.join(path[1..].trim_start_matches('/')),
-        (true, None) => return Err("HOME is not set, so ~ cannot be expanded".into()),
+        (true, None) => {
+            let why = "HOME is not set, so ~ cannot be expanded";
+            return Err(MentionError::new(MentionErrorKind::NoHome, why));
+        }
         (false, _) => cwd.join(path),
     };
     Ok(normalize(&joined))
@@ -226,17 +276,21 @@ fn normalize(path: &Path) -> PathBuf {
 /// A regular file's bytes, up to its type's cap and `budget` (what the prompt's other mentions
 /// left of [`MAX_TOTAL_BYTES`]). Anything else (missing, a directory, a FIFO, too large) is why
 /// not.
-fn read(abs: &Path, budget: u64) -> Result<Vec<u8>, String> {
+fn read(abs: &Path, budget: u64) -> Result<Vec<u8>, MentionError> {
     let meta = std::fs::metadata(abs).map_err(|e| io_reason(&e))?;
     if meta.is_dir() {
-        return Err("it is a directory; name the files in it instead".into());
+        let why = "it is a directory; name the files in it instead";
+        return Err(MentionError::new(MentionErrorKind::Directory, why));
     }
     if !meta.is_file() {
-        return Err("it is not a regular file".into());
+        let why = "it is not a regular file";
+        return Err(MentionError::new(MentionErrorKind::NotRegularFile, why));
     }
     let mut file = std::fs::File::open(abs).map_err(|e| io_reason(&e))?;
     let mut bytes = Vec::new();
-    let read_err = |e: std::io::Error| format!("cannot read it: {e}");
+    let read_err = |e: std::io::Error| {
+        MentionError::new(MentionErrorKind::Unreadable, format!("cannot read it: {e}"))
+    };
     (&mut file)
         .take(SNIFF_BYTES)
         .read_to_end(&mut bytes)
@@ -246,10 +300,11 @@ fn read(abs: &Path, budget: u64) -> Result<Vec<u8>, String> {
         None => (MAX_TEXT_BYTES, "a text file"),
     };
     let too_large = |size: u64| {
-        format!(
+        let why = format!(
             "it is {size} bytes, over the {} MiB limit for {what}; let the agent read it with its tools instead",
             cap / MIB
-        )
+        );
+        MentionError::new(MentionErrorKind::TooLarge, why)
     };
     if meta.len() > cap {
         return Err(too_large(meta.len()));
@@ -261,26 +316,32 @@ fn read(abs: &Path, budget: u64) -> Result<Vec<u8>, String> {
         return Err(too_large(size));
     }
     if size > budget {
-        return Err(format!(
+        let why = format!(
             "the mentioned files together are over the {} MiB limit",
             MAX_TOTAL_BYTES / MIB
-        ));
+        );
+        return Err(MentionError::new(MentionErrorKind::OverTotal, why));
     }
     Ok(bytes)
 }
 
-fn io_reason(e: &std::io::Error) -> String {
+fn io_reason(e: &std::io::Error) -> MentionError {
     match e.kind() {
-        std::io::ErrorKind::NotFound => NOT_FOUND.into(),
-        std::io::ErrorKind::PermissionDenied => "permission denied".into(),
-        _ => e.to_string(),
+        std::io::ErrorKind::NotFound => MentionError::new(MentionErrorKind::NotFound, NOT_FOUND),
+        std::io::ErrorKind::PermissionDenied => {
+            MentionError::new(MentionErrorKind::Unreadable, "permission denied")
+        }
+        _ => MentionError::new(MentionErrorKind::Unreadable, e.to_string()),
     }
 }
 
 /// A file's block for the message and, for an image, its image block; `None` for an empty
 /// file. A text file loses its BOM; a file that is neither UTF-8 text nor a known image is why
 /// not.
-pub fn include(abs: &Path, bytes: &[u8]) -> Result<Option<(String, Option<Content>)>, String> {
+pub fn include(
+    abs: &Path,
+    bytes: &[u8],
+) -> Result<Option<(String, Option<Content>)>, MentionError> {
     if bytes.is_empty() {
         return Ok(None);
     }
@@ -299,9 +360,8 @@ pub fn include(abs: &Path, bytes: &[u8]) -> Result<Option<(String, Option<Conten
     let text = match std::str::from_utf8(bytes) {
         Ok(text) if !text.contains('\0') => text,
         _ => {
-            return Err(
-                "it is binary: neither UTF-8 text nor a PNG, JPEG, GIF or WebP image".into(),
-            )
+            let why = "it is binary: neither UTF-8 text nor a PNG, JPEG, GIF or WebP image";
+            return Err(MentionError::new(MentionErrorKind::Binary, why));
         }
     };
     Ok(Some((
@@ -390,7 +450,11 @@ mod tests {
         )
         .unwrap();
         let e = expand_text("@big.txt", cwd, None).unwrap_err();
-        assert!(e.starts_with("cannot include @big.txt: it is"), "{e}");
+        assert!(
+            e.message.starts_with("cannot include @big.txt: it is"),
+            "{e}"
+        );
+        assert_eq!(e.kind, MentionErrorKind::TooLarge);
     }
 
     #[test]
@@ -419,7 +483,9 @@ mod tests {
         assert_eq!(r("~"), PathBuf::from("/home/u"));
         // `~user` is not expanded: it is a name like any other.
         assert_eq!(r("~bob/x"), PathBuf::from("/w/proj/~bob/x"));
-        assert!(resolve("~/n.md", cwd, None).unwrap_err().contains("HOME"));
+        let e = resolve("~/n.md", cwd, None).unwrap_err();
+        assert!(e.message.contains("HOME"), "{e}");
+        assert_eq!(e.kind, MentionErrorKind::NoHome);
     }
 
     #[test]
@@ -476,10 +542,11 @@ mod tests {
     #[test]
     fn binary_files_that_are_not_images_are_refused() {
         let abs = Path::new("/w/x.bin");
-        assert!(include(abs, b"\x7fELF\x02\x01\0\0")
-            .unwrap_err()
-            .contains("binary"));
-        assert!(include(abs, b"caf\xe9").unwrap_err().contains("binary"));
+        for bytes in [&b"\x7fELF\x02\x01\0\0"[..], b"caf\xe9"] {
+            let e = include(abs, bytes).unwrap_err();
+            assert!(e.message.contains("binary"), "{e}");
+            assert_eq!(e.kind, MentionErrorKind::Binary);
+        }
     }
 
     #[test]
@@ -537,6 +604,31 @@ mod tests {
         );
         assert!(err("@sub").message.contains("is a directory"), "dir");
         assert!(err("@~/x").message.contains("HOME is not set"), "home");
+    }
+
+    #[test]
+    fn each_reason_a_mention_cannot_be_read_has_its_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(
+            dir.path().join("big.txt"),
+            vec![b'a'; MAX_TEXT_BYTES as usize + 1],
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("small.txt"), "0123456789").unwrap();
+        let kind = |name: &str, budget: u64| read(&dir.path().join(name), budget).unwrap_err().kind;
+        assert_eq!(
+            kind("missing.md", MAX_TOTAL_BYTES),
+            MentionErrorKind::NotFound
+        );
+        assert_eq!(kind("sub", MAX_TOTAL_BYTES), MentionErrorKind::Directory);
+        assert_eq!(kind("big.txt", MAX_TOTAL_BYTES), MentionErrorKind::TooLarge);
+        assert_eq!(kind("small.txt", 5), MentionErrorKind::OverTotal);
+        #[cfg(unix)]
+        assert_eq!(
+            kind("/dev/null", MAX_TOTAL_BYTES),
+            MentionErrorKind::NotRegularFile
+        );
     }
 
     #[test]

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use keel::front::public::PublicEvent;
 use keel::front::tui::paint::row_text;
 use keel::front::tui::transcript::HistoryCell;
 use keel::front::tui::view::{Action, View, COMMANDS};
@@ -14,6 +13,7 @@ use keel::kernel::event::{ApprovalDecision, EventPayload, RunOutcome};
 use keel::kernel::op::Op;
 use keel::kernel::session::{short_id, SHORT_ID_CHARS};
 use keel::kernel::tool::ToolOutput;
+use keel::wire::events::WireEvent;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use serde_json::json;
@@ -335,13 +335,13 @@ fn retries_are_one_live_row_then_one_error() {
     let mut view = View::new();
     let mut retry_rows = Vec::new();
     for (i, line) in rpc_lines(&sb, UNREACHABLE).iter().enumerate() {
-        let Some(event) = PublicEvent::parse(line) else {
+        let Some(event) = WireEvent::parse(line) else {
             continue;
         };
         let at = 1_000_000 + i as i64 * 10;
         view.now_ms = at;
         assert!(view.on_event(&event, at).is_empty());
-        if matches!(event, PublicEvent::AutoRetryStart { .. }) {
+        if matches!(event, WireEvent::AutoRetryStart { .. }) {
             let screen = view_screen(&mut view, 100, 30);
             let row = screen
                 .lines()
@@ -376,7 +376,7 @@ fn a_retry_that_works_leaves_one_line() {
         {"chunks": [{"text": "the answer"}]}]}"#;
     let mut view = View::new();
     for line in rpc_lines(&sb, script) {
-        if let Some(event) = PublicEvent::parse(&line) {
+        if let Some(event) = WireEvent::parse(&line) {
             assert!(view.on_event(&event, 0).is_empty());
         }
     }

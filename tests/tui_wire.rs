@@ -5,8 +5,8 @@
 
 use std::collections::BTreeSet;
 
-use keel::front::public::PublicEvent;
 use keel::front::tui::view::{Action, View};
+use keel::wire::events::{UiMethod, WireEvent};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use serde_json::{json, Value};
@@ -48,8 +48,8 @@ fn recorded() -> Vec<String> {
 
 /// Feeds one wire line to the view as a client of the daemon would (nothing to approve is
 /// expected: no tool is always allowed here).
-fn feed(view: &mut View, line: &str, at_ms: i64) -> PublicEvent {
-    let event = PublicEvent::parse(line).unwrap_or_else(|| panic!("does not read: {line}"));
+fn feed(view: &mut View, line: &str, at_ms: i64) -> WireEvent<'static> {
+    let event = WireEvent::parse(line).unwrap_or_else(|| panic!("does not read: {line}"));
     view.now_ms = at_ms;
     let actions = view.on_event(&event, at_ms);
     assert!(actions.is_empty(), "unexpected {actions:?}");
@@ -65,9 +65,9 @@ fn a_recorded_rpc_stream_renders_without_the_kernel() {
     for line in recorded() {
         at += 10;
         let event = feed(&mut view, &line, at);
-        assert_ne!(event, PublicEvent::Other, "a known type: {line}");
-        if let PublicEvent::ExtensionUiRequest(r) = &event {
-            if r.method == "confirm" {
+        assert_ne!(event, WireEvent::Other, "a known type: {line}");
+        if let WireEvent::ExtensionUiRequest(r) = &event {
+            if r.method == UiMethod::Confirm {
                 dialogs += 1;
                 let shown = screen(&mut view, 80, 24);
                 let tool = r.tool_name.as_deref().unwrap();
@@ -75,7 +75,7 @@ fn a_recorded_rpc_stream_renders_without_the_kernel() {
                 assert!(shown.contains(&format!("a always allow {tool}")), "{shown}");
             }
         }
-        if let PublicEvent::ToolExecutionEnd { .. } = &event {
+        if let WireEvent::ToolExecutionEnd { .. } = &event {
             let shown = screen(&mut view, 80, 24);
             assert!(
                 !shown.contains("? Allow"),
@@ -144,18 +144,15 @@ fn the_recorded_stream_holds_every_type_of_the_vocabulary() {
 fn types_and_fields_a_view_does_not_know_are_passed_over() {
     let mut view = View::new();
     let event = feed(&mut view, r#"{"type":"from_a_newer_keel","x":1}"#, 0);
-    assert_eq!(event, PublicEvent::Other);
+    assert_eq!(event, WireEvent::Other);
     let event = feed(
         &mut view,
         r#"{"type":"session_info_changed","name":"n","extra":{"a":[1]}}"#,
         0,
     );
-    assert_eq!(event, PublicEvent::SessionInfoChanged { name: "n".into() });
-    assert_eq!(
-        PublicEvent::parse(r#"{"type":"session_info_changed"}"#),
-        None
-    );
-    assert_eq!(PublicEvent::parse("not json"), None);
+    assert_eq!(event, WireEvent::SessionInfoChanged { name: "n".into() });
+    assert_eq!(WireEvent::parse(r#"{"type":"session_info_changed"}"#), None);
+    assert_eq!(WireEvent::parse("not json"), None);
 }
 
 #[test]

@@ -12,18 +12,18 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::json::JsonProjector;
 use super::print::PrintProjector;
-use super::signals::Signals;
 use super::{feed_line, Projector, RunSummary, Settled};
-use crate::cli::Cli;
-use crate::daemon::client::{reconnect_line, CallError, Client, Reattached, Reconnecting};
-use crate::daemon::dial::{Dial, Reader, Writer};
+use crate::cli::args::Cli;
+use crate::client::dial::{Dial, Reader, Writer};
+use crate::client::socket::{reconnect_line, CallError, Client, Reattached, Reconnecting};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::kernel::clock::Clock;
 use crate::kernel::op::UserInput;
 use crate::mode::{Env, Mode};
 use crate::output::Output;
-use crate::wire::events::{is_rpc_only, ResultLine, SessionLine, SettledError};
+use crate::signals::Signals;
+use crate::wire::events::{is_rpc_only, ErrorKind, Outcome, ResultLine, SessionLine, SettledError};
 use crate::wire::jsonl::MAX_LINE_BYTES;
 use crate::wire::jsonrpc::{self as j, Id, Incoming};
 
@@ -154,7 +154,7 @@ pub async fn run(
     let mut summary = follow.summary;
     if let Ended::Lost(why) = ended {
         summary.settled = Some(Settled {
-            outcome: "failed".into(),
+            outcome: Outcome::Failed,
             error: Some(SettledError {
                 kind: DAEMON_LOST.into(),
                 message: format!(
@@ -385,7 +385,7 @@ impl Follow<'_> {
                     if self.stop.is_some() {
                         // A second signal: stop waiting for the run to settle.
                         self.summary.settled.get_or_insert(Settled {
-                            outcome: "aborted".into(),
+                            outcome: Outcome::Aborted,
                             error: None,
                         });
                         return Ok(Ended::Settled);
@@ -435,9 +435,9 @@ impl Follow<'_> {
             Incoming::Response { id, result: Err(e) } if id == Id::string("prompt") => {
                 // The prompt was refused (the session is busy): nothing will run.
                 self.summary.settled = Some(Settled {
-                    outcome: "failed".into(),
+                    outcome: Outcome::Failed,
                     error: Some(SettledError {
-                        kind: "busy".into(),
+                        kind: ErrorKind::Busy,
                         message: format!("the session cannot take a prompt now: {}", e.message),
                     }),
                 });
@@ -450,7 +450,7 @@ impl Follow<'_> {
                     return Line::Other;
                 }
                 self.summary.settled = Some(Settled {
-                    outcome: "aborted".into(),
+                    outcome: Outcome::Aborted,
                     error: None,
                 });
                 return Line::Settled;
@@ -474,7 +474,7 @@ impl Follow<'_> {
         }
         self.seq = p.seq;
         let text = p.event.get();
-        let Some(kind) = super::public::kind_of(text) else {
+        let Some(kind) = super::fact::kind_of(text) else {
             return Line::Other;
         };
         if self.waiting_for_start {
@@ -520,7 +520,7 @@ impl Follow<'_> {
 
     /// The link to the remote host dropped: connect again with backoff and attach from the
     /// last event seen, while the run goes on there. `None` when the daemon no longer holds the
-    /// session, after [`crate::daemon::dial::Backoff::GIVE_UP`], or on a signal (the run is
+    /// session, after [`crate::client::dial::Backoff::GIVE_UP`], or on a signal (the run is
     /// left running).
     async fn reconnect_remote(
         &mut self,

@@ -2,7 +2,7 @@
 //! exactly one `result` line. Logs and diagnostics go to stderr.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use super::public::Fact;
+use super::fact::Fact;
 use super::{Projector, RunSummary};
 use crate::exit::Exit;
 use crate::kernel::event::Event;

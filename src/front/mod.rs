@@ -7,12 +7,12 @@ pub mod acp;
 pub mod client;
 pub mod daemon;
 pub mod export;
+pub mod fact;
+pub mod install;
 pub mod json;
-pub mod link;
 pub mod print;
-pub mod public;
 pub mod rpc;
-pub mod signals;
+pub mod schedule;
 pub mod stdin;
 pub mod trust;
 pub mod tui;
@@ -21,14 +21,14 @@ use crate::exit::Exit;
 use crate::kernel::event::Event;
 use crate::kernel::message::{Message, Usage};
 use crate::output::{Output, StdoutClosed};
-use crate::wire::events::{wire_events, SettledError};
-use public::Fact;
+use crate::wire::events::{wire_events, Outcome, SettledError};
+use fact::Fact;
 
 /// How a run settled, as its `agent_settled` event says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Settled {
-    /// `completed|failed|turn_limit|blocked|aborted`.
-    pub outcome: String,
+    /// How it ended.
+    pub outcome: Outcome,
     /// Unless completed: the error's kind and message.
     pub error: Option<SettledError>,
 }
@@ -75,7 +75,7 @@ impl RunSummary {
 
     /// The exit the settled run calls for (`None` before it settled).
     pub fn exit(&self) -> Option<Exit> {
-        self.settled.as_ref().map(|s| Exit::for_outcome(&s.outcome))
+        self.settled.as_ref().map(|s| exit_for(&s.outcome))
     }
 
     /// The error `kind` and message for a run that did not succeed.
@@ -93,7 +93,19 @@ impl RunSummary {
             return Some(("output_write".into(), message.clone()));
         }
         let e = self.settled.as_ref()?.error.as_ref()?;
-        Some((e.kind.clone(), e.message.clone()))
+        Some((e.kind.to_string(), e.message.clone()))
+    }
+}
+
+/// The exit for a run that settled with `outcome` (`agent_settled`'s word).
+fn exit_for(outcome: &Outcome) -> Exit {
+    match outcome {
+        Outcome::Completed => Exit::Success,
+        Outcome::TurnLimit => Exit::TurnLimit,
+        Outcome::Blocked => Exit::Blocked,
+        // An abort without a signal (e.g. stdout closed) is reported as a failure.
+        Outcome::Failed | Outcome::Aborted => Exit::Failed,
+        Outcome::Other(_) => Exit::Internal,
     }
 }
 
@@ -137,7 +149,7 @@ pub fn feed_line(
     summary: &mut RunSummary,
     out: &mut Output,
 ) -> Fed {
-    let fact = public::parse(kind, line);
+    let fact = fact::parse(kind, line);
     if let Some(f) = &fact {
         summary.observe(f);
     }
@@ -161,7 +173,7 @@ pub fn feed_event(
     let mut fed = Fed::default();
     for w in wire_events(event) {
         let kind = w.kind();
-        if !projector.every_line() && !public::read(kind) {
+        if !projector.every_line() && !fact::read(kind) {
             continue;
         }
         buf.clear();

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::public::{self, Fact, ToolResult};
+use super::fact::{self, Fact};
 use super::{Projector, RunSummary};
 use crate::exit::Exit;
 use crate::kernel::event::Event;
@@ -12,6 +12,7 @@ use crate::kernel::message::{Content, Message};
 use crate::output::{Output, StdoutClosed};
 use crate::text;
 use crate::wire::events::wire_events;
+use crate::wire::events::{CompactionReason, ToolResult, UiMethod};
 
 /// Widest activity line, in terminal columns.
 const LINE_WIDTH: usize = 120;
@@ -29,7 +30,7 @@ pub fn activity(event: &Event) -> Vec<String> {
         let kind = w.kind();
         if let Some(fact) = serde_json::to_string(&w)
             .ok()
-            .and_then(|line| public::parse(kind, &line))
+            .and_then(|line| fact::parse(kind, &line))
         {
             lines.extend(fact_activity(&fact));
         }
@@ -66,7 +67,7 @@ pub fn fact_activity(fact: &Fact) -> Vec<String> {
                 _ => None,
             })
             .collect(),
-        Fact::ExtensionUiRequest { method, title } if method != "notify" => {
+        Fact::ExtensionUiRequest { method, title } if *method != UiMethod::Notify => {
             vec![format!("? waiting for an answer: {title}")]
         }
         Fact::AutoRetryStart {
@@ -106,12 +107,12 @@ pub fn fact_activity(fact: &Fact) -> Vec<String> {
         .collect()
 }
 
-fn reason_word(reason: &str) -> &str {
+fn reason_word(reason: &CompactionReason) -> &str {
     match reason {
-        "manual" => "asked for",
-        "threshold" => "context nearly full",
-        "overflow" => "context overflow",
-        other => other,
+        CompactionReason::Manual => "asked for",
+        CompactionReason::Threshold => "context nearly full",
+        CompactionReason::Overflow => "context overflow",
+        CompactionReason::Other(other) => other,
     }
 }
 

@@ -17,11 +17,11 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::stream::{Cursor, Delivery, Lagged, Start, Stream};
-use super::{Data, Host, HostSetup, Out, Summary};
+use super::{CommandError, Data, Host, HostSetup, Out, Summary};
 use crate::wire::rpc::{Id, Request};
 
-/// What a request's caller gets back: pi's `data` or pi's error text.
-pub type Answer = Result<Data, String>;
+/// What a request's caller gets back: pi's `data`, or an error with its kind and pi's text.
+pub type Answer = Result<Data, CommandError>;
 
 /// An answer and the stream's last `seq` when it was given: a transport writes the events up
 /// to that `seq` before the answer and the later ones after it, as RPC mode does in-process.
@@ -59,7 +59,7 @@ pub enum Call {
     /// The file `switch_session {sessionPath: path}` would load, or pi's error text.
     SwitchTarget {
         path: String,
-        reply: oneshot::Sender<Result<PathBuf, String>>,
+        reply: oneshot::Sender<Result<PathBuf, CommandError>>,
     },
     /// Aborts the run, lets it settle (at most `grace`), saves the session and ends the task.
     Stop {
@@ -185,14 +185,14 @@ impl SessionHandle {
     }
 
     /// The file `switch_session` to `path` would load (pi's error text if none).
-    pub async fn switch_target(&self, path: &str) -> Result<PathBuf, String> {
+    pub async fn switch_target(&self, path: &str) -> Result<PathBuf, CommandError> {
         let (reply, rx) = oneshot::channel();
         self.send(Call::SwitchTarget {
             path: path.to_string(),
             reply,
         });
         rx.await
-            .unwrap_or_else(|_| Err("the session has ended".to_string()))
+            .unwrap_or_else(|_| Err(CommandError::ended("the session has ended")))
     }
 
     pub async fn stop(&self, grace: Duration) {
@@ -205,7 +205,7 @@ impl SessionHandle {
 
 /// What an answer channel gives: the answer, or "ended" if the session went away first.
 pub fn answered(rx: Result<Answered, oneshot::error::RecvError>) -> Answered {
-    rx.unwrap_or_else(|_| (Err("the session has ended".to_string()), u64::MAX))
+    rx.unwrap_or_else(|_| (Err(CommandError::ended("the session has ended")), u64::MAX))
 }
 
 fn current(id: &Mutex<Arc<str>>) -> Arc<str> {
@@ -359,7 +359,7 @@ impl Actor {
                 });
             }
             Call::SwitchTarget { path, reply } => {
-                let _ = reply.send(self.host.switch_target(&path));
+                let _ = reply.send(self.host.switch_target(&path).map_err(Into::into));
             }
             Call::Stop { .. } => {}
         }
@@ -428,7 +428,10 @@ impl Actor {
         self.host.close().await;
         self.distribute();
         for (_, tx) in self.waiting.drain() {
-            let _ = tx.send((Err("the session was stopped".into()), u64::MAX));
+            let _ = tx.send((
+                Err(CommandError::ended("the session was stopped")),
+                u64::MAX,
+            ));
         }
     }
 }

@@ -4,11 +4,12 @@
 
 use serde_json::{json, Value};
 
-use super::{Answer, Deferred, Host, BUSY};
+use super::{Answer, CommandError, CommandErrorKind, Deferred, Host, BUSY};
 use crate::kernel::event::ApprovalDecision;
 use crate::kernel::op::{QueueMode, UserInput};
 use crate::kernel::provider::model::THINKING_LEVELS;
 use crate::prompts;
+use crate::wire::rpc::ParamErrorKind;
 use crate::wire::rpc::{self, Request};
 
 /// Every pi command the host serves (`pi-protocol.md` §4.4).
@@ -114,11 +115,11 @@ impl Host {
                 self.compact(req);
                 return;
             }
-            "set_auto_compaction" => req.bool("enabled").map(|on| {
+            "set_auto_compaction" => req.bool("enabled").map_err(Into::into).map(|on| {
                 self.live.session.set_auto_compaction(on);
                 None
             }),
-            "set_auto_retry" => req.bool("enabled").map(|on| {
+            "set_auto_retry" => req.bool("enabled").map_err(Into::into).map(|on| {
                 self.live.session.set_auto_retry(on);
                 None
             }),
@@ -154,7 +155,7 @@ impl Host {
                 self.ui_response(&req);
                 return;
             }
-            other => Err(format!("Unknown command: {other}")),
+            other => Err(CommandError::unknown_command(other)),
         };
         self.respond(&req, answer);
     }
@@ -177,7 +178,7 @@ impl Host {
 
     /// The user input of `prompt`/`steer`/`follow_up`, with a `/skill:NAME` or a `/template`
     /// expanded.
-    pub(super) fn input(&self, req: &Request) -> Result<UserInput, String> {
+    pub(super) fn input(&self, req: &Request) -> Result<UserInput, CommandError> {
         let message = req.str("message")?;
         let images = req.images()?;
         let text = crate::skills::expand(message, &self.skills)
@@ -200,16 +201,15 @@ impl Host {
                     session.follow_up_input(input);
                     Ok(Some(json!({"disposition": "queued"})))
                 }
-                None => Err(BUSY.into()),
+                None => Err(busy(BUSY)),
             };
         }
         match session.prompt_input(input) {
             Ok(_run) => Ok(Some(json!({"disposition": "started"}))),
-            Err(_) if session.status().compacting => Err(
-                "The session is being compacted; send the prompt when compaction_end arrives"
-                    .into(),
-            ),
-            Err(_) => Err(BUSY.into()),
+            Err(_) if session.status().compacting => Err(busy(
+                "The session is being compacted; send the prompt when compaction_end arrives",
+            )),
+            Err(_) => Err(busy(BUSY)),
         }
     }
 
@@ -227,7 +227,7 @@ impl Host {
         let provider = req.str("provider")?;
         let model_id = req.str("modelId")?;
         let p = self.models.build(provider, model_id).await;
-        let p = p.map_err(|e| e.to_string())?;
+        let p = p?;
         self.live.session.set_model(p);
         Ok(Some(self.model_json()))
     }
@@ -261,7 +261,7 @@ impl Host {
         allowed.push("max");
         let level = req
             .choice("level", &allowed)?
-            .ok_or_else(|| "set_thinking_level: field `level` is missing (a string)".to_string())?;
+            .ok_or_else(|| missing("set_thinking_level", "level"))?;
         let level = if level == "max" {
             "xhigh".into()
         } else {
@@ -287,12 +287,7 @@ impl Host {
         let mode = match req.choice("mode", &["all", "one-at-a-time"])?.as_deref() {
             Some("all") => QueueMode::All,
             Some(_) => QueueMode::OneAtATime,
-            None => {
-                return Err(format!(
-                    "{}: field `mode` is missing (a string)",
-                    req.command
-                ))
-            }
+            None => return Err(missing(&req.command, "mode")),
         };
         if req.command == "set_steering_mode" {
             self.live.session.set_steering_mode(mode);
@@ -321,4 +316,17 @@ impl Host {
         };
         self.live.session.approve(&call_id, decision);
     }
+}
+
+/// A refusal because a run or a compaction is active.
+fn busy(message: &str) -> CommandError {
+    CommandError::new(CommandErrorKind::Busy, message)
+}
+
+/// pi's text for a required string field `key` of `command` that is absent.
+fn missing(command: &str, key: &str) -> CommandError {
+    CommandError::new(
+        CommandErrorKind::InvalidParams(ParamErrorKind::Missing),
+        format!("{command}: field `{key}` is missing (a string)"),
+    )
 }

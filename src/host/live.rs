@@ -6,11 +6,12 @@
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use crate::host::{CommandError, CommandErrorKind};
 use crate::kernel::agent::{AgentConfig, AgentSession};
 use crate::kernel::bus::{Bus, EventRx};
 use crate::kernel::clock::Clock;
 use crate::kernel::recorder::{self, Recorder, SharedStore};
-use crate::kernel::session::{self, SessionHeader, Store};
+use crate::kernel::session::{self, SessionError, SessionHeader, Store};
 
 /// One session being served: the kernel handle, its bus, the store its recorder writes.
 pub struct Live {
@@ -120,12 +121,10 @@ pub fn fork_store(
     mut header: SessionHeader,
     leaf: Option<&str>,
     parent: Option<&Path>,
-) -> Result<Store, String> {
+) -> Result<Store, SessionError> {
     header.parent_session = parent.map(|p| p.display().to_string());
     let path = parent.map(|_| session_dir.join(session::file_name(&header)));
-    recorder::lock(&live.store)
-        .fork_at(leaf, path, header)
-        .map_err(|e| e.message)
+    recorder::lock(&live.store).fork_at(leaf, path, header)
 }
 
 /// Writes `live`'s session (the current branch) as a self-contained HTML page to `path`, or
@@ -135,7 +134,7 @@ pub fn export_html(
     live: &Live,
     cwd: &Path,
     path: Option<std::path::PathBuf>,
-) -> Result<std::path::PathBuf, String> {
+) -> Result<std::path::PathBuf, CommandError> {
     let store = recorder::lock(&live.store);
     let name = match store.path() {
         Some(file) => crate::host::html::default_name(file),
@@ -143,7 +142,9 @@ pub fn export_html(
     };
     let path = path.unwrap_or_else(|| cwd.join(name));
     let page = crate::host::html::store_page(&store);
-    crate::kernel::private::write_file(&path, page.as_bytes())
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    crate::kernel::private::write_file(&path, page.as_bytes()).map_err(|e| {
+        let message = format!("export_html: cannot write {}: {e}", path.display());
+        CommandError::new(CommandErrorKind::Export, message)
+    })?;
     Ok(path)
 }

@@ -21,6 +21,8 @@ pub mod actor;
 mod approvals;
 mod dispatch;
 pub use dispatch::COMMANDS;
+pub mod error;
+pub use error::{CommandError, CommandErrorKind};
 pub mod html;
 pub mod live;
 pub mod models;
@@ -47,7 +49,7 @@ use crate::kernel::event::{ApprovalDecision, Event, EventPayload, RunOutcome};
 use crate::kernel::session::Store;
 use crate::kernel::tool::preview::Preview;
 use crate::prompts::{self, Template};
-use crate::wire::events::{stream_events, WireEvent};
+use crate::wire::events::{stream_events, NotifyType, WireEvent};
 use crate::wire::rpc::{self, Request};
 
 /// pi's refusal text for a prompt while a run is active (clients may match on it).
@@ -107,8 +109,8 @@ pub enum Data {
 pub struct Reply {
     pub id: Option<rpc::Id>,
     pub command: String,
-    /// `Err` is pi's error text.
-    pub result: Result<Data, String>,
+    /// `Err` carries pi's error text.
+    pub result: Result<Data, CommandError>,
 }
 
 /// The outbox, in the order the transport must write it.
@@ -198,7 +200,7 @@ async fn recv_late(late: &mut Option<mpsc::UnboundedReceiver<String>>) -> Option
     w
 }
 
-type Answer = Result<Option<Value>, String>;
+type Answer = Result<Option<Value>, CommandError>;
 
 /// The host's state.
 pub struct Host {
@@ -379,7 +381,7 @@ impl Host {
             Step::Late(w) => {
                 // Not after the events still queued: they came later than the warning.
                 let id = self.clock.short_id("notify-");
-                self.publish(&rpc::notify_line(&id, &w, "warning"));
+                self.publish(&rpc::notify_line(&id, &w, NotifyType::Warning));
             }
         }
     }
@@ -406,7 +408,7 @@ impl Host {
         self.reply(req, result);
     }
 
-    fn reply(&mut self, req: &Request, result: Result<Data, String>) {
+    fn reply(&mut self, req: &Request, result: Result<Data, CommandError>) {
         self.drain_events();
         self.out.push_back(Out::Reply(Reply {
             id: req.id.clone(),
@@ -511,9 +513,9 @@ impl Host {
                     "The session cannot be saved: {f}. The run was stopped; commands that change \
                      the session are refused until it can be saved again."
                 ),
-                "error",
+                NotifyType::Error,
             ),
-            None => ("The session is saved again.".to_string(), "info"),
+            None => ("The session is saved again.".to_string(), NotifyType::Info),
         };
         let nid = self.clock.short_id("notify-");
         self.publish(&rpc::notify_line(&nid, &note, level));
@@ -521,15 +523,18 @@ impl Host {
 
     /// `Err` while the session cannot be saved (after retrying what was held back): commands
     /// that would add to the session are refused with this error.
-    fn writable(&mut self) -> Result<(), String> {
+    fn writable(&mut self) -> Result<(), CommandError> {
         if self.live.recorder.health().fault().is_some() {
             self.live.recorder.sync();
             self.report_write_fault();
         }
         match self.live.recorder.health().fault() {
-            Some(f) => Err(format!(
-                "The session cannot be saved ({}): {f}",
-                crate::kernel::recorder::SESSION_WRITE
+            Some(f) => Err(CommandError::new(
+                CommandErrorKind::SessionWrite,
+                format!(
+                    "The session cannot be saved ({}): {f}",
+                    crate::kernel::recorder::SESSION_WRITE
+                ),
             )),
             None => Ok(()),
         }
@@ -606,7 +611,7 @@ impl Host {
                     let note =
                         format!("The approval request {id} got no answer within {secs} s; {what}");
                     let nid = self.clock.short_id("notify-");
-                    self.publish(&rpc::notify_line(&nid, &note, "warning"));
+                    self.publish(&rpc::notify_line(&nid, &note, NotifyType::Warning));
                 }
             }
         }
@@ -657,7 +662,7 @@ impl Host {
     pub fn publish_warnings(&mut self) {
         for w in std::mem::take(&mut self.warnings) {
             let id = self.clock.short_id("notify-");
-            self.publish(&rpc::notify_line(&id, &w, "warning"));
+            self.publish(&rpc::notify_line(&id, &w, NotifyType::Warning));
         }
     }
 

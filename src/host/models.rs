@@ -10,7 +10,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::kernel::provider::http::{HttpOptions, HttpProvider};
+use crate::kernel::provider::http::{ClientError, HttpOptions, HttpProvider};
 use crate::kernel::provider::model::{ModelInfo, OpenAiCompat, ProviderInfo, Registry};
 use crate::kernel::provider::served;
 use crate::kernel::provider::Provider;
@@ -58,7 +58,7 @@ pub enum ModelError {
     /// and keel was started with another.
     OtherServer { provider: String, at: String },
     /// The HTTP client could not be set up.
-    Client(String),
+    Client(ClientError),
 }
 
 impl fmt::Display for ModelError {
@@ -91,7 +91,7 @@ impl fmt::Display for ModelError {
                 "the {provider} provider is the server at {at}, not the one this session \
                  started with: start keel with --provider {provider} to use its models"
             ),
-            ModelError::Client(e) => f.write_str(e),
+            ModelError::Client(e) => f.write_str(&e.message),
         }
     }
 }

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
-use super::{Answer, Host};
+use super::{Answer, CommandError, Host};
 use crate::host::live;
 use crate::kernel::compaction;
 use crate::kernel::message::{user_text, Message};
@@ -104,8 +104,7 @@ impl Host {
 
     pub(super) fn export_html(&self, req: &Request) -> Answer {
         let path = req.opt_str("outputPath")?.map(|p| self.config.cwd.join(p));
-        let path = live::export_html(&self.live, &self.config.cwd, path)
-            .map_err(|e| format!("export_html: {e}"))?;
+        let path = live::export_html(&self.live, &self.config.cwd, path)?;
         Ok(Some(json!({"path": path.display().to_string()})))
     }
 
@@ -133,7 +132,7 @@ impl Host {
             Some(id) => {
                 all.iter()
                     .position(|e| e.id == id)
-                    .ok_or_else(|| format!("Entry not found: {id}"))?
+                    .ok_or_else(|| CommandError::entry_not_found(id))?
                     + 1
             }
         };

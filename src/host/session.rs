@@ -5,18 +5,21 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::{Answer, Host};
+use super::{Answer, CommandError, CommandErrorKind, Host};
 use crate::host::live::{self, Live, Starting};
 use crate::kernel::message::{user_text, Message};
 use crate::kernel::recorder;
-use crate::kernel::session::{self, EntryData, SessionHeader, Store};
-use crate::wire::rpc::Request;
+use crate::kernel::session::{self, EntryData, SessionError, SessionHeader, Store};
+use crate::wire::rpc::{ParamErrorKind, Request};
 
 impl Host {
     pub(super) fn set_session_name(&mut self, req: &Request) -> Answer {
         let name = req.str("name")?.trim().to_string();
         if name.is_empty() {
-            return Err("Session name cannot be empty".into());
+            return Err(CommandError::new(
+                CommandErrorKind::InvalidParams(ParamErrorKind::NotAllowed),
+                "Session name cannot be empty",
+            ));
         }
         self.live.session.set_session_name(name);
         Ok(None)
@@ -39,8 +42,7 @@ impl Host {
                     return Ok(Some(json!({"cancelled": false})));
                 }
                 let target = self.switch_target(query)?;
-                let (store, warnings) =
-                    Store::resume(&target, &self.clock).map_err(|e| e.message)?;
+                let (store, warnings) = Store::resume(&target, &self.clock)?;
                 self.warnings.extend(warnings);
                 (store, json!({"cancelled": false}))
             }
@@ -50,10 +52,13 @@ impl Host {
                     let store = recorder::lock(&self.live.store);
                     let entry = store
                         .entry(entry_id)
-                        .ok_or_else(|| format!("Entry not found: {entry_id}"))?;
+                        .ok_or_else(|| CommandError::entry_not_found(entry_id))?;
                     let EntryData::Message(Message::User(u)) = &entry.data else {
-                        return Err(format!(
-                            "Invalid entry ID for forking: {entry_id} is not a user message"
+                        return Err(CommandError::new(
+                            CommandErrorKind::Entry,
+                            format!(
+                                "Invalid entry ID for forking: {entry_id} is not a user message"
+                            ),
                         ));
                     };
                     (entry.parent_id.clone(), user_text(u))
@@ -65,7 +70,12 @@ impl Host {
                 let leaf = recorder::lock(&self.live.store)
                     .leaf_id()
                     .map(str::to_string)
-                    .ok_or("Cannot clone session: no current entry selected")?;
+                    .ok_or_else(|| {
+                        CommandError::new(
+                            CommandErrorKind::Entry,
+                            "Cannot clone session: no current entry selected",
+                        )
+                    })?;
                 let store = self.fork_store(Some(&leaf), current_path.as_deref())?;
                 (store, json!({"cancelled": false}))
             }
@@ -76,12 +86,12 @@ impl Host {
 
     /// The file `switch_session` to `query` loads: a path (relative to the cwd), else a
     /// session id in the session directory.
-    pub fn switch_target(&self, query: &str) -> Result<PathBuf, String> {
+    pub fn switch_target(&self, query: &str) -> Result<PathBuf, SessionError> {
         let target = self.config.cwd.join(query);
         if target.is_file() {
             return Ok(target);
         }
-        session::resolve(&self.session_dir, query).map_err(|e| e.message)
+        session::resolve(&self.session_dir, query)
     }
 
     pub(super) fn new_header(&self) -> SessionHeader {
@@ -96,7 +106,7 @@ impl Host {
         &self,
         leaf: Option<&str>,
         parent: Option<&Path>,
-    ) -> Result<Store, String> {
+    ) -> Result<Store, SessionError> {
         live::fork_store(
             &self.live,
             &self.session_dir,

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use super::{Data, Host, Internal, Reply};
+use super::{CommandError, Data, Host, Internal, Reply};
 use crate::kernel::abort::AbortController;
 use crate::wire::rpc::{self, Request};
 
@@ -13,7 +13,7 @@ impl Host {
     pub(super) fn compact(&mut self, req: Request) {
         let instructions = match req.opt_str("customInstructions") {
             Ok(i) => i.map(str::to_string),
-            Err(e) => return self.respond(&req, Err(e)),
+            Err(e) => return self.respond(&req, Err(e.into())),
         };
         let task = self.spawn_task(None);
         let session = self.live.session.clone();
@@ -23,7 +23,7 @@ impl Host {
                 Ok(result) => Ok(Data::Json(
                     serde_json::to_value(&result).unwrap_or(Value::Null),
                 )),
-                Err(e) => Err(e.to_string()),
+                Err(e) => Err(CommandError::from(e)),
             };
             let reply = Reply {
                 id: req.id.clone(),
@@ -35,7 +35,7 @@ impl Host {
         });
     }
 
-    pub(super) fn bash(&mut self, req: &Request) -> Result<(), String> {
+    pub(super) fn bash(&mut self, req: &Request) -> Result<(), CommandError> {
         let command = req.str("command")?.to_string();
         let exclude = req.opt_bool("excludeFromContext")?.unwrap_or(false);
         let (controller, signal) = AbortController::new();

@@ -213,15 +213,18 @@ pub enum CompactionReason {
 }
 
 /// What a compaction produced (pi's `CompactionResult`).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CompactionResult {
+    #[serde(default)]
     pub summary: String,
     /// The first message kept verbatim after the summary.
+    #[serde(default)]
     pub first_kept_entry_id: String,
     pub tokens_before: u64,
     pub estimated_tokens_after: u64,
     /// Tokens the summarisation call itself used.
+    #[serde(default)]
     pub usage: Usage,
     /// The id of the `compaction` session entry (also the summary message's id).
     #[serde(skip)]

@@ -15,6 +15,35 @@ pub const TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The most one tool call may take, progress or not.
 pub const TOOL_HARD_MAX: Duration = Duration::from_secs(600);
 
+/// What is wrong with an MCP config file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfigErrorKind {
+    /// The file cannot be read.
+    Unreadable,
+    /// Not JSON, or not the `{"mcpServers": …}` shape (an unknown field, a wrong type).
+    Syntax,
+    /// A server's entry is wrong (no command, a bad url, an unknown type, a bad timeout).
+    Server,
+    /// A `${…}` in a server's entry cannot be expanded (unset variable, unclosed `${`).
+    Variable,
+}
+
+/// An MCP config file that cannot be used: its kind and the message naming the file (and the
+/// server), as the user reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    pub kind: ConfigErrorKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
 /// One configured server.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServerConfig {
@@ -78,9 +107,14 @@ struct Entry {
 
 /// Reads one config file into its servers, in name order. `vars` expands `${VAR}`; relative
 /// `cwd`s resolve against the file's directory.
-pub fn read(path: &Path, vars: &BTreeMap<String, String>) -> Result<Vec<ServerConfig>, String> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+pub fn read(
+    path: &Path,
+    vars: &BTreeMap<String, String>,
+) -> Result<Vec<ServerConfig>, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+        kind: ConfigErrorKind::Unreadable,
+        message: format!("cannot read {}: {e}", path.display()),
+    })?;
     parse(&text, path, vars)
 }
 
@@ -89,83 +123,104 @@ pub fn parse(
     text: &str,
     path: &Path,
     vars: &BTreeMap<String, String>,
-) -> Result<Vec<ServerConfig>, String> {
-    let file: File = serde_json::from_str(text)
-        .map_err(|e| format!("{} is not a valid MCP config: {e}", path.display()))?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    let mut out = Vec::new();
-    for (name, e) in file.mcp_servers {
-        let bad = |why: String| format!("{}: server `{name}`: {why}", path.display());
-        if name.is_empty() {
-            return Err(bad("the server name is empty".into()));
-        }
-        let x = |s: &str| expand(s, vars).map_err(&bad);
-        let map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, String> {
-            m.iter().map(|(k, v)| Ok((k.clone(), x(v)?))).collect()
-        };
-        let kind = e.kind.as_deref().unwrap_or(match e.url {
-            Some(_) => "http",
-            None => "stdio",
-        });
-        let transport = match kind {
-            "stdio" => {
-                if e.url.is_some() || !e.headers.is_empty() {
-                    return Err(bad("`url` and `headers` belong to an http server".into()));
-                }
-                let command = e
-                    .command
-                    .as_deref()
-                    .ok_or_else(|| bad("`command` is missing".into()))?;
-                Transport::Stdio {
-                    command: x(command)?,
-                    args: e.args.iter().map(|a| x(a)).collect::<Result<_, _>>()?,
-                    env: map(&e.env)?,
-                    cwd: e
-                        .cwd
-                        .as_deref()
-                        .map(|c| x(c).map(|c| base.join(c)))
-                        .transpose()?,
-                }
-            }
-            "http" | "streamable-http" => {
-                if e.command.is_some() || !e.args.is_empty() || !e.env.is_empty() || e.cwd.is_some()
-                {
-                    return Err(bad(
-                        "`command`, `args`, `env` and `cwd` belong to a stdio server".into(),
-                    ));
-                }
-                let url = x(e
-                    .url
-                    .as_deref()
-                    .ok_or_else(|| bad("`url` is missing".into()))?)?;
-                if !(url.starts_with("http://") || url.starts_with("https://")) {
-                    return Err(bad(format!(
-                        "`url` must start with http:// or https://, got `{url}`"
-                    )));
-                }
-                Transport::Http {
-                    url,
-                    headers: map(&e.headers)?,
-                }
-            }
-            "sse" => {
-                return Err(bad(
-                    "the old HTTP+SSE transport is not supported; use \"type\": \"http\"".into(),
-                ))
-            }
-            other => return Err(bad(format!("unknown type `{other}` (stdio or http)"))),
-        };
-        out.push(ServerConfig {
-            name: name.clone(),
-            transport,
-            startup_timeout: secs(e.startup_timeout_sec, STARTUP_TIMEOUT)
-                .map_err(|w| bad(format!("startupTimeoutSec {w}")))?,
-            tool_timeout: secs(e.tool_timeout_sec, TOOL_TIMEOUT)
-                .map_err(|w| bad(format!("toolTimeoutSec {w}")))?,
-            source: path.to_path_buf(),
-        });
+) -> Result<Vec<ServerConfig>, ConfigError> {
+    let file: File = serde_json::from_str(text).map_err(|e| ConfigError {
+        kind: ConfigErrorKind::Syntax,
+        message: format!("{} is not a valid MCP config: {e}", path.display()),
+    })?;
+    file.mcp_servers
+        .into_iter()
+        .map(|(name, e)| server(name, &e, path, vars))
+        .collect()
+}
+
+/// One server's entry of the file at `path`, expanded and checked.
+fn server(
+    name: String,
+    e: &Entry,
+    path: &Path,
+    vars: &BTreeMap<String, String>,
+) -> Result<ServerConfig, ConfigError> {
+    let of = |kind, why: String| ConfigError {
+        kind,
+        message: format!("{}: server `{name}`: {why}", path.display()),
+    };
+    let bad = |why: String| of(ConfigErrorKind::Server, why);
+    if name.is_empty() {
+        return Err(bad("the server name is empty".into()));
     }
-    Ok(out)
+    let x = |s: &str| expand(s, vars).map_err(|why| of(ConfigErrorKind::Variable, why));
+    let base = path.parent().unwrap_or(Path::new("."));
+    Ok(ServerConfig {
+        transport: transport(e, base, &x, &bad)?,
+        startup_timeout: secs(e.startup_timeout_sec, STARTUP_TIMEOUT)
+            .map_err(|w| bad(format!("startupTimeoutSec {w}")))?,
+        tool_timeout: secs(e.tool_timeout_sec, TOOL_TIMEOUT)
+            .map_err(|w| bad(format!("toolTimeoutSec {w}")))?,
+        source: path.to_path_buf(),
+        name,
+    })
+}
+
+/// An entry's transport: `x` expands a value, `bad` words what is wrong with the entry.
+fn transport(
+    e: &Entry,
+    base: &Path,
+    x: &dyn Fn(&str) -> Result<String, ConfigError>,
+    bad: &dyn Fn(String) -> ConfigError,
+) -> Result<Transport, ConfigError> {
+    let map = |m: &BTreeMap<String, String>| -> Result<BTreeMap<String, String>, ConfigError> {
+        m.iter().map(|(k, v)| Ok((k.clone(), x(v)?))).collect()
+    };
+    let kind = e.kind.as_deref().unwrap_or(match e.url {
+        Some(_) => "http",
+        None => "stdio",
+    });
+    match kind {
+        "stdio" => {
+            if e.url.is_some() || !e.headers.is_empty() {
+                return Err(bad("`url` and `headers` belong to an http server".into()));
+            }
+            let command = e
+                .command
+                .as_deref()
+                .ok_or_else(|| bad("`command` is missing".into()))?;
+            Ok(Transport::Stdio {
+                command: x(command)?,
+                args: e.args.iter().map(|a| x(a)).collect::<Result<_, _>>()?,
+                env: map(&e.env)?,
+                cwd: e
+                    .cwd
+                    .as_deref()
+                    .map(|c| x(c).map(|c| base.join(c)))
+                    .transpose()?,
+            })
+        }
+        "http" | "streamable-http" => {
+            if e.command.is_some() || !e.args.is_empty() || !e.env.is_empty() || e.cwd.is_some() {
+                return Err(bad(
+                    "`command`, `args`, `env` and `cwd` belong to a stdio server".into(),
+                ));
+            }
+            let url = x(e
+                .url
+                .as_deref()
+                .ok_or_else(|| bad("`url` is missing".into()))?)?;
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(bad(format!(
+                    "`url` must start with http:// or https://, got `{url}`"
+                )));
+            }
+            Ok(Transport::Http {
+                url,
+                headers: map(&e.headers)?,
+            })
+        }
+        "sse" => Err(bad(
+            "the old HTTP+SSE transport is not supported; use \"type\": \"http\"".into(),
+        )),
+        other => Err(bad(format!("unknown type `{other}` (stdio or http)"))),
+    }
 }
 
 fn secs(v: Option<f64>, default: Duration) -> Result<Duration, String> {
@@ -178,7 +233,7 @@ fn secs(v: Option<f64>, default: Duration) -> Result<Duration, String> {
 
 /// Expands `${VAR}` and `${VAR:-default}`; a missing variable without a default is an error.
 /// `$` not followed by `{` is kept.
-pub fn expand(s: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
+fn expand(s: &str, vars: &BTreeMap<String, String>) -> Result<String, String> {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
     while let Some(at) = rest.find("${") {
@@ -237,7 +292,7 @@ pub fn load(
     keel_home: &Path,
     cwd: &Path,
     vars: &BTreeMap<String, String>,
-) -> Result<Loaded, String> {
+) -> Result<Loaded, ConfigError> {
     let mut loaded = Loaded::default();
     if sources.disabled {
         return Ok(loaded);
@@ -418,27 +473,37 @@ mod tests {
 
     #[test]
     fn bad_entries_are_errors_naming_the_server() {
-        for (text, want) in [
+        use ConfigErrorKind::{Server, Syntax, Variable};
+        for (text, want, kind) in [
             (
                 r#"{"mcpServers":{"a":{"args":[]}}}"#,
                 "`command` is missing",
+                Server,
             ),
             (
                 r#"{"mcpServers":{"a":{"type":"sse","url":"http://x"}}}"#,
                 "not supported",
+                Server,
             ),
-            (r#"{"mcpServers":{"a":{"command":"x","bogus":1}}}"#, "bogus"),
+            (
+                r#"{"mcpServers":{"a":{"command":"x","bogus":1}}}"#,
+                "bogus",
+                Syntax,
+            ),
             (
                 r#"{"mcpServers":{"a":{"type":"http","url":"ftp://x"}}}"#,
                 "http://",
+                Server,
             ),
             (
                 r#"{"mcpServers":{"a":{"command":"${MISSING}"}}}"#,
                 "MISSING",
+                Variable,
             ),
         ] {
             let err = parse(text, Path::new("m.json"), &vars()).unwrap_err();
-            assert!(err.contains(want), "{text}: {err}");
+            assert!(err.message.contains(want), "{text}: {err}");
+            assert_eq!(err.kind, kind, "{text}");
         }
     }
 

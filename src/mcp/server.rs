@@ -299,7 +299,7 @@ impl Server {
 
     /// Calls `tool` (its raw name) with `args`: the per-call timeout restarts on progress
     /// (forwarded to `progress`) up to the hard maximum; an abort cancels the call at the server.
-    pub async fn call(
+    pub(super) async fn call(
         &self,
         tool: &str,
         args: &Value,

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::cli::Cli;
+use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::kernel::tool::external::ToolSource;
 use crate::kernel::tool::ToolEnv;
@@ -37,7 +37,7 @@ pub fn load(cli: &Cli, env: &Env) -> Result<config::Loaded, StartupError> {
     // `${VAR}` expands from the session's environment (a daemon session's: the client's).
     let vars = env.tool_vars.as_ref().unwrap_or(&env.vars);
     config::load(&sources(cli, env), &env.keel_home, &env.cwd, vars).map_err(|e| {
-        StartupError::config(e).hint("see README, \"MCP servers\", for the file's shape")
+        StartupError::config(e.message).hint("see README, \"MCP servers\", for the file's shape")
     })
 }
 
@@ -95,7 +95,7 @@ pub async fn command(cli: &crate::cli::McpCli, env: &Env) -> Result<(String, boo
         trust_project: cli.trust_project,
     };
     let mut loaded = config::load(&sources, &env.keel_home, &env.cwd, &env.vars)
-        .map_err(|e| StartupError::config(e).hint("see README, \"MCP servers\""))?;
+        .map_err(|e| StartupError::config(e.message).hint("see README, \"MCP servers\""))?;
     if let McpCommand::Tools { name } = &cli.command {
         let names: Vec<String> = loaded.servers.iter().map(|s| s.name.clone()).collect();
         loaded.servers.retain(|s| &s.name == name);

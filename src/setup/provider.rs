@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::seconds;
-use crate::cli::Cli;
+use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::host::models::{Catalog, StartEndpoint};
 use crate::kernel::provider::http::{path_has_v1, HttpOptions, HttpProvider};
@@ -25,7 +25,7 @@ pub fn registry(env: &Env) -> Result<Registry, StartupError> {
     match std::fs::read_to_string(&path) {
         Ok(text) => registry.merge_file(&text).map_err(|e| {
             StartupError::config(format!("cannot use {}", path.display()))
-                .cause(e)
+                .cause(e.message)
                 .hint("see the README, \"Models and providers\", for the format")
         })?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
@@ -64,7 +64,7 @@ pub async fn start(
         // Relative to the session's directory: the client's, also in the daemon.
         let path = env.cwd.join(path);
         super::require_regular_file(&path, "the --script file")?;
-        let p = ScriptedProvider::load(&path).map_err(StartupError::config)?;
+        let p = ScriptedProvider::load(&path).map_err(|e| StartupError::config(e.message))?;
         return Ok((Arc::new(p), None));
     }
     let name = match named {
@@ -95,7 +95,8 @@ pub async fn start(
     let key = api_key(cli, env, p, &endpoint)?;
     info.base_url = endpoint.url.clone();
     info.compat = OpenAiCompat::for_base_url(&endpoint.url);
-    let provider = HttpProvider::new(info, key.clone(), options).map_err(StartupError::config)?;
+    let provider = HttpProvider::new(info, key.clone(), options)
+        .map_err(|e| StartupError::config(e.message))?;
     let catalog = match (served, listed) {
         (false, _) => Catalog::Registry,
         (true, None) => Catalog::Server,

@@ -9,6 +9,9 @@ use serde::de::{self, Deserialize, Deserializer, IgnoredAny, MapAccess, SeqAcces
 use serde_json::value::RawValue;
 use serde_json::{json, Map, Value};
 
+use std::borrow::Cow;
+
+use super::events::{NotifyType, UiMethod, UiRequest, WireEvent};
 use crate::kernel::message::Content;
 use crate::kernel::tool::preview::Preview;
 
@@ -151,6 +154,41 @@ impl<'de> Visitor<'de> for TopVisitor {
     }
 }
 
+/// What is wrong with a request's field.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParamErrorKind {
+    /// A required field is absent or null.
+    Missing,
+    /// The field has another JSON type than the one asked for.
+    WrongType,
+    /// A string field holds a value outside its allowed set.
+    NotAllowed,
+    /// An `images` entry is not a pi `ImageContent` object.
+    BadImage,
+}
+
+/// A request field that cannot be used: its kind, and pi's error text naming the command and
+/// the field (the text a client reads in the response's `error`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParamError {
+    pub kind: ParamErrorKind,
+    pub message: String,
+}
+
+impl ParamError {
+    fn new(kind: ParamErrorKind, message: String) -> Self {
+        ParamError { kind, message }
+    }
+}
+
+impl fmt::Display for ParamError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ParamError {}
+
 /// A JSON value's kind, for error messages.
 pub fn kind_of(v: &Value) -> &'static str {
     crate::kernel::tool::args::json_kind(v)
@@ -174,28 +212,31 @@ impl Request {
         &self.fields
     }
 
-    fn wrong(&self, key: &str, want: &str, got: &Value) -> String {
-        format!(
+    fn wrong(&self, key: &str, want: &str, got: &Value) -> ParamError {
+        let message = format!(
             "{}: field `{key}` must be {want}, got {}",
             self.command,
             kind_of(got)
-        )
+        );
+        ParamError::new(ParamErrorKind::WrongType, message)
+    }
+
+    fn missing(&self, key: &str, want: &str) -> ParamError {
+        let message = format!("{}: field `{key}` is missing ({want})", self.command);
+        ParamError::new(ParamErrorKind::Missing, message)
     }
 
     /// A required string field.
-    pub fn str(&self, key: &str) -> Result<&str, String> {
+    pub fn str(&self, key: &str) -> Result<&str, ParamError> {
         match self.fields.get(key) {
             Some(Value::String(s)) => Ok(s),
-            None | Some(Value::Null) => Err(format!(
-                "{}: field `{key}` is missing (a string)",
-                self.command
-            )),
+            None | Some(Value::Null) => Err(self.missing(key, "a string")),
             Some(v) => Err(self.wrong(key, "a string", v)),
         }
     }
 
     /// An optional string field (absent or null is `None`).
-    pub fn opt_str(&self, key: &str) -> Result<Option<&str>, String> {
+    pub fn opt_str(&self, key: &str) -> Result<Option<&str>, ParamError> {
         match self.fields.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) => Ok(Some(s)),
@@ -204,19 +245,16 @@ impl Request {
     }
 
     /// A required boolean field.
-    pub fn bool(&self, key: &str) -> Result<bool, String> {
+    pub fn bool(&self, key: &str) -> Result<bool, ParamError> {
         match self.fields.get(key) {
             Some(Value::Bool(b)) => Ok(*b),
-            None | Some(Value::Null) => Err(format!(
-                "{}: field `{key}` is missing (true or false)",
-                self.command
-            )),
+            None | Some(Value::Null) => Err(self.missing(key, "true or false")),
             Some(v) => Err(self.wrong(key, "true or false", v)),
         }
     }
 
     /// An optional boolean field.
-    pub fn opt_bool(&self, key: &str) -> Result<Option<bool>, String> {
+    pub fn opt_bool(&self, key: &str) -> Result<Option<bool>, ParamError> {
         match self.fields.get(key) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -225,24 +263,24 @@ impl Request {
     }
 
     /// A string field that must be one of `allowed`.
-    pub fn choice(&self, key: &str, allowed: &[&str]) -> Result<Option<String>, String> {
+    pub fn choice(&self, key: &str, allowed: &[&str]) -> Result<Option<String>, ParamError> {
         match self.opt_str(key)? {
             None => Ok(None),
             Some(s) if allowed.contains(&s) => Ok(Some(s.to_string())),
-            Some(s) => Err(format!(
-                "{}: field `{key}` must be one of {}, got {s:?}",
-                self.command,
-                allowed
-                    .iter()
-                    .map(|a| format!("{a:?}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
+            Some(s) => {
+                let allowed: Vec<String> = allowed.iter().map(|a| format!("{a:?}")).collect();
+                let message = format!(
+                    "{}: field `{key}` must be one of {}, got {s:?}",
+                    self.command,
+                    allowed.join(", ")
+                );
+                Err(ParamError::new(ParamErrorKind::NotAllowed, message))
+            }
         }
     }
 
     /// `images`: pi `ImageContent` objects (`{type:"image", data, mimeType}`).
-    pub fn images(&self) -> Result<Vec<Content>, String> {
+    pub fn images(&self) -> Result<Vec<Content>, ParamError> {
         let list = match self.fields.get("images") {
             None | Some(Value::Null) => return Ok(Vec::new()),
             Some(Value::Array(list)) => list,
@@ -258,20 +296,14 @@ impl Request {
                         data: d.to_string(),
                         mime_type: m.to_string(),
                     }),
-                    _ => Err(format!(
+                    _ => Err(ParamError::new(ParamErrorKind::BadImage, format!(
                         "{}: images[{i}] must be {{\"type\":\"image\",\"data\":<base64>,\"mimeType\":\"image/...\"}}",
                         self.command
-                    )),
+                    ))),
                 }
             })
             .collect()
     }
-}
-
-fn line(v: Value) -> String {
-    let mut s = v.to_string();
-    s.push('\n');
-    s
 }
 
 /// `{"id":<id as received>, …body}` without a newline (`id` first, as pi writes it).
@@ -341,26 +373,28 @@ pub fn bash_update_line(id: Option<&Id>, delta: &str) -> String {
     )
 }
 
+/// A dialog line: the `extension_ui_request` event and a newline.
+fn dialog_line(request: UiRequest<'_>) -> String {
+    let mut s = serde_json::to_string(&WireEvent::ExtensionUiRequest(request)).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
 /// A `confirm` dialog (`extension_ui_request`); `timeout_ms` tells the client when keel
 /// gives up and denies.
 pub fn confirm_line(id: &str, title: &str, message: &str, timeout_ms: u64) -> String {
-    line(json!({
-        "type": "extension_ui_request",
-        "id": id,
-        "method": "confirm",
-        "title": title,
-        "message": message,
-        "timeout": timeout_ms,
-    }))
+    dialog_line(UiRequest {
+        title: Some(title.into()),
+        message: message.into(),
+        timeout: Some(timeout_ms),
+        ..UiRequest::new(id, UiMethod::Confirm)
+    })
 }
 
 /// The `confirm` dialog for a tool call waiting for approval (`--permission ask`): `id` is the
 /// tool call id, `message` a one-line summary (a bash command, `write path`, or the arguments
 /// as JSON), `timeout` (when given) says when keel gives up and denies. keel's additions:
-/// `toolName` and `args`, the call as the model made it, so that a client can show its own
-/// dialog (the TUI) without having seen the call's `tool_execution_start`, and `preview` for a
-/// call that changes a file: the diff it would apply to the file as it is now, and whether a
-/// write overwrites or creates (`{change: "edit"|"overwrite"|"create", path, diff?, error?}`).
+/// `toolName`, `args` and `preview` (see [`UiRequest`]).
 pub fn approval_line(
     call_id: &str,
     tool_name: &str,
@@ -375,36 +409,24 @@ pub fn approval_line(
             None => args.to_string(),
         },
     };
-    let mut v = json!({
-        "type": "extension_ui_request",
-        "id": call_id,
-        "method": "confirm",
-        "title": format!("Allow tool `{tool_name}`?"),
-        "message": message,
-    });
-    if let (Some(ms), Some(m)) = (timeout_ms, v.as_object_mut()) {
-        m.insert("timeout".into(), json!(ms));
-    }
-    if let Some(m) = v.as_object_mut() {
-        m.insert("toolName".into(), json!(tool_name));
-        m.insert("args".into(), args.clone());
-        if let Some(p) = preview.and_then(|p| serde_json::to_value(p).ok()) {
-            m.insert("preview".into(), p);
-        }
-    }
-    line(v)
+    dialog_line(UiRequest {
+        title: Some(format!("Allow tool `{tool_name}`?").into()),
+        message: message.into(),
+        timeout: timeout_ms,
+        tool_name: Some(tool_name.into()),
+        args: Some(Cow::Borrowed(args)),
+        preview: preview.map(Cow::Borrowed),
+        ..UiRequest::new(call_id, UiMethod::Confirm)
+    })
 }
 
-/// A `notify` message (`extension_ui_request` without a reply); `level` is `info`,
-/// `warning` or `error`.
-pub fn notify_line(id: &str, message: &str, level: &str) -> String {
-    line(json!({
-        "type": "extension_ui_request",
-        "id": id,
-        "method": "notify",
-        "message": message,
-        "notifyType": level,
-    }))
+/// A `notify` message (`extension_ui_request` without a reply).
+pub fn notify_line(id: &str, message: &str, level: NotifyType) -> String {
+    dialog_line(UiRequest {
+        message: message.into(),
+        notify_type: Some(level),
+        ..UiRequest::new(id, UiMethod::Notify)
+    })
 }
 
 #[cfg(test)]
@@ -463,18 +485,26 @@ mod tests {
         assert_eq!(r.str("message").unwrap(), "hi");
         assert_eq!(
             r.str("n").unwrap_err(),
-            "prompt: field `n` must be a string, got a number"
+            ParamError {
+                kind: ParamErrorKind::WrongType,
+                message: "prompt: field `n` must be a string, got a number".into()
+            }
         );
         assert_eq!(
             r.str("other").unwrap_err(),
-            "prompt: field `other` is missing (a string)"
+            ParamError {
+                kind: ParamErrorKind::Missing,
+                message: "prompt: field `other` is missing (a string)".into()
+            }
         );
         assert_eq!(r.opt_bool("x").unwrap(), None);
+        let e = r.bool("message").unwrap_err();
+        assert_eq!(e.kind, ParamErrorKind::WrongType, "{e}");
+        assert_eq!(r.bool("x").unwrap_err().kind, ParamErrorKind::Missing);
         let r = parse_line(br#"{"type":"set_steering_mode","mode":"some"}"#).unwrap();
-        assert!(r
-            .choice("mode", &["all", "one-at-a-time"])
-            .unwrap_err()
-            .contains("\"all\", \"one-at-a-time\""));
+        let e = r.choice("mode", &["all", "one-at-a-time"]).unwrap_err();
+        assert!(e.message.contains("\"all\", \"one-at-a-time\""), "{e}");
+        assert_eq!(e.kind, ParamErrorKind::NotAllowed);
     }
 
     #[test]
@@ -553,6 +583,12 @@ mod tests {
         );
         assert_eq!(r.images().unwrap().len(), 1);
         let r = Request::new("prompt", json!({"images":[{"data":"AA=="}]}));
-        assert!(r.images().unwrap_err().contains("images[0]"));
+        let e = r.images().unwrap_err();
+        assert!(e.message.contains("images[0]"), "{e}");
+        assert_eq!(e.kind, ParamErrorKind::BadImage);
+        let e = Request::new("prompt", json!({"images": 1}))
+            .images()
+            .unwrap_err();
+        assert_eq!(e.kind, ParamErrorKind::WrongType);
     }
 }

@@ -140,6 +140,6 @@ fn answer_line(id: &Id, answer: Answer) -> String {
         Ok(Data::Empty) => j::raw_result_line(id, "{}"),
         Ok(Data::Json(v)) => j::result_line(id, &v),
         Ok(Data::Raw(raw)) => j::raw_result_line(id, &raw),
-        Err(message) => j::error_line(Some(id), j::COMMAND_FAILED, &message, None),
+        Err(e) => j::error_line(Some(id), j::COMMAND_FAILED, &e.message, None),
     }
 }

@@ -57,7 +57,9 @@ impl EditorFiles {
         Box::pin(async move {
             let (_, rx) = begun.ok_or_else(|| format!("cannot send {method}"))?;
             match rx.await {
-                Ok(answer) => take(answer.map_err(|e| format!("the editor refused: {e}"))?),
+                Ok(answer) => Ok(take(
+                    answer.map_err(|e| format!("the editor refused: {e}"))?,
+                )?),
                 Err(_) => Err("the editor closed the connection before answering".into()),
             }
         })

@@ -19,10 +19,9 @@ use super::schema::{
 };
 use super::updates::Mapper;
 use super::{Peer, Sink, STOP_GRACE};
-use crate::front::link::{Commands, Link, Note};
-use crate::front::public::PublicEvent;
+use crate::client::link::{Commands, Link, Note};
 use crate::kernel::message::Message;
-use crate::wire::events::SettledError;
+use crate::wire::events::{ErrorKind, Outcome, SettledError, UiMethod, WireEvent};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id};
 
 /// The largest file whose text a `write`'s diff shows as it was before.
@@ -177,7 +176,7 @@ impl Task {
     }
 
     fn on_line(&mut self, line: &str) {
-        let Some(event) = PublicEvent::parse(line) else {
+        let Some(event) = WireEvent::parse(line) else {
             return;
         };
         let cwd = self.cwd.clone();
@@ -186,26 +185,27 @@ impl Task {
             self.update(u);
         }
         match event {
-            PublicEvent::ExtensionUiRequest(r) if r.method == "confirm" => {
-                let tool = r.tool_name.clone().unwrap_or_default();
-                self.on_approval(r.id, tool, r.args.unwrap_or(Value::Null));
+            WireEvent::ExtensionUiRequest(r) if r.method == UiMethod::Confirm => {
+                let tool = r.tool_name.unwrap_or_default().into_owned();
+                let args = r.args.map_or(Value::Null, |a| a.into_owned());
+                self.on_approval(r.id.into_owned(), tool, args);
             }
-            PublicEvent::ExtensionUiRequest(r) if r.method == "notify" => {
+            WireEvent::ExtensionUiRequest(r) if r.method == UiMethod::Notify => {
                 tracing::info!("{}", r.message);
             }
             // The call runs, or ended: its question was answered elsewhere (another client
             // of the daemon), so the editor's is withdrawn.
-            PublicEvent::ToolExecutionUpdate { tool_call_id, .. }
-            | PublicEvent::ToolExecutionEnd { tool_call_id, .. }
-                if self.open.remove(&tool_call_id) =>
+            WireEvent::ToolExecutionUpdate { tool_call_id, .. }
+            | WireEvent::ToolExecutionEnd { tool_call_id, .. }
+                if self.open.remove(&*tool_call_id) =>
             {
-                if let Some(id) = self.asked.remove(&tool_call_id) {
+                if let Some(id) = self.asked.remove(&*tool_call_id) {
                     self.peer.withdraw(&id);
                 }
             }
             // A run settled (the editor's prompt, or another client's in the daemon): the
             // context and cost it leaves go out as `usage_update`, then the prompt's answer.
-            PublicEvent::AgentSettled { outcome, error, .. } => {
+            WireEvent::AgentSettled { outcome, error, .. } => {
                 let answer = self.turn.take().map(|turn| {
                     let reason = stop_reason(&outcome, error.as_ref(), turn.cancelled);
                     (turn.id, reason)
@@ -452,7 +452,7 @@ impl Task {
         Ok(())
     }
 
-    fn answer(&self, turn: Turn, outcome: &str, error: Option<&SettledError>) {
+    fn answer(&self, turn: Turn, outcome: &Outcome, error: Option<&SettledError>) {
         match stop_reason(outcome, error, turn.cancelled) {
             Ok(reason) => self.sink.result(&turn.id, &PromptResponse::new(reason)),
             Err(e) => self.sink.error(Some(&turn.id), &e),
@@ -488,7 +488,7 @@ impl Task {
             self.on_line(&line);
         }
         if let Some(turn) = self.turn.take() {
-            self.answer(turn, "aborted", None);
+            self.answer(turn, &Outcome::Aborted, None);
         }
     }
 }
@@ -509,7 +509,7 @@ pub fn opened(config: &Config, session: Option<&str>) -> Value {
 /// The prompt's answer from the run's verdict (`agent_settled`): `cancelled` (by request:
 /// `Some(true)` → -32800) wins; a failed run that is not a stop reason of ACP is an error.
 pub fn stop_reason(
-    outcome: &str,
+    outcome: &Outcome,
     error: Option<&SettledError>,
     cancelled: Option<bool>,
 ) -> Result<StopReason, ErrorObject> {
@@ -523,13 +523,13 @@ pub fn stop_reason(
         Some(false) => return Ok(StopReason::Cancelled),
         None => {}
     }
-    let kind = error.map(|e| e.kind.as_str());
+    let kind = error.map(|e| &e.kind);
     match (outcome, kind) {
-        ("completed", _) => Ok(StopReason::EndTurn),
-        ("aborted", _) => Ok(StopReason::Cancelled),
-        ("turn_limit", _) => Ok(StopReason::MaxTurnRequests),
-        ("failed", Some("length")) => Ok(StopReason::MaxTokens),
-        ("failed", Some("refusal")) => Ok(StopReason::Refusal),
+        (Outcome::Completed, _) => Ok(StopReason::EndTurn),
+        (Outcome::Aborted, _) => Ok(StopReason::Cancelled),
+        (Outcome::TurnLimit, _) => Ok(StopReason::MaxTurnRequests),
+        (Outcome::Failed, Some(ErrorKind::Length)) => Ok(StopReason::MaxTokens),
+        (Outcome::Failed, Some(ErrorKind::Refusal)) => Ok(StopReason::Refusal),
         _ => {
             let message = error.map_or_else(
                 || format!("the turn ended as {outcome}"),
@@ -565,34 +565,36 @@ mod tests {
     #[test]
     fn verdicts_map_to_stop_reasons() {
         assert_eq!(
-            stop_reason("completed", None, None),
+            stop_reason(&Outcome::Completed, None, None),
             Ok(StopReason::EndTurn)
         );
         assert_eq!(
-            stop_reason("aborted", None, None),
+            stop_reason(&Outcome::Aborted, None, None),
             Ok(StopReason::Cancelled)
         );
         assert_eq!(
-            stop_reason("turn_limit", None, None),
+            stop_reason(&Outcome::TurnLimit, None, None),
             Ok(StopReason::MaxTurnRequests)
         );
         assert_eq!(
-            stop_reason("failed", Some(&err("length")), None),
+            stop_reason(&Outcome::Failed, Some(&err("length")), None),
             Ok(StopReason::MaxTokens)
         );
         assert_eq!(
-            stop_reason("failed", Some(&err("refusal")), None),
+            stop_reason(&Outcome::Failed, Some(&err("refusal")), None),
             Ok(StopReason::Refusal)
         );
         assert_eq!(
-            stop_reason("completed", None, Some(false)),
+            stop_reason(&Outcome::Completed, None, Some(false)),
             Ok(StopReason::Cancelled)
         );
         assert_eq!(
-            stop_reason("aborted", None, Some(true)).unwrap_err().code,
+            stop_reason(&Outcome::Aborted, None, Some(true))
+                .unwrap_err()
+                .code,
             j::REQUEST_CANCELLED
         );
-        let e = stop_reason("failed", Some(&err("provider_http")), None).unwrap_err();
+        let e = stop_reason(&Outcome::Failed, Some(&err("provider_http")), None).unwrap_err();
         assert_eq!((e.code, e.message.as_str()), (j::INTERNAL_ERROR, "m"));
     }
 }

@@ -3,6 +3,7 @@
 //! the message's ordinal in the session (`msg_1`, `msg_2`, …), so a replay in a new process
 //! and the live stream name the same message the same way.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -13,8 +14,8 @@ use super::schema::{
     TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
-use crate::front::public::{Delta, PublicEvent, ToolResult};
 use crate::kernel::message::{Content, Message};
+use crate::wire::events::{AssistantMessageEvent as Delta, ToolResult, WireEvent};
 
 /// The tools whose calls need an approval under `--permission ask`.
 pub const ASKING_TOOLS: &[&str] = &["write", "edit", "bash"];
@@ -74,28 +75,30 @@ impl Mapper {
     /// diff of a `write`), `None` if there is none.
     pub fn event(
         &mut self,
-        event: &PublicEvent,
+        event: &WireEvent,
         before: &dyn Fn(&Path) -> Option<String>,
     ) -> Vec<SessionUpdate> {
         match event {
-            PublicEvent::MessageStart { .. } => {
+            WireEvent::MessageStart { .. } => {
                 self.messages += 1;
                 Vec::new()
             }
-            PublicEvent::MessageUpdate {
+            WireEvent::MessageUpdate {
                 assistant_message_event: Delta::TextDelta { delta, .. },
-            } => vec![SessionUpdate::AgentMessageChunk(self.chunk(delta.as_str()))],
-            PublicEvent::MessageUpdate {
+                ..
+            } => vec![SessionUpdate::AgentMessageChunk(self.chunk(&**delta))],
+            WireEvent::MessageUpdate {
                 assistant_message_event: Delta::ThinkingDelta { delta, .. },
-            } => vec![SessionUpdate::AgentThoughtChunk(self.chunk(delta.as_str()))],
-            PublicEvent::ToolExecutionStart {
+                ..
+            } => vec![SessionUpdate::AgentThoughtChunk(self.chunk(&**delta))],
+            WireEvent::ToolExecutionStart {
                 tool_call_id,
                 tool_name,
                 args,
             } => {
                 let mut call = Call {
-                    name: tool_name.clone(),
-                    args: args.clone(),
+                    name: tool_name.to_string(),
+                    args: args.clone().into_owned(),
                     before: None,
                 };
                 // Only while the call waits for approval is the file still as it was: a call
@@ -105,35 +108,35 @@ impl Mapper {
                         call.before = Some(before(&path));
                     }
                 }
-                let waits = self.asks && ASKING_TOOLS.contains(&tool_name.as_str());
+                let waits = self.asks && ASKING_TOOLS.contains(&&**tool_name);
                 let status = if waits {
                     ToolCallStatus::Pending
                 } else {
                     ToolCallStatus::InProgress
                 };
                 let update = self.tool_call(tool_call_id, &call).status(status);
-                self.calls.insert(tool_call_id.clone(), call);
+                self.calls.insert(tool_call_id.to_string(), call);
                 vec![SessionUpdate::ToolCall(update)]
             }
-            PublicEvent::ToolExecutionUpdate {
+            WireEvent::ToolExecutionUpdate {
                 tool_call_id,
                 partial_result,
                 ..
             } => vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
-                tool_call_id.clone(),
+                tool_call_id.to_string(),
                 ToolCallUpdateFields::new()
                     .status(ToolCallStatus::InProgress)
                     .content(vec![text_content(partial_result.text())]),
             ))],
-            PublicEvent::ToolExecutionEnd {
+            WireEvent::ToolExecutionEnd {
                 tool_call_id,
                 tool_name,
                 result,
                 is_error,
                 ..
             } => {
-                let call = self.calls.remove(tool_call_id).unwrap_or(Call {
-                    name: tool_name.clone(),
+                let call = self.calls.remove(&**tool_call_id).unwrap_or(Call {
+                    name: tool_name.to_string(),
                     args: Value::Null,
                     before: None,
                 });
@@ -144,8 +147,8 @@ impl Mapper {
                     *is_error,
                 ))]
             }
-            PublicEvent::SessionInfoChanged { name } => vec![SessionUpdate::SessionInfoUpdate(
-                SessionInfoUpdate::new().title(name.clone()),
+            WireEvent::SessionInfoChanged { name } => vec![SessionUpdate::SessionInfoUpdate(
+                SessionInfoUpdate::new().title(name.to_string()),
             )],
             _ => Vec::new(),
         }
@@ -227,8 +230,8 @@ impl Mapper {
                         before: None,
                     });
                     let result = ToolResult {
-                        content: r.content.clone(),
-                        details: r.details.clone(),
+                        content: Cow::Borrowed(&r.content),
+                        details: r.details.as_ref().map(Cow::Borrowed),
                     };
                     out.push(SessionUpdate::ToolCallUpdate(self.finished(
                         &r.tool_call_id,
@@ -331,14 +334,14 @@ impl Mapper {
         };
         let mut content = Vec::new();
         if !is_error {
-            content.extend(self.diff(call, result.details.as_ref()));
+            content.extend(self.diff(call, result.details.as_deref()));
         }
         if content.is_empty() {
             content.push(text_content(result.text()));
         }
         let mut fields = ToolCallUpdateFields::new().status(status).content(content);
         if let Some(details) = &result.details {
-            fields = fields.raw_output(details.clone());
+            fields = fields.raw_output(details.clone().into_owned());
         }
         ToolCallUpdate::new(id.to_string(), fields)
     }
@@ -375,8 +378,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn ev(v: Value) -> PublicEvent {
-        PublicEvent::parse(&v.to_string()).unwrap()
+    fn ev(v: Value) -> WireEvent<'static> {
+        WireEvent::parse(&v.to_string()).unwrap()
     }
 
     fn wire(u: &[SessionUpdate]) -> Value {

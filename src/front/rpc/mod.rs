@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::signals::Signals;
 use crate::front::stdin::Input;
 use crate::host::{Data, Host, HostSetup, Out, Reply};
 use crate::output::Output;
+use crate::signals::Signals;
 use crate::wire::jsonl::{Frame, MAX_LINE_BYTES};
 use crate::wire::rpc;
 
@@ -183,6 +183,6 @@ fn reply_line(reply: &Reply) -> String {
         Ok(Data::Empty) => rpc::ok_line(id, &reply.command, None),
         Ok(Data::Json(v)) => rpc::ok_line(id, &reply.command, Some(v.clone())),
         Ok(Data::Raw(raw)) => rpc::ok_raw_line(id, &reply.command, raw),
-        Err(e) => rpc::error_line(id, Some(&reply.command), e),
+        Err(e) => rpc::error_line(id, Some(&reply.command), &e.message),
     }
 }

@@ -1,9 +1,10 @@
-//! The TUI's model of the conversation: folds the public events (`front::public`, the wire
-//! vocabulary) into finished history cells (written once into the terminal's scrollback) and
+//! The TUI's model of the conversation: folds the public events (`wire::events::WireEvent`, the
+//! wire vocabulary) into finished history cells (written once into the terminal's scrollback) and
 //! the live state still changing (the streaming line, thinking, running tools, queue, run
 //! status). Pure: no terminal, no kernel calls, no kernel events; a stream from the daemon and
 //! one made in this process look the same to it.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 
 use serde_json::Value;
@@ -16,10 +17,11 @@ pub use shell::{RunningShell, LIVE_OUTPUT_BYTES};
 
 use super::markdown::{self, MarkdownStream, MdLine};
 use super::replay::Replayed;
-use crate::front::public::{Compacted, Delta, PublicEvent, UiRequest};
+use crate::kernel::event::CompactionResult;
 use crate::kernel::message::{user_text, Content, Message, StopReason, Usage};
 use crate::kernel::tool::bash::BashExecution;
-use crate::wire::events::SettledError;
+use crate::wire::events::{AssistantMessageEvent as Delta, UiRequest, WireEvent};
+use crate::wire::events::{CompactionReason, NotifyType, Outcome, SettledError, UiMethod};
 
 /// A finished piece of the transcript, laid out when it is written (at the width of that
 /// moment).
@@ -285,11 +287,11 @@ impl Transcript {
 
     /// Folds one public event in; `at_ms` is when it happened (in-process, the kernel's
     /// stamp; from the daemon, when it arrived), for the run and tool timers.
-    pub fn on_event(&mut self, event: &PublicEvent, at_ms: i64) {
-        use PublicEvent as P;
+    pub fn on_event(&mut self, event: &WireEvent, at_ms: i64) {
+        use WireEvent as P;
         match event {
-            P::ModelChanged { model, .. } => self.model = model.clone(),
-            P::ThinkingLevelChanged { level } => self.thinking_level = level.clone(),
+            P::ModelChanged { model, .. } => self.model = model.to_string(),
+            P::ThinkingLevelChanged { level } => self.thinking_level = level.to_string(),
             P::AgentStart => {
                 // A retry starts a new run of the same prompt: its time keeps counting.
                 if !self.is_running() {
@@ -298,7 +300,7 @@ impl Transcript {
                 }
                 self.activity = Some(self.working());
             }
-            P::AgentEnd { .. } | P::TurnStart {} | P::TurnEnd {} | P::Other => {}
+            P::AgentEnd { .. } | P::TurnStart | P::TurnEnd { .. } | P::Other => {}
             P::AgentSettled {
                 outcome,
                 error,
@@ -319,9 +321,9 @@ impl Transcript {
             } => {
                 self.preparing.clear();
                 self.running.push(RunningTool {
-                    call_id: tool_call_id.clone(),
-                    name: tool_name.clone(),
-                    args: args.clone(),
+                    call_id: tool_call_id.to_string(),
+                    name: tool_name.to_string(),
+                    args: args.clone().into_owned(),
                     partial: None,
                     started_ms: at_ms,
                     awaiting_approval: false,
@@ -332,7 +334,7 @@ impl Transcript {
                 partial_result,
                 ..
             } => {
-                if let Some(t) = self.running.iter_mut().find(|t| &t.call_id == tool_call_id) {
+                if let Some(t) = self.running.iter_mut().find(|t| t.call_id == *tool_call_id) {
                     t.partial = Some(partial_result.text());
                     t.awaiting_approval = false;
                 }
@@ -344,15 +346,15 @@ impl Transcript {
                 is_error,
                 duration_ms,
             } => {
-                let args = match self.running.iter().position(|t| &t.call_id == tool_call_id) {
+                let args = match self.running.iter().position(|t| t.call_id == *tool_call_id) {
                     Some(i) => self.running.remove(i).args,
                     None => Value::Null,
                 };
                 self.tool_finished(FinishedTool {
-                    name: tool_name.clone(),
+                    name: tool_name.to_string(),
                     args,
                     text: result.text(),
-                    details: result.details.clone(),
+                    details: result.details.clone().map(Cow::into_owned),
                     is_error: *is_error,
                     duration_ms: *duration_ms,
                 });
@@ -362,8 +364,8 @@ impl Transcript {
                 steering,
                 follow_up,
             } => {
-                self.steering = steering.clone();
-                self.follow_up = follow_up.clone();
+                self.steering = steering.to_vec();
+                self.follow_up = follow_up.to_vec();
             }
             P::AutoRetryStart {
                 attempt,
@@ -381,7 +383,7 @@ impl Transcript {
             } => self.retry_ended(*success, *attempt, final_error.as_deref()),
             P::BashExecutionUpdate { delta, .. } => self.shell_output(delta, at_ms),
             P::BashExecutionEnd(record) => self.shell_finished(record, at_ms),
-            P::SessionInfoChanged { name } => self.session_name = Some(name.clone()),
+            P::SessionInfoChanged { name } => self.session_name = Some(name.to_string()),
             P::CompactionStart { .. } => {
                 self.activity = Some(Activity::Compacting { since_ms: at_ms });
             }
@@ -391,23 +393,28 @@ impl Transcript {
                 aborted,
                 error_message,
                 ..
-            } => self.compaction_finished(reason, result.as_ref(), *aborted, error_message),
+            } => self.compaction_finished(
+                reason,
+                result.as_deref(),
+                *aborted,
+                error_message.as_deref(),
+            ),
         }
     }
 
     /// A dialog: an approval marks its tool call as waiting (the view shows the question); a
     /// message becomes a cell.
     fn dialog(&mut self, r: &UiRequest) {
-        match r.method.as_str() {
-            "confirm" => {
+        match r.method {
+            UiMethod::Confirm => {
                 if let Some(t) = self.running.iter_mut().find(|t| t.call_id == r.id) {
                     t.awaiting_approval = true;
                 }
             }
-            "notify" => self.pending.push_back(match r.notify_type.as_deref() {
-                Some("error") => HistoryCell::Error(r.message.clone()),
-                Some("warning") => HistoryCell::Notice(format!("warning: {}", r.message)),
-                _ => HistoryCell::Notice(r.message.clone()),
+            UiMethod::Notify => self.pending.push_back(match r.notify_type {
+                Some(NotifyType::Error) => HistoryCell::Error(r.message.to_string()),
+                Some(NotifyType::Warning) => HistoryCell::Notice(format!("warning: {}", r.message)),
+                _ => HistoryCell::Notice(r.message.to_string()),
             }),
             _ => {}
         }
@@ -416,7 +423,7 @@ impl Transcript {
     /// How the run ended (`agent_settled`).
     fn settled(
         &mut self,
-        outcome: &str,
+        outcome: &Outcome,
         error: Option<&SettledError>,
         max_turns: Option<u32>,
         tool_name: Option<&str>,
@@ -427,14 +434,14 @@ impl Transcript {
             None => format!("the run ended: {outcome}"),
         };
         match (outcome, max_turns, tool_name) {
-            ("completed", ..) => {}
-            ("turn_limit", Some(max_turns), _) => self.pending.push_back(HistoryCell::Notice(
-                format!("stopped: the turn limit ({max_turns}) was reached"),
-            )),
-            ("blocked", _, Some(tool_name)) => self.pending.push_back(HistoryCell::Notice(
+            (Outcome::Completed, ..) => {}
+            (Outcome::TurnLimit, Some(max_turns), _) => self.pending.push_back(
+                HistoryCell::Notice(format!("stopped: the turn limit ({max_turns}) was reached")),
+            ),
+            (Outcome::Blocked, _, Some(tool_name)) => self.pending.push_back(HistoryCell::Notice(
                 format!("stopped: `{tool_name}` needed an approval"),
             )),
-            ("aborted", ..) => self
+            (Outcome::Aborted, ..) => self
                 .pending
                 .push_back(HistoryCell::Notice("⏹ interrupted".into())),
             // `failed`, or a verdict without the fields that name it.
@@ -490,7 +497,7 @@ impl Transcript {
                 self.thinking = None;
                 if !content.trim().is_empty() {
                     self.pending
-                        .push_back(HistoryCell::Thinking(content.clone()));
+                        .push_back(HistoryCell::Thinking(content.to_string()));
                 }
             }
             Delta::ToolcallStart {
@@ -499,7 +506,7 @@ impl Transcript {
                 ..
             } => {
                 self.flush_stream();
-                self.preparing.push((*content_index, tool_name.clone()));
+                self.preparing.push((*content_index, tool_name.to_string()));
             }
             Delta::ToolcallDelta { .. } | Delta::ToolcallEnd { .. } | Delta::Other => {}
         }
@@ -532,10 +539,10 @@ impl Transcript {
 
     fn compaction_finished(
         &mut self,
-        reason: &str,
-        result: Option<&Compacted>,
+        reason: &CompactionReason,
+        result: Option<&CompactionResult>,
         aborted: bool,
-        error: &Option<String>,
+        error: Option<&str>,
     ) {
         if let Some(r) = result {
             self.totals.usage.add(&r.usage);
@@ -543,10 +550,10 @@ impl Transcript {
             self.pending.push_back(HistoryCell::Notice(format!(
                 "⇣ compacted ({}): ~{} → ~{} tokens",
                 match reason {
-                    "manual" => "manual",
-                    "threshold" => "context nearly full",
-                    "overflow" => "context overflow",
-                    other => other,
+                    CompactionReason::Manual => "manual",
+                    CompactionReason::Threshold => "context nearly full",
+                    CompactionReason::Overflow => "context overflow",
+                    CompactionReason::Other(other) => other,
                 },
                 r.tokens_before,
                 r.estimated_tokens_after
@@ -560,7 +567,7 @@ impl Transcript {
         }
         // A run that was compacting goes on working; a manual compaction leaves idle.
         self.activity = match reason {
-            "manual" => Some(Activity::Idle),
+            CompactionReason::Manual => Some(Activity::Idle),
             _ => Some(self.working()),
         };
     }

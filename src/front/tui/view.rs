@@ -1,7 +1,7 @@
 //! Everything the TUI shows and how keys change it: the transcript model, the composer, the
 //! approval dialog, the session picker and the status line (laid out by `view/screen.rs`).
 //! It learns what the agent does
-//! from public events only (`front::public`, the wire vocabulary). Keys become [`Action`]s for
+//! from public events only (`wire::events::WireEvent`, the wire vocabulary). Keys become [`Action`]s for
 //! the controller (`tui/client.rs`) to send as pi commands to the session's host (in this
 //! process or in the daemon); the view itself never calls the host and never writes to a
 //! terminal, so every screen can be rendered in tests.
@@ -23,8 +23,8 @@ pub use screen::fmt_tokens;
 use super::composer::Composer;
 use super::picker::{Picker, PickerAction};
 use super::transcript::{HistoryCell, Layout, Transcript};
-use crate::front::public::{PublicEvent, UiRequest};
 use crate::kernel::event::ApprovalDecision;
+use crate::wire::events::{UiMethod, UiRequest, WireEvent};
 use approval::Approval;
 
 /// Slash commands with their one-line help, in the order `/help` lists them.
@@ -224,10 +224,10 @@ impl View {
 
     /// Folds a public event in (`at_ms`: when it happened); returns actions the user already
     /// decided (always-allowed tools are approved without asking again).
-    pub fn on_event(&mut self, event: &PublicEvent, at_ms: i64) -> Vec<Action> {
+    pub fn on_event(&mut self, event: &WireEvent, at_ms: i64) -> Vec<Action> {
         self.transcript.on_event(event, at_ms);
         match event {
-            PublicEvent::ExtensionUiRequest(r) if r.method == "confirm" => {
+            WireEvent::ExtensionUiRequest(r) if r.method == UiMethod::Confirm => {
                 let approval = self.approval(r);
                 if self.always_allowed.contains(&approval.tool_name) {
                     return vec![Action::Approve {
@@ -237,11 +237,11 @@ impl View {
                 }
                 self.approvals.push_back(approval);
             }
-            PublicEvent::ToolExecutionEnd { tool_call_id, .. }
-            | PublicEvent::ToolExecutionUpdate { tool_call_id, .. } => {
-                self.approvals.retain(|a| &a.call_id != tool_call_id);
+            WireEvent::ToolExecutionEnd { tool_call_id, .. }
+            | WireEvent::ToolExecutionUpdate { tool_call_id, .. } => {
+                self.approvals.retain(|a| a.call_id != *tool_call_id);
             }
-            PublicEvent::AgentSettled { .. } => self.approvals.clear(),
+            WireEvent::AgentSettled { .. } => self.approvals.clear(),
             _ => {}
         }
         Vec::new()
@@ -254,17 +254,19 @@ impl View {
         let running = self.transcript.running.iter().find(|t| t.call_id == r.id);
         let tool_name = r
             .tool_name
-            .clone()
+            .as_ref()
+            .map(|t| t.to_string())
             .or_else(|| running.map(|t| t.name.clone()))
             .unwrap_or_else(|| "tool".into());
         let args = r
             .args
-            .clone()
+            .as_ref()
+            .map(|a| a.clone().into_owned())
             .or_else(|| running.map(|t| t.args.clone()))
             .or_else(|| serde_json::from_str(&r.message).ok())
             .unwrap_or(Value::Null);
-        let mut a = Approval::new(r.id.clone(), tool_name, args);
-        a.preview = r.preview.clone();
+        let mut a = Approval::new(r.id.to_string(), tool_name, args);
+        a.preview = r.preview.clone().map(|p| p.into_owned());
         a
     }
 

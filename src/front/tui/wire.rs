@@ -1,12 +1,11 @@
-//! A kernel event as the lines a host publishes for it, parsed into [`PublicEvent`]s: what
+//! A kernel event as the lines a host publishes for it, parsed into [`WireEvent`]s: what
 //! the view's tests feed it (scenarios are written as kernel events). The TUI itself reads
 //! only the host's lines, through its link (`client.rs`), in-process and from the daemon
 //! alike (`DESIGN.md` §10.1); this uses the host's own line builders, so both say the same.
 //! Pure: no I/O, no kernel state.
 
-use crate::front::public::PublicEvent;
 use crate::kernel::event::{Event, EventPayload};
-use crate::wire::events::stream_events;
+use crate::wire::events::{stream_events, WireEvent};
 use crate::wire::rpc;
 
 /// The wire lines (compact JSON, no newline) a host publishes for `event`: its stream events
@@ -32,11 +31,11 @@ pub fn lines_for(event: &Event) -> Vec<String> {
 
 /// The public events for a kernel event of this process: [`lines_for`], each parsed back as
 /// a line from the daemon would be.
-pub fn events_for(event: &Event) -> Vec<PublicEvent> {
+pub fn events_for(event: &Event) -> Vec<WireEvent<'static>> {
     lines_for(event)
         .iter()
         .filter_map(|line| {
-            let parsed = PublicEvent::parse(line);
+            let parsed = WireEvent::parse(line);
             if parsed.is_none() {
                 tracing::error!("a wire line does not read back: {line}");
             }
@@ -79,17 +78,14 @@ mod tests {
     #[test]
     fn facts_of_rpc_mode_reach_the_view_too() {
         let named = events_for(&ev(EventPayload::SessionNamed { name: "n".into() }));
-        assert_eq!(
-            named,
-            [PublicEvent::SessionInfoChanged { name: "n".into() }]
-        );
+        assert_eq!(named, [WireEvent::SessionInfoChanged { name: "n".into() }]);
         let model = events_for(&ev(EventPayload::ModelChanged {
             provider: "p".into(),
             model: "m".into(),
         }));
         assert_eq!(
             model,
-            [PublicEvent::ModelChanged {
+            [WireEvent::ModelChanged {
                 provider: "p".into(),
                 model: "m".into()
             }]
@@ -101,7 +97,7 @@ mod tests {
         assert!(
             matches!(
                 &settled[..],
-                [PublicEvent::AgentSettled {
+                [WireEvent::AgentSettled {
                     max_turns: Some(3),
                     ..
                 }]

@@ -43,6 +43,22 @@ impl Default for HttpOptions {
     }
 }
 
+/// Why an [`HttpProvider`] cannot be made: its HTTP client (TLS backend, system
+/// configuration) failed to build. The only way setting one up fails, so it has no kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientError {
+    /// What the user reads.
+    pub message: String,
+}
+
+impl std::fmt::Display for ClientError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ClientError {}
+
 /// A provider that speaks the OpenAI Chat Completions or Anthropic Messages API over HTTP.
 #[derive(Debug)]
 pub struct HttpProvider {
@@ -59,12 +75,14 @@ impl HttpProvider {
         info: ModelInfo,
         api_key: Option<String>,
         options: HttpOptions,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, ClientError> {
         let client = reqwest::Client::builder()
             .connect_timeout(options.connect_timeout)
             .user_agent(concat!("keel/", env!("CARGO_PKG_VERSION")))
             .build()
-            .map_err(|e| format!("cannot set up the HTTP client: {e}"))?;
+            .map_err(|e| ClientError {
+                message: format!("cannot set up the HTTP client: {e}"),
+            })?;
         Ok(HttpProvider {
             info,
             api_key,

@@ -59,8 +59,9 @@ impl Budget {
         }
     }
 
-    /// Counts `n` more body bytes; the message when the response is over its cap.
-    pub fn body(&mut self, n: usize) -> Result<(), String> {
+    /// Counts `n` more body bytes; the message when the response is over its cap. (Within
+    /// the provider module only: a stream's reader turns it into a `stream_too_large` error.)
+    pub(super) fn body(&mut self, n: usize) -> Result<(), String> {
         self.body += n as u64;
         if self.body > self.limits.max_response_bytes {
             return Err(format!(
@@ -72,7 +73,7 @@ impl Budget {
     }
 
     /// Counts a decoded event; the message when a tool call's arguments are over their cap.
-    pub fn event(&mut self, ev: &ProviderEvent) -> Result<(), String> {
+    pub(super) fn event(&mut self, ev: &ProviderEvent) -> Result<(), String> {
         match ev {
             ProviderEvent::ToolCallStart { id, name } => {
                 self.calls.push((id.clone(), name.clone(), 0));

@@ -450,14 +450,20 @@ impl Registry {
     }
 
     /// Adds (or replaces) providers from the text of a models.json file.
-    pub fn merge_file(&mut self, text: &str) -> Result<(), String> {
-        let file: ModelsFile = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    pub fn merge_file(&mut self, text: &str) -> Result<(), RegistryError> {
+        let file: ModelsFile = serde_json::from_str(text).map_err(|e| RegistryError {
+            kind: RegistryErrorKind::Syntax,
+            message: e.to_string(),
+        })?;
         for (name, p) in file.providers {
             let api = p.api.unwrap_or_else(|| API_OPENAI.to_string());
             if api != API_OPENAI && api != API_ANTHROPIC {
-                return Err(format!(
-                    "provider `{name}`: unknown api `{api}` (use `{API_OPENAI}` or `{API_ANTHROPIC}`)"
-                ));
+                return Err(RegistryError {
+                    kind: RegistryErrorKind::UnknownApi,
+                    message: format!(
+                        "provider `{name}`: unknown api `{api}` (use `{API_OPENAI}` or `{API_ANTHROPIC}`)"
+                    ),
+                });
             }
             let models = p
                 .models
@@ -504,6 +510,30 @@ impl Registry {
         self.providers.iter().flat_map(|p| p.models.iter())
     }
 }
+
+/// What is wrong with a models.json file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RegistryErrorKind {
+    /// Not JSON, or not the file's shape (an unknown field, a wrong type).
+    Syntax,
+    /// A provider names an `api` keel does not speak.
+    UnknownApi,
+}
+
+/// A models.json file that cannot be used: its kind and what is wrong, as the user reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegistryError {
+    pub kind: RegistryErrorKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for RegistryError {}
 
 #[cfg(test)]
 mod tests {
@@ -575,10 +605,12 @@ mod tests {
         let e = r
             .merge_file(r#"{"providers":{"x":{"baseUrl":"u","modles":[]}}}"#)
             .unwrap_err();
-        assert!(e.contains("modles"), "{e}");
+        assert!(e.message.contains("modles"), "{e}");
+        assert_eq!(e.kind, RegistryErrorKind::Syntax);
         let e = r
             .merge_file(r#"{"providers":{"x":{"baseUrl":"u","api":"grpc"}}}"#)
             .unwrap_err();
-        assert!(e.contains("grpc"), "{e}");
+        assert!(e.message.contains("grpc"), "{e}");
+        assert_eq!(e.kind, RegistryErrorKind::UnknownApi);
     }
 }

@@ -108,6 +108,30 @@ pub struct ScriptToolCall {
     pub arguments: Value,
 }
 
+/// Why a script cannot be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScriptErrorKind {
+    /// The file is not a regular file, or cannot be read.
+    Unreadable,
+    /// Not a script: bad JSON, an unknown field, a bad `match` regex or `stop` reason.
+    Invalid,
+}
+
+/// A script that cannot be used: its kind and what is wrong and where, as the user reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScriptError {
+    pub kind: ScriptErrorKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
 /// Replays a [`Script`].
 #[derive(Debug)]
 pub struct ScriptedProvider {
@@ -118,33 +142,45 @@ pub struct ScriptedProvider {
 
 impl ScriptedProvider {
     /// Loads and validates a script file; the error says what is wrong and where.
-    pub fn load(path: &Path) -> Result<Self, String> {
+    pub fn load(path: &Path) -> Result<Self, ScriptError> {
+        let unreadable = |why: &dyn std::fmt::Display| ScriptError {
+            kind: ScriptErrorKind::Unreadable,
+            message: format!("cannot read script {}: {why}", path.display()),
+        };
+        let invalid = |why: &dyn std::fmt::Display| ScriptError {
+            kind: ScriptErrorKind::Invalid,
+            message: format!("invalid script {}: {why}", path.display()),
+        };
         // A FIFO would block the open, a device like /dev/zero would be read forever.
         if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
-            return Err(format!(
-                "cannot read script {}: not a regular file",
-                path.display()
-            ));
+            return Err(unreadable(&"not a regular file"));
         }
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read script {}: {e}", path.display()))?;
-        let script: Script = serde_json::from_str(&text)
-            .map_err(|e| format!("invalid script {}: {e}", path.display()))?;
-        Self::from_script(script).map_err(|e| format!("invalid script {}: {e}", path.display()))
+        let text = std::fs::read_to_string(path).map_err(|e| unreadable(&e))?;
+        let script: Script = serde_json::from_str(&text).map_err(|e| invalid(&e))?;
+        Self::from_script(script).map_err(|e| invalid(&e))
     }
 
-    pub fn from_script(script: Script) -> Result<Self, String> {
+    /// Validates `script` (its `match` regexes and `stop` reasons).
+    pub fn from_script(script: Script) -> Result<Self, ScriptError> {
+        let invalid = |message: String| ScriptError {
+            kind: ScriptErrorKind::Invalid,
+            message,
+        };
         let mut turns = Vec::with_capacity(script.turns.len());
         for (i, turn) in script.turns.into_iter().enumerate() {
             let re = match &turn.pattern {
                 Some(p) => Some(
-                    Regex::new(p).map_err(|e| format!("turn {}: bad `match` regex: {e}", i + 1))?,
+                    Regex::new(p)
+                        .map_err(|e| invalid(format!("turn {}: bad `match` regex: {e}", i + 1)))?,
                 ),
                 None => None,
             };
             if let Some(s) = &turn.stop {
                 parse_stop(s).ok_or_else(|| {
-                    format!("turn {}: `stop` must be stop, length or toolUse", i + 1)
+                    invalid(format!(
+                        "turn {}: `stop` must be stop, length or toolUse",
+                        i + 1
+                    ))
                 })?;
             }
             turns.push((re, turn));
@@ -345,7 +381,8 @@ mod tests {
     fn load_refuses_what_is_not_a_regular_file() {
         for path in ["/dev/zero", "/tmp"] {
             let e = ScriptedProvider::load(Path::new(path)).unwrap_err();
-            assert!(e.contains("not a regular file"), "{e}");
+            assert!(e.message.contains("not a regular file"), "{e}");
+            assert_eq!(e.kind, ScriptErrorKind::Unreadable);
         }
     }
 
@@ -387,12 +424,12 @@ mod tests {
     fn rejects_bad_stop_and_regex() {
         let bad: Script =
             serde_json::from_str(r#"{"turns":[{"stop":"nope","chunks":[]}]}"#).unwrap();
-        assert!(ScriptedProvider::from_script(bad)
-            .unwrap_err()
-            .contains("stop"));
+        let e = ScriptedProvider::from_script(bad).unwrap_err();
+        assert!(e.message.contains("stop"), "{e}");
+        assert_eq!(e.kind, ScriptErrorKind::Invalid);
         let bad: Script = serde_json::from_str(r#"{"turns":[{"match":"(","chunks":[]}]}"#).unwrap();
-        assert!(ScriptedProvider::from_script(bad)
-            .unwrap_err()
-            .contains("regex"));
+        let e = ScriptedProvider::from_script(bad).unwrap_err();
+        assert!(e.message.contains("regex"), "{e}");
+        assert_eq!(e.kind, ScriptErrorKind::Invalid);
     }
 }

@@ -11,8 +11,61 @@ use std::sync::Arc;
 
 use crate::kernel::abort::AbortSignal;
 
-/// A client's answer to come: the value, or its error message.
-pub type Answer<T> = Pin<Box<dyn Future<Output = Result<T, String>> + Send>>;
+/// A client's answer to come: the value, or its error.
+pub type Answer<T> = Pin<Box<dyn Future<Output = Result<T, FileError>> + Send>>;
+
+/// Why a file could not be read or written through [`Files`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileErrorKind {
+    /// The client that holds the files answered with an error (or could not be asked).
+    Refused,
+    /// The tool call was aborted before the answer came.
+    Aborted,
+    /// The disk refused the write.
+    Io,
+}
+
+/// A file access that failed: its kind and the reason the tool's message quotes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileError {
+    pub kind: FileErrorKind,
+    pub message: String,
+}
+
+impl FileError {
+    fn new(kind: FileErrorKind, message: impl Into<String>) -> Self {
+        FileError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    fn aborted() -> Self {
+        Self::new(FileErrorKind::Aborted, "aborted")
+    }
+}
+
+/// A client's own message is its refusal.
+impl From<String> for FileError {
+    fn from(message: String) -> Self {
+        Self::new(FileErrorKind::Refused, message)
+    }
+}
+
+/// A client's own message is its refusal.
+impl From<&str> for FileError {
+    fn from(message: &str) -> Self {
+        Self::new(FileErrorKind::Refused, message)
+    }
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for FileError {}
 
 /// A client that reads and/or writes whole text files by absolute path.
 pub trait FileClient: Send + Sync {
@@ -58,20 +111,21 @@ impl Files {
         content: String,
         create: bool,
         abort: &AbortSignal,
-    ) -> Result<(), String> {
+    ) -> Result<(), FileError> {
         if let Some(client) = self.0.as_deref().filter(|c| c.writes()) {
             return tokio::select! {
                 done = client.write(full, content) => done,
-                _ = abort.aborted() => Err("aborted".into()),
+                _ = abort.aborted() => Err(FileError::aborted()),
             };
         }
         let full: PathBuf = full.to_path_buf();
+        let io = |e: &dyn fmt::Display| FileError::new(FileErrorKind::Io, e.to_string());
         tokio::task::spawn_blocking(move || {
             super::file::write_regular(&full, content.as_bytes(), create)
         })
         .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())
+        .map_err(|e| io(&e))?
+        .map_err(|e| io(&e))
     }
 
     /// The whole text of `full` from the client that reads, or `None`: read the disk.
@@ -79,11 +133,11 @@ impl Files {
         &self,
         full: &Path,
         abort: &AbortSignal,
-    ) -> Option<Result<String, String>> {
+    ) -> Option<Result<String, FileError>> {
         let client = self.0.as_deref().filter(|c| c.reads())?;
         Some(tokio::select! {
             text = client.read(full) => text,
-            _ = abort.aborted() => Err("aborted".into()),
+            _ = abort.aborted() => Err(FileError::aborted()),
         })
     }
 }
@@ -121,7 +175,7 @@ mod tests {
                 .unwrap()
                 .push(format!("read {}", path.display()));
             let text = self.buffers.lock().unwrap().get(path).cloned();
-            Box::pin(async move { text.ok_or_else(|| "no such buffer".to_string()) })
+            Box::pin(async move { text.ok_or_else(|| "no such buffer".into()) })
         }
         fn write(&self, path: &Path, content: String) -> Answer<()> {
             self.calls
@@ -208,6 +262,51 @@ mod tests {
             std::fs::read_to_string(d.path().join("a.txt")).unwrap(),
             "edited\n"
         );
+    }
+
+    /// An editor that never answers.
+    struct Silent;
+
+    impl FileClient for Silent {
+        fn reads(&self) -> bool {
+            true
+        }
+        fn writes(&self) -> bool {
+            true
+        }
+        fn read(&self, _: &Path) -> Answer<String> {
+            Box::pin(std::future::pending())
+        }
+        fn write(&self, _: &Path, _: String) -> Answer<()> {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    #[tokio::test]
+    async fn each_way_a_file_access_fails_has_its_kind() {
+        let d = tempfile::tempdir().unwrap();
+        let (controller, abort) = crate::kernel::abort::AbortController::new();
+        let ed = Files::client(editor(true, true, d.path(), "x\n"));
+        let e = ed.read(&d.path().join("missing"), &abort).await;
+        assert_eq!(e.unwrap().unwrap_err().kind, FileErrorKind::Refused);
+        let disk = Files::default();
+        let e = disk
+            .write(d.path(), "x".into(), true, &abort)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, FileErrorKind::Io, "{e}");
+        controller.abort();
+        let silent = Files::client(Arc::new(Silent));
+        let e = silent.read(d.path(), &abort).await.unwrap().unwrap_err();
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (FileErrorKind::Aborted, "aborted")
+        );
+        let e = silent
+            .write(d.path(), "x".into(), true, &abort)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, FileErrorKind::Aborted);
     }
 
     #[tokio::test]

@@ -138,6 +138,7 @@ impl Spool {
     }
 
     /// Appends one record (see [`Spool::append_lines`]).
+    #[cfg(test)]
     pub fn append(&mut self, record: &Record) -> io::Result<()> {
         let mut lines = Lines::default();
         lines.record(record);
@@ -480,7 +481,7 @@ pub(super) mod tests {
     use super::*;
 
     /// A record of session `s`, numbered `n`.
-    pub(in crate::journal) fn rec(n: u64) -> Record {
+    pub(in crate::daemon::journal) fn rec(n: u64) -> Record {
         Record {
             subject: "keel.events.h.s".into(),
             msg_id: format!("s:e:{n}"),

@@ -12,15 +12,15 @@ use chrono::{DateTime, Local};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::due::{self, Due};
-use super::{Store, Task, TaskState};
 use crate::daemon::open::{open_session, Opening};
 use crate::daemon::server::Shared;
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::{public, RunSummary};
+use crate::front::{fact, RunSummary};
 use crate::host::actor::{Call, SessionHandle};
 use crate::host::stream::{Delivery, Item, QUEUE};
+use crate::schedule::due::{self, Due};
+use crate::schedule::{Store, Task, TaskState};
 use crate::wire::jsonrpc::{self as j, ErrorObject};
 use crate::wire::rpc::Request;
 
@@ -331,7 +331,7 @@ async fn launch(shared: &Arc<Shared>, task: Task, at: DateTime<Local>) -> Result
         .scheduler
         .record(&task.name, |s| s.last_session = Some(id.clone()));
     let prompt = Request::new("prompt", json!({"message": task.prompt}));
-    if let (Err(e), _) = handle.request(prompt).await {
+    if let (Err(crate::host::CommandError { message: e, .. }), _) = handle.request(prompt).await {
         handle.send(Call::Detach { client });
         settle(shared, &task, Report::refused(&id, &e)).await;
         return Err(e);
@@ -371,14 +371,14 @@ impl Follow {
             if ev.seq <= self.from {
                 continue;
             }
-            let Some(kind) = public::kind_of(&ev.line) else {
+            let Some(kind) = fact::kind_of(&ev.line) else {
                 continue;
             };
             begun |= kind == "agent_start";
             if !begun {
                 continue;
             }
-            if let Some(fact) = public::parse(&kind, &ev.line) {
+            if let Some(fact) = fact::parse(&kind, &ev.line) {
                 summary.observe(&fact);
             }
             if kind == "agent_settled" {
@@ -597,7 +597,7 @@ mod tests {
         store
             .update(|t| {
                 t.push(task);
-                Ok::<_, super::super::StoreError>(())
+                Ok::<_, crate::schedule::StoreError>(())
             })
             .unwrap();
         let clock = Fake(Arc::new(Mutex::new(at(0))));
@@ -678,7 +678,7 @@ mod tests {
     fn a_corrupt_store_runs_nothing_and_says_why() {
         let dir = tempfile::tempdir().unwrap();
         let (s, clock) = scheduler(dir.path(), every(60, at(-600)));
-        std::fs::write(dir.path().join(super::super::FILE), "not json").unwrap();
+        std::fs::write(dir.path().join(crate::schedule::FILE), "not json").unwrap();
         clock.set(at(1));
         assert!(s.tick().is_empty());
         let status = s.status();
@@ -707,7 +707,7 @@ mod tests {
                     name: "new".into(),
                     ..every(60, at(-600))
                 });
-                Ok::<_, super::super::StoreError>(())
+                Ok::<_, crate::schedule::StoreError>(())
             })
             .unwrap();
         let ticked = s.tick();
@@ -726,7 +726,7 @@ mod tests {
         Store::new(dir.path())
             .update(|t| {
                 t[0].paused = true;
-                Ok::<_, super::super::StoreError>(())
+                Ok::<_, crate::schedule::StoreError>(())
             })
             .unwrap();
         s.begin("t").unwrap();

@@ -135,10 +135,6 @@ impl Journal {
         Arc::new(self.feed.clone())
     }
 
-    pub fn options(&self) -> &JournalOptions {
-        &self.options
-    }
-
     /// Journals a lifecycle fact of session `session` (`opened`, `attached`, `detached`,
     /// `closed`; `settled` and `replaced` come from the stream itself). `extra` is merged in.
     pub fn fact(&self, kind: &str, session: &str, extra: Value) {

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::daemon::client::{CallError, Client};
-use crate::daemon::dial::Dial;
+use crate::client::dial::Dial;
+use crate::client::socket::{CallError, Client};
 use crate::host::actor::{self, Call, SessionHandle};
 use crate::host::stream::{Cursor, Delivery, Item, QUEUE};
 use crate::host::{Data, HostSetup};
@@ -262,7 +262,7 @@ impl Commands {
                 .map_err(|e| e.to_string()),
             Kind::Local(handle) => {
                 let (answer, _) = handle.request(Request::new(command, params)).await;
-                answer.and_then(|data| match data {
+                answer.map_err(|e| e.message).and_then(|data| match data {
                     Data::Empty => Ok(json!({})),
                     Data::Json(v) => Ok(v),
                     Data::Raw(text) => serde_json::from_str(&text).map_err(|e| e.to_string()),

@@ -1,0 +1,207 @@
+//! The few wire events print and JSON mode act on, as [`Fact`]s: a projection of the one event
+//! vocabulary ([`WireEvent`], `src/wire/events`), read from the wire line, so that a run here
+//! and a run in the daemon are reported from the same bytes.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use serde_json::Value;
+
+use crate::kernel::event::CompactionResult;
+use crate::kernel::message::Message;
+use crate::wire::events::{
+    CompactionReason, Outcome, SettledError, ToolResult, UiMethod, WireEvent,
+};
+
+pub use crate::wire::events::kind_of;
+
+/// A wire event the print and JSON front ends act on (the part of a [`WireEvent`] they use).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fact {
+    MessageEnd {
+        message: Message,
+    },
+    ToolExecutionStart {
+        tool_name: String,
+        args: Value,
+    },
+    ToolExecutionEnd {
+        tool_name: String,
+        result: ToolResult<'static>,
+        is_error: bool,
+    },
+    ExtensionUiRequest {
+        method: UiMethod,
+        title: String,
+    },
+    AutoRetryStart {
+        attempt: u32,
+        max_attempts: u32,
+        delay_ms: u64,
+        error_message: String,
+    },
+    CompactionStart {
+        reason: CompactionReason,
+    },
+    CompactionEnd {
+        result: Option<CompactionResult>,
+        error_message: Option<String>,
+    },
+    AgentSettled {
+        aborted: bool,
+        outcome: Outcome,
+        error: Option<SettledError>,
+    },
+}
+
+impl Fact {
+    /// The fact print and JSON mode act on in `event`, if it is one.
+    pub fn of(event: WireEvent<'static>) -> Option<Fact> {
+        use WireEvent as W;
+        Some(match event {
+            W::MessageEnd { message } => Fact::MessageEnd {
+                message: message.into_owned(),
+            },
+            W::ToolExecutionStart {
+                tool_name, args, ..
+            } => Fact::ToolExecutionStart {
+                tool_name: tool_name.into_owned(),
+                args: args.into_owned(),
+            },
+            W::ToolExecutionEnd {
+                tool_name,
+                result,
+                is_error,
+                ..
+            } => Fact::ToolExecutionEnd {
+                tool_name: tool_name.into_owned(),
+                result,
+                is_error,
+            },
+            W::ExtensionUiRequest(r) => Fact::ExtensionUiRequest {
+                method: r.method,
+                title: r.title.unwrap_or_default().into_owned(),
+            },
+            W::AutoRetryStart {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message,
+            } => Fact::AutoRetryStart {
+                attempt,
+                max_attempts,
+                delay_ms,
+                error_message: error_message.into_owned(),
+            },
+            W::CompactionStart { reason } => Fact::CompactionStart { reason },
+            W::CompactionEnd {
+                result,
+                error_message,
+                ..
+            } => Fact::CompactionEnd {
+                result: result.map(|r| r.into_owned()),
+                error_message: error_message.map(|e| e.into_owned()),
+            },
+            W::AgentSettled {
+                aborted,
+                outcome,
+                error,
+                ..
+            } => Fact::AgentSettled {
+                aborted,
+                outcome,
+                error,
+            },
+            _ => return None,
+        })
+    }
+}
+
+/// The wire event types a [`Fact`] is read from; print and JSON mode pass every other type
+/// through unparsed.
+const READ: &[&str] = &[
+    "message_end",
+    "tool_execution_start",
+    "tool_execution_end",
+    "extension_ui_request",
+    "auto_retry_start",
+    "compaction_start",
+    "compaction_end",
+    "agent_settled",
+];
+
+/// Whether events of type `kind` carry a [`Fact`].
+pub fn read(kind: &str) -> bool {
+    READ.contains(&kind)
+}
+
+/// The fact a wire line of type `kind` carries (`None` for types print and JSON mode pass
+/// through, and for a line that does not have the shape of its type).
+pub fn parse(kind: &str, line: &str) -> Option<Fact> {
+    if !read(kind) {
+        return None;
+    }
+    Fact::of(WireEvent::parse(line)?)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::wire::events::ErrorKind;
+
+    #[test]
+    fn a_settled_line_reads_back_with_its_error() {
+        let line = r#"{"type":"agent_settled","aborted":false,"outcome":"failed","error":{"kind":"provider_http","message":"HTTP 500"}}"#;
+        let kind = kind_of(line).unwrap();
+        assert_eq!(
+            parse(&kind, line),
+            Some(Fact::AgentSettled {
+                aborted: false,
+                outcome: Outcome::Failed,
+                error: Some(SettledError {
+                    kind: ErrorKind::ProviderHttp,
+                    message: "HTTP 500".into()
+                }),
+            })
+        );
+    }
+
+    #[test]
+    fn types_front_ends_pass_through_are_not_parsed() {
+        let line = r#"{"type":"message_update","usage":{},"assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"x"}}"#;
+        assert_eq!(kind_of(line).as_deref(), Some("message_update"));
+        assert_eq!(parse("message_update", line), None);
+        assert_eq!(kind_of("[1]"), None);
+        assert_eq!(kind_of("{\"type\":3}"), None);
+    }
+
+    #[test]
+    fn a_tool_end_reads_its_text_and_details() {
+        let line = r#"{"type":"tool_execution_end","toolCallId":"c1","toolName":"bash","result":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"details":{"exitCode":2}},"isError":true,"durationMs":3}"#;
+        let Some(Fact::ToolExecutionEnd {
+            tool_name,
+            result,
+            is_error,
+        }) = parse("tool_execution_end", line)
+        else {
+            panic!("not read");
+        };
+        assert_eq!((tool_name.as_str(), is_error), ("bash", true));
+        assert_eq!(result.text(), "a\nb");
+        assert_eq!(
+            result.details.as_deref(),
+            Some(&serde_json::json!({"exitCode": 2}))
+        );
+    }
+
+    #[test]
+    fn a_dialog_reads_as_its_method_and_title() {
+        let notify = r#"{"type":"extension_ui_request","id":"n1","method":"notify","message":"m","notifyType":"warning"}"#;
+        assert_eq!(
+            parse("extension_ui_request", notify),
+            Some(Fact::ExtensionUiRequest {
+                method: UiMethod::Notify,
+                title: String::new()
+            })
+        );
+    }
+}
