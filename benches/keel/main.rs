@@ -36,6 +36,7 @@ mod daemon_load;
 mod journal;
 mod mcp;
 mod openai;
+mod print;
 mod remote;
 mod session;
 use keel_testkit::sshd as sshd_support;
@@ -116,12 +117,13 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp or =tui runs just those
-    // rows (they take a while to iterate on); =load: the daemon's pipelining-client memory rows.
+    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui or =print runs just
+    // those rows (they take a while to iterate on); =load: the daemon's pipelining-client
+    // memory rows; =print: a print run against its floor.
     let only = match std::env::var("KEEL_BENCH_ONLY") {
         Ok(v)
             if [
-                "session", "daemon", "load", "remote", "journal", "mcp", "tui",
+                "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print",
             ]
             .contains(&v.as_str()) =>
         {
@@ -129,8 +131,8 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-                "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp or tui, not {v:?}"
-            ))
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui or print, not {v:?}"
+        ))
         }
         Err(_) => None,
     };
@@ -163,6 +165,10 @@ fn run() -> Res<()> {
         remote::remote_bench(&keel, hello_s, &mut rows)?;
         return report(&keel, &rows, "remote rows only");
     }
+    if only.as_deref() == Some("print") {
+        print::print_bench(&keel, &mut rows, quick)?;
+        return report(&keel, &rows, &format!("{quick} rounds, print rows only"));
+    }
     if only.as_deref() == Some("mcp") {
         mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} runs, MCP rows only"));
@@ -185,6 +191,7 @@ fn run() -> Res<()> {
     }
     rows.push(Row::stats("`keel --version` wall time", &t, "ms", 1));
     mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
+    print::print_bench(&keel, &mut rows, quick)?;
 
     // 2. JSON-mode throughput.
     eprintln!("[2/9] json mode, {DELTAS} deltas x{heavy}");

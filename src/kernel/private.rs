@@ -95,10 +95,19 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Flushes a file's data (and the metadata needed to read it back) to stable storage.
+pub fn sync_data(file: &File) -> io::Result<()> {
+    #[cfg(test)]
+    DATA_SYNCS.with(|n| n.set(n.get() + 1));
+    file.sync_data()
+}
+
 #[cfg(test)]
 thread_local! {
     /// Directory syncs made by this thread (tests check that new files are made durable).
     pub static DIR_SYNCS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// File data syncs made by this thread (tests check how often a session is synced).
+    pub static DATA_SYNCS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
 #[cfg(test)]

@@ -243,3 +243,102 @@ fn apply(
     }
     Some(result.map_err(|e| e.message))
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::kernel::event::RunOutcome;
+    use crate::kernel::message::{AssistantMessage, Content, Message, StopReason, Usage};
+    use crate::kernel::private::{DATA_SYNCS, DIR_SYNCS};
+    use crate::kernel::session::SessionHeader;
+
+    const T0: i64 = 1_796_006_400_000;
+
+    fn answer(text: &str) -> AssistantMessage {
+        AssistantMessage {
+            content: vec![Content::text(text)],
+            api: "openai-completions".into(),
+            provider: "mock".into(),
+            model: "mock-1".into(),
+            usage: Usage::default(),
+            stop_reason: StopReason::Stop,
+            error_message: None,
+            duration_ms: Some(12),
+            timestamp: T0,
+        }
+    }
+
+    /// The payloads of one run of one turn: prompt `n`, its answer, settled.
+    fn run(n: usize) -> Vec<EventPayload> {
+        let ok = answer(&format!("answer {n}"));
+        vec![
+            EventPayload::AgentStarted,
+            EventPayload::MessageFinished {
+                message: Message::user(format!("prompt {n}"), T0),
+                entry_id: format!("u{n}"),
+            },
+            EventPayload::TurnStarted,
+            EventPayload::MessageFinished {
+                message: Message::from(ok.clone()),
+                entry_id: format!("a{n}"),
+            },
+            EventPayload::TurnFinished {
+                message: ok,
+                tool_results: Vec::new(),
+            },
+            EventPayload::AgentFinished {
+                messages: Vec::new(),
+                will_retry: false,
+            },
+            EventPayload::AgentSettled {
+                aborted: false,
+                outcome: RunOutcome::Completed,
+            },
+        ]
+    }
+
+    /// (file data syncs, directory syncs) made by this thread so far.
+    fn syncs() -> (usize, usize) {
+        (DATA_SYNCS.with(|n| n.get()), DIR_SYNCS.with(|n| n.get()))
+    }
+
+    #[test]
+    fn a_turn_is_written_entry_by_entry_and_synced_once_at_its_end() {
+        // kill -9 loses nothing: each entry is in the file as soon as it is recorded. Only
+        // the fdatasync waits for the turn's end (a power cut mid-turn may lose that turn);
+        // a settle or close with nothing new written syncs nothing.
+        let dir = tempfile::tempdir().unwrap();
+        let clock = Clock::new(Some(1_796_006_400_000), Some(1));
+        let path = dir.path().join("project/s.jsonl");
+        let store = Store::new_file(path.clone(), SessionHeader::new(&clock, "/p"));
+        let mut recorder = Recorder::new(Arc::new(Mutex::new(store)), &clock);
+        let lines = || std::fs::read_to_string(&path).unwrap().lines().count();
+        let start = syncs();
+        let synced = || (syncs().0 - start.0, syncs().1 - start.1);
+        let mut seq = 0;
+        for n in 1..=2 {
+            for payload in run(n) {
+                if matches!(payload, EventPayload::TurnFinished { .. }) {
+                    assert_eq!(
+                        lines(),
+                        1 + 2 * n,
+                        "every entry is written before the turn ends"
+                    );
+                    let earlier = (n - 1, (n - 1).min(1));
+                    assert_eq!(synced(), earlier, "turn {n}: no sync within the turn");
+                }
+                seq += 1;
+                let ts = T0 + seq as i64;
+                recorder.apply(&Event { seq, ts, payload });
+            }
+            recorder.sync(); // as when the bus closes
+            assert_eq!(
+                synced(),
+                (n, 1),
+                "turn {n}: one sync per turn, and one of the new file's directory"
+            );
+        }
+        assert_eq!(recorder.health().fault(), None);
+    }
+}

@@ -67,8 +67,14 @@ impl SessionHeader {
     }
 
     /// Reads a header object. Accepts versions 2 and 3 (same entry shapes); anything else,
-    /// including pi's id-less v1, is an error because appending v3 entries would corrupt it.
-    pub fn from_json(v: &Value) -> Result<Self, String> {
+    /// including pi's id-less v1, is an `Invalid` error because appending v3 entries would
+    /// corrupt it.
+    pub fn from_json(v: &Value) -> Result<Self, SessionError> {
+        Self::read_json(v).map_err(SessionError::invalid)
+    }
+
+    /// [`SessionHeader::from_json`] with the reason as text.
+    fn read_json(v: &Value) -> Result<Self, String> {
         if v.get("type").and_then(Value::as_str) != Some("session") {
             return Err("the first line is not a session header".into());
         }
@@ -247,8 +253,13 @@ pub struct Entry {
 const ENTRY_KEYS: [&str; 4] = ["type", "id", "parentId", "timestamp"];
 
 impl Entry {
-    /// The flat pi JSON object for this entry.
-    pub fn to_json(&self) -> Result<Value, String> {
+    /// The flat pi JSON object for this entry; an `Invalid` error if a message cannot be
+    /// serialized.
+    pub fn to_json(&self) -> Result<Value, SessionError> {
+        self.json().map_err(SessionError::invalid)
+    }
+
+    fn json(&self) -> Result<Value, String> {
         let mut m = Map::new();
         m.insert("type".into(), self.data.type_name().into());
         m.insert("id".into(), self.id.clone().into());
@@ -258,16 +269,26 @@ impl Entry {
         Ok(Value::Object(m))
     }
 
-    /// The entry as one line of JSON followed by `\n`, ready for a single write.
-    pub fn to_line(&self) -> Result<String, String> {
-        let mut s = serde_json::to_string(&self.to_json()?).map_err(|e| e.to_string())?;
+    /// The entry as one line of JSON followed by `\n`, ready for a single write; an `Invalid`
+    /// error if it cannot be serialized.
+    pub fn to_line(&self) -> Result<String, SessionError> {
+        let line = self
+            .json()
+            .and_then(|v| serde_json::to_string(&v).map_err(|e| e.to_string()));
+        let mut s = line.map_err(SessionError::invalid)?;
         s.push('\n');
         Ok(s)
     }
 
     /// Reads a flat pi entry object. Unknown types become [`EntryData::Other`] and unreadable
-    /// messages [`EntryData::RawMessage`]; a known type missing its fields is an error.
-    pub fn from_json(v: Value) -> Result<Entry, String> {
+    /// messages [`EntryData::RawMessage`]; a known type missing its fields is an `Invalid`
+    /// error.
+    pub fn from_json(v: Value) -> Result<Entry, SessionError> {
+        Entry::read_json(v).map_err(SessionError::invalid)
+    }
+
+    /// [`Entry::from_json`] with the reason as text.
+    fn read_json(v: Value) -> Result<Entry, String> {
         let obj = v.as_object().ok_or("an entry must be a JSON object")?;
         let kind = str_field(obj, "type")?;
         let id = str_field(obj, "id")?;
@@ -373,15 +394,13 @@ fn str_field(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
 
 impl Serialize for Entry {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.to_json()
-            .map_err(serde::ser::Error::custom)?
-            .serialize(s)
+        self.json().map_err(serde::ser::Error::custom)?.serialize(s)
     }
 }
 
 impl<'de> Deserialize<'de> for Entry {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Entry::from_json(Value::deserialize(d)?).map_err(serde::de::Error::custom)
+        Entry::read_json(Value::deserialize(d)?).map_err(serde::de::Error::custom)
     }
 }
 
@@ -416,6 +435,12 @@ impl SessionError {
             kind,
             message: message.into(),
         }
+    }
+
+    /// An `Invalid` error: a line that is not a session header or entry, or an entry that
+    /// cannot be written.
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(SessionErrorKind::Invalid, message)
     }
 
     /// An I/O error about `path` while doing `what`.

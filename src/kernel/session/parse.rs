@@ -26,7 +26,7 @@ pub(super) fn parse_header(
 ) -> Result<SessionHeader, SessionError> {
     let parsed = serde_json::from_slice::<Value>(raw)
         .map_err(|e| e.to_string())
-        .and_then(|v| SessionHeader::from_json(&v));
+        .and_then(|v| SessionHeader::read_json(&v));
     parsed.map_err(|e| {
         SessionError::new(
             SessionErrorKind::Invalid,
@@ -47,7 +47,7 @@ pub(super) fn parse_entry(raw: &[u8]) -> Result<Entry, String> {
     #[cfg(test)]
     VALUE_LINES.with(|n| n.set(n.get() + 1));
     let value: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    Entry::from_json(value)
+    Entry::read_json(value)
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
-//! The append-only session file: lazy creation, one `write_all` per entry line, the advisory
-//! lock, loading with torn-line tolerance, the current branch and the model context built from
-//! it. Never rewrites or truncates a file, never reads the system clock (ids and times come from
+//! The append-only session file: lazy creation, one `write_all` per entry line (synced to
+//! stable storage only by `sync`, once for all the lines written since the last one), the
+//! advisory lock, loading with torn-line tolerance, the current branch and the model context
+//! built from it. Never rewrites or truncates a file, never reads the system clock (ids and times come from
 //! `Clock`), and never prints: load problems are returned as warning strings.
 
 use std::collections::HashMap;
@@ -45,6 +46,10 @@ pub struct Store {
     /// Lines kept in memory because writing them failed (full disk, I/O error): written
     /// before the next entry, so nothing is lost once the store works again.
     unsaved: Vec<u8>,
+    /// Bytes were written to the file since its last data sync.
+    unsynced: bool,
+    /// The file was created here and its directory entry is not synced yet.
+    dir_unsynced: bool,
 }
 
 impl Store {
@@ -70,6 +75,8 @@ impl Store {
             file: None,
             needs_newline: false,
             unsaved: Vec::new(),
+            unsynced: false,
+            dir_unsynced: false,
         }
     }
 
@@ -248,8 +255,11 @@ impl Store {
         written.map(|()| &self.entries[i])
     }
 
-    /// Writes entries that failed to save before, then flushes written entries to stable
-    /// storage (`sync_data`), if the file exists. An error names the file and the OS error.
+    /// Writes entries that failed to save before, then flushes what was written since the
+    /// last sync to stable storage with one `sync_data` (none if nothing was), and the
+    /// directory of a file created since. The turn loop calls it at each turn's end: a killed
+    /// process loses nothing (every line is written as it comes), a power cut at most the
+    /// turn in progress. An error names the file and the OS error.
     pub fn sync(&mut self) -> Result<(), SessionError> {
         if self.file.is_none() && self.path.is_some() && self.has_message() {
             self.materialize()?;
@@ -257,10 +267,19 @@ impl Store {
         if !self.unsaved.is_empty() {
             self.write(&[])?;
         }
-        match (&self.file, &self.path) {
-            (Some(f), Some(p)) => f.sync_data().map_err(|e| SessionError::io("sync", p, &e)),
-            _ => Ok(()),
+        let (Some(file), Some(path)) = (&self.file, &self.path) else {
+            return Ok(());
+        };
+        if self.unsynced {
+            private::sync_data(file).map_err(|e| SessionError::io("sync", path, &e))?;
+            self.unsynced = false;
         }
+        if self.dir_unsynced {
+            private::sync_dir(parent_dir(path))
+                .map_err(|e| SessionError::io("sync the directory of", path, &e))?;
+            self.dir_unsynced = false;
+        }
+        Ok(())
     }
 
     /// Whether entries are held in memory that are not (yet) in the file.
@@ -328,14 +347,15 @@ impl Store {
     }
 
     /// Writes a new session file at `path` holding the current branch (ids kept) under
-    /// `header` (the caller sets `parent_session`). Written and locked immediately.
+    /// `header` (the caller sets `parent_session`). Written, synced and locked immediately.
     pub fn fork_to(&self, path: PathBuf, header: SessionHeader) -> Result<Store, SessionError> {
         self.fork_at(self.leaf_id(), Some(path), header)
     }
 
     /// A new session holding the branch that ends at `leaf` (nothing for `None`), ids kept,
-    /// under `header`. With a path it is written and locked at once; without one it stays in
-    /// memory (a `--no-session` fork).
+    /// under `header`. With a path it is written, synced and locked at once (a file that
+    /// cannot be synced is removed again); without one it stays in memory (a `--no-session`
+    /// fork).
     pub fn fork_at(
         &self,
         leaf: Option<&str>,
@@ -348,6 +368,13 @@ impl Store {
         }
         if !store.entries.is_empty() {
             store.materialize()?;
+            if let Err(e) = store.sync() {
+                if let Some(path) = store.path.clone() {
+                    drop(store);
+                    let _ = fs::remove_file(path);
+                }
+                return Err(e);
+            }
         }
         Ok(store)
     }
@@ -425,9 +452,9 @@ impl Store {
     }
 
     /// Creates (O_EXCL, owner-only) and locks the file, then writes the header and every
-    /// entry held so far in one `write_all`, and syncs the file and its directory (a power
-    /// cut must not lose a new session). On a failed write the new file is removed again and
-    /// the entries stay in memory for the next try.
+    /// entry held so far in one `write_all`; the file and its directory are synced by the
+    /// next [`Store::sync`]. On a failed write the new file is removed again and the entries
+    /// stay in memory for the next try.
     fn materialize(&mut self) -> Result<(), SessionError> {
         let Some(path) = self.path.clone() else {
             return Ok(());
@@ -452,10 +479,7 @@ impl Store {
             .open(&path)
             .map_err(|e| SessionError::io("create", &path, &e))?;
         lock(&file, &path)?;
-        let written = private::fix_mode(&file)
-            .and_then(|()| (&file).write_all(bytes.as_bytes()))
-            .and_then(|()| file.sync_data())
-            .and_then(|()| private::sync_dir(dir));
+        let written = private::fix_mode(&file).and_then(|()| (&file).write_all(bytes.as_bytes()));
         if let Err(e) = written {
             drop(file);
             let _ = fs::remove_file(&path);
@@ -464,6 +488,8 @@ impl Store {
         self.file = Some(file);
         self.needs_newline = false;
         self.unsaved.clear();
+        self.unsynced = true;
+        self.dir_unsynced = true;
         Ok(())
     }
 
@@ -483,6 +509,7 @@ impl Store {
             Ok(()) => {
                 self.needs_newline = false;
                 self.unsaved.clear();
+                self.unsynced = true;
                 Ok(())
             }
             Err(e) => {

@@ -461,13 +461,15 @@ fn a_new_session_file_is_synced_with_its_directory() {
     let before = dir_syncs();
     let mut store = Store::new_file(dir.path().join("a/s.jsonl"), header(&c));
     store.append(user("go"), &c).unwrap();
+    store.sync().unwrap();
     assert_eq!(
         dir_syncs(),
         before + 1,
-        "lazy creation syncs the directory once"
+        "lazy creation syncs the directory once, at the next sync"
     );
     store.append(assistant("ok", 1), &c).unwrap();
-    assert_eq!(dir_syncs(), before + 1, "appends do not");
+    store.sync().unwrap();
+    assert_eq!(dir_syncs(), before + 1, "later appends do not");
     let claimed = Store::create(dir.path().join("b/s.jsonl"), header(&c)).unwrap();
     assert_eq!(dir_syncs(), before + 2, "an eager claim syncs it too");
     assert!(claimed.is_materialized());
@@ -509,4 +511,44 @@ fn a_failed_write_keeps_the_entry_and_retries_it() {
         })
         .collect();
     assert_eq!(texts, ["first", "second"]);
+}
+
+#[test]
+fn entries_are_written_at_once_and_synced_only_by_sync() {
+    // Each append is in the file at once (a killed process loses nothing); the data and a new
+    // file's directory reach stable storage at the next `sync`, once, and a sync with nothing
+    // new written since the last one costs no fdatasync.
+    let dir = tempfile::tempdir().unwrap();
+    let c = clock();
+    let path = dir.path().join("a/s.jsonl");
+    let syncs = || (private::DATA_SYNCS.with(|n| n.get()), dir_syncs());
+    let before = syncs();
+    let mut store = Store::new_file(path.clone(), header(&c));
+    store.append(user("go"), &c).unwrap();
+    store.append(assistant("ok", 1), &c).unwrap();
+    assert_eq!(
+        lines(&path).len(),
+        3,
+        "header and both entries are in the file"
+    );
+    assert_eq!(syncs(), before, "appends do not sync");
+    store.sync().unwrap();
+    assert_eq!(
+        syncs(),
+        (before.0 + 1, before.1 + 1),
+        "one sync of the file and its directory"
+    );
+    store.sync().unwrap();
+    assert_eq!(
+        syncs(),
+        (before.0 + 1, before.1 + 1),
+        "nothing new, nothing synced"
+    );
+    store.append(user("again"), &c).unwrap();
+    store.sync().unwrap();
+    assert_eq!(
+        syncs(),
+        (before.0 + 2, before.1 + 1),
+        "later syncs leave the directory alone"
+    );
 }

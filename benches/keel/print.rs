@@ -1,0 +1,102 @@
+//! The print-run rows (KEEL_BENCH_ONLY=print): a local OpenAI-compatible server streams the same
+//! 200-token answer to `keel -p` with the session saved, to `keel -p --no-session`, and to the
+//! floor, a std-only client that streams it and prints it (benches/bin/sse_floor.rs), in turn
+//! each round with `keel --version` (what starting and ending the binary costs); wall time
+//! from spawn to exit, stdout read through a pipe and checked.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use super::{check_status, file, keel_cmd, median, openai, Res, Row, Sandbox};
+
+/// Tokens in the streamed answer.
+pub const PRINT_TOKENS: u64 = 200;
+
+const FLOOR: &str = env!("CARGO_BIN_EXE_keel-sse-floor");
+
+/// What every client must print: the tokens `t0 t1 … t9 t0 …`, trimmed.
+fn expected() -> String {
+    let text: String = (0..PRINT_TOKENS).map(|i| format!("t{} ", i % 10)).collect();
+    text.trim().to_string()
+}
+
+/// Runs `cmd` to its end with stdout piped; returns the wall time in ms after checking it
+/// printed the answer.
+fn timed(mut cmd: Command, stderr_path: &Path, what: &str) -> Res<f64> {
+    cmd.stdout(Stdio::piped()).stderr(file(stderr_path)?);
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| format!("cannot spawn {what}: {e}"))?;
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .ok_or("no stdout pipe")?
+        .read_to_string(&mut out)
+        .map_err(|e| format!("read stdout: {e}"))?;
+    let status = child.wait().map_err(|e| format!("wait: {e}"))?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    check_status(status, stderr_path)?;
+    if out.trim() != expected() {
+        return Err(format!("{what} printed {:?}", out));
+    }
+    Ok(ms)
+}
+
+pub fn print_bench(keel: &Path, rows: &mut Vec<Row>, runs: usize) -> Res<()> {
+    let (url, server) = openai::serve(openai::openai_stream(PRINT_TOKENS), 3 * runs)?;
+    let (mut floor, mut saved, mut unsaved) = (Vec::new(), Vec::new(), Vec::new());
+    let mut version = Vec::new();
+    let run = ["-p", "--base-url", &url, "--model", "bench"];
+    for _ in 0..runs {
+        let sb = Sandbox::new()?;
+        let stderr = sb.cwd.join("floor.stderr");
+        let mut cmd = Command::new(FLOOR);
+        cmd.arg(&url).stdin(Stdio::null());
+        floor.push(timed(cmd, &stderr, "the floor client")?);
+        let stderr = sb.cwd.join("keel.stderr");
+        let mut cmd = keel_cmd(keel, &sb.cwd, &sb.home);
+        cmd.args(run).arg("go");
+        saved.push(timed(cmd, &stderr, "keel -p")?);
+        let mut cmd = keel_cmd(keel, &sb.cwd, &sb.home);
+        cmd.args(run).args(["--no-session", "go"]);
+        unsaved.push(timed(cmd, &stderr, "keel -p --no-session")?);
+        version.push(sb.time_run(keel, &["--version"])?.as_secs_f64() * 1e3);
+    }
+    server.join().map_err(|_| "the bench server panicked")??;
+    let label = format!("print run, {PRINT_TOKENS} tokens over local HTTP");
+    rows.push(Row::stats(
+        &format!("{label}: floor, a std-only SSE client that prints them: wall time"),
+        &floor,
+        "ms",
+        2,
+    ));
+    rows.push(Row::stats(
+        &format!("{label}: `keel -p`, session saved: wall time"),
+        &saved,
+        "ms",
+        2,
+    ));
+    rows.push(Row::stats(
+        &format!("{label}: `keel -p --no-session`: wall time"),
+        &unsaved,
+        "ms",
+        2,
+    ));
+    rows.push(Row::stats(
+        "print run rounds: `keel --version`: wall time",
+        &version,
+        "ms",
+        2,
+    ));
+    rows.push(Row::single(
+        "print run: `keel -p` (session saved) vs the floor (goal ≤ 1.3x)",
+        median(&saved) / median(&floor),
+        "x",
+        2,
+    ));
+    Ok(())
+}
