@@ -35,6 +35,7 @@ impl Live {
             announce,
         } = setup;
         let history = store.context_entries();
+        let session_id = store.header().id.clone();
         let model_differs = store.last_model() != Some((provider.name(), provider.model()));
         let bus = Bus::new(clock.clone());
         let store: SharedStore = Arc::new(Mutex::new(store));
@@ -43,6 +44,7 @@ impl Live {
         let rx = bus.subscribe();
         let mut config = config.clone();
         config.thinking_level = thinking;
+        config.session_id = Some(session_id);
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
         session.watch_store(&recorder.health());
         if let Some(previous) = previous {
