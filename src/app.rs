@@ -4,12 +4,11 @@
 
 use clap::Parser;
 
-use crate::cli::Cli;
+use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::exit::{Exit, SIGPIPE};
 use crate::front::json::{header_line, result_line, JsonProjector};
 use crate::front::print::PrintProjector;
-use crate::front::signals::Signals;
 use crate::front::{feed_event, Projector, RunSummary};
 use crate::kernel::agent::AgentSession;
 use crate::kernel::bus::Bus;
@@ -19,6 +18,7 @@ use crate::kernel::recorder;
 use crate::mode::{self, Env, Mode};
 use crate::output::{ColorChoice, Output, StdoutFailure};
 use crate::setup;
+use crate::signals::Signals;
 
 /// Runs keel with the process's arguments and streams; returns how it ended. A panic anywhere
 /// on the main thread becomes `Exit::Internal` (70) with its message on stderr.
@@ -46,7 +46,7 @@ pub fn main() -> Exit {
 /// Parses the command line once (the only read of `std::env::args()`) and runs what it names.
 fn main_inner() -> Exit {
     use crate::cli::{Command, DebugCommand, Keel};
-    let args = crate::cli::normalize(std::env::args());
+    let args = crate::cli::args::normalize(std::env::args());
     let keel = match Keel::try_parse_from(&args) {
         Ok(keel) => keel,
         Err(e) => return clap_exit(e, &args),

@@ -142,6 +142,16 @@ impl std::fmt::Display for StartupError {
 
 impl std::error::Error for StartupError {}
 
+impl From<crate::wire::socket::DaemonError> for StartupError {
+    fn from(e: crate::wire::socket::DaemonError) -> Self {
+        let err = StartupError::config(e.message);
+        match e.hint {
+            Some(hint) => err.hint(hint),
+            None => err,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -160,5 +170,15 @@ mod tests {
             StartupError::from_json(&serde_json::json!({"kind": "x"})),
             None
         );
+    }
+
+    #[test]
+    fn a_daemon_error_is_a_config_error_with_its_hint() {
+        let e = crate::wire::socket::DaemonError::new("socket directory /x has mode 0755")
+            .with_hint("run `chmod 700 /x`");
+        let s = StartupError::from(e);
+        assert_eq!(s.exit(), Exit::Config);
+        assert_eq!(s.message, "socket directory /x has mode 0755");
+        assert_eq!(s.hints, vec!["run `chmod 700 /x`".to_string()]);
     }
 }

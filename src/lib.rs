@@ -5,12 +5,12 @@
 
 pub mod app;
 pub mod cli;
+pub mod client;
 pub mod daemon;
 pub mod error;
 pub mod exit;
 pub mod front;
 pub mod host;
-pub mod journal;
 pub mod kernel;
 pub mod mcp;
 pub mod mentions;
@@ -19,6 +19,7 @@ pub mod output;
 pub mod prompts;
 pub mod schedule;
 pub mod setup;
+pub mod signals;
 pub mod skills;
 pub mod text;
 pub mod wire;

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::cli::{Cli, ColorFlag, ModeFlag};
+use crate::cli::args::{Cli, ColorFlag, ModeFlag};
 use crate::error::StartupError;
 use crate::output::ColorChoice;
 

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::{Cli, PermissionFlag, ThinkingFlag};
+use crate::cli::args::{Cli, PermissionFlag, ThinkingFlag};
 use crate::error::StartupError;
 use crate::host::models::{Models, StartEndpoint};
 use crate::kernel::agent::{AgentConfig, Permission, RetryPolicy};
@@ -24,6 +24,7 @@ use crate::mode::Env;
 pub mod context;
 pub mod first_run;
 pub mod mcp;
+pub mod open;
 mod provider;
 
 use provider::http_options;

@@ -157,3 +157,259 @@ fn the_check_catches_what_it_should() {
         1
     );
 }
+
+/// The layers (DESIGN §2), low to high, and what each may import of keel: an allow-list per
+/// layer. A module's layer is its top directory or file under `src/`, except `cli/args.rs` (the
+/// run's flags, a leaf the daemon and setup read) and the daemon's services.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("kernel", &[]),
+    ("exit", &[]),
+    ("text", &[]),
+    ("prompts", &[]),
+    ("skills", &[]),
+    ("cli::args", &[]),
+    ("output", &["exit"]),
+    ("error", &["exit", "wire"]),
+    ("signals", &["error", "exit"]),
+    ("mentions", &["kernel", "error"]),
+    ("schedule", &["kernel"]),
+    ("mcp", &["kernel"]),
+    ("mode", &["cli::args", "error", "output"]),
+    ("wire", &["kernel"]),
+    ("host", &["kernel", "wire", "prompts", "skills", "text"]),
+    (
+        "setup",
+        &[
+            "kernel",
+            "wire",
+            "host",
+            "mcp",
+            "skills",
+            "prompts",
+            "mentions",
+            "text",
+            "cli::args",
+            "mode",
+            "error",
+            "exit",
+            "output",
+        ],
+    ),
+    // The server: no front end, no client, no command of the command line.
+    (
+        "daemon",
+        &[
+            "kernel",
+            "wire",
+            "host",
+            "setup",
+            "schedule",
+            "signals",
+            "cli::args",
+            "mode",
+            "error",
+            "exit",
+            "output",
+            "text",
+        ],
+    ),
+    // The client: never the server.
+    (
+        "client",
+        &[
+            "kernel",
+            "wire",
+            "host",
+            "setup",
+            "signals",
+            "cli::args",
+            "mode",
+            "error",
+            "exit",
+            "output",
+        ],
+    ),
+    // Front ends: the client, never the server's internals or the command line's commands.
+    (
+        "front",
+        &[
+            "kernel",
+            "wire",
+            "host",
+            "client",
+            "setup",
+            "mcp",
+            "mentions",
+            "mode",
+            "output",
+            "error",
+            "exit",
+            "signals",
+            "text",
+            "prompts",
+            "skills",
+            "schedule",
+            "cli::args",
+        ],
+    ),
+    (
+        "cli",
+        &[
+            "kernel",
+            "wire",
+            "host",
+            "client",
+            "setup",
+            "mcp",
+            "mentions",
+            "mode",
+            "output",
+            "error",
+            "exit",
+            "signals",
+            "text",
+            "prompts",
+            "skills",
+            "schedule",
+            "cli::args",
+            "front",
+            "daemon",
+        ],
+    ),
+];
+
+/// The layer of a source file (a path relative to `src/`), `None` for the crate roots and the
+/// composition root (`app`), which may use everything.
+fn layer_of(rel: &str) -> Option<&'static str> {
+    if rel == "cli/args.rs" {
+        return Some("cli::args");
+    }
+    let top = rel.split('/').next()?.trim_end_matches(".rs");
+    LAYERS.iter().map(|(l, _)| *l).find(|l| *l == top)
+}
+
+/// The layer an in-crate path names (`crate::cli::args::Cli` → `cli::args`).
+fn target_of(path: &str) -> String {
+    if path.starts_with("cli::args") {
+        return "cli::args".into();
+    }
+    path.split("::").next().unwrap_or("").to_string()
+}
+
+/// Every `crate::…` path in a file's code (comments and `#[cfg(test)]` modules left out),
+/// `use crate::{a::b, c}` groups expanded one level.
+fn crate_paths(text: &str) -> Vec<(usize, String)> {
+    let code = match text.find("#[cfg(test)]") {
+        Some(i) if text[i..].lines().take(4).any(|l| l.starts_with("mod tests")) => &text[..i],
+        _ => text,
+    };
+    let mut found = Vec::new();
+    for (n, line) in code.lines().enumerate() {
+        let line = line.split("//").next().unwrap_or("");
+        let mut rest = line;
+        while let Some(i) = rest.find("crate::") {
+            let after = &rest[i + 7..];
+            if let Some(group) = after.strip_prefix('{') {
+                let inner = group.split('}').next().unwrap_or("");
+                for part in inner.split(',') {
+                    found.push((n + 1, part.trim().to_string()));
+                }
+            } else {
+                let end = after
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                    .unwrap_or(after.len());
+                found.push((n + 1, after[..end].to_string()));
+            }
+            rest = after;
+        }
+    }
+    found
+}
+
+/// The imports of `text` (a file of layer `layer`) that its layer does not allow.
+fn layer_violations(layer: &str, text: &str) -> Vec<String> {
+    let allowed = LAYERS
+        .iter()
+        .find(|(l, _)| *l == layer)
+        .map(|(_, a)| *a)
+        .unwrap_or(&[]);
+    let own = layer.split("::").next().unwrap_or(layer);
+    crate_paths(text)
+        .into_iter()
+        .filter(|(_, p)| !p.is_empty())
+        .filter_map(|(n, p)| {
+            let target = target_of(&p);
+            let inside = target == own && layer != "cli::args";
+            let ok = inside || allowed.contains(&target.as_str());
+            (!ok).then(|| format!("line {n}: {layer} imports crate::{p}"))
+        })
+        .collect()
+}
+
+#[test]
+fn every_layer_imports_only_the_layers_below_it() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut bad = Vec::new();
+    let mut unplaced = Vec::new();
+    for f in &files {
+        let rel = f.strip_prefix(&src).unwrap().to_string_lossy().to_string();
+        if ["main.rs", "lib.rs", "app.rs"].contains(&rel.as_str()) {
+            continue;
+        }
+        let Some(layer) = layer_of(&rel) else {
+            unplaced.push(rel);
+            continue;
+        };
+        for v in layer_violations(layer, &std::fs::read_to_string(f).unwrap()) {
+            bad.push(format!("src/{rel}: {v}"));
+        }
+    }
+    assert!(
+        unplaced.is_empty(),
+        "modules with no layer in LAYERS: {unplaced:?}"
+    );
+    assert!(
+        bad.is_empty(),
+        "imports against the layering:\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_layer_check_catches_what_it_should() {
+    assert_eq!(layer_of("daemon/open.rs"), Some("daemon"));
+    assert_eq!(layer_of("cli/args.rs"), Some("cli::args"));
+    assert_eq!(layer_of("cli/mod.rs"), Some("cli"));
+    assert_eq!(layer_of("app.rs"), None);
+    // The server reaching the client, a front end or a command; the client reaching the server.
+    assert_eq!(
+        layer_violations("daemon", "use crate::client::dial::Dial;").len(),
+        1
+    );
+    assert_eq!(
+        layer_violations("daemon", "use crate::{front::json, host::Host};").len(),
+        1
+    );
+    assert_eq!(
+        layer_violations("daemon", "x(crate::cli::Command::Ps)").len(),
+        1
+    );
+    assert!(layer_violations("daemon", "use crate::cli::args::Cli;").is_empty());
+    assert_eq!(
+        layer_violations("client", "use crate::daemon::server::Shared;").len(),
+        1
+    );
+    assert_eq!(
+        layer_violations("front", "crate::daemon::open::start(").len(),
+        1
+    );
+    assert_eq!(layer_violations("wire", "use crate::host::Host;").len(), 1);
+    assert_eq!(
+        layer_violations("cli::args", "use crate::cli::Keel;").len(),
+        1
+    );
+    assert!(layer_violations("host", "// crate::front is only named here").is_empty());
+    assert!(layer_violations("host", "use crate::host::stream::Item;").is_empty());
+}

@@ -5,8 +5,8 @@
 use std::os::unix::fs::PermissionsExt;
 
 use clap::Parser;
-use keel::cli::Cli;
-use keel::front::link::{Link, Note, Start};
+use keel::cli::args::Cli;
+use keel::client::link::{Link, Note, Start};
 use keel::kernel::clock::Clock;
 use keel::mode::Env;
 use serde_json::json;
@@ -103,7 +103,7 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     assert_eq!(opened["result"]["sessionId"], "same", "{opened}");
     let remote = rt.block_on(async {
         let (mut link, start) = Link::daemon(
-            &keel::daemon::dial::Dial::Local(d.socket.clone()),
+            &keel::client::dial::Dial::Local(d.socket.clone()),
             "same",
             None,
             true,

@@ -7,8 +7,7 @@ use std::path::PathBuf;
 use crate::common::rpc::Rpc;
 use crate::common::support::{fixture, Sandbox};
 
-#[path = "../benches/keel/session_gen.rs"]
-pub mod session_gen;
+pub use keel_testkit::session_gen;
 
 const SESSION_ID: &str = "01a22a4d-c23c-773e-be8a-b1dc1a1a060b";
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 
 use clap::Parser;
-use keel::cli::Cli;
+use keel::cli::args::Cli;
 use keel::kernel::clock::Clock;
 use keel::kernel::message::Message;
 use keel::kernel::session::{EntryData, Store, UNFINISHED_TOOL_CALL};

@@ -18,7 +18,7 @@ const CONNECTS: usize = 10;
 /// (`Remote::ssh_args`, in its reconnect form: `BatchMode=yes`, so a bench never waits on a
 /// prompt); the child and the connection over its pipes.
 fn over_ssh(sshd: &sshd_support::Sshd, keel: &Path, socket: &Path) -> Res<(Child, Conn)> {
-    let remote = keel::daemon::dial::Remote {
+    let remote = keel::client::dial::Remote {
         host: sshd.host.clone(),
         ssh: "ssh".into(),
         opts: sshd.opts.clone(),

@@ -9,8 +9,7 @@ use std::time::Instant;
 
 use super::{median, path_str, Res, Row, Sandbox, CHILD_ENV};
 
-#[path = "session_gen.rs"]
-pub(super) mod session_gen;
+pub(super) use keel_testkit::session_gen;
 
 /// Entries in the generated session.
 pub const SESSION_ENTRIES: usize = 50_000;

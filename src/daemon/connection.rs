@@ -25,12 +25,10 @@ use crate::host::actor::{Call, DialogAnswer, SessionHandle};
 use crate::host::stream::{Cursor, Delivery, Item, Lagged, Start, QUEUE};
 use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
+use crate::wire::protocol::PROTOCOL;
 
 mod later;
 use later::{Back, Later};
-
-/// The protocol this daemon speaks (`p1` in the socket name).
-pub const PROTOCOL: u64 = 1;
 
 /// How long one write to a client may block before the connection is closed.
 pub const WRITE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
@@ -417,15 +415,16 @@ impl Conn {
                 self.later.open(&self.shared, id.clone(), params);
                 Outcome::Later
             }
-            "schedule/reload" => match crate::schedule::runner::reload_method(&self.shared) {
+            "schedule/reload" => match crate::daemon::scheduler::reload_method(&self.shared) {
                 Ok(v) => Outcome::Result(v),
                 Err(e) => Outcome::Error(e),
             },
-            "schedule/run" => match crate::schedule::runner::run_method(&self.shared, params).await
-            {
-                Ok(v) => Outcome::Result(v),
-                Err(e) => Outcome::Error(e),
-            },
+            "schedule/run" => {
+                match crate::daemon::scheduler::run_method(&self.shared, params).await {
+                    Ok(v) => Outcome::Result(v),
+                    Err(e) => Outcome::Error(e),
+                }
+            }
             "session/attach" => self.attach(params).await,
             "session/detach" => {
                 let r: SessionRef = match j::params(params) {

@@ -1,20 +1,12 @@
-//! The daemon (`DESIGN.md` §10): a thin Unix-socket transport over shared session hosts.
-//! `paths` where its socket lives and who may use it; `spawn` one daemon per socket directory
-//! however many clients start at once; `server` the accept loop and lifetime; `connection`
-//! protocol v1 on one connection; `open` `session/open`; `client` the commands that talk to it
-//! (`keel daemon status|stop|start`, `keel ps`); `dial` where a client finds the daemon (its
-//! socket, or another host's over ssh) and `bridge` the remote end of that; `install` the unit
-//! that starts it at login; `error` what they report.
+//! The daemon's server (`DESIGN.md` §10): a thin Unix-socket transport over shared session
+//! hosts, and the services it runs. `server` the accept loop and lifetime; `connection`
+//! protocol v1 on one connection; `open` `session/open`; `scheduler` the scheduled tasks;
+//! `journal` the NATS journal. Server code only: it imports no front end, no client and no
+//! command of the command line (the flags a session is opened with are read by the leaf
+//! `cli::args`). What server and clients share (socket paths, the protocol) is in `wire`.
 
-pub mod bridge;
-pub mod client;
 pub mod connection;
-pub mod dial;
-pub mod error;
-pub mod install;
+pub mod journal;
 pub mod open;
-pub mod paths;
+pub mod scheduler;
 pub mod server;
-pub mod spawn;
-
-pub use error::{DaemonError, DaemonErrorKind};

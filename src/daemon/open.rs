@@ -8,17 +8,17 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use clap::Parser;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
 use super::server::Shared;
-use crate::cli::Cli;
+use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::host::actor;
 use crate::kernel::clock::Clock;
 use crate::kernel::session;
 use crate::mode::Env;
+use crate::setup::open::{env_in, parse_args, prepare};
 use crate::wire::jsonrpc::{self as j, ErrorObject};
 
 mod unapplied;
@@ -174,46 +174,6 @@ async fn found_live(shared: &Shared, cli: &Cli, env: &Env, args: &[String]) -> O
     })
 }
 
-/// The flags of a session as `session/open` reads them: `keel ARGS` parsed with [`Cli`]; a
-/// usage error names the first problem.
-pub fn parse_args(args: &[String]) -> Result<Cli, StartupError> {
-    let argv = std::iter::once("keel".to_string()).chain(args.iter().cloned());
-    Cli::try_parse_from(crate::cli::normalize(argv)).map_err(|e| {
-        let text = e.render().to_string();
-        let first = text.lines().next().unwrap_or("bad arguments").to_string();
-        StartupError::usage(first.trim_start_matches("error: ").to_string())
-    })
-}
-
-/// The host setup of a session started with `cli`'s flags in `env`'s directory, as a keel
-/// process started there would get it: the daemon's `session/open` and ACP's `session/new`,
-/// `session/load` and `session/resume` all start sessions here. `can_ask`: approval dialogs
-/// can be answered (false blocks such calls, as a print run does).
-pub(crate) async fn start(
-    cli: &Cli,
-    env: &Env,
-    clock: &Clock,
-    can_ask: bool,
-) -> Result<crate::host::HostSetup, StartupError> {
-    let provider = prepare(cli, env, clock).await?;
-    crate::setup::host_setup_with(cli, env, clock, can_ask, provider)
-}
-
-/// The first part of [`start`], the one that may wait on the network: the flags checked, the
-/// run's start time read (first, as a keel process reads it at startup: a session opened here
-/// gets the ids and times it would get in-process) and the provider chosen (which may ask a
-/// server for its models).
-async fn prepare(
-    cli: &Cli,
-    env: &Env,
-    clock: &Clock,
-) -> Result<std::sync::Arc<dyn crate::kernel::provider::Provider>, StartupError> {
-    crate::setup::check_session_flags(cli, false)?;
-    let _started = clock.now_ms();
-    crate::setup::provider(cli, env).await
-}
-
-/// -32000 with the startup error's text as the message and the error itself as `data`.
 fn startup_failed(e: &StartupError) -> ErrorObject {
     let mut error = ErrorObject::new(j::COMMAND_FAILED, e.render().trim_end().to_string());
     error.data = Some(e.to_json());
@@ -258,39 +218,6 @@ fn result(id: &str, status: Option<&actor::Status>, created: bool, warnings: &[S
 fn session_env(shared: &Shared, cwd: &std::path::Path, sent: BTreeMap<String, String>) -> Env {
     let o = &shared.options;
     env_in(&o.vars, &o.keel_home, &o.temp_dir, cwd, sent)
-}
-
-/// The environment of a session in `cwd`: `base` variables overlaid with `sent` (non-empty
-/// ones), keel's test variables read from them, no terminal. `sent` is the client's whole
-/// environment, and its tools get exactly that (less secrets, see `ToolEnv`); an empty
-/// `sent` (a remote client, ACP in its own process) leaves them the daemon's.
-pub(crate) fn env_in(
-    base: &BTreeMap<String, String>,
-    keel_home: &std::path::Path,
-    temp_dir: &std::path::Path,
-    cwd: &std::path::Path,
-    sent: BTreeMap<String, String>,
-) -> Env {
-    let tool_vars = (!sent.is_empty()).then(|| sent.clone());
-    let mut vars = base.clone();
-    vars.extend(sent.into_iter().filter(|(_, v)| !v.is_empty()));
-    let var = |k: &str| vars.get(k).cloned();
-    Env {
-        stdin_tty: false,
-        stdout_tty: false,
-        stderr_tty: false,
-        no_color: true,
-        cwd: cwd.to_path_buf(),
-        keel_home: keel_home.to_path_buf(),
-        fixed_clock: var("KEEL_TEST_CLOCK").and_then(|v| v.parse().ok()),
-        seed: var("KEEL_TEST_SEED").and_then(|v| v.parse().ok()),
-        temp_dir: temp_dir.to_path_buf(),
-        log_filter: "warn".into(),
-        test_panic: false,
-        retry_base_ms: var("KEEL_RETRY_BASE_MS").and_then(|v| v.parse().ok()),
-        vars,
-        tool_vars,
-    }
 }
 
 /// The live session the flags name, if the daemon holds it: `--resume ID` / `--session-id

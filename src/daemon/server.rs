@@ -15,10 +15,10 @@ use tokio::net::UnixListener;
 use tokio::sync::{broadcast, watch, Mutex};
 
 use super::connection;
-use super::paths;
-use super::spawn::DaemonLock;
 use crate::host::actor::SessionHandle;
 use crate::kernel::clock::Clock;
+use crate::wire::socket::lock::DaemonLock;
+use crate::wire::socket::paths;
 
 mod accept;
 
@@ -36,7 +36,7 @@ pub struct DaemonOptions {
     pub vars: std::collections::BTreeMap<String, String>,
     pub temp_dir: PathBuf,
     /// The event journal on NATS JetStream (`--journal`), if any.
-    pub journal: Option<crate::journal::JournalOptions>,
+    pub journal: Option<crate::daemon::journal::JournalOptions>,
 }
 
 /// Why the daemon ends.
@@ -74,11 +74,11 @@ pub struct Shared {
     /// Notified each time a connection ends.
     pub gone: tokio::sync::Notify,
     /// Scheduled tasks (`$KEEL_HOME/schedules.json`).
-    pub scheduler: crate::schedule::runner::Scheduler,
+    pub scheduler: crate::daemon::scheduler::Scheduler,
     /// `daemon/notice {level, message, …}` to every connection (a scheduled run that failed).
     pub notices: broadcast::Sender<serde_json::Value>,
     /// The event journal, when `--journal` runs one.
-    pub journal: Option<crate::journal::Journal>,
+    pub journal: Option<crate::daemon::journal::Journal>,
 }
 
 impl Shared {
@@ -140,7 +140,7 @@ pub async fn serve(
     let clock = Clock::new(None, None);
     let (journal, commands) = match options.journal.clone() {
         Some(o) => {
-            let (j, commands) = crate::journal::Journal::start(o, clock.clone())?;
+            let (j, commands) = crate::daemon::journal::Journal::start(o, clock.clone())?;
             (Some(j), commands)
         }
         None => (None, None),
@@ -148,9 +148,9 @@ pub async fn serve(
     let (stop, mut stop_rx) = watch::channel(false);
     let (shutdown, _) = broadcast::channel(4);
     let (notices, _) = broadcast::channel(64);
-    let scheduler = crate::schedule::runner::Scheduler::new(
+    let scheduler = crate::daemon::scheduler::Scheduler::new(
         crate::schedule::Store::new(&options.keel_home),
-        Box::new(crate::schedule::runner::SystemClock),
+        Box::new(crate::daemon::scheduler::SystemClock),
     );
     scheduler.start();
     let shared = Arc::new(Shared {
@@ -174,9 +174,9 @@ pub async fn serve(
     if let Some(requests) = commands {
         tokio::spawn(serve_commands(shared.clone(), requests));
     }
-    let mut sigterm = crate::front::signals::listen(tokio::signal::unix::SignalKind::terminate())
+    let mut sigterm = crate::signals::listen(tokio::signal::unix::SignalKind::terminate())
         .map_err(|e| e.message)?;
-    let mut sigint = crate::front::signals::listen(tokio::signal::unix::SignalKind::interrupt())
+    let mut sigint = crate::signals::listen(tokio::signal::unix::SignalKind::interrupt())
         .map_err(|e| e.message)?;
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let mut idle_since = Instant::now();
@@ -211,7 +211,7 @@ pub async fn serve(
             _ = sigterm.recv() => break Ending::Signal(crate::exit::SIGTERM),
             _ = sigint.recv() => break Ending::Signal(crate::exit::SIGINT),
             _ = tick.tick() => {
-                crate::schedule::runner::spawn_due(&shared);
+                crate::daemon::scheduler::spawn_due(&shared);
                 if !idle(&shared).await {
                     idle_since = Instant::now();
                 } else if shared.options.idle_exit.is_some_and(|d| idle_since.elapsed() >= d) {
@@ -265,7 +265,7 @@ pub async fn serve(
 /// connections' own dispatch, concurrently.
 async fn serve_commands(
     shared: Arc<Shared>,
-    mut requests: tokio::sync::mpsc::UnboundedReceiver<crate::journal::Command>,
+    mut requests: tokio::sync::mpsc::UnboundedReceiver<crate::daemon::journal::Command>,
 ) {
     while let Some(c) = requests.recv().await {
         let shared = shared.clone();

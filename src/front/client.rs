@@ -12,17 +12,17 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use super::json::JsonProjector;
 use super::print::PrintProjector;
-use super::signals::Signals;
 use super::{feed_line, Projector, RunSummary, Settled};
-use crate::cli::Cli;
-use crate::daemon::client::{reconnect_line, CallError, Client, Reattached, Reconnecting};
-use crate::daemon::dial::{Dial, Reader, Writer};
+use crate::cli::args::Cli;
+use crate::client::dial::{Dial, Reader, Writer};
+use crate::client::socket::{reconnect_line, CallError, Client, Reattached, Reconnecting};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::kernel::clock::Clock;
 use crate::kernel::op::UserInput;
 use crate::mode::{Env, Mode};
 use crate::output::Output;
+use crate::signals::Signals;
 use crate::wire::events::{is_rpc_only, ResultLine, SessionLine, SettledError};
 use crate::wire::jsonl::MAX_LINE_BYTES;
 use crate::wire::jsonrpc::{self as j, Id, Incoming};
@@ -520,7 +520,7 @@ impl Follow<'_> {
 
     /// The link to the remote host dropped: connect again with backoff and attach from the
     /// last event seen, while the run goes on there. `None` when the daemon no longer holds the
-    /// session, after [`crate::daemon::dial::Backoff::GIVE_UP`], or on a signal (the run is
+    /// session, after [`crate::client::dial::Backoff::GIVE_UP`], or on a signal (the run is
     /// left running).
     async fn reconnect_remote(
         &mut self,

@@ -10,16 +10,18 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::cli::{DaemonAction, DaemonTop, RemoteArgs};
-use crate::daemon::client::Client;
-use crate::daemon::dial::{Conn, Dial, Remote};
+use crate::cli::args::RemoteArgs;
+use crate::cli::{DaemonAction, DaemonTop};
+use crate::client::dial::{Conn, Dial, Remote};
+use crate::client::socket::Client;
+use crate::client::spawn;
 use crate::daemon::server::{self, DaemonOptions, Ending};
-use crate::daemon::{paths, spawn, DaemonError};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::tui::picker::rows::short_age;
 use crate::mode::Env;
 use crate::output::Output;
+use crate::wire::socket::{paths, DaemonError};
 
 /// Runs one daemon command.
 pub async fn run(command: DaemonTop, env: &Env, out: &mut Output) -> Result<Exit, StartupError> {
@@ -62,7 +64,7 @@ pub async fn run(command: DaemonTop, env: &Env, out: &mut Output) -> Result<Exit
             };
             crate::front::tui::client::run(setup, out).await
         }
-        DaemonTop::Schedule { action } => crate::schedule::cli::run(action, env, out).await,
+        DaemonTop::Schedule { action } => crate::front::schedule::run(action, env, out).await,
         DaemonTop::Ps {
             json,
             socket,
@@ -88,7 +90,7 @@ pub async fn run(command: DaemonTop, env: &Env, out: &mut Output) -> Result<Exit
                 let socket = socket_for(env, socket.as_deref())?;
                 let journal = journal.options(
                     env.vars.get("KEEL_JOURNAL").map(String::as_str),
-                    &crate::journal::options::hostname(),
+                    &crate::daemon::journal::options::hostname(),
                     &env.keel_home,
                 )?;
                 let options = DaemonOptions {
@@ -116,10 +118,10 @@ pub async fn run(command: DaemonTop, env: &Env, out: &mut Output) -> Result<Exit
                 let exe = std::env::current_exe().map_err(|e| {
                     StartupError::config("cannot find the keel executable").cause(e.to_string())
                 })?;
-                let kind = crate::daemon::install::Kind::pick(systemd, launchd);
+                let kind = crate::front::install::Kind::pick(systemd, launchd);
                 print(
                     out,
-                    &crate::daemon::install::unit(kind, &exe, &env.keel_home),
+                    &crate::front::install::unit(kind, &exe, &env.keel_home),
                 )
             }
             DaemonAction::Start { socket } => {
@@ -144,7 +146,7 @@ pub async fn run(command: DaemonTop, env: &Env, out: &mut Output) -> Result<Exit
             DaemonAction::Bridge { socket } => {
                 let socket = socket_for(env, socket.as_deref())?;
                 let stream = start_local(&socket, env).await?;
-                Ok(crate::daemon::bridge::relay(stream, out).await)
+                Ok(crate::client::bridge::relay(stream, out).await)
             }
             DaemonAction::Stop {
                 force,
@@ -295,18 +297,19 @@ pub async fn start_local(socket: &Path, env: &Env) -> Result<tokio::net::UnixStr
 
 async fn run_daemon(options: DaemonOptions, spawned: bool) -> Result<Exit, StartupError> {
     if spawned {
-        spawn::become_session_leader()
+        crate::wire::socket::lock::become_session_leader()
             .map_err(|e| StartupError::internal(format!("setsid failed: {e}")))?;
     }
     // Spawned or in the foreground (a systemd unit, a terminal that closes): SIGHUP must not
     // end the daemon, its sessions and their running tools.
-    spawn::ignore_sighup().map_err(|e| StartupError::internal(e.to_string()))?;
+    crate::wire::socket::lock::ignore_sighup()
+        .map_err(|e| StartupError::internal(e.to_string()))?;
     let dir = options
         .socket
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("/"));
-    let Some(lock) = spawn::DaemonLock::acquire(&dir)? else {
+    let Some(lock) = crate::wire::socket::lock::DaemonLock::acquire(&dir)? else {
         tracing::info!("another keel daemon holds {}; exiting", dir.display());
         return Ok(Exit::Success);
     };
@@ -359,7 +362,7 @@ fn status_text(status: &Value, place: &str) -> String {
             s["running"].as_array().map_or(0, Vec::len)
         ));
     }
-    text.push_str(&crate::journal::status_line(&status["journal"]));
+    text.push_str(&crate::daemon::journal::status_line(&status["journal"]));
     text
 }
 
@@ -494,7 +497,7 @@ pub fn without_session_flags(args: &[String]) -> Vec<String> {
 
 /// The daemon of a session command line (`--remote` and its companions, `--socket`); `--cwd`
 /// names the remote directory and needs `--remote`.
-pub fn cli_dial(cli: &crate::cli::Cli, env: &Env) -> Result<Dial, StartupError> {
+pub fn cli_dial(cli: &crate::cli::args::Cli, env: &Env) -> Result<Dial, StartupError> {
     let dial = dial_for(env, cli.socket.as_deref(), &cli.remote)?;
     if cli.no_daemon && dial.remote().is_some() {
         return Err(StartupError::usage(
@@ -516,7 +519,7 @@ pub fn cli_dial(cli: &crate::cli::Cli, env: &Env) -> Result<Dial, StartupError> 
 /// environment: it runs with its own keys and configuration.
 pub fn open_params_for(
     dial: &Dial,
-    cli: &crate::cli::Cli,
+    cli: &crate::cli::args::Cli,
     env: &Env,
     args: Vec<String>,
     headless: bool,

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use crate::cli::Cli;
+use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::kernel::session::Store;
 use crate::mode::Env;

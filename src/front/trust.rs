@@ -5,7 +5,7 @@
 //! Headless runs never ask (`--trust-project` or an earlier yes).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use crate::cli::Cli;
+use crate::cli::args::Cli;
 use crate::mcp::config;
 use crate::mode::Env;
 use crate::output::Output;

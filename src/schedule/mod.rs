@@ -1,12 +1,11 @@
 //! Scheduled tasks (`keel schedule …`, run by the daemon): the task store
 //! `$KEEL_HOME/schedules.json` (0600, written atomically under `schedules.lock`), the task and
 //! its run state, and the parsing of `--every` durations and names. `due` decides when a task
-//! runs (pure, over an injected time), `runner` runs tasks in the daemon, `cli` is the command
-//! line. The store never prints and never decides timing.
+//! runs (pure, over an injected time). A file format both sides read: the daemon's scheduler
+//! (`daemon::scheduler`) runs the tasks, `keel schedule` (`front::schedule`) edits them. The
+//! store never prints and never decides timing.
 
-pub mod cli;
 pub mod due;
-pub mod runner;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use crate::cli::Cli;
+use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::kernel::tool::external::ToolSource;
 use crate::kernel::tool::ToolEnv;

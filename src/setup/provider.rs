@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::seconds;
-use crate::cli::Cli;
+use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::host::models::{Catalog, StartEndpoint};
 use crate::kernel::provider::http::{path_has_v1, HttpOptions, HttpProvider};

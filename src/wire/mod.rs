@@ -6,4 +6,6 @@
 pub mod events;
 pub mod jsonl;
 pub mod jsonrpc;
+pub mod protocol;
 pub mod rpc;
+pub mod socket;

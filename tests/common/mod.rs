@@ -3,5 +3,5 @@
 pub mod daemon;
 pub mod http_server;
 pub mod rpc;
-pub mod sshd;
+pub use keel_testkit::sshd;
 pub mod support;

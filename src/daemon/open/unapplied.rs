@@ -9,7 +9,7 @@ use std::ffi::OsString;
 use clap::parser::ValueSource;
 use clap::CommandFactory;
 
-use crate::cli::Cli;
+use crate::cli::args::Cli;
 
 /// Long names of the flags that pick a session or only concern the client (`--model` and the
 /// like are compared; so is a flag added later, unless it is listed here).
@@ -63,7 +63,7 @@ fn given(args: &[String]) -> Option<BTreeMap<String, Vec<OsString>>> {
     let argv = std::iter::once("keel".to_string()).chain(args.iter().cloned());
     let matches = cmd
         .clone()
-        .try_get_matches_from(crate::cli::normalize(argv))
+        .try_get_matches_from(crate::cli::args::normalize(argv))
         .ok()?;
     let mut out = BTreeMap::new();
     for arg in cmd.get_arguments() {

@@ -9,7 +9,7 @@ use super::schema::{
     AvailableCommand, AvailableCommandInput, SessionConfigOption, SessionConfigOptionCategory,
     SessionConfigSelectOption, SessionMode, SessionModeState, UnstructuredCommandInput,
 };
-use crate::front::link::Commands;
+use crate::client::link::Commands;
 
 /// A permission policy, as the ACP layer applies it to the host's approval dialogs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -26,8 +26,8 @@ use super::schema::{
 use super::session::{self, ToSession};
 use super::updates::Mapper;
 use super::{content, Peer, Sink};
-use crate::cli::{Cli, PermissionFlag};
-use crate::front::link::Link;
+use crate::cli::args::{Cli, PermissionFlag};
+use crate::client::link::Link;
 use crate::kernel::clock::Clock;
 use crate::kernel::message::Message;
 use crate::mode::Env;
@@ -292,7 +292,7 @@ impl Agent {
     fn session_cli_env(&self, cwd: &Path, existing: Option<&str>) -> (Cli, Env) {
         let mut cli = self.cli.clone();
         cli.resume = existing.map(str::to_string);
-        let env = crate::daemon::open::env_in(
+        let env = crate::setup::open::env_in(
             &self.env.vars,
             &self.env.keel_home,
             &self.env.temp_dir,
@@ -388,7 +388,7 @@ impl Agent {
                     drop(mcp_file);
                     return opened;
                 }
-                let mut setup = crate::daemon::open::start(&cli, &env, &clock, true)
+                let mut setup = crate::setup::open::start(&cli, &env, &clock, true)
                     .await
                     .map_err(|e| e.render().trim_end().to_string())?;
                 if let Some(editor) = &editor {
@@ -529,12 +529,12 @@ async fn open_in_daemon(
     socket: &Path,
     env: &Env,
     args: Vec<String>,
-) -> Result<(Link, crate::front::link::Start), String> {
-    let dial = crate::daemon::dial::Dial::Local(socket.to_path_buf());
+) -> Result<(Link, crate::client::link::Start), String> {
+    let dial = crate::client::dial::Dial::Local(socket.to_path_buf());
     let conn = crate::front::daemon::start(&dial, env)
         .await
         .map_err(|e| e.render().trim_end().to_string())?;
-    let mut client = crate::daemon::client::Client::greet(conn, true, &dial)
+    let mut client = crate::client::socket::Client::greet(conn, true, &dial)
         .await
         .map_err(|e| e.to_string())?;
     let params = crate::front::daemon::open_params(env, args, false);

@@ -3,8 +3,8 @@
 //! (newline-delimited JSON-RPC 2.0, written by this loop through `Output`); logs go to stderr.
 //!
 //! A transport over the session host, like RPC mode and the daemon: each ACP session is a
-//! host session in this process ([`Link::local`](crate::front::link::Link::local)), started
-//! the way the daemon's `session/open` starts one (`daemon::open::start`); the ACP layer reads
+//! host session in this process ([`Link::local`](crate::client::link::Link::local)), started
+//! the way the daemon's `session/open` starts one (`setup::open::start`); the ACP layer reads
 //! only its public events and sends it pi commands. Framing, ids and errors are the daemon's
 //! JSON-RPC line peer (`wire::jsonrpc`, `wire::jsonl`). `methods` answers the client's
 //! requests, `session` runs one session's task, `updates` maps events to `session/update`,
@@ -32,13 +32,13 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::cli::Cli;
+use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::signals::Signals;
 use crate::kernel::clock::Clock;
 use crate::mode::Env;
 use crate::output::Output;
+use crate::signals::Signals;
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id};
 
 /// How long a session's run may take to settle once it is stopped (end of input, a signal,

@@ -19,7 +19,7 @@ use super::schema::{
 };
 use super::updates::Mapper;
 use super::{Peer, Sink, STOP_GRACE};
-use crate::front::link::{Commands, Link, Note};
+use crate::client::link::{Commands, Link, Note};
 use crate::front::public::PublicEvent;
 use crate::kernel::message::Message;
 use crate::wire::events::SettledError;

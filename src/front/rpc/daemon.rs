@@ -15,16 +15,16 @@ use std::collections::{HashMap, VecDeque};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 
-use crate::cli::Cli;
-use crate::daemon::client::{reconnect_line, Client, Reattached, Reconnecting};
-use crate::daemon::dial::Dial;
+use crate::cli::args::Cli;
+use crate::client::dial::Dial;
+use crate::client::socket::{reconnect_line, Client, Reattached, Reconnecting};
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::signals::Signals;
 use crate::front::stdin::Input;
 use crate::host::actor::SESSION_CHANGES;
 use crate::mode::Env;
 use crate::output::Output;
+use crate::signals::Signals;
 use crate::wire::jsonl::Frame;
 use crate::wire::jsonrpc::{self as j, Id, Incoming};
 use crate::wire::rpc;
@@ -70,7 +70,7 @@ struct Held {
 /// request can only get that -32012 before the daemon answers any later one (errors are
 /// answered at once, in order), which tells when none can any more.
 struct Bridge {
-    write: crate::daemon::dial::Writer,
+    write: crate::client::dial::Writer,
     session: String,
     sent: HashMap<String, Sent>,
     next: u64,
@@ -242,7 +242,7 @@ pub async fn serve(cli: &Cli, env: &Env, out: &mut Output) -> Result<Exit, Start
     let mut signals = Signals::new()?;
     let dial = crate::front::daemon::cli_dial(cli, env)?;
     let conn = crate::front::daemon::start(&dial, env).await?;
-    let mut client = crate::daemon::client::Client::greet(conn, true, &dial).await?;
+    let mut client = crate::client::socket::Client::greet(conn, true, &dial).await?;
     let args = crate::front::daemon::session_args(cli.argv.iter().cloned());
     let params = crate::front::daemon::open_params_for(&dial, cli, env, args, false);
     let opened = client
@@ -378,14 +378,14 @@ impl Bridge {
 /// The link to a remote daemon dropped: the requests it carried are answered with an error
 /// (they may have run), then the session is attached again from the last event written, with
 /// backoff. `None` when the daemon there no longer holds the session, or after
-/// [`crate::daemon::dial::Backoff::GIVE_UP`].
+/// [`crate::client::dial::Backoff::GIVE_UP`].
 async fn reconnect(
     dial: &Dial,
     bridge: &mut Bridge,
     out: &mut Output,
 ) -> Option<(
-    tokio::io::BufReader<crate::daemon::dial::Reader>,
-    crate::daemon::dial::Writer,
+    tokio::io::BufReader<crate::client::dial::Reader>,
+    crate::client::dial::Writer,
 )> {
     out.err(&reconnect_line(
         dial,

@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::signals::Signals;
 use crate::front::stdin::Input;
 use crate::host::{Data, Host, HostSetup, Out, Reply};
 use crate::output::Output;
+use crate::signals::Signals;
 use crate::wire::jsonl::{Frame, MAX_LINE_BYTES};
 use crate::wire::rpc;
 

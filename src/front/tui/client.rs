@@ -24,21 +24,21 @@ use super::terminal::InlineTerminal;
 use super::transcript::HistoryCell;
 use super::view::{Action, View};
 use super::{draw, spawn_input, tty, Input, TuiSetup, FRAME_INTERVAL, TICK};
+use crate::client::link::{Commands, Link, Note, Start};
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::link::{Commands, Link, Note, Start};
 use crate::front::public::PublicEvent;
-use crate::front::signals::Signals;
 use crate::kernel::clock::Clock;
 use crate::kernel::event::ApprovalDecision;
 use crate::kernel::message::Message;
 use crate::kernel::session::SessionSummary;
 use crate::output::{Output, TerminalOut};
+use crate::signals::Signals;
 
 /// What attaching to a session of the daemon needs.
 pub struct AttachSetup {
     /// The daemon: this machine's socket, or a remote host's over ssh.
-    pub dial: crate::daemon::dial::Dial,
+    pub dial: crate::client::dial::Dial,
     pub session: String,
     /// A prompt given on the command line: sent once the view is up.
     pub prompt: Option<String>,
@@ -79,13 +79,13 @@ pub(super) enum Back {
 
 /// Where the session lives when it is not in this process.
 pub(super) struct Daemon {
-    pub dial: crate::daemon::dial::Dial,
+    pub dial: crate::client::dial::Dial,
     /// The daemon went away: Enter tries to reconnect.
     pub lost: bool,
     /// A remote daemon's link dropped: the next attempt is due then (attempts go on by
     /// themselves, with `backoff`, until one succeeds or the user leaves).
     pub retry_at: Option<Instant>,
-    pub backoff: crate::daemon::dial::Backoff,
+    pub backoff: crate::client::dial::Backoff,
     pub reopen: Value,
     pub env: crate::mode::Env,
 }

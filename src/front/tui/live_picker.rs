@@ -22,8 +22,8 @@ use super::picker::rows::{
 use super::terminal::InlineTerminal;
 use super::tty::{self, Tty};
 use crate::error::StartupError;
-use crate::front::signals::Signals;
 use crate::output::TerminalOut;
+use crate::signals::Signals;
 use crate::text;
 
 /// Below this many columns for the name and cwd, the clients, age and state columns go.

@@ -12,8 +12,8 @@ use tokio::time::Instant;
 use super::client::Client;
 use super::short_id;
 use super::transcript::HistoryCell;
-use crate::daemon::dial::Backoff;
-use crate::front::link::{AttachError, Link, Start};
+use crate::client::dial::Backoff;
+use crate::client::link::{AttachError, Link, Start};
 
 impl Client {
     pub(super) fn lost(&mut self, why: &str) {
@@ -196,7 +196,7 @@ fn args_for_file(args: &[Value], file: &str) -> Vec<String> {
 /// Starts (or finds) the daemon `dial` names, opens `file` there with `params`' other flags and
 /// attaches.
 async fn reopen(
-    dial: &crate::daemon::dial::Dial,
+    dial: &crate::client::dial::Dial,
     env: &crate::mode::Env,
     params: &Value,
     file: &str,
@@ -205,7 +205,7 @@ async fn reopen(
     let conn = crate::front::daemon::start(&dial, env)
         .await
         .map_err(|e| e.message)?;
-    let mut client = crate::daemon::client::Client::greet(conn, true, &dial)
+    let mut client = crate::client::socket::Client::greet(conn, true, &dial)
         .await
         .map_err(|e| e.to_string())?;
     let mut params = params.clone();

@@ -3,7 +3,7 @@
 //! configured yet, no daemon to be had).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use crate::cli::Cli;
+use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::kernel::clock::Clock;
@@ -104,7 +104,7 @@ async fn attach_if_live(
     if by_id.is_none() && file.is_none() {
         return Ok(None);
     }
-    let Ok(mut client) = crate::daemon::client::Client::dial(&dial, false).await else {
+    let Ok(mut client) = crate::client::socket::Client::dial(&dial, false).await else {
         return Ok(None);
     };
     let Ok(status) = client.call("daemon/status", serde_json::json!({})).await else {
@@ -171,7 +171,7 @@ async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> InDaemon
         Ok(c) => c,
         Err(e) => return InDaemon::Unavailable(e),
     };
-    let mut client = match crate::daemon::client::Client::greet(conn, true, &dial).await {
+    let mut client = match crate::client::socket::Client::greet(conn, true, &dial).await {
         Ok(c) => c,
         Err(e) => return InDaemon::Unavailable(e.into()),
     };
@@ -231,7 +231,7 @@ fn without_empty_resume(args: Vec<String>) -> Vec<String> {
 /// Whether East-Asian ambiguous-width characters take two columns.
 pub(crate) fn ambiguous_wide(cli: &Cli, env: &Env) -> bool {
     match cli.ambiguous_width {
-        Some(w) => w == crate::cli::AmbiguousWidth::Wide,
+        Some(w) => w == crate::cli::args::AmbiguousWidth::Wide,
         None => env
             .vars
             .get("KEEL_AMBIGUOUS_WIDTH")

@@ -451,11 +451,6 @@ impl<'p> Join<'p> {
 }
 
 #[cfg(test)]
-#[allow(dead_code)]
-#[path = "../../../benches/keel/session_gen.rs"]
-mod session_gen;
-
-#[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
@@ -608,7 +603,7 @@ mod tests {
     /// `model_change`) go through a `Value` tree, which made loading long sessions slow.
     #[test]
     fn message_lines_are_read_without_a_value_tree() {
-        let text = super::session_gen::session_text("/p", "s", 2_000);
+        let text = keel_testkit::session_gen::session_text("/p", "s", 2_000);
         VALUE_LINES.with(|n| n.set(0));
         let (entries, warnings, _) = loaded(text.as_bytes(), usize::MAX, 64 * 1024, 1);
         assert!(warnings.is_empty(), "{warnings:?}");

@@ -544,5 +544,4 @@ fn lock(file: &File, path: &Path) -> Result<(), SessionError> {
 
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
-#[path = "store_tests.rs"]
 mod tests;

@@ -12,8 +12,8 @@ use tokio::sync::mpsc;
 
 use super::Client;
 use crate::exit::Exit;
-use crate::front::signals::Signals;
 use crate::output::TerminalOut;
+use crate::signals::Signals;
 
 /// The width cells are laid out for when the terminal does not say.
 const DEFAULT_WIDTH: u16 = 80;

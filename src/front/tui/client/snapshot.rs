@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::Client;
-use crate::front::link::Start;
+use crate::client::link::Start;
 use crate::front::tui::replay::{self, Internals};
 use crate::front::tui::short_id;
 use crate::front::tui::transcript::HistoryCell;

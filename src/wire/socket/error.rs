@@ -1,12 +1,11 @@
 //! The daemon mechanism's one error: a sentence naming the path and what is wrong, an
 //! optional hint saying what to do, and a kind for the callers that act on it (no daemon
-//! listens; another user's process listens). At startup it is a configuration error (exit 3).
+//! listens; another user's process listens). At startup it is a configuration error (exit 3,
+//! `crate::error`).
 
 use std::fmt;
 use std::io;
 use std::path::Path;
-
-use crate::error::StartupError;
 
 /// What went wrong with the daemon's socket, directory or locks, for a human.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,29 +66,3 @@ impl fmt::Display for DaemonError {
 }
 
 impl std::error::Error for DaemonError {}
-
-impl From<DaemonError> for StartupError {
-    fn from(e: DaemonError) -> Self {
-        let err = StartupError::config(e.message);
-        match e.hint {
-            Some(hint) => err.hint(hint),
-            None => err,
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::exit::Exit;
-
-    #[test]
-    fn a_daemon_error_is_a_config_error_with_its_hint() {
-        let e =
-            DaemonError::new("socket directory /x has mode 0755").with_hint("run `chmod 700 /x`");
-        let s = StartupError::from(e);
-        assert_eq!(s.exit(), Exit::Config);
-        assert_eq!(s.message, "socket directory /x has mode 0755");
-        assert_eq!(s.hints, vec!["run `chmod 700 /x`".to_string()]);
-    }
-}

@@ -13,8 +13,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
-use crate::daemon::client::{CallError, Client};
-use crate::daemon::dial::Dial;
+use crate::client::dial::Dial;
+use crate::client::socket::{CallError, Client};
 use crate::host::actor::{self, Call, SessionHandle};
 use crate::host::stream::{Cursor, Delivery, Item, QUEUE};
 use crate::host::{Data, HostSetup};

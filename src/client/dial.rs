@@ -16,8 +16,8 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::UnixStream;
 use tokio::process::{Child, ChildStdin};
 
-use super::paths;
-use super::{DaemonError, DaemonErrorKind};
+use crate::wire::socket::paths;
+use crate::wire::socket::{DaemonError, DaemonErrorKind};
 
 /// The read half of a connection.
 pub type Reader = Box<dyn AsyncRead + Send + Unpin>;

@@ -1,5 +1,5 @@
-//! The signals that end an interactive front end (SIGINT, SIGTERM, SIGHUP), as one source a
-//! loop can wait on. Shared by the RPC loop, the TUI and print/JSON modes' pump.
+//! The signals that end a process's loop (SIGINT, SIGTERM, SIGHUP), as one source a loop can wait
+//! on. A leaf shared by the front ends and the daemon's server.
 
 use tokio::signal::unix::{signal, Signal, SignalKind};
 

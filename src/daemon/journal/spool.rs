@@ -480,7 +480,7 @@ pub(super) mod tests {
     use super::*;
 
     /// A record of session `s`, numbered `n`.
-    pub(in crate::journal) fn rec(n: u64) -> Record {
+    pub(in crate::daemon::journal) fn rec(n: u64) -> Record {
         Record {
             subject: "keel.events.h.s".into(),
             msg_id: format!("s:e:{n}"),

@@ -10,14 +10,14 @@ use std::path::{Path, PathBuf};
 use chrono::Local;
 use serde_json::{json, Value};
 
-use super::due::{self, Schedule};
-use super::{Store, StoreError, Task, TaskState};
-use crate::daemon::client::Client;
-use crate::daemon::DaemonErrorKind;
+use crate::client::socket::Client;
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::mode::Env;
 use crate::output::Output;
+use crate::schedule::due::{self, Schedule};
+use crate::schedule::{Store, StoreError, Task, TaskState};
+use crate::wire::socket::DaemonErrorKind;
 
 #[derive(Debug, clap::Subcommand)]
 pub enum ScheduleAction {
@@ -184,7 +184,7 @@ pub async fn run(
             }
             let socket = crate::front::daemon::socket_for(env, socket.as_deref())?;
             let stream = crate::front::daemon::start_local(&socket, env).await?;
-            let dial = crate::daemon::dial::Dial::Local(socket);
+            let dial = crate::client::dial::Dial::Local(socket);
             let mut client = Client::greet(stream, false, &dial).await?;
             let r = client
                 .call("schedule/run", json!({"name": name}))
@@ -254,13 +254,13 @@ impl Add {
     /// The task, or every problem at once: usage problems exit 2; when there are none, a
     /// configuration problem (no provider for the model) exits 3.
     fn task(self, env: &Env) -> Result<Task, StartupError> {
-        let mut usage = super::name_problems(&self.name);
+        let mut usage = crate::schedule::name_problems(&self.name);
         let every = match &self.every {
-            Some(text) => match super::parse_every(text) {
+            Some(text) => match crate::schedule::parse_every(text) {
                 Ok(secs) if secs < min_every(env) => {
                     usage.push(format!(
                         "--every {text} is shorter than the minimum, {}",
-                        super::every_text(min_every(env))
+                        crate::schedule::every_text(min_every(env))
                     ));
                     None
                 }
@@ -301,7 +301,7 @@ impl Add {
             );
         }
         let mut config = Vec::new();
-        let parsed = crate::daemon::open::parse_args(&args);
+        let parsed = crate::setup::open::parse_args(&args);
         // Never stored: schedules.json is no place for a key, and `list --json` prints args.
         let api_key = parsed.as_ref().is_ok_and(|cli| cli.api_key.is_some());
         if api_key {
@@ -364,7 +364,7 @@ const API_KEY_HINT: &str = "the run takes its key from the daemon's environment 
 /// configured for the run in `cwd` (configuration). Returns the environment the run's tools will
 /// get (this client's, less the secret variables), recorded with the task.
 fn run_flag_problems(
-    cli: &crate::cli::Cli,
+    cli: &crate::cli::args::Cli,
     env: &Env,
     cwd: &Path,
     usage: &mut Vec<String>,
@@ -400,9 +400,9 @@ fn problems(mut e: StartupError, list: Vec<String>) -> StartupError {
 /// The shortest `--every`: 1 minute, or the test-only `KEEL_SCHEDULE_MIN_SECS`.
 fn min_every(env: &Env) -> u64 {
     env.vars
-        .get(super::MIN_SECS_VAR)
+        .get(crate::schedule::MIN_SECS_VAR)
         .and_then(|v| v.parse().ok())
-        .unwrap_or(super::MIN_EVERY_SECS)
+        .unwrap_or(crate::schedule::MIN_EVERY_SECS)
 }
 
 /// The run's flags and the prompt: what comes after the first `--` is the prompt (clap may

@@ -162,8 +162,8 @@ fn parse_json(line: &str) -> Option<Record> {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-    use crate::journal::spool::tests::rec;
-    use crate::journal::spool::Lines;
+    use crate::daemon::journal::spool::tests::rec;
+    use crate::daemon::journal::spool::Lines;
 
     #[test]
     fn a_line_reads_back_as_written_by_position_or_as_json_when_it_needed_escapes() {

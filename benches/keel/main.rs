@@ -31,23 +31,14 @@ const RPC_WARMUP: usize = 5;
 
 type Res<T> = Result<T, String>;
 
-#[path = "keel/daemon.rs"]
 mod daemon;
-#[path = "keel/daemon_load.rs"]
 mod daemon_load;
-#[path = "keel/journal.rs"]
 mod journal;
-#[path = "keel/mcp.rs"]
 mod mcp;
-#[path = "keel/openai.rs"]
 mod openai;
-#[path = "keel/remote.rs"]
 mod remote;
-#[path = "keel/session.rs"]
 mod session;
-#[path = "../tests/common/sshd.rs"]
-mod sshd_support;
-#[path = "keel/tui.rs"]
+use keel_testkit::sshd as sshd_support;
 mod tui;
 
 fn main() -> ExitCode {

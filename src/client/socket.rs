@@ -8,10 +8,10 @@ use std::path::Path;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::connection::PROTOCOL;
 use super::dial::{Backoff, Conn, Dial, Reader, Writer};
-use super::DaemonError;
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
+use crate::wire::protocol::PROTOCOL;
+use crate::wire::socket::DaemonError;
 
 /// An open, greeted connection.
 pub struct Client {

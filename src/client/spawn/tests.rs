@@ -10,6 +10,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use super::*;
+use crate::wire::socket::lock::*;
+use std::fs::TryLockError;
+use std::path::PathBuf;
 
 fn private_tempdir() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
@@ -265,7 +268,7 @@ fn run_child(what: &str, setup: &str, dir: &Path, group_leader: bool) -> String 
     c.arg("-c")
         .arg(format!("{setup} exec \"$0\" \"$@\""))
         .arg(std::env::current_exe().unwrap())
-        .args(["--exact", "daemon::spawn::tests::child_process"])
+        .args(["--exact", "client::spawn::tests::child_process"])
         .args(["--ignored", "--nocapture", "--test-threads=1"])
         .env(CHILD_ENV, what)
         .env("KEEL_TEST_DAEMON_DIR", dir);

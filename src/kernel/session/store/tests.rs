@@ -5,10 +5,10 @@ use crate::kernel::clock::parse_iso;
 use crate::kernel::message::{AssistantMessage, Content, StopReason, Usage};
 use serde_json::Value;
 
-const VALID: &str = include_str!("../../../fixtures/sessions/valid.jsonl");
-const TORN: &str = include_str!("../../../fixtures/sessions/torn.jsonl");
-const UNKNOWN: &str = include_str!("../../../fixtures/sessions/unknown.jsonl");
-const NO_HEADER: &str = include_str!("../../../fixtures/sessions/no-header.jsonl");
+const VALID: &str = include_str!("../../../../fixtures/sessions/valid.jsonl");
+const TORN: &str = include_str!("../../../../fixtures/sessions/torn.jsonl");
+const UNKNOWN: &str = include_str!("../../../../fixtures/sessions/unknown.jsonl");
+const NO_HEADER: &str = include_str!("../../../../fixtures/sessions/no-header.jsonl");
 
 fn clock() -> Clock {
     Clock::new(Some(1_796_006_400_000), Some(1))

@@ -12,8 +12,6 @@ use chrono::{DateTime, Local};
 use serde_json::{json, Value};
 use tokio::sync::{mpsc, oneshot};
 
-use super::due::{self, Due};
-use super::{Store, Task, TaskState};
 use crate::daemon::open::{open_session, Opening};
 use crate::daemon::server::Shared;
 use crate::error::StartupError;
@@ -21,6 +19,8 @@ use crate::exit::Exit;
 use crate::front::{public, RunSummary};
 use crate::host::actor::{Call, SessionHandle};
 use crate::host::stream::{Delivery, Item, QUEUE};
+use crate::schedule::due::{self, Due};
+use crate::schedule::{Store, Task, TaskState};
 use crate::wire::jsonrpc::{self as j, ErrorObject};
 use crate::wire::rpc::Request;
 
@@ -597,7 +597,7 @@ mod tests {
         store
             .update(|t| {
                 t.push(task);
-                Ok::<_, super::super::StoreError>(())
+                Ok::<_, crate::schedule::StoreError>(())
             })
             .unwrap();
         let clock = Fake(Arc::new(Mutex::new(at(0))));
@@ -678,7 +678,7 @@ mod tests {
     fn a_corrupt_store_runs_nothing_and_says_why() {
         let dir = tempfile::tempdir().unwrap();
         let (s, clock) = scheduler(dir.path(), every(60, at(-600)));
-        std::fs::write(dir.path().join(super::super::FILE), "not json").unwrap();
+        std::fs::write(dir.path().join(crate::schedule::FILE), "not json").unwrap();
         clock.set(at(1));
         assert!(s.tick().is_empty());
         let status = s.status();
@@ -707,7 +707,7 @@ mod tests {
                     name: "new".into(),
                     ..every(60, at(-600))
                 });
-                Ok::<_, super::super::StoreError>(())
+                Ok::<_, crate::schedule::StoreError>(())
             })
             .unwrap();
         let ticked = s.tick();
@@ -726,7 +726,7 @@ mod tests {
         Store::new(dir.path())
             .update(|t| {
                 t[0].paused = true;
-                Ok::<_, super::super::StoreError>(())
+                Ok::<_, crate::schedule::StoreError>(())
             })
             .unwrap();
         s.begin("t").unwrap();

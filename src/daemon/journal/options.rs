@@ -39,7 +39,7 @@ pub struct JournalArgs {
     #[arg(long, value_name = "SECS", default_value_t = DEDUPE_SECS)]
     pub journal_dedupe: u64,
     /// The on-disk spool's cap; when full the oldest records are dropped (and counted).
-    #[arg(long, value_name = "N", default_value_t = crate::journal::spool::SPOOL_BYTES)]
+    #[arg(long, value_name = "N", default_value_t = crate::daemon::journal::spool::SPOOL_BYTES)]
     pub journal_spool_bytes: u64,
     /// Serve protocol v1 requests on keel.cmd.<host> (needs --journal-creds).
     #[arg(long)]

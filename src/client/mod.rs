@@ -1,0 +1,11 @@
+//! The client side of the daemon: `dial` where a client finds the daemon (its socket, or
+//! another host's over ssh) and the checks before the first byte; `spawn` one daemon per socket
+//! directory however many clients start at once; `socket` protocol v1 calls on one connection;
+//! `link` a front end's link to the session it shows, served in this process or by the daemon;
+//! `bridge` the remote end of `--remote`. It never imports the server (`src/daemon`).
+
+pub mod bridge;
+pub mod dial;
+pub mod link;
+pub mod socket;
+pub mod spawn;
