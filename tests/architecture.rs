@@ -300,7 +300,14 @@ fn target_of(path: &str) -> String {
 /// `use crate::{a::b, c}` groups expanded one level.
 fn crate_paths(text: &str) -> Vec<(usize, String)> {
     let code = match text.find("#[cfg(test)]") {
-        Some(i) if text[i..].lines().take(4).any(|l| l.starts_with("mod tests")) => &text[..i],
+        Some(i)
+            if text[i..]
+                .lines()
+                .take(4)
+                .any(|l| l.starts_with("mod tests")) =>
+        {
+            &text[..i]
+        }
         _ => text,
     };
     let mut found = Vec::new();

@@ -37,6 +37,7 @@ mod journal;
 mod mcp;
 mod openai;
 mod remote;
+mod responses;
 mod session;
 use keel_testkit::sshd as sshd_support;
 mod tui;
@@ -116,12 +117,12 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp or =tui runs just those
+    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui or =responses runs just those
     // rows (they take a while to iterate on); =load: the daemon's pipelining-client memory rows.
     let only = match std::env::var("KEEL_BENCH_ONLY") {
         Ok(v)
             if [
-                "session", "daemon", "load", "remote", "journal", "mcp", "tui",
+                "session", "daemon", "load", "remote", "journal", "mcp", "tui", "responses",
             ]
             .contains(&v.as_str()) =>
         {
@@ -129,7 +130,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-                "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp or tui, not {v:?}"
+                "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui or responses, not {v:?}"
             ))
         }
         Err(_) => None,
@@ -162,6 +163,11 @@ fn run() -> Res<()> {
     if only.as_deref() == Some("remote") {
         remote::remote_bench(&keel, hello_s, &mut rows)?;
         return report(&keel, &rows, "remote rows only");
+    }
+    if only.as_deref() == Some("responses") {
+        eprintln!("[5/9] Responses vs Chat Completions over HTTP, {DELTAS} deltas x{heavy}");
+        responses::responses_bench(&keel, &mut rows, heavy)?;
+        return report(&keel, &rows, &format!("{heavy} runs, Responses rows only"));
     }
     if only.as_deref() == Some("mcp") {
         mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
@@ -332,6 +338,7 @@ fn run() -> Res<()> {
         "µs",
         2,
     ));
+    responses::responses_bench(&keel, &mut rows, heavy)?;
 
     // 6. RPC mode: request round trip, and prompt to first streamed event.
     let rpc_samples = runs_override.unwrap_or(RPC_SAMPLES);
