@@ -147,6 +147,7 @@ async fn start(
         out.err(&format!("Warning: {w}\n"));
     }
     let header = opened.store.header().clone();
+    config.session_id = Some(header.id.clone());
     let history = opened.store.context_entries();
     let model_changed = opened.store.last_model() != Some((provider.name(), provider.model()));
     let bus = Bus::new(clock.clone());

@@ -292,6 +292,7 @@ pub fn agent_config_with(
             enabled: !cli.no_auto_compaction,
             ..CompactionPolicy::default()
         },
+        session_id: None,
     };
     Ok((config, warnings, skills))
 }

@@ -44,6 +44,7 @@ mod model_scope;
 mod projectors;
 mod providers;
 mod remote;
+mod responses;
 mod rpc;
 mod schedule;
 mod session_load;

@@ -49,6 +49,7 @@ fn request() -> ModelRequest {
         messages: vec![Message::user("hi", 1)],
         tools: vec![tool::spec("read").unwrap()],
         thinking_level: "off".into(),
+        session_id: None,
     }
 }
 

@@ -38,6 +38,7 @@ mod mcp;
 mod openai;
 mod print;
 mod remote;
+mod responses;
 mod session;
 use keel_testkit::sshd as sshd_support;
 mod tui;
@@ -117,13 +118,13 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui or =print runs just
-    // those rows (they take a while to iterate on); =load: the daemon's pipelining-client
-    // memory rows; =print: a print run against its floor.
+    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui, =print or =responses
+    // runs just those rows (they take a while to iterate on); =load: the daemon's
+    // pipelining-client memory rows; =print: a print run against its floor.
     let only = match std::env::var("KEEL_BENCH_ONLY") {
         Ok(v)
             if [
-                "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print",
+                "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
             ]
             .contains(&v.as_str()) =>
         {
@@ -131,7 +132,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui or print, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print or responses, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -168,6 +169,11 @@ fn run() -> Res<()> {
     if only.as_deref() == Some("print") {
         print::print_bench(&keel, &mut rows, quick)?;
         return report(&keel, &rows, &format!("{quick} rounds, print rows only"));
+    }
+    if only.as_deref() == Some("responses") {
+        eprintln!("[5/9] Responses vs Chat Completions over HTTP, {DELTAS} deltas x{heavy}");
+        responses::responses_bench(&keel, &mut rows, heavy)?;
+        return report(&keel, &rows, &format!("{heavy} runs, Responses rows only"));
     }
     if only.as_deref() == Some("mcp") {
         mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
@@ -339,6 +345,7 @@ fn run() -> Res<()> {
         "µs",
         2,
     ));
+    responses::responses_bench(&keel, &mut rows, heavy)?;
 
     // 6. RPC mode: request round trip, and prompt to first streamed event.
     let rpc_samples = runs_override.unwrap_or(RPC_SAMPLES);

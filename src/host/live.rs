@@ -36,6 +36,7 @@ impl Live {
             announce,
         } = setup;
         let history = store.context_entries();
+        let session_id = store.header().id.clone();
         let model_differs = store.last_model() != Some((provider.name(), provider.model()));
         let bus = Bus::new(clock.clone());
         let store: SharedStore = Arc::new(Mutex::new(store));
@@ -44,6 +45,7 @@ impl Live {
         let rx = bus.subscribe();
         let mut config = config.clone();
         config.thinking_level = thinking;
+        config.session_id = Some(session_id);
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
         session.watch_store(&recorder.health());
         if let Some(previous) = previous {

@@ -241,11 +241,19 @@ impl Models {
                 })
                 .collect(),
         };
-        for m in &mut models {
-            m.base_url = endpoint.url.clone();
-            m.compat = OpenAiCompat::for_base_url(&endpoint.url);
+        match known {
+            Some(p) => models
+                .into_iter()
+                .map(|m| p.place(m, &endpoint.url))
+                .collect(),
+            None => {
+                for m in &mut models {
+                    m.base_url = endpoint.url.clone();
+                    m.compat = OpenAiCompat::for_base_url(&endpoint.url);
+                }
+                models
+            }
         }
-        models
     }
 
     /// The key of a provider other than the start one: its own (models.json or its variable,
@@ -275,13 +283,12 @@ impl Models {
     }
 
     /// `info` at its provider's own URL (its URL variable, else the registry's).
-    fn at_own_url(&self, p: &ProviderInfo, mut info: ModelInfo) -> ModelInfo {
-        info.base_url = p
+    fn at_own_url(&self, p: &ProviderInfo, info: ModelInfo) -> ModelInfo {
+        let url = p
             .base_url_env
             .as_deref()
             .and_then(|v| self.vars.get(v).cloned())
             .unwrap_or_else(|| p.base_url.clone());
-        info.compat = OpenAiCompat::for_base_url(&info.base_url);
-        info
+        p.place(info, &url)
     }
 }

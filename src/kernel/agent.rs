@@ -66,6 +66,9 @@ pub struct AgentConfig {
     pub retry: RetryPolicy,
     /// Automatic context compaction.
     pub compaction: CompactionPolicy,
+    /// The id of the session being served, sent to APIs that route prompt caches by it
+    /// (`None`: no such hint).
+    pub session_id: Option<String>,
 }
 
 /// How failed model calls are retried: only failures before any output, of a transient kind
@@ -119,6 +122,7 @@ impl AgentConfig {
             files: Default::default(),
             retry: RetryPolicy::default(),
             compaction: CompactionPolicy::default(),
+            session_id: None,
         }
     }
 }

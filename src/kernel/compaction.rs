@@ -254,6 +254,7 @@ async fn summarise(
         messages: vec![Message::user(prompt, inner.clock.now_ms())],
         tools: Vec::new(),
         thinking_level: "off".into(),
+        session_id: inner.config.session_id.clone(),
     };
     let mut rx = provider.stream(request, abort.clone());
     let mut summary = String::new();

@@ -55,7 +55,15 @@ pub struct Usage {
     pub cache_read: u64,
     pub cache_write: u64,
     pub total_tokens: u64,
+    /// Of `output`, the tokens the model spent reasoning (a part of `output`, not added to
+    /// `total_tokens`). Written only when a provider reports it (OpenAI Responses).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning: u64,
     pub cost: Cost,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Cost in USD, split like [`Usage`].
@@ -77,6 +85,7 @@ impl Usage {
         self.cache_read += other.cache_read;
         self.cache_write += other.cache_write;
         self.total_tokens += other.total_tokens;
+        self.reasoning += other.reasoning;
         self.cost.input += other.cost.input;
         self.cost.output += other.cost.output;
         self.cost.cache_read += other.cost.cache_read;

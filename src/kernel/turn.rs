@@ -349,6 +349,7 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
             messages: state.messages.clone(),
             tools,
             thinking_level,
+            session_id: inner.config.session_id.clone(),
         }
     };
     let mut rx = provider.stream(request, abort.clone());

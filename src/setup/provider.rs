@@ -9,7 +9,7 @@ use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::host::models::{Catalog, StartEndpoint};
 use crate::kernel::provider::http::{path_has_v1, HttpOptions, HttpProvider};
-use crate::kernel::provider::model::{ModelInfo, OpenAiCompat, ProviderInfo, Registry};
+use crate::kernel::provider::model::{ModelInfo, ProviderInfo, Registry};
 use crate::kernel::provider::scripted::ScriptedProvider;
 use crate::kernel::provider::served::{self, models_url, ListError, ListFailure};
 use crate::kernel::provider::Provider;
@@ -91,10 +91,8 @@ pub async fn start(
             None,
         ),
     };
-    let mut info = model_info(p, &id, &endpoint, env)?;
+    let info = p.place(model_info(p, &id, &endpoint, env)?, &endpoint.url);
     let key = api_key(cli, env, p, &endpoint)?;
-    info.base_url = endpoint.url.clone();
-    info.compat = OpenAiCompat::for_base_url(&endpoint.url);
     let provider = HttpProvider::new(info, key.clone(), options)
         .map_err(|e| StartupError::config(e.message))?;
     let catalog = match (served, listed) {
@@ -446,17 +444,18 @@ pub fn list_models(registry: &Registry, pattern: &str, json: bool) -> String {
         return out;
     }
     out.push_str(&format!(
-        "{:<36} {:>8} {:>8} {:>9} {:>15}\n",
-        "MODEL", "CONTEXT", "MAX OUT", "THINKING", "$/M IN / OUT"
+        "{:<36} {:>8} {:>8} {:>9} {:>15}  {}\n",
+        "MODEL", "CONTEXT", "MAX OUT", "THINKING", "$/M IN / OUT", "API"
     ));
     for m in models {
         out.push_str(&format!(
-            "{:<36} {:>8} {:>8} {:>9} {:>15}\n",
+            "{:<36} {:>8} {:>8} {:>9} {:>15}  {}\n",
             format!("{}/{}", m.provider, m.id),
             tokens(m.context_window),
             tokens(m.max_tokens),
             if m.reasoning { "yes" } else { "no" },
-            format!("{} / {}", m.cost.input, m.cost.output)
+            format!("{} / {}", m.cost.input, m.cost.output),
+            m.api
         ));
     }
     let open: Vec<&str> = registry

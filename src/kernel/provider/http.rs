@@ -1,4 +1,4 @@
-//! The HTTP transport shared by the `openai` and `anthropic` providers: one POST, status and
+//! The HTTP transport shared by the `openai`, `responses` and `anthropic` providers: one POST, status and
 //! `Retry-After` handling, then the SSE body through the API's decoder, with an idle-stream
 //! timeout. Dropping the call (abort) drops the request and closes the connection at once.
 //!
@@ -16,9 +16,9 @@ use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use tokio::sync::mpsc;
 
 use super::limits::{too_large_message, Budget, StreamLimits, MAX_ERROR_BODY_BYTES};
-use super::model::{ModelInfo, API_ANTHROPIC};
+use super::model::{ModelInfo, API_ANTHROPIC, API_RESPONSES};
 use super::sse::{SseDecoder, StreamDecoder};
-use super::{anthropic, openai, ModelRequest, Provider, ProviderEvent};
+use super::{anthropic, openai, responses, ModelRequest, Provider, ProviderEvent};
 use crate::kernel::abort::AbortSignal;
 
 /// Transport limits.
@@ -59,7 +59,8 @@ impl std::fmt::Display for ClientError {
 
 impl std::error::Error for ClientError {}
 
-/// A provider that speaks the OpenAI Chat Completions or Anthropic Messages API over HTTP.
+/// A provider that speaks the OpenAI Chat Completions or Responses API or the Anthropic
+/// Messages API over HTTP.
 #[derive(Debug)]
 pub struct HttpProvider {
     info: ModelInfo,
@@ -91,21 +92,17 @@ impl HttpProvider {
         })
     }
 
-    fn anthropic(&self) -> bool {
-        self.info.api == API_ANTHROPIC
-    }
-
     /// Everything API-specific about one call: URL, headers, body, decoder and the error
     /// classification of non-2xx responses.
     fn prepare(&self, request: &ModelRequest, tx: mpsc::Sender<ProviderEvent>) -> Call {
         let base = self.info.base_url.trim_end_matches('/');
         let mut headers = HeaderMap::new();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-        let key = self
-            .api_key
-            .as_deref()
-            .and_then(|k| HeaderValue::from_str(k).ok());
-        if self.anthropic() {
+        if self.info.api == API_ANTHROPIC {
+            let key = self
+                .api_key
+                .as_deref()
+                .and_then(|k| HeaderValue::from_str(k).ok());
             if let Some(k) = key {
                 headers.insert("x-api-key", k);
             }
@@ -118,31 +115,40 @@ impl HttpProvider {
             } else {
                 format!("{base}/v1/messages")
             };
-            self.call(
+            return self.call(
                 url,
                 headers,
                 anthropic::request_body(request, &self.info),
                 Box::new(anthropic::AnthropicDecoder::new(&self.info)),
                 anthropic::error_from_response,
                 tx,
-            )
-        } else {
-            if let Some(k) = self
-                .api_key
-                .as_deref()
-                .and_then(|k| HeaderValue::from_str(&format!("Bearer {k}")).ok())
-            {
-                headers.insert(reqwest::header::AUTHORIZATION, k);
-            }
-            self.call(
-                format!("{base}/chat/completions"),
-                headers,
-                openai::request_body(request, &self.info),
-                Box::new(openai::OpenAiDecoder::new(&self.info)),
-                openai::error_from_response,
-                tx,
-            )
+            );
         }
+        if let Some(k) = self
+            .api_key
+            .as_deref()
+            .and_then(|k| HeaderValue::from_str(&format!("Bearer {k}")).ok())
+        {
+            headers.insert(reqwest::header::AUTHORIZATION, k);
+        }
+        if self.info.api == API_RESPONSES {
+            return self.call(
+                format!("{base}/responses"),
+                headers,
+                responses::request_body(request, &self.info),
+                Box::new(responses::ResponsesDecoder::new(&self.info)),
+                responses::error_from_response,
+                tx,
+            );
+        }
+        self.call(
+            format!("{base}/chat/completions"),
+            headers,
+            openai::request_body(request, &self.info),
+            Box::new(openai::OpenAiDecoder::new(&self.info)),
+            openai::error_from_response,
+            tx,
+        )
     }
 
     fn call(

@@ -1,12 +1,14 @@
-//! The provider trait every model backend implements (scripted, OpenAI-compatible, Anthropic), and
-//! the streamed events it yields. Providers turn a request into a stream of small facts; the
+//! The provider trait every model backend implements (scripted, OpenAI Chat Completions and
+//! Responses, Anthropic), and the streamed events it yields. Providers turn a request into a stream of small facts; the
 //! turn loop assembles them into messages and bus events. Providers never touch the bus.
 
 pub mod anthropic;
+mod catalog;
 pub mod http;
 pub mod limits;
 pub mod model;
 pub mod openai;
+pub mod responses;
 pub mod scripted;
 pub mod served;
 pub mod sse;
@@ -25,6 +27,8 @@ pub struct ModelRequest {
     pub messages: Vec<Message>,
     pub tools: Vec<ToolSpec>,
     pub thinking_level: String,
+    /// The session this call belongs to (a cache-routing hint for APIs that take one).
+    pub session_id: Option<String>,
 }
 
 /// One streamed fact from a provider.

@@ -6,11 +6,13 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::catalog::{BuiltinProvider, EFFORT_MINIMAL, PROVIDERS};
 use crate::kernel::message::Usage;
 
 /// The wire API a model speaks.
 pub const API_OPENAI: &str = "openai-completions";
 pub const API_ANTHROPIC: &str = "anthropic-messages";
+pub const API_RESPONSES: &str = "openai-responses";
 pub const API_SCRIPTED: &str = "scripted";
 
 /// Every thinking level, weakest first.
@@ -33,6 +35,9 @@ pub struct ModelInfo {
     /// The thinking levels the model accepts, weakest first (always starts with `off`).
     #[serde(skip)]
     pub thinking_levels: Vec<String>,
+    /// Anthropic adaptive thinking (an effort) rather than a thinking budget.
+    #[serde(skip)]
+    pub adaptive_thinking: bool,
     /// Differences between OpenAI-compatible servers.
     #[serde(skip)]
     pub compat: OpenAiCompat,
@@ -108,6 +113,7 @@ impl ModelInfo {
             context_window: 128_000,
             max_tokens: 8_192,
             thinking_levels: vec!["off".into()],
+            adaptive_thinking: false,
             compat: OpenAiCompat::for_base_url(base_url),
         }
     }
@@ -154,154 +160,36 @@ impl ProviderInfo {
     }
 }
 
+impl ProviderInfo {
+    /// `info` (one of this provider's models) served at `base_url`. A listed model speaks its
+    /// own API (OpenAI's models: Responses) only at the provider's own URL; at a URL the user
+    /// chose it speaks the provider's API (Chat Completions for `openai`), which is what
+    /// compatible servers and proxies serve.
+    pub fn place(&self, mut info: ModelInfo, base_url: &str) -> ModelInfo {
+        if base_url.trim_end_matches('/') != self.base_url.trim_end_matches('/') {
+            info.api = self.api.clone();
+        }
+        info.base_url = base_url.to_string();
+        info.compat = OpenAiCompat::for_base_url(base_url);
+        info
+    }
+}
+
 /// Built-in providers plus models.json.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     pub providers: Vec<ProviderInfo>,
 }
 
-struct Builtin {
-    id: &'static str,
-    name: &'static str,
-    reasoning: &'static [&'static str],
-    /// input, output, cache read, cache write (USD per million tokens).
-    cost: [f64; 4],
-    context: u64,
-    max_out: u64,
-    image: bool,
-}
-
-const NO_REASONING: &[&str] = &["off"];
-const EFFORT: &[&str] = &["off", "low", "medium", "high"];
-const EFFORT_MINIMAL: &[&str] = &["off", "minimal", "low", "medium", "high"];
-const BUDGET: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh"];
-
-// Prices and limits as published by each vendor in 2025; update with the vendors' pages.
-const OPENAI_MODELS: &[Builtin] = &[
-    Builtin {
-        id: "gpt-5",
-        name: "GPT-5",
-        reasoning: EFFORT_MINIMAL,
-        cost: [1.25, 10.0, 0.125, 0.0],
-        context: 400_000,
-        max_out: 128_000,
-        image: true,
-    },
-    Builtin {
-        id: "gpt-5-mini",
-        name: "GPT-5 mini",
-        reasoning: EFFORT_MINIMAL,
-        cost: [0.25, 2.0, 0.025, 0.0],
-        context: 400_000,
-        max_out: 128_000,
-        image: true,
-    },
-    Builtin {
-        id: "gpt-4.1",
-        name: "GPT-4.1",
-        reasoning: NO_REASONING,
-        cost: [2.0, 8.0, 0.5, 0.0],
-        context: 1_047_576,
-        max_out: 32_768,
-        image: true,
-    },
-    Builtin {
-        id: "gpt-4.1-mini",
-        name: "GPT-4.1 mini",
-        reasoning: NO_REASONING,
-        cost: [0.4, 1.6, 0.1, 0.0],
-        context: 1_047_576,
-        max_out: 32_768,
-        image: true,
-    },
-    Builtin {
-        id: "gpt-4o",
-        name: "GPT-4o",
-        reasoning: NO_REASONING,
-        cost: [2.5, 10.0, 1.25, 0.0],
-        context: 128_000,
-        max_out: 16_384,
-        image: true,
-    },
-    Builtin {
-        id: "gpt-4o-mini",
-        name: "GPT-4o mini",
-        reasoning: NO_REASONING,
-        cost: [0.15, 0.6, 0.075, 0.0],
-        context: 128_000,
-        max_out: 16_384,
-        image: true,
-    },
-    Builtin {
-        id: "o4-mini",
-        name: "o4-mini",
-        reasoning: EFFORT,
-        cost: [1.1, 4.4, 0.275, 0.0],
-        context: 200_000,
-        max_out: 100_000,
-        image: true,
-    },
-];
-
-const ANTHROPIC_MODELS: &[Builtin] = &[
-    Builtin {
-        id: "claude-sonnet-4-5",
-        name: "Claude Sonnet 4.5",
-        reasoning: BUDGET,
-        cost: [3.0, 15.0, 0.3, 3.75],
-        context: 200_000,
-        max_out: 64_000,
-        image: true,
-    },
-    Builtin {
-        id: "claude-haiku-4-5",
-        name: "Claude Haiku 4.5",
-        reasoning: BUDGET,
-        cost: [1.0, 5.0, 0.1, 1.25],
-        context: 200_000,
-        max_out: 64_000,
-        image: true,
-    },
-    Builtin {
-        id: "claude-opus-4-1",
-        name: "Claude Opus 4.1",
-        reasoning: BUDGET,
-        cost: [15.0, 75.0, 1.5, 18.75],
-        context: 200_000,
-        max_out: 32_000,
-        image: true,
-    },
-];
-
-const DEEPSEEK_MODELS: &[Builtin] = &[
-    Builtin {
-        id: "deepseek-chat",
-        name: "DeepSeek V3 (chat)",
-        reasoning: NO_REASONING,
-        cost: [0.28, 0.42, 0.028, 0.0],
-        context: 128_000,
-        max_out: 8_192,
-        image: false,
-    },
-    Builtin {
-        id: "deepseek-reasoner",
-        name: "DeepSeek V3 (reasoner)",
-        reasoning: NO_REASONING,
-        cost: [0.28, 0.42, 0.028, 0.0],
-        context: 128_000,
-        max_out: 65_536,
-        image: false,
-    },
-];
-
-fn builtin_models(provider: &str, api: &str, base_url: &str, list: &[Builtin]) -> Vec<ModelInfo> {
-    list.iter()
+fn builtin_models(p: &BuiltinProvider) -> Vec<ModelInfo> {
+    p.models
+        .iter()
         .map(|b| ModelInfo {
             id: b.id.into(),
             name: b.name.into(),
-            api: api.into(),
-            provider: provider.into(),
-            base_url: base_url.into(),
+            api: p.model_api.into(),
+            provider: p.name.into(),
+            base_url: p.base_url.into(),
             reasoning: b.reasoning.len() > 1,
             input: if b.image {
                 vec!["text".into(), "image".into()]
@@ -317,30 +205,22 @@ fn builtin_models(provider: &str, api: &str, base_url: &str, list: &[Builtin]) -
             context_window: b.context,
             max_tokens: b.max_out,
             thinking_levels: b.reasoning.iter().map(|s| s.to_string()).collect(),
-            compat: OpenAiCompat::for_base_url(base_url),
+            adaptive_thinking: b.adaptive,
+            compat: OpenAiCompat::for_base_url(p.base_url),
         })
         .collect()
 }
 
-#[allow(clippy::too_many_arguments)]
-fn builtin(
-    name: &str,
-    api: &str,
-    base_url: &str,
-    key_env: Option<&str>,
-    base_url_env: Option<&str>,
-    default_model: Option<&str>,
-    models: &[Builtin],
-) -> ProviderInfo {
+fn builtin(p: &BuiltinProvider) -> ProviderInfo {
     ProviderInfo {
-        name: name.into(),
-        api: api.into(),
-        base_url: base_url.into(),
-        key_env: key_env.map(Into::into),
+        name: p.name.into(),
+        api: p.api.into(),
+        base_url: p.base_url.into(),
+        key_env: p.key_env.map(Into::into),
         key: None,
-        base_url_env: base_url_env.map(Into::into),
-        default_model: default_model.map(Into::into),
-        models: builtin_models(name, api, base_url, models),
+        base_url_env: p.base_url_env.map(Into::into),
+        default_model: p.default_model.map(Into::into),
+        models: builtin_models(p),
     }
 }
 
@@ -387,65 +267,11 @@ struct ModelsFile {
 }
 
 impl Registry {
-    /// The built-in providers: openai, anthropic, deepseek, openrouter, groq, ollama.
+    /// The built-in providers of the catalog: openai, anthropic, deepseek, openrouter, groq,
+    /// ollama.
     pub fn builtin() -> Registry {
         Registry {
-            providers: vec![
-                builtin(
-                    "openai",
-                    API_OPENAI,
-                    "https://api.openai.com/v1",
-                    Some("OPENAI_API_KEY"),
-                    Some("OPENAI_BASE_URL"),
-                    Some("gpt-4.1"),
-                    OPENAI_MODELS,
-                ),
-                builtin(
-                    "anthropic",
-                    API_ANTHROPIC,
-                    "https://api.anthropic.com",
-                    Some("ANTHROPIC_API_KEY"),
-                    Some("ANTHROPIC_BASE_URL"),
-                    Some("claude-sonnet-4-5"),
-                    ANTHROPIC_MODELS,
-                ),
-                builtin(
-                    "deepseek",
-                    API_OPENAI,
-                    "https://api.deepseek.com/v1",
-                    Some("DEEPSEEK_API_KEY"),
-                    None,
-                    Some("deepseek-chat"),
-                    DEEPSEEK_MODELS,
-                ),
-                builtin(
-                    "openrouter",
-                    API_OPENAI,
-                    "https://openrouter.ai/api/v1",
-                    Some("OPENROUTER_API_KEY"),
-                    None,
-                    None,
-                    &[],
-                ),
-                builtin(
-                    "groq",
-                    API_OPENAI,
-                    "https://api.groq.com/openai/v1",
-                    Some("GROQ_API_KEY"),
-                    None,
-                    None,
-                    &[],
-                ),
-                builtin(
-                    "ollama",
-                    API_OPENAI,
-                    "http://localhost:11434/v1",
-                    None,
-                    Some("OLLAMA_BASE_URL"),
-                    None,
-                    &[],
-                ),
-            ],
+            providers: PROVIDERS.iter().map(builtin).collect(),
         }
     }
 
@@ -457,11 +283,11 @@ impl Registry {
         })?;
         for (name, p) in file.providers {
             let api = p.api.unwrap_or_else(|| API_OPENAI.to_string());
-            if api != API_OPENAI && api != API_ANTHROPIC {
+            if ![API_OPENAI, API_RESPONSES, API_ANTHROPIC].contains(&api.as_str()) {
                 return Err(RegistryError {
                     kind: RegistryErrorKind::UnknownApi,
                     message: format!(
-                        "provider `{name}`: unknown api `{api}` (use `{API_OPENAI}` or `{API_ANTHROPIC}`)"
+                        "provider `{name}`: unknown api `{api}` (use `{API_OPENAI}`, `{API_RESPONSES}` or `{API_ANTHROPIC}`)"
                     ),
                 });
             }
@@ -576,15 +402,48 @@ mod tests {
                 .unwrap()
                 .clone()
         };
-        assert_eq!(find("openai", "gpt-4o").clamp_thinking("high"), "off");
-        assert_eq!(find("openai", "o4-mini").clamp_thinking("xhigh"), "high");
-        assert_eq!(find("openai", "o4-mini").clamp_thinking("minimal"), "off");
+        assert_eq!(find("openai", "gpt-4.1").clamp_thinking("high"), "off");
+        assert_eq!(find("openai", "gpt-5").clamp_thinking("xhigh"), "high");
+        assert_eq!(
+            find("openai", "gpt-6.2-sol").clamp_thinking("xhigh"),
+            "xhigh"
+        );
         assert_eq!(find("openai", "gpt-5").clamp_thinking("minimal"), "minimal");
         assert_eq!(
             find("anthropic", "claude-haiku-4-5").clamp_thinking("xhigh"),
             "xhigh"
         );
         assert_eq!(find("openai", "gpt-5").clamp_thinking("bogus"), "off");
+    }
+
+    #[test]
+    fn openai_models_speak_responses_only_at_openais_url() {
+        let r = Registry::builtin();
+        let p = r.provider("openai").unwrap();
+        assert_eq!(p.default_model.as_deref(), Some("gpt-6.2-sol"));
+        let sol = p.models.iter().find(|m| m.id == "gpt-6.2-sol").unwrap();
+        assert_eq!(sol.api, API_RESPONSES);
+        let own = p.place(sol.clone(), "https://api.openai.com/v1/");
+        assert_eq!(own.api, API_RESPONSES);
+        assert_eq!(own.compat.max_tokens_field, "max_completion_tokens");
+        let elsewhere = p.place(sol.clone(), "http://127.0.0.1:8080/v1");
+        assert_eq!(elsewhere.api, API_OPENAI);
+        assert_eq!(elsewhere.base_url, "http://127.0.0.1:8080/v1");
+        assert_eq!(elsewhere.compat.max_tokens_field, "max_tokens");
+        let a = r.provider("anthropic").unwrap();
+        assert_eq!(a.default_model.as_deref(), Some("claude-sonnet-5-5"));
+        let sonnet = a
+            .models
+            .iter()
+            .find(|m| m.id == "claude-sonnet-5-5")
+            .unwrap();
+        assert!(sonnet.adaptive_thinking);
+        assert_eq!(a.place(sonnet.clone(), "http://proxy/").api, API_ANTHROPIC);
+        // Every listed model has prices and limits.
+        for m in r.models() {
+            assert!(m.cost.input > 0.0 && m.cost.output > 0.0, "{}", m.id);
+            assert!(m.context_window >= m.max_tokens, "{}", m.id);
+        }
     }
 
     #[test]
@@ -607,6 +466,9 @@ mod tests {
             .unwrap_err();
         assert!(e.message.contains("modles"), "{e}");
         assert_eq!(e.kind, RegistryErrorKind::Syntax);
+        r.merge_file(r#"{"providers":{"r":{"baseUrl":"u","api":"openai-responses"}}}"#)
+            .unwrap();
+        assert_eq!(r.provider("r").unwrap().api, API_RESPONSES);
         let e = r
             .merge_file(r#"{"providers":{"x":{"baseUrl":"u","api":"grpc"}}}"#)
             .unwrap_err();

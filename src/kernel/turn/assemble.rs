@@ -57,13 +57,16 @@ impl Assembler {
                 );
             }
             ProviderEvent::ThinkingSignature(sig) => {
-                let last = msg.content.iter_mut().rev().find_map(|c| match c {
-                    Content::Thinking { signature, .. } => Some(signature),
-                    _ => None,
-                });
-                if let Some(signature) = last {
+                // The signature ends the thinking block it belongs to: the open one, else a
+                // new empty one (reasoning that showed no text).
+                let index = match self.open {
+                    Some((Open::Thinking, index)) => index,
+                    _ => self.ensure(inner, msg, Open::Thinking),
+                };
+                if let Some(Content::Thinking { signature, .. }) = msg.content.get_mut(index) {
                     signature.get_or_insert_with(String::new).push_str(&sig);
                 }
+                self.close_block(inner, msg);
             }
             ProviderEvent::ToolCallStart { id, name } => {
                 self.close_block(inner, msg);

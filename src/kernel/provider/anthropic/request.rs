@@ -1,12 +1,13 @@
 //! The Messages API request body: system prompt with cache breakpoints, alternating-role
-//! messages, tool definitions and the thinking budget of a [`ModelRequest`]. Pure.
+//! messages, tool definitions and the thinking budget (or adaptive effort) of a
+//! [`ModelRequest`]. Pure.
 
 use std::collections::HashSet;
 
 use serde_json::{json, Map, Value};
 
 use crate::kernel::message::{AssistantMessage, Content, Message, ToolResultMessage};
-use crate::kernel::provider::model::ModelInfo;
+use crate::kernel::provider::model::{ModelInfo, API_ANTHROPIC};
 use crate::kernel::provider::ModelRequest;
 
 /// The smallest thinking budget the API accepts.
@@ -49,7 +50,15 @@ pub fn request_body(req: &ModelRequest, model: &ModelInfo) -> Value {
             .collect();
         body.insert("tools".into(), Value::Array(tools));
     }
-    if model.reasoning {
+    if model.reasoning && model.adaptive_thinking {
+        let level = model.clamp_thinking(&req.thinking_level);
+        if level != "off" {
+            // Adaptive effort has no `minimal`.
+            let effort = if level == "minimal" { "low" } else { &level };
+            body.insert("thinking".into(), json!({"type": "adaptive"}));
+            body.insert("output_config".into(), json!({"effort": effort}));
+        }
+    } else if model.reasoning {
         let level = model.clamp_thinking(&req.thinking_level);
         if let Some(budget) = thinking_budget(&level, model.max_tokens) {
             body.insert(
@@ -165,15 +174,17 @@ fn plain_blocks(content: &[Content]) -> Vec<Value> {
 }
 
 /// The blocks of a kept assistant message, in order. Thinking without a signature is dropped
-/// (the API rejects it), as are empty text and images.
+/// (the API rejects it), as is thinking another API made (its signature is not Anthropic's),
+/// empty text and images.
 fn assistant_blocks(m: &AssistantMessage) -> Vec<Value> {
+    let own_thinking = m.api.is_empty() || m.api == API_ANTHROPIC;
     m.content
         .iter()
         .filter_map(|c| match c {
             Content::Thinking {
                 thinking,
                 signature: Some(signature),
-            } if !signature.is_empty() => Some(json!({
+            } if own_thinking && !signature.is_empty() => Some(json!({
                 "type": "thinking",
                 "thinking": thinking,
                 "signature": signature,
@@ -216,7 +227,6 @@ mod tests {
     use super::super::sonnet;
     use super::*;
     use crate::kernel::message::{StopReason, Usage, UserMessage};
-    use crate::kernel::provider::model::API_ANTHROPIC;
     use crate::kernel::tool::ToolSpec;
 
     fn user(text: &str, timestamp: i64) -> Message {
@@ -307,6 +317,7 @@ mod tests {
                 parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
             }],
             thinking_level: "high".into(),
+            session_id: None,
         };
         let want = json!({
             "model": "claude-sonnet-4-5",
@@ -371,6 +382,7 @@ mod tests {
             ],
             tools: vec![],
             thinking_level: "off".into(),
+            session_id: None,
         };
         let want = json!({
             "model": "claude-sonnet-4-5",
@@ -391,5 +403,68 @@ mod tests {
         );
         model.reasoning = false;
         assert!(request_body(&req, &model).get("thinking").is_none());
+    }
+
+    #[test]
+    fn adaptive_models_get_an_effort_not_a_budget() {
+        let mut model = sonnet();
+        model.adaptive_thinking = true;
+        let mut req = ModelRequest {
+            system_prompt: String::new(),
+            messages: vec![user("hi", 1)],
+            tools: vec![],
+            thinking_level: "high".into(),
+            session_id: None,
+        };
+        let body = request_body(&req, &model);
+        assert_eq!(body["thinking"], json!({"type": "adaptive"}));
+        assert_eq!(body["output_config"], json!({"effort": "high"}));
+        // Adaptive effort has no `minimal`: the weakest is `low`.
+        req.thinking_level = "minimal".into();
+        assert_eq!(
+            request_body(&req, &model)["output_config"],
+            json!({"effort": "low"})
+        );
+        req.thinking_level = "off".into();
+        let body = request_body(&req, &model);
+        assert!(body.get("thinking").is_none() && body.get("output_config").is_none());
+    }
+
+    /// Regression guard: a Responses reasoning item kept as a thinking signature must never
+    /// reach Anthropic as one (the API answers 400 to a signature it did not make).
+    #[test]
+    fn thinking_of_another_api_is_not_sent() {
+        let mut other = AssistantMessage {
+            content: vec![
+                Content::Thinking {
+                    thinking: "summary".into(),
+                    signature: Some(r#"{"type":"reasoning","encrypted_content":"x"}"#.into()),
+                },
+                Content::text("done"),
+            ],
+            api: "openai-responses".into(),
+            provider: "openai".into(),
+            model: "gpt-6.2-sol".into(),
+            usage: Usage::default(),
+            stop_reason: StopReason::Stop,
+            error_message: None,
+            duration_ms: None,
+            timestamp: 0,
+        };
+        let req = |m: &AssistantMessage| ModelRequest {
+            system_prompt: String::new(),
+            messages: vec![user("hi", 1), Message::from(m.clone()), user("more", 2)],
+            tools: vec![],
+            thinking_level: "off".into(),
+            session_id: None,
+        };
+        let body = request_body(&req(&other), &sonnet());
+        assert_eq!(
+            body["messages"][1]["content"],
+            json!([{"type": "text", "text": "done"}])
+        );
+        other.api = API_ANTHROPIC.into();
+        let body = request_body(&req(&other), &sonnet());
+        assert_eq!(body["messages"][1]["content"][0]["type"], "thinking");
     }
 }

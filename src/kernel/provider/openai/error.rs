@@ -9,8 +9,8 @@ const MAX_ERROR_CHARS: usize = 500;
 
 /// The fields of an error object, as far as the server sent them.
 #[derive(Debug, Default)]
-pub(super) struct ErrorDetail {
-    pub(super) message: String,
+pub(in crate::kernel::provider) struct ErrorDetail {
+    pub(in crate::kernel::provider) message: String,
     /// `error.type`.
     kind: String,
     /// `error.code`, a word (`rate_limit_exceeded`) or a number (OpenRouter sends HTTP codes).
@@ -19,7 +19,7 @@ pub(super) struct ErrorDetail {
 
 impl ErrorDetail {
     /// Reads `{"message","type","code"}`, or a bare string.
-    pub(super) fn from_error(v: &Value) -> ErrorDetail {
+    pub(in crate::kernel::provider) fn from_error(v: &Value) -> ErrorDetail {
         let word = |key: &str| match v.get(key) {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Number(n)) => n.to_string(),
@@ -39,7 +39,7 @@ impl ErrorDetail {
     }
 
     /// A numeric code that looks like an HTTP status, else 0.
-    pub(super) fn status_hint(&self) -> u16 {
+    pub(in crate::kernel::provider) fn status_hint(&self) -> u16 {
         match self.code.parse::<u16>() {
             Ok(n) if (100..600).contains(&n) => n,
             _ => 0,
@@ -47,7 +47,7 @@ impl ErrorDetail {
     }
 
     /// The stable error kind for this error under HTTP `status` (0 for in-stream errors).
-    pub(super) fn classify(&self, status: u16) -> &'static str {
+    pub(in crate::kernel::provider) fn classify(&self, status: u16) -> &'static str {
         let code = self.code.to_ascii_lowercase();
         let kind = self.kind.to_ascii_lowercase();
         let either = |needle: &str| code.contains(needle) || kind.contains(needle);
@@ -90,7 +90,7 @@ fn mentions_context_overflow(message: &str) -> bool {
 }
 
 /// At most `max` characters of `s`, with `…` when cut.
-pub(super) fn clip(s: &str, max: usize) -> String {
+pub(in crate::kernel::provider) fn clip(s: &str, max: usize) -> String {
     match s.char_indices().nth(max) {
         Some((at, _)) => format!("{}…", &s[..at]),
         None => s.to_string(),

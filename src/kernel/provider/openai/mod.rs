@@ -12,6 +12,7 @@ mod request;
 
 pub use decode::OpenAiDecoder;
 pub use error::error_from_response;
+pub(super) use error::{clip, ErrorDetail};
 pub use request::request_body;
 
 /// The model the unit tests of this API build requests for and price usage with.

@@ -266,6 +266,7 @@ mod tests {
             ],
             tools: vec![tool("read"), tool("ls")],
             thinking_level: "xhigh".into(),
+            session_id: None,
         };
         let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}});
         assert_eq!(
@@ -311,6 +312,7 @@ mod tests {
             ],
             tools: vec![],
             thinking_level: "high".into(),
+            session_id: None,
         };
         // Not a reasoning model: thinking is ignored; no system prompt, no tools.
         let mut m = model();
