@@ -61,10 +61,11 @@ pub enum Call {
         path: String,
         reply: oneshot::Sender<Result<PathBuf, String>>,
     },
-    /// Aborts the run, lets it settle (at most `grace`), saves the session and ends the task.
+    /// Aborts the run, lets it settle (at most `grace`), saves the session and ends the task;
+    /// the answer is why the session could not be saved, if it could not.
     Stop {
         grace: Duration,
-        reply: oneshot::Sender<()>,
+        reply: oneshot::Sender<Option<String>>,
     },
 }
 
@@ -196,10 +197,17 @@ impl SessionHandle {
     }
 
     pub async fn stop(&self, grace: Duration) {
+        self.close(grace).await;
+    }
+
+    /// [`SessionHandle::stop`], answering why the session could not be saved (its last
+    /// entries, the final sync), if it could not.
+    pub async fn close(&self, grace: Duration) -> Option<String> {
         let (reply, rx) = oneshot::channel();
-        if self.send(Call::Stop { grace, reply }) {
-            let _ = rx.await;
+        if !self.send(Call::Stop { grace, reply }) {
+            return None;
         }
+        rx.await.ok().flatten()
     }
 }
 
@@ -288,7 +296,7 @@ impl Actor {
                     None => break,
                     Some(Call::Stop { grace, reply }) => {
                         self.stop(grace).await;
-                        let _ = reply.send(());
+                        let _ = reply.send(self.host.save_fault());
                         return;
                     }
                     Some(call) => self.call(call).await,
