@@ -24,7 +24,7 @@ pub(crate) enum Ended {
     /// The daemon went away: why.
     Lost(String),
     /// The session in this process ended before the run settled.
-    Ended,
+    SessionGone,
 }
 
 type Answer = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>;
@@ -54,7 +54,7 @@ enum Step {
     Settled,
     Lagged,
     Lost(String),
-    Ended,
+    SessionGone,
 }
 
 impl<'a> Follow<'a> {
@@ -111,7 +111,7 @@ impl<'a> Follow<'a> {
             match step {
                 Step::Go => {}
                 Step::Settled => return Ended::Settled,
-                Step::Ended => return Ended::Ended,
+                Step::SessionGone => return Ended::SessionGone,
                 Step::Lagged => {
                     if !self.reattach(link, out).await {
                         return Ended::Lost(
@@ -134,7 +134,7 @@ impl<'a> Follow<'a> {
         let mut next = first;
         let step = loop {
             let step = match next.take() {
-                None if self.dial.is_none() => Step::Ended,
+                None if self.dial.is_none() => Step::SessionGone,
                 None => Step::Lost(lost_why(CLOSED)),
                 Some(note) => self.note(note, out),
             };

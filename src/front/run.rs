@@ -171,7 +171,7 @@ async fn follow(
     match ended {
         Ended::Settled => {}
         Ended::Lost(why) => summary.settled = Some(super::client::daemon_lost(&why)),
-        Ended::Ended => {
+        Ended::SessionGone => {
             out.err("Error: the session recorder crashed; the session file may be incomplete\n");
         }
     }
