@@ -97,6 +97,43 @@ fn host_setup_at(
     })
 }
 
+/// The host setup of a print or JSON run in this process, from the agent settings its startup
+/// has reported already (`config` and `skills` from [`agent_config`] without dialogs: calls
+/// that need approval are blocked, later warnings go to stderr). The session is opened here,
+/// after the prompt was read; its warnings are handed back for the caller to print, and the
+/// host gets none to publish.
+pub fn headless_host_setup(
+    cli: &Cli,
+    env: &Env,
+    clock: &Clock,
+    (config, skills): (AgentConfig, Vec<crate::skills::Skill>),
+    provider: Arc<dyn Provider>,
+) -> Result<(crate::host::HostSetup, Vec<String>), StartupError> {
+    let models = models(cli, env, provider, None)?;
+    let opened = open_session(cli, env, clock)?;
+    let setup = crate::host::HostSetup {
+        config,
+        models,
+        clock: clock.clone(),
+        store: opened.store,
+        announce: opened.is_new,
+        session_dir: session_dir(cli, env),
+        prompt_dirs: (
+            env.keel_home.join("prompts"),
+            env.cwd.join(".keel").join("prompts"),
+        ),
+        // No dialog ever opens without a client to answer it: the flag is not read.
+        approval_timeout: seconds(cli.approval_timeout, "--approval-timeout")
+            .unwrap_or(Duration::from_secs(60)),
+        unattended: false,
+        warnings: Vec::new(),
+        skills,
+        late_warnings: None,
+        open_args: Vec::new(),
+    };
+    Ok((setup, opened.warnings))
+}
+
 /// The models a session can switch to, from the flags and environment: `start`, served at
 /// `endpoint`, and the providers with keys of their own.
 pub fn models(

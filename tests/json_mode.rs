@@ -192,6 +192,32 @@ fn piped_stdin_is_joined_before_the_prompt_with_a_blank_line() {
     );
 }
 
+/// A print or JSON run in this process is served by a session host, as one in the daemon is
+/// (issue 28, one path): its prompt is pi's `prompt` command, so a prompt template expands as
+/// it does in RPC mode, the TUI and through the daemon (the run used to send "/review …" to
+/// the model as typed).
+#[test]
+fn a_run_in_this_process_expands_prompt_templates_as_the_session_host_does() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.work().join(".keel/prompts")).unwrap();
+    std::fs::write(
+        sb.work().join(".keel/prompts/review.md"),
+        "Review $1 carefully.\n",
+    )
+    .unwrap();
+    let run = json(&sb, "hello.json", &[], "/review notes.txt");
+    check_contract(&run);
+    let user = run
+        .stdout_lines()
+        .into_iter()
+        .find(|v| v["type"] == "message_end" && v["message"]["role"] == "user")
+        .unwrap();
+    assert_eq!(
+        user["message"]["content"][0]["text"], "Review notes.txt carefully.\n",
+        "{run}"
+    );
+}
+
 #[test]
 fn output_is_linear_in_streamed_tokens() {
     // 50k deltas: every message_update line stays small (no snapshots of the whole message).

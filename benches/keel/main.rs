@@ -125,6 +125,7 @@ fn run() -> Res<()> {
         Ok(v)
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
+                "run",
             ]
             .contains(&v.as_str()) =>
         {
@@ -132,11 +133,20 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print or responses, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses or run, not {v:?}"
         ))
         }
         Err(_) => None,
     };
+    if only.as_deref() == Some("run") {
+        let big_s = path_str(&big)?;
+        run_rows(&keel, big_s, hello_s, &mut rows, heavy)?;
+        return report(
+            &keel,
+            &rows,
+            &format!("{heavy} heavy, print and JSON run rows only"),
+        );
+    }
     if only.as_deref() == Some("journal") {
         eprintln!("[9/9] journal: events/s with and without NATS, spool flush x{heavy}");
         journal::journal_bench(&keel, &mut rows, heavy)?;
@@ -199,85 +209,8 @@ fn run() -> Res<()> {
     mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
     print::print_bench(&keel, &mut rows, quick)?;
 
-    // 2. JSON-mode throughput.
-    eprintln!("[2/9] json mode, {DELTAS} deltas x{heavy}");
     let big_s = path_str(&big)?;
-    let mut t = Vec::new();
-    let mut bytes = 0usize;
-    let mut lines = 0usize;
-    for _ in 0..heavy {
-        let sb = Sandbox::new()?;
-        let args = [
-            "--mode",
-            "json",
-            "--provider",
-            "scripted",
-            "--script",
-            big_s,
-            "--no-session",
-            "go",
-        ];
-        let (ms, out) = json_run(&keel, &sb, &args)?;
-        bytes = out.len();
-        lines = out.iter().filter(|b| **b == b'\n').count();
-        t.push(ms);
-    }
-    let scripted_ms = median(&t);
-    rows.push(Row::stats(
-        &format!("json mode, {DELTAS} text deltas: wall time"),
-        &t,
-        "ms",
-        0,
-    ));
-    let rate: Vec<f64> = t.iter().map(|ms| DELTAS as f64 / (ms / 1e3)).collect();
-    rows.push(Row::stats("json mode: throughput", &rate, "deltas/s", 0));
-    rows.push(Row::single(
-        "json mode: stdout bytes per delta",
-        bytes as f64 / DELTAS as f64,
-        "bytes",
-        1,
-    ));
-    rows.push(Row::single(
-        "json mode: stdout lines",
-        lines as f64,
-        "lines",
-        0,
-    ));
-
-    // 3. Peak RSS of print mode.
-    eprintln!("[3/9] print mode peak RSS x{heavy} (small, then big)");
-    let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
-    for (label, script) in [("hello fixture", hello_s), ("100k-delta fixture", big_s)] {
-        let mut kib = Vec::new();
-        for _ in 0..heavy {
-            let sb = Sandbox::new()?;
-            let out = Command::new(&me)
-                .env(CHILD_ENV, "1")
-                .arg(&keel)
-                .arg(&sb.cwd)
-                .arg(&sb.home)
-                .args(["-p", "--provider", "scripted", "--script", script, "go"])
-                .stdin(Stdio::null())
-                .stderr(Stdio::inherit())
-                .output()
-                .map_err(|e| format!("cannot spawn rss helper: {e}"))?;
-            if !out.status.success() {
-                return Err(format!("rss helper failed ({})", out.status));
-            }
-            let text = String::from_utf8_lossy(&out.stdout);
-            let v: f64 = text
-                .trim()
-                .parse()
-                .map_err(|_| format!("rss helper printed {text:?}"))?;
-            kib.push(v);
-        }
-        rows.push(Row::stats(
-            &format!("print mode peak RSS, {label}"),
-            &kib,
-            "KiB",
-            0,
-        ));
-    }
+    let scripted_ms = run_rows(&keel, big_s, hello_s, &mut rows, heavy)?;
 
     // 4. Session load: Store::open in-process, then --continue with the binary.
     eprintln!(
@@ -437,6 +370,131 @@ fn run() -> Res<()> {
 
     let runs = format!("{quick} quick / {heavy} heavy / {rpc_samples} rpc samples");
     report(&keel, &rows, &runs)
+}
+
+/// Rows 2 and 3 (`KEEL_BENCH_ONLY=run`): JSON-mode throughput, print-mode wall time and peak
+/// RSS. Returns the scripted JSON run's median wall time in ms.
+fn run_rows(
+    keel: &Path,
+    big_s: &str,
+    hello_s: &str,
+    rows: &mut Vec<Row>,
+    heavy: usize,
+) -> Res<f64> {
+    // 2. JSON-mode throughput.
+    eprintln!("[2/9] json mode, {DELTAS} deltas x{heavy}");
+    let mut t = Vec::new();
+    let mut bytes = 0usize;
+    let mut lines = 0usize;
+    for _ in 0..heavy {
+        let sb = Sandbox::new()?;
+        let args = [
+            "--mode",
+            "json",
+            "--provider",
+            "scripted",
+            "--script",
+            big_s,
+            "--no-session",
+            "go",
+        ];
+        let (ms, out) = json_run(keel, &sb, &args)?;
+        bytes = out.len();
+        lines = out.iter().filter(|b| **b == b'\n').count();
+        t.push(ms);
+    }
+    let scripted_ms = median(&t);
+    rows.push(Row::stats(
+        &format!("json mode, {DELTAS} text deltas: wall time"),
+        &t,
+        "ms",
+        0,
+    ));
+    let rate: Vec<f64> = t.iter().map(|ms| DELTAS as f64 / (ms / 1e3)).collect();
+    rows.push(Row::stats("json mode: throughput", &rate, "deltas/s", 0));
+    rows.push(Row::single(
+        "json mode: stdout bytes per delta",
+        bytes as f64 / DELTAS as f64,
+        "bytes",
+        1,
+    ));
+    rows.push(Row::single(
+        "json mode: stdout lines",
+        lines as f64,
+        "lines",
+        0,
+    ));
+
+    // 3. Peak RSS of print mode.
+    eprintln!("[3/9] print mode peak RSS x{heavy} (small, then big)");
+    print_rows(keel, big_s, hello_s, rows, heavy)?;
+    let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+    for (label, script) in [("hello fixture", hello_s), ("100k-delta fixture", big_s)] {
+        let mut kib = Vec::new();
+        for _ in 0..heavy {
+            let sb = Sandbox::new()?;
+            let out = Command::new(&me)
+                .env(CHILD_ENV, "1")
+                .arg(keel)
+                .arg(&sb.cwd)
+                .arg(&sb.home)
+                .args(["-p", "--provider", "scripted", "--script", script, "go"])
+                .stdin(Stdio::null())
+                .stderr(Stdio::inherit())
+                .output()
+                .map_err(|e| format!("cannot spawn rss helper: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("rss helper failed ({})", out.status));
+            }
+            let text = String::from_utf8_lossy(&out.stdout);
+            let v: f64 = text
+                .trim()
+                .parse()
+                .map_err(|_| format!("rss helper printed {text:?}"))?;
+            kib.push(v);
+        }
+        rows.push(Row::stats(
+            &format!("print mode peak RSS, {label}"),
+            &kib,
+            "KiB",
+            0,
+        ));
+    }
+
+    Ok(scripted_ms)
+}
+
+/// Print mode's wall time (`keel -p`, session saved) for the hello and 100k-delta fixtures.
+fn print_rows(
+    keel: &Path,
+    big_s: &str,
+    hello_s: &str,
+    rows: &mut Vec<Row>,
+    heavy: usize,
+) -> Res<()> {
+    for (label, script) in [("hello fixture", hello_s), ("100k-delta fixture", big_s)] {
+        let mut t = Vec::new();
+        for _ in 0..heavy {
+            let sb = Sandbox::new()?;
+            let start = Instant::now();
+            let out = keel_cmd(keel, &sb.cwd, &sb.home)
+                .args(["-p", "--provider", "scripted", "--script", script, "go"])
+                .stdin(Stdio::null())
+                .output()
+                .map_err(|e| format!("cannot spawn keel: {e}"))?;
+            if !out.status.success() {
+                return Err(format!("print run failed ({})", out.status));
+            }
+            t.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+        rows.push(Row::stats(
+            &format!("print mode (-p, session saved), {label}: wall time"),
+            &t,
+            "ms",
+            1,
+        ));
+    }
+    Ok(())
 }
 
 /// Prints the result table in markdown, with the binary, machine and run counts.

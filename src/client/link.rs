@@ -99,7 +99,7 @@ impl Link {
             .await
             .map(|s| s.summary.session_id)
             .ok_or("the session ended at once")?;
-        let (notes, start) = attach_local(&handle, None, ring.0).await?;
+        let (notes, start) = attach_local(&handle, None, ring.0, true).await?;
         let link = Link {
             session,
             kind: Kind::Local(handle),
@@ -107,6 +107,24 @@ impl Link {
             daemon: None,
         };
         Ok((link, start))
+    }
+
+    /// Serves `setup` in this process for a print or JSON run: attached from its first event
+    /// as a client that answers no dialogs, through a queue that never drops it (a slow stdout
+    /// holds the stream back, as when the run drove the kernel itself; nothing is replayed,
+    /// so the ring keeps one event).
+    pub async fn headless(setup: HostSetup) -> Result<Link, String> {
+        let epoch = format!("local-{}", std::process::id());
+        let handle = actor::spawn(setup, epoch.clone(), (1, 0));
+        let session = handle.session_id().to_string();
+        let from = Cursor { epoch, seq: 0 };
+        let (notes, _) = attach_local(&handle, Some(from), HEADLESS_QUEUE, false).await?;
+        Ok(Link {
+            session,
+            kind: Kind::Local(handle),
+            notes,
+            daemon: None,
+        })
     }
 
     /// Attaches again to the session in this process from `cursor` (after
@@ -121,7 +139,7 @@ impl Link {
             seq: cursor.1,
         };
         Some(
-            attach_local(handle, Some(cursor), RING_FOR_LOCAL)
+            attach_local(handle, Some(cursor), RING_FOR_LOCAL, true)
                 .await
                 .map(|(notes, start)| {
                     self.notes = notes;
@@ -154,12 +172,23 @@ impl Link {
                 CallError::Rpc(e) => AttachError::Refused(e.message),
                 lost => AttachError::Unreachable(lost.to_string()),
             })?;
+        let start = Start {
+            epoch: attached.epoch,
+            seq: attached.seq,
+            snapshot: attached.snapshot,
+        };
+        Ok((Link::over(client, session).await, start))
+    }
+
+    /// A link over a connection to the daemon that has attached to `session` already (its
+    /// `session/attach` answered): the notifications that came with the answer are the
+    /// first notes.
+    pub async fn over(mut client: Client, session: &str) -> Link {
         let early: Vec<(String, Value)> = client.notifications.drain(..).collect();
         let hello = Some(client.hello.daemon.clone());
-        let (read, mut write) = client.into_parts();
+        let (read, write) = client.into_parts();
         let (tx, notes) = mpsc::channel(QUEUE);
-        let (requests, mut request_rx) =
-            mpsc::unbounded_channel::<(String, Value, oneshot::Sender<Result<Value, String>>)>();
+        let (requests, request_rx) = mpsc::unbounded_channel::<Outgoing>();
         let mut current = session.to_string();
         for (method, params) in early {
             let Ok(params) = serde_json::value::to_raw_value(&params) else {
@@ -170,67 +199,13 @@ impl Link {
             }
         }
         let owner = current.clone();
-        tokio::spawn(async move {
-            let mut pending: Pending = HashMap::new();
-            let mut next = 1000u64;
-            let mut lines = read.split(b'\n');
-            loop {
-                tokio::select! {
-                    line = lines.next_segment() => {
-                        let Ok(Some(line)) = line else {
-                            let _ = tx.send(Note::Lost("the daemon closed the connection".into())).await;
-                            break;
-                        };
-                        match j::parse_line(&line) {
-                            Incoming::Response { id, result } => {
-                                if let Some(back) = pending.remove(id.text()) {
-                                    let _ = back.send(match result {
-                                        Ok(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string()),
-                                        Err(e) => Err(e.message),
-                                    });
-                                }
-                            }
-                            Incoming::Notification { method, params } => {
-                                if let Some(note) = note_of(&method, params.as_deref(), &mut current) {
-                                    let end = matches!(note, Note::Lost(_) | Note::Lagged { .. });
-                                    if tx.send(note).await.is_err() || end {
-                                        break;
-                                    }
-                                }
-                            }
-                            _ => {}
-                        }
-                    }
-                    req = request_rx.recv() => {
-                        let Some((method, mut params, back)) = req else { break };
-                        params["sessionId"] = json!(current);
-                        next += 1;
-                        let id = Id::from(next);
-                        let Ok(text) = j::request_line(&id, &method, &params) else { continue };
-                        if write.write_all(text.as_bytes()).await.is_err() {
-                            let _ = back.send(Err("the daemon connection is closed".into()));
-                            continue;
-                        }
-                        pending.insert(id.text().to_string(), back);
-                    }
-                }
-            }
-            for (_, back) in pending.drain() {
-                let _ = back.send(Err("the daemon connection is closed".into()));
-            }
-        });
-        let start = Start {
-            epoch: attached.epoch,
-            seq: attached.seq,
-            snapshot: attached.snapshot,
-        };
-        let link = Link {
+        tokio::spawn(serve_socket(read, write, tx, request_rx, current));
+        Link {
             session: owner,
             kind: Kind::Daemon { requests },
             notes,
             daemon: hello,
-        };
-        Ok((link, start))
+        }
     }
 
     /// The session this link shows (it changes with [`Note::Replaced`]).
@@ -313,6 +288,18 @@ impl Commands {
     }
 }
 
+impl Commands {
+    /// Ends a session served in this process as [`Commands::stop`] does, answering why it
+    /// could not be saved (its last entries, the final sync), if it could not. A daemon's
+    /// session stays live there: nothing is done and nothing answered.
+    pub async fn close(&self, grace: std::time::Duration) -> Option<String> {
+        match &self.kind {
+            Kind::Local(handle) => handle.close(grace).await,
+            Kind::Daemon { .. } => None,
+        }
+    }
+}
+
 impl Link {
     /// The next item of the stream (`None` once the link has ended).
     pub async fn next(&mut self) -> Option<Note> {
@@ -337,18 +324,14 @@ impl Link {
 /// The queue of an in-process link beyond its session's ring (a re-attach).
 const RING_FOR_LOCAL: usize = crate::host::stream::RING_EVENTS;
 
-/// Subscribes to a session served in this process: its notes (ending with
-/// [`Note::Lagged`] if the subscriber fell behind) and how the attach started.
-async fn attach_local(
-    handle: &SessionHandle,
-    cursor: Option<Cursor>,
-    ring: usize,
-) -> Result<(mpsc::Receiver<Note>, Start), String> {
-    attach_local_as(handle, cursor, ring, true).await
-}
+/// The queue of a headless link ([`Link::headless`]): more than any run publishes, so the
+/// session never drops it (it grows only as far as it is used).
+const HEADLESS_QUEUE: usize = 1 << 28;
 
-/// [`attach_local`] for a client that is interactive (watches the session) or not.
-async fn attach_local_as(
+/// Subscribes to a session served in this process as a client that is interactive (watches
+/// the session: its dialogs can be answered) or not: its notes (ending with [`Note::Lagged`]
+/// if the subscriber fell behind) and how the attach started.
+async fn attach_local(
     handle: &SessionHandle,
     cursor: Option<Cursor>,
     ring: usize,
@@ -408,7 +391,7 @@ impl Link {
         let ring = (1024, 1 << 20);
         let handle = actor::spawn(setup, epoch.clone(), ring);
         let cursor = Cursor { epoch, seq: 0 };
-        let (notes, _) = attach_local_as(&handle, Some(cursor), UNBOUNDED, false).await?;
+        let (notes, _) = attach_local(&handle, Some(cursor), UNBOUNDED, false).await?;
         Ok(Link {
             session: handle.session_id().to_string(),
             kind: Kind::Local(handle),
@@ -459,6 +442,69 @@ impl Commands {
         }
     }
 }
+
+/// The task that owns a link's connection to the daemon: notes from what it reads, commands
+/// written with ids of their own and answered through their channel.
+async fn serve_socket(
+    read: tokio::io::BufReader<crate::client::dial::Reader>,
+    mut write: crate::client::dial::Writer,
+    tx: mpsc::Sender<Note>,
+    mut request_rx: mpsc::UnboundedReceiver<Outgoing>,
+    mut current: String,
+) {
+    let mut pending: Pending = HashMap::new();
+    let mut next = 1000u64;
+    let mut lines = read.split(b'\n');
+    loop {
+        tokio::select! {
+            line = lines.next_segment() => {
+                let Ok(Some(line)) = line else {
+                    let _ = tx.send(Note::Lost(CLOSED.into())).await;
+                    break;
+                };
+                let note = match j::parse_line(&line) {
+                    Incoming::Response { id, result } => {
+                        if let Some(back) = pending.remove(id.text()) {
+                            let _ = back.send(match result {
+                                Ok(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string()),
+                                Err(e) => Err(e.message),
+                            });
+                        }
+                        None
+                    }
+                    Incoming::Notification { method, params } => {
+                        note_of(&method, params.as_deref(), &mut current)
+                    }
+                    _ => None,
+                };
+                if let Some(note) = note {
+                    let end = matches!(note, Note::Lost(_) | Note::Lagged { .. });
+                    if tx.send(note).await.is_err() || end {
+                        break;
+                    }
+                }
+            }
+            req = request_rx.recv() => {
+                let Some((method, mut params, back)) = req else { break };
+                params["sessionId"] = json!(current);
+                next += 1;
+                let id = Id::from(next);
+                let Ok(text) = j::request_line(&id, &method, &params) else { continue };
+                if write.write_all(text.as_bytes()).await.is_err() {
+                    let _ = back.send(Err("the daemon connection is closed".into()));
+                    continue;
+                }
+                pending.insert(id.text().to_string(), back);
+            }
+        }
+    }
+    for (_, back) in pending.drain() {
+        let _ = back.send(Err("the daemon connection is closed".into()));
+    }
+}
+
+/// Why a link to the daemon ended when the daemon closed the connection.
+pub const CLOSED: &str = "the daemon closed the connection";
 
 /// The note a daemon notification means (tracking the session's current id); `None` for
 /// another session's, an unknown method, or params that do not fit it.

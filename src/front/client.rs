@@ -1,47 +1,38 @@
-//! Print and JSON modes as clients of the daemon (`--daemon`, `DESIGN.md` §10.5). The session
-//! opens in the daemon and the run happens there; this process feeds the run's wire events to
-//! the same projector an in-process run uses, so stdout, stderr and the exit code are the
-//! same. Ctrl+C, SIGTERM and SIGHUP abort the run in the daemon (exit 130/143/129); `--detach`
-//! leaves it running and prints the session id; `--wait` follows a session's latest run to its
-//! end. A daemon that goes away mid-run ends the client with 1 and error kind `daemon_lost`.
+//! Print and JSON runs with their session in the daemon (`--daemon`, `--remote`,
+//! `DESIGN.md` §10.5): `session/open` and an attach on one connection, which then carries the
+//! session's [`Link`] ([`super::run`] follows the run on it, as it follows one in this
+//! process). `--detach` leaves the run going and prints the session id; `--wait` follows a
+//! session's latest run to its end. Also the errors of an open, as the other front ends of the
+//! daemon report them.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use serde::Deserialize;
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-use super::json::JsonProjector;
-use super::print::PrintProjector;
-use super::{feed_line, Projector, RunSummary, Settled};
-use crate::cli::args::Cli;
-use crate::client::dial::{Dial, Reader, Writer};
-use crate::client::socket::{reconnect_line, CallError, Client, Reattached, Reconnecting};
-use crate::error::StartupError;
-use crate::exit::Exit;
-use crate::kernel::clock::Clock;
-use crate::kernel::op::UserInput;
-use crate::mode::{Env, Mode};
-use crate::output::Output;
-use crate::signals::Signals;
-use crate::wire::events::{is_rpc_only, ErrorKind, Outcome, ResultLine, SessionLine, SettledError};
-use crate::wire::jsonl::MAX_LINE_BYTES;
-use crate::wire::jsonrpc::{self as j, Id, Incoming};
 use crate::wire::protocol::daemon::HelloResult;
 use crate::wire::protocol::session::{self as proto, AttachMode, AttachParams, AttachResult};
 use crate::wire::protocol::session::{Cursor as At, SessionHeader};
 
+use super::follow::Follow;
+use super::run::Opened;
+use super::Settled;
+use crate::cli::args::Cli;
+use crate::client::dial::Dial;
+use crate::client::link::Link;
+use crate::client::socket::{CallError, Client};
+use crate::error::StartupError;
+use crate::exit::Exit;
+use crate::kernel::op::UserInput;
+use crate::mode::{Env, Mode};
+use crate::output::Output;
+use crate::wire::events::{Outcome, ResultLine, SessionLine, SettledError};
+use crate::wire::jsonl::MAX_LINE_BYTES;
+use crate::wire::jsonrpc::{self as j, Id};
+
 /// The error kind of a run whose daemon went away before it settled.
 pub const DAEMON_LOST: &str = "daemon_lost";
 
-/// Runs `-p`/`--json` through the daemon.
-pub async fn run(
-    cli: &Cli,
-    env: &Env,
-    mode: Mode,
-    clock: &Clock,
-    out: &mut Output,
-) -> Result<Exit, StartupError> {
-    crate::setup::check_session_flags(cli, false)?;
+/// `--wait` follows a session's run: it needs the session, and takes no prompt.
+pub(crate) fn check_wait(cli: &Cli) -> Result<(), StartupError> {
     let picked = cli.continue_ || cli.resume.is_some() || cli.session.is_some();
     if cli.wait && !picked {
         return Err(StartupError::usage("--wait needs the session to follow")
@@ -52,15 +43,22 @@ pub async fn run(
             "--wait takes no prompt: it follows a run already started",
         ));
     }
-    let mut signals = Signals::new()?;
-    let prompt = match cli.wait {
-        true => None,
-        false => Some(crate::app::read_prompt(cli, env, &mut signals).await?),
-    };
-    if let Some(prompt) = &prompt {
+    Ok(())
+}
+
+/// Opens the session in the daemon `dial` names and attaches to it (JSON mode: the header
+/// line is written first). `Err(exit)`: the run ended here (`--detach`).
+pub(crate) async fn open(
+    cli: &Cli,
+    env: &Env,
+    mode: Mode,
+    dial: Dial,
+    prompt: Option<&UserInput>,
+    out: &mut Output,
+) -> Result<Result<Opened, Exit>, StartupError> {
+    if let Some(prompt) = prompt {
         fits_a_line(prompt, MAX_LINE_BYTES)?;
     }
-    let dial = crate::client::open::cli_dial(cli, env)?;
     let conn = crate::client::open::start(&dial, env).await?;
     let mut client = Client::greet(conn, false, &dial).await?;
     version_warning(&client.hello, &dial, out);
@@ -76,12 +74,7 @@ pub async fn run(
     let session = opened.session_id.clone();
     let header = header_line(opened.header.as_ref());
     let epoch = opened.epoch.clone().unwrap_or_default();
-    let mut projector: Box<dyn Projector> = match mode {
-        Mode::Json => Box::new(JsonProjector::new(Some(session.clone()))),
-        _ => Box::new(PrintProjector { quiet: cli.quiet }),
-    };
-    let started = clock.now_ms();
-    let cursor = match &prompt {
+    let cursor = match prompt {
         Some(_) => opened.seq,
         None => {
             let Some(seq) = opened.last_run.as_ref().map(|r| r.seq) else {
@@ -95,90 +88,71 @@ pub async fn run(
             seq - 1
         }
     };
-    if let (true, Some(prompt)) = (cli.detach, &prompt) {
+    if let (true, Some(prompt)) = (cli.detach, prompt) {
         call_prompt(&mut client, &session, prompt).await?;
-        return Ok(detached(mode, &header, &session, out));
+        return Ok(Err(detached(mode, &header, &session, out)));
     }
     if mode == Mode::Json {
         let _ = out.out(header.as_bytes());
     }
-    let at = At {
-        epoch: epoch.clone(),
-        seq: cursor,
-    };
-    let attach = AttachParams {
-        session_id: session.clone(),
-        cursor: Some(at),
-    };
     let attached = client
-        .call::<proto::Attach>(&attach)
+        .call::<proto::Attach>(&AttachParams {
+            session_id: session.clone(),
+            cursor: Some(At {
+                epoch: epoch.clone(),
+                seq: cursor,
+            }),
+        })
         .await
         .map_err(|e| StartupError::config(format!("cannot attach to session {session}: {e}")))?;
-    let mut follow = Follow {
-        session,
-        dial,
-        projector: projector.as_mut(),
-        summary: RunSummary::default(),
-        stop: None,
-        // Replayed events follow the cursor; a snapshot moves it (see `missed`).
-        seq: cursor,
+    let link = Link::over(client, &session).await;
+    Ok(Ok(Opened {
+        link,
+        id: session,
         epoch,
-        waiting_for_start: prompt.is_none(),
-        abort_due: false,
-    };
-    if attached.mode == AttachMode::Snapshot {
-        follow.missed(&attached, out);
-        let snapshot = attached.snapshot.clone().unwrap_or_default();
-        let streaming = snapshot["state"]["isStreaming"].as_bool();
-        let settled = &opened.last_run.and_then(|r| r.settled).unwrap_or_default();
-        if prompt.is_none() && streaming == Some(false) && settled.is_object() {
-            // The run being waited for is over and its events are gone: its last answer and
-            // its verdict are all there is to report.
-            follow.already_settled(&snapshot["messages"], settled, out);
-            let summary = std::mem::take(&mut follow.summary);
-            return Ok(crate::app::conclude(
-                summary,
-                None,
-                projector.as_mut(),
-                0,
-                out,
-            ));
-        }
+        cursor,
+        dial: Some(dial),
+        attached: Some((
+            attached,
+            opened.last_run.and_then(|r| r.settled).unwrap_or_default(),
+        )),
+    }))
+}
+
+/// Reads `session/attach`'s answer: a snapshot means the events after the cursor are gone.
+/// True when the run `--wait` follows is over already: its last answer and its verdict
+/// (`settled`, `session/open`'s `lastRun.settled`) are fed, and all there is to report.
+pub(crate) fn attached(
+    follow: &mut Follow<'_>,
+    attached: &AttachResult,
+    settled: &Value,
+    waiting: bool,
+    out: &mut Output,
+) -> bool {
+    if attached.mode != AttachMode::Snapshot {
+        return false;
     }
-    let mut pending: Vec<(String, Value)> = client.notifications.drain(..).collect();
-    let (read, mut write) = client.into_parts();
-    if let Some(prompt) = prompt {
-        let line = j::request_line(
-            &Id::string("prompt"),
-            "prompt",
-            &prompt_params(&follow.session, &prompt),
-        )
-        .map_err(|e| StartupError::internal(e.to_string()))?;
-        if write.write_all(line.as_bytes()).await.is_err() {
-            pending.clear();
-        }
+    follow.missed(attached.seq, &attached.epoch, out);
+    let snapshot = attached.snapshot.clone().unwrap_or_default();
+    let streaming = snapshot["state"]["isStreaming"].as_bool();
+    if waiting && streaming == Some(false) && settled.is_object() {
+        follow.already_settled(&snapshot["messages"], settled, out);
+        return true;
     }
-    let ended = follow.run(pending, read, write, &mut signals, out).await?;
-    let mut summary = follow.summary;
-    if let Ended::Lost(why) = ended {
-        summary.settled = Some(Settled {
-            outcome: Outcome::Failed,
-            error: Some(SettledError {
-                kind: DAEMON_LOST.into(),
-                message: format!(
-                    "the keel daemon went away before the run ended ({why}); the session file keeps every completed entry, and `keel --continue` resumes it"
-                ),
-            }),
-        });
+    false
+}
+
+/// The verdict of a run whose daemon went away (why) before it settled.
+pub(crate) fn daemon_lost(why: &str) -> Settled {
+    Settled {
+        outcome: Outcome::Failed,
+        error: Some(SettledError {
+            kind: DAEMON_LOST.into(),
+            message: format!(
+                "the keel daemon went away before the run ended ({why}); the session file keeps every completed entry, and `keel --continue` resumes it"
+            ),
+        }),
     }
-    let duration = (clock.now_ms() - started).max(0) as u64;
-    Ok(crate::app::conclude(
-        summary,
-        follow.stop,
-        projector.as_mut(),
-        duration,
-        out,
-    ))
 }
 
 /// A `session/open` error as the error a client started in-process would have reported.
@@ -237,7 +211,7 @@ fn header_line(h: Option<&SessionHeader>) -> String {
 }
 
 /// pi's `prompt` params for `input` in `session`: `message`, and `images` when it has any.
-fn prompt_params(session: &str, input: &UserInput) -> Value {
+pub(crate) fn prompt_params(session: &str, input: &UserInput) -> Value {
     let mut params = json!({"sessionId": session, "message": input.text});
     if !input.images.is_empty() {
         params["images"] = json!(input.images);
@@ -325,305 +299,6 @@ fn version_warning(hello: &HelloResult, dial: &Dial, out: &mut Output) {
             "Warning: the daemon on {} is keel {theirs}, this is keel {ours}\n",
             dial.describe()
         ));
-    }
-}
-
-/// How following a run ended.
-enum Ended {
-    Settled,
-    /// The daemon went away: why.
-    Lost(String),
-}
-
-/// Following one run's events.
-struct Follow<'a> {
-    session: String,
-    dial: Dial,
-    projector: &'a mut dyn Projector,
-    summary: RunSummary,
-    stop: Option<crate::app::Stop>,
-    epoch: String,
-    /// The last `seq` seen.
-    seq: u64,
-    /// `--wait`: lines before the run's `agent_start` are not the run's.
-    waiting_for_start: bool,
-    /// stdout failed: the run is to be aborted.
-    abort_due: bool,
-}
-
-#[derive(Deserialize)]
-struct EventParams<'a> {
-    #[serde(rename = "sessionId")]
-    session_id: std::borrow::Cow<'a, str>,
-    seq: u64,
-    #[serde(borrow)]
-    event: &'a serde_json::value::RawValue,
-}
-
-/// What one line from the daemon means for the run.
-enum Line {
-    Event,
-    Settled,
-    Lagged,
-    Lost(String),
-    Other,
-}
-
-impl Follow<'_> {
-    /// Feeds events until the run settles or the daemon goes away; signals and a failing
-    /// stdout abort the run in the daemon. A client dropped for falling behind reconnects with
-    /// its cursor.
-    async fn run(
-        &mut self,
-        pending: Vec<(String, Value)>,
-        read: BufReader<Reader>,
-        write: Writer,
-        signals: &mut Signals,
-        out: &mut Output,
-    ) -> Result<Ended, StartupError> {
-        for (method, params) in pending {
-            let line = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
-            if let Line::Settled = self.line(line.as_bytes(), out) {
-                return Ok(Ended::Settled);
-            }
-        }
-        let (mut read, mut write) = (read, write);
-        loop {
-            let mut buf = Vec::new();
-            let got = tokio::select! {
-                got = read.read_until(b'\n', &mut buf) => got,
-                n = signals.next() => {
-                    if self.stop.is_some() {
-                        // A second signal: stop waiting for the run to settle.
-                        self.summary.settled.get_or_insert(Settled {
-                            outcome: Outcome::Aborted,
-                            error: None,
-                        });
-                        return Ok(Ended::Settled);
-                    }
-                    self.halt(crate::app::Stop::Signal(n), &mut write).await;
-                    continue;
-                }
-            };
-            let what = match got {
-                Ok(0) => Line::Lost("it closed the connection".into()),
-                Err(e) => Line::Lost(e.to_string()),
-                Ok(_) => self.line(buf.strip_suffix(b"\n").unwrap_or(&buf), out),
-            };
-            if out.flush().is_err() && self.stop.is_none() {
-                self.stop = Some(crate::app::stdout_stop(out));
-                self.abort_due = true;
-            }
-            if std::mem::take(&mut self.abort_due) {
-                self.send_abort(&mut write).await;
-            }
-            match what {
-                Line::Settled => return Ok(Ended::Settled),
-                Line::Lost(why) if self.dial.remote().is_some() => {
-                    match self.reconnect_remote(&why, signals, out).await {
-                        Some((r, w)) => (read, write) = (r, w),
-                        None => return Ok(Ended::Lost(why)),
-                    }
-                }
-                Line::Lost(why) => return Ok(Ended::Lost(why)),
-                Line::Lagged => match self.reconnect(out).await {
-                    Some((r, w)) => (read, write) = (r, w),
-                    None => {
-                        return Ok(Ended::Lost(
-                            "this client fell behind and could not reconnect".into(),
-                        ))
-                    }
-                },
-                Line::Event | Line::Other => {}
-            }
-        }
-    }
-
-    /// Handles one line from the daemon.
-    fn line(&mut self, line: &[u8], out: &mut Output) -> Line {
-        let (method, params) = match j::parse_line(line) {
-            Incoming::Notification { method, params } => (method, params),
-            Incoming::Response { id, result: Err(e) } if id == Id::string("prompt") => {
-                // The prompt was refused (the session is busy): nothing will run.
-                self.summary.settled = Some(Settled {
-                    outcome: Outcome::Failed,
-                    error: Some(SettledError {
-                        kind: ErrorKind::Busy,
-                        message: format!("the session cannot take a prompt now: {}", e.message),
-                    }),
-                });
-                return Line::Settled;
-            }
-            // `abort` is answered after the run settled; an answer with no settle seen means
-            // nothing was running (a `--wait` for a run that ended as it was interrupted).
-            Incoming::Response { id, .. } if id == Id::string("abort") => {
-                if self.summary.settled.is_some() {
-                    return Line::Other;
-                }
-                self.summary.settled = Some(Settled {
-                    outcome: Outcome::Aborted,
-                    error: None,
-                });
-                return Line::Settled;
-            }
-            _ => return Line::Other,
-        };
-        match method.as_str() {
-            "session/event" => {}
-            "daemon/lagged" => return Line::Lagged,
-            "daemon/shutdown" => return Line::Lost("it is shutting down".into()),
-            _ => return Line::Other,
-        }
-        let Some(params) = params else {
-            return Line::Other;
-        };
-        let Ok(p) = serde_json::from_str::<EventParams>(params.get()) else {
-            return Line::Other;
-        };
-        if p.session_id != self.session || p.seq <= self.seq {
-            return Line::Other;
-        }
-        self.seq = p.seq;
-        let text = p.event.get();
-        let Some(kind) = super::fact::kind_of(text) else {
-            return Line::Other;
-        };
-        if self.waiting_for_start {
-            if kind != "agent_start" {
-                return Line::Other;
-            }
-            self.waiting_for_start = false;
-        }
-        if is_rpc_only(&kind, text) {
-            return Line::Other;
-        }
-        let fed = feed_line(&kind, text, self.projector, &mut self.summary, out);
-        if fed.write_failed && self.stop.is_none() {
-            // `run` sends the abort.
-            self.stop = Some(crate::app::stdout_stop(out));
-            self.abort_due = true;
-        }
-        match fed.settled {
-            true => Line::Settled,
-            false => Line::Event,
-        }
-    }
-
-    /// Aborts the run in the daemon; the first reason given is the one reported.
-    async fn halt(&mut self, why: crate::app::Stop, write: &mut Writer) {
-        if self.stop.is_none() {
-            self.stop = Some(why);
-        }
-        self.send_abort(write).await;
-    }
-
-    async fn send_abort(&self, write: &mut Writer) {
-        let params = json!({"sessionId": self.session});
-        if let Ok(line) = j::request_line(&Id::string("abort"), "abort", &params) {
-            let _ = write.write_all(line.as_bytes()).await;
-        }
-    }
-
-    /// Connects again after `daemon/lagged` and re-attaches from the last event seen.
-    async fn reconnect(&mut self, out: &mut Output) -> Option<(BufReader<Reader>, Writer)> {
-        self.attach_again(&self.dial.clone(), out).await.ok()
-    }
-
-    /// The link to the remote host dropped: connect again with backoff and attach from the
-    /// last event seen, while the run goes on there. `None` when the daemon no longer holds the
-    /// session, after [`crate::client::dial::Backoff::GIVE_UP`], or on a signal (the run is
-    /// left running).
-    async fn reconnect_remote(
-        &mut self,
-        why: &str,
-        signals: &mut Signals,
-        out: &mut Output,
-    ) -> Option<(BufReader<Reader>, Writer)> {
-        out.err(&reconnect_line(&self.dial, &Reconnecting::Lost(why)));
-        let cursor = (self.epoch.as_str(), self.seq);
-        let back = tokio::select! {
-            back = Client::reattach(&self.dial, &self.session, cursor, false) => back,
-            _ = signals.next() => return None,
-        };
-        match back {
-            Reattached::Back(client, attached, attempts) => {
-                out.err(&reconnect_line(&self.dial, &Reconnecting::Back(attempts)));
-                Some(self.resumed(*client, &attached, out))
-            }
-            Reattached::Refused(why) => {
-                out.err(&reconnect_line(&self.dial, &Reconnecting::Refused(&why)));
-                None
-            }
-            Reattached::GaveUp => None,
-        }
-    }
-
-    /// Connects to `dial` and attaches to the session from the cursor; the events that came
-    /// with the answer are fed at once.
-    async fn attach_again(
-        &mut self,
-        dial: &Dial,
-        out: &mut Output,
-    ) -> Result<(BufReader<Reader>, Writer), CallError> {
-        let mut client = Client::dial(dial, false)
-            .await
-            .map_err(|e| CallError::Lost(e.to_string()))?;
-        let cursor = At {
-            epoch: self.epoch.clone(),
-            seq: self.seq,
-        };
-        let attach = AttachParams {
-            session_id: self.session.clone(),
-            cursor: Some(cursor),
-        };
-        let attached = client.call::<proto::Attach>(&attach).await?;
-        Ok(self.resumed(client, &attached, out))
-    }
-
-    /// Attached again (`attached` is `session/attach`'s answer): a snapshot is said, the events
-    /// that came with the answer are fed, and the connection's halves go on.
-    fn resumed(
-        &mut self,
-        mut client: Client,
-        attached: &AttachResult,
-        out: &mut Output,
-    ) -> (BufReader<Reader>, Writer) {
-        if attached.mode == AttachMode::Snapshot {
-            self.missed(attached, out);
-        }
-        let pending: Vec<(String, Value)> = client.notifications.drain(..).collect();
-        for (method, params) in pending {
-            let line = json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string();
-            self.line(line.as_bytes(), out);
-        }
-        client.into_parts()
-    }
-
-    /// Feeds the last assistant message of `messages` and the run's `agent_settled` line.
-    fn already_settled(&mut self, messages: &Value, settled: &Value, out: &mut Output) {
-        let last = messages
-            .as_array()
-            .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"));
-        if let Some(m) = last {
-            let line = json!({"type": "message_end", "message": m}).to_string();
-            feed_line("message_end", &line, self.projector, &mut self.summary, out);
-        }
-        feed_line(
-            "agent_settled",
-            &settled.to_string(),
-            self.projector,
-            &mut self.summary,
-            out,
-        );
-    }
-
-    /// The daemon no longer holds the events after the cursor: say so, and go on from the
-    /// snapshot's `seq` (a `--wait` for a run that already settled ends with its verdict).
-    fn missed(&mut self, attached: &AttachResult, out: &mut Output) {
-        out.err("Warning: the daemon no longer holds this run's earlier events; showing it from now on\n");
-        self.seq = attached.seq;
-        self.epoch = attached.epoch.clone();
-        self.waiting_for_start = false;
     }
 }
 

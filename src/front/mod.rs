@@ -9,19 +9,20 @@ pub mod client;
 pub mod daemon;
 pub mod export;
 pub mod fact;
+pub mod follow;
 pub mod install;
 pub mod json;
 pub mod print;
 pub mod rpc;
+pub mod run;
 pub mod stdin;
 pub mod trust;
 pub mod tui;
 
 use crate::exit::Exit;
-use crate::kernel::event::Event;
 use crate::kernel::message::{Message, Usage};
 use crate::output::{Output, StdoutClosed};
-use crate::wire::events::{wire_events, Outcome, SettledError};
+use crate::wire::events::{Outcome, SettledError};
 use fact::Fact;
 
 /// How a run settled, as its `agent_settled` event says.
@@ -159,29 +160,4 @@ pub fn feed_line(
         settled: kind == "agent_settled",
         write_failed,
     }
-}
-
-/// Feeds a kernel event of a run in this process: its wire lines, as [`feed_line`]. Lines a
-/// print-mode projector would not read are not even serialized. `buf` is reused.
-pub fn feed_event(
-    event: &Event,
-    buf: &mut Vec<u8>,
-    projector: &mut dyn Projector,
-    summary: &mut RunSummary,
-    out: &mut Output,
-) -> Fed {
-    let mut fed = Fed::default();
-    for w in wire_events(event) {
-        let kind = w.kind();
-        if !projector.every_line() && !fact::read(kind) {
-            continue;
-        }
-        buf.clear();
-        if serde_json::to_writer(&mut *buf, &w).is_err() {
-            continue;
-        }
-        let line = std::str::from_utf8(buf).unwrap_or_default();
-        fed |= feed_line(kind, line, projector, summary, out);
-    }
-    fed
 }

@@ -71,10 +71,11 @@ pub enum Call {
     /// warnings are published now, as after a request.
     Heard,
     /// Aborts the run, lets it settle (at most `grace`), saves the session and ends the task.
-    /// A second `Stop` while it settles cuts the wait short.
+    /// A second `Stop` while it settles cuts the wait short. The answer is why the session
+    /// could not be saved, if it could not.
     Stop {
         grace: Duration,
-        reply: oneshot::Sender<()>,
+        reply: oneshot::Sender<Option<String>>,
     },
 }
 
@@ -206,10 +207,17 @@ impl SessionHandle {
     }
 
     pub async fn stop(&self, grace: Duration) {
+        self.close(grace).await;
+    }
+
+    /// [`SessionHandle::stop`], answering why the session could not be saved (its last
+    /// entries, the final sync), if it could not.
+    pub async fn close(&self, grace: Duration) -> Option<String> {
         let (reply, rx) = oneshot::channel();
-        if self.send(Call::Stop { grace, reply }) {
-            let _ = rx.await;
+        if !self.send(Call::Stop { grace, reply }) {
+            return None;
         }
+        rx.await.ok().flatten()
     }
 }
 
@@ -309,7 +317,7 @@ impl Actor {
                     None => break,
                     Some(Call::Stop { grace, reply }) => {
                         self.stop(grace, Some(&mut calls)).await;
-                        let _ = reply.send(());
+                        let _ = reply.send(self.host.save_fault());
                         return;
                     }
                     Some(call) => self.call(call).await,
@@ -480,7 +488,8 @@ impl Actor {
                 _ = tokio::time::sleep_until(deadline) => break,
                 Some(call) = next_call(&mut calls) => {
                     if let Call::Stop { reply, .. } = call {
-                        let _ = reply.send(());
+                        // The save comes after this wait: only the first stop hears of it.
+                        let _ = reply.send(None);
                         break;
                     }
                 }

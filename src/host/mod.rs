@@ -651,6 +651,11 @@ impl Host {
         self.live.recorder.sync();
     }
 
+    /// Why the session cannot be saved (its last write or sync failed), while it cannot.
+    pub fn save_fault(&self) -> Option<String> {
+        self.live.recorder.health().fault()
+    }
+
     /// Serves one request (its reply may come later, through the loop).
     pub async fn request(&mut self, req: Request) {
         self.dispatch(req).await;
