@@ -20,6 +20,7 @@ pub(crate) mod mentions;
 pub mod mode;
 pub(crate) mod output;
 pub(crate) mod prompts;
+pub mod report;
 pub(crate) mod schedule;
 pub mod setup;
 pub(crate) mod signals;

@@ -177,6 +177,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("mode", &["cli::args", "error", "output"]),
     ("wire", &["kernel"]),
     ("host", &["kernel", "wire", "prompts", "skills", "text"]),
+    // What a run reports (its summary, exit and result line), read from its wire events.
+    ("report", &["kernel", "wire", "exit"]),
     (
         "setup",
         &[
@@ -211,6 +213,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "exit",
             "output",
             "text",
+            "report",
         ],
     ),
     // The client: never the server.
@@ -250,6 +253,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "skills",
             "schedule",
             "cli::args",
+            "report",
         ],
     ),
     (
@@ -274,6 +278,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "cli::args",
             "front",
             "daemon",
+            "report",
         ],
     ),
 ];

@@ -16,9 +16,9 @@ use crate::daemon::open::{open_session, Opening};
 use crate::daemon::server::Shared;
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::{fact, RunSummary};
 use crate::host::actor::{Call, SessionHandle};
 use crate::host::stream::{Delivery, Item, QUEUE};
+use crate::report::{fact, RunSummary};
 use crate::schedule::due::{self, Due};
 use crate::schedule::{Store, Task, TaskState};
 use crate::wire::jsonrpc::{self as j, ErrorObject};
@@ -391,7 +391,7 @@ impl Follow {
             ),
         };
         let ms = self.started.elapsed().as_millis() as u64;
-        let line = crate::front::json::result_line(&summary, exit, Some(&self.id), ms, cut);
+        let line = crate::report::result_line(&summary, exit, Some(&self.id), ms, cut);
         let error = cut
             .map(|(_, m)| m.to_string())
             .or_else(|| summary.error(exit).map(|(_, m)| m));
@@ -439,7 +439,7 @@ impl Report {
             exit,
             session: None,
             error: Some(err.message.clone()),
-            line: crate::front::json::result_line(&RunSummary::default(), exit, None, 0, error),
+            line: crate::report::result_line(&RunSummary::default(), exit, None, 0, error),
         }
     }
 
@@ -450,7 +450,7 @@ impl Report {
         Report {
             exit: Exit::Failed,
             session: Some(id.to_string()),
-            line: crate::front::json::result_line(
+            line: crate::report::result_line(
                 &RunSummary::default(),
                 Exit::Failed,
                 Some(id),

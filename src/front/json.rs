@@ -8,7 +8,7 @@ use crate::exit::Exit;
 use crate::kernel::event::Event;
 use crate::kernel::session::SessionHeader;
 use crate::output::{Output, StdoutClosed};
-use crate::wire::events::{wire_events, ResultError, ResultLine, SessionLine};
+use crate::wire::events::{wire_events, SessionLine};
 
 /// The JSON-mode projector.
 #[derive(Debug, Default)]
@@ -54,30 +54,7 @@ pub fn header_line(h: &SessionHeader) -> String {
     s
 }
 
-/// The final `result` line.
-pub fn result_line(
-    summary: &RunSummary,
-    exit: Exit,
-    session_id: Option<&str>,
-    duration_ms: u64,
-    error: Option<(&str, &str)>,
-) -> String {
-    let derived = summary.error(exit);
-    let error = error.or(derived.as_ref().map(|(k, m)| (k.as_str(), m.as_str())));
-    let line = ResultLine {
-        kind: "result",
-        outcome: exit.outcome(),
-        exit_code: exit.code(),
-        session_id,
-        final_text: &summary.final_text,
-        usage: &summary.usage,
-        duration_ms,
-        error: error.map(|(kind, message)| ResultError { kind, message }),
-    };
-    let mut s = serde_json::to_string(&line).unwrap_or_default();
-    s.push('\n');
-    s
-}
+pub use crate::report::result_line;
 
 impl Projector for JsonProjector {
     fn every_line(&self) -> bool {

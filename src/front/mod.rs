@@ -8,7 +8,6 @@ pub mod acp;
 pub mod client;
 pub mod daemon;
 pub mod export;
-pub mod fact;
 pub mod follow;
 pub mod install;
 pub mod json;
@@ -20,95 +19,9 @@ pub mod trust;
 pub mod tui;
 
 use crate::exit::Exit;
-use crate::kernel::message::{Message, Usage};
 use crate::output::{Output, StdoutClosed};
-use crate::wire::events::{Outcome, SettledError};
+pub use crate::report::{fact, RunSummary, Settled};
 use fact::Fact;
-
-/// How a run settled, as its `agent_settled` event says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Settled {
-    /// How it ended.
-    pub outcome: Outcome,
-    /// Unless completed: the error's kind and message.
-    pub error: Option<SettledError>,
-}
-
-/// What the print and JSON front ends report at the end of a run, folded from its wire events.
-#[derive(Debug, Clone, Default)]
-pub struct RunSummary {
-    /// Text of the last assistant message.
-    pub final_text: String,
-    /// Summed usage of every assistant message and compaction summary.
-    pub usage: Usage,
-    /// The run's verdict, once settled.
-    pub settled: Option<Settled>,
-    /// stdout failed (not a closed pipe) and the run was stopped: the failure's message. The
-    /// run then ends as `failed` with error kind `output_write`.
-    pub output_error: Option<String>,
-}
-
-impl RunSummary {
-    /// Folds one fact in.
-    pub fn observe(&mut self, fact: &Fact) {
-        match fact {
-            Fact::MessageEnd {
-                message: Message::Assistant(m),
-            } => {
-                self.usage.add(&m.usage);
-                if !m.is_failed() {
-                    self.final_text = m.text();
-                }
-            }
-            // Summarising for compaction is a model call too: its tokens are spent.
-            Fact::CompactionEnd {
-                result: Some(r), ..
-            } => self.usage.add(&r.usage),
-            Fact::AgentSettled { outcome, error, .. } => {
-                self.settled = Some(Settled {
-                    outcome: outcome.clone(),
-                    error: error.clone(),
-                })
-            }
-            _ => {}
-        }
-    }
-
-    /// The exit the settled run calls for (`None` before it settled).
-    pub fn exit(&self) -> Option<Exit> {
-        self.settled.as_ref().map(|s| exit_for(&s.outcome))
-    }
-
-    /// The error `kind` and message for a run that did not succeed.
-    pub fn error(&self, exit: Exit) -> Option<(String, String)> {
-        if let Exit::Signal(n) = exit {
-            let name = match n {
-                crate::exit::SIGINT => "SIGINT",
-                crate::exit::SIGTERM => "SIGTERM",
-                crate::exit::SIGHUP => "SIGHUP",
-                _ => "SIGPIPE",
-            };
-            return Some(("interrupted".into(), format!("interrupted by {name}")));
-        }
-        if let Some(message) = &self.output_error {
-            return Some(("output_write".into(), message.clone()));
-        }
-        let e = self.settled.as_ref()?.error.as_ref()?;
-        Some((e.kind.to_string(), e.message.clone()))
-    }
-}
-
-/// The exit for a run that settled with `outcome` (`agent_settled`'s word).
-fn exit_for(outcome: &Outcome) -> Exit {
-    match outcome {
-        Outcome::Completed => Exit::Success,
-        Outcome::TurnLimit => Exit::TurnLimit,
-        Outcome::Blocked => Exit::Blocked,
-        // An abort without a signal (e.g. stdout closed) is reported as a failure.
-        Outcome::Failed | Outcome::Aborted => Exit::Failed,
-        Outcome::Other(_) => Exit::Internal,
-    }
-}
 
 /// A front end fed the wire events of a run.
 pub trait Projector {
