@@ -118,7 +118,7 @@ impl Link {
         let handle = actor::spawn(setup, epoch.clone(), (1, 0));
         let session = handle.session_id().to_string();
         let from = Cursor { epoch, seq: 0 };
-        let (notes, _) = attach_local(&handle, Some(from), HEADLESS_QUEUE, false).await?;
+        let (notes, _) = attach_local(&handle, Some(from), UNBOUNDED, false).await?;
         Ok(Link {
             session,
             kind: Kind::Local(handle),
@@ -324,9 +324,10 @@ impl Link {
 /// The queue of an in-process link beyond its session's ring (a re-attach).
 const RING_FOR_LOCAL: usize = crate::host::stream::RING_EVENTS;
 
-/// The queue of a headless link ([`Link::headless`]): more than any run publishes, so the
-/// session never drops it (it grows only as far as it is used).
-const HEADLESS_QUEUE: usize = 1 << 28;
+/// The queue of a link whose client writes everything it gets (print, JSON and RPC in this
+/// process: [`Link::headless`], [`Link::local_from_start`]): more than any run publishes, so
+/// the session never drops it (a channel allocates only as far as it is used).
+const UNBOUNDED: usize = 1 << 28;
 
 /// Subscribes to a session served in this process as a client that is interactive (watches
 /// the session: its dialogs can be answered) or not: its notes (ending with [`Note::Lagged`]
@@ -400,9 +401,6 @@ impl Link {
         })
     }
 }
-
-/// A queue that never fills in practice (a channel allocates as it fills).
-const UNBOUNDED: usize = 1 << 28;
 
 impl Commands {
     /// Sends a pi command to a session in this process: its answer comes with the stream's
