@@ -1,7 +1,7 @@
-//! The composition root: parses flags, resolves the mode, hands the run to its front end
-//! (print and JSON: `front::run`, in this process or through the daemon), and returns the
-//! `Exit`. It never prints
-//! directly (all output goes through `Output`) and never exits the process (main does).
+//! The composition root: reads the command line once and hands it to `cli`; for a run, resolves
+//! the mode and hands the run to its front end (print and JSON: `front::run`, in this process or
+//! through the daemon), and returns the `Exit`. It never prints directly (all output goes
+//! through `Output`) and never exits the process (main does).
 
 use crate::cli::args::Cli;
 use crate::cli::commands::{detect_env, init_logging, runtime};
