@@ -84,7 +84,7 @@ enum Kind {
 pub struct Link {
     session: String,
     kind: Kind,
-    notes: mpsc::Receiver<Note>,
+    notes: Notes,
     /// The daemon, as its `hello` answer describes it (`None` in-process).
     pub daemon: Option<DaemonInfo>,
 }
@@ -203,7 +203,7 @@ impl Link {
         Link {
             session: owner,
             kind: Kind::Daemon { requests },
-            notes,
+            notes: Notes::Channel(notes),
             daemon: hello,
         }
     }
@@ -309,7 +309,7 @@ impl Link {
 
     /// The next item if one is already there.
     pub fn try_next(&mut self) -> Option<Note> {
-        let note = self.notes.try_recv().ok()?;
+        let note = self.notes.try_recv()?;
         Some(self.follow(note))
     }
 
@@ -318,6 +318,57 @@ impl Link {
             self.session = session.clone();
         }
         note
+    }
+}
+
+/// Where a link's notes come from: a session in this process hands its deliveries straight to
+/// the link (no task in between, on the path of every event), the daemon's connection task
+/// sends notes.
+enum Notes {
+    Local {
+        deliveries: mpsc::Receiver<Delivery>,
+        /// Taken once the deliveries end: where the session dropped this client, if it did.
+        lagged: Option<Arc<crate::host::stream::Lagged>>,
+    },
+    Channel(mpsc::Receiver<Note>),
+}
+
+impl Notes {
+    async fn recv(&mut self) -> Option<Note> {
+        match self {
+            Notes::Channel(rx) => rx.recv().await,
+            Notes::Local { deliveries, lagged } => match deliveries.recv().await {
+                Some(d) => Some(note_of_delivery(d)),
+                None => lagged.take()?.at().map(|seq| Note::Lagged { seq }),
+            },
+        }
+    }
+
+    fn try_recv(&mut self) -> Option<Note> {
+        match self {
+            Notes::Channel(rx) => rx.try_recv().ok(),
+            Notes::Local { deliveries, lagged } => match deliveries.try_recv() {
+                Ok(d) => Some(note_of_delivery(d)),
+                Err(mpsc::error::TryRecvError::Empty) => None,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    lagged.take()?.at().map(|seq| Note::Lagged { seq })
+                }
+            },
+        }
+    }
+}
+
+/// The note a delivery of a session in this process is.
+fn note_of_delivery(d: Delivery) -> Note {
+    match d.item {
+        Item::Event(e) => Note::Event {
+            seq: e.seq,
+            line: e.line,
+        },
+        Item::Replaced { new, .. } => Note::Replaced {
+            session: new.to_string(),
+            epoch: d.epoch.to_string(),
+        },
     }
 }
 
@@ -337,8 +388,8 @@ async fn attach_local(
     cursor: Option<Cursor>,
     ring: usize,
     interactive: bool,
-) -> Result<(mpsc::Receiver<Note>, Start), String> {
-    let (queue, mut deliveries) = mpsc::channel::<Delivery>(ring + QUEUE);
+) -> Result<(Notes, Start), String> {
+    let (queue, deliveries) = mpsc::channel::<Delivery>(ring + QUEUE);
     let (reply, rx) = oneshot::channel();
     handle.send(Call::Attach {
         client: 1,
@@ -348,28 +399,10 @@ async fn attach_local(
         reply,
     });
     let attached = rx.await.map_err(|_| "the session has ended")?;
-    let lagged = attached.lagged.clone();
-    let (tx, notes) = mpsc::channel(QUEUE);
-    tokio::spawn(async move {
-        while let Some(d) = deliveries.recv().await {
-            let note = match d.item {
-                Item::Event(e) => Note::Event {
-                    seq: e.seq,
-                    line: e.line,
-                },
-                Item::Replaced { new, .. } => Note::Replaced {
-                    session: new.to_string(),
-                    epoch: d.epoch.to_string(),
-                },
-            };
-            if tx.send(note).await.is_err() {
-                return;
-            }
-        }
-        if let Some(seq) = lagged.at() {
-            let _ = tx.send(Note::Lagged { seq }).await;
-        }
-    });
+    let notes = Notes::Local {
+        deliveries,
+        lagged: Some(attached.lagged.clone()),
+    };
     let start = Start {
         epoch: attached.epoch,
         seq: attached.seq,
