@@ -316,8 +316,10 @@ impl Actor {
                 call = calls.recv() => match call {
                     None => break,
                     Some(Call::Stop { grace, reply }) => {
-                        self.stop(grace, Some(&mut calls)).await;
-                        let _ = reply.send(self.host.save_fault());
+                        let second = self.stop(grace, Some(&mut calls)).await;
+                        for reply in std::iter::once(reply).chain(second) {
+                            let _ = reply.send(self.host.save_fault());
+                        }
                         return;
                     }
                     Some(call) => self.call(call).await,
@@ -479,8 +481,9 @@ impl Actor {
         &mut self,
         grace: Duration,
         mut calls: Option<&mut mpsc::UnboundedReceiver<Call>>,
-    ) {
+    ) -> Option<oneshot::Sender<Option<String>>> {
         self.host.halt();
+        let mut second = None;
         let deadline = tokio::time::Instant::now() + grace;
         while !self.host.idle() {
             tokio::select! {
@@ -488,8 +491,8 @@ impl Actor {
                 _ = tokio::time::sleep_until(deadline) => break,
                 Some(call) = next_call(&mut calls) => {
                     if let Call::Stop { reply, .. } = call {
-                        // The save comes after this wait: only the first stop hears of it.
-                        let _ = reply.send(None);
+                        // Answered with the first, once the session is saved.
+                        second = Some(reply);
                         break;
                     }
                 }
@@ -504,5 +507,6 @@ impl Actor {
                 u64::MAX,
             ));
         }
+        second
     }
 }
