@@ -136,3 +136,125 @@ fn readable_messages<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Message>, D:
         .filter_map(|m| serde_json::from_value(m).ok())
         .collect())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A snapshot with every field set, and the same built the way the host built it before
+    /// it was typed (a `json!` object of JSON values).
+    fn both() -> (Snapshot, Value) {
+        let model = ModelInfo::unlisted("p", "openai-completions", "http://127.0.0.1:1", "m");
+        let user: Message =
+            serde_json::from_value(json!({"role": "user", "content": "hi", "timestamp": 1}))
+                .unwrap();
+        let message = json!({"role": "assistant", "content": [{"type": "text", "text": "He"}]});
+        let dialog = json!({"type": "extension_ui_request", "id": "d1", "method": "confirm"});
+        let snapshot = Snapshot {
+            header: SnapshotHeader {
+                kind: "session".into(),
+                version: 3,
+                id: "s1".into(),
+                timestamp: "2026-01-01T00:00:00Z".into(),
+                cwd: "/w".into(),
+                parent_session: None,
+            },
+            messages: vec![user.clone()],
+            state: SessionState {
+                model: Some(model.clone()),
+                thinking_level: "off".into(),
+                is_streaming: true,
+                is_compacting: false,
+                steering_mode: "one-at-a-time".into(),
+                follow_up_mode: "all".into(),
+                session_file: Some("/s/a.jsonl".into()),
+                session_id: "s1".into(),
+                session_name: None,
+                auto_compaction_enabled: true,
+                auto_retry_enabled: true,
+                message_count: 1,
+                pending_message_count: 0,
+            },
+            streaming: Some(Streaming {
+                message: Some(message.clone()),
+                tools: vec![
+                    RunningTool {
+                        tool_call_id: "c0".into(),
+                        tool_name: "bash".into(),
+                        args: json!({"command": "ls"}),
+                        started_at: 7,
+                        partial_result: Some(PartialResult {
+                            content: vec![Content::text("a")],
+                            details: None,
+                            is_error: false,
+                        }),
+                    },
+                    RunningTool {
+                        tool_call_id: "c1".into(),
+                        tool_name: "read".into(),
+                        args: json!({"path": "x"}),
+                        started_at: 8,
+                        partial_result: None,
+                    },
+                ],
+            }),
+            pending_ui: vec![dialog.clone()],
+            run_started_at: Some(5),
+            open_args: vec!["--model".into(), "m".into()],
+        };
+        let before = json!({
+            "header": {"type": "session", "version": 3, "id": "s1",
+                       "timestamp": "2026-01-01T00:00:00Z", "cwd": "/w"},
+            "messages": [user],
+            "state": {
+                "model": model, "thinkingLevel": "off", "isStreaming": true,
+                "isCompacting": false, "steeringMode": "one-at-a-time", "followUpMode": "all",
+                "sessionFile": "/s/a.jsonl", "sessionId": "s1", "autoCompactionEnabled": true,
+                "autoRetryEnabled": true, "messageCount": 1, "pendingMessageCount": 0,
+            },
+            "streaming": {"message": message, "tools": [
+                {"toolCallId": "c0", "toolName": "bash", "args": {"command": "ls"},
+                 "startedAt": 7, "partialResult": {"content": [Content::text("a")],
+                                                  "details": null, "isError": false}},
+                {"toolCallId": "c1", "toolName": "read", "args": {"path": "x"}, "startedAt": 8},
+            ]},
+            "pendingUi": [dialog],
+            "runStartedAt": 5,
+            "openArgs": ["--model", "m"],
+        });
+        (snapshot, before)
+    }
+
+    #[test]
+    fn a_snapshot_is_written_byte_for_byte_as_the_untyped_one_was_and_reads_back() {
+        let (snapshot, before) = both();
+        let line = serde_json::to_string(&snapshot).unwrap();
+        assert_eq!(line, before.to_string());
+        // What a client reads holds everything that was sent (the model's settings that are
+        // not on the wire are not compared).
+        let back: Snapshot = serde_json::from_str(&line).unwrap();
+        assert_eq!(serde_json::to_string(&back).unwrap(), line);
+        assert_eq!(back.streaming, snapshot.streaming);
+        assert_eq!(back.messages, snapshot.messages);
+    }
+
+    #[test]
+    fn an_idle_snapshot_writes_null_for_what_is_not_in_flight() {
+        let snapshot = Snapshot::default();
+        let v = serde_json::to_value(&snapshot).unwrap();
+        assert_eq!(v["streaming"], Value::Null);
+        assert_eq!(v["runStartedAt"], Value::Null);
+        assert_eq!(v["pendingUi"], json!([]));
+    }
+
+    #[test]
+    fn a_message_a_client_cannot_read_is_left_out_and_the_rest_is_kept() {
+        let (snapshot, mut before) = both();
+        before["messages"] = json!([{"role": "nobody"}, before["messages"][0].clone()]);
+        let back: Snapshot = serde_json::from_value(before).unwrap();
+        assert_eq!(back.messages, snapshot.messages);
+    }
+}
