@@ -242,6 +242,7 @@ mod tests {
         f.observe(&event(EventPayload::AgentSettled {
             aborted: false,
             outcome: crate::kernel::event::RunOutcome::Completed,
+            structured_output: None,
         }));
         assert_eq!(f.to_json(), None);
     }
