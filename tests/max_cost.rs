@@ -70,3 +70,27 @@ fn a_cap_that_is_not_a_positive_amount_is_a_usage_error() {
         assert_eq!(run.code, 2, "{bad}: {run}");
     }
 }
+
+/// The same cap through the daemon: the run stops there with `budget` (exit 4) and a
+/// `--continue` through the daemon goes on in the same session.
+#[test]
+fn through_the_daemon_the_cap_stops_the_run_alike() {
+    let sb = Sandbox::new();
+    let d = crate::common::daemon::Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let script = crate::common::support::fixture("budget.json");
+    let via = |args: &[&str]| {
+        let mut all = vec!["--json", "--provider", "scripted", "--script", &script];
+        all.extend_from_slice(args);
+        all.extend(["--daemon", "--socket", &socket]);
+        sb.run(&all)
+    };
+    let run = via(&["--max-cost", "0.3", "look around"]);
+    assert_eq!(run.code, 4, "{run}");
+    let lines = run.stdout_lines();
+    assert_eq!(calls(&lines), 3, "{run}");
+    assert_eq!(lines.last().unwrap()["outcome"], "budget");
+    let more = via(&["--continue", "--max-cost", "0.3", "go on"]);
+    assert_eq!(more.code, 0, "{more}");
+    assert_eq!(more.stdout_lines().last().unwrap()["finalText"], "Done.");
+}

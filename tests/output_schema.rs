@@ -233,3 +233,38 @@ fn the_flag_reaches_the_request_of_a_real_provider() {
     let body = server.seen()[0].json();
     assert_eq!(body["response_format"]["type"], "json_schema");
 }
+
+/// The same contract through the daemon: the schema is read from the client's directory,
+/// checked and repaired in the daemon's session, and reported as in-process.
+#[test]
+fn through_the_daemon_the_answer_is_checked_and_reported_alike() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("schema.json"), PERSON).unwrap();
+    let d = crate::common::daemon::Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    // Each new session needs its own id under the fixed clock: its own seed.
+    let via = |script: &str, mode: &str, seed: &str| {
+        let script = crate::common::support::fixture(script);
+        let mut cmd = sb.cmd(&[
+            mode,
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+            "--output-schema",
+            "schema.json",
+            "--daemon",
+            "--socket",
+            &socket,
+            "who wrote the first program?",
+        ]);
+        sb.finish(cmd.env("KEEL_TEST_SEED", seed).output().unwrap())
+    };
+    let run = via("schema_repaired.json", "-p", "1");
+    assert_eq!(run.code, 0, "{run}");
+    assert_eq!(run.stdout, "{\"name\":\"Ada\",\"age\":36}\n");
+    let run = via("schema_wrong_twice.json", "--json", "2");
+    assert_eq!(run.code, 1, "{run}");
+    let result = run.stdout_lines().pop().unwrap();
+    assert_eq!(result["error"]["kind"], "schema_mismatch");
+}
