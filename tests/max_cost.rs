@@ -94,3 +94,19 @@ fn through_the_daemon_the_cap_stops_the_run_alike() {
     assert_eq!(more.code, 0, "{more}");
     assert_eq!(more.stdout_lines().last().unwrap()["finalText"], "Done.");
 }
+
+/// Summarising for compaction is a model call too: its cost counts toward the cap. Here the
+/// calls alone ($0.16 + $0.01) stay under $0.30; with the summary ($0.20) the run is over it
+/// before its third call.
+#[test]
+fn a_compaction_s_cost_counts_toward_the_cap() {
+    let run = Sandbox::new().scripted(
+        "--json",
+        "budget_compaction.json",
+        &["--max-cost", "0.3", "look around"],
+    );
+    let lines = run.stdout_lines();
+    assert!(lines.iter().any(|l| l["type"] == "compaction_end"), "{run}");
+    assert_eq!(run.code, 4, "{run}");
+    assert_eq!(calls(&lines), 2, "{run}");
+}

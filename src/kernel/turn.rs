@@ -69,7 +69,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 input.into_message(inner.clock.now_ms()),
             );
         }
-        compact_if_needed(inner, &abort).await;
+        contract.spend(&compact_if_needed(inner, &abort).await);
         let streamed = stream_assistant(inner, &abort).await;
         contract.spend(&streamed.message.usage);
         let assistant = streamed.message.clone();
@@ -82,7 +82,8 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 let compacted =
                     compaction::compact(inner, CompactionReason::Overflow, None, true, &abort)
                         .await;
-                if compacted.is_ok() {
+                if let Ok(done) = &compacted {
+                    contract.spend(&done.usage);
                     turns -= 1;
                     continue;
                 }
@@ -192,10 +193,10 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
     outcome
 }
 
-/// Compacts before a model call when the context has grown past the threshold. A failed
-/// compaction is reported in its events and the call goes ahead (the provider may still
-/// accept it; if not, the overflow path takes over).
-async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) {
+/// Compacts before a model call when the context has grown past the threshold; the usage of
+/// the summarising call. A failed compaction is reported in its events and the call goes
+/// ahead (the provider may still accept it; if not, the overflow path takes over).
+async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) -> Usage {
     let over = {
         let state = inner.lock();
         let window = state.provider.info().context_window;
@@ -203,8 +204,12 @@ async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) {
             && compaction::context_tokens(&state.messages)
                 > inner.config.compaction.threshold(window)
     };
-    if over {
-        let _ = compaction::compact(inner, CompactionReason::Threshold, None, false, abort).await;
+    if !over {
+        return Usage::default();
+    }
+    match compaction::compact(inner, CompactionReason::Threshold, None, false, abort).await {
+        Ok(done) => done.usage,
+        Err(_) => Usage::default(),
     }
 }
 
