@@ -277,6 +277,7 @@ fn detached(mode: Mode, header: &str, session: &str, out: &mut Output) -> Exit {
                 usage: &Default::default(),
                 duration_ms: 0,
                 error: None,
+                structured_output: None,
             };
             format!(
                 "{header}{}\n",

@@ -494,6 +494,7 @@ impl Host {
         failed.payload = EventPayload::AgentSettled {
             aborted: false,
             outcome: self.live.recorder.health().failed_run()?,
+            structured_output: None,
         };
         Some(failed)
     }

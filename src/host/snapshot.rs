@@ -270,6 +270,7 @@ mod tests {
         f.observe(&event(EventPayload::AgentSettled {
             aborted: false,
             outcome: crate::kernel::event::RunOutcome::Completed,
+            structured_output: None,
         }));
         assert_eq!(f.streaming(), None);
     }

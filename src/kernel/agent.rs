@@ -69,6 +69,11 @@ pub struct AgentConfig {
     /// The id of the session being served, sent to APIs that route prompt caches by it
     /// (`None`: no such hint).
     pub session_id: Option<String>,
+    /// The JSON Schema a run's final answer must match (`--output-schema`): sent to the API
+    /// in its native form, checked when the model stops, sent back once on a mismatch.
+    pub output_schema: Option<Arc<crate::kernel::output_schema::OutputSchema>>,
+    /// USD a run may cost (`--max-cost`): checked before each model call of a run.
+    pub max_cost: Option<f64>,
 }
 
 /// How failed model calls are retried: only failures before any output, of a transient kind
@@ -123,6 +128,8 @@ impl AgentConfig {
             retry: RetryPolicy::default(),
             compaction: CompactionPolicy::default(),
             session_id: None,
+            output_schema: None,
+            max_cost: None,
         }
     }
 }

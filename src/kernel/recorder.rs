@@ -294,6 +294,7 @@ mod tests {
             EventPayload::AgentSettled {
                 aborted: false,
                 outcome: RunOutcome::Completed,
+                structured_output: None,
             },
         ]
     }

@@ -19,7 +19,9 @@ use crate::kernel::tool::{self, ToolContext, ToolOutput};
 use crate::kernel::tool_loop::ToolLoop;
 
 mod assemble;
+mod contract;
 use assemble::Assembler;
+use contract::{Contract, Verdict};
 
 /// Error kinds worth retrying when they happen before any output.
 const RETRYABLE: &[&str] = &[
@@ -42,10 +44,18 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
     let mut retry_result: Option<Result<(), String>> = None;
     let mut overflow_compacted = false;
     let mut repeats = ToolLoop::new(inner.config.max_repeated_failures);
+    let mut contract = Contract::default();
+    // The request for a corrected answer (`--output-schema`), sent on the next call.
+    let mut repair: Option<UserInput> = None;
+    let mut structured_output = None;
     let outcome = loop {
+        if let Some(over) = contract.over_budget(&inner.config) {
+            requeue_follow_ups(inner, std::mem::take(&mut pending_user));
+            break over;
+        }
         inner.bus.publish(EventPayload::TurnStarted);
         turns += 1;
-        for input in pending_user.drain(..) {
+        for input in pending_user.drain(..).chain(repair.take()) {
             push_message(
                 inner,
                 &mut produced,
@@ -59,8 +69,9 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 input.into_message(inner.clock.now_ms()),
             );
         }
-        compact_if_needed(inner, &abort).await;
+        contract.spend(&compact_if_needed(inner, &abort).await);
         let streamed = stream_assistant(inner, &abort).await;
+        contract.spend(&streamed.message.usage);
         let assistant = streamed.message.clone();
         push_message(inner, &mut produced, Message::from(assistant.clone()));
         if let Some(outcome) = failed_outcome(&assistant, streamed.error_kind.clone()) {
@@ -71,7 +82,8 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 let compacted =
                     compaction::compact(inner, CompactionReason::Overflow, None, true, &abort)
                         .await;
-                if compacted.is_ok() {
+                if let Ok(done) = &compacted {
+                    contract.spend(&done.usage);
                     turns -= 1;
                     continue;
                 }
@@ -113,6 +125,11 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
             retry_result = Some(Ok(()));
         }
         let calls = assistant.tool_calls();
+        let answer = inner
+            .config
+            .output_schema
+            .as_ref()
+            .map(|_| assistant.text());
         let batch = run_tools(inner, &calls, &abort).await;
         for r in &batch.results {
             push_message(inner, &mut produced, Message::from(r.clone()));
@@ -132,7 +149,18 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
             any
         };
         if !more {
-            break RunOutcome::Completed;
+            match contract.final_answer(&inner.config, answer.as_deref().unwrap_or("")) {
+                Verdict::Accept(value) => {
+                    structured_output = value;
+                    break RunOutcome::Completed;
+                }
+                // keel's own request: not held to --max-turns (the cap still holds).
+                Verdict::Repair(input) => {
+                    repair = Some(input);
+                    continue;
+                }
+                Verdict::Fail(outcome) => break outcome,
+            }
         }
         if let Some(max) = inner.config.max_turns {
             if turns >= max {
@@ -159,15 +187,16 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
     let aborted = outcome == RunOutcome::Aborted;
     inner.bus.publish(EventPayload::AgentSettled {
         aborted,
+        structured_output: structured_output.filter(|_| outcome == RunOutcome::Completed),
         outcome: outcome.clone(),
     });
     outcome
 }
 
-/// Compacts before a model call when the context has grown past the threshold. A failed
-/// compaction is reported in its events and the call goes ahead (the provider may still
-/// accept it; if not, the overflow path takes over).
-async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) {
+/// Compacts before a model call when the context has grown past the threshold; the usage of
+/// the summarising call. A failed compaction is reported in its events and the call goes
+/// ahead (the provider may still accept it; if not, the overflow path takes over).
+async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) -> Usage {
     let over = {
         let state = inner.lock();
         let window = state.provider.info().context_window;
@@ -175,8 +204,12 @@ async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) {
             && compaction::context_tokens(&state.messages)
                 > inner.config.compaction.threshold(window)
     };
-    if over {
-        let _ = compaction::compact(inner, CompactionReason::Threshold, None, false, abort).await;
+    if !over {
+        return Usage::default();
+    }
+    match compaction::compact(inner, CompactionReason::Threshold, None, false, abort).await {
+        Ok(done) => done.usage,
+        Err(_) => Usage::default(),
     }
 }
 
@@ -350,6 +383,11 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
             tools,
             thinking_level,
             session_id: inner.config.session_id.clone(),
+            output_schema: inner
+                .config
+                .output_schema
+                .as_ref()
+                .map(|s| s.schema().clone()),
         }
     };
     let mut rx = provider.stream(request, abort.clone());
