@@ -24,7 +24,7 @@ use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::stdin::Input;
-use crate::host::actor::SESSION_CHANGES;
+use crate::host::actor::replaces_session;
 use crate::host::Data;
 use crate::kernel::clock::Clock;
 use crate::mode::Env;
@@ -32,6 +32,7 @@ use crate::output::Output;
 use crate::signals::Signals;
 use crate::wire::jsonl::{Frame, MAX_LINE_BYTES};
 use crate::wire::jsonrpc::{self as j, ErrorObject};
+use crate::wire::pi::CommandName;
 use crate::wire::rpc;
 
 /// Commands whose answer can come after the answers of later requests.
@@ -382,7 +383,7 @@ impl Front {
         // A session change is answered at once when the session is idle, and after the
         // active run has been aborted and has settled otherwise.
         let late = LATE.contains(&req.command.as_str())
-            || (SESSION_CHANGES.contains(&req.command.as_str()) && self.maybe_busy());
+            || (replaces_session(&req.command) && self.maybe_busy());
         self.queued.push_back(Pending {
             order: self.order,
             req,
@@ -523,7 +524,7 @@ fn request(frame: Frame) -> Result<rpc::Request, String> {
     };
     let req = rpc::parse_line(&line).map_err(|rejected| rpc::rejected_line(&rejected))?;
     // Checked here: through the daemon, a `type` naming a daemon method must not reach it.
-    if !crate::host::COMMANDS.contains(&req.command.as_str()) {
+    if CommandName::parse(&req.command).is_none() {
         let error = format!("Unknown command: {}", req.command);
         return Err(rpc::error_line(req.id.as_ref(), Some(&req.command), &error));
     }
