@@ -35,8 +35,11 @@ use crate::wire::jsonrpc::{self as j, ErrorObject};
 use crate::wire::pi::CommandName;
 use crate::wire::rpc;
 
-/// Commands whose answer can come after the answers of later requests.
-const LATE: &[&str] = &["abort", "bash", "compact"];
+/// Whether the answer to command `word` can come after the answers of later requests.
+fn answers_late(word: &str) -> bool {
+    use CommandName::{Abort, Bash, Compact};
+    matches!(CommandName::parse(word), Some(Abort | Bash | Compact))
+}
 
 /// Serves RPC mode until stdin closes (exit 0) or a signal arrives (128 + n): the session in
 /// this process, or in the daemon with `--daemon` or a remote link. Nothing is written to
@@ -382,8 +385,8 @@ impl Front {
         self.order += 1;
         // A session change is answered at once when the session is idle, and after the
         // active run has been aborted and has settled otherwise.
-        let late = LATE.contains(&req.command.as_str())
-            || (replaces_session(&req.command) && self.maybe_busy());
+        let late =
+            answers_late(&req.command) || (replaces_session(&req.command) && self.maybe_busy());
         self.queued.push_back(Pending {
             order: self.order,
             req,
@@ -404,7 +407,10 @@ impl Front {
     /// Whether a run or a compaction may be active when the next request is served (a
     /// session change then waits for it to settle).
     fn maybe_busy(&self) -> bool {
-        let busy = |p: &Pending| matches!(p.req.command.as_str(), "prompt" | "compact");
+        let busy = |p: &Pending| {
+            let name = CommandName::parse(&p.req.command);
+            matches!(name, Some(CommandName::Prompt | CommandName::Compact))
+        };
         self.running || self.waiting.values().any(|s| busy(&s.req)) || self.queued.iter().any(busy)
     }
 
@@ -487,10 +493,11 @@ impl Front {
             }
             Err(e) => rpc::error_line(id, Some(command), &e.message),
         };
-        if command == "prompt" && text.contains("\"disposition\":\"started\"") {
+        let name = CommandName::parse(command);
+        if name == Some(CommandName::Prompt) && text.contains("\"disposition\":\"started\"") {
             self.running = true; // its events follow: wait for agent_settled
         }
-        if command != "extension_ui_response" {
+        if name != Some(CommandName::ExtensionUiResponse) {
             let _ = out.out(text.as_bytes());
         }
         self.release(out);
