@@ -27,6 +27,7 @@ use crate::output::Output;
 use crate::wire::events::{Outcome, ResultLine, SessionLine, SettledError};
 use crate::wire::jsonl::MAX_LINE_BYTES;
 use crate::wire::jsonrpc::{self as j, Id};
+use crate::wire::pi::Command;
 
 /// The error kind of a run whose daemon went away before it settled.
 pub const DAEMON_LOST: &str = "daemon_lost";
@@ -214,11 +215,15 @@ fn header_line(h: Option<&SessionHeader>) -> String {
 
 /// pi's `prompt` params for `input` in `session`: `message`, and `images` when it has any.
 pub(crate) fn prompt_params(session: &str, input: &UserInput) -> Value {
-    let mut params = json!({"sessionId": session, "message": input.text});
-    if !input.images.is_empty() {
-        params["images"] = json!(input.images);
-    }
-    params
+    let prompt = Command::Prompt {
+        message: input.text.clone(),
+        images: input.images.clone(),
+        streaming_behavior: None,
+    };
+    let mut params = serde_json::Map::new();
+    params.insert("sessionId".into(), json!(session));
+    params.extend(prompt.fields());
+    Value::Object(params)
 }
 
 /// The most a session id adds to a `prompt` line, besides what [`prompt_params`] writes for an

@@ -20,7 +20,6 @@
 pub mod actor;
 mod approvals;
 mod dispatch;
-pub use dispatch::COMMANDS;
 pub mod error;
 pub use error::{CommandError, CommandErrorKind};
 pub mod html;
@@ -50,6 +49,7 @@ use crate::kernel::session::Store;
 use crate::kernel::tool::preview::Preview;
 use crate::prompts::{self, Template};
 use crate::wire::events::{stream_events, NotifyType, WireEvent};
+use crate::wire::pi::CommandName;
 use crate::wire::protocol::snapshot::Snapshot;
 use crate::wire::rpc::{self, Request};
 
@@ -138,8 +138,9 @@ pub enum Internal {
 enum Deferred {
     /// `abort`'s reply comes after the run stopped (pi's order).
     Respond(Request),
-    /// A session change (`new_session`, `switch_session`, `fork`, `clone`) after an abort.
-    Session(Request),
+    /// A session change (`new_session`, `switch_session`, `fork`, `clone`) after an abort,
+    /// with its fields as decoded (a field error is answered then too).
+    Session(Request, Result<crate::wire::pi::Command, rpc::ParamError>),
 }
 
 /// What `daemon/status` and `keel ps` show of a served session.
@@ -317,7 +318,7 @@ impl Host {
         Snapshot {
             header,
             messages: self.live.session.messages(),
-            state: self.session_state(),
+            state: self.state(),
             streaming: self.in_flight.streaming(),
             pending_ui: pending,
             run_started_at: self.in_flight.run_started(),
@@ -587,7 +588,7 @@ impl Host {
             }
             Internal::Reply(reply) => {
                 self.drain_events();
-                if reply.command == "bash" {
+                if CommandName::parse(&reply.command) == Some(CommandName::Bash) {
                     self.release_bash();
                 }
                 self.out.push_back(Out::Reply(reply));

@@ -23,6 +23,7 @@ use crate::host::Data;
 use crate::mode::Env;
 use crate::output::Output;
 use crate::wire::jsonrpc::{self as j, Id, Incoming};
+use crate::wire::pi::CommandName;
 use crate::wire::protocol::session as proto;
 use crate::wire::rpc;
 
@@ -80,7 +81,7 @@ impl Socket {
     /// Sends request `key` naming `session`.
     pub(super) async fn send(&mut self, key: u64, session: &str, req: &rpc::Request) -> Sent {
         let mut params: Map<String, Value> = req.fields().clone();
-        if req.command == "extension_ui_response" {
+        if CommandName::parse(&req.command) == Some(CommandName::ExtensionUiResponse) {
             if let Some(dialog) = req.id.as_ref().and_then(rpc::Id::as_string) {
                 params.insert("id".into(), json!(dialog));
             }

@@ -19,6 +19,7 @@ use crate::host::HostSetup;
 use crate::output::Output;
 use crate::signals::Signals;
 use crate::wire::jsonrpc::{self as j, ErrorObject};
+use crate::wire::pi::CommandName;
 use crate::wire::rpc::Request;
 
 /// How long a stopped run may take to settle before the session is saved as it is.
@@ -67,7 +68,7 @@ impl Local {
     }
 
     pub(super) fn send(&mut self, key: u64, req: Request) -> Sent {
-        if req.command == "extension_ui_response" {
+        if CommandName::parse(&req.command) == Some(CommandName::ExtensionUiResponse) {
             // pi never answers it; its `id` names the dialog.
             self.commands.tell(req);
             return Sent::NoAnswer;

@@ -24,7 +24,7 @@ use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::stdin::Input;
-use crate::host::actor::SESSION_CHANGES;
+use crate::host::actor::replaces_session;
 use crate::host::Data;
 use crate::kernel::clock::Clock;
 use crate::mode::Env;
@@ -32,10 +32,14 @@ use crate::output::Output;
 use crate::signals::Signals;
 use crate::wire::jsonl::{Frame, MAX_LINE_BYTES};
 use crate::wire::jsonrpc::{self as j, ErrorObject};
+use crate::wire::pi::CommandName;
 use crate::wire::rpc;
 
-/// Commands whose answer can come after the answers of later requests.
-const LATE: &[&str] = &["abort", "bash", "compact"];
+/// Whether the answer to command `word` can come after the answers of later requests.
+fn answers_late(word: &str) -> bool {
+    use CommandName::{Abort, Bash, Compact};
+    matches!(CommandName::parse(word), Some(Abort | Bash | Compact))
+}
 
 /// Serves RPC mode until stdin closes (exit 0) or a signal arrives (128 + n): the session in
 /// this process, or in the daemon with `--daemon` or a remote link. Nothing is written to
@@ -381,8 +385,8 @@ impl Front {
         self.order += 1;
         // A session change is answered at once when the session is idle, and after the
         // active run has been aborted and has settled otherwise.
-        let late = LATE.contains(&req.command.as_str())
-            || (SESSION_CHANGES.contains(&req.command.as_str()) && self.maybe_busy());
+        let late =
+            answers_late(&req.command) || (replaces_session(&req.command) && self.maybe_busy());
         self.queued.push_back(Pending {
             order: self.order,
             req,
@@ -403,7 +407,10 @@ impl Front {
     /// Whether a run or a compaction may be active when the next request is served (a
     /// session change then waits for it to settle).
     fn maybe_busy(&self) -> bool {
-        let busy = |p: &Pending| matches!(p.req.command.as_str(), "prompt" | "compact");
+        let busy = |p: &Pending| {
+            let name = CommandName::parse(&p.req.command);
+            matches!(name, Some(CommandName::Prompt | CommandName::Compact))
+        };
         self.running || self.waiting.values().any(|s| busy(&s.req)) || self.queued.iter().any(busy)
     }
 
@@ -486,10 +493,11 @@ impl Front {
             }
             Err(e) => rpc::error_line(id, Some(command), &e.message),
         };
-        if command == "prompt" && text.contains("\"disposition\":\"started\"") {
+        let name = CommandName::parse(command);
+        if name == Some(CommandName::Prompt) && text.contains("\"disposition\":\"started\"") {
             self.running = true; // its events follow: wait for agent_settled
         }
-        if command != "extension_ui_response" {
+        if name != Some(CommandName::ExtensionUiResponse) {
             let _ = out.out(text.as_bytes());
         }
         self.release(out);
@@ -523,7 +531,7 @@ fn request(frame: Frame) -> Result<rpc::Request, String> {
     };
     let req = rpc::parse_line(&line).map_err(|rejected| rpc::rejected_line(&rejected))?;
     // Checked here: through the daemon, a `type` naming a daemon method must not reach it.
-    if !crate::host::COMMANDS.contains(&req.command.as_str()) {
+    if CommandName::parse(&req.command).is_none() {
         let error = format!("Unknown command: {}", req.command);
         return Err(rpc::error_line(req.id.as_ref(), Some(&req.command), &error));
     }

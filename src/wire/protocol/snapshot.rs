@@ -6,7 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use crate::kernel::message::{Content, Message};
-use crate::kernel::provider::model::ModelInfo;
+use crate::wire::pi::data::State;
 
 /// A session as of the snapshot's `seq`. Every field has a default, so a client reads what
 /// is there and shows the rest as empty.
@@ -20,7 +20,7 @@ pub struct Snapshot {
     #[serde(deserialize_with = "readable_messages")]
     pub messages: Vec<Message>,
     /// The session's state, as `get_state` answers it.
-    pub state: SessionState,
+    pub state: State,
     /// What is in flight while a run streams (`null` when nothing is).
     pub streaming: Option<Streaming>,
     /// The dialogs still open, each the `extension_ui_request` event that opened it.
@@ -51,40 +51,6 @@ pub struct SnapshotHeader {
     /// For forks and clones: the absolute path of the source session file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_session: Option<String>,
-}
-
-/// A session's state: `get_state`'s answer, and the snapshot's `state`.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct SessionState {
-    /// The model the session uses.
-    pub model: Option<ModelInfo>,
-    /// The thinking level (`off`, `low`, …).
-    pub thinking_level: String,
-    /// A run is active.
-    pub is_streaming: bool,
-    /// A compaction is active.
-    pub is_compacting: bool,
-    /// How queued steering messages are delivered (`all`, `one-at-a-time`).
-    pub steering_mode: String,
-    /// How queued follow-up messages are delivered (`all`, `one-at-a-time`).
-    pub follow_up_mode: String,
-    /// The session file, when the session is saved.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_file: Option<String>,
-    /// The session id.
-    pub session_id: String,
-    /// The session's name, when it has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_name: Option<String>,
-    /// Compaction starts by itself when the context fills.
-    pub auto_compaction_enabled: bool,
-    /// Failed provider requests are retried.
-    pub auto_retry_enabled: bool,
-    /// Messages in the model's context.
-    pub message_count: u64,
-    /// Queued steering and follow-up messages.
-    pub pending_message_count: u64,
 }
 
 /// What is in flight while a run streams.
@@ -143,6 +109,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::kernel::provider::model::ModelInfo;
 
     /// A snapshot with every field set, and the same built the way the host built it before
     /// it was typed (a `json!` object of JSON values).
@@ -163,13 +130,13 @@ mod tests {
                 parent_session: None,
             },
             messages: vec![user.clone()],
-            state: SessionState {
+            state: State {
                 model: Some(model.clone()),
                 thinking_level: "off".into(),
                 is_streaming: true,
                 is_compacting: false,
-                steering_mode: "one-at-a-time".into(),
-                follow_up_mode: "all".into(),
+                steering_mode: crate::wire::pi::DeliveryMode::OneAtATime,
+                follow_up_mode: crate::wire::pi::DeliveryMode::All,
                 session_file: Some("/s/a.jsonl".into()),
                 session_id: "s1".into(),
                 session_name: None,
