@@ -23,7 +23,7 @@ impl Client {
         let back = self.back_tx.clone();
         tokio::spawn(async move {
             if let Err(e) = commands.request(command, params).await {
-                let _ = back.send(Back::Notice(HistoryCell::Error(e)));
+                let _ = back.send(Back::Notice(HistoryCell::Error(e.message)));
             }
         });
     }
@@ -61,7 +61,7 @@ impl Client {
         tokio::spawn(async move {
             let cell = match commands.request(command, params).await {
                 Ok(v) => HistoryCell::Notice(say(&v)),
-                Err(e) => HistoryCell::Error(e),
+                Err(e) => HistoryCell::Error(e.message),
             };
             let _ = back.send(Back::Notice(cell));
         });
@@ -206,7 +206,7 @@ impl Client {
                         .and_then(|s| s["thinkingLevel"].as_str().map(str::to_string));
                     HistoryCell::Notice(format!("thinking level: {}", set.unwrap_or(level)))
                 }
-                Err(e) => HistoryCell::Error(e),
+                Err(e) => HistoryCell::Error(e.message),
             };
             let _ = back.send(Back::Notice(cell));
         });
@@ -257,7 +257,7 @@ impl Client {
                 .await
             {
                 Ok(_) => HistoryCell::Notice(format!("model: {provider}/{id}")),
-                Err(e) => HistoryCell::Error(e),
+                Err(e) => HistoryCell::Error(e.message),
             };
             let _ = back.send(Back::Notice(cell));
         });
@@ -281,7 +281,7 @@ impl Client {
             let state = match state {
                 Ok(s) => s,
                 Err(e) => {
-                    let _ = back.send(Back::Notice(HistoryCell::Error(e)));
+                    let _ = back.send(Back::Notice(HistoryCell::Error(e.message)));
                     return;
                 }
             };
