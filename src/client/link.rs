@@ -16,6 +16,7 @@ mod socket;
 use std::sync::Arc;
 
 use serde_json::Value;
+use tokio::sync::mpsc::error::TryRecvError;
 use tokio::sync::{mpsc, oneshot};
 
 pub use commands::{Commands, Reply};
@@ -23,7 +24,7 @@ pub use daemon::Reconnected;
 pub use error::{LinkError, LinkErrorKind};
 
 use crate::host::actor::{self, Call, SessionHandle};
-use crate::host::stream::{Cursor, Delivery, Item, QUEUE};
+use crate::host::stream::{Cursor, Delivery, Item, Queue, QUEUE};
 use crate::host::HostSetup;
 use crate::wire::protocol::daemon::DaemonInfo;
 
@@ -233,7 +234,7 @@ impl Link {
 /// sends notes.
 enum Notes {
     Local {
-        deliveries: mpsc::Receiver<Delivery>,
+        deliveries: Deliveries,
         /// Taken once the deliveries end: where the session dropped this client, if it did.
         lagged: Option<Arc<crate::host::stream::Lagged>>,
     },
@@ -256,10 +257,46 @@ impl Notes {
             Notes::Channel(rx) => rx.try_recv().ok(),
             Notes::Local { deliveries, lagged } => match deliveries.try_recv() {
                 Ok(d) => Some(note_of_delivery(d)),
-                Err(mpsc::error::TryRecvError::Empty) => None,
-                Err(mpsc::error::TryRecvError::Disconnected) => {
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => {
                     lagged.take()?.at().map(|seq| Note::Lagged { seq })
                 }
+            },
+        }
+    }
+}
+
+/// A session's deliveries in this process: one at a time, or (a client that writes
+/// everything it gets) the items of each publish together, handed out one by one.
+enum Deliveries {
+    One(mpsc::Receiver<Delivery>),
+    Batched {
+        rx: mpsc::Receiver<Vec<Delivery>>,
+        now: std::vec::IntoIter<Delivery>,
+    },
+}
+
+impl Deliveries {
+    async fn recv(&mut self) -> Option<Delivery> {
+        match self {
+            Deliveries::One(rx) => rx.recv().await,
+            Deliveries::Batched { rx, now } => loop {
+                if let Some(d) = now.next() {
+                    return Some(d);
+                }
+                *now = rx.recv().await?.into_iter();
+            },
+        }
+    }
+
+    fn try_recv(&mut self) -> Result<Delivery, TryRecvError> {
+        match self {
+            Deliveries::One(rx) => rx.try_recv(),
+            Deliveries::Batched { rx, now } => loop {
+                if let Some(d) = now.next() {
+                    return Ok(d);
+                }
+                *now = rx.try_recv()?.into_iter();
             },
         }
     }
@@ -288,15 +325,26 @@ const RING_FOR_LOCAL: usize = crate::host::stream::RING_EVENTS;
 const UNBOUNDED: usize = 1 << 28;
 
 /// Subscribes to a session served in this process as a client that is interactive (watches
-/// the session: its dialogs can be answered) or not: its notes (ending with [`Note::Lagged`]
-/// if the subscriber fell behind) and how the attach started.
+/// the session: its dialogs can be answered) or not (then it writes everything it gets, and
+/// takes each publish's events together): its notes (ending with [`Note::Lagged`] if the
+/// subscriber fell behind) and how the attach started.
 async fn attach_local(
     handle: &SessionHandle,
     cursor: Option<Cursor>,
     ring: usize,
     interactive: bool,
 ) -> Result<(Notes, Start), LinkError> {
-    let (queue, deliveries) = mpsc::channel::<Delivery>(ring + QUEUE);
+    let (queue, deliveries) = match interactive {
+        true => {
+            let (tx, rx) = mpsc::channel::<Delivery>(ring + QUEUE);
+            (Queue::One(tx), Deliveries::One(rx))
+        }
+        false => {
+            let (tx, rx) = mpsc::channel::<Vec<Delivery>>(ring + QUEUE);
+            let now = Vec::new().into_iter();
+            (Queue::Batched(tx), Deliveries::Batched { rx, now })
+        }
+    };
     let (reply, rx) = oneshot::channel();
     handle.send(Call::Attach {
         client: 1,

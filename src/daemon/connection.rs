@@ -649,7 +649,7 @@ impl Conn {
                 epoch: c.epoch,
                 seq: c.seq,
             }),
-            queue: self.queue_tx.clone(),
+            queue: self.queue_tx.clone().into(),
             reply,
         });
         let Ok(attached) = rx.await else {

@@ -314,7 +314,7 @@ async fn launch(shared: &Arc<Shared>, task: Task, at: DateTime<Local>) -> Result
         client,
         interactive: false,
         cursor: None,
-        queue,
+        queue: queue.into(),
         reply,
     });
     let from = attached.await.map(|a| a.seq).unwrap_or(0);

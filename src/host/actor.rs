@@ -16,7 +16,7 @@ use std::time::Duration;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use super::stream::{Cursor, Delivery, Lagged, Start, Stream};
+use super::stream::{Cursor, Lagged, Queue, Start, Stream};
 use super::{CommandError, Data, Host, HostSetup, Out, Summary};
 use crate::wire::rpc::{Id, Request};
 
@@ -42,7 +42,7 @@ pub enum Call {
         client: u64,
         interactive: bool,
         cursor: Option<Cursor>,
-        queue: mpsc::Sender<Delivery>,
+        queue: Queue,
         reply: oneshot::Sender<Attached>,
     },
     Detach {
@@ -430,10 +430,14 @@ impl Actor {
     /// old session's events and before the command's answer.
     fn distribute(&mut self) {
         let out: Vec<Out> = self.host.take_out().collect();
+        // The events between two replies are published together (one hand-over to a batched
+        // subscriber); a reply's `seq` is the head after the events before it.
+        let mut events = Vec::new();
         for item in out {
             match item {
-                Out::Event(e) => self.stream.publish(e),
+                Out::Event(e) => events.push(e),
                 Out::Reply(r) => {
+                    self.stream.publish_all(std::mem::take(&mut events));
                     if r.result.is_ok() && SESSION_CHANGES.contains(&r.command.as_str()) {
                         self.follow_session();
                     }
@@ -444,6 +448,7 @@ impl Actor {
                 }
             }
         }
+        self.stream.publish_all(events);
     }
 
     /// Tells the host when the first interactive client came or the last one went (detached,

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::sync::mpsc;
+use tokio::sync::mpsc::error::TrySendError;
 
 use super::Published;
 
@@ -94,8 +95,23 @@ pub trait Tap: Send + Sync {
 
 struct Subscriber {
     client: u64,
-    tx: mpsc::Sender<Delivery>,
+    tx: Queue,
     lagged: Arc<Lagged>,
+}
+
+/// Where a subscriber's deliveries go: one at a time, or the items of one publish together
+/// (a client in this process that writes everything it gets: one hand-over, and at most one
+/// wake-up, for a burst of events). A batched queue's capacity counts batches.
+#[derive(Debug, Clone)]
+pub enum Queue {
+    One(mpsc::Sender<Delivery>),
+    Batched(mpsc::Sender<Vec<Delivery>>),
+}
+
+impl From<mpsc::Sender<Delivery>> for Queue {
+    fn from(tx: mpsc::Sender<Delivery>) -> Queue {
+        Queue::One(tx)
+    }
 }
 
 /// The ring and the subscribers of one session.
@@ -165,6 +181,35 @@ impl Stream {
         self.subscribers.len()
     }
 
+    /// Keeps `events` in the ring and hands them to every subscriber, in order: one at a time
+    /// to a [`Queue::One`], together to a [`Queue::Batched`].
+    pub fn publish_all(&mut self, events: Vec<Published>) {
+        let Some(last) = events.last().map(|e| e.seq) else {
+            return;
+        };
+        let batched: Vec<usize> = (0..self.subscribers.len())
+            .filter(|i| matches!(self.subscribers[*i].tx, Queue::Batched(_)))
+            .collect();
+        if batched.is_empty() {
+            for e in events {
+                self.publish(e);
+            }
+            return;
+        }
+        let batch: Vec<Delivery> = events.iter().map(|e| self.delivery(e)).collect();
+        // The others get each event as it is published; the batched ones, all of them after.
+        let mut held: Vec<Subscriber> = batched
+            .into_iter()
+            .rev()
+            .map(|i| self.subscribers.swap_remove(i))
+            .collect();
+        for e in events {
+            self.publish(e);
+        }
+        held.retain(|s| offer_batch(s, batch.clone(), last));
+        self.subscribers.append(&mut held);
+    }
+
     /// Keeps `event` in the ring and hands it to every subscriber.
     pub fn publish(&mut self, event: Published) {
         self.head = event.seq;
@@ -222,8 +267,9 @@ impl Stream {
         &mut self,
         client: u64,
         cursor: Option<&Cursor>,
-        tx: mpsc::Sender<Delivery>,
+        tx: impl Into<Queue>,
     ) -> (Start, Arc<Lagged>) {
+        let tx = tx.into();
         self.detach(client);
         let lagged = Arc::new(Lagged::default());
         let sub = Subscriber {
@@ -234,7 +280,15 @@ impl Stream {
         let first = self.ring.front().map_or(self.head + 1, |e| e.seq);
         let start = match cursor {
             Some(c) if c.epoch == self.epoch && c.seq <= self.head && c.seq + 1 >= first => {
-                for e in self.ring.iter().filter(|e| e.seq > c.seq) {
+                let replay = self.ring.iter().filter(|e| e.seq > c.seq);
+                if let Queue::Batched(_) = &sub.tx {
+                    let batch: Vec<Delivery> = replay.map(|e| self.delivery(e)).collect();
+                    if !batch.is_empty() && !offer_batch(&sub, batch, self.head) {
+                        return (Start::Replay, lagged);
+                    }
+                    return self.subscribed(sub, Start::Replay, lagged);
+                }
+                for e in replay {
                     if !offer(&sub, self.delivery(e), self.head) {
                         return (Start::Replay, lagged);
                     }
@@ -243,6 +297,15 @@ impl Stream {
             }
             _ => Start::Snapshot,
         };
+        self.subscribed(sub, start, lagged)
+    }
+
+    fn subscribed(
+        &mut self,
+        sub: Subscriber,
+        start: Start,
+        lagged: Arc<Lagged>,
+    ) -> (Start, Arc<Lagged>) {
         self.subscribers.push(sub);
         (start, lagged)
     }
@@ -269,13 +332,37 @@ impl Stream {
 
 /// Queues `d` for `s`; false (and `s` marked lagged) when its queue is full or gone.
 fn offer(s: &Subscriber, d: Delivery, head: u64) -> bool {
-    match s.tx.try_send(d) {
+    let sent = match &s.tx {
+        Queue::One(tx) => tx
+            .try_send(d)
+            .map_err(|e| matches!(e, TrySendError::Full(_))),
+        Queue::Batched(tx) => tx
+            .try_send(vec![d])
+            .map_err(|e| matches!(e, TrySendError::Full(_))),
+    };
+    lagged_unless_sent(s, sent, head)
+}
+
+/// Queues the items of one publish together for a batched `s` (see [`offer`]).
+fn offer_batch(s: &Subscriber, batch: Vec<Delivery>, head: u64) -> bool {
+    let sent = match &s.tx {
+        Queue::Batched(tx) => tx
+            .try_send(batch)
+            .map_err(|e| matches!(e, TrySendError::Full(_))),
+        Queue::One(_) => return batch.into_iter().all(|d| offer(s, d, head)),
+    };
+    lagged_unless_sent(s, sent, head)
+}
+
+/// `Err(true)`: the queue was full (`s` is marked lagged at `head`); `Err(false)`: it is gone.
+fn lagged_unless_sent(s: &Subscriber, sent: Result<(), bool>, head: u64) -> bool {
+    match sent {
         Ok(()) => true,
-        Err(mpsc::error::TrySendError::Full(_)) => {
+        Err(true) => {
             s.lagged.set(head);
             false
         }
-        Err(mpsc::error::TrySendError::Closed(_)) => false,
+        Err(false) => false,
     }
 }
 
@@ -299,6 +386,35 @@ mod tests {
             out.push(d.seq());
         }
         out
+    }
+
+    #[test]
+    fn a_batched_subscriber_gets_each_publish_in_one_hand_over_in_order() {
+        let mut s = Stream::new(1, "s".into(), "e1".into(), 5, 1 << 20);
+        s.publish_all(vec![ev(1), ev(2)]);
+        let (one_tx, mut one) = mpsc::channel(100);
+        let (batch_tx, mut batched) = mpsc::channel::<Vec<Delivery>>(100);
+        let cursor = Cursor {
+            epoch: "e1".into(),
+            seq: 0,
+        };
+        s.attach(1, Some(&cursor), one_tx);
+        s.attach(2, Some(&cursor), Queue::Batched(batch_tx));
+        s.publish_all(vec![ev(3), ev(4), ev(5)]);
+        s.publish_all(Vec::new());
+        s.publish(ev(6));
+        assert_eq!(seqs(&mut one), [1, 2, 3, 4, 5, 6]);
+        let mut got = Vec::new();
+        while let Ok(batch) = batched.try_recv() {
+            got.push(batch.iter().map(Delivery::seq).collect::<Vec<_>>());
+        }
+        assert_eq!(
+            got,
+            [vec![1, 2], vec![3, 4, 5], vec![6]],
+            "the replay, then each publish"
+        );
+        assert_eq!(s.clients(), 2);
+        assert_eq!(s.head(), 6);
     }
 
     #[test]
