@@ -5,21 +5,23 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::link::Commands;
+use super::link::{Commands, LinkError, LinkErrorKind};
 use crate::wire::pi::Command;
 
 impl Commands {
     /// Runs `command`: pi's `data` (`{}` without one) or pi's error text.
-    pub async fn send(&self, command: &Command) -> Result<Value, String> {
+    pub async fn send(&self, command: &Command) -> Result<Value, LinkError> {
         let fields = Value::Object(command.fields());
         self.request(command.name().as_str(), fields).await
     }
 
     /// Runs `command` and reads its `data` as `T` (an answer that does not fit is an error
     /// naming the command).
-    pub async fn ask<T: DeserializeOwned>(&self, command: &Command) -> Result<T, String> {
+    pub async fn ask<T: DeserializeOwned>(&self, command: &Command) -> Result<T, LinkError> {
         let data = self.send(command).await?;
-        serde_json::from_value(data)
-            .map_err(|e| format!("the answer to {} does not fit: {e}", command.name()))
+        serde_json::from_value(data).map_err(|e| {
+            let text = format!("the answer to {} does not fit: {e}", command.name());
+            LinkError::new(LinkErrorKind::Malformed, text)
+        })
     }
 }

@@ -9,8 +9,8 @@
 use serde_json::{json, Value};
 
 use crate::wire::protocol::daemon::HelloResult;
-use crate::wire::protocol::session::{self as proto, AttachMode, AttachParams, AttachResult};
-use crate::wire::protocol::session::{Cursor as At, SessionHeader};
+use crate::wire::protocol::session::SessionHeader;
+use crate::wire::protocol::session::{self as proto, AttachMode, AttachResult};
 
 use super::follow::Follow;
 use super::run::Opened;
@@ -96,17 +96,9 @@ pub(crate) async fn open(
     if mode == Mode::Json {
         let _ = out.out(header.as_bytes());
     }
-    let attached = client
-        .call::<proto::Attach>(&AttachParams {
-            session_id: session.clone(),
-            cursor: Some(At {
-                epoch: epoch.clone(),
-                seq: cursor,
-            }),
-        })
+    let (link, attached) = Link::attach(client, &dial, &session, Some((&epoch, cursor)))
         .await
         .map_err(|e| StartupError::config(format!("cannot attach to session {session}: {e}")))?;
-    let link = Link::over(client, &session).await;
     Ok(Ok(Opened {
         link,
         id: session,

@@ -399,7 +399,7 @@ impl Agent {
                 for w in &setup.warnings {
                     tracing::warn!("{w}");
                 }
-                Link::local(setup, RING).await
+                Link::local(setup, RING).await.map_err(|e| e.message)
             };
             let (link, start) = match started.await {
                 Ok(opened) => opened,

@@ -19,7 +19,7 @@ use super::schema::{
 };
 use super::updates::Mapper;
 use super::{Peer, Sink, STOP_GRACE};
-use crate::client::link::{Commands, Link, Note};
+use crate::client::link::{Commands, Link, LinkError, Note};
 use crate::kernel::message::Content;
 use crate::wire::events::{ErrorKind, Outcome, SettledError, UiMethod, WireEvent};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id};
@@ -345,7 +345,10 @@ impl Task {
         let (commands, back) = (self.commands.clone(), self.back.clone());
         tokio::spawn(async move {
             if let Err(error) = commands.send(&prompt).await {
-                let _ = back.send(Back::PromptFailed { id, error });
+                let _ = back.send(Back::PromptFailed {
+                    id,
+                    error: error.message,
+                });
             }
         });
     }
@@ -415,7 +418,7 @@ impl Task {
                 "`value`: {option} takes one of its options' values"
             )));
         };
-        let failed = |e: String| ErrorObject::new(j::INTERNAL_ERROR, e);
+        let failed = |e: LinkError| ErrorObject::new(j::INTERNAL_ERROR, e.message);
         match option {
             "mode" => {
                 self.set_policy(&value).map_err(|mut e| {

@@ -169,7 +169,7 @@ pub async fn run_local(setup: TuiSetup, out: &mut Output) -> Result<Exit, Startu
     };
     let (link, start) = Link::local(host, (10_000, 8 << 20))
         .await
-        .map_err(|e| StartupError::internal("cannot start the session").cause(e))?;
+        .map_err(|e| StartupError::internal("cannot start the session").cause(e.message))?;
     let (exit, client) = show(link, start, None, opening).await?;
     if let Some(text) = saved_line(&client) {
         let _ = out.out(text.as_bytes());
@@ -212,7 +212,11 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
     let id = client.link.session_id().to_string();
     // Quitting (not detaching) ends a session nobody else shows, as in-process.
     let closed = match client.close {
-        true => client.commands.request("session/close", json!({})).await,
+        true => client
+            .commands
+            .request("session/close", json!({}))
+            .await
+            .map_err(|e| e.message),
         false => Err(String::new()),
     };
     let text = match closed {
@@ -548,7 +552,7 @@ impl Client {
                 self.show_place();
             }
             Some(Note::Lagged { .. }) => self.reconnect().await,
-            Some(Note::Lost(why)) => self.lost(&why),
+            Some(Note::Lost(why)) => self.lost(&why.to_string()),
             Some(Note::Notice(text)) => self.view.notice(HistoryCell::Notice(text)),
             None if self.daemon.is_some() => self.lost("the connection ended"),
             None => {
@@ -628,7 +632,7 @@ impl Client {
                         // Awaited: the stop must reach the daemon before this client ends
                         // (`abort` is answered once the run has settled).
                         if let Err(e) = self.commands.send(&Command::Abort {}).await {
-                            self.view.notice(HistoryCell::Error(e));
+                            self.view.notice(HistoryCell::Error(e.message));
                         }
                         self.close = true;
                         self.stop = Some(Exit::Success);
@@ -701,7 +705,7 @@ impl Client {
                     let steer = commands.send(&steer).await;
                     let denied = commands.send(&confirm(call_id, false)).await;
                     if let Err(e) = steer.and(denied) {
-                        let _ = back.send(Back::Notice(HistoryCell::Error(e)));
+                        let _ = back.send(Back::Notice(HistoryCell::Error(e.message)));
                     }
                 });
             }
@@ -717,7 +721,7 @@ impl Client {
                         exclude_from_context: None,
                     };
                     if let Err(e) = commands.send(&bash).await {
-                        let _ = back.send(Back::ShellRefused(e));
+                        let _ = back.send(Back::ShellRefused(e.message));
                     }
                 });
             }

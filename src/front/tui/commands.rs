@@ -24,7 +24,7 @@ impl Client {
         let back = self.back_tx.clone();
         tokio::spawn(async move {
             if let Err(e) = commands.send(&command).await {
-                let _ = back.send(Back::Notice(HistoryCell::Error(e)));
+                let _ = back.send(Back::Notice(HistoryCell::Error(e.message)));
             }
         });
     }
@@ -58,7 +58,7 @@ impl Client {
         tokio::spawn(async move {
             let cell = match commands.ask::<T>(&command).await {
                 Ok(v) => HistoryCell::Notice(say(v)),
-                Err(e) => HistoryCell::Error(e),
+                Err(e) => HistoryCell::Error(e.message),
             };
             let _ = back.send(Back::Notice(cell));
         });
@@ -201,7 +201,7 @@ impl Client {
                     let set = state.ok().map(|s| s.thinking_level);
                     HistoryCell::Notice(format!("thinking level: {}", set.unwrap_or(level)))
                 }
-                Err(e) => HistoryCell::Error(e),
+                Err(e) => HistoryCell::Error(e.message),
             };
             let _ = back.send(Back::Notice(cell));
         });
@@ -250,7 +250,7 @@ impl Client {
             };
             let cell = match commands.send(&set).await {
                 Ok(_) => HistoryCell::Notice(format!("model: {provider}/{id}")),
-                Err(e) => HistoryCell::Error(e),
+                Err(e) => HistoryCell::Error(e.message),
             };
             let _ = back.send(Back::Notice(cell));
         });
@@ -274,7 +274,7 @@ impl Client {
             let state = match state {
                 Ok(s) => s,
                 Err(e) => {
-                    let _ = back.send(Back::Notice(HistoryCell::Error(e)));
+                    let _ = back.send(Back::Notice(HistoryCell::Error(e.message)));
                     return;
                 }
             };
