@@ -72,7 +72,7 @@ impl ToolEnv {
         let mut names: Vec<String> = registry
             .providers
             .iter()
-            .filter_map(|p| p.key_env.clone())
+            .flat_map(|p| p.key_env.iter().chain(&p.key_env_alt).cloned())
             .collect();
         let mut secrets: Vec<&str> = secret_values.iter().map(String::as_str).collect();
         secrets.extend(registry.providers.iter().filter_map(|p| p.key.as_deref()));
