@@ -31,6 +31,7 @@ mod exit_codes;
 mod export_html;
 mod external_tools;
 mod gemini;
+mod gemini_stream;
 mod journal;
 mod json_mode;
 mod kernel;

@@ -218,6 +218,8 @@ mod tests {
             "DEEPSEEK_API_KEY",
             "OPENROUTER_API_KEY",
             "GROQ_API_KEY",
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
             "LOCAL_KEY",
             "ALIAS",
             "FLAG_COPY",

@@ -272,3 +272,198 @@ fn function_response(r: &ToolResultMessage, with_id: bool) -> Vec<Value> {
     );
     parts
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_model as model;
+    use super::*;
+    use crate::kernel::message::{StopReason, Usage, UserMessage};
+    use crate::kernel::provider::model::API_ANTHROPIC;
+
+    fn assistant(api: &str, model: &str, content: Vec<Content>, stop: StopReason) -> Message {
+        Message::from(AssistantMessage {
+            content,
+            api: api.into(),
+            provider: "google".into(),
+            model: model.into(),
+            usage: Usage::default(),
+            stop_reason: stop,
+            error_message: None,
+            duration_ms: None,
+            timestamp: 2,
+        })
+    }
+
+    fn result(id: &str, text: &str, is_error: bool) -> Message {
+        Message::from(ToolResultMessage {
+            tool_call_id: id.into(),
+            tool_name: "read".into(),
+            content: vec![Content::text(text)],
+            details: None,
+            is_error,
+            duration_ms: None,
+            timestamp: 3,
+        })
+    }
+
+    fn kept(part: PartKind, sig: &str) -> Option<String> {
+        Some(KeptSignature::encode(part, sig))
+    }
+
+    fn thinking(text: &str, signature: Option<String>) -> Content {
+        Content::Thinking {
+            thinking: text.into(),
+            signature,
+        }
+    }
+
+    fn call(id: &str, arguments: Value) -> Content {
+        Content::ToolCall {
+            id: id.into(),
+            name: "read".into(),
+            arguments,
+        }
+    }
+
+    fn request(messages: Vec<Message>) -> ModelRequest {
+        ModelRequest {
+            system_prompt: String::new(),
+            messages,
+            tools: vec![],
+            thinking_level: "off".into(),
+            session_id: None,
+        }
+    }
+
+    #[test]
+    fn signatures_go_back_on_the_parts_they_came_on() {
+        let m = model();
+        let own = |content| assistant(API_GEMINI, "gemini-test", content, StopReason::Stop);
+        let req = request(vec![
+            Message::from(UserMessage {
+                content: vec![
+                    Content::text("what is this?"),
+                    Content::Image {
+                        data: "AA==".into(),
+                        mime_type: "image/png".into(),
+                    },
+                ],
+                timestamp: 1,
+            }),
+            own(vec![
+                // A thought with its own signature, then one without.
+                thinking("plan", kept(PartKind::Thought, "T1")),
+                thinking("more", None),
+                // An empty text part's signature folded into the open thought block.
+                thinking("last", kept(PartKind::Text, "X1")),
+                Content::text("Let me look."),
+                // A text part's signature kept just after it.
+                thinking("", kept(PartKind::Text, "X2")),
+                call("c1", json!({"path": "a"})),
+                thinking("", kept(PartKind::FunctionCall, "F1")),
+                call(&format!("{MADE_UP_ID}r-2"), Value::String("{\"pa".into())),
+            ]),
+            result("c1", "one", false),
+            result(&format!("{MADE_UP_ID}r-2"), "no such file", true),
+            Message::user("go on", 4),
+        ]);
+        let body = request_body(&req, &m);
+        assert_eq!(
+            body["contents"],
+            json!([
+                {"role": "user", "parts": [
+                    {"text": "what is this?"},
+                    {"inlineData": {"mimeType": "image/png", "data": "AA=="}},
+                ]},
+                {"role": "model", "parts": [
+                    {"text": "plan", "thought": true, "thoughtSignature": "T1"},
+                    {"text": "more", "thought": true},
+                    {"text": "last", "thought": true},
+                    {"text": "", "thoughtSignature": "X1"},
+                    {"text": "Let me look.", "thoughtSignature": "X2"},
+                    {"functionCall": {"name": "read", "args": {"path": "a"}, "id": "c1"},
+                     "thoughtSignature": "F1"},
+                    {"functionCall": {"name": "read", "args": {"arguments": "{\"pa"}}},
+                ]},
+                {"role": "user", "parts": [
+                    {"functionResponse": {"name": "read", "id": "c1",
+                                          "response": {"output": "one"}}},
+                    {"functionResponse": {"name": "read",
+                                          "response": {"error": "no such file"}}},
+                    {"text": "go on"},
+                ]},
+            ])
+        );
+        assert_eq!(body.get("systemInstruction"), None);
+        assert_eq!(body.get("tools"), None);
+        assert_eq!(body["generationConfig"], json!({"maxOutputTokens": 65536}));
+    }
+
+    #[test]
+    fn another_models_turns_lose_their_thoughts_and_get_the_documented_placeholder() {
+        let m = model();
+        let req = request(vec![
+            Message::user("hi", 1),
+            // A failed attempt and its result are not sent.
+            assistant(
+                API_GEMINI,
+                "gemini-test",
+                vec![call("c0", json!({}))],
+                StopReason::Error,
+            ),
+            result("c0", "x", false),
+            assistant(
+                API_ANTHROPIC,
+                "claude",
+                vec![
+                    thinking("hmm", Some("EqQBCkYIBxgCKkD".into())),
+                    call("toolu_1", json!({"path": "a"})),
+                    call("toolu_2", json!({"path": "b"})),
+                ],
+                StopReason::ToolUse,
+            ),
+            result("toolu_1", "a", false),
+            result("toolu_2", "b", false),
+        ]);
+        let contents = &request_body(&req, &m)["contents"];
+        assert_eq!(contents.as_array().unwrap().len(), 3, "{contents:#}");
+        assert_eq!(
+            contents[1],
+            json!({"role": "model", "parts": [
+                {"functionCall": {"name": "read", "args": {"path": "a"}},
+                 "thoughtSignature": NO_SIGNATURE},
+                {"functionCall": {"name": "read", "args": {"path": "b"}}},
+            ]})
+        );
+        assert_eq!(
+            contents[2]["parts"][0],
+            json!({"functionResponse": {"name": "read", "response": {"output": "a"}}})
+        );
+    }
+
+    #[test]
+    fn thinking_level_or_budget() {
+        let mut m = model();
+        let mut req = request(vec![Message::user("hi", 1)]);
+        assert_eq!(
+            request_body(&req, &m)["generationConfig"].get("thinkingConfig"),
+            None
+        );
+        req.thinking_level = "xhigh".into();
+        assert_eq!(
+            request_body(&req, &m)["generationConfig"]["thinkingConfig"],
+            json!({"thinkingLevel": "high", "includeThoughts": true})
+        );
+        m.id = "gemini-2.5-pro".into();
+        req.thinking_level = "low".into();
+        assert_eq!(
+            request_body(&req, &m)["generationConfig"]["thinkingConfig"],
+            json!({"thinkingBudget": 1024, "includeThoughts": true})
+        );
+        m.reasoning = false;
+        assert_eq!(
+            request_body(&req, &m)["generationConfig"].get("thinkingConfig"),
+            None
+        );
+    }
+}
