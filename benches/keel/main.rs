@@ -33,6 +33,7 @@ type Res<T> = Result<T, String>;
 
 mod daemon;
 mod daemon_load;
+mod gemini;
 mod journal;
 mod mcp;
 mod openai;
@@ -118,14 +119,15 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui, =print or =responses
+    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui, =print, =responses
+    // or =gemini
     // runs just those rows (they take a while to iterate on); =load: the daemon's
     // pipelining-client memory rows; =print: a print run against its floor.
     let only = match std::env::var("KEEL_BENCH_ONLY") {
         Ok(v)
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
-                "run",
+                "run", "gemini",
             ]
             .contains(&v.as_str()) =>
         {
@@ -133,7 +135,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses or run, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini or run, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -184,6 +186,13 @@ fn run() -> Res<()> {
         eprintln!("[5/9] Responses vs Chat Completions over HTTP, {DELTAS} deltas x{heavy}");
         responses::responses_bench(&keel, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} runs, Responses rows only"));
+    }
+    if only.as_deref() == Some("gemini") {
+        eprintln!(
+            "[5/9] Gemini vs Chat Completions print runs over HTTP, {DELTAS} deltas x{heavy}"
+        );
+        gemini::gemini_bench(&keel, &mut rows, heavy)?;
+        return report(&keel, &rows, &format!("{heavy} runs, Gemini rows only"));
     }
     if only.as_deref() == Some("mcp") {
         mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
@@ -279,6 +288,7 @@ fn run() -> Res<()> {
         2,
     ));
     responses::responses_bench(&keel, &mut rows, heavy)?;
+    gemini::gemini_bench(&keel, &mut rows, heavy)?;
 
     // 6. RPC mode: request round trip, and prompt to first streamed event.
     let rpc_samples = runs_override.unwrap_or(RPC_SAMPLES);
