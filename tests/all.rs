@@ -30,6 +30,8 @@ mod daemon_sessions;
 mod exit_codes;
 mod export_html;
 mod external_tools;
+mod gemini;
+mod gemini_stream;
 mod journal;
 mod json_mode;
 mod kernel;

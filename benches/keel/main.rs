@@ -33,6 +33,7 @@ type Res<T> = Result<T, String>;
 
 mod daemon;
 mod daemon_load;
+mod gemini;
 mod journal;
 mod mcp;
 mod openai;
@@ -118,7 +119,8 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui, =print or =responses
+    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui, =print, =responses
+    // or =gemini
     // runs just those rows (they take a while to iterate on); =load: the daemon's
     // pipelining-client memory rows; =print: a print run against its floor; =json: the
     // JSON-mode flood (wall time, deltas/s, events/s).
@@ -126,7 +128,7 @@ fn run() -> Res<()> {
         Ok(v)
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
-                "run", "json",
+                "run", "json", "gemini",
             ]
             .contains(&v.as_str()) =>
         {
@@ -134,7 +136,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, run or json, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, run or json, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -189,6 +191,13 @@ fn run() -> Res<()> {
         eprintln!("[5/9] Responses vs Chat Completions over HTTP, {DELTAS} deltas x{heavy}");
         responses::responses_bench(&keel, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} runs, Responses rows only"));
+    }
+    if only.as_deref() == Some("gemini") {
+        eprintln!(
+            "[5/9] Gemini vs Chat Completions print runs over HTTP, {DELTAS} deltas x{heavy}"
+        );
+        gemini::gemini_bench(&keel, &mut rows, heavy)?;
+        return report(&keel, &rows, &format!("{heavy} runs, Gemini rows only"));
     }
     if only.as_deref() == Some("mcp") {
         mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
@@ -284,6 +293,7 @@ fn run() -> Res<()> {
         2,
     ));
     responses::responses_bench(&keel, &mut rows, heavy)?;
+    gemini::gemini_bench(&keel, &mut rows, heavy)?;
 
     // 6. RPC mode: request round trip, and prompt to first streamed event.
     let rpc_samples = runs_override.unwrap_or(RPC_SAMPLES);

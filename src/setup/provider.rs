@@ -173,9 +173,12 @@ fn provider_name(
     if set("OPENAI_API_KEY") || set("OPENAI_BASE_URL") {
         return Ok("openai".into());
     }
+    if set("GEMINI_API_KEY") || set("GOOGLE_API_KEY") || set("GOOGLE_GEMINI_BASE_URL") {
+        return Ok("google".into());
+    }
     Err(
         StartupError::config("no model provider is configured").hint(
-            "set ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass --base-url URL (or set \
+            "set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY, or pass --base-url URL (or set \
          OPENAI_BASE_URL) for a local OpenAI-compatible server, or run offline with \
          --provider scripted --script fixtures/providers/hello.json",
         ),
@@ -245,13 +248,22 @@ fn api_key(
     endpoint: &Endpoint,
 ) -> Result<Option<String>, StartupError> {
     let env_key_ok = cli.base_url.is_none() || cli.provider.is_some();
-    let key = cli.api_key.clone().or_else(|| p.key.clone()).or_else(|| {
-        p.key_env
-            .as_deref()
+    let from_env = |var: &Option<String>| {
+        var.as_deref()
             .filter(|_| env_key_ok)
             .and_then(|k| env.vars.get(k).cloned())
-    });
+    };
+    let key = cli
+        .api_key
+        .clone()
+        .or_else(|| p.key.clone())
+        .or_else(|| from_env(&p.key_env))
+        .or_else(|| from_env(&p.key_env_alt));
     if let (None, Some(k), false) = (&key, &p.key_env, endpoint.custom) {
+        let k = match &p.key_env_alt {
+            Some(alt) => format!("{k} or {alt}"),
+            None => k.clone(),
+        };
         return Err(
             StartupError::config(format!("no API key for provider `{}`", p.name)).hint(format!(
                 "set {k} (or pass --api-key KEY); for a local server without a key, pass --base-url URL"

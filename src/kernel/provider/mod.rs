@@ -1,9 +1,10 @@
 //! The provider trait every model backend implements (scripted, OpenAI Chat Completions and
-//! Responses, Anthropic), and the streamed events it yields. Providers turn a request into a stream of small facts; the
+//! Responses, Anthropic, Gemini), and the streamed events it yields. Providers turn a request into a stream of small facts; the
 //! turn loop assembles them into messages and bus events. Providers never touch the bus.
 
 pub mod anthropic;
 mod catalog;
+pub mod gemini;
 pub mod http;
 pub mod limits;
 pub mod model;
@@ -43,7 +44,8 @@ pub enum ProviderEvent {
     Text(String),
     /// A piece of reasoning.
     Thinking(String),
-    /// The opaque signature of the current thinking block (Anthropic); sent back verbatim.
+    /// The opaque signature of the current thinking block (Anthropic; a Responses reasoning
+    /// item; a Gemini thought signature of the part just streamed); sent back verbatim.
     ThinkingSignature(String),
     /// A tool call begins. Several calls may be open at once (parallel calls streamed
     /// interleaved); `id` ties their fragments together.
