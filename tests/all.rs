@@ -50,6 +50,7 @@ mod schedule;
 mod session_load;
 mod session_safety;
 mod sessions;
+mod settings;
 mod skills;
 mod stdio;
 mod tool_loop;

@@ -64,6 +64,7 @@ async fn command(cli: &McpCli, env: &Env) -> Result<(String, bool), StartupError
         strict: cli.strict_mcp_config,
         disabled: false,
         trust_project: cli.trust_project,
+        settings: Vec::new(),
     };
     let mut loaded = config::load(&sources, &env.keel_home, &env.cwd, &env.vars)
         .map_err(|e| StartupError::config(e.message).hint("see README, \"MCP servers\""))?;
