@@ -251,3 +251,45 @@ fn a_daemon_session_is_opened_with_the_settings_of_its_cwd() {
     let probe = std::fs::read_to_string(sb.work().join("probe.txt")).unwrap();
     assert_eq!(probe, "\n");
 }
+
+#[test]
+fn permissions_default_mode_sets_the_mode_with_claudes_names_and_the_flag_overrides_it() {
+    let sb = Sandbox::new();
+    // Claude's `default` is keel's ask: a headless run blocks on the first shell call.
+    write(
+        &project(&sb),
+        &json!({"permissions": {"defaultMode": "default"}}),
+    );
+    let run = sb.scripted("-p", "blocked.json", &["--no-session", "clean up"]);
+    assert_eq!(run.code, 5, "{run}");
+    let run = sb.scripted(
+        "-p",
+        "blocked.json",
+        &["--no-session", "--permission", "auto", "go"],
+    );
+    assert_eq!(run.code, 0, "the flag beats the file: {run}");
+    // A mode keel does not have yet asks, and says so.
+    write(
+        &project(&sb),
+        &json!({"permissions": {"defaultMode": "acceptEdits"}}),
+    );
+    let run = sb.scripted("-p", "blocked.json", &["--no-session", "clean up"]);
+    assert_eq!(run.code, 5, "{run}");
+    assert!(
+        run.stderr
+            .contains("`permissions.defaultMode` `accept-edits` is not supported yet; using ask"),
+        "{run}"
+    );
+}
+
+#[test]
+fn the_settings_mcp_servers_join_the_mcp_json_servers() {
+    let sb = Sandbox::new();
+    write(
+        &project(&sb),
+        &json!({"mcpServers": {"fx": {"command": crate::mcp::FIXTURE}}}),
+    );
+    let run = sb.run(&["debug", "prompt", "--json"]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(run.stdout.contains("mcp__fx__echo"), "{run}");
+}

@@ -194,3 +194,76 @@ fn mode_of(m: DefaultMode, origin: &str, warnings: &mut Vec<String>) -> Option<P
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use serde_json::json;
+
+    use super::*;
+
+    /// The settings of `keel ARGS` in a temp project whose `.keel/settings.json` is `project`
+    /// and whose managed file is `managed`.
+    fn resolve(args: &[&str], project: Value, managed: Value) -> Settings {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(work.join(".keel")).unwrap();
+        std::fs::write(work.join(".keel/settings.json"), project.to_string()).unwrap();
+        let managed_file = dir.path().join("managed.json");
+        std::fs::write(&managed_file, managed.to_string()).unwrap();
+        let vars = [(
+            settings::MANAGED_VAR.to_string(),
+            managed_file.display().to_string(),
+        )];
+        let env = crate::setup::open::env_in(
+            &vars.into_iter().collect(),
+            dir.path(),
+            dir.path(),
+            &work,
+            BTreeMap::new(),
+        );
+        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args.iter().copied())).unwrap();
+        Settings::resolve(&cli, &env).unwrap()
+    }
+
+    #[test]
+    fn files_beat_defaults_flags_beat_files_and_managed_beats_flags() {
+        let project = json!({"thinking": "high", "approvalTimeout": 5, "autoCompaction": false,
+                             "maxTurns": 2, "env": {"A": "1"}});
+        let s = resolve(&[], project.clone(), json!({}));
+        assert_eq!(s.thinking, Some(Thinking::High));
+        assert_eq!(s.approval_timeout, 5.0);
+        assert!(!s.auto_compaction);
+        assert_eq!(s.max_turns, Some(2));
+        assert_eq!(s.tool_vars["A"], "1");
+        assert_eq!(
+            (s.permission, s.permission_chosen),
+            (Permission::Auto, false)
+        );
+        let s = resolve(
+            &[
+                "--thinking",
+                "low",
+                "--approval-timeout",
+                "9",
+                "--max-turns",
+                "7",
+            ],
+            project.clone(),
+            json!({}),
+        );
+        assert_eq!(s.thinking, Some(Thinking::Low));
+        assert_eq!(s.approval_timeout, 9.0);
+        assert_eq!(s.max_turns, Some(7));
+        let s = resolve(
+            &["--max-turns", "7", "--permission", "auto"],
+            project,
+            json!({"maxTurns": 1, "permissions": {"defaultMode": "read-only"}}),
+        );
+        assert_eq!(s.max_turns, Some(1));
+        assert_eq!(s.permission, Permission::ReadOnly);
+        let s = resolve(&[], json!({}), json!({}));
+        assert_eq!(s.approval_timeout, DEFAULT_APPROVAL_TIMEOUT);
+        assert!(s.auto_compaction);
+    }
+}
