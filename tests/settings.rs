@@ -215,7 +215,7 @@ fn a_daemon_session_is_opened_with_the_settings_of_its_cwd() {
     let other = sb.dir.path().join("other");
     write(
         &other.join(".keel/settings.json"),
-        &json!({"env": {"KEEL_PROBE": "from-settings"}}),
+        &json!({"env": {"KEEL_PROBE": "from-settings"}, "modle": "x"}),
     );
     let script = sb.dir.path().join("probe.json");
     write(
@@ -244,6 +244,12 @@ fn a_daemon_session_is_opened_with_the_settings_of_its_cwd() {
     assert_eq!(run.code, 0, "{run}");
     let probe = std::fs::read_to_string(other.join("probe.txt")).unwrap();
     assert_eq!(probe, "from-settings\n");
+    // Its warnings reach the client, as an in-process run's do.
+    assert!(
+        run.stderr
+            .contains("other/.keel/settings.json: `modle`: unknown key; skipped"),
+        "{run}"
+    );
     // The daemon's own directory (the sandbox's work dir) has no settings: a session there
     // does not see them.
     let out = sb.cmd(&args).output().unwrap();
@@ -292,4 +298,17 @@ fn the_settings_mcp_servers_join_the_mcp_json_servers() {
     let run = sb.run(&["debug", "prompt", "--json"]);
     assert_eq!(run.code, 0, "{run}");
     assert!(run.stdout.contains("mcp__fx__echo"), "{run}");
+}
+
+#[test]
+fn keel_mcp_list_shows_the_settings_mcp_servers() {
+    let sb = Sandbox::new();
+    write(
+        &project(&sb),
+        &json!({"mcpServers": {"fx": {"command": crate::mcp::FIXTURE}}}),
+    );
+    let run = sb.run(&["mcp", "list", "--json"]);
+    assert_eq!(run.code, 0, "{run}");
+    let v: Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(v["servers"][0]["name"], "fx", "{run}");
 }

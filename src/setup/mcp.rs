@@ -45,17 +45,17 @@ pub fn load(settings: &Settings, env: &Env) -> Result<config::Loaded, StartupErr
         StartupError::config(e.message).hint("see README, \"MCP servers\", for the file's shape")
     };
     let mut sources = sources(settings, env);
-    sources.settings = settings_servers(settings, vars).map_err(hint)?;
+    sources.settings = settings_servers(&settings.mcp_servers, vars).map_err(hint)?;
     config::load(&sources, &env.keel_home, &env.cwd, vars).map_err(hint)
 }
 
 /// The settings files' `mcpServers`, read as `mcp.json`'s (each names its file).
-fn settings_servers(
-    settings: &Settings,
+pub fn settings_servers(
+    servers: &std::collections::BTreeMap<String, crate::settings::Sourced<serde_json::Value>>,
     vars: &std::collections::BTreeMap<String, String>,
 ) -> Result<Vec<config::ServerConfig>, config::ConfigError> {
     let mut out = Vec::new();
-    for (name, entry) in &settings.mcp_servers {
+    for (name, entry) in servers {
         let text = serde_json::json!({"mcpServers": {name.as_str(): &entry.value}}).to_string();
         let origin = std::path::PathBuf::from(entry.origin.to_string());
         out.extend(config::parse(&text, &origin, vars)?);
