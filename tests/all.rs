@@ -54,6 +54,7 @@ mod schedule;
 mod session_load;
 mod session_safety;
 mod sessions;
+mod settings;
 mod skills;
 mod stdio;
 mod tool_loop;

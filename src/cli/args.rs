@@ -118,14 +118,15 @@ pub struct Cli {
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub max_repeated_failures: u32,
 
-    /// Tool permission policy for write, edit and bash.
-    #[arg(long, value_enum, default_value_t = PermissionFlag::Auto)]
-    pub permission: PermissionFlag,
+    /// Tool permission policy for write, edit and bash (default: the settings'
+    /// permissions.defaultMode, else auto).
+    #[arg(long, value_enum)]
+    pub permission: Option<PermissionFlag>,
 
     /// RPC mode with --permission ask: seconds a tool approval dialog waits for the client
-    /// before the call is denied.
-    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
-    pub approval_timeout: f64,
+    /// before the call is denied (default: the settings' approvalTimeout, else 300).
+    #[arg(long, value_name = "SECS")]
+    pub approval_timeout: Option<f64>,
 
     /// API key for the provider (overrides the environment).
     #[arg(long, value_name = "KEY")]
@@ -235,6 +236,11 @@ pub struct Cli {
     /// list prices): exit 4, the session saved for --continue.
     #[arg(long, value_name = "USD", visible_alias = "max-budget-usd", value_parser = usd)]
     pub max_cost: Option<f64>,
+
+    /// Settings for this run, above the project's and the user's settings files: a JSON file,
+    /// or the JSON itself (`{…}`). See `keel config`.
+    #[arg(long, value_name = "FILE|JSON")]
+    pub settings: Option<String>,
 }
 
 /// A dollar amount: a finite number, not negative.

@@ -7,6 +7,7 @@ pub mod commands;
 
 use args::Cli;
 use commands::attach::AttachArgs;
+use commands::config::ConfigCommand;
 use commands::daemon::DaemonAction;
 use commands::debug::DebugCommand;
 use commands::mcp::McpCli;
@@ -63,6 +64,12 @@ pub enum Command {
         #[command(subcommand)]
         command: DebugCommand,
     },
+    /// The settings files: the merged values and their origins, the files looked at, the
+    /// schema.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
 }
 
 /// Parses the command line `args` (the process's, read once by `app`) and runs what it names:
@@ -85,6 +92,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Schedule { action }) => commands::schedule::run(action),
         Some(Command::Mcp(cli)) => commands::mcp::run(cli),
         Some(Command::Debug { command }) => commands::debug::run(command, &args),
+        Some(Command::Config { command }) => commands::config::run(command),
     }
 }
 

@@ -48,12 +48,13 @@ fn answers_late(word: &str) -> bool {
 /// request, to the client as `notify`.
 pub async fn run(
     cli: &Cli,
+    settings: &crate::setup::Settings,
     env: &Env,
     clock: &Clock,
     remote: bool,
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
-    crate::setup::check_session_flags(cli, false)?;
+    crate::setup::check_session_flags(settings, false)?;
     if !cli.prompt.is_empty() {
         return Err(StartupError::usage(
             "rpc mode takes no prompt arguments; send {\"type\":\"prompt\",\"message\":...} on stdin",
@@ -64,7 +65,7 @@ pub async fn run(
         let session = daemon::open(cli, env, out).await?;
         return Ok(serve(session, Front::new(), signals, out).await);
     }
-    let setup = crate::setup::host_setup(cli, env, clock, true).await?;
+    let setup = crate::setup::host_setup(settings, env, clock, true).await?;
     for w in &setup.warnings {
         out.err(&format!("Warning: {w}\n"));
     }
