@@ -10,6 +10,7 @@ pub mod compaction;
 pub mod event;
 pub mod message;
 pub mod op;
+pub mod policy;
 pub mod private;
 pub mod provider;
 pub mod recorder;
