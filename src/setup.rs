@@ -308,6 +308,7 @@ pub fn agent_config_with(
             PermissionFlag::Auto => Permission::Auto,
             PermissionFlag::ReadOnly => Permission::ReadOnly,
             PermissionFlag::Ask => Permission::Ask,
+            PermissionFlag::AcceptEdits => Permission::AcceptEdits,
         },
         can_ask,
         steering_mode: QueueMode::OneAtATime,
@@ -330,6 +331,7 @@ pub fn agent_config_with(
             ..CompactionPolicy::default()
         },
         session_id: None,
+        rules: Default::default(),
     };
     Ok((config, warnings, skills))
 }

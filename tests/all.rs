@@ -41,6 +41,7 @@ mod mcp_http;
 mod mcp_interop;
 mod mentions;
 mod model_scope;
+mod permission_rules;
 mod projectors;
 mod providers;
 mod remote;

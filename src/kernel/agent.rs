@@ -32,6 +32,8 @@ pub enum Permission {
     ReadOnly,
     /// A front end must approve each mutating call.
     Ask,
+    /// `edit` and `write` run; `bash` and mutating external tools must be approved.
+    AcceptEdits,
 }
 
 /// Fixed settings of one agent session.
@@ -69,6 +71,9 @@ pub struct AgentConfig {
     /// The id of the session being served, sent to APIs that route prompt caches by it
     /// (`None`: no such hint).
     pub session_id: Option<String>,
+    /// Permission rules (`deny`, `ask`, `allow`) checked on every tool call before the mode
+    /// (`kernel::policy`); empty: the mode alone decides.
+    pub rules: Arc<crate::kernel::policy::Rules>,
 }
 
 /// How failed model calls are retried: only failures before any output, of a transient kind
@@ -123,6 +128,7 @@ impl AgentConfig {
             retry: RetryPolicy::default(),
             compaction: CompactionPolicy::default(),
             session_id: None,
+            rules: Default::default(),
         }
     }
 }
