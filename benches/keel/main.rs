@@ -36,6 +36,7 @@ mod daemon_load;
 mod journal;
 mod mcp;
 mod openai;
+mod policy;
 mod print;
 mod remote;
 mod responses;
@@ -118,14 +119,15 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui, =print or =responses
+    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui, =print, =responses
+    // or =policy (the permission-rule rows)
     // runs just those rows (they take a while to iterate on); =load: the daemon's
     // pipelining-client memory rows; =print: a print run against its floor.
     let only = match std::env::var("KEEL_BENCH_ONLY") {
         Ok(v)
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
-                "run",
+                "run", "policy",
             ]
             .contains(&v.as_str()) =>
         {
@@ -133,7 +135,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses or run, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, run or policy, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -185,6 +187,14 @@ fn run() -> Res<()> {
         responses::responses_bench(&keel, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} runs, Responses rows only"));
     }
+    if only.as_deref() == Some("policy") {
+        policy::policy_bench(&mut rows, quick)?;
+        return report(
+            &keel,
+            &rows,
+            &format!("{quick} samples, permission-rule rows only"),
+        );
+    }
     if only.as_deref() == Some("mcp") {
         mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} runs, MCP rows only"));
@@ -207,6 +217,7 @@ fn run() -> Res<()> {
     }
     rows.push(Row::stats("`keel --version` wall time", &t, "ms", 1));
     mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
+    policy::policy_bench(&mut rows, quick)?;
     print::print_bench(&keel, &mut rows, quick)?;
 
     let big_s = path_str(&big)?;
