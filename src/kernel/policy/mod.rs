@@ -152,8 +152,9 @@ enum Subject<'a> {
         raw: std::borrow::Cow<'a, str>,
         split: std::cell::OnceCell<Option<Vec<shell::SimpleCommand>>>,
     },
-    /// A file tool's path, absolute and normalised.
-    Path(PathBuf),
+    /// A file tool's path, absolute and normalised, and where it leads when that differs (a
+    /// symlink): deny and ask rules match either, allow rules must match both.
+    Path(PathBuf, Option<PathBuf>),
     /// Nothing a specifier can match.
     Opaque,
 }
@@ -172,14 +173,23 @@ impl<'a> Subject<'a> {
                 None => Subject::Opaque,
             },
             "read" | "write" | "edit" => match args.path {
-                Some(p) => Subject::Path(path::normalize(cwd, &p)),
+                Some(p) => Subject::path(path::normalize(cwd, &p)),
                 None => Subject::Opaque,
             },
             "grep" | "find" | "ls" => {
-                Subject::Path(path::normalize(cwd, args.path.as_deref().unwrap_or(".")))
+                Subject::path(path::normalize(cwd, args.path.as_deref().unwrap_or(".")))
             }
             _ => Subject::Opaque,
         }
+    }
+}
+
+impl Subject<'_> {
+    fn path(lexical: PathBuf) -> Subject<'static> {
+        let real = std::fs::canonicalize(&lexical)
+            .ok()
+            .filter(|r| *r != lexical);
+        Subject::Path(lexical, real)
     }
 }
 
@@ -198,7 +208,17 @@ fn any_matches(list: &[Rule], tool: &str, subject: &Subject, any: bool) -> Optio
     for rule in list.iter().filter(|r| r.tools.contains(tool)) {
         match (&rule.spec, subject) {
             (Spec::Any, _) => return Some(matched(rule)),
-            (Spec::Path(p), Subject::Path(path)) if p.matches(path) => return Some(matched(rule)),
+            (Spec::Path(p), Subject::Path(path, real)) => {
+                let target = real.as_ref().map(|r| p.matches(r));
+                let hit = match (p.matches(path), target) {
+                    (lexical, None) => lexical,
+                    (lexical, Some(real)) if any => lexical || real,
+                    (lexical, Some(real)) => lexical && real,
+                };
+                if hit {
+                    return Some(matched(rule));
+                }
+            }
             (Spec::Command(_), Subject::Command { .. }) => command_rules.push(rule),
             _ => {}
         }

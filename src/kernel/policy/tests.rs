@@ -256,3 +256,25 @@ fn no_rules_decide_nothing() {
     assert!(r.is_empty());
     assert_eq!(bash(&r, "rm -rf /"), Verdict::Unmatched);
 }
+
+#[test]
+fn a_symlink_is_denied_by_its_target_and_allowed_only_if_both_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join(".env"), "SECRET=1").unwrap();
+    std::fs::create_dir(root.join("docs")).unwrap();
+    std::os::unix::fs::symlink(root.join(".env"), root.join("docs/link")).unwrap();
+    let (r, _) = Rules::build(
+        &list(&["Read(./.env)"]),
+        &[],
+        &list(&["Read(/docs/**)"]),
+        &root,
+        Path::new("/h"),
+    );
+    let read = |p: &str| short(r.check("read", &json!({ "path": p }), &root)).0;
+    assert_eq!(read("docs/link"), "deny", "the link's target is denied");
+    let (allow_only, _) =
+        Rules::build(&[], &[], &list(&["Read(/docs/**)"]), &root, Path::new("/h"));
+    let v = allow_only.check("read", &json!({"path": "docs/link"}), &root);
+    assert_eq!(short(v).0, "none", "the target is outside the allowed tree");
+}
