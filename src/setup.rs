@@ -290,6 +290,8 @@ pub fn agent_config_with(
         &env.cwd,
     ));
     warnings.extend(skill_warnings);
+    let (rules, rule_warnings) = settings.rules(env);
+    warnings.extend(rule_warnings);
     let catalog = crate::skills::catalog(&skills, tools.iter().any(|t| t == "read"), &mut warnings);
     let system_prompt = context::system_prompt(&context::PromptParts {
         base: settings.system_prompt.as_deref(),
@@ -334,6 +336,7 @@ pub fn agent_config_with(
         session_id: None,
         output_schema: output_schema(settings, env)?,
         max_cost: settings.max_cost,
+        rules: Arc::new(rules),
     };
     Ok((config, warnings, skills))
 }

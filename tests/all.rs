@@ -45,6 +45,7 @@ mod mcp_interop;
 mod mentions;
 mod model_scope;
 mod output_schema;
+mod permission_rules;
 mod projectors;
 mod providers;
 mod remote;

@@ -37,6 +37,7 @@ mod gemini;
 mod journal;
 mod mcp;
 mod openai;
+mod policy;
 mod print;
 mod remote;
 mod responses;
@@ -120,7 +121,7 @@ fn run() -> Res<()> {
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
     // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui, =print, =responses
-    // or =gemini
+    // or =gemini or =policy (the permission-rule rows)
     // runs just those rows (they take a while to iterate on); =load: the daemon's
     // pipelining-client memory rows; =print: a print run against its floor; =json: the
     // JSON-mode flood (wall time, deltas/s, events/s).
@@ -128,7 +129,7 @@ fn run() -> Res<()> {
         Ok(v)
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
-                "run", "json", "gemini",
+                "run", "json", "gemini", "policy",
             ]
             .contains(&v.as_str()) =>
         {
@@ -136,7 +137,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, run or json, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, run or json, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -199,6 +200,14 @@ fn run() -> Res<()> {
         gemini::gemini_bench(&keel, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} runs, Gemini rows only"));
     }
+    if only.as_deref() == Some("policy") {
+        policy::policy_bench(&mut rows, quick)?;
+        return report(
+            &keel,
+            &rows,
+            &format!("{quick} samples, permission-rule rows only"),
+        );
+    }
     if only.as_deref() == Some("mcp") {
         mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} runs, MCP rows only"));
@@ -221,6 +230,7 @@ fn run() -> Res<()> {
     }
     rows.push(Row::stats("`keel --version` wall time", &t, "ms", 1));
     mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
+    policy::policy_bench(&mut rows, quick)?;
     print::print_bench(&keel, &mut rows, quick)?;
 
     let big_s = path_str(&big)?;

@@ -287,11 +287,16 @@ pub enum ThinkingFlag {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PermissionFlag {
     /// Every tool runs.
+    #[value(alias = "bypassPermissions")]
     Auto,
     /// write, edit and bash are refused.
     ReadOnly,
     /// Each write, edit or bash call must be approved (headless runs end as blocked, exit 5).
+    #[value(alias = "default")]
     Ask,
+    /// write and edit run; bash and MCP tools that change things must be approved.
+    #[value(alias = "acceptEdits")]
+    AcceptEdits,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -422,5 +427,28 @@ mod session_flag_tests {
             got,
             ["--provider", "scripted", "--session-id", "x", "hello"]
         );
+    }
+}
+
+#[cfg(test)]
+mod permission_flag_tests {
+    use super::*;
+    use clap::Parser;
+
+    fn permission(value: &str) -> Result<PermissionFlag, String> {
+        Cli::try_parse_from(["keel", "--permission", value])
+            .map(|c| c.permission)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn accept_edits_and_claude_mode_names_are_accepted() {
+        assert_eq!(permission("accept-edits"), Ok(PermissionFlag::AcceptEdits));
+        assert_eq!(permission("acceptEdits"), Ok(PermissionFlag::AcceptEdits));
+        assert_eq!(permission("default"), Ok(PermissionFlag::Ask));
+        assert_eq!(permission("bypassPermissions"), Ok(PermissionFlag::Auto));
+        assert_eq!(permission("read-only"), Ok(PermissionFlag::ReadOnly));
+        let plan = permission("plan").unwrap_err();
+        assert!(plan.contains("invalid value 'plan'"), "{plan}");
     }
 }

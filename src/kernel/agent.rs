@@ -32,6 +32,8 @@ pub enum Permission {
     ReadOnly,
     /// A front end must approve each mutating call.
     Ask,
+    /// `edit` and `write` run; `bash` and mutating external tools must be approved.
+    AcceptEdits,
 }
 
 /// Fixed settings of one agent session.
@@ -74,6 +76,9 @@ pub struct AgentConfig {
     pub output_schema: Option<Arc<crate::kernel::output_schema::OutputSchema>>,
     /// USD a run may cost (`--max-cost`): checked before each model call of a run.
     pub max_cost: Option<f64>,
+    /// Permission rules (`deny`, `ask`, `allow`) checked on every tool call before the mode
+    /// (`kernel::policy`); empty: the mode alone decides.
+    pub rules: Arc<crate::kernel::policy::Rules>,
 }
 
 /// How failed model calls are retried: only failures before any output, of a transient kind
@@ -130,6 +135,7 @@ impl AgentConfig {
             session_id: None,
             output_schema: None,
             max_cost: None,
+            rules: Default::default(),
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod event;
 pub mod message;
 pub mod op;
 pub mod output_schema;
+pub mod policy;
 pub mod private;
 pub mod provider;
 pub mod recorder;

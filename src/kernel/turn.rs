@@ -13,6 +13,7 @@ use crate::kernel::compaction;
 use crate::kernel::event::{ApprovalDecision, CompactionReason, EventPayload, RunOutcome};
 use crate::kernel::message::{AssistantMessage, Message, StopReason, ToolResultMessage, Usage};
 use crate::kernel::op::{QueueMode, UserInput};
+use crate::kernel::policy::Verdict as RuleVerdict;
 use crate::kernel::provider::ModelRequest;
 use crate::kernel::tool::external::{ExternalCall, ExternalSpec};
 use crate::kernel::tool::{self, ToolContext, ToolOutput};
@@ -540,18 +541,49 @@ async fn check_permission(
             }
         }
     };
-    if read_only {
-        return Gate::Run;
+    let verdict = inner.config.rules.check(name, args, &inner.config.cwd);
+    let permission = inner.config.permission;
+    let asks = match verdict {
+        RuleVerdict::Deny(m) => {
+            return Gate::Refuse(ToolOutput::error(format!(
+                "Tool `{name}` denied by rule `{}` (from {})",
+                m.rule, m.origin
+            )))
+        }
+        _ if !read_only && permission == Permission::ReadOnly => {
+            return Gate::Refuse(ToolOutput::error(format!(
+                "Tool `{name}` is not allowed: keel runs with --permission read-only"
+            )))
+        }
+        RuleVerdict::Ask(m) => Some(format!("rule `{}` (from {})", m.rule, m.origin)),
+        RuleVerdict::Allow(_) => None,
+        RuleVerdict::Unmatched if read_only || !mode_asks(permission, name) => None,
+        RuleVerdict::Unmatched => Some(format!("--permission {}", mode_word(permission))),
+    };
+    match asks {
+        None => Gate::Run,
+        Some(why) if !inner.config.can_ask => Gate::Block(ToolOutput::error(format!(
+            "Tool `{name}` needs approval and this run cannot ask ({why} in a headless mode)"
+        ))),
+        Some(_) => ask(inner, id, name, args, abort).await,
     }
-    match inner.config.permission {
-        Permission::Auto => Gate::Run,
-        Permission::ReadOnly => Gate::Refuse(ToolOutput::error(format!(
-            "Tool `{name}` is not allowed: keel runs with --permission read-only"
-        ))),
-        Permission::Ask if !inner.config.can_ask => Gate::Block(ToolOutput::error(format!(
-            "Tool `{name}` needs approval and this run cannot ask (--permission ask in a headless mode)"
-        ))),
-        Permission::Ask => ask(inner, id, name, args, abort).await,
+}
+
+/// Whether the mode asks before a call of a tool that changes things (no rule matched).
+fn mode_asks(permission: Permission, name: &str) -> bool {
+    match permission {
+        Permission::Auto | Permission::ReadOnly => false,
+        Permission::Ask => true,
+        Permission::AcceptEdits => !matches!(name, "edit" | "write"),
+    }
+}
+
+fn mode_word(permission: Permission) -> &'static str {
+    match permission {
+        Permission::Auto => "auto",
+        Permission::ReadOnly => "read-only",
+        Permission::Ask => "ask",
+        Permission::AcceptEdits => "accept-edits",
     }
 }
 

@@ -135,6 +135,33 @@ impl Settings {
     }
 }
 
+impl Settings {
+    /// The permission rules of the merged settings files, matched against the project root
+    /// of `env.cwd`; each rule that does not parse is a warning naming it.
+    pub fn rules(&self, env: &Env) -> (crate::kernel::policy::Rules, Vec<String>) {
+        let list = |l: &[crate::settings::Sourced<String>]| -> Vec<(String, String)> {
+            l.iter()
+                .map(|r| (r.value.clone(), r.origin.to_string()))
+                .collect()
+        };
+        let p = &self.files.permissions;
+        let home = env
+            .vars
+            .get("HOME")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| env.keel_home.clone());
+        let root = crate::settings::project_root(&env.cwd);
+        let (rules, warnings) = crate::kernel::policy::Rules::build(
+            &list(&p.deny),
+            &list(&p.ask),
+            &list(&p.allow),
+            &root,
+            &home,
+        );
+        (rules, warnings.iter().map(ToString::to_string).collect())
+    }
+}
+
 /// Seconds an approval dialog waits when neither a flag nor a file says.
 pub const DEFAULT_APPROVAL_TIMEOUT: f64 = 300.0;
 
@@ -181,6 +208,7 @@ pub(crate) fn permission_of(p: PermissionFlag) -> Permission {
         PermissionFlag::Auto => Permission::Auto,
         PermissionFlag::ReadOnly => Permission::ReadOnly,
         PermissionFlag::Ask => Permission::Ask,
+        PermissionFlag::AcceptEdits => Permission::AcceptEdits,
     }
 }
 
@@ -191,7 +219,8 @@ fn mode_of(m: DefaultMode, origin: &str, warnings: &mut Vec<String>) -> Option<P
         DefaultMode::Auto => Some(Permission::Auto),
         DefaultMode::Ask => Some(Permission::Ask),
         DefaultMode::ReadOnly => Some(Permission::ReadOnly),
-        DefaultMode::AcceptEdits | DefaultMode::Plan => {
+        DefaultMode::AcceptEdits => Some(Permission::AcceptEdits),
+        DefaultMode::Plan => {
             warnings.push(format!(
                 "{origin}: `permissions.defaultMode` `{}` is not supported yet; using ask",
                 m.word()

@@ -1,5 +1,5 @@
 //! A session's modes and config options: keel's permission policies as ACP session modes and
-//! a `mode` option (`ask`, `auto`, `read-only`), the model (`model`, from
+//! a `mode` option (`ask`, `auto`, `read-only`, `accept-edits`), the model (`model`, from
 //! `get_available_models`) and the thinking level (`thought_level`). Read from the host with
 //! pi commands; the builders are pure.
 
@@ -23,16 +23,24 @@ pub enum Policy {
     Auto,
     /// They are refused; the model sees the refusal.
     ReadOnly,
+    /// Write and edit run; bash and MCP tools that change things ask the client.
+    AcceptEdits,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 3] = [Policy::Ask, Policy::Auto, Policy::ReadOnly];
+    pub const ALL: [Policy; 4] = [
+        Policy::Ask,
+        Policy::Auto,
+        Policy::ReadOnly,
+        Policy::AcceptEdits,
+    ];
 
     pub fn id(self) -> &'static str {
         match self {
             Policy::Ask => "ask",
             Policy::Auto => "auto",
             Policy::ReadOnly => "read-only",
+            Policy::AcceptEdits => "accept-edits",
         }
     }
 
@@ -45,6 +53,7 @@ impl Policy {
             Policy::Ask => "Ask",
             Policy::Auto => "Auto",
             Policy::ReadOnly => "Read-only",
+            Policy::AcceptEdits => "Accept edits",
         }
     }
 
@@ -53,6 +62,18 @@ impl Policy {
             Policy::Ask => "write, edit and bash ask for permission",
             Policy::Auto => "write, edit and bash run without asking",
             Policy::ReadOnly => "write, edit and bash are refused",
+            Policy::AcceptEdits => "write and edit run; bash asks for permission",
+        }
+    }
+
+    /// How the policy answers an approval request for `tool` by itself: `Some(true)` allows,
+    /// `Some(false)` rejects, `None` asks the client.
+    pub fn answers(self, tool: &str) -> Option<bool> {
+        match self {
+            Policy::Auto => Some(true),
+            Policy::ReadOnly => Some(false),
+            Policy::Ask => None,
+            Policy::AcceptEdits => matches!(tool, "edit" | "write").then_some(true),
         }
     }
 }
@@ -280,6 +301,34 @@ mod tests {
             "a policy fixed by --permission is no option"
         );
         assert!(c.modes().is_none());
+    }
+
+    #[test]
+    fn accept_edits_is_a_mode_that_answers_edits_only() {
+        let c = Config {
+            policy: Some(Policy::parse("accept-edits").unwrap()),
+            model: String::new(),
+            models: Vec::new(),
+            thinking: String::new(),
+            levels: Vec::new(),
+        };
+        let modes = serde_json::to_value(c.modes()).unwrap();
+        let ids: Vec<&str> = modes["availableModes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["ask", "auto", "read-only", "accept-edits"]);
+        assert_eq!(modes["currentModeId"], "accept-edits");
+        let p = Policy::parse("accept-edits").unwrap();
+        assert_eq!(p.answers("edit"), Some(true));
+        assert_eq!(p.answers("write"), Some(true));
+        assert_eq!(p.answers("bash"), None, "bash asks the client");
+        assert_eq!(p.answers("mcp__db__drop"), None);
+        assert_eq!(Policy::Auto.answers("bash"), Some(true));
+        assert_eq!(Policy::ReadOnly.answers("edit"), Some(false));
+        assert_eq!(Policy::Ask.answers("edit"), None);
     }
 
     #[test]

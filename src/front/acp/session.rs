@@ -235,10 +235,10 @@ impl Task {
             self.decide(&call, Decision::Cancelled);
             return;
         }
-        let standing = match self.config.policy {
-            Some(Policy::Auto) => Some(Decision::Allow),
-            Some(Policy::ReadOnly) => Some(Decision::Reject),
-            Some(Policy::Ask) | None => self.rules.standing(&tool),
+        let standing = match self.config.policy.and_then(|p| p.answers(&tool)) {
+            Some(true) => Some(Decision::Allow),
+            Some(false) => Some(Decision::Reject),
+            None => self.rules.standing(&tool),
         };
         if let Some(decision) = standing {
             self.decide(&call, decision);
@@ -399,7 +399,7 @@ impl Task {
         }
         let policy = Policy::parse(mode).ok_or_else(|| {
             bad(format!(
-                "`modeId`: unknown mode {mode} (ask, auto or read-only)"
+                "`modeId`: unknown mode {mode} (ask, auto, read-only or accept-edits)"
             ))
         })?;
         self.config.policy = Some(policy);
