@@ -330,6 +330,7 @@ pub fn agent_config_with(
             ..CompactionPolicy::default()
         },
         session_id: None,
+        hooks: None,
     };
     Ok((config, warnings, skills))
 }

@@ -30,6 +30,7 @@ mod daemon_sessions;
 mod exit_codes;
 mod export_html;
 mod external_tools;
+mod hooks_kernel;
 mod journal;
 mod json_mode;
 mod kernel;

@@ -69,6 +69,8 @@ pub struct AgentConfig {
     /// The id of the session being served, sent to APIs that route prompt caches by it
     /// (`None`: no such hint).
     pub session_id: Option<String>,
+    /// The session's hooks (`None`: none configured; nothing is fired).
+    pub hooks: Option<crate::kernel::hooks::Hooks>,
 }
 
 /// How failed model calls are retried: only failures before any output, of a transient kind
@@ -123,6 +125,7 @@ impl AgentConfig {
             retry: RetryPolicy::default(),
             compaction: CompactionPolicy::default(),
             session_id: None,
+            hooks: None,
         }
     }
 }

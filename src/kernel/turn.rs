@@ -19,7 +19,11 @@ use crate::kernel::tool::{self, ToolContext, ToolOutput};
 use crate::kernel::tool_loop::ToolLoop;
 
 mod assemble;
+mod hooked;
 use assemble::Assembler;
+use hooked::Prompt;
+
+use crate::kernel::hooks::Decision;
 
 /// Error kinds worth retrying when they happen before any output.
 const RETRYABLE: &[&str] = &[
@@ -42,15 +46,34 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
     let mut retry_result: Option<Result<(), String>> = None;
     let mut overflow_compacted = false;
     let mut repeats = ToolLoop::new(inner.config.max_repeated_failures);
+    let mut stop_continues: u32 = 0;
     let outcome = loop {
         inner.bus.publish(EventPayload::TurnStarted);
         turns += 1;
-        for input in pending_user.drain(..) {
-            push_message(
-                inner,
-                &mut produced,
-                input.into_message(inner.clock.now_ms()),
-            );
+        let inputs = std::mem::take(&mut pending_user);
+        let had_inputs = !inputs.is_empty();
+        let mut sent = false;
+        for input in inputs {
+            match hooked::prompt_submitted(inner, &input.text, &abort).await {
+                Prompt::Blocked => continue,
+                Prompt::Go(context) => {
+                    let now = inner.clock.now_ms();
+                    push_message(inner, &mut produced, input.into_message(now));
+                    if !context.is_empty() {
+                        let text = hooked::context_message(&context);
+                        push_message(
+                            inner,
+                            &mut produced,
+                            UserInput::text(text).into_message(now),
+                        );
+                    }
+                    sent = true;
+                }
+            }
+        }
+        if had_inputs && !sent && !has_queued(inner, Queue::Steering) {
+            // Every prompt of this turn was blocked by a hook: nothing goes to the model.
+            break RunOutcome::Completed;
         }
         for input in take_queue(inner, Queue::Steering) {
             push_message(
@@ -113,6 +136,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
             retry_result = Some(Ok(()));
         }
         let calls = assistant.tool_calls();
+        let last_text = assistant.text();
         let batch = run_tools(inner, &calls, &abort).await;
         for r in &batch.results {
             push_message(inner, &mut produced, Message::from(r.clone()));
@@ -125,6 +149,9 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         if let Some(outcome) = batch.blocked.or(repeated) {
             break outcome;
         }
+        if batch.hook_stop.is_some() {
+            break RunOutcome::Completed;
+        }
         let more = !calls.is_empty() || has_queued(inner, Queue::Steering) || {
             let follow = take_queue(inner, Queue::FollowUp);
             let any = !follow.is_empty();
@@ -132,7 +159,19 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
             any
         };
         if !more {
-            break RunOutcome::Completed;
+            let again = match stop_continues < hooked::MAX_STOP_CONTINUES {
+                true => hooked::stopping(inner, stop_continues > 0, &last_text, &abort).await,
+                false => None,
+            };
+            match again {
+                Some(reason) if !abort.is_aborted() => {
+                    stop_continues += 1;
+                    pending_user.push(UserInput::text(reason));
+                }
+                _ => break RunOutcome::Completed,
+            }
+        } else {
+            stop_continues = 0;
         }
         if let Some(max) = inner.config.max_turns {
             if turns >= max {
@@ -392,12 +431,15 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
 struct Batch {
     results: Vec<ToolResultMessage>,
     blocked: Option<RunOutcome>,
+    /// A hook said `continue: false`: the run ends after this batch.
+    hook_stop: Option<String>,
 }
 
 /// Runs a turn's tool calls one after another, applying the permission policy.
 async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &AbortSignal) -> Batch {
     let mut results = Vec::with_capacity(calls.len());
     let mut blocked = None;
+    let mut hook_stop = None;
     for (id, name, args) in calls {
         inner.bus.publish(EventPayload::ToolCallStarted {
             call_id: id.clone(),
@@ -413,7 +455,18 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
         } else if let Some(bad) = tool::args::error(args) {
             bad
         } else {
-            match check_permission(inner, id, name, args, abort).await {
+            let pre = hooked::pre_tool(inner, id, name, args, abort).await;
+            hook_stop = hook_stop.or(pre.stop);
+            let args = &pre.args;
+            let gate = match pre.decision {
+                Some((Decision::Deny, reason)) => Gate::Refuse(ToolOutput::error(format!(
+                    "Tool `{name}` was blocked by a PreToolUse hook: {}",
+                    reason.as_deref().unwrap_or("no reason given")
+                ))),
+                hook => check_permission(inner, id, name, args, hook.map(|d| d.0), abort).await,
+            };
+            let ran = matches!(gate, Gate::Run | Gate::Approved);
+            let mut out = match gate {
                 Gate::Run => execute(inner, id, name, args, abort).await,
                 Gate::Approved => {
                     started = inner.clock.now_ms();
@@ -431,7 +484,13 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
                     });
                     out
                 }
+            };
+            if ran {
+                let stop = hooked::post_tool(inner, id, name, args, &mut out, abort).await;
+                hook_stop = hook_stop.or(stop);
             }
+            hooked::append(&mut out, &pre.context);
+            out
         };
         let duration_ms = (inner.clock.now_ms() - started).max(0) as u64;
         inner.bus.publish(EventPayload::ToolCallFinished {
@@ -450,7 +509,11 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
             timestamp: inner.clock.now_ms(),
         });
     }
-    Batch { results, blocked }
+    Batch {
+        results,
+        blocked,
+        hook_stop,
+    }
 }
 
 /// The tools every external source offers now, after the built-ins (a name that repeats a
@@ -483,6 +546,7 @@ async fn check_permission(
     id: &str,
     name: &str,
     args: &Value,
+    hook: Option<Decision>,
     abort: &AbortSignal,
 ) -> Gate {
     let builtin = inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some();
@@ -502,11 +566,23 @@ async fn check_permission(
             }
         }
     };
+    // A hook's `ask` (or `defer`) makes a call ask in every mode; its `allow` answers the
+    // mode's question, never a refusal.
+    let hook_asks = matches!(hook, Some(Decision::Ask | Decision::Defer));
+    if hook_asks && (read_only || inner.config.permission != Permission::ReadOnly) {
+        return match inner.config.can_ask {
+            true => ask(inner, id, name, args, abort).await,
+            false => Gate::Block(ToolOutput::error(format!(
+                "Tool `{name}` needs approval (a PreToolUse hook asked) and this run cannot ask"
+            ))),
+        };
+    }
     if read_only {
         return Gate::Run;
     }
     match inner.config.permission {
         Permission::Auto => Gate::Run,
+        Permission::Ask if hook == Some(Decision::Allow) => Gate::Run,
         Permission::ReadOnly => Gate::Refuse(ToolOutput::error(format!(
             "Tool `{name}` is not allowed: keel runs with --permission read-only"
         ))),

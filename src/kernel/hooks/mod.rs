@@ -135,7 +135,12 @@ pub enum HookNotice {
         command: String,
         exit_code: Option<i32>,
         duration_ms: u64,
+        /// What it decided (`allow`, `ask`, `deny`, `defer`, `block`, `stop`, `error`).
         decision: Option<&'static str>,
+        /// The reason it gave for a block, a denial or a stop.
+        reason: Option<String>,
+        /// What it says to the user (`systemMessage`, a failure).
+        messages: Vec<String>,
     },
 }
 
@@ -219,6 +224,8 @@ impl Hooks {
                 },
                 duration_ms: u64::try_from(ran.duration.as_millis()).unwrap_or(u64::MAX),
                 decision: judged.decision,
+                reason: judged.reason(),
+                messages: judged.messages().to_vec(),
             });
             verdict.add(judged);
         }

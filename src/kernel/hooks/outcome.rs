@@ -99,6 +99,22 @@ pub struct Judged {
     verdict: Verdict,
 }
 
+impl Judged {
+    /// The reason this hook gave for a block, a denial or a stop.
+    pub fn reason(&self) -> Option<String> {
+        let v = &self.verdict;
+        v.blocked
+            .clone()
+            .or_else(|| v.permission.as_ref().and_then(|p| p.1.clone()))
+            .or_else(|| v.stop.clone())
+    }
+
+    /// What this hook says to the user.
+    pub fn messages(&self) -> &[String] {
+        &self.verdict.messages
+    }
+}
+
 /// Reads one hook's result for `event`. `command` names it in error messages.
 pub fn judge(event: HookEvent, command: &str, ran: &Ran) -> Judged {
     let mut v = Verdict::default();
