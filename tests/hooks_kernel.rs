@@ -280,3 +280,45 @@ fn a_hook_allow_answers_ask_mode_without_a_dialog() {
     assert_eq!(outcome, RunOutcome::Completed);
     assert!(d.path().join("made").exists());
 }
+
+#[test]
+fn a_permission_request_hook_answers_the_dialog_and_notification_is_not_fired() {
+    let d = tempfile::tempdir().unwrap();
+    let allow = r#"echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}'"#;
+    let mut hooks = hook("PermissionRequest", "Bash", allow);
+    hooks["Notification"] = json!([{"hooks": [{"type": "command", "command": "touch notified"}]}]);
+    let s = session(
+        d.path(),
+        bash_then("ok", "touch made"),
+        hooks,
+        Permission::Ask,
+    );
+    // The session can ask, yet nobody answers here: only the hook can let the call run.
+    let (_, outcome) = run(&s, "go");
+    assert_eq!(outcome, RunOutcome::Completed);
+    assert!(d.path().join("made").exists());
+    assert!(!d.path().join("notified").exists());
+}
+
+#[test]
+fn a_pre_compact_hook_blocks_compaction() {
+    let d = tempfile::tempdir().unwrap();
+    let script = json!({"turns": [{"repeat": true, "chunks": [{"text": "ok"}]}]});
+    let s = session(
+        d.path(),
+        script,
+        hook("PreCompact", "manual", "echo 'not now' >&2; exit 2"),
+        Permission::Auto,
+    );
+    run(&s, "hello");
+    run(&s, "again");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let err = rt.block_on(s.compact(None)).unwrap_err();
+    assert!(
+        err.to_string().contains("blocked by a hook: not now"),
+        "{err}"
+    );
+}

@@ -19,7 +19,7 @@ use crate::kernel::tool::{self, ToolContext, ToolOutput};
 use crate::kernel::tool_loop::ToolLoop;
 
 mod assemble;
-mod hooked;
+pub(crate) mod hooked;
 use assemble::Assembler;
 use hooked::Prompt;
 
@@ -569,13 +569,12 @@ async fn check_permission(
     // A hook's `ask` (or `defer`) makes a call ask in every mode; its `allow` answers the
     // mode's question, never a refusal.
     let hook_asks = matches!(hook, Some(Decision::Ask | Decision::Defer));
+    let call = (id, name, args);
     if hook_asks && (read_only || inner.config.permission != Permission::ReadOnly) {
-        return match inner.config.can_ask {
-            true => ask(inner, id, name, args, abort).await,
-            false => Gate::Block(ToolOutput::error(format!(
-                "Tool `{name}` needs approval (a PreToolUse hook asked) and this run cannot ask"
-            ))),
-        };
+        let blocked = format!(
+            "Tool `{name}` needs approval (a PreToolUse hook asked) and this run cannot ask"
+        );
+        return ask_or_block(inner, call, abort, blocked).await;
     }
     if read_only {
         return Gate::Run;
@@ -586,10 +585,31 @@ async fn check_permission(
         Permission::ReadOnly => Gate::Refuse(ToolOutput::error(format!(
             "Tool `{name}` is not allowed: keel runs with --permission read-only"
         ))),
-        Permission::Ask if !inner.config.can_ask => Gate::Block(ToolOutput::error(format!(
-            "Tool `{name}` needs approval and this run cannot ask (--permission ask in a headless mode)"
+        Permission::Ask => {
+            let blocked = format!(
+                "Tool `{name}` needs approval and this run cannot ask (--permission ask in a headless mode)"
+            );
+            ask_or_block(inner, call, abort, blocked).await
+        }
+    }
+}
+
+/// A call that needs a person's answer: `PermissionRequest` hooks may give it; else the front
+/// end is asked, or, in a run that cannot ask, the call blocks with `blocked`'s message.
+async fn ask_or_block(
+    inner: &Inner,
+    (id, name, args): (&str, &str, &Value),
+    abort: &AbortSignal,
+    blocked: String,
+) -> Gate {
+    match hooked::permission_request(inner, name, args, abort).await {
+        Some((Decision::Allow, _)) => Gate::Approved,
+        Some((Decision::Deny, why)) => Gate::Denied(ToolOutput::error(format!(
+            "Tool `{name}` was denied by a PermissionRequest hook: {}",
+            why.as_deref().unwrap_or("no reason given")
         ))),
-        Permission::Ask => ask(inner, id, name, args, abort).await,
+        _ if inner.config.can_ask => ask(inner, id, name, args, abort).await,
+        _ => Gate::Block(ToolOutput::error(blocked)),
     }
 }
 

@@ -17,7 +17,7 @@ use crate::kernel::tool::ToolOutput;
 pub(super) const MAX_STOP_CONTINUES: u32 = 8;
 
 /// Runs the hooks of `event` and publishes each run.
-pub(super) async fn fire(
+pub(crate) async fn fire(
     inner: &Inner,
     event: HookEvent,
     subjects: &[&str],
@@ -38,6 +38,66 @@ pub(super) async fn fire(
         inner.bus.publish(notice_event(n, elapsed));
     };
     hooks.fire(event, subjects, fields, abort, &notify).await
+}
+
+/// Fires `event` without waiting for its hooks (a `Notification` must not hold up the dialog
+/// it announces); each run is still published.
+pub(crate) fn fire_detached(inner: &Inner, event: HookEvent, subject: &str, fields: Value) {
+    let Some(hooks) = inner.config.hooks.clone().filter(|h| h.wants(event)) else {
+        return;
+    };
+    let (bus, clock, subject) = (inner.bus.clone(), inner.clock.clone(), subject.to_string());
+    let fields = match fields {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    tokio::spawn(async move {
+        let started = clock.now_ms();
+        let notify = |n: HookNotice| {
+            let elapsed = (clock.now_ms() - started).max(0) as u64;
+            bus.publish(notice_event(n, elapsed));
+        };
+        let never = AbortSignal::never();
+        hooks
+            .fire(event, &[&subject], fields, &never, &notify)
+            .await;
+    });
+}
+
+/// `PermissionRequest`: hooks may answer an approval before anyone is asked.
+pub(super) async fn permission_request(
+    inner: &Inner,
+    name: &str,
+    args: &Value,
+    abort: &AbortSignal,
+) -> Option<(Decision, Option<String>)> {
+    let claude = names::claude_name(name);
+    let fields = json!({
+        "tool_name": claude,
+        "tool_input": names::claude_input(name, args),
+        "keel_tool_name": name,
+        "keel_tool_input": args,
+    });
+    let v = fire(
+        inner,
+        HookEvent::PermissionRequest,
+        &[claude, name],
+        fields,
+        abort,
+    )
+    .await;
+    if matches!(v.permission, Some((Decision::Allow | Decision::Deny, _))) {
+        return v.permission;
+    }
+    let claude = claude.to_string();
+    fire_detached(
+        inner,
+        HookEvent::Notification,
+        "permission_prompt",
+        json!({"message": format!("keel needs your permission to use {claude}"),
+               "title": "Permission needed", "notification_type": "permission_prompt"}),
+    );
+    v.permission
 }
 
 fn notice_event(n: HookNotice, elapsed_ms: u64) -> EventPayload {
