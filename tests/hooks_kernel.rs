@@ -322,3 +322,28 @@ fn a_pre_compact_hook_blocks_compaction() {
         "{err}"
     );
 }
+
+#[test]
+fn session_start_context_reaches_the_first_prompt_and_session_end_fires() {
+    let d = tempfile::tempdir().unwrap();
+    let mut hooks = hook("SessionStart", "startup", "echo 'project uses pnpm'");
+    hooks["SessionEnd"] =
+        json!([{"hooks": [{"type": "command", "command": "jq -r .reason > ended"}]}]);
+    let script = json!({"turns": [{"repeat": true, "chunks": [{"text": "ok"}]}]});
+    let s = session(d.path(), script, hooks, Permission::Auto);
+    let (events, _) = run(&s, "hello");
+    let users = user_messages(&events);
+    assert_eq!(users[0], "hello");
+    assert!(users[1].contains("project uses pnpm"), "{users:?}");
+    let (events, _) = run(&s, "again");
+    assert_eq!(user_messages(&events), ["again"], "SessionStart fires once");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(s.end_hooks("prompt_input_exit"));
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("ended")).unwrap(),
+        "prompt_input_exit\n"
+    );
+}

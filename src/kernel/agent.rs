@@ -188,6 +188,9 @@ pub(crate) struct State {
     /// Shell commands the user ran while a run was active: recorded and added to the context
     /// when the run settles, so the conversation keeps its order.
     pub pending_bash: Vec<BashExecution>,
+    /// `SessionStart` hooks still to fire (before the next run), with their `source`:
+    /// `startup` (a new session), `resume` (one with messages), `compact` (after a compaction).
+    pub session_start: Option<&'static str>,
 }
 
 #[derive(Debug)]
@@ -308,7 +311,14 @@ impl AgentSession {
             abort: None,
             approvals: HashMap::new(),
             pending_bash: Vec::new(),
+            session_start: None,
         };
+        let mut state = state;
+        state.session_start = Some(if state.messages.is_empty() {
+            "startup"
+        } else {
+            "resume"
+        });
         AgentSession {
             inner: Arc::new(Inner {
                 bus,
@@ -523,6 +533,15 @@ impl AgentSession {
     /// Turns automatic compaction on or off.
     pub fn set_auto_compaction(&self, enabled: bool) {
         self.inner.lock().auto_compaction = enabled;
+    }
+
+    /// Fires the `SessionEnd` hooks (`reason`: Claude's word, e.g. `prompt_input_exit`,
+    /// `clear`, `other`) and waits for them; nothing when none is configured.
+    pub async fn end_hooks(&self, reason: &str) {
+        let fields = serde_json::json!({ "reason": reason });
+        let never = AbortSignal::never();
+        let hook = crate::kernel::hooks::HookEvent::SessionEnd;
+        crate::kernel::turn::hooked::fire(&self.inner, hook, &[reason], fields, &never).await;
     }
 
     /// Compacts the conversation now (RPC `compact`, TUI `/compact`). Only while idle.

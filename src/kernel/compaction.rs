@@ -231,6 +231,7 @@ pub(crate) async fn compact(
     };
     inner.lock().compacting = false;
     if let Ok(r) = &outcome {
+        inner.lock().session_start = Some("compact");
         let fields = serde_json::json!({"trigger": trigger, "compact_summary": r.summary});
         hooked::fire(inner, HookEvent::PostCompact, &[trigger], fields, abort).await;
     }

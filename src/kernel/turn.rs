@@ -47,6 +47,11 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
     let mut overflow_compacted = false;
     let mut repeats = ToolLoop::new(inner.config.max_repeated_failures);
     let mut stop_continues: u32 = 0;
+    let source = inner.lock().session_start.take();
+    let mut start_context = match source {
+        Some(source) => hooked::session_start(inner, source, &abort).await,
+        None => Vec::new(),
+    };
     let outcome = loop {
         inner.bus.publish(EventPayload::TurnStarted);
         turns += 1;
@@ -59,6 +64,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 Prompt::Go(context) => {
                     let now = inner.clock.now_ms();
                     push_message(inner, &mut produced, input.into_message(now));
+                    let context: Vec<String> = start_context.drain(..).chain(context).collect();
                     if !context.is_empty() {
                         let text = hooked::context_message(&context);
                         push_message(

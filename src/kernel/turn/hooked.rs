@@ -238,6 +238,16 @@ pub(super) async fn prompt_submitted(inner: &Inner, text: &str, abort: &AbortSig
     }
 }
 
+/// `SessionStart` (`source`: `startup`, `resume`, `compact`): the context its hooks give the
+/// model, added after the next prompt.
+pub(super) async fn session_start(inner: &Inner, source: &str, abort: &AbortSignal) -> Vec<String> {
+    let model = inner.provider().info().id.clone();
+    let fields = json!({"source": source, "model": model});
+    fire(inner, HookEvent::SessionStart, &[source], fields, abort)
+        .await
+        .context
+}
+
 /// `Stop`: `Some(reason)` when a hook keeps the agent going (the reason becomes the next
 /// user message).
 pub(super) async fn stopping(
