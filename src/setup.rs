@@ -331,8 +331,41 @@ pub fn agent_config_with(
         },
         session_id: None,
         hooks: None,
+        output_schema: output_schema(cli, env)?,
+        max_cost: cli.max_cost,
     };
     Ok((config, warnings, skills))
+}
+
+/// The `--output-schema` schema: the named file (relative to the session's directory) or,
+/// as Claude's `--json-schema` takes it, the schema's text. Unreadable, not JSON or not a JSON
+/// Schema: a usage error.
+fn output_schema(
+    cli: &Cli,
+    env: &Env,
+) -> Result<Option<Arc<crate::kernel::output_schema::OutputSchema>>, StartupError> {
+    let Some(arg) = &cli.output_schema else {
+        return Ok(None);
+    };
+    let (text, what) = if arg.trim_start().starts_with('{') {
+        (arg.clone(), "the --output-schema text".to_string())
+    } else {
+        let path = env.cwd.join(arg);
+        let what = format!("the --output-schema file {}", path.display());
+        // A FIFO would block the read, a device could be read forever.
+        if std::fs::metadata(&path).is_ok_and(|m| !m.is_file()) {
+            return Err(StartupError::usage(format!("{what} is not a regular file")));
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| StartupError::usage(format!("cannot read {what}")).cause(e.to_string()))?;
+        (text, what)
+    };
+    let schema = crate::kernel::output_schema::OutputSchema::parse(&text).map_err(|e| {
+        StartupError::usage(format!("cannot use {what}"))
+            .cause(e.message)
+            .hint("pass a JSON Schema (draft 2020-12 unless its `$schema` names another)")
+    })?;
+    Ok(Some(Arc::new(schema)))
 }
 
 fn thinking_word(t: Option<ThinkingFlag>) -> &'static str {

@@ -47,6 +47,7 @@ fn request() -> ModelRequest {
         tools: vec![tool::spec("read").unwrap()],
         thinking_level: "high".into(),
         session_id: Some("sess-1".into()),
+        output_schema: None,
     }
 }
 

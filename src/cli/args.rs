@@ -224,6 +224,25 @@ pub struct Cli {
     /// path, which must exist there).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+
+    /// Print and JSON modes: the final answer must be JSON matching this JSON Schema (a file,
+    /// or the schema's text). Print mode prints only that JSON; a mismatch is sent back to the
+    /// model once, then fails the run (exit 1, `schema_mismatch`).
+    #[arg(long, value_name = "FILE", visible_alias = "json-schema")]
+    pub output_schema: Option<String>,
+
+    /// Stop a run before its next model call once it has cost more than USD (at the model's
+    /// list prices): exit 4, the session saved for --continue.
+    #[arg(long, value_name = "USD", visible_alias = "max-budget-usd", value_parser = usd)]
+    pub max_cost: Option<f64>,
+}
+
+/// A dollar amount: a finite number, not negative.
+fn usd(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not an amount in USD (e.g. 0.50)")),
+    }
 }
 
 /// Reaching another host's daemon over ssh (`DESIGN.md` §10; README "Remote and fleet").

@@ -64,7 +64,7 @@ pub struct Start {
     pub epoch: String,
     /// The last `seq` the replay or snapshot covers.
     pub seq: u64,
-    pub snapshot: Option<Value>,
+    pub snapshot: Option<Box<crate::wire::protocol::snapshot::Snapshot>>,
 }
 
 type Back = oneshot::Sender<Result<Value, String>>;

@@ -133,10 +133,12 @@ pub(crate) fn attached(
         return false;
     }
     follow.missed(attached.seq, &attached.epoch, out);
-    let snapshot = attached.snapshot.clone().unwrap_or_default();
-    let streaming = snapshot["state"]["isStreaming"].as_bool();
-    if waiting && streaming == Some(false) && settled.is_object() {
-        follow.already_settled(&snapshot["messages"], settled, out);
+    let Some(snapshot) = &attached.snapshot else {
+        return false;
+    };
+    if waiting && !snapshot.state.is_streaming && settled.is_object() {
+        let messages = serde_json::to_value(&snapshot.messages).unwrap_or_default();
+        follow.already_settled(&messages, settled, out);
         return true;
     }
     false
@@ -275,6 +277,7 @@ fn detached(mode: Mode, header: &str, session: &str, out: &mut Output) -> Exit {
                 usage: &Default::default(),
                 duration_ms: 0,
                 error: None,
+                structured_output: None,
             };
             format!(
                 "{header}{}\n",

@@ -13,7 +13,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::stream::{Cursor, Delivery, Lagged, Start, Stream};
@@ -86,7 +85,7 @@ pub struct Attached {
     pub epoch: String,
     /// The last `seq` included in the replay or the snapshot; live events follow it.
     pub seq: u64,
-    pub snapshot: Option<Value>,
+    pub snapshot: Option<Box<crate::wire::protocol::snapshot::Snapshot>>,
     /// Set if the client is dropped for not reading.
     pub lagged: Arc<Lagged>,
 }
@@ -368,7 +367,7 @@ impl Actor {
                 } else {
                     self.interactive.remove(&client);
                 }
-                let snapshot = (start == Start::Snapshot).then(|| self.host.snapshot());
+                let snapshot = (start == Start::Snapshot).then(|| Box::new(self.host.snapshot()));
                 let _ = reply.send(Attached {
                     start,
                     epoch: self.stream.epoch.clone(),

@@ -50,6 +50,7 @@ use crate::kernel::session::Store;
 use crate::kernel::tool::preview::Preview;
 use crate::prompts::{self, Template};
 use crate::wire::events::{stream_events, NotifyType, WireEvent};
+use crate::wire::protocol::snapshot::Snapshot;
 use crate::wire::rpc::{self, Request};
 
 /// pi's refusal text for a prompt while a run is active (clients may match on it).
@@ -304,27 +305,24 @@ impl Host {
         }
     }
 
-    /// The materialised state as of the last published `seq` (`DESIGN.md` §10.4):
-    /// `{header, messages, state, streaming, pendingUi}`.
-    pub fn snapshot(&mut self) -> Value {
+    /// The materialised state as of the last published `seq` (`DESIGN.md` §10.4).
+    pub fn snapshot(&mut self) -> Snapshot {
         self.drain_events();
-        let header = crate::kernel::recorder::lock(&self.live.store)
-            .header()
-            .to_json();
+        let header = snapshot::header(crate::kernel::recorder::lock(&self.live.store).header());
         let pending: Vec<Value> = self
             .open_dialogs
             .values()
             .filter_map(|line| serde_json::from_str(line).ok())
             .collect();
-        serde_json::json!({
-            "header": header,
-            "messages": self.live.session.messages(),
-            "state": self.state(),
-            "streaming": self.in_flight.to_json(),
-            "pendingUi": pending,
-            "runStartedAt": self.in_flight.run_started(),
-            "openArgs": self.open_args,
-        })
+        Snapshot {
+            header,
+            messages: self.live.session.messages(),
+            state: self.session_state(),
+            streaming: self.in_flight.streaming(),
+            pending_ui: pending,
+            run_started_at: self.in_flight.run_started(),
+            open_args: self.open_args.clone(),
+        }
     }
 
     /// Queues every event published so far.
@@ -496,6 +494,7 @@ impl Host {
         failed.payload = EventPayload::AgentSettled {
             aborted: false,
             outcome: self.live.recorder.health().failed_run()?,
+            structured_output: None,
         };
         Some(failed)
     }

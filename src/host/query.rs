@@ -14,6 +14,7 @@ use crate::kernel::op::QueueMode;
 use crate::kernel::recorder;
 use crate::kernel::session::EntryData;
 use crate::prompts;
+use crate::wire::protocol::snapshot::SessionState;
 use crate::wire::rpc::Request;
 
 impl Host {
@@ -21,33 +22,32 @@ impl Host {
         serde_json::to_value(self.live.session.provider().info()).unwrap_or(Value::Null)
     }
 
+    /// `get_state`'s answer.
     pub(super) fn state(&self) -> Value {
+        serde_json::to_value(self.session_state()).unwrap_or(Value::Null)
+    }
+
+    /// The session's state (`get_state`, the snapshot's `state`).
+    pub(super) fn session_state(&self) -> SessionState {
         let session = &self.live.session;
         let status = session.status();
         let (steering, follow_up) = session.queue_modes();
         let store = recorder::lock(&self.live.store);
-        let mut m = serde_json::Map::new();
-        m.insert("model".into(), self.model_json());
-        m.insert("thinkingLevel".into(), json!(session.thinking_level()));
-        m.insert("isStreaming".into(), json!(status.running));
-        m.insert("isCompacting".into(), json!(status.compacting));
-        m.insert("steeringMode".into(), json!(mode_word(steering)));
-        m.insert("followUpMode".into(), json!(mode_word(follow_up)));
-        if let Some(p) = store.path() {
-            m.insert("sessionFile".into(), json!(p.display().to_string()));
+        SessionState {
+            model: Some(session.provider().info().clone()),
+            thinking_level: session.thinking_level(),
+            is_streaming: status.running,
+            is_compacting: status.compacting,
+            steering_mode: mode_word(steering).into(),
+            follow_up_mode: mode_word(follow_up).into(),
+            session_file: store.path().map(|p| p.display().to_string()),
+            session_id: store.header().id.clone(),
+            session_name: store.name().map(str::to_string),
+            auto_compaction_enabled: status.auto_compaction,
+            auto_retry_enabled: status.auto_retry,
+            message_count: status.message_count as u64,
+            pending_message_count: status.pending_count as u64,
         }
-        m.insert("sessionId".into(), json!(store.header().id));
-        if let Some(name) = store.name() {
-            m.insert("sessionName".into(), json!(name));
-        }
-        m.insert(
-            "autoCompactionEnabled".into(),
-            json!(status.auto_compaction),
-        );
-        m.insert("autoRetryEnabled".into(), json!(status.auto_retry));
-        m.insert("messageCount".into(), json!(status.message_count));
-        m.insert("pendingMessageCount".into(), json!(status.pending_count));
-        Value::Object(m)
     }
 
     pub(super) fn stats(&self) -> Value {

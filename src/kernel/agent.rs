@@ -71,6 +71,11 @@ pub struct AgentConfig {
     pub session_id: Option<String>,
     /// The session's hooks (`None`: none configured; nothing is fired).
     pub hooks: Option<crate::kernel::hooks::Hooks>,
+    /// The JSON Schema a run's final answer must match (`--output-schema`): sent to the API
+    /// in its native form, checked when the model stops, sent back once on a mismatch.
+    pub output_schema: Option<Arc<crate::kernel::output_schema::OutputSchema>>,
+    /// USD a run may cost (`--max-cost`): checked before each model call of a run.
+    pub max_cost: Option<f64>,
 }
 
 /// How failed model calls are retried: only failures before any output, of a transient kind
@@ -126,6 +131,8 @@ impl AgentConfig {
             compaction: CompactionPolicy::default(),
             session_id: None,
             hooks: None,
+            output_schema: None,
+            max_cost: None,
         }
     }
 }

@@ -275,6 +275,7 @@ async fn summarise(
         tools: Vec::new(),
         thinking_level: "off".into(),
         session_id: inner.config.session_id.clone(),
+        output_schema: None,
     };
     let mut rx = provider.stream(request, abort.clone());
     let mut summary = String::new();

@@ -73,6 +73,9 @@ pub enum RunOutcome {
     Blocked { tool_name: String, call_id: String },
     /// The run was aborted (abort op, signal).
     Aborted,
+    /// The run's cost exceeded `--max-cost` before its next model call: the cap and the USD
+    /// spent so far.
+    Budget { max_cost: f64, spent: f64 },
 }
 
 /// How a tool call was decided under the permission policy.
@@ -110,6 +113,8 @@ pub enum EventPayload {
     AgentSettled {
         aborted: bool,
         outcome: RunOutcome,
+        /// The final answer as JSON, when the run had an output schema and completed.
+        structured_output: Option<Value>,
     },
     TurnStarted,
     TurnFinished {

@@ -11,6 +11,7 @@ pub mod event;
 pub mod hooks;
 pub mod message;
 pub mod op;
+pub mod output_schema;
 pub mod private;
 pub mod provider;
 pub mod recorder;

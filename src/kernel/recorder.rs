@@ -295,6 +295,7 @@ mod tests {
             EventPayload::AgentSettled {
                 aborted: false,
                 outcome: RunOutcome::Completed,
+                structured_output: None,
             },
         ]
     }

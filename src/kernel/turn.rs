@@ -19,8 +19,10 @@ use crate::kernel::tool::{self, ToolContext, ToolOutput};
 use crate::kernel::tool_loop::ToolLoop;
 
 mod assemble;
+mod contract;
 pub(crate) mod hooked;
 use assemble::Assembler;
+use contract::{Contract, Verdict};
 use hooked::Prompt;
 
 use crate::kernel::hooks::Decision;
@@ -52,7 +54,16 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         Some(source) => hooked::session_start(inner, source, &abort).await,
         None => Vec::new(),
     };
+    let mut contract = Contract::default();
+    // keel's own next message (a corrected answer for `--output-schema`, a Stop hook's
+    // reason to go on): sent on the next call, not shown to UserPromptSubmit hooks.
+    let mut repair: Option<UserInput> = None;
+    let mut structured_output = None;
     let outcome = loop {
+        if let Some(over) = contract.over_budget(&inner.config) {
+            requeue_follow_ups(inner, std::mem::take(&mut pending_user));
+            break over;
+        }
         inner.bus.publish(EventPayload::TurnStarted);
         turns += 1;
         let inputs = std::mem::take(&mut pending_user);
@@ -77,6 +88,14 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 }
             }
         }
+        if let Some(input) = repair.take() {
+            push_message(
+                inner,
+                &mut produced,
+                input.into_message(inner.clock.now_ms()),
+            );
+            sent = true;
+        }
         if had_inputs && !sent && !has_queued(inner, Queue::Steering) {
             // Every prompt of this turn was blocked by a hook: nothing goes to the model.
             break RunOutcome::Completed;
@@ -88,8 +107,9 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 input.into_message(inner.clock.now_ms()),
             );
         }
-        compact_if_needed(inner, &abort).await;
+        contract.spend(&compact_if_needed(inner, &abort).await);
         let streamed = stream_assistant(inner, &abort).await;
+        contract.spend(&streamed.message.usage);
         let assistant = streamed.message.clone();
         push_message(inner, &mut produced, Message::from(assistant.clone()));
         if let Some(outcome) = failed_outcome(&assistant, streamed.error_kind.clone()) {
@@ -100,7 +120,8 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 let compacted =
                     compaction::compact(inner, CompactionReason::Overflow, None, true, &abort)
                         .await;
-                if compacted.is_ok() {
+                if let Ok(done) = &compacted {
+                    contract.spend(&done.usage);
                     turns -= 1;
                     continue;
                 }
@@ -169,15 +190,23 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 true => hooked::stopping(inner, stop_continues > 0, &last_text, &abort).await,
                 false => None,
             };
-            match again {
-                Some(reason) if !abort.is_aborted() => {
-                    stop_continues += 1;
-                    pending_user.push(UserInput::text(reason));
-                }
-                _ => break RunOutcome::Completed,
+            if let Some(reason) = again.filter(|_| !abort.is_aborted()) {
+                stop_continues += 1;
+                repair = Some(UserInput::text(reason));
+                continue;
             }
-        } else {
-            stop_continues = 0;
+            match contract.final_answer(&inner.config, &last_text) {
+                Verdict::Accept(value) => {
+                    structured_output = value;
+                    break RunOutcome::Completed;
+                }
+                // keel's own request: not held to --max-turns (the cap still holds).
+                Verdict::Repair(input) => {
+                    repair = Some(input);
+                    continue;
+                }
+                Verdict::Fail(outcome) => break outcome,
+            }
         }
         if let Some(max) = inner.config.max_turns {
             if turns >= max {
@@ -204,15 +233,16 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
     let aborted = outcome == RunOutcome::Aborted;
     inner.bus.publish(EventPayload::AgentSettled {
         aborted,
+        structured_output: structured_output.filter(|_| outcome == RunOutcome::Completed),
         outcome: outcome.clone(),
     });
     outcome
 }
 
-/// Compacts before a model call when the context has grown past the threshold. A failed
-/// compaction is reported in its events and the call goes ahead (the provider may still
-/// accept it; if not, the overflow path takes over).
-async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) {
+/// Compacts before a model call when the context has grown past the threshold; the usage of
+/// the summarising call. A failed compaction is reported in its events and the call goes
+/// ahead (the provider may still accept it; if not, the overflow path takes over).
+async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) -> Usage {
     let over = {
         let state = inner.lock();
         let window = state.provider.info().context_window;
@@ -220,8 +250,12 @@ async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) {
             && compaction::context_tokens(&state.messages)
                 > inner.config.compaction.threshold(window)
     };
-    if over {
-        let _ = compaction::compact(inner, CompactionReason::Threshold, None, false, abort).await;
+    if !over {
+        return Usage::default();
+    }
+    match compaction::compact(inner, CompactionReason::Threshold, None, false, abort).await {
+        Ok(done) => done.usage,
+        Err(_) => Usage::default(),
     }
 }
 
@@ -395,6 +429,11 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
             tools,
             thinking_level,
             session_id: inner.config.session_id.clone(),
+            output_schema: inner
+                .config
+                .output_schema
+                .as_ref()
+                .map(|s| s.schema().clone()),
         }
     };
     let mut rx = provider.stream(request, abort.clone());

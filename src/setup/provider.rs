@@ -52,6 +52,36 @@ pub async fn start(
     cli: &Cli,
     env: &Env,
 ) -> Result<(Arc<dyn Provider>, Option<StartEndpoint>), StartupError> {
+    let started = pick(cli, env).await?;
+    check_prices(cli, started.0.info())?;
+    Ok(started)
+}
+
+/// A cost cap needs the model's prices: a model without them (a custom endpoint, a script
+/// without `cost`) cannot take `--max-cost`.
+fn check_prices(cli: &Cli, info: &ModelInfo) -> Result<(), StartupError> {
+    let c = &info.cost;
+    let priced = c.input > 0.0 || c.output > 0.0;
+    match (cli.max_cost, priced) {
+        (Some(_), false) => Err(StartupError::config(format!(
+            "--max-cost needs the model's prices, and keel knows none for `{}/{}`",
+            info.provider, info.id
+        ))
+        .hint(match info.api.as_str() {
+            crate::kernel::provider::model::API_SCRIPTED => {
+                "give the script its prices: `\"cost\": {\"input\": …, \"output\": …}` (USD per million tokens)"
+            }
+            _ => "set `cost` for the model in $KEEL_HOME/models.json (USD per million tokens)",
+        })),
+        _ => Ok(()),
+    }
+}
+
+/// [`start`] without the checks that need the model chosen.
+async fn pick(
+    cli: &Cli,
+    env: &Env,
+) -> Result<(Arc<dyn Provider>, Option<StartEndpoint>), StartupError> {
     let registry = registry(env)?;
     let (named, model_id) = split_model(cli, &registry);
     if named.as_deref() == Some("scripted") {

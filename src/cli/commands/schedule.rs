@@ -275,7 +275,7 @@ impl Add {
                 }
                 Ok(secs) => Some(secs),
                 Err(e) => {
-                    usage.push(e);
+                    usage.push(e.message);
                     None
                 }
             },
@@ -288,7 +288,7 @@ impl Add {
         }
         if let Some(expr) = &self.cron {
             if let Err(e) = due::parse_cron(expr) {
-                usage.push(e);
+                usage.push(e.message);
             }
         }
         let cwd = match &self.cwd {

@@ -412,12 +412,7 @@ impl Agent {
             if let Some(editor) = &editor {
                 editor.started(&session);
             }
-            let messages: Vec<Message> = start
-                .snapshot
-                .as_ref()
-                .and_then(|s| s.get("messages").cloned())
-                .and_then(|m| serde_json::from_value(m).ok())
-                .unwrap_or_default();
+            let messages: Vec<Message> = start.snapshot.map(|s| s.messages).unwrap_or_default();
             let mut mapper = Mapper::new(cwd.clone(), asks);
             if how == Open::Load {
                 for u in mapper.replay(&messages) {

@@ -215,8 +215,7 @@ async fn reconnect(
                 out.err("Warning: the daemon no longer held the events in between; get_state and get_messages give the session as it is now\n");
                 front.epoch = attached.epoch;
                 front.seq = attached.seq;
-                let snapshot = attached.snapshot.unwrap_or_default();
-                front.running = snapshot["state"]["isStreaming"] == true;
+                front.running = attached.snapshot.is_some_and(|s| s.state.is_streaming);
             }
             let notes = std::mem::take(&mut client.notifications);
             events(front, notes, out);

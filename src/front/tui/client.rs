@@ -34,6 +34,7 @@ use crate::kernel::session::SessionSummary;
 use crate::output::{Output, TerminalOut};
 use crate::signals::Signals;
 use crate::wire::events::WireEvent;
+use crate::wire::protocol::snapshot::SessionState;
 
 /// What attaching to a session of the daemon needs.
 pub struct AttachSetup {
@@ -62,11 +63,11 @@ pub(super) enum Back {
     Notice(HistoryCell),
     Restore(Vec<String>),
     /// The session was replaced: its conversation and state, to show from the start.
-    Replay(String, Vec<Replayed>, Value),
+    Replay(String, Vec<Replayed>, SessionState),
     /// The session's templates and skills (`get_commands`), for the slash menu.
     Commands(Vec<(String, String)>),
     /// The session's state (`get_state`): model, context window, name, file.
-    State(Value),
+    State(SessionState),
     /// Where the session runs, for the status line.
     Place(String),
     /// A `!cmd` the session did not run (pi's error text).
@@ -395,19 +396,17 @@ impl Client {
     }
 
     /// Model, thinking level, name, context window and file from a `get_state` answer.
-    pub fn take_state(&mut self, state: &Value) {
-        self.file = state["sessionFile"].as_str().map(str::to_string);
+    pub fn take_state(&mut self, state: &SessionState) {
+        self.file = state.session_file.clone();
         let t = &mut self.view.transcript;
-        t.model = state["model"]["id"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        t.thinking_level = state["thinkingLevel"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        t.session_name = state["sessionName"].as_str().map(str::to_string);
-        self.view.context_window = state["model"]["contextWindow"].as_u64().unwrap_or(0);
+        t.model = state
+            .model
+            .as_ref()
+            .map(|m| m.id.clone())
+            .unwrap_or_default();
+        t.thinking_level = state.thinking_level.clone();
+        t.session_name = state.session_name.clone();
+        self.view.context_window = state.model.as_ref().map_or(0, |m| m.context_window);
     }
 
     fn feed(&mut self, event: &Value, at_ms: i64) {
@@ -549,7 +548,8 @@ impl Client {
                         .unwrap_or_default();
                     let replayed = internals(&commands).await.replay(&messages);
                     let state = commands.request("get_state", json!({})).await;
-                    let _ = back.send(Back::Replay(session, replayed, state.unwrap_or_default()));
+                    let state = state.ok().map(session_state).unwrap_or_default();
+                    let _ = back.send(Back::Replay(session, replayed, state));
                 });
                 self.show_place();
             }
@@ -573,13 +573,13 @@ impl Client {
         let back = self.back_tx.clone();
         tokio::spawn(async move {
             if let Ok(state) = commands.request("get_state", json!({})).await {
-                let _ = back.send(Back::State(state));
+                let _ = back.send(Back::State(session_state(state)));
             }
         });
     }
 
     /// Another session is shown from now on: the transcript starts over with its messages.
-    fn replay(&mut self, id: &str, replayed: &[Replayed], state: &Value) {
+    fn replay(&mut self, id: &str, replayed: &[Replayed], state: &SessionState) {
         let pending = self.view.transcript.drain();
         self.view.transcript = super::transcript::Transcript::new();
         self.take_state(state);
@@ -755,4 +755,9 @@ impl Client {
             "a run is active: l leaves it running in the daemon · s stops it · Esc stays",
         );
     }
+}
+
+/// `get_state`'s answer, typed (what cannot be read shows as empty).
+fn session_state(answer: Value) -> SessionState {
+    serde_json::from_value(answer).unwrap_or_default()
 }

@@ -775,6 +775,7 @@ mod tests {
                     kind: "overloaded".into(),
                     message: "try later".into(),
                 },
+                structured_output: None,
             }),
         );
         let cells = t.drain();

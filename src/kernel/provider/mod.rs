@@ -29,6 +29,11 @@ pub struct ModelRequest {
     pub thinking_level: String,
     /// The session this call belongs to (a cache-routing hint for APIs that take one).
     pub session_id: Option<String>,
+    /// The JSON Schema the final answer must match (`--output-schema`), for the provider to
+    /// pass in the API's native form: Responses `text.format`, Chat Completions
+    /// `response_format`, Gemini `responseSchema`; Anthropic gets an instruction. `None`: free
+    /// text. keel validates the answer whatever the API made of it.
+    pub output_schema: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 /// One streamed fact from a provider.

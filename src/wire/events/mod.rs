@@ -75,7 +75,8 @@ pub enum WireEvent<'a> {
     /// Terminal: no more automatic work for this prompt. `aborted`: the run was aborted.
     /// keel's additions: `outcome` and, unless completed, `error` (the `kind` and message a
     /// print or JSON run reports); for `turn_limit` the limit (`maxTurns`), for `blocked` the
-    /// call that needed an approval (`toolName`, `toolCallId`).
+    /// call that needed an approval (`toolName`, `toolCallId`); for a run with an output
+    /// schema that completed, the final answer as JSON (`structuredOutput`).
     #[serde(rename_all = "camelCase")]
     AgentSettled {
         #[serde(default)]
@@ -89,6 +90,8 @@ pub enum WireEvent<'a> {
         tool_name: Option<Cow<'a, str>>,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         tool_call_id: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        structured_output: Option<Cow<'a, Value>>,
     },
     TurnStart,
     /// `message`: the assistant message; `toolResults`: its tool results in call order.
