@@ -337,6 +337,7 @@ pub fn agent_config_with(
         output_schema: output_schema(settings, env)?,
         max_cost: settings.max_cost,
         rules: Arc::new(rules),
+        hooks: None,
     };
     Ok((config, warnings, skills))
 }

@@ -42,6 +42,7 @@ fn request() -> ModelRequest {
         tools: vec![tool::spec("read").unwrap()],
         thinking_level: "low".into(),
         session_id: Some("sess-1".into()),
+        output_schema: None,
     }
 }
 

@@ -642,6 +642,7 @@ impl Host {
 
     /// Ends serving: queues the last events, closes the bus and saves the session.
     pub async fn close(&mut self) {
+        self.live.session.end_hooks("other").await;
         self.drain_events();
         self.live.bus.close();
         while let Some(ev) = self.live.rx.recv().await {

@@ -203,6 +203,22 @@ pub enum EventPayload {
         will_retry: bool,
         error_message: Option<String>,
     },
+    /// A hook command started (`event` is its Claude event name).
+    HookStarted {
+        event: String,
+        command: String,
+    },
+    /// A hook command ended: its exit code (`None`: killed or not started), what it decided,
+    /// its reason and what it says to the user.
+    HookFinished {
+        event: String,
+        command: String,
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        decision: Option<String>,
+        reason: Option<String>,
+        messages: Vec<String>,
+    },
 }
 
 /// Why a compaction ran.

@@ -8,6 +8,7 @@ pub mod bus;
 pub mod clock;
 pub mod compaction;
 pub mod event;
+pub mod hooks;
 pub mod message;
 pub mod op;
 pub mod output_schema;

@@ -212,6 +212,7 @@ fn apply(
             Some(EntryData::RawMessage(record.to_json()))
         }
         EventPayload::SessionNamed { name } => Some(EntryData::SessionInfo { name: name.clone() }),
+        EventPayload::HookStarted { .. } | EventPayload::HookFinished { .. } => None,
         EventPayload::TurnFinished { .. } | EventPayload::AgentSettled { .. } => {
             return Some(store.sync().map_err(|e| e.message));
         }

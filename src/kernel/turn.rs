@@ -21,8 +21,12 @@ use crate::kernel::tool_loop::ToolLoop;
 
 mod assemble;
 mod contract;
+pub(crate) mod hooked;
 use assemble::Assembler;
 use contract::{Contract, Verdict};
+use hooked::Prompt;
+
+use crate::kernel::hooks::Decision;
 
 /// Error kinds worth retrying when they happen before any output.
 const RETRYABLE: &[&str] = &[
@@ -45,8 +49,15 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
     let mut retry_result: Option<Result<(), String>> = None;
     let mut overflow_compacted = false;
     let mut repeats = ToolLoop::new(inner.config.max_repeated_failures);
+    let mut stop_continues: u32 = 0;
+    let source = inner.lock().session_start.take();
+    let mut start_context = match source {
+        Some(source) => hooked::session_start(inner, source, &abort).await,
+        None => Vec::new(),
+    };
     let mut contract = Contract::default();
-    // The request for a corrected answer (`--output-schema`), sent on the next call.
+    // keel's own next message (a corrected answer for `--output-schema`, a Stop hook's
+    // reason to go on): sent on the next call, not shown to UserPromptSubmit hooks.
     let mut repair: Option<UserInput> = None;
     let mut structured_output = None;
     let outcome = loop {
@@ -56,12 +67,39 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         }
         inner.bus.publish(EventPayload::TurnStarted);
         turns += 1;
-        for input in pending_user.drain(..).chain(repair.take()) {
+        let inputs = std::mem::take(&mut pending_user);
+        let had_inputs = !inputs.is_empty();
+        let mut sent = false;
+        for input in inputs {
+            match hooked::prompt_submitted(inner, &input.text, &abort).await {
+                Prompt::Blocked => continue,
+                Prompt::Go(context) => {
+                    let now = inner.clock.now_ms();
+                    push_message(inner, &mut produced, input.into_message(now));
+                    let context: Vec<String> = start_context.drain(..).chain(context).collect();
+                    if !context.is_empty() {
+                        let text = hooked::context_message(&context);
+                        push_message(
+                            inner,
+                            &mut produced,
+                            UserInput::text(text).into_message(now),
+                        );
+                    }
+                    sent = true;
+                }
+            }
+        }
+        if let Some(input) = repair.take() {
             push_message(
                 inner,
                 &mut produced,
                 input.into_message(inner.clock.now_ms()),
             );
+            sent = true;
+        }
+        if had_inputs && !sent && !has_queued(inner, Queue::Steering) {
+            // Every prompt of this turn was blocked by a hook: nothing goes to the model.
+            break RunOutcome::Completed;
         }
         for input in take_queue(inner, Queue::Steering) {
             push_message(
@@ -126,11 +164,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
             retry_result = Some(Ok(()));
         }
         let calls = assistant.tool_calls();
-        let answer = inner
-            .config
-            .output_schema
-            .as_ref()
-            .map(|_| assistant.text());
+        let last_text = assistant.text();
         let batch = run_tools(inner, &calls, &abort).await;
         for r in &batch.results {
             push_message(inner, &mut produced, Message::from(r.clone()));
@@ -143,6 +177,9 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         if let Some(outcome) = batch.blocked.or(repeated) {
             break outcome;
         }
+        if batch.hook_stop.is_some() {
+            break RunOutcome::Completed;
+        }
         let more = !calls.is_empty() || has_queued(inner, Queue::Steering) || {
             let follow = take_queue(inner, Queue::FollowUp);
             let any = !follow.is_empty();
@@ -150,7 +187,16 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
             any
         };
         if !more {
-            match contract.final_answer(&inner.config, answer.as_deref().unwrap_or("")) {
+            let again = match stop_continues < hooked::MAX_STOP_CONTINUES {
+                true => hooked::stopping(inner, stop_continues > 0, &last_text, &abort).await,
+                false => None,
+            };
+            if let Some(reason) = again.filter(|_| !abort.is_aborted()) {
+                stop_continues += 1;
+                repair = Some(UserInput::text(reason));
+                continue;
+            }
+            match contract.final_answer(&inner.config, &last_text) {
                 Verdict::Accept(value) => {
                     structured_output = value;
                     break RunOutcome::Completed;
@@ -431,12 +477,15 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
 struct Batch {
     results: Vec<ToolResultMessage>,
     blocked: Option<RunOutcome>,
+    /// A hook said `continue: false`: the run ends after this batch.
+    hook_stop: Option<String>,
 }
 
 /// Runs a turn's tool calls one after another, applying the permission policy.
 async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &AbortSignal) -> Batch {
     let mut results = Vec::with_capacity(calls.len());
     let mut blocked = None;
+    let mut hook_stop = None;
     for (id, name, args) in calls {
         inner.bus.publish(EventPayload::ToolCallStarted {
             call_id: id.clone(),
@@ -452,7 +501,18 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
         } else if let Some(bad) = tool::args::error(args) {
             bad
         } else {
-            match check_permission(inner, id, name, args, abort).await {
+            let pre = hooked::pre_tool(inner, id, name, args, abort).await;
+            hook_stop = hook_stop.or(pre.stop);
+            let args = &pre.args;
+            let gate = match pre.decision {
+                Some((Decision::Deny, reason)) => Gate::Refuse(ToolOutput::error(format!(
+                    "Tool `{name}` was blocked by a PreToolUse hook: {}",
+                    reason.as_deref().unwrap_or("no reason given")
+                ))),
+                hook => check_permission(inner, id, name, args, hook.map(|d| d.0), abort).await,
+            };
+            let ran = matches!(gate, Gate::Run | Gate::Approved);
+            let mut out = match gate {
                 Gate::Run => execute(inner, id, name, args, abort).await,
                 Gate::Approved => {
                     started = inner.clock.now_ms();
@@ -470,7 +530,13 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
                     });
                     out
                 }
+            };
+            if ran {
+                let stop = hooked::post_tool(inner, id, name, args, &mut out, abort).await;
+                hook_stop = hook_stop.or(stop);
             }
+            hooked::append(&mut out, &pre.context);
+            out
         };
         let duration_ms = (inner.clock.now_ms() - started).max(0) as u64;
         inner.bus.publish(EventPayload::ToolCallFinished {
@@ -489,7 +555,11 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
             timestamp: inner.clock.now_ms(),
         });
     }
-    Batch { results, blocked }
+    Batch {
+        results,
+        blocked,
+        hook_stop,
+    }
 }
 
 /// The tools every external source offers now, after the built-ins (a name that repeats a
@@ -522,6 +592,7 @@ async fn check_permission(
     id: &str,
     name: &str,
     args: &Value,
+    hook: Option<Decision>,
     abort: &AbortSignal,
 ) -> Gate {
     let builtin = inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some();
@@ -543,6 +614,9 @@ async fn check_permission(
     };
     let verdict = inner.config.rules.check(name, args, &inner.config.cwd);
     let permission = inner.config.permission;
+    // A hook's `ask` (or `defer`) makes a call ask in every mode; its `allow` answers the
+    // mode's question, never a deny or ask rule, nor a refusal.
+    let hook_asks = matches!(hook, Some(Decision::Ask | Decision::Defer));
     let asks = match verdict {
         RuleVerdict::Deny(m) => {
             return Gate::Refuse(ToolOutput::error(format!(
@@ -555,17 +629,21 @@ async fn check_permission(
                 "Tool `{name}` is not allowed: keel runs with --permission read-only"
             )))
         }
+        _ if hook_asks => Some("a PreToolUse hook asked".to_string()),
         RuleVerdict::Ask(m) => Some(format!("rule `{}` (from {})", m.rule, m.origin)),
         RuleVerdict::Allow(_) => None,
         RuleVerdict::Unmatched if read_only || !mode_asks(permission, name) => None,
+        RuleVerdict::Unmatched if hook == Some(Decision::Allow) => None,
         RuleVerdict::Unmatched => Some(format!("--permission {}", mode_word(permission))),
     };
     match asks {
         None => Gate::Run,
-        Some(why) if !inner.config.can_ask => Gate::Block(ToolOutput::error(format!(
-            "Tool `{name}` needs approval and this run cannot ask ({why} in a headless mode)"
-        ))),
-        Some(_) => ask(inner, id, name, args, abort).await,
+        Some(why) => {
+            let blocked = format!(
+                "Tool `{name}` needs approval and this run cannot ask ({why} in a headless mode)"
+            );
+            ask_or_block(inner, (id, name, args), abort, blocked).await
+        }
     }
 }
 
@@ -584,6 +662,25 @@ fn mode_word(permission: Permission) -> &'static str {
         Permission::ReadOnly => "read-only",
         Permission::Ask => "ask",
         Permission::AcceptEdits => "accept-edits",
+    }
+}
+
+/// A call that needs a person's answer: `PermissionRequest` hooks may give it; else the front
+/// end is asked, or, in a run that cannot ask, the call blocks with `blocked`'s message.
+async fn ask_or_block(
+    inner: &Inner,
+    (id, name, args): (&str, &str, &Value),
+    abort: &AbortSignal,
+    blocked: String,
+) -> Gate {
+    match hooked::permission_request(inner, name, args, abort).await {
+        Some((Decision::Allow, _)) => Gate::Approved,
+        Some((Decision::Deny, why)) => Gate::Denied(ToolOutput::error(format!(
+            "Tool `{name}` was denied by a PermissionRequest hook: {}",
+            why.as_deref().unwrap_or("no reason given")
+        ))),
+        _ if inner.config.can_ask => ask(inner, id, name, args, abort).await,
+        _ => Gate::Block(ToolOutput::error(blocked)),
     }
 }
 

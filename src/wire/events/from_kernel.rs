@@ -189,6 +189,27 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
             will_retry: *will_retry,
             error_message: error_message.as_deref().map(Cow::Borrowed),
         }),
+        EventPayload::HookStarted { event, command } => Some(W::HookStarted {
+            event: event.into(),
+            command: command.into(),
+        }),
+        EventPayload::HookFinished {
+            event,
+            command,
+            exit_code,
+            duration_ms,
+            decision,
+            reason,
+            messages,
+        } => Some(W::HookFinished {
+            event: event.into(),
+            command: command.into(),
+            exit_code: *exit_code,
+            duration_ms: *duration_ms,
+            decision: decision.as_deref().map(Cow::Borrowed),
+            reason: reason.as_deref().map(Cow::Borrowed),
+            messages: Cow::Borrowed(messages),
+        }),
         EventPayload::QueueChanged {
             steering,
             follow_up,

@@ -214,6 +214,28 @@ pub enum WireEvent<'a> {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         error_message: Option<Cow<'a, str>>,
     },
+    /// keel: a hook command started (`event`: its Claude event name).
+    HookStarted {
+        event: Cow<'a, str>,
+        command: Cow<'a, str>,
+    },
+    /// keel: a hook command ended. `exitCode` is absent when it was killed (timeout, abort) or
+    /// could not start; `decision` is what it decided (`allow`, `ask`, `deny`, `defer`,
+    /// `block`, `stop`, `error`), `reason` why, `messages` what it says to the user.
+    #[serde(rename_all = "camelCase")]
+    HookFinished {
+        event: Cow<'a, str>,
+        command: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        decision: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        reason: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "<[_]>::is_empty", default)]
+        messages: Cow<'a, [String]>,
+    },
     /// A type this keel does not know (a newer peer's addition): nothing to show.
     #[serde(other)]
     Other,
@@ -241,6 +263,8 @@ kinds! { WireEvent {
     BashExecutionUpdate = "bash_execution_update",
     BashExecutionEnd = "bash_execution_end",
     CompactionStart = "compaction_start",
+    HookStarted = "hook_started",
+    HookFinished = "hook_finished",
     CompactionEnd = "compaction_end",
     Other = "other",
 } }
