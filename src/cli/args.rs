@@ -437,8 +437,8 @@ mod permission_flag_tests {
 
     fn permission(value: &str) -> Result<PermissionFlag, String> {
         Cli::try_parse_from(["keel", "--permission", value])
-            .map(|c| c.permission)
             .map_err(|e| e.to_string())
+            .and_then(|c| c.permission.ok_or_else(|| "no --permission".to_string()))
     }
 
     #[test]

@@ -332,6 +332,7 @@ mod tests {
             tools: vec![],
             thinking_level: "off".into(),
             session_id: None,
+            output_schema: None,
         }
     }
 
