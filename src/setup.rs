@@ -305,6 +305,7 @@ pub fn agent_config_with(
     let tool_env = tool_env(settings, env).with_vars(tool_vars(settings, env));
     let (external_tools, mcp_warnings) = mcp::start(settings, env, mcp_allow, &tool_env, late)?;
     warnings.extend(mcp_warnings);
+    let hooks = settings.hooks(env, &tool_env, &mut warnings);
     let config = AgentConfig {
         cwd: env.cwd.clone(),
         system_prompt,
@@ -337,7 +338,7 @@ pub fn agent_config_with(
         output_schema: output_schema(settings, env)?,
         max_cost: settings.max_cost,
         rules: Arc::new(rules),
-        hooks: None,
+        hooks,
     };
     Ok((config, warnings, skills))
 }

@@ -32,6 +32,7 @@ mod export_html;
 mod external_tools;
 mod gemini;
 mod gemini_stream;
+mod hooks;
 mod hooks_kernel;
 mod journal;
 mod json_mode;

@@ -48,8 +48,10 @@ pub struct Merged {
     pub mcp_servers: BTreeMap<String, Sourced<Value>>,
     /// `sandbox {…}` (§14), merged per key; applied by a later issue.
     pub sandbox: Option<Sourced<Value>>,
-    /// `hooks {…}` (§15), merged per key; applied by a later issue.
+    /// `hooks {…}` (§15), merged per key (what `keel config show` prints).
     pub hooks: Option<Sourced<Value>>,
+    /// Each file's `hooks`, highest level first: all levels' hooks run.
+    pub hook_layers: Vec<Sourced<Value>>,
 }
 
 /// Merges `files`, highest level first.
@@ -86,6 +88,9 @@ pub fn merge(files: Vec<(Origin, FileValues)>) -> Merged {
             &origin,
         );
         object(&mut m.sandbox, f.sandbox, &origin);
+        if let Some(h) = &f.hooks {
+            m.hook_layers.push(at(Value::Object(h.clone()), &origin));
+        }
         object(&mut m.hooks, f.hooks, &origin);
     }
     m

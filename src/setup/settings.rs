@@ -162,6 +162,55 @@ impl Settings {
     }
 }
 
+impl Settings {
+    /// The hooks of every settings level (all run). A project's own files (`.keel/settings.json`,
+    /// `.keel/settings.local.json`) are code from the repository: their hooks run only with
+    /// `--trust-project`; otherwise a warning names what was not run. `None`: no hook.
+    pub fn hooks(
+        &self,
+        env: &Env,
+        tool_env: &crate::kernel::tool::ToolEnv,
+        warnings: &mut Vec<String>,
+    ) -> Option<crate::kernel::hooks::Hooks> {
+        use crate::kernel::hooks::{HookConfig, HookEnv, Hooks, SessionFields};
+        use crate::settings::Level;
+        let mut config = HookConfig::default();
+        for layer in &self.files.hook_layers {
+            let project = matches!(layer.origin.level, Level::Project | Level::Local);
+            if project && !self.trust_project {
+                warnings.push(format!(
+                    "{}: its hooks are not run: the project is not trusted (pass --trust-project to run them)",
+                    layer.origin
+                ));
+                continue;
+            }
+            let (c, w) = HookConfig::parse(&layer.value, &layer.origin.to_string());
+            warnings.extend(w);
+            config.merge(c);
+        }
+        if config.is_empty() {
+            return None;
+        }
+        let env = HookEnv {
+            cwd: env.cwd.clone(),
+            project_dir: crate::settings::project_root(&env.cwd),
+            tool_env: tool_env.clone(),
+            temp_dir: env.keel_home.join("tmp"),
+        };
+        let permission_mode = match self.permission {
+            Permission::Auto => "bypassPermissions",
+            Permission::Ask => "default",
+            Permission::AcceptEdits => "acceptEdits",
+            Permission::ReadOnly => "plan",
+        };
+        let fields = SessionFields {
+            permission_mode: permission_mode.into(),
+            ..SessionFields::default()
+        };
+        Some(Hooks::new(config, env, fields))
+    }
+}
+
 /// Seconds an approval dialog waits when neither a flag nor a file says.
 pub const DEFAULT_APPROVAL_TIMEOUT: f64 = 300.0;
 

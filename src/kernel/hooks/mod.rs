@@ -161,6 +161,19 @@ impl Hooks {
         }
     }
 
+    /// The same hooks for the session `session_id` saved at `transcript_path` (the host
+    /// learns both when it opens the session's store).
+    pub fn for_session(&self, session_id: &str, transcript_path: &str) -> Hooks {
+        let mut session = (*self.session).clone();
+        session.session_id = session_id.to_string();
+        session.transcript_path = transcript_path.to_string();
+        Hooks {
+            config: self.config.clone(),
+            env: self.env.clone(),
+            session: Arc::new(session),
+        }
+    }
+
     /// Whether any hook is configured for `event` (callers skip building payloads if not).
     pub fn wants(&self, event: HookEvent) -> bool {
         !self.config.is_empty_for(event)
