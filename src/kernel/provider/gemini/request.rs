@@ -1,6 +1,7 @@
 //! The Gemini request body: the system instruction, the conversation as `contents` (roles
 //! `user` and `model`; tool results as `functionResponse` parts of a user turn), function
-//! declarations with JSON Schema parameters, the output limit and the thinking config of a
+//! declarations with JSON Schema parameters, the output limit, the thinking config and the
+//! `--output-schema` (`responseJsonSchema`) of a
 //! [`ModelRequest`]. A model turn goes back part for part with its thought signatures where
 //! they came (see the module above). Pure; never touches the network.
 
@@ -52,6 +53,11 @@ pub fn request_body(req: &ModelRequest, model: &ModelInfo) -> Value {
     config.insert("maxOutputTokens".into(), json!(model.max_tokens));
     if let Some(thinking) = thinking_config(req, model) {
         config.insert("thinkingConfig".into(), thinking);
+    }
+    // `--output-schema`: Gemini's native form, a JSON answer held to the JSON Schema.
+    if let Some(schema) = &req.output_schema {
+        config.insert("responseMimeType".into(), json!("application/json"));
+        config.insert("responseJsonSchema".into(), (**schema).clone());
     }
     body.insert("generationConfig".into(), Value::Object(config));
     Value::Object(body)
@@ -334,6 +340,20 @@ mod tests {
             session_id: None,
             output_schema: None,
         }
+    }
+
+    #[test]
+    fn an_output_schema_is_sent_as_response_json_schema() {
+        let m = model();
+        let mut req = request(vec![Message::user("hi", 1)]);
+        assert!(request_body(&req, &m)["generationConfig"]
+            .get("responseJsonSchema")
+            .is_none());
+        let schema = json!({"type": "object", "required": ["n"]});
+        req.output_schema = Some(std::sync::Arc::new(schema.clone()));
+        let config = &request_body(&req, &m)["generationConfig"];
+        assert_eq!(config["responseMimeType"], "application/json");
+        assert_eq!(config["responseJsonSchema"], schema);
     }
 
     #[test]
