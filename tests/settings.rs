@@ -274,16 +274,24 @@ fn permissions_default_mode_sets_the_mode_with_claudes_names_and_the_flag_overri
         &["--no-session", "--permission", "auto", "go"],
     );
     assert_eq!(run.code, 0, "the flag beats the file: {run}");
-    // A mode keel does not have yet asks, and says so.
+    // Claude's `acceptEdits` is keel's accept-edits: the shell call still asks, quietly.
     write(
         &project(&sb),
         &json!({"permissions": {"defaultMode": "acceptEdits"}}),
     );
     let run = sb.scripted("-p", "blocked.json", &["--no-session", "clean up"]);
     assert_eq!(run.code, 5, "{run}");
+    assert!(!run.stderr.contains("not supported yet"), "{run}");
+    // A mode keel does not have yet asks, and says so.
+    write(
+        &project(&sb),
+        &json!({"permissions": {"defaultMode": "plan"}}),
+    );
+    let run = sb.scripted("-p", "blocked.json", &["--no-session", "clean up"]);
+    assert_eq!(run.code, 5, "{run}");
     assert!(
         run.stderr
-            .contains("`permissions.defaultMode` `accept-edits` is not supported yet; using ask"),
+            .contains("`permissions.defaultMode` `plan` is not supported yet; using ask"),
         "{run}"
     );
 }
