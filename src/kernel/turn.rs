@@ -503,7 +503,7 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
         } else {
             let pre = hooked::pre_tool(inner, id, name, args, abort).await;
             hook_stop = hook_stop.or(pre.stop);
-            let args = &pre.args;
+            let args = pre.args.as_ref().unwrap_or(args);
             let gate = match pre.decision {
                 Some((Decision::Deny, reason)) => Gate::Refuse(ToolOutput::error(format!(
                     "Tool `{name}` was blocked by a PreToolUse hook: {}",

@@ -16,6 +16,12 @@ use crate::kernel::tool::ToolOutput;
 /// A `Stop` hook may keep the agent going this many times in a row, no more.
 pub(super) const MAX_STOP_CONTINUES: u32 = 8;
 
+/// Whether a hook is configured for `event`: without one, no payload is built (the tool-call
+/// path pays nothing for hooks nobody configured).
+fn wants(inner: &Inner, event: HookEvent) -> bool {
+    inner.config.hooks.as_ref().is_some_and(|h| h.wants(event))
+}
+
 /// Runs the hooks of `event` and publishes each run.
 pub(crate) async fn fire(
     inner: &Inner,
@@ -71,6 +77,9 @@ pub(super) async fn permission_request(
     args: &Value,
     abort: &AbortSignal,
 ) -> Option<(Decision, Option<String>)> {
+    if !wants(inner, HookEvent::PermissionRequest) && !wants(inner, HookEvent::Notification) {
+        return None;
+    }
     let claude = names::claude_name(name);
     let fields = json!({
         "tool_name": claude,
@@ -128,8 +137,9 @@ fn notice_event(n: HookNotice, elapsed_ms: u64) -> EventPayload {
 
 /// What `PreToolUse` hooks decided about one call.
 pub(super) struct PreTool {
-    /// The arguments to run with (a hook's `updatedInput`, mapped back to keel's shape).
-    pub args: Value,
+    /// The arguments to run with instead of the model's (a hook's `updatedInput`, mapped back
+    /// to keel's shape).
+    pub args: Option<Value>,
     pub decision: Option<(Decision, Option<String>)>,
     /// `continue: false`: the run stops after this call.
     pub stop: Option<String>,
@@ -144,6 +154,14 @@ pub(super) async fn pre_tool(
     args: &Value,
     abort: &AbortSignal,
 ) -> PreTool {
+    if !wants(inner, HookEvent::PreToolUse) {
+        return PreTool {
+            args: None,
+            decision: None,
+            stop: None,
+            context: Vec::new(),
+        };
+    }
     let claude = names::claude_name(name);
     let fields = json!({
         "tool_name": claude,
@@ -154,9 +172,7 @@ pub(super) async fn pre_tool(
     });
     let v = fire(inner, HookEvent::PreToolUse, &[claude, name], fields, abort).await;
     PreTool {
-        args: v
-            .updated_input
-            .map_or_else(|| args.clone(), |u| names::keel_input(name, &u)),
+        args: v.updated_input.map(|u| names::keel_input(name, &u)),
         decision: v.permission,
         stop: v.stop,
         context: v.context,
@@ -178,6 +194,9 @@ pub(super) async fn post_tool(
     } else {
         HookEvent::PostToolUse
     };
+    if !wants(inner, event) {
+        return None;
+    }
     let claude = names::claude_name(name);
     let mut fields = json!({
         "tool_name": claude,
