@@ -143,3 +143,44 @@ fn a_settings_deny_rule_stops_rm_inside_a_compound_command() {
         run.stdout
     );
 }
+
+#[test]
+fn keel_hooks_list_names_each_hook_its_origin_and_whether_it_runs() {
+    let sb = Sandbox::new();
+    assert_eq!(sb.run(&["hooks", "list"]).stdout, "no hooks configured\n");
+    write(&sb.home().join("settings.json"), &guard_hooks());
+    write(
+        &sb.work().join(".keel/settings.json"),
+        &json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "make lint", "timeout": 120}]}]}}),
+    );
+    let run = sb.run(&["hooks", "list", "--json"]);
+    assert_eq!(run.code, 0, "{run}");
+    let list: Value = serde_json::from_str(&run.stdout).unwrap();
+    let got: Vec<(String, String, String)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let s = |k: &str| h[k].as_str().unwrap().to_string();
+            (s("event"), s("command"), s("runs"))
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "Stop".into(),
+                "make lint".into(),
+                "with --trust-project".into()
+            ),
+            ("PreToolUse".into(), GUARD.into(), "always".into()),
+        ]
+    );
+    assert!(list[0]["origin"]
+        .as_str()
+        .unwrap()
+        .ends_with(".keel/settings.json"));
+    assert_eq!(list[0]["timeout"], 120.0);
+    let text = sb.run(&["hooks", "list"]).stdout;
+    assert!(text.starts_with("Stop [*] make lint\n    from "), "{text}");
+}

@@ -70,6 +70,12 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// The hooks the settings files configure: event, matcher, command, origin, whether it
+    /// runs.
+    Hooks {
+        #[command(subcommand)]
+        command: commands::hooks::HooksCommand,
+    },
 }
 
 /// Parses the command line `args` (the process's, read once by `app`) and runs what it names:
@@ -93,6 +99,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Mcp(cli)) => commands::mcp::run(cli),
         Some(Command::Debug { command }) => commands::debug::run(command, &args),
         Some(Command::Config { command }) => commands::config::run(command),
+        Some(Command::Hooks { command }) => commands::hooks::run(command),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod attach;
 pub mod config;
 pub mod daemon;
 pub mod debug;
+pub mod hooks;
 pub mod mcp;
 pub mod ps;
 pub mod schedule;
