@@ -134,7 +134,6 @@ pub enum HookNotice {
         event: HookEvent,
         command: String,
         exit_code: Option<i32>,
-        duration_ms: u64,
         /// What it decided (`allow`, `ask`, `deny`, `defer`, `block`, `stop`, `error`).
         decision: Option<&'static str>,
         /// The reason it gave for a block, a denial or a stop.
@@ -235,7 +234,6 @@ impl Hooks {
                     process::Exit::Code(c) => c,
                     _ => None,
                 },
-                duration_ms: u64::try_from(ran.duration.as_millis()).unwrap_or(u64::MAX),
                 decision: judged.decision,
                 reason: judged.reason(),
                 messages: judged.messages().to_vec(),

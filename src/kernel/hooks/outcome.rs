@@ -254,14 +254,12 @@ impl Verdict {
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::time::Duration;
 
     fn ran(code: i32, stdout: &str, stderr: &str) -> Ran {
         Ran {
             exit: Exit::Code(Some(code)),
             stdout: stdout.into(),
             stderr: stderr.into(),
-            duration: Duration::ZERO,
         }
     }
 

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
@@ -50,7 +50,6 @@ pub struct Ran {
     pub exit: Exit,
     pub stdout: String,
     pub stderr: String,
-    pub duration: Duration,
 }
 
 /// Runs `command` with `payload` on stdin; never fails: a hook that cannot start is an `Exit`.
@@ -61,7 +60,6 @@ pub async fn run(
     timeout: Duration,
     abort: &AbortSignal,
 ) -> Ran {
-    let started = Instant::now();
     let mut child = match spawn(command, &env.cwd, &env.project_dir, &env.tool_env) {
         Ok(c) => c,
         Err(e) => {
@@ -69,7 +67,6 @@ pub async fn run(
                 exit: Exit::SpawnFailed(e.to_string()),
                 stdout: String::new(),
                 stderr: String::new(),
-                duration: started.elapsed(),
             }
         }
     };
@@ -123,7 +120,6 @@ pub async fn run(
         exit,
         stdout,
         stderr,
-        duration: started.elapsed(),
     }
 }
 

@@ -81,12 +81,7 @@ pub(super) async fn permission_request(
         return None;
     }
     let claude = names::claude_name(name);
-    let fields = json!({
-        "tool_name": claude,
-        "tool_input": names::claude_input(name, args),
-        "keel_tool_name": name,
-        "keel_tool_input": args,
-    });
+    let fields = tool_fields(name, args, None);
     let v = fire(
         inner,
         HookEvent::PermissionRequest,
@@ -135,6 +130,21 @@ fn notice_event(n: HookNotice, elapsed_ms: u64) -> EventPayload {
     }
 }
 
+/// The stdin fields every tool event carries: the tool under Claude's name and argument
+/// shape, the call id (not for `PermissionRequest`), and keel's own name and arguments.
+fn tool_fields(name: &str, args: &Value, id: Option<&str>) -> Value {
+    let mut fields = json!({
+        "tool_name": names::claude_name(name),
+        "tool_input": names::claude_input(name, args),
+        "keel_tool_name": name,
+        "keel_tool_input": args,
+    });
+    if let Some(id) = id {
+        fields["tool_use_id"] = id.into();
+    }
+    fields
+}
+
 /// What `PreToolUse` hooks decided about one call.
 pub(super) struct PreTool {
     /// The arguments to run with instead of the model's (a hook's `updatedInput`, mapped back
@@ -163,13 +173,7 @@ pub(super) async fn pre_tool(
         };
     }
     let claude = names::claude_name(name);
-    let fields = json!({
-        "tool_name": claude,
-        "tool_input": names::claude_input(name, args),
-        "tool_use_id": id,
-        "keel_tool_name": name,
-        "keel_tool_input": args,
-    });
+    let fields = tool_fields(name, args, Some(id));
     let v = fire(inner, HookEvent::PreToolUse, &[claude, name], fields, abort).await;
     PreTool {
         args: v.updated_input.map(|u| names::keel_input(name, &u)),
@@ -198,13 +202,7 @@ pub(super) async fn post_tool(
         return None;
     }
     let claude = names::claude_name(name);
-    let mut fields = json!({
-        "tool_name": claude,
-        "tool_input": names::claude_input(name, args),
-        "tool_use_id": id,
-        "keel_tool_name": name,
-        "keel_tool_input": args,
-    });
+    let mut fields = tool_fields(name, args, Some(id));
     if output.is_error {
         fields["error"] = output.text().into();
         fields["is_interrupt"] = abort.is_aborted().into();
