@@ -476,8 +476,10 @@ fn rpc_mode_answers_bad_lines_and_dialog_answers_the_same_in_process_and_through
         r#"{"type":"extension_ui_response","id":"nobody-asked","value":"x"}"#,
         r#"{"id":1,"type":"get_available_thinking_levels"}"#,
         "",
-        r#"{"id":"p","type":"prompt","message":"hi"}"#,
         r#"{"id":"s","type":"get_session_stats"}"#,
+        // Last: whether a command sent after it is answered before or after the run's first
+        // event depends on when the session reads it, in this process and in the daemon alike.
+        r#"{"id":"p","type":"prompt","message":"hi"}"#,
     ];
     let input = lines.join("\n") + "\n";
     let script = fixture("hello.json");

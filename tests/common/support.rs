@@ -63,6 +63,10 @@ impl Sandbox {
             .env("KEEL_MANAGED_SETTINGS", self.managed_settings())
             .current_dir(self.work())
             .stdin(Stdio::null());
+        // `KEEL_TEST_LOG=keel::client=debug cargo test …`: the runs' logs, on their stderr.
+        if let Ok(log) = std::env::var("KEEL_TEST_LOG") {
+            c.env("KEEL_LOG", log);
+        }
         c
     }
 

@@ -2,8 +2,9 @@
 //! its own (each naming the session the link shows when it is written), answers each with the
 //! daemon's result as received and the stream's last `seq` when it came, and turns
 //! notifications into notes. A command the daemon refused for naming a session that was
-//! replaced meanwhile (-32012) is sent again with the new id, and later ones wait until none
-//! can be refused so, so the session serves them in the order sent. When the connection ends
+//! replaced meanwhile (-32012) goes back to its place in the queue and is sent again with the
+//! new id; nothing is written while a command in flight may still be refused so, so the
+//! session serves them in the order given. When the connection ends
 //! the task hands back what outlives it (the cursor, the commands not written yet) for the
 //! next one. It never prints.
 
@@ -18,6 +19,7 @@ use super::{Lost, Note};
 use crate::client::dial::{Reader, Writer};
 use crate::host::Data;
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
+use crate::wire::pi::CommandName;
 use crate::wire::protocol::Notification;
 
 /// A command's answer: pi's `data` as the daemon wrote it (or the error), and the stream's last
@@ -43,9 +45,12 @@ pub(crate) struct State {
     /// The cursor: the stream's epoch and the last `seq` delivered as a note.
     pub epoch: String,
     pub seq: u64,
-    /// Commands not written yet.
-    queued: VecDeque<Order>,
+    /// Commands not written yet, each with its place in the order the link was given them.
+    queued: VecDeque<(u64, Order)>,
+    /// The last wire id used.
     next: u64,
+    /// The last place given.
+    placed: u64,
 }
 
 impl State {
@@ -58,6 +63,7 @@ impl State {
             queued: VecDeque::new(),
             // Above the ids the connection's greeting and attach used.
             next: 1000,
+            placed: 0,
         }
     }
 
@@ -98,6 +104,10 @@ impl State {
 struct Sent {
     /// The session id it named.
     named: String,
+    /// Its place in the order the link was given its commands.
+    place: u64,
+    /// Whether it makes the session serve another one (`new_session`, `fork`, …).
+    replaces: bool,
     order: Order,
 }
 
@@ -162,7 +172,8 @@ pub(crate) async fn serve(
             }
             order = orders.recv() => {
                 let Some(order) = order else { break };
-                state.queued.push_back(order);
+                state.placed += 1;
+                state.queued.push_back((state.placed, order));
                 wire.flush(&mut state).await;
             }
         }
@@ -172,14 +183,16 @@ pub(crate) async fn serve(
 }
 
 impl Wire {
-    /// Writes the queued commands, unless one in flight may still come back refused for
-    /// naming a session that was replaced (later ones wait for it).
+    /// Writes the queued commands in their order, unless one in flight may still change the
+    /// session they should name: one that replaces the session (later ones name the new one,
+    /// known before its answer comes), or one that may still come back refused for naming a
+    /// session that was replaced meanwhile (it goes back to its place, before later ones).
     async fn flush(&mut self, state: &mut State) {
         while !self.blocked(state) {
-            let Some(order) = state.queued.pop_front() else {
+            let Some((place, order)) = state.queued.pop_front() else {
                 break;
             };
-            self.write(order, state).await;
+            self.write(place, order, state).await;
         }
     }
 
@@ -188,10 +201,10 @@ impl Wire {
     fn blocked(&self, state: &State) -> bool {
         self.sent
             .iter()
-            .any(|(n, s)| s.named != state.session && *n > self.answered)
+            .any(|(n, s)| s.replaces || (s.named != state.session && *n > self.answered))
     }
 
-    async fn write(&mut self, mut order: Order, state: &mut State) {
+    async fn write(&mut self, place: u64, mut order: Order, state: &mut State) {
         order
             .params
             .insert("sessionId".into(), json!(state.session.clone()));
@@ -208,7 +221,17 @@ impl Wire {
             let _ = written.send(());
         }
         let named = state.session.clone();
-        self.sent.insert(state.next, Sent { named, order });
+        tracing::debug!(id = state.next, method = %order.method, session = %named, "link: wrote");
+        self.sent.insert(
+            state.next,
+            Sent {
+                named,
+                place,
+                replaces: CommandName::parse(&order.method)
+                    .is_some_and(CommandName::replaces_session),
+                order,
+            },
+        );
     }
 
     /// The daemon answered command `id`: the answer goes back, or the command is sent again
@@ -228,9 +251,18 @@ impl Wire {
             return;
         };
         self.answered = self.answered.max(n);
+        tracing::debug!(
+            id = n,
+            error = result.as_ref().err().map(|e| e.code),
+            session = %state.session,
+            seq = state.seq,
+            "link: answered"
+        );
         match result {
             Err(e) if e.code == j::UNKNOWN_SESSION && sent.named != state.session => {
-                self.write(sent.order, state).await;
+                // Back in its place among the commands not written yet.
+                let at = state.queued.partition_point(|(p, _)| *p < sent.place);
+                state.queued.insert(at, (sent.place, sent.order));
             }
             result => {
                 let answer = result
@@ -284,13 +316,17 @@ mod tests {
         daemon.write_all(text.as_bytes()).await.unwrap();
     }
 
-    #[tokio::test]
-    async fn a_command_refused_for_a_replaced_id_is_sent_again_before_later_ones() {
-        let (mine, mut daemon) = tokio::net::UnixStream::pair().unwrap();
+    /// A link to a fake daemon: (orders in, the daemon's end, notes out).
+    fn linked() -> (
+        mpsc::UnboundedSender<Order>,
+        tokio::net::UnixStream,
+        mpsc::Receiver<Note>,
+    ) {
+        let (mine, daemon) = tokio::net::UnixStream::pair().unwrap();
         let (read, write) = mine.into_split();
         let read: Reader = Box::new(read);
         let (orders_tx, orders) = mpsc::unbounded_channel();
-        let (notes_tx, mut notes) = mpsc::channel(16);
+        let (notes_tx, notes) = mpsc::channel(16);
         let state = State::new(orders, "old", (String::new(), 0));
         tokio::spawn(serve(
             BufReader::new(read),
@@ -299,10 +335,42 @@ mod tests {
             state,
             Vec::new(),
         ));
-        let (new_session, _) = order("new_session");
+        (orders_tx, daemon, notes)
+    }
+
+    /// The daemon tells the link session `from` is now `to`.
+    async fn replace(
+        daemon: &mut tokio::net::UnixStream,
+        notes: &mut mpsc::Receiver<Note>,
+        from: &str,
+        to: &str,
+    ) {
+        let replaced = json!({"sessionId": from, "newSessionId": to, "epoch": to, "seq": 7});
+        say(
+            daemon,
+            json!({"jsonrpc": "2.0", "method": "session/replaced", "params": replaced}),
+        )
+        .await;
+        assert!(matches!(notes.recv().await, Some(Note::Replaced { .. })));
+    }
+
+    async fn refuse(daemon: &mut tokio::net::UnixStream, id: u64, session: &str) {
+        let message = format!("no live session {session} in this daemon");
+        let refused = json!({"code": j::UNKNOWN_SESSION, "message": message});
+        say(
+            daemon,
+            json!({"jsonrpc": "2.0", "id": id, "error": refused}),
+        )
+        .await;
+    }
+
+    #[tokio::test]
+    async fn a_command_refused_for_a_replaced_id_is_sent_again_before_later_ones() {
+        let (orders, mut daemon, mut notes) = linked();
         let (get_state, mut state_answer) = order("get_state");
-        orders_tx.send(new_session).unwrap();
-        orders_tx.send(get_state).unwrap();
+        let (get_messages, _) = order("get_messages");
+        orders.send(get_state).unwrap();
+        orders.send(get_messages).unwrap();
         let mut sent = written(&mut daemon).await;
         if sent.len() < 2 {
             sent.extend(written(&mut daemon).await);
@@ -310,62 +378,67 @@ mod tests {
         assert_eq!(
             sent,
             [
-                (1001, "new_session".into(), "old".into()),
-                (1002, "get_state".into(), "old".into())
+                (1001, "get_state".into(), "old".into()),
+                (1002, "get_messages".into(), "old".into())
             ]
         );
-        // The change is answered and made known; get_state reached the daemon too late.
-        say(
-            &mut daemon,
-            json!({"jsonrpc": "2.0", "id": 1001, "result": {"cancelled": false}}),
-        )
-        .await;
-        let replaced = json!({"sessionId": "old", "newSessionId": "new", "epoch": "e2", "seq": 7});
-        say(
-            &mut daemon,
-            json!({"jsonrpc": "2.0", "method": "session/replaced", "params": replaced}),
-        )
-        .await;
-        assert!(matches!(notes.recv().await, Some(Note::Replaced { .. })));
-        // A later command must wait: get_state may still come back refused.
-        let (get_messages, _) = order("get_messages");
-        orders_tx.send(get_messages).unwrap();
-        let refused =
-            json!({"code": j::UNKNOWN_SESSION, "message": "no live session old in this daemon"});
-        say(
-            &mut daemon,
-            json!({"jsonrpc": "2.0", "id": 1002, "error": refused}),
-        )
-        .await;
+        // Another client changed the session before both came to the daemon.
+        replace(&mut daemon, &mut notes, "old", "new").await;
+        // A later command must wait: both may still come back refused.
+        let (get_entries, _) = order("get_entries");
+        orders.send(get_entries).unwrap();
+        refuse(&mut daemon, 1001, "old").await;
+        refuse(&mut daemon, 1002, "old").await;
         let mut sent = written(&mut daemon).await;
-        if sent.len() < 2 {
+        while sent.len() < 3 {
             sent.extend(written(&mut daemon).await);
         }
         assert_eq!(
             sent,
             [
                 (1003, "get_state".into(), "new".into()),
-                (1004, "get_messages".into(), "new".into())
+                (1004, "get_messages".into(), "new".into()),
+                (1005, "get_entries".into(), "new".into())
             ],
-            "sent again first, with the new id"
+            "sent again first, with the new id, in their order"
         );
         assert!(
             state_answer.try_recv().is_err(),
             "the refusal is not answered"
         );
         // A -32012 for the current id is a real error.
-        let gone =
-            json!({"code": j::UNKNOWN_SESSION, "message": "no live session new in this daemon"});
-        say(
-            &mut daemon,
-            json!({"jsonrpc": "2.0", "id": 1003, "error": gone}),
-        )
-        .await;
+        refuse(&mut daemon, 1003, "new").await;
         let (answer, head) = state_answer.await.unwrap();
         let e = answer.unwrap_err();
         assert_eq!(e.kind, LinkErrorKind::UnknownSession);
         assert_eq!(e.message, "no live session new in this daemon");
         assert_eq!(head, 7, "the stream's seq when it came");
+    }
+
+    #[tokio::test]
+    async fn a_command_after_a_session_change_waits_for_it_and_names_the_new_session() {
+        let (orders, mut daemon, mut notes) = linked();
+        let (switch, _switched) = order("switch_session");
+        let (fork, _forked) = order("fork");
+        orders.send(switch).unwrap();
+        orders.send(fork).unwrap();
+        assert_eq!(
+            written(&mut daemon).await,
+            [(1001, "switch_session".into(), "old".into())],
+            "the fork waits"
+        );
+        // The switch is served: the session becomes "new", then the switch is answered.
+        replace(&mut daemon, &mut notes, "old", "new").await;
+        say(
+            &mut daemon,
+            json!({"jsonrpc": "2.0", "id": 1001, "result": {"cancelled": false}}),
+        )
+        .await;
+        assert_eq!(
+            written(&mut daemon).await,
+            [(1002, "fork".into(), "new".into())],
+            "written once the switch could no longer change what it names"
+        );
     }
 
     #[test]
