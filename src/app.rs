@@ -47,8 +47,13 @@ pub(crate) fn run_main(cli: Cli) -> Exit {
     let Some(env) = detect_env() else {
         return Exit::Config;
     };
-    let mut out = Output::stdio(mode::color(&cli, &env));
-    init_logging(&env, mode::resolve(&cli, &env) == Mode::Tui);
+    let mode = mode::resolve(&cli, &env);
+    let color = mode::color(&cli, &env);
+    let mut out = match mode {
+        Mode::Json | Mode::Rpc | Mode::Acp => Output::stdio_json(color),
+        Mode::Tui | Mode::Print => Output::stdio(color),
+    };
+    init_logging(&env, mode == Mode::Tui);
     let Some(runtime) = runtime(&mut out) else {
         return Exit::Internal;
     };

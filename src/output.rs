@@ -51,6 +51,19 @@ impl Output {
         }
     }
 
+    /// The real streams for a mode whose stdout carries only JSON lines (JSON, RPC, ACP):
+    /// stdout is written as it is, since JSON escapes every control byte and there is no
+    /// escape sequence to strip (scanning every byte for one cost a fifth of a JSON run's
+    /// time); stderr as [`Output::stdio`].
+    pub fn stdio_json(color: ColorChoice) -> Self {
+        let stderr = anstream::AutoStream::new(io::stderr(), color);
+        Output {
+            stdout: Box::new(io::BufWriter::with_capacity(64 * 1024, io::stdout())),
+            stderr: Box::new(stderr),
+            stdout_failure: None,
+        }
+    }
+
     /// Writers of the caller's choice (tests, benchmarks).
     pub fn new(stdout: Box<dyn Write + Send>, stderr: Box<dyn Write + Send>) -> Self {
         Output {
