@@ -48,6 +48,7 @@ mod mentions;
 mod model_scope;
 mod output_schema;
 mod permission_rules;
+mod project_trust;
 mod projectors;
 mod providers;
 mod remote;

@@ -228,9 +228,11 @@ fn a_daemon_session_is_opened_with_the_settings_of_its_cwd() {
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
     let script = script.display().to_string();
+    // The project's `env` waits for trust: this run trusts it.
     let args = [
         "-p",
         "go",
+        "--trust-project",
         "--daemon",
         "--socket",
         &socket,

@@ -23,7 +23,8 @@ pub fn sources(settings: &Settings, env: &Env) -> Sources {
             .collect(),
         strict: settings.strict_mcp_config,
         disabled: settings.no_mcp,
-        trust_project: settings.trust_project,
+        trust_project: settings.trust_project
+            || super::trust::dir_trusted(&env.keel_home, &env.cwd),
         settings: Vec::new(),
     }
 }
@@ -73,6 +74,7 @@ pub fn start(
     env: &Env,
     allow: Option<Vec<String>>,
     tool_env: &ToolEnv,
+    trust: &super::trust::Trust,
     late: Option<Warn>,
 ) -> Result<(ToolSources, Vec<String>), StartupError> {
     let loaded = load(settings, env)?;
@@ -83,7 +85,7 @@ pub fn start(
         servers: loaded.servers,
         cwd: env.cwd.clone(),
         // A daemon session's servers get the session's environment, as its other tools do.
-        vars: super::tool_vars(settings, env).unwrap_or_else(|| env.vars.clone()),
+        vars: super::tool_vars(settings, env, trust).unwrap_or_else(|| env.vars.clone()),
         log_dir: env.keel_home.join("logs"),
         wait_budget: WAIT_BUDGET,
         allow,

@@ -63,7 +63,8 @@ async fn command(cli: &McpCli, env: &Env) -> Result<(String, bool), StartupError
         files: cli.mcp_config.iter().map(|f| env.cwd.join(f)).collect(),
         strict: cli.strict_mcp_config,
         disabled: false,
-        trust_project: cli.trust_project,
+        trust_project: cli.trust_project
+            || crate::setup::trust::dir_trusted(&env.keel_home, &env.cwd),
         settings: Vec::new(),
     };
     let hint = |e: config::ConfigError| {

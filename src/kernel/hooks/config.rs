@@ -76,6 +76,17 @@ impl HookConfig {
         }
     }
 
+    /// Keeps only the hooks `keep(event, matcher text, hook)` accepts (an untrusted project's
+    /// are left out before the session starts).
+    pub fn retain(&mut self, mut keep: impl FnMut(HookEvent, &str, &HookCommand) -> bool) {
+        for (event, groups) in &mut self.events {
+            for group in groups.iter_mut() {
+                let matcher = group.matcher.source().to_string();
+                group.hooks.retain(|h| keep(*event, &matcher, h));
+            }
+        }
+    }
+
     /// Whether no hook is configured for `event`.
     pub fn is_empty_for(&self, event: HookEvent) -> bool {
         self.events.get(&event).is_none_or(|g| g.is_empty())
