@@ -34,6 +34,7 @@ mod gemini;
 mod gemini_stream;
 mod hooks;
 mod hooks_kernel;
+mod hooks_unattended;
 mod journal;
 mod json_mode;
 mod kernel;
