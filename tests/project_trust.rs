@@ -187,3 +187,87 @@ fn the_tui_trusts_a_projects_hooks_by_hash_and_a_changed_hook_waits_for_trust_ag
     assert!(ran.exists(), "the hook trusted again did not run");
     assert_eq!(listed_trust(&sb), ["trusted"]);
 }
+
+/// `/hooks` at 80 columns: each hook's event, matcher and command, then its file and trust.
+#[test]
+fn the_hooks_command_lists_each_hook_with_its_origin_and_trust() {
+    use keel::front::tui::transcript::HistoryCell;
+    use keel::setup::hook_list::{tui_text, HookRow};
+    use keel::setup::trust::HookTrust;
+    let row = |event, matcher: &str, command: &str, origin: &str, trust| HookRow {
+        event,
+        matcher: matcher.into(),
+        command: command.into(),
+        timeout: None,
+        origin: origin.into(),
+        trust,
+    };
+    let rows = [
+        row(
+            "PreToolUse",
+            "Bash",
+            "$KEEL_PROJECT_DIR/.keel/guard.sh",
+            "/repo/.keel/settings.json",
+            HookTrust::Trusted,
+        ),
+        row(
+            "PostToolUse",
+            "Edit|Write",
+            "cargo fmt",
+            "/repo/.keel/settings.local.json",
+            HookTrust::Changed,
+        ),
+        row(
+            "Stop",
+            "",
+            "make lint",
+            "/repo/.keel/settings.json",
+            HookTrust::Untrusted,
+        ),
+        row(
+            "Notification",
+            "",
+            "notify-send keel",
+            "/home/me/.keel/settings.json",
+            HookTrust::NotNeeded,
+        ),
+    ];
+    let mut f = crate::tui::Feed::new();
+    f.view.notice(HistoryCell::Notice(tui_text(&rows)));
+    crate::common::support::snap("tui_hooks_command_80x24", &f.screen(80, 24));
+    assert_eq!(
+        tui_text(&[]),
+        "no hooks configured (settings files' \"hooks\"; see keel hooks list)"
+    );
+}
+
+/// `/hooks` in the TUI reads this directory's settings files and the trust store.
+#[test]
+fn slash_hooks_in_the_tui_shows_the_projects_hooks_untrusted_after_a_no() {
+    let sb = Sandbox::new();
+    project_settings(&sb, "touch hook-ran");
+    write(
+        &sb.home().join("settings.json"),
+        &json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}),
+    );
+    let shell = format!(
+        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+        crate::common::support::fixture("hello.json")
+    );
+    let (mut s, mut child) = spawn(&sb, &shell);
+    s.wait_for("the question", |t| t.contains("[y/N]"));
+    s.send("n\r");
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("/hooks\r");
+    s.wait_for("the list", |t| {
+        t.contains("hooks (2):")
+            && t.contains("PreToolUse [Bash] touch hook-ran")
+            && t.contains("untrusted: runs with")
+            && t.contains("Stop [*] true")
+            && t.contains("runs always")
+    });
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+}
