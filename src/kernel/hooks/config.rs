@@ -19,6 +19,10 @@ pub struct HookCommand {
     pub timeout: Option<Duration>,
     /// `statusMessage`: what a front end may show while it runs.
     pub status_message: Option<String>,
+    /// `once`: it runs at most once per session.
+    pub once: bool,
+    /// `async`: it runs in the background; nothing waits for it and its result is ignored.
+    pub background: bool,
     /// The settings file (or flag) the hook came from.
     pub origin: String,
 }
@@ -199,7 +203,7 @@ fn parse_handler(
             }
         },
     };
-    for unsupported in ["async", "asyncRewake", "args", "if", "once"] {
+    for unsupported in ["asyncRewake", "args", "if"] {
         if handler.get(unsupported).is_some() {
             warnings.push(format!(
                 "{at}.{unsupported}: not supported by keel yet; ignored"
@@ -214,7 +218,21 @@ fn parse_handler(
             .and_then(Value::as_str)
             .map(str::to_string),
         origin: origin.to_string(),
+        once: flag(handler, "once", at, warnings),
+        background: flag(handler, "async", at, warnings),
     })
+}
+
+/// A boolean field of a handler (absent: false); another type is a warning and false.
+fn flag(handler: &Value, name: &str, at: &str, warnings: &mut Vec<String>) -> bool {
+    match handler.get(name) {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            warnings.push(format!("{at}.{name}: must be true or false; ignored"));
+            false
+        }
+    }
 }
 
 #[cfg(test)]
