@@ -271,3 +271,28 @@ fn slash_hooks_in_the_tui_shows_the_projects_hooks_untrusted_after_a_no() {
     s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
     assert!(child.wait().unwrap().success());
 }
+
+/// The `mcpServers` of a project's settings files start programs as `.mcp.json`'s do: only in a
+/// trusted project.
+#[test]
+fn a_projects_settings_mcp_servers_start_only_in_a_trusted_project() {
+    let sb = Sandbox::new();
+    write(
+        &sb.work().join(".keel/settings.json"),
+        &json!({"mcpServers": {"fx": {"command": crate::mcp::FIXTURE}}}),
+    );
+    let run = sb.run(&["debug", "prompt", "--json"]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(!run.stdout.contains("mcp__fx__echo"), "{run}");
+    // `debug prompt --json` gives its warnings in its JSON.
+    assert!(
+        run.stdout
+            .contains("skipped the project's MCP servers `fx`"),
+        "{run}"
+    );
+    let run = sb.run(&["debug", "prompt", "--json", "--trust-project"]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(run.stdout.contains("mcp__fx__echo"), "{run}");
+    let run = sb.run(&["mcp", "list", "--json"]);
+    assert!(!run.stdout.contains("\"fx\""), "{run}");
+}

@@ -305,7 +305,8 @@ fn the_settings_mcp_servers_join_the_mcp_json_servers() {
         &project(&sb),
         &json!({"mcpServers": {"fx": {"command": crate::mcp::FIXTURE}}}),
     );
-    let run = sb.run(&["debug", "prompt", "--json"]);
+    // A project's servers start only in a trusted project.
+    let run = sb.run(&["debug", "prompt", "--json", "--trust-project"]);
     assert_eq!(run.code, 0, "{run}");
     assert!(run.stdout.contains("mcp__fx__echo"), "{run}");
 }
@@ -317,7 +318,7 @@ fn keel_mcp_list_shows_the_settings_mcp_servers() {
         &project(&sb),
         &json!({"mcpServers": {"fx": {"command": crate::mcp::FIXTURE}}}),
     );
-    let run = sb.run(&["mcp", "list", "--json"]);
+    let run = sb.run(&["mcp", "list", "--json", "--trust-project"]);
     assert_eq!(run.code, 0, "{run}");
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(v["servers"][0]["name"], "fx", "{run}");

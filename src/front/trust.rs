@@ -14,11 +14,12 @@ use crate::setup::trust::{self, Question};
 
 /// Asks about what the project wants trusted, if anything waits; records the answer.
 pub async fn ask(settings: &crate::setup::Settings, env: &Env, out: &mut Output) {
-    let servers = config::project_server_names(
-        &crate::setup::mcp::sources(settings, env),
-        &env.cwd,
-        &env.vars,
-    );
+    let sources = crate::setup::mcp::sources(settings, env);
+    let mut servers = config::project_server_names(&sources, &env.cwd, &env.vars);
+    if !(sources.trust_project || sources.strict || sources.disabled) {
+        let (_, left) = crate::setup::mcp::trusted_servers(&settings.mcp_servers, false);
+        servers.extend(left);
+    }
     let Some(q) = trust::question(settings, env, servers) else {
         return;
     };

@@ -72,9 +72,10 @@ async fn command(cli: &McpCli, env: &Env) -> Result<(String, bool), StartupError
     };
     // The settings files' servers too, as a run in this directory starts them.
     let files = crate::setup::settings::load(None, env)?;
+    let (servers, _) =
+        crate::setup::mcp::trusted_servers(&files.merged.mcp_servers, sources.trust_project);
     let sources = Sources {
-        settings: crate::setup::mcp::settings_servers(&files.merged.mcp_servers, &env.vars)
-            .map_err(hint)?,
+        settings: crate::setup::mcp::settings_servers(&servers, &env.vars).map_err(hint)?,
         ..sources
     };
     let mut loaded = config::load(&sources, &env.keel_home, &env.cwd, &env.vars).map_err(hint)?;
