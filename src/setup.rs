@@ -22,10 +22,12 @@ use crate::mode::Env;
 
 pub mod context;
 pub mod first_run;
+pub mod hook_list;
 pub mod mcp;
 pub mod open;
 mod provider;
 pub mod settings;
+pub mod trust;
 
 use provider::http_options;
 pub use provider::{is_configured, list_models, model_list, provider, registry};
@@ -290,7 +292,9 @@ pub fn agent_config_with(
         &env.cwd,
     ));
     warnings.extend(skill_warnings);
-    let (rules, rule_warnings) = settings.rules(env);
+    let trust = trust::Trust::read(settings, env);
+    warnings.extend(trust.warnings());
+    let (rules, rule_warnings) = settings.rules(env, &trust);
     warnings.extend(rule_warnings);
     let catalog = crate::skills::catalog(&skills, tools.iter().any(|t| t == "read"), &mut warnings);
     let system_prompt = context::system_prompt(&context::PromptParts {
@@ -302,10 +306,11 @@ pub fn agent_config_with(
         cwd: &env.cwd,
         date: today.get(..10).unwrap_or(&today),
     });
-    let tool_env = tool_env(settings, env).with_vars(tool_vars(settings, env));
-    let (external_tools, mcp_warnings) = mcp::start(settings, env, mcp_allow, &tool_env, late)?;
+    let tool_env = tool_env(settings, env).with_vars(tool_vars(settings, env, &trust));
+    let (external_tools, mcp_warnings) =
+        mcp::start(settings, env, mcp_allow, &tool_env, &trust, late)?;
     warnings.extend(mcp_warnings);
-    let hooks = settings.hooks(env, &tool_env, &mut warnings);
+    let hooks = settings.hooks(env, &tool_env, &trust, &mut warnings);
     let config = AgentConfig {
         cwd: env.cwd.clone(),
         system_prompt,
@@ -375,16 +380,19 @@ fn output_schema(
 }
 
 /// The environment the session's tools start from: the session's own (a daemon session's: its
-/// client's; `None`: this process's) with the settings' `env` set over it.
+/// client's; `None`: this process's) with the settings' `env` set over it (a project's own
+/// only as `trust` allows).
 pub(crate) fn tool_vars(
     settings: &Settings,
     env: &Env,
+    trust: &trust::Trust,
 ) -> Option<std::collections::BTreeMap<String, String>> {
-    if settings.tool_vars.is_empty() {
+    let set = settings.env_vars(trust);
+    if set.is_empty() {
         return env.tool_vars.clone();
     }
     let mut vars = env.tool_vars.clone().unwrap_or_else(|| env.vars.clone());
-    vars.extend(settings.tool_vars.clone());
+    vars.extend(set);
     Some(vars)
 }
 

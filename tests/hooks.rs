@@ -93,7 +93,7 @@ fn a_projects_hooks_run_only_in_a_trusted_project() {
     ]);
     assert!(
         run.stderr
-            .contains("its hooks are not run: the project is not trusted"),
+            .contains("not trusted, so not applied: its hooks `cmd=$(jq"),
         "{run}"
     );
     assert!(
@@ -156,13 +156,13 @@ fn keel_hooks_list_names_each_hook_its_origin_and_whether_it_runs() {
     let run = sb.run(&["hooks", "list", "--json"]);
     assert_eq!(run.code, 0, "{run}");
     let list: Value = serde_json::from_str(&run.stdout).unwrap();
-    let got: Vec<(String, String, String)> = list
+    let got: Vec<(String, String, String, String)> = list
         .as_array()
         .unwrap()
         .iter()
         .map(|h| {
             let s = |k: &str| h[k].as_str().unwrap().to_string();
-            (s("event"), s("command"), s("runs"))
+            (s("event"), s("command"), s("runs"), s("trust"))
         })
         .collect();
     assert_eq!(
@@ -171,9 +171,15 @@ fn keel_hooks_list_names_each_hook_its_origin_and_whether_it_runs() {
             (
                 "Stop".into(),
                 "make lint".into(),
-                "with --trust-project".into()
+                "with --trust-project".into(),
+                "untrusted".into()
             ),
-            ("PreToolUse".into(), GUARD.into(), "always".into()),
+            (
+                "PreToolUse".into(),
+                GUARD.into(),
+                "always".into(),
+                "not needed".into()
+            ),
         ]
     );
     assert!(list[0]["origin"]

@@ -228,9 +228,11 @@ fn a_daemon_session_is_opened_with_the_settings_of_its_cwd() {
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
     let script = script.display().to_string();
+    // The project's `env` waits for trust: this run trusts it.
     let args = [
         "-p",
         "go",
+        "--trust-project",
         "--daemon",
         "--socket",
         &socket,
@@ -303,7 +305,8 @@ fn the_settings_mcp_servers_join_the_mcp_json_servers() {
         &project(&sb),
         &json!({"mcpServers": {"fx": {"command": crate::mcp::FIXTURE}}}),
     );
-    let run = sb.run(&["debug", "prompt", "--json"]);
+    // A project's servers start only in a trusted project.
+    let run = sb.run(&["debug", "prompt", "--json", "--trust-project"]);
     assert_eq!(run.code, 0, "{run}");
     assert!(run.stdout.contains("mcp__fx__echo"), "{run}");
 }
@@ -315,7 +318,7 @@ fn keel_mcp_list_shows_the_settings_mcp_servers() {
         &project(&sb),
         &json!({"mcpServers": {"fx": {"command": crate::mcp::FIXTURE}}}),
     );
-    let run = sb.run(&["mcp", "list", "--json"]);
+    let run = sb.run(&["mcp", "list", "--json", "--trust-project"]);
     assert_eq!(run.code, 0, "{run}");
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(v["servers"][0]["name"], "fx", "{run}");

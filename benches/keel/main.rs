@@ -34,6 +34,7 @@ type Res<T> = Result<T, String>;
 mod daemon;
 mod daemon_load;
 mod gemini;
+mod hooks;
 mod journal;
 mod mcp;
 mod openai;
@@ -121,7 +122,7 @@ fn run() -> Res<()> {
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
     // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui, =print, =responses
-    // or =gemini or =policy (the permission-rule rows)
+    // or =gemini or =policy (the permission-rule rows) or =hooks (hook processes per tool call)
     // runs just those rows (they take a while to iterate on); =load: the daemon's
     // pipelining-client memory rows; =print: a print run against its floor; =json: the
     // JSON-mode flood (wall time, deltas/s, events/s).
@@ -129,7 +130,7 @@ fn run() -> Res<()> {
         Ok(v)
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
-                "run", "json", "gemini", "policy",
+                "run", "json", "gemini", "policy", "hooks",
             ]
             .contains(&v.as_str()) =>
         {
@@ -137,7 +138,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, run or json, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, hooks, run or json, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -208,6 +209,10 @@ fn run() -> Res<()> {
             &format!("{quick} samples, permission-rule rows only"),
         );
     }
+    if only.as_deref() == Some("hooks") {
+        hooks::hooks_bench(&mut rows, quick)?;
+        return report(&keel, &rows, &format!("{quick} samples, hook rows only"));
+    }
     if only.as_deref() == Some("mcp") {
         mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} runs, MCP rows only"));
@@ -231,6 +236,7 @@ fn run() -> Res<()> {
     rows.push(Row::stats("`keel --version` wall time", &t, "ms", 1));
     mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
     policy::policy_bench(&mut rows, quick)?;
+    hooks::hooks_bench(&mut rows, quick)?;
     print::print_bench(&keel, &mut rows, quick)?;
 
     let big_s = path_str(&big)?;

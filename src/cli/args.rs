@@ -178,7 +178,8 @@ pub struct Cli {
     #[arg(long)]
     pub no_mcp: bool,
 
-    /// Trust this directory's .mcp.json and .keel/mcp.json for this run.
+    /// Trust this project for this run: its .mcp.json and .keel/mcp.json servers, and the
+    /// hooks, allow rules and env of its .keel/settings.json and settings.local.json.
     #[arg(long)]
     pub trust_project: bool,
 

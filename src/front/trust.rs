@@ -1,47 +1,70 @@
-//! The one question the TUI may ask before it starts: a project whose `.mcp.json` or
-//! `.keel/mcp.json` names servers runs them as programs with the user's rights, so they start
-//! only once the user trusts the project. Asked once per project on the terminal, in line mode,
-//! before the screen is taken; the answer (yes or no) is kept in `$KEEL_HOME/trust.json`.
-//! Headless runs never ask (`--trust-project` or an earlier yes).
+//! The one question the TUI may ask before it starts: a project's MCP servers (`.mcp.json`,
+//! `.keel/mcp.json`) and the hooks of its own settings files run as programs with the user's
+//! rights, and its `allow` rules and `env` loosen what the agent may do, so none of them apply
+//! until the user trusts the project. One question lists all of it, asked on the terminal in
+//! line mode before the screen is taken; the answer is kept in `$KEEL_HOME/trust.json`
+//! (`setup::trust`: a hook by its hash, so a changed one is asked about again). Headless runs
+//! never ask (`--trust-project`, or what was trusted here).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use crate::mcp::config;
 use crate::mode::Env;
 use crate::output::Output;
+use crate::setup::trust::{self, Question};
 
-/// Asks about the project's MCP servers if there is anything to ask; records the answer.
+/// Asks about what the project wants trusted, if anything waits; records the answer.
 pub async fn ask(settings: &crate::setup::Settings, env: &Env, out: &mut Output) {
-    let names = config::to_ask_about(
-        &crate::setup::mcp::sources(settings, env),
-        &env.keel_home,
-        &env.cwd,
-        &env.vars,
-    );
-    if names.is_empty() {
-        return;
+    let sources = crate::setup::mcp::sources(settings, env);
+    let mut servers = config::project_server_names(&sources, &env.cwd, &env.vars);
+    if !(sources.trust_project || sources.strict || sources.disabled) {
+        let (_, left) = crate::setup::mcp::trusted_servers(&settings.mcp_servers, false);
+        servers.extend(left);
     }
-    let listed: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
-    out.err(&format!(
-        "This project ({}) configures MCP servers: {}.\nThey run as programs on this machine with your permissions. Trust this project and start them? [y/N] ",
-        env.cwd.display(),
-        listed.join(", ")
-    ));
+    let Some(q) = trust::question(settings, env, servers) else {
+        return;
+    };
+    out.err(&text(&q, env));
     let answer = tokio::task::spawn_blocking(|| {
         let mut line = String::new();
         std::io::stdin().read_line(&mut line).map(|_| line)
     })
     .await;
     let yes = matches!(&answer, Ok(Ok(a)) if matches!(a.trim(), "y" | "Y" | "yes" | "Yes"));
-    let recorded = match yes {
-        true => config::record_trust(&env.keel_home, &env.cwd),
-        false => config::record_decline(&env.keel_home, &env.cwd),
-    };
-    if let Err(e) = recorded {
+    if let Err(e) = trust::answer(settings, env, &q, yes) {
         out.err(&format!(
             "Warning: cannot remember the answer in trust.json: {e}\n"
         ));
     }
     if !yes {
-        out.err("Not trusted: the project's servers stay off (keel --trust-project starts them once).\n");
+        out.err("Not trusted: none of it applies (keel --trust-project trusts it for one run).\n");
     }
+}
+
+/// The question: what the project wants, one kind a line.
+fn text(q: &Question, env: &Env) -> String {
+    let quoted = |l: &[String]| {
+        l.iter()
+            .map(|n| format!("`{n}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let mut s = format!("This project ({}) wants:\n", env.cwd.display());
+    if !q.servers.is_empty() {
+        s.push_str(&format!("  MCP servers: {}\n", quoted(&q.servers)));
+    }
+    if !q.hooks.is_empty() {
+        s.push_str(&format!("  hooks: {}\n", quoted(&q.hooks)));
+    }
+    if !q.allow.is_empty() {
+        s.push_str(&format!("  allow rules: {}\n", quoted(&q.allow)));
+    }
+    if !q.env.is_empty() {
+        s.push_str(&format!("  env: {}\n", quoted(&q.env)));
+    }
+    let run = match q.servers.is_empty() && q.hooks.is_empty() {
+        true => "",
+        false => "Servers and hooks run as programs on this machine with your permissions. ",
+    };
+    s.push_str(&format!("{run}Trust this project? [y/N] "));
+    s
 }

@@ -1,6 +1,7 @@
 //! MCP server configuration: Claude Code's `{"mcpServers": {NAME: …}}` shape with `${VAR}` and
-//! `${VAR:-default}` expansion, the files it is read from (user, trusted project, `--mcp-config`)
-//! and the project trust list in `$KEEL_HOME/trust.json`. Reads files; never connects.
+//! `${VAR:-default}` expansion and the files it is read from (user, trusted project,
+//! `--mcp-config`; whether the project is trusted is `setup::trust`'s answer). Reads files;
+//! never connects.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -269,7 +270,7 @@ pub struct Sources {
     pub strict: bool,
     /// `--no-mcp`.
     pub disabled: bool,
-    /// `--trust-project`.
+    /// The project's own files count: `--trust-project`, or the project is in the trust store.
     pub trust_project: bool,
     /// The settings files' `mcpServers` (after the user's and project's files, before
     /// `files`).
@@ -311,7 +312,7 @@ pub fn load(
             .filter(|p| p.is_file())
             .collect();
         if !project.is_empty() {
-            let trusted = sources.trust_project || is_trusted(keel_home, cwd);
+            let trusted = sources.trust_project;
             let mut servers = Vec::new();
             for p in &project {
                 servers.extend(read(p, vars)?);
@@ -344,29 +345,14 @@ pub fn load(
     Ok(loaded)
 }
 
-#[derive(Deserialize, serde::Serialize, Default)]
-struct Trust {
-    #[serde(default)]
-    trusted: Vec<String>,
-    /// Projects whose "trust it?" question was answered no (not asked again).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    declined: Vec<String>,
-}
-
-/// The names of the project's MCP servers the TUI should ask about: `cwd` has project config
-/// files with servers, is neither trusted nor declined, and the flags do not leave them out.
-pub fn to_ask_about(
+/// The names of the servers of `cwd`'s project files, for the "trust this project?" question
+/// (none when the flags leave the project's files out).
+pub fn project_server_names(
     sources: &Sources,
-    keel_home: &Path,
     cwd: &Path,
     vars: &BTreeMap<String, String>,
 ) -> Vec<String> {
     if sources.disabled || sources.strict || sources.trust_project {
-        return Vec::new();
-    }
-    let trust = read_trust(keel_home);
-    let key = trust_key(cwd);
-    if trust.trusted.contains(&key) || trust.declined.contains(&key) {
         return Vec::new();
     }
     project_files(cwd)
@@ -376,61 +362,6 @@ pub fn to_ask_about(
         .flatten()
         .map(|s| s.name)
         .collect()
-}
-
-fn trust_key(dir: &Path) -> String {
-    std::fs::canonicalize(dir)
-        .unwrap_or_else(|_| dir.to_path_buf())
-        .display()
-        .to_string()
-}
-
-fn read_trust(keel_home: &Path) -> Trust {
-    std::fs::read_to_string(keel_home.join("trust.json"))
-        .ok()
-        .and_then(|t| serde_json::from_str(&t).ok())
-        .unwrap_or_default()
-}
-
-/// Whether `dir` is in `$KEEL_HOME/trust.json`.
-pub fn is_trusted(keel_home: &Path, dir: &Path) -> bool {
-    let key = trust_key(dir);
-    read_trust(keel_home).trusted.contains(&key)
-}
-
-/// Records `dir` as trusted in `$KEEL_HOME/trust.json` (0600, written to a temporary file and
-/// renamed, so a crash never leaves half a file). For the TUI's "trust this project?" answer.
-pub fn record_trust(keel_home: &Path, dir: &Path) -> std::io::Result<()> {
-    record(keel_home, dir, true)
-}
-
-/// Records that the TUI's "trust this project?" was answered no for `dir`.
-pub fn record_decline(keel_home: &Path, dir: &Path) -> std::io::Result<()> {
-    record(keel_home, dir, false)
-}
-
-fn record(keel_home: &Path, dir: &Path, trusted: bool) -> std::io::Result<()> {
-    let mut trust = read_trust(keel_home);
-    let key = trust_key(dir);
-    let list = match trusted {
-        true => &mut trust.trusted,
-        false => &mut trust.declined,
-    };
-    if list.contains(&key) {
-        return Ok(());
-    }
-    list.push(key);
-    crate::kernel::private::create_dir_all(keel_home)?;
-    let text = serde_json::to_string_pretty(&trust).map_err(std::io::Error::other)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".trust-")
-        .tempfile_in(keel_home)?;
-    crate::kernel::private::fix_mode(tmp.as_file())?;
-    std::io::Write::write_all(&mut tmp.as_file(), format!("{text}\n").as_bytes())?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(keel_home.join("trust.json"))
-        .map_err(|e| e.error)?;
-    crate::kernel::private::sync_dir(keel_home)
 }
 
 #[cfg(test)]
@@ -514,8 +445,7 @@ mod tests {
     }
 
     #[test]
-    fn project_servers_load_only_when_trusted_and_trust_is_recorded_privately() {
-        use std::os::unix::fs::PermissionsExt;
+    fn project_servers_load_only_when_trusted() {
         let home = tempfile::tempdir().unwrap();
         let proj = tempfile::tempdir().unwrap();
         std::fs::write(
@@ -528,13 +458,11 @@ mod tests {
         assert!(l.servers.is_empty());
         assert_eq!(l.warnings.len(), 1);
         assert!(l.warnings[0].contains("`p`"), "{}", l.warnings[0]);
-        record_trust(home.path(), proj.path()).unwrap();
-        let mode = std::fs::metadata(home.path().join("trust.json"))
-            .unwrap()
-            .permissions()
-            .mode();
-        assert_eq!(mode & 0o777, 0o600);
-        let l = load(&src, home.path(), proj.path(), &vars()).unwrap();
+        let trusted = Sources {
+            trust_project: true,
+            ..Sources::default()
+        };
+        let l = load(&trusted, home.path(), proj.path(), &vars()).unwrap();
         assert_eq!(l.servers.len(), 1);
         assert!(l.warnings.is_empty());
         let strict = Sources {

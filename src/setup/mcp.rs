@@ -23,7 +23,8 @@ pub fn sources(settings: &Settings, env: &Env) -> Sources {
             .collect(),
         strict: settings.strict_mcp_config,
         disabled: settings.no_mcp,
-        trust_project: settings.trust_project,
+        trust_project: settings.trust_project
+            || super::trust::dir_trusted(&env.keel_home, &env.cwd),
         settings: Vec::new(),
     }
 }
@@ -45,13 +46,48 @@ pub fn load(settings: &Settings, env: &Env) -> Result<config::Loaded, StartupErr
         StartupError::config(e.message).hint("see README, \"MCP servers\", for the file's shape")
     };
     let mut sources = sources(settings, env);
-    sources.settings = settings_servers(&settings.mcp_servers, vars).map_err(hint)?;
-    config::load(&sources, &env.keel_home, &env.cwd, vars).map_err(hint)
+    let (servers, skipped) = trusted_servers(&settings.mcp_servers, sources.trust_project);
+    sources.settings = settings_servers(&servers, vars).map_err(hint)?;
+    let mut loaded = config::load(&sources, &env.keel_home, &env.cwd, vars).map_err(hint)?;
+    loaded.warnings.extend(skipped_warning(&skipped, env));
+    Ok(loaded)
+}
+
+/// Settings servers by name, each with the file it came from.
+type SettingsServers =
+    std::collections::BTreeMap<String, crate::settings::Sourced<serde_json::Value>>;
+
+/// The settings files' `mcpServers` that may start, and the names of those left out: a
+/// project's own files' (`.keel/settings*.json`) start programs as `.mcp.json`'s do, so only
+/// in a `trusted` project.
+pub fn trusted_servers(servers: &SettingsServers, trusted: bool) -> (SettingsServers, Vec<String>) {
+    let (kept, left): (SettingsServers, SettingsServers) =
+        servers.clone().into_iter().partition(|(_, s)| {
+            trusted
+                || !matches!(
+                    s.origin.level,
+                    crate::settings::Level::Project | crate::settings::Level::Local
+                )
+        });
+    (kept, left.into_keys().collect())
+}
+
+/// The one warning about the project's settings servers left out.
+fn skipped_warning(skipped: &[String], env: &Env) -> Option<String> {
+    if skipped.is_empty() {
+        return None;
+    }
+    let names: Vec<String> = skipped.iter().map(|n| format!("`{n}`")).collect();
+    Some(format!(
+        "skipped the project's MCP servers {} (its .keel/settings files): {} is not trusted; pass --trust-project or trust it once in the TUI",
+        names.join(", "),
+        env.cwd.display()
+    ))
 }
 
 /// The settings files' `mcpServers`, read as `mcp.json`'s (each names its file).
 pub fn settings_servers(
-    servers: &std::collections::BTreeMap<String, crate::settings::Sourced<serde_json::Value>>,
+    servers: &SettingsServers,
     vars: &std::collections::BTreeMap<String, String>,
 ) -> Result<Vec<config::ServerConfig>, config::ConfigError> {
     let mut out = Vec::new();
@@ -73,6 +109,7 @@ pub fn start(
     env: &Env,
     allow: Option<Vec<String>>,
     tool_env: &ToolEnv,
+    trust: &super::trust::Trust,
     late: Option<Warn>,
 ) -> Result<(ToolSources, Vec<String>), StartupError> {
     let loaded = load(settings, env)?;
@@ -83,7 +120,7 @@ pub fn start(
         servers: loaded.servers,
         cwd: env.cwd.clone(),
         // A daemon session's servers get the session's environment, as its other tools do.
-        vars: super::tool_vars(settings, env).unwrap_or_else(|| env.vars.clone()),
+        vars: super::tool_vars(settings, env, trust).unwrap_or_else(|| env.vars.clone()),
         log_dir: env.keel_home.join("logs"),
         wait_budget: WAIT_BUDGET,
         allow,

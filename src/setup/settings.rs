@@ -51,7 +51,7 @@ pub struct Settings {
     pub system_prompt: Option<String>,
     pub append_system_prompt: Vec<String>,
     pub no_context_files: bool,
-    /// The settings' `env`: set for the session's tools.
+    /// The settings' `env`, all levels (the session's tools get [`Settings::env_vars`]).
     pub tool_vars: BTreeMap<String, String>,
     // MCP servers.
     pub mcp_config: Vec<PathBuf>,
@@ -137,14 +137,25 @@ impl Settings {
 
 impl Settings {
     /// The permission rules of the merged settings files, matched against the project root
-    /// of `env.cwd`; each rule that does not parse is a warning naming it.
-    pub fn rules(&self, env: &Env) -> (crate::kernel::policy::Rules, Vec<String>) {
+    /// of `env.cwd` (a project's own `allow` rules only as `trust` allows); each rule that does
+    /// not parse is a warning naming it.
+    pub fn rules(
+        &self,
+        env: &Env,
+        trust: &crate::setup::trust::Trust,
+    ) -> (crate::kernel::policy::Rules, Vec<String>) {
         let list = |l: &[crate::settings::Sourced<String>]| -> Vec<(String, String)> {
             l.iter()
                 .map(|r| (r.value.clone(), r.origin.to_string()))
                 .collect()
         };
         let p = &self.files.permissions;
+        let allow: Vec<_> = p
+            .allow
+            .iter()
+            .filter(|r| trust.settings_apply() || !is_project(r.origin.level))
+            .cloned()
+            .collect();
         let home = env
             .vars
             .get("HOME")
@@ -154,38 +165,45 @@ impl Settings {
         let (rules, warnings) = crate::kernel::policy::Rules::build(
             &list(&p.deny),
             &list(&p.ask),
-            &list(&p.allow),
+            &list(&allow),
             &root,
             &home,
         );
         (rules, warnings.iter().map(ToString::to_string).collect())
     }
+
+    /// The settings' `env` for the session's tools (a project's own only as `trust` allows).
+    pub fn env_vars(&self, trust: &crate::setup::trust::Trust) -> BTreeMap<String, String> {
+        self.files
+            .env
+            .iter()
+            .filter(|(_, v)| trust.settings_apply() || !is_project(v.origin.level))
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect()
+    }
 }
 
 impl Settings {
     /// The hooks of every settings level (all run). A project's own files (`.keel/settings.json`,
-    /// `.keel/settings.local.json`) are code from the repository: their hooks run only with
-    /// `--trust-project`; otherwise a warning names what was not run. `None`: no hook.
+    /// `.keel/settings.local.json`) are code from the repository: each of their hooks runs only
+    /// as `trust` allows (what it leaves out is in `trust.warnings()`). `None`: no hook.
     pub fn hooks(
         &self,
         env: &Env,
         tool_env: &crate::kernel::tool::ToolEnv,
+        trust: &crate::setup::trust::Trust,
         warnings: &mut Vec<String>,
     ) -> Option<crate::kernel::hooks::Hooks> {
         use crate::kernel::hooks::{HookConfig, HookEnv, Hooks, SessionFields};
-        use crate::settings::Level;
         let mut config = HookConfig::default();
         for layer in &self.files.hook_layers {
-            let project = matches!(layer.origin.level, Level::Project | Level::Local);
-            if project && !self.trust_project {
-                warnings.push(format!(
-                    "{}: its hooks are not run: the project is not trusted (pass --trust-project to run them)",
-                    layer.origin
-                ));
-                continue;
-            }
-            let (c, w) = HookConfig::parse(&layer.value, &layer.origin.to_string());
+            let (mut c, w) = HookConfig::parse(&layer.value, &layer.origin.to_string());
             warnings.extend(w);
+            if is_project(layer.origin.level) {
+                c.retain(|event, matcher, hook| {
+                    trust.hook_runs(event.as_str(), matcher, &hook.command)
+                });
+            }
             config.merge(c);
         }
         if config.is_empty() {
@@ -209,6 +227,11 @@ impl Settings {
         };
         Some(Hooks::new(config, env, fields))
     }
+}
+
+/// Whether `level` is one of a project's own files (their loosening parts wait for trust).
+fn is_project(level: Level) -> bool {
+    matches!(level, Level::Project | Level::Local)
 }
 
 /// Seconds an approval dialog waits when neither a flag nor a file says.

@@ -63,7 +63,8 @@ async fn command(cli: &McpCli, env: &Env) -> Result<(String, bool), StartupError
         files: cli.mcp_config.iter().map(|f| env.cwd.join(f)).collect(),
         strict: cli.strict_mcp_config,
         disabled: false,
-        trust_project: cli.trust_project,
+        trust_project: cli.trust_project
+            || crate::setup::trust::dir_trusted(&env.keel_home, &env.cwd),
         settings: Vec::new(),
     };
     let hint = |e: config::ConfigError| {
@@ -71,9 +72,10 @@ async fn command(cli: &McpCli, env: &Env) -> Result<(String, bool), StartupError
     };
     // The settings files' servers too, as a run in this directory starts them.
     let files = crate::setup::settings::load(None, env)?;
+    let (servers, _) =
+        crate::setup::mcp::trusted_servers(&files.merged.mcp_servers, sources.trust_project);
     let sources = Sources {
-        settings: crate::setup::mcp::settings_servers(&files.merged.mcp_servers, &env.vars)
-            .map_err(hint)?,
+        settings: crate::setup::mcp::settings_servers(&servers, &env.vars).map_err(hint)?,
         ..sources
     };
     let mut loaded = config::load(&sources, &env.keel_home, &env.cwd, &env.vars).map_err(hint)?;

@@ -107,6 +107,7 @@ struct Opening {
     ambiguous_wide: bool,
     no_color: bool,
     dumb: bool,
+    hooks_from: Option<(Option<String>, crate::mode::Env)>,
 }
 
 pub(super) struct Client {
@@ -145,6 +146,8 @@ pub(super) struct Client {
     history: super::history::PromptHistory,
     /// The transcript pager, while it is open (on the alternate screen).
     pub pager: Option<super::pager::Pager>,
+    /// `/hooks` of a session in this process: the `--settings` flag and the environment.
+    pub hooks_from: Option<(Option<String>, crate::mode::Env)>,
     /// The pager's screen is out of date (the run's events alone do not change it).
     pager_stale: bool,
 }
@@ -166,6 +169,7 @@ pub async fn run_local(setup: TuiSetup, out: &mut Output) -> Result<Exit, Startu
         ambiguous_wide: setup.ambiguous_wide,
         no_color: setup.no_color,
         dumb: setup.dumb,
+        hooks_from: setup.hooks_from,
     };
     let (link, start) = Link::local(host, (10_000, 8 << 20))
         .await
@@ -199,6 +203,7 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
         ambiguous_wide: setup.ambiguous_wide,
         no_color: setup.env.no_color,
         dumb: setup.env.dumb_terminal(),
+        hooks_from: None,
     };
     let daemon = Daemon {
         dial: setup.dial,
@@ -322,6 +327,7 @@ async fn show(
         pager_stale: false,
         plain: o.dumb,
         history,
+        hooks_from: o.hooks_from,
     };
     client.view.files = Some(super::files::FileIndex::new(&client.cwd));
     let internals = internals(&client.commands).await;

@@ -171,6 +171,7 @@ impl Client {
             }
             "session" => self.session_info(),
             "transcript" => self.transcript(),
+            "hooks" => self.hooks(),
             other => self
                 .view
                 .notice(HistoryCell::Notice(format!("unknown command /{other}"))),
@@ -254,6 +255,32 @@ impl Client {
             };
             let _ = back.send(Back::Notice(cell));
         });
+    }
+
+    /// `/hooks`: what `keel hooks list` shows, read from the settings files of the session's
+    /// directory and the trust store (a remote host's are listed there).
+    fn hooks(&mut self) {
+        let (settings, env) = match &self.daemon {
+            Some(d) if d.dial.remote().is_some() => return self.view.notice(HistoryCell::Notice(
+                "this session runs on another host: its hooks are listed there (keel hooks list)"
+                    .into(),
+            )),
+            Some(d) => {
+                let cli = crate::setup::open::parse_args(&d.reopen.args).ok();
+                let mut env = d.env.clone();
+                env.cwd = d.reopen.cwd.clone();
+                (cli.and_then(|c| c.settings), env)
+            }
+            None => match &self.hooks_from {
+                Some((settings, env)) => (settings.clone(), env.clone()),
+                None => return,
+            },
+        };
+        let cell = match crate::setup::hook_list::list(settings.as_deref(), &env) {
+            Ok((rows, _)) => HistoryCell::Notice(crate::setup::hook_list::tui_text(&rows)),
+            Err(e) => HistoryCell::Error(format!("cannot read the settings: {}", e.message)),
+        };
+        self.view.notice(cell);
     }
 
     /// `/session`: the session's id, file, name, size and cost, where it runs and how to come

@@ -64,6 +64,8 @@ pub struct TuiSetup {
     pub home: Option<PathBuf>,
     /// A panel shown first (the first-run advice when no provider is configured).
     pub welcome: Option<String>,
+    /// What `/hooks` reads: the `--settings` flag and the environment of the session.
+    pub hooks_from: Option<(Option<String>, crate::mode::Env)>,
 }
 
 /// Lays out one frame of `view` and writes it through `term`: the history finished since the

@@ -77,6 +77,7 @@ pub async fn start_tui(
         dumb: env.dumb_terminal(),
         home: env.vars.get("HOME").map(std::path::PathBuf::from),
         welcome: unconfigured.then(setup::first_run::panel),
+        hooks_from: Some((cli.settings.clone(), env.clone())),
     };
     crate::front::tui::run(tui_setup, out).await
 }

@@ -54,6 +54,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "the whole session in a pager, every output in full (/ searches, q closes)",
     ),
     ("name", "name this session: /name my refactor"),
+    (
+        "hooks",
+        "the configured hooks: event, matcher, command, file and trust",
+    ),
     ("help", "show commands and keys"),
     ("quit", "leave keel (the session is saved)"),
 ];

@@ -19,6 +19,10 @@ pub struct HookCommand {
     pub timeout: Option<Duration>,
     /// `statusMessage`: what a front end may show while it runs.
     pub status_message: Option<String>,
+    /// `once`: it runs at most once per session.
+    pub once: bool,
+    /// `async`: it runs in the background; nothing waits for it and its result is ignored.
+    pub background: bool,
     /// The settings file (or flag) the hook came from.
     pub origin: String,
 }
@@ -73,6 +77,17 @@ impl HookConfig {
     pub fn merge(&mut self, other: HookConfig) {
         for (event, groups) in other.events {
             self.events.entry(event).or_default().extend(groups);
+        }
+    }
+
+    /// Keeps only the hooks `keep(event, matcher text, hook)` accepts (an untrusted project's
+    /// are left out before the session starts).
+    pub fn retain(&mut self, mut keep: impl FnMut(HookEvent, &str, &HookCommand) -> bool) {
+        for (event, groups) in &mut self.events {
+            for group in groups.iter_mut() {
+                let matcher = group.matcher.source().to_string();
+                group.hooks.retain(|h| keep(*event, &matcher, h));
+            }
         }
     }
 
@@ -188,7 +203,7 @@ fn parse_handler(
             }
         },
     };
-    for unsupported in ["async", "asyncRewake", "args", "if", "once"] {
+    for unsupported in ["asyncRewake", "args", "if"] {
         if handler.get(unsupported).is_some() {
             warnings.push(format!(
                 "{at}.{unsupported}: not supported by keel yet; ignored"
@@ -203,7 +218,21 @@ fn parse_handler(
             .and_then(Value::as_str)
             .map(str::to_string),
         origin: origin.to_string(),
+        once: flag(handler, "once", at, warnings),
+        background: flag(handler, "async", at, warnings),
     })
+}
+
+/// A boolean field of a handler (absent: false); another type is a warning and false.
+fn flag(handler: &Value, name: &str, at: &str, warnings: &mut Vec<String>) -> bool {
+    match handler.get(name) {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => {
+            warnings.push(format!("{at}.{name}: must be true or false; ignored"));
+            false
+        }
+    }
 }
 
 #[cfg(test)]

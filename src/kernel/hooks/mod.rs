@@ -149,6 +149,8 @@ pub struct Hooks {
     config: Arc<HookConfig>,
     env: Arc<HookEnv>,
     session: Arc<SessionFields>,
+    /// The `once` hooks that ran in this session (event and command).
+    ran_once: Arc<std::sync::Mutex<std::collections::HashSet<(HookEvent, String)>>>,
 }
 
 impl Hooks {
@@ -157,6 +159,7 @@ impl Hooks {
             config: Arc::new(config),
             env: Arc::new(env),
             session: Arc::new(session),
+            ran_once: Arc::default(),
         }
     }
 
@@ -170,6 +173,7 @@ impl Hooks {
             config: self.config.clone(),
             env: self.env.clone(),
             session: Arc::new(session),
+            ran_once: Arc::default(),
         }
     }
 
@@ -195,11 +199,15 @@ impl Hooks {
         abort: &AbortSignal,
         notify: &(dyn Fn(HookNotice) + Send + Sync),
     ) -> Verdict {
-        let commands = self.config.matching(event, subjects);
+        let mut commands = self.config.matching(event, subjects);
+        commands.retain(|h| !h.once || self.first_time(event, &h.command));
         if commands.is_empty() {
             return Verdict::default();
         }
         let payload = self.payload(event, fields);
+        let (background, commands): (Vec<_>, Vec<_>) =
+            commands.into_iter().partition(|h| h.background);
+        self.start_background(background, &payload);
         let mut set = tokio::task::JoinSet::new();
         for (i, hook) in commands.iter().enumerate() {
             notify(HookNotice::Started {
@@ -242,6 +250,34 @@ impl Hooks {
         }
         self.cap(&mut verdict);
         verdict
+    }
+
+    /// Whether the `once` hook `command` of `event` has not run in this session yet (it counts
+    /// as run from now on).
+    fn first_time(&self, event: HookEvent, command: &str) -> bool {
+        match self.ran_once.lock() {
+            Ok(mut ran) => ran.insert((event, command.to_string())),
+            Err(_) => false,
+        }
+    }
+
+    /// Starts `async` hooks: each runs on its own (its timeout applies, a turn's abort does
+    /// not), nothing waits for it, and its result is dropped, so it reports no events.
+    fn start_background(&self, hooks: Vec<HookCommand>, payload: &[u8]) {
+        for hook in hooks {
+            let (env, payload) = (self.env.clone(), payload.to_vec());
+            let timeout = hook.timeout.unwrap_or(DEFAULT_TIMEOUT);
+            tokio::spawn(async move {
+                process::run(
+                    &hook.command,
+                    &payload,
+                    &env,
+                    timeout,
+                    &AbortSignal::never(),
+                )
+                .await;
+            });
+        }
     }
 
     /// The stdin of one firing: the session's fields, `hook_event_name`, then the event's.

@@ -188,3 +188,73 @@ async fn long_context_is_cut_and_saved_whole() {
         .trim_end_matches(']');
     assert_eq!(std::fs::read_to_string(path).unwrap().len(), 25000);
 }
+
+/// One handler with extra fields (`once`, `async`, …) on `event`.
+fn handler(event: &str, command: &str, extra: Value) -> Value {
+    let mut h = json!({"type": "command", "command": command});
+    h.as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().cloned().unwrap_or_default());
+    json!({ event: [{"matcher": "*", "hooks": [h]}] })
+}
+
+#[tokio::test]
+async fn a_once_hook_runs_once_per_session() {
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("log");
+    let h = hooks(
+        d.path(),
+        handler(
+            "PreToolUse",
+            &format!("echo ran >> {}", log.display()),
+            json!({"once": true}),
+        ),
+    );
+    let lines = || std::fs::read_to_string(&log).unwrap().lines().count();
+    for _ in 0..2 {
+        fire(&h, HookEvent::PreToolUse, &["Bash"], json!({})).await;
+    }
+    assert_eq!(lines(), 1);
+    // Another session (the host's `for_session`) runs it once again.
+    let other = h.for_session("s-2", "/k/sessions/s-2.jsonl");
+    fire(&other, HookEvent::PreToolUse, &["Bash"], json!({})).await;
+    fire(&other, HookEvent::PreToolUse, &["Bash"], json!({})).await;
+    assert_eq!(lines(), 2);
+}
+
+#[tokio::test]
+async fn an_async_hook_runs_in_the_background_and_its_result_is_ignored() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("go.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let out = d.path().join("out");
+    // It waits for the test to write the FIFO, then would block the call (exit 2).
+    let command = format!(
+        "cat {} > {}; echo blocked >&2; exit 2",
+        fifo.display(),
+        out.display()
+    );
+    let h = hooks(
+        d.path(),
+        handler("PreToolUse", &command, json!({"async": true})),
+    );
+    let (v, notices) = fire(&h, HookEvent::PreToolUse, &["Bash"], json!({})).await;
+    // `fire` came back while the hook still waits: nothing decided, nothing reported.
+    assert_eq!(v, Verdict::default());
+    assert!(notices.is_empty(), "{notices:?}");
+    assert!(!out.exists());
+    // Written off the runtime's thread: the hook's task must get to open the FIFO's other end.
+    let path = fifo.clone();
+    tokio::task::spawn_blocking(move || std::fs::write(path, "go\n"))
+        .await
+        .unwrap()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&out).unwrap_or_default() != "go\n" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the async hook never ran"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,377 @@
+//! The one trust store, `$KEEL_HOME/trust.json`, and what it decides for a session. A
+//! project's MCP servers (`.mcp.json`, `.keel/mcp.json`) start once the project is trusted. The
+//! hooks, `allow` rules and `env` of its own settings files (`.keel/settings.json`,
+//! `.keel/settings.local.json`) apply only as trusted content: each hook by the SHA-256 of its
+//! event, matcher and command, the allow rules and env by one hash of the set, so a changed
+//! hook waits for trust again. `deny` and `ask` rules never wait. `--trust-project` trusts all
+//! of it for one run and records nothing; the TUI asks and records the answer. Reads and
+//! writes the store; never asks, never prints.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::kernel::hooks::HookConfig;
+use crate::mode::Env;
+use crate::settings::{Level, Merged};
+use crate::setup::Settings;
+
+/// The file in `$KEEL_HOME`.
+const FILE: &str = "trust.json";
+
+/// `trust.json`.
+#[derive(Deserialize, Serialize, Default)]
+struct Store {
+    /// Directories whose MCP servers start (the TUI's yes).
+    #[serde(default)]
+    trusted: Vec<String>,
+    /// Directories whose "trust it?" was answered no for their MCP servers alone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    declined: Vec<String>,
+    /// What of each project's settings files was trusted, by project root.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    projects: BTreeMap<String, Record>,
+}
+
+/// The trusted content of one project's settings files.
+#[derive(Deserialize, Serialize, Default, Clone, Debug)]
+struct Record {
+    /// Each trusted hook: its place (`project PreToolUse[Bash]#0`) and its hash.
+    #[serde(default)]
+    hooks: BTreeMap<String, String>,
+    /// The hash of the trusted allow rules and env.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    settings: Option<String>,
+    /// The hash of what was asked about when the answer was no (not asked again).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    declined: Option<String>,
+}
+
+/// One hook of a project's own settings file.
+#[derive(Debug, Clone)]
+pub struct ProjectHook {
+    pub event: &'static str,
+    pub matcher: String,
+    pub command: String,
+    /// `timeout` in seconds, if set.
+    pub timeout: Option<f64>,
+    /// The file it came from.
+    pub origin: String,
+    /// Where it stands in the file (a changed hook keeps its place).
+    place: String,
+    hash: String,
+}
+
+/// Whether a hook may run, as `keel hooks list` and `/hooks` show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HookTrust {
+    /// Not a project's own file: user, managed or `--settings` hooks always run.
+    NotNeeded,
+    Trusted,
+    /// Never trusted.
+    Untrusted,
+    /// Trusted before with another content at its place.
+    Changed,
+}
+
+impl HookTrust {
+    /// The word of the JSON listing.
+    pub fn word(self) -> &'static str {
+        match self {
+            HookTrust::NotNeeded => "not needed",
+            HookTrust::Trusted => "trusted",
+            HookTrust::Untrusted => "untrusted",
+            HookTrust::Changed => "changed",
+        }
+    }
+}
+
+/// What a project's own settings files ask for that waits for trust.
+#[derive(Debug, Clone, Default)]
+pub struct Wants {
+    pub hooks: Vec<ProjectHook>,
+    /// `allow` rules with their file.
+    pub allow: Vec<(String, String)>,
+    /// `env` keys with their file.
+    pub env: Vec<(String, String)>,
+    /// The hash of the allow rules and env (`None`: there are none).
+    settings_hash: Option<String>,
+}
+
+fn is_project(level: Level) -> bool {
+    matches!(level, Level::Project | Level::Local)
+}
+
+fn sha256(parts: &[&str]) -> String {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A hook's hash: its event, matcher and command.
+fn hook_hash(event: &str, matcher: &str, command: &str) -> String {
+    sha256(&[event, matcher, command])
+}
+
+/// What the project files among `files` ask for.
+pub fn wants(files: &Merged) -> Wants {
+    let mut w = Wants::default();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for layer in files
+        .hook_layers
+        .iter()
+        .filter(|l| is_project(l.origin.level))
+    {
+        let (config, _) = HookConfig::parse(&layer.value, &layer.origin.to_string());
+        for (event, matcher, hook) in config.list() {
+            let key = format!(
+                "{} {}[{matcher}]",
+                layer.origin.level.word(),
+                event.as_str()
+            );
+            let n = seen.entry(key.clone()).or_default();
+            w.hooks.push(ProjectHook {
+                event: event.as_str(),
+                hash: hook_hash(event.as_str(), &matcher, &hook.command),
+                place: format!("{key}#{n}"),
+                matcher,
+                command: hook.command,
+                timeout: hook.timeout.map(|t| t.as_secs_f64()),
+                origin: hook.origin,
+            });
+            *n += 1;
+        }
+    }
+    let mut lines = Vec::new();
+    for r in files
+        .permissions
+        .allow
+        .iter()
+        .filter(|r| is_project(r.origin.level))
+    {
+        w.allow.push((r.value.clone(), r.origin.to_string()));
+        lines.push(format!("allow\0{}", r.value));
+    }
+    for (k, v) in files.env.iter().filter(|(_, v)| is_project(v.origin.level)) {
+        w.env.push((k.clone(), v.origin.to_string()));
+        lines.push(format!("env\0{k}\0{}", v.value));
+    }
+    lines.sort();
+    w.settings_hash =
+        (!lines.is_empty()).then(|| sha256(&lines.iter().map(String::as_str).collect::<Vec<_>>()));
+    w
+}
+
+/// What the store and the flags decide for a session in one directory.
+#[derive(Debug, Clone)]
+pub struct Trust {
+    /// `--trust-project`.
+    flag: bool,
+    record: Record,
+    pub wants: Wants,
+}
+
+impl Trust {
+    /// Reads the store for a session with `settings` in `env.cwd`.
+    pub fn read(settings: &Settings, env: &Env) -> Trust {
+        Trust::of(&settings.files, settings.trust_project, env)
+    }
+
+    /// Reads the store for the merged settings `files` of `env.cwd` (`flag`: `--trust-project`).
+    pub fn of(files: &Merged, flag: bool, env: &Env) -> Trust {
+        let record = read(&env.keel_home)
+            .projects
+            .remove(&project_key(&env.cwd))
+            .unwrap_or_default();
+        Trust {
+            flag,
+            record,
+            wants: wants(files),
+        }
+    }
+
+    /// Whether a project hook with this content runs.
+    pub fn hook_runs(&self, event: &str, matcher: &str, command: &str) -> bool {
+        let hash = hook_hash(event, matcher, command);
+        self.flag || self.record.hooks.values().any(|h| *h == hash)
+    }
+
+    /// The stored trust of a project hook (the flag aside).
+    pub fn hook(&self, h: &ProjectHook) -> HookTrust {
+        if self.record.hooks.values().any(|v| *v == h.hash) {
+            HookTrust::Trusted
+        } else if self.record.hooks.contains_key(&h.place) {
+            HookTrust::Changed
+        } else {
+            HookTrust::Untrusted
+        }
+    }
+
+    /// Whether the project's allow rules and env apply.
+    pub fn settings_apply(&self) -> bool {
+        self.flag || self.wants.settings_hash.is_none() || self.settings_trusted()
+    }
+
+    fn settings_trusted(&self) -> bool {
+        self.record.settings.is_some() && self.record.settings == self.wants.settings_hash
+    }
+
+    /// One warning per project file with something left out: its hooks (changed ones say so),
+    /// allow rules and env keys.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut files: BTreeMap<&str, [Vec<String>; 3]> = BTreeMap::new();
+        for h in &self.wants.hooks {
+            if self.hook_runs(h.event, &h.matcher, &h.command) {
+                continue;
+            }
+            let changed = match self.hook(h) {
+                HookTrust::Changed => " (changed since trusted)",
+                _ => "",
+            };
+            let slot = files.entry(&h.origin).or_default();
+            slot[0].push(format!("`{}`{changed}", h.command));
+        }
+        if !self.settings_apply() {
+            for (rule, origin) in &self.wants.allow {
+                files.entry(origin).or_default()[1].push(format!("`{rule}`"));
+            }
+            for (key, origin) in &self.wants.env {
+                files.entry(origin).or_default()[2].push(format!("`{key}`"));
+            }
+        }
+        files
+            .into_iter()
+            .map(|(file, [hooks, allow, env])| {
+                let parts: Vec<String> = [("hooks", hooks), ("allow rules", allow), ("env", env)]
+                    .into_iter()
+                    .filter(|(_, l)| !l.is_empty())
+                    .map(|(what, l)| format!("its {what} {}", l.join(", ")))
+                    .collect();
+                format!(
+                    "{file}: not trusted, so not applied: {}; pass --trust-project to trust the project for this run, or trust it in keel's TUI",
+                    parts.join("; ")
+                )
+            })
+            .collect()
+    }
+}
+
+/// What the TUI asks about: each part lists what waits for trust.
+#[derive(Debug, Clone, Default)]
+pub struct Question {
+    /// The project's MCP servers (the directory is not trusted yet).
+    pub servers: Vec<String>,
+    /// Hook commands (a changed one says so).
+    pub hooks: Vec<String>,
+    pub allow: Vec<String>,
+    pub env: Vec<String>,
+    hash: String,
+}
+
+/// The question to ask for a session in `env.cwd` (`servers`: the project's MCP servers),
+/// `None` when nothing waits for trust, or the same was answered no before.
+pub fn question(settings: &Settings, env: &Env, servers: Vec<String>) -> Option<Question> {
+    if settings.trust_project {
+        return None;
+    }
+    let store = read(&env.keel_home);
+    let dir = dir_key(&env.cwd);
+    let known = store.trusted.contains(&dir) || store.declined.contains(&dir);
+    let trust = Trust::read(settings, env);
+    let mut q = Question {
+        servers: if known { Vec::new() } else { servers },
+        ..Question::default()
+    };
+    for h in &trust.wants.hooks {
+        match trust.hook(h) {
+            HookTrust::Trusted | HookTrust::NotNeeded => {}
+            HookTrust::Changed => q.hooks.push(format!("{} (changed)", h.command)),
+            HookTrust::Untrusted => q.hooks.push(h.command.clone()),
+        }
+    }
+    if !trust.settings_apply() {
+        q.allow = trust.wants.allow.iter().map(|(r, _)| r.clone()).collect();
+        q.env = trust.wants.env.iter().map(|(k, _)| k.clone()).collect();
+    }
+    // The servers' no is the directory's (`declined`); the rest is remembered by its hash.
+    let content: Vec<&str> = [&q.hooks, &q.allow, &q.env]
+        .into_iter()
+        .flatten()
+        .map(String::as_str)
+        .collect();
+    q.hash = sha256(&content);
+    let settled = content.is_empty() || trust.record.declined.as_ref() == Some(&q.hash);
+    (!(q.servers.is_empty() && settled)).then_some(q)
+}
+
+/// Records the answer to `q` for a session in `env.cwd`: yes trusts the directory's MCP
+/// servers and the project's current hooks, allow rules and env; no is not asked again until
+/// something changes.
+pub fn answer(settings: &Settings, env: &Env, q: &Question, yes: bool) -> std::io::Result<()> {
+    let mut store = read(&env.keel_home);
+    let dir = dir_key(&env.cwd);
+    let record = store.projects.entry(project_key(&env.cwd)).or_default();
+    if yes {
+        let w = wants(&settings.files);
+        record.hooks = w.hooks.into_iter().map(|h| (h.place, h.hash)).collect();
+        record.settings = w.settings_hash;
+        record.declined = None;
+        store.declined.retain(|d| *d != dir);
+        if !store.trusted.contains(&dir) {
+            store.trusted.push(dir);
+        }
+    } else {
+        record.declined = Some(q.hash.clone());
+        if !q.servers.is_empty() && !store.declined.contains(&dir) {
+            store.declined.push(dir);
+        }
+    }
+    write(&env.keel_home, &store)
+}
+
+/// Whether the MCP servers of `dir` were trusted.
+pub fn dir_trusted(keel_home: &Path, dir: &Path) -> bool {
+    read(keel_home).trusted.contains(&dir_key(dir))
+}
+
+fn dir_key(dir: &Path) -> String {
+    std::fs::canonicalize(dir)
+        .unwrap_or_else(|_| dir.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// The key of the project of `cwd` (its settings files' `<project>`).
+fn project_key(cwd: &Path) -> String {
+    dir_key(&crate::settings::project_root(cwd))
+}
+
+fn read(keel_home: &Path) -> Store {
+    std::fs::read_to_string(keel_home.join(FILE))
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_default()
+}
+
+/// Writes the store owner-only, to a temporary file renamed over the old one (a crash never
+/// leaves half a file).
+fn write(keel_home: &Path, store: &Store) -> std::io::Result<()> {
+    crate::kernel::private::create_dir_all(keel_home)?;
+    let text = serde_json::to_string_pretty(store).map_err(std::io::Error::other)?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".trust-")
+        .tempfile_in(keel_home)?;
+    crate::kernel::private::fix_mode(tmp.as_file())?;
+    std::io::Write::write_all(&mut tmp.as_file(), format!("{text}\n").as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(keel_home.join(FILE)).map_err(|e| e.error)?;
+    crate::kernel::private::sync_dir(keel_home)
+}
+
+#[cfg(test)]
+mod tests;

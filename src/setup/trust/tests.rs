@@ -1,0 +1,147 @@
+//! The trust store's decisions: hooks by hash, the allow rules and env by one hash, answers
+//! remembered owner-only.
+
+use std::collections::BTreeMap;
+
+use clap::Parser;
+use serde_json::{json, Value};
+
+use super::*;
+use crate::cli::args::Cli;
+
+/// A temp `KEEL_HOME` and project; the project's `.keel/settings.json` is set by [`Fixture::set`].
+struct Fixture {
+    dir: tempfile::TempDir,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("work/.keel")).unwrap();
+        std::fs::create_dir_all(dir.path().join("home")).unwrap();
+        Fixture { dir }
+    }
+
+    fn set(&self, v: Value) {
+        std::fs::write(
+            self.dir.path().join("work/.keel/settings.json"),
+            v.to_string(),
+        )
+        .unwrap();
+    }
+
+    fn env(&self) -> Env {
+        let vars = [(
+            crate::settings::MANAGED_VAR.to_string(),
+            self.dir.path().join("none.json").display().to_string(),
+        )];
+        crate::setup::open::env_in(
+            &vars.into_iter().collect(),
+            &self.dir.path().join("home"),
+            self.dir.path(),
+            &self.dir.path().join("work"),
+            BTreeMap::new(),
+        )
+    }
+
+    fn settings(&self, args: &[&str]) -> Settings {
+        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args.iter().copied())).unwrap();
+        Settings::resolve(&cli, &self.env()).unwrap()
+    }
+}
+
+fn hooks(cmd: &str) -> Value {
+    json!({"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": cmd}]}]})
+}
+
+#[test]
+fn a_yes_trusts_the_current_content_and_a_change_is_asked_about_again() {
+    let f = Fixture::new();
+    f.set(json!({"hooks": hooks("a.sh"), "permissions": {"allow": ["Read"]}, "env": {"K": "1"}}));
+    let (s, env) = (f.settings(&[]), f.env());
+    let t = Trust::read(&s, &env);
+    assert!(!t.hook_runs("PreToolUse", "Bash", "a.sh"));
+    assert!(!t.settings_apply());
+    assert_eq!(t.hook(&t.wants.hooks[0]), HookTrust::Untrusted);
+    let q = question(&s, &env, Vec::new()).unwrap();
+    assert_eq!(
+        (q.hooks.clone(), q.allow.clone(), q.env.clone()),
+        (vec!["a.sh".into()], vec!["Read".into()], vec!["K".into()])
+    );
+    answer(&s, &env, &q, true).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(env.keel_home.join(FILE))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let t = Trust::read(&s, &env);
+    assert!(t.hook_runs("PreToolUse", "Bash", "a.sh"));
+    assert!(t.settings_apply());
+    assert!(t.warnings().is_empty(), "{:?}", t.warnings());
+    assert!(question(&s, &env, Vec::new()).is_none());
+    // The same command under another matcher is another hook.
+    assert!(!t.hook_runs("PreToolUse", "*", "a.sh"));
+
+    // The hook changes; the rules and env do not: only the hook waits.
+    f.set(json!({"hooks": hooks("b.sh"), "permissions": {"allow": ["Read"]}, "env": {"K": "1"}}));
+    let s = f.settings(&[]);
+    let t = Trust::read(&s, &env);
+    assert_eq!(t.hook(&t.wants.hooks[0]), HookTrust::Changed);
+    assert!(t.settings_apply());
+    let w = t.warnings();
+    assert_eq!(w.len(), 1);
+    assert!(
+        w[0].contains("its hooks `b.sh` (changed since trusted)"),
+        "{w:?}"
+    );
+    assert!(!w[0].contains("allow rules"), "{w:?}");
+    let q = question(&s, &env, Vec::new()).unwrap();
+    assert_eq!(q.hooks, ["b.sh (changed)"]);
+    assert!(q.allow.is_empty() && q.env.is_empty());
+    // An env value changes: the allow rules and env wait again.
+    f.set(json!({"hooks": hooks("b.sh"), "permissions": {"allow": ["Read"]}, "env": {"K": "2"}}));
+    assert!(!Trust::read(&f.settings(&[]), &env).settings_apply());
+    // --trust-project trusts all of it for the run, and asks nothing.
+    let s = f.settings(&["--trust-project"]);
+    let t = Trust::read(&s, &env);
+    assert!(t.hook_runs("PreToolUse", "Bash", "b.sh") && t.settings_apply());
+    assert!(t.warnings().is_empty());
+    assert!(question(&s, &env, Vec::new()).is_none());
+}
+
+#[test]
+fn a_no_is_not_asked_again_until_something_changes() {
+    let f = Fixture::new();
+    f.set(json!({"hooks": hooks("a.sh")}));
+    let (s, env) = (f.settings(&[]), f.env());
+    let q = question(&s, &env, vec!["srv".into()]).unwrap();
+    answer(&s, &env, &q, false).unwrap();
+    assert!(question(&s, &env, vec!["srv".into()]).is_none());
+    assert!(!dir_trusted(&env.keel_home, &env.cwd));
+    assert!(!Trust::read(&s, &env).hook_runs("PreToolUse", "Bash", "a.sh"));
+    f.set(json!({"hooks": hooks("a2.sh")}));
+    let s = f.settings(&[]);
+    let q = question(&s, &env, vec!["srv".into()]).unwrap();
+    // The servers were declined: only the new hook is asked about.
+    assert!(q.servers.is_empty());
+    assert_eq!(q.hooks, ["a2.sh"]);
+    answer(&s, &env, &q, true).unwrap();
+    assert!(dir_trusted(&env.keel_home, &env.cwd));
+}
+
+#[test]
+fn user_level_settings_need_no_trust() {
+    let f = Fixture::new();
+    std::fs::write(
+        f.dir.path().join("home/settings.json"),
+        json!({"hooks": hooks("u.sh"), "permissions": {"allow": ["Read"]}, "env": {"U": "1"}})
+            .to_string(),
+    )
+    .unwrap();
+    let (s, env) = (f.settings(&[]), f.env());
+    let t = Trust::read(&s, &env);
+    assert!(t.wants.hooks.is_empty() && t.settings_apply());
+    assert!(question(&s, &env, Vec::new()).is_none());
+    assert_eq!(s.env_vars(&t)["U"], "1");
+}
