@@ -46,6 +46,7 @@ mod providers;
 mod remote;
 mod responses;
 mod rpc;
+mod sandbox;
 mod schedule;
 mod session_load;
 mod session_safety;

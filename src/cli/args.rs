@@ -224,6 +224,12 @@ pub struct Cli {
     /// path, which must exist there).
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
+
+    /// What the commands the model runs may do: workspace-write (default: write the session's
+    /// directory and a private /tmp, read all but secrets, no network), read-only, or off
+    /// (danger-full-access: no sandbox).
+    #[arg(long, value_name = "MODE", value_parser = ["workspace-write", "read-only", "off", "danger-full-access"])]
+    pub sandbox: Option<String>,
 }
 
 /// Reaching another host's daemon over ssh (`DESIGN.md` §10; README "Remote and fleet").

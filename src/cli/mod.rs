@@ -63,6 +63,9 @@ pub enum Command {
         #[command(subcommand)]
         command: DebugCommand,
     },
+    /// keel's own sandbox helper (the Landlock fallback): restricts itself, then execs.
+    #[command(name = "__sandbox-exec", hide = true)]
+    SandboxExec(commands::sandbox::ExecArgs),
 }
 
 /// Parses the command line `args` (the process's, read once by `app`) and runs what it names:
@@ -85,6 +88,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Schedule { action }) => commands::schedule::run(action),
         Some(Command::Mcp(cli)) => commands::mcp::run(cli),
         Some(Command::Debug { command }) => commands::debug::run(command, &args),
+        Some(Command::SandboxExec(a)) => commands::sandbox::exec(a),
     }
 }
 

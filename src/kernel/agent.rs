@@ -69,6 +69,9 @@ pub struct AgentConfig {
     /// The id of the session being served, sent to APIs that route prompt caches by it
     /// (`None`: no such hint).
     pub session_id: Option<String>,
+    /// The sandbox of the processes the model starts and the policy the file tools check
+    /// (`DESIGN.md` §14); `workspace-write` unless the user chose otherwise.
+    pub sandbox: std::sync::Arc<crate::kernel::sandbox::Sandbox>,
 }
 
 /// How failed model calls are retried: only failures before any output, of a transient kind
@@ -104,6 +107,7 @@ impl AgentConfig {
             .iter()
             .map(|s| s.to_string())
             .collect();
+        let sandbox = std::sync::Arc::new(crate::kernel::sandbox::Sandbox::workspace_write(&cwd));
         AgentConfig {
             system_prompt: crate::kernel::default_system_prompt(&cwd, &tools),
             cwd,
@@ -123,6 +127,7 @@ impl AgentConfig {
             retry: RetryPolicy::default(),
             compaction: CompactionPolicy::default(),
             session_id: None,
+            sandbox,
         }
     }
 }

@@ -13,6 +13,7 @@ pub mod op;
 pub mod private;
 pub mod provider;
 pub mod recorder;
+pub mod sandbox;
 pub mod session;
 pub mod tool;
 pub(crate) mod tool_loop;

@@ -564,6 +564,7 @@ async fn execute(
         temp_dir: inner.config.temp_dir.clone(),
         env: inner.config.tool_env.clone(),
         files: inner.config.files.clone(),
+        sandbox: inner.config.sandbox.clone(),
     };
     let run = async {
         if inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some() {

@@ -8,6 +8,7 @@ pub mod daemon;
 pub mod debug;
 pub mod mcp;
 pub mod ps;
+pub mod sandbox;
 pub mod schedule;
 
 use crate::error::StartupError;

@@ -24,6 +24,7 @@ use super::text::{self, MAX_BYTES};
 use super::{str_arg, u64_arg, Files, ToolContext, ToolEnv, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::Message;
+use crate::kernel::sandbox::{Launch, Mechanism, Sandbox};
 
 /// After the main process exits, stop reading after this long without data...
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
@@ -71,14 +72,42 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     };
     let mut out = Output::new(&ctx.temp_dir, &ctx.env);
     if ctx.abort.is_aborted() {
-        return render(Outcome::Aborted, &out, timeout);
+        return render(Outcome::Aborted, &out, timeout, None);
     }
-    let mut child = match spawn(command, &ctx.cwd, &ctx.env) {
+    let launch = match sandboxed(command, ctx) {
+        Ok(l) => l,
+        Err(e) => return ToolOutput::error(e),
+    };
+    let mut child = match spawn(command, &ctx.cwd, &ctx.env, launch) {
         Ok(c) => c,
         Err(e) => return ToolOutput::error(format!("Failed to start shell: {e}")),
     };
     let outcome = supervise(&mut child, &mut out, timeout, ctx, None).await;
-    render(outcome, &out, timeout)
+    let note = match &outcome {
+        Outcome::Exited(s) if !s.success() => ctx.sandbox.explain(&out.tail().text),
+        _ => None,
+    };
+    render(outcome, &out, timeout, note)
+}
+
+/// How the sandbox launches `command` (`None`: unsandboxed), or why it cannot.
+fn sandboxed(command: &str, ctx: &ToolContext) -> Result<Option<Launch>, String> {
+    if ctx.sandbox.mechanism == Mechanism::Off {
+        return Ok(None);
+    }
+    let tmp = ctx
+        .env
+        .spill_dir(&ctx.temp_dir)
+        .map(|d| d.join("sandbox-tmp"))
+        .and_then(|d| std::fs::create_dir_all(&d).map(|_| d))
+        .map_err(|e| format!("Failed to prepare the sandbox: {e}"))?;
+    let shell = ["/usr/bin/bash", "/bin/bash"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())
+        .unwrap_or("sh");
+    ctx.sandbox
+        .launch(shell, command, &ctx.cwd, &tmp)
+        .map_err(|e| e.message)
 }
 
 /// A shell command the user ran (pi's `bashExecution` message): recorded in the session and,
@@ -165,12 +194,14 @@ pub async fn run_user(
         temp_dir: temp_dir.to_path_buf(),
         env: env.clone(),
         files: Files::default(),
+        // The user's own command: not the model's, so not sandboxed.
+        sandbox: std::sync::Arc::new(Sandbox::off(cwd)),
     };
     let mut out = Output::new(temp_dir, env);
     let outcome = if ctx.abort.is_aborted() {
         Outcome::Aborted
     } else {
-        match spawn(command, cwd, env) {
+        match spawn(command, cwd, env, None) {
             Ok(mut child) => supervise(&mut child, &mut out, timeout, &ctx, Some(&chunks)).await,
             Err(e) => {
                 let msg = format!("Failed to start shell: {e}\n");
@@ -197,20 +228,38 @@ pub async fn run_user(
     }
 }
 
-/// Spawns `bash -c command` (or `sh -c` when bash is missing) in a new process group, without
-/// the variables `env` scrubs; the group is handed to `env` to be killed when the session ends.
-fn spawn(command: &str, cwd: &Path, env: &ToolEnv) -> std::io::Result<Child> {
+/// Spawns `bash -c command` (or `sh -c` when bash is missing), or what `launch` says, in a new
+/// process group, without the variables `env` scrubs; the group is handed to `env` to be
+/// killed when the session ends.
+fn spawn(
+    command: &str,
+    cwd: &Path,
+    env: &ToolEnv,
+    launch: Option<Launch>,
+) -> std::io::Result<Child> {
     let build = |shell: &str| {
-        let mut cmd = Command::new(shell);
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(cwd)
+        let mut cmd = match &launch {
+            Some(l) => {
+                let mut cmd = Command::new(&l.program);
+                cmd.args(&l.args);
+                cmd
+            }
+            None => {
+                let mut cmd = Command::new(shell);
+                cmd.arg("-c").arg(command);
+                cmd
+            }
+        };
+        cmd.current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
         env.apply(&mut cmd);
+        if let Some(l) = &launch {
+            cmd.envs(l.env.iter().map(|(k, v)| (k, v)));
+        }
         cmd.spawn()
     };
     let child = match build("bash") {
@@ -337,7 +386,7 @@ async fn pump<R: AsyncRead + Unpin>(mut reader: R, tx: mpsc::Sender<Vec<u8>>) {
     }
 }
 
-fn render(outcome: Outcome, out: &Output, timeout: Duration) -> ToolOutput {
+fn render(outcome: Outcome, out: &Output, timeout: Duration, note: Option<String>) -> ToolOutput {
     let capped = out.tail();
     let truncated = out.over_caps();
     let mut text = if capped.text.is_empty() {
@@ -369,6 +418,10 @@ fn render(outcome: Outcome, out: &Output, timeout: Duration) -> ToolOutput {
     };
     if let Some(line) = &status_line {
         append_section(&mut text, line);
+    }
+    if let Some(note) = &note {
+        text.push('\n');
+        text.push_str(note);
     }
     let mut details = json!({
         "exitCode": exit_code,
@@ -419,6 +472,7 @@ mod tests {
             temp_dir: dir.join("tmp"),
             env: ToolEnv::default(),
             files: Default::default(),
+            sandbox: std::sync::Arc::new(Sandbox::off(dir)),
         }
     }
 

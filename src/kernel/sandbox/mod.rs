@@ -1,0 +1,333 @@
+//! The sandbox of the processes a model starts (`DESIGN.md` §14): which mechanism runs them
+//! (bubblewrap, else Landlock + seccomp through the `__sandbox-exec` helper, else none), the
+//! argv that launches one command under the policy, and the helper's own half. Owns the choice
+//! of mechanism (probed once per process); the in-process checks are in [`policy`]. It never
+//! reads settings: the caller builds the [`SandboxPolicy`].
+
+pub mod bwrap;
+pub mod landlock;
+pub mod policy;
+pub mod seccomp;
+pub mod selftest;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+pub use policy::{Places, SandboxMode, SandboxPolicy, WriteDenial};
+
+/// What runs tool processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mechanism {
+    /// The user chose `--sandbox off`.
+    Off,
+    /// bubblewrap (exec'd around each command).
+    Bwrap(bwrap::Bwrap),
+    /// Landlock and seccomp, applied by keel's `__sandbox-exec` helper (`exe`) to itself.
+    Landlock { exe: PathBuf },
+    /// Nothing works here: tool processes are refused.
+    Unavailable,
+}
+
+impl Mechanism {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mechanism::Off => "off",
+            Mechanism::Bwrap(_) => "bubblewrap",
+            Mechanism::Landlock { .. } => "landlock",
+            Mechanism::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// Why a command could not be started in the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxErrorKind {
+    /// No mechanism works here and the user did not choose `off`.
+    Unavailable,
+    /// The sandbox could not be prepared (its private temp dir).
+    Setup,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxError {
+    pub kind: SandboxErrorKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for SandboxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SandboxError {}
+
+/// How to start one sandboxed command: the program, its arguments, variables to set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub env: Vec<(String, PathBuf)>,
+}
+
+/// The policy in force and the mechanism that enforces it, for one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    pub policy: SandboxPolicy,
+    pub mechanism: Mechanism,
+}
+
+/// Which mechanism to use: the best one that works, or one forced (`KEEL_SANDBOX_MECHANISM`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    Auto,
+    Bwrap,
+    Landlock,
+    None,
+}
+
+impl Sandbox {
+    /// No sandbox: what `--sandbox off` gives (and unit tests of the tools).
+    pub fn off(cwd: &Path) -> Sandbox {
+        let places = Places {
+            cwd: cwd.to_path_buf(),
+            ..Places::default()
+        };
+        Sandbox {
+            policy: SandboxPolicy::new(SandboxMode::Off, &places, &[], &[], &[], true),
+            mechanism: Mechanism::Off,
+        }
+    }
+
+    /// `workspace-write` in `cwd` with the best mechanism here, knowing no home (an embedder's
+    /// default; keel's own sessions use [`Sandbox::for_session`]).
+    pub fn workspace_write(cwd: &Path) -> Sandbox {
+        let places = Places {
+            cwd: cwd.to_path_buf(),
+            ..Places::default()
+        };
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &places, &[], &[], &[], false);
+        Sandbox::new(policy, Choice::Auto, None, None)
+    }
+
+    /// `policy` enforced by the mechanism `choice` names, or the best one that works here
+    /// (`path_var`: the `PATH` to find bubblewrap on; `exe`: keel, for the Landlock helper).
+    pub fn new(
+        policy: SandboxPolicy,
+        choice: Choice,
+        path_var: Option<&str>,
+        exe: Option<PathBuf>,
+    ) -> Sandbox {
+        let cwd = policy.writable_roots.first().cloned().unwrap_or_default();
+        let bwrap = || bwrap::find(path_var, &cwd).and_then(|p| probed(&p));
+        let landlock = || {
+            exe.clone()
+                .filter(|_| landlock::available())
+                .map(|exe| Mechanism::Landlock { exe })
+        };
+        let mechanism = match (policy.mode, choice) {
+            (SandboxMode::Off, _) => Some(Mechanism::Off),
+            (_, Choice::None) => None,
+            (_, Choice::Bwrap) => bwrap().map(Mechanism::Bwrap),
+            (_, Choice::Landlock) => landlock(),
+            (_, Choice::Auto) => bwrap().map(Mechanism::Bwrap).or_else(landlock),
+        };
+        Sandbox {
+            policy,
+            mechanism: mechanism.unwrap_or(Mechanism::Unavailable),
+        }
+    }
+
+    /// A session's sandbox from what the command line and environment say: `mode` (the
+    /// `--sandbox` value, default `workspace-write`), the session's `cwd`, `$KEEL_HOME` and
+    /// variables (`HOME`, `PATH`, `XDG_RUNTIME_DIR`, `KEEL_SOCKET`, `SSH_AUTH_SOCK`,
+    /// `KEEL_SANDBOX_MECHANISM`). A warning goes to `warnings` when it is off or unavailable.
+    pub fn for_session(
+        mode: Option<&str>,
+        cwd: &Path,
+        keel_home: &Path,
+        vars: &BTreeMap<String, String>,
+        warnings: &mut Vec<String>,
+    ) -> Sandbox {
+        let mode = mode
+            .and_then(SandboxMode::from_name)
+            .unwrap_or(SandboxMode::WorkspaceWrite);
+        let var = |k: &str| vars.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let dir_of = |k: &str| var(k).and_then(|p| p.parent().map(Path::to_path_buf));
+        let places = Places {
+            cwd: cwd.to_path_buf(),
+            home: var("HOME"),
+            keel_home: Some(keel_home.to_path_buf()),
+            runtime: [
+                var("XDG_RUNTIME_DIR"),
+                dir_of("KEEL_SOCKET"),
+                dir_of("SSH_AUTH_SOCK"),
+            ]
+            .into_iter()
+            .flatten()
+            .collect(),
+        };
+        // The spill files of this and other sessions stay readable by the file tools.
+        let allow = [keel_home.join("tmp")];
+        let network = mode == SandboxMode::Off;
+        let policy = SandboxPolicy::new(mode, &places, &[], &[], &allow, network);
+        let choice = match vars.get("KEEL_SANDBOX_MECHANISM").map(String::as_str) {
+            Some("bwrap" | "bubblewrap") => Choice::Bwrap,
+            Some("landlock") => Choice::Landlock,
+            Some("none") => Choice::None,
+            _ => Choice::Auto,
+        };
+        let path_var = vars.get("PATH").map(String::as_str);
+        let sandbox = Sandbox::new(policy, choice, path_var, std::env::current_exe().ok());
+        warnings.extend(sandbox.warning());
+        sandbox
+    }
+
+    /// The startup warning when tool processes run without a sandbox or cannot run.
+    pub fn warning(&self) -> Option<String> {
+        match self.mechanism {
+            Mechanism::Off => Some(
+                "the sandbox is off (--sandbox off): commands the model runs have your full access"
+                    .into(),
+            ),
+            Mechanism::Unavailable => Some(unavailable_message()),
+            Mechanism::Bwrap(_) | Mechanism::Landlock { .. } => None,
+        }
+    }
+
+    /// How to run `shell -c command` in `cwd` under the policy; `tmp` is the session's private
+    /// directory that becomes `/tmp` (bubblewrap) or `$TMPDIR` (Landlock). `None`: run it as is.
+    pub fn launch(
+        &self,
+        shell: &str,
+        command: &str,
+        cwd: &Path,
+        tmp: &Path,
+    ) -> Result<Option<Launch>, SandboxError> {
+        let tail = |mut args: Vec<OsString>| {
+            args.extend(["--".into(), shell.into(), "-c".into(), command.into()]);
+            args
+        };
+        match &self.mechanism {
+            Mechanism::Off => Ok(None),
+            Mechanism::Unavailable => Err(SandboxError {
+                kind: SandboxErrorKind::Unavailable,
+                message: unavailable_message(),
+            }),
+            Mechanism::Bwrap(b) => Ok(Some(Launch {
+                program: b.path.clone(),
+                args: tail(bwrap::args(b, &self.policy, tmp, cwd)),
+                env: Vec::new(),
+            })),
+            Mechanism::Landlock { exe } => {
+                let policy = serde_json::to_string(&self.policy).map_err(|e| SandboxError {
+                    kind: SandboxErrorKind::Setup,
+                    message: e.to_string(),
+                })?;
+                let args = vec![
+                    "__sandbox-exec".into(),
+                    "--policy".into(),
+                    policy.into(),
+                    "--tmp".into(),
+                    tmp.into(),
+                ];
+                Ok(Some(Launch {
+                    program: exe.clone(),
+                    args: tail(args),
+                    env: vec![("TMPDIR".into(), tmp.to_path_buf())],
+                }))
+            }
+        }
+    }
+
+    /// One line for the model when a sandboxed command failed in a way the sandbox explains
+    /// (a read-only file system, no network), naming the path when the output does.
+    pub fn explain(&self, output: &str) -> Option<String> {
+        if matches!(self.mechanism, Mechanism::Off | Mechanism::Unavailable) {
+            return None;
+        }
+        let mode = self.policy.mode.name();
+        for line in output.lines() {
+            let Some(marker) = ["Read-only file system", "Permission denied"]
+                .into_iter()
+                .find(|m| line.contains(m))
+            else {
+                continue;
+            };
+            let path = quoted_path(line, marker);
+            let real = path.map(|p| policy::real(Path::new(p)));
+            if let Some(p) = real
+                .as_deref()
+                .filter(|p| self.policy.read_denied(p).is_some())
+            {
+                let p = p.display();
+                return Some(format!("[sandbox ({mode}): reading {p} is refused]"));
+            }
+            let write_denied = real
+                .as_deref()
+                .is_some_and(|p| self.policy.write_denied(p).is_some());
+            if marker.starts_with("Read-only") || write_denied {
+                let path = path.map(|p| format!(" ({p})")).unwrap_or_default();
+                return Some(format!(
+                    "[sandbox ({mode}): writing outside the writable roots{path} is refused]"
+                ));
+            }
+        }
+        const NET: &[&str] = &[
+            "Network is unreachable",
+            "Could not resolve host",
+            "Temporary failure in name resolution",
+        ];
+        let refused_socket = output
+            .lines()
+            .any(|l| l.contains("/dev/tcp/") && l.contains("Operation not permitted"));
+        if !self.policy.network && (refused_socket || NET.iter().any(|n| output.contains(n))) {
+            return Some(format!("[sandbox ({mode}): the network is off]"));
+        }
+        None
+    }
+}
+
+/// The path a tool's error line names: `'…'`, or the part before `: <marker>`.
+fn quoted_path<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
+    let quoted = line.split('\'').nth(1).filter(|p| p.starts_with('/'));
+    quoted.or_else(|| {
+        let head = line.split(&format!(": {marker}")).next()?;
+        head.rsplit(": ").next().filter(|p| p.starts_with('/'))
+    })
+}
+
+fn unavailable_message() -> String {
+    "no sandbox works here (bubblewrap is missing or cannot create namespaces, and Landlock is \
+     not available): commands the model runs are refused. Install bubblewrap \
+     (apt-get install bubblewrap), or run with --sandbox off to run them unsandboxed"
+        .into()
+}
+
+/// The probe of `path`, run once per process.
+fn probed(path: &Path) -> Option<bwrap::Bwrap> {
+    static CACHE: OnceLock<Mutex<BTreeMap<PathBuf, Option<bwrap::Bwrap>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
+    map.entry(path.to_path_buf())
+        .or_insert_with(|| bwrap::probe(path))
+        .clone()
+}
+
+/// The `__sandbox-exec` helper's work: restricts this process to `policy` (Landlock, then the
+/// seccomp filter) and execs `argv`. Returns only on failure.
+pub fn exec_restricted(policy: &SandboxPolicy, tmp: &Path, argv: &[String]) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    let Some((program, args)) = argv.split_first() else {
+        return std::io::Error::other("no command to run");
+    };
+    if let Err(e) = landlock::restrict_self(policy, tmp) {
+        return std::io::Error::other(format!("landlock: {e}"));
+    }
+    if let Err(e) = seccomp::install(policy.network) {
+        return std::io::Error::other(e.to_string());
+    }
+    std::process::Command::new(program).args(args).exec()
+}
