@@ -111,7 +111,8 @@ fn writes_outside_the_workspace_and_into_protected_paths_are_stopped() {
             bash("echo '[core] hooksPath = /x' >> .git/config"),
             bash("echo 'exit 0' > .git/hooks/pre-commit"),
             bash("echo inside > in.txt && mkdir -p sub && echo ok > sub/b.txt"),
-            bash("echo scratch > /tmp/scratch && cat /tmp/scratch"),
+            // A private /tmp under bubblewrap, a private $TMPDIR under Landlock.
+            bash("echo scratch > \"${TMPDIR:-/tmp}/scratch\" && cat \"${TMPDIR:-/tmp}/scratch\""),
         ];
         let (r, _) = run(&sb, mech, &calls, &[], &[]);
         assert!(!dir.join("outside.txt").exists(), "{mech}: {r:?}");
@@ -164,9 +165,11 @@ fn secrets_and_other_processes_environments_are_unreadable() {
             "0",
             "{mech}: a process environment held the key"
         );
-        for i in 3..7 {
+        // read, ls and find name the denied path: refused; grep over $HOME skips it.
+        for i in [3, 5, 6] {
             assert!(r[i].1, "{mech}: call {i} was not refused: {:?}", r[i]);
         }
+        assert_eq!(r[4], ("No matches found".to_string(), false), "{mech}");
     }
 }
 
@@ -248,6 +251,7 @@ fn sandbox_off_is_honoured_and_said_out_loud() {
     assert_eq!(r[1].0, "connected\n");
     assert!(tcp.accept().is_ok());
     assert!(stderr.contains("Warning: the sandbox is off"), "{stderr}");
+    let sb = world();
     let (_, stderr) = run(
         &sb,
         "auto",

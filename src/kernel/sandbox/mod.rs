@@ -323,7 +323,13 @@ pub fn exec_restricted(policy: &SandboxPolicy, tmp: &Path, argv: &[String]) -> s
     let Some((program, args)) = argv.split_first() else {
         return std::io::Error::other("no command to run");
     };
-    if let Err(e) = landlock::restrict_self(policy, tmp) {
+    // keel itself (the parent) holds the provider keys in its environment; Landlock keeps
+    // other processes' /proc entries from an unprivileged command, but not from root.
+    let mut policy = policy.clone();
+    policy
+        .deny_read
+        .push(PathBuf::from(format!("/proc/{}", nix::unistd::getppid())));
+    if let Err(e) = landlock::restrict_self(&policy, tmp) {
         return std::io::Error::other(format!("landlock: {e}"));
     }
     if let Err(e) = seccomp::install(policy.network) {
