@@ -213,11 +213,8 @@ pub fn real(path: &Path) -> PathBuf {
     }
     let mut rest = Vec::new();
     let mut head = path.to_path_buf();
-    loop {
-        match head.file_name() {
-            Some(name) => rest.push(name.to_os_string()),
-            None => break,
-        }
+    while let Some(name) = head.file_name() {
+        rest.push(name.to_os_string());
         if !head.pop() {
             break;
         }
