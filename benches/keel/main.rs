@@ -39,6 +39,7 @@ mod openai;
 mod print;
 mod remote;
 mod responses;
+mod sandbox;
 mod session;
 use keel_testkit::sshd as sshd_support;
 mod tui;
@@ -125,7 +126,7 @@ fn run() -> Res<()> {
         Ok(v)
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
-                "run",
+                "run", "sandbox",
             ]
             .contains(&v.as_str()) =>
         {
@@ -133,7 +134,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses or run, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, run or sandbox, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -180,6 +181,10 @@ fn run() -> Res<()> {
         print::print_bench(&keel, &mut rows, quick)?;
         return report(&keel, &rows, &format!("{quick} rounds, print rows only"));
     }
+    if only.as_deref() == Some("sandbox") {
+        sandbox::sandbox_bench(&keel, &mut rows, quick)?;
+        return report(&keel, &rows, &format!("{quick} rounds, sandbox rows only"));
+    }
     if only.as_deref() == Some("responses") {
         eprintln!("[5/9] Responses vs Chat Completions over HTTP, {DELTAS} deltas x{heavy}");
         responses::responses_bench(&keel, &mut rows, heavy)?;
@@ -208,6 +213,7 @@ fn run() -> Res<()> {
     rows.push(Row::stats("`keel --version` wall time", &t, "ms", 1));
     mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
     print::print_bench(&keel, &mut rows, quick)?;
+    sandbox::sandbox_bench(&keel, &mut rows, quick)?;
 
     let big_s = path_str(&big)?;
     let scripted_ms = run_rows(&keel, big_s, hello_s, &mut rows, heavy)?;
