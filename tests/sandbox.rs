@@ -318,7 +318,8 @@ fn the_model_is_told_when_the_sandbox_stopped_a_command() {
         let sb = world();
         let dir = sb.dir.path().display().to_string();
         let calls = [
-            bash("touch /usr/keel-probe"),
+            // A write (not `touch`: Landlock leaves timestamps alone on a file that exists).
+            bash("echo x > /usr/keel-probe"),
             bash(&format!("echo x > {dir}/outside.txt")),
         ];
         let (r, _) = run(&sb, mech, &calls, &[], &[]);
