@@ -123,6 +123,15 @@ fn writes_outside_the_workspace_and_into_protected_paths_are_stopped() {
             let config = std::fs::read_to_string(sb.work().join(".git/config")).unwrap();
             assert_eq!(config, config_before, "{mech}: {r:?}");
             assert!(!sb.work().join(".git/hooks/pre-commit").exists(), "{r:?}");
+            let protected = format!(
+                "[sandbox (workspace-write): {} is read-only (protected)]",
+                sb.work()
+                    .canonicalize()
+                    .unwrap()
+                    .join(".git/config")
+                    .display()
+            );
+            assert!(r[3].0.ends_with(&protected), "{}", r[3].0);
         }
         assert!(!r[5].1, "{mech}: {r:?}");
         assert_eq!(

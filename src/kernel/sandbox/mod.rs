@@ -243,37 +243,15 @@ impl Sandbox {
     }
 
     /// One line for the model when a sandboxed command failed in a way the sandbox explains
-    /// (a read-only file system, no network), naming the path when the output does.
-    pub fn explain(&self, output: &str) -> Option<String> {
+    /// (a read-only file system, a denied path, no network), naming the path when the output
+    /// does (a relative one is taken against `cwd`).
+    pub fn explain(&self, output: &str, cwd: &Path) -> Option<String> {
         if matches!(self.mechanism, Mechanism::Off | Mechanism::Unavailable) {
             return None;
         }
         let mode = self.policy.mode.name();
-        for line in output.lines() {
-            let Some(marker) = ["Read-only file system", "Permission denied"]
-                .into_iter()
-                .find(|m| line.contains(m))
-            else {
-                continue;
-            };
-            let path = quoted_path(line, marker);
-            let real = path.map(|p| policy::real(Path::new(p)));
-            if let Some(p) = real
-                .as_deref()
-                .filter(|p| self.policy.read_denied(p).is_some())
-            {
-                let p = p.display();
-                return Some(format!("[sandbox ({mode}): reading {p} is refused]"));
-            }
-            let write_denied = real
-                .as_deref()
-                .is_some_and(|p| self.policy.write_denied(p).is_some());
-            if marker.starts_with("Read-only") || write_denied {
-                let path = path.map(|p| format!(" ({p})")).unwrap_or_default();
-                return Some(format!(
-                    "[sandbox ({mode}): writing outside the writable roots{path} is refused]"
-                ));
-            }
+        if let Some(why) = output.lines().find_map(|l| self.path_refusal(l, cwd)) {
+            return Some(format!("[sandbox ({mode}): {why}]"));
         }
         const NET: &[&str] = &[
             "Network is unreachable",
@@ -288,14 +266,43 @@ impl Sandbox {
         }
         None
     }
+
+    /// What the sandbox refused, if `line` is an error about a path it stopped.
+    fn path_refusal(&self, line: &str, cwd: &Path) -> Option<String> {
+        let marker = ["Read-only file system", "Permission denied"]
+            .into_iter()
+            .find(|m| line.contains(m))?;
+        let path = quoted_path(line, marker);
+        let real = path.map(|p| policy::real(&cwd.join(p)));
+        if let Some(p) = real.as_deref() {
+            if self.policy.read_denied(p).is_some() {
+                return Some(format!("reading {} is refused", p.display()));
+            }
+        }
+        let denial = real.as_deref().and_then(|p| self.policy.write_denied(p));
+        let shown = path.map(|p| format!(" ({p})")).unwrap_or_default();
+        match denial {
+            Some(WriteDenial::Protected(p)) => {
+                Some(format!("{} is read-only (protected)", p.display()))
+            }
+            Some(_) => Some(format!(
+                "writing outside the writable roots{shown} is refused"
+            )),
+            None if marker.starts_with("Read-only") => Some(format!(
+                "writing outside the writable roots{shown} is refused"
+            )),
+            None => None,
+        }
+    }
 }
 
 /// The path a tool's error line names: `'…'`, or the part before `: <marker>`.
 fn quoted_path<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
-    let quoted = line.split('\'').nth(1).filter(|p| p.starts_with('/'));
+    let path = |p: &&str| !p.is_empty() && !p.contains(' ');
+    let quoted = line.split('\'').nth(1).filter(path);
     quoted.or_else(|| {
         let head = line.split(&format!(": {marker}")).next()?;
-        head.rsplit(": ").next().filter(|p| p.starts_with('/'))
+        head.rsplit(": ").next().filter(path)
     })
 }
 

@@ -84,7 +84,7 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     };
     let outcome = supervise(&mut child, &mut out, timeout, ctx, None).await;
     let note = match &outcome {
-        Outcome::Exited(s) if !s.success() => ctx.sandbox.explain(&out.tail().text),
+        Outcome::Exited(s) if !s.success() => ctx.sandbox.explain(&out.tail().text, &ctx.cwd),
         _ => None,
     };
     render(outcome, &out, timeout, note)
