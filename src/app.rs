@@ -90,8 +90,10 @@ async fn start(
     clock: &Clock,
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
+    // The flags over the settings files, once: nothing below reads a flag `setup` needs.
+    let settings = setup::Settings::resolve(cli, env)?;
     if let Some(args) = &cli.export {
-        let path = crate::front::export::run(cli, env, args, out)?;
+        let path = crate::front::export::run(&settings, env, args, out)?;
         let line = format!("{}\n", path.display());
         return Ok(match out.out(line.as_bytes()).and_then(|_| out.flush()) {
             Ok(()) => Exit::Success,
@@ -99,7 +101,7 @@ async fn start(
         });
     }
     if let Some(pattern) = &cli.list_models {
-        let table = setup::model_list(cli, env, pattern, mode == Mode::Json).await?;
+        let table = setup::model_list(&settings, env, pattern, mode == Mode::Json).await?;
         return Ok(match out.out(table.as_bytes()).and_then(|_| out.flush()) {
             Ok(()) => Exit::Success,
             Err(_) => out.stdout_exit(),
@@ -111,17 +113,17 @@ async fn start(
             .argv
             .iter()
             .any(|a| a == "--permission" || a.starts_with("--permission="));
-        return crate::front::acp::serve(cli, env, clock, explicit, out).await;
+        return crate::front::acp::serve(cli, &settings, env, clock, explicit, out).await;
     }
     // `--remote` (or KEEL_REMOTE) means the daemon over there: never a session here.
     let dial = crate::client::open::cli_dial(cli, env)?;
     let remote = dial.remote().is_some();
     if mode == Mode::Rpc {
-        return crate::front::rpc::run(cli, env, clock, remote, out).await;
+        return crate::front::rpc::run(cli, &settings, env, clock, remote, out).await;
     }
     if mode == Mode::Tui {
-        return crate::front::tui::start::start_tui(cli, env, clock, remote, out).await;
+        return crate::front::tui::start::start_tui(cli, &settings, env, clock, remote, out).await;
     }
     let daemon = (cli.daemon || remote).then_some(dial);
-    crate::front::run::run(cli, env, mode, clock, daemon, out).await
+    crate::front::run::run(cli, &settings, env, mode, clock, daemon, out).await
 }

@@ -18,6 +18,9 @@ pub enum Exit {
     TurnLimit,
     /// 5: a tool call needed an approval a headless run could not give.
     Blocked,
+    /// 4: the run cost more than `--max-cost` before its next model call (the session is
+    /// saved; `--continue` goes on).
+    Budget,
     /// 70: a bug.
     Internal,
     /// 128+n: ended by signal n after saving the session (141 = broken pipe on stdout).
@@ -40,6 +43,7 @@ impl Exit {
             Exit::Config => 3,
             Exit::TurnLimit => 4,
             Exit::Blocked => 5,
+            Exit::Budget => 4,
             Exit::Internal => 70,
             Exit::Signal(n) => 128 + n,
         }
@@ -54,6 +58,7 @@ impl Exit {
             Exit::Config => "config_error",
             Exit::TurnLimit => "turn_limit",
             Exit::Blocked => "blocked",
+            Exit::Budget => "budget",
             Exit::Internal => "internal",
             Exit::Signal(_) => "interrupted",
         }
@@ -73,6 +78,7 @@ mod tests {
             (Exit::Config, 3, "config_error"),
             (Exit::TurnLimit, 4, "turn_limit"),
             (Exit::Blocked, 5, "blocked"),
+            (Exit::Budget, 4, "budget"),
             (Exit::Internal, 70, "internal"),
             (Exit::Signal(SIGINT), 130, "interrupted"),
             (Exit::Signal(SIGTERM), 143, "interrupted"),

@@ -22,6 +22,7 @@ pub(crate) mod output;
 pub(crate) mod prompts;
 pub mod report;
 pub(crate) mod schedule;
+pub(crate) mod settings;
 pub mod setup;
 pub(crate) mod signals;
 pub(crate) mod skills;

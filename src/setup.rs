@@ -1,17 +1,16 @@
-//! Builds what a run needs from flags and environment facts: the provider, the agent config and
-//! the session store (new, continued, resumed or forked). Errors are `StartupError`s with hints.
-//! Every mode calls this, in this process or through the daemon's `session/open`; it reads the
-//! parsed flags (`Cli`) and the environment it is handed, never the terminal or the process's
-//! own arguments.
+//! Builds what a run needs from its settings and environment facts: the provider, the agent
+//! config and the session store (new, continued, resumed or forked). Errors are `StartupError`s
+//! with hints. Every mode calls this, in this process or through the daemon's `session/open`; it
+//! reads the [`Settings`] resolved once from the flags and settings files, and the environment
+//! it is handed, never the flags, the terminal or the process's own arguments.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::cli::args::{Cli, PermissionFlag, ThinkingFlag};
 use crate::error::StartupError;
 use crate::host::models::{Models, StartEndpoint};
-use crate::kernel::agent::{AgentConfig, Permission, RetryPolicy};
+use crate::kernel::agent::{AgentConfig, RetryPolicy};
 use crate::kernel::clock::Clock;
 use crate::kernel::compaction::CompactionPolicy;
 use crate::kernel::op::QueueMode;
@@ -26,39 +25,41 @@ pub mod first_run;
 pub mod mcp;
 pub mod open;
 mod provider;
+pub mod settings;
 
 use provider::http_options;
 pub use provider::{is_configured, list_models, model_list, provider, registry};
+pub use settings::Settings;
 
 /// Everything a session host needs, from the flags and environment: the provider, the agent
 /// config (`can_ask`: dialogs can be answered; false blocks such tool calls as a print run
 /// does), the models, the session and the startup warnings. RPC
 /// mode and the daemon's `session/open` start the same way.
 pub async fn host_setup(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     clock: &Clock,
     can_ask: bool,
 ) -> Result<crate::host::HostSetup, StartupError> {
-    let (provider, endpoint) = provider::start(cli, env).await?;
-    host_setup_at(cli, env, clock, can_ask, provider, endpoint)
+    let (provider, endpoint) = provider::start(settings, env).await?;
+    host_setup_at(settings, env, clock, can_ask, provider, endpoint)
 }
 
 /// `host_setup` with the provider chosen already (one without a URL: only it is offered
 /// besides the providers with their own keys).
 pub fn host_setup_with(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     clock: &Clock,
     can_ask: bool,
     provider: Arc<dyn Provider>,
 ) -> Result<crate::host::HostSetup, StartupError> {
-    host_setup_at(cli, env, clock, can_ask, provider, None)
+    host_setup_at(settings, env, clock, can_ask, provider, None)
 }
 
 /// `host_setup` with the provider chosen and where it is served.
 fn host_setup_at(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     clock: &Clock,
     can_ask: bool,
@@ -71,11 +72,11 @@ fn host_setup_at(
         tracing::warn!("{w}");
         let _ = late_tx.send(w);
     });
-    let (mut config, mut warnings, skills) = agent_config_with(cli, env, can_ask, Some(late))?;
+    let (mut config, mut warnings, skills) = agent_config_with(settings, env, can_ask, Some(late))?;
     warnings.extend(clamp_thinking(provider.as_ref(), &mut config));
-    let approval_timeout = seconds(cli.approval_timeout, "--approval-timeout")?;
-    let models = models(cli, env, provider, endpoint)?;
-    let opened = open_session(cli, env, clock)?;
+    let approval_timeout = seconds(settings.approval_timeout, "--approval-timeout")?;
+    let models = models(settings, env, provider, endpoint)?;
+    let opened = open_session(settings, env, clock)?;
     warnings.extend(opened.warnings);
     Ok(crate::host::HostSetup {
         config,
@@ -83,7 +84,7 @@ fn host_setup_at(
         clock: clock.clone(),
         store: opened.store,
         announce: opened.is_new,
-        session_dir: session_dir(cli, env),
+        session_dir: session_dir(settings, env),
         prompt_dirs: (
             env.keel_home.join("prompts"),
             env.cwd.join(".keel").join("prompts"),
@@ -103,27 +104,27 @@ fn host_setup_at(
 /// after the prompt was read; its warnings are handed back for the caller to print, and the
 /// host gets none to publish.
 pub fn headless_host_setup(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     clock: &Clock,
     (config, skills): (AgentConfig, Vec<crate::skills::Skill>),
     provider: Arc<dyn Provider>,
 ) -> Result<(crate::host::HostSetup, Vec<String>), StartupError> {
-    let models = models(cli, env, provider, None)?;
-    let opened = open_session(cli, env, clock)?;
+    let models = models(settings, env, provider, None)?;
+    let opened = open_session(settings, env, clock)?;
     let setup = crate::host::HostSetup {
         config,
         models,
         clock: clock.clone(),
         store: opened.store,
         announce: opened.is_new,
-        session_dir: session_dir(cli, env),
+        session_dir: session_dir(settings, env),
         prompt_dirs: (
             env.keel_home.join("prompts"),
             env.cwd.join(".keel").join("prompts"),
         ),
         // No dialog ever opens without a client to answer it: the flag is not read.
-        approval_timeout: seconds(cli.approval_timeout, "--approval-timeout")
+        approval_timeout: seconds(settings.approval_timeout, "--approval-timeout")
             .unwrap_or(Duration::from_secs(60)),
         unattended: false,
         warnings: Vec::new(),
@@ -137,7 +138,7 @@ pub fn headless_host_setup(
 /// The models a session can switch to, from the flags and environment: `start`, served at
 /// `endpoint`, and the providers with keys of their own.
 pub fn models(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     start: Arc<dyn Provider>,
     endpoint: Option<StartEndpoint>,
@@ -145,7 +146,7 @@ pub fn models(
     Ok(Models::new(
         registry(env)?,
         env.vars.clone(),
-        http_options(cli)?,
+        http_options(settings)?,
         start,
         endpoint,
     ))
@@ -164,9 +165,13 @@ pub fn seconds(v: f64, flag: &str) -> Result<Duration, StartupError> {
 /// The kernel settings for this process.
 /// `keel debug prompt`: the exact system prompt and tools a run with these flags would send,
 /// the context files it loaded (with their sizes) and the warnings; JSON with `--json`.
-pub async fn debug_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> {
-    let (config, warnings, _) = agent_config(cli, env, false)?;
-    let context = match cli.no_context_files {
+pub async fn debug_prompt(
+    settings: &Settings,
+    env: &Env,
+    json: bool,
+) -> Result<String, StartupError> {
+    let (config, warnings, _) = agent_config(settings, env, false)?;
+    let context = match settings.no_context_files {
         true => context::Context::default(),
         false => context::load(&env.keel_home, &env.cwd),
     };
@@ -177,7 +182,7 @@ pub async fn debug_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> 
         source.ready().await;
         specs.extend(source.tools().into_iter().map(|t| t.spec));
     }
-    if cli.json {
+    if json {
         let v = serde_json::json!({
             "systemPrompt": config.system_prompt,
             "tools": specs.iter().map(|s| serde_json::json!({
@@ -192,7 +197,7 @@ pub async fn debug_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> 
     }
     let mut s = String::from("Context files:\n");
     if context.files.is_empty() {
-        s.push_str(match cli.no_context_files {
+        s.push_str(match settings.no_context_files {
             true => "  (not loaded: --no-context-files)\n",
             false => "  (none found)\n",
         });
@@ -220,22 +225,22 @@ pub async fn debug_prompt(cli: &Cli, env: &Env) -> Result<String, StartupError> 
 /// The agent's settings from the flags, and the warnings about them (context files cut to
 /// their budget or unreadable).
 pub fn agent_config(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     can_ask: bool,
 ) -> Result<(AgentConfig, Vec<String>, Vec<crate::skills::Skill>), StartupError> {
-    agent_config_with(cli, env, can_ask, None)
+    agent_config_with(settings, env, can_ask, None)
 }
 
 /// [`agent_config`] with where warnings found after startup go (`None`: stderr, or the log in
 /// the TUI).
 pub fn agent_config_with(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     can_ask: bool,
     late: Option<crate::mcp::Warn>,
 ) -> Result<(AgentConfig, Vec<String>, Vec<crate::skills::Skill>), StartupError> {
-    let (tools, mcp_allow) = match &cli.tools {
+    let (tools, mcp_allow) = match &settings.tools {
         None => (tool::ALL.iter().map(|s| s.to_string()).collect(), None),
         Some(list) => {
             let (mcp, list): (Vec<String>, Vec<String>) = list
@@ -256,7 +261,7 @@ pub fn agent_config_with(
         }
     };
     let mut append = Vec::new();
-    for extra in &cli.append_system_prompt {
+    for extra in &settings.append_system_prompt {
         // A relative path is the session's directory's file (the client's, in the daemon).
         let path = env.cwd.join(extra);
         let text = if path.is_file() {
@@ -268,7 +273,7 @@ pub fn agent_config_with(
         };
         append.push(text);
     }
-    let context = match cli.no_context_files {
+    let context = match settings.no_context_files {
         true => context::Context::default(),
         false => context::load(&env.keel_home, &env.cwd),
     };
@@ -277,16 +282,19 @@ pub fn agent_config_with(
             .map(|ms| ms as i64)
             .unwrap_or_else(|| crate::kernel::clock::Clock::system().now_ms()),
     );
-    let mut warnings = context.warnings.clone();
+    let mut warnings = settings.warnings.clone();
+    warnings.extend(context.warnings.iter().cloned());
     let (skills, skill_warnings) = crate::skills::load(&crate::skills::roots(
         &env.keel_home,
         env.vars.get("HOME").map(Path::new),
         &env.cwd,
     ));
     warnings.extend(skill_warnings);
+    let (rules, rule_warnings) = settings.rules(env);
+    warnings.extend(rule_warnings);
     let catalog = crate::skills::catalog(&skills, tools.iter().any(|t| t == "read"), &mut warnings);
     let system_prompt = context::system_prompt(&context::PromptParts {
-        base: cli.system_prompt.as_deref(),
+        base: settings.system_prompt.as_deref(),
         tools: &tools,
         append: &append,
         context: &context,
@@ -294,44 +302,45 @@ pub fn agent_config_with(
         cwd: &env.cwd,
         date: today.get(..10).unwrap_or(&today),
     });
-    let tool_env = tool_env(cli, env).with_vars(env.tool_vars.clone());
-    let (external_tools, mcp_warnings) = mcp::start(cli, env, mcp_allow, &tool_env, late)?;
+    let tool_env = tool_env(settings, env).with_vars(tool_vars(settings, env));
+    let (external_tools, mcp_warnings) = mcp::start(settings, env, mcp_allow, &tool_env, late)?;
     warnings.extend(mcp_warnings);
+    let hooks = settings.hooks(env, &tool_env, &mut warnings);
     let config = AgentConfig {
         cwd: env.cwd.clone(),
         system_prompt,
         tools,
         external_tools,
-        max_turns: cli.max_turns,
-        max_repeated_failures: cli.max_repeated_failures,
-        permission: match cli.permission {
-            PermissionFlag::Auto => Permission::Auto,
-            PermissionFlag::ReadOnly => Permission::ReadOnly,
-            PermissionFlag::Ask => Permission::Ask,
-        },
+        max_turns: settings.max_turns,
+        max_repeated_failures: settings.max_repeated_failures,
+        permission: settings.permission,
         can_ask,
         steering_mode: QueueMode::OneAtATime,
         follow_up_mode: QueueMode::OneAtATime,
-        thinking_level: thinking_word(cli.thinking).to_string(),
+        thinking_level: settings.thinking.map_or("off", |t| t.word()).to_string(),
         bash_timeout: Duration::from_secs(600),
         temp_dir: env.keel_home.join("tmp"),
         tool_env,
         files: Default::default(),
         retry: RetryPolicy {
-            enabled: cli.max_retries > 0,
-            max_attempts: cli.max_retries,
+            enabled: settings.max_retries > 0,
+            max_attempts: settings.max_retries,
             base_delay_ms: env
                 .retry_base_ms
                 .unwrap_or(RetryPolicy::default().base_delay_ms),
             ..RetryPolicy::default()
         },
         compaction: CompactionPolicy {
-            enabled: !cli.no_auto_compaction,
+            enabled: settings.auto_compaction,
             ..CompactionPolicy::default()
         },
         session_id: None,
+        output_schema: output_schema(settings, env)?,
+        max_cost: settings.max_cost,
+        rules: Arc::new(rules),
+        hooks,
         sandbox: std::sync::Arc::new(crate::kernel::sandbox::Sandbox::for_session(
-            cli.sandbox.as_deref(),
+            settings.sandbox.as_deref(),
             &env.cwd,
             &env.keel_home,
             env.tool_vars.as_ref().unwrap_or(&env.vars),
@@ -341,15 +350,49 @@ pub fn agent_config_with(
     Ok((config, warnings, skills))
 }
 
-fn thinking_word(t: Option<ThinkingFlag>) -> &'static str {
-    match t {
-        None | Some(ThinkingFlag::Off) => "off",
-        Some(ThinkingFlag::Minimal) => "minimal",
-        Some(ThinkingFlag::Low) => "low",
-        Some(ThinkingFlag::Medium) => "medium",
-        Some(ThinkingFlag::High) => "high",
-        Some(ThinkingFlag::Xhigh) => "xhigh",
+/// The `--output-schema` schema: the named file (relative to the session's directory) or,
+/// as Claude's `--json-schema` takes it, the schema's text. Unreadable, not JSON or not a JSON
+/// Schema: a usage error.
+fn output_schema(
+    settings: &Settings,
+    env: &Env,
+) -> Result<Option<Arc<crate::kernel::output_schema::OutputSchema>>, StartupError> {
+    let Some(arg) = &settings.output_schema else {
+        return Ok(None);
+    };
+    let (text, what) = if arg.trim_start().starts_with('{') {
+        (arg.clone(), "the --output-schema text".to_string())
+    } else {
+        let path = env.cwd.join(arg);
+        let what = format!("the --output-schema file {}", path.display());
+        // A FIFO would block the read, a device could be read forever.
+        if std::fs::metadata(&path).is_ok_and(|m| !m.is_file()) {
+            return Err(StartupError::usage(format!("{what} is not a regular file")));
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| StartupError::usage(format!("cannot read {what}")).cause(e.to_string()))?;
+        (text, what)
+    };
+    let schema = crate::kernel::output_schema::OutputSchema::parse(&text).map_err(|e| {
+        StartupError::usage(format!("cannot use {what}"))
+            .cause(e.message)
+            .hint("pass a JSON Schema (draft 2020-12 unless its `$schema` names another)")
+    })?;
+    Ok(Some(Arc::new(schema)))
+}
+
+/// The environment the session's tools start from: the session's own (a daemon session's: its
+/// client's; `None`: this process's) with the settings' `env` set over it.
+pub(crate) fn tool_vars(
+    settings: &Settings,
+    env: &Env,
+) -> Option<std::collections::BTreeMap<String, String>> {
+    if settings.tool_vars.is_empty() {
+        return env.tool_vars.clone();
     }
+    let mut vars = env.tool_vars.clone().unwrap_or_else(|| env.vars.clone());
+    vars.extend(settings.tool_vars.clone());
+    Some(vars)
 }
 
 /// An opened session: the store, whether it is new, and load warnings for stderr.
@@ -360,14 +403,14 @@ pub struct OpenedSession {
 }
 
 /// Checks flag combinations that can never work, before anything is opened.
-pub fn check_session_flags(cli: &Cli, interactive: bool) -> Result<(), StartupError> {
+pub fn check_session_flags(settings: &Settings, interactive: bool) -> Result<(), StartupError> {
     let chosen: Vec<&str> = [
-        (cli.continue_, "--continue"),
-        (cli.resume.is_some(), "--resume"),
-        (cli.session.is_some(), "--session"),
-        (cli.session_id.is_some(), "--session-id"),
-        (cli.no_session, "--no-session"),
-        (cli.fork.is_some(), "--fork"),
+        (settings.continue_, "--continue"),
+        (settings.resume.is_some(), "--resume"),
+        (settings.session.is_some(), "--session"),
+        (settings.session_id.is_some(), "--session-id"),
+        (settings.no_session, "--no-session"),
+        (settings.fork.is_some(), "--fork"),
     ]
     .into_iter()
     .filter_map(|(on, name)| on.then_some(name))
@@ -379,13 +422,13 @@ pub fn check_session_flags(cli: &Cli, interactive: bool) -> Result<(), StartupEr
         ))
         .hint("choose one way to pick the session"));
     }
-    if cli.resume.as_deref() == Some("") && !interactive {
+    if settings.resume.as_deref() == Some("") && !interactive {
         return Err(StartupError::usage(
             "--resume without an id needs the interactive session picker",
         )
         .hint("pass the session id: keel --resume <ID> (a unique prefix is enough)"));
     }
-    if let Some(id) = &cli.session_id {
+    if let Some(id) = &settings.session_id {
         if !valid_session_id(id) {
             return Err(StartupError::usage(format!("invalid --session-id `{id}`"))
                 .hint("use letters, digits, '.', '_' and '-', starting and ending with a letter or digit"));
@@ -420,18 +463,23 @@ pub fn clamp_thinking(provider: &dyn Provider, config: &mut AgentConfig) -> Opti
 }
 
 /// What tool processes must not see: every provider's key variable and any variable holding
-/// a secret of `cli` and `env` (`--api-key`, a models.json key, a key variable's value).
-pub fn tool_env(cli: &Cli, env: &Env) -> tool::ToolEnv {
+/// a secret of `settings` and `env` (`--api-key`, a models.json key, a key variable's value).
+pub fn tool_env(settings: &Settings, env: &Env) -> tool::ToolEnv {
     tool::ToolEnv::for_providers(
         // A broken models.json fails in `provider`; the built-in names are scrubbed anyway.
         &registry(env).unwrap_or_else(|_| Registry::builtin()),
-        cli.api_key.as_slice(),
+        settings.api_key.as_slice(),
         &env.vars,
     )
 }
 
-pub fn session_dir(cli: &Cli, env: &Env) -> PathBuf {
-    match &cli.session_dir {
+pub fn session_dir(settings: &Settings, env: &Env) -> PathBuf {
+    session_dir_in(settings.session_dir.as_deref(), env)
+}
+
+/// The directory sessions of `env.cwd` live in, `--session-dir` (`dir`) if given.
+pub fn session_dir_in(dir: Option<&Path>, env: &Env) -> PathBuf {
+    match dir {
         Some(d) => env.cwd.join(d),
         None => session::session_dir(&env.keel_home, &env.cwd),
     }
@@ -517,8 +565,12 @@ fn fresh(store: Store) -> OpenedSession {
 
 /// Opens or creates the session the flags ask for (`DESIGN.md` §3, §6), with a warning when
 /// keel's directories are readable by other users.
-pub fn open_session(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSession, StartupError> {
-    let mut opened = open_session_inner(cli, env, clock)?;
+pub fn open_session(
+    settings: &Settings,
+    env: &Env,
+    clock: &Clock,
+) -> Result<OpenedSession, StartupError> {
+    let mut opened = open_session_inner(settings, env, clock)?;
     let sessions = env.keel_home.join("sessions");
     let logs = env.keel_home.join("logs");
     let dirs = [env.keel_home.as_path(), sessions.as_path(), logs.as_path()];
@@ -528,12 +580,16 @@ pub fn open_session(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSession
     Ok(opened)
 }
 
-fn open_session_inner(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSession, StartupError> {
-    let dir = session_dir(cli, env);
-    if cli.no_session {
+fn open_session_inner(
+    settings: &Settings,
+    env: &Env,
+    clock: &Clock,
+) -> Result<OpenedSession, StartupError> {
+    let dir = session_dir(settings, env);
+    if settings.no_session {
         return Ok(fresh(Store::in_memory(new_header(clock, env, None))));
     }
-    if let Some(q) = &cli.session {
+    if let Some(q) = &settings.session {
         if looks_like_path(q) {
             let p = env.cwd.join(q);
             if !p.exists() {
@@ -549,13 +605,13 @@ fn open_session_inner(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSessi
         }
         return open(&locate(&dir, env, q)?, clock, q);
     }
-    if let Some(q) = cli.resume.as_deref().filter(|q| !q.is_empty()) {
+    if let Some(q) = settings.resume.as_deref().filter(|q| !q.is_empty()) {
         return open(&locate(&dir, env, q)?, clock, q);
     }
-    if let Some(id) = &cli.session_id {
+    if let Some(id) = &settings.session_id {
         return open_or_create_id(&dir, env, clock, id);
     }
-    if let Some(q) = &cli.fork {
+    if let Some(q) = &settings.fork {
         // Forking only reads the source, so a session another process holds can be forked.
         let source = locate(&dir, env, q)?;
         let (src, warnings) = Store::read(&source).map_err(session_error)?;
@@ -575,7 +631,7 @@ fn open_session_inner(cli: &Cli, env: &Env, clock: &Clock) -> Result<OpenedSessi
             warnings,
         });
     }
-    if cli.continue_ {
+    if settings.continue_ {
         if let Some(p) = session::find_latest(&dir, &env.cwd.display().to_string()) {
             return open(&p, clock, &p.display().to_string());
         }

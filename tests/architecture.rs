@@ -168,6 +168,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("prompts", &[]),
     ("skills", &[]),
     ("cli::args", &[]),
+    // The settings files (DESIGN §13): read and merged, never the command line or a session.
+    ("settings", &[]),
     ("output", &["exit"]),
     ("error", &["exit", "wire"]),
     ("signals", &["error", "exit"]),
@@ -191,6 +193,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "mentions",
             "text",
             "cli::args",
+            "settings",
             "mode",
             "error",
             "exit",

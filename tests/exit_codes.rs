@@ -86,6 +86,13 @@ fn exit_4_turn_limit() {
 }
 
 #[test]
+fn exit_4_budget() {
+    let run = Sandbox::new().scripted("-p", "budget.json", &["--max-cost", "0.2", "look around"]);
+    assert_eq!(run.code, 4);
+    snap("exit_4_budget", &run.to_string());
+}
+
+#[test]
 fn exit_5_blocked_names_the_refused_call() {
     let run = Sandbox::new().scripted("-p", "blocked.json", &["--permission", "ask", "clean up"]);
     assert_eq!(run.code, 5);

@@ -199,7 +199,8 @@ fn abort_mid_tool_kills_bash_and_keeps_the_queues() {
     assert!(events.iter().any(|e| e.payload
         == EventPayload::AgentSettled {
             aborted: true,
-            outcome: RunOutcome::Aborted
+            outcome: RunOutcome::Aborted,
+            structured_output: None,
         }));
     let (_, follow) = s.clear_queue();
     assert_eq!(follow, vec!["later"], "abort leaves the queues alone");

@@ -62,7 +62,8 @@ async fn local_link(sb: &Sandbox, args: &[&str], ring_events: usize) -> (Link, S
     let clock = Clock::new(env.fixed_clock, env.seed);
     // As a keel process (and the daemon's session/open) reads its start time first.
     let _ = clock.now_ms();
-    let setup = keel::setup::host_setup(&cli, &env, &clock, true)
+    let settings = keel::setup::Settings::resolve(&cli, &env).unwrap();
+    let setup = keel::setup::host_setup(&settings, &env, &clock, true)
         .await
         .unwrap();
     Link::local(setup, (ring_events, 8 << 20)).await.unwrap()

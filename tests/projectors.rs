@@ -51,6 +51,8 @@ fn variant(e: &EventPayload) -> String {
         EventPayload::CompactionFinished { .. } => "CompactionFinished".into(),
         EventPayload::BashExecuted { .. } => "BashExecuted".into(),
         EventPayload::SessionNamed { .. } => "SessionNamed".into(),
+        EventPayload::HookStarted { .. } => "HookStarted".into(),
+        EventPayload::HookFinished { .. } => "HookFinished".into(),
     }
 }
 
@@ -84,7 +86,26 @@ const ALL_VARIANTS: &[&str] = &[
     "CompactionFinished",
     "BashExecuted",
     "SessionNamed",
+    "HookStarted",
+    "HookFinished",
 ];
+
+/// A `PostToolUse` hook on `bash` that prints a system message (a hook run on the stream).
+fn post_bash_hook(work: &std::path::Path) -> keel::kernel::hooks::Hooks {
+    use keel::kernel::hooks::{HookConfig, HookEnv, Hooks, SessionFields};
+    let (config, _) = HookConfig::parse(
+        &serde_json::json!({"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+            "command": "echo '{\"systemMessage\": \"bash ran\"}'"}]}]}),
+        "test",
+    );
+    let env = HookEnv {
+        cwd: work.to_path_buf(),
+        project_dir: work.to_path_buf(),
+        tool_env: keel::kernel::tool::ToolEnv::new(vec![]),
+        temp_dir: work.to_path_buf(),
+    };
+    Hooks::new(config, env, SessionFields::default())
+}
 
 /// Runs everything.json: approvals answered (edit denied, the rest allowed), a steer and a
 /// follow-up queued while the first approval is pending.
@@ -103,6 +124,7 @@ fn everything_run(work: &std::path::Path) -> Vec<Arc<Event>> {
         config.permission = Permission::Ask;
         config.can_ask = true;
         config.bash_timeout = Duration::from_secs(30);
+        config.hooks = Some(post_bash_hook(work));
         let bus = Bus::new(clock.clone());
         let session = AgentSession::new(config, Arc::new(provider), bus, clock, Vec::new());
         let mut rx = session.subscribe();

@@ -50,6 +50,7 @@ fn request() -> ModelRequest {
         tools: vec![tool::spec("read").unwrap()],
         thinking_level: "off".into(),
         session_id: None,
+        output_schema: None,
     }
 }
 

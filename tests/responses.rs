@@ -4,19 +4,16 @@
 //! kinds, cut streams; then the binary end to end: reasoning items sent back on the next
 //! request and after a resume, retries, and which API a model speaks where.
 
-use std::time::Duration;
-
-use keel::kernel::abort::AbortController;
 use keel::kernel::message::{Message, StopReason, Usage};
-use keel::kernel::provider::http::{HttpOptions, HttpProvider};
 use keel::kernel::provider::model::{ModelCost, ModelInfo, API_RESPONSES};
 use keel::kernel::provider::responses::ResponsesDecoder;
 use keel::kernel::provider::sse::{SseDecoder, StreamDecoder};
-use keel::kernel::provider::{ModelRequest, Provider, ProviderEvent};
+use keel::kernel::provider::{ModelRequest, ProviderEvent};
 use keel::kernel::tool;
 use serde_json::{json, Value};
 
 use crate::common::http_server::{End, Reply, Server};
+use crate::common::provider_stream::{self, merged};
 use crate::common::support::{root, snap, Sandbox};
 
 fn bytes(name: &str) -> Vec<u8> {
@@ -47,46 +44,15 @@ fn request() -> ModelRequest {
         tools: vec![tool::spec("read").unwrap()],
         thinking_level: "high".into(),
         session_id: Some("sess-1".into()),
+        output_schema: None,
     }
 }
 
 /// One call against a server replying `replies`: every event until the stream ends.
 fn call(replies: Vec<Reply>) -> (Vec<ProviderEvent>, Server) {
     let server = Server::start(replies);
-    let options = HttpOptions {
-        connect_timeout: Duration::from_secs(5),
-        idle_timeout: Duration::from_secs(5),
-        ..HttpOptions::default()
-    };
-    let p = HttpProvider::new(model(&server.base_url()), Some("sk-test".into()), options).unwrap();
-    let events = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let (_c, signal) = AbortController::new();
-            let mut rx = p.stream(request(), signal);
-            let mut out = Vec::new();
-            while let Some(ev) = rx.recv().await {
-                out.push(ev);
-            }
-            out
-        });
+    let events = provider_stream::events(model(&server.base_url()), "sk-test", request());
     (events, server)
-}
-
-/// Joins runs of text and thinking, so sequences can be written out whatever the chunking.
-fn merged(events: Vec<ProviderEvent>) -> Vec<ProviderEvent> {
-    use ProviderEvent as E;
-    let mut out: Vec<E> = Vec::new();
-    for ev in events {
-        match (out.last_mut(), ev) {
-            (Some(E::Text(a)), E::Text(b)) => a.push_str(&b),
-            (Some(E::Thinking(a)), E::Thinking(b)) => a.push_str(&b),
-            (_, ev) => out.push(ev),
-        }
-    }
-    out
 }
 
 /// Usage as the decoder reports it: `input` without the cached part, priced with [`cost`].

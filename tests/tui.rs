@@ -121,6 +121,7 @@ impl Feed {
         self.send(EventPayload::AgentSettled {
             aborted: outcome == RunOutcome::Aborted,
             outcome,
+            structured_output: None,
         });
     }
 

@@ -36,7 +36,8 @@ fn screen(view: &mut View, w: u16, h: u16) -> String {
 /// and `follow_up` "follow up: summarise"; every approval confirmed but `edit`'s; after
 /// `agent_settled`, `set_session_name` "survey", `bash` "echo user-shell", `set_model`
 /// anthropic/claude-sonnet-4-5 and `set_thinking_level` high. The sandbox path reads
-/// `/tmp/sandbox`.
+/// `/tmp/sandbox`. Before `bash`'s `tool_execution_end`, the two lines a `PostToolUse` hook
+/// `true` on Bash adds (`hook_started`, `hook_finished`).
 fn recorded() -> Vec<String> {
     let path = root().join("fixtures/streams/everything.rpc.jsonl");
     std::fs::read_to_string(path)
@@ -124,6 +125,8 @@ fn the_recorded_stream_holds_every_type_of_the_vocabulary() {
         "compaction_start",
         "extension_ui_request.confirm",
         "extension_ui_request.notify",
+        "hook_finished",
+        "hook_started",
         "message_end",
         "message_start",
         "message_update",

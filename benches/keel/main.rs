@@ -33,9 +33,11 @@ type Res<T> = Result<T, String>;
 
 mod daemon;
 mod daemon_load;
+mod gemini;
 mod journal;
 mod mcp;
 mod openai;
+mod policy;
 mod print;
 mod remote;
 mod responses;
@@ -119,14 +121,16 @@ fn run() -> Res<()> {
 
     let mut rows: Vec<Row> = Vec::new();
     let hello_s = path_str(&hello)?;
-    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui, =print or =responses
+    // KEEL_BENCH_ONLY=session, =daemon, =load, =remote, =journal, =mcp, =tui, =print, =responses
+    // or =gemini or =policy (the permission-rule rows)
     // runs just those rows (they take a while to iterate on); =load: the daemon's
-    // pipelining-client memory rows; =print: a print run against its floor.
+    // pipelining-client memory rows; =print: a print run against its floor; =json: the
+    // JSON-mode flood (wall time, deltas/s, events/s).
     let only = match std::env::var("KEEL_BENCH_ONLY") {
         Ok(v)
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
-                "run", "sandbox",
+                "run", "json", "gemini", "policy", "sandbox",
             ]
             .contains(&v.as_str()) =>
         {
@@ -134,7 +138,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, run or sandbox, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, run, json or sandbox, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -147,6 +151,10 @@ fn run() -> Res<()> {
             &rows,
             &format!("{heavy} heavy, print and JSON run rows only"),
         );
+    }
+    if only.as_deref() == Some("json") {
+        json_rows(&keel, path_str(&big)?, &mut rows, heavy)?;
+        return report(&keel, &rows, &format!("{heavy} heavy, JSON-mode rows only"));
     }
     if only.as_deref() == Some("journal") {
         eprintln!("[9/9] journal: events/s with and without NATS, spool flush x{heavy}");
@@ -190,6 +198,21 @@ fn run() -> Res<()> {
         responses::responses_bench(&keel, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} runs, Responses rows only"));
     }
+    if only.as_deref() == Some("gemini") {
+        eprintln!(
+            "[5/9] Gemini vs Chat Completions print runs over HTTP, {DELTAS} deltas x{heavy}"
+        );
+        gemini::gemini_bench(&keel, &mut rows, heavy)?;
+        return report(&keel, &rows, &format!("{heavy} runs, Gemini rows only"));
+    }
+    if only.as_deref() == Some("policy") {
+        policy::policy_bench(&mut rows, quick)?;
+        return report(
+            &keel,
+            &rows,
+            &format!("{quick} samples, permission-rule rows only"),
+        );
+    }
     if only.as_deref() == Some("mcp") {
         mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{heavy} runs, MCP rows only"));
@@ -212,6 +235,7 @@ fn run() -> Res<()> {
     }
     rows.push(Row::stats("`keel --version` wall time", &t, "ms", 1));
     mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;
+    policy::policy_bench(&mut rows, quick)?;
     print::print_bench(&keel, &mut rows, quick)?;
     sandbox::sandbox_bench(&keel, &mut rows, quick)?;
 
@@ -285,6 +309,7 @@ fn run() -> Res<()> {
         2,
     ));
     responses::responses_bench(&keel, &mut rows, heavy)?;
+    gemini::gemini_bench(&keel, &mut rows, heavy)?;
 
     // 6. RPC mode: request round trip, and prompt to first streamed event.
     let rpc_samples = runs_override.unwrap_or(RPC_SAMPLES);
@@ -378,16 +403,10 @@ fn run() -> Res<()> {
     report(&keel, &rows, &runs)
 }
 
-/// Rows 2 and 3 (`KEEL_BENCH_ONLY=run`): JSON-mode throughput, print-mode wall time and peak
-/// RSS. Returns the scripted JSON run's median wall time in ms.
-fn run_rows(
-    keel: &Path,
-    big_s: &str,
-    hello_s: &str,
-    rows: &mut Vec<Row>,
-    heavy: usize,
-) -> Res<f64> {
-    // 2. JSON-mode throughput.
+/// Row 2 (`KEEL_BENCH_ONLY=json`): JSON-mode throughput on the 100k-delta flood: wall time,
+/// deltas/s, events/s (the wire lines the session's link carries), bytes and lines. Returns
+/// the median wall time in ms.
+fn json_rows(keel: &Path, big_s: &str, rows: &mut Vec<Row>, heavy: usize) -> Res<f64> {
     eprintln!("[2/9] json mode, {DELTAS} deltas x{heavy}");
     let mut t = Vec::new();
     let mut bytes = 0usize;
@@ -418,6 +437,18 @@ fn run_rows(
     ));
     let rate: Vec<f64> = t.iter().map(|ms| DELTAS as f64 / (ms / 1e3)).collect();
     rows.push(Row::stats("json mode: throughput", &rate, "deltas/s", 0));
+    // Every line is one event of the session's stream through the client link (the header and
+    // the result line aside): what the one client path costs per event.
+    let events: Vec<f64> = t
+        .iter()
+        .map(|ms| lines.saturating_sub(2) as f64 / (ms / 1e3))
+        .collect();
+    rows.push(Row::stats(
+        "json mode: events through the link",
+        &events,
+        "events/s",
+        0,
+    ));
     rows.push(Row::single(
         "json mode: stdout bytes per delta",
         bytes as f64 / DELTAS as f64,
@@ -430,6 +461,19 @@ fn run_rows(
         "lines",
         0,
     ));
+    Ok(scripted_ms)
+}
+
+/// Rows 2 and 3 (`KEEL_BENCH_ONLY=run`): JSON-mode throughput, print-mode wall time and peak
+/// RSS. Returns the scripted JSON run's median wall time in ms.
+fn run_rows(
+    keel: &Path,
+    big_s: &str,
+    hello_s: &str,
+    rows: &mut Vec<Row>,
+    heavy: usize,
+) -> Res<f64> {
+    let scripted_ms = json_rows(keel, big_s, rows, heavy)?;
 
     // 3. Peak RSS of print mode.
     eprintln!("[3/9] print mode peak RSS x{heavy} (small, then big)");

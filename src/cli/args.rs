@@ -118,14 +118,15 @@ pub struct Cli {
     #[arg(long, value_name = "N", default_value_t = 3)]
     pub max_repeated_failures: u32,
 
-    /// Tool permission policy for write, edit and bash.
-    #[arg(long, value_enum, default_value_t = PermissionFlag::Auto)]
-    pub permission: PermissionFlag,
+    /// Tool permission policy for write, edit and bash (default: the settings'
+    /// permissions.defaultMode, else auto).
+    #[arg(long, value_enum)]
+    pub permission: Option<PermissionFlag>,
 
     /// RPC mode with --permission ask: seconds a tool approval dialog waits for the client
-    /// before the call is denied.
-    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
-    pub approval_timeout: f64,
+    /// before the call is denied (default: the settings' approvalTimeout, else 300).
+    #[arg(long, value_name = "SECS")]
+    pub approval_timeout: Option<f64>,
 
     /// API key for the provider (overrides the environment).
     #[arg(long, value_name = "KEY")]
@@ -225,11 +226,35 @@ pub struct Cli {
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<PathBuf>,
 
+    /// Print and JSON modes: the final answer must be JSON matching this JSON Schema (a file,
+    /// or the schema's text). Print mode prints only that JSON; a mismatch is sent back to the
+    /// model once, then fails the run (exit 1, `schema_mismatch`).
+    #[arg(long, value_name = "FILE", visible_alias = "json-schema")]
+    pub output_schema: Option<String>,
+
+    /// Stop a run before its next model call once it has cost more than USD (at the model's
+    /// list prices): exit 4, the session saved for --continue.
+    #[arg(long, value_name = "USD", visible_alias = "max-budget-usd", value_parser = usd)]
+    pub max_cost: Option<f64>,
+
+    /// Settings for this run, above the project's and the user's settings files: a JSON file,
+    /// or the JSON itself (`{…}`). See `keel config`.
+    #[arg(long, value_name = "FILE|JSON")]
+    pub settings: Option<String>,
+
     /// What the commands the model runs may do: workspace-write (default: write the session's
     /// directory and a private /tmp, read all but secrets, no network), read-only, or off
     /// (danger-full-access: no sandbox).
     #[arg(long, value_name = "MODE", value_parser = ["workspace-write", "read-only", "off", "danger-full-access"])]
     pub sandbox: Option<String>,
+}
+
+/// A dollar amount: a finite number, not negative.
+fn usd(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 0.0 => Ok(v),
+        _ => Err(format!("`{s}` is not an amount in USD (e.g. 0.50)")),
+    }
 }
 
 /// Reaching another host's daemon over ssh (`DESIGN.md` §10; README "Remote and fleet").
@@ -268,11 +293,16 @@ pub enum ThinkingFlag {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum PermissionFlag {
     /// Every tool runs.
+    #[value(alias = "bypassPermissions")]
     Auto,
     /// write, edit and bash are refused.
     ReadOnly,
     /// Each write, edit or bash call must be approved (headless runs end as blocked, exit 5).
+    #[value(alias = "default")]
     Ask,
+    /// write and edit run; bash and MCP tools that change things must be approved.
+    #[value(alias = "acceptEdits")]
+    AcceptEdits,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -403,5 +433,28 @@ mod session_flag_tests {
             got,
             ["--provider", "scripted", "--session-id", "x", "hello"]
         );
+    }
+}
+
+#[cfg(test)]
+mod permission_flag_tests {
+    use super::*;
+    use clap::Parser;
+
+    fn permission(value: &str) -> Result<PermissionFlag, String> {
+        Cli::try_parse_from(["keel", "--permission", value])
+            .map_err(|e| e.to_string())
+            .and_then(|c| c.permission.ok_or_else(|| "no --permission".to_string()))
+    }
+
+    #[test]
+    fn accept_edits_and_claude_mode_names_are_accepted() {
+        assert_eq!(permission("accept-edits"), Ok(PermissionFlag::AcceptEdits));
+        assert_eq!(permission("acceptEdits"), Ok(PermissionFlag::AcceptEdits));
+        assert_eq!(permission("default"), Ok(PermissionFlag::Ask));
+        assert_eq!(permission("bypassPermissions"), Ok(PermissionFlag::Auto));
+        assert_eq!(permission("read-only"), Ok(PermissionFlag::ReadOnly));
+        let plan = permission("plan").unwrap_err();
+        assert!(plan.contains("invalid value 'plan'"), "{plan}");
     }
 }

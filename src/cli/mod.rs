@@ -7,6 +7,7 @@ pub mod commands;
 
 use args::Cli;
 use commands::attach::AttachArgs;
+use commands::config::ConfigCommand;
 use commands::daemon::DaemonAction;
 use commands::debug::DebugCommand;
 use commands::mcp::McpCli;
@@ -63,6 +64,18 @@ pub enum Command {
         #[command(subcommand)]
         command: DebugCommand,
     },
+    /// The settings files: the merged values and their origins, the files looked at, the
+    /// schema.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// The hooks the settings files configure: event, matcher, command, origin, whether it
+    /// runs.
+    Hooks {
+        #[command(subcommand)]
+        command: commands::hooks::HooksCommand,
+    },
     /// keel's own sandbox helper (the Landlock fallback): restricts itself, then execs.
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(commands::sandbox::ExecArgs),
@@ -88,6 +101,8 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Schedule { action }) => commands::schedule::run(action),
         Some(Command::Mcp(cli)) => commands::mcp::run(cli),
         Some(Command::Debug { command }) => commands::debug::run(command, &args),
+        Some(Command::Config { command }) => commands::config::run(command),
+        Some(Command::Hooks { command }) => commands::hooks::run(command),
         Some(Command::SandboxExec(a)) => commands::sandbox::exec(a),
     }
 }

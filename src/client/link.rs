@@ -1,28 +1,31 @@
 //! A front end's link to the session it shows, served by a host in this process or by the
 //! daemon over its socket. Both give the same two things: pi commands answered with pi's
-//! `data` or pi's error text, and the session's numbered stream of wire lines (plus the
-//! session being replaced, and for the daemon the link being dropped or lost). A front end
-//! written against a [`Link`] behaves the same in-process and through the daemon
-//! (`DESIGN.md` §10.1: "no daemon" only means the host lives in this process).
+//! `data` or pi's error text ([`Commands`]), and the session's numbered stream of wire lines
+//! (plus the session being replaced, and for the daemon the link being dropped or lost). A
+//! front end written against a [`Link`] behaves the same in-process and through the daemon
+//! (`DESIGN.md` §10.1: "no daemon" only means the host lives in this process). This file owns
+//! the link and its in-process side; `daemon` opens, reconnects and leaves a daemon's link,
+//! `socket` runs its connection, `commands` sends.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::collections::HashMap;
+mod commands;
+mod daemon;
+pub mod error;
+mod socket;
+
 use std::sync::Arc;
 
-use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::client::dial::Dial;
-use crate::client::socket::{CallError, Client};
+pub use commands::{Commands, Reply};
+pub use daemon::Reconnected;
+pub use error::{LinkError, LinkErrorKind};
+
 use crate::host::actor::{self, Call, SessionHandle};
 use crate::host::stream::{Cursor, Delivery, Item, QUEUE};
-use crate::host::{Data, HostSetup};
-use crate::wire::jsonrpc::{self as j, Id, Incoming};
+use crate::host::HostSetup;
 use crate::wire::protocol::daemon::DaemonInfo;
-use crate::wire::protocol::session::{self, AttachParams, Cursor as At};
-use crate::wire::protocol::{Method, Notification};
-use crate::wire::rpc::Request;
 
 /// What the stream brings, in order.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,11 +37,32 @@ pub enum Note {
     /// This link fell behind and was dropped (by the daemon, or by the session in this
     /// process); attach again from `seq` (`Link::daemon` with a cursor, `reattach_local`).
     Lagged { seq: u64 },
-    /// The daemon went away (why).
-    Lost(String),
+    /// The daemon went away.
+    Lost(Lost),
     /// A daemon-wide message for the user (`daemon/notice`: a scheduled run that failed).
     Notice(String),
 }
+
+/// How the daemon went away.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lost {
+    /// The connection ended.
+    Closed,
+    /// The daemon said it is shutting down (why).
+    ShuttingDown(String),
+}
+
+impl std::fmt::Display for Lost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Lost::Closed => f.write_str(CLOSED),
+            Lost::ShuttingDown(reason) => write!(f, "the daemon is shutting down ({reason})"),
+        }
+    }
+}
+
+/// Why a link to the daemon ended when the daemon closed the connection.
+pub const CLOSED: &str = "the daemon closed the connection";
 
 /// Why attaching to a session of the daemon failed.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,19 +88,14 @@ pub struct Start {
     pub epoch: String,
     /// The last `seq` the replay or snapshot covers.
     pub seq: u64,
-    pub snapshot: Option<Value>,
+    pub snapshot: Option<Box<crate::wire::protocol::snapshot::Snapshot>>,
 }
-
-type Back = oneshot::Sender<Result<Value, String>>;
-type Pending = HashMap<String, Back>;
-/// A command for the daemon connection's task: method, params and where the answer goes.
-type Outgoing = (String, Value, Back);
 
 #[derive(Clone)]
 enum Kind {
     Local(SessionHandle),
     Daemon {
-        requests: mpsc::UnboundedSender<Outgoing>,
+        orders: mpsc::UnboundedSender<socket::Order>,
     },
 }
 
@@ -87,50 +106,76 @@ pub struct Link {
     notes: Notes,
     /// The daemon, as its `hello` answer describes it (`None` in-process).
     pub daemon: Option<DaemonInfo>,
+    /// The daemon's side: how to reach it again, and the connection's task.
+    socket: Option<daemon::Socket>,
 }
 
 impl Link {
     /// Serves `setup` in this process and attaches to it (a snapshot of the start).
-    pub async fn local(setup: HostSetup, ring: (usize, usize)) -> Result<(Link, Start), String> {
+    pub async fn local(setup: HostSetup, ring: (usize, usize)) -> Result<(Link, Start), LinkError> {
         let epoch = format!("local-{}", std::process::id());
         let handle = actor::spawn(setup, epoch, ring);
         let session = handle
             .status()
             .await
             .map(|s| s.summary.session_id)
-            .ok_or("the session ended at once")?;
+            .ok_or(LinkError::new(
+                LinkErrorKind::Closed,
+                "the session ended at once",
+            ))?;
         let (notes, start) = attach_local(&handle, None, ring.0, true).await?;
-        let link = Link {
-            session,
-            kind: Kind::Local(handle),
-            notes,
-            daemon: None,
-        };
-        Ok((link, start))
+        Ok((Link::in_process(session, handle, notes), start))
     }
 
     /// Serves `setup` in this process for a print or JSON run: attached from its first event
     /// as a client that answers no dialogs, through a queue that never drops it (a slow stdout
     /// holds the stream back, as when the run drove the kernel itself; nothing is replayed,
     /// so the ring keeps one event).
-    pub async fn headless(setup: HostSetup) -> Result<Link, String> {
+    pub async fn headless(setup: HostSetup) -> Result<Link, LinkError> {
         let epoch = format!("local-{}", std::process::id());
         let handle = actor::spawn(setup, epoch.clone(), (1, 0));
         let session = handle.session_id().to_string();
         let from = Cursor { epoch, seq: 0 };
         let (notes, _) = attach_local(&handle, Some(from), UNBOUNDED, false).await?;
-        Ok(Link {
+        Ok(Link::in_process(session, handle, notes))
+    }
+
+    /// Serves `setup` in this process for a client that writes the session's stream and its
+    /// answers in one order (RPC mode) and does not watch the session (its approval dialogs
+    /// time out); attached from the stream's first event, so nothing the session published
+    /// while starting is missed. The queue holds as many events as the client is behind (the
+    /// host never waits for it, and it is never dropped).
+    pub async fn local_from_start(setup: HostSetup) -> Result<Link, LinkError> {
+        let epoch = format!("local-{}", std::process::id());
+        // Only what is published before the attach is replayed from the ring.
+        let ring = (1024, 1 << 20);
+        let handle = actor::spawn(setup, epoch.clone(), ring);
+        let cursor = Cursor { epoch, seq: 0 };
+        let (notes, _) = attach_local(&handle, Some(cursor), UNBOUNDED, false).await?;
+        Ok(Link::in_process(
+            handle.session_id().to_string(),
+            handle,
+            notes,
+        ))
+    }
+
+    fn in_process(session: String, handle: SessionHandle, notes: Notes) -> Link {
+        Link {
             session,
             kind: Kind::Local(handle),
             notes,
             daemon: None,
-        })
+            socket: None,
+        }
     }
 
     /// Attaches again to the session in this process from `cursor` (after
     /// [`Note::Lagged`]): a replay of what followed it, or a snapshot. `None` for a daemon's
     /// session (attach with [`Link::daemon`] instead).
-    pub async fn reattach_local(&mut self, cursor: (&str, u64)) -> Option<Result<Start, String>> {
+    pub async fn reattach_local(
+        &mut self,
+        cursor: (&str, u64),
+    ) -> Option<Result<Start, LinkError>> {
         let Kind::Local(handle) = &self.kind else {
             return None;
         };
@@ -148,159 +193,21 @@ impl Link {
         )
     }
 
-    /// Attaches to `session` in the daemon `dial` names (from `cursor` if given).
-    pub async fn daemon(
-        dial: &Dial,
-        session: &str,
-        cursor: Option<(&str, u64)>,
-        interactive: bool,
-    ) -> Result<(Link, Start), AttachError> {
-        let mut client = Client::dial(dial, interactive)
-            .await
-            .map_err(|e| AttachError::Unreachable(e.to_string()))?;
-        let params = AttachParams {
-            session_id: session.to_string(),
-            cursor: cursor.map(|(epoch, seq)| At {
-                epoch: epoch.to_string(),
-                seq,
-            }),
-        };
-        let attached = client
-            .call::<session::Attach>(&params)
-            .await
-            .map_err(|e| match e {
-                CallError::Rpc(e) => AttachError::Refused(e.message),
-                lost => AttachError::Unreachable(lost.to_string()),
-            })?;
-        let start = Start {
-            epoch: attached.epoch,
-            seq: attached.seq,
-            snapshot: attached.snapshot,
-        };
-        Ok((Link::over(client, session).await, start))
-    }
-
-    /// A link over a connection to the daemon that has attached to `session` already (its
-    /// `session/attach` answered): the notifications that came with the answer are the
-    /// first notes.
-    pub async fn over(mut client: Client, session: &str) -> Link {
-        let early: Vec<(String, Value)> = client.notifications.drain(..).collect();
-        let hello = Some(client.hello.daemon.clone());
-        let (read, write) = client.into_parts();
-        let (tx, notes) = mpsc::channel(QUEUE);
-        let (requests, request_rx) = mpsc::unbounded_channel::<Outgoing>();
-        let mut current = session.to_string();
-        for (method, params) in early {
-            let Ok(params) = serde_json::value::to_raw_value(&params) else {
-                continue;
-            };
-            if let Some(note) = note_of(&method, Some(&params), &mut current) {
-                let _ = tx.send(note).await;
-            }
-        }
-        let owner = current.clone();
-        tokio::spawn(serve_socket(read, write, tx, request_rx, current));
-        Link {
-            session: owner,
-            kind: Kind::Daemon { requests },
-            notes: Notes::Channel(notes),
-            daemon: hello,
-        }
-    }
-
     /// The session this link shows (it changes with [`Note::Replaced`]).
     pub fn session_id(&self) -> &str {
         &self.session
     }
 
-    /// Runs a pi command: pi's `data` (`{}` without one) or pi's error text.
-    pub async fn request(&self, command: &str, params: Value) -> Result<Value, String> {
+    /// Runs a pi command: pi's `data` (`{}` without one) or why not.
+    pub async fn request(&self, command: &str, params: Value) -> Result<Value, LinkError> {
         self.commands().request(command, params).await
     }
 
-    /// A handle for sending commands from other tasks.
+    /// A handle for sending commands from other tasks (it outlives a reconnection).
     pub fn commands(&self) -> Commands {
-        Commands {
-            kind: self.kind.clone(),
-        }
-    }
-}
-
-/// Sends pi commands to a link's session; cheap to clone.
-#[derive(Clone)]
-pub struct Commands {
-    kind: Kind,
-}
-
-impl Commands {
-    /// Runs a pi command: pi's `data` (`{}` without one) or pi's error text.
-    pub async fn request(&self, command: &str, params: Value) -> Result<Value, String> {
-        match &self.kind {
-            Kind::Local(handle) if command == "extension_ui_response" => handle
-                .answer_dialog(Request::new(command, params))
-                .await
-                .map(|()| json!({}))
-                .map_err(|e| e.to_string()),
-            Kind::Local(handle) => {
-                let (answer, _) = handle.request(Request::new(command, params)).await;
-                answer.map_err(|e| e.message).and_then(|data| match data {
-                    Data::Empty => Ok(json!({})),
-                    Data::Json(v) => Ok(v),
-                    Data::Raw(text) => serde_json::from_str(&text).map_err(|e| e.to_string()),
-                })
-            }
-            Kind::Daemon { requests } => {
-                let (back, rx) = oneshot::channel();
-                requests
-                    .send((command.to_string(), params, back))
-                    .map_err(|_| "the daemon connection is closed".to_string())?;
-                rx.await
-                    .map_err(|_| "the daemon connection is closed".to_string())?
-            }
-        }
-    }
-}
-
-impl Commands {
-    /// Calls protocol v1's method `M` on the daemon this link goes through (`sessionId` added,
-    /// as for a pi command); in-process, whatever the host answers (an error for a method it
-    /// does not serve).
-    pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, String> {
-        let params = serde_json::to_value(params).map_err(|e| e.to_string())?;
-        let result = self.request(M::NAME, params).await?;
-        serde_json::from_value(result)
-            .map_err(|e| format!("the daemon's answer to {} does not fit: {e}", M::NAME))
+        Commands::new(self.kind.clone())
     }
 
-    /// Ends a session served in this process: its run is stopped (settling for at most
-    /// `grace`) and the session saved; the link's stream ends after the last events. A
-    /// daemon's session is closed there only if nothing else uses it (`session/close`: no
-    /// run going, no other client); otherwise it stays live for them.
-    pub async fn stop(&self, grace: std::time::Duration) {
-        match &self.kind {
-            Kind::Local(handle) => handle.stop(grace).await,
-            Kind::Daemon { .. } => {
-                if let Err(e) = self.request(session::Close::NAME, json!({})).await {
-                    tracing::info!("the session stays live in the daemon: {e}");
-                }
-            }
-        }
-    }
-}
-
-impl Commands {
-    /// Ends a session served in this process as [`Commands::stop`] does, answering why it
-    /// could not be saved (its last entries, the final sync), if it could not. A daemon's
-    /// session stays live there: nothing is done and nothing answered.
-    pub async fn close(&self, grace: std::time::Duration) -> Option<String> {
-        match &self.kind {
-            Kind::Local(handle) => handle.close(grace).await,
-            Kind::Daemon { .. } => None,
-        }
-    }
-}
-
-impl Link {
     /// The next item of the stream (`None` once the link has ended).
     pub async fn next(&mut self) -> Option<Note> {
         let note = self.notes.recv().await?;
@@ -388,7 +295,7 @@ async fn attach_local(
     cursor: Option<Cursor>,
     ring: usize,
     interactive: bool,
-) -> Result<(Notes, Start), String> {
+) -> Result<(Notes, Start), LinkError> {
     let (queue, deliveries) = mpsc::channel::<Delivery>(ring + QUEUE);
     let (reply, rx) = oneshot::channel();
     handle.send(Call::Attach {
@@ -398,7 +305,9 @@ async fn attach_local(
         queue,
         reply,
     });
-    let attached = rx.await.map_err(|_| "the session has ended")?;
+    let attached = rx
+        .await
+        .map_err(|_| LinkError::new(LinkErrorKind::Closed, "the session has ended"))?;
     let notes = Notes::Local {
         deliveries,
         lagged: Some(attached.lagged.clone()),
@@ -409,184 +318,4 @@ async fn attach_local(
         snapshot: attached.snapshot,
     };
     Ok((notes, start))
-}
-
-/// A link for a client that writes the session's stream and its answers in one order (RPC
-/// mode in this process): the answers of [`Commands::submit`] carry the stream's `seq` when
-/// they were given, so the events up to it go first.
-impl Link {
-    /// Serves `setup` in this process for a client that does not watch the session (its
-    /// approval dialogs time out) and attaches from the stream's first event, so nothing the
-    /// session published while starting is missed. The queue holds as many events as the
-    /// client is behind (the host never waits for it, and it is never dropped).
-    pub async fn local_from_start(setup: HostSetup) -> Result<Link, String> {
-        let epoch = format!("local-{}", std::process::id());
-        // Only what is published before the attach is replayed from the ring.
-        let ring = (1024, 1 << 20);
-        let handle = actor::spawn(setup, epoch.clone(), ring);
-        let cursor = Cursor { epoch, seq: 0 };
-        let (notes, _) = attach_local(&handle, Some(cursor), UNBOUNDED, false).await?;
-        Ok(Link {
-            session: handle.session_id().to_string(),
-            kind: Kind::Local(handle),
-            notes,
-            daemon: None,
-        })
-    }
-}
-
-impl Commands {
-    /// Sends a pi command to a session in this process: its answer comes with the stream's
-    /// last `seq` when it was given. Commands are served in the order sent. `None` for a
-    /// daemon's session.
-    pub fn submit(&self, req: Request) -> Option<oneshot::Receiver<actor::Answered>> {
-        match &self.kind {
-            Kind::Local(handle) => Some(handle.submit(req)),
-            Kind::Daemon { .. } => None,
-        }
-    }
-
-    /// Hands a session in this process a command pi never answers (`extension_ui_response`),
-    /// in order with the others.
-    pub fn tell(&self, req: Request) {
-        if let Kind::Local(handle) = &self.kind {
-            handle.send(Call::Request { req, answer: None });
-        }
-    }
-
-    /// Tells a session in this process that its client's input ended: open dialogs are
-    /// closed unanswered. The receiver is answered once nothing runs there.
-    pub fn input_ended(&self) -> Option<oneshot::Receiver<()>> {
-        let Kind::Local(handle) = &self.kind else {
-            return None;
-        };
-        let (idle, rx) = oneshot::channel();
-        handle.send(Call::InputEnded { idle });
-        Some(rx)
-    }
-
-    /// Tells a session in this process that its client sent a line that was no request (its
-    /// startup warnings are published, as after a request).
-    pub fn heard(&self) {
-        if let Kind::Local(handle) = &self.kind {
-            handle.send(Call::Heard);
-        }
-    }
-}
-
-/// The task that owns a link's connection to the daemon: notes from what it reads, commands
-/// written with ids of their own and answered through their channel.
-async fn serve_socket(
-    read: tokio::io::BufReader<crate::client::dial::Reader>,
-    mut write: crate::client::dial::Writer,
-    tx: mpsc::Sender<Note>,
-    mut request_rx: mpsc::UnboundedReceiver<Outgoing>,
-    mut current: String,
-) {
-    let mut pending: Pending = HashMap::new();
-    let mut next = 1000u64;
-    let mut lines = read.split(b'\n');
-    loop {
-        tokio::select! {
-            line = lines.next_segment() => {
-                let Ok(Some(line)) = line else {
-                    let _ = tx.send(Note::Lost(CLOSED.into())).await;
-                    break;
-                };
-                let note = match j::parse_line(&line) {
-                    Incoming::Response { id, result } => {
-                        if let Some(back) = pending.remove(id.text()) {
-                            let _ = back.send(match result {
-                                Ok(raw) => serde_json::from_str(raw.get()).map_err(|e| e.to_string()),
-                                Err(e) => Err(e.message),
-                            });
-                        }
-                        None
-                    }
-                    Incoming::Notification { method, params } => {
-                        note_of(&method, params.as_deref(), &mut current)
-                    }
-                    _ => None,
-                };
-                if let Some(note) = note {
-                    let end = matches!(note, Note::Lost(_) | Note::Lagged { .. });
-                    if tx.send(note).await.is_err() || end {
-                        break;
-                    }
-                }
-            }
-            req = request_rx.recv() => {
-                let Some((method, mut params, back)) = req else { break };
-                params["sessionId"] = json!(current);
-                next += 1;
-                let id = Id::from(next);
-                let Ok(text) = j::request_line(&id, &method, &params) else { continue };
-                if write.write_all(text.as_bytes()).await.is_err() {
-                    let _ = back.send(Err("the daemon connection is closed".into()));
-                    continue;
-                }
-                pending.insert(id.text().to_string(), back);
-            }
-        }
-    }
-    for (_, back) in pending.drain() {
-        let _ = back.send(Err("the daemon connection is closed".into()));
-    }
-}
-
-/// Why a link to the daemon ended when the daemon closed the connection.
-pub const CLOSED: &str = "the daemon closed the connection";
-
-/// The note a daemon notification means (tracking the session's current id); `None` for
-/// another session's, an unknown method, or params that do not fit it.
-fn note_of(
-    method: &str,
-    params: Option<&serde_json::value::RawValue>,
-    current: &mut String,
-) -> Option<Note> {
-    match Notification::decode(method, params)?.ok()? {
-        Notification::Event(e) if e.session_id == *current => Some(Note::Event {
-            seq: e.seq,
-            line: e.event.get().into(),
-        }),
-        Notification::Replaced(r) if r.session_id == *current => {
-            *current = r.new_session_id;
-            Some(Note::Replaced {
-                session: current.clone(),
-                epoch: r.epoch,
-            })
-        }
-        Notification::Event(_) | Notification::Replaced(_) => None,
-        Notification::Lagged(l) => Some(Note::Lagged { seq: l.seq }),
-        Notification::Notice(n) => Some(Note::Notice(n.message)),
-        Notification::Shutdown(s) => Some(Note::Lost(format!(
-            "the daemon is shutting down ({})",
-            s.reason
-        ))),
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_daemon_notice_becomes_a_note_for_the_view() {
-        let mut current = "s1".to_string();
-        let raw = |v: Value| serde_json::value::to_raw_value(&v).unwrap();
-        let params =
-            raw(json!({"level": "warning", "message": "scheduled task x ended failed (exit 1)"}));
-        assert_eq!(
-            note_of("daemon/notice", Some(&params), &mut current),
-            Some(Note::Notice(
-                "scheduled task x ended failed (exit 1)".into()
-            ))
-        );
-        assert_eq!(
-            note_of("daemon/notice", Some(&raw(json!({}))), &mut current),
-            None
-        );
-        assert_eq!(note_of("daemon/unknown", Some(&params), &mut current), None);
-    }
 }

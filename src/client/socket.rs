@@ -25,6 +25,8 @@ pub struct Client {
     pub hello: HelloResult,
     /// Notifications received while waiting for answers: `(method, params)`.
     pub notifications: VecDeque<(String, Value)>,
+    /// Whether it said hello as an interactive client (one that answers dialogs).
+    pub interactive: bool,
 }
 
 /// Why a call failed.
@@ -72,6 +74,7 @@ impl Client {
             next: 0,
             hello: HelloResult::default(),
             notifications: VecDeque::new(),
+            interactive,
         };
         let params = HelloParams {
             protocol_version: PROTOCOL,

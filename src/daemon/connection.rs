@@ -25,6 +25,7 @@ use crate::host::actor::{Call, DialogAnswer, SessionHandle};
 use crate::host::stream::{Cursor, Delivery, Item, Lagged, Start, QUEUE};
 use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
+use crate::wire::pi::{Command, CommandName};
 use crate::wire::protocol::daemon::{
     DaemonInfo, Hello, HelloParams, HelloResult, LiveSession, RunState, StatusResult,
 };
@@ -681,12 +682,12 @@ impl Conn {
         command: &str,
         params: Option<&serde_json::value::RawValue>,
     ) -> Outcome {
-        if !crate::host::COMMANDS.contains(&command) {
+        let Some(name) = CommandName::parse(command) else {
             return Outcome::Error(ErrorObject::new(
                 j::METHOD_NOT_FOUND,
                 format!("unknown method {command}"),
             ));
-        }
+        };
         let mut fields: Map<String, Value> = match j::params::<Option<Map<String, Value>>>(params) {
             Ok(f) => f.unwrap_or_default(),
             Err(e) => return Outcome::Error(e),
@@ -701,15 +702,15 @@ impl Conn {
             Ok(h) => h,
             Err(e) => return Outcome::Error(e),
         };
-        if command == "switch_session" {
-            if let Some(Value::String(path)) = fields.get("sessionPath") {
-                if let Some(e) = self.live_elsewhere(&handle, path).await {
+        let req = crate::wire::rpc::Request::new(command, Value::Object(fields));
+        if name == CommandName::SwitchSession {
+            if let Ok(Command::SwitchSession { session_path }) = name.decode(&req) {
+                if let Some(e) = self.live_elsewhere(&handle, &session_path).await {
                     return Outcome::Error(e);
                 }
             }
         }
-        let req = crate::wire::rpc::Request::new(command, Value::Object(fields));
-        if command == "extension_ui_response" {
+        if name == CommandName::ExtensionUiResponse {
             return self.ui_answer(id, &handle, req).await;
         }
         // Sent now, so the session serves this connection's commands in the order they came.

@@ -11,13 +11,13 @@ use std::path::PathBuf;
 use serde_json::{json, Value};
 
 use super::server::Shared;
-use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::host::actor;
 use crate::kernel::clock::Clock;
 use crate::kernel::session;
 use crate::mode::Env;
-use crate::setup::open::{env_in, parse_args, prepare};
+use crate::setup::open::{env_in, prepare, session_settings};
+use crate::setup::Settings;
 use crate::wire::jsonrpc::{self as j, ErrorObject};
 use crate::wire::protocol::session::{LastRun, OpenParams, OpenResult, SessionHeader};
 
@@ -78,20 +78,21 @@ pub async fn open_session(shared: &Shared, o: Opening) -> Result<Opened, ErrorOb
             o.cwd.display()
         )));
     }
-    let cli = parse_args(&o.args).map_err(|e| startup_failed(&e))?;
     let env = session_env(shared, &o.cwd, o.env);
-    if let Some(live) = found_live(shared, &cli, &env, &o.args).await {
+    // The settings files of the session's directory, not the daemon's.
+    let settings = session_settings(&o.args, &env).map_err(|e| startup_failed(&e))?;
+    if let Some(live) = found_live(shared, &settings, &env, &o.args).await {
         return Ok(live);
     }
     let clock = Clock::new(env.fixed_clock, env.seed);
-    let provider = prepare(&cli, &env, &clock)
+    let provider = prepare(&settings, &env, &clock)
         .await
         .map_err(|e| startup_failed(&e))?;
     let _one_at_a_time = shared.opening.lock().await;
-    if let Some(live) = found_live(shared, &cli, &env, &o.args).await {
+    if let Some(live) = found_live(shared, &settings, &env, &o.args).await {
         return Ok(live);
     }
-    let mut setup = crate::setup::host_setup_with(&cli, &env, &clock, !o.headless, provider)
+    let mut setup = crate::setup::host_setup_with(&settings, &env, &clock, !o.headless, provider)
         .map_err(|e| startup_failed(&e))?;
     setup.unattended = o.unattended;
     setup.open_args = o.args.clone();
@@ -129,10 +130,15 @@ pub async fn open_session(shared: &Shared, o: Opening) -> Result<Opened, ErrorOb
 
 /// The live session the flags name, if the daemon holds it, with a warning naming the flags
 /// given now that it was not opened with (it keeps its own settings).
-async fn found_live(shared: &Shared, cli: &Cli, env: &Env, args: &[String]) -> Option<Opened> {
+async fn found_live(
+    shared: &Shared,
+    settings: &Settings,
+    env: &Env,
+    args: &[String],
+) -> Option<Opened> {
     let (id, handle) = {
         let sessions = shared.sessions.lock().await;
-        find_live(&sessions, cli, env).await
+        find_live(&sessions, settings, env).await
     }?;
     let status = handle.status().await;
     let then = status
@@ -208,15 +214,15 @@ fn session_env(shared: &Shared, cwd: &std::path::Path, sent: BTreeMap<String, St
 /// ID` / `--session ID` by id, `--session PATH`, `--resume PATH` and `--continue` by file.
 async fn find_live(
     sessions: &std::collections::HashMap<String, actor::SessionHandle>,
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
 ) -> Option<(String, actor::SessionHandle)> {
-    let by_id = cli
+    let by_id = settings
         .resume
         .as_deref()
         .filter(|r| !r.is_empty() && !looks_like_path(r))
-        .or(cli.session_id.as_deref())
-        .or(cli.session.as_deref().filter(|s| !looks_like_path(s)));
+        .or(settings.session_id.as_deref())
+        .or(settings.session.as_deref().filter(|s| !looks_like_path(s)));
     if let Some(q) = by_id {
         let hits: Vec<_> = sessions
             .iter()
@@ -226,11 +232,11 @@ async fn find_live(
             return Some(((*id).clone(), (*h).clone()));
         }
     }
-    let path = cli.session.as_deref().or(cli.resume.as_deref());
-    let file = match (path, cli.continue_) {
+    let path = settings.session.as_deref().or(settings.resume.as_deref());
+    let file = match (path, settings.continue_) {
         (Some(p), _) if looks_like_path(p) => Some(env.cwd.join(p)),
         (None, true) => {
-            let dir = crate::setup::session_dir(cli, env);
+            let dir = crate::setup::session_dir(settings, env);
             session::find_latest(&dir, &env.cwd.display().to_string())
         }
         _ => None,

@@ -38,9 +38,8 @@ pub async fn run(options: DaemonOptions, spawned: bool) -> Result<Exit, StartupE
         let _ = std::fs::remove_file(&options.socket);
     }
     let listener = paths::bind(&options.socket)?;
-    match server::serve(options, listener, lock).await {
-        Ok(Ending::Idle | Ending::Stopped) => Ok(Exit::Success),
-        Ok(Ending::Signal(n)) => Ok(Exit::Signal(n)),
-        Err(e) => Err(StartupError::internal(e)),
-    }
+    Ok(match server::serve(options, listener, lock).await? {
+        Ending::Idle | Ending::Stopped => Exit::Success,
+        Ending::Signal(n) => Exit::Signal(n),
+    })
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Local};
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::daemon::open::{open_session, Opening};
@@ -22,10 +22,10 @@ use crate::report::{fact, RunSummary};
 use crate::schedule::due::{self, Due};
 use crate::schedule::{Store, Task, TaskState};
 use crate::wire::jsonrpc::{self as j, ErrorObject};
+use crate::wire::pi::Command;
 use crate::wire::protocol::daemon::ScheduleStatus;
 use crate::wire::protocol::notify::Notice;
 use crate::wire::protocol::schedule::{ReloadResult, RunParams, RunResult};
-use crate::wire::rpc::Request;
 
 /// How long `--on-failure` may run before it is killed.
 pub const ON_FAILURE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -320,12 +320,17 @@ async fn launch(shared: &Arc<Shared>, task: Task, at: DateTime<Local>) -> Result
     let from = attached.await.map(|a| a.seq).unwrap_or(0);
     let name = format!("schedule:{} {}", task.name, at.format("%Y-%m-%d %H:%M"));
     let _ = handle
-        .request(Request::new("set_session_name", json!({"name": name})))
+        .request(Command::SetSessionName { name }.to_request())
         .await;
     shared
         .scheduler
         .record(&task.name, |s| s.last_session = Some(id.clone()));
-    let prompt = Request::new("prompt", json!({"message": task.prompt}));
+    let prompt = Command::Prompt {
+        message: task.prompt.clone(),
+        images: Vec::new(),
+        streaming_behavior: None,
+    }
+    .to_request();
     if let (Err(crate::host::CommandError { message: e, .. }), _) = handle.request(prompt).await {
         handle.send(Call::Detach { client });
         settle(shared, &task, Report::refused(&id, &e)).await;

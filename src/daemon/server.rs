@@ -15,6 +15,7 @@ use tokio::net::UnixListener;
 use tokio::sync::{broadcast, watch, Mutex};
 
 use super::connection;
+use crate::error::StartupError;
 use crate::host::actor::SessionHandle;
 use crate::kernel::clock::Clock;
 use crate::wire::socket::lock::DaemonLock;
@@ -135,7 +136,7 @@ pub async fn serve(
     options: DaemonOptions,
     listener: UnixListener,
     lock: DaemonLock,
-) -> Result<Ending, String> {
+) -> Result<Ending, StartupError> {
     let clock = Clock::new(None, None);
     let (journal, commands) = match options.journal.clone() {
         Some(o) => {
@@ -172,10 +173,12 @@ pub async fn serve(
     if let Some(requests) = commands {
         tokio::spawn(serve_commands(shared.clone(), requests));
     }
-    let mut sigterm = crate::signals::listen(tokio::signal::unix::SignalKind::terminate())
-        .map_err(|e| e.message)?;
-    let mut sigint = crate::signals::listen(tokio::signal::unix::SignalKind::interrupt())
-        .map_err(|e| e.message)?;
+    // The daemon's error shows the message only (no cause), as it always has.
+    let bare = |e: StartupError| StartupError::internal(e.message);
+    let mut sigterm =
+        crate::signals::listen(tokio::signal::unix::SignalKind::terminate()).map_err(bare)?;
+    let mut sigint =
+        crate::signals::listen(tokio::signal::unix::SignalKind::interrupt()).map_err(bare)?;
     let mut tick = tokio::time::interval(Duration::from_millis(500));
     let mut idle_since = Instant::now();
     tracing::info!(

@@ -9,8 +9,8 @@
 use serde_json::{json, Value};
 
 use crate::wire::protocol::daemon::HelloResult;
-use crate::wire::protocol::session::{self as proto, AttachMode, AttachParams, AttachResult};
-use crate::wire::protocol::session::{Cursor as At, SessionHeader};
+use crate::wire::protocol::session::SessionHeader;
+use crate::wire::protocol::session::{self as proto, AttachMode, AttachResult};
 
 use super::follow::Follow;
 use super::run::Opened;
@@ -27,6 +27,7 @@ use crate::output::Output;
 use crate::wire::events::{Outcome, ResultLine, SessionLine, SettledError};
 use crate::wire::jsonl::MAX_LINE_BYTES;
 use crate::wire::jsonrpc::{self as j, Id};
+use crate::wire::pi::Command;
 
 /// The error kind of a run whose daemon went away before it settled.
 pub const DAEMON_LOST: &str = "daemon_lost";
@@ -95,17 +96,9 @@ pub(crate) async fn open(
     if mode == Mode::Json {
         let _ = out.out(header.as_bytes());
     }
-    let attached = client
-        .call::<proto::Attach>(&AttachParams {
-            session_id: session.clone(),
-            cursor: Some(At {
-                epoch: epoch.clone(),
-                seq: cursor,
-            }),
-        })
+    let (link, attached) = Link::attach(client, &dial, &session, Some((&epoch, cursor)))
         .await
         .map_err(|e| StartupError::config(format!("cannot attach to session {session}: {e}")))?;
-    let link = Link::over(client, &session).await;
     Ok(Ok(Opened {
         link,
         id: session,
@@ -133,10 +126,12 @@ pub(crate) fn attached(
         return false;
     }
     follow.missed(attached.seq, &attached.epoch, out);
-    let snapshot = attached.snapshot.clone().unwrap_or_default();
-    let streaming = snapshot["state"]["isStreaming"].as_bool();
-    if waiting && streaming == Some(false) && settled.is_object() {
-        follow.already_settled(&snapshot["messages"], settled, out);
+    let Some(snapshot) = &attached.snapshot else {
+        return false;
+    };
+    if waiting && !snapshot.state.is_streaming && settled.is_object() {
+        let messages = serde_json::to_value(&snapshot.messages).unwrap_or_default();
+        follow.already_settled(&messages, settled, out);
         return true;
     }
     false
@@ -212,11 +207,15 @@ fn header_line(h: Option<&SessionHeader>) -> String {
 
 /// pi's `prompt` params for `input` in `session`: `message`, and `images` when it has any.
 pub(crate) fn prompt_params(session: &str, input: &UserInput) -> Value {
-    let mut params = json!({"sessionId": session, "message": input.text});
-    if !input.images.is_empty() {
-        params["images"] = json!(input.images);
-    }
-    params
+    let prompt = Command::Prompt {
+        message: input.text.clone(),
+        images: input.images.clone(),
+        streaming_behavior: None,
+    };
+    let mut params = serde_json::Map::new();
+    params.insert("sessionId".into(), json!(session));
+    params.extend(prompt.fields());
+    Value::Object(params)
 }
 
 /// The most a session id adds to a `prompt` line, besides what [`prompt_params`] writes for an
@@ -275,6 +274,7 @@ fn detached(mode: Mode, header: &str, session: &str, out: &mut Output) -> Exit {
                 usage: &Default::default(),
                 duration_ms: 0,
                 error: None,
+                structured_output: None,
             };
             format!(
                 "{header}{}\n",

@@ -5,7 +5,6 @@
 
 use std::path::PathBuf;
 
-use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::kernel::session::Store;
 use crate::mode::Env;
@@ -16,7 +15,7 @@ use crate::setup;
 /// session dir) to `args[1]`, or to `keel-session-<session file name>.html` in the current
 /// directory (pi's default name). Returns the path written (the caller prints it).
 pub fn run(
-    cli: &Cli,
+    settings: &setup::Settings,
     env: &Env,
     args: &[String],
     out: &mut Output,
@@ -28,7 +27,7 @@ pub fn run(
                 .hint("keel --export <ID|PATH> [OUT.html]"),
         );
     }
-    let source = setup::locate(&setup::session_dir(cli, env), env, query)?;
+    let source = setup::locate(&setup::session_dir(settings, env), env, query)?;
     let (store, warnings) = Store::read(&source).map_err(|e| {
         StartupError::config(format!("cannot read the session {}", source.display()))
             .cause(e.message)

@@ -12,12 +12,11 @@ use serde_json::{json, Value};
 use super::run::{stdout_stop, Stop};
 use super::{feed_line, Projector, RunSummary, Settled};
 use crate::client::dial::Dial;
-use crate::client::link::{Link, Note, Start, CLOSED};
-use crate::client::socket::{reconnect_line, Client, Reattached, Reconnecting};
+use crate::client::link::{Link, LinkError, Lost, Note, Reconnected, Start};
+use crate::client::socket::{reconnect_line, Reconnecting};
 use crate::output::Output;
 use crate::signals::Signals;
 use crate::wire::events::{is_rpc_only, SettledError};
-use crate::wire::protocol::session::AttachMode;
 
 /// How following a run ended.
 pub(crate) enum Ended {
@@ -28,7 +27,7 @@ pub(crate) enum Ended {
     SessionGone,
 }
 
-type Answer = Pin<Box<dyn Future<Output = Result<Value, String>> + Send>>;
+type Answer = Pin<Box<dyn Future<Output = Result<Value, LinkError>> + Send>>;
 
 /// Following one run's events.
 pub(crate) struct Follow<'a> {
@@ -136,7 +135,7 @@ impl<'a> Follow<'a> {
         let step = loop {
             let step = match next.take() {
                 None if self.dial.is_none() => Step::SessionGone,
-                None => Step::Lost(lost_why(CLOSED)),
+                None => Step::Lost(lost_why(&Lost::Closed)),
                 Some(note) => self.note(note, out),
             };
             if !matches!(step, Step::Go) {
@@ -201,7 +200,7 @@ impl<'a> Follow<'a> {
     }
 
     /// The prompt was refused (the session is busy): nothing will run.
-    fn refused(&mut self, message: String) {
+    fn refused(&mut self, LinkError { message, .. }: LinkError) {
         self.summary.settled = Some(Settled {
             outcome: "failed".into(),
             error: Some(SettledError {
@@ -214,7 +213,7 @@ impl<'a> Follow<'a> {
     /// `abort` is answered after the run settled; in the daemon, an answer with no settle
     /// seen means nothing was running (a `--wait` for a run that ended as it was
     /// interrupted). In this process the run's own `agent_settled` always comes.
-    fn aborted(&mut self, _answer: Result<Value, String>) -> Step {
+    fn aborted(&mut self, _answer: Result<Value, LinkError>) -> Step {
         if self.summary.settled.is_some() || self.dial.is_none() {
             return Step::Go;
         }
@@ -284,25 +283,23 @@ impl<'a> Follow<'a> {
             return false;
         };
         out.err(&reconnect_line(&dial, &Reconnecting::Lost(why)));
-        let cursor = (self.epoch.as_str(), self.seq);
         let back = tokio::select! {
-            back = Client::reattach(&dial, &self.session, cursor, false) => back,
+            back = link.reconnect() => back,
             _ = signals.next() => return false,
         };
         match back {
-            Reattached::Back(client, attached, attempts) => {
+            Reconnected::Back { start, attempts } => {
                 out.err(&reconnect_line(&dial, &Reconnecting::Back(attempts)));
-                if attached.mode == AttachMode::Snapshot {
-                    self.missed(attached.seq, &attached.epoch, out);
+                if start.snapshot.is_some() {
+                    self.missed(start.seq, &start.epoch, out);
                 }
-                *link = Link::over(*client, &self.session).await;
                 true
             }
-            Reattached::Refused(why) => {
+            Reconnected::Refused(why) => {
                 out.err(&reconnect_line(&dial, &Reconnecting::Refused(&why)));
                 false
             }
-            Reattached::GaveUp => false,
+            Reconnected::GaveUp => false,
         }
     }
 
@@ -342,7 +339,7 @@ impl<'a> Follow<'a> {
 }
 
 /// The answer `pending` waits for; never ready without one (its `select!` branch is off).
-async fn wait(pending: &mut Option<Answer>) -> Option<Result<Value, String>> {
+async fn wait(pending: &mut Option<Answer>) -> Option<Result<Value, LinkError>> {
     match pending {
         Some(answer) => Some(answer.await),
         None => std::future::pending().await,
@@ -350,14 +347,11 @@ async fn wait(pending: &mut Option<Answer>) -> Option<Result<Value, String>> {
 }
 
 /// Why the daemon went away, as the run's `daemon_lost` error says it.
-fn lost_why(why: &str) -> String {
-    if why == CLOSED {
-        return "it closed the connection".into();
+fn lost_why(why: &Lost) -> String {
+    match why {
+        Lost::Closed => "it closed the connection".into(),
+        Lost::ShuttingDown(_) => "it is shutting down".into(),
     }
-    if why.starts_with("the daemon is shutting down") {
-        return "it is shutting down".into();
-    }
-    why.to_string()
 }
 
 /// The `type` of a wire line: read from its start when it is written as keel writes it
@@ -393,9 +387,9 @@ mod tests {
 
     #[test]
     fn a_lost_daemon_is_named_as_the_run_error_names_it() {
-        assert_eq!(lost_why(CLOSED), "it closed the connection");
+        assert_eq!(lost_why(&Lost::Closed), "it closed the connection");
         assert_eq!(
-            lost_why("the daemon is shutting down (stopped)"),
+            lost_why(&Lost::ShuttingDown("stopped".into())),
             "it is shutting down"
         );
     }

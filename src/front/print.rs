@@ -196,7 +196,11 @@ impl Projector for PrintProjector {
 
     fn finish(&mut self, summary: &RunSummary, exit: Exit, _duration_ms: u64, out: &mut Output) {
         if exit == Exit::Success {
-            let mut text = summary.final_text.clone();
+            // With an output schema, only the JSON that matched it.
+            let mut text = match &summary.structured_output {
+                Some(value) => value.to_string(),
+                None => summary.final_text.clone(),
+            };
             text.push('\n');
             // A failed write is kept by `Output`; the caller turns it into the exit (141 for a
             // closed pipe, 1 for a failing device).

@@ -57,19 +57,20 @@ struct Here {
 /// Runs `-p`/`--json`, with the session in this process or (`daemon`) in the daemon.
 pub async fn run(
     cli: &Cli,
+    settings: &setup::Settings,
     env: &Env,
     mode: Mode,
     clock: &Clock,
     daemon: Option<Dial>,
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
-    setup::check_session_flags(cli, false)?;
+    setup::check_session_flags(settings, false)?;
     let here = match &daemon {
         Some(_) => {
             super::client::check_wait(cli)?;
             None
         }
-        None => Some(start_here(cli, env, out).await?),
+        None => Some(start_here(settings, env, out).await?),
     };
     // Installed before stdin is read: a signal while keel waits for it ends the run like any other.
     let mut signals = Signals::new()?;
@@ -84,16 +85,20 @@ pub async fn run(
                 Err(exit) => return Ok(exit),
             }
         }
-        (None, Some(here)) => open_here(cli, env, mode, clock, here, out).await?,
+        (None, Some(here)) => open_here(settings, env, mode, clock, here, out).await?,
         (None, None) => return Err(StartupError::internal("a run with no session")),
     };
     follow(cli, mode, clock, opened, prompt, &mut signals, out).await
 }
 
 /// The provider and agent settings of a run in this process, their warnings on stderr.
-async fn start_here(cli: &Cli, env: &Env, out: &mut Output) -> Result<Here, StartupError> {
-    let provider = setup::provider(cli, env).await?;
-    let (mut config, warnings, skills) = setup::agent_config(cli, env, false)?;
+async fn start_here(
+    settings: &setup::Settings,
+    env: &Env,
+    out: &mut Output,
+) -> Result<Here, StartupError> {
+    let provider = setup::provider(settings, env).await?;
+    let (mut config, warnings, skills) = setup::agent_config(settings, env, false)?;
     for w in warnings
         .into_iter()
         .chain(setup::clamp_thinking(provider.as_ref(), &mut config))
@@ -110,15 +115,15 @@ async fn start_here(cli: &Cli, env: &Env, out: &mut Output) -> Result<Here, Star
 /// Opens the session the flags ask for and serves it in this process (JSON mode: the header
 /// line is written).
 async fn open_here(
-    cli: &Cli,
+    settings: &setup::Settings,
     env: &Env,
     mode: Mode,
     clock: &Clock,
     here: Here,
     out: &mut Output,
 ) -> Result<Opened, StartupError> {
-    let settings = (here.config, here.skills);
-    let (host, warnings) = setup::headless_host_setup(cli, env, clock, settings, here.provider)?;
+    let agent = (here.config, here.skills);
+    let (host, warnings) = setup::headless_host_setup(settings, env, clock, agent, here.provider)?;
     for w in &warnings {
         out.err(&format!("Warning: {w}\n"));
     }

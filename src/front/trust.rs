@@ -5,15 +5,14 @@
 //! Headless runs never ask (`--trust-project` or an earlier yes).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use crate::cli::args::Cli;
 use crate::mcp::config;
 use crate::mode::Env;
 use crate::output::Output;
 
 /// Asks about the project's MCP servers if there is anything to ask; records the answer.
-pub async fn ask(cli: &Cli, env: &Env, out: &mut Output) {
+pub async fn ask(settings: &crate::setup::Settings, env: &Env, out: &mut Output) {
     let names = config::to_ask_about(
-        &crate::setup::mcp::sources(cli, env),
+        &crate::setup::mcp::sources(settings, env),
         &env.keel_home,
         &env.cwd,
         &env.vars,

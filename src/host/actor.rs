@@ -13,11 +13,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 use super::stream::{Cursor, Delivery, Lagged, Start, Stream};
 use super::{CommandError, Data, Host, HostSetup, Out, Summary};
+use crate::wire::pi::CommandName;
 use crate::wire::rpc::{Id, Request};
 
 /// What a request's caller gets back: pi's `data`, or an error with its kind and pi's text.
@@ -86,7 +86,7 @@ pub struct Attached {
     pub epoch: String,
     /// The last `seq` included in the replay or the snapshot; live events follow it.
     pub seq: u64,
-    pub snapshot: Option<Value>,
+    pub snapshot: Option<Box<crate::wire::protocol::snapshot::Snapshot>>,
     /// Set if the client is dropped for not reading.
     pub lagged: Arc<Lagged>,
 }
@@ -123,9 +123,6 @@ impl std::fmt::Display for DialogAnswer {
         }
     }
 }
-
-/// Commands after which the host may serve another session.
-pub const SESSION_CHANGES: &[&str] = &["new_session", "switch_session", "fork", "clone"];
 
 /// A handle on a shared session; cheap to clone. The task ends when every handle is gone or
 /// after [`Call::Stop`].
@@ -368,7 +365,7 @@ impl Actor {
                 } else {
                     self.interactive.remove(&client);
                 }
-                let snapshot = (start == Start::Snapshot).then(|| self.host.snapshot());
+                let snapshot = (start == Start::Snapshot).then(|| Box::new(self.host.snapshot()));
                 let _ = reply.send(Attached {
                     start,
                     epoch: self.stream.epoch.clone(),
@@ -434,7 +431,7 @@ impl Actor {
             match item {
                 Out::Event(e) => self.stream.publish(e),
                 Out::Reply(r) => {
-                    if r.result.is_ok() && SESSION_CHANGES.contains(&r.command.as_str()) {
+                    if r.result.is_ok() && replaces_session(&r.command) {
                         self.follow_session();
                     }
                     let key = r.id.as_ref().map(|i| i.text().to_string());
@@ -509,4 +506,9 @@ impl Actor {
         }
         second
     }
+}
+
+/// Whether command `word` may make the host serve another session.
+pub fn replaces_session(word: &str) -> bool {
+    CommandName::parse(word).is_some_and(CommandName::replaces_session)
 }

@@ -1,161 +1,146 @@
-//! Requests to host actions: the command table, prompt acceptance and queueing, model and
-//! thinking-level changes, and approval answers.
+//! Requests to host actions: the command table (an exhaustive match on [`Command`]), prompt
+//! acceptance and queueing, model and thinking-level changes, and approval answers.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use serde_json::{json, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 use super::{Answer, CommandError, CommandErrorKind, Deferred, Host, BUSY};
 use crate::kernel::event::ApprovalDecision;
+use crate::kernel::message::Content;
 use crate::kernel::op::{QueueMode, UserInput};
-use crate::kernel::provider::model::THINKING_LEVELS;
 use crate::prompts;
-use crate::wire::rpc::ParamErrorKind;
-use crate::wire::rpc::{self, Request};
+use crate::wire::pi::data::{
+    ClearQueueData, CycleModelData, Disposition, LevelData, LevelsData, MessagesData, ModelsData,
+    PromptData, TextData,
+};
+use crate::wire::pi::{Command, CommandName, DeliveryMode, StreamingBehavior};
+use crate::wire::rpc::{ParamError, Request};
 
-/// Every pi command the host serves (`pi-protocol.md` §4.4).
-pub const COMMANDS: &[&str] = &[
-    "prompt",
-    "steer",
-    "follow_up",
-    "abort",
-    "clear_queue",
-    "new_session",
-    "switch_session",
-    "fork",
-    "clone",
-    "get_state",
-    "get_messages",
-    "set_model",
-    "cycle_model",
-    "get_available_models",
-    "set_thinking_level",
-    "cycle_thinking_level",
-    "get_available_thinking_levels",
-    "set_steering_mode",
-    "set_follow_up_mode",
-    "compact",
-    "set_auto_compaction",
-    "set_auto_retry",
-    "abort_retry",
-    "bash",
-    "abort_bash",
-    "get_session_stats",
-    "export_html",
-    "get_fork_messages",
-    "get_entries",
-    "get_tree",
-    "get_last_assistant_text",
-    "set_session_name",
-    "get_commands",
-    "extension_ui_response",
-];
+/// A response's `data` from its typed payload.
+pub(super) fn data<T: Serialize>(payload: &T) -> Option<Value> {
+    Some(serde_json::to_value(payload).unwrap_or(Value::Null))
+}
 
-/// Commands that add entries to the session: refused while it cannot be saved.
-const CHANGES_SESSION: &[&str] = &[
-    "prompt",
-    "steer",
-    "follow_up",
-    "set_model",
-    "cycle_model",
-    "set_thinking_level",
-    "cycle_thinking_level",
-    "compact",
-    "bash",
-    "set_session_name",
-];
+/// Runs a command that answers without data.
+macro_rules! done {
+    ($action:expr) => {{
+        $action;
+        Ok(None)
+    }};
+}
+
+/// A prompt's answer once it was queued.
+fn queued() -> Answer {
+    Ok(data(&PromptData {
+        disposition: Disposition::Queued,
+    }))
+}
 
 impl Host {
     pub(super) async fn dispatch(&mut self, req: Request) {
         // Everything published so far is written and recorded before this request is served.
         self.drain_events();
-        if CHANGES_SESSION.contains(&req.command.as_str()) {
+        let Some(name) = CommandName::parse(&req.command) else {
+            let unknown = CommandError::unknown_command(&req.command);
+            return self.respond(&req, Err(unknown));
+        };
+        if name.changes_session() {
             if let Err(e) = self.writable() {
-                self.respond(&req, Err(e));
-                return;
+                return self.respond(&req, Err(e));
             }
         }
-        let answer = match req.command.as_str() {
-            "prompt" => self.prompt(&req),
-            "steer" | "follow_up" => self.queue(&req),
-            "abort" => {
-                if self.busy() {
-                    self.live.session.abort();
-                    self.deferred.push(Deferred::Respond(req));
-                    return;
-                }
-                Ok(None)
+        let decoded = name.decode(&req);
+        if name.replaces_session() {
+            return self.session_command(req, decoded).await;
+        }
+        match decoded {
+            Ok(command) => self.serve(req, command).await,
+            Err(e) => self.respond(&req, Err(e.into())),
+        }
+    }
+
+    /// `new_session`, `switch_session`, `fork`, `clone`: while a run is active, pi aborts it
+    /// first and the change (or its field error) is answered once it has settled.
+    async fn session_command(&mut self, req: Request, decoded: Result<Command, ParamError>) {
+        if self.busy() {
+            self.live.session.abort();
+            self.deferred.push(Deferred::Session(req, decoded));
+            return;
+        }
+        let answer = self.change_session(decoded).await;
+        self.respond(&req, answer);
+    }
+
+    /// Serves a decoded command; commands that answer later queue their reply themselves.
+    async fn serve(&mut self, req: Request, command: Command) {
+        let answer = match command {
+            Command::Prompt {
+                message,
+                images,
+                streaming_behavior: how,
+            } => self.prompt(&message, images, how),
+            Command::Steer { message, images } => self.queue(true, &message, images),
+            Command::FollowUp { message, images } => self.queue(false, &message, images),
+            Command::Abort {} if self.busy() => {
+                self.live.session.abort();
+                return self.deferred.push(Deferred::Respond(req));
             }
-            "clear_queue" => {
-                let (steering, follow_up) = self.live.session.clear_queue();
-                Ok(Some(json!({"steering": steering, "followUp": follow_up})))
+            Command::Abort {} => Ok(None),
+            Command::ClearQueue {} => Ok(data(&clear_queue(self.live.session.clear_queue()))),
+            c @ (Command::NewSession { .. }
+            | Command::SwitchSession { .. }
+            | Command::Fork { .. }
+            | Command::Clone {}) => self.change_session(Ok(c)).await,
+            Command::GetState {} => Ok(data(&self.state())),
+            Command::GetMessages {} => Ok(data(&MessagesData {
+                messages: self.live.session.messages(),
+            })),
+            Command::SetModel { provider, model_id } => self.set_model(&provider, &model_id).await,
+            Command::CycleModel {} => Ok(data(&self.cycle_model().await)),
+            Command::GetAvailableModels {} => Ok(data(&ModelsData {
+                models: self.models.available().await,
+            })),
+            Command::SetThinkingLevel { level } => done!(self.set_thinking_level(&level)),
+            Command::CycleThinkingLevel {} => Ok(data(&self.cycle_thinking_level())),
+            Command::GetAvailableThinkingLevels {} => Ok(data(&LevelsData {
+                levels: self.live.session.provider().info().thinking_levels.clone(),
+            })),
+            Command::SetSteeringMode { mode } => {
+                done!(self.live.session.set_steering_mode(queue_mode(mode)))
             }
-            "new_session" | "switch_session" | "fork" | "clone" => {
-                if self.busy() {
-                    // pi aborts the run first; the change happens once it has settled.
-                    self.live.session.abort();
-                    self.deferred.push(Deferred::Session(req));
-                    return;
-                }
-                let answer = self.change_session(&req).await;
-                self.respond(&req, answer);
-                return;
+            Command::SetFollowUpMode { mode } => {
+                done!(self.live.session.set_follow_up_mode(queue_mode(mode)))
             }
-            "get_state" => Ok(Some(self.state())),
-            "get_messages" => Ok(Some(json!({"messages": self.live.session.messages()}))),
-            "set_model" => self.set_model(&req).await,
-            "cycle_model" => Ok(Some(self.cycle_model().await)),
-            "get_available_models" => Ok(Some(json!({"models": self.models.available().await}))),
-            "set_thinking_level" => self.set_thinking_level(&req),
-            "cycle_thinking_level" => Ok(Some(self.cycle_thinking_level())),
-            "get_available_thinking_levels" => Ok(Some(
-                json!({"levels": self.live.session.provider().info().thinking_levels}),
-            )),
-            "set_steering_mode" | "set_follow_up_mode" => self.set_queue_mode(&req),
-            "compact" => {
-                self.compact(req);
-                return;
+            Command::Compact {
+                custom_instructions,
+            } => return self.compact(req, custom_instructions),
+            Command::SetAutoCompaction { enabled } => {
+                done!(self.live.session.set_auto_compaction(enabled))
             }
-            "set_auto_compaction" => req.bool("enabled").map_err(Into::into).map(|on| {
-                self.live.session.set_auto_compaction(on);
-                None
-            }),
-            "set_auto_retry" => req.bool("enabled").map_err(Into::into).map(|on| {
-                self.live.session.set_auto_retry(on);
-                None
-            }),
-            "abort_retry" => {
-                self.live.session.abort_retry();
-                Ok(None)
-            }
-            "bash" => {
-                if let Err(e) = self.bash(&req) {
-                    self.respond(&req, Err(e));
-                }
-                return;
-            }
-            "abort_bash" => {
-                self.abort_bash();
-                Ok(None)
-            }
-            "get_session_stats" => Ok(Some(self.stats())),
-            "export_html" => self.export_html(&req),
-            "get_fork_messages" => Ok(Some(self.fork_messages())),
-            "get_entries" => self.entries(&req),
-            "get_tree" => {
-                let data = self.tree_json();
-                self.reply(&req, Ok(super::Data::Raw(data)));
-                return;
-            }
-            "get_last_assistant_text" => Ok(Some(
-                json!({"text": self.live.session.last_assistant_text()}),
-            )),
-            "set_session_name" => self.set_session_name(&req),
-            "get_commands" => Ok(Some(self.commands())),
-            "extension_ui_response" => {
-                self.ui_response(&req);
-                return;
-            }
-            other => Err(CommandError::unknown_command(other)),
+            Command::SetAutoRetry { enabled } => done!(self.live.session.set_auto_retry(enabled)),
+            Command::AbortRetry {} => done!(self.live.session.abort_retry()),
+            Command::Bash {
+                command,
+                exclude_from_context: exclude,
+            } => return self.bash(&req, command, exclude.unwrap_or(false)),
+            Command::AbortBash {} => done!(self.abort_bash()),
+            Command::GetSessionStats {} => Ok(data(&self.stats())),
+            Command::ExportHtml { output_path } => self.export_html(output_path.as_deref()),
+            Command::GetForkMessages {} => Ok(data(&self.fork_messages())),
+            Command::GetEntries { since } => self.entries(since.as_deref()),
+            Command::GetTree {} => return self.reply(&req, Ok(super::Data::Raw(self.tree_json()))),
+            Command::GetLastAssistantText {} => Ok(data(&TextData {
+                text: self.live.session.last_assistant_text(),
+            })),
+            Command::SetSessionName { name } => self.set_session_name(&name),
+            Command::GetCommands {} => Ok(data(&self.commands())),
+            Command::ExtensionUiResponse {
+                id,
+                confirmed,
+                cancelled,
+                value: _,
+            } => return self.ui_response(id, confirmed, cancelled),
         };
         self.respond(&req, answer);
     }
@@ -168,8 +153,8 @@ impl Host {
         for d in std::mem::take(&mut self.deferred) {
             match d {
                 Deferred::Respond(req) => self.respond(&req, Ok(None)),
-                Deferred::Session(req) => {
-                    let answer = self.change_session(&req).await;
+                Deferred::Session(req, decoded) => {
+                    let answer = self.change_session(decoded).await;
                     self.respond(&req, answer);
                 }
             }
@@ -178,34 +163,38 @@ impl Host {
 
     /// The user input of `prompt`/`steer`/`follow_up`, with a `/skill:NAME` or a `/template`
     /// expanded.
-    pub(super) fn input(&self, req: &Request) -> Result<UserInput, CommandError> {
-        let message = req.str("message")?;
-        let images = req.images()?;
+    pub(super) fn input(&self, message: &str, images: Vec<Content>) -> UserInput {
         let text = crate::skills::expand(message, &self.skills)
             .or_else(|| prompts::expand(message, &self.templates))
             .unwrap_or_else(|| message.to_string());
-        Ok(UserInput { text, images })
+        UserInput { text, images }
     }
 
-    pub(super) fn prompt(&mut self, req: &Request) -> Answer {
-        let input = self.input(req)?;
-        let behavior = req.choice("streamingBehavior", &["steer", "followUp"])?;
+    pub(super) fn prompt(
+        &mut self,
+        message: &str,
+        images: Vec<Content>,
+        behavior: Option<StreamingBehavior>,
+    ) -> Answer {
+        let input = self.input(message, images);
         let session = &self.live.session;
         if session.status().running {
-            return match behavior.as_deref() {
-                Some("steer") => {
+            return match behavior {
+                Some(StreamingBehavior::Steer) => {
                     session.steer_input(input);
-                    Ok(Some(json!({"disposition": "queued"})))
+                    queued()
                 }
-                Some(_) => {
+                Some(StreamingBehavior::FollowUp) => {
                     session.follow_up_input(input);
-                    Ok(Some(json!({"disposition": "queued"})))
+                    queued()
                 }
                 None => Err(busy(BUSY)),
             };
         }
         match session.prompt_input(input) {
-            Ok(_run) => Ok(Some(json!({"disposition": "started"}))),
+            Ok(_run) => Ok(data(&PromptData {
+                disposition: Disposition::Started,
+            })),
             Err(_) if session.status().compacting => Err(busy(
                 "The session is being compacted; send the prompt when compaction_end arrives",
             )),
@@ -213,29 +202,28 @@ impl Host {
         }
     }
 
-    pub(super) fn queue(&mut self, req: &Request) -> Answer {
-        let input = self.input(req)?;
-        if req.command == "steer" {
+    /// `steer` (`steering`) or `follow_up`.
+    pub(super) fn queue(&mut self, steering: bool, message: &str, images: Vec<Content>) -> Answer {
+        let input = self.input(message, images);
+        if steering {
             self.live.session.steer_input(input);
         } else {
             self.live.session.follow_up_input(input);
         }
-        Ok(Some(json!({"disposition": "queued"})))
+        queued()
     }
 
-    pub(super) async fn set_model(&mut self, req: &Request) -> Answer {
-        let provider = req.str("provider")?;
-        let model_id = req.str("modelId")?;
+    pub(super) async fn set_model(&mut self, provider: &str, model_id: &str) -> Answer {
         let p = self.models.build(provider, model_id).await;
         let p = p?;
         self.live.session.set_model(p);
         Ok(Some(self.model_json()))
     }
 
-    pub(super) async fn cycle_model(&mut self) -> Value {
+    pub(super) async fn cycle_model(&mut self) -> Option<CycleModelData> {
         let models = self.models.available().await;
         if models.len() < 2 {
-            return Value::Null;
+            return None;
         }
         let current = self.live.session.provider();
         let at = models
@@ -246,59 +234,42 @@ impl Host {
             let next = &models[(at + step) % models.len()];
             if let Ok(p) = self.models.build(&next.provider, &next.id).await {
                 self.live.session.set_model(p);
-                return json!({
-                    "model": self.model_json(),
-                    "thinkingLevel": self.live.session.thinking_level(),
-                    "isScoped": false,
+                return Some(CycleModelData {
+                    model: self.live.session.provider().info().clone(),
+                    thinking_level: self.live.session.thinking_level(),
+                    is_scoped: false,
                 });
             }
         }
-        Value::Null
+        None
     }
 
-    pub(super) fn set_thinking_level(&mut self, req: &Request) -> Answer {
-        let mut allowed: Vec<&str> = THINKING_LEVELS.to_vec();
-        allowed.push("max");
-        let level = req
-            .choice("level", &allowed)?
-            .ok_or_else(|| missing("set_thinking_level", "level"))?;
-        let level = if level == "max" {
-            "xhigh".into()
-        } else {
-            level
-        };
-        self.live.session.set_thinking_level(&level);
-        Ok(None)
+    /// `max` is `xhigh`.
+    pub(super) fn set_thinking_level(&mut self, level: &str) {
+        let level = if level == "max" { "xhigh" } else { level };
+        self.live.session.set_thinking_level(level);
     }
 
-    pub(super) fn cycle_thinking_level(&mut self) -> Value {
+    pub(super) fn cycle_thinking_level(&mut self) -> Option<LevelData> {
         let levels = self.live.session.provider().info().thinking_levels.clone();
         if levels.len() < 2 {
-            return Value::Null;
+            return None;
         }
         let current = self.live.session.thinking_level();
         let at = levels.iter().position(|l| *l == current).unwrap_or(0);
         let next = &levels[(at + 1) % levels.len()];
         let level = self.live.session.set_thinking_level(next);
-        json!({"level": level})
+        Some(LevelData { level })
     }
 
-    pub(super) fn set_queue_mode(&mut self, req: &Request) -> Answer {
-        let mode = match req.choice("mode", &["all", "one-at-a-time"])?.as_deref() {
-            Some("all") => QueueMode::All,
-            Some(_) => QueueMode::OneAtATime,
-            None => return Err(missing(&req.command, "mode")),
-        };
-        if req.command == "set_steering_mode" {
-            self.live.session.set_steering_mode(mode);
-        } else {
-            self.live.session.set_follow_up_mode(mode);
-        }
-        Ok(None)
-    }
-
-    pub(super) fn ui_response(&mut self, req: &Request) {
-        let Some(id) = req.id.as_ref().and_then(rpc::Id::as_string) else {
+    /// A dialog answer: only `confirmed:true` (and not `cancelled:true`) allows the call.
+    pub(super) fn ui_response(
+        &mut self,
+        id: Option<String>,
+        confirmed: Option<bool>,
+        cancelled: Option<bool>,
+    ) {
+        let Some(id) = id else {
             tracing::warn!("extension_ui_response without a string id");
             return;
         };
@@ -307,8 +278,7 @@ impl Host {
             tracing::debug!("extension_ui_response for unknown or closed dialog {id}");
             return;
         };
-        let allow = req.opt_bool("confirmed").ok().flatten() == Some(true)
-            && req.opt_bool("cancelled").ok().flatten() != Some(true);
+        let allow = confirmed == Some(true) && cancelled != Some(true);
         let decision = if allow {
             ApprovalDecision::Allow
         } else {
@@ -318,15 +288,21 @@ impl Host {
     }
 }
 
+fn clear_queue((steering, follow_up): (Vec<String>, Vec<String>)) -> ClearQueueData {
+    ClearQueueData {
+        steering,
+        follow_up,
+    }
+}
+
+fn queue_mode(mode: DeliveryMode) -> QueueMode {
+    match mode {
+        DeliveryMode::All => QueueMode::All,
+        DeliveryMode::OneAtATime => QueueMode::OneAtATime,
+    }
+}
+
 /// A refusal because a run or a compaction is active.
 fn busy(message: &str) -> CommandError {
     CommandError::new(CommandErrorKind::Busy, message)
-}
-
-/// pi's text for a required string field `key` of `command` that is absent.
-fn missing(command: &str, key: &str) -> CommandError {
-    CommandError::new(
-        CommandErrorKind::InvalidParams(ParamErrorKind::Missing),
-        format!("{command}: field `{key}` is missing (a string)"),
-    )
 }

@@ -37,6 +37,10 @@ impl Live {
         } = setup;
         let history = store.context_entries();
         let session_id = store.header().id.clone();
+        let transcript = store
+            .path()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
         let model_differs = store.last_model() != Some((provider.name(), provider.model()));
         let bus = Bus::new(clock.clone());
         let store: SharedStore = Arc::new(Mutex::new(store));
@@ -45,6 +49,10 @@ impl Live {
         let rx = bus.subscribe();
         let mut config = config.clone();
         config.thinking_level = thinking;
+        config.hooks = config
+            .hooks
+            .as_ref()
+            .map(|h| h.for_session(&session_id, &transcript));
         config.session_id = Some(session_id);
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
         session.watch_store(&recorder.health());

@@ -20,7 +20,6 @@
 pub mod actor;
 mod approvals;
 mod dispatch;
-pub use dispatch::COMMANDS;
 pub mod error;
 pub use error::{CommandError, CommandErrorKind};
 pub mod html;
@@ -50,6 +49,8 @@ use crate::kernel::session::Store;
 use crate::kernel::tool::preview::Preview;
 use crate::prompts::{self, Template};
 use crate::wire::events::{stream_events, NotifyType, WireEvent};
+use crate::wire::pi::CommandName;
+use crate::wire::protocol::snapshot::Snapshot;
 use crate::wire::rpc::{self, Request};
 
 /// pi's refusal text for a prompt while a run is active (clients may match on it).
@@ -137,8 +138,9 @@ pub enum Internal {
 enum Deferred {
     /// `abort`'s reply comes after the run stopped (pi's order).
     Respond(Request),
-    /// A session change (`new_session`, `switch_session`, `fork`, `clone`) after an abort.
-    Session(Request),
+    /// A session change (`new_session`, `switch_session`, `fork`, `clone`) after an abort,
+    /// with its fields as decoded (a field error is answered then too).
+    Session(Request, Result<crate::wire::pi::Command, rpc::ParamError>),
 }
 
 /// What `daemon/status` and `keel ps` show of a served session.
@@ -304,27 +306,24 @@ impl Host {
         }
     }
 
-    /// The materialised state as of the last published `seq` (`DESIGN.md` §10.4):
-    /// `{header, messages, state, streaming, pendingUi}`.
-    pub fn snapshot(&mut self) -> Value {
+    /// The materialised state as of the last published `seq` (`DESIGN.md` §10.4).
+    pub fn snapshot(&mut self) -> Snapshot {
         self.drain_events();
-        let header = crate::kernel::recorder::lock(&self.live.store)
-            .header()
-            .to_json();
+        let header = snapshot::header(crate::kernel::recorder::lock(&self.live.store).header());
         let pending: Vec<Value> = self
             .open_dialogs
             .values()
             .filter_map(|line| serde_json::from_str(line).ok())
             .collect();
-        serde_json::json!({
-            "header": header,
-            "messages": self.live.session.messages(),
-            "state": self.state(),
-            "streaming": self.in_flight.to_json(),
-            "pendingUi": pending,
-            "runStartedAt": self.in_flight.run_started(),
-            "openArgs": self.open_args,
-        })
+        Snapshot {
+            header,
+            messages: self.live.session.messages(),
+            state: self.state(),
+            streaming: self.in_flight.streaming(),
+            pending_ui: pending,
+            run_started_at: self.in_flight.run_started(),
+            open_args: self.open_args.clone(),
+        }
     }
 
     /// Queues every event published so far.
@@ -496,6 +495,7 @@ impl Host {
         failed.payload = EventPayload::AgentSettled {
             aborted: false,
             outcome: self.live.recorder.health().failed_run()?,
+            structured_output: None,
         };
         Some(failed)
     }
@@ -588,7 +588,7 @@ impl Host {
             }
             Internal::Reply(reply) => {
                 self.drain_events();
-                if reply.command == "bash" {
+                if CommandName::parse(&reply.command) == Some(CommandName::Bash) {
                     self.release_bash();
                 }
                 self.out.push_back(Out::Reply(reply));
@@ -642,6 +642,7 @@ impl Host {
 
     /// Ends serving: queues the last events, closes the bus and saves the session.
     pub async fn close(&mut self) {
+        self.live.session.end_hooks("other").await;
         self.drain_events();
         self.live.bus.close();
         while let Some(ev) = self.live.rx.recv().await {

@@ -6,6 +6,7 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 
+use super::dispatch::data;
 use super::{Answer, CommandError, Host};
 use crate::host::live;
 use crate::kernel::compaction;
@@ -14,43 +15,40 @@ use crate::kernel::op::QueueMode;
 use crate::kernel::recorder;
 use crate::kernel::session::EntryData;
 use crate::prompts;
-use crate::wire::rpc::Request;
+use crate::wire::pi::data::{
+    CommandInfo, CommandsData, ContextUsage, EntriesData, ExportData, ForkMessage,
+    ForkMessagesData, SessionStats, SourceInfo, State, TokenStats,
+};
+use crate::wire::pi::DeliveryMode;
 
 impl Host {
     pub(super) fn model_json(&self) -> Value {
         serde_json::to_value(self.live.session.provider().info()).unwrap_or(Value::Null)
     }
 
-    pub(super) fn state(&self) -> Value {
+    pub(super) fn state(&self) -> State {
         let session = &self.live.session;
         let status = session.status();
         let (steering, follow_up) = session.queue_modes();
         let store = recorder::lock(&self.live.store);
-        let mut m = serde_json::Map::new();
-        m.insert("model".into(), self.model_json());
-        m.insert("thinkingLevel".into(), json!(session.thinking_level()));
-        m.insert("isStreaming".into(), json!(status.running));
-        m.insert("isCompacting".into(), json!(status.compacting));
-        m.insert("steeringMode".into(), json!(mode_word(steering)));
-        m.insert("followUpMode".into(), json!(mode_word(follow_up)));
-        if let Some(p) = store.path() {
-            m.insert("sessionFile".into(), json!(p.display().to_string()));
+        State {
+            model: Some(session.provider().info().clone()),
+            thinking_level: session.thinking_level(),
+            is_streaming: status.running,
+            is_compacting: status.compacting,
+            steering_mode: mode_word(steering),
+            follow_up_mode: mode_word(follow_up),
+            session_file: store.path().map(|p| p.display().to_string()),
+            session_id: store.header().id.clone(),
+            session_name: store.name().map(str::to_string),
+            auto_compaction_enabled: status.auto_compaction,
+            auto_retry_enabled: status.auto_retry,
+            message_count: status.message_count as u64,
+            pending_message_count: status.pending_count as u64,
         }
-        m.insert("sessionId".into(), json!(store.header().id));
-        if let Some(name) = store.name() {
-            m.insert("sessionName".into(), json!(name));
-        }
-        m.insert(
-            "autoCompactionEnabled".into(),
-            json!(status.auto_compaction),
-        );
-        m.insert("autoRetryEnabled".into(), json!(status.auto_retry));
-        m.insert("messageCount".into(), json!(status.message_count));
-        m.insert("pendingMessageCount".into(), json!(status.pending_count));
-        Value::Object(m)
     }
 
-    pub(super) fn stats(&self) -> Value {
+    pub(super) fn stats(&self) -> SessionStats {
         let store = recorder::lock(&self.live.store);
         let (mut user, mut assistant, mut calls, mut results) = (0u64, 0u64, 0u64, 0u64);
         let mut usage = crate::kernel::message::Usage::default();
@@ -74,57 +72,54 @@ impl Host {
         } else {
             0.0
         };
-        let mut m = serde_json::Map::new();
-        if let Some(p) = store.path() {
-            m.insert("sessionFile".into(), json!(p.display().to_string()));
+        SessionStats {
+            session_file: store.path().map(|p| p.display().to_string()),
+            session_id: store.header().id.clone(),
+            user_messages: user,
+            assistant_messages: assistant,
+            tool_calls: calls,
+            tool_results: results,
+            total_messages: user + assistant + results,
+            tokens: TokenStats {
+                input: usage.input,
+                output: usage.output,
+                cache_read: usage.cache_read,
+                cache_write: usage.cache_write,
+                total: usage.input + usage.output + usage.cache_read + usage.cache_write,
+            },
+            cost: usage.cost.total,
+            context_usage: ContextUsage {
+                tokens,
+                context_window: window,
+                percent,
+            },
         }
-        m.insert("sessionId".into(), json!(store.header().id));
-        m.insert("userMessages".into(), json!(user));
-        m.insert("assistantMessages".into(), json!(assistant));
-        m.insert("toolCalls".into(), json!(calls));
-        m.insert("toolResults".into(), json!(results));
-        m.insert("totalMessages".into(), json!(user + assistant + results));
-        m.insert(
-            "tokens".into(),
-            json!({
-                "input": usage.input,
-                "output": usage.output,
-                "cacheRead": usage.cache_read,
-                "cacheWrite": usage.cache_write,
-                "total": usage.input + usage.output + usage.cache_read + usage.cache_write,
-            }),
-        );
-        m.insert("cost".into(), json!(usage.cost.total));
-        m.insert(
-            "contextUsage".into(),
-            json!({"tokens": tokens, "contextWindow": window, "percent": percent}),
-        );
-        Value::Object(m)
     }
 
-    pub(super) fn export_html(&self, req: &Request) -> Answer {
-        let path = req.opt_str("outputPath")?.map(|p| self.config.cwd.join(p));
+    pub(super) fn export_html(&self, output_path: Option<&str>) -> Answer {
+        let path = output_path.map(|p| self.config.cwd.join(p));
         let path = live::export_html(&self.live, &self.config.cwd, path)?;
-        Ok(Some(json!({"path": path.display().to_string()})))
+        let path = path.display().to_string();
+        Ok(data(&ExportData { path }))
     }
 
-    pub(super) fn fork_messages(&self) -> Value {
+    pub(super) fn fork_messages(&self) -> ForkMessagesData {
         let store = recorder::lock(&self.live.store);
-        let messages: Vec<Value> = store
+        let messages = store
             .entries()
             .iter()
             .filter_map(|e| match &e.data {
-                EntryData::Message(Message::User(u)) => {
-                    Some(json!({"entryId": e.id, "text": user_text(u)}))
-                }
+                EntryData::Message(Message::User(u)) => Some(ForkMessage {
+                    entry_id: e.id.clone(),
+                    text: user_text(u),
+                }),
                 _ => None,
             })
             .collect();
-        json!({ "messages": messages })
+        ForkMessagesData { messages }
     }
 
-    pub(super) fn entries(&self, req: &Request) -> Answer {
-        let since = req.opt_str("since")?;
+    pub(super) fn entries(&self, since: Option<&str>) -> Answer {
         let store = recorder::lock(&self.live.store);
         let all = store.entries();
         let start = match since {
@@ -140,7 +135,8 @@ impl Host {
             .iter()
             .filter_map(|e| e.to_json().ok())
             .collect();
-        Ok(Some(json!({"entries": entries, "leafId": store.leaf_id()})))
+        let leaf_id = store.leaf_id().map(str::to_string);
+        Ok(data(&EntriesData { entries, leaf_id }))
     }
 
     /// `get_tree`'s data as JSON text: `{"tree":[{entry,children,label?,labelTimestamp?}],
@@ -217,50 +213,42 @@ impl Host {
         out
     }
 
-    pub(super) fn commands(&mut self) -> Value {
+    pub(super) fn commands(&mut self) -> CommandsData {
         // Re-read so templates added while the editor runs show up.
         let (templates, _) = prompts::load(&self.prompt_dirs.0, &self.prompt_dirs.1);
         self.templates = templates;
-        let commands: Vec<Value> = self
-            .templates
-            .iter()
-            .map(|t| {
-                let base = t.path.parent().map(|p| p.display().to_string());
-                json!({
-                    "name": t.name,
-                    "description": t.description,
-                    "source": "prompt",
-                    "sourceInfo": {
-                        "path": t.path.display().to_string(),
-                        "source": "local",
-                        "scope": t.scope.as_str(),
-                        "origin": "top-level",
-                        "baseDir": base,
-                    },
-                })
-            })
-            .chain(self.skills.iter().map(|s| {
-                json!({
-                    "name": format!("skill:{}", s.name),
-                    "description": s.description,
-                    "source": "skill",
-                    "sourceInfo": {
-                        "path": s.path.display().to_string(),
-                        "source": "local",
-                        "scope": s.scope,
-                        "origin": "top-level",
-                        "baseDir": s.base_dir().display().to_string(),
-                    },
-                })
-            }))
-            .collect();
-        json!({ "commands": commands })
+        let info = |name: String, description: &str, source: &str, source_info| CommandInfo {
+            name,
+            description: description.to_string(),
+            source: source.to_string(),
+            source_info,
+        };
+        let where_from = |path: &std::path::Path, scope: &str, base_dir| SourceInfo {
+            path: path.display().to_string(),
+            source: "local".into(),
+            scope: scope.to_string(),
+            origin: "top-level".into(),
+            base_dir,
+        };
+        let templates = self.templates.iter().map(|t| {
+            let base = t.path.parent().map(|p| p.display().to_string());
+            let from = where_from(&t.path, t.scope.as_str(), base);
+            info(t.name.clone(), &t.description, "prompt", from)
+        });
+        let skills = self.skills.iter().map(|s| {
+            let base = Some(s.base_dir().display().to_string());
+            let from = where_from(&s.path, s.scope, base);
+            info(format!("skill:{}", s.name), &s.description, "skill", from)
+        });
+        CommandsData {
+            commands: templates.chain(skills).collect(),
+        }
     }
 }
 
-fn mode_word(m: QueueMode) -> &'static str {
+fn mode_word(m: QueueMode) -> DeliveryMode {
     match m {
-        QueueMode::All => "all",
-        QueueMode::OneAtATime => "one-at-a-time",
+        QueueMode::All => DeliveryMode::All,
+        QueueMode::OneAtATime => DeliveryMode::OneAtATime,
     }
 }

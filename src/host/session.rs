@@ -3,18 +3,19 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
-
+use super::dispatch::data;
 use super::{Answer, CommandError, CommandErrorKind, Host};
 use crate::host::live::{self, Live, Starting};
 use crate::kernel::message::{user_text, Message};
 use crate::kernel::recorder;
 use crate::kernel::session::{self, EntryData, SessionError, SessionHeader, Store};
-use crate::wire::rpc::{ParamErrorKind, Request};
+use crate::wire::pi::data::SessionChangeData;
+use crate::wire::pi::Command;
+use crate::wire::rpc::{ParamError, ParamErrorKind};
 
 impl Host {
-    pub(super) fn set_session_name(&mut self, req: &Request) -> Answer {
-        let name = req.str("name")?.trim().to_string();
+    pub(super) fn set_session_name(&mut self, name: &str) -> Answer {
+        let name = name.trim().to_string();
         if name.is_empty() {
             return Err(CommandError::new(
                 CommandErrorKind::InvalidParams(ParamErrorKind::NotAllowed),
@@ -25,47 +26,29 @@ impl Host {
         Ok(None)
     }
 
-    /// `new_session`, `switch_session`, `fork`, `clone` while idle.
-    pub(super) async fn change_session(&mut self, req: &Request) -> Answer {
+    /// `new_session`, `switch_session`, `fork`, `clone` while idle (`decoded` holds one of
+    /// them, or its field error).
+    pub(super) async fn change_session(&mut self, decoded: Result<Command, ParamError>) -> Answer {
         let current_path = recorder::lock(&self.live.store)
             .path()
             .map(Path::to_path_buf);
-        let (store, data) = match req.command.as_str() {
-            "new_session" => {
+        let changed = SessionChangeData::default();
+        let (store, answer) = match decoded? {
+            Command::NewSession { parent_session } => {
                 let mut header = self.new_header();
-                header.parent_session = req.opt_str("parentSession")?.map(str::to_string);
-                (self.new_store(header), json!({"cancelled": false}))
+                header.parent_session = parent_session;
+                (self.new_store(header), changed)
             }
-            "switch_session" => {
-                let query = req.str("sessionPath")?;
-                if current_path.as_deref() == Some(self.config.cwd.join(query).as_path()) {
-                    return Ok(Some(json!({"cancelled": false})));
+            Command::SwitchSession { session_path } => {
+                if current_path.as_deref() == Some(self.config.cwd.join(&session_path).as_path()) {
+                    return Ok(data(&changed));
                 }
-                let target = self.switch_target(query)?;
+                let target = self.switch_target(&session_path)?;
                 let (store, warnings) = Store::resume(&target, &self.clock)?;
                 self.warnings.extend(warnings);
-                (store, json!({"cancelled": false}))
+                (store, changed)
             }
-            "fork" => {
-                let entry_id = req.str("entryId")?;
-                let (leaf, text) = {
-                    let store = recorder::lock(&self.live.store);
-                    let entry = store
-                        .entry(entry_id)
-                        .ok_or_else(|| CommandError::entry_not_found(entry_id))?;
-                    let EntryData::Message(Message::User(u)) = &entry.data else {
-                        return Err(CommandError::new(
-                            CommandErrorKind::Entry,
-                            format!(
-                                "Invalid entry ID for forking: {entry_id} is not a user message"
-                            ),
-                        ));
-                    };
-                    (entry.parent_id.clone(), user_text(u))
-                };
-                let store = self.fork_store(leaf.as_deref(), current_path.as_deref())?;
-                (store, json!({"text": text, "cancelled": false}))
-            }
+            Command::Fork { entry_id } => self.fork(&entry_id, current_path.as_deref())?,
             _ => {
                 let leaf = recorder::lock(&self.live.store)
                     .leaf_id()
@@ -77,11 +60,38 @@ impl Host {
                         )
                     })?;
                 let store = self.fork_store(Some(&leaf), current_path.as_deref())?;
-                (store, json!({"cancelled": false}))
+                (store, changed)
             }
         };
         self.replace(store).await;
-        Ok(Some(data))
+        Ok(data(&answer))
+    }
+
+    /// `fork`'s new store and answer: the path up to the parent of user message `entry_id`.
+    fn fork(
+        &self,
+        entry_id: &str,
+        current_path: Option<&Path>,
+    ) -> Result<(Store, SessionChangeData), CommandError> {
+        let (leaf, text) = {
+            let store = recorder::lock(&self.live.store);
+            let entry = store
+                .entry(entry_id)
+                .ok_or_else(|| CommandError::entry_not_found(entry_id))?;
+            let EntryData::Message(Message::User(u)) = &entry.data else {
+                return Err(CommandError::new(
+                    CommandErrorKind::Entry,
+                    format!("Invalid entry ID for forking: {entry_id} is not a user message"),
+                ));
+            };
+            (entry.parent_id.clone(), user_text(u))
+        };
+        let store = self.fork_store(leaf.as_deref(), current_path)?;
+        let answer = SessionChangeData {
+            text: Some(text),
+            cancelled: false,
+        };
+        Ok((store, answer))
     }
 
     /// The file `switch_session` to `query` loads: a path (relative to the cwd), else a

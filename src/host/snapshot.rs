@@ -8,6 +8,8 @@ use serde_json::{json, Value};
 
 use crate::kernel::event::{AssistantDelta, Event, EventPayload};
 use crate::kernel::message::Message;
+use crate::kernel::session::SessionHeader;
+use crate::wire::protocol::snapshot::{PartialResult, RunningTool, SnapshotHeader, Streaming};
 
 /// The streaming part of a session's state.
 #[derive(Debug, Default)]
@@ -16,8 +18,8 @@ pub struct InFlight {
     message: Option<Value>,
     /// Raw argument text of tool calls being streamed, by content index.
     args: BTreeMap<usize, String>,
-    /// Running tools by call id: `{toolCallId, toolName, args, startedAt, partialResult?}`.
-    tools: BTreeMap<String, Value>,
+    /// Running tools by call id.
+    tools: BTreeMap<String, RunningTool>,
     /// When the active run started (its `agent_start`, unix ms): an attaching client times
     /// the run from there, not from the attach.
     run_started: Option<i64>,
@@ -49,18 +51,23 @@ impl InFlight {
                 tool_name,
                 args,
             } => {
-                let tool = json!({"toolCallId": call_id, "toolName": tool_name, "args": args,
-                                  "startedAt": event.ts});
+                let tool = RunningTool {
+                    tool_call_id: call_id.clone(),
+                    tool_name: tool_name.clone(),
+                    args: args.clone(),
+                    started_at: event.ts,
+                    partial_result: None,
+                };
                 self.tools.insert(call_id.clone(), tool);
             }
             EventPayload::ToolCallUpdated {
                 call_id, partial, ..
             } => {
                 if let Some(tool) = self.tools.get_mut(call_id) {
-                    tool["partialResult"] = json!({
-                        "content": partial.content,
-                        "details": partial.details,
-                        "isError": partial.is_error,
+                    tool.partial_result = Some(PartialResult {
+                        content: partial.content.clone(),
+                        details: partial.details.clone(),
+                        is_error: partial.is_error,
                     });
                 }
             }
@@ -77,12 +84,12 @@ impl InFlight {
         self.run_started
     }
 
-    /// `{message, tools}` while something is in flight, else `None`.
-    pub fn to_json(&self) -> Option<Value> {
+    /// The message and tools in flight, if any.
+    pub fn streaming(&self) -> Option<Streaming> {
         if self.message.is_none() && self.tools.is_empty() {
             return None;
         }
-        let tools: Vec<&Value> = self.tools.values().collect();
+        let tools = self.tools.values().cloned().collect();
         let mut message = self.message.clone();
         if let Some(content) = message
             .as_mut()
@@ -95,7 +102,7 @@ impl InFlight {
                 }
             }
         }
-        Some(json!({"message": message, "tools": tools}))
+        Some(Streaming { message, tools })
     }
 
     fn apply(&mut self, delta: &AssistantDelta) {
@@ -157,6 +164,18 @@ impl InFlight {
     }
 }
 
+/// The snapshot's `header`: the session file's header line.
+pub fn header(h: &SessionHeader) -> SnapshotHeader {
+    SnapshotHeader {
+        kind: "session".into(),
+        version: crate::kernel::session::VERSION,
+        id: h.id.clone(),
+        timestamp: h.timestamp.clone(),
+        cwd: h.cwd.clone(),
+        parent_session: h.parent_session.clone(),
+    }
+}
+
 /// Appends in place (a long answer streams many thousands of deltas).
 fn append(content: &mut [Value], index: usize, field: &str, delta: &str) {
     if let Some(Value::String(s)) = content.get_mut(index).and_then(|b| b.get_mut(field)) {
@@ -180,9 +199,18 @@ mod tests {
     }
 
     #[test]
+    fn the_snapshot_header_is_the_session_files_header_line() {
+        let clock = crate::kernel::clock::Clock::new(Some(0), Some(1));
+        let mut h = SessionHeader::new(&clock, "/w");
+        assert_eq!(serde_json::to_value(header(&h)).unwrap(), h.to_json());
+        h.parent_session = Some("/s/a.jsonl".into());
+        assert_eq!(serde_json::to_value(header(&h)).unwrap(), h.to_json());
+    }
+
+    #[test]
     fn a_streaming_message_and_a_running_tool_are_folded_from_their_events() {
         let mut f = InFlight::default();
-        assert_eq!(f.to_json(), None);
+        assert_eq!(f.streaming(), None);
         let empty = AssistantMessage {
             content: Vec::new(),
             api: "a".into(),
@@ -222,7 +250,7 @@ mod tests {
                 delta: d,
             }));
         }
-        let snap = f.to_json().unwrap();
+        let snap = serde_json::to_value(f.streaming().unwrap()).unwrap();
         assert_eq!(snap["message"]["content"][0]["text"], "Hello");
         assert_eq!(snap["message"]["content"][1]["partialArguments"], "{\"comm");
         f.observe(&event(EventPayload::ToolCallStarted {
@@ -236,13 +264,14 @@ mod tests {
             args: json!({"command": "ls"}),
             partial: ToolOutput::ok("a\nb"),
         }));
-        let snap = f.to_json().unwrap();
+        let snap = serde_json::to_value(f.streaming().unwrap()).unwrap();
         assert_eq!(snap["tools"][0]["toolCallId"], "c0");
         assert!(snap["tools"][0]["partialResult"].is_object());
         f.observe(&event(EventPayload::AgentSettled {
             aborted: false,
             outcome: crate::kernel::event::RunOutcome::Completed,
+            structured_output: None,
         }));
-        assert_eq!(f.to_json(), None);
+        assert_eq!(f.streaming(), None);
     }
 }

@@ -2,19 +2,17 @@
 //! the loop, so the events they cause are written first.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use serde_json::{json, Value};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{CommandError, Data, Host, Internal, Reply};
 use crate::kernel::abort::AbortController;
+use crate::wire::pi::data::BashData;
+use crate::wire::pi::CommandName;
 use crate::wire::rpc::{self, Request};
 
 impl Host {
-    pub(super) fn compact(&mut self, req: Request) {
-        let instructions = match req.opt_str("customInstructions") {
-            Ok(i) => i.map(str::to_string),
-            Err(e) => return self.respond(&req, Err(e.into())),
-        };
+    pub(super) fn compact(&mut self, req: Request, instructions: Option<String>) {
         let task = self.spawn_task(None);
         let session = self.live.session.clone();
         let tx = self.tx.clone();
@@ -27,7 +25,7 @@ impl Host {
             };
             let reply = Reply {
                 id: req.id.clone(),
-                command: "compact".into(),
+                command: CommandName::Compact.as_str().into(),
                 result,
             };
             let _ = tx.send(Internal::Reply(reply));
@@ -35,9 +33,7 @@ impl Host {
         });
     }
 
-    pub(super) fn bash(&mut self, req: &Request) -> Result<(), CommandError> {
-        let command = req.str("command")?.to_string();
-        let exclude = req.opt_bool("excludeFromContext")?.unwrap_or(false);
+    pub(super) fn bash(&mut self, req: &Request, command: String, exclude: bool) {
         let (controller, signal) = AbortController::new();
         let task = self.spawn_task(Some(controller));
         let session = self.live.session.clone();
@@ -71,24 +67,23 @@ impl Host {
                 let rest = String::from_utf8_lossy(&carry).into_owned();
                 let _ = tx.send(Internal::Publish(rpc::bash_update_line(id.as_ref(), &rest)));
             }
-            let mut data = json!({
-                "output": record.output,
-                "exitCode": record.exit_code,
-                "cancelled": record.cancelled,
-                "truncated": record.truncated,
-            });
-            if let (Some(p), Some(m)) = (&record.full_output_path, data.as_object_mut()) {
-                m.insert("fullOutputPath".into(), json!(p));
-            }
+            let data = BashData {
+                output: record.output,
+                exit_code: record.exit_code,
+                cancelled: record.cancelled,
+                truncated: record.truncated,
+                full_output_path: record.full_output_path,
+            };
             let reply = Reply {
                 id,
-                command: "bash".into(),
-                result: Ok(Data::Json(data)),
+                command: CommandName::Bash.as_str().into(),
+                result: Ok(Data::Json(
+                    serde_json::to_value(&data).unwrap_or(Value::Null),
+                )),
             };
             let _ = tx.send(Internal::Reply(reply));
             let _ = tx.send(Internal::Done(task));
         });
-        Ok(())
     }
 }
 

@@ -32,6 +32,8 @@ pub enum Permission {
     ReadOnly,
     /// A front end must approve each mutating call.
     Ask,
+    /// `edit` and `write` run; `bash` and mutating external tools must be approved.
+    AcceptEdits,
 }
 
 /// Fixed settings of one agent session.
@@ -69,6 +71,16 @@ pub struct AgentConfig {
     /// The id of the session being served, sent to APIs that route prompt caches by it
     /// (`None`: no such hint).
     pub session_id: Option<String>,
+    /// The session's hooks (`None`: none configured; nothing is fired).
+    pub hooks: Option<crate::kernel::hooks::Hooks>,
+    /// The JSON Schema a run's final answer must match (`--output-schema`): sent to the API
+    /// in its native form, checked when the model stops, sent back once on a mismatch.
+    pub output_schema: Option<Arc<crate::kernel::output_schema::OutputSchema>>,
+    /// USD a run may cost (`--max-cost`): checked before each model call of a run.
+    pub max_cost: Option<f64>,
+    /// Permission rules (`deny`, `ask`, `allow`) checked on every tool call before the mode
+    /// (`kernel::policy`); empty: the mode alone decides.
+    pub rules: Arc<crate::kernel::policy::Rules>,
     /// The sandbox of the processes the model starts and the policy the file tools check
     /// (`DESIGN.md` §14); `workspace-write` unless the user chose otherwise.
     pub sandbox: std::sync::Arc<crate::kernel::sandbox::Sandbox>,
@@ -127,6 +139,10 @@ impl AgentConfig {
             retry: RetryPolicy::default(),
             compaction: CompactionPolicy::default(),
             session_id: None,
+            hooks: None,
+            output_schema: None,
+            max_cost: None,
+            rules: Default::default(),
             sandbox,
         }
     }
@@ -190,6 +206,9 @@ pub(crate) struct State {
     /// Shell commands the user ran while a run was active: recorded and added to the context
     /// when the run settles, so the conversation keeps its order.
     pub pending_bash: Vec<BashExecution>,
+    /// `SessionStart` hooks still to fire (before the next run), with their `source`:
+    /// `startup` (a new session), `resume` (one with messages), `compact` (after a compaction).
+    pub session_start: Option<&'static str>,
 }
 
 #[derive(Debug)]
@@ -310,7 +329,14 @@ impl AgentSession {
             abort: None,
             approvals: HashMap::new(),
             pending_bash: Vec::new(),
+            session_start: None,
         };
+        let mut state = state;
+        state.session_start = Some(if state.messages.is_empty() {
+            "startup"
+        } else {
+            "resume"
+        });
         AgentSession {
             inner: Arc::new(Inner {
                 bus,
@@ -525,6 +551,15 @@ impl AgentSession {
     /// Turns automatic compaction on or off.
     pub fn set_auto_compaction(&self, enabled: bool) {
         self.inner.lock().auto_compaction = enabled;
+    }
+
+    /// Fires the `SessionEnd` hooks (`reason`: Claude's word, e.g. `prompt_input_exit`,
+    /// `clear`, `other`) and waits for them; nothing when none is configured.
+    pub async fn end_hooks(&self, reason: &str) {
+        let fields = serde_json::json!({ "reason": reason });
+        let never = AbortSignal::never();
+        let hook = crate::kernel::hooks::HookEvent::SessionEnd;
+        crate::kernel::turn::hooked::fire(&self.inner, hook, &[reason], fields, &never).await;
     }
 
     /// Compacts the conversation now (RPC `compact`, TUI `/compact`). Only while idle.

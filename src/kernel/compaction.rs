@@ -6,9 +6,11 @@
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::Inner;
 use crate::kernel::event::{CompactionReason, CompactionResult, EventPayload};
+use crate::kernel::hooks::HookEvent;
 use crate::kernel::message::{Content, Message, StopReason, Usage};
 use crate::kernel::provider::{ModelRequest, ProviderEvent};
 use crate::kernel::session::compaction_text;
+use crate::kernel::turn::hooked;
 
 /// When to compact and how much to keep.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -188,6 +190,8 @@ pub enum CompactError {
     /// The summarisation call failed.
     Failed(String),
     Aborted,
+    /// A `PreCompact` hook blocked it, for this reason.
+    Blocked(String),
 }
 
 impl std::fmt::Display for CompactError {
@@ -196,6 +200,7 @@ impl std::fmt::Display for CompactError {
             CompactError::NothingToCompact => f.write_str("Nothing to compact (session too small)"),
             CompactError::Failed(m) => write!(f, "Compaction failed: {m}"),
             CompactError::Aborted => f.write_str("Compaction was aborted"),
+            CompactError::Blocked(why) => write!(f, "Compaction was blocked by a hook: {why}"),
         }
     }
 }
@@ -213,8 +218,23 @@ pub(crate) async fn compact(
         .bus
         .publish(EventPayload::CompactionStarted { reason });
     inner.lock().compacting = true;
-    let outcome = summarise(inner, instructions, abort).await;
+    let trigger = match reason {
+        CompactionReason::Manual => "manual",
+        _ => "auto",
+    };
+    let fields =
+        serde_json::json!({"trigger": trigger, "custom_instructions": instructions.unwrap_or("")});
+    let pre = hooked::fire(inner, HookEvent::PreCompact, &[trigger], fields, abort).await;
+    let outcome = match pre.blocked {
+        Some(why) => Err(CompactError::Blocked(why)),
+        None => summarise(inner, instructions, abort).await,
+    };
     inner.lock().compacting = false;
+    if let Ok(r) = &outcome {
+        inner.lock().session_start = Some("compact");
+        let fields = serde_json::json!({"trigger": trigger, "compact_summary": r.summary});
+        hooked::fire(inner, HookEvent::PostCompact, &[trigger], fields, abort).await;
+    }
     let (result, error) = match &outcome {
         Ok(r) => (Some(r.clone()), None),
         Err(e) => (None, Some(e.to_string())),
@@ -255,6 +275,7 @@ async fn summarise(
         tools: Vec::new(),
         thinking_level: "off".into(),
         session_id: inner.config.session_id.clone(),
+        output_schema: None,
     };
     let mut rx = provider.stream(request, abort.clone());
     let mut summary = String::new();

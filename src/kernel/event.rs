@@ -73,6 +73,9 @@ pub enum RunOutcome {
     Blocked { tool_name: String, call_id: String },
     /// The run was aborted (abort op, signal).
     Aborted,
+    /// The run's cost exceeded `--max-cost` before its next model call: the cap and the USD
+    /// spent so far.
+    Budget { max_cost: f64, spent: f64 },
 }
 
 /// How a tool call was decided under the permission policy.
@@ -110,6 +113,8 @@ pub enum EventPayload {
     AgentSettled {
         aborted: bool,
         outcome: RunOutcome,
+        /// The final answer as JSON, when the run had an output schema and completed.
+        structured_output: Option<Value>,
     },
     TurnStarted,
     TurnFinished {
@@ -197,6 +202,22 @@ pub enum EventPayload {
         aborted: bool,
         will_retry: bool,
         error_message: Option<String>,
+    },
+    /// A hook command started (`event` is its Claude event name).
+    HookStarted {
+        event: String,
+        command: String,
+    },
+    /// A hook command ended: its exit code (`None`: killed or not started), what it decided,
+    /// its reason and what it says to the user.
+    HookFinished {
+        event: String,
+        command: String,
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        decision: Option<String>,
+        reason: Option<String>,
+        messages: Vec<String>,
     },
 }
 

@@ -212,6 +212,7 @@ fn apply(
             Some(EntryData::RawMessage(record.to_json()))
         }
         EventPayload::SessionNamed { name } => Some(EntryData::SessionInfo { name: name.clone() }),
+        EventPayload::HookStarted { .. } | EventPayload::HookFinished { .. } => None,
         EventPayload::TurnFinished { .. } | EventPayload::AgentSettled { .. } => {
             return Some(store.sync().map_err(|e| e.message));
         }
@@ -294,6 +295,7 @@ mod tests {
             EventPayload::AgentSettled {
                 aborted: false,
                 outcome: RunOutcome::Completed,
+                structured_output: None,
             },
         ]
     }

@@ -13,13 +13,20 @@ use crate::kernel::compaction;
 use crate::kernel::event::{ApprovalDecision, CompactionReason, EventPayload, RunOutcome};
 use crate::kernel::message::{AssistantMessage, Message, StopReason, ToolResultMessage, Usage};
 use crate::kernel::op::{QueueMode, UserInput};
+use crate::kernel::policy::Verdict as RuleVerdict;
 use crate::kernel::provider::ModelRequest;
 use crate::kernel::tool::external::{ExternalCall, ExternalSpec};
 use crate::kernel::tool::{self, ToolContext, ToolOutput};
 use crate::kernel::tool_loop::ToolLoop;
 
 mod assemble;
+mod contract;
+pub(crate) mod hooked;
 use assemble::Assembler;
+use contract::{Contract, Verdict};
+use hooked::Prompt;
+
+use crate::kernel::hooks::Decision;
 
 /// Error kinds worth retrying when they happen before any output.
 const RETRYABLE: &[&str] = &[
@@ -42,15 +49,57 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
     let mut retry_result: Option<Result<(), String>> = None;
     let mut overflow_compacted = false;
     let mut repeats = ToolLoop::new(inner.config.max_repeated_failures);
+    let mut stop_continues: u32 = 0;
+    let source = inner.lock().session_start.take();
+    let mut start_context = match source {
+        Some(source) => hooked::session_start(inner, source, &abort).await,
+        None => Vec::new(),
+    };
+    let mut contract = Contract::default();
+    // keel's own next message (a corrected answer for `--output-schema`, a Stop hook's
+    // reason to go on): sent on the next call, not shown to UserPromptSubmit hooks.
+    let mut repair: Option<UserInput> = None;
+    let mut structured_output = None;
     let outcome = loop {
+        if let Some(over) = contract.over_budget(&inner.config) {
+            requeue_follow_ups(inner, std::mem::take(&mut pending_user));
+            break over;
+        }
         inner.bus.publish(EventPayload::TurnStarted);
         turns += 1;
-        for input in pending_user.drain(..) {
+        let inputs = std::mem::take(&mut pending_user);
+        let had_inputs = !inputs.is_empty();
+        let mut sent = false;
+        for input in inputs {
+            match hooked::prompt_submitted(inner, &input.text, &abort).await {
+                Prompt::Blocked => continue,
+                Prompt::Go(context) => {
+                    let now = inner.clock.now_ms();
+                    push_message(inner, &mut produced, input.into_message(now));
+                    let context: Vec<String> = start_context.drain(..).chain(context).collect();
+                    if !context.is_empty() {
+                        let text = hooked::context_message(&context);
+                        push_message(
+                            inner,
+                            &mut produced,
+                            UserInput::text(text).into_message(now),
+                        );
+                    }
+                    sent = true;
+                }
+            }
+        }
+        if let Some(input) = repair.take() {
             push_message(
                 inner,
                 &mut produced,
                 input.into_message(inner.clock.now_ms()),
             );
+            sent = true;
+        }
+        if had_inputs && !sent && !has_queued(inner, Queue::Steering) {
+            // Every prompt of this turn was blocked by a hook: nothing goes to the model.
+            break RunOutcome::Completed;
         }
         for input in take_queue(inner, Queue::Steering) {
             push_message(
@@ -59,8 +108,9 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 input.into_message(inner.clock.now_ms()),
             );
         }
-        compact_if_needed(inner, &abort).await;
+        contract.spend(&compact_if_needed(inner, &abort).await);
         let streamed = stream_assistant(inner, &abort).await;
+        contract.spend(&streamed.message.usage);
         let assistant = streamed.message.clone();
         push_message(inner, &mut produced, Message::from(assistant.clone()));
         if let Some(outcome) = failed_outcome(&assistant, streamed.error_kind.clone()) {
@@ -71,7 +121,8 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 let compacted =
                     compaction::compact(inner, CompactionReason::Overflow, None, true, &abort)
                         .await;
-                if compacted.is_ok() {
+                if let Ok(done) = &compacted {
+                    contract.spend(&done.usage);
                     turns -= 1;
                     continue;
                 }
@@ -113,6 +164,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
             retry_result = Some(Ok(()));
         }
         let calls = assistant.tool_calls();
+        let last_text = assistant.text();
         let batch = run_tools(inner, &calls, &abort).await;
         for r in &batch.results {
             push_message(inner, &mut produced, Message::from(r.clone()));
@@ -125,6 +177,9 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         if let Some(outcome) = batch.blocked.or(repeated) {
             break outcome;
         }
+        if batch.hook_stop.is_some() {
+            break RunOutcome::Completed;
+        }
         let more = !calls.is_empty() || has_queued(inner, Queue::Steering) || {
             let follow = take_queue(inner, Queue::FollowUp);
             let any = !follow.is_empty();
@@ -132,7 +187,27 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
             any
         };
         if !more {
-            break RunOutcome::Completed;
+            let again = match stop_continues < hooked::MAX_STOP_CONTINUES {
+                true => hooked::stopping(inner, stop_continues > 0, &last_text, &abort).await,
+                false => None,
+            };
+            if let Some(reason) = again.filter(|_| !abort.is_aborted()) {
+                stop_continues += 1;
+                repair = Some(UserInput::text(reason));
+                continue;
+            }
+            match contract.final_answer(&inner.config, &last_text) {
+                Verdict::Accept(value) => {
+                    structured_output = value;
+                    break RunOutcome::Completed;
+                }
+                // keel's own request: not held to --max-turns (the cap still holds).
+                Verdict::Repair(input) => {
+                    repair = Some(input);
+                    continue;
+                }
+                Verdict::Fail(outcome) => break outcome,
+            }
         }
         if let Some(max) = inner.config.max_turns {
             if turns >= max {
@@ -159,15 +234,16 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
     let aborted = outcome == RunOutcome::Aborted;
     inner.bus.publish(EventPayload::AgentSettled {
         aborted,
+        structured_output: structured_output.filter(|_| outcome == RunOutcome::Completed),
         outcome: outcome.clone(),
     });
     outcome
 }
 
-/// Compacts before a model call when the context has grown past the threshold. A failed
-/// compaction is reported in its events and the call goes ahead (the provider may still
-/// accept it; if not, the overflow path takes over).
-async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) {
+/// Compacts before a model call when the context has grown past the threshold; the usage of
+/// the summarising call. A failed compaction is reported in its events and the call goes
+/// ahead (the provider may still accept it; if not, the overflow path takes over).
+async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) -> Usage {
     let over = {
         let state = inner.lock();
         let window = state.provider.info().context_window;
@@ -175,8 +251,12 @@ async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) {
             && compaction::context_tokens(&state.messages)
                 > inner.config.compaction.threshold(window)
     };
-    if over {
-        let _ = compaction::compact(inner, CompactionReason::Threshold, None, false, abort).await;
+    if !over {
+        return Usage::default();
+    }
+    match compaction::compact(inner, CompactionReason::Threshold, None, false, abort).await {
+        Ok(done) => done.usage,
+        Err(_) => Usage::default(),
     }
 }
 
@@ -350,6 +430,11 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
             tools,
             thinking_level,
             session_id: inner.config.session_id.clone(),
+            output_schema: inner
+                .config
+                .output_schema
+                .as_ref()
+                .map(|s| s.schema().clone()),
         }
     };
     let mut rx = provider.stream(request, abort.clone());
@@ -392,12 +477,15 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
 struct Batch {
     results: Vec<ToolResultMessage>,
     blocked: Option<RunOutcome>,
+    /// A hook said `continue: false`: the run ends after this batch.
+    hook_stop: Option<String>,
 }
 
 /// Runs a turn's tool calls one after another, applying the permission policy.
 async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &AbortSignal) -> Batch {
     let mut results = Vec::with_capacity(calls.len());
     let mut blocked = None;
+    let mut hook_stop = None;
     for (id, name, args) in calls {
         inner.bus.publish(EventPayload::ToolCallStarted {
             call_id: id.clone(),
@@ -413,7 +501,18 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
         } else if let Some(bad) = tool::args::error(args) {
             bad
         } else {
-            match check_permission(inner, id, name, args, abort).await {
+            let pre = hooked::pre_tool(inner, id, name, args, abort).await;
+            hook_stop = hook_stop.or(pre.stop);
+            let args = pre.args.as_ref().unwrap_or(args);
+            let gate = match pre.decision {
+                Some((Decision::Deny, reason)) => Gate::Refuse(ToolOutput::error(format!(
+                    "Tool `{name}` was blocked by a PreToolUse hook: {}",
+                    reason.as_deref().unwrap_or("no reason given")
+                ))),
+                hook => check_permission(inner, id, name, args, hook.map(|d| d.0), abort).await,
+            };
+            let ran = matches!(gate, Gate::Run | Gate::Approved);
+            let mut out = match gate {
                 Gate::Run => execute(inner, id, name, args, abort).await,
                 Gate::Approved => {
                     started = inner.clock.now_ms();
@@ -431,7 +530,13 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
                     });
                     out
                 }
+            };
+            if ran {
+                let stop = hooked::post_tool(inner, id, name, args, &mut out, abort).await;
+                hook_stop = hook_stop.or(stop);
             }
+            hooked::append(&mut out, &pre.context);
+            out
         };
         let duration_ms = (inner.clock.now_ms() - started).max(0) as u64;
         inner.bus.publish(EventPayload::ToolCallFinished {
@@ -450,7 +555,11 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
             timestamp: inner.clock.now_ms(),
         });
     }
-    Batch { results, blocked }
+    Batch {
+        results,
+        blocked,
+        hook_stop,
+    }
 }
 
 /// The tools every external source offers now, after the built-ins (a name that repeats a
@@ -483,6 +592,7 @@ async fn check_permission(
     id: &str,
     name: &str,
     args: &Value,
+    hook: Option<Decision>,
     abort: &AbortSignal,
 ) -> Gate {
     let builtin = inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some();
@@ -502,18 +612,75 @@ async fn check_permission(
             }
         }
     };
-    if read_only {
-        return Gate::Run;
+    let verdict = inner.config.rules.check(name, args, &inner.config.cwd);
+    let permission = inner.config.permission;
+    // A hook's `ask` (or `defer`) makes a call ask in every mode; its `allow` answers the
+    // mode's question, never a deny or ask rule, nor a refusal.
+    let hook_asks = matches!(hook, Some(Decision::Ask | Decision::Defer));
+    let asks = match verdict {
+        RuleVerdict::Deny(m) => {
+            return Gate::Refuse(ToolOutput::error(format!(
+                "Tool `{name}` denied by rule `{}` (from {})",
+                m.rule, m.origin
+            )))
+        }
+        _ if !read_only && permission == Permission::ReadOnly => {
+            return Gate::Refuse(ToolOutput::error(format!(
+                "Tool `{name}` is not allowed: keel runs with --permission read-only"
+            )))
+        }
+        _ if hook_asks => Some("a PreToolUse hook asked".to_string()),
+        RuleVerdict::Ask(m) => Some(format!("rule `{}` (from {})", m.rule, m.origin)),
+        RuleVerdict::Allow(_) => None,
+        RuleVerdict::Unmatched if read_only || !mode_asks(permission, name) => None,
+        RuleVerdict::Unmatched if hook == Some(Decision::Allow) => None,
+        RuleVerdict::Unmatched => Some(format!("--permission {}", mode_word(permission))),
+    };
+    match asks {
+        None => Gate::Run,
+        Some(why) => {
+            let blocked = format!(
+                "Tool `{name}` needs approval and this run cannot ask ({why} in a headless mode)"
+            );
+            ask_or_block(inner, (id, name, args), abort, blocked).await
+        }
     }
-    match inner.config.permission {
-        Permission::Auto => Gate::Run,
-        Permission::ReadOnly => Gate::Refuse(ToolOutput::error(format!(
-            "Tool `{name}` is not allowed: keel runs with --permission read-only"
+}
+
+/// Whether the mode asks before a call of a tool that changes things (no rule matched).
+fn mode_asks(permission: Permission, name: &str) -> bool {
+    match permission {
+        Permission::Auto | Permission::ReadOnly => false,
+        Permission::Ask => true,
+        Permission::AcceptEdits => !matches!(name, "edit" | "write"),
+    }
+}
+
+fn mode_word(permission: Permission) -> &'static str {
+    match permission {
+        Permission::Auto => "auto",
+        Permission::ReadOnly => "read-only",
+        Permission::Ask => "ask",
+        Permission::AcceptEdits => "accept-edits",
+    }
+}
+
+/// A call that needs a person's answer: `PermissionRequest` hooks may give it; else the front
+/// end is asked, or, in a run that cannot ask, the call blocks with `blocked`'s message.
+async fn ask_or_block(
+    inner: &Inner,
+    (id, name, args): (&str, &str, &Value),
+    abort: &AbortSignal,
+    blocked: String,
+) -> Gate {
+    match hooked::permission_request(inner, name, args, abort).await {
+        Some((Decision::Allow, _)) => Gate::Approved,
+        Some((Decision::Deny, why)) => Gate::Denied(ToolOutput::error(format!(
+            "Tool `{name}` was denied by a PermissionRequest hook: {}",
+            why.as_deref().unwrap_or("no reason given")
         ))),
-        Permission::Ask if !inner.config.can_ask => Gate::Block(ToolOutput::error(format!(
-            "Tool `{name}` needs approval and this run cannot ask (--permission ask in a headless mode)"
-        ))),
-        Permission::Ask => ask(inner, id, name, args, abort).await,
+        _ if inner.config.can_ask => ask(inner, id, name, args, abort).await,
+        _ => Gate::Block(ToolOutput::error(blocked)),
     }
 }
 

@@ -271,6 +271,9 @@ pub struct Sources {
     pub disabled: bool,
     /// `--trust-project`.
     pub trust_project: bool,
+    /// The settings files' `mcpServers` (after the user's and project's files, before
+    /// `files`).
+    pub settings: Vec<ServerConfig>,
 }
 
 /// The servers to start, and warnings (project servers skipped for an untrusted project).
@@ -325,6 +328,9 @@ pub fn load(
                 ));
             }
         }
+    }
+    if !sources.strict {
+        all.extend(sources.settings.iter().cloned());
     }
     for f in &sources.files {
         all.extend(read(f, vars)?);

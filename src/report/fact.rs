@@ -49,6 +49,7 @@ pub enum Fact {
         aborted: bool,
         outcome: Outcome,
         error: Option<SettledError>,
+        structured_output: Option<Value>,
     },
 }
 
@@ -104,11 +105,13 @@ impl Fact {
                 aborted,
                 outcome,
                 error,
+                structured_output,
                 ..
             } => Fact::AgentSettled {
                 aborted,
                 outcome,
                 error,
+                structured_output: structured_output.map(|v| v.into_owned()),
             },
             _ => return None,
         })
@@ -161,6 +164,7 @@ mod tests {
                     kind: ErrorKind::ProviderHttp,
                     message: "HTTP 500".into()
                 }),
+                structured_output: None,
             })
         );
     }

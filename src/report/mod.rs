@@ -28,6 +28,8 @@ pub struct RunSummary {
     pub usage: Usage,
     /// The run's verdict, once settled.
     pub settled: Option<Settled>,
+    /// The final answer as JSON, when the run had an output schema (`--output-schema`).
+    pub structured_output: Option<serde_json::Value>,
     /// stdout failed (not a closed pipe) and the run was stopped: the failure's message. The
     /// run then ends as `failed` with error kind `output_write`.
     pub output_error: Option<String>,
@@ -49,11 +51,17 @@ impl RunSummary {
             Fact::CompactionEnd {
                 result: Some(r), ..
             } => self.usage.add(&r.usage),
-            Fact::AgentSettled { outcome, error, .. } => {
+            Fact::AgentSettled {
+                outcome,
+                error,
+                structured_output,
+                ..
+            } => {
                 self.settled = Some(Settled {
                     outcome: outcome.clone(),
                     error: error.clone(),
-                })
+                });
+                self.structured_output = structured_output.clone();
             }
             _ => {}
         }
@@ -89,6 +97,7 @@ fn exit_for(outcome: &Outcome) -> Exit {
         Outcome::Completed => Exit::Success,
         Outcome::TurnLimit => Exit::TurnLimit,
         Outcome::Blocked => Exit::Blocked,
+        Outcome::Budget => Exit::Budget,
         // An abort without a signal (e.g. stdout closed) is reported as a failure.
         Outcome::Failed | Outcome::Aborted => Exit::Failed,
         Outcome::Other(_) => Exit::Internal,
@@ -114,6 +123,7 @@ pub fn result_line(
         usage: &summary.usage,
         duration_ms,
         error: error.map(|(kind, message)| ResultError { kind, message }),
+        structured_output: summary.structured_output.as_ref(),
     };
     let mut s = serde_json::to_string(&line).unwrap_or_default();
     s.push('\n');

@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use chrono::{DateTime, TimeZone};
 use croner::parser::{CronParser, Seconds, Year};
 
-use super::Task;
+use super::{ScheduleError, ScheduleErrorKind, Task};
 
 /// A task's schedule, parsed.
 #[derive(Debug, Clone)]
@@ -24,13 +24,14 @@ pub enum Schedule {
 
 impl Schedule {
     /// The schedule of `task`: exactly one of `every` and `cron`.
-    pub fn of(task: &Task) -> Result<Schedule, String> {
+    pub fn of(task: &Task) -> Result<Schedule, ScheduleError> {
+        let shape = |message: &str| Err(ScheduleError::new(ScheduleErrorKind::Shape, message));
         match (task.every, task.cron.as_deref()) {
-            (Some(0), None) => Err("every is 0 seconds".into()),
+            (Some(0), None) => shape("every is 0 seconds"),
             (Some(secs), None) => Ok(Schedule::Every(secs)),
             (None, Some(expr)) => parse_cron(expr).map(|c| Schedule::Cron(Box::new(c))),
-            (Some(_), Some(_)) => Err("give --every or --cron, not both".into()),
-            (None, None) => Err("give --every or --cron".into()),
+            (Some(_), Some(_)) => shape("give --every or --cron, not both"),
+            (None, None) => shape("give --every or --cron"),
         }
     }
 
@@ -45,13 +46,18 @@ impl Schedule {
 
 /// A 5-field cron expression (minute hour day-of-month month day-of-week; names, ranges,
 /// steps, lists, `L`, `#`, `W` and `@daily`-style nicknames as `croner` reads them).
-pub fn parse_cron(expr: &str) -> Result<croner::Cron, String> {
+pub fn parse_cron(expr: &str) -> Result<croner::Cron, ScheduleError> {
     CronParser::builder()
         .seconds(Seconds::Disallowed)
         .year(Year::Disallowed)
         .build()
         .parse(expr)
-        .map_err(|e| format!("--cron {expr:?} is not a 5-field cron expression: {e}"))
+        .map_err(|e| {
+            ScheduleError::new(
+                ScheduleErrorKind::Cron,
+                format!("--cron {expr:?} is not a 5-field cron expression: {e}"),
+            )
+        })
 }
 
 /// The first run after `anchor` (an instant in the zone to evaluate in). `None`: the cron
@@ -193,6 +199,21 @@ mod tests {
     }
 
     #[test]
+    fn a_schedule_that_is_not_exactly_one_of_every_and_cron_is_a_shape_error() {
+        let at = "2026-11-20T06:00:00-05:00";
+        for t in [
+            task(None, None, at),
+            task(Some(60), Some("0 7 * * *"), at),
+            task(Some(0), None, at),
+        ] {
+            let e = Schedule::of(&t).unwrap_err();
+            assert_eq!(e.kind, ScheduleErrorKind::Shape, "{e}");
+        }
+        let e = Schedule::of(&task(None, Some("every day"), at)).unwrap_err();
+        assert_eq!(e.kind, ScheduleErrorKind::Cron, "{e}");
+    }
+
+    #[test]
     fn cron_expressions_are_five_fields_and_bad_ones_are_named() {
         let s = cron("0 7 * * 1-5");
         // 2026-12-04 is a Friday: the next weekday 07:00 is Monday the 7th.
@@ -200,7 +221,8 @@ mod tests {
         assert_eq!(next, ny(2026, 12, 7, 7, 0));
         for bad in ["61 * * * *", "* * * *", "0 0 7 * * *", "every day"] {
             let e = parse_cron(bad).unwrap_err();
-            assert!(e.contains(bad), "{bad}: {e}");
+            assert!(e.message.contains(bad), "{bad}: {e}");
+            assert_eq!(e.kind, ScheduleErrorKind::Cron, "{bad}");
         }
     }
 

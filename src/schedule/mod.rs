@@ -119,6 +119,43 @@ impl std::fmt::Display for StoreError {
     }
 }
 
+/// What is wrong with a task's schedule (`--every`, `--cron`, or the store's `every`/`cron`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScheduleErrorKind {
+    /// `--every` is not a positive number with s, m, h or d.
+    Duration,
+    /// `--every` is a duration too long to count in seconds.
+    TooLong,
+    /// `--cron` is not a 5-field cron expression.
+    Cron,
+    /// Not exactly one of `every` and `cron`, or `every` is 0 seconds.
+    Shape,
+}
+
+/// A schedule that cannot be used: its kind and the sentence the user reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduleError {
+    pub kind: ScheduleErrorKind,
+    pub message: String,
+}
+
+impl ScheduleError {
+    pub fn new(kind: ScheduleErrorKind, message: impl Into<String>) -> Self {
+        ScheduleError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ScheduleError {}
+
 /// `$KEEL_HOME/schedules.json`.
 #[derive(Debug, Clone)]
 pub struct Store {
@@ -248,7 +285,7 @@ fn parse(text: &str) -> Result<Vec<Task>, String> {
     for t in &file.tasks {
         let mut problems = name_problems(&t.name);
         if let Err(e) = due::Schedule::of(t) {
-            problems.push(e);
+            problems.push(e.message);
         }
         if chrono::DateTime::parse_from_rfc3339(&t.created).is_err() {
             problems.push(format!("created {:?} is not an RFC 3339 time", t.created));
@@ -281,7 +318,7 @@ pub fn name_problems(name: &str) -> Vec<String> {
 }
 
 /// `30s`, `30m`, `2h`, `1d` (a bare number is seconds) in seconds.
-pub fn parse_every(text: &str) -> Result<u64, String> {
+pub fn parse_every(text: &str) -> Result<u64, ScheduleError> {
     let t = text.trim();
     let (digits, unit) = match t.find(|c: char| !c.is_ascii_digit()) {
         Some(i) => t.split_at(i),
@@ -295,11 +332,17 @@ pub fn parse_every(text: &str) -> Result<u64, String> {
         _ => 0,
     };
     match digits.parse::<u64>() {
-        Ok(n) if factor > 0 && n > 0 => n
-            .checked_mul(factor)
-            .ok_or_else(|| format!("--every {text:?} is too long")),
-        _ => Err(format!(
-            "--every {text:?} is not a duration: use a number and s, m, h or d (30s, 30m, 2h, 1d)"
+        Ok(n) if factor > 0 && n > 0 => n.checked_mul(factor).ok_or_else(|| {
+            ScheduleError::new(
+                ScheduleErrorKind::TooLong,
+                format!("--every {text:?} is too long"),
+            )
+        }),
+        _ => Err(ScheduleError::new(
+            ScheduleErrorKind::Duration,
+            format!(
+                "--every {text:?} is not a duration: use a number and s, m, h or d (30s, 30m, 2h, 1d)"
+            ),
         )),
     }
 }
@@ -344,8 +387,11 @@ mod tests {
         assert_eq!(parse_every("45"), Ok(45));
         for bad in ["", "0m", "m", "5w", "-5m", "1.5h"] {
             let e = parse_every(bad).unwrap_err();
-            assert!(e.contains("not a duration"), "{bad}: {e}");
+            assert!(e.message.contains("not a duration"), "{bad}: {e}");
+            assert_eq!(e.kind, ScheduleErrorKind::Duration, "{bad}");
         }
+        let e = parse_every("300000000000000000d").unwrap_err();
+        assert_eq!(e.kind, ScheduleErrorKind::TooLong, "{e}");
         assert_eq!(every_text(1800), "30m");
         assert_eq!(every_text(90), "90s");
         assert_eq!(every_text(86_400 * 2), "2d");

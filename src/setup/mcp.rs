@@ -5,27 +5,32 @@
 
 use std::sync::Arc;
 
-use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::kernel::tool::external::ToolSource;
 use crate::kernel::tool::ToolEnv;
 use crate::mcp::config::{self, Sources};
 use crate::mcp::{McpTools, Start, Warn, WAIT_BUDGET};
-use crate::mode::{self, Env, Mode};
+use crate::mode::{Env, Mode};
+use crate::setup::Settings;
 
 /// Which config files the flags choose.
-pub fn sources(cli: &Cli, env: &Env) -> Sources {
+pub fn sources(settings: &Settings, env: &Env) -> Sources {
     Sources {
-        files: cli.mcp_config.iter().map(|f| env.cwd.join(f)).collect(),
-        strict: cli.strict_mcp_config,
-        disabled: cli.no_mcp,
-        trust_project: cli.trust_project,
+        files: settings
+            .mcp_config
+            .iter()
+            .map(|f| env.cwd.join(f))
+            .collect(),
+        strict: settings.strict_mcp_config,
+        disabled: settings.no_mcp,
+        trust_project: settings.trust_project,
+        settings: Vec::new(),
     }
 }
 
 /// The configured servers and the warnings about skipped ones; a broken file is a config error.
-pub fn load(cli: &Cli, env: &Env) -> Result<config::Loaded, StartupError> {
-    for f in &cli.mcp_config {
+pub fn load(settings: &Settings, env: &Env) -> Result<config::Loaded, StartupError> {
+    for f in &settings.mcp_config {
         let p = env.cwd.join(f);
         if !p.is_file() {
             return Err(
@@ -36,9 +41,26 @@ pub fn load(cli: &Cli, env: &Env) -> Result<config::Loaded, StartupError> {
     }
     // `${VAR}` expands from the session's environment (a daemon session's: the client's).
     let vars = env.tool_vars.as_ref().unwrap_or(&env.vars);
-    config::load(&sources(cli, env), &env.keel_home, &env.cwd, vars).map_err(|e| {
+    let hint = |e: config::ConfigError| {
         StartupError::config(e.message).hint("see README, \"MCP servers\", for the file's shape")
-    })
+    };
+    let mut sources = sources(settings, env);
+    sources.settings = settings_servers(&settings.mcp_servers, vars).map_err(hint)?;
+    config::load(&sources, &env.keel_home, &env.cwd, vars).map_err(hint)
+}
+
+/// The settings files' `mcpServers`, read as `mcp.json`'s (each names its file).
+pub fn settings_servers(
+    servers: &std::collections::BTreeMap<String, crate::settings::Sourced<serde_json::Value>>,
+    vars: &std::collections::BTreeMap<String, String>,
+) -> Result<Vec<config::ServerConfig>, config::ConfigError> {
+    let mut out = Vec::new();
+    for (name, entry) in servers {
+        let text = serde_json::json!({"mcpServers": {name.as_str(): &entry.value}}).to_string();
+        let origin = std::path::PathBuf::from(entry.origin.to_string());
+        out.extend(config::parse(&text, &origin, vars)?);
+    }
+    Ok(out)
 }
 
 /// The external tool sources of an agent config.
@@ -47,13 +69,13 @@ type ToolSources = Vec<Arc<dyn ToolSource>>;
 /// Starts the configured servers in the background (nothing when there are none, or outside
 /// a runtime, as in `keel debug prompt`).
 pub fn start(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     allow: Option<Vec<String>>,
     tool_env: &ToolEnv,
     late: Option<Warn>,
 ) -> Result<(ToolSources, Vec<String>), StartupError> {
-    let loaded = load(cli, env)?;
+    let loaded = load(settings, env)?;
     if loaded.servers.is_empty() || tokio::runtime::Handle::try_current().is_err() {
         return Ok((Vec::new(), loaded.warnings));
     }
@@ -61,12 +83,12 @@ pub fn start(
         servers: loaded.servers,
         cwd: env.cwd.clone(),
         // A daemon session's servers get the session's environment, as its other tools do.
-        vars: env.tool_vars.clone().unwrap_or_else(|| env.vars.clone()),
+        vars: super::tool_vars(settings, env).unwrap_or_else(|| env.vars.clone()),
         log_dir: env.keel_home.join("logs"),
         wait_budget: WAIT_BUDGET,
         allow,
         env: tool_env.clone(),
-        warn: late.unwrap_or_else(|| warn_sink(mode::resolve(cli, env))),
+        warn: late.unwrap_or_else(|| warn_sink(settings.mode)),
     });
     Ok((vec![tools as Arc<dyn ToolSource>], loaded.warnings))
 }

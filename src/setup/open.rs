@@ -11,6 +11,7 @@ use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::kernel::clock::Clock;
 use crate::mode::Env;
+use crate::setup::Settings;
 
 /// The flags of a session as `session/open` reads them: `keel ARGS` parsed with [`Cli`]; a
 /// usage error names the first problem.
@@ -23,18 +24,25 @@ pub fn parse_args(args: &[String]) -> Result<Cli, StartupError> {
     })
 }
 
-/// The host setup of a session started with `cli`'s flags in `env`'s directory, as a keel
+/// The settings of a session opened with the flags `args` in `env`'s directory: the flags over
+/// that directory's settings files (not the daemon's), as a keel process started there would
+/// resolve them.
+pub fn session_settings(args: &[String], env: &Env) -> Result<Settings, StartupError> {
+    Settings::resolve(&parse_args(args)?, env)
+}
+
+/// The host setup of a session started with `settings` in `env`'s directory, as a keel
 /// process started there would get it: the daemon's `session/open` and ACP's `session/new`,
 /// `session/load` and `session/resume` all start sessions here. `can_ask`: approval dialogs
 /// can be answered (false blocks such calls, as a print run does).
 pub async fn start(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     clock: &Clock,
     can_ask: bool,
 ) -> Result<crate::host::HostSetup, StartupError> {
-    let provider = prepare(cli, env, clock).await?;
-    crate::setup::host_setup_with(cli, env, clock, can_ask, provider)
+    let provider = prepare(settings, env, clock).await?;
+    crate::setup::host_setup_with(settings, env, clock, can_ask, provider)
 }
 
 /// The first part of [`start`], the one that may wait on the network: the flags checked, the
@@ -42,13 +50,13 @@ pub async fn start(
 /// gets the ids and times it would get in-process) and the provider chosen (which may ask a
 /// server for its models).
 pub async fn prepare(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     clock: &Clock,
 ) -> Result<std::sync::Arc<dyn crate::kernel::provider::Provider>, StartupError> {
-    crate::setup::check_session_flags(cli, false)?;
+    crate::setup::check_session_flags(settings, false)?;
     let _started = clock.now_ms();
-    crate::setup::provider(cli, env).await
+    crate::setup::provider(settings, env).await
 }
 
 /// -32000 with the startup error's text as the message and the error itself as `data`.

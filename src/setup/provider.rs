@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use super::seconds;
-use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::host::models::{Catalog, StartEndpoint};
 use crate::kernel::provider::http::{path_has_v1, HttpOptions, HttpProvider};
@@ -14,6 +13,7 @@ use crate::kernel::provider::scripted::ScriptedProvider;
 use crate::kernel::provider::served::{self, models_url, ListError, ListFailure};
 use crate::kernel::provider::Provider;
 use crate::mode::Env;
+use crate::setup::Settings;
 
 /// The model registry: built-in providers plus `$KEEL_HOME/models.json` when it exists.
 pub fn registry(env: &Env) -> Result<Registry, StartupError> {
@@ -42,20 +42,50 @@ pub fn registry(env: &Env) -> Result<Registry, StartupError> {
 /// The provider and model chosen by `--provider`, `--model [provider/]id`, `--base-url`,
 /// `--api-key`, the environment and models.json (README, "Models and providers"). Without a
 /// model, an OpenAI-compatible server at a URL the user chose is asked what it serves.
-pub async fn provider(cli: &Cli, env: &Env) -> Result<Arc<dyn Provider>, StartupError> {
-    Ok(start(cli, env).await?.0)
+pub async fn provider(settings: &Settings, env: &Env) -> Result<Arc<dyn Provider>, StartupError> {
+    Ok(start(settings, env).await?.0)
 }
 
 /// [`provider`], and where it is served with which key (`None`: the scripted provider), for
 /// the models a session can switch to.
 pub async fn start(
-    cli: &Cli,
+    settings: &Settings,
+    env: &Env,
+) -> Result<(Arc<dyn Provider>, Option<StartEndpoint>), StartupError> {
+    let started = pick(settings, env).await?;
+    check_prices(settings, started.0.info())?;
+    Ok(started)
+}
+
+/// A cost cap needs the model's prices: a model without them (a custom endpoint, a script
+/// without `cost`) cannot take `--max-cost`.
+fn check_prices(settings: &Settings, info: &ModelInfo) -> Result<(), StartupError> {
+    let c = &info.cost;
+    let priced = c.input > 0.0 || c.output > 0.0;
+    match (settings.max_cost, priced) {
+        (Some(_), false) => Err(StartupError::config(format!(
+            "--max-cost needs the model's prices, and keel knows none for `{}/{}`",
+            info.provider, info.id
+        ))
+        .hint(match info.api.as_str() {
+            crate::kernel::provider::model::API_SCRIPTED => {
+                "give the script its prices: `\"cost\": {\"input\": …, \"output\": …}` (USD per million tokens)"
+            }
+            _ => "set `cost` for the model in $KEEL_HOME/models.json (USD per million tokens)",
+        })),
+        _ => Ok(()),
+    }
+}
+
+/// [`start`] without the checks that need the model chosen.
+async fn pick(
+    settings: &Settings,
     env: &Env,
 ) -> Result<(Arc<dyn Provider>, Option<StartEndpoint>), StartupError> {
     let registry = registry(env)?;
-    let (named, model_id) = split_model(cli, &registry);
+    let (named, model_id) = split_model(settings, &registry);
     if named.as_deref() == Some("scripted") {
-        let Some(path) = &cli.script else {
+        let Some(path) = &settings.script else {
             return Err(
                 StartupError::config("the scripted provider needs a script file")
                     .hint("pass --script FILE (see fixtures/providers/ and the README)"),
@@ -69,16 +99,16 @@ pub async fn start(
     }
     let name = match named {
         Some(n) => n,
-        None => provider_name(cli, env, &registry, model_id.as_deref())?,
+        None => provider_name(settings, env, &registry, model_id.as_deref())?,
     };
     let p = known_provider(&registry, &name, env)?;
-    let endpoint = Endpoint::of(cli, env, p);
-    let options = http_options(cli)?;
+    let endpoint = Endpoint::of(settings, env, p);
+    let options = http_options(settings)?;
     let served = p.served_by_server(endpoint.custom);
     let (id, listed) = match model_id {
         Some(id) => (id, None),
         None if served => {
-            let key = api_key(cli, env, p, &endpoint)?;
+            let key = api_key(settings, env, p, &endpoint)?;
             let ids = served_ids(&endpoint, key.as_deref(), &options).await?;
             (served_model(&endpoint, &ids)?, Some(ids))
         }
@@ -92,7 +122,7 @@ pub async fn start(
         ),
     };
     let info = p.place(model_info(p, &id, &endpoint, env)?, &endpoint.url);
-    let key = api_key(cli, env, p, &endpoint)?;
+    let key = api_key(settings, env, p, &endpoint)?;
     let provider = HttpProvider::new(info, key.clone(), options)
         .map_err(|e| StartupError::config(e.message))?;
     let catalog = match (served, listed) {
@@ -111,24 +141,24 @@ pub async fn start(
 /// Whether the flags, environment or models.json choose a provider (`false`: nothing does, and
 /// `provider` would fail with "no model provider is configured"). A broken models.json counts
 /// as configured: `provider` reports it.
-pub fn is_configured(cli: &Cli, env: &Env) -> bool {
+pub fn is_configured(settings: &Settings, env: &Env) -> bool {
     let Ok(registry) = registry(env) else {
         return true;
     };
-    let (named, model_id) = split_model(cli, &registry);
-    named.is_some() || provider_name(cli, env, &registry, model_id.as_deref()).is_ok()
+    let (named, model_id) = split_model(settings, &registry);
+    named.is_some() || provider_name(settings, env, &registry, model_id.as_deref()).is_ok()
 }
 
 /// The provider when no flag names one: the provider of a listed model id, else the one the
 /// environment configures (`OPENAI_BASE_URL` takes any model id to openai).
 fn provider_name(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     registry: &Registry,
     model_id: Option<&str>,
 ) -> Result<String, StartupError> {
     let set = |k: &str| env.vars.contains_key(k);
-    if cli.base_url.is_some() {
+    if settings.base_url.is_some() {
         return Ok("openai".into());
     }
     if let Some(m) = model_id.and_then(|id| registry.models().find(|m| m.id == id)) {
@@ -143,9 +173,12 @@ fn provider_name(
     if set("OPENAI_API_KEY") || set("OPENAI_BASE_URL") {
         return Ok("openai".into());
     }
+    if set("GEMINI_API_KEY") || set("GOOGLE_API_KEY") || set("GOOGLE_GEMINI_BASE_URL") {
+        return Ok("google".into());
+    }
     Err(
         StartupError::config("no model provider is configured").hint(
-            "set ANTHROPIC_API_KEY or OPENAI_API_KEY, or pass --base-url URL (or set \
+            "set ANTHROPIC_API_KEY, OPENAI_API_KEY or GEMINI_API_KEY, or pass --base-url URL (or set \
          OPENAI_BASE_URL) for a local OpenAI-compatible server, or run offline with \
          --provider scripted --script fixtures/providers/hello.json",
         ),
@@ -178,8 +211,8 @@ struct Endpoint {
 }
 
 impl Endpoint {
-    fn of(cli: &Cli, env: &Env, p: &ProviderInfo) -> Endpoint {
-        if let Some(url) = &cli.base_url {
+    fn of(settings: &Settings, env: &Env, p: &ProviderInfo) -> Endpoint {
+        if let Some(url) = &settings.base_url {
             return Endpoint {
                 url: url.clone(),
                 custom: true,
@@ -209,19 +242,28 @@ impl Endpoint {
 /// environment is only sent to the provider's own endpoint (or to a `--base-url` given together
 /// with an explicit `--provider`): never leak `OPENAI_API_KEY` to any URL.
 fn api_key(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     p: &ProviderInfo,
     endpoint: &Endpoint,
 ) -> Result<Option<String>, StartupError> {
-    let env_key_ok = cli.base_url.is_none() || cli.provider.is_some();
-    let key = cli.api_key.clone().or_else(|| p.key.clone()).or_else(|| {
-        p.key_env
-            .as_deref()
+    let env_key_ok = settings.base_url.is_none() || settings.provider.is_some();
+    let from_env = |var: &Option<String>| {
+        var.as_deref()
             .filter(|_| env_key_ok)
             .and_then(|k| env.vars.get(k).cloned())
-    });
+    };
+    let key = settings
+        .api_key
+        .clone()
+        .or_else(|| p.key.clone())
+        .or_else(|| from_env(&p.key_env))
+        .or_else(|| from_env(&p.key_env_alt));
     if let (None, Some(k), false) = (&key, &p.key_env, endpoint.custom) {
+        let k = match &p.key_env_alt {
+            Some(alt) => format!("{k} or {alt}"),
+            None => k.clone(),
+        };
         return Err(
             StartupError::config(format!("no API key for provider `{}`", p.name)).hint(format!(
                 "set {k} (or pass --api-key KEY); for a local server without a key, pass --base-url URL"
@@ -342,11 +384,11 @@ fn model_info(
 
 /// `--provider` and `--model` as (provider name, model id). `--model p/id` names the provider
 /// when `p` is one (model ids may contain `/` themselves, as on OpenRouter).
-fn split_model(cli: &Cli, registry: &Registry) -> (Option<String>, Option<String>) {
-    let Some(model) = cli.model.clone() else {
-        return (cli.provider.clone(), None);
+fn split_model(settings: &Settings, registry: &Registry) -> (Option<String>, Option<String>) {
+    let Some(model) = settings.model.clone() else {
+        return (settings.provider.clone(), None);
     };
-    match (&cli.provider, model.split_once('/')) {
+    match (&settings.provider, model.split_once('/')) {
         (Some(p), Some((prefix, rest))) if prefix == p => (Some(p.clone()), Some(rest.into())),
         (Some(p), _) => (Some(p.clone()), Some(model)),
         (None, Some((prefix, rest)))
@@ -359,10 +401,10 @@ fn split_model(cli: &Cli, registry: &Registry) -> (Option<String>, Option<String
 }
 
 /// The transport settings from `--connect-timeout` and `--idle-timeout`; default caps.
-pub(super) fn http_options(cli: &Cli) -> Result<HttpOptions, StartupError> {
+pub(super) fn http_options(settings: &Settings) -> Result<HttpOptions, StartupError> {
     Ok(HttpOptions {
-        connect_timeout: seconds(cli.connect_timeout, "--connect-timeout")?,
-        idle_timeout: seconds(cli.idle_timeout, "--idle-timeout")?,
+        connect_timeout: seconds(settings.connect_timeout, "--connect-timeout")?,
+        idle_timeout: seconds(settings.idle_timeout, "--idle-timeout")?,
         ..HttpOptions::default()
     })
 }
@@ -371,15 +413,15 @@ pub(super) fn http_options(cli: &Cli) -> Result<HttpOptions, StartupError> {
 /// provider such as `--provider ollama`), what that server serves (`GET /models`); otherwise
 /// the registry's models.
 pub async fn model_list(
-    cli: &Cli,
+    settings: &Settings,
     env: &Env,
     pattern: &str,
     json: bool,
 ) -> Result<String, StartupError> {
     let registry = registry(env)?;
-    let name = match &cli.provider {
+    let name = match &settings.provider {
         Some(p) => p.clone(),
-        None if cli.base_url.is_some() || env.vars.contains_key("OPENAI_BASE_URL") => {
+        None if settings.base_url.is_some() || env.vars.contains_key("OPENAI_BASE_URL") => {
             "openai".into()
         }
         None => return Ok(list_models(&registry, pattern, json)),
@@ -387,12 +429,12 @@ pub async fn model_list(
     let Some(p) = registry.provider(&name) else {
         return Ok(list_models(&registry, pattern, json));
     };
-    let endpoint = Endpoint::of(cli, env, p);
+    let endpoint = Endpoint::of(settings, env, p);
     if !p.served_by_server(endpoint.custom) {
         return Ok(list_models(&registry, pattern, json));
     }
-    let key = api_key(cli, env, p, &endpoint)?;
-    let ids = served_ids(&endpoint, key.as_deref(), &http_options(cli)?).await?;
+    let key = api_key(settings, env, p, &endpoint)?;
+    let ids = served_ids(&endpoint, key.as_deref(), &http_options(settings)?).await?;
     Ok(served_list(&ids, &p.name, &endpoint.url, pattern, json))
 }
 

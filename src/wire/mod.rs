@@ -6,6 +6,7 @@
 pub mod events;
 pub mod jsonl;
 pub mod jsonrpc;
+pub mod pi;
 pub mod protocol;
 pub mod rpc;
 pub mod socket;

@@ -59,9 +59,16 @@ impl Sandbox {
             .env("KEEL_TEST_CLOCK", CLOCK)
             .env("KEEL_TEST_SEED", self.seed.to_string())
             .env("TMPDIR", self.dir.path())
+            // Never the machine's /etc/keel/managed-settings.json.
+            .env("KEEL_MANAGED_SETTINGS", self.managed_settings())
             .current_dir(self.work())
             .stdin(Stdio::null());
         c
+    }
+
+    /// The managed settings file of the sandbox's runs (absent until a test writes it).
+    pub fn managed_settings(&self) -> PathBuf {
+        self.dir.path().join("managed-settings.json")
     }
 
     /// [`Sandbox::cmd`] started through `sh -c 'SETUP; exec keel ARGS'`, for process limits

@@ -65,7 +65,8 @@ pub fn run(command: DebugCommand, args: &[String]) -> Exit {
 /// flags would send, and the context files behind it. No logs.
 fn prompt(cli: Cli) -> Exit {
     super::run(Logs::Off, async move |env, out| {
-        let text = crate::setup::debug_prompt(&cli, env).await?;
+        let settings = crate::setup::Settings::resolve(&cli, env)?;
+        let text = crate::setup::debug_prompt(&settings, env, cli.json).await?;
         Ok(match out.out(text.as_bytes()).and_then(|_| out.flush()) {
             Ok(()) => Exit::Success,
             Err(_) => out.stdout_exit(),

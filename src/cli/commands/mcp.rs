@@ -64,9 +64,19 @@ async fn command(cli: &McpCli, env: &Env) -> Result<(String, bool), StartupError
         strict: cli.strict_mcp_config,
         disabled: false,
         trust_project: cli.trust_project,
+        settings: Vec::new(),
     };
-    let mut loaded = config::load(&sources, &env.keel_home, &env.cwd, &env.vars)
-        .map_err(|e| StartupError::config(e.message).hint("see README, \"MCP servers\""))?;
+    let hint = |e: config::ConfigError| {
+        StartupError::config(e.message).hint("see README, \"MCP servers\"")
+    };
+    // The settings files' servers too, as a run in this directory starts them.
+    let files = crate::setup::settings::load(None, env)?;
+    let sources = Sources {
+        settings: crate::setup::mcp::settings_servers(&files.merged.mcp_servers, &env.vars)
+            .map_err(hint)?,
+        ..sources
+    };
+    let mut loaded = config::load(&sources, &env.keel_home, &env.cwd, &env.vars).map_err(hint)?;
     if let McpCommand::Tools { name } = &cli.command {
         let names: Vec<String> = loaded.servers.iter().map(|s| s.name.clone()).collect();
         loaded.servers.retain(|s| &s.name == name);

@@ -4,8 +4,10 @@
 //! logs, the runtime, and how an error ends (`Error:`/`Hint:` lines on stderr, its exit code).
 
 pub mod attach;
+pub mod config;
 pub mod daemon;
 pub mod debug;
+pub mod hooks;
 pub mod mcp;
 pub mod ps;
 pub mod sandbox;

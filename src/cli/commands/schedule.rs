@@ -275,7 +275,7 @@ impl Add {
                 }
                 Ok(secs) => Some(secs),
                 Err(e) => {
-                    usage.push(e);
+                    usage.push(e.message);
                     None
                 }
             },
@@ -288,7 +288,7 @@ impl Add {
         }
         if let Some(expr) = &self.cron {
             if let Err(e) = due::parse_cron(expr) {
-                usage.push(e);
+                usage.push(e.message);
             }
         }
         let cwd = match &self.cwd {
@@ -393,10 +393,17 @@ fn run_flag_problems(
     }
     let mut here = env.clone();
     here.cwd = cwd.to_path_buf();
-    if !crate::setup::is_configured(cli, &here) {
+    let settings = match crate::setup::Settings::resolve(cli, &here) {
+        Ok(s) => s,
+        Err(e) => {
+            config.push(e.message);
+            return Default::default();
+        }
+    };
+    if !crate::setup::is_configured(&settings, &here) {
         config.push("no model provider is configured for the run".to_string());
     }
-    crate::setup::tool_env(cli, &here).visible(&env.vars)
+    crate::setup::tool_env(&settings, &here).visible(&env.vars)
 }
 
 fn problems(mut e: StartupError, list: Vec<String>) -> StartupError {

@@ -58,6 +58,48 @@ impl State {
     }
 }
 
+/// Why the journal did not start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JournalErrorKind {
+    /// The on-disk spool cannot be opened.
+    Spool,
+    /// This keel was built without the `journal` feature.
+    NotBuilt,
+    /// The journal's thread or runtime cannot be started.
+    Thread,
+}
+
+/// A journal that did not start: its kind and the sentence the daemon's error shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalError {
+    pub kind: JournalErrorKind,
+    pub message: String,
+}
+
+impl JournalError {
+    fn new(kind: JournalErrorKind, message: impl Into<String>) -> Self {
+        JournalError {
+            kind,
+            message: message.into(),
+        }
+    }
+}
+
+impl std::fmt::Display for JournalError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for JournalError {}
+
+/// A journal that did not start ends the daemon before it serves: an internal error (exit 70).
+impl From<JournalError> for crate::error::StartupError {
+    fn from(e: JournalError) -> Self {
+        crate::error::StartupError::internal(e.message)
+    }
+}
+
 /// A running journal. Cheap to clone.
 #[derive(Clone)]
 pub struct Journal {
@@ -75,10 +117,14 @@ impl Journal {
     pub fn start(
         options: JournalOptions,
         clock: Clock,
-    ) -> Result<(Journal, Option<mpsc::UnboundedReceiver<Command>>), String> {
+    ) -> Result<(Journal, Option<mpsc::UnboundedReceiver<Command>>), JournalError> {
         let dir = options.spool_dir.clone();
-        let spool = Spool::open(&dir, options.spool_bytes)
-            .map_err(|e| format!("cannot open the journal spool {}: {e}", dir.display()))?;
+        let spool = Spool::open(&dir, options.spool_bytes).map_err(|e| {
+            JournalError::new(
+                JournalErrorKind::Spool,
+                format!("cannot open the journal spool {}: {e}", dir.display()),
+            )
+        })?;
         let (commands, requests) = match options.commands {
             true => {
                 let (tx, rx) = mpsc::unbounded_channel();
@@ -191,29 +237,38 @@ impl Journal {
 }
 
 #[cfg(feature = "journal")]
-fn check_publisher() -> Result<(), String> {
+fn check_publisher() -> Result<(), JournalError> {
     Ok(())
 }
 
 #[cfg(not(feature = "journal"))]
-fn check_publisher() -> Result<(), String> {
-    Err("this keel was built without the `journal` feature (cargo build --features journal)".into())
+fn check_publisher() -> Result<(), JournalError> {
+    Err(JournalError::new(
+        JournalErrorKind::NotBuilt,
+        "this keel was built without the `journal` feature (cargo build --features journal)",
+    ))
 }
 
 /// Runs `work` on a thread named `name` with a runtime of its own.
 fn on_thread(
     name: &str,
     work: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(), String> {
+) -> Result<(), JournalError> {
+    let thread = |what: &str, e: std::io::Error| {
+        JournalError::new(
+            JournalErrorKind::Thread,
+            format!("cannot start the journal's {what}: {e}"),
+        )
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the journal's runtime: {e}"))?;
+        .map_err(|e| thread("runtime", e))?;
     std::thread::Builder::new()
         .name(name.into())
         .spawn(move || runtime.block_on(work))
         .map(|_| ())
-        .map_err(|e| format!("cannot start the journal's thread: {e}"))
+        .map_err(|e| thread("thread", e))
 }
 
 /// The publisher, for as long as the daemon runs.
@@ -464,6 +519,33 @@ mod tests {
             );
             assert_eq!(got.ends, want.ends);
         }
+    }
+
+    #[test]
+    fn a_spool_that_cannot_be_opened_is_a_spool_error_that_ends_the_daemon_as_internal() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("spool");
+        std::fs::write(&file, "").unwrap();
+        let second = std::time::Duration::from_secs(1);
+        let options = JournalOptions {
+            url: "nats://127.0.0.1:1".into(),
+            creds: None,
+            host: "h".into(),
+            max_age: second,
+            max_bytes: 1 << 20,
+            dedupe: second,
+            spool_dir: file.clone(),
+            spool_bytes: 1 << 20,
+            commands: false,
+        };
+        let Err(e) = Journal::start(options, Clock::new(Some(0), Some(1))) else {
+            panic!("a file as the spool directory was opened");
+        };
+        assert_eq!(e.kind, JournalErrorKind::Spool, "{e}");
+        let want = format!("cannot open the journal spool {}: ", file.display());
+        assert!(e.message.starts_with(&want), "{e}");
+        let e = crate::error::StartupError::from(e);
+        assert_eq!(e.exit(), crate::exit::Exit::Internal);
     }
 
     #[test]

@@ -1,15 +1,18 @@
 //! A session's modes and config options: keel's permission policies as ACP session modes and
-//! a `mode` option (`ask`, `auto`, `read-only`), the model (`model`, from
+//! a `mode` option (`ask`, `auto`, `read-only`, `accept-edits`), the model (`model`, from
 //! `get_available_models`) and the thinking level (`thought_level`). Read from the host with
 //! pi commands; the builders are pure.
 
-use serde_json::{json, Value};
+use serde::Deserialize;
+use serde_json::Value;
 
 use super::schema::{
     AvailableCommand, AvailableCommandInput, SessionConfigOption, SessionConfigOptionCategory,
     SessionConfigSelectOption, SessionMode, SessionModeState, UnstructuredCommandInput,
 };
 use crate::client::link::Commands;
+use crate::wire::pi::data::{LevelsData, ModelsData};
+use crate::wire::pi::Command;
 
 /// A permission policy, as the ACP layer applies it to the host's approval dialogs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,16 +23,24 @@ pub enum Policy {
     Auto,
     /// They are refused; the model sees the refusal.
     ReadOnly,
+    /// Write and edit run; bash and MCP tools that change things ask the client.
+    AcceptEdits,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 3] = [Policy::Ask, Policy::Auto, Policy::ReadOnly];
+    pub const ALL: [Policy; 4] = [
+        Policy::Ask,
+        Policy::Auto,
+        Policy::ReadOnly,
+        Policy::AcceptEdits,
+    ];
 
     pub fn id(self) -> &'static str {
         match self {
             Policy::Ask => "ask",
             Policy::Auto => "auto",
             Policy::ReadOnly => "read-only",
+            Policy::AcceptEdits => "accept-edits",
         }
     }
 
@@ -42,6 +53,7 @@ impl Policy {
             Policy::Ask => "Ask",
             Policy::Auto => "Auto",
             Policy::ReadOnly => "Read-only",
+            Policy::AcceptEdits => "Accept edits",
         }
     }
 
@@ -50,6 +62,18 @@ impl Policy {
             Policy::Ask => "write, edit and bash ask for permission",
             Policy::Auto => "write, edit and bash run without asking",
             Policy::ReadOnly => "write, edit and bash are refused",
+            Policy::AcceptEdits => "write and edit run; bash asks for permission",
+        }
+    }
+
+    /// How the policy answers an approval request for `tool` by itself: `Some(true)` allows,
+    /// `Some(false)` rejects, `None` asks the client.
+    pub fn answers(self, tool: &str) -> Option<bool> {
+        match self {
+            Policy::Auto => Some(true),
+            Policy::ReadOnly => Some(false),
+            Policy::Ask => None,
+            Policy::AcceptEdits => matches!(tool, "edit" | "write").then_some(true),
         }
     }
 }
@@ -68,43 +92,62 @@ pub struct Config {
 }
 
 fn model_value(m: &Value) -> Option<(String, String)> {
-    let provider = m.get("provider")?.as_str()?;
-    let id = m.get("id")?.as_str()?;
-    let name = m.get("name").and_then(Value::as_str).unwrap_or(id);
-    Some((format!("{provider}/{id}"), name.to_string()))
+    let m = ModelRef::deserialize(m).ok()?;
+    let name = m.name.as_ref().and_then(Value::as_str).unwrap_or(&m.id);
+    Some((format!("{}/{}", m.provider, m.id), name.to_string()))
+}
+
+/// What an option shows of a model (`get_state`'s `model`); without a provider and an id
+/// it shows nothing, a name that is not a string is the id.
+#[derive(Deserialize)]
+struct ModelRef {
+    provider: String,
+    id: String,
+    #[serde(default)]
+    name: Option<Value>,
+}
+
+/// What the config reads of a `get_state` answer: each part that does not fit is left out.
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct StateRef {
+    model: Value,
+    thinking_level: Value,
+}
+
+/// What a menu entry shows of a `get_commands` entry; one without a name is left out.
+#[derive(Deserialize)]
+struct CommandRef {
+    name: String,
+    #[serde(default)]
+    description: Option<Value>,
 }
 
 impl Config {
     /// Reads the session's model, models and thinking levels.
     pub async fn fetch(commands: &Commands, policy: Option<Policy>) -> Config {
         let state = commands
-            .request("get_state", json!({}))
+            .send(&Command::GetState {})
             .await
             .unwrap_or_default();
         let models = commands
-            .request("get_available_models", json!({}))
+            .ask::<ModelsData>(&Command::GetAvailableModels {})
             .await
             .unwrap_or_default();
         let levels = commands
-            .request("get_available_thinking_levels", json!({}))
+            .ask::<LevelsData>(&Command::GetAvailableThinkingLevels {})
             .await
             .unwrap_or_default();
         let mut config = Config {
             policy,
             model: String::new(),
-            models: models["models"]
-                .as_array()
+            models: models
+                .models
                 .into_iter()
-                .flatten()
-                .filter_map(model_value)
+                .map(|m| (format!("{}/{}", m.provider, m.id), m.name))
                 .collect(),
             thinking: String::new(),
-            levels: levels["levels"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|l| l.as_str().map(str::to_string))
-                .collect(),
+            levels: levels.levels,
         };
         config.read_state(&state);
         config
@@ -112,13 +155,14 @@ impl Config {
 
     /// Takes the model and thinking level from a `get_state` answer.
     pub fn read_state(&mut self, state: &Value) {
-        if let Some((value, name)) = model_value(&state["model"]) {
+        let state = StateRef::deserialize(state).unwrap_or_default();
+        if let Some((value, name)) = model_value(&state.model) {
             if !self.models.iter().any(|(v, _)| *v == value) {
                 self.models.insert(0, (value.clone(), name));
             }
             self.model = value;
         }
-        if let Some(level) = state["thinkingLevel"].as_str() {
+        if let Some(level) = state.thinking_level.as_str() {
             self.thinking = level.to_string();
         }
     }
@@ -175,21 +219,30 @@ impl Config {
 /// `/NAME args` runs them, as in RPC mode.
 pub async fn commands(commands: &Commands) -> Vec<AvailableCommand> {
     let listed = commands
-        .request("get_commands", json!({}))
+        .send(&Command::GetCommands {})
         .await
         .unwrap_or_default();
     available(&listed)
 }
 
+/// A `get_commands` answer's list (empty when there is none).
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct ListedRef {
+    commands: Vec<Value>,
+}
+
 /// [`commands`]' pure part: a `get_commands` answer as ACP commands.
 pub fn available(listed: &Value) -> Vec<AvailableCommand> {
-    listed["commands"]
-        .as_array()
-        .into_iter()
-        .flatten()
+    let listed = ListedRef::deserialize(listed).unwrap_or_default();
+    listed
+        .commands
+        .iter()
         .filter_map(|c| {
-            let name = c["name"].as_str()?;
-            let description = c["description"].as_str().unwrap_or(name);
+            let c = CommandRef::deserialize(c).ok()?;
+            let name = c.name.as_str();
+            let description = c.description.as_ref().and_then(Value::as_str);
+            let description = description.unwrap_or(name);
             let hint =
                 AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("arguments"));
             Some(AvailableCommand::new(name, description).input(hint))
@@ -200,6 +253,7 @@ pub fn available(listed: &Value) -> Vec<AvailableCommand> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn options_list_mode_model_and_thinking_with_current_values() {
@@ -247,6 +301,34 @@ mod tests {
             "a policy fixed by --permission is no option"
         );
         assert!(c.modes().is_none());
+    }
+
+    #[test]
+    fn accept_edits_is_a_mode_that_answers_edits_only() {
+        let c = Config {
+            policy: Some(Policy::parse("accept-edits").unwrap()),
+            model: String::new(),
+            models: Vec::new(),
+            thinking: String::new(),
+            levels: Vec::new(),
+        };
+        let modes = serde_json::to_value(c.modes()).unwrap();
+        let ids: Vec<&str> = modes["availableModes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["ask", "auto", "read-only", "accept-edits"]);
+        assert_eq!(modes["currentModeId"], "accept-edits");
+        let p = Policy::parse("accept-edits").unwrap();
+        assert_eq!(p.answers("edit"), Some(true));
+        assert_eq!(p.answers("write"), Some(true));
+        assert_eq!(p.answers("bash"), None, "bash asks the client");
+        assert_eq!(p.answers("mcp__db__drop"), None);
+        assert_eq!(Policy::Auto.answers("bash"), Some(true));
+        assert_eq!(Policy::ReadOnly.answers("edit"), Some(false));
+        assert_eq!(Policy::Ask.answers("edit"), None);
     }
 
     #[test]

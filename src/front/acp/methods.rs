@@ -26,8 +26,9 @@ use super::schema::{
 use super::session::{self, ToSession};
 use super::updates::Mapper;
 use super::{content, Peer, Sink};
-use crate::cli::args::{Cli, PermissionFlag};
+use crate::cli::args::Cli;
 use crate::client::link::Link;
+use crate::kernel::agent::Permission;
 use crate::kernel::clock::Clock;
 use crate::kernel::message::Message;
 use crate::mode::Env;
@@ -88,9 +89,6 @@ impl Agent {
             (socket, crate::cli::args::without_session_flags(&args))
         });
         let mut cli = cli.clone();
-        if !explicit_permission {
-            cli.permission = PermissionFlag::Ask;
-        }
         // Each ACP request names its session: the flags that pick one do not apply.
         cli.resume = None;
         cli.continue_ = false;
@@ -348,7 +346,7 @@ impl Agent {
                 );
                 return Ok(());
             }
-            let dir = crate::setup::session_dir(&cli, &env);
+            let dir = crate::setup::session_dir_in(cli.session_dir.as_deref(), &env);
             if crate::kernel::session::resolve(&dir, wanted).is_err() {
                 return Err(not_found(wanted));
             }
@@ -367,7 +365,19 @@ impl Agent {
         });
         let (id, clock, sink) = (id.clone(), self.clock.clone(), self.sink.clone());
         let (peer, sessions) = (self.peer.clone(), self.sessions.clone());
-        let asks = cli.permission == PermissionFlag::Ask;
+        // The settings of the session's directory; without `--permission` or a
+        // `permissions.defaultMode`, ACP sessions ask.
+        let settings = crate::setup::Settings::resolve(&cli, &env)
+            .map(|mut s| {
+                if !self.explicit_permission && !s.permission_chosen {
+                    s.permission = Permission::Ask;
+                }
+                s
+            })
+            .map_err(|e| e.render().trim_end().to_string());
+        let asks = settings
+            .as_ref()
+            .map_or(true, |s| s.permission == Permission::Ask);
         // In this process the tools can work on the editor's buffers; a daemon session's tools
         // work on the disk (the daemon cannot reach this editor's files).
         let editor = match in_daemon {
@@ -388,7 +398,7 @@ impl Agent {
                     drop(mcp_file);
                     return opened;
                 }
-                let mut setup = crate::setup::open::start(&cli, &env, &clock, true)
+                let mut setup = crate::setup::open::start(&settings?, &env, &clock, true)
                     .await
                     .map_err(|e| e.render().trim_end().to_string())?;
                 if let Some(editor) = &editor {
@@ -399,7 +409,7 @@ impl Agent {
                 for w in &setup.warnings {
                     tracing::warn!("{w}");
                 }
-                Link::local(setup, RING).await
+                Link::local(setup, RING).await.map_err(|e| e.message)
             };
             let (link, start) = match started.await {
                 Ok(opened) => opened,
@@ -412,12 +422,7 @@ impl Agent {
             if let Some(editor) = &editor {
                 editor.started(&session);
             }
-            let messages: Vec<Message> = start
-                .snapshot
-                .as_ref()
-                .and_then(|s| s.get("messages").cloned())
-                .and_then(|m| serde_json::from_value(m).ok())
-                .unwrap_or_default();
+            let messages: Vec<Message> = start.snapshot.map(|s| s.messages).unwrap_or_default();
             let mut mapper = Mapper::new(cwd.clone(), asks);
             if how == Open::Load {
                 for u in mapper.replay(&messages) {
@@ -453,10 +458,13 @@ impl Agent {
             Some(cwd) => {
                 let (cli, env) = self.session_cli_env(cwd, None);
                 let want = cwd.display().to_string();
-                crate::kernel::session::list(&crate::setup::session_dir(&cli, &env))
-                    .into_iter()
-                    .filter(|s| s.cwd == want)
-                    .collect()
+                crate::kernel::session::list(&crate::setup::session_dir_in(
+                    cli.session_dir.as_deref(),
+                    &env,
+                ))
+                .into_iter()
+                .filter(|s| s.cwd == want)
+                .collect()
             }
             None => match &self.cli.session_dir {
                 Some(dir) => crate::kernel::session::list(dir),

@@ -147,6 +147,7 @@ impl Peer {
 /// `explicit_permission`: `--permission` was given; otherwise ACP sessions ask.
 pub async fn serve(
     cli: &Cli,
+    settings: &crate::setup::Settings,
     env: &Env,
     clock: &Clock,
     explicit_permission: bool,
@@ -161,7 +162,7 @@ pub async fn serve(
             "acp mode takes no prompt arguments; the editor sends session/prompt",
         ));
     }
-    crate::setup::check_session_flags(cli, false)?;
+    crate::setup::check_session_flags(settings, false)?;
     let mut signals = Signals::new()?;
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
     let sink = Sink(out_tx);

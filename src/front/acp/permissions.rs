@@ -6,6 +6,8 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+use crate::wire::pi::Command;
+
 use super::schema::{
     PermissionOption, PermissionOptionKind, RequestPermissionOutcome, RequestPermissionResponse,
 };
@@ -25,12 +27,18 @@ pub enum Decision {
 }
 
 impl Decision {
-    /// The `extension_ui_response` fields (besides `id`).
-    pub fn response(self, id: &str) -> Value {
-        match self {
-            Decision::Allow => serde_json::json!({"id": id, "confirmed": true}),
-            Decision::Reject => serde_json::json!({"id": id, "confirmed": false}),
-            Decision::Cancelled => serde_json::json!({"id": id, "cancelled": true}),
+    /// The `extension_ui_response` that answers dialog `id`.
+    pub fn response(self, id: &str) -> Command {
+        let (confirmed, cancelled) = match self {
+            Decision::Allow => (Some(true), None),
+            Decision::Reject => (Some(false), None),
+            Decision::Cancelled => (None, Some(true)),
+        };
+        Command::ExtensionUiResponse {
+            id: Some(id.to_string()),
+            value: None,
+            confirmed,
+            cancelled,
         }
     }
 }

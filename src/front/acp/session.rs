@@ -19,10 +19,12 @@ use super::schema::{
 };
 use super::updates::Mapper;
 use super::{Peer, Sink, STOP_GRACE};
-use crate::client::link::{Commands, Link, Note};
-use crate::kernel::message::Message;
+use crate::client::link::{Commands, Link, LinkError, Note};
+use crate::kernel::message::Content;
 use crate::wire::events::{ErrorKind, Outcome, SettledError, UiMethod, WireEvent};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id};
+use crate::wire::pi::data::MessagesData;
+use crate::wire::pi::Command;
 
 /// The largest file whose text a `write`'s diff shows as it was before.
 pub const MAX_DIFF_BYTES: u64 = 1024 * 1024;
@@ -213,7 +215,7 @@ impl Task {
                 let (commands, sink) = (self.commands.clone(), self.sink.clone());
                 let session = self.session.clone();
                 tokio::spawn(async move {
-                    let stats = commands.request("get_session_stats", json!({})).await;
+                    let stats = commands.send(&Command::GetSessionStats {}).await;
                     if let Some(update) = stats.ok().as_ref().and_then(super::updates::usage) {
                         sink.notify("session/update", &SessionNotification::new(session, update));
                     }
@@ -233,10 +235,10 @@ impl Task {
             self.decide(&call, Decision::Cancelled);
             return;
         }
-        let standing = match self.config.policy {
-            Some(Policy::Auto) => Some(Decision::Allow),
-            Some(Policy::ReadOnly) => Some(Decision::Reject),
-            Some(Policy::Ask) | None => self.rules.standing(&tool),
+        let standing = match self.config.policy.and_then(|p| p.answers(&tool)) {
+            Some(true) => Some(Decision::Allow),
+            Some(false) => Some(Decision::Reject),
+            None => self.rules.standing(&tool),
         };
         if let Some(decision) = standing {
             self.decide(&call, decision);
@@ -265,9 +267,9 @@ impl Task {
             self.update(self.mapper.started(call));
         }
         let commands = self.commands.clone();
-        let fields = decision.response(call);
+        let answer = decision.response(call);
         tokio::spawn(async move {
-            let _ = commands.request("extension_ui_response", fields).await;
+            let _ = commands.send(&answer).await;
         });
     }
 
@@ -335,14 +337,18 @@ impl Task {
             id: id.clone(),
             cancelled: None,
         });
-        let mut fields = json!({"message": prompt.message});
-        if !prompt.images.is_empty() {
-            fields["images"] = Value::Array(prompt.images);
-        }
+        let prompt = Command::Prompt {
+            message: prompt.message,
+            images: images(prompt.images),
+            streaming_behavior: None,
+        };
         let (commands, back) = (self.commands.clone(), self.back.clone());
         tokio::spawn(async move {
-            if let Err(error) = commands.request("prompt", fields).await {
-                let _ = back.send(Back::PromptFailed { id, error });
+            if let Err(error) = commands.send(&prompt).await {
+                let _ = back.send(Back::PromptFailed {
+                    id,
+                    error: error.message,
+                });
             }
         });
     }
@@ -363,20 +369,20 @@ impl Task {
         }
         let commands = self.commands.clone();
         tokio::spawn(async move {
-            let _ = commands.request("abort", json!({})).await;
+            let _ = commands.send(&Command::Abort {}).await;
         });
     }
 
     /// `session/load` of this live session: the whole branch again.
     async fn replay(&mut self) {
-        let messages = match self.commands.request("get_messages", json!({})).await {
-            Ok(v) => v.get("messages").cloned().unwrap_or(Value::Null),
+        let got = self.commands.ask::<MessagesData>(&Command::GetMessages {});
+        let messages = match got.await {
+            Ok(data) => data.messages,
             Err(e) => {
                 tracing::warn!("cannot replay session {}: {e}", self.session);
-                Value::Null
+                Vec::new()
             }
         };
-        let messages: Vec<Message> = serde_json::from_value(messages).unwrap_or_default();
         let mut fresh = Mapper::new(self.cwd.clone(), self.mapper.asks);
         for u in fresh.replay(&messages) {
             self.update(u);
@@ -393,7 +399,7 @@ impl Task {
         }
         let policy = Policy::parse(mode).ok_or_else(|| {
             bad(format!(
-                "`modeId`: unknown mode {mode} (ask, auto or read-only)"
+                "`modeId`: unknown mode {mode} (ask, auto, read-only or accept-edits)"
             ))
         })?;
         self.config.policy = Some(policy);
@@ -412,7 +418,7 @@ impl Task {
                 "`value`: {option} takes one of its options' values"
             )));
         };
-        let failed = |e: String| ErrorObject::new(j::INTERNAL_ERROR, e);
+        let failed = |e: LinkError| ErrorObject::new(j::INTERNAL_ERROR, e.message);
         match option {
             "mode" => {
                 self.set_policy(&value).map_err(|mut e| {
@@ -430,23 +436,22 @@ impl Task {
                     return Err(bad(format!("`value`: unknown model {value}")));
                 }
                 let (provider, model) = value.split_once('/').unwrap_or(("", &value));
-                self.commands
-                    .request("set_model", json!({"provider": provider, "modelId": model}))
-                    .await
-                    .map_err(failed)?;
+                let set = Command::SetModel {
+                    provider: provider.to_string(),
+                    model_id: model.to_string(),
+                };
+                self.commands.send(&set).await.map_err(failed)?;
             }
             "thought_level" => {
                 if !self.config.levels.contains(&value) {
                     return Err(bad(format!("`value`: unknown thinking level {value}")));
                 }
-                self.commands
-                    .request("set_thinking_level", json!({"level": value}))
-                    .await
-                    .map_err(failed)?;
+                let set = Command::SetThinkingLevel { level: value };
+                self.commands.send(&set).await.map_err(failed)?;
             }
             other => return Err(bad(format!("`configId`: unknown option {other}"))),
         }
-        if let Ok(state) = self.commands.request("get_state", json!({})).await {
+        if let Ok(state) = self.commands.send(&Command::GetState {}).await {
             self.config.read_state(&state);
         }
         Ok(())
@@ -549,6 +554,12 @@ fn read_small(path: &Path) -> Option<String> {
         return None;
     }
     String::from_utf8(std::fs::read(path).ok()?).ok()
+}
+
+/// A prompt's image blocks (built by `content`) as the command's images.
+fn images(blocks: Vec<Value>) -> Vec<Content> {
+    let image = |b| serde_json::from_value::<Content>(b).ok();
+    blocks.into_iter().filter_map(image).collect()
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::schema::{
@@ -16,6 +17,7 @@ use super::schema::{
 };
 use crate::kernel::message::{Content, Message};
 use crate::wire::events::{AssistantMessageEvent as Delta, ToolResult, WireEvent};
+use crate::wire::pi::data::ContextUsage;
 
 /// The tools whose calls need an approval under `--permission ask`.
 pub const ASKING_TOOLS: &[&str] = &["write", "edit", "bash"];
@@ -43,13 +45,23 @@ pub struct Mapper {
 /// `usage_update` from `get_session_stats`: the tokens in context, the model's context window
 /// and the session's cost so far (USD). `None` when the stats lack them.
 pub fn usage(stats: &Value) -> Option<SessionUpdate> {
-    let context = &stats["contextUsage"];
-    let used = context["tokens"].as_u64()?;
-    let size = context["contextWindow"].as_u64()?;
-    let cost = stats["cost"].as_f64().unwrap_or(0.0);
+    let stats = StatsRef::deserialize(stats).ok()?;
+    let context = ContextUsage::deserialize(&stats.context_usage).ok()?;
+    let cost = stats.cost.as_f64().unwrap_or(0.0);
     Some(SessionUpdate::UsageUpdate(
-        UsageUpdate::new(used, size).cost(Cost::new(cost, "USD")),
+        UsageUpdate::new(context.tokens, context.context_window).cost(Cost::new(cost, "USD")),
     ))
+}
+
+/// What `usage_update` reads of `get_session_stats`' answer (a cost that is not a number
+/// is 0).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct StatsRef {
+    #[serde(default)]
+    cost: Value,
+    #[serde(default)]
+    context_usage: Value,
 }
 
 impl Mapper {

@@ -1,7 +1,7 @@
 //! RPC mode (`--mode rpc`): pi-compatible JSONL over stdio for editor plugins
 //! (`pi-protocol.md` §4, `DESIGN.md` §4). One implementation wherever the session lives: a host
-//! in this process (`local`, through a [`crate::client::link::Link`]) or the daemon
-//! (`daemon`: `--daemon`, `--remote`). This file owns stdin, stdout, signals and pi's framing:
+//! in this process or the daemon (`daemon`: `--daemon`, `--remote`), both on a
+//! [`crate::client::link::Link`] (`session`). This file owns stdin, stdout, signals and pi's framing:
 //! it reads request lines, answers each with exactly one response (unknown commands, missing
 //! fields, oversized and non-JSON lines too) and writes the session's events as they come, the
 //! events a command caused before its response. A line it answers itself keeps its place
@@ -15,27 +15,32 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod daemon;
-mod local;
+mod session;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use crate::cli::args::Cli;
+use crate::client::link::{Link, LinkError, LinkErrorKind, Lost};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::stdin::Input;
-use crate::host::actor::SESSION_CHANGES;
+use crate::host::actor::replaces_session;
 use crate::host::Data;
 use crate::kernel::clock::Clock;
 use crate::mode::Env;
 use crate::output::Output;
 use crate::signals::Signals;
 use crate::wire::jsonl::{Frame, MAX_LINE_BYTES};
-use crate::wire::jsonrpc::{self as j, ErrorObject};
+use crate::wire::pi::CommandName;
 use crate::wire::rpc;
+use session::Session;
 
-/// Commands whose answer can come after the answers of later requests.
-const LATE: &[&str] = &["abort", "bash", "compact"];
+/// Whether the answer to command `word` can come after the answers of later requests.
+fn answers_late(word: &str) -> bool {
+    use CommandName::{Abort, Bash, Compact};
+    matches!(CommandName::parse(word), Some(Abort | Bash | Compact))
+}
 
 /// Serves RPC mode until stdin closes (exit 0) or a signal arrives (128 + n): the session in
 /// this process, or in the daemon with `--daemon` or a remote link. Nothing is written to
@@ -43,12 +48,13 @@ const LATE: &[&str] = &["abort", "bash", "compact"];
 /// request, to the client as `notify`.
 pub async fn run(
     cli: &Cli,
+    settings: &crate::setup::Settings,
     env: &Env,
     clock: &Clock,
     remote: bool,
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
-    crate::setup::check_session_flags(cli, false)?;
+    crate::setup::check_session_flags(settings, false)?;
     if !cli.prompt.is_empty() {
         return Err(StartupError::usage(
             "rpc mode takes no prompt arguments; send {\"type\":\"prompt\",\"message\":...} on stdin",
@@ -56,53 +62,35 @@ pub async fn run(
     }
     if cli.daemon || remote {
         let signals = Signals::new()?;
-        let (socket, front) = daemon::Socket::open(cli, env, out).await?;
-        return Ok(serve(Session::Daemon(socket), front, signals, out).await);
+        let session = daemon::open(cli, env, out).await?;
+        return Ok(serve(session, Front::new(), signals, out).await);
     }
-    let setup = crate::setup::host_setup(cli, env, clock, true).await?;
+    let setup = crate::setup::host_setup(settings, env, clock, true).await?;
     for w in &setup.warnings {
         out.err(&format!("Warning: {w}\n"));
     }
     let signals = Signals::new()?;
-    let local = local::Local::start(setup).await?;
-    let front = Front::new(String::new(), String::new(), 0);
-    Ok(serve(Session::Local(local), front, signals, out).await)
-}
-
-/// Where the session lives.
-enum Session {
-    Local(local::Local),
-    Daemon(daemon::Socket),
+    let link = Link::local_from_start(setup)
+        .await
+        .map_err(|e| StartupError::internal(format!("cannot start the session: {e}")))?;
+    Ok(serve(Session::new(link, None, 0), Front::new(), signals, out).await)
 }
 
 /// What the session's side hands over, in the order it is to be written.
 enum Got {
-    /// A line of the session's stream; its `epoch` when it may come again (a reconnection).
-    Event {
-        epoch: Option<String>,
-        seq: u64,
-        line: Arc<str>,
-    },
+    /// A line of the session's stream.
+    Event { line: Arc<str> },
     /// The answer to request `key`.
     Answer {
         key: u64,
-        result: Result<Data, ErrorObject>,
-    },
-    /// The daemon's session `old` is now `new`; its events follow in `epoch` after `seq`.
-    Replaced {
-        old: String,
-        new: String,
-        epoch: String,
-        seq: u64,
+        result: Result<Data, LinkError>,
     },
     /// Nothing runs in the session since the input ended (in this process).
     Idle,
-    /// The session's side is gone (the daemon closed the connection).
+    /// The session in this process ended.
     Closed,
-    /// The daemon is shutting down.
-    Shutdown,
-    /// Nothing for the client (a notification of another kind).
-    Nothing,
+    /// The daemon went away.
+    Lost(Lost),
 }
 
 /// How sending a request went.
@@ -113,45 +101,6 @@ enum Sent {
     NoAnswer,
     /// The session's side is gone.
     Gone,
-}
-
-impl Session {
-    async fn send(&mut self, key: u64, session: &str, req: &rpc::Request) -> Sent {
-        match self {
-            Session::Local(l) => l.send(key, req.clone()),
-            Session::Daemon(d) => d.send(key, session, req).await,
-        }
-    }
-
-    async fn next(&mut self) -> Got {
-        match self {
-            Session::Local(l) => l.next().await,
-            Session::Daemon(d) => d.next().await,
-        }
-    }
-
-    /// stdin ended.
-    fn input_ended(&mut self) {
-        if let Session::Local(l) = self {
-            l.input_ended();
-        }
-    }
-
-    /// Whether nothing runs in the session any more (only the daemon's side cannot tell: its
-    /// session stays live there).
-    fn settled(&self, front: &Front) -> bool {
-        match self {
-            Session::Local(_) => front.idle,
-            Session::Daemon(_) => true,
-        }
-    }
-
-    /// The client sent a line that is no request.
-    fn heard(&self) {
-        if let Session::Local(l) = self {
-            l.heard();
-        }
-    }
 }
 
 /// Why the loop ended.
@@ -212,9 +161,9 @@ async fn serve(
             break End::Exit(out.stdout_exit());
         }
     };
-    match session {
-        Session::Local(local) => local.stop(&mut front, &mut signals, out).await,
-        Session::Daemon(socket) => socket.leave(&end, &front.session).await,
+    match session.dial {
+        None => session.stop(&mut front, &mut signals, out).await,
+        Some(_) => session.leave(&end).await,
     }
     let _ = out.flush();
     match end {
@@ -237,8 +186,6 @@ struct Pending {
 struct Waiting {
     /// The order it was sent in: 1, 2, 3, …
     n: u64,
-    /// The session id it named (the daemon's).
-    session: String,
     req: Pending,
 }
 
@@ -249,22 +196,12 @@ struct Held {
     line: String,
 }
 
-/// The client's state between stdio and the session.
-///
-/// Through the daemon a session change is followed: after `session/replaced` requests name
-/// the new id. A request sent with the old id before the notification was read may reach the
-/// daemon after it stopped naming the session (-32012); it is sent again with the new id, and
-/// later stdin requests wait meanwhile, so the session serves them all in stdin order. A
-/// request can only get that -32012 before the daemon answers any later one (errors are
-/// answered at once, in order), which tells when none can any more.
+/// The client's state between stdio and the session (a session change through the daemon is
+/// followed by the link, requests sent meanwhile too).
 struct Front {
-    /// The session id requests name (the daemon's).
-    session: String,
     waiting: HashMap<u64, Waiting>,
     next: u64,
-    /// The highest `n` answered.
-    answered: u64,
-    /// stdin requests not sent yet (see above).
+    /// stdin requests not sent yet.
     queued: VecDeque<Pending>,
     held: VecDeque<Held>,
     /// stdin lines so far.
@@ -272,82 +209,52 @@ struct Front {
     running: bool,
     /// Nothing runs in the session since the input ended ([`Got::Idle`]).
     idle: bool,
-    /// The last event written: its epoch and `seq` (the cursor of a reconnection).
-    epoch: String,
-    seq: u64,
 }
 
 impl Front {
-    fn new(session: String, epoch: String, seq: u64) -> Front {
+    fn new() -> Front {
         Front {
-            session,
             waiting: HashMap::new(),
             next: 0,
-            answered: 0,
             queued: VecDeque::new(),
             held: VecDeque::new(),
             order: 0,
             running: false,
             idle: false,
-            epoch,
-            seq,
         }
     }
 
     /// What the session's side handed over; `Err` ends the loop with that exit.
     async fn got(&mut self, got: Got, session: &mut Session, out: &mut Output) -> Result<(), Exit> {
         match got {
-            Got::Event { epoch, seq, line } => self.event(epoch, seq, &line, out),
+            Got::Event { line } => self.event(&line, out),
             Got::Answer { key, result } => {
                 if !self.answer(key, result, session, out).await {
                     out.err(daemon::GONE);
                     return Err(Exit::Failed);
                 }
             }
-            Got::Replaced {
-                old,
-                new,
-                epoch,
-                seq,
-            } => {
-                // Later requests name the session by its new id.
-                if old == self.session {
-                    self.session = new;
-                    self.epoch = epoch;
-                    self.seq = seq;
-                }
-            }
             Got::Idle => self.idle = true,
-            Got::Closed => match session {
-                Session::Daemon(socket) => socket.closed(self, out).await?,
-                Session::Local(_) => {
-                    out.err("Error: the session ended unexpectedly\n");
-                    return Err(Exit::Internal);
-                }
-            },
-            Got::Shutdown => {
+            Got::Closed => {
+                out.err("Error: the session ended unexpectedly\n");
+                return Err(Exit::Internal);
+            }
+            Got::Lost(Lost::Closed) => session.closed(self, out).await?,
+            Got::Lost(Lost::ShuttingDown(_)) => {
                 out.err("Error: the keel daemon is shutting down\n");
                 return Err(Exit::Failed);
             }
-            Got::Nothing => {}
         }
         Ok(())
     }
 
-    /// A line of the session's stream goes out as it is (once, across reconnections).
-    fn event(&mut self, epoch: Option<String>, seq: u64, line: &str, out: &mut Output) {
-        if let Some(epoch) = epoch {
-            if seq <= self.seq && epoch == self.epoch {
-                return;
-            }
-            self.epoch = epoch;
-        }
+    /// A line of the session's stream goes out as it is.
+    fn event(&mut self, line: &str, out: &mut Output) {
         match line.contains("\"type\":\"agent_start\"") {
             true => self.running = true,
             false if line.contains("\"type\":\"agent_settled\"") => self.running = false,
             false => {}
         }
-        self.seq = seq;
         let _ = out.out(line.as_bytes());
         let _ = out.out(b"\n");
     }
@@ -367,7 +274,7 @@ impl Front {
                         return Err(Exit::Failed);
                     }
                 }
-                Err(line) => {
+                Err(Refusal(line)) => {
                     self.hold(line, out);
                     session.heard();
                 }
@@ -376,13 +283,13 @@ impl Front {
         Ok(())
     }
 
-    /// A stdin request: sent, unless a request naming an old id may still come back.
+    /// A stdin request, sent.
     async fn submit(&mut self, req: rpc::Request, session: &mut Session) -> bool {
         self.order += 1;
         // A session change is answered at once when the session is idle, and after the
         // active run has been aborted and has settled otherwise.
-        let late = LATE.contains(&req.command.as_str())
-            || (SESSION_CHANGES.contains(&req.command.as_str()) && self.maybe_busy());
+        let late =
+            answers_late(&req.command) || (replaces_session(&req.command) && self.maybe_busy());
         self.queued.push_back(Pending {
             order: self.order,
             req,
@@ -403,15 +310,15 @@ impl Front {
     /// Whether a run or a compaction may be active when the next request is served (a
     /// session change then waits for it to settle).
     fn maybe_busy(&self) -> bool {
-        let busy = |p: &Pending| matches!(p.req.command.as_str(), "prompt" | "compact");
+        let busy = |p: &Pending| {
+            let name = CommandName::parse(&p.req.command);
+            matches!(name, Some(CommandName::Prompt | CommandName::Compact))
+        };
         self.running || self.waiting.values().any(|s| busy(&s.req)) || self.queued.iter().any(busy)
     }
 
     async fn flush(&mut self, session: &mut Session) -> bool {
-        while !self.blocked() {
-            let Some(req) = self.queued.pop_front() else {
-                break;
-            };
+        while let Some(req) = self.queued.pop_front() {
             if !self.send(req, session).await {
                 return false;
             }
@@ -419,21 +326,11 @@ impl Front {
         true
     }
 
-    fn blocked(&self) -> bool {
-        self.waiting
-            .values()
-            .any(|s| s.session != self.session && s.n > self.answered)
-    }
-
     async fn send(&mut self, req: Pending, session: &mut Session) -> bool {
         self.next += 1;
-        match session.send(self.next, &self.session, &req.req).await {
+        match session.send(self.next, req.req.clone()) {
             Sent::Waiting => {
-                let waiting = Waiting {
-                    n: self.next,
-                    session: self.session.clone(),
-                    req,
-                };
+                let waiting = Waiting { n: self.next, req };
                 self.waiting.insert(self.next, waiting);
                 true
             }
@@ -442,58 +339,40 @@ impl Front {
         }
     }
 
-    /// Request `key` was answered: writes pi's response for it, or sends it again if it named
-    /// a session that was replaced meanwhile. False if the session's side is gone.
+    /// Request `key` was answered: writes pi's response for it. False if the session's side
+    /// is gone.
     async fn answer(
         &mut self,
         key: u64,
-        result: Result<Data, ErrorObject>,
+        result: Result<Data, LinkError>,
         session: &mut Session,
         out: &mut Output,
     ) -> bool {
-        if let Some(again) = self.write_answer(key, result, out) {
-            if !self.send(again, session).await {
-                return false;
-            }
-        }
+        self.write_answer(key, result, out);
         self.flush(session).await
     }
 
-    /// Writes pi's response to request `key`; the request back if it must be sent again (it
-    /// named a session that was replaced meanwhile).
-    fn write_answer(
-        &mut self,
-        key: u64,
-        result: Result<Data, ErrorObject>,
-        out: &mut Output,
-    ) -> Option<Pending> {
-        let Waiting {
-            n,
-            session: named,
-            req,
-        } = self.waiting.remove(&key)?;
-        self.answered = self.answered.max(n);
-        if let Err(e) = &result {
-            if e.code == j::UNKNOWN_SESSION && named != self.session {
-                return Some(req);
-            }
-        }
+    /// Writes pi's response to request `key`.
+    fn write_answer(&mut self, key: u64, result: Result<Data, LinkError>, out: &mut Output) {
+        let Some(Waiting { req, .. }) = self.waiting.remove(&key) else {
+            return;
+        };
         let (id, command) = (req.req.id.as_ref(), req.req.command.as_str());
         let text = match result {
             Ok(data) => reply_line(id, command, data),
-            Err(e) if e.code == j::METHOD_NOT_FOUND => {
+            Err(e) if e.kind == LinkErrorKind::UnknownCommand => {
                 rpc::error_line(id, Some(command), &format!("Unknown command: {command}"))
             }
             Err(e) => rpc::error_line(id, Some(command), &e.message),
         };
-        if command == "prompt" && text.contains("\"disposition\":\"started\"") {
+        let name = CommandName::parse(command);
+        if name == Some(CommandName::Prompt) && text.contains("\"disposition\":\"started\"") {
             self.running = true; // its events follow: wait for agent_settled
         }
-        if command != "extension_ui_response" {
+        if name != Some(CommandName::ExtensionUiResponse) {
             let _ = out.out(text.as_bytes());
         }
         self.release(out);
-        None
     }
 
     /// Writes the held lines whose earlier requests that answer at once have been answered.
@@ -516,19 +395,23 @@ impl Front {
 }
 
 /// A stdin line as a pi request, or the error line RPC mode writes for it.
-fn request(frame: Frame) -> Result<rpc::Request, String> {
+fn request(frame: Frame) -> Result<rpc::Request, Refusal> {
     let line = match frame {
         Frame::Line(l) => l,
-        Frame::TooLong { bytes } => return Err(too_long_line(bytes)),
+        Frame::TooLong { bytes } => return Err(Refusal(too_long_line(bytes))),
     };
-    let req = rpc::parse_line(&line).map_err(|rejected| rpc::rejected_line(&rejected))?;
+    let req = rpc::parse_line(&line).map_err(|rejected| Refusal(rpc::rejected_line(&rejected)))?;
     // Checked here: through the daemon, a `type` naming a daemon method must not reach it.
-    if !crate::host::COMMANDS.contains(&req.command.as_str()) {
+    if CommandName::parse(&req.command).is_none() {
         let error = format!("Unknown command: {}", req.command);
-        return Err(rpc::error_line(req.id.as_ref(), Some(&req.command), &error));
+        let line = rpc::error_line(req.id.as_ref(), Some(&req.command), &error);
+        return Err(Refusal(line));
     }
     Ok(req)
 }
+
+/// A stdin line that is no request this side sends: pi's error line for it, written here.
+struct Refusal(String);
 
 /// pi's parse error for a line over the cap (it was skipped).
 fn too_long_line(bytes: usize) -> String {

@@ -29,11 +29,13 @@ use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::kernel::clock::Clock;
 use crate::kernel::event::ApprovalDecision;
-use crate::kernel::message::Message;
+use crate::kernel::message::Content;
 use crate::kernel::session::SessionSummary;
 use crate::output::{Output, TerminalOut};
 use crate::signals::Signals;
 use crate::wire::events::WireEvent;
+use crate::wire::pi::data::{ClearQueueData, MessagesData, State};
+use crate::wire::pi::Command;
 
 /// What attaching to a session of the daemon needs.
 pub struct AttachSetup {
@@ -62,11 +64,11 @@ pub(super) enum Back {
     Notice(HistoryCell),
     Restore(Vec<String>),
     /// The session was replaced: its conversation and state, to show from the start.
-    Replay(String, Vec<Replayed>, Value),
+    Replay(String, Vec<Replayed>, Option<State>),
     /// The session's templates and skills (`get_commands`), for the slash menu.
     Commands(Vec<(String, String)>),
     /// The session's state (`get_state`): model, context window, name, file.
-    State(Value),
+    State(State),
     /// Where the session runs, for the status line.
     Place(String),
     /// A `!cmd` the session did not run (pi's error text).
@@ -167,7 +169,7 @@ pub async fn run_local(setup: TuiSetup, out: &mut Output) -> Result<Exit, Startu
     };
     let (link, start) = Link::local(host, (10_000, 8 << 20))
         .await
-        .map_err(|e| StartupError::internal("cannot start the session").cause(e))?;
+        .map_err(|e| StartupError::internal("cannot start the session").cause(e.message))?;
     let (exit, client) = show(link, start, None, opening).await?;
     if let Some(text) = saved_line(&client) {
         let _ = out.out(text.as_bytes());
@@ -210,7 +212,11 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
     let id = client.link.session_id().to_string();
     // Quitting (not detaching) ends a session nobody else shows, as in-process.
     let closed = match client.close {
-        true => client.commands.request("session/close", json!({})).await,
+        true => client
+            .commands
+            .request("session/close", json!({}))
+            .await
+            .map_err(|e| e.message),
         false => Err(String::new()),
     };
     let text = match closed {
@@ -239,7 +245,7 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
 /// Which of the session's user messages it made itself (compaction summaries, `!cmd`
 /// outputs), from its entries; none when they cannot be read (every message shows as sent).
 pub(super) async fn internals(commands: &Commands) -> Internals {
-    match commands.request("get_entries", json!({})).await {
+    match commands.send(&Command::GetEntries { since: None }).await {
         Ok(answer) => Internals::from_entries(&answer),
         Err(e) => {
             tracing::info!("cannot read the session's entries: {e}");
@@ -357,7 +363,7 @@ impl Client {
         match back {
             Back::Notice(cell) => self.view.notice(cell),
             Back::Restore(texts) => self.view.restore_to_composer(texts),
-            Back::Replay(id, messages, state) => self.replay(&id, &messages, &state),
+            Back::Replay(id, messages, state) => self.replay(&id, &messages, state.as_ref()),
             Back::Commands(list) => self.view.templates = list,
             Back::State(state) => self.take_state(&state),
             Back::ShellRefused(e) => {
@@ -395,19 +401,14 @@ impl Client {
     }
 
     /// Model, thinking level, name, context window and file from a `get_state` answer.
-    pub fn take_state(&mut self, state: &Value) {
-        self.file = state["sessionFile"].as_str().map(str::to_string);
+    pub fn take_state(&mut self, state: &State) {
+        self.file = state.session_file.clone();
         let t = &mut self.view.transcript;
-        t.model = state["model"]["id"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        t.thinking_level = state["thinkingLevel"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        t.session_name = state["sessionName"].as_str().map(str::to_string);
-        self.view.context_window = state["model"]["contextWindow"].as_u64().unwrap_or(0);
+        let model = state.model.as_ref();
+        t.model = model.map(|m| m.id.clone()).unwrap_or_default();
+        t.thinking_level = state.thinking_level.clone();
+        t.session_name = state.session_name.clone();
+        self.view.context_window = model.map_or(0, |m| m.context_window);
     }
 
     fn feed(&mut self, event: &Value, at_ms: i64) {
@@ -542,19 +543,16 @@ impl Client {
                 let commands = self.commands.clone();
                 let back = self.back_tx.clone();
                 tokio::spawn(async move {
-                    let got = commands.request("get_messages", json!({})).await;
-                    let messages: Vec<Message> = got
-                        .ok()
-                        .and_then(|v| serde_json::from_value(v["messages"].clone()).ok())
-                        .unwrap_or_default();
+                    let got = commands.ask::<MessagesData>(&Command::GetMessages {}).await;
+                    let messages = got.map(|m| m.messages).unwrap_or_default();
                     let replayed = internals(&commands).await.replay(&messages);
-                    let state = commands.request("get_state", json!({})).await;
-                    let _ = back.send(Back::Replay(session, replayed, state.unwrap_or_default()));
+                    let state = commands.ask::<State>(&Command::GetState {}).await;
+                    let _ = back.send(Back::Replay(session, replayed, state.ok()));
                 });
                 self.show_place();
             }
             Some(Note::Lagged { .. }) => self.reconnect().await,
-            Some(Note::Lost(why)) => self.lost(&why),
+            Some(Note::Lost(why)) => self.lost(&why.to_string()),
             Some(Note::Notice(text)) => self.view.notice(HistoryCell::Notice(text)),
             None if self.daemon.is_some() => self.lost("the connection ended"),
             None => {
@@ -572,17 +570,19 @@ impl Client {
         let commands = self.commands.clone();
         let back = self.back_tx.clone();
         tokio::spawn(async move {
-            if let Ok(state) = commands.request("get_state", json!({})).await {
+            if let Ok(state) = commands.ask::<State>(&Command::GetState {}).await {
                 let _ = back.send(Back::State(state));
             }
         });
     }
 
     /// Another session is shown from now on: the transcript starts over with its messages.
-    fn replay(&mut self, id: &str, replayed: &[Replayed], state: &Value) {
+    fn replay(&mut self, id: &str, replayed: &[Replayed], state: Option<&State>) {
         let pending = self.view.transcript.drain();
         self.view.transcript = super::transcript::Transcript::new();
-        self.take_state(state);
+        if let Some(state) = state {
+            self.take_state(state);
+        }
         for cell in pending {
             self.view.notice(cell);
         }
@@ -631,8 +631,8 @@ impl Client {
                     KeyCode::Char('s') => {
                         // Awaited: the stop must reach the daemon before this client ends
                         // (`abort` is answered once the run has settled).
-                        if let Err(e) = self.commands.request("abort", json!({})).await {
-                            self.view.notice(HistoryCell::Error(e));
+                        if let Err(e) = self.commands.send(&Command::Abort {}).await {
+                            self.view.notice(HistoryCell::Error(e.message));
                         }
                         self.close = true;
                         self.stop = Some(Exit::Success);
@@ -662,30 +662,35 @@ impl Client {
             self.history.append(&t, self.clock.now_ms());
         }
         match action {
-            Action::Prompt(text) => self.send_input("prompt", text),
-            Action::Steer(text) => self.send_input("steer", text),
-            Action::FollowUp(text) => self.send_input("follow_up", text),
+            Action::Prompt(text) => self.send_input(text, |message, images| Command::Prompt {
+                message,
+                images,
+                streaming_behavior: None,
+            }),
+            Action::Steer(text) => {
+                self.send_input(text, |message, images| Command::Steer { message, images })
+            }
+            Action::FollowUp(text) => self.send_input(text, |message, images| Command::FollowUp {
+                message,
+                images,
+            }),
             Action::Abort => {
                 let commands = self.commands.clone();
                 let back = self.back_tx.clone();
                 tokio::spawn(async move {
-                    if let Ok(q) = commands.request("clear_queue", json!({})).await {
-                        let texts: Vec<String> = ["steering", "followUp"]
-                            .iter()
-                            .flat_map(|k| q[*k].as_array().cloned().unwrap_or_default())
-                            .filter_map(|v| v.as_str().map(str::to_string))
-                            .collect();
+                    let cleared = commands
+                        .ask::<ClearQueueData>(&Command::ClearQueue {})
+                        .await;
+                    if let Ok(q) = cleared {
+                        let texts = q.steering.into_iter().chain(q.follow_up).collect();
                         let _ = back.send(Back::Restore(texts));
                     }
-                    let _ = commands.request("abort", json!({})).await;
+                    let _ = commands.send(&Command::Abort {}).await;
                 });
             }
             Action::Approve { call_id, decision } => {
                 let confirmed = decision == ApprovalDecision::Allow;
-                self.send(
-                    "extension_ui_response",
-                    json!({"id": call_id, "confirmed": confirmed}),
-                );
+                self.send(confirm(call_id, confirmed));
             }
             Action::DenyWithMessage { call_id, message } => {
                 // The message first: queued as steering, it reaches the model with the refused
@@ -693,11 +698,14 @@ impl Client {
                 let commands = self.commands.clone();
                 let back = self.back_tx.clone();
                 tokio::spawn(async move {
-                    let steer = commands.request("steer", json!({"message": message})).await;
-                    let deny = json!({"id": call_id, "confirmed": false});
-                    let denied = commands.request("extension_ui_response", deny).await;
+                    let steer = Command::Steer {
+                        message,
+                        images: Vec::new(),
+                    };
+                    let steer = commands.send(&steer).await;
+                    let denied = commands.send(&confirm(call_id, false)).await;
                     if let Err(e) = steer.and(denied) {
-                        let _ = back.send(Back::Notice(HistoryCell::Error(e)));
+                        let _ = back.send(Back::Notice(HistoryCell::Error(e.message)));
                     }
                 });
             }
@@ -708,15 +716,20 @@ impl Client {
                 let commands = self.commands.clone();
                 let back = self.back_tx.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = commands.request("bash", json!({"command": cmd})).await {
-                        let _ = back.send(Back::ShellRefused(e));
+                    let bash = Command::Bash {
+                        command: cmd,
+                        exclude_from_context: None,
+                    };
+                    if let Err(e) = commands.send(&bash).await {
+                        let _ = back.send(Back::ShellRefused(e.message));
                     }
                 });
             }
             Action::Command { name, args } => self.command(&name, &args),
             Action::OpenSession(path) => {
                 self.replacing = Some("resumed session");
-                self.send("switch_session", json!({"sessionPath": path}));
+                let session_path = path.to_string_lossy().into_owned();
+                self.send(Command::SwitchSession { session_path });
             }
             Action::Quit => self.quit(),
         }
@@ -726,15 +739,9 @@ impl Client {
     /// Sends what the user typed, with the files its `@path` words name (as the CLI's `@file`
     /// arguments); a file that cannot be included is said and the text goes back to the
     /// editor, unsent.
-    fn send_input(&mut self, command: &'static str, text: String) {
+    fn send_input(&mut self, text: String, command: fn(String, Vec<Content>) -> Command) {
         match crate::mentions::expand_text(&text, &self.cwd, self.home.as_deref()) {
-            Ok((message, images)) => {
-                let mut params = json!({"message": message});
-                if !images.is_empty() {
-                    params["images"] = json!(images);
-                }
-                self.send(command, params);
-            }
+            Ok((message, images)) => self.send(command(message, images)),
             Err(crate::mentions::MentionError { message: e, .. }) => {
                 self.view.notice(HistoryCell::Error(e));
                 self.view.restore_to_composer(vec![text]);
@@ -754,5 +761,15 @@ impl Client {
         self.view.set_hint(
             "a run is active: l leaves it running in the daemon · s stops it · Esc stays",
         );
+    }
+}
+
+/// The answer to approval dialog `call_id`.
+fn confirm(call_id: String, confirmed: bool) -> Command {
+    Command::ExtensionUiResponse {
+        id: Some(call_id),
+        value: None,
+        confirmed: Some(confirmed),
+        cancelled: None,
     }
 }

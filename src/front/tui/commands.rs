@@ -4,7 +4,8 @@
 //! `/quit` and `/session`'s "where it runs" differ.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use serde_json::{json, Value};
+use crate::wire::pi::data::{CommandsData, ExportData, LevelData, ModelsData, State};
+use crate::wire::pi::Command;
 
 use super::client::{Back, Client};
 use super::transcript::HistoryCell;
@@ -18,12 +19,12 @@ pub(super) const PLACE_REFRESH: std::time::Duration = std::time::Duration::from_
 
 impl Client {
     /// Sends a command in the background; its error (pi's text) becomes an error cell.
-    pub(super) fn send(&self, command: &'static str, params: Value) {
+    pub(super) fn send(&self, command: Command) {
         let commands = self.commands.clone();
         let back = self.back_tx.clone();
         tokio::spawn(async move {
-            if let Err(e) = commands.request(command, params).await {
-                let _ = back.send(Back::Notice(HistoryCell::Error(e)));
+            if let Err(e) = commands.send(&command).await {
+                let _ = back.send(Back::Notice(HistoryCell::Error(e.message)));
             }
         });
     }
@@ -33,35 +34,31 @@ impl Client {
         let commands = self.commands.clone();
         let back = self.back_tx.clone();
         tokio::spawn(async move {
-            let Ok(v) = commands.request("get_commands", json!({})).await else {
+            let got = commands.ask::<CommandsData>(&Command::GetCommands {}).await;
+            let Ok(listed) = got else {
                 return;
             };
-            let list = v["commands"]
-                .as_array()
+            let list = listed
+                .commands
                 .into_iter()
-                .flatten()
-                .filter_map(|c| {
-                    let name = c["name"].as_str()?.to_string();
-                    Some((name, c["description"].as_str().unwrap_or("").to_string()))
-                })
+                .map(|c| (c.name, c.description))
                 .collect();
             let _ = back.send(Back::Commands(list));
         });
     }
 
     /// Sends a command in the background and shows `say(data)`, or pi's error text.
-    fn ask_and_tell(
+    fn ask_and_tell<T: serde::de::DeserializeOwned>(
         &self,
-        command: &'static str,
-        params: Value,
-        say: impl FnOnce(&Value) -> String + Send + 'static,
+        command: Command,
+        say: impl FnOnce(T) -> String + Send + 'static,
     ) {
         let commands = self.commands.clone();
         let back = self.back_tx.clone();
         tokio::spawn(async move {
-            let cell = match commands.request(command, params).await {
-                Ok(v) => HistoryCell::Notice(say(&v)),
-                Err(e) => HistoryCell::Error(e),
+            let cell = match commands.ask::<T>(&command).await {
+                Ok(v) => HistoryCell::Notice(say(v)),
+                Err(e) => HistoryCell::Error(e.message),
             };
             let _ = back.send(Back::Notice(cell));
         });
@@ -133,16 +130,15 @@ impl Client {
             "name" if args.is_empty() => self
                 .view
                 .notice(HistoryCell::Notice("usage: /name <session name>".into())),
-            "name" => self.send("set_session_name", json!({"name": args})),
+            "name" => self.send(Command::SetSessionName { name: args.into() }),
             "compact" => {
-                let params = match args.is_empty() {
-                    true => json!({}),
-                    false => json!({"customInstructions": args}),
+                let compact = Command::Compact {
+                    custom_instructions: (!args.is_empty()).then(|| args.to_string()),
                 };
                 let back = self.back_tx.clone();
                 let commands = self.commands.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = commands.request("compact", params).await {
+                    if let Err(e) = commands.send(&compact).await {
                         tracing::info!("compaction did not run: {e}");
                         let cell = HistoryCell::Notice(format!("compaction did not run: {e}"));
                         let _ = back.send(Back::Notice(cell));
@@ -156,22 +152,22 @@ impl Client {
             )),
             "new" => {
                 self.replacing = Some("new session");
-                self.send("new_session", json!({}));
+                self.send(Command::NewSession {
+                    parent_session: None,
+                });
             }
             "resume" => self.open_picker(),
             // A copy of the session as it stands, continued from here (this one stays).
             "fork" => {
                 self.replacing = Some("forked into session");
-                self.send("clone", json!({}));
+                self.send(Command::Clone {});
             }
             "export" => {
-                let params = match args.is_empty() {
-                    true => json!({}),
-                    false => json!({"outputPath": self.cwd.join(args)}),
+                let export = Command::ExportHtml {
+                    output_path: (!args.is_empty())
+                        .then(|| self.cwd.join(args).display().to_string()),
                 };
-                self.ask_and_tell("export_html", params, |v| {
-                    format!("exported to {}", v["path"].as_str().unwrap_or("?"))
-                });
+                self.ask_and_tell(export, |v: ExportData| format!("exported to {}", v.path));
             }
             "session" => self.session_info(),
             "transcript" => self.transcript(),
@@ -184,29 +180,28 @@ impl Client {
     /// `/thinking` cycles through the model's levels; `/thinking LEVEL` sets one.
     fn thinking(&self, args: &str) {
         if args.is_empty() {
-            return self.ask_and_tell("cycle_thinking_level", json!({}), |v| {
-                match v["level"].as_str() {
-                    Some(level) => format!("thinking level: {level}"),
+            return self.ask_and_tell(
+                Command::CycleThinkingLevel {},
+                |v: Option<LevelData>| match v {
+                    Some(v) => format!("thinking level: {}", v.level),
                     None => "this model has one thinking level".into(),
-                }
-            });
+                },
+            );
         }
         let commands = self.commands.clone();
         let back = self.back_tx.clone();
         let level = args.to_string();
         tokio::spawn(async move {
-            let cell = match commands
-                .request("set_thinking_level", json!({"level": level}))
-                .await
-            {
+            let set = Command::SetThinkingLevel {
+                level: level.clone(),
+            };
+            let cell = match commands.send(&set).await {
                 Ok(_) => {
-                    let state = commands.request("get_state", json!({})).await;
-                    let set = state
-                        .ok()
-                        .and_then(|s| s["thinkingLevel"].as_str().map(str::to_string));
+                    let state = commands.ask::<State>(&Command::GetState {}).await;
+                    let set = state.ok().map(|s| s.thinking_level);
                     HistoryCell::Notice(format!("thinking level: {}", set.unwrap_or(level)))
                 }
-                Err(e) => HistoryCell::Error(e),
+                Err(e) => HistoryCell::Error(e.message),
             };
             let _ = back.send(Back::Notice(cell));
         });
@@ -216,13 +211,12 @@ impl Client {
     fn model(&self, args: &str) {
         if args.is_empty() {
             let current = self.view.transcript.model.clone();
-            return self.ask_and_tell("get_available_models", json!({}), move |v| {
+            let list = Command::GetAvailableModels {};
+            return self.ask_and_tell(list, move |v: ModelsData| {
                 let mut text = String::from("models you can use (/model provider/id):");
-                for m in v["models"].as_array().into_iter().flatten() {
-                    let id = m["id"].as_str().unwrap_or("");
-                    let mark = if id == current { "●" } else { " " };
-                    let provider = m["provider"].as_str().unwrap_or("");
-                    text.push_str(&format!("\n {mark} {provider}/{id}"));
+                for m in v.models {
+                    let mark = if m.id == current { "●" } else { " " };
+                    text.push_str(&format!("\n {mark} {}/{}", m.provider, m.id));
                 }
                 text
             });
@@ -234,13 +228,11 @@ impl Client {
             let (provider, id) = match wanted.split_once('/') {
                 Some((p, id)) => (p.to_string(), id.to_string()),
                 None => {
-                    let models = commands.request("get_available_models", json!({})).await;
+                    let list = Command::GetAvailableModels {};
+                    let models = commands.ask::<ModelsData>(&list).await;
                     let found = models.ok().and_then(|v| {
-                        v["models"]
-                            .as_array()?
-                            .iter()
-                            .find(|m| m["id"] == wanted.as_str())
-                            .and_then(|m| m["provider"].as_str().map(str::to_string))
+                        let model = v.models.into_iter().find(|m| m.id == wanted)?;
+                        Some(model.provider)
                     });
                     match found {
                         Some(p) => (p, wanted.clone()),
@@ -252,12 +244,13 @@ impl Client {
                     }
                 }
             };
-            let cell = match commands
-                .request("set_model", json!({"provider": provider, "modelId": id}))
-                .await
-            {
+            let set = Command::SetModel {
+                provider: provider.clone(),
+                model_id: id.clone(),
+            };
+            let cell = match commands.send(&set).await {
                 Ok(_) => HistoryCell::Notice(format!("model: {provider}/{id}")),
-                Err(e) => HistoryCell::Error(e),
+                Err(e) => HistoryCell::Error(e.message),
             };
             let _ = back.send(Back::Notice(cell));
         });
@@ -277,34 +270,36 @@ impl Client {
         );
         let daemon = self.daemon.as_ref().map(|d| d.dial.describe());
         tokio::spawn(async move {
-            let state = commands.request("get_state", json!({})).await;
+            let state = commands.ask::<State>(&Command::GetState {}).await;
             let state = match state {
                 Ok(s) => s,
                 Err(e) => {
-                    let _ = back.send(Back::Notice(HistoryCell::Error(e)));
+                    let _ = back.send(Back::Notice(HistoryCell::Error(e.message)));
                     return;
                 }
             };
-            let id = state["sessionId"].as_str().unwrap_or("?").to_string();
+            let id = state.session_id;
             let mut text = format!(
                 "session {id}\n  file: {}\n  name: {}\n  messages: {}\n  tokens: {tokens}",
-                state["sessionFile"]
-                    .as_str()
+                state
+                    .session_file
+                    .as_deref()
                     .unwrap_or("(not saved: --no-session)"),
-                state["sessionName"].as_str().unwrap_or("(none)"),
-                state["messageCount"].as_u64().unwrap_or(0),
+                state.session_name.as_deref().unwrap_or("(none)"),
+                state.message_count,
             );
             match daemon {
                 Some(socket) => {
-                    let status = commands.request("daemon/status", json!({})).await;
-                    let status = status.unwrap_or_default();
-                    let me = status["sessions"]
-                        .as_array()
-                        .and_then(|l| l.iter().find(|s| s["sessionId"] == id.as_str()).cloned())
-                        .unwrap_or_default();
+                    let status = commands.call::<daemon::Status>(&NoParams).await.ok();
+                    let clients = status.as_ref().and_then(|s| {
+                        let me = s.sessions.iter().find(|s| s.session_id == id)?;
+                        Some(me.clients)
+                    });
+                    let shown = |n: Option<String>| n.unwrap_or_else(|| "null".into());
                     text.push_str(&format!(
                         "\n  runs in: the keel daemon (pid {}, {socket}) · windows attached: {}\n  leave it with /detach; come back with: keel attach {id}",
-                        status["pid"], me["clients"],
+                        shown(status.map(|s| s.pid.to_string())),
+                        shown(clients.map(|n| n.to_string())),
                     ));
                 }
                 None => text.push_str(

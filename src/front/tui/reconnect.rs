@@ -52,7 +52,7 @@ impl Client {
                     self.epoch = start.epoch;
                     self.seq = start.seq;
                 }
-                Some(Err(e)) => self.view.notice(HistoryCell::Error(e)),
+                Some(Err(e)) => self.view.notice(HistoryCell::Error(e.message)),
                 None => {}
             }
             return;

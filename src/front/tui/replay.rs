@@ -6,11 +6,27 @@
 
 use std::collections::HashMap;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::kernel::message::{user_text, Message};
 use crate::kernel::session::compaction_text;
 use crate::kernel::tool::bash::BashExecution;
+use crate::wire::pi::data::EntriesData;
+
+/// The fields of a session entry (pi's session format) a replay reads; others are ignored.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EntryFields {
+    #[serde(rename = "type")]
+    kind: String,
+    /// A `compaction`'s summary (one that is not a string leaves the entry out).
+    summary: Option<String>,
+    /// A `compaction`'s size before (read leniently: anything but a count is 0).
+    tokens_before: Option<Value>,
+    /// A `message` entry's message.
+    message: Option<Value>,
+}
 
 /// One piece of a replayed conversation.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,16 +52,19 @@ impl Internals {
     /// over, and an answer of another shape gives no internals (every message shows as sent).
     pub fn from_entries(answer: &Value) -> Internals {
         let mut out = Internals::default();
-        for e in answer["entries"].as_array().into_iter().flatten() {
-            match e["type"].as_str() {
-                Some("compaction") => {
-                    if let Some(summary) = e["summary"].as_str() {
-                        let before = e["tokensBefore"].as_u64().unwrap_or(0);
-                        out.compactions.insert(compaction_text(summary), before);
-                    }
+        let entries = EntriesData::deserialize(answer).unwrap_or_default().entries;
+        for e in entries
+            .iter()
+            .filter_map(|e| EntryFields::deserialize(e).ok())
+        {
+            match (e.kind.as_str(), e.summary, e.message) {
+                ("compaction", Some(summary), _) => {
+                    let before = e.tokens_before.as_ref().and_then(Value::as_u64);
+                    out.compactions
+                        .insert(compaction_text(&summary), before.unwrap_or(0));
                 }
-                Some("message") => {
-                    let bash = BashExecution::from_json(&e["message"]);
+                ("message", _, Some(message)) => {
+                    let bash = BashExecution::from_json(&message);
                     let context = bash.as_ref().and_then(BashExecution::context_message);
                     if let (Some(bash), Some(Message::User(u))) = (bash, context) {
                         out.shells.insert(user_text(&u), bash);

@@ -16,35 +16,36 @@ use crate::setup;
 /// runs here). A session live in a daemon is shown there.
 pub async fn start_tui(
     cli: &Cli,
+    settings: &setup::Settings,
     env: &Env,
     clock: &Clock,
     remote: bool,
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
-    setup::check_session_flags(cli, true)?;
+    setup::check_session_flags(settings, true)?;
     if remote {
         // The remote host's configuration and trust apply there; nothing runs here.
-        if let Some(exit) = attach_if_live(cli, env, out).await? {
+        if let Some(exit) = attach_if_live(cli, settings, env, out).await? {
             return Ok(exit);
         }
-        return match start_tui_in_daemon(cli, env, out).await {
+        return match start_tui_in_daemon(cli, settings, env, out).await {
             InDaemon::Ran(result) => result,
             InDaemon::Unavailable(e) => Err(e),
         };
     }
-    crate::front::trust::ask(cli, env, out).await;
+    crate::front::trust::ask(settings, env, out).await;
     // No provider configured: the TUI opens in this process with the first-run panel (a
     // session without a model has nothing to keep alive in the daemon).
-    let unconfigured = !setup::is_configured(cli, env);
+    let unconfigured = !setup::is_configured(settings, env);
     let in_process = unconfigured
         || !cli.daemon
             && (cli.no_daemon || env.vars.get("KEEL_NO_DAEMON").is_some_and(|v| v != "0"));
     let mut warnings = Vec::new();
     if !in_process {
-        if let Some(exit) = attach_if_live(cli, env, out).await? {
+        if let Some(exit) = attach_if_live(cli, settings, env, out).await? {
             return Ok(exit);
         }
-        match start_tui_in_daemon(cli, env, out).await {
+        match start_tui_in_daemon(cli, settings, env, out).await {
             InDaemon::Ran(result) => return result,
             InDaemon::Unavailable(e) if cli.daemon => return Err(e),
             InDaemon::Unavailable(e) => {
@@ -60,9 +61,9 @@ pub async fn start_tui(
     let mut host = match unconfigured {
         true => {
             let none = std::sync::Arc::new(setup::first_run::Unconfigured::new());
-            setup::host_setup_with(cli, env, clock, true, none)?
+            setup::host_setup_with(settings, env, clock, true, none)?
         }
-        false => setup::host_setup(cli, env, clock, true).await?,
+        false => setup::host_setup(settings, env, clock, true).await?,
     };
     host.warnings.extend(warnings);
     let prompt = cli.prompt.join(" ");
@@ -85,6 +86,7 @@ pub async fn start_tui(
 /// failing on its lock. `None` when no daemon runs or it does not hold that session.
 async fn attach_if_live(
     cli: &Cli,
+    settings: &setup::Settings,
     env: &Env,
     out: &mut Output,
 ) -> Result<Option<Exit>, StartupError> {
@@ -95,7 +97,7 @@ async fn attach_if_live(
         _ if dial.remote().is_some() => None,
         (Some(p), _) if p.contains('/') || p.ends_with(".jsonl") => Some(env.cwd.join(p)),
         (None, true) => crate::kernel::session::find_latest(
-            &setup::session_dir(cli, env),
+            &setup::session_dir(settings, env),
             &env.cwd.display().to_string(),
         ),
         _ => None,
@@ -144,7 +146,7 @@ async fn attach_if_live(
         ambiguous_wide: ambiguous_wide(cli, env),
         reopen,
         env: env.clone(),
-        session_dir: setup::session_dir(cli, env),
+        session_dir: setup::session_dir(settings, env),
         pick_session: false,
     };
     crate::front::tui::client::run(setup, out).await.map(Some)
@@ -161,7 +163,12 @@ enum InDaemon {
 /// The TUI with its session in the daemon: opened (or found) there with this command line's
 /// flags, then shown by the attached client. `--resume` without an id opens a new session
 /// and the picker, as in-process.
-async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> InDaemon {
+async fn start_tui_in_daemon(
+    cli: &Cli,
+    settings: &setup::Settings,
+    env: &Env,
+    out: &mut Output,
+) -> InDaemon {
     let dial = match crate::client::open::cli_dial(cli, env) {
         Ok(d) => d,
         Err(e) => return InDaemon::Unavailable(e),
@@ -197,7 +204,7 @@ async fn start_tui_in_daemon(cli: &Cli, env: &Env, out: &mut Output) -> InDaemon
         ambiguous_wide: ambiguous_wide(cli, env),
         reopen: params,
         env: env.clone(),
-        session_dir: setup::session_dir(cli, env),
+        session_dir: setup::session_dir(settings, env),
         pick_session,
     };
     InDaemon::Ran(crate::front::tui::client::run(setup, out).await)

@@ -285,6 +285,28 @@ impl Transcript {
         self.flush_exploring();
     }
 
+    /// A compact line when a hook blocked, asked, stopped, failed or spoke to the user; quiet
+    /// hooks leave no trace in the transcript.
+    fn hook_finished(
+        &mut self,
+        event: &str,
+        command: &str,
+        decision: Option<&str>,
+        reason: Option<&str>,
+        messages: &[String],
+    ) {
+        if let Some(d @ ("deny" | "block" | "ask" | "defer" | "stop")) = decision {
+            let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
+            self.pending.push_back(HistoryCell::Notice(format!(
+                "hook {event} `{command}` → {d}{why}"
+            )));
+        }
+        for m in messages {
+            self.pending
+                .push_back(HistoryCell::Notice(format!("hook {event}: {m}")));
+        }
+    }
+
     /// Folds one public event in; `at_ms` is when it happened (in-process, the kernel's
     /// stamp; from the daemon, when it arrived), for the run and tool timers.
     pub fn on_event(&mut self, event: &WireEvent, at_ms: i64) {
@@ -384,6 +406,21 @@ impl Transcript {
             P::BashExecutionUpdate { delta, .. } => self.shell_output(delta, at_ms),
             P::BashExecutionEnd(record) => self.shell_finished(record, at_ms),
             P::SessionInfoChanged { name } => self.session_name = Some(name.to_string()),
+            P::HookStarted { .. } => {}
+            P::HookFinished {
+                event,
+                command,
+                decision,
+                reason,
+                messages,
+                ..
+            } => self.hook_finished(
+                event,
+                command,
+                decision.as_deref(),
+                reason.as_deref(),
+                messages,
+            ),
             P::CompactionStart { .. } => {
                 self.activity = Some(Activity::Compacting { since_ms: at_ms });
             }
@@ -738,6 +775,7 @@ mod tests {
                     kind: "overloaded".into(),
                     message: "try later".into(),
                 },
+                structured_output: None,
             }),
         );
         let cells = t.drain();

@@ -93,6 +93,7 @@ mod tests {
         let settled = events_for(&ev(EventPayload::AgentSettled {
             aborted: false,
             outcome: RunOutcome::TurnLimit { max_turns: 3 },
+            structured_output: None,
         }));
         assert!(
             matches!(

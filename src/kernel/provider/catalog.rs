@@ -2,11 +2,8 @@
 //! lists with limits and list prices. Data only: one row per model, each with its source and
 //! the date it was read. To update, edit the rows (the facts come from the vendors' model and
 //! pricing pages; keel's digest of them is `shared/reference/providers.md` §4).
-//!
-//! Google's models are not listed yet: keel does not speak the Gemini API
-//! (`google-generative-ai`), and listing models it cannot call would mislead.
 
-use super::model::{API_ANTHROPIC, API_OPENAI, API_RESPONSES};
+use super::model::{API_ANTHROPIC, API_GEMINI, API_OPENAI, API_RESPONSES};
 
 /// One built-in provider.
 pub(super) struct BuiltinProvider {
@@ -17,6 +14,8 @@ pub(super) struct BuiltinProvider {
     pub model_api: &'static str,
     pub base_url: &'static str,
     pub key_env: Option<&'static str>,
+    /// A second key variable, read when `key_env` is unset.
+    pub key_env_alt: Option<&'static str>,
     pub base_url_env: Option<&'static str>,
     pub default_model: Option<&'static str>,
     pub models: &'static [Builtin],
@@ -41,6 +40,8 @@ pub(super) struct Builtin {
 pub(super) const NO_REASONING: &[&str] = &["off"];
 pub(super) const EFFORT_MINIMAL: &[&str] = &["off", "minimal", "low", "medium", "high"];
 pub(super) const EFFORT_XHIGH: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh"];
+/// Gemini 3 and later: `thinkingLevel` low, medium or high (`off` sends none).
+const LEVELS: &[&str] = &["off", "low", "medium", "high"];
 const BUDGET: &[&str] = &["off", "minimal", "low", "medium", "high", "xhigh"];
 
 /// A row with the usual defaults (text and images, no adaptive thinking).
@@ -79,6 +80,7 @@ pub(super) const PROVIDERS: &[BuiltinProvider] = &[
         model_api: API_RESPONSES,
         base_url: "https://api.openai.com/v1",
         key_env: Some("OPENAI_API_KEY"),
+        key_env_alt: None,
         base_url_env: Some("OPENAI_BASE_URL"),
         default_model: Some("gpt-6.2-sol"),
         models: OPENAI_MODELS,
@@ -89,9 +91,21 @@ pub(super) const PROVIDERS: &[BuiltinProvider] = &[
         model_api: API_ANTHROPIC,
         base_url: "https://api.anthropic.com",
         key_env: Some("ANTHROPIC_API_KEY"),
+        key_env_alt: None,
         base_url_env: Some("ANTHROPIC_BASE_URL"),
         default_model: Some("claude-sonnet-5-5"),
         models: ANTHROPIC_MODELS,
+    },
+    BuiltinProvider {
+        name: "google",
+        api: API_GEMINI,
+        model_api: API_GEMINI,
+        base_url: "https://generativelanguage.googleapis.com",
+        key_env: Some("GEMINI_API_KEY"),
+        key_env_alt: Some("GOOGLE_API_KEY"),
+        base_url_env: Some("GOOGLE_GEMINI_BASE_URL"),
+        default_model: Some("gemini-4-argon"),
+        models: GOOGLE_MODELS,
     },
     BuiltinProvider {
         name: "deepseek",
@@ -99,6 +113,7 @@ pub(super) const PROVIDERS: &[BuiltinProvider] = &[
         model_api: API_OPENAI,
         base_url: "https://api.deepseek.com/v1",
         key_env: Some("DEEPSEEK_API_KEY"),
+        key_env_alt: None,
         base_url_env: None,
         default_model: Some("deepseek-chat"),
         models: DEEPSEEK_MODELS,
@@ -109,6 +124,7 @@ pub(super) const PROVIDERS: &[BuiltinProvider] = &[
         model_api: API_OPENAI,
         base_url: "https://openrouter.ai/api/v1",
         key_env: Some("OPENROUTER_API_KEY"),
+        key_env_alt: None,
         base_url_env: None,
         default_model: None,
         models: &[],
@@ -119,6 +135,7 @@ pub(super) const PROVIDERS: &[BuiltinProvider] = &[
         model_api: API_OPENAI,
         base_url: "https://api.groq.com/openai/v1",
         key_env: Some("GROQ_API_KEY"),
+        key_env_alt: None,
         base_url_env: None,
         default_model: None,
         models: &[],
@@ -129,6 +146,7 @@ pub(super) const PROVIDERS: &[BuiltinProvider] = &[
         model_api: API_OPENAI,
         base_url: "http://localhost:11434/v1",
         key_env: None,
+        key_env_alt: None,
         base_url_env: Some("OLLAMA_BASE_URL"),
         default_model: None,
         models: &[],
@@ -249,6 +267,51 @@ const ANTHROPIC_MODELS: &[Builtin] = &[
         [1.0, 5.0, 0.1, 1.25],
         200_000,
         64_000,
+    ),
+];
+
+// shared/reference/providers.md §4.3 (reported: api-evangelist/deepmind pricing yml, read
+// 2026-10-07; TokenMeter v0.17.0 price tables). Cached reads as published, else the input
+// price (never undercount); context caching's storage is billed per hour, not per write, so
+// cache write is 0. `gemini-3.8-flash` is left out: its output price is unknown (input $0.75
+// until 2026-12-31, reported); reach it through models.json or GOOGLE_GEMINI_BASE_URL.
+const GOOGLE_MODELS: &[Builtin] = &[
+    // Announced 2026-09-30, paid API from 2026-10-13; 1,048,576 / 65,536. Prices from
+    // 2026-12-01 ($2 / $0.10 / $10 until 2026-11-30).
+    row(
+        "gemini-4-argon",
+        "Gemini 4 Argon",
+        LEVELS,
+        [4.0, 20.0, 0.2, 0.0],
+        1_048_576,
+        65_536,
+    ),
+    // Same source; limits unverified (Argon's).
+    row(
+        "gemini-4-neon",
+        "Gemini 4 Neon",
+        LEVELS,
+        [3.0, 15.0, 0.15, 0.0],
+        1_048_576,
+        65_536,
+    ),
+    // Same source; cached price unknown; limits unverified (Argon's).
+    row(
+        "gemini-4-hydrogen",
+        "Gemini 4 Hydrogen",
+        LEVELS,
+        [1.5, 7.5, 1.5, 0.0],
+        1_048_576,
+        65_536,
+    ),
+    // Reported ($2 / $12); cached price unknown; limits unverified (Argon's).
+    row(
+        "gemini-3.1-pro-preview",
+        "Gemini 3.1 Pro (preview)",
+        LEVELS,
+        [2.0, 12.0, 2.0, 0.0],
+        1_048_576,
+        65_536,
     ),
 ];
 

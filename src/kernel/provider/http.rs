@@ -1,5 +1,5 @@
-//! The HTTP transport shared by the `openai`, `responses` and `anthropic` providers: one POST, status and
-//! `Retry-After` handling, then the SSE body through the API's decoder, with an idle-stream
+//! The HTTP transport shared by the `openai`, `responses`, `anthropic` and `gemini` providers:
+//! one POST, status and `Retry-After` handling (or the error body's own retry hint), then the SSE body through the API's decoder, with an idle-stream
 //! timeout. Dropping the call (abort) drops the request and closes the connection at once.
 //!
 //! Error kinds it adds to the decoders' own: `connection` (no response, or the connection
@@ -16,9 +16,9 @@ use reqwest::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
 use tokio::sync::mpsc;
 
 use super::limits::{too_large_message, Budget, StreamLimits, MAX_ERROR_BODY_BYTES};
-use super::model::{ModelInfo, API_ANTHROPIC, API_RESPONSES};
+use super::model::{ModelInfo, API_ANTHROPIC, API_GEMINI, API_RESPONSES};
 use super::sse::{SseDecoder, StreamDecoder};
-use super::{anthropic, openai, responses, ModelRequest, Provider, ProviderEvent};
+use super::{anthropic, gemini, openai, responses, ModelRequest, Provider, ProviderEvent};
 use crate::kernel::abort::AbortSignal;
 
 /// Transport limits.
@@ -59,8 +59,8 @@ impl std::fmt::Display for ClientError {
 
 impl std::error::Error for ClientError {}
 
-/// A provider that speaks the OpenAI Chat Completions or Responses API or the Anthropic
-/// Messages API over HTTP.
+/// A provider that speaks the OpenAI Chat Completions or Responses API, the Anthropic
+/// Messages API or the Gemini API over HTTP.
 #[derive(Debug)]
 pub struct HttpProvider {
     info: ModelInfo,
@@ -124,6 +124,9 @@ impl HttpProvider {
                 tx,
             );
         }
+        if self.info.api == API_GEMINI {
+            return self.gemini(request, headers, tx);
+        }
         if let Some(k) = self
             .api_key
             .as_deref()
@@ -151,6 +154,35 @@ impl HttpProvider {
         )
     }
 
+    /// A Gemini call: the key in `x-goog-api-key`, the model in the path.
+    fn gemini(
+        &self,
+        request: &ModelRequest,
+        mut headers: HeaderMap,
+        tx: mpsc::Sender<ProviderEvent>,
+    ) -> Call {
+        let key = self
+            .api_key
+            .as_deref()
+            .and_then(|k| HeaderValue::from_str(k).ok());
+        if let Some(k) = key {
+            headers.insert("x-goog-api-key", k);
+        }
+        let mut call = self.call(
+            gemini::stream_url(&self.info.base_url, &self.info.id),
+            headers,
+            gemini::request_body(request, &self.info),
+            Box::new(gemini::GeminiDecoder::new(
+                &self.info,
+                request.messages.len(),
+            )),
+            gemini::error_from_response,
+            tx,
+        );
+        call.body_retry = gemini::retry_from_body;
+        call
+    }
+
     fn call(
         &self,
         url: String,
@@ -167,6 +199,7 @@ impl HttpProvider {
             body,
             decoder,
             classify,
+            body_retry: |_| None,
             idle: self.options.idle_timeout,
             limits: self.options.limits,
             who: self.who(),
@@ -207,6 +240,8 @@ struct Call {
     decoder: Box<dyn StreamDecoder>,
     /// The API's (kind, message) for a non-2xx response.
     classify: fn(u16, &str) -> (String, String),
+    /// The back-off a non-2xx body asks for, when the headers ask for none.
+    body_retry: fn(&str) -> Option<u64>,
     idle: Duration,
     limits: StreamLimits,
     who: String,
@@ -254,8 +289,9 @@ impl Call {
             let body = read_capped(response, MAX_ERROR_BODY_BYTES, self.idle)
                 .await
                 .unwrap_or_default();
-            let (kind, mut message) =
-                (self.classify)(status.as_u16(), &String::from_utf8_lossy(&body));
+            let body = String::from_utf8_lossy(&body);
+            let retry_after = retry_after.or_else(|| (self.body_retry)(&body));
+            let (kind, mut message) = (self.classify)(status.as_u16(), &body);
             if status.as_u16() == 404 {
                 message.push_str(&not_found_hint("POST", &self.url));
             }
@@ -407,12 +443,14 @@ pub(super) async fn read_capped(
     Ok(body)
 }
 
-/// Whether a URL's path has a `/v1` segment, as OpenAI-compatible endpoints have.
+/// Whether a URL's path has a `/v1` segment, as OpenAI-compatible endpoints have (or
+/// Google's `/v1beta`).
 pub fn path_has_v1(url: &str) -> bool {
     let path = url
         .split_once("://")
         .map_or(url, |(_, rest)| rest.split_once('/').map_or("", |(_, p)| p));
-    path.split('/').any(|seg| seg == "v1")
+    path.split(['/', '?'])
+        .any(|seg| seg == "v1" || seg == "v1beta")
 }
 
 /// What to add to a 404: the URL tried and, when its path has no `/v1`, the likely cause.
@@ -479,6 +517,9 @@ mod tests {
             !not_found_hint("POST", "https://openrouter.ai/api/v1/chat/completions")
                 .contains("missing")
         );
+        // Gemini's path is versioned too: no /v1 hint there.
+        let gemini = "http://127.0.0.1:9/v1beta/models/m:streamGenerateContent?alt=sse";
+        assert_eq!(not_found_hint("POST", gemini), format!(" (POST {gemini})"));
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The provider trait every model backend implements (scripted, OpenAI Chat Completions and
-//! Responses, Anthropic), and the streamed events it yields. Providers turn a request into a stream of small facts; the
+//! Responses, Anthropic, Gemini), and the streamed events it yields. Providers turn a request into a stream of small facts; the
 //! turn loop assembles them into messages and bus events. Providers never touch the bus.
 
 pub mod anthropic;
 mod catalog;
+pub mod gemini;
 pub mod http;
 pub mod limits;
 pub mod model;
@@ -29,6 +30,11 @@ pub struct ModelRequest {
     pub thinking_level: String,
     /// The session this call belongs to (a cache-routing hint for APIs that take one).
     pub session_id: Option<String>,
+    /// The JSON Schema the final answer must match (`--output-schema`), for the provider to
+    /// pass in the API's native form: Responses `text.format`, Chat Completions
+    /// `response_format`, Gemini `responseSchema`; Anthropic gets an instruction. `None`: free
+    /// text. keel validates the answer whatever the API made of it.
+    pub output_schema: Option<std::sync::Arc<serde_json::Value>>,
 }
 
 /// One streamed fact from a provider.
@@ -38,7 +44,8 @@ pub enum ProviderEvent {
     Text(String),
     /// A piece of reasoning.
     Thinking(String),
-    /// The opaque signature of the current thinking block (Anthropic); sent back verbatim.
+    /// The opaque signature of the current thinking block (Anthropic; a Responses reasoning
+    /// item; a Gemini thought signature of the part just streamed); sent back verbatim.
     ThinkingSignature(String),
     /// A tool call begins. Several calls may be open at once (parallel calls streamed
     /// interleaved); `id` ties their fragments together.

@@ -13,6 +13,7 @@ use crate::kernel::message::Usage;
 pub const API_OPENAI: &str = "openai-completions";
 pub const API_ANTHROPIC: &str = "anthropic-messages";
 pub const API_RESPONSES: &str = "openai-responses";
+pub const API_GEMINI: &str = "google-generative-ai";
 pub const API_SCRIPTED: &str = "scripted";
 
 /// Every thinking level, weakest first.
@@ -140,6 +141,8 @@ pub struct ProviderInfo {
     pub base_url: String,
     /// Environment variable holding the API key; `None` when no key is needed (local servers).
     pub key_env: Option<String>,
+    /// A second variable read when `key_env` is unset (Google: `GOOGLE_API_KEY`).
+    pub key_env_alt: Option<String>,
     /// A literal key from models.json.
     pub key: Option<String>,
     /// Environment variable that overrides the base URL.
@@ -217,6 +220,7 @@ fn builtin(p: &BuiltinProvider) -> ProviderInfo {
         api: p.api.into(),
         base_url: p.base_url.into(),
         key_env: p.key_env.map(Into::into),
+        key_env_alt: p.key_env_alt.map(Into::into),
         key: None,
         base_url_env: p.base_url_env.map(Into::into),
         default_model: p.default_model.map(Into::into),
@@ -267,8 +271,8 @@ struct ModelsFile {
 }
 
 impl Registry {
-    /// The built-in providers of the catalog: openai, anthropic, deepseek, openrouter, groq,
-    /// ollama.
+    /// The built-in providers of the catalog: openai, anthropic, google, deepseek, openrouter,
+    /// groq, ollama.
     pub fn builtin() -> Registry {
         Registry {
             providers: PROVIDERS.iter().map(builtin).collect(),
@@ -283,11 +287,11 @@ impl Registry {
         })?;
         for (name, p) in file.providers {
             let api = p.api.unwrap_or_else(|| API_OPENAI.to_string());
-            if ![API_OPENAI, API_RESPONSES, API_ANTHROPIC].contains(&api.as_str()) {
+            if ![API_OPENAI, API_RESPONSES, API_ANTHROPIC, API_GEMINI].contains(&api.as_str()) {
                 return Err(RegistryError {
                     kind: RegistryErrorKind::UnknownApi,
                     message: format!(
-                        "provider `{name}`: unknown api `{api}` (use `{API_OPENAI}`, `{API_RESPONSES}` or `{API_ANTHROPIC}`)"
+                        "provider `{name}`: unknown api `{api}` (use `{API_OPENAI}`, `{API_RESPONSES}`, `{API_ANTHROPIC}` or `{API_GEMINI}`)"
                     ),
                 });
             }
@@ -317,6 +321,7 @@ impl Registry {
                 api,
                 base_url: p.base_url,
                 key_env: p.api_key_env,
+                key_env_alt: None,
                 key: p.api_key,
                 base_url_env: None,
                 models,

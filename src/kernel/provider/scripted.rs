@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::model::{ModelInfo, API_SCRIPTED, THINKING_LEVELS};
+use super::model::{ModelCost, ModelInfo, API_SCRIPTED, THINKING_LEVELS};
 use super::{ModelRequest, Provider, ProviderEvent};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::{Message, StopReason, Usage};
@@ -26,6 +26,10 @@ pub struct Script {
     /// The model's context window in tokens (default 128000): what compaction measures against.
     #[serde(default)]
     pub context_window: Option<u64>,
+    /// The model's prices in USD per million tokens (default: none known). They price the
+    /// turns whose `usage` gives no `cost`, and let a run take `--max-cost`.
+    #[serde(default)]
+    pub cost: Option<ModelCost>,
     pub turns: Vec<Turn>,
 }
 
@@ -195,6 +199,7 @@ impl ScriptedProvider {
                 if let Some(w) = script.context_window {
                     info.context_window = w;
                 }
+                info.cost = script.cost.unwrap_or_default();
                 info
             },
             turns,
@@ -247,9 +252,10 @@ impl Provider for ScriptedProvider {
         let (tx, rx) = mpsc::channel(256);
         let last = last_user_text(&request.messages);
         let turn = self.pick(&last);
+        let prices = self.info.cost;
         tokio::spawn(async move {
             tokio::select! {
-                _ = replay(turn, last, &tx) => {}
+                _ = replay(turn, last, prices, &tx) => {}
                 _ = abort.aborted() => {}
             }
         });
@@ -257,7 +263,12 @@ impl Provider for ScriptedProvider {
     }
 }
 
-async fn replay(turn: Option<Turn>, last: String, tx: &mpsc::Sender<ProviderEvent>) {
+async fn replay(
+    turn: Option<Turn>,
+    last: String,
+    prices: ModelCost,
+    tx: &mpsc::Sender<ProviderEvent>,
+) {
     let Some(turn) = turn else {
         let mut shown: String = last.chars().take(80).collect();
         if shown.len() < last.len() {
@@ -306,7 +317,9 @@ async fn replay(turn: Option<Turn>, last: String, tx: &mpsc::Sender<ProviderEven
         }
     }
     let usage = turn.usage.clone().unwrap_or_default();
-    let _ = tx.send(ProviderEvent::Usage(to_usage(&usage))).await;
+    let _ = tx
+        .send(ProviderEvent::Usage(to_usage(&usage, &prices)))
+        .await;
     let stop = match &turn.stop {
         Some(s) => parse_stop(s).unwrap_or(StopReason::Stop),
         None if called_tool => StopReason::ToolUse,
@@ -355,7 +368,8 @@ fn chunk_events(chunk: &Chunk, n: &mut u64) -> Vec<ProviderEvent> {
     out
 }
 
-fn to_usage(u: &ScriptUsage) -> Usage {
+/// The turn's usage, its cost as the turn gives it or else at the script's prices.
+fn to_usage(u: &ScriptUsage, prices: &ModelCost) -> Usage {
     let mut usage = Usage {
         input: u.input,
         output: u.output,
@@ -364,7 +378,11 @@ fn to_usage(u: &ScriptUsage) -> Usage {
         total_tokens: u.input + u.output + u.cache_read + u.cache_write,
         ..Usage::default()
     };
-    usage.cost.total = u.cost;
+    if u.cost > 0.0 {
+        usage.cost.total = u.cost;
+    } else {
+        prices.apply(&mut usage);
+    }
     usage
 }
 

@@ -72,7 +72,7 @@ impl ToolEnv {
         let mut names: Vec<String> = registry
             .providers
             .iter()
-            .filter_map(|p| p.key_env.clone())
+            .flat_map(|p| p.key_env.iter().chain(&p.key_env_alt).cloned())
             .collect();
         let mut secrets: Vec<&str> = secret_values.iter().map(String::as_str).collect();
         secrets.extend(registry.providers.iter().filter_map(|p| p.key.as_deref()));
@@ -218,6 +218,8 @@ mod tests {
             "DEEPSEEK_API_KEY",
             "OPENROUTER_API_KEY",
             "GROQ_API_KEY",
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
             "LOCAL_KEY",
             "ALIAS",
             "FLAG_COPY",

@@ -78,7 +78,11 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
             messages: Cow::Borrowed(messages),
             will_retry: *will_retry,
         }),
-        EventPayload::AgentSettled { aborted, outcome } => Some(W::AgentSettled {
+        EventPayload::AgentSettled {
+            aborted,
+            outcome,
+            structured_output,
+        } => Some(W::AgentSettled {
             aborted: *aborted,
             outcome: outcome_word(outcome),
             error: settled_error(outcome),
@@ -94,6 +98,7 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
                 RunOutcome::Blocked { call_id, .. } => Some(call_id.into()),
                 _ => None,
             },
+            structured_output: structured_output.as_ref().map(Cow::Borrowed),
         }),
         EventPayload::TurnStarted => Some(W::TurnStart),
         EventPayload::TurnFinished {
@@ -184,6 +189,27 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
             will_retry: *will_retry,
             error_message: error_message.as_deref().map(Cow::Borrowed),
         }),
+        EventPayload::HookStarted { event, command } => Some(W::HookStarted {
+            event: event.into(),
+            command: command.into(),
+        }),
+        EventPayload::HookFinished {
+            event,
+            command,
+            exit_code,
+            duration_ms,
+            decision,
+            reason,
+            messages,
+        } => Some(W::HookFinished {
+            event: event.into(),
+            command: command.into(),
+            exit_code: *exit_code,
+            duration_ms: *duration_ms,
+            decision: decision.as_deref().map(Cow::Borrowed),
+            reason: reason.as_deref().map(Cow::Borrowed),
+            messages: Cow::Borrowed(messages),
+        }),
         EventPayload::QueueChanged {
             steering,
             follow_up,
@@ -213,6 +239,7 @@ fn outcome_word(outcome: &RunOutcome) -> Outcome {
         RunOutcome::TurnLimit { .. } => Outcome::TurnLimit,
         RunOutcome::Blocked { .. } => Outcome::Blocked,
         RunOutcome::Aborted => Outcome::Aborted,
+        RunOutcome::Budget { .. } => Outcome::Budget,
     }
 }
 
@@ -232,6 +259,12 @@ pub fn settled_error(outcome: &RunOutcome) -> Option<SettledError> {
             ),
         ),
         RunOutcome::Aborted => (ErrorKind::Aborted, "the run was aborted".into()),
+        RunOutcome::Budget { max_cost, spent } => (
+            ErrorKind::Budget,
+            format!(
+                "the cost cap (--max-cost {max_cost}) was exceeded before the next model call: this run cost ${spent:.4}"
+            ),
+        ),
     };
     Some(SettledError { kind, message })
 }

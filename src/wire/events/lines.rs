@@ -24,7 +24,7 @@ pub struct SessionLine<'a> {
 pub struct ResultLine<'a> {
     #[serde(rename = "type")]
     pub kind: &'static str,
-    /// `success|failed|turn_limit|blocked|interrupted|config_error|usage|internal`.
+    /// `success|failed|turn_limit|budget|blocked|interrupted|config_error|usage|internal`.
     pub outcome: &'a str,
     /// The process exit status that follows this line.
     pub exit_code: i32,
@@ -37,6 +37,9 @@ pub struct ResultLine<'a> {
     pub duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ResultError<'a>>,
+    /// With `--output-schema`: the final answer as the JSON value that matched the schema.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<&'a serde_json::Value>,
 }
 
 /// Why a run did not succeed.

@@ -75,7 +75,8 @@ pub enum WireEvent<'a> {
     /// Terminal: no more automatic work for this prompt. `aborted`: the run was aborted.
     /// keel's additions: `outcome` and, unless completed, `error` (the `kind` and message a
     /// print or JSON run reports); for `turn_limit` the limit (`maxTurns`), for `blocked` the
-    /// call that needed an approval (`toolName`, `toolCallId`).
+    /// call that needed an approval (`toolName`, `toolCallId`); for a run with an output
+    /// schema that completed, the final answer as JSON (`structuredOutput`).
     #[serde(rename_all = "camelCase")]
     AgentSettled {
         #[serde(default)]
@@ -89,6 +90,8 @@ pub enum WireEvent<'a> {
         tool_name: Option<Cow<'a, str>>,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         tool_call_id: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        structured_output: Option<Cow<'a, Value>>,
     },
     TurnStart,
     /// `message`: the assistant message; `toolResults`: its tool results in call order.
@@ -211,6 +214,28 @@ pub enum WireEvent<'a> {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         error_message: Option<Cow<'a, str>>,
     },
+    /// keel: a hook command started (`event`: its Claude event name).
+    HookStarted {
+        event: Cow<'a, str>,
+        command: Cow<'a, str>,
+    },
+    /// keel: a hook command ended. `exitCode` is absent when it was killed (timeout, abort) or
+    /// could not start; `decision` is what it decided (`allow`, `ask`, `deny`, `defer`,
+    /// `block`, `stop`, `error`), `reason` why, `messages` what it says to the user.
+    #[serde(rename_all = "camelCase")]
+    HookFinished {
+        event: Cow<'a, str>,
+        command: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        exit_code: Option<i32>,
+        duration_ms: u64,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        decision: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        reason: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "<[_]>::is_empty", default)]
+        messages: Cow<'a, [String]>,
+    },
     /// A type this keel does not know (a newer peer's addition): nothing to show.
     #[serde(other)]
     Other,
@@ -238,6 +263,8 @@ kinds! { WireEvent {
     BashExecutionUpdate = "bash_execution_update",
     BashExecutionEnd = "bash_execution_end",
     CompactionStart = "compaction_start",
+    HookStarted = "hook_started",
+    HookFinished = "hook_finished",
     CompactionEnd = "compaction_end",
     Other = "other",
 } }

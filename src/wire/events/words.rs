@@ -82,6 +82,8 @@ words! {
         Blocked = "blocked",
         /// The run was aborted (abort request, signal).
         Aborted = "aborted",
+        /// The run cost more than `--max-cost` before its next model call.
+        Budget = "budget",
     }
 }
 
@@ -154,6 +156,10 @@ words! {
         DaemonLost = "daemon_lost",
         /// The session was running another prompt.
         Busy = "busy",
+        /// The final answer did not match `--output-schema`, even after one correction.
+        SchemaMismatch = "schema_mismatch",
+        /// The run cost more than `--max-cost`.
+        Budget = "budget",
     }
 }
 

@@ -16,6 +16,7 @@ pub mod daemon;
 pub mod notify;
 pub mod schedule;
 pub mod session;
+pub mod snapshot;
 
 #[cfg(test)]
 mod tests;

@@ -128,10 +128,9 @@ pub struct AttachResult {
     pub epoch: String,
     /// The last `seq` the replay or snapshot covers; live events follow from `seq + 1`.
     pub seq: u64,
-    /// With `mode: snapshot`, the materialised state as of `seq`: `{header, messages, state,
-    /// streaming?, pendingUi, …}` (built by the host).
+    /// With `mode: snapshot`, the materialised state as of `seq` (built by the host).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub snapshot: Option<Value>,
+    pub snapshot: Option<Box<super::snapshot::Snapshot>>,
 }
 
 /// How an attach starts.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use nix::sys::stat::{umask, Mode};
 use tokio::net::{UnixListener, UnixStream};
 
-use super::DaemonError;
+use super::{DaemonError, DaemonErrorKind};
 use crate::kernel::private;
 
 /// File name of the socket: `p` + the protocol major, so a keel never talks to a daemon of an
@@ -307,22 +307,24 @@ pub fn bind(path: &Path) -> Result<UnixListener, DaemonError> {
 
 /// Whether the process at the other end of `stream` runs as our effective uid (SO_PEERCRED,
 /// as it was at connect time). The daemon calls it on every accepted connection and closes the
-/// others; a client can call it to check the daemon. `Err` is the reason, naming both uids.
-pub fn peer_allowed(stream: &UnixStream) -> Result<(), String> {
+/// others; a client can call it to check the daemon. `Err` is the reason, naming both uids
+/// (kind [`DaemonErrorKind::ForeignPeer`]), or why the credentials could not be read.
+pub fn peer_allowed(stream: &UnixStream) -> Result<(), DaemonError> {
     let cred = stream
         .peer_cred()
-        .map_err(|e| format!("cannot read the peer's credentials: {e}"))?;
+        .map_err(|e| DaemonError::new(format!("cannot read the peer's credentials: {e}")))?;
     uid_allowed(cred.uid(), euid())
 }
 
-/// The peer-uid rule: `peer` must be `me`.
-pub fn uid_allowed(peer: u32, me: u32) -> Result<(), String> {
+/// The peer-uid rule: `peer` must be `me` (else a [`DaemonErrorKind::ForeignPeer`] error).
+pub fn uid_allowed(peer: u32, me: u32) -> Result<(), DaemonError> {
     if peer == me {
         Ok(())
     } else {
-        Err(format!(
+        Err(DaemonError::new(format!(
             "the peer runs as uid {peer}, not as this process's effective uid {me}"
         ))
+        .with_kind(DaemonErrorKind::ForeignPeer { uid: peer }))
     }
 }
 
@@ -576,9 +578,10 @@ mod tests {
         uid_allowed(1000, 1000).unwrap();
         let why = uid_allowed(1001, 1000).unwrap_err();
         assert_eq!(
-            why,
+            why.message,
             "the peer runs as uid 1001, not as this process's effective uid 1000"
         );
+        assert_eq!(why.kind, DaemonErrorKind::ForeignPeer { uid: 1001 });
     }
 
     #[tokio::test]

@@ -4,24 +4,24 @@
 
 use std::io::Write;
 
+use crate::wire::pi::data::MessagesData;
+use crate::wire::pi::Command;
 use crossterm::event::Event as TermEvent;
 use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
-use serde_json::json;
 
 use super::{internals, Back, Client};
 use crate::front::tui::pager::{Pager, PagerKey};
 use crate::front::tui::transcript::HistoryCell;
 use crate::front::tui::{tty, Input};
-use crate::kernel::message::Message;
 
 impl Client {
     /// `/transcript`: asks the session for its conversation; the pager opens when it comes.
     pub(in crate::front::tui) fn transcript(&self) {
         let (commands, back) = (self.commands.clone(), self.back_tx.clone());
         tokio::spawn(async move {
-            let answer = match commands.request("get_messages", json!({})).await {
+            let answer = match commands.ask::<MessagesData>(&Command::GetMessages {}).await {
                 Ok(a) => a,
                 Err(e) => {
                     let cell = HistoryCell::Error(format!("cannot read the transcript: {e}"));
@@ -29,13 +29,7 @@ impl Client {
                     return;
                 }
             };
-            let messages: Vec<Message> = answer["messages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|m| serde_json::from_value(m.clone()).ok())
-                .collect();
-            let replayed = internals(&commands).await.replay(&messages);
+            let replayed = internals(&commands).await.replay(&answer.messages);
             let _ = back.send(Back::Transcript(replayed));
         });
     }

@@ -2,14 +2,14 @@
 //! in flight (timed from when it started, not from the attach) and open dialogs, and the
 //! flags the daemon opened the session with (to reopen it from its file if the daemon dies).
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::Client;
 use crate::client::link::Start;
 use crate::front::tui::replay::{self, Internals};
 use crate::front::tui::short_id;
 use crate::front::tui::transcript::HistoryCell;
-use crate::kernel::message::Message;
+use crate::wire::protocol::snapshot::Snapshot;
 
 impl Client {
     /// The state at attach time: the transcript so far, the model and name, a streaming
@@ -18,15 +18,9 @@ impl Client {
         self.view.attached = self.daemon.is_some();
         let Some(snap) = &start.snapshot else { return };
         self.take_open_args(snap);
-        let messages: Vec<Message> = snap["messages"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|m| serde_json::from_value(m.clone()).ok())
-            .collect();
-        let replayed = internals.replay(&messages);
-        let state = &snap["state"];
-        self.take_state(state);
+        let messages = &snap.messages;
+        let replayed = internals.replay(messages);
+        self.take_state(&snap.state);
         let typed = replay::typed(&replayed);
         self.view.composer.set_history(self.merged_history(typed));
         let id = self.link.session_id().to_string();
@@ -50,40 +44,44 @@ impl Client {
                 .notice(HistoryCell::Notice(format!("warning: {w}")));
         }
         let now = self.clock.now_ms();
-        // Timers count from when the run and its tools started, not from this attach (a
-        // daemon's clock ahead of this one's counts from now).
-        let since = |v: &Value| v.as_i64().map_or(now, |t| t.min(now));
-        if state["isStreaming"] == true {
-            self.feed(
-                &json!({"type": "agent_start"}),
-                since(&snap["runStartedAt"]),
-            );
-            if let Some(m) = snap["streaming"]["message"].as_object() {
-                self.feed(&json!({"type": "message_start", "message": m}), now);
-            }
-            for tool in snap["streaming"]["tools"].as_array().into_iter().flatten() {
-                let mut start = tool.clone();
-                start["type"] = json!("tool_execution_start");
-                self.feed(&start, since(&tool["startedAt"]));
-            }
+        if snap.state.is_streaming {
+            self.show_in_flight(snap, now);
         }
-        for dialog in snap["pendingUi"].as_array().into_iter().flatten() {
+        for dialog in &snap.pending_ui {
             self.feed(dialog, now);
+        }
+    }
+
+    /// The run in flight: its start, the message it streams and its running tools. Timers
+    /// count from when the run and its tools started, not from this attach (a daemon's clock
+    /// ahead of this one's counts from now).
+    fn show_in_flight(&mut self, snap: &Snapshot, now: i64) {
+        let since = |t: Option<i64>| t.map_or(now, |t| t.min(now));
+        self.feed(&json!({"type": "agent_start"}), since(snap.run_started_at));
+        let Some(streaming) = &snap.streaming else {
+            return;
+        };
+        if let Some(m) = streaming.message.as_ref().filter(|m| m.is_object()) {
+            self.feed(&json!({"type": "message_start", "message": m}), now);
+        }
+        for tool in &streaming.tools {
+            let mut start = serde_json::to_value(tool).unwrap_or_default();
+            if let Some(fields) = start.as_object_mut() {
+                fields.insert("type".into(), json!("tool_execution_start"));
+            }
+            self.feed(&start, since(Some(tool.started_at)));
         }
     }
 
     /// The flags the daemon opened the session with (the snapshot's `openArgs`): if the
     /// daemon dies, the session is reopened from its file with them, whoever opened it (a
     /// `keel attach` window has no flags of its own).
-    fn take_open_args(&mut self, snap: &Value) {
-        let (Some(d), Some(args)) = (&mut self.daemon, snap["openArgs"].as_array()) else {
+    fn take_open_args(&mut self, snap: &Snapshot) {
+        let Some(d) = &mut self.daemon else {
             return;
         };
-        if !args.is_empty() {
-            d.reopen.args = args
-                .iter()
-                .filter_map(|a| a.as_str().map(str::to_string))
-                .collect();
+        if !snap.open_args.is_empty() {
+            d.reopen.args = snap.open_args.clone();
         }
     }
 }

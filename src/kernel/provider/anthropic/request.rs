@@ -25,15 +25,21 @@ pub fn request_body(req: &ModelRequest, model: &ModelInfo) -> Value {
     body.insert("model".into(), json!(model.id));
     body.insert("max_tokens".into(), json!(model.max_tokens));
     body.insert("stream".into(), json!(true));
+    let mut system = Vec::new();
     if !req.system_prompt.is_empty() {
-        body.insert(
-            "system".into(),
-            json!([{
-                "type": "text",
-                "text": req.system_prompt,
-                "cache_control": {"type": "ephemeral"},
-            }]),
-        );
+        system.push(json!({
+            "type": "text",
+            "text": req.system_prompt,
+            "cache_control": {"type": "ephemeral"},
+        }));
+    }
+    if let Some(schema) = &req.output_schema {
+        // An instruction, not a forced tool: forcing a tool is refused with thinking on and
+        // would keep the agent from its own tools; keel validates and repairs the answer.
+        system.push(json!({"type": "text", "text": schema_instruction(schema)}));
+    }
+    if !system.is_empty() {
+        body.insert("system".into(), Value::Array(system));
     }
     body.insert("messages".into(), Value::Array(messages(&req.messages)));
     if !req.tools.is_empty() {
@@ -68,6 +74,14 @@ pub fn request_body(req: &ModelRequest, model: &ModelInfo) -> Value {
         }
     }
     Value::Object(body)
+}
+
+/// What the model is told when its final answer must match `schema`.
+fn schema_instruction(schema: &Value) -> String {
+    format!(
+        "When you give your final answer, reply with only a JSON value (no prose, no code \
+         fence) that matches this JSON Schema:\n{schema}"
+    )
 }
 
 /// The thinking budget for a level, kept below `max_tokens` as the API requires. `None` for
@@ -318,6 +332,7 @@ mod tests {
             }],
             thinking_level: "high".into(),
             session_id: None,
+            output_schema: None,
         };
         let want = json!({
             "model": "claude-sonnet-4-5",
@@ -383,6 +398,7 @@ mod tests {
             tools: vec![],
             thinking_level: "off".into(),
             session_id: None,
+            output_schema: None,
         };
         let want = json!({
             "model": "claude-sonnet-4-5",
@@ -415,6 +431,7 @@ mod tests {
             tools: vec![],
             thinking_level: "high".into(),
             session_id: None,
+            output_schema: None,
         };
         let body = request_body(&req, &model);
         assert_eq!(body["thinking"], json!({"type": "adaptive"}));
@@ -457,6 +474,7 @@ mod tests {
             tools: vec![],
             thinking_level: "off".into(),
             session_id: None,
+            output_schema: None,
         };
         let body = request_body(&req(&other), &sonnet());
         assert_eq!(

@@ -6,6 +6,7 @@ use std::collections::HashSet;
 use serde_json::{json, Map, Value};
 
 use crate::kernel::message::{joined_text, AssistantMessage, Content, Message, ToolResultMessage};
+use crate::kernel::output_schema::SCHEMA_NAME;
 use crate::kernel::provider::model::ModelInfo;
 use crate::kernel::provider::ModelRequest;
 
@@ -44,6 +45,14 @@ pub fn request_body(req: &ModelRequest, model: &ModelInfo) -> Value {
         // Chat Completions knows no effort above `high`.
         let effort = if level == "xhigh" { "high" } else { &level };
         body.insert("reasoning_effort".into(), json!(effort));
+    }
+    if let Some(schema) = &req.output_schema {
+        body.insert(
+            "response_format".into(),
+            json!({"type": "json_schema", "json_schema": {
+                "name": SCHEMA_NAME, "schema": schema, "strict": true,
+            }}),
+        );
     }
     Value::Object(body)
 }
@@ -267,6 +276,7 @@ mod tests {
             tools: vec![tool("read"), tool("ls")],
             thinking_level: "xhigh".into(),
             session_id: None,
+            output_schema: None,
         };
         let schema = json!({"type": "object", "properties": {"path": {"type": "string"}}});
         assert_eq!(
@@ -313,6 +323,7 @@ mod tests {
             tools: vec![],
             thinking_level: "high".into(),
             session_id: None,
+            output_schema: None,
         };
         // Not a reasoning model: thinking is ignored; no system prompt, no tools.
         let mut m = model();

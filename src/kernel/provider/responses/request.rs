@@ -9,6 +9,7 @@ use serde::Deserialize;
 use serde_json::{json, Map, Value};
 
 use crate::kernel::message::{AssistantMessage, Content, Message, ToolResultMessage};
+use crate::kernel::output_schema::SCHEMA_NAME;
 use crate::kernel::provider::model::{ModelInfo, API_RESPONSES};
 use crate::kernel::provider::ModelRequest;
 
@@ -57,6 +58,14 @@ pub fn request_body(req: &ModelRequest, model: &ModelInfo) -> Value {
         body.insert("prompt_cache_key".into(), json!(id));
     }
     body.insert("max_output_tokens".into(), json!(model.max_tokens));
+    if let Some(schema) = &req.output_schema {
+        body.insert(
+            "text".into(),
+            json!({"format": {
+                "type": "json_schema", "name": SCHEMA_NAME, "schema": schema, "strict": true,
+            }}),
+        );
+    }
     Value::Object(body)
 }
 
@@ -305,6 +314,7 @@ mod tests {
             }],
             thinking_level: "xhigh".into(),
             session_id: Some("0199-session".into()),
+            output_schema: None,
         };
         let item: Value = serde_json::from_str(ITEM).unwrap();
         assert_eq!(
@@ -356,6 +366,7 @@ mod tests {
             tools: vec![],
             thinking_level: "off".into(),
             session_id: None,
+            output_schema: None,
         };
         // Off: the model's default effort, but reasoning items still come back.
         let body = request_body(&req, &m);

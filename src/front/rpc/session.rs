@@ -1,7 +1,8 @@
-//! RPC mode's session in this process: a host served by `host::actor` through a
-//! [`Link`], its answers handed over in one order with its stream. Each answer carries the
-//! stream's `seq` when it was given: the events up to it go first, the later ones after it,
-//! as the host queued them.
+//! RPC mode's session on its [`Link`], in this process or in the daemon: its answers handed
+//! over in one order with its stream. Each answer carries the stream's `seq` when it was
+//! given: the events up to it go first, the later ones after it, as the session queued them.
+//! In this process the session is stopped and saved at the end; in the daemon it stays live
+//! (`daemon`: reconnecting a remote link, leaving).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::future::Future;
@@ -12,13 +13,11 @@ use std::time::Duration;
 use tokio::sync::oneshot;
 
 use super::{Front, Got, Sent};
-use crate::client::link::{Commands, Link, Note};
-use crate::error::StartupError;
-use crate::host::actor::{Answer, Answered};
-use crate::host::HostSetup;
+use crate::client::dial::Dial;
+use crate::client::link::{Commands, Link, LinkError, Lost, Note, Reply};
+use crate::host::Data;
 use crate::output::Output;
 use crate::signals::Signals;
-use crate::wire::jsonrpc::{self as j, ErrorObject};
 use crate::wire::rpc::Request;
 
 /// How long a stopped run may take to settle before the session is saved as it is.
@@ -27,64 +26,70 @@ const GRACE: Duration = Duration::from_secs(3);
 /// An answer that came, not handed over yet.
 struct Ready {
     key: u64,
-    result: Answer,
+    result: Result<Data, LinkError>,
     /// The stream's last `seq` when it was given.
     head: u64,
 }
 
-/// The link to the session in this process and what is in flight on it.
-pub(super) struct Local {
-    link: Link,
+/// The link to the session and what is in flight on it.
+pub(super) struct Session {
+    pub(super) link: Link,
     commands: Commands,
+    /// The daemon the session lives in (`None`: this process).
+    pub(super) dial: Option<Dial>,
     /// Sent and not answered, in the order sent.
-    pending: Vec<(u64, oneshot::Receiver<Answered>)>,
+    pending: Vec<(u64, Reply)>,
     ready: Vec<Ready>,
     /// A stream item read but not handed over: answers given before it go first.
     peeked: Option<Note>,
     /// The last `seq` handed over.
-    last: u64,
+    pub(super) last: u64,
     /// Answered once nothing runs, after the input ended.
     idle: Option<oneshot::Receiver<()>>,
     stream_ended: bool,
 }
 
-impl Local {
-    /// Serves `setup` in this process.
-    pub(super) async fn start(setup: HostSetup) -> Result<Local, StartupError> {
-        let link = Link::local_from_start(setup)
-            .await
-            .map_err(|e| StartupError::internal(format!("cannot start the session: {e}")))?;
-        Ok(Local {
+impl Session {
+    /// The session on `link` (in the daemon `dial` names, if any), whose stream is handed
+    /// over from after `seq`.
+    pub(super) fn new(link: Link, dial: Option<Dial>, seq: u64) -> Session {
+        Session {
             commands: link.commands(),
             link,
+            dial,
             pending: Vec::new(),
             ready: Vec::new(),
             peeked: None,
-            last: 0,
+            last: seq,
             idle: None,
             stream_ended: false,
-        })
+        }
     }
 
     pub(super) fn send(&mut self, key: u64, req: Request) -> Sent {
-        if req.command == "extension_ui_response" {
-            // pi never answers it; its `id` names the dialog.
-            self.commands.tell(req);
-            return Sent::NoAnswer;
-        }
         match self.commands.submit(req) {
-            Some(rx) => {
-                self.pending.push((key, rx));
+            Ok(Some(reply)) => {
+                self.pending.push((key, reply));
                 Sent::Waiting
             }
-            None => Sent::Gone,
+            Ok(None) => Sent::NoAnswer,
+            Err(_) => Sent::Gone,
         }
     }
 
+    /// stdin ended: in this process open dialogs are closed and [`Got::Idle`] comes once
+    /// nothing runs.
     pub(super) fn input_ended(&mut self) {
         self.idle = self.commands.input_ended();
     }
 
+    /// Whether nothing runs in the session any more (the daemon's side cannot tell: its
+    /// session stays live there).
+    pub(super) fn settled(&self, front: &Front) -> bool {
+        self.dial.is_some() || front.idle
+    }
+
+    /// The client sent a line that is no request.
     pub(super) fn heard(&self) {
         self.commands.heard();
     }
@@ -103,18 +108,13 @@ impl Local {
                 match note {
                     Note::Event { seq, line } => {
                         self.last = seq;
-                        return Got::Event {
-                            epoch: None,
-                            seq,
-                            line,
-                        };
+                        return Got::Event { line };
                     }
-                    // Nothing to write: requests go to whatever the host serves.
-                    Note::Replaced { .. } => continue,
-                    other => {
-                        tracing::warn!("rpc: unexpected item from the session: {other:?}");
-                        continue;
-                    }
+                    // Nothing to write: requests go to whatever the session serves.
+                    Note::Replaced { .. } | Note::Notice(_) => continue,
+                    Note::Lost(lost) => return Got::Lost(lost),
+                    // The daemon closes the connection next.
+                    Note::Lagged { .. } => return Got::Lost(Lost::Closed),
                 }
             }
             if self.stream_ended && self.pending.is_empty() && self.idle.is_none() {
@@ -140,11 +140,11 @@ impl Local {
         let before = self.ready.len();
         let mut i = 0;
         while i < self.pending.len() {
-            match self.pending[i].1.try_recv() {
-                Err(oneshot::error::TryRecvError::Empty) => i += 1,
-                r => {
+            match self.pending[i].1.try_take() {
+                None => i += 1,
+                Some(r) => {
                     let (key, _) = self.pending.remove(i);
-                    take(key, r.ok(), &mut self.ready);
+                    take(key, r, &mut self.ready);
                 }
             }
         }
@@ -166,10 +166,10 @@ impl Local {
             .filter(|(_, r)| r.head <= bound)
             .min_by_key(|(_, r)| (r.head, r.key))?;
         let r = self.ready.remove(i);
-        let result = r
-            .result
-            .map_err(|e| ErrorObject::new(j::COMMAND_FAILED, e.to_string()));
-        Some(Got::Answer { key: r.key, result })
+        Some(Got::Answer {
+            key: r.key,
+            result: r.result,
+        })
     }
 
     /// Ends the session: its run stopped (settling for a moment; a second signal cuts that
@@ -190,7 +190,7 @@ impl Local {
                     tokio::spawn(async move { again.stop(Duration::ZERO).await });
                 }
                 got = self.next() => match got {
-                    Got::Event { epoch, seq, line } => front.event(epoch, seq, &line, out),
+                    Got::Event { line } => front.event(&line, out),
                     Got::Answer { key, result } => {
                         front.write_answer(key, result, out);
                     }
@@ -202,19 +202,17 @@ impl Local {
     }
 }
 
-/// Takes an answer; one the session never gave (it ended first) is dropped: nothing is
-/// written for it.
-fn take(key: u64, r: Option<Answered>, ready: &mut Vec<Ready>) {
+/// Takes an answer; one the session never gave (it ended first, or the connection was lost)
+/// is dropped: nothing is written for it.
+fn take(key: u64, r: Option<(Result<Data, LinkError>, u64)>, ready: &mut Vec<Ready>) {
     if let Some((result, head)) = r {
-        if head != u64::MAX {
-            ready.push(Ready { key, result, head });
-        }
+        ready.push(Ready { key, result, head });
     }
 }
 
 /// Resolves when any pending answer came (moving the ones that did to `ready`).
 struct AnyAnswer<'a> {
-    pending: &'a mut Vec<(u64, oneshot::Receiver<Answered>)>,
+    pending: &'a mut Vec<(u64, Reply)>,
     ready: &'a mut Vec<Ready>,
 }
 
@@ -229,7 +227,7 @@ impl Future for AnyAnswer<'_> {
             match Pin::new(&mut this.pending[i].1).poll(cx) {
                 Poll::Ready(r) => {
                     let (key, _) = this.pending.remove(i);
-                    take(key, r.ok(), this.ready);
+                    take(key, r, this.ready);
                     came = true;
                 }
                 Poll::Pending => i += 1,

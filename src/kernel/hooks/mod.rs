@@ -1,0 +1,297 @@
+//! Hooks: the user's commands around the agent's life, with Claude Code's contract so that
+//! existing hook scripts run unchanged (DESIGN §15). A kernel seam like tools and providers:
+//! the turn loop fires them, so every mode, daemon session, scheduled run and subagent gets the
+//! same behaviour. This module reads the configuration ([`config`]), matches ([`matcher`]),
+//! runs processes ([`process`]), reads their results ([`outcome`]) and maps tool names and
+//! inputs to Claude's ([`names`]).
+
+pub mod config;
+pub mod matcher;
+pub mod names;
+pub mod outcome;
+pub mod process;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use crate::kernel::abort::AbortSignal;
+
+pub use config::{HookCommand, HookConfig};
+pub use outcome::{Decision, Verdict};
+pub use process::HookEnv;
+
+/// A hook's default timeout.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Text longer than this (characters) that a hook gives the model is cut, and the whole of it
+/// is written to a file named in the message.
+pub const TEXT_CAP: usize = 10_000;
+
+/// The events hooks can be configured for (Claude Code's names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HookEvent {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PermissionRequest,
+    PostToolUse,
+    PostToolUseFailure,
+    Notification,
+    Stop,
+    SubagentStart,
+    SubagentStop,
+    PreCompact,
+    PostCompact,
+    SessionEnd,
+}
+
+impl HookEvent {
+    pub const ALL: [HookEvent; 13] = [
+        HookEvent::SessionStart,
+        HookEvent::UserPromptSubmit,
+        HookEvent::PreToolUse,
+        HookEvent::PermissionRequest,
+        HookEvent::PostToolUse,
+        HookEvent::PostToolUseFailure,
+        HookEvent::Notification,
+        HookEvent::Stop,
+        HookEvent::SubagentStart,
+        HookEvent::SubagentStop,
+        HookEvent::PreCompact,
+        HookEvent::PostCompact,
+        HookEvent::SessionEnd,
+    ];
+
+    /// The event's name in settings files and on stdin.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HookEvent::SessionStart => "SessionStart",
+            HookEvent::UserPromptSubmit => "UserPromptSubmit",
+            HookEvent::PreToolUse => "PreToolUse",
+            HookEvent::PermissionRequest => "PermissionRequest",
+            HookEvent::PostToolUse => "PostToolUse",
+            HookEvent::PostToolUseFailure => "PostToolUseFailure",
+            HookEvent::Notification => "Notification",
+            HookEvent::Stop => "Stop",
+            HookEvent::SubagentStart => "SubagentStart",
+            HookEvent::SubagentStop => "SubagentStop",
+            HookEvent::PreCompact => "PreCompact",
+            HookEvent::PostCompact => "PostCompact",
+            HookEvent::SessionEnd => "SessionEnd",
+        }
+    }
+
+    /// The event named `name`, if keel knows it.
+    pub fn parse(name: &str) -> Option<HookEvent> {
+        HookEvent::ALL.into_iter().find(|e| e.as_str() == name)
+    }
+
+    /// Whether a group's `matcher` applies (Claude: UserPromptSubmit and Stop ignore it).
+    pub fn uses_matcher(self) -> bool {
+        !matches!(self, HookEvent::UserPromptSubmit | HookEvent::Stop)
+    }
+
+    /// Whether exit 2 or `decision: "block"` blocks what the event announces.
+    pub fn can_block(self) -> bool {
+        matches!(
+            self,
+            HookEvent::UserPromptSubmit
+                | HookEvent::PostToolUse
+                | HookEvent::PostToolUseFailure
+                | HookEvent::Stop
+                | HookEvent::SubagentStop
+                | HookEvent::PreCompact
+        )
+    }
+
+    /// Whether plain stdout of a successful hook becomes context for the model.
+    pub fn takes_plain_context(self) -> bool {
+        matches!(self, HookEvent::UserPromptSubmit | HookEvent::SessionStart)
+    }
+}
+
+/// The fields every hook's stdin carries, fixed for a session.
+#[derive(Debug, Clone, Default)]
+pub struct SessionFields {
+    pub session_id: String,
+    pub transcript_path: String,
+    /// Claude's word for the permission mode (`default`, `acceptEdits`, `bypassPermissions`, …).
+    pub permission_mode: String,
+    /// Inside a subagent: its id and type.
+    pub agent: Option<(String, String)>,
+}
+
+/// One hook run, as the bus reports it (`hook_started` / `hook_finished`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum HookNotice {
+    Started {
+        event: HookEvent,
+        command: String,
+    },
+    Finished {
+        event: HookEvent,
+        command: String,
+        exit_code: Option<i32>,
+        /// What it decided (`allow`, `ask`, `deny`, `defer`, `block`, `stop`, `error`).
+        decision: Option<&'static str>,
+        /// The reason it gave for a block, a denial or a stop.
+        reason: Option<String>,
+        /// What it says to the user (`systemMessage`, a failure).
+        messages: Vec<String>,
+    },
+}
+
+/// A session's hooks: what is configured and where they run. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Hooks {
+    config: Arc<HookConfig>,
+    env: Arc<HookEnv>,
+    session: Arc<SessionFields>,
+}
+
+impl Hooks {
+    pub fn new(config: HookConfig, env: HookEnv, session: SessionFields) -> Hooks {
+        Hooks {
+            config: Arc::new(config),
+            env: Arc::new(env),
+            session: Arc::new(session),
+        }
+    }
+
+    /// The same hooks for the session `session_id` saved at `transcript_path` (the host
+    /// learns both when it opens the session's store).
+    pub fn for_session(&self, session_id: &str, transcript_path: &str) -> Hooks {
+        let mut session = (*self.session).clone();
+        session.session_id = session_id.to_string();
+        session.transcript_path = transcript_path.to_string();
+        Hooks {
+            config: self.config.clone(),
+            env: self.env.clone(),
+            session: Arc::new(session),
+        }
+    }
+
+    /// Whether any hook is configured for `event` (callers skip building payloads if not).
+    pub fn wants(&self, event: HookEvent) -> bool {
+        !self.config.is_empty_for(event)
+    }
+
+    /// The configuration, for listings.
+    pub fn config(&self) -> &HookConfig {
+        &self.config
+    }
+
+    /// Runs every hook matching `event` and `subjects` in parallel with `fields` (the event's
+    /// own stdin fields) added to the session's, and combines their results in configuration
+    /// order. `notify` hears each start and finish. No matching hook: an empty verdict, and
+    /// no process is started.
+    pub async fn fire(
+        &self,
+        event: HookEvent,
+        subjects: &[&str],
+        fields: Map<String, Value>,
+        abort: &AbortSignal,
+        notify: &(dyn Fn(HookNotice) + Send + Sync),
+    ) -> Verdict {
+        let commands = self.config.matching(event, subjects);
+        if commands.is_empty() {
+            return Verdict::default();
+        }
+        let payload = self.payload(event, fields);
+        let mut set = tokio::task::JoinSet::new();
+        for (i, hook) in commands.iter().enumerate() {
+            notify(HookNotice::Started {
+                event,
+                command: hook.command.clone(),
+            });
+            let (env, payload, abort) = (self.env.clone(), payload.clone(), abort.clone());
+            let (command, timeout) = (
+                hook.command.clone(),
+                hook.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            );
+            set.spawn(async move {
+                let ran = process::run(&command, &payload, &env, timeout, &abort).await;
+                (i, ran)
+            });
+        }
+        let mut results = Vec::with_capacity(commands.len());
+        while let Some(joined) = set.join_next().await {
+            if let Ok(r) = joined {
+                results.push(r);
+            }
+        }
+        results.sort_by_key(|(i, _)| *i);
+        let mut verdict = Verdict::default();
+        for (i, ran) in results {
+            let command = &commands[i].command;
+            let judged = outcome::judge(event, command, &ran);
+            notify(HookNotice::Finished {
+                event,
+                command: command.clone(),
+                exit_code: match ran.exit {
+                    process::Exit::Code(c) => c,
+                    _ => None,
+                },
+                decision: judged.decision,
+                reason: judged.reason(),
+                messages: judged.messages().to_vec(),
+            });
+            verdict.add(judged);
+        }
+        self.cap(&mut verdict);
+        verdict
+    }
+
+    /// The stdin of one firing: the session's fields, `hook_event_name`, then the event's.
+    fn payload(&self, event: HookEvent, fields: Map<String, Value>) -> Vec<u8> {
+        let s = &self.session;
+        let mut m = Map::new();
+        m.insert("session_id".into(), s.session_id.clone().into());
+        m.insert("transcript_path".into(), s.transcript_path.clone().into());
+        m.insert("cwd".into(), self.env.cwd.display().to_string().into());
+        m.insert("permission_mode".into(), s.permission_mode.clone().into());
+        m.insert("hook_event_name".into(), event.as_str().into());
+        if let Some((id, kind)) = &s.agent {
+            m.insert("agent_id".into(), id.clone().into());
+            m.insert("agent_type".into(), kind.clone().into());
+        }
+        m.extend(fields);
+        serde_json::to_vec(&Value::Object(m)).unwrap_or_default()
+    }
+
+    /// Cuts what goes to the model at [`TEXT_CAP`] characters; the whole text goes to a file in
+    /// the session's spill directory, named in the cut text.
+    fn cap(&self, verdict: &mut Verdict) {
+        let texts = verdict
+            .context
+            .iter_mut()
+            .chain(verdict.blocked.iter_mut())
+            .chain(verdict.permission.iter_mut().filter_map(|p| p.1.as_mut()));
+        for text in texts {
+            if text.chars().count() <= TEXT_CAP {
+                continue;
+            }
+            let kept: String = text.chars().take(TEXT_CAP).collect();
+            let saved = self.spill(text);
+            *text = match saved {
+                Some(path) => format!(
+                    "{kept}\n[hook output cut at {TEXT_CAP} characters; all of it: {}]",
+                    path.display()
+                ),
+                None => format!("{kept}\n[hook output cut at {TEXT_CAP} characters]"),
+            };
+        }
+    }
+
+    fn spill(&self, text: &str) -> Option<std::path::PathBuf> {
+        let dir = self.env.tool_env.spill_dir(&self.env.temp_dir).ok()?;
+        let path = dir.join(format!("hook-{}.txt", uuid::Uuid::new_v4()));
+        std::fs::write(&path, text).ok()?;
+        Some(path)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,190 @@
+//! The engine end to end with real `sh` processes: payload, parallelism, dedupe, caps.
+
+use super::*;
+use serde_json::json;
+use std::sync::Mutex;
+
+use crate::kernel::tool::ToolEnv;
+
+fn hooks(dir: &std::path::Path, config: Value) -> Hooks {
+    let (config, warnings) = HookConfig::parse(&config, "settings.json");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let env = HookEnv {
+        cwd: dir.to_path_buf(),
+        project_dir: dir.to_path_buf(),
+        tool_env: ToolEnv::new(vec![]),
+        temp_dir: dir.to_path_buf(),
+    };
+    let session = SessionFields {
+        session_id: "s-1".into(),
+        transcript_path: "/k/sessions/s-1.jsonl".into(),
+        permission_mode: "default".into(),
+        agent: None,
+    };
+    Hooks::new(config, env, session)
+}
+
+fn cmd(event: &str, matcher: &str, commands: &[&str]) -> Value {
+    let hooks: Vec<Value> = commands
+        .iter()
+        .map(|c| json!({"type": "command", "command": c}))
+        .collect();
+    json!({ event: [{"matcher": matcher, "hooks": hooks}] })
+}
+
+async fn fire(
+    h: &Hooks,
+    event: HookEvent,
+    subjects: &[&str],
+    fields: Value,
+) -> (Verdict, Vec<HookNotice>) {
+    let seen = Mutex::new(Vec::new());
+    let fields = fields.as_object().cloned().unwrap_or_default();
+    let v = h
+        .fire(event, subjects, fields, &AbortSignal::never(), &|n| {
+            seen.lock().unwrap().push(n)
+        })
+        .await;
+    (v, seen.into_inner().unwrap())
+}
+
+#[tokio::test]
+async fn stdin_carries_the_session_fields_and_the_events_own() {
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("stdin.json");
+    let h = hooks(
+        d.path(),
+        cmd("PreToolUse", "Bash", &[&format!("cat > {}", out.display())]),
+    );
+    let (v, _) = fire(
+        &h,
+        HookEvent::PreToolUse,
+        &["Bash", "bash"],
+        json!({
+        "tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "c1"}),
+    )
+    .await;
+    assert_eq!(v, Verdict::default());
+    let got: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    assert_eq!(
+        got,
+        json!({
+        "session_id": "s-1", "transcript_path": "/k/sessions/s-1.jsonl",
+        "cwd": d.path().display().to_string(), "permission_mode": "default",
+        "hook_event_name": "PreToolUse", "tool_name": "Bash",
+        "tool_input": {"command": "ls"}, "tool_use_id": "c1"})
+    );
+}
+
+#[tokio::test]
+async fn no_matching_hook_starts_no_process() {
+    let d = tempfile::tempdir().unwrap();
+    let h = hooks(d.path(), cmd("PreToolUse", "Edit", &["touch ran"]));
+    let (v, seen) = fire(&h, HookEvent::PreToolUse, &["Bash"], json!({})).await;
+    assert_eq!(v, Verdict::default());
+    assert!(seen.is_empty());
+    assert!(!d.path().join("ran").exists());
+}
+
+#[tokio::test]
+async fn matching_hooks_run_in_parallel_and_identical_ones_once() {
+    let d = tempfile::tempdir().unwrap();
+    // Each hook waits for the other's file: they finish only if both run at once.
+    let a = "touch a; while [ ! -e b ]; do sleep 0.01; done; echo A >> runs";
+    let b = "touch b; while [ ! -e a ]; do sleep 0.01; done; echo B >> runs";
+    let mut config = cmd("Stop", "", &[a, b]);
+    let (extra, _) = HookConfig::parse(&cmd("Stop", "", &[a]), "other.json");
+    let (mut base, _) = HookConfig::parse(&config.take(), "settings.json");
+    base.merge(extra);
+    let h = Hooks::new(
+        base,
+        HookEnv {
+            cwd: d.path().to_path_buf(),
+            project_dir: d.path().to_path_buf(),
+            tool_env: ToolEnv::new(vec![]),
+            temp_dir: d.path().to_path_buf(),
+        },
+        SessionFields::default(),
+    );
+    let (_, seen) = fire(&h, HookEvent::Stop, &[], json!({"stop_hook_active": false})).await;
+    let mut runs: Vec<String> = std::fs::read_to_string(d.path().join("runs"))
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    runs.sort();
+    assert_eq!(runs, ["A", "B"]);
+    let finished = seen
+        .iter()
+        .filter(|n| matches!(n, HookNotice::Finished { .. }))
+        .count();
+    assert_eq!(finished, 2);
+}
+
+#[tokio::test]
+async fn a_guard_script_written_for_claude_denies_with_its_reason() {
+    let d = tempfile::tempdir().unwrap();
+    let guard = r#"input=$(cat); case "$input" in *"rm -rf"*) echo "Blocked: rm -rf" >&2; exit 2;; esac; exit 0"#;
+    let h = hooks(d.path(), cmd("PreToolUse", "Bash", &[guard]));
+    let (v, seen) = fire(
+        &h,
+        HookEvent::PreToolUse,
+        &["Bash"],
+        json!({
+        "tool_name": "Bash", "tool_input": {"command": "rm -rf /tmp/x"}}),
+    )
+    .await;
+    assert_eq!(
+        v.permission,
+        Some((Decision::Deny, Some("Blocked: rm -rf".into())))
+    );
+    assert!(
+        matches!(
+            &seen[1],
+            HookNotice::Finished {
+                exit_code: Some(2),
+                decision: Some("deny"),
+                ..
+            }
+        ),
+        "{seen:?}"
+    );
+    let (v, _) = fire(
+        &h,
+        HookEvent::PreToolUse,
+        &["Bash"],
+        json!({
+        "tool_name": "Bash", "tool_input": {"command": "ls"}}),
+    )
+    .await;
+    assert_eq!(v.permission, None);
+}
+
+#[tokio::test]
+async fn long_context_is_cut_and_saved_whole() {
+    let d = tempfile::tempdir().unwrap();
+    let h = hooks(
+        d.path(),
+        cmd(
+            "UserPromptSubmit",
+            "",
+            &["head -c 25000 /dev/zero | tr '\\0' x"],
+        ),
+    );
+    let (v, _) = fire(
+        &h,
+        HookEvent::UserPromptSubmit,
+        &[],
+        json!({"prompt": "hi"}),
+    )
+    .await;
+    let text = &v.context[0];
+    assert!(text.starts_with(&"x".repeat(TEXT_CAP)));
+    assert!(!text.contains(&"x".repeat(TEXT_CAP + 1)));
+    let path = text
+        .rsplit("all of it: ")
+        .next()
+        .unwrap()
+        .trim_end_matches(']');
+    assert_eq!(std::fs::read_to_string(path).unwrap().len(), 25000);
+}

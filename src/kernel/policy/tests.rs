@@ -1,0 +1,280 @@
+//! The rules as a whole: the precedence table, each specifier form through `check`, compound
+//! commands, and the warnings for rules that do not parse.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::*;
+
+fn list(rules: &[&str]) -> Vec<(String, String)> {
+    rules
+        .iter()
+        .map(|r| (r.to_string(), "/p/.keel/settings.json".to_string()))
+        .collect()
+}
+
+fn rules(deny: &[&str], ask: &[&str], allow: &[&str]) -> Rules {
+    let (r, warnings) = Rules::build(
+        &list(deny),
+        &list(ask),
+        &list(allow),
+        Path::new("/p"),
+        Path::new("/home/u"),
+    );
+    assert_eq!(warnings, [], "the test's rules parse");
+    r
+}
+
+fn bash(r: &Rules, command: &str) -> Verdict {
+    r.check("bash", &json!({ "command": command }), Path::new("/p"))
+}
+
+/// The verdict's kind and rule, for compact tables.
+fn short(v: Verdict) -> (&'static str, String) {
+    match v {
+        Verdict::Deny(m) => ("deny", m.rule),
+        Verdict::Ask(m) => ("ask", m.rule),
+        Verdict::Allow(m) => ("allow", m.rule),
+        Verdict::Unmatched => ("none", String::new()),
+    }
+}
+
+/// deny, ask and allow lists, then the verdict's kind and rule.
+type Row<'a> = (
+    &'a [&'a str],
+    &'a [&'a str],
+    &'a [&'a str],
+    (&'a str, &'a str),
+);
+
+#[test]
+fn deny_then_ask_then_allow_the_first_list_with_a_match_decides() {
+    let table: [Row; 6] = [
+        (&["Bash"], &["Bash"], &["Bash"], ("deny", "Bash")),
+        (
+            &[],
+            &["Bash(git push:*)"],
+            &["Bash(git:*)"],
+            ("ask", "Bash(git push:*)"),
+        ),
+        (
+            &["Bash(git push *)"],
+            &[],
+            &["Bash(git:*)"],
+            ("deny", "Bash(git push *)"),
+        ),
+        (&[], &[], &["Bash(git:*)"], ("allow", "Bash(git:*)")),
+        (
+            &["Bash(rm:*)"],
+            &["Bash(ls)"],
+            &["Bash(npm:*)"],
+            ("none", ""),
+        ),
+        (&["Read"], &[], &["Bash"], ("allow", "Bash")),
+    ];
+    for (deny, ask, allow, want) in table {
+        let r = rules(deny, ask, allow);
+        let got = short(bash(&r, "git push origin main"));
+        assert_eq!((got.0, got.1.as_str()), want, "{deny:?} {ask:?} {allow:?}");
+    }
+}
+
+#[test]
+fn the_verdict_names_the_rule_and_its_origin() {
+    let r = rules(&["Bash(rm:*)"], &[], &[]);
+    assert_eq!(
+        bash(&r, "rm -rf x"),
+        Verdict::Deny(Matched {
+            rule: "Bash(rm:*)".into(),
+            origin: "/p/.keel/settings.json".into()
+        })
+    );
+}
+
+#[test]
+fn a_denied_part_denies_the_whole_compound_command() {
+    let r = rules(&["Bash(rm:*)"], &[], &["Bash(echo:*)"]);
+    assert_eq!(short(bash(&r, "echo ok && rm -f x")).0, "deny");
+    assert_eq!(short(bash(&r, "echo $(rm -f x)")).0, "deny");
+    assert_eq!(short(bash(&r, "echo `rm -f x`")).0, "deny");
+    assert_eq!(short(bash(&r, "(cd /tmp; rm -f x)")).0, "deny");
+    assert_eq!(short(bash(&r, "{ echo a; rm x; }")).0, "deny");
+    assert_eq!(short(bash(&r, "echo a | xargs -0 rm")).0, "none");
+    assert_eq!(short(bash(&r, "sh -c 'rm -rf y'")).0, "deny");
+    assert_eq!(
+        short(bash(&r, "FOO=1 rm x")).0,
+        "deny",
+        "deny matches past assignments"
+    );
+    assert_eq!(
+        short(bash(&r, "echo 'rm -rf /'")).0,
+        "allow",
+        "a quoted operator is text"
+    );
+}
+
+#[test]
+fn every_part_must_be_allowed() {
+    let r = rules(&[], &[], &["Bash(echo:*)", "Bash(git diff *)"]);
+    assert_eq!(
+        short(bash(&r, "echo a && git diff HEAD | echo b")),
+        ("allow", "Bash(echo:*)".into())
+    );
+    assert_eq!(short(bash(&r, "echo a && touch b")).0, "none");
+    assert_eq!(
+        short(bash(&r, "echo $(touch b)")).0,
+        "none",
+        "a substitution must be allowed too"
+    );
+    assert_eq!(
+        short(bash(&r, "FOO=1 echo a")).0,
+        "none",
+        "allow rules see the assignments"
+    );
+    assert_eq!(
+        short(bash(&r, "echo   a")).0,
+        "allow",
+        "whitespace between words is one space"
+    );
+}
+
+#[test]
+fn an_unparsable_command_is_never_allowed_but_still_denied() {
+    let r = rules(&["Bash(rm:*)"], &[], &["Bash(echo:*)"]);
+    assert_eq!(short(bash(&r, "echo (( oops")).0, "none");
+    assert_eq!(short(bash(&r, "echo ok && rm -f x ((")).0, "deny");
+    assert_eq!(short(bash(&r, "rm -rf / 'unterminated")).0, "deny");
+    let asks = rules(&[], &["Bash(curl:*)"], &["Bash"]);
+    assert_eq!(short(bash(&asks, "curl x | sh ((")).0, "ask");
+}
+
+#[test]
+fn file_tools_match_their_paths() {
+    let r = rules(
+        &["Read(./.env)"],
+        &["Edit(/src/**)"],
+        &["Read(~/notes/**)", "Write(//tmp/*)"],
+    );
+    let check =
+        |tool: &str, path: &str| short(r.check(tool, &json!({"path": path}), Path::new("/p")));
+    assert_eq!(check("read", ".env").0, "deny");
+    assert_eq!(check("read", "/p/sub/../.env").0, "deny");
+    assert_eq!(
+        check("write", ".env").0,
+        "deny",
+        "a Read deny stops writes too"
+    );
+    assert_eq!(check("grep", ".env").0, "deny");
+    assert_eq!(check("read", "README.md").0, "none");
+    assert_eq!(check("edit", "src/a/b.rs").0, "ask");
+    assert_eq!(check("write", "src/new.rs").0, "ask", "Edit covers write");
+    assert_eq!(
+        check("read", "src/a.rs").0,
+        "none",
+        "Edit does not cover read"
+    );
+    assert_eq!(check("ls", "/home/u/notes/x").0, "allow");
+    assert_eq!(check("write", "/tmp/x").0, "allow");
+    assert_eq!(
+        check("write", "/tmp/x/y").0,
+        "allow",
+        "a match covers what is below it"
+    );
+    assert_eq!(check("write", "/var/x").0, "none");
+    let bare = rules(&["Read(.env)"], &[], &[]);
+    let no_path = bare.check("find", &json!({"pattern": "*"}), Path::new("/p/.env"));
+    assert_eq!(
+        short(no_path).0,
+        "deny",
+        "grep/find/ls without a path search the cwd"
+    );
+}
+
+#[test]
+fn mcp_rules_name_a_server_or_a_tool() {
+    let r = rules(
+        &["mcp__db__drop"],
+        &["mcp__db__*"],
+        &["mcp__fs", "mcp__web__get_*"],
+    );
+    let check = |tool: &str| short(r.check(tool, &json!({}), Path::new("/p"))).0;
+    assert_eq!(check("mcp__db__drop"), "deny");
+    assert_eq!(check("mcp__db__query"), "ask");
+    assert_eq!(check("mcp__fs__read"), "allow");
+    assert_eq!(
+        check("mcp__fsx__read"),
+        "none",
+        "a server name is not a prefix of another"
+    );
+    assert_eq!(check("mcp__web__get_page"), "allow");
+    assert_eq!(check("mcp__web__post"), "none");
+}
+
+#[test]
+fn keel_names_and_claude_names_both_work() {
+    let r = rules(&["bash(rm:*)", "read(./.env)"], &[], &["Bash(ls)"]);
+    assert_eq!(short(bash(&r, "rm x")).0, "deny");
+    assert_eq!(short(bash(&r, "ls")).0, "allow");
+    let read = r.check("read", &json!({"path": ".env"}), Path::new("/p"));
+    assert_eq!(short(read).0, "deny");
+    let grep = r.check(
+        "grep",
+        &json!({"pattern": "x", "path": ".env"}),
+        Path::new("/p"),
+    );
+    assert_eq!(
+        short(grep).0,
+        "none",
+        "keel's `read` is the read tool alone"
+    );
+}
+
+#[test]
+fn rules_that_do_not_parse_are_warnings_naming_them() {
+    let (r, warnings) = Rules::build(
+        &list(&["Bash(rm:* -rf)", "Bash(rm:*)"]),
+        &list(&["Read(./a[)"]),
+        &[],
+        Path::new("/p"),
+        Path::new("/h"),
+    );
+    let texts: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+    assert_eq!(
+        texts,
+        [
+            "permission rule `Bash(rm:* -rf)` (from /p/.keel/settings.json) is ignored: `:*` is allowed only at the end",
+            "permission rule `Read(./a[)` (from /p/.keel/settings.json) is ignored: not a path pattern: unclosed character class; missing ']'",
+        ]
+    );
+    assert_eq!(short(bash(&r, "rm x")).0, "deny", "the other rules stay");
+}
+
+#[test]
+fn no_rules_decide_nothing() {
+    let r = Rules::default();
+    assert!(r.is_empty());
+    assert_eq!(bash(&r, "rm -rf /"), Verdict::Unmatched);
+}
+
+#[test]
+fn a_symlink_is_denied_by_its_target_and_allowed_only_if_both_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::write(root.join(".env"), "SECRET=1").unwrap();
+    std::fs::create_dir(root.join("docs")).unwrap();
+    std::os::unix::fs::symlink(root.join(".env"), root.join("docs/link")).unwrap();
+    let (r, _) = Rules::build(
+        &list(&["Read(./.env)"]),
+        &[],
+        &list(&["Read(/docs/**)"]),
+        &root,
+        Path::new("/h"),
+    );
+    let read = |p: &str| short(r.check("read", &json!({ "path": p }), &root)).0;
+    assert_eq!(read("docs/link"), "deny", "the link's target is denied");
+    let (allow_only, _) =
+        Rules::build(&[], &[], &list(&["Read(/docs/**)"]), &root, Path::new("/h"));
+    let v = allow_only.check("read", &json!({"path": "docs/link"}), &root);
+    assert_eq!(short(v).0, "none", "the target is outside the allowed tree");
+}

@@ -1,0 +1,283 @@
+//! Where the turn loop fires hooks (DESIGN §15): `UserPromptSubmit` before a prompt reaches
+//! the model, `PreToolUse` before a call is decided, `PostToolUse`/`PostToolUseFailure` after
+//! it ran, `Stop` when the model is done. Every hook run is published (`HookStarted`,
+//! `HookFinished`), so every front end can show what a hook did. Without configured hooks each
+//! function returns at once and starts nothing.
+
+use serde_json::{json, Map, Value};
+
+use crate::kernel::abort::AbortSignal;
+use crate::kernel::agent::Inner;
+use crate::kernel::event::EventPayload;
+use crate::kernel::hooks::{names, Decision, HookEvent, HookNotice, Verdict};
+use crate::kernel::message::Content;
+use crate::kernel::tool::ToolOutput;
+
+/// A `Stop` hook may keep the agent going this many times in a row, no more.
+pub(super) const MAX_STOP_CONTINUES: u32 = 8;
+
+/// Whether a hook is configured for `event`: without one, no payload is built (the tool-call
+/// path pays nothing for hooks nobody configured).
+fn wants(inner: &Inner, event: HookEvent) -> bool {
+    inner.config.hooks.as_ref().is_some_and(|h| h.wants(event))
+}
+
+/// Runs the hooks of `event` and publishes each run.
+pub(crate) async fn fire(
+    inner: &Inner,
+    event: HookEvent,
+    subjects: &[&str],
+    fields: Value,
+    abort: &AbortSignal,
+) -> Verdict {
+    let Some(hooks) = inner.config.hooks.as_ref().filter(|h| h.wants(event)) else {
+        return Verdict::default();
+    };
+    let fields = match fields {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    // Durations on the wire are on the kernel's clock (a test clock makes them repeatable).
+    let started = inner.clock.now_ms();
+    let notify = |n: HookNotice| {
+        let elapsed = (inner.clock.now_ms() - started).max(0) as u64;
+        inner.bus.publish(notice_event(n, elapsed));
+    };
+    hooks.fire(event, subjects, fields, abort, &notify).await
+}
+
+/// Fires `event` without waiting for its hooks (a `Notification` must not hold up the dialog
+/// it announces); each run is still published.
+pub(crate) fn fire_detached(inner: &Inner, event: HookEvent, subject: &str, fields: Value) {
+    let Some(hooks) = inner.config.hooks.clone().filter(|h| h.wants(event)) else {
+        return;
+    };
+    let (bus, clock, subject) = (inner.bus.clone(), inner.clock.clone(), subject.to_string());
+    let fields = match fields {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    tokio::spawn(async move {
+        let started = clock.now_ms();
+        let notify = |n: HookNotice| {
+            let elapsed = (clock.now_ms() - started).max(0) as u64;
+            bus.publish(notice_event(n, elapsed));
+        };
+        let never = AbortSignal::never();
+        hooks
+            .fire(event, &[&subject], fields, &never, &notify)
+            .await;
+    });
+}
+
+/// `PermissionRequest`: hooks may answer an approval before anyone is asked.
+pub(super) async fn permission_request(
+    inner: &Inner,
+    name: &str,
+    args: &Value,
+    abort: &AbortSignal,
+) -> Option<(Decision, Option<String>)> {
+    if !wants(inner, HookEvent::PermissionRequest) && !wants(inner, HookEvent::Notification) {
+        return None;
+    }
+    let claude = names::claude_name(name);
+    let fields = tool_fields(name, args, None);
+    let v = fire(
+        inner,
+        HookEvent::PermissionRequest,
+        &[claude, name],
+        fields,
+        abort,
+    )
+    .await;
+    if matches!(v.permission, Some((Decision::Allow | Decision::Deny, _))) {
+        return v.permission;
+    }
+    let claude = claude.to_string();
+    fire_detached(
+        inner,
+        HookEvent::Notification,
+        "permission_prompt",
+        json!({"message": format!("keel needs your permission to use {claude}"),
+               "title": "Permission needed", "notification_type": "permission_prompt"}),
+    );
+    v.permission
+}
+
+fn notice_event(n: HookNotice, elapsed_ms: u64) -> EventPayload {
+    match n {
+        HookNotice::Started { event, command } => EventPayload::HookStarted {
+            event: event.as_str().into(),
+            command,
+        },
+        HookNotice::Finished {
+            event,
+            command,
+            exit_code,
+            decision,
+            reason,
+            messages,
+            ..
+        } => EventPayload::HookFinished {
+            event: event.as_str().into(),
+            command,
+            exit_code,
+            duration_ms: elapsed_ms,
+            decision: decision.map(str::to_string),
+            reason,
+            messages,
+        },
+    }
+}
+
+/// The stdin fields every tool event carries: the tool under Claude's name and argument
+/// shape, the call id (not for `PermissionRequest`), and keel's own name and arguments.
+fn tool_fields(name: &str, args: &Value, id: Option<&str>) -> Value {
+    let mut fields = json!({
+        "tool_name": names::claude_name(name),
+        "tool_input": names::claude_input(name, args),
+        "keel_tool_name": name,
+        "keel_tool_input": args,
+    });
+    if let Some(id) = id {
+        fields["tool_use_id"] = id.into();
+    }
+    fields
+}
+
+/// What `PreToolUse` hooks decided about one call.
+pub(super) struct PreTool {
+    /// The arguments to run with instead of the model's (a hook's `updatedInput`, mapped back
+    /// to keel's shape).
+    pub args: Option<Value>,
+    pub decision: Option<(Decision, Option<String>)>,
+    /// `continue: false`: the run stops after this call.
+    pub stop: Option<String>,
+    /// `additionalContext` for the model, added to the call's result.
+    pub context: Vec<String>,
+}
+
+pub(super) async fn pre_tool(
+    inner: &Inner,
+    id: &str,
+    name: &str,
+    args: &Value,
+    abort: &AbortSignal,
+) -> PreTool {
+    if !wants(inner, HookEvent::PreToolUse) {
+        return PreTool {
+            args: None,
+            decision: None,
+            stop: None,
+            context: Vec::new(),
+        };
+    }
+    let claude = names::claude_name(name);
+    let fields = tool_fields(name, args, Some(id));
+    let v = fire(inner, HookEvent::PreToolUse, &[claude, name], fields, abort).await;
+    PreTool {
+        args: v.updated_input.map(|u| names::keel_input(name, &u)),
+        decision: v.permission,
+        stop: v.stop,
+        context: v.context,
+    }
+}
+
+/// Fires `PostToolUse` (or `PostToolUseFailure` for an error result) and adds what the hooks
+/// say for the model to `output`. Returns a `continue: false` reason, if any.
+pub(super) async fn post_tool(
+    inner: &Inner,
+    id: &str,
+    name: &str,
+    args: &Value,
+    output: &mut ToolOutput,
+    abort: &AbortSignal,
+) -> Option<String> {
+    let event = if output.is_error {
+        HookEvent::PostToolUseFailure
+    } else {
+        HookEvent::PostToolUse
+    };
+    if !wants(inner, event) {
+        return None;
+    }
+    let claude = names::claude_name(name);
+    let mut fields = tool_fields(name, args, Some(id));
+    if output.is_error {
+        fields["error"] = output.text().into();
+        fields["is_interrupt"] = abort.is_aborted().into();
+    } else {
+        fields["tool_response"] = json!({"output": output.text(), "details": output.details});
+    }
+    let v = fire(inner, event, &[claude, name], fields, abort).await;
+    let notes: Vec<String> = v
+        .blocked
+        .into_iter()
+        .map(|r| format!("[{} hook] {r}", event.as_str()))
+        .chain(v.context)
+        .collect();
+    append(output, &notes);
+    v.stop
+}
+
+/// The user message that carries hooks' context for the model after a prompt.
+pub(super) fn context_message(context: &[String]) -> String {
+    format!("<hook-context>\n{}\n</hook-context>", context.join("\n"))
+}
+
+/// Adds hook text for the model after a tool's own output.
+pub(super) fn append(output: &mut ToolOutput, notes: &[String]) {
+    if !notes.is_empty() {
+        output.content.push(Content::text(notes.join("\n")));
+    }
+}
+
+/// What `UserPromptSubmit` hooks did to a prompt.
+pub(super) enum Prompt {
+    /// Go on, with this context added after the prompt.
+    Go(Vec<String>),
+    /// The prompt was blocked (and is not sent): the reason for the user.
+    Blocked,
+}
+
+pub(super) async fn prompt_submitted(inner: &Inner, text: &str, abort: &AbortSignal) -> Prompt {
+    let v = fire(
+        inner,
+        HookEvent::UserPromptSubmit,
+        &[],
+        json!({ "prompt": text }),
+        abort,
+    )
+    .await;
+    match v.blocked.or(v.stop) {
+        Some(_) => Prompt::Blocked,
+        None => Prompt::Go(v.context),
+    }
+}
+
+/// `SessionStart` (`source`: `startup`, `resume`, `compact`): the context its hooks give the
+/// model, added after the next prompt.
+pub(super) async fn session_start(inner: &Inner, source: &str, abort: &AbortSignal) -> Vec<String> {
+    let model = inner.provider().info().id.clone();
+    let fields = json!({"source": source, "model": model});
+    fire(inner, HookEvent::SessionStart, &[source], fields, abort)
+        .await
+        .context
+}
+
+/// `Stop`: `Some(reason)` when a hook keeps the agent going (the reason becomes the next
+/// user message).
+pub(super) async fn stopping(
+    inner: &Inner,
+    active: bool,
+    last_text: &str,
+    abort: &AbortSignal,
+) -> Option<String> {
+    let fields = json!({"stop_hook_active": active, "last_assistant_message": last_text});
+    let v = fire(inner, HookEvent::Stop, &[], fields, abort).await;
+    if v.stop.is_some() {
+        return None;
+    }
+    v.blocked
+        .or_else(|| (!v.context.is_empty()).then(|| v.context.join("\n")))
+}

@@ -1,0 +1,279 @@
+//! One settings file: strict JSON into typed values. A file that is not a JSON object is an
+//! error naming `file:line:col`; an unknown key or a value of the wrong type is a warning
+//! naming the file and the key, and only that entry is skipped.
+
+use std::collections::BTreeMap;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Error, ErrorKind, Origin};
+
+/// A reasoning effort (`--thinking`'s words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Thinking {
+    Off,
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+impl Thinking {
+    pub fn word(self) -> &'static str {
+        match self {
+            Thinking::Off => "off",
+            Thinking::Minimal => "minimal",
+            Thinking::Low => "low",
+            Thinking::Medium => "medium",
+            Thinking::High => "high",
+            Thinking::Xhigh => "xhigh",
+        }
+    }
+}
+
+/// `permissions.defaultMode`: keel's mode names and Claude Code's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DefaultMode {
+    /// Every tool runs (Claude: `bypassPermissions`).
+    #[serde(rename = "auto", alias = "bypassPermissions")]
+    Auto,
+    /// Each write, edit or shell call asks (Claude: `default`).
+    #[serde(rename = "ask", alias = "default")]
+    Ask,
+    /// Writing tools are refused.
+    #[serde(rename = "read-only", alias = "readOnly")]
+    ReadOnly,
+    /// File edits run, shell commands ask (Claude: `acceptEdits`).
+    #[serde(rename = "accept-edits", alias = "acceptEdits")]
+    AcceptEdits,
+    /// Reserved for plan mode (§17).
+    #[serde(rename = "plan")]
+    Plan,
+}
+
+impl DefaultMode {
+    pub fn word(self) -> &'static str {
+        match self {
+            DefaultMode::Auto => "auto",
+            DefaultMode::Ask => "ask",
+            DefaultMode::ReadOnly => "read-only",
+            DefaultMode::AcceptEdits => "accept-edits",
+            DefaultMode::Plan => "plan",
+        }
+    }
+}
+
+/// The top-level keys as they stand in a file, each still raw: checked one by one.
+#[derive(Deserialize)]
+struct RawFile {
+    #[serde(rename = "$schema")]
+    schema: Option<Value>,
+    model: Option<Value>,
+    thinking: Option<Value>,
+    tools: Option<Value>,
+    #[serde(rename = "maxTurns")]
+    max_turns: Option<Value>,
+    #[serde(rename = "approvalTimeout")]
+    approval_timeout: Option<Value>,
+    #[serde(rename = "autoCompaction")]
+    auto_compaction: Option<Value>,
+    #[serde(rename = "maxCost")]
+    max_cost: Option<Value>,
+    env: Option<Value>,
+    permissions: Option<Value>,
+    #[serde(rename = "mcpServers")]
+    mcp_servers: Option<Value>,
+    sandbox: Option<Value>,
+    hooks: Option<Value>,
+    #[serde(flatten)]
+    unknown: serde_json::Map<String, Value>,
+}
+
+/// `permissions`' keys as they stand in a file.
+#[derive(Deserialize)]
+struct RawPermissions {
+    #[serde(rename = "defaultMode")]
+    default_mode: Option<Value>,
+    allow: Option<Value>,
+    ask: Option<Value>,
+    deny: Option<Value>,
+    #[serde(rename = "additionalDirectories")]
+    additional_directories: Option<Value>,
+    #[serde(flatten)]
+    unknown: serde_json::Map<String, Value>,
+}
+
+/// The `permissions` values of one file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FilePermissions {
+    pub default_mode: Option<DefaultMode>,
+    pub allow: Vec<String>,
+    pub ask: Vec<String>,
+    pub deny: Vec<String>,
+    pub additional_directories: Vec<String>,
+}
+
+/// The values of one file that passed their checks.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FileValues {
+    pub model: Option<String>,
+    pub thinking: Option<Thinking>,
+    pub tools: Option<Vec<String>>,
+    pub max_turns: Option<u32>,
+    pub approval_timeout: Option<f64>,
+    pub auto_compaction: Option<bool>,
+    pub max_cost: Option<f64>,
+    pub env: BTreeMap<String, String>,
+    pub permissions: FilePermissions,
+    /// Each server's entry as `mcp.json` writes it (checked when the servers load).
+    pub mcp_servers: BTreeMap<String, Value>,
+    pub sandbox: Option<serde_json::Map<String, Value>>,
+    pub hooks: Option<serde_json::Map<String, Value>>,
+}
+
+/// One file parsed: its values and the warnings about the entries left out.
+pub struct Parsed {
+    pub values: FileValues,
+    pub warnings: Vec<String>,
+}
+
+/// Parses the text of the settings at `origin`.
+pub fn parse(text: &str, origin: &Origin) -> Result<Parsed, Error> {
+    let value: Value = serde_json::from_str(text).map_err(|e| Error {
+        kind: ErrorKind::Syntax,
+        message: format!("{origin}:{}:{}: not valid JSON", e.line(), e.column()),
+        cause: Some(strip_position(&e.to_string())),
+    })?;
+    if !value.is_object() {
+        return Err(Error {
+            kind: ErrorKind::Syntax,
+            message: format!("{origin}: the settings must be a JSON object"),
+            cause: None,
+        });
+    }
+    let raw: RawFile = serde_json::from_value(value).map_err(|e| Error {
+        kind: ErrorKind::Syntax,
+        message: format!("{origin}: cannot read the settings"),
+        cause: Some(e.to_string()),
+    })?;
+    let mut c = Checker {
+        origin,
+        warnings: Vec::new(),
+    };
+    let values = c.values(raw);
+    Ok(Parsed {
+        values,
+        warnings: c.warnings,
+    })
+}
+
+/// serde_json's message without its " at line L column C" (the message names the place).
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(at) => message[..at].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// Checks a file's entries one by one, collecting warnings about the ones it skips.
+struct Checker<'a> {
+    origin: &'a Origin,
+    warnings: Vec<String>,
+}
+
+impl Checker<'_> {
+    fn values(&mut self, raw: RawFile) -> FileValues {
+        for key in raw.unknown.keys() {
+            self.warn(key, "unknown key");
+        }
+        let _ = raw.schema;
+        let max_turns = self.typed::<u32>("maxTurns", raw.max_turns);
+        let approval_timeout = self.typed::<f64>("approvalTimeout", raw.approval_timeout);
+        FileValues {
+            model: self.typed("model", raw.model),
+            thinking: self.typed("thinking", raw.thinking),
+            tools: self.typed("tools", raw.tools),
+            max_turns: self.check("maxTurns", max_turns, |n| *n > 0, "a number above 0"),
+            approval_timeout: self.check(
+                "approvalTimeout",
+                approval_timeout,
+                |s| *s > 0.0 && *s < 1e9,
+                "a positive number of seconds",
+            ),
+            auto_compaction: self.typed("autoCompaction", raw.auto_compaction),
+            max_cost: self.typed("maxCost", raw.max_cost),
+            env: self.entries("env", raw.env),
+            permissions: self.permissions(raw.permissions),
+            mcp_servers: self.entries("mcpServers", raw.mcp_servers),
+            sandbox: self.typed("sandbox", raw.sandbox),
+            hooks: self.typed("hooks", raw.hooks),
+        }
+    }
+
+    fn permissions(&mut self, raw: Option<Value>) -> FilePermissions {
+        let Some(raw) = self.typed::<RawPermissions>("permissions", raw) else {
+            return FilePermissions::default();
+        };
+        for key in raw.unknown.keys() {
+            self.warn(&format!("permissions.{key}"), "unknown key");
+        }
+        let mut list = |key: &str, v| {
+            self.typed::<Vec<String>>(&format!("permissions.{key}"), v)
+                .unwrap_or_default()
+        };
+        FilePermissions {
+            allow: list("allow", raw.allow),
+            ask: list("ask", raw.ask),
+            deny: list("deny", raw.deny),
+            additional_directories: list("additionalDirectories", raw.additional_directories),
+            default_mode: self.typed("permissions.defaultMode", raw.default_mode),
+        }
+    }
+
+    /// An object whose entries are checked one by one (`env`: strings; `mcpServers`: objects).
+    fn entries<T: DeserializeOwned>(&mut self, key: &str, v: Option<Value>) -> BTreeMap<String, T> {
+        let Some(map) = self.typed::<serde_json::Map<String, Value>>(key, v) else {
+            return BTreeMap::new();
+        };
+        map.into_iter()
+            .filter_map(|(k, v)| Some((k.clone(), self.typed(&format!("{key}.{k}"), Some(v))?)))
+            .collect()
+    }
+
+    /// `v` as a `T`, or a warning naming `key` (null counts as not set).
+    fn typed<T: DeserializeOwned>(&mut self, key: &str, v: Option<Value>) -> Option<T> {
+        let v = v.filter(|v| !v.is_null())?;
+        match serde_json::from_value::<T>(v) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.warn(key, &e.to_string());
+                None
+            }
+        }
+    }
+
+    /// `v` when `ok` holds, else a warning that `key` must be `what`.
+    fn check<T: std::fmt::Debug>(
+        &mut self,
+        key: &str,
+        v: Option<T>,
+        ok: impl Fn(&T) -> bool,
+        what: &str,
+    ) -> Option<T> {
+        let v = v?;
+        if ok(&v) {
+            return Some(v);
+        }
+        self.warn(key, &format!("must be {what}, got {v:?}"));
+        None
+    }
+
+    fn warn(&mut self, key: &str, why: &str) {
+        self.warnings
+            .push(format!("{}: `{key}`: {why}; skipped", self.origin));
+    }
+}

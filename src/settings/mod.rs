@@ -1,0 +1,237 @@
+//! The settings files (`DESIGN.md` §13): which files a session in a directory reads, in which
+//! order, and their merge into one set of values that each remember the file (or flag) they
+//! came from. A leaf: it reads files and knows keel's keys, never the command line, the
+//! terminal or a session. `setup::Settings` lays the flags over what this returns.
+
+mod file;
+mod merge;
+pub mod schema;
+mod show;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+pub use file::{DefaultMode, Thinking};
+pub use merge::{Merged, Sourced};
+pub use show::{render, render_json};
+
+/// The variable that moves the managed settings file (tests; a packaged keel elsewhere).
+pub const MANAGED_VAR: &str = "KEEL_MANAGED_SETTINGS";
+/// Where the managed settings file is when [`MANAGED_VAR`] is not set.
+pub const MANAGED_PATH: &str = "/etc/keel/managed-settings.json";
+
+/// A level of the settings, highest first: a higher one wins a scalar key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// `/etc/keel/managed-settings.json`: beats everything, flags included.
+    Managed,
+    /// A command-line flag of the run (`--model`, `--permission`, …).
+    Flag,
+    /// `--settings FILE|JSON`.
+    SettingsFlag,
+    /// `<project>/.keel/settings.local.json` (personal, not checked in).
+    Local,
+    /// `<project>/.keel/settings.json` (checked in).
+    Project,
+    /// `$KEEL_HOME/settings.json`.
+    User,
+}
+
+impl Level {
+    /// The word `keel config path` shows for the level.
+    pub fn word(self) -> &'static str {
+        match self {
+            Level::Managed => "managed",
+            Level::Flag => "flag",
+            Level::SettingsFlag => "--settings",
+            Level::Local => "local",
+            Level::Project => "project",
+            Level::User => "user",
+        }
+    }
+}
+
+/// Where a value came from: a file of a level, or a flag (`flag --model`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub level: Level,
+    /// The file, or the flag's spelling (`--settings` with inline JSON: `--settings`).
+    pub place: String,
+}
+
+impl Origin {
+    /// A value given by the flag `flag` (spelt with its dashes).
+    pub fn flag(flag: &str) -> Origin {
+        Origin {
+            level: Level::Flag,
+            place: format!("flag {flag}"),
+        }
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.place)
+    }
+}
+
+/// What the `--settings` flag gave: a file path or the JSON itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Inline {
+    File(PathBuf),
+    Json(String),
+}
+
+impl Inline {
+    /// `--settings VALUE`: JSON when it starts with `{`, else a path relative to `cwd`.
+    pub fn of(value: &str, cwd: &Path) -> Inline {
+        match value.trim_start().starts_with('{') {
+            true => Inline::Json(value.to_string()),
+            false => Inline::File(cwd.join(value)),
+        }
+    }
+}
+
+/// One place settings may come from, as `keel config path` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub level: Level,
+    /// The file (`None`: `--settings` with inline JSON).
+    pub path: Option<PathBuf>,
+    /// The inline JSON of `--settings {…}`.
+    pub json: Option<String>,
+}
+
+impl Source {
+    /// Whether the file exists (inline JSON always does).
+    pub fn exists(&self) -> bool {
+        match &self.path {
+            Some(p) => p.is_file(),
+            None => true,
+        }
+    }
+
+    fn origin(&self) -> Origin {
+        let place = match &self.path {
+            Some(p) => p.display().to_string(),
+            None => "flag --settings".to_string(),
+        };
+        Origin {
+            level: self.level,
+            place,
+        }
+    }
+}
+
+/// The settings sources of a session in `cwd`, highest level first (`managed`: the managed
+/// file's path; `inline`: the `--settings` flag).
+pub fn sources(
+    managed: &Path,
+    inline: Option<&Inline>,
+    cwd: &Path,
+    keel_home: &Path,
+) -> Vec<Source> {
+    let file = |level, path: PathBuf| Source {
+        level,
+        path: Some(path),
+        json: None,
+    };
+    let mut out = vec![file(Level::Managed, managed.to_path_buf())];
+    match inline {
+        Some(Inline::File(p)) => out.push(file(Level::SettingsFlag, p.clone())),
+        Some(Inline::Json(j)) => out.push(Source {
+            level: Level::SettingsFlag,
+            path: None,
+            json: Some(j.clone()),
+        }),
+        None => {}
+    }
+    let dot = project_root(cwd).join(".keel");
+    out.push(file(Level::Local, dot.join("settings.local.json")));
+    out.push(file(Level::Project, dot.join("settings.json")));
+    out.push(file(Level::User, keel_home.join("settings.json")));
+    out
+}
+
+/// The managed file: `$KEEL_MANAGED_SETTINGS` from `vars`, else `/etc/keel/…`.
+pub fn managed_path(vars: &std::collections::BTreeMap<String, String>) -> PathBuf {
+    match vars.get(MANAGED_VAR) {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(MANAGED_PATH),
+    }
+}
+
+/// The project of `cwd`: the nearest directory at or above it holding `.git`, else `cwd`.
+pub fn project_root(cwd: &Path) -> PathBuf {
+    cwd.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(cwd)
+        .to_path_buf()
+}
+
+/// What is wrong with a settings source as a whole (one bad key is a warning, not this).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The file exists but cannot be read, or `--settings` names no file.
+    Unreadable,
+    /// Not JSON, or not a JSON object.
+    Syntax,
+}
+
+/// A settings source keel cannot use: its kind and a message naming the place
+/// (`file:line:col` for JSON that does not parse), with the parser's words as the cause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Error {
+    pub kind: ErrorKind,
+    pub message: String,
+    pub cause: Option<String>,
+}
+
+/// The merged settings and the warnings about entries that were skipped.
+#[derive(Debug, Clone, Default)]
+pub struct Loaded {
+    pub merged: Merged,
+    pub warnings: Vec<String>,
+}
+
+/// Reads `sources` (highest first) and merges them; a missing file is no error.
+pub fn load(sources: &[Source]) -> Result<Loaded, Error> {
+    let mut files = Vec::new();
+    let mut warnings = Vec::new();
+    for s in sources {
+        let text = match (&s.path, &s.json) {
+            (_, Some(json)) => json.clone(),
+            (Some(p), None) => match read(p, s.level)? {
+                Some(t) => t,
+                None => continue,
+            },
+            (None, None) => continue,
+        };
+        let origin = s.origin();
+        let parsed = file::parse(&text, &origin)?;
+        warnings.extend(parsed.warnings.iter().cloned());
+        files.push((origin, parsed.values));
+    }
+    Ok(Loaded {
+        merged: merge::merge(files),
+        warnings,
+    })
+}
+
+/// A file's text; `None` when it does not exist (and is not `--settings`'s, which must).
+fn read(path: &Path, level: Level) -> Result<Option<String>, Error> {
+    match std::fs::read_to_string(path) {
+        Ok(t) => Ok(Some(t)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && level != Level::SettingsFlag => {
+            Ok(None)
+        }
+        Err(e) => Err(Error {
+            kind: ErrorKind::Unreadable,
+            message: format!("cannot read the settings file {}", path.display()),
+            cause: Some(e.to_string()),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,75 @@
+//! The JSON Schema of a settings file (`keel config schema`), written once beside the types it
+//! describes; a test checks that it names exactly the keys the parser knows.
+
+use serde_json::{json, Value};
+
+/// Where the schema is published (the README's example points its `$schema` here).
+pub const ID: &str = "https://keel.dev/settings.schema.json";
+
+/// The schema, draft 2020-12.
+pub fn schema() -> Value {
+    let rules = |what: &str| {
+        json!({
+            "type": "array",
+            "items": {"type": "string"},
+            "description": format!("{what} Rules as Claude Code writes them: `Tool` or `Tool(specifier)`. Lists of all levels are concatenated.")
+        })
+    };
+    json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": ID,
+        "title": "keel settings",
+        "description": "A keel settings file: managed /etc/keel/managed-settings.json > flags > --settings > <project>/.keel/settings.local.json > <project>/.keel/settings.json > $KEEL_HOME/settings.json. Scalars: the highest level wins; lists concatenate; objects merge per key. Unknown keys are skipped with a warning.",
+        "type": "object",
+        "properties": {
+            "$schema": {"type": "string", "description": "This schema's URL, for editors."},
+            "model": {"type": "string", "description": "The model: `provider/id` or an id (`--model`)."},
+            "thinking": {
+                "enum": ["off", "minimal", "low", "medium", "high", "xhigh"],
+                "description": "Reasoning effort, clamped to what the model supports (`--thinking`)."
+            },
+            "tools": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "The tool allowlist (`--tools`): built-in names and MCP tools as mcp__server__tool, mcp__server or mcp__server__*. An allowlist: the highest level that sets it wins."
+            },
+            "maxTurns": {"type": "integer", "minimum": 1, "description": "Stop after this many model turns (`--max-turns`)."},
+            "approvalTimeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds an approval dialog waits before the call is denied (`--approval-timeout`)."},
+            "autoCompaction": {"type": "boolean", "description": "Compact the conversation when the context fills up (default true; `--no-auto-compaction`)."},
+            "maxCost": {"type": "number", "minimum": 0, "description": "A cost cap in dollars (kept; not applied yet)."},
+            "env": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "Variables set for the session's tools (bash, MCP servers). Merged per variable."
+            },
+            "permissions": {
+                "type": "object",
+                "properties": {
+                    "defaultMode": {
+                        "enum": ["auto", "ask", "read-only", "accept-edits", "plan", "default", "bypassPermissions", "acceptEdits", "readOnly"],
+                        "description": "The permission mode (`--permission` overrides). Claude's names are aliases: default = ask, bypassPermissions = auto."
+                    },
+                    "allow": rules("Tool calls that run without asking."),
+                    "ask": rules("Tool calls that always ask."),
+                    "deny": rules("Tool calls that never run."),
+                    "additionalDirectories": {"type": "array", "items": {"type": "string"}, "description": "Directories besides the project the tools may work in."}
+                },
+                "additionalProperties": false
+            },
+            "mcpServers": {
+                "type": "object",
+                "additionalProperties": {"type": "object"},
+                "description": "MCP servers, as in mcp.json ({command, args, env, cwd} or {type: \"http\", url, headers}); merged with mcp.json's. The highest level that names a server wins."
+            },
+            "sandbox": {"type": "object", "description": "The OS sandbox (DESIGN §14; not applied yet). Merged per key."},
+            "hooks": {"type": "object", "description": "Lifecycle hooks (DESIGN §15; not applied yet). Merged per key."}
+        },
+        "additionalProperties": false
+    })
+}
+
+/// The schema as `keel config schema` prints it.
+pub fn text() -> String {
+    let pretty = serde_json::to_string_pretty(&schema()).unwrap_or_default();
+    format!("{pretty}\n")
+}

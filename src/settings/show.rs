@@ -1,0 +1,140 @@
+//! `keel config show`'s two forms of the merged settings: lines of `key = value  # origin`
+//! (`+=` for each entry of a list), and JSON where each value is `{"value", "origin"}`.
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use super::merge::{Merged, Sourced};
+
+/// The merged settings as `key = value  # origin` lines.
+pub fn render(m: &Merged) -> String {
+    let mut out = String::new();
+    for (path, v) in entries(m) {
+        let key = path.join(".");
+        match v {
+            Entry::One(s) => line(&mut out, &key, "=", &s),
+            Entry::Many(list) => {
+                for s in list {
+                    line(&mut out, &key, "+=", &s);
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        out.push_str("(no settings: every value is a flag's or keel's default)\n");
+    }
+    out
+}
+
+fn line(out: &mut String, key: &str, op: &str, s: &Sourced<Value>) {
+    out.push_str(&format!("{key} {op} {}  # {}\n", s.value, s.origin));
+}
+
+/// The merged settings as one JSON object (keys as in the file; each value `{value, origin}`).
+pub fn render_json(m: &Merged) -> String {
+    let mut root = Map::new();
+    for (path, v) in entries(m) {
+        let v = match v {
+            Entry::One(s) => pair(&s),
+            Entry::Many(list) => Value::Array(list.iter().map(pair).collect()),
+        };
+        insert(&mut root, &path, v);
+    }
+    format!("{}\n", Value::Object(root))
+}
+
+fn pair(s: &Sourced<Value>) -> Value {
+    json!({"value": s.value, "origin": s.origin.to_string()})
+}
+
+/// Puts `v` at `path` (`["permissions", "allow"]`, `["env", NAME]`) of `root`.
+fn insert(root: &mut Map<String, Value>, path: &[String], v: Value) {
+    match path {
+        [] => {}
+        [last] => {
+            root.insert(last.clone(), v);
+        }
+        [head, rest @ ..] => {
+            let child = root
+                .entry(head.clone())
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(child) = child {
+                insert(child, rest, v);
+            }
+        }
+    }
+}
+
+/// One shown value: a scalar or object, or a list's entries.
+enum Entry {
+    One(Sourced<Value>),
+    Many(Vec<Sourced<Value>>),
+}
+
+/// A key's path: `"permissions.allow"` is `["permissions", "allow"]`; `sub` is one segment.
+fn path(key: &str, sub: Option<&str>) -> Vec<String> {
+    let mut p: Vec<String> = key.split('.').map(str::to_string).collect();
+    p.extend(sub.map(str::to_string));
+    p
+}
+
+/// The merged values in the file's key order, as JSON with their origins.
+fn entries(m: &Merged) -> Vec<(Vec<String>, Entry)> {
+    let mut out = Vec::new();
+    let mut one = |key: Vec<String>, v: Option<Sourced<Value>>| {
+        if let Some(v) = v {
+            out.push((key, Entry::One(v)));
+        }
+    };
+    one(path("model", None), m.model.as_ref().map(to_json));
+    one(path("thinking", None), m.thinking.as_ref().map(to_json));
+    one(path("tools", None), m.tools.as_ref().map(to_json));
+    one(path("maxTurns", None), m.max_turns.as_ref().map(to_json));
+    one(
+        path("approvalTimeout", None),
+        m.approval_timeout.as_ref().map(to_json),
+    );
+    one(
+        path("autoCompaction", None),
+        m.auto_compaction.as_ref().map(to_json),
+    );
+    one(path("maxCost", None), m.max_cost.as_ref().map(to_json));
+    for (k, v) in &m.env {
+        one(path("env", Some(k)), Some(to_json(v)));
+    }
+    let p = &m.permissions;
+    one(
+        path("permissions.defaultMode", None),
+        p.default_mode.as_ref().map(to_json),
+    );
+    let lists = [
+        ("allow", &p.allow),
+        ("ask", &p.ask),
+        ("deny", &p.deny),
+        ("additionalDirectories", &p.additional_directories),
+    ];
+    for (name, list) in lists {
+        if !list.is_empty() {
+            let list = list.iter().map(to_json).collect();
+            out.push((path("permissions", Some(name)), Entry::Many(list)));
+        }
+    }
+    let mut one = |key: Vec<String>, v: Option<Sourced<Value>>| {
+        if let Some(v) = v {
+            out.push((key, Entry::One(v)));
+        }
+    };
+    for (k, v) in &m.mcp_servers {
+        one(path("mcpServers", Some(k)), Some(v.clone()));
+    }
+    one(path("sandbox", None), m.sandbox.clone());
+    one(path("hooks", None), m.hooks.clone());
+    out
+}
+
+fn to_json<T: Serialize>(s: &Sourced<T>) -> Sourced<Value> {
+    Sourced {
+        value: serde_json::to_value(&s.value).unwrap_or(Value::Null),
+        origin: s.origin.clone(),
+    }
+}

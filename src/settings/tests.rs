@@ -1,0 +1,267 @@
+//! The file layer's rules: the precedence of the levels, list concatenation, the errors and the
+//! warnings, and the schema naming exactly the keys the parser knows.
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::*;
+
+/// Writes `files` (level, JSON) into a temp tree and loads them as a session in `work` would.
+fn load_levels(files: &[(Level, serde_json::Value)]) -> (tempfile::TempDir, Loaded) {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(work.join(".keel")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let managed = dir.path().join("managed.json");
+    let flag = dir.path().join("flag.json");
+    for (level, v) in files {
+        let path = match level {
+            Level::Managed => managed.clone(),
+            Level::SettingsFlag => flag.clone(),
+            Level::Local => work.join(".keel/settings.local.json"),
+            Level::Project => work.join(".keel/settings.json"),
+            Level::User => home.join("settings.json"),
+            Level::Flag => unreachable!("flags are not files"),
+        };
+        std::fs::write(path, v.to_string()).unwrap();
+    }
+    let inline = files
+        .iter()
+        .any(|(l, _)| *l == Level::SettingsFlag)
+        .then(|| Inline::File(flag.clone()));
+    let loaded = load(&sources(&managed, inline.as_ref(), &work, &home)).unwrap();
+    (dir, loaded)
+}
+
+const FILE_LEVELS: [Level; 5] = [
+    Level::Managed,
+    Level::SettingsFlag,
+    Level::Local,
+    Level::Project,
+    Level::User,
+];
+
+#[test]
+fn each_level_beats_every_level_below_it() {
+    for (i, high) in FILE_LEVELS.iter().enumerate() {
+        for low in &FILE_LEVELS[i + 1..] {
+            let (_dir, loaded) = load_levels(&[
+                (*low, json!({"model": format!("low/{}", low.word())})),
+                (*high, json!({"model": format!("high/{}", high.word())})),
+            ]);
+            let model = loaded.merged.model.unwrap();
+            assert_eq!(
+                model.value,
+                format!("high/{}", high.word()),
+                "{high:?} > {low:?}"
+            );
+            assert_eq!(model.origin.level, *high);
+        }
+    }
+}
+
+#[test]
+fn lists_concatenate_without_duplicates_and_objects_merge_per_key() {
+    let (_dir, loaded) = load_levels(&[
+        (
+            Level::User,
+            json!({"permissions": {"allow": ["Bash(ls *)", "Read"]}, "env": {"A": "user", "B": "user"},
+                   "sandbox": {"network": {"allowedDomains": ["a.com"]}, "enabled": false}}),
+        ),
+        (
+            Level::Project,
+            json!({"permissions": {"allow": ["Read", "Bash(npm test:*)"], "deny": ["Bash(rm *)"]},
+                   "env": {"A": "project"},
+                   "sandbox": {"network": {"allowedDomains": ["b.com", "a.com"]}, "enabled": true}}),
+        ),
+    ]);
+    let m = loaded.merged;
+    let allow: Vec<&str> = m
+        .permissions
+        .allow
+        .iter()
+        .map(|s| s.value.as_str())
+        .collect();
+    assert_eq!(allow, ["Read", "Bash(npm test:*)", "Bash(ls *)"]);
+    assert_eq!(m.permissions.allow[0].origin.level, Level::Project);
+    assert_eq!(m.permissions.allow[2].origin.level, Level::User);
+    assert_eq!(m.permissions.deny.len(), 1);
+    assert_eq!(m.env["A"].value, "project");
+    assert_eq!(m.env["B"].value, "user");
+    assert_eq!(
+        m.sandbox.unwrap().value,
+        json!({"network": {"allowedDomains": ["b.com", "a.com"]}, "enabled": true})
+    );
+}
+
+#[test]
+fn tools_is_an_allowlist_the_highest_level_sets_whole() {
+    let (_dir, loaded) = load_levels(&[
+        (Level::User, json!({"tools": ["read", "bash"]})),
+        (Level::Project, json!({"tools": ["read"]})),
+    ]);
+    assert_eq!(loaded.merged.tools.unwrap().value, ["read"]);
+}
+
+#[test]
+fn json_that_does_not_parse_names_file_line_and_column() {
+    let origin = Origin {
+        level: Level::Project,
+        place: "/p/.keel/settings.json".into(),
+    };
+    let err = file::parse("{\n  \"model\": \"x\",\n  oops\n}", &origin)
+        .err()
+        .unwrap();
+    assert_eq!(err.kind, ErrorKind::Syntax);
+    assert_eq!(err.message, "/p/.keel/settings.json:3:3: not valid JSON");
+    assert_eq!(err.cause.as_deref(), Some("key must be a string"));
+    let err = file::parse("[1]", &origin).err().unwrap();
+    assert!(err.message.contains("must be a JSON object"), "{err:?}");
+}
+
+#[test]
+fn an_unknown_key_or_a_wrong_type_skips_only_that_entry() {
+    let origin = Origin {
+        level: Level::User,
+        place: "u.json".into(),
+    };
+    let text = json!({
+        "model": "openai/gpt-4.1", "modle": "x", "maxTurns": "ten", "thinking": "huge",
+        "env": {"OK": "1", "BAD": 2}, "permissions": {"allow": ["Read"], "deny": "Bash", "mode": 1},
+        "approvalTimeout": -1
+    })
+    .to_string();
+    let parsed = file::parse(&text, &origin).ok().unwrap();
+    let v = parsed.values;
+    assert_eq!(v.model.as_deref(), Some("openai/gpt-4.1"));
+    assert_eq!(v.max_turns, None);
+    assert_eq!(v.thinking, None);
+    assert_eq!(v.env.len(), 1);
+    assert_eq!(v.permissions.allow, ["Read"]);
+    assert!(v.permissions.deny.is_empty());
+    let w = parsed.warnings.join("\n");
+    for key in [
+        "`modle`: unknown key",
+        "`maxTurns`: invalid type",
+        "`thinking`: unknown variant `huge`",
+        "`env.BAD`: invalid type",
+        "`permissions.deny`: invalid type",
+        "`permissions.mode`: unknown key",
+        "`approvalTimeout`: must be a positive number of seconds",
+    ] {
+        assert!(w.contains(&format!("u.json: {key}")), "{key} in\n{w}");
+    }
+    assert_eq!(parsed.warnings.len(), 7, "{w}");
+}
+
+#[test]
+fn claude_mode_names_are_aliases() {
+    let origin = Origin::flag("--settings");
+    for (word, mode) in [
+        ("default", DefaultMode::Ask),
+        ("bypassPermissions", DefaultMode::Auto),
+        ("acceptEdits", DefaultMode::AcceptEdits),
+        ("plan", DefaultMode::Plan),
+        ("read-only", DefaultMode::ReadOnly),
+        ("ask", DefaultMode::Ask),
+    ] {
+        let text = json!({"permissions": {"defaultMode": word}}).to_string();
+        let v = file::parse(&text, &origin).ok().unwrap().values;
+        assert_eq!(v.permissions.default_mode, Some(mode), "{word}");
+    }
+}
+
+#[test]
+fn a_missing_file_is_no_error_but_a_missing_settings_flag_file_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let none = dir.path().join("none.json");
+    let found = load(&sources(&none, None, dir.path(), dir.path())).unwrap();
+    assert_eq!(found.merged, Merged::default());
+    let inline = Inline::File(none.clone());
+    let err = load(&sources(&none, Some(&inline), dir.path(), dir.path())).unwrap_err();
+    assert_eq!(err.kind, ErrorKind::Unreadable);
+}
+
+#[test]
+fn the_project_is_the_git_root_above_the_cwd() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = dir.path().join("repo/a/b");
+    std::fs::create_dir_all(&deep).unwrap();
+    assert_eq!(project_root(&deep), deep);
+    std::fs::create_dir_all(dir.path().join("repo/.git")).unwrap();
+    assert_eq!(project_root(&deep), dir.path().join("repo"));
+    assert_eq!(
+        Inline::of(" {\"a\":1}", Path::new("/x")),
+        Inline::Json(" {\"a\":1}".into())
+    );
+    assert_eq!(
+        Inline::of("s.json", Path::new("/x")),
+        Inline::File("/x/s.json".into())
+    );
+}
+
+/// A file that sets every key the parser knows (the README's example is a subset).
+fn every_key() -> serde_json::Value {
+    json!({
+        "$schema": schema::ID, "model": "anthropic/claude-sonnet-4-5", "thinking": "high",
+        "tools": ["read", "bash"], "maxTurns": 20, "approvalTimeout": 60, "autoCompaction": false,
+        "maxCost": 2.5, "env": {"RUST_LOG": "info"},
+        "permissions": {"defaultMode": "ask", "allow": ["Bash(npm test:*)"], "ask": ["Bash(git push *)"],
+                        "deny": ["Read(./.env)"], "additionalDirectories": ["../shared"]},
+        "mcpServers": {"fx": {"command": "fx"}}, "sandbox": {"enabled": true}, "hooks": {}
+    })
+}
+
+#[test]
+fn the_schema_names_exactly_the_keys_the_parser_knows() {
+    let origin = Origin::flag("--settings");
+    let parsed = file::parse(&every_key().to_string(), &origin).ok().unwrap();
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    let keys = |v: &serde_json::Value| -> Vec<String> {
+        let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let s = schema::schema();
+    assert_eq!(keys(&s["properties"]), keys(&every_key()));
+    assert_eq!(
+        keys(&s["properties"]["permissions"]["properties"]),
+        keys(&every_key()["permissions"])
+    );
+    // And every key the schema names is one the parser takes without a warning.
+    for key in keys(&s["properties"]) {
+        let one = json!({ key.clone(): every_key()[&key] }).to_string();
+        let parsed = file::parse(&one, &origin).ok().unwrap();
+        assert!(parsed.warnings.is_empty(), "{key}: {:?}", parsed.warnings);
+    }
+}
+
+#[test]
+fn show_lists_each_value_with_its_origin() {
+    let (_dir, loaded) = load_levels(&[
+        (
+            Level::User,
+            json!({"model": "a/b", "permissions": {"allow": ["Read"]}}),
+        ),
+        (
+            Level::Project,
+            json!({"permissions": {"allow": ["Edit"]}, "env": {"X": "1"}}),
+        ),
+    ]);
+    let text = render(&loaded.merged);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(
+        lines[0].starts_with("model = \"a/b\"  # ") && lines[0].ends_with("home/settings.json")
+    );
+    assert!(lines[1].starts_with("env.X = \"1\"  # "));
+    assert!(lines[2].starts_with("permissions.allow += \"Edit\"  # "));
+    let v: serde_json::Value = serde_json::from_str(&render_json(&loaded.merged)).unwrap();
+    assert_eq!(v["permissions"]["allow"][1]["value"], "Read");
+    assert!(v["model"]["origin"]
+        .as_str()
+        .unwrap()
+        .ends_with("home/settings.json"));
+}

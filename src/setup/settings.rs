@@ -1,0 +1,356 @@
+//! A run's settings, resolved once (ripgrep's `HiArgs`): the managed settings file over the
+//! flags, the flags over the other settings files (`crate::settings`), those over keel's
+//! defaults. The command line builds one from its flags and environment (a daemon or ACP
+//! session: from the flags it was opened with and its own directory); everything in `setup`
+//! reads this, never the flags.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::cli::args::{Cli, PermissionFlag, ThinkingFlag};
+use crate::error::StartupError;
+use crate::kernel::agent::Permission;
+use crate::mode::{self, Env, Mode};
+use crate::settings::{self, DefaultMode, Inline, Level, Merged, Sourced, Thinking};
+
+/// What a session is started with: every flag `setup` needs, with the settings files' values
+/// laid under them, and the warnings about the files.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    // Which session (flags only).
+    pub continue_: bool,
+    pub resume: Option<String>,
+    pub session: Option<String>,
+    pub session_id: Option<String>,
+    pub no_session: bool,
+    pub fork: Option<String>,
+    pub session_dir: Option<PathBuf>,
+    // The provider.
+    pub provider: Option<String>,
+    /// `--model`, else the settings' `model`.
+    pub model: Option<String>,
+    pub script: Option<PathBuf>,
+    pub api_key: Option<String>,
+    pub base_url: Option<String>,
+    pub max_retries: u32,
+    pub connect_timeout: f64,
+    pub idle_timeout: f64,
+    // The agent.
+    pub thinking: Option<Thinking>,
+    pub tools: Option<Vec<String>>,
+    pub max_turns: Option<u32>,
+    pub max_repeated_failures: u32,
+    pub permission: Permission,
+    /// Whether a flag or a file chose `permission` (else it is keel's default, auto).
+    pub permission_chosen: bool,
+    /// Seconds an approval dialog waits.
+    pub approval_timeout: f64,
+    pub auto_compaction: bool,
+    pub system_prompt: Option<String>,
+    pub append_system_prompt: Vec<String>,
+    pub no_context_files: bool,
+    /// The settings' `env`: set for the session's tools.
+    pub tool_vars: BTreeMap<String, String>,
+    // MCP servers.
+    pub mcp_config: Vec<PathBuf>,
+    pub strict_mcp_config: bool,
+    pub no_mcp: bool,
+    pub trust_project: bool,
+    /// The settings' `mcpServers`, each with the file it came from.
+    pub mcp_servers: BTreeMap<String, Sourced<Value>>,
+    /// The front end the flags and terminals chose (where late warnings go).
+    pub mode: Mode,
+    /// The merged settings files (the rules of `permissions` are kept here, unmatched).
+    pub files: Merged,
+    /// About the settings files: entries skipped, modes not supported.
+    pub warnings: Vec<String>,
+    /// `--output-schema`: a file or the schema's text (flags only).
+    pub output_schema: Option<String>,
+    /// `--max-cost` or the settings' `maxCost`: USD a run may cost.
+    pub max_cost: Option<f64>,
+    /// `--sandbox`: the mode of the sandbox of the processes the model starts.
+    pub sandbox: Option<String>,
+}
+
+impl Settings {
+    /// Resolves `cli` in `env` (its directory's settings files) into the run's settings; a
+    /// settings file that cannot be used is a config error.
+    pub fn resolve(cli: &Cli, env: &Env) -> Result<Settings, StartupError> {
+        let files = load(cli.settings.as_deref(), env)?;
+        let m = &files.merged;
+        let mut warnings = files.warnings.clone();
+        let flag_mode = cli.permission.map(permission_of);
+        let file_mode = m.permissions.default_mode.as_ref().and_then(|s| {
+            mode_of(s.value, &s.origin.to_string(), &mut warnings).map(|p| Sourced {
+                value: p,
+                origin: s.origin.clone(),
+            })
+        });
+        let permission = pick(file_mode.as_ref(), flag_mode);
+        let no_compaction = cli.no_auto_compaction.then_some(false);
+        Ok(Settings {
+            continue_: cli.continue_,
+            resume: cli.resume.clone(),
+            session: cli.session.clone(),
+            session_id: cli.session_id.clone(),
+            no_session: cli.no_session,
+            fork: cli.fork.clone(),
+            session_dir: cli.session_dir.clone(),
+            provider: cli.provider.clone(),
+            model: pick(m.model.as_ref(), cli.model.clone()),
+            script: cli.script.clone(),
+            api_key: cli.api_key.clone(),
+            base_url: cli.base_url.clone(),
+            max_retries: cli.max_retries,
+            connect_timeout: cli.connect_timeout,
+            idle_timeout: cli.idle_timeout,
+            thinking: pick(m.thinking.as_ref(), cli.thinking.map(thinking_of)),
+            tools: pick(m.tools.as_ref(), cli.tools.clone()),
+            max_turns: pick(m.max_turns.as_ref(), cli.max_turns),
+            max_repeated_failures: cli.max_repeated_failures,
+            permission_chosen: permission.is_some(),
+            permission: permission.unwrap_or(Permission::Auto),
+            approval_timeout: pick(m.approval_timeout.as_ref(), cli.approval_timeout)
+                .unwrap_or(DEFAULT_APPROVAL_TIMEOUT),
+            auto_compaction: pick(m.auto_compaction.as_ref(), no_compaction).unwrap_or(true),
+            system_prompt: cli.system_prompt.clone(),
+            append_system_prompt: cli.append_system_prompt.clone(),
+            no_context_files: cli.no_context_files,
+            tool_vars: m
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.clone()))
+                .collect(),
+            mcp_config: cli.mcp_config.clone(),
+            strict_mcp_config: cli.strict_mcp_config,
+            no_mcp: cli.no_mcp,
+            trust_project: cli.trust_project,
+            mcp_servers: m.mcp_servers.clone(),
+            mode: mode::resolve(cli, env),
+            output_schema: cli.output_schema.clone(),
+            max_cost: pick(m.max_cost.as_ref(), cli.max_cost),
+            files: files.merged,
+            warnings,
+            sandbox: cli.sandbox.clone(),
+        })
+    }
+}
+
+impl Settings {
+    /// The permission rules of the merged settings files, matched against the project root
+    /// of `env.cwd`; each rule that does not parse is a warning naming it.
+    pub fn rules(&self, env: &Env) -> (crate::kernel::policy::Rules, Vec<String>) {
+        let list = |l: &[crate::settings::Sourced<String>]| -> Vec<(String, String)> {
+            l.iter()
+                .map(|r| (r.value.clone(), r.origin.to_string()))
+                .collect()
+        };
+        let p = &self.files.permissions;
+        let home = env
+            .vars
+            .get("HOME")
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| env.keel_home.clone());
+        let root = crate::settings::project_root(&env.cwd);
+        let (rules, warnings) = crate::kernel::policy::Rules::build(
+            &list(&p.deny),
+            &list(&p.ask),
+            &list(&p.allow),
+            &root,
+            &home,
+        );
+        (rules, warnings.iter().map(ToString::to_string).collect())
+    }
+}
+
+impl Settings {
+    /// The hooks of every settings level (all run). A project's own files (`.keel/settings.json`,
+    /// `.keel/settings.local.json`) are code from the repository: their hooks run only with
+    /// `--trust-project`; otherwise a warning names what was not run. `None`: no hook.
+    pub fn hooks(
+        &self,
+        env: &Env,
+        tool_env: &crate::kernel::tool::ToolEnv,
+        warnings: &mut Vec<String>,
+    ) -> Option<crate::kernel::hooks::Hooks> {
+        use crate::kernel::hooks::{HookConfig, HookEnv, Hooks, SessionFields};
+        use crate::settings::Level;
+        let mut config = HookConfig::default();
+        for layer in &self.files.hook_layers {
+            let project = matches!(layer.origin.level, Level::Project | Level::Local);
+            if project && !self.trust_project {
+                warnings.push(format!(
+                    "{}: its hooks are not run: the project is not trusted (pass --trust-project to run them)",
+                    layer.origin
+                ));
+                continue;
+            }
+            let (c, w) = HookConfig::parse(&layer.value, &layer.origin.to_string());
+            warnings.extend(w);
+            config.merge(c);
+        }
+        if config.is_empty() {
+            return None;
+        }
+        let env = HookEnv {
+            cwd: env.cwd.clone(),
+            project_dir: crate::settings::project_root(&env.cwd),
+            tool_env: tool_env.clone(),
+            temp_dir: env.keel_home.join("tmp"),
+        };
+        let permission_mode = match self.permission {
+            Permission::Auto => "bypassPermissions",
+            Permission::Ask => "default",
+            Permission::AcceptEdits => "acceptEdits",
+            Permission::ReadOnly => "plan",
+        };
+        let fields = SessionFields {
+            permission_mode: permission_mode.into(),
+            ..SessionFields::default()
+        };
+        Some(Hooks::new(config, env, fields))
+    }
+}
+
+/// Seconds an approval dialog waits when neither a flag nor a file says.
+pub const DEFAULT_APPROVAL_TIMEOUT: f64 = 300.0;
+
+/// The settings files of a session in `env.cwd` (`inline`: the `--settings` flag), merged.
+pub fn load(inline: Option<&str>, env: &Env) -> Result<settings::Loaded, StartupError> {
+    let inline = inline.map(|v| Inline::of(v, &env.cwd));
+    settings::load(&sources(inline.as_ref(), env)).map_err(|e| {
+        let err = StartupError::config(e.message)
+            .hint("fix the file (`keel config schema` prints the keys it may hold)");
+        match e.cause {
+            Some(c) => err.cause(c),
+            None => err,
+        }
+    })
+}
+
+/// The settings sources of a session in `env.cwd`, highest first.
+pub fn sources(inline: Option<&Inline>, env: &Env) -> Vec<settings::Source> {
+    let managed = settings::managed_path(&env.vars);
+    settings::sources(&managed, inline, &env.cwd, &env.keel_home)
+}
+
+/// The managed file's value, else the flag's, else the other files' value.
+fn pick<T: Clone>(file: Option<&Sourced<T>>, flag: Option<T>) -> Option<T> {
+    match file {
+        Some(f) if f.origin.level == Level::Managed => Some(f.value.clone()),
+        _ => flag.or_else(|| file.map(|f| f.value.clone())),
+    }
+}
+
+fn thinking_of(t: ThinkingFlag) -> Thinking {
+    match t {
+        ThinkingFlag::Off => Thinking::Off,
+        ThinkingFlag::Minimal => Thinking::Minimal,
+        ThinkingFlag::Low => Thinking::Low,
+        ThinkingFlag::Medium => Thinking::Medium,
+        ThinkingFlag::High => Thinking::High,
+        ThinkingFlag::Xhigh => Thinking::Xhigh,
+    }
+}
+
+pub(crate) fn permission_of(p: PermissionFlag) -> Permission {
+    match p {
+        PermissionFlag::Auto => Permission::Auto,
+        PermissionFlag::ReadOnly => Permission::ReadOnly,
+        PermissionFlag::Ask => Permission::Ask,
+        PermissionFlag::AcceptEdits => Permission::AcceptEdits,
+    }
+}
+
+/// keel's mode for `permissions.defaultMode`; the modes keel does not have yet ask, with a
+/// warning.
+fn mode_of(m: DefaultMode, origin: &str, warnings: &mut Vec<String>) -> Option<Permission> {
+    match m {
+        DefaultMode::Auto => Some(Permission::Auto),
+        DefaultMode::Ask => Some(Permission::Ask),
+        DefaultMode::ReadOnly => Some(Permission::ReadOnly),
+        DefaultMode::AcceptEdits => Some(Permission::AcceptEdits),
+        DefaultMode::Plan => {
+            warnings.push(format!(
+                "{origin}: `permissions.defaultMode` `{}` is not supported yet; using ask",
+                m.word()
+            ));
+            Some(Permission::Ask)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+    use serde_json::json;
+
+    use super::*;
+
+    /// The settings of `keel ARGS` in a temp project whose `.keel/settings.json` is `project`
+    /// and whose managed file is `managed`.
+    fn resolve(args: &[&str], project: Value, managed: Value) -> Settings {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(work.join(".keel")).unwrap();
+        std::fs::write(work.join(".keel/settings.json"), project.to_string()).unwrap();
+        let managed_file = dir.path().join("managed.json");
+        std::fs::write(&managed_file, managed.to_string()).unwrap();
+        let vars = [(
+            settings::MANAGED_VAR.to_string(),
+            managed_file.display().to_string(),
+        )];
+        let env = crate::setup::open::env_in(
+            &vars.into_iter().collect(),
+            dir.path(),
+            dir.path(),
+            &work,
+            BTreeMap::new(),
+        );
+        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args.iter().copied())).unwrap();
+        Settings::resolve(&cli, &env).unwrap()
+    }
+
+    #[test]
+    fn files_beat_defaults_flags_beat_files_and_managed_beats_flags() {
+        let project = json!({"thinking": "high", "approvalTimeout": 5, "autoCompaction": false,
+                             "maxTurns": 2, "env": {"A": "1"}});
+        let s = resolve(&[], project.clone(), json!({}));
+        assert_eq!(s.thinking, Some(Thinking::High));
+        assert_eq!(s.approval_timeout, 5.0);
+        assert!(!s.auto_compaction);
+        assert_eq!(s.max_turns, Some(2));
+        assert_eq!(s.tool_vars["A"], "1");
+        assert_eq!(
+            (s.permission, s.permission_chosen),
+            (Permission::Auto, false)
+        );
+        let s = resolve(
+            &[
+                "--thinking",
+                "low",
+                "--approval-timeout",
+                "9",
+                "--max-turns",
+                "7",
+            ],
+            project.clone(),
+            json!({}),
+        );
+        assert_eq!(s.thinking, Some(Thinking::Low));
+        assert_eq!(s.approval_timeout, 9.0);
+        assert_eq!(s.max_turns, Some(7));
+        let s = resolve(
+            &["--max-turns", "7", "--permission", "auto"],
+            project,
+            json!({"maxTurns": 1, "permissions": {"defaultMode": "read-only"}}),
+        );
+        assert_eq!(s.max_turns, Some(1));
+        assert_eq!(s.permission, Permission::ReadOnly);
+        let s = resolve(&[], json!({}), json!({}));
+        assert_eq!(s.approval_timeout, DEFAULT_APPROVAL_TIMEOUT);
+        assert!(s.auto_compaction);
+    }
+}

@@ -1,0 +1,240 @@
+//! The `data` of pi's success responses, one struct per shape (`pi-protocol.md` §4.4): the
+//! host builds them, clients read answers into them. Field order is the order pi writes (and
+//! keel's `preserve_order` JSON keeps); optional fields are left out where pi leaves them out.
+//! Commands whose data is a kernel type use it directly: `set_model` a
+//! [`ModelInfo`], `compact` a [`CompactionResult`](crate::kernel::event::CompactionResult).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::DeliveryMode;
+use crate::kernel::message::Message;
+use crate::kernel::provider::model::ModelInfo;
+
+/// What happened to a `prompt`/`steer`/`follow_up` message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Disposition {
+    /// A run started with it.
+    Started,
+    /// It waits in a queue.
+    Queued,
+    /// Something else consumed it (pi's extension commands; keel never answers this).
+    Handled,
+}
+
+/// `prompt`, `steer`, `follow_up`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PromptData {
+    pub disposition: Disposition,
+}
+
+/// `clear_queue`: the texts removed from each queue.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClearQueueData {
+    pub steering: Vec<String>,
+    pub follow_up: Vec<String>,
+}
+
+/// `new_session`, `switch_session`, `fork`, `clone`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionChangeData {
+    /// `fork`: the text of the user message forked before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Always false in keel (pi: an extension cancelled the change).
+    pub cancelled: bool,
+}
+
+/// `get_state` (pi's `RpcSessionState`, plus `autoRetryEnabled`), and an attach snapshot's
+/// `state`. Read leniently: a field that is absent reads as its default.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct State {
+    /// The current model (pi leaves it out when none is selected; keel always has one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelInfo>,
+    pub thinking_level: String,
+    /// A run is active.
+    pub is_streaming: bool,
+    pub is_compacting: bool,
+    pub steering_mode: DeliveryMode,
+    pub follow_up_mode: DeliveryMode,
+    /// Absent for a session that is not saved (`--no-session`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_file: Option<String>,
+    pub session_id: String,
+    /// Absent while the session has no name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_name: Option<String>,
+    pub auto_compaction_enabled: bool,
+    pub auto_retry_enabled: bool,
+    /// Messages in the model context.
+    pub message_count: u64,
+    /// Queued steering and follow-up messages.
+    pub pending_message_count: u64,
+}
+
+/// `get_messages`: the model context, compaction-aware.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessagesData {
+    pub messages: Vec<Message>,
+}
+
+/// `cycle_model` (or `null`: nothing to cycle to).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CycleModelData {
+    pub model: ModelInfo,
+    pub thinking_level: String,
+    /// Always false in keel (pi: cycling within `--models`).
+    pub is_scoped: bool,
+}
+
+/// `get_available_models`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ModelsData {
+    pub models: Vec<ModelInfo>,
+}
+
+/// `cycle_thinking_level` (or `null`: the model has one level).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelData {
+    /// The level now set.
+    pub level: String,
+}
+
+/// `get_available_thinking_levels`, weakest first.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LevelsData {
+    pub levels: Vec<String>,
+}
+
+/// `bash` (pi's `BashResult`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BashData {
+    /// The output tail within the caps.
+    pub output: String,
+    /// `null` when the command was killed, timed out or could not start.
+    pub exit_code: Option<i32>,
+    pub cancelled: bool,
+    pub truncated: bool,
+    /// Where all of the output is, when truncated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub full_output_path: Option<String>,
+}
+
+/// `get_session_stats`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionStats {
+    /// Absent for a session that is not saved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_file: Option<String>,
+    pub session_id: String,
+    pub user_messages: u64,
+    pub assistant_messages: u64,
+    pub tool_calls: u64,
+    pub tool_results: u64,
+    pub total_messages: u64,
+    /// Summed over the session's assistant messages.
+    pub tokens: TokenStats,
+    /// USD, summed over the session's assistant messages.
+    pub cost: f64,
+    pub context_usage: ContextUsage,
+}
+
+/// Token counts of [`SessionStats`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenStats {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub total: u64,
+}
+
+/// How full the model's context window is.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextUsage {
+    /// Estimated tokens of the current context.
+    pub tokens: u64,
+    pub context_window: u64,
+    /// `tokens` as a percentage of `context_window` (a float).
+    pub percent: f64,
+}
+
+/// `export_html`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExportData {
+    /// The file written.
+    pub path: String,
+}
+
+/// `get_fork_messages`: every user message, in file order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ForkMessagesData {
+    pub messages: Vec<ForkMessage>,
+}
+
+/// A user message `fork` can start from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForkMessage {
+    pub entry_id: String,
+    pub text: String,
+}
+
+/// `get_entries`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EntriesData {
+    /// Session entries as stored (header excluded), in append order.
+    pub entries: Vec<Value>,
+    /// The active leaf; `null` for an empty session.
+    pub leaf_id: Option<String>,
+}
+
+/// `get_last_assistant_text`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TextData {
+    /// `null` when there is no assistant text.
+    pub text: Option<String>,
+}
+
+/// `get_commands`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandsData {
+    pub commands: Vec<CommandInfo>,
+}
+
+/// A prompt template or a skill, run as `/name` (skills: `/skill:name`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandInfo {
+    pub name: String,
+    pub description: String,
+    /// `prompt` or `skill` (pi also has `extension`).
+    pub source: String,
+    pub source_info: SourceInfo,
+}
+
+/// Where a [`CommandInfo`] comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceInfo {
+    /// Its file.
+    pub path: String,
+    /// `local` in keel.
+    pub source: String,
+    /// `user` or `project`.
+    pub scope: String,
+    /// `top-level` in keel.
+    pub origin: String,
+    /// The directory it was found in (`null` if none).
+    pub base_dir: Option<String>,
+}

@@ -1,0 +1,145 @@
+//! A request's fields read into a [`Command`], one field at a time in the order pi's host has
+//! always read them, so the first unusable field is the one named in the error, with the
+//! same text (`Request`'s accessors). Never reads a field a command does not take.
+
+use super::{Command, CommandName, DeliveryMode, StreamingBehavior};
+use crate::kernel::provider::model::THINKING_LEVELS;
+use crate::wire::rpc::{self, ParamError, ParamErrorKind, Request};
+
+impl CommandName {
+    /// `req`'s fields as this command's; the error names the first unusable field.
+    pub fn decode(self, req: &Request) -> Result<Command, ParamError> {
+        use CommandName as N;
+        let opt = |key: &str| -> Result<Option<String>, ParamError> {
+            Ok(req.opt_str(key)?.map(str::to_string))
+        };
+        let string = |key: &str| -> Result<String, ParamError> { Ok(req.str(key)?.to_string()) };
+        Ok(match self {
+            N::Prompt => Command::Prompt {
+                message: string("message")?,
+                images: req.images()?,
+                streaming_behavior: streaming_behavior(req)?,
+            },
+            N::Steer => Command::Steer {
+                message: string("message")?,
+                images: req.images()?,
+            },
+            N::FollowUp => Command::FollowUp {
+                message: string("message")?,
+                images: req.images()?,
+            },
+            N::Abort => Command::Abort {},
+            N::ClearQueue => Command::ClearQueue {},
+            N::NewSession => Command::NewSession {
+                parent_session: opt("parentSession")?,
+            },
+            N::SwitchSession => Command::SwitchSession {
+                session_path: string("sessionPath")?,
+            },
+            N::Fork => Command::Fork {
+                entry_id: string("entryId")?,
+            },
+            N::Clone => Command::Clone {},
+            N::GetState => Command::GetState {},
+            N::GetMessages => Command::GetMessages {},
+            N::SetModel => Command::SetModel {
+                provider: string("provider")?,
+                model_id: string("modelId")?,
+            },
+            N::CycleModel => Command::CycleModel {},
+            N::GetAvailableModels => Command::GetAvailableModels {},
+            N::SetThinkingLevel => Command::SetThinkingLevel {
+                level: thinking_level(req)?,
+            },
+            N::CycleThinkingLevel => Command::CycleThinkingLevel {},
+            N::GetAvailableThinkingLevels => Command::GetAvailableThinkingLevels {},
+            N::SetSteeringMode => Command::SetSteeringMode {
+                mode: delivery_mode(req)?,
+            },
+            N::SetFollowUpMode => Command::SetFollowUpMode {
+                mode: delivery_mode(req)?,
+            },
+            N::Compact => Command::Compact {
+                custom_instructions: opt("customInstructions")?,
+            },
+            N::SetAutoCompaction => Command::SetAutoCompaction {
+                enabled: req.bool("enabled")?,
+            },
+            N::SetAutoRetry => Command::SetAutoRetry {
+                enabled: req.bool("enabled")?,
+            },
+            N::AbortRetry => Command::AbortRetry {},
+            N::Bash => Command::Bash {
+                command: string("command")?,
+                exclude_from_context: req.opt_bool("excludeFromContext")?,
+            },
+            N::AbortBash => Command::AbortBash {},
+            N::GetSessionStats => Command::GetSessionStats {},
+            N::ExportHtml => Command::ExportHtml {
+                output_path: opt("outputPath")?,
+            },
+            N::GetForkMessages => Command::GetForkMessages {},
+            N::GetEntries => Command::GetEntries {
+                since: opt("since")?,
+            },
+            N::GetTree => Command::GetTree {},
+            N::GetLastAssistantText => Command::GetLastAssistantText {},
+            N::SetSessionName => Command::SetSessionName {
+                name: string("name")?,
+            },
+            N::GetCommands => Command::GetCommands {},
+            N::ExtensionUiResponse => ui_response(req),
+        })
+    }
+}
+
+impl Command {
+    /// `req` as a command: `None` when its `type` names no command (pi's "Unknown command"),
+    /// else its fields read as [`CommandName::decode`] reads them.
+    pub fn decode(req: &Request) -> Option<Result<Command, ParamError>> {
+        CommandName::parse(&req.command).map(|name| name.decode(req))
+    }
+}
+
+fn streaming_behavior(req: &Request) -> Result<Option<StreamingBehavior>, ParamError> {
+    let word = req.choice("streamingBehavior", &["steer", "followUp"])?;
+    Ok(word.map(|w| match w.as_str() {
+        "steer" => StreamingBehavior::Steer,
+        _ => StreamingBehavior::FollowUp,
+    }))
+}
+
+/// `level`: one of the thinking levels or `max`; absent is pi's "missing (a string)".
+fn thinking_level(req: &Request) -> Result<String, ParamError> {
+    let mut allowed: Vec<&str> = THINKING_LEVELS.to_vec();
+    allowed.push("max");
+    req.choice("level", &allowed)?
+        .ok_or_else(|| missing(req, "level"))
+}
+
+fn delivery_mode(req: &Request) -> Result<DeliveryMode, ParamError> {
+    match req.choice("mode", &["all", "one-at-a-time"])?.as_deref() {
+        Some("all") => Ok(DeliveryMode::All),
+        Some(_) => Ok(DeliveryMode::OneAtATime),
+        None => Err(missing(req, "mode")),
+    }
+}
+
+/// pi's text for a required string field `key` that is absent.
+fn missing(req: &Request, key: &str) -> ParamError {
+    ParamError {
+        kind: ParamErrorKind::Missing,
+        message: format!("{}: field `{key}` is missing (a string)", req.command),
+    }
+}
+
+/// A dialog answer never fails: an unusable field counts as absent, and the dialog id is the
+/// request's `id` (a string), not a field.
+fn ui_response(req: &Request) -> Command {
+    Command::ExtensionUiResponse {
+        id: req.id.as_ref().and_then(rpc::Id::as_string),
+        value: req.opt_str("value").ok().flatten().map(str::to_string),
+        confirmed: req.opt_bool("confirmed").ok().flatten(),
+        cancelled: req.opt_bool("cancelled").ok().flatten(),
+    }
+}

@@ -1,0 +1,186 @@
+//! Hooks and permission rules from settings files, end to end (the real binary in a sandbox,
+//! the scripted provider): a user-level PreToolUse guard stops `rm -rf` in print mode and its
+//! run is a `hook_finished` line in JSON mode; a project's hooks run only with
+//! `--trust-project`; a deny rule of a settings file stops `rm` inside a compound command.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::common::support::Sandbox;
+
+fn write(path: &Path, v: &Value) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
+}
+
+/// A script whose first turn runs `command` with bash, then answers "done".
+fn bash_script(sb: &Sandbox, command: &str) -> String {
+    let script = json!({"turns": [
+        {"chunks": [{"toolCall": {"id": "c1", "name": "bash", "arguments": {"command": command}}}]},
+        {"chunks": [{"text": "done"}]}
+    ]});
+    let path = sb.dir.path().join("script.json");
+    write(&path, &script);
+    path.display().to_string()
+}
+
+const GUARD: &str = r#"cmd=$(jq -r '.tool_input.command'); case "$cmd" in *"rm -rf"*) echo "Blocked by policy: rm -rf" >&2; exit 2;; esac"#;
+
+fn guard_hooks() -> Value {
+    json!({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": GUARD}]}]}})
+}
+
+#[test]
+fn a_user_pre_tool_use_guard_stops_rm_in_print_and_json_modes() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.work().join("keep")).unwrap();
+    write(&sb.home().join("settings.json"), &guard_hooks());
+    let script = bash_script(&sb, "rm -rf keep");
+    let run = sb.run(&[
+        "-p",
+        "--no-session",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "clean",
+    ]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(sb.work().join("keep").exists(), "the guarded rm ran");
+    let run = sb.run(&[
+        "--mode",
+        "json",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "clean",
+    ]);
+    let finished: Vec<Value> = run
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "hook_finished")
+        .collect();
+    assert_eq!(finished.len(), 1, "{}", run.stdout);
+    assert_eq!(finished[0]["event"], "PreToolUse");
+    assert_eq!(finished[0]["exitCode"], 2);
+    assert_eq!(finished[0]["decision"], "deny");
+    assert_eq!(finished[0]["reason"], "Blocked by policy: rm -rf");
+    let result = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("\"tool_execution_end\""))
+        .unwrap();
+    assert!(result.contains("Blocked by policy: rm -rf"), "{result}");
+}
+
+#[test]
+fn a_projects_hooks_run_only_in_a_trusted_project() {
+    let sb = Sandbox::new();
+    std::fs::create_dir(sb.work().join("keep")).unwrap();
+    write(&sb.work().join(".keel/settings.json"), &guard_hooks());
+    let script = bash_script(&sb, "rm -rf keep");
+    let run = sb.run(&[
+        "-p",
+        "--no-session",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "clean",
+    ]);
+    assert!(
+        run.stderr
+            .contains("its hooks are not run: the project is not trusted"),
+        "{run}"
+    );
+    assert!(
+        !sb.work().join("keep").exists(),
+        "an untrusted project's hook ran"
+    );
+    std::fs::create_dir(sb.work().join("keep")).unwrap();
+    let run = sb.run(&[
+        "-p",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "--trust-project",
+        "clean",
+    ]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(
+        sb.work().join("keep").exists(),
+        "the trusted project's hook did not run"
+    );
+}
+
+#[test]
+fn a_settings_deny_rule_stops_rm_inside_a_compound_command() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("x"), "x").unwrap();
+    write(
+        &sb.work().join(".keel/settings.json"),
+        &json!({"permissions": {"deny": ["Bash(rm:*)"]}}),
+    );
+    let script = bash_script(&sb, "echo ok && rm -f x");
+    let run = sb.run(&[
+        "--mode",
+        "json",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "go",
+    ]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(sb.work().join("x").exists(), "the denied rm ran");
+    assert!(
+        run.stdout.contains("denied by rule `Bash(rm:*)`"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn keel_hooks_list_names_each_hook_its_origin_and_whether_it_runs() {
+    let sb = Sandbox::new();
+    assert_eq!(sb.run(&["hooks", "list"]).stdout, "no hooks configured\n");
+    write(&sb.home().join("settings.json"), &guard_hooks());
+    write(
+        &sb.work().join(".keel/settings.json"),
+        &json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "make lint", "timeout": 120}]}]}}),
+    );
+    let run = sb.run(&["hooks", "list", "--json"]);
+    assert_eq!(run.code, 0, "{run}");
+    let list: Value = serde_json::from_str(&run.stdout).unwrap();
+    let got: Vec<(String, String, String)> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let s = |k: &str| h[k].as_str().unwrap().to_string();
+            (s("event"), s("command"), s("runs"))
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "Stop".into(),
+                "make lint".into(),
+                "with --trust-project".into()
+            ),
+            ("PreToolUse".into(), GUARD.into(), "always".into()),
+        ]
+    );
+    assert!(list[0]["origin"]
+        .as_str()
+        .unwrap()
+        .ends_with(".keel/settings.json"));
+    assert_eq!(list[0]["timeout"], 120.0);
+    let text = sb.run(&["hooks", "list"]).stdout;
+    assert!(text.starts_with("Stop [*] make lint\n    from "), "{text}");
+}
