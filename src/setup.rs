@@ -25,6 +25,7 @@ pub mod first_run;
 pub mod mcp;
 pub mod open;
 mod provider;
+pub mod sandbox;
 pub mod settings;
 
 use provider::http_options;
@@ -340,7 +341,7 @@ pub fn agent_config_with(
         rules: Arc::new(rules),
         hooks,
         sandbox: std::sync::Arc::new(crate::kernel::sandbox::Sandbox::for_session(
-            settings.sandbox.as_deref(),
+            &settings.sandbox,
             &env.cwd,
             &env.keel_home,
             env.tool_vars.as_ref().unwrap_or(&env.vars),

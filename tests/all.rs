@@ -54,6 +54,8 @@ mod remote;
 mod responses;
 mod rpc;
 mod sandbox;
+mod sandbox_escalation;
+mod sandbox_settings;
 mod schedule;
 mod session_load;
 mod session_safety;

@@ -17,7 +17,7 @@ const KEY: &str = "sk-keycanary-99";
 
 /// The mechanisms this machine can test: bubblewrap when it is installed (CI installs it),
 /// Landlock always (the kernel has it here and on CI).
-fn mechanisms() -> Vec<&'static str> {
+pub(crate) fn mechanisms() -> Vec<&'static str> {
     let mut m = Vec::new();
     if ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"]
         .iter()
@@ -33,7 +33,7 @@ fn mechanisms() -> Vec<&'static str> {
 
 /// A scratch world: `$HOME` = the temp dir with an `.ssh/id_rsa` canary, a git repository in
 /// the workspace, `work/link` pointing outside.
-fn world() -> Sandbox {
+pub(crate) fn world() -> Sandbox {
     let sb = Sandbox::new();
     let home = sb.dir.path();
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
@@ -52,7 +52,7 @@ fn world() -> Sandbox {
 
 /// Runs one turn calling `calls` (tool name, arguments) under `mechanism` with `extra` flags;
 /// returns the results in order (text, is_error) and stderr.
-fn run(
+pub(crate) fn run(
     sb: &Sandbox,
     mechanism: &str,
     calls: &[(&str, Value)],
@@ -94,7 +94,7 @@ fn run(
     (results, stderr)
 }
 
-fn bash(command: &str) -> (&'static str, Value) {
+pub(crate) fn bash(command: &str) -> (&'static str, Value) {
     ("bash", json!({ "command": command }))
 }
 

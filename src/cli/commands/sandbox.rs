@@ -60,9 +60,10 @@ struct Report<'a> {
 /// stopped (or the sandbox is off by choice), 1 otherwise.
 pub fn debug(cli: Cli) -> Exit {
     super::run(Logs::Off, async move |env, out| {
+        let settings = crate::setup::Settings::resolve(&cli, env)?;
         let mut warnings = Vec::new();
         let sandbox = Sandbox::for_session(
-            cli.sandbox.as_deref(),
+            &settings.sandbox,
             &env.cwd,
             &env.keel_home,
             &env.vars,
@@ -88,10 +89,15 @@ pub fn debug(cli: Cli) -> Exit {
             false => human(&report),
         };
         let exit = super::print(out, &text)?;
-        Ok(match (exit, held || sandbox.mechanism == Mechanism::Off) {
-            (Exit::Success, false) => Exit::Failed,
-            (other, _) => other,
-        })
+        Ok(
+            match (
+                exit,
+                held || matches!(sandbox.mechanism, Mechanism::Off | Mechanism::Unenforced),
+            ) {
+                (Exit::Success, false) => Exit::Failed,
+                (other, _) => other,
+            },
+        )
     })
 }
 

@@ -407,6 +407,20 @@ impl Transcript {
             P::BashExecutionEnd(record) => self.shell_finished(record, at_ms),
             P::SessionInfoChanged { name } => self.session_name = Some(name.to_string()),
             P::HookStarted { .. } => {}
+            P::SandboxViolation {
+                reason, path, host, ..
+            } => {
+                let what = path.as_deref().or(host.as_deref()).unwrap_or("");
+                let what = if what.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {what}")
+                };
+                self.pending.push_back(HistoryCell::Notice(format!(
+                    "sandbox stopped a command ({}){what}",
+                    reason.replace('_', " ")
+                )));
+            }
             P::HookFinished {
                 event,
                 command,

@@ -28,6 +28,9 @@ pub enum Mechanism {
     Landlock { exe: PathBuf },
     /// Nothing works here: tool processes are refused.
     Unavailable,
+    /// Nothing works here and `sandbox.failIfUnavailable` is false: tool processes run
+    /// unsandboxed (the file tools still check the policy).
+    Unenforced,
 }
 
 impl Mechanism {
@@ -37,6 +40,7 @@ impl Mechanism {
             Mechanism::Bwrap(_) => "bubblewrap",
             Mechanism::Landlock { .. } => "landlock",
             Mechanism::Unavailable => "unavailable",
+            Mechanism::Unenforced => "none",
         }
     }
 }
@@ -77,6 +81,54 @@ pub struct Launch {
 pub struct Sandbox {
     pub policy: SandboxPolicy,
     pub mechanism: Mechanism,
+    /// `sandbox.allowEscalation`: `Some(true)`, an allow rule may run an escalated call
+    /// without asking; `Some(false)`, escalation is refused; `None`, it always asks.
+    pub allow_escalation: Option<bool>,
+}
+
+/// What the settings and flags ask of a session's sandbox (`DESIGN.md` §14).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxConfig {
+    pub mode: SandboxMode,
+    pub network: Network,
+    /// Writable roots besides the cwd (`permissions.additionalDirectories`,
+    /// `sandbox.filesystem.allowWrite`).
+    pub allow_write: Vec<PathBuf>,
+    /// Unreadable besides the default secrets (`sandbox.filesystem.denyRead`).
+    pub deny_read: Vec<PathBuf>,
+    /// Readable again under a denied path (`sandbox.filesystem.allowRead`).
+    pub allow_read: Vec<PathBuf>,
+    /// `sandbox.bwrapPath`: the bubblewrap to use instead of the one on `PATH`.
+    pub bwrap_path: Option<PathBuf>,
+    /// `sandbox.failIfUnavailable`: refuse commands when no mechanism works (else run them
+    /// unsandboxed, with a warning).
+    pub fail_if_unavailable: bool,
+    /// `sandbox.allowEscalation` (see [`Sandbox::allow_escalation`]).
+    pub allow_escalation: Option<bool>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> SandboxConfig {
+        SandboxConfig {
+            mode: SandboxMode::WorkspaceWrite,
+            network: Network::Off,
+            allow_write: Vec::new(),
+            deny_read: Vec::new(),
+            allow_read: Vec::new(),
+            bwrap_path: None,
+            fail_if_unavailable: true,
+            allow_escalation: None,
+        }
+    }
+}
+
+/// Whether tool processes reach the network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    Off,
+    On,
+    /// Only these hosts, through a proxy outside the sandbox (`sandbox.network.allow`).
+    Allow(Vec<String>),
 }
 
 /// Which mechanism to use: the best one that works, or one forced (`KEEL_SANDBOX_MECHANISM`).
@@ -98,6 +150,7 @@ impl Sandbox {
         Sandbox {
             policy: SandboxPolicy::new(SandboxMode::Off, &places, &[], &[], &[], true),
             mechanism: Mechanism::Off,
+            allow_escalation: None,
         }
     }
 
@@ -109,19 +162,18 @@ impl Sandbox {
             ..Places::default()
         };
         let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &places, &[], &[], &[], false);
-        Sandbox::new(policy, Choice::Auto, None, None)
+        Sandbox::new(policy, Choice::Auto, bwrap::find(None, cwd), None)
     }
 
     /// `policy` enforced by the mechanism `choice` names, or the best one that works here
-    /// (`path_var`: the `PATH` to find bubblewrap on; `exe`: keel, for the Landlock helper).
+    /// (`bwrap`: the bubblewrap to try; `exe`: keel, for the Landlock helper).
     pub fn new(
         policy: SandboxPolicy,
         choice: Choice,
-        path_var: Option<&str>,
+        bwrap: Option<PathBuf>,
         exe: Option<PathBuf>,
     ) -> Sandbox {
-        let cwd = policy.writable_roots.first().cloned().unwrap_or_default();
-        let bwrap = || bwrap::find(path_var, &cwd).and_then(|p| probed(&p));
+        let bwrap = || bwrap.as_deref().and_then(probed);
         let landlock = || {
             exe.clone()
                 .filter(|_| landlock::available())
@@ -137,23 +189,21 @@ impl Sandbox {
         Sandbox {
             policy,
             mechanism: mechanism.unwrap_or(Mechanism::Unavailable),
+            allow_escalation: None,
         }
     }
 
-    /// A session's sandbox from what the command line and environment say: `mode` (the
-    /// `--sandbox` value, default `workspace-write`), the session's `cwd`, `$KEEL_HOME` and
-    /// variables (`HOME`, `PATH`, `XDG_RUNTIME_DIR`, `KEEL_SOCKET`, `SSH_AUTH_SOCK`,
-    /// `KEEL_SANDBOX_MECHANISM`). A warning goes to `warnings` when it is off or unavailable.
+    /// A session's sandbox from what the settings and flags ask (`config`, its paths absolute
+    /// or relative to `cwd`), the session's `cwd`, `$KEEL_HOME` and variables (`HOME`, `PATH`,
+    /// `XDG_RUNTIME_DIR`, `KEEL_SOCKET`, `SSH_AUTH_SOCK`, `KEEL_SANDBOX_MECHANISM`). A warning
+    /// goes to `warnings` when it is off, unavailable or not all of it is built.
     pub fn for_session(
-        mode: Option<&str>,
+        config: &SandboxConfig,
         cwd: &Path,
         keel_home: &Path,
         vars: &BTreeMap<String, String>,
         warnings: &mut Vec<String>,
     ) -> Sandbox {
-        let mode = mode
-            .and_then(SandboxMode::from_name)
-            .unwrap_or(SandboxMode::WorkspaceWrite);
         let var = |k: &str| vars.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
         let dir_of = |k: &str| var(k).and_then(|p| p.parent().map(Path::to_path_buf));
         let places = Places {
@@ -170,17 +220,44 @@ impl Sandbox {
             .collect(),
         };
         // The spill files of this and other sessions stay readable by the file tools.
-        let allow = [keel_home.join("tmp")];
-        let network = mode == SandboxMode::Off;
-        let policy = SandboxPolicy::new(mode, &places, &[], &[], &allow, network);
+        let mut allow_read = vec![keel_home.join("tmp")];
+        allow_read.extend(config.allow_read.iter().cloned());
+        let network = match &config.network {
+            Network::On => true,
+            Network::Off => false,
+            Network::Allow(_) => {
+                warnings.push(
+                    "`sandbox.network.allow`: the network allowlist is not built yet; the \
+                     network stays off"
+                        .into(),
+                );
+                false
+            }
+        };
+        let network = network || config.mode == SandboxMode::Off;
+        let policy = SandboxPolicy::new(
+            config.mode,
+            &places,
+            &config.allow_write,
+            &config.deny_read,
+            &allow_read,
+            network,
+        );
         let choice = match vars.get("KEEL_SANDBOX_MECHANISM").map(String::as_str) {
             Some("bwrap" | "bubblewrap") => Choice::Bwrap,
             Some("landlock") => Choice::Landlock,
             Some("none") => Choice::None,
             _ => Choice::Auto,
         };
-        let path_var = vars.get("PATH").map(String::as_str);
-        let sandbox = Sandbox::new(policy, choice, path_var, std::env::current_exe().ok());
+        let bwrap = match &config.bwrap_path {
+            Some(p) => Some(cwd.join(p)),
+            None => bwrap::find(vars.get("PATH").map(String::as_str), cwd),
+        };
+        let mut sandbox = Sandbox::new(policy, choice, bwrap, std::env::current_exe().ok());
+        if sandbox.mechanism == Mechanism::Unavailable && !config.fail_if_unavailable {
+            sandbox.mechanism = Mechanism::Unenforced;
+        }
+        sandbox.allow_escalation = config.allow_escalation;
         warnings.extend(sandbox.warning());
         sandbox
     }
@@ -188,11 +265,17 @@ impl Sandbox {
     /// The startup warning when tool processes run without a sandbox or cannot run.
     pub fn warning(&self) -> Option<String> {
         match self.mechanism {
-            Mechanism::Off => Some(
-                "the sandbox is off (--sandbox off): commands the model runs have your full access"
+            Mechanism::Off => {
+                Some("the sandbox is off: commands the model runs have your full access".into())
+            }
+            Mechanism::Unavailable => Some(unavailable_message()),
+            Mechanism::Unenforced => Some(
+                "no sandbox works here (bubblewrap is missing or cannot create namespaces, and \
+                 Landlock is not available) and sandbox.failIfUnavailable is false: commands the \
+                 model runs have your full access. Install bubblewrap (apt-get install \
+                 bubblewrap) to sandbox them"
                     .into(),
             ),
-            Mechanism::Unavailable => Some(unavailable_message()),
             Mechanism::Bwrap(_) | Mechanism::Landlock { .. } => None,
         }
     }
@@ -211,7 +294,7 @@ impl Sandbox {
             args
         };
         match &self.mechanism {
-            Mechanism::Off => Ok(None),
+            Mechanism::Off | Mechanism::Unenforced => Ok(None),
             Mechanism::Unavailable => Err(SandboxError {
                 kind: SandboxErrorKind::Unavailable,
                 message: unavailable_message(),
@@ -242,16 +325,18 @@ impl Sandbox {
         }
     }
 
-    /// One line for the model when a sandboxed command failed in a way the sandbox explains
-    /// (a read-only file system, a denied path, no network), naming the path when the output
+    /// What the sandbox stopped when a sandboxed command failed in a way it explains (a
+    /// read-only file system, a denied path, no network), naming the path when the output
     /// does (a relative one is taken against `cwd`).
-    pub fn explain(&self, output: &str, cwd: &Path) -> Option<String> {
-        if matches!(self.mechanism, Mechanism::Off | Mechanism::Unavailable) {
+    pub fn explain(&self, output: &str, cwd: &Path) -> Option<Violation> {
+        if matches!(
+            self.mechanism,
+            Mechanism::Off | Mechanism::Unavailable | Mechanism::Unenforced
+        ) {
             return None;
         }
-        let mode = self.policy.mode.name();
-        if let Some(why) = output.lines().find_map(|l| self.path_refusal(l, cwd)) {
-            return Some(format!("[sandbox ({mode}): {why}]"));
+        if let Some(v) = output.lines().find_map(|l| self.path_refusal(l, cwd)) {
+            return Some(v);
         }
         const NET: &[&str] = &[
             "Network is unreachable",
@@ -262,36 +347,100 @@ impl Sandbox {
             .lines()
             .any(|l| l.contains("/dev/tcp/") && l.contains("Operation not permitted"));
         if !self.policy.network && (refused_socket || NET.iter().any(|n| output.contains(n))) {
-            return Some(format!("[sandbox ({mode}): the network is off]"));
+            return Some(Violation {
+                reason: ViolationReason::NetworkOff,
+                path: None,
+                host: None,
+                shown: None,
+            });
         }
         None
     }
 
+    /// The line the model reads after the output of a command the sandbox stopped.
+    pub fn note(&self, v: &Violation) -> String {
+        let mode = self.policy.mode.name();
+        let path = v.path.as_deref().map(Path::display);
+        let why = match (v.reason, path) {
+            (ViolationReason::ReadDenied, Some(p)) => format!("reading {p} is refused"),
+            (ViolationReason::Protected, Some(p)) => format!("{p} is read-only (protected)"),
+            (ViolationReason::NetworkOff, _) => "the network is off".to_string(),
+            _ => {
+                let shown = v
+                    .shown
+                    .as_ref()
+                    .map(|p| format!(" ({p})"))
+                    .unwrap_or_default();
+                format!("writing outside the writable roots{shown} is refused")
+            }
+        };
+        format!("[sandbox ({mode}): {why}]")
+    }
+
     /// What the sandbox refused, if `line` is an error about a path it stopped.
-    fn path_refusal(&self, line: &str, cwd: &Path) -> Option<String> {
+    fn path_refusal(&self, line: &str, cwd: &Path) -> Option<Violation> {
         let marker = ["Read-only file system", "Permission denied"]
             .into_iter()
             .find(|m| line.contains(m))?;
         let path = quoted_path(line, marker);
         let real = path.map(|p| policy::real(&cwd.join(p)));
+        let found = |reason, path: Option<PathBuf>| {
+            Some(Violation {
+                reason,
+                path,
+                host: None,
+                shown: quoted_path(line, marker).map(str::to_string),
+            })
+        };
         if let Some(p) = real.as_deref() {
             if self.policy.read_denied(p).is_some() {
-                return Some(format!("reading {} is refused", p.display()));
+                return found(ViolationReason::ReadDenied, Some(p.to_path_buf()));
             }
         }
-        let denial = real.as_deref().and_then(|p| self.policy.write_denied(p));
-        let shown = path.map(|p| format!(" ({p})")).unwrap_or_default();
-        match denial {
-            Some(WriteDenial::Protected(p)) => {
-                Some(format!("{} is read-only (protected)", p.display()))
+        match real.as_deref().and_then(|p| self.policy.write_denied(p)) {
+            Some(WriteDenial::Protected(p)) => found(ViolationReason::Protected, Some(p)),
+            Some(_) => found(ViolationReason::OutsideWritableRoots, real),
+            None if marker.starts_with("Read-only") => {
+                found(ViolationReason::OutsideWritableRoots, real)
             }
-            Some(_) => Some(format!(
-                "writing outside the writable roots{shown} is refused"
-            )),
-            None if marker.starts_with("Read-only") => Some(format!(
-                "writing outside the writable roots{shown} is refused"
-            )),
             None => None,
+        }
+    }
+}
+
+/// What the sandbox stopped a command from doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub reason: ViolationReason,
+    /// The path refused (real: symlinks and `..` resolved), when the output names one.
+    pub path: Option<PathBuf>,
+    /// The host refused, when known (the network allowlist's proxy names it).
+    pub host: Option<String>,
+    /// The path as the command's output wrote it.
+    shown: Option<String>,
+}
+
+/// Why the sandbox stopped a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViolationReason {
+    /// Reading a secret or a `denyRead` path.
+    ReadDenied,
+    /// Writing a protected path inside a writable root (`.git/hooks`, `.keel`, …).
+    Protected,
+    /// Writing outside the writable roots (or anywhere, in `read-only`).
+    OutsideWritableRoots,
+    /// Reaching the network while it is off.
+    NetworkOff,
+}
+
+impl ViolationReason {
+    /// The word on the wire (`sandbox_violation`'s `reason`).
+    pub fn word(self) -> &'static str {
+        match self {
+            ViolationReason::ReadDenied => "read_denied",
+            ViolationReason::Protected => "protected",
+            ViolationReason::OutsideWritableRoots => "outside_writable_roots",
+            ViolationReason::NetworkOff => "network_off",
         }
     }
 }
@@ -309,7 +458,8 @@ fn quoted_path<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
 fn unavailable_message() -> String {
     "no sandbox works here (bubblewrap is missing or cannot create namespaces, and Landlock is \
      not available): commands the model runs are refused. Install bubblewrap \
-     (apt-get install bubblewrap), or run with --sandbox off to run them unsandboxed"
+     (apt-get install bubblewrap), or run with --sandbox off (or sandbox.failIfUnavailable: \
+     false in the settings) to run them unsandboxed"
         .into()
 }
 

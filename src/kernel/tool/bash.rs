@@ -44,10 +44,32 @@ pub(super) fn spec() -> ToolSpec {
             "type": "object",
             "properties": {
                 "command": {"type": "string", "description": "Bash command to execute"},
-                "timeout": {"type": "integer", "minimum": 1, "description": "Timeout in seconds"}
+                "timeout": {"type": "integer", "minimum": 1, "description": "Timeout in seconds"},
+                "escalate": {"type": "boolean", "description": "Run this command outside the sandbox (only after the user approves; give a justification). Use only when the sandbox stopped a command that must run"},
+                "justification": {"type": "string", "description": "With escalate: why the command must run outside the sandbox (shown to the user)"}
             },
             "required": ["command"]
         }),
+    }
+}
+
+/// A `bash` call's request to run outside the sandbox (`escalate: true`, `justification`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Escalation {
+    #[serde(default)]
+    pub command: String,
+    #[serde(default)]
+    pub escalate: bool,
+    #[serde(default)]
+    pub justification: Option<String>,
+}
+
+impl Escalation {
+    /// The request `args` make, if they ask to leave the sandbox.
+    pub fn of(args: &Value) -> Option<Escalation> {
+        serde_json::from_value::<Escalation>(args.clone())
+            .ok()
+            .filter(|e| e.escalate)
     }
 }
 
@@ -83,16 +105,23 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Err(e) => return ToolOutput::error(format!("Failed to start shell: {e}")),
     };
     let outcome = supervise(&mut child, &mut out, timeout, ctx, None).await;
-    let note = match &outcome {
+    let violation = match &outcome {
         Outcome::Exited(s) if !s.success() => ctx.sandbox.explain(&out.tail().text, &ctx.cwd),
         _ => None,
     };
+    let note = violation.as_ref().map(|v| ctx.sandbox.note(v));
+    if let (Some(v), Some(tx)) = (violation, &ctx.violations) {
+        let _ = tx.send(v);
+    }
     render(outcome, &out, timeout, note)
 }
 
 /// How the sandbox launches `command` (`None`: unsandboxed), or why it cannot.
 fn sandboxed(command: &str, ctx: &ToolContext) -> Result<Option<Launch>, String> {
-    if ctx.sandbox.mechanism == Mechanism::Off {
+    if matches!(
+        ctx.sandbox.mechanism,
+        Mechanism::Off | Mechanism::Unenforced
+    ) {
         return Ok(None);
     }
     let tmp = ctx
@@ -196,6 +225,7 @@ pub async fn run_user(
         files: Files::default(),
         // The user's own command: not the model's, so not sandboxed.
         sandbox: std::sync::Arc::new(Sandbox::off(cwd)),
+        violations: None,
     };
     let mut out = Output::new(temp_dir, env);
     let outcome = if ctx.abort.is_aborted() {
@@ -473,6 +503,7 @@ mod tests {
             env: ToolEnv::default(),
             files: Default::default(),
             sandbox: std::sync::Arc::new(Sandbox::off(dir)),
+            violations: None,
         }
     }
 

@@ -96,6 +96,8 @@ pub struct ToolContext {
     pub files: Files,
     /// The sandbox `bash` runs commands in and the policy the file tools check.
     pub sandbox: Arc<Sandbox>,
+    /// Where `bash` reports what the sandbox stopped (the turn loop publishes it).
+    pub violations: Option<mpsc::UnboundedSender<crate::kernel::sandbox::Violation>>,
 }
 
 impl ToolContext {
@@ -197,5 +199,6 @@ pub(crate) fn test_context(dir: &Path) -> ToolContext {
         env: ToolEnv::default(),
         files: Default::default(),
         sandbox: Arc::new(Sandbox::off(dir)),
+        violations: None,
     }
 }
