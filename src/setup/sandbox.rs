@@ -23,15 +23,7 @@ pub fn config(
 ) -> SandboxConfig {
     let s = &files.sandbox;
     let mut gate = Gate { trusted, warnings };
-    let file_mode = s
-        .mode
-        .as_ref()
-        .filter(|m| gate.keep(m, "sandbox.mode", m.value == SandboxModeSetting::Off));
-    let flag_mode = flag.and_then(SandboxMode::from_name);
-    let mode = match file_mode {
-        Some(m) if m.origin.level == Level::Managed || flag_mode.is_none() => mode_of(m.value),
-        _ => flag_mode.unwrap_or(SandboxMode::WorkspaceWrite),
-    };
+    let mode = mode(flag, s.mode.as_ref(), &mut gate);
     let network = s
         .network
         .as_ref()
@@ -39,11 +31,7 @@ pub fn config(
             let widens = n.value != NetworkSetting::Word(NetworkWord::Off);
             gate.keep(n, "sandbox.network", widens)
         })
-        .map_or(Network::Off, |n| match &n.value {
-            NetworkSetting::Word(NetworkWord::On) => Network::On,
-            NetworkSetting::Word(NetworkWord::Off) => Network::Off,
-            NetworkSetting::Allow(NetworkAllow { allow }) => Network::Allow(allow.clone()),
-        });
+        .map_or(Network::Off, |n| network_of(&n.value));
     let home = env.vars.get("HOME").map(PathBuf::from);
     let root = crate::settings::project_root(&env.cwd);
     let path = |p: &str| resolve(p, home.as_deref(), &root);
@@ -85,6 +73,28 @@ pub fn config(
         bwrap_path,
         fail_if_unavailable,
         allow_escalation,
+    }
+}
+
+/// `--sandbox` over the files' `sandbox.mode`, the managed file's over both.
+fn mode(
+    flag: Option<&str>,
+    file: Option<&Sourced<SandboxModeSetting>>,
+    gate: &mut Gate<'_>,
+) -> SandboxMode {
+    let file = file.filter(|m| gate.keep(m, "sandbox.mode", m.value == SandboxModeSetting::Off));
+    let flag = flag.and_then(SandboxMode::from_name);
+    match file {
+        Some(m) if m.origin.level == Level::Managed || flag.is_none() => mode_of(m.value),
+        _ => flag.unwrap_or(SandboxMode::WorkspaceWrite),
+    }
+}
+
+fn network_of(n: &NetworkSetting) -> Network {
+    match n {
+        NetworkSetting::Word(NetworkWord::On) => Network::On,
+        NetworkSetting::Word(NetworkWord::Off) => Network::Off,
+        NetworkSetting::Allow(NetworkAllow { allow }) => Network::Allow(allow.clone()),
     }
 }
 

@@ -410,16 +410,16 @@ impl Transcript {
             P::SandboxViolation {
                 reason, path, host, ..
             } => {
-                let what = path.as_deref().or(host.as_deref()).unwrap_or("");
-                let what = if what.is_empty() {
-                    String::new()
-                } else {
-                    format!(": {what}")
-                };
-                self.pending.push_back(HistoryCell::Notice(format!(
-                    "sandbox stopped a command ({}){what}",
-                    reason.replace('_', " ")
-                )));
+                let what = path
+                    .as_deref()
+                    .or(host.as_deref())
+                    .map(|w| format!(": {w}"));
+                let why = reason.replace('_', " ");
+                let line = format!(
+                    "sandbox stopped a command ({why}){}",
+                    what.unwrap_or_default()
+                );
+                self.pending.push_back(HistoryCell::Notice(line));
             }
             P::HookFinished {
                 event,

@@ -204,21 +204,7 @@ impl Sandbox {
         vars: &BTreeMap<String, String>,
         warnings: &mut Vec<String>,
     ) -> Sandbox {
-        let var = |k: &str| vars.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
-        let dir_of = |k: &str| var(k).and_then(|p| p.parent().map(Path::to_path_buf));
-        let places = Places {
-            cwd: cwd.to_path_buf(),
-            home: var("HOME"),
-            keel_home: Some(keel_home.to_path_buf()),
-            runtime: [
-                var("XDG_RUNTIME_DIR"),
-                dir_of("KEEL_SOCKET"),
-                dir_of("SSH_AUTH_SOCK"),
-            ]
-            .into_iter()
-            .flatten()
-            .collect(),
-        };
+        let places = places_of(cwd, keel_home, vars);
         // The spill files of this and other sessions stay readable by the file tools.
         let mut allow_read = vec![keel_home.join("tmp")];
         allow_read.extend(config.allow_read.iter().cloned());
@@ -442,6 +428,25 @@ impl ViolationReason {
             ViolationReason::OutsideWritableRoots => "outside_writable_roots",
             ViolationReason::NetworkOff => "network_off",
         }
+    }
+}
+
+/// The places of a session in `cwd` (its home, runtime directories and sockets from `vars`).
+fn places_of(cwd: &Path, keel_home: &Path, vars: &BTreeMap<String, String>) -> Places {
+    let var = |k: &str| vars.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let dir_of = |k: &str| var(k).and_then(|p| p.parent().map(Path::to_path_buf));
+    Places {
+        cwd: cwd.to_path_buf(),
+        home: var("HOME"),
+        keel_home: Some(keel_home.to_path_buf()),
+        runtime: [
+            var("XDG_RUNTIME_DIR"),
+            dir_of("KEEL_SOCKET"),
+            dir_of("SSH_AUTH_SOCK"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
     }
 }
 
