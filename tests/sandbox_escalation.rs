@@ -233,3 +233,16 @@ fn an_allow_rule_runs_an_escalation_only_with_allow_escalation_true_and_never_wh
     assert_eq!(run.code, 0, "{run}");
     assert!(sb.dir.path().join("outside.txt").exists());
 }
+
+#[test]
+fn print_mode_shows_what_the_sandbox_stopped_on_stderr() {
+    let sb = world();
+    let script = script(&sb, &[bash("echo x > /usr/keel-probe")]);
+    let run = sb.run(&["-p", "--provider", "scripted", "--script", &script, "go"]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(
+        run.stderr
+            .contains("  ⊘ sandbox (outside writable roots): /usr/keel-probe\n"),
+        "{run}"
+    );
+}
