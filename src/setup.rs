@@ -26,6 +26,7 @@ pub mod hook_list;
 pub mod mcp;
 pub mod open;
 mod provider;
+pub mod sandbox;
 pub mod settings;
 pub mod trust;
 
@@ -344,6 +345,13 @@ pub fn agent_config_with(
         max_cost: settings.max_cost,
         rules: Arc::new(rules),
         hooks,
+        sandbox: std::sync::Arc::new(crate::kernel::sandbox::Sandbox::for_session(
+            &settings.sandbox,
+            &env.cwd,
+            &env.keel_home,
+            env.tool_vars.as_ref().unwrap_or(&env.vars),
+            &mut warnings,
+        )),
     };
     Ok((config, warnings, skills))
 }

@@ -133,7 +133,9 @@ fn relative_path_flags_through_the_daemon_resolve_from_the_clients_directory() {
 /// call shows what the tool process sees: `FOO`, the client's provider key, a variable only
 /// the daemon has, and whether `mine` ran.
 fn env_project(sb: &Sandbox) -> (PathBuf, String) {
-    let bin = sb.dir.path().join("bin");
+    // In the workspace: the sandbox's /tmp is private, so a PATH directory elsewhere in this
+    // scratch dir (under /tmp) would not be seen by the command.
+    let bin = sb.work().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
     let mine = bin.join("mine");
     std::fs::write(&mine, "#!/bin/sh\necho MINE-RAN\n").unwrap();

@@ -394,7 +394,8 @@ fn a_runs_events_reach_jetstream_in_order_as_the_socket_wrote_them() {
 /// messages in flight), then runs a bash call that waits on a fifo (it goes on when the test
 /// writes to it), then streams 100 bursts more.
 fn waiting_script(sb: &Sandbox) -> (PathBuf, PathBuf) {
-    let fifo = sb.dir.path().join("signal.fifo");
+    // In the workspace: the sandbox's /tmp is private, the rest of this scratch dir unseen.
+    let fifo = sb.work().join("signal.fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let script = sb.dir.path().join("wait.json");
     let flow = |text: &str, n: usize| -> Vec<Value> {

@@ -53,6 +53,7 @@ fn variant(e: &EventPayload) -> String {
         EventPayload::SessionNamed { .. } => "SessionNamed".into(),
         EventPayload::HookStarted { .. } => "HookStarted".into(),
         EventPayload::HookFinished { .. } => "HookFinished".into(),
+        EventPayload::SandboxViolation { .. } => "SandboxViolation".into(),
     }
 }
 
@@ -88,6 +89,7 @@ const ALL_VARIANTS: &[&str] = &[
     "SessionNamed",
     "HookStarted",
     "HookFinished",
+    "SandboxViolation",
 ];
 
 /// A `PostToolUse` hook on `bash` that prints a system message (a hook run on the stream).

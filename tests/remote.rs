@@ -120,12 +120,21 @@ fn cut_the_link_mid_run(
 /// The same run in-process, for the lines it must equal: the FIFO is written by a helper
 /// thread once the bash call opens it.
 fn in_process(sb: &Sandbox, script_path: &Path, fifo: &Path) -> crate::common::support::Run {
+    sees_the_fifo(sb, fifo);
     let fifo = fifo.to_path_buf();
     let writer = std::thread::spawn(move || std::fs::write(fifo, "go on\n").unwrap());
     let args = json_run(script_path);
     let run = sb.run(&args.iter().map(String::as_str).collect::<Vec<_>>());
     writer.join().unwrap();
     run
+}
+
+/// `fifo` lives in the remote run's workspace; the sandbox shows a run nothing outside its
+/// own, so the in-process run of the same script gets that workspace as a writable root (its
+/// settings file: no flag that could change what it prints).
+fn sees_the_fifo(sb: &Sandbox, fifo: &Path) {
+    let settings = json!({"sandbox": {"filesystem": {"allowWrite": [fifo.parent().unwrap()]}}});
+    std::fs::write(sb.home().join("settings.json"), settings.to_string()).unwrap();
 }
 
 /// The run's JSON lines without the session header (the remote session has its own id and
@@ -372,6 +381,7 @@ fn rpc_mode_over_a_remote_link_reconnects_and_writes_every_event_once() {
     };
     let mut here = Sandbox::new();
     here.seed = sb.seed;
+    sees_the_fifo(&here, &fifo);
     let fifo2 = fifo.clone();
     let writer = std::thread::spawn(move || std::fs::write(fifo2, "go on\n").unwrap());
     let mut local = Rpc::start(

@@ -179,3 +179,39 @@ fn approvals_show_the_change_against_the_file_as_it_is() {
         "{edit}"
     );
 }
+
+/// The status line names the sandbox of the model's commands (issue 30 point 8): its mode and
+/// network, `off` when the user chose none, and a session whose sandbox is not known shows
+/// nothing about it.
+#[test]
+fn the_status_line_shows_the_sandbox() {
+    use keel::wire::protocol::snapshot::SandboxState;
+    let mut f = Feed::new();
+    let state = |mode: &str, network: bool, mechanism: &str| SandboxState {
+        mode: mode.into(),
+        network,
+        mechanism: mechanism.into(),
+    };
+    let status = |f: &mut Feed| {
+        let screen = f.screen(120, 24);
+        let line = screen.lines().rev().find(|l| l.contains("ctx 0%"));
+        line.unwrap_or("").trim_end().to_string()
+    };
+    assert!(!status(&mut f).contains("sandbox"));
+    f.view
+        .set_sandbox(Some(&state("workspace-write", false, "bubblewrap")));
+    let screen = f.screen(120, 24);
+    snap("tui_status_sandbox_120x24", &screen);
+    assert!(
+        status(&mut f).ends_with("· sandbox: workspace-write · net off"),
+        "{screen}"
+    );
+    f.view
+        .set_sandbox(Some(&state("read-only", true, "landlock")));
+    assert!(status(&mut f).ends_with("sandbox: read-only · net on"));
+    f.view.set_sandbox(Some(&state("off", true, "off")));
+    assert!(status(&mut f).ends_with("· sandbox: off"));
+    f.view
+        .set_sandbox(Some(&state("workspace-write", false, "none")));
+    assert!(status(&mut f).ends_with("· sandbox: none (unavailable)"));
+}

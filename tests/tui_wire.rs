@@ -37,7 +37,8 @@ fn screen(view: &mut View, w: u16, h: u16) -> String {
 /// `agent_settled`, `set_session_name` "survey", `bash` "echo user-shell", `set_model`
 /// anthropic/claude-sonnet-4-5 and `set_thinking_level` high. The sandbox path reads
 /// `/tmp/sandbox`. Before `bash`'s `tool_execution_end`, the two lines a `PostToolUse` hook
-/// `true` on Bash adds (`hook_started`, `hook_finished`).
+/// `true` on Bash adds (`hook_started`, `hook_finished`), and before those a
+/// `sandbox_violation` line (added by hand, as the sandbox writes one for a stopped command).
 fn recorded() -> Vec<String> {
     let path = root().join("fixtures/streams/everything.rpc.jsonl");
     std::fs::read_to_string(path)
@@ -132,6 +133,7 @@ fn the_recorded_stream_holds_every_type_of_the_vocabulary() {
         "message_update",
         "model_changed",
         "queue_update",
+        "sandbox_violation",
         "session_info_changed",
         "thinking_level_changed",
         "tool_execution_end",

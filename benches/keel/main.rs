@@ -42,6 +42,7 @@ mod policy;
 mod print;
 mod remote;
 mod responses;
+mod sandbox;
 mod session;
 use keel_testkit::sshd as sshd_support;
 mod tui;
@@ -130,7 +131,7 @@ fn run() -> Res<()> {
         Ok(v)
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
-                "run", "json", "gemini", "policy", "hooks",
+                "run", "json", "gemini", "policy", "hooks", "sandbox",
             ]
             .contains(&v.as_str()) =>
         {
@@ -138,7 +139,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, hooks, run or json, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, hooks, run, json or sandbox, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -189,6 +190,10 @@ fn run() -> Res<()> {
         print::print_bench(&keel, &mut rows, quick)?;
         return report(&keel, &rows, &format!("{quick} rounds, print rows only"));
     }
+    if only.as_deref() == Some("sandbox") {
+        sandbox::sandbox_bench(&keel, &mut rows, quick)?;
+        return report(&keel, &rows, &format!("{quick} rounds, sandbox rows only"));
+    }
     if only.as_deref() == Some("responses") {
         eprintln!("[5/9] Responses vs Chat Completions over HTTP, {DELTAS} deltas x{heavy}");
         responses::responses_bench(&keel, &mut rows, heavy)?;
@@ -238,6 +243,7 @@ fn run() -> Res<()> {
     policy::policy_bench(&mut rows, quick)?;
     hooks::hooks_bench(&mut rows, quick)?;
     print::print_bench(&keel, &mut rows, quick)?;
+    sandbox::sandbox_bench(&keel, &mut rows, quick)?;
 
     let big_s = path_str(&big)?;
     let scripted_ms = run_rows(&keel, big_s, hello_s, &mut rows, heavy)?;

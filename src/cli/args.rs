@@ -242,6 +242,12 @@ pub struct Cli {
     /// or the JSON itself (`{…}`). See `keel config`.
     #[arg(long, value_name = "FILE|JSON")]
     pub settings: Option<String>,
+
+    /// What the commands the model runs may do: workspace-write (default: write the session's
+    /// directory and a private /tmp, read all but secrets, no network), read-only, or off
+    /// (danger-full-access: no sandbox).
+    #[arg(long, value_name = "MODE", value_parser = ["workspace-write", "read-only", "off", "danger-full-access"])]
+    pub sandbox: Option<String>,
 }
 
 /// A dollar amount: a finite number, not negative.

@@ -76,6 +76,9 @@ pub enum Command {
         #[command(subcommand)]
         command: commands::hooks::HooksCommand,
     },
+    /// keel's own sandbox helper (the Landlock fallback): restricts itself, then execs.
+    #[command(name = "__sandbox-exec", hide = true)]
+    SandboxExec(commands::sandbox::ExecArgs),
 }
 
 /// Parses the command line `args` (the process's, read once by `app`) and runs what it names:
@@ -100,6 +103,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Debug { command }) => commands::debug::run(command, &args),
         Some(Command::Config { command }) => commands::config::run(command),
         Some(Command::Hooks { command }) => commands::hooks::run(command),
+        Some(Command::SandboxExec(a)) => commands::sandbox::exec(a),
     }
 }
 

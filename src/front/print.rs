@@ -96,6 +96,10 @@ pub fn fact_activity(fact: &Fact) -> Vec<String> {
             error_message: Some(e),
             ..
         } => vec![format!("  ✗ {}", first_line(e))],
+        Fact::SandboxViolation { reason, what } => {
+            let what = what.as_ref().map(|w| format!(": {w}")).unwrap_or_default();
+            vec![format!("  ⊘ sandbox ({}){what}", reason.replace('_', " "))]
+        }
         Fact::MessageEnd { .. }
         | Fact::ExtensionUiRequest { .. }
         | Fact::CompactionEnd { .. }

@@ -323,6 +323,9 @@ impl Host {
             pending_ui: pending,
             run_started_at: self.in_flight.run_started(),
             open_args: self.open_args.clone(),
+            sandbox: Some(crate::wire::protocol::snapshot::SandboxState::of(
+                &self.config.sandbox,
+            )),
         }
     }
 

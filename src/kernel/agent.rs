@@ -81,6 +81,9 @@ pub struct AgentConfig {
     /// Permission rules (`deny`, `ask`, `allow`) checked on every tool call before the mode
     /// (`kernel::policy`); empty: the mode alone decides.
     pub rules: Arc<crate::kernel::policy::Rules>,
+    /// The sandbox of the processes the model starts and the policy the file tools check
+    /// (`DESIGN.md` §14); `workspace-write` unless the user chose otherwise.
+    pub sandbox: std::sync::Arc<crate::kernel::sandbox::Sandbox>,
 }
 
 /// How failed model calls are retried: only failures before any output, of a transient kind
@@ -116,6 +119,7 @@ impl AgentConfig {
             .iter()
             .map(|s| s.to_string())
             .collect();
+        let sandbox = std::sync::Arc::new(crate::kernel::sandbox::Sandbox::workspace_write(&cwd));
         AgentConfig {
             system_prompt: crate::kernel::default_system_prompt(&cwd, &tools),
             cwd,
@@ -139,6 +143,7 @@ impl AgentConfig {
             output_schema: None,
             max_cost: None,
             rules: Default::default(),
+            sandbox,
         }
     }
 }

@@ -219,6 +219,14 @@ pub enum EventPayload {
         reason: Option<String>,
         messages: Vec<String>,
     },
+    /// The sandbox stopped something a tool call's process tried (`path` or `host`, when
+    /// known); the call's result says so to the model.
+    SandboxViolation {
+        call_id: String,
+        reason: crate::kernel::sandbox::ViolationReason,
+        path: Option<std::path::PathBuf>,
+        host: Option<String>,
+    },
 }
 
 /// Why a compaction ran.

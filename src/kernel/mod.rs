@@ -16,6 +16,7 @@ pub mod policy;
 pub mod private;
 pub mod provider;
 pub mod recorder;
+pub mod sandbox;
 pub mod session;
 pub mod tool;
 pub(crate) mod tool_loop;

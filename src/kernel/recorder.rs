@@ -212,7 +212,9 @@ fn apply(
             Some(EntryData::RawMessage(record.to_json()))
         }
         EventPayload::SessionNamed { name } => Some(EntryData::SessionInfo { name: name.clone() }),
-        EventPayload::HookStarted { .. } | EventPayload::HookFinished { .. } => None,
+        EventPayload::HookStarted { .. }
+        | EventPayload::HookFinished { .. }
+        | EventPayload::SandboxViolation { .. } => None,
         EventPayload::TurnFinished { .. } | EventPayload::AgentSettled { .. } => {
             return Some(store.sync().map_err(|e| e.message));
         }

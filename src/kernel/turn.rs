@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::{Inner, Permission};
@@ -15,15 +15,18 @@ use crate::kernel::message::{AssistantMessage, Message, StopReason, ToolResultMe
 use crate::kernel::op::{QueueMode, UserInput};
 use crate::kernel::policy::Verdict as RuleVerdict;
 use crate::kernel::provider::ModelRequest;
-use crate::kernel::tool::external::{ExternalCall, ExternalSpec};
-use crate::kernel::tool::{self, ToolContext, ToolOutput};
+use crate::kernel::tool::external::ExternalSpec;
+use crate::kernel::tool::{self, ToolOutput};
 use crate::kernel::tool_loop::ToolLoop;
 
 mod assemble;
 mod contract;
+mod escalate;
+mod execute;
 pub(crate) mod hooked;
 use assemble::Assembler;
 use contract::{Contract, Verdict};
+use execute::execute;
 use hooked::Prompt;
 
 use crate::kernel::hooks::Decision;
@@ -504,19 +507,23 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
             let pre = hooked::pre_tool(inner, id, name, args, abort).await;
             hook_stop = hook_stop.or(pre.stop);
             let args = pre.args.as_ref().unwrap_or(args);
+            let escalated = escalate::wanted(inner, name, args);
             let gate = match pre.decision {
                 Some((Decision::Deny, reason)) => Gate::Refuse(ToolOutput::error(format!(
                     "Tool `{name}` was blocked by a PreToolUse hook: {}",
                     reason.as_deref().unwrap_or("no reason given")
                 ))),
+                hook if escalated => {
+                    escalate::gate(inner, (id, name, args), hook.map(|d| d.0), abort).await
+                }
                 hook => check_permission(inner, id, name, args, hook.map(|d| d.0), abort).await,
             };
             let ran = matches!(gate, Gate::Run | Gate::Approved);
             let mut out = match gate {
-                Gate::Run => execute(inner, id, name, args, abort).await,
+                Gate::Run => execute(inner, id, name, args, abort, escalated).await,
                 Gate::Approved => {
                     started = inner.clock.now_ms();
-                    execute(inner, id, name, args, abort).await
+                    execute(inner, id, name, args, abort, escalated).await
                 }
                 Gate::Refuse(out) => out,
                 Gate::Denied(out) => {
@@ -712,66 +719,4 @@ async fn ask(inner: &Inner, id: &str, name: &str, args: &Value, abort: &AbortSig
             "Tool `{name}` needs approval and nobody answered the approval request in time (an unattended run)"
         ))),
     }
-}
-
-/// Executes one call, forwarding its partial output as `ToolCallUpdated` events.
-async fn execute(
-    inner: &Inner,
-    id: &str,
-    name: &str,
-    args: &Value,
-    abort: &AbortSignal,
-) -> ToolOutput {
-    let (ptx, mut prx) = mpsc::unbounded_channel::<ToolOutput>();
-    let ctx = ToolContext {
-        cwd: inner.config.cwd.clone(),
-        abort: abort.clone(),
-        progress: Some(ptx),
-        bash_timeout: inner.config.bash_timeout,
-        temp_dir: inner.config.temp_dir.clone(),
-        env: inner.config.tool_env.clone(),
-        files: inner.config.files.clone(),
-    };
-    let run = async {
-        if inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some() {
-            return tool::execute(name, args, &ctx).await;
-        }
-        let source = inner
-            .config
-            .external_tools
-            .iter()
-            .find(|s| s.tools().iter().any(|t| t.spec.name == name));
-        let Some(source) = source else {
-            return ToolOutput::error(format!("Tool `{name}` is no longer available"));
-        };
-        let call = ExternalCall {
-            abort: ctx.abort.clone(),
-            progress: ctx
-                .progress
-                .clone()
-                .unwrap_or_else(|| mpsc::unbounded_channel().0),
-            temp_dir: ctx.temp_dir.clone(),
-        };
-        source.call(name, args, call).await
-    };
-    tokio::pin!(run);
-    let publish = |partial: ToolOutput| {
-        inner.bus.publish(EventPayload::ToolCallUpdated {
-            call_id: id.to_string(),
-            tool_name: name.to_string(),
-            args: args.clone(),
-            partial,
-        });
-    };
-    let output = loop {
-        tokio::select! {
-            biased;
-            Some(partial) = prx.recv() => publish(partial),
-            out = &mut run => break out,
-        }
-    };
-    while let Ok(partial) = prx.try_recv() {
-        publish(partial);
-    }
-    output
 }

@@ -51,6 +51,11 @@ pub enum Fact {
         error: Option<SettledError>,
         structured_output: Option<Value>,
     },
+    /// The sandbox stopped a command: why, and the path or host when known.
+    SandboxViolation {
+        reason: String,
+        what: Option<String>,
+    },
 }
 
 impl Fact {
@@ -113,6 +118,12 @@ impl Fact {
                 error,
                 structured_output: structured_output.map(|v| v.into_owned()),
             },
+            W::SandboxViolation {
+                reason, path, host, ..
+            } => Fact::SandboxViolation {
+                reason: reason.into_owned(),
+                what: path.or(host).map(|w| w.into_owned()),
+            },
             _ => return None,
         })
     }
@@ -129,6 +140,7 @@ const READ: &[&str] = &[
     "compaction_start",
     "compaction_end",
     "agent_settled",
+    "sandbox_violation",
 ];
 
 /// Whether events of type `kind` carry a [`Fact`].

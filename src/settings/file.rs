@@ -131,7 +131,7 @@ pub struct FileValues {
     pub permissions: FilePermissions,
     /// Each server's entry as `mcp.json` writes it (checked when the servers load).
     pub mcp_servers: BTreeMap<String, Value>,
-    pub sandbox: Option<serde_json::Map<String, Value>>,
+    pub sandbox: super::sandbox::FileSandbox,
     pub hooks: Option<serde_json::Map<String, Value>>,
 }
 
@@ -180,7 +180,7 @@ fn strip_position(message: &str) -> String {
 }
 
 /// Checks a file's entries one by one, collecting warnings about the ones it skips.
-struct Checker<'a> {
+pub(super) struct Checker<'a> {
     origin: &'a Origin,
     warnings: Vec<String>,
 }
@@ -209,7 +209,7 @@ impl Checker<'_> {
             env: self.entries("env", raw.env),
             permissions: self.permissions(raw.permissions),
             mcp_servers: self.entries("mcpServers", raw.mcp_servers),
-            sandbox: self.typed("sandbox", raw.sandbox),
+            sandbox: super::sandbox::check(self, raw.sandbox),
             hooks: self.typed("hooks", raw.hooks),
         }
     }
@@ -245,7 +245,7 @@ impl Checker<'_> {
     }
 
     /// `v` as a `T`, or a warning naming `key` (null counts as not set).
-    fn typed<T: DeserializeOwned>(&mut self, key: &str, v: Option<Value>) -> Option<T> {
+    pub(super) fn typed<T: DeserializeOwned>(&mut self, key: &str, v: Option<Value>) -> Option<T> {
         let v = v.filter(|v| !v.is_null())?;
         match serde_json::from_value::<T>(v) {
             Ok(t) => Some(t),
@@ -272,7 +272,7 @@ impl Checker<'_> {
         None
     }
 
-    fn warn(&mut self, key: &str, why: &str) {
+    pub(super) fn warn(&mut self, key: &str, why: &str) {
         self.warnings
             .push(format!("{}: `{key}`: {why}; skipped", self.origin));
     }

@@ -46,8 +46,8 @@ pub struct Merged {
     pub permissions: Permissions,
     /// MCP servers by name, each entry as `mcp.json` writes it.
     pub mcp_servers: BTreeMap<String, Sourced<Value>>,
-    /// `sandbox {…}` (§14), merged per key; applied by a later issue.
-    pub sandbox: Option<Sourced<Value>>,
+    /// `sandbox {…}` (§14): scalars from the highest level, `filesystem` lists concatenated.
+    pub sandbox: super::sandbox::SandboxSettings,
     /// `hooks {…}` (§15), merged per key (what `keel config show` prints).
     pub hooks: Option<Sourced<Value>>,
     /// Each file's `hooks`, highest level first: all levels' hooks run.
@@ -87,7 +87,7 @@ pub fn merge(files: Vec<(Origin, FileValues)>) -> Merged {
             fp.additional_directories,
             &origin,
         );
-        object(&mut m.sandbox, f.sandbox, &origin);
+        super::sandbox::merge(&mut m.sandbox, f.sandbox, &origin);
         if let Some(h) = &f.hooks {
             m.hook_layers.push(at(Value::Object(h.clone()), &origin));
         }
@@ -111,7 +111,7 @@ fn scalar<T>(slot: &mut Option<Sourced<T>>, v: Option<Sourced<T>>) {
 }
 
 /// A list: the entries not there yet are added, with their origin.
-fn list(slot: &mut Vec<Sourced<String>>, add: Vec<String>, origin: &Origin) {
+pub(super) fn list(slot: &mut Vec<Sourced<String>>, add: Vec<String>, origin: &Origin) {
     for v in add {
         if !slot.iter().any(|s| s.value == v) {
             slot.push(Sourced {

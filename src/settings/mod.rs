@@ -5,6 +5,7 @@
 
 mod file;
 mod merge;
+mod sandbox;
 pub mod schema;
 mod show;
 
@@ -13,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 pub use file::{DefaultMode, Thinking};
 pub use merge::{Merged, Sourced};
+pub use sandbox::{NetworkAllow, NetworkSetting, NetworkWord, SandboxModeSetting, SandboxSettings};
 pub use show::{render, render_json};
 
 /// The variable that moves the managed settings file (tests; a packaged keel elsewhere).

@@ -61,8 +61,54 @@ pub fn schema() -> Value {
                 "additionalProperties": {"type": "object"},
                 "description": "MCP servers, as in mcp.json ({command, args, env, cwd} or {type: \"http\", url, headers}); merged with mcp.json's. The highest level that names a server wins."
             },
-            "sandbox": {"type": "object", "description": "The OS sandbox (DESIGN §14; not applied yet). Merged per key."},
+            "sandbox": sandbox(),
             "hooks": {"type": "object", "description": "Lifecycle hooks (DESIGN §15; not applied yet). Merged per key."}
+        },
+        "additionalProperties": false
+    })
+}
+
+/// `sandbox {…}`: what the processes the model starts may do (DESIGN §14).
+fn sandbox() -> Value {
+    let paths = |what: &str| {
+        json!({
+            "type": "array",
+            "items": {"type": "string"},
+            "description": format!("{what} `/abs`, `~/…`, or relative to the project. Lists of all levels are concatenated; a project's own file widens the sandbox only with --trust-project.")
+        })
+    };
+    json!({
+        "type": "object",
+        "description": "The OS sandbox of every command the model runs (and the file tools' checks). Scalars: the highest level wins; the filesystem lists concatenate.",
+        "properties": {
+            "mode": {
+                "enum": ["workspace-write", "read-only", "off", "danger-full-access"],
+                "description": "workspace-write (default): the session's directory, additionalDirectories, allowWrite and /tmp are writable; read-only; off (danger-full-access): no sandbox. `--sandbox` overrides."
+            },
+            "network": {
+                "description": "\"off\" (default), \"on\", or {\"allow\": [hosts]} (an allowlist served by a proxy outside the sandbox).",
+                "oneOf": [
+                    {"enum": ["on", "off"]},
+                    {
+                        "type": "object",
+                        "properties": {"allow": {"type": "array", "items": {"type": "string"}}},
+                        "required": ["allow"],
+                        "additionalProperties": false
+                    }
+                ]
+            },
+            "filesystem": {
+                "type": "object",
+                "properties": {
+                    "allowWrite": paths("Writable roots besides the session's directory."),
+                    "denyRead": paths("Unreadable, besides the default secrets (~/.ssh, ~/.aws, $KEEL_HOME, …)."),
+                    "allowRead": paths("Readable again although under a denied path.")
+                },
+                "additionalProperties": false
+            },
+            "bwrapPath": {"type": "string", "description": "The bubblewrap to use (default: the first `bwrap` on PATH outside the workspace)."},
+            "failIfUnavailable": {"type": "boolean", "description": "When no sandbox works here: true (default) refuses the model's commands; false runs them unsandboxed with one warning per session."},
+            "allowEscalation": {"type": "boolean", "description": "A bash call with escalate: true runs outside the sandbox after an approval. true: an allow rule may also run it without asking; false: never."}
         },
         "additionalProperties": false
     })

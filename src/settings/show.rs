@@ -127,9 +127,42 @@ fn entries(m: &Merged) -> Vec<(Vec<String>, Entry)> {
     for (k, v) in &m.mcp_servers {
         one(path("mcpServers", Some(k)), Some(v.clone()));
     }
-    one(path("sandbox", None), m.sandbox.clone());
-    one(path("hooks", None), m.hooks.clone());
+    sandbox(&m.sandbox, &mut out);
+    if let Some(h) = &m.hooks {
+        out.push((path("hooks", None), Entry::One(h.clone())));
+    }
     out
+}
+
+/// The `sandbox` keys: scalars as one entry, the `filesystem` lists entry by entry.
+fn sandbox(s: &super::SandboxSettings, out: &mut Vec<(Vec<String>, Entry)>) {
+    let mut one = |key: &str, v: Option<Sourced<Value>>| {
+        if let Some(v) = v {
+            out.push((path(key, None), Entry::One(v)));
+        }
+    };
+    one("sandbox.mode", s.mode.as_ref().map(to_json));
+    one("sandbox.network", s.network.as_ref().map(to_json));
+    one("sandbox.bwrapPath", s.bwrap_path.as_ref().map(to_json));
+    one(
+        "sandbox.failIfUnavailable",
+        s.fail_if_unavailable.as_ref().map(to_json),
+    );
+    one(
+        "sandbox.allowEscalation",
+        s.allow_escalation.as_ref().map(to_json),
+    );
+    let lists = [
+        ("allowWrite", &s.allow_write),
+        ("denyRead", &s.deny_read),
+        ("allowRead", &s.allow_read),
+    ];
+    for (name, list) in lists {
+        if !list.is_empty() {
+            let list = list.iter().map(to_json).collect();
+            out.push((path("sandbox.filesystem", Some(name)), Entry::Many(list)));
+        }
+    }
 }
 
 fn to_json<T: Serialize>(s: &Sourced<T>) -> Sourced<Value> {

@@ -68,13 +68,13 @@ fn lists_concatenate_without_duplicates_and_objects_merge_per_key() {
         (
             Level::User,
             json!({"permissions": {"allow": ["Bash(ls *)", "Read"]}, "env": {"A": "user", "B": "user"},
-                   "sandbox": {"network": {"allowedDomains": ["a.com"]}, "enabled": false}}),
+                   "sandbox": {"filesystem": {"allowWrite": ["/a"]}, "network": "on", "failIfUnavailable": false}}),
         ),
         (
             Level::Project,
             json!({"permissions": {"allow": ["Read", "Bash(npm test:*)"], "deny": ["Bash(rm *)"]},
                    "env": {"A": "project"},
-                   "sandbox": {"network": {"allowedDomains": ["b.com", "a.com"]}, "enabled": true}}),
+                   "sandbox": {"filesystem": {"allowWrite": ["/b", "/a"]}, "network": {"allow": ["b.com"]}}}),
         ),
     ]);
     let m = loaded.merged;
@@ -90,10 +90,18 @@ fn lists_concatenate_without_duplicates_and_objects_merge_per_key() {
     assert_eq!(m.permissions.deny.len(), 1);
     assert_eq!(m.env["A"].value, "project");
     assert_eq!(m.env["B"].value, "user");
+    // The sandbox's keys merge per key: scalars from the highest level, lists concatenated.
+    let sb = &m.sandbox;
+    let writable: Vec<&str> = sb.allow_write.iter().map(|s| s.value.as_str()).collect();
+    assert_eq!(writable, ["/b", "/a"]);
     assert_eq!(
-        m.sandbox.unwrap().value,
-        json!({"network": {"allowedDomains": ["b.com", "a.com"]}, "enabled": true})
+        sb.network.as_ref().map(|n| &n.value),
+        Some(&NetworkSetting::Allow(NetworkAllow {
+            allow: vec!["b.com".into()]
+        }))
     );
+    let fail = sb.fail_if_unavailable.as_ref().unwrap();
+    assert_eq!((fail.value, fail.origin.level), (false, Level::User));
 }
 
 #[test]
@@ -210,7 +218,10 @@ fn every_key() -> serde_json::Value {
         "maxCost": 2.5, "env": {"RUST_LOG": "info"},
         "permissions": {"defaultMode": "ask", "allow": ["Bash(npm test:*)"], "ask": ["Bash(git push *)"],
                         "deny": ["Read(./.env)"], "additionalDirectories": ["../shared"]},
-        "mcpServers": {"fx": {"command": "fx"}}, "sandbox": {"enabled": true}, "hooks": {}
+        "mcpServers": {"fx": {"command": "fx"}}, "hooks": {},
+        "sandbox": {"mode": "read-only", "network": "on", "bwrapPath": "/usr/bin/bwrap",
+                    "failIfUnavailable": false, "allowEscalation": true,
+                    "filesystem": {"allowWrite": ["~/cache"], "denyRead": ["./secrets"], "allowRead": ["~/.ssh/known_hosts"]}}
     })
 }
 
@@ -229,6 +240,12 @@ fn the_schema_names_exactly_the_keys_the_parser_knows() {
     assert_eq!(
         keys(&s["properties"]["permissions"]["properties"]),
         keys(&every_key()["permissions"])
+    );
+    let sandbox = &s["properties"]["sandbox"]["properties"];
+    assert_eq!(keys(sandbox), keys(&every_key()["sandbox"]));
+    assert_eq!(
+        keys(&sandbox["filesystem"]["properties"]),
+        keys(&every_key()["sandbox"]["filesystem"])
     );
     // And every key the schema names is one the parser takes without a warning.
     for key in keys(&s["properties"]) {

@@ -70,6 +70,9 @@ pub struct Settings {
     pub output_schema: Option<String>,
     /// `--max-cost` or the settings' `maxCost`: USD a run may cost.
     pub max_cost: Option<f64>,
+    /// The sandbox of the processes the model starts: `--sandbox` over the settings files'
+    /// `sandbox.*` and `permissions.additionalDirectories`, paths resolved.
+    pub sandbox: crate::kernel::sandbox::SandboxConfig,
 }
 
 impl Settings {
@@ -88,6 +91,13 @@ impl Settings {
         });
         let permission = pick(file_mode.as_ref(), flag_mode);
         let no_compaction = cli.no_auto_compaction.then_some(false);
+        let sandbox = super::sandbox::config(
+            cli.sandbox.as_deref(),
+            m,
+            cli.trust_project,
+            env,
+            &mut warnings,
+        );
         Ok(Settings {
             continue_: cli.continue_,
             resume: cli.resume.clone(),
@@ -131,6 +141,7 @@ impl Settings {
             max_cost: pick(m.max_cost.as_ref(), cli.max_cost),
             files: files.merged,
             warnings,
+            sandbox,
         })
     }
 }

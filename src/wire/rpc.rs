@@ -409,8 +409,9 @@ pub fn approval_line(
             None => args.to_string(),
         },
     };
+    let (title, message) = approval_words(tool_name, args, message);
     dialog_line(UiRequest {
-        title: Some(format!("Allow tool `{tool_name}`?").into()),
+        title: Some(title.into()),
         message: message.into(),
         timeout: timeout_ms,
         tool_name: Some(tool_name.into()),
@@ -418,6 +419,23 @@ pub fn approval_line(
         preview: preview.map(Cow::Borrowed),
         ..UiRequest::new(call_id, UiMethod::Confirm)
     })
+}
+
+/// The title and message of an approval dialog: a `bash` call that asks to leave the sandbox
+/// says so and shows its justification.
+pub fn approval_words(tool_name: &str, args: &Value, message: String) -> (String, String) {
+    use crate::kernel::tool::bash::Escalation;
+    match (tool_name, Escalation::of(args)) {
+        ("bash", Some(e)) => (
+            "Run `bash` outside the sandbox?".to_string(),
+            format!(
+                "{}\nJustification: {}",
+                e.command,
+                e.justification.as_deref().unwrap_or("(none given)")
+            ),
+        ),
+        _ => (format!("Allow tool `{tool_name}`?"), message),
+    }
 }
 
 /// A `notify` message (`extension_ui_request` without a reply).

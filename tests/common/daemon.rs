@@ -248,7 +248,8 @@ pub fn open_script(c: &mut Conn, sb: &Sandbox, script: &str, extra: &[&str]) -> 
 /// A scripted run (prompt `go`) whose bash call waits on a FIFO until the test writes it, so
 /// "the run was still going" is certain, not timed: the script's path and the FIFO.
 pub fn waiting_run(sb: &Sandbox) -> (PathBuf, PathBuf) {
-    let fifo = sb.dir.path().join("signal.fifo");
+    // In the workspace: the sandbox's /tmp is private, the rest of this scratch dir unseen.
+    let fifo = sb.work().join("signal.fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let path = sb.dir.path().join("wait.json");
     let turns = json!({"turns": [

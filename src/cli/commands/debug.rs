@@ -15,6 +15,12 @@ pub enum DebugCommand {
         #[command(flatten)]
         run: Box<Cli>,
     },
+    /// Name the sandbox mechanism and the policy a run with these flags gets, and run a
+    /// self-test (write outside, read a secret, connect out: each must be stopped).
+    Sandbox {
+        #[command(flatten)]
+        run: Box<Cli>,
+    },
     /// Any other word: refused by [`unknown_debug`] with the list of valid ones.
     #[command(external_subcommand)]
     Unknown(Vec<String>),
@@ -50,6 +56,7 @@ pub fn unknown_debug(words: &[String]) -> clap::Error {
 pub fn run(command: DebugCommand, args: &[String]) -> Exit {
     match command {
         DebugCommand::Prompt { run } => prompt(*run),
+        DebugCommand::Sandbox { run } => super::sandbox::debug(*run),
         DebugCommand::Unknown(words) => crate::cli::clap_exit(unknown_debug(&words), args),
     }
 }

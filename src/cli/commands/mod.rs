@@ -10,6 +10,7 @@ pub mod debug;
 pub mod hooks;
 pub mod mcp;
 pub mod ps;
+pub mod sandbox;
 pub mod schedule;
 
 use crate::error::StartupError;

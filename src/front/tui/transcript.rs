@@ -407,6 +407,20 @@ impl Transcript {
             P::BashExecutionEnd(record) => self.shell_finished(record, at_ms),
             P::SessionInfoChanged { name } => self.session_name = Some(name.to_string()),
             P::HookStarted { .. } => {}
+            P::SandboxViolation {
+                reason, path, host, ..
+            } => {
+                let what = path
+                    .as_deref()
+                    .or(host.as_deref())
+                    .map(|w| format!(": {w}"));
+                let why = reason.replace('_', " ");
+                let line = format!(
+                    "sandbox stopped a command ({why}){}",
+                    what.unwrap_or_default()
+                );
+                self.pending.push_back(HistoryCell::Notice(line));
+            }
             P::HookFinished {
                 event,
                 command,

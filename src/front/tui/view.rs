@@ -146,6 +146,8 @@ pub struct View {
     pub templates: Vec<(String, String)>,
     /// Where the session runs when not in this process (the status line's last part).
     pub place: Option<String>,
+    /// The sandbox of the model's commands (`sandbox: workspace-write · net off`).
+    pub sandbox: Option<String>,
     /// The view shows a session of the keel daemon (`/detach` is offered).
     pub attached: bool,
     /// The daemon's connection was lost at this time (unix ms): no spinner, no running
@@ -191,6 +193,7 @@ impl View {
             context_window: 0,
             templates: Vec::new(),
             place: None,
+            sandbox: None,
             attached: false,
             disconnected: None,
             files: None,
@@ -210,6 +213,20 @@ impl View {
 
     pub fn picker_open(&self) -> bool {
         self.picker.is_some()
+    }
+
+    /// The status line's sandbox part, from the session's sandbox: `sandbox: workspace-write ·
+    /// net off`, `sandbox: off`, or what is wrong (`None`: not known, nothing shown).
+    pub fn set_sandbox(&mut self, s: Option<&crate::wire::protocol::snapshot::SandboxState>) {
+        self.sandbox = s.map(|s| match (s.mode.as_str(), s.mechanism.as_str()) {
+            ("off", _) | (_, "off") => "sandbox: off".to_string(),
+            (_, "none") => "sandbox: none (unavailable)".to_string(),
+            (_, "unavailable") => "sandbox: unavailable".to_string(),
+            (mode, _) => {
+                let net = if s.network { "on" } else { "off" };
+                format!("sandbox: {mode} · net {net}")
+            }
+        });
     }
 
     /// Shows a transient hint under the status line until the next key.

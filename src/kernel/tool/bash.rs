@@ -24,6 +24,7 @@ use super::text::{self, MAX_BYTES};
 use super::{str_arg, u64_arg, Files, ToolContext, ToolEnv, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::Message;
+use crate::kernel::sandbox::{Launch, Mechanism, Sandbox};
 
 /// After the main process exits, stop reading after this long without data...
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
@@ -43,10 +44,32 @@ pub(super) fn spec() -> ToolSpec {
             "type": "object",
             "properties": {
                 "command": {"type": "string", "description": "Bash command to execute"},
-                "timeout": {"type": "integer", "minimum": 1, "description": "Timeout in seconds"}
+                "timeout": {"type": "integer", "minimum": 1, "description": "Timeout in seconds"},
+                "escalate": {"type": "boolean", "description": "Run this command outside the sandbox (only after the user approves; give a justification). Use only when the sandbox stopped a command that must run"},
+                "justification": {"type": "string", "description": "With escalate: why the command must run outside the sandbox (shown to the user)"}
             },
             "required": ["command"]
         }),
+    }
+}
+
+/// A `bash` call's request to run outside the sandbox (`escalate: true`, `justification`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct Escalation {
+    #[serde(default)]
+    pub command: String,
+    #[serde(default)]
+    pub escalate: bool,
+    #[serde(default)]
+    pub justification: Option<String>,
+}
+
+impl Escalation {
+    /// The request `args` make, if they ask to leave the sandbox.
+    pub fn of(args: &Value) -> Option<Escalation> {
+        serde_json::from_value::<Escalation>(args.clone())
+            .ok()
+            .filter(|e| e.escalate)
     }
 }
 
@@ -71,14 +94,49 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     };
     let mut out = Output::new(&ctx.temp_dir, &ctx.env);
     if ctx.abort.is_aborted() {
-        return render(Outcome::Aborted, &out, timeout);
+        return render(Outcome::Aborted, &out, timeout, None);
     }
-    let mut child = match spawn(command, &ctx.cwd, &ctx.env) {
+    let launch = match sandboxed(command, ctx) {
+        Ok(l) => l,
+        Err(e) => return ToolOutput::error(e),
+    };
+    let mut child = match spawn(command, &ctx.cwd, &ctx.env, launch) {
         Ok(c) => c,
         Err(e) => return ToolOutput::error(format!("Failed to start shell: {e}")),
     };
     let outcome = supervise(&mut child, &mut out, timeout, ctx, None).await;
-    render(outcome, &out, timeout)
+    let violation = match &outcome {
+        Outcome::Exited(s) if !s.success() => ctx.sandbox.explain(&out.tail().text, &ctx.cwd),
+        _ => None,
+    };
+    let note = violation.as_ref().map(|v| ctx.sandbox.note(v));
+    if let (Some(v), Some(tx)) = (violation, &ctx.violations) {
+        let _ = tx.send(v);
+    }
+    render(outcome, &out, timeout, note)
+}
+
+/// How the sandbox launches `command` (`None`: unsandboxed), or why it cannot.
+fn sandboxed(command: &str, ctx: &ToolContext) -> Result<Option<Launch>, String> {
+    if matches!(
+        ctx.sandbox.mechanism,
+        Mechanism::Off | Mechanism::Unenforced
+    ) {
+        return Ok(None);
+    }
+    let tmp = ctx
+        .env
+        .spill_dir(&ctx.temp_dir)
+        .map(|d| d.join("sandbox-tmp"))
+        .and_then(|d| std::fs::create_dir_all(&d).map(|_| d))
+        .map_err(|e| format!("Failed to prepare the sandbox: {e}"))?;
+    let shell = ["/usr/bin/bash", "/bin/bash"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())
+        .unwrap_or("sh");
+    ctx.sandbox
+        .launch(shell, command, &ctx.cwd, &tmp)
+        .map_err(|e| e.message)
 }
 
 /// A shell command the user ran (pi's `bashExecution` message): recorded in the session and,
@@ -165,12 +223,15 @@ pub async fn run_user(
         temp_dir: temp_dir.to_path_buf(),
         env: env.clone(),
         files: Files::default(),
+        // The user's own command: not the model's, so not sandboxed.
+        sandbox: std::sync::Arc::new(Sandbox::off(cwd)),
+        violations: None,
     };
     let mut out = Output::new(temp_dir, env);
     let outcome = if ctx.abort.is_aborted() {
         Outcome::Aborted
     } else {
-        match spawn(command, cwd, env) {
+        match spawn(command, cwd, env, None) {
             Ok(mut child) => supervise(&mut child, &mut out, timeout, &ctx, Some(&chunks)).await,
             Err(e) => {
                 let msg = format!("Failed to start shell: {e}\n");
@@ -197,20 +258,38 @@ pub async fn run_user(
     }
 }
 
-/// Spawns `bash -c command` (or `sh -c` when bash is missing) in a new process group, without
-/// the variables `env` scrubs; the group is handed to `env` to be killed when the session ends.
-fn spawn(command: &str, cwd: &Path, env: &ToolEnv) -> std::io::Result<Child> {
+/// Spawns `bash -c command` (or `sh -c` when bash is missing), or what `launch` says, in a new
+/// process group, without the variables `env` scrubs; the group is handed to `env` to be
+/// killed when the session ends.
+fn spawn(
+    command: &str,
+    cwd: &Path,
+    env: &ToolEnv,
+    launch: Option<Launch>,
+) -> std::io::Result<Child> {
     let build = |shell: &str| {
-        let mut cmd = Command::new(shell);
-        cmd.arg("-c")
-            .arg(command)
-            .current_dir(cwd)
+        let mut cmd = match &launch {
+            Some(l) => {
+                let mut cmd = Command::new(&l.program);
+                cmd.args(&l.args);
+                cmd
+            }
+            None => {
+                let mut cmd = Command::new(shell);
+                cmd.arg("-c").arg(command);
+                cmd
+            }
+        };
+        cmd.current_dir(cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
         env.apply(&mut cmd);
+        if let Some(l) = &launch {
+            cmd.envs(l.env.iter().map(|(k, v)| (k, v)));
+        }
         cmd.spawn()
     };
     let child = match build("bash") {
@@ -337,7 +416,7 @@ async fn pump<R: AsyncRead + Unpin>(mut reader: R, tx: mpsc::Sender<Vec<u8>>) {
     }
 }
 
-fn render(outcome: Outcome, out: &Output, timeout: Duration) -> ToolOutput {
+fn render(outcome: Outcome, out: &Output, timeout: Duration, note: Option<String>) -> ToolOutput {
     let capped = out.tail();
     let truncated = out.over_caps();
     let mut text = if capped.text.is_empty() {
@@ -369,6 +448,10 @@ fn render(outcome: Outcome, out: &Output, timeout: Duration) -> ToolOutput {
     };
     if let Some(line) = &status_line {
         append_section(&mut text, line);
+    }
+    if let Some(note) = &note {
+        text.push('\n');
+        text.push_str(note);
     }
     let mut details = json!({
         "exitCode": exit_code,
@@ -419,6 +502,8 @@ mod tests {
             temp_dir: dir.join("tmp"),
             env: ToolEnv::default(),
             files: Default::default(),
+            sandbox: std::sync::Arc::new(Sandbox::off(dir)),
+            violations: None,
         }
     }
 

@@ -53,6 +53,8 @@ fn aliased<'a>(args: &'a Value, key: &str, alias: &str) -> Result<&'a str, ToolO
 }
 
 async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let path = str_arg(args, "path")?;
+    super::guard::write(ctx, &ctx.resolve(path), path)?;
     let p = plan(args, &ctx.cwd, &ctx.files, &ctx.abort).await?;
     let path = p.path.as_str();
     ctx.files

@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::WalkBuilder;
+
+use super::guard::WalkGuard;
 use serde_json::{json, Value};
 
 use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
@@ -53,13 +55,15 @@ async fn find(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
     if !root.exists() {
         return Err(ToolOutput::error(format!("Path not found: {path}")));
     }
+    super::guard::read(ctx, &root, path)?;
+    let guard = super::guard::WalkGuard::new(ctx, &root);
     let glob = OverrideBuilder::new(&root)
         .add(pattern)
         .and_then(|b| b.build())
         .map_err(|e| ToolOutput::error(format!("Invalid glob pattern `{pattern}`: {e}")))?;
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&cancel);
-    let task = tokio::task::spawn_blocking(move || walk(&root, &glob, &flag));
+    let task = tokio::task::spawn_blocking(move || walk(&root, &glob, &guard, &flag));
     let mut found = tokio::select! {
         r = task => r.map_err(|e| ToolOutput::error(format!("find failed: {e}")))?,
         _ = ctx.abort.aborted() => {
@@ -80,11 +84,12 @@ async fn find(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
 
 /// Walks `root` (hidden files included, `.git` and ignored paths skipped) and returns the
 /// root-relative paths of the files matching `glob`.
-fn walk(root: &Path, glob: &Override, cancel: &AtomicBool) -> Vec<String> {
+fn walk(root: &Path, glob: &Override, guard: &WalkGuard, cancel: &AtomicBool) -> Vec<String> {
+    let guard = guard.clone();
     let walker = WalkBuilder::new(root)
         .hidden(false)
         .require_git(false)
-        .filter_entry(|e| e.file_name() != ".git")
+        .filter_entry(move |e| e.file_name() != ".git" && guard.allows(e.path()))
         .build();
     let mut out = Vec::new();
     for entry in walker.flatten() {

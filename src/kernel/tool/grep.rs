@@ -69,6 +69,8 @@ fn usize_arg(args: &Value, key: &str, default: usize) -> Result<usize, ToolOutpu
 /// Everything the blocking search needs.
 struct Query {
     root: std::path::PathBuf,
+    /// Denied paths under `root` are not searched.
+    guard: super::guard::WalkGuard,
     matcher: RegexMatcher,
     glob: Option<Override>,
     context: usize,
@@ -85,6 +87,8 @@ fn query(args: &Value, ctx: &ToolContext) -> Result<Query, ToolOutput> {
     if !root.exists() {
         return Err(ToolOutput::error(format!("Path not found: {path}")));
     }
+    super::guard::read(ctx, &root, path)?;
+    let guard = super::guard::WalkGuard::new(ctx, &root);
     let matcher = RegexMatcherBuilder::new()
         .case_insensitive(bool_arg(args, "ignoreCase")?)
         .fixed_strings(bool_arg(args, "literal")?)
@@ -101,6 +105,7 @@ fn query(args: &Value, ctx: &ToolContext) -> Result<Query, ToolOutput> {
     };
     Ok(Query {
         root,
+        guard,
         matcher,
         glob,
         context: usize_arg(args, "context", 0)?,
@@ -169,8 +174,10 @@ fn search(q: &Query, cancel: &AtomicBool) -> Found {
         // such a file is reported as one "binary file matches" line, not as its lines.
         .binary_detection(BinaryDetection::convert(0))
         .build();
+    let guard = q.guard.clone();
     let walker = WalkBuilder::new(&q.root)
         .require_git(false)
+        .filter_entry(move |e| guard.allows(e.path()))
         .sort_by_file_path(|a, b| a.cmp(b))
         .build();
     let mut found = Found::default();

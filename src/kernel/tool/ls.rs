@@ -40,6 +40,7 @@ async fn ls(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
         .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX))
         .max(1);
     let dir = ctx.resolve(path);
+    super::guard::read(ctx, &dir, path)?;
     match tokio::fs::metadata(&dir).await {
         Ok(m) if m.is_dir() => {}
         Ok(_) => return Err(ToolOutput::error(format!("Not a directory: {path}"))),

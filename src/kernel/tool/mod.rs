@@ -12,6 +12,7 @@ pub mod file;
 pub mod files;
 mod find;
 mod grep;
+mod guard;
 mod ls;
 pub mod preview;
 mod read;
@@ -20,6 +21,7 @@ mod write;
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -27,6 +29,7 @@ use tokio::sync::mpsc;
 
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::Content;
+use crate::kernel::sandbox::Sandbox;
 
 pub use env::ToolEnv;
 pub use files::{FileClient, Files};
@@ -91,6 +94,10 @@ pub struct ToolContext {
     pub env: ToolEnv,
     /// Where `read`, `edit` and `write` get and put file text (the disk, or an editor).
     pub files: Files,
+    /// The sandbox `bash` runs commands in and the policy the file tools check.
+    pub sandbox: Arc<Sandbox>,
+    /// Where `bash` reports what the sandbox stopped (the turn loop publishes it).
+    pub violations: Option<mpsc::UnboundedSender<crate::kernel::sandbox::Violation>>,
 }
 
 impl ToolContext {
@@ -191,5 +198,7 @@ pub(crate) fn test_context(dir: &Path) -> ToolContext {
         temp_dir: dir.to_path_buf(),
         env: ToolEnv::default(),
         files: Default::default(),
+        sandbox: Arc::new(Sandbox::off(dir)),
+        violations: None,
     }
 }

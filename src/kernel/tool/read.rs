@@ -66,6 +66,7 @@ async fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
             "invalid arguments: `limit` must be at least 1",
         ));
     }
+    super::guard::read(ctx, &ctx.resolve(path), path)?;
     let window = Window {
         path: path.to_string(),
         full: ctx.resolve(path),

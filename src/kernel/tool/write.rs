@@ -36,6 +36,7 @@ async fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput
     let path = str_arg(args, "path")?;
     let content = str_arg(args, "content")?;
     let full = ctx.resolve(path);
+    super::guard::write(ctx, &full, path)?;
     let existed = match tokio::fs::metadata(&full).await {
         Ok(m) => {
             check_regular(&m, path, "write")?;

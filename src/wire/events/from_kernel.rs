@@ -189,6 +189,17 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
             will_retry: *will_retry,
             error_message: error_message.as_deref().map(Cow::Borrowed),
         }),
+        EventPayload::SandboxViolation {
+            call_id,
+            reason,
+            path,
+            host,
+        } => Some(W::SandboxViolation {
+            tool_call_id: call_id.into(),
+            reason: reason.word().into(),
+            path: path.as_ref().map(|p| p.display().to_string().into()),
+            host: host.as_deref().map(Cow::Borrowed),
+        }),
         EventPayload::HookStarted { event, command } => Some(W::HookStarted {
             event: event.into(),
             command: command.into(),
@@ -222,11 +233,15 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
             tool_name,
             args,
             ..
-        } => Some(W::ExtensionUiRequest(UiRequest {
-            title: Some(format!("Allow tool `{tool_name}`?").into()),
-            message: args.to_string().into(),
-            ..UiRequest::new(call_id, UiMethod::Confirm)
-        })),
+        } => {
+            let (title, message) =
+                crate::wire::rpc::approval_words(tool_name, args, args.to_string());
+            Some(W::ExtensionUiRequest(UiRequest {
+                title: Some(title.into()),
+                message: message.into(),
+                ..UiRequest::new(call_id, UiMethod::Confirm)
+            }))
+        }
     };
     one.into_iter().collect()
 }

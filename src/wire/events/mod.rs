@@ -236,6 +236,19 @@ pub enum WireEvent<'a> {
         #[serde(skip_serializing_if = "<[_]>::is_empty", default)]
         messages: Cow<'a, [String]>,
     },
+    /// keel: the sandbox stopped something the process of tool call `toolCallId` tried:
+    /// `reason` is `read_denied`, `protected`, `outside_writable_roots` or `network_off`;
+    /// `path` (the real path) or `host` names what, when known. The call's result says so to
+    /// the model in one added line.
+    #[serde(rename_all = "camelCase")]
+    SandboxViolation {
+        tool_call_id: Cow<'a, str>,
+        reason: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        path: Option<Cow<'a, str>>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        host: Option<Cow<'a, str>>,
+    },
     /// A type this keel does not know (a newer peer's addition): nothing to show.
     #[serde(other)]
     Other,
@@ -266,6 +279,7 @@ kinds! { WireEvent {
     HookStarted = "hook_started",
     HookFinished = "hook_finished",
     CompactionEnd = "compaction_end",
+    SandboxViolation = "sandbox_violation",
     Other = "other",
 } }
 

@@ -31,6 +31,33 @@ pub struct Snapshot {
     /// The flags the session was opened with (`session/open`'s `args`), so a client can
     /// reopen it from its file if the daemon dies.
     pub open_args: Vec<String>,
+    /// keel: the sandbox of the commands the model runs (absent: not known).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxState>,
+}
+
+/// The sandbox a session runs the model's commands in (what a status line shows).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SandboxState {
+    /// `workspace-write`, `read-only` or `off`.
+    pub mode: String,
+    /// Whether the commands reach the network.
+    pub network: bool,
+    /// What enforces it: `bubblewrap`, `landlock`, `off`, `unavailable` (commands are
+    /// refused) or `none` (no sandbox works; commands run unsandboxed).
+    pub mechanism: String,
+}
+
+impl SandboxState {
+    /// The state of `sandbox`.
+    pub fn of(sandbox: &crate::kernel::sandbox::Sandbox) -> SandboxState {
+        SandboxState {
+            mode: sandbox.policy.mode.name().to_string(),
+            network: sandbox.policy.network,
+            mechanism: sandbox.mechanism.name().to_string(),
+        }
+    }
 }
 
 /// A session file's header line (pi's shape).
@@ -171,6 +198,11 @@ mod tests {
             pending_ui: vec![dialog.clone()],
             run_started_at: Some(5),
             open_args: vec!["--model".into(), "m".into()],
+            sandbox: Some(SandboxState {
+                mode: "workspace-write".into(),
+                network: false,
+                mechanism: "bubblewrap".into(),
+            }),
         };
         let before = json!({
             "header": {"type": "session", "version": 3, "id": "s1",
@@ -191,6 +223,7 @@ mod tests {
             "pendingUi": [dialog],
             "runStartedAt": 5,
             "openArgs": ["--model", "m"],
+            "sandbox": {"mode": "workspace-write", "network": false, "mechanism": "bubblewrap"},
         });
         (snapshot, before)
     }

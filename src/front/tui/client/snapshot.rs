@@ -18,6 +18,7 @@ impl Client {
         self.view.attached = self.daemon.is_some();
         let Some(snap) = &start.snapshot else { return };
         self.take_open_args(snap);
+        self.view.set_sandbox(snap.sandbox.as_ref());
         let messages = &snap.messages;
         let replayed = internals.replay(messages);
         self.take_state(&snap.state);

@@ -331,7 +331,7 @@ impl View {
         }
     }
 
-    /// model · thinking · tokens · cost · context % · session name.
+    /// model · thinking · tokens · cost · context % · session name · place · sandbox.
     fn status_line(&self, w: usize) -> Line<'static> {
         let t = &self.transcript;
         let u = &t.totals.usage;
@@ -360,6 +360,9 @@ impl View {
         }
         if let Some(p) = &self.place {
             parts.push(p.clone());
+        }
+        if let Some(s) = &self.sandbox {
+            parts.push(s.clone());
         }
         // Written to the last column (see `paint::fill_line`).
         paint::fill_line(

@@ -1,0 +1,90 @@
+//! The sandbox row (KEEL_BENCH_ONLY=sandbox): one tool turn of 20 `bash` calls from the
+//! scripted provider, `keel -p --no-session` under the default sandbox (bubblewrap where it
+//! works) and with `--sandbox off`, paired in each round and alternating which goes first; wall
+//! time from spawn to exit.
+
+use std::path::Path;
+use std::time::Instant;
+
+use super::{check_status, file, keel_cmd, median, Res, Row, Sandbox};
+
+/// `bash` calls in the timed turn.
+const CALLS: usize = 20;
+
+fn script(dir: &Path) -> Res<String> {
+    let calls: Vec<String> = (0..CALLS)
+        .map(|i| {
+            format!(
+                r#"{{"toolCall":{{"id":"c{i}","name":"bash","arguments":{{"command":"echo {i}"}}}}}}"#
+            )
+        })
+        .collect();
+    let body = format!(
+        r#"{{"turns":[{{"chunks":[{}]}},{{"chunks":[{{"text":"done"}}]}}]}}"#,
+        calls.join(",")
+    );
+    let path = dir.join("sandbox-bench.json");
+    std::fs::write(&path, body).map_err(|e| format!("write script: {e}"))?;
+    path.to_str()
+        .map(str::to_string)
+        .ok_or_else(|| "script path is not UTF-8".into())
+}
+
+/// One run of the turn with `--sandbox mode`: wall time in ms.
+fn timed(keel: &Path, sb: &Sandbox, script: &str, mode: &str) -> Res<f64> {
+    let stderr = sb.cwd.join("keel.stderr");
+    let mut cmd = keel_cmd(keel, &sb.cwd, &sb.home);
+    cmd.args([
+        "-p",
+        "--no-session",
+        "--provider",
+        "scripted",
+        "--script",
+        script,
+    ])
+    .args(["--sandbox", mode, "go"])
+    .stdout(std::process::Stdio::null())
+    .stderr(file(&stderr)?);
+    let start = Instant::now();
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot spawn keel: {e}"))?;
+    let ms = start.elapsed().as_secs_f64() * 1e3;
+    check_status(status, &stderr)?;
+    Ok(ms)
+}
+
+pub fn sandbox_bench(keel: &Path, rows: &mut Vec<Row>, runs: usize) -> Res<()> {
+    let (mut boxed, mut open) = (Vec::new(), Vec::new());
+    for round in 0..runs {
+        let sb = Sandbox::new()?;
+        let script = script(&sb.cwd)?;
+        if round % 2 == 0 {
+            boxed.push(timed(keel, &sb, &script, "workspace-write")?);
+            open.push(timed(keel, &sb, &script, "off")?);
+        } else {
+            open.push(timed(keel, &sb, &script, "off")?);
+            boxed.push(timed(keel, &sb, &script, "workspace-write")?);
+        }
+    }
+    let label = format!("tool turn of {CALLS} `bash` calls, `keel -p`");
+    rows.push(Row::stats(
+        &format!("{label}, sandboxed: wall time"),
+        &boxed,
+        "ms",
+        1,
+    ));
+    rows.push(Row::stats(
+        &format!("{label}, --sandbox off: wall time"),
+        &open,
+        "ms",
+        1,
+    ));
+    rows.push(Row::single(
+        "sandboxed tool turn vs --sandbox off (goal ≤ 1.3x)",
+        median(&boxed) / median(&open),
+        "x",
+        2,
+    ));
+    Ok(())
+}

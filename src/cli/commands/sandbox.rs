@@ -1,0 +1,132 @@
+//! `keel debug sandbox [--json]` (the mechanism, the policy in force and a self-test) and the
+//! hidden `keel __sandbox-exec` helper the Landlock fallback runs each command through. Owns
+//! only their arguments and output; the sandbox itself is `kernel::sandbox`.
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::Logs;
+use crate::cli::args::Cli;
+use crate::error::StartupError;
+use crate::exit::Exit;
+use crate::kernel::sandbox::{selftest, Mechanism, Sandbox, SandboxPolicy};
+use crate::output::{ColorChoice, Output};
+
+/// `keel __sandbox-exec --policy JSON --tmp DIR -- PROGRAM [ARGS…]`.
+#[derive(Debug, clap::Args)]
+pub struct ExecArgs {
+    /// The policy, as JSON.
+    #[arg(long)]
+    policy: String,
+    /// The session's private temp dir (writable).
+    #[arg(long)]
+    tmp: PathBuf,
+    /// The command to exec.
+    #[arg(last = true, required = true)]
+    argv: Vec<String>,
+}
+
+/// Restricts this process to the policy and execs the command; returns only on failure
+/// (exit 70 with the reason on stderr: the command never ran unrestricted).
+pub fn exec(args: ExecArgs) -> Exit {
+    let mut out = Output::stdio(ColorChoice::Never);
+    let policy: SandboxPolicy = match serde_json::from_str(&args.policy) {
+        Ok(p) => p,
+        Err(e) => {
+            out.err(&format!("Error: keel sandbox: bad policy: {e}\n"));
+            return Exit::Internal;
+        }
+    };
+    let e = crate::kernel::sandbox::exec_restricted(&policy, &args.tmp, &args.argv);
+    out.err(&format!("Error: keel sandbox: {e}\n"));
+    Exit::Internal
+}
+
+/// What `keel debug sandbox --json` prints.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Report<'a> {
+    mechanism: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    bwrap_path: Option<String>,
+    policy: &'a SandboxPolicy,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warning: Option<String>,
+    self_test: Vec<selftest::Check>,
+}
+
+/// `keel debug sandbox [--json] [--sandbox MODE]`: exit 0 when every self-test attempt was
+/// stopped (or the sandbox is off by choice), 1 otherwise.
+pub fn debug(cli: Cli) -> Exit {
+    super::run(Logs::Off, async move |env, out| {
+        let settings = crate::setup::Settings::resolve(&cli, env)?;
+        let mut warnings = Vec::new();
+        let sandbox = Sandbox::for_session(
+            &settings.sandbox,
+            &env.cwd,
+            &env.keel_home,
+            &env.vars,
+            &mut warnings,
+        );
+        let scratch = tempfile::tempdir().map_err(|e| {
+            StartupError::internal("cannot create a scratch directory").cause(e.to_string())
+        })?;
+        let checks = selftest::run(&sandbox, scratch.path());
+        let held = checks.iter().all(|c| c.stopped);
+        let report = Report {
+            mechanism: sandbox.mechanism.name(),
+            bwrap_path: match &sandbox.mechanism {
+                Mechanism::Bwrap(b) => Some(b.path.display().to_string()),
+                _ => None,
+            },
+            policy: &sandbox.policy,
+            warning: sandbox.warning(),
+            self_test: checks,
+        };
+        let text = match cli.json {
+            true => serde_json::to_string(&report).unwrap_or_default() + "\n",
+            false => human(&report),
+        };
+        let exit = super::print(out, &text)?;
+        Ok(
+            match (
+                exit,
+                held || matches!(sandbox.mechanism, Mechanism::Off | Mechanism::Unenforced),
+            ) {
+                (Exit::Success, false) => Exit::Failed,
+                (other, _) => other,
+            },
+        )
+    })
+}
+
+fn human(r: &Report<'_>) -> String {
+    let p = r.policy;
+    let net = if p.network { "on" } else { "off" };
+    let mut s = format!("sandbox: {} · net {net}\n", p.mode.name());
+    s.push_str(&format!("mechanism: {}", r.mechanism));
+    if let Some(path) = &r.bwrap_path {
+        s.push_str(&format!(" ({path})"));
+    }
+    s.push('\n');
+    if let Some(w) = &r.warning {
+        s.push_str(&format!("Warning: {w}\n"));
+    }
+    let list = |s: &mut String, title: &str, paths: &[PathBuf]| {
+        s.push_str(&format!("{title}:\n"));
+        for path in paths {
+            s.push_str(&format!("  {}\n", path.display()));
+        }
+    };
+    list(&mut s, "writable", &p.writable_roots);
+    list(&mut s, "read-only inside them", &p.protected);
+    list(&mut s, "unreadable", &p.deny_read);
+    list(&mut s, "readable again", &p.allow_read);
+    s.push_str("self-test:\n");
+    for c in &r.self_test {
+        let verdict = if c.stopped { "stopped" } else { "NOT STOPPED" };
+        s.push_str(&format!("  {:<14} {verdict:<12} {}\n", c.name, c.target));
+    }
+    s
+}

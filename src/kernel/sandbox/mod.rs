@@ -1,0 +1,501 @@
+//! The sandbox of the processes a model starts (`DESIGN.md` §14): which mechanism runs them
+//! (bubblewrap, else Landlock + seccomp through the `__sandbox-exec` helper, else none), the
+//! argv that launches one command under the policy, and the helper's own half. Owns the choice
+//! of mechanism (probed once per process); the in-process checks are in [`policy`]. It never
+//! reads settings: the caller builds the [`SandboxPolicy`].
+
+pub mod bwrap;
+pub mod landlock;
+pub mod policy;
+pub mod seccomp;
+pub mod selftest;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+pub use policy::{Places, SandboxMode, SandboxPolicy, WriteDenial};
+
+/// What runs tool processes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mechanism {
+    /// The user chose `--sandbox off`.
+    Off,
+    /// bubblewrap (exec'd around each command).
+    Bwrap(bwrap::Bwrap),
+    /// Landlock and seccomp, applied by keel's `__sandbox-exec` helper (`exe`) to itself.
+    Landlock { exe: PathBuf },
+    /// Nothing works here: tool processes are refused.
+    Unavailable,
+    /// Nothing works here and `sandbox.failIfUnavailable` is false: tool processes run
+    /// unsandboxed (the file tools still check the policy).
+    Unenforced,
+}
+
+impl Mechanism {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mechanism::Off => "off",
+            Mechanism::Bwrap(_) => "bubblewrap",
+            Mechanism::Landlock { .. } => "landlock",
+            Mechanism::Unavailable => "unavailable",
+            Mechanism::Unenforced => "none",
+        }
+    }
+}
+
+/// Why a command could not be started in the sandbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxErrorKind {
+    /// No mechanism works here and the user did not choose `off`.
+    Unavailable,
+    /// The sandbox could not be prepared (its private temp dir).
+    Setup,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxError {
+    pub kind: SandboxErrorKind,
+    pub message: String,
+}
+
+impl std::fmt::Display for SandboxError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for SandboxError {}
+
+/// How to start one sandboxed command: the program, its arguments, variables to set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    pub program: PathBuf,
+    pub args: Vec<OsString>,
+    pub env: Vec<(String, PathBuf)>,
+}
+
+/// The policy in force and the mechanism that enforces it, for one session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sandbox {
+    pub policy: SandboxPolicy,
+    pub mechanism: Mechanism,
+    /// `sandbox.allowEscalation`: `Some(true)`, an allow rule may run an escalated call
+    /// without asking; `Some(false)`, escalation is refused; `None`, it always asks.
+    pub allow_escalation: Option<bool>,
+}
+
+/// What the settings and flags ask of a session's sandbox (`DESIGN.md` §14).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SandboxConfig {
+    pub mode: SandboxMode,
+    pub network: Network,
+    /// Writable roots besides the cwd (`permissions.additionalDirectories`,
+    /// `sandbox.filesystem.allowWrite`).
+    pub allow_write: Vec<PathBuf>,
+    /// Unreadable besides the default secrets (`sandbox.filesystem.denyRead`).
+    pub deny_read: Vec<PathBuf>,
+    /// Readable again under a denied path (`sandbox.filesystem.allowRead`).
+    pub allow_read: Vec<PathBuf>,
+    /// `sandbox.bwrapPath`: the bubblewrap to use instead of the one on `PATH`.
+    pub bwrap_path: Option<PathBuf>,
+    /// `sandbox.failIfUnavailable`: refuse commands when no mechanism works (else run them
+    /// unsandboxed, with a warning).
+    pub fail_if_unavailable: bool,
+    /// `sandbox.allowEscalation` (see [`Sandbox::allow_escalation`]).
+    pub allow_escalation: Option<bool>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> SandboxConfig {
+        SandboxConfig {
+            mode: SandboxMode::WorkspaceWrite,
+            network: Network::Off,
+            allow_write: Vec::new(),
+            deny_read: Vec::new(),
+            allow_read: Vec::new(),
+            bwrap_path: None,
+            fail_if_unavailable: true,
+            allow_escalation: None,
+        }
+    }
+}
+
+/// Whether tool processes reach the network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Network {
+    Off,
+    On,
+    /// Only these hosts, through a proxy outside the sandbox (`sandbox.network.allow`).
+    Allow(Vec<String>),
+}
+
+/// Which mechanism to use: the best one that works, or one forced (`KEEL_SANDBOX_MECHANISM`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Choice {
+    Auto,
+    Bwrap,
+    Landlock,
+    None,
+}
+
+impl Sandbox {
+    /// No sandbox: what `--sandbox off` gives (and unit tests of the tools).
+    pub fn off(cwd: &Path) -> Sandbox {
+        let places = Places {
+            cwd: cwd.to_path_buf(),
+            ..Places::default()
+        };
+        Sandbox {
+            policy: SandboxPolicy::new(SandboxMode::Off, &places, &[], &[], &[], true),
+            mechanism: Mechanism::Off,
+            allow_escalation: None,
+        }
+    }
+
+    /// `workspace-write` in `cwd` with the best mechanism here, knowing no home (an embedder's
+    /// default; keel's own sessions use [`Sandbox::for_session`]).
+    pub fn workspace_write(cwd: &Path) -> Sandbox {
+        let places = Places {
+            cwd: cwd.to_path_buf(),
+            ..Places::default()
+        };
+        let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &places, &[], &[], &[], false);
+        Sandbox::new(policy, Choice::Auto, bwrap::find(None, cwd), None)
+    }
+
+    /// `policy` enforced by the mechanism `choice` names, or the best one that works here
+    /// (`bwrap`: the bubblewrap to try; `exe`: keel, for the Landlock helper).
+    pub fn new(
+        policy: SandboxPolicy,
+        choice: Choice,
+        bwrap: Option<PathBuf>,
+        exe: Option<PathBuf>,
+    ) -> Sandbox {
+        let bwrap = || bwrap.as_deref().and_then(probed);
+        let landlock = || {
+            exe.clone()
+                .filter(|_| landlock::available())
+                .map(|exe| Mechanism::Landlock { exe })
+        };
+        let mechanism = match (policy.mode, choice) {
+            (SandboxMode::Off, _) => Some(Mechanism::Off),
+            (_, Choice::None) => None,
+            (_, Choice::Bwrap) => bwrap().map(Mechanism::Bwrap),
+            (_, Choice::Landlock) => landlock(),
+            (_, Choice::Auto) => bwrap().map(Mechanism::Bwrap).or_else(landlock),
+        };
+        Sandbox {
+            policy,
+            mechanism: mechanism.unwrap_or(Mechanism::Unavailable),
+            allow_escalation: None,
+        }
+    }
+
+    /// A session's sandbox from what the settings and flags ask (`config`, its paths absolute
+    /// or relative to `cwd`), the session's `cwd`, `$KEEL_HOME` and variables (`HOME`, `PATH`,
+    /// `XDG_RUNTIME_DIR`, `KEEL_SOCKET`, `SSH_AUTH_SOCK`, `KEEL_SANDBOX_MECHANISM`). A warning
+    /// goes to `warnings` when it is off, unavailable or not all of it is built.
+    pub fn for_session(
+        config: &SandboxConfig,
+        cwd: &Path,
+        keel_home: &Path,
+        vars: &BTreeMap<String, String>,
+        warnings: &mut Vec<String>,
+    ) -> Sandbox {
+        let places = places_of(cwd, keel_home, vars);
+        // The spill files of this and other sessions stay readable by the file tools.
+        let mut allow_read = vec![keel_home.join("tmp")];
+        allow_read.extend(config.allow_read.iter().cloned());
+        let network = match &config.network {
+            Network::On => true,
+            Network::Off => false,
+            Network::Allow(_) => {
+                warnings.push(
+                    "`sandbox.network.allow`: the network allowlist is not built yet; the \
+                     network stays off"
+                        .into(),
+                );
+                false
+            }
+        };
+        let network = network || config.mode == SandboxMode::Off;
+        let policy = SandboxPolicy::new(
+            config.mode,
+            &places,
+            &config.allow_write,
+            &config.deny_read,
+            &allow_read,
+            network,
+        );
+        let choice = match vars.get("KEEL_SANDBOX_MECHANISM").map(String::as_str) {
+            Some("bwrap" | "bubblewrap") => Choice::Bwrap,
+            Some("landlock") => Choice::Landlock,
+            Some("none") => Choice::None,
+            _ => Choice::Auto,
+        };
+        let bwrap = match &config.bwrap_path {
+            Some(p) => Some(cwd.join(p)),
+            None => bwrap::find(vars.get("PATH").map(String::as_str), cwd),
+        };
+        let mut sandbox = Sandbox::new(policy, choice, bwrap, std::env::current_exe().ok());
+        if sandbox.mechanism == Mechanism::Unavailable && !config.fail_if_unavailable {
+            sandbox.mechanism = Mechanism::Unenforced;
+        }
+        sandbox.allow_escalation = config.allow_escalation;
+        warnings.extend(sandbox.warning());
+        sandbox
+    }
+
+    /// The startup warning when tool processes run without a sandbox or cannot run.
+    pub fn warning(&self) -> Option<String> {
+        match self.mechanism {
+            Mechanism::Off => {
+                Some("the sandbox is off: commands the model runs have your full access".into())
+            }
+            Mechanism::Unavailable => Some(unavailable_message()),
+            Mechanism::Unenforced => Some(
+                "no sandbox works here (bubblewrap is missing or cannot create namespaces, and \
+                 Landlock is not available) and sandbox.failIfUnavailable is false: commands the \
+                 model runs have your full access. Install bubblewrap (apt-get install \
+                 bubblewrap) to sandbox them"
+                    .into(),
+            ),
+            Mechanism::Bwrap(_) | Mechanism::Landlock { .. } => None,
+        }
+    }
+
+    /// How to run `shell -c command` in `cwd` under the policy; `tmp` is the session's private
+    /// directory that becomes `/tmp` (bubblewrap) or `$TMPDIR` (Landlock). `None`: run it as is.
+    pub fn launch(
+        &self,
+        shell: &str,
+        command: &str,
+        cwd: &Path,
+        tmp: &Path,
+    ) -> Result<Option<Launch>, SandboxError> {
+        let tail = |mut args: Vec<OsString>| {
+            args.extend(["--".into(), shell.into(), "-c".into(), command.into()]);
+            args
+        };
+        match &self.mechanism {
+            Mechanism::Off | Mechanism::Unenforced => Ok(None),
+            Mechanism::Unavailable => Err(SandboxError {
+                kind: SandboxErrorKind::Unavailable,
+                message: unavailable_message(),
+            }),
+            Mechanism::Bwrap(b) => Ok(Some(Launch {
+                program: b.path.clone(),
+                args: tail(bwrap::args(b, &self.policy, tmp, cwd)),
+                env: Vec::new(),
+            })),
+            Mechanism::Landlock { exe } => {
+                let policy = serde_json::to_string(&self.policy).map_err(|e| SandboxError {
+                    kind: SandboxErrorKind::Setup,
+                    message: e.to_string(),
+                })?;
+                let args = vec![
+                    "__sandbox-exec".into(),
+                    "--policy".into(),
+                    policy.into(),
+                    "--tmp".into(),
+                    tmp.into(),
+                ];
+                Ok(Some(Launch {
+                    program: exe.clone(),
+                    args: tail(args),
+                    env: vec![("TMPDIR".into(), tmp.to_path_buf())],
+                }))
+            }
+        }
+    }
+
+    /// What the sandbox stopped when a sandboxed command failed in a way it explains (a
+    /// read-only file system, a denied path, no network), naming the path when the output
+    /// does (a relative one is taken against `cwd`).
+    pub fn explain(&self, output: &str, cwd: &Path) -> Option<Violation> {
+        if matches!(
+            self.mechanism,
+            Mechanism::Off | Mechanism::Unavailable | Mechanism::Unenforced
+        ) {
+            return None;
+        }
+        if let Some(v) = output.lines().find_map(|l| self.path_refusal(l, cwd)) {
+            return Some(v);
+        }
+        const NET: &[&str] = &[
+            "Network is unreachable",
+            "Could not resolve host",
+            "Temporary failure in name resolution",
+        ];
+        let refused_socket = output
+            .lines()
+            .any(|l| l.contains("/dev/tcp/") && l.contains("Operation not permitted"));
+        if !self.policy.network && (refused_socket || NET.iter().any(|n| output.contains(n))) {
+            return Some(Violation {
+                reason: ViolationReason::NetworkOff,
+                path: None,
+                host: None,
+                shown: None,
+            });
+        }
+        None
+    }
+
+    /// The line the model reads after the output of a command the sandbox stopped.
+    pub fn note(&self, v: &Violation) -> String {
+        let mode = self.policy.mode.name();
+        let path = v.path.as_deref().map(Path::display);
+        let why = match (v.reason, path) {
+            (ViolationReason::ReadDenied, Some(p)) => format!("reading {p} is refused"),
+            (ViolationReason::Protected, Some(p)) => format!("{p} is read-only (protected)"),
+            (ViolationReason::NetworkOff, _) => "the network is off".to_string(),
+            _ => {
+                let shown = v
+                    .shown
+                    .as_ref()
+                    .map(|p| format!(" ({p})"))
+                    .unwrap_or_default();
+                format!("writing outside the writable roots{shown} is refused")
+            }
+        };
+        format!("[sandbox ({mode}): {why}]")
+    }
+
+    /// What the sandbox refused, if `line` is an error about a path it stopped.
+    fn path_refusal(&self, line: &str, cwd: &Path) -> Option<Violation> {
+        let marker = ["Read-only file system", "Permission denied"]
+            .into_iter()
+            .find(|m| line.contains(m))?;
+        let path = quoted_path(line, marker);
+        let real = path.map(|p| policy::real(&cwd.join(p)));
+        let found = |reason, path: Option<PathBuf>| {
+            Some(Violation {
+                reason,
+                path,
+                host: None,
+                shown: quoted_path(line, marker).map(str::to_string),
+            })
+        };
+        if let Some(p) = real.as_deref() {
+            if self.policy.read_denied(p).is_some() {
+                return found(ViolationReason::ReadDenied, Some(p.to_path_buf()));
+            }
+        }
+        match real.as_deref().and_then(|p| self.policy.write_denied(p)) {
+            Some(WriteDenial::Protected(p)) => found(ViolationReason::Protected, Some(p)),
+            Some(_) => found(ViolationReason::OutsideWritableRoots, real),
+            None if marker.starts_with("Read-only") => {
+                found(ViolationReason::OutsideWritableRoots, real)
+            }
+            None => None,
+        }
+    }
+}
+
+/// What the sandbox stopped a command from doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub reason: ViolationReason,
+    /// The path refused (real: symlinks and `..` resolved), when the output names one.
+    pub path: Option<PathBuf>,
+    /// The host refused, when known (the network allowlist's proxy names it).
+    pub host: Option<String>,
+    /// The path as the command's output wrote it.
+    shown: Option<String>,
+}
+
+/// Why the sandbox stopped a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViolationReason {
+    /// Reading a secret or a `denyRead` path.
+    ReadDenied,
+    /// Writing a protected path inside a writable root (`.git/hooks`, `.keel`, …).
+    Protected,
+    /// Writing outside the writable roots (or anywhere, in `read-only`).
+    OutsideWritableRoots,
+    /// Reaching the network while it is off.
+    NetworkOff,
+}
+
+impl ViolationReason {
+    /// The word on the wire (`sandbox_violation`'s `reason`).
+    pub fn word(self) -> &'static str {
+        match self {
+            ViolationReason::ReadDenied => "read_denied",
+            ViolationReason::Protected => "protected",
+            ViolationReason::OutsideWritableRoots => "outside_writable_roots",
+            ViolationReason::NetworkOff => "network_off",
+        }
+    }
+}
+
+/// The places of a session in `cwd` (its home, runtime directories and sockets from `vars`).
+fn places_of(cwd: &Path, keel_home: &Path, vars: &BTreeMap<String, String>) -> Places {
+    let var = |k: &str| vars.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let dir_of = |k: &str| var(k).and_then(|p| p.parent().map(Path::to_path_buf));
+    Places {
+        cwd: cwd.to_path_buf(),
+        home: var("HOME"),
+        keel_home: Some(keel_home.to_path_buf()),
+        runtime: [
+            var("XDG_RUNTIME_DIR"),
+            dir_of("KEEL_SOCKET"),
+            dir_of("SSH_AUTH_SOCK"),
+        ]
+        .into_iter()
+        .flatten()
+        .collect(),
+    }
+}
+
+/// The path a tool's error line names: `'…'`, or the part before `: <marker>`.
+fn quoted_path<'a>(line: &'a str, marker: &str) -> Option<&'a str> {
+    let path = |p: &&str| !p.is_empty() && !p.contains(' ');
+    let quoted = line.split('\'').nth(1).filter(path);
+    quoted.or_else(|| {
+        let head = line.split(&format!(": {marker}")).next()?;
+        head.rsplit(": ").next().filter(path)
+    })
+}
+
+fn unavailable_message() -> String {
+    "no sandbox works here (bubblewrap is missing or cannot create namespaces, and Landlock is \
+     not available): commands the model runs are refused. Install bubblewrap \
+     (apt-get install bubblewrap), or run with --sandbox off (or sandbox.failIfUnavailable: \
+     false in the settings) to run them unsandboxed"
+        .into()
+}
+
+/// The probe of `path`, run once per process.
+fn probed(path: &Path) -> Option<bwrap::Bwrap> {
+    static CACHE: OnceLock<Mutex<BTreeMap<PathBuf, Option<bwrap::Bwrap>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
+    map.entry(path.to_path_buf())
+        .or_insert_with(|| bwrap::probe(path))
+        .clone()
+}
+
+/// The `__sandbox-exec` helper's work: restricts this process to `policy` (Landlock, then the
+/// seccomp filter) and execs `argv`. Returns only on failure.
+pub fn exec_restricted(policy: &SandboxPolicy, tmp: &Path, argv: &[String]) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    let Some((program, args)) = argv.split_first() else {
+        return std::io::Error::other("no command to run");
+    };
+    // keel itself (the parent) holds the provider keys in its environment; Landlock keeps
+    // other processes' /proc entries from an unprivileged command, but not from root.
+    let mut policy = policy.clone();
+    policy
+        .deny_read
+        .push(PathBuf::from(format!("/proc/{}", nix::unistd::getppid())));
+    if let Err(e) = landlock::restrict_self(&policy, tmp) {
+        return std::io::Error::other(format!("landlock: {e}"));
+    }
+    if let Err(e) = seccomp::install(policy.network) {
+        return std::io::Error::other(e.to_string());
+    }
+    std::process::Command::new(program).args(args).exec()
+}

@@ -1,0 +1,313 @@
+//! `SandboxPolicy`: what a sandboxed tool may read, write and reach (`DESIGN.md` §14), as plain
+//! paths, and the in-process checks the file tools make against it on the real path. Owns the
+//! default lists (secrets, runtime directories, protected paths); it never reads settings or the
+//! process environment: the caller hands it the places and the lists.
+
+use std::path::{Component, Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// How much a tool process may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// The writable roots (the session's cwd, extra directories) and a private /tmp are
+    /// writable; everything else is read-only; secrets are unreadable.
+    WorkspaceWrite,
+    /// Nothing on the host is writable (a private /tmp is); secrets are unreadable.
+    ReadOnly,
+    /// No sandbox (`danger-full-access` is an alias).
+    Off,
+}
+
+impl SandboxMode {
+    /// `workspace-write`, `read-only`, `off` or `danger-full-access`.
+    pub fn from_name(name: &str) -> Option<SandboxMode> {
+        match name {
+            "workspace-write" => Some(SandboxMode::WorkspaceWrite),
+            "read-only" => Some(SandboxMode::ReadOnly),
+            "off" | "danger-full-access" => Some(SandboxMode::Off),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SandboxMode::WorkspaceWrite => "workspace-write",
+            SandboxMode::ReadOnly => "read-only",
+            SandboxMode::Off => "off",
+        }
+    }
+}
+
+/// Secrets under the home directory that are unreadable by default.
+pub const HOME_SECRETS: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".config/gcloud",
+    ".kube",
+    ".docker/config.json",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    // Other agents' homes: sessions, keys, settings.
+    ".codex",
+    ".claude",
+    ".gemini",
+    ".pi",
+];
+
+/// Paths inside each writable root that stay read-only: a model can commit, but cannot plant
+/// a hook or change its own policy.
+pub const PROTECTED: &[&str] = &[
+    ".git/hooks",
+    ".git/config",
+    ".keel",
+    ".mcp.json",
+    ".claude",
+    ".bashrc",
+    ".bash_profile",
+    ".zshrc",
+    ".zprofile",
+    ".profile",
+];
+
+/// Sockets and runtime directories of any session that are never reachable from inside.
+const RUNTIME: &[&str] = &[
+    "/run/user",
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/podman",
+    "/run/dbus",
+    "/var/run/dbus",
+];
+
+/// Where the session is: what the default lists are made of.
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    /// The session's working directory (the first writable root).
+    pub cwd: PathBuf,
+    /// `$HOME`, if known: its secrets are denied.
+    pub home: Option<PathBuf>,
+    /// `$KEEL_HOME`: sessions hold code and keys, the daemon's socket lives under it.
+    pub keel_home: Option<PathBuf>,
+    /// Socket paths and runtime directories to hide: `$XDG_RUNTIME_DIR`, the directories of
+    /// `$KEEL_SOCKET` and `$SSH_AUTH_SOCK`.
+    pub runtime: Vec<PathBuf>,
+}
+
+/// The policy in force for the processes and file tools of one session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxPolicy {
+    pub mode: SandboxMode,
+    /// Writable under `workspace-write` (real paths).
+    pub writable_roots: Vec<PathBuf>,
+    /// Read-only inside the writable roots.
+    pub protected: Vec<PathBuf>,
+    /// Unreadable (and, for sockets, unreachable).
+    pub deny_read: Vec<PathBuf>,
+    /// Readable again although under a `deny_read` path.
+    pub allow_read: Vec<PathBuf>,
+    /// Whether tool processes may use the network.
+    pub network: bool,
+}
+
+impl SandboxPolicy {
+    /// The policy for `places`: the defaults plus the given lists (the flag fills `mode`; the
+    /// settings `sandbox.*`/`permissions.additionalDirectories` fill the rest). Relative paths
+    /// are taken against the cwd; every path is made real where it exists.
+    pub fn new(
+        mode: SandboxMode,
+        places: &Places,
+        extra_writable: &[PathBuf],
+        extra_deny_read: &[PathBuf],
+        allow_read: &[PathBuf],
+        network: bool,
+    ) -> SandboxPolicy {
+        let abs = |p: &PathBuf| real(&places.cwd.join(p));
+        let mut writable_roots = vec![real(&places.cwd)];
+        writable_roots.extend(extra_writable.iter().map(abs));
+        let mut protected = Vec::new();
+        for root in &writable_roots {
+            protected.extend(PROTECTED.iter().map(|p| root.join(p)));
+            protected.extend(
+                gitdir_of(root)
+                    .into_iter()
+                    .flat_map(|g| [g.join("hooks"), g.join("config")]),
+            );
+        }
+        let mut deny_read: Vec<PathBuf> = Vec::new();
+        if let Some(home) = &places.home {
+            deny_read.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
+        }
+        deny_read.extend(places.keel_home.iter().cloned());
+        deny_read.extend(places.runtime.iter().cloned());
+        deny_read.extend(RUNTIME.iter().map(PathBuf::from));
+        deny_read.extend(extra_deny_read.iter().map(|p| places.cwd.join(p)));
+        let mut deny_read: Vec<PathBuf> = deny_read.iter().map(|p| real(p)).collect();
+        deny_read.sort();
+        deny_read.dedup();
+        SandboxPolicy {
+            mode,
+            writable_roots,
+            protected,
+            deny_read,
+            allow_read: allow_read.iter().map(abs).collect(),
+            network,
+        }
+    }
+
+    /// Why reading `path` (already real) is refused, or `None`.
+    pub fn read_denied(&self, path: &Path) -> Option<&Path> {
+        if self.mode == SandboxMode::Off || self.allow_read.iter().any(|a| path.starts_with(a)) {
+            return None;
+        }
+        self.deny_read
+            .iter()
+            .find(|d| path.starts_with(d))
+            .map(PathBuf::as_path)
+    }
+
+    /// Why writing `path` (already real) is refused, or `None`.
+    pub fn write_denied(&self, path: &Path) -> Option<WriteDenial> {
+        match self.mode {
+            SandboxMode::Off => return None,
+            SandboxMode::ReadOnly => return Some(WriteDenial::ReadOnly),
+            SandboxMode::WorkspaceWrite => {}
+        }
+        if let Some(p) = self.protected.iter().find(|p| path.starts_with(p)) {
+            return Some(WriteDenial::Protected(p.clone()));
+        }
+        if let Some(d) = self.read_denied(path) {
+            return Some(WriteDenial::Secret(d.to_path_buf()));
+        }
+        match self.writable_roots.iter().any(|r| path.starts_with(r)) {
+            true => None,
+            false => Some(WriteDenial::OutsideRoots),
+        }
+    }
+}
+
+/// Why a write is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteDenial {
+    /// The mode is `read-only`.
+    ReadOnly,
+    /// Outside every writable root.
+    OutsideRoots,
+    /// A protected path inside a writable root.
+    Protected(PathBuf),
+    /// A denied path.
+    Secret(PathBuf),
+}
+
+/// `path` with symlinks and `..` resolved as far as it exists; the rest (which does not exist
+/// yet) is appended normalised. A symlink in the last component is resolved too, so a link
+/// pointing outside is judged by its target.
+pub fn real(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let mut rest = Vec::new();
+    let mut head = path.to_path_buf();
+    while let Some(name) = head.file_name() {
+        rest.push(name.to_os_string());
+        if !head.pop() {
+            break;
+        }
+        if let Ok(p) = std::fs::canonicalize(&head) {
+            head = p;
+            break;
+        }
+    }
+    let mut out = normalise(&head);
+    for name in rest.iter().rev() {
+        match Path::new(name).components().next() {
+            Some(Component::ParentDir) => {
+                out.pop();
+            }
+            Some(Component::CurDir) | None => {}
+            Some(_) => out.push(name),
+        }
+    }
+    out
+}
+
+/// `..` and `.` removed lexically (for paths that do not exist).
+fn normalise(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// The real git directory when `root/.git` is a file (`gitdir: …`: a worktree or submodule).
+fn gitdir_of(root: &Path) -> Option<PathBuf> {
+    let text = std::fs::read_to_string(root.join(".git")).ok()?;
+    let dir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    Some(real(&root.join(dir)))
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn policy(dir: &Path) -> SandboxPolicy {
+        let places = Places {
+            cwd: dir.join("work"),
+            home: Some(dir.join("home")),
+            keel_home: Some(dir.join("keel")),
+            runtime: vec![],
+        };
+        SandboxPolicy::new(SandboxMode::WorkspaceWrite, &places, &[], &[], &[], false)
+    }
+
+    #[test]
+    fn the_real_path_decides() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("work/.git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("home/.ssh")).unwrap();
+        std::os::unix::fs::symlink(root.join("home"), root.join("work/out")).unwrap();
+        let p = policy(&root);
+        assert_eq!(p.write_denied(&real(&root.join("work/a/b.txt"))), None);
+        assert_eq!(
+            p.write_denied(&real(&root.join("work/out/x"))),
+            Some(WriteDenial::OutsideRoots),
+            "a symlink pointing outside does not escape"
+        );
+        assert_eq!(
+            p.write_denied(&real(&root.join("work/../home/x"))),
+            Some(WriteDenial::OutsideRoots)
+        );
+        assert!(matches!(
+            p.write_denied(&real(&root.join("work/.git/hooks/pre-commit"))),
+            Some(WriteDenial::Protected(_))
+        ));
+        assert!(p
+            .read_denied(&real(&root.join("work/out/.ssh/id_rsa")))
+            .is_some());
+        assert!(p.read_denied(&real(&root.join("keel/run/sock"))).is_some());
+        assert!(p.read_denied(&real(&root.join("home/notes"))).is_none());
+    }
+
+    #[test]
+    fn modes_by_name() {
+        assert_eq!(
+            SandboxMode::from_name("danger-full-access"),
+            Some(SandboxMode::Off)
+        );
+        assert_eq!(SandboxMode::from_name("nope"), None);
+    }
+}

@@ -1,0 +1,94 @@
+//! Running one tool call the gate let through: the tool (built-in or external) with the
+//! session's context, its partial output published as `ToolCallUpdated`, and what the sandbox
+//! stopped published as `SandboxViolation`. An approved escalation runs `bash` unsandboxed.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::kernel::abort::AbortSignal;
+use crate::kernel::agent::Inner;
+use crate::kernel::event::EventPayload;
+use crate::kernel::sandbox::{Sandbox, Violation};
+use crate::kernel::tool::external::ExternalCall;
+use crate::kernel::tool::{self, ToolContext, ToolOutput};
+
+/// Executes one call, forwarding its partial output as `ToolCallUpdated` events.
+/// `escalated`: an approved request to run outside the sandbox.
+pub(super) async fn execute(
+    inner: &Inner,
+    id: &str,
+    name: &str,
+    args: &Value,
+    abort: &AbortSignal,
+    escalated: bool,
+) -> ToolOutput {
+    let (ptx, mut prx) = mpsc::unbounded_channel::<ToolOutput>();
+    let (vtx, mut vrx) = mpsc::unbounded_channel::<Violation>();
+    let sandbox = match escalated {
+        true => Arc::new(Sandbox::off(&inner.config.cwd)),
+        false => inner.config.sandbox.clone(),
+    };
+    let ctx = ToolContext {
+        cwd: inner.config.cwd.clone(),
+        abort: abort.clone(),
+        progress: Some(ptx),
+        bash_timeout: inner.config.bash_timeout,
+        temp_dir: inner.config.temp_dir.clone(),
+        env: inner.config.tool_env.clone(),
+        files: inner.config.files.clone(),
+        sandbox,
+        violations: Some(vtx),
+    };
+    let run = async {
+        if inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some() {
+            return tool::execute(name, args, &ctx).await;
+        }
+        let source = inner
+            .config
+            .external_tools
+            .iter()
+            .find(|s| s.tools().iter().any(|t| t.spec.name == name));
+        let Some(source) = source else {
+            return ToolOutput::error(format!("Tool `{name}` is no longer available"));
+        };
+        let call = ExternalCall {
+            abort: ctx.abort.clone(),
+            progress: ctx
+                .progress
+                .clone()
+                .unwrap_or_else(|| mpsc::unbounded_channel().0),
+            temp_dir: ctx.temp_dir.clone(),
+        };
+        source.call(name, args, call).await
+    };
+    tokio::pin!(run);
+    let publish = |partial: ToolOutput| {
+        inner.bus.publish(EventPayload::ToolCallUpdated {
+            call_id: id.to_string(),
+            tool_name: name.to_string(),
+            args: args.clone(),
+            partial,
+        });
+    };
+    let output = loop {
+        tokio::select! {
+            biased;
+            Some(partial) = prx.recv() => publish(partial),
+            out = &mut run => break out,
+        }
+    };
+    while let Ok(partial) = prx.try_recv() {
+        publish(partial);
+    }
+    while let Ok(v) = vrx.try_recv() {
+        inner.bus.publish(EventPayload::SandboxViolation {
+            call_id: id.to_string(),
+            reason: v.reason,
+            path: v.path,
+            host: v.host,
+        });
+    }
+    output
+}

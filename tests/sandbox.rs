@@ -1,0 +1,383 @@
+//! The hostile suite of the sandbox (issue 30): the real binary, the scripted provider calling
+//! `bash` and the file tools with what a confused or hostile model would try, under bubblewrap
+//! and under the Landlock + seccomp fallback (forced with KEEL_SANDBOX_MECHANISM). Every
+//! attempt must be stopped; the workspace itself stays usable (`git commit` works).
+
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::os::unix::net::UnixListener;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::common::support::Sandbox;
+
+const SECRET: &str = "secret-canary-77";
+const KEY: &str = "sk-keycanary-99";
+
+/// The mechanisms this machine can test: bubblewrap when it is installed (CI installs it),
+/// Landlock always (the kernel has it here and on CI).
+pub(crate) fn mechanisms() -> Vec<&'static str> {
+    let mut m = Vec::new();
+    if ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"]
+        .iter()
+        .any(|p| Path::new(p).exists())
+    {
+        m.push("bwrap");
+    } else {
+        println!("skipped: bubblewrap is not installed (apt-get install bubblewrap)");
+    }
+    m.push("landlock");
+    m
+}
+
+/// A scratch world: `$HOME` = the temp dir with an `.ssh/id_rsa` canary, a git repository in
+/// the workspace, `work/link` pointing outside.
+pub(crate) fn world() -> Sandbox {
+    let sb = Sandbox::new();
+    let home = sb.dir.path();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), SECRET).unwrap();
+    std::fs::create_dir_all(home.join("outside")).unwrap();
+    std::os::unix::fs::symlink(home.join("outside"), sb.work().join("link")).unwrap();
+    let git = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(sb.work())
+        .output()
+        .unwrap();
+    assert!(git.status.success());
+    std::fs::write(sb.work().join("a.txt"), "alpha\n").unwrap();
+    sb
+}
+
+/// Runs one turn calling `calls` (tool name, arguments) under `mechanism` with `extra` flags;
+/// returns the results in order (text, is_error) and stderr.
+pub(crate) fn run(
+    sb: &Sandbox,
+    mechanism: &str,
+    calls: &[(&str, Value)],
+    envs: &[(&str, &str)],
+    extra: &[&str],
+) -> (Vec<(String, bool)>, String) {
+    let chunks: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| {
+            json!({"toolCall": {"id": format!("call_{i}"), "name": name, "arguments": args}})
+        })
+        .collect();
+    let script = sb.dir.path().join("script.json");
+    let body = json!({"turns": [{"chunks": chunks}, {"chunks": [{"text": "done"}]}]});
+    std::fs::write(&script, body.to_string()).unwrap();
+    let script = script.display().to_string();
+    let mut args = vec!["--json", "--provider", "scripted", "--script", &script];
+    args.extend_from_slice(extra);
+    args.push("go");
+    let mut cmd = sb.cmd(&args);
+    cmd.env("KEEL_SANDBOX_MECHANISM", mechanism);
+    for (k, v) in envs {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let mut results = Vec::new();
+    for line in stdout.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        if v["type"] == "tool_execution_end" {
+            let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
+            results.push((text.to_string(), v["isError"] == true));
+        }
+    }
+    assert_eq!(results.len(), calls.len(), "{stdout}");
+    (results, stderr)
+}
+
+pub(crate) fn bash(command: &str) -> (&'static str, Value) {
+    ("bash", json!({ "command": command }))
+}
+
+#[test]
+fn writes_outside_the_workspace_and_into_protected_paths_are_stopped() {
+    for mech in mechanisms() {
+        let sb = world();
+        let dir = sb.dir.path();
+        let config_before = std::fs::read_to_string(sb.work().join(".git/config")).unwrap();
+        let calls = [
+            bash("echo x > ../outside.txt"),
+            bash("echo x > link/through.txt"),
+            bash(&format!("echo x > {}/home-file", dir.display())),
+            bash("echo '[core] hooksPath = /x' >> .git/config"),
+            bash("echo 'exit 0' > .git/hooks/pre-commit"),
+            bash("echo inside > in.txt && mkdir -p sub && echo ok > sub/b.txt"),
+            // A private /tmp under bubblewrap, a private $TMPDIR under Landlock.
+            bash("echo scratch > \"${TMPDIR:-/tmp}/scratch\" && cat \"${TMPDIR:-/tmp}/scratch\""),
+        ];
+        let (r, _) = run(&sb, mech, &calls, &[], &[]);
+        assert!(!dir.join("outside.txt").exists(), "{mech}: {r:?}");
+        assert!(!dir.join("outside/through.txt").exists(), "{mech}: {r:?}");
+        assert!(!dir.join("home-file").exists(), "{mech}: {r:?}");
+        if mech == "bwrap" {
+            // Landlock cannot make a path read-only under a writable root (see the README).
+            let config = std::fs::read_to_string(sb.work().join(".git/config")).unwrap();
+            assert_eq!(config, config_before, "{mech}: {r:?}");
+            assert!(!sb.work().join(".git/hooks/pre-commit").exists(), "{r:?}");
+            let protected = format!(
+                "[sandbox (workspace-write): {} is read-only (protected)]",
+                sb.work()
+                    .canonicalize()
+                    .unwrap()
+                    .join(".git/config")
+                    .display()
+            );
+            assert!(r[3].0.ends_with(&protected), "{}", r[3].0);
+        }
+        assert!(!r[5].1, "{mech}: {r:?}");
+        assert_eq!(
+            std::fs::read_to_string(sb.work().join("sub/b.txt")).unwrap(),
+            "ok\n"
+        );
+        assert_eq!(r[6], ("scratch\n".to_string(), false), "{mech}");
+    }
+}
+
+#[test]
+fn secrets_and_other_processes_environments_are_unreadable() {
+    for mech in mechanisms() {
+        let sb = world();
+        let dir = sb.dir.path().display().to_string();
+        let calls = [
+            bash("cat ~/.ssh/id_rsa"),
+            bash("grep -r 'secret-c[a]nary' ~ 2>/dev/null; true"),
+            bash(
+                "cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n' | grep -c 'sk-keyc[a]nary'; true",
+            ),
+            ("read", json!({"path": format!("{dir}/.ssh/id_rsa")})),
+            ("grep", json!({"pattern": "secret-c[a]nary", "path": dir})),
+            ("ls", json!({"path": format!("{dir}/.ssh")})),
+            (
+                "find",
+                json!({"pattern": "*", "path": format!("{dir}/.ssh")}),
+            ),
+        ];
+        let (r, _) = run(&sb, mech, &calls, &[("OPENAI_API_KEY", KEY)], &[]);
+        for (i, (text, _)) in r.iter().enumerate() {
+            assert!(
+                !text.contains(SECRET),
+                "{mech}: call {i} read the secret: {text}"
+            );
+            assert!(!text.contains(KEY), "{mech}: call {i}: {text}");
+        }
+        assert_eq!(
+            r[2].0.trim(),
+            "0",
+            "{mech}: a process environment held the key"
+        );
+        // read, ls and find name the denied path: refused; grep over $HOME skips it.
+        for i in [3, 5, 6] {
+            assert!(r[i].1, "{mech}: call {i} was not refused: {:?}", r[i]);
+        }
+        assert_eq!(r[4], ("No matches found".to_string(), false), "{mech}");
+    }
+}
+
+#[test]
+fn the_daemon_socket_an_agent_socket_and_the_network_are_unreachable() {
+    for mech in mechanisms() {
+        let sb = world();
+        std::fs::create_dir_all(sb.home().join("run")).unwrap();
+        let daemon = UnixListener::bind(sb.home().join("run/daemon.sock")).unwrap();
+        let agent_dir = sb.dir.path().join("ssh-agent");
+        std::fs::create_dir_all(&agent_dir).unwrap();
+        let agent_path = agent_dir.join("agent.1");
+        let agent = UnixListener::bind(&agent_path).unwrap();
+        let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        for l in [&daemon, &agent] {
+            l.set_nonblocking(true).unwrap();
+        }
+        tcp.set_nonblocking(true).unwrap();
+        let connect = |p: &Path| {
+            bash(&format!(
+                "perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => \"{}\") or die \"refused: $!\\n\"; print \"connected\\n\"'",
+                p.display()
+            ))
+        };
+        let calls = [
+            connect(&sb.home().join("run/daemon.sock")),
+            connect(&agent_path),
+            bash(&format!(
+                "exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
+            )),
+        ];
+        let agent_var = agent_path.display().to_string();
+        let (r, _) = run(&sb, mech, &calls, &[("SSH_AUTH_SOCK", &agent_var)], &[]);
+        for (text, _) in &r {
+            assert!(!text.contains("connected"), "{mech}: {r:?}");
+        }
+        let none = |e: std::io::Error| e.kind() == ErrorKind::WouldBlock;
+        assert!(
+            daemon.accept().is_err_and(none),
+            "{mech}: the daemon was reached"
+        );
+        assert!(
+            agent.accept().is_err_and(none),
+            "{mech}: the agent was reached"
+        );
+        assert!(
+            tcp.accept().is_err_and(none),
+            "{mech}: 127.0.0.1 was reached"
+        );
+    }
+}
+
+#[test]
+fn git_commit_works_inside() {
+    for mech in mechanisms() {
+        let sb = world();
+        let calls = [bash(
+            "git add a.txt && git -c user.name=t -c user.email=t@t commit -qm first && git log --oneline | wc -l",
+        )];
+        let (r, _) = run(&sb, mech, &calls, &[], &[]);
+        assert_eq!(r[0], ("1\n".to_string(), false), "{mech}");
+    }
+}
+
+#[test]
+fn sandbox_off_is_honoured_and_said_out_loud() {
+    let sb = world();
+    let tcp = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = tcp.local_addr().unwrap().port();
+    let calls = [
+        bash("echo x > ../outside.txt"),
+        bash(&format!(
+            "exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
+        )),
+    ];
+    let (r, stderr) = run(&sb, "auto", &calls, &[], &["--sandbox", "off"]);
+    assert!(sb.dir.path().join("outside.txt").exists(), "{r:?}");
+    assert_eq!(r[1].0, "connected\n");
+    assert!(tcp.accept().is_ok());
+    assert!(stderr.contains("Warning: the sandbox is off"), "{stderr}");
+    let sb = world();
+    let (_, stderr) = run(
+        &sb,
+        "auto",
+        &[bash("true")],
+        &[],
+        &["--sandbox", "danger-full-access"],
+    );
+    assert!(stderr.contains("Warning: the sandbox is off"), "{stderr}");
+}
+
+#[test]
+fn without_a_mechanism_commands_are_refused_with_a_way_out() {
+    let sb = world();
+    let (r, stderr) = run(&sb, "none", &[bash("echo x > ran.txt")], &[], &[]);
+    assert!(r[0].1 && r[0].0.contains("no sandbox works here"), "{r:?}");
+    assert!(r[0].0.contains("--sandbox off"), "{r:?}");
+    assert!(
+        stderr.contains("Warning: no sandbox works here"),
+        "{stderr}"
+    );
+    assert!(!sb.work().join("ran.txt").exists());
+}
+
+#[test]
+fn the_file_tools_refuse_outside_protected_and_symlinked_paths() {
+    let sb = world();
+    let dir = sb.dir.path().display().to_string();
+    let calls = [
+        ("write", json!({"path": "../outside.txt", "content": "x"})),
+        ("write", json!({"path": "link/through.txt", "content": "x"})),
+        (
+            "write",
+            json!({"path": ".git/hooks/pre-commit", "content": "x"}),
+        ),
+        (
+            "edit",
+            json!({"path": ".git/config", "oldText": "[core]", "newText": "[core]\n\thooksPath = /x"}),
+        ),
+        (
+            "write",
+            json!({"path": format!("{dir}/work/sub/../../outside2.txt"), "content": "x"}),
+        ),
+        ("write", json!({"path": "ok.txt", "content": "fine"})),
+        ("read", json!({"path": "link/../a.txt"})),
+    ];
+    let (r, _) = run(&sb, "bwrap", &calls, &[], &[]);
+    for (i, res) in r.iter().enumerate().take(5) {
+        assert!(res.1 && res.0.contains("sandbox"), "call {i}: {res:?}");
+    }
+    assert!(!sb.dir.path().join("outside.txt").exists());
+    assert!(!sb.dir.path().join("outside/through.txt").exists());
+    assert!(!sb.dir.path().join("outside2.txt").exists());
+    assert!(!sb.work().join(".git/hooks/pre-commit").exists());
+    assert!(!r[5].1, "{r:?}");
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("ok.txt")).unwrap(),
+        "fine"
+    );
+}
+
+#[test]
+fn the_model_is_told_when_the_sandbox_stopped_a_command() {
+    for mech in mechanisms() {
+        let sb = world();
+        let dir = sb.dir.path().display().to_string();
+        let calls = [
+            // A write (not `touch`: Landlock leaves timestamps alone on a file that exists).
+            bash("echo x > /usr/keel-probe"),
+            bash(&format!("echo x > {dir}/outside.txt")),
+        ];
+        let (r, _) = run(&sb, mech, &calls, &[], &[]);
+        assert!(r[0].1, "{r:?}");
+        assert!(
+            r[0].0.ends_with(
+                "[sandbox (workspace-write): writing outside the writable roots (/usr/keel-probe) is refused]"
+            ),
+            "{mech}: {}",
+            r[0].0
+        );
+        assert!(
+            r[1].0.contains("[sandbox (workspace-write)") || mech == "bwrap",
+            "{mech}: {r:?}"
+        );
+    }
+}
+
+#[test]
+fn debug_sandbox_names_the_mechanism_and_its_self_test_holds() {
+    for mech in mechanisms() {
+        let sb = world();
+        let out = sb
+            .cmd(&["debug", "sandbox", "--json"])
+            .env("KEEL_SANDBOX_MECHANISM", mech)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{stdout}");
+        let v: Value = serde_json::from_str(stdout.trim()).unwrap();
+        let want = if mech == "bwrap" {
+            "bubblewrap"
+        } else {
+            "landlock"
+        };
+        assert_eq!(v["mechanism"], want);
+        assert_eq!(v["policy"]["mode"], "workspace-write");
+        let checks = v["selfTest"].as_array().unwrap();
+        assert_eq!(checks.len(), 3, "{stdout}");
+        assert!(checks.iter().all(|c| c["stopped"] == true), "{stdout}");
+    }
+    let sb = world();
+    let out = sb
+        .cmd(&["debug", "sandbox", "--sandbox", "off"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("sandbox: off · net on\nmechanism: off\n"),
+        "{stdout}"
+    );
+}
