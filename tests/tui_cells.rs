@@ -107,13 +107,13 @@ fn the_slash_menu_shows_every_command_in_a_scrolling_window() {
     assert_eq!(menu_names(&f.view), want);
     let screen = f.screen(80, 24);
     snap("tui_cells_slash_menu_80x24", &screen);
-    assert!(screen.contains("  ↓ 5 more"), "{screen}");
+    assert!(screen.contains("  ↓ 6 more"), "{screen}");
     // Down to the tenth: the window scrolls and says what is above and below.
     for _ in 0..9 {
         assert_eq!(f.view.on_key(key(KeyCode::Down)), None);
     }
     let screen = f.screen(80, 24);
-    assert!(screen.contains("  ↑ 2 more · ↓ 3 more"), "{screen}");
+    assert!(screen.contains("  ↑ 2 more · ↓ 4 more"), "{screen}");
     assert!(
         !screen.contains("/model "),
         "scrolled past /model:\n{screen}"
@@ -136,7 +136,10 @@ fn the_slash_menu_filters_as_you_type_and_tab_completes_the_choice() {
     let mut f = Feed::new();
     type_text(&mut f.view, "/m");
     // Names starting with "m" first, then those containing it.
-    assert_eq!(menu_names(&f.view), ["model", "compact", "resume", "name"]);
+    assert_eq!(
+        menu_names(&f.view),
+        ["model", "compact", "resume", "name", "permissions"]
+    );
     assert_eq!(f.view.on_key(key(KeyCode::Down)), None);
     assert_eq!(f.view.on_key(key(KeyCode::Up)), None);
     assert_eq!(f.view.on_key(key(KeyCode::Down)), None);

@@ -3,6 +3,7 @@
 //! came from. A leaf: it reads files and knows keel's keys, never the command line, the
 //! terminal or a session. `setup::Settings` lays the flags over what this returns.
 
+mod allow;
 mod file;
 mod merge;
 pub mod schema;
@@ -11,6 +12,7 @@ mod show;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use allow::{add_allow, local_file};
 pub use file::{DefaultMode, Thinking};
 pub use merge::{Merged, Sourced};
 pub use show::{render, render_json};

@@ -65,17 +65,6 @@ impl Policy {
             Policy::AcceptEdits => "write and edit run; bash asks for permission",
         }
     }
-
-    /// How the policy answers an approval request for `tool` by itself: `Some(true)` allows,
-    /// `Some(false)` rejects, `None` asks the client.
-    pub fn answers(self, tool: &str) -> Option<bool> {
-        match self {
-            Policy::Auto => Some(true),
-            Policy::ReadOnly => Some(false),
-            Policy::Ask => None,
-            Policy::AcceptEdits => matches!(tool, "edit" | "write").then_some(true),
-        }
-    }
 }
 
 /// A session's current settings and what they can be set to.
@@ -321,14 +310,6 @@ mod tests {
             .collect();
         assert_eq!(ids, ["ask", "auto", "read-only", "accept-edits"]);
         assert_eq!(modes["currentModeId"], "accept-edits");
-        let p = Policy::parse("accept-edits").unwrap();
-        assert_eq!(p.answers("edit"), Some(true));
-        assert_eq!(p.answers("write"), Some(true));
-        assert_eq!(p.answers("bash"), None, "bash asks the client");
-        assert_eq!(p.answers("mcp__db__drop"), None);
-        assert_eq!(Policy::Auto.answers("bash"), Some(true));
-        assert_eq!(Policy::ReadOnly.answers("edit"), Some(false));
-        assert_eq!(Policy::Ask.answers("edit"), None);
     }
 
     #[test]

@@ -171,6 +171,7 @@ impl Client {
             }
             "session" => self.session_info(),
             "transcript" => self.transcript(),
+            "permissions" => self.permissions(),
             other => self
                 .view
                 .notice(HistoryCell::Notice(format!("unknown command /{other}"))),

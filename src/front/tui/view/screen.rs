@@ -361,6 +361,9 @@ impl View {
         if let Some(p) = &self.place {
             parts.push(p.clone());
         }
+        if let Some(mode) = self.permission {
+            parts.push(format!("{} mode", mode.word()));
+        }
         // Written to the last column (see `paint::fill_line`).
         paint::fill_line(
             paint::truncate_line(&Line::styled(parts.join(" · "), dim()), w),

@@ -1,0 +1,119 @@
+//! "Always allow" persists (issue 29 point 6), end to end through RPC on the scripted
+//! provider: answering an approval dialog with `value: "always"` writes the narrowest rule to
+//! `<project>/.keel/settings.local.json` (keeping what the file held), says so in a `notify`,
+//! and a later session in `ask` mode runs a command the rule covers without a dialog.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::common::rpc::Rpc;
+use crate::common::support::Sandbox;
+
+/// A script whose first turn runs `command` in bash, then answers "done".
+fn script(sb: &Sandbox, name: &str, command: &str) -> String {
+    let call = json!({"toolCall": {"id": "c1", "name": "bash", "arguments": {"command": command}}});
+    let s = json!({"turns": [{"chunks": [call]}, {"chunks": [{"text": "done"}]}]});
+    let path = sb.home().join(name);
+    std::fs::write(&path, s.to_string()).unwrap();
+    path.display().to_string()
+}
+
+fn ask_run(sb: &Sandbox, script: &str) -> Rpc {
+    Rpc::start(
+        sb,
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            script,
+            "--permission",
+            "ask",
+            "--no-session",
+        ],
+    )
+}
+
+fn local(sb: &Sandbox) -> std::path::PathBuf {
+    sb.work().join(".keel/settings.local.json")
+}
+
+fn read(path: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn always_allow_writes_the_rule_and_the_next_session_runs_the_command_without_asking() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.work().join(".keel")).unwrap();
+    let kept = r#"{"maxTurns": 9, "permissions": {"deny": ["Bash(rm:*)"]}}"#;
+    std::fs::write(local(&sb), kept).unwrap();
+
+    let first = script(&sb, "first.json", "touch made.txt");
+    let mut rpc = ask_run(&sb, &first);
+    rpc.send(&json!({"id": "p", "type": "prompt", "message": "make it"}));
+    let dialog = rpc.wait(&json!({"type": "extension_ui_request", "method": "confirm"}));
+    rpc.send(&json!({"type": "extension_ui_response", "id": dialog["id"], "value": "always"}));
+    let note = rpc.wait(&json!({"type": "extension_ui_request", "method": "notify"}));
+    let message = note["message"].as_str().unwrap();
+    assert!(message.contains("`Bash(touch:*)`"), "{note}");
+    assert!(message.contains("settings.local.json"), "{note}");
+    rpc.wait(&json!({"type": "agent_settled"}));
+    let (_, stderr, code) = rpc.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(sb.work().join("made.txt").exists(), "the answered call ran");
+    assert_eq!(
+        read(&local(&sb)),
+        json!({"maxTurns": 9, "permissions": {"deny": ["Bash(rm:*)"], "allow": ["Bash(touch:*)"]}}),
+        "the rule is added, the rest of the file kept"
+    );
+
+    let second = script(&sb, "second.json", "touch other.txt");
+    let mut rpc = ask_run(&sb, &second);
+    rpc.send(&json!({"id": "p", "type": "prompt", "message": "make another"}));
+    let end = rpc.wait(&json!({"type": "tool_execution_end"}));
+    assert_eq!(end["isError"], false, "{end}");
+    rpc.wait(&json!({"type": "agent_settled"}));
+    let (lines, stderr, code) = rpc.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !lines.iter().any(|l| l.contains(r#""method":"confirm""#)),
+        "no dialog: {lines:?}"
+    );
+    assert!(sb.work().join("other.txt").exists());
+}
+
+#[test]
+fn an_always_answer_covers_the_rest_of_the_session_and_a_broken_file_is_left_alone() {
+    let sb = Sandbox::new();
+    let call = |id: &str, command: &str| json!({"toolCall": {"id": id, "name": "bash", "arguments": {"command": command}}});
+    let s = json!({"turns": [
+        {"chunks": [call("c1", "touch a.txt")]},
+        {"chunks": [call("c2", "touch b.txt")]},
+        {"chunks": [{"text": "done"}]},
+    ]});
+    let path = sb.home().join("script.json");
+    std::fs::write(&path, s.to_string()).unwrap();
+    let mut rpc = ask_run(&sb, &path.display().to_string());
+    rpc.send(&json!({"id": "p", "type": "prompt", "message": "make both"}));
+    let dialog = rpc.wait(&json!({"type": "extension_ui_request", "method": "confirm"}));
+    // Broken after startup (a broken file at startup is a config error).
+    std::fs::create_dir_all(sb.work().join(".keel")).unwrap();
+    std::fs::write(local(&sb), "{ not json").unwrap();
+    rpc.send(&json!({"type": "extension_ui_response", "id": dialog["id"], "confirmed": true, "value": "always"}));
+    let note = rpc.wait(&json!({"type": "extension_ui_request", "method": "notify"}));
+    assert_eq!(note["notifyType"], "warning", "{note}");
+    let message = note["message"].as_str().unwrap();
+    assert!(message.contains("for this session only"), "{note}");
+    assert!(message.contains("not valid JSON"), "{note}");
+    rpc.wait(&json!({"type": "agent_settled"}));
+    let (lines, stderr, code) = rpc.finish();
+    assert_eq!(code, 0, "{stderr}");
+    let asked = lines
+        .iter()
+        .filter(|l| l.contains(r#""method":"confirm""#))
+        .count();
+    assert_eq!(asked, 1, "the second touch runs on the session's rule");
+    assert!(sb.work().join("b.txt").exists());
+    assert_eq!(std::fs::read_to_string(local(&sb)).unwrap(), "{ not json");
+}
