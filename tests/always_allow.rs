@@ -1,7 +1,8 @@
 //! "Always allow" persists (issue 29 point 6), end to end through RPC on the scripted
 //! provider: answering an approval dialog with `value: "always"` writes the narrowest rule to
 //! `<project>/.keel/settings.local.json` (keeping what the file held), says so in a `notify`,
-//! and a later session in `ask` mode runs a command the rule covers without a dialog.
+//! and a later session in `ask` mode runs a command the rule covers without a dialog;
+//! `set_permission_mode` and `get_permissions` change and show the session's policy.
 
 use std::path::Path;
 
@@ -116,4 +117,39 @@ fn an_always_answer_covers_the_rest_of_the_session_and_a_broken_file_is_left_alo
     assert_eq!(asked, 1, "the second touch runs on the session's rule");
     assert!(sb.work().join("b.txt").exists());
     assert_eq!(std::fs::read_to_string(local(&sb)).unwrap(), "{ not json");
+}
+
+#[test]
+fn set_permission_mode_changes_the_sessions_mode_and_get_permissions_lists_the_rules() {
+    let sb = Sandbox::new();
+    let project = sb.work().join(".keel/settings.json");
+    std::fs::create_dir_all(project.parent().unwrap()).unwrap();
+    let rules = json!({"permissions": {"deny": ["Bash(rm:*)"], "ask": ["Bash(git push:*)"]}});
+    std::fs::write(&project, rules.to_string()).unwrap();
+    let path = script(&sb, "touch.json", "touch auto.txt");
+    let mut rpc = ask_run(&sb, &path);
+    let got = rpc.call(json!({"id": "g", "type": "get_permissions"}));
+    assert_eq!(got["data"]["mode"], "ask", "{got}");
+    let origin = project.display().to_string();
+    assert_eq!(
+        got["data"]["rules"],
+        json!([
+            {"list": "deny", "rule": "Bash(rm:*)", "origin": origin},
+            {"list": "ask", "rule": "Bash(git push:*)", "origin": origin},
+        ])
+    );
+    let bad = rpc.call(json!({"id": "b", "type": "set_permission_mode", "mode": "plan"}));
+    assert_eq!(bad["success"], false, "{bad}");
+    let set =
+        rpc.call(json!({"id": "s", "type": "set_permission_mode", "mode": "bypassPermissions"}));
+    assert_eq!(set["data"]["mode"], "auto", "{set}");
+    rpc.send(&json!({"id": "p", "type": "prompt", "message": "touch it"}));
+    rpc.wait(&json!({"type": "agent_settled"}));
+    let (lines, stderr, code) = rpc.finish();
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        !lines.iter().any(|l| l.contains(r#""method":"confirm""#)),
+        "auto asks nothing: {lines:?}"
+    );
+    assert!(sb.work().join("auto.txt").exists());
 }

@@ -14,7 +14,8 @@ use crate::client::link::Commands;
 use crate::wire::pi::data::{LevelsData, ModelsData};
 use crate::wire::pi::Command;
 
-/// A permission policy, as the ACP layer applies it to the host's approval dialogs.
+/// A permission mode as ACP offers it; choosing one sets the session's own mode
+/// (`set_permission_mode`), so the settings' rules hold whatever the editor picked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
     /// Write, edit and bash ask the client (`session/request_permission`).
@@ -293,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn accept_edits_is_a_mode_that_answers_edits_only() {
+    fn accept_edits_is_one_of_the_modes() {
         let c = Config {
             policy: Some(Policy::parse("accept-edits").unwrap()),
             model: String::new(),

@@ -66,7 +66,7 @@ pub fn options() -> Vec<PermissionOption> {
     ]
 }
 
-/// The "always" answers given so far, by tool name.
+/// The "always reject" answers given so far, by tool name.
 #[derive(Debug, Default)]
 pub struct Rules {
     always: HashMap<String, Decision>,
