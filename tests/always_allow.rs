@@ -153,3 +153,35 @@ fn set_permission_mode_changes_the_sessions_mode_and_get_permissions_lists_the_r
     );
     assert!(sb.work().join("auto.txt").exists());
 }
+
+/// The TUI's `a` answers "always" too: the notice is shown and the rule is in the file (a
+/// dumb terminal, whose lines answer the question).
+#[test]
+fn the_tuis_a_answer_saves_the_rule_and_shows_the_notice() {
+    let sb = Sandbox::new();
+    let path = script(&sb, "tui.json", "touch tui.txt");
+    let shell = format!(
+        "'{}' --permission ask --provider scripted --script '{path}'; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+    );
+    let vars = [("KEEL_NO_DAEMON", "1"), ("TERM", "dumb")];
+    let (mut s, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &vars);
+    s.wait_for("the header", |t| t.contains("/help for commands"));
+    s.send("make it\r");
+    s.wait_for("the question", |t| {
+        t.contains("? Allow bash: touch tui.txt")
+    });
+    s.send("a\r");
+    s.wait_for("the notice", |t| {
+        t.contains("Always allowed `Bash(touch:*)`")
+    });
+    s.wait_for("the answer", |t| t.contains("done"));
+    s.send("/quit\r");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        read(&local(&sb)),
+        json!({"permissions": {"allow": ["Bash(touch:*)"]}})
+    );
+    assert!(sb.work().join("tui.txt").exists());
+}
