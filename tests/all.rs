@@ -9,7 +9,9 @@
 
 mod acp;
 mod acp_fs;
+mod acp_rules;
 mod acp_sdk;
+mod always_allow;
 mod architecture;
 mod chaos;
 mod command_line;
@@ -75,6 +77,7 @@ mod tui_first_run;
 mod tui_live;
 mod tui_live_picker;
 mod tui_md;
+mod tui_permissions;
 mod tui_pty;
 mod tui_reflow;
 mod tui_states;

@@ -178,7 +178,11 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("mcp", &["kernel"]),
     ("mode", &["cli::args", "error", "output"]),
     ("wire", &["kernel"]),
-    ("host", &["kernel", "wire", "prompts", "skills", "text"]),
+    // `settings`: an "always allow" answer adds its rule to the project's settings file.
+    (
+        "host",
+        &["kernel", "wire", "prompts", "skills", "text", "settings"],
+    ),
     // What a run reports (its summary, exit and result line), read from its wire events.
     ("report", &["kernel", "wire", "exit"]),
     (

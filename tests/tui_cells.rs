@@ -136,7 +136,10 @@ fn the_slash_menu_filters_as_you_type_and_tab_completes_the_choice() {
     let mut f = Feed::new();
     type_text(&mut f.view, "/m");
     // Names starting with "m" first, then those containing it.
-    assert_eq!(menu_names(&f.view), ["model", "compact", "resume", "name"]);
+    assert_eq!(
+        menu_names(&f.view),
+        ["model", "compact", "resume", "name", "permissions"]
+    );
     assert_eq!(f.view.on_key(key(KeyCode::Down)), None);
     assert_eq!(f.view.on_key(key(KeyCode::Up)), None);
     assert_eq!(f.view.on_key(key(KeyCode::Down)), None);

@@ -139,8 +139,12 @@ impl Host {
                 id,
                 confirmed,
                 cancelled,
-                value: _,
-            } => return self.ui_response(id, confirmed, cancelled),
+                value,
+            } => return self.ui_response(id, (confirmed, cancelled), value.as_deref()),
+            Command::GetPermissions {} => Ok(data(&self.permissions())),
+            Command::SetPermissionMode { mode } => {
+                self.set_permission_mode(&mode).map(|d| data(&d))
+            }
         };
         self.respond(&req, answer);
     }
@@ -262,12 +266,14 @@ impl Host {
         Some(LevelData { level })
     }
 
-    /// A dialog answer: only `confirmed:true` (and not `cancelled:true`) allows the call.
+    /// A dialog answer: `confirmed:true` allows the call, `value:"always"` (without
+    /// `confirmed:false`) allows it and the calls like it (see `always`); `cancelled:true` or
+    /// anything else denies it.
     pub(super) fn ui_response(
         &mut self,
         id: Option<String>,
-        confirmed: Option<bool>,
-        cancelled: Option<bool>,
+        (confirmed, cancelled): (Option<bool>, Option<bool>),
+        value: Option<&str>,
     ) {
         let Some(id) = id else {
             tracing::warn!("extension_ui_response without a string id");
@@ -278,7 +284,13 @@ impl Host {
             tracing::debug!("extension_ui_response for unknown or closed dialog {id}");
             return;
         };
-        let allow = confirmed == Some(true) && cancelled != Some(true);
+        let cancelled = cancelled == Some(true);
+        let always = value == Some("always") && confirmed != Some(false) && !cancelled;
+        if always {
+            self.allow_always(&call_id);
+        }
+        self.asked.remove(&call_id);
+        let allow = (confirmed == Some(true) || always) && !cancelled;
         let decision = if allow {
             ApprovalDecision::Allow
         } else {

@@ -63,6 +63,7 @@ impl Live {
             let status = previous.status();
             session.set_auto_retry(status.auto_retry);
             session.set_auto_compaction(status.auto_compaction);
+            session.inherit_policy(previous);
         }
         let mut live = Live {
             session,

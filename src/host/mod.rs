@@ -18,9 +18,11 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 pub mod actor;
+mod always;
 mod approvals;
 mod dispatch;
 pub mod error;
+mod permissions;
 pub use error::{CommandError, CommandErrorKind};
 pub mod html;
 pub mod live;
@@ -247,6 +249,8 @@ pub struct Host {
     late_warnings: Option<mpsc::UnboundedReceiver<String>>,
     /// See [`HostSetup::open_args`].
     open_args: Vec<String>,
+    /// The tool and arguments of each call an open dialog asks about (for an "always" answer).
+    asked: HashMap<String, (String, Value)>,
 }
 
 impl Host {
@@ -303,6 +307,7 @@ impl Host {
             last_run: None,
             held_bash: Vec::new(),
             open_args: setup.open_args,
+            asked: HashMap::new(),
         }
     }
 
@@ -479,6 +484,7 @@ impl Host {
         if matches!(ev.payload, EventPayload::AgentSettled { .. }) {
             self.approvals.close_all();
             self.open_dialogs.clear();
+            self.asked.clear();
         }
     }
 
@@ -556,6 +562,8 @@ impl Host {
         let id = call_id.to_string();
         let timeout_ms = self.approval_timeout.as_millis() as u64;
         let line = rpc::approval_line(&id, tool_name, args, preview, Some(timeout_ms));
+        self.asked
+            .insert(id.clone(), (tool_name.to_string(), args.clone()));
         self.open_dialogs
             .insert(id.clone(), line.trim_end().to_string().into());
         self.publish(&line);

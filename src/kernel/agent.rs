@@ -3,7 +3,7 @@
 //! knows which front end is attached.
 
 use std::collections::{HashMap, VecDeque};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -209,6 +209,11 @@ pub(crate) struct State {
     /// `SessionStart` hooks still to fire (before the next run), with their `source`:
     /// `startup` (a new session), `resume` (one with messages), `compact` (after a compaction).
     pub session_start: Option<&'static str>,
+    /// Allow rules added by "always" answers in this session, checked after the config's
+    /// rules say nothing.
+    pub always: crate::kernel::policy::Rules,
+    /// The permission mode in use (the config's, until `set_permission` changes it).
+    pub permission: Permission,
 }
 
 #[derive(Debug)]
@@ -330,6 +335,8 @@ impl AgentSession {
             approvals: HashMap::new(),
             pending_bash: Vec::new(),
             session_start: None,
+            always: Default::default(),
+            permission: config.permission,
         };
         let mut state = state;
         state.session_start = Some(if state.messages.is_empty() {
@@ -640,6 +647,46 @@ impl AgentSession {
         let follow_up: Vec<String> = state.follow_up.drain(..).map(|m| m.text).collect();
         self.inner.publish_queue(&state);
         (steering, follow_up)
+    }
+
+    /// Adds allow rules for the rest of the session (an "always" answer): `rules` as written,
+    /// with where they came from, paths anchored at `root`. Rules that do not parse are left out.
+    pub fn allow_always(&self, rules: &crate::kernel::policy::RuleList, root: &Path) {
+        let (added, _) = crate::kernel::policy::Rules::build(&[], &[], rules, root, root);
+        self.inner.lock().always.extend(added);
+    }
+
+    /// The permission mode in use.
+    pub fn permission(&self) -> Permission {
+        self.inner.lock().permission
+    }
+
+    /// Changes the permission mode for the calls to come (the TUI's Shift+Tab, ACP's modes).
+    pub fn set_permission(&self, permission: Permission) {
+        self.inner.lock().permission = permission;
+    }
+
+    /// Takes over the permission mode and "always" rules of the session this one replaces.
+    pub fn inherit_policy(&self, previous: &AgentSession) {
+        let (always, permission) = {
+            let p = previous.inner.lock();
+            (p.always.clone(), p.permission)
+        };
+        let mut state = self.inner.lock();
+        state.always = always;
+        state.permission = permission;
+    }
+
+    /// The permission rules in force: the config's, then the session's "always" answers.
+    pub fn rules(&self) -> Vec<(&'static str, String, String)> {
+        let own = |e: Vec<(&'static str, &str, &str)>| {
+            e.into_iter()
+                .map(|(l, r, o)| (l, r.to_string(), o.to_string()))
+                .collect::<Vec<_>>()
+        };
+        let mut out = own(self.inner.config.rules.entries());
+        out.extend(own(self.inner.lock().always.entries()));
+        out
     }
 
     /// Answers a pending approval; false if no such request is pending.

@@ -619,8 +619,11 @@ async fn check_permission(
             }
         }
     };
-    let verdict = inner.config.rules.check(name, args, &inner.config.cwd);
-    let permission = inner.config.permission;
+    let verdict = match inner.config.rules.check(name, args, &inner.config.cwd) {
+        RuleVerdict::Unmatched => inner.lock().always.check(name, args, &inner.config.cwd),
+        v => v,
+    };
+    let permission = inner.lock().permission;
     // A hook's `ask` (or `defer`) makes a call ask in every mode; its `allow` answers the
     // mode's question, never a deny or ask rule, nor a refusal.
     let hook_asks = matches!(hook, Some(Decision::Ask | Decision::Defer));
@@ -641,7 +644,7 @@ async fn check_permission(
         RuleVerdict::Allow(_) => None,
         RuleVerdict::Unmatched if read_only || !mode_asks(permission, name) => None,
         RuleVerdict::Unmatched if hook == Some(Decision::Allow) => None,
-        RuleVerdict::Unmatched => Some(format!("--permission {}", mode_word(permission))),
+        RuleVerdict::Unmatched => Some(format!("--permission {}", permission.word())),
     };
     match asks {
         None => Gate::Run,
@@ -660,15 +663,6 @@ fn mode_asks(permission: Permission, name: &str) -> bool {
         Permission::Auto | Permission::ReadOnly => false,
         Permission::Ask => true,
         Permission::AcceptEdits => !matches!(name, "edit" | "write"),
-    }
-}
-
-fn mode_word(permission: Permission) -> &'static str {
-    match permission {
-        Permission::Auto => "auto",
-        Permission::ReadOnly => "read-only",
-        Permission::Ask => "ask",
-        Permission::AcceptEdits => "accept-edits",
     }
 }
 

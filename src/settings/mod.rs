@@ -3,6 +3,7 @@
 //! came from. A leaf: it reads files and knows keel's keys, never the command line, the
 //! terminal or a session. `setup::Settings` lays the flags over what this returns.
 
+mod allow;
 mod file;
 mod merge;
 mod sandbox;
@@ -12,6 +13,7 @@ mod show;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use allow::{add_allow, local_file};
 pub use file::{DefaultMode, Thinking};
 pub use merge::{Merged, Sourced};
 pub use sandbox::{NetworkAllow, NetworkSetting, NetworkWord, SandboxModeSetting, SandboxSettings};

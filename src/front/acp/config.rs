@@ -14,7 +14,8 @@ use crate::client::link::Commands;
 use crate::wire::pi::data::{LevelsData, ModelsData};
 use crate::wire::pi::Command;
 
-/// A permission policy, as the ACP layer applies it to the host's approval dialogs.
+/// A permission mode as ACP offers it; choosing one sets the session's own mode
+/// (`set_permission_mode`), so the settings' rules hold whatever the editor picked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
     /// Write, edit and bash ask the client (`session/request_permission`).
@@ -63,17 +64,6 @@ impl Policy {
             Policy::Auto => "write, edit and bash run without asking",
             Policy::ReadOnly => "write, edit and bash are refused",
             Policy::AcceptEdits => "write and edit run; bash asks for permission",
-        }
-    }
-
-    /// How the policy answers an approval request for `tool` by itself: `Some(true)` allows,
-    /// `Some(false)` rejects, `None` asks the client.
-    pub fn answers(self, tool: &str) -> Option<bool> {
-        match self {
-            Policy::Auto => Some(true),
-            Policy::ReadOnly => Some(false),
-            Policy::Ask => None,
-            Policy::AcceptEdits => matches!(tool, "edit" | "write").then_some(true),
         }
     }
 }
@@ -304,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn accept_edits_is_a_mode_that_answers_edits_only() {
+    fn accept_edits_is_one_of_the_modes() {
         let c = Config {
             policy: Some(Policy::parse("accept-edits").unwrap()),
             model: String::new(),
@@ -321,14 +311,6 @@ mod tests {
             .collect();
         assert_eq!(ids, ["ask", "auto", "read-only", "accept-edits"]);
         assert_eq!(modes["currentModeId"], "accept-edits");
-        let p = Policy::parse("accept-edits").unwrap();
-        assert_eq!(p.answers("edit"), Some(true));
-        assert_eq!(p.answers("write"), Some(true));
-        assert_eq!(p.answers("bash"), None, "bash asks the client");
-        assert_eq!(p.answers("mcp__db__drop"), None);
-        assert_eq!(Policy::Auto.answers("bash"), Some(true));
-        assert_eq!(Policy::ReadOnly.answers("edit"), Some(false));
-        assert_eq!(Policy::Ask.answers("edit"), None);
     }
 
     #[test]

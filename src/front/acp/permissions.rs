@@ -1,6 +1,7 @@
 //! Approvals as ACP permission requests: the four options keel offers, what the client's
-//! answer means for the host's dialog, and the "always" rules a session keeps (per tool, for
-//! the session's life in this process). Pure; the session task sends and routes.
+//! answer means for the host's dialog, and the "always reject" answers a session keeps (per
+//! tool, for the session's life in this process; an "always allow" goes to the host, which
+//! saves the narrowest rule for the call). Pure; the session task sends and routes.
 
 use std::collections::HashMap;
 
@@ -21,6 +22,8 @@ pub const REJECT_ALWAYS: &str = "reject_always";
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Decision {
     Allow,
+    /// Allowed, and the calls like it from now on (the host saves the rule).
+    AllowAlways,
     Reject,
     /// The request was cancelled (a `session/cancel`, or the client said so).
     Cancelled,
@@ -30,13 +33,14 @@ impl Decision {
     /// The `extension_ui_response` that answers dialog `id`.
     pub fn response(self, id: &str) -> Command {
         let (confirmed, cancelled) = match self {
-            Decision::Allow => (Some(true), None),
+            Decision::Allow | Decision::AllowAlways => (Some(true), None),
             Decision::Reject => (Some(false), None),
             Decision::Cancelled => (None, Some(true)),
         };
+        let always = self == Decision::AllowAlways;
         Command::ExtensionUiResponse {
             id: Some(id.to_string()),
-            value: None,
+            value: always.then(|| "always".to_string()),
             confirmed,
             cancelled,
         }
@@ -50,7 +54,7 @@ pub fn options() -> Vec<PermissionOption> {
         PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
         PermissionOption::new(
             ALLOW_ALWAYS,
-            format!("Always allow {tool}"),
+            "Always allow calls like this (a rule in .keel/settings.local.json)",
             PermissionOptionKind::AllowAlways,
         ),
         PermissionOption::new(REJECT_ONCE, "Reject", PermissionOptionKind::RejectOnce),
@@ -62,7 +66,7 @@ pub fn options() -> Vec<PermissionOption> {
     ]
 }
 
-/// The "always" answers given so far, by tool name.
+/// The "always reject" answers given so far, by tool name.
 #[derive(Debug, Default)]
 pub struct Rules {
     always: HashMap<String, Decision>,
@@ -88,7 +92,7 @@ impl Rules {
         };
         let (decision, always) = match id.as_str() {
             ALLOW_ONCE => (Decision::Allow, false),
-            ALLOW_ALWAYS => (Decision::Allow, true),
+            ALLOW_ALWAYS => (Decision::AllowAlways, false),
             REJECT_ALWAYS => (Decision::Reject, true),
             // An option this side did not offer denies: nothing runs unapproved.
             _ => (Decision::Reject, false),
@@ -110,7 +114,7 @@ mod tests {
     }
 
     #[test]
-    fn always_answers_stand_for_later_calls_of_the_same_tool_only() {
+    fn always_reject_stands_for_later_calls_of_the_same_tool_and_always_allow_goes_to_the_host() {
         let mut r = Rules::default();
         assert_eq!(
             r.answer("bash", Some(&selected(ALLOW_ONCE))),
@@ -119,9 +123,16 @@ mod tests {
         assert_eq!(r.standing("bash"), None);
         assert_eq!(
             r.answer("bash", Some(&selected(ALLOW_ALWAYS))),
-            Decision::Allow
+            Decision::AllowAlways
         );
-        assert_eq!(r.standing("bash"), Some(Decision::Allow));
+        assert_eq!(
+            r.standing("bash"),
+            None,
+            "the host's rule decides later calls"
+        );
+        let answer = serde_json::to_value(Decision::AllowAlways.response("c1")).unwrap();
+        assert_eq!(answer["value"], "always");
+        assert_eq!(answer["confirmed"], true);
         assert_eq!(
             r.answer("edit", Some(&selected(REJECT_ALWAYS))),
             Decision::Reject

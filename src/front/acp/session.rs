@@ -235,12 +235,9 @@ impl Task {
             self.decide(&call, Decision::Cancelled);
             return;
         }
-        let standing = match self.config.policy.and_then(|p| p.answers(&tool)) {
-            Some(true) => Some(Decision::Allow),
-            Some(false) => Some(Decision::Reject),
-            None => self.rules.standing(&tool),
-        };
-        if let Some(decision) = standing {
+        // The session's own mode (set through `set_permission_mode`) decided that this call
+        // asks: a mode's answer here would bypass an `ask` rule.
+        if let Some(decision) = self.rules.standing(&tool) {
             self.decide(&call, decision);
             return;
         }
@@ -263,7 +260,7 @@ impl Task {
 
     /// Answers the host's dialog for `call`.
     fn decide(&self, call: &str, decision: Decision) {
-        if decision == Decision::Allow {
+        if matches!(decision, Decision::Allow | Decision::AllowAlways) {
             self.update(self.mapper.started(call));
         }
         let commands = self.commands.clone();
@@ -303,7 +300,7 @@ impl Task {
                 }
                 self.sink.result(&id, &opened(&self.config, None));
             }
-            ToSession::SetMode { id, mode } => match self.set_policy(&mode) {
+            ToSession::SetMode { id, mode } => match self.set_policy(&mode).await {
                 Ok(()) => {
                     self.sink.result(&id, &json!({}));
                     self.update(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
@@ -389,7 +386,8 @@ impl Task {
         }
     }
 
-    fn set_policy(&mut self, mode: &str) -> Result<(), ErrorObject> {
+    /// Sets the session's permission mode (the host's, so that its rules keep applying).
+    async fn set_policy(&mut self, mode: &str) -> Result<(), ErrorObject> {
         let bad =
             |why: String| ErrorObject::new(j::INVALID_PARAMS, format!("Invalid params: {why}"));
         if self.config.policy.is_none() {
@@ -402,6 +400,12 @@ impl Task {
                 "`modeId`: unknown mode {mode} (ask, auto, read-only or accept-edits)"
             ))
         })?;
+        let set = Command::SetPermissionMode {
+            mode: policy.id().to_string(),
+        };
+        if let Err(e) = self.commands.send(&set).await {
+            return Err(ErrorObject::new(j::INTERNAL_ERROR, e.message));
+        }
         self.config.policy = Some(policy);
         Ok(())
     }
@@ -421,7 +425,7 @@ impl Task {
         let failed = |e: LinkError| ErrorObject::new(j::INTERNAL_ERROR, e.message);
         match option {
             "mode" => {
-                self.set_policy(&value).map_err(|mut e| {
+                self.set_policy(&value).await.map_err(|mut e| {
                     e.message = e.message.replace("`modeId`", "`value`");
                     e
                 })?;

@@ -77,6 +77,8 @@ pub(super) enum Back {
     Transcript(Vec<Replayed>),
     /// The saved sessions a remote daemon holds (`session/list`), for the picker.
     Sessions(Vec<SessionSummary>, Vec<SessionSummary>),
+    /// The session's permission mode (`get_permissions`, `set_permission_mode`).
+    Permission(crate::kernel::agent::Permission),
 }
 
 /// Where the session lives when it is not in this process.
@@ -336,6 +338,7 @@ async fn show(
         client.view.notice(HistoryCell::Notice(panel));
     }
     client.fetch_commands();
+    client.fetch_permission();
     client.show_place();
     if o.dumb {
         if let Some(p) = o.prompt {
@@ -388,6 +391,7 @@ impl Client {
                 self.view
                     .open_picker(super::picker::Picker::new(here, all, now));
             }
+            Back::Permission(mode) => self.view.permission = Some(mode),
             Back::Transcript(replayed) => {
                 let mut t = super::transcript::Transcript::new();
                 t.replay(&replayed);
@@ -738,6 +742,13 @@ impl Client {
                 self.send(Command::SwitchSession { session_path });
             }
             Action::Quit => self.quit(),
+            Action::SetPermission(mode) => self.set_permission(mode),
+            Action::AllowAlways { call_id } => self.send(Command::ExtensionUiResponse {
+                id: Some(call_id),
+                value: Some("always".into()),
+                confirmed: Some(true),
+                cancelled: None,
+            }),
         }
         self.dirty = true;
     }

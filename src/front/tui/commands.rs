@@ -172,6 +172,7 @@ impl Client {
             "session" => self.session_info(),
             "transcript" => self.transcript(),
             "hooks" => self.hooks(),
+            "permissions" => self.permissions(),
             other => self
                 .view
                 .notice(HistoryCell::Notice(format!("unknown command /{other}"))),

@@ -16,6 +16,7 @@ pub mod live_picker;
 pub mod markdown;
 pub mod pager;
 pub mod paint;
+pub mod permissions;
 pub mod picker;
 mod reconnect;
 pub mod replay;
@@ -104,8 +105,7 @@ pub(super) enum Handled {
     Stop,
 }
 
-/// Applies a terminal input to the view and the terminal; keys become actions (with the
-/// approvals an "always allow" answered by itself).
+/// Applies a terminal input to the view and the terminal; keys become actions.
 pub(super) fn handle_input(
     view: &mut View,
     term: &mut InlineTerminal<TerminalOut>,
@@ -113,8 +113,7 @@ pub(super) fn handle_input(
 ) -> Handled {
     match msg {
         Input::Term(TermEvent::Key(key)) => {
-            let mut actions: Vec<Action> = view.on_key(key).into_iter().collect();
-            actions.extend(view.take_auto_approvals());
+            let actions: Vec<Action> = view.on_key(key).into_iter().collect();
             return Handled::Actions(actions);
         }
         Input::Term(TermEvent::Paste(text)) => view.on_paste(&text),

@@ -6,7 +6,7 @@
 //! process or in the daemon); the view itself never calls the host and never writes to a
 //! terminal, so every screen can be rendered in tests.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -23,6 +23,7 @@ pub use screen::fmt_tokens;
 use super::composer::Composer;
 use super::picker::{Picker, PickerAction};
 use super::transcript::{HistoryCell, Layout, Transcript};
+use crate::kernel::agent::Permission;
 use crate::kernel::event::ApprovalDecision;
 use crate::wire::events::{UiMethod, UiRequest, WireEvent};
 use approval::Approval;
@@ -57,6 +58,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         "hooks",
         "the configured hooks: event, matcher, command, file and trust",
+    ),
+    (
+        "permissions",
+        "the permission mode (Shift+Tab cycles it) and the rules in force",
     ),
     ("help", "show commands and keys"),
     ("quit", "leave keel (the session is saved)"),
@@ -93,6 +98,10 @@ pub enum Action {
         call_id: String,
         decision: ApprovalDecision,
     },
+    /// Allow the call and, from now on, the calls like it (the session saves the rule).
+    AllowAlways {
+        call_id: String,
+    },
     /// Deny the call and tell the model why (the message reaches it as steering, before it
     /// answers again).
     DenyWithMessage {
@@ -109,6 +118,8 @@ pub enum Action {
     Bash(String),
     OpenSession(PathBuf),
     Quit,
+    /// Shift+Tab: the session's permission mode from now on.
+    SetPermission(Permission),
 }
 
 /// The laid-out live area of one frame.
@@ -127,10 +138,6 @@ pub struct View {
     pub layout: Layout,
     picker: Option<Picker>,
     approvals: VecDeque<Approval>,
-    /// Tools the user chose to always allow in this process.
-    always_allowed: BTreeSet<String>,
-    /// Calls approved by an "always allow" answer that still wait for their `Approve`.
-    pending_auto: Vec<String>,
     /// A one-line hint under the status line (e.g. "press Ctrl+C again to quit").
     hint: Option<String>,
     quit_armed: bool,
@@ -167,6 +174,8 @@ pub struct View {
     wrote_any: bool,
     /// Whether the last cell written was part of an answer (its next lines follow directly).
     last_was_answer: bool,
+    /// The session's permission mode, in the status line (`None`: not known, not shown).
+    pub permission: Option<Permission>,
 }
 
 impl Default for View {
@@ -183,8 +192,6 @@ impl View {
             layout: Layout::default(),
             picker: None,
             approvals: VecDeque::new(),
-            always_allowed: BTreeSet::new(),
-            pending_auto: Vec::new(),
             hint: None,
             quit_armed: false,
             interrupted_at: None,
@@ -203,6 +210,7 @@ impl View {
             shown: VecDeque::new(),
             wrote_any: false,
             last_was_answer: false,
+            permission: None,
         }
     }
 
@@ -250,12 +258,6 @@ impl View {
         match event {
             WireEvent::ExtensionUiRequest(r) if r.method == UiMethod::Confirm => {
                 let approval = self.approval(r);
-                if self.always_allowed.contains(&approval.tool_name) {
-                    return vec![Action::Approve {
-                        call_id: approval.call_id,
-                        decision: ApprovalDecision::Allow,
-                    }];
-                }
                 self.approvals.push_back(approval);
             }
             WireEvent::ToolExecutionEnd { tool_call_id, .. }
@@ -291,15 +293,11 @@ impl View {
         a
     }
 
-    /// Approvals decided by an earlier "always allow" answer, to send now.
-    pub fn take_auto_approvals(&mut self) -> Vec<Action> {
-        self.pending_auto
-            .drain(..)
-            .map(|call_id| Action::Approve {
-                call_id,
-                decision: ApprovalDecision::Allow,
-            })
-            .collect()
+    /// Shift+Tab: the next permission mode, shown at once (the session is told).
+    fn cycle_permission(&mut self) -> Option<Action> {
+        let next = self.permission?.next();
+        self.permission = Some(next);
+        Some(Action::SetPermission(next))
     }
 
     /// Puts texts (queued messages taken back after an abort) in front of the editor's text.
@@ -348,6 +346,9 @@ impl View {
         }
         if let Some(action) = self.slash_key(key) {
             return action;
+        }
+        if key.code == KeyCode::BackTab {
+            return self.cycle_permission();
         }
         let action = self.editor_key(key, ctrl, was_armed);
         self.refresh_mention();

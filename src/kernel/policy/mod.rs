@@ -5,7 +5,9 @@
 //! them matches, allowed only if every one does. The kernel seam is `turn::check_permission`;
 //! this module never prints and never reads files: lists come in as strings with their origin.
 
+mod always;
 mod command;
+mod mode;
 mod path;
 mod rule;
 mod shell;
@@ -17,6 +19,8 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use rule::{Rule, Spec};
+
+pub use always::always_rules;
 
 /// The three rule lists, parsed.
 #[derive(Debug, Clone, Default)]
@@ -110,6 +114,31 @@ impl Rules {
             allow: list(allow, false),
         };
         (rules, warnings)
+    }
+
+    /// Adds `other`'s rules after these, list by list (a session's "always" answers).
+    pub fn extend(&mut self, other: Rules) {
+        self.deny.extend(other.deny);
+        self.ask.extend(other.ask);
+        self.allow.extend(other.allow);
+    }
+
+    /// Every rule as `(list, rule, origin)`, deny first, then ask, then allow, each list in
+    /// its order (`/permissions`).
+    pub fn entries(&self) -> Vec<(&'static str, &str, &str)> {
+        let lists = [
+            ("deny", &self.deny),
+            ("ask", &self.ask),
+            ("allow", &self.allow),
+        ];
+        lists
+            .into_iter()
+            .flat_map(|(list, rules)| {
+                rules
+                    .iter()
+                    .map(move |r| (list, r.text.as_str(), r.origin.as_str()))
+            })
+            .collect()
     }
 
     /// No rule at all.

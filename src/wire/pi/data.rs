@@ -238,3 +238,25 @@ pub struct SourceInfo {
     /// The directory it was found in (`null` if none).
     pub base_dir: Option<String>,
 }
+
+/// `get_permissions` and `set_permission_mode` (keel's additions): the session's permission
+/// mode and the rules in force.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionsData {
+    /// `ask`, `accept-edits`, `auto` or `read-only`.
+    pub mode: String,
+    /// The deny rules, then ask, then allow, each list in the order it is checked; the
+    /// settings' first, then those "always" answers added in this session.
+    pub rules: Vec<PermissionRule>,
+}
+
+/// One permission rule in force.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PermissionRule {
+    /// `deny`, `ask` or `allow`.
+    pub list: String,
+    /// As written (`Bash(npm test:*)`).
+    pub rule: String,
+    /// Where it came from: a settings file, a flag, or an "always" answer.
+    pub origin: String,
+}

@@ -89,6 +89,12 @@ impl CommandName {
             },
             N::GetCommands => Command::GetCommands {},
             N::ExtensionUiResponse => ui_response(req),
+            N::GetPermissions => Command::GetPermissions {},
+            N::SetPermissionMode => Command::SetPermissionMode {
+                mode: req
+                    .choice("mode", PERMISSION_MODES)?
+                    .ok_or_else(|| missing(req, "mode"))?,
+            },
         })
     }
 }
@@ -116,6 +122,17 @@ fn thinking_level(req: &Request) -> Result<String, ParamError> {
     req.choice("level", &allowed)?
         .ok_or_else(|| missing(req, "level"))
 }
+
+/// The words `set_permission_mode` takes: keel's, then Claude's aliases.
+const PERMISSION_MODES: &[&str] = &[
+    "ask",
+    "accept-edits",
+    "auto",
+    "read-only",
+    "default",
+    "acceptEdits",
+    "bypassPermissions",
+];
 
 fn delivery_mode(req: &Request) -> Result<DeliveryMode, ParamError> {
     match req.choice("mode", &["all", "one-at-a-time"])?.as_deref() {

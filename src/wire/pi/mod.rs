@@ -76,6 +76,8 @@ command_names! {
     SetSessionName = "set_session_name",
     GetCommands = "get_commands",
     ExtensionUiResponse = "extension_ui_response",
+    GetPermissions = "get_permissions",
+    SetPermissionMode = "set_permission_mode",
 }
 
 impl CommandName {
@@ -117,7 +119,9 @@ impl CommandName {
             | GetTree
             | GetLastAssistantText
             | GetCommands
-            | ExtensionUiResponse => false,
+            | ExtensionUiResponse
+            | GetPermissions
+            | SetPermissionMode => false,
         }
     }
 
@@ -323,6 +327,15 @@ pub enum Command {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cancelled: Option<bool>,
     },
+    /// keel's addition. Data: [`data::PermissionsData`].
+    GetPermissions {},
+    /// keel's addition: the permission mode for the calls to come. Data:
+    /// [`data::PermissionsData`].
+    SetPermissionMode {
+        /// `ask`, `accept-edits`, `auto` or `read-only` (or Claude's `default`, `acceptEdits`,
+        /// `bypassPermissions`).
+        mode: String,
+    },
 }
 
 impl Command {
@@ -364,6 +377,8 @@ impl Command {
             Command::SetSessionName { .. } => N::SetSessionName,
             Command::GetCommands {} => N::GetCommands,
             Command::ExtensionUiResponse { .. } => N::ExtensionUiResponse,
+            Command::GetPermissions {} => N::GetPermissions,
+            Command::SetPermissionMode { .. } => N::SetPermissionMode,
         }
     }
 

@@ -51,6 +51,9 @@ const LINES: &[&str] = &[
     r#"{"type":"extension_ui_response","id":"d1","confirmed":true}"#,
     r#"{"type":"extension_ui_response","id":"d2","value":"B"}"#,
     r#"{"type":"extension_ui_response","id":"d3","cancelled":true}"#,
+    r#"{"type":"extension_ui_response","id":"d4","value":"always","confirmed":true}"#,
+    r#"{"type":"get_permissions"}"#,
+    r#"{"type":"set_permission_mode","mode":"accept-edits"}"#,
 ];
 
 fn decode(line: &str) -> Result<Command, ParamError> {
@@ -133,6 +136,9 @@ const PI_COMMANDS: &[&str] = &[
     "get_commands",
     // §4.5: the dialog answer.
     "extension_ui_response",
+    // keel's additions: the permission policy.
+    "get_permissions",
+    "set_permission_mode",
 ];
 
 #[test]

@@ -1,12 +1,11 @@
 //! The approval dialog (`--permission ask`): what the call would do in full (an edit's diff, a
 //! write's content, a bash command wrapped, never cut), scrolled with Up/Down and PgUp/PgDn
-//! when it is taller than the room left, and the answers: allow once, always allow the tool
-//! (for this view), deny, or deny with a message typed in the dialog (sent as steering, so the
+//! when it is taller than the room left, and the answers: allow once, always allow calls like it
+//! (a rule the session saves), deny, or deny with a message typed in the dialog (sent as steering, so the
 //! model reads it before it answers again). The dialog is built from the request's
 //! `toolName` and `args`; the view stays pure.
 
 use std::cell::Cell;
-use std::collections::VecDeque;
 
 use crossterm::event::{KeyCode, KeyEvent};
 use ratatui::style::{Color, Modifier, Style};
@@ -179,7 +178,7 @@ pub(super) fn rows(a: &Approval, waiting: usize, w: usize, max_rows: usize) -> V
             Span::styled("  y", yellow()),
             Span::raw(" allow once  "),
             Span::styled("a", yellow()),
-            Span::raw(format!(" always allow {}  ", a.tool_name)),
+            Span::raw(" always allow calls like this  "),
             Span::styled("n", yellow()),
             Span::raw(" deny  "),
             Span::styled("d", yellow()),
@@ -227,9 +226,9 @@ impl View {
             KeyCode::Char('d') => a.message = Some(String::new()),
             KeyCode::Char('y') | KeyCode::Enter => return self.answer(ApprovalDecision::Allow, ""),
             KeyCode::Char('a') => {
-                let tool = a.tool_name.clone();
-                self.always_allowed.insert(tool);
-                return self.answer(ApprovalDecision::Allow, "");
+                let a = self.approvals.pop_front()?;
+                self.transcript.approval_answered(&a.call_id, self.now_ms);
+                return Some(Action::AllowAlways { call_id: a.call_id });
             }
             KeyCode::Char('n') | KeyCode::Esc => return self.answer(ApprovalDecision::Deny, ""),
             _ => {}
@@ -243,16 +242,6 @@ impl View {
         let a = self.approvals.pop_front()?;
         // The tool's time starts now, not when it asked.
         self.transcript.approval_answered(&a.call_id, self.now_ms);
-        // Other calls of a tool that is now always allowed need no question either.
-        if decision == ApprovalDecision::Allow && self.always_allowed.contains(&a.tool_name) {
-            let (more, rest): (VecDeque<Approval>, VecDeque<Approval>) =
-                std::mem::take(&mut self.approvals)
-                    .into_iter()
-                    .partition(|x| x.tool_name == a.tool_name);
-            self.approvals = rest;
-            self.pending_auto
-                .extend(more.into_iter().map(|m| m.call_id));
-        }
         Some(match (decision, message.is_empty()) {
             (ApprovalDecision::Deny, false) => Action::DenyWithMessage {
                 call_id: a.call_id,

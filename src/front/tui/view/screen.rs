@@ -361,6 +361,9 @@ impl View {
         if let Some(p) = &self.place {
             parts.push(p.clone());
         }
+        if let Some(mode) = self.permission {
+            parts.push(format!("{} mode", mode.word()));
+        }
         if let Some(s) = &self.sandbox {
             parts.push(s.clone());
         }

@@ -1,0 +1,83 @@
+//! The TUI's view of the permission policy (`DESIGN.md` §13): the mode in the status line
+//! (asked for at start, changed by Shift+Tab through `set_permission_mode`, the same command
+//! any client sends) and `/permissions`, the rules in force with their origin.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use crate::kernel::agent::Permission;
+use crate::wire::pi::data::PermissionsData;
+use crate::wire::pi::Command;
+
+use super::client::{Back, Client};
+use super::transcript::HistoryCell;
+
+impl Client {
+    /// Asks the session for its mode, for the status line (a host that cannot say: none shown).
+    pub(super) fn fetch_permission(&self) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        tokio::spawn(async move {
+            let got = commands
+                .ask::<PermissionsData>(&Command::GetPermissions {})
+                .await;
+            if let Some(mode) = got.ok().and_then(|d| Permission::parse(&d.mode)) {
+                let _ = back.send(Back::Permission(mode));
+            }
+        });
+    }
+
+    /// Tells the session to use `mode` from now on; the status line shows what it took.
+    pub(super) fn set_permission(&self, mode: Permission) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        tokio::spawn(async move {
+            let set = Command::SetPermissionMode {
+                mode: mode.word().to_string(),
+            };
+            let answer = match commands.ask::<PermissionsData>(&set).await {
+                Ok(d) => Permission::parse(&d.mode).map(Back::Permission),
+                Err(e) => Some(Back::Notice(HistoryCell::Error(e.message))),
+            };
+            if let Some(answer) = answer {
+                let _ = back.send(answer);
+            }
+        });
+    }
+
+    /// `/permissions`: the mode and every rule in force, with its list and origin.
+    pub(super) fn permissions(&self) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        tokio::spawn(async move {
+            let got = commands
+                .ask::<PermissionsData>(&Command::GetPermissions {})
+                .await;
+            let cell = match got {
+                Ok(d) => HistoryCell::Notice(listing(&d)),
+                Err(e) => HistoryCell::Error(e.message),
+            };
+            let _ = back.send(Back::Notice(cell));
+        });
+    }
+}
+
+/// `/permissions`'s text: the mode, then the rules, deny first, each with where it came from.
+pub fn listing(data: &PermissionsData) -> String {
+    let mut out = format!(
+        "permission mode: {} (Shift+Tab cycles ask → accept-edits → auto)\n",
+        data.mode
+    );
+    if data.rules.is_empty() {
+        out.push_str("no permission rules (settings files: permissions.allow, ask, deny)");
+        return out;
+    }
+    let width = data.rules.iter().map(|r| r.rule.chars().count()).max();
+    let width = width.unwrap_or(0);
+    for r in &data.rules {
+        out.push_str(&format!(
+            "  {:<5} {:<width$}  {}\n",
+            r.list, r.rule, r.origin
+        ));
+    }
+    out.truncate(out.trim_end().len());
+    out
+}
