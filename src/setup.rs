@@ -330,13 +330,20 @@ pub fn agent_config_with(
             ..CompactionPolicy::default()
         },
         session_id: None,
-        sandbox: std::sync::Arc::new(crate::kernel::sandbox::Sandbox::for_session(
-            cli.sandbox.as_deref(),
-            &env.cwd,
-            &env.keel_home,
-            env.tool_vars.as_ref().unwrap_or(&env.vars),
-            &mut warnings,
-        )),
+        sandbox: std::sync::Arc::new(
+            crate::kernel::sandbox::Sandbox::for_session(
+                cli.sandbox.as_deref(),
+                &env.cwd,
+                &env.keel_home,
+                env.tool_vars.as_ref().unwrap_or(&env.vars),
+                &mut warnings,
+            )
+            .with_network(
+                crate::cli::commands::sandbox_net::network_of(cli),
+                env.tool_vars.as_ref().unwrap_or(&env.vars),
+                &mut warnings,
+            ),
+        ),
     };
     Ok((config, warnings, skills))
 }

@@ -47,6 +47,7 @@ mod remote;
 mod responses;
 mod rpc;
 mod sandbox;
+mod sandbox_net;
 mod schedule;
 mod session_load;
 mod session_safety;

@@ -9,6 +9,7 @@ pub mod debug;
 pub mod mcp;
 pub mod ps;
 pub mod sandbox;
+pub mod sandbox_net;
 pub mod schedule;
 
 use crate::error::StartupError;

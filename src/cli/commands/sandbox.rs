@@ -67,6 +67,11 @@ pub fn debug(cli: Cli) -> Exit {
             &env.keel_home,
             &env.vars,
             &mut warnings,
+        )
+        .with_network(
+            super::sandbox_net::network_of(&cli),
+            &env.vars,
+            &mut warnings,
         );
         let scratch = tempfile::tempdir().map_err(|e| {
             StartupError::internal("cannot create a scratch directory").cause(e.to_string())

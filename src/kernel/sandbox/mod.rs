@@ -5,8 +5,11 @@
 //! reads settings: the caller builds the [`SandboxPolicy`].
 
 pub mod bwrap;
+pub mod forward;
 pub mod landlock;
+pub mod network;
 pub mod policy;
+pub mod proxy;
 pub mod seccomp;
 pub mod selftest;
 
@@ -15,6 +18,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
+pub use network::{HostPattern, NetViolation, Network};
 pub use policy::{Places, SandboxMode, SandboxPolicy, WriteDenial};
 
 /// What runs tool processes.
@@ -77,6 +81,8 @@ pub struct Launch {
 pub struct Sandbox {
     pub policy: SandboxPolicy,
     pub mechanism: Mechanism,
+    /// The network-allowlist proxy, started on first use ([`proxy`]).
+    pub proxy: proxy::ProxySlot,
 }
 
 /// Which mechanism to use: the best one that works, or one forced (`KEEL_SANDBOX_MECHANISM`).
@@ -98,6 +104,7 @@ impl Sandbox {
         Sandbox {
             policy: SandboxPolicy::new(SandboxMode::Off, &places, &[], &[], &[], true),
             mechanism: Mechanism::Off,
+            proxy: Default::default(),
         }
     }
 
@@ -137,6 +144,7 @@ impl Sandbox {
         Sandbox {
             policy,
             mechanism: mechanism.unwrap_or(Mechanism::Unavailable),
+            proxy: Default::default(),
         }
     }
 
@@ -218,7 +226,7 @@ impl Sandbox {
             }),
             Mechanism::Bwrap(b) => Ok(Some(Launch {
                 program: b.path.clone(),
-                args: tail(bwrap::args(b, &self.policy, tmp, cwd)),
+                args: tail(self.proxy_args(bwrap::args(b, &self.policy, tmp, cwd))?),
                 env: Vec::new(),
             })),
             Mechanism::Landlock { exe } => {
