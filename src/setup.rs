@@ -17,6 +17,7 @@ use crate::kernel::compaction::CompactionPolicy;
 use crate::kernel::op::QueueMode;
 use crate::kernel::provider::model::Registry;
 use crate::kernel::provider::Provider;
+use crate::kernel::sandbox::{HostPattern, Network};
 use crate::kernel::session::{self, SessionErrorKind, SessionHeader, Store};
 use crate::kernel::tool;
 use crate::mode::Env;
@@ -339,7 +340,7 @@ pub fn agent_config_with(
                 &mut warnings,
             )
             .with_network(
-                crate::cli::commands::sandbox_net::network_of(cli),
+                sandbox_network(cli)?,
                 env.tool_vars.as_ref().unwrap_or(&env.vars),
                 &mut warnings,
             ),
@@ -631,4 +632,22 @@ pub fn require_regular_file(path: &Path, what: &str) -> Result<(), StartupError>
         ))
         .hint("pass the path of a regular file")),
     }
+}
+
+/// The network the temporary flags ask for (`None`: the policy's default), until the
+/// `sandbox.network` setting is wired: `--sandbox-network on` wins; any
+/// `--sandbox-network-allow HOST` makes an allowlist.
+pub fn sandbox_network(cli: &Cli) -> Result<Option<Network>, StartupError> {
+    let allow = cli
+        .sandbox_network_allow
+        .iter()
+        .map(|h| HostPattern::parse(h))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| StartupError::usage(e.to_string()))?;
+    Ok(match cli.sandbox_network.as_deref() {
+        Some("on") => Some(Network::On),
+        _ if !allow.is_empty() => Some(Network::Allow(allow)),
+        Some(_) => Some(Network::Off),
+        None => None,
+    })
 }

@@ -239,7 +239,7 @@ pub struct Cli {
     /// TEMPORARY test entry point until `sandbox.network.allow` is wired (hidden): a host name
     /// (or `*.suffix`) the commands the model runs may reach through keel's proxy; repeatable.
     #[arg(long, hide = true, value_name = "HOST")]
-    pub sandbox_network_allow: Vec<crate::kernel::sandbox::HostPattern>,
+    pub sandbox_network_allow: Vec<String>,
 }
 
 /// Reaching another host's daemon over ssh (`DESIGN.md` §10; README "Remote and fleet").

@@ -69,7 +69,7 @@ pub fn debug(cli: Cli) -> Exit {
             &mut warnings,
         )
         .with_network(
-            super::sandbox_net::network_of(&cli),
+            crate::setup::sandbox_network(&cli)?,
             &env.vars,
             &mut warnings,
         );

@@ -4,9 +4,8 @@
 
 use std::path::PathBuf;
 
-use crate::cli::args::Cli;
 use crate::exit::Exit;
-use crate::kernel::sandbox::{forward, Network};
+use crate::kernel::sandbox::forward;
 use crate::output::{ColorChoice, Output};
 
 /// `keel __sandbox-forward SOCKET -- PROGRAM [ARGS…]`, or `keel __sandbox-forward --relay
@@ -32,15 +31,4 @@ pub fn run(args: ForwardArgs) -> Exit {
     };
     out.err(&format!("Error: keel sandbox network: {e}\n"));
     Exit::Internal
-}
-
-/// The network the temporary flags ask for (`None`: the policy's default): `--sandbox-network
-/// on` wins; any `--sandbox-network-allow` makes an allowlist.
-pub fn network_of(cli: &Cli) -> Option<Network> {
-    match (cli.sandbox_network.as_deref(), &cli.sandbox_network_allow) {
-        (Some("on"), _) => Some(Network::On),
-        (_, allow) if !allow.is_empty() => Some(Network::Allow(allow.clone())),
-        (Some(_), _) => Some(Network::Off),
-        (None, _) => None,
-    }
 }
