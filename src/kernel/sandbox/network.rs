@@ -170,16 +170,18 @@ impl SandboxPolicy {
 }
 
 impl Sandbox {
-    /// This sandbox with `network` in force (`None`: as built). An allowlist needs bubblewrap
-    /// (the proxy is reached from inside a network namespace); under Landlock it becomes `Off`
-    /// with a warning. `vars`: the test-only `KEEL_SANDBOX_PROXY_RESOLVE` (see [`resolve_overrides`]).
+    /// This sandbox with `network` in force (`None`, or the sandbox is off: as built). An
+    /// allowlist needs bubblewrap (the proxy is reached from inside a network namespace);
+    /// under Landlock it becomes `Off` with a warning. `vars`: the test-only
+    /// `KEEL_SANDBOX_PROXY_RESOLVE` (see [`resolve_overrides`]).
     pub fn with_network(
         mut self,
         network: Option<Network>,
         vars: &BTreeMap<String, String>,
         warnings: &mut Vec<String>,
     ) -> Sandbox {
-        let Some(network) = network else {
+        // `--sandbox off` reaches everything already; nothing to narrow.
+        let Some(network) = network.filter(|_| self.mechanism != Mechanism::Off) else {
             return self;
         };
         let network = match (&self.mechanism, network) {
@@ -283,6 +285,16 @@ mod tests {
         assert_eq!(back, p);
         p.set_network(Network::On);
         assert_eq!(p.network_mode(), Network::On);
+    }
+
+    #[test]
+    fn with_the_sandbox_off_the_network_stays_on() {
+        let allow = vec![HostPattern::parse("crates.io").unwrap()];
+        let mut warnings = Vec::new();
+        let sb = Sandbox::off(std::path::Path::new("/nonexistent"));
+        let sb = sb.with_network(Some(Network::Allow(allow)), &BTreeMap::new(), &mut warnings);
+        assert_eq!(sb.policy.network_mode(), Network::On);
+        assert!(warnings.is_empty());
     }
 
     #[test]
