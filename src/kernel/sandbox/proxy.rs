@@ -23,6 +23,8 @@ pub const INSIDE_SOCKET: &str = "/tmp/.keel-proxy.sock";
 
 /// The longest request head the proxy reads.
 const MAX_HEAD: usize = 64 * 1024;
+/// How many violations are kept until taken.
+const MAX_KEPT: usize = 1024;
 /// How long connecting to an allowed destination may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -143,8 +145,13 @@ struct State {
 }
 
 impl State {
+    /// Keeps `violation` for [`ProxySlot::take_violations`]: the newest [`MAX_KEPT`] only, so
+    /// a command that loops on refused hosts cannot grow keel's memory.
     fn record(&self, violation: NetViolation) {
         let mut v = self.violations.lock().unwrap_or_else(|e| e.into_inner());
+        if v.len() >= MAX_KEPT {
+            v.remove(0);
+        }
         v.push(violation);
     }
 }

@@ -140,3 +140,25 @@ async fn allowed_names_pass_and_others_are_refused_and_recorded() {
     let out = ask(&socket, "GET / HTTP/1.1\r\n\r\n").await;
     assert!(out.starts_with("HTTP/1.1 400"), "{out}");
 }
+
+#[test]
+fn only_the_newest_violations_are_kept() {
+    let state = State {
+        allow: Vec::new(),
+        resolve: Vec::new(),
+        violations: Arc::default(),
+    };
+    for port in 0..(MAX_KEPT as u16 + 10) {
+        state.record(NetViolation {
+            host: "x.test".into(),
+            port,
+            reason: ViolationReason::NotAllowed,
+        });
+    }
+    let kept = state.violations.lock().unwrap();
+    assert_eq!(kept.len(), MAX_KEPT);
+    assert_eq!(
+        (kept[0].port, kept[MAX_KEPT - 1].port),
+        (10, MAX_KEPT as u16 + 9)
+    );
+}
