@@ -331,21 +331,15 @@ pub fn agent_config_with(
             ..CompactionPolicy::default()
         },
         session_id: None,
-        sandbox: std::sync::Arc::new(
-            crate::kernel::sandbox::Sandbox::for_session(
-                cli.sandbox.as_deref(),
-                &env.cwd,
-                &env.keel_home,
-                env.tool_vars.as_ref().unwrap_or(&env.vars),
-                &mut warnings,
-            )
-            .with_network(
-                sandbox_network(cli)?,
-                env.tool_vars.as_ref().unwrap_or(&env.vars),
-                &mut warnings,
-            ),
-        ),
+        sandbox: std::sync::Arc::new(crate::kernel::sandbox::Sandbox::for_session(
+            cli.sandbox.as_deref(),
+            &env.cwd,
+            &env.keel_home,
+            env.tool_vars.as_ref().unwrap_or(&env.vars),
+            &mut warnings,
+        )),
     };
+    let config = with_sandbox_network(config, cli, env, &mut warnings)?;
     Ok((config, warnings, skills))
 }
 
@@ -632,6 +626,19 @@ pub fn require_regular_file(path: &Path, what: &str) -> Result<(), StartupError>
         ))
         .hint("pass the path of a regular file")),
     }
+}
+
+/// `config` with the network the temporary flags ask for in its sandbox.
+fn with_sandbox_network(
+    mut config: AgentConfig,
+    cli: &Cli,
+    env: &Env,
+    warnings: &mut Vec<String>,
+) -> Result<AgentConfig, StartupError> {
+    let vars = env.tool_vars.as_ref().unwrap_or(&env.vars);
+    let sandbox = (*config.sandbox).clone();
+    config.sandbox = Arc::new(sandbox.with_network(sandbox_network(cli)?, vars, warnings));
+    Ok(config)
 }
 
 /// The network the temporary flags ask for (`None`: the policy's default), until the
