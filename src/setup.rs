@@ -690,3 +690,4 @@ pub fn require_regular_file(path: &Path, what: &str) -> Result<(), StartupError>
         .hint("pass the path of a regular file")),
     }
 }
+

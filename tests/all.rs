@@ -60,6 +60,7 @@ mod rpc;
 mod sandbox;
 mod sandbox_escalation;
 mod sandbox_settings;
+mod sandbox_net;
 mod schedule;
 mod session_load;
 mod session_safety;

@@ -248,6 +248,16 @@ pub struct Cli {
     /// (danger-full-access: no sandbox).
     #[arg(long, value_name = "MODE", value_parser = ["workspace-write", "read-only", "off", "danger-full-access"])]
     pub sandbox: Option<String>,
+
+    /// TEMPORARY test entry point until the `sandbox.network` setting is wired (hidden): `on`
+    /// lets the commands the model runs use the network directly, `off` cuts it (the default).
+    #[arg(long, hide = true, value_name = "on|off", value_parser = ["on", "off"])]
+    pub sandbox_network: Option<String>,
+
+    /// TEMPORARY test entry point until `sandbox.network.allow` is wired (hidden): a host name
+    /// (or `*.suffix`) the commands the model runs may reach through keel's proxy; repeatable.
+    #[arg(long, hide = true, value_name = "HOST")]
+    pub sandbox_network_allow: Vec<String>,
 }
 
 /// A dollar amount: a finite number, not negative.

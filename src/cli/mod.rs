@@ -79,6 +79,9 @@ pub enum Command {
     /// keel's own sandbox helper (the Landlock fallback): restricts itself, then execs.
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(commands::sandbox::ExecArgs),
+    /// keel's relay to its network-allowlist proxy, inside a bubblewrap sandbox.
+    #[command(name = "__sandbox-forward", hide = true)]
+    SandboxForward(commands::sandbox_net::ForwardArgs),
 }
 
 /// Parses the command line `args` (the process's, read once by `app`) and runs what it names:
@@ -104,6 +107,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Config { command }) => commands::config::run(command),
         Some(Command::Hooks { command }) => commands::hooks::run(command),
         Some(Command::SandboxExec(a)) => commands::sandbox::exec(a),
+        Some(Command::SandboxForward(a)) => commands::sandbox_net::run(a),
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::kernel::sandbox::{Network, SandboxConfig, SandboxMode};
+use crate::kernel::sandbox::{HostPattern, Network, SandboxConfig, SandboxMode};
 use crate::mode::Env;
 use crate::settings::{
     Level, Merged, NetworkAllow, NetworkSetting, NetworkWord, Origin, SandboxModeSetting, Sourced,
@@ -31,7 +31,8 @@ pub fn config(
             let widens = n.value != NetworkSetting::Word(NetworkWord::Off);
             gate.keep(n, "sandbox.network", widens)
         })
-        .map_or(Network::Off, |n| network_of(&n.value));
+        .map(|n| n.value.clone());
+    let network = network.map_or(Network::Off, |n| network_of(&n, gate.warnings));
     let home = env.vars.get("HOME").map(PathBuf::from);
     let root = crate::settings::project_root(&env.cwd);
     let path = |p: &str| resolve(p, home.as_deref(), &root);
@@ -90,11 +91,22 @@ fn mode(
     }
 }
 
-fn network_of(n: &NetworkSetting) -> Network {
+fn network_of(n: &NetworkSetting, warnings: &mut Vec<String>) -> Network {
     match n {
         NetworkSetting::Word(NetworkWord::On) => Network::On,
         NetworkSetting::Word(NetworkWord::Off) => Network::Off,
-        NetworkSetting::Allow(NetworkAllow { allow }) => Network::Allow(allow.clone()),
+        NetworkSetting::Allow(NetworkAllow { allow }) => Network::Allow(
+            allow
+                .iter()
+                .filter_map(|h| match HostPattern::parse(h) {
+                    Ok(p) => Some(p),
+                    Err(e) => {
+                        warnings.push(format!("sandbox.network.allow: `{h}` is skipped: {e}"));
+                        None
+                    }
+                })
+                .collect(),
+        ),
     }
 }
 
@@ -138,4 +150,23 @@ impl Gate<'_> {
 
 fn from_project(o: &Origin) -> bool {
     matches!(o.level, Level::Project | Level::Local)
+}
+
+/// The network `--sandbox-network on|off` and `--sandbox-network-allow HOST` ask for (`None`:
+/// the settings'); they beat `sandbox.network`: `on` wins, any allowed host makes an allowlist.
+pub fn network_flags(
+    cli: &crate::cli::args::Cli,
+) -> Result<Option<Network>, crate::error::StartupError> {
+    let allow = cli
+        .sandbox_network_allow
+        .iter()
+        .map(|h| HostPattern::parse(h))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| crate::error::StartupError::usage(e.to_string()))?;
+    Ok(match cli.sandbox_network.as_deref() {
+        Some("on") => Some(Network::On),
+        _ if !allow.is_empty() => Some(Network::Allow(allow)),
+        Some(_) => Some(Network::Off),
+        None => None,
+    })
 }

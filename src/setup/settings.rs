@@ -91,13 +91,16 @@ impl Settings {
         });
         let permission = pick(file_mode.as_ref(), flag_mode);
         let no_compaction = cli.no_auto_compaction.then_some(false);
-        let sandbox = super::sandbox::config(
+        let mut sandbox = super::sandbox::config(
             cli.sandbox.as_deref(),
             m,
             cli.trust_project,
             env,
             &mut warnings,
         );
+        if let Some(network) = super::sandbox::network_flags(cli)? {
+            sandbox.network = network;
+        }
         Ok(Settings {
             continue_: cli.continue_,
             resume: cli.resume.clone(),

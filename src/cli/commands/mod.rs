@@ -11,6 +11,7 @@ pub mod hooks;
 pub mod mcp;
 pub mod ps;
 pub mod sandbox;
+pub mod sandbox_net;
 pub mod schedule;
 
 use crate::error::StartupError;

@@ -5,8 +5,11 @@
 //! reads settings: the caller builds the [`SandboxPolicy`].
 
 pub mod bwrap;
+pub mod forward;
 pub mod landlock;
+pub mod network;
 pub mod policy;
+pub mod proxy;
 pub mod seccomp;
 pub mod selftest;
 
@@ -15,6 +18,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
+pub use network::{HostPattern, NetViolation, Network};
 pub use policy::{Places, SandboxMode, SandboxPolicy, WriteDenial};
 
 /// What runs tool processes.
@@ -84,6 +88,8 @@ pub struct Sandbox {
     /// `sandbox.allowEscalation`: `Some(true)`, an allow rule may run an escalated call
     /// without asking; `Some(false)`, escalation is refused; `None`, it always asks.
     pub allow_escalation: Option<bool>,
+    /// The network-allowlist proxy, started on first use ([`proxy`]).
+    pub proxy: proxy::ProxySlot,
 }
 
 /// What the settings and flags ask of a session's sandbox (`DESIGN.md` §14).
@@ -122,14 +128,6 @@ impl Default for SandboxConfig {
     }
 }
 
-/// Whether tool processes reach the network.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Network {
-    Off,
-    On,
-    /// Only these hosts, through a proxy outside the sandbox (`sandbox.network.allow`).
-    Allow(Vec<String>),
-}
 
 /// Which mechanism to use: the best one that works, or one forced (`KEEL_SANDBOX_MECHANISM`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -151,6 +149,7 @@ impl Sandbox {
             policy: SandboxPolicy::new(SandboxMode::Off, &places, &[], &[], &[], true),
             mechanism: Mechanism::Off,
             allow_escalation: None,
+            proxy: Default::default(),
         }
     }
 
@@ -190,6 +189,7 @@ impl Sandbox {
             policy,
             mechanism: mechanism.unwrap_or(Mechanism::Unavailable),
             allow_escalation: None,
+            proxy: Default::default(),
         }
     }
 
@@ -208,19 +208,7 @@ impl Sandbox {
         // The spill files of this and other sessions stay readable by the file tools.
         let mut allow_read = vec![keel_home.join("tmp")];
         allow_read.extend(config.allow_read.iter().cloned());
-        let network = match &config.network {
-            Network::On => true,
-            Network::Off => false,
-            Network::Allow(_) => {
-                warnings.push(
-                    "`sandbox.network.allow`: the network allowlist is not built yet; the \
-                     network stays off"
-                        .into(),
-                );
-                false
-            }
-        };
-        let network = network || config.mode == SandboxMode::Off;
+        let network = config.network == Network::On || config.mode == SandboxMode::Off;
         let policy = SandboxPolicy::new(
             config.mode,
             &places,
@@ -245,6 +233,9 @@ impl Sandbox {
         }
         sandbox.allow_escalation = config.allow_escalation;
         warnings.extend(sandbox.warning());
+        if let Network::Allow(_) = &config.network {
+            sandbox = sandbox.with_network(Some(config.network.clone()), vars, warnings);
+        }
         sandbox
     }
 
@@ -287,7 +278,7 @@ impl Sandbox {
             }),
             Mechanism::Bwrap(b) => Ok(Some(Launch {
                 program: b.path.clone(),
-                args: tail(bwrap::args(b, &self.policy, tmp, cwd)),
+                args: tail(self.proxy_args(bwrap::args(b, &self.policy, tmp, cwd))?),
                 env: Vec::new(),
             })),
             Mechanism::Landlock { exe } => {

@@ -113,6 +113,10 @@ pub struct SandboxPolicy {
     pub allow_read: Vec<PathBuf>,
     /// Whether tool processes may use the network.
     pub network: bool,
+    /// With `network` false: the hosts reachable through keel's proxy (bubblewrap only; see
+    /// [`super::network::Network`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_allow: Option<Vec<super::network::HostPattern>>,
 }
 
 impl SandboxPolicy {
@@ -157,6 +161,7 @@ impl SandboxPolicy {
             deny_read,
             allow_read: allow_read.iter().map(abs).collect(),
             network,
+            network_allow: None,
         }
     }
 

@@ -1,0 +1,422 @@
+//! keel's network-allowlist proxy (issue 30 point 4): runs in keel, outside the sandbox, on a
+//! Unix socket in a private per-session directory that bubblewrap binds into the sandbox. It
+//! serves HTTP `CONNECT host:port` (HTTPS and any other TCP) and plain-HTTP absolute-form
+//! requests (`GET http://host/…`), checks the host name against the allowlist before it
+//! resolves or connects anything, and answers a refused destination with 403, a log line and a
+//! [`NetViolation`]. Owns the proxy and its start on first use; the in-sandbox relay is
+//! [`super::forward`]. It never decides the allowlist (the policy does).
+
+use std::ffi::OsString;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixListener, UnixStream};
+
+use super::network::{allowed, normal_host, HostPattern, NetViolation, Network, ViolationReason};
+use super::{Sandbox, SandboxError, SandboxErrorKind};
+
+/// Where the proxy's socket appears inside the sandbox (in its private `/tmp`).
+pub const INSIDE_SOCKET: &str = "/tmp/.keel-proxy.sock";
+
+/// The longest request head the proxy reads.
+const MAX_HEAD: usize = 64 * 1024;
+/// How many violations are kept until taken.
+const MAX_KEPT: usize = 1024;
+/// How long connecting to an allowed destination may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The session's proxy, started the first time a command needs it. State, not policy: two
+/// sandboxes compare equal whatever their proxies are doing.
+#[derive(Clone, Default)]
+pub struct ProxySlot(Arc<Slot>);
+
+#[derive(Default)]
+struct Slot {
+    /// TEST ONLY name → address overrides (`KEEL_SANDBOX_PROXY_RESOLVE`).
+    resolve: Vec<(String, IpAddr)>,
+    /// keel, run inside the sandbox as the relay.
+    exe: Option<PathBuf>,
+    running: Mutex<Option<Proxy>>,
+    violations: Arc<Mutex<Vec<NetViolation>>>,
+}
+
+impl ProxySlot {
+    pub fn new(resolve: Vec<(String, IpAddr)>, exe: Option<PathBuf>) -> ProxySlot {
+        ProxySlot(Arc::new(Slot {
+            resolve,
+            exe,
+            ..Slot::default()
+        }))
+    }
+
+    /// The socket of the running proxy for `allow`, started now if it is not running.
+    fn socket(&self, allow: &[HostPattern]) -> Result<PathBuf, SandboxError> {
+        let mut running = self.0.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = running.as_ref() {
+            return Ok(p.socket.clone());
+        }
+        let state = State {
+            allow: allow.to_vec(),
+            resolve: self.0.resolve.clone(),
+            violations: self.0.violations.clone(),
+        };
+        let proxy = Proxy::start(state)?;
+        let socket = proxy.socket.clone();
+        *running = Some(proxy);
+        Ok(socket)
+    }
+
+    /// The destinations refused since the last call (oldest first).
+    pub fn take_violations(&self) -> Vec<NetViolation> {
+        let mut v = self.0.violations.lock().unwrap_or_else(|e| e.into_inner());
+        std::mem::take(&mut *v)
+    }
+}
+
+impl PartialEq for ProxySlot {
+    fn eq(&self, _: &ProxySlot) -> bool {
+        true
+    }
+}
+
+impl Eq for ProxySlot {}
+
+impl std::fmt::Debug for ProxySlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let running = self.0.running.lock().map(|r| r.is_some()).unwrap_or(false);
+        f.debug_struct("ProxySlot")
+            .field("running", &running)
+            .finish()
+    }
+}
+
+impl Sandbox {
+    /// The bubblewrap hook of the network allowlist: `args` (bwrap's options) plus the proxy's
+    /// socket bound into the sandbox and keel's relay in front of the command:
+    /// `--ro-bind SOCKET /tmp/.keel-proxy.sock -- KEEL __sandbox-forward /tmp/.keel-proxy.sock`
+    /// (the caller appends `-- SHELL -c COMMAND`). Unchanged unless the network is an allowlist.
+    pub fn proxy_args(&self, mut args: Vec<OsString>) -> Result<Vec<OsString>, SandboxError> {
+        let Network::Allow(allow) = self.policy.network_mode() else {
+            return Ok(args);
+        };
+        let exe = self.proxy.0.exe.clone().filter(|e| {
+            !e.starts_with("/tmp") && self.policy.read_denied(&super::policy::real(e)).is_none()
+        });
+        let Some(exe) = exe else {
+            return Err(setup(
+                "the network allowlist runs keel inside the sandbox, but keel's executable is \
+                 not visible there (under /tmp or a denied path)",
+            ));
+        };
+        let socket = self.proxy.socket(&allow)?;
+        args.extend([
+            "--ro-bind".into(),
+            socket.into(),
+            INSIDE_SOCKET.into(),
+            "--".into(),
+            exe.into(),
+            "__sandbox-forward".into(),
+            INSIDE_SOCKET.into(),
+        ]);
+        Ok(args)
+    }
+
+    /// The destinations the proxy refused since the last call (for a violation event).
+    pub fn take_net_violations(&self) -> Vec<NetViolation> {
+        self.proxy.take_violations()
+    }
+}
+
+fn setup(message: &str) -> SandboxError {
+    SandboxError {
+        kind: SandboxErrorKind::Setup,
+        message: message.to_string(),
+    }
+}
+
+/// What every connection of one proxy shares.
+struct State {
+    allow: Vec<HostPattern>,
+    resolve: Vec<(String, IpAddr)>,
+    violations: Arc<Mutex<Vec<NetViolation>>>,
+}
+
+impl State {
+    /// Keeps `violation` for [`ProxySlot::take_violations`]: the newest [`MAX_KEPT`] only, so
+    /// a command that loops on refused hosts cannot grow keel's memory.
+    fn record(&self, violation: NetViolation) {
+        let mut v = self.violations.lock().unwrap_or_else(|e| e.into_inner());
+        if v.len() >= MAX_KEPT {
+            v.remove(0);
+        }
+        v.push(violation);
+    }
+}
+
+/// A running proxy: stops (and removes its directory) when dropped.
+struct Proxy {
+    socket: PathBuf,
+    _dir: tempfile::TempDir,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl Proxy {
+    /// Binds the socket in a fresh `0700` directory and serves it on the current runtime.
+    fn start(state: State) -> Result<Proxy, SandboxError> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|_| setup("the network proxy needs keel's async runtime"))?;
+        let fail = |e: std::io::Error| setup(&format!("cannot start the network proxy: {e}"));
+        let dir = tempfile::Builder::new()
+            .prefix("keel-net-")
+            .tempdir()
+            .map_err(fail)?;
+        let socket = dir.path().join("proxy.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).map_err(fail)?;
+        listener.set_nonblocking(true).map_err(fail)?;
+        let state = Arc::new(state);
+        let task = runtime.spawn(async move {
+            match UnixListener::from_std(listener) {
+                Ok(l) => serve(l, state).await,
+                Err(e) => tracing::warn!("sandbox proxy: cannot listen: {e}"),
+            }
+        });
+        Ok(Proxy {
+            socket,
+            _dir: dir,
+            task,
+        })
+    }
+}
+
+async fn serve(listener: UnixListener, state: Arc<State>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let state = state.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = handle(stream, &state).await {
+                        tracing::debug!("sandbox proxy: connection ended: {e}");
+                    }
+                });
+            }
+            Err(e) => tracing::warn!("sandbox proxy: accept failed: {e}"),
+        }
+    }
+}
+
+/// One client connection: read the request head, check, connect, relay.
+async fn handle(mut client: UnixStream, state: &State) -> std::io::Result<()> {
+    let Some((head, early)) = read_head(&mut client).await? else {
+        return answer(
+            &mut client,
+            400,
+            "keel sandbox proxy: no complete request head\n",
+        )
+        .await;
+    };
+    let req = match Request::parse(&head) {
+        Ok(r) => r,
+        Err(why) => return answer(&mut client, 400, &format!("keel sandbox proxy: {why}\n")).await,
+    };
+    if !allowed(&state.allow, &req.host) {
+        tracing::warn!(
+            host = %req.host,
+            port = req.port,
+            "sandbox proxy: refused {}:{} (not in the network allowlist)",
+            req.host,
+            req.port
+        );
+        let violation = NetViolation {
+            host: req.host.clone(),
+            port: req.port,
+            reason: ViolationReason::NotAllowed,
+        };
+        state.record(violation);
+        let body = format!(
+            "keel sandbox: {} is not in the network allowlist (sandbox.network.allow); the \
+             connection was refused\n",
+            req.host
+        );
+        return answer(&mut client, 403, &body).await;
+    }
+    let mut upstream = match connect(&req.host, req.port, &state.resolve).await {
+        Ok(s) => s,
+        Err(e) => {
+            let body = format!("keel sandbox proxy: cannot reach {}: {e}\n", req.host);
+            return answer(&mut client, 502, &body).await;
+        }
+    };
+    match &req.forward {
+        None => {
+            client
+                .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+                .await?
+        }
+        Some(head) => upstream.write_all(head.as_bytes()).await?,
+    }
+    upstream.write_all(&early).await?;
+    tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
+    Ok(())
+}
+
+/// The request head (through the blank line) and any bytes read after it; `None` when the
+/// client closed first or sent more than [`MAX_HEAD`] without one.
+async fn read_head(client: &mut UnixStream) -> std::io::Result<Option<(String, Vec<u8>)>> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let early = buf.split_off(end + 4);
+            return Ok(Some((String::from_utf8_lossy(&buf).into_owned(), early)));
+        }
+        if buf.len() > MAX_HEAD {
+            return Ok(None);
+        }
+        let n = client.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(None);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+async fn answer(client: &mut UnixStream, status: u16, body: &str) -> std::io::Result<()> {
+    let reason = match status {
+        400 => "Bad Request",
+        403 => "Forbidden",
+        _ => "Bad Gateway",
+    };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: text/plain; charset=utf-8\r\n\
+         Content-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    client.write_all(head.as_bytes()).await?;
+    client.write_all(body.as_bytes()).await?;
+    client.shutdown().await
+}
+
+/// Connects to `host:port`, through the test-only overrides first.
+async fn connect(
+    host: &str,
+    port: u16,
+    resolve: &[(String, IpAddr)],
+) -> std::io::Result<TcpStream> {
+    let fixed = resolve
+        .iter()
+        .find(|(name, _)| name == host)
+        .map(|(_, ip)| *ip);
+    let attempt = async {
+        match fixed {
+            Some(ip) => TcpStream::connect((ip, port)).await,
+            None => TcpStream::connect((host, port)).await,
+        }
+    };
+    tokio::time::timeout(CONNECT_TIMEOUT, attempt)
+        .await
+        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+}
+
+/// A request the proxy understood: where to, and for plain HTTP the head to send there.
+#[derive(Debug, PartialEq, Eq)]
+struct Request {
+    host: String,
+    port: u16,
+    /// `None` for CONNECT (a tunnel); the rewritten origin-form head for plain HTTP.
+    forward: Option<String>,
+}
+
+impl Request {
+    fn parse(head: &str) -> Result<Request, &'static str> {
+        let mut lines = head.split("\r\n");
+        let line = lines.next().unwrap_or_default();
+        let mut words = line.split(' ');
+        let (Some(method), Some(target), Some(version), None) =
+            (words.next(), words.next(), words.next(), words.next())
+        else {
+            return Err("a malformed request line");
+        };
+        if method.eq_ignore_ascii_case("CONNECT") {
+            let (host, port) = host_port(target, None)?;
+            return Ok(Request {
+                host,
+                port,
+                forward: None,
+            });
+        }
+        let rest = strip_prefix_ci(target, "http://")
+            .ok_or("keel's proxy takes CONNECT and absolute http:// requests only")?;
+        let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, path) = rest.split_at(split);
+        let authority = authority.rsplit('@').next().unwrap_or(authority);
+        let (host, port) = host_port(authority, Some(80))?;
+        let path = match path {
+            "" => "/".to_string(),
+            p if p.starts_with('/') => p.to_string(),
+            p => format!("/{p}"),
+        };
+        let mut out = format!("{method} {path} {version}\r\n");
+        const HOP: &[&str] = &[
+            "proxy-connection",
+            "proxy-authorization",
+            "connection",
+            "keep-alive",
+        ];
+        for header in lines.filter(|l| !l.is_empty()) {
+            let name = header.split(':').next().unwrap_or_default().trim();
+            if !HOP.iter().any(|h| name.eq_ignore_ascii_case(h)) {
+                out.push_str(header);
+                out.push_str("\r\n");
+            }
+        }
+        out.push_str("Connection: close\r\n\r\n");
+        Ok(Request {
+            host,
+            port,
+            forward: Some(out),
+        })
+    }
+}
+
+fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = s.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &s[prefix.len()..])
+}
+
+/// `host:port` or `[v6]:port` (the port may be left out when there is a default).
+fn host_port(authority: &str, default: Option<u16>) -> Result<(String, u16), &'static str> {
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => {
+            let (host, rest) = v6.split_once(']').ok_or("a malformed IPv6 host")?;
+            (host, rest.strip_prefix(':'))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        },
+    };
+    let port = match (port, default) {
+        (Some(p), _) => p.parse().map_err(|_| "a malformed port")?,
+        (None, Some(d)) => d,
+        (None, None) => return Err("CONNECT needs host:port"),
+    };
+    let host = normal_host(host);
+    match host.is_empty() {
+        true => Err("no host"),
+        false => Ok((host, port)),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests;
