@@ -339,6 +339,7 @@ pub fn agent_config_with(
         max_cost: settings.max_cost,
         rules: Arc::new(rules),
         hooks,
+        checkpoints: settings.checkpoints(env, &mut warnings),
     };
     Ok((config, warnings, skills))
 }

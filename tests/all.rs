@@ -12,6 +12,7 @@ mod acp_fs;
 mod acp_sdk;
 mod architecture;
 mod chaos;
+mod checkpoints;
 mod command_line;
 mod common;
 mod compaction;

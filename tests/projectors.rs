@@ -53,6 +53,8 @@ fn variant(e: &EventPayload) -> String {
         EventPayload::SessionNamed { .. } => "SessionNamed".into(),
         EventPayload::HookStarted { .. } => "HookStarted".into(),
         EventPayload::HookFinished { .. } => "HookFinished".into(),
+        EventPayload::CheckpointCreated { .. } => "CheckpointCreated".into(),
+        EventPayload::CheckpointFailed { .. } => "CheckpointFailed".into(),
     }
 }
 

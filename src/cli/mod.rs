@@ -76,6 +76,8 @@ pub enum Command {
         #[command(subcommand)]
         command: commands::hooks::HooksCommand,
     },
+    /// A session's checkpoints, and rewinding its files and conversation to one.
+    Rewind(commands::rewind::RewindArgs),
 }
 
 /// Parses the command line `args` (the process's, read once by `app`) and runs what it names:
@@ -100,6 +102,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Debug { command }) => commands::debug::run(command, &args),
         Some(Command::Config { command }) => commands::config::run(command),
         Some(Command::Hooks { command }) => commands::hooks::run(command),
+        Some(Command::Rewind(args)) => commands::rewind::run(args),
     }
 }
 

@@ -81,6 +81,8 @@ pub struct AgentConfig {
     /// Permission rules (`deny`, `ask`, `allow`) checked on every tool call before the mode
     /// (`kernel::policy`); empty: the mode alone decides.
     pub rules: Arc<crate::kernel::policy::Rules>,
+    /// Checkpoints (§16): the shadow repositories' root, `git` and the caps (`None`: off).
+    pub checkpoints: Option<Arc<crate::kernel::checkpoint::Checkpoints>>,
 }
 
 /// How failed model calls are retried: only failures before any output, of a transient kind
@@ -139,6 +141,7 @@ impl AgentConfig {
             output_schema: None,
             max_cost: None,
             rules: Default::default(),
+            checkpoints: None,
         }
     }
 }
@@ -204,6 +207,9 @@ pub(crate) struct State {
     /// `SessionStart` hooks still to fire (before the next run), with their `source`:
     /// `startup` (a new session), `resume` (one with messages), `compact` (after a compaction).
     pub session_start: Option<&'static str>,
+    /// Checkpoints (§16): the user message whose checkpoint is still to be taken, the last
+    /// snapshot taken, and whether they are off for the rest of the session (`git` missing).
+    pub checkpoint: crate::kernel::checkpoint::turn::Due,
 }
 
 #[derive(Debug)]
@@ -325,6 +331,7 @@ impl AgentSession {
             approvals: HashMap::new(),
             pending_bash: Vec::new(),
             session_start: None,
+            checkpoint: Default::default(),
         };
         let mut state = state;
         state.session_start = Some(if state.messages.is_empty() {
@@ -503,6 +510,12 @@ impl AgentSession {
     /// Names the session (recorded as a `session_info` entry).
     pub fn set_session_name(&self, name: String) {
         self.inner.bus.publish(EventPayload::SessionNamed { name });
+    }
+
+    /// The snapshot of the session's last checkpoint (read from its file): what the next
+    /// checkpoint lists its changed files against.
+    pub fn resume_checkpoints(&self, last: Option<String>) {
+        self.inner.lock().checkpoint.last = last;
     }
 
     /// Whether a run is active.

@@ -219,6 +219,16 @@ pub enum EventPayload {
         reason: Option<String>,
         messages: Vec<String>,
     },
+    /// The workspace was snapshotted before the first change after a user message (the
+    /// session store records it as a `keel.checkpoint` entry).
+    CheckpointCreated {
+        checkpoint: crate::kernel::checkpoint::Checkpoint,
+    },
+    /// No checkpoint could be taken (`message` says why; with `git` missing checkpoints are
+    /// off for the rest of the session).
+    CheckpointFailed {
+        message: String,
+    },
 }
 
 /// Why a compaction ran.

@@ -212,7 +212,10 @@ fn apply(
             Some(EntryData::RawMessage(record.to_json()))
         }
         EventPayload::SessionNamed { name } => Some(EntryData::SessionInfo { name: name.clone() }),
-        EventPayload::HookStarted { .. } | EventPayload::HookFinished { .. } => None,
+        EventPayload::CheckpointCreated { checkpoint } => Some(checkpoint.to_entry()),
+        EventPayload::HookStarted { .. }
+        | EventPayload::HookFinished { .. }
+        | EventPayload::CheckpointFailed { .. } => None,
         EventPayload::TurnFinished { .. } | EventPayload::AgentSettled { .. } => {
             return Some(store.sync().map_err(|e| e.message));
         }

@@ -210,7 +210,8 @@ fn every_key() -> serde_json::Value {
         "maxCost": 2.5, "env": {"RUST_LOG": "info"},
         "permissions": {"defaultMode": "ask", "allow": ["Bash(npm test:*)"], "ask": ["Bash(git push *)"],
                         "deny": ["Read(./.env)"], "additionalDirectories": ["../shared"]},
-        "mcpServers": {"fx": {"command": "fx"}}, "sandbox": {"enabled": true}, "hooks": {}
+        "mcpServers": {"fx": {"command": "fx"}}, "sandbox": {"enabled": true}, "hooks": {},
+        "checkpoints": {"enabled": true, "maxFileBytes": 1, "maxFiles": 2, "maxTotalBytes": 3}
     })
 }
 
@@ -229,6 +230,10 @@ fn the_schema_names_exactly_the_keys_the_parser_knows() {
     assert_eq!(
         keys(&s["properties"]["permissions"]["properties"]),
         keys(&every_key()["permissions"])
+    );
+    assert_eq!(
+        keys(&s["properties"]["checkpoints"]["properties"]),
+        keys(&every_key()["checkpoints"])
     );
     // And every key the schema names is one the parser takes without a warning.
     for key in keys(&s["properties"]) {

@@ -10,6 +10,7 @@ pub mod debug;
 pub mod hooks;
 pub mod mcp;
 pub mod ps;
+pub mod rewind;
 pub mod schedule;
 
 use crate::error::StartupError;

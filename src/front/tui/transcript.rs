@@ -307,6 +307,28 @@ impl Transcript {
         }
     }
 
+    /// A checkpoint that left files out or failed: one notice naming them.
+    fn checkpoint_warning(
+        &mut self,
+        skipped: &[crate::kernel::checkpoint::Skipped],
+        error: Option<&str>,
+    ) {
+        if let Some(e) = error {
+            self.pending
+                .push_back(HistoryCell::Notice(format!("checkpoint not taken: {e}")));
+        }
+        if !skipped.is_empty() {
+            let names: Vec<String> = skipped
+                .iter()
+                .map(|s| format!("{} ({})", s.path, s.reason))
+                .collect();
+            self.pending.push_back(HistoryCell::Notice(format!(
+                "checkpoint left out: {}",
+                names.join(", ")
+            )));
+        }
+    }
+
     /// Folds one public event in; `at_ms` is when it happened (in-process, the kernel's
     /// stamp; from the daemon, when it arrived), for the run and tool timers.
     pub fn on_event(&mut self, event: &WireEvent, at_ms: i64) {
@@ -421,6 +443,10 @@ impl Transcript {
                 reason.as_deref(),
                 messages,
             ),
+            P::CheckpointWarning {
+                skipped,
+                error_message,
+            } => self.checkpoint_warning(skipped, error_message.as_deref()),
             P::CompactionStart { .. } => {
                 self.activity = Some(Activity::Compacting { since_ms: at_ms });
             }
