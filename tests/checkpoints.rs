@@ -326,3 +326,57 @@ fn a_conversation_rewind_keeps_the_old_branch_and_leaves_it_out_of_the_context()
     assert_eq!(texts, ["third", "edit a"], "{texts:?}");
     assert!(entries.iter().any(|e| e["id"] == second.as_str()));
 }
+
+#[test]
+fn rewind_through_rpc_restores_files_and_conversation_and_is_refused_while_running() {
+    let sb = Sandbox::new();
+    let work = sb.work();
+    seed_workspace(&work);
+    let t0 = tree(&work);
+    let edit = json!({"path": "a.txt", "oldText": "one", "newText": "ONE"});
+    let call = |id: &str, tool: &str, args: Value| json!({"chunks": [{"toolCall": {"id": id, "name": tool, "arguments": args}}]});
+    let done = json!({"chunks": [{"text": "done"}]});
+    let script = json!({"turns": [
+        call("c1", "edit", edit), done,
+        call("c2", "bash", json!({"command": "rm b.txt && echo n > n.txt"})), done,
+        call("c3", "bash", json!({"command": "sleep 5"})), done,
+    ]});
+    let path = sb.dir.path().join("s.json");
+    std::fs::write(&path, script.to_string()).unwrap();
+    let path = path.display().to_string();
+    let mut rpc =
+        crate::common::rpc::Rpc::start(&sb, &["--provider", "scripted", "--script", &path]);
+    for (id, text) in [("p1", "edit a"), ("p2", "shell")] {
+        rpc.call(json!({"id": id, "type": "prompt", "message": text}));
+        rpc.wait(&json!({"type": "agent_settled"}));
+    }
+    let t2 = tree(&work);
+    let list = rpc.call(json!({"id": "l", "type": "get_checkpoints"}));
+    let cps = list["data"]["checkpoints"].as_array().unwrap().clone();
+    assert_eq!(cps.len(), 2, "{list}");
+    let first = cps[0]["entryId"].as_str().unwrap().to_string();
+    let r = rpc.call(json!({"id": "r", "type": "rewind", "entryId": first}));
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["data"]["removed"], json!(["n.txt"]), "{r}");
+    assert_eq!(tree(&work), t0);
+    let messages = rpc.call(json!({"id": "m", "type": "get_messages"}));
+    assert_eq!(
+        messages["data"]["messages"],
+        json!([]),
+        "the conversation went back to before turn 1"
+    );
+    // A rewind while a run is active is refused.
+    rpc.call(json!({"id": "p3", "type": "prompt", "message": "slow"}));
+    rpc.wait(&json!({"type": "tool_execution_start"}));
+    let refused =
+        rpc.call(json!({"id": "r2", "type": "rewind", "entryId": first, "restore": "files"}));
+    assert_eq!(refused["success"], false, "{refused}");
+    assert!(
+        refused["error"].as_str().unwrap().contains("abort"),
+        "{refused}"
+    );
+    rpc.call(json!({"id": "a", "type": "abort"}));
+    let (_, _, code) = rpc.finish();
+    assert_eq!(code, 0);
+    let _ = t2;
+}

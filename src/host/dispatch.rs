@@ -141,6 +141,10 @@ impl Host {
                 cancelled,
                 value: _,
             } => return self.ui_response(id, confirmed, cancelled),
+            Command::Rewind { entry_id, restore } => {
+                self.rewind(&entry_id, restore.unwrap_or_default())
+            }
+            Command::GetCheckpoints {} => Ok(data(&self.checkpoints())),
         };
         self.respond(&req, answer);
     }

@@ -512,6 +512,15 @@ impl AgentSession {
         self.inner.bus.publish(EventPayload::SessionNamed { name });
     }
 
+    /// Replaces the conversation with `history` ((entry id, message) pairs, as
+    /// `Store::context_entries` returns them): a rewind moved the session's leaf.
+    pub fn replace_history(&self, history: Vec<(String, Message)>) {
+        let (ids, messages) = history.into_iter().unzip();
+        let mut state = self.inner.lock();
+        state.ids = ids;
+        state.messages = messages;
+    }
+
     /// The snapshot of the session's last checkpoint (read from its file): what the next
     /// checkpoint lists its changed files against.
     pub fn resume_checkpoints(&self, last: Option<String>) {

@@ -83,5 +83,6 @@ pub(crate) async fn before_call(inner: &Inner, tool: &str) {
             message: format!("the checkpoint task failed: {e}"),
         },
     };
-    inner.bus.publish(payload);
+    // Untimed: checkpoints on or off, the other events keep their times.
+    inner.bus.publish_untimed(payload);
 }

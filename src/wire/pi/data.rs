@@ -238,3 +238,9 @@ pub struct SourceInfo {
     /// The directory it was found in (`null` if none).
     pub base_dir: Option<String>,
 }
+
+/// `get_checkpoints`' data (keel): the session's checkpoints, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointsData {
+    pub checkpoints: Vec<crate::kernel::checkpoint::Listed>,
+}

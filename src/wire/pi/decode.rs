@@ -89,6 +89,11 @@ impl CommandName {
             },
             N::GetCommands => Command::GetCommands {},
             N::ExtensionUiResponse => ui_response(req),
+            N::Rewind => Command::Rewind {
+                entry_id: string("entryId")?,
+                restore: restore(req)?,
+            },
+            N::GetCheckpoints => Command::GetCheckpoints {},
         })
     }
 }
@@ -115,6 +120,17 @@ fn thinking_level(req: &Request) -> Result<String, ParamError> {
     allowed.push("max");
     req.choice("level", &allowed)?
         .ok_or_else(|| missing(req, "level"))
+}
+
+/// `rewind`'s `restore`: `both`, `conversation` or `files` (absent: both).
+fn restore(req: &Request) -> Result<Option<crate::kernel::checkpoint::Restore>, ParamError> {
+    use crate::kernel::checkpoint::Restore;
+    let word = req.choice("restore", &["both", "conversation", "files"])?;
+    Ok(word.map(|w| match w.as_str() {
+        "conversation" => Restore::Conversation,
+        "files" => Restore::Files,
+        _ => Restore::Both,
+    }))
 }
 
 fn delivery_mode(req: &Request) -> Result<DeliveryMode, ParamError> {

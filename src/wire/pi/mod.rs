@@ -76,6 +76,8 @@ command_names! {
     SetSessionName = "set_session_name",
     GetCommands = "get_commands",
     ExtensionUiResponse = "extension_ui_response",
+    Rewind = "rewind",
+    GetCheckpoints = "get_checkpoints",
 }
 
 impl CommandName {
@@ -117,7 +119,9 @@ impl CommandName {
             | GetTree
             | GetLastAssistantText
             | GetCommands
-            | ExtensionUiResponse => false,
+            | ExtensionUiResponse
+            | GetCheckpoints => false,
+            Rewind => true,
         }
     }
 
@@ -323,6 +327,17 @@ pub enum Command {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cancelled: Option<bool>,
     },
+    /// keel: rewinds the files, the conversation or both to before a user message (DESIGN
+    /// §16); refused while a run is active. Data: [`crate::kernel::checkpoint::Rewound`].
+    Rewind {
+        /// The user message entry (or a checkpoint entry) to rewind to before.
+        entry_id: String,
+        /// `both` (absent), `conversation` or `files`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        restore: Option<crate::kernel::checkpoint::Restore>,
+    },
+    /// keel: the session's checkpoints. Data: [`data::CheckpointsData`].
+    GetCheckpoints {},
 }
 
 impl Command {
@@ -364,6 +379,8 @@ impl Command {
             Command::SetSessionName { .. } => N::SetSessionName,
             Command::GetCommands {} => N::GetCommands,
             Command::ExtensionUiResponse { .. } => N::ExtensionUiResponse,
+            Command::Rewind { .. } => N::Rewind,
+            Command::GetCheckpoints {} => N::GetCheckpoints,
         }
     }
 
