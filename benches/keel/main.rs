@@ -31,6 +31,7 @@ const RPC_WARMUP: usize = 5;
 
 type Res<T> = Result<T, String>;
 
+mod checkpoint;
 mod daemon;
 mod daemon_load;
 mod gemini;
@@ -129,7 +130,7 @@ fn run() -> Res<()> {
         Ok(v)
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
-                "run", "json", "gemini", "policy",
+                "run", "json", "gemini", "policy", "checkpoint",
             ]
             .contains(&v.as_str()) =>
         {
@@ -137,7 +138,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, run or json, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, checkpoint, run or json, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -206,6 +207,14 @@ fn run() -> Res<()> {
             &keel,
             &rows,
             &format!("{quick} samples, permission-rule rows only"),
+        );
+    }
+    if only.as_deref() == Some("checkpoint") {
+        checkpoint::checkpoint_bench(&mut rows, heavy)?;
+        return report(
+            &keel,
+            &rows,
+            &format!("{heavy} samples, checkpoint rows only"),
         );
     }
     if only.as_deref() == Some("mcp") {
