@@ -380,3 +380,36 @@ fn rewind_through_rpc_restores_files_and_conversation_and_is_refused_while_runni
     assert_eq!(code, 0);
     let _ = t2;
 }
+
+#[test]
+fn session_rewind_through_the_daemon_goes_to_the_sessions_host() {
+    use crate::common::daemon::{open_script, Daemon};
+    let sb = Sandbox::new();
+    let work = sb.work();
+    seed_workspace(&work);
+    let t0 = tree(&work);
+    let path = write_script(
+        &sb,
+        "s.json",
+        &[("bash", json!({"command": "rm b.txt && echo n > n.txt"}))],
+    );
+    let d = Daemon::start(&sb, &[]);
+    let mut c = d.connect();
+    c.hello(false);
+    let id = open_script(&mut c, &sb, &path, &[]);
+    c.call("session/attach", json!({"sessionId": id}));
+    c.call("prompt", json!({"sessionId": id, "message": "shell"}));
+    c.events_until("agent_settled");
+    assert_ne!(tree(&work), t0);
+    let list = c.call("get_checkpoints", json!({"sessionId": id}));
+    let first = list["result"]["checkpoints"][0]["entryId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{list}"))
+        .to_string();
+    let r = c.call(
+        "session/rewind",
+        json!({"sessionId": id, "entryId": first, "restore": "files"}),
+    );
+    assert_eq!(r["result"]["removed"], json!(["n.txt"]), "{r}");
+    assert_eq!(tree(&work), t0);
+}
