@@ -45,6 +45,9 @@ pub struct Snapshot {
     pub tree: String,
     /// The files left out by the caps.
     pub skipped: Vec<Skipped>,
+    /// The files git saw change since this session's previous snapshot (a file touched but
+    /// not changed may be among them), sorted.
+    pub changed: Vec<String>,
 }
 
 /// What a restore did to the work tree, each list sorted.
@@ -205,9 +208,12 @@ impl Shadow {
             )?;
         }
         let tree = text(self.run(&["write-tree"], b"")?);
+        let mut changed: Vec<String> = plan.add.into_iter().chain(plan.drop).collect();
+        changed.sort();
         Ok(Snapshot {
             tree,
             skipped: plan.skipped,
+            changed,
         })
     }
 

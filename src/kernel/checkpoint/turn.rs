@@ -52,10 +52,12 @@ pub(crate) async fn before_call(inner: &Inner, tool: &str) {
     };
     let session = inner.config.session_id.as_deref().unwrap_or("default");
     let shadow = checkpoints.shadow(&inner.config.cwd, session);
+    // The files changed since the previous checkpoint are what git saw change since this
+    // session's last snapshot (its index): no extra diff, one process less per checkpoint.
     let taken = tokio::task::spawn_blocking(move || {
-        let snapshot = shadow.snapshot()?;
+        let mut snapshot = shadow.snapshot()?;
         let files = match previous {
-            Some(p) => shadow.changed(&p, &snapshot.tree)?,
+            Some(_) => std::mem::take(&mut snapshot.changed),
             None => Vec::new(),
         };
         Ok::<_, super::CheckpointError>((snapshot, files))
