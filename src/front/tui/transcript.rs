@@ -17,6 +17,7 @@ pub use shell::{RunningShell, LIVE_OUTPUT_BYTES};
 
 use super::markdown::{self, MarkdownStream, MdLine};
 use super::replay::Replayed;
+use crate::kernel::checkpoint::Skipped;
 use crate::kernel::event::CompactionResult;
 use crate::kernel::message::{user_text, Content, Message, StopReason, Usage};
 use crate::kernel::tool::bash::BashExecution;
@@ -307,26 +308,17 @@ impl Transcript {
         }
     }
 
-    /// A checkpoint that left files out or failed: one notice naming them.
-    fn checkpoint_warning(
-        &mut self,
-        skipped: &[crate::kernel::checkpoint::Skipped],
-        error: Option<&str>,
-    ) {
-        if let Some(e) = error {
-            self.pending
-                .push_back(HistoryCell::Notice(format!("checkpoint not taken: {e}")));
-        }
-        if !skipped.is_empty() {
-            let names: Vec<String> = skipped
-                .iter()
-                .map(|s| format!("{} ({})", s.path, s.reason))
-                .collect();
-            self.pending.push_back(HistoryCell::Notice(format!(
-                "checkpoint left out: {}",
-                names.join(", ")
-            )));
-        }
+    /// A checkpoint that left files out or failed: a notice naming them.
+    fn checkpoint_warning(&mut self, skipped: &[Skipped], error: Option<&str>) {
+        let names: Vec<String> = skipped
+            .iter()
+            .map(|s| format!("{} ({})", s.path, s.reason))
+            .collect();
+        let text = match error {
+            Some(e) => format!("checkpoint not taken: {e}"),
+            None => format!("checkpoint left out: {}", names.join(", ")),
+        };
+        self.pending.push_back(HistoryCell::Notice(text));
     }
 
     /// Folds one public event in; `at_ms` is when it happened (in-process, the kernel's
