@@ -2,8 +2,8 @@
 //! driven through the `git` binary with its own `GIT_DIR`, `GIT_INDEX_FILE` (one per session)
 //! and config, an empty environment (no inherited `GIT_*`, no system or global config, no
 //! hooks), and the session's cwd as `GIT_WORK_TREE`. The user's `.git` is never opened: git
-//! skips every `.git` entry of a work tree, and nested repositories are left out. Blocking:
-//! the turn loop calls it on a blocking thread.
+//! skips every `.git` entry of a work tree, and nested repositories are left out. Blocking
+//! (it waits for git processes).
 
 use std::collections::BTreeSet;
 use std::fs;

@@ -1,7 +1,6 @@
 //! The turn loop's side of checkpoints: a user message makes a checkpoint due, and the first
 //! mutating tool call after it (`edit`, `write`, `bash`, any MCP tool) takes it before it
-//! runs, on a blocking thread. Publishes `CheckpointCreated` or `CheckpointFailed`; never
-//! fails the call.
+//! runs. Publishes `CheckpointCreated` or `CheckpointFailed`; never fails the call.
 
 use super::{Checkpoint, CheckpointErrorKind};
 use crate::kernel::agent::Inner;
@@ -54,17 +53,17 @@ pub(crate) async fn before_call(inner: &Inner, tool: &str) {
     let shadow = checkpoints.shadow(&inner.config.cwd, session);
     // The files changed since the previous checkpoint are what git saw change since this
     // session's last snapshot (its index): no extra diff, one process less per checkpoint.
-    let taken = tokio::task::spawn_blocking(move || {
-        let mut snapshot = shadow.snapshot()?;
+    // Taken on this thread: awaiting it on the blocking pool hung the ACP front end now and
+    // then (tests/acp_fs.rs, 2 runs in 3 under load); the run waits for it either way.
+    let taken = shadow.snapshot().map(|mut snapshot| {
         let files = match previous {
             Some(_) => std::mem::take(&mut snapshot.changed),
             None => Vec::new(),
         };
-        Ok::<_, super::CheckpointError>((snapshot, files))
-    })
-    .await;
+        (snapshot, files)
+    });
     let payload = match taken {
-        Ok(Ok((snapshot, files))) => {
+        Ok((snapshot, files)) => {
             inner.lock().checkpoint.last = Some(snapshot.tree.clone());
             EventPayload::CheckpointCreated {
                 checkpoint: Checkpoint {
@@ -75,15 +74,12 @@ pub(crate) async fn before_call(inner: &Inner, tool: &str) {
                 },
             }
         }
-        Ok(Err(e)) => {
+        Err(e) => {
             if e.kind == CheckpointErrorKind::GitMissing {
                 inner.lock().checkpoint.off = true;
             }
             EventPayload::CheckpointFailed { message: e.message }
         }
-        Err(e) => EventPayload::CheckpointFailed {
-            message: format!("the checkpoint task failed: {e}"),
-        },
     };
     // Untimed: checkpoints on or off, the other events keep their times.
     inner.bus.publish_untimed(payload);
