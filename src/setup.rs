@@ -352,6 +352,7 @@ pub fn agent_config_with(
             env.tool_vars.as_ref().unwrap_or(&env.vars),
             &mut warnings,
         )),
+        checkpoints: settings.checkpoints(env, &mut warnings),
     };
     Ok((config, warnings, skills))
 }

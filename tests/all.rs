@@ -14,6 +14,7 @@ mod acp_sdk;
 mod always_allow;
 mod architecture;
 mod chaos;
+mod checkpoints;
 mod command_line;
 mod common;
 mod compaction;

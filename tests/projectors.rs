@@ -54,6 +54,8 @@ fn variant(e: &EventPayload) -> String {
         EventPayload::HookStarted { .. } => "HookStarted".into(),
         EventPayload::HookFinished { .. } => "HookFinished".into(),
         EventPayload::SandboxViolation { .. } => "SandboxViolation".into(),
+        EventPayload::CheckpointCreated { .. } => "CheckpointCreated".into(),
+        EventPayload::CheckpointFailed { .. } => "CheckpointFailed".into(),
     }
 }
 

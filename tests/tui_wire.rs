@@ -38,7 +38,9 @@ fn screen(view: &mut View, w: u16, h: u16) -> String {
 /// anthropic/claude-sonnet-4-5 and `set_thinking_level` high. The sandbox path reads
 /// `/tmp/sandbox`. Before `bash`'s `tool_execution_end`, the two lines a `PostToolUse` hook
 /// `true` on Bash adds (`hook_started`, `hook_finished`), and before those a
-/// `sandbox_violation` line (added by hand, as the sandbox writes one for a stopped command).
+/// `sandbox_violation` line (added by hand, as the sandbox writes one for a stopped command);
+/// before `write`'s, the line a checkpoint that left out a 20 MB `big.bin` adds
+/// (`checkpoint_warning`).
 fn recorded() -> Vec<String> {
     let path = root().join("fixtures/streams/everything.rpc.jsonl");
     std::fs::read_to_string(path)
@@ -122,6 +124,7 @@ fn the_recorded_stream_holds_every_type_of_the_vocabulary() {
         "auto_retry_start",
         "bash_execution_end",
         "bash_execution_update",
+        "checkpoint_warning",
         "compaction_end",
         "compaction_start",
         "extension_ui_request.confirm",

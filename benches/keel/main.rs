@@ -31,6 +31,7 @@ const RPC_WARMUP: usize = 5;
 
 type Res<T> = Result<T, String>;
 
+mod checkpoint;
 mod daemon;
 mod daemon_load;
 mod gemini;
@@ -131,7 +132,7 @@ fn run() -> Res<()> {
         Ok(v)
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
-                "run", "json", "gemini", "policy", "hooks", "sandbox",
+                "run", "json", "gemini", "policy", "hooks", "sandbox", "checkpoint",
             ]
             .contains(&v.as_str()) =>
         {
@@ -139,7 +140,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, hooks, run, json or sandbox, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, hooks, checkpoint, run, json or sandbox, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -217,6 +218,14 @@ fn run() -> Res<()> {
     if only.as_deref() == Some("hooks") {
         hooks::hooks_bench(&mut rows, quick)?;
         return report(&keel, &rows, &format!("{quick} samples, hook rows only"));
+    }
+    if only.as_deref() == Some("checkpoint") {
+        checkpoint::checkpoint_bench(&mut rows, heavy)?;
+        return report(
+            &keel,
+            &rows,
+            &format!("{heavy} samples, checkpoint rows only"),
+        );
     }
     if only.as_deref() == Some("mcp") {
         mcp::mcp_bench(&keel, hello_s, &mut rows, heavy)?;

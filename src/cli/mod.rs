@@ -82,6 +82,8 @@ pub enum Command {
     /// keel's relay to its network-allowlist proxy, inside a bubblewrap sandbox.
     #[command(name = "__sandbox-forward", hide = true)]
     SandboxForward(commands::sandbox_net::ForwardArgs),
+    /// A session's checkpoints, and rewinding its files and conversation to one.
+    Rewind(commands::rewind::RewindArgs),
 }
 
 /// Parses the command line `args` (the process's, read once by `app`) and runs what it names:
@@ -108,6 +110,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Hooks { command }) => commands::hooks::run(command),
         Some(Command::SandboxExec(a)) => commands::sandbox::exec(a),
         Some(Command::SandboxForward(a)) => commands::sandbox_net::run(a),
+        Some(Command::Rewind(args)) => commands::rewind::run(args),
     }
 }
 

@@ -145,6 +145,10 @@ impl Host {
             Command::SetPermissionMode { mode } => {
                 self.set_permission_mode(&mode).map(|d| data(&d))
             }
+            Command::Rewind { entry_id, restore } => {
+                self.rewind(&entry_id, restore.unwrap_or_default())
+            }
+            Command::GetCheckpoints {} => Ok(data(&self.checkpoints())),
         };
         self.respond(&req, answer);
     }

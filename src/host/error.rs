@@ -32,6 +32,8 @@ pub enum CommandErrorKind {
     Export,
     /// The session ended (or was stopped) before the command was answered.
     Ended,
+    /// A checkpoint could not be read or restored (`rewind`).
+    Checkpoint,
 }
 
 /// A command's error: its kind and pi's error text.

@@ -36,6 +36,9 @@ impl Live {
             announce,
         } = setup;
         let history = store.context_entries();
+        let last_checkpoint = crate::kernel::checkpoint::list(&store)
+            .pop()
+            .map(|c| c.snapshot);
         let session_id = store.header().id.clone();
         let transcript = store
             .path()
@@ -56,6 +59,7 @@ impl Live {
         config.session_id = Some(session_id);
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
         session.watch_store(&recorder.health());
+        session.resume_checkpoints(last_checkpoint);
         if let Some(previous) = previous {
             let (steering, follow_up) = previous.queue_modes();
             session.set_steering_mode(steering);

@@ -28,6 +28,7 @@ pub mod html;
 pub mod live;
 pub mod models;
 mod query;
+mod rewind;
 mod session;
 pub mod snapshot;
 pub mod stream;

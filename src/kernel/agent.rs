@@ -84,6 +84,8 @@ pub struct AgentConfig {
     /// The sandbox of the processes the model starts and the policy the file tools check
     /// (`DESIGN.md` §14); `workspace-write` unless the user chose otherwise.
     pub sandbox: std::sync::Arc<crate::kernel::sandbox::Sandbox>,
+    /// Checkpoints (§16): the shadow repositories' root, `git` and the caps (`None`: off).
+    pub checkpoints: Option<Arc<crate::kernel::checkpoint::Checkpoints>>,
 }
 
 /// How failed model calls are retried: only failures before any output, of a transient kind
@@ -144,6 +146,7 @@ impl AgentConfig {
             max_cost: None,
             rules: Default::default(),
             sandbox,
+            checkpoints: None,
         }
     }
 }
@@ -214,6 +217,9 @@ pub(crate) struct State {
     pub always: crate::kernel::policy::Rules,
     /// The permission mode in use (the config's, until `set_permission` changes it).
     pub permission: Permission,
+    /// Checkpoints (§16): the user message whose checkpoint is still to be taken, the last
+    /// snapshot taken, and whether they are off for the rest of the session (`git` missing).
+    pub checkpoint: crate::kernel::checkpoint::turn::Due,
 }
 
 #[derive(Debug)]
@@ -337,6 +343,7 @@ impl AgentSession {
             session_start: None,
             always: Default::default(),
             permission: config.permission,
+            checkpoint: Default::default(),
         };
         let mut state = state;
         state.session_start = Some(if state.messages.is_empty() {
@@ -515,6 +522,21 @@ impl AgentSession {
     /// Names the session (recorded as a `session_info` entry).
     pub fn set_session_name(&self, name: String) {
         self.inner.bus.publish(EventPayload::SessionNamed { name });
+    }
+
+    /// Replaces the conversation with `history` ((entry id, message) pairs, as
+    /// `Store::context_entries` returns them): a rewind moved the session's leaf.
+    pub fn replace_history(&self, history: Vec<(String, Message)>) {
+        let (ids, messages) = history.into_iter().unzip();
+        let mut state = self.inner.lock();
+        state.ids = ids;
+        state.messages = messages;
+    }
+
+    /// The snapshot of the session's last checkpoint (read from its file): what the next
+    /// checkpoint lists its changed files against.
+    pub fn resume_checkpoints(&self, last: Option<String>) {
+        self.inner.lock().checkpoint.last = last;
     }
 
     /// Whether a run is active.

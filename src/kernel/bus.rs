@@ -56,6 +56,20 @@ impl Bus {
         inner.seq
     }
 
+    /// Like [`Bus::publish`], stamped without advancing a test clock (see
+    /// [`crate::kernel::clock::Clock::peek_ms`]).
+    pub fn publish_untimed(&self, payload: EventPayload) -> u64 {
+        let mut inner = self.lock();
+        inner.seq += 1;
+        let event = Arc::new(Event {
+            seq: inner.seq,
+            ts: self.clock.peek_ms(),
+            payload,
+        });
+        inner.subscribers.retain(|s| s.send(event.clone()).is_ok());
+        inner.seq
+    }
+
     /// Drops every subscriber channel so their receivers end once drained.
     pub fn close(&self) {
         self.lock().subscribers.clear();

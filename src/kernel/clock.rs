@@ -58,6 +58,15 @@ impl Clock {
         }
     }
 
+    /// The time now without advancing a test clock: for facts that must not shift the
+    /// timestamps of the events around them (a checkpoint, on or off).
+    pub fn peek_ms(&self) -> i64 {
+        match self.inner.fixed {
+            Some(start) => (start + self.inner.ticks.load(Ordering::Relaxed)) as i64,
+            None => chrono::Utc::now().timestamp_millis(),
+        }
+    }
+
     /// ISO-8601 UTC with milliseconds, as pi writes entry timestamps.
     pub fn now_iso(&self) -> String {
         iso(self.now_ms())

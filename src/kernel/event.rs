@@ -227,6 +227,16 @@ pub enum EventPayload {
         path: Option<std::path::PathBuf>,
         host: Option<String>,
     },
+    /// The workspace was snapshotted before the first change after a user message (the
+    /// session store records it as a `keel.checkpoint` entry).
+    CheckpointCreated {
+        checkpoint: crate::kernel::checkpoint::Checkpoint,
+    },
+    /// No checkpoint could be taken (`message` says why; with `git` missing checkpoints are
+    /// off for the rest of the session).
+    CheckpointFailed {
+        message: String,
+    },
 }
 
 /// Why a compaction ran.

@@ -5,6 +5,7 @@
 pub mod abort;
 pub mod agent;
 pub mod bus;
+pub mod checkpoint;
 pub mod clock;
 pub mod compaction;
 pub mod event;

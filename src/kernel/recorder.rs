@@ -212,9 +212,11 @@ fn apply(
             Some(EntryData::RawMessage(record.to_json()))
         }
         EventPayload::SessionNamed { name } => Some(EntryData::SessionInfo { name: name.clone() }),
+        EventPayload::CheckpointCreated { checkpoint } => Some(checkpoint.to_entry()),
         EventPayload::HookStarted { .. }
         | EventPayload::HookFinished { .. }
-        | EventPayload::SandboxViolation { .. } => None,
+        | EventPayload::SandboxViolation { .. }
+        | EventPayload::CheckpointFailed { .. } => None,
         EventPayload::TurnFinished { .. } | EventPayload::AgentSettled { .. } => {
             return Some(store.sync().map_err(|e| e.message));
         }

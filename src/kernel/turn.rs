@@ -9,6 +9,7 @@ use tokio::sync::oneshot;
 
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::{Inner, Permission};
+use crate::kernel::checkpoint::turn as checkpoint;
 use crate::kernel::compaction;
 use crate::kernel::event::{ApprovalDecision, CompactionReason, EventPayload, RunOutcome};
 use crate::kernel::message::{AssistantMessage, Message, StopReason, ToolResultMessage, Usage};
@@ -79,6 +80,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 Prompt::Go(context) => {
                     let now = inner.clock.now_ms();
                     push_message(inner, &mut produced, input.into_message(now));
+                    checkpoint::user_message(inner);
                     let context: Vec<String> = start_context.drain(..).chain(context).collect();
                     if !context.is_empty() {
                         let text = hooked::context_message(&context);
@@ -110,6 +112,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
                 &mut produced,
                 input.into_message(inner.clock.now_ms()),
             );
+            checkpoint::user_message(inner);
         }
         contract.spend(&compact_if_needed(inner, &abort).await);
         let streamed = stream_assistant(inner, &abort).await;
@@ -519,6 +522,9 @@ async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &Abo
                 hook => check_permission(inner, id, name, args, hook.map(|d| d.0), abort).await,
             };
             let ran = matches!(gate, Gate::Run | Gate::Approved);
+            if ran {
+                checkpoint::before_call(inner, name).await;
+            }
             let mut out = match gate {
                 Gate::Run => execute(inner, id, name, args, abort, escalated).await,
                 Gate::Approved => {

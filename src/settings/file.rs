@@ -89,6 +89,7 @@ struct RawFile {
     mcp_servers: Option<Value>,
     sandbox: Option<Value>,
     hooks: Option<Value>,
+    checkpoints: Option<Value>,
     #[serde(flatten)]
     unknown: serde_json::Map<String, Value>,
 }
@@ -133,6 +134,17 @@ pub struct FileValues {
     pub mcp_servers: BTreeMap<String, Value>,
     pub sandbox: super::sandbox::FileSandbox,
     pub hooks: Option<serde_json::Map<String, Value>>,
+    pub checkpoints: FileCheckpoints,
+}
+
+/// `checkpoints {enabled, maxFileBytes, maxFiles, maxTotalBytes}` (DESIGN §16).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct FileCheckpoints {
+    pub enabled: Option<bool>,
+    pub max_file_bytes: Option<u64>,
+    pub max_files: Option<usize>,
+    pub max_total_bytes: Option<u64>,
 }
 
 /// One file parsed: its values and the warnings about the entries left out.
@@ -211,6 +223,9 @@ impl Checker<'_> {
             mcp_servers: self.entries("mcpServers", raw.mcp_servers),
             sandbox: super::sandbox::check(self, raw.sandbox),
             hooks: self.typed("hooks", raw.hooks),
+            checkpoints: self
+                .typed("checkpoints", raw.checkpoints)
+                .unwrap_or_default(),
         }
     }
 

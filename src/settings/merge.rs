@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::file::{DefaultMode, FileValues, Thinking};
+use super::file::{DefaultMode, FileCheckpoints, FileValues, Thinking};
 use super::Origin;
 
 /// A value and where it came from.
@@ -52,6 +52,8 @@ pub struct Merged {
     pub hooks: Option<Sourced<Value>>,
     /// Each file's `hooks`, highest level first: all levels' hooks run.
     pub hook_layers: Vec<Sourced<Value>>,
+    /// `checkpoints {…}`, merged per key (the highest level setting a key wins).
+    pub checkpoints: FileCheckpoints,
 }
 
 /// Merges `files`, highest level first.
@@ -92,6 +94,11 @@ pub fn merge(files: Vec<(Origin, FileValues)>) -> Merged {
             m.hook_layers.push(at(Value::Object(h.clone()), &origin));
         }
         object(&mut m.hooks, f.hooks, &origin);
+        let (c, fc) = (&mut m.checkpoints, f.checkpoints);
+        c.enabled = c.enabled.or(fc.enabled);
+        c.max_file_bytes = c.max_file_bytes.or(fc.max_file_bytes);
+        c.max_files = c.max_files.or(fc.max_files);
+        c.max_total_bytes = c.max_total_bytes.or(fc.max_total_bytes);
     }
     m
 }

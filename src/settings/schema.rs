@@ -62,7 +62,18 @@ pub fn schema() -> Value {
                 "description": "MCP servers, as in mcp.json ({command, args, env, cwd} or {type: \"http\", url, headers}); merged with mcp.json's. The highest level that names a server wins."
             },
             "sandbox": sandbox(),
-            "hooks": {"type": "object", "description": "Lifecycle hooks (DESIGN §15; not applied yet). Merged per key."}
+            "hooks": {"type": "object", "description": "Lifecycle hooks (DESIGN §15): Claude Code's shape; every level's run. Merged per key."},
+            "checkpoints": {
+                "type": "object",
+                "properties": {
+                    "enabled": {"type": "boolean", "description": "Snapshot the workspace before the first change after each prompt, for `keel rewind` (default true; needs `git`)."},
+                    "maxFileBytes": {"type": "integer", "minimum": 0, "description": "Files larger than this are left out of a snapshot, with a warning (default 10 MiB)."},
+                    "maxFiles": {"type": "integer", "minimum": 0, "description": "At most this many files in a snapshot (default 100000)."},
+                    "maxTotalBytes": {"type": "integer", "minimum": 0, "description": "At most this many new bytes copied by one snapshot (default 1 GiB)."}
+                },
+                "additionalProperties": false,
+                "description": "Checkpoints and rewind (DESIGN §16). Merged per key."
+            }
         },
         "additionalProperties": false
     })

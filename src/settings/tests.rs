@@ -221,7 +221,8 @@ fn every_key() -> serde_json::Value {
         "mcpServers": {"fx": {"command": "fx"}}, "hooks": {},
         "sandbox": {"mode": "read-only", "network": "on", "bwrapPath": "/usr/bin/bwrap",
                     "failIfUnavailable": false, "allowEscalation": true,
-                    "filesystem": {"allowWrite": ["~/cache"], "denyRead": ["./secrets"], "allowRead": ["~/.ssh/known_hosts"]}}
+                    "filesystem": {"allowWrite": ["~/cache"], "denyRead": ["./secrets"], "allowRead": ["~/.ssh/known_hosts"]}},
+        "checkpoints": {"enabled": true, "maxFileBytes": 1, "maxFiles": 2, "maxTotalBytes": 3}
     })
 }
 
@@ -246,6 +247,10 @@ fn the_schema_names_exactly_the_keys_the_parser_knows() {
     assert_eq!(
         keys(&sandbox["filesystem"]["properties"]),
         keys(&every_key()["sandbox"]["filesystem"])
+    );
+    assert_eq!(
+        keys(&s["properties"]["checkpoints"]["properties"]),
+        keys(&every_key()["checkpoints"])
     );
     // And every key the schema names is one the parser takes without a warning.
     for key in keys(&s["properties"]) {

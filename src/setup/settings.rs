@@ -316,6 +316,50 @@ fn mode_of(m: DefaultMode, origin: &str, warnings: &mut Vec<String>) -> Option<P
     }
 }
 
+impl Settings {
+    /// Checkpoints (§16) unless the settings turn them off: the shadow repositories under
+    /// `$KEEL_HOME/checkpoints`, driven by the `git` found on `PATH`. Without `git` they are
+    /// off, with one warning.
+    pub fn checkpoints(
+        &self,
+        env: &Env,
+        warnings: &mut Vec<String>,
+    ) -> Option<std::sync::Arc<crate::kernel::checkpoint::Checkpoints>> {
+        use crate::kernel::checkpoint::{Caps, Checkpoints};
+        let c = self.files.checkpoints;
+        if c.enabled == Some(false) {
+            return None;
+        }
+        let Some(git) = find_git(env) else {
+            warnings
+                .push("checkpoints are off: `git` was not found on PATH (rewind needs it)".into());
+            return None;
+        };
+        let default = Caps::default();
+        Some(std::sync::Arc::new(Checkpoints {
+            git,
+            root: env.keel_home.join("checkpoints"),
+            caps: Caps {
+                max_file_bytes: c.max_file_bytes.unwrap_or(default.max_file_bytes),
+                max_files: c.max_files.unwrap_or(default.max_files),
+                max_total_bytes: c.max_total_bytes.unwrap_or(default.max_total_bytes),
+            },
+        }))
+    }
+}
+
+/// The first `git` executable on the environment's `PATH`.
+pub fn find_git(env: &Env) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = env.vars.get("PATH")?;
+    std::env::split_paths(path)
+        .map(|dir| dir.join("git"))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use clap::Parser;

@@ -12,6 +12,7 @@ pub mod mcp;
 pub mod ps;
 pub mod sandbox;
 pub mod sandbox_net;
+pub mod rewind;
 pub mod schedule;
 
 use crate::error::StartupError;

@@ -17,6 +17,7 @@ pub use shell::{RunningShell, LIVE_OUTPUT_BYTES};
 
 use super::markdown::{self, MarkdownStream, MdLine};
 use super::replay::Replayed;
+use crate::kernel::checkpoint::Skipped;
 use crate::kernel::event::CompactionResult;
 use crate::kernel::message::{user_text, Content, Message, StopReason, Usage};
 use crate::kernel::tool::bash::BashExecution;
@@ -307,6 +308,19 @@ impl Transcript {
         }
     }
 
+    /// A checkpoint that left files out or failed: a notice naming them.
+    fn checkpoint_warning(&mut self, skipped: &[Skipped], error: Option<&str>) {
+        let names: Vec<String> = skipped
+            .iter()
+            .map(|s| format!("{} ({})", s.path, s.reason))
+            .collect();
+        let text = match error {
+            Some(e) => format!("checkpoint not taken: {e}"),
+            None => format!("checkpoint left out: {}", names.join(", ")),
+        };
+        self.pending.push_back(HistoryCell::Notice(text));
+    }
+
     /// Folds one public event in; `at_ms` is when it happened (in-process, the kernel's
     /// stamp; from the daemon, when it arrived), for the run and tool timers.
     pub fn on_event(&mut self, event: &WireEvent, at_ms: i64) {
@@ -435,6 +449,10 @@ impl Transcript {
                 reason.as_deref(),
                 messages,
             ),
+            P::CheckpointWarning {
+                skipped,
+                error_message,
+            } => self.checkpoint_warning(skipped, error_message.as_deref()),
             P::CompactionStart { .. } => {
                 self.activity = Some(Activity::Compacting { since_ms: at_ms });
             }

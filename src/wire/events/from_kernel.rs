@@ -200,6 +200,15 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
             path: path.as_ref().map(|p| p.display().to_string().into()),
             host: host.as_deref().map(Cow::Borrowed),
         }),
+        EventPayload::CheckpointCreated { checkpoint } if checkpoint.skipped.is_empty() => None,
+        EventPayload::CheckpointCreated { checkpoint } => Some(W::CheckpointWarning {
+            skipped: Cow::Borrowed(&checkpoint.skipped),
+            error_message: None,
+        }),
+        EventPayload::CheckpointFailed { message } => Some(W::CheckpointWarning {
+            skipped: Cow::Borrowed(&[]),
+            error_message: Some(Cow::Borrowed(message)),
+        }),
         EventPayload::HookStarted { event, command } => Some(W::HookStarted {
             event: event.into(),
             command: command.into(),

@@ -249,6 +249,16 @@ pub enum WireEvent<'a> {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         host: Option<Cow<'a, str>>,
     },
+    /// keel: a checkpoint (DESIGN §16) left files out (`skipped`: each path and the cap it
+    /// broke: `maxFileBytes`, `maxFiles`, `maxTotalBytes`) or could not be taken
+    /// (`errorMessage`).
+    #[serde(rename_all = "camelCase")]
+    CheckpointWarning {
+        #[serde(skip_serializing_if = "<[_]>::is_empty", default)]
+        skipped: Cow<'a, [crate::kernel::checkpoint::Skipped]>,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        error_message: Option<Cow<'a, str>>,
+    },
     /// A type this keel does not know (a newer peer's addition): nothing to show.
     #[serde(other)]
     Other,
@@ -280,6 +290,7 @@ kinds! { WireEvent {
     HookFinished = "hook_finished",
     CompactionEnd = "compaction_end",
     SandboxViolation = "sandbox_violation",
+    CheckpointWarning = "checkpoint_warning",
     Other = "other",
 } }
 

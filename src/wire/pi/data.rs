@@ -260,3 +260,9 @@ pub struct PermissionRule {
     /// Where it came from: a settings file, a flag, or an "always" answer.
     pub origin: String,
 }
+
+/// `get_checkpoints`' data (keel): the session's checkpoints, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointsData {
+    pub checkpoints: Vec<crate::kernel::checkpoint::Listed>,
+}

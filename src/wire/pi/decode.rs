@@ -95,6 +95,11 @@ impl CommandName {
                     .choice("mode", PERMISSION_MODES)?
                     .ok_or_else(|| missing(req, "mode"))?,
             },
+            N::Rewind => Command::Rewind {
+                entry_id: string("entryId")?,
+                restore: restore(req)?,
+            },
+            N::GetCheckpoints => Command::GetCheckpoints {},
         })
     }
 }
@@ -133,6 +138,16 @@ const PERMISSION_MODES: &[&str] = &[
     "acceptEdits",
     "bypassPermissions",
 ];
+/// `rewind`'s `restore`: `both`, `conversation` or `files` (absent: both).
+fn restore(req: &Request) -> Result<Option<crate::kernel::checkpoint::Restore>, ParamError> {
+    use crate::kernel::checkpoint::Restore;
+    let word = req.choice("restore", &["both", "conversation", "files"])?;
+    Ok(word.map(|w| match w.as_str() {
+        "conversation" => Restore::Conversation,
+        "files" => Restore::Files,
+        _ => Restore::Both,
+    }))
+}
 
 fn delivery_mode(req: &Request) -> Result<DeliveryMode, ParamError> {
     match req.choice("mode", &["all", "one-at-a-time"])?.as_deref() {

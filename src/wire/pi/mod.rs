@@ -78,6 +78,8 @@ command_names! {
     ExtensionUiResponse = "extension_ui_response",
     GetPermissions = "get_permissions",
     SetPermissionMode = "set_permission_mode",
+    Rewind = "rewind",
+    GetCheckpoints = "get_checkpoints",
 }
 
 impl CommandName {
@@ -121,7 +123,9 @@ impl CommandName {
             | GetCommands
             | ExtensionUiResponse
             | GetPermissions
-            | SetPermissionMode => false,
+            | SetPermissionMode
+            | GetCheckpoints => false,
+            Rewind => true,
         }
     }
 
@@ -336,6 +340,17 @@ pub enum Command {
         /// `bypassPermissions`).
         mode: String,
     },
+    /// keel: rewinds the files, the conversation or both to before a user message (DESIGN
+    /// §16); refused while a run is active. Data: [`crate::kernel::checkpoint::Rewound`].
+    Rewind {
+        /// The user message entry (or a checkpoint entry) to rewind to before.
+        entry_id: String,
+        /// `both` (absent), `conversation` or `files`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        restore: Option<crate::kernel::checkpoint::Restore>,
+    },
+    /// keel: the session's checkpoints. Data: [`data::CheckpointsData`].
+    GetCheckpoints {},
 }
 
 impl Command {
@@ -379,6 +394,8 @@ impl Command {
             Command::ExtensionUiResponse { .. } => N::ExtensionUiResponse,
             Command::GetPermissions {} => N::GetPermissions,
             Command::SetPermissionMode { .. } => N::SetPermissionMode,
+            Command::Rewind { .. } => N::Rewind,
+            Command::GetCheckpoints {} => N::GetCheckpoints,
         }
     }
 

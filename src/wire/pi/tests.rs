@@ -54,6 +54,9 @@ const LINES: &[&str] = &[
     r#"{"type":"extension_ui_response","id":"d4","value":"always","confirmed":true}"#,
     r#"{"type":"get_permissions"}"#,
     r#"{"type":"set_permission_mode","mode":"accept-edits"}"#,
+    r#"{"type":"rewind","entryId":"e1","restore":"files"}"#,
+    r#"{"type":"rewind","entryId":"e1"}"#,
+    r#"{"type":"get_checkpoints"}"#,
 ];
 
 fn decode(line: &str) -> Result<Command, ParamError> {
@@ -147,9 +150,14 @@ fn every_documented_pi_command_has_a_variant() {
         let name = CommandName::parse(word).unwrap_or_else(|| panic!("no variant for {word}"));
         assert_eq!(name.as_str(), *word);
     }
+    // keel's own additions (DESIGN §16), beside pi's.
+    const KEEL_COMMANDS: &[&str] = &["rewind", "get_checkpoints"];
+    for word in KEEL_COMMANDS {
+        assert!(CommandName::parse(word).is_some(), "no variant for {word}");
+    }
     assert_eq!(
         CommandName::ALL.len(),
-        PI_COMMANDS.len(),
+        PI_COMMANDS.len() + KEEL_COMMANDS.len(),
         "a variant pi lacks"
     );
     assert_eq!(CommandName::parse("bogus_cmd"), None);

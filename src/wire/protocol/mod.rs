@@ -125,6 +125,11 @@ impl Request {
             s::List::NAME => Request::List(j::params(params)?),
             sc::Reload::NAME => Request::ScheduleReload(j::params(params)?),
             sc::Run::NAME => Request::ScheduleRun(j::params(params)?),
+            // Served by the session's host as pi's `rewind` (params checked there).
+            s::Rewind::NAME => Request::Pi(PiCall {
+                command: "rewind".to_string(),
+                params: params.map(ToOwned::to_owned),
+            }),
             command => Request::Pi(PiCall {
                 command: command.to_string(),
                 params: params.map(ToOwned::to_owned),

@@ -159,6 +159,28 @@ impl Method for Close {
     type Result = Empty;
 }
 
+/// `session/rewind` (DESIGN §16): rewind a live session's files, conversation or both to
+/// before one of its user messages; served by the session's host (pi's `rewind` with
+/// `sessionId`), refused while a run is active.
+pub enum Rewind {}
+impl Method for Rewind {
+    const NAME: &'static str = "session/rewind";
+    type Params = RewindParams;
+    type Result = crate::kernel::checkpoint::Rewound;
+}
+
+/// `session/rewind`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindParams {
+    pub session_id: String,
+    /// The user message (or checkpoint) entry to rewind to before.
+    pub entry_id: String,
+    /// `both` (absent), `conversation` or `files`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore: Option<crate::kernel::checkpoint::Restore>,
+}
+
 /// `session/list`: the saved sessions of a directory and of every directory.
 pub enum List {}
 impl Method for List {

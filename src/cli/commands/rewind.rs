@@ -1,0 +1,134 @@
+//! `keel rewind ID --list [--json]`, `keel rewind ID --to CHECKPOINT [--files |
+//! --conversation]`, `keel rewind ID --undo`: a session's checkpoints, and rewinding its files
+//! and conversation to one of them (DESIGN §16). Works on the session file, which it locks:
+//! a session open in another keel is refused (one writer).
+
+use std::path::Path;
+
+use super::{print, Logs};
+use crate::error::StartupError;
+use crate::exit::Exit;
+use crate::kernel::checkpoint::{self, Checkpoints, Restore, Rewound, Shadow};
+use crate::kernel::clock::Clock;
+use crate::kernel::session::{self, Store};
+use crate::mode::Env;
+
+/// `keel rewind`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct RewindArgs {
+    /// The session: its id (or a unique prefix) in this directory, or its file.
+    #[arg(value_name = "SESSION")]
+    session: String,
+    /// List the session's checkpoints: id, entry id, time, prompt, files changed.
+    #[arg(long, conflicts_with_all = ["to", "undo"])]
+    list: bool,
+    /// With --list: one JSON array.
+    #[arg(long, requires = "list")]
+    json: bool,
+    /// Rewind to before the user message of this checkpoint (a checkpoint or entry id).
+    #[arg(long, value_name = "CHECKPOINT", conflicts_with = "undo")]
+    to: Option<String>,
+    /// With --to: the files only.
+    #[arg(long, requires = "to", conflicts_with = "conversation")]
+    files: bool,
+    /// With --to: the conversation only.
+    #[arg(long, requires = "to")]
+    conversation: bool,
+    /// Undo the session's last rewind.
+    #[arg(long)]
+    undo: bool,
+}
+
+/// Runs `keel rewind`.
+pub fn run(args: RewindArgs) -> Exit {
+    super::run(Logs::Off, async move |env, out| {
+        let path = session_path(env, &args.session)?;
+        if args.list {
+            let (store, _) = Store::read(&path).map_err(|e| StartupError::usage(e.message))?;
+            let list = checkpoint::list(&store);
+            let text = if args.json {
+                let mut s = serde_json::to_string(&list).unwrap_or_default();
+                s.push('\n');
+                s
+            } else {
+                table(&list)
+            };
+            return print(out, &text);
+        }
+        let (mut store, _) = Store::open(&path).map_err(|e| StartupError::usage(e.message))?;
+        let shadow = shadow(env, &store);
+        let clock = Clock::system();
+        let done = match (&args.to, args.undo) {
+            (Some(to), _) => {
+                let restore = match (args.files, args.conversation) {
+                    (true, _) => Restore::Files,
+                    (_, true) => Restore::Conversation,
+                    _ => Restore::Both,
+                };
+                checkpoint::rewind(&mut store, shadow.as_ref(), to, restore, &clock)
+            }
+            (None, true) => checkpoint::undo(&mut store, shadow.as_ref(), &clock),
+            (None, false) => {
+                return Err(StartupError::usage("say --list, --to CHECKPOINT or --undo"))
+            }
+        };
+        let done = done.map_err(|e| StartupError::usage(e.message))?;
+        store
+            .sync()
+            .map_err(|e| StartupError::internal(e.message))?;
+        print(out, &report(&done))
+    })
+}
+
+/// The session file `query` names: a path, or an id in this directory's sessions.
+fn session_path(env: &Env, query: &str) -> Result<std::path::PathBuf, StartupError> {
+    let as_path = env.cwd.join(query);
+    if as_path.is_file() {
+        return Ok(as_path);
+    }
+    let dir = session::session_dir(&env.keel_home, &env.cwd);
+    session::resolve(&dir, query).map_err(|e| StartupError::usage(e.message))
+}
+
+/// The session's shadow repository, unless the settings turn checkpoints off or `git` is
+/// missing.
+fn shadow(env: &Env, store: &Store) -> Option<Shadow> {
+    let merged = crate::setup::settings::load(None, env).ok()?.merged;
+    if merged.checkpoints.enabled == Some(false) {
+        return None;
+    }
+    let git = crate::setup::settings::find_git(env)?;
+    let checkpoints = Checkpoints {
+        git,
+        root: env.keel_home.join("checkpoints"),
+        caps: Default::default(),
+    };
+    let header = store.header();
+    Some(checkpoints.shadow(Path::new(&header.cwd), &header.id))
+}
+
+fn table(list: &[checkpoint::Listed]) -> String {
+    let mut s = String::new();
+    for c in list {
+        let files = match c.files.len() {
+            1 => "1 file".to_string(),
+            n => format!("{n} files"),
+        };
+        s.push_str(&format!(
+            "{}  {}  {}  {}  {files}\n",
+            c.id, c.entry_id, c.timestamp, c.prompt
+        ));
+    }
+    s
+}
+
+fn report(done: &Rewound) -> String {
+    let mut s = format!("rewound {} to before {}\n", done.restore, done.entry_id);
+    for f in &done.restored.written {
+        s.push_str(&format!("restored {f}\n"));
+    }
+    for f in &done.restored.removed {
+        s.push_str(&format!("removed {f}\n"));
+    }
+    s
+}

@@ -1,0 +1,52 @@
+//! `rewind` and `get_checkpoints` (keel's pi extensions, DESIGN §16): the served session's
+//! checkpoints, and rewinding its files and conversation to one, refused while a run is
+//! active. The host owns the session file, so a rewind of a live session always goes here
+//! (one writer).
+
+use super::{Answer, CommandError, CommandErrorKind, Host};
+use crate::host::dispatch::data;
+use crate::kernel::checkpoint::{self, CheckpointErrorKind, Restore};
+use crate::kernel::recorder;
+use crate::wire::pi::data::CheckpointsData;
+
+impl Host {
+    /// `get_checkpoints`: every checkpoint of the session file, oldest first.
+    pub(super) fn checkpoints(&self) -> CheckpointsData {
+        CheckpointsData {
+            checkpoints: checkpoint::list(&recorder::lock(&self.live.store)),
+        }
+    }
+
+    /// `rewind`: restores what `restore` names to before the user message `entry_id`, then
+    /// serves the conversation from the new leaf.
+    pub(super) fn rewind(&mut self, entry_id: &str, restore: Restore) -> Answer {
+        if self.busy() {
+            return Err(CommandError::new(
+                CommandErrorKind::Busy,
+                "A run is active: abort it before rewinding",
+            ));
+        }
+        let done = {
+            let mut store = recorder::lock(&self.live.store);
+            let shadow = self.config.checkpoints.as_ref().map(|c| {
+                let id = store.header().id.clone();
+                c.shadow(&self.config.cwd, &id)
+            });
+            let done =
+                checkpoint::rewind(&mut store, shadow.as_ref(), entry_id, restore, &self.clock);
+            if done.is_ok() {
+                self.live.session.replace_history(store.context_entries());
+            }
+            done
+        };
+        let done = done.map_err(|e| {
+            let kind = match e.kind {
+                CheckpointErrorKind::NotFound => CommandErrorKind::Entry,
+                CheckpointErrorKind::Busy => CommandErrorKind::Busy,
+                _ => CommandErrorKind::Checkpoint,
+            };
+            CommandError::new(kind, e.message)
+        })?;
+        Ok(data(&done))
+    }
+}

@@ -1,0 +1,95 @@
+//! Checkpoints and rewinds as session entries: pi `custom` entries (`customType`
+//! `keel.checkpoint` / `keel.rewind`, the payload in `data`), which pi skips and keel reads
+//! back through typed structs.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{Restored, Skipped};
+use crate::kernel::session::{Entry, EntryData};
+
+/// The `customType` of a checkpoint entry.
+pub const CHECKPOINT_TYPE: &str = "keel.checkpoint";
+/// The `customType` of a rewind entry.
+pub const REWIND_TYPE: &str = "keel.rewind";
+
+/// A snapshot of the workspace taken before the changes that followed a user message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Checkpoint {
+    /// The user message entry whose changes this checkpoint precedes.
+    pub entry_id: String,
+    /// The snapshot (a tree id of the shadow repository).
+    pub snapshot: String,
+    /// Files changed since this session's previous checkpoint.
+    pub files: Vec<String>,
+    /// Files the caps left out of the snapshot.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+}
+
+/// A rewind: what was restored, and how to undo it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rewound {
+    /// The user message rewound to (the state before it).
+    pub entry_id: String,
+    /// `both`, `conversation` or `files`.
+    pub restore: String,
+    /// The snapshot of the files taken just before the rewind (what an undo restores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+    /// The conversation leaf before the rewind (where an undo goes back to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaf: Option<String>,
+    /// The files the rewind wrote and removed.
+    #[serde(flatten)]
+    pub restored: Restored,
+}
+
+#[derive(Deserialize)]
+struct Custom<T> {
+    #[serde(rename = "customType")]
+    custom_type: String,
+    data: T,
+}
+
+fn read<T: serde::de::DeserializeOwned>(entry: &Entry, kind: &str) -> Option<T> {
+    let EntryData::Other(v) = &entry.data else {
+        return None;
+    };
+    if entry.data.type_name() != "custom" {
+        return None;
+    }
+    let c: Custom<T> = serde_json::from_value(v.clone()).ok()?;
+    (c.custom_type == kind).then_some(c.data)
+}
+
+fn write<T: Serialize>(kind: &str, data: &T) -> EntryData {
+    let data = serde_json::to_value(data).unwrap_or_default();
+    EntryData::Other(json!({"type": "custom", "customType": kind, "data": data}))
+}
+
+impl Checkpoint {
+    /// The session entry.
+    pub fn to_entry(&self) -> EntryData {
+        write(CHECKPOINT_TYPE, self)
+    }
+
+    /// The checkpoint an entry holds, if it is one.
+    pub fn from_entry(entry: &Entry) -> Option<Checkpoint> {
+        read(entry, CHECKPOINT_TYPE)
+    }
+}
+
+impl Rewound {
+    /// The session entry.
+    pub fn to_entry(&self) -> EntryData {
+        write(REWIND_TYPE, self)
+    }
+
+    /// The rewind an entry holds, if it is one.
+    pub fn from_entry(entry: &Entry) -> Option<Rewound> {
+        read(entry, REWIND_TYPE)
+    }
+}

@@ -1,0 +1,202 @@
+//! Rewinding a session to the state before one of its user messages: the files (from the
+//! first checkpoint after that message), the conversation (the session tree's leaf moves to
+//! the message's parent; the abandoned branch stays), or both. The present is snapshotted
+//! first and the rewind recorded as an entry, so [`undo`] can bring it back.
+
+use serde::{Deserialize, Serialize};
+
+use super::{Checkpoint, CheckpointError, CheckpointErrorKind as Kind, Restored, Rewound, Shadow};
+use crate::kernel::clock::Clock;
+use crate::kernel::message::{joined_text, Message};
+use crate::kernel::session::{EntryData, Store};
+
+/// What a rewind restores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum Restore {
+    /// Files and conversation.
+    #[default]
+    Both,
+    Conversation,
+    Files,
+}
+
+impl Restore {
+    pub fn word(self) -> &'static str {
+        match self {
+            Restore::Both => "both",
+            Restore::Conversation => "conversation",
+            Restore::Files => "files",
+        }
+    }
+
+    fn files(self) -> bool {
+        self != Restore::Conversation
+    }
+
+    fn conversation(self) -> bool {
+        self != Restore::Files
+    }
+
+    fn of(word: &str) -> Restore {
+        match word {
+            "conversation" => Restore::Conversation,
+            "files" => Restore::Files,
+            _ => Restore::Both,
+        }
+    }
+}
+
+/// One checkpoint of a session, as `keel rewind --list` and `get_checkpoints` show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Listed {
+    /// The checkpoint's own entry id.
+    pub id: String,
+    /// The user message it precedes.
+    pub entry_id: String,
+    /// When it was taken (ISO-8601).
+    pub timestamp: String,
+    /// The first line of that user message.
+    pub prompt: String,
+    /// The snapshot's tree id.
+    pub snapshot: String,
+    /// Files changed since the previous checkpoint.
+    pub files: Vec<String>,
+}
+
+/// Every checkpoint of the session file, oldest first.
+pub fn list(store: &Store) -> Vec<Listed> {
+    let prompt = |id: &str| match store.entry(id).map(|e| &e.data) {
+        Some(EntryData::Message(Message::User(u))) => joined_text(&u.content)
+            .lines()
+            .next()
+            .unwrap_or("")
+            .to_string(),
+        _ => String::new(),
+    };
+    store
+        .entries()
+        .iter()
+        .filter_map(|e| {
+            let c = Checkpoint::from_entry(e)?;
+            Some(Listed {
+                id: e.id.clone(),
+                prompt: prompt(&c.entry_id),
+                entry_id: c.entry_id,
+                timestamp: e.timestamp.clone(),
+                snapshot: c.snapshot,
+                files: c.files,
+            })
+        })
+        .collect()
+}
+
+/// Rewinds to before the user message `target` (or the one checkpoint `target` names).
+/// `shadow`: the session's shadow repository (`None`: checkpoints are off, and only the
+/// conversation can be rewound).
+pub fn rewind(
+    store: &mut Store,
+    shadow: Option<&Shadow>,
+    target: &str,
+    restore: Restore,
+    clock: &Clock,
+) -> Result<Rewound, CheckpointError> {
+    let not_found = || {
+        CheckpointError::new(
+            Kind::NotFound,
+            format!("no user message or checkpoint {target:?} in this session"),
+        )
+    };
+    let entry = store.entry(target).ok_or_else(not_found)?;
+    let message_id = match (&entry.data, Checkpoint::from_entry(entry)) {
+        (_, Some(c)) => c.entry_id,
+        (EntryData::Message(Message::User(_)), None) => entry.id.clone(),
+        _ => return Err(not_found()),
+    };
+    let at = store
+        .entries()
+        .iter()
+        .position(|e| e.id == message_id)
+        .ok_or_else(not_found)?;
+    let parent = store.entries()[at].parent_id.clone();
+    let checkpoint = store.entries()[at..]
+        .iter()
+        .find_map(Checkpoint::from_entry);
+    let mut rewound = Rewound {
+        entry_id: message_id.clone(),
+        restore: restore.word().into(),
+        snapshot: None,
+        leaf: store.leaf_id().map(str::to_string),
+        restored: Restored::default(),
+    };
+    if restore.files() {
+        let shadow = shadow.ok_or_else(|| {
+            CheckpointError::new(
+                Kind::Disabled,
+                "checkpoints are off for this session: its files cannot be rewound",
+            )
+        })?;
+        let present = shadow.snapshot()?;
+        if let Some(c) = &checkpoint {
+            let keep: Vec<String> = c.skipped.iter().map(|s| s.path.clone()).collect();
+            rewound.restored = shadow.restore(&present.tree, &c.snapshot, &keep)?;
+        }
+        rewound.snapshot = Some(present.tree);
+    }
+    if restore.conversation() {
+        store.set_leaf(parent.as_deref()).map_err(session_error)?;
+    }
+    store
+        .append(rewound.to_entry(), clock)
+        .map_err(session_error)?;
+    Ok(rewound)
+}
+
+/// Undoes the session's last rewind (itself recorded as a rewind, so an undo can be undone).
+pub fn undo(
+    store: &mut Store,
+    shadow: Option<&Shadow>,
+    clock: &Clock,
+) -> Result<Rewound, CheckpointError> {
+    let last = store
+        .entries()
+        .iter()
+        .rev()
+        .find_map(Rewound::from_entry)
+        .ok_or_else(|| {
+            CheckpointError::new(Kind::NotFound, "this session has no rewind to undo")
+        })?;
+    let restore = Restore::of(&last.restore);
+    let mut undone = Rewound {
+        entry_id: last.entry_id.clone(),
+        restore: last.restore.clone(),
+        snapshot: None,
+        leaf: store.leaf_id().map(str::to_string),
+        restored: Restored::default(),
+    };
+    if let (true, Some(target)) = (restore.files(), &last.snapshot) {
+        let shadow = shadow.ok_or_else(|| {
+            CheckpointError::new(
+                Kind::Disabled,
+                "checkpoints are off for this session: its files cannot be restored",
+            )
+        })?;
+        let present = shadow.snapshot()?;
+        undone.restored = shadow.restore(&present.tree, target, &[])?;
+        undone.snapshot = Some(present.tree);
+    }
+    if restore.conversation() {
+        store
+            .set_leaf(last.leaf.as_deref())
+            .map_err(session_error)?;
+    }
+    store
+        .append(undone.to_entry(), clock)
+        .map_err(session_error)?;
+    Ok(undone)
+}
+
+fn session_error(e: crate::kernel::session::SessionError) -> CheckpointError {
+    CheckpointError::new(Kind::Io, e.message)
+}
