@@ -98,6 +98,7 @@ fn host_setup_at(
         skills,
         late_warnings: Some(late_rx),
         open_args: Vec::new(),
+        on_saved_rules: Some(trust::saved_rules(settings, env)),
     })
 }
 
@@ -134,6 +135,7 @@ pub fn headless_host_setup(
         skills,
         late_warnings: None,
         open_args: Vec::new(),
+        on_saved_rules: Some(trust::saved_rules(settings, env)),
     };
     Ok((setup, opened.warnings))
 }
@@ -691,4 +693,3 @@ pub fn require_regular_file(path: &Path, what: &str) -> Result<(), StartupError>
         .hint("pass the path of a regular file")),
     }
 }
-

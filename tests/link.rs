@@ -48,7 +48,13 @@ fn env_of(sb: &Sandbox) -> Env {
         temp_dir: sb.dir.path().to_path_buf(),
         log_filter: "off".into(),
         test_panic: false,
-        vars: Default::default(),
+        // As a keel process started by the tests has it (tools and checkpoints find `git` there).
+        vars: [(
+            "PATH".to_string(),
+            std::env::var("PATH").unwrap_or_default(),
+        )]
+        .into_iter()
+        .collect(),
         retry_base_ms: None,
         tool_vars: None,
     }

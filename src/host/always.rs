@@ -32,7 +32,11 @@ impl Host {
             .map(|r| format!("`{r}`"))
             .collect::<Vec<_>>()
             .join(", ");
-        let (note, level, origin) = match crate::settings::add_allow(&file, &rules) {
+        let saved = crate::settings::add_allow(&file, &rules);
+        if let (Ok(_), Some(hook)) = (&saved, &self.on_saved_rules) {
+            hook(&cwd, &rules);
+        }
+        let (note, level, origin) = match saved {
             Ok(_) => (
                 format!("Always allowed {list}: saved to {}", file.display()),
                 NotifyType::Info,

@@ -147,6 +147,7 @@ mod tests {
             skills: Vec::new(),
             late_warnings: None,
             open_args: Vec::new(),
+            on_saved_rules: None,
         };
         actor::spawn(setup, "test".into(), (64, 1 << 20))
     }

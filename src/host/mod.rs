@@ -87,7 +87,13 @@ pub struct HostSetup {
     /// clients in the snapshot's `openArgs`: a window that outlives its daemon reopens the
     /// session from its file with them.
     pub open_args: Vec<String>,
+    /// Called with the session's cwd and the rules an "always" answer saved to the project's
+    /// local settings file, once saved (setup keeps the trust store up to date with it).
+    pub on_saved_rules: Option<SavedRules>,
 }
+
+/// See [`HostSetup::on_saved_rules`].
+pub type SavedRules = std::sync::Arc<dyn Fn(&std::path::Path, &[String]) + Send + Sync>;
 
 /// One line of the host's stream: a wire event (pi vocabulary plus keel's additions), a dialog
 /// request or a `bash_execution_update`, as compact JSON without a newline.
@@ -252,6 +258,8 @@ pub struct Host {
     open_args: Vec<String>,
     /// The tool and arguments of each call an open dialog asks about (for an "always" answer).
     asked: HashMap<String, (String, Value)>,
+    /// See [`HostSetup::on_saved_rules`].
+    on_saved_rules: Option<SavedRules>,
 }
 
 impl Host {
@@ -309,6 +317,7 @@ impl Host {
             held_bash: Vec::new(),
             open_args: setup.open_args,
             asked: HashMap::new(),
+            on_saved_rules: setup.on_saved_rules,
         }
     }
 

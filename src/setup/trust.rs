@@ -98,6 +98,8 @@ pub struct Wants {
     pub env: Vec<(String, String)>,
     /// The hash of the allow rules and env (`None`: there are none).
     settings_hash: Option<String>,
+    /// What that hash is made of (sorted).
+    lines: Vec<String>,
 }
 
 fn is_project(level: Level) -> bool {
@@ -162,9 +164,29 @@ pub fn wants(files: &Merged) -> Wants {
         lines.push(format!("env\0{k}\0{}", v.value));
     }
     lines.sort();
-    w.settings_hash =
-        (!lines.is_empty()).then(|| sha256(&lines.iter().map(String::as_str).collect::<Vec<_>>()));
+    w.settings_hash = hash_of(&lines);
+    w.lines = lines;
     w
+}
+
+fn hash_of(lines: &[String]) -> Option<String> {
+    (!lines.is_empty()).then(|| sha256(&lines.iter().map(String::as_str).collect::<Vec<_>>()))
+}
+
+/// What a host calls once an "always" answer saved `rules` to the project's local settings
+/// file: if the project's allow rules and env were trusted as they stood (or it had none), the
+/// set with the user's new rules is trusted too, so the next session applies what the user
+/// chose; nothing the user did not trust becomes trusted (`--trust-project` alone trusts for
+/// one run, and records nothing).
+pub fn saved_rules(settings: &Settings, env: &Env) -> crate::host::SavedRules {
+    let trust = std::sync::Mutex::new(Trust::read(settings, env));
+    let keel_home = env.keel_home.clone();
+    std::sync::Arc::new(move |cwd: &Path, rules: &[String]| {
+        let mut trust = trust.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(e) = trust.add_saved(&keel_home, cwd, rules) {
+            tracing::warn!("cannot record the trust of saved rules: {e}");
+        }
+    })
 }
 
 /// What the store and the flags decide for a session in one directory.
@@ -210,6 +232,28 @@ impl Trust {
         } else {
             HookTrust::Untrusted
         }
+    }
+
+    /// Adds the rules an "always" answer saved (see [`saved_rules`]).
+    fn add_saved(&mut self, keel_home: &Path, cwd: &Path, rules: &[String]) -> std::io::Result<()> {
+        let trusted = self.wants.settings_hash.is_none() || self.settings_trusted();
+        let w = &mut self.wants;
+        for r in rules {
+            let line = format!("allow\0{r}");
+            if !w.lines.contains(&line) {
+                w.lines.push(line);
+            }
+        }
+        w.lines.sort();
+        w.settings_hash = hash_of(&w.lines);
+        if !trusted {
+            return Ok(());
+        }
+        self.record.settings = w.settings_hash.clone();
+        let mut store = read(keel_home);
+        let record = store.projects.entry(project_key(cwd)).or_default();
+        record.settings = w.settings_hash.clone();
+        write(keel_home, &store)
     }
 
     /// Whether the project's allow rules and env apply.

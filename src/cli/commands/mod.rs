@@ -10,9 +10,9 @@ pub mod debug;
 pub mod hooks;
 pub mod mcp;
 pub mod ps;
+pub mod rewind;
 pub mod sandbox;
 pub mod sandbox_net;
-pub mod rewind;
 pub mod schedule;
 
 use crate::error::StartupError;

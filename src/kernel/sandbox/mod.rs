@@ -128,7 +128,6 @@ impl Default for SandboxConfig {
     }
 }
 
-
 /// Which mechanism to use: the best one that works, or one forced (`KEEL_SANDBOX_MECHANISM`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Choice {
