@@ -20,6 +20,9 @@ use super::{Sandbox, SandboxError, SandboxErrorKind};
 
 /// Where the proxy's socket appears inside the sandbox (in its private `/tmp`).
 pub const INSIDE_SOCKET: &str = "/tmp/.keel-proxy.sock";
+/// Where keel's own executable is bound inside, for the relay (wherever keel lives outside:
+/// under `/tmp`, which the sandbox replaces, or under a path it hides).
+pub const INSIDE_EXE: &str = "/tmp/.keel-relay";
 
 /// The longest request head the proxy reads.
 const MAX_HEAD: usize = 64 * 1024;
@@ -102,13 +105,10 @@ impl Sandbox {
         let Network::Allow(allow) = self.policy.network_mode() else {
             return Ok(args);
         };
-        let exe = self.proxy.0.exe.clone().filter(|e| {
-            !e.starts_with("/tmp") && self.policy.read_denied(&super::policy::real(e)).is_none()
-        });
-        let Some(exe) = exe else {
+        let Some(exe) = self.proxy.0.exe.clone() else {
             return Err(setup(
-                "the network allowlist runs keel inside the sandbox, but keel's executable is \
-                 not visible there (under /tmp or a denied path)",
+                "the network allowlist runs keel inside the sandbox, but keel cannot tell where \
+                 its own executable is",
             ));
         };
         let socket = self.proxy.socket(&allow)?;
@@ -116,8 +116,11 @@ impl Sandbox {
             "--ro-bind".into(),
             socket.into(),
             INSIDE_SOCKET.into(),
-            "--".into(),
+            "--ro-bind".into(),
             exe.into(),
+            INSIDE_EXE.into(),
+            "--".into(),
+            INSIDE_EXE.into(),
             "__sandbox-forward".into(),
             INSIDE_SOCKET.into(),
         ]);
