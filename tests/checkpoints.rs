@@ -413,3 +413,39 @@ fn session_rewind_through_the_daemon_goes_to_the_sessions_host() {
     assert_eq!(r["result"]["removed"], json!(["n.txt"]), "{r}");
     assert_eq!(tree(&work), t0);
 }
+
+#[test]
+fn keel_rewind_of_a_session_live_in_the_daemon_is_a_command_to_its_host() {
+    use crate::common::daemon::{open_script, Daemon};
+    let sb = Sandbox::new();
+    let work = sb.work();
+    seed_workspace(&work);
+    let t0 = tree(&work);
+    let path = write_script(
+        &sb,
+        "s.json",
+        &[("bash", json!({"command": "rm b.txt && echo n > n.txt"}))],
+    );
+    let d = Daemon::start(&sb, &[]);
+    let mut c = d.connect();
+    c.hello(false);
+    let id = open_script(&mut c, &sb, &path, &[]);
+    c.call("session/attach", json!({"sessionId": id}));
+    c.call("prompt", json!({"sessionId": id, "message": "shell"}));
+    c.events_until("agent_settled");
+    assert_ne!(tree(&work), t0);
+    let socket = d.socket.display().to_string();
+    let list = sb.run(&["rewind", &id, "--list", "--json"]);
+    assert_eq!(list.code, 0, "{list}");
+    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
+    let first = listed[0]["entryId"].as_str().unwrap().to_string();
+    // The session's file is locked by the daemon: the rewind goes to its host.
+    let r = sb.run(&[
+        "rewind", &id, "--to", &first, "--files", "--socket", &socket,
+    ]);
+    assert_eq!(r.code, 0, "{r}");
+    assert_eq!(tree(&work), t0, "{r}");
+    // The session is still live there, and knows it rewound.
+    let again = c.call("get_checkpoints", json!({"sessionId": id}));
+    assert!(again["result"]["checkpoints"].is_array(), "{again}");
+}

@@ -1,7 +1,8 @@
 //! `keel rewind ID --list [--json]`, `keel rewind ID --to CHECKPOINT [--files |
 //! --conversation]`, `keel rewind ID --undo`: a session's checkpoints, and rewinding its files
-//! and conversation to one of them (DESIGN §16). Works on the session file, which it locks:
-//! a session open in another keel is refused (one writer).
+//! and conversation to one of them (DESIGN §16). Works on the session file, which it locks; a
+//! session live in the daemon (its file locked there) is rewound by its host, through the
+//! daemon (one writer); `--undo` of such a session is refused.
 
 use std::path::Path;
 
@@ -37,6 +38,9 @@ pub struct RewindArgs {
     /// Undo the session's last rewind.
     #[arg(long)]
     undo: bool,
+    /// The daemon's socket, for a session live there (default: keel's usual one).
+    #[arg(long, value_name = "PATH")]
+    socket: Option<std::path::PathBuf>,
 }
 
 /// Runs `keel rewind`.
@@ -55,7 +59,12 @@ pub fn run(args: RewindArgs) -> Exit {
             };
             return print(out, &text);
         }
-        let (mut store, _) = Store::open(&path).map_err(|e| StartupError::usage(e.message))?;
+        let (mut store, _) = match Store::open(&path) {
+            Err(e) if e.kind == session::SessionErrorKind::Locked => {
+                return in_daemon(env, &path, &args, e.message, out).await;
+            }
+            opened => opened.map_err(|e| StartupError::usage(e.message))?,
+        };
         let shadow = shadow(env, &store);
         let clock = Clock::system();
         let done = match (&args.to, args.undo) {
@@ -131,4 +140,57 @@ fn report(done: &Rewound) -> String {
         s.push_str(&format!("removed {f}\n"));
     }
     s
+}
+
+/// Rewinds a session whose file another keel holds: if the daemon serves it, its host does it
+/// (`session/rewind`); else the lock's refusal (`locked`) stands.
+async fn in_daemon(
+    env: &Env,
+    path: &Path,
+    args: &RewindArgs,
+    locked: String,
+    out: &mut crate::output::Output,
+) -> Result<Exit, StartupError> {
+    use crate::wire::protocol::session::{Rewind, RewindParams};
+    let Some(to) = &args.to else {
+        return Err(StartupError::usage(format!(
+            "{locked}; --undo needs the session closed (`keel attach` it and use the TUI, or \
+             close it first)"
+        )));
+    };
+    let dial = crate::client::dial::Dial::Local(crate::client::open::socket_for(
+        env,
+        args.socket.as_deref(),
+    )?);
+    let status = crate::front::daemon::status_of(&dial).await;
+    let live = status.ok().and_then(|s| {
+        s.sessions.into_iter().find(|l| {
+            l.session_file
+                .as_deref()
+                .is_some_and(|f| same_file(Path::new(f), path))
+        })
+    });
+    let Some(live) = live else {
+        return Err(StartupError::usage(locked));
+    };
+    let restore = match (args.files, args.conversation) {
+        (true, _) => Some(Restore::Files),
+        (_, true) => Some(Restore::Conversation),
+        _ => None,
+    };
+    let params = RewindParams {
+        session_id: live.session_id.clone(),
+        entry_id: to.clone(),
+        restore,
+    };
+    let mut client = crate::client::socket::Client::dial(&dial, false).await?;
+    let done = client.call::<Rewind>(&params).await.map_err(|e| {
+        StartupError::usage(format!("session {} did not rewind: {e}", live.session_id))
+    })?;
+    print(out, &report(&done))
+}
+
+/// Whether two paths name one file.
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }
