@@ -381,13 +381,23 @@ fn rewind_through_rpc_restores_files_and_conversation_and_is_refused_while_runni
     let _ = t2;
 }
 
-#[test]
-fn session_rewind_through_the_daemon_goes_to_the_sessions_host() {
+/// A session live in a daemon of its own whose one turn deleted `b.txt` and made `n.txt` with
+/// `bash`: the sandbox, the daemon, a client attached to it, the session id and the tree
+/// before the turn.
+struct LiveShell {
+    sb: Sandbox,
+    d: crate::common::daemon::Daemon,
+    c: crate::common::daemon::Conn,
+    id: String,
+    before: BTreeMap<String, (Vec<u8>, u32)>,
+}
+
+fn live_shell_session() -> LiveShell {
     use crate::common::daemon::{open_script, Daemon};
     let sb = Sandbox::new();
     let work = sb.work();
     seed_workspace(&work);
-    let t0 = tree(&work);
+    let before = tree(&work);
     let path = write_script(
         &sb,
         "s.json",
@@ -400,7 +410,27 @@ fn session_rewind_through_the_daemon_goes_to_the_sessions_host() {
     c.call("session/attach", json!({"sessionId": id}));
     c.call("prompt", json!({"sessionId": id, "message": "shell"}));
     c.events_until("agent_settled");
-    assert_ne!(tree(&work), t0);
+    assert_ne!(tree(&work), before);
+    LiveShell {
+        sb,
+        d,
+        c,
+        id,
+        before,
+    }
+}
+
+#[test]
+fn session_rewind_through_the_daemon_goes_to_the_sessions_host() {
+    // The daemon is bound to a name so that it lives (and is stopped) with the test.
+    let LiveShell {
+        sb,
+        d: _daemon,
+        mut c,
+        id,
+        before: t0,
+    } = live_shell_session();
+    let work = sb.work();
     let list = c.call("get_checkpoints", json!({"sessionId": id}));
     let first = list["result"]["checkpoints"][0]["entryId"]
         .as_str()
@@ -416,24 +446,14 @@ fn session_rewind_through_the_daemon_goes_to_the_sessions_host() {
 
 #[test]
 fn keel_rewind_of_a_session_live_in_the_daemon_is_a_command_to_its_host() {
-    use crate::common::daemon::{open_script, Daemon};
-    let sb = Sandbox::new();
+    let LiveShell {
+        sb,
+        d,
+        mut c,
+        id,
+        before: t0,
+    } = live_shell_session();
     let work = sb.work();
-    seed_workspace(&work);
-    let t0 = tree(&work);
-    let path = write_script(
-        &sb,
-        "s.json",
-        &[("bash", json!({"command": "rm b.txt && echo n > n.txt"}))],
-    );
-    let d = Daemon::start(&sb, &[]);
-    let mut c = d.connect();
-    c.hello(false);
-    let id = open_script(&mut c, &sb, &path, &[]);
-    c.call("session/attach", json!({"sessionId": id}));
-    c.call("prompt", json!({"sessionId": id, "message": "shell"}));
-    c.events_until("agent_settled");
-    assert_ne!(tree(&work), t0);
     let socket = d.socket.display().to_string();
     let list = sb.run(&["rewind", &id, "--list", "--json"]);
     assert_eq!(list.code, 0, "{list}");

@@ -623,7 +623,11 @@ impl Conn {
                 continue;
             }
             let Some(s) = h.status().await else { continue };
-            let Some(file) = s.summary.file.filter(|f| same_file(f.as_ref(), &target)) else {
+            let Some(file) = s
+                .summary
+                .file
+                .filter(|f| crate::kernel::session::same_file(f.as_ref(), &target))
+            else {
                 continue;
             };
             let id = s.summary.session_id;
@@ -751,13 +755,4 @@ impl Conn {
             .values()
             .find_map(|(h, lag)| lag.at().map(|seq| (h.session_id().to_string(), seq)))
     }
-}
-
-/// Whether two paths name one file (as written, or once both are resolved).
-fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
-    a == b
-        || matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(x), Ok(y)) if x == y
-        )
 }

@@ -167,7 +167,7 @@ async fn in_daemon(
         s.sessions.into_iter().find(|l| {
             l.session_file
                 .as_deref()
-                .is_some_and(|f| same_file(Path::new(f), path))
+                .is_some_and(|f| session::same_file(Path::new(f), path))
         })
     });
     let Some(live) = live else {
@@ -188,9 +188,4 @@ async fn in_daemon(
         StartupError::usage(format!("session {} did not rewind: {e}", live.session_id))
     })?;
     print(out, &report(&done))
-}
-
-/// Whether two paths name one file.
-fn same_file(a: &Path, b: &Path) -> bool {
-    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
 }

@@ -460,6 +460,15 @@ impl fmt::Display for SessionError {
 
 impl std::error::Error for SessionError {}
 
+/// Whether two paths name one session file (as written, or once both are resolved).
+pub fn same_file(a: &std::path::Path, b: &std::path::Path) -> bool {
+    a == b
+        || matches!(
+            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
+            (Ok(x), Ok(y)) if x == y
+        )
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
