@@ -129,6 +129,7 @@ mod tests {
             }
         }
         let mut names: Vec<_> = rows.iter().map(|r| r.name).collect();
+        names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), rows.len());
     }
