@@ -30,6 +30,7 @@ mod daemon_peer;
 mod daemon_protocol;
 mod daemon_reopen;
 mod daemon_sessions;
+mod docs;
 mod exit_codes;
 mod export_html;
 mod external_tools;

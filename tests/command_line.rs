@@ -6,7 +6,17 @@ use serde_json::Value;
 
 use crate::common::support::{fixture, Sandbox};
 
-const SUBCOMMANDS: [&str; 7] = ["daemon", "ps", "attach", "schedule", "mcp", "debug", "help"];
+const SUBCOMMANDS: [&str; 9] = [
+    "daemon",
+    "ps",
+    "attach",
+    "schedule",
+    "mcp",
+    "debug",
+    "man",
+    "completions",
+    "help",
+];
 
 /// The user message a JSON-mode scripted run was sent.
 fn prompt_sent(sb: &Sandbox, args: &[&str]) -> String {

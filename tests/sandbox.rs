@@ -119,7 +119,7 @@ fn writes_outside_the_workspace_and_into_protected_paths_are_stopped() {
         assert!(!dir.join("outside/through.txt").exists(), "{mech}: {r:?}");
         assert!(!dir.join("home-file").exists(), "{mech}: {r:?}");
         if mech == "bwrap" {
-            // Landlock cannot make a path read-only under a writable root (see the README).
+            // Landlock cannot make a path read-only under a writable root (see docs/sandbox.md).
             let config = std::fs::read_to_string(sb.work().join(".git/config")).unwrap();
             assert_eq!(config, config_before, "{mech}: {r:?}");
             assert!(!sb.work().join(".git/hooks/pre-commit").exists(), "{r:?}");

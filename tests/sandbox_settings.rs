@@ -62,7 +62,7 @@ fn settings_deny_read_hides_a_path_from_bash_and_the_file_tools() {
         ];
         let (r, stderr) = run(&sb, mech, &calls, &[], &[]);
         if mech == "bwrap" {
-            // Landlock cannot take a path inside a writable root away (see the README).
+            // Landlock cannot take a path inside a writable root away (see docs/sandbox.md).
             assert!(
                 r[0].1 && !r[0].0.contains("private-canary"),
                 "{mech}: {r:?}"

@@ -16,7 +16,7 @@ use crate::tui_reflow::Emulator;
 /// The shell's rows above keel: tmux keeps the screen's row count on a reflow and moves the
 /// rows a narrowing adds to the scrollback from the top of the screen, where nothing can erase
 /// them; these rows are what goes there (with fewer rows above it, the live area's own top rows
-/// would, which is the limit the README states).
+/// would, which is the limit docs/tui.md states).
 const EARLIER: [&str; 22] = [
     "$ ls", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q",
     "r", "s", "t", "$ keel",

@@ -96,7 +96,7 @@ pub struct Cli {
     #[arg(long, value_name = "PATTERN", num_args = 0..=1, default_missing_value = "")]
     pub list_models: Option<String>,
 
-    /// Script file for --provider scripted (see README, "Scripted provider").
+    /// Script file for --provider scripted (see docs/providers.md, "Scripted provider").
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
 
@@ -268,7 +268,7 @@ fn usd(s: &str) -> Result<f64, String> {
     }
 }
 
-/// Reaching another host's daemon over ssh (`DESIGN.md` §10; README "Remote and fleet").
+/// Reaching another host's daemon over ssh (`DESIGN.md` §10; docs/remote.md).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct RemoteArgs {
     /// Use the daemon of [USER@]HOST, over `ssh -T HOST keel daemon bridge` (the user's own ssh

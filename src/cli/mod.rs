@@ -52,7 +52,7 @@ pub enum Command {
     Ps(PsArgs),
     /// Show a session live in the daemon in the TUI (the only one, when no id is given).
     Attach(AttachArgs),
-    /// Tasks the daemon runs on a schedule (see README "Scheduled tasks").
+    /// Tasks the daemon runs on a schedule (see docs/schedules.md).
     Schedule {
         #[command(subcommand)]
         action: ScheduleAction,
@@ -84,6 +84,10 @@ pub enum Command {
     SandboxForward(commands::sandbox_net::ForwardArgs),
     /// A session's checkpoints, and rewinding its files and conversation to one.
     Rewind(commands::rewind::RewindArgs),
+    /// Print keel's man page (roff) on stdout: `keel man > keel.1 && man -l keel.1`.
+    Man,
+    /// Print a shell completion script on stdout.
+    Completions(commands::completions::CompletionsArgs),
 }
 
 /// Parses the command line `args` (the process's, read once by `app`) and runs what it names:
@@ -111,6 +115,8 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::SandboxExec(a)) => commands::sandbox::exec(a),
         Some(Command::SandboxForward(a)) => commands::sandbox_net::run(a),
         Some(Command::Rewind(args)) => commands::rewind::run(args),
+        Some(Command::Man) => commands::man::run(),
+        Some(Command::Completions(args)) => commands::completions::run(args),
     }
 }
 

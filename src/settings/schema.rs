@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-/// Where the schema is published (the README's example points its `$schema` here).
+/// Where the schema is published (docs/settings.md's example points its `$schema` here).
 pub const ID: &str = "https://keel.dev/settings.schema.json";
 
 /// The schema, draft 2020-12.

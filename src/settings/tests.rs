@@ -210,7 +210,7 @@ fn the_project_is_the_git_root_above_the_cwd() {
     );
 }
 
-/// A file that sets every key the parser knows (the README's example is a subset).
+/// A file that sets every key the parser knows (docs/settings.md's example is a subset).
 fn every_key() -> serde_json::Value {
     json!({
         "$schema": schema::ID, "model": "anthropic/claude-sonnet-4-5", "thinking": "high",

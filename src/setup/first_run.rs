@@ -18,7 +18,7 @@ pub fn panel() -> String {
         "  OPENAI_BASE_URL=http://localhost:11434/v1    Ollama, or any OpenAI-compatible",
         "                                               server (llama.cpp: :8080/v1, vLLM)",
         "or pass --base-url URL [--model NAME]; more providers and models in",
-        "$KEEL_HOME/models.json (README, \"Models and providers\").",
+        "$KEEL_HOME/models.json (docs/providers.md).",
         "To try keel offline: keel --provider scripted --script fixtures/providers/hello.json",
     ]
     .join("\n")

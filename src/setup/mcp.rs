@@ -43,7 +43,7 @@ pub fn load(settings: &Settings, env: &Env) -> Result<config::Loaded, StartupErr
     // `${VAR}` expands from the session's environment (a daemon session's: the client's).
     let vars = env.tool_vars.as_ref().unwrap_or(&env.vars);
     let hint = |e: config::ConfigError| {
-        StartupError::config(e.message).hint("see README, \"MCP servers\", for the file's shape")
+        StartupError::config(e.message).hint("see docs/mcp.md for the file's shape")
     };
     let mut sources = sources(settings, env);
     let (servers, skipped) = trusted_servers(&settings.mcp_servers, sources.trust_project);

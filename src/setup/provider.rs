@@ -26,7 +26,7 @@ pub fn registry(env: &Env) -> Result<Registry, StartupError> {
         Ok(text) => registry.merge_file(&text).map_err(|e| {
             StartupError::config(format!("cannot use {}", path.display()))
                 .cause(e.message)
-                .hint("see the README, \"Models and providers\", for the format")
+                .hint("see docs/providers.md for the format")
         })?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => {
@@ -40,7 +40,7 @@ pub fn registry(env: &Env) -> Result<Registry, StartupError> {
 }
 
 /// The provider and model chosen by `--provider`, `--model [provider/]id`, `--base-url`,
-/// `--api-key`, the environment and models.json (README, "Models and providers"). Without a
+/// `--api-key`, the environment and models.json (docs/providers.md). Without a
 /// model, an OpenAI-compatible server at a URL the user chose is asked what it serves.
 pub async fn provider(settings: &Settings, env: &Env) -> Result<Arc<dyn Provider>, StartupError> {
     Ok(start(settings, env).await?.0)
@@ -88,7 +88,7 @@ async fn pick(
         let Some(path) = &settings.script else {
             return Err(
                 StartupError::config("the scripted provider needs a script file")
-                    .hint("pass --script FILE (see fixtures/providers/ and the README)"),
+                    .hint("pass --script FILE (see fixtures/providers/ and docs/providers.md)"),
             );
         };
         // Relative to the session's directory: the client's, also in the daemon.

@@ -189,7 +189,7 @@ fn install(
     if !yes {
         return Err(
             StartupError::usage("keel daemon install only prints the unit: pass --print")
-                .hint("keel daemon install --print, then install it as the README says"),
+                .hint("keel daemon install --print, then install it as docs/schedules.md says"),
         );
     }
     let exe = std::env::current_exe().map_err(|e| {

@@ -67,9 +67,7 @@ async fn command(cli: &McpCli, env: &Env) -> Result<(String, bool), StartupError
             || crate::setup::trust::dir_trusted(&env.keel_home, &env.cwd),
         settings: Vec::new(),
     };
-    let hint = |e: config::ConfigError| {
-        StartupError::config(e.message).hint("see README, \"MCP servers\"")
-    };
+    let hint = |e: config::ConfigError| StartupError::config(e.message).hint("see docs/mcp.md");
     // The settings files' servers too, as a run in this directory starts them.
     let files = crate::setup::settings::load(None, env)?;
     let (servers, _) =

@@ -4,10 +4,12 @@
 //! logs, the runtime, and how an error ends (`Error:`/`Hint:` lines on stderr, its exit code).
 
 pub mod attach;
+pub mod completions;
 pub mod config;
 pub mod daemon;
 pub mod debug;
 pub mod hooks;
+pub mod man;
 pub mod mcp;
 pub mod ps;
 pub mod rewind;

@@ -20,7 +20,7 @@ pub const MAX_ERROR_BODY_BYTES: u64 = 64 * 1024;
 /// How much of a `GET /models` body is read: 32 MiB (OpenRouter's list is a few MiB).
 pub const MAX_MODEL_LIST_BYTES: u64 = 32 * MIB;
 
-/// Caps on one streamed response (README, "Models and providers").
+/// Caps on one streamed response (docs/providers.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamLimits {
     /// Longest SSE line, and most data in one SSE event.

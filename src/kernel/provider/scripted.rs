@@ -1,6 +1,6 @@
 //! The scripted provider: replays model turns from a fixture file, with no network. It is how
 //! tests, the demo and plugin authors run keel without a model. The file format is documented
-//! in the README ("Scripted provider"). It never touches the bus or the filesystem after load.
+//! in docs/providers.md ("Scripted provider"). It never touches the bus or the filesystem after load.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

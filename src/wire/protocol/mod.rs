@@ -17,6 +17,7 @@ pub mod notify;
 pub mod schedule;
 pub mod session;
 pub mod snapshot;
+pub mod table;
 
 #[cfg(test)]
 mod tests;
