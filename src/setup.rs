@@ -348,7 +348,7 @@ pub fn agent_config_with(
         rules: Arc::new(rules),
         hooks,
         sandbox: std::sync::Arc::new(crate::kernel::sandbox::Sandbox::for_session(
-            &settings.sandbox,
+            &settings.sandbox(env, &trust, &mut warnings),
             &env.cwd,
             &env.keel_home,
             env.tool_vars.as_ref().unwrap_or(&env.vars),
