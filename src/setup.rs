@@ -105,14 +105,16 @@ fn host_setup_at(
 /// The host setup of a print or JSON run in this process, from the agent settings its startup
 /// has reported already (`config` and `skills` from [`agent_config`] without dialogs: calls
 /// that need approval are blocked, later warnings go to stderr). The session is opened here,
-/// after the prompt was read; its warnings are handed back for the caller to print, and the
-/// host gets none to publish.
+/// after the prompt was read; its warnings are handed back for the caller to print. The host
+/// publishes `said` (the startup warnings printed already) and those as `notify` events, as a
+/// daemon session's host does.
 pub fn headless_host_setup(
     settings: &Settings,
     env: &Env,
     clock: &Clock,
     (config, skills): (AgentConfig, Vec<crate::skills::Skill>),
     provider: Arc<dyn Provider>,
+    said: Vec<String>,
 ) -> Result<(crate::host::HostSetup, Vec<String>), StartupError> {
     let models = models(settings, env, provider, None)?;
     let opened = open_session(settings, env, clock)?;
@@ -131,7 +133,7 @@ pub fn headless_host_setup(
         approval_timeout: seconds(settings.approval_timeout, "--approval-timeout")
             .unwrap_or(Duration::from_secs(60)),
         unattended: false,
-        warnings: Vec::new(),
+        warnings: said.into_iter().chain(opened.warnings.clone()).collect(),
         skills,
         late_warnings: None,
         open_args: Vec::new(),
@@ -348,7 +350,7 @@ pub fn agent_config_with(
         rules: Arc::new(rules),
         hooks,
         sandbox: std::sync::Arc::new(crate::kernel::sandbox::Sandbox::for_session(
-            &settings.sandbox,
+            &settings.sandbox(env, &trust, &mut warnings),
             &env.cwd,
             &env.keel_home,
             env.tool_vars.as_ref().unwrap_or(&env.vars),

@@ -10,6 +10,7 @@
 mod acp;
 mod acp_fs;
 mod acp_rules;
+mod acp_sandbox;
 mod acp_sdk;
 mod always_allow;
 mod architecture;

@@ -127,7 +127,7 @@ fn an_untrusted_projects_hooks_allow_rules_and_env_wait_for_trust_but_its_deny_r
 
 /// Starts the TUI in the sandbox, expects the trust question naming `needles`, answers `answer`
 /// and quits.
-fn tui_trust(sb: &Sandbox, needles: &[&str], answer: &str) {
+pub(crate) fn tui_trust(sb: &Sandbox, needles: &[&str], answer: &str) {
     let shell = format!(
         "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
         env!("CARGO_BIN_EXE_keel"),

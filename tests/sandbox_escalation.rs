@@ -1,6 +1,6 @@
 //! What the user and the model see of the sandbox (issue 30 points 5, 7, 8): no mechanism with
 //! `failIfUnavailable: false` runs unsandboxed with one warning; `--sandbox off` is a notice
-//! in RPC mode; a stopped command is a `sandbox_violation` event in JSON mode; a daemon
+//! in RPC and JSON mode; a stopped command is a `sandbox_violation` event in JSON mode; a daemon
 //! session's snapshot names its sandbox; `bash` with `escalate: true` runs outside only after
 //! an approval that shows its justification (blocked in print mode, exit 5), by an allow rule
 //! alone only with `sandbox.allowEscalation: true`, never when it is false.
@@ -79,6 +79,41 @@ fn sandbox_off_is_a_warning_notice_in_rpc_mode() {
     assert!(message.starts_with("the sandbox is off"), "{seen:?}");
     let (_, stderr, code) = rpc.finish();
     assert_eq!(code, 0);
+    assert_eq!(stderr.matches("the sandbox is off").count(), 1, "{stderr}");
+}
+
+#[test]
+fn sandbox_off_is_a_warning_notice_event_in_json_mode() {
+    let sb = world();
+    let script = script(&sb, &[]);
+    let args = [
+        "--json",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "--sandbox",
+        "off",
+        "go",
+    ];
+    let out = sb.cmd(&args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let notices: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v["type"] == "extension_ui_request" && v["method"] == "notify")
+        .collect();
+    let off: Vec<&Value> = notices
+        .iter()
+        .filter(|n| {
+            let message = n["message"].as_str().unwrap_or_default();
+            message.starts_with("the sandbox is off")
+        })
+        .collect();
+    assert_eq!(off.len(), 1, "{stdout}");
+    assert_eq!(off[0]["notifyType"], "warning", "{stdout}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.matches("the sandbox is off").count(), 1, "{stderr}");
 }
 

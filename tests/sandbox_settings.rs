@@ -1,6 +1,7 @@
 //! The sandbox's settings end to end (issue 30 point 1-2, DESIGN §13-14): a settings file's
 //! `sandbox.filesystem.allowWrite` and `denyRead`, `sandbox.mode` and `--sandbox` over it, a
-//! project's own file widening the sandbox only with --trust-project, `keel config show`
+//! project's own file widening the sandbox only once trusted (the trust store or
+//! --trust-project), `keel config show`
 //! naming each key's origin, and a daemon session getting the sandbox of its cwd's settings.
 
 use std::path::Path;
@@ -101,14 +102,59 @@ fn a_project_file_widens_the_sandbox_only_in_a_trusted_project() {
     let (r, stderr) = run(&sb, "auto", &[bash("echo x > ../outside.txt")], &[], &[]);
     assert!(!sb.dir.path().join("outside.txt").exists(), "{r:?}");
     assert!(
-        stderr.contains("`sandbox.mode` is not applied: it widens the sandbox"),
+        stderr.contains("`sandbox.mode` \"off\" is not applied: it widens the sandbox"),
         "{stderr}"
     );
-    assert!(stderr.contains("`sandbox.failIfUnavailable` is not applied"));
+    assert!(stderr.contains("`sandbox.failIfUnavailable` false is not applied"));
     sb.seed += 1;
     let trust = ["--trust-project"];
     let (_, stderr) = run(&sb, "auto", &[bash("echo x > ../outside.txt")], &[], &trust);
     assert!(sb.dir.path().join("outside.txt").exists(), "{stderr}");
+}
+
+#[test]
+fn a_projects_wider_sandbox_waits_for_trust_in_the_store_and_again_when_it_changes() {
+    let mut sb = world();
+    let shared = sb.dir.path().join("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    let settings = sb.work().join(".keel/settings.json");
+    write(
+        &settings,
+        &json!({"sandbox": {"filesystem": {"allowWrite": ["../shared"]}}}),
+    );
+    let calls = [bash("echo x > ../shared/a.txt")];
+    let (r, stderr) = run(&sb, "auto", &calls, &[], &[]);
+    assert!(r[0].1 && !shared.join("a.txt").exists(), "{r:?}");
+    let left_out =
+        "`sandbox.filesystem.allowWrite` \"../shared\" is not applied: it widens the sandbox";
+    assert!(stderr.contains(left_out), "{stderr}");
+    assert!(stderr.contains("trust it in keel's TUI"), "{stderr}");
+    // The TUI's question names it; yes is kept in the trust store, so a headless run applies
+    // it without --trust-project.
+    crate::project_trust::tui_trust(
+        &sb,
+        &["a wider sandbox: `sandbox.filesystem.allowWrite: \"../shared\"`"],
+        "y\r",
+    );
+    sb.seed += 1;
+    let (r, stderr) = run(&sb, "auto", &calls, &[], &[]);
+    assert!(!r[0].1, "{r:?}\n{stderr}");
+    assert!(shared.join("a.txt").exists());
+    assert!(!stderr.contains("not applied"), "{stderr}");
+    // A widening changed since: none of it applies until trusted again.
+    std::fs::remove_file(shared.join("a.txt")).unwrap();
+    write(
+        &settings,
+        &json!({"sandbox": {"filesystem": {"allowWrite": ["../shared", "../elsewhere"]}}}),
+    );
+    sb.seed += 1;
+    let (r, stderr) = run(&sb, "auto", &calls, &[], &[]);
+    assert!(r[0].1 && !shared.join("a.txt").exists(), "{r:?}");
+    assert!(stderr.contains(left_out), "{stderr}");
+    assert!(
+        stderr.contains("\"../elsewhere\" is not applied"),
+        "{stderr}"
+    );
 }
 
 #[test]

@@ -71,6 +71,10 @@ struct ListLine {
     last_error: Option<String>,
     runs: u64,
     skipped: u64,
+    #[serde(default)]
+    last_warnings: Vec<String>,
+    #[serde(default)]
+    last_violations: Vec<String>,
 }
 
 /// `keel schedule list --json`, each line checked against [`ListLine`].
@@ -603,4 +607,48 @@ fn a_run_that_cannot_start_is_recorded_with_its_startup_error() {
         Value::Null,
         "no session was opened: {line}"
     );
+}
+
+/// A scheduled run is sandboxed like any session (issue 30 point 4): its command cannot write
+/// outside the workspace, and its record names what the sandbox stopped; a task run with the
+/// sandbox off has that warning in its record.
+#[test]
+fn a_scheduled_run_is_sandboxed_and_its_record_names_what_was_stopped() {
+    let sb = Sandbox::new();
+    let _d = Daemon::start(&sb, &[]);
+    // A path the sandbox keeps read-only (bubblewrap gives the sandbox a /tmp of its own).
+    let outside = "/usr/keel-schedule-probe";
+    let call = json!({"toolCall": {"id": "c1", "name": "bash",
+        "arguments": {"command": format!("echo x > {outside}")}}});
+    let script = sb.dir.path().join("escape.json");
+    let turns = json!({"turns": [{"chunks": [call]}, {"chunks": [{"text": "done"}]}]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let script = script.display().to_string();
+    add_with(&sb, "caged", &script, &[]);
+    let t = settled(&sb, "caged", 1);
+    assert_eq!(keel_pause(&sb, "caged"), 0);
+    assert_eq!(t["lastOutcome"], "success", "{t}");
+    assert!(
+        !std::path::Path::new(outside).exists(),
+        "it wrote outside: {t}"
+    );
+    let stopped = format!("sandbox stopped a command (outside writable roots): {outside}");
+    assert_eq!(t["lastViolations"], json!([stopped]), "{t}");
+    assert_eq!(t.get("lastWarnings"), None, "{t}");
+
+    add_with(&sb, "open", &fixture("hello.json"), &["--sandbox", "off"]);
+    let t = settled(&sb, "open", 1);
+    assert_eq!(keel_pause(&sb, "open"), 0);
+    let warnings = t["lastWarnings"].as_array().cloned().unwrap_or_default();
+    let off = |w: &Value| w.as_str().unwrap().starts_with("the sandbox is off");
+    assert!(warnings.iter().any(off), "{t}");
+}
+
+/// Adds task `name` running the script at path `script` every second.
+fn add_with(sb: &Sandbox, name: &str, script: &str, extra: &[&str]) {
+    let mut args = vec!["schedule", "add", name, "--every", "1s"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--provider", "scripted", "--script", script, "--", "go"]);
+    let run = keel(sb, &socket_of(sb), &args);
+    assert_eq!(run.code, 0, "{run}");
 }

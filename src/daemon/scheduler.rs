@@ -212,6 +212,8 @@ impl Scheduler {
             s.last_exit = None;
             s.last_error = None;
             s.last_session = None;
+            s.last_warnings.clear();
+            s.last_violations.clear();
         });
         match task {
             Some(t) => Ok((t, now)),
@@ -307,6 +309,12 @@ async fn launch(shared: &Arc<Shared>, task: Task, at: DateTime<Local>) -> Result
     };
     let id = opened.id.clone();
     let handle = opened.handle;
+    for w in &opened.warnings {
+        tracing::warn!("scheduled task {}: {w}", task.name);
+    }
+    shared
+        .scheduler
+        .record(&task.name, |s| s.last_warnings = opened.warnings.clone());
     let client = shared.next();
     let (queue, rx) = mpsc::channel::<Delivery>(shared.options.ring.0 + QUEUE);
     let (reply, attached) = oneshot::channel();
@@ -365,6 +373,7 @@ struct Follow {
 impl Follow {
     async fn run(self, mut rx: mpsc::Receiver<Delivery>) {
         let mut summary = RunSummary::default();
+        let mut violations = Vec::new();
         let mut begun = false;
         while let Some(d) = rx.recv().await {
             let Item::Event(ev) = &d.item else { continue };
@@ -379,6 +388,11 @@ impl Follow {
                 continue;
             }
             if let Some(fact) = fact::parse(&kind, &ev.line) {
+                if let fact::Fact::SandboxViolation { reason, what } = &fact {
+                    let line = fact::violation_line(reason, what.as_deref());
+                    tracing::warn!("scheduled task {}: {line}", self.task.name);
+                    violations.push(line);
+                }
                 summary.observe(&fact);
             }
             if kind == "agent_settled" {
@@ -406,6 +420,7 @@ impl Follow {
             session: Some(self.id.clone()),
             error,
             line,
+            violations,
         };
         settle(&self.shared, &self.task, report).await;
     }
@@ -431,6 +446,8 @@ struct Report {
     error: Option<String>,
     /// The run's JSON-mode `result` line (with its newline).
     line: String,
+    /// What the sandbox stopped.
+    violations: Vec<String>,
 }
 
 impl Report {
@@ -445,6 +462,7 @@ impl Report {
             session: None,
             error: Some(err.message.clone()),
             line: crate::report::result_line(&RunSummary::default(), exit, None, 0, error),
+            violations: Vec::new(),
         }
     }
 
@@ -463,6 +481,7 @@ impl Report {
                 error,
             ),
             error: Some(message),
+            violations: Vec::new(),
         }
     }
 }
@@ -485,6 +504,7 @@ async fn settle(shared: &Shared, task: &Task, r: Report) {
         s.last_outcome = Some(outcome.into());
         s.last_exit = Some(r.exit.code());
         s.last_error = r.error.clone();
+        s.last_violations = r.violations.clone();
         if r.session.is_some() {
             s.last_session = r.session.clone();
         }

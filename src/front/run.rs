@@ -52,6 +52,9 @@ struct Here {
     provider: Arc<dyn Provider>,
     config: AgentConfig,
     skills: Vec<crate::skills::Skill>,
+    /// The startup warnings said on stderr: the host publishes them too (`notify`), as a
+    /// daemon session's host does, so JSON mode has them as events.
+    warnings: Vec<String>,
 }
 
 /// Runs `-p`/`--json`, with the session in this process or (`daemon`) in the daemon.
@@ -98,17 +101,16 @@ async fn start_here(
     out: &mut Output,
 ) -> Result<Here, StartupError> {
     let provider = setup::provider(settings, env).await?;
-    let (mut config, warnings, skills) = setup::agent_config(settings, env, false)?;
-    for w in warnings
-        .into_iter()
-        .chain(setup::clamp_thinking(provider.as_ref(), &mut config))
-    {
+    let (mut config, mut warnings, skills) = setup::agent_config(settings, env, false)?;
+    warnings.extend(setup::clamp_thinking(provider.as_ref(), &mut config));
+    for w in &warnings {
         out.err(&format!("Warning: {w}\n"));
     }
     Ok(Here {
         provider,
         config,
         skills,
+        warnings,
     })
 }
 
@@ -123,7 +125,8 @@ async fn open_here(
     out: &mut Output,
 ) -> Result<Opened, StartupError> {
     let agent = (here.config, here.skills);
-    let (host, warnings) = setup::headless_host_setup(settings, env, clock, agent, here.provider)?;
+    let (host, warnings) =
+        setup::headless_host_setup(settings, env, clock, agent, here.provider, here.warnings)?;
     for w in &warnings {
         out.err(&format!("Warning: {w}\n"));
     }

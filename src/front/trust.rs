@@ -1,10 +1,10 @@
 //! The one question the TUI may ask before it starts: a project's MCP servers (`.mcp.json`,
 //! `.keel/mcp.json`) and the hooks of its own settings files run as programs with the user's
-//! rights, and its `allow` rules and `env` loosen what the agent may do, so none of them apply
-//! until the user trusts the project. One question lists all of it, asked on the terminal in
-//! line mode before the screen is taken; the answer is kept in `$KEEL_HOME/trust.json`
-//! (`setup::trust`: a hook by its hash, so a changed one is asked about again). Headless runs
-//! never ask (`--trust-project`, or what was trusted here).
+//! rights, and its `allow` rules, `env` and the settings that widen the sandbox loosen what the
+//! agent may do, so none of them apply until the user trusts the project. One question lists all of
+//! it, asked on the terminal in line mode before the screen is taken; the answer is kept in
+//! `$KEEL_HOME/trust.json` (`setup::trust`: a hook by its hash, so a changed one is asked about
+//! again). Headless runs never ask (`--trust-project`, or what was trusted here).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use crate::mcp::config;
@@ -60,6 +60,9 @@ fn text(q: &Question, env: &Env) -> String {
     }
     if !q.env.is_empty() {
         s.push_str(&format!("  env: {}\n", quoted(&q.env)));
+    }
+    if !q.sandbox.is_empty() {
+        s.push_str(&format!("  a wider sandbox: {}\n", quoted(&q.sandbox)));
     }
     let run = match q.servers.is_empty() && q.hooks.is_empty() {
         true => "",

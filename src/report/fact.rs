@@ -143,6 +143,16 @@ const READ: &[&str] = &[
     "sandbox_violation",
 ];
 
+/// What a front end shows of a `sandbox_violation`: `reason` as words, then the path or host
+/// when known (`sandbox stopped a command (outside writable roots): /usr/x`).
+pub fn violation_line(reason: &str, what: Option<&str>) -> String {
+    let what = what.map(|w| format!(": {w}")).unwrap_or_default();
+    format!(
+        "sandbox stopped a command ({}){what}",
+        reason.replace('_', " ")
+    )
+}
+
 /// Whether events of type `kind` carry a [`Fact`].
 pub fn read(kind: &str) -> bool {
     READ.contains(&kind)

@@ -85,6 +85,14 @@ pub struct TaskState {
     /// RFC 3339: when the last slot was skipped.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped_at: Option<String>,
+    /// The last run's startup warnings (the sandbox is off or unavailable, a project setting
+    /// not applied, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_warnings: Vec<String>,
+    /// What the sandbox stopped in the last run (`sandbox_violation`s, as a front end shows
+    /// them: `sandbox stopped a command (outside writable roots): /usr/x`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_violations: Vec<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

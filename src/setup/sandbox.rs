@@ -1,8 +1,8 @@
 //! A session's sandbox settings (`DESIGN.md` §14): `--sandbox` and the settings files'
 //! `sandbox.*` and `permissions.additionalDirectories`, their paths resolved, into the
 //! kernel's [`SandboxConfig`]. A project's own settings files are the repository's: what they
-//! say to widen the sandbox applies only with `--trust-project` (what narrows it applies at
-//! once), as for its allow rules and hooks.
+//! say to widen the sandbox applies only once the project is trusted (the trust store, as for
+//! its allow rules and env, or `--trust-project`); what narrows it applies at once.
 
 use std::path::{Path, PathBuf};
 
@@ -12,8 +12,25 @@ use crate::settings::{
     Level, Merged, NetworkAllow, NetworkSetting, NetworkWord, Origin, SandboxModeSetting, Sourced,
 };
 
+/// One value of a project's own settings file that widens the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Widening {
+    /// The key (`sandbox.filesystem.allowWrite`).
+    pub key: &'static str,
+    /// The value as JSON (`"../shared"`, `"off"`, `false`).
+    pub value: String,
+    /// The file it came from.
+    pub origin: String,
+}
+
+impl std::fmt::Display for Widening {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.key, self.value)
+    }
+}
+
 /// The sandbox `flag` (`--sandbox`) and `files` ask for a session in `env.cwd`; `trusted`:
-/// the project's own files may widen it. Values left out are warnings.
+/// the project's own files may widen it. Values left out are warnings that name them.
 pub fn config(
     flag: Option<&str>,
     files: &Merged,
@@ -21,69 +38,115 @@ pub fn config(
     env: &Env,
     warnings: &mut Vec<String>,
 ) -> SandboxConfig {
-    let s = &files.sandbox;
-    let mut gate = Gate { trusted, warnings };
-    let mode = mode(flag, s.mode.as_ref(), &mut gate);
-    let network = s
+    let mut gate = Gate {
+        trusted,
+        skipped: Vec::new(),
+    };
+    let kept = kept(files, &mut gate);
+    for w in gate.skipped {
+        warnings.push(format!(
+            "{}: `{}` {} is not applied: it widens the sandbox and the project is not trusted \
+             (pass --trust-project to trust it for this run, or trust it in keel's TUI)",
+            w.origin, w.key, w.value
+        ));
+    }
+    let network = kept
         .network
-        .as_ref()
-        .filter(|n| {
-            let widens = n.value != NetworkSetting::Word(NetworkWord::Off);
-            gate.keep(n, "sandbox.network", widens)
-        })
-        .map(|n| n.value.clone());
-    let network = network.map_or(Network::Off, |n| network_of(&n, gate.warnings));
+        .map_or(Network::Off, |n| network_of(n, warnings));
     let home = env.vars.get("HOME").map(PathBuf::from);
     let root = crate::settings::project_root(&env.cwd);
-    let path = |p: &str| resolve(p, home.as_deref(), &root);
-    let mut paths = |list: &[Sourced<String>], key: &str, widens: bool| -> Vec<PathBuf> {
+    let paths = |list: &[&Sourced<String>]| -> Vec<PathBuf> {
         list.iter()
-            .filter(|v| gate.keep(v, key, widens))
-            .map(|v| path(&v.value))
+            .map(|v| resolve(&v.value, home.as_deref(), &root))
             .collect()
     };
-    let mut allow_write = paths(
+    SandboxConfig {
+        mode: mode(flag, kept.mode),
+        network,
+        allow_write: paths(&kept.allow_write),
+        deny_read: paths(&kept.deny_read),
+        allow_read: paths(&kept.allow_read),
+        bwrap_path: kept
+            .bwrap_path
+            .map(|b| resolve(&b.value, home.as_deref(), &root)),
+        fail_if_unavailable: kept.fail_if_unavailable.is_none_or(|f| f.value),
+        allow_escalation: kept.allow_escalation.map(|a| a.value),
+    }
+}
+
+/// What the project's own files among `files` ask for that would widen the sandbox (each
+/// waits for the project's trust).
+pub fn widenings(files: &Merged) -> Vec<Widening> {
+    let mut gate = Gate {
+        trusted: false,
+        skipped: Vec::new(),
+    };
+    kept(files, &mut gate);
+    gate.skipped
+}
+
+/// The values of `files` the gate keeps, not yet resolved.
+struct Kept<'a> {
+    mode: Option<&'a Sourced<SandboxModeSetting>>,
+    network: Option<&'a NetworkSetting>,
+    /// `permissions.additionalDirectories` and `sandbox.filesystem.allowWrite`.
+    allow_write: Vec<&'a Sourced<String>>,
+    deny_read: Vec<&'a Sourced<String>>,
+    allow_read: Vec<&'a Sourced<String>>,
+    bwrap_path: Option<&'a Sourced<String>>,
+    fail_if_unavailable: Option<&'a Sourced<bool>>,
+    allow_escalation: Option<&'a Sourced<bool>>,
+}
+
+/// The one place that says which values widen the sandbox.
+fn kept<'a>(files: &'a Merged, gate: &mut Gate) -> Kept<'a> {
+    let s = &files.sandbox;
+    let mut list = |l: &'a [Sourced<String>], key: &'static str, widens: bool| {
+        l.iter()
+            .filter(|v| gate.keep(*v, key, widens))
+            .collect::<Vec<_>>()
+    };
+    let mut allow_write = list(
         &files.permissions.additional_directories,
         "permissions.additionalDirectories",
         true,
     );
-    allow_write.extend(paths(&s.allow_write, "sandbox.filesystem.allowWrite", true));
-    let deny_read = paths(&s.deny_read, "sandbox.filesystem.denyRead", false);
-    let allow_read = paths(&s.allow_read, "sandbox.filesystem.allowRead", true);
-    let bwrap_path = s
-        .bwrap_path
-        .as_ref()
-        .filter(|b| gate.keep(b, "sandbox.bwrapPath", true))
-        .map(|b| path(&b.value));
-    let fail_if_unavailable = s
-        .fail_if_unavailable
-        .as_ref()
-        .filter(|f| gate.keep(f, "sandbox.failIfUnavailable", !f.value))
-        .is_none_or(|f| f.value);
-    let allow_escalation = s
-        .allow_escalation
-        .as_ref()
-        .filter(|a| gate.keep(a, "sandbox.allowEscalation", a.value))
-        .map(|a| a.value);
-    SandboxConfig {
-        mode,
-        network,
+    allow_write.extend(list(&s.allow_write, "sandbox.filesystem.allowWrite", true));
+    let deny_read = list(&s.deny_read, "sandbox.filesystem.denyRead", false);
+    let allow_read = list(&s.allow_read, "sandbox.filesystem.allowRead", true);
+    Kept {
+        mode: s
+            .mode
+            .as_ref()
+            .filter(|m| gate.keep(*m, "sandbox.mode", m.value == SandboxModeSetting::Off)),
+        network: s
+            .network
+            .as_ref()
+            .filter(|n| {
+                let widens = n.value != NetworkSetting::Word(NetworkWord::Off);
+                gate.keep(*n, "sandbox.network", widens)
+            })
+            .map(|n| &n.value),
         allow_write,
         deny_read,
         allow_read,
-        bwrap_path,
-        fail_if_unavailable,
-        allow_escalation,
+        bwrap_path: s
+            .bwrap_path
+            .as_ref()
+            .filter(|b| gate.keep(*b, "sandbox.bwrapPath", true)),
+        fail_if_unavailable: s
+            .fail_if_unavailable
+            .as_ref()
+            .filter(|f| gate.keep(*f, "sandbox.failIfUnavailable", !f.value)),
+        allow_escalation: s
+            .allow_escalation
+            .as_ref()
+            .filter(|a| gate.keep(*a, "sandbox.allowEscalation", a.value)),
     }
 }
 
 /// `--sandbox` over the files' `sandbox.mode`, the managed file's over both.
-fn mode(
-    flag: Option<&str>,
-    file: Option<&Sourced<SandboxModeSetting>>,
-    gate: &mut Gate<'_>,
-) -> SandboxMode {
-    let file = file.filter(|m| gate.keep(m, "sandbox.mode", m.value == SandboxModeSetting::Off));
+fn mode(flag: Option<&str>, file: Option<&Sourced<SandboxModeSetting>>) -> SandboxMode {
     let flag = flag.and_then(SandboxMode::from_name);
     match file {
         Some(m) if m.origin.level == Level::Managed || flag.is_none() => mode_of(m.value),
@@ -128,22 +191,27 @@ fn resolve(p: &str, home: Option<&Path>, root: &Path) -> PathBuf {
 }
 
 /// Keeps the values a project's own files may set: what widens the sandbox only in a
-/// trusted project.
-struct Gate<'a> {
+/// trusted project; what it leaves out is `skipped`.
+struct Gate {
     trusted: bool,
-    warnings: &'a mut Vec<String>,
+    skipped: Vec<Widening>,
 }
 
-impl Gate<'_> {
-    fn keep<T>(&mut self, v: &Sourced<T>, key: &str, widens: bool) -> bool {
+impl Gate {
+    fn keep<T: serde::Serialize>(
+        &mut self,
+        v: &Sourced<T>,
+        key: &'static str,
+        widens: bool,
+    ) -> bool {
         if !widens || self.trusted || !from_project(&v.origin) {
             return true;
         }
-        self.warnings.push(format!(
-            "{}: `{key}` is not applied: it widens the sandbox and the project is not trusted \
-             (pass --trust-project to apply it)",
-            v.origin
-        ));
+        self.skipped.push(Widening {
+            key,
+            value: serde_json::to_string(&v.value).unwrap_or_default(),
+            origin: v.origin.to_string(),
+        });
         false
     }
 }

@@ -70,9 +70,10 @@ pub struct Settings {
     pub output_schema: Option<String>,
     /// `--max-cost` or the settings' `maxCost`: USD a run may cost.
     pub max_cost: Option<f64>,
-    /// The sandbox of the processes the model starts: `--sandbox` over the settings files'
-    /// `sandbox.*` and `permissions.additionalDirectories`, paths resolved.
-    pub sandbox: crate::kernel::sandbox::SandboxConfig,
+    /// `--sandbox` (the settings files' `sandbox.*` are in `files`; see [`Settings::sandbox`]).
+    pub sandbox_flag: Option<String>,
+    /// `--sandbox-network` / `--sandbox-network-allow` (`None`: the settings').
+    pub sandbox_network: Option<crate::kernel::sandbox::Network>,
 }
 
 impl Settings {
@@ -91,16 +92,7 @@ impl Settings {
         });
         let permission = pick(file_mode.as_ref(), flag_mode);
         let no_compaction = cli.no_auto_compaction.then_some(false);
-        let mut sandbox = super::sandbox::config(
-            cli.sandbox.as_deref(),
-            m,
-            cli.trust_project,
-            env,
-            &mut warnings,
-        );
-        if let Some(network) = super::sandbox::network_flags(cli)? {
-            sandbox.network = network;
-        }
+        let sandbox_network = super::sandbox::network_flags(cli)?;
         Ok(Settings {
             continue_: cli.continue_,
             resume: cli.resume.clone(),
@@ -144,7 +136,8 @@ impl Settings {
             max_cost: pick(m.max_cost.as_ref(), cli.max_cost),
             files: files.merged,
             warnings,
-            sandbox,
+            sandbox_flag: cli.sandbox.clone(),
+            sandbox_network,
         })
     }
 }
@@ -184,6 +177,25 @@ impl Settings {
             &home,
         );
         (rules, warnings.iter().map(ToString::to_string).collect())
+    }
+
+    /// The sandbox of the processes the model starts: `--sandbox` over the settings files'
+    /// `sandbox.*` and `permissions.additionalDirectories` (what a project's own files say to
+    /// widen it only as `trust` allows: a warning names each value left out), paths resolved;
+    /// the network flags over all of it.
+    pub fn sandbox(
+        &self,
+        env: &Env,
+        trust: &crate::setup::trust::Trust,
+        warnings: &mut Vec<String>,
+    ) -> crate::kernel::sandbox::SandboxConfig {
+        let trusted = trust.settings_apply();
+        let flag = self.sandbox_flag.as_deref();
+        let mut config = super::sandbox::config(flag, &self.files, trusted, env, warnings);
+        if let Some(network) = &self.sandbox_network {
+            config.network = network.clone();
+        }
+        config
     }
 
     /// The settings' `env` for the session's tools (a project's own only as `trust` allows).

@@ -1,11 +1,11 @@
-//! The one trust store, `$KEEL_HOME/trust.json`, and what it decides for a session. A
-//! project's MCP servers (`.mcp.json`, `.keel/mcp.json`) start once the project is trusted. The
-//! hooks, `allow` rules and `env` of its own settings files (`.keel/settings.json`,
+//! The one trust store, `$KEEL_HOME/trust.json`, and what it decides for a session. A project's MCP
+//! servers (`.mcp.json`, `.keel/mcp.json`) start once the project is trusted. The hooks, `allow`
+//! rules, `env` and sandbox widenings of its own settings files (`.keel/settings.json`,
 //! `.keel/settings.local.json`) apply only as trusted content: each hook by the SHA-256 of its
-//! event, matcher and command, the allow rules and env by one hash of the set, so a changed
-//! hook waits for trust again. `deny` and `ask` rules never wait. `--trust-project` trusts all
-//! of it for one run and records nothing; the TUI asks and records the answer. Reads and
-//! writes the store; never asks, never prints.
+//! event, matcher and command, the rest by one hash of the set, so a changed hook or setting waits
+//! for trust again. `deny` and `ask` rules never wait. `--trust-project` trusts all of it for one
+//! run and records nothing; the TUI asks and records the answer. Reads and writes the store; never
+//! asks, never prints.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -96,7 +96,9 @@ pub struct Wants {
     pub allow: Vec<(String, String)>,
     /// `env` keys with their file.
     pub env: Vec<(String, String)>,
-    /// The hash of the allow rules and env (`None`: there are none).
+    /// Values that widen the sandbox (`sandbox.mode: "off"`, an `allowWrite` path, …).
+    pub sandbox: Vec<crate::setup::sandbox::Widening>,
+    /// The hash of the allow rules, env and sandbox widenings (`None`: there are none).
     settings_hash: Option<String>,
     /// What that hash is made of (sorted).
     lines: Vec<String>,
@@ -162,6 +164,10 @@ pub fn wants(files: &Merged) -> Wants {
     for (k, v) in files.env.iter().filter(|(_, v)| is_project(v.origin.level)) {
         w.env.push((k.clone(), v.origin.to_string()));
         lines.push(format!("env\0{k}\0{}", v.value));
+    }
+    for wide in crate::setup::sandbox::widenings(files) {
+        lines.push(format!("sandbox\0{}\0{}", wide.key, wide.value));
+        w.sandbox.push(wide);
     }
     lines.sort();
     w.settings_hash = hash_of(&lines);
@@ -314,6 +320,8 @@ pub struct Question {
     pub hooks: Vec<String>,
     pub allow: Vec<String>,
     pub env: Vec<String>,
+    /// What widens the sandbox (`sandbox.mode: "off"`).
+    pub sandbox: Vec<String>,
     hash: String,
 }
 
@@ -341,9 +349,15 @@ pub fn question(settings: &Settings, env: &Env, servers: Vec<String>) -> Option<
     if !trust.settings_apply() {
         q.allow = trust.wants.allow.iter().map(|(r, _)| r.clone()).collect();
         q.env = trust.wants.env.iter().map(|(k, _)| k.clone()).collect();
+        q.sandbox = trust
+            .wants
+            .sandbox
+            .iter()
+            .map(ToString::to_string)
+            .collect();
     }
     // The servers' no is the directory's (`declined`); the rest is remembered by its hash.
-    let content: Vec<&str> = [&q.hooks, &q.allow, &q.env]
+    let content: Vec<&str> = [&q.hooks, &q.allow, &q.env, &q.sandbox]
         .into_iter()
         .flatten()
         .map(String::as_str)

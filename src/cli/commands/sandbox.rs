@@ -62,8 +62,9 @@ pub fn debug(cli: Cli) -> Exit {
     super::run(Logs::Off, async move |env, out| {
         let settings = crate::setup::Settings::resolve(&cli, env)?;
         let mut warnings = Vec::new();
+        let trust = crate::setup::trust::Trust::read(&settings, env);
         let sandbox = Sandbox::for_session(
-            &settings.sandbox,
+            &settings.sandbox(env, &trust, &mut warnings),
             &env.cwd,
             &env.keel_home,
             &env.vars,

@@ -452,7 +452,7 @@ fn rfc_local(s: Option<&String>) -> Option<String> {
 /// `keel schedule list --json`: one task.
 fn list_json(t: &Task) -> Value {
     let s = &t.state;
-    json!({
+    let mut line = json!({
         "name": t.name,
         "every": t.every,
         "cron": t.cron,
@@ -470,7 +470,17 @@ fn list_json(t: &Task) -> Value {
         "lastError": s.last_error,
         "runs": s.runs,
         "skipped": s.skipped,
-    })
+    });
+    // Only when there are some: the last run's startup warnings and what its sandbox stopped.
+    if let Some(map) = line.as_object_mut() {
+        if !s.last_warnings.is_empty() {
+            map.insert("lastWarnings".into(), json!(s.last_warnings));
+        }
+        if !s.last_violations.is_empty() {
+            map.insert("lastViolations".into(), json!(s.last_violations));
+        }
+    }
+    line
 }
 
 /// A task's run flags as `list` shows them: the value of an `--api-key` stored by an older

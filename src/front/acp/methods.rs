@@ -73,6 +73,8 @@ pub struct Agent {
     daemon: Option<(PathBuf, Vec<String>)>,
     /// The editor's file methods, from `initialize` (none until then).
     fs: FileSystemCapabilities,
+    /// The editor shows `notice` updates (`session.notices`, from `initialize`).
+    notices: bool,
 }
 
 impl Agent {
@@ -110,6 +112,7 @@ impl Agent {
             explicit_permission,
             daemon,
             fs: FileSystemCapabilities::default(),
+            notices: false,
         }
     }
 
@@ -157,6 +160,11 @@ impl Agent {
         match method {
             "initialize" => {
                 let p: InitializeRequest = j::params(params)?;
+                self.notices = p
+                    .client_capabilities
+                    .session
+                    .as_ref()
+                    .is_some_and(|s| s.notices.is_some());
                 self.fs = p.client_capabilities.fs;
                 self.sink.result(id, &initialize());
             }
@@ -390,6 +398,7 @@ impl Agent {
             }
         };
         let fixed = self.explicit_permission;
+        let notices = self.notices;
         self.opening.retain(|t| !t.is_finished());
         self.opening.push(tokio::spawn(async move {
             let started = async {
@@ -424,6 +433,7 @@ impl Agent {
             }
             let messages: Vec<Message> = start.snapshot.map(|s| s.messages).unwrap_or_default();
             let mut mapper = Mapper::new(cwd.clone(), asks);
+            mapper.notices = notices;
             if how == Open::Load {
                 for u in mapper.replay(&messages) {
                     sink.notify(

@@ -192,9 +192,6 @@ impl Task {
                 let args = r.args.map_or(Value::Null, |a| a.into_owned());
                 self.on_approval(r.id.into_owned(), tool, args);
             }
-            WireEvent::ExtensionUiRequest(r) if r.method == UiMethod::Notify => {
-                tracing::info!("{}", r.message);
-            }
             // The call runs, or ended: its question was answered elsewhere (another client
             // of the daemon), so the editor's is withdrawn.
             WireEvent::ToolExecutionUpdate { tool_call_id, .. }

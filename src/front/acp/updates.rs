@@ -11,12 +11,14 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::schema::{
-    ContentBlock, ContentChunk, Cost, Diff, MessageId, SessionInfoUpdate, SessionUpdate,
-    TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind, UsageUpdate,
+    ContentBlock, ContentChunk, Cost, Diff, MessageId, Notice, NoticeSeverity, SessionInfoUpdate,
+    SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
+    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use crate::kernel::message::{Content, Message};
-use crate::wire::events::{AssistantMessageEvent as Delta, ToolResult, WireEvent};
+use crate::wire::events::{
+    AssistantMessageEvent as Delta, NotifyType, ToolResult, UiMethod, UiRequest, WireEvent,
+};
 use crate::wire::pi::data::ContextUsage;
 
 /// The tools whose calls need an approval under `--permission ask`.
@@ -29,6 +31,9 @@ struct Call {
     args: Value,
     /// `write`: the file's text before the call (`None`: there was no file).
     before: Option<Option<String>>,
+    /// What the sandbox stopped the call's process from doing (`sandbox_violation`), each
+    /// as the line the editor shows.
+    stopped: Vec<String>,
 }
 
 /// The mapping state of one session.
@@ -39,6 +44,9 @@ pub struct Mapper {
     messages: u64,
     /// Write, edit and bash calls wait for approval before they run.
     pub asks: bool,
+    /// The client shows `notice` updates (it advertised `session.notices`); else a warning
+    /// is an agent message chunk.
+    pub notices: bool,
     calls: HashMap<String, Call>,
 }
 
@@ -70,6 +78,7 @@ impl Mapper {
             cwd,
             messages: 0,
             asks,
+            notices: false,
             calls: HashMap::new(),
         }
     }
@@ -112,6 +121,7 @@ impl Mapper {
                     name: tool_name.to_string(),
                     args: args.clone().into_owned(),
                     before: None,
+                    stopped: Vec::new(),
                 };
                 // Only while the call waits for approval is the file still as it was: a call
                 // that runs at once may have written it before this event is read.
@@ -151,6 +161,7 @@ impl Mapper {
                     name: tool_name.to_string(),
                     args: Value::Null,
                     before: None,
+                    stopped: Vec::new(),
                 });
                 vec![SessionUpdate::ToolCallUpdate(self.finished(
                     tool_call_id,
@@ -162,8 +173,49 @@ impl Mapper {
             WireEvent::SessionInfoChanged { name } => vec![SessionUpdate::SessionInfoUpdate(
                 SessionInfoUpdate::new().title(name.to_string()),
             )],
+            WireEvent::ExtensionUiRequest(r) if r.method == UiMethod::Notify => {
+                self.warning(r).into_iter().collect()
+            }
+            WireEvent::SandboxViolation {
+                tool_call_id,
+                reason,
+                path,
+                host,
+            } => {
+                let what = path.as_deref().or(host.as_deref());
+                let line = crate::report::fact::violation_line(reason, what);
+                let Some(call) = self.calls.get_mut(&**tool_call_id) else {
+                    return Vec::new();
+                };
+                call.stopped.push(line);
+                let content: Vec<_> = call.stopped.iter().cloned().map(text_content).collect();
+                vec![SessionUpdate::ToolCallUpdate(ToolCallUpdate::new(
+                    tool_call_id.to_string(),
+                    ToolCallUpdateFields::new().content(content),
+                ))]
+            }
             _ => Vec::new(),
         }
+    }
+
+    /// A `notify` warning or error (the sandbox is off or unavailable, a setting not
+    /// applied, …) as the client can show it: a `notice` when it advertised them, else an
+    /// agent message chunk of its own. Information is left to the log.
+    fn warning(&self, r: &UiRequest) -> Option<SessionUpdate> {
+        let (severity, word) = match r.notify_type {
+            Some(NotifyType::Warning) => (NoticeSeverity::Warning, "Warning"),
+            Some(NotifyType::Error) => (NoticeSeverity::Error, "Error"),
+            Some(NotifyType::Info | NotifyType::Other(_)) | None => {
+                tracing::info!("{}", r.message);
+                return None;
+            }
+        };
+        Some(match self.notices {
+            true => SessionUpdate::Notice(Notice::new(severity, r.message.to_string())),
+            false => SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::Text(
+                TextContent::new(format!("{word}: {}\n\n", r.message)),
+            ))),
+        })
     }
 
     /// A call that was approved now runs.
@@ -180,6 +232,7 @@ impl Mapper {
             name: name.to_string(),
             args: args.clone(),
             before: None,
+            stopped: Vec::new(),
         });
         let full = self.tool_call(tool_call_id, &call);
         let mut fields = ToolCallUpdateFields::new()
@@ -223,6 +276,7 @@ impl Mapper {
                                     name: name.clone(),
                                     args: arguments.clone(),
                                     before: None,
+                                    stopped: Vec::new(),
                                 };
                                 out.push(SessionUpdate::ToolCall(self.tool_call(id, &call)));
                                 self.calls.insert(id.clone(), call);
@@ -240,6 +294,7 @@ impl Mapper {
                         name: r.tool_name.clone(),
                         args: Value::Null,
                         before: None,
+                        stopped: Vec::new(),
                     });
                     let result = ToolResult {
                         content: Cow::Borrowed(&r.content),
@@ -351,6 +406,7 @@ impl Mapper {
         if content.is_empty() {
             content.push(text_content(result.text()));
         }
+        content.extend(call.stopped.iter().cloned().map(text_content));
         let mut fields = ToolCallUpdateFields::new().status(status).content(content);
         if let Some(details) = &result.details {
             fields = fields.raw_output(details.clone().into_owned());
@@ -482,6 +538,7 @@ mod tests {
                 name: name.into(),
                 args: json!({"path":"x"}),
                 before: None,
+                stopped: Vec::new(),
             };
             serde_json::to_value(m.tool_call("c", &call)).unwrap()["kind"].clone()
         };

@@ -424,15 +424,8 @@ impl Transcript {
             P::SandboxViolation {
                 reason, path, host, ..
             } => {
-                let what = path
-                    .as_deref()
-                    .or(host.as_deref())
-                    .map(|w| format!(": {w}"));
-                let why = reason.replace('_', " ");
-                let line = format!(
-                    "sandbox stopped a command ({why}){}",
-                    what.unwrap_or_default()
-                );
+                let what = path.as_deref().or(host.as_deref());
+                let line = crate::report::fact::violation_line(reason, what);
                 self.pending.push_back(HistoryCell::Notice(line));
             }
             P::HookFinished {

@@ -341,8 +341,13 @@ pub const RPC_ONLY: &[&str] = &[
 ];
 
 /// Whether a stream line of type `kind` belongs to RPC mode only: [`RPC_ONLY`] and the
-/// `notify` dialogs RPC mode sends for warnings.
+/// `notify` dialogs of information. A warning or an error (the sandbox is off or unavailable,
+/// a setting not applied) is JSON mode's too: a script must see that a protection is off.
 pub fn is_rpc_only(kind: &str, line: &str) -> bool {
+    let said = |level: &str| line.contains(&format!("\"notifyType\":\"{level}\""));
     RPC_ONLY.contains(&kind)
-        || (kind == "extension_ui_request" && line.contains("\"method\":\"notify\""))
+        || (kind == "extension_ui_request"
+            && line.contains("\"method\":\"notify\"")
+            && !said("warning")
+            && !said("error"))
 }
