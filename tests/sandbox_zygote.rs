@@ -94,7 +94,9 @@ async fn group_dies(mech: &str, stop: &str) {
         _ => "Command aborted",
     };
     assert!(out.text().ends_with(want), "{mech}: {}", out.text());
-    let c = ctx(&sb, &work, &d.path().join("tmp"), AbortSignal::never());
+    // The same session (its env, so its private /tmp and zygote), a fresh abort signal.
+    c.abort = AbortSignal::never();
+    c.progress = None;
     let check = bash(&c, json!({ "command": survivors("pids") })).await;
     assert_eq!(check.text(), "alive:\nchecked\n", "{mech} {stop}");
     assert_eq!(
