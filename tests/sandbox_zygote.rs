@@ -145,7 +145,11 @@ async fn a_zygote_killed_from_outside_is_replaced_by_the_next_call() {
         }
         assert_ne!(sb.zygote_pid(), Some(pid), "{mech}: still known alive");
         let next = bash(&c, json!({"command": "echo two"})).await;
-        assert_eq!((next.text(), next.is_error), ("two\n".into(), false), "{mech}");
+        assert_eq!(
+            (next.text(), next.is_error),
+            ("two\n".into(), false),
+            "{mech}"
+        );
         let again = sb.zygote_pid().expect("a new zygote runs");
         assert_ne!(again, pid, "{mech}");
     }
@@ -202,15 +206,35 @@ async fn exit_codes_signals_cwd_and_environment_read_as_unsandboxed_ones_do() {
             assert_eq!(boxed.details, open.details, "{mech}: {cmd}");
         }
         let out = bash(&c, json!({"command": "kill -TERM $$"})).await;
-        assert!(out.text().ends_with("Command killed by signal 15"), "{mech}");
+        assert!(
+            out.text().ends_with("Command killed by signal 15"),
+            "{mech}"
+        );
         // Each call its own cwd and environment: nothing carries over from the last one.
-        let mut sub = ctx(&sb, &work.join("sub"), &d.path().join("tmp"), AbortSignal::never());
+        let mut sub = ctx(
+            &sb,
+            &work.join("sub"),
+            &d.path().join("tmp"),
+            AbortSignal::never(),
+        );
         sub.env = keel::kernel::tool::ToolEnv::new(vec!["HOME".into()]);
-        let first = bash(&sub, json!({"command": "pwd; export LEAK=1; cd /; echo ${HOME-unset}"})).await;
+        let first = bash(
+            &sub,
+            json!({"command": "pwd; export LEAK=1; cd /; echo ${HOME-unset}"}),
+        )
+        .await;
         let sub_real = work.join("sub").canonicalize().unwrap();
-        assert_eq!(first.text(), format!("{}\nunset\n", sub_real.display()), "{mech}");
+        assert_eq!(
+            first.text(),
+            format!("{}\nunset\n", sub_real.display()),
+            "{mech}"
+        );
         let second = bash(&c, json!({"command": "pwd; echo ${LEAK-none}"})).await;
         let work_real = work.canonicalize().unwrap();
-        assert_eq!(second.text(), format!("{}\nnone\n", work_real.display()), "{mech}");
+        assert_eq!(
+            second.text(),
+            format!("{}\nnone\n", work_real.display()),
+            "{mech}"
+        );
     }
 }

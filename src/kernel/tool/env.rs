@@ -110,9 +110,7 @@ impl ToolEnv {
                 .filter(|(k, _)| !scrubbed(k.as_ref()))
                 .map(|(k, v)| (k.into(), v.into()))
                 .collect(),
-            None => std::env::vars_os()
-                .filter(|(k, _)| !scrubbed(k))
-                .collect(),
+            None => std::env::vars_os().filter(|(k, _)| !scrubbed(k)).collect(),
         }
     }
 

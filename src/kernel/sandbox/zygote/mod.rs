@@ -98,7 +98,12 @@ struct Keeper {
 impl Zygote {
     /// Spawns `launch` on a keeper thread that stays its parent until it exits; its stdin is
     /// the zygote's end of the control socket.
-    fn start(launch: Launch, cwd: &Path, tmp: &Path, own_pids: bool) -> Result<Zygote, SandboxError> {
+    fn start(
+        launch: Launch,
+        cwd: &Path,
+        tmp: &Path,
+        own_pids: bool,
+    ) -> Result<Zygote, SandboxError> {
         let (ours, theirs) = proto::control_pair().map_err(|e| setup(&e.to_string()))?;
         let keeper = Arc::new(Keeper::default());
         let k = keeper.clone();
@@ -107,7 +112,9 @@ impl Zygote {
             .name("keel-zygote".into())
             .spawn(move || keep(launch, &cwd, theirs, &k));
         if let Err(e) = spawned {
-            return Err(setup(&format!("cannot start the sandbox's keeper thread: {e}")));
+            return Err(setup(&format!(
+                "cannot start the sandbox's keeper thread: {e}"
+            )));
         }
         Ok(Zygote {
             control: ours,
@@ -226,9 +233,8 @@ impl Process {
                 d
             }
         };
-        done.map(ExitStatus::from_raw).ok_or_else(|| {
-            std::io::Error::other("the sandbox ended while the command was running")
-        })
+        done.map(ExitStatus::from_raw)
+            .ok_or_else(|| std::io::Error::other("the sandbox ended while the command was running"))
     }
 
     /// SIGKILLs the command's process group (through the zygote; directly when the zygote is

@@ -47,7 +47,13 @@ pub fn serve(control: OwnedFd) -> std::io::Result<()> {
 }
 
 /// One call: read the request, start it, report, serve kills until it exits.
-fn handle(call: OwnedFd, out: OwnedFd, err: OwnedFd, own: &[(OsString, OsString)], groups: &Groups) {
+fn handle(
+    call: OwnedFd,
+    out: OwnedFd,
+    err: OwnedFd,
+    own: &[(OsString, OsString)],
+    groups: &Groups,
+) {
     let stream = UnixStream::from(call);
     let Ok(read_half) = stream.try_clone() else {
         return;
