@@ -1,8 +1,9 @@
 //! The sandbox of the processes a model starts (`DESIGN.md` §14): which mechanism runs them
 //! (bubblewrap, else Landlock + seccomp through the `__sandbox-exec` helper, else none), the
-//! argv that launches one command under the policy, and the helper's own half. Owns the choice
-//! of mechanism (probed once per process); the in-process checks are in [`policy`]. It never
-//! reads settings: the caller builds the [`SandboxPolicy`].
+//! argv that launches the session's [`zygote`] (or, for an embedder that is not keel, one
+//! command) under the policy, and the helper's own half. Owns the choice of mechanism (probed
+//! once per process); the in-process checks are in [`policy`]. It never reads settings: the
+//! caller builds the [`SandboxPolicy`].
 
 pub mod bwrap;
 pub mod forward;
@@ -27,7 +28,7 @@ pub use policy::{Places, SandboxMode, SandboxPolicy, WriteDenial};
 pub enum Mechanism {
     /// The user chose `--sandbox off`.
     Off,
-    /// bubblewrap (exec'd around each command).
+    /// bubblewrap (exec'd around the session's zygote).
     Bwrap(bwrap::Bwrap),
     /// Landlock and seccomp, applied by keel's `__sandbox-exec` helper (`exe`) to itself.
     Landlock { exe: PathBuf },
@@ -496,7 +497,7 @@ fn probed(path: &Path) -> Option<bwrap::Bwrap> {
 }
 
 /// The `__sandbox-exec` helper's work: restricts this process to `policy` (Landlock, then the
-/// seccomp filter) and execs `argv`. Returns only on failure.
+/// seccomp filter) and execs `argv` (the zygote, or one command). Returns only on failure.
 pub fn exec_restricted(policy: &SandboxPolicy, tmp: &Path, argv: &[String]) -> std::io::Error {
     use std::os::unix::process::CommandExt;
     let Some((program, args)) = argv.split_first() else {

@@ -1,8 +1,9 @@
-//! `bash`: runs one shell command in its own process group, streaming its merged stdout/stderr
-//! as throttled progress. Owns the child's lifetime: it must never print, never leave an
-//! aborted or timed-out process group alive, never hang on a background child holding the
-//! pipe, and never hand a tool process the provider credentials `ToolEnv` scrubs. Background
-//! children outlive the call; `ToolEnv` kills their group when the session ends.
+//! `bash`: runs one shell command in its own process group (started by [`bash_proc`]: here, or
+//! in the session's sandbox zygote), streaming its merged stdout/stderr as throttled progress.
+//! Owns the child's lifetime: it must never print, never leave an aborted or timed-out process
+//! group alive, never hang on a background child holding the pipe, and never hand a tool
+//! process the provider credentials `ToolEnv` scrubs. Background children outlive the call;
+//! `ToolEnv` (or the zygote's end) kills their group when the session ends.
 
 use std::borrow::Cow;
 use std::os::unix::process::ExitStatusExt;
