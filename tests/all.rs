@@ -64,6 +64,7 @@ mod sandbox;
 mod sandbox_escalation;
 mod sandbox_net;
 mod sandbox_settings;
+mod sandbox_zygote;
 mod schedule;
 mod session_load;
 mod session_safety;

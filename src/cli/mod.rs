@@ -79,6 +79,9 @@ pub enum Command {
     /// keel's own sandbox helper (the Landlock fallback): restricts itself, then execs.
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(commands::sandbox::ExecArgs),
+    /// keel's sandbox zygote: inside the session's sandbox, starts each command keel hands it.
+    #[command(name = "__sandbox-zygote", hide = true)]
+    SandboxZygote,
     /// keel's relay to its network-allowlist proxy, inside a bubblewrap sandbox.
     #[command(name = "__sandbox-forward", hide = true)]
     SandboxForward(commands::sandbox_net::ForwardArgs),
@@ -114,6 +117,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Hooks { command }) => commands::hooks::run(command),
         Some(Command::SandboxExec(a)) => commands::sandbox::exec(a),
         Some(Command::SandboxForward(a)) => commands::sandbox_net::run(a),
+        Some(Command::SandboxZygote) => commands::sandbox::zygote(),
         Some(Command::Rewind(args)) => commands::rewind::run(args),
         Some(Command::Man) => commands::man::run(),
         Some(Command::Completions(args)) => commands::completions::run(args),

@@ -1,6 +1,7 @@
-//! `keel debug sandbox [--json]` (the mechanism, the policy in force and a self-test) and the
-//! hidden `keel __sandbox-exec` helper the Landlock fallback runs each command through. Owns
-//! only their arguments and output; the sandbox itself is `kernel::sandbox`.
+//! `keel debug sandbox [--json]` (the mechanism, the policy in force and a self-test), the
+//! hidden `keel __sandbox-exec` helper the Landlock fallback restricts itself in, and the
+//! hidden `keel __sandbox-zygote` that runs a session's commands inside its sandbox. Owns only
+//! their arguments and output; the sandbox itself is `kernel::sandbox`.
 
 use std::path::PathBuf;
 
@@ -41,6 +42,32 @@ pub fn exec(args: ExecArgs) -> Exit {
     let e = crate::kernel::sandbox::exec_restricted(&policy, &args.tmp, &args.argv);
     out.err(&format!("Error: keel sandbox: {e}\n"));
     Exit::Internal
+}
+
+/// `keel __sandbox-zygote`, its control socket as stdin: serves calls until keel closes it
+/// (exit 0), or fails (exit 70 with the reason on stderr). It dies with its parent (keel's
+/// keeper thread, or bubblewrap's init).
+pub fn zygote() -> Exit {
+    use std::os::fd::AsFd;
+    let mut out = Output::stdio(ColorChoice::Never);
+    let parent = nix::unistd::getppid();
+    let orphaned = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).is_err()
+        || nix::unistd::getppid() != parent;
+    if orphaned {
+        out.err("Error: keel sandbox zygote: its parent is gone\n");
+        return Exit::Internal;
+    }
+    let served = std::io::stdin()
+        .as_fd()
+        .try_clone_to_owned()
+        .and_then(crate::kernel::sandbox::zygote::serve::serve);
+    match served {
+        Ok(()) => Exit::Success,
+        Err(e) => {
+            out.err(&format!("Error: keel sandbox zygote: {e}\n"));
+            Exit::Internal
+        }
+    }
 }
 
 /// What `keel debug sandbox --json` prints.

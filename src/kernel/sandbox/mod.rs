@@ -1,8 +1,9 @@
 //! The sandbox of the processes a model starts (`DESIGN.md` §14): which mechanism runs them
 //! (bubblewrap, else Landlock + seccomp through the `__sandbox-exec` helper, else none), the
-//! argv that launches one command under the policy, and the helper's own half. Owns the choice
-//! of mechanism (probed once per process); the in-process checks are in [`policy`]. It never
-//! reads settings: the caller builds the [`SandboxPolicy`].
+//! argv that launches the session's [`zygote`] (or, for an embedder that is not keel, one
+//! command) under the policy, and the helper's own half. Owns the choice of mechanism (probed
+//! once per process); the in-process checks are in [`policy`]. It never reads settings: the
+//! caller builds the [`SandboxPolicy`].
 
 pub mod bwrap;
 pub mod forward;
@@ -12,6 +13,7 @@ pub mod policy;
 pub mod proxy;
 pub mod seccomp;
 pub mod selftest;
+pub mod zygote;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -26,7 +28,7 @@ pub use policy::{Places, SandboxMode, SandboxPolicy, WriteDenial};
 pub enum Mechanism {
     /// The user chose `--sandbox off`.
     Off,
-    /// bubblewrap (exec'd around each command).
+    /// bubblewrap (exec'd around the session's zygote).
     Bwrap(bwrap::Bwrap),
     /// Landlock and seccomp, applied by keel's `__sandbox-exec` helper (`exe`) to itself.
     Landlock { exe: PathBuf },
@@ -90,6 +92,8 @@ pub struct Sandbox {
     pub allow_escalation: Option<bool>,
     /// The network-allowlist proxy, started on first use ([`proxy`]).
     pub proxy: proxy::ProxySlot,
+    /// The zygote `bash` commands start in, started on first use ([`zygote`]).
+    pub zygote: zygote::ZygoteSlot,
 }
 
 /// What the settings and flags ask of a session's sandbox (`DESIGN.md` §14).
@@ -149,6 +153,7 @@ impl Sandbox {
             mechanism: Mechanism::Off,
             allow_escalation: None,
             proxy: Default::default(),
+            zygote: Default::default(),
         }
     }
 
@@ -189,6 +194,7 @@ impl Sandbox {
             mechanism: mechanism.unwrap_or(Mechanism::Unavailable),
             allow_escalation: None,
             proxy: Default::default(),
+            zygote: zygote::ZygoteSlot::new(exe),
         }
     }
 
@@ -256,8 +262,10 @@ impl Sandbox {
         }
     }
 
-    /// How to run `shell -c command` in `cwd` under the policy; `tmp` is the session's private
-    /// directory that becomes `/tmp` (bubblewrap) or `$TMPDIR` (Landlock). `None`: run it as is.
+    /// How to run `shell -c command` in `cwd` under the policy, in a sandbox of its own; `tmp`
+    /// is the session's private directory that becomes `/tmp` (bubblewrap) or `$TMPDIR`
+    /// (Landlock). `None`: run it as is. keel itself runs commands in the zygote instead
+    /// ([`Sandbox::spawn`]); this is for an embedder whose executable is not keel.
     pub fn launch(
         &self,
         shell: &str,
@@ -265,8 +273,22 @@ impl Sandbox {
         cwd: &Path,
         tmp: &Path,
     ) -> Result<Option<Launch>, SandboxError> {
+        let tail = vec![shell.into(), "-c".into(), command.into()];
+        self.launch_argv(tail, cwd, tmp, None)
+    }
+
+    /// How to run `argv` in `cwd` under the policy (see [`Sandbox::launch`]); `bind_exe`:
+    /// keel's executable, bound inside bubblewrap at [`proxy::INSIDE_EXE`].
+    fn launch_argv(
+        &self,
+        argv: Vec<OsString>,
+        cwd: &Path,
+        tmp: &Path,
+        bind_exe: Option<&Path>,
+    ) -> Result<Option<Launch>, SandboxError> {
         let tail = |mut args: Vec<OsString>| {
-            args.extend(["--".into(), shell.into(), "-c".into(), command.into()]);
+            args.push("--".into());
+            args.extend(argv.iter().cloned());
             args
         };
         match &self.mechanism {
@@ -275,11 +297,17 @@ impl Sandbox {
                 kind: SandboxErrorKind::Unavailable,
                 message: unavailable_message(),
             }),
-            Mechanism::Bwrap(b) => Ok(Some(Launch {
-                program: b.path.clone(),
-                args: tail(self.proxy_args(bwrap::args(b, &self.policy, tmp, cwd))?),
-                env: Vec::new(),
-            })),
+            Mechanism::Bwrap(b) => {
+                let mut args = bwrap::args(b, &self.policy, tmp, cwd);
+                if let Some(exe) = bind_exe {
+                    args.extend(["--ro-bind".into(), exe.into(), proxy::INSIDE_EXE.into()]);
+                }
+                Ok(Some(Launch {
+                    program: b.path.clone(),
+                    args: tail(self.proxy_args(args)?),
+                    env: Vec::new(),
+                }))
+            }
             Mechanism::Landlock { exe } => {
                 let policy = serde_json::to_string(&self.policy).map_err(|e| SandboxError {
                     kind: SandboxErrorKind::Setup,
@@ -469,7 +497,7 @@ fn probed(path: &Path) -> Option<bwrap::Bwrap> {
 }
 
 /// The `__sandbox-exec` helper's work: restricts this process to `policy` (Landlock, then the
-/// seccomp filter) and execs `argv`. Returns only on failure.
+/// seccomp filter) and execs `argv` (the zygote, or one command). Returns only on failure.
 pub fn exec_restricted(policy: &SandboxPolicy, tmp: &Path, argv: &[String]) -> std::io::Error {
     use std::os::unix::process::CommandExt;
     let Some((program, args)) = argv.split_first() else {

@@ -192,6 +192,7 @@ impl Sandbox {
             (_, network) => network,
         };
         self.policy.set_network(network);
+        self.zygote = self.zygote.fresh();
         self.proxy =
             super::proxy::ProxySlot::new(resolve_overrides(vars), std::env::current_exe().ok());
         self

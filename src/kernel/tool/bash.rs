@@ -1,30 +1,30 @@
-//! `bash`: runs one shell command in its own process group, streaming its merged stdout/stderr
-//! as throttled progress. Owns the child's lifetime: it must never print, never leave an
-//! aborted or timed-out process group alive, never hang on a background child holding the
-//! pipe, and never hand a tool process the provider credentials `ToolEnv` scrubs. Background
-//! children outlive the call; `ToolEnv` kills their group when the session ends.
+//! `bash`: runs one shell command in its own process group (started by [`bash_proc`]: here, or
+//! in the session's sandbox zygote), streaming its merged stdout/stderr as throttled progress.
+//! Owns the child's lifetime: it must never print, never leave an aborted or timed-out process
+//! group alive, never hang on a background child holding the pipe, and never hand a tool
+//! process the provider credentials `ToolEnv` scrubs. Background children outlive the call;
+//! `ToolEnv` (or the zygote's end) kills their group when the session ends.
 
 use std::borrow::Cow;
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::time::Duration;
 
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt};
-use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::bash_output::{Output, Progress};
+pub use super::bash_proc::warm;
+use super::bash_proc::{self, Proc};
 use super::text::{self, MAX_BYTES};
 use super::{str_arg, u64_arg, Files, ToolContext, ToolEnv, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::Message;
-use crate::kernel::sandbox::{Launch, Mechanism, Sandbox};
+use crate::kernel::sandbox::Sandbox;
 
 /// After the main process exits, stop reading after this long without data...
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
@@ -96,13 +96,14 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     if ctx.abort.is_aborted() {
         return render(Outcome::Aborted, &out, timeout, None);
     }
-    let launch = match sandboxed(command, ctx) {
-        Ok(l) => l,
-        Err(e) => return ToolOutput::error(e),
+    let started = tokio::select! {
+        biased;
+        _ = ctx.abort.aborted() => return render(Outcome::Aborted, &out, timeout, None),
+        started = bash_proc::start(command, ctx) => started,
     };
-    let mut child = match spawn(command, &ctx.cwd, &ctx.env, launch) {
+    let mut child = match started {
         Ok(c) => c,
-        Err(e) => return ToolOutput::error(format!("Failed to start shell: {e}")),
+        Err(e) => return ToolOutput::error(e),
     };
     let outcome = supervise(&mut child, &mut out, timeout, ctx, None).await;
     let violation = match &outcome {
@@ -114,29 +115,6 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
         let _ = tx.send(v);
     }
     render(outcome, &out, timeout, note)
-}
-
-/// How the sandbox launches `command` (`None`: unsandboxed), or why it cannot.
-fn sandboxed(command: &str, ctx: &ToolContext) -> Result<Option<Launch>, String> {
-    if matches!(
-        ctx.sandbox.mechanism,
-        Mechanism::Off | Mechanism::Unenforced
-    ) {
-        return Ok(None);
-    }
-    let tmp = ctx
-        .env
-        .spill_dir(&ctx.temp_dir)
-        .map(|d| d.join("sandbox-tmp"))
-        .and_then(|d| std::fs::create_dir_all(&d).map(|_| d))
-        .map_err(|e| format!("Failed to prepare the sandbox: {e}"))?;
-    let shell = ["/usr/bin/bash", "/bin/bash"]
-        .into_iter()
-        .find(|p| Path::new(p).is_file())
-        .unwrap_or("sh");
-    ctx.sandbox
-        .launch(shell, command, &ctx.cwd, &tmp)
-        .map_err(|e| e.message)
 }
 
 /// A shell command the user ran (pi's `bashExecution` message): recorded in the session and,
@@ -231,7 +209,7 @@ pub async fn run_user(
     let outcome = if ctx.abort.is_aborted() {
         Outcome::Aborted
     } else {
-        match spawn(command, cwd, env, None) {
+        match bash_proc::spawn_local(command, cwd, env, None) {
             Ok(mut child) => supervise(&mut child, &mut out, timeout, &ctx, Some(&chunks)).await,
             Err(e) => {
                 let msg = format!("Failed to start shell: {e}\n");
@@ -258,59 +236,14 @@ pub async fn run_user(
     }
 }
 
-/// Spawns `bash -c command` (or `sh -c` when bash is missing), or what `launch` says, in a new
-/// process group, without the variables `env` scrubs; the group is handed to `env` to be
-/// killed when the session ends.
-fn spawn(
-    command: &str,
-    cwd: &Path,
-    env: &ToolEnv,
-    launch: Option<Launch>,
-) -> std::io::Result<Child> {
-    let build = |shell: &str| {
-        let mut cmd = match &launch {
-            Some(l) => {
-                let mut cmd = Command::new(&l.program);
-                cmd.args(&l.args);
-                cmd
-            }
-            None => {
-                let mut cmd = Command::new(shell);
-                cmd.arg("-c").arg(command);
-                cmd
-            }
-        };
-        cmd.current_dir(cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        env.apply(&mut cmd);
-        if let Some(l) = &launch {
-            cmd.envs(l.env.iter().map(|(k, v)| (k, v)));
-        }
-        cmd.spawn()
-    };
-    let child = match build("bash") {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => build("sh"),
-        other => other,
-    }?;
-    if let Some(pgid) = child.id().and_then(|id| i32::try_from(id).ok()) {
-        env.adopt_group(pgid);
-    }
-    Ok(child)
-}
-
 /// Waits for exit, abort or timeout while collecting output; always leaves the child reaped.
 async fn supervise(
-    child: &mut Child,
+    child: &mut Proc,
     out: &mut Output,
     timeout: Duration,
     ctx: &ToolContext,
     chunks: Option<&mpsc::UnboundedSender<Vec<u8>>>,
 ) -> Outcome {
-    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
     let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
     spawn_readers(child, tx);
     let mut progress = Progress::new(ctx.progress.as_ref());
@@ -342,7 +275,7 @@ async fn supervise(
         }
     };
     if matches!(outcome, Outcome::Aborted | Outcome::TimedOut) {
-        kill_group(child, pgid).await;
+        child.kill_group().await;
     }
     if !eof {
         drain(&mut rx, out, &mut progress, chunks).await;
@@ -353,20 +286,6 @@ async fn supervise(
         progress.send(out);
     }
     outcome
-}
-
-/// SIGKILLs the whole process group, then reaps the main child.
-async fn kill_group(child: &mut Child, pgid: Option<i32>) {
-    let killed = match pgid {
-        Some(pg) => killpg(Pid::from_raw(pg), Signal::SIGKILL).map_err(std::io::Error::from),
-        None => child.start_kill(),
-    };
-    if let Err(e) = killed {
-        tracing::debug!(?pgid, error = %e, "bash: kill failed");
-    }
-    if let Err(e) = child.wait().await {
-        tracing::debug!(error = %e, "bash: wait after kill failed");
-    }
 }
 
 /// Reads what is still buffered after the main process ended: until EOF, `DRAIN_IDLE` without
@@ -393,12 +312,9 @@ async fn drain(
     }
 }
 
-fn spawn_readers(child: &mut Child, tx: mpsc::Sender<Vec<u8>>) {
-    if let Some(stdout) = child.stdout.take() {
-        tokio::spawn(pump(stdout, tx.clone()));
-    }
-    if let Some(stderr) = child.stderr.take() {
-        tokio::spawn(pump(stderr, tx));
+fn spawn_readers(child: &mut Proc, tx: mpsc::Sender<Vec<u8>>) {
+    for pipe in child.take_outputs().into_iter().flatten() {
+        tokio::spawn(pump(pipe, tx.clone()));
     }
 }
 
@@ -487,6 +403,8 @@ mod tests {
     use super::super::bash_output::MAX_SPILL_BYTES;
     use super::*;
     use crate::kernel::abort::{AbortController, AbortSignal};
+    use nix::sys::signal::Signal;
+    use nix::unistd::Pid;
     use std::path::PathBuf;
 
     fn ctx(

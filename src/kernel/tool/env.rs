@@ -99,6 +99,21 @@ impl ToolEnv {
         }
     }
 
+    /// The whole environment a process spawned with [`ToolEnv::apply`] gets: the session's,
+    /// or what this process's children inherit, less the scrubbed variables (for a process
+    /// started elsewhere: the sandbox's zygote).
+    pub(crate) fn resolved(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let scrubbed = |k: &std::ffi::OsStr| self.scrub_env.iter().any(|n| k == n.as_str());
+        match &self.vars {
+            Some(vars) => vars
+                .iter()
+                .filter(|(k, _)| !scrubbed(k.as_ref()))
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+            None => std::env::vars_os().filter(|(k, _)| !scrubbed(k)).collect(),
+        }
+    }
+
     /// The session's private (0700) directory for full outputs, created under `root` on first
     /// use. Creating it also removes directories left there by keel processes that no longer
     /// exist (killed with SIGKILL, so nothing cleaned up after them).

@@ -5,6 +5,7 @@
 pub(crate) mod args;
 pub mod bash;
 mod bash_output;
+mod bash_proc;
 mod edit;
 mod env;
 pub mod external;

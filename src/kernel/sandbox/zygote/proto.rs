@@ -1,0 +1,187 @@
+//! The zygote's protocol, both halves: keel hands the zygote one call at a time over the
+//! control socket (a `SOCK_SEQPACKET` pair: one byte and, with `SCM_RIGHTS`, the call's own
+//! socket and the write ends of its stdout and stderr pipes); on the call's socket (a stream)
+//! each side then writes JSON lines: keel a [`Request`], the zygote [`Reply`]s. Owns the
+//! message types and the fd passing; it never spawns anything.
+
+use std::ffi::{OsStr, OsString};
+use std::io::{IoSlice, IoSliceMut};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer,
+    SendAncillaryMessage, SendFlags,
+};
+use serde::{Deserialize, Serialize};
+
+/// The byte a call's control message carries.
+const CALL: u8 = b'c';
+
+/// Bytes that need not be UTF-8 (an environment value, a path, an argument).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum OsBytes {
+    Text(String),
+    Raw(Vec<u8>),
+}
+
+impl OsBytes {
+    pub fn of(s: &OsStr) -> OsBytes {
+        match s.to_str() {
+            Some(t) => OsBytes::Text(t.to_string()),
+            None => OsBytes::Raw(s.as_bytes().to_vec()),
+        }
+    }
+
+    pub fn into_os(self) -> OsString {
+        match self {
+            OsBytes::Text(t) => t.into(),
+            OsBytes::Raw(b) => OsString::from_vec(b),
+        }
+    }
+}
+
+/// What keel writes on a call's socket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Request {
+    /// Start `argv` in `cwd` with exactly `env` (the zygote's own environment, which the
+    /// sandbox set up: `TMPDIR`, the proxy variables, goes on top), stdin `/dev/null`, in a
+    /// process group of its own. First and once.
+    Run {
+        argv: Vec<OsBytes>,
+        cwd: OsBytes,
+        env: Vec<(OsBytes, OsBytes)>,
+    },
+    /// SIGKILL the command's process group (abort, timeout).
+    Kill,
+}
+
+/// What the zygote writes on a call's socket, in this order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum Reply {
+    /// The request was read; nothing has been started before this line.
+    Accepted,
+    /// The command runs: its pid (and process group) as the zygote sees it.
+    Started { pid: i32 },
+    /// The command could not be started (`not_found`: no such program).
+    Failed { error: String, not_found: bool },
+    /// The command's main process ended: its raw wait status.
+    Exited { status: i32 },
+}
+
+/// One message as a line.
+pub fn line<T: Serialize>(msg: &T) -> Vec<u8> {
+    let mut v = serde_json::to_vec(msg).unwrap_or_default();
+    v.push(b'\n');
+    v
+}
+
+/// Hands one call to the zygote: its socket, stdout and stderr. Never blocks: a zygote that
+/// stopped reading is an error (`WouldBlock`), like a dead one (`BrokenPipe`).
+pub fn send_call(control: BorrowedFd<'_>, fds: [BorrowedFd<'_>; 3]) -> std::io::Result<()> {
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut cmsg = SendAncillaryBuffer::new(&mut space);
+    if !cmsg.push(SendAncillaryMessage::ScmRights(&fds)) {
+        return Err(std::io::Error::other("control buffer too small"));
+    }
+    let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+    rustix::net::sendmsg(control, &[IoSlice::new(&[CALL])], &mut cmsg, flags)?;
+    Ok(())
+}
+
+/// The next call keel handed over (its socket, stdout, stderr), `None` when keel closed the
+/// control socket (the session ended). The fds are close-on-exec.
+pub fn recv_call(control: BorrowedFd<'_>) -> std::io::Result<Option<[OwnedFd; 3]>> {
+    loop {
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+        let mut cmsg = RecvAncillaryBuffer::new(&mut space);
+        let mut byte = [0u8; 1];
+        let got = match rustix::net::recvmsg(
+            control,
+            &mut [IoSliceMut::new(&mut byte)],
+            &mut cmsg,
+            RecvFlags::CMSG_CLOEXEC,
+        ) {
+            Ok(got) => got,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        if got.bytes == 0 {
+            return Ok(None);
+        }
+        let mut fds: Vec<OwnedFd> = Vec::new();
+        for msg in cmsg.drain() {
+            if let RecvAncillaryMessage::ScmRights(rights) = msg {
+                fds.extend(rights);
+            }
+        }
+        // Anything else is not keel's: drop what came (closing it) and read on.
+        if let (CALL, Ok(three)) = (byte[0], <[OwnedFd; 3]>::try_from(fds)) {
+            return Ok(Some(three));
+        }
+    }
+}
+
+/// A `SOCK_SEQPACKET` pair, close-on-exec: (keel's end, the zygote's).
+pub fn control_pair() -> std::io::Result<(OwnedFd, OwnedFd)> {
+    let (a, b) = rustix::net::socketpair(
+        rustix::net::AddressFamily::UNIX,
+        rustix::net::SocketType::SEQPACKET,
+        rustix::net::SocketFlags::CLOEXEC,
+        None,
+    )?;
+    Ok((a, b))
+}
+
+/// Borrows three fds for [`send_call`].
+pub fn borrow3<'a>(a: &'a impl AsFd, b: &'a impl AsFd, c: &'a impl AsFd) -> [BorrowedFd<'a>; 3] {
+    [a.as_fd(), b.as_fd(), c.as_fd()]
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    #[test]
+    fn a_call_crosses_with_its_three_fds_and_eof_ends_the_loop() {
+        let (ours, theirs) = control_pair().unwrap();
+        let (call, _keep) = std::os::unix::net::UnixStream::pair().unwrap();
+        let (mut r1, w1) = std::io::pipe().unwrap();
+        let (_r2, w2) = std::io::pipe().unwrap();
+        send_call(ours.as_fd(), borrow3(&call, &w1, &w2)).unwrap();
+        drop(w1);
+        let [_c, out, _e] = recv_call(theirs.as_fd()).unwrap().unwrap();
+        std::fs::File::from(out).write_all(b"hi").unwrap();
+        let mut got = String::new();
+        r1.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "hi");
+        drop(ours);
+        assert!(recv_call(theirs.as_fd()).unwrap().is_none());
+    }
+
+    #[test]
+    fn messages_are_tagged_lines_and_raw_bytes_survive() {
+        let raw = OsString::from_vec(vec![b'a', 0xff]);
+        let req = Request::Run {
+            argv: vec![OsBytes::of(OsStr::new("bash"))],
+            cwd: OsBytes::of(&raw),
+            env: vec![],
+        };
+        let l = line(&req);
+        assert!(l.ends_with(b"\n"));
+        let back: Request = serde_json::from_slice(&l).unwrap();
+        assert_eq!(back, req);
+        let Request::Run { cwd, .. } = back else {
+            panic!()
+        };
+        assert_eq!(cwd.into_os(), raw);
+        let s = String::from_utf8(line(&Reply::Started { pid: 7 })).unwrap();
+        assert_eq!(s, "{\"type\":\"started\",\"pid\":7}\n");
+    }
+}

@@ -1,0 +1,181 @@
+//! The process one `bash` call runs: started here (unsandboxed, the user's own commands, or a
+//! sandbox of its own for an embedder that is not keel) or in the session's sandbox zygote.
+//! Owns the start, the output pipes, the wait and the kill of the whole group, the same for
+//! both; it never reads the output (`bash` does).
+
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::io::AsyncRead;
+use tokio::process::{Child, Command};
+
+use super::{ToolContext, ToolEnv};
+use crate::kernel::sandbox::zygote::{Process, Run, SpawnError};
+use crate::kernel::sandbox::{Launch, Mechanism, Sandbox};
+
+/// A running command.
+pub(super) enum Proc {
+    Local(Child),
+    Zygote(Process),
+}
+
+/// An output pipe of either.
+pub(super) type Pipe = Box<dyn AsyncRead + Unpin + Send>;
+
+/// Starts `command` as the model's: in the session's sandbox (its zygote, or a sandbox of its
+/// own), or as is when the sandbox is off. The error is what the model reads.
+pub(super) async fn start(command: &str, ctx: &ToolContext) -> Result<Proc, String> {
+    let sandbox = &ctx.sandbox;
+    if matches!(sandbox.mechanism, Mechanism::Off | Mechanism::Unenforced) {
+        return spawn_local(command, &ctx.cwd, &ctx.env, None).map_err(start_failed);
+    }
+    let tmp = private_tmp(&ctx.env, &ctx.temp_dir)?;
+    let shell = shell();
+    if !sandbox.zygote_runs() {
+        let launch = sandbox
+            .launch(shell, command, &ctx.cwd, &tmp)
+            .map_err(|e| e.message)?;
+        return spawn_local(command, &ctx.cwd, &ctx.env, launch).map_err(start_failed);
+    }
+    let run = Run {
+        argv: vec![shell.into(), "-c".into(), command.into()],
+        cwd: ctx.cwd.clone(),
+        env: ctx.env.resolved(),
+    };
+    match sandbox.spawn(run, &tmp).await {
+        Ok(p) => {
+            if let Some(pg) = p.host_pgid {
+                ctx.env.adopt_group(pg);
+            }
+            Ok(Proc::Zygote(p))
+        }
+        Err(SpawnError::Sandbox(e)) => Err(format!("Failed to start the sandbox: {e}")),
+        Err(SpawnError::Command(e)) => Err(start_failed(e)),
+    }
+}
+
+/// Starts the session's zygote now, if `bash` will run in one, so that the first command does
+/// not wait for it (`temp_dir`: where the session's private directory goes). A failure waits
+/// for that command to report it.
+pub fn warm(sandbox: &Sandbox, cwd: &Path, env: &ToolEnv, temp_dir: &Path) {
+    if !sandbox.zygote_runs() {
+        return;
+    }
+    if let Ok(tmp) = private_tmp(env, temp_dir) {
+        if let Err(e) = sandbox.warm(cwd, &tmp) {
+            tracing::debug!(error = %e, "bash: the sandbox could not be warmed");
+        }
+    }
+}
+
+fn start_failed(e: std::io::Error) -> String {
+    format!("Failed to start shell: {e}")
+}
+
+/// The session's private directory that becomes the sandbox's `/tmp`.
+fn private_tmp(env: &ToolEnv, temp_dir: &Path) -> Result<PathBuf, String> {
+    env.spill_dir(temp_dir)
+        .map(|d| d.join("sandbox-tmp"))
+        .and_then(|d| std::fs::create_dir_all(&d).map(|_| d))
+        .map_err(|e| format!("Failed to prepare the sandbox: {e}"))
+}
+
+/// The shell sandboxed commands run in: bash where it is, else `sh`.
+fn shell() -> &'static str {
+    ["/usr/bin/bash", "/bin/bash"]
+        .into_iter()
+        .find(|p| Path::new(p).is_file())
+        .unwrap_or("sh")
+}
+
+/// Spawns `bash -c command` (or `sh -c` when bash is missing), or what `launch` says, in a new
+/// process group, without the variables `env` scrubs; the group is handed to `env` to be
+/// killed when the session ends.
+pub(super) fn spawn_local(
+    command: &str,
+    cwd: &Path,
+    env: &ToolEnv,
+    launch: Option<Launch>,
+) -> std::io::Result<Proc> {
+    let build = |shell: &str| {
+        let mut cmd = match &launch {
+            Some(l) => {
+                let mut cmd = Command::new(&l.program);
+                cmd.args(&l.args);
+                cmd
+            }
+            None => {
+                let mut cmd = Command::new(shell);
+                cmd.arg("-c").arg(command);
+                cmd
+            }
+        };
+        cmd.current_dir(cwd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        env.apply(&mut cmd);
+        if let Some(l) = &launch {
+            cmd.envs(l.env.iter().map(|(k, v)| (k, v)));
+        }
+        cmd.spawn()
+    };
+    let child = match build("bash") {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => build("sh"),
+        other => other,
+    }?;
+    if let Some(pgid) = child.id().and_then(|id| i32::try_from(id).ok()) {
+        env.adopt_group(pgid);
+    }
+    Ok(Proc::Local(child))
+}
+
+impl Proc {
+    /// Its stdout and stderr, once.
+    pub(super) fn take_outputs(&mut self) -> [Option<Pipe>; 2] {
+        match self {
+            Proc::Local(c) => [
+                c.stdout.take().map(|p| Box::new(p) as Pipe),
+                c.stderr.take().map(|p| Box::new(p) as Pipe),
+            ],
+            Proc::Zygote(p) => [
+                p.stdout.take().map(|p| Box::new(p) as Pipe),
+                p.stderr.take().map(|p| Box::new(p) as Pipe),
+            ],
+        }
+    }
+
+    /// Waits for the main process (cancel-safe).
+    pub(super) async fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        match self {
+            Proc::Local(c) => c.wait().await,
+            Proc::Zygote(p) => p.wait().await,
+        }
+    }
+
+    /// SIGKILLs the whole process group, then reaps the main process.
+    pub(super) async fn kill_group(&mut self) {
+        match self {
+            Proc::Local(child) => {
+                let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+                let killed = match pgid {
+                    Some(pg) => {
+                        killpg(Pid::from_raw(pg), Signal::SIGKILL).map_err(std::io::Error::from)
+                    }
+                    None => child.start_kill(),
+                };
+                if let Err(e) = killed {
+                    tracing::debug!(?pgid, error = %e, "bash: kill failed");
+                }
+            }
+            Proc::Zygote(p) => p.kill_group().await,
+        }
+        if let Err(e) = self.wait().await {
+            tracing::debug!(error = %e, "bash: wait after kill failed");
+        }
+    }
+}

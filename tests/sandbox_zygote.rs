@@ -1,0 +1,240 @@
+//! The sandbox zygote (issue 30, performance): `bash` calls through keel's library with a real
+//! sandbox (bubblewrap, and the Landlock fallback) whose zygote is the keel binary. A call
+//! killed on abort or timeout takes its whole group inside the zygote with it; a zygote killed
+//! from outside is replaced by the next call; many calls run at once; exit codes and signals
+//! read as unsandboxed ones do.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use keel::kernel::abort::{AbortController, AbortSignal};
+use keel::kernel::sandbox::{bwrap, Choice, Places, Sandbox, SandboxMode, SandboxPolicy};
+use keel::kernel::tool::{self, ToolContext, ToolOutput};
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use crate::sandbox::mechanisms;
+
+/// A sandbox forced to `mech`, keel's binary as its zygote, writable `work`.
+fn sandbox(mech: &str, work: &Path) -> Arc<Sandbox> {
+    let places = Places {
+        cwd: work.to_path_buf(),
+        ..Places::default()
+    };
+    let policy = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &places, &[], &[], &[], false);
+    let choice = match mech {
+        "bwrap" => Choice::Bwrap,
+        _ => Choice::Landlock,
+    };
+    let exe = Some(env!("CARGO_BIN_EXE_keel").into());
+    let sb = Sandbox::new(policy, choice, bwrap::find(None, work), exe);
+    assert!(sb.zygote_runs(), "{mech}: {:?}", sb.mechanism);
+    Arc::new(sb)
+}
+
+fn ctx(sandbox: &Arc<Sandbox>, work: &Path, tmp: &Path, abort: AbortSignal) -> ToolContext {
+    ToolContext {
+        cwd: work.to_path_buf(),
+        abort,
+        progress: None,
+        bash_timeout: Duration::from_secs(60),
+        temp_dir: tmp.to_path_buf(),
+        env: Default::default(),
+        files: Default::default(),
+        sandbox: sandbox.clone(),
+        violations: None,
+    }
+}
+
+async fn bash(c: &ToolContext, args: Value) -> ToolOutput {
+    tool::execute("bash", &args, c).await
+}
+
+/// A command that reports which of the pids in `file` still run (not dead, not a zombie),
+/// polling until none does or 10 s passed: `checked` ends its output.
+fn survivors(file: &str) -> String {
+    format!(
+        "for i in $(seq 200); do alive=; for p in $(cat {file}); do \
+         s=$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -c1); \
+         case \"$s\" in ''|Z|X) ;; *) alive=\"$alive $p\";; esac; done; \
+         [ -z \"$alive\" ] && break; sleep 0.05; done; echo \"alive:$alive\"; echo checked"
+    )
+}
+
+/// Runs `command` (a group of a shell and a background `sleep`, pids in `pids`) and stops it
+/// with `stop`; then asks the same zygote whether any of the group survived.
+async fn group_dies(mech: &str, stop: &str) {
+    let d = tempfile::tempdir().unwrap();
+    let work = d.path().join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    let sb = sandbox(mech, &work);
+    let (ctl, signal) = AbortController::new();
+    let (ptx, mut prx) = mpsc::unbounded_channel();
+    let mut c = ctx(&sb, &work, &d.path().join("tmp"), signal);
+    c.progress = Some(ptx);
+    let cmd = "echo $$ > pids; sleep 30 & echo $! >> pids; echo start; wait";
+    let args = match stop {
+        "timeout" => json!({"command": cmd, "timeout": 1}),
+        _ => json!({ "command": cmd }),
+    };
+    let call = c.clone();
+    let task = tokio::spawn(async move { bash(&call, args).await });
+    let first = prx.recv().await.unwrap();
+    assert_eq!(first.text(), "start\n", "{mech}");
+    if stop == "abort" {
+        ctl.abort();
+    }
+    let out = tokio::time::timeout(Duration::from_secs(20), task)
+        .await
+        .expect("the stopped call returned")
+        .unwrap();
+    let want = match stop {
+        "timeout" => "Command timed out after 1s",
+        _ => "Command aborted",
+    };
+    assert!(out.text().ends_with(want), "{mech}: {}", out.text());
+    // The same session (its env, so its private /tmp and zygote), a fresh abort signal.
+    c.abort = AbortSignal::never();
+    c.progress = None;
+    let check = bash(&c, json!({ "command": survivors("pids") })).await;
+    assert_eq!(check.text(), "alive:\nchecked\n", "{mech} {stop}");
+    assert_eq!(
+        std::fs::read_to_string(work.join("pids"))
+            .unwrap()
+            .lines()
+            .count(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn an_aborted_call_kills_its_whole_group_inside_the_zygote() {
+    for mech in mechanisms() {
+        group_dies(mech, "abort").await;
+    }
+}
+
+#[tokio::test]
+async fn a_timed_out_call_kills_its_whole_group_inside_the_zygote() {
+    for mech in mechanisms() {
+        group_dies(mech, "timeout").await;
+    }
+}
+
+#[tokio::test]
+async fn a_zygote_killed_from_outside_is_replaced_by_the_next_call() {
+    for mech in mechanisms() {
+        let d = tempfile::tempdir().unwrap();
+        let work = d.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let sb = sandbox(mech, &work);
+        let c = ctx(&sb, &work, &d.path().join("tmp"), AbortSignal::never());
+        let first = bash(&c, json!({"command": "echo one"})).await;
+        assert_eq!(first.text(), "one\n", "{mech}");
+        // The zygote this test's sandbox started: ours to kill.
+        let pid = sb.zygote_pid().expect("a zygote runs");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while sb.zygote_pid() == Some(pid) && std::time::Instant::now() < deadline {
+            tokio::task::yield_now().await;
+        }
+        assert_ne!(sb.zygote_pid(), Some(pid), "{mech}: still known alive");
+        let next = bash(&c, json!({"command": "echo two"})).await;
+        assert_eq!(
+            (next.text(), next.is_error),
+            ("two\n".into(), false),
+            "{mech}"
+        );
+        let again = sb.zygote_pid().expect("a new zygote runs");
+        assert_ne!(again, pid, "{mech}");
+    }
+}
+
+#[tokio::test]
+async fn many_parallel_calls_each_get_their_own_output() {
+    for mech in mechanisms() {
+        let d = tempfile::tempdir().unwrap();
+        let work = d.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        let sb = sandbox(mech, &work);
+        let c = ctx(&sb, &work, &d.path().join("tmp"), AbortSignal::never());
+        let calls = (0..40).map(|i| {
+            let c = c.clone();
+            tokio::spawn(async move {
+                let cmd = format!("echo out {i}; echo err {i} >&2; exit $(({i} % 3))");
+                bash(&c, json!({ "command": cmd })).await
+            })
+        });
+        let outs: Vec<ToolOutput> = futures_join(calls.collect()).await;
+        for (i, out) in outs.iter().enumerate() {
+            let text = out.text();
+            assert!(text.contains(&format!("out {i}\n")), "{mech} {i}: {text}");
+            assert!(text.contains(&format!("err {i}\n")), "{mech} {i}: {text}");
+            let code = out.details.as_ref().unwrap()["exitCode"].clone();
+            assert_eq!(code, json!(i % 3), "{mech} {i}: {text}");
+        }
+    }
+}
+
+async fn futures_join(tasks: Vec<tokio::task::JoinHandle<ToolOutput>>) -> Vec<ToolOutput> {
+    let mut outs = Vec::new();
+    for t in tasks {
+        outs.push(t.await.unwrap());
+    }
+    outs
+}
+
+#[tokio::test]
+async fn exit_codes_signals_cwd_and_environment_read_as_unsandboxed_ones_do() {
+    for mech in mechanisms() {
+        let d = tempfile::tempdir().unwrap();
+        let work = d.path().join("work");
+        std::fs::create_dir_all(work.join("sub")).unwrap();
+        let sb = sandbox(mech, &work);
+        let c = ctx(&sb, &work, &d.path().join("tmp"), AbortSignal::never());
+        let off = Arc::new(Sandbox::off(&work));
+        let plain = ctx(&off, &work, &d.path().join("tmp"), AbortSignal::never());
+        for cmd in ["exit 7", "kill -TERM $$", "kill -9 $$", "echo fine"] {
+            let boxed = bash(&c, json!({ "command": cmd })).await;
+            let open = bash(&plain, json!({ "command": cmd })).await;
+            assert_eq!(boxed.text(), open.text(), "{mech}: {cmd}");
+            assert_eq!(boxed.details, open.details, "{mech}: {cmd}");
+        }
+        let out = bash(&c, json!({"command": "kill -TERM $$"})).await;
+        assert!(
+            out.text().ends_with("Command killed by signal 15"),
+            "{mech}"
+        );
+        // Each call its own cwd and environment: nothing carries over from the last one.
+        let mut sub = ctx(
+            &sb,
+            &work.join("sub"),
+            &d.path().join("tmp"),
+            AbortSignal::never(),
+        );
+        sub.env = keel::kernel::tool::ToolEnv::new(vec!["HOME".into()]);
+        let first = bash(
+            &sub,
+            json!({"command": "pwd; export LEAK=1; cd /; echo ${HOME-unset}"}),
+        )
+        .await;
+        let sub_real = work.join("sub").canonicalize().unwrap();
+        assert_eq!(
+            first.text(),
+            format!("{}\nunset\n", sub_real.display()),
+            "{mech}"
+        );
+        let second = bash(&c, json!({"command": "pwd; echo ${LEAK-none}"})).await;
+        let work_real = work.canonicalize().unwrap();
+        assert_eq!(
+            second.text(),
+            format!("{}\nnone\n", work_real.display()),
+            "{mech}"
+        );
+    }
+}
