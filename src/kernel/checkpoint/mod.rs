@@ -5,8 +5,11 @@
 //! user's own `.git`, never prints: problems come back as [`CheckpointError`]s or warnings.
 
 mod entry;
+mod memo;
+mod object;
 mod rewind;
 mod shadow;
+mod snapshot;
 pub(crate) mod turn;
 
 pub use entry::{Checkpoint, Rewound, CHECKPOINT_TYPE, REWIND_TYPE};

@@ -1,18 +1,20 @@
-//! One project's shadow repository: a bare git repository under `$KEEL_HOME/checkpoints/`
-//! driven through the `git` binary with its own `GIT_DIR`, `GIT_INDEX_FILE` (one per session)
+//! One project's shadow repository: a bare git repository under `$KEEL_HOME/checkpoints/`.
+//! Snapshots are written into it in-process (`snapshot.rs`, no process started); diffs and
+//! restores are done by the `git` binary with its own `GIT_DIR`, a scratch `GIT_INDEX_FILE`
 //! and config, an empty environment (no inherited `GIT_*`, no system or global config, no
-//! hooks), and the session's cwd as `GIT_WORK_TREE`. The user's `.git` is never opened: git
-//! skips every `.git` entry of a work tree, and nested repositories are left out. Blocking
-//! (it waits for git processes).
+//! hooks), and the session's cwd as `GIT_WORK_TREE`. The user's `.git` is never opened:
+//! every `.git` entry of the work tree is skipped, and nested repositories are left out.
+//! Blocking (it waits for the file system and git processes).
 
-use std::collections::BTreeSet;
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use super::snapshot::{self, Place};
 use super::{Caps, CheckpointError, CheckpointErrorKind as Kind};
 use crate::kernel::private;
 
@@ -45,8 +47,8 @@ pub struct Snapshot {
     pub tree: String,
     /// The files left out by the caps.
     pub skipped: Vec<Skipped>,
-    /// The files git saw change since this session's previous snapshot (a file touched but
-    /// not changed may be among them), sorted.
+    /// The files added, removed or changed (content or mode) since this session's previous
+    /// snapshot, sorted.
     pub changed: Vec<String>,
 }
 
@@ -66,6 +68,8 @@ pub struct Shadow {
     dir: PathBuf,
     work: PathBuf,
     index: PathBuf,
+    /// What the session's last snapshot knew of each file (see `memo.rs`).
+    memo: PathBuf,
     caps: Caps,
 }
 
@@ -87,12 +91,15 @@ impl Shadow {
                 }
             })
             .collect();
+        let memo = dir.join(format!("memo-{name}"));
+        // git commands that read no index (diff-tree) are still given one of their own.
         let index = dir.join(format!("index-{name}"));
         Shadow {
             git,
             dir,
             work,
             index,
+            memo,
             caps,
         }
     }
@@ -162,59 +169,22 @@ impl Shadow {
     }
 
     /// Snapshots the work tree: the files git would see (`.gitignore` honoured), within the
-    /// caps. Only what changed since this session's last snapshot is read.
+    /// caps. Only the files whose stat signature changed since this session's last snapshot
+    /// are read; no process is started.
     pub fn snapshot(&self) -> Result<Snapshot, CheckpointError> {
+        self.snapshot_at(SystemTime::now())
+    }
+
+    /// [`Shadow::snapshot`] begun at `start` (a test's clock decides which files are racy).
+    pub(super) fn snapshot_at(&self, start: SystemTime) -> Result<Snapshot, CheckpointError> {
         self.ensure()?;
-        let listed = self.run(
-            &[
-                "ls-files",
-                "-z",
-                "-t",
-                "-o",
-                "-m",
-                "-d",
-                "--exclude-standard",
-            ],
-            b"",
-        )?;
-        let mut seen = BTreeSet::new();
-        let mut plan = Plan {
-            count: index_entries(&self.index),
-            ..Plan::default()
+        let place = Place {
+            work: &self.work,
+            store: &self.dir,
+            memo: &self.memo,
+            caps: &self.caps,
         };
-        for item in listed.split(|b| *b == 0).filter(|s| s.len() > 2) {
-            let (tag, path) = (item[0], String::from_utf8_lossy(&item[2..]).into_owned());
-            if path.ends_with('/') || !seen.insert(path.clone()) {
-                continue; // a nested repository, or a path listed twice (changed and deleted)
-            }
-            plan.consider(&self.work, tag == b'?', path, &self.caps);
-        }
-        if !plan.add.is_empty() {
-            let input = nul_joined(&plan.add);
-            let args = [
-                "update-index",
-                "-z",
-                "--add",
-                "--remove",
-                "--replace",
-                "--stdin",
-            ];
-            self.run(&args, &input)?;
-        }
-        if !plan.drop.is_empty() {
-            self.run(
-                &["update-index", "-z", "--force-remove", "--stdin"],
-                &nul_joined(&plan.drop),
-            )?;
-        }
-        let tree = text(self.run(&["write-tree"], b"")?);
-        let mut changed: Vec<String> = plan.add.into_iter().chain(plan.drop).collect();
-        changed.sort();
-        Ok(Snapshot {
-            tree,
-            skipped: plan.skipped,
-            changed,
-        })
+        snapshot::take(&place, start)
     }
 
     /// The files that differ between two snapshots, sorted.
@@ -297,67 +267,6 @@ impl Shadow {
     }
 }
 
-/// What one snapshot adds, drops and leaves out.
-#[derive(Default)]
-struct Plan {
-    /// Files in the snapshot so far.
-    count: usize,
-    /// New bytes so far.
-    bytes: u64,
-    add: Vec<String>,
-    /// Files of the last snapshot now over a cap.
-    drop: Vec<String>,
-    skipped: Vec<Skipped>,
-}
-
-impl Plan {
-    /// Decides one listed path (`new`: not in the last snapshot).
-    fn consider(&mut self, work: &Path, new: bool, path: String, caps: &Caps) {
-        let Ok(meta) = fs::symlink_metadata(work.join(&path)) else {
-            self.add.push(path); // deleted: `--remove` drops it
-            return;
-        };
-        if meta.is_dir() {
-            return;
-        }
-        let size = meta.len();
-        let reason = if size > caps.max_file_bytes {
-            Some("maxFileBytes")
-        } else if new && self.count >= caps.max_files {
-            Some("maxFiles")
-        } else if self.bytes + size > caps.max_total_bytes {
-            Some("maxTotalBytes")
-        } else {
-            None
-        };
-        match reason {
-            Some(reason) => {
-                if !new {
-                    self.drop.push(path.clone());
-                }
-                self.skipped.push(Skipped {
-                    path,
-                    reason: reason.into(),
-                });
-            }
-            None => {
-                self.count += usize::from(new);
-                self.bytes += size;
-                self.add.push(path);
-            }
-        }
-    }
-}
-
-/// The number of entries of a git index file (its header's third word); 0 without one.
-fn index_entries(index: &Path) -> usize {
-    let mut head = [0u8; 12];
-    match fs::File::open(index).and_then(|mut f| f.read_exact(&mut head)) {
-        Ok(()) => u32::from_be_bytes([head[8], head[9], head[10], head[11]]) as usize,
-        Err(_) => 0,
-    }
-}
-
 /// Removes the empty directories from `dir` up to (not including) `root`.
 fn prune_empty(root: &Path, mut dir: Option<&Path>) {
     while let Some(d) = dir.filter(|d| *d != root && d.starts_with(root)) {
@@ -375,10 +284,6 @@ fn nul_joined(paths: &[String]) -> Vec<u8> {
         out.push(0);
     }
     out
-}
-
-fn text(out: Vec<u8>) -> String {
-    String::from_utf8_lossy(&out).trim().to_string()
 }
 
 fn io(what: &str, path: &Path, e: &std::io::Error) -> CheckpointError {
@@ -417,4 +322,139 @@ fn run(
         ));
     }
     Ok(output.stdout)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    use super::*;
+
+    fn git_path() -> PathBuf {
+        let path = std::env::var_os("PATH").unwrap();
+        std::env::split_paths(&path)
+            .map(|d| d.join("git"))
+            .find(|p| p.is_file())
+            .unwrap()
+    }
+
+    fn shadow(root: &Path, work: &Path) -> Shadow {
+        let store = root.join("store");
+        Shadow::new(git_path(), store, work.to_path_buf(), "s1", Caps::default())
+    }
+
+    /// `git add -A && git write-tree` of `work` in a store of its own (`excluded`: a
+    /// pathspec git is not to add, such as a nested repository).
+    fn gits_tree(root: &Path, work: &Path, excluded: &[&str]) -> String {
+        let store = root.join("floor.git");
+        let git = |args: &[&str]| {
+            let out = Command::new(git_path())
+                .env_clear()
+                .env("GIT_DIR", &store)
+                .env("GIT_WORK_TREE", work)
+                .env("GIT_INDEX_FILE", store.join("index"))
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .env("HOME", &store)
+                .current_dir(work)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{args:?}: {out:?}");
+            String::from_utf8(out.stdout).unwrap().trim().to_string()
+        };
+        if !store.exists() {
+            let init = Command::new(git_path())
+                .args(["init", "-q", "--bare"])
+                .arg(&store)
+                .output()
+                .unwrap();
+            assert!(init.status.success());
+        }
+        let mut add = vec!["add", "-A", "--", "."];
+        add.extend(excluded);
+        git(&add);
+        git(&["write-tree"])
+    }
+
+    fn write(path: &Path, text: &str) {
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn a_snapshot_is_the_tree_git_writes_for_the_same_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        write(&work.join(".gitignore"), "*.log\nbuild/\n!keep.log\n");
+        write(&work.join("a.txt"), "a\n");
+        write(&work.join("a.b"), "dot\n");
+        write(&work.join("a/x.rs"), "fn x() {}\n");
+        write(&work.join("a/deep/er/y"), "y\n");
+        write(&work.join("run.sh"), "#!/bin/sh\n");
+        fs::set_permissions(work.join("run.sh"), fs::Permissions::from_mode(0o755)).unwrap();
+        write(&work.join("noise.log"), "ignored\n");
+        write(&work.join("keep.log"), "kept\n");
+        write(&work.join("build/out.o"), "ignored\n");
+        write(&work.join("sub/.gitignore"), "secret\n");
+        write(&work.join("sub/secret"), "ignored\n");
+        write(&work.join("sub/open"), "seen\n");
+        let nested = work.join("nested");
+        fs::create_dir_all(&nested).unwrap();
+        let init = Command::new(git_path())
+            .arg("init")
+            .arg("-q")
+            .arg(&nested)
+            .status();
+        assert!(init.unwrap().success());
+        write(&work.join("nested/inner.txt"), "a nested repository\n");
+        std::os::unix::fs::symlink("a.txt", work.join("link")).unwrap();
+        let snapshot = shadow(dir.path(), &work).snapshot().unwrap();
+        let git = gits_tree(dir.path(), &work, &[":!nested"]);
+        assert_eq!(snapshot.tree, git);
+        assert!(snapshot.changed.contains(&"a/deep/er/y".to_string()));
+        assert!(!snapshot.changed.iter().any(|p| p.starts_with("nested")));
+        // git itself reads the store's objects back.
+        let shadow = shadow(dir.path(), &work);
+        let listed = shadow.run(&["ls-tree", "-r", "--name-only", &snapshot.tree], b"");
+        assert!(String::from_utf8(listed.unwrap())
+            .unwrap()
+            .contains("sub/open"));
+    }
+
+    #[test]
+    fn a_rewrite_keeping_size_and_mtime_is_seen() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        write(&work.join("f.txt"), "one\n");
+        write(&work.join("g.txt"), "same\n");
+        let shadow = shadow(dir.path(), &work);
+        // A snapshot taken long after the files' times: nothing is racy, so only the stat
+        // signature can tell that f.txt changed.
+        let later = SystemTime::now() + Duration::from_secs(3600);
+        let first = shadow.snapshot_at(later).unwrap();
+        let before = fs::metadata(work.join("f.txt")).unwrap();
+        let mtime = before.modified().unwrap();
+        fs::write(work.join("f.txt"), "two\n").unwrap();
+        fs::File::options()
+            .write(true)
+            .open(work.join("f.txt"))
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let after = fs::metadata(work.join("f.txt")).unwrap();
+        assert_eq!(
+            (after.len(), after.modified().unwrap()),
+            (before.len(), mtime)
+        );
+        let second = shadow.snapshot_at(later).unwrap();
+        assert_ne!(second.tree, first.tree);
+        assert_eq!(second.changed, vec!["f.txt".to_string()]);
+        assert_eq!(second.tree, gits_tree(dir.path(), &work, &[]));
+        // Nothing changed: the same tree, nothing listed.
+        let third = shadow.snapshot_at(later).unwrap();
+        assert_eq!((third.tree, third.changed), (second.tree, Vec::new()));
+        let _ = UNIX_EPOCH;
+    }
 }

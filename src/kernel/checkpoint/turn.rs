@@ -51,10 +51,12 @@ pub(crate) async fn before_call(inner: &Inner, tool: &str) {
     };
     let session = inner.config.session_id.as_deref().unwrap_or("default");
     let shadow = checkpoints.shadow(&inner.config.cwd, session);
-    // The files changed since the previous checkpoint are what git saw change since this
-    // session's last snapshot (its index): no extra diff, one process less per checkpoint.
-    // Taken on this thread: awaiting it on the blocking pool hung the ACP front end now and
-    // then (tests/acp_fs.rs, 2 runs in 3 under load); the run waits for it either way.
+    // The files changed since the previous checkpoint are what changed since this session's
+    // last snapshot (in-process: no git process, only the files whose stat changed are read).
+    // Taken on this thread. Awaited on the blocking pool, the run yields here, and in ACP an
+    // `fs/*` request of the next tool (sent straight to the editor) can then overtake the
+    // `tool_call` updates that go through the host's event stream: tests/acp_fs.rs consumes
+    // the early request while it waits for the update and then waits forever (3 runs in 10).
     let taken = shadow.snapshot().map(|mut snapshot| {
         let files = match previous {
             Some(_) => std::mem::take(&mut snapshot.changed),

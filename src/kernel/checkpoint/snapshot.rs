@@ -1,0 +1,251 @@
+//! Taking a snapshot in-process: walk the work tree with git's ignore rules (`.gitignore`
+//! files inside it; `.git` entries and nested repositories left out), read only the files
+//! whose stat signature changed since the session's last snapshot (or was racy), store them
+//! and the trees as git objects, and remember the signatures. No process is started. Blocking
+//! (file system reads and writes).
+
+use std::collections::BTreeMap;
+use std::fs::{self, Metadata};
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::SystemTime;
+
+use ignore::WalkBuilder;
+
+use super::memo::{Known, Memo, Sig};
+use super::object::{Mode, Objects, Oid};
+use super::{Caps, CheckpointError, CheckpointErrorKind as Kind, Skipped, Snapshot};
+
+/// Where a snapshot reads and writes.
+pub(super) struct Place<'a> {
+    pub work: &'a Path,
+    pub store: &'a Path,
+    /// The session's memo file.
+    pub memo: &'a Path,
+    pub caps: &'a Caps,
+}
+
+/// Snapshots `place.work`; `start` is when the snapshot began (what "racy" is measured from).
+pub(super) fn take(place: &Place<'_>, start: SystemTime) -> Result<Snapshot, CheckpointError> {
+    let objects = Objects::new(place.store);
+    let old = Memo::load(place.memo, &objects);
+    let (listed, mut skipped) = walk(place.work);
+    let mut plan = Plan {
+        count: listed
+            .iter()
+            .filter(|(p, _)| old.files.contains_key(p))
+            .count(),
+        bytes: 0,
+        caps: place.caps,
+    };
+    let mut files = BTreeMap::new();
+    for (path, meta) in listed {
+        let known = old.files.get(&path);
+        let sig = Sig::of(&meta);
+        if let Some(k) = known.filter(|k| !k.racy && k.sig == sig) {
+            files.insert(path, *k);
+            continue;
+        }
+        if let Some(reason) = plan.refuse(known.is_some(), meta.len()) {
+            skipped.push(Skipped {
+                path,
+                reason: reason.into(),
+            });
+            continue;
+        }
+        match store(place.work, &path, &meta, &objects) {
+            Ok(Some((mode, id, sig))) => {
+                plan.bytes += sig.size;
+                plan.count += usize::from(known.is_none());
+                let racy = sig.racy(start);
+                files.insert(
+                    path,
+                    Known {
+                        mode,
+                        id,
+                        sig,
+                        racy,
+                    },
+                );
+            }
+            Ok(None) => plan.count -= usize::from(known.is_some()),
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                plan.count -= usize::from(known.is_some());
+                skipped.push(Skipped {
+                    path,
+                    reason: "unreadable".into(),
+                });
+            }
+            Err(e) => return Err(io_error("read", &place.work.join(&path), &e)),
+        }
+    }
+    let tree =
+        write_trees(&files, &objects).map_err(|e| io_error("write a tree in", place.store, &e))?;
+    let changed = changed(&old.files, &files);
+    let memo = Memo {
+        tree: Some(tree),
+        files,
+    };
+    memo.save(place.memo)
+        .map_err(|e| io_error("write", place.memo, &e))?;
+    Ok(Snapshot {
+        tree: tree.to_string(),
+        skipped,
+        changed,
+    })
+}
+
+/// The caps as a snapshot goes.
+struct Plan<'a> {
+    /// Files in the snapshot so far (those of the last one counted from the start).
+    count: usize,
+    /// Bytes read so far.
+    bytes: u64,
+    caps: &'a Caps,
+}
+
+impl Plan<'_> {
+    /// Which cap leaves out a file to read (`known`: in the last snapshot), if any.
+    fn refuse(&mut self, known: bool, size: u64) -> Option<&'static str> {
+        let reason = if size > self.caps.max_file_bytes {
+            "maxFileBytes"
+        } else if !known && self.count >= self.caps.max_files {
+            "maxFiles"
+        } else if self.bytes + size > self.caps.max_total_bytes {
+            "maxTotalBytes"
+        } else {
+            return None;
+        };
+        self.count -= usize::from(known);
+        Some(reason)
+    }
+}
+
+/// The files and symlinks git would see under `work`, sorted by path, with their `lstat`;
+/// and the paths left out because they are not UTF-8.
+fn walk(work: &Path) -> (Vec<(String, Metadata)>, Vec<Skipped>) {
+    let mut listed = Vec::new();
+    let mut skipped = Vec::new();
+    let walker = WalkBuilder::new(work)
+        .standard_filters(false)
+        .git_ignore(true)
+        .require_git(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|e| {
+            let dir = e.file_type().is_some_and(|t| t.is_dir());
+            // `.git` itself, and a nested repository (git lists it as one entry, not files).
+            e.file_name() != ".git" && !(dir && e.depth() > 0 && e.path().join(".git").exists())
+        })
+        .build();
+    for entry in walker.flatten() {
+        if entry.file_type().is_none_or(|t| t.is_dir()) {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(work) else {
+            continue;
+        };
+        let Some(path) = rel.to_str() else {
+            skipped.push(Skipped {
+                path: rel.to_string_lossy().into_owned(),
+                reason: "nonUtf8Path".into(),
+            });
+            continue;
+        };
+        if let Ok(meta) = entry.metadata() {
+            listed.push((path.to_string(), meta));
+        }
+    }
+    (listed, skipped)
+}
+
+/// Stores one file (its content, or a symlink's target) as a blob: its mode, id and the
+/// signature of what was read. `None`: gone, or not a file git keeps (a socket, a fifo).
+fn store(
+    work: &Path,
+    path: &str,
+    meta: &Metadata,
+    objects: &Objects,
+) -> io::Result<Option<(Mode, Oid, Sig)>> {
+    let full = work.join(path);
+    let gone = |e: io::Error| match e.kind() {
+        io::ErrorKind::NotFound => Ok(None),
+        _ => Err(e),
+    };
+    if meta.file_type().is_symlink() {
+        let target = match fs::read_link(&full) {
+            Ok(t) => t,
+            Err(e) => return gone(e),
+        };
+        let id = objects.blob(target.as_os_str().as_bytes())?;
+        return Ok(Some((Mode::Symlink, id, Sig::of(meta))));
+    }
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let mut file = match fs::File::open(&full) {
+        Ok(f) => f,
+        Err(e) => return gone(e),
+    };
+    // The signature of what is read: a write during the read moves its ctime past it.
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Ok(None);
+    }
+    let mut body = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut body)?;
+    let mode = match meta.permissions().mode() & 0o100 {
+        0 => Mode::File,
+        _ => Mode::Executable,
+    };
+    Ok(Some((mode, objects.blob(&body)?, Sig::of(&meta))))
+}
+
+/// Writes the trees of `files` (paths `/`-separated), deepest first; the root's id.
+fn write_trees(files: &BTreeMap<String, Known>, objects: &Objects) -> io::Result<Oid> {
+    type Entries = Vec<(Vec<u8>, Mode, Oid)>;
+    let mut dirs: BTreeMap<&str, Entries> = BTreeMap::new();
+    dirs.insert("", Vec::new());
+    for (path, k) in files {
+        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+        dirs.entry(dir)
+            .or_default()
+            .push((name.as_bytes().to_vec(), k.mode, k.id));
+        let mut d = dir;
+        while let Some((parent, _)) = d.rsplit_once('/') {
+            dirs.entry(parent).or_default();
+            d = parent;
+        }
+    }
+    let mut order: Vec<&str> = dirs.keys().copied().filter(|d| !d.is_empty()).collect();
+    order.sort_by_key(|d| std::cmp::Reverse(d.matches('/').count()));
+    for dir in order {
+        let mut entries = dirs.remove(dir).unwrap_or_default();
+        let id = objects.tree(&mut entries)?;
+        let (parent, name) = dir.rsplit_once('/').unwrap_or(("", dir));
+        dirs.entry(parent)
+            .or_default()
+            .push((name.as_bytes().to_vec(), Mode::Tree, id));
+    }
+    objects.tree(dirs.get_mut("").map(Vec::as_mut_slice).unwrap_or(&mut []))
+}
+
+/// The paths added, removed or changed (content or mode) from `old` to `new`, sorted.
+fn changed(old: &BTreeMap<String, Known>, new: &BTreeMap<String, Known>) -> Vec<String> {
+    let differs =
+        |p: &String, k: &Known| old.get(p).is_none_or(|o| (o.id, o.mode) != (k.id, k.mode));
+    let mut out: Vec<String> = new
+        .iter()
+        .filter(|(p, k)| differs(p, k))
+        .map(|(p, _)| p.clone())
+        .chain(old.keys().filter(|p| !new.contains_key(*p)).cloned())
+        .collect();
+    out.sort();
+    out
+}
+
+fn io_error(what: &str, path: &Path, e: &io::Error) -> CheckpointError {
+    CheckpointError::new(Kind::Io, format!("cannot {what} {}: {e}", path.display()))
+}
