@@ -192,6 +192,8 @@ fn two_task_calls_of_one_message_run_at_once() {
 #[test]
 fn a_custom_agent_definition_is_offered_to_the_model_and_its_tools_are_obeyed() {
     let sb = Sandbox::new();
+    // A file the lister could read if `read` were its tool.
+    write(&sb.work().join("x"), "readable\n");
     write(
         &sb.home().join("agents/lister.md"),
         "---\nname: lister\ndescription: Lists directories and nothing else.\ntools: LS\nmodel: inherit\n---\nYou only list.\n",
@@ -228,6 +230,13 @@ fn a_custom_agent_definition_is_offered_to_the_model_and_its_tools_are_obeyed() 
     assert_eq!(
         results[0]["message"]["isError"], true,
         "read is not the lister's"
+    );
+    let refusal = results[0]["message"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(
+        refusal.contains("Tool `read` is not available"),
+        "{refusal}"
     );
     assert_eq!(results[1]["message"]["isError"], false, "ls is");
     let end = of_type(&lines, "tool_execution_end")
@@ -338,4 +347,98 @@ fn aborting_the_parent_aborts_its_child() {
                 .is_some_and(|t| t.contains("abort"))
     });
     assert!(aborted, "{:#?}", entries(&child_file));
+}
+
+/// A `session/event` of the parent's stream: a step of its child running `bash`.
+fn child_runs_bash(v: &Value) -> bool {
+    v["method"] == "session/event"
+        && v["params"]["event"]["type"] == "tool_execution_update"
+        && v["params"]["event"]["partialResult"]["details"]["step"]["toolName"] == "bash"
+}
+
+#[test]
+fn in_the_daemon_a_running_child_is_listed_under_its_parent_and_can_be_attached() {
+    use crate::common::daemon::{is_event, open_script, Daemon};
+    let sb = Sandbox::new();
+    let fifo = sb.work().join("signal.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let s = script(
+        &sb,
+        json!([
+            {"match": "^go", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
+                {"description": "wait for it", "prompt": "CHILD waits"}}}]},
+            {"match": "^CHILD", "chunks": [{"toolCall": {"id": "b1", "name": "bash", "arguments":
+                {"command": format!("cat {}", fifo.display())}}}]},
+            {"match": "^CHILD", "chunks": [{"text": "child done"}]},
+            {"match": "^go", "chunks": [{"text": "parent done"}]}
+        ]),
+    );
+    let d = Daemon::start(&sb, &[]);
+    let mut c = d.connect();
+    c.hello(true);
+    let parent = open_script(&mut c, &sb, &s, &[]);
+    c.call("session/attach", json!({"sessionId": parent}));
+    let r = c.call("prompt", json!({"sessionId": parent, "message": "go"}));
+    assert_eq!(r["result"]["disposition"], "started", "{r}");
+    let seen = c.notes_until(child_runs_bash);
+    let child = seen.last().unwrap()["params"]["event"]["partialResult"]["details"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // `keel ps`: the child right under its parent, running, and `--json` names the parent.
+    let socket = d.socket.display().to_string();
+    let ps = sb.run(&["ps", "--socket", &socket]);
+    assert_eq!(ps.code, 0, "{ps}");
+    let rows: Vec<&str> = ps.stdout.lines().collect();
+    assert!(
+        rows[0].starts_with("SESSION") && rows[0].contains("PARENT"),
+        "{ps}"
+    );
+    assert_eq!(rows.len(), 3, "{ps}");
+    assert!(rows[1].starts_with(&parent), "{ps}");
+    let cells: Vec<&str> = rows[2].split_whitespace().collect();
+    assert_eq!(
+        cells[..3],
+        [child.as_str(), parent.as_str(), "running"],
+        "{ps}"
+    );
+    assert!(rows[2].contains("task: wait for it"), "{ps}");
+    let json_ps = sb.run(&["ps", "--json", "--socket", &socket]);
+    let listed: Vec<Value> = json_ps.stdout_lines();
+    let entry = listed
+        .iter()
+        .find(|s| s["sessionId"] == child.as_str())
+        .unwrap();
+    assert_eq!(entry["parentSessionId"], parent.as_str());
+    // Attached to the child: its own stream, live.
+    let mut w = d.connect();
+    w.hello(false);
+    let r = w.call("session/attach", json!({"sessionId": child}));
+    assert!(r.get("result").is_some(), "{r}");
+    std::fs::write(&fifo, "go\n").unwrap();
+    let child_events = w.events_until("agent_settled");
+    let texts: Vec<&Value> = child_events
+        .iter()
+        .filter(|(_, e)| e["type"] == "message_end")
+        .map(|(_, e)| &e["message"])
+        .collect();
+    assert!(
+        texts
+            .iter()
+            .any(|m| m["content"][0]["text"] == "child done"),
+        "{child_events:#?}"
+    );
+    // The parent goes on with the child's answer as its tool result.
+    let rest = c.notes_until(is_event("agent_settled"));
+    let end = rest
+        .iter()
+        .find(|v| {
+            v["params"]["event"]["type"] == "tool_execution_end"
+                && v["params"]["event"]["toolCallId"] == "t1"
+        })
+        .expect("the task call ended");
+    let text = end["params"]["event"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap();
+    assert!(text.starts_with("child done"), "{text}");
 }
