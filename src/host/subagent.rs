@@ -77,7 +77,7 @@ struct HostSpawner(Arc<Base>);
 
 /// The `subagents` of a session served from `setup`: `None` when it has no subagent setup or
 /// is nested as deep as allowed.
-pub(super) fn subagents(setup: &HostSetup) -> Option<Subagents> {
+pub fn subagents(setup: &HostSetup) -> Option<Subagents> {
     let s = setup.subagents.as_ref()?;
     if s.depth >= s.max_depth {
         return None;
