@@ -429,8 +429,8 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
         .iter()
         .filter_map(|t| tool::spec(t))
         .collect();
-    tools.extend(inner.config.subagents.as_ref().map(|s| s.spec()));
     tools.extend(external_tools(inner).into_iter().map(|t| t.spec));
+    tools.extend(inner.config.subagents.as_ref().map(|s| s.spec()));
     let request = {
         let state = inner.lock();
         ModelRequest {
