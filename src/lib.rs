@@ -6,6 +6,7 @@
 //! is crate-private. [`main`] is the `keel` binary's whole body.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub(crate) mod agents;
 pub(crate) mod app;
 pub mod cli;
 pub mod client;

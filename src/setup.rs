@@ -81,6 +81,8 @@ fn host_setup_at(
     let models = models(settings, env, provider, endpoint)?;
     let opened = open_session(settings, env, clock)?;
     warnings.extend(opened.warnings);
+    let (subagents, agent_warnings) = subagent_setup(settings, env);
+    warnings.extend(agent_warnings);
     Ok(crate::host::HostSetup {
         config,
         models,
@@ -99,6 +101,7 @@ fn host_setup_at(
         late_warnings: Some(late_rx),
         open_args: Vec::new(),
         on_saved_rules: Some(trust::saved_rules(settings, env)),
+        subagents,
     })
 }
 
@@ -117,7 +120,9 @@ pub fn headless_host_setup(
     said: Vec<String>,
 ) -> Result<(crate::host::HostSetup, Vec<String>), StartupError> {
     let models = models(settings, env, provider, None)?;
-    let opened = open_session(settings, env, clock)?;
+    let mut opened = open_session(settings, env, clock)?;
+    let (subagents, agent_warnings) = subagent_setup(settings, env);
+    opened.warnings.extend(agent_warnings);
     let setup = crate::host::HostSetup {
         config,
         models,
@@ -138,8 +143,40 @@ pub fn headless_host_setup(
         late_warnings: None,
         open_args: Vec::new(),
         on_saved_rules: Some(trust::saved_rules(settings, env)),
+        subagents,
     };
     Ok((setup, opened.warnings))
+}
+
+/// The subagents of a top session (`DESIGN.md` §17), with warnings about definitions left
+/// out: none when `maxSubagentDepth` is 0 or `--tools` lists tools without `task`.
+pub fn subagent_setup(
+    settings: &Settings,
+    env: &Env,
+) -> (Option<crate::host::subagent::SubagentSetup>, Vec<String>) {
+    let listed = settings
+        .tools
+        .as_ref()
+        .is_none_or(|t| t.iter().any(|t| t.trim() == crate::kernel::subagent::TASK));
+    if settings.max_subagent_depth == 0 || !listed {
+        return (None, Vec::new());
+    }
+    let (agents, warnings) =
+        crate::agents::load(&env.keel_home, &env.cwd, project_trusted(settings, env));
+    let setup = crate::host::subagent::SubagentSetup {
+        agents: Arc::new(agents),
+        max_depth: settings.max_subagent_depth,
+        depth: 0,
+        registry: None,
+        parent_id: None,
+    };
+    (Some(setup), warnings)
+}
+
+/// Whether the project's own definitions (agents, MCP servers) may load: `--trust-project`,
+/// or the directory was trusted.
+pub fn project_trusted(settings: &Settings, env: &Env) -> bool {
+    settings.trust_project || trust::dir_trusted(&env.keel_home, &env.cwd)
 }
 
 /// The models a session can switch to, from the flags and environment: `start`, served at
@@ -255,6 +292,11 @@ pub fn agent_config_with(
                 .map(|t| t.trim().to_string())
                 .filter(|t| !t.is_empty())
                 .partition(|t| t.starts_with("mcp__"));
+            // `task` is offered through the session's subagents, not as a built-in.
+            let list: Vec<String> = list
+                .into_iter()
+                .filter(|t| t != crate::kernel::subagent::TASK)
+                .collect();
             if let Some(bad) = list.iter().find(|t| tool::spec(t).is_none()) {
                 return Err(
                     StartupError::usage(format!("unknown tool `{bad}` in --tools"))
@@ -357,6 +399,7 @@ pub fn agent_config_with(
             &mut warnings,
         )),
         checkpoints: settings.checkpoints(env, &mut warnings),
+        subagents: None,
     };
     Ok((config, warnings, skills))
 }

@@ -166,7 +166,7 @@ fn valid_name(n: &str) -> bool {
 }
 
 /// The frontmatter (between the opening and closing `---` lines) and the body after it.
-fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
+pub(crate) fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let rest = text
         .strip_prefix("---\n")
@@ -183,7 +183,7 @@ fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
 
 /// A scalar frontmatter value, read leniently: `key: value` with optional quotes, or a block
 /// (`key: >` / `key: |`) of the indented lines after it, joined with spaces or newlines.
-fn frontmatter_value(front: &str, key: &str) -> Option<String> {
+pub(crate) fn frontmatter_value(front: &str, key: &str) -> Option<String> {
     let lines: Vec<&str> = front.lines().collect();
     let i = lines.iter().position(|l| {
         l.strip_prefix(key)

@@ -72,6 +72,7 @@ mod sessions;
 mod settings;
 mod skills;
 mod stdio;
+mod subagents;
 mod tool_loop;
 mod tools_hardening;
 mod tui;

@@ -170,6 +170,8 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("cli::args", &[]),
     // The settings files (DESIGN §13): read and merged, never the command line or a session.
     ("settings", &[]),
+    // Agent definitions (DESIGN §17): files read into the kernel's definitions.
+    ("agents", &["kernel", "skills", "settings"]),
     ("output", &["exit"]),
     ("error", &["exit", "wire"]),
     ("signals", &["error", "exit"]),
@@ -193,6 +195,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "host",
             "mcp",
             "skills",
+            "agents",
             "prompts",
             "mentions",
             "text",
@@ -258,6 +261,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "text",
             "prompts",
             "skills",
+            "agents",
             "schedule",
             "cli::args",
             "report",

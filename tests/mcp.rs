@@ -121,6 +121,15 @@ fn mcp_tools_reach_the_provider_after_the_built_ins_with_sanitised_unique_names(
         ["read", "write", "edit", "bash", "grep", "find", "ls"]
     );
     assert_eq!(names[7], "mcp__fx__echo");
+    // The `task` tool comes last, its description listing the subagent types.
+    assert_eq!(names.last(), Some(&"task"));
+    let task = tools.last().unwrap()["function"]["description"]
+        .as_str()
+        .unwrap();
+    assert!(
+        task.contains("\n- general: ") && task.contains("\n- explore: "),
+        "{task}"
+    );
     assert!(names.contains(&"mcp__fx__look"));
     let search: Vec<&&str> = names
         .iter()

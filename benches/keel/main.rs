@@ -45,6 +45,7 @@ mod remote;
 mod responses;
 mod sandbox;
 mod session;
+mod subagent;
 use keel_testkit::sshd as sshd_support;
 mod tui;
 
@@ -132,7 +133,7 @@ fn run() -> Res<()> {
         Ok(v)
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
-                "run", "json", "gemini", "policy", "hooks", "sandbox", "checkpoint",
+                "run", "json", "gemini", "policy", "hooks", "sandbox", "checkpoint", "subagent",
             ]
             .contains(&v.as_str()) =>
         {
@@ -218,6 +219,14 @@ fn run() -> Res<()> {
     if only.as_deref() == Some("hooks") {
         hooks::hooks_bench(&mut rows, quick)?;
         return report(&keel, &rows, &format!("{quick} samples, hook rows only"));
+    }
+    if only.as_deref() == Some("subagent") {
+        subagent::subagent_bench(&mut rows, quick)?;
+        return report(
+            &keel,
+            &rows,
+            &format!("{quick} samples, subagent rows only"),
+        );
     }
     if only.as_deref() == Some("checkpoint") {
         checkpoint::checkpoint_bench(&mut rows, heavy)?;

@@ -76,6 +76,11 @@ pub enum Command {
         #[command(subcommand)]
         command: commands::hooks::HooksCommand,
     },
+    /// The kinds of subagent the `task` tool can start here, with their origin.
+    Agents {
+        #[command(subcommand)]
+        command: commands::agents::AgentsCommand,
+    },
     /// keel's own sandbox helper (the Landlock fallback): restricts itself, then execs.
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(commands::sandbox::ExecArgs),
@@ -115,6 +120,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Debug { command }) => commands::debug::run(command, &args),
         Some(Command::Config { command }) => commands::config::run(command),
         Some(Command::Hooks { command }) => commands::hooks::run(command),
+        Some(Command::Agents { command }) => commands::agents::run(command),
         Some(Command::SandboxExec(a)) => commands::sandbox::exec(a),
         Some(Command::SandboxForward(a)) => commands::sandbox_net::run(a),
         Some(Command::SandboxZygote) => commands::sandbox::zygote(),

@@ -580,6 +580,7 @@ impl Conn {
                 seq: s.seq,
                 age_ms: s.live_for.as_millis() as u64,
                 session_file: s.summary.file,
+                parent_session_id: s.summary.parent_session_id,
             });
         }
         let s = &self.shared;

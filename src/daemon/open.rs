@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::{Arc, Weak};
 
 use serde_json::{json, Value};
 
@@ -51,7 +52,7 @@ pub struct Opened {
 
 /// Opens (or finds) the session. A startup error is -32000 whose `data` is the error
 /// ([`StartupError::to_json`]), so a client can report it as it would in-process.
-pub async fn open(shared: &Shared, p: OpenParams) -> Result<OpenResult, ErrorObject> {
+pub async fn open(shared: &Arc<Shared>, p: OpenParams) -> Result<OpenResult, ErrorObject> {
     let opening = Opening {
         cwd: p.cwd,
         args: p.args,
@@ -70,7 +71,7 @@ pub async fn open(shared: &Shared, p: OpenParams) -> Result<OpenResult, ErrorObj
 /// models) holds no lock. Only the last, quick part (the session loaded, its host started and
 /// registered) runs one at a time, and looks for the session live again first: two clients
 /// opening one session at once get the same live one.
-pub async fn open_session(shared: &Shared, o: Opening) -> Result<Opened, ErrorObject> {
+pub async fn open_session(shared: &Arc<Shared>, o: Opening) -> Result<Opened, ErrorObject> {
     let failed = |m: String| ErrorObject::new(j::COMMAND_FAILED, m);
     if !o.cwd.is_absolute() || !o.cwd.is_dir() {
         return Err(failed(format!(
@@ -96,6 +97,9 @@ pub async fn open_session(shared: &Shared, o: Opening) -> Result<Opened, ErrorOb
         .map_err(|e| startup_failed(&e))?;
     setup.unattended = o.unattended;
     setup.open_args = o.args.clone();
+    if let Some(s) = &mut setup.subagents {
+        s.registry = Some(Arc::new(Children(Arc::downgrade(shared))));
+    }
     if o.headless {
         // A print or JSON run reads the clock once more after opening its session (its
         // duration leaves startup out): a headless session does too, so that under the test
@@ -161,6 +165,31 @@ async fn found_live(
         created: false,
         warnings,
     })
+}
+
+/// Files the subagents of the daemon's sessions among its live sessions while they run, so
+/// `keel ps` lists them and `keel attach` reaches them.
+struct Children(Weak<Shared>);
+
+impl crate::host::subagent::ChildRegistry for Children {
+    fn opened(&self, id: &str, parent: &str, handle: &actor::SessionHandle) {
+        let Some(shared) = self.0.upgrade() else {
+            return;
+        };
+        let (id, handle) = (id.to_string(), handle.clone());
+        if let Some(j) = &shared.journal {
+            j.fact("opened", &id, json!({"parentSessionId": parent}));
+        }
+        tokio::spawn(async move { shared.register(&id, &handle).await });
+    }
+
+    fn closed(&self, handle: &actor::SessionHandle) {
+        let Some(shared) = self.0.upgrade() else {
+            return;
+        };
+        let handle = handle.clone();
+        tokio::spawn(async move { shared.forget(&handle).await });
+    }
 }
 
 fn startup_failed(e: &StartupError) -> ErrorObject {

@@ -89,6 +89,36 @@ pub(crate) fn ps_json(status: &StatusResult) -> String {
         .collect()
 }
 
+/// The sessions in their order, each subagent's session moved right under its parent (and
+/// its siblings); one whose parent is not listed stays where it is.
+fn under_parents(sessions: &[LiveSession]) -> Vec<&LiveSession> {
+    let listed = |id: &str| sessions.iter().any(|s| s.session_id == id);
+    let mut out: Vec<&LiveSession> = Vec::with_capacity(sessions.len());
+    fn with_children<'a>(
+        s: &'a LiveSession,
+        all: &'a [LiveSession],
+        out: &mut Vec<&'a LiveSession>,
+    ) {
+        if out.iter().any(|o| o.session_id == s.session_id) {
+            return;
+        }
+        out.push(s);
+        for c in all
+            .iter()
+            .filter(|c| c.parent_session_id.as_deref() == Some(s.session_id.as_str()))
+        {
+            with_children(c, all, out);
+        }
+    }
+    for s in sessions {
+        if s.parent_session_id.as_deref().is_some_and(listed) {
+            continue;
+        }
+        with_children(s, sessions, &mut out);
+    }
+    out
+}
+
 /// How many columns `keel ps` gives what a session is about (its name or first prompt).
 const ABOUT_COLUMNS: usize = 48;
 
@@ -96,9 +126,12 @@ const ABOUT_COLUMNS: usize = 48;
 /// is about (its name, else its first prompt in quotes, cut to [`ABOUT_COLUMNS`]) and cwd,
 /// each column as wide as its widest cell (measured in terminal columns).
 pub fn ps_table(sessions: &[LiveSession]) -> String {
-    let head = ["SESSION", "STATE", "CLIENTS", "AGE", "ABOUT", "CWD"].map(String::from);
+    let head = [
+        "SESSION", "PARENT", "STATE", "CLIENTS", "AGE", "ABOUT", "CWD",
+    ]
+    .map(String::from);
     let mut rows = vec![head];
-    for s in sessions {
+    for s in under_parents(sessions) {
         let text = crate::text::sanitize;
         let about = match (s.name.as_deref(), s.first_prompt.as_deref()) {
             (Some(name), _) => crate::text::truncate(name, ABOUT_COLUMNS),
@@ -111,6 +144,7 @@ pub fn ps_table(sessions: &[LiveSession]) -> String {
         };
         rows.push([
             text(&s.session_id),
+            s.parent_session_id.as_deref().map_or("-".into(), text),
             text(s.state.as_str()),
             s.clients.to_string(),
             short_age(s.age_ms),
@@ -118,7 +152,7 @@ pub fn ps_table(sessions: &[LiveSession]) -> String {
             text(&s.cwd),
         ]);
     }
-    let widths: Vec<usize> = (0..6)
+    let widths: Vec<usize> = (0..7)
         .map(|c| {
             rows.iter()
                 .map(|r| crate::text::width(&r[c]))
@@ -133,8 +167,8 @@ pub fn ps_table(sessions: &[LiveSession]) -> String {
             let pad = " ".repeat(widths[c].saturating_sub(crate::text::width(cell)));
             // Counts and ages are right-aligned; the last column is not padded.
             match c {
-                2 | 3 => line.push_str(&format!("{pad}{cell}  ")),
-                5 => line.push_str(cell),
+                3 | 4 => line.push_str(&format!("{pad}{cell}  ")),
+                6 => line.push_str(cell),
                 _ => line.push_str(&format!("{cell}{pad}  ")),
             }
         }

@@ -148,6 +148,7 @@ mod tests {
             late_warnings: None,
             open_args: Vec::new(),
             on_saved_rules: None,
+            subagents: None,
         };
         actor::spawn(setup, "test".into(), (64, 1 << 20))
     }

@@ -56,6 +56,10 @@ impl Live {
             .hooks
             .as_ref()
             .map(|h| h.for_session(&session_id, &transcript));
+        config.subagents = config
+            .subagents
+            .as_ref()
+            .map(|s| s.for_session(&session_id, &transcript));
         config.session_id = Some(session_id);
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
         session.watch_store(&recorder.health());

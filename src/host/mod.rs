@@ -32,6 +32,7 @@ mod rewind;
 mod session;
 pub mod snapshot;
 pub mod stream;
+pub mod subagent;
 mod tasks;
 
 use std::collections::{HashMap, VecDeque};
@@ -90,6 +91,9 @@ pub struct HostSetup {
     /// Called with the session's cwd and the rules an "always" answer saved to the project's
     /// local settings file, once saved (setup keeps the trust store up to date with it).
     pub on_saved_rules: Option<SavedRules>,
+    /// Subagents (`DESIGN.md` §17): the definitions, how deep children nest and where they
+    /// are filed; `None`: the session has no `task` tool.
+    pub subagents: Option<subagent::SubagentSetup>,
 }
 
 /// See [`HostSetup::on_saved_rules`].
@@ -163,6 +167,8 @@ pub struct Summary {
     /// The session header's `timestamp` and `parentSession`.
     pub timestamp: String,
     pub parent_session: Option<String>,
+    /// The id of the session that started this one as a subagent (`task`).
+    pub parent_session_id: Option<String>,
     /// The latest run of this host's session, if one started.
     pub last_run: Option<LastRun>,
     /// The text of the session's first prompt (at most [`FIRST_PROMPT_CHARS`] characters):
@@ -260,6 +266,8 @@ pub struct Host {
     asked: HashMap<String, (String, Value)>,
     /// See [`HostSetup::on_saved_rules`].
     on_saved_rules: Option<SavedRules>,
+    /// The parent of a subagent's session.
+    parent_id: Option<String>,
 }
 
 impl Host {
@@ -269,7 +277,8 @@ impl Host {
     }
 
     /// Starts serving the session of `setup`.
-    pub fn new(setup: HostSetup) -> Host {
+    pub fn new(mut setup: HostSetup) -> Host {
+        setup.config.subagents = subagent::subagents(&setup);
         let (tx, internal_rx) = mpsc::unbounded_channel::<Internal>();
         let (templates, template_warnings) =
             prompts::load(&setup.prompt_dirs.0, &setup.prompt_dirs.1);
@@ -318,6 +327,7 @@ impl Host {
             open_args: setup.open_args,
             asked: HashMap::new(),
             on_saved_rules: setup.on_saved_rules,
+            parent_id: setup.subagents.and_then(|s| s.parent_id),
         }
     }
 
@@ -365,6 +375,7 @@ impl Host {
             running: self.busy(),
             timestamp: store.header().timestamp.clone(),
             parent_session: store.header().parent_session.clone(),
+            parent_session_id: self.parent_id.clone(),
             last_run: self.last_run.clone(),
             first_prompt: first_prompt(&store),
         }

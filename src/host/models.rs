@@ -130,6 +130,19 @@ impl Models {
         }
     }
 
+    /// The same models for a session that starts with `start` (a subagent's): the start
+    /// endpoint is kept only when `start` is served by the same provider.
+    pub fn starting_with(&self, start: Arc<dyn Provider>) -> Models {
+        let same = start.name() == self.start.name();
+        Models {
+            registry: self.registry.clone(),
+            vars: self.vars.clone(),
+            options: self.options,
+            start,
+            endpoint: self.endpoint.clone().filter(|_| same),
+        }
+    }
+
     /// The model keel started with.
     pub fn start_provider(&self) -> Arc<dyn Provider> {
         self.start.clone()

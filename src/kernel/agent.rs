@@ -86,6 +86,9 @@ pub struct AgentConfig {
     pub sandbox: std::sync::Arc<crate::kernel::sandbox::Sandbox>,
     /// Checkpoints (§16): the shadow repositories' root, `git` and the caps (`None`: off).
     pub checkpoints: Option<Arc<crate::kernel::checkpoint::Checkpoints>>,
+    /// The `task` tool's subagents (`DESIGN.md` §17); `None`: this session cannot start one
+    /// (no spawner, or it is nested as deep as allowed).
+    pub subagents: Option<crate::kernel::subagent::Subagents>,
 }
 
 /// How failed model calls are retried: only failures before any output, of a transient kind
@@ -147,6 +150,7 @@ impl AgentConfig {
             rules: Default::default(),
             sandbox,
             checkpoints: None,
+            subagents: None,
         }
     }
 }

@@ -19,6 +19,7 @@ pub mod provider;
 pub mod recorder;
 pub mod sandbox;
 pub mod session;
+pub mod subagent;
 pub mod tool;
 pub(crate) mod tool_loop;
 pub(crate) mod turn;

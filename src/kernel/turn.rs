@@ -25,6 +25,8 @@ mod contract;
 mod escalate;
 mod execute;
 pub(crate) mod hooked;
+mod parallel;
+mod task;
 use assemble::Assembler;
 use contract::{Contract, Verdict};
 use execute::execute;
@@ -433,6 +435,7 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
         .filter_map(|t| tool::spec(t))
         .collect();
     tools.extend(external_tools(inner).into_iter().map(|t| t.spec));
+    tools.extend(inner.config.subagents.as_ref().map(|s| s.spec()));
     let request = {
         let state = inner.lock();
         ModelRequest {
@@ -492,91 +495,132 @@ struct Batch {
     hook_stop: Option<String>,
 }
 
-/// Runs a turn's tool calls one after another, applying the permission policy.
+/// Runs a turn's tool calls, applying the permission policy: one after another, except
+/// `task` calls, which run concurrently with each other and with the rest (`parallel.rs`).
 async fn run_tools(inner: &Inner, calls: &[(String, String, Value)], abort: &AbortSignal) -> Batch {
-    let mut results = Vec::with_capacity(calls.len());
-    let mut blocked = None;
-    let mut hook_stop = None;
-    for (id, name, args) in calls {
-        inner.bus.publish(EventPayload::ToolCallStarted {
-            call_id: id.clone(),
-            tool_name: name.clone(),
-            args: args.clone(),
-        });
-        // The time a person takes to answer an approval is not the tool's (timed again then).
-        let mut started = inner.clock.now_ms();
-        let output = if abort.is_aborted() {
-            ToolOutput::error("Tool call skipped: the run was aborted")
-        } else if blocked.is_some() {
-            ToolOutput::error("Tool call skipped: an earlier call in this turn was blocked")
-        } else if let Some(bad) = tool::args::error(args) {
-            bad
-        } else {
-            let pre = hooked::pre_tool(inner, id, name, args, abort).await;
-            hook_stop = hook_stop.or(pre.stop);
-            let args = pre.args.as_ref().unwrap_or(args);
-            let escalated = escalate::wanted(inner, name, args);
-            let gate = match pre.decision {
-                Some((Decision::Deny, reason)) => Gate::Refuse(ToolOutput::error(format!(
-                    "Tool `{name}` was blocked by a PreToolUse hook: {}",
-                    reason.as_deref().unwrap_or("no reason given")
-                ))),
-                hook if escalated => {
-                    escalate::gate(inner, (id, name, args), hook.map(|d| d.0), abort).await
-                }
-                hook => check_permission(inner, id, name, args, hook.map(|d| d.0), abort).await,
-            };
-            let ran = matches!(gate, Gate::Run | Gate::Approved);
-            if ran {
-                checkpoint::before_call(inner, name).await;
-            }
-            let mut out = match gate {
-                Gate::Run => execute(inner, id, name, args, abort, escalated).await,
-                Gate::Approved => {
-                    started = inner.clock.now_ms();
-                    execute(inner, id, name, args, abort, escalated).await
-                }
-                Gate::Refuse(out) => out,
-                Gate::Denied(out) => {
-                    started = inner.clock.now_ms();
-                    out
-                }
-                Gate::Block(out) => {
-                    blocked = Some(RunOutcome::Blocked {
-                        tool_name: name.clone(),
-                        call_id: id.clone(),
-                    });
-                    out
-                }
-            };
-            if ran {
-                let stop = hooked::post_tool(inner, id, name, args, &mut out, abort).await;
-                hook_stop = hook_stop.or(stop);
-            }
-            hooked::append(&mut out, &pre.context);
-            out
-        };
-        let duration_ms = (inner.clock.now_ms() - started).max(0) as u64;
-        inner.bus.publish(EventPayload::ToolCallFinished {
-            call_id: id.clone(),
-            tool_name: name.clone(),
-            result: output.clone(),
-            duration_ms,
-        });
-        results.push(ToolResultMessage {
-            tool_call_id: id.clone(),
-            tool_name: name.clone(),
-            content: output.content,
-            details: output.details,
-            is_error: output.is_error,
-            duration_ms: Some(duration_ms),
-            timestamp: inner.clock.now_ms(),
-        });
-    }
+    let shared = parallel::Shared::default();
+    let (tasks, others): (Vec<_>, Vec<_>) = calls
+        .iter()
+        .enumerate()
+        .partition(|(_, (_, name, _))| is_task(inner, name));
+    let in_order = async {
+        let mut done = Vec::with_capacity(others.len());
+        for (i, call) in others {
+            done.push((i, run_call(inner, call, abort, &shared).await));
+        }
+        done
+    };
+    let concurrent = parallel::join_all(
+        tasks
+            .into_iter()
+            .map(|(i, call)| {
+                let shared = &shared;
+                async move { (i, run_call(inner, call, abort, shared).await) }
+            })
+            .collect(),
+    );
+    let (mut done, concurrently) = tokio::join!(in_order, concurrent);
+    done.extend(concurrently);
+    done.sort_by_key(|(i, _)| *i);
+    let (blocked, hook_stop) = shared.take();
     Batch {
-        results,
+        results: done.into_iter().map(|(_, r)| r).collect(),
         blocked,
         hook_stop,
+    }
+}
+
+/// Whether `name` is this session's `task` tool.
+fn is_task(inner: &Inner, name: &str) -> bool {
+    name == crate::kernel::subagent::TASK && inner.config.subagents.is_some()
+}
+
+/// One call of a turn, from `ToolCallStarted` to `ToolCallFinished`.
+async fn run_call(
+    inner: &Inner,
+    (id, name, args): &(String, String, Value),
+    abort: &AbortSignal,
+    shared: &parallel::Shared,
+) -> ToolResultMessage {
+    inner.bus.publish(EventPayload::ToolCallStarted {
+        call_id: id.clone(),
+        tool_name: name.clone(),
+        args: args.clone(),
+    });
+    // The time a person takes to answer an approval is not the tool's (timed again then).
+    let mut started = inner.clock.now_ms();
+    let output = if abort.is_aborted() {
+        ToolOutput::error("Tool call skipped: the run was aborted")
+    } else if shared.is_blocked() {
+        ToolOutput::error("Tool call skipped: an earlier call in this turn was blocked")
+    } else if let Some(bad) = tool::args::error(args) {
+        bad
+    } else {
+        let pre = hooked::pre_tool(inner, id, name, args, abort).await;
+        shared.stop(pre.stop);
+        let args = pre.args.as_ref().unwrap_or(args);
+        let escalated = escalate::wanted(inner, name, args);
+        let gate = match pre.decision {
+            Some((Decision::Deny, reason)) => Gate::Refuse(ToolOutput::error(format!(
+                "Tool `{name}` was blocked by a PreToolUse hook: {}",
+                reason.as_deref().unwrap_or("no reason given")
+            ))),
+            hook if escalated => {
+                escalate::gate(inner, (id, name, args), hook.map(|d| d.0), abort).await
+            }
+            hook => check_permission(inner, id, name, args, hook.map(|d| d.0), abort).await,
+        };
+        let ran = matches!(gate, Gate::Run | Gate::Approved);
+        if ran {
+            checkpoint::before_call(inner, name).await;
+        }
+        let run = |inner, abort| async move {
+            match is_task(inner, name) {
+                true => task::run(inner, id, args, abort).await,
+                false => execute(inner, id, name, args, abort, escalated).await,
+            }
+        };
+        let mut out = match gate {
+            Gate::Run => run(inner, abort).await,
+            Gate::Approved => {
+                started = inner.clock.now_ms();
+                run(inner, abort).await
+            }
+            Gate::Refuse(out) => out,
+            Gate::Denied(out) => {
+                started = inner.clock.now_ms();
+                out
+            }
+            Gate::Block(out) => {
+                shared.block(RunOutcome::Blocked {
+                    tool_name: name.clone(),
+                    call_id: id.clone(),
+                });
+                out
+            }
+        };
+        if ran {
+            let stop = hooked::post_tool(inner, id, name, args, &mut out, abort).await;
+            shared.stop(stop);
+        }
+        hooked::append(&mut out, &pre.context);
+        out
+    };
+    let duration_ms = (inner.clock.now_ms() - started).max(0) as u64;
+    inner.bus.publish(EventPayload::ToolCallFinished {
+        call_id: id.clone(),
+        tool_name: name.clone(),
+        result: output.clone(),
+        duration_ms,
+    });
+    ToolResultMessage {
+        tool_call_id: id.clone(),
+        tool_name: name.clone(),
+        content: output.content,
+        details: output.details,
+        is_error: output.is_error,
+        duration_ms: Some(duration_ms),
+        timestamp: inner.clock.now_ms(),
     }
 }
 
@@ -614,7 +658,10 @@ async fn check_permission(
     abort: &AbortSignal,
 ) -> Gate {
     let builtin = inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some();
-    let read_only = if builtin {
+    // A `task` call changes nothing itself: the child's own calls are checked in the child.
+    let read_only = if is_task(inner, name) {
+        true
+    } else if builtin {
         !tool::is_mutating(name)
     } else {
         let external = external_tools(inner);

@@ -77,6 +77,8 @@ struct RawFile {
     tools: Option<Value>,
     #[serde(rename = "maxTurns")]
     max_turns: Option<Value>,
+    #[serde(rename = "maxSubagentDepth")]
+    max_subagent_depth: Option<Value>,
     #[serde(rename = "approvalTimeout")]
     approval_timeout: Option<Value>,
     #[serde(rename = "autoCompaction")]
@@ -125,6 +127,7 @@ pub struct FileValues {
     pub thinking: Option<Thinking>,
     pub tools: Option<Vec<String>>,
     pub max_turns: Option<u32>,
+    pub max_subagent_depth: Option<u32>,
     pub approval_timeout: Option<f64>,
     pub auto_compaction: Option<bool>,
     pub max_cost: Option<f64>,
@@ -204,12 +207,14 @@ impl Checker<'_> {
         }
         let _ = raw.schema;
         let max_turns = self.typed::<u32>("maxTurns", raw.max_turns);
+        let max_subagent_depth = self.typed::<u32>("maxSubagentDepth", raw.max_subagent_depth);
         let approval_timeout = self.typed::<f64>("approvalTimeout", raw.approval_timeout);
         FileValues {
             model: self.typed("model", raw.model),
             thinking: self.typed("thinking", raw.thinking),
             tools: self.typed("tools", raw.tools),
             max_turns: self.check("maxTurns", max_turns, |n| *n > 0, "a number above 0"),
+            max_subagent_depth,
             approval_timeout: self.check(
                 "approvalTimeout",
                 approval_timeout,

@@ -36,6 +36,8 @@ pub struct Merged {
     pub thinking: Option<Sourced<Thinking>>,
     pub tools: Option<Sourced<Vec<String>>>,
     pub max_turns: Option<Sourced<u32>>,
+    /// How deep subagents nest (`task` calls inside subagents).
+    pub max_subagent_depth: Option<Sourced<u32>>,
     /// Seconds an approval dialog waits.
     pub approval_timeout: Option<Sourced<f64>>,
     pub auto_compaction: Option<Sourced<bool>>,
@@ -64,6 +66,10 @@ pub fn merge(files: Vec<(Origin, FileValues)>) -> Merged {
         scalar(&mut m.thinking, f.thinking.map(|v| at(v, &origin)));
         scalar(&mut m.tools, f.tools.map(|v| at(v, &origin)));
         scalar(&mut m.max_turns, f.max_turns.map(|v| at(v, &origin)));
+        scalar(
+            &mut m.max_subagent_depth,
+            f.max_subagent_depth.map(|v| at(v, &origin)),
+        );
         scalar(
             &mut m.approval_timeout,
             f.approval_timeout.map(|v| at(v, &origin)),

@@ -34,6 +34,7 @@ pub fn schema() -> Value {
                 "description": "The tool allowlist (`--tools`): built-in names and MCP tools as mcp__server__tool, mcp__server or mcp__server__*. An allowlist: the highest level that sets it wins."
             },
             "maxTurns": {"type": "integer", "minimum": 1, "description": "Stop after this many model turns (`--max-turns`)."},
+            "maxSubagentDepth": {"type": "integer", "minimum": 0, "description": "How deep subagents nest: 1 (default) gives the session the `task` tool and its subagents none; 0 removes the `task` tool."},
             "approvalTimeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds an approval dialog waits before the call is denied (`--approval-timeout`)."},
             "autoCompaction": {"type": "boolean", "description": "Compact the conversation when the context fills up (default true; `--no-auto-compaction`)."},
             "maxCost": {"type": "number", "minimum": 0, "description": "A cost cap in dollars (kept; not applied yet)."},

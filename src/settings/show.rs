@@ -91,6 +91,10 @@ fn entries(m: &Merged) -> Vec<(Vec<String>, Entry)> {
     one(path("tools", None), m.tools.as_ref().map(to_json));
     one(path("maxTurns", None), m.max_turns.as_ref().map(to_json));
     one(
+        path("maxSubagentDepth", None),
+        m.max_subagent_depth.as_ref().map(to_json),
+    );
+    one(
         path("approvalTimeout", None),
         m.approval_timeout.as_ref().map(to_json),
     );

@@ -214,7 +214,7 @@ fn the_project_is_the_git_root_above_the_cwd() {
 fn every_key() -> serde_json::Value {
     json!({
         "$schema": schema::ID, "model": "anthropic/claude-sonnet-4-5", "thinking": "high",
-        "tools": ["read", "bash"], "maxTurns": 20, "approvalTimeout": 60, "autoCompaction": false,
+        "tools": ["read", "bash"], "maxTurns": 20, "maxSubagentDepth": 2, "approvalTimeout": 60, "autoCompaction": false,
         "maxCost": 2.5, "env": {"RUST_LOG": "info"},
         "permissions": {"defaultMode": "ask", "allow": ["Bash(npm test:*)"], "ask": ["Bash(git push *)"],
                         "deny": ["Read(./.env)"], "additionalDirectories": ["../shared"]},

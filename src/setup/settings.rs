@@ -41,6 +41,8 @@ pub struct Settings {
     pub thinking: Option<Thinking>,
     pub tools: Option<Vec<String>>,
     pub max_turns: Option<u32>,
+    /// The settings' `maxSubagentDepth` (default 1).
+    pub max_subagent_depth: u32,
     pub max_repeated_failures: u32,
     pub permission: Permission,
     /// Whether a flag or a file chose `permission` (else it is keel's default, auto).
@@ -112,6 +114,7 @@ impl Settings {
             thinking: pick(m.thinking.as_ref(), cli.thinking.map(thinking_of)),
             tools: pick(m.tools.as_ref(), cli.tools.clone()),
             max_turns: pick(m.max_turns.as_ref(), cli.max_turns),
+            max_subagent_depth: m.max_subagent_depth.as_ref().map_or(1, |s| s.value),
             max_repeated_failures: cli.max_repeated_failures,
             permission_chosen: permission.is_some(),
             permission: permission.unwrap_or(Permission::Auto),

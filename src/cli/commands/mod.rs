@@ -3,6 +3,7 @@
 //! handed to [`crate::cli::main`]. What every command shares is here: the environment, the
 //! logs, the runtime, and how an error ends (`Error:`/`Hint:` lines on stderr, its exit code).
 
+pub mod agents;
 pub mod attach;
 pub mod completions;
 pub mod config;

@@ -172,6 +172,7 @@ impl Client {
             "session" => self.session_info(),
             "transcript" => self.transcript(),
             "hooks" => self.hooks(),
+            "agents" => self.agents(),
             "permissions" => self.permissions(),
             other => self
                 .view
@@ -282,6 +283,51 @@ impl Client {
             Err(e) => HistoryCell::Error(format!("cannot read the settings: {}", e.message)),
         };
         self.view.notice(cell);
+    }
+
+    /// `/agents`: the agent definitions of the session's directory (built-in, user, and the
+    /// project's once trusted), with their origin, tools and model.
+    fn agents(&mut self) {
+        let env = match &self.daemon {
+            Some(d) if d.dial.remote().is_some() => return self.view.notice(HistoryCell::Notice(
+                "this session runs on another host: its agents are listed there (keel agents list)"
+                    .into(),
+            )),
+            Some(d) => {
+                let mut env = d.env.clone();
+                env.cwd = d.reopen.cwd.clone();
+                env
+            }
+            None => match &self.hooks_from {
+                Some((_, env)) => env.clone(),
+                None => return,
+            },
+        };
+        let trusted = crate::setup::trust::dir_trusted(&env.keel_home, &env.cwd);
+        let (agents, warnings) = crate::agents::load(&env.keel_home, &env.cwd, trusted);
+        let mut text = String::new();
+        for a in &agents {
+            let origin = match &a.origin {
+                crate::kernel::subagent::Origin::BuiltIn => "built-in".to_string(),
+                crate::kernel::subagent::Origin::User(p)
+                | crate::kernel::subagent::Origin::Project(p) => {
+                    format!("{}, {}", a.origin.word(), p.display())
+                }
+            };
+            let tools = a
+                .tools
+                .as_ref()
+                .map_or("all tools".into(), |t| t.join(", "));
+            text.push_str(&format!(
+                "{} ({origin}): {}\n  tools: {tools}\n",
+                a.name, a.description
+            ));
+        }
+        for w in warnings {
+            text.push_str(&format!("warning: {w}\n"));
+        }
+        self.view
+            .notice(HistoryCell::Notice(text.trim_end().to_string()));
     }
 
     /// `/session`: the session's id, file, name, size and cost, where it runs and how to come

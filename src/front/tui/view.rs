@@ -60,6 +60,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "the configured hooks: event, matcher, command, file and trust",
     ),
     (
+        "agents",
+        "the subagent types the task tool can start, with their origin",
+    ),
+    (
         "permissions",
         "the permission mode (Shift+Tab cycles it) and the rules in force",
     ),

@@ -177,6 +177,16 @@ impl Hooks {
         }
     }
 
+    /// The same hooks inside a subagent: every firing carries `agent_id` and `agent_type`.
+    pub fn for_agent(&self, agent_id: &str, agent_type: &str) -> Hooks {
+        let mut session = (*self.session).clone();
+        session.agent = Some((agent_id.to_string(), agent_type.to_string()));
+        Hooks {
+            session: Arc::new(session),
+            ..self.clone()
+        }
+    }
+
     /// Whether any hook is configured for `event` (callers skip building payloads if not).
     pub fn wants(&self, event: HookEvent) -> bool {
         !self.config.is_empty_for(event)

@@ -126,6 +126,9 @@ pub struct LiveSession {
     /// Its session file, once it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_file: Option<String>,
+    /// The session that started it as a subagent (`task`), while that one is its parent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
 }
 
 /// Whether a session has a run going.
