@@ -265,6 +265,11 @@ impl View {
                 self.approvals.retain(|a| a.call_id != *tool_call_id);
             }
             WireEvent::AgentSettled { .. } => self.approvals.clear(),
+            WireEvent::PermissionModeChanged { mode } => {
+                if let Some(mode) = Permission::parse(mode) {
+                    self.permission = Some(mode);
+                }
+            }
             _ => {}
         }
         Vec::new()
