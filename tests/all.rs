@@ -69,6 +69,7 @@ mod sessions;
 mod settings;
 mod skills;
 mod stdio;
+mod todo_plan;
 mod tool_loop;
 mod tools_hardening;
 mod tui;
