@@ -234,3 +234,96 @@ fn rpc_plan_mode_stays_after_the_plan_is_rejected() {
     assert!(!sb.work().join("notes.txt").exists());
     assert!(!lines.iter().any(|l| l.contains("permission_mode_changed")));
 }
+
+/// The list above the editor: the item in progress highlighted with its `activeForm`, done
+/// items struck through, pending ones plain; plan mode in the status line.
+#[test]
+fn the_tui_draws_the_todo_list_above_the_editor() {
+    use keel::kernel::event::EventPayload;
+    use keel::kernel::tool::todo::{TodoItem, TodoStatus};
+    let item = |content: &str, status, active: &str| TodoItem {
+        content: content.into(),
+        status,
+        active_form: active.into(),
+    };
+    let mut f = crate::tui::Feed::new();
+    f.view.permission = Some(keel::Permission::Plan);
+    f.user("fix the bug");
+    f.send(EventPayload::TodosUpdated {
+        todos: vec![
+            item("Read the code", TodoStatus::Completed, "Reading the code"),
+            item("Fix the bug", TodoStatus::InProgress, "Fixing the bug"),
+            item("Run the tests", TodoStatus::Pending, "Running the tests"),
+        ],
+    });
+    let screen = f.screen(80, 16);
+    crate::common::support::snap("tui_todo_list_80x16", &screen);
+    assert!(screen.contains("Todos (1/3 done)"), "{screen}");
+    assert!(screen.contains("▶ Fixing the bug…"), "{screen}");
+    assert!(screen.contains("☐ Run the tests"), "{screen}");
+    assert!(screen.contains("plan mode"), "{screen}");
+    // The highlight: the item in progress is bold yellow, the done one struck through.
+    let buffer = f.buffer(80, 16);
+    let styled = |needle: &str| {
+        let (x, y) = find(&buffer, needle);
+        buffer[(x, y)].style()
+    };
+    let running = styled("Fixing");
+    assert_eq!(running.fg, Some(ratatui::style::Color::Yellow));
+    assert!(running.add_modifier.contains(ratatui::style::Modifier::BOLD));
+    assert!(styled("Read the code")
+        .add_modifier
+        .contains(ratatui::style::Modifier::CROSSED_OUT));
+    // A list with every item done is put away.
+    f.send(EventPayload::TodosUpdated {
+        todos: vec![item("Read the code", TodoStatus::Completed, "Reading")],
+    });
+    assert!(!f.screen(80, 16).contains("Todos ("));
+}
+
+/// Where `needle` starts in the buffer.
+fn find(buffer: &ratatui::buffer::Buffer, needle: &str) -> (u16, u16) {
+    let area = buffer.area;
+    for y in 0..area.height {
+        let row: String = (0..area.width).map(|x| buffer[(x, y)].symbol()).collect();
+        if let Some(at) = row.find(needle) {
+            return (row[..at].chars().count() as u16, y);
+        }
+    }
+    panic!("{needle} not on screen");
+}
+
+/// `exit_plan_mode`'s dialog shows the plan and offers approve, approve and accept edits, and
+/// keep planning; `e` answers "approve and accept edits".
+#[test]
+fn the_tui_plan_dialog_shows_the_plan_and_approves_with_accept_edits() {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use keel::kernel::event::{ApprovalDecision, EventPayload};
+    let mut f = crate::tui::Feed::new();
+    f.view.permission = Some(keel::Permission::Plan);
+    f.user("add notes");
+    let args = json!({"plan": "1. Add notes.txt\n2. Run the tests"});
+    f.tool("call_plan", "exit_plan_mode", args.clone(), None);
+    f.send(EventPayload::ApprovalRequested {
+        call_id: "call_plan".into(),
+        tool_name: "exit_plan_mode".into(),
+        args,
+        preview: None,
+    });
+    let screen = f.screen(80, 24);
+    crate::common::support::snap("tui_plan_dialog_80x24", &screen);
+    assert!(screen.contains("Approve this plan and leave plan mode?"), "{screen}");
+    assert!(screen.contains("1. Add notes.txt"), "{screen}");
+    assert!(screen.contains("approve and accept edits"), "{screen}");
+    assert!(!screen.contains("always allow"), "{screen}");
+    let action = f
+        .view
+        .on_key(KeyEvent::new(KeyCode::Char('e'), KeyModifiers::NONE));
+    assert_eq!(
+        action,
+        Some(keel::front::tui::view::Action::Approve {
+            call_id: "call_plan".into(),
+            decision: ApprovalDecision::AllowAcceptEdits,
+        })
+    );
+}

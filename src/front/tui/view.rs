@@ -18,6 +18,7 @@ mod menu;
 mod plain;
 mod screen;
 pub mod slash;
+mod todos;
 pub use screen::fmt_tokens;
 
 use super::composer::Composer;
