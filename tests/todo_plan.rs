@@ -327,3 +327,73 @@ fn the_tui_plan_dialog_shows_the_plan_and_approves_with_accept_edits() {
         })
     );
 }
+
+/// `keel --mode acp` with `script`, initialized, with one session.
+fn acp_session(sb: &Sandbox, script: &str) -> (Rpc, String) {
+    let script = fixture(script);
+    let mut a = Rpc::start_raw(
+        sb,
+        &["--mode", "acp", "--provider", "scripted", "--script", &script],
+    );
+    crate::acp::init(&mut a);
+    let session = crate::acp::new_session(&mut a, sb);
+    (a, session)
+}
+
+#[test]
+fn acp_clients_get_the_todo_list_as_plan_updates() {
+    let sb = Sandbox::new();
+    let (mut a, session) = acp_session(&sb, "todos.json");
+    crate::acp::prompt(&mut a, "p1", &session, "fix it");
+    let first = a.wait(&json!({"params": {"update": {"sessionUpdate": "plan"}}}));
+    assert_eq!(first["params"]["sessionId"], session.as_str());
+    let second = a.wait(&json!({"params": {"update": {"sessionUpdate": "plan"}}}));
+    assert_eq!(
+        second["params"]["update"]["entries"],
+        json!([
+            {"content": "Read the code", "priority": "medium", "status": "completed"},
+            {"content": "Fix the bug", "priority": "medium", "status": "in_progress"},
+            {"content": "Run the tests", "priority": "medium", "status": "pending"},
+        ])
+    );
+    let done = a.wait(&json!({"id": "p1"}));
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    let (_, stderr, code) = a.finish();
+    assert_eq!(code, 0, "{stderr}");
+}
+
+#[test]
+fn acp_plan_mode_asks_to_approve_the_plan_and_switches_to_accept_edits() {
+    let sb = Sandbox::new();
+    let (mut a, session) = acp_session(&sb, "plan.json");
+    let r = crate::acp::call(
+        &mut a,
+        "m",
+        "session/set_mode",
+        json!({"sessionId": session, "modeId": "plan"}),
+    );
+    assert!(r.get("error").is_none(), "{r}");
+    crate::acp::prompt(&mut a, "p1", &session, "add notes");
+    let req = a.wait(&json!({"method": "session/request_permission"}));
+    assert_eq!(req["params"]["toolCall"]["toolCallId"], "call_plan", "{req}");
+    let options: Vec<&str> = req["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["optionId"].as_str().unwrap())
+        .collect();
+    assert_eq!(options, ["approve", "approve_accept_edits", "keep_planning"]);
+    assert!(!sb.work().join("notes.txt").exists(), "the first write was refused");
+    let outcome = json!({"outcome": "selected", "optionId": "approve_accept_edits"});
+    a.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"outcome": outcome}}));
+    let mode = a.wait(&json!({"params": {"update": {"sessionUpdate": "current_mode_update"}}}));
+    assert_eq!(mode["params"]["update"]["currentModeId"], "accept-edits");
+    let done = a.wait(&json!({"id": "p1"}));
+    assert_eq!(done["result"]["stopReason"], "end_turn", "{done}");
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("notes.txt")).unwrap(),
+        "done"
+    );
+    let (_, stderr, code) = a.finish();
+    assert_eq!(code, 0, "{stderr}");
+}

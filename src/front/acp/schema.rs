@@ -8,7 +8,7 @@ pub use agent_client_protocol_schema::v1::{
     CurrentModeUpdate, Diff, EmbeddedResourceResource, FileSystemCapabilities, Implementation,
     InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
     LoadSessionRequest, McpCapabilities, McpServer, MessageId, NewSessionRequest, PermissionOption,
-    PermissionOptionKind, PromptCapabilities, PromptRequest, PromptResponse, ReadTextFileRequest,
+    PermissionOptionKind, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus, PromptCapabilities, PromptRequest, PromptResponse, ReadTextFileRequest,
     ReadTextFileResponse, RequestPermissionOutcome, RequestPermissionRequest,
     RequestPermissionResponse, ResumeSessionRequest, SessionCapabilities, SessionCloseCapabilities,
     SessionConfigOption, SessionConfigOptionCategory, SessionConfigOptionValue,

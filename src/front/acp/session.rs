@@ -195,6 +195,18 @@ impl Task {
             WireEvent::ExtensionUiRequest(r) if r.method == UiMethod::Notify => {
                 tracing::info!("{}", r.message);
             }
+            // An approved plan left plan mode (or another client changed the mode).
+            WireEvent::PermissionModeChanged { mode } => {
+                if let (Some(_), Some(policy)) = (self.config.policy, Policy::parse(&mode)) {
+                    self.config.policy = Some(policy);
+                    self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                        policy.id(),
+                    )));
+                    self.update(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
+                        self.config.options(),
+                    )));
+                }
+            }
             // The call runs, or ended: its question was answered elsewhere (another client
             // of the daemon), so the editor's is withdrawn.
             WireEvent::ToolExecutionUpdate { tool_call_id, .. }
@@ -244,7 +256,7 @@ impl Task {
         let request = RequestPermissionRequest::new(
             self.session.clone(),
             self.mapper.permission_call(&call, &tool, &args),
-            permissions::options(),
+            permissions::options(&tool),
         );
         let Some((request_id, rx)) = self.peer.begin("session/request_permission", &request) else {
             return self.decide(&call, Decision::Cancelled);
@@ -260,7 +272,10 @@ impl Task {
 
     /// Answers the host's dialog for `call`.
     fn decide(&self, call: &str, decision: Decision) {
-        if matches!(decision, Decision::Allow | Decision::AllowAlways) {
+        if matches!(
+            decision,
+            Decision::Allow | Decision::AllowAlways | Decision::AllowAcceptEdits
+        ) {
             self.update(self.mapper.started(call));
         }
         let commands = self.commands.clone();
@@ -397,7 +412,7 @@ impl Task {
         }
         let policy = Policy::parse(mode).ok_or_else(|| {
             bad(format!(
-                "`modeId`: unknown mode {mode} (ask, auto, read-only or accept-edits)"
+                "`modeId`: unknown mode {mode} (ask, auto, read-only, accept-edits or plan)"
             ))
         })?;
         let set = Command::SetPermissionMode {

@@ -11,11 +11,13 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::schema::{
-    ContentBlock, ContentChunk, Cost, Diff, MessageId, SessionInfoUpdate, SessionUpdate,
+    ContentBlock, ContentChunk, Cost, Diff, MessageId, Plan, PlanEntry, PlanEntryPriority,
+    PlanEntryStatus, SessionInfoUpdate, SessionUpdate,
     TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
     ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use crate::kernel::message::{Content, Message};
+use crate::kernel::tool::todo::{TodoItem, TodoStatus};
 use crate::wire::events::{AssistantMessageEvent as Delta, ToolResult, WireEvent};
 use crate::wire::pi::data::ContextUsage;
 
@@ -162,6 +164,7 @@ impl Mapper {
             WireEvent::SessionInfoChanged { name } => vec![SessionUpdate::SessionInfoUpdate(
                 SessionInfoUpdate::new().title(name.to_string()),
             )],
+            WireEvent::TodoUpdate { todos } => vec![plan(todos)],
             _ => Vec::new(),
         }
     }
@@ -357,6 +360,23 @@ impl Mapper {
         }
         ToolCallUpdate::new(id.to_string(), fields)
     }
+}
+
+/// ACP's `plan` for the task list: every entry each time (the client replaces its list);
+/// keel's items have no priority, so each is `medium`.
+pub fn plan(todos: &[TodoItem]) -> SessionUpdate {
+    let entries = todos
+        .iter()
+        .map(|t| {
+            let status = match t.status {
+                TodoStatus::Pending => PlanEntryStatus::Pending,
+                TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                TodoStatus::Completed => PlanEntryStatus::Completed,
+            };
+            PlanEntry::new(t.content.clone(), PlanEntryPriority::Medium, status)
+        })
+        .collect();
+    SessionUpdate::Plan(Plan::new(entries))
 }
 
 fn text_content(text: String) -> ToolCallContent {
