@@ -85,7 +85,13 @@ fn a_bad_todo_list_is_a_tool_error_naming_the_field() {
     std::fs::write(&path, script.to_string()).unwrap();
     let p = path.display().to_string();
     let run = sb.run(&[
-        "--json", "--provider", "scripted", "--script", &p, "--no-session", "go",
+        "--json",
+        "--provider",
+        "scripted",
+        "--script",
+        &p,
+        "--no-session",
+        "go",
     ]);
     assert_eq!(run.code, 0, "{run}");
     assert!(!run.stdout.contains("\"todo_update\""), "{run}");
@@ -113,14 +119,26 @@ fn a_resumed_session_has_its_todo_list_again() {
         .last()
         .unwrap();
     assert_eq!(entry["type"], "custom", "{entry}");
-    assert_eq!(entry["data"]["todos"][1]["status"], "in_progress", "{entry}");
+    assert_eq!(
+        entry["data"]["todos"][1]["status"], "in_progress",
+        "{entry}"
+    );
     let mut rpc = Rpc::start(
         &sb,
-        &["--provider", "scripted", "--script", &fixture("hello.json"), "--continue"],
+        &[
+            "--provider",
+            "scripted",
+            "--script",
+            &fixture("hello.json"),
+            "--continue",
+        ],
     );
     let state = rpc.call(json!({"id": "s", "type": "get_state"}));
     let todos: Vec<Todo> = serde_json::from_value(state["data"]["todos"].clone()).unwrap();
-    assert_eq!(todos[1], todo("Fix the bug", "in_progress", "Fixing the bug"));
+    assert_eq!(
+        todos[1],
+        todo("Fix the bug", "in_progress", "Fixing the bug")
+    );
     assert_eq!(todos.len(), 3);
     let (_, stderr, code) = rpc.finish();
     assert_eq!(code, 0, "{stderr}");
@@ -136,7 +154,10 @@ fn print_mode_in_plan_mode_refuses_the_write_and_ends_with_the_plan() {
     );
     assert_eq!(run.code, 0, "{run}");
     assert_eq!(run.stdout, "1. Add notes.txt\n2. Run the tests\n", "{run}");
-    assert!(!sb.work().join("notes.txt").exists(), "the write was refused");
+    assert!(
+        !sb.work().join("notes.txt").exists(),
+        "the write was refused"
+    );
 }
 
 #[test]
@@ -224,7 +245,10 @@ fn rpc_plan_mode_stays_after_the_plan_is_rejected() {
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
         .filter(|v| v["type"] == "tool_execution_end")
         .collect();
-    let told = ends.iter().find(|v| v["toolName"] == "exit_plan_mode").unwrap();
+    let told = ends
+        .iter()
+        .find(|v| v["toolName"] == "exit_plan_mode")
+        .unwrap();
     assert_eq!(told["isError"], true);
     let text = told["result"]["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("did not approve the plan"), "{text}");
@@ -270,7 +294,9 @@ fn the_tui_draws_the_todo_list_above_the_editor() {
     };
     let running = styled("Fixing");
     assert_eq!(running.fg, Some(ratatui::style::Color::Yellow));
-    assert!(running.add_modifier.contains(ratatui::style::Modifier::BOLD));
+    assert!(running
+        .add_modifier
+        .contains(ratatui::style::Modifier::BOLD));
     assert!(styled("Read the code")
         .add_modifier
         .contains(ratatui::style::Modifier::CROSSED_OUT));
@@ -312,7 +338,10 @@ fn the_tui_plan_dialog_shows_the_plan_and_approves_with_accept_edits() {
     });
     let screen = f.screen(80, 24);
     crate::common::support::snap("tui_plan_dialog_80x24", &screen);
-    assert!(screen.contains("Approve this plan and leave plan mode?"), "{screen}");
+    assert!(
+        screen.contains("Approve this plan and leave plan mode?"),
+        "{screen}"
+    );
     assert!(screen.contains("1. Add notes.txt"), "{screen}");
     assert!(screen.contains("approve and accept edits"), "{screen}");
     assert!(!screen.contains("always allow"), "{screen}");
@@ -333,7 +362,14 @@ fn acp_session(sb: &Sandbox, script: &str) -> (Rpc, String) {
     let script = fixture(script);
     let mut a = Rpc::start_raw(
         sb,
-        &["--mode", "acp", "--provider", "scripted", "--script", &script],
+        &[
+            "--mode",
+            "acp",
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+        ],
     );
     crate::acp::init(&mut a);
     let session = crate::acp::new_session(&mut a, sb);
@@ -375,15 +411,24 @@ fn acp_plan_mode_asks_to_approve_the_plan_and_switches_to_accept_edits() {
     assert!(r.get("error").is_none(), "{r}");
     crate::acp::prompt(&mut a, "p1", &session, "add notes");
     let req = a.wait(&json!({"method": "session/request_permission"}));
-    assert_eq!(req["params"]["toolCall"]["toolCallId"], "call_plan", "{req}");
+    assert_eq!(
+        req["params"]["toolCall"]["toolCallId"], "call_plan",
+        "{req}"
+    );
     let options: Vec<&str> = req["params"]["options"]
         .as_array()
         .unwrap()
         .iter()
         .map(|o| o["optionId"].as_str().unwrap())
         .collect();
-    assert_eq!(options, ["approve", "approve_accept_edits", "keep_planning"]);
-    assert!(!sb.work().join("notes.txt").exists(), "the first write was refused");
+    assert_eq!(
+        options,
+        ["approve", "approve_accept_edits", "keep_planning"]
+    );
+    assert!(
+        !sb.work().join("notes.txt").exists(),
+        "the first write was refused"
+    );
     let outcome = json!({"outcome": "selected", "optionId": "approve_accept_edits"});
     a.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"outcome": outcome}}));
     let mode = a.wait(&json!({"params": {"update": {"sessionUpdate": "current_mode_update"}}}));

@@ -12,9 +12,8 @@ use serde_json::Value;
 
 use super::schema::{
     ContentBlock, ContentChunk, Cost, Diff, MessageId, Plan, PlanEntry, PlanEntryPriority,
-    PlanEntryStatus, SessionInfoUpdate, SessionUpdate,
-    TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate,
-    ToolCallUpdateFields, ToolKind, UsageUpdate,
+    PlanEntryStatus, SessionInfoUpdate, SessionUpdate, TextContent, ToolCall, ToolCallContent,
+    ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
 };
 use crate::kernel::message::{Content, Message};
 use crate::kernel::tool::todo::{TodoItem, TodoStatus};

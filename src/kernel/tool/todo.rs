@@ -196,10 +196,14 @@ mod tests {
         assert_eq!(todos[0].status, TodoStatus::InProgress);
         let bad = |v: Value| parse(&v).unwrap_err();
         assert!(bad(json!({})).contains("missing required field `todos`"));
-        assert!(bad(json!({"todos": [{"content": "a", "status": "done", "activeForm": "b"}]}))
-            .contains("`todos[0].status` is `done`"));
-        assert!(bad(json!({"todos": [{"content": "a", "status": "pending"}]}))
-            .contains("`todos[0]` is missing `activeForm`"));
+        assert!(
+            bad(json!({"todos": [{"content": "a", "status": "done", "activeForm": "b"}]}))
+                .contains("`todos[0].status` is `done`")
+        );
+        assert!(
+            bad(json!({"todos": [{"content": "a", "status": "pending"}]}))
+                .contains("`todos[0]` is missing `activeForm`")
+        );
         assert!(bad(json!({"todos": [
             {"content": "a", "status": "in_progress", "activeForm": "b"},
             {"content": "c", "status": "in_progress", "activeForm": "d"}]}))

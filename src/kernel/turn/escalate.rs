@@ -62,7 +62,9 @@ pub(super) async fn gate(
         return refuse("keel runs with --permission read-only");
     }
     if inner.lock().permission == Permission::Plan {
-        return refuse("the session is in plan mode (only read-only tools run until a plan is approved)");
+        return refuse(
+            "the session is in plan mode (only read-only tools run until a plan is approved)",
+        );
     }
     if hook == Some(Decision::Allow) && allowed == Some(true) {
         return Gate::Run;
