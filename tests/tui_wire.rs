@@ -40,7 +40,9 @@ fn screen(view: &mut View, w: u16, h: u16) -> String {
 /// `true` on Bash adds (`hook_started`, `hook_finished`), and before those a
 /// `sandbox_violation` line (added by hand, as the sandbox writes one for a stopped command);
 /// before `write`'s, the line a checkpoint that left out a 20 MB `big.bin` adds
-/// (`checkpoint_warning`).
+/// (`checkpoint_warning`). At the end, by hand: what `set_permission_mode` accept-edits
+/// writes (`permission_mode_changed`) and a `todo_write` whose items are all done
+/// (`todo_update`; the TUI then shows no list).
 fn recorded() -> Vec<String> {
     let path = root().join("fixtures/streams/everything.rpc.jsonl");
     std::fs::read_to_string(path)

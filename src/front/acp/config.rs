@@ -315,7 +315,7 @@ mod tests {
             .iter()
             .map(|m| m["id"].as_str().unwrap())
             .collect();
-        assert_eq!(ids, ["ask", "auto", "read-only", "accept-edits"]);
+        assert_eq!(ids, ["ask", "auto", "read-only", "accept-edits", "plan"]);
         assert_eq!(modes["currentModeId"], "accept-edits");
     }
 

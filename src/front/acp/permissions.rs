@@ -188,7 +188,7 @@ mod tests {
 
     #[test]
     fn the_four_options_have_their_kinds() {
-        let v = serde_json::to_value(options()).unwrap();
+        let v = serde_json::to_value(options("bash")).unwrap();
         let kinds: Vec<&str> = v
             .as_array()
             .unwrap()

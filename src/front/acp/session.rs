@@ -23,7 +23,7 @@ use crate::client::link::{Commands, Link, LinkError, Note};
 use crate::kernel::message::Content;
 use crate::wire::events::{ErrorKind, Outcome, SettledError, UiMethod, WireEvent};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id};
-use crate::wire::pi::data::MessagesData;
+use crate::wire::pi::data::{MessagesData, State};
 use crate::wire::pi::Command;
 
 /// The largest file whose text a `write`'s diff shows as it was before.
@@ -398,6 +398,12 @@ impl Task {
         let mut fresh = Mapper::new(self.cwd.clone(), self.mapper.asks);
         for u in fresh.replay(&messages) {
             self.update(u);
+        }
+        // The task list the session had (a resumed session has it again).
+        if let Ok(state) = self.commands.ask::<State>(&Command::GetState {}).await {
+            if !state.todos.is_empty() {
+                self.update(super::updates::plan(&state.todos));
+            }
         }
     }
 
