@@ -93,7 +93,7 @@ fn a_recorded_rpc_stream_renders_without_the_kernel() {
     let shown = screen(&mut view, 80, 200);
     snap("tui_wire_recorded_everything_80", &shown);
     // What only the stream could have told: the warning, the settled queue, the user's shell
-    // command, the new model, thinking level and session name in the status line.
+    // command, the new model, thinking level, session name and mode in the status line.
     assert!(
         shown.contains("warning: prompt template /tmp/sandbox/work/.keel/prompts/bad name.md"),
         "{shown}"
@@ -102,7 +102,8 @@ fn a_recorded_rpc_stream_renders_without_the_kernel() {
     assert!(!shown.contains("↳ steer"), "the queue emptied: {shown}");
     let status = shown.lines().last().unwrap();
     assert!(
-        status.starts_with("claude-sonnet-4-5 · thinking high · ") && status.ends_with("survey"),
+        status.starts_with("claude-sonnet-4-5 · thinking high · ")
+            && status.contains(" · survey · accep"),
         "{status}"
     );
 }
@@ -137,10 +138,12 @@ fn the_recorded_stream_holds_every_type_of_the_vocabulary() {
         "message_start",
         "message_update",
         "model_changed",
+        "permission_mode_changed",
         "queue_update",
         "sandbox_violation",
         "session_info_changed",
         "thinking_level_changed",
+        "todo_update",
         "tool_execution_end",
         "tool_execution_start",
         "tool_execution_update",

@@ -195,9 +195,14 @@ impl Task {
             WireEvent::ExtensionUiRequest(r) if r.method == UiMethod::Notify => {
                 tracing::info!("{}", r.message);
             }
-            // An approved plan left plan mode (or another client changed the mode).
+            // An approved plan left plan mode (or another client changed the mode); a change
+            // this client asked for is already known.
             WireEvent::PermissionModeChanged { mode } => {
-                if let (Some(_), Some(policy)) = (self.config.policy, Policy::parse(&mode)) {
+                let known = self.config.policy;
+                if let (Some(now), Some(policy)) = (known, Policy::parse(&mode)) {
+                    if now == policy {
+                        return;
+                    }
                     self.config.policy = Some(policy);
                     self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
                         policy.id(),
