@@ -115,8 +115,7 @@ fn a_resumed_session_has_its_todo_list_again() {
     let entry: Value = text
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .filter(|v| v["customType"] == "keel.todos")
-        .last()
+        .rfind(|v| v["customType"] == "keel.todos")
         .unwrap();
     assert_eq!(entry["type"], "custom", "{entry}");
     assert_eq!(
