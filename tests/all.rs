@@ -73,6 +73,7 @@ mod settings;
 mod skills;
 mod stdio;
 mod subagents;
+mod todo_plan;
 mod tool_loop;
 mod tools_hardening;
 mod tui;

@@ -138,7 +138,7 @@ fn set_permission_mode_changes_the_sessions_mode_and_get_permissions_lists_the_r
             {"list": "ask", "rule": "Bash(git push:*)", "origin": origin},
         ])
     );
-    let bad = rpc.call(json!({"id": "b", "type": "set_permission_mode", "mode": "plan"}));
+    let bad = rpc.call(json!({"id": "b", "type": "set_permission_mode", "mode": "yolo"}));
     assert_eq!(bad["success"], false, "{bad}");
     let set =
         rpc.call(json!({"id": "s", "type": "set_permission_mode", "mode": "bypassPermissions"}));

@@ -123,7 +123,7 @@ fn no_context_files_leaves_them_out_and_system_prompt_replaces_only_the_base() {
     let v: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
     assert_eq!(v["systemPrompt"].as_str().unwrap(), with);
     assert_eq!(v["contextFiles"][0]["bytes"], 13);
-    assert_eq!(v["tools"].as_array().unwrap().len(), 7);
+    assert_eq!(v["tools"].as_array().unwrap().len(), 8);
     let text = sb.run(&["debug", "prompt", "-nc"]);
     assert!(
         text.stdout.contains("not loaded: --no-context-files"),

@@ -117,10 +117,19 @@ fn mcp_tools_reach_the_provider_after_the_built_ins_with_sanitised_unique_names(
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(
-        &names[..7],
-        ["read", "write", "edit", "bash", "grep", "find", "ls"]
+        &names[..8],
+        [
+            "read",
+            "write",
+            "edit",
+            "bash",
+            "grep",
+            "find",
+            "ls",
+            "todo_write"
+        ]
     );
-    assert_eq!(names[7], "mcp__fx__echo");
+    assert_eq!(names[8], "mcp__fx__echo");
     // The `task` tool comes last, its description listing the subagent types.
     assert_eq!(names.last(), Some(&"task"));
     let task = tools.last().unwrap()["function"]["description"]
@@ -140,7 +149,7 @@ fn mcp_tools_reach_the_provider_after_the_built_ins_with_sanitised_unique_names(
     assert!(names.iter().all(|n| n.len() <= 64
         && n.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')));
-    let echo = &tools[7]["function"];
+    let echo = &tools[8]["function"];
     assert_eq!(echo["description"], "Echoes `text`");
     assert_eq!(echo["parameters"]["properties"]["text"]["type"], "string");
 }

@@ -68,13 +68,22 @@ fn debug_prompt_lists_the_mcp_tools_a_run_would_offer() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(
-        names[..7],
-        ["read", "write", "edit", "bash", "grep", "find", "ls"]
+        names[..8],
+        [
+            "read",
+            "write",
+            "edit",
+            "bash",
+            "grep",
+            "find",
+            "ls",
+            "todo_write"
+        ]
     );
     assert!(names.contains(&"mcp__fx__echo"), "{names:?}");
     assert_eq!(
         names.len(),
-        7 + 10,
+        8 + 10,
         "the fixture's ten tools after the built-ins: {names:?}"
     );
     let text = sb.run(&["debug", "prompt", "--mcp-config", "mcp.json"]);

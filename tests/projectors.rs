@@ -56,6 +56,8 @@ fn variant(e: &EventPayload) -> String {
         EventPayload::SandboxViolation { .. } => "SandboxViolation".into(),
         EventPayload::CheckpointCreated { .. } => "CheckpointCreated".into(),
         EventPayload::CheckpointFailed { .. } => "CheckpointFailed".into(),
+        EventPayload::TodosUpdated { .. } => "TodosUpdated".into(),
+        EventPayload::PermissionChanged { .. } => "PermissionChanged".into(),
     }
 }
 

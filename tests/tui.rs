@@ -141,13 +141,18 @@ impl Feed {
         }
     }
 
-    pub fn screen(&mut self, w: u16, h: u16) -> String {
+    /// The screen as drawn, with its styles.
+    pub fn buffer(&mut self, w: u16, h: u16) -> ratatui::buffer::Buffer {
         let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
         terminal
             .draw(|f| self.view.render_screen(f.buffer_mut()))
             .unwrap();
+        terminal.backend().buffer().clone()
+    }
+
+    pub fn screen(&mut self, w: u16, h: u16) -> String {
         // One row per line, trailing spaces dropped, so snapshots read like the screen.
-        let buf = terminal.backend().buffer().clone();
+        let buf = self.buffer(w, h);
         (0..h)
             .map(|y| keel::front::tui::paint::row_text(&buf, y))
             .collect::<Vec<_>>()

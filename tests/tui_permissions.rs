@@ -48,6 +48,11 @@ fn shift_tab_cycles_the_mode_and_tells_the_session() {
     snap("tui_permission_mode_accept_edits_80x24", &f.screen(80, 24));
     assert_eq!(
         f.view.on_key(back_tab),
+        Some(Action::SetPermission(Permission::Plan))
+    );
+    assert!(status(&mut f).contains("plan mode"), "{}", status(&mut f));
+    assert_eq!(
+        f.view.on_key(back_tab),
         Some(Action::SetPermission(Permission::Auto))
     );
     assert_eq!(

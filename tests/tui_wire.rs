@@ -40,7 +40,9 @@ fn screen(view: &mut View, w: u16, h: u16) -> String {
 /// `true` on Bash adds (`hook_started`, `hook_finished`), and before those a
 /// `sandbox_violation` line (added by hand, as the sandbox writes one for a stopped command);
 /// before `write`'s, the line a checkpoint that left out a 20 MB `big.bin` adds
-/// (`checkpoint_warning`).
+/// (`checkpoint_warning`). At the end, by hand: what `set_permission_mode` accept-edits
+/// writes (`permission_mode_changed`) and a `todo_write` whose items are all done
+/// (`todo_update`; the TUI then shows no list).
 fn recorded() -> Vec<String> {
     let path = root().join("fixtures/streams/everything.rpc.jsonl");
     std::fs::read_to_string(path)
@@ -91,7 +93,7 @@ fn a_recorded_rpc_stream_renders_without_the_kernel() {
     let shown = screen(&mut view, 80, 200);
     snap("tui_wire_recorded_everything_80", &shown);
     // What only the stream could have told: the warning, the settled queue, the user's shell
-    // command, the new model, thinking level and session name in the status line.
+    // command, the new model, thinking level, session name and mode in the status line.
     assert!(
         shown.contains("warning: prompt template /tmp/sandbox/work/.keel/prompts/bad name.md"),
         "{shown}"
@@ -100,7 +102,8 @@ fn a_recorded_rpc_stream_renders_without_the_kernel() {
     assert!(!shown.contains("↳ steer"), "the queue emptied: {shown}");
     let status = shown.lines().last().unwrap();
     assert!(
-        status.starts_with("claude-sonnet-4-5 · thinking high · ") && status.ends_with("survey"),
+        status.starts_with("claude-sonnet-4-5 · thinking high · ")
+            && status.contains(" · survey · accep"),
         "{status}"
     );
 }
@@ -135,10 +138,12 @@ fn the_recorded_stream_holds_every_type_of_the_vocabulary() {
         "message_start",
         "message_update",
         "model_changed",
+        "permission_mode_changed",
         "queue_update",
         "sandbox_violation",
         "session_info_changed",
         "thinking_level_changed",
+        "todo_update",
         "tool_execution_end",
         "tool_execution_start",
         "tool_execution_update",

@@ -314,6 +314,9 @@ pub enum PermissionFlag {
     /// write and edit run; bash and MCP tools that change things must be approved.
     #[value(alias = "acceptEdits")]
     AcceptEdits,
+    /// Plan mode: read-only tools, then exit_plan_mode asks to approve the plan (print and
+    /// JSON runs end with the plan as the answer).
+    Plan,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -465,7 +468,6 @@ mod permission_flag_tests {
         assert_eq!(permission("default"), Ok(PermissionFlag::Ask));
         assert_eq!(permission("bypassPermissions"), Ok(PermissionFlag::Auto));
         assert_eq!(permission("read-only"), Ok(PermissionFlag::ReadOnly));
-        let plan = permission("plan").unwrap_err();
-        assert!(plan.contains("invalid value 'plan'"), "{plan}");
+        assert_eq!(permission("plan"), Ok(PermissionFlag::Plan));
     }
 }

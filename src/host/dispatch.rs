@@ -271,8 +271,9 @@ impl Host {
     }
 
     /// A dialog answer: `confirmed:true` allows the call, `value:"always"` (without
-    /// `confirmed:false`) allows it and the calls like it (see `always`); `cancelled:true` or
-    /// anything else denies it.
+    /// `confirmed:false`) allows it and the calls like it (see `always`); `confirmed:true`
+    /// with `value:"accept-edits"` approves a plan and leaves plan mode for `accept-edits`;
+    /// `cancelled:true` or anything else denies it.
     pub(super) fn ui_response(
         &mut self,
         id: Option<String>,
@@ -295,10 +296,11 @@ impl Host {
         }
         self.asked.remove(&call_id);
         let allow = (confirmed == Some(true) || always) && !cancelled;
-        let decision = if allow {
-            ApprovalDecision::Allow
-        } else {
-            ApprovalDecision::Deny
+        let decision = match (allow, value) {
+            // An approved plan, with the user's choice to accept edits from now on.
+            (true, Some("accept-edits")) => ApprovalDecision::AllowAcceptEdits,
+            (true, _) => ApprovalDecision::Allow,
+            (false, _) => ApprovalDecision::Deny,
         };
         self.live.session.approve(&call_id, decision);
     }

@@ -39,6 +39,14 @@ impl Live {
         let last_checkpoint = crate::kernel::checkpoint::list(&store)
             .pop()
             .map(|c| c.snapshot);
+        // The list as last written on this branch of the conversation.
+        let todos = store
+            .branch()
+            .iter()
+            .rev()
+            .find_map(|e| crate::kernel::tool::todo::Todos::from_entry(e))
+            .map(|t| t.todos)
+            .unwrap_or_default();
         let session_id = store.header().id.clone();
         let transcript = store
             .path()
@@ -64,6 +72,7 @@ impl Live {
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
         session.watch_store(&recorder.health());
         session.resume_checkpoints(last_checkpoint);
+        session.resume_todos(todos);
         if let Some(previous) = previous {
             let (steering, follow_up) = previous.queue_modes();
             session.set_steering_mode(steering);

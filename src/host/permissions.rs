@@ -34,7 +34,7 @@ impl Host {
         let Some(mode) = Permission::parse(word) else {
             return Err(CommandError::new(
                 CommandErrorKind::InvalidParams(ParamErrorKind::NotAllowed),
-                format!("set_permission_mode: unknown mode {word} (ask, accept-edits, auto or read-only)"),
+                format!("set_permission_mode: unknown mode {word} (ask, accept-edits, plan, auto or read-only)"),
             ));
         };
         self.live.session.set_permission(mode);

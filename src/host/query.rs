@@ -45,6 +45,7 @@ impl Host {
             auto_retry_enabled: status.auto_retry,
             message_count: status.message_count as u64,
             pending_message_count: status.pending_count as u64,
+            todos: session.todos(),
         }
     }
 

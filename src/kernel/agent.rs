@@ -34,6 +34,10 @@ pub enum Permission {
     Ask,
     /// `edit` and `write` run; `bash` and mutating external tools must be approved.
     AcceptEdits,
+    /// Plan mode (`DESIGN.md` §17): read-only tools run, the others are refused with a reason
+    /// the model sees; `exit_plan_mode` asks the user to approve the plan, which switches back
+    /// to the mode before (headless runs end with the plan as the answer).
+    Plan,
 }
 
 /// Fixed settings of one agent session.
@@ -221,6 +225,14 @@ pub(crate) struct State {
     pub always: crate::kernel::policy::Rules,
     /// The permission mode in use (the config's, until `set_permission` changes it).
     pub permission: Permission,
+    /// The mode an approved plan switches to: the one in use before plan mode (`ask` for a
+    /// session that started in plan mode).
+    pub before_plan: Permission,
+    /// The task list `todo_write` last wrote (restored from the session file on resume).
+    pub todos: Vec<crate::kernel::tool::todo::TodoItem>,
+    /// A plan `exit_plan_mode` handed in while nobody could approve it: the run ends with it
+    /// as its answer after the current batch.
+    pub plan_answer: Option<String>,
     /// Checkpoints (§16): the user message whose checkpoint is still to be taken, the last
     /// snapshot taken, and whether they are off for the rest of the session (`git` missing).
     pub checkpoint: crate::kernel::checkpoint::turn::Due,
@@ -290,6 +302,24 @@ impl Inner {
             .publish(EventPayload::BashExecuted { record, entry_id });
     }
 
+    /// Sets the permission mode (entering plan mode remembers the mode to go back to) and
+    /// publishes it when it changed.
+    pub fn set_permission(&self, permission: Permission) {
+        let changed = {
+            let mut state = self.lock();
+            let before = state.permission;
+            if permission == Permission::Plan && before != Permission::Plan {
+                state.before_plan = before;
+            }
+            state.permission = permission;
+            before != permission
+        };
+        if changed {
+            self.bus
+                .publish(EventPayload::PermissionChanged { mode: permission });
+        }
+    }
+
     /// Publishes the full queues.
     pub fn publish_queue(&self, state: &State) {
         self.bus.publish(EventPayload::QueueChanged {
@@ -347,6 +377,9 @@ impl AgentSession {
             session_start: None,
             always: Default::default(),
             permission: config.permission,
+            before_plan: Permission::Ask,
+            todos: Vec::new(),
+            plan_answer: None,
             checkpoint: Default::default(),
         };
         let mut state = state;
@@ -687,20 +720,33 @@ impl AgentSession {
         self.inner.lock().permission
     }
 
-    /// Changes the permission mode for the calls to come (the TUI's Shift+Tab, ACP's modes).
+    /// Changes the permission mode for the calls to come (the TUI's Shift+Tab, ACP's modes)
+    /// and publishes the change.
     pub fn set_permission(&self, permission: Permission) {
-        self.inner.lock().permission = permission;
+        self.inner.set_permission(permission);
+    }
+
+    /// The task list `todo_write` last wrote.
+    pub fn todos(&self) -> Vec<crate::kernel::tool::todo::TodoItem> {
+        self.inner.lock().todos.clone()
+    }
+
+    /// The list the session's file holds (a resumed session): the state, not news, so
+    /// nothing is published.
+    pub fn resume_todos(&self, todos: Vec<crate::kernel::tool::todo::TodoItem>) {
+        self.inner.lock().todos = todos;
     }
 
     /// Takes over the permission mode and "always" rules of the session this one replaces.
     pub fn inherit_policy(&self, previous: &AgentSession) {
-        let (always, permission) = {
+        let (always, permission, before_plan) = {
             let p = previous.inner.lock();
-            (p.always.clone(), p.permission)
+            (p.always.clone(), p.permission, p.before_plan)
         };
         let mut state = self.inner.lock();
         state.always = always;
         state.permission = permission;
+        state.before_plan = before_plan;
     }
 
     /// The permission rules in force: the config's, then the session's "always" answers.

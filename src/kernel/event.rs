@@ -85,6 +85,9 @@ pub enum ApprovalDecision {
     Deny,
     /// Nobody answered in time (or nobody can answer any more): denied, and said so.
     Unanswered,
+    /// Allowed, and the session leaves for `accept-edits` (an approved plan, when the user
+    /// picked "approve and accept edits"); for any other call the same as `Allow`.
+    AllowAcceptEdits,
     /// Nobody answered in time and nobody ever will (an unattended, scheduled run): the call
     /// blocks the run, which ends `Blocked` as a headless run does.
     Blocked,
@@ -236,6 +239,15 @@ pub enum EventPayload {
     /// off for the rest of the session).
     CheckpointFailed {
         message: String,
+    },
+    /// `todo_write` replaced the task list (always the whole list; the session store records
+    /// it as a `keel.todos` entry).
+    TodosUpdated {
+        todos: Vec<crate::kernel::tool::todo::TodoItem>,
+    },
+    /// The permission mode changed (a front end set it, or an approved plan left plan mode).
+    PermissionChanged {
+        mode: crate::kernel::agent::Permission,
     },
 }
 

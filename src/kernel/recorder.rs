@@ -213,10 +213,17 @@ fn apply(
         }
         EventPayload::SessionNamed { name } => Some(EntryData::SessionInfo { name: name.clone() }),
         EventPayload::CheckpointCreated { checkpoint } => Some(checkpoint.to_entry()),
+        EventPayload::TodosUpdated { todos } => Some(
+            crate::kernel::tool::todo::Todos {
+                todos: todos.clone(),
+            }
+            .to_entry(),
+        ),
         EventPayload::HookStarted { .. }
         | EventPayload::HookFinished { .. }
         | EventPayload::SandboxViolation { .. }
-        | EventPayload::CheckpointFailed { .. } => None,
+        | EventPayload::CheckpointFailed { .. }
+        | EventPayload::PermissionChanged { .. } => None,
         EventPayload::TurnFinished { .. } | EventPayload::AgentSettled { .. } => {
             return Some(store.sync().map_err(|e| e.message));
         }

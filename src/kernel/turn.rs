@@ -26,6 +26,7 @@ mod escalate;
 mod execute;
 pub(crate) mod hooked;
 mod parallel;
+mod session_tools;
 mod task;
 use assemble::Assembler;
 use contract::{Contract, Verdict};
@@ -189,6 +190,15 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         }
         if let Some(outcome) = batch.blocked.or(repeated) {
             break outcome;
+        }
+        let plan = inner.lock().plan_answer.take();
+        if let Some(plan) = plan {
+            let message = session_tools::plan_message(inner, plan);
+            inner.bus.publish(EventPayload::MessageStarted {
+                message: message.clone(),
+            });
+            push_message(inner, &mut produced, message);
+            break RunOutcome::Completed;
         }
         if batch.hook_stop.is_some() {
             break RunOutcome::Completed;
@@ -432,8 +442,12 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
         .config
         .tools
         .iter()
+        .filter(|t| *t != session_tools::EXIT_PLAN)
         .filter_map(|t| tool::spec(t))
         .collect();
+    if session_tools::offered(inner, session_tools::EXIT_PLAN) {
+        tools.extend(tool::spec(session_tools::EXIT_PLAN));
+    }
     tools.extend(external_tools(inner).into_iter().map(|t| t.spec));
     tools.extend(inner.config.subagents.as_ref().map(|s| s.spec()));
     let request = {
@@ -657,7 +671,7 @@ async fn check_permission(
     hook: Option<Decision>,
     abort: &AbortSignal,
 ) -> Gate {
-    let builtin = inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some();
+    let builtin = session_tools::offered(inner, name) && tool::spec(name).is_some();
     // A `task` call changes nothing itself: the child's own calls are checked in the child.
     let read_only = if is_task(inner, name) {
         true
@@ -697,6 +711,13 @@ async fn check_permission(
                 "Tool `{name}` is not allowed: keel runs with --permission read-only"
             )))
         }
+        _ if !read_only && permission == Permission::Plan => {
+            return Gate::Refuse(ToolOutput::error(format!(
+                "Tool `{name}` is not allowed in plan mode: only read-only tools run until the \
+                 user approves a plan. Explore with the read-only tools, then call \
+                 exit_plan_mode with your plan."
+            )))
+        }
         _ if hook_asks => Some("a PreToolUse hook asked".to_string()),
         RuleVerdict::Ask(m) => Some(format!("rule `{}` (from {})", m.rule, m.origin)),
         RuleVerdict::Allow(_) => None,
@@ -718,7 +739,7 @@ async fn check_permission(
 /// Whether the mode asks before a call of a tool that changes things (no rule matched).
 fn mode_asks(permission: Permission, name: &str) -> bool {
     match permission {
-        Permission::Auto | Permission::ReadOnly => false,
+        Permission::Auto | Permission::ReadOnly | Permission::Plan => false,
         Permission::Ask => true,
         Permission::AcceptEdits => !matches!(name, "edit" | "write"),
     }
@@ -744,6 +765,28 @@ async fn ask_or_block(
 }
 
 async fn ask(inner: &Inner, id: &str, name: &str, args: &Value, abort: &AbortSignal) -> Gate {
+    match ask_decision(inner, id, name, args, abort).await {
+        ApprovalDecision::Allow | ApprovalDecision::AllowAcceptEdits => Gate::Approved,
+        ApprovalDecision::Deny => Gate::Denied(ToolOutput::error(format!(
+            "Tool `{name}` was denied by the user"
+        ))),
+        ApprovalDecision::Unanswered => Gate::Denied(ToolOutput::error(format!(
+            "Tool `{name}` was denied: nobody answered the approval request"
+        ))),
+        ApprovalDecision::Blocked => Gate::Block(ToolOutput::error(format!(
+            "Tool `{name}` needs approval and nobody answered the approval request in time (an unattended run)"
+        ))),
+    }
+}
+
+/// Publishes `ApprovalRequested` for the call and waits for the answer (an abort denies).
+async fn ask_decision(
+    inner: &Inner,
+    id: &str,
+    name: &str,
+    args: &Value,
+    abort: &AbortSignal,
+) -> ApprovalDecision {
     let (tx, rx) = oneshot::channel();
     inner.lock().approvals.insert(id.to_string(), tx);
     let (cwd, files) = (&inner.config.cwd, &inner.config.files);
@@ -759,16 +802,5 @@ async fn ask(inner: &Inner, id: &str, name: &str, args: &Value, abort: &AbortSig
         _ = abort.aborted() => ApprovalDecision::Deny,
     };
     inner.lock().approvals.remove(id);
-    match decision {
-        ApprovalDecision::Allow => Gate::Approved,
-        ApprovalDecision::Deny => Gate::Denied(ToolOutput::error(format!(
-            "Tool `{name}` was denied by the user"
-        ))),
-        ApprovalDecision::Unanswered => Gate::Denied(ToolOutput::error(format!(
-            "Tool `{name}` was denied: nobody answered the approval request"
-        ))),
-        ApprovalDecision::Blocked => Gate::Block(ToolOutput::error(format!(
-            "Tool `{name}` needs approval and nobody answered the approval request in time (an unattended run)"
-        ))),
-    }
+    decision
 }

@@ -84,13 +84,11 @@ impl Settings {
     pub fn resolve(cli: &Cli, env: &Env) -> Result<Settings, StartupError> {
         let files = load(cli.settings.as_deref(), env)?;
         let m = &files.merged;
-        let mut warnings = files.warnings.clone();
+        let warnings = files.warnings.clone();
         let flag_mode = cli.permission.map(permission_of);
-        let file_mode = m.permissions.default_mode.as_ref().and_then(|s| {
-            mode_of(s.value, &s.origin.to_string(), &mut warnings).map(|p| Sourced {
-                value: p,
-                origin: s.origin.clone(),
-            })
+        let file_mode = m.permissions.default_mode.as_ref().map(|s| Sourced {
+            value: mode_of(s.value),
+            origin: s.origin.clone(),
         });
         let permission = pick(file_mode.as_ref(), flag_mode);
         let no_compaction = cli.no_auto_compaction.then_some(false);
@@ -248,7 +246,7 @@ impl Settings {
             Permission::Auto => "bypassPermissions",
             Permission::Ask => "default",
             Permission::AcceptEdits => "acceptEdits",
-            Permission::ReadOnly => "plan",
+            Permission::ReadOnly | Permission::Plan => "plan",
         };
         let fields = SessionFields {
             permission_mode: permission_mode.into(),
@@ -310,24 +308,18 @@ pub(crate) fn permission_of(p: PermissionFlag) -> Permission {
         PermissionFlag::ReadOnly => Permission::ReadOnly,
         PermissionFlag::Ask => Permission::Ask,
         PermissionFlag::AcceptEdits => Permission::AcceptEdits,
+        PermissionFlag::Plan => Permission::Plan,
     }
 }
 
-/// keel's mode for `permissions.defaultMode`; the modes keel does not have yet ask, with a
-/// warning.
-fn mode_of(m: DefaultMode, origin: &str, warnings: &mut Vec<String>) -> Option<Permission> {
+/// keel's mode for `permissions.defaultMode`.
+fn mode_of(m: DefaultMode) -> Permission {
     match m {
-        DefaultMode::Auto => Some(Permission::Auto),
-        DefaultMode::Ask => Some(Permission::Ask),
-        DefaultMode::ReadOnly => Some(Permission::ReadOnly),
-        DefaultMode::AcceptEdits => Some(Permission::AcceptEdits),
-        DefaultMode::Plan => {
-            warnings.push(format!(
-                "{origin}: `permissions.defaultMode` `{}` is not supported yet; using ask",
-                m.word()
-            ));
-            Some(Permission::Ask)
-        }
+        DefaultMode::Auto => Permission::Auto,
+        DefaultMode::Ask => Permission::Ask,
+        DefaultMode::ReadOnly => Permission::ReadOnly,
+        DefaultMode::AcceptEdits => Permission::AcceptEdits,
+        DefaultMode::Plan => Permission::Plan,
     }
 }
 

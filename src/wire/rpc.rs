@@ -404,6 +404,11 @@ pub fn approval_line(
 ) -> String {
     let message = match (tool_name, args.get("command").and_then(Value::as_str)) {
         ("bash", Some(cmd)) => cmd.to_string(),
+        ("exit_plan_mode", _) => args
+            .get("plan")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
         _ => match args.get("path").and_then(Value::as_str) {
             Some(p) => format!("{tool_name} {p}"),
             None => args.to_string(),
@@ -434,6 +439,9 @@ pub fn approval_words(tool_name: &str, args: &Value, message: String) -> (String
                 e.justification.as_deref().unwrap_or("(none given)")
             ),
         ),
+        // Plan mode (§17): `confirmed:true` approves (with `value:"accept-edits"`, edits run
+        // without asking from then on); anything else keeps planning.
+        ("exit_plan_mode", _) => ("Approve the plan and leave plan mode?".to_string(), message),
         _ => (format!("Allow tool `{tool_name}`?"), message),
     }
 }

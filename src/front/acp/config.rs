@@ -1,5 +1,5 @@
 //! A session's modes and config options: keel's permission policies as ACP session modes and
-//! a `mode` option (`ask`, `auto`, `read-only`, `accept-edits`), the model (`model`, from
+//! a `mode` option (`ask`, `auto`, `read-only`, `accept-edits`, `plan`), the model (`model`, from
 //! `get_available_models`) and the thinking level (`thought_level`). Read from the host with
 //! pi commands; the builders are pure.
 
@@ -26,14 +26,17 @@ pub enum Policy {
     ReadOnly,
     /// Write and edit run; bash and MCP tools that change things ask the client.
     AcceptEdits,
+    /// Plan mode: read-only tools, then `exit_plan_mode` asks the client to approve the plan.
+    Plan,
 }
 
 impl Policy {
-    pub const ALL: [Policy; 4] = [
+    pub const ALL: [Policy; 5] = [
         Policy::Ask,
         Policy::Auto,
         Policy::ReadOnly,
         Policy::AcceptEdits,
+        Policy::Plan,
     ];
 
     pub fn id(self) -> &'static str {
@@ -42,6 +45,7 @@ impl Policy {
             Policy::Auto => "auto",
             Policy::ReadOnly => "read-only",
             Policy::AcceptEdits => "accept-edits",
+            Policy::Plan => "plan",
         }
     }
 
@@ -55,6 +59,7 @@ impl Policy {
             Policy::Auto => "Auto",
             Policy::ReadOnly => "Read-only",
             Policy::AcceptEdits => "Accept edits",
+            Policy::Plan => "Plan",
         }
     }
 
@@ -64,6 +69,7 @@ impl Policy {
             Policy::Auto => "write, edit and bash run without asking",
             Policy::ReadOnly => "write, edit and bash are refused",
             Policy::AcceptEdits => "write and edit run; bash asks for permission",
+            Policy::Plan => "read-only tools until you approve the agent's plan",
         }
     }
 }
@@ -309,7 +315,7 @@ mod tests {
             .iter()
             .map(|m| m["id"].as_str().unwrap())
             .collect();
-        assert_eq!(ids, ["ask", "auto", "read-only", "accept-edits"]);
+        assert_eq!(ids, ["ask", "auto", "read-only", "accept-edits", "plan"]);
         assert_eq!(modes["currentModeId"], "accept-edits");
     }
 

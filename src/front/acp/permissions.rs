@@ -17,6 +17,11 @@ pub const ALLOW_ONCE: &str = "allow_once";
 pub const ALLOW_ALWAYS: &str = "allow_always";
 pub const REJECT_ONCE: &str = "reject_once";
 pub const REJECT_ALWAYS: &str = "reject_always";
+/// `exit_plan_mode`'s options: approve the plan (back to the mode before plan mode), approve
+/// and accept edits from then on, or keep planning.
+pub const PLAN_APPROVE: &str = "approve";
+pub const PLAN_ACCEPT_EDITS: &str = "approve_accept_edits";
+pub const PLAN_KEEP: &str = "keep_planning";
 
 /// What to tell the host's dialog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +29,8 @@ pub enum Decision {
     Allow,
     /// Allowed, and the calls like it from now on (the host saves the rule).
     AllowAlways,
+    /// A plan approved, and edits run without asking from now on.
+    AllowAcceptEdits,
     Reject,
     /// The request was cancelled (a `session/cancel`, or the client said so).
     Cancelled,
@@ -33,22 +40,43 @@ impl Decision {
     /// The `extension_ui_response` that answers dialog `id`.
     pub fn response(self, id: &str) -> Command {
         let (confirmed, cancelled) = match self {
-            Decision::Allow | Decision::AllowAlways => (Some(true), None),
+            Decision::Allow | Decision::AllowAlways | Decision::AllowAcceptEdits => {
+                (Some(true), None)
+            }
             Decision::Reject => (Some(false), None),
             Decision::Cancelled => (None, Some(true)),
         };
-        let always = self == Decision::AllowAlways;
+        let value = match self {
+            Decision::AllowAlways => Some("always".to_string()),
+            Decision::AllowAcceptEdits => Some("accept-edits".to_string()),
+            _ => None,
+        };
         Command::ExtensionUiResponse {
             id: Some(id.to_string()),
-            value: always.then(|| "always".to_string()),
+            value,
             confirmed,
             cancelled,
         }
     }
 }
 
-/// The options of every permission request, in the order a client shows them.
-pub fn options() -> Vec<PermissionOption> {
+/// The options of a permission request for `tool`, in the order a client shows them.
+pub fn options(tool: &str) -> Vec<PermissionOption> {
+    if tool == "exit_plan_mode" {
+        return vec![
+            PermissionOption::new(
+                PLAN_APPROVE,
+                "Approve the plan",
+                PermissionOptionKind::AllowOnce,
+            ),
+            PermissionOption::new(
+                PLAN_ACCEPT_EDITS,
+                "Approve the plan and accept edits",
+                PermissionOptionKind::AllowOnce,
+            ),
+            PermissionOption::new(PLAN_KEEP, "Keep planning", PermissionOptionKind::RejectOnce),
+        ];
+    }
     let tool = "this tool, for the rest of the session";
     vec![
         PermissionOption::new(ALLOW_ONCE, "Allow once", PermissionOptionKind::AllowOnce),
@@ -91,7 +119,8 @@ impl Rules {
             _ => return Decision::Cancelled,
         };
         let (decision, always) = match id.as_str() {
-            ALLOW_ONCE => (Decision::Allow, false),
+            ALLOW_ONCE | PLAN_APPROVE => (Decision::Allow, false),
+            PLAN_ACCEPT_EDITS => (Decision::AllowAcceptEdits, false),
             ALLOW_ALWAYS => (Decision::AllowAlways, false),
             REJECT_ALWAYS => (Decision::Reject, true),
             // An option this side did not offer denies: nothing runs unapproved.
@@ -159,7 +188,7 @@ mod tests {
 
     #[test]
     fn the_four_options_have_their_kinds() {
-        let v = serde_json::to_value(options()).unwrap();
+        let v = serde_json::to_value(options("bash")).unwrap();
         let kinds: Vec<&str> = v
             .as_array()
             .unwrap()

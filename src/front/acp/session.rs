@@ -23,7 +23,7 @@ use crate::client::link::{Commands, Link, LinkError, Note};
 use crate::kernel::message::Content;
 use crate::wire::events::{ErrorKind, Outcome, SettledError, UiMethod, WireEvent};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id};
-use crate::wire::pi::data::MessagesData;
+use crate::wire::pi::data::{MessagesData, State};
 use crate::wire::pi::Command;
 
 /// The largest file whose text a `write`'s diff shows as it was before.
@@ -192,6 +192,23 @@ impl Task {
                 let args = r.args.map_or(Value::Null, |a| a.into_owned());
                 self.on_approval(r.id.into_owned(), tool, args);
             }
+            // An approved plan left plan mode (or another client changed the mode); a change
+            // this client asked for is already known.
+            WireEvent::PermissionModeChanged { mode } => {
+                let known = self.config.policy;
+                if let (Some(now), Some(policy)) = (known, Policy::parse(&mode)) {
+                    if now == policy {
+                        return;
+                    }
+                    self.config.policy = Some(policy);
+                    self.update(SessionUpdate::CurrentModeUpdate(CurrentModeUpdate::new(
+                        policy.id(),
+                    )));
+                    self.update(SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate::new(
+                        self.config.options(),
+                    )));
+                }
+            }
             // The call runs, or ended: its question was answered elsewhere (another client
             // of the daemon), so the editor's is withdrawn.
             WireEvent::ToolExecutionUpdate { tool_call_id, .. }
@@ -241,7 +258,7 @@ impl Task {
         let request = RequestPermissionRequest::new(
             self.session.clone(),
             self.mapper.permission_call(&call, &tool, &args),
-            permissions::options(),
+            permissions::options(&tool),
         );
         let Some((request_id, rx)) = self.peer.begin("session/request_permission", &request) else {
             return self.decide(&call, Decision::Cancelled);
@@ -257,7 +274,10 @@ impl Task {
 
     /// Answers the host's dialog for `call`.
     fn decide(&self, call: &str, decision: Decision) {
-        if matches!(decision, Decision::Allow | Decision::AllowAlways) {
+        if matches!(
+            decision,
+            Decision::Allow | Decision::AllowAlways | Decision::AllowAcceptEdits
+        ) {
             self.update(self.mapper.started(call));
         }
         let commands = self.commands.clone();
@@ -381,6 +401,12 @@ impl Task {
         for u in fresh.replay(&messages) {
             self.update(u);
         }
+        // The task list the session had (a resumed session has it again).
+        if let Ok(state) = self.commands.ask::<State>(&Command::GetState {}).await {
+            if !state.todos.is_empty() {
+                self.update(super::updates::plan(&state.todos));
+            }
+        }
     }
 
     /// Sets the session's permission mode (the host's, so that its rules keep applying).
@@ -394,7 +420,7 @@ impl Task {
         }
         let policy = Policy::parse(mode).ok_or_else(|| {
             bad(format!(
-                "`modeId`: unknown mode {mode} (ask, auto, read-only or accept-edits)"
+                "`modeId`: unknown mode {mode} (ask, auto, read-only, accept-edits or plan)"
             ))
         })?;
         let set = Command::SetPermissionMode {

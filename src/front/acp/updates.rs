@@ -11,11 +11,13 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::schema::{
-    ContentBlock, ContentChunk, Cost, Diff, MessageId, Notice, NoticeSeverity, SessionInfoUpdate,
-    SessionUpdate, TextContent, ToolCall, ToolCallContent, ToolCallLocation, ToolCallStatus,
-    ToolCallUpdate, ToolCallUpdateFields, ToolKind, UsageUpdate,
+    ContentBlock, ContentChunk, Cost, Diff, MessageId, Notice, NoticeSeverity, Plan, PlanEntry,
+    PlanEntryPriority, PlanEntryStatus, SessionInfoUpdate, SessionUpdate, TextContent, ToolCall,
+    ToolCallContent, ToolCallLocation, ToolCallStatus, ToolCallUpdate, ToolCallUpdateFields,
+    ToolKind, UsageUpdate,
 };
 use crate::kernel::message::{Content, Message};
+use crate::kernel::tool::todo::{TodoItem, TodoStatus};
 use crate::wire::events::{
     AssistantMessageEvent as Delta, NotifyType, ToolResult, UiMethod, UiRequest, WireEvent,
 };
@@ -194,6 +196,7 @@ impl Mapper {
                     ToolCallUpdateFields::new().content(content),
                 ))]
             }
+            WireEvent::TodoUpdate { todos } => vec![plan(todos)],
             _ => Vec::new(),
         }
     }
@@ -413,6 +416,23 @@ impl Mapper {
         }
         ToolCallUpdate::new(id.to_string(), fields)
     }
+}
+
+/// ACP's `plan` for the task list: every entry each time (the client replaces its list);
+/// keel's items have no priority, so each is `medium`.
+pub fn plan(todos: &[TodoItem]) -> SessionUpdate {
+    let entries = todos
+        .iter()
+        .map(|t| {
+            let status = match t.status {
+                TodoStatus::Pending => PlanEntryStatus::Pending,
+                TodoStatus::InProgress => PlanEntryStatus::InProgress,
+                TodoStatus::Completed => PlanEntryStatus::Completed,
+            };
+            PlanEntry::new(t.content.clone(), PlanEntryPriority::Medium, status)
+        })
+        .collect();
+    SessionUpdate::Plan(Plan::new(entries))
 }
 
 fn text_content(text: String) -> ToolCallContent {

@@ -418,6 +418,7 @@ impl Client {
         t.model = model.map(|m| m.id.clone()).unwrap_or_default();
         t.thinking_level = state.thinking_level.clone();
         t.session_name = state.session_name.clone();
+        t.todos = state.todos.clone();
         self.view.context_window = model.map_or(0, |m| m.context_window);
     }
 
@@ -698,6 +699,16 @@ impl Client {
                     let _ = commands.send(&Command::Abort {}).await;
                 });
             }
+            // An approved plan, and edits run without asking from now on.
+            Action::Approve {
+                call_id,
+                decision: ApprovalDecision::AllowAcceptEdits,
+            } => self.send(Command::ExtensionUiResponse {
+                id: Some(call_id),
+                value: Some("accept-edits".into()),
+                confirmed: Some(true),
+                cancelled: None,
+            }),
             Action::Approve { call_id, decision } => {
                 let confirmed = decision == ApprovalDecision::Allow;
                 self.send(confirm(call_id, confirmed));

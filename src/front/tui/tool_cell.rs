@@ -135,6 +135,12 @@ pub fn describe(name: &str, args: &serde_json::Value) -> String {
             "" => ".".to_string(),
             p => p.to_string(),
         },
+        "exit_plan_mode" => first_line(s("plan")),
+        "todo_write" => match args.get("todos").and_then(Value::as_array) {
+            Some(items) if items.len() == 1 => "1 item".to_string(),
+            Some(items) => format!("{} items", items.len()),
+            None => String::new(),
+        },
         _ => match args {
             Value::Null => String::new(),
             Value::Object(m) if m.is_empty() => String::new(),

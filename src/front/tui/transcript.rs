@@ -143,6 +143,8 @@ pub struct Transcript {
     pub model: String,
     pub thinking_level: String,
     pub session_name: Option<String>,
+    /// The task list (`todo_update`, or `get_state`'s on resume), drawn above the editor.
+    pub todos: Vec<crate::kernel::tool::todo::TodoItem>,
     /// A failed answer already showed this run's error.
     error_shown: bool,
     /// When the user's prompt started running (kept across retries and compaction).
@@ -446,6 +448,9 @@ impl Transcript {
                 skipped,
                 error_message,
             } => self.checkpoint_warning(skipped, error_message.as_deref()),
+            P::TodoUpdate { todos } => self.todos = todos.to_vec(),
+            // The view keeps the mode (it is shown in the status line).
+            P::PermissionModeChanged { .. } => {}
             P::CompactionStart { .. } => {
                 self.activity = Some(Activity::Compacting { since_ms: at_ms });
             }

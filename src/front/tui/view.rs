@@ -18,6 +18,7 @@ mod menu;
 mod plain;
 mod screen;
 pub mod slash;
+mod todos;
 pub use screen::fmt_tokens;
 
 use super::composer::Composer;
@@ -269,6 +270,11 @@ impl View {
                 self.approvals.retain(|a| a.call_id != *tool_call_id);
             }
             WireEvent::AgentSettled { .. } => self.approvals.clear(),
+            WireEvent::PermissionModeChanged { mode } => {
+                if let Some(mode) = Permission::parse(mode) {
+                    self.permission = Some(mode);
+                }
+            }
             _ => {}
         }
         Vec::new()

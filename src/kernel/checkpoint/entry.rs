@@ -3,7 +3,6 @@
 //! back through typed structs.
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use super::{Restored, Skipped};
 use crate::kernel::session::{Entry, EntryData};
@@ -47,27 +46,12 @@ pub struct Rewound {
     pub restored: Restored,
 }
 
-#[derive(Deserialize)]
-struct Custom<T> {
-    #[serde(rename = "customType")]
-    custom_type: String,
-    data: T,
-}
-
 fn read<T: serde::de::DeserializeOwned>(entry: &Entry, kind: &str) -> Option<T> {
-    let EntryData::Other(v) = &entry.data else {
-        return None;
-    };
-    if entry.data.type_name() != "custom" {
-        return None;
-    }
-    let c: Custom<T> = serde_json::from_value(v.clone()).ok()?;
-    (c.custom_type == kind).then_some(c.data)
+    entry.custom(kind)
 }
 
 fn write<T: Serialize>(kind: &str, data: &T) -> EntryData {
-    let data = serde_json::to_value(data).unwrap_or_default();
-    EntryData::Other(json!({"type": "custom", "customType": kind, "data": data}))
+    EntryData::custom(kind, data)
 }
 
 impl Checkpoint {

@@ -1,7 +1,7 @@
 //! The permission modes by name: keel's words (`auto`, `accept-edits`, `ask`, `read-only`),
 //! Claude Code's aliases (`default`, `acceptEdits`, `bypassPermissions`), and the order
-//! Shift+Tab cycles them in, Claude's: ask → accept-edits → auto → ask (`plan` is reserved
-//! for subagents; `read-only` is left by the cycle, never entered).
+//! Shift+Tab cycles them in, Claude's: ask → accept-edits → plan → auto → ask (`read-only` is
+//! left by the cycle, never entered).
 
 use crate::kernel::agent::Permission;
 
@@ -13,6 +13,7 @@ impl Permission {
             Permission::ReadOnly => "read-only",
             Permission::Ask => "ask",
             Permission::AcceptEdits => "accept-edits",
+            Permission::Plan => "plan",
         }
     }
 
@@ -23,6 +24,7 @@ impl Permission {
             "read-only" | "readOnly" => Some(Permission::ReadOnly),
             "ask" | "default" => Some(Permission::Ask),
             "accept-edits" | "acceptEdits" => Some(Permission::AcceptEdits),
+            "plan" => Some(Permission::Plan),
             _ => None,
         }
     }
@@ -31,7 +33,8 @@ impl Permission {
     pub fn next(self) -> Permission {
         match self {
             Permission::Ask => Permission::AcceptEdits,
-            Permission::AcceptEdits => Permission::Auto,
+            Permission::AcceptEdits => Permission::Plan,
+            Permission::Plan => Permission::Auto,
             Permission::Auto | Permission::ReadOnly => Permission::Ask,
         }
     }
@@ -48,6 +51,7 @@ mod tests {
             Permission::ReadOnly,
             Permission::Ask,
             Permission::AcceptEdits,
+            Permission::Plan,
         ] {
             assert_eq!(Permission::parse(p.word()), Some(p));
         }
@@ -60,19 +64,18 @@ mod tests {
             Permission::parse("bypassPermissions"),
             Some(Permission::Auto)
         );
-        assert_eq!(Permission::parse("plan"), None, "reserved");
         assert_eq!(Permission::parse("yolo"), None);
     }
 
     #[test]
-    fn shift_tab_cycles_ask_accept_edits_auto() {
+    fn shift_tab_cycles_ask_accept_edits_plan_auto() {
         let mut p = Permission::Ask;
         let mut seen = Vec::new();
-        for _ in 0..4 {
+        for _ in 0..5 {
             seen.push(p.word());
             p = p.next();
         }
-        assert_eq!(seen, ["ask", "accept-edits", "auto", "ask"]);
+        assert_eq!(seen, ["ask", "accept-edits", "plan", "auto", "ask"]);
         assert_eq!(Permission::ReadOnly.next(), Permission::Ask);
     }
 }

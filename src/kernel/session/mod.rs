@@ -171,6 +171,13 @@ impl EntryData {
         }
     }
 
+    /// A pi `custom` entry (`customType` = `kind`, the payload in `data`): pi skips it, keel
+    /// reads it back with [`Entry::custom`].
+    pub fn custom<T: serde::Serialize>(kind: &str, data: &T) -> EntryData {
+        let data = serde_json::to_value(data).unwrap_or_default();
+        EntryData::Other(serde_json::json!({"type": "custom", "customType": kind, "data": data}))
+    }
+
     /// Whether this is a conversation message (what makes a lazy session file appear).
     pub fn is_message(&self) -> bool {
         matches!(self, EntryData::Message(_) | EntryData::RawMessage(_))
@@ -252,7 +259,28 @@ pub struct Entry {
 /// Keys every entry line carries; `Other` payloads never override them.
 const ENTRY_KEYS: [&str; 4] = ["type", "id", "parentId", "timestamp"];
 
+/// The `customType` and payload of a pi `custom` entry.
+#[derive(serde::Deserialize)]
+struct Custom<T> {
+    #[serde(rename = "customType")]
+    custom_type: String,
+    data: T,
+}
+
 impl Entry {
+    /// The payload of a `custom` entry of type `kind` (`None`: another entry, or a payload
+    /// without `T`'s shape).
+    pub fn custom<T: serde::de::DeserializeOwned>(&self, kind: &str) -> Option<T> {
+        let EntryData::Other(v) = &self.data else {
+            return None;
+        };
+        if self.data.type_name() != "custom" {
+            return None;
+        }
+        let c: Custom<T> = serde_json::from_value(v.clone()).ok()?;
+        (c.custom_type == kind).then_some(c.data)
+    }
+
     /// The flat pi JSON object for this entry; an `Invalid` error if a message cannot be
     /// serialized.
     pub fn to_json(&self) -> Result<Value, SessionError> {

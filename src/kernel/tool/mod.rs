@@ -15,9 +15,11 @@ mod find;
 mod grep;
 mod guard;
 mod ls;
+pub mod plan;
 pub mod preview;
 mod read;
 mod text;
+pub mod todo;
 mod write;
 
 use std::borrow::Cow;
@@ -127,8 +129,21 @@ pub struct ToolSpec {
     pub parameters: Value,
 }
 
-/// Every built-in tool name, in the order they are offered.
-pub const ALL: &[&str] = &["read", "write", "edit", "bash", "grep", "find", "ls"];
+/// Every built-in tool name, in the order they are offered (`exit_plan_mode` is not among
+/// them: the turn loop offers it in plan mode only).
+pub const ALL: &[&str] = &[
+    "read",
+    "write",
+    "edit",
+    "bash",
+    "grep",
+    "find",
+    "ls",
+    "todo_write",
+];
+
+/// Tools the turn loop runs itself, on the session's state rather than the workspace.
+pub const SESSION_TOOLS: &[&str] = &["todo_write", "exit_plan_mode"];
 
 /// Tools that change the workspace or run commands: refused under `read-only`, asked under `ask`.
 pub fn is_mutating(name: &str) -> bool {
@@ -145,6 +160,8 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
         "grep" => Some(grep::spec()),
         "find" => Some(find::spec()),
         "ls" => Some(ls::spec()),
+        "todo_write" => Some(todo::spec()),
+        "exit_plan_mode" => Some(plan::spec()),
         _ => None,
     }
 }

@@ -61,6 +61,11 @@ pub(super) async fn gate(
     if inner.config.permission == Permission::ReadOnly {
         return refuse("keel runs with --permission read-only");
     }
+    if inner.lock().permission == Permission::Plan {
+        return refuse(
+            "the session is in plan mode (only read-only tools run until a plan is approved)",
+        );
+    }
     if hook == Some(Decision::Allow) && allowed == Some(true) {
         return Gate::Run;
     }

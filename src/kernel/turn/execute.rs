@@ -42,6 +42,9 @@ pub(super) async fn execute(
         violations: Some(vtx),
     };
     let run = async {
+        if let Some(out) = super::session_tools::run(inner, id, name, args, abort).await {
+            return out;
+        }
         if inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some() {
             return tool::execute(name, args, &ctx).await;
         }

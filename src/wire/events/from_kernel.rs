@@ -209,6 +209,12 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
             skipped: Cow::Borrowed(&[]),
             error_message: Some(Cow::Borrowed(message)),
         }),
+        EventPayload::TodosUpdated { todos } => Some(W::TodoUpdate {
+            todos: Cow::Borrowed(todos),
+        }),
+        EventPayload::PermissionChanged { mode } => Some(W::PermissionModeChanged {
+            mode: mode.word().into(),
+        }),
         EventPayload::HookStarted { event, command } => Some(W::HookStarted {
             event: event.into(),
             command: command.into(),

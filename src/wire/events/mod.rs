@@ -259,6 +259,20 @@ pub enum WireEvent<'a> {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         error_message: Option<Cow<'a, str>>,
     },
+    /// keel: `todo_write` replaced the session's task list (`DESIGN.md` §17). `todos` is
+    /// always the whole list, in order: each item's `content` (imperative), `status`
+    /// (`pending`, `in_progress` or `completed`) and `activeForm` (the label shown while it
+    /// is in progress). `get_state` returns the same list (`todos`), also after a resume.
+    TodoUpdate {
+        #[serde(default)]
+        todos: Cow<'a, [crate::kernel::tool::todo::TodoItem]>,
+    },
+    /// keel: the session's permission mode changed (`set_permission_mode`, or an approved
+    /// plan that left plan mode): `mode` is `ask`, `accept-edits`, `plan`, `auto` or
+    /// `read-only`.
+    PermissionModeChanged {
+        mode: Cow<'a, str>,
+    },
     /// A type this keel does not know (a newer peer's addition): nothing to show.
     #[serde(other)]
     Other,
@@ -291,6 +305,8 @@ kinds! { WireEvent {
     CompactionEnd = "compaction_end",
     SandboxViolation = "sandbox_violation",
     CheckpointWarning = "checkpoint_warning",
+    TodoUpdate = "todo_update",
+    PermissionModeChanged = "permission_mode_changed",
     Other = "other",
 } }
 

@@ -74,6 +74,9 @@ pub struct State {
     pub message_count: u64,
     /// Queued steering and follow-up messages.
     pub pending_message_count: u64,
+    /// keel: the task list `todo_write` last wrote (restored on resume; absent while empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<crate::kernel::tool::todo::TodoItem>,
 }
 
 /// `get_messages`: the model context, compaction-aware.
@@ -243,7 +246,7 @@ pub struct SourceInfo {
 /// mode and the rules in force.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PermissionsData {
-    /// `ask`, `accept-edits`, `auto` or `read-only`.
+    /// `ask`, `accept-edits`, `plan`, `auto` or `read-only`.
     pub mode: String,
     /// The deny rules, then ask, then allow, each list in the order it is checked; the
     /// settings' first, then those "always" answers added in this session.

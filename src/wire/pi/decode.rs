@@ -134,6 +134,7 @@ const PERMISSION_MODES: &[&str] = &[
     "accept-edits",
     "auto",
     "read-only",
+    "plan",
     "default",
     "acceptEdits",
     "bypassPermissions",

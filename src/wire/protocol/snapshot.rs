@@ -171,6 +171,7 @@ mod tests {
                 auto_retry_enabled: true,
                 message_count: 1,
                 pending_message_count: 0,
+                todos: Vec::new(),
             },
             streaming: Some(Streaming {
                 message: Some(message.clone()),

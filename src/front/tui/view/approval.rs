@@ -2,7 +2,8 @@
 //! write's content, a bash command wrapped, never cut), scrolled with Up/Down and PgUp/PgDn
 //! when it is taller than the room left, and the answers: allow once, always allow calls like it
 //! (a rule the session saves), deny, or deny with a message typed in the dialog (sent as steering, so the
-//! model reads it before it answers again). The dialog is built from the request's
+//! model reads it before it answers again). `exit_plan_mode`'s dialog shows the plan and
+//! answers approve, approve and accept edits, or keep planning (with a message). The dialog is built from the request's
 //! `toolName` and `args`; the view stays pure.
 
 use std::cell::Cell;
@@ -22,6 +23,9 @@ use crate::kernel::tool::preview::{Change, Preview};
 /// [`MIN_BODY_ROWS`].
 const FRAME_ROWS: usize = 7;
 const MIN_BODY_ROWS: usize = 3;
+
+/// The plan-mode tool whose dialog approves a plan (`DESIGN.md` §17).
+const PLAN: &str = "exit_plan_mode";
 
 /// A tool call waiting for the user's decision.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +87,11 @@ impl Approval {
                 .preview
                 .as_ref()
                 .map_or_else(Vec::new, |p| preview_rows(p, Vec::new())),
+            (PLAN, _) => s("plan")
+                .unwrap_or("")
+                .lines()
+                .map(|l| Line::raw(l.to_string()))
+                .collect(),
             ("write", Some(_)) => {
                 let green = Style::default().fg(Color::Green);
                 let content = s("content").unwrap_or("");
@@ -140,20 +149,30 @@ fn dim() -> Style {
 /// The dialog's rows for a live area `max_rows` tall, `w` wide (`waiting`: dialogs queued).
 pub(super) fn rows(a: &Approval, waiting: usize, w: usize, max_rows: usize) -> Vec<Line<'static>> {
     let bold = Style::default().add_modifier(Modifier::BOLD);
-    let summary = tool_cell::describe(&a.tool_name, &a.args);
-    let head = Line::from(vec![
-        Span::styled("? ", yellow()),
-        Span::styled(format!("Allow {}", a.tool_name), bold),
-        Span::raw(": "),
-        Span::raw(summary.clone()),
-    ]);
+    let plan = a.tool_name == PLAN;
+    let summary = match plan {
+        true => String::new(),
+        false => tool_cell::describe(&a.tool_name, &a.args),
+    };
+    let head = match plan {
+        true => Line::from(vec![
+            Span::styled("? ", yellow()),
+            Span::styled("Approve this plan and leave plan mode?", bold),
+        ]),
+        false => Line::from(vec![
+            Span::styled("? ", yellow()),
+            Span::styled(format!("Allow {}", a.tool_name), bold),
+            Span::raw(": "),
+            Span::raw(summary.clone()),
+        ]),
+    };
     let whole = paint::line_width(&head) <= w;
     let mut out = vec![paint::truncate_line(&head, w)];
     // A short one-line command is all in the question; anything else is shown in full.
     let cmd = a.args.get("command").and_then(Value::as_str).unwrap_or("");
     let body = match a.tool_name.as_str() {
         "bash" if whole && cmd.trim() == summary => Vec::new(),
-        "bash" | "edit" | "write" => a.body(w),
+        "bash" | "edit" | "write" | PLAN => a.body(w),
         _ if whole => Vec::new(),
         _ => a.body(w),
     };
@@ -173,6 +192,16 @@ pub(super) fn rows(a: &Approval, waiting: usize, w: usize, max_rows: usize) -> V
             Span::styled("  why not? ", yellow()),
             Span::raw(text.clone()),
             Span::styled("  (Enter denies with this message · Esc goes back)", dim()),
+        ]),
+        None if plan => Line::from(vec![
+            Span::styled("  y", yellow()),
+            Span::raw(" approve  "),
+            Span::styled("e", yellow()),
+            Span::raw(" approve and accept edits  "),
+            Span::styled("n", yellow()),
+            Span::raw(" keep planning  "),
+            Span::styled("d", yellow()),
+            Span::raw(" keep planning, with a message"),
         ]),
         None => Line::from(vec![
             Span::styled("  y", yellow()),
@@ -225,7 +254,10 @@ impl View {
             KeyCode::PageDown => a.scroll = (a.scroll + page).min(max),
             KeyCode::Char('d') => a.message = Some(String::new()),
             KeyCode::Char('y') | KeyCode::Enter => return self.answer(ApprovalDecision::Allow, ""),
-            KeyCode::Char('a') => {
+            KeyCode::Char('e') if a.tool_name == PLAN => {
+                return self.answer(ApprovalDecision::AllowAcceptEdits, "")
+            }
+            KeyCode::Char('a') if a.tool_name != PLAN => {
                 let a = self.approvals.pop_front()?;
                 self.transcript.approval_answered(&a.call_id, self.now_ms);
                 return Some(Action::AllowAlways { call_id: a.call_id });

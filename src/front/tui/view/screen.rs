@@ -152,6 +152,7 @@ impl View {
         if let Some(row) = self.status_row() {
             rows.push(row);
         }
+        rows.extend(super::todos::rows(&self.transcript.todos, w));
         rows.extend(self.queue_rows(w));
         rows
     }
