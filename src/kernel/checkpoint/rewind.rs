@@ -177,12 +177,12 @@ pub fn undo(
     Ok(undone)
 }
 
+/// A user message's id, its parent's id, and its checkpoint (entry id and content).
+pub(super) type Located = (String, Option<String>, Option<(String, Checkpoint)>);
+
 /// The user message `target` names (itself, or the one checkpoint `target` names), its
 /// parent, and the first checkpoint after it with that checkpoint's entry id.
-pub(super) fn locate(
-    store: &Store,
-    target: &str,
-) -> Result<(String, Option<String>, Option<(String, Checkpoint)>), CheckpointError> {
+pub(super) fn locate(store: &Store, target: &str) -> Result<Located, CheckpointError> {
     let not_found = || {
         CheckpointError::new(
             Kind::NotFound,
