@@ -469,3 +469,59 @@ fn keel_rewind_of_a_session_live_in_the_daemon_is_a_command_to_its_host() {
     let again = c.call("get_checkpoints", json!({"sessionId": id}));
     assert!(again["result"]["checkpoints"].is_array(), "{again}");
 }
+
+#[test]
+fn rewind_preview_through_rpc_lists_what_a_rewind_would_change_and_changes_nothing() {
+    let sb = Sandbox::new();
+    let work = sb.work();
+    seed_workspace(&work);
+    let call = |id: &str, tool: &str, args: Value| json!({"chunks": [{"toolCall": {"id": id, "name": tool, "arguments": args}}]});
+    let done = json!({"chunks": [{"text": "done"}]});
+    let edit = json!({"path": "a.txt", "oldText": "one", "newText": "ONE\nextra"});
+    let script = json!({"turns": [
+        call("c1", "edit", edit), done,
+        call("c2", "bash", json!({"command": "rm b.txt && echo n > n.txt"})), done,
+    ]});
+    let path = sb.dir.path().join("s.json");
+    std::fs::write(&path, script.to_string()).unwrap();
+    let path = path.display().to_string();
+    let mut rpc =
+        crate::common::rpc::Rpc::start(&sb, &["--provider", "scripted", "--script", &path]);
+    for (id, text) in [("p1", "edit a"), ("p2", "shell")] {
+        rpc.call(json!({"id": id, "type": "prompt", "message": text}));
+        rpc.wait(&json!({"type": "agent_settled"}));
+    }
+    // Changed outside keel after the newest checkpoint (the one before turn 2).
+    std::fs::write(work.join("sub/d.txt"), "dee\nmore\n").unwrap();
+    let before = tree(&work);
+    let list = rpc.call(json!({"id": "l", "type": "get_checkpoints"}));
+    let first = list["data"]["checkpoints"][0]["entryId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let p = rpc.call(json!({"id": "v", "type": "rewind_preview", "entryId": first}));
+    assert_eq!(p["success"], true, "{p}");
+    assert_eq!(
+        p["data"]["checkpoint"], list["data"]["checkpoints"][0]["id"],
+        "{p}"
+    );
+    let row = |path: &str, change: &str, added: u64, removed: u64, moved: bool| {
+        json!({"path": path, "change": change, "added": added, "removed": removed,
+               "changedSinceSnapshot": moved})
+    };
+    assert_eq!(
+        p["data"]["files"],
+        json!([
+            row("a.txt", "modified", 1, 2, false),
+            row("b.txt", "added", 1, 0, true),
+            row("n.txt", "removed", 0, 1, true),
+            row("sub/d.txt", "modified", 0, 1, true),
+        ]),
+        "{p}"
+    );
+    assert_eq!(tree(&work), before, "a preview changes no file");
+    let bad = rpc.call(json!({"id": "b", "type": "rewind_preview", "entryId": "nope"}));
+    assert_eq!(bad["success"], false, "{bad}");
+    let (_, _, code) = rpc.finish();
+    assert_eq!(code, 0);
+}

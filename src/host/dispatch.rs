@@ -149,6 +149,7 @@ impl Host {
                 self.rewind(&entry_id, restore.unwrap_or_default())
             }
             Command::GetCheckpoints {} => Ok(data(&self.checkpoints())),
+            Command::RewindPreview { entry_id } => self.rewind_preview(&entry_id),
         };
         self.respond(&req, answer);
     }

@@ -7,7 +7,7 @@ use super::{Answer, CommandError, CommandErrorKind, Host};
 use crate::host::dispatch::data;
 use crate::kernel::checkpoint::{self, CheckpointErrorKind, Restore};
 use crate::kernel::recorder;
-use crate::wire::pi::data::CheckpointsData;
+use crate::wire::pi::data::{CheckpointsData, RewindPreviewData};
 
 impl Host {
     /// `get_checkpoints`: every checkpoint of the session file, oldest first.
@@ -39,14 +39,28 @@ impl Host {
             }
             done
         };
-        let done = done.map_err(|e| {
-            let kind = match e.kind {
-                CheckpointErrorKind::NotFound => CommandErrorKind::Entry,
-                CheckpointErrorKind::Busy => CommandErrorKind::Busy,
-                _ => CommandErrorKind::Checkpoint,
-            };
-            CommandError::new(kind, e.message)
-        })?;
+        let done = done.map_err(command_error)?;
         Ok(data(&done))
     }
+
+    /// `rewind_preview`: what rewinding the files to before `target` would change.
+    pub(super) fn rewind_preview(&self, target: &str) -> Answer {
+        let store = recorder::lock(&self.live.store);
+        let shadow = self.config.checkpoints.as_ref().map(|c| {
+            let id = store.header().id.clone();
+            c.shadow(&self.config.cwd, &id)
+        });
+        let (checkpoint, files) =
+            checkpoint::preview(&store, shadow.as_ref(), target).map_err(command_error)?;
+        Ok(data(&RewindPreviewData { checkpoint, files }))
+    }
+}
+
+fn command_error(e: checkpoint::CheckpointError) -> CommandError {
+    let kind = match e.kind {
+        CheckpointErrorKind::NotFound => CommandErrorKind::Entry,
+        CheckpointErrorKind::Busy => CommandErrorKind::Busy,
+        _ => CommandErrorKind::Checkpoint,
+    };
+    CommandError::new(kind, e.message)
 }

@@ -7,12 +7,14 @@
 mod entry;
 mod memo;
 mod object;
+mod preview;
 mod rewind;
 mod shadow;
 mod snapshot;
 pub(crate) mod turn;
 
 pub use entry::{Checkpoint, Rewound, CHECKPOINT_TYPE, REWIND_TYPE};
+pub use preview::{preview, PreviewChange, PreviewFile};
 pub use rewind::{list, rewind, undo, Listed, Restore};
 pub use shadow::{Restored, Shadow, Skipped, Snapshot};
 

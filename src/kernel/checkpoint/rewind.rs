@@ -102,27 +102,7 @@ pub fn rewind(
     restore: Restore,
     clock: &Clock,
 ) -> Result<Rewound, CheckpointError> {
-    let not_found = || {
-        CheckpointError::new(
-            Kind::NotFound,
-            format!("no user message or checkpoint {target:?} in this session"),
-        )
-    };
-    let entry = store.entry(target).ok_or_else(not_found)?;
-    let message_id = match (&entry.data, Checkpoint::from_entry(entry)) {
-        (_, Some(c)) => c.entry_id,
-        (EntryData::Message(Message::User(_)), None) => entry.id.clone(),
-        _ => return Err(not_found()),
-    };
-    let at = store
-        .entries()
-        .iter()
-        .position(|e| e.id == message_id)
-        .ok_or_else(not_found)?;
-    let parent = store.entries()[at].parent_id.clone();
-    let checkpoint = store.entries()[at..]
-        .iter()
-        .find_map(Checkpoint::from_entry);
+    let (message_id, parent, checkpoint) = locate(store, target)?;
     let mut rewound = Rewound {
         entry_id: message_id.clone(),
         restore: restore.word().into(),
@@ -138,7 +118,7 @@ pub fn rewind(
             )
         })?;
         let present = shadow.snapshot()?;
-        if let Some(c) = &checkpoint {
+        if let Some((_, c)) = &checkpoint {
             let keep: Vec<String> = c.skipped.iter().map(|s| s.path.clone()).collect();
             rewound.restored = shadow.restore(&present.tree, &c.snapshot, &keep)?;
         }
@@ -195,6 +175,36 @@ pub fn undo(
         .append(undone.to_entry(), clock)
         .map_err(session_error)?;
     Ok(undone)
+}
+
+/// A user message's id, its parent's id, and its checkpoint (entry id and content).
+pub(super) type Located = (String, Option<String>, Option<(String, Checkpoint)>);
+
+/// The user message `target` names (itself, or the one checkpoint `target` names), its
+/// parent, and the first checkpoint after it with that checkpoint's entry id.
+pub(super) fn locate(store: &Store, target: &str) -> Result<Located, CheckpointError> {
+    let not_found = || {
+        CheckpointError::new(
+            Kind::NotFound,
+            format!("no user message or checkpoint {target:?} in this session"),
+        )
+    };
+    let entry = store.entry(target).ok_or_else(not_found)?;
+    let message_id = match (&entry.data, Checkpoint::from_entry(entry)) {
+        (_, Some(c)) => c.entry_id,
+        (EntryData::Message(Message::User(_)), None) => entry.id.clone(),
+        _ => return Err(not_found()),
+    };
+    let at = store
+        .entries()
+        .iter()
+        .position(|e| e.id == message_id)
+        .ok_or_else(not_found)?;
+    let parent = store.entries()[at].parent_id.clone();
+    let checkpoint = store.entries()[at..]
+        .iter()
+        .find_map(|e| Checkpoint::from_entry(e).map(|c| (e.id.clone(), c)));
+    Ok((message_id, parent, checkpoint))
 }
 
 fn session_error(e: crate::kernel::session::SessionError) -> CheckpointError {

@@ -187,6 +187,64 @@ impl Shadow {
         snapshot::take(&place, start)
     }
 
+    /// A snapshot of the work tree that leaves the session's memo as it was (a scratch memo
+    /// beside it is used), so the next checkpoint's changed files are not affected.
+    pub fn peek(&self) -> Result<Snapshot, CheckpointError> {
+        self.ensure()?;
+        let mut name = self.memo.as_os_str().to_os_string();
+        name.push("-peek");
+        let memo = PathBuf::from(name);
+        let place = Place {
+            work: &self.work,
+            store: &self.dir,
+            memo: &memo,
+            caps: &self.caps,
+        };
+        snapshot::take(&place, SystemTime::now())
+    }
+
+    /// `(status, lines added, lines removed, path)` of every file that differs from `from`
+    /// to `to`, sorted by path; the line counts are `None` for a binary file.
+    #[allow(clippy::type_complexity)]
+    pub fn numstat(
+        &self,
+        from: &str,
+        to: &str,
+    ) -> Result<Vec<(u8, Option<u64>, Option<u64>, String)>, CheckpointError> {
+        let statuses = self.diff(from, to)?;
+        if statuses.is_empty() {
+            return Ok(Vec::new());
+        }
+        let out = self.run(
+            &[
+                "diff-tree",
+                "-r",
+                "-z",
+                "--no-renames",
+                "--numstat",
+                from,
+                to,
+            ],
+            b"",
+        )?;
+        let mut counts = std::collections::HashMap::new();
+        for record in out.split(|b| *b == 0).filter(|s| !s.is_empty()) {
+            let mut parts = record.splitn(3, |b| *b == b'\t');
+            let (Some(a), Some(r), Some(path)) = (parts.next(), parts.next(), parts.next()) else {
+                continue;
+            };
+            let num = |b: &[u8]| std::str::from_utf8(b).ok().and_then(|s| s.parse().ok());
+            counts.insert(String::from_utf8_lossy(path).into_owned(), (num(a), num(r)));
+        }
+        Ok(statuses
+            .into_iter()
+            .map(|(status, path)| {
+                let (a, r) = counts.get(&path).copied().unwrap_or((None, None));
+                (status, a, r, path)
+            })
+            .collect())
+    }
+
     /// The files that differ between two snapshots, sorted.
     pub fn changed(&self, from: &str, to: &str) -> Result<Vec<String>, CheckpointError> {
         Ok(self.diff(from, to)?.into_iter().map(|(_, p)| p).collect())

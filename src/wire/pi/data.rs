@@ -269,3 +269,14 @@ pub struct PermissionRule {
 pub struct CheckpointsData {
     pub checkpoints: Vec<crate::kernel::checkpoint::Listed>,
 }
+
+/// `rewind_preview`'s data (keel): what rewinding the files to a checkpoint would change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindPreviewData {
+    /// The checkpoint entry that would be restored (`None`: the message has none, and a
+    /// rewind would change no file).
+    pub checkpoint: Option<String>,
+    /// One per file the rewind would write or remove, sorted by path.
+    pub files: Vec<crate::kernel::checkpoint::PreviewFile>,
+}

@@ -100,6 +100,9 @@ impl CommandName {
                 restore: restore(req)?,
             },
             N::GetCheckpoints => Command::GetCheckpoints {},
+            N::RewindPreview => Command::RewindPreview {
+                entry_id: string("entryId")?,
+            },
         })
     }
 }

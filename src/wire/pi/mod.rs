@@ -80,6 +80,7 @@ command_names! {
     SetPermissionMode = "set_permission_mode",
     Rewind = "rewind",
     GetCheckpoints = "get_checkpoints",
+    RewindPreview = "rewind_preview",
 }
 
 impl CommandName {
@@ -124,7 +125,8 @@ impl CommandName {
             | ExtensionUiResponse
             | GetPermissions
             | SetPermissionMode
-            | GetCheckpoints => false,
+            | GetCheckpoints
+            | RewindPreview => false,
             Rewind => true,
         }
     }
@@ -351,6 +353,9 @@ pub enum Command {
     },
     /// keel: the session's checkpoints. Data: [`data::CheckpointsData`].
     GetCheckpoints {},
+    /// keel: what a rewind of the files to before `entry_id` (a user message or a
+    /// checkpoint) would change. Data: [`data::RewindPreviewData`].
+    RewindPreview { entry_id: String },
 }
 
 impl Command {
@@ -396,6 +401,7 @@ impl Command {
             Command::SetPermissionMode { .. } => N::SetPermissionMode,
             Command::Rewind { .. } => N::Rewind,
             Command::GetCheckpoints {} => N::GetCheckpoints,
+            Command::RewindPreview { .. } => N::RewindPreview,
         }
     }
 
