@@ -79,6 +79,7 @@ command_names! {
     GetPermissions = "get_permissions",
     SetPermissionMode = "set_permission_mode",
     Rewind = "rewind",
+    RewindUndo = "rewind_undo",
     GetCheckpoints = "get_checkpoints",
 }
 
@@ -125,7 +126,7 @@ impl CommandName {
             | GetPermissions
             | SetPermissionMode
             | GetCheckpoints => false,
-            Rewind => true,
+            Rewind | RewindUndo => true,
         }
     }
 
@@ -349,6 +350,9 @@ pub enum Command {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         restore: Option<crate::kernel::checkpoint::Restore>,
     },
+    /// keel: undoes the session's last rewind (its files and conversation as they were
+    /// before it); refused while a run is active. Data: [`crate::kernel::checkpoint::Rewound`].
+    RewindUndo {},
     /// keel: the session's checkpoints. Data: [`data::CheckpointsData`].
     GetCheckpoints {},
 }
@@ -395,6 +399,7 @@ impl Command {
             Command::GetPermissions {} => N::GetPermissions,
             Command::SetPermissionMode { .. } => N::SetPermissionMode,
             Command::Rewind { .. } => N::Rewind,
+            Command::RewindUndo {} => N::RewindUndo,
             Command::GetCheckpoints {} => N::GetCheckpoints,
         }
     }
