@@ -183,7 +183,11 @@ async fn in_daemon(
             };
             client.call::<Rewind>(&params).await
         }
-        None => client.call::<RewindUndo>(&RewindUndoParams { session_id }).await,
+        None => {
+            client
+                .call::<RewindUndo>(&RewindUndoParams { session_id })
+                .await
+        }
     };
     let done = done.map_err(|e| {
         StartupError::usage(format!("session {} did not rewind: {e}", live.session_id))
