@@ -27,7 +27,7 @@ impl Host {
 
     /// `rewind_undo`: puts back what the session's last rewind changed.
     pub(super) fn rewind_undo(&mut self) -> Answer {
-        self.rewinding(|store, shadow, clock| checkpoint::undo(store, shadow, clock))
+        self.rewinding(checkpoint::undo)
     }
 
     /// Runs `how` on the session file (refused while a run is active), then serves the

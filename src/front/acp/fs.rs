@@ -96,7 +96,7 @@ impl EditorFiles {
             if let Some(call) = call {
                 // Closed (`Err`): the session ended; the request goes (and finds no editor).
                 let _ = shown
-                    .wait_for(|s| s.as_ref().map_or(true, |s| s.contains(&call)))
+                    .wait_for(|s| s.as_ref().is_none_or(|s| s.contains(&call)))
                     .await;
             }
             let begun = peer.begin(method, &params);
