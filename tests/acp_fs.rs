@@ -130,3 +130,63 @@ fn acp_without_fs_capabilities_the_tools_use_the_disk() {
         "hello keel\n"
     );
 }
+
+/// Every `fs/*` request comes after its call's `tool_call` (and after the previous call's end):
+/// the requests go straight to the editor while the updates come through the host's events.
+#[test]
+fn acp_an_fs_request_comes_after_the_tool_call_that_makes_it() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("greet.txt"), "hello world (saved)\n").unwrap();
+    let mut a = acp(&sb, &["--permission", "auto"]);
+    init_with_fs(&mut a, true, true);
+    let session = new_session(&mut a, &sb);
+    prompt(&mut a, "p", &session, "edit both files");
+    let greet = sb.work().join("greet.txt").display().to_string();
+    // What each line tells of the order: a call shown, a call ended, a request for a path.
+    let mut order: Vec<String> = Vec::new();
+    loop {
+        let line = a.wait(&json!({"jsonrpc": "2.0"}));
+        if line["id"] == "p" {
+            break;
+        }
+        let update = &line["params"]["update"];
+        match (line["method"].as_str(), update["sessionUpdate"].as_str()) {
+            (Some("session/update"), Some("tool_call")) => {
+                order.push(format!("shown {}", update["toolCallId"].as_str().unwrap()));
+            }
+            (Some("session/update"), Some("tool_call_update"))
+                if update["status"] == "completed" =>
+            {
+                order.push(format!("ended {}", update["toolCallId"].as_str().unwrap()));
+            }
+            (Some(m @ ("fs/read_text_file" | "fs/write_text_file")), _) => {
+                let file = if line["params"]["path"] == greet.as_str() {
+                    "greet"
+                } else {
+                    "notes"
+                };
+                order.push(format!("{m} {file}"));
+                let result = match m {
+                    "fs/read_text_file" => json!({"content": "hello world (unsaved)\n"}),
+                    _ => json!({}),
+                };
+                a.send(&json!({"jsonrpc": "2.0", "id": line["id"], "result": result}));
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(
+        order,
+        [
+            "shown call_edit",
+            "fs/read_text_file greet",
+            "fs/write_text_file greet",
+            "ended call_edit",
+            "shown call_write",
+            "fs/write_text_file notes",
+            "ended call_write",
+        ]
+    );
+    let (_, _, code) = a.finish();
+    assert_eq!(code, 0);
+}

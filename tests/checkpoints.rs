@@ -525,3 +525,31 @@ fn rewind_preview_through_rpc_lists_what_a_rewind_would_change_and_changes_nothi
     let (_, _, code) = rpc.finish();
     assert_eq!(code, 0);
 }
+
+#[test]
+fn keel_rewind_undo_of_a_session_live_in_the_daemon_is_a_command_to_its_host() {
+    let LiveShell {
+        sb,
+        d,
+        mut c,
+        id,
+        before: t0,
+    } = live_shell_session();
+    let work = sb.work();
+    let socket = d.socket.display().to_string();
+    let t1 = tree(&work);
+    let list = sb.run(&["rewind", &id, "--list", "--json"]);
+    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
+    let first = listed[0]["entryId"].as_str().unwrap().to_string();
+    let r = sb.run(&[
+        "rewind", &id, "--to", &first, "--files", "--socket", &socket,
+    ]);
+    assert_eq!(r.code, 0, "{r}");
+    assert_eq!(tree(&work), t0, "{r}");
+    // The undo goes to the host too, and puts the files back as they were.
+    let u = sb.run(&["rewind", &id, "--undo", "--socket", &socket]);
+    assert_eq!(u.code, 0, "{u}");
+    assert_eq!(tree(&work), t1, "{u}");
+    let again = c.call("get_checkpoints", json!({"sessionId": id}));
+    assert!(again["result"]["checkpoints"].is_array(), "{again}");
+}

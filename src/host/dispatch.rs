@@ -148,6 +148,7 @@ impl Host {
             Command::Rewind { entry_id, restore } => {
                 self.rewind(&entry_id, restore.unwrap_or_default())
             }
+            Command::RewindUndo {} => self.rewind_undo(),
             Command::GetCheckpoints {} => Ok(data(&self.checkpoints())),
             Command::RewindPreview { entry_id } => self.rewind_preview(&entry_id),
         };

@@ -20,6 +20,26 @@ impl Host {
     /// `rewind`: restores what `restore` names to before the user message `entry_id`, then
     /// serves the conversation from the new leaf.
     pub(super) fn rewind(&mut self, entry_id: &str, restore: Restore) -> Answer {
+        self.rewinding(|store, shadow, clock| {
+            checkpoint::rewind(store, shadow, entry_id, restore, clock)
+        })
+    }
+
+    /// `rewind_undo`: puts back what the session's last rewind changed.
+    pub(super) fn rewind_undo(&mut self) -> Answer {
+        self.rewinding(checkpoint::undo)
+    }
+
+    /// Runs `how` on the session file (refused while a run is active), then serves the
+    /// conversation from the new leaf.
+    fn rewinding(
+        &mut self,
+        how: impl FnOnce(
+            &mut crate::kernel::session::Store,
+            Option<&checkpoint::Shadow>,
+            &crate::kernel::clock::Clock,
+        ) -> Result<checkpoint::Rewound, checkpoint::CheckpointError>,
+    ) -> Answer {
         if self.busy() {
             return Err(CommandError::new(
                 CommandErrorKind::Busy,
@@ -32,8 +52,7 @@ impl Host {
                 let id = store.header().id.clone();
                 c.shadow(&self.config.cwd, &id)
             });
-            let done =
-                checkpoint::rewind(&mut store, shadow.as_ref(), entry_id, restore, &self.clock);
+            let done = how(&mut store, shadow.as_ref(), &self.clock);
             if done.is_ok() {
                 self.live.session.replace_history(store.context_entries());
             }

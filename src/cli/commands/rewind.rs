@@ -2,7 +2,7 @@
 //! --conversation]`, `keel rewind ID --undo`: a session's checkpoints, and rewinding its files
 //! and conversation to one of them (DESIGN §16). Works on the session file, which it locks; a
 //! session live in the daemon (its file locked there) is rewound by its host, through the
-//! daemon (one writer); `--undo` of such a session is refused.
+//! daemon (one writer), `--undo` too.
 
 use std::path::Path;
 
@@ -151,13 +151,7 @@ async fn in_daemon(
     locked: String,
     out: &mut crate::output::Output,
 ) -> Result<Exit, StartupError> {
-    use crate::wire::protocol::session::{Rewind, RewindParams};
-    let Some(to) = &args.to else {
-        return Err(StartupError::usage(format!(
-            "{locked}; --undo needs the session closed (`keel attach` it and use the TUI, or \
-             close it first)"
-        )));
-    };
+    use crate::wire::protocol::session::{Rewind, RewindParams, RewindUndo, RewindUndoParams};
     let dial = crate::client::dial::Dial::Local(crate::client::open::socket_for(
         env,
         args.socket.as_deref(),
@@ -178,13 +172,24 @@ async fn in_daemon(
         (_, true) => Some(Restore::Conversation),
         _ => None,
     };
-    let params = RewindParams {
-        session_id: live.session_id.clone(),
-        entry_id: to.clone(),
-        restore,
-    };
     let mut client = crate::client::socket::Client::dial(&dial, false).await?;
-    let done = client.call::<Rewind>(&params).await.map_err(|e| {
+    let session_id = live.session_id.clone();
+    let done = match &args.to {
+        Some(to) => {
+            let params = RewindParams {
+                session_id,
+                entry_id: to.clone(),
+                restore,
+            };
+            client.call::<Rewind>(&params).await
+        }
+        None => {
+            client
+                .call::<RewindUndo>(&RewindUndoParams { session_id })
+                .await
+        }
+    };
+    let done = done.map_err(|e| {
         StartupError::usage(format!("session {} did not rewind: {e}", live.session_id))
     })?;
     print(out, &report(&done))

@@ -448,7 +448,7 @@ impl Agent {
             let config = Config::fetch(&link.commands(), policy).await;
             let templates = super::config::commands(&link.commands()).await;
             let answer = session::opened(&config, (how == Open::New).then_some(session.as_str()));
-            let (tx, task) = session::spawn(link, mapper, config, cwd, sink.clone(), peer);
+            let (tx, task) = session::spawn(link, mapper, config, cwd, sink.clone(), peer, editor);
             if let Ok(mut s) = sessions.lock() {
                 s.insert(session.clone(), Entry { tx, task });
             }

@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use super::config::{Config, Policy};
 use super::content::Prompt;
+use super::fs::EditorFiles;
 use super::permissions::{self, Decision, Rules};
 use super::schema::{
     ConfigOptionUpdate, CurrentModeUpdate, PromptResponse, RequestPermissionRequest,
@@ -98,6 +99,8 @@ struct Task {
     asked: HashMap<String, Id>,
     back: mpsc::UnboundedSender<Back>,
     config: Config,
+    /// The editor's files, whose requests wait for their call's `tool_call` (in this process).
+    editor: Option<Arc<EditorFiles>>,
 }
 
 /// Starts the task of a session just opened; `mapper` has already replayed or skipped what
@@ -109,6 +112,7 @@ pub fn spawn(
     cwd: std::path::PathBuf,
     sink: Sink,
     peer: Arc<Peer>,
+    editor: Option<Arc<EditorFiles>>,
 ) -> (
     mpsc::UnboundedSender<ToSession>,
     tokio::task::JoinHandle<()>,
@@ -128,9 +132,19 @@ pub fn spawn(
         asked: HashMap::new(),
         back,
         config,
+        editor,
     };
     let handle = tokio::spawn(task.run(link, rx, back_rx));
     (tx, handle)
+}
+
+impl Drop for Task {
+    /// No more `tool_call`s will be sent: the editor's requests stop waiting for them.
+    fn drop(&mut self) {
+        if let Some(editor) = &self.editor {
+            editor.closed();
+        }
+    }
 }
 
 impl Task {
@@ -184,7 +198,19 @@ impl Task {
         let cwd = self.cwd.clone();
         let before = move |p: &Path| read_small(&cwd.join(p));
         for u in self.mapper.event(&event, &before) {
+            let shown = match &u {
+                SessionUpdate::ToolCall(c) => Some(c.tool_call_id.to_string()),
+                _ => None,
+            };
             self.update(u);
+            if let (Some(call), Some(editor)) = (shown, &self.editor) {
+                editor.shown(&call);
+            }
+        }
+        if let (WireEvent::ToolExecutionEnd { tool_call_id, .. }, Some(editor)) =
+            (&event, &self.editor)
+        {
+            editor.ended(tool_call_id);
         }
         match event {
             WireEvent::ExtensionUiRequest(r) if r.method == UiMethod::Confirm => {

@@ -73,19 +73,24 @@ pub trait FileClient: Send + Sync {
     fn reads(&self) -> bool;
     /// Whether `write` and `edit` write through this client.
     fn writes(&self) -> bool;
-    /// The whole text of `path`.
-    fn read(&self, path: &Path) -> Answer<String>;
-    /// Replaces (or creates) `path` with `content`.
-    fn write(&self, path: &Path, content: String) -> Answer<()>;
+    /// The whole text of `path`, for tool call `call` (`None`: an approval's preview, read
+    /// before the call runs).
+    fn read(&self, call: Option<&str>, path: &Path) -> Answer<String>;
+    /// Replaces (or creates) `path` with `content`, for tool call `call`.
+    fn write(&self, call: Option<&str>, path: &Path, content: String) -> Answer<()>;
 }
 
 /// The file access of a session's tools: the disk unless a client was given.
 #[derive(Clone, Default)]
-pub struct Files(Option<Arc<dyn FileClient>>);
+pub struct Files {
+    client: Option<Arc<dyn FileClient>>,
+    /// The tool call these files are used by (none for an approval's preview).
+    call: Option<Arc<str>>,
+}
 
 impl fmt::Debug for Files {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0 {
+        match &self.client {
             None => f.write_str("Files(disk)"),
             Some(c) => write!(
                 f,
@@ -100,7 +105,18 @@ impl fmt::Debug for Files {
 impl Files {
     /// Reads and writes go to `client` where it says it can, to the disk otherwise.
     pub fn client(client: Arc<dyn FileClient>) -> Self {
-        Files(Some(client))
+        Files {
+            client: Some(client),
+            call: None,
+        }
+    }
+
+    /// The same files as used by tool call `call` (the client is told which call asks).
+    pub fn for_call(&self, call: &str) -> Self {
+        Files {
+            client: self.client.clone(),
+            call: Some(call.into()),
+        }
     }
 
     /// Replaces the text of `full` (creating the file if `create`): through the client that
@@ -112,9 +128,9 @@ impl Files {
         create: bool,
         abort: &AbortSignal,
     ) -> Result<(), FileError> {
-        if let Some(client) = self.0.as_deref().filter(|c| c.writes()) {
+        if let Some(client) = self.client.as_deref().filter(|c| c.writes()) {
             return tokio::select! {
-                done = client.write(full, content) => done,
+                done = client.write(self.call.as_deref(), full, content) => done,
                 _ = abort.aborted() => Err(FileError::aborted()),
             };
         }
@@ -134,9 +150,9 @@ impl Files {
         full: &Path,
         abort: &AbortSignal,
     ) -> Option<Result<String, FileError>> {
-        let client = self.0.as_deref().filter(|c| c.reads())?;
+        let client = self.client.as_deref().filter(|c| c.reads())?;
         Some(tokio::select! {
-            text = client.read(full) => text,
+            text = client.read(self.call.as_deref(), full) => text,
             _ = abort.aborted() => Err(FileError::aborted()),
         })
     }
@@ -169,7 +185,7 @@ mod tests {
         fn writes(&self) -> bool {
             self.writes
         }
-        fn read(&self, path: &Path) -> Answer<String> {
+        fn read(&self, _: Option<&str>, path: &Path) -> Answer<String> {
             self.calls
                 .lock()
                 .unwrap()
@@ -177,7 +193,7 @@ mod tests {
             let text = self.buffers.lock().unwrap().get(path).cloned();
             Box::pin(async move { text.ok_or_else(|| "no such buffer".into()) })
         }
-        fn write(&self, path: &Path, content: String) -> Answer<()> {
+        fn write(&self, _: Option<&str>, path: &Path, content: String) -> Answer<()> {
             self.calls
                 .lock()
                 .unwrap()
@@ -274,10 +290,10 @@ mod tests {
         fn writes(&self) -> bool {
             true
         }
-        fn read(&self, _: &Path) -> Answer<String> {
+        fn read(&self, _: Option<&str>, _: &Path) -> Answer<String> {
             Box::pin(std::future::pending())
         }
-        fn write(&self, _: &Path, _: String) -> Answer<()> {
+        fn write(&self, _: Option<&str>, _: &Path, _: String) -> Answer<()> {
             Box::pin(std::future::pending())
         }
     }

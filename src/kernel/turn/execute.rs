@@ -37,7 +37,7 @@ pub(super) async fn execute(
         bash_timeout: inner.config.bash_timeout,
         temp_dir: inner.config.temp_dir.clone(),
         env: inner.config.tool_env.clone(),
-        files: inner.config.files.clone(),
+        files: inner.config.files.for_call(id),
         sandbox,
         violations: Some(vtx),
     };

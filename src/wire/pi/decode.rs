@@ -99,6 +99,7 @@ impl CommandName {
                 entry_id: string("entryId")?,
                 restore: restore(req)?,
             },
+            N::RewindUndo => Command::RewindUndo {},
             N::GetCheckpoints => Command::GetCheckpoints {},
             N::RewindPreview => Command::RewindPreview {
                 entry_id: string("entryId")?,

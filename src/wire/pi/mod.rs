@@ -79,6 +79,7 @@ command_names! {
     GetPermissions = "get_permissions",
     SetPermissionMode = "set_permission_mode",
     Rewind = "rewind",
+    RewindUndo = "rewind_undo",
     GetCheckpoints = "get_checkpoints",
     RewindPreview = "rewind_preview",
 }
@@ -127,7 +128,7 @@ impl CommandName {
             | SetPermissionMode
             | GetCheckpoints
             | RewindPreview => false,
-            Rewind => true,
+            Rewind | RewindUndo => true,
         }
     }
 
@@ -351,6 +352,9 @@ pub enum Command {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         restore: Option<crate::kernel::checkpoint::Restore>,
     },
+    /// keel: undoes the session's last rewind (its files and conversation as they were
+    /// before it); refused while a run is active. Data: [`crate::kernel::checkpoint::Rewound`].
+    RewindUndo {},
     /// keel: the session's checkpoints. Data: [`data::CheckpointsData`].
     GetCheckpoints {},
     /// keel: what a rewind of the files to before `entry_id` (a user message or a
@@ -400,6 +404,7 @@ impl Command {
             Command::GetPermissions {} => N::GetPermissions,
             Command::SetPermissionMode { .. } => N::SetPermissionMode,
             Command::Rewind { .. } => N::Rewind,
+            Command::RewindUndo {} => N::RewindUndo,
             Command::GetCheckpoints {} => N::GetCheckpoints,
             Command::RewindPreview { .. } => N::RewindPreview,
         }

@@ -56,6 +56,7 @@ const LINES: &[&str] = &[
     r#"{"type":"set_permission_mode","mode":"accept-edits"}"#,
     r#"{"type":"rewind","entryId":"e1","restore":"files"}"#,
     r#"{"type":"rewind","entryId":"e1"}"#,
+    r#"{"type":"rewind_undo"}"#,
     r#"{"type":"get_checkpoints"}"#,
     r#"{"type":"rewind_preview","entryId":"e1"}"#,
 ];
@@ -152,7 +153,7 @@ fn every_documented_pi_command_has_a_variant() {
         assert_eq!(name.as_str(), *word);
     }
     // keel's own additions (DESIGN §16), beside pi's.
-    const KEEL_COMMANDS: &[&str] = &["rewind", "get_checkpoints", "rewind_preview"];
+    const KEEL_COMMANDS: &[&str] = &["rewind", "rewind_undo", "get_checkpoints", "rewind_preview"];
     for word in KEEL_COMMANDS {
         assert!(CommandName::parse(word).is_some(), "no variant for {word}");
     }

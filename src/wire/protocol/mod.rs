@@ -131,6 +131,10 @@ impl Request {
                 command: "rewind".to_string(),
                 params: params.map(ToOwned::to_owned),
             }),
+            s::RewindUndo::NAME => Request::Pi(PiCall {
+                command: "rewind_undo".to_string(),
+                params: params.map(ToOwned::to_owned),
+            }),
             command => Request::Pi(PiCall {
                 command: command.to_string(),
                 params: params.map(ToOwned::to_owned),

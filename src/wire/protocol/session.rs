@@ -181,6 +181,22 @@ pub struct RewindParams {
     pub restore: Option<crate::kernel::checkpoint::Restore>,
 }
 
+/// `session/rewind_undo` (DESIGN §16): undo a live session's last rewind; served by the
+/// session's host (pi's `rewind_undo` with `sessionId`), refused while a run is active.
+pub enum RewindUndo {}
+impl Method for RewindUndo {
+    const NAME: &'static str = "session/rewind_undo";
+    type Params = RewindUndoParams;
+    type Result = crate::kernel::checkpoint::Rewound;
+}
+
+/// `session/rewind_undo`'s params.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RewindUndoParams {
+    pub session_id: String,
+}
+
 /// `session/list`: the saved sessions of a directory and of every directory.
 pub enum List {}
 impl Method for List {

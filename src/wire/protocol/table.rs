@@ -68,6 +68,7 @@ pub fn methods() -> Vec<MethodRow> {
         method::<session::Close>("Save and release a live session that has no run and no other client."),
         method::<session::List>("The saved sessions of a directory and of every directory."),
         method::<session::Rewind>("Restore a session's files and/or conversation to a checkpoint (pi's `rewind`)."),
+        method::<session::RewindUndo>("Undo a session's last rewind (pi's `rewind_undo`)."),
         method::<schedule::Reload>("Read the schedule store again."),
         method::<schedule::Run>("Start a scheduled task's run now."),
     ]
@@ -122,13 +123,16 @@ mod tests {
         let rows = methods();
         for row in &rows {
             match Request::decode(row.name, Some(&params)) {
-                // Served by the session's host as pi's `rewind`.
-                Ok(Request::Pi(call)) => {
-                    assert_eq!(
-                        (row.name, call.command.as_str()),
-                        ("session/rewind", "rewind")
-                    )
-                }
+                // Served by the session's host as pi's `rewind` and `rewind_undo`.
+                Ok(Request::Pi(call)) => assert!(
+                    [
+                        ("session/rewind", "rewind"),
+                        ("session/rewind_undo", "rewind_undo")
+                    ]
+                    .contains(&(row.name, call.command.as_str())),
+                    "{}",
+                    row.name
+                ),
                 Ok(r) => assert_eq!(name_of(&r), row.name),
                 Err(e) => panic!("{}: {}", row.name, e.message),
             }
