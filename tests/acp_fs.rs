@@ -190,3 +190,49 @@ fn acp_an_fs_request_comes_after_the_tool_call_that_makes_it() {
     let (_, _, code) = a.finish();
     assert_eq!(code, 0);
 }
+
+/// A subagent's `read` goes to the disk, not the editor: the editor is sent none of a child's
+/// calls, so a file request of one would wait for a `tool_call` update that never comes.
+#[test]
+fn acp_a_subagents_reads_go_to_the_disk_not_the_editor() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("notes.txt"), "on disk\n").unwrap();
+    let script = sb.home().join("task.json");
+    let turns = json!({"turns": [
+        {"match": "^delegate", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
+            {"description": "read notes", "prompt": "CHILD read notes", "subagent_type": "explore"}}}]},
+        {"match": "^CHILD", "chunks": [{"toolCall": {"id": "r1", "name": "read",
+            "arguments": {"path": "notes.txt"}}}]},
+        {"match": "^CHILD", "chunks": [{"text": "the child read the notes"}]},
+        {"match": "^delegate", "chunks": [{"text": "parent done"}]}
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let script = script.display().to_string();
+    let mut a = Rpc::start_raw(
+        &sb,
+        &[
+            "--mode",
+            "acp",
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+            "--permission",
+            "auto",
+        ],
+    );
+    init_with_fs(&mut a, true, true);
+    let session = new_session(&mut a, &sb);
+    prompt(&mut a, "p", &session, "delegate the reading");
+    let done = a.wait(&json!({"params": {"update": {"toolCallId": "t1", "status": "completed"}}}));
+    assert!(
+        done.to_string().contains("the child read the notes"),
+        "{done}"
+    );
+    assert_eq!(
+        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
+        "end_turn"
+    );
+    let (_, _, code) = a.finish();
+    assert_eq!(code, 0);
+}

@@ -134,6 +134,9 @@ impl HostSpawner {
     fn config(&self, req: &ChildRequest, id: &str) -> AgentConfig {
         let base = &self.0.config;
         let mut config = base.clone();
+        // The child's files are the disk's: an editor's file client (ACP) orders its requests
+        // after the `tool_call` updates it was sent, and it is sent none of a child's calls.
+        config.files = crate::kernel::tool::files::Files::default();
         if let Some(tools) = &req.agent.tools {
             config.tools = base
                 .tools
