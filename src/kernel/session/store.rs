@@ -555,8 +555,25 @@ fn open_error(path: &Path, e: &std::io::Error) -> SessionError {
     }
 }
 
+/// How long a lock held elsewhere is waited for before the session counts as in use: a
+/// process this one (or a test beside it) is spawning holds a copy of every open file, and so
+/// of the lock, from its fork until its exec closes it, a few milliseconds.
+const LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(250);
+
 fn lock(file: &File, path: &Path) -> Result<(), SessionError> {
-    match file.try_lock() {
+    let deadline = std::time::Instant::now() + LOCK_GRACE;
+    loop {
+        match file.try_lock() {
+            Err(TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return locked(other, path),
+        }
+    }
+}
+
+fn locked(result: Result<(), TryLockError>, path: &Path) -> Result<(), SessionError> {
+    match result {
         Ok(()) => Ok(()),
         Err(TryLockError::WouldBlock) => Err(SessionError::new(
             SessionErrorKind::Locked,
