@@ -9,14 +9,18 @@ use crate::common::support::{fixture, snap, Sandbox};
 
 /// `keel --mode acp` with the ACP script and `extra` flags.
 pub fn acp(sb: &Sandbox, extra: &[&str]) -> Rpc {
-    let script = fixture("acp.json");
+    acp_script(sb, &fixture("acp.json"), extra)
+}
+
+/// keel in ACP mode playing the scripted turns of `script`.
+pub fn acp_script(sb: &Sandbox, script: &str, extra: &[&str]) -> Rpc {
     let mut args = vec![
         "--mode",
         "acp",
         "--provider",
         "scripted",
         "--script",
-        &script,
+        script,
     ];
     args.extend_from_slice(extra);
     Rpc::start_raw(sb, &args)

@@ -208,19 +208,7 @@ fn acp_a_subagents_reads_go_to_the_disk_not_the_editor() {
     ]});
     std::fs::write(&script, turns.to_string()).unwrap();
     let script = script.display().to_string();
-    let mut a = Rpc::start_raw(
-        &sb,
-        &[
-            "--mode",
-            "acp",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "--permission",
-            "auto",
-        ],
-    );
+    let mut a = crate::acp::acp_script(&sb, &script, &["--permission", "auto"]);
     init_with_fs(&mut a, true, true);
     let session = new_session(&mut a, &sb);
     prompt(&mut a, "p", &session, "delegate the reading");
