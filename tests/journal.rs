@@ -730,7 +730,9 @@ fn a_stopping_daemon_sends_what_its_spool_holds_before_it_exits() {
         return;
     };
     let script = sb.dir.path().join("many.json");
-    let turns = json!({"turns": [{"chunks": [{"text": "t", "times": 20000}]}]});
+    // 2,000 events: enough to be spooled while the server is stopped; the daemon flushes for
+    // at most 2 s at exit, which 20,000 overran on a loaded machine (CI).
+    let turns = json!({"turns": [{"chunks": [{"text": "t", "times": 2000}]}]});
     std::fs::write(&script, turns.to_string()).unwrap();
     let mut d = start_daemon(&sb, &nats.url());
     let mut c = d.connect();
