@@ -1,5 +1,6 @@
 //! What a session's last snapshot knew about each file: its stat signature (size, mtime,
-//! ctime, inode, device, mode bits) and the blob it was stored as. A file whose signature is
+//! ctime, inode, device, mode bits) and the blob it was stored as; and each directory's tree
+//! (so the next snapshot rebuilds only the trees on the paths of what changed). A file whose signature is
 //! unchanged is not read again; one whose times were too close to the snapshot to tell a later
 //! change apart ("racy", as git calls it) is read again next time. Kept per session in the
 //! store (`memo-<session>`), so a restart does not re-read the tree. A memo that is missing,
@@ -12,13 +13,24 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::object::{Mode, Objects, Oid};
+use super::tree::Trees;
 use crate::kernel::private;
 
-/// A file whose mtime or ctime is this close to (or after) the snapshot's start is racy:
-/// file times come from a coarse clock, so a change soon after could leave them as they are.
+/// A file whose mtime or ctime is this close to (or after) the snapshot's start is racy
+/// (git's "racily clean" entries): a change right after the file was read could leave its
+/// times as they are, so it is read again next time. File times come from the kernel's
+/// coarse clock (up to a tick, at most 10 ms, behind the real one) rounded down to what the
+/// file system keeps: a file with sub-second times can share its times with a later change
+/// only within [`RACY_FINE`] of the start; one whose times are whole seconds (a file system
+/// that keeps only seconds, or two: FAT) within [`RACY`].
 pub(super) const RACY: Duration = Duration::from_secs(2);
 
-const MAGIC: &[u8] = b"keel-checkpoint-memo 1\n";
+/// The racy window of a file whose times have sub-second parts: a tick of the coarse clock
+/// (at most 10 ms) and the coarsest sub-second granularity of a file system (exFAT's 10 ms),
+/// with room to spare.
+pub(super) const RACY_FINE: Duration = Duration::from_millis(50);
+
+const MAGIC: &[u8] = b"keel-checkpoint-memo 2\n";
 
 /// A file's stat signature: equal signatures mean the file was not written in between
 /// (any write moves ctime, which user space cannot set back).
@@ -44,10 +56,13 @@ impl Sig {
         }
     }
 
-    /// Whether a change right after a snapshot started at `start` could keep this signature.
+    /// Whether a change right after a snapshot started at `start` could keep this signature
+    /// (its mtime or ctime is not older than `start` less the file system's granularity).
     pub fn racy(&self, start: SystemTime) -> bool {
+        let whole_seconds = self.mtime.1 == 0 && self.ctime.1 == 0;
+        let window = if whole_seconds { RACY } else { RACY_FINE };
         let limit = start
-            .checked_sub(RACY)
+            .checked_sub(window)
             .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
             .map(|d| (d.as_secs() as i64, i64::from(d.subsec_nanos())))
             .unwrap_or((0, 0));
@@ -65,11 +80,12 @@ pub(super) struct Known {
     pub racy: bool,
 }
 
-/// The last snapshot of a session: its tree and its files by path.
+/// The last snapshot of a session: its tree, its files by path and its directories' trees.
 #[derive(Debug, Default)]
 pub(super) struct Memo {
     pub tree: Option<Oid>,
     pub files: BTreeMap<String, Known>,
+    pub trees: Trees,
 }
 
 impl Memo {
@@ -108,6 +124,12 @@ impl Memo {
                 out.extend_from_slice(&n.to_le_bytes());
             }
         }
+        out.extend_from_slice(&(self.trees.len() as u64).to_le_bytes());
+        for (dir, id) in &self.trees {
+            out.extend_from_slice(&(dir.len() as u64).to_le_bytes());
+            out.extend_from_slice(dir.as_bytes());
+            out.extend_from_slice(&id.0);
+        }
         out
     }
 }
@@ -145,7 +167,13 @@ fn decode(bytes: &[u8]) -> Option<Memo> {
             },
         );
     }
-    r.0.is_empty().then_some(Memo { tree, files })
+    let mut trees = Trees::new();
+    for _ in 0..r.u64()? {
+        let len = usize::try_from(r.u64()?).ok()?;
+        let dir = String::from_utf8(r.take(len)?.to_vec()).ok()?;
+        trees.insert(dir, Oid(r.take(20)?.try_into().ok()?));
+    }
+    r.0.is_empty().then_some(Memo { tree, files, trees })
 }
 
 struct Reader<'a>(&'a [u8]);
@@ -195,6 +223,7 @@ mod tests {
         let mut memo = Memo {
             tree: Some(tree),
             files: BTreeMap::new(),
+            trees: Trees::new(),
         };
         let known = Known {
             mode: Mode::Executable,
@@ -203,11 +232,13 @@ mod tests {
             racy: true,
         };
         memo.files.insert("d/é.txt".into(), known);
+        memo.trees.insert("d".into(), tree);
         let path = dir.path().join("memo-s");
         memo.save(&path).unwrap();
         let back = Memo::load(&path, &objects);
         assert_eq!(back.tree, Some(tree));
         assert_eq!(back.files.get("d/é.txt"), Some(&known));
+        assert_eq!(back.trees, memo.trees);
         let bytes = fs::read(&path).unwrap();
         fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(Memo::load(&path, &objects).files.is_empty());
@@ -220,7 +251,21 @@ mod tests {
     #[test]
     fn recent_times_are_racy() {
         let start = UNIX_EPOCH + Duration::from_secs(2_001);
-        assert!(sig(2_000).racy(start));
         assert!(!sig(1_990).racy(start));
+        // Sub-second times: racy within 50 ms of the start (or after it).
+        let at = |ms: i64| {
+            let mut s = sig(0);
+            s.ctime = (ms.div_euclid(1000), ms.rem_euclid(1000) * 1_000_000 + 1);
+            s
+        };
+        assert!(at(2_000_960).racy(start));
+        assert!(at(2_001_500).racy(start));
+        assert!(!at(2_000_900).racy(start));
+        // Whole seconds (a file system that keeps no more): racy within 2 s.
+        let mut whole = sig(2_000);
+        (whole.mtime.1, whole.ctime.1) = (0, 0);
+        assert!(whole.racy(start));
+        whole.ctime.0 = 1_998;
+        assert!(!whole.racy(start));
     }
 }

@@ -11,6 +11,7 @@ mod preview;
 mod rewind;
 mod shadow;
 mod snapshot;
+mod tree;
 pub(crate) mod turn;
 
 pub use entry::{Checkpoint, Rewound, CHECKPOINT_TYPE, REWIND_TYPE};

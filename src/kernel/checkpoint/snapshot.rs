@@ -16,6 +16,7 @@ use ignore::WalkBuilder;
 
 use super::memo::{Known, Memo, Sig};
 use super::object::{Mode, Objects, Oid};
+use super::tree;
 use super::{Caps, CheckpointError, CheckpointErrorKind as Kind, Skipped, Snapshot};
 
 /// Where a snapshot reads and writes.
@@ -81,12 +82,14 @@ pub(super) fn take(place: &Place<'_>, start: SystemTime) -> Result<Snapshot, Che
             Err(e) => return Err(io_error("read", &place.work.join(&path), &e)),
         }
     }
-    let tree =
-        write_trees(&files, &objects).map_err(|e| io_error("write a tree in", place.store, &e))?;
     let changed = changed(&old.files, &files);
+    let built = tree::write(&files, &old.trees, &changed, &objects)
+        .map_err(|e| io_error("write a tree in", place.store, &e))?;
+    let tree = built.root;
     let memo = Memo {
         tree: Some(tree),
         files,
+        trees: built.trees,
     };
     memo.save(place.memo)
         .map_err(|e| io_error("write", place.memo, &e))?;
@@ -201,35 +204,6 @@ fn store(
         _ => Mode::Executable,
     };
     Ok(Some((mode, objects.blob(&body)?, Sig::of(&meta))))
-}
-
-/// Writes the trees of `files` (paths `/`-separated), deepest first; the root's id.
-fn write_trees(files: &BTreeMap<String, Known>, objects: &Objects) -> io::Result<Oid> {
-    type Entries = Vec<(Vec<u8>, Mode, Oid)>;
-    let mut dirs: BTreeMap<&str, Entries> = BTreeMap::new();
-    dirs.insert("", Vec::new());
-    for (path, k) in files {
-        let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
-        dirs.entry(dir)
-            .or_default()
-            .push((name.as_bytes().to_vec(), k.mode, k.id));
-        let mut d = dir;
-        while let Some((parent, _)) = d.rsplit_once('/') {
-            dirs.entry(parent).or_default();
-            d = parent;
-        }
-    }
-    let mut order: Vec<&str> = dirs.keys().copied().filter(|d| !d.is_empty()).collect();
-    order.sort_by_key(|d| std::cmp::Reverse(d.matches('/').count()));
-    for dir in order {
-        let mut entries = dirs.remove(dir).unwrap_or_default();
-        let id = objects.tree(&mut entries)?;
-        let (parent, name) = dir.rsplit_once('/').unwrap_or(("", dir));
-        dirs.entry(parent)
-            .or_default()
-            .push((name.as_bytes().to_vec(), Mode::Tree, id));
-    }
-    objects.tree(dirs.get_mut("").map(Vec::as_mut_slice).unwrap_or(&mut []))
 }
 
 /// The paths added, removed or changed (content or mode) from `old` to `new`, sorted.
