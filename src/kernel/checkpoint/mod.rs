@@ -13,6 +13,7 @@ mod shadow;
 mod snapshot;
 mod tree;
 pub(crate) mod turn;
+mod walk;
 
 pub use entry::{Checkpoint, Rewound, CHECKPOINT_TYPE, REWIND_TYPE};
 pub use preview::{preview, PreviewChange, PreviewFile};

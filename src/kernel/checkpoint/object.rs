@@ -7,7 +7,7 @@
 use std::fmt;
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -125,20 +125,34 @@ impl Objects {
             return Ok(id);
         }
         let dir = path.parent().unwrap_or(&self.dir);
-        fs::create_dir_all(dir)?;
         let temp = dir.join(format!(
             "tmp_obj_{}_{}",
             std::process::id(),
             TEMP.fetch_add(1, Ordering::Relaxed)
         ));
+        // As git leaves its objects: read-only (the store's directory is 0700). Not synced:
+        // a snapshot lost with the machine costs only that checkpoint, and the memo is
+        // written after its objects.
+        let create = || {
+            fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o444)
+                .open(&temp)
+        };
+        // The fan-out directory is made only when it is missing (one syscall per object).
+        let file = match create() {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                fs::create_dir_all(dir)?;
+                create()?
+            }
+            other => other?,
+        };
         let written = (|| {
-            let file = fs::File::create(&temp)?;
             let mut z = ZlibEncoder::new(io::BufWriter::new(file), Compression::fast());
             z.write_all(header.as_bytes())?;
             z.write_all(body)?;
             z.finish()?.flush()?;
-            // As git leaves its objects: read-only (the store's directory is 0700).
-            fs::set_permissions(&temp, fs::Permissions::from_mode(0o444))?;
             fs::rename(&temp, &path)
         })();
         if written.is_err() {

@@ -12,11 +12,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::SystemTime;
 
-use ignore::WalkBuilder;
-
 use super::memo::{Known, Memo, Sig};
 use super::object::{Mode, Objects, Oid};
 use super::tree;
+use super::walk::walk;
 use super::{Caps, CheckpointError, CheckpointErrorKind as Kind, Skipped, Snapshot};
 
 /// Where a snapshot reads and writes.
@@ -33,20 +32,25 @@ pub(super) fn take(place: &Place<'_>, start: SystemTime) -> Result<Snapshot, Che
     let objects = Objects::new(place.store);
     let old = Memo::load(place.memo, &objects);
     let (listed, mut skipped) = walk(place.work);
+    // Each listed file with what the last snapshot knew of it (one lookup per file).
+    let listed: Vec<(String, Metadata, Option<&Known>)> = listed
+        .into_iter()
+        .map(|(path, meta)| {
+            let known = old.files.get(&path);
+            (path, meta, known)
+        })
+        .collect();
     let mut plan = Plan {
-        count: listed
-            .iter()
-            .filter(|(p, _)| old.files.contains_key(p))
-            .count(),
+        count: listed.iter().filter(|(_, _, k)| k.is_some()).count(),
         bytes: 0,
         caps: place.caps,
     };
-    let mut files = BTreeMap::new();
-    for (path, meta) in listed {
-        let known = old.files.get(&path);
+    let (mut files, mut changed, mut kept) = (BTreeMap::new(), Vec::new(), 0);
+    for (path, meta, known) in listed {
         let sig = Sig::of(&meta);
         if let Some(k) = known.filter(|k| !k.racy && k.sig == sig) {
             files.insert(path, *k);
+            kept += 1;
             continue;
         }
         if let Some(reason) = plan.refuse(known.is_some(), meta.len()) {
@@ -60,6 +64,10 @@ pub(super) fn take(place: &Place<'_>, start: SystemTime) -> Result<Snapshot, Che
             Ok(Some((mode, id, sig))) => {
                 plan.bytes += sig.size;
                 plan.count += usize::from(known.is_none());
+                kept += usize::from(known.is_some());
+                if known.is_none_or(|o| (o.id, o.mode) != (id, mode)) {
+                    changed.push(path.clone());
+                }
                 let racy = sig.racy(start);
                 files.insert(
                     path,
@@ -82,7 +90,16 @@ pub(super) fn take(place: &Place<'_>, start: SystemTime) -> Result<Snapshot, Che
             Err(e) => return Err(io_error("read", &place.work.join(&path), &e)),
         }
     }
-    let changed = changed(&old.files, &files);
+    // The last snapshot's files not kept are gone (or left out now).
+    if kept < old.files.len() {
+        changed.extend(
+            old.files
+                .keys()
+                .filter(|p| !files.contains_key(*p))
+                .cloned(),
+        );
+    }
+    changed.sort();
     let built = tree::write(&files, &old.trees, &changed, &objects)
         .map_err(|e| io_error("write a tree in", place.store, &e))?;
     let tree = built.root;
@@ -126,44 +143,6 @@ impl Plan<'_> {
     }
 }
 
-/// The files and symlinks git would see under `work`, sorted by path, with their `lstat`;
-/// and the paths left out because they are not UTF-8.
-fn walk(work: &Path) -> (Vec<(String, Metadata)>, Vec<Skipped>) {
-    let mut listed = Vec::new();
-    let mut skipped = Vec::new();
-    let walker = WalkBuilder::new(work)
-        .standard_filters(false)
-        .git_ignore(true)
-        .require_git(false)
-        .follow_links(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| {
-            let dir = e.file_type().is_some_and(|t| t.is_dir());
-            // `.git` itself, and a nested repository (git lists it as one entry, not files).
-            e.file_name() != ".git" && !(dir && e.depth() > 0 && e.path().join(".git").exists())
-        })
-        .build();
-    for entry in walker.flatten() {
-        if entry.file_type().is_none_or(|t| t.is_dir()) {
-            continue;
-        }
-        let Ok(rel) = entry.path().strip_prefix(work) else {
-            continue;
-        };
-        let Some(path) = rel.to_str() else {
-            skipped.push(Skipped {
-                path: rel.to_string_lossy().into_owned(),
-                reason: "nonUtf8Path".into(),
-            });
-            continue;
-        };
-        if let Ok(meta) = entry.metadata() {
-            listed.push((path.to_string(), meta));
-        }
-    }
-    (listed, skipped)
-}
-
 /// Stores one file (its content, or a symlink's target) as a blob: its mode, id and the
 /// signature of what was read. `None`: gone, or not a file git keeps (a socket, a fifo).
 fn store(
@@ -204,20 +183,6 @@ fn store(
         _ => Mode::Executable,
     };
     Ok(Some((mode, objects.blob(&body)?, Sig::of(&meta))))
-}
-
-/// The paths added, removed or changed (content or mode) from `old` to `new`, sorted.
-fn changed(old: &BTreeMap<String, Known>, new: &BTreeMap<String, Known>) -> Vec<String> {
-    let differs =
-        |p: &String, k: &Known| old.get(p).is_none_or(|o| (o.id, o.mode) != (k.id, k.mode));
-    let mut out: Vec<String> = new
-        .iter()
-        .filter(|(p, k)| differs(p, k))
-        .map(|(p, _)| p.clone())
-        .chain(old.keys().filter(|p| !new.contains_key(*p)).cloned())
-        .collect();
-    out.sort();
-    out
 }
 
 fn io_error(what: &str, path: &Path, e: &io::Error) -> CheckpointError {
