@@ -482,6 +482,33 @@ mod tests {
     }
 
     #[test]
+    fn later_snapshots_are_gits_tree_after_deep_added_and_removed_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        write(&work.join(".gitignore"), "*.log\n");
+        write(&work.join("a/b/c/deep.txt"), "deep\n");
+        write(&work.join("a/b/other.txt"), "other\n");
+        write(&work.join("gone/g.txt"), "g\n");
+        write(&work.join("side/s.txt"), "s\n");
+        let shadow = shadow(dir.path(), &work);
+        let later = SystemTime::now() + Duration::from_secs(3600);
+        shadow.snapshot_at(later).unwrap();
+        write(&work.join("a/b/c/deep.txt"), "deeper\n");
+        fs::remove_dir_all(work.join("gone")).unwrap();
+        write(&work.join("new/dir/n.txt"), "n\n");
+        write(&work.join("new/dir/x.log"), "ignored\n");
+        let second = shadow.snapshot_at(later).unwrap();
+        assert_eq!(second.tree, gits_tree(dir.path(), &work, &[]));
+        let changed = ["a/b/c/deep.txt", "gone/g.txt", "new/dir/n.txt"];
+        assert_eq!(second.changed, changed);
+        // A memo of the old format (or a damaged one) costs a full snapshot, not a wrong one.
+        fs::write(&shadow.memo, b"keel-checkpoint-memo 1\n").unwrap();
+        write(&work.join("side/s.txt"), "s2\n");
+        let third = shadow.snapshot_at(later).unwrap();
+        assert_eq!(third.tree, gits_tree(dir.path(), &work, &[]));
+    }
+
+    #[test]
     fn a_rewrite_keeping_size_and_mtime_is_seen() {
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().join("work");
