@@ -217,12 +217,14 @@ fn a_daemon_session_gets_the_sandbox_of_its_cwds_settings() {
 /// sandbox, `OFF` in capitals; `--json` has its mode, network and mechanism.
 #[test]
 fn keel_ps_and_daemon_status_show_each_sessions_sandbox_and_off_loudly() {
-    let sb = world();
+    let mut sb = world();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
     let script = fixture("hello.json");
     let mut ids = Vec::new();
-    for extra in [&[][..], &["--sandbox", "off"][..]] {
+    for (seed, extra) in [(501, &[][..]), (502, &["--sandbox", "off"][..])] {
+        // Two sessions, two ids.
+        sb.seed = seed;
         let mut args = vec!["--daemon", "--socket", &socket, "-p"];
         args.extend(["--provider", "scripted", "--script", &script]);
         args.extend_from_slice(extra);
