@@ -241,7 +241,10 @@ fn keel_ps_and_daemon_status_show_each_sessions_sandbox_and_off_loudly() {
         let found = ps.stdout.lines().find(|l| l.starts_with(id));
         found.unwrap_or_else(|| panic!("no row for {id}: {ps}"))
     };
-    assert!(row(&ids[0]).contains("  workspace-write · net off  "), "{ps}");
+    assert!(
+        row(&ids[0]).contains("  workspace-write · net off  "),
+        "{ps}"
+    );
     assert!(row(&ids[1]).contains("  OFF  "), "{ps}");
     assert!(!row(&ids[1]).contains("workspace-write"), "{ps}");
 
@@ -256,7 +259,10 @@ fn keel_ps_and_daemon_status_show_each_sessions_sandbox_and_off_loudly() {
     assert_eq!(boxed["mode"], "workspace-write", "{json}");
     assert_eq!(boxed["network"], false, "{json}");
     let mech = boxed["mechanism"].as_str().unwrap_or_default().to_string();
-    assert!(["bubblewrap", "landlock"].contains(&mech.as_str()), "{json}");
+    assert!(
+        ["bubblewrap", "landlock"].contains(&mech.as_str()),
+        "{json}"
+    );
     assert_eq!(
         of(&ids[1]),
         json!({"mode": "off", "network": true, "mechanism": "off"})
@@ -266,5 +272,8 @@ fn keel_ps_and_daemon_status_show_each_sessions_sandbox_and_off_loudly() {
     assert_eq!(status.code, 0, "{status}");
     let line = status.stdout.lines().find(|l| l.starts_with("sandbox: "));
     let line = line.unwrap_or_else(|| panic!("no sandbox line: {status}"));
-    assert!(line.contains("1 workspace-write · net off") && line.contains("1 OFF"), "{status}");
+    assert!(
+        line.contains("1 workspace-write · net off") && line.contains("1 OFF"),
+        "{status}"
+    );
 }

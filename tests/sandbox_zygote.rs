@@ -312,8 +312,14 @@ fn a_bubblewrap_that_fails_is_probed_then_run_without_proc_or_replaced_or_refuse
     assert!(sb.work().join("in.txt").exists(), "{r:?}");
     assert!(!sb.dir.path().join("outside.txt").exists(), "{r:?}");
     let started = starts(&log);
-    let zygotes: Vec<&String> = started.iter().filter(|s| s.ends_with("__sandbox-zygote")).collect();
-    assert!(zygotes.last().is_some_and(|z| !z.contains("--proc")), "{started:#?}");
+    let zygotes: Vec<&String> = started
+        .iter()
+        .filter(|s| s.ends_with("__sandbox-zygote"))
+        .collect();
+    assert!(
+        zygotes.last().is_some_and(|z| !z.contains("--proc")),
+        "{started:#?}"
+    );
 
     // No namespaces at all: Landlock takes over (a private $TMPDIR, not /tmp).
     let broken = "echo 'bwrap: No permissions to create new namespace' >&2\nexit 1";
@@ -338,4 +344,3 @@ fn a_bubblewrap_that_fails_is_probed_then_run_without_proc_or_replaced_or_refuse
     );
     assert!(!sb.work().join("in.txt").exists(), "{r:?}");
 }
-
