@@ -358,6 +358,22 @@ pub fn agent_config_with(
         mcp::start(settings, env, mcp_allow, &tool_env, &trust, late)?;
     warnings.extend(mcp_warnings);
     let hooks = settings.hooks(env, &tool_env, &trust, &mut warnings);
+    let temp_dir = env.keel_home.join("tmp");
+    let sandbox_config = settings.sandbox(env, &trust, &mut warnings);
+    // A session that runs `bash` in a sandbox starts its zygote now, not at its first run.
+    let sandboxed = sandbox_config.mode != crate::kernel::sandbox::SandboxMode::Off;
+    let sandbox_tmp = match sandboxed && tools.iter().any(|t| t == "bash") {
+        true => crate::kernel::tool::bash::private_tmp(&tool_env, &temp_dir).ok(),
+        false => None,
+    };
+    let sandbox = crate::kernel::sandbox::Sandbox::for_session_at(
+        &sandbox_config,
+        &env.cwd,
+        &env.keel_home,
+        env.tool_vars.as_ref().unwrap_or(&env.vars),
+        &mut warnings,
+        sandbox_tmp.as_deref(),
+    );
     let config = AgentConfig {
         cwd: env.cwd.clone(),
         system_prompt,
@@ -371,7 +387,7 @@ pub fn agent_config_with(
         follow_up_mode: QueueMode::OneAtATime,
         thinking_level: settings.thinking.map_or("off", |t| t.word()).to_string(),
         bash_timeout: Duration::from_secs(600),
-        temp_dir: env.keel_home.join("tmp"),
+        temp_dir,
         tool_env,
         files: Default::default(),
         retry: RetryPolicy {
@@ -391,13 +407,7 @@ pub fn agent_config_with(
         max_cost: settings.max_cost,
         rules: Arc::new(rules),
         hooks,
-        sandbox: std::sync::Arc::new(crate::kernel::sandbox::Sandbox::for_session(
-            &settings.sandbox(env, &trust, &mut warnings),
-            &env.cwd,
-            &env.keel_home,
-            env.tool_vars.as_ref().unwrap_or(&env.vars),
-            &mut warnings,
-        )),
+        sandbox: std::sync::Arc::new(sandbox),
         checkpoints: settings.checkpoints(env, &mut warnings),
         subagents: None,
     };

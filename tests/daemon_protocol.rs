@@ -261,7 +261,7 @@ fn status_and_stop_are_the_declared_types() {
     let mut c = d.connect();
     hello(&mut c);
     call::<session::Open>(&mut c, 2, &open_params(&sb, &[]));
-    let want = "{version,pid,uptimeMs,clients,sessions[{sessionId,cwd,state,clients,epoch,seq,ageMs,sessionFile}],schedules{tasks,active,running[]}}";
+    let want = "{version,pid,uptimeMs,clients,sessions[{sessionId,cwd,state,clients,epoch,seq,ageMs,sessionFile,sandbox{mode,network,mechanism}}],schedules{tasks,active,running[]}}";
     let status = call_shaped::<daemon::Status>(&mut c, 3, "{}", 3, want);
     let [s] = status.sessions.as_slice() else {
         panic!("{status:?}")

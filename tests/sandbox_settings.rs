@@ -2,13 +2,15 @@
 //! `sandbox.filesystem.allowWrite` and `denyRead`, `sandbox.mode` and `--sandbox` over it, a
 //! project's own file widening the sandbox only once trusted (the trust store or
 //! --trust-project), `keel config show`
-//! naming each key's origin, and a daemon session getting the sandbox of its cwd's settings.
+//! naming each key's origin, a daemon session getting the sandbox of its cwd's settings, and
+//! `keel ps` / `keel daemon status` showing each live session's sandbox.
 
 use std::path::Path;
 
 use serde_json::{json, Value};
 
 use crate::common::daemon::Daemon;
+use crate::common::support::fixture;
 use crate::sandbox::{bash, mechanisms, run, world};
 
 fn write(path: &Path, v: &Value) {
@@ -208,4 +210,70 @@ fn a_daemon_session_gets_the_sandbox_of_its_cwds_settings() {
     );
     assert!(!sb.dir.path().join("outside.txt").exists(), "{r:?}");
     assert!(r[2].1 && !r[2].0.contains("private-canary"), "{r:?}");
+}
+
+/// `keel ps` and `keel daemon status` said nothing of a session's sandbox: a daemon session
+/// whose commands ran with the user's full access looked like any other. Each row now has its
+/// sandbox, `OFF` in capitals; `--json` has its mode, network and mechanism.
+#[test]
+fn keel_ps_and_daemon_status_show_each_sessions_sandbox_and_off_loudly() {
+    let mut sb = world();
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let script = fixture("hello.json");
+    let mut ids = Vec::new();
+    for (seed, extra) in [(501, &[][..]), (502, &["--sandbox", "off"][..])] {
+        // Two sessions, two ids.
+        sb.seed = seed;
+        let mut args = vec!["--daemon", "--socket", &socket, "-p"];
+        args.extend(["--provider", "scripted", "--script", &script]);
+        args.extend_from_slice(extra);
+        args.extend(["--detach", "hi"]);
+        let r = sb.run(&args);
+        assert_eq!(r.code, 0, "{r}");
+        ids.push(r.stdout.trim().to_string());
+    }
+    let ps = sb.run(&["ps", "--socket", &socket]);
+    assert_eq!(ps.code, 0, "{ps}");
+    let header = ps.stdout.lines().next().unwrap();
+    assert!(header.contains("SANDBOX"), "{ps}");
+    let row = |id: &str| {
+        let found = ps.stdout.lines().find(|l| l.starts_with(id));
+        found.unwrap_or_else(|| panic!("no row for {id}: {ps}"))
+    };
+    assert!(
+        row(&ids[0]).contains("  workspace-write · net off  "),
+        "{ps}"
+    );
+    assert!(row(&ids[1]).contains("  OFF  "), "{ps}");
+    assert!(!row(&ids[1]).contains("workspace-write"), "{ps}");
+
+    let json = sb.run(&["ps", "--json", "--socket", &socket]);
+    assert_eq!(json.code, 0, "{json}");
+    let lines: Vec<Value> = json.stdout_lines();
+    let of = |id: &str| {
+        let found = lines.iter().find(|l| l["sessionId"] == id);
+        found.unwrap_or_else(|| panic!("no line for {id}: {json}"))["sandbox"].clone()
+    };
+    let boxed = of(&ids[0]);
+    assert_eq!(boxed["mode"], "workspace-write", "{json}");
+    assert_eq!(boxed["network"], false, "{json}");
+    let mech = boxed["mechanism"].as_str().unwrap_or_default().to_string();
+    assert!(
+        ["bubblewrap", "landlock"].contains(&mech.as_str()),
+        "{json}"
+    );
+    assert_eq!(
+        of(&ids[1]),
+        json!({"mode": "off", "network": true, "mechanism": "off"})
+    );
+
+    let status = sb.run(&["daemon", "status", "--socket", &socket]);
+    assert_eq!(status.code, 0, "{status}");
+    let line = status.stdout.lines().find(|l| l.starts_with("sandbox: "));
+    let line = line.unwrap_or_else(|| panic!("no sandbox line: {status}"));
+    assert!(
+        line.contains("1 workspace-write · net off") && line.contains("1 OFF"),
+        "{status}"
+    );
 }

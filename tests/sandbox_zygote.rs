@@ -2,7 +2,9 @@
 //! sandbox (bubblewrap, and the Landlock fallback) whose zygote is the keel binary. A call
 //! killed on abort or timeout takes its whole group inside the zygote with it; a zygote killed
 //! from outside is replaced by the next call; many calls run at once; exit codes and signals
-//! read as unsandboxed ones do.
+//! read as unsandboxed ones do. Through the binary: the zygote's start is the probe of
+//! bubblewrap (one bubblewrap per session), and a bubblewrap that fails is probed as before
+//! (run without `--proc`, else Landlock, else refused with the same warning).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -14,7 +16,8 @@ use keel::kernel::tool::{self, ToolContext, ToolOutput};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
-use crate::sandbox::mechanisms;
+use crate::common::support::Sandbox as World;
+use crate::sandbox::{bash as bash_call, mechanisms, run, world};
 
 /// A sandbox forced to `mech`, keel's binary as its zygote, writable `work`.
 fn sandbox(mech: &str, work: &Path) -> Arc<Sandbox> {
@@ -237,4 +240,107 @@ async fn exit_codes_signals_cwd_and_environment_read_as_unsandboxed_ones_do() {
             "{mech}"
         );
     }
+}
+
+/// The real bubblewrap, if one is installed.
+fn real_bwrap() -> Option<&'static str> {
+    ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())
+}
+
+/// A `bwrap` for `sandbox.bwrapPath` in `sb`'s temp dir: logs each start's arguments to
+/// `bwrap.log`, then runs `body` (shell).
+fn fake_bwrap(sb: &World, body: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = sb.dir.path();
+    let path = dir.join("fake-bwrap");
+    let log = dir.join("bwrap.log");
+    let script = format!("#!/bin/sh\necho \"$*\" >> '{}'\n{body}\n", log.display());
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let settings = json!({"sandbox": {"bwrapPath": path.display().to_string()}});
+    std::fs::write(sb.home().join("settings.json"), settings.to_string()).unwrap();
+    log
+}
+
+fn starts(log: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines().map(str::to_string).collect()
+}
+
+/// The zygote's start is the probe: a session starts one bubblewrap, not a `bwrap … true`
+/// first and the zygote's after it.
+#[test]
+fn a_session_starts_one_bubblewrap_its_zygote_and_no_probe() {
+    let Some(real) = real_bwrap() else {
+        println!("skipped: bubblewrap is not installed (apt-get install bubblewrap)");
+        return;
+    };
+    let sb = world();
+    let log = fake_bwrap(&sb, &format!("exec {real} \"$@\""));
+    let calls = [bash_call("echo one"), bash_call("echo $TMPDIR")];
+    let (r, _) = run(&sb, "bwrap", &calls, &[], &[]);
+    assert_eq!(r[0], ("one\n".to_string(), false), "{r:?}");
+    assert_eq!(r[1].0, "/tmp\n", "bubblewrap's private /tmp: {r:?}");
+    let started = starts(&log);
+    assert_eq!(started.len(), 1, "{started:#?}");
+    assert!(started[0].ends_with("__sandbox-zygote"), "{started:#?}");
+    assert!(started[0].contains("--proc /proc"), "{started:#?}");
+}
+
+/// A bubblewrap whose zygote does not come up is probed as before: without `--proc` when only
+/// that fails; not at all, then Landlock (auto) or refused with the warning (forced).
+#[test]
+fn a_bubblewrap_that_fails_is_probed_then_run_without_proc_or_replaced_or_refused() {
+    let Some(real) = real_bwrap() else {
+        println!("skipped: bubblewrap is not installed (apt-get install bubblewrap)");
+        return;
+    };
+    let calls = [
+        bash_call("echo in > in.txt && echo $TMPDIR"),
+        bash_call("echo x > ../outside.txt"),
+    ];
+    // `--proc` refused (as in some containers): the sandbox runs without it.
+    let sb = world();
+    let no_proc = format!(
+        "for a in \"$@\"; do [ \"$a\" = --proc ] && {{ echo 'bwrap: Can not mount proc' >&2; exit 1; }}; done\nexec {real} \"$@\""
+    );
+    let log = fake_bwrap(&sb, &no_proc);
+    let (r, _) = run(&sb, "bwrap", &calls, &[], &[]);
+    assert_eq!(r[0], ("/tmp\n".to_string(), false), "{r:?}");
+    assert!(sb.work().join("in.txt").exists(), "{r:?}");
+    assert!(!sb.dir.path().join("outside.txt").exists(), "{r:?}");
+    let started = starts(&log);
+    let zygotes: Vec<&String> = started
+        .iter()
+        .filter(|s| s.ends_with("__sandbox-zygote"))
+        .collect();
+    assert!(
+        zygotes.last().is_some_and(|z| !z.contains("--proc")),
+        "{started:#?}"
+    );
+
+    // No namespaces at all: Landlock takes over (a private $TMPDIR, not /tmp).
+    let broken = "echo 'bwrap: No permissions to create new namespace' >&2\nexit 1";
+    let sb = world();
+    fake_bwrap(&sb, broken);
+    let (r, stderr) = run(&sb, "auto", &calls, &[], &[]);
+    assert!(!r[0].1 && r[0].0 != "/tmp\n", "{r:?}");
+    assert!(sb.work().join("in.txt").exists(), "{r:?}");
+    assert!(!sb.dir.path().join("outside.txt").exists(), "{r:?}");
+    assert!(!stderr.contains("Warning"), "{stderr}");
+
+    // bubblewrap forced: refused, with the warning and the way out.
+    let sb = world();
+    fake_bwrap(&sb, broken);
+    let (r, stderr) = run(&sb, "bwrap", &calls, &[], &[]);
+    assert!(r[0].1 && r[0].0.contains("no sandbox works here"), "{r:?}");
+    assert!(r[0].0.contains("--sandbox off"), "{r:?}");
+    assert_eq!(
+        stderr.matches("Warning: no sandbox works here").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(!sb.work().join("in.txt").exists(), "{r:?}");
 }

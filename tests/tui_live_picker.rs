@@ -269,9 +269,11 @@ fn keel_ps_table_shows_a_name_else_the_first_prompt_in_aligned_columns() {
     let status = json!({"sessions": [
         {"sessionId": "0c1d2e3f-aaaa-4bbb-8ccc-123456789abc", "state": "idle", "clients": 0,
          "ageMs": 180_000, "name": "日本語のドキュメント", "cwd": "/home/me/src/keel",
-         "firstPrompt": "translate the docs"},
+         "firstPrompt": "translate the docs",
+         "sandbox": {"mode": "workspace-write", "network": false, "mechanism": "bubblewrap"}},
         {"sessionId": "7f3a9c21-4b6e-4d0a-9e55-0c1d2e3f4a5b", "state": "running", "clients": 12,
          "ageMs": 3_600_000, "cwd": "/srv/ci",
+         "sandbox": {"mode": "off", "network": true, "mechanism": "off"},
          "firstPrompt": "please look at the flaky test in the loader and tell me why it fails on CI\nsecond line"},
         {"sessionId": "live", "state": "idle", "clients": 1, "ageMs": 5_000, "cwd": "/tmp"}
     ]});

@@ -101,6 +101,13 @@ pub enum Command {
 /// Parses the command line `args` (the process's, read once by `app`) and runs what it names:
 /// a run (`run`, given by `app`, its composition root) or one subcommand (`commands::*::run`).
 pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exit) -> Exit {
+    let args: Vec<String> = args.into_iter().collect();
+    // A session's zygote starts on the way to its first command: it skips the parser.
+    if let [_, zygote] = args.as_slice() {
+        if zygote == "__sandbox-zygote" {
+            return commands::sandbox::zygote();
+        }
+    }
     let args = help_of_help(args::normalize(args));
     let keel = match Keel::try_parse_from(&args) {
         Ok(keel) => keel,

@@ -581,6 +581,7 @@ impl Conn {
                 age_ms: s.live_for.as_millis() as u64,
                 session_file: s.summary.file,
                 parent_session_id: s.summary.parent_session_id,
+                sandbox: Some(s.summary.sandbox),
             });
         }
         let s = &self.shared;

@@ -122,12 +122,13 @@ fn under_parents(sessions: &[LiveSession]) -> Vec<&LiveSession> {
 /// How many columns `keel ps` gives what a session is about (its name or first prompt).
 const ABOUT_COLUMNS: usize = 48;
 
-/// `keel ps`: one row per live session of `daemon/status`: id, state, clients, age, what it
-/// is about (its name, else its first prompt in quotes, cut to [`ABOUT_COLUMNS`]) and cwd,
-/// each column as wide as its widest cell (measured in terminal columns).
+/// `keel ps`: one row per live session of `daemon/status`: id, state, clients, age, its
+/// sandbox ([`sandbox_cell`]), what it is about (its name, else its first prompt in quotes,
+/// cut to [`ABOUT_COLUMNS`]) and cwd, each column as wide as its widest cell (measured in
+/// terminal columns).
 pub fn ps_table(sessions: &[LiveSession]) -> String {
     let head = [
-        "SESSION", "PARENT", "STATE", "CLIENTS", "AGE", "ABOUT", "CWD",
+        "SESSION", "PARENT", "STATE", "CLIENTS", "AGE", "SANDBOX", "ABOUT", "CWD",
     ]
     .map(String::from);
     let mut rows = vec![head];
@@ -148,11 +149,12 @@ pub fn ps_table(sessions: &[LiveSession]) -> String {
             text(s.state.as_str()),
             s.clients.to_string(),
             short_age(s.age_ms),
+            sandbox_cell(s.sandbox.as_ref()),
             about,
             text(&s.cwd),
         ]);
     }
-    let widths: Vec<usize> = (0..7)
+    let widths: Vec<usize> = (0..8)
         .map(|c| {
             rows.iter()
                 .map(|r| crate::text::width(&r[c]))
@@ -168,7 +170,7 @@ pub fn ps_table(sessions: &[LiveSession]) -> String {
             // Counts and ages are right-aligned; the last column is not padded.
             match c {
                 3 | 4 => line.push_str(&format!("{pad}{cell}  ")),
-                6 => line.push_str(cell),
+                7 => line.push_str(cell),
                 _ => line.push_str(&format!("{cell}{pad}  ")),
             }
         }
@@ -176,4 +178,15 @@ pub fn ps_table(sessions: &[LiveSession]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A session's sandbox in `keel ps`: `workspace-write · net off`; in capitals when the
+/// sandbox is not in force (`OFF`, `UNAVAILABLE`, `NONE (UNAVAILABLE)`); `?` from
+/// a daemon that does not say.
+pub fn sandbox_cell(sandbox: Option<&crate::wire::protocol::snapshot::SandboxState>) -> String {
+    match sandbox {
+        Some(s) if s.degraded() => s.label().to_uppercase(),
+        Some(s) => s.label(),
+        None => "?".to_string(),
+    }
 }

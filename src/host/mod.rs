@@ -174,6 +174,8 @@ pub struct Summary {
     /// The text of the session's first prompt (at most [`FIRST_PROMPT_CHARS`] characters):
     /// what `keel ps` and the attach picker show of a session without a name.
     pub first_prompt: Option<String>,
+    /// The sandbox its model's commands run in.
+    pub sandbox: crate::wire::protocol::snapshot::SandboxState,
 }
 
 /// How much of a session's first prompt its summary keeps.
@@ -378,6 +380,7 @@ impl Host {
             parent_session_id: self.parent_id.clone(),
             last_run: self.last_run.clone(),
             first_prompt: first_prompt(&store),
+            sandbox: crate::wire::protocol::snapshot::SandboxState::of(&self.config.sandbox),
         }
     }
 

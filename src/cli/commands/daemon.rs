@@ -213,6 +213,7 @@ fn status_text(status: &StatusResult, place: &str) -> String {
         status.clients,
         status.sessions.len()
     );
+    text.push_str(&sandboxes_line(&status.sessions));
     let s = &status.schedules;
     if let Some(e) = &s.error {
         text.push_str(&format!("scheduled tasks: none run: {e}\n"));
@@ -228,4 +229,23 @@ fn status_text(status: &StatusResult, place: &str) -> String {
         status.journal.as_ref(),
     ));
     text
+}
+
+/// `keel daemon status`'s line on the sessions' sandboxes: how many run in each, the ones
+/// not in force in capitals (`sandbox: 2 workspace-write · net off, 1 OFF`); empty when no
+/// session is live.
+fn sandboxes_line(sessions: &[proto::LiveSession]) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for s in sessions {
+        let cell = crate::front::daemon::sandbox_cell(s.sandbox.as_ref());
+        match counts.iter_mut().find(|(c, _)| *c == cell) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((cell, 1)),
+        }
+    }
+    if counts.is_empty() {
+        return String::new();
+    }
+    let parts: Vec<String> = counts.iter().map(|(c, n)| format!("{n} {c}")).collect();
+    format!("sandbox: {}\n", parts.join(", "))
 }

@@ -231,15 +231,7 @@ impl View {
     /// The status line's sandbox part, from the session's sandbox: `sandbox: workspace-write ·
     /// net off`, `sandbox: off`, or what is wrong (`None`: not known, nothing shown).
     pub fn set_sandbox(&mut self, s: Option<&crate::wire::protocol::snapshot::SandboxState>) {
-        self.sandbox = s.map(|s| match (s.mode.as_str(), s.mechanism.as_str()) {
-            ("off", _) | (_, "off") => "sandbox: off".to_string(),
-            (_, "none") => "sandbox: none (unavailable)".to_string(),
-            (_, "unavailable") => "sandbox: unavailable".to_string(),
-            (mode, _) => {
-                let net = if s.network { "on" } else { "off" };
-                format!("sandbox: {mode} · net {net}")
-            }
-        });
+        self.sandbox = s.map(|s| format!("sandbox: {}", s.label()));
     }
 
     /// Shows a transient hint under the status line until the next key.

@@ -176,6 +176,48 @@ impl Sandbox {
         bwrap: Option<PathBuf>,
         exe: Option<PathBuf>,
     ) -> Sandbox {
+        Sandbox::started(policy, choice, bwrap, exe, None)
+    }
+
+    /// [`Sandbox::new`], and with `start` (the session's cwd and private `/tmp`) the session's
+    /// zygote started at once. Under a bubblewrap not yet probed in this process, that start
+    /// (with every argument the zygote gets) is the probe: only when the zygote does not come
+    /// up is bubblewrap probed as [`Sandbox::new`] does it (to run it without `--proc`, or to
+    /// fall back to Landlock or refuse, with the same messages).
+    fn started(
+        policy: SandboxPolicy,
+        choice: Choice,
+        bwrap: Option<PathBuf>,
+        exe: Option<PathBuf>,
+        start: Option<(&Path, &Path)>,
+    ) -> Sandbox {
+        let trial = match (start, &bwrap, &exe) {
+            (Some(at), Some(path), Some(_))
+                if policy.mode != SandboxMode::Off
+                    && matches!(choice, Choice::Auto | Choice::Bwrap)
+                    && !probe_known(path) =>
+            {
+                Some((at, path))
+            }
+            _ => None,
+        };
+        if let Some(((cwd, tmp), path)) = trial {
+            let tried = bwrap::Bwrap {
+                path: path.clone(),
+                proc_mount: true,
+            };
+            let sandbox = Sandbox {
+                policy: policy.clone(),
+                mechanism: Mechanism::Bwrap(tried.clone()),
+                allow_escalation: None,
+                proxy: Default::default(),
+                zygote: zygote::ZygoteSlot::new(exe.clone()),
+            };
+            if sandbox.start_as_probe(cwd, tmp) {
+                probe_cache().insert(path.clone(), Some(tried));
+                return sandbox;
+            }
+        }
         let bwrap = || bwrap.as_deref().and_then(probed);
         let landlock = || {
             exe.clone()
@@ -209,6 +251,20 @@ impl Sandbox {
         vars: &BTreeMap<String, String>,
         warnings: &mut Vec<String>,
     ) -> Sandbox {
+        Sandbox::for_session_at(config, cwd, keel_home, vars, warnings, None)
+    }
+
+    /// [`Sandbox::for_session`] for a session whose `bash` will run: `tmp` is its private
+    /// `/tmp`, and the zygote starts now (see [`Sandbox::new`]'s `started`) rather than at
+    /// the first run, its start the probe of bubblewrap when this process has not probed it.
+    pub fn for_session_at(
+        config: &SandboxConfig,
+        cwd: &Path,
+        keel_home: &Path,
+        vars: &BTreeMap<String, String>,
+        warnings: &mut Vec<String>,
+        tmp: Option<&Path>,
+    ) -> Sandbox {
         let places = places_of(cwd, keel_home, vars);
         // The spill files of this and other sessions stay readable by the file tools.
         let mut allow_read = vec![keel_home.join("tmp")];
@@ -232,7 +288,12 @@ impl Sandbox {
             Some(p) => Some(cwd.join(p)),
             None => bwrap::find(vars.get("PATH").map(String::as_str), cwd),
         };
-        let mut sandbox = Sandbox::new(policy, choice, bwrap, std::env::current_exe().ok());
+        // The network allowlist's zygote starts with its proxy, on first use.
+        let start = tmp
+            .filter(|_| !matches!(config.network, Network::Allow(_)))
+            .map(|tmp| (cwd, tmp));
+        let exe = std::env::current_exe().ok();
+        let mut sandbox = Sandbox::started(policy, choice, bwrap, exe, start);
         if sandbox.mechanism == Mechanism::Unavailable && !config.fail_if_unavailable {
             sandbox.mechanism = Mechanism::Unenforced;
         }
@@ -486,12 +547,22 @@ fn unavailable_message() -> String {
         .into()
 }
 
-/// The probe of `path`, run once per process.
-fn probed(path: &Path) -> Option<bwrap::Bwrap> {
+/// What this process knows of each bubblewrap: whether it works, and with `--proc`.
+fn probe_cache() -> std::sync::MutexGuard<'static, BTreeMap<PathBuf, Option<bwrap::Bwrap>>> {
     static CACHE: OnceLock<Mutex<BTreeMap<PathBuf, Option<bwrap::Bwrap>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    let mut map = cache.lock().unwrap_or_else(|e| e.into_inner());
-    map.entry(path.to_path_buf())
+    cache.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether this process knows already whether `path` works.
+fn probe_known(path: &Path) -> bool {
+    probe_cache().contains_key(path)
+}
+
+/// The probe of `path`, run once per process.
+fn probed(path: &Path) -> Option<bwrap::Bwrap> {
+    probe_cache()
+        .entry(path.to_path_buf())
         .or_insert_with(|| bwrap::probe(path))
         .clone()
 }

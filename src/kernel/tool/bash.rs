@@ -18,8 +18,8 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::bash_output::{Output, Progress};
-pub use super::bash_proc::warm;
 use super::bash_proc::{self, Proc};
+pub use super::bash_proc::{private_tmp, warm};
 use super::text::{self, MAX_BYTES};
 use super::{str_arg, u64_arg, Files, ToolContext, ToolEnv, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;

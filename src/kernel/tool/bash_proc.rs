@@ -74,8 +74,8 @@ fn start_failed(e: std::io::Error) -> String {
     format!("Failed to start shell: {e}")
 }
 
-/// The session's private directory that becomes the sandbox's `/tmp`.
-fn private_tmp(env: &ToolEnv, temp_dir: &Path) -> Result<PathBuf, String> {
+/// The session's private directory that becomes the sandbox's `/tmp` (created now).
+pub fn private_tmp(env: &ToolEnv, temp_dir: &Path) -> Result<PathBuf, String> {
     env.spill_dir(temp_dir)
         .map(|d| d.join("sandbox-tmp"))
         .and_then(|d| std::fs::create_dir_all(&d).map(|_| d))

@@ -129,6 +129,9 @@ pub struct LiveSession {
     /// The session that started it as a subagent (`task`), while that one is its parent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session_id: Option<String>,
+    /// The sandbox the model's commands run in (absent from a daemon that does not say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<super::snapshot::SandboxState>,
 }
 
 /// Whether a session has a run going.

@@ -58,6 +58,27 @@ impl SandboxState {
             mechanism: sandbox.mechanism.name().to_string(),
         }
     }
+
+    /// What it is in a few words: `workspace-write · net off`, `read-only · net on`, or
+    /// `off`, `unavailable` (commands are refused), `none (unavailable)` (no sandbox works and
+    /// commands run unsandboxed).
+    pub fn label(&self) -> String {
+        match (self.mode.as_str(), self.mechanism.as_str()) {
+            ("off", _) | (_, "off") => "off".to_string(),
+            (_, "none") => "none (unavailable)".to_string(),
+            (_, "unavailable") => "unavailable".to_string(),
+            (mode, _) => {
+                let net = if self.network { "on" } else { "off" };
+                format!("{mode} · net {net}")
+            }
+        }
+    }
+
+    /// Whether it is worth a warning: the model's commands run unconfined (`off`, `none`) or
+    /// not at all (`unavailable`).
+    pub fn degraded(&self) -> bool {
+        self.mode == "off" || ["off", "none", "unavailable"].contains(&self.mechanism.as_str())
+    }
 }
 
 /// A session file's header line (pi's shape).

@@ -30,6 +30,8 @@ use super::{Launch, Mechanism, Sandbox, SandboxError, SandboxErrorKind};
 
 /// How much of the zygote's own stderr (bubblewrap's complaints) is kept for an error.
 const STDERR_KEPT: usize = 4096;
+/// How long a zygote started as the probe of its sandbox may take to come up.
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The session's zygote, started on first use. State, not policy: two sandboxes compare
 /// equal whatever their zygotes are doing.
@@ -269,6 +271,24 @@ impl Sandbox {
     /// command does not wait for it.
     pub fn warm(&self, cwd: &Path, tmp: &Path) -> Result<(), SandboxError> {
         self.running_zygote(cwd, tmp).map(drop)
+    }
+
+    /// Starts the zygote now and waits until it serves, so that its start says whether the
+    /// sandbox works here: `false` when it ended first or did not come up in time (it is
+    /// killed then).
+    pub(super) fn start_as_probe(&self, cwd: &Path, tmp: &Path) -> bool {
+        let Ok(z) = self.running_zygote(cwd, tmp) else {
+            return false;
+        };
+        if proto::wait_ready(z.control.as_fd(), READY_WAIT) {
+            return true;
+        }
+        let pid = z.keeper.pid.load(Ordering::SeqCst);
+        if let Ok(pid @ 1..) = i32::try_from(pid) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        z.mark_dead();
+        false
     }
 
     /// The running zygote for `tmp`, started now if there is none (or it died).

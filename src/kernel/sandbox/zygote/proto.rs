@@ -18,6 +18,8 @@ use serde::{Deserialize, Serialize};
 
 /// The byte a call's control message carries.
 const CALL: u8 = b'c';
+/// The byte the zygote sends keel once it serves (the only message in that direction).
+const READY: u8 = b'r';
 
 /// Bytes that need not be UTF-8 (an environment value, a path, an argument).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -122,6 +124,31 @@ pub fn recv_call(control: BorrowedFd<'_>) -> std::io::Result<Option<[OwnedFd; 3]
         // Anything else is not keel's: drop what came (closing it) and read on.
         if let (CALL, Ok(three)) = (byte[0], <[OwnedFd; 3]>::try_from(fds)) {
             return Ok(Some(three));
+        }
+    }
+}
+
+/// Tells keel the zygote serves (its sandbox is up). Never blocks.
+pub fn send_ready(control: BorrowedFd<'_>) -> std::io::Result<()> {
+    let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
+    rustix::net::send(control, &[READY], flags)?;
+    Ok(())
+}
+
+/// Waits up to `timeout` for the zygote's [`send_ready`]: `false` when it ended first (its
+/// end of the socket closed) or did not say it in time.
+pub fn wait_ready(control: BorrowedFd<'_>, timeout: std::time::Duration) -> bool {
+    use rustix::net::sockopt::{set_socket_timeout, Timeout};
+    // keel reads nothing else on its end: the timeout stays with it harmlessly.
+    if set_socket_timeout(control, Timeout::Recv, Some(timeout)).is_err() {
+        return false;
+    }
+    let mut byte = [0u8; 1];
+    loop {
+        match rustix::net::recv(control, &mut byte, RecvFlags::empty()) {
+            Ok(got) => return got.0 == 1 && byte[0] == READY,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return false,
         }
     }
 }

@@ -29,6 +29,8 @@ pub fn serve(control: OwnedFd) -> std::io::Result<()> {
     // each call's environment.
     let own: Arc<Vec<(OsString, OsString)>> = Arc::new(std::env::vars_os().collect());
     let groups: Groups = Arc::default();
+    // keel may be waiting for this to know the sandbox works (its start is the probe).
+    proto::send_ready(control.as_fd())?;
     let ended = loop {
         match proto::recv_call(control.as_fd()) {
             Ok(Some([call, out, err])) => {
