@@ -72,6 +72,7 @@ mod sessions;
 mod settings;
 mod skills;
 mod stdio;
+mod subagent_dialogs;
 mod subagents;
 mod todo_plan;
 mod tool_loop;

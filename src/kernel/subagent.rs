@@ -105,6 +105,9 @@ pub struct ParentRef {
 /// What the kernel hands the spawner for one `task` call.
 #[derive(Clone)]
 pub struct ChildRequest {
+    /// The parent's `task` call that starts the child (its dialogs shown to the parent's
+    /// clients name it).
+    pub call_id: String,
     pub description: String,
     pub agent: AgentDef,
     pub parent: ParentRef,

@@ -398,6 +398,8 @@ impl Transcript {
                 });
             }
             P::ExtensionUiRequest(r) => self.dialog(r),
+            // The view takes the question down.
+            P::DialogResolved { .. } => {}
             P::QueueUpdate {
                 steering,
                 follow_up,

@@ -269,6 +269,8 @@ impl View {
             | WireEvent::ToolExecutionUpdate { tool_call_id, .. } => {
                 self.approvals.retain(|a| a.call_id != *tool_call_id);
             }
+            // A subagent's question, answered elsewhere (or its child ended).
+            WireEvent::DialogResolved { id } => self.approvals.retain(|a| a.call_id != *id),
             WireEvent::AgentSettled { .. } => self.approvals.clear(),
             WireEvent::PermissionModeChanged { mode } => {
                 if let Some(mode) = Permission::parse(mode) {

@@ -33,6 +33,7 @@ pub(super) async fn run(inner: &Inner, id: &str, args: &Value, abort: &AbortSign
     };
     let started = inner.clock.now_ms();
     let request = ChildRequest {
+        call_id: id.to_string(),
         description: description.clone(),
         agent: agent.clone(),
         parent: subagents.parent.clone(),
