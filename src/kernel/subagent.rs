@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -119,7 +119,7 @@ pub struct ChildRequest {
 }
 
 /// One step of a running child, as the parent's stream shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChildStep {
     /// The tool the child runs.
@@ -127,22 +127,24 @@ pub struct ChildStep {
     pub args: Value,
 }
 
-/// The `details` of a `task` call's `tool_execution_update` and of its result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The `details` of a `task` call's `tool_execution_update` and of its result (read back by
+/// the TUI, which draws a running child from them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubagentDetails {
     pub session_id: String,
     pub agent_type: String,
     pub description: String,
     /// The step the child is at (an update), absent in the result.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub step: Option<ChildStep>,
     /// Tool calls the child made so far.
+    #[serde(default)]
     pub tool_count: u32,
     /// In the result: the child's usage and duration.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub usage: Option<Usage>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub duration_ms: Option<u64>,
 }
 

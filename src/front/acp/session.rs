@@ -245,6 +245,13 @@ impl Task {
                     self.peer.withdraw(&id);
                 }
             }
+            // A subagent's question shown here was answered in its own session (or the
+            // subagent ended): the editor's is withdrawn.
+            WireEvent::DialogResolved { id } if self.open.remove(&*id) => {
+                if let Some(request) = self.asked.remove(&*id) {
+                    self.peer.withdraw(&request);
+                }
+            }
             // A run settled (the editor's prompt, or another client's in the daemon): the
             // context and cost it leaves go out as `usage_update`, then the prompt's answer.
             WireEvent::AgentSettled { outcome, error, .. } => {

@@ -36,6 +36,9 @@ pub(super) struct Approval {
     /// For `edit` and `write`: what the call would do to the file as it is now (from the
     /// host); without it the dialog shows the call's own texts.
     pub preview: Option<Preview>,
+    /// The subagent that asks (`explore subagent: find the config`), when the call is a
+    /// child's, shown above what the call would do.
+    pub from: Option<String>,
     /// First body row shown.
     scroll: usize,
     /// The largest useful `scroll` and the body's height at the last layout.
@@ -52,6 +55,7 @@ impl Approval {
             tool_name,
             args,
             preview: None,
+            from: None,
             scroll: 0,
             max_scroll: Cell::new(0),
             page: Cell::new(MIN_BODY_ROWS),
@@ -102,6 +106,8 @@ impl Approval {
             }
             _ => vec![Line::raw(tool_cell::describe(&self.tool_name, &self.args))],
         };
+        let from = self.from.iter().map(|f| Line::styled(f.clone(), dim()));
+        let lines: Vec<Line<'static>> = from.chain(lines).collect();
         lines
             .iter()
             .flat_map(|l| paint::wrap_line(l, inner, 0))
