@@ -89,6 +89,7 @@ mod tui_permissions;
 mod tui_pty;
 mod tui_reflow;
 mod tui_states;
+mod tui_subagent;
 mod tui_transcript;
 mod tui_vt100;
 mod tui_wire;

@@ -306,7 +306,10 @@ impl View {
         a.preview = r.preview.clone().map(|p| p.into_owned());
         a.from = r.subagent.as_ref().map(|c| {
             let what = crate::text::sanitize(&c.description);
-            format!("{} subagent ({what}) asks:", crate::text::sanitize(&c.agent_type))
+            format!(
+                "{} subagent ({what}) asks:",
+                crate::text::sanitize(&c.agent_type)
+            )
         });
         a
     }

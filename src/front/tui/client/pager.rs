@@ -45,9 +45,8 @@ impl Client {
             let store = match read {
                 Ok((store, _)) => store,
                 Err(e) => {
-                    let cell = HistoryCell::Error(format!(
-                        "cannot read the subagent's transcript: {e}"
-                    ));
+                    let cell =
+                        HistoryCell::Error(format!("cannot read the subagent's transcript: {e}"));
                     let _ = back.send(Back::Notice(cell));
                     return;
                 }

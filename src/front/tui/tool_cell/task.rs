@@ -53,7 +53,10 @@ pub(super) fn running(view: &ToolView<'_>) -> Vec<Line<'static>> {
     vec![
         step,
         Line::styled(
-            format!("{calls} · session {} · Ctrl+G shows it", text::sanitize(session)),
+            format!(
+                "{calls} · session {} · Ctrl+G shows it",
+                text::sanitize(session)
+            ),
             dim(),
         ),
     ]
