@@ -247,6 +247,8 @@ impl HostSpawner {
             handle,
             registry: b.setup.registry.clone(),
             relay,
+            follower: FOLLOWERS.fetch_add(1, Ordering::Relaxed),
+            seen: 0,
         }))
     }
 }
@@ -265,6 +267,10 @@ struct HostChild {
     handle: SessionHandle,
     registry: Option<Arc<dyn ChildRegistry>>,
     relay: Relay,
+    /// The host's subscription to the child's stream, and the last `seq` it read (a second
+    /// run is followed from there).
+    follower: u64,
+    seen: u64,
 }
 
 /// Numbers the host's own subscriptions to its children (apart from any client's).
@@ -280,13 +286,16 @@ impl Child for HostChild {
     }
 
     fn run(
-        self: Box<Self>,
+        &mut self,
         prompt: String,
         steps: mpsc::UnboundedSender<ChildStep>,
         abort: AbortSignal,
-    ) -> BoxFuture<'static, Result<ChildOutcome, TaskError>> {
+    ) -> BoxFuture<'_, Result<ChildOutcome, TaskError>> {
+        Box::pin(follow(self, prompt, steps, abort))
+    }
+
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
         Box::pin(async move {
-            let ended = follow(&self, prompt, steps, abort).await;
             self.handle.stop(Duration::from_secs(3)).await;
             if let Some(r) = &self.registry {
                 r.closed(&self.handle);
@@ -294,7 +303,6 @@ impl Child for HostChild {
             self.relay.note(ChildNote::Ended {
                 id: self.id.clone(),
             });
-            ended
         })
     }
 }
@@ -308,20 +316,19 @@ fn ended(message: &str) -> TaskError {
 
 /// Prompts the child and reads its stream until its run settles.
 async fn follow(
-    child: &HostChild,
+    child: &mut HostChild,
     prompt: String,
     steps: mpsc::UnboundedSender<ChildStep>,
     abort: AbortSignal,
 ) -> Result<ChildOutcome, TaskError> {
     let (queue, mut deliveries) = mpsc::channel::<Delivery>(4096);
     let (reply, attached) = oneshot::channel();
-    let client = FOLLOWERS.fetch_add(1, Ordering::Relaxed);
     child.handle.send(Call::Attach {
-        client,
+        client: child.follower,
         interactive: false,
         cursor: Some(Cursor {
             epoch: child.epoch.clone(),
-            seq: 0,
+            seq: child.seen,
         }),
         queue,
         reply,
@@ -365,6 +372,7 @@ async fn follow(
                 Some(_) => continue,
             }
         };
+        child.seen = published.seq;
         let Ok(event) = serde_json::from_str::<WireEvent>(&published.line) else {
             continue;
         };

@@ -182,18 +182,22 @@ impl std::fmt::Display for TaskError {
 
 impl std::error::Error for TaskError {}
 
-/// A child opened and not yet run.
+/// A child opened: run to its end, perhaps run again (a `SubagentStop` hook that blocks gives
+/// it the hook's reason to go on with), then closed.
 pub trait Child: Send {
     fn session_id(&self) -> String;
     fn transcript_path(&self) -> String;
     /// Runs `prompt` to its end; each tool call the child starts goes to `steps`. `abort`
-    /// aborts the child (and the call answers once it settled).
+    /// aborts the child (and the call answers once it settled). A second call continues the
+    /// same conversation; its outcome counts that run only.
     fn run(
-        self: Box<Self>,
+        &mut self,
         prompt: String,
         steps: mpsc::UnboundedSender<ChildStep>,
         abort: AbortSignal,
-    ) -> BoxFuture<'static, Result<ChildOutcome, TaskError>>;
+    ) -> BoxFuture<'_, Result<ChildOutcome, TaskError>>;
+    /// Ends the child's session (saved; in the daemon it leaves the list of live sessions).
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
 }
 
 /// Opens child sessions (the host implements it).
