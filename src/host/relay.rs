@@ -24,16 +24,19 @@ pub enum ChildNote {
     Started { id: String, handle: SessionHandle },
     /// The child session ended.
     Ended { id: String },
-    /// The child opened an approval dialog (`subagent.dialog_id`).
-    Opened {
-        subagent: DialogSubagent,
-        tool_name: String,
-        args: Value,
-        preview: Option<Preview>,
-        timeout_ms: u64,
-    },
+    /// The child opened an approval dialog.
+    Opened(Box<Opened>),
     /// The child's dialog `dialog_id` is closed (answered, timed out, or its run ended).
     Closed { child: String, dialog_id: String },
+}
+
+/// A child's approval dialog (`subagent.dialog_id` in the child's session).
+pub struct Opened {
+    subagent: DialogSubagent,
+    tool_name: String,
+    args: Value,
+    preview: Option<Preview>,
+    timeout_ms: u64,
 }
 
 /// A child host's line to its parent's host.
@@ -80,7 +83,7 @@ impl Relay {
         (tool_name, args, preview): (&str, &Value, Option<&Preview>),
         timeout_ms: u64,
     ) {
-        self.note(ChildNote::Opened {
+        self.note(ChildNote::Opened(Box::new(Opened {
             subagent: DialogSubagent {
                 dialog_id: id.to_string(),
                 ..self.child.clone()
@@ -89,7 +92,7 @@ impl Relay {
             args: args.clone(),
             preview: preview.cloned(),
             timeout_ms,
-        });
+        })));
     }
 
     /// The child's dialog `id` closed.
@@ -129,13 +132,14 @@ impl Host {
                     self.resolve_shown(&shown);
                 }
             }
-            ChildNote::Opened {
-                subagent,
-                tool_name,
-                args,
-                preview,
-                timeout_ms,
-            } => {
+            ChildNote::Opened(opened) => {
+                let Opened {
+                    subagent,
+                    tool_name,
+                    args,
+                    preview,
+                    timeout_ms,
+                } = *opened;
                 if !self.children.live.contains_key(&subagent.session_id) {
                     return; // ended meanwhile
                 }

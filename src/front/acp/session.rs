@@ -307,10 +307,11 @@ impl Task {
 
     /// Answers the host's dialog for `call`.
     fn decide(&self, call: &str, decision: Decision) {
-        if matches!(
+        let allowed = matches!(
             decision,
             Decision::Allow | Decision::AllowAlways | Decision::AllowAcceptEdits
-        ) {
+        );
+        if allowed && self.mapper.knows(call) {
             self.update(self.mapper.started(call));
         }
         let commands = self.commands.clone();
