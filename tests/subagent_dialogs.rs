@@ -112,16 +112,7 @@ fn in_the_daemon_a_client_attached_to_the_parent_answers_its_childs_approval() {
     let again = c.call("extension_ui_response", params);
     assert_eq!(again["error"]["code"], -32014, "{again}");
     let rest = c.notes_until(is_event("agent_settled"));
-    let end = rest
-        .iter()
-        .find(|v| {
-            v["params"]["event"]["type"] == "tool_execution_end"
-                && v["params"]["event"]["toolCallId"] == "t1"
-        })
-        .expect("the task call ended");
-    let text = end["params"]["event"]["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap();
+    let text = crate::subagents::task_result(&rest, "t1");
     assert!(text.starts_with("child done"), "{text}");
     child_wrote(&sb.work());
 }

@@ -349,6 +349,21 @@ fn aborting_the_parent_aborts_its_child() {
     assert!(aborted, "{:#?}", entries(&child_file));
 }
 
+/// The result text of the parent's `task` call `call` among daemon notifications.
+pub fn task_result(notes: &[Value], call: &str) -> String {
+    let end = notes
+        .iter()
+        .find(|v| {
+            v["params"]["event"]["type"] == "tool_execution_end"
+                && v["params"]["event"]["toolCallId"] == call
+        })
+        .expect("the task call ended");
+    end["params"]["event"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// A `session/event` of the parent's stream: a step of its child running `bash`.
 fn child_runs_bash(v: &Value) -> bool {
     v["method"] == "session/event"
@@ -430,16 +445,7 @@ fn in_the_daemon_a_running_child_is_listed_under_its_parent_and_can_be_attached(
     );
     // The parent goes on with the child's answer as its tool result.
     let rest = c.notes_until(is_event("agent_settled"));
-    let end = rest
-        .iter()
-        .find(|v| {
-            v["params"]["event"]["type"] == "tool_execution_end"
-                && v["params"]["event"]["toolCallId"] == "t1"
-        })
-        .expect("the task call ended");
-    let text = end["params"]["event"]["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap();
+    let text = task_result(&rest, "t1");
     assert!(text.starts_with("child done"), "{text}");
 }
 
