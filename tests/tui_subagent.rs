@@ -101,3 +101,33 @@ fn ctrl_g_opens_the_childs_transcript_and_esc_returns_to_the_parent() {
     s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
     child.wait().unwrap();
 }
+
+#[test]
+fn a_childs_approval_names_the_subagent_and_goes_away_once_resolved_elsewhere() {
+    use keel::wire::events::WireEvent;
+    let mut f = children();
+    let id = format!("{SECOND}/b1");
+    let request = json!({"type": "extension_ui_request", "id": id, "method": "confirm",
+        "title": "Allow tool `bash`?", "message": "cargo test", "timeout": 60000,
+        "toolName": "bash", "args": {"command": "cargo test"},
+        "subagent": {"sessionId": SECOND, "agentType": "explore", "description": "find the tests",
+            "toolCallId": "t2", "dialogId": "b1"}});
+    let now = f.view.now_ms;
+    let shown = |f: &mut Feed, line: &serde_json::Value| {
+        let event = WireEvent::parse(&line.to_string()).expect("a wire event");
+        assert!(f.view.on_event(&event, now).is_empty());
+        f.screen(80, 24)
+    };
+    let asking = shown(&mut f, &request);
+    assert!(
+        asking.contains("explore subagent (find the tests) asks:") && asking.contains("cargo test"),
+        "{asking}"
+    );
+    // The child's own client answered: the parent's question is taken down.
+    let after = shown(&mut f, &json!({"type": "dialog_resolved", "id": id}));
+    assert!(!after.contains("asks:"), "{after}");
+    assert!(
+        after.contains("Enter steers"),
+        "the editor is back: {after}"
+    );
+}
