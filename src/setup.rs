@@ -169,6 +169,7 @@ pub fn subagent_setup(
         depth: 0,
         registry: None,
         parent_id: None,
+        relay: None,
     };
     (Some(setup), warnings)
 }

@@ -349,6 +349,21 @@ fn aborting_the_parent_aborts_its_child() {
     assert!(aborted, "{:#?}", entries(&child_file));
 }
 
+/// The result text of the parent's `task` call `call` among daemon notifications.
+pub fn task_result(notes: &[Value], call: &str) -> String {
+    let end = notes
+        .iter()
+        .find(|v| {
+            v["params"]["event"]["type"] == "tool_execution_end"
+                && v["params"]["event"]["toolCallId"] == call
+        })
+        .expect("the task call ended");
+    end["params"]["event"]["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 /// A `session/event` of the parent's stream: a step of its child running `bash`.
 fn child_runs_bash(v: &Value) -> bool {
     v["method"] == "session/event"
@@ -430,15 +445,65 @@ fn in_the_daemon_a_running_child_is_listed_under_its_parent_and_can_be_attached(
     );
     // The parent goes on with the child's answer as its tool result.
     let rest = c.notes_until(is_event("agent_settled"));
-    let end = rest
-        .iter()
-        .find(|v| {
-            v["params"]["event"]["type"] == "tool_execution_end"
-                && v["params"]["event"]["toolCallId"] == "t1"
-        })
-        .expect("the task call ended");
-    let text = end["params"]["event"]["result"]["content"][0]["text"]
-        .as_str()
-        .unwrap();
+    let text = task_result(&rest, "t1");
     assert!(text.starts_with("child done"), "{text}");
+}
+
+#[test]
+fn a_subagent_stop_hook_that_blocks_keeps_the_child_working_with_its_reason() {
+    let sb = Sandbox::new();
+    let seen = sb.dir.path().join("seen.jsonl");
+    // Blocks the first stop only (Claude's `stop_hook_active` says the child goes on already).
+    let hook = format!(
+        "input=$(cat); printf '%s\\n' \"$input\" >> {}; case \"$input\" in \
+         *'\"stop_hook_active\":false'*) \
+         echo '{{\"decision\":\"block\",\"reason\":\"CHILD also count the tests\"}}';; esac",
+        seen.display()
+    );
+    write(
+        &sb.home().join("settings.json"),
+        &json!({"hooks": {
+            "SubagentStop": [{"matcher": "explore", "hooks": [{"type": "command", "command": hook}]}]
+        }})
+        .to_string(),
+    );
+    let s = script(
+        &sb,
+        json!([
+            {"match": "^look", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
+                {"description": "look", "prompt": "CHILD look around", "subagent_type": "explore"}}}]},
+            {"match": "^CHILD look", "chunks": [{"text": "first answer"}]},
+            {"match": "^CHILD also", "chunks": [{"text": "second answer: 3 tests"}]},
+            {"match": "^look", "chunks": [{"text": "ok"}]}
+        ]),
+    );
+    let lines = json_run(&sb, &s, "look");
+    let end = of_type(&lines, "tool_execution_end")
+        .into_iter()
+        .find(|e| e["toolCallId"] == "t1")
+        .expect("the task call ended");
+    assert_eq!(end["isError"], false, "{end}");
+    let text = end["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("second answer: 3 tests"), "{text}");
+    // The child was told the reason, in its own session, after its first answer.
+    let (child, _) = child_and_parent(&sb);
+    let users: Vec<String> = entries(&child)
+        .iter()
+        .filter(|e| e["message"]["role"] == "user")
+        .map(|e| {
+            e["message"]["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(users, ["CHILD look around", "CHILD also count the tests"]);
+    let fired: Vec<Value> = std::fs::read_to_string(&seen)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let active: Vec<&Value> = fired.iter().map(|f| &f["stop_hook_active"]).collect();
+    assert_eq!(active, [&json!(false), &json!(true)], "{fired:#?}");
+    assert_eq!(fired[1]["last_assistant_message"], "second answer: 3 tests");
 }

@@ -41,8 +41,9 @@ fn screen(view: &mut View, w: u16, h: u16) -> String {
 /// `sandbox_violation` line (added by hand, as the sandbox writes one for a stopped command);
 /// before `write`'s, the line a checkpoint that left out a 20 MB `big.bin` adds
 /// (`checkpoint_warning`). At the end, by hand: what `set_permission_mode` accept-edits
-/// writes (`permission_mode_changed`) and a `todo_write` whose items are all done
-/// (`todo_update`; the TUI then shows no list).
+/// writes (`permission_mode_changed`), a `todo_write` whose items are all done
+/// (`todo_update`; the TUI then shows no list) and the `dialog_resolved` a parent's RPC stream
+/// carries once its subagent's approval was answered (from `subagent_dialogs.rs`).
 fn recorded() -> Vec<String> {
     let path = root().join("fixtures/streams/everything.rpc.jsonl");
     std::fs::read_to_string(path)
@@ -130,6 +131,7 @@ fn the_recorded_stream_holds_every_type_of_the_vocabulary() {
         "checkpoint_warning",
         "compaction_end",
         "compaction_start",
+        "dialog_resolved",
         "extension_ui_request.confirm",
         "extension_ui_request.notify",
         "hook_finished",

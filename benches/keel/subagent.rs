@@ -110,6 +110,7 @@ fn setup(dir: &Path, provider: Arc<dyn Provider>) -> HostSetup {
             depth: 0,
             registry: None,
             parent_id: None,
+            relay: None,
         }),
     }
 }
@@ -131,13 +132,16 @@ async fn opens(dir: &Path) -> Res<(f64, f64)> {
         drop(h);
     }
     let fresh = start.elapsed().as_secs_f64() * 1e3;
-    let top = subagents(&setup(dir, p.clone())).ok_or("no subagents")?;
+    // No parent host reads what the children tell it (their dialogs): its end is dropped.
+    let (parent, _) = tokio::sync::mpsc::unbounded_channel();
+    let top = subagents(&setup(dir, p.clone()), parent).ok_or("no subagents")?;
     let general = top.agents[0].clone();
     let start = Instant::now();
     for _ in 0..OPENS {
         let child = top
             .spawner
             .open(ChildRequest {
+                call_id: "t1".into(),
                 description: "x".into(),
                 agent: general.clone(),
                 parent: ParentRef::default(),

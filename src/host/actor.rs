@@ -48,6 +48,9 @@ pub enum Call {
     Detach {
         client: u64,
     },
+    /// Whether an interactive client watches this subagent's parent: then the subagent's
+    /// dialogs (shown to the parent's clients) wait for an answer as if it were watched.
+    ParentWatched(bool),
     /// Whether dialog `id` is still open (a later answer gets "already answered").
     DialogOpen {
         id: String,
@@ -274,6 +277,7 @@ pub fn spawn_journaled(
         next: 0,
         interactive: HashSet::new(),
         watched: false,
+        parent_watched: false,
         idle: Vec::new(),
     };
     tokio::spawn(actor.run(rx));
@@ -298,8 +302,11 @@ struct Actor {
     /// Attached clients that said they are interactive (the host is told when this set
     /// becomes empty or stops being empty).
     interactive: HashSet<u64>,
-    /// What the host was last told: an interactive client is attached.
+    /// What the host was last told: an interactive client is attached (or watches the parent
+    /// of this subagent).
     watched: bool,
+    /// An interactive client watches this subagent's parent ([`Call::ParentWatched`]).
+    parent_watched: bool,
     /// Told once nothing runs ([`Call::InputEnded`]).
     idle: Vec<oneshot::Sender<()>>,
 }
@@ -378,6 +385,7 @@ impl Actor {
                 self.stream.detach(client);
                 self.interactive.remove(&client);
             }
+            Call::ParentWatched(watched) => self.parent_watched = watched,
             Call::DialogOpen { id, reply } => {
                 let _ = reply.send(self.host.dialog_open(&id));
             }
@@ -448,7 +456,7 @@ impl Actor {
     fn watch(&mut self) {
         let stream = &self.stream;
         self.interactive.retain(|c| stream.has(*c));
-        let now = !self.interactive.is_empty();
+        let now = !self.interactive.is_empty() || self.parent_watched;
         if now != self.watched {
             self.watched = now;
             self.host.set_watched(now);

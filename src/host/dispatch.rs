@@ -286,7 +286,12 @@ impl Host {
             tracing::warn!("extension_ui_response without a string id");
             return;
         };
-        self.open_dialogs.remove(&id);
+        if self.answer_shown(&id, (confirmed, cancelled), value) {
+            return;
+        }
+        if self.open_dialogs.remove(&id).is_some() {
+            self.relay_closed(&id);
+        }
         let Some(call_id) = self.approvals.answer(&id) else {
             tracing::debug!("extension_ui_response for unknown or closed dialog {id}");
             return;

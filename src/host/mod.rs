@@ -28,6 +28,7 @@ pub mod html;
 pub mod live;
 pub mod models;
 mod query;
+pub mod relay;
 mod rewind;
 mod session;
 pub mod snapshot;
@@ -145,6 +146,8 @@ pub enum Internal {
     /// An approval dialog's timer ran out: the dialog and the timer's generation (a stale
     /// timer, cancelled or restarted since, is ignored).
     ApprovalTimeout(String, u64),
+    /// A subagent's host said something (its dialogs are shown to this session's clients).
+    Child(relay::ChildNote),
 }
 
 /// Work that waits until the active run has settled.
@@ -270,6 +273,10 @@ pub struct Host {
     on_saved_rules: Option<SavedRules>,
     /// The parent of a subagent's session.
     parent_id: Option<String>,
+    /// A subagent's line to its parent's host (its dialogs are shown there too).
+    relay: Option<relay::Relay>,
+    /// This session's live subagents and the dialogs of theirs it shows.
+    children: relay::Children,
 }
 
 impl Host {
@@ -280,8 +287,8 @@ impl Host {
 
     /// Starts serving the session of `setup`.
     pub fn new(mut setup: HostSetup) -> Host {
-        setup.config.subagents = subagent::subagents(&setup);
         let (tx, internal_rx) = mpsc::unbounded_channel::<Internal>();
+        setup.config.subagents = subagent::subagents(&setup, tx.clone());
         let (templates, template_warnings) =
             prompts::load(&setup.prompt_dirs.0, &setup.prompt_dirs.1);
         let provider = setup.models.start_provider();
@@ -329,7 +336,9 @@ impl Host {
             open_args: setup.open_args,
             asked: HashMap::new(),
             on_saved_rules: setup.on_saved_rules,
+            relay: setup.subagents.as_ref().and_then(|s| s.relay.clone()),
             parent_id: setup.subagents.and_then(|s| s.parent_id),
+            children: relay::Children::default(),
         }
     }
 
@@ -507,7 +516,7 @@ impl Host {
         }
         if matches!(ev.payload, EventPayload::AgentSettled { .. }) {
             self.approvals.close_all();
-            self.open_dialogs.clear();
+            self.close_dialogs();
             self.asked.clear();
         }
     }
@@ -591,6 +600,9 @@ impl Host {
         self.open_dialogs
             .insert(id.clone(), line.trim_end().to_string().into());
         self.publish(&line);
+        if let Some(r) = &self.relay {
+            r.opened(&id, (tool_name, args, preview), timeout_ms);
+        }
         if let Some(timer) = self.approvals.open(&id, call_id) {
             self.start_timer(timer);
         }
@@ -601,6 +613,7 @@ impl Host {
     /// While watched, open dialogs wait with no timer; when the last watcher leaves, each open
     /// dialog gets the full `--approval-timeout` again from now.
     pub fn set_watched(&mut self, watched: bool) {
+        self.children_watched(watched);
         for timer in self.approvals.set_watched(watched) {
             self.start_timer(timer);
         }
@@ -637,6 +650,7 @@ impl Host {
             Internal::ApprovalTimeout(id, generation) => {
                 if let Some(call_id) = self.approvals.fire(&id, generation) {
                     self.open_dialogs.remove(&id);
+                    self.relay_closed(&id);
                     let (decision, what) = match self.unattended {
                         true => (ApprovalDecision::Blocked, "the run is blocked"),
                         false => (ApprovalDecision::Unanswered, "the tool call was denied"),
@@ -649,13 +663,22 @@ impl Host {
                     self.publish(&rpc::notify_line(&nid, &note, NotifyType::Warning));
                 }
             }
+            Internal::Child(note) => self.on_child(note),
+        }
+    }
+
+    /// Closes every open dialog (the parent of a subagent is told).
+    fn close_dialogs(&mut self) {
+        self.forget_shown();
+        for id in std::mem::take(&mut self.open_dialogs).into_keys() {
+            self.relay_closed(&id);
         }
     }
 
     /// The input ended: open dialogs can never be answered now, and new ones are denied.
     pub fn on_eof(&mut self) {
         self.eof = true;
-        self.open_dialogs.clear();
+        self.close_dialogs();
         for call_id in self.approvals.close_all() {
             self.live
                 .session

@@ -15,8 +15,9 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::actor::{self, Call, SessionHandle};
 use super::models::Models;
+use super::relay::{ChildNote, Relay};
 use super::stream::{Cursor, Delivery, Item};
-use super::HostSetup;
+use super::{HostSetup, Internal};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::AgentConfig;
 use crate::kernel::clock::Clock;
@@ -48,6 +49,8 @@ pub struct SubagentSetup {
     pub registry: Option<Arc<dyn ChildRegistry>>,
     /// The id of the session whose child this session is (`None` for a top session).
     pub parent_id: Option<String>,
+    /// A child's line to its parent's host (`None` for a top session).
+    pub relay: Option<Relay>,
 }
 
 impl std::fmt::Debug for SubagentSetup {
@@ -70,6 +73,8 @@ struct Base {
     approval_timeout: Duration,
     unattended: bool,
     setup: SubagentSetup,
+    /// The parent's host (its children's dialogs are shown to its clients).
+    parent: mpsc::UnboundedSender<Internal>,
 }
 
 /// The host's [`Spawner`].
@@ -77,7 +82,7 @@ struct HostSpawner(Arc<Base>);
 
 /// The `subagents` of a session served from `setup`: `None` when it has no subagent setup or
 /// is nested as deep as allowed.
-pub fn subagents(setup: &HostSetup) -> Option<Subagents> {
+pub fn subagents(setup: &HostSetup, parent: mpsc::UnboundedSender<Internal>) -> Option<Subagents> {
     let s = setup.subagents.as_ref()?;
     if s.depth >= s.max_depth {
         return None;
@@ -93,6 +98,7 @@ pub fn subagents(setup: &HostSetup) -> Option<Subagents> {
         approval_timeout: setup.approval_timeout,
         unattended: setup.unattended,
         setup: s.clone(),
+        parent,
     };
     Some(Subagents {
         spawner: Arc::new(HostSpawner(Arc::new(base))),
@@ -179,6 +185,11 @@ impl HostSpawner {
             }
         };
         let models = b.models.lock().await.starting_with(provider);
+        let names = (id.as_str(), req.agent.name.as_str());
+        let relay = Relay::new(
+            b.parent.clone(),
+            (names.0, names.1, &req.description, &req.call_id),
+        );
         let setup = HostSetup {
             config: self.config(&req, &id),
             models,
@@ -197,11 +208,16 @@ impl HostSpawner {
             subagents: Some(SubagentSetup {
                 depth: req.depth,
                 parent_id: Some(req.parent.session_id.clone()),
+                relay: Some(relay.clone()),
                 ..b.setup.clone()
             }),
         };
         let epoch = format!("child-{id}");
         let handle = actor::spawn(setup, epoch.clone(), (1024, 1 << 20));
+        relay.note(ChildNote::Started {
+            id: id.clone(),
+            handle: handle.clone(),
+        });
         let file = handle
             .status()
             .await
@@ -215,6 +231,7 @@ impl HostSpawner {
             .await;
         if let Err(e) = answer {
             handle.stop(Duration::from_secs(1)).await;
+            relay.note(ChildNote::Ended { id });
             return Err(TaskError {
                 kind: TaskErrorKind::Session,
                 message: format!("the child session cannot be saved: {}", e.message),
@@ -229,6 +246,9 @@ impl HostSpawner {
             epoch,
             handle,
             registry: b.setup.registry.clone(),
+            relay,
+            follower: FOLLOWERS.fetch_add(1, Ordering::Relaxed),
+            seen: 0,
         }))
     }
 }
@@ -246,6 +266,11 @@ struct HostChild {
     epoch: String,
     handle: SessionHandle,
     registry: Option<Arc<dyn ChildRegistry>>,
+    relay: Relay,
+    /// The host's subscription to the child's stream, and the last `seq` it read (a second
+    /// run is followed from there).
+    follower: u64,
+    seen: u64,
 }
 
 /// Numbers the host's own subscriptions to its children (apart from any client's).
@@ -261,18 +286,23 @@ impl Child for HostChild {
     }
 
     fn run(
-        self: Box<Self>,
+        &mut self,
         prompt: String,
         steps: mpsc::UnboundedSender<ChildStep>,
         abort: AbortSignal,
-    ) -> BoxFuture<'static, Result<ChildOutcome, TaskError>> {
+    ) -> BoxFuture<'_, Result<ChildOutcome, TaskError>> {
+        Box::pin(follow(self, prompt, steps, abort))
+    }
+
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()> {
         Box::pin(async move {
-            let ended = follow(&self, prompt, steps, abort).await;
             self.handle.stop(Duration::from_secs(3)).await;
             if let Some(r) = &self.registry {
                 r.closed(&self.handle);
             }
-            ended
+            self.relay.note(ChildNote::Ended {
+                id: self.id.clone(),
+            });
         })
     }
 }
@@ -286,20 +316,19 @@ fn ended(message: &str) -> TaskError {
 
 /// Prompts the child and reads its stream until its run settles.
 async fn follow(
-    child: &HostChild,
+    child: &mut HostChild,
     prompt: String,
     steps: mpsc::UnboundedSender<ChildStep>,
     abort: AbortSignal,
 ) -> Result<ChildOutcome, TaskError> {
     let (queue, mut deliveries) = mpsc::channel::<Delivery>(4096);
     let (reply, attached) = oneshot::channel();
-    let client = FOLLOWERS.fetch_add(1, Ordering::Relaxed);
     child.handle.send(Call::Attach {
-        client,
+        client: child.follower,
         interactive: false,
         cursor: Some(Cursor {
             epoch: child.epoch.clone(),
-            seq: 0,
+            seq: child.seen,
         }),
         queue,
         reply,
@@ -343,6 +372,7 @@ async fn follow(
                 Some(_) => continue,
             }
         };
+        child.seen = published.seq;
         let Ok(event) = serde_json::from_str::<WireEvent>(&published.line) else {
             continue;
         };

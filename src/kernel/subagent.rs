@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
@@ -105,6 +105,9 @@ pub struct ParentRef {
 /// What the kernel hands the spawner for one `task` call.
 #[derive(Clone)]
 pub struct ChildRequest {
+    /// The parent's `task` call that starts the child (its dialogs shown to the parent's
+    /// clients name it).
+    pub call_id: String,
     pub description: String,
     pub agent: AgentDef,
     pub parent: ParentRef,
@@ -116,7 +119,7 @@ pub struct ChildRequest {
 }
 
 /// One step of a running child, as the parent's stream shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChildStep {
     /// The tool the child runs.
@@ -124,22 +127,24 @@ pub struct ChildStep {
     pub args: Value,
 }
 
-/// The `details` of a `task` call's `tool_execution_update` and of its result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// The `details` of a `task` call's `tool_execution_update` and of its result (read back by
+/// the TUI, which draws a running child from them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SubagentDetails {
     pub session_id: String,
     pub agent_type: String,
     pub description: String,
     /// The step the child is at (an update), absent in the result.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub step: Option<ChildStep>,
     /// Tool calls the child made so far.
+    #[serde(default)]
     pub tool_count: u32,
     /// In the result: the child's usage and duration.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub usage: Option<Usage>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(skip_serializing_if = "Option::is_none", default)]
     pub duration_ms: Option<u64>,
 }
 
@@ -177,18 +182,22 @@ impl std::fmt::Display for TaskError {
 
 impl std::error::Error for TaskError {}
 
-/// A child opened and not yet run.
+/// A child opened: run to its end, perhaps run again (a `SubagentStop` hook that blocks gives
+/// it the hook's reason to go on with), then closed.
 pub trait Child: Send {
     fn session_id(&self) -> String;
     fn transcript_path(&self) -> String;
     /// Runs `prompt` to its end; each tool call the child starts goes to `steps`. `abort`
-    /// aborts the child (and the call answers once it settled).
+    /// aborts the child (and the call answers once it settled). A second call continues the
+    /// same conversation; its outcome counts that run only.
     fn run(
-        self: Box<Self>,
+        &mut self,
         prompt: String,
         steps: mpsc::UnboundedSender<ChildStep>,
         abort: AbortSignal,
-    ) -> BoxFuture<'static, Result<ChildOutcome, TaskError>>;
+    ) -> BoxFuture<'_, Result<ChildOutcome, TaskError>>;
+    /// Ends the child's session (saved; in the daemon it leaves the list of live sessions).
+    fn close(self: Box<Self>) -> BoxFuture<'static, ()>;
 }
 
 /// Opens child sessions (the host implements it).

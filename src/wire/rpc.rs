@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use std::borrow::Cow;
 
-use super::events::{NotifyType, UiMethod, UiRequest, WireEvent};
+use super::events::{DialogSubagent, NotifyType, UiMethod, UiRequest, WireEvent};
 use crate::kernel::message::Content;
 use crate::kernel::tool::preview::Preview;
 
@@ -402,6 +402,42 @@ pub fn approval_line(
     preview: Option<&Preview>,
     timeout_ms: Option<u64>,
 ) -> String {
+    dialog_line(approval_request(
+        call_id, tool_name, args, preview, timeout_ms,
+    ))
+}
+
+/// A subagent's approval as its parent's clients see it: [`approval_line`] under the parent's
+/// dialog `id`, with `subagent` naming the child (its session, agent type, description, the
+/// parent's `task` call and the dialog's id in the child's session).
+pub fn subagent_approval_line(
+    id: &str,
+    tool_name: &str,
+    args: &Value,
+    preview: Option<&Preview>,
+    (timeout_ms, child): (Option<u64>, DialogSubagent),
+) -> String {
+    dialog_line(UiRequest {
+        subagent: Some(child),
+        ..approval_request(id, tool_name, args, preview, timeout_ms)
+    })
+}
+
+/// `dialog_resolved {id}`: dialog `id` (a subagent's, relayed) is no longer open.
+pub fn dialog_resolved_line(id: &str) -> String {
+    let mut s =
+        serde_json::to_string(&WireEvent::DialogResolved { id: id.into() }).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+fn approval_request<'a>(
+    call_id: &'a str,
+    tool_name: &'a str,
+    args: &'a Value,
+    preview: Option<&'a Preview>,
+    timeout_ms: Option<u64>,
+) -> UiRequest<'a> {
     let message = match (tool_name, args.get("command").and_then(Value::as_str)) {
         ("bash", Some(cmd)) => cmd.to_string(),
         ("exit_plan_mode", _) => args
@@ -415,7 +451,7 @@ pub fn approval_line(
         },
     };
     let (title, message) = approval_words(tool_name, args, message);
-    dialog_line(UiRequest {
+    UiRequest {
         title: Some(title.into()),
         message: message.into(),
         timeout: timeout_ms,
@@ -423,7 +459,7 @@ pub fn approval_line(
         args: Some(Cow::Borrowed(args)),
         preview: preview.map(Cow::Borrowed),
         ..UiRequest::new(call_id, UiMethod::Confirm)
-    })
+    }
 }
 
 /// The title and message of an approval dialog: a `bash` call that asks to leave the sandbox

@@ -245,6 +245,13 @@ impl Task {
                     self.peer.withdraw(&id);
                 }
             }
+            // A subagent's question shown here was answered in its own session (or the
+            // subagent ended): the editor's is withdrawn.
+            WireEvent::DialogResolved { id } if self.open.remove(&*id) => {
+                if let Some(request) = self.asked.remove(&*id) {
+                    self.peer.withdraw(&request);
+                }
+            }
             // A run settled (the editor's prompt, or another client's in the daemon): the
             // context and cost it leaves go out as `usage_update`, then the prompt's answer.
             WireEvent::AgentSettled { outcome, error, .. } => {
@@ -300,10 +307,11 @@ impl Task {
 
     /// Answers the host's dialog for `call`.
     fn decide(&self, call: &str, decision: Decision) {
-        if matches!(
+        let allowed = matches!(
             decision,
             Decision::Allow | Decision::AllowAlways | Decision::AllowAcceptEdits
-        ) {
+        );
+        if allowed && self.mapper.knows(call) {
             self.update(self.mapper.started(call));
         }
         let commands = self.commands.clone();

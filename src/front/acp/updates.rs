@@ -229,6 +229,12 @@ impl Mapper {
         ))
     }
 
+    /// Whether the editor was sent call `tool_call_id` (a subagent's approval names a call of
+    /// the child's, which it was not).
+    pub fn knows(&self, tool_call_id: &str) -> bool {
+        self.calls.contains_key(tool_call_id)
+    }
+
     /// The tool call a permission request shows: title, kind, input and the diff or command.
     pub fn permission_call(&self, tool_call_id: &str, name: &str, args: &Value) -> ToolCallUpdate {
         let call = self.calls.get(tool_call_id).cloned().unwrap_or(Call {

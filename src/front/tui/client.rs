@@ -75,6 +75,8 @@ pub(super) enum Back {
     ShellRefused(String),
     /// The whole conversation, for the transcript pager.
     Transcript(Vec<Replayed>),
+    /// A subagent's conversation under a heading, for the pager (Ctrl+G).
+    Subtranscript(String, Vec<Replayed>),
     /// The saved sessions a remote daemon holds (`session/list`), for the picker.
     Sessions(Vec<SessionSummary>, Vec<SessionSummary>),
     /// The session's permission mode (`get_permissions`, `set_permission_mode`).
@@ -394,6 +396,12 @@ impl Client {
             Back::Permission(mode) => self.view.permission = Some(mode),
             Back::Transcript(replayed) => {
                 let mut t = super::transcript::Transcript::new();
+                t.replay(&replayed);
+                self.open_pager(super::pager::Pager::new(t.finish()));
+            }
+            Back::Subtranscript(heading, replayed) => {
+                let mut t = super::transcript::Transcript::new();
+                t.push(HistoryCell::Notice(heading));
                 t.replay(&replayed);
                 self.open_pager(super::pager::Pager::new(t.finish()));
             }
@@ -754,6 +762,7 @@ impl Client {
             }
             Action::Quit => self.quit(),
             Action::SetPermission(mode) => self.set_permission(mode),
+            Action::OpenSubagent(child) => self.subagent_transcript(child),
             Action::AllowAlways { call_id } => self.send(Command::ExtensionUiResponse {
                 id: Some(call_id),
                 value: Some("always".into()),

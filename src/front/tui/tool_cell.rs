@@ -8,6 +8,7 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 
 mod rows;
+mod task;
 
 use super::paint;
 use crate::text;
@@ -136,6 +137,7 @@ pub fn describe(name: &str, args: &serde_json::Value) -> String {
             p => p.to_string(),
         },
         "exit_plan_mode" => first_line(s("plan")),
+        crate::kernel::subagent::TASK => task::summary(args),
         "todo_write" => match args.get("todos").and_then(Value::as_array) {
             Some(items) if items.len() == 1 => "1 item".to_string(),
             Some(items) => format!("{} items", items.len()),
@@ -313,7 +315,11 @@ fn body(view: &ToolView<'_>) -> Vec<Line<'static>> {
         ToolPhase::Running { .. } if view.name == "bash" => {
             tail(&output_lines(text), view.limit(BASH_TAIL), dim())
         }
+        ToolPhase::Running { .. } if view.name == crate::kernel::subagent::TASK => {
+            task::running(view)
+        }
         ToolPhase::Running { .. } => Vec::new(),
+        ToolPhase::Done { .. } if view.name == crate::kernel::subagent::TASK => task::done(view),
         ToolPhase::Done { .. } => done_body(view).unwrap_or_else(|| {
             let style = if view.is_error { fg(Color::Red) } else { dim() };
             let rows = plain_rows(&output_lines(text), style);

@@ -9,10 +9,12 @@ use std::collections::VecDeque;
 
 use serde_json::Value;
 
+mod children;
 mod explore;
 mod lines;
 mod retry;
 mod shell;
+pub use children::ChildRef;
 pub use shell::{RunningShell, LIVE_OUTPUT_BYTES};
 
 use super::markdown::{self, MarkdownStream, MdLine};
@@ -64,6 +66,8 @@ pub struct RunningTool {
     pub name: String,
     pub args: Value,
     pub partial: Option<String>,
+    /// The latest update's details (a `task` call's child: its id and current step).
+    pub details: Option<Value>,
     pub started_ms: i64,
     pub awaiting_approval: bool,
 }
@@ -145,6 +149,9 @@ pub struct Transcript {
     pub session_name: Option<String>,
     /// The task list (`todo_update`, or `get_state`'s on resume), drawn above the editor.
     pub todos: Vec<crate::kernel::tool::todo::TodoItem>,
+    /// The subagents this view has seen start, oldest first (Ctrl+G opens the latest's
+    /// transcript).
+    pub children: Vec<ChildRef>,
     /// A failed answer already showed this run's error.
     error_shown: bool,
     /// When the user's prompt started running (kept across retries and compaction).
@@ -363,6 +370,7 @@ impl Transcript {
                     name: tool_name.to_string(),
                     args: args.clone().into_owned(),
                     partial: None,
+                    details: None,
                     started_ms: at_ms,
                     awaiting_approval: false,
                 });
@@ -374,7 +382,9 @@ impl Transcript {
             } => {
                 if let Some(t) = self.running.iter_mut().find(|t| t.call_id == *tool_call_id) {
                     t.partial = Some(partial_result.text());
+                    t.details = partial_result.details.clone().map(Cow::into_owned);
                     t.awaiting_approval = false;
+                    children::seen(&mut self.children, t);
                 }
             }
             P::ToolExecutionEnd {
@@ -398,6 +408,8 @@ impl Transcript {
                 });
             }
             P::ExtensionUiRequest(r) => self.dialog(r),
+            // The view takes the question down.
+            P::DialogResolved { .. } => {}
             P::QueueUpdate {
                 steering,
                 follow_up,

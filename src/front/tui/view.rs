@@ -125,6 +125,8 @@ pub enum Action {
     Quit,
     /// Shift+Tab: the session's permission mode from now on.
     SetPermission(Permission),
+    /// Ctrl+G: the latest subagent's transcript, read-only (Esc returns).
+    OpenSubagent(super::transcript::ChildRef),
 }
 
 /// The laid-out live area of one frame.
@@ -261,6 +263,8 @@ impl View {
             | WireEvent::ToolExecutionUpdate { tool_call_id, .. } => {
                 self.approvals.retain(|a| a.call_id != *tool_call_id);
             }
+            // A subagent's question, answered elsewhere (or its child ended).
+            WireEvent::DialogResolved { id } => self.approvals.retain(|a| a.call_id != *id),
             WireEvent::AgentSettled { .. } => self.approvals.clear(),
             WireEvent::PermissionModeChanged { mode } => {
                 if let Some(mode) = Permission::parse(mode) {
@@ -292,6 +296,13 @@ impl View {
             .unwrap_or(Value::Null);
         let mut a = Approval::new(r.id.to_string(), tool_name, args);
         a.preview = r.preview.clone().map(|p| p.into_owned());
+        a.from = r.subagent.as_ref().map(|c| {
+            let what = crate::text::sanitize(&c.description);
+            format!(
+                "{} subagent ({what}) asks:",
+                crate::text::sanitize(&c.agent_type)
+            )
+        });
         a
     }
 
@@ -424,6 +435,13 @@ impl View {
                 });
                 None
             }
+            KeyCode::Char('g') if ctrl => match self.transcript.children.last() {
+                Some(child) => Some(Action::OpenSubagent(child.clone())),
+                None => {
+                    self.set_hint("no subagent has run in this session yet");
+                    None
+                }
+            },
             KeyCode::Esc if self.transcript.is_running() => Some(Action::Abort),
             KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => self.submit(true),
             // The editor takes a plain Enter after a backslash (a newline); else it sends.

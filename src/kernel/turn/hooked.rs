@@ -265,6 +265,18 @@ pub(super) async fn session_start(inner: &Inner, source: &str, abort: &AbortSign
         .context
 }
 
+/// `SubagentStop` for a child of type `agent` (`fields`: its id, type, transcript, last
+/// answer and `stop_hook_active`): `Some(reason)` when a hook blocks the stop, which keeps the
+/// child working with the reason as its next prompt.
+pub(super) async fn subagent_stopping(inner: &Inner, agent: &str, fields: Value) -> Option<String> {
+    let never = AbortSignal::never();
+    let v = fire(inner, HookEvent::SubagentStop, &[agent], fields, &never).await;
+    match v.stop {
+        Some(_) => None,
+        None => v.blocked,
+    }
+}
+
 /// `Stop`: `Some(reason)` when a hook keeps the agent going (the reason becomes the next
 /// user message).
 pub(super) async fn stopping(

@@ -10,7 +10,7 @@ use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::Inner;
 use crate::kernel::event::EventPayload;
 use crate::kernel::hooks::HookEvent;
-use crate::kernel::subagent::{ChildRequest, ChildStep, SubagentDetails};
+use crate::kernel::subagent::{ChildOutcome, ChildRequest, ChildStep, SubagentDetails};
 use crate::kernel::tool::{self, ToolOutput};
 
 /// Runs a `task` call to the child's end.
@@ -33,6 +33,7 @@ pub(super) async fn run(inner: &Inner, id: &str, args: &Value, abort: &AbortSign
     };
     let started = inner.clock.now_ms();
     let request = ChildRequest {
+        call_id: id.to_string(),
         description: description.clone(),
         agent: agent.clone(),
         parent: subagents.parent.clone(),
@@ -83,44 +84,71 @@ pub(super) async fn run(inner: &Inner, id: &str, args: &Value, abort: &AbortSign
         &details,
         format!("{} subagent {session_id} started", agent.name),
     );
-    let (tx, mut rx) = mpsc::unbounded_channel::<ChildStep>();
-    let run = child.run(prompt, tx, abort.clone());
-    tokio::pin!(run);
-    let ended = loop {
-        tokio::select! {
-            biased;
-            Some(step) = rx.recv() => {
-                details.tool_count += 1;
-                let text = format!("{} subagent {session_id}: {}", agent.name, step.tool_name);
-                details.step = Some(step);
-                publish(&details, text);
+    let mut child = child;
+    let mut total = ChildOutcome {
+        final_text: String::new(),
+        usage: Default::default(),
+        tool_count: 0,
+        failure: None,
+    };
+    let (mut prompt, mut continues) = (prompt, 0u32);
+    let outcome = loop {
+        let (tx, mut rx) = mpsc::unbounded_channel::<ChildStep>();
+        let ended = {
+            let run = child.run(prompt, tx, abort.clone());
+            tokio::pin!(run);
+            loop {
+                tokio::select! {
+                    biased;
+                    Some(step) = rx.recv() => {
+                        details.tool_count += 1;
+                        let text = format!("{} subagent {session_id}: {}", agent.name, step.tool_name);
+                        details.step = Some(step);
+                        publish(&details, text);
+                    }
+                    ended = &mut run => break ended,
+                }
             }
-            ended = &mut run => break ended,
+        };
+        let run = match ended {
+            Ok(o) => o,
+            Err(e) => {
+                child.close().await;
+                return ToolOutput::error(format!("The subagent failed: {e}"));
+            }
+        };
+        total.usage.add(&run.usage);
+        total.tool_count += run.tool_count;
+        if !run.final_text.trim().is_empty() {
+            total.final_text = run.final_text;
+        }
+        total.failure = run.failure;
+        let mut stop_fields = agent_fields.clone();
+        if let Value::Object(m) = &mut stop_fields {
+            m.insert("stop_hook_active".into(), (continues > 0).into());
+            m.insert("agent_transcript_path".into(), transcript.clone().into());
+            m.insert(
+                "last_assistant_message".into(),
+                total.final_text.clone().into(),
+            );
+        }
+        // A hook that blocks the stop keeps the child working: its reason is the child's next
+        // prompt (Claude's contract), as often as a `Stop` hook may keep the parent going.
+        let again = super::hooked::subagent_stopping(inner, &agent.name, stop_fields).await;
+        match again {
+            Some(reason)
+                if total.failure.is_none()
+                    && !abort.is_aborted()
+                    && continues < super::hooked::MAX_STOP_CONTINUES =>
+            {
+                continues += 1;
+                prompt = reason;
+            }
+            _ => break total,
         }
     };
+    child.close().await;
     details.step = None;
-    let outcome = match ended {
-        Ok(o) => o,
-        Err(e) => return ToolOutput::error(format!("The subagent failed: {e}")),
-    };
-    let mut stop_fields = agent_fields;
-    if let Value::Object(m) = &mut stop_fields {
-        m.insert("stop_hook_active".into(), false.into());
-        m.insert("agent_transcript_path".into(), transcript.into());
-        m.insert(
-            "last_assistant_message".into(),
-            outcome.final_text.clone().into(),
-        );
-    }
-    let never = AbortSignal::never();
-    super::hooked::fire(
-        inner,
-        HookEvent::SubagentStop,
-        &[&agent.name],
-        stop_fields,
-        &never,
-    )
-    .await;
     let duration_ms = (inner.clock.now_ms() - started).max(0) as u64;
     details.tool_count = outcome.tool_count;
     details.usage = Some(outcome.usage.clone());

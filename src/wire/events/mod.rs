@@ -51,8 +51,8 @@ use crate::kernel::tool::bash::BashExecution;
 pub use from_kernel::{rpc_extra_events, settled_error, stream_events, wire_events};
 pub use lines::{ResultError, ResultLine, SessionLine};
 pub use parts::{
-    AssistantMessageEvent, SettledError, ToolCall, ToolCallType, ToolResult, TurnMessage,
-    TurnToolResult, UiRequest,
+    AssistantMessageEvent, DialogSubagent, SettledError, ToolCall, ToolCallType, ToolResult,
+    TurnMessage, TurnToolResult, UiRequest,
 };
 pub use words::{CompactionReason, ErrorKind, NotifyType, Outcome, UiMethod};
 
@@ -156,6 +156,13 @@ pub enum WireEvent<'a> {
     /// A dialog for the client: an approval (`confirm`, `--permission ask`; `id` is the tool
     /// call id) or a message (`notify`).
     ExtensionUiRequest(UiRequest<'a>),
+    /// keel: dialog `id` of this stream is no longer open: it was answered (by a client of
+    /// this session or of the subagent's own session, the first answer wins), timed out, or
+    /// its subagent ended. Published for the dialogs a parent shows of its subagents
+    /// (`extension_ui_request` with `subagent`); a client takes the question down.
+    DialogResolved {
+        id: Cow<'a, str>,
+    },
     #[serde(rename_all = "camelCase")]
     AutoRetryStart {
         attempt: u32,
@@ -292,6 +299,7 @@ kinds! { WireEvent {
     ToolExecutionEnd = "tool_execution_end",
     QueueUpdate = "queue_update",
     ExtensionUiRequest = "extension_ui_request",
+    DialogResolved = "dialog_resolved",
     AutoRetryStart = "auto_retry_start",
     AutoRetryEnd = "auto_retry_end",
     SessionInfoChanged = "session_info_changed",

@@ -184,6 +184,27 @@ pub struct UiRequest<'a> {
     /// (`{change: "edit"|"overwrite"|"create", path, diff?, error?}`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub preview: Option<Cow<'a, Preview>>,
+    /// keel: the approval is a subagent's (`DESIGN.md` §17), shown to the clients of its
+    /// parent: which child asks. Answering `id` in the parent's session answers the child's
+    /// dialog; the first answer wins, here or in the child's own session.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub subagent: Option<DialogSubagent>,
+}
+
+/// The child whose approval a parent's dialog relays (`extension_ui_request`'s `subagent`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DialogSubagent {
+    /// The child's session id (`keel attach` reaches it in the daemon).
+    pub session_id: String,
+    /// Its agent definition's name (`explore`, `general`, …).
+    pub agent_type: String,
+    /// The `task` call's `description`.
+    pub description: String,
+    /// The parent's `task` call that started the child.
+    pub tool_call_id: String,
+    /// The dialog's id in the child's own session (its tool call id there).
+    pub dialog_id: String,
 }
 
 impl<'a> UiRequest<'a> {
@@ -199,6 +220,7 @@ impl<'a> UiRequest<'a> {
             tool_name: None,
             args: None,
             preview: None,
+            subagent: None,
         }
     }
 }

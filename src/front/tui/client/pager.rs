@@ -13,7 +13,7 @@ use ratatui::layout::Rect;
 
 use super::{internals, Back, Client};
 use crate::front::tui::pager::{Pager, PagerKey};
-use crate::front::tui::transcript::HistoryCell;
+use crate::front::tui::transcript::{ChildRef, HistoryCell};
 use crate::front::tui::{tty, Input};
 
 impl Client {
@@ -31,6 +31,34 @@ impl Client {
             };
             let replayed = internals(&commands).await.replay(&answer.messages);
             let _ = back.send(Back::Transcript(replayed));
+        });
+    }
+
+    /// Ctrl+G: subagent `child`'s transcript in the pager, read-only, replayed from its
+    /// session file (beside this session's; a running child's holds what it has done so far).
+    /// Esc or `q` returns to this session.
+    pub(in crate::front::tui) fn subagent_transcript(&self, child: ChildRef) {
+        let (dir, back) = (self.session_dir.clone(), self.back_tx.clone());
+        tokio::spawn(async move {
+            let read = crate::kernel::session::resolve(&dir, &child.session_id)
+                .and_then(|path| crate::kernel::session::Store::read(&path));
+            let store = match read {
+                Ok((store, _)) => store,
+                Err(e) => {
+                    let cell =
+                        HistoryCell::Error(format!("cannot read the subagent's transcript: {e}"));
+                    let _ = back.send(Back::Notice(cell));
+                    return;
+                }
+            };
+            let heading = format!(
+                "{} subagent · {} · session {} (read-only; Esc returns)",
+                crate::text::sanitize(&child.agent_type),
+                crate::text::sanitize(&child.description),
+                child.session_id
+            );
+            let replayed = super::super::replay::Internals::default().replay(&store.context());
+            let _ = back.send(Back::Subtranscript(heading, replayed));
         });
     }
 

@@ -36,6 +36,9 @@ pub(super) struct Approval {
     /// For `edit` and `write`: what the call would do to the file as it is now (from the
     /// host); without it the dialog shows the call's own texts.
     pub preview: Option<Preview>,
+    /// The subagent that asks (`explore subagent (find the config) asks:`), when the call is
+    /// a child's, shown under the question.
+    pub from: Option<String>,
     /// First body row shown.
     scroll: usize,
     /// The largest useful `scroll` and the body's height at the last layout.
@@ -52,6 +55,7 @@ impl Approval {
             tool_name,
             args,
             preview: None,
+            from: None,
             scroll: 0,
             max_scroll: Cell::new(0),
             page: Cell::new(MIN_BODY_ROWS),
@@ -168,6 +172,13 @@ pub(super) fn rows(a: &Approval, waiting: usize, w: usize, max_rows: usize) -> V
     };
     let whole = paint::line_width(&head) <= w;
     let mut out = vec![paint::truncate_line(&head, w)];
+    // A subagent's call: which one asks, always shown under the question.
+    if let Some(from) = &a.from {
+        out.push(paint::truncate_line(
+            &Line::styled(format!("  {from}"), dim()),
+            w,
+        ));
+    }
     // A short one-line command is all in the question; anything else is shown in full.
     let cmd = a.args.get("command").and_then(Value::as_str).unwrap_or("");
     let body = match a.tool_name.as_str() {
@@ -176,7 +187,8 @@ pub(super) fn rows(a: &Approval, waiting: usize, w: usize, max_rows: usize) -> V
         _ if whole => Vec::new(),
         _ => a.body(w),
     };
-    let room = max_rows.saturating_sub(FRAME_ROWS).max(MIN_BODY_ROWS);
+    let frame = FRAME_ROWS + usize::from(a.from.is_some());
+    let room = max_rows.saturating_sub(frame).max(MIN_BODY_ROWS);
     let max_scroll = body.len().saturating_sub(room);
     a.max_scroll.set(max_scroll);
     a.page.set(room);

@@ -177,7 +177,7 @@ impl View {
                 name: &tool.name,
                 args: &tool.args,
                 text: tool.partial.as_deref(),
-                details: None,
+                details: tool.details.as_ref(),
                 is_error: false,
                 phase,
                 expanded: self.layout.expand_tools,
