@@ -147,19 +147,20 @@ impl Client {
             }
             "thinking" => self.thinking(args),
             "model" => self.model(args),
-            "new" | "resume" | "fork" if busy => self.view.notice(HistoryCell::Notice(
+            "new" | "resume" | "fork" | "rewind" if busy => self.view.notice(HistoryCell::Notice(
                 "the agent is working: press Esc to stop it first".into(),
             )),
             "new" => {
-                self.replacing = Some("new session");
+                self.replacing = Some("new session".into());
                 self.send(Command::NewSession {
                     parent_session: None,
                 });
             }
             "resume" => self.open_picker(),
+            "rewind" => self.open_rewind(),
             // A copy of the session as it stands, continued from here (this one stays).
             "fork" => {
-                self.replacing = Some("forked into session");
+                self.replacing = Some("forked into session".into());
                 self.send(Command::Clone {});
             }
             "export" => {

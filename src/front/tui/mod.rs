@@ -20,6 +20,7 @@ pub mod permissions;
 pub mod picker;
 mod reconnect;
 pub mod replay;
+pub mod rewind;
 pub mod start;
 pub mod terminal;
 pub mod tool_cell;
