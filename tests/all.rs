@@ -87,6 +87,7 @@ mod tui_md;
 mod tui_permissions;
 mod tui_pty;
 mod tui_reflow;
+mod tui_rewind;
 mod tui_states;
 mod tui_transcript;
 mod tui_vt100;

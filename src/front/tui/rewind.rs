@@ -217,14 +217,13 @@ impl RewindPicker {
 
     /// Rows `render` wants: title, list (or choices), a blank row, then the preview.
     pub fn desired_height(&self, max_rows: u16) -> u16 {
-        let list = self.rows.len().clamp(1, LIST_ROWS).max(CHOICES.len());
-        let rows = 2 + list + 1 + self.preview_lines(usize::MAX).len();
+        let rows = 2 + self.list_rows() as usize + 1 + self.preview_lines(usize::MAX).len();
         rows.min(max_rows as usize) as u16
     }
 
     /// Draws the picker into `area` of `buf`; every cell of the area is redrawn.
     pub fn render(&self, area: Rect, buf: &mut Buffer) {
-        let list_rows = self.rows.len().clamp(1, LIST_ROWS).max(CHOICES.len()) as u16;
+        let list_rows = self.list_rows();
         rows::frame(
             area,
             buf,
@@ -246,14 +245,19 @@ impl RewindPicker {
         );
     }
 
+    /// Rows of the list (or, after Enter, of the choices).
+    fn list_rows(&self) -> u16 {
+        match self.menu {
+            Some(_) => CHOICES.len() as u16,
+            None => self.rows.len().clamp(1, LIST_ROWS) as u16,
+        }
+    }
+
     fn title_line(&self, w: usize) -> Line<'static> {
         let (title, hints) = match self.menu {
             None => (
-                format!(
-                    "Rewind · {} with checkpoints",
-                    count(self.rows.len(), "message")
-                ),
-                "↑↓: choose · Enter: rewind… · Esc: cancel",
+                format!("Rewind · {}", count(self.rows.len(), "message")),
+                "Enter: choose what to rewind · Esc: cancel",
             ),
             Some(_) => (
                 "Rewind to before this message".to_string(),
@@ -282,7 +286,7 @@ impl RewindPicker {
                 Span::raw(p.to_string()),
             ]),
             _ => Line::styled(
-                "The state before the message comes back; the present is saved (keel rewind --undo)",
+                "Back to before a message; the present is kept, so it can be undone",
                 with(DIM),
             ),
         }
