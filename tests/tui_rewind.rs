@@ -1,7 +1,8 @@
 //! The TUI's rewind (issue 32 point 4): the picker of checkpointed messages with its preview
 //! (snapshots at 80x24 and 40x12), its keys (Esc Esc on an empty idle editor opens it, Esc
 //! during a run still aborts, Enter offers the four choices), and end to end in a pty: a
-//! scripted turn edits a file, `/rewind` → "code only" puts the file back on disk.
+//! scripted turn edits a file, `/rewind` → "code only" puts the file back on disk, then
+//! "conversation only" shows the branch the session is on.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
@@ -245,6 +246,19 @@ fn rewind_code_only(daemon: bool) {
     });
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "one\ntwo\n");
     assert!(s.text().contains("restored a.txt"), "{}", s.text());
+
+    // Conversation only: the transcript starts over with the branch the session is on now.
+    s.send("/rewind");
+    s.send("\r");
+    s.wait_for("the picker again", |t| t.contains("Rewind · 1 message"));
+    s.send("\r");
+    s.wait_for("the choices again", |t| t.contains("2. Conversation only"));
+    s.send("2");
+    s.wait_for("the branch and the report", |t| {
+        t.contains("── rewound to before “edit a” · session")
+            && t.contains("rewound the conversation to before “edit a”")
+    });
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "one\ntwo\n");
 
     s.send("\x04");
     s.wait_for("the exit", |t| t.contains("KEEL_EXIT="));

@@ -21,13 +21,16 @@ pub(in crate::front::tui) enum RewindBack {
     Done {
         text: String,
         prompt: String,
-        branch: Option<(
-            String,
-            Vec<crate::front::tui::replay::Replayed>,
-            Option<State>,
-        )>,
+        branch: Option<Box<Branch>>,
     },
 }
+
+/// The session's id, its conversation from the start, and its state.
+type Branch = (
+    String,
+    Vec<crate::front::tui::replay::Replayed>,
+    Option<State>,
+);
 
 impl Client {
     /// Asks the session for its checkpoints; the picker opens when they come.
@@ -89,7 +92,7 @@ impl Client {
                     let messages = got.map(|m| m.messages).unwrap_or_default();
                     let replayed = internals(&commands).await.replay(&messages);
                     let state = commands.ask::<State>(&Command::GetState {}).await.ok();
-                    Some((session.clone(), replayed, state))
+                    Some(Box::new((session.clone(), replayed, state)))
                 }
             };
             let text = report(&prompt, restore, &done, &session);
@@ -123,7 +126,7 @@ impl Client {
                 prompt,
                 branch,
             } => {
-                if let Some((id, replayed, state)) = branch {
+                if let Some((id, replayed, state)) = branch.map(|b| *b) {
                     self.replacing = Some(format!("rewound to before “{prompt}” · session"));
                     self.replay(&id, &replayed, state.as_ref());
                 }
