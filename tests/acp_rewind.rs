@@ -8,18 +8,7 @@ use serde_json::json;
 use crate::acp::{acp_script, init, new_session, prompt};
 use crate::common::rpc::Rpc;
 use crate::common::support::Sandbox;
-
-/// A script whose first turn edits `a.txt` (`one` → `ONE`), then answers.
-fn edit_script(sb: &Sandbox) -> String {
-    let edit = json!({"path": "a.txt", "oldText": "one", "newText": "ONE"});
-    let script = json!({"turns": [
-        {"chunks": [{"toolCall": {"id": "c0", "name": "edit", "arguments": edit}}]},
-        {"chunks": [{"text": "Edited it."}]},
-    ]});
-    let path = sb.dir.path().join("edit.json");
-    std::fs::write(&path, script.to_string()).unwrap();
-    path.display().to_string()
-}
+use crate::tui_rewind::edit_script;
 
 /// Sends `text` as prompt `id`; the agent message it got, once the prompt ended `end_turn`.
 fn said(a: &mut Rpc, id: &str, session: &str, text: &str) -> String {

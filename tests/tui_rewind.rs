@@ -186,7 +186,7 @@ fn the_rewind_picker_previews_each_message_and_enter_then_a_choice_rewinds() {
 // In a real terminal.
 
 /// A script whose first turn edits `a.txt` (`one` → `ONE`), then answers.
-fn edit_script(sb: &Sandbox) -> String {
+pub fn edit_script(sb: &Sandbox) -> String {
     let edit = json!({"path": "a.txt", "oldText": "one", "newText": "ONE"});
     let script = json!({"turns": [
         {"chunks": [{"toolCall": {"id": "c0", "name": "edit", "arguments": edit}}]},
@@ -265,4 +265,33 @@ fn rewind_code_only(daemon: bool) {
     assert!(s.text().contains("KEEL_EXIT=0"), "{}", s.text());
     assert!(child.wait().unwrap().success());
     drop(d);
+}
+
+/// `TERM=dumb` has no picker: `/rewind` prints the checkpoints and the command that rewinds,
+/// and the next line is a prompt again (not a key of an invisible picker).
+#[test]
+fn a_dumb_terminal_lists_the_checkpoints_with_the_command_that_rewinds() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.work().join("a.txt"), "one\ntwo\n").unwrap();
+    let shell = format!(
+        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+        edit_script(&sb)
+    );
+    let vars = [("KEEL_NO_DAEMON", "1"), ("TERM", "dumb")];
+    let (mut s, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &vars);
+    s.wait_for("the header", |t| t.contains("/help for commands"));
+    s.send("edit a\r");
+    s.wait_for("the answer", |t| t.contains("Edited it."));
+    s.send("/rewind\r");
+    s.wait_for("the list", |t| {
+        t.contains("checkpoints, newest first (rewind with: keel rewind") && t.contains("Z  edit a")
+    });
+    s.send("/quit\r");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("a.txt")).unwrap(),
+        "ONE\ntwo\n"
+    );
 }

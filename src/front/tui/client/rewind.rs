@@ -116,6 +116,18 @@ impl Client {
                             .into(),
                     ));
                 }
+                if self.plain {
+                    // TERM=dumb cannot show a picker: the list, and the command that rewinds.
+                    let id = self.link.session_id();
+                    let mut text = format!(
+                        "checkpoints, newest first (rewind with: keel rewind {id} --to ID \
+                         [--files | --conversation]):"
+                    );
+                    for c in listed.checkpoints.iter().rev() {
+                        text.push_str(&format!("\n  {}  {}  {}", c.id, c.timestamp, c.prompt));
+                    }
+                    return self.view.notice(HistoryCell::Notice(text));
+                }
                 if let Some(id) = self.view.open_rewind(picker) {
                     self.rewind_preview(id);
                 }
