@@ -1,8 +1,8 @@
 //! The TUI's rewind (issue 32 point 4): the picker of checkpointed messages with its preview
 //! (snapshots at 80x24 and 40x12), its keys (Esc Esc on an empty idle editor opens it, Esc
 //! during a run still aborts, Enter offers the four choices), and end to end in a pty: a
-//! scripted turn edits a file, `/rewind` → "code only" puts the file back on disk, then
-//! "conversation only" shows the branch the session is on.
+//! scripted turn edits a file, `/rewind` → "code only" puts the file back on disk, `/rewind
+//! undo` brings the edit back, then "conversation only" shows the branch the session is on.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
@@ -247,6 +247,11 @@ fn rewind_code_only(daemon: bool) {
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "one\ntwo\n");
     assert!(s.text().contains("restored a.txt"), "{}", s.text());
 
+    // `/rewind undo` puts the edit back, through the host too.
+    s.send("/rewind undo\r");
+    s.wait_for("the undo", |t| t.contains("undid the last rewind"));
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "ONE\ntwo\n");
+
     // Conversation only: the transcript starts over with the branch the session is on now.
     s.send("/rewind");
     s.send("\r");
@@ -258,7 +263,7 @@ fn rewind_code_only(daemon: bool) {
         t.contains("── rewound to before “edit a” · session")
             && t.contains("rewound the conversation to before “edit a”")
     });
-    assert_eq!(std::fs::read_to_string(&a).unwrap(), "one\ntwo\n");
+    assert_eq!(std::fs::read_to_string(&a).unwrap(), "ONE\ntwo\n");
 
     s.send("\x04");
     s.wait_for("the exit", |t| t.contains("KEEL_EXIT="));

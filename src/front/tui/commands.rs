@@ -157,7 +157,11 @@ impl Client {
                 });
             }
             "resume" => self.open_picker(),
-            "rewind" => self.open_rewind(),
+            "rewind" if args == "undo" => self.rewind_undo(),
+            "rewind" if args.is_empty() => self.open_rewind(),
+            "rewind" => self.view.notice(HistoryCell::Notice(
+                "usage: /rewind (pick a prompt to go back to) or /rewind undo".into(),
+            )),
             // A copy of the session as it stands, continued from here (this one stays).
             "fork" => {
                 self.replacing = Some("forked into session".into());

@@ -52,7 +52,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "rewind",
-        "go back to before a prompt: code, conversation or both (Esc Esc)",
+        "go back to before a prompt (Esc Esc); /rewind undo puts it back",
     ),
     ("export", "write the session as HTML: /export [file.html]"),
     ("session", "show the session id, file and usage"),

@@ -20,7 +20,8 @@ pub(in crate::front::tui) enum RewindBack {
     /// A rewind was done: what to say, and (conversation rewound) the branch to show.
     Done {
         text: String,
-        prompt: String,
+        /// The line above the branch.
+        header: String,
         branch: Option<Box<Branch>>,
     },
 }
@@ -68,14 +69,31 @@ impl Client {
     /// Rewinds through the host; says what changed, and shows the branch the session is on
     /// after a conversation rewind.
     pub(super) fn rewind(&self, entry_id: String, prompt: String, restore: Restore) {
+        let ask = Command::Rewind {
+            entry_id,
+            restore: Some(restore),
+        };
+        let what = format!("rewound {} to before “{prompt}”", restored(restore));
+        self.rewinding(ask, format!("rewound to before “{prompt}” · session"), what);
+    }
+
+    /// `/rewind undo`: the host puts back what the session's last rewind changed.
+    pub(in crate::front::tui) fn rewind_undo(&self) {
+        let what = "undid the last rewind".to_string();
+        self.rewinding(
+            Command::RewindUndo {},
+            "rewind undone · session".into(),
+            what,
+        );
+    }
+
+    /// Sends `ask` (`rewind` or `rewind_undo`); reports what it restored, with the branch the
+    /// session is on (headed `header`) when the conversation moved.
+    fn rewinding(&self, ask: Command, header: String, what: String) {
         let commands = self.commands.clone();
         let back = self.back_tx.clone();
         let session = self.link.session_id().to_string();
         tokio::spawn(async move {
-            let ask = Command::Rewind {
-                entry_id,
-                restore: Some(restore),
-            };
             let done = match commands.ask::<Rewound>(&ask).await {
                 Ok(done) => done,
                 Err(e) => {
@@ -85,9 +103,9 @@ impl Client {
                     return;
                 }
             };
-            let branch = match restore {
-                Restore::Files => None,
-                Restore::Both | Restore::Conversation => {
+            let branch = match done.restore.as_str() {
+                "files" => None,
+                _ => {
                     let got = commands.ask::<MessagesData>(&Command::GetMessages {}).await;
                     let messages = got.map(|m| m.messages).unwrap_or_default();
                     let replayed = internals(&commands).await.replay(&messages);
@@ -95,10 +113,10 @@ impl Client {
                     Some(Box::new((session.clone(), replayed, state)))
                 }
             };
-            let text = report(&prompt, restore, &done, &session);
+            let text = report(what, &done);
             let done = RewindBack::Done {
                 text,
-                prompt,
+                header,
                 branch,
             };
             let _ = back.send(Back::Rewind(done));
@@ -135,11 +153,11 @@ impl Client {
             RewindBack::Preview(id, got) => self.view.rewind_preview(&id, got),
             RewindBack::Done {
                 text,
-                prompt,
+                header,
                 branch,
             } => {
                 if let Some((id, replayed, state)) = branch.map(|b| *b) {
-                    self.replacing = Some(format!("rewound to before “{prompt}” · session"));
+                    self.replacing = Some(header);
                     self.replay(&id, &replayed, state.as_ref());
                 }
                 self.view.notice(HistoryCell::Notice(text));
@@ -148,16 +166,21 @@ impl Client {
     }
 }
 
-/// `rewound code and conversation to before “edit a”` and the files written and removed.
-fn report(prompt: &str, restore: Restore, done: &Rewound, session: &str) -> String {
-    let what = match restore {
+/// What a rewind restores, as the report names it.
+fn restored(restore: Restore) -> &'static str {
+    match restore {
         Restore::Both => "code and conversation",
         Restore::Conversation => "the conversation",
         Restore::Files => "the code",
-    };
-    let mut text = format!("rewound {what} to before “{prompt}”");
+    }
+}
+
+/// `what` (`rewound the code to before “edit a”`), the files written and removed, and how to
+/// undo it.
+fn report(what: String, done: &Rewound) -> String {
+    let mut text = what;
     let files = &done.restored;
-    if restore != Restore::Conversation {
+    if done.restore != "conversation" {
         match files.written.len() + files.removed.len() {
             0 => text.push_str("; no file changed"),
             _ => {
@@ -170,6 +193,6 @@ fn report(prompt: &str, restore: Restore, done: &Rewound, session: &str) -> Stri
             }
         }
     }
-    text.push_str(&format!("\n  undo it with: keel rewind {session} --undo"));
+    text.push_str("\n  /rewind undo puts it back");
     text
 }
