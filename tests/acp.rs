@@ -149,8 +149,11 @@ fn acp_templates_are_commands_and_tool_calls_stream_live_bash_output() {
         a.wait(&json!({"params": {"update": {"sessionUpdate": "available_commands_update"}}}));
     assert_eq!(
         commands["params"]["update"]["availableCommands"],
-        json!([{"name": "review", "description": "Review $1 carefully.", "input": {"hint": "arguments"}}]),
-        "prompt templates are commands"
+        json!([
+            {"name": "review", "description": "Review $1 carefully.", "input": {"hint": "arguments"}},
+            {"name": "rewind", "description": "List the checkpoints, or rewind files and conversation to before a message", "input": {"hint": "checkpoint or message id, then files, conversation or both (none: list them)"}}
+        ]),
+        "prompt templates are commands, then keel's /rewind"
     );
     prompt(&mut a, "p", &session, "tools please");
     let read = a.wait(
@@ -382,7 +385,7 @@ fn acp_load_in_a_new_process_replays_the_branch_before_answering() {
     );
     let after = out[load_at + 1..]
         .iter()
-        .filter(|l| l.contains("session/update"))
+        .filter(|l| l.contains("session/update") && !l.contains("available_commands_update"))
         .count();
     assert_eq!(after, 0, "resume replays nothing");
 

@@ -9,6 +9,7 @@
 
 mod acp;
 mod acp_fs;
+mod acp_rewind;
 mod acp_rules;
 mod acp_sandbox;
 mod acp_sdk;
@@ -88,6 +89,7 @@ mod tui_md;
 mod tui_permissions;
 mod tui_pty;
 mod tui_reflow;
+mod tui_rewind;
 mod tui_states;
 mod tui_subagent;
 mod tui_transcript;

@@ -212,13 +212,15 @@ impl Config {
 }
 
 /// The session's prompt templates and skills (`get_commands`) as ACP commands: a prompt
-/// `/NAME args` runs them, as in RPC mode.
+/// `/NAME args` runs them, as in RPC mode; then keel's own `/rewind`.
 pub async fn commands(commands: &Commands) -> Vec<AvailableCommand> {
     let listed = commands
         .send(&Command::GetCommands {})
         .await
         .unwrap_or_default();
-    available(&listed)
+    let mut list = available(&listed);
+    list.push(super::rewind::command());
+    list
 }
 
 /// A `get_commands` answer's list (empty when there is none).

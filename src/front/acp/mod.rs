@@ -17,6 +17,7 @@ mod fs;
 mod mcp;
 mod methods;
 mod permissions;
+mod rewind;
 mod schema;
 mod session;
 mod updates;

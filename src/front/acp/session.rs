@@ -15,8 +15,9 @@ use super::content::Prompt;
 use super::fs::EditorFiles;
 use super::permissions::{self, Decision, Rules};
 use super::schema::{
-    ConfigOptionUpdate, CurrentModeUpdate, PromptResponse, RequestPermissionRequest,
-    SessionConfigOptionValue, SessionNotification, SessionUpdate, StopReason,
+    ConfigOptionUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, PromptResponse,
+    RequestPermissionRequest, SessionConfigOptionValue, SessionNotification, SessionUpdate,
+    StopReason, TextContent,
 };
 use super::updates::Mapper;
 use super::{Peer, Sink, STOP_GRACE};
@@ -381,6 +382,9 @@ impl Task {
             self.sink.error(Some(&id), &e);
             return;
         }
+        if let Some(ask) = super::rewind::parse(&prompt.message) {
+            return self.rewind(id, ask);
+        }
         self.turn = Some(Turn {
             id: id.clone(),
             cancelled: None,
@@ -398,6 +402,19 @@ impl Task {
                     error: error.message,
                 });
             }
+        });
+    }
+
+    /// `/rewind`: done by the host; its report is an agent message, then the prompt ends.
+    fn rewind(&self, id: Id, ask: Result<super::rewind::Ask, String>) {
+        let (commands, sink) = (self.commands.clone(), self.sink.clone());
+        let session = self.session.clone();
+        tokio::spawn(async move {
+            let text = super::rewind::run(&commands, ask).await;
+            let chunk = ContentChunk::new(ContentBlock::Text(TextContent::new(text)));
+            let update = SessionUpdate::AgentMessageChunk(chunk);
+            sink.notify("session/update", &SessionNotification::new(session, update));
+            sink.result(&id, &PromptResponse::new(StopReason::EndTurn));
         });
     }
 

@@ -9,6 +9,7 @@
 
 mod lines;
 mod pager;
+mod rewind;
 mod snapshot;
 
 use std::path::PathBuf;
@@ -81,6 +82,8 @@ pub(super) enum Back {
     Sessions(Vec<SessionSummary>, Vec<SessionSummary>),
     /// The session's permission mode (`get_permissions`, `set_permission_mode`).
     Permission(crate::kernel::agent::Permission),
+    /// The rewind picker's checkpoints, previews and the rewind's outcome.
+    Rewind(rewind::RewindBack),
 }
 
 /// Where the session lives when it is not in this process.
@@ -143,7 +146,7 @@ pub(super) struct Client {
     /// `$HOME`, for `@~/…` mentions.
     home: Option<PathBuf>,
     /// What the next session change is (`new session`, `forked into session`, …).
-    pub replacing: Option<&'static str>,
+    pub replacing: Option<String>,
     /// `TERM=dumb`: plain lines (`client/lines.rs`), the terminal is never drawn.
     plain: bool,
     /// The prompts sent from this directory, across sessions (`history.rs`).
@@ -394,6 +397,7 @@ impl Client {
                     .open_picker(super::picker::Picker::new(here, all, now));
             }
             Back::Permission(mode) => self.view.permission = Some(mode),
+            Back::Rewind(r) => self.on_rewind(r),
             Back::Transcript(replayed) => {
                 let mut t = super::transcript::Transcript::new();
                 t.replay(&replayed);
@@ -605,7 +609,7 @@ impl Client {
         for cell in pending {
             self.view.notice(cell);
         }
-        let what = self.replacing.take().unwrap_or("session");
+        let what = self.replacing.take().unwrap_or_else(|| "session".into());
         self.view
             .notice(HistoryCell::Notice(format!("── {what} {id} ──")));
         self.view.composer.set_history(replay::typed(replayed));
@@ -756,13 +760,19 @@ impl Client {
             }
             Action::Command { name, args } => self.command(&name, &args),
             Action::OpenSession(path) => {
-                self.replacing = Some("resumed session");
+                self.replacing = Some("resumed session".into());
                 let session_path = path.to_string_lossy().into_owned();
                 self.send(Command::SwitchSession { session_path });
             }
             Action::Quit => self.quit(),
             Action::SetPermission(mode) => self.set_permission(mode),
             Action::OpenSubagent(child) => self.subagent_transcript(child),
+            Action::RewindPreview(entry_id) => self.rewind_preview(entry_id),
+            Action::Rewind {
+                entry_id,
+                prompt,
+                restore,
+            } => self.rewind(entry_id, prompt, restore),
             Action::AllowAlways { call_id } => self.send(Command::ExtensionUiResponse {
                 id: Some(call_id),
                 value: Some("always".into()),

@@ -147,19 +147,24 @@ impl Client {
             }
             "thinking" => self.thinking(args),
             "model" => self.model(args),
-            "new" | "resume" | "fork" if busy => self.view.notice(HistoryCell::Notice(
+            "new" | "resume" | "fork" | "rewind" if busy => self.view.notice(HistoryCell::Notice(
                 "the agent is working: press Esc to stop it first".into(),
             )),
             "new" => {
-                self.replacing = Some("new session");
+                self.replacing = Some("new session".into());
                 self.send(Command::NewSession {
                     parent_session: None,
                 });
             }
             "resume" => self.open_picker(),
+            "rewind" if args == "undo" => self.rewind_undo(),
+            "rewind" if args.is_empty() => self.open_rewind(),
+            "rewind" => self.view.notice(HistoryCell::Notice(
+                "usage: /rewind (pick a prompt to go back to) or /rewind undo".into(),
+            )),
             // A copy of the session as it stands, continued from here (this one stays).
             "fork" => {
-                self.replacing = Some("forked into session");
+                self.replacing = Some("forked into session".into());
                 self.send(Command::Clone {});
             }
             "export" => {

@@ -20,6 +20,7 @@ pub mod permissions;
 pub mod picker;
 mod reconnect;
 pub mod replay;
+pub mod rewind;
 pub mod start;
 pub mod terminal;
 pub mod tool_cell;
@@ -211,7 +212,7 @@ pub fn help_text(attached: bool) -> String {
         s.push_str(&format!("\n  /{c:<10} {d}"));
     }
     s.push_str(
-        "\nkeys:\n  Enter        send (while the agent works: steer it)\n  Alt+Enter    queue a follow-up for when it is done\n  Shift+Enter  new line (where the terminal tells it from Enter; also Ctrl+J, or \\ then Enter)\n  Esc          interrupt; queued messages come back to the editor\n  Up/Down      history (this directory's prompts, across sessions)\n  Ctrl+T       show or collapse thinking\n  Ctrl+O       expand or collapse tool output\n  Ctrl+G       the latest subagent's transcript, read-only (Esc returns)\n  Ctrl+C       interrupt a run, twice within a second to quit; idle: clear the editor, twice to quit\n  Ctrl+D       quit when the editor is empty\n  Ctrl+Z       suspend keel (fg brings it back)\n  paste        more than 5 lines or 1000 characters shows as [Pasted N lines], sent in full\n  !command     run a shell command; its output goes to the model with the next prompt",
+        "\nkeys:\n  Enter        send (while the agent works: steer it)\n  Alt+Enter    queue a follow-up for when it is done\n  Shift+Enter  new line (where the terminal tells it from Enter; also Ctrl+J, or \\ then Enter)\n  Esc          interrupt; queued messages come back to the editor\n  Esc Esc      on an empty editor, nothing running: rewind to before a prompt\n  Up/Down      history (this directory's prompts, across sessions)\n  Ctrl+T       show or collapse thinking\n  Ctrl+O       expand or collapse tool output\n  Ctrl+G       the latest subagent's transcript, read-only (Esc returns)\n  Ctrl+C       interrupt a run, twice within a second to quit; idle: clear the editor, twice to quit\n  Ctrl+D       quit when the editor is empty\n  Ctrl+Z       suspend keel (fg brings it back)\n  paste        more than 5 lines or 1000 characters shows as [Pasted N lines], sent in full\n  !command     run a shell command; its output goes to the model with the next prompt",
     );
     s
 }

@@ -23,6 +23,7 @@ pub use screen::fmt_tokens;
 
 use super::composer::Composer;
 use super::picker::{Picker, PickerAction};
+use super::rewind::{RewindKey, RewindPicker};
 use super::transcript::{HistoryCell, Layout, Transcript};
 use crate::kernel::agent::Permission;
 use crate::kernel::event::ApprovalDecision;
@@ -48,6 +49,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         "fork",
         "continue in a copy of this session (this one stays as it is)",
+    ),
+    (
+        "rewind",
+        "go back to before a prompt (Esc Esc); /rewind undo puts it back",
     ),
     ("export", "write the session as HTML: /export [file.html]"),
     ("session", "show the session id, file and usage"),
@@ -88,6 +93,9 @@ pub fn commands(attached: bool) -> Vec<(&'static str, &'static str)> {
     list
 }
 
+/// How soon after a first Esc on an empty, idle editor a second one opens the rewind picker.
+pub const ESC_ESC_MS: i64 = 1000;
+
 /// How soon after Ctrl+C interrupted a run a second Ctrl+C quits.
 pub const QUIT_WINDOW_MS: i64 = 1000;
 
@@ -127,6 +135,15 @@ pub enum Action {
     SetPermission(Permission),
     /// Ctrl+G: the latest subagent's transcript, read-only (Esc returns).
     OpenSubagent(super::transcript::ChildRef),
+    /// The rewind picker highlights this user message: fetch its preview.
+    RewindPreview(String),
+    /// Rewind `restore` to before the user message `entry_id` (the rewind picker's choice;
+    /// `prompt`: the message's first line, for the report).
+    Rewind {
+        entry_id: String,
+        prompt: String,
+        restore: crate::kernel::checkpoint::Restore,
+    },
 }
 
 /// The laid-out live area of one frame.
@@ -144,6 +161,10 @@ pub struct View {
     pub composer: Composer,
     pub layout: Layout,
     picker: Option<Picker>,
+    /// The rewind picker (`/rewind`, Esc Esc), while it is open.
+    rewind: Option<RewindPicker>,
+    /// When Esc was pressed on an empty, idle editor (a second press soon after rewinds).
+    esc_at: Option<i64>,
     approvals: VecDeque<Approval>,
     /// A one-line hint under the status line (e.g. "press Ctrl+C again to quit").
     hint: Option<String>,
@@ -198,6 +219,8 @@ impl View {
             composer: Composer::new(),
             layout: Layout::default(),
             picker: None,
+            rewind: None,
+            esc_at: None,
             approvals: VecDeque::new(),
             hint: None,
             quit_armed: false,
@@ -228,6 +251,28 @@ impl View {
 
     pub fn picker_open(&self) -> bool {
         self.picker.is_some()
+    }
+
+    /// Opens the rewind picker over the composer; gives the message whose preview it needs.
+    pub fn open_rewind(&mut self, mut picker: RewindPicker) -> Option<String> {
+        let wanted = picker.wanted_preview();
+        self.rewind = Some(picker);
+        wanted
+    }
+
+    pub fn rewind_open(&self) -> bool {
+        self.rewind.is_some()
+    }
+
+    /// A preview for the rewind picker (`Err`: the host's error text).
+    pub fn rewind_preview(
+        &mut self,
+        entry_id: &str,
+        preview: Result<crate::wire::pi::data::RewindPreviewData, String>,
+    ) {
+        if let Some(r) = &mut self.rewind {
+            r.set_preview(entry_id, preview);
+        }
     }
 
     /// The status line's sandbox part, from the session's sandbox: `sandbox: workspace-write ·
@@ -344,6 +389,29 @@ impl View {
                 }
             };
         }
+        if let Some(rewind) = &mut self.rewind {
+            return match rewind.handle_key(key) {
+                RewindKey::None => None,
+                RewindKey::Preview(id) => Some(Action::RewindPreview(id)),
+                RewindKey::Rewind {
+                    entry_id,
+                    prompt,
+                    restore,
+                } => {
+                    self.rewind = None;
+                    Some(Action::Rewind {
+                        entry_id,
+                        prompt,
+                        restore,
+                    })
+                }
+                RewindKey::Close => {
+                    self.rewind = None;
+                    None
+                }
+            };
+        }
+        let esc_at = self.esc_at.take();
         let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         let was_armed = std::mem::take(&mut self.quit_armed);
         self.hint = None;
@@ -363,7 +431,7 @@ impl View {
         if key.code == KeyCode::BackTab {
             return self.cycle_permission();
         }
-        let action = self.editor_key(key, ctrl, was_armed);
+        let action = self.editor_key(key, ctrl, was_armed, esc_at);
         self.refresh_mention();
         self.refresh_slash();
         action
@@ -413,7 +481,13 @@ impl View {
         self.mention = (!matches.is_empty()).then(|| super::files::Menu::new(query, matches));
     }
 
-    fn editor_key(&mut self, key: KeyEvent, ctrl: bool, was_armed: bool) -> Option<Action> {
+    fn editor_key(
+        &mut self,
+        key: KeyEvent,
+        ctrl: bool,
+        was_armed: bool,
+        esc_at: Option<i64>,
+    ) -> Option<Action> {
         match key.code {
             KeyCode::Char('c') if ctrl => self.ctrl_c(was_armed),
             KeyCode::Char('d') if ctrl && self.composer.is_empty() => Some(Action::Quit),
@@ -443,6 +517,19 @@ impl View {
                 }
             },
             KeyCode::Esc if self.transcript.is_running() => Some(Action::Abort),
+            // Esc Esc on an empty editor while nothing runs: the rewind picker.
+            KeyCode::Esc if self.composer.is_empty() && key.modifiers.is_empty() => {
+                match esc_at.is_some_and(|at| self.now_ms - at <= ESC_ESC_MS) {
+                    true => Some(Action::Command {
+                        name: "rewind".into(),
+                        args: String::new(),
+                    }),
+                    false => {
+                        self.esc_at = Some(self.now_ms);
+                        None
+                    }
+                }
+            }
             KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => self.submit(true),
             // The editor takes a plain Enter after a backslash (a newline); else it sends.
             KeyCode::Enter if key.modifiers.is_empty() => {
@@ -465,6 +552,9 @@ impl View {
 
     /// Pasted text goes into the editor as it is (newlines included), a big paste as a chip.
     pub fn on_paste(&mut self, text: &str) {
+        if self.rewind.is_some() {
+            return;
+        }
         if let Some(picker) = &mut self.picker {
             for c in text.chars().filter(|c| !c.is_control()) {
                 picker.handle_key(KeyEvent::from(KeyCode::Char(c)));

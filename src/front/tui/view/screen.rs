@@ -54,6 +54,14 @@ impl View {
                 picker: true,
             };
         }
+        if let Some(r) = &self.rewind {
+            return LiveFrame {
+                height: r.desired_height(max_height).min(max_height),
+                cursor: None,
+                rows: Vec::new(),
+                picker: true,
+            };
+        }
         let w = width.max(1) as usize;
         let mut rows = self.activity_rows(width);
         let (bottom, cursor) = self.editor_rows(width, max_height);
@@ -86,6 +94,8 @@ impl View {
         if frame.picker {
             if let Some(p) = &self.picker {
                 p.render(area, buf);
+            } else if let Some(r) = &self.rewind {
+                r.render(area, buf);
             }
             return;
         }

@@ -1,0 +1,198 @@
+//! `/rewind` and Esc Esc in the controller: the session's checkpoints (`get_checkpoints`) open
+//! the rewind picker, each highlighted message's preview comes from `rewind_preview`, and the
+//! chosen rewind is the host's `rewind` command (the one RPC and the daemon use; the rewind
+//! itself is never done here). A conversation rewind shows the branch the session is on now.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use super::{internals, Back, Client};
+use crate::front::tui::rewind::RewindPicker;
+use crate::front::tui::transcript::HistoryCell;
+use crate::kernel::checkpoint::{Restore, Rewound};
+use crate::wire::pi::data::{CheckpointsData, MessagesData, RewindPreviewData, State};
+use crate::wire::pi::Command;
+
+/// Answers for the rewind picker.
+pub(in crate::front::tui) enum RewindBack {
+    /// The session's checkpoints, oldest first.
+    Listed(CheckpointsData),
+    /// A message's preview, or the host's error text.
+    Preview(String, Result<RewindPreviewData, String>),
+    /// A rewind was done: what to say, and (conversation rewound) the branch to show.
+    Done {
+        text: String,
+        /// The line above the branch.
+        header: String,
+        branch: Option<Box<Branch>>,
+    },
+}
+
+/// The session's id, its conversation from the start, and its state.
+type Branch = (
+    String,
+    Vec<crate::front::tui::replay::Replayed>,
+    Option<State>,
+);
+
+impl Client {
+    /// Asks the session for its checkpoints; the picker opens when they come.
+    pub(in crate::front::tui) fn open_rewind(&mut self) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        tokio::spawn(async move {
+            let got = commands
+                .ask::<CheckpointsData>(&Command::GetCheckpoints {})
+                .await;
+            let _ = match got {
+                Ok(listed) => back.send(Back::Rewind(RewindBack::Listed(listed))),
+                Err(e) => back.send(Back::Notice(HistoryCell::Error(format!(
+                    "cannot list the checkpoints: {}",
+                    e.message
+                )))),
+            };
+        });
+    }
+
+    /// Asks for what rewinding the code to before `entry_id` would change.
+    pub(super) fn rewind_preview(&self, entry_id: String) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        tokio::spawn(async move {
+            let ask = Command::RewindPreview {
+                entry_id: entry_id.clone(),
+            };
+            let got = commands.ask::<RewindPreviewData>(&ask).await;
+            let got = got.map_err(|e| e.message);
+            let _ = back.send(Back::Rewind(RewindBack::Preview(entry_id, got)));
+        });
+    }
+
+    /// Rewinds through the host; says what changed, and shows the branch the session is on
+    /// after a conversation rewind.
+    pub(super) fn rewind(&self, entry_id: String, prompt: String, restore: Restore) {
+        let ask = Command::Rewind {
+            entry_id,
+            restore: Some(restore),
+        };
+        let what = format!("rewound {} to before “{prompt}”", restored(restore));
+        self.rewinding(ask, format!("rewound to before “{prompt}” · session"), what);
+    }
+
+    /// `/rewind undo`: the host puts back what the session's last rewind changed.
+    pub(in crate::front::tui) fn rewind_undo(&self) {
+        let what = "undid the last rewind".to_string();
+        self.rewinding(
+            Command::RewindUndo {},
+            "rewind undone · session".into(),
+            what,
+        );
+    }
+
+    /// Sends `ask` (`rewind` or `rewind_undo`); reports what it restored, with the branch the
+    /// session is on (headed `header`) when the conversation moved.
+    fn rewinding(&self, ask: Command, header: String, what: String) {
+        let commands = self.commands.clone();
+        let back = self.back_tx.clone();
+        let session = self.link.session_id().to_string();
+        tokio::spawn(async move {
+            let done = match commands.ask::<Rewound>(&ask).await {
+                Ok(done) => done,
+                Err(e) => {
+                    let cell =
+                        HistoryCell::Error(format!("the rewind did not happen: {}", e.message));
+                    let _ = back.send(Back::Notice(cell));
+                    return;
+                }
+            };
+            let branch = match done.restore.as_str() {
+                "files" => None,
+                _ => {
+                    let got = commands.ask::<MessagesData>(&Command::GetMessages {}).await;
+                    let messages = got.map(|m| m.messages).unwrap_or_default();
+                    let replayed = internals(&commands).await.replay(&messages);
+                    let state = commands.ask::<State>(&Command::GetState {}).await.ok();
+                    Some(Box::new((session.clone(), replayed, state)))
+                }
+            };
+            let text = report(what, &done);
+            let done = RewindBack::Done {
+                text,
+                header,
+                branch,
+            };
+            let _ = back.send(Back::Rewind(done));
+        });
+    }
+
+    pub(super) fn on_rewind(&mut self, back: RewindBack) {
+        match back {
+            RewindBack::Listed(listed) => {
+                let picker = RewindPicker::new(&listed.checkpoints, self.clock.now_ms());
+                if picker.is_empty() {
+                    return self.view.notice(HistoryCell::Notice(
+                        "nothing to rewind: this session has no checkpoints yet (keel takes one \
+                         before the first change of each turn)"
+                            .into(),
+                    ));
+                }
+                if self.plain {
+                    // TERM=dumb cannot show a picker: the list, and the command that rewinds.
+                    let id = self.link.session_id();
+                    let mut text = format!(
+                        "checkpoints, newest first (rewind with: keel rewind {id} --to ID \
+                         [--files | --conversation]):"
+                    );
+                    for c in listed.checkpoints.iter().rev() {
+                        text.push_str(&format!("\n  {}  {}  {}", c.id, c.timestamp, c.prompt));
+                    }
+                    return self.view.notice(HistoryCell::Notice(text));
+                }
+                if let Some(id) = self.view.open_rewind(picker) {
+                    self.rewind_preview(id);
+                }
+            }
+            RewindBack::Preview(id, got) => self.view.rewind_preview(&id, got),
+            RewindBack::Done {
+                text,
+                header,
+                branch,
+            } => {
+                if let Some((id, replayed, state)) = branch.map(|b| *b) {
+                    self.replacing = Some(header);
+                    self.replay(&id, &replayed, state.as_ref());
+                }
+                self.view.notice(HistoryCell::Notice(text));
+            }
+        }
+    }
+}
+
+/// What a rewind restores, as the report names it.
+fn restored(restore: Restore) -> &'static str {
+    match restore {
+        Restore::Both => "code and conversation",
+        Restore::Conversation => "the conversation",
+        Restore::Files => "the code",
+    }
+}
+
+/// `what` (`rewound the code to before “edit a”`), the files written and removed, and how to
+/// undo it.
+fn report(what: String, done: &Rewound) -> String {
+    let mut text = what;
+    let files = &done.restored;
+    if done.restore != "conversation" {
+        match files.written.len() + files.removed.len() {
+            0 => text.push_str("; no file changed"),
+            _ => {
+                for f in &files.written {
+                    text.push_str(&format!("\n  restored {f}"));
+                }
+                for f in &files.removed {
+                    text.push_str(&format!("\n  removed {f}"));
+                }
+            }
+        }
+    }
+    text.push_str("\n  /rewind undo puts it back");
+    text
+}
