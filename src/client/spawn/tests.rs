@@ -61,7 +61,18 @@ async fn a_stale_socket_is_replaced_only_under_the_spawn_lock() {
     assert!(spawned);
     daemon.unwrap().accept().unwrap();
     let lock = File::open(d.path().join(SPAWN_LOCK)).unwrap();
-    lock.try_lock().unwrap(); // released on return
+    // Released on return. A process another test is spawning holds a copy of every open file
+    // between its fork and its exec (so the lock, for a moment): retry for up to a second.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+    loop {
+        match lock.try_lock() {
+            Ok(()) => break,
+            Err(TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                std::thread::yield_now()
+            }
+            Err(e) => panic!("the spawn lock is still held: {e:?}"),
+        }
+    }
     assert_eq!(mode(&d.path().join(SPAWN_LOCK)), 0o600);
 }
 
