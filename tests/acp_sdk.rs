@@ -51,7 +51,9 @@ fn the_typescript_sdk_client_initializes_prompts_answers_a_permission_and_serves
     assert_eq!(summary["listed"], json!([true]));
     assert_eq!(
         summary["updates"],
+        // session/new advertises `/rewind` (and any prompt templates) first.
         json!([
+            "available_commands_update",
             "agent_thought_chunk",
             "agent_message_chunk",
             "agent_message_chunk",
