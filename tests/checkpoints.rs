@@ -444,6 +444,62 @@ fn session_rewind_through_the_daemon_goes_to_the_sessions_host() {
     assert_eq!(tree(&work), t0);
 }
 
+/// A rewind that moves the conversation starts a new epoch of the session's stream, so every
+/// attached client is told (`session/replaced`, the same id) and applies it; one that restores
+/// only files leaves the stream as it is.
+#[test]
+fn a_conversation_rewind_in_the_daemon_tells_every_attached_client() {
+    use crate::common::daemon::is_note;
+    let LiveShell {
+        sb: _sb,
+        d,
+        mut c,
+        id,
+        before: _,
+    } = live_shell_session();
+    let mut other = d.connect();
+    other.hello(false);
+    let attached = other.call("session/attach", json!({"sessionId": id}));
+    assert!(attached.get("result").is_some(), "{attached}");
+    let epoch = other.sessions()[0]["epoch"].clone();
+    assert!(epoch.is_string(), "{epoch}");
+    let list = c.call("get_checkpoints", json!({"sessionId": id}));
+    let first = list["result"]["checkpoints"][0]["entryId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{list}"))
+        .to_string();
+    let files = c.call(
+        "session/rewind",
+        json!({"sessionId": id, "entryId": first, "restore": "files"}),
+    );
+    assert!(files.get("result").is_some(), "{files}");
+    let both = c.call(
+        "session/rewind",
+        json!({"sessionId": id, "entryId": first, "restore": "conversation"}),
+    );
+    assert!(both.get("result").is_some(), "{both}");
+    let notes = other.notes_until(is_note("session/replaced"));
+    let replaced = notes.last().unwrap();
+    // Only the conversation rewind: a files-only one before it sent nothing of the kind.
+    assert_eq!(
+        notes
+            .iter()
+            .filter(|n| n["method"] == "session/replaced")
+            .count(),
+        1
+    );
+    assert_eq!(replaced["params"]["sessionId"], id.as_str(), "{replaced}");
+    assert_eq!(
+        replaced["params"]["newSessionId"],
+        id.as_str(),
+        "{replaced}"
+    );
+    assert_ne!(replaced["params"]["epoch"], epoch, "{replaced}");
+    // The other client sees the branch the session is on now: nothing before the first prompt.
+    let messages = other.call("get_messages", json!({"sessionId": id}));
+    assert_eq!(messages["result"]["messages"], json!([]), "{messages}");
+}
+
 #[test]
 fn keel_rewind_of_a_session_live_in_the_daemon_is_a_command_to_its_host() {
     let LiveShell {

@@ -2,10 +2,11 @@
 //! (snapshots at 80x24 and 40x12), its keys (Esc Esc on an empty idle editor opens it, Esc
 //! during a run still aborts, Enter offers the four choices), and end to end in a pty: a
 //! scripted turn edits a file, `/rewind` → "code only" puts the file back on disk, `/rewind
-//! undo` brings the edit back, then "conversation only" shows the branch the session is on.
+//! undo` brings the edit back, then "conversation only" shows the branch the session is on;
+//! a rewind made by another client redraws an attached window.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use serde_json::json;
+use serde_json::{json, Value};
 
 use keel::front::tui::rewind::RewindPicker;
 use keel::front::tui::view::Action;
@@ -197,6 +198,17 @@ pub fn edit_script(sb: &Sandbox) -> String {
     path.display().to_string()
 }
 
+/// `a.txt` (`one`, `two`) in the workspace, and the shell line that runs keel on
+/// [`edit_script`] and prints its exit code.
+fn edit_shell(sb: &Sandbox) -> String {
+    std::fs::write(sb.work().join("a.txt"), "one\ntwo\n").unwrap();
+    format!(
+        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+        edit_script(sb)
+    )
+}
+
 #[test]
 fn rewind_code_only_in_a_real_terminal_restores_the_file() {
     rewind_code_only(false);
@@ -210,12 +222,7 @@ fn rewind_code_only_through_the_daemon_restores_the_file() {
 fn rewind_code_only(daemon: bool) {
     let sb = Sandbox::new();
     let a = sb.work().join("a.txt");
-    std::fs::write(&a, "one\ntwo\n").unwrap();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        edit_script(&sb)
-    );
+    let shell = edit_shell(&sb);
     let d = daemon.then(|| Daemon::start(&sb, &["--idle-exit", "0"]));
     let (mut s, mut child) = match &d {
         Some(d) => {
@@ -277,12 +284,7 @@ fn rewind_code_only(daemon: bool) {
 #[test]
 fn a_dumb_terminal_lists_the_checkpoints_with_the_command_that_rewinds() {
     let sb = Sandbox::new();
-    std::fs::write(sb.work().join("a.txt"), "one\ntwo\n").unwrap();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        edit_script(&sb)
-    );
+    let shell = edit_shell(&sb);
     let vars = [("KEEL_NO_DAEMON", "1"), ("TERM", "dumb")];
     let (mut s, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &vars);
     s.wait_for("the header", |t| t.contains("/help for commands"));
@@ -299,4 +301,56 @@ fn a_dumb_terminal_lists_the_checkpoints_with_the_command_that_rewinds() {
         std::fs::read_to_string(sb.work().join("a.txt")).unwrap(),
         "ONE\ntwo\n"
     );
+}
+
+/// A conversation rewind made by another client (`keel rewind` on the command line, sent to
+/// the session's host in the daemon) starts a new epoch of the session's stream: the attached
+/// window starts its transcript over with the branch the session is on now, and says why.
+#[test]
+fn a_conversation_rewind_by_another_client_redraws_the_attached_window() {
+    let sb = Sandbox::new();
+    let shell = edit_shell(&sb);
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.display().to_string();
+    let (mut s, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)]);
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("edit a\r");
+    s.wait_for("the answer", |t| t.contains("Edited it."));
+    let mut c = d.connect();
+    c.hello(false);
+    let id = c.sessions()[0]["sessionId"].as_str().unwrap().to_string();
+    let list = sb.run(&["rewind", &id, "--list", "--json", "--socket", &socket]);
+    assert_eq!(list.code, 0, "{list}");
+    let listed: Value = serde_json::from_str(&list.stdout).unwrap();
+    let first = listed[0]["id"].as_str().unwrap().to_string();
+    let r = sb.run(&[
+        "rewind",
+        &id,
+        "--to",
+        &first,
+        "--conversation",
+        "--socket",
+        &socket,
+    ]);
+    assert_eq!(r.code, 0, "{r}");
+    s.wait_for("the branch, said to come from elsewhere", |t| {
+        t.contains("── conversation rewound by another client · session")
+    });
+    // The transcript started over: the turn rewound away is no longer shown.
+    let screen = s.text();
+    let after = screen
+        .split("conversation rewound by another client")
+        .nth(1)
+        .unwrap_or_default();
+    assert!(!after.contains("Edited it."), "{screen}");
+    // The file is as the turn left it (conversation only).
+    assert_eq!(
+        std::fs::read_to_string(sb.work().join("a.txt")).unwrap(),
+        "ONE\ntwo\n"
+    );
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT="));
+    assert!(s.text().contains("KEEL_EXIT=0"), "{}", s.text());
+    assert!(child.wait().unwrap().success());
+    drop(d);
 }

@@ -32,8 +32,13 @@ use crate::wire::protocol::daemon::DaemonInfo;
 pub enum Note {
     /// A wire line of the session's stream (compact JSON, no newline).
     Event { seq: u64, line: Arc<str> },
-    /// The session now serves another one, in a new epoch (`new_session`, `fork`, …).
-    Replaced { session: String, epoch: String },
+    /// The session now serves another one, in a new epoch (`new_session`, `fork`, …), or the
+    /// same one whose conversation a rewind moved (`rewound`).
+    Replaced {
+        session: String,
+        epoch: String,
+        rewound: bool,
+    },
     /// This link fell behind and was dropped (by the daemon, or by the session in this
     /// process); attach again from `seq` (`Link::daemon` with a cursor, `reattach_local`).
     Lagged { seq: u64 },
@@ -273,6 +278,7 @@ fn note_of_delivery(d: Delivery) -> Note {
             line: e.line,
         },
         Item::Replaced { new, .. } => Note::Replaced {
+            rewound: new == d.session,
             session: new.to_string(),
             epoch: d.epoch.to_string(),
         },

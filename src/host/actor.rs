@@ -438,6 +438,7 @@ impl Actor {
         for item in out {
             match item {
                 Out::Event(e) => self.stream.publish(e),
+                Out::Moved => self.new_epoch(self.stream.name.clone()),
                 Out::Reply(r) => {
                     if r.result.is_ok() && replaces_session(&r.command) {
                         self.follow_session();
@@ -473,11 +474,16 @@ impl Actor {
         self.file = summary.file;
         let now: Arc<str> = summary.session_id.into();
         *self.id.lock().unwrap_or_else(|e| e.into_inner()) = now.clone();
+        self.new_epoch(now);
+        self.since = std::time::Instant::now();
+    }
+
+    /// The stream serves `now` (or the same session, its conversation rewound) in a new epoch.
+    fn new_epoch(&mut self, now: Arc<str>) {
         self.changes += 1;
         let epoch = format!("{}.{}", self.first_epoch, self.changes);
         tracing::info!("session {} is now {now} (epoch {epoch})", self.stream.name);
         self.stream.rename(now, epoch);
-        self.since = std::time::Instant::now();
     }
 
     /// Stops serving; while the run settles, a second [`Call::Stop`] on `calls` cuts the wait

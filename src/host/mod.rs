@@ -133,6 +133,10 @@ pub struct Reply {
 pub enum Out {
     Event(Published),
     Reply(Reply),
+    /// The served session's conversation moved to another branch in the same file (a rewind
+    /// or its undo): what clients have applied of the stream no longer matches it, so the
+    /// stream starts a new epoch (every subscriber is told, as for a session change).
+    Moved,
 }
 
 /// What tasks hand back to the loop.

@@ -52,9 +52,13 @@ impl Host {
                 let id = store.header().id.clone();
                 c.shadow(&self.config.cwd, &id)
             });
+            let leaf = store.leaf_id().map(str::to_string);
             let done = how(&mut store, shadow.as_ref(), &self.clock);
             if done.is_ok() {
                 self.live.session.replace_history(store.context_entries());
+                if store.leaf_id() != leaf.as_deref() {
+                    self.out.push_back(super::Out::Moved);
+                }
             }
             done
         };

@@ -84,12 +84,14 @@ impl State {
                 })
             }
             Notification::Replaced(r) if r.session_id == self.session => {
+                let rewound = r.new_session_id == r.session_id;
                 self.session = r.new_session_id;
                 self.epoch = r.epoch.clone();
                 self.seq = r.seq;
                 Some(Note::Replaced {
                     session: self.session.clone(),
                     epoch: r.epoch,
+                    rewound,
                 })
             }
             Notification::Event(_) | Notification::Replaced(_) => None,

@@ -147,6 +147,8 @@ pub(super) struct Client {
     home: Option<PathBuf>,
     /// What the next session change is (`new session`, `forked into session`, …).
     pub replacing: Option<String>,
+    /// A rewind this window asked for is under way (its answer shows the branch).
+    rewinding: bool,
     /// `TERM=dumb`: plain lines (`client/lines.rs`), the terminal is never drawn.
     plain: bool,
     /// The prompts sent from this directory, across sessions (`history.rs`).
@@ -330,6 +332,7 @@ async fn show(
         cwd: o.cwd,
         home: o.home,
         replacing: None,
+        rewinding: false,
         pager: None,
         pager_stale: false,
         plain: o.dumb,
@@ -561,8 +564,17 @@ impl Client {
                     }
                 }
             }
-            Some(Note::Replaced { session, epoch }) => {
+            Some(Note::Replaced {
+                session,
+                epoch,
+                rewound,
+            }) => {
                 self.epoch = epoch;
+                if rewound && self.rewound_here() {
+                    self.show_place();
+                    self.dirty = true;
+                    return;
+                }
                 let commands = self.commands.clone();
                 let back = self.back_tx.clone();
                 tokio::spawn(async move {

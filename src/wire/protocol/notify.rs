@@ -35,7 +35,8 @@ impl Notify for SessionEvent {
     type Params = SessionEvent;
 }
 
-/// `session/replaced`: the session now serves another one (`new_session`, `fork`, …); the
+/// `session/replaced`: the session now serves another one (`new_session`, `fork`, …), or the
+/// same one whose conversation a rewind moved (`new_session_id` equal to `session_id`); the
 /// client's attachment follows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -78,7 +78,7 @@ pub fn methods() -> Vec<MethodRow> {
 pub fn notifications() -> Vec<NotificationRow> {
     vec![
         notification::<SessionEvent>("An event of an attached session, numbered by `epoch` and `seq`."),
-        notification::<Replaced>("The session now serves another one (`new_session`, `fork`, …); the attachment follows it."),
+        notification::<Replaced>("The session now serves another one (`new_session`, `fork`, …), or the same one whose conversation a rewind moved (same id, new epoch); the attachment follows it."),
         notification::<Lagged>("The client did not read fast enough: the connection closes next; attach again with the cursor."),
         notification::<Notice>("A daemon-wide message for the user (a scheduled run that did not succeed)."),
         notification::<Shutdown>("The daemon exits next."),

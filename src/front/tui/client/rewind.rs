@@ -17,6 +17,8 @@ pub(in crate::front::tui) enum RewindBack {
     Listed(CheckpointsData),
     /// A message's preview, or the host's error text.
     Preview(String, Result<RewindPreviewData, String>),
+    /// A rewind was refused or failed: why.
+    Failed(String),
     /// A rewind was done: what to say, and (conversation rewound) the branch to show.
     Done {
         text: String,
@@ -68,7 +70,7 @@ impl Client {
 
     /// Rewinds through the host; says what changed, and shows the branch the session is on
     /// after a conversation rewind.
-    pub(super) fn rewind(&self, entry_id: String, prompt: String, restore: Restore) {
+    pub(super) fn rewind(&mut self, entry_id: String, prompt: String, restore: Restore) {
         let ask = Command::Rewind {
             entry_id,
             restore: Some(restore),
@@ -78,7 +80,7 @@ impl Client {
     }
 
     /// `/rewind undo`: the host puts back what the session's last rewind changed.
-    pub(in crate::front::tui) fn rewind_undo(&self) {
+    pub(in crate::front::tui) fn rewind_undo(&mut self) {
         let what = "undid the last rewind".to_string();
         self.rewinding(
             Command::RewindUndo {},
@@ -89,7 +91,8 @@ impl Client {
 
     /// Sends `ask` (`rewind` or `rewind_undo`); reports what it restored, with the branch the
     /// session is on (headed `header`) when the conversation moved.
-    fn rewinding(&self, ask: Command, header: String, what: String) {
+    fn rewinding(&mut self, ask: Command, header: String, what: String) {
+        self.rewinding = true;
         let commands = self.commands.clone();
         let back = self.back_tx.clone();
         let session = self.link.session_id().to_string();
@@ -97,9 +100,8 @@ impl Client {
             let done = match commands.ask::<Rewound>(&ask).await {
                 Ok(done) => done,
                 Err(e) => {
-                    let cell =
-                        HistoryCell::Error(format!("the rewind did not happen: {}", e.message));
-                    let _ = back.send(Back::Notice(cell));
+                    let why = format!("the rewind did not happen: {}", e.message);
+                    let _ = back.send(Back::Rewind(RewindBack::Failed(why)));
                     return;
                 }
             };
@@ -151,11 +153,16 @@ impl Client {
                 }
             }
             RewindBack::Preview(id, got) => self.view.rewind_preview(&id, got),
+            RewindBack::Failed(why) => {
+                self.rewinding = false;
+                self.view.notice(HistoryCell::Error(why));
+            }
             RewindBack::Done {
                 text,
                 header,
                 branch,
             } => {
+                self.rewinding = false;
                 if let Some((id, replayed, state)) = branch.map(|b| *b) {
                     self.replacing = Some(header);
                     self.replay(&id, &replayed, state.as_ref());
@@ -163,6 +170,19 @@ impl Client {
                 self.view.notice(HistoryCell::Notice(text));
             }
         }
+    }
+}
+
+impl Client {
+    /// The conversation of the shown session was rewound (`session/replaced` with the same
+    /// id): whether this window asked for it (the answer then shows the branch). A rewind made
+    /// by another client is shown as a session change, under a line saying so.
+    pub(super) fn rewound_here(&mut self) -> bool {
+        if self.rewinding {
+            return true;
+        }
+        self.replacing = Some("conversation rewound by another client · session".into());
+        false
     }
 }
 
