@@ -60,6 +60,18 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     file.write_all(bytes)
 }
 
+/// Opens `path` for writing in place (not truncated), creating it owner-only if it does not
+/// exist.
+pub fn open_rw(path: &Path) -> io::Result<File> {
+    let file = options()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    fix_mode(&file)?;
+    Ok(file)
+}
+
 /// Opens `path` for appending, creating it owner-only if it does not exist.
 pub fn append_file(path: &Path) -> io::Result<File> {
     let file = options().append(true).create(true).open(path)?;

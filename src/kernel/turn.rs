@@ -585,9 +585,7 @@ async fn run_call(
             hook => check_permission(inner, id, name, args, hook.map(|d| d.0), abort).await,
         };
         let ran = matches!(gate, Gate::Run | Gate::Approved);
-        if ran {
-            checkpoint::before_call(inner, name).await;
-        }
+        let writing = ran.then(|| checkpoint::before_call(inner, name)).flatten();
         let run = |inner, abort| async move {
             match is_task(inner, name) {
                 true => task::run(inner, id, args, abort).await,
@@ -613,6 +611,7 @@ async fn run_call(
                 out
             }
         };
+        checkpoint::written(inner, writing).await;
         if ran {
             let stop = hooked::post_tool(inner, id, name, args, &mut out, abort).await;
             shared.stop(stop);

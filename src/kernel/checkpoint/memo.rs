@@ -8,6 +8,7 @@
 
 use std::collections::BTreeMap;
 use std::fs::{self, Metadata};
+use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -30,7 +31,7 @@ pub(super) const RACY: Duration = Duration::from_secs(2);
 /// with room to spare.
 pub(super) const RACY_FINE: Duration = Duration::from_millis(50);
 
-const MAGIC: &[u8] = b"keel-checkpoint-memo 2\n";
+const MAGIC: &[u8] = b"keel-checkpoint-memo 3\n";
 
 /// A file's stat signature: equal signatures mean the file was not written in between
 /// (any write moves ctime, which user space cannot set back).
@@ -98,11 +99,17 @@ impl Memo {
             .unwrap_or_default()
     }
 
-    /// Writes the memo to `path` (a new file renamed over the old one).
+    /// Writes the memo to `path`, over the old one in place: no new file per snapshot (making
+    /// and deleting a file each turn is most of what a small snapshot costs on ext4). A write
+    /// cut short (a crash, a full disk) fails the CRC-32 at its end, and a memo that fails it
+    /// is ignored like a missing one. Only the session's own turns write it, one at a time.
     pub fn save(&self, path: &Path) -> std::io::Result<()> {
-        let temp = path.with_extension(format!("tmp{}", std::process::id()));
-        private::write_file(&temp, &self.encode())?;
-        fs::rename(&temp, path)
+        let mut bytes = self.encode();
+        let crc = crc32fast::hash(&bytes);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        let mut file = private::open_rw(path)?;
+        file.write_all(&bytes)?;
+        file.set_len(bytes.len() as u64)
     }
 
     fn encode(&self) -> Vec<u8> {
@@ -134,9 +141,13 @@ impl Memo {
     }
 }
 
-/// Reads what [`Memo::encode`] wrote; `None` for anything else.
+/// Reads what [`Memo::save`] wrote; `None` for anything else.
 fn decode(bytes: &[u8]) -> Option<Memo> {
-    let mut r = Reader(bytes.strip_prefix(MAGIC)?);
+    let (body, crc) = bytes.split_last_chunk::<4>()?;
+    if crc32fast::hash(body) != u32::from_le_bytes(*crc) {
+        return None;
+    }
+    let mut r = Reader(body.strip_prefix(MAGIC)?);
     let tree = Some(Oid(r.take(20)?.try_into().ok()?));
     let count = r.u64()?;
     let mut files = BTreeMap::new();
@@ -242,6 +253,15 @@ mod tests {
         let bytes = fs::read(&path).unwrap();
         fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(Memo::load(&path, &objects).files.is_empty());
+        // A byte changed in the middle (a write cut short over a longer memo) is refused too.
+        let mut torn = bytes.clone();
+        torn[MAGIC.len() + 30] ^= 1;
+        fs::write(&path, &torn).unwrap();
+        assert!(Memo::load(&path, &objects).files.is_empty());
+        // Written over a longer memo in place, a shorter one reads back whole.
+        fs::write(&path, vec![b'x'; bytes.len() * 3]).unwrap();
+        memo.save(&path).unwrap();
+        assert_eq!(Memo::load(&path, &objects).files.len(), 1);
         // A memo whose tree the store lost is not trusted.
         memo.tree = Some(Oid([7; 20]));
         memo.save(&path).unwrap();

@@ -10,6 +10,7 @@ use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use flate2::write::ZlibEncoder;
 use flate2::Compression;
@@ -72,7 +73,21 @@ impl Mode {
 /// The loose objects of one store (`<store>/objects`).
 pub(super) struct Objects {
     dir: PathBuf,
+    /// Deferring: the objects named but not written yet, in the order they were named (blobs
+    /// before the trees that list them), and their bytes.
+    held: Option<Mutex<Held>>,
 }
+
+/// See [`Objects::deferring`].
+#[derive(Default)]
+struct Held {
+    objects: Vec<(Oid, &'static str, Vec<u8>)>,
+    bytes: usize,
+}
+
+/// The most bytes a deferring store holds: past it, objects are written as they are named
+/// (a first snapshot of a large tree is not kept in memory).
+const HOLD_BYTES: usize = 8 << 20;
 
 /// Names temporary files uniquely within this process.
 static TEMP: AtomicU64 = AtomicU64::new(0);
@@ -81,7 +96,30 @@ impl Objects {
     pub fn new(store: &Path) -> Objects {
         Objects {
             dir: store.join("objects"),
+            held: None,
         }
+    }
+
+    /// A store whose objects are named (their ids computed) at once and written by
+    /// [`Objects::flush`], up to [`HOLD_BYTES`] of them; the rest are written as they come.
+    /// What a turn needs before its tool runs is the ids; the writing can overlap the tool.
+    pub fn deferring(store: &Path) -> Objects {
+        Objects {
+            held: Some(Mutex::new(Held::default())),
+            ..Objects::new(store)
+        }
+    }
+
+    /// Writes the objects a deferring store holds, in the order they were named.
+    pub fn flush(&self) -> io::Result<()> {
+        let Some(held) = &self.held else {
+            return Ok(());
+        };
+        let held = std::mem::take(&mut *held.lock().unwrap_or_else(|e| e.into_inner()));
+        for (id, kind, body) in held.objects {
+            self.store(id, kind, &body)?;
+        }
+        Ok(())
     }
 
     fn path(&self, id: &Oid) -> PathBuf {
@@ -114,15 +152,28 @@ impl Objects {
         self.write("tree", &body)
     }
 
-    fn write(&self, kind: &str, body: &[u8]) -> io::Result<Oid> {
-        let header = format!("{kind} {}\0", body.len());
+    fn write(&self, kind: &'static str, body: &[u8]) -> io::Result<Oid> {
         let mut hasher = Sha1::new();
-        hasher.update(header.as_bytes());
+        hasher.update(header(kind, body).as_bytes());
         hasher.update(body);
         let id = Oid(hasher.finalize().into());
+        if let Some(held) = &self.held {
+            let mut held = held.lock().unwrap_or_else(|e| e.into_inner());
+            if held.bytes + body.len() <= HOLD_BYTES {
+                held.bytes += body.len();
+                held.objects.push((id, kind, body.to_vec()));
+                return Ok(id);
+            }
+        }
+        self.store(id, kind, body)?;
+        Ok(id)
+    }
+
+    /// Writes object `id` unless the store has it.
+    fn store(&self, id: Oid, kind: &str, body: &[u8]) -> io::Result<()> {
         let path = self.path(&id);
         if path.is_file() {
-            return Ok(id);
+            return Ok(());
         }
         let dir = path.parent().unwrap_or(&self.dir);
         let temp = dir.join(format!(
@@ -150,7 +201,7 @@ impl Objects {
         };
         let written = (|| {
             let mut z = ZlibEncoder::new(io::BufWriter::new(file), Compression::fast());
-            z.write_all(header.as_bytes())?;
+            z.write_all(header(kind, body).as_bytes())?;
             z.write_all(body)?;
             z.finish()?.flush()?;
             fs::rename(&temp, &path)
@@ -158,8 +209,13 @@ impl Objects {
         if written.is_err() {
             let _ = fs::remove_file(&temp);
         }
-        written.map(|()| id)
+        written
     }
+}
+
+/// A loose object's header: `"<kind> <len>\0"`.
+fn header(kind: &str, body: &[u8]) -> String {
+    format!("{kind} {}\0", body.len())
 }
 
 fn sort_key(
@@ -200,5 +256,27 @@ mod tests {
         let top = objects.tree(&mut entries).unwrap();
         assert_eq!(entries[0].0, b"a.b");
         assert!(objects.has(&top));
+    }
+
+    #[test]
+    fn a_deferring_store_names_objects_at_once_and_writes_them_when_flushed() {
+        let dir = tempfile::tempdir().unwrap();
+        let objects = Objects::deferring(dir.path());
+        let hello = objects.blob(b"hello\n").unwrap();
+        assert_eq!(
+            hello.to_string(),
+            "ce013625030ba8dba906f756967f9e9ca394464a"
+        );
+        let top = objects
+            .tree(&mut [(b"x".to_vec(), Mode::File, hello)])
+            .unwrap();
+        assert!(!objects.has(&hello) && !objects.has(&top), "held");
+        // Past the limit, an object is written as it is named.
+        let big = objects.blob(&vec![1u8; HOLD_BYTES]).unwrap();
+        assert!(objects.has(&big));
+        objects.flush().unwrap();
+        assert!(objects.has(&hello) && objects.has(&top));
+        let plain = Objects::new(dir.path());
+        assert_eq!(plain.blob(b"hello\n").unwrap(), hello, "the same object");
     }
 }

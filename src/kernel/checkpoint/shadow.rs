@@ -104,6 +104,16 @@ impl Shadow {
         }
     }
 
+    /// Where a snapshot with memo file `memo` reads and writes.
+    fn place<'a>(&'a self, memo: &'a Path) -> Place<'a> {
+        Place {
+            work: &self.work,
+            store: &self.dir,
+            memo,
+            caps: &self.caps,
+        }
+    }
+
     /// The store's directory.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -178,13 +188,16 @@ impl Shadow {
     /// [`Shadow::snapshot`] begun at `start` (a test's clock decides which files are racy).
     pub(super) fn snapshot_at(&self, start: SystemTime) -> Result<Snapshot, CheckpointError> {
         self.ensure()?;
-        let place = Place {
-            work: &self.work,
-            store: &self.dir,
-            memo: &self.memo,
-            caps: &self.caps,
-        };
-        snapshot::take(&place, start)
+        snapshot::take(&self.place(&self.memo), start)
+    }
+
+    /// [`Shadow::snapshot`], its store writes left to the caller (a turn does them while
+    /// its tool runs: see `turn.rs`).
+    pub(super) fn snapshot_deferred(
+        &self,
+    ) -> Result<(Snapshot, super::snapshot::Writes), CheckpointError> {
+        self.ensure()?;
+        snapshot::take_deferred(&self.place(&self.memo), SystemTime::now())
     }
 
     /// A snapshot of the work tree that leaves the session's memo as it was (a scratch memo
@@ -194,13 +207,7 @@ impl Shadow {
         let mut name = self.memo.as_os_str().to_os_string();
         name.push("-peek");
         let memo = PathBuf::from(name);
-        let place = Place {
-            work: &self.work,
-            store: &self.dir,
-            memo: &memo,
-            caps: &self.caps,
-        };
-        snapshot::take(&place, SystemTime::now())
+        snapshot::take(&self.place(&memo), SystemTime::now())
     }
 
     /// `(status, lines added, lines removed, path)` of every file that differs from `from`

@@ -9,7 +9,7 @@ use std::fs::{self, Metadata};
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::memo::{Known, Memo, Sig};
@@ -29,7 +29,46 @@ pub(super) struct Place<'a> {
 
 /// Snapshots `place.work`; `start` is when the snapshot began (what "racy" is measured from).
 pub(super) fn take(place: &Place<'_>, start: SystemTime) -> Result<Snapshot, CheckpointError> {
-    let objects = Objects::new(place.store);
+    let (snapshot, writes) = read(place, start, Objects::new(place.store))?;
+    writes.write()?;
+    Ok(snapshot)
+}
+
+/// What a snapshot still has to write: the objects a deferring store holds, then the memo
+/// (after them: a memo never names an object that is not stored).
+pub(super) struct Writes {
+    objects: Objects,
+    memo: Memo,
+    memo_path: PathBuf,
+    store: PathBuf,
+}
+
+impl Writes {
+    pub fn write(self) -> Result<(), CheckpointError> {
+        self.objects
+            .flush()
+            .map_err(|e| io_error("write an object in", &self.store, &e))?;
+        self.memo
+            .save(&self.memo_path)
+            .map_err(|e| io_error("write", &self.memo_path, &e))
+    }
+}
+
+/// [`take`] with its writes left to the caller: the snapshot is whole (every file's content
+/// read, every id known) when this returns; only the store is not written yet (up to
+/// 8 MiB of objects held in memory, the rest written already).
+pub(super) fn take_deferred(
+    place: &Place<'_>,
+    start: SystemTime,
+) -> Result<(Snapshot, Writes), CheckpointError> {
+    read(place, start, Objects::deferring(place.store))
+}
+
+fn read(
+    place: &Place<'_>,
+    start: SystemTime,
+    objects: Objects,
+) -> Result<(Snapshot, Writes), CheckpointError> {
     let old = Memo::load(place.memo, &objects);
     let (listed, mut skipped) = walk(place.work);
     // Each listed file with what the last snapshot knew of it (one lookup per file).
@@ -108,13 +147,18 @@ pub(super) fn take(place: &Place<'_>, start: SystemTime) -> Result<Snapshot, Che
         files,
         trees: built.trees,
     };
-    memo.save(place.memo)
-        .map_err(|e| io_error("write", place.memo, &e))?;
-    Ok(Snapshot {
+    let snapshot = Snapshot {
         tree: tree.to_string(),
         skipped,
         changed,
-    })
+    };
+    let writes = Writes {
+        objects,
+        memo,
+        memo_path: place.memo.to_path_buf(),
+        store: place.store.to_path_buf(),
+    };
+    Ok((snapshot, writes))
 }
 
 /// The caps as a snapshot goes.

@@ -28,61 +28,84 @@ pub(crate) fn user_message(inner: &Inner) {
     }
 }
 
+/// A checkpoint's store writes, under way while its call runs.
+pub(crate) struct Writing(tokio::task::JoinHandle<Option<String>>);
+
 /// Takes the due checkpoint before the call of `tool` runs, if the tool may change files.
-pub(crate) async fn before_call(inner: &Inner, tool: &str) {
-    let Some(checkpoints) = inner.config.checkpoints.clone() else {
-        return;
-    };
+///
+/// The snapshot is whole when this returns: the work tree is walked, the files that changed
+/// since the session's last snapshot are read and every id is known, on this thread (awaited
+/// on the blocking pool, the run would yield here, and in ACP an `fs/*` request of the tool,
+/// sent straight to the editor, could then overtake the `tool_call` update that goes through
+/// the host's stream). Writing the objects and the memo is left to the blocking pool, so it
+/// overlaps the tool; that task publishes `CheckpointCreated` (or `CheckpointFailed`) once
+/// the store has the snapshot, so a session entry never names a snapshot that is not stored.
+/// The caller awaits [`written`] before the call finishes.
+pub(crate) fn before_call(inner: &Inner, tool: &str) -> Option<Writing> {
+    let checkpoints = inner.config.checkpoints.clone()?;
     if READ_ONLY.contains(&tool) {
-        return;
+        return None;
     }
     let (due, previous) = {
         let mut state = inner.lock();
         if state.checkpoint.off {
-            return;
+            return None;
         }
         (
             state.checkpoint.message.take(),
             state.checkpoint.last.clone(),
         )
     };
-    let Some(entry_id) = due else {
-        return;
-    };
+    let entry_id = due?;
     let session = inner.config.session_id.as_deref().unwrap_or("default");
     let shadow = checkpoints.shadow(&inner.config.cwd, session);
-    // The files changed since the previous checkpoint are what changed since this session's
-    // last snapshot (in-process: no git process, only the files whose stat changed are read).
-    // Taken on this thread. Awaited on the blocking pool, the run yields here, and in ACP an
-    // `fs/*` request of the next tool (sent straight to the editor) can then overtake the
-    // `tool_call` updates that go through the host's event stream: tests/acp_fs.rs consumes
-    // the early request while it waits for the update and then waits forever (3 runs in 10).
-    let taken = shadow.snapshot().map(|mut snapshot| {
-        let files = match previous {
-            Some(_) => std::mem::take(&mut snapshot.changed),
-            None => Vec::new(),
-        };
-        (snapshot, files)
-    });
-    let payload = match taken {
-        Ok((snapshot, files)) => {
-            inner.lock().checkpoint.last = Some(snapshot.tree.clone());
-            EventPayload::CheckpointCreated {
-                checkpoint: Checkpoint {
-                    entry_id,
-                    snapshot: snapshot.tree,
-                    files,
-                    skipped: snapshot.skipped,
-                },
-            }
-        }
+    let (mut snapshot, writes) = match shadow.snapshot_deferred() {
+        Ok(taken) => taken,
         Err(e) => {
             if e.kind == CheckpointErrorKind::GitMissing {
                 inner.lock().checkpoint.off = true;
             }
-            EventPayload::CheckpointFailed { message: e.message }
+            // Untimed: checkpoints on or off, the other events keep their times.
+            inner
+                .bus
+                .publish_untimed(EventPayload::CheckpointFailed { message: e.message });
+            return None;
         }
     };
-    // Untimed: checkpoints on or off, the other events keep their times.
-    inner.bus.publish_untimed(payload);
+    // The files changed since the previous checkpoint are what changed since this session's
+    // last snapshot (only the files whose stat changed were read).
+    let files = match previous {
+        Some(_) => std::mem::take(&mut snapshot.changed),
+        None => Vec::new(),
+    };
+    let bus = inner.bus.clone();
+    let writing = tokio::task::spawn_blocking(move || {
+        let tree = snapshot.tree;
+        let (payload, written) = match writes.write() {
+            Ok(()) => {
+                let checkpoint = Checkpoint {
+                    entry_id,
+                    snapshot: tree.clone(),
+                    files,
+                    skipped: snapshot.skipped,
+                };
+                (EventPayload::CheckpointCreated { checkpoint }, Some(tree))
+            }
+            Err(e) => (EventPayload::CheckpointFailed { message: e.message }, None),
+        };
+        bus.publish_untimed(payload);
+        written
+    });
+    Some(Writing(writing))
+}
+
+/// Waits for a checkpoint's writes (done long before a tool that takes any time finishes);
+/// the session's last snapshot is then the one written.
+pub(crate) async fn written(inner: &Inner, writing: Option<Writing>) {
+    let Some(Writing(task)) = writing else {
+        return;
+    };
+    if let Ok(Some(tree)) = task.await {
+        inner.lock().checkpoint.last = Some(tree);
+    }
 }
