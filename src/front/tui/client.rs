@@ -7,6 +7,7 @@
 //! pending dialogs included). In-process, leaving stops the run and saves the session.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod ask;
 mod lines;
 mod pager;
 mod rewind;
@@ -35,7 +36,7 @@ use crate::kernel::session::SessionSummary;
 use crate::output::{Output, TerminalOut};
 use crate::signals::Signals;
 use crate::wire::events::WireEvent;
-use crate::wire::pi::data::{ClearQueueData, MessagesData, State};
+use crate::wire::pi::data::{ClearQueueData, State};
 use crate::wire::pi::Command;
 
 /// What attaching to a session of the daemon needs.
@@ -575,14 +576,9 @@ impl Client {
                     self.dirty = true;
                     return;
                 }
-                let commands = self.commands.clone();
-                let back = self.back_tx.clone();
-                tokio::spawn(async move {
-                    let got = commands.ask::<MessagesData>(&Command::GetMessages {}).await;
-                    let messages = got.map(|m| m.messages).unwrap_or_default();
-                    let replayed = internals(&commands).await.replay(&messages);
-                    let state = commands.ask::<State>(&Command::GetState {}).await;
-                    let _ = back.send(Back::Replay(session, replayed, state.ok()));
+                self.in_back(|commands| async move {
+                    let (replayed, state) = ask::branch(&commands).await;
+                    Some(Back::Replay(session, replayed, state))
                 });
                 self.show_place();
             }
@@ -602,12 +598,9 @@ impl Client {
 
     /// Asks for the session's state (model and context window after a model change).
     fn fetch_state(&self) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
-        tokio::spawn(async move {
-            if let Ok(state) = commands.ask::<State>(&Command::GetState {}).await {
-                let _ = back.send(Back::State(state));
-            }
+        self.in_back(|commands| async move {
+            let state = commands.ask::<State>(&Command::GetState {}).await;
+            state.ok().map(Back::State)
         });
     }
 
@@ -710,17 +703,18 @@ impl Client {
                 images,
             }),
             Action::Abort => {
-                let commands = self.commands.clone();
                 let back = self.back_tx.clone();
-                tokio::spawn(async move {
+                self.in_back(|commands| async move {
                     let cleared = commands
                         .ask::<ClearQueueData>(&Command::ClearQueue {})
                         .await;
                     if let Ok(q) = cleared {
+                        // Back in the editor before the abort is sent (not after its answer).
                         let texts = q.steering.into_iter().chain(q.follow_up).collect();
                         let _ = back.send(Back::Restore(texts));
                     }
                     let _ = commands.send(&Command::Abort {}).await;
+                    None
                 });
             }
             // An approved plan, and edits run without asking from now on.
@@ -740,34 +734,28 @@ impl Client {
             Action::DenyWithMessage { call_id, message } => {
                 // The message first: queued as steering, it reaches the model with the refused
                 // call's result, before it answers again.
-                let commands = self.commands.clone();
-                let back = self.back_tx.clone();
-                tokio::spawn(async move {
+                self.in_back(|commands| async move {
                     let steer = Command::Steer {
                         message,
                         images: Vec::new(),
                     };
                     let steer = commands.send(&steer).await;
                     let denied = commands.send(&confirm(call_id, false)).await;
-                    if let Err(e) = steer.and(denied) {
-                        let _ = back.send(Back::Notice(HistoryCell::Error(e.message)));
-                    }
+                    let e = steer.and(denied).err()?;
+                    Some(Back::Notice(HistoryCell::Error(e.message)))
                 });
             }
             Action::Bash(cmd) => {
                 self.view
                     .transcript
                     .shell_started(&cmd, self.clock.now_ms());
-                let commands = self.commands.clone();
-                let back = self.back_tx.clone();
-                tokio::spawn(async move {
+                self.in_back(|commands| async move {
                     let bash = Command::Bash {
                         command: cmd,
                         exclude_from_context: None,
                     };
-                    if let Err(e) = commands.send(&bash).await {
-                        let _ = back.send(Back::ShellRefused(e.message));
-                    }
+                    let e = commands.send(&bash).await.err()?;
+                    Some(Back::ShellRefused(e.message))
                 });
             }
             Action::Command { name, args } => self.command(&name, &args),

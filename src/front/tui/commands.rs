@@ -20,30 +20,21 @@ pub(super) const PLACE_REFRESH: std::time::Duration = std::time::Duration::from_
 impl Client {
     /// Sends a command in the background; its error (pi's text) becomes an error cell.
     pub(super) fn send(&self, command: Command) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
-        tokio::spawn(async move {
-            if let Err(e) = commands.send(&command).await {
-                let _ = back.send(Back::Notice(HistoryCell::Error(e.message)));
-            }
+        self.in_back(|commands| async move {
+            let sent = commands.send(&command).await;
+            sent.err()
+                .map(|e| Back::Notice(HistoryCell::Error(e.message)))
         });
     }
 
     /// Asks the session for its templates and skills, for the slash menu.
     pub(super) fn fetch_commands(&self) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
-        tokio::spawn(async move {
+        self.in_back(|commands| async move {
             let got = commands.ask::<CommandsData>(&Command::GetCommands {}).await;
-            let Ok(listed) = got else {
-                return;
-            };
-            let list = listed
-                .commands
-                .into_iter()
-                .map(|c| (c.name, c.description))
-                .collect();
-            let _ = back.send(Back::Commands(list));
+            let list = got.ok()?.commands.into_iter();
+            Some(Back::Commands(
+                list.map(|c| (c.name, c.description)).collect(),
+            ))
         });
     }
 
@@ -53,14 +44,12 @@ impl Client {
         command: Command,
         say: impl FnOnce(T) -> String + Send + 'static,
     ) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
-        tokio::spawn(async move {
+        self.in_back(|commands| async move {
             let cell = match commands.ask::<T>(&command).await {
                 Ok(v) => HistoryCell::Notice(say(v)),
                 Err(e) => HistoryCell::Error(e.message),
             };
-            let _ = back.send(Back::Notice(cell));
+            Some(Back::Notice(cell))
         });
     }
 
@@ -68,17 +57,14 @@ impl Client {
         if let Some(d) = self.daemon.as_ref().filter(|d| d.dial.remote().is_some()) {
             // The session files are the remote host's: its daemon lists them.
             let cwd = d.reopen.cwd.clone();
-            let commands = self.commands.clone();
-            let back = self.back_tx.clone();
-            tokio::spawn(async move {
+            self.in_back(|commands| async move {
                 let list = ListParams { cwd };
-                let got = commands.call::<session::List>(&list).await;
-                let _ = match got {
-                    Ok(v) => back.send(Back::Sessions(v.here, v.all)),
-                    Err(e) => back.send(Back::Notice(HistoryCell::Error(format!(
+                Some(match commands.call::<session::List>(&list).await {
+                    Ok(v) => Back::Sessions(v.here, v.all),
+                    Err(e) => Back::Notice(HistoryCell::Error(format!(
                         "cannot list the remote sessions: {e}"
-                    )))),
-                };
+                    ))),
+                })
             });
             return;
         }
@@ -99,10 +85,8 @@ impl Client {
             .as_ref()
             .and_then(|d| d.dial.remote())
             .map(|r| r.host.clone());
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
         let id = self.link.session_id().to_string();
-        tokio::spawn(async move {
+        self.in_back(|commands| async move {
             let status = commands.call::<daemon::Status>(&NoParams).await;
             let clients = status.ok().and_then(|s| {
                 s.sessions
@@ -110,7 +94,7 @@ impl Client {
                     .find(|s| s.session_id == id)
                     .map(|s| s.clients as u64)
             });
-            let _ = back.send(Back::Place(place_text(&hello, host.as_deref(), clients)));
+            Some(Back::Place(place_text(&hello, host.as_deref(), clients)))
         });
     }
 
@@ -135,14 +119,11 @@ impl Client {
                 let compact = Command::Compact {
                     custom_instructions: (!args.is_empty()).then(|| args.to_string()),
                 };
-                let back = self.back_tx.clone();
-                let commands = self.commands.clone();
-                tokio::spawn(async move {
-                    if let Err(e) = commands.send(&compact).await {
-                        tracing::info!("compaction did not run: {e}");
-                        let cell = HistoryCell::Notice(format!("compaction did not run: {e}"));
-                        let _ = back.send(Back::Notice(cell));
-                    }
+                self.in_back(|commands| async move {
+                    let e = commands.send(&compact).await.err()?;
+                    tracing::info!("compaction did not run: {e}");
+                    let cell = HistoryCell::Notice(format!("compaction did not run: {e}"));
+                    Some(Back::Notice(cell))
                 });
             }
             "thinking" => self.thinking(args),
@@ -196,10 +177,8 @@ impl Client {
                 },
             );
         }
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
         let level = args.to_string();
-        tokio::spawn(async move {
+        self.in_back(|commands| async move {
             let set = Command::SetThinkingLevel {
                 level: level.clone(),
             };
@@ -211,7 +190,7 @@ impl Client {
                 }
                 Err(e) => HistoryCell::Error(e.message),
             };
-            let _ = back.send(Back::Notice(cell));
+            Some(Back::Notice(cell))
         });
     }
 
@@ -229,10 +208,8 @@ impl Client {
                 text
             });
         }
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
         let wanted = args.to_string();
-        tokio::spawn(async move {
+        self.in_back(|commands| async move {
             let (provider, id) = match wanted.split_once('/') {
                 Some((p, id)) => (p.to_string(), id.to_string()),
                 None => {
@@ -246,8 +223,7 @@ impl Client {
                         Some(p) => (p, wanted.clone()),
                         None => {
                             let cell = HistoryCell::Error(format!("unknown model {wanted}"));
-                            let _ = back.send(Back::Notice(cell));
-                            return;
+                            return Some(Back::Notice(cell));
                         }
                     }
                 }
@@ -260,7 +236,7 @@ impl Client {
                 Ok(_) => HistoryCell::Notice(format!("model: {provider}/{id}")),
                 Err(e) => HistoryCell::Error(e.message),
             };
-            let _ = back.send(Back::Notice(cell));
+            Some(Back::Notice(cell))
         });
     }
 
@@ -338,8 +314,6 @@ impl Client {
     /// `/session`: the session's id, file, name, size and cost, where it runs and how to come
     /// back to it.
     fn session_info(&self) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
         let u = &self.view.transcript.totals.usage;
         let tokens = format!(
             "↑{} ↓{} · cost ${:.4}",
@@ -348,14 +322,10 @@ impl Client {
             u.cost.total
         );
         let daemon = self.daemon.as_ref().map(|d| d.dial.describe());
-        tokio::spawn(async move {
-            let state = commands.ask::<State>(&Command::GetState {}).await;
-            let state = match state {
+        self.in_back(|commands| async move {
+            let state = match commands.ask::<State>(&Command::GetState {}).await {
                 Ok(s) => s,
-                Err(e) => {
-                    let _ = back.send(Back::Notice(HistoryCell::Error(e.message)));
-                    return;
-                }
+                Err(e) => return Some(Back::Notice(HistoryCell::Error(e.message))),
             };
             let id = state.session_id;
             let mut text = format!(
@@ -385,7 +355,7 @@ impl Client {
                     "\n  runs in: this keel process (quitting stops it; without --no-daemon a session outlives its window)",
                 ),
             }
-            let _ = back.send(Back::Notice(HistoryCell::Notice(text)));
+            Some(Back::Notice(HistoryCell::Notice(text)))
         });
     }
 }

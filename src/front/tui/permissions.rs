@@ -13,49 +13,37 @@ use super::transcript::HistoryCell;
 impl Client {
     /// Asks the session for its mode, for the status line (a host that cannot say: none shown).
     pub(super) fn fetch_permission(&self) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
-        tokio::spawn(async move {
+        self.in_back(|commands| async move {
             let got = commands
                 .ask::<PermissionsData>(&Command::GetPermissions {})
                 .await;
-            if let Some(mode) = got.ok().and_then(|d| Permission::parse(&d.mode)) {
-                let _ = back.send(Back::Permission(mode));
-            }
+            Permission::parse(&got.ok()?.mode).map(Back::Permission)
         });
     }
 
     /// Tells the session to use `mode` from now on; the status line shows what it took.
     pub(super) fn set_permission(&self, mode: Permission) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
-        tokio::spawn(async move {
+        self.in_back(move |commands| async move {
             let set = Command::SetPermissionMode {
                 mode: mode.word().to_string(),
             };
-            let answer = match commands.ask::<PermissionsData>(&set).await {
+            match commands.ask::<PermissionsData>(&set).await {
                 Ok(d) => Permission::parse(&d.mode).map(Back::Permission),
                 Err(e) => Some(Back::Notice(HistoryCell::Error(e.message))),
-            };
-            if let Some(answer) = answer {
-                let _ = back.send(answer);
             }
         });
     }
 
     /// `/permissions`: the mode and every rule in force, with its list and origin.
     pub(super) fn permissions(&self) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
-        tokio::spawn(async move {
+        self.in_back(|commands| async move {
             let got = commands
                 .ask::<PermissionsData>(&Command::GetPermissions {})
                 .await;
-            let cell = match got {
+            Some(Back::Notice(match got {
                 Ok(d) => HistoryCell::Notice(listing(&d)),
                 Err(e) => HistoryCell::Error(e.message),
-            };
-            let _ = back.send(Back::Notice(cell));
+            }))
         });
     }
 }

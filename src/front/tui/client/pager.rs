@@ -19,18 +19,16 @@ use crate::front::tui::{tty, Input};
 impl Client {
     /// `/transcript`: asks the session for its conversation; the pager opens when it comes.
     pub(in crate::front::tui) fn transcript(&self) {
-        let (commands, back) = (self.commands.clone(), self.back_tx.clone());
-        tokio::spawn(async move {
+        self.in_back(|commands| async move {
             let answer = match commands.ask::<MessagesData>(&Command::GetMessages {}).await {
                 Ok(a) => a,
                 Err(e) => {
                     let cell = HistoryCell::Error(format!("cannot read the transcript: {e}"));
-                    let _ = back.send(Back::Notice(cell));
-                    return;
+                    return Some(Back::Notice(cell));
                 }
             };
             let replayed = internals(&commands).await.replay(&answer.messages);
-            let _ = back.send(Back::Transcript(replayed));
+            Some(Back::Transcript(replayed))
         });
     }
 

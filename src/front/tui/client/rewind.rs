@@ -4,11 +4,11 @@
 //! itself is never done here). A conversation rewind shows the branch the session is on now.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use super::{internals, Back, Client};
+use super::{Back, Client};
 use crate::front::tui::rewind::RewindPicker;
 use crate::front::tui::transcript::HistoryCell;
 use crate::kernel::checkpoint::{Restore, Rewound};
-use crate::wire::pi::data::{CheckpointsData, MessagesData, RewindPreviewData, State};
+use crate::wire::pi::data::{CheckpointsData, RewindPreviewData, State};
 use crate::wire::pi::Command;
 
 /// Answers for the rewind picker.
@@ -38,33 +38,29 @@ type Branch = (
 impl Client {
     /// Asks the session for its checkpoints; the picker opens when they come.
     pub(in crate::front::tui) fn open_rewind(&mut self) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
-        tokio::spawn(async move {
+        self.in_back(|commands| async move {
             let got = commands
                 .ask::<CheckpointsData>(&Command::GetCheckpoints {})
                 .await;
-            let _ = match got {
-                Ok(listed) => back.send(Back::Rewind(RewindBack::Listed(listed))),
-                Err(e) => back.send(Back::Notice(HistoryCell::Error(format!(
+            Some(match got {
+                Ok(listed) => Back::Rewind(RewindBack::Listed(listed)),
+                Err(e) => Back::Notice(HistoryCell::Error(format!(
                     "cannot list the checkpoints: {}",
                     e.message
-                )))),
-            };
+                ))),
+            })
         });
     }
 
     /// Asks for what rewinding the code to before `entry_id` would change.
     pub(super) fn rewind_preview(&self, entry_id: String) {
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
-        tokio::spawn(async move {
+        self.in_back(|commands| async move {
             let ask = Command::RewindPreview {
                 entry_id: entry_id.clone(),
             };
             let got = commands.ask::<RewindPreviewData>(&ask).await;
             let got = got.map_err(|e| e.message);
-            let _ = back.send(Back::Rewind(RewindBack::Preview(entry_id, got)));
+            Some(Back::Rewind(RewindBack::Preview(entry_id, got)))
         });
     }
 
@@ -93,35 +89,28 @@ impl Client {
     /// session is on (headed `header`) when the conversation moved.
     fn rewinding(&mut self, ask: Command, header: String, what: String) {
         self.rewinding = true;
-        let commands = self.commands.clone();
-        let back = self.back_tx.clone();
         let session = self.link.session_id().to_string();
-        tokio::spawn(async move {
+        self.in_back(|commands| async move {
             let done = match commands.ask::<Rewound>(&ask).await {
                 Ok(done) => done,
                 Err(e) => {
                     let why = format!("the rewind did not happen: {}", e.message);
-                    let _ = back.send(Back::Rewind(RewindBack::Failed(why)));
-                    return;
+                    return Some(Back::Rewind(RewindBack::Failed(why)));
                 }
             };
             let branch = match done.restore.as_str() {
                 "files" => None,
                 _ => {
-                    let got = commands.ask::<MessagesData>(&Command::GetMessages {}).await;
-                    let messages = got.map(|m| m.messages).unwrap_or_default();
-                    let replayed = internals(&commands).await.replay(&messages);
-                    let state = commands.ask::<State>(&Command::GetState {}).await.ok();
-                    Some(Box::new((session.clone(), replayed, state)))
+                    let (replayed, state) = super::ask::branch(&commands).await;
+                    Some(Box::new((session, replayed, state)))
                 }
             };
             let text = report(what, &done);
-            let done = RewindBack::Done {
+            Some(Back::Rewind(RewindBack::Done {
                 text,
                 header,
                 branch,
-            };
-            let _ = back.send(Back::Rewind(done));
+            }))
         });
     }
 
