@@ -344,3 +344,56 @@ fn a_bubblewrap_that_fails_is_probed_then_run_without_proc_or_replaced_or_refuse
     );
     assert!(!sb.work().join("in.txt").exists(), "{r:?}");
 }
+
+/// What a session found out about its bubblewrap is written down, and the next session with
+/// the same bubblewrap does not probe it: it starts its zygote without waiting. If that
+/// bubblewrap fails after all, the calls are refused with its error (closed, not unsandboxed),
+/// the finding is forgotten, and the session after probes again (and falls back to Landlock).
+#[test]
+fn a_bubblewrap_known_to_work_is_not_probed_and_is_probed_again_once_it_fails() {
+    let Some(real) = real_bwrap() else {
+        println!("skipped: bubblewrap is not installed (apt-get install bubblewrap)");
+        return;
+    };
+    let sb = world();
+    // Broken while `broken` exists; the script itself (what the finding is tied to) stays.
+    let flag = sb.dir.path().join("broken");
+    let body = format!(
+        "[ -e '{}' ] && {{ echo 'bwrap: No permissions to create new namespace' >&2; exit 1; }}\nexec {real} \"$@\"",
+        flag.display()
+    );
+    let log = fake_bwrap(&sb, &body);
+    let findings = sb.home().join("cache/sandbox-probe");
+    let calls = [bash_call("echo $TMPDIR")];
+    // Four runs in one world (the test clock gives each the same session id).
+    let once = ["--no-session"];
+
+    let (r, _) = run(&sb, "auto", &calls, &[], &once);
+    assert_eq!(r[0], ("/tmp\n".to_string(), false), "{r:?}");
+    let text = std::fs::read_to_string(&findings).unwrap();
+    assert!(text.ends_with("finding works\n"), "{text}");
+
+    // Known: not probed. The run's one bubblewrap is its zygote, as before.
+    std::fs::remove_file(&log).unwrap();
+    let (r, _) = run(&sb, "auto", &calls, &[], &once);
+    assert_eq!(r[0], ("/tmp\n".to_string(), false), "{r:?}");
+    assert_eq!(starts(&log).len(), 1, "{:#?}", starts(&log));
+
+    // Known, but broken now: refused with bubblewrap's error, and forgotten.
+    std::fs::write(&flag, "").unwrap();
+    let (r, _) = run(&sb, "auto", &calls, &[], &once);
+    assert!(r[0].1, "{r:?}");
+    assert!(
+        r[0].0.contains("No permissions to create new namespace"),
+        "{r:?}"
+    );
+    assert!(r[0].0.contains("probes it again"), "{r:?}");
+    assert!(!findings.exists());
+
+    // Probed again: bubblewrap fails, Landlock takes over (a private $TMPDIR, not /tmp).
+    let (r, stderr) = run(&sb, "auto", &calls, &[], &once);
+    assert!(!r[0].1 && r[0].0 != "/tmp\n", "{r:?}");
+    assert!(!stderr.contains("Warning"), "{stderr}");
+    let text = std::fs::read_to_string(&findings).unwrap();
+    assert!(text.ends_with("finding fails\n"), "{text}");
+}

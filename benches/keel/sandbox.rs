@@ -1,7 +1,8 @@
 //! The sandbox row (KEEL_BENCH_ONLY=sandbox): one tool turn of 20 `bash` calls from the
 //! scripted provider, `keel -p --no-session` under the default sandbox (bubblewrap where it
 //! works) and with `--sandbox off`, paired in each round and alternating which goes first; wall
-//! time from spawn to exit.
+//! time from spawn to exit. The first sandboxed session of each fresh `$KEEL_HOME` (bubblewrap
+//! probed) is its own row; the floor is one bubblewrap start with the zygote's namespaces.
 
 use std::path::Path;
 use std::time::Instant;
@@ -54,11 +55,47 @@ fn timed(keel: &Path, sb: &Sandbox, script: &str, mode: &str) -> Res<f64> {
     Ok(ms)
 }
 
+/// One start of bubblewrap with the zygote's namespaces and mounts, running `true`: what a
+/// sandbox costs a session at least (the floor). `None` without bubblewrap.
+fn bwrap_start() -> Option<f64> {
+    let bwrap = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"]
+        .into_iter()
+        .find(|p| Path::new(p).exists())?;
+    let start = Instant::now();
+    let status = std::process::Command::new(bwrap)
+        .args([
+            "--new-session",
+            "--die-with-parent",
+            "--unshare-pid",
+            "--unshare-net",
+        ])
+        .args([
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--",
+            "true",
+        ])
+        .status()
+        .ok()?;
+    status
+        .success()
+        .then(|| start.elapsed().as_secs_f64() * 1e3)
+}
+
 pub fn sandbox_bench(keel: &Path, rows: &mut Vec<Row>, runs: usize) -> Res<()> {
-    let (mut boxed, mut open) = (Vec::new(), Vec::new());
+    let (mut boxed, mut open, mut cold, mut floor) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for round in 0..runs {
         let sb = Sandbox::new()?;
         let script = script(&sb.cwd)?;
+        // The first sandboxed session of a `$KEEL_HOME` probes bubblewrap (and writes down what
+        // it found); every later one, as on a user's machine, starts without waiting for it.
+        cold.push(timed(keel, &sb, &script, "workspace-write")?);
         if round % 2 == 0 {
             boxed.push(timed(keel, &sb, &script, "workspace-write")?);
             open.push(timed(keel, &sb, &script, "off")?);
@@ -66,6 +103,7 @@ pub fn sandbox_bench(keel: &Path, rows: &mut Vec<Row>, runs: usize) -> Res<()> {
             open.push(timed(keel, &sb, &script, "off")?);
             boxed.push(timed(keel, &sb, &script, "workspace-write")?);
         }
+        floor.extend(bwrap_start());
     }
     let label = format!("tool turn of {CALLS} `bash` calls, `keel -p`");
     rows.push(Row::stats(
@@ -86,5 +124,31 @@ pub fn sandbox_bench(keel: &Path, rows: &mut Vec<Row>, runs: usize) -> Res<()> {
         "x",
         2,
     ));
+    rows.push(Row::stats(
+        &format!("{label}, sandboxed, first session of a KEEL_HOME (bubblewrap probed)"),
+        &cold,
+        "ms",
+        1,
+    ));
+    rows.push(Row::single(
+        "first sandboxed session vs --sandbox off",
+        median(&cold) / median(&open),
+        "x",
+        2,
+    ));
+    if !floor.is_empty() {
+        rows.push(Row::stats(
+            "one bubblewrap start (the zygote's namespaces and mounts, `true`): the floor",
+            &floor,
+            "ms",
+            1,
+        ));
+        rows.push(Row::single(
+            "floor: (--sandbox off + one bubblewrap start) / --sandbox off",
+            (median(&open) + median(&floor)) / median(&open),
+            "x",
+            2,
+        ));
+    }
     Ok(())
 }

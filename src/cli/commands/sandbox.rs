@@ -90,6 +90,8 @@ pub fn debug(cli: Cli) -> Exit {
         let settings = crate::setup::Settings::resolve(&cli, env)?;
         let mut warnings = Vec::new();
         let trust = crate::setup::trust::Trust::read(&settings, env);
+        // Probed for real, not taken from what an earlier session found (which this renews).
+        crate::kernel::sandbox::known::forget(&env.keel_home);
         let sandbox = Sandbox::for_session(
             &settings.sandbox(env, &trust, &mut warnings),
             &env.cwd,

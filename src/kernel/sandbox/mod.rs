@@ -7,6 +7,7 @@
 
 pub mod bwrap;
 pub mod forward;
+pub mod known;
 pub mod landlock;
 pub mod network;
 pub mod policy;
@@ -293,7 +294,29 @@ impl Sandbox {
             .filter(|_| !matches!(config.network, Network::Allow(_)))
             .map(|tmp| (cwd, tmp));
         let exe = std::env::current_exe().ok();
-        let mut sandbox = Sandbox::started(policy, choice, bwrap, exe, start);
+        // What an earlier process found out about this bubblewrap spares the probe (known.rs).
+        let unprobed = bwrap.as_deref().filter(|p| !probe_known(p));
+        let findings = unprobed.and_then(|p| known::load(keel_home, p));
+        if let (Some(p), Some(found)) = (unprobed, &findings) {
+            probe_cache().insert(p.to_path_buf(), found.clone());
+        }
+        let mut sandbox = Sandbox::started(policy, choice, bwrap.clone(), exe, start);
+        match (unprobed, &findings) {
+            // Probed now: written down for the next session.
+            (Some(p), None) => {
+                if let Some(found) = probe_cache().get(p) {
+                    known::save(keel_home, p, found.as_ref());
+                }
+            }
+            // Known to work: its zygote starts now, and nothing waits for it here.
+            (Some(_), Some(Some(_))) => {
+                if let (Mechanism::Bwrap(_), Some((cwd, tmp))) = (&sandbox.mechanism, start) {
+                    sandbox.zygote.trusting(known::file(keel_home));
+                    let _ = sandbox.warm(cwd, tmp);
+                }
+            }
+            _ => {}
+        }
         if sandbox.mechanism == Mechanism::Unavailable && !config.fail_if_unavailable {
             sandbox.mechanism = Mechanism::Unenforced;
         }

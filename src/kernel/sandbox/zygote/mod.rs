@@ -44,6 +44,9 @@ struct Slot {
     /// keel): no zygote, each command gets a sandbox of its own.
     exe: Option<PathBuf>,
     running: Mutex<Option<Arc<Zygote>>>,
+    /// The findings file that said this sandbox works (it was not probed): forgotten when its
+    /// zygote never serves, so the next session probes again (`known.rs`).
+    known: Mutex<Option<PathBuf>>,
 }
 
 impl ZygoteSlot {
@@ -51,12 +54,20 @@ impl ZygoteSlot {
         ZygoteSlot(Arc::new(Slot {
             exe,
             running: Mutex::new(None),
+            known: Mutex::new(None),
         }))
     }
 
     /// An empty slot for the same executable (the policy changed: a fresh zygote).
     pub fn fresh(&self) -> ZygoteSlot {
-        ZygoteSlot::new(self.0.exe.clone())
+        let slot = ZygoteSlot::new(self.0.exe.clone());
+        *lock(&slot.0.known) = lock(&self.0.known).clone();
+        slot
+    }
+
+    /// This sandbox was taken to work from `findings` (not probed): see [`Slot::known`].
+    pub fn trusting(&self, findings: PathBuf) {
+        *lock(&self.0.known) = Some(findings);
     }
 }
 
@@ -339,7 +350,14 @@ impl Sandbox {
                 }
             }
         }
-        let why = last.unwrap_or_default();
+        let mut why = last.unwrap_or_default();
+        if let Some(findings) = lock(&self.zygote.0.known).take() {
+            let _ = std::fs::remove_file(&findings);
+            why.push_str(
+                " (an earlier keel found this bubblewrap working, so it was not probed: the \
+                 next session probes it again)",
+            );
+        }
         Err(SpawnError::Sandbox(setup(&why)))
     }
 }
