@@ -381,3 +381,37 @@ fn debug_sandbox_names_the_mechanism_and_its_self_test_holds() {
         "{stdout}"
     );
 }
+
+/// Everything else here lives under `/tmp`, which bubblewrap replaces with a private one, so
+/// the masks over secrets there are never needed. With `$HOME` and `$KEEL_HOME` elsewhere (as
+/// on a user's machine), the masks are real: the secrets and keel's own directory are hidden,
+/// while the spill files (`$KEEL_HOME/tmp`, allowed again inside the masked directory) stay
+/// readable and commands run at all (bubblewrap refused to start before the fix: the mount
+/// point of that allowed path could not be made in the already read-only mask).
+#[test]
+fn with_a_home_outside_tmp_the_masks_hold_and_the_spill_files_stay_readable() {
+    let Some(sb) = Sandbox::new_in("/var/tmp") else {
+        println!("skipped: /var/tmp is not writable here");
+        return;
+    };
+    let home = sb.dir.path();
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), SECRET).unwrap();
+    std::fs::create_dir_all(sb.home().join("tmp")).unwrap();
+    std::fs::write(sb.home().join("tmp/spill.txt"), "spilled\n").unwrap();
+    std::fs::write(sb.home().join("secret.txt"), SECRET).unwrap();
+    let keel_home = sb.home().display().to_string();
+    let calls = [
+        bash("echo ok"),
+        bash(&format!("cat {}/.ssh/id_rsa", home.display())),
+        bash(&format!("cat {keel_home}/secret.txt")),
+        bash(&format!("cat {keel_home}/tmp/spill.txt")),
+    ];
+    for mech in mechanisms() {
+        let (r, _) = run(&sb, mech, &calls, &[], &["--no-session"]);
+        assert_eq!(r[0], ("ok\n".to_string(), false), "{mech}: {r:?}");
+        assert!(!r[1].0.contains(SECRET) && r[1].1, "{mech}: {r:?}");
+        assert!(!r[2].0.contains(SECRET) && r[2].1, "{mech}: {r:?}");
+        assert_eq!(r[3], ("spilled\n".to_string(), false), "{mech}: {r:?}");
+    }
+}

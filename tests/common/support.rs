@@ -30,7 +30,17 @@ pub struct Sandbox {
 
 impl Sandbox {
     pub fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
+        Sandbox::in_dir(tempfile::tempdir().unwrap())
+    }
+
+    /// A sandbox in a temp dir under `base` (`/var/tmp`: a home that is not under `/tmp`,
+    /// which bubblewrap's private `/tmp` would hide whatever keel masks); `None` when `base`
+    /// is not writable.
+    pub fn new_in(base: &str) -> Option<Self> {
+        tempfile::tempdir_in(base).ok().map(Sandbox::in_dir)
+    }
+
+    fn in_dir(dir: tempfile::TempDir) -> Self {
         std::fs::create_dir_all(dir.path().join("home")).unwrap();
         std::fs::create_dir_all(dir.path().join("work")).unwrap();
         // KEEL_HOME private, as keel creates it (a group/other-readable one gets a warning).

@@ -91,9 +91,14 @@ pub fn args(bwrap: &Bwrap, policy: &SandboxPolicy, tmp: &Path, cwd: &Path) -> Ve
             a.pair("--ro-bind", p, p);
         }
     }
+    // Read-only only now: a root, an allowed path or a protected path bound inside a masked
+    // directory needs its mount point made in the mask's tmpfs first.
+    for p in std::mem::take(&mut a.masked) {
+        a.one("--remount-ro", &p);
+    }
     a.one("--chdir", cwd);
     a.pair("--setenv", Path::new("TMPDIR"), Path::new("/tmp"));
-    a.0
+    a.argv
 }
 
 /// Whether `p` is worth a mount: it exists, and it is not under the private `/tmp` (where the
@@ -103,28 +108,33 @@ fn visible(p: &Path, roots: &[PathBuf]) -> bool {
 }
 
 #[derive(Default)]
-struct Args(Vec<OsString>);
+struct Args {
+    argv: Vec<OsString>,
+    /// The directories masked with a tmpfs, made read-only after every bind.
+    masked: Vec<PathBuf>,
+}
 
 impl Args {
     fn flags(&mut self, flags: &[&str]) {
-        self.0.extend(flags.iter().map(OsString::from));
+        self.argv.extend(flags.iter().map(OsString::from));
     }
 
     fn one(&mut self, flag: &str, p: &Path) {
-        self.0.push(flag.into());
-        self.0.push(p.into());
+        self.argv.push(flag.into());
+        self.argv.push(p.into());
     }
 
     fn pair(&mut self, flag: &str, from: &Path, to: &Path) {
         self.one(flag, from);
-        self.0.push(to.into());
+        self.argv.push(to.into());
     }
 
-    /// A directory becomes an empty read-only tmpfs; a file or socket reads as `/dev/null`.
+    /// A directory becomes an empty tmpfs (read-only once the binds are done); a file or
+    /// socket reads as `/dev/null`.
     fn mask(&mut self, p: &Path) {
         if p.is_dir() {
             self.one("--tmpfs", p);
-            self.one("--remount-ro", p);
+            self.masked.push(p.to_path_buf());
         } else {
             self.pair("--ro-bind", Path::new("/dev/null"), p);
         }
