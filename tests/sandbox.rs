@@ -400,12 +400,21 @@ fn with_a_home_outside_tmp_the_masks_hold_and_the_spill_files_stay_readable() {
     std::fs::create_dir_all(sb.home().join("tmp")).unwrap();
     std::fs::write(sb.home().join("tmp/spill.txt"), "spilled\n").unwrap();
     std::fs::write(sb.home().join("secret.txt"), SECRET).unwrap();
+    // A copy the search must find (so a search that finds nothing proves nothing).
+    std::fs::write(sb.work().join("notes.txt"), SECRET).unwrap();
     let keel_home = sb.home().display().to_string();
     let calls = [
         bash("echo ok"),
         bash(&format!("cat {}/.ssh/id_rsa", home.display())),
         bash(&format!("cat {keel_home}/secret.txt")),
         bash(&format!("cat {keel_home}/tmp/spill.txt")),
+        // The pattern matches the canary but is not it (the script holds the pattern).
+        // Landlock cannot list `$HOME` at all (its rules only grant); the workspace, it can.
+        bash(&format!(
+            "grep -rs 'secret-canary-7[7]' {} {} ; echo searched",
+            home.display(),
+            sb.work().display()
+        )),
     ];
     for mech in mechanisms() {
         let (r, _) = run(&sb, mech, &calls, &[], &["--no-session"]);
@@ -413,5 +422,14 @@ fn with_a_home_outside_tmp_the_masks_hold_and_the_spill_files_stay_readable() {
         assert!(!r[1].0.contains(SECRET) && r[1].1, "{mech}: {r:?}");
         assert!(!r[2].0.contains(SECRET) && r[2].1, "{mech}: {r:?}");
         assert_eq!(r[3], ("spilled\n".to_string(), false), "{mech}: {r:?}");
+        let found = &r[4].0;
+        assert!(
+            found.contains("work/notes.txt:") && found.ends_with("searched\n"),
+            "{mech}: {r:?}"
+        );
+        assert!(
+            !found.contains("id_rsa") && !found.contains("secret.txt"),
+            "{mech}: {r:?}"
+        );
     }
 }
