@@ -32,9 +32,11 @@ pub(crate) fn mechanisms() -> Vec<&'static str> {
 }
 
 /// A scratch world: `$HOME` = the temp dir with an `.ssh/id_rsa` canary, a git repository in
-/// the workspace, `work/link` pointing outside.
+/// the workspace, `work/link` pointing outside. Under `/var/tmp` where it can be: a home under
+/// `/tmp` is hidden by bubblewrap's private `/tmp` whatever keel masks, and keeps Landlock's
+/// rules from splitting `/var` (where `/var/run` points to `/run`).
 pub(crate) fn world() -> Sandbox {
-    let sb = Sandbox::new();
+    let sb = Sandbox::new_in("/var/tmp").unwrap_or_else(Sandbox::new);
     let home = sb.dir.path();
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_rsa"), SECRET).unwrap();

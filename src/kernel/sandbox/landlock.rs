@@ -48,7 +48,10 @@ pub fn restrict_self(policy: &SandboxPolicy, tmp: &Path) -> Result<(), RulesetEr
 }
 
 /// The largest paths under `dir` that hold no denied path: `dir` itself when none is under
-/// it, else its entries, recursively (only the ancestors of denied paths are listed).
+/// it, else its entries, recursively (only the ancestors of denied paths are listed). A
+/// symlink among those entries is left out: a rule on it would be a rule on its target (the
+/// rule's path is opened), and `/var/run` → `/run` would grant all of `/run`, denied paths and
+/// all. What it points to is readable or not by the target's own rules.
 fn readable_beneath(dir: &Path, deny: &[PathBuf], out: &mut Vec<PathBuf>) {
     if deny.iter().any(|d| d == dir) {
         return;
@@ -61,7 +64,9 @@ fn readable_beneath(dir: &Path, deny: &[PathBuf], out: &mut Vec<PathBuf>) {
         return;
     };
     for entry in entries.flatten() {
-        readable_beneath(&entry.path(), deny, out);
+        if entry.file_type().is_ok_and(|t| !t.is_symlink()) {
+            readable_beneath(&entry.path(), deny, out);
+        }
     }
 }
 
@@ -77,6 +82,8 @@ mod tests {
         for p in ["a/secret", "a/open", "b"] {
             std::fs::create_dir_all(root.join(p)).unwrap();
         }
+        // A symlink beside a denied path (as `/var/run` → `/run`) is no rule of its own.
+        std::os::unix::fs::symlink(root, root.join("a/up")).unwrap();
         let mut out = Vec::new();
         readable_beneath(root, &[root.join("a/secret")], &mut out);
         out.sort();
