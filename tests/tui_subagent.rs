@@ -102,6 +102,57 @@ fn ctrl_g_opens_the_childs_transcript_and_esc_returns_to_the_parent() {
     child.wait().unwrap();
 }
 
+/// With two children, Ctrl+G opens the latest and says where it is; Ctrl+G in its transcript
+/// shows the one before, and again the latest.
+#[test]
+fn ctrl_g_in_a_childs_transcript_shows_the_child_before_it() {
+    let sb = Sandbox::new();
+    let task = |id: &str, description: &str, prompt: &str| {
+        json!({"match": "^look", "chunks": [{"toolCall": {"id": id, "name": "task", "arguments":
+            {"description": description, "prompt": prompt, "subagent_type": "explore"}}}]})
+    };
+    let script = script(
+        &sb,
+        json!([
+            task("t1", "first look", "CHILD1 reads"),
+            {"match": "^CHILD1", "chunks": [{"text": "One was here."}]},
+            task("t2", "second look", "CHILD2 reads"),
+            {"match": "^CHILD2", "chunks": [{"text": "Two was here."}]},
+            {"match": "^look", "chunks": [{"text": "Parent is done."}]}
+        ]),
+    );
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let (mut s, mut child) = spawn(
+        &sb,
+        &format!(
+            "'{keel}' --provider scripted --script '{script}' --permission auto; echo KEEL_EXIT=$?"
+        ),
+    );
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("look\r");
+    s.wait_for("the parent's answer", |t| t.contains("Parent is done."));
+    s.send("\x07");
+    s.wait_for("the latest child", |t| {
+        t.contains("second look") && t.contains("subagent 2/2") && t.contains("Two was here.")
+    });
+    s.send("\x07");
+    s.wait_for("the child before it", |t| {
+        t.contains("first look") && t.contains("subagent 1/2") && t.contains("One was here.")
+    });
+    assert!(!s.text().contains("Two was here."), "{}", s.text());
+    s.send("\x07");
+    s.wait_for("the latest again", |t| {
+        t.contains("subagent 2/2") && t.contains("Two was here.")
+    });
+    s.send("\x1b");
+    s.wait_for("the parent again", |t| {
+        t.contains("Parent is done.") && !t.contains("subagent 2/2")
+    });
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    child.wait().unwrap();
+}
+
 #[test]
 fn a_childs_approval_names_the_subagent_and_goes_away_once_resolved_elsewhere() {
     use keel::wire::events::WireEvent;

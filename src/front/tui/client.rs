@@ -156,6 +156,8 @@ pub(super) struct Client {
     history: super::history::PromptHistory,
     /// The transcript pager, while it is open (on the alternate screen).
     pub pager: Option<super::pager::Pager>,
+    /// The subagent whose transcript the pager shows (Ctrl+G), by session id.
+    pub shown_child: Option<String>,
     /// `/hooks` of a session in this process: the `--settings` flag and the environment.
     pub hooks_from: Option<(Option<String>, crate::mode::Env)>,
     /// The pager's screen is out of date (the run's events alone do not change it).
@@ -335,6 +337,7 @@ async fn show(
         replacing: None,
         rewinding: false,
         pager: None,
+        shown_child: None,
         pager_stale: false,
         plain: o.dumb,
         history,

@@ -6,7 +6,7 @@ use std::io::Write;
 
 use crate::wire::pi::data::MessagesData;
 use crate::wire::pi::Command;
-use crossterm::event::Event as TermEvent;
+use crossterm::event::{Event as TermEvent, KeyCode, KeyModifiers};
 use ratatui::backend::{Backend, CrosstermBackend};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -34,8 +34,18 @@ impl Client {
 
     /// Ctrl+G: subagent `child`'s transcript in the pager, read-only, replayed from its
     /// session file (beside this session's; a running child's holds what it has done so far).
-    /// Esc or `q` returns to this session.
-    pub(in crate::front::tui) fn subagent_transcript(&self, child: ChildRef) {
+    /// Esc or `q` returns to this session; Ctrl+G there shows the child that started before
+    /// it (from the first, the latest again).
+    pub(in crate::front::tui) fn subagent_transcript(&mut self, child: ChildRef) {
+        let children = &self.view.transcript.children;
+        let at = children
+            .iter()
+            .position(|c| c.session_id == child.session_id);
+        let (place, keys) = match (at, children.len()) {
+            (Some(i), n @ 2..) => (format!(" {}/{n}", i + 1), "; Ctrl+G: the one before"),
+            _ => (String::new(), ""),
+        };
+        self.shown_child = Some(child.session_id.clone());
         let (dir, back) = (self.session_dir.clone(), self.back_tx.clone());
         tokio::spawn(async move {
             let read = crate::kernel::session::resolve(&dir, &child.session_id)
@@ -50,7 +60,7 @@ impl Client {
                 }
             };
             let heading = format!(
-                "{} subagent · {} · session {} (read-only; Esc returns)",
+                "{} subagent{place} · {} · session {} (read-only; Esc returns{keys})",
                 crate::text::sanitize(&child.agent_type),
                 crate::text::sanitize(&child.description),
                 child.session_id
@@ -58,6 +68,15 @@ impl Client {
             let replayed = super::super::replay::Internals::default().replay(&store.context());
             let _ = back.send(Back::Subtranscript(heading, replayed));
         });
+    }
+
+    /// The subagent that started before the one the pager shows (the latest after the first).
+    fn child_before(&self) -> Option<ChildRef> {
+        let children = &self.view.transcript.children;
+        let shown = self.shown_child.as_deref()?;
+        let at = children.iter().position(|c| c.session_id == shown)?;
+        let before = (at + children.len() - 1) % children.len();
+        children.get(before).cloned()
     }
 
     /// Shows `pager` on the alternate screen (the inline view stays as it is underneath).
@@ -80,6 +99,7 @@ impl Client {
     /// Leaves the pager: the normal screen again, and the live area drawn in full.
     fn close_pager(&mut self) {
         self.pager = None;
+        self.shown_child = None;
         if let Err(e) = tty::alternate_screen(false) {
             tracing::warn!("cannot leave the alternate screen: {e}");
         }
@@ -94,6 +114,16 @@ impl Client {
         self.dirty = true;
         self.pager_stale = true;
         match msg {
+            Input::Term(TermEvent::Key(key))
+                if key.code == KeyCode::Char('g')
+                    && key.modifiers.contains(KeyModifiers::CONTROL)
+                    && self.shown_child.is_some() =>
+            {
+                if let Some(before) = self.child_before() {
+                    self.subagent_transcript(before);
+                }
+                None
+            }
             Input::Term(TermEvent::Key(key)) => {
                 let rows = self.term.size().1;
                 let pager = self.pager.as_mut()?;
