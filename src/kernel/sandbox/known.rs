@@ -8,7 +8,8 @@
 //! What is known holds only for the same facts: keel's version, the bubblewrap's path and its
 //! file (size, mtime, inode), the kernel's release, the user, and the kernel switches that
 //! decide whether unprivileged user namespaces may be made (`unprivileged_userns_clone`,
-//! `max_user_namespaces`, AppArmor's `apparmor_restrict_unprivileged_userns`); and for a day
+//! `max_user_namespaces`, AppArmor's `apparmor_restrict_unprivileged_userns`, and when
+//! `/etc/apparmor.d` last changed); and for a day
 //! at most. Anything else, or a file that does not parse, is not known: the sandbox is probed
 //! as before and the finding written. Knowing wrongly that bubblewrap works fails closed: the
 //! zygote does not come up and each `bash` call is refused with bubblewrap's error.
@@ -29,6 +30,9 @@ const SWITCHES: [&str; 3] = [
     "/proc/sys/user/max_user_namespaces",
     "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
 ];
+
+/// AppArmor's profiles, which may allow or forbid bubblewrap's user namespaces.
+const APPARMOR: &str = "/etc/apparmor.d";
 
 /// The findings file under `keel_home`.
 pub fn file(keel_home: &Path) -> PathBuf {
@@ -113,6 +117,10 @@ fn facts(path: &Path) -> Option<String> {
         if let Ok(value) = std::fs::read_to_string(switch) {
             let _ = writeln!(text, "{switch} {}", value.trim());
         }
+    }
+    // A profile added or removed there (Ubuntu's `bwrap-userns-restrict`) changes its mtime.
+    if let Ok(m) = std::fs::metadata(APPARMOR) {
+        let _ = writeln!(text, "{APPARMOR} {} {}", m.mtime(), m.mtime_nsec());
     }
     Some(text)
 }
