@@ -61,6 +61,22 @@ fn a_running_child_shows_its_current_step_under_its_task_call() {
     assert_eq!(latest.session_id, SECOND);
 }
 
+/// keel in a real terminal on `script` (auto permission), once "look" got the parent's
+/// answer ("Parent is done.").
+fn looked(sb: &Sandbox, script: &str) -> crate::tui_pty::Spawned {
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let (mut s, child) = spawn(
+        sb,
+        &format!(
+            "'{keel}' --provider scripted --script '{script}' --permission auto; echo KEEL_EXIT=$?"
+        ),
+    );
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("look\r");
+    s.wait_for("the parent's answer", |t| t.contains("Parent is done."));
+    (s, child)
+}
+
 #[test]
 fn ctrl_g_opens_the_childs_transcript_and_esc_returns_to_the_parent() {
     let sb = Sandbox::new();
@@ -74,16 +90,7 @@ fn ctrl_g_opens_the_childs_transcript_and_esc_returns_to_the_parent() {
             {"match": "^look", "chunks": [{"text": "Parent is done."}]}
         ]),
     );
-    let keel = env!("CARGO_BIN_EXE_keel");
-    let (mut s, mut child) = spawn(
-        &sb,
-        &format!(
-            "'{keel}' --provider scripted --script '{script}' --permission auto; echo KEEL_EXIT=$?"
-        ),
-    );
-    s.wait_for("the editor", |t| t.contains("Ask anything"));
-    s.send("look\r");
-    s.wait_for("the parent's answer", |t| t.contains("Parent is done."));
+    let (mut s, mut child) = looked(&sb, &script);
     s.send("\x07"); // Ctrl+G
     s.wait_for("the child's transcript", |t| {
         t.contains("explore subagent · peek around")
@@ -121,16 +128,7 @@ fn ctrl_g_in_a_childs_transcript_shows_the_child_before_it() {
             {"match": "^look", "chunks": [{"text": "Parent is done."}]}
         ]),
     );
-    let keel = env!("CARGO_BIN_EXE_keel");
-    let (mut s, mut child) = spawn(
-        &sb,
-        &format!(
-            "'{keel}' --provider scripted --script '{script}' --permission auto; echo KEEL_EXIT=$?"
-        ),
-    );
-    s.wait_for("the editor", |t| t.contains("Ask anything"));
-    s.send("look\r");
-    s.wait_for("the parent's answer", |t| t.contains("Parent is done."));
+    let (mut s, mut child) = looked(&sb, &script);
     s.send("\x07");
     s.wait_for("the latest child", |t| {
         t.contains("second look") && t.contains("subagent 2/2") && t.contains("Two was here.")

@@ -79,6 +79,11 @@ pub fn sanitize(s: &str) -> String {
 }
 
 /// Cuts `s` to at most `max` columns, ending with `…` when something was cut. Never splits a
+/// `1 file`, `3 files`: `n` and the word that fits it.
+pub fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// grapheme cluster; control characters (newlines included) become spaces.
 pub fn truncate(s: &str, max: usize) -> String {
     let clean: String = s

@@ -132,12 +132,14 @@ fn table(list: &[checkpoint::Listed]) -> String {
 }
 
 fn report(done: &Rewound) -> String {
-    let mut s = format!("rewound {} to before {}\n", done.restore, done.entry_id);
-    for f in &done.restored.written {
-        s.push_str(&format!("restored {f}\n"));
-    }
-    for f in &done.restored.removed {
-        s.push_str(&format!("removed {f}\n"));
+    let mut s = format!(
+        "rewound {} to before {}\n",
+        done.restore.word(),
+        done.entry_id
+    );
+    for line in done.restored.lines() {
+        s.push_str(&line);
+        s.push('\n');
     }
     s
 }

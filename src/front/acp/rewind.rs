@@ -118,22 +118,18 @@ pub fn listing(list: &[Listed]) -> String {
 
 /// `Rewound … to before message X` and the files written and removed.
 pub fn report(done: &Rewound) -> String {
-    let what = match done.restore.as_str() {
-        "files" => "the files",
-        "conversation" => "the conversation",
-        _ => "the files and the conversation",
+    let what = match done.restore {
+        Restore::Files => "the files",
+        Restore::Conversation => "the conversation",
+        Restore::Both => "the files and the conversation",
     };
     let mut text = format!("Rewound {what} to before message `{}`.", done.entry_id);
-    let files = &done.restored;
-    if done.restore != "conversation" {
-        if files.written.is_empty() && files.removed.is_empty() {
+    if done.restore.files() {
+        if done.restored.is_empty() {
             text.push_str(" No file changed.");
         }
-        for f in &files.written {
-            text.push_str(&format!("\n- restored {f}"));
-        }
-        for f in &files.removed {
-            text.push_str(&format!("\n- removed {f}"));
+        for line in done.restored.lines() {
+            text.push_str(&format!("\n- {line}"));
         }
     }
     text

@@ -15,7 +15,7 @@ use ratatui::text::{Line, Span};
 
 use super::picker::rows::{self, blank, put, relative_age, with, Choice, BOLD, DIM, GAP, MARKER};
 use crate::kernel::checkpoint::{Listed, PreviewChange, PreviewFile, Restore};
-use crate::text;
+use crate::text::{self, count};
 use crate::wire::pi::data::RewindPreviewData;
 
 /// At most this many list rows (the preview needs the rest).
@@ -115,10 +115,14 @@ impl RewindPicker {
         self.rows.is_empty()
     }
 
+    /// The highlighted message.
+    fn selected_row(&self) -> Option<&Row> {
+        self.rows.get(self.choice.chosen()?)
+    }
+
     /// The highlighted message's entry id.
     pub fn selected(&self) -> Option<&str> {
-        let i = self.choice.chosen()?;
-        self.rows.get(i).map(|r| r.entry_id.as_str())
+        self.selected_row().map(|r| r.entry_id.as_str())
     }
 
     /// A preview came (`Err`: the host's error text); kept only if it is for the message
@@ -198,8 +202,7 @@ impl RewindPicker {
         let Some(i) = pick else {
             return RewindKey::None;
         };
-        let row = self.choice.chosen().and_then(|i| self.rows.get(i));
-        match (CHOICES[i].1, row) {
+        match (CHOICES[i].1, self.selected_row()) {
             (Some(restore), Some(row)) => RewindKey::Rewind {
                 entry_id: row.entry_id.clone(),
                 prompt: row.prompt.clone(),
@@ -211,8 +214,7 @@ impl RewindPicker {
 
     /// The prompt of the highlighted message (for the report after a rewind).
     pub fn selected_prompt(&self) -> Option<&str> {
-        let i = self.choice.chosen()?;
-        self.rows.get(i).map(|r| r.prompt.as_str())
+        self.selected_row().map(|r| r.prompt.as_str())
     }
 
     /// Rows `render` wants: title, list (or choices), a blank row, then the preview.
@@ -256,7 +258,10 @@ impl RewindPicker {
     fn title_line(&self, w: usize) -> Line<'static> {
         let (title, hints) = match self.menu {
             None => (
-                format!("Rewind · {}", count(self.rows.len(), "message")),
+                format!(
+                    "Rewind · {}",
+                    count(self.rows.len() as u64, "message", "messages")
+                ),
                 "Enter: choose what to rewind · Esc: cancel",
             ),
             Some(_) => (
@@ -308,7 +313,11 @@ impl RewindPicker {
             return;
         }
         let ages: Vec<String> = self.rows.iter().map(|r| self.age(r)).collect();
-        let files: Vec<String> = self.rows.iter().map(|r| count(r.files, "file")).collect();
+        let files: Vec<String> = self
+            .rows
+            .iter()
+            .map(|r| count(r.files as u64, "file", "files"))
+            .collect();
         let age_w = ages.iter().map(|a| text::width(a)).max().unwrap_or(0);
         let files_w = files.iter().map(|f| text::width(f)).max().unwrap_or(0);
         let gap = " ".repeat(GAP);
@@ -373,7 +382,7 @@ impl RewindPicker {
         }
         let mut out = vec![Line::raw(format!(
             "Code: {} would change",
-            count(files.len(), "file")
+            count(files.len() as u64, "file", "files")
         ))];
         let shown = files.len().min(PREVIEW_ROWS);
         let path_w = files[..shown]
@@ -434,14 +443,6 @@ fn file_line(f: &PreviewFile, path_w: usize) -> Line<'static> {
         spans.push(Span::styled(" *", Style::default().fg(Color::Yellow)));
     }
     Line::from(spans)
-}
-
-/// `1 file`, `3 files`.
-fn count(n: usize, what: &str) -> String {
-    match n {
-        1 => format!("1 {what}"),
-        n => format!("{n} {what}s"),
-    }
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ mod rows;
 mod task;
 
 use super::paint;
-use crate::text;
+use crate::text::{self, count};
 pub use rows::diff_rows;
 use rows::{head, output_lines, plain_rows, strip_last, tail};
 
@@ -261,11 +261,6 @@ fn format_size(bytes: u64) -> String {
         1024..=1_048_575 => format!("{:.1} KB", bytes as f64 / K),
         _ => format!("{:.1} MB", bytes as f64 / K / K),
     }
-}
-
-/// `1 match`, `2 matches`.
-fn count(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// Cuts `line` so it measures at most `width` columns (the cut ends with `…`), measuring the

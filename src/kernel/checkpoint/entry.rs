@@ -33,8 +33,9 @@ pub struct Checkpoint {
 pub struct Rewound {
     /// The user message rewound to (the state before it).
     pub entry_id: String,
-    /// `both`, `conversation` or `files`.
-    pub restore: String,
+    /// What it restored (`both`, `conversation` or `files` on the wire and in the entry).
+    #[serde(default)]
+    pub restore: super::Restore,
     /// The snapshot of the files taken just before the rewind (what an undo restores).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,

@@ -30,20 +30,14 @@ impl Restore {
         }
     }
 
-    fn files(self) -> bool {
+    /// Whether the files are restored.
+    pub fn files(self) -> bool {
         self != Restore::Conversation
     }
 
-    fn conversation(self) -> bool {
+    /// Whether the conversation moves.
+    pub fn conversation(self) -> bool {
         self != Restore::Files
-    }
-
-    fn of(word: &str) -> Restore {
-        match word {
-            "conversation" => Restore::Conversation,
-            "files" => Restore::Files,
-            _ => Restore::Both,
-        }
     }
 }
 
@@ -105,7 +99,7 @@ pub fn rewind(
     let (message_id, parent, checkpoint) = locate(store, target)?;
     let mut rewound = Rewound {
         entry_id: message_id.clone(),
-        restore: restore.word().into(),
+        restore,
         snapshot: None,
         leaf: store.leaf_id().map(str::to_string),
         restored: Restored::default(),
@@ -147,10 +141,10 @@ pub fn undo(
         .ok_or_else(|| {
             CheckpointError::new(Kind::NotFound, "this session has no rewind to undo")
         })?;
-    let restore = Restore::of(&last.restore);
+    let restore = last.restore;
     let mut undone = Rewound {
         entry_id: last.entry_id.clone(),
-        restore: last.restore.clone(),
+        restore,
         snapshot: None,
         leaf: store.leaf_id().map(str::to_string),
         restored: Restored::default(),

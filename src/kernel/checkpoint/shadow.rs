@@ -61,6 +61,20 @@ pub struct Restored {
     pub removed: Vec<String>,
 }
 
+impl Restored {
+    /// One line per file, as every front end reports a rewind: `restored a.txt`, then
+    /// `removed b.txt`.
+    pub fn lines(&self) -> impl Iterator<Item = String> + '_ {
+        let written = self.written.iter().map(|f| format!("restored {f}"));
+        written.chain(self.removed.iter().map(|f| format!("removed {f}")))
+    }
+
+    /// No file was written or removed.
+    pub fn is_empty(&self) -> bool {
+        self.written.is_empty() && self.removed.is_empty()
+    }
+}
+
 /// A project's shadow repository seen by one session.
 #[derive(Debug, Clone)]
 pub struct Shadow {

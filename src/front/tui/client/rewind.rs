@@ -98,9 +98,9 @@ impl Client {
                     return Some(Back::Rewind(RewindBack::Failed(why)));
                 }
             };
-            let branch = match done.restore.as_str() {
-                "files" => None,
-                _ => {
+            let branch = match done.restore.conversation() {
+                false => None,
+                true => {
                     let (replayed, state) = super::ask::branch(&commands).await;
                     Some(Box::new((session, replayed, state)))
                 }
@@ -188,18 +188,12 @@ fn restored(restore: Restore) -> &'static str {
 /// undo it.
 fn report(what: String, done: &Rewound) -> String {
     let mut text = what;
-    let files = &done.restored;
-    if done.restore != "conversation" {
-        match files.written.len() + files.removed.len() {
-            0 => text.push_str("; no file changed"),
-            _ => {
-                for f in &files.written {
-                    text.push_str(&format!("\n  restored {f}"));
-                }
-                for f in &files.removed {
-                    text.push_str(&format!("\n  removed {f}"));
-                }
-            }
+    if done.restore.files() {
+        if done.restored.is_empty() {
+            text.push_str("; no file changed");
+        }
+        for line in done.restored.lines() {
+            text.push_str(&format!("\n  {line}"));
         }
     }
     text.push_str("\n  /rewind undo puts it back");

@@ -7,7 +7,8 @@ use std::borrow::Cow;
 use ratatui::style::{Color, Style};
 use ratatui::text::Line;
 
-use super::{count, dim, fg, MAX_LINE_CHARS};
+use super::{dim, fg, MAX_LINE_CHARS};
+use crate::text::count;
 
 /// Drops the last line when `is_note` says it is a note, then trailing blank lines.
 pub(super) fn strip_last(lines: &mut Vec<&str>, is_note: impl Fn(&str) -> bool) {

@@ -6,9 +6,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
 use super::rows::{head, output_lines, plain_rows};
-use super::{count, describe, dim, fg, ToolView, TEXT_HEAD};
+use super::{describe, dim, fg, ToolView, TEXT_HEAD};
 use crate::kernel::subagent::SubagentDetails;
 use crate::text;
+use crate::text::count;
 
 /// The header's summary: `explore: find the config loader`.
 pub(super) fn summary(args: &serde_json::Value) -> String {

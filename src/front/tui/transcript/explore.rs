@@ -9,6 +9,7 @@ use ratatui::text::{Line, Span};
 
 use super::{FinishedTool, HistoryCell, Transcript};
 use crate::front::tui::paint;
+use crate::text::count;
 
 /// Whether calls of this tool are grouped.
 fn explores(name: &str) -> bool {
@@ -53,11 +54,6 @@ fn group(mut tools: Vec<FinishedTool>) -> Option<HistoryCell> {
     }
 }
 
-/// `n thing` / `n things`.
-fn count(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// The group's summary row: what kinds of calls it holds, and how many failed.
 pub(super) fn summary(tools: &[FinishedTool], w: usize) -> Line<'static> {
     let n = |names: &[&str]| {
@@ -69,15 +65,15 @@ pub(super) fn summary(tools: &[FinishedTool], w: usize) -> Line<'static> {
     let (reads, searches, lists) = (n(&["read"]), n(&["grep", "find"]), n(&["ls"]));
     let mut parts = Vec::new();
     if reads > 0 {
-        parts.push(format!("read {}", count(reads, "file", "files")));
+        parts.push(format!("read {}", count(reads as u64, "file", "files")));
     }
     if searches > 0 {
-        parts.push(count(searches, "search", "searches"));
+        parts.push(count(searches as u64, "search", "searches"));
     }
     if lists > 0 {
         parts.push(format!(
             "listed {}",
-            count(lists, "directory", "directories")
+            count(lists as u64, "directory", "directories")
         ));
     }
     let bold = Style::default().add_modifier(Modifier::BOLD);
