@@ -52,10 +52,82 @@ pub(crate) fn world() -> Sandbox {
     sb
 }
 
+/// Who runs keel in the hostile suite (issue 43: every wall holds "as root and as an ordinary
+/// user"): the test's own user (root on CI), and `nobody` too when that is root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum User {
+    /// The user running the tests.
+    Me,
+    /// uid and gid 65534, no supplementary groups; the world is handed to it ([`world_as`]).
+    Nobody,
+}
+
+pub(crate) const NOBODY: u32 = 65534;
+
+/// The users this machine can run the suite as: [`User::Me`], and [`User::Nobody`] when the
+/// tests run as root and `nobody` can reach keel's executable.
+pub(crate) fn users() -> Vec<User> {
+    let mut u = vec![User::Me];
+    let exe = Path::new(env!("CARGO_BIN_EXE_keel"));
+    let reachable = exe.ancestors().skip(1).all(|d| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(d).is_ok_and(|m| m.permissions().mode() & 0o001 != 0)
+    });
+    if nix::unistd::geteuid().is_root() && reachable {
+        u.push(User::Nobody);
+    } else {
+        println!(
+            "skipped as nobody: not root, or nobody cannot reach {}",
+            exe.display()
+        );
+    }
+    u
+}
+
+/// Every user of [`users`] with every mechanism of [`mechanisms`].
+pub(crate) fn users_and_mechanisms() -> Vec<(User, &'static str)> {
+    let mechs = mechanisms();
+    users()
+        .into_iter()
+        .flat_map(|u| mechs.iter().map(move |m| (u, *m)))
+        .collect()
+}
+
+/// [`world`], owned by `user` (its dir, home, workspace and everything in them).
+pub(crate) fn world_as(user: User) -> Sandbox {
+    let sb = world();
+    if user == User::Nobody {
+        give_to_nobody(sb.dir.path());
+    }
+    sb
+}
+
+/// Hands `path` and everything under it (symlinks themselves, not their targets) to `nobody`.
+pub(crate) fn give_to_nobody(path: &Path) {
+    let status = std::process::Command::new("chown")
+        .args(["-R", "-h", &format!("{NOBODY}:{NOBODY}")])
+        .arg(path)
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
 /// Runs one turn calling `calls` (tool name, arguments) under `mechanism` with `extra` flags;
 /// returns the results in order (text, is_error) and stderr.
 pub(crate) fn run(
     sb: &Sandbox,
+    mechanism: &str,
+    calls: &[(&str, Value)],
+    envs: &[(&str, &str)],
+    extra: &[&str],
+) -> (Vec<(String, bool)>, String) {
+    run_as(sb, User::Me, mechanism, calls, envs, extra)
+}
+
+/// [`run`] as `user` (for [`User::Nobody`], the world must be [`world_as`]'s).
+pub(crate) fn run_as(
+    sb: &Sandbox,
+    user: User,
     mechanism: &str,
     calls: &[(&str, Value)],
     envs: &[(&str, &str)],
@@ -71,11 +143,18 @@ pub(crate) fn run(
     let script = sb.dir.path().join("script.json");
     let body = json!({"turns": [{"chunks": chunks}, {"chunks": [{"text": "done"}]}]});
     std::fs::write(&script, body.to_string()).unwrap();
+    if user == User::Nobody {
+        give_to_nobody(&script);
+    }
     let script = script.display().to_string();
     let mut args = vec!["--json", "--provider", "scripted", "--script", &script];
     args.extend_from_slice(extra);
     args.push("go");
     let mut cmd = sb.cmd(&args);
+    if user == User::Nobody {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(NOBODY).gid(NOBODY);
+    }
     cmd.env("KEEL_SANDBOX_MECHANISM", mechanism);
     for (k, v) in envs {
         cmd.env(k, v);
@@ -146,8 +225,8 @@ fn writes_outside_the_workspace_and_into_protected_paths_are_stopped() {
 
 #[test]
 fn secrets_and_other_processes_environments_are_unreadable() {
-    for mech in mechanisms() {
-        let sb = world();
+    for (user, mech) in users_and_mechanisms() {
+        let sb = world_as(user);
         let dir = sb.dir.path().display().to_string();
         let calls = [
             bash("cat ~/.ssh/id_rsa"),
@@ -162,8 +241,10 @@ fn secrets_and_other_processes_environments_are_unreadable() {
                 "find",
                 json!({"pattern": "*", "path": format!("{dir}/.ssh")}),
             ),
+            bash("id -u"),
         ];
-        let (r, _) = run(&sb, mech, &calls, &[("OPENAI_API_KEY", KEY)], &[]);
+        let (r, _) = run_as(&sb, user, mech, &calls, &[("OPENAI_API_KEY", KEY)], &[]);
+        let mech = format!("{mech} as {user:?}");
         for (i, (text, _)) in r.iter().enumerate() {
             assert!(
                 !text.contains(SECRET),
@@ -181,6 +262,11 @@ fn secrets_and_other_processes_environments_are_unreadable() {
             assert!(r[i].1, "{mech}: call {i} was not refused: {:?}", r[i]);
         }
         assert_eq!(r[4], ("No matches found".to_string(), false), "{mech}");
+        let uid = match user {
+            User::Me => nix::unistd::geteuid().as_raw(),
+            User::Nobody => NOBODY,
+        };
+        assert_eq!(r[7], (format!("{uid}\n"), false), "{mech}");
     }
 }
 
