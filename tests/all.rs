@@ -62,6 +62,7 @@ mod remote;
 mod responses;
 mod rpc;
 mod sandbox;
+mod sandbox_caps;
 mod sandbox_escalation;
 mod sandbox_net;
 mod sandbox_settings;

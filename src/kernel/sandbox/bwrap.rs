@@ -26,12 +26,22 @@ pub fn find(path_var: Option<&str>, cwd: &Path) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Runs `true` under `bwrap` with the namespaces the sandbox uses: with a fresh `/proc`, else
-/// without one. `None` when neither works (no user namespaces, AppArmor, seccomp).
+/// The flags that leave a command no capability and no way to make namespaces, for any
+/// caller, root included (issue 43, point 1): a user namespace of its own (as root, bubblewrap
+/// makes none unless asked, and the command kept every capability of the host: `CAP_SYS_ADMIN`
+/// could unmount the masks), nested user namespaces disabled (bubblewrap caps the count at the
+/// one it is in), and every capability dropped, bounding set included. bubblewrap sets
+/// `PR_SET_NO_NEW_PRIVS` itself.
+pub const WALLS: [&str; 4] = ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"];
+
+/// Runs `true` under `bwrap` with the namespaces and [`WALLS`] the sandbox uses: with a fresh
+/// `/proc`, else without one. `None` when neither works (no user namespaces, AppArmor,
+/// seccomp, a bubblewrap older than 0.8 without `--disable-userns`).
 pub fn probe(path: &Path) -> Option<Bwrap> {
     let works = |proc_mount: bool| {
         let mut cmd = Command::new(path);
         cmd.args(["--unshare-pid", "--unshare-net", "--die-with-parent"])
+            .args(WALLS)
             .args(["--ro-bind", "/", "/", "--dev", "/dev"]);
         if proc_mount {
             cmd.args(["--proc", "/proc"]);
@@ -58,6 +68,7 @@ pub fn probe(path: &Path) -> Option<Bwrap> {
 pub fn args(bwrap: &Bwrap, policy: &SandboxPolicy, tmp: &Path, cwd: &Path) -> Vec<OsString> {
     let mut a = Args::default();
     a.flags(&["--new-session", "--die-with-parent", "--unshare-pid"]);
+    a.flags(&WALLS);
     if !policy.network {
         a.flags(&["--unshare-net"]);
     }

@@ -113,6 +113,8 @@ fn facts(path: &Path) -> Option<String> {
     let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let _ = writeln!(text, "kernel {}", release.trim());
     let _ = writeln!(text, "uid {}", nix::unistd::getuid());
+    // A finding made with other flags says nothing of these.
+    let _ = writeln!(text, "flags {}", super::bwrap::WALLS.join(" "));
     for switch in SWITCHES {
         if let Ok(value) = std::fs::read_to_string(switch) {
             let _ = writeln!(text, "{switch} {}", value.trim());

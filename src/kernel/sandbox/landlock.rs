@@ -1,6 +1,7 @@
 //! The Landlock half of the fallback: restricts the calling process (the `__sandbox-exec`
 //! helper, just before it execs the command) to reading everything but the denied paths and
-//! writing only the writable roots, the private temp dir and `/dev`. Owns only the ruleset;
+//! writing only the writable roots, the private temp dir and the harmless devices
+//! ([`DEVICES`]). Owns only the ruleset;
 //! it never execs. Landlock cannot make a path read-only under a writable one: protected paths
 //! inside the roots are enforced only by bubblewrap and the file tools.
 
@@ -14,6 +15,18 @@ use landlock::{
 use super::policy::{SandboxMode, SandboxPolicy};
 
 const ABI_USED: ABI = ABI::V7;
+
+/// The devices a command may write (and `ioctl`): not a disk, not another terminal (the
+/// user's `/dev/pts/N`), not the host's shared `/dev/shm`. `/dev/tty` is the command's own
+/// controlling terminal, and it has none (the helper left the user's session).
+const DEVICES: [&str; 6] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
 
 /// Whether this kernel enforces Landlock (a ruleset can be created; nothing is restricted).
 pub fn available() -> bool {
@@ -29,7 +42,8 @@ pub fn restrict_self(policy: &SandboxPolicy, tmp: &Path) -> Result<(), RulesetEr
     let mut readable = Vec::new();
     readable_beneath(Path::new("/"), &policy.deny_read, &mut readable);
     readable.extend(policy.allow_read.iter().cloned());
-    let mut writable = vec![tmp.to_path_buf(), PathBuf::from("/dev")];
+    let mut writable = vec![tmp.to_path_buf()];
+    writable.extend(DEVICES.iter().map(PathBuf::from));
     if policy.mode == SandboxMode::WorkspaceWrite {
         writable.extend(policy.writable_roots.iter().cloned());
     }

@@ -6,6 +6,7 @@
 //! caller builds the [`SandboxPolicy`].
 
 pub mod bwrap;
+pub mod caps;
 pub mod forward;
 pub mod known;
 pub mod landlock;
@@ -597,16 +598,15 @@ pub fn exec_restricted(policy: &SandboxPolicy, tmp: &Path, argv: &[String]) -> s
     let Some((program, args)) = argv.split_first() else {
         return std::io::Error::other("no command to run");
     };
-    // keel itself (the parent) holds the provider keys in its environment; Landlock keeps
-    // other processes' /proc entries from an unprivileged command, but not from root.
-    let mut policy = policy.clone();
-    policy
-        .deny_read
-        .push(PathBuf::from(format!("/proc/{}", nix::unistd::getppid())));
-    if let Err(e) = landlock::restrict_self(&policy, tmp) {
+    // Out of the user's terminal and without a capability (root's too) before anything else.
+    if let Err(e) = caps::leave_terminal().and_then(|()| caps::drop_all()) {
+        return std::io::Error::other(e.to_string());
+    }
+    if let Err(e) = landlock::restrict_self(policy, tmp) {
         return std::io::Error::other(format!("landlock: {e}"));
     }
-    if let Err(e) = seccomp::install(policy.network) {
+    let filtered = seccomp::install_sockets(policy.network).and_then(|()| seccomp::install_walls());
+    if let Err(e) = filtered {
         return std::io::Error::other(e.to_string());
     }
     std::process::Command::new(program).args(args).exec()

@@ -1,7 +1,11 @@
-//! The seccomp half of the fallback: a filter the `__sandbox-exec` helper installs on itself
-//! before it execs the command. New Unix sockets are refused (no way to the daemon's socket, an
-//! SSH agent or D-Bus), and so are `AF_INET`/`AF_INET6` ones when the network is off, with
-//! `EPERM`; io_uring and cross-process memory access always. Owns only the filter.
+//! The seccomp filters of the sandbox. [`install_walls`], under both mechanisms (the zygote
+//! installs it on itself before it serves, so every command inherits it): no `ptrace` or
+//! cross-process memory access, no io_uring, no new namespaces (`unshare`, `setns`, `clone`
+//! with a namespace flag; `clone3`, whose flags seccomp cannot read, answers `ENOSYS` so libc
+//! falls back to `clone`), no mounts, and no `TIOCSTI`/`TIOCLINUX` (typing into a terminal).
+//! [`install_sockets`], the Landlock fallback's half: new Unix sockets are refused (no way to
+//! the daemon's socket, an SSH agent or D-Bus), and so are `AF_INET`/`AF_INET6` ones when the
+//! network is off. Refusals are `EPERM`. Owns only the filters.
 
 use std::collections::BTreeMap;
 
@@ -10,7 +14,7 @@ use seccompiler::{
     SeccompFilter, SeccompRule, TargetArch,
 };
 
-/// Why the filter could not be installed.
+/// Why a filter could not be installed.
 #[derive(Debug)]
 pub struct SeccompError(pub String);
 
@@ -26,39 +30,99 @@ fn fail(e: impl std::fmt::Display) -> SeccompError {
     SeccompError(e.to_string())
 }
 
-/// Installs the filter on the calling thread (no other thread runs in the helper).
-/// `no_new_privs` must already be set (Landlock's `restrict_self` sets it).
-pub fn install(network: bool) -> Result<(), SeccompError> {
+/// The `clone` flags that make a namespace.
+const NAMESPACE_FLAGS: [u64; 7] = [
+    libc::CLONE_NEWNS as u64,
+    libc::CLONE_NEWCGROUP as u64,
+    libc::CLONE_NEWUTS as u64,
+    libc::CLONE_NEWIPC as u64,
+    libc::CLONE_NEWUSER as u64,
+    libc::CLONE_NEWPID as u64,
+    libc::CLONE_NEWNET as u64,
+];
+
+/// `ioctl` requests that act on a terminal as if typed at it or as its console.
+#[allow(clippy::unnecessary_cast)] // libc's request type is not u64 on every target
+const TERMINAL_INJECTION: [u64; 2] = [libc::TIOCSTI as u64, libc::TIOCLINUX as u64];
+
+/// Refused always, whatever the arguments.
+const ALWAYS: [i64; 16] = [
+    libc::SYS_io_uring_setup,
+    libc::SYS_io_uring_enter,
+    libc::SYS_io_uring_register,
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_unshare,
+    libc::SYS_setns,
+    libc::SYS_mount,
+    libc::SYS_umount2,
+    libc::SYS_pivot_root,
+    libc::SYS_open_tree,
+    libc::SYS_move_mount,
+    libc::SYS_fsopen,
+    libc::SYS_fsmount,
+    libc::SYS_fspick,
+];
+
+/// One condition: argument `arg` (of `len`) compared with `op` to `value`.
+fn cond(
+    arg: u8,
+    len: SeccompCmpArgLen,
+    op: SeccompCmpOp,
+    value: u64,
+) -> Result<SeccompRule, SeccompError> {
+    let c = SeccompCondition::new(arg, len, op, value).map_err(fail)?;
+    SeccompRule::new(vec![c]).map_err(fail)
+}
+
+/// Builds the filter that answers `rules` with `errno` (everything else allowed) and installs
+/// it on the calling thread. `no_new_privs` must be set already.
+fn apply(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<(), SeccompError> {
     let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(fail)?;
-    let family = |af: i32| -> Result<SeccompRule, SeccompError> {
-        let cond = SeccompCondition::new(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, af as u64)
-            .map_err(fail)?;
-        SeccompRule::new(vec![cond]).map_err(fail)
-    };
-    let mut socket = vec![family(libc::AF_UNIX)?];
-    if !network {
-        socket.push(family(libc::AF_INET)?);
-        socket.push(family(libc::AF_INET6)?);
-    }
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    rules.insert(libc::SYS_socket, socket);
-    for always in [
-        libc::SYS_io_uring_setup,
-        libc::SYS_io_uring_enter,
-        libc::SYS_io_uring_register,
-        libc::SYS_ptrace,
-        libc::SYS_process_vm_readv,
-        libc::SYS_process_vm_writev,
-    ] {
-        rules.insert(always, Vec::new());
-    }
     let filter = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
-        SeccompAction::Errno(libc::EPERM as u32),
+        SeccompAction::Errno(errno as u32),
         arch,
     )
     .map_err(fail)?;
     let program: BpfProgram = filter.try_into().map_err(fail)?;
     apply_filter(&program).map_err(fail)
+}
+
+/// Installs the walls every sandboxed process lives under (see the module's docs) on the
+/// calling thread, setting `no_new_privs` first. Call it before any other thread starts: a
+/// thread started earlier is not filtered.
+pub fn install_walls() -> Result<(), SeccompError> {
+    rustix::thread::set_no_new_privs(true).map_err(fail)?;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    for sys in ALWAYS {
+        rules.insert(sys, Vec::new());
+    }
+    let clone = NAMESPACE_FLAGS
+        .iter()
+        .map(|&f| cond(0, SeccompCmpArgLen::Qword, SeccompCmpOp::MaskedEq(f), f))
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(libc::SYS_clone, clone);
+    let ioctl = TERMINAL_INJECTION
+        .iter()
+        .map(|&r| cond(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, r))
+        .collect::<Result<Vec<_>, _>>()?;
+    rules.insert(libc::SYS_ioctl, ioctl);
+    apply(rules, libc::EPERM)?;
+    let clone3 = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
+    apply(clone3, libc::ENOSYS)
+}
+
+/// Installs the Landlock fallback's socket filter on the calling thread (no other thread runs
+/// in the helper). `no_new_privs` must already be set (Landlock's `restrict_self` sets it).
+pub fn install_sockets(network: bool) -> Result<(), SeccompError> {
+    let family = |af: i32| cond(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, af as u64);
+    let mut socket = vec![family(libc::AF_UNIX)?];
+    if !network {
+        socket.push(family(libc::AF_INET)?);
+        socket.push(family(libc::AF_INET6)?);
+    }
+    apply(BTreeMap::from([(libc::SYS_socket, socket)]), libc::EPERM)
 }

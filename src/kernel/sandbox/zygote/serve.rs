@@ -25,6 +25,16 @@ type Groups = Arc<Mutex<BTreeSet<i32>>>;
 
 /// Serves calls from `control` until keel closes it; returns the error that ended it early.
 pub fn serve(control: OwnedFd) -> std::io::Result<()> {
+    // The walls every command lives under, installed here (before any thread starts) under
+    // bubblewrap; the Landlock helper installed them before it exec'd this.
+    if rustix::thread::secure_computing_mode()
+        .is_ok_and(|m| m == rustix::thread::SecureComputingMode::Disabled)
+    {
+        crate::kernel::sandbox::seccomp::install_walls().map_err(std::io::Error::other)?;
+    }
+    // What a command leaves running when its parent exits (a double fork, `setsid cmd &`)
+    // becomes this process's child, so it ends with the zygote.
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
     // What the sandbox set around this process (TMPDIR, the proxy variables) goes on top of
     // each call's environment.
     let own: Arc<Vec<(OsString, OsString)>> = Arc::new(std::env::vars_os().collect());
@@ -45,7 +55,45 @@ pub fn serve(control: OwnedFd) -> std::io::Result<()> {
     for &pg in groups.iter() {
         let _ = killpg(Pid::from_raw(pg), Signal::SIGKILL);
     }
+    end_descendants();
     ended
+}
+
+/// Kills every child this process still has (the commands' left-overs it adopted as their
+/// subreaper), and the children they leave to it in turn, until none is left.
+fn end_descendants() {
+    let me = std::process::id();
+    for _ in 0..64 {
+        let children = children_of(me);
+        if children.is_empty() {
+            return;
+        }
+        for &pid in &children {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        // Reaped, so that their own children come to this process next.
+        for pid in children {
+            let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), None);
+        }
+    }
+}
+
+/// The pids whose parent is `parent`, from `/proc/*/stat`.
+fn children_of(parent: u32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1));
+            ppid.and_then(|p| p.parse::<u32>().ok()) == Some(parent)
+        })
+        .collect()
 }
 
 /// One call: read the request, start it, report, serve kills until it exits.
