@@ -66,6 +66,7 @@ mod sandbox_caps;
 mod sandbox_escalation;
 mod sandbox_net;
 mod sandbox_settings;
+mod sandbox_sockets;
 mod sandbox_zygote;
 mod schedule;
 mod session_load;

@@ -538,20 +538,44 @@ impl ViolationReason {
 fn places_of(cwd: &Path, keel_home: &Path, vars: &BTreeMap<String, String>) -> Places {
     let var = |k: &str| vars.get(k).filter(|v| !v.is_empty()).map(PathBuf::from);
     let dir_of = |k: &str| var(k).and_then(|p| p.parent().map(Path::to_path_buf));
+    // `unix:///path` in DOCKER_HOST or CONTAINER_HOST: that socket.
+    let unix = |k: &str| {
+        let v = vars.get(k)?;
+        v.strip_prefix("unix://").map(PathBuf::from)
+    };
+    let home = var("HOME");
+    let mut runtime: Vec<PathBuf> = [
+        var("XDG_RUNTIME_DIR"),
+        dir_of("KEEL_SOCKET"),
+        dir_of("SSH_AUTH_SOCK"),
+        unix("DOCKER_HOST"),
+        unix("CONTAINER_HOST"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if let Some(home) = &home {
+        runtime.extend(CONTAINER_ENGINES.iter().map(|p| home.join(p)));
+    }
     Places {
         cwd: cwd.to_path_buf(),
-        home: var("HOME"),
+        home,
         keel_home: Some(keel_home.to_path_buf()),
-        runtime: [
-            var("XDG_RUNTIME_DIR"),
-            dir_of("KEEL_SOCKET"),
-            dir_of("SSH_AUTH_SOCK"),
-        ]
-        .into_iter()
-        .flatten()
-        .collect(),
+        runtime,
     }
 }
+
+/// Where container engines keep their sockets (and state) under `HOME`: Docker Desktop,
+/// Colima and Lima, Rancher Desktop, podman machine, OrbStack. A socket there is a root shell
+/// on the engine's machine.
+const CONTAINER_ENGINES: [&str; 6] = [
+    ".docker/run",
+    ".colima",
+    ".lima",
+    ".rd",
+    ".local/share/containers/podman/machine",
+    ".orbstack/run",
+];
 
 /// The path a tool's error line names: `'…'`, or the part before `: <marker>`.
 fn quoted_path<'a>(line: &'a str, marker: &str) -> Option<&'a str> {

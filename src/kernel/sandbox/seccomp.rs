@@ -2,10 +2,11 @@
 //! installs it on itself before it serves, so every command inherits it): no `ptrace` or
 //! cross-process memory access, no io_uring, no new namespaces (`unshare`, `setns`, `clone`
 //! with a namespace flag; `clone3`, whose flags seccomp cannot read, answers `ENOSYS` so libc
-//! falls back to `clone`), no mounts, and no `TIOCSTI`/`TIOCLINUX` (typing into a terminal).
-//! [`install_sockets`], the Landlock fallback's half: new Unix sockets are refused (no way to
-//! the daemon's socket, an SSH agent or D-Bus), and so are `AF_INET`/`AF_INET6` ones when the
-//! network is off. Refusals are `EPERM`. Owns only the filters.
+//! falls back to `clone`), no mounts, no `TIOCSTI`/`TIOCLINUX` (typing into a terminal), and
+//! no new Unix socket (no way to a daemon's socket wherever it is bound, a container engine's,
+//! an SSH agent or D-Bus; `socketpair` stays). [`install_sockets`], the Landlock fallback's
+//! half: `AF_INET`/`AF_INET6` sockets are refused when the network is off (bubblewrap has a
+//! network namespace for that). Refusals are `EPERM`. Owns only the filters.
 
 use std::collections::BTreeMap;
 
@@ -110,6 +111,15 @@ pub fn install_walls() -> Result<(), SeccompError> {
         .map(|&r| cond(1, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, r))
         .collect::<Result<Vec<_>, _>>()?;
     rules.insert(libc::SYS_ioctl, ioctl);
+    // No new Unix socket: none of the host's (a daemon's `--socket PATH`, a container
+    // engine's, an agent's, wherever bound) can be connected to. Pairs stay allowed.
+    let unix = cond(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        libc::AF_UNIX as u64,
+    )?;
+    rules.insert(libc::SYS_socket, vec![unix]);
     apply(rules, libc::EPERM)?;
     let clone3 = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
     apply(clone3, libc::ENOSYS)
@@ -119,10 +129,9 @@ pub fn install_walls() -> Result<(), SeccompError> {
 /// in the helper). `no_new_privs` must already be set (Landlock's `restrict_self` sets it).
 pub fn install_sockets(network: bool) -> Result<(), SeccompError> {
     let family = |af: i32| cond(0, SeccompCmpArgLen::Dword, SeccompCmpOp::Eq, af as u64);
-    let mut socket = vec![family(libc::AF_UNIX)?];
-    if !network {
-        socket.push(family(libc::AF_INET)?);
-        socket.push(family(libc::AF_INET6)?);
+    if network {
+        return Ok(());
     }
+    let socket = vec![family(libc::AF_INET)?, family(libc::AF_INET6)?];
     apply(BTreeMap::from([(libc::SYS_socket, socket)]), libc::EPERM)
 }
