@@ -102,7 +102,7 @@ pub fn debug(cli: Cli) -> Exit {
         let scratch = tempfile::tempdir().map_err(|e| {
             StartupError::internal("cannot create a scratch directory").cause(e.to_string())
         })?;
-        let checks = selftest::run(&sandbox, scratch.path());
+        let checks = selftest::run(&sandbox, scratch.path()).await;
         let held = checks.iter().all(|c| c.stopped);
         let report = Report {
             mechanism: sandbox.mechanism.name(),
