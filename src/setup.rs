@@ -530,14 +530,17 @@ pub fn clamp_thinking(provider: &dyn Provider, config: &mut AgentConfig) -> Opti
     Some(warning)
 }
 
-/// What tool processes must not see: every provider's key variable and any variable holding
-/// a secret of `settings` and `env` (`--api-key`, a models.json key, a key variable's value).
+/// What tool processes must not see: every provider's key variable, any variable holding
+/// a secret of `settings` and `env` (`--api-key`, a models.json key, a key variable's value),
+/// and every credential variable `sandbox.passEnv` does not name.
 pub fn tool_env(settings: &Settings, env: &Env) -> tool::ToolEnv {
-    tool::ToolEnv::for_providers(
+    let trust = trust::Trust::read(settings, env);
+    tool::ToolEnv::for_credentials(
         // A broken models.json fails in `provider`; the built-in names are scrubbed anyway.
         &registry(env).unwrap_or_else(|_| Registry::builtin()),
         settings.api_key.as_slice(),
         &env.vars,
+        &settings.pass_env(&trust),
     )
 }
 

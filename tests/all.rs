@@ -63,6 +63,7 @@ mod responses;
 mod rpc;
 mod sandbox;
 mod sandbox_caps;
+mod sandbox_env;
 mod sandbox_escalation;
 mod sandbox_net;
 mod sandbox_settings;

@@ -55,6 +55,7 @@ pub struct FileSandbox {
     pub bwrap_path: Option<String>,
     pub fail_if_unavailable: Option<bool>,
     pub allow_escalation: Option<bool>,
+    pub pass_env: Vec<String>,
 }
 
 /// The merged `sandbox` values, each with its origin.
@@ -73,6 +74,8 @@ pub struct SandboxSettings {
     pub fail_if_unavailable: Option<Sourced<bool>>,
     /// `true`: an allow rule may run an escalated call without asking; `false`: never.
     pub allow_escalation: Option<Sourced<bool>>,
+    /// `sandbox.passEnv`: credential variables tool processes may see after all.
+    pub pass_env: Vec<Sourced<String>>,
 }
 
 /// `sandbox`'s keys as they stand in a file.
@@ -87,6 +90,8 @@ struct RawSandbox {
     fail_if_unavailable: Option<Value>,
     #[serde(rename = "allowEscalation")]
     allow_escalation: Option<Value>,
+    #[serde(rename = "passEnv")]
+    pass_env: Option<Value>,
     #[serde(flatten)]
     unknown: serde_json::Map<String, Value>,
 }
@@ -129,6 +134,9 @@ pub(super) fn check(c: &mut Checker<'_>, raw: Option<Value>) -> FileSandbox {
         bwrap_path: c.typed("sandbox.bwrapPath", raw.bwrap_path),
         fail_if_unavailable: c.typed("sandbox.failIfUnavailable", raw.fail_if_unavailable),
         allow_escalation: c.typed("sandbox.allowEscalation", raw.allow_escalation),
+        pass_env: c
+            .typed::<Vec<String>>("sandbox.passEnv", raw.pass_env)
+            .unwrap_or_default(),
         ..FileSandbox::default()
     };
     if let Some(fs) = c.typed::<RawFilesystem>("sandbox.filesystem", raw.filesystem) {
@@ -167,6 +175,7 @@ pub(super) fn merge(m: &mut SandboxSettings, f: FileSandbox, origin: &Origin) {
     super::merge::list(&mut m.allow_write, f.allow_write, origin);
     super::merge::list(&mut m.deny_read, f.deny_read, origin);
     super::merge::list(&mut m.allow_read, f.allow_read, origin);
+    super::merge::list(&mut m.pass_env, f.pass_env, origin);
 }
 
 fn at_of<T>(value: T, origin: &Origin) -> Sourced<T> {

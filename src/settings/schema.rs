@@ -120,7 +120,8 @@ fn sandbox() -> Value {
             },
             "bwrapPath": {"type": "string", "description": "The bubblewrap to use (default: the first `bwrap` on PATH outside the workspace)."},
             "failIfUnavailable": {"type": "boolean", "description": "When no sandbox works here: true (default) refuses the model's commands; false runs them unsandboxed with one warning per session."},
-            "allowEscalation": {"type": "boolean", "description": "A bash call with escalate: true runs outside the sandbox after an approval. true: an allow rule may also run it without asking; false: never."}
+            "allowEscalation": {"type": "boolean", "description": "A bash call with escalate: true runs outside the sandbox after an approval. true: an allow rule may also run it without asking; false: never."},
+            "passEnv": {"type": "array", "items": {"type": "string"}, "description": "Credential variables (AWS_*, GITHUB_TOKEN, *_TOKEN, *_SECRET*, *_PASSWORD, *_KEY, …) the model's commands may see after all; by default they are removed."}
         },
         "additionalProperties": false
     })

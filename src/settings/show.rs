@@ -156,6 +156,10 @@ fn sandbox(s: &super::SandboxSettings, out: &mut Vec<(Vec<String>, Entry)>) {
         "sandbox.allowEscalation",
         s.allow_escalation.as_ref().map(to_json),
     );
+    if !s.pass_env.is_empty() {
+        let list = s.pass_env.iter().map(to_json).collect();
+        out.push((path("sandbox.passEnv", None), Entry::Many(list)));
+    }
     let lists = [
         ("allowWrite", &s.allow_write),
         ("denyRead", &s.deny_read),

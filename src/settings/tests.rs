@@ -220,7 +220,7 @@ fn every_key() -> serde_json::Value {
                         "deny": ["Read(./.env)"], "additionalDirectories": ["../shared"]},
         "mcpServers": {"fx": {"command": "fx"}}, "hooks": {},
         "sandbox": {"mode": "read-only", "network": "on", "bwrapPath": "/usr/bin/bwrap",
-                    "failIfUnavailable": false, "allowEscalation": true,
+                    "failIfUnavailable": false, "allowEscalation": true, "passEnv": ["NPM_TOKEN"],
                     "filesystem": {"allowWrite": ["~/cache"], "denyRead": ["./secrets"], "allowRead": ["~/.ssh/known_hosts"]}},
         "checkpoints": {"enabled": true, "maxFileBytes": 1, "maxFiles": 2, "maxTotalBytes": 3}
     })

@@ -199,6 +199,19 @@ impl Settings {
         config
     }
 
+    /// `sandbox.passEnv`: the credential variables tool processes may see (a project's own
+    /// files name them only as `trust` allows: passing a credential widens what the model
+    /// gets).
+    pub fn pass_env(&self, trust: &crate::setup::trust::Trust) -> Vec<String> {
+        self.files
+            .sandbox
+            .pass_env
+            .iter()
+            .filter(|v| trust.settings_apply() || !is_project(v.origin.level))
+            .map(|v| v.value.clone())
+            .collect()
+    }
+
     /// The settings' `env` for the session's tools (a project's own only as `trust` allows).
     pub fn env_vars(&self, trust: &crate::setup::trust::Trust) -> BTreeMap<String, String> {
         self.files

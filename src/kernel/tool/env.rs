@@ -61,13 +61,25 @@ impl ToolEnv {
             .collect()
     }
 
-    /// Scrubs every provider's key variable (built in and models.json `apiKeyEnv`), and every
-    /// variable of `vars` whose value is a secret: one of `secret_values` (`--api-key`), a
-    /// models.json literal key, or the value of a key variable.
+    /// [`ToolEnv::for_credentials`] passing none of them.
     pub fn for_providers(
         registry: &Registry,
         secret_values: &[String],
         vars: &BTreeMap<String, String>,
+    ) -> Self {
+        ToolEnv::for_credentials(registry, secret_values, vars, &[])
+    }
+
+    /// Scrubs every provider's key variable (built in and models.json `apiKeyEnv`), every
+    /// variable of `vars` whose value is a secret (one of `secret_values` (`--api-key`), a
+    /// models.json literal key, or the value of a key variable), and every variable of `vars`
+    /// that is a credential by its name ([`super::credentials`]) unless `pass` names it
+    /// (`sandbox.passEnv`).
+    pub fn for_credentials(
+        registry: &Registry,
+        secret_values: &[String],
+        vars: &BTreeMap<String, String>,
+        pass: &[String],
     ) -> Self {
         let mut names: Vec<String> = registry
             .providers
@@ -82,6 +94,11 @@ impl ToolEnv {
             vars.iter()
                 .filter(|(_, v)| secrets.contains(&v.as_str()))
                 .map(|(k, _)| k.clone()),
+        );
+        names.extend(
+            vars.keys()
+                .filter(|k| super::credentials::is_credential(k) && !pass.contains(k))
+                .cloned(),
         );
         names.sort();
         names.dedup();

@@ -6,6 +6,7 @@ pub(crate) mod args;
 pub mod bash;
 mod bash_output;
 mod bash_proc;
+mod credentials;
 mod edit;
 mod env;
 pub mod external;
