@@ -63,6 +63,7 @@ mod responses;
 mod rpc;
 mod sandbox;
 mod sandbox_escalation;
+mod sandbox_git;
 mod sandbox_net;
 mod sandbox_settings;
 mod sandbox_zygote;

@@ -133,6 +133,19 @@ pub(crate) fn run_as(
     envs: &[(&str, &str)],
     extra: &[&str],
 ) -> (Vec<(String, bool)>, String) {
+    let (results, stderr, _) = run_as_events(sb, user, mechanism, calls, envs, extra);
+    (results, stderr)
+}
+
+/// [`run_as`], and every event of the JSON stream too.
+pub(crate) fn run_as_events(
+    sb: &Sandbox,
+    user: User,
+    mechanism: &str,
+    calls: &[(&str, Value)],
+    envs: &[(&str, &str)],
+    extra: &[&str],
+) -> (Vec<(String, bool)>, String, Vec<Value>) {
     let chunks: Vec<Value> = calls
         .iter()
         .enumerate()
@@ -163,16 +176,17 @@ pub(crate) fn run_as(
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let mut results = Vec::new();
-    for line in stdout.lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        if v["type"] == "tool_execution_end" {
-            let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
-            results.push((text.to_string(), v["isError"] == true));
-        }
+    for v in events.iter().filter(|v| v["type"] == "tool_execution_end") {
+        let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
+        results.push((text.to_string(), v["isError"] == true));
     }
     assert_eq!(results.len(), calls.len(), "{stdout}");
-    (results, stderr)
+    (results, stderr, events)
 }
 
 pub(crate) fn bash(command: &str) -> (&'static str, Value) {

@@ -5,8 +5,10 @@
 //! once per process); the in-process checks are in [`policy`]. It never reads settings: the
 //! caller builds the [`SandboxPolicy`].
 
+pub mod beneath;
 pub mod bwrap;
 pub mod forward;
+pub mod gitdirs;
 pub mod known;
 pub mod landlock;
 pub mod network;
@@ -14,6 +16,7 @@ pub mod policy;
 pub mod proxy;
 pub mod seccomp;
 pub mod selftest;
+pub mod watch;
 pub mod zygote;
 
 use std::collections::BTreeMap;

@@ -1,0 +1,82 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use crate::kernel::sandbox::policy::Places;
+
+fn git(dir: &Path, args: &[&str]) -> bool {
+    std::process::Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn policy(root: &Path) -> SandboxPolicy {
+    let places = Places {
+        cwd: root.to_path_buf(),
+        ..Places::default()
+    };
+    SandboxPolicy::new(SandboxMode::WorkspaceWrite, &places, &[], &[], &[], false)
+}
+
+#[test]
+fn what_a_call_planted_is_undone_and_what_it_did_otherwise_stays() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    if !git(&root, &["init", "-q"]) {
+        return; // no git here
+    }
+    std::fs::write(root.join(".git/hooks/pre-push"), "#!/bin/sh\n").unwrap();
+    let config = std::fs::read(root.join(".git/config")).unwrap();
+    let record = before(&policy(&root)).unwrap();
+    // The call: a new settings file, a new hook, a changed one, fsmonitor, a nested repository
+    // with a pager, and ordinary work.
+    std::fs::create_dir_all(root.join(".keel")).unwrap();
+    std::fs::write(root.join(".keel/settings.json"), "{}").unwrap();
+    std::fs::write(root.join(".git/hooks/pre-commit"), "evil").unwrap();
+    std::fs::write(root.join(".git/hooks/pre-push"), "evil").unwrap();
+    assert!(git(&root, &["config", "core.fsmonitor", "touch /x"]));
+    assert!(git(&root, &["config", "user.name", "kept?"]));
+    assert!(git(&root, &["init", "-q", "sub"]));
+    assert!(git(&root.join("sub"), &["config", "core.pager", "evil"]));
+    assert!(git(&root.join("sub"), &["config", "user.name", "kept"]));
+    std::fs::write(root.join("work.txt"), "ok").unwrap();
+    let found = record.check();
+    assert!(!root.join(".keel").join("settings.json").exists());
+    assert!(!root.join(".git/hooks/pre-commit").exists());
+    assert_eq!(
+        std::fs::read(root.join(".git/hooks/pre-push")).unwrap(),
+        b"#!/bin/sh\n"
+    );
+    assert_eq!(std::fs::read(root.join(".git/config")).unwrap(), config);
+    let sub = gitdirs::entries(&std::fs::read(root.join("sub/.git/config")).unwrap()).unwrap();
+    assert!(sub.iter().all(|(k, _)| k != "core.pager"), "{sub:?}");
+    assert!(
+        sub.iter().any(|(k, v)| k == "user.name" && v == "kept"),
+        "{sub:?}"
+    );
+    assert!(root.join("work.txt").exists());
+    assert_eq!(found.len(), 4, "{found:?}");
+}
+
+#[test]
+fn a_renamed_and_recreated_dot_git_is_reported_and_neutralised() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    if !git(&root, &["init", "-q"]) {
+        return;
+    }
+    let record = before(&policy(&root)).unwrap();
+    std::fs::rename(root.join(".git"), root.join(".g")).unwrap();
+    assert!(git(&root, &["init", "-q"]));
+    std::fs::write(root.join(".git/hooks/pre-commit"), "evil").unwrap();
+    std::fs::write(root.join(".g/hooks/post-commit"), "evil").unwrap();
+    let found = record.check();
+    assert!(
+        found.iter().any(|f| f.what == Repair::GitReplaced),
+        "{found:?}"
+    );
+    assert!(!root.join(".git/hooks/pre-commit").exists());
+    assert!(!root.join(".g/hooks/post-commit").exists());
+}
