@@ -26,13 +26,6 @@ pub fn is_git_dir(dir: &Path) -> bool {
     is_file("HEAD") && ((is_dir("objects") && is_dir("refs")) || is_file("commondir"))
 }
 
-/// [`is_git_dir`] on the names a directory listing holds (`dirs`: which of them are
-/// directories).
-pub fn looks_like_git_dir(files: &BTreeSet<String>, dirs: &BTreeSet<String>) -> bool {
-    files.contains("HEAD")
-        && ((dirs.contains("objects") && dirs.contains("refs")) || files.contains("commondir"))
-}
-
 /// The git directories git uses for `root` and what it holds: `root/.git` (a directory, or the
 /// directory its `gitdir:` line names), that one's `commondir`, and every directory below them
 /// in `modules/` that is a git directory (submodules). Real paths, each once.
@@ -122,21 +115,28 @@ pub fn walk(root: &Path) -> (Vec<PathBuf>, bool) {
         let Ok(entries) = std::fs::read_dir(root.join(&rel)) else {
             continue;
         };
-        let mut files = BTreeSet::new();
-        let mut dirs = BTreeSet::new();
+        let (mut head, mut objects, mut refs, mut common) = (false, false, false, false);
+        let mut dirs = Vec::new();
         for e in entries.flatten() {
             if budget == 0 {
                 return (found, false);
             }
             budget -= 1;
-            let name = e.file_name().to_string_lossy().into_owned();
+            let name = e.file_name();
             match e.file_type() {
-                Ok(t) if t.is_dir() => dirs.insert(name),
-                Ok(t) if t.is_file() => files.insert(name),
-                _ => false,
-            };
+                Ok(t) if t.is_dir() => {
+                    objects |= name == "objects";
+                    refs |= name == "refs";
+                    dirs.push(name);
+                }
+                Ok(t) if t.is_file() => {
+                    head |= name == "HEAD";
+                    common |= name == "commondir";
+                }
+                _ => {}
+            }
         }
-        let git = looks_like_git_dir(&files, &dirs);
+        let git = head && ((objects && refs) || common);
         if git {
             found.push(rel.clone());
         }
@@ -145,8 +145,8 @@ pub fn walk(root: &Path) -> (Vec<PathBuf>, bool) {
         }
         // Inside a git directory only its submodules' and worktrees' directories are more.
         let next = dirs
-            .iter()
-            .filter(|d| !git || matches!(d.as_str(), "modules" | "worktrees"))
+            .into_iter()
+            .filter(|d| !git || d == "modules" || d == "worktrees")
             .map(|d| (rel.join(d), depth + 1));
         todo.extend(next);
     }

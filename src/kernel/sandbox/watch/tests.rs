@@ -80,3 +80,31 @@ fn a_renamed_and_recreated_dot_git_is_reported_and_neutralised() {
     assert!(!root.join(".git/hooks/pre-commit").exists());
     assert!(!root.join(".g/hooks/post-commit").exists());
 }
+
+#[test]
+#[ignore]
+fn cost_on_20k_files() {
+    let d = tempfile::tempdir_in("/var/tmp").unwrap();
+    let root = d.path().canonicalize().unwrap();
+    git(&root, &["init", "-q"]);
+    for i in 0..2000 {
+        let dir = root.join(format!("d{}/e{}", i / 100, i));
+        std::fs::create_dir_all(&dir).unwrap();
+        for j in 0..10 {
+            std::fs::write(dir.join(format!("f{j}.rs")), "x").unwrap();
+        }
+    }
+    let p = policy(&root);
+    let mut times = Vec::new();
+    for _ in 0..10 {
+        let t = std::time::Instant::now();
+        let r = before(&p).unwrap();
+        let mid = t.elapsed();
+        let found = r.check();
+        assert!(found.is_empty());
+        times.push((mid, t.elapsed()));
+    }
+    let t = std::time::Instant::now();
+    let _ = policy(&root);
+    eprintln!("policy {:?}; before/total {times:?}", t.elapsed());
+}
