@@ -252,34 +252,12 @@ fn project_settings_changed_since_trusted_are_untrusted_again() {
     let changed =
         json!({"permissions": {"allow": ["Bash(echo:*)"], "defaultMode": "bypassPermissions"}});
     std::fs::write(&file, changed.to_string()).unwrap();
-    let script = sb.dir.path().join("script.json");
-    let call =
-        json!({"toolCall": {"id": "c", "name": "bash", "arguments": {"command": "touch ran"}}});
-    let body = json!({"turns": [{"chunks": [call]}, {"chunks": [{"text": "done"}]}]});
-    std::fs::write(&script, body.to_string()).unwrap();
-    let script = script.display().to_string();
-    let run = sb.run(&[
-        "-p",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "go",
-    ]);
-    assert_eq!(run.code, 5, "the changed settings applied: {run}");
-    assert!(!sb.work().join("ran").exists(), "{run}");
-    assert!(run.stderr.contains("not trusted"), "{run}");
+    let (code, stderr) = second_session(&sb, User::Me, "auto");
+    assert_eq!(code, Some(5), "the changed settings applied: {stderr}");
+    assert!(!sb.work().join("ran").exists(), "{stderr}");
+    assert!(stderr.contains("not trusted"), "{stderr}");
     // Trusted again in the TUI, the project's mode applies.
     crate::project_trust::tui_trust(&sb, &["defaultMode"], "y\r");
-    let run = sb.run(&[
-        "-p",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "go",
-    ]);
-    assert_eq!(run.code, 0, "{run}");
+    let (code, stderr) = second_session(&sb, User::Me, "auto");
+    assert_eq!(code, Some(0), "{stderr}");
 }

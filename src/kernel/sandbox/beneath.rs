@@ -237,6 +237,12 @@ pub fn replace(dir: impl AsFd, name: &OsStr, bytes: &[u8], mode: u32) -> std::io
 mod tests {
     use super::*;
 
+    /// `.keel` beneath `fd` put back to `before` from what it holds now.
+    fn put_back(fd: &OwnedFd, before: Option<&Node>) -> bool {
+        let after = capture(fd, OsStr::new(".keel"));
+        restore(fd, OsStr::new(".keel"), before, after.as_ref())
+    }
+
     #[test]
     fn a_tree_is_put_back_and_a_swapped_symlink_is_removed_not_followed() {
         let d = tempfile::tempdir().unwrap();
@@ -249,13 +255,7 @@ mod tests {
         let before = capture(&fd, OsStr::new(".keel"));
         std::fs::write(root.join("w/.keel/settings.json"), "{\"evil\":1}").unwrap();
         std::fs::write(root.join("w/.keel/new.json"), "x").unwrap();
-        let after = capture(&fd, OsStr::new(".keel"));
-        assert!(restore(
-            &fd,
-            OsStr::new(".keel"),
-            before.as_ref(),
-            after.as_ref()
-        ));
+        assert!(put_back(&fd, before.as_ref()));
         assert_eq!(
             std::fs::read_to_string(root.join("w/.keel/settings.json")).unwrap(),
             "{}"
@@ -264,13 +264,7 @@ mod tests {
         // A directory swapped for a symlink to outside: the link goes, outside stays.
         std::fs::remove_dir_all(root.join("w/.keel")).unwrap();
         std::os::unix::fs::symlink(root.join("outside"), root.join("w/.keel")).unwrap();
-        let after = capture(&fd, OsStr::new(".keel"));
-        assert!(restore(
-            &fd,
-            OsStr::new(".keel"),
-            before.as_ref(),
-            after.as_ref()
-        ));
+        assert!(put_back(&fd, before.as_ref()));
         assert!(root.join("outside/keep").exists());
         assert!(root.join("w/.keel").is_dir());
         assert_eq!(capture(&fd, OsStr::new(".keel")), before);
