@@ -98,8 +98,8 @@ pub struct Wants {
     pub env: Vec<(String, String)>,
     /// Values that widen the sandbox (`sandbox.mode: "off"`, an `allowWrite` path, …).
     pub sandbox: Vec<crate::setup::sandbox::Widening>,
-    /// A `permissions.defaultMode` that loosens approvals (`auto`, `accept-edits`), with its
-    /// file.
+    /// A `permissions.defaultMode` looser than the one of the levels below the project's files
+    /// (the user's, else keel's default `auto`), with its file.
     pub mode: Option<(String, String)>,
     /// The hash of the allow rules, env and sandbox widenings (`None`: there are none).
     settings_hash: Option<String>,
@@ -169,7 +169,8 @@ pub fn wants(files: &Merged) -> Wants {
         lines.push(format!("env\0{k}\0{}", v.value));
     }
     if let Some(m) = files.permissions.default_mode.as_ref() {
-        let loosens = matches!(m.value, DefaultMode::Auto | DefaultMode::AcceptEdits);
+        let below = files.permissions.default_mode_outside_project.as_ref();
+        let loosens = strictness(m.value) < below.map_or(0, |b| strictness(b.value));
         if is_project(m.origin.level) && loosens {
             lines.push(format!("mode\0{}", m.value.word()));
             w.mode = Some((m.value.word().to_string(), m.origin.to_string()));
@@ -183,6 +184,16 @@ pub fn wants(files: &Merged) -> Wants {
     w.settings_hash = hash_of(&lines);
     w.lines = lines;
     w
+}
+
+/// How much a mode asks before tools run (`auto`, keel's default, asks nothing).
+fn strictness(m: DefaultMode) -> u8 {
+    match m {
+        DefaultMode::Auto => 0,
+        DefaultMode::AcceptEdits => 1,
+        DefaultMode::Ask => 2,
+        DefaultMode::ReadOnly | DefaultMode::Plan => 3,
+    }
 }
 
 fn hash_of(lines: &[String]) -> Option<String> {
@@ -272,7 +283,7 @@ impl Trust {
         write(keel_home, &store)
     }
 
-    /// Whether a project's own `permissions.defaultMode` applies: one that loosens approvals
+    /// Whether a project's own `permissions.defaultMode` applies: one looser than the user's
     /// only as its other settings do (trusted with the same content, or `--trust-project`).
     pub fn mode_applies(&self) -> bool {
         self.wants.mode.is_none() || self.settings_apply()
