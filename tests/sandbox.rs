@@ -396,28 +396,20 @@ fn the_file_tools_refuse_outside_protected_and_symlinked_paths() {
         ("write", json!({"path": "link/through.txt", "content": "x"})),
         (
             "write",
-            json!({"path": ".git/hooks/pre-commit", "content": "x"}),
-        ),
-        (
-            "edit",
-            json!({"path": ".git/config", "oldText": "[core]", "newText": "[core]\n\thooksPath = /x"}),
-        ),
-        (
-            "write",
             json!({"path": format!("{dir}/work/sub/../../outside2.txt"), "content": "x"}),
         ),
         ("write", json!({"path": "ok.txt", "content": "fine"})),
         ("read", json!({"path": "link/../a.txt"})),
     ];
     let (r, _) = run(&sb, "bwrap", &calls, &[], &[]);
-    for (i, res) in r.iter().enumerate().take(5) {
+    // A protected path (`.git/hooks`, `.git/config`) needs an approval: sandbox_git's case.
+    for (i, res) in r.iter().enumerate().take(3) {
         assert!(res.1 && res.0.contains("sandbox"), "call {i}: {res:?}");
     }
     assert!(!sb.dir.path().join("outside.txt").exists());
     assert!(!sb.dir.path().join("outside/through.txt").exists());
     assert!(!sb.dir.path().join("outside2.txt").exists());
-    assert!(!sb.work().join(".git/hooks/pre-commit").exists());
-    assert!(!r[5].1, "{r:?}");
+    assert!(!r[3].1, "{r:?}");
     assert_eq!(
         std::fs::read_to_string(sb.work().join("ok.txt")).unwrap(),
         "fine"

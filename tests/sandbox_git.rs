@@ -160,9 +160,15 @@ fn a_model_created_project_settings_file_does_not_survive_the_call() {
 
 /// A second print session running `touch ran`: its exit code and stderr.
 fn second_session(sb: &Sandbox, user: User, mech: &str) -> (Option<i32>, String) {
+    let call = json!({"name": "bash", "arguments": {"command": "touch ran"}});
+    session(sb, user, mech, call)
+}
+
+/// A print session whose one turn makes `call` (`name`, `arguments`): its exit code and stderr.
+fn session(sb: &Sandbox, user: User, mech: &str, mut call: Value) -> (Option<i32>, String) {
     let script = sb.dir.path().join("second.json");
-    let call =
-        json!({"toolCall": {"id": "c", "name": "bash", "arguments": {"command": "touch ran"}}});
+    call["id"] = json!("c");
+    let call = json!({ "toolCall": call });
     let body = json!({"turns": [{"chunks": [call]}, {"chunks": [{"text": "done"}]}]});
     std::fs::write(&script, body.to_string()).unwrap();
     if user == User::Nobody {
@@ -189,10 +195,12 @@ fn second_session(sb: &Sandbox, user: User, mech: &str) -> (Option<i32>, String)
     (out.status.code(), stderr)
 }
 
-/// Point 5, the file tools: every protected name is refused whether or not it exists, at any
-/// depth for a git directory's hooks and config. Before the fix they were written.
+/// Point 5, the file tools: a `write` of every protected name, whether or not it exists (at any
+/// depth for a git directory's hooks and config), needs an approval in every mode: a headless
+/// run blocks (exit 5) and nothing is written; approved (here by a user's PermissionRequest
+/// hook), it is written. Before the fix they were written without a question.
 #[test]
-fn the_file_tools_refuse_protected_names_that_do_not_exist() {
+fn the_file_tools_need_an_approval_for_protected_names_that_do_not_exist() {
     const NAMES: &[&str] = &[
         ".keel/settings.json",
         ".keel/settings.local.json",
@@ -209,25 +217,36 @@ fn the_file_tools_refuse_protected_names_that_do_not_exist() {
     ];
     for (user, mech) in users_and_mechanisms() {
         let sb = world_as(user);
-        let mut calls: Vec<(&str, Value)> = NAMES
-            .iter()
-            .map(|n| ("write", json!({"path": n, "content": "x"})))
-            .collect();
-        calls.push(("write", json!({"path": "ok.txt", "content": "fine"})));
-        // `.g` is a git directory (a renamed `.git`): its hooks are refused by what it is.
-        let prepare = "mkdir -p .g/objects .g/refs .g/hooks && echo ref: x > .g/HEAD";
-        let mut all = vec![bash(prepare)];
-        all.extend(calls);
-        let (r, _, _) = run_as_events(&sb, user, mech, &all, &[], &[]);
+        // `.g` is a git directory (a renamed `.git`): its hooks are protected by what it is.
+        for d in [".g/objects", ".g/refs", ".g/hooks"] {
+            std::fs::create_dir_all(sb.work().join(d)).unwrap();
+        }
+        std::fs::write(sb.work().join(".g/HEAD"), "ref: refs/heads/main\n").unwrap();
+        if user == User::Nobody {
+            crate::sandbox::give_to_nobody(&sb.work());
+        }
         let mech = format!("{mech} as {user:?}");
-        for (name, res) in NAMES.iter().zip(&r[1..]) {
-            assert!(
-                res.1 && res.0.contains("sandbox"),
-                "{mech}: {name}: {res:?}"
-            );
+        let m = mech.split(' ').next().unwrap_or("auto");
+        for name in NAMES {
+            let call = json!({"name": "write", "arguments": {"path": name, "content": "x"}});
+            let (code, stderr) = session(&sb, user, m, call);
+            assert_eq!(code, Some(5), "{mech}: {name}: {stderr}");
+            assert!(stderr.contains("which the sandbox protects"), "{mech}: {stderr}");
             assert!(!sb.work().join(name).exists(), "{mech}: {name} was written");
         }
-        assert_eq!(r.last().map(|x| x.1), Some(false), "{mech}: {r:?}");
+        let ok = json!({"name": "write", "arguments": {"path": "ok.txt", "content": "fine"}});
+        assert_eq!(session(&sb, user, m, ok).0, Some(0), "{mech}");
+        // Approved, the write goes through (the rest of the policy still holds).
+        let allow = r#"echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}'"#;
+        let hooks = json!({"hooks": {"PermissionRequest": [{"matcher": "Write", "hooks": [{"type": "command", "command": allow}]}]}});
+        std::fs::write(sb.home().join("settings.json"), hooks.to_string()).unwrap();
+        if user == User::Nobody {
+            crate::sandbox::give_to_nobody(&sb.home());
+        }
+        let call = json!({"name": "write", "arguments": {"path": "AGENTS.md", "content": "x"}});
+        let (code, stderr) = session(&sb, user, m, call);
+        assert_eq!(code, Some(0), "{mech}: {stderr}");
+        assert!(sb.work().join("AGENTS.md").exists(), "{mech}: {stderr}");
     }
 }
 

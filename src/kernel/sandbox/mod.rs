@@ -161,6 +161,14 @@ impl Sandbox {
         }
     }
 
+    /// This sandbox with its protected paths writable: for a `write` or `edit` of one that the
+    /// user approved (the rest of the policy still holds).
+    pub fn unprotected(&self) -> Sandbox {
+        let mut s = self.clone();
+        s.policy.unprotected = true;
+        s
+    }
+
     /// `workspace-write` in `cwd` with the best mechanism here, knowing no home (an embedder's
     /// default; keel's own sessions use [`Sandbox::for_session`]).
     pub fn workspace_write(cwd: &Path) -> Sandbox {

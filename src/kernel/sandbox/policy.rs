@@ -122,6 +122,10 @@ pub struct SandboxPolicy {
     /// cannot be renamed.
     #[serde(default)]
     pub git_dirs: Vec<PathBuf>,
+    /// The protected paths are writable (a file tool's call the user approved); never sent to
+    /// a sandboxed process.
+    #[serde(skip)]
+    pub unprotected: bool,
     /// Unreadable (and, for sockets, unreachable).
     pub deny_read: Vec<PathBuf>,
     /// Readable again although under a `deny_read` path.
@@ -185,6 +189,7 @@ impl SandboxPolicy {
             writable_roots,
             protected,
             git_dirs,
+            unprotected: false,
             deny_read,
             allow_read: allow_read.iter().map(abs).collect(),
             network,
@@ -210,16 +215,19 @@ impl SandboxPolicy {
             SandboxMode::ReadOnly => return Some(WriteDenial::ReadOnly),
             SandboxMode::WorkspaceWrite => {}
         }
-        if let Some(p) = self.protected.iter().find(|p| path.starts_with(p)) {
-            return Some(WriteDenial::Protected(p.clone()));
-        }
-        if let Some(p) = git_protected(path) {
-            return Some(WriteDenial::Protected(p));
+        let inside = self.writable_roots.iter().any(|r| path.starts_with(r));
+        if !self.unprotected {
+            if let Some(p) = self.protected.iter().find(|p| path.starts_with(p)) {
+                return Some(WriteDenial::Protected(p.clone()));
+            }
+            if let Some(p) = git_protected(path).filter(|_| inside) {
+                return Some(WriteDenial::Protected(p));
+            }
         }
         if let Some(d) = self.read_denied(path) {
             return Some(WriteDenial::Secret(d.to_path_buf()));
         }
-        match self.writable_roots.iter().any(|r| path.starts_with(r)) {
+        match inside {
             true => None,
             false => Some(WriteDenial::OutsideRoots),
         }

@@ -1,6 +1,7 @@
 //! Running one tool call the gate let through: the tool (built-in or external) with the
 //! session's context, its partial output published as `ToolCallUpdated`, and what the sandbox
-//! stopped published as `SandboxViolation`. An approved escalation runs `bash` unsandboxed.
+//! stopped published as `SandboxViolation`. An approved escalation runs `bash` unsandboxed, and
+//! a `write` or `edit` with its protected paths writable.
 
 use std::sync::Arc;
 
@@ -26,9 +27,11 @@ pub(super) async fn execute(
 ) -> ToolOutput {
     let (ptx, mut prx) = mpsc::unbounded_channel::<ToolOutput>();
     let (vtx, mut vrx) = mpsc::unbounded_channel::<Violation>();
-    let sandbox = match escalated {
-        true => Arc::new(Sandbox::off(&inner.config.cwd)),
-        false => inner.config.sandbox.clone(),
+    // An approved `write`/`edit` of a protected path lifts that protection alone.
+    let sandbox = match (escalated, name) {
+        (true, "write" | "edit") => Arc::new(inner.config.sandbox.unprotected()),
+        (true, _) => Arc::new(Sandbox::off(&inner.config.cwd)),
+        (false, _) => inner.config.sandbox.clone(),
     };
     let ctx = ToolContext {
         cwd: inner.config.cwd.clone(),
