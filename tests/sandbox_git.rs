@@ -231,7 +231,10 @@ fn the_file_tools_need_an_approval_for_protected_names_that_do_not_exist() {
             let call = json!({"name": "write", "arguments": {"path": name, "content": "x"}});
             let (code, stderr) = session(&sb, user, m, call);
             assert_eq!(code, Some(5), "{mech}: {name}: {stderr}");
-            assert!(stderr.contains("which the sandbox protects"), "{mech}: {stderr}");
+            assert!(
+                stderr.contains("which the sandbox protects"),
+                "{mech}: {stderr}"
+            );
             assert!(!sb.work().join(name).exists(), "{mech}: {name} was written");
         }
         let ok = json!({"name": "write", "arguments": {"path": "ok.txt", "content": "fine"}});

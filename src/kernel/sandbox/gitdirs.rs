@@ -76,9 +76,15 @@ fn modules_below(dir: &Path) -> Vec<PathBuf> {
 
 /// The directory a `.git` file's `gitdir:` line names (relative to `root`).
 fn gitdir_file(root: &Path, file: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(file).ok()?;
-    let dir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
-    Some(super::policy::real(&root.join(dir)))
+    gitdir_in(root, &std::fs::read(file).ok()?)
+}
+
+/// The directory the `gitdir:` line of a `.git` file's `bytes` names (relative to `dir`, the
+/// file's directory), made real.
+pub fn gitdir_in(dir: &Path, bytes: &[u8]) -> Option<PathBuf> {
+    let text = String::from_utf8_lossy(bytes);
+    let target = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    Some(super::policy::real(&dir.join(target)))
 }
 
 /// The hooks directories of the git directory `dir` of the work tree `root`: `dir/hooks`, and
@@ -103,12 +109,22 @@ pub fn hooks_dirs(dir: &Path, root: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// The directories under `root` (relative to it) that look like git directories, found by a
-/// walk that never follows a symlink, skips nothing git ignores (a repository in an ignored
-/// directory is still one a user may `cd` into) and stops after [`WALK_BUDGET`] entries;
-/// `false` when it stopped early.
-pub fn walk(root: &Path) -> (Vec<PathBuf>, bool) {
-    let mut found = Vec::new();
+/// What a walk of a root found (paths relative to it).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// The directories that look like git directories.
+    pub dirs: Vec<PathBuf>,
+    /// The `.git` files (`gitdir: …`: a worktree's or submodule's pointer).
+    pub files: Vec<PathBuf>,
+    /// Whether the walk saw everything (it stops after [`WALK_BUDGET`] entries).
+    pub whole: bool,
+}
+
+/// The git directories and `.git` files under `root`, found by a walk that never follows a
+/// symlink, skips nothing git ignores (a repository in an ignored directory is still one a
+/// user may `cd` into) and stops after [`WALK_BUDGET`] entries.
+pub fn walk(root: &Path) -> Found {
+    let mut found = Found::default();
     let mut budget = WALK_BUDGET;
     let mut todo = vec![(PathBuf::new(), 0usize)];
     while let Some((rel, depth)) = todo.pop() {
@@ -119,7 +135,8 @@ pub fn walk(root: &Path) -> (Vec<PathBuf>, bool) {
         let mut dirs = Vec::new();
         for e in entries.flatten() {
             if budget == 0 {
-                return (found, false);
+                tracing::warn!("{}: stopped looking for git directories", root.display());
+                return found;
             }
             budget -= 1;
             let name = e.file_name();
@@ -132,13 +149,16 @@ pub fn walk(root: &Path) -> (Vec<PathBuf>, bool) {
                 Ok(t) if t.is_file() => {
                     head |= name == "HEAD";
                     common |= name == "commondir";
+                    if name == ".git" {
+                        found.files.push(rel.join(&name));
+                    }
                 }
                 _ => {}
             }
         }
         let git = head && ((objects && refs) || common);
         if git {
-            found.push(rel.clone());
+            found.dirs.push(rel.clone());
         }
         if depth >= WALK_DEPTH {
             continue;
@@ -150,7 +170,8 @@ pub fn walk(root: &Path) -> (Vec<PathBuf>, bool) {
             .map(|d| (rel.join(d), depth + 1));
         todo.extend(next);
     }
-    (found, true)
+    found.whole = true;
+    found
 }
 
 /// Whether git runs a program for `key` (lower-case section and name, as `git config --list`
@@ -335,9 +356,16 @@ mod tests {
             }
             std::fs::write(d.path().join(g).join("HEAD"), "ref: x").unwrap();
         }
-        let (mut found, whole) = walk(d.path());
+        std::fs::create_dir_all(d.path().join("c")).unwrap();
+        std::fs::write(d.path().join("c/.git"), "gitdir: ../.git/modules/m").unwrap();
+        let Found {
+            dirs: mut found,
+            files,
+            whole,
+        } = walk(d.path());
         found.sort();
         assert!(whole);
+        assert_eq!(files, [PathBuf::from("c/.git")]);
         let want: Vec<PathBuf> = [".git", ".git/modules/m", "a/.g", "b/sub/.git"]
             .iter()
             .map(PathBuf::from)

@@ -161,8 +161,7 @@ impl SandboxPolicy {
         {
             protected.extend(PROTECTED.iter().map(|p| root.join(p)));
             let mut dirs = gitdirs::of_root(root);
-            let (found, _) = gitdirs::walk(root);
-            dirs.extend(found.iter().map(|rel| root.join(rel)));
+            dirs.extend(gitdirs::walk(root).dirs.iter().map(|rel| root.join(rel)));
             for dir in &dirs {
                 protected.extend(gitdirs::hooks_dirs(dir, root));
                 protected.extend(gitdirs::CONFIG_FILES.iter().map(|f| dir.join(f)));

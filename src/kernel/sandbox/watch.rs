@@ -8,7 +8,7 @@
 //! goes by descriptor beneath the root ([`beneath`]). It never decides the lists (see
 //! [`super::policy::PROTECTED`], [`gitdirs`]).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsStr;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
@@ -72,6 +72,8 @@ struct RootRecord {
     /// Each protected name (relative) and what it held.
     names: Vec<(PathBuf, Option<Node>)>,
     git: Vec<GitRecord>,
+    /// The files that send git to another directory, and their bytes (see [`pointers`]).
+    pointers: BTreeMap<PathBuf, Vec<u8>>,
     dot_git: Option<(u64, u64, bool)>,
 }
 
@@ -96,14 +98,15 @@ pub fn before(policy: &SandboxPolicy) -> Option<Before> {
 
 fn record_root(path: &Path) -> Option<RootRecord> {
     let fd = beneath::open_root(path).ok()?;
-    let (dirs, _) = gitdirs::walk(path);
+    let found = gitdirs::walk(path);
+    let dirs = &found.dirs;
     let mut rels: Vec<PathBuf> = PROTECTED
         .iter()
         .filter(|p| !p.starts_with(".git/"))
         .map(PathBuf::from)
         .collect();
     // `core.hooksPath` directories inside the root are protected names too.
-    for dir in &dirs {
+    for dir in dirs {
         for hooks in gitdirs::hooks_dirs(&path.join(dir), path)
             .into_iter()
             .skip(1)
@@ -119,13 +122,19 @@ fn record_root(path: &Path) -> Option<RootRecord> {
             (rel, node)
         })
         .collect();
-    let git = dirs.into_iter().map(|rel| record_git(&fd, rel)).collect();
+    let pointers = pointers(&fd, &found);
+    let git = found
+        .dirs
+        .into_iter()
+        .map(|rel| record_git(&fd, rel))
+        .collect();
     let dot_git = beneath::identity(&fd, OsStr::new(".git"));
     Some(RootRecord {
         path: path.to_path_buf(),
         fd,
         names,
         git,
+        pointers,
         dot_git,
     })
 }
@@ -199,8 +208,9 @@ fn check_root(root: &RootRecord, found: &mut Vec<Finding>) {
     if replaced || (root.dot_git.is_some() && now.is_none()) {
         found.push(finding(root, Path::new(".git"), Repair::GitReplaced));
     }
-    let (dirs, _) = gitdirs::walk(&root.path);
-    for rel in dirs {
+    let found_now = gitdirs::walk(&root.path);
+    check_pointers(root, &pointers(&root.fd, &found_now), found);
+    for rel in found_now.dirs {
         let after = record_git(&root.fd, rel);
         let before = root
             .git
@@ -208,6 +218,63 @@ fn check_root(root: &RootRecord, found: &mut Vec<Finding>) {
             .find(|g| g.id.is_some() && g.id == after.id)
             .or_else(|| root.git.iter().find(|g| g.rel == after.rel));
         check_git(root, before, &after, found);
+    }
+}
+
+/// The files under a root that send git to another directory, with their bytes: each `.git`
+/// file (`gitdir: …`) and each git directory's `commondir` (where its hooks and config are).
+fn pointers(fd: &OwnedFd, found: &gitdirs::Found) -> BTreeMap<PathBuf, Vec<u8>> {
+    let commondirs = found.dirs.iter().map(|d| d.join("commondir"));
+    found
+        .files
+        .iter()
+        .cloned()
+        .chain(commondirs)
+        .filter_map(|rel| {
+            let bytes = capture_rel(fd, &rel)?.bytes()?.to_vec();
+            Some((rel, bytes))
+        })
+        .collect()
+}
+
+/// Where a pointer file (`rel`, holding `bytes`) sends git, made real.
+fn pointer_target(root: &Path, rel: &Path, bytes: &[u8]) -> Option<PathBuf> {
+    let dir = root.join(rel.parent().unwrap_or(Path::new("")));
+    match rel.file_name() == Some(OsStr::new(".git")) {
+        true => gitdirs::gitdir_in(&dir, bytes),
+        false => {
+            let text = String::from_utf8_lossy(bytes);
+            Some(super::policy::real(&dir.join(text.trim())))
+        }
+    }
+}
+
+/// A pointer file the call made or changed that sends git out of the root (to a directory the
+/// check does not see, as the private temp dir) is put back, or removed.
+fn check_pointers(root: &RootRecord, now: &BTreeMap<PathBuf, Vec<u8>>, found: &mut Vec<Finding>) {
+    for (rel, bytes) in now {
+        let before = root.pointers.get(rel);
+        if before == Some(bytes) {
+            continue;
+        }
+        let target = pointer_target(&root.path, rel, bytes);
+        if target.is_some_and(|t| t.starts_with(&root.path)) {
+            continue;
+        }
+        let Some((parent, name)) = split(rel) else {
+            continue;
+        };
+        let Ok(dir) = beneath::open_dir(&root.fd, parent) else {
+            continue;
+        };
+        let done = match before {
+            Some(old) => beneath::replace(&dir, name, old, 0o644),
+            None => beneath::remove(std::os::fd::AsFd::as_fd(&dir), name),
+        };
+        if let Err(e) = done {
+            tracing::warn!("cannot put back {}: {e}", rel.display());
+        }
+        found.push(finding(root, rel, Repair::Reverted));
     }
 }
 

@@ -81,6 +81,30 @@ fn a_renamed_and_recreated_dot_git_is_reported_and_neutralised() {
     assert!(!root.join(".g/hooks/post-commit").exists());
 }
 
+/// A `.git` file or a `commondir` that sends git out of the root (to a directory the check
+/// does not see, as the private temp dir, with hooks of its own) is removed; one that stays
+/// inside (a submodule's) is kept.
+#[test]
+fn a_pointer_out_of_the_root_is_removed() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap().join("w");
+    std::fs::create_dir_all(root.join("a")).unwrap();
+    std::fs::create_dir_all(root.join("b")).unwrap();
+    let record = before(&policy(&root)).unwrap();
+    std::fs::write(root.join(".git"), "gitdir: ../elsewhere\n").unwrap();
+    std::fs::write(root.join("a/.git"), "gitdir: ../b\n").unwrap();
+    for p in ["c/objects", "c/refs"] {
+        std::fs::create_dir_all(root.join(p)).unwrap();
+    }
+    std::fs::write(root.join("c/HEAD"), "ref: x\n").unwrap();
+    std::fs::write(root.join("c/commondir"), "../../elsewhere\n").unwrap();
+    let found = record.check();
+    assert!(!root.join(".git").exists(), "{found:?}");
+    assert!(!root.join("c/commondir").exists(), "{found:?}");
+    assert!(root.join("a/.git").exists(), "{found:?}");
+    assert_eq!(found.len(), 2, "{found:?}");
+}
+
 #[test]
 #[ignore]
 fn cost_on_20k_files() {
