@@ -87,10 +87,15 @@ pub fn gitdir_in(dir: &Path, bytes: &[u8]) -> Option<PathBuf> {
     Some(super::policy::real(&dir.join(target)))
 }
 
-/// The hooks directories of the git directory `dir` of the work tree `root`: `dir/hooks`, and
-/// the one `core.hooksPath` names (relative to `root`) when its config sets it.
+/// The hooks directories of the git directory `dir` under the writable root `root`:
+/// `dir/hooks`, and the one `core.hooksPath` names when its config sets it (relative to the
+/// work tree: the parent of a `.git`, else `root`).
 pub fn hooks_dirs(dir: &Path, root: &Path) -> Vec<PathBuf> {
     let mut out = vec![dir.join("hooks")];
+    let tree = match dir.file_name() == Some(OsStr::new(".git")) {
+        true => dir.parent().unwrap_or(root),
+        false => root,
+    };
     let entries = CONFIG_FILES
         .iter()
         .filter_map(|f| std::fs::read(dir.join(f)).ok())
@@ -100,7 +105,7 @@ pub fn hooks_dirs(dir: &Path, root: &Path) -> Vec<PathBuf> {
             if key == "core.hookspath" && !value.is_empty() {
                 let path = match value.strip_prefix("~/") {
                     Some(_) => continue,
-                    None => root.join(&value),
+                    None => tree.join(&value),
                 };
                 out.push(super::policy::real(&path));
             }

@@ -105,6 +105,33 @@ fn a_pointer_out_of_the_root_is_removed() {
     assert_eq!(found.len(), 2, "{found:?}");
 }
 
+/// A repository's own `core.hooksPath` (husky's `.husky`, a `.githooks`) is protected as its
+/// `hooks` is: a changed hook there is put back.
+#[test]
+fn the_hooks_path_of_a_repository_is_protected_too() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().canonicalize().unwrap();
+    if !git(&root, &["init", "-q"]) || !git(&root, &["config", "core.hooksPath", ".githooks"]) {
+        return;
+    }
+    std::fs::create_dir_all(root.join(".githooks")).unwrap();
+    std::fs::write(root.join(".githooks/pre-commit"), "lint").unwrap();
+    let p = policy(&root);
+    assert!(
+        p.protected.contains(&root.join(".githooks")),
+        "{:?}",
+        p.protected
+    );
+    let record = before(&p).unwrap();
+    std::fs::write(root.join(".githooks/pre-commit"), "evil").unwrap();
+    let found = record.check();
+    assert_eq!(
+        std::fs::read(root.join(".githooks/pre-commit")).unwrap(),
+        b"lint"
+    );
+    assert_eq!(found.len(), 1, "{found:?}");
+}
+
 #[test]
 #[ignore]
 fn cost_on_20k_files() {
