@@ -65,6 +65,7 @@ mod sandbox;
 mod sandbox_caps;
 mod sandbox_env;
 mod sandbox_escalation;
+mod sandbox_git;
 mod sandbox_net;
 mod sandbox_settings;
 mod sandbox_sockets;

@@ -133,6 +133,19 @@ pub(crate) fn run_as(
     envs: &[(&str, &str)],
     extra: &[&str],
 ) -> (Vec<(String, bool)>, String) {
+    let (results, stderr, _) = run_as_events(sb, user, mechanism, calls, envs, extra);
+    (results, stderr)
+}
+
+/// [`run_as`], and every event of the JSON stream too.
+pub(crate) fn run_as_events(
+    sb: &Sandbox,
+    user: User,
+    mechanism: &str,
+    calls: &[(&str, Value)],
+    envs: &[(&str, &str)],
+    extra: &[&str],
+) -> (Vec<(String, bool)>, String, Vec<Value>) {
     let chunks: Vec<Value> = calls
         .iter()
         .enumerate()
@@ -163,16 +176,17 @@ pub(crate) fn run_as(
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let events: Vec<Value> = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let mut results = Vec::new();
-    for line in stdout.lines() {
-        let v: Value = serde_json::from_str(line).unwrap();
-        if v["type"] == "tool_execution_end" {
-            let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
-            results.push((text.to_string(), v["isError"] == true));
-        }
+    for v in events.iter().filter(|v| v["type"] == "tool_execution_end") {
+        let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
+        results.push((text.to_string(), v["isError"] == true));
     }
     assert_eq!(results.len(), calls.len(), "{stdout}");
-    (results, stderr)
+    (results, stderr, events)
 }
 
 pub(crate) fn bash(command: &str) -> (&'static str, Value) {
@@ -199,11 +213,12 @@ fn writes_outside_the_workspace_and_into_protected_paths_are_stopped() {
         assert!(!dir.join("outside.txt").exists(), "{mech}: {r:?}");
         assert!(!dir.join("outside/through.txt").exists(), "{mech}: {r:?}");
         assert!(!dir.join("home-file").exists(), "{mech}: {r:?}");
+        // Landlock cannot make a path read-only under a writable root: the check after the
+        // call puts them back (see docs/sandbox.md).
+        let config = std::fs::read_to_string(sb.work().join(".git/config")).unwrap();
+        assert_eq!(config, config_before, "{mech}: {r:?}");
+        assert!(!sb.work().join(".git/hooks/pre-commit").exists(), "{r:?}");
         if mech == "bwrap" {
-            // Landlock cannot make a path read-only under a writable root (see docs/sandbox.md).
-            let config = std::fs::read_to_string(sb.work().join(".git/config")).unwrap();
-            assert_eq!(config, config_before, "{mech}: {r:?}");
-            assert!(!sb.work().join(".git/hooks/pre-commit").exists(), "{r:?}");
             let protected = format!(
                 "[sandbox (workspace-write): {} is read-only (protected)]",
                 sb.work()
@@ -381,28 +396,20 @@ fn the_file_tools_refuse_outside_protected_and_symlinked_paths() {
         ("write", json!({"path": "link/through.txt", "content": "x"})),
         (
             "write",
-            json!({"path": ".git/hooks/pre-commit", "content": "x"}),
-        ),
-        (
-            "edit",
-            json!({"path": ".git/config", "oldText": "[core]", "newText": "[core]\n\thooksPath = /x"}),
-        ),
-        (
-            "write",
             json!({"path": format!("{dir}/work/sub/../../outside2.txt"), "content": "x"}),
         ),
         ("write", json!({"path": "ok.txt", "content": "fine"})),
         ("read", json!({"path": "link/../a.txt"})),
     ];
     let (r, _) = run(&sb, "bwrap", &calls, &[], &[]);
-    for (i, res) in r.iter().enumerate().take(5) {
+    // A protected path (`.git/hooks`, `.git/config`) needs an approval: sandbox_git's case.
+    for (i, res) in r.iter().enumerate().take(3) {
         assert!(res.1 && res.0.contains("sandbox"), "call {i}: {res:?}");
     }
     assert!(!sb.dir.path().join("outside.txt").exists());
     assert!(!sb.dir.path().join("outside/through.txt").exists());
     assert!(!sb.dir.path().join("outside2.txt").exists());
-    assert!(!sb.work().join(".git/hooks/pre-commit").exists());
-    assert!(!r[5].1, "{r:?}");
+    assert!(!r[3].1, "{r:?}");
     assert_eq!(
         std::fs::read_to_string(sb.work().join("ok.txt")).unwrap(),
         "fine"

@@ -64,6 +64,9 @@ fn text(q: &Question, env: &Env) -> String {
     if !q.sandbox.is_empty() {
         s.push_str(&format!("  a wider sandbox: {}\n", quoted(&q.sandbox)));
     }
+    if !q.mode.is_empty() {
+        s.push_str(&format!("  fewer approvals: {}\n", quoted(&q.mode)));
+    }
     let run = match q.servers.is_empty() && q.hooks.is_empty() {
         true => "",
         false => "Servers and hooks run as programs on this machine with your permissions. ",

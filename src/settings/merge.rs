@@ -22,6 +22,9 @@ pub struct Sourced<T> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Permissions {
     pub default_mode: Option<Sourced<DefaultMode>>,
+    /// The mode of the highest level that is not a project's own file: what applies when the
+    /// project's own mode waits for trust.
+    pub default_mode_outside_project: Option<Sourced<DefaultMode>>,
     pub allow: Vec<Sourced<String>>,
     pub ask: Vec<Sourced<String>>,
     pub deny: Vec<Sourced<String>>,
@@ -86,7 +89,11 @@ pub fn merge(files: Vec<(Origin, FileValues)>) -> Merged {
             m.mcp_servers.entry(k).or_insert_with(|| at(v, &origin));
         }
         let (p, fp) = (&mut m.permissions, f.permissions);
-        scalar(&mut p.default_mode, fp.default_mode.map(|v| at(v, &origin)));
+        let mode = fp.default_mode.map(|v| at(v, &origin));
+        if !matches!(origin.level, super::Level::Project | super::Level::Local) {
+            scalar(&mut p.default_mode_outside_project, mode.clone());
+        }
+        scalar(&mut p.default_mode, mode);
         list(&mut p.allow, fp.allow, &origin);
         list(&mut p.ask, fp.ask, &origin);
         list(&mut p.deny, fp.deny, &origin);

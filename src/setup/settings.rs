@@ -86,7 +86,13 @@ impl Settings {
         let m = &files.merged;
         let warnings = files.warnings.clone();
         let flag_mode = cli.permission.map(permission_of);
-        let file_mode = m.permissions.default_mode.as_ref().map(|s| Sourced {
+        // A project's own mode that loosens approvals applies only in a trusted project.
+        let trust = crate::setup::trust::Trust::of(m, cli.trust_project, env);
+        let mode = match trust.mode_applies() {
+            true => m.permissions.default_mode.as_ref(),
+            false => m.permissions.default_mode_outside_project.as_ref(),
+        };
+        let file_mode = mode.map(|s| Sourced {
             value: mode_of(s.value),
             origin: s.origin.clone(),
         });

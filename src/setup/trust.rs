@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::kernel::hooks::HookConfig;
 use crate::mode::Env;
-use crate::settings::{Level, Merged};
+use crate::settings::{DefaultMode, Level, Merged};
 use crate::setup::Settings;
 
 /// The file in `$KEEL_HOME`.
@@ -98,6 +98,9 @@ pub struct Wants {
     pub env: Vec<(String, String)>,
     /// Values that widen the sandbox (`sandbox.mode: "off"`, an `allowWrite` path, …).
     pub sandbox: Vec<crate::setup::sandbox::Widening>,
+    /// A `permissions.defaultMode` looser than the one of the levels below the project's files
+    /// (the user's, else keel's default `auto`), with its file.
+    pub mode: Option<(String, String)>,
     /// The hash of the allow rules, env and sandbox widenings (`None`: there are none).
     settings_hash: Option<String>,
     /// What that hash is made of (sorted).
@@ -165,6 +168,14 @@ pub fn wants(files: &Merged) -> Wants {
         w.env.push((k.clone(), v.origin.to_string()));
         lines.push(format!("env\0{k}\0{}", v.value));
     }
+    if let Some(m) = files.permissions.default_mode.as_ref() {
+        let below = files.permissions.default_mode_outside_project.as_ref();
+        let loosens = strictness(m.value) < below.map_or(0, |b| strictness(b.value));
+        if is_project(m.origin.level) && loosens {
+            lines.push(format!("mode\0{}", m.value.word()));
+            w.mode = Some((m.value.word().to_string(), m.origin.to_string()));
+        }
+    }
     for wide in crate::setup::sandbox::widenings(files) {
         lines.push(format!("sandbox\0{}\0{}", wide.key, wide.value));
         w.sandbox.push(wide);
@@ -173,6 +184,16 @@ pub fn wants(files: &Merged) -> Wants {
     w.settings_hash = hash_of(&lines);
     w.lines = lines;
     w
+}
+
+/// How much a mode asks before tools run (`auto`, keel's default, asks nothing).
+fn strictness(m: DefaultMode) -> u8 {
+    match m {
+        DefaultMode::Auto => 0,
+        DefaultMode::AcceptEdits => 1,
+        DefaultMode::Ask => 2,
+        DefaultMode::ReadOnly | DefaultMode::Plan => 3,
+    }
 }
 
 fn hash_of(lines: &[String]) -> Option<String> {
@@ -262,6 +283,12 @@ impl Trust {
         write(keel_home, &store)
     }
 
+    /// Whether a project's own `permissions.defaultMode` applies: one looser than the user's
+    /// only as its other settings do (trusted with the same content, or `--trust-project`).
+    pub fn mode_applies(&self) -> bool {
+        self.wants.mode.is_none() || self.settings_apply()
+    }
+
     /// Whether the project's allow rules and env apply.
     pub fn settings_apply(&self) -> bool {
         self.flag || self.wants.settings_hash.is_none() || self.settings_trusted()
@@ -274,7 +301,7 @@ impl Trust {
     /// One warning per project file with something left out: its hooks (changed ones say so),
     /// allow rules and env keys.
     pub fn warnings(&self) -> Vec<String> {
-        let mut files: BTreeMap<&str, [Vec<String>; 3]> = BTreeMap::new();
+        let mut files: BTreeMap<&str, [Vec<String>; 4]> = BTreeMap::new();
         for h in &self.wants.hooks {
             if self.hook_runs(h.event, &h.matcher, &h.command) {
                 continue;
@@ -287,6 +314,9 @@ impl Trust {
             slot[0].push(format!("`{}`{changed}", h.command));
         }
         if !self.settings_apply() {
+            if let Some((mode, origin)) = &self.wants.mode {
+                files.entry(origin).or_default()[3].push(format!("`{mode}`"));
+            }
             for (rule, origin) in &self.wants.allow {
                 files.entry(origin).or_default()[1].push(format!("`{rule}`"));
             }
@@ -296,8 +326,14 @@ impl Trust {
         }
         files
             .into_iter()
-            .map(|(file, [hooks, allow, env])| {
-                let parts: Vec<String> = [("hooks", hooks), ("allow rules", allow), ("env", env)]
+            .map(|(file, [hooks, allow, env, mode])| {
+                let kinds = [
+                    ("hooks", hooks),
+                    ("allow rules", allow),
+                    ("env", env),
+                    ("defaultMode", mode),
+                ];
+                let parts: Vec<String> = kinds
                     .into_iter()
                     .filter(|(_, l)| !l.is_empty())
                     .map(|(what, l)| format!("its {what} {}", l.join(", ")))
@@ -322,6 +358,8 @@ pub struct Question {
     pub env: Vec<String>,
     /// What widens the sandbox (`sandbox.mode: "off"`).
     pub sandbox: Vec<String>,
+    /// A mode that loosens approvals (`defaultMode: auto`).
+    pub mode: Vec<String>,
     hash: String,
 }
 
@@ -355,9 +393,15 @@ pub fn question(settings: &Settings, env: &Env, servers: Vec<String>) -> Option<
             .iter()
             .map(ToString::to_string)
             .collect();
+        q.mode = trust
+            .wants
+            .mode
+            .iter()
+            .map(|(m, _)| format!("defaultMode: {m}"))
+            .collect();
     }
     // The servers' no is the directory's (`declined`); the rest is remembered by its hash.
-    let content: Vec<&str> = [&q.hooks, &q.allow, &q.env, &q.sandbox]
+    let content: Vec<&str> = [&q.hooks, &q.allow, &q.env, &q.sandbox, &q.mode]
         .into_iter()
         .flatten()
         .map(String::as_str)

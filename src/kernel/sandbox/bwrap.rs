@@ -63,8 +63,9 @@ pub fn probe(path: &Path) -> Option<Bwrap> {
 }
 
 /// The arguments before `--`: the whole host read-only, a private `/tmp` (`tmp` on the host),
-/// the writable roots bound writable, secrets and runtime directories masked, protected paths
-/// re-bound read-only, own PID namespace, no network unless the policy allows it.
+/// the writable roots bound writable, secrets and runtime directories masked, git directories
+/// bound on themselves and protected paths that exist re-bound read-only, own PID namespace,
+/// no network unless the policy allows it.
 pub fn args(bwrap: &Bwrap, policy: &SandboxPolicy, tmp: &Path, cwd: &Path) -> Vec<OsString> {
     let mut a = Args::default();
     a.flags(&["--new-session", "--die-with-parent", "--unshare-pid"]);
@@ -97,10 +98,15 @@ pub fn args(bwrap: &Bwrap, policy: &SandboxPolicy, tmp: &Path, cwd: &Path) -> Ve
     for p in policy.allow_read.iter().filter(|p| visible(p, roots)) {
         a.pair("--ro-bind", p, p);
     }
-    for p in policy.protected.iter().filter(|p| p.exists()) {
-        if roots.iter().any(|r| p.starts_with(r)) {
-            a.pair("--ro-bind", p, p);
-        }
+    // Each git directory inside a root is a mount of itself (a mount point cannot be renamed
+    // or removed: `mv .git x` fails with EBUSY), then its hooks and config are read-only.
+    // Nothing is bound that does not exist: bubblewrap would create it on the user's disk.
+    let inside = |p: &&PathBuf| p.exists() && roots.iter().any(|r| p.starts_with(r) && *p != r);
+    for g in policy.git_dirs.iter().filter(inside) {
+        a.pair("--bind", g, g);
+    }
+    for p in policy.protected.iter().filter(inside) {
+        a.pair("--ro-bind", p, p);
     }
     // Read-only only now: a root, an allowed path or a protected path bound inside a masked
     // directory needs its mount point made in the mask's tmpfs first.

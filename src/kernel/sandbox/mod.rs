@@ -5,9 +5,11 @@
 //! once per process); the in-process checks are in [`policy`]. It never reads settings: the
 //! caller builds the [`SandboxPolicy`].
 
+pub mod beneath;
 pub mod bwrap;
 pub mod caps;
 pub mod forward;
+pub mod gitdirs;
 pub mod known;
 pub mod landlock;
 pub mod network;
@@ -15,6 +17,7 @@ pub mod policy;
 pub mod proxy;
 pub mod seccomp;
 pub mod selftest;
+pub mod watch;
 pub mod zygote;
 
 use std::collections::BTreeMap;
@@ -157,6 +160,14 @@ impl Sandbox {
             proxy: Default::default(),
             zygote: Default::default(),
         }
+    }
+
+    /// This sandbox with its protected paths writable: for a `write` or `edit` of one that the
+    /// user approved (the rest of the policy still holds).
+    pub fn unprotected(&self) -> Sandbox {
+        let mut s = self.clone();
+        s.policy.unprotected = true;
+        s
     }
 
     /// `workspace-write` in `cwd` with the best mechanism here, knowing no home (an embedder's

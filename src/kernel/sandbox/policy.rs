@@ -7,6 +7,8 @@ use std::path::{Component, Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::gitdirs;
+
 /// How much a tool process may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -59,14 +61,21 @@ pub const HOME_SECRETS: &[&str] = &[
     ".pi",
 ];
 
-/// Paths inside each writable root that stay read-only: a model can commit, but cannot plant
-/// a hook or change its own policy.
+/// Paths inside each writable root that stay read-only whether or not they exist: a model can
+/// commit, but cannot plant a hook, change its own policy, or write what keel or another agent
+/// reads as instructions or settings (`DESIGN.md` §14). The hooks and config of every git
+/// directory, at any depth, are protected too ([`SandboxPolicy::write_denied`]).
 pub const PROTECTED: &[&str] = &[
     ".git/hooks",
     ".git/config",
     ".keel",
-    ".mcp.json",
     ".claude",
+    ".mcp.json",
+    ".lsp.json",
+    "AGENTS.md",
+    "CLAUDE.md",
+    ".agents/skills",
+    ".worktreeinclude",
     ".bashrc",
     ".bash_profile",
     ".zshrc",
@@ -105,8 +114,18 @@ pub struct SandboxPolicy {
     pub mode: SandboxMode,
     /// Writable under `workspace-write` (real paths).
     pub writable_roots: Vec<PathBuf>,
-    /// Read-only inside the writable roots.
+    /// Read-only inside the writable roots (those that exist are mounted read-only by
+    /// bubblewrap; all are refused to the file tools and checked after each `bash` call).
     pub protected: Vec<PathBuf>,
+    /// The git directories of the writable roots when the policy was made (see
+    /// [`gitdirs::of_root`], [`gitdirs::walk`]): bubblewrap mounts each on itself, so it
+    /// cannot be renamed.
+    #[serde(default)]
+    pub git_dirs: Vec<PathBuf>,
+    /// The protected paths are writable (a file tool's call the user approved); never sent to
+    /// a sandboxed process.
+    #[serde(skip)]
+    pub unprotected: bool,
     /// Unreadable (and, for sockets, unreachable).
     pub deny_read: Vec<PathBuf>,
     /// Readable again although under a `deny_read` path.
@@ -135,14 +154,24 @@ impl SandboxPolicy {
         let mut writable_roots = vec![real(&places.cwd)];
         writable_roots.extend(extra_writable.iter().map(abs));
         let mut protected = Vec::new();
-        for root in &writable_roots {
+        let mut git_dirs = Vec::new();
+        for root in writable_roots
+            .iter()
+            .filter(|_| mode == SandboxMode::WorkspaceWrite)
+        {
             protected.extend(PROTECTED.iter().map(|p| root.join(p)));
-            protected.extend(
-                gitdir_of(root)
-                    .into_iter()
-                    .flat_map(|g| [g.join("hooks"), g.join("config")]),
-            );
+            let mut dirs = gitdirs::of_root(root);
+            dirs.extend(gitdirs::walk(root).dirs.iter().map(|rel| root.join(rel)));
+            for dir in &dirs {
+                protected.extend(gitdirs::hooks_dirs(dir, root));
+                protected.extend(gitdirs::CONFIG_FILES.iter().map(|f| dir.join(f)));
+            }
+            git_dirs.extend(dirs);
         }
+        protected.sort();
+        protected.dedup();
+        git_dirs.sort();
+        git_dirs.dedup();
         let mut deny_read: Vec<PathBuf> = Vec::new();
         if let Some(home) = &places.home {
             deny_read.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
@@ -158,6 +187,8 @@ impl SandboxPolicy {
             mode,
             writable_roots,
             protected,
+            git_dirs,
+            unprotected: false,
             deny_read,
             allow_read: allow_read.iter().map(abs).collect(),
             network,
@@ -183,13 +214,19 @@ impl SandboxPolicy {
             SandboxMode::ReadOnly => return Some(WriteDenial::ReadOnly),
             SandboxMode::WorkspaceWrite => {}
         }
-        if let Some(p) = self.protected.iter().find(|p| path.starts_with(p)) {
-            return Some(WriteDenial::Protected(p.clone()));
+        let inside = self.writable_roots.iter().any(|r| path.starts_with(r));
+        if !self.unprotected {
+            if let Some(p) = self.protected.iter().find(|p| path.starts_with(p)) {
+                return Some(WriteDenial::Protected(p.clone()));
+            }
+            if let Some(p) = git_protected(path).filter(|_| inside) {
+                return Some(WriteDenial::Protected(p));
+            }
         }
         if let Some(d) = self.read_denied(path) {
             return Some(WriteDenial::Secret(d.to_path_buf()));
         }
-        match self.writable_roots.iter().any(|r| path.starts_with(r)) {
+        match inside {
             true => None,
             false => Some(WriteDenial::OutsideRoots),
         }
@@ -256,11 +293,25 @@ fn normalise(path: &Path) -> PathBuf {
     out
 }
 
-/// The real git directory when `root/.git` is a file (`gitdir: …`: a worktree or submodule).
-fn gitdir_of(root: &Path) -> Option<PathBuf> {
-    let text = std::fs::read_to_string(root.join(".git")).ok()?;
-    let dir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
-    Some(real(&root.join(dir)))
+/// The hooks directory or config file of a git directory that `path` is or lies in, at any
+/// depth: below a `.git` (which need not exist yet) or below a directory that is a git
+/// directory by its contents (a renamed `.git`).
+fn git_protected(path: &Path) -> Option<PathBuf> {
+    let mut at = PathBuf::new();
+    let mut parts = path.components().peekable();
+    while let Some(c) = parts.next() {
+        at.push(c);
+        let next = parts.peek().map(|n| n.as_os_str());
+        let guarded = match next.and_then(|n| n.to_str()) {
+            Some("hooks") => true,
+            Some(n) => gitdirs::CONFIG_FILES.contains(&n),
+            None => false,
+        };
+        if guarded && (c.as_os_str() == ".git" || gitdirs::is_git_dir(&at)) {
+            return next.map(|n| at.join(n));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Running one tool call the gate let through: the tool (built-in or external) with the
 //! session's context, its partial output published as `ToolCallUpdated`, and what the sandbox
-//! stopped published as `SandboxViolation`. An approved escalation runs `bash` unsandboxed.
+//! stopped published as `SandboxViolation`. An approved escalation runs `bash` unsandboxed, and
+//! a `write` or `edit` with its protected paths writable.
 
 use std::sync::Arc;
 
@@ -10,7 +11,7 @@ use tokio::sync::mpsc;
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::Inner;
 use crate::kernel::event::EventPayload;
-use crate::kernel::sandbox::{Sandbox, Violation};
+use crate::kernel::sandbox::{watch, Sandbox, Violation, ViolationReason};
 use crate::kernel::tool::external::ExternalCall;
 use crate::kernel::tool::{self, ToolContext, ToolOutput};
 
@@ -26,9 +27,11 @@ pub(super) async fn execute(
 ) -> ToolOutput {
     let (ptx, mut prx) = mpsc::unbounded_channel::<ToolOutput>();
     let (vtx, mut vrx) = mpsc::unbounded_channel::<Violation>();
-    let sandbox = match escalated {
-        true => Arc::new(Sandbox::off(&inner.config.cwd)),
-        false => inner.config.sandbox.clone(),
+    // An approved `write`/`edit` of a protected path lifts that protection alone.
+    let sandbox = match (escalated, name) {
+        (true, "write" | "edit") => Arc::new(inner.config.sandbox.unprotected()),
+        (true, _) => Arc::new(Sandbox::off(&inner.config.cwd)),
+        (false, _) => inner.config.sandbox.clone(),
     };
     let ctx = ToolContext {
         cwd: inner.config.cwd.clone(),
@@ -66,6 +69,11 @@ pub(super) async fn execute(
         };
         source.call(name, args, call).await
     };
+    // What a `bash` call must not leave behind (`sandbox::watch`), recorded before it runs.
+    let record = match name == "bash" {
+        true => watch::record(&ctx.sandbox.policy).await,
+        false => None,
+    };
     tokio::pin!(run);
     let publish = |partial: ToolOutput| {
         inner.bus.publish(EventPayload::ToolCallUpdated {
@@ -85,6 +93,19 @@ pub(super) async fn execute(
     while let Ok(partial) = prx.try_recv() {
         publish(partial);
     }
+    let found = watch::repair(record).await;
+    let output = with_notes(
+        output,
+        found.iter().map(|f| f.note(ctx.sandbox.policy.mode)),
+    );
+    for f in found {
+        inner.bus.publish(EventPayload::SandboxViolation {
+            call_id: id.to_string(),
+            reason: ViolationReason::Protected,
+            path: Some(f.path),
+            host: None,
+        });
+    }
     while let Ok(v) = vrx.try_recv() {
         inner.bus.publish(EventPayload::SandboxViolation {
             call_id: id.to_string(),
@@ -92,6 +113,24 @@ pub(super) async fn execute(
             path: v.path,
             host: v.host,
         });
+    }
+    output
+}
+
+/// `output` with each of `notes` on a line of its own after its text.
+fn with_notes(mut output: ToolOutput, notes: impl Iterator<Item = String>) -> ToolOutput {
+    use crate::kernel::message::Content;
+    for note in notes {
+        match output.content.iter_mut().find_map(|c| match c {
+            Content::Text { text } => Some(text),
+            _ => None,
+        }) {
+            Some(text) => {
+                text.push('\n');
+                text.push_str(&note);
+            }
+            None => output.content.push(Content::text(note)),
+        }
     }
     output
 }
