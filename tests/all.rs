@@ -64,6 +64,7 @@ mod rpc;
 mod sandbox;
 mod sandbox_escalation;
 mod sandbox_net;
+mod sandbox_race;
 mod sandbox_settings;
 mod sandbox_zygote;
 mod schedule;
