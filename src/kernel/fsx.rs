@@ -477,17 +477,21 @@ pub(crate) mod tests {
     /// Exchanges `a` and `b` (`RENAME_EXCHANGE`) as fast as it can until dropped.
     pub(crate) struct Swap(Arc<AtomicBool>, Option<std::thread::JoinHandle<()>>);
 
-    /// Starts exchanging `a` and `b` (the other hostile tests of the crate use it too).
+    /// Starts exchanging `a` and `b`, and returns once it has (the other hostile tests of the
+    /// crate use it too).
     pub(crate) fn swap(a: PathBuf, b: PathBuf) -> Swap {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
+        let (tx, rx) = std::sync::mpsc::channel();
         let thread = std::thread::spawn(move || {
             let cwd = rustix::fs::CWD;
             while !flag.load(Ordering::Relaxed) {
                 let how = rustix::fs::RenameFlags::EXCHANGE;
                 rustix::fs::renameat_with(cwd, &a, cwd, &b, how).unwrap();
+                let _ = tx.send(());
             }
         });
+        rx.recv().unwrap();
         Swap(stop, Some(thread))
     }
 
@@ -513,9 +517,28 @@ pub(crate) mod tests {
         swaps
     }
 
-    /// Both outcomes of a race were seen (or the test proves nothing).
-    fn both_sides(a: (usize, &str), b: (usize, &str)) {
-        assert!(a.0 > 0 && b.0 > 0, "{} {}, {} {}", a.0, a.1, b.0, b.1);
+    /// Runs `attempt` [`TRIES`] times, and on (up to ten times as many, on a loaded machine)
+    /// until both outcomes were seen: `Some(true)` it got through (opened, wrote, removed),
+    /// `Some(false)` it was refused, `None` neither. Then `check`, then that both were seen
+    /// (or the test proves nothing).
+    fn race(what: &str, mut attempt: impl FnMut() -> Option<bool>, check: impl Fn()) {
+        let (mut through, mut refused) = (0, 0);
+        for n in 0.. {
+            let seen = through > 0 && refused > 0;
+            if (n >= TRIES && seen) || n >= 10 * TRIES {
+                break;
+            }
+            match attempt() {
+                Some(true) => through += 1,
+                Some(false) => refused += 1,
+                None => {}
+            }
+        }
+        check();
+        assert!(
+            through > 0 && refused > 0,
+            "{what}: {through} through, {refused} refused"
+        );
     }
 
     /// The files outside the workspace kept their bytes.
@@ -531,21 +554,22 @@ pub(crate) mod tests {
         );
     }
 
-    /// Opens with `open` [`TRIES`] times: every file it opens holds the decoy, nothing else;
-    /// `(opened, refused)`.
-    fn tally(open: impl Fn() -> Result<File, FsxError>) -> (usize, usize) {
-        let (mut opened, mut refused) = (0, 0);
-        for _ in 0..TRIES {
-            match open() {
-                Ok(file) => {
-                    assert_eq!(read_all(file), "decoy\n");
-                    opened += 1;
-                }
-                Err(FsxError::Denied(_) | FsxError::Symlink(_)) => refused += 1,
-                Err(e) => assert!(e.is_not_found(), "{e}"),
+    /// One try of `open`: every file it opens holds the decoy, nothing else.
+    fn opened(open: Result<File, FsxError>) -> Option<bool> {
+        match open {
+            Ok(file) => {
+                assert_eq!(read_all(file), "decoy\n");
+                Some(true)
             }
+            Err(FsxError::Denied(_) | FsxError::Symlink(_)) => Some(false),
+            Err(e) => missing(&e),
         }
-        (opened, refused)
+    }
+
+    /// Any other outcome of a try: only a name missing for a moment (mid-swap) is expected.
+    fn missing(e: &FsxError) -> Option<bool> {
+        assert!(e.is_not_found(), "{e}");
+        None
     }
 
     fn read_all(mut f: File) -> String {
@@ -559,9 +583,8 @@ pub(crate) mod tests {
         let (_d, root, policy) = world();
         let f = root.join("work/f");
         let _swaps = swapped(&root, &[("f", "home/.ssh/id_rsa")]);
-        let (opened, denied) = tally(|| open_read(&f, true, false, &policy));
-        // Both sides of the race were seen, or the test proves nothing.
-        both_sides((opened, "opened"), (denied, "denied"));
+        let attempt = || opened(open_read(&f, true, false, &policy));
+        race("read", attempt, || outside_kept(&root));
     }
 
     #[test]
@@ -569,24 +592,19 @@ pub(crate) mod tests {
         let (_d, root, policy) = world();
         let work = root.join("work");
         let _swaps = swapped(&root, &[("f", "home/.bashrc"), ("d", "home/out")]);
-        let (mut written, mut refused) = (0, 0);
-        for _ in 0..TRIES {
-            for rel in ["f", "d/x"] {
+        for rel in ["f", "d/x"] {
+            let attempt = || {
                 let real = crate::kernel::sandbox::policy::real(&work.join(rel));
                 let done = Beneath::for_write(&policy, &real)
                     .and_then(|(root, rel)| open_write(&root, &rel, true, &policy));
                 match done {
-                    Ok((mut file, _)) => {
-                        file.write_all(b"owned\n").unwrap();
-                        written += 1;
-                    }
-                    Err(FsxError::Symlink(_) | FsxError::NotWritable(_)) => refused += 1,
-                    Err(e) => assert!(e.is_not_found(), "{e}"),
+                    Ok((mut file, _)) => Some(file.write_all(b"owned\n").is_ok()),
+                    Err(FsxError::Symlink(_) | FsxError::NotWritable(_)) => Some(false),
+                    Err(e) => missing(&e),
                 }
-            }
+            };
+            race(rel, attempt, || outside_kept(&root));
         }
-        outside_kept(&root);
-        both_sides((written, "written"), (refused, "refused"));
     }
 
     #[test]
@@ -595,11 +613,10 @@ pub(crate) mod tests {
         let work = Beneath::open(&root.join("work")).unwrap();
         std::fs::write(root.join("work/d/x"), "decoy\n").unwrap();
         let _swaps = swapped(&root, &[("f", "home/.ssh/id_rsa"), ("d", "home/out")]);
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW;
         for rel in ["f", "d/x"] {
-            let flags = OFlags::RDONLY | OFlags::NOFOLLOW;
-            let (opened, refused) =
-                tally(|| Ok(File::from(by_walk(work.fd(), Path::new(rel), flags)?)));
-            both_sides((opened, "opened"), (refused, "refused"));
+            let attempt = || opened(by_walk(work.fd(), Path::new(rel), flags).map(File::from));
+            race(rel, attempt, || outside_kept(&root));
         }
     }
 
@@ -610,18 +627,16 @@ pub(crate) mod tests {
         // The real directory, wherever its name is: the file is put back through it.
         let real_d = rustix::fs::open(root.join("work/d"), OFlags::RDONLY, Mode::empty()).unwrap();
         let _swaps = swapped(&root, &[("d", "home/out")]);
-        let (mut removed, mut refused) = (0, 0);
-        for _ in 0..TRIES {
+        let attempt = || {
             let flags = OFlags::WRONLY | OFlags::CREATE;
             drop(rustix::fs::openat(&real_d, "x", flags, Mode::from_raw_mode(0o644)).unwrap());
             match work.remove(Path::new("d/x")) {
-                Ok(()) => removed += 1,
-                Err(FsxError::Symlink(_)) => refused += 1,
-                Err(e) => assert!(e.is_not_found(), "{e}"),
+                Ok(()) => Some(true),
+                Err(FsxError::Symlink(_)) => Some(false),
+                Err(e) => missing(&e),
             }
-        }
-        outside_kept(&root);
-        both_sides((removed, "removed"), (refused, "refused"));
+        };
+        race("remove", attempt, || outside_kept(&root));
     }
 
     #[test]
