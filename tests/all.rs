@@ -67,6 +67,7 @@ mod sandbox_env;
 mod sandbox_escalation;
 mod sandbox_git;
 mod sandbox_net;
+mod sandbox_race;
 mod sandbox_settings;
 mod sandbox_sockets;
 mod sandbox_zygote;

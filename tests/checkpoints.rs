@@ -37,7 +37,7 @@ fn tree(root: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
     out
 }
 
-fn write_script(sb: &Sandbox, name: &str, calls: &[(&str, Value)]) -> String {
+pub(crate) fn write_script(sb: &Sandbox, name: &str, calls: &[(&str, Value)]) -> String {
     let chunks: Vec<Value> = calls
         .iter()
         .enumerate()
@@ -87,7 +87,7 @@ fn seed_workspace(work: &Path) {
 }
 
 /// Runs `keel -p` with the scripted calls (`-c`: continuing the session); asserts success.
-fn turn(sb: &Sandbox, name: &str, calls: &[(&str, Value)], cont: bool, prompt: &str) {
+pub(crate) fn turn(sb: &Sandbox, name: &str, calls: &[(&str, Value)], cont: bool, prompt: &str) {
     let script = write_script(sb, name, calls);
     let mut args = vec!["-p", "--provider", "scripted", "--script", &script];
     if cont {
@@ -118,7 +118,7 @@ fn two_turns(sb: &Sandbox) -> [BTreeMap<String, (Vec<u8>, u32)>; 3] {
     [t0, t1, t2]
 }
 
-fn session_id(sb: &Sandbox) -> String {
+pub(crate) fn session_id(sb: &Sandbox) -> String {
     let files = sb.session_files();
     assert_eq!(files.len(), 1, "{files:?}");
     let first = std::fs::read_to_string(&files[0]).unwrap();
@@ -126,7 +126,7 @@ fn session_id(sb: &Sandbox) -> String {
     header["id"].as_str().unwrap().to_string()
 }
 
-fn checkpoints(sb: &Sandbox, id: &str) -> Vec<Value> {
+pub(crate) fn checkpoints(sb: &Sandbox, id: &str) -> Vec<Value> {
     let run = sb.run(&["rewind", id, "--list", "--json"]);
     assert_eq!(run.code, 0, "{run}");
     serde_json::from_str::<Vec<Value>>(&run.stdout).unwrap()

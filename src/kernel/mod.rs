@@ -9,6 +9,7 @@ pub mod checkpoint;
 pub mod clock;
 pub mod compaction;
 pub mod event;
+pub mod fsx;
 pub mod hooks;
 pub mod message;
 pub mod op;

@@ -789,7 +789,8 @@ async fn ask_decision(
     let (tx, rx) = oneshot::channel();
     inner.lock().approvals.insert(id.to_string(), tx);
     let (cwd, files) = (&inner.config.cwd, &inner.config.files);
-    let preview = tool::preview::preview(name, args, cwd, files, abort).await;
+    let policy = &inner.config.sandbox.policy;
+    let preview = tool::preview::preview(name, args, cwd, files, policy, abort).await;
     inner.bus.publish(EventPayload::ApprovalRequested {
         call_id: id.to_string(),
         tool_name: name.to_string(),

@@ -7,9 +7,8 @@
 //! damaged or names objects the store no longer has is ignored: the snapshot reads every file.
 
 use std::collections::BTreeMap;
-use std::fs::{self, Metadata};
+use std::fs;
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -46,14 +45,17 @@ pub(super) struct Sig {
 }
 
 impl Sig {
-    pub fn of(meta: &Metadata) -> Sig {
+    /// The signature of an `lstat` taken by descriptor (see `walk.rs`).
+    // `Stat`'s field types differ between architectures (x86_64: these casts are no-ops).
+    #[allow(clippy::unnecessary_cast)]
+    pub fn of(st: &rustix::fs::Stat) -> Sig {
         Sig {
-            size: meta.size(),
-            mtime: (meta.mtime(), meta.mtime_nsec()),
-            ctime: (meta.ctime(), meta.ctime_nsec()),
-            ino: meta.ino(),
-            dev: meta.dev(),
-            mode: meta.mode(),
+            size: st.st_size as u64,
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
+            ino: st.st_ino as u64,
+            dev: st.st_dev as u64,
+            mode: st.st_mode as u32,
         }
     }
 

@@ -8,6 +8,7 @@ mod entry;
 mod memo;
 mod object;
 mod preview;
+mod restore;
 mod rewind;
 mod shadow;
 mod snapshot;

@@ -63,6 +63,13 @@ impl Mode {
         }
     }
 
+    /// The mode git writes as `octal` (`100644`, …), as `ls-tree` shows it.
+    pub fn of_octal(octal: &[u8]) -> Option<Mode> {
+        [Mode::File, Mode::Executable, Mode::Symlink, Mode::Tree]
+            .into_iter()
+            .find(|m| m.octal() == octal)
+    }
+
     pub fn of_code(code: u8) -> Option<Mode> {
         [Mode::File, Mode::Executable, Mode::Symlink, Mode::Tree]
             .into_iter()

@@ -1,12 +1,13 @@
 //! One project's shadow repository: a bare git repository under `$KEEL_HOME/checkpoints/`.
-//! Snapshots are written into it in-process (`snapshot.rs`, no process started); diffs and
-//! restores are done by the `git` binary with its own `GIT_DIR`, a scratch `GIT_INDEX_FILE`
-//! and config, an empty environment (no inherited `GIT_*`, no system or global config, no
-//! hooks), and the session's cwd as `GIT_WORK_TREE`. The user's `.git` is never opened:
-//! every `.git` entry of the work tree is skipped, and nested repositories are left out.
-//! Blocking (it waits for the file system and git processes).
+//! Snapshots are written into it in-process (`snapshot.rs`, no process started); diffs, and
+//! the objects a restore needs, come from the `git` binary with its own `GIT_DIR`, a scratch
+//! `GIT_INDEX_FILE` and config, an empty environment (no inherited `GIT_*`, no system or
+//! global config, no hooks); the restore itself writes and removes in-process, by descriptor
+//! beneath the work tree (`restore.rs`). The user's `.git` is never opened: every `.git`
+//! entry of the work tree is skipped, and nested repositories are left out. Blocking (it waits
+//! for the file system and git processes).
 
-use std::fs;
+use std::collections::HashSet;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -14,8 +15,11 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
+use super::object::Mode;
+use super::restore::{self, Outcome};
 use super::snapshot::{self, Place};
 use super::{Caps, CheckpointError, CheckpointErrorKind as Kind};
+use crate::kernel::fsx::{Beneath, FsxError};
 use crate::kernel::private;
 
 /// Settings every command runs with, whatever the store's config file says.
@@ -59,6 +63,10 @@ pub struct Restored {
     pub written: Vec<String>,
     /// Files removed (created after the checkpoint).
     pub removed: Vec<String>,
+    /// Files neither written nor removed: a symlink is where one of their parent
+    /// directories should be (a rewind never follows one).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<String>,
 }
 
 impl Restored {
@@ -66,12 +74,15 @@ impl Restored {
     /// `removed b.txt`.
     pub fn lines(&self) -> impl Iterator<Item = String> + '_ {
         let written = self.written.iter().map(|f| format!("restored {f}"));
-        written.chain(self.removed.iter().map(|f| format!("removed {f}")))
+        let removed = self.removed.iter().map(|f| format!("removed {f}"));
+        let skipped = (self.skipped.iter())
+            .map(|f| format!("skipped {f} (a symlink is where its directory should be)"));
+        written.chain(removed).chain(skipped)
     }
 
-    /// No file was written or removed.
+    /// No file was written, removed or skipped.
     pub fn is_empty(&self) -> bool {
-        self.written.is_empty() && self.removed.is_empty()
+        self.written.is_empty() && self.removed.is_empty() && self.skipped.is_empty()
     }
 }
 
@@ -289,7 +300,9 @@ impl Shadow {
 
     /// Makes the work tree match snapshot `target`, from the present snapshot `present`:
     /// files changed since are rewritten (modes too), created ones removed, deleted ones
-    /// recreated. Files in `keep` (left out of `target` by the caps) are not removed.
+    /// recreated. Files in `keep` (left out of `target` by the caps) are not removed. Every
+    /// write and removal is made by descriptor beneath the work tree; a path with a symlink
+    /// where a parent directory should be is skipped (and listed so), never followed.
     pub fn restore(
         &self,
         present: &str,
@@ -298,74 +311,68 @@ impl Shadow {
     ) -> Result<Restored, CheckpointError> {
         let mut done = Restored::default();
         let mut write = Vec::new();
+        let mut removed = Vec::new();
         for (status, path) in self.diff(present, target)? {
             match status {
                 b'D' if keep.contains(&path) => {}
-                b'D' => done.removed.push(path),
+                b'D' => removed.push(path),
                 _ => write.push(path),
             }
         }
-        for path in &done.removed {
-            let full = self.work.join(path);
-            match fs::remove_file(&full) {
-                Ok(()) => prune_empty(&self.work, full.parent()),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io("remove", &full, &e)),
+        let root = Beneath::open(&self.work).map_err(|e| io("open", &self.work, &e))?;
+        for path in removed {
+            let outcome = restore::remove(&root, &path);
+            let outcome = outcome.map_err(|e| fsx_error("remove", &self.work.join(&path), &e))?;
+            match outcome {
+                Outcome::Done => done.removed.push(path),
+                Outcome::Skipped => done.skipped.push(path),
             }
         }
-        if !write.is_empty() {
-            let scratch = self
-                .dir
-                .join(format!("index-restore-{}", std::process::id()));
-            let result = self.checkout(&scratch, target, &write);
-            let _ = fs::remove_file(&scratch);
-            result?;
+        for (path, mode, body) in self.blobs(target, &write)? {
+            let outcome = restore::write(&root, &path, mode, &body);
+            let outcome = outcome.map_err(|e| fsx_error("write", &self.work.join(&path), &e))?;
+            match outcome {
+                Outcome::Done => done.written.push(path),
+                Outcome::Skipped => done.skipped.push(path),
+            }
         }
-        done.written = write;
         Ok(done)
     }
 
-    /// Writes `paths` as snapshot `tree` holds them, through a scratch index.
-    fn checkout(
+    /// The mode and content of each of `paths` as snapshot `tree` holds them.
+    fn blobs(
         &self,
-        scratch: &Path,
         tree: &str,
         paths: &[String],
-    ) -> Result<(), CheckpointError> {
-        for path in paths {
-            // A file where a directory was (or the other way round) is replaced.
-            let full = self.work.join(path);
-            if full.is_dir() && !full.is_symlink() {
-                fs::remove_dir_all(&full).map_err(|e| io("remove", &full, &e))?;
-            }
+    ) -> Result<Vec<(String, Mode, Vec<u8>)>, CheckpointError> {
+        if paths.is_empty() {
+            return Ok(Vec::new());
         }
-        self.run_on(scratch, &["read-tree", tree], b"")?;
-        let args = ["checkout-index", "-f", "-z", "--stdin"];
-        self.run_on(scratch, &args, &nul_joined(paths))?;
-        Ok(())
+        let wanted: HashSet<&str> = paths.iter().map(String::as_str).collect();
+        let listing = self.run(&["ls-tree", "-r", "-z", "--full-tree", tree], b"")?;
+        let files = restore::listed(&listing, &wanted);
+        let ids: String = files.iter().map(|(_, _, id)| format!("{id}\n")).collect();
+        let out = self.run(&["cat-file", "--batch"], ids.as_bytes())?;
+        let bodies = restore::bodies(&out);
+        files
+            .into_iter()
+            .zip(bodies.into_iter().chain(std::iter::repeat(None)))
+            .map(|((path, mode, id), body)| match body {
+                Some(body) => Ok((path, mode, body)),
+                None => Err(CheckpointError::new(
+                    Kind::Git,
+                    format!("the checkpoint store has no object {id} for {path}"),
+                )),
+            })
+            .collect()
     }
-}
-
-/// Removes the empty directories from `dir` up to (not including) `root`.
-fn prune_empty(root: &Path, mut dir: Option<&Path>) {
-    while let Some(d) = dir.filter(|d| *d != root && d.starts_with(root)) {
-        if fs::remove_dir(d).is_err() {
-            break;
-        }
-        dir = d.parent();
-    }
-}
-
-fn nul_joined(paths: &[String]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for p in paths {
-        out.extend_from_slice(p.as_bytes());
-        out.push(0);
-    }
-    out
 }
 
 fn io(what: &str, path: &Path, e: &std::io::Error) -> CheckpointError {
+    CheckpointError::new(Kind::Io, format!("cannot {what} {}: {e}", path.display()))
+}
+
+fn fsx_error(what: &str, path: &Path, e: &FsxError) -> CheckpointError {
     CheckpointError::new(Kind::Io, format!("cannot {what} {}: {e}", path.display()))
 }
 
@@ -405,6 +412,7 @@ fn run(
 
 #[cfg(test)]
 mod tests {
+    use std::fs;
     use std::os::unix::fs::PermissionsExt;
     use std::time::{Duration, UNIX_EPOCH};
 
@@ -562,5 +570,95 @@ mod tests {
         let third = shadow.snapshot_at(later).unwrap();
         assert_eq!((third.tree, third.changed), (second.tree, Vec::new()));
         let _ = UNIX_EPOCH;
+    }
+
+    /// Every object of the store at `dir`, decompressed.
+    fn objects(dir: &Path) -> Vec<Vec<u8>> {
+        use std::io::Read;
+        let mut out = Vec::new();
+        for fan in fs::read_dir(dir.join("objects")).unwrap().flatten() {
+            for obj in fs::read_dir(fan.path()).into_iter().flatten().flatten() {
+                let raw = fs::read(obj.path()).unwrap();
+                let mut body = Vec::new();
+                let mut z = flate2::read::ZlibDecoder::new(&raw[..]);
+                if z.read_to_end(&mut body).is_ok() {
+                    out.push(body);
+                }
+            }
+        }
+        out
+    }
+
+    /// Issue 43 point 8: a snapshot read a file swapped for a symlink to a secret, or walked
+    /// into a directory swapped for a symlink to `~/.ssh`, and stored what it found.
+    #[test]
+    fn snapshots_while_names_swap_with_symlinks_never_store_what_is_behind_them() {
+        use crate::kernel::fsx::tests::swap;
+        let dir = tempfile::tempdir().unwrap();
+        let (work, ssh) = (dir.path().join("work"), dir.path().join("ssh"));
+        write(&ssh.join("id_rsa"), "secret-canary\n");
+        write(&work.join("f"), "decoy\n");
+        write(&work.join("d/decoy"), "decoy\n");
+        std::os::unix::fs::symlink(ssh.join("id_rsa"), work.join("f.l")).unwrap();
+        std::os::unix::fs::symlink(&ssh, work.join("d.l")).unwrap();
+        let shadow = shadow(dir.path(), &work);
+        let _swaps = [
+            swap(work.join("f"), work.join("f.l")),
+            swap(work.join("d"), work.join("d.l")),
+        ];
+        let failed: Vec<CheckpointError> =
+            (0..1000).filter_map(|_| shadow.snapshot().err()).collect();
+        let secret = b"secret-canary";
+        let stored = objects(&shadow.dir);
+        assert!(stored.len() > 4, "{} objects", stored.len());
+        for body in stored {
+            let leak = body.windows(secret.len()).any(|w| w == secret);
+            assert!(!leak, "stored: {}", String::from_utf8_lossy(&body));
+        }
+        // The race is no error either: what changed under the walk is left out this time.
+        assert!(
+            failed.is_empty(),
+            "{} failed: {:?}",
+            failed.len(),
+            failed.first()
+        );
+    }
+
+    /// Issue 43 point 9: a rewind removed a "created" file through a directory that had become
+    /// a symlink to one outside, deleting the file there.
+    #[test]
+    fn a_restore_skips_a_path_whose_directory_is_a_symlink_now_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let (work, outside) = (dir.path().join("work"), dir.path().join("outside"));
+        write(&work.join("a.txt"), "a\n");
+        write(&work.join("e/keep"), "keep\n");
+        write(&outside.join("new.txt"), "outside canary\n");
+        write(&outside.join("keep"), "outside keep\n");
+        let shadow = shadow(dir.path(), &work);
+        let before = shadow.snapshot().unwrap();
+        write(&work.join("d/new.txt"), "made\n");
+        write(&work.join("e/keep"), "changed\n");
+        let present = shadow.snapshot().unwrap();
+        // Both directories are symlinks to `outside` by the time of the restore.
+        fs::remove_dir_all(work.join("d")).unwrap();
+        fs::remove_dir_all(work.join("e")).unwrap();
+        std::os::unix::fs::symlink(&outside, work.join("d")).unwrap();
+        std::os::unix::fs::symlink(&outside, work.join("e")).unwrap();
+        let done = shadow.restore(&present.tree, &before.tree, &[]).unwrap();
+        assert_eq!(done.skipped, ["d/new.txt", "e/keep"]);
+        assert!(
+            done.removed.is_empty() && done.written.is_empty(),
+            "{done:?}"
+        );
+        let lines: Vec<String> = done.lines().collect();
+        assert_eq!(
+            lines[0],
+            "skipped d/new.txt (a symlink is where its directory should be)"
+        );
+        let read = |p: &str| fs::read_to_string(outside.join(p)).unwrap();
+        assert_eq!(
+            (read("new.txt"), read("keep")),
+            ("outside canary\n".into(), "outside keep\n".into())
+        );
     }
 }

@@ -1,22 +1,25 @@
 //! Taking a snapshot in-process: walk the work tree with git's ignore rules (`.gitignore`
 //! files inside it; `.git` entries and nested repositories left out), read only the files
 //! whose stat signature changed since the session's last snapshot (or was racy), store them
-//! and the trees as git objects, and remember the signatures. No process is started. Blocking
-//! (file system reads and writes).
+//! and the trees as git objects, and remember the signatures. Every file is opened by
+//! descriptor beneath the work tree without passing a symlink (`kernel::fsx`); a symlink is
+//! stored as a link (mode 120000), never followed. No process is started. Blocking (file
+//! system reads and writes).
 
 use std::collections::BTreeMap;
-use std::fs::{self, Metadata};
+use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
+
+use rustix::fs::{FileType, OFlags, Stat};
 
 use super::memo::{Known, Memo, Sig};
 use super::object::{Mode, Objects, Oid};
 use super::tree;
 use super::walk::walk;
 use super::{Caps, CheckpointError, CheckpointErrorKind as Kind, Skipped, Snapshot};
+use crate::kernel::fsx::{Beneath, FsxError};
 
 /// Where a snapshot reads and writes.
 pub(super) struct Place<'a> {
@@ -70,9 +73,10 @@ fn read(
     objects: Objects,
 ) -> Result<(Snapshot, Writes), CheckpointError> {
     let old = Memo::load(place.memo, &objects);
-    let (listed, mut skipped) = walk(place.work);
+    let work = Beneath::open(place.work).map_err(|e| io_error("open", place.work, &e))?;
+    let (listed, mut skipped) = walk(&work);
     // Each listed file with what the last snapshot knew of it (one lookup per file).
-    let listed: Vec<(String, Metadata, Option<&Known>)> = listed
+    let listed: Vec<(String, Stat, Option<&Known>)> = listed
         .into_iter()
         .map(|(path, meta)| {
             let known = old.files.get(&path);
@@ -92,14 +96,14 @@ fn read(
             kept += 1;
             continue;
         }
-        if let Some(reason) = plan.refuse(known.is_some(), meta.len()) {
+        if let Some(reason) = plan.refuse(known.is_some(), sig.size) {
             skipped.push(Skipped {
                 path,
                 reason: reason.into(),
             });
             continue;
         }
-        match store(place.work, &path, &meta, &objects) {
+        match store(&work, &path, &meta, &objects) {
             Ok(Some((mode, id, sig))) => {
                 plan.bytes += sig.size;
                 plan.count += usize::from(known.is_none());
@@ -188,45 +192,47 @@ impl Plan<'_> {
 }
 
 /// Stores one file (its content, or a symlink's target) as a blob: its mode, id and the
-/// signature of what was read. `None`: gone, or not a file git keeps (a socket, a fifo).
+/// signature of what was read. `None`: gone, not a file git keeps (a socket, a fifo), or
+/// changed into something else since it was listed (a symlink in its path now: left out,
+/// never followed). Opened by descriptor beneath the work tree.
 fn store(
-    work: &Path,
+    work: &Beneath,
     path: &str,
-    meta: &Metadata,
+    listed: &Stat,
     objects: &Objects,
 ) -> io::Result<Option<(Mode, Oid, Sig)>> {
-    let full = work.join(path);
-    let gone = |e: io::Error| match e.kind() {
-        io::ErrorKind::NotFound => Ok(None),
-        _ => Err(e),
-    };
-    if meta.file_type().is_symlink() {
-        let target = match fs::read_link(&full) {
-            Ok(t) => t,
-            Err(e) => return gone(e),
-        };
-        let id = objects.blob(target.as_os_str().as_bytes())?;
-        return Ok(Some((Mode::Symlink, id, Sig::of(meta))));
-    }
-    if !meta.is_file() {
+    let rel = Path::new(path);
+    let kind = FileType::from_raw_mode(listed.st_mode);
+    if kind != FileType::Symlink && kind != FileType::RegularFile {
         return Ok(None);
     }
-    let mut file = match fs::File::open(&full) {
-        Ok(f) => f,
-        Err(e) => return gone(e),
+    let flags = match kind {
+        FileType::Symlink => OFlags::PATH,
+        _ => OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOCTTY,
     };
+    let fd = match work.open_at(rel, flags) {
+        Ok(fd) => fd,
+        Err(FsxError::Io(e)) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        Err(_) => return Ok(None),
+    };
+    let now = rustix::fs::fstat(&fd)?;
+    if FileType::from_raw_mode(now.st_mode) != kind {
+        return Ok(None);
+    }
+    if kind == FileType::Symlink {
+        let target = rustix::fs::readlinkat(&fd, "", Vec::new())?;
+        let id = objects.blob(target.as_bytes())?;
+        return Ok(Some((Mode::Symlink, id, Sig::of(&now))));
+    }
     // The signature of what is read: a write during the read moves its ctime past it.
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        return Ok(None);
-    }
-    let mut body = Vec::with_capacity(meta.len() as usize);
+    let mut file = File::from(fd);
+    let mut body = Vec::with_capacity(usize::try_from(now.st_size).unwrap_or(0));
     file.read_to_end(&mut body)?;
-    let mode = match meta.permissions().mode() & 0o100 {
+    let mode = match now.st_mode & 0o100 {
         0 => Mode::File,
         _ => Mode::Executable,
     };
-    Ok(Some((mode, objects.blob(&body)?, Sig::of(&meta))))
+    Ok(Some((mode, objects.blob(&body)?, Sig::of(&now))))
 }
 
 fn io_error(what: &str, path: &Path, e: &io::Error) -> CheckpointError {

@@ -1,66 +1,106 @@
 //! Listing the work tree as git sees it: `.gitignore` files inside it (each applies to its
-//! directory and below, a deeper one first; negations honoured), `.git` entries and nested
-//! repositories left out, symlinks not followed. Each file is `lstat`ed relative to its
-//! directory's open handle (no path walked again per file), as git does. Reads only.
+//! directory and below, a deeper one first; negations honoured; a symlinked one is not read,
+//! as git does not), `.git` entries and nested repositories left out, symlinks not followed.
+//! Each directory is opened by descriptor from its parent's (`O_NOFOLLOW`: one swapped for a
+//! symlink while the walk goes is not entered), listed from it, and each entry `lstat`ed
+//! relative to it (no path walked again per file), as git does. Reads only.
 
-use std::ffi::OsString;
-use std::fs::{self, Metadata};
+use std::ffi::{CStr, OsStr, OsString};
+use std::io::Read;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use ignore::gitignore::Gitignore;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use rustix::fs::{AtFlags, Dir, FileType, Mode, OFlags, Stat};
 
 use super::Skipped;
+use crate::kernel::fsx::{Beneath, Make};
 
 /// The files and symlinks git would see under `work`, with their `lstat`, in walk order
 /// (each directory's entries sorted by name, a subdirectory's files where it comes); and the
 /// paths left out because they are not UTF-8. Unreadable directories are passed over.
-pub(super) fn walk(work: &Path) -> (Vec<(String, Metadata)>, Vec<Skipped>) {
+pub(super) fn walk(work: &Beneath) -> (Vec<(String, Stat)>, Vec<Skipped>) {
     let mut walk = Walk {
         listed: Vec::new(),
         skipped: Vec::new(),
         rules: Vec::new(),
     };
-    walk.dir(work, "", true);
+    if let Ok(top) = work.dir(Path::new(""), Make::Nothing) {
+        walk.dir(top.as_fd(), work.path(), "", true);
+    }
     (walk.listed, walk.skipped)
 }
 
 struct Walk {
-    listed: Vec<(String, Metadata)>,
+    listed: Vec<(String, Stat)>,
     skipped: Vec<Skipped>,
     /// The `.gitignore` rules of the directories being walked, the deepest last.
     rules: Vec<Gitignore>,
 }
 
+/// Opens `name` in `at` without following a symlink.
+fn open_at(at: BorrowedFd<'_>, name: &OsStr, flags: OFlags) -> rustix::io::Result<OwnedFd> {
+    let flags = flags | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    rustix::fs::openat(at, name, flags, Mode::empty())
+}
+
+/// The entry names of the open directory `fd` (`.` and `..` left out).
+fn entries(fd: BorrowedFd<'_>) -> Vec<OsString> {
+    let Ok(dir) = Dir::read_from(fd) else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter(|e| e.file_name() != c"." && e.file_name() != c"..")
+        .map(|e| name_of(e.file_name()))
+        .collect()
+}
+
+fn name_of(name: &CStr) -> OsString {
+    OsStr::from_bytes(name.to_bytes()).to_os_string()
+}
+
+/// The rules of the `.gitignore` in the open directory `fd` (`full` names it), read without
+/// following a symlink.
+fn gitignore(fd: BorrowedFd<'_>, full: &Path) -> Gitignore {
+    let mut builder = GitignoreBuilder::new(full);
+    let mut text = Vec::new();
+    if let Ok(file) = open_at(fd, OsStr::new(".gitignore"), OFlags::RDONLY) {
+        let _ = std::fs::File::from(file).read_to_end(&mut text);
+    }
+    for line in String::from_utf8_lossy(&text).lines() {
+        let _ = builder.add_line(Some(full.join(".gitignore")), line);
+    }
+    builder.build().unwrap_or_else(|_| Gitignore::empty())
+}
+
 impl Walk {
-    /// Lists directory `full` (`rel` from the work tree's top, `/`-separated, `""` the top).
-    fn dir(&mut self, full: &Path, rel: &str, top: bool) {
-        let Ok(read) = fs::read_dir(full) else {
-            return;
-        };
-        let mut entries: Vec<(OsString, fs::DirEntry)> =
-            read.flatten().map(|e| (e.file_name(), e)).collect();
-        let has = |name: &str| entries.iter().any(|(n, _)| n == name);
+    /// Lists the open directory `fd` (`full` its path, `rel` from the work tree's top,
+    /// `/`-separated, `""` the top).
+    fn dir(&mut self, fd: BorrowedFd<'_>, full: &Path, rel: &str, top: bool) {
+        let mut entries = entries(fd);
+        let has = |name: &str| entries.iter().any(|n| n == name);
         // A nested repository: git lists it as one entry, not its files.
-        if !top && has(".git") && full.join(".git").exists() {
+        if !top && has(".git") && rustix::fs::statat(fd, ".git", AtFlags::empty()).is_ok() {
             return;
         }
         let rules = has(".gitignore");
         if rules {
-            let (gitignore, _) = Gitignore::new(full.join(".gitignore"));
-            self.rules.push(gitignore);
+            self.rules.push(gitignore(fd, full));
         }
-        entries.sort_by(|a, b| a.0.cmp(&b.0));
-        for (name, entry) in entries {
+        entries.sort();
+        for name in entries {
             if name == ".git" {
                 continue;
             }
-            let Ok(kind) = entry.file_type() else {
+            let Ok(stat) = rustix::fs::statat(fd, &name, AtFlags::SYMLINK_NOFOLLOW) else {
                 continue;
             };
-            if !self.rules.is_empty() && self.ignored(&full.join(&name), kind.is_dir()) {
+            let is_dir = FileType::from_raw_mode(stat.st_mode) == FileType::Directory;
+            if !self.rules.is_empty() && self.ignored(&full.join(&name), is_dir) {
                 continue;
             }
-            let Some(name) = name.to_str() else {
+            let Some(utf8) = name.to_str() else {
                 let lossy = Path::new(rel).join(&name);
                 self.skipped.push(Skipped {
                     path: lossy.to_string_lossy().into_owned(),
@@ -69,13 +109,16 @@ impl Walk {
                 continue;
             };
             let path = match rel {
-                "" => name.to_string(),
-                _ => format!("{rel}/{name}"),
+                "" => utf8.to_string(),
+                _ => format!("{rel}/{utf8}"),
             };
-            if kind.is_dir() {
-                self.dir(&entry.path(), &path, false);
-            } else if let Ok(meta) = entry.metadata() {
-                self.listed.push((path, meta));
+            if !is_dir {
+                self.listed.push((path, stat));
+                continue;
+            }
+            // Opened without following: a directory swapped for a symlink is not entered.
+            if let Ok(sub) = open_at(fd, &name, OFlags::RDONLY | OFlags::DIRECTORY) {
+                self.dir(sub.as_fd(), &full.join(&name), &path, false);
             }
         }
         if rules {

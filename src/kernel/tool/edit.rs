@@ -14,6 +14,7 @@ use super::file::open_regular;
 use super::text::format_size;
 use super::{str_arg, Files, ToolContext, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;
+use crate::kernel::sandbox::SandboxPolicy;
 
 /// The largest file `edit` loads (it holds the file, the edited copy and a diff in memory).
 pub(super) const MAX_EDIT_BYTES: u64 = 10 * 1024 * 1024;
@@ -55,10 +56,11 @@ fn aliased<'a>(args: &'a Value, key: &str, alias: &str) -> Result<&'a str, ToolO
 async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
     let path = str_arg(args, "path")?;
     super::guard::write(ctx, &ctx.resolve(path), path)?;
-    let p = plan(args, &ctx.cwd, &ctx.files, &ctx.abort).await?;
+    let policy = &ctx.sandbox.policy;
+    let p = plan(args, &ctx.cwd, &ctx.files, policy, &ctx.abort).await?;
     let path = p.path.as_str();
     ctx.files
-        .write(&p.full, p.updated.clone(), false, &ctx.abort)
+        .write(&p.full, p.updated.clone(), false, policy, &ctx.abort)
         .await
         .map_err(|e| ToolOutput::error(format!("Cannot write {path}: {e}")))?;
     let (diff, first) = unified_diff(&p.content, &p.updated, path);
@@ -89,6 +91,7 @@ pub(super) async fn plan(
     args: &Value,
     cwd: &Path,
     files: &Files,
+    policy: &SandboxPolicy,
     abort: &AbortSignal,
 ) -> Result<Plan, ToolOutput> {
     let path = str_arg(args, "path")?;
@@ -110,8 +113,8 @@ pub(super) async fn plan(
             text.into_bytes()
         }
         None => {
-            let (full, shown) = (full.clone(), path.to_string());
-            tokio::task::spawn_blocking(move || load(&full, &shown))
+            let (full, shown, policy) = (full.clone(), path.to_string(), policy.clone());
+            tokio::task::spawn_blocking(move || load(&full, &shown, &policy))
                 .await
                 .map_err(|e| ToolOutput::error(format!("edit failed: {e}")))??
         }
@@ -136,10 +139,11 @@ pub(super) async fn plan(
     })
 }
 
-/// Reads the whole file (blocking) if it is a regular file of at most `MAX_EDIT_BYTES`.
-pub(super) fn load(full: &Path, path: &str) -> Result<Vec<u8>, ToolOutput> {
+/// Reads the whole file (blocking) if it is a regular file of at most `MAX_EDIT_BYTES` that
+/// `policy` lets it read.
+pub(super) fn load(full: &Path, path: &str, policy: &SandboxPolicy) -> Result<Vec<u8>, ToolOutput> {
     let too_big = |size: u64| too_big(path, size);
-    let (file, meta) = open_regular(full, path, "edit")?;
+    let (file, meta) = open_regular(full, path, "edit", policy)?;
     if meta.len() > MAX_EDIT_BYTES {
         return Err(too_big(meta.len()));
     }

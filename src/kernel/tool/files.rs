@@ -10,6 +10,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use crate::kernel::abort::AbortSignal;
+use crate::kernel::sandbox::SandboxPolicy;
 
 /// A client's answer to come: the value, or its error.
 pub type Answer<T> = Pin<Box<dyn Future<Output = Result<T, FileError>> + Send>>;
@@ -120,12 +121,14 @@ impl Files {
     }
 
     /// Replaces the text of `full` (creating the file if `create`): through the client that
-    /// writes, or on the disk (a regular file only, opened without blocking).
+    /// writes, or on the disk (a regular file only, opened without blocking, by descriptor
+    /// beneath the writable root `policy` puts it in).
     pub(super) async fn write(
         &self,
         full: &Path,
         content: String,
         create: bool,
+        policy: &SandboxPolicy,
         abort: &AbortSignal,
     ) -> Result<(), FileError> {
         if let Some(client) = self.client.as_deref().filter(|c| c.writes()) {
@@ -134,10 +137,10 @@ impl Files {
                 _ = abort.aborted() => Err(FileError::aborted()),
             };
         }
-        let full: PathBuf = full.to_path_buf();
+        let (full, policy): (PathBuf, SandboxPolicy) = (full.to_path_buf(), policy.clone());
         let io = |e: &dyn fmt::Display| FileError::new(FileErrorKind::Io, e.to_string());
         tokio::task::spawn_blocking(move || {
-            super::file::write_regular(&full, content.as_bytes(), create)
+            super::file::write_regular(&full, content.as_bytes(), create, &policy)
         })
         .await
         .map_err(|e| io(&e))?
@@ -306,8 +309,9 @@ mod tests {
         let e = ed.read(&d.path().join("missing"), &abort).await;
         assert_eq!(e.unwrap().unwrap_err().kind, FileErrorKind::Refused);
         let disk = Files::default();
+        let policy = crate::kernel::sandbox::Sandbox::off(d.path()).policy;
         let e = disk
-            .write(d.path(), "x".into(), true, &abort)
+            .write(d.path(), "x".into(), true, &policy, &abort)
             .await
             .unwrap_err();
         assert_eq!(e.kind, FileErrorKind::Io, "{e}");
@@ -319,7 +323,7 @@ mod tests {
             (FileErrorKind::Aborted, "aborted")
         );
         let e = silent
-            .write(d.path(), "x".into(), true, &abort)
+            .write(d.path(), "x".into(), true, &policy, &abort)
             .await
             .unwrap_err();
         assert_eq!(e.kind, FileErrorKind::Aborted);

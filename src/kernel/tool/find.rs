@@ -1,5 +1,7 @@
 //! `find`: lists files under a root whose root-relative path matches a glob, honouring
-//! `.gitignore`. Owns only that walk; must never read file contents or modify anything.
+//! `.gitignore`. Owns only that walk; must never read file contents or modify anything. What
+//! the walk found is kept only if it is still beneath the root opened by descriptor before it,
+//! without a symlink on the way (`kernel::fsx`).
 
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
@@ -8,11 +10,14 @@ use std::sync::Arc;
 
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::WalkBuilder;
+use rustix::fs::OFlags;
+use rustix::io::Errno;
 
 use super::guard::WalkGuard;
 use serde_json::{json, Value};
 
 use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
+use crate::kernel::fsx::{self, Beneath, FsxError};
 
 const DEFAULT_LIMIT: usize = 1000;
 
@@ -63,15 +68,29 @@ async fn find(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
         .map_err(|e| ToolOutput::error(format!("Invalid glob pattern `{pattern}`: {e}")))?;
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&cancel);
-    let task = tokio::task::spawn_blocking(move || walk(&root, &glob, &guard, &flag));
-    let mut found = tokio::select! {
-        r = task => r.map_err(|e| ToolOutput::error(format!("find failed: {e}")))?,
+    let policy = ctx.sandbox.policy.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        // Opened before the walk and judged by where it is; what the walk found is kept only
+        // if it is still there beneath it, without a symlink on the way.
+        let top = fsx::open_read(&root, true, true, &policy).map(|f| Beneath::from_file(f, &root));
+        let mut found = walk(&root, &glob, &guard, &flag);
+        found.sort();
+        match top {
+            Ok(top) => Ok(still_beneath(&top, found, limit)),
+            Err(FsxError::Io(e)) if e.raw_os_error() == Some(Errno::NOTDIR.raw_os_error()) => {
+                Ok(found)
+            }
+            Err(e) => Err(e),
+        }
+    });
+    let found = tokio::select! {
+        r = task => r.map_err(|e| ToolOutput::error(format!("find failed: {e}")))?
+            .map_err(|e| super::file::refused(path, "search", &e))?,
         _ = ctx.abort.aborted() => {
             cancel.store(true, Ordering::Relaxed);
             return Err(ToolOutput::error("find aborted"));
         }
     };
-    found.sort();
     let empty = format!("No files found matching pattern: {pattern}");
     Ok(super::text::listing(
         found,
@@ -105,6 +124,22 @@ fn walk(root: &Path, glob: &Override, guard: &WalkGuard, cancel: &AtomicBool) ->
         }
     }
     out
+}
+
+/// The first `limit + 1` of `found` (sorted, relative to `top`) that are still beneath `top`
+/// with no symlink on the way: a directory swapped for a symlink during the walk lists what
+/// is behind it, and none of that is kept.
+fn still_beneath(top: &Beneath, found: Vec<String>, limit: usize) -> Vec<String> {
+    let mut kept = Vec::new();
+    for rel in found {
+        if kept.len() > limit {
+            break;
+        }
+        if top.open_at(Path::new(&rel), OFlags::PATH).is_ok() {
+            kept.push(rel);
+        }
+    }
+    kept
 }
 
 /// The path relative to the root; a root that is itself a file yields its file name.

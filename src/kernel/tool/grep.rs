@@ -1,8 +1,11 @@
 //! `grep`: searches file contents with ripgrep's engine (`grep-regex` + `grep-searcher`) over an
-//! `ignore` walk that honours `.gitignore`. Owns only that search; must never modify anything
-//! and never block the async runtime (the search runs in `spawn_blocking`).
+//! `ignore` walk that honours `.gitignore`. Each listed file is opened by descriptor and judged
+//! by where it really is (`kernel::fsx`), below the root never through a symlink. Owns only
+//! that search; must never modify anything and never block the async runtime (the search runs
+//! in `spawn_blocking`).
 
 use std::borrow::Cow;
+use std::fs::File;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -18,6 +21,8 @@ use serde_json::{json, Value};
 use super::find::relative;
 use super::text::{self, MAX_BYTES};
 use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
+use crate::kernel::fsx::{self, FsxError};
+use crate::kernel::sandbox::SandboxPolicy;
 
 const DEFAULT_LIMIT: usize = 100;
 /// Matched and context lines longer than this many characters are shortened.
@@ -71,6 +76,8 @@ struct Query {
     root: std::path::PathBuf,
     /// Denied paths under `root` are not searched.
     guard: super::guard::WalkGuard,
+    /// What each opened file is judged by (a name swapped for a symlink since it was listed).
+    policy: SandboxPolicy,
     matcher: RegexMatcher,
     glob: Option<Override>,
     context: usize,
@@ -106,6 +113,7 @@ fn query(args: &Value, ctx: &ToolContext) -> Result<Query, ToolOutput> {
     Ok(Query {
         root,
         guard,
+        policy: ctx.sandbox.policy.clone(),
         matcher,
         glob,
         context: usize_arg(args, "context", 0)?,
@@ -195,15 +203,29 @@ fn search(q: &Query, cancel: &AtomicBool) -> Found {
             }
         }
         let rel = rel.to_string_lossy().into_owned();
-        search_file(&mut searcher, q, entry.path(), &rel, &mut found, cancel);
+        // The walk's root as named; below it, a name is not followed if it became a symlink.
+        match open(entry.path(), entry.depth() == 0, &q.policy) {
+            Ok(file) => search_file(&mut searcher, q, &file, &rel, &mut found, cancel),
+            Err(e) => tracing::debug!(path = %entry.path().display(), error = %e,
+                "grep: skipping a file it may not open"),
+        }
     }
     found
+}
+
+/// Opens a listed file by descriptor, judged by where it really is: a regular file only.
+fn open(path: &Path, follow: bool, policy: &SandboxPolicy) -> Result<File, FsxError> {
+    let file = fsx::open_read(path, follow, false, policy)?;
+    match file.metadata()?.is_file() {
+        true => Ok(file),
+        false => Err(FsxError::Io(std::io::Error::other("not a regular file"))),
+    }
 }
 
 fn search_file(
     searcher: &mut Searcher,
     q: &Query,
-    path: &Path,
+    file: &File,
     rel: &str,
     found: &mut Found,
     cancel: &AtomicBool,
@@ -217,8 +239,8 @@ fn search_file(
         hit: false,
         binary_at: None,
     };
-    if let Err(e) = searcher.search_path(&q.matcher, path, &mut sink) {
-        tracing::debug!(path = %path.display(), error = %e, "grep: skipping unreadable file");
+    if let Err(e) = searcher.search_file(&q.matcher, file, &mut sink) {
+        tracing::debug!(path = rel, error = %e, "grep: skipping unreadable file");
     }
     if sink.hit {
         found.files += 1;

@@ -1,7 +1,9 @@
 //! The sandbox policy inside keel's own file tools: `read`, `grep`, `find` and `ls` refuse
 //! denied paths, `write` and `edit` refuse paths outside the writable roots and protected
 //! ones, judged on the real path (symlinks and `..` resolved), so a link in the workspace that
-//! points outside does not escape. Owns only these checks; the rules are `kernel::sandbox`'s.
+//! points outside does not escape. Owns only these checks (made before a file is opened, with
+//! the messages the model sees); the opening itself judges the file it opened, not this name
+//! (`kernel::fsx`), so a name swapped since gains nothing. The rules are `kernel::sandbox`'s.
 
 use std::path::{Path, PathBuf};
 

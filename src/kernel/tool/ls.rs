@@ -1,8 +1,16 @@
 //! `ls`: lists the entries of one directory (dotfiles included, dirs with a trailing `/`).
-//! Owns only that listing; must never recurse and never modify anything.
+//! Owns only that listing; must never recurse and never modify anything. The directory is
+//! opened by descriptor and judged by where it really is (`kernel::fsx`), then listed from it.
 
-use serde_json::{json, Value};
 use std::borrow::Cow;
+use std::path::Path;
+
+use rustix::fs::{AtFlags, FileType};
+use rustix::io::Errno;
+use serde_json::{json, Value};
+
+use crate::kernel::fsx::{self, FsxError};
+use crate::kernel::sandbox::SandboxPolicy;
 
 use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
 
@@ -41,17 +49,20 @@ async fn ls(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
         .max(1);
     let dir = ctx.resolve(path);
     super::guard::read(ctx, &dir, path)?;
-    match tokio::fs::metadata(&dir).await {
-        Ok(m) if m.is_dir() => {}
-        Ok(_) => return Err(ToolOutput::error(format!("Not a directory: {path}"))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(ToolOutput::error(format!("Path not found: {path}")));
-        }
-        Err(e) => return Err(ToolOutput::error(format!("Cannot list {path}: {e}"))),
-    }
-    let mut entries = read_entries(&dir)
+    let policy = ctx.sandbox.policy.clone();
+    let mut entries = tokio::task::spawn_blocking(move || read_entries(&dir, &policy))
         .await
-        .map_err(|e| ToolOutput::error(format!("Cannot list {path}: {e}")))?;
+        .map_err(|e| ToolOutput::error(format!("ls failed: {e}")))?
+        .map_err(|e| match e {
+            FsxError::Io(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                ToolOutput::error(format!("Path not found: {path}"))
+            }
+            FsxError::Io(e) if e.raw_os_error() == Some(Errno::NOTDIR.raw_os_error()) => {
+                ToolOutput::error(format!("Not a directory: {path}"))
+            }
+            FsxError::Io(e) => ToolOutput::error(format!("Cannot list {path}: {e}")),
+            e => super::file::refused(path, "list", &e),
+        })?;
     entries.sort_by(|a, b| {
         a.to_lowercase()
             .cmp(&b.to_lowercase())
@@ -66,17 +77,27 @@ async fn ls(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
     ))
 }
 
-/// Entry names, directories (symlinks followed) suffixed with `/`.
-async fn read_entries(dir: &std::path::Path) -> std::io::Result<Vec<String>> {
-    let mut rd = tokio::fs::read_dir(dir).await?;
+/// Entry names of `dir`, directories (symlinks followed) suffixed with `/` (blocking). The
+/// directory is opened once and judged by where it really is; entries are read from it.
+fn read_entries(dir: &Path, policy: &SandboxPolicy) -> Result<Vec<String>, FsxError> {
+    let file = fsx::open_read(dir, true, true, policy)?;
     let mut out = Vec::new();
-    while let Some(entry) = rd.next_entry().await? {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let is_dir = match tokio::fs::metadata(entry.path()).await {
-            Ok(m) => m.is_dir(),
-            Err(_) => entry.file_type().await.is_ok_and(|t| t.is_dir()),
+    for entry in rustix::fs::Dir::read_from(&file)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        let is_dir = match rustix::fs::statat(&file, name, AtFlags::empty()) {
+            Ok(st) => FileType::from_raw_mode(st.st_mode) == FileType::Directory,
+            Err(_) => entry.file_type() == FileType::Directory,
         };
-        out.push(if is_dir { format!("{name}/") } else { name });
+        let name = name.to_string_lossy();
+        out.push(if is_dir {
+            format!("{name}/")
+        } else {
+            name.into_owned()
+        });
     }
     Ok(out)
 }

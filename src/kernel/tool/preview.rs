@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::{edit, str_arg, Files, ToolOutput};
 use crate::kernel::abort::AbortSignal;
+use crate::kernel::sandbox::SandboxPolicy;
 
 /// The largest diff a preview carries (it travels in one event line to every client); a
 /// larger change is previewed by its kind and size only.
@@ -50,10 +51,11 @@ pub async fn preview(
     args: &Value,
     cwd: &Path,
     files: &Files,
+    policy: &SandboxPolicy,
     abort: &AbortSignal,
 ) -> Option<Preview> {
     let path = str_arg(args, "path").ok()?.to_string();
-    let mut p = of(name, args, cwd, files, abort, path).await?;
+    let mut p = of(name, args, (cwd, files, policy), abort, path).await?;
     if let Some(diff) = p.diff.take_if(|d| d.len() > MAX_PREVIEW_BYTES) {
         p.error = Some(format!(
             "the diff is too large to show ({} bytes)",
@@ -63,16 +65,19 @@ pub async fn preview(
     Some(p)
 }
 
+/// Where a preview reads: the cwd, the files and the policy a read is judged by.
+type Place<'a> = (&'a Path, &'a Files, &'a SandboxPolicy);
+
 async fn of(
     name: &str,
     args: &Value,
-    cwd: &Path,
-    files: &Files,
+    place: Place<'_>,
     abort: &AbortSignal,
     path: String,
 ) -> Option<Preview> {
+    let (cwd, files, policy) = place;
     match name {
-        "edit" => Some(match edit::plan(args, cwd, files, abort).await {
+        "edit" => Some(match edit::plan(args, cwd, files, policy, abort).await {
             Ok(p) => Preview {
                 change: Change::Edit,
                 diff: Some(edit::unified_diff(&p.content, &p.updated, &p.path).0),
@@ -81,18 +86,13 @@ async fn of(
             },
             Err(e) => failed(Change::Edit, path, &e),
         }),
-        "write" => Some(write(args, cwd, files, abort, path).await),
+        "write" => Some(write(args, place, abort, path).await),
         _ => None,
     }
 }
 
-async fn write(
-    args: &Value,
-    cwd: &Path,
-    files: &Files,
-    abort: &AbortSignal,
-    path: String,
-) -> Preview {
+async fn write(args: &Value, place: Place<'_>, abort: &AbortSignal, path: String) -> Preview {
+    let (cwd, files, policy) = place;
     let content = match str_arg(args, "content") {
         Ok(c) => c,
         Err(e) => return failed(Change::Create, path, &e),
@@ -105,8 +105,8 @@ async fn write(
         Some(Err(_)) | None if !exists => Ok(String::new()),
         Some(Err(e)) => Err(ToolOutput::error(format!("Cannot read {path}: {e}"))),
         None => {
-            let (full, shown) = (full.clone(), path.clone());
-            match tokio::task::spawn_blocking(move || edit::load(&full, &shown)).await {
+            let (full, shown, policy) = (full.clone(), path.clone(), policy.clone());
+            match tokio::task::spawn_blocking(move || edit::load(&full, &shown, &policy)).await {
                 Ok(Ok(bytes)) => String::from_utf8(bytes)
                     .map_err(|_| ToolOutput::error(format!("{path} is not UTF-8 text"))),
                 Ok(Err(e)) => Err(e),
@@ -149,15 +149,21 @@ mod tests {
 
     /// The approval preview of an edit used to diff only oldText against newText (`@@ -1 +1
     /// @@`, no context): it is now exactly the diff the edit reports once it ran.
+    /// The preview of a call in the context `c`.
+    async fn show(name: &str, args: &Value, c: &crate::kernel::tool::ToolContext) -> Preview {
+        let policy = &c.sandbox.policy;
+        preview(name, args, &c.cwd, &c.files, policy, &c.abort)
+            .await
+            .unwrap()
+    }
+
     #[tokio::test]
     async fn an_edit_preview_is_the_diff_the_edit_then_reports() {
         let d = tempfile::tempdir().unwrap();
         std::fs::write(d.path().join("f.txt"), "a\nb\nc\nd\ne\nf\ng\nh\n").unwrap();
         let args = json!({"path": "f.txt", "oldText": "e\n", "newText": "E1\nE2\n"});
         let c = ctx(d.path());
-        let p = preview("edit", &args, &c.cwd, &c.files, &c.abort)
-            .await
-            .unwrap();
+        let p = show("edit", &args, &c).await;
         assert_eq!(p.change, Change::Edit);
         let shown = p.diff.unwrap();
         assert!(
@@ -174,9 +180,7 @@ mod tests {
         std::fs::write(d.path().join("old.txt"), "one\ntwo\nthree\n").unwrap();
         let c = ctx(d.path());
         let over = json!({"path": "old.txt", "content": "one\n2\nthree\n"});
-        let p = preview("write", &over, &c.cwd, &c.files, &c.abort)
-            .await
-            .unwrap();
+        let p = show("write", &over, &c).await;
         assert_eq!(p.change, Change::Overwrite);
         assert!(
             p.diff
@@ -185,9 +189,7 @@ mod tests {
             "the diff against the file as it is now"
         );
         let new = json!({"path": "new.txt", "content": "x\ny\n"});
-        let p = preview("write", &new, &c.cwd, &c.files, &c.abort)
-            .await
-            .unwrap();
+        let p = show("write", &new, &c).await;
         assert_eq!(p.change, Change::Create);
         assert!(p.diff.unwrap().contains("@@ -0,0 +1,2 @@\n+x\n+y\n"));
         assert!(
@@ -202,9 +204,7 @@ mod tests {
         std::fs::write(d.path().join("f.txt"), "a\n").unwrap();
         let c = ctx(d.path());
         let args = json!({"path": "f.txt", "oldText": "zzz", "newText": "y"});
-        let p = preview("edit", &args, &c.cwd, &c.files, &c.abort)
-            .await
-            .unwrap();
+        let p = show("edit", &args, &c).await;
         assert!(p.diff.is_none());
         assert!(p.error.unwrap().contains("Could not find the text"));
     }
@@ -215,9 +215,7 @@ mod tests {
         let c = ctx(d.path());
         let big = "x\n".repeat(MAX_PREVIEW_BYTES);
         let args = json!({"path": "big.txt", "content": big});
-        let p = preview("write", &args, &c.cwd, &c.files, &c.abort)
-            .await
-            .unwrap();
+        let p = show("write", &args, &c).await;
         assert_eq!((p.change, p.diff), (Change::Create, None));
         assert!(p.error.unwrap().contains("too large to show"));
     }

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use super::file::open_regular;
 use super::text::{self, CutBy, MAX_BYTES, MAX_LINES};
 use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
+use crate::kernel::sandbox::SandboxPolicy;
 
 /// Lines longer than this many characters are shortened.
 const MAX_LINE_CHARS: usize = 2000;
@@ -72,6 +73,7 @@ async fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
         full: ctx.resolve(path),
         start: to_usize(offset.unwrap_or(1)),
         limit: limit.map(to_usize),
+        policy: ctx.sandbox.policy.clone(),
     };
     // Through the client that holds the files (an editor's buffers), or from the disk.
     let text = match ctx.files.read(&window.full, &ctx.abort).await {
@@ -106,12 +108,14 @@ struct Window {
     full: PathBuf,
     start: usize,
     limit: Option<usize>,
+    /// What the opened file is judged by.
+    policy: SandboxPolicy,
 }
 
 impl Window {
     /// Opens, sniffs and scans the file (blocking).
     fn read(&self, cancel: &AtomicBool) -> Result<ToolOutput, ToolOutput> {
-        let (mut file, meta) = open_regular(&self.full, &self.path, "read")?;
+        let (mut file, meta) = open_regular(&self.full, &self.path, "read", &self.policy)?;
         let mut head = Vec::new();
         (&mut file)
             .take(SNIFF_BYTES)

@@ -44,13 +44,19 @@ async fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput
         }
         Err(_) => false,
     };
-    if let Some(parent) = full.parent() {
-        tokio::fs::create_dir_all(parent)
-            .await
-            .map_err(|e| ToolOutput::error(format!("Cannot create directories for {path}: {e}")))?;
-    }
+    let (dirs, policy) = (full.clone(), ctx.sandbox.policy.clone());
+    tokio::task::spawn_blocking(move || super::file::make_parents(&dirs, &policy))
+        .await
+        .map_err(|e| ToolOutput::error(format!("write failed: {e}")))?
+        .map_err(|e| ToolOutput::error(format!("Cannot create directories for {path}: {e}")))?;
     ctx.files
-        .write(&full, content.to_string(), true, &ctx.abort)
+        .write(
+            &full,
+            content.to_string(),
+            true,
+            &ctx.sandbox.policy,
+            &ctx.abort,
+        )
         .await
         .map_err(|e| ToolOutput::error(format!("Cannot write {path}: {e}")))?;
     Ok(
