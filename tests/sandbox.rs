@@ -541,3 +541,30 @@ fn with_a_home_outside_tmp_the_masks_hold_and_the_spill_files_stay_readable() {
         );
     }
 }
+
+/// Under Landlock a directory that holds a denied path cannot be listed (its rules only
+/// grant): `ls ~` is refused, and the model is told it was a read, not "writing outside the
+/// writable roots" (issue 43, point 19).
+#[test]
+fn a_listing_landlock_refuses_is_reported_as_a_read() {
+    for (user, _) in users_and_mechanisms()
+        .into_iter()
+        .filter(|(_, m)| *m == "landlock")
+    {
+        let sb = world_as(user);
+        let home = sb.dir.path().canonicalize().unwrap();
+        let (r, _) = run_as(
+            &sb,
+            user,
+            "landlock",
+            &[bash(&format!("ls {}", home.display()))],
+            &[],
+            &[],
+        );
+        let want = format!(
+            "[sandbox (workspace-write): reading {} is refused]",
+            home.display()
+        );
+        assert!(r[0].1 && r[0].0.ends_with(&want), "{user:?}: {:?}", r[0]);
+    }
+}

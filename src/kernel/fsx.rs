@@ -150,7 +150,7 @@ impl Beneath {
     pub fn dir(&self, rel: &Path, make: Make) -> Result<OwnedFd, FsxError> {
         let flags = OFlags::RDONLY | OFlags::DIRECTORY;
         if make == Make::Nothing {
-            return resolve(self.fd(), rel, flags);
+            return dir_at(self.fd(), rel);
         }
         let mut cur = rustix::fs::openat(self.fd(), ".", flags | OFlags::CLOEXEC, Mode::empty())?;
         for name in names(rel)? {
@@ -206,6 +206,12 @@ pub enum Make {
 /// Whether `e` (opening a directory without following) met a file that `make` replaces.
 fn in_the_way(e: &io::Error, make: Make) -> bool {
     make == Make::Replacing && e.raw_os_error() == Some(Errno::NOTDIR.raw_os_error())
+}
+
+/// The directory `rel` beneath `root` (`""`: the root itself), opened for listing without a
+/// symlink anywhere on the way.
+pub fn dir_at(root: BorrowedFd<'_>, rel: &Path) -> Result<OwnedFd, FsxError> {
+    resolve(root, rel, OFlags::RDONLY | OFlags::DIRECTORY)
 }
 
 /// Removes the directory `name` in `at` and everything in it, by descriptor: nothing below

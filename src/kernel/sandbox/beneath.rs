@@ -9,7 +9,7 @@ use std::ffi::{OsStr, OsString};
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path};
+use std::path::Path;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -73,19 +73,10 @@ fn dir_flags() -> OFlags {
     OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
 }
 
-/// Opens the directory `rel` beneath `root`, one component at a time, never through a symlink.
+/// Opens the directory `rel` beneath `root`, never through a symlink (the file tools' opener,
+/// [`crate::kernel::fsx`]).
 pub fn open_dir(root: impl AsFd, rel: &Path) -> std::io::Result<OwnedFd> {
-    let mut fd = rustix::fs::openat(root, ".", dir_flags(), Mode::empty()).map_err(io)?;
-    for c in rel.components() {
-        match c {
-            Component::Normal(name) => {
-                fd = rustix::fs::openat(&fd, name, dir_flags(), Mode::empty()).map_err(io)?;
-            }
-            Component::CurDir => {}
-            _ => return Err(std::io::Error::other("not a path beneath the root")),
-        }
-    }
-    Ok(fd)
+    crate::kernel::fsx::dir_at(root.as_fd(), rel).map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// The identity (device, inode) and type of `name` in `dir`, not following a symlink.
@@ -188,11 +179,7 @@ pub fn remove(dir: std::os::fd::BorrowedFd<'_>, name: &OsStr) -> std::io::Result
     if FileType::from_raw_mode(st.st_mode) != FileType::Directory {
         return rustix::fs::unlinkat(dir, name, AtFlags::empty()).map_err(io);
     }
-    let fd = rustix::fs::openat(dir, name, dir_flags(), Mode::empty()).map_err(io)?;
-    for child in list(&fd) {
-        remove(fd.as_fd(), &child)?;
-    }
-    rustix::fs::unlinkat(dir, name, AtFlags::REMOVEDIR).map_err(io)
+    crate::kernel::fsx::remove_tree(dir, name).map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// Creates `name` in `dir` as `node` (nothing for [`Node::Other`], which was not kept).

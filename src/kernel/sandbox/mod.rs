@@ -477,6 +477,19 @@ impl Sandbox {
         format!("[sandbox ({mode}): {why}]")
     }
 
+    /// Whether Landlock refused listing `p` (a directory that holds a denied path: Landlock
+    /// only grants, so such a directory cannot be read), which is a read, not a write.
+    fn unlistable(&self, p: &Path, marker: &str) -> bool {
+        matches!(self.mechanism, Mechanism::Landlock { .. })
+            && marker == "Permission denied"
+            && p.is_dir()
+            && self
+                .policy
+                .deny_read
+                .iter()
+                .any(|d| d != p && d.starts_with(p))
+    }
+
     /// What the sandbox refused, if `line` is an error about a path it stopped.
     fn path_refusal(&self, line: &str, cwd: &Path) -> Option<Violation> {
         let marker = ["Read-only file system", "Permission denied"]
@@ -493,7 +506,7 @@ impl Sandbox {
             })
         };
         if let Some(p) = real.as_deref() {
-            if self.policy.read_denied(p).is_some() {
+            if self.policy.read_denied(p).is_some() || self.unlistable(p, marker) {
                 return found(ViolationReason::ReadDenied, Some(p.to_path_buf()));
             }
         }
