@@ -42,3 +42,41 @@ fn credential_variables_do_not_reach_commands_unless_pass_env_names_them() {
         assert!(seen.contains("ORDINARY=plain-value"), "{who}: {seen}");
     }
 }
+
+/// Issue 43 point 13: with the workspace at `$HOME` (or holding it), what a login shell, git,
+/// the user's `PATH` and the desktop read later stays read-only, whether or not it exists, and
+/// every mode says the workspace holds the home directory.
+#[test]
+fn a_workspace_that_holds_home_keeps_shell_git_path_and_autostart_files() {
+    for (user, mech) in users_and_mechanisms() {
+        let sb = world_as(user);
+        let work = sb.work().display().to_string();
+        std::fs::write(sb.work().join(".bashrc"), "# rc\n").unwrap();
+        let calls = [bash(
+            "echo evil >> .bashrc; echo '[core] pager = evil' > .gitconfig; \
+             mkdir -p .local/bin && echo evil > .local/bin/ls; \
+             mkdir -p .config/autostart && echo evil > .config/autostart/x.desktop; \
+             mkdir -p .config/systemd/user && echo evil > .config/systemd/user/x.service; true",
+        )];
+        let (_, stderr) = run_as(&sb, user, mech, &calls, &[("HOME", &work)], &[]);
+        let who = format!("{mech} as {user:?}");
+        let w = sb.work();
+        assert_eq!(
+            std::fs::read_to_string(w.join(".bashrc")).unwrap(),
+            "# rc\n",
+            "{who}"
+        );
+        for p in [
+            ".gitconfig",
+            ".local/bin/ls",
+            ".config/autostart/x.desktop",
+            ".config/systemd/user/x.service",
+        ] {
+            assert!(!w.join(p).exists(), "{who}: {p} was written");
+        }
+        assert!(
+            stderr.contains("holds the home directory"),
+            "{who}: {stderr}"
+        );
+    }
+}

@@ -473,6 +473,7 @@ pub(crate) mod tests {
         let places = Places {
             cwd: root.join("work"),
             home: Some(root.join("home")),
+            account_home: None,
             keel_home: None,
             runtime: vec![],
         };

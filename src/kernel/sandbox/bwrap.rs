@@ -174,6 +174,7 @@ mod tests {
         let places = Places {
             cwd: root.join("home/work"),
             home: Some(root.join("home")),
+            account_home: None,
             keel_home: None,
             runtime: vec![],
         };

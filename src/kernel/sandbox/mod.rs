@@ -279,6 +279,7 @@ impl Sandbox {
         tmp: Option<&Path>,
     ) -> Sandbox {
         let places = places_of(cwd, keel_home, vars);
+        warnings.extend(home_in_workspace(config, &places));
         // The spill files of this and other sessions stay readable by the file tools.
         let mut allow_read = vec![keel_home.join("tmp")];
         allow_read.extend(config.allow_read.iter().cloned());
@@ -581,12 +582,39 @@ fn places_of(cwd: &Path, keel_home: &Path, vars: &BTreeMap<String, String>) -> P
     if let Some(home) = &home {
         runtime.extend(CONTAINER_ENGINES.iter().map(|p| home.join(p)));
     }
+    // The password database's home, when HOME names another place.
+    let account_home = nix::unistd::User::from_uid(nix::unistd::getuid())
+        .ok()
+        .flatten()
+        .map(|u| u.dir)
+        .filter(|d| d.is_absolute() && Some(d) != home.as_ref());
     Places {
         cwd: cwd.to_path_buf(),
         home,
+        account_home,
         keel_home: Some(keel_home.to_path_buf()),
         runtime,
     }
+}
+
+/// The warning when the session's directory is a home directory or holds one: everything in
+/// it but the secrets and [`policy::HOME_PROTECTED`] is then the model's to write.
+fn home_in_workspace(config: &SandboxConfig, places: &Places) -> Option<String> {
+    if config.mode != SandboxMode::WorkspaceWrite {
+        return None;
+    }
+    let cwd = policy::real(&places.cwd);
+    let home = places
+        .home
+        .iter()
+        .chain(&places.account_home)
+        .map(|h| policy::real(h))
+        .find(|h| h.starts_with(&cwd))?;
+    Some(format!(
+        "the session's directory {} holds the home directory {}: the model may write anything          in it but the secrets and the shell, git, PATH and autostart files (start keel in a          project directory instead)",
+        cwd.display(),
+        home.display()
+    ))
 }
 
 /// Where container engines keep their sockets (and state) under `HOME`: Docker Desktop,

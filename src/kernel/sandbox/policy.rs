@@ -83,6 +83,28 @@ pub const PROTECTED: &[&str] = &[
     ".profile",
 ];
 
+/// Paths under a home directory that something outside the sandbox runs or reads as
+/// configuration later (a login shell, git, the user's `PATH`, systemd, the desktop): read-only
+/// when a writable root holds that home (the workspace is `$HOME`, or contains it).
+pub const HOME_PROTECTED: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".zprofile",
+    ".zlogin",
+    ".config/fish",
+    ".gitconfig",
+    ".config/git",
+    ".local/bin",
+    ".config/systemd/user",
+    ".config/autostart",
+    ".ssh",
+];
+
 /// Sockets and runtime directories of any session that are never reachable from inside.
 const RUNTIME: &[&str] = &[
     "/run/user",
@@ -100,6 +122,9 @@ pub struct Places {
     pub cwd: PathBuf,
     /// `$HOME`, if known: its secrets are denied.
     pub home: Option<PathBuf>,
+    /// The account's home in the password database, when it is not `$HOME` (a changed `HOME`
+    /// does not move the secrets): denied the same way.
+    pub account_home: Option<PathBuf>,
     /// `$KEEL_HOME`: sessions hold code and keys, the daemon's socket lives under it.
     pub keel_home: Option<PathBuf>,
     /// Socket paths and runtime directories to hide: `$XDG_RUNTIME_DIR`, the directories of
@@ -173,9 +198,17 @@ impl SandboxPolicy {
         git_dirs.sort();
         git_dirs.dedup();
         let mut deny_read: Vec<PathBuf> = Vec::new();
-        if let Some(home) = &places.home {
+        for home in places.home.iter().chain(&places.account_home) {
             deny_read.extend(HOME_SECRETS.iter().map(|s| home.join(s)));
+            let home = real(home);
+            if mode == SandboxMode::WorkspaceWrite
+                && writable_roots.iter().any(|r| home.starts_with(r))
+            {
+                protected.extend(HOME_PROTECTED.iter().map(|p| home.join(p)));
+            }
         }
+        protected.sort();
+        protected.dedup();
         deny_read.extend(places.keel_home.iter().cloned());
         deny_read.extend(places.runtime.iter().cloned());
         deny_read.extend(RUNTIME.iter().map(PathBuf::from));
@@ -323,6 +356,7 @@ mod tests {
         let places = Places {
             cwd: dir.join("work"),
             home: Some(dir.join("home")),
+            account_home: None,
             keel_home: Some(dir.join("keel")),
             runtime: vec![],
         };
@@ -356,6 +390,22 @@ mod tests {
             .is_some());
         assert!(p.read_denied(&real(&root.join("keel/run/sock"))).is_some());
         assert!(p.read_denied(&real(&root.join("home/notes"))).is_none());
+    }
+
+    #[test]
+    fn the_accounts_home_is_denied_as_home_is() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().canonicalize().unwrap();
+        let places = Places {
+            cwd: root.join("work"),
+            home: Some(root.join("home")),
+            account_home: Some(root.join("account")),
+            keel_home: None,
+            runtime: vec![],
+        };
+        let p = SandboxPolicy::new(SandboxMode::WorkspaceWrite, &places, &[], &[], &[], false);
+        assert!(p.read_denied(&root.join("account/.ssh/id_rsa")).is_some());
+        assert!(p.read_denied(&root.join("home/.aws/credentials")).is_some());
     }
 
     #[test]

@@ -91,12 +91,12 @@ pub fn before(policy: &SandboxPolicy) -> Option<Before> {
     let roots = policy
         .writable_roots
         .iter()
-        .filter_map(|r| record_root(r))
+        .filter_map(|r| record_root(r, policy))
         .collect();
     Some(Before { roots })
 }
 
-fn record_root(path: &Path) -> Option<RootRecord> {
+fn record_root(path: &Path, policy: &SandboxPolicy) -> Option<RootRecord> {
     let fd = beneath::open_root(path).ok()?;
     let found = gitdirs::walk(path);
     let dirs = &found.dirs;
@@ -105,6 +105,15 @@ fn record_root(path: &Path) -> Option<RootRecord> {
         .filter(|p| !p.starts_with(".git/"))
         .map(PathBuf::from)
         .collect();
+    // The policy's other protected paths in the root (a home it holds: `.gitconfig`, …).
+    for p in &policy.protected {
+        let outside_git = !policy.git_dirs.iter().any(|g| p.starts_with(g));
+        if let (Ok(rel), true) = (p.strip_prefix(path), outside_git) {
+            if !rels.iter().any(|r| r == rel) {
+                rels.push(rel.to_path_buf());
+            }
+        }
+    }
     // `core.hooksPath` directories inside the root are protected names too.
     for dir in dirs {
         for hooks in gitdirs::hooks_dirs(&path.join(dir), path)
