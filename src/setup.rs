@@ -367,6 +367,11 @@ pub fn agent_config_with(
         true => crate::kernel::tool::bash::private_tmp(&tool_env, &temp_dir).ok(),
         false => None,
     };
+    // The session's own spill directory is the one part of $KEEL_HOME its tools may read.
+    let spill = match sandboxed {
+        true => tool_env.spill_dir(&temp_dir).ok(),
+        false => None,
+    };
     let sandbox = crate::kernel::sandbox::Sandbox::for_session_at(
         &sandbox_config,
         &env.cwd,
@@ -374,6 +379,7 @@ pub fn agent_config_with(
         env.tool_vars.as_ref().unwrap_or(&env.vars),
         &mut warnings,
         sandbox_tmp.as_deref(),
+        spill.as_deref(),
     );
     let config = AgentConfig {
         cwd: env.cwd.clone(),

@@ -497,7 +497,7 @@ fn debug_sandbox_names_the_mechanism_and_its_self_test_holds() {
 /// readable and commands run at all (bubblewrap refused to start before the fix: the mount
 /// point of that allowed path could not be made in the already read-only mask).
 #[test]
-fn with_a_home_outside_tmp_the_masks_hold_and_the_spill_files_stay_readable() {
+fn with_a_home_outside_tmp_the_masks_hold_and_another_sessions_files_stay_hidden() {
     let Some(sb) = Sandbox::new_in("/var/tmp") else {
         println!("skipped: /var/tmp is not writable here");
         return;
@@ -505,8 +505,13 @@ fn with_a_home_outside_tmp_the_masks_hold_and_the_spill_files_stay_readable() {
     let home = sb.dir.path();
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_rsa"), SECRET).unwrap();
-    std::fs::create_dir_all(sb.home().join("tmp")).unwrap();
-    std::fs::write(sb.home().join("tmp/spill.txt"), "spilled\n").unwrap();
+    // Another live session's spill directory and private /tmp (this test's pid: alive, so
+    // not taken for a dead session's and removed).
+    let other = sb
+        .home()
+        .join(format!("tmp/{}-other/sandbox-tmp", std::process::id()));
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("note.txt"), SECRET).unwrap();
     std::fs::write(sb.home().join("secret.txt"), SECRET).unwrap();
     // A copy the search must find (so a search that finds nothing proves nothing).
     std::fs::write(sb.work().join("notes.txt"), SECRET).unwrap();
@@ -515,7 +520,7 @@ fn with_a_home_outside_tmp_the_masks_hold_and_the_spill_files_stay_readable() {
         bash("echo ok"),
         bash(&format!("cat {}/.ssh/id_rsa", home.display())),
         bash(&format!("cat {keel_home}/secret.txt")),
-        bash(&format!("cat {keel_home}/tmp/spill.txt")),
+        bash(&format!("cat {}/note.txt", other.display())),
         // The pattern matches the canary but is not it (the script holds the pattern).
         // Landlock cannot list `$HOME` at all (its rules only grant); the workspace, it can.
         bash(&format!(
@@ -523,13 +528,18 @@ fn with_a_home_outside_tmp_the_masks_hold_and_the_spill_files_stay_readable() {
             home.display(),
             sb.work().display()
         )),
+        (
+            "read",
+            json!({"path": other.join("note.txt").display().to_string()}),
+        ),
     ];
     for mech in mechanisms() {
         let (r, _) = run(&sb, mech, &calls, &[], &["--no-session"]);
         assert_eq!(r[0], ("ok\n".to_string(), false), "{mech}: {r:?}");
         assert!(!r[1].0.contains(SECRET) && r[1].1, "{mech}: {r:?}");
         assert!(!r[2].0.contains(SECRET) && r[2].1, "{mech}: {r:?}");
-        assert_eq!(r[3], ("spilled\n".to_string(), false), "{mech}: {r:?}");
+        assert!(!r[3].0.contains(SECRET) && r[3].1, "{mech}: {r:?}");
+        assert!(!r[5].0.contains(SECRET) && r[5].1, "{mech}: {r:?}");
         let found = &r[4].0;
         assert!(
             found.contains("work/notes.txt:") && found.ends_with("searched\n"),

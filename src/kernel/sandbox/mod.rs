@@ -264,12 +264,14 @@ impl Sandbox {
         vars: &BTreeMap<String, String>,
         warnings: &mut Vec<String>,
     ) -> Sandbox {
-        Sandbox::for_session_at(config, cwd, keel_home, vars, warnings, None)
+        Sandbox::for_session_at(config, cwd, keel_home, vars, warnings, None, None)
     }
 
     /// [`Sandbox::for_session`] for a session whose `bash` will run: `tmp` is its private
     /// `/tmp`, and the zygote starts now (see [`Sandbox::new`]'s `started`) rather than at
     /// the first run, its start the probe of bubblewrap when this process has not probed it.
+    /// `spill`: the session's own spill directory, the one part of `$KEEL_HOME` readable.
+    #[allow(clippy::too_many_arguments)]
     pub fn for_session_at(
         config: &SandboxConfig,
         cwd: &Path,
@@ -277,11 +279,13 @@ impl Sandbox {
         vars: &BTreeMap<String, String>,
         warnings: &mut Vec<String>,
         tmp: Option<&Path>,
+        spill: Option<&Path>,
     ) -> Sandbox {
         let places = places_of(cwd, keel_home, vars);
         warnings.extend(home_in_workspace(config, &places));
-        // The spill files of this and other sessions stay readable by the file tools.
-        let mut allow_read = vec![keel_home.join("tmp")];
+        // This session's spill files stay readable (another session's, and its private /tmp,
+        // do not: issue 43, point 11).
+        let mut allow_read: Vec<PathBuf> = spill.iter().map(|s| s.to_path_buf()).collect();
         allow_read.extend(config.allow_read.iter().cloned());
         let network = config.network == Network::On || config.mode == SandboxMode::Off;
         let policy = SandboxPolicy::new(
