@@ -182,3 +182,73 @@ fn under_landlock_an_allowlist_is_off_with_a_warning() {
     assert_eq!(r[2].0, "[]\n");
     assert!(server.seen().is_empty());
 }
+
+/// Issue 43 point 18: a name the allowlist lets through only by a `*.` pattern must resolve to
+/// a public address (no rebinding onto the machine or its network; a name listed exactly may
+/// resolve anywhere), and every refusal of the proxy reaches the event stream as a
+/// `sandbox_violation` and the model as a line of the call's result. As root and as nobody.
+#[test]
+fn the_proxys_refusals_are_violations_and_a_wildcard_name_cannot_rebind_to_loopback() {
+    if !tools() {
+        return;
+    }
+    use crate::sandbox::{bash, run_as_events, users, world_as};
+    let server = server();
+    let port = server.port;
+    for user in users() {
+        let sb = world_as(user);
+        let calls = [
+            bash(&format!("curl -sS http://listed.test:{port}/listed")),
+            bash(&format!("curl -sS http://rebound.wild.test:{port}/rebound")),
+            bash(&format!("curl -sS http://denied.test:{port}/denied")),
+        ];
+        let (r, _, events) = run_as_events(
+            &sb,
+            user,
+            "bwrap",
+            &calls,
+            &[(
+                "KEEL_SANDBOX_PROXY_RESOLVE",
+                "listed.test=127.0.0.1,rebound.wild.test=127.0.0.1",
+            )],
+            &[
+                "--sandbox-network-allow",
+                "listed.test",
+                "--sandbox-network-allow",
+                "*.wild.test",
+            ],
+        );
+        assert!(
+            r[0].0.contains(BODY),
+            "{user:?}: a name listed exactly: {r:?}"
+        );
+        assert!(r[1].0.contains("not a public address"), "{user:?}: {r:?}");
+        assert!(
+            r[1].0.ends_with(&format!(
+                "[sandbox (workspace-write): rebound.wild.test:{port} is not in the network allowlist]"
+            )),
+            "{user:?}: {r:?}"
+        );
+        assert!(
+            r[2].0
+                .contains("denied.test is not in the network allowlist"),
+            "{r:?}"
+        );
+        let seen: Vec<(String, String)> = events
+            .iter()
+            .filter(|e| e["type"] == "sandbox_violation")
+            .map(|e| {
+                (
+                    e["reason"].as_str().unwrap().to_string(),
+                    e["host"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        for host in ["rebound.wild.test", "denied.test"] {
+            let want = ("network_not_allowed".to_string(), format!("{host}:{port}"));
+            assert!(seen.contains(&want), "{user:?}: {seen:?}");
+        }
+    }
+    let paths: Vec<String> = server.seen().into_iter().map(|s| s.path).collect();
+    assert!(paths.iter().all(|p| p == "/listed"), "{paths:?}");
+}

@@ -470,6 +470,10 @@ impl Sandbox {
             (ViolationReason::ReadDenied, Some(p)) => format!("reading {p} is refused"),
             (ViolationReason::Protected, Some(p)) => format!("{p} is read-only (protected)"),
             (ViolationReason::NetworkOff, _) => "the network is off".to_string(),
+            (ViolationReason::NetworkNotAllowed, _) => format!(
+                "{} is not in the network allowlist",
+                v.host.as_deref().unwrap_or("the host")
+            ),
             _ => {
                 let shown = v
                     .shown
@@ -538,6 +542,18 @@ pub struct Violation {
     shown: Option<String>,
 }
 
+impl Violation {
+    /// What the allowlist's proxy refused (`host:port`).
+    pub fn network(v: &NetViolation) -> Violation {
+        Violation {
+            reason: ViolationReason::NetworkNotAllowed,
+            path: None,
+            host: Some(format!("{}:{}", v.host, v.port)),
+            shown: None,
+        }
+    }
+}
+
 /// Why the sandbox stopped a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ViolationReason {
@@ -549,6 +565,8 @@ pub enum ViolationReason {
     OutsideWritableRoots,
     /// Reaching the network while it is off.
     NetworkOff,
+    /// Reaching a host (or port, or address) the network allowlist does not let through.
+    NetworkNotAllowed,
 }
 
 impl ViolationReason {
@@ -559,6 +577,7 @@ impl ViolationReason {
             ViolationReason::Protected => "protected",
             ViolationReason::OutsideWritableRoots => "outside_writable_roots",
             ViolationReason::NetworkOff => "network_off",
+            ViolationReason::NetworkNotAllowed => "network_not_allowed",
         }
     }
 }

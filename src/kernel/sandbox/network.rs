@@ -137,6 +137,47 @@ pub fn allowed(allow: &[HostPattern], host: &str) -> bool {
 pub enum ViolationReason {
     /// The host is not in the allowlist.
     NotAllowed,
+    /// The name matched a `*.` pattern but resolves to a loopback, private, link-local or
+    /// otherwise non-public address (DNS rebinding onto the machine or its network): only a
+    /// name listed exactly may.
+    PrivateAddress,
+}
+
+/// Whether `host` is allowed by an exact entry of `allow` (not only by a `*.` pattern).
+pub fn listed_exactly(allow: &[HostPattern], host: &str) -> bool {
+    allow
+        .iter()
+        .any(|p| matches!(p, HostPattern::Exact(_)) && p.matches(host))
+}
+
+/// Whether `ip` is an address of the public internet (not loopback, private, link-local,
+/// shared, documentation, multicast or unspecified).
+pub fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b)))
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let first = v6.segments()[0];
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (first & 0xfe00) == 0xfc00
+                || (first & 0xffc0) == 0xfe80)
+        }
+    }
 }
 
 /// A destination the proxy refused: what a sandbox-violation event reports.

@@ -15,7 +15,10 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 
-use super::network::{allowed, normal_host, HostPattern, NetViolation, Network, ViolationReason};
+use super::network::{
+    allowed, is_public, listed_exactly, normal_host, HostPattern, NetViolation, Network,
+    ViolationReason,
+};
 use super::{Sandbox, SandboxError, SandboxErrorKind};
 
 /// Where the proxy's socket appears inside the sandbox (in its private `/tmp`).
@@ -251,9 +254,23 @@ async fn handle(mut client: UnixStream, state: &State) -> std::io::Result<()> {
         );
         return answer(&mut client, 403, &body).await;
     }
-    let mut upstream = match connect(&req.host, req.port, &state.resolve).await {
+    let exact = listed_exactly(&state.allow, &req.host);
+    let mut upstream = match connect(&req.host, req.port, &state.resolve, exact).await {
         Ok(s) => s,
-        Err(e) => {
+        Err(Refused::Private(ip)) => {
+            state.record(NetViolation {
+                host: req.host.clone(),
+                port: req.port,
+                reason: ViolationReason::PrivateAddress,
+            });
+            let body = format!(
+                "keel sandbox: {} resolves to {ip}, which is not a public address; only a name \
+                 listed exactly in the network allowlist may (the connection was refused)\n",
+                req.host
+            );
+            return answer(&mut client, 403, &body).await;
+        }
+        Err(Refused::Io(e)) => {
             let body = format!("keel sandbox proxy: cannot reach {}: {e}\n", req.host);
             return answer(&mut client, 502, &body).await;
         }
@@ -308,25 +325,42 @@ async fn answer(client: &mut UnixStream, status: u16, body: &str) -> std::io::Re
     client.shutdown().await
 }
 
-/// Connects to `host:port`, through the test-only overrides first.
+/// Why [`connect`] did not connect.
+enum Refused {
+    /// The name resolved to a non-public address and is not listed exactly.
+    Private(IpAddr),
+    Io(std::io::Error),
+}
+
+/// Connects to `host:port`, through the test-only overrides first. Unless `exact` (the name
+/// is listed as it is), every address the name resolves to must be public, and the address
+/// connected to is one that was checked (no second lookup a rebinding DNS could answer).
 async fn connect(
     host: &str,
     port: u16,
     resolve: &[(String, IpAddr)],
-) -> std::io::Result<TcpStream> {
+    exact: bool,
+) -> Result<TcpStream, Refused> {
     let fixed = resolve
         .iter()
         .find(|(name, _)| name == host)
-        .map(|(_, ip)| *ip);
+        .map(|(_, ip)| std::net::SocketAddr::new(*ip, port));
     let attempt = async {
-        match fixed {
-            Some(ip) => TcpStream::connect((ip, port)).await,
-            None => TcpStream::connect((host, port)).await,
+        let addrs: Vec<std::net::SocketAddr> = match fixed {
+            Some(a) => vec![a],
+            None => tokio::net::lookup_host((host, port))
+                .await
+                .map_err(Refused::Io)?
+                .collect(),
+        };
+        if let Some(bad) = addrs.iter().find(|a| !exact && !is_public(a.ip())) {
+            return Err(Refused::Private(bad.ip()));
         }
+        TcpStream::connect(&addrs[..]).await.map_err(Refused::Io)
     };
     tokio::time::timeout(CONNECT_TIMEOUT, attempt)
         .await
-        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+        .unwrap_or_else(|_| Err(Refused::Io(std::io::ErrorKind::TimedOut.into())))
 }
 
 /// A request the proxy understood: where to, and for plain HTTP the head to send there.

@@ -24,7 +24,7 @@ use super::text::{self, MAX_BYTES};
 use super::{str_arg, u64_arg, Files, ToolContext, ToolEnv, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::Message;
-use crate::kernel::sandbox::Sandbox;
+use crate::kernel::sandbox::{Sandbox, Violation};
 
 /// After the main process exits, stop reading after this long without data...
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
@@ -110,10 +110,21 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Outcome::Exited(s) if !s.success() => ctx.sandbox.explain(&out.tail().text, &ctx.cwd),
         _ => None,
     };
-    let note = violation.as_ref().map(|v| ctx.sandbox.note(v));
-    if let (Some(v), Some(tx)) = (violation, &ctx.violations) {
-        let _ = tx.send(v);
+    // What the network allowlist's proxy refused during the call, said as the rest is.
+    let refused: Vec<_> = ctx
+        .sandbox
+        .take_net_violations()
+        .iter()
+        .map(Violation::network)
+        .collect();
+    let violations: Vec<_> = violation.into_iter().chain(refused).collect();
+    let notes: Vec<String> = violations.iter().map(|v| ctx.sandbox.note(v)).collect();
+    if let Some(tx) = &ctx.violations {
+        for v in violations {
+            let _ = tx.send(v);
+        }
     }
+    let note = (!notes.is_empty()).then(|| notes.join("\n"));
     render(outcome, &out, timeout, note)
 }
 

@@ -244,7 +244,8 @@ pub enum WireEvent<'a> {
         messages: Cow<'a, [String]>,
     },
     /// keel: the sandbox stopped something the process of tool call `toolCallId` tried:
-    /// `reason` is `read_denied`, `protected`, `outside_writable_roots` or `network_off`;
+    /// `reason` is `read_denied`, `protected`, `outside_writable_roots`, `network_off` or
+    /// `network_not_allowed` (with `host` as `name:port`);
     /// `path` (the real path) or `host` names what, when known. The call's result says so to
     /// the model in one added line.
     #[serde(rename_all = "camelCase")]
