@@ -1,0 +1,142 @@
+//! Permission rules against a hostile model (issue 43 point 15), end to end: the real binary,
+//! rules in the user's settings file, the scripted provider calling `bash` and `grep`. A deny
+//! rule on `rm` holds for `/bin/rm`, `env rm`, `eval 'rm …'` and `$'\x72m'`; an allow rule on
+//! `echo` does not run an arithmetic injection; a `Read(…)` deny rule holds for a `grep` walk.
+
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::common::support::Sandbox;
+use crate::sandbox::{bash, world};
+
+/// What one headless run did: each call's `(text, is_error)` and the exit status.
+struct Ran {
+    results: Vec<(String, bool)>,
+    code: Option<i32>,
+    stdout: String,
+}
+
+/// Writes `settings` as the user's settings file and runs one turn making `calls`.
+fn run(sb: &Sandbox, settings: &Value, calls: &[(&str, Value)], extra: &[&str]) -> Ran {
+    std::fs::write(sb.home().join("settings.json"), settings.to_string()).unwrap();
+    let chunks: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| {
+            json!({"toolCall": {"id": format!("call_{i}"), "name": name, "arguments": args}})
+        })
+        .collect();
+    let script = sb.dir.path().join("script.json");
+    let body = json!({"turns": [{"chunks": chunks}, {"chunks": [{"text": "done"}]}]});
+    std::fs::write(&script, body.to_string()).unwrap();
+    let script = script.display().to_string();
+    let mut args = vec!["--json", "--provider", "scripted", "--script", &script];
+    args.extend_from_slice(extra);
+    args.push("go");
+    let out = sb.cmd(&args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let results = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["type"] == "tool_execution_end")
+        .map(|v| {
+            let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
+            (text.to_string(), v["isError"] == true)
+        })
+        .collect();
+    Ran {
+        results,
+        code: out.status.code(),
+        stdout,
+    }
+}
+
+fn touch(dir: &Path, names: &[&str]) {
+    for n in names {
+        std::fs::write(dir.join(n), "keep").unwrap();
+    }
+}
+
+#[test]
+fn a_deny_rule_on_rm_holds_for_a_path_env_eval_and_ansi_c_quoting() {
+    let sb = world();
+    let names = ["x1", "x2", "x3", "x4", "x5", "x6"];
+    touch(&sb.work(), &names);
+    let deny = json!({"permissions": {"deny": ["Bash(rm:*)"]}});
+    let calls = [
+        bash("/bin/rm x1"),
+        bash("env rm x2"),
+        bash("eval 'rm -f x3'"),
+        bash("$'\\x72m' x4"),
+        bash("command rm x5"),
+        bash("r=rm; $r x6"),
+    ];
+    let ran = run(&sb, &deny, &calls, &["--permission", "auto"]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stdout);
+    let origin = sb.home().join("settings.json");
+    let refusal = format!(
+        "Tool `bash` denied by rule `Bash(rm:*)` (from {})",
+        origin.display()
+    );
+    let wrong: Vec<String> = calls
+        .iter()
+        .zip(&ran.results)
+        .filter(|(_, (text, is_error))| !(*is_error && *text == refusal))
+        .map(|((_, args), r)| format!("{} => {r:?}", args["command"]))
+        .collect();
+    assert_eq!(wrong, Vec::<String>::new(), "these ran past the deny rule");
+    let gone: Vec<&str> = names
+        .into_iter()
+        .filter(|n| !sb.work().join(n).exists())
+        .collect();
+    assert_eq!(gone, Vec::<&str>::new(), "removed although rm is denied");
+}
+
+#[test]
+fn an_allow_rule_on_echo_does_not_run_an_arithmetic_injection() {
+    let sb = world();
+    let allow = json!({"permissions": {"allow": ["Bash(echo:*)"]}});
+    let calls = [
+        bash("echo fine"),
+        bash("x='a[$(touch pwned)]'; echo $((x))"),
+    ];
+    let ran = run(&sb, &allow, &calls, &["--permission", "ask"]);
+    assert_eq!(
+        ran.results.first(),
+        Some(&("fine\n".to_string(), false)),
+        "{}",
+        ran.stdout
+    );
+    assert!(
+        !sb.work().join("pwned").exists(),
+        "the injected command ran: {}",
+        ran.stdout
+    );
+    assert_eq!(ran.code, Some(5), "a headless run blocks: {}", ran.stdout);
+}
+
+#[test]
+fn a_read_deny_rule_holds_for_a_grep_walk_over_the_directory() {
+    let sb = world();
+    std::fs::write(sb.work().join("secret.txt"), "canary-secret-15\n").unwrap();
+    std::fs::write(sb.work().join("public.txt"), "canary-public\n").unwrap();
+    let deny = json!({"permissions": {"deny": ["Read(./secret.txt)"]}});
+    let calls = [
+        ("grep", json!({"pattern": "canary", "path": "."})),
+        bash("cat secret.txt; cat public.txt"),
+    ];
+    let ran = run(&sb, &deny, &calls, &["--permission", "auto"]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stdout);
+    let (grep, _) = &ran.results[0];
+    assert!(grep.contains("canary-public"), "{grep}");
+    assert!(
+        !grep.contains("canary-secret"),
+        "grep walked into it: {grep:?}"
+    );
+    let (cat, _) = &ran.results[1];
+    assert!(
+        !cat.contains("canary-secret"),
+        "the sandbox let bash read it: {cat}"
+    );
+}
