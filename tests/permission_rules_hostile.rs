@@ -7,49 +7,33 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::support::Sandbox;
-use crate::sandbox::{bash, world};
+use crate::common::support::{Run, Sandbox};
+use crate::sandbox::{bash, mechanisms, world};
 
-/// What one headless run did: each call's `(text, is_error)` and the exit status.
+/// What one headless run did: each call's `(text, is_error)`, and the run.
 struct Ran {
     results: Vec<(String, bool)>,
-    code: Option<i32>,
-    stdout: String,
+    run: Run,
 }
 
 /// Writes `settings` as the user's settings file and runs one turn making `calls`.
 fn run(sb: &Sandbox, settings: &Value, calls: &[(&str, Value)], extra: &[&str]) -> Ran {
     std::fs::write(sb.home().join("settings.json"), settings.to_string()).unwrap();
-    let chunks: Vec<Value> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (name, args))| {
-            json!({"toolCall": {"id": format!("call_{i}"), "name": name, "arguments": args}})
-        })
-        .collect();
-    let script = sb.dir.path().join("script.json");
-    let body = json!({"turns": [{"chunks": chunks}, {"chunks": [{"text": "done"}]}]});
-    std::fs::write(&script, body.to_string()).unwrap();
-    let script = script.display().to_string();
+    let script = sb.tool_calls_script(calls);
     let mut args = vec!["--json", "--provider", "scripted", "--script", &script];
     args.extend_from_slice(extra);
     args.push("go");
-    let out = sb.cmd(&args).output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let results = stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+    let run = sb.run(&args);
+    let results = run
+        .stdout_lines()
+        .into_iter()
         .filter(|v| v["type"] == "tool_execution_end")
         .map(|v| {
             let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
             (text.to_string(), v["isError"] == true)
         })
         .collect();
-    Ran {
-        results,
-        code: out.status.code(),
-        stdout,
-    }
+    Ran { results, run }
 }
 
 fn touch(dir: &Path, names: &[&str]) {
@@ -73,7 +57,7 @@ fn a_deny_rule_on_rm_holds_for_a_path_env_eval_and_ansi_c_quoting() {
         bash("r=rm; $r x6"),
     ];
     let ran = run(&sb, &deny, &calls, &["--permission", "auto"]);
-    assert_eq!(ran.code, Some(0), "{}", ran.stdout);
+    assert_eq!(ran.run.code, 0, "{}", ran.run);
     let origin = sb.home().join("settings.json");
     let refusal = format!(
         "Tool `bash` denied by rule `Bash(rm:*)` (from {})",
@@ -106,14 +90,14 @@ fn an_allow_rule_on_echo_does_not_run_an_arithmetic_injection() {
         ran.results.first(),
         Some(&("fine\n".to_string(), false)),
         "{}",
-        ran.stdout
+        ran.run.stdout
     );
     assert!(
         !sb.work().join("pwned").exists(),
         "the injected command ran: {}",
-        ran.stdout
+        ran.run.stdout
     );
-    assert_eq!(ran.code, Some(5), "a headless run blocks: {}", ran.stdout);
+    assert_eq!(ran.run.code, 5, "a headless run blocks: {}", ran.run);
 }
 
 #[test]
@@ -127,16 +111,19 @@ fn a_read_deny_rule_holds_for_a_grep_walk_over_the_directory() {
         bash("cat secret.txt; cat public.txt"),
     ];
     let ran = run(&sb, &deny, &calls, &["--permission", "auto"]);
-    assert_eq!(ran.code, Some(0), "{}", ran.stdout);
+    assert_eq!(ran.run.code, 0, "{}", ran.run);
     let (grep, _) = &ran.results[0];
     assert!(grep.contains("canary-public"), "{grep}");
     assert!(
         !grep.contains("canary-secret"),
         "grep walked into it: {grep:?}"
     );
-    let (cat, _) = &ran.results[1];
-    assert!(
-        !cat.contains("canary-secret"),
-        "the sandbox let bash read it: {cat}"
-    );
+    // Landlock cannot take a path inside a writable root away (docs/sandbox.md): bwrap only.
+    if mechanisms().contains(&"bwrap") {
+        let (cat, _) = &ran.results[1];
+        assert!(
+            !cat.contains("canary-secret"),
+            "the sandbox let bash read it: {cat}"
+        );
+    }
 }

@@ -144,6 +144,35 @@ impl Rules {
             .collect()
     }
 
+    /// The paths the `Read(…)` deny rules name literally (`Read(./secret.txt)`,
+    /// `Read(~/.aws/**)`), absolute and normalised, for the sandbox's unreadable list; a glob
+    /// (`Read(**/.env)`, `Read(*.pem)`) cannot be a mount and is left to the rules.
+    pub fn read_deny_paths(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for rule in self.deny.iter().filter(|r| r.tools.contains("read")) {
+            if let Spec::Path(p) = &rule.spec {
+                if let Some(lit) = p.literal().filter(|l| !out.iter().any(|o| o == l)) {
+                    out.push(lit.to_path_buf());
+                }
+            }
+        }
+        out
+    }
+
+    /// The `Read(…)` deny rule that covers reading `path` (absolute, normalised), for walks
+    /// (`grep`, `find`, `ls`) to skip what they find under a directory they may read.
+    pub fn read_denied(&self, path: &Path) -> Option<Matched> {
+        self.deny
+            .iter()
+            .filter(|r| r.tools.contains("read"))
+            .find(|r| match &r.spec {
+                Spec::Any => true,
+                Spec::Path(p) => p.matches(path),
+                Spec::Command(_) => false,
+            })
+            .map(matched)
+    }
+
     /// No rule at all.
     pub fn is_empty(&self) -> bool {
         self.deny.is_empty() && self.ask.is_empty() && self.allow.is_empty()

@@ -284,10 +284,16 @@ fn a_symlink_is_denied_by_its_target_and_allowed_only_if_both_match() {
     assert_eq!(short(v).0, "none", "the target is outside the allowed tree");
 }
 
-/// `cmd`'s verdict under `r` when it is not `want` (kind, rule), as `cmd => kind rule`.
-fn misjudged(r: &Rules, cmd: &str, want: (&str, &str)) -> Option<String> {
-    let got = short(bash(r, cmd));
-    (got.0 != want.0 || got.1 != want.1).then(|| format!("{cmd} => {} {}", got.0, got.1))
+/// Each of `cmds` whose verdict under `r` is not `want` (kind, and rule unless `None`), as
+/// `cmd => kind rule`.
+fn misjudged(r: &Rules, cmds: &[&str], want: (&str, Option<&str>)) -> Vec<String> {
+    cmds.iter()
+        .filter_map(|cmd| {
+            let got = short(bash(r, cmd));
+            let right = got.0 == want.0 && want.1.is_none_or(|w| w == got.1);
+            (!right).then(|| format!("{cmd} => {} {}", got.0, got.1))
+        })
+        .collect()
 }
 
 /// Issue 43 point 15: a deny rule on `rm` held only for a command spelled `rm`; a wrapper, a
@@ -295,53 +301,54 @@ fn misjudged(r: &Rules, cmd: &str, want: (&str, &str)) -> Option<String> {
 #[test]
 fn a_deny_rule_holds_through_wrappers_paths_quoting_and_eval() {
     let r = rules(&["Bash(rm:*)"], &[], &["Bash(echo:*)"]);
-    let mut wrong = Vec::new();
-    for cmd in [
-        "/bin/rm -rf x",
-        "./rm x",
-        "command rm x",
-        "command -p rm x",
-        "builtin rm x",
-        "env rm x",
-        "env -i FOO=1 -u BAR rm x",
-        "exec rm x",
-        "exec -a name -cl rm x",
-        "nohup rm x",
-        "nice rm x",
-        "nice -n 5 rm x",
-        "time rm x",
-        "time -p rm x",
-        "timeout 5 rm x",
-        "timeout -s KILL -k 1 5s rm x",
-        "stdbuf -oL rm x",
-        "stdbuf -o L rm x",
-        "setsid rm x",
-        "sudo rm x",
-        "sudo -u root -- rm x",
-        "doas -u root rm x",
-        "echo x | xargs rm",
-        "echo x | xargs -0 -n 1 rm -f",
-        "busybox rm x",
-        "sudo env FOO=1 nohup /usr/bin/rm x",
-        "noglob rm x",
-        "eval 'rm -rf x'",
-        "eval rm x",
-        "echo ok; eval \"echo a; rm x\"",
-        "bash -c 'rm x'",
-        "sh -c 'echo a; rm x'",
-        "env bash -c 'rm x'",
-        "sudo sh -c \"rm x\"",
-        "env -S 'rm x'",
-        "$'\\x72m' x",
-        "$'\\162m' x",
-        "'r'm x",
-        "\"r\"m x",
-        "r\\m x",
-        "FOO=1 rm x",
-        "find . -name '*.o' -exec rm {} ;",
-    ] {
-        wrong.extend(misjudged(&r, cmd, ("deny", "Bash(rm:*)")));
-    }
+    let wrong = misjudged(
+        &r,
+        &[
+            "/bin/rm -rf x",
+            "./rm x",
+            "command rm x",
+            "command -p rm x",
+            "builtin rm x",
+            "env rm x",
+            "env -i FOO=1 -u BAR rm x",
+            "exec rm x",
+            "exec -a name -cl rm x",
+            "nohup rm x",
+            "nice rm x",
+            "nice -n 5 rm x",
+            "time rm x",
+            "time -p rm x",
+            "timeout 5 rm x",
+            "timeout -s KILL -k 1 5s rm x",
+            "stdbuf -oL rm x",
+            "stdbuf -o L rm x",
+            "setsid rm x",
+            "sudo rm x",
+            "sudo -u root -- rm x",
+            "doas -u root rm x",
+            "echo x | xargs rm",
+            "echo x | xargs -0 -n 1 rm -f",
+            "busybox rm x",
+            "sudo env FOO=1 nohup /usr/bin/rm x",
+            "noglob rm x",
+            "eval 'rm -rf x'",
+            "eval rm x",
+            "echo ok; eval \"echo a; rm x\"",
+            "bash -c 'rm x'",
+            "sh -c 'echo a; rm x'",
+            "env bash -c 'rm x'",
+            "sudo sh -c \"rm x\"",
+            "env -S 'rm x'",
+            "$'\\x72m' x",
+            "$'\\162m' x",
+            "'r'm x",
+            "\"r\"m x",
+            "r\\m x",
+            "FOO=1 rm x",
+            "find . -name '*.o' -exec rm {} ;",
+        ],
+        ("deny", Some("Bash(rm:*)")),
+    );
     assert_eq!(wrong, Vec::<String>::new(), "these were not denied");
     assert_eq!(
         short(bash(&r, "command -v rm")).0,
@@ -359,21 +366,22 @@ fn a_deny_rule_holds_through_wrappers_paths_quoting_and_eval() {
 #[test]
 fn a_command_named_by_an_expansion_is_unreadable() {
     let r = rules(&["Bash(rm:*)"], &[], &["Bash(echo:*)", "Bash(* -la)"]);
-    let mut wrong = Vec::new();
-    for cmd in [
-        "$x -rf y",
-        "${x} y",
-        "$(echo rm) y",
-        "`echo rm` y",
-        "\"$x\" y",
-        "r$x y",
-        "/bin/r? y",
-        "eval \"$x\"",
-        "bash -c \"$x\"",
-        "sudo $x y",
-    ] {
-        wrong.extend(misjudged(&r, cmd, ("deny", "Bash(rm:*)")));
-    }
+    let wrong = misjudged(
+        &r,
+        &[
+            "$x -rf y",
+            "${x} y",
+            "$(echo rm) y",
+            "`echo rm` y",
+            "\"$x\" y",
+            "r$x y",
+            "/bin/r? y",
+            "eval \"$x\"",
+            "bash -c \"$x\"",
+            "sudo $x y",
+        ],
+        ("deny", Some("Bash(rm:*)")),
+    );
     assert_eq!(wrong, Vec::<String>::new(), "each could be rm");
     assert_eq!(
         short(bash(&r, "$x -la")).0,
@@ -415,31 +423,32 @@ fn allow_rules_never_allow_an_arithmetic_injection() {
             "Bash([[:*)",
         ],
     );
-    let mut wrong = Vec::new();
-    for cmd in [
-        "x='a[$(touch p)]'; echo $((x))",
-        "x='a[$(touch p)]'; echo $[x]",
-        "x='a[`touch p`]'; ((x))",
-        "x='a[$(touch p)]'; ((x)) && echo y",
-        "x='a[$(touch p)]'; echo ${!x}",
-        "x='\\$(touch p)'; echo ${x@P}",
-        "x='a[$(touch p)]'; [[ $x -eq 1 ]] && echo y",
-        "x='a[$(touch p)]'; [[ 1 -lt $x ]]",
-        "x='a[$(touch p)]'; declare -i y=x",
-        "x='a[$(touch p)]'; let y=x",
-        "x='a[$(touch p)]'; echo ${y[x]}",
-        "x='a[$(touch p)]'; test -v \"$x\"",
-        "read x; echo $((x))",
-        "read -r x < f; [[ $x -gt 0 ]]",
-        "printf -v x '%s' 'a[$(touch p)]'; echo $((x))",
-        "declare x='a[$(touch p)]'; echo $((x))",
-        "for x in 'a[$(touch p)]'; do echo $((x)); done",
-        "bash -c 'x=\"a[\\$(touch p)]\"; echo $((x))'",
-        "eval 'x=\"a[\\$(touch p)]\"'; echo $((x))",
-        "x=$'a\\x5b$(touch p)]'; echo $((x))",
-    ] {
-        wrong.extend(misjudged(&r, cmd, ("none", "")));
-    }
+    let wrong = misjudged(
+        &r,
+        &[
+            "x='a[$(touch p)]'; echo $((x))",
+            "x='a[$(touch p)]'; echo $[x]",
+            "x='a[`touch p`]'; ((x))",
+            "x='a[$(touch p)]'; ((x)) && echo y",
+            "x='a[$(touch p)]'; echo ${!x}",
+            "x='\\$(touch p)'; echo ${x@P}",
+            "x='a[$(touch p)]'; [[ $x -eq 1 ]] && echo y",
+            "x='a[$(touch p)]'; [[ 1 -lt $x ]]",
+            "x='a[$(touch p)]'; declare -i y=x",
+            "x='a[$(touch p)]'; let y=x",
+            "x='a[$(touch p)]'; echo ${y[x]}",
+            "x='a[$(touch p)]'; test -v \"$x\"",
+            "read x; echo $((x))",
+            "read -r x < f; [[ $x -gt 0 ]]",
+            "printf -v x '%s' 'a[$(touch p)]'; echo $((x))",
+            "declare x='a[$(touch p)]'; echo $((x))",
+            "for x in 'a[$(touch p)]'; do echo $((x)); done",
+            "bash -c 'x=\"a[\\$(touch p)]\"; echo $((x))'",
+            "eval 'x=\"a[\\$(touch p)]\"'; echo $((x))",
+            "x=$'a\\x5b$(touch p)]'; echo $((x))",
+        ],
+        ("none", Some("")),
+    );
     assert_eq!(wrong, Vec::<String>::new(), "these were allowed");
     let deny = rules(&["Bash(touch:*)"], &[], &["Bash(echo:*)"]);
     assert_eq!(
@@ -462,35 +471,68 @@ fn ordinary_commands_are_still_allowed() {
             "Bash(echo:*)",
         ],
     );
-    let mut wrong = Vec::new();
-    for cmd in [
-        "git status",
-        "ls -la",
-        "FOO=1 npm test",
-        "FOO=1 BAR='a b' npm test -- --watch",
-        "x=1; echo $((x+1))",
-        "for i in 1 2; do echo $((i*2)); done",
-        "echo \"$HOME\" ${x:-default}",
-        "ls $(echo src)",
-    ] {
-        let want = short(bash(&r, cmd));
-        wrong.extend(misjudged(&r, cmd, ("allow", want.1.as_str())));
-    }
+    let wrong = misjudged(
+        &r,
+        &[
+            "git status",
+            "ls -la",
+            "FOO=1 npm test",
+            "FOO=1 BAR='a b' npm test -- --watch",
+            "x=1; echo $((x+1))",
+            "for i in 1 2; do echo $((i*2)); done",
+            "echo \"$HOME\" ${x:-default}",
+            "ls $(echo src)",
+        ],
+        ("allow", None),
+    );
     assert_eq!(wrong, Vec::<String>::new(), "these were not allowed");
-    for cmd in [
-        "PATH=. npm test",
-        "LD_PRELOAD=/tmp/x.so npm test",
-        "NODE_OPTIONS=--require=./x.js npm test",
-        "FOO=$(id) npm test",
-        "sudo ls",
-        "/tmp/ls -la",
-        "timeout 5 ls",
-    ] {
-        wrong.extend(misjudged(&r, cmd, ("none", "")));
-    }
+    let wrong = misjudged(
+        &r,
+        &[
+            "PATH=. npm test",
+            "LD_PRELOAD=/tmp/x.so npm test",
+            "NODE_OPTIONS=--require=./x.js npm test",
+            "FOO=$(id) npm test",
+            "sudo ls",
+            "/tmp/ls -la",
+            "timeout 5 ls",
+        ],
+        ("none", Some("")),
+    );
     assert_eq!(
         wrong,
         Vec::<String>::new(),
         "allow rules read these words as written"
     );
+}
+
+/// Issue 43 point 15: a `Read(…)` deny rule held for the `read` tool, not for what a walk
+/// found under a directory, and never reached the sandbox.
+#[test]
+fn read_deny_rules_give_the_sandbox_their_literal_paths_and_walks_their_verdict() {
+    let r = rules(
+        &[
+            "Read(./secret.txt)",
+            "Read(~/.aws/**)",
+            "Read(**/.env)",
+            "Edit(./x)",
+            "read(//etc/shadow)",
+        ],
+        &[],
+        &[],
+    );
+    let paths: Vec<String> = r
+        .read_deny_paths()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(paths, ["/p/secret.txt", "/home/u/.aws", "/etc/shadow"]);
+    let denied = |p: &str| r.read_denied(Path::new(p)).map(|m| m.rule);
+    assert_eq!(
+        denied("/p/secret.txt").as_deref(),
+        Some("Read(./secret.txt)")
+    );
+    assert_eq!(denied("/p/deep/.env").as_deref(), Some("Read(**/.env)"));
+    assert_eq!(denied("/p/x"), None, "an Edit rule is not about reading");
+    assert_eq!(denied("/p/public.txt"), None);
 }
