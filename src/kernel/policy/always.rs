@@ -159,6 +159,16 @@ mod tests {
             "a substitution's command is a command"
         );
         assert_eq!(bash("echo (("), Vec::<String>::new(), "unreadable: no rule");
+        assert_eq!(
+            bash("$x y && echo a"),
+            Vec::<String>::new(),
+            "a name keel cannot read: no rule"
+        );
+        assert_eq!(
+            bash("x='a[$(id)]'; echo $((x))"),
+            Vec::<String>::new(),
+            "rules never allow an arithmetic injection: no rule"
+        );
         assert_eq!(bash("ls *.rs"), ["Bash(ls:*)"]);
         assert_eq!(
             bash("./run* x"),
