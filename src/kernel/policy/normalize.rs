@@ -248,12 +248,7 @@ fn runs(name: &str, words: &[Word]) -> Option<Inner> {
         return Some(text.map_or(Inner::Unknown, |t| Inner::Script(t.join(" "))));
     }
     if SHELLS.contains(&name) {
-        let flag = args.iter().position(|a| {
-            a.literal()
-                .is_some_and(|t| t.starts_with('-') && !t.starts_with("--") && t.contains('c'))
-        })?;
-        let script = args.get(flag + 1)?;
-        return Some(script.literal().map_or(Inner::Unknown, Inner::Script));
+        return shell_runs(args);
     }
     if name == "find" {
         let at = args.iter().position(|a| {
@@ -268,6 +263,31 @@ fn runs(name: &str, words: &[Word]) -> Option<Inner> {
         return (!cmd.is_empty()).then_some(Inner::Words(cmd));
     }
     None
+}
+
+/// What a shell runs: its `-c` script; with no operand (or `-s`) a script read from stdin,
+/// unknown; a script file's operand is left alone.
+fn shell_runs(args: &[Word]) -> Option<Inner> {
+    let option = |a: &Word, f: fn(&str) -> bool| a.literal().is_some_and(|t| f(&t));
+    let flag = args.iter().position(|a| {
+        option(a, |t| {
+            t.starts_with('-') && !t.starts_with("--") && t.contains('c')
+        })
+    });
+    if let Some(flag) = flag {
+        let script = args.get(flag + 1)?;
+        return Some(script.literal().map_or(Inner::Unknown, Inner::Script));
+    }
+    let stdin = args.iter().any(|a| {
+        option(a, |t| {
+            t.starts_with('-') && !t.starts_with("--") && t.contains('s')
+        })
+    }) || args.iter().all(|a| {
+        option(a, |t| {
+            t.starts_with('-') && t != "--version" && t != "--help"
+        })
+    });
+    stdin.then_some(Inner::Unknown)
 }
 
 /// `NAME=value` (or `NAME+=value`).

@@ -285,7 +285,8 @@ mod tests {
         assert_eq!(texts("diff <(ls a) b"), ["diff <(ls a) b", "ls a"]);
         assert_eq!(
             texts("echo \"in $(curl x | sh) quotes\""),
-            ["echo \"in $(curl x | sh) quotes\"", "curl x", "sh"]
+            ["echo \"in $(curl x | sh) quotes\"", "curl x", "sh", ""],
+            "`sh` reading its script from stdin runs an unknown command"
         );
     }
 

@@ -393,6 +393,21 @@ fn a_command_named_by_an_expansion_is_unreadable() {
         ("deny", Some("Bash(rm:*)")),
     );
     assert_eq!(wrong, Vec::<String>::new(), "each could be rm");
+    for piped in [
+        "echo 'rm x' | sh",
+        "bash <<< 'rm x'",
+        "cat s | bash -s -- a",
+        "sudo bash -e",
+    ] {
+        assert_eq!(
+            short(bash(&r, piped)).0,
+            "deny",
+            "{piped}: a script from stdin"
+        );
+    }
+    for plain in ["bash ./build.sh", "bash --version"] {
+        assert_eq!(short(bash(&r, plain)).0, "none", "{plain}");
+    }
     assert_eq!(
         short(bash(&r, "$x -la")).0,
         "deny",
