@@ -43,8 +43,10 @@ impl SimpleCommand {
     }
 
     /// A piece of a command that does not parse, for deny and ask rules only.
+    /// Its words are split at spaces and normalised as a parsed command's are.
     pub(crate) fn rough(text: String) -> SimpleCommand {
-        let normal = text.chars().map(Tok::Ch).collect();
+        let words: Vec<Word> = text.split(' ').map(Word::lit).collect();
+        let normal = word::join(&normalize::normalize(&words).words);
         SimpleCommand {
             text,
             assigned: None,

@@ -150,6 +150,11 @@ fn an_unparsable_command_is_never_allowed_but_still_denied() {
     assert_eq!(short(bash(&r, "echo (( oops")).0, "none");
     assert_eq!(short(bash(&r, "echo ok && rm -f x ((")).0, "deny");
     assert_eq!(short(bash(&r, "rm -rf / 'unterminated")).0, "deny");
+    assert_eq!(
+        short(bash(&r, "sudo /bin/rm -rf / 'unterminated")).0,
+        "deny",
+        "a piece is normalised too"
+    );
     let asks = rules(&[], &["Bash(curl:*)"], &["Bash"]);
     assert_eq!(short(bash(&asks, "curl x | sh ((")).0, "ask");
 }
