@@ -55,6 +55,7 @@ mod mentions;
 mod model_scope;
 mod output_schema;
 mod permission_rules;
+mod permission_rules_hostile;
 mod project_trust;
 mod projectors;
 mod providers;

@@ -189,7 +189,7 @@ impl Settings {
     /// The sandbox of the processes the model starts: `--sandbox` over the settings files'
     /// `sandbox.*` and `permissions.additionalDirectories` (what a project's own files say to
     /// widen it only as `trust` allows: a warning names each value left out), paths resolved;
-    /// the network flags over all of it.
+    /// the network flags over all of it; the paths `Read(…)` deny rules name are unreadable.
     pub fn sandbox(
         &self,
         env: &Env,
@@ -199,6 +199,9 @@ impl Settings {
         let trusted = trust.settings_apply();
         let flag = self.sandbox_flag.as_deref();
         let mut config = super::sandbox::config(flag, &self.files, trusted, env, warnings);
+        // `Read(…)` deny rules naming a path are the sandbox's too (DESIGN §14: the boundary).
+        let (rules, _) = self.rules(env, trust);
+        config.deny_read.extend(rules.read_deny_paths());
         if let Some(network) = &self.sandbox_network {
             config.network = network.clone();
         }

@@ -119,6 +119,23 @@ impl Sandbox {
         self.run(&all)
     }
 
+    /// Writes a scripted-provider script whose first turn makes `calls` (tool name,
+    /// arguments) and whose second answers "done"; returns its path.
+    pub fn tool_calls_script(&self, calls: &[(&str, serde_json::Value)]) -> String {
+        let chunks: Vec<serde_json::Value> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, (name, args))| {
+                serde_json::json!({"toolCall": {"id": format!("call_{i}"), "name": name, "arguments": args}})
+            })
+            .collect();
+        let body =
+            serde_json::json!({"turns": [{"chunks": chunks}, {"chunks": [{"text": "done"}]}]});
+        let script = self.dir.path().join("script.json");
+        std::fs::write(&script, body.to_string()).unwrap();
+        script.display().to_string()
+    }
+
     /// Starts a JSON-mode run of SCRIPT, waits until stdout shows `needle`, sends `sig`, and
     /// returns everything the process wrote and its status.
     pub fn interrupt_json(&self, script: &str, args: &[&str], needle: &str, sig: Signal) -> Run {

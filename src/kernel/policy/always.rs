@@ -27,8 +27,11 @@ pub fn always_rules(tool: &str, args: &Value, cwd: &Path, root: &Path) -> Vec<St
     };
     match tool {
         "bash" => {
-            let commands = args.command.as_deref().and_then(shell::split);
-            for c in commands.unwrap_or_default() {
+            let split = args.command.as_deref().and_then(shell::split);
+            // A call rules can never allow (see `Rules::check`) gets no rule.
+            let split =
+                split.filter(|s| !s.taint.tainted() && s.commands.iter().all(|c| !c.unreadable));
+            for c in split.map(|s| s.commands).unwrap_or_default() {
                 if let Some(prefix) = prefix(&c) {
                     push(format!("Bash({prefix}:*)"));
                 }
@@ -156,6 +159,16 @@ mod tests {
             "a substitution's command is a command"
         );
         assert_eq!(bash("echo (("), Vec::<String>::new(), "unreadable: no rule");
+        assert_eq!(
+            bash("$x y && echo a"),
+            Vec::<String>::new(),
+            "a name keel cannot read: no rule"
+        );
+        assert_eq!(
+            bash("x='a[$(id)]'; echo $((x))"),
+            Vec::<String>::new(),
+            "rules never allow an arithmetic injection: no rule"
+        );
         assert_eq!(bash("ls *.rs"), ["Bash(ls:*)"]);
         assert_eq!(
             bash("./run* x"),

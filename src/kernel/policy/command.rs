@@ -3,6 +3,8 @@
 //! (`npm run test:*`, the same as `npm run test *`). A pattern ending in ` *` also matches the
 //! bare command (`ls *` matches `ls` and `ls -la`, not `lsof`). Matching never allocates.
 
+use super::word::Tok;
+
 /// One compiled command pattern.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct CommandPattern {
@@ -41,6 +43,13 @@ impl CommandPattern {
     }
 }
 
+impl CommandPattern {
+    /// Whether some text `command` may stand for matches: each [`Tok::Any`] is any text.
+    pub(crate) fn could_match(&self, command: &[Tok]) -> bool {
+        overlap(&self.parts, command) || self.bare.as_ref().is_some_and(|b| overlap(b, command))
+    }
+}
+
 fn split(pattern: &str) -> Vec<String> {
     pattern.split('*').map(str::to_string).collect()
 }
@@ -60,6 +69,35 @@ fn glob(parts: &[String], s: &str) -> bool {
         }
     }
     rest.len() >= last.len() && rest.ends_with(last.as_str())
+}
+
+/// Whether the pattern `parts` (joined by `*`) and `command` match a common text: a table over
+/// the pattern's characters (`None` for `*`) and the command's tokens, from the ends back.
+fn overlap(parts: &[String], command: &[Tok]) -> bool {
+    let mut pattern: Vec<Option<char>> = Vec::new();
+    for (i, part) in parts.iter().enumerate() {
+        if i > 0 {
+            pattern.push(None);
+        }
+        pattern.extend(part.chars().map(Some));
+    }
+    let (p, s) = (pattern.len(), command.len());
+    // `next[j]`: pattern[i + 1..] and command[j..] can match; `row[j]`: the same for i.
+    let mut next: Vec<bool> = (0..=s)
+        .map(|j| command[j..].iter().all(|t| *t == Tok::Any))
+        .collect();
+    for i in (0..p).rev() {
+        let mut row = vec![false; s + 1];
+        row[s] = pattern[i].is_none() && next[s];
+        for j in (0..s).rev() {
+            row[j] = match (pattern[i], command[j]) {
+                (None, _) | (_, Tok::Any) => next[j] || row[j + 1],
+                (Some(a), Tok::Ch(b)) => a == b && next[j + 1],
+            };
+        }
+        next = row;
+    }
+    next[0]
 }
 
 #[cfg(test)]
@@ -87,6 +125,31 @@ mod tests {
         assert!(!m("git * main", "git push origin main2"));
         assert!(m("*", "anything at all"));
         assert!(m("* --version", "cargo --version"));
+    }
+
+    /// `$x` stands for any text: `*` below.
+    fn could(pattern: &str, command: &str) -> bool {
+        let toks: Vec<Tok> = command
+            .chars()
+            .map(|c| if c == '*' { Tok::Any } else { Tok::Ch(c) })
+            .collect();
+        CommandPattern::parse(pattern).unwrap().could_match(&toks)
+    }
+
+    #[test]
+    fn an_unknown_part_matches_whatever_it_could_be() {
+        assert!(could("rm:*", "* -rf /"));
+        assert!(could("rm:*", "*"));
+        assert!(could("rm -rf:*", "r* -rf x"));
+        assert!(could("git push *", "git *"));
+        assert!(!could("git status", "* -la"));
+        assert!(!could("rm:*", "echo *"));
+        assert!(could("git * main", "* main"));
+        assert!(!could("git * main", "* main2"));
+        assert!(
+            could("rm:*", "rm x"),
+            "known text matches as `matches` does"
+        );
     }
 
     #[test]

@@ -7,10 +7,13 @@
 
 mod always;
 mod command;
+mod inject;
 mod mode;
+mod normalize;
 mod path;
 mod rule;
 mod shell;
+mod word;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -141,6 +144,35 @@ impl Rules {
             .collect()
     }
 
+    /// The paths the `Read(…)` deny rules name literally (`Read(./secret.txt)`,
+    /// `Read(~/.aws/**)`), absolute and normalised, for the sandbox's unreadable list; a glob
+    /// (`Read(**/.env)`, `Read(*.pem)`) cannot be a mount and is left to the rules.
+    pub fn read_deny_paths(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        for rule in self.deny.iter().filter(|r| r.tools.contains("read")) {
+            if let Spec::Path(p) = &rule.spec {
+                if let Some(lit) = p.literal().filter(|l| !out.iter().any(|o| o == l)) {
+                    out.push(lit.to_path_buf());
+                }
+            }
+        }
+        out
+    }
+
+    /// The `Read(…)` deny rule that covers reading `path` (absolute, normalised), for walks
+    /// (`grep`, `find`, `ls`) to skip what they find under a directory they may read.
+    pub fn read_denied(&self, path: &Path) -> Option<Matched> {
+        self.deny
+            .iter()
+            .filter(|r| r.tools.contains("read"))
+            .find(|r| match &r.spec {
+                Spec::Any => true,
+                Spec::Path(p) => p.matches(path),
+                Spec::Command(_) => false,
+            })
+            .map(matched)
+    }
+
     /// No rule at all.
     pub fn is_empty(&self) -> bool {
         self.deny.is_empty() && self.ask.is_empty() && self.allow.is_empty()
@@ -179,7 +211,7 @@ enum Subject<'a> {
     /// A `bash` command, split lazily (only a command rule needs it).
     Command {
         raw: std::borrow::Cow<'a, str>,
-        split: std::cell::OnceCell<Option<Vec<shell::SimpleCommand>>>,
+        split: std::cell::OnceCell<Option<shell::Split>>,
     },
     /// A file tool's path, absolute and normalised, and where it leads when that differs (a
     /// symlink): deny and ask rules match either, allow rules must match both.
@@ -259,12 +291,15 @@ fn any_matches(list: &[Rule], tool: &str, subject: &Subject, any: bool) -> Optio
         return None;
     }
     match split.get_or_init(|| shell::split(raw)) {
-        Some(commands) if any => commands
+        Some(split) if any => split
+            .commands
             .iter()
             .find_map(|c| first_rule(&command_rules, c, true)),
-        Some(commands) => {
+        // A value that may inject code into an arithmetic context: never allowed by rules.
+        Some(split) if split.taint.tainted() => None,
+        Some(split) => {
             let mut first = None;
-            for c in commands {
+            for c in &split.commands {
                 let rule = first_rule(&command_rules, c, false)?;
                 first.get_or_insert(rule);
             }
@@ -272,25 +307,29 @@ fn any_matches(list: &[Rule], tool: &str, subject: &Subject, any: bool) -> Optio
         }
         // Unreadable: never allowed; denied (asked) if the raw text or a naive piece of it matches.
         None if any => rough_pieces(raw).find_map(|piece| {
-            let c = shell::SimpleCommand {
-                text: piece,
-                assigned: None,
-            };
-            first_rule(&command_rules, &c, true)
+            first_rule(&command_rules, &shell::SimpleCommand::rough(piece), true)
         }),
         None => None,
     }
 }
 
-/// The first command rule matching `c`: deny and ask rules match its words with or without its
-/// assignments, allow rules only the whole of it.
+/// The first command rule matching `c`. Deny and ask rules match its words as written, with
+/// or without its assignments, and what it runs (wrappers and paths taken off, an expansion
+/// standing for any text). Allow rules match its words as written, with its assignments unless
+/// each is harmless, and never a command whose name keel cannot read.
 fn first_rule(rules: &[&Rule], c: &shell::SimpleCommand, any: bool) -> Option<Matched> {
     let whole = c.assigned.as_deref().unwrap_or(&c.text);
+    let bare = c.assigns.iter().all(|a| normalize::harmless_assignment(a));
+    if !any && c.unreadable {
+        return None;
+    }
     rules.iter().find_map(|r| {
         let Spec::Command(p) = &r.spec else {
             return None;
         };
-        let hit = p.matches(whole) || (any && p.matches(&c.text));
+        let hit = p.matches(whole)
+            || ((any || bare) && p.matches(&c.text))
+            || (any && p.could_match(&c.normal));
         hit.then(|| matched(r))
     })
 }

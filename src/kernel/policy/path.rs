@@ -12,6 +12,9 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 #[derive(Debug, Clone)]
 pub(crate) struct PathPattern {
     set: GlobSet,
+    /// The one path (and what is below it) the pattern covers, when it has no glob before a
+    /// trailing `/**`: what a sandbox can be told.
+    literal: Option<PathBuf>,
 }
 
 impl PathPattern {
@@ -21,19 +24,21 @@ impl PathPattern {
         if spec.is_empty() {
             return Err("an empty path pattern".into());
         }
-        let anchored = if let Some(abs) = spec.strip_prefix("//") {
-            format!("/{abs}")
+        let (dir, rest) = if let Some(abs) = spec.strip_prefix("//") {
+            (Path::new("/"), abs.to_string())
         } else if let Some(rest) = spec.strip_prefix("~/") {
-            join(home, rest)
+            (home, rest.to_string())
         } else if let Some(rest) = spec.strip_prefix('/') {
-            join(root, rest)
+            (root, rest.to_string())
         } else if let Some(rest) = spec.strip_prefix("./") {
-            join(root, rest)
+            (root, rest.to_string())
         } else if !spec.trim_end_matches('/').contains('/') {
-            join(root, &format!("**/{spec}"))
+            (root, format!("**/{spec}"))
         } else {
-            join(root, spec)
+            (root, spec.to_string())
         };
+        let anchored = join(dir, &rest);
+        let literal = literal(dir, &rest);
         let base = anchored.trim_end_matches('/');
         let base = if base.is_empty() { "/" } else { base };
         let mut set = GlobSetBuilder::new();
@@ -51,7 +56,12 @@ impl PathPattern {
         let set = set
             .build()
             .map_err(|e| format!("not a path pattern: {}", e.kind()))?;
-        Ok(PathPattern { set })
+        Ok(PathPattern { set, literal })
+    }
+
+    /// The literal path the pattern covers with everything below it, if it is one.
+    pub(crate) fn literal(&self) -> Option<&Path> {
+        self.literal.as_deref()
     }
 
     /// Whether the absolute, normalised `path` matches.
@@ -64,6 +74,17 @@ impl PathPattern {
 fn join(dir: &Path, rest: &str) -> String {
     let dir = globset::escape(&dir.to_string_lossy());
     format!("{}/{rest}", dir.trim_end_matches('/'))
+}
+
+/// `dir` joined with `rest` when `rest` is literal but for a trailing `/**` (and `.`/`..`
+/// taken out).
+fn literal(dir: &Path, rest: &str) -> Option<PathBuf> {
+    let rest = rest.trim_end_matches('/');
+    let rest = rest.strip_suffix("/**").unwrap_or(rest);
+    if rest.contains(['*', '?', '[', ']', '{', '}', '\\']) {
+        return None;
+    }
+    Some(normalize(dir, rest))
 }
 
 /// `p` resolved against `cwd`, with `.` and `..` taken out lexically.
@@ -120,6 +141,24 @@ mod tests {
         let p = PathPattern::parse("./x", Path::new("/a[1]"), Path::new("/h")).unwrap();
         assert!(p.matches(Path::new("/a[1]/x")));
         assert!(!p.matches(Path::new("/a1/x")));
+    }
+
+    #[test]
+    fn literal_paths_and_directory_prefixes_are_known() {
+        let lit = |spec: &str| {
+            PathPattern::parse(spec, Path::new("/p"), Path::new("/home/u"))
+                .unwrap()
+                .literal()
+                .map(Path::to_path_buf)
+        };
+        assert_eq!(lit("./secret.txt"), Some(PathBuf::from("/p/secret.txt")));
+        assert_eq!(lit("/secrets/**"), Some(PathBuf::from("/p/secrets")));
+        assert_eq!(lit("~/.aws/"), Some(PathBuf::from("/home/u/.aws")));
+        assert_eq!(lit("//etc/shadow"), Some(PathBuf::from("/etc/shadow")));
+        assert_eq!(lit("sub/../key"), Some(PathBuf::from("/p/key")));
+        assert_eq!(lit(".env"), None, "a bare name is at any depth");
+        assert_eq!(lit("**/.env"), None);
+        assert_eq!(lit("./*.pem"), None);
     }
 
     #[test]

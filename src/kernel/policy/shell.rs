@@ -8,18 +8,76 @@ use std::cell::RefCell;
 
 use tree_sitter::{Node, Parser};
 
-/// One simple command as rules see it: its words joined by single spaces.
+use super::inject::{self, Taint};
+use super::normalize::{self, Inner};
+use super::word::{self, Tok, Word};
+
+/// One simple command as rules see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SimpleCommand {
-    /// The command name (unquoted) and its arguments, without assignments and redirections.
+    /// The command name (unquoted) and its arguments as written, without assignments and
+    /// redirections, joined by single spaces.
     pub text: String,
-    /// `VAR=value … text` when the command sets variables first (allow rules must match this).
+    /// `VAR=value … text` when the command sets variables first (allow rules must match this
+    /// unless every assignment is harmless: see `normalize::harmless_assignment`).
     pub assigned: Option<String>,
+    /// Each leading assignment as written (`FOO=1`).
+    pub assigns: Vec<String>,
+    /// What it runs, wrappers and paths taken off, each expansion a wildcard (deny and ask
+    /// rules match this too).
+    pub normal: Vec<Tok>,
+    /// Its name is an expansion, a glob or empty: no allow rule allows it.
+    pub unreadable: bool,
 }
 
-/// Shells whose `-c` script is split too.
-const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash"];
-/// How deep `bash -c` scripts nest before the command counts as unreadable.
+impl SimpleCommand {
+    /// A command keel cannot read at all (`eval "$x"`): it could be anything.
+    fn unknown(text: &str) -> SimpleCommand {
+        SimpleCommand {
+            text: text.to_string(),
+            assigned: None,
+            assigns: Vec::new(),
+            normal: vec![Tok::Any],
+            unreadable: true,
+        }
+    }
+
+    /// A piece of a command that does not parse, for deny and ask rules only.
+    /// Its words are split at spaces and normalised as a parsed command's are.
+    pub(crate) fn rough(text: String) -> SimpleCommand {
+        let words: Vec<Word> = text.split(' ').map(Word::lit).collect();
+        let normal = word::join(&normalize::normalize(&words).words);
+        SimpleCommand {
+            text,
+            assigned: None,
+            assigns: Vec::new(),
+            normal,
+            unreadable: true,
+        }
+    }
+
+    /// A command whose words are all it has (a builtin keyword, `find -exec`'s command).
+    fn plain(text: String, words: &[Word]) -> SimpleCommand {
+        let normal = normalize::normalize(words);
+        SimpleCommand {
+            text,
+            assigned: None,
+            assigns: Vec::new(),
+            normal: word::join(&normal.words),
+            unreadable: normal.unreadable,
+        }
+    }
+}
+
+/// A command split: its simple commands in source order, and whether it may inject code
+/// through an arithmetic context (see [`inject`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Split {
+    pub commands: Vec<SimpleCommand>,
+    pub taint: Taint,
+}
+
+/// How deep `eval` and `bash -c` scripts nest before the inner one counts as unknown.
 const MAX_DEPTH: usize = 3;
 
 thread_local! {
@@ -27,15 +85,25 @@ thread_local! {
 }
 
 /// The simple commands of `script`, in source order; `None` when it does not parse.
-pub(crate) fn split(script: &str) -> Option<Vec<SimpleCommand>> {
-    let mut out = Vec::new();
-    split_into(script, 0, &mut out).then_some(out)
+/// A tainted command (see [`inject`]) also runs the substitutions hidden in its quoted values,
+/// and, when a value comes from outside, an unknown command: deny rules see them.
+pub(crate) fn split(script: &str) -> Option<Split> {
+    let mut out = Split::default();
+    if !split_into(script, 0, &mut out) {
+        return None;
+    }
+    if out.taint.tainted() {
+        for hidden in std::mem::take(&mut out.taint.hidden) {
+            run_inner(Inner::Script(hidden), 0, &mut out);
+        }
+        if out.taint.outside {
+            out.commands.push(SimpleCommand::unknown(""));
+        }
+    }
+    Some(out)
 }
 
-fn split_into(script: &str, depth: usize, out: &mut Vec<SimpleCommand>) -> bool {
-    if depth > MAX_DEPTH {
-        return false;
-    }
+fn split_into(script: &str, depth: usize, out: &mut Split) -> bool {
     let Some(tree) = parse(script) else {
         return false;
     };
@@ -45,20 +113,20 @@ fn split_into(script: &str, depth: usize, out: &mut Vec<SimpleCommand>) -> bool 
     }
     let src = script.as_bytes();
     let mut stack = vec![root];
-    let mut scripts = Vec::new();
+    let mut inner = Vec::new();
     while let Some(node) = stack.pop() {
+        inject::visit(node, src, &mut out.taint);
         match node.kind() {
             "command" => {
-                if let Some(cmd) = simple(node, src) {
-                    scripts.extend(shell_script(node, src));
-                    out.push(cmd);
+                if let Some((cmd, runs)) = simple(node, src) {
+                    out.commands.push(cmd);
+                    inner.extend(runs);
                 }
             }
             "declaration_command" | "unset_command" | "test_command" => {
-                out.push(SimpleCommand {
-                    text: words(node, src),
-                    assigned: None,
-                });
+                let text = words(node, src);
+                let ws: Vec<Word> = text.split(' ').map(Word::lit).collect();
+                out.commands.push(SimpleCommand::plain(text, &ws));
             }
             _ => {}
         }
@@ -66,9 +134,38 @@ fn split_into(script: &str, depth: usize, out: &mut Vec<SimpleCommand>) -> bool 
         let children: Vec<Node> = node.named_children(&mut cursor).collect();
         stack.extend(children.into_iter().rev());
     }
-    scripts
-        .iter()
-        .all(|inner| split_into(inner, depth + 1, out))
+    for runs in inner {
+        run_inner(runs, depth, out);
+    }
+    true
+}
+
+/// Splits what a command runs besides itself into `out`; what cannot be read is unknown.
+fn run_inner(runs: Inner, depth: usize, out: &mut Split) {
+    match runs {
+        Inner::Script(s) if depth < MAX_DEPTH && split_into(&s, depth + 1, out) => {}
+        Inner::Script(s) => out.commands.push(SimpleCommand::unknown(&s)),
+        Inner::Words(ws) => {
+            let text = ws.iter().map(render).collect::<Vec<_>>().join(" ");
+            let cmd = SimpleCommand::plain(text, &ws);
+            let nested = normalize::normalize(&ws).inner;
+            out.commands.push(cmd);
+            if let Some(nested) = nested.filter(|_| depth < MAX_DEPTH) {
+                run_inner(nested, depth + 1, out);
+            }
+        }
+        Inner::Unknown => out.commands.push(SimpleCommand::unknown("")),
+    }
+}
+
+/// A word as text, an unknown part as `*`.
+fn render(w: &Word) -> String {
+    w.0.iter()
+        .map(|t| match t {
+            Tok::Ch(c) => *c,
+            Tok::Any => '*',
+        })
+        .collect()
 }
 
 fn parse(script: &str) -> Option<tree_sitter::Tree> {
@@ -97,19 +194,29 @@ fn words(node: Node, src: &[u8]) -> String {
         .join(" ")
 }
 
-/// A `command` node's name and arguments, and its assignments.
-fn simple(node: Node, src: &[u8]) -> Option<SimpleCommand> {
-    let mut assigns: Vec<&str> = Vec::new();
+/// A `command` node as a [`SimpleCommand`], and what it runs besides itself.
+fn simple(node: Node, src: &[u8]) -> Option<(SimpleCommand, Option<Inner>)> {
+    let mut assigns: Vec<String> = Vec::new();
     let mut parts: Vec<String> = Vec::new();
+    let mut decoded: Vec<Word> = Vec::new();
     let mut cursor = node.walk();
     if cursor.goto_first_child() {
         loop {
             let child = cursor.node();
             match cursor.field_name() {
-                Some("name") => parts.push(unquote(text(child, src))),
-                Some("argument") => parts.push(text(child, src).to_string()),
+                Some("name") => {
+                    let name = word::decode(child, src);
+                    parts.push(name.literal().unwrap_or_else(|| unquote(text(child, src))));
+                    decoded.push(name);
+                }
+                Some("argument") => {
+                    parts.push(text(child, src).to_string());
+                    decoded.push(word::decode(child, src));
+                }
                 Some(_) => {}
-                None if child.kind() == "variable_assignment" => assigns.push(text(child, src)),
+                None if child.kind() == "variable_assignment" => {
+                    assigns.push(text(child, src).to_string());
+                }
                 None => {}
             }
             if !cursor.goto_next_sibling() {
@@ -122,26 +229,15 @@ fn simple(node: Node, src: &[u8]) -> Option<SimpleCommand> {
     }
     let text = parts.join(" ");
     let assigned = (!assigns.is_empty()).then(|| format!("{} {text}", assigns.join(" ")));
-    Some(SimpleCommand { text, assigned })
-}
-
-/// The script of `bash -c SCRIPT` (any flag word holding `c`, as `-lc`), unquoted.
-fn shell_script(node: Node, src: &[u8]) -> Option<String> {
-    let name = node.child_by_field_name("name")?;
-    let name = unquote(text(name, src));
-    let base = name.rsplit('/').next().unwrap_or(&name);
-    if !SHELLS.contains(&base) {
-        return None;
-    }
-    let mut cursor = node.walk();
-    let args: Vec<Node> = node
-        .children_by_field_name("argument", &mut cursor)
-        .collect();
-    let flag = args.iter().position(|a| {
-        let t = text(*a, src);
-        t.starts_with('-') && !t.starts_with("--") && t.contains('c')
-    })?;
-    args.get(flag + 1).map(|a| unquote(text(*a, src)))
+    let normal = normalize::normalize(&decoded);
+    let cmd = SimpleCommand {
+        text,
+        assigned,
+        assigns,
+        normal: word::join(&normal.words),
+        unreadable: normal.unreadable,
+    };
+    Some((cmd, normal.inner))
 }
 
 /// A word without its quotes and backslashes (`"rm"`, `\rm` and `'rm'` are `rm`).
@@ -158,6 +254,7 @@ mod tests {
     fn texts(script: &str) -> Vec<String> {
         split(script)
             .unwrap_or_else(|| panic!("{script:?} should parse"))
+            .commands
             .into_iter()
             .map(|c| c.text)
             .collect()
@@ -190,7 +287,8 @@ mod tests {
         assert_eq!(texts("diff <(ls a) b"), ["diff <(ls a) b", "ls a"]);
         assert_eq!(
             texts("echo \"in $(curl x | sh) quotes\""),
-            ["echo \"in $(curl x | sh) quotes\"", "curl x", "sh"]
+            ["echo \"in $(curl x | sh) quotes\"", "curl x", "sh", ""],
+            "`sh` reading its script from stdin runs an unknown command"
         );
     }
 
@@ -210,7 +308,7 @@ mod tests {
 
     #[test]
     fn assignments_redirections_and_shell_scripts() {
-        let c = split("FOO=1 npm test > out.txt 2>&1").unwrap();
+        let c = split("FOO=1 npm test > out.txt 2>&1").unwrap().commands;
         assert_eq!(c[0].text, "npm test");
         assert_eq!(c[0].assigned.as_deref(), Some("FOO=1 npm test"));
         assert_eq!(
@@ -222,8 +320,12 @@ mod tests {
 
     #[test]
     fn broken_commands_do_not_parse() {
-        assert_eq!(split("echo (("), None);
-        assert_eq!(split("echo 'unterminated"), None);
-        assert_eq!(split("bash -c 'echo (('"), None);
+        assert!(split("echo ((").is_none());
+        assert!(split("echo 'unterminated").is_none());
+        let inner = split("bash -c 'echo (('").unwrap().commands;
+        assert!(
+            inner[1].unreadable,
+            "an inner script that does not parse is unknown"
+        );
     }
 }

@@ -100,7 +100,7 @@ fn a_denied_part_denies_the_whole_compound_command() {
     assert_eq!(short(bash(&r, "echo `rm -f x`")).0, "deny");
     assert_eq!(short(bash(&r, "(cd /tmp; rm -f x)")).0, "deny");
     assert_eq!(short(bash(&r, "{ echo a; rm x; }")).0, "deny");
-    assert_eq!(short(bash(&r, "echo a | xargs -0 rm")).0, "none");
+    assert_eq!(short(bash(&r, "echo a | xargs -0 rm")).0, "deny");
     assert_eq!(short(bash(&r, "sh -c 'rm -rf y'")).0, "deny");
     assert_eq!(
         short(bash(&r, "FOO=1 rm x")).0,
@@ -128,9 +128,14 @@ fn every_part_must_be_allowed() {
         "a substitution must be allowed too"
     );
     assert_eq!(
-        short(bash(&r, "FOO=1 echo a")).0,
+        short(bash(&r, "PATH=. echo a")).0,
         "none",
-        "allow rules see the assignments"
+        "allow rules see a risky assignment"
+    );
+    assert_eq!(
+        short(bash(&r, "FOO=1 echo a")).0,
+        "allow",
+        "…and look past a harmless one"
     );
     assert_eq!(
         short(bash(&r, "echo   a")).0,
@@ -145,6 +150,11 @@ fn an_unparsable_command_is_never_allowed_but_still_denied() {
     assert_eq!(short(bash(&r, "echo (( oops")).0, "none");
     assert_eq!(short(bash(&r, "echo ok && rm -f x ((")).0, "deny");
     assert_eq!(short(bash(&r, "rm -rf / 'unterminated")).0, "deny");
+    assert_eq!(
+        short(bash(&r, "sudo /bin/rm -rf / 'unterminated")).0,
+        "deny",
+        "a piece is normalised too"
+    );
     let asks = rules(&[], &["Bash(curl:*)"], &["Bash"]);
     assert_eq!(short(bash(&asks, "curl x | sh ((")).0, "ask");
 }
@@ -277,4 +287,282 @@ fn a_symlink_is_denied_by_its_target_and_allowed_only_if_both_match() {
         Rules::build(&[], &[], &list(&["Read(/docs/**)"]), &root, Path::new("/h"));
     let v = allow_only.check("read", &json!({"path": "docs/link"}), &root);
     assert_eq!(short(v).0, "none", "the target is outside the allowed tree");
+}
+
+/// Each of `cmds` whose verdict under `r` is not `want` (kind, and rule unless `None`), as
+/// `cmd => kind rule`.
+fn misjudged(r: &Rules, cmds: &[&str], want: (&str, Option<&str>)) -> Vec<String> {
+    cmds.iter()
+        .filter_map(|cmd| {
+            let got = short(bash(r, cmd));
+            let right = got.0 == want.0 && want.1.is_none_or(|w| w == got.1);
+            (!right).then(|| format!("{cmd} => {} {}", got.0, got.1))
+        })
+        .collect()
+}
+
+/// Issue 43 point 15: a deny rule on `rm` held only for a command spelled `rm`; a wrapper, a
+/// path, quoting or `eval` walked past it.
+#[test]
+fn a_deny_rule_holds_through_wrappers_paths_quoting_and_eval() {
+    let r = rules(&["Bash(rm:*)"], &[], &["Bash(echo:*)"]);
+    let wrong = misjudged(
+        &r,
+        &[
+            "/bin/rm -rf x",
+            "./rm x",
+            "command rm x",
+            "command -p rm x",
+            "builtin rm x",
+            "env rm x",
+            "env -i FOO=1 -u BAR rm x",
+            "exec rm x",
+            "exec -a name -cl rm x",
+            "nohup rm x",
+            "nice rm x",
+            "nice -n 5 rm x",
+            "time rm x",
+            "time -p rm x",
+            "timeout 5 rm x",
+            "timeout -s KILL -k 1 5s rm x",
+            "stdbuf -oL rm x",
+            "stdbuf -o L rm x",
+            "setsid rm x",
+            "sudo rm x",
+            "sudo -u root -- rm x",
+            "doas -u root rm x",
+            "echo x | xargs rm",
+            "echo x | xargs -0 -n 1 rm -f",
+            "busybox rm x",
+            "sudo env FOO=1 nohup /usr/bin/rm x",
+            "noglob rm x",
+            "eval 'rm -rf x'",
+            "eval rm x",
+            "echo ok; eval \"echo a; rm x\"",
+            "bash -c 'rm x'",
+            "sh -c 'echo a; rm x'",
+            "env bash -c 'rm x'",
+            "sudo sh -c \"rm x\"",
+            "env -S 'rm x'",
+            "$'\\x72m' x",
+            "$'\\162m' x",
+            "'r'm x",
+            "\"r\"m x",
+            "r\\m x",
+            "FOO=1 rm x",
+            "find . -name '*.o' -exec rm {} ;",
+            "\\rm x",
+            "$'\\u0072m' x",
+            "xargs -I{} rm {}",
+            "timeout --signal=KILL 5 rm x",
+            "nice -10 rm x",
+            "env -- rm x",
+            "sudo -E rm x",
+            "command exec rm x",
+            "time nice -n 1 sudo -u u env -i xargs rm",
+            "bash -c \"eval 'sh -c \\\"rm x\\\"'\"",
+        ],
+        ("deny", Some("Bash(rm:*)")),
+    );
+    assert_eq!(wrong, Vec::<String>::new(), "these were not denied");
+    assert_eq!(
+        short(bash(&r, "command -v rm")).0,
+        "none",
+        "`-v` runs nothing"
+    );
+    assert_eq!(
+        short(bash(&r, "echo rm")).0,
+        "allow",
+        "an argument is no command"
+    );
+}
+
+/// Issue 43 point 15: a command whose name is an expansion could be any command.
+#[test]
+fn a_command_named_by_an_expansion_is_unreadable() {
+    let r = rules(&["Bash(rm:*)"], &[], &["Bash(echo:*)", "Bash(* -la)"]);
+    let wrong = misjudged(
+        &r,
+        &[
+            "$x -rf y",
+            "${x} y",
+            "$(echo rm) y",
+            "`echo rm` y",
+            "\"$x\" y",
+            "r$x y",
+            "/bin/r? y",
+            "eval \"$x\"",
+            "bash -c \"$x\"",
+            "sudo $x y",
+        ],
+        ("deny", Some("Bash(rm:*)")),
+    );
+    assert_eq!(wrong, Vec::<String>::new(), "each could be rm");
+    for piped in [
+        "echo 'rm x' | sh",
+        "bash <<< 'rm x'",
+        "cat s | bash -s -- a",
+        "sudo bash -e",
+    ] {
+        assert_eq!(
+            short(bash(&r, piped)).0,
+            "deny",
+            "{piped}: a script from stdin"
+        );
+    }
+    for plain in ["bash ./build.sh", "bash --version"] {
+        assert_eq!(short(bash(&r, plain)).0, "none", "{plain}");
+    }
+    assert_eq!(
+        short(bash(&r, "$x -la")).0,
+        "deny",
+        "`$x` may be several words, `rm -la` among them"
+    );
+    let exact = rules(&["Bash(git status)"], &[], &["Bash(* -la)", "Bash(echo:*)"]);
+    assert_eq!(
+        short(bash(&exact, "$x -la")).0,
+        "none",
+        "it cannot be `git status`, and no allow rule allows it"
+    );
+    assert_eq!(
+        short(bash(&exact, "$x")).0,
+        "deny",
+        "it could be `git status`"
+    );
+    assert_eq!(
+        short(bash(&exact, "echo $x")).0,
+        "allow",
+        "an expanded argument is fine"
+    );
+}
+
+/// Issue 43 point 15: allow rules ran `x='a[$(cmd)]'` through an arithmetic context, which
+/// runs `cmd`.
+#[test]
+fn allow_rules_never_allow_an_arithmetic_injection() {
+    let r = rules(
+        &[],
+        &[],
+        &[
+            "Bash(echo:*)",
+            "Bash(read:*)",
+            "Bash(printf:*)",
+            "Bash(declare:*)",
+            "Bash(let:*)",
+            "Bash(test:*)",
+            "Bash([[:*)",
+        ],
+    );
+    let wrong = misjudged(
+        &r,
+        &[
+            "x='a[$(touch p)]'; echo $((x))",
+            "x='a[$(touch p)]'; echo $[x]",
+            "x='a[`touch p`]'; ((x))",
+            "x='a[$(touch p)]'; ((x)) && echo y",
+            "x='a[$(touch p)]'; echo ${!x}",
+            "x='\\$(touch p)'; echo ${x@P}",
+            "x='a[$(touch p)]'; [[ $x -eq 1 ]] && echo y",
+            "x='a[$(touch p)]'; [[ 1 -lt $x ]]",
+            "x='a[$(touch p)]'; declare -i y=x",
+            "x='a[$(touch p)]'; let y=x",
+            "x='a[$(touch p)]'; echo ${y[x]}",
+            "x='a[$(touch p)]'; test -v \"$x\"",
+            "read x; echo $((x))",
+            "read -r x < f; [[ $x -gt 0 ]]",
+            "printf -v x '%s' 'a[$(touch p)]'; echo $((x))",
+            "declare x='a[$(touch p)]'; echo $((x))",
+            "for x in 'a[$(touch p)]'; do echo $((x)); done",
+            "bash -c 'x=\"a[\\$(touch p)]\"; echo $((x))'",
+            "eval 'x=\"a[\\$(touch p)]\"'; echo $((x))",
+            "x=$'a\\x5b$(touch p)]'; echo $((x))",
+        ],
+        ("none", Some("")),
+    );
+    assert_eq!(wrong, Vec::<String>::new(), "these were allowed");
+    let deny = rules(&["Bash(touch:*)"], &[], &["Bash(echo:*)"]);
+    assert_eq!(
+        short(bash(&deny, "x='a[$(touch p)]'; echo $((x))")).0,
+        "deny",
+        "deny rules still see the substitution"
+    );
+}
+
+/// The forms above must not catch ordinary commands.
+#[test]
+fn ordinary_commands_are_still_allowed() {
+    let r = rules(
+        &["Bash(rm:*)"],
+        &[],
+        &[
+            "Bash(git status)",
+            "Bash(ls:*)",
+            "Bash(npm test:*)",
+            "Bash(echo:*)",
+        ],
+    );
+    let wrong = misjudged(
+        &r,
+        &[
+            "git status",
+            "ls -la",
+            "FOO=1 npm test",
+            "FOO=1 BAR='a b' npm test -- --watch",
+            "x=1; echo $((x+1))",
+            "for i in 1 2; do echo $((i*2)); done",
+            "echo \"$HOME\" ${x:-default}",
+            "ls $(echo src)",
+        ],
+        ("allow", None),
+    );
+    assert_eq!(wrong, Vec::<String>::new(), "these were not allowed");
+    let wrong = misjudged(
+        &r,
+        &[
+            "PATH=. npm test",
+            "LD_PRELOAD=/tmp/x.so npm test",
+            "NODE_OPTIONS=--require=./x.js npm test",
+            "FOO=$(id) npm test",
+            "sudo ls",
+            "/tmp/ls -la",
+            "timeout 5 ls",
+        ],
+        ("none", Some("")),
+    );
+    assert_eq!(
+        wrong,
+        Vec::<String>::new(),
+        "allow rules read these words as written"
+    );
+}
+
+/// Issue 43 point 15: a `Read(…)` deny rule held for the `read` tool, not for what a walk
+/// found under a directory, and never reached the sandbox.
+#[test]
+fn read_deny_rules_give_the_sandbox_their_literal_paths_and_walks_their_verdict() {
+    let r = rules(
+        &[
+            "Read(./secret.txt)",
+            "Read(~/.aws/**)",
+            "Read(**/.env)",
+            "Edit(./x)",
+            "read(//etc/shadow)",
+        ],
+        &[],
+        &[],
+    );
+    let paths: Vec<String> = r
+        .read_deny_paths()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(paths, ["/p/secret.txt", "/home/u/.aws", "/etc/shadow"]);
+    let denied = |p: &str| r.read_denied(Path::new(p)).map(|m| m.rule);
+    assert_eq!(
+        denied("/p/secret.txt").as_deref(),
+        Some("Read(./secret.txt)")
+    );
+    assert_eq!(denied("/p/deep/.env").as_deref(), Some("Read(**/.env)"));
+    assert_eq!(denied("/p/x"), None, "an Edit rule is not about reading");
+    assert_eq!(denied("/p/public.txt"), None);
 }
