@@ -105,7 +105,10 @@ fn a_read_deny_rule_holds_for_a_grep_walk_over_the_directory() {
     let sb = world();
     std::fs::write(sb.work().join("secret.txt"), "canary-secret-15\n").unwrap();
     std::fs::write(sb.work().join("public.txt"), "canary-public\n").unwrap();
-    let deny = json!({"permissions": {"deny": ["Read(./secret.txt)"]}});
+    // A glob rule too: no mount can carry it, the walk itself must skip what it covers.
+    std::fs::create_dir_all(sb.work().join("app")).unwrap();
+    std::fs::write(sb.work().join("app/keys.json"), "canary-keys-16\n").unwrap();
+    let deny = json!({"permissions": {"deny": ["Read(./secret.txt)", "Read(**/keys.json)"]}});
     let calls = [
         ("grep", json!({"pattern": "canary", "path": "."})),
         bash("cat secret.txt; cat public.txt"),
@@ -115,7 +118,7 @@ fn a_read_deny_rule_holds_for_a_grep_walk_over_the_directory() {
     let (grep, _) = &ran.results[0];
     assert!(grep.contains("canary-public"), "{grep}");
     assert!(
-        !grep.contains("canary-secret"),
+        !grep.contains("canary-secret") && !grep.contains("canary-keys"),
         "grep walked into it: {grep:?}"
     );
     // Landlock cannot take a path inside a writable root away (docs/sandbox.md): bwrap only.

@@ -47,6 +47,7 @@ fn ctx(sandbox: &Arc<Sandbox>, work: &Path, tmp: &Path, abort: AbortSignal) -> T
         files: Default::default(),
         sandbox: sandbox.clone(),
         violations: None,
+        rules: Default::default(),
     }
 }
 

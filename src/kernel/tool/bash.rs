@@ -215,6 +215,7 @@ pub async fn run_user(
         // The user's own command: not the model's, so not sandboxed.
         sandbox: std::sync::Arc::new(Sandbox::off(cwd)),
         violations: None,
+        rules: Default::default(),
     };
     let mut out = Output::new(temp_dir, env);
     let outcome = if ctx.abort.is_aborted() {
@@ -433,6 +434,7 @@ mod tests {
             files: Default::default(),
             sandbox: std::sync::Arc::new(Sandbox::off(dir)),
             violations: None,
+            rules: Default::default(),
         }
     }
 

@@ -49,6 +49,7 @@ pub(super) fn write(ctx: &ToolContext, full: &Path, shown: &str) -> Result<(), T
 #[derive(Debug, Clone)]
 pub(super) struct WalkGuard {
     policy: SandboxPolicy,
+    rules: std::sync::Arc<crate::kernel::policy::Rules>,
     root: PathBuf,
     real_root: PathBuf,
 }
@@ -57,6 +58,7 @@ impl WalkGuard {
     pub(super) fn new(ctx: &ToolContext, root: &Path) -> WalkGuard {
         WalkGuard {
             policy: ctx.sandbox.policy.clone(),
+            rules: ctx.rules.clone(),
             root: root.to_path_buf(),
             real_root: real(root),
         }
@@ -66,6 +68,7 @@ impl WalkGuard {
     /// are the entry's real path.
     pub(super) fn allows(&self, path: &Path) -> bool {
         let rel = path.strip_prefix(&self.root).unwrap_or(path);
-        self.policy.read_denied(&self.real_root.join(rel)).is_none()
+        let real = self.real_root.join(rel);
+        self.policy.read_denied(&real).is_none() && self.rules.read_denied(&real).is_none()
     }
 }

@@ -102,6 +102,9 @@ pub struct ToolContext {
     pub sandbox: Arc<Sandbox>,
     /// Where `bash` reports what the sandbox stopped (the turn loop publishes it).
     pub violations: Option<mpsc::UnboundedSender<crate::kernel::sandbox::Violation>>,
+    /// The session's permission rules: walks (`grep`, `find`, `ls`) skip what a `Read(…)`
+    /// deny rule covers, globs included, whatever the sandbox.
+    pub rules: Arc<crate::kernel::policy::Rules>,
 }
 
 impl ToolContext {
@@ -219,5 +222,6 @@ pub(crate) fn test_context(dir: &Path) -> ToolContext {
         files: Default::default(),
         sandbox: Arc::new(Sandbox::off(dir)),
         violations: None,
+        rules: Default::default(),
     }
 }

@@ -43,6 +43,7 @@ pub(super) async fn execute(
         files: inner.config.files.for_call(id),
         sandbox,
         violations: Some(vtx),
+        rules: inner.config.rules.clone(),
     };
     let run = async {
         if let Some(out) = super::session_tools::run(inner, id, name, args, abort).await {
