@@ -195,3 +195,38 @@ fn a_command_has_no_controlling_terminal_and_cannot_type_into_the_users() {
         }
     }
 }
+
+/// Issue 43 point 17: what a command leaves behind, even in a session of its own (`setsid`,
+/// out of its call's process group), ends with the session: the zygote is a child subreaper
+/// under Landlock (bubblewrap's PID namespace ends it there).
+#[test]
+fn a_process_a_command_leaves_behind_in_its_own_session_ends_with_the_session() {
+    for (user, mech) in users_and_mechanisms() {
+        let sb = world_as(user);
+        let marker = format!("keel-orphan-{}-{mech}-{user:?}", std::process::id());
+        let calls = [bash(&format!(
+            "cp /bin/sleep ./{marker} && (setsid ./{marker} 300 >/dev/null 2>&1 &) ; echo started"
+        ))];
+        let (r, _) = run_as(&sb, user, mech, &calls, &[], &["--no-session"]);
+        assert_eq!(r[0].0, "started\n", "{mech} as {user:?}");
+        // keel has exited; its zygote ends what is left as soon as its control socket closes.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let alive = loop {
+            let found = std::process::Command::new("pgrep")
+                .args(["-f", &marker])
+                .output()
+                .unwrap();
+            let alive = found.status.success();
+            if !alive || std::time::Instant::now() > deadline {
+                break alive;
+            }
+            std::thread::yield_now();
+        };
+        if alive {
+            let _ = std::process::Command::new("pkill")
+                .args(["-9", "-f", &marker])
+                .status();
+        }
+        assert!(!alive, "{mech} as {user:?}: {marker} outlived the session");
+    }
+}
