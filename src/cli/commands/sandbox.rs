@@ -50,8 +50,18 @@ pub fn exec(args: ExecArgs) -> Exit {
 pub fn zygote() -> Exit {
     use std::os::fd::AsFd;
     let mut out = Output::stdio(ColorChoice::Never);
+    use crate::kernel::sandbox::zygote::serve;
+    // Its parent's death is SIGTERM, heard from before it is set: the zygote ends what its
+    // commands left before it goes (SIGKILL would give it no time to).
+    let ending = match serve::Ending::listen() {
+        Ok(e) => e,
+        Err(e) => {
+            out.err(&format!("Error: keel sandbox zygote: {e}\n"));
+            return Exit::Internal;
+        }
+    };
     let parent = nix::unistd::getppid();
-    let orphaned = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).is_err()
+    let orphaned = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM).is_err()
         || nix::unistd::getppid() != parent;
     if orphaned {
         out.err("Error: keel sandbox zygote: its parent is gone\n");
@@ -60,7 +70,7 @@ pub fn zygote() -> Exit {
     let served = std::io::stdin()
         .as_fd()
         .try_clone_to_owned()
-        .and_then(crate::kernel::sandbox::zygote::serve::serve);
+        .and_then(|control| serve::serve(control, ending));
     match served {
         Ok(()) => Exit::Success,
         Err(e) => {

@@ -23,8 +23,29 @@ use super::proto::{self, OsBytes, Reply, Request};
 /// The process groups started and maybe still alive.
 type Groups = Arc<Mutex<BTreeSet<i32>>>;
 
+/// keel's death as this process hears it: SIGTERM (its parent-death signal), listened for from
+/// before that signal is set, so that what the commands left ends before the zygote does. A
+/// handler, not a blocked signal: the commands start with SIGTERM as it always is.
+pub struct Ending {
+    runtime: tokio::runtime::Runtime,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Ending {
+    /// Starts listening (no thread yet: the runtime runs only on [`serve`]'s waiter).
+    pub fn listen() -> std::io::Result<Ending> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_io()
+            .build()?;
+        let term = runtime.block_on(async {
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        })?;
+        Ok(Ending { runtime, term })
+    }
+}
+
 /// Serves calls from `control` until keel closes it; returns the error that ended it early.
-pub fn serve(control: OwnedFd) -> std::io::Result<()> {
+pub fn serve(control: OwnedFd, ending: Ending) -> std::io::Result<()> {
     // The walls every command lives under, installed here (before any thread starts) under
     // bubblewrap; the Landlock helper installed them before it exec'd this.
     if rustix::thread::secure_computing_mode()
@@ -39,6 +60,14 @@ pub fn serve(control: OwnedFd) -> std::io::Result<()> {
     // each call's environment.
     let own: Arc<Vec<(OsString, OsString)>> = Arc::new(std::env::vars_os().collect());
     let groups: Groups = Arc::default();
+    // keel's death arrives as SIGTERM: what was started ends before this process does.
+    let last = groups.clone();
+    std::thread::spawn(move || {
+        let Ending { runtime, mut term } = ending;
+        runtime.block_on(term.recv());
+        end_all(&last);
+        let _ = kill(Pid::this(), Signal::SIGKILL);
+    });
     // keel may be waiting for this to know the sandbox works (its start is the probe).
     proto::send_ready(control.as_fd())?;
     let ended = loop {
@@ -51,12 +80,17 @@ pub fn serve(control: OwnedFd) -> std::io::Result<()> {
             Err(e) => break Err(e),
         }
     };
+    end_all(&groups);
+    ended
+}
+
+/// Kills every group started, then whatever else is left below this process.
+fn end_all(groups: &Groups) {
     let groups = groups.lock().unwrap_or_else(|e| e.into_inner());
     for &pg in groups.iter() {
         let _ = killpg(Pid::from_raw(pg), Signal::SIGKILL);
     }
     end_descendants();
-    ended
 }
 
 /// Kills every child this process still has (the commands' left-overs it adopted as their
