@@ -74,9 +74,17 @@ async fn ask(socket: &Path, request: &str) -> String {
 #[tokio::test]
 async fn allowed_names_pass_and_others_are_refused_and_recorded() {
     let (port, mut seen) = server().await;
-    let allow = vec![HostPattern::parse("*.allowed.test").unwrap()];
+    // Listed exactly: it may resolve to loopback (a name allowed only by `*.allowed.test`
+    // may not, see below).
+    let allow = vec![
+        HostPattern::parse("api.allowed.test").unwrap(),
+        HostPattern::parse("*.allowed.test").unwrap(),
+    ];
     let slot = ProxySlot::new(
-        vec![("api.allowed.test".into(), [127, 0, 0, 1].into())],
+        vec![
+            ("api.allowed.test".into(), [127, 0, 0, 1].into()),
+            ("web.allowed.test".into(), [127, 0, 0, 1].into()),
+        ],
         None,
     );
     let socket = slot.socket(&allow).unwrap();
@@ -120,6 +128,11 @@ async fn allowed_names_pass_and_others_are_refused_and_recorded() {
         assert!(out.starts_with("HTTP/1.1 403 Forbidden"), "{out}");
         assert!(out.contains("is not in the network allowlist"), "{out}");
     }
+    // Allowed by the wildcard alone, resolving to loopback: refused (DNS rebinding).
+    let rebound = format!("CONNECT web.allowed.test:{port} HTTP/1.1\r\n\r\n");
+    let out = ask(&socket, &rebound).await;
+    assert!(out.starts_with("HTTP/1.1 403 Forbidden"), "{out}");
+    assert!(out.contains("not a public address"), "{out}");
     let v = slot.take_violations();
     let hosts: Vec<(&str, u16, ViolationReason)> = v
         .iter()
@@ -129,7 +142,8 @@ async fn allowed_names_pass_and_others_are_refused_and_recorded() {
         hosts,
         [
             ("allowed.test", port, ViolationReason::NotAllowed),
-            ("127.0.0.1", port, ViolationReason::NotAllowed)
+            ("127.0.0.1", port, ViolationReason::NotAllowed),
+            ("web.allowed.test", port, ViolationReason::PrivateAddress)
         ]
     );
     assert!(slot.take_violations().is_empty(), "taken once");
