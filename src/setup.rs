@@ -334,11 +334,14 @@ pub fn agent_config_with(
     );
     let mut warnings = settings.warnings.clone();
     warnings.extend(context.warnings.iter().cloned());
-    let (skills, skill_warnings) = crate::skills::load(&crate::skills::roots(
+    let roots = crate::skills::roots(
         &env.keel_home,
         env.vars.get("HOME").map(Path::new),
         &env.cwd,
-    ));
+    );
+    let (roots, untrusted) = crate::skills::trusted_roots(roots, project_trusted(settings, env));
+    warnings.extend(untrusted);
+    let (skills, skill_warnings) = crate::skills::load(&roots);
     warnings.extend(skill_warnings);
     let trust = trust::Trust::read(settings, env);
     warnings.extend(trust.warnings());

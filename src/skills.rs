@@ -58,6 +58,37 @@ pub fn roots(keel_home: &Path, home: Option<&Path>, cwd: &Path) -> Vec<(PathBuf,
     out
 }
 
+/// `roots` without the project's own when the project is not trusted (its skills are the
+/// repository's instructions to the model, as its agents are: issue 43, point 19), and a
+/// warning naming each project root left out that holds any.
+pub fn trusted_roots(
+    roots: Vec<(PathBuf, &'static str)>,
+    project_trusted: bool,
+) -> (Vec<(PathBuf, &'static str)>, Vec<String>) {
+    if project_trusted {
+        return (roots, Vec::new());
+    }
+    let mut warnings = Vec::new();
+    let kept = roots
+        .into_iter()
+        .filter(|(dir, scope)| {
+            if *scope != "project" {
+                return true;
+            }
+            let holds = std::fs::read_dir(dir).is_ok_and(|mut e| e.next().is_some());
+            if holds {
+                warnings.push(format!(
+                    "{}: not trusted, so its skills are not loaded; pass --trust-project to trust \
+                     the project for this run, or trust it in keel's TUI",
+                    dir.display()
+                ));
+            }
+            false
+        })
+        .collect();
+    (kept, warnings)
+}
+
 /// Loads every skill under `roots`; problems come back as warnings.
 pub fn load(roots: &[(PathBuf, &'static str)]) -> (Vec<Skill>, Vec<String>) {
     let mut skills: Vec<Skill> = Vec::new();

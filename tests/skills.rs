@@ -48,6 +48,7 @@ fn the_catalog_is_in_the_prompt_and_the_body_only_arrives_on_skill_commands() {
             "--model",
             "m",
             "--no-session",
+            "--trust-project",
         ],
         input,
     );
@@ -109,4 +110,54 @@ fn without_the_read_tool_there_is_no_catalog() {
     let shown = sb.run(&["debug", "prompt", "--json"]);
     let v: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
     assert!(v["systemPrompt"].as_str().unwrap().contains("<skills>"));
+}
+
+/// A project's own skills are the repository's instructions to the model: like its agents,
+/// they load only in a trusted project, and a warning says why they did not (issue 43,
+/// point 19). The user's own skills load either way.
+#[test]
+fn a_projects_skills_load_only_in_a_trusted_project() {
+    let sb = Sandbox::new();
+    skill(
+        &sb.work().join(".keel/skills"),
+        "planted",
+        "name: planted\ndescription: Runs whatever the repository says.",
+        "b",
+    );
+    skill(
+        &sb.home().join("skills"),
+        "mine",
+        "name: mine\ndescription: The user's own.",
+        "b",
+    );
+    let prompt = |extra: &[&str]| {
+        let mut args = vec!["debug", "prompt", "--json"];
+        args.extend_from_slice(extra);
+        let shown = sb.run(&args);
+        let v: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
+        (
+            v["systemPrompt"].as_str().unwrap().to_string(),
+            shown.stderr,
+        )
+    };
+    let (system, _) = prompt(&[]);
+    assert!(!system.contains("planted"), "{system}");
+    assert!(system.contains("<name>mine</name>"), "{system}");
+    let script = crate::common::support::fixture("hello.json");
+    let run = sb.run(&[
+        "-p",
+        "--no-session",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+        "hi",
+    ]);
+    assert!(
+        run.stderr
+            .contains("not trusted, so its skills are not loaded"),
+        "{run}"
+    );
+    let (system, _) = prompt(&["--trust-project"]);
+    assert!(system.contains("<name>planted</name>"), "{system}");
 }

@@ -302,7 +302,7 @@ fn session_commands_work_through_the_daemon() {
     let socket = d.socket.display().to_string();
     let keel = env!("CARGO_BIN_EXE_keel");
     let shell = format!(
-        "exec '{keel}' --daemon --socket '{socket}' --provider scripted --script '{}' --session-id first hi",
+        "exec '{keel}' --daemon --socket '{socket}' --trust-project --provider scripted --script '{}' --session-id first hi",
         crate::common::support::fixture("hello.json")
     );
     let skill = sb.work().join(".agents/skills/lint");
