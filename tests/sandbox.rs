@@ -146,20 +146,10 @@ pub(crate) fn run_as_events(
     envs: &[(&str, &str)],
     extra: &[&str],
 ) -> (Vec<(String, bool)>, String, Vec<Value>) {
-    let chunks: Vec<Value> = calls
-        .iter()
-        .enumerate()
-        .map(|(i, (name, args))| {
-            json!({"toolCall": {"id": format!("call_{i}"), "name": name, "arguments": args}})
-        })
-        .collect();
-    let script = sb.dir.path().join("script.json");
-    let body = json!({"turns": [{"chunks": chunks}, {"chunks": [{"text": "done"}]}]});
-    std::fs::write(&script, body.to_string()).unwrap();
+    let script = sb.tool_calls_script(calls);
     if user == User::Nobody {
-        give_to_nobody(&script);
+        give_to_nobody(Path::new(&script));
     }
-    let script = script.display().to_string();
     let mut args = vec!["--json", "--provider", "scripted", "--script", &script];
     args.extend_from_slice(extra);
     args.push("go");

@@ -8,7 +8,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::sandbox::{bash, run_as, users_and_mechanisms, world_as, User, NOBODY};
 use crate::tui_pty::spawn_with;
@@ -132,20 +132,13 @@ fn only_the_harmless_devices_are_writable() {
 fn a_command_has_no_controlling_terminal_and_cannot_type_into_the_users() {
     for (user, mech) in users_and_mechanisms() {
         let sb = world_as(user);
-        let script = sb.dir.path().join("script.json");
-        let calls: Vec<Value> = [
+        let commands = [
             "(exec 3</dev/tty) 2>/dev/null && echo has-tty || echo no-tty".to_string(),
             format!("perl -e '{TIOCSTI}' /dev/tty 2>&1; true"),
             format!("perl -e '{TIOCSTI}' \"$(cat ../ptyname)\" 2>&1; true"),
-        ]
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            json!({"toolCall": {"id": format!("call_{i}"), "name": "bash", "arguments": {"command": c}}})
-        })
-        .collect();
-        let body = json!({"turns": [{"chunks": calls}, {"chunks": [{"text": "done"}]}]});
-        std::fs::write(&script, body.to_string()).unwrap();
+        ];
+        let calls: Vec<_> = commands.iter().map(|c| bash(c)).collect();
+        let script = sb.tool_calls_script(&calls);
         let out = sb.dir.path().join("out.jsonl");
         let keel = env!("CARGO_BIN_EXE_keel");
         let setpriv = match user {
@@ -158,7 +151,6 @@ fn a_command_has_no_controlling_terminal_and_cannot_type_into_the_users() {
         let shell = format!(
             "tty > {dir}/ptyname && {setpriv}{keel} --json --provider scripted --script {script} go > {out} 2>&1; echo exit=$?",
             dir = sb.dir.path().display(),
-            script = script.display(),
             out = out.display(),
         );
         let managed = sb.managed_settings().display().to_string();

@@ -143,16 +143,7 @@ fn a_projects_skills_load_only_in_a_trusted_project() {
     let (system, _) = prompt(&[]);
     assert!(!system.contains("planted"), "{system}");
     assert!(system.contains("<name>mine</name>"), "{system}");
-    let script = crate::common::support::fixture("hello.json");
-    let run = sb.run(&[
-        "-p",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "hi",
-    ]);
+    let run = sb.scripted("-p", "hello.json", &["--no-session", "hi"]);
     assert!(
         run.stderr
             .contains("not trusted, so its skills are not loaded"),
