@@ -358,12 +358,15 @@ pub fn agent_config_with(
         date: today.get(..10).unwrap_or(&today),
     });
     let tool_env = tool_env(settings, env).with_vars(tool_vars(settings, env, &trust));
+    let sandbox_config = settings.sandbox(env, &trust, &mut warnings);
+    if !can_ask && !settings.allow_home {
+        refuse_home(&sandbox_config, env)?;
+    }
     let (external_tools, mcp_warnings) =
         mcp::start(settings, env, mcp_allow, &tool_env, &trust, late)?;
     warnings.extend(mcp_warnings);
     let hooks = settings.hooks(env, &tool_env, &trust, &mut warnings);
     let temp_dir = env.keel_home.join("tmp");
-    let sandbox_config = settings.sandbox(env, &trust, &mut warnings);
     // A session that runs `bash` in a sandbox starts its zygote now, not at its first run.
     let sandboxed = sandbox_config.mode != crate::kernel::sandbox::SandboxMode::Off;
     let sandbox_tmp = match sandboxed && tools.iter().any(|t| t == "bash") {
@@ -477,6 +480,26 @@ pub struct OpenedSession {
     pub store: Store,
     pub is_new: bool,
     pub warnings: Vec<String>,
+}
+
+/// A run nobody watches (`can_ask` false) in a directory that is or holds the home directory
+/// is refused before anything starts: the model could write everything in it but the secrets
+/// and the protected dotfiles, and nobody would see it happen (issue 43, point 13).
+fn refuse_home(
+    config: &crate::kernel::sandbox::SandboxConfig,
+    env: &Env,
+) -> Result<(), StartupError> {
+    let vars = env.tool_vars.as_ref().unwrap_or(&env.vars);
+    match crate::kernel::sandbox::home_held(config, &env.cwd, &env.keel_home, vars) {
+        None => Ok(()),
+        Some(home) => Err(StartupError::usage(format!(
+            "refusing to run unwatched in {}: it holds the home directory {}, all of which but \
+             the secrets and the shell, git, PATH and autostart files the model could write",
+            env.cwd.display(),
+            home.display()
+        ))
+        .hint("start keel in a project directory, or pass --allow-home")),
+    }
 }
 
 /// Checks flag combinations that can never work, before anything is opened.

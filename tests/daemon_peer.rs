@@ -124,3 +124,44 @@ fn a_daemon_closes_a_connection_from_another_uid_and_serves_its_own() {
     let status: serde_json::Value = serde_json::from_slice(&own.stdout).unwrap();
     assert!(status["pid"].as_u64().is_some(), "{status}");
 }
+
+/// Issue 43 point 6: a client inside a keel sandbox gets its hello refused with -32015, so a
+/// command the model runs cannot open a session without a sandbox, prompt another session or
+/// stop the daemon even if it reached the socket. The client here runs in a user namespace of
+/// its own, as every bubblewrap sandbox's processes do (the Landlock zygote's descendants are
+/// recognised by their ancestry: `kernel::sandbox::inside`'s tests, and
+/// `sandbox_sockets::a_command_of_the_sandbox_is_known_as_inside_from_outside`). A client
+/// outside is served by the same daemon.
+#[test]
+fn a_client_in_a_user_namespace_of_its_own_is_refused_as_sandboxed() {
+    use crate::common::daemon::Daemon;
+    let sb = crate::common::support::Sandbox::new();
+    let daemon = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let sock = daemon.socket.to_str().unwrap().to_string();
+    let status = ["daemon", "status", "--json", "--socket", &sock];
+    let base = sb.cmd(&status);
+    let mut inside = Command::new("unshare");
+    inside
+        .arg("--user")
+        .arg(base.get_program())
+        .args(base.get_args());
+    inside.env_clear();
+    for (k, v) in base.get_envs() {
+        if let Some(v) = v {
+            inside.env(k, v);
+        }
+    }
+    inside.current_dir(sb.work()).stdin(Stdio::null());
+    let out = inside.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "served from inside: {stderr}");
+    assert!(stderr.contains("inside a keel sandbox"), "{stderr}");
+    assert!(stderr.contains("another user namespace"), "{stderr}");
+    let own = sb.cmd(&status).output().unwrap();
+    assert_eq!(
+        own.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&own.stderr)
+    );
+}

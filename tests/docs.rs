@@ -245,6 +245,10 @@ fn protocol_reference() -> String {
         (j::UNKNOWN_SESSION, "unknown session"),
         (j::SESSION_BUSY, "session busy"),
         (j::ALREADY_ANSWERED, "already answered"),
+        (
+            j::SANDBOXED_PEER,
+            "sandboxed peer (the daemon closes the connection)",
+        ),
         (j::REQUEST_CANCELLED, "request cancelled (ACP)"),
         (j::RESOURCE_NOT_FOUND, "resource not found (ACP)"),
     ] {

@@ -146,19 +146,7 @@ pub(crate) fn run_as_events(
     envs: &[(&str, &str)],
     extra: &[&str],
 ) -> (Vec<(String, bool)>, String, Vec<Value>) {
-    let script = sb.tool_calls_script(calls);
-    if user == User::Nobody {
-        give_to_nobody(Path::new(&script));
-    }
-    let mut args = vec!["--json", "--provider", "scripted", "--script", &script];
-    args.extend_from_slice(extra);
-    args.push("go");
-    let mut cmd = sb.cmd(&args);
-    if user == User::Nobody {
-        use std::os::unix::process::CommandExt;
-        cmd.uid(NOBODY).gid(NOBODY);
-    }
-    cmd.env("KEEL_SANDBOX_MECHANISM", mechanism);
+    let mut cmd = keel_as(sb, user, mechanism, calls, &[&["--json"], extra].concat());
     for (k, v) in envs {
         cmd.env(k, v);
     }
@@ -177,6 +165,30 @@ pub(crate) fn run_as_events(
     }
     assert_eq!(results.len(), calls.len(), "{stdout}");
     (results, stderr, events)
+}
+
+/// `keel ARGS… go` as `user` under `mechanism`, its model the scripted one making `calls`
+/// (`args`: `--json` or `-p`, and any other flag).
+pub(crate) fn keel_as(
+    sb: &Sandbox,
+    user: User,
+    mechanism: &str,
+    calls: &[(&str, Value)],
+    args: &[&str],
+) -> std::process::Command {
+    let script = sb.tool_calls_script(calls);
+    if user == User::Nobody {
+        give_to_nobody(Path::new(&script));
+    }
+    let mut all = args.to_vec();
+    all.extend(["--provider", "scripted", "--script", &script, "go"]);
+    let mut cmd = sb.cmd(&all);
+    if user == User::Nobody {
+        use std::os::unix::process::CommandExt;
+        cmd.uid(NOBODY).gid(NOBODY);
+    }
+    cmd.env("KEEL_SANDBOX_MECHANISM", mechanism);
+    cmd
 }
 
 pub(crate) fn bash(command: &str) -> (&'static str, Value) {
@@ -462,7 +474,8 @@ fn debug_sandbox_names_the_mechanism_and_its_self_test_holds() {
                 "capabilities",
                 "terminal",
                 "namespace",
-                "unix-socket"
+                "unix-socket",
+                "x32"
             ],
             "{stdout}"
         );

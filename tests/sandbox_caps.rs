@@ -222,3 +222,30 @@ fn a_process_a_command_leaves_behind_in_its_own_session_ends_with_the_session() 
         assert!(!alive, "{mech} as {user:?}: {marker} outlived the session");
     }
 }
+
+/// An x32 system call (bit 30 of the number set) shares the x86-64 architecture value but not
+/// its numbers, so rules written for the 64-bit numbers do not see it: on a kernel that offers
+/// the x32 ABI it would be a way around every seccomp wall (`socket(AF_UNIX)`, `ptrace`,
+/// `unshare`, `mount`). Inside, every one is refused with `EPERM`; outside, this kernel answers
+/// `ENOSYS` (its x32 ABI is off), so the refusal seen is the sandbox's.
+#[cfg(target_arch = "x86_64")]
+#[test]
+fn no_x32_system_call_reaches_the_kernel() {
+    let probe = "perl -e '$r = syscall(0x40000000 | 39); print \"x32 \", $! + 0, \"\\n\"'";
+    let outside = std::process::Command::new("sh")
+        .args(["-c", probe])
+        .output()
+        .unwrap();
+    let outside = String::from_utf8_lossy(&outside.stdout).trim().to_string();
+    assert_ne!(
+        outside,
+        format!("x32 {}", libc::EPERM),
+        "outside already refuses"
+    );
+    for (user, mech) in users_and_mechanisms() {
+        let sb = world_as(user);
+        let (r, _) = run_as(&sb, user, mech, &[bash(probe)], &[], &[]);
+        let who = format!("{mech} as {user:?}");
+        assert_eq!(r[0].0.trim(), format!("x32 {}", libc::EPERM), "{who}");
+    }
+}

@@ -5,7 +5,7 @@
 
 use serde_json::json;
 
-use crate::sandbox::{bash, run_as, users_and_mechanisms, world_as, User};
+use crate::sandbox::{bash, keel_as, run_as, users_and_mechanisms, world_as, User};
 
 const CREDENTIALS: [(&str, &str); 7] = [
     ("AWS_ACCESS_KEY_ID", "AKIA-canary-1"),
@@ -58,7 +58,8 @@ fn a_workspace_that_holds_home_keeps_shell_git_path_and_autostart_files() {
              mkdir -p .config/autostart && echo evil > .config/autostart/x.desktop; \
              mkdir -p .config/systemd/user && echo evil > .config/systemd/user/x.service; true",
         )];
-        let (_, stderr) = run_as(&sb, user, mech, &calls, &[("HOME", &work)], &[]);
+        let envs = [("HOME", work.as_str())];
+        let (_, stderr) = run_as(&sb, user, mech, &calls, &envs, &["--allow-home"]);
         let who = format!("{mech} as {user:?}");
         let w = sb.work();
         assert_eq!(
@@ -77,6 +78,32 @@ fn a_workspace_that_holds_home_keeps_shell_git_path_and_autostart_files() {
         assert!(
             stderr.contains("holds the home directory"),
             "{who}: {stderr}"
+        );
+    }
+}
+
+/// Issue 43 point 13: a run nobody watches (print or JSON) in a directory that is the home
+/// directory is refused before the model runs anything, unless `--allow-home` says so; the
+/// error names the directory and the flag.
+#[test]
+fn an_unwatched_run_in_the_home_directory_is_refused_without_allow_home() {
+    for (user, mech) in users_and_mechanisms() {
+        let sb = world_as(user);
+        let work = sb.work().display().to_string();
+        let mut cmd = keel_as(&sb, user, mech, &[bash("touch ran")], &["-p"]);
+        cmd.env("HOME", &work);
+        let out = cmd.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let who = format!("{mech} as {user:?}");
+        assert_eq!(out.status.code(), Some(2), "{who}: {stderr}");
+        assert!(
+            stderr.contains("refusing to run unwatched"),
+            "{who}: {stderr}"
+        );
+        assert!(stderr.contains("--allow-home"), "{who}: {stderr}");
+        assert!(
+            !sb.work().join("ran").exists(),
+            "{who}: the model's command ran"
         );
     }
 }

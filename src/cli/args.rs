@@ -249,6 +249,12 @@ pub struct Cli {
     #[arg(long, value_name = "MODE", value_parser = ["workspace-write", "read-only", "off", "danger-full-access"])]
     pub sandbox: Option<String>,
 
+    /// Let a run nobody watches (print, JSON, a headless daemon session) start in a directory
+    /// that is your home directory or holds it: the model may then write everything in it but
+    /// the secrets and the shell, git, PATH and autostart files. Without it such a run is refused.
+    #[arg(long)]
+    pub allow_home: bool,
+
     /// TEMPORARY test entry point until the `sandbox.network` setting is wired (hidden): `on`
     /// lets the commands the model runs use the network directly, `off` cuts it (the default).
     #[arg(long, hide = true, value_name = "on|off", value_parser = ["on", "off"])]

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use super::server::Shared;
 use crate::host::actor::{Call, DialogAnswer, SessionHandle};
 use crate::host::stream::{Cursor, Delivery, Item, Lagged, Start, QUEUE};
+use crate::kernel::sandbox::inside::Inside;
 use crate::wire::jsonl::{Frame, LineDecoder, MAX_LINE_BYTES};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
 use crate::wire::pi::{Command, CommandName};
@@ -74,6 +75,8 @@ struct Conn {
     client: u64,
     hello: bool,
     interactive: bool,
+    /// Why the client is taken to run inside a keel sandbox (then its hello is refused).
+    sandboxed: Option<Inside>,
     /// Attached sessions (by the id this client was last told) and their lagged flags.
     attached: HashMap<String, (SessionHandle, Arc<Lagged>)>,
     queue_tx: mpsc::Sender<Delivery>,
@@ -81,7 +84,9 @@ struct Conn {
 }
 
 /// Serves one accepted connection until the client goes away, is dropped, or the daemon ends.
-pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
+/// `sandboxed`: why the client is taken to run inside a keel sandbox (see
+/// [`crate::kernel::sandbox::inside`]); such a client's hello is refused with -32015.
+pub async fn serve(stream: UnixStream, shared: Arc<Shared>, sandboxed: Option<Inside>) {
     shared.clients.fetch_add(1, Ordering::Relaxed);
     let client = shared.next();
     let (mut read, mut write) = stream.into_split();
@@ -95,6 +100,7 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>) {
         client,
         hello: false,
         interactive: false,
+        sandboxed,
         attached: HashMap::new(),
         queue_tx,
         later,
@@ -195,6 +201,7 @@ pub async fn one_request(shared: Arc<Shared>, line: &[u8]) -> Vec<u8> {
         shared,
         hello: true,
         interactive: true,
+        sandboxed: None,
         attached: HashMap::new(),
         queue_tx,
         later,
@@ -504,6 +511,20 @@ impl Conn {
     }
 
     fn hello(&mut self, id: &Id, hello: HelloParams) -> Outcome {
+        if let Some(why) = &self.sandboxed {
+            tracing::warn!(
+                "client {} ({}) refused: {why}",
+                self.client,
+                hello.client.name
+            );
+            return Outcome::Fatal(ErrorObject::new(
+                j::SANDBOXED_PEER,
+                format!(
+                    "this client runs inside a keel sandbox ({why}): the daemon takes no \
+                     request from inside one"
+                ),
+            ));
+        }
         if hello.protocol_version != PROTOCOL {
             let mut e = ErrorObject::new(
                 j::VERSION_MISMATCH,

@@ -199,7 +199,14 @@ pub async fn serve(
                         tracing::warn!("connection refused: {why}");
                         continue;
                     }
-                    tokio::spawn(connection::serve(stream, shared.clone()));
+                    // A client inside a keel sandbox gets its hello refused (issue 43, 6).
+                    let sandboxed = stream
+                        .peer_cred()
+                        .ok()
+                        .and_then(|c| c.pid())
+                        .and_then(|pid| u32::try_from(pid).ok())
+                        .and_then(crate::kernel::sandbox::inside::inside);
+                    tokio::spawn(connection::serve(stream, shared.clone(), sandboxed));
                 }
                 Err(e) => {
                     if let accept::After::Pause(d) = backoff.failed(&e) {

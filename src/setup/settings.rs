@@ -60,6 +60,8 @@ pub struct Settings {
     pub strict_mcp_config: bool,
     pub no_mcp: bool,
     pub trust_project: bool,
+    /// `--allow-home`: a run nobody watches may start in (or above) the home directory.
+    pub allow_home: bool,
     /// The settings' `mcpServers`, each with the file it came from.
     pub mcp_servers: BTreeMap<String, Sourced<Value>>,
     /// The front end the flags and terminals chose (where late warnings go).
@@ -137,6 +139,7 @@ impl Settings {
             strict_mcp_config: cli.strict_mcp_config,
             no_mcp: cli.no_mcp,
             trust_project: cli.trust_project,
+            allow_home: cli.allow_home,
             mcp_servers: m.mcp_servers.clone(),
             mode: mode::resolve(cli, env),
             output_schema: cli.output_schema.clone(),

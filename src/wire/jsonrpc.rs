@@ -61,6 +61,9 @@ pub const UNKNOWN_SESSION: i64 = -32012;
 pub const SESSION_BUSY: i64 = -32013;
 /// Daemon: the dialog or request was answered already.
 pub const ALREADY_ANSWERED: i64 = -32014;
+/// Daemon: the client runs inside a keel sandbox, and the daemon takes no request from inside
+/// one. The daemon closes the connection after sending it.
+pub const SANDBOXED_PEER: i64 = -32015;
 /// ACP: the request was cancelled (`session/cancel`, `$/cancel_request`) before it finished.
 pub const REQUEST_CANCELLED: i64 = -32800;
 /// ACP: a resource (a file, or an unknown session) does not exist.

@@ -10,6 +10,7 @@ pub mod bwrap;
 pub mod caps;
 pub mod forward;
 pub mod gitdirs;
+pub mod inside;
 pub mod known;
 pub mod landlock;
 pub mod network;
@@ -620,22 +621,41 @@ fn places_of(cwd: &Path, keel_home: &Path, vars: &BTreeMap<String, String>) -> P
     }
 }
 
-/// The warning when the session's directory is a home directory or holds one: everything in
-/// it but the secrets and [`policy::HOME_PROTECTED`] is then the model's to write.
-fn home_in_workspace(config: &SandboxConfig, places: &Places) -> Option<String> {
+/// The home directory (`$HOME`, or the account's) that the session's directory is or holds,
+/// when the sandbox lets the model write that directory: everything in it but the secrets and
+/// [`policy::HOME_PROTECTED`] is then the model's to write. A run nobody watches is refused
+/// then (unless the user said so); a watched one is warned.
+pub fn home_held(
+    config: &SandboxConfig,
+    cwd: &Path,
+    keel_home: &Path,
+    vars: &BTreeMap<String, String>,
+) -> Option<PathBuf> {
+    held_home(config, &places_of(cwd, keel_home, vars))
+}
+
+fn held_home(config: &SandboxConfig, places: &Places) -> Option<PathBuf> {
     if config.mode != SandboxMode::WorkspaceWrite {
         return None;
     }
     let cwd = policy::real(&places.cwd);
-    let home = places
+    places
         .home
         .iter()
         .chain(&places.account_home)
         .map(|h| policy::real(h))
-        .find(|h| h.starts_with(&cwd))?;
+        .find(|h| h.starts_with(&cwd))
+}
+
+/// The warning when the session's directory is a home directory or holds one (see
+/// [`home_held`]).
+fn home_in_workspace(config: &SandboxConfig, places: &Places) -> Option<String> {
+    let home = held_home(config, places)?;
     Some(format!(
-        "the session's directory {} holds the home directory {}: the model may write anything          in it but the secrets and the shell, git, PATH and autostart files (start keel in a          project directory instead)",
-        cwd.display(),
+        "the session's directory {} holds the home directory {}: the model may write anything \
+         in it but the secrets and the shell, git, PATH and autostart files (start keel in a \
+         project directory instead)",
+        policy::real(&places.cwd).display(),
         home.display()
     ))
 }

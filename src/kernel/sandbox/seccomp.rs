@@ -6,7 +6,10 @@
 //! no new Unix socket (no way to a daemon's socket wherever it is bound, a container engine's,
 //! an SSH agent or D-Bus; `socketpair` stays). [`install_sockets`], the Landlock fallback's
 //! half: `AF_INET`/`AF_INET6` sockets are refused when the network is off (bubblewrap has a
-//! network namespace for that). Refusals are `EPERM`. Owns only the filters.
+//! network namespace for that). On x86-64, no x32 system call at all: they share the 64-bit
+//! ABI's architecture value but not its numbers, so the rules above would not see them (on a
+//! kernel that offers the x32 ABI they would be a way around every rule). Refusals are
+//! `EPERM`. Owns only the filters.
 
 use std::collections::BTreeMap;
 
@@ -121,8 +124,46 @@ pub fn install_walls() -> Result<(), SeccompError> {
     )?;
     rules.insert(libc::SYS_socket, vec![unix]);
     apply(rules, libc::EPERM)?;
+    refuse_x32()?;
     let clone3 = BTreeMap::from([(libc::SYS_clone3, Vec::new())]);
     apply(clone3, libc::ENOSYS)
+}
+
+/// Refuses every x32 system call (number with bit 30 set, under the x86-64 architecture value)
+/// with `EPERM`: seccompiler's rules name the 64-bit numbers only.
+#[cfg(target_arch = "x86_64")]
+fn refuse_x32() -> Result<(), SeccompError> {
+    use seccompiler::sock_filter;
+    const X32_SYSCALL_BIT: u32 = 0x4000_0000;
+    // `struct seccomp_data`: `nr` at 0, `arch` at 4.
+    const NR: u32 = 0;
+    const ARCH: u32 = 4;
+    const AUDIT_ARCH_X86_64: u32 = 62 | 0x8000_0000 | 0x4000_0000;
+    let op = |code: u32, k: u32, jt: u8, jf: u8| sock_filter {
+        code: code as u16,
+        jt,
+        jf,
+        k,
+    };
+    let load = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    let jeq = libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K;
+    let jge = libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K;
+    let ret = libc::BPF_RET | libc::BPF_K;
+    let program: BpfProgram = vec![
+        op(load, ARCH, 0, 0),
+        // Another architecture: the main filter's (it kills the process).
+        op(jeq, AUDIT_ARCH_X86_64, 0, 3),
+        op(load, NR, 0, 0),
+        op(jge, X32_SYSCALL_BIT, 0, 1),
+        op(ret, libc::SECCOMP_RET_ERRNO | libc::EPERM as u32, 0, 0),
+        op(ret, libc::SECCOMP_RET_ALLOW, 0, 0),
+    ];
+    apply_filter(&program).map_err(fail)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn refuse_x32() -> Result<(), SeccompError> {
+    Ok(())
 }
 
 /// Installs the Landlock fallback's socket filter on the calling thread (no other thread runs

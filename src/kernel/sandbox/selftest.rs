@@ -22,7 +22,7 @@ use super::{Launch, Sandbox};
 #[serde(rename_all = "camelCase")]
 pub struct Check {
     /// `write-outside`, `read-secret`, `connect-out`, `capabilities`, `terminal`,
-    /// `namespace`, `unix-socket`.
+    /// `namespace`, `unix-socket`, `x32`.
     pub name: String,
     /// What was tried.
     pub target: String,
@@ -97,6 +97,13 @@ pub async fn run(sandbox: &Sandbox, scratch: &Path) -> Vec<Check> {
         .is_some_and(|o| !o.is_empty())
     {
         checks.extend(unix_socket(&t, &cwd).await);
+        if cfg!(target_arch = "x86_64") {
+            let x32 = t
+                .exec("perl -e 'syscall(0x40000000 | 39); print $! + 0'")
+                .await;
+            let stopped = x32.is_some_and(|o| o.trim() == libc::EPERM.to_string());
+            checks.push(check("x32", "an x32 system call", stopped));
+        }
     }
     checks
 }

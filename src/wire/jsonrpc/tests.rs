@@ -575,6 +575,7 @@ fn error_codes_are_distinct() {
         UNKNOWN_SESSION,
         SESSION_BUSY,
         ALREADY_ANSWERED,
+        SANDBOXED_PEER,
         REQUEST_CANCELLED,
         RESOURCE_NOT_FOUND,
     ];
