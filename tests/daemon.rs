@@ -612,3 +612,27 @@ fn a_full_ring_is_replayed_to_a_returning_client() {
     assert_eq!(replayed.len(), 10_000);
     assert_eq!(replayed.first().unwrap().0, from + 1);
 }
+
+/// Issue 44 point 10: `daemon/status` counts the clients besides the one asking (a lone
+/// `keel daemon status` says 0, one other connection makes it 1), and `keel ps` with no daemon
+/// running lists nothing and says so on stderr, exit 0.
+#[test]
+fn status_leaves_the_asker_out_and_ps_without_a_daemon_lists_nothing() {
+    let sb = Sandbox::new();
+    let nowhere = sb.dir.path().join("no-daemon/p1.sock");
+    let none = sb.run(&["ps", "--socket", nowhere.to_str().unwrap()]);
+    assert_eq!(none.code, 0, "{}", none.stderr);
+    assert_eq!(none.stdout, "");
+    assert_eq!(none.stderr.trim(), "no daemon running");
+    let d = Daemon::start(&sb, &[]);
+    let sock = d.socket.to_str().unwrap();
+    let clients = |sb: &Sandbox| {
+        let r = sb.run(&["daemon", "status", "--json", "--socket", sock]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        serde_json::from_str::<Value>(&r.stdout).unwrap()["clients"].clone()
+    };
+    assert_eq!(clients(&sb), 0);
+    let mut other = d.connect();
+    other.hello(false);
+    assert_eq!(clients(&sb), 1);
+}

@@ -77,6 +77,9 @@ struct Conn {
     interactive: bool,
     /// Why the client is taken to run inside a keel sandbox (then its hello is refused).
     sandboxed: Option<Inside>,
+    /// Whether this is a socket connection (counted in `Shared::clients`; `daemon/status`
+    /// leaves the asker out).
+    counted: bool,
     /// Attached sessions (by the id this client was last told) and their lagged flags.
     attached: HashMap<String, (SessionHandle, Arc<Lagged>)>,
     queue_tx: mpsc::Sender<Delivery>,
@@ -101,6 +104,7 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>, sandboxed: Option<In
         hello: false,
         interactive: false,
         sandboxed,
+        counted: true,
         attached: HashMap::new(),
         queue_tx,
         later,
@@ -202,6 +206,7 @@ pub async fn one_request(shared: Arc<Shared>, line: &[u8]) -> Vec<u8> {
         hello: true,
         interactive: true,
         sandboxed: None,
+        counted: false,
         attached: HashMap::new(),
         queue_tx,
         later,
@@ -610,7 +615,10 @@ impl Conn {
             version: env!("CARGO_PKG_VERSION").to_string(),
             pid: s.pid,
             uptime_ms: s.started.elapsed().as_millis() as u64,
-            clients: s.clients.load(Ordering::Relaxed),
+            clients: s
+                .clients
+                .load(Ordering::Relaxed)
+                .saturating_sub(usize::from(self.counted)),
             sessions,
             schedules: s.scheduler.status(),
             journal: s.journal.as_ref().map(|j| j.status()),

@@ -74,7 +74,20 @@ pub(crate) fn ambiguous_wide(env: &Env) -> bool {
 }
 
 pub(crate) async fn status_of(dial: &Dial) -> Result<StatusResult, StartupError> {
-    let mut client = Client::dial(dial, false).await?;
+    let client = Client::dial(dial, false).await?;
+    status_from(client).await
+}
+
+/// [`status_of`], or `None` when no daemon listens there.
+pub(crate) async fn live_status(dial: &Dial) -> Result<Option<StatusResult>, StartupError> {
+    match Client::dial(dial, false).await {
+        Ok(client) => status_from(client).await.map(Some),
+        Err(e) if e.kind == crate::wire::socket::DaemonErrorKind::NotListening => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+async fn status_from(mut client: Client) -> Result<StatusResult, StartupError> {
     client
         .call::<proto::Status>(&crate::wire::protocol::NoParams)
         .await

@@ -1,5 +1,6 @@
 //! `keel ps [--json]`: the sessions live in the daemon (local, or another host's with
-//! `--remote`), as a table or one JSON object per line on stdout.
+//! `--remote`), as a table or one JSON object per line on stdout. With no daemon running,
+//! nothing is listed: "no daemon running" on stderr, exit 0.
 
 use std::path::PathBuf;
 
@@ -8,7 +9,7 @@ use crate::cli::args::RemoteArgs;
 use crate::client::open::dial_for;
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::front::daemon::{ps_json, ps_table, status_of};
+use crate::front::daemon::{live_status, ps_json, ps_table};
 use crate::mode::Env;
 use crate::output::Output;
 
@@ -36,7 +37,11 @@ async fn ps(args: PsArgs, env: &Env, out: &mut Output) -> Result<Exit, StartupEr
         socket,
         remote,
     } = args;
-    let status = status_of(&dial_for(env, socket.as_deref(), &remote)?).await?;
+    let Some(status) = live_status(&dial_for(env, socket.as_deref(), &remote)?).await? else {
+        // Nothing runs, so nothing is listed: not an error (a note on stderr).
+        out.err("no daemon running\n");
+        return Ok(Exit::Success);
+    };
     let text = if json {
         ps_json(&status)
     } else {

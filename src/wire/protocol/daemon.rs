@@ -88,7 +88,7 @@ pub struct StatusResult {
     pub pid: u32,
     /// How long it has been running, in milliseconds.
     pub uptime_ms: u64,
-    /// Connections open now (this one included).
+    /// Connections open now, the one asking left out.
     pub clients: usize,
     /// The live sessions.
     pub sessions: Vec<LiveSession>,
