@@ -288,10 +288,15 @@ fn cli_reference() -> String {
     page
 }
 
-/// The word paths of `cmd`'s subcommands (`cmd` itself first), depth first, without `help`.
+/// The word paths of `cmd`'s subcommands (`cmd` itself first), depth first, without `help`
+/// and the hidden ones.
 fn command_paths(cmd: &clap::Command, at: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
     out.push(at.clone());
-    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+    // keel's own helpers (`__sandbox-*`) are hidden: not for people, not on the page.
+    for sub in cmd
+        .get_subcommands()
+        .filter(|s| s.get_name() != "help" && !s.is_hide_set())
+    {
         at.push(sub.get_name().to_string());
         command_paths(sub, at, out);
         at.pop();

@@ -41,5 +41,50 @@ pub fn script(shell: Shell) -> String {
     };
     let mut buf = Vec::new();
     clap_complete::generate(shell, &mut crate::cli::Keel::command(), "keel", &mut buf);
-    String::from_utf8_lossy(&buf).into_owned()
+    let text = String::from_utf8_lossy(&buf);
+    // clap_complete offers hidden subcommands (keel's own `__sandbox-*` helpers) in fish's and
+    // zsh's lists of commands: those lines go. (What completes their flags stays: harmless,
+    // and cutting it would break the script's syntax.)
+    text.lines()
+        .filter(|l| !offers_hidden(l))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+/// Whether `line` of a completion script offers one of keel's hidden commands: fish's
+/// `complete … -a "__sandbox-…"`, zsh's `'__sandbox-…:description' \`.
+fn offers_hidden(line: &str) -> bool {
+    use clap::CommandFactory;
+    crate::cli::Keel::command()
+        .get_subcommands()
+        .filter(|s| s.is_hide_set())
+        .any(|s| {
+            let name = s.get_name();
+            line.contains(&format!("-a \"{name}\""))
+                || line.trim_start().starts_with(&format!("'{name}:"))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_shell_is_offered_keels_own_helpers() {
+        for shell in [Shell::Bash, Shell::Zsh, Shell::Fish] {
+            let text = script(shell);
+            assert!(text.contains("daemon"), "{shell:?}");
+            for line in text.lines() {
+                let offered =
+                    line.contains("-a \"__sandbox") || line.trim_start().starts_with("'__sandbox");
+                assert!(!offered, "{shell:?}: {line}");
+            }
+        }
+        let bash = script(Shell::Bash);
+        let offered = bash
+            .lines()
+            .find(|l| l.contains("opts="))
+            .unwrap_or_default();
+        assert!(!offered.contains("__sandbox"), "{offered}");
+    }
 }
