@@ -13,7 +13,9 @@ fn sdk() -> Option<String> {
         .ok()
         .filter(|p| std::path::Path::new(p).is_file());
     if path.is_none() {
-        println!("skipped: KEEL_ACP_SDK is not set (.ci/run sets it when npm is available)");
+        crate::common::support::skipped(
+            "the ACP SDK interop: KEEL_ACP_SDK is not set (.ci/run sets it when npm is available)",
+        );
     }
     path
 }

@@ -158,7 +158,7 @@ fn keel(sb: &Sandbox, socket: &Path, args: &[String]) -> Run {
 #[test]
 fn every_client_refuses_a_socket_directory_of_another_user_and_a_listener_of_another_uid() {
     if let Some(why) = cannot_run_as_nobody() {
-        println!("skipped: {why}"); // stdout-ok
+        crate::common::support::skipped(&format!("a daemon client test as a second user: {why}"));
         return;
     }
     let sb = Sandbox::new();

@@ -39,7 +39,9 @@ fn as_nobody(args: &[&str], home: &std::path::Path) -> Command {
 #[test]
 fn a_daemon_closes_a_connection_from_another_uid_and_serves_its_own() {
     if !nix::unistd::geteuid().is_root() {
-        println!("skipped: running a daemon as a second user needs root"); // stdout-ok
+        crate::common::support::skipped(
+            "the peer-uid test: running a daemon as a second user needs root",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();

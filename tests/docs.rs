@@ -57,7 +57,9 @@ fn man_renders_the_man_page() {
         .stdin(std::fs::File::open(root().join("docs/keel.1")).unwrap())
         .output()
     else {
-        eprintln!("skipped: no `man` on PATH (apt-get install man-db)");
+        crate::common::support::skipped(
+            "the man page render: no `man` on PATH (apt-get install man-db)",
+        );
         return;
     };
     let text = String::from_utf8_lossy(&out.stdout);

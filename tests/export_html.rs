@@ -147,7 +147,7 @@ fn dump_dom(chromium: &Path, page: &Path, profile: &Path) -> String {
 #[test]
 fn the_exported_page_renders_in_headless_chromium() {
     let Some(chromium) = chromium() else {
-        println!("skipped: no Chromium (/usr/bin/chromium or KEEL_CHROMIUM; .ci/run installs it)");
+        crate::common::support::skipped("the HTML export in Chromium: no Chromium (/usr/bin/chromium or KEEL_CHROMIUM; .ci/run installs it)");
         return;
     };
     let (s, _, id) = exported_session();

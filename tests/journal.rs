@@ -66,9 +66,9 @@ impl Nats {
     /// Starts a server (JetStream on, its store under `sb`), or `None` with a visible skip.
     fn start(sb: &Sandbox, test: &str) -> Option<Nats> {
         let Some(bin) = nats_server() else {
-            println!(
-                "skipped {test}: no nats-server (KEEL_NATS_SERVER or PATH; .ci/run installs it)"
-            );
+            crate::common::support::skipped(&format!(
+                "{test}: no nats-server (KEEL_NATS_SERVER or PATH; .ci/run installs it)"
+            ));
             return None;
         };
         let mut n = Nats {
@@ -86,9 +86,9 @@ impl Nats {
     fn start_authenticated(sb: &Sandbox, test: &str) -> Option<Nats> {
         let bin = nats_server();
         if bin.is_none() {
-            println!(
-                "skipped {test}: no nats-server (KEEL_NATS_SERVER or PATH; .ci/run installs it)"
-            );
+            crate::common::support::skipped(&format!(
+                "{test}: no nats-server (KEEL_NATS_SERVER or PATH; .ci/run installs it)"
+            ));
         }
         let port = free_port();
         let store = sb.dir.path().join("nats-store");

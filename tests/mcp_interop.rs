@@ -12,7 +12,7 @@ fn everything() -> Option<String> {
         .ok()
         .filter(|p| std::path::Path::new(p).is_file());
     if path.is_none() {
-        println!("skipped: KEEL_MCP_EVERYTHING is not set (.ci/run sets it when npm is available)");
+        crate::common::support::skipped("the MCP interop: KEEL_MCP_EVERYTHING is not set (.ci/run sets it when npm is available)");
     }
     path
 }

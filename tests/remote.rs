@@ -211,7 +211,7 @@ fn recorded_ssh(sb: &Sandbox) -> (PathBuf, PathBuf) {
 #[test]
 fn over_openssh_a_run_survives_the_ssh_process_being_killed() {
     if let Some(why) = crate::common::sshd::unavailable() {
-        println!("skipped: the OpenSSH remote test needs sshd: {why}");
+        crate::common::support::skipped(&format!("the OpenSSH remote test needs sshd: {why}"));
         return;
     }
     let sb = Sandbox::new();

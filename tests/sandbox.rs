@@ -25,7 +25,7 @@ pub(crate) fn mechanisms() -> Vec<&'static str> {
     {
         m.push("bwrap");
     } else {
-        println!("skipped: bubblewrap is not installed (apt-get install bubblewrap)");
+        crate::common::support::skipped("the bubblewrap half of the sandbox suite: bubblewrap is not installed (apt-get install bubblewrap)");
     }
     m.push("landlock");
     m
@@ -502,7 +502,9 @@ fn debug_sandbox_names_the_mechanism_and_its_self_test_holds() {
 #[test]
 fn with_a_home_outside_tmp_the_masks_hold_and_another_sessions_files_stay_hidden() {
     let Some(sb) = Sandbox::new_in("/var/tmp") else {
-        println!("skipped: /var/tmp is not writable here");
+        crate::common::support::skipped(
+            "a sandbox test with a home outside /tmp: /var/tmp is not writable here",
+        );
         return;
     };
     let home = sb.dir.path();

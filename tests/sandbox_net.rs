@@ -19,7 +19,9 @@ fn tools() -> bool {
     let bwrap = found(&["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"]);
     let curl = found(&["/usr/bin/curl", "/bin/curl", "/usr/local/bin/curl"]);
     if !(bwrap && curl) {
-        println!("skipped: needs bubblewrap and curl (bwrap: {bwrap}, curl: {curl})");
+        crate::common::support::skipped(&format!(
+            "the network allowlist tests need bubblewrap and curl (bwrap: {bwrap}, curl: {curl})"
+        ));
     }
     bwrap && curl
 }

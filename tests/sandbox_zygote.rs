@@ -275,7 +275,7 @@ fn starts(log: &Path) -> Vec<String> {
 #[test]
 fn a_session_starts_one_bubblewrap_its_zygote_and_no_probe() {
     let Some(real) = real_bwrap() else {
-        println!("skipped: bubblewrap is not installed (apt-get install bubblewrap)");
+        crate::common::support::skipped("a zygote test under bubblewrap: bubblewrap is not installed (apt-get install bubblewrap)");
         return;
     };
     let sb = world();
@@ -295,7 +295,7 @@ fn a_session_starts_one_bubblewrap_its_zygote_and_no_probe() {
 #[test]
 fn a_bubblewrap_that_fails_is_probed_then_run_without_proc_or_replaced_or_refused() {
     let Some(real) = real_bwrap() else {
-        println!("skipped: bubblewrap is not installed (apt-get install bubblewrap)");
+        crate::common::support::skipped("a zygote test under bubblewrap: bubblewrap is not installed (apt-get install bubblewrap)");
         return;
     };
     let calls = [
@@ -353,7 +353,7 @@ fn a_bubblewrap_that_fails_is_probed_then_run_without_proc_or_replaced_or_refuse
 #[test]
 fn a_bubblewrap_known_to_work_is_not_probed_and_is_probed_again_once_it_fails() {
     let Some(real) = real_bwrap() else {
-        println!("skipped: bubblewrap is not installed (apt-get install bubblewrap)");
+        crate::common::support::skipped("a zygote test under bubblewrap: bubblewrap is not installed (apt-get install bubblewrap)");
         return;
     };
     let sb = world();

@@ -319,3 +319,20 @@ pub fn snap(name: &str, value: &str) {
 pub fn signal(child: &Child, sig: Signal) {
     nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), sig).unwrap();
 }
+
+/// Says that a test (or part of one) was skipped and why, on stdout (seen with
+/// `--nocapture`) and, when `KEEL_SKIPPED` names a file, as a line appended to it: `make check`
+/// prints that file at its end, so a missing tool is never counted silently as a pass.
+pub fn skipped(why: &str) {
+    println!("skipped: {why}"); // stdout-ok
+    if let Some(path) = std::env::var_os("KEEL_SKIPPED") {
+        use std::io::Write;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path);
+        if let Ok(mut f) = file {
+            let _ = writeln!(f, "{why}");
+        }
+    }
+}
