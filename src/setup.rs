@@ -222,6 +222,10 @@ pub async fn debug_prompt(
     };
     let mut specs: Vec<tool::ToolSpec> =
         config.tools.iter().filter_map(|t| tool::spec(t)).collect();
+    // `task`, as a run offers it when it has subagents.
+    if let (Some(sub), _) = subagent_setup(settings, env) {
+        specs.push(crate::kernel::subagent::task_spec(&sub.agents));
+    }
     // MCP servers' tools, as the first model call would see them (after its short wait).
     for source in &config.external_tools {
         source.ready().await;

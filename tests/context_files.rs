@@ -25,6 +25,22 @@ fn system_prompt(sb: &Sandbox, args: &[&str]) -> (String, crate::common::support
     (system["content"].as_str().unwrap().to_string(), run)
 }
 
+/// The names of the tools a run with `args` sends the model.
+fn sent_tools(sb: &Sandbox, args: &[&str]) -> Vec<String> {
+    let server = Server::start(vec![Reply::sse(&sse())]);
+    let base = server.base_url();
+    let mut all = vec!["--base-url", base.as_str(), "--model", "m", "--no-session"];
+    all.extend_from_slice(args);
+    let run = sb.run(&all);
+    assert_eq!(run.code, 0, "{run}");
+    let body = server.seen()[0].json();
+    let tools = body["tools"].as_array().cloned().unwrap_or_default();
+    tools
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
 fn write(path: &std::path::Path, text: &[u8]) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
@@ -123,7 +139,15 @@ fn no_context_files_leaves_them_out_and_system_prompt_replaces_only_the_base() {
     let v: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
     assert_eq!(v["systemPrompt"].as_str().unwrap(), with);
     assert_eq!(v["contextFiles"][0]["bytes"], 13);
-    assert_eq!(v["tools"].as_array().unwrap().len(), 8);
+    // The same tools as a run sends, `task` included (issue 44 point 14).
+    let shown_tools: Vec<&str> = v["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(shown_tools, sent_tools(&sb, &["-p", "hi"]), "{shown}");
+    assert!(shown_tools.contains(&"task"), "{shown}");
     let text = sb.run(&["debug", "prompt", "-nc"]);
     assert!(
         text.stdout.contains("not loaded: --no-context-files"),

@@ -293,6 +293,16 @@ fn gemini_keys_registry_and_list_models() {
         server.seen()[0].path,
         "/v1beta/models/gemini-4-argon:streamGenerateContent?alt=sse"
     );
+    // `--provider gemini` is the same provider (issue 44 point 14).
+    let server = Server::start(vec![Reply::sse(&bytes("text.sse"))]);
+    let run = run_at(
+        &sb,
+        &server,
+        true,
+        &["--provider", "gemini", "--no-session", "-p", "hi"],
+    );
+    assert_eq!(run.code, 0, "{run}");
+    assert_eq!(run.stdout, "Hello from Gemini. ✓ café 日本\n");
     let run = sb.run(&["--list-models", "gemini", "--json"]);
     let lines = run.stdout_lines();
     let argon = lines

@@ -83,8 +83,8 @@ pub struct Cli {
     #[arg(long, value_name = "DIR")]
     pub session_dir: Option<PathBuf>,
 
-    /// Model provider: openai, anthropic, deepseek, openrouter, groq, ollama, one from
-    /// $KEEL_HOME/models.json, or scripted (offline replay of a script file).
+    /// Model provider: openai, anthropic, google (or gemini), deepseek, openrouter, groq, ollama,
+    /// one from $KEEL_HOME/models.json, or scripted (offline replay of a script file).
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
 
@@ -104,8 +104,8 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "LEVEL")]
     pub thinking: Option<ThinkingFlag>,
 
-    /// Comma-separated tool allowlist (default: read,write,edit,bash,grep,find,ls and every MCP
-    /// tool; MCP tools by name, `mcp__server` or `mcp__server__*`).
+    /// Comma-separated tool allowlist (default: read,write,edit,bash,grep,find,ls,todo_write,
+    /// task (subagents) and every MCP tool; MCP tools by name, `mcp__server` or `mcp__server__*`).
     #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',')]
     pub tools: Option<Vec<String>>,
 

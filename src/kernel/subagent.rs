@@ -238,31 +238,9 @@ impl Subagents {
         }
     }
 
-    /// The `task` tool as the model sees it: Claude's `Task` input, the types listed.
+    /// The `task` tool as the model sees it: see [`task_spec`].
     pub fn spec(&self) -> crate::kernel::tool::ToolSpec {
-        let mut description = String::from(
-            "Start a subagent: a separate agent with its own context that works on one task and \
-             returns only its final answer. Give it everything it needs in `prompt` (it does not \
-             see this conversation). Several task calls in one message run in parallel.\n\
-             Available subagent types (`subagent_type`):",
-        );
-        for a in self.agents.iter() {
-            description.push_str(&format!("\n- {}: {}", a.name, a.description));
-        }
-        let names: Vec<&str> = self.agents.iter().map(|a| a.name.as_str()).collect();
-        crate::kernel::tool::ToolSpec {
-            name: TASK.into(),
-            description: description.into(),
-            parameters: json!({
-                "type": "object",
-                "properties": {
-                    "description": {"type": "string", "description": "A short (3-5 word) label of the task"},
-                    "prompt": {"type": "string", "description": "The whole task for the subagent"},
-                    "subagent_type": {"type": "string", "enum": names, "description": "The kind of subagent (default general)"}
-                },
-                "required": ["description", "prompt"]
-            }),
-        }
+        task_spec(&self.agents)
     }
 
     /// The definition `subagent_type` names (`None`/empty: `general`; Claude's names
@@ -280,6 +258,34 @@ impl Subagents {
                 names.join(", ")
             )
         })
+    }
+}
+
+/// The `task` tool as the model sees it with `agents` to start: Claude's `Task` input, the
+/// types listed.
+pub fn task_spec(agents: &[AgentDef]) -> crate::kernel::tool::ToolSpec {
+    let mut description = String::from(
+        "Start a subagent: a separate agent with its own context that works on one task and \
+         returns only its final answer. Give it everything it needs in `prompt` (it does not \
+         see this conversation). Several task calls in one message run in parallel.\n\
+         Available subagent types (`subagent_type`):",
+    );
+    for a in agents.iter() {
+        description.push_str(&format!("\n- {}: {}", a.name, a.description));
+    }
+    let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
+    crate::kernel::tool::ToolSpec {
+        name: TASK.into(),
+        description: description.into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "description": {"type": "string", "description": "A short (3-5 word) label of the task"},
+                "prompt": {"type": "string", "description": "The whole task for the subagent"},
+                "subagent_type": {"type": "string", "enum": names, "description": "The kind of subagent (default general)"}
+            },
+            "required": ["description", "prompt"]
+        }),
     }
 }
 

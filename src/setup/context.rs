@@ -189,12 +189,29 @@ pub fn system_prompt(p: &PromptParts<'_>) -> String {
     sections.join("\n\n")
 }
 
+/// The first sentence of a tool's description, for the prompt's list: up to the first ". "
+/// outside parentheses that does not end an abbreviation (`e.g.`, `i.e.`, `etc.`, `vs.`).
 fn first_sentence(text: &str) -> &str {
     let line = text.lines().next().unwrap_or("");
-    match line.find(". ") {
-        Some(i) => &line[..=i],
-        None => line,
+    let mut depth = 0i32;
+    for (i, c) in line.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            '.' if depth <= 0 && line[i + 1..].starts_with(' ') => {
+                let word = line[..i].rsplit(' ').next().unwrap_or("");
+                let word = word.trim_start_matches('(');
+                let abbreviation = ["e.g", "i.e", "etc", "vs"]
+                    .iter()
+                    .any(|a| word.eq_ignore_ascii_case(a));
+                if !abbreviation {
+                    return &line[..=i];
+                }
+            }
+            _ => {}
+        }
     }
+    line
 }
 
 /// keel's base prompt: who it is and how its tools are meant to be used (only the tools it has).
@@ -249,6 +266,22 @@ mod tests {
     fn write(path: &Path, text: &[u8]) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn a_first_sentence_ends_at_a_full_stop_not_at_an_abbreviation() {
+        let find = crate::kernel::tool::spec("find").unwrap();
+        assert!(
+            first_sentence(&find.description).ends_with("relative to the search path."),
+            "{}",
+            first_sentence(&find.description)
+        );
+        assert_eq!(
+            first_sentence("Use a tool, e.g. sed. Then more."),
+            "Use a tool, e.g. sed."
+        );
+        assert_eq!(first_sentence("One (a. b) two. Three."), "One (a. b) two.");
+        assert_eq!(first_sentence("No stop at all"), "No stop at all");
     }
 
     #[test]

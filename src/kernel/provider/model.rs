@@ -333,7 +333,9 @@ impl Registry {
     }
 
     pub fn provider(&self, name: &str) -> Option<&ProviderInfo> {
-        self.providers.iter().find(|p| p.name == name)
+        let found = |name: &str| self.providers.iter().find(|p| p.name == name);
+        // `gemini` is the built-in `google` (Gemini's API), unless models.json names its own.
+        found(name).or_else(|| (name == "gemini").then(|| found("google")).flatten())
     }
 
     /// Every listed model, provider by provider.
