@@ -68,7 +68,7 @@ fn debug_prompt_lists_the_mcp_tools_a_run_would_offer() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     assert_eq!(
-        names[..8],
+        names[..9],
         [
             "read",
             "write",
@@ -77,13 +77,14 @@ fn debug_prompt_lists_the_mcp_tools_a_run_would_offer() {
             "grep",
             "find",
             "ls",
-            "todo_write"
+            "todo_write",
+            "task"
         ]
     );
     assert!(names.contains(&"mcp__fx__echo"), "{names:?}");
     assert_eq!(
         names.len(),
-        8 + 10,
+        9 + 10,
         "the fixture's ten tools after the built-ins: {names:?}"
     );
     let text = sb.run(&["debug", "prompt", "--mcp-config", "mcp.json"]);

@@ -41,7 +41,7 @@ fn tools(sb: &Sandbox, args: &[&str]) -> Vec<String> {
 #[test]
 fn each_level_beats_the_ones_below_a_flag_beats_files_and_managed_beats_flags() {
     let sb = Sandbox::new();
-    assert_eq!(tools(&sb, &[]).len(), 8, "keel's default");
+    assert_eq!(tools(&sb, &[]).len(), 9, "keel's default (task included)");
     write(
         &sb.home().join("settings.json"),
         &json!({"tools": ["read", "bash", "grep"]}),

@@ -104,8 +104,9 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "LEVEL")]
     pub thinking: Option<ThinkingFlag>,
 
-    /// Comma-separated tool allowlist (default: read,write,edit,bash,grep,find,ls,todo_write,
-    /// task (subagents) and every MCP tool; MCP tools by name, `mcp__server` or `mcp__server__*`).
+    /// Comma-separated tool allowlist (default: all of
+    /// read,write,edit,bash,grep,find,ls,todo_write,task and every MCP tool; MCP tools by name,
+    /// `mcp__server` or `mcp__server__*`).
     #[arg(long, short = 't', value_name = "LIST", value_delimiter = ',')]
     pub tools: Option<Vec<String>>,
 
