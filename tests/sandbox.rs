@@ -583,3 +583,65 @@ fn a_listing_landlock_refuses_is_reported_as_a_read() {
         assert!(r[0].1 && r[0].0.ends_with(&want), "{user:?}: {:?}", r[0]);
     }
 }
+
+/// Issue 44 point 13: with the project under `/tmp` (which bubblewrap replaces with a private
+/// one), `--sandbox read-only` still runs commands in it (bubblewrap said "Can't chdir" to every
+/// one) and they still cannot write it; `keel debug sandbox` says what each mode leaves writable
+/// and its self-test runs.
+#[test]
+fn read_only_runs_commands_in_a_project_under_tmp_and_debug_sandbox_says_what_is_writable() {
+    let sb = Sandbox::new();
+    assert!(sb.work().starts_with("/tmp"), "{}", sb.work().display());
+    for mech in mechanisms() {
+        let script = sb.tool_calls_script(&[bash("pwd; echo x > written; cat written")]);
+        let out = sb
+            .cmd(&[
+                "--json",
+                "--no-session",
+                "--sandbox",
+                "read-only",
+                "--provider",
+                "scripted",
+                "--script",
+                &script,
+                "go",
+            ])
+            .env("KEEL_SANDBOX_MECHANISM", mech)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let end = stdout
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .find(|v| v["type"] == "tool_execution_end")
+            .unwrap_or_else(|| panic!("{mech}: {stdout}"));
+        let text = end["result"]["content"][0]["text"].as_str().unwrap_or("");
+        assert!(
+            text.starts_with(&sb.work().display().to_string()),
+            "{mech}: {text}"
+        );
+        assert!(!sb.work().join("written").exists(), "{mech}: {text}");
+        let shown = sb
+            .cmd(&["debug", "sandbox", "--sandbox", "read-only"])
+            .env("KEEL_SANDBOX_MECHANISM", mech)
+            .output()
+            .unwrap();
+        let shown_text = String::from_utf8_lossy(&shown.stdout);
+        assert_eq!(shown.status.code(), Some(0), "{mech}: {shown_text}");
+        assert!(
+            shown_text.contains("writable: nothing but the private /tmp"),
+            "{shown_text}"
+        );
+        assert!(!shown_text.contains("NOT STOPPED"), "{shown_text}");
+    }
+    let off = sb
+        .cmd(&["debug", "sandbox", "--sandbox", "off"])
+        .output()
+        .unwrap();
+    let off = String::from_utf8_lossy(&off.stdout);
+    assert!(
+        off.contains("writable: everything you may write (no sandbox)"),
+        "{off}"
+    );
+    assert!(!off.contains("unreadable:"), "{off}");
+}

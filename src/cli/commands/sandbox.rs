@@ -11,7 +11,7 @@ use super::Logs;
 use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::kernel::sandbox::{selftest, Mechanism, Sandbox, SandboxPolicy};
+use crate::kernel::sandbox::{selftest, Mechanism, Sandbox, SandboxMode, SandboxPolicy};
 use crate::output::{ColorChoice, Output};
 
 /// `keel __sandbox-exec --policy JSON --tmp DIR -- PROGRAM [ARGS…]`.
@@ -159,10 +159,27 @@ fn human(r: &Report<'_>) -> String {
             s.push_str(&format!("  {}\n", path.display()));
         }
     };
-    list(&mut s, "writable", &p.writable_roots);
-    list(&mut s, "read-only inside them", &p.protected);
-    list(&mut s, "unreadable", &p.deny_read);
-    list(&mut s, "readable again", &p.allow_read);
+    match p.mode {
+        // No wall at all: the lists would describe a sandbox that is not there.
+        SandboxMode::Off => s.push_str(
+            "writable: everything you may write (no sandbox)
+",
+        ),
+        SandboxMode::ReadOnly => {
+            s.push_str(
+                "writable: nothing but the private /tmp
+",
+            );
+            list(&mut s, "unreadable", &p.deny_read);
+            list(&mut s, "readable again", &p.allow_read);
+        }
+        SandboxMode::WorkspaceWrite => {
+            list(&mut s, "writable", &p.writable_roots);
+            list(&mut s, "read-only inside them", &p.protected);
+            list(&mut s, "unreadable", &p.deny_read);
+            list(&mut s, "readable again", &p.allow_read);
+        }
+    }
     s.push_str("self-test:\n");
     for c in &r.self_test {
         let verdict = if c.stopped { "stopped" } else { "NOT STOPPED" };

@@ -79,10 +79,14 @@ pub fn args(bwrap: &Bwrap, policy: &SandboxPolicy, tmp: &Path, cwd: &Path) -> Ve
         a.one("--proc", Path::new("/proc"));
     }
     a.pair("--bind", tmp, Path::new("/tmp"));
-    let roots: &[PathBuf] = match policy.mode {
-        SandboxMode::WorkspaceWrite => &policy.writable_roots,
-        SandboxMode::ReadOnly | SandboxMode::Off => &[],
+    // Read-only, the workspace is bound again, read-only: one under `/tmp` would otherwise be
+    // hidden by the private `/tmp` (and a command could not even start in it).
+    let (roots, bind): (&[PathBuf], &str) = match policy.mode {
+        SandboxMode::WorkspaceWrite => (&policy.writable_roots, "--bind"),
+        SandboxMode::ReadOnly => (&policy.writable_roots, "--ro-bind"),
+        SandboxMode::Off => (&[], "--bind"),
     };
+    let writable = policy.mode == SandboxMode::WorkspaceWrite;
     // A mask over a root's ancestor goes first (the root is bound again on top of it); a mask
     // inside a root goes after the root's bind.
     let (before, after): (Vec<&PathBuf>, Vec<&PathBuf>) = policy
@@ -92,7 +96,7 @@ pub fn args(bwrap: &Bwrap, policy: &SandboxPolicy, tmp: &Path, cwd: &Path) -> Ve
         .partition(|d| roots.iter().any(|r| r.starts_with(d)));
     before.into_iter().for_each(|d| a.mask(d));
     for root in roots.iter().filter(|r| r.exists()) {
-        a.pair("--bind", root, root);
+        a.pair(bind, root, root);
     }
     after.into_iter().for_each(|d| a.mask(d));
     for p in policy.allow_read.iter().filter(|p| visible(p, roots)) {
@@ -101,7 +105,8 @@ pub fn args(bwrap: &Bwrap, policy: &SandboxPolicy, tmp: &Path, cwd: &Path) -> Ve
     // Each git directory inside a root is a mount of itself (a mount point cannot be renamed
     // or removed: `mv .git x` fails with EBUSY), then its hooks and config are read-only.
     // Nothing is bound that does not exist: bubblewrap would create it on the user's disk.
-    let inside = |p: &&PathBuf| p.exists() && roots.iter().any(|r| p.starts_with(r) && *p != r);
+    let inside =
+        |p: &&PathBuf| writable && p.exists() && roots.iter().any(|r| p.starts_with(r) && *p != r);
     for g in policy.git_dirs.iter().filter(inside) {
         a.pair("--bind", g, g);
     }
