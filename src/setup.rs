@@ -621,7 +621,12 @@ fn session_error_for(e: session::SessionError, query: Option<&str>) -> StartupEr
                      keel --fork <ID>"
                 .to_string(),
         }),
-        SessionErrorKind::NotFound | SessionErrorKind::Ambiguous => {
+        SessionErrorKind::NotFound => Some(
+            "sessions are kept per directory: run keel in the session's own directory, or pass \
+             the session file's path"
+                .to_string(),
+        ),
+        SessionErrorKind::Ambiguous => {
             Some("pass a longer id prefix, or a session file path".to_string())
         }
         _ => None,

@@ -615,7 +615,7 @@ fn a_full_ring_is_replayed_to_a_returning_client() {
 
 /// Issue 44 point 10: `daemon/status` counts the clients besides the one asking (a lone
 /// `keel daemon status` says 0, one other connection makes it 1), and `keel ps` with no daemon
-/// running lists nothing and says so on stderr, exit 0.
+/// running lists nothing and says so on stderr, exit 0, as `keel daemon stop` does.
 #[test]
 fn status_leaves_the_asker_out_and_ps_without_a_daemon_lists_nothing() {
     let sb = Sandbox::new();
@@ -624,6 +624,10 @@ fn status_leaves_the_asker_out_and_ps_without_a_daemon_lists_nothing() {
     assert_eq!(none.code, 0, "{}", none.stderr);
     assert_eq!(none.stdout, "");
     assert_eq!(none.stderr.trim(), "no daemon running");
+    // Stopping what does not run: done already, not an error with a hint to start one.
+    let stop = sb.run(&["daemon", "stop", "--socket", nowhere.to_str().unwrap()]);
+    assert_eq!(stop.code, 0, "{}", stop.stderr);
+    assert_eq!(stop.stderr.trim(), "no daemon running");
     let d = Daemon::start(&sb, &[]);
     let sock = d.socket.to_str().unwrap();
     let clients = |sb: &Sandbox| {

@@ -67,6 +67,8 @@ fn exit_3_unknown_session_lists_candidates() {
     let run = two_sessions().scripted("-p", "hello.json", &["--resume", "zzz", "again"]);
     assert_eq!(run.code, 3);
     assert!(run.stderr.contains("zzz"), "{}", run.stderr);
+    // Not "a longer prefix": no prefix of anything here matched (issue 44 point 16).
+    assert!(run.stderr.contains("kept per directory"), "{}", run.stderr);
     snap("exit_3_unknown_session", &run.to_string());
 }
 

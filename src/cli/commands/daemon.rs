@@ -19,6 +19,7 @@ use crate::front::daemon::status_of;
 use crate::mode::Env;
 use crate::output::Output;
 use crate::wire::protocol::daemon::{self as proto, StatusResult, StopParams};
+use crate::wire::socket::DaemonErrorKind;
 
 /// `keel daemon …`.
 #[derive(Debug, clap::Subcommand)]
@@ -137,7 +138,15 @@ async fn daemon(action: DaemonAction, env: &Env, out: &mut Output) -> Result<Exi
             remote,
         } => {
             let dial = dial_for(env, socket.as_deref(), &remote)?;
-            let mut client = Client::dial(&dial, false).await?;
+            let mut client = match Client::dial(&dial, false).await {
+                Ok(c) => c,
+                // Nothing to stop: what was asked for holds already.
+                Err(e) if e.kind == DaemonErrorKind::NotListening => {
+                    out.err("no daemon running\n");
+                    return Ok(Exit::Success);
+                }
+                Err(e) => return Err(e.into()),
+            };
             client
                 .call::<proto::Stop>(&StopParams { force })
                 .await
