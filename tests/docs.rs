@@ -44,6 +44,11 @@ fn the_man_page_in_docs_is_keel_man() {
             "`{command}` missing from the man page"
         );
     }
+    // One page, every command in it: it names no other page (none is shipped), and a
+    // subcommand's options are on it.
+    assert!(!page.contains("(1)"), "a page that is not shipped is named");
+    assert!(page.contains(".SS \"keel daemon run\""), "{page}");
+    assert!(page.contains("\\-\\-idle\\-exit"), "{page}");
     check_generated("docs/keel.1", &page);
 }
 
@@ -68,10 +73,11 @@ fn man_renders_the_man_page() {
         "man -l: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for section in ["NAME", "SYNOPSIS", "OPTIONS", "SUBCOMMANDS"] {
+    for section in ["NAME", "SYNOPSIS", "OPTIONS", "COMMANDS"] {
         assert!(text.contains(section), "no {section} in:\n{text}");
     }
     assert!(text.contains("--output-schema"), "{text}");
+    assert!(text.contains("keel daemon run"), "{text}");
 }
 
 #[test]
