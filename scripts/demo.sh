@@ -3,7 +3,8 @@
 # fixtures/workspaces/demo. The agent reads a file, edits it, runs it, and answers.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-cargo build --quiet --manifest-path "$root/Cargo.toml" --bin keel
+# Cargo's progress stays on stderr: a fresh clone builds for minutes, and silence looks stuck.
+cargo build --manifest-path "$root/Cargo.toml" --bin keel
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/keel-demo.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
 cp -R "$root/fixtures/workspaces/demo/." "$scratch/"
