@@ -194,6 +194,7 @@ fn run() -> Res<()> {
     }
     if only.as_deref() == Some("sandbox") {
         sandbox::sandbox_bench(&keel, &mut rows, quick)?;
+        sandbox::watch_bench(&keel, &mut rows, heavy)?;
         return report(&keel, &rows, &format!("{quick} rounds, sandbox rows only"));
     }
     if only.as_deref() == Some("responses") {
@@ -262,6 +263,7 @@ fn run() -> Res<()> {
     hooks::hooks_bench(&mut rows, quick)?;
     print::print_bench(&keel, &mut rows, quick)?;
     sandbox::sandbox_bench(&keel, &mut rows, quick)?;
+    sandbox::watch_bench(&keel, &mut rows, heavy)?;
 
     let big_s = path_str(&big)?;
     let scripted_ms = run_rows(&keel, big_s, hello_s, &mut rows, heavy)?;

@@ -3,6 +3,10 @@
 //! works) and with `--sandbox off`, paired in each round and alternating which goes first; wall
 //! time from spawn to exit. The first sandboxed session of each fresh `$KEEL_HOME` (bubblewrap
 //! probed) is its own row; the floor is one bubblewrap start with the zygote's namespaces.
+//! The watch rows: the same sandboxed turn in a workspace of [`TREE_DIRS`] directories
+//! against an empty one, which prices the walk before and after each call (the check that no
+//! git directory, hook or config appeared: `kernel::sandbox::watch`); its floor is that many
+//! directories walked twice per call by this process.
 
 use std::path::Path;
 use std::time::Instant;
@@ -11,6 +15,9 @@ use super::{check_status, file, keel_cmd, median, Res, Row, Sandbox};
 
 /// `bash` calls in the timed turn.
 const CALLS: usize = 20;
+/// Directories (of [`TREE_FILES`] files each) in the watch rows' big workspace.
+const TREE_DIRS: usize = 2_000;
+const TREE_FILES: usize = 10;
 
 fn script(dir: &Path) -> Res<String> {
     let calls: Vec<String> = (0..CALLS)
@@ -150,5 +157,84 @@ pub fn sandbox_bench(keel: &Path, rows: &mut Vec<Row>, runs: usize) -> Res<()> {
             2,
         ));
     }
+    Ok(())
+}
+
+/// Fills `root` with [`TREE_DIRS`] directories (nested two deep) of [`TREE_FILES`] files each.
+fn fill(root: &Path) -> Res<()> {
+    for d in 0..TREE_DIRS {
+        let dir = root.join(format!("p{}", d / 50)).join(format!("d{d}"));
+        std::fs::create_dir_all(&dir).map_err(|e| format!("mkdir: {e}"))?;
+        for f in 0..TREE_FILES {
+            std::fs::write(dir.join(format!("f{f}.rs")), "x").map_err(|e| format!("write: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// Walks every directory under `root` (reading each one whole): ms.
+fn walk(root: &Path) -> f64 {
+    let start = Instant::now();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                stack.push(entry.path());
+            }
+        }
+    }
+    start.elapsed().as_secs_f64() * 1e3
+}
+
+/// The watch rows (see the module's docs).
+pub fn watch_bench(keel: &Path, rows: &mut Vec<Row>, runs: usize) -> Res<()> {
+    let (big, empty) = (Sandbox::new()?, Sandbox::new()?);
+    fill(&big.cwd)?;
+    let (big_script, empty_script) = (script(&big.cwd)?, script(&empty.cwd)?);
+    // Each KEEL_HOME's first session probes bubblewrap: not timed here.
+    timed(keel, &big, &big_script, "workspace-write")?;
+    timed(keel, &empty, &empty_script, "workspace-write")?;
+    let (mut in_big, mut in_empty, mut floor) = (Vec::new(), Vec::new(), Vec::new());
+    for round in 0..runs {
+        if round % 2 == 0 {
+            in_big.push(timed(keel, &big, &big_script, "workspace-write")?);
+            in_empty.push(timed(keel, &empty, &empty_script, "workspace-write")?);
+        } else {
+            in_empty.push(timed(keel, &empty, &empty_script, "workspace-write")?);
+            in_big.push(timed(keel, &big, &big_script, "workspace-write")?);
+        }
+        floor.push((0..2 * CALLS).map(|_| walk(&big.cwd)).sum::<f64>());
+    }
+    let label = format!("sandboxed tool turn of {CALLS} `bash` calls, `keel -p`");
+    rows.push(Row::stats(
+        &format!("{label}, workspace of {TREE_DIRS} directories: wall time"),
+        &in_big,
+        "ms",
+        1,
+    ));
+    rows.push(Row::stats(
+        &format!("{label}, empty workspace: wall time"),
+        &in_empty,
+        "ms",
+        1,
+    ));
+    rows.push(Row::single(
+        "after-call check: extra ms per `bash` call in that workspace",
+        (median(&in_big) - median(&in_empty)) / CALLS as f64,
+        "ms",
+        2,
+    ));
+    rows.push(Row::stats(
+        &format!("floor: {TREE_DIRS} directories walked twice per call, {CALLS} calls"),
+        &floor,
+        "ms",
+        1,
+    ));
+    rows.push(Row::single(
+        "after-call check's cost vs its floor (goal ≤ 2x)",
+        (median(&in_big) - median(&in_empty)) / median(&floor),
+        "x",
+        2,
+    ));
     Ok(())
 }

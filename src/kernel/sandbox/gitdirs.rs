@@ -12,8 +12,6 @@ use std::process::{Command, Stdio};
 
 /// How many directory entries one walk of a root looks at, at most (see `docs/sandbox.md`).
 pub const WALK_BUDGET: usize = 200_000;
-/// How deep one walk goes below a root.
-const WALK_DEPTH: usize = 32;
 
 /// The config files of a git directory whose keys git applies.
 pub const CONFIG_FILES: &[&str] = &["config", "config.worktree"];
@@ -127,56 +125,10 @@ pub struct Found {
 
 /// The git directories and `.git` files under `root`, found by a walk that never follows a
 /// symlink, skips nothing git ignores (a repository in an ignored directory is still one a
-/// user may `cd` into) and stops after [`WALK_BUDGET`] entries.
+/// user may `cd` into) and stops after [`WALK_BUDGET`] entries (see [`super::gitwalk`], which
+/// also walks again from an earlier walk's record).
 pub fn walk(root: &Path) -> Found {
-    let mut found = Found::default();
-    let mut budget = WALK_BUDGET;
-    let mut todo = vec![(PathBuf::new(), 0usize)];
-    while let Some((rel, depth)) = todo.pop() {
-        let Ok(entries) = std::fs::read_dir(root.join(&rel)) else {
-            continue;
-        };
-        let (mut head, mut objects, mut refs, mut common) = (false, false, false, false);
-        let mut dirs = Vec::new();
-        for e in entries.flatten() {
-            if budget == 0 {
-                tracing::warn!("{}: stopped looking for git directories", root.display());
-                return found;
-            }
-            budget -= 1;
-            let name = e.file_name();
-            match e.file_type() {
-                Ok(t) if t.is_dir() => {
-                    objects |= name == "objects";
-                    refs |= name == "refs";
-                    dirs.push(name);
-                }
-                Ok(t) if t.is_file() => {
-                    head |= name == "HEAD";
-                    common |= name == "commondir";
-                    if name == ".git" {
-                        found.files.push(rel.join(&name));
-                    }
-                }
-                _ => {}
-            }
-        }
-        let git = head && ((objects && refs) || common);
-        if git {
-            found.dirs.push(rel.clone());
-        }
-        if depth >= WALK_DEPTH {
-            continue;
-        }
-        // Inside a git directory only its submodules' and worktrees' directories are more.
-        let next = dirs
-            .into_iter()
-            .filter(|d| !git || d == "modules" || d == "worktrees")
-            .map(|d| (rel.join(d), depth + 1));
-        todo.extend(next);
-    }
-    found.whole = true;
-    found
+    super::gitwalk::walk(root, None).0
 }
 
 /// Whether git runs a program for `key` (lower-case section and name, as `git config --list`

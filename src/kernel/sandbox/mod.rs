@@ -10,6 +10,7 @@ pub mod bwrap;
 pub mod caps;
 pub mod forward;
 pub mod gitdirs;
+pub mod gitwalk;
 pub mod inside;
 pub mod known;
 pub mod landlock;

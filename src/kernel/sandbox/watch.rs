@@ -15,7 +15,24 @@ use std::path::{Path, PathBuf};
 
 use super::beneath::{self, Node};
 use super::gitdirs;
+use super::gitwalk::{self, Tree};
 use super::policy::{SandboxMode, SandboxPolicy, PROTECTED};
+
+/// The last walk of each root, any session's (a walk from it reads only what changed; its
+/// stamps, not who made it, say what it may be trusted for: [`gitwalk`]).
+static TREES: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<PathBuf, Tree>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// The last walk of `root`, taken out (a call running beside this one walks it whole).
+fn last_walk(root: &Path) -> Option<Tree> {
+    TREES.lock().ok()?.remove(root)
+}
+
+fn keep_walk(root: &Path, tree: Tree) {
+    if let Ok(mut trees) = TREES.lock() {
+        trees.insert(root.to_path_buf(), tree);
+    }
+}
 
 /// What the check did about one path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +92,8 @@ struct RootRecord {
     /// The files that send git to another directory, and their bytes (see [`pointers`]).
     pointers: BTreeMap<PathBuf, Vec<u8>>,
     dot_git: Option<(u64, u64, bool)>,
+    /// The walk that found `git`, for the walk after the call.
+    tree: Tree,
 }
 
 /// The record taken before one call; [`Before::check`] after it.
@@ -98,7 +117,7 @@ pub fn before(policy: &SandboxPolicy) -> Option<Before> {
 
 fn record_root(path: &Path, policy: &SandboxPolicy) -> Option<RootRecord> {
     let fd = beneath::open_root(path).ok()?;
-    let found = gitdirs::walk(path);
+    let (found, tree) = gitwalk::walk(path, last_walk(path).as_ref());
     let dirs = &found.dirs;
     let mut rels: Vec<PathBuf> = PROTECTED
         .iter()
@@ -145,6 +164,7 @@ fn record_root(path: &Path, policy: &SandboxPolicy) -> Option<RootRecord> {
         git,
         pointers,
         dot_git,
+        tree,
     })
 }
 
@@ -217,7 +237,8 @@ fn check_root(root: &RootRecord, found: &mut Vec<Finding>) {
     if replaced || (root.dot_git.is_some() && now.is_none()) {
         found.push(finding(root, Path::new(".git"), Repair::GitReplaced));
     }
-    let found_now = gitdirs::walk(&root.path);
+    let (found_now, tree) = gitwalk::walk(&root.path, Some(&root.tree));
+    keep_walk(&root.path, tree);
     check_pointers(root, &pointers(&root.fd, &found_now), found);
     for rel in found_now.dirs {
         let after = record_git(&root.fd, rel);
