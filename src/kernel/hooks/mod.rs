@@ -3,7 +3,9 @@
 //! the turn loop fires them, so every mode, daemon session, scheduled run and subagent gets the
 //! same behaviour. This module reads the configuration ([`config`]), matches ([`matcher`]),
 //! runs processes ([`process`]), reads their results ([`outcome`]) and maps tool names and
-//! inputs to Claude's ([`names`]).
+//! inputs to Claude's ([`names`]). Every hook runs in the sandbox the caller passes (the
+//! session's, the one its tools get) unless the user's own settings let it out
+//! ([`HookCommand::unsandboxed`]).
 
 pub mod config;
 pub mod matcher;
@@ -17,6 +19,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::kernel::abort::AbortSignal;
+use crate::kernel::sandbox::Sandbox;
 
 pub use config::{HookCommand, HookConfig};
 pub use outcome::{Decision, Verdict};
@@ -199,13 +202,16 @@ impl Hooks {
 
     /// Runs every hook matching `event` and `subjects` in parallel with `fields` (the event's
     /// own stdin fields) added to the session's, and combines their results in configuration
-    /// order. `notify` hears each start and finish. No matching hook: an empty verdict, and
-    /// no process is started.
+    /// order. Each runs in `sandbox` (the session's, as its tools get it: a hook follows the
+    /// session's policy, never one call's escalation), unless it is
+    /// [`HookCommand::unsandboxed`]. `notify` hears each start and finish. No matching hook: an
+    /// empty verdict, and no process is started.
     pub async fn fire(
         &self,
         event: HookEvent,
         subjects: &[&str],
         fields: Map<String, Value>,
+        sandbox: &Arc<Sandbox>,
         abort: &AbortSignal,
         notify: &(dyn Fn(HookNotice) + Send + Sync),
     ) -> Verdict {
@@ -217,7 +223,7 @@ impl Hooks {
         let payload = self.payload(event, fields);
         let (background, commands): (Vec<_>, Vec<_>) =
             commands.into_iter().partition(|h| h.background);
-        self.start_background(background, &payload);
+        self.start_background(background, &payload, sandbox);
         let mut set = tokio::task::JoinSet::new();
         for (i, hook) in commands.iter().enumerate() {
             notify(HookNotice::Started {
@@ -229,8 +235,10 @@ impl Hooks {
                 hook.command.clone(),
                 hook.timeout.unwrap_or(DEFAULT_TIMEOUT),
             );
+            let sandbox = confined(hook, sandbox);
             set.spawn(async move {
-                let ran = process::run(&command, &payload, &env, timeout, &abort).await;
+                let sandbox = sandbox.as_deref();
+                let ran = process::run(&command, &payload, &env, sandbox, timeout, &abort).await;
                 (i, ran)
             });
         }
@@ -273,15 +281,17 @@ impl Hooks {
 
     /// Starts `async` hooks: each runs on its own (its timeout applies, a turn's abort does
     /// not), nothing waits for it, and its result is dropped, so it reports no events.
-    fn start_background(&self, hooks: Vec<HookCommand>, payload: &[u8]) {
+    fn start_background(&self, hooks: Vec<HookCommand>, payload: &[u8], sandbox: &Arc<Sandbox>) {
         for hook in hooks {
             let (env, payload) = (self.env.clone(), payload.to_vec());
             let timeout = hook.timeout.unwrap_or(DEFAULT_TIMEOUT);
+            let sandbox = confined(&hook, sandbox);
             tokio::spawn(async move {
                 process::run(
                     &hook.command,
                     &payload,
                     &env,
+                    sandbox.as_deref(),
                     timeout,
                     &AbortSignal::never(),
                 )
@@ -337,6 +347,11 @@ impl Hooks {
         std::fs::write(&path, text).ok()?;
         Some(path)
     }
+}
+
+/// The sandbox `hook` runs in: the session's, unless the user's own settings let it out.
+fn confined(hook: &HookCommand, sandbox: &Arc<Sandbox>) -> Option<Arc<Sandbox>> {
+    (!hook.unsandboxed).then(|| sandbox.clone())
 }
 
 #[cfg(test)]
