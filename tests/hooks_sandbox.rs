@@ -1,10 +1,11 @@
 //! Hooks in the session's sandbox (issue 43 point 16), with the real binary and the scripted
 //! provider, under bubblewrap and the Landlock fallback, as root and as `nobody`: a project
-//! hook (trusted, so it runs) cannot write outside the workspace, read a secret or reach the
-//! network, yet gets its payload and still blocks with exit 2; a user-level hook runs
-//! sandboxed unless it says `"sandbox": false`; a project hook that says so is sandboxed all
-//! the same and keel warns, naming the file; a sandboxed hook past its timeout, or aborted, is
-//! killed with what it started; a daemon session's hooks are sandboxed too.
+//! hook (trusted, so it runs) cannot write outside the workspace, read a secret, reach the
+//! network or plant a git hook, yet gets its payload and still blocks with exit 2; a
+//! user-level hook runs sandboxed unless it says `"sandbox": false`; a project hook that says
+//! so is sandboxed all the same and keel warns, naming the file; a sandboxed hook past its
+//! timeout, or aborted, is killed with what it started; a daemon session's hooks are
+//! sandboxed too.
 
 use std::io::ErrorKind;
 use std::net::TcpListener;
@@ -114,6 +115,37 @@ fn a_project_hook_cannot_write_outside_read_secrets_or_connect_but_gets_stdin_an
             (&f[0]["exitCode"], &f[0]["decision"]),
             (&json!(2), &json!("deny"))
         );
+    }
+}
+
+/// Under Landlock the protected paths inside the workspace are writable and the check after
+/// the run puts them back, as after a `bash` call; under bubblewrap they are read-only.
+#[test]
+fn a_project_hook_cannot_plant_a_git_hook_or_change_the_git_config() {
+    for (user, mech) in users_and_mechanisms() {
+        let sb = world_as(user);
+        let who = format!("{mech} as {user:?}");
+        let config_before = std::fs::read_to_string(sb.work().join(".git/config")).unwrap();
+        let hook = "echo 'exit 0' > .git/hooks/pre-commit; \
+                    echo '[core] hooksPath = /x' >> .git/config; echo ran > hook-ran.txt; true";
+        write(
+            &sb.work().join(".keel/settings.json"),
+            &pre_bash(&[handler(hook)]),
+        );
+        hand_over(&sb, user);
+        let (_, stderr, events) =
+            run_as_events(&sb, user, mech, &[bash("true")], &[], &["--trust-project"]);
+        assert!(sb.work().join("hook-ran.txt").exists(), "{who}: {stderr}");
+        assert!(
+            !sb.work().join(".git/hooks/pre-commit").exists(),
+            "{who}: a git hook was planted"
+        );
+        let config = std::fs::read_to_string(sb.work().join(".git/config")).unwrap();
+        assert_eq!(config, config_before, "{who}");
+        if mech == "landlock" {
+            let said = finished(&events)[0]["messages"].to_string();
+            assert!(said.contains("is protected"), "{who}: {said}");
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::kernel::abort::AbortSignal;
-use crate::kernel::sandbox::Sandbox;
+use crate::kernel::sandbox::{watch, Sandbox};
 
 pub use config::{HookCommand, HookConfig};
 pub use outcome::{Decision, Verdict};
@@ -204,8 +204,9 @@ impl Hooks {
     /// own stdin fields) added to the session's, and combines their results in configuration
     /// order. Each runs in `sandbox` (the session's, as its tools get it: a hook follows the
     /// session's policy, never one call's escalation), unless it is
-    /// [`HookCommand::unsandboxed`]. `notify` hears each start and finish. No matching hook: an
-    /// empty verdict, and no process is started.
+    /// [`HookCommand::unsandboxed`]; what sandboxed ones did to protected paths is undone after
+    /// them, as after a `bash` call, and each of them tells the user. `notify` hears each start
+    /// and finish. No matching hook: an empty verdict, and no process is started.
     pub async fn fire(
         &self,
         event: HookEvent,
@@ -224,13 +225,59 @@ impl Hooks {
         let (background, commands): (Vec<_>, Vec<_>) =
             commands.into_iter().partition(|h| h.background);
         self.start_background(background, &payload, sandbox);
+        // What sandboxed hooks must not leave behind, as after a `bash` call (`watch`).
+        let record = match commands.iter().any(|h| !h.unsandboxed) {
+            true => watch::record(&sandbox.policy).await,
+            false => None,
+        };
+        let results = self
+            .run_all(event, &commands, &payload, sandbox, abort, notify)
+            .await;
+        let undone = watch::repair(record).await;
+        let mut verdict = Verdict::default();
+        for (i, ran) in results {
+            let hook = &commands[i];
+            let mut judged = outcome::judge(event, &hook.command, &ran);
+            if !hook.unsandboxed {
+                for found in &undone {
+                    judged.tell(found.note(sandbox.policy.mode));
+                }
+            }
+            notify(HookNotice::Finished {
+                event,
+                command: hook.command.clone(),
+                exit_code: match ran.exit {
+                    process::Exit::Code(c) => c,
+                    _ => None,
+                },
+                decision: judged.decision,
+                reason: judged.reason(),
+                messages: judged.messages().to_vec(),
+            });
+            verdict.add(judged);
+        }
+        self.cap(&mut verdict);
+        verdict
+    }
+
+    /// Runs `commands` in parallel (each announced to `notify` as it starts); their results in
+    /// configuration order.
+    async fn run_all(
+        &self,
+        event: HookEvent,
+        commands: &[HookCommand],
+        payload: &[u8],
+        sandbox: &Arc<Sandbox>,
+        abort: &AbortSignal,
+        notify: &(dyn Fn(HookNotice) + Send + Sync),
+    ) -> Vec<(usize, process::Ran)> {
         let mut set = tokio::task::JoinSet::new();
         for (i, hook) in commands.iter().enumerate() {
             notify(HookNotice::Started {
                 event,
                 command: hook.command.clone(),
             });
-            let (env, payload, abort) = (self.env.clone(), payload.clone(), abort.clone());
+            let (env, payload, abort) = (self.env.clone(), payload.to_vec(), abort.clone());
             let (command, timeout) = (
                 hook.command.clone(),
                 hook.timeout.unwrap_or(DEFAULT_TIMEOUT),
@@ -249,25 +296,7 @@ impl Hooks {
             }
         }
         results.sort_by_key(|(i, _)| *i);
-        let mut verdict = Verdict::default();
-        for (i, ran) in results {
-            let command = &commands[i].command;
-            let judged = outcome::judge(event, command, &ran);
-            notify(HookNotice::Finished {
-                event,
-                command: command.clone(),
-                exit_code: match ran.exit {
-                    process::Exit::Code(c) => c,
-                    _ => None,
-                },
-                decision: judged.decision,
-                reason: judged.reason(),
-                messages: judged.messages().to_vec(),
-            });
-            verdict.add(judged);
-        }
-        self.cap(&mut verdict);
-        verdict
+        results
     }
 
     /// Whether the `once` hook `command` of `event` has not run in this session yet (it counts
@@ -280,13 +309,18 @@ impl Hooks {
     }
 
     /// Starts `async` hooks: each runs on its own (its timeout applies, a turn's abort does
-    /// not), nothing waits for it, and its result is dropped, so it reports no events.
+    /// not), nothing waits for it, and its result is dropped, so it reports no events (what
+    /// the check after a sandboxed one undoes is undone all the same).
     fn start_background(&self, hooks: Vec<HookCommand>, payload: &[u8], sandbox: &Arc<Sandbox>) {
         for hook in hooks {
             let (env, payload) = (self.env.clone(), payload.to_vec());
             let timeout = hook.timeout.unwrap_or(DEFAULT_TIMEOUT);
             let sandbox = confined(&hook, sandbox);
             tokio::spawn(async move {
+                let record = match &sandbox {
+                    Some(s) => watch::record(&s.policy).await,
+                    None => None,
+                };
                 process::run(
                     &hook.command,
                     &payload,
@@ -296,6 +330,7 @@ impl Hooks {
                     &AbortSignal::never(),
                 )
                 .await;
+                watch::repair(record).await;
             });
         }
     }
