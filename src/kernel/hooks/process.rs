@@ -1,13 +1,12 @@
 //! Running one command hook: `sh -c COMMAND` in the session's cwd, in its own process group,
 //! no terminal, the payload on stdin (then closed), the session's tool environment (provider
-//! keys scrubbed) plus `KEEL_PROJECT_DIR` and `CLAUDE_PROJECT_DIR`; killed with its group on
-//! timeout or abort. In the session's sandbox (issue 43 point 16) it is started through
-//! [`Sandbox::launch`] (bubblewrap, or keel's Landlock helper) with the session's private `/tmp`,
-//! never through the zygote (which has no stdin to give); when no sandbox works it is not
-//! started at all, as `bash` is not. Output is read whole up to a bound; what the model or
-//! user sees of it is capped by the caller. It never decides whether a hook is sandboxed:
-//! the caller passes the sandbox or `None`.
-
+//! keys scrubbed) plus `KEEL_PROJECT_DIR` and `CLAUDE_PROJECT_DIR`; killed with everything it
+//! started on timeout or abort. In the session's sandbox (issue 43 point 16) it is started
+//! through [`Sandbox::launch`] (bubblewrap, or keel's Landlock helper) with the session's
+//! private `/tmp`, never through the zygote (which has no stdin to give); when no sandbox
+//! works it is not started at all, as `bash` is not. Output is read whole up to a bound; what
+//! the model or user sees of it is capped by the caller. It never decides whether a hook is
+//! sandboxed: the caller passes the sandbox or `None`.
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
@@ -95,7 +94,7 @@ pub async fn run(
         _ = tokio::time::sleep_until(deadline) => Exit::TimedOut,
         _ = abort.aborted() => Exit::Aborted,
     };
-    let kill = |pgid: Option<i32>| {
+    let kill_group = |pgid: Option<i32>| {
         if let Some(pg) = pgid {
             let _ = killpg(Pid::from_raw(pg), Signal::SIGKILL);
         }
@@ -117,7 +116,7 @@ pub async fn run(
         stderr = Some((&mut err).await.unwrap_or_default());
     };
     if tokio::time::timeout_at(deadline, both).await.is_err() {
-        kill(pgid);
+        kill_group(pgid);
     }
     let stdout = match stdout {
         Some(s) => s,
