@@ -40,6 +40,7 @@ mod gemini;
 mod gemini_stream;
 mod hooks;
 mod hooks_kernel;
+mod hooks_sandbox;
 mod hooks_unattended;
 mod journal;
 mod json_mode;

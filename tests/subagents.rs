@@ -252,7 +252,8 @@ fn a_custom_agent_definition_is_offered_to_the_model_and_its_tools_are_obeyed() 
 #[test]
 fn a_pre_tool_use_hook_fires_inside_the_child_with_its_agent_type() {
     let sb = Sandbox::new();
-    let seen = sb.dir.path().join("seen.jsonl");
+    // In the workspace: hooks run in the session's sandbox, which writes nowhere else.
+    let seen = sb.work().join("seen.jsonl");
     let hook = format!("cat >> {}; echo >> {}", seen.display(), seen.display());
     write(
         &sb.home().join("settings.json"),
@@ -452,7 +453,8 @@ fn in_the_daemon_a_running_child_is_listed_under_its_parent_and_can_be_attached(
 #[test]
 fn a_subagent_stop_hook_that_blocks_keeps_the_child_working_with_its_reason() {
     let sb = Sandbox::new();
-    let seen = sb.dir.path().join("seen.jsonl");
+    // In the workspace: hooks run in the session's sandbox, which writes nowhere else.
+    let seen = sb.work().join("seen.jsonl");
     // Blocks the first stop only (Claude's `stop_hook_active` says the child goes on already).
     let hook = format!(
         "input=$(cat); printf '%s\\n' \"$input\" >> {}; case \"$input\" in \

@@ -63,7 +63,7 @@ pub fn schema() -> Value {
                 "description": "MCP servers, as in mcp.json ({command, args, env, cwd} or {type: \"http\", url, headers}); merged with mcp.json's. The highest level that names a server wins."
             },
             "sandbox": sandbox(),
-            "hooks": {"type": "object", "description": "Lifecycle hooks (DESIGN §15): Claude Code's shape; every level's run. Merged per key."},
+            "hooks": {"type": "object", "description": "Lifecycle hooks (DESIGN §15): Claude Code's shape; every level's run. Merged per key. Hooks run in the session's sandbox; keel's `\"sandbox\": false` on a command hook runs it outside, in your own settings files only (a project's hooks stay sandboxed)."},
             "checkpoints": {
                 "type": "object",
                 "properties": {

@@ -238,7 +238,10 @@ impl Settings {
 impl Settings {
     /// The hooks of every settings level (all run). A project's own files (`.keel/settings.json`,
     /// `.keel/settings.local.json`) are code from the repository: each of their hooks runs only
-    /// as `trust` allows (what it leaves out is in `trust.warnings()`). `None`: no hook.
+    /// as `trust` allows (what it leaves out is in `trust.warnings()`), and always in the
+    /// session's sandbox (a `"sandbox": false` there is a warning naming the file; only the
+    /// user's own files, managed and `--settings` included, may let a hook out). `None`: no
+    /// hook.
     pub fn hooks(
         &self,
         env: &Env,
@@ -255,6 +258,14 @@ impl Settings {
                 c.retain(|event, matcher, hook| {
                     trust.hook_runs(event.as_str(), matcher, &hook.command)
                 });
+                if c.confine() {
+                    warnings.push(format!(
+                        "{}: \"sandbox\": false is ignored in a project's settings: its hooks \
+                         run in the session's sandbox (only your own settings files may let a \
+                         hook out)",
+                        layer.origin
+                    ));
+                }
             }
             config.merge(c);
         }

@@ -23,6 +23,10 @@ pub struct HookCommand {
     pub once: bool,
     /// `async`: it runs in the background; nothing waits for it and its result is ignored.
     pub background: bool,
+    /// `"sandbox": false` (keel's key; Claude Code ignores it): the hook runs outside the
+    /// session's sandbox. Only the user's own files may say so: a project's are
+    /// [`HookConfig::confine`]d.
+    pub unsandboxed: bool,
     /// The settings file (or flag) the hook came from.
     pub origin: String,
 }
@@ -89,6 +93,21 @@ impl HookConfig {
                 group.hooks.retain(|h| keep(*event, &matcher, h));
             }
         }
+    }
+
+    /// Puts every hook back in the sandbox (a project's own file may not let a hook out).
+    /// Returns whether one had asked to be let out.
+    pub fn confine(&mut self) -> bool {
+        let mut asked = false;
+        for hook in self
+            .events
+            .values_mut()
+            .flatten()
+            .flat_map(|g| &mut g.hooks)
+        {
+            asked |= std::mem::take(&mut hook.unsandboxed);
+        }
+        asked
     }
 
     /// Whether no hook is configured for `event`.
@@ -220,17 +239,29 @@ fn parse_handler(
         origin: origin.to_string(),
         once: flag(handler, "once", at, warnings),
         background: flag(handler, "async", at, warnings),
+        unsandboxed: !flag_or(handler, "sandbox", true, at, warnings),
     })
 }
 
 /// A boolean field of a handler (absent: false); another type is a warning and false.
 fn flag(handler: &Value, name: &str, at: &str, warnings: &mut Vec<String>) -> bool {
+    flag_or(handler, name, false, at, warnings)
+}
+
+/// A boolean field of a handler (absent: `default`); another type is a warning and `default`.
+fn flag_or(
+    handler: &Value,
+    name: &str,
+    default: bool,
+    at: &str,
+    warnings: &mut Vec<String>,
+) -> bool {
     match handler.get(name) {
-        None | Some(Value::Null) => false,
+        None | Some(Value::Null) => default,
         Some(Value::Bool(b)) => *b,
         Some(_) => {
             warnings.push(format!("{at}.{name}: must be true or false; ignored"));
-            false
+            default
         }
     }
 }
@@ -276,6 +307,29 @@ mod tests {
             .map(|h| h.command)
             .collect();
         assert_eq!(cmds, ["lint.sh", "notify.sh"]);
+    }
+
+    #[test]
+    fn sandbox_false_lets_a_hook_out_until_it_is_confined() {
+        let (mut c, w) = cfg(json!({"Stop": [{"hooks": [
+            {"type": "command", "command": "out.sh", "sandbox": false},
+            {"type": "command", "command": "in.sh", "sandbox": true},
+            {"type": "command", "command": "default.sh"},
+            {"type": "command", "command": "odd.sh", "sandbox": "no"}]}]}));
+        let out = |c: &HookConfig| -> Vec<bool> {
+            c.matching(HookEvent::Stop, &[])
+                .iter()
+                .map(|h| h.unsandboxed)
+                .collect()
+        };
+        assert_eq!(out(&c), [true, false, false, false]);
+        assert_eq!(
+            w,
+            ["/p/.keel/settings.json: hooks.Stop[0].hooks[3].sandbox: must be true or false; ignored"]
+        );
+        assert!(c.confine(), "one had asked to be let out");
+        assert_eq!(out(&c), [false; 4]);
+        assert!(!c.confine());
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! the turn loop fires them, so every mode, daemon session, scheduled run and subagent gets the
 //! same behaviour. This module reads the configuration ([`config`]), matches ([`matcher`]),
 //! runs processes ([`process`]), reads their results ([`outcome`]) and maps tool names and
-//! inputs to Claude's ([`names`]).
+//! inputs to Claude's ([`names`]). Every hook runs in the sandbox the caller passes (the
+//! session's, the one its tools get) unless the user's own settings let it out
+//! ([`HookCommand::unsandboxed`]).
 
 pub mod config;
 pub mod matcher;
@@ -17,6 +19,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::kernel::abort::AbortSignal;
+use crate::kernel::sandbox::{watch, Sandbox};
 
 pub use config::{HookCommand, HookConfig};
 pub use outcome::{Decision, Verdict};
@@ -199,13 +202,17 @@ impl Hooks {
 
     /// Runs every hook matching `event` and `subjects` in parallel with `fields` (the event's
     /// own stdin fields) added to the session's, and combines their results in configuration
-    /// order. `notify` hears each start and finish. No matching hook: an empty verdict, and
-    /// no process is started.
+    /// order. Each runs in `sandbox` (the session's, as its tools get it: a hook follows the
+    /// session's policy, never one call's escalation), unless it is
+    /// [`HookCommand::unsandboxed`]; what sandboxed ones did to protected paths is undone after
+    /// them, as after a `bash` call, and each of them tells the user. `notify` hears each start
+    /// and finish. No matching hook: an empty verdict, and no process is started.
     pub async fn fire(
         &self,
         event: HookEvent,
         subjects: &[&str],
         fields: Map<String, Value>,
+        sandbox: &Arc<Sandbox>,
         abort: &AbortSignal,
         notify: &(dyn Fn(HookNotice) + Send + Sync),
     ) -> Verdict {
@@ -217,37 +224,28 @@ impl Hooks {
         let payload = self.payload(event, fields);
         let (background, commands): (Vec<_>, Vec<_>) =
             commands.into_iter().partition(|h| h.background);
-        self.start_background(background, &payload);
-        let mut set = tokio::task::JoinSet::new();
-        for (i, hook) in commands.iter().enumerate() {
-            notify(HookNotice::Started {
-                event,
-                command: hook.command.clone(),
-            });
-            let (env, payload, abort) = (self.env.clone(), payload.clone(), abort.clone());
-            let (command, timeout) = (
-                hook.command.clone(),
-                hook.timeout.unwrap_or(DEFAULT_TIMEOUT),
-            );
-            set.spawn(async move {
-                let ran = process::run(&command, &payload, &env, timeout, &abort).await;
-                (i, ran)
-            });
-        }
-        let mut results = Vec::with_capacity(commands.len());
-        while let Some(joined) = set.join_next().await {
-            if let Ok(r) = joined {
-                results.push(r);
-            }
-        }
-        results.sort_by_key(|(i, _)| *i);
+        self.start_background(background, &payload, sandbox);
+        // What sandboxed hooks must not leave behind, as after a `bash` call (`watch`).
+        let record = match commands.iter().any(|h| !h.unsandboxed) {
+            true => watch::record(&sandbox.policy).await,
+            false => None,
+        };
+        let results = self
+            .run_all(event, &commands, &payload, sandbox, abort, notify)
+            .await;
+        let undone = watch::repair(record).await;
         let mut verdict = Verdict::default();
         for (i, ran) in results {
-            let command = &commands[i].command;
-            let judged = outcome::judge(event, command, &ran);
+            let hook = &commands[i];
+            let mut judged = outcome::judge(event, &hook.command, &ran);
+            if !hook.unsandboxed {
+                for found in &undone {
+                    judged.tell(found.note(sandbox.policy.mode));
+                }
+            }
             notify(HookNotice::Finished {
                 event,
-                command: command.clone(),
+                command: hook.command.clone(),
                 exit_code: match ran.exit {
                     process::Exit::Code(c) => c,
                     _ => None,
@@ -262,6 +260,45 @@ impl Hooks {
         verdict
     }
 
+    /// Runs `commands` in parallel (each announced to `notify` as it starts); their results in
+    /// configuration order.
+    async fn run_all(
+        &self,
+        event: HookEvent,
+        commands: &[HookCommand],
+        payload: &[u8],
+        sandbox: &Arc<Sandbox>,
+        abort: &AbortSignal,
+        notify: &(dyn Fn(HookNotice) + Send + Sync),
+    ) -> Vec<(usize, process::Ran)> {
+        let mut set = tokio::task::JoinSet::new();
+        for (i, hook) in commands.iter().enumerate() {
+            notify(HookNotice::Started {
+                event,
+                command: hook.command.clone(),
+            });
+            let (env, payload, abort) = (self.env.clone(), payload.to_vec(), abort.clone());
+            let (command, timeout) = (
+                hook.command.clone(),
+                hook.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            );
+            let sandbox = confined(hook, sandbox);
+            set.spawn(async move {
+                let sandbox = sandbox.as_deref();
+                let ran = process::run(&command, &payload, &env, sandbox, timeout, &abort).await;
+                (i, ran)
+            });
+        }
+        let mut results = Vec::with_capacity(commands.len());
+        while let Some(joined) = set.join_next().await {
+            if let Ok(r) = joined {
+                results.push(r);
+            }
+        }
+        results.sort_by_key(|(i, _)| *i);
+        results
+    }
+
     /// Whether the `once` hook `command` of `event` has not run in this session yet (it counts
     /// as run from now on).
     fn first_time(&self, event: HookEvent, command: &str) -> bool {
@@ -272,20 +309,28 @@ impl Hooks {
     }
 
     /// Starts `async` hooks: each runs on its own (its timeout applies, a turn's abort does
-    /// not), nothing waits for it, and its result is dropped, so it reports no events.
-    fn start_background(&self, hooks: Vec<HookCommand>, payload: &[u8]) {
+    /// not), nothing waits for it, and its result is dropped, so it reports no events (what
+    /// the check after a sandboxed one undoes is undone all the same).
+    fn start_background(&self, hooks: Vec<HookCommand>, payload: &[u8], sandbox: &Arc<Sandbox>) {
         for hook in hooks {
             let (env, payload) = (self.env.clone(), payload.to_vec());
             let timeout = hook.timeout.unwrap_or(DEFAULT_TIMEOUT);
+            let sandbox = confined(&hook, sandbox);
             tokio::spawn(async move {
+                let record = match &sandbox {
+                    Some(s) => watch::record(&s.policy).await,
+                    None => None,
+                };
                 process::run(
                     &hook.command,
                     &payload,
                     &env,
+                    sandbox.as_deref(),
                     timeout,
                     &AbortSignal::never(),
                 )
                 .await;
+                watch::repair(record).await;
             });
         }
     }
@@ -337,6 +382,11 @@ impl Hooks {
         std::fs::write(&path, text).ok()?;
         Some(path)
     }
+}
+
+/// The sandbox `hook` runs in: the session's, unless the user's own settings let it out.
+fn confined(hook: &HookCommand, sandbox: &Arc<Sandbox>) -> Option<Arc<Sandbox>> {
+    (!hook.unsandboxed).then(|| sandbox.clone())
 }
 
 #[cfg(test)]

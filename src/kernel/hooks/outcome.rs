@@ -113,6 +113,11 @@ impl Judged {
     pub fn messages(&self) -> &[String] {
         &self.verdict.messages
     }
+
+    /// Adds `message` to what the user is told about this hook (what the sandbox undid).
+    pub fn tell(&mut self, message: String) {
+        self.verdict.messages.push(message);
+    }
 }
 
 /// Reads one hook's result for `event`. `command` names it in error messages.

@@ -1,19 +1,23 @@
 //! Running one command hook: `sh -c COMMAND` in the session's cwd, in its own process group,
 //! no terminal, the payload on stdin (then closed), the session's tool environment (provider
-//! keys scrubbed) plus `KEEL_PROJECT_DIR` and `CLAUDE_PROJECT_DIR`; killed with its group on
-//! timeout or abort. Output is read whole up to a bound; what the model or user sees of it is
-//! capped by the caller.
-
-use std::path::{Path, PathBuf};
+//! keys scrubbed) plus `KEEL_PROJECT_DIR` and `CLAUDE_PROJECT_DIR`; killed with everything it
+//! started on timeout or abort. In the session's sandbox (issue 43 point 16) it is started
+//! through [`Sandbox::launch`] (bubblewrap, or keel's Landlock helper) with the session's
+//! private `/tmp`, never through the zygote (which has no stdin to give); when no sandbox
+//! works it is not started at all, as `bash` is not. Output is read whole up to a bound; what
+//! the model or user sees of it is capped by the caller. It never decides whether a hook is
+//! sandboxed: the caller passes the sandbox or `None`.
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 
-use nix::sys::signal::{killpg, Signal};
+use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::Command;
 
 use crate::kernel::abort::AbortSignal;
+use crate::kernel::sandbox::{Launch, Mechanism, Sandbox};
 use crate::kernel::tool::ToolEnv;
 
 /// Output beyond this many bytes per stream is read and dropped (a hook that floods its pipe
@@ -52,19 +56,21 @@ pub struct Ran {
     pub stderr: String,
 }
 
-/// Runs `command` with `payload` on stdin; never fails: a hook that cannot start is an `Exit`.
+/// Runs `command` with `payload` on stdin, in `sandbox` (`None`: as is); never fails: a hook
+/// that cannot start is an `Exit`.
 pub async fn run(
     command: &str,
     payload: &[u8],
     env: &HookEnv,
+    sandbox: Option<&Sandbox>,
     timeout: Duration,
     abort: &AbortSignal,
 ) -> Ran {
-    let mut child = match spawn(command, &env.cwd, &env.project_dir, &env.tool_env) {
+    let mut child = match spawn(command, env, sandbox) {
         Ok(c) => c,
         Err(e) => {
             return Ran {
-                exit: Exit::SpawnFailed(e.to_string()),
+                exit: Exit::SpawnFailed(e),
                 stdout: String::new(),
                 stderr: String::new(),
             }
@@ -88,14 +94,18 @@ pub async fn run(
         _ = tokio::time::sleep_until(deadline) => Exit::TimedOut,
         _ = abort.aborted() => Exit::Aborted,
     };
-    let kill = |pgid: Option<i32>| {
+    let kill_group = |pgid: Option<i32>| {
         if let Some(pg) = pgid {
             let _ = killpg(Pid::from_raw(pg), Signal::SIGKILL);
         }
     };
     if matches!(exit, Exit::TimedOut | Exit::Aborted) {
-        kill(pgid);
-        let _ = child.kill().await;
+        // Not reaped yet: its pid is still its own.
+        if let Some(pid) = pgid {
+            kill_started(pid);
+        }
+        let _ = child.start_kill();
+        let _ = child.wait().await;
     }
     writer.abort();
     // A background child that keeps the pipes open has until the hook's deadline; then its
@@ -106,7 +116,7 @@ pub async fn run(
         stderr = Some((&mut err).await.unwrap_or_default());
     };
     if tokio::time::timeout_at(deadline, both).await.is_err() {
-        kill(pgid);
+        kill_group(pgid);
     }
     let stdout = match stdout {
         Some(s) => s,
@@ -123,25 +133,99 @@ pub async fn run(
     }
 }
 
+/// Kills the hook process `pid` (not reaped) with everything it started. Its group is not
+/// always all of it: bubblewrap's child, the init of the hook's PID namespace, leaves the group
+/// (`--new-session`) before it arms its parent-death signal, so a bubblewrap killed in between
+/// would leave the sandbox running. So `pid` is stopped first (a stopped process starts nothing
+/// more: a fork pending a signal is undone), then its children are killed (an init's death
+/// ends its whole namespace), then its group, which under the Landlock helper is the session
+/// it made with `setsid` (or, stopped before that, `pid` alone).
+fn kill_started(pid: i32) {
+    let leader = Pid::from_raw(pid);
+    let _ = kill(leader, Signal::SIGSTOP);
+    for child in children(pid) {
+        let _ = kill(Pid::from_raw(child), Signal::SIGKILL);
+    }
+    let _ = killpg(leader, Signal::SIGKILL);
+    let _ = kill(leader, Signal::SIGKILL);
+}
+
+/// The children of the single-threaded process `pid` (from `/proc`).
+fn children(pid: i32) -> Vec<i32> {
+    match std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")) {
+        Ok(list) => list
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect(),
+        // A kernel without CONFIG_PROC_CHILDREN.
+        Err(_) => children_by_parent(pid),
+    }
+}
+
+/// Every process whose parent is `pid`.
+fn children_by_parent(pid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|p| parent_of(*p) == Some(pid))
+        .collect()
+}
+
+/// The parent of `pid`: the field after the state in `/proc/PID/stat` (after the name, which
+/// may hold spaces and parentheses).
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Starts the hook, in `sandbox` when there is one that runs commands; the error is what the
+/// user reads (the sandbox's own when it refuses, as `bash` reports it).
 fn spawn(
     command: &str,
-    cwd: &Path,
-    project: &Path,
-    tool_env: &ToolEnv,
-) -> std::io::Result<tokio::process::Child> {
-    let mut cmd = Command::new("sh");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(cwd)
+    env: &HookEnv,
+    sandbox: Option<&Sandbox>,
+) -> Result<tokio::process::Child, String> {
+    let launch = match sandbox {
+        Some(s) if !matches!(s.mechanism, Mechanism::Off | Mechanism::Unenforced) => {
+            let tmp = crate::kernel::tool::bash::private_tmp(&env.tool_env, &env.temp_dir)?;
+            s.launch("sh", command, &env.cwd, &tmp)
+                .map_err(|e| e.message)?
+        }
+        _ => None,
+    };
+    let mut cmd = match &launch {
+        Some(Launch { program, args, .. }) => {
+            let mut cmd = Command::new(program);
+            cmd.args(args);
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new("sh");
+            cmd.arg("-c").arg(command);
+            cmd
+        }
+    };
+    cmd.current_dir(&env.cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
         .kill_on_drop(true);
-    tool_env.apply(&mut cmd);
-    cmd.env("KEEL_PROJECT_DIR", project)
-        .env("CLAUDE_PROJECT_DIR", project);
-    cmd.spawn()
+    // The Landlock helper leaves the terminal with `setsid`, which a group leader cannot do:
+    // its new session is the hook's group (the same id, its pid). Anything else leads one.
+    let helper = sandbox.is_some_and(|s| matches!(s.mechanism, Mechanism::Landlock { .. }));
+    if !(launch.is_some() && helper) {
+        cmd.process_group(0);
+    }
+    env.tool_env.apply(&mut cmd);
+    cmd.env("KEEL_PROJECT_DIR", &env.project_dir)
+        .env("CLAUDE_PROJECT_DIR", &env.project_dir);
+    if let Some(l) = &launch {
+        cmd.envs(l.env.iter().map(|(k, v)| (k, v)));
+    }
+    cmd.spawn().map_err(|e| e.to_string())
 }
 
 /// Reads a pipe to its end (a background grandchild holding it open ends with the group kill
@@ -167,6 +251,7 @@ async fn read_bounded<R: AsyncRead + Unpin>(pipe: Option<R>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn env(dir: &Path) -> HookEnv {
         HookEnv {
@@ -183,6 +268,7 @@ mod tests {
             cmd,
             payload.as_bytes(),
             &env(d.path()),
+            None,
             timeout,
             &AbortSignal::never(),
         )
@@ -226,6 +312,7 @@ mod tests {
             &cmd,
             b"",
             &env(d.path()),
+            None,
             Duration::from_millis(300),
             &AbortSignal::never(),
         )
@@ -250,6 +337,60 @@ mod tests {
             tokio::task::yield_now().await;
         }
         assert!(gone(), "background child {pid} survived the timeout");
+    }
+
+    #[tokio::test]
+    async fn where_no_sandbox_works_a_sandboxed_hook_is_refused_as_bash_is() {
+        let d = tempfile::tempdir().unwrap();
+        let mut sandbox = Sandbox::workspace_write(d.path());
+        sandbox.mechanism = Mechanism::Unavailable;
+        let ran = run(
+            "echo ran > ran.txt",
+            b"",
+            &env(d.path()),
+            Some(&sandbox),
+            Duration::from_secs(20),
+            &AbortSignal::never(),
+        )
+        .await;
+        let Exit::SpawnFailed(why) = &ran.exit else {
+            panic!("{ran:?}")
+        };
+        assert!(why.contains("no sandbox works here"), "{why}");
+        assert!(!d.path().join("ran.txt").exists(), "it ran unsandboxed");
+    }
+
+    #[test]
+    fn a_processs_children_are_found_with_or_without_the_children_file() {
+        use std::io::BufRead;
+        let mut sh = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        let mut out = std::io::BufReader::new(sh.stdout.take().unwrap());
+        out.read_line(&mut line).unwrap();
+        let (shell, sleep) = (sh.id() as i32, line.trim().parse::<i32>().unwrap());
+        let (listed, scanned) = (children(shell), children_by_parent(shell));
+        let parent = parent_of(sleep);
+        kill_started(shell);
+        sh.wait().unwrap();
+        assert_eq!(listed, [sleep]);
+        assert_eq!(scanned, [sleep]);
+        assert_eq!(parent, Some(shell));
+        // Killed: gone, or a zombie until its new parent reaps it (a SIGKILL lands when the
+        // process next runs: waited for, to a bound only a survivor reaches).
+        let gone = || {
+            std::fs::read_to_string(format!("/proc/{sleep}/stat"))
+                .map(|s| s.contains(") Z "))
+                .unwrap_or(true)
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !gone() && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+        }
+        assert!(gone(), "the sleep {sleep} survived");
     }
 
     #[tokio::test]

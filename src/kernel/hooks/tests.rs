@@ -40,10 +40,17 @@ async fn fire(
 ) -> (Verdict, Vec<HookNotice>) {
     let seen = Mutex::new(Vec::new());
     let fields = fields.as_object().cloned().unwrap_or_default();
+    // Unsandboxed: the sandboxed runs are the binary's (tests/hooks_sandbox.rs).
+    let sandbox = Arc::new(Sandbox::off(std::path::Path::new("/")));
     let v = h
-        .fire(event, subjects, fields, &AbortSignal::never(), &|n| {
-            seen.lock().unwrap().push(n)
-        })
+        .fire(
+            event,
+            subjects,
+            fields,
+            &sandbox,
+            &AbortSignal::never(),
+            &|n| seen.lock().unwrap().push(n),
+        )
         .await;
     (v, seen.into_inner().unwrap())
 }

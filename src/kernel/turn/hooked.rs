@@ -1,8 +1,10 @@
 //! Where the turn loop fires hooks (DESIGN §15): `UserPromptSubmit` before a prompt reaches
 //! the model, `PreToolUse` before a call is decided, `PostToolUse`/`PostToolUseFailure` after
 //! it ran, `Stop` when the model is done. Every hook run is published (`HookStarted`,
-//! `HookFinished`), so every front end can show what a hook did. Without configured hooks each
-//! function returns at once and starts nothing.
+//! `HookFinished`), so every front end can show what a hook did. Hooks run in the session's
+//! sandbox, the one in the agent's config that its tools get (read at each firing, so they
+//! follow it; one call's approved escalation is that call's, not theirs). Without configured
+//! hooks each function returns at once and starts nothing.
 
 use serde_json::{json, Map, Value};
 
@@ -43,7 +45,10 @@ pub(crate) async fn fire(
         let elapsed = (inner.clock.now_ms() - started).max(0) as u64;
         inner.bus.publish(notice_event(n, elapsed));
     };
-    hooks.fire(event, subjects, fields, abort, &notify).await
+    let sandbox = &inner.config.sandbox;
+    hooks
+        .fire(event, subjects, fields, sandbox, abort, &notify)
+        .await
 }
 
 /// Fires `event` without waiting for its hooks (a `Notification` must not hold up the dialog
@@ -53,6 +58,7 @@ pub(crate) fn fire_detached(inner: &Inner, event: HookEvent, subject: &str, fiel
         return;
     };
     let (bus, clock, subject) = (inner.bus.clone(), inner.clock.clone(), subject.to_string());
+    let sandbox = inner.config.sandbox.clone();
     let fields = match fields {
         Value::Object(m) => m,
         _ => Map::new(),
@@ -65,7 +71,7 @@ pub(crate) fn fire_detached(inner: &Inner, event: HookEvent, subject: &str, fiel
         };
         let never = AbortSignal::never();
         hooks
-            .fire(event, &[&subject], fields, &never, &notify)
+            .fire(event, &[&subject], fields, &sandbox, &never, &notify)
             .await;
     });
 }
