@@ -405,3 +405,32 @@ fn a_daemon_sessions_hooks_run_in_its_sandbox() {
         );
     }
 }
+
+/// A sandboxed hook lives under the same seccomp walls as the model's commands: no new Unix
+/// socket (a daemon's or an agent's), no x32 system call, no terminal injection, `no_new_privs`
+/// set. Under bubblewrap a hook is not started by the zygote (which installs them on itself),
+/// so its launch installs them.
+#[test]
+fn a_project_hook_lives_under_the_same_seccomp_walls_as_bash() {
+    for (user, mech) in users_and_mechanisms() {
+        let sb = world_as(user);
+        let who = format!("{mech} as {user:?}");
+        let hook = "perl -e 'syscall(0x40000000 | 39); print $! + 0' > x32.txt; \
+             perl -MSocket -e 'socket(my $s, AF_UNIX, SOCK_STREAM, 0) ? print \"made\" : print \"refused\"' > unix.txt; \
+             grep '^NoNewPrivs' /proc/self/status > nnp.txt; exit 0";
+        write(
+            &sb.work().join(".keel/settings.json"),
+            &pre_bash(&[handler(hook)]),
+        );
+        hand_over(&sb, user);
+        let calls = [bash("true")];
+        let (_, stderr, _) = run_as_events(&sb, user, mech, &calls, &[], &["--trust-project"]);
+        let read = |f: &str| {
+            std::fs::read_to_string(sb.work().join(f))
+                .unwrap_or_else(|e| panic!("{who}: {f}: {e}: {stderr}"))
+        };
+        assert_eq!(read("x32.txt").trim(), libc::EPERM.to_string(), "{who}");
+        assert_eq!(read("unix.txt").trim(), "refused", "{who}");
+        assert!(read("nnp.txt").contains('1'), "{who}");
+    }
+}

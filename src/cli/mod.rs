@@ -87,6 +87,9 @@ pub enum Command {
     /// keel's sandbox zygote: inside the session's sandbox, starts each command keel hands it.
     #[command(name = "__sandbox-zygote", hide = true)]
     SandboxZygote,
+    /// keel's seccomp walls, inside bubblewrap, for one command started there on its own.
+    #[command(name = "__sandbox-walls", hide = true)]
+    SandboxWalls(commands::sandbox::WallsArgs),
     /// keel's relay to its network-allowlist proxy, inside a bubblewrap sandbox.
     #[command(name = "__sandbox-forward", hide = true)]
     SandboxForward(commands::sandbox_net::ForwardArgs),
@@ -131,6 +134,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::SandboxExec(a)) => commands::sandbox::exec(a),
         Some(Command::SandboxForward(a)) => commands::sandbox_net::run(a),
         Some(Command::SandboxZygote) => commands::sandbox::zygote(),
+        Some(Command::SandboxWalls(a)) => commands::sandbox::walls(a),
         Some(Command::Rewind(args)) => commands::rewind::run(args),
         Some(Command::Man) => commands::man::run(),
         Some(Command::Completions(args)) => commands::completions::run(args),

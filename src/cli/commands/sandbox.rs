@@ -1,6 +1,8 @@
 //! `keel debug sandbox [--json]` (the mechanism, the policy in force and a self-test), the
-//! hidden `keel __sandbox-exec` helper the Landlock fallback restricts itself in, and the
-//! hidden `keel __sandbox-zygote` that runs a session's commands inside its sandbox. Owns only
+//! hidden `keel __sandbox-exec` helper the Landlock fallback restricts itself in, the hidden
+//! `keel __sandbox-walls` that puts one command started inside bubblewrap under the seccomp
+//! walls, and the hidden `keel __sandbox-zygote` that runs a session's commands inside its
+//! sandbox. Owns only
 //! their arguments and output; the sandbox itself is `kernel::sandbox`.
 
 use std::path::PathBuf;
@@ -41,6 +43,27 @@ pub fn exec(args: ExecArgs) -> Exit {
     };
     let e = crate::kernel::sandbox::exec_restricted(&policy, &args.tmp, &args.argv);
     out.err(&format!("Error: keel sandbox: {e}\n"));
+    Exit::Internal
+}
+
+/// `keel __sandbox-walls -- PROGRAM [ARGS…]`.
+#[derive(Debug, clap::Args)]
+pub struct WallsArgs {
+    /// The command to exec.
+    #[arg(last = true, required = true)]
+    argv: Vec<String>,
+}
+
+/// Installs the seccomp walls every sandboxed command lives under on this process and execs
+/// the command (inside bubblewrap, for a command not started by the zygote: a hook); returns
+/// only on failure (exit 70 with the reason on stderr: the command never ran without them).
+pub fn walls(args: WallsArgs) -> Exit {
+    let mut out = Output::stdio(ColorChoice::Never);
+    let e = crate::kernel::sandbox::exec_walled(&args.argv);
+    out.err(&format!(
+        "Error: keel sandbox: {e}
+"
+    ));
     Exit::Internal
 }
 

@@ -367,8 +367,11 @@ impl Sandbox {
 
     /// How to run `shell -c command` in `cwd` under the policy, in a sandbox of its own; `tmp`
     /// is the session's private directory that becomes `/tmp` (bubblewrap) or `$TMPDIR`
-    /// (Landlock). `None`: run it as is. keel itself runs commands in the zygote instead
-    /// ([`Sandbox::spawn`]); this is for an embedder whose executable is not keel.
+    /// (Landlock). `None`: run it as is. keel runs the model's commands in the zygote instead
+    /// ([`Sandbox::spawn`]); this is for a command with a stdin of its own (a hook) and for
+    /// an embedder whose executable is not keel. Under bubblewrap, when keel is the
+    /// executable, the command starts under `keel __sandbox-walls`, so it has the seccomp
+    /// walls a zygote's command has (the Landlock helper installs them itself).
     pub fn launch(
         &self,
         shell: &str,
@@ -376,8 +379,16 @@ impl Sandbox {
         cwd: &Path,
         tmp: &Path,
     ) -> Result<Option<Launch>, SandboxError> {
-        let tail = vec![shell.into(), "-c".into(), command.into()];
-        self.launch_argv(tail, cwd, tmp, None)
+        let mut tail: Vec<OsString> = vec![shell.into(), "-c".into(), command.into()];
+        let exe = match self.mechanism {
+            Mechanism::Bwrap(_) => self.zygote.exe().map(Path::to_path_buf),
+            _ => None,
+        };
+        if exe.is_some() {
+            let walls = [proxy::INSIDE_EXE, "__sandbox-walls", "--"];
+            tail.splice(0..0, walls.iter().map(OsString::from));
+        }
+        self.launch_argv(tail, cwd, tmp, exe.as_deref())
     }
 
     /// How to run `argv` in `cwd` under the policy (see [`Sandbox::launch`]); `bind_exe`:
@@ -713,6 +724,19 @@ fn probed(path: &Path) -> Option<bwrap::Bwrap> {
 
 /// The `__sandbox-exec` helper's work: restricts this process to `policy` (Landlock, then the
 /// seccomp filter) and execs `argv` (the zygote, or one command). Returns only on failure.
+/// Inside bubblewrap: installs the seccomp walls ([`seccomp::install_walls`]) on this process,
+/// then execs `argv`; returns only the error that stopped it.
+pub fn exec_walled(argv: &[String]) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    let Some((program, args)) = argv.split_first() else {
+        return std::io::Error::other("no command to run");
+    };
+    if let Err(e) = seccomp::install_walls() {
+        return std::io::Error::other(e.to_string());
+    }
+    std::process::Command::new(program).args(args).exec()
+}
+
 pub fn exec_restricted(policy: &SandboxPolicy, tmp: &Path, argv: &[String]) -> std::io::Error {
     use std::os::unix::process::CommandExt;
     let Some((program, args)) = argv.split_first() else {

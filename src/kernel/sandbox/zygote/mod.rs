@@ -65,6 +65,11 @@ impl ZygoteSlot {
         slot
     }
 
+    /// keel itself, when it is the executable (it runs inside the sandbox as the zygote).
+    pub fn exe(&self) -> Option<&Path> {
+        self.0.exe.as_deref()
+    }
+
     /// This sandbox was taken to work from `findings` (not probed): see [`Slot::known`].
     pub fn trusting(&self, findings: PathBuf) {
         *lock(&self.0.known) = Some(findings);
