@@ -190,3 +190,36 @@ fn keel_hooks_list_names_each_hook_its_origin_and_whether_it_runs() {
     let text = sb.run(&["hooks", "list"]).stdout;
     assert!(text.starts_with("Stop [*] make lint\n    from "), "{text}");
 }
+
+/// Issue 44 point 4: print mode says what the TUI says about a hook: one that cannot start
+/// (exit 127) and one that denies are on stderr, the same words as the TUI's notices.
+#[test]
+fn print_mode_says_what_the_tui_says_about_a_failed_or_denying_hook() {
+    let sb = Sandbox::new();
+    let hooks = json!({"hooks": {
+        "PostToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "no-such-hook-program-xyz"}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": GUARD}]}]
+    }});
+    write(&sb.home().join("settings.json"), &hooks);
+    for (command, want) in [
+        (
+            "echo fine",
+            "hook PostToolUse: hook `no-such-hook-program-xyz` failed (code 127)",
+        ),
+        ("rm -rf nothing", "hook PreToolUse `"),
+    ] {
+        let script = bash_script(&sb, command);
+        let run = sb.run(&[
+            "-p",
+            "--no-session",
+            "--provider",
+            "scripted",
+            "--script",
+            &script,
+            "go",
+        ]);
+        assert_eq!(run.code, 0, "{run}");
+        assert!(run.stderr.contains(want), "{command}: {}", run.stderr);
+    }
+}

@@ -96,6 +96,22 @@ pub fn fact_activity(fact: &Fact) -> Vec<String> {
             error_message: Some(e),
             ..
         } => vec![format!("  ✗ {}", first_line(e))],
+        Fact::HookFinished {
+            event,
+            command,
+            decision,
+            reason,
+            messages,
+        } => fact::hook_lines(
+            event,
+            command,
+            decision.as_deref(),
+            reason.as_deref(),
+            messages,
+        )
+        .into_iter()
+        .map(|l| format!("⚑ {l}"))
+        .collect(),
         Fact::SandboxViolation { reason, what } => {
             let what = what.as_ref().map(|w| format!(": {w}")).unwrap_or_default();
             vec![format!("  ⊘ sandbox ({}){what}", reason.replace('_', " "))]

@@ -50,6 +50,15 @@ impl Clock {
         )
     }
 
+    /// A duration measured on the host's monotonic clock, as this clock reports durations:
+    /// whole milliseconds, or 0 on a test clock (repeatable output).
+    pub fn duration_ms(&self, measured: std::time::Duration) -> u64 {
+        match self.inner.fixed {
+            Some(_) => 0,
+            None => u64::try_from(measured.as_millis()).unwrap_or(u64::MAX),
+        }
+    }
+
     /// Unix milliseconds.
     pub fn now_ms(&self) -> i64 {
         match self.inner.fixed {

@@ -56,6 +56,14 @@ pub enum Fact {
         reason: String,
         what: Option<String>,
     },
+    /// A hook ended: what it decided and what it says to the user (see [`hook_lines`]).
+    HookFinished {
+        event: String,
+        command: String,
+        decision: Option<String>,
+        reason: Option<String>,
+        messages: Vec<String>,
+    },
 }
 
 impl Fact {
@@ -124,6 +132,20 @@ impl Fact {
                 reason: reason.into_owned(),
                 what: path.or(host).map(|w| w.into_owned()),
             },
+            W::HookFinished {
+                event,
+                command,
+                decision,
+                reason,
+                messages,
+                ..
+            } => Fact::HookFinished {
+                event: event.into_owned(),
+                command: command.into_owned(),
+                decision: decision.map(|d| d.into_owned()),
+                reason: reason.map(|r| r.into_owned()),
+                messages: messages.into_owned(),
+            },
             _ => return None,
         })
     }
@@ -141,6 +163,7 @@ const READ: &[&str] = &[
     "compaction_end",
     "agent_settled",
     "sandbox_violation",
+    "hook_finished",
 ];
 
 /// What a front end shows of a `sandbox_violation`: `reason` as words, then the path or host
@@ -151,6 +174,25 @@ pub fn violation_line(reason: &str, what: Option<&str>) -> String {
         "sandbox stopped a command ({}){what}",
         reason.replace('_', " ")
     )
+}
+
+/// What every front end shows of a `hook_finished`: a line for a decision that changes what
+/// happens (`hook PreToolUse \`cmd\` → deny: why`), and one per message to the user (a
+/// failure, a hook that could not start, `systemMessage`). Nothing for a hook that just ran.
+pub fn hook_lines(
+    event: &str,
+    command: &str,
+    decision: Option<&str>,
+    reason: Option<&str>,
+    messages: &[String],
+) -> Vec<String> {
+    let mut lines = Vec::new();
+    if let Some(d @ ("deny" | "block" | "ask" | "defer" | "stop")) = decision {
+        let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
+        lines.push(format!("hook {event} `{command}` → {d}{why}"));
+    }
+    lines.extend(messages.iter().map(|m| format!("hook {event}: {m}")));
+    lines
 }
 
 /// Whether events of type `kind` carry a [`Fact`].

@@ -305,16 +305,9 @@ impl Transcript {
         reason: Option<&str>,
         messages: &[String],
     ) {
-        if let Some(d @ ("deny" | "block" | "ask" | "defer" | "stop")) = decision {
-            let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
-            self.pending.push_back(HistoryCell::Notice(format!(
-                "hook {event} `{command}` → {d}{why}"
-            )));
-        }
-        for m in messages {
-            self.pending
-                .push_back(HistoryCell::Notice(format!("hook {event}: {m}")));
-        }
+        let lines = crate::report::fact::hook_lines(event, command, decision, reason, messages);
+        self.pending
+            .extend(lines.into_iter().map(HistoryCell::Notice));
     }
 
     /// A checkpoint that left files out or failed: a notice naming them.

@@ -143,6 +143,8 @@ pub enum HookNotice {
         reason: Option<String>,
         /// What it says to the user (`systemMessage`, a failure).
         messages: Vec<String>,
+        /// How long this hook ran (its own time: hooks of one event run in parallel).
+        took: std::time::Duration,
     },
 }
 
@@ -235,7 +237,7 @@ impl Hooks {
             .await;
         let undone = watch::repair(record).await;
         let mut verdict = Verdict::default();
-        for (i, ran) in results {
+        for (i, ran, took) in results {
             let hook = &commands[i];
             let mut judged = outcome::judge(event, &hook.command, &ran);
             if !hook.unsandboxed {
@@ -253,6 +255,7 @@ impl Hooks {
                 decision: judged.decision,
                 reason: judged.reason(),
                 messages: judged.messages().to_vec(),
+                took,
             });
             verdict.add(judged);
         }
@@ -270,7 +273,7 @@ impl Hooks {
         sandbox: &Arc<Sandbox>,
         abort: &AbortSignal,
         notify: &(dyn Fn(HookNotice) + Send + Sync),
-    ) -> Vec<(usize, process::Ran)> {
+    ) -> Vec<(usize, process::Ran, std::time::Duration)> {
         let mut set = tokio::task::JoinSet::new();
         for (i, hook) in commands.iter().enumerate() {
             notify(HookNotice::Started {
@@ -285,8 +288,9 @@ impl Hooks {
             let sandbox = confined(hook, sandbox);
             set.spawn(async move {
                 let sandbox = sandbox.as_deref();
+                let start = std::time::Instant::now();
                 let ran = process::run(&command, &payload, &env, sandbox, timeout, &abort).await;
-                (i, ran)
+                (i, ran, start.elapsed())
             });
         }
         let mut results = Vec::with_capacity(commands.len());
@@ -295,7 +299,7 @@ impl Hooks {
                 results.push(r);
             }
         }
-        results.sort_by_key(|(i, _)| *i);
+        results.sort_by_key(|(i, _, _)| *i);
         results
     }
 

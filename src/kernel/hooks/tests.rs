@@ -265,3 +265,24 @@ async fn an_async_hook_runs_in_the_background_and_its_result_is_ignored() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// Issue 44 point 4: hooks of one event run in parallel, and each one's `took` is its own time
+/// (every finish used to carry the time of the slowest).
+#[tokio::test]
+async fn each_hook_reports_its_own_duration() {
+    let d = tempfile::tempdir().unwrap();
+    let h = hooks(d.path(), cmd("PreToolUse", "Bash", &["sleep 0.4", "true"]));
+    let (_, seen) = fire(&h, HookEvent::PreToolUse, &["Bash"], json!({})).await;
+    let took: Vec<(String, std::time::Duration)> = seen
+        .iter()
+        .filter_map(|n| match n {
+            HookNotice::Finished { command, took, .. } => Some((command.clone(), *took)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(took.len(), 2, "{seen:?}");
+    let slow = took.iter().find(|(c, _)| c == "sleep 0.4").unwrap().1;
+    let fast = took.iter().find(|(c, _)| c == "true").unwrap().1;
+    assert!(slow >= std::time::Duration::from_millis(400), "{slow:?}");
+    assert!(fast < slow / 2, "fast {fast:?}, slow {slow:?}");
+}

@@ -39,11 +39,8 @@ pub(crate) async fn fire(
         Value::Object(m) => m,
         _ => Map::new(),
     };
-    // Durations on the wire are on the kernel's clock (a test clock makes them repeatable).
-    let started = inner.clock.now_ms();
     let notify = |n: HookNotice| {
-        let elapsed = (inner.clock.now_ms() - started).max(0) as u64;
-        inner.bus.publish(notice_event(n, elapsed));
+        inner.bus.publish(notice_event(n, &inner.clock));
     };
     let sandbox = &inner.config.sandbox;
     hooks
@@ -64,10 +61,8 @@ pub(crate) fn fire_detached(inner: &Inner, event: HookEvent, subject: &str, fiel
         _ => Map::new(),
     };
     tokio::spawn(async move {
-        let started = clock.now_ms();
         let notify = |n: HookNotice| {
-            let elapsed = (clock.now_ms() - started).max(0) as u64;
-            bus.publish(notice_event(n, elapsed));
+            bus.publish(notice_event(n, &clock));
         };
         let never = AbortSignal::never();
         hooks
@@ -110,7 +105,9 @@ pub(super) async fn permission_request(
     v.permission
 }
 
-fn notice_event(n: HookNotice, elapsed_ms: u64) -> EventPayload {
+/// The event of a hook's start or end; a hook's duration is its own, as the kernel's clock
+/// reports durations (0 on a test clock: repeatable output).
+fn notice_event(n: HookNotice, clock: &crate::kernel::clock::Clock) -> EventPayload {
     match n {
         HookNotice::Started { event, command } => EventPayload::HookStarted {
             event: event.as_str().into(),
@@ -123,12 +120,12 @@ fn notice_event(n: HookNotice, elapsed_ms: u64) -> EventPayload {
             decision,
             reason,
             messages,
-            ..
+            took,
         } => EventPayload::HookFinished {
             event: event.as_str().into(),
             command,
             exit_code,
-            duration_ms: elapsed_ms,
+            duration_ms: clock.duration_ms(took),
             decision: decision.map(str::to_string),
             reason,
             messages,
