@@ -536,3 +536,52 @@ fn a_tunnel_whose_tls_client_hello_names_another_host_is_closed() {
         );
     }
 }
+
+/// Issue 43 point 18, what the docs say of abstract Unix sockets checked: their namespace is
+/// the network namespace's, so `network: on` (no namespace of the sandbox's own) would share
+/// the host's, and under Landlock `off` shares it too; yet no command reaches one bound
+/// outside, on or off, under either mechanism, because no command may make a Unix socket (the
+/// seccomp wall). The same probe run with the sandbox off connects (the probe works).
+#[test]
+fn abstract_unix_sockets_are_unreachable_with_the_network_on_or_off() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    if !Path::new("/usr/bin/perl").exists() {
+        println!("skipped: needs perl");
+        return;
+    }
+    use crate::sandbox::{bash, run_as, users_and_mechanisms, world, world_as, User};
+    let name = format!("keel-test-abstract-{}", std::process::id());
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let listener = UnixListener::bind_addr(&addr).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let probe = bash(&format!(
+        "perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => \"\\0{name}\") or die \
+         \"refused: $!\\n\"; print \"connected\\n\"' 2>&1; true"
+    ));
+    let nothing = |l: &UnixListener| {
+        l.accept()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock)
+    };
+    for (user, mech) in users_and_mechanisms() {
+        for net in ["on", "off"] {
+            let sb = world_as(user);
+            let extra = ["--sandbox-network", net];
+            let (r, _) = run_as(&sb, user, mech, std::slice::from_ref(&probe), &[], &extra);
+            let who = format!("{mech} as {user:?}, network {net}");
+            assert!(r[0].0.starts_with("refused"), "{who}: {r:?}");
+            assert!(nothing(&listener), "{who}: the abstract socket was reached");
+        }
+    }
+    let sb = world();
+    let (r, _) = run_as(
+        &sb,
+        User::Me,
+        "landlock",
+        &[probe],
+        &[],
+        &["--sandbox", "off"],
+    );
+    assert_eq!(r[0].0, "connected\n", "unsandboxed, the probe connects");
+    assert!(!nothing(&listener), "and the socket was reached");
+}
