@@ -95,10 +95,11 @@ fn the_allowlist_lets_named_hosts_through_keels_proxy_and_refuses_others() {
         direct(port, "direct"),
         "echo \"$HTTPS_PROXY|$http_proxy|$ALL_PROXY|$NO_PROXY\"".to_string(),
     ];
+    let listed = format!("allowed.test:{port}");
     let (r, stderr) = run(
         "bwrap",
         &commands,
-        &["--sandbox-network-allow", "allowed.test"],
+        &["--sandbox-network-allow", &listed],
         &[("KEEL_SANDBOX_PROXY_RESOLVE", "allowed.test=127.0.0.1")],
     );
     assert!(r[0].0.contains(BODY), "plain HTTP through the proxy: {r:?}");
@@ -215,9 +216,9 @@ fn the_proxys_refusals_are_violations_and_a_wildcard_name_cannot_rebind_to_loopb
             )],
             &[
                 "--sandbox-network-allow",
-                "listed.test",
+                &format!("listed.test:{port}"),
                 "--sandbox-network-allow",
-                "*.wild.test",
+                "*.wild.test:*",
             ],
         );
         assert!(
@@ -253,4 +254,336 @@ fn the_proxys_refusals_are_violations_and_a_wildcard_name_cannot_rebind_to_loopb
     }
     let paths: Vec<String> = server.seen().into_iter().map(|s| s.path).collect();
     assert!(paths.iter().all(|p| p == "/listed"), "{paths:?}");
+}
+
+/// Whether `openssl` is here (for a real TLS ClientHello with the server name of our choice).
+fn openssl() -> bool {
+    let found = ["/usr/bin/openssl", "/bin/openssl", "/usr/local/bin/openssl"]
+        .iter()
+        .any(|p| Path::new(p).exists());
+    if !found {
+        println!("skipped: needs openssl (apt-get install openssl)");
+    }
+    found
+}
+
+/// The `sandbox_violation` events of `events`: (toolCallId, reason, host).
+fn violations(events: &[Value]) -> Vec<(String, String, String)> {
+    let text = |e: &Value, k: &str| e[k].as_str().unwrap_or("").to_string();
+    events
+        .iter()
+        .filter(|e| e["type"] == "sandbox_violation")
+        .map(|e| (text(e, "toolCallId"), text(e, "reason"), text(e, "host")))
+        .collect()
+}
+
+fn violation(call: &str, reason: &str, host: &str) -> (String, String, String) {
+    (call.to_string(), reason.to_string(), host.to_string())
+}
+
+/// Issue 43 point 18: an allowed name is allowed on ports 80 and 443 only, unless its entry
+/// names a port (`custom.test:PORT`) or any port (`any.test:*`); a refused port is a 403 and a
+/// `network_port_not_allowed` violation. As root and as nobody; under Landlock the allowlist
+/// is off and nothing gets through.
+#[test]
+fn a_listed_name_is_allowed_only_on_the_ports_its_entry_names() {
+    if !tools() {
+        return;
+    }
+    use crate::sandbox::{bash, run_as_events, users_and_mechanisms, world_as};
+    for (user, mech) in users_and_mechanisms() {
+        let server = server();
+        let port = server.port;
+        let sb = world_as(user);
+        let calls = [
+            bash(&format!("curl -sS -i http://web.test:{port}/plain")),
+            bash(&format!(
+                "curl -sS --proxytunnel http://web.test:{port}/tunnel; echo \" exit=$?\""
+            )),
+            bash(&format!(
+                "curl -sS --max-time 10 http://custom.test:{port}/custom"
+            )),
+            bash(&format!(
+                "curl -sS --max-time 10 http://any.test:{port}/any"
+            )),
+        ];
+        let custom = format!("custom.test:{port}");
+        let allow = [
+            "--sandbox-network-allow",
+            "web.test",
+            "--sandbox-network-allow",
+            &custom,
+            "--sandbox-network-allow",
+            "any.test:*",
+        ];
+        let resolve = "web.test=127.0.0.1,custom.test=127.0.0.1,any.test=127.0.0.1";
+        let (r, _, events) = run_as_events(
+            &sb,
+            user,
+            mech,
+            &calls,
+            &[("KEEL_SANDBOX_PROXY_RESOLVE", resolve)],
+            &allow,
+        );
+        let who = format!("{mech} as {user:?}");
+        let paths: Vec<String> = server.seen().into_iter().map(|s| s.path).collect();
+        if mech == "landlock" {
+            assert!(paths.is_empty(), "{who}: {paths:?}");
+            continue;
+        }
+        assert!(r[0].0.starts_with("HTTP/1.1 403 Forbidden"), "{who}: {r:?}");
+        assert!(
+            r[0].0.contains(&format!(
+                "port {port} of web.test is not in the network allowlist"
+            )),
+            "{who}: {r:?}"
+        );
+        assert!(
+            r[0].0.ends_with(&format!(
+                "[sandbox (workspace-write): web.test:{port} is not in the network allowlist \
+                 (a name is allowed on ports 80 and 443 unless its entry names a port)]"
+            )),
+            "{who}: {r:?}"
+        );
+        assert!(r[1].0.contains("exit=56"), "{who}: {r:?}");
+        assert!(
+            r[2].0.contains(BODY) && r[3].0.contains(BODY),
+            "{who}: {r:?}"
+        );
+        assert_eq!(paths, ["/custom", "/any"], "{who}");
+        let host = format!("web.test:{port}");
+        assert_eq!(
+            violations(&events),
+            [
+                violation("call_0", "network_port_not_allowed", &host),
+                violation("call_1", "network_port_not_allowed", &host),
+            ],
+            "{who}"
+        );
+    }
+}
+
+/// Issue 43 point 18: a plain-HTTP request must name in its `Host` header the host (and port)
+/// it is sent to, through the proxy (`GET http://…`) or through a tunnel (`CONNECT`, then
+/// HTTP): a request to an allowed name that names another host (domain fronting) is refused
+/// with a 403 and a `network_host_mismatch` violation and never reaches the server.
+#[test]
+fn a_request_whose_host_header_names_another_host_is_refused() {
+    if !tools() {
+        return;
+    }
+    use crate::sandbox::{bash, run_as_events, users_and_mechanisms, world_as};
+    for (user, mech) in users_and_mechanisms() {
+        let server = server();
+        let port = server.port;
+        let sb = world_as(user);
+        let calls = [
+            bash(&format!(
+                "curl -sS -i -H 'Host: evil.test' http://web.test:{port}/fronted"
+            )),
+            bash(&format!(
+                "curl -sS -i --proxytunnel -H 'Host: evil.test' http://web.test:{port}/tunnel"
+            )),
+            bash(&format!(
+                "curl -sS --max-time 10 -H 'Host: WEB.test:{port}' http://web.test:{port}/same"
+            )),
+        ];
+        let listed = format!("web.test:{port}");
+        let (r, _, events) = run_as_events(
+            &sb,
+            user,
+            mech,
+            &calls,
+            &[("KEEL_SANDBOX_PROXY_RESOLVE", "web.test=127.0.0.1")],
+            &["--sandbox-network-allow", &listed],
+        );
+        let who = format!("{mech} as {user:?}");
+        let paths: Vec<String> = server.seen().into_iter().map(|s| s.path).collect();
+        if mech == "landlock" {
+            assert!(paths.is_empty(), "{who}: {paths:?}");
+            continue;
+        }
+        assert!(r[0].0.starts_with("HTTP/1.1 403 Forbidden"), "{who}: {r:?}");
+        assert!(
+            r[0].0.contains("Host header names evil.test"),
+            "{who}: {r:?}"
+        );
+        assert!(
+            r[0].0.ends_with(&format!(
+                "[sandbox (workspace-write): web.test:{port}: the request named evil.test]"
+            )),
+            "{who}: {r:?}"
+        );
+        assert!(
+            r[1].0.contains("HTTP/1.1 403 Forbidden") && r[1].0.contains("evil.test"),
+            "{who}: {r:?}"
+        );
+        assert!(r[2].0.contains(BODY), "{who}: {r:?}");
+        assert_eq!(paths, ["/same"], "{who}: nothing fronted got through");
+        let host = format!("web.test:{port}");
+        assert_eq!(
+            violations(&events),
+            [
+                violation("call_0", "network_host_mismatch", &host),
+                violation("call_1", "network_host_mismatch", &host),
+            ],
+            "{who}"
+        );
+    }
+}
+
+/// A TCP server on 127.0.0.1 that keeps the first TLS record (or whatever it gets before the
+/// peer closes) of each connection, sends it on a channel and closes the connection.
+fn tls_sink() -> (u16, std::sync::mpsc::Receiver<Vec<u8>>) {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { return };
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                let mut head = [0u8; 5];
+                let mut got = Vec::new();
+                if conn.read_exact(&mut head).is_ok() {
+                    got.extend_from_slice(&head);
+                    let len = u16::from_be_bytes([head[3], head[4]]) as u64;
+                    let _ = (&mut conn).take(len).read_to_end(&mut got);
+                }
+                let _ = tx.send(got);
+            });
+        }
+    });
+    (port, rx)
+}
+
+/// Issue 43 point 18: in a tunnel to port 443 of an allowed name the client's TLS ClientHello
+/// must name that host (SNI): another name, no name, or no TLS at all is refused (a TLS alert
+/// or a 403, the tunnel closed, a `network_host_mismatch` violation), and not one byte of it
+/// reaches the server; the same ClientHello naming the host does. Real ClientHellos from
+/// `openssl s_client -proxy`; port 443 of `web.test` is a test server on 127.0.0.1 (the
+/// test-only resolve override). Under Landlock the allowlist is off and nothing gets through.
+#[test]
+fn a_tunnel_whose_tls_client_hello_names_another_host_is_closed() {
+    if !tools() || !openssl() {
+        return;
+    }
+    use crate::sandbox::{bash, run_as_events, users_and_mechanisms, world_as};
+    for (user, mech) in users_and_mechanisms() {
+        let (port, got) = tls_sink();
+        let sb = world_as(user);
+        let hello = |sni: &str| {
+            bash(&format!(
+                "openssl s_client -proxy \"${{HTTPS_PROXY#http://}}\" -connect web.test:443 \
+                 {sni} </dev/null 2>&1; echo \" exit=$?\""
+            ))
+        };
+        let calls = [
+            hello("-servername evil.test"),
+            hello("-noservername"),
+            hello("-servername WEB.test"),
+            bash("curl -sS -i --proxytunnel http://web.test:443/plain-on-443"),
+        ];
+        let resolve = format!("web.test=127.0.0.1,web.test:443=127.0.0.1:{port}");
+        let (r, _, events) = run_as_events(
+            &sb,
+            user,
+            mech,
+            &calls,
+            &[("KEEL_SANDBOX_PROXY_RESOLVE", &resolve)],
+            &["--sandbox-network-allow", "web.test"],
+        );
+        let who = format!("{mech} as {user:?}");
+        if mech == "landlock" {
+            assert!(got.try_recv().is_err(), "{who}: {r:?}");
+            continue;
+        }
+        assert_eq!(
+            violations(&events),
+            [
+                violation("call_0", "network_host_mismatch", "web.test:443"),
+                violation("call_1", "network_host_mismatch", "web.test:443"),
+                violation("call_3", "network_host_mismatch", "web.test:443"),
+            ],
+            "{who}"
+        );
+        assert!(r[0].0.contains("alert access denied"), "{who}: {r:?}");
+        assert!(
+            r[3].0.contains("HTTP/1.1 403 Forbidden") && r[3].0.contains("TLS"),
+            "{who}: {r:?}"
+        );
+        assert!(
+            r[0].0.ends_with(
+                "[sandbox (workspace-write): web.test:443: the request named evil.test]"
+            ),
+            "{who}: {r:?}"
+        );
+        // Every call reached the server's port (the proxy connects before the tunnel opens);
+        // only the ClientHello naming web.test was let through.
+        let mut seen: Vec<Vec<u8>> = (0..calls.len())
+            .map(|_| {
+                got.recv_timeout(std::time::Duration::from_secs(60))
+                    .unwrap()
+            })
+            .collect();
+        seen.sort();
+        assert!(seen[..3].iter().all(Vec::is_empty), "{who}: {seen:?}");
+        assert_eq!(seen[3][..2], [0x16, 0x03], "{who}: a TLS handshake record");
+        assert!(
+            seen[3]
+                .windows(8)
+                .any(|w| w.eq_ignore_ascii_case(b"web.test")),
+            "{who}: {seen:?}"
+        );
+    }
+}
+
+/// Issue 43 point 18, what the docs say of abstract Unix sockets checked: their namespace is
+/// the network namespace's, so `network: on` (no namespace of the sandbox's own) would share
+/// the host's, and under Landlock `off` shares it too; yet no command reaches one bound
+/// outside, on or off, under either mechanism, because no command may make a Unix socket (the
+/// seccomp wall). The same probe run with the sandbox off connects (the probe works).
+#[test]
+fn abstract_unix_sockets_are_unreachable_with_the_network_on_or_off() {
+    use std::os::linux::net::SocketAddrExt;
+    use std::os::unix::net::{SocketAddr, UnixListener};
+    if !Path::new("/usr/bin/perl").exists() {
+        println!("skipped: needs perl");
+        return;
+    }
+    use crate::sandbox::{bash, run_as, users_and_mechanisms, world, world_as, User};
+    let name = format!("keel-test-abstract-{}", std::process::id());
+    let addr = SocketAddr::from_abstract_name(name.as_bytes()).unwrap();
+    let listener = UnixListener::bind_addr(&addr).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let probe = bash(&format!(
+        "perl -MIO::Socket::UNIX -e 'IO::Socket::UNIX->new(Peer => \"\\0{name}\") or die \
+         \"refused: $!\\n\"; print \"connected\\n\"' 2>&1; true"
+    ));
+    let nothing = |l: &UnixListener| {
+        l.accept()
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock)
+    };
+    for (user, mech) in users_and_mechanisms() {
+        for net in ["on", "off"] {
+            let sb = world_as(user);
+            let extra = ["--sandbox-network", net];
+            let (r, _) = run_as(&sb, user, mech, std::slice::from_ref(&probe), &[], &extra);
+            let who = format!("{mech} as {user:?}, network {net}");
+            assert!(r[0].0.starts_with("refused"), "{who}: {r:?}");
+            assert!(nothing(&listener), "{who}: the abstract socket was reached");
+        }
+    }
+    let sb = world();
+    let (r, _) = run_as(
+        &sb,
+        User::Me,
+        "landlock",
+        &[probe],
+        &[],
+        &["--sandbox", "off"],
+    );
+    assert_eq!(r[0].0, "connected\n", "unsandboxed, the probe connects");
+    assert!(!nothing(&listener), "and the socket was reached");
 }

@@ -37,7 +37,8 @@ pub enum NetworkWord {
     Off,
 }
 
-/// `{"allow": [host, …]}`: host names, `*.` wildcards allowed.
+/// `{"allow": [host, …]}`: host names, `*.` wildcards allowed, each on ports 80 and 443 unless
+/// it names one (`host:8443`) or any (`host:*`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkAllow {

@@ -98,7 +98,7 @@ fn sandbox() -> Value {
                 "description": "workspace-write (default): the session's directory, additionalDirectories, allowWrite and /tmp are writable; read-only; off (danger-full-access): no sandbox. `--sandbox` overrides."
             },
             "network": {
-                "description": "\"off\" (default), \"on\", or {\"allow\": [hosts]} (an allowlist served by a proxy outside the sandbox).",
+                "description": "\"off\" (default), \"on\", or {\"allow\": [hosts]} (an allowlist served by a proxy outside the sandbox): `example.com` or `*.example.com` (its subdomains), on ports 80 and 443 unless followed by `:PORT` (that port only) or `:*` (any port).",
                 "oneOf": [
                     {"enum": ["on", "off"]},
                     {

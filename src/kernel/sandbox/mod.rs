@@ -479,14 +479,25 @@ impl Sandbox {
     pub fn note(&self, v: &Violation) -> String {
         let mode = self.policy.mode.name();
         let path = v.path.as_deref().map(Path::display);
+        let host = v.host.as_deref().unwrap_or("the host");
         let why = match (v.reason, path) {
             (ViolationReason::ReadDenied, Some(p)) => format!("reading {p} is refused"),
             (ViolationReason::Protected, Some(p)) => format!("{p} is read-only (protected)"),
             (ViolationReason::NetworkOff, _) => "the network is off".to_string(),
-            (ViolationReason::NetworkNotAllowed, _) => format!(
-                "{} is not in the network allowlist",
-                v.host.as_deref().unwrap_or("the host")
+            (ViolationReason::NetworkNotAllowed, _) => {
+                format!("{host} is not in the network allowlist")
+            }
+            (ViolationReason::NetworkPortNotAllowed, _) => format!(
+                "{host} is not in the network allowlist (a name is allowed on ports 80 and 443 \
+                 unless its entry names a port)"
             ),
+            (ViolationReason::NetworkHostMismatch, _) => match &v.shown {
+                Some(named) => format!("{host}: the request named {named}"),
+                None => format!(
+                    "{host}: the connection did not name it (no Host header, a TLS \
+                     ClientHello without a server name, or not TLS on port 443)"
+                ),
+            },
             _ => {
                 let shown = v
                     .shown
@@ -551,18 +562,25 @@ pub struct Violation {
     pub path: Option<PathBuf>,
     /// The host refused, when known (the network allowlist's proxy names it).
     pub host: Option<String>,
-    /// The path as the command's output wrote it.
+    /// The path as the command's output wrote it; for a host mismatch, the other host the
+    /// request named.
     shown: Option<String>,
 }
 
 impl Violation {
     /// What the allowlist's proxy refused (`host:port`).
     pub fn network(v: &NetViolation) -> Violation {
+        use network::ViolationReason as Net;
+        let reason = match v.reason {
+            Net::NotAllowed | Net::PrivateAddress => ViolationReason::NetworkNotAllowed,
+            Net::PortNotAllowed => ViolationReason::NetworkPortNotAllowed,
+            Net::HostMismatch => ViolationReason::NetworkHostMismatch,
+        };
         Violation {
-            reason: ViolationReason::NetworkNotAllowed,
+            reason,
             path: None,
             host: Some(format!("{}:{}", v.host, v.port)),
-            shown: None,
+            shown: v.named.clone(),
         }
     }
 }
@@ -578,8 +596,14 @@ pub enum ViolationReason {
     OutsideWritableRoots,
     /// Reaching the network while it is off.
     NetworkOff,
-    /// Reaching a host (or port, or address) the network allowlist does not let through.
+    /// Reaching a host the network allowlist does not let through (or a name allowed only by
+    /// a `*.` entry that resolves to a non-public address).
     NetworkNotAllowed,
+    /// Reaching an allowed host on a port its allowlist entry does not name.
+    NetworkPortNotAllowed,
+    /// A request to an allowed host that named another (its `Host` header or TLS server
+    /// name), or none where one is required.
+    NetworkHostMismatch,
 }
 
 impl ViolationReason {
@@ -591,6 +615,8 @@ impl ViolationReason {
             ViolationReason::OutsideWritableRoots => "outside_writable_roots",
             ViolationReason::NetworkOff => "network_off",
             ViolationReason::NetworkNotAllowed => "network_not_allowed",
+            ViolationReason::NetworkPortNotAllowed => "network_port_not_allowed",
+            ViolationReason::NetworkHostMismatch => "network_host_mismatch",
         }
     }
 }

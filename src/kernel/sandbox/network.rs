@@ -1,8 +1,10 @@
 //! The network a sandboxed command may reach (`DESIGN.md` §14, issue 30 point 4): off, on, or
-//! an allowlist of host names (`crates.io`, `*.npmjs.org`) that keel's proxy serves. Owns the
+//! an allowlist of host names (`crates.io`, `*.npmjs.org`) that keel's proxy serves, each on
+//! ports 80 and 443 unless it names its port (`example.com:8443`, `example.com:*`). Owns the
 //! [`Network`] value, the host patterns and their matching (as Claude's sandbox-runtime: exact
-//! names, `*.suffix` for subdomains only, case-insensitive), and the violation record the proxy
-//! hands back. It never reads settings or flags: the caller builds the value.
+//! names, `*.suffix` for subdomains only, case-insensitive; the ports are keel's), what the
+//! allowlist says of a destination ([`verdict`]), and the violation record the proxy hands
+//! back. It never reads settings or flags: the caller builds the value.
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -24,13 +26,43 @@ pub enum Network {
     Allow(Vec<HostPattern>),
 }
 
-/// One allowlist entry: an exact host name, or `*.suffix` (any subdomain of `suffix`, not
-/// `suffix` itself: list both to allow both, as in Claude's sandbox-runtime).
+/// One allowlist entry: a host, exact (`crates.io`) or `*.suffix` (any subdomain of `suffix`,
+/// not `suffix` itself: list both to allow both, as in Claude's sandbox-runtime), and the
+/// ports it is allowed on: 80 and 443 unless the entry names one (`example.com:8443`) or any
+/// (`example.com:*`). Written and read as that text.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub enum HostPattern {
+pub struct HostPattern {
+    pub host: HostName,
+    pub ports: Ports,
+}
+
+/// The host of an allowlist entry (lowercased, no trailing dot).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum HostName {
     Exact(String),
     Suffix(String),
+}
+
+/// The ports an allowlist entry allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Ports {
+    /// No port named: 80 and 443 (HTTP and HTTPS).
+    Web,
+    /// `name:PORT`: that port only (list the name again for more).
+    One(u16),
+    /// `name:*`: any port.
+    Any,
+}
+
+impl Ports {
+    pub fn allows(self, port: u16) -> bool {
+        match self {
+            Ports::Web => port == 80 || port == 443,
+            Ports::One(p) => p == port,
+            Ports::Any => true,
+        }
+    }
 }
 
 /// Why a host pattern was refused.
@@ -49,45 +81,64 @@ impl std::fmt::Display for PatternError {
 impl std::error::Error for PatternError {}
 
 impl HostPattern {
-    /// `example.com` or `*.example.com` (lowercased, a trailing dot dropped). No scheme, port,
-    /// path or other wildcard; `*.x` needs at least two labels (`*.com` is too broad).
+    /// `example.com` or `*.example.com` (lowercased, a trailing dot dropped), optionally
+    /// followed by `:PORT` (1 to 65535) or `:*`. No scheme, path or other wildcard; `*.x`
+    /// needs at least two labels (`*.com` is too broad).
     pub fn parse(text: &str) -> Result<HostPattern, PatternError> {
         let fail = |reason| PatternError {
             pattern: text.to_string(),
             reason,
         };
-        let lower = text.trim().trim_end_matches('.').to_ascii_lowercase();
-        let (suffix, name) = match lower.strip_prefix("*.") {
+        let lower = text.trim().to_ascii_lowercase();
+        let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
+        let general =
+            "a host name or *.suffix, and :port or :* (no scheme, path or other wildcard)";
+        if !lower.chars().all(|c| valid(c) || c == '*' || c == ':') {
+            return Err(fail(general));
+        }
+        let (name, ports) = match lower.rsplit_once(':') {
+            None => (lower.as_str(), Ports::Web),
+            Some((name, "*")) => (name, Ports::Any),
+            Some((name, port)) => match port.parse::<u16>() {
+                Ok(p) if p > 0 && port.bytes().all(|b| b.is_ascii_digit()) => (name, Ports::One(p)),
+                _ => return Err(fail("a port is a number from 1 to 65535, or *")),
+            },
+        };
+        let name = name.trim_end_matches('.');
+        let (suffix, name) = match name.strip_prefix("*.") {
             Some(rest) => (true, rest.to_string()),
-            None => (false, lower),
+            None => (false, name.to_string()),
         };
         if name.is_empty() {
             return Err(fail("empty host name"));
         }
-        let valid = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
         if !name.chars().all(valid) {
-            return Err(fail(
-                "a host name or *.suffix only (no scheme, port, path or other wildcard)",
-            ));
+            return Err(fail(general));
         }
-        match suffix {
-            true if !name.contains('.') => Err(fail("*.suffix needs at least two labels")),
-            true => Ok(HostPattern::Suffix(name)),
-            false => Ok(HostPattern::Exact(name)),
-        }
+        let host = match suffix {
+            true if !name.contains('.') => return Err(fail("*.suffix needs at least two labels")),
+            true => HostName::Suffix(name),
+            false => HostName::Exact(name),
+        };
+        Ok(HostPattern { host, ports })
     }
 
-    /// Whether `host` (as a request names it) is this pattern's. An IP address matches only an
-    /// exact entry that spells it.
-    pub fn matches(&self, host: &str) -> bool {
+    /// Whether `host` (as a request names it) is this entry's, whatever the port. An IP
+    /// address matches only an exact entry that spells it.
+    pub fn names(&self, host: &str) -> bool {
         let host = normal_host(host);
-        match self {
-            HostPattern::Exact(name) => *name == host,
-            HostPattern::Suffix(_) if host.parse::<IpAddr>().is_ok() => false,
-            HostPattern::Suffix(suffix) => host
+        match &self.host {
+            HostName::Exact(name) => *name == host,
+            HostName::Suffix(_) if host.parse::<IpAddr>().is_ok() => false,
+            HostName::Suffix(suffix) => host
                 .strip_suffix(suffix.as_str())
                 .is_some_and(|head| head.ends_with('.') && head.len() > 1),
         }
+    }
+
+    /// Whether this entry allows `host` on `port`.
+    pub fn matches(&self, host: &str, port: u16) -> bool {
+        self.ports.allows(port) && self.names(host)
     }
 }
 
@@ -113,9 +164,14 @@ impl From<HostPattern> for String {
 
 impl std::fmt::Display for HostPattern {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HostPattern::Exact(name) => f.write_str(name),
-            HostPattern::Suffix(suffix) => write!(f, "*.{suffix}"),
+        match &self.host {
+            HostName::Exact(name) => f.write_str(name)?,
+            HostName::Suffix(suffix) => write!(f, "*.{suffix}")?,
+        }
+        match self.ports {
+            Ports::Web => Ok(()),
+            Ports::One(p) => write!(f, ":{p}"),
+            Ports::Any => f.write_str(":*"),
         }
     }
 }
@@ -126,9 +182,32 @@ pub fn normal_host(host: &str) -> String {
     host.trim_end_matches('.').to_ascii_lowercase()
 }
 
-/// Whether `host` is in `allow`.
-pub fn allowed(allow: &[HostPattern], host: &str) -> bool {
-    allow.iter().any(|p| p.matches(host))
+/// What the allowlist says of a destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// An exact entry allows it: the name may resolve to any address.
+    Listed,
+    /// Only a `*.` entry allows it: the name must resolve to public addresses.
+    Wildcard,
+    /// An entry names the host, but none allows this port.
+    WrongPort,
+    /// No entry names the host.
+    Unlisted,
+}
+
+/// What `allow` says of `host:port`.
+pub fn verdict(allow: &[HostPattern], host: &str, port: u16) -> Verdict {
+    let exact = |p: &&HostPattern| matches!(p.host, HostName::Exact(_));
+    let on_port: Vec<&HostPattern> = allow.iter().filter(|p| p.matches(host, port)).collect();
+    if on_port.iter().any(exact) {
+        Verdict::Listed
+    } else if !on_port.is_empty() {
+        Verdict::Wildcard
+    } else if allow.iter().any(|p| p.names(host)) {
+        Verdict::WrongPort
+    } else {
+        Verdict::Unlisted
+    }
 }
 
 /// Why the proxy refused a destination.
@@ -137,17 +216,16 @@ pub fn allowed(allow: &[HostPattern], host: &str) -> bool {
 pub enum ViolationReason {
     /// The host is not in the allowlist.
     NotAllowed,
+    /// The host is, but not on this port (80 and 443 unless its entry names the port).
+    PortNotAllowed,
     /// The name matched a `*.` pattern but resolves to a loopback, private, link-local or
     /// otherwise non-public address (DNS rebinding onto the machine or its network): only a
     /// name listed exactly may.
     PrivateAddress,
-}
-
-/// Whether `host` is allowed by an exact entry of `allow` (not only by a `*.` pattern).
-pub fn listed_exactly(allow: &[HostPattern], host: &str) -> bool {
-    allow
-        .iter()
-        .any(|p| matches!(p, HostPattern::Exact(_)) && p.matches(host))
+    /// The request did not name the host it was sent to: a `Host` header naming another, a
+    /// TLS ClientHello whose server name (SNI) is another or absent, a ClientHello keel could
+    /// not read, or a stream on port 443 that is not TLS.
+    HostMismatch,
 }
 
 /// Whether `ip` is an address of the public internet (not loopback, private, link-local,
@@ -188,6 +266,10 @@ pub struct NetViolation {
     pub host: String,
     pub port: u16,
     pub reason: ViolationReason,
+    /// For [`ViolationReason::HostMismatch`]: the other host the request named (its `Host`
+    /// header or TLS server name), when it named one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub named: Option<String>,
 }
 
 impl SandboxPolicy {
@@ -250,19 +332,60 @@ fn landlock_warning(allow: &[HostPattern]) -> String {
     )
 }
 
-/// TEST ONLY: `KEEL_SANDBOX_PROXY_RESOLVE=name=ip[,name=ip…]` makes the proxy connect `name`
-/// to `ip` without asking DNS (tests serve made-up names from 127.0.0.1). The allowlist is
-/// still checked against the name.
-pub fn resolve_overrides(vars: &BTreeMap<String, String>) -> Vec<(String, IpAddr)> {
+/// TEST ONLY: one entry of `KEEL_SANDBOX_PROXY_RESOLVE` (see [`resolve_overrides`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolveOverride {
+    pub name: String,
+    /// The request's port this entry is for (`None`: any).
+    pub port: Option<u16>,
+    pub ip: IpAddr,
+    /// The port to connect to instead (`None`: the request's).
+    pub to_port: Option<u16>,
+}
+
+/// TEST ONLY: `KEEL_SANDBOX_PROXY_RESOLVE=name=ip[,name:port=ip:port…]` makes the proxy
+/// connect `name` (on any port, or on `port` only) to `ip` (on the request's port, or on the
+/// one given) without asking DNS (tests serve made-up names, and their port 443, from
+/// 127.0.0.1). The allowlist is still checked against the name and the request's port.
+pub fn resolve_overrides(vars: &BTreeMap<String, String>) -> Vec<ResolveOverride> {
     let Some(spec) = vars.get("KEEL_SANDBOX_PROXY_RESOLVE") else {
         return Vec::new();
     };
     spec.split(',')
         .filter_map(|pair| {
-            let (name, ip) = pair.split_once('=')?;
-            Some((normal_host(name), ip.trim().parse().ok()?))
+            let (from, to) = pair.split_once('=')?;
+            let (name, port) = match from.rsplit_once(':') {
+                Some((name, port)) => (name, Some(port.trim().parse().ok()?)),
+                None => (from, None),
+            };
+            let to = to.trim();
+            let (ip, to_port) = match to.parse::<std::net::SocketAddr>() {
+                Ok(a) => (a.ip(), Some(a.port())),
+                Err(_) => (to.parse().ok()?, None),
+            };
+            Some(ResolveOverride {
+                name: normal_host(name),
+                port,
+                ip,
+                to_port,
+            })
         })
         .collect()
+}
+
+/// Where the overrides send `host:port`, if they name it (an entry for that port first).
+pub fn overridden(
+    overrides: &[ResolveOverride],
+    host: &str,
+    port: u16,
+) -> Option<std::net::SocketAddr> {
+    let for_name = |o: &&ResolveOverride| o.name == host;
+    let o = overrides
+        .iter()
+        .filter(for_name)
+        .find(|o| o.port == Some(port))
+        .or_else(|| overrides.iter().filter(for_name).find(|o| o.port.is_none()))?;
+    Some(std::net::SocketAddr::new(o.ip, o.to_port.unwrap_or(port)))
 }
 
 #[cfg(test)]
@@ -273,21 +396,56 @@ mod tests {
     #[test]
     fn exact_names_and_subdomain_suffixes_match_as_claudes_do() {
         let exact = HostPattern::parse("Crates.IO.").unwrap();
-        assert_eq!(exact, HostPattern::Exact("crates.io".into()));
-        assert!(exact.matches("crates.io"));
-        assert!(exact.matches("CRATES.io."));
-        assert!(!exact.matches("static.crates.io"));
-        assert!(!exact.matches("evilcrates.io"));
+        assert_eq!(exact.host, HostName::Exact("crates.io".into()));
+        assert!(exact.matches("crates.io", 443));
+        assert!(exact.matches("CRATES.io.", 80));
+        assert!(!exact.matches("static.crates.io", 443));
+        assert!(!exact.matches("evilcrates.io", 443));
         let suffix = HostPattern::parse("*.npmjs.org").unwrap();
         assert_eq!(suffix.to_string(), "*.npmjs.org");
-        assert!(suffix.matches("registry.npmjs.org"));
-        assert!(suffix.matches("a.b.npmjs.org"));
-        assert!(!suffix.matches("npmjs.org"), "the apex is not a subdomain");
-        assert!(!suffix.matches("evilnpmjs.org"));
-        assert!(!suffix.matches(".npmjs.org"));
+        assert!(suffix.matches("registry.npmjs.org", 443));
+        assert!(suffix.matches("a.b.npmjs.org", 443));
+        assert!(
+            !suffix.matches("npmjs.org", 443),
+            "the apex is not a subdomain"
+        );
+        assert!(!suffix.matches("evilnpmjs.org", 443));
+        assert!(!suffix.matches(".npmjs.org", 443));
         let ip = HostPattern::parse("127.0.0.1").unwrap();
-        assert!(ip.matches("127.0.0.1"));
-        assert!(!HostPattern::parse("*.0.0.1").unwrap().matches("127.0.0.1"));
+        assert!(ip.matches("127.0.0.1", 80));
+        assert!(!HostPattern::parse("*.0.0.1").unwrap().names("127.0.0.1"));
+    }
+
+    #[test]
+    fn a_name_is_allowed_on_80_and_443_unless_its_entry_names_a_port() {
+        let web = HostPattern::parse("example.com").unwrap();
+        assert_eq!(web.ports, Ports::Web);
+        assert!(web.matches("example.com", 80) && web.matches("example.com", 443));
+        assert!(!web.matches("example.com", 8443) && !web.matches("example.com", 22));
+        let one = HostPattern::parse("Example.com.:8443").unwrap();
+        assert_eq!(one.to_string(), "example.com:8443");
+        assert!(one.matches("example.com", 8443));
+        assert!(
+            !one.matches("example.com", 443),
+            "a named port is the only one"
+        );
+        let any = HostPattern::parse("*.example.com:*").unwrap();
+        assert_eq!(any.to_string(), "*.example.com:*");
+        assert!(any.matches("a.example.com", 1) && any.matches("a.example.com", 65535));
+        assert_eq!(HostPattern::parse(&any.to_string()).unwrap(), any);
+
+        let allow = [
+            HostPattern::parse("api.example.com:8080").unwrap(),
+            HostPattern::parse("*.example.com").unwrap(),
+            HostPattern::parse("ssh.example.org:22").unwrap(),
+        ];
+        assert_eq!(verdict(&allow, "api.example.com", 8080), Verdict::Listed);
+        assert_eq!(verdict(&allow, "api.example.com", 443), Verdict::Wildcard);
+        assert_eq!(verdict(&allow, "www.example.com", 443), Verdict::Wildcard);
+        assert_eq!(verdict(&allow, "www.example.com", 8080), Verdict::WrongPort);
+        assert_eq!(verdict(&allow, "ssh.example.org", 443), Verdict::WrongPort);
+        assert_eq!(verdict(&allow, "ssh.example.org", 22), Verdict::Listed);
+        assert_eq!(verdict(&allow, "example.org", 22), Verdict::Unlisted);
     }
 
     #[test]
@@ -296,11 +454,18 @@ mod tests {
             "",
             "*.",
             "*.com",
+            "*.com:443",
             "https://x.org",
-            "x.org:443",
+            "x.org:",
+            "x.org:0",
+            "x.org:65536",
+            "x.org:+1",
+            "x.org:80:80",
+            "x.org:**",
             "x.org/p",
             "a*.x.org",
             "*",
+            ":443",
         ] {
             assert!(HostPattern::parse(bad).is_err(), "{bad}");
         }
@@ -343,9 +508,20 @@ mod tests {
     fn test_resolver_overrides_parse() {
         let vars = BTreeMap::from([(
             "KEEL_SANDBOX_PROXY_RESOLVE".to_string(),
-            "Allowed.Test=127.0.0.1,bad,x=notip".to_string(),
+            "Allowed.Test=127.0.0.1,bad,x=notip,web.test:443=127.0.0.1:8443,y:z=::1".to_string(),
         )]);
         let o = resolve_overrides(&vars);
-        assert_eq!(o, [("allowed.test".to_string(), [127, 0, 0, 1].into())]);
+        let to = |ip: [u8; 4], port| std::net::SocketAddr::new(ip.into(), port);
+        assert_eq!(o.len(), 2, "{o:?}");
+        assert_eq!(
+            overridden(&o, "allowed.test", 81),
+            Some(to([127, 0, 0, 1], 81))
+        );
+        assert_eq!(
+            overridden(&o, "web.test", 443),
+            Some(to([127, 0, 0, 1], 8443))
+        );
+        assert_eq!(overridden(&o, "web.test", 80), None);
+        assert_eq!(overridden(&o, "other.test", 80), None);
     }
 }

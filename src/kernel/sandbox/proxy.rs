@@ -1,10 +1,14 @@
-//! keel's network-allowlist proxy (issue 30 point 4): runs in keel, outside the sandbox, on a
-//! Unix socket in a private per-session directory that bubblewrap binds into the sandbox. It
-//! serves HTTP `CONNECT host:port` (HTTPS and any other TCP) and plain-HTTP absolute-form
-//! requests (`GET http://host/…`), checks the host name against the allowlist before it
-//! resolves or connects anything, and answers a refused destination with 403, a log line and a
-//! [`NetViolation`]. Owns the proxy and its start on first use; the in-sandbox relay is
-//! [`super::forward`]. It never decides the allowlist (the policy does).
+//! keel's network-allowlist proxy (issue 30 point 4, issue 43 point 18): runs in keel, outside
+//! the sandbox, on a Unix socket in a private per-session directory that bubblewrap binds into
+//! the sandbox. It serves HTTP `CONNECT host:port` (HTTPS and any other TCP) and plain-HTTP
+//! absolute-form requests (`GET http://host/…`, parsed in [`request`]); checks the host name
+//! and port against the allowlist and a plain request's `Host` header against the destination
+//! before it resolves or connects anything, a `*.`-only name's addresses before it connects,
+//! and in a tunnel the client's first bytes (a TLS server name, an HTTP `Host`: [`tunnel`],
+//! [`hello`]) before it passes them on. A refusal is a 403 (in a tunnel: a TLS alert, a 403,
+//! or the tunnel closed), a log line and a [`NetViolation`]. Owns the proxy and its start on
+//! first use; the in-sandbox relay is [`super::forward`]. It never decides the allowlist (the
+//! policy does).
 
 use std::ffi::OsString;
 use std::net::IpAddr;
@@ -16,10 +20,16 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixListener, UnixStream};
 
 use super::network::{
-    allowed, is_public, listed_exactly, normal_host, HostPattern, NetViolation, Network,
+    is_public, overridden, verdict, HostPattern, NetViolation, Network, ResolveOverride, Verdict,
     ViolationReason,
 };
 use super::{Sandbox, SandboxError, SandboxErrorKind};
+use request::Request;
+use tunnel::{Answer, Opening, Refusal};
+
+mod hello;
+mod request;
+mod tunnel;
 
 /// Where the proxy's socket appears inside the sandbox (in its private `/tmp`).
 pub const INSIDE_SOCKET: &str = "/tmp/.keel-proxy.sock";
@@ -27,7 +37,7 @@ pub const INSIDE_SOCKET: &str = "/tmp/.keel-proxy.sock";
 /// under `/tmp`, which the sandbox replaces, or under a path it hides).
 pub const INSIDE_EXE: &str = "/tmp/.keel-relay";
 
-/// The longest request head the proxy reads.
+/// The longest request head the proxy reads (also inside a tunnel).
 const MAX_HEAD: usize = 64 * 1024;
 /// How many violations are kept until taken.
 const MAX_KEPT: usize = 1024;
@@ -42,7 +52,7 @@ pub struct ProxySlot(Arc<Slot>);
 #[derive(Default)]
 struct Slot {
     /// TEST ONLY name → address overrides (`KEEL_SANDBOX_PROXY_RESOLVE`).
-    resolve: Vec<(String, IpAddr)>,
+    resolve: Vec<ResolveOverride>,
     /// keel, run inside the sandbox as the relay.
     exe: Option<PathBuf>,
     running: Mutex<Option<Proxy>>,
@@ -50,7 +60,7 @@ struct Slot {
 }
 
 impl ProxySlot {
-    pub fn new(resolve: Vec<(String, IpAddr)>, exe: Option<PathBuf>) -> ProxySlot {
+    pub fn new(resolve: Vec<ResolveOverride>, exe: Option<PathBuf>) -> ProxySlot {
         ProxySlot(Arc::new(Slot {
             resolve,
             exe,
@@ -146,11 +156,33 @@ fn setup(message: &str) -> SandboxError {
 /// What every connection of one proxy shares.
 struct State {
     allow: Vec<HostPattern>,
-    resolve: Vec<(String, IpAddr)>,
+    resolve: Vec<ResolveOverride>,
     violations: Arc<Mutex<Vec<NetViolation>>>,
 }
 
 impl State {
+    /// Logs and keeps a refusal of `host:port` (see [`State::record`]).
+    fn refused(&self, host: &str, port: u16, reason: ViolationReason, named: Option<String>) {
+        let why = match reason {
+            ViolationReason::NotAllowed => "not in the network allowlist",
+            ViolationReason::PortNotAllowed => "a port the network allowlist does not name",
+            ViolationReason::PrivateAddress => "a wildcard name resolving to a non-public address",
+            ViolationReason::HostMismatch => "the request named another host, or none",
+        };
+        tracing::warn!(
+            host,
+            port,
+            named = named.as_deref().unwrap_or(""),
+            "sandbox proxy: refused {host}:{port} ({why})"
+        );
+        self.record(NetViolation {
+            host: host.to_string(),
+            port,
+            reason,
+            named,
+        });
+    }
+
     /// Keeps `violation` for [`ProxySlot::take_violations`]: the newest [`MAX_KEPT`] only, so
     /// a command that loops on refused hosts cannot grow keel's memory.
     fn record(&self, violation: NetViolation) {
@@ -219,7 +251,8 @@ async fn serve(listener: UnixListener, state: Arc<State>) {
     }
 }
 
-/// One client connection: read the request head, check, connect, relay.
+/// One client connection: read the request head, check, connect, check what a tunnel opens
+/// with, relay.
 async fn handle(mut client: UnixStream, state: &State) -> std::io::Result<()> {
     let Some((head, early)) = read_head(&mut client).await? else {
         return answer(
@@ -233,59 +266,108 @@ async fn handle(mut client: UnixStream, state: &State) -> std::io::Result<()> {
         Ok(r) => r,
         Err(why) => return answer(&mut client, 400, &format!("keel sandbox proxy: {why}\n")).await,
     };
-    if !allowed(&state.allow, &req.host) {
-        tracing::warn!(
-            host = %req.host,
-            port = req.port,
-            "sandbox proxy: refused {}:{} (not in the network allowlist)",
-            req.host,
-            req.port
-        );
-        let violation = NetViolation {
-            host: req.host.clone(),
-            port: req.port,
-            reason: ViolationReason::NotAllowed,
-        };
-        state.record(violation);
-        let body = format!(
-            "keel sandbox: {} is not in the network allowlist (sandbox.network.allow); the \
-             connection was refused\n",
-            req.host
-        );
-        return answer(&mut client, 403, &body).await;
-    }
-    let exact = listed_exactly(&state.allow, &req.host);
-    let mut upstream = match connect(&req.host, req.port, &state.resolve, exact).await {
+    let exact = match admit(&req, state) {
+        Ok(exact) => exact,
+        Err(body) => return answer(&mut client, 403, &body).await,
+    };
+    let (host, port) = (req.host.as_str(), req.port);
+    let mut upstream = match connect(host, port, &state.resolve, exact).await {
         Ok(s) => s,
         Err(Refused::Private(ip)) => {
-            state.record(NetViolation {
-                host: req.host.clone(),
-                port: req.port,
-                reason: ViolationReason::PrivateAddress,
-            });
+            state.refused(host, port, ViolationReason::PrivateAddress, None);
             let body = format!(
-                "keel sandbox: {} resolves to {ip}, which is not a public address; only a name \
-                 listed exactly in the network allowlist may (the connection was refused)\n",
-                req.host
+                "keel sandbox: {host} resolves to {ip}, which is not a public address; only a \
+                 name listed exactly in the network allowlist may (the connection was refused)\n"
             );
             return answer(&mut client, 403, &body).await;
         }
         Err(Refused::Io(e)) => {
-            let body = format!("keel sandbox proxy: cannot reach {}: {e}\n", req.host);
+            let body = format!("keel sandbox proxy: cannot reach {host}: {e}\n");
             return answer(&mut client, 502, &body).await;
         }
     };
     match &req.forward {
-        None => {
-            client
-                .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
-                .await?
+        Some(head) => {
+            upstream.write_all(head.as_bytes()).await?;
+            upstream.write_all(&early).await?;
         }
-        Some(head) => upstream.write_all(head.as_bytes()).await?,
+        None => {
+            if !open_tunnel(&mut client, &mut upstream, early, &req, state).await? {
+                return Ok(());
+            }
+        }
     }
-    upstream.write_all(&early).await?;
     tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
     Ok(())
+}
+
+/// What the allowlist says of `req` before anything is connected: `Ok(exact)` (whether an
+/// exact entry allows it), or the refusal recorded and the 403's body.
+fn admit(req: &Request, state: &State) -> Result<bool, String> {
+    let (host, port) = (req.host.as_str(), req.port);
+    let refuse = |reason, named: Option<String>, body: String| {
+        state.refused(host, port, reason, named);
+        Err(body)
+    };
+    let exact = match verdict(&state.allow, host, port) {
+        Verdict::Listed => true,
+        Verdict::Wildcard => false,
+        Verdict::WrongPort => {
+            let body = format!(
+                "keel sandbox: port {port} of {host} is not in the network allowlist (a name is \
+                 allowed on 80 and 443 unless its entry names the port, as {host}:{port}); the \
+                 connection was refused\n"
+            );
+            return refuse(ViolationReason::PortNotAllowed, None, body);
+        }
+        Verdict::Unlisted => {
+            let body = format!(
+                "keel sandbox: {host} is not in the network allowlist (sandbox.network.allow); \
+                 the connection was refused\n"
+            );
+            return refuse(ViolationReason::NotAllowed, None, body);
+        }
+    };
+    match &req.mismatch {
+        Some(named) => {
+            let body = tunnel::mismatch_body(host, port, named);
+            refuse(ViolationReason::HostMismatch, Some(named.clone()), body)
+        }
+        None => Ok(exact),
+    }
+}
+
+/// Opens the tunnel of `req` (connected to `upstream`) and passes on its first bytes if
+/// [`tunnel::open`] lets them through; `false` when the tunnel is over (refused and answered,
+/// or closed).
+async fn open_tunnel(
+    client: &mut UnixStream,
+    upstream: &mut TcpStream,
+    early: Vec<u8>,
+    req: &Request,
+    state: &State,
+) -> std::io::Result<bool> {
+    client
+        .write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n")
+        .await?;
+    let Refusal { named, answer: a } =
+        match tunnel::open(client, upstream, early, &req.host, req.port).await? {
+            Opening::Client(first) => return upstream.write_all(&first).await.map(|()| true),
+            Opening::Server(first) => return client.write_all(&first).await.map(|()| true),
+            Opening::Closed => return Ok(false),
+            Opening::Refused(r) => r,
+        };
+    state.refused(&req.host, req.port, ViolationReason::HostMismatch, named);
+    let _ = upstream.shutdown().await;
+    match a {
+        Answer::TlsAlert => {
+            client.write_all(&tunnel::ACCESS_DENIED).await?;
+            client.shutdown().await?;
+        }
+        Answer::Http(body) => answer(client, 403, &body).await?,
+        Answer::Close => client.shutdown().await?,
+    }
+    Ok(false)
 }
 
 /// The request head (through the blank line) and any bytes read after it; `None` when the
@@ -293,8 +375,11 @@ async fn handle(mut client: UnixStream, state: &State) -> std::io::Result<()> {
 async fn read_head(client: &mut UnixStream) -> std::io::Result<Option<(String, Vec<u8>)>> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
+    let mut seen: usize = 0; // what was searched already (less the 3 bytes a `\r\n\r\n` may span)
     loop {
-        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+        let from = seen.saturating_sub(3);
+        seen = buf.len();
+        if let Some(end) = memchr::memmem::find(&buf[from..], b"\r\n\r\n").map(|e| from + e) {
             let early = buf.split_off(end + 4);
             return Ok(Some((String::from_utf8_lossy(&buf).into_owned(), early)));
         }
@@ -338,13 +423,10 @@ enum Refused {
 async fn connect(
     host: &str,
     port: u16,
-    resolve: &[(String, IpAddr)],
+    resolve: &[ResolveOverride],
     exact: bool,
 ) -> Result<TcpStream, Refused> {
-    let fixed = resolve
-        .iter()
-        .find(|(name, _)| name == host)
-        .map(|(_, ip)| std::net::SocketAddr::new(*ip, port));
+    let fixed = overridden(resolve, host, port);
     let attempt = async {
         let addrs: Vec<std::net::SocketAddr> = match fixed {
             Some(a) => vec![a],
@@ -361,97 +443,6 @@ async fn connect(
     tokio::time::timeout(CONNECT_TIMEOUT, attempt)
         .await
         .unwrap_or_else(|_| Err(Refused::Io(std::io::ErrorKind::TimedOut.into())))
-}
-
-/// A request the proxy understood: where to, and for plain HTTP the head to send there.
-#[derive(Debug, PartialEq, Eq)]
-struct Request {
-    host: String,
-    port: u16,
-    /// `None` for CONNECT (a tunnel); the rewritten origin-form head for plain HTTP.
-    forward: Option<String>,
-}
-
-impl Request {
-    fn parse(head: &str) -> Result<Request, &'static str> {
-        let mut lines = head.split("\r\n");
-        let line = lines.next().unwrap_or_default();
-        let mut words = line.split(' ');
-        let (Some(method), Some(target), Some(version), None) =
-            (words.next(), words.next(), words.next(), words.next())
-        else {
-            return Err("a malformed request line");
-        };
-        if method.eq_ignore_ascii_case("CONNECT") {
-            let (host, port) = host_port(target, None)?;
-            return Ok(Request {
-                host,
-                port,
-                forward: None,
-            });
-        }
-        let rest = strip_prefix_ci(target, "http://")
-            .ok_or("keel's proxy takes CONNECT and absolute http:// requests only")?;
-        let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-        let (authority, path) = rest.split_at(split);
-        let authority = authority.rsplit('@').next().unwrap_or(authority);
-        let (host, port) = host_port(authority, Some(80))?;
-        let path = match path {
-            "" => "/".to_string(),
-            p if p.starts_with('/') => p.to_string(),
-            p => format!("/{p}"),
-        };
-        let mut out = format!("{method} {path} {version}\r\n");
-        const HOP: &[&str] = &[
-            "proxy-connection",
-            "proxy-authorization",
-            "connection",
-            "keep-alive",
-        ];
-        for header in lines.filter(|l| !l.is_empty()) {
-            let name = header.split(':').next().unwrap_or_default().trim();
-            if !HOP.iter().any(|h| name.eq_ignore_ascii_case(h)) {
-                out.push_str(header);
-                out.push_str("\r\n");
-            }
-        }
-        out.push_str("Connection: close\r\n\r\n");
-        Ok(Request {
-            host,
-            port,
-            forward: Some(out),
-        })
-    }
-}
-
-fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
-    let head = s.get(..prefix.len())?;
-    head.eq_ignore_ascii_case(prefix)
-        .then(|| &s[prefix.len()..])
-}
-
-/// `host:port` or `[v6]:port` (the port may be left out when there is a default).
-fn host_port(authority: &str, default: Option<u16>) -> Result<(String, u16), &'static str> {
-    let (host, port) = match authority.strip_prefix('[') {
-        Some(v6) => {
-            let (host, rest) = v6.split_once(']').ok_or("a malformed IPv6 host")?;
-            (host, rest.strip_prefix(':'))
-        }
-        None => match authority.rsplit_once(':') {
-            Some((h, p)) => (h, Some(p)),
-            None => (authority, None),
-        },
-    };
-    let port = match (port, default) {
-        (Some(p), _) => p.parse().map_err(|_| "a malformed port")?,
-        (None, Some(d)) => d,
-        (None, None) => return Err("CONNECT needs host:port"),
-    };
-    let host = normal_host(host);
-    match host.is_empty() {
-        true => Err("no host"),
-        false => Ok((host, port)),
-    }
 }
 
 #[cfg(test)]

@@ -244,8 +244,12 @@ pub enum WireEvent<'a> {
         messages: Cow<'a, [String]>,
     },
     /// keel: the sandbox stopped something the process of tool call `toolCallId` tried:
-    /// `reason` is `read_denied`, `protected`, `outside_writable_roots`, `network_off` or
-    /// `network_not_allowed` (with `host` as `name:port`);
+    /// `reason` is `read_denied`, `protected`, `outside_writable_roots`, `network_off`, or a
+    /// refusal of the network allowlist's proxy, with `host` as `name:port`:
+    /// `network_not_allowed` (the name is not listed, or is listed only by a `*.` pattern and
+    /// resolves to a non-public address), `network_port_not_allowed` (the name is listed, not
+    /// on that port) or `network_host_mismatch` (the request named another host, or none, in
+    /// its `Host` header or TLS server name);
     /// `path` (the real path) or `host` names what, when known. The call's result says so to
     /// the model in one added line.
     #[serde(rename_all = "camelCase")]
