@@ -262,7 +262,8 @@ pub struct Cli {
     pub sandbox_network: Option<String>,
 
     /// TEMPORARY test entry point until `sandbox.network.allow` is wired (hidden): a host name
-    /// (or `*.suffix`) the commands the model runs may reach through keel's proxy; repeatable.
+    /// (or `*.suffix`, either with `:PORT` or `:*`) the commands the model runs may reach
+    /// through keel's proxy; repeatable.
     #[arg(long, hide = true, value_name = "HOST")]
     pub sandbox_network_allow: Vec<String>,
 }
