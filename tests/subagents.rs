@@ -97,7 +97,7 @@ fn a_parent_delegates_to_explore_which_cannot_write_and_its_answer_is_the_tool_r
         text.starts_with("child answer: writing is not possible here\n\n[explore subagent "),
         "{text}"
     );
-    assert!(text.contains(": 1 tool calls,"), "{text}");
+    assert!(text.contains(": 1 tool call,"), "{text}");
     // The parent's stream carried the child's step: the tool it ran and its session id.
     let (child, parent) = child_and_parent(&sb);
     let child_id = entries(&child)[0]["id"].as_str().unwrap().to_string();

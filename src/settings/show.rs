@@ -12,6 +12,7 @@ pub fn render(m: &Merged) -> String {
     for (path, v) in entries(m) {
         let key = path.join(".");
         match v {
+            Entry::One(s) if key == "hooks" => hook_lines(&mut out, &s),
             Entry::One(s) => line(&mut out, &key, "=", &s),
             Entry::Many(list) => {
                 for s in list {
@@ -24,6 +25,35 @@ pub fn render(m: &Merged) -> String {
         out.push_str("(no settings: every value is a flag's or keel's default)\n");
     }
     out
+}
+
+/// One `hooks` group as a settings file holds it (what `keel config show` prints of it).
+#[derive(serde::Deserialize)]
+struct HookGroup {
+    #[serde(default)]
+    matcher: Option<String>,
+    #[serde(default)]
+    hooks: Vec<Value>,
+}
+
+/// `hooks` one handler a line: `hooks.PreToolUse[Bash] += {"type":"command",…}  # origin`
+/// (as is, in one line, when it does not have the shape of a `hooks` key).
+fn hook_lines(out: &mut String, s: &Sourced<Value>) {
+    type Groups = std::collections::BTreeMap<String, Vec<HookGroup>>;
+    let Ok(events) = serde_json::from_value::<Groups>(s.value.clone()) else {
+        return line(out, "hooks", "=", s);
+    };
+    for (event, groups) in events {
+        for group in groups {
+            let key = match group.matcher.as_deref() {
+                Some(m) if !m.is_empty() => format!("hooks.{event}[{m}]"),
+                _ => format!("hooks.{event}"),
+            };
+            for handler in group.hooks {
+                out.push_str(&format!("{key} += {handler}  # {}\n", s.origin));
+            }
+        }
+    }
 }
 
 fn line(out: &mut String, key: &str, op: &str, s: &Sourced<Value>) {

@@ -287,3 +287,29 @@ fn show_lists_each_value_with_its_origin() {
         .unwrap()
         .ends_with("home/settings.json"));
 }
+
+/// Issue 44 point 9: `hooks` is shown one handler a line, keyed by event and matcher (it was
+/// one long JSON line).
+#[test]
+fn show_lists_hooks_one_handler_a_line() {
+    let (_dir, loaded) = load_levels(&[(
+        Level::User,
+        json!({"hooks": {
+            "PreToolUse": [{"matcher": "Bash", "hooks": [
+                {"type": "command", "command": "guard.sh"},
+                {"type": "command", "command": "log.sh", "timeout": 5}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": "notify.sh"}]}]
+        }}),
+    )]);
+    let text = render(&loaded.merged);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert!(
+        lines[0].starts_with(
+            r#"hooks.PreToolUse[Bash] += {"type":"command","command":"guard.sh"}  # "#
+        ),
+        "{text}"
+    );
+    assert!(lines[1].contains(r#""timeout":5"#), "{text}");
+    assert!(lines[2].starts_with("hooks.Stop += "), "{text}");
+}

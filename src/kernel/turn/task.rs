@@ -153,10 +153,13 @@ pub(super) async fn run(inner: &Inner, id: &str, args: &Value, abort: &AbortSign
     details.tool_count = outcome.tool_count;
     details.usage = Some(outcome.usage.clone());
     details.duration_ms = Some(duration_ms);
+    let calls = match outcome.tool_count {
+        1 => "1 tool call".to_string(),
+        n => format!("{n} tool calls"),
+    };
     let usage_line = format!(
-        "[{} subagent {session_id}: {} tool calls, {} tokens, {:.1} s]",
+        "[{} subagent {session_id}: {calls}, {} tokens, {:.1} s]",
         agent.name,
-        outcome.tool_count,
         outcome.usage.total_tokens,
         duration_ms as f64 / 1000.0
     );
