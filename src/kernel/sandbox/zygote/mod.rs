@@ -111,6 +111,8 @@ struct Keeper {
     dead: AtomicBool,
     /// The start of what it wrote on stderr.
     stderr: Mutex<String>,
+    /// Set (and signalled) once its stderr was read to the end: what it said is all there.
+    said_all: (Mutex<bool>, std::sync::Condvar),
 }
 
 impl Zygote {
@@ -150,13 +152,26 @@ impl Zygote {
         self.keeper.dead.store(true, Ordering::SeqCst);
     }
 
-    /// Why it ended, for an error: its stderr when it said something.
+    /// Why it ended, for an error: its stderr when it said something (waited for, a little:
+    /// the keeper reads it to its end just after the zygote's end is seen here).
     fn why(&self) -> String {
+        let (done, said_all) = &self.keeper.said_all;
+        let wait = std::time::Duration::from_secs(2);
+        let _ = said_all.wait_timeout_while(lock(done), wait, |all| !*all);
         let said = lock(&self.keeper.stderr).trim().to_string();
         match said.is_empty() {
             true => "the sandbox ended before the command started".into(),
             false => format!("the sandbox ended before the command started: {said}"),
         }
+    }
+}
+
+impl Keeper {
+    /// Its stderr was read to the end (or there was none).
+    fn heard_all(&self) {
+        let (done, said_all) = &self.said_all;
+        *lock(done) = true;
+        said_all.notify_all();
     }
 }
 
@@ -179,6 +194,7 @@ fn keep(launch: Launch, cwd: &Path, control: OwnedFd, k: &Keeper) {
         Err(e) => {
             *lock(&k.stderr) = format!("cannot run {}: {e}", launch.program.display());
             k.dead.store(true, Ordering::SeqCst);
+            k.heard_all();
             return;
         }
     };
@@ -192,6 +208,7 @@ fn keep(launch: Launch, cwd: &Path, control: OwnedFd, k: &Keeper) {
             }
         }
     }
+    k.heard_all();
     let _ = child.wait();
     k.dead.store(true, Ordering::SeqCst);
 }
