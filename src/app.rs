@@ -39,6 +39,10 @@ pub fn main() -> Exit {
 
 /// Reads the command line (the only read of `std::env::args()`) and runs what it names.
 fn main_inner() -> Exit {
+    // The sandbox's cgroup helper hands on bubblewrap's argv, whose paths need not be UTF-8.
+    if let Some(exit) = crate::cli::commands::sandbox::cgroup_helper(std::env::args_os()) {
+        return exit;
+    }
     crate::cli::main(std::env::args(), run_main)
 }
 

@@ -68,6 +68,7 @@ mod sandbox_caps;
 mod sandbox_env;
 mod sandbox_escalation;
 mod sandbox_git;
+mod sandbox_limits;
 mod sandbox_net;
 mod sandbox_race;
 mod sandbox_settings;

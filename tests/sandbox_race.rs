@@ -2,6 +2,8 @@
 //! process swaps a name in the workspace between a regular file (or directory) and a symlink to
 //! a secret or to a file outside, as fast as it can, while keel's file tools, checkpoints and
 //! rewind work on that name. Nothing outside the workspace may be read, stored or changed.
+//! Since a call's background processes end with it (issue 43 point 14), the swapper that races
+//! the file tools is started beside keel, as its user, the way a background job will run.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -18,7 +20,7 @@ const BASHRC: &str = "bashrc-canary\n";
 /// Rounds of calls in the tools' test (six calls a round, one turn).
 const ROUNDS: usize = 170;
 
-/// The model's background process: swaps `f` (to the secret), `g` (to `~/.bashrc`) and `d`
+/// The background process: swaps `f` (to the secret), `g` (to `~/.bashrc`) and `d`
 /// (to `~/.ssh`) between a symlink and a decoy until `stop` exists; `started` once it runs.
 /// Its first argument is a marker its command line is found by.
 const SWAPPER: &str = r#"
@@ -36,22 +38,42 @@ while (!-e "stop") {
 }
 "#;
 
-/// A marker unique to this test run, for `pgrep -f`.
-fn marker() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("keel-race-{}-{nanos}", std::process::id())
+/// The running [`SWAPPER`], killed if the test ends before it did.
+struct Background(std::process::Child);
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
-/// The processes whose command line holds `marker`.
-fn running(marker: &str) -> String {
-    let out = std::process::Command::new("pgrep")
-        .args(["-f", marker])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// Starts [`SWAPPER`] in `sb`'s workspace as `user` and waits until it runs (`started`).
+fn start_swapper(sb: &crate::common::support::Sandbox, user: User) -> Background {
+    use std::os::unix::process::CommandExt;
+    let h = sb.dir.path();
+    let mut cmd = std::process::Command::new("perl");
+    cmd.arg("swap.pl")
+        .arg("swapper")
+        .arg(h.join(".ssh/id_rsa"))
+        .arg(h.join(".bashrc"))
+        .arg(h.join(".ssh"))
+        .current_dir(sb.work())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if user == User::Nobody {
+        cmd.uid(crate::sandbox::NOBODY).gid(crate::sandbox::NOBODY);
+    }
+    let mut child = Background(cmd.spawn().unwrap());
+    let started = sb.work().join("started");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !started.exists() && std::time::Instant::now() < deadline {
+        assert!(child.0.try_wait().unwrap().is_none(), "the swapper ended");
+        std::thread::yield_now();
+    }
+    assert!(started.exists(), "the swapper did not start");
+    child
 }
 
 #[test]
@@ -65,13 +87,8 @@ fn a_swapping_symlink_never_lets_the_file_tools_read_or_write_outside() {
             give_to_nobody(&home.join(".bashrc"));
             give_to_nobody(&sb.work().join("swap.pl"));
         }
-        let mark = marker();
-        let start = format!(
-            "nohup perl swap.pl {mark} {h}/.ssh/id_rsa {h}/.bashrc {h}/.ssh >/dev/null 2>&1 & \
-             while [ ! -e started ]; do :; done; echo up",
-            h = home.display()
-        );
-        let mut calls = vec![bash(&start)];
+        let mut swapper = start_swapper(&sb, user);
+        let mut calls = vec![bash("test -e started && echo up")];
         for _ in 0..ROUNDS {
             calls.extend([
                 ("read", json!({"path": "f"})),
@@ -95,6 +112,8 @@ fn a_swapping_symlink_never_lets_the_file_tools_read_or_write_outside() {
         let mech = format!("{mech} as {user:?}");
         println!("{mech}: {} calls in {took:?}", calls.len());
         assert_eq!(r[0], ("up\n".to_string(), false), "{mech}: the swapper");
+        // `touch stop`, the last call, ends it.
+        assert!(swapper.0.wait().unwrap().success(), "{mech}: the swapper");
         let mut seen: Vec<String> = r
             .iter()
             .zip(&calls)
@@ -109,11 +128,6 @@ fn a_swapping_symlink_never_lets_the_file_tools_read_or_write_outside() {
             seen.push("~/.ssh/id_rsa was written".into());
         }
         assert!(seen.is_empty(), "{mech}: {seen:?}");
-        assert_eq!(
-            running(&mark),
-            "",
-            "{mech}: the swapper outlived the session"
-        );
     }
 }
 

@@ -105,11 +105,11 @@ pub enum Command {
 /// a run (`run`, given by `app`, its composition root) or one subcommand (`commands::*::run`).
 pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exit) -> Exit {
     let args: Vec<String> = args.into_iter().collect();
-    // A session's zygote starts on the way to its first command: it skips the parser.
-    if let [_, zygote] = args.as_slice() {
-        if zygote == "__sandbox-zygote" {
-            return commands::sandbox::zygote();
-        }
+    // A session's zygote and its reapers start on the way to a command: they skip the parser.
+    match args.get(1).map(String::as_str) {
+        Some("__sandbox-zygote") => return commands::sandbox::zygote(&args),
+        Some("__sandbox-reaper") => return commands::sandbox::reaper(&args),
+        _ => {}
     }
     let args = help_of_help(args::normalize(args));
     let keel = match Keel::try_parse_from(&args) {
@@ -133,7 +133,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Agents { command }) => commands::agents::run(command),
         Some(Command::SandboxExec(a)) => commands::sandbox::exec(a),
         Some(Command::SandboxForward(a)) => commands::sandbox_net::run(a),
-        Some(Command::SandboxZygote) => commands::sandbox::zygote(),
+        Some(Command::SandboxZygote) => commands::sandbox::zygote(&args),
         Some(Command::SandboxWalls(a)) => commands::sandbox::walls(a),
         Some(Command::Rewind(args)) => commands::rewind::run(args),
         Some(Command::Man) => commands::man::run(),

@@ -1,6 +1,7 @@
 //! The `sandbox` section of a settings file (`DESIGN.md` §14): its keys checked one by one
-//! into typed values, and their merge across the levels (scalars: the highest level wins;
-//! the `filesystem` lists concatenate). Paths stay as written; `setup` resolves them.
+//! into typed values (`limits.memory`'s sizes, `"4G"`, read into bytes), and their merge
+//! across the levels (scalars: the highest level wins; the `filesystem` lists concatenate).
+//! Paths stay as written; `setup` resolves them.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -57,6 +58,8 @@ pub struct FileSandbox {
     pub fail_if_unavailable: Option<bool>,
     pub allow_escalation: Option<bool>,
     pub pass_env: Vec<String>,
+    pub limits_pids: Option<u64>,
+    pub limits_memory: Option<u64>,
 }
 
 /// The merged `sandbox` values, each with its origin.
@@ -77,7 +80,17 @@ pub struct SandboxSettings {
     pub allow_escalation: Option<Sourced<bool>>,
     /// `sandbox.passEnv`: credential variables tool processes may see after all.
     pub pass_env: Vec<Sourced<String>>,
+    /// `sandbox.limits.pids`: processes (and threads) the session's commands may run at once.
+    pub limits_pids: Option<Sourced<u64>>,
+    /// `sandbox.limits.memory`, in bytes.
+    pub limits_memory: Option<Sourced<u64>>,
 }
+
+/// The smallest `sandbox.limits.pids`: the sandbox's own processes and a shell.
+pub const MIN_PIDS: u64 = 8;
+
+/// The smallest `sandbox.limits.memory`.
+pub const MIN_MEMORY: u64 = 32 << 20;
 
 /// `sandbox`'s keys as they stand in a file.
 #[derive(Deserialize)]
@@ -93,6 +106,16 @@ struct RawSandbox {
     allow_escalation: Option<Value>,
     #[serde(rename = "passEnv")]
     pass_env: Option<Value>,
+    limits: Option<Value>,
+    #[serde(flatten)]
+    unknown: serde_json::Map<String, Value>,
+}
+
+/// `sandbox.limits`' keys as they stand in a file.
+#[derive(Deserialize)]
+struct RawLimits {
+    pids: Option<Value>,
+    memory: Option<Value>,
     #[serde(flatten)]
     unknown: serde_json::Map<String, Value>,
 }
@@ -152,7 +175,81 @@ pub(super) fn check(c: &mut Checker<'_>, raw: Option<Value>) -> FileSandbox {
         out.deny_read = list("denyRead", fs.deny_read);
         out.allow_read = list("allowRead", fs.allow_read);
     }
+    if let Some(limits) = c.typed::<RawLimits>("sandbox.limits", raw.limits) {
+        for key in limits.unknown.keys() {
+            c.warn(&format!("sandbox.limits.{key}"), "unknown key");
+        }
+        out.limits_pids = c
+            .typed::<u64>("sandbox.limits.pids", limits.pids)
+            .and_then(|n| match n >= MIN_PIDS {
+                true => Some(n),
+                false => {
+                    c.warn(
+                        "sandbox.limits.pids",
+                        &format!("must be at least {MIN_PIDS}"),
+                    );
+                    None
+                }
+            });
+        out.limits_memory = limits
+            .memory
+            .filter(|v| !v.is_null())
+            .and_then(|v| match size(&v) {
+                Some(b) if b >= MIN_MEMORY => Some(b),
+                Some(_) => {
+                    c.warn("sandbox.limits.memory", "must be at least 32M");
+                    None
+                }
+                None => {
+                    c.warn(
+                        "sandbox.limits.memory",
+                        &format!(
+                            "must be a number of bytes or a size like \"4G\" or \"512M\" \
+                             (K, M, G, T: powers of 1024), not {v}"
+                        ),
+                    );
+                    None
+                }
+            });
+    }
     out
+}
+
+/// A size in bytes: a whole number of bytes, or a string like `"4G"`, `"512M"`, `"1.5GiB"`,
+/// `"1048576"` (K, M, G and T are powers of 1024; a trailing `B` or `iB` is allowed).
+pub fn size(v: &Value) -> Option<u64> {
+    if let Some(n) = v.as_u64() {
+        return Some(n);
+    }
+    let text = v.as_str()?.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let unit = unit.trim().to_ascii_uppercase();
+    let unit = unit
+        .strip_suffix("IB")
+        .or_else(|| unit.strip_suffix('B'))
+        .unwrap_or(&unit);
+    let shift = match unit {
+        "" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return None,
+    };
+    if number.is_empty() || number.starts_with('.') || number.ends_with('.') {
+        return None;
+    }
+    match number.parse::<u64>() {
+        Ok(whole) => whole.checked_mul(1u64 << shift),
+        Err(_) if shift > 0 => {
+            let value = number.parse::<f64>().ok()? * (1u64 << shift) as f64;
+            (value.is_finite() && value < u64::MAX as f64).then_some(value as u64)
+        }
+        Err(_) => None,
+    }
 }
 
 /// `f` (a lower level's values) merged under `m`.
@@ -172,6 +269,11 @@ pub(super) fn merge(m: &mut SandboxSettings, f: FileSandbox, origin: &Origin) {
     scalar(
         &mut m.allow_escalation,
         f.allow_escalation.map(|v| at_of(v, origin)),
+    );
+    scalar(&mut m.limits_pids, f.limits_pids.map(|v| at_of(v, origin)));
+    scalar(
+        &mut m.limits_memory,
+        f.limits_memory.map(|v| at_of(v, origin)),
     );
     super::merge::list(&mut m.allow_write, f.allow_write, origin);
     super::merge::list(&mut m.deny_read, f.deny_read, origin);

@@ -121,7 +121,22 @@ fn sandbox() -> Value {
             "bwrapPath": {"type": "string", "description": "The bubblewrap to use (default: the first `bwrap` on PATH outside the workspace)."},
             "failIfUnavailable": {"type": "boolean", "description": "When no sandbox works here: true (default) refuses the model's commands; false runs them unsandboxed with one warning per session."},
             "allowEscalation": {"type": "boolean", "description": "A bash call with escalate: true runs outside the sandbox after an approval. true: an allow rule may also run it without asking; false: never."},
-            "passEnv": {"type": "array", "items": {"type": "string"}, "description": "Credential variables (AWS_*, GITHUB_TOKEN, *_TOKEN, *_SECRET*, *_PASSWORD, *_KEY, …) the model's commands may see after all; by default they are removed."}
+            "passEnv": {"type": "array", "items": {"type": "string"}, "description": "Credential variables (AWS_*, GITHUB_TOKEN, *_TOKEN, *_SECRET*, *_PASSWORD, *_KEY, …) the model's commands may see after all; by default they are removed."},
+            "limits": {
+                "type": "object",
+                "properties": {
+                    "pids": {"type": "integer", "minimum": 8, "description": "Processes and threads the session's commands may run at once (default 4096). Held by a cgroup of the session where keel may make one (cgroup v2 with pids delegated, or v1), else by RLIMIT_NPROC, which counts every process of the user and does not bind root."},
+                    "memory": {
+                        "description": "Memory of the session's commands: bytes, or a size like \"4G\" or \"512M\" (powers of 1024; at least 32M). Default: three quarters of the machine's memory. A cgroup's limit on all of them together, else RLIMIT_AS on each process (its address space, which many runtimes reserve generously).",
+                        "oneOf": [
+                            {"type": "integer", "minimum": 33554432},
+                            {"type": "string", "pattern": "^\\s*[0-9]+(\\.[0-9]+)?\\s*([KkMmGgTt]([Ii]?[Bb])?|[Bb])?\\s*$"}
+                        ]
+                    }
+                },
+                "additionalProperties": false,
+                "description": "Resource limits of the session's commands (docs/sandbox.md, Resource limits). Merged per key; a project's own file raises them only with --trust-project."
+            }
         },
         "additionalProperties": false
     })

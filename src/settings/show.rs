@@ -186,6 +186,11 @@ fn sandbox(s: &super::SandboxSettings, out: &mut Vec<(Vec<String>, Entry)>) {
         "sandbox.allowEscalation",
         s.allow_escalation.as_ref().map(to_json),
     );
+    one("sandbox.limits.pids", s.limits_pids.as_ref().map(to_json));
+    one(
+        "sandbox.limits.memory",
+        s.limits_memory.as_ref().map(to_json),
+    );
     if !s.pass_env.is_empty() {
         let list = s.pass_env.iter().map(to_json).collect();
         out.push((path("sandbox.passEnv", None), Entry::Many(list)));

@@ -221,6 +221,7 @@ fn every_key() -> serde_json::Value {
         "mcpServers": {"fx": {"command": "fx"}}, "hooks": {},
         "sandbox": {"mode": "read-only", "network": "on", "bwrapPath": "/usr/bin/bwrap",
                     "failIfUnavailable": false, "allowEscalation": true, "passEnv": ["NPM_TOKEN"],
+                    "limits": {"pids": 512, "memory": "4G"},
                     "filesystem": {"allowWrite": ["~/cache"], "denyRead": ["./secrets"], "allowRead": ["~/.ssh/known_hosts"]}},
         "checkpoints": {"enabled": true, "maxFileBytes": 1, "maxFiles": 2, "maxTotalBytes": 3}
     })
@@ -247,6 +248,10 @@ fn the_schema_names_exactly_the_keys_the_parser_knows() {
     assert_eq!(
         keys(&sandbox["filesystem"]["properties"]),
         keys(&every_key()["sandbox"]["filesystem"])
+    );
+    assert_eq!(
+        keys(&sandbox["limits"]["properties"]),
+        keys(&every_key()["sandbox"]["limits"])
     );
     assert_eq!(
         keys(&s["properties"]["checkpoints"]["properties"]),
@@ -312,4 +317,50 @@ fn show_lists_hooks_one_handler_a_line() {
     );
     assert!(lines[1].contains(r#""timeout":5"#), "{text}");
     assert!(lines[2].starts_with("hooks.Stop += "), "{text}");
+}
+
+/// `sandbox.limits.memory` takes bytes or a size; anything else, or too little, is a warning
+/// naming the key, and the value is skipped.
+#[test]
+fn limits_take_sizes_and_refuse_bad_values_by_name() {
+    use super::sandbox::size;
+    assert_eq!(size(&json!(1048576)), Some(1 << 20));
+    assert_eq!(size(&json!("4G")), Some(4 << 30));
+    assert_eq!(size(&json!("512m")), Some(512 << 20));
+    assert_eq!(size(&json!("1.5 GiB")), Some(3 << 29));
+    assert_eq!(size(&json!("2048")), Some(2048));
+    for bad in [
+        json!("4X"),
+        json!("-1"),
+        json!("G"),
+        json!("1.G"),
+        json!(true),
+        json!(-5),
+    ] {
+        assert_eq!(size(&bad), None, "{bad}");
+    }
+    let origin = Origin::flag("--settings");
+    let text = json!({"sandbox": {"limits": {"pids": 128, "memory": "256M"}}}).to_string();
+    let parsed = file::parse(&text, &origin).ok().unwrap();
+    assert!(parsed.warnings.is_empty(), "{:?}", parsed.warnings);
+    assert_eq!(parsed.values.sandbox.limits_pids, Some(128));
+    assert_eq!(parsed.values.sandbox.limits_memory, Some(256 << 20));
+    let text = json!({"sandbox": {"limits": {"pids": 2, "memory": "lots", "cpu": 1}}}).to_string();
+    let parsed = file::parse(&text, &origin).ok().unwrap();
+    let warnings = parsed.warnings.join("\n");
+    assert!(
+        warnings.contains("`sandbox.limits.pids`: must be at least 8"),
+        "{warnings}"
+    );
+    assert!(
+        warnings
+            .contains("`sandbox.limits.memory`: must be a number of bytes or a size like \"4G\""),
+        "{warnings}"
+    );
+    assert!(
+        warnings.contains("`sandbox.limits.cpu`: unknown key"),
+        "{warnings}"
+    );
+    assert_eq!(parsed.values.sandbox.limits_pids, None);
+    assert_eq!(parsed.values.sandbox.limits_memory, None);
 }

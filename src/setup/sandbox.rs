@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::kernel::sandbox::limits::Limits;
 use crate::kernel::sandbox::{HostPattern, Network, SandboxConfig, SandboxMode};
 use crate::mode::Env;
 use crate::settings::{
@@ -71,6 +72,10 @@ pub fn config(
             .map(|b| resolve(&b.value, home.as_deref(), &root)),
         fail_if_unavailable: kept.fail_if_unavailable.is_none_or(|f| f.value),
         allow_escalation: kept.allow_escalation.map(|a| a.value),
+        limits: Limits {
+            pids: kept.limits.pids.map_or(kept.defaults.pids, |p| p.value),
+            memory: kept.limits.memory.map_or(kept.defaults.memory, |m| m.value),
+        },
     }
 }
 
@@ -96,11 +101,21 @@ struct Kept<'a> {
     bwrap_path: Option<&'a Sourced<String>>,
     fail_if_unavailable: Option<&'a Sourced<bool>>,
     allow_escalation: Option<&'a Sourced<bool>>,
+    limits: KeptLimits<'a>,
+    /// The limits where no file sets them (the machine's).
+    defaults: Limits,
+}
+
+/// `sandbox.limits`' values the gate keeps.
+struct KeptLimits<'a> {
+    pids: Option<&'a Sourced<u64>>,
+    memory: Option<&'a Sourced<u64>>,
 }
 
 /// The one place that says which values widen the sandbox.
 fn kept<'a>(files: &'a Merged, gate: &mut Gate) -> Kept<'a> {
     let s = &files.sandbox;
+    let defaults = Limits::default();
     let mut list = |l: &'a [Sourced<String>], key: &'static str, widens: bool| {
         l.iter()
             .filter(|v| gate.keep(*v, key, widens))
@@ -142,6 +157,18 @@ fn kept<'a>(files: &'a Merged, gate: &mut Gate) -> Kept<'a> {
             .allow_escalation
             .as_ref()
             .filter(|a| gate.keep(*a, "sandbox.allowEscalation", a.value)),
+        // Raising a limit above the default widens the sandbox; lowering it narrows it.
+        limits: KeptLimits {
+            pids: s
+                .limits_pids
+                .as_ref()
+                .filter(|p| gate.keep(*p, "sandbox.limits.pids", p.value > defaults.pids)),
+            memory: s
+                .limits_memory
+                .as_ref()
+                .filter(|m| gate.keep(*m, "sandbox.limits.memory", m.value > defaults.memory)),
+        },
+        defaults,
     }
 }
 

@@ -1,10 +1,13 @@
-//! `keel debug sandbox [--json]` (the mechanism, the policy in force and a self-test), the
-//! hidden `keel __sandbox-exec` helper the Landlock fallback restricts itself in, the hidden
-//! `keel __sandbox-walls` that puts one command started inside bubblewrap under the seccomp
-//! walls, and the hidden `keel __sandbox-zygote` that runs a session's commands inside its
-//! sandbox. Owns only
-//! their arguments and output; the sandbox itself is `kernel::sandbox`.
+//! `keel debug sandbox [--json]` (the mechanism, the policy in force, the limits and how
+//! they are held, and a self-test), the hidden `keel __sandbox-exec` helper the Landlock
+//! fallback restricts itself in, the hidden `keel __sandbox-walls` that puts one command
+//! started inside bubblewrap under the seccomp walls, the hidden `keel __sandbox-zygote` that
+//! runs a session's commands inside its sandbox, its `keel __sandbox-reaper`s (one per call at
+//! once), and the hidden `keel __sandbox-cgroup` helper that enters the session's cgroup
+//! before the sandbox starts. Owns only their arguments and output; the sandbox itself is
+//! `kernel::sandbox`.
 
+use std::ffi::OsString;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -13,6 +16,7 @@ use super::Logs;
 use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::exit::Exit;
+use crate::kernel::sandbox::limits::{self, Enforcement};
 use crate::kernel::sandbox::{selftest, Mechanism, Sandbox, SandboxMode, SandboxPolicy};
 use crate::output::{ColorChoice, Output};
 
@@ -60,20 +64,49 @@ pub struct WallsArgs {
 pub fn walls(args: WallsArgs) -> Exit {
     let mut out = Output::stdio(ColorChoice::Never);
     let e = crate::kernel::sandbox::exec_walled(&args.argv);
-    out.err(&format!(
-        "Error: keel sandbox: {e}
-"
-    ));
+    out.err(&format!("Error: keel sandbox: {e}\n"));
     Exit::Internal
 }
 
-/// `keel __sandbox-zygote`, its control socket as stdin: serves calls until keel closes it
-/// (exit 0), or fails (exit 70 with the reason on stderr). It dies with its parent (keel's
-/// keeper thread, or bubblewrap's init).
-pub fn zygote() -> Exit {
+/// The value after `flag` in `args` (after the subcommand), as a number.
+fn number(args: &[String], flag: &str) -> Result<Option<u64>, String> {
+    let Some(at) = args.iter().skip(2).position(|a| a == flag) else {
+        return Ok(None);
+    };
+    let value = args.get(at + 3).map(String::as_str).unwrap_or_default();
+    value
+        .parse()
+        .map(Some)
+        .map_err(|_| format!("{flag} needs a number, not {value:?}"))
+}
+
+/// `keel __sandbox-zygote [--nproc N] [--address-space BYTES]`, its control socket as stdin:
+/// serves calls until keel closes it (exit 0), or fails (exit 70 with the reason on stderr).
+/// It dies with its parent (keel's keeper thread, or bubblewrap's init). `--nproc`: its own
+/// `RLIMIT_NPROC`; `--address-space`: its reapers' `RLIMIT_AS` (`args[0]`: keel itself, as
+/// the sandbox shows it, which runs the reapers).
+pub fn zygote(args: &[String]) -> Exit {
     use std::os::fd::AsFd;
     let mut out = Output::stdio(ColorChoice::Never);
     use crate::kernel::sandbox::zygote::serve;
+    let limits = number(args, "--nproc").and_then(|n| Ok((n, number(args, "--address-space")?)));
+    let (nproc, address_space) = match limits {
+        Ok(l) => l,
+        Err(e) => {
+            out.err(&format!("Error: keel sandbox zygote: {e}\n"));
+            return Exit::Internal;
+        }
+    };
+    if let Err(e) = nproc.map_or(Ok(()), limits::limit_processes) {
+        out.err(&format!("Error: keel sandbox zygote: RLIMIT_NPROC: {e}\n"));
+        return Exit::Internal;
+    }
+    let reapers = serve::Reapers {
+        exe: PathBuf::from(args.first().map(String::as_str).unwrap_or_default()),
+        args: address_space
+            .map(|b| vec!["--address-space".into(), b.to_string().into()])
+            .unwrap_or_default(),
+    };
     // Its parent's death is SIGTERM, heard from before it is set: the zygote ends what its
     // commands left before it goes (SIGKILL would give it no time to).
     let ending = match serve::Ending::listen() {
@@ -93,12 +126,64 @@ pub fn zygote() -> Exit {
     let served = std::io::stdin()
         .as_fd()
         .try_clone_to_owned()
-        .and_then(|control| serve::serve(control, ending));
+        .and_then(|control| serve::serve(control, ending, reapers));
     match served {
         Ok(()) => Exit::Success,
         Err(e) => {
             out.err(&format!("Error: keel sandbox zygote: {e}\n"));
             Exit::Internal
+        }
+    }
+}
+
+/// `keel __sandbox-reaper [--address-space BYTES]`, started by the zygote with its control
+/// socket as stdin: runs one call at a time until the zygote closes it (exit 0) or goes.
+pub fn reaper(args: &[String]) -> Exit {
+    use std::os::fd::AsFd;
+    let mut out = Output::stdio(ColorChoice::Never);
+    let ran = number(args, "--address-space")
+        .map_err(std::io::Error::other)
+        .and_then(|bytes| {
+            let control = std::io::stdin().as_fd().try_clone_to_owned()?;
+            crate::kernel::sandbox::zygote::reaper::reap(control, bytes)
+        });
+    match ran {
+        Ok(()) => Exit::Success,
+        Err(e) => {
+            out.err(&format!("Error: keel sandbox reaper: {e}\n"));
+            Exit::Internal
+        }
+    }
+}
+
+/// `keel __sandbox-cgroup PROCS… -- PROGRAM [ARGS…]`: starts the sandbox in the session's
+/// cgroups (each `cgroup.procs` file), waits for it, and removes them (exit 0; 70 with the
+/// reason on stderr when it could not). `None` for any other command line. Reads the raw
+/// `argv` (`args`): what it runs need not be UTF-8.
+pub fn cgroup_helper(args: impl Iterator<Item = OsString>) -> Option<Exit> {
+    let mut args = args.skip(1).peekable();
+    if args.peek().map(|a| a != "__sandbox-cgroup")? {
+        return None;
+    }
+    let mut out = Output::stdio(ColorChoice::Never);
+    let files: Vec<PathBuf> = args
+        .by_ref()
+        .skip(1)
+        .take_while(|a| a != "--")
+        .map(PathBuf::from)
+        .collect();
+    let Some(program) = args.next() else {
+        out.err("Error: keel sandbox: no command after the cgroups\n");
+        return Some(Exit::Internal);
+    };
+    let shown = PathBuf::from(&program).display().to_string();
+    match limits::cgroup::hold(&files, program, args.collect()) {
+        Ok(_) => Some(Exit::Success),
+        Err(e) => {
+            out.err(&format!(
+                "Error: keel sandbox: cannot run {shown} in the session's cgroup: {e}\n"
+            ));
+            Some(Exit::Internal)
         }
     }
 }
@@ -113,7 +198,64 @@ struct Report<'a> {
     policy: &'a SandboxPolicy,
     #[serde(skip_serializing_if = "Option::is_none")]
     warning: Option<String>,
+    /// Absent when the sandbox runs no zygote (off, unavailable).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limits: Option<LimitsReport>,
     self_test: Vec<selftest::Check>,
+}
+
+/// The session's limits and how they are held (by the zygote the self-test ran in).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LimitsReport {
+    pids: u64,
+    memory: u64,
+    /// `cgroup-v2`, `cgroup-v1` or `rlimit`.
+    enforcement: &'static str,
+    #[serde(skip)]
+    how: Enforcement,
+    /// Whether the process limit binds (not under `rlimit` for root).
+    pids_bind: bool,
+    /// The session's cgroup directories.
+    cgroups: Vec<PathBuf>,
+}
+
+impl LimitsReport {
+    fn of(sandbox: &Sandbox) -> Option<LimitsReport> {
+        if !sandbox.zygote_runs() {
+            return None;
+        }
+        let (enforcement, cgroups) = match sandbox.limits_applied() {
+            Some(a) => (a.enforcement, a.cgroup_dirs()),
+            None => (limits::plan(), Vec::new()),
+        };
+        Some(LimitsReport {
+            pids: sandbox.limits.pids,
+            memory: sandbox.limits.memory,
+            enforcement: enforcement.word(),
+            how: enforcement,
+            pids_bind: enforcement.pids_bind(),
+            cgroups,
+        })
+    }
+
+    fn human(&self) -> String {
+        let binds = if self.pids_bind {
+            ""
+        } else {
+            " (the process limit does not bind root)"
+        };
+        let mut s = format!(
+            "limits: pids {} · memory {} · {}{binds}\n",
+            self.pids,
+            limits::size(self.memory),
+            self.how.describe()
+        );
+        for dir in &self.cgroups {
+            s.push_str(&format!("  {}\n", dir.display()));
+        }
+        s
+    }
 }
 
 /// `keel debug sandbox [--json] [--sandbox MODE]`: exit 0 when every self-test attempt was
@@ -145,6 +287,7 @@ pub fn debug(cli: Cli) -> Exit {
             },
             policy: &sandbox.policy,
             warning: sandbox.warning(),
+            limits: LimitsReport::of(&sandbox),
             self_test: checks,
         };
         let text = match cli.json {
@@ -175,6 +318,9 @@ fn human(r: &Report<'_>) -> String {
     s.push('\n');
     if let Some(w) = &r.warning {
         s.push_str(&format!("Warning: {w}\n"));
+    }
+    if let Some(l) = &r.limits {
+        s.push_str(&l.human());
     }
     let list = |s: &mut String, title: &str, paths: &[PathBuf]| {
         s.push_str(&format!("{title}:\n"));

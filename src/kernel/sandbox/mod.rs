@@ -14,6 +14,7 @@ pub mod gitwalk;
 pub mod inside;
 pub mod known;
 pub mod landlock;
+pub mod limits;
 pub mod network;
 pub mod policy;
 pub mod proxy;
@@ -101,6 +102,8 @@ pub struct Sandbox {
     pub proxy: proxy::ProxySlot,
     /// The zygote `bash` commands start in, started on first use ([`zygote`]).
     pub zygote: zygote::ZygoteSlot,
+    /// What the zygote's commands may use together ([`limits`]).
+    pub limits: limits::Limits,
 }
 
 /// What the settings and flags ask of a session's sandbox (`DESIGN.md` §14).
@@ -122,6 +125,8 @@ pub struct SandboxConfig {
     pub fail_if_unavailable: bool,
     /// `sandbox.allowEscalation` (see [`Sandbox::allow_escalation`]).
     pub allow_escalation: Option<bool>,
+    /// `sandbox.limits`: processes and memory of the session's commands.
+    pub limits: limits::Limits,
 }
 
 impl Default for SandboxConfig {
@@ -135,6 +140,7 @@ impl Default for SandboxConfig {
             bwrap_path: None,
             fail_if_unavailable: true,
             allow_escalation: None,
+            limits: limits::Limits::default(),
         }
     }
 }
@@ -161,6 +167,7 @@ impl Sandbox {
             allow_escalation: None,
             proxy: Default::default(),
             zygote: Default::default(),
+            limits: limits::Limits::default(),
         }
     }
 
@@ -191,19 +198,20 @@ impl Sandbox {
         bwrap: Option<PathBuf>,
         exe: Option<PathBuf>,
     ) -> Sandbox {
-        Sandbox::started(policy, choice, bwrap, exe, None)
+        Sandbox::started(policy, choice, bwrap, exe, limits::Limits::default(), None)
     }
 
     /// [`Sandbox::new`], and with `start` (the session's cwd and private `/tmp`) the session's
     /// zygote started at once. Under a bubblewrap not yet probed in this process, that start
     /// (with every argument the zygote gets) is the probe: only when the zygote does not come
     /// up is bubblewrap probed as [`Sandbox::new`] does it (to run it without `--proc`, or to
-    /// fall back to Landlock or refuse, with the same messages).
+    /// fall back to Landlock or refuse, with the same messages). `limits`: the zygote's.
     fn started(
         policy: SandboxPolicy,
         choice: Choice,
         bwrap: Option<PathBuf>,
         exe: Option<PathBuf>,
+        limits: limits::Limits,
         start: Option<(&Path, &Path)>,
     ) -> Sandbox {
         let trial = match (start, &bwrap, &exe) {
@@ -227,6 +235,7 @@ impl Sandbox {
                 allow_escalation: None,
                 proxy: Default::default(),
                 zygote: zygote::ZygoteSlot::new(exe.clone()),
+                limits,
             };
             if sandbox.start_as_probe(cwd, tmp) {
                 probe_cache().insert(path.clone(), Some(tried));
@@ -252,6 +261,7 @@ impl Sandbox {
             allow_escalation: None,
             proxy: Default::default(),
             zygote: zygote::ZygoteSlot::new(exe),
+            limits,
         }
     }
 
@@ -319,7 +329,8 @@ impl Sandbox {
         if let (Some(p), Some(found)) = (unprobed, &findings) {
             probe_cache().insert(p.to_path_buf(), found.clone());
         }
-        let mut sandbox = Sandbox::started(policy, choice, bwrap.clone(), exe, start);
+        let mut sandbox =
+            Sandbox::started(policy, choice, bwrap.clone(), exe, config.limits, start);
         match (unprobed, &findings) {
             // Probed now: written down for the next session.
             (Some(p), None) => {
@@ -347,7 +358,8 @@ impl Sandbox {
         sandbox
     }
 
-    /// The startup warning when tool processes run without a sandbox or cannot run.
+    /// The startup warning when tool processes run without a sandbox or cannot run, or when
+    /// the process limit does not bind (root without cgroups).
     pub fn warning(&self) -> Option<String> {
         match self.mechanism {
             Mechanism::Off => {
@@ -361,7 +373,7 @@ impl Sandbox {
                  bubblewrap) to sandbox them"
                     .into(),
             ),
-            Mechanism::Bwrap(_) | Mechanism::Landlock { .. } => None,
+            Mechanism::Bwrap(_) | Mechanism::Landlock { .. } => limits::warning(&self.limits),
         }
     }
 

@@ -153,6 +153,7 @@ impl Trial<'_> {
             argv: vec!["bash".into(), "-c".into(), cmd.into()],
             cwd: self.cwd.to_path_buf(),
             env: vec![("PATH".into(), path)],
+            lifetime: Default::default(),
         };
         let mut p = self.sandbox.spawn(run, self.tmp).await.ok()?;
         let mut out = Vec::new();

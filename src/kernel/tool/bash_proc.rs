@@ -1,7 +1,8 @@
 //! The process one `bash` call runs: started here (unsandboxed, the user's own commands, or a
 //! sandbox of its own for an embedder that is not keel) or in the session's sandbox zygote.
 //! Owns the start, the output pipes, the wait and the kill of the whole group, the same for
-//! both; it never reads the output (`bash` does).
+//! both, and the end of what the call left running once it exited (the zygote's reaper ends
+//! all of it; here, its process group); it never reads the output (`bash` does).
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -12,12 +13,17 @@ use tokio::io::AsyncRead;
 use tokio::process::{Child, Command};
 
 use super::{ToolContext, ToolEnv};
-use crate::kernel::sandbox::zygote::{Process, Run, SpawnError};
+use crate::kernel::sandbox::zygote::{Lifetime, Process, Run, SpawnError};
 use crate::kernel::sandbox::{Launch, Mechanism, Sandbox};
 
 /// A running command.
 pub(super) enum Proc {
-    Local(Child),
+    /// Started here: the child, and its process group (kept: the child forgets its pid once
+    /// it was reaped).
+    Local {
+        child: Child,
+        pgid: Option<i32>,
+    },
     Zygote(Process),
 }
 
@@ -43,6 +49,7 @@ pub(super) async fn start(command: &str, ctx: &ToolContext) -> Result<Proc, Stri
         argv: vec![shell.into(), "-c".into(), command.into()],
         cwd: ctx.cwd.clone(),
         env: ctx.env.resolved(),
+        lifetime: Lifetime::Call,
     };
     match sandbox.spawn(run, &tmp).await {
         Ok(p) => {
@@ -128,17 +135,18 @@ pub(super) fn spawn_local(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => build("sh"),
         other => other,
     }?;
-    if let Some(pgid) = child.id().and_then(|id| i32::try_from(id).ok()) {
-        env.adopt_group(pgid);
+    let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+    if let Some(pg) = pgid {
+        env.adopt_group(pg);
     }
-    Ok(Proc::Local(child))
+    Ok(Proc::Local { child, pgid })
 }
 
 impl Proc {
     /// Its stdout and stderr, once.
     pub(super) fn take_outputs(&mut self) -> [Option<Pipe>; 2] {
         match self {
-            Proc::Local(c) => [
+            Proc::Local { child: c, .. } => [
                 c.stdout.take().map(|p| Box::new(p) as Pipe),
                 c.stderr.take().map(|p| Box::new(p) as Pipe),
             ],
@@ -152,16 +160,25 @@ impl Proc {
     /// Waits for the main process (cancel-safe).
     pub(super) async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         match self {
-            Proc::Local(c) => c.wait().await,
+            Proc::Local { child, .. } => child.wait().await,
             Proc::Zygote(p) => p.wait().await,
+        }
+    }
+
+    /// Ends what the call left running once its main process exited: in the zygote its
+    /// reaper did already (everything, in the group or not); here, the process group (what
+    /// left it, `setsid`, is not known here and ends with the session at the latest).
+    pub(super) fn end_leftovers(&self) {
+        if let Proc::Local { pgid: Some(pg), .. } = self {
+            let _ = killpg(Pid::from_raw(*pg), Signal::SIGKILL);
         }
     }
 
     /// SIGKILLs the whole process group, then reaps the main process.
     pub(super) async fn kill_group(&mut self) {
         match self {
-            Proc::Local(child) => {
-                let pgid = child.id().and_then(|id| i32::try_from(id).ok());
+            Proc::Local { child, pgid } => {
+                let pgid = *pgid;
                 let killed = match pgid {
                     Some(pg) => {
                         killpg(Pid::from_raw(pg), Signal::SIGKILL).map_err(std::io::Error::from)

@@ -2,12 +2,16 @@
 //! or the Landlock + seccomp helper, around `keel __sandbox-zygote`) that starts each `bash`
 //! command as a fresh process inside it, so a call pays for a fork and exec instead of a whole
 //! sandbox. Each call keeps today's semantics: its own process group, cwd and environment,
-//! output streamed through its own pipes, kill on abort or timeout, its wait status. Owns the
-//! zygote's start (on first use, and again when it died or its private `/tmp` changed), its
+//! output streamed through its own pipes, kill on abort or timeout, its wait status; and
+//! nothing it started outlives it (the zygote runs each call under a [`reaper`]). Owns the
+//! zygote's start (on first use, and again when it died or its private `/tmp` changed) under
+//! the session's [`limits`](super::limits) (its cgroup made before and removed after), its
 //! keeper thread (the zygote's parent: `--die-with-parent` and the parent-death signal are
 //! tied to it) and the [`Process`] handle of one call. It never decides the policy.
 
+pub mod family;
 pub mod proto;
+pub mod reaper;
 pub mod serve;
 
 use std::ffi::OsString;
@@ -25,7 +29,9 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{pipe, OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::oneshot;
 
+pub use self::proto::Lifetime;
 use self::proto::{OsBytes, Reply, Request};
+use super::limits::Applied;
 use super::{Launch, Mechanism, Sandbox, SandboxError, SandboxErrorKind};
 
 /// How much of the zygote's own stderr (bubblewrap's complaints) is kept for an error.
@@ -100,6 +106,8 @@ struct Zygote {
     /// mean nothing here.
     own_pids: bool,
     keeper: Arc<Keeper>,
+    /// The session's limits as applied to it (its cgroup goes when it ended).
+    limits: Arc<Applied>,
 }
 
 #[derive(Default)]
@@ -123,14 +131,18 @@ impl Zygote {
         cwd: &Path,
         tmp: &Path,
         own_pids: bool,
+        limits: Arc<Applied>,
     ) -> Result<Zygote, SandboxError> {
         let (ours, theirs) = proto::control_pair().map_err(|e| setup(&e.to_string()))?;
         let keeper = Arc::new(Keeper::default());
-        let k = keeper.clone();
+        let (k, applied) = (keeper.clone(), limits.clone());
         let cwd = cwd.to_path_buf();
         let spawned = std::thread::Builder::new()
             .name("keel-zygote".into())
-            .spawn(move || keep(launch, &cwd, theirs, &k));
+            .spawn(move || {
+                keep(launch, &cwd, theirs, &k);
+                applied.remove();
+            });
         if let Err(e) = spawned {
             return Err(setup(&format!(
                 "cannot start the sandbox's keeper thread: {e}"
@@ -141,6 +153,7 @@ impl Zygote {
             tmp: tmp.to_path_buf(),
             own_pids,
             keeper,
+            limits,
         })
     }
 
@@ -240,6 +253,8 @@ pub struct Run {
     pub cwd: PathBuf,
     /// Its whole environment (the sandbox's own variables go on top).
     pub env: Vec<(OsString, OsString)>,
+    /// What happens to what it leaves running when its main process exits.
+    pub lifetime: Lifetime,
 }
 
 /// A command running in the zygote: its output pipes, its wait status, a way to kill its
@@ -272,8 +287,8 @@ impl Process {
             .ok_or_else(|| std::io::Error::other("the sandbox ended while the command was running"))
     }
 
-    /// SIGKILLs the command's process group (through the zygote; directly when the zygote is
-    /// gone and the group is visible here).
+    /// SIGKILLs the command's process group, and so everything it started (through its
+    /// reaper; directly when the zygote is gone and the group is visible here).
     pub async fn kill_group(&mut self) {
         let sent = self.writer.write_all(&proto::line(&Request::Kill)).await;
         if let (Err(_), Some(pg)) = (sent, self.host_pgid) {
@@ -291,6 +306,13 @@ impl Sandbox {
             Mechanism::Landlock { .. } => true,
             Mechanism::Off | Mechanism::Unavailable | Mechanism::Unenforced => false,
         }
+    }
+
+    /// The session's limits as applied to the running zygote, if one runs.
+    pub(super) fn zygote_limits(&self) -> Option<Arc<Applied>> {
+        let running = lock(&self.zygote.0.running);
+        let z = running.as_ref().filter(|z| !z.dead())?;
+        Some(z.limits.clone())
     }
 
     /// The host pid of the running zygote's outermost process, if one runs (tests, debug).
@@ -330,17 +352,24 @@ impl Sandbox {
         if let Some(z) = running.as_ref().filter(|z| !z.dead() && z.tmp == tmp) {
             return Ok(z.clone());
         }
-        let launch = self.zygote_launch(cwd, tmp)?;
+        let limits = Arc::new(Applied::prepare(&self.limits));
+        let launch = self.zygote_launch(cwd, tmp, &limits)?;
         let own_pids = matches!(self.mechanism, Mechanism::Bwrap(_));
-        let z = Arc::new(Zygote::start(launch, cwd, tmp, own_pids)?);
+        let z = Arc::new(Zygote::start(launch, cwd, tmp, own_pids, limits)?);
         *running = Some(z.clone());
         Ok(z)
     }
 
     /// How to start `keel __sandbox-zygote` under the policy: inside bubblewrap (keel bound
     /// in at [`super::proxy::INSIDE_EXE`]: wherever it lives outside may be hidden inside), or
-    /// exec'd by the Landlock helper once it restricted itself (`TMPDIR` set to `tmp`).
-    fn zygote_launch(&self, cwd: &Path, tmp: &Path) -> Result<Launch, SandboxError> {
+    /// exec'd by the Landlock helper once it restricted itself (`TMPDIR` set to `tmp`); in
+    /// the session's cgroup when `limits` has one, else with the rlimits it sets itself.
+    fn zygote_launch(
+        &self,
+        cwd: &Path,
+        tmp: &Path,
+        limits: &Applied,
+    ) -> Result<Launch, SandboxError> {
         let exe = match (&self.mechanism, &self.zygote.0.exe) {
             (Mechanism::Landlock { exe }, _) => exe.clone(),
             (Mechanism::Bwrap(_), Some(exe)) => exe.clone(),
@@ -350,9 +379,12 @@ impl Sandbox {
             Mechanism::Bwrap(_) => PathBuf::from(super::proxy::INSIDE_EXE),
             _ => exe.clone(),
         };
-        let tail = vec![inside.into_os_string(), "__sandbox-zygote".into()];
-        self.launch_argv(tail, cwd, tmp, Some(&exe))?
-            .ok_or_else(|| setup("this sandbox runs no zygote"))
+        let mut tail = vec![inside.into_os_string(), "__sandbox-zygote".into()];
+        tail.extend(limits.zygote_args());
+        let launch = self
+            .launch_argv(tail, cwd, tmp, Some(&exe))?
+            .ok_or_else(|| setup("this sandbox runs no zygote"))?;
+        Ok(limits.launch(&exe, launch))
     }
 
     /// Starts `run` in the session's zygote (started now if needed; restarted once if it died
@@ -423,6 +455,7 @@ async fn start_in(z: &Arc<Zygote>, run: &Run) -> Result<Started, Untaken> {
             .iter()
             .map(|(k, v)| (OsBytes::of(k), OsBytes::of(v)))
             .collect(),
+        lifetime: run.lifetime,
     };
     if writer.write_all(&proto::line(&request)).await.is_err() {
         return Err(Untaken);

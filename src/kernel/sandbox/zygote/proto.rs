@@ -1,8 +1,10 @@
 //! The zygote's protocol, both halves: keel hands the zygote one call at a time over the
 //! control socket (a `SOCK_SEQPACKET` pair: one byte and, with `SCM_RIGHTS`, the call's own
-//! socket and the write ends of its stdout and stderr pipes); on the call's socket (a stream)
-//! each side then writes JSON lines: keel a [`Request`], the zygote [`Reply`]s. Owns the
-//! message types and the fd passing; it never spawns anything.
+//! socket and the write ends of its stdout and stderr pipes); the zygote hands it on the same
+//! way to one of its reapers, which says when it is ready for another; on the call's socket
+//! (a stream) keel writes a [`Request`] and the reaper (or the zygote, when no reaper could
+//! start) [`Reply`]s, as JSON lines. Owns the message types and the fd passing; it never
+//! spawns anything.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{IoSlice, IoSliceMut};
@@ -18,7 +20,8 @@ use serde::{Deserialize, Serialize};
 
 /// The byte a call's control message carries.
 const CALL: u8 = b'c';
-/// The byte the zygote sends keel once it serves (the only message in that direction).
+/// The byte the zygote sends keel once it serves, and a reaper the zygote after each call (the
+/// only message in that direction).
 const READY: u8 = b'r';
 
 /// Bytes that need not be UTF-8 (an environment value, a path, an argument).
@@ -56,9 +59,24 @@ pub enum Request {
         argv: Vec<OsBytes>,
         cwd: OsBytes,
         env: Vec<(OsBytes, OsBytes)>,
+        /// What happens to the processes the command leaves when its main process exits.
+        #[serde(default)]
+        lifetime: Lifetime,
     },
-    /// SIGKILL the command's process group (abort, timeout).
+    /// SIGKILL the command's process group (abort, timeout); the rest of what it started
+    /// ends as its main process does.
     Kill,
+}
+
+/// What happens to what a call started once its main process exited. The seam of background
+/// jobs (a job's processes will outlive its call): today every call ends with everything.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Lifetime {
+    /// Everything the call started (in its process group or not: `setsid`, a double fork)
+    /// is killed before its `Exited` is sent.
+    #[default]
+    Call,
 }
 
 /// What the zygote writes on a call's socket, in this order.
@@ -128,11 +146,25 @@ pub fn recv_call(control: BorrowedFd<'_>) -> std::io::Result<Option<[OwnedFd; 3]
     }
 }
 
-/// Tells keel the zygote serves (its sandbox is up). Never blocks.
+/// Tells the other end this one is ready: the zygote serves (its sandbox is up), or a reaper
+/// finished its call. Never blocks.
 pub fn send_ready(control: BorrowedFd<'_>) -> std::io::Result<()> {
     let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
     rustix::net::send(control, &[READY], flags)?;
     Ok(())
+}
+
+/// Waits for a reaper's [`send_ready`] (it finished a call): `false` when it closed its end
+/// (it exited).
+pub fn recv_ready(control: BorrowedFd<'_>) -> bool {
+    let mut byte = [0u8; 1];
+    loop {
+        match rustix::net::recv(control, &mut byte, RecvFlags::empty()) {
+            Ok(got) => return got.0 == 1 && byte[0] == READY,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(_) => return false,
+        }
+    }
 }
 
 /// Waits up to `timeout` for the zygote's [`send_ready`]: `false` when it ended first (its
@@ -199,6 +231,7 @@ mod tests {
             argv: vec![OsBytes::of(OsStr::new("bash"))],
             cwd: OsBytes::of(&raw),
             env: vec![],
+            lifetime: Lifetime::Call,
         };
         let l = line(&req);
         assert!(l.ends_with(b"\n"));
@@ -210,5 +243,11 @@ mod tests {
         assert_eq!(cwd.into_os(), raw);
         let s = String::from_utf8(line(&Reply::Started { pid: 7 })).unwrap();
         assert_eq!(s, "{\"type\":\"started\",\"pid\":7}\n");
+        // A request without a lifetime (an older keel) ends with its call.
+        let old = r#"{"type":"run","argv":["true"],"cwd":"/","env":[]}"#;
+        let Request::Run { lifetime, .. } = serde_json::from_str(old).unwrap() else {
+            panic!()
+        };
+        assert_eq!(lifetime, Lifetime::Call);
     }
 }

@@ -1,27 +1,30 @@
 //! The zygote's own half (`keel __sandbox-zygote`, already inside the sandbox): takes calls
-//! from the control socket and runs each one as a fresh process (`std::process::Command`, a
-//! process group of its own, the call's cwd and environment, its stdout and stderr the pipes
-//! keel passed), reports its pid and wait status, and SIGKILLs its group when keel asks. When
-//! keel closes the control socket it kills every group it started and returns. Owns only that
-//! loop; the restriction of this process (Landlock, seccomp) happened before it runs.
+//! from the control socket and hands each to a reaper of its own ([`super::reaper`]: an idle
+//! one, or one started now), which runs the command and ends everything it started with it.
+//! Reapers are kept for the next calls (a call pays for no exec of keel), a few idle at most.
+//! The zygote is a child subreaper too: what a reaper that died (a command may kill it) left
+//! comes to it, and is killed at once; when keel closes the control socket, or dies, it ends
+//! everything below it and returns. When no reaper can start (the process limit is reached),
+//! it answers the call itself with the error. Owns only that loop; the restriction of this
+//! process (Landlock, seccomp) and its `RLIMIT_NPROC` happened before it runs.
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use nix::sys::signal::{kill, killpg, Signal};
+use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
-use super::proto::{self, OsBytes, Reply, Request};
+use super::family;
+use super::proto::{self, Reply};
 
-/// The process groups started and maybe still alive.
-type Groups = Arc<Mutex<BTreeSet<i32>>>;
+/// How many reapers wait for a call at most (more only while that many calls run at once).
+const IDLE_REAPERS: usize = 4;
 
 /// keel's death as this process hears it: SIGTERM (its parent-death signal), listened for from
 /// before that signal is set, so that what the commands left ends before the zygote does. A
@@ -44,8 +47,15 @@ impl Ending {
     }
 }
 
+/// How the zygote starts its reapers: keel's executable (as this process was started) and
+/// the reapers' own arguments (`--address-space BYTES`).
+pub struct Reapers {
+    pub exe: PathBuf,
+    pub args: Vec<OsString>,
+}
+
 /// Serves calls from `control` until keel closes it; returns the error that ended it early.
-pub fn serve(control: OwnedFd, ending: Ending) -> std::io::Result<()> {
+pub fn serve(control: OwnedFd, ending: Ending, reapers: Reapers) -> std::io::Result<()> {
     // The walls every command lives under, installed here (before any thread starts) under
     // bubblewrap; the Landlock helper installed them before it exec'd this.
     if rustix::thread::secure_computing_mode()
@@ -53,171 +63,134 @@ pub fn serve(control: OwnedFd, ending: Ending) -> std::io::Result<()> {
     {
         crate::kernel::sandbox::seccomp::install_walls().map_err(std::io::Error::other)?;
     }
-    // What a command leaves running when its parent exits (a double fork, `setsid cmd &`)
-    // becomes this process's child, so it ends with the zygote.
+    // What a reaper leaves when it dies becomes this process's child, so it can end it.
     rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
-    // What the sandbox set around this process (TMPDIR, the proxy variables) goes on top of
-    // each call's environment.
-    let own: Arc<Vec<(OsString, OsString)>> = Arc::new(std::env::vars_os().collect());
-    let groups: Groups = Arc::default();
+    let pool = Arc::new(Pool {
+        reapers,
+        idle: Mutex::default(),
+        live: Mutex::default(),
+    });
     // keel's death arrives as SIGTERM: what was started ends before this process does.
-    let last = groups.clone();
     std::thread::spawn(move || {
         let Ending { runtime, mut term } = ending;
         runtime.block_on(term.recv());
-        end_all(&last);
+        family::end_descendants(&|_| false);
         let _ = kill(Pid::this(), Signal::SIGKILL);
     });
     // keel may be waiting for this to know the sandbox works (its start is the probe).
     proto::send_ready(control.as_fd())?;
+    // The first call finds its reaper started (keel's exec is not on its way).
+    if let Ok(first) = pool.start() {
+        lock(&pool.idle).push(first);
+    }
     let ended = loop {
         match proto::recv_call(control.as_fd()) {
-            Ok(Some([call, out, err])) => {
-                let (own, groups) = (own.clone(), groups.clone());
-                std::thread::spawn(move || handle(call, out, err, &own, &groups));
-            }
+            Ok(Some(call)) => pool.dispatch(call),
             Ok(None) => break Ok(()),
             Err(e) => break Err(e),
         }
     };
-    end_all(&groups);
+    family::end_descendants(&|_| false);
     ended
 }
 
-/// Kills every group started, then whatever else is left below this process.
-fn end_all(groups: &Groups) {
-    let groups = groups.lock().unwrap_or_else(|e| e.into_inner());
-    for &pg in groups.iter() {
-        let _ = killpg(Pid::from_raw(pg), Signal::SIGKILL);
-    }
-    end_descendants();
+/// The zygote's reapers: the idle ones, and the pids of all that live (their zombies too,
+/// until their keeper reaped them).
+struct Pool {
+    reapers: Reapers,
+    idle: Mutex<Vec<Idle>>,
+    live: Mutex<BTreeSet<i32>>,
 }
 
-/// Kills every child this process still has (the commands' left-overs it adopted as their
-/// subreaper), and the children they leave to it in turn, until none is left.
-fn end_descendants() {
-    let me = std::process::id();
-    for _ in 0..64 {
-        let children = children_of(me);
-        if children.is_empty() {
-            return;
+/// A reaper waiting for a call: its end of the control socket (its keeper thread reads the
+/// other direction on the same one).
+struct Idle {
+    control: Arc<OwnedFd>,
+}
+
+impl Pool {
+    /// Hands `call` (its socket, stdout, stderr) to a reaper; answers it with the error when
+    /// none can start.
+    fn dispatch(self: &Arc<Pool>, call: [OwnedFd; 3]) {
+        loop {
+            let reaper = match lock(&self.idle).pop() {
+                Some(r) => r,
+                None => match self.start() {
+                    Ok(r) => r,
+                    Err(e) => return refuse(call, &e),
+                },
+            };
+            let [c, o, e] = &call;
+            if proto::send_call(reaper.control.as_fd(), proto::borrow3(c, o, e)).is_ok() {
+                return;
+            }
+            // It died while it waited (its keeper reaps it): the next one.
         }
-        for &pid in &children {
+    }
+
+    /// Starts a reaper and its keeper thread (under the `live` lock: a sweep never takes a
+    /// reaper just started for a left-over).
+    fn start(self: &Arc<Pool>) -> std::io::Result<Idle> {
+        let (ours, theirs) = proto::control_pair()?;
+        let mut live = lock(&self.live);
+        let child = Command::new(&self.reapers.exe)
+            .arg("__sandbox-reaper")
+            .args(&self.reapers.args)
+            .stdin(Stdio::from(theirs))
+            .stdout(Stdio::null())
+            .spawn()?;
+        let pid = i32::try_from(child.id()).map_err(std::io::Error::other)?;
+        live.insert(pid);
+        drop(live);
+        let control = Arc::new(ours);
+        let (pool, kept) = (self.clone(), control.clone());
+        let keeper = std::thread::Builder::new()
+            .name("keel-reaper".into())
+            .spawn(move || pool.keep(child, pid, kept));
+        if let Err(e) = keeper {
+            // Without its keeper nobody would reap it: it goes (and is reaped by a sweep).
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            lock(&self.live).remove(&pid);
+            return Err(e);
         }
-        // Reaped, so that their own children come to this process next.
-        for pid in children {
-            let _ = nix::sys::wait::waitpid(Pid::from_raw(pid), None);
+        Ok(Idle { control })
+    }
+
+    /// A reaper's keeper: back to the idle ones after each call (or told to go when enough
+    /// wait), then, once it exited, reaped, and what it left killed.
+    fn keep(&self, mut child: Child, pid: i32, control: Arc<OwnedFd>) {
+        while proto::recv_ready(control.as_fd()) {
+            let mut idle = lock(&self.idle);
+            if idle.len() < IDLE_REAPERS {
+                idle.push(Idle {
+                    control: control.clone(),
+                });
+            } else {
+                // Its next read sees the end of the socket: it exits.
+                let _ = rustix::net::shutdown(&*control, rustix::net::Shutdown::Write);
+            }
         }
+        let _ = child.wait();
+        let mut live = lock(&self.live);
+        live.remove(&pid);
+        // A reaper that died during a call (a command can kill it) left the call's
+        // processes to this one: they end now, and nothing of a live reaper is touched.
+        family::end_descendants(&|p| live.contains(&p));
     }
 }
 
-/// The pids whose parent is `parent`, from `/proc/*/stat`.
-fn children_of(parent: u32) -> Vec<i32> {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
+/// Answers `call` without a reaper: accepted, and failed with `e`.
+fn refuse(call: [OwnedFd; 3], e: &std::io::Error) {
+    let [socket, _, _] = call;
+    let mut stream = UnixStream::from(socket);
+    let failed = Reply::Failed {
+        error: format!("the sandbox could not start the command: {e}"),
+        not_found: false,
     };
-    dir.flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-            // `pid (comm) state ppid …`: comm may hold spaces and parentheses.
-            let ppid = stat
-                .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(1));
-            ppid.and_then(|p| p.parse::<u32>().ok()) == Some(parent)
-        })
-        .collect()
+    let _ = stream.write_all(&proto::line(&Reply::Accepted));
+    let _ = stream.write_all(&proto::line(&failed));
 }
 
-/// One call: read the request, start it, report, serve kills until it exits.
-fn handle(
-    call: OwnedFd,
-    out: OwnedFd,
-    err: OwnedFd,
-    own: &[(OsString, OsString)],
-    groups: &Groups,
-) {
-    let stream = UnixStream::from(call);
-    let Ok(read_half) = stream.try_clone() else {
-        return;
-    };
-    let mut lines = BufReader::new(read_half);
-    let mut first = String::new();
-    let Ok(Request::Run { argv, cwd, env }) = lines
-        .read_line(&mut first)
-        .map_err(|_| ())
-        .and_then(|_| serde_json::from_str::<Request>(&first).map_err(|_| ()))
-    else {
-        return;
-    };
-    let mut writer = &stream;
-    let reply = |w: &mut &UnixStream, r: &Reply| w.write_all(&proto::line(r)).is_ok();
-    if !reply(&mut writer, &Reply::Accepted) {
-        return;
-    }
-    let mut argv = argv.into_iter().map(OsBytes::into_os);
-    let Some(program) = argv.next() else {
-        reply(
-            &mut writer,
-            &Reply::Failed {
-                error: "no command to run".into(),
-                not_found: false,
-            },
-        );
-        return;
-    };
-    let mut cmd = Command::new(program);
-    cmd.args(argv)
-        .current_dir(cwd.into_os())
-        .env_clear()
-        .envs(env.into_iter().map(|(k, v)| (k.into_os(), v.into_os())))
-        .envs(own.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
-        .process_group(0);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            let not_found = e.kind() == std::io::ErrorKind::NotFound;
-            let error = e.to_string();
-            reply(&mut writer, &Reply::Failed { error, not_found });
-            return;
-        }
-    };
-    // The command holds the pipes now; this process must not keep them open.
-    drop(cmd);
-    let Ok(pid) = i32::try_from(child.id()) else {
-        return;
-    };
-    {
-        let mut g = groups.lock().unwrap_or_else(|e| e.into_inner());
-        g.retain(|&pg| killpg(Pid::from_raw(pg), None).is_ok());
-        g.insert(pid);
-    }
-    let exited = Arc::new(AtomicBool::new(false));
-    let watcher = exited.clone();
-    std::thread::spawn(move || kills(lines, pid, &watcher));
-    reply(&mut writer, &Reply::Started { pid });
-    let status = match child.wait() {
-        Ok(s) => s.into_raw(),
-        Err(_) => (Signal::SIGKILL as i32) & 0x7f,
-    };
-    exited.store(true, Ordering::SeqCst);
-    reply(&mut writer, &Reply::Exited { status });
-}
-
-/// Kills `pid`'s group on each `Kill`; when keel goes away before the command ended (its call
-/// was dropped), kills the command as a dropped child is.
-fn kills(lines: BufReader<UnixStream>, pid: i32, exited: &AtomicBool) {
-    for line in lines.lines() {
-        let Ok(line) = line else { break };
-        if let Ok(Request::Kill) = serde_json::from_str::<Request>(&line) {
-            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-    }
-    if !exited.load(Ordering::SeqCst) {
-        let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-    }
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -1,0 +1,206 @@
+//! A call's reaper (`keel __sandbox-reaper`, started by the zygote inside the sandbox: one per
+//! call running at once, and reused for the next call once its call ended). A child
+//! subreaper, so what a call's processes leave running comes to it rather than to the
+//! zygote: it takes one call at a time from the zygote (its stdin is the control socket, as
+//! the zygote's is keel's), starts the command (a process group of its own, the call's cwd
+//! and environment, stdin `/dev/null`, its stdout and stderr the call's pipes), reports its
+//! pid, SIGKILLs its group on `Kill` (and when keel drops the call), and once its main process
+//! exited kills everything else the call started, in its group or not (`setsid`, a double
+//! fork), before it reports the wait status; then it tells the zygote it is ready for another.
+//! Owns only that loop: the sandbox's walls and the limits were set before it runs, the
+//! memory one (`RLIMIT_AS`) by itself first thing.
+
+use std::ffi::OsString;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::net::UnixStream as StdStream;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::OwnedWriteHalf;
+use tokio::signal::unix::{signal, SignalKind};
+
+use super::family;
+use super::proto::{self, Lifetime, OsBytes, Reply, Request};
+
+/// The signals a reaper waits on besides its call: a child changed state, and the zygote (its
+/// parent) is gone (`SIGTERM`, its parent-death signal) or ends everything.
+struct Signals {
+    child: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+/// How a call ended for the reaper.
+enum Ended {
+    /// The call is over: ready for the next.
+    Call,
+    /// The reaper must go (`SIGTERM`): what the call started is gone already.
+    Terminated,
+}
+
+/// Serves calls from `control` (its stdin) until the zygote closes it or goes. With
+/// `address_space`, `RLIMIT_AS` is set on itself first, so on every command it starts.
+pub fn reap(control: OwnedFd, address_space: Option<u64>) -> std::io::Result<()> {
+    if let Some(bytes) = address_space {
+        crate::kernel::sandbox::limits::limit_address_space(bytes)?;
+    }
+    rustix::process::set_child_subreaper(Some(rustix::process::getpid()))?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    let mut signals = runtime.block_on(async {
+        Ok::<_, std::io::Error>(Signals {
+            child: signal(SignalKind::child())?,
+            term: signal(SignalKind::terminate())?,
+        })
+    })?;
+    // The zygote's death is SIGTERM, heard from before it is set (a call under way ends).
+    let parent = nix::unistd::getppid();
+    nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)?;
+    if nix::unistd::getppid() != parent {
+        return Ok(());
+    }
+    let own: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    while let Some([call, out, err]) = proto::recv_call(control.as_fd())? {
+        match runtime.block_on(one_call(call, out, err, &own, &mut signals)) {
+            Ended::Call => proto::send_ready(control.as_fd())?,
+            Ended::Terminated => return Ok(()),
+        }
+    }
+    Ok(())
+}
+
+/// One call: read the request, start it, report, serve kills until its main process exits,
+/// end the rest, report its status.
+async fn one_call(
+    call: OwnedFd,
+    out: OwnedFd,
+    err: OwnedFd,
+    own: &[(OsString, OsString)],
+    signals: &mut Signals,
+) -> Ended {
+    let stream = StdStream::from(call);
+    let Ok(stream) = stream
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::UnixStream::from_std(stream))
+    else {
+        return Ended::Call;
+    };
+    let (read, mut writer) = stream.into_split();
+    let mut lines = BufReader::new(read).lines();
+    let request = match lines.next_line().await {
+        Ok(Some(line)) => serde_json::from_str::<Request>(&line).ok(),
+        _ => None,
+    };
+    let Some(Request::Run {
+        argv,
+        cwd,
+        env,
+        lifetime,
+    }) = request
+    else {
+        return Ended::Call;
+    };
+    if !reply(&mut writer, &Reply::Accepted).await {
+        return Ended::Call;
+    }
+    let pid = match start(argv, cwd, env, own, out, err) {
+        Ok(pid) => pid,
+        Err(e) => {
+            let not_found = e.kind() == std::io::ErrorKind::NotFound;
+            let error = e.to_string();
+            reply(&mut writer, &Reply::Failed { error, not_found }).await;
+            return Ended::Call;
+        }
+    };
+    reply(&mut writer, &Reply::Started { pid }).await;
+    let mut listening = true;
+    let status = loop {
+        tokio::select! {
+            line = lines.next_line(), if listening => match line {
+                Ok(Some(line)) => {
+                    if let Ok(Request::Kill) = serde_json::from_str::<Request>(&line) {
+                        kill_group(pid);
+                    }
+                }
+                // keel dropped the call: it ends as a dropped child does.
+                _ => {
+                    listening = false;
+                    kill_group(pid);
+                }
+            },
+            _ = signals.child.recv() => {
+                if let Some(status) = reaped(pid) {
+                    break status;
+                }
+            }
+            _ = signals.term.recv() => {
+                kill_group(pid);
+                family::end_descendants(&|_| false);
+                return Ended::Terminated;
+            }
+        }
+    };
+    match lifetime {
+        Lifetime::Call => {
+            kill_group(pid);
+            family::end_descendants(&|_| false);
+        }
+    }
+    reply(&mut writer, &Reply::Exited { status }).await;
+    Ended::Call
+}
+
+/// Starts the command as the request says; its pid (and process group).
+fn start(
+    argv: Vec<OsBytes>,
+    cwd: OsBytes,
+    env: Vec<(OsBytes, OsBytes)>,
+    own: &[(OsString, OsString)],
+    out: OwnedFd,
+    err: OwnedFd,
+) -> std::io::Result<i32> {
+    let mut argv = argv.into_iter().map(OsBytes::into_os);
+    let program = argv
+        .next()
+        .ok_or_else(|| std::io::Error::other("no command to run"))?;
+    let mut cmd = Command::new(program);
+    cmd.args(argv)
+        .current_dir(cwd.into_os())
+        .env_clear()
+        .envs(env.into_iter().map(|(k, v)| (k.into_os(), v.into_os())))
+        .envs(own.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(out))
+        .stderr(Stdio::from(err))
+        .process_group(0);
+    let child = cmd.spawn()?;
+    // The command holds the pipes now; this process must not keep them open. The child is
+    // reaped below, by pid (with whatever else comes to this process).
+    drop(cmd);
+    i32::try_from(child.id()).map_err(std::io::Error::other)
+}
+
+/// Reaps every child that ended (the call's main process, and what was left to this
+/// process); the main process's raw wait status once it is among them.
+fn reaped(main: i32) -> Option<i32> {
+    use rustix::process::{wait, WaitOptions};
+    let mut status = None;
+    // `wait`, any child (`waitpid(None)` would be those of this process's group only).
+    while let Ok(Some((pid, s))) = wait(WaitOptions::NOHANG) {
+        if pid.as_raw_nonzero().get() == main {
+            status = Some(s.as_raw());
+        }
+    }
+    status
+}
+
+fn kill_group(pid: i32) {
+    let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+}
+
+async fn reply(w: &mut OwnedWriteHalf, r: &Reply) -> bool {
+    w.write_all(&proto::line(r)).await.is_ok()
+}
