@@ -122,8 +122,12 @@ pub fn plan() -> Enforcement {
 /// The session's warning when its process limit would not bind (root, and no cgroup keel
 /// may write: `RLIMIT_NPROC` does not bind root).
 pub fn warning(limits: &Limits) -> Option<String> {
-    let how = plan();
-    (!how.pids_bind()).then(|| {
+    unbound_warning(limits, plan().pids_bind())
+}
+
+/// The warning of [`warning`] when the process limit does not `bind`.
+fn unbound_warning(limits: &Limits, binds: bool) -> Option<String> {
+    (!binds).then(|| {
         format!(
             "the sandbox's process limit (sandbox.limits.pids: {}) does not bind here: keel runs \
              as root and no cgroup can be made for the session (RLIMIT_NPROC does not bind \
@@ -228,13 +232,17 @@ impl Applied {
     }
 
     /// The lines the model reads after a call during which a limit refused something
-    /// (`before`: the counters when it started; `output`: what it printed, for the rlimits,
-    /// which count nothing).
-    pub fn notes(&self, before: Events, output: &str) -> Vec<String> {
+    /// (`before`: the counters when it started; `output`: what it printed and `failed`:
+    /// whether it failed, for the rlimits, which count nothing: only a failed call's errors
+    /// are taken as theirs).
+    pub fn notes(&self, before: Events, output: &str, failed: bool) -> Vec<String> {
         let after = self.events();
         let pids = self.limits.pids;
         let memory = size(self.limits.memory);
         let mut notes = Vec::new();
+        if self.enforcement == Enforcement::Rlimits && !failed {
+            return notes;
+        }
         if self.enforcement == Enforcement::Rlimits {
             const MEMORY: [&str; 4] = [
                 "memory exhausted",
@@ -287,9 +295,9 @@ impl Sandbox {
     }
 
     /// The notes for a call that started at `before` (see [`Applied::notes`]).
-    pub fn limit_notes(&self, before: Option<Events>, output: &str) -> Vec<String> {
+    pub fn limit_notes(&self, before: Option<Events>, output: &str, failed: bool) -> Vec<String> {
         match (self.zygote_limits(), before) {
-            (Some(a), Some(before)) => a.notes(before, output),
+            (Some(a), Some(before)) => a.notes(before, output, failed),
             _ => Vec::new(),
         }
     }
@@ -362,13 +370,27 @@ mod tests {
             enforcement: Enforcement::Rlimits,
             cgroup: None,
         };
-        let notes = applied.notes(Events::default(), "tail: memory exhausted\n");
+        let notes = applied.notes(Events::default(), "tail: memory exhausted\n", true);
         assert_eq!(
             notes,
             ["[sandbox: a process may have reached the memory limit (256 MiB of address space per process)]"]
         );
         let fork = "bash: fork: retry: Resource temporarily unavailable\n";
-        assert_eq!(applied.notes(Events::default(), fork).len(), 1);
-        assert!(applied.notes(Events::default(), "ok\n").is_empty());
+        assert_eq!(applied.notes(Events::default(), fork, true).len(), 1);
+        assert!(applied.notes(Events::default(), "ok\n", true).is_empty());
+        // A command that succeeded only printed those words (a grep through logs).
+        assert!(applied.notes(Events::default(), fork, false).is_empty());
+    }
+
+    #[test]
+    fn the_session_is_warned_only_when_the_process_limit_does_not_bind() {
+        let limits = Limits {
+            pids: 4096,
+            memory: 8 << 30,
+        };
+        assert_eq!(unbound_warning(&limits, true), None);
+        let w = unbound_warning(&limits, false).unwrap();
+        assert!(w.starts_with("the sandbox's process limit (sandbox.limits.pids: 4096) does not bind here: keel runs as root"), "{w}");
+        assert!(w.contains("8 GiB of address space, RLIMIT_AS"), "{w}");
     }
 }

@@ -121,7 +121,8 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
         .collect();
     let violations: Vec<_> = violation.into_iter().chain(refused).collect();
     let mut notes: Vec<String> = violations.iter().map(|v| ctx.sandbox.note(v)).collect();
-    notes.extend(ctx.sandbox.limit_notes(limited, &out.tail().text));
+    let failed = !matches!(&outcome, Outcome::Exited(s) if s.success());
+    notes.extend(ctx.sandbox.limit_notes(limited, &out.tail().text, failed));
     if let Some(tx) = &ctx.violations {
         for v in violations {
             let _ = tx.send(v);

@@ -235,6 +235,11 @@ pub fn hold(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()?;
+    // The helper's way out again, so that the cgroups can be removed once the sandbox ended.
+    let parents: Vec<PathBuf> = procs
+        .iter()
+        .filter_map(|f| Some(f.parent()?.parent()?.join("cgroup.procs")))
+        .collect();
     let status = runtime.block_on(async {
         let mut term = signal(SignalKind::terminate())?;
         let parent = nix::unistd::getppid();
@@ -244,11 +249,6 @@ pub fn hold(
         }
         move_into(procs)?;
         let child = tokio::process::Command::new(program).args(args).spawn();
-        // Out again, so that the cgroups can be removed once the sandbox ended.
-        let parents: Vec<PathBuf> = procs
-            .iter()
-            .filter_map(|f| Some(f.parent()?.parent()?.join("cgroup.procs")))
-            .collect();
         move_into(&parents)?;
         let mut child = child?;
         // The sandbox's end of keel's control socket is its alone: keel must see it close
@@ -263,6 +263,8 @@ pub fn hold(
             }
         }
     });
+    // Out of them whatever failed above: what is left in them is killed next.
+    let _ = move_into(&parents);
     for dir in procs.iter().rev().filter_map(|f| f.parent()) {
         end_and_remove(dir);
     }
