@@ -12,14 +12,19 @@ fn sse() -> Vec<u8> {
 }
 
 /// The system message of the one request `args` makes, and the run.
-fn system_prompt(sb: &Sandbox, args: &[&str]) -> (String, crate::common::support::Run) {
+/// The body of the one request a run with `args` sends the model, and the run.
+fn request(sb: &Sandbox, args: &[&str]) -> (serde_json::Value, crate::common::support::Run) {
     let server = Server::start(vec![Reply::sse(&sse())]);
     let base = server.base_url();
     let mut all = vec!["--base-url", base.as_str(), "--model", "m", "--no-session"];
     all.extend_from_slice(args);
     let run = sb.run(&all);
     assert_eq!(run.code, 0, "{run}");
-    let body = server.seen()[0].json();
+    (server.seen()[0].json(), run)
+}
+
+fn system_prompt(sb: &Sandbox, args: &[&str]) -> (String, crate::common::support::Run) {
+    let (body, run) = request(sb, args);
     let system = body["messages"][0].clone();
     assert_eq!(system["role"], "system", "{body}");
     (system["content"].as_str().unwrap().to_string(), run)
@@ -27,13 +32,7 @@ fn system_prompt(sb: &Sandbox, args: &[&str]) -> (String, crate::common::support
 
 /// The names of the tools a run with `args` sends the model.
 fn sent_tools(sb: &Sandbox, args: &[&str]) -> Vec<String> {
-    let server = Server::start(vec![Reply::sse(&sse())]);
-    let base = server.base_url();
-    let mut all = vec!["--base-url", base.as_str(), "--model", "m", "--no-session"];
-    all.extend_from_slice(args);
-    let run = sb.run(&all);
-    assert_eq!(run.code, 0, "{run}");
-    let body = server.seen()[0].json();
+    let (body, _) = request(sb, args);
     let tools = body["tools"].as_array().cloned().unwrap_or_default();
     tools
         .iter()
