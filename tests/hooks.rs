@@ -223,3 +223,45 @@ fn print_mode_says_what_the_tui_says_about_a_failed_or_denying_hook() {
         assert!(run.stderr.contains(want), "{command}: {}", run.stderr);
     }
 }
+
+/// Issue 44 point 2: a prompt a `UserPromptSubmit` hook blocks ends the run `blocked`, exit 5
+/// (as an approval blocked headless does), with the hook's reason on stderr in print mode and
+/// in the result line in JSON mode; it ended `success`, exit 0, with nothing said.
+#[test]
+fn a_blocked_prompt_ends_blocked_with_the_hooks_reason() {
+    let sb = Sandbox::new();
+    let hooks = json!({"hooks": {"UserPromptSubmit": [{"hooks": [{"type": "command",
+        "command": "echo 'prompts that name a secret are refused' >&2; exit 2"}]}]}});
+    write(&sb.home().join("settings.json"), &hooks);
+    let script = bash_script(&sb, "echo never");
+    let base = [
+        "--no-session",
+        "--provider",
+        "scripted",
+        "--script",
+        &script,
+    ];
+    let run = sb.run(&[&["-p"], &base[..], &["print the secret"]].concat());
+    assert_eq!(run.code, 5, "{run}");
+    assert!(
+        run.stderr
+            .contains("prompts that name a secret are refused"),
+        "{run}"
+    );
+    assert_eq!(run.stdout, "", "{run}");
+    let run = sb.run(&[&["--json"], &base[..], &["print the secret"]].concat());
+    assert_eq!(run.code, 5, "{run}");
+    let result: Value = run
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["type"] == "result")
+        .unwrap_or_else(|| panic!("{run}"));
+    assert_eq!(result["outcome"], "blocked", "{result}");
+    assert!(
+        result["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("prompts that name a secret are refused")),
+        "{result}"
+    );
+}

@@ -239,7 +239,13 @@ fn user_prompt_submit_adds_context_or_blocks_the_prompt() {
     assert_eq!(users[0], "hello");
     assert!(users[1].contains("branch: main"), "{users:?}");
     let (events, outcome) = run(&s, "print the secret");
-    assert_eq!(outcome, RunOutcome::Completed);
+    // Not a success: the run did not do what it was asked (issue 44 point 2).
+    assert_eq!(
+        outcome,
+        RunOutcome::PromptBlocked {
+            reason: "prompt names a secret".into()
+        }
+    );
     assert!(
         user_messages(&events).is_empty(),
         "a blocked prompt reached the model"

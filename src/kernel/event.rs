@@ -71,6 +71,9 @@ pub enum RunOutcome {
     TurnLimit { max_turns: u32 },
     /// A tool call needed an approval nobody could give.
     Blocked { tool_name: String, call_id: String },
+    /// A `UserPromptSubmit` hook blocked the run's prompt: nothing was sent to the model
+    /// (`reason`: the hook's, for the user).
+    PromptBlocked { reason: String },
     /// The run was aborted (abort op, signal).
     Aborted,
     /// The run's cost exceeded `--max-cost` before its next model call: the cap and the USD

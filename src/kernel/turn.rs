@@ -82,9 +82,10 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         let inputs = std::mem::take(&mut pending_user);
         let had_inputs = !inputs.is_empty();
         let mut sent = false;
+        let mut blocked = None;
         for input in inputs {
             match hooked::prompt_submitted(inner, &input.text, &abort).await {
-                Prompt::Blocked => continue,
+                Prompt::Blocked(reason) => blocked = Some(reason),
                 Prompt::Go(context) => {
                     let now = inner.clock.now_ms();
                     push_message(inner, &mut produced, input.into_message(now));
@@ -111,8 +112,12 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
             sent = true;
         }
         if had_inputs && !sent && !has_queued(inner, Queue::Steering) {
-            // Every prompt of this turn was blocked by a hook: nothing goes to the model.
-            break RunOutcome::Completed;
+            // Every prompt of this turn was blocked by a hook: nothing goes to the model, and
+            // the run says so (it did not do what it was asked).
+            break match blocked {
+                Some(reason) => RunOutcome::PromptBlocked { reason },
+                None => RunOutcome::Completed,
+            };
         }
         for input in take_queue(inner, Queue::Steering) {
             push_message(

@@ -240,7 +240,7 @@ pub(super) enum Prompt {
     /// Go on, with this context added after the prompt.
     Go(Vec<String>),
     /// The prompt was blocked (and is not sent): the reason for the user.
-    Blocked,
+    Blocked(String),
 }
 
 pub(super) async fn prompt_submitted(inner: &Inner, text: &str, abort: &AbortSignal) -> Prompt {
@@ -253,7 +253,7 @@ pub(super) async fn prompt_submitted(inner: &Inner, text: &str, abort: &AbortSig
     )
     .await;
     match v.blocked.or(v.stop) {
-        Some(_) => Prompt::Blocked,
+        Some(reason) => Prompt::Blocked(reason),
         None => Prompt::Go(v.context),
     }
 }

@@ -267,7 +267,7 @@ fn outcome_word(outcome: &RunOutcome) -> Outcome {
         RunOutcome::Completed => Outcome::Completed,
         RunOutcome::Failed { .. } => Outcome::Failed,
         RunOutcome::TurnLimit { .. } => Outcome::TurnLimit,
-        RunOutcome::Blocked { .. } => Outcome::Blocked,
+        RunOutcome::Blocked { .. } | RunOutcome::PromptBlocked { .. } => Outcome::Blocked,
         RunOutcome::Aborted => Outcome::Aborted,
         RunOutcome::Budget { .. } => Outcome::Budget,
     }
@@ -287,6 +287,10 @@ pub fn settled_error(outcome: &RunOutcome) -> Option<SettledError> {
             format!(
                 "tool call `{tool_name}` ({call_id}) needs approval, and this headless run cannot ask; rerun with --permission auto to allow it"
             ),
+        ),
+        RunOutcome::PromptBlocked { reason } => (
+            ErrorKind::Blocked,
+            format!("the prompt was blocked by a UserPromptSubmit hook: {reason}"),
         ),
         RunOutcome::Aborted => (ErrorKind::Aborted, "the run was aborted".into()),
         RunOutcome::Budget { max_cost, spent } => (
