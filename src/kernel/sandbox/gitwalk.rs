@@ -50,8 +50,9 @@ struct Dir {
 }
 
 /// Walks `root` (see [`super::gitdirs::walk`]); with `prev`, the tree of an earlier walk of the
-/// same root, a directory whose stamp has not moved is taken from it rather than read.
-pub fn walk(root: &Path, prev: Option<&Tree>) -> (Found, Tree) {
+/// same root (used up), a directory whose stamp has not moved is taken from it rather than
+/// read.
+pub fn walk(root: &Path, mut prev: Option<Tree>) -> (Found, Tree) {
     let now = SystemTime::now();
     let mut found = Found::default();
     let mut tree = Tree::default();
@@ -65,11 +66,13 @@ pub fn walk(root: &Path, prev: Option<&Tree>) -> (Found, Tree) {
             continue;
         }
         let stamp = (meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec());
+        // Taken out of the earlier walk's tree, not copied: each directory is met once.
         let kept = prev
-            .and_then(|p| p.dirs.get(&rel))
+            .as_mut()
+            .and_then(|p| p.dirs.remove(&rel))
             .filter(|d| !d.racy && d.stamp == stamp);
         let dir = match kept {
-            Some(d) => d.clone(),
+            Some(d) => d,
             None => {
                 tree.read += 1;
                 let Some(mut d) = read(&root.join(&rel), stamp) else {
@@ -179,7 +182,7 @@ mod tests {
         repo(&root.join("p0/d3/.git"));
         let prev = settled(root, 40);
         let (first, _) = walk(root, None);
-        let (again, tree) = walk(root, Some(&prev));
+        let (again, tree) = walk(root, Some(prev));
         assert_eq!(again, first);
         assert_eq!(tree.read, 0, "nothing changed, nothing read");
         assert_eq!(first.dirs, [PathBuf::from("p0/d3/.git")]);
@@ -192,7 +195,7 @@ mod tests {
         let prev = settled(root, 40);
         repo(&root.join("p3/d35/nested/.git"));
         std::fs::write(root.join("p2/d21/.git"), "gitdir: /elsewhere\n").unwrap();
-        let (found, tree) = walk(root, Some(&prev));
+        let (found, tree) = walk(root, Some(prev));
         assert_eq!(found.dirs, [PathBuf::from("p3/d35/nested/.git")]);
         assert_eq!(found.files, [PathBuf::from("p2/d21/.git")]);
         // Only the two changed directories and what is new below them were read.
@@ -214,7 +217,7 @@ mod tests {
             .unwrap()
             .set_modified(before)
             .unwrap();
-        let (found, _) = walk(root, Some(&prev));
+        let (found, _) = walk(root, Some(prev));
         assert_eq!(found.dirs, [PathBuf::from("p1/d12/sub/.git")]);
     }
 
@@ -231,7 +234,7 @@ mod tests {
         let now = std::fs::symlink_metadata(root.join("a")).unwrap();
         prev.dirs.get_mut(Path::new("a")).unwrap().stamp =
             (stamp.0, stamp.1, now.ctime(), now.ctime_nsec());
-        let (found, _) = walk(root, Some(&prev));
+        let (found, _) = walk(root, Some(prev));
         assert_eq!(found.dirs, [PathBuf::from("a/.git")]);
     }
 }

@@ -117,7 +117,7 @@ pub fn before(policy: &SandboxPolicy) -> Option<Before> {
 
 fn record_root(path: &Path, policy: &SandboxPolicy) -> Option<RootRecord> {
     let fd = beneath::open_root(path).ok()?;
-    let (found, tree) = gitwalk::walk(path, last_walk(path).as_ref());
+    let (found, tree) = gitwalk::walk(path, last_walk(path));
     let dirs = &found.dirs;
     let mut rels: Vec<PathBuf> = PROTECTED
         .iter()
@@ -208,16 +208,16 @@ fn record_git(root: &OwnedFd, rel: PathBuf) -> GitRecord {
 
 impl Before {
     /// Compares each root with its record and repairs what the call did; what was repaired.
-    pub fn check(self) -> Vec<Finding> {
+    pub fn check(mut self) -> Vec<Finding> {
         let mut found = Vec::new();
-        for root in &self.roots {
+        for root in &mut self.roots {
             check_root(root, &mut found);
         }
         found
     }
 }
 
-fn check_root(root: &RootRecord, found: &mut Vec<Finding>) {
+fn check_root(root: &mut RootRecord, found: &mut Vec<Finding>) {
     for (rel, before) in &root.names {
         let after = capture_rel(&root.fd, rel);
         if after.as_ref() == before.as_ref() {
@@ -237,7 +237,8 @@ fn check_root(root: &RootRecord, found: &mut Vec<Finding>) {
     if replaced || (root.dot_git.is_some() && now.is_none()) {
         found.push(finding(root, Path::new(".git"), Repair::GitReplaced));
     }
-    let (found_now, tree) = gitwalk::walk(&root.path, Some(&root.tree));
+    let prev = std::mem::take(&mut root.tree);
+    let (found_now, tree) = gitwalk::walk(&root.path, Some(prev));
     keep_walk(&root.path, tree);
     check_pointers(root, &pointers(&root.fd, &found_now), found);
     for rel in found_now.dirs {
