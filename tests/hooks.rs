@@ -25,6 +25,19 @@ fn bash_script(sb: &Sandbox, command: &str) -> String {
     path.display().to_string()
 }
 
+/// `keel -p --no-session` with the scripted provider's `script` and `prompt`.
+fn print_run(sb: &Sandbox, script: &str, prompt: &str) -> crate::common::support::Run {
+    sb.run(&[
+        "-p",
+        "--no-session",
+        "--provider",
+        "scripted",
+        "--script",
+        script,
+        prompt,
+    ])
+}
+
 const GUARD: &str = r#"cmd=$(jq -r '.tool_input.command'); case "$cmd" in *"rm -rf"*) echo "Blocked by policy: rm -rf" >&2; exit 2;; esac"#;
 
 fn guard_hooks() -> Value {
@@ -37,15 +50,7 @@ fn a_user_pre_tool_use_guard_stops_rm_in_print_and_json_modes() {
     std::fs::create_dir(sb.work().join("keep")).unwrap();
     write(&sb.home().join("settings.json"), &guard_hooks());
     let script = bash_script(&sb, "rm -rf keep");
-    let run = sb.run(&[
-        "-p",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "clean",
-    ]);
+    let run = print_run(&sb, &script, "clean");
     assert_eq!(run.code, 0, "{run}");
     assert!(sb.work().join("keep").exists(), "the guarded rm ran");
     let run = sb.run(&[
@@ -210,15 +215,7 @@ fn print_mode_says_what_the_tui_says_about_a_failed_or_denying_hook() {
         ("rm -rf nothing", "hook PreToolUse `"),
     ] {
         let script = bash_script(&sb, command);
-        let run = sb.run(&[
-            "-p",
-            "--no-session",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "go",
-        ]);
+        let run = print_run(&sb, &script, "go");
         assert_eq!(run.code, 0, "{run}");
         assert!(run.stderr.contains(want), "{command}: {}", run.stderr);
     }
