@@ -354,3 +354,51 @@ fn an_unreachable_server_is_a_config_error_naming_the_url() {
     let run = sb.run(&["--base-url", &base, "--json", "hi"]);
     assert_eq!(results(&run)[0]["error"]["kind"], "config_error", "{run}");
 }
+
+/// Regression: llama.cpp's server answers a prompt longer than its context with HTTP 200 and an
+/// empty stream. keel took that for a dropped connection and retried it three times (15 s with
+/// the real backoff), then failed as `connection`. It is `context_overflow`, known at once.
+#[test]
+fn an_empty_200_stream_is_a_context_overflow_and_is_not_retried() {
+    let sb = Sandbox::new();
+    let server = Server::start(vec![Reply::sse(b""), Reply::sse(b""), Reply::sse(b"")]);
+    let run = keel(
+        &sb,
+        &server,
+        &["--json", "a prompt too long for the server"],
+    );
+    assert_eq!(run.code, 1, "{run}");
+    let results = results(&run);
+    assert_eq!(results.len(), 1, "{run}");
+    assert_eq!(results[0]["error"]["kind"], "context_overflow", "{run}");
+    let message = results[0]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("empty"), "{message}");
+    // The turn compacts once on an overflow; a first prompt has nothing to compact.
+    assert_eq!(server.seen().len(), 1, "not retried: {run}");
+}
+
+/// With history to compact, the same empty answer compacts the conversation and the prompt
+/// goes again (what an overflow the server names does).
+#[test]
+fn an_empty_200_stream_with_history_compacts_and_goes_on() {
+    let sb = Sandbox::new();
+    let text = bytes("openai/text.sse");
+    let server = Server::start(vec![
+        Reply::sse(&text),
+        Reply::sse(b""),
+        Reply::sse(&text),
+        Reply::sse(&text),
+    ]);
+    let first = keel(&sb, &server, &["--json", "first"]);
+    assert_eq!(first.code, 0, "{first}");
+    let second = keel(&sb, &server, &["--json", "--continue", "second"]);
+    assert_eq!(second.code, 0, "{second}");
+    let lines = second.stdout_lines();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "compaction_start" && l["reason"] == "overflow"),
+        "{second}"
+    );
+    assert_eq!(server.seen().len(), 4, "{second}");
+}

@@ -6,7 +6,8 @@
 //! closed before any output: retryable), `idle_timeout` (no progress for the idle timeout;
 //! SSE comments such as `: ping` are not progress) and `stream_too_large` (a line, the
 //! response or a tool call's arguments over its cap, see [`StreamLimits`]); a body cut after
-//! output arrived is `stream_cut` (the turn fails).
+//! output arrived is `stream_cut` (the turn fails). A 200 whose body ends cleanly without a
+//! byte is `context_overflow`: llama.cpp's server answers a prompt longer than its context so.
 
 use std::time::Duration;
 
@@ -317,12 +318,18 @@ impl Call {
         // Data bytes at the last progress, and whether only keep-alives came since.
         let mut progress = 0;
         let mut kept_alive = false;
+        let mut received = 0;
         loop {
             let chunk = match tokio::time::timeout_at(deadline, response.chunk()).await {
                 Err(_) => return self.stalled(kept_alive).await,
                 Ok(Err(e)) => return self.broken(&e).await,
                 Ok(Ok(chunk)) => chunk,
             };
+            match &chunk {
+                Some(bytes) => received += bytes.len(),
+                None if received == 0 => return self.empty().await,
+                None => {}
+            }
             let fed = match &chunk {
                 Some(bytes) => budget
                     .body(bytes.len())
@@ -375,6 +382,17 @@ impl Call {
             }
         );
         let _ = self.tx.send(error("idle_timeout", msg, None)).await;
+    }
+
+    /// The response ended cleanly without a byte: what llama.cpp's server sends for a prompt
+    /// over its context (`n_ctx`), so not retried as a dropped connection.
+    async fn empty(&mut self) {
+        let msg = format!(
+            "{}: the server answered 200 with an empty stream (a llama.cpp server does so when \
+             the prompt is longer than its context)",
+            self.who
+        );
+        let _ = self.tx.send(error("context_overflow", msg, None)).await;
     }
 
     /// The body failed: a cut answer after output, else a connection failure (retryable).
