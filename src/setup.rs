@@ -371,7 +371,8 @@ pub fn agent_config_with(
     warnings.extend(mcp_warnings);
     let hooks = settings.hooks(env, &tool_env, &trust, &mut warnings);
     let temp_dir = env.keel_home.join("tmp");
-    // A session that runs `bash` in a sandbox starts its zygote now, not at its first run.
+    // A session that may run `bash` in a sandbox has its private /tmp (and, where bubblewrap
+    // was never probed, its zygote's start is the probe).
     let sandboxed = sandbox_config.mode != crate::kernel::sandbox::SandboxMode::Off;
     let sandbox_tmp = match sandboxed && tools.iter().any(|t| t == "bash") {
         true => crate::kernel::tool::bash::private_tmp(&tool_env, &temp_dir).ok(),

@@ -398,3 +398,52 @@ fn a_bubblewrap_known_to_work_is_not_probed_and_is_probed_again_once_it_fails() 
     let text = std::fs::read_to_string(&findings).unwrap();
     assert!(text.ends_with("finding fails\n"), "{text}");
 }
+
+/// The processes whose command line names `dir` (bubblewrap's arguments bind the world's
+/// paths), zombies aside: what of a run is still running.
+fn running_in(dir: &Path) -> Vec<String> {
+    let needle = dir.display().to_string();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let pid = entry.file_name().to_string_lossy().into_owned();
+        if pid.parse::<u32>().is_err() || pid == std::process::id().to_string() {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(&needle) {
+            found.push(format!("{pid}: {cmdline}"));
+        }
+    }
+    found
+}
+
+/// A run whose model runs no command starts no sandbox (bubblewrap known to work): the zygote
+/// starts when the model first calls `bash`. And no process of a run outlives it: its zygote
+/// (bubblewrap and keel inside it) has ended, and was waited for, when keel exits.
+#[test]
+fn a_run_without_commands_starts_no_bubblewrap_and_none_outlives_a_run() {
+    let Some(real) = real_bwrap() else {
+        crate::common::support::skipped("a zygote test under bubblewrap: bubblewrap is not installed (apt-get install bubblewrap)");
+        return;
+    };
+    let sb = world();
+    let log = fake_bwrap(&sb, &format!("exec {real} \"$@\""));
+    let once = ["--no-session"];
+    // The first run probes bubblewrap (its zygote's start), and ends it at exit.
+    let (r, _) = run(&sb, "auto", &[bash_call("echo $TMPDIR")], &[], &once);
+    assert_eq!(r[0], ("/tmp\n".to_string(), false), "{r:?}");
+    assert_eq!(running_in(sb.dir.path()), Vec::<String>::new());
+
+    // Known to work: a run with no command starts no bubblewrap at all.
+    std::fs::remove_file(&log).unwrap();
+    let (r, _) = run(&sb, "auto", &[], &[], &once);
+    assert!(r.is_empty(), "{r:?}");
+    assert_eq!(starts(&log), Vec::<String>::new());
+
+    // One with a command starts its one zygote, and ends it with the run.
+    let (r, _) = run(&sb, "auto", &[bash_call("echo two")], &[], &once);
+    assert_eq!(r[0], ("two\n".to_string(), false), "{r:?}");
+    assert_eq!(starts(&log).len(), 1, "{:#?}", starts(&log));
+    assert_eq!(running_in(sb.dir.path()), Vec::<String>::new());
+}

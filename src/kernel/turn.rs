@@ -48,11 +48,6 @@ const RETRYABLE: &[&str] = &[
 /// Runs one prompt to its end and publishes `AgentSettled` with the outcome.
 pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) -> RunOutcome {
     inner.bus.publish(EventPayload::AgentStarted);
-    if inner.config.tools.iter().any(|t| t == "bash") {
-        // The sandbox's zygote starts while the model thinks, not when its first command runs.
-        let c = &inner.config;
-        crate::kernel::tool::bash::warm(&c.sandbox, &c.cwd, &c.tool_env, &c.temp_dir);
-    }
     let mut produced: Vec<Message> = Vec::new();
     let mut pending_user = vec![prompt];
     let mut turns: u32 = 0;

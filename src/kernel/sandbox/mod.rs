@@ -279,9 +279,10 @@ impl Sandbox {
         Sandbox::for_session_at(config, cwd, keel_home, vars, warnings, None, None)
     }
 
-    /// [`Sandbox::for_session`] for a session whose `bash` will run: `tmp` is its private
-    /// `/tmp`, and the zygote starts now (see [`Sandbox::new`]'s `started`) rather than at
-    /// the first run, its start the probe of bubblewrap when this process has not probed it.
+    /// [`Sandbox::for_session`] for a session whose `bash` may run: `tmp` is its private
+    /// `/tmp`. A bubblewrap no earlier session found out about is probed by starting the zygote
+    /// now (see [`Sandbox::new`]'s `started`); one known to work starts nothing until the model
+    /// first calls `bash` (the turn warms it then: `kernel::turn::assemble`).
     /// `spill`: the session's own spill directory, the one part of `$KEEL_HOME` readable.
     #[allow(clippy::too_many_arguments)]
     pub fn for_session_at(
@@ -338,11 +339,11 @@ impl Sandbox {
                     known::save(keel_home, p, found.as_ref());
                 }
             }
-            // Known to work: its zygote starts now, and nothing waits for it here.
+            // Known to work: nothing starts now. Its zygote starts when the model first calls
+            // `bash` (a run that runs no command starts no process).
             (Some(_), Some(Some(_))) => {
-                if let (Mechanism::Bwrap(_), Some((cwd, tmp))) = (&sandbox.mechanism, start) {
+                if let (Mechanism::Bwrap(_), Some(_)) = (&sandbox.mechanism, start) {
                     sandbox.zygote.trusting(known::file(keel_home));
-                    let _ = sandbox.warm(cwd, tmp);
                 }
             }
             _ => {}

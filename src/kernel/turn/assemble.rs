@@ -71,6 +71,12 @@ impl Assembler {
             ProviderEvent::ToolCallStart { id, name } => {
                 self.close_block(inner, msg);
                 self.saw_output = true;
+                if name == "bash" && inner.config.tools.iter().any(|t| t == "bash") {
+                    // The sandbox's zygote starts while the model writes the command, not when
+                    // the command runs; a run that calls no `bash` starts none.
+                    let c = &inner.config;
+                    crate::kernel::tool::bash::warm(&c.sandbox, &c.cwd, &c.tool_env, &c.temp_dir);
+                }
                 msg.content.push(Content::ToolCall {
                     id: id.clone(),
                     name: name.clone(),

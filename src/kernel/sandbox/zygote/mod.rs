@@ -38,6 +38,8 @@ use super::{Launch, Mechanism, Sandbox, SandboxError, SandboxErrorKind};
 const STDERR_KEPT: usize = 4096;
 /// How long a zygote started as the probe of its sandbox may take to come up.
 const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long a session's end waits for its zygote to end by itself, and then killed.
+const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// The session's zygote, started on first use. State, not policy: two sandboxes compare
 /// equal whatever their zygotes are doing.
@@ -119,8 +121,27 @@ struct Keeper {
     dead: AtomicBool,
     /// The start of what it wrote on stderr.
     stderr: Mutex<String>,
-    /// Set (and signalled) once its stderr was read to the end: what it said is all there.
-    said_all: (Mutex<bool>, std::sync::Condvar),
+    /// Opened once its stderr was read to the end: what it said is all there.
+    said_all: Latch,
+    /// Opened once it was reaped and its limits removed: nothing of it is left.
+    gone: Latch,
+}
+
+/// A flag one thread opens and others wait for (a while at most).
+#[derive(Default)]
+struct Latch(Mutex<bool>, std::sync::Condvar);
+
+impl Latch {
+    fn open(&self) {
+        *lock(&self.0) = true;
+        self.1.notify_all();
+    }
+
+    /// Waits until it is open or `wait` passed; whether it is open.
+    fn wait(&self, wait: std::time::Duration) -> bool {
+        let open = self.1.wait_timeout_while(lock(&self.0), wait, |open| !*open);
+        open.map(|(open, _)| *open).unwrap_or(false)
+    }
 }
 
 impl Zygote {
@@ -142,6 +163,7 @@ impl Zygote {
             .spawn(move || {
                 keep(launch, &cwd, theirs, &k);
                 applied.remove();
+                k.gone.open();
             });
         if let Err(e) = spawned {
             return Err(setup(&format!(
@@ -168,9 +190,7 @@ impl Zygote {
     /// Why it ended, for an error: its stderr when it said something (waited for, a little:
     /// the keeper reads it to its end just after the zygote's end is seen here).
     fn why(&self) -> String {
-        let (done, said_all) = &self.keeper.said_all;
-        let wait = std::time::Duration::from_secs(2);
-        let _ = said_all.wait_timeout_while(lock(done), wait, |all| !*all);
+        self.keeper.said_all.wait(std::time::Duration::from_secs(2));
         let said = lock(&self.keeper.stderr).trim().to_string();
         match said.is_empty() {
             true => "the sandbox ended before the command started".into(),
@@ -182,9 +202,35 @@ impl Zygote {
 impl Keeper {
     /// Its stderr was read to the end (or there was none).
     fn heard_all(&self) {
-        let (done, said_all) = &self.said_all;
-        *lock(done) = true;
-        said_all.notify_all();
+        self.said_all.open();
+    }
+}
+
+impl Drop for Slot {
+    /// The session is gone: its zygote ends now, and is waited for, so that no process of a
+    /// run outlives it ([`Zygote::stop`]).
+    fn drop(&mut self) {
+        let running = self.running.get_mut().unwrap_or_else(|e| e.into_inner());
+        if let Some(z) = running.take() {
+            z.stop();
+        }
+    }
+}
+
+impl Zygote {
+    /// Ends the zygote and waits until it was reaped (its cgroup removed): its control socket
+    /// is shut down (it then ends everything it started and returns), and after
+    /// [`STOP_WAIT`] it is killed outright, waited for as long again.
+    fn stop(&self) {
+        let _ = rustix::net::shutdown(&self.control, rustix::net::Shutdown::Both);
+        if self.keeper.gone.wait(STOP_WAIT) {
+            return;
+        }
+        let pid = self.keeper.pid.load(Ordering::SeqCst);
+        if let Ok(pid @ 1..) = i32::try_from(pid) {
+            let _ = nix::sys::signal::kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        self.keeper.gone.wait(STOP_WAIT);
     }
 }
 
