@@ -138,6 +138,41 @@ fn an_unknown_debug_command_is_a_usage_error_naming_the_valid_ones() {
     assert!(bare.stderr.contains("prompt"), "{bare}");
 }
 
+/// `keel debug prompt` and `keel debug sandbox` list only the run flags that shape what they
+/// print (not all of a run's), and refuse the others instead of ignoring them silently.
+#[test]
+fn debug_commands_list_and_take_only_the_flags_that_apply() {
+    let sb = Sandbox::new();
+    let help = sb.run(&["debug", "prompt", "--help"]);
+    assert_eq!(help.code, 0, "{help}");
+    assert!(help.stdout.contains("--system-prompt"), "{help}");
+    assert!(help.stdout.contains("--tools"), "{help}");
+    for other in ["--max-turns", "--continue", "--sandbox ", "[PROMPT]"] {
+        assert!(!help.stdout.contains(other), "{other}: {help}");
+    }
+    let help = sb.run(&["debug", "sandbox", "--help"]);
+    assert!(help.stdout.contains("--sandbox <MODE>"), "{help}");
+    assert!(!help.stdout.contains("--model"), "{help}");
+    let refused = sb.run(&["debug", "prompt", "--max-turns", "3"]);
+    assert_eq!(refused.code, 2, "{refused}");
+    assert!(
+        refused
+            .stderr
+            .contains("--max-turns does not apply to `keel debug prompt`"),
+        "{refused}"
+    );
+    assert!(refused.stderr.contains("--system-prompt"), "{refused}");
+    let refused = sb.run(&["debug", "sandbox", "--model", "x"]);
+    assert_eq!(refused.code, 2, "{refused}");
+    assert!(
+        refused.stderr.contains("--model does not apply"),
+        "{refused}"
+    );
+    let words = sb.run(&["debug", "sandbox", "hello"]);
+    assert_eq!(words.code, 2, "{words}");
+    assert!(words.stderr.contains("PROMPT does not apply"), "{words}");
+}
+
 /// A word that names a subcommand is one only as the first argument: after a flag, after `--`,
 /// or inside a quoted prompt it is part of the prompt.
 #[test]

@@ -112,7 +112,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         _ => {}
     }
     let args = help_of_help(args::normalize(args));
-    let keel = match Keel::try_parse_from(&args) {
+    let keel = match parse(&args) {
         Ok(keel) => keel,
         Err(e) => return clap_exit(e, &args),
     };
@@ -163,6 +163,14 @@ fn help_of_help(args: Vec<String>) -> Vec<String> {
         }
     }
     args
+}
+
+/// The parse of `args`, refusing what a debug command does not take.
+fn parse(args: &[String]) -> Result<Keel, clap::Error> {
+    use clap::{CommandFactory, FromArgMatches};
+    let matches = Keel::command().try_get_matches_from(args)?;
+    commands::debug::refuse_what_does_not_apply(&matches)?;
+    Keel::from_arg_matches(&matches)
 }
 
 /// A parse that ended in help, a version or a usage error: `args` is the command line it read.

@@ -139,7 +139,9 @@ impl Latch {
 
     /// Waits until it is open or `wait` passed; whether it is open.
     fn wait(&self, wait: std::time::Duration) -> bool {
-        let open = self.1.wait_timeout_while(lock(&self.0), wait, |open| !*open);
+        let open = self
+            .1
+            .wait_timeout_while(lock(&self.0), wait, |open| !*open);
         open.map(|(open, _)| *open).unwrap_or(false)
     }
 }
