@@ -606,7 +606,9 @@ fn looks_like_path(v: &str) -> bool {
     v.contains('/') || v.contains('\\') || v.ends_with(".jsonl")
 }
 
-fn session_error(e: session::SessionError) -> StartupError {
+/// A session error as a startup error, with the hint that fits it (sessions are kept per
+/// directory, a longer prefix, …).
+pub(crate) fn session_error(e: session::SessionError) -> StartupError {
     session_error_for(e, None)
 }
 

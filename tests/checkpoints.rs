@@ -147,7 +147,7 @@ fn round_trip(sb: &Sandbox, check: &dyn Fn()) {
     assert_eq!(list.len(), 2, "{list:?}");
     assert_eq!(list[0]["prompt"], "edit a");
     assert_eq!(list[1]["prompt"], "shell");
-    assert_eq!(list[1]["files"], json!(["a.txt"]), "turn 1 changed a.txt");
+    assert_eq!(list[0]["files"], json!(["a.txt"]), "turn 1 changed a.txt");
     let second = list[1]["id"].as_str().unwrap();
     rewind(sb, &[&id, "--to", second, "--files"]);
     assert_eq!(tree(&sb.work()), t1, "before turn 2");
@@ -354,6 +354,9 @@ fn rewind_through_rpc_restores_files_and_conversation_and_is_refused_while_runni
     let list = rpc.call(json!({"id": "l", "type": "get_checkpoints"}));
     let cps = list["data"]["checkpoints"].as_array().unwrap().clone();
     assert_eq!(cps.len(), 2, "{list}");
+    // Each prompt's own changes (issue 44 point 3); the newest's are up to the present.
+    assert_eq!(cps[0]["files"], json!(["a.txt"]), "{list}");
+    assert_eq!(cps[1]["files"], json!(["b.txt", "n.txt"]), "{list}");
     let first = cps[0]["entryId"].as_str().unwrap().to_string();
     let r = rpc.call(json!({"id": "r", "type": "rewind", "entryId": first}));
     assert_eq!(r["success"], true, "{r}");
@@ -608,4 +611,79 @@ fn keel_rewind_undo_of_a_session_live_in_the_daemon_is_a_command_to_its_host() {
     assert_eq!(tree(&work), t1, "{u}");
     let again = c.call("get_checkpoints", json!({"sessionId": id}));
     assert!(again["result"]["checkpoints"].is_array(), "{again}");
+}
+
+/// A checkpoint is taken before the first change after a prompt, so the files a prompt changed
+/// are those between its checkpoint and the next (the present, for the newest): `--list` shows
+/// them on that prompt (issue 44 point 3). `keel rewind` without a session takes the newest
+/// session of the directory.
+#[test]
+fn rewind_counts_sit_on_the_prompt_that_changed_the_files() {
+    let sb = Sandbox::new();
+    seed_workspace(&sb.work());
+    two_turns(&sb);
+    let run = sb.run(&["rewind", "--list", "--json"]);
+    assert_eq!(run.code, 0, "{run}");
+    let list: Vec<Value> = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(list.len(), 2, "{list:?}");
+    assert_eq!(list[0]["prompt"], "edit a");
+    assert_eq!(list[0]["files"], json!(["a.txt"]), "{list:?}");
+    assert_eq!(list[1]["prompt"], "shell");
+    assert_eq!(
+        list[1]["files"],
+        json!(["b.txt", "c.sh", "new/n.txt", "sub/d.txt"]),
+        "{list:?}"
+    );
+    let run = sb.run(&["rewind", "--list"]);
+    assert_eq!(run.code, 0, "{run}");
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "{run}");
+    assert!(lines[0].ends_with("edit a  1 file"), "{run}");
+    assert!(lines[1].ends_with("shell  4 files"), "{run}");
+}
+
+/// `keel rewind --to` names the prompt it rewound to, `--undo` the prompt the session is back
+/// at (issue 44 point 3).
+#[test]
+fn rewind_and_undo_name_the_prompt() {
+    let sb = Sandbox::new();
+    seed_workspace(&sb.work());
+    two_turns(&sb);
+    let id = session_id(&sb);
+    let list = checkpoints(&sb, &id);
+    let first = list[0]["entryId"].as_str().unwrap();
+    let r = sb.run(&["rewind", "--to", first]);
+    assert_eq!(r.code, 0, "{r}");
+    assert!(
+        r.stdout.starts_with("rewound both to before “edit a”"),
+        "{r}"
+    );
+    let u = sb.run(&["rewind", "--undo"]);
+    assert_eq!(u.code, 0, "{u}");
+    assert!(
+        u.stdout
+            .starts_with("undid the rewind to before “edit a”: back at “shell”"),
+        "{u}"
+    );
+}
+
+/// `keel rewind` in another directory than the session's says that sessions are kept per
+/// directory, as an unknown `--resume` does (issue 44 point 16).
+#[test]
+fn rewind_from_another_directory_says_sessions_are_kept_per_directory() {
+    let sb = Sandbox::new();
+    seed_workspace(&sb.work());
+    turn(&sb, "s.json", &[], false, "hello");
+    let id = session_id(&sb);
+    let other = sb.dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    for args in [
+        vec!["rewind", id.as_str(), "--list"],
+        vec!["rewind", "--undo"],
+    ] {
+        let out = sb.cmd(&args).current_dir(&other).output().unwrap();
+        let run = sb.finish(out);
+        assert_ne!(run.code, 0, "{run}");
+        assert!(run.stderr.contains("kept per directory"), "{args:?}: {run}");
+    }
 }

@@ -336,3 +336,41 @@ fn keel_ps_names_what_each_session_is_about() {
         assert!(at.starts_with(&work), "{table}");
     }
 }
+
+/// A window attached while an answer streams showed only what came after the attach
+/// (`LATE-TEXT`, though the session holds `EARLY-TEXT LATE-TEXT`): the attach snapshot's
+/// message in progress is drawn too (issue 44 point 12). The script holds `LATE-TEXT` until
+/// the window has shown `EARLY-TEXT` (a gate file, no sleep).
+#[test]
+fn an_attach_window_shows_the_answer_streamed_before_it_attached() {
+    let sb = Sandbox::new();
+    let gate = sb.dir.path().join("late.gate");
+    let path = script(
+        &sb,
+        "early.json",
+        json!([{"chunks": [
+            {"text": "EARLY-TEXT "},
+            {"text": "LATE-TEXT", "waitFor": gate.display().to_string()},
+        ]}]),
+    );
+    let d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let mut c = d.connect();
+    c.hello(false);
+    start_run(&mut c, &sb, &path, "early", "stream");
+    drop(c);
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let attach = format!(
+        "exec '{keel}' attach early --socket '{}'",
+        d.socket.display()
+    );
+    let (mut w, mut child) = spawn(&sb, &attach);
+    w.wait_for("the run in the attached window", |t| t.contains("› stream"));
+    w.wait_for("the answer streamed before the attach", |t| {
+        t.contains("EARLY-TEXT")
+    });
+    std::fs::write(&gate, "").unwrap();
+    w.wait_for("the whole answer", |t| t.contains("EARLY-TEXT LATE-TEXT"));
+    w.send("/detach\r");
+    w.wait_for("the goodbye", |t| t.contains("Left session early"));
+    assert!(child.wait().unwrap().success());
+}

@@ -419,3 +419,59 @@ fn a_daemon_that_cannot_be_started_is_named_once_and_the_tui_runs_in_process() {
     );
     assert!(child.wait().unwrap().success());
 }
+
+/// A steer typed during a run lived only in the daemon's queue: when the daemon died, the new
+/// one resumed the session from its file and the steer was gone (issue 44 point 10). It is
+/// back in the editor, to be sent again.
+#[test]
+fn a_steer_queued_when_the_daemon_dies_is_back_in_the_editor() {
+    let sb = Sandbox::new();
+    let mut d = Daemon::start(&sb, &["--idle-exit", "0"]);
+    let socket = d.socket.clone();
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let shell = format!(
+        "exec '{keel}' --daemon --socket '{}' --provider scripted --script '{}' --session-id steer work",
+        socket.display(),
+        crate::common::support::fixture("hang.json")
+    );
+    let (mut w, mut child) = spawn(&sb, &shell);
+    w.wait_for("the run under way", |t| {
+        t.contains("› work") && t.contains("Working on it")
+    });
+    w.send("look at STEER-ME");
+    w.send("\r");
+    w.wait_for("the steer queued", |t| {
+        t.contains("↳ steer") && t.contains("STEER-ME")
+    });
+    let old = d.pid();
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(old),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert_eq!(d.wait(), 128 + 9);
+    w.wait_for("the lost connection", |t| {
+        t.contains("connection to the keel daemon was lost")
+    });
+    w.send("\r");
+    w.wait_for("the resumed session", |t| {
+        t.contains("a new one resumed session")
+    });
+    let status = std::process::Command::new(keel)
+        .args(["daemon", "status", "--json", "--socket"])
+        .arg(&socket)
+        .env("KEEL_HOME", sb.home())
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let _new = Spawned(status["pid"].as_i64().map(|p| p as i32));
+    w.wait_for("the steer back in the editor", |t| {
+        t.contains("look at STEER-ME") && !t.contains("↳ steer") && !t.contains("Ask anything")
+    });
+    // The Enter that reconnected did not send it: it waits for its own Enter.
+    w.send("\x15");
+    w.send("/detach\r");
+    w.wait_for("the goodbye", |t| t.contains("Left session steer"));
+    assert!(!w.text().contains("› look at STEER-ME"), "{}", w.text());
+    assert!(child.wait().unwrap().success());
+}

@@ -199,13 +199,17 @@ pub fn edit_script(sb: &Sandbox) -> String {
 }
 
 /// `a.txt` (`one`, `two`) in the workspace, and the shell line that runs keel on
-/// [`edit_script`] and prints its exit code.
+/// [`edit_script`] (its answer costing $0.25) and prints its exit code.
 fn edit_shell(sb: &Sandbox) -> String {
     std::fs::write(sb.work().join("a.txt"), "one\ntwo\n").unwrap();
+    let path = edit_script(sb);
+    let mut script: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    script["turns"][1]["usage"] = json!({"input": 1200, "output": 340, "cost": 0.25});
+    std::fs::write(&path, script.to_string()).unwrap();
     format!(
         "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
         env!("CARGO_BIN_EXE_keel"),
-        edit_script(sb)
+        path
     )
 }
 
@@ -244,6 +248,8 @@ fn rewind_code_only(daemon: bool) {
     });
     let screen = s.text();
     assert!(screen.contains("edit a"), "{screen}");
+    // The file "edit a" changed is counted on "edit a" (issue 44 point 3).
+    assert!(screen.contains("1 file  edit a"), "{screen}");
     assert!(screen.contains("a.txt  +1 -1"), "{screen}");
     s.send("\r");
     s.wait_for("the choices", |t| t.contains("3. Code only"));
@@ -256,7 +262,9 @@ fn rewind_code_only(daemon: bool) {
 
     // `/rewind undo` puts the edit back, through the host too.
     s.send("/rewind undo\r");
-    s.wait_for("the undo", |t| t.contains("undid the last rewind"));
+    s.wait_for("the undo, naming the prompt", |t| {
+        t.contains("undid the rewind to before “edit a”: back at “edit a”")
+    });
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "ONE\ntwo\n");
 
     // Conversation only: the transcript starts over with the branch the session is on now.
@@ -271,6 +279,14 @@ fn rewind_code_only(daemon: bool) {
             && t.contains("rewound the conversation to before “edit a”")
     });
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "ONE\ntwo\n");
+    // The rewound prompt is back in the editor, and what the session spent is still counted.
+    s.wait_for("the prompt in the editor", |t| {
+        t.lines()
+            .any(|l| l.contains("edit a") && !l.contains("rewound"))
+            && !t.contains("Ask anything")
+    });
+    assert!(s.text().contains("$0.250"), "{}", s.text());
+    s.send("\x15");
 
     s.send("\x04");
     s.wait_for("the exit", |t| t.contains("KEEL_EXIT="));

@@ -36,7 +36,7 @@ impl Live {
             announce,
         } = setup;
         let history = store.context_entries();
-        let last_checkpoint = crate::kernel::checkpoint::list(&store)
+        let last_checkpoint = crate::kernel::checkpoint::list(&store, None)
             .pop()
             .map(|c| c.snapshot);
         // The list as last written on this branch of the conversation.

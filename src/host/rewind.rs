@@ -12,8 +12,13 @@ use crate::wire::pi::data::{CheckpointsData, RewindPreviewData};
 impl Host {
     /// `get_checkpoints`: every checkpoint of the session file, oldest first.
     pub(super) fn checkpoints(&self) -> CheckpointsData {
+        let store = recorder::lock(&self.live.store);
+        let shadow = self.config.checkpoints.as_ref().map(|c| {
+            let id = store.header().id.clone();
+            c.shadow(&self.config.cwd, &id)
+        });
         CheckpointsData {
-            checkpoints: checkpoint::list(&recorder::lock(&self.live.store)),
+            checkpoints: checkpoint::list(&store, shadow.as_ref()),
         }
     }
 

@@ -1,6 +1,7 @@
-//! `keel rewind ID --list [--json]`, `keel rewind ID --to CHECKPOINT [--files |
-//! --conversation]`, `keel rewind ID --undo`: a session's checkpoints, and rewinding its files
-//! and conversation to one of them (DESIGN §16). Works on the session file, which it locks; a
+//! `keel rewind [ID] --list [--json]`, `keel rewind [ID] --to CHECKPOINT [--files |
+//! --conversation]`, `keel rewind [ID] --undo`: a session's checkpoints (each with the files
+//! its prompt changed), and rewinding its files and conversation to one of them (DESIGN §16);
+//! without ID, the newest session of this directory. Works on the session file, which it locks; a
 //! session live in the daemon (its file locked there) is rewound by its host, through the
 //! daemon (one writer), `--undo` too.
 
@@ -17,10 +18,11 @@ use crate::mode::Env;
 /// `keel rewind`'s arguments.
 #[derive(Debug, clap::Args)]
 pub struct RewindArgs {
-    /// The session: its id (or a unique prefix) in this directory, or its file.
+    /// The session: its id (or a unique prefix) in this directory, or its file (default: the
+    /// newest session of this directory).
     #[arg(value_name = "SESSION")]
-    session: String,
-    /// List the session's checkpoints: id, entry id, time, prompt, files changed.
+    session: Option<String>,
+    /// List the session's checkpoints: id, entry id, time, prompt, files that prompt changed.
     #[arg(long, conflicts_with_all = ["to", "undo"])]
     list: bool,
     /// With --list: one JSON array.
@@ -46,10 +48,10 @@ pub struct RewindArgs {
 /// Runs `keel rewind`.
 pub fn run(args: RewindArgs) -> Exit {
     super::run(Logs::Off, async move |env, out| {
-        let path = session_path(env, &args.session)?;
+        let path = session_path(env, args.session.as_deref())?;
         if args.list {
             let (store, _) = Store::read(&path).map_err(|e| StartupError::usage(e.message))?;
-            let list = checkpoint::list(&store);
+            let list = checkpoint::list(&store, shadow(env, &store).as_ref());
             let text = if args.json {
                 let mut s = serde_json::to_string(&list).unwrap_or_default();
                 s.push('\n');
@@ -85,18 +87,27 @@ pub fn run(args: RewindArgs) -> Exit {
         store
             .sync()
             .map_err(|e| StartupError::internal(e.message))?;
-        print(out, &report(&done))
+        print(out, &report(&done, args.undo))
     })
 }
 
-/// The session file `query` names: a path, or an id in this directory's sessions.
-fn session_path(env: &Env, query: &str) -> Result<std::path::PathBuf, StartupError> {
+/// The session file `query` names: a path, or an id in this directory's sessions; without
+/// one, the newest session of this directory. Not found: sessions are kept per directory.
+fn session_path(env: &Env, query: Option<&str>) -> Result<std::path::PathBuf, StartupError> {
+    let dir = session::session_dir(&env.keel_home, &env.cwd);
+    let Some(query) = query else {
+        return session::find_latest(&dir, &env.cwd.display().to_string()).ok_or_else(|| {
+            crate::setup::session_error(session::SessionError::new(
+                session::SessionErrorKind::NotFound,
+                format!("no session in {} to rewind", env.cwd.display()),
+            ))
+        });
+    };
     let as_path = env.cwd.join(query);
     if as_path.is_file() {
         return Ok(as_path);
     }
-    let dir = session::session_dir(&env.keel_home, &env.cwd);
-    session::resolve(&dir, query).map_err(|e| StartupError::usage(e.message))
+    session::resolve(&dir, query).map_err(crate::setup::session_error)
 }
 
 /// The session's shadow repository, unless the settings turn checkpoints off or `git` is
@@ -131,12 +142,21 @@ fn table(list: &[checkpoint::Listed]) -> String {
     s
 }
 
-fn report(done: &Rewound) -> String {
-    let mut s = format!(
-        "rewound {} to before {}\n",
-        done.restore.word(),
-        done.entry_id
-    );
+/// What a rewind did: the prompt it went to (an undo: the one the session is back at), then
+/// the files written and removed.
+fn report(done: &Rewound, undo: bool) -> String {
+    let prompt = done.prompt.as_deref().unwrap_or(&done.entry_id);
+    let mut s = match (undo, &done.back_at) {
+        (true, Some(back)) => {
+            format!("undid the rewind to before “{prompt}”: back at “{back}”\n")
+        }
+        (true, None) => format!("undid the rewind to before “{prompt}”\n"),
+        (false, _) => format!(
+            "rewound {} to before “{prompt}” ({})\n",
+            done.restore.word(),
+            done.entry_id
+        ),
+    };
     for line in done.restored.lines() {
         s.push_str(&line);
         s.push('\n');
@@ -194,5 +214,5 @@ async fn in_daemon(
     let done = done.map_err(|e| {
         StartupError::usage(format!("session {} did not rewind: {e}", live.session_id))
     })?;
-    print(out, &report(&done))
+    print(out, &report(&done, args.to.is_none()))
 }

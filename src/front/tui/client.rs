@@ -639,10 +639,13 @@ impl Client {
         match msg {
             Input::Term(TermEvent::Key(key)) if lost => {
                 if key.code == crossterm::event::KeyCode::Enter {
+                    let typed = self.view.composer.text();
                     self.reconnect().await;
-                    // Back: what was typed while disconnected is sent now.
+                    // Back: what was typed while disconnected is sent now (not the messages a
+                    // new daemon gave back to the editor: they wait for their own Enter).
                     let back = !self.daemon.as_ref().is_some_and(|d| d.lost);
-                    if back && !self.view.composer.text().trim().is_empty() {
+                    let same = self.view.composer.text() == typed;
+                    if back && same && !typed.trim().is_empty() {
                         if let Some(action) = self.view.on_key(key) {
                             self.act(action).await;
                         }

@@ -1,7 +1,7 @@
 //! Daemon trouble, seen from the TUI: a lost connection is said plainly and Enter attaches
 //! again with the cursor (a replay, or a snapshot when the daemon no longer holds the events
 //! in between: never a silent gap); a dead daemon is replaced by a new one that resumes the
-//! session from its file. A remote daemon's link (ssh) that drops is retried by itself, with
+//! session from its file (the messages queued in the dead one back in the editor). A remote daemon's link (ssh) that drops is retried by itself, with
 //! backoff, while the status line says "reconnecting…": the run there goes on meanwhile.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -164,6 +164,10 @@ impl Client {
             return;
         };
         let Some(d) = &self.daemon else { return };
+        // The messages queued in the dead daemon (steering, follow-ups) were never in the
+        // file: they go back in the editor, to be sent again.
+        let t = &self.view.transcript;
+        let queued: Vec<String> = t.steering.iter().chain(&t.follow_up).cloned().collect();
         match reopen(&d.dial, &d.env, &d.reopen, &file).await {
             Ok((id, link, start)) => {
                 self.relink(link, &start).await;
@@ -171,6 +175,14 @@ impl Client {
                     "the keel daemon had stopped: a new one resumed session {} from its file",
                     short_id(&id)
                 )));
+                if !queued.is_empty() {
+                    self.view.notice(HistoryCell::Notice(
+                        "the messages queued in the stopped daemon are back in the editor: \
+                         Enter sends them"
+                            .into(),
+                    ));
+                    self.view.restore_to_composer(queued);
+                }
             }
             Err(e) => self.view.notice(HistoryCell::Error(format!(
                 "cannot start a new keel daemon: {e}"

@@ -57,7 +57,8 @@ struct Row {
     prompt: String,
     /// When the checkpoint was taken (unix ms; `None`: unreadable timestamp).
     at_ms: Option<i64>,
-    /// Files changed since the previous checkpoint (as `keel rewind --list` counts them).
+    /// Files the prompt changed: from its checkpoint to the next (as `keel rewind --list`
+    /// counts them).
     files: usize,
 }
 

@@ -42,6 +42,12 @@ pub struct Rewound {
     /// The conversation leaf before the rewind (where an undo goes back to).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leaf: Option<String>,
+    /// The first line of the user message `entry_id` (the prompt rewound to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
+    /// An undo's: the first line of the newest prompt on the branch the session is back on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub back_at: Option<String>,
     /// The files the rewind wrote and removed.
     #[serde(flatten)]
     pub restored: Restored,

@@ -55,35 +55,70 @@ pub struct Listed {
     pub prompt: String,
     /// The snapshot's tree id.
     pub snapshot: String,
-    /// Files changed since the previous checkpoint.
+    /// The files the prompt's turn changed: from this checkpoint to the next one (to the
+    /// present for the newest). A checkpoint is taken before the first change after its
+    /// prompt, so these are that prompt's changes (and any made outside keel meanwhile).
     pub files: Vec<String>,
 }
 
-/// Every checkpoint of the session file, oldest first.
-pub fn list(store: &Store) -> Vec<Listed> {
-    let prompt = |id: &str| match store.entry(id).map(|e| &e.data) {
+/// The first line of the user message `id` (empty if it is none).
+fn prompt_of(store: &Store, id: &str) -> String {
+    match store.entry(id).map(|e| &e.data) {
         Some(EntryData::Message(Message::User(u))) => joined_text(&u.content)
             .lines()
             .next()
             .unwrap_or("")
             .to_string(),
         _ => String::new(),
-    };
-    store
+    }
+}
+
+/// The first line of the newest user message on the branch ending at the session's leaf.
+fn newest_prompt(store: &Store) -> Option<String> {
+    let branch = store.branch_to(store.leaf_id()).ok()?;
+    let user = branch
+        .iter()
+        .rev()
+        .find(|e| matches!(e.data, EntryData::Message(Message::User(_))))?;
+    Some(prompt_of(store, &user.id))
+}
+
+/// Every checkpoint of the session file, oldest first, each with the files its prompt
+/// changed. `shadow`: the session's shadow repository, which diffs each snapshot against the
+/// next (and the newest against the present); without it (checkpoints off, or a diff that
+/// fails) a checkpoint's files are those the next checkpoint recorded as changed since the
+/// one before, and the newest's are unknown (none).
+pub fn list(store: &Store, shadow: Option<&Shadow>) -> Vec<Listed> {
+    let taken: Vec<(&crate::kernel::session::Entry, Checkpoint)> = store
         .entries()
         .iter()
-        .filter_map(|e| {
-            let c = Checkpoint::from_entry(e)?;
-            Some(Listed {
-                id: e.id.clone(),
-                prompt: prompt(&c.entry_id),
-                entry_id: c.entry_id,
-                timestamp: e.timestamp.clone(),
-                snapshot: c.snapshot,
-                files: c.files,
-            })
-        })
-        .collect()
+        .filter_map(|e| Some((e, Checkpoint::from_entry(e)?)))
+        .collect();
+    let present = match (shadow, taken.is_empty()) {
+        (Some(shadow), false) => shadow.peek().ok().map(|s| s.tree),
+        _ => None,
+    };
+    let mut listed = Vec::with_capacity(taken.len());
+    for (i, (e, c)) in taken.iter().enumerate() {
+        let next = taken.get(i + 1).map(|(_, n)| n);
+        let to = next.map(|n| n.snapshot.clone()).or_else(|| present.clone());
+        let diffed = match (shadow, to) {
+            (Some(shadow), Some(to)) => shadow.changed(&c.snapshot, &to).ok(),
+            _ => None,
+        };
+        let files = diffed
+            .or_else(|| next.map(|n| n.files.clone()))
+            .unwrap_or_default();
+        listed.push(Listed {
+            id: e.id.clone(),
+            prompt: prompt_of(store, &c.entry_id),
+            entry_id: c.entry_id.clone(),
+            timestamp: e.timestamp.clone(),
+            snapshot: c.snapshot.clone(),
+            files,
+        });
+    }
+    listed
 }
 
 /// Rewinds to before the user message `target` (or the one checkpoint `target` names).
@@ -102,6 +137,8 @@ pub fn rewind(
         restore,
         snapshot: None,
         leaf: store.leaf_id().map(str::to_string),
+        prompt: Some(prompt_of(store, &message_id)),
+        back_at: None,
         restored: Restored::default(),
     };
     if restore.files() {
@@ -147,6 +184,8 @@ pub fn undo(
         restore,
         snapshot: None,
         leaf: store.leaf_id().map(str::to_string),
+        prompt: Some(prompt_of(store, &last.entry_id)),
+        back_at: None,
         restored: Restored::default(),
     };
     if let (true, Some(target)) = (restore.files(), &last.snapshot) {
@@ -165,6 +204,7 @@ pub fn undo(
             .set_leaf(last.leaf.as_deref())
             .map_err(session_error)?;
     }
+    undone.back_at = newest_prompt(store);
     store
         .append(undone.to_entry(), clock)
         .map_err(session_error)?;

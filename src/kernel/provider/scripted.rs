@@ -92,6 +92,10 @@ pub struct Chunk {
     /// Stop producing and wait until aborted (to test interruption).
     #[serde(default)]
     pub hang: bool,
+    /// Wait until this file exists before the chunk (a test's gate: it creates the file when
+    /// it has seen what came before).
+    #[serde(default)]
+    pub wait_for: Option<std::path::PathBuf>,
     /// Pause before this chunk, in milliseconds (overrides the turn's `delayMs`).
     #[serde(default)]
     pub delay_ms: Option<u64>,
@@ -292,6 +296,11 @@ async fn replay(
         }
         if chunk.hang {
             std::future::pending::<()>().await;
+        }
+        if let Some(gate) = &chunk.wait_for {
+            while !gate.exists() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
         }
         if let Some(message) = &chunk.error {
             let kind = chunk

@@ -8,7 +8,7 @@ use super::{Back, Client};
 use crate::front::tui::rewind::RewindPicker;
 use crate::front::tui::transcript::HistoryCell;
 use crate::kernel::checkpoint::{Restore, Rewound};
-use crate::wire::pi::data::{CheckpointsData, RewindPreviewData, State};
+use crate::wire::pi::data::{CheckpointsData, ForkMessagesData, RewindPreviewData, State};
 use crate::wire::pi::Command;
 
 /// Answers for the rewind picker.
@@ -25,6 +25,9 @@ pub(in crate::front::tui) enum RewindBack {
         /// The line above the branch.
         header: String,
         branch: Option<Box<Branch>>,
+        /// A conversation rewound to before a prompt: that prompt's whole text, for the
+        /// editor (as Claude Code does).
+        prompt: Option<String>,
     },
 }
 
@@ -75,18 +78,19 @@ impl Client {
         self.rewinding(ask, format!("rewound to before “{prompt}” · session"), what);
     }
 
-    /// `/rewind undo`: the host puts back what the session's last rewind changed.
+    /// `/rewind undo`: the host puts back what the session's last rewind changed, and the
+    /// report names the prompt the session is back at.
     pub(in crate::front::tui) fn rewind_undo(&mut self) {
-        let what = "undid the last rewind".to_string();
         self.rewinding(
             Command::RewindUndo {},
             "rewind undone · session".into(),
-            what,
+            String::new(),
         );
     }
 
-    /// Sends `ask` (`rewind` or `rewind_undo`); reports what it restored, with the branch the
-    /// session is on (headed `header`) when the conversation moved.
+    /// Sends `ask` (`rewind` or `rewind_undo`, whose `what` is empty: it is made from the
+    /// answer); reports what it restored, with the branch the session is on (headed `header`)
+    /// when the conversation moved.
     fn rewinding(&mut self, ask: Command, header: String, what: String) {
         self.rewinding = true;
         let session = self.link.session_id().to_string();
@@ -98,18 +102,28 @@ impl Client {
                     return Some(Back::Rewind(RewindBack::Failed(why)));
                 }
             };
-            let branch = match done.restore.conversation() {
-                false => None,
+            let undo = what.is_empty();
+            let (branch, prompt) = match done.restore.conversation() {
+                false => (None, None),
                 true => {
                     let (replayed, state) = super::ask::branch(&commands).await;
-                    Some(Box::new((session, replayed, state)))
+                    let prompt = match undo {
+                        true => None,
+                        false => whole_prompt(&commands, &done.entry_id).await,
+                    };
+                    (Some(Box::new((session, replayed, state))), prompt)
                 }
+            };
+            let what = match undo {
+                true => undone(&done),
+                false => what,
             };
             let text = report(what, &done);
             Some(Back::Rewind(RewindBack::Done {
                 text,
                 header,
                 branch,
+                prompt,
             }))
         });
     }
@@ -150,11 +164,23 @@ impl Client {
                 text,
                 header,
                 branch,
+                prompt,
             } => {
                 self.rewinding = false;
                 if let Some((id, replayed, state)) = branch.map(|b| *b) {
+                    // What the session spent stays spent: the status line keeps its tokens
+                    // and cost (the context is the branch's).
+                    let spent = self.view.transcript.totals.clone();
                     self.replacing = Some(header);
                     self.replay(&id, &replayed, state.as_ref());
+                    let totals = &mut self.view.transcript.totals;
+                    totals.usage = spent.usage;
+                    totals.answers = spent.answers;
+                }
+                if let Some(prompt) = prompt {
+                    if self.view.composer.text().is_empty() {
+                        self.view.composer.set_text(&prompt);
+                    }
                 }
                 self.view.notice(HistoryCell::Notice(text));
             }
@@ -172,6 +198,27 @@ impl Client {
         }
         self.replacing = Some("conversation rewound by another client · session".into());
         false
+    }
+}
+
+/// The whole text of the user message `entry_id` (`get_fork_messages`), if the host has it.
+async fn whole_prompt(commands: &crate::client::link::Commands, entry_id: &str) -> Option<String> {
+    let got = commands
+        .ask::<ForkMessagesData>(&Command::GetForkMessages {})
+        .await
+        .ok()?;
+    got.messages
+        .into_iter()
+        .find(|m| m.entry_id == entry_id)
+        .map(|m| m.text)
+}
+
+/// An undo's first line: the rewind it undid and the prompt the session is back at.
+fn undone(done: &Rewound) -> String {
+    let to = done.prompt.as_deref().unwrap_or(&done.entry_id);
+    match &done.back_at {
+        Some(back) => format!("undid the rewind to before “{to}”: back at “{back}”"),
+        None => format!("undid the rewind to before “{to}”"),
     }
 }
 

@@ -64,6 +64,7 @@ impl Client {
         };
         if let Some(m) = streaming.message.as_ref().filter(|m| m.is_object()) {
             self.feed(&json!({"type": "message_start", "message": m}), now);
+            self.streamed_so_far(m, now);
         }
         for tool in &streaming.tools {
             let mut start = serde_json::to_value(tool).unwrap_or_default();
@@ -71,6 +72,41 @@ impl Client {
                 fields.insert("type".into(), json!("tool_execution_start"));
             }
             self.feed(&start, since(Some(tool.started_at)));
+        }
+    }
+
+    /// What the message in progress streamed before the attach (its text and thinking
+    /// blocks so far), drawn as the deltas that made it: the deltas after the attach go on
+    /// from there. Every block but the last is finished.
+    fn streamed_so_far(&mut self, message: &serde_json::Value, now: i64) {
+        let Some(blocks) = message["content"].as_array() else {
+            return;
+        };
+        let last = blocks.len().saturating_sub(1);
+        for (i, block) in blocks.iter().enumerate() {
+            let (kind, text) = match block["type"].as_str() {
+                Some("text") => ("text", &block["text"]),
+                Some("thinking") => ("thinking", &block["thinking"]),
+                _ => continue,
+            };
+            let text = text.as_str().unwrap_or_default();
+            let mut deltas = vec![
+                json!({"type": format!("{kind}_start"), "contentIndex": i}),
+                json!({"type": format!("{kind}_delta"), "contentIndex": i, "delta": text}),
+            ];
+            if i < last {
+                deltas.push(
+                    json!({"type": format!("{kind}_end"), "contentIndex": i, "content": text}),
+                );
+            }
+            for d in deltas {
+                let update = json!({
+                    "type": "message_update",
+                    "message": message,
+                    "assistantMessageEvent": d,
+                });
+                self.feed(&update, now);
+            }
         }
     }
 
