@@ -90,6 +90,7 @@ mod tui;
 mod tui_attach;
 mod tui_cells;
 mod tui_daemon;
+mod tui_daily;
 mod tui_first_run;
 mod tui_live;
 mod tui_live_picker;

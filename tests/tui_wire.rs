@@ -101,10 +101,18 @@ fn a_recorded_rpc_stream_renders_without_the_kernel() {
     );
     assert!(shown.contains("echo user-shell"), "{shown}");
     assert!(!shown.contains("↳ steer"), "the queue emptied: {shown}");
+    // At 80 columns the thinking level is the part left out (the mode goes last).
     let status = shown.lines().last().unwrap();
     assert!(
+        status.starts_with("claude-sonnet-4-5 · ")
+            && status.ends_with(" · survey · accept-edits mode"),
+        "{status}"
+    );
+    let wide = screen(&mut view, 120, 24);
+    let status = wide.lines().last().unwrap();
+    assert!(
         status.starts_with("claude-sonnet-4-5 · thinking high · ")
-            && status.contains(" · survey · accep"),
+            && status.contains(" · survey · accept-edits mode"),
         "{status}"
     );
 }

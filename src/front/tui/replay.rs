@@ -97,7 +97,7 @@ impl Internals {
     }
 }
 
-/// The prompts the user typed, oldest first (the editor's history).
+/// The prompts the user typed, oldest first (the editor's history; hooks' context is not one).
 pub fn typed(replayed: &[Replayed]) -> Vec<String> {
     replayed
         .iter()
@@ -105,6 +105,7 @@ pub fn typed(replayed: &[Replayed]) -> Vec<String> {
             Replayed::Message(Message::User(u)) => Some(user_text(u)),
             _ => None,
         })
+        .filter(|text| crate::kernel::hooks::context::parse(text).is_none())
         .collect()
 }
 

@@ -7,6 +7,7 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use serde_json::Value;
 
+pub mod plan;
 mod rows;
 mod task;
 
@@ -68,6 +69,11 @@ pub fn lines(view: &ToolView<'_>, width: u16) -> Vec<Line<'static>> {
     let width = width as usize;
     if width == 0 {
         return Vec::new();
+    }
+    if view.name == plan::PLAN && matches!(view.phase, ToolPhase::Done { .. }) {
+        if let Some(lines) = plan::done(view, width) {
+            return lines;
+        }
     }
     let mut out = vec![header(view, width)];
     out.extend(full_command(view, width));
@@ -136,7 +142,7 @@ pub fn describe(name: &str, args: &serde_json::Value) -> String {
             "" => ".".to_string(),
             p => p.to_string(),
         },
-        "exit_plan_mode" => first_line(s("plan")),
+        plan::PLAN => plan::title(s("plan")),
         crate::kernel::subagent::TASK => task::summary(args),
         "todo_write" => match args.get("todos").and_then(Value::as_array) {
             Some(items) if items.len() == 1 => "1 item".to_string(),

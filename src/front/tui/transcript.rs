@@ -254,7 +254,7 @@ impl Transcript {
                 }
             };
             match m {
-                Message::User(u) => self.pending.push_back(HistoryCell::User(user_text(u))),
+                Message::User(u) => self.user_message(user_text(u)),
                 Message::Assistant(a) => {
                     for c in &a.content {
                         match c {
@@ -308,6 +308,15 @@ impl Transcript {
         let lines = crate::report::fact::hook_lines(event, command, decision, reason, messages);
         self.pending
             .extend(lines.into_iter().map(HistoryCell::Notice));
+    }
+
+    /// A user message: a prompt, or the context hooks gave the model (a hook notice).
+    fn user_message(&mut self, text: String) {
+        let cell = match crate::kernel::hooks::context::parse(&text) {
+            Some(context) => HistoryCell::Notice(lines::hook_context(context)),
+            None => HistoryCell::User(text),
+        };
+        self.pending.push_back(cell);
     }
 
     /// A checkpoint that left files out or failed: a notice naming them.
@@ -536,7 +545,7 @@ impl Transcript {
 
     fn message_started(&mut self, message: &Message) {
         match message {
-            Message::User(u) => self.pending.push_back(HistoryCell::User(user_text(u))),
+            Message::User(u) => self.user_message(user_text(u)),
             Message::Assistant(_) => {
                 if let Some(Activity::Retrying { .. }) = self.activity {
                     self.activity = Some(self.working());

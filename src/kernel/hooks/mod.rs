@@ -2,12 +2,13 @@
 //! existing hook scripts run unchanged (DESIGN §15). A kernel seam like tools and providers:
 //! the turn loop fires them, so every mode, daemon session, scheduled run and subagent gets the
 //! same behaviour. This module reads the configuration ([`config`]), matches ([`matcher`]),
-//! runs processes ([`process`]), reads their results ([`outcome`]) and maps tool names and
-//! inputs to Claude's ([`names`]). Every hook runs in the sandbox the caller passes (the
-//! session's, the one its tools get) unless the user's own settings let it out
-//! ([`HookCommand::unsandboxed`]).
+//! runs processes ([`process`]), reads their results ([`outcome`]), maps tool names and
+//! inputs to Claude's ([`names`]) and wraps the context hooks give the model ([`context`]).
+//! Every hook runs in the sandbox the caller passes (the session's, the one its tools get)
+//! unless the user's own settings let it out ([`HookCommand::unsandboxed`]).
 
 pub mod config;
+pub mod context;
 pub mod matcher;
 pub mod names;
 pub mod outcome;

@@ -225,7 +225,7 @@ pub(super) async fn post_tool(
 
 /// The user message that carries hooks' context for the model after a prompt.
 pub(super) fn context_message(context: &[String]) -> String {
-    format!("<hook-context>\n{}\n</hook-context>", context.join("\n"))
+    crate::kernel::hooks::context::message(context)
 }
 
 /// Adds hook text for the model after a tool's own output.

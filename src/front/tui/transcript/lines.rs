@@ -65,6 +65,27 @@ impl HistoryCell {
     }
 }
 
+/// Lines of hook context shown at most (the model gets them all).
+const HOOK_CONTEXT_LINES: usize = 6;
+
+/// The notice for the context hooks gave the model with a prompt: what it says, indented
+/// under a heading that says where it came from.
+pub(super) fn hook_context(context: &str) -> String {
+    let lines: Vec<&str> = context.lines().collect();
+    let mut out = String::from("hook context (sent to the model with the prompt):");
+    for l in lines.iter().take(HOOK_CONTEXT_LINES) {
+        out.push_str(&format!("\n  {l}"));
+    }
+    if lines.len() > HOOK_CONTEXT_LINES {
+        let more = lines.len() - HOOK_CONTEXT_LINES;
+        let s = if more == 1 { "" } else { "s" };
+        out.push_str(&format!(
+            "\n  … {more} more line{s} (/transcript shows them)"
+        ));
+    }
+    out
+}
+
 /// A notice keeps its line breaks; a wrapped line goes on two columns right of where it
 /// starts (so a table of commands stays a table).
 fn notice_lines(text: &str, w: usize) -> Vec<Line<'static>> {

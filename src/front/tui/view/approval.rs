@@ -25,7 +25,7 @@ const FRAME_ROWS: usize = 7;
 const MIN_BODY_ROWS: usize = 3;
 
 /// The plan-mode tool whose dialog approves a plan (`DESIGN.md` §17).
-const PLAN: &str = "exit_plan_mode";
+const PLAN: &str = tool_cell::plan::PLAN;
 
 /// A tool call waiting for the user's decision.
 #[derive(Debug, Clone, PartialEq)]
@@ -91,11 +91,7 @@ impl Approval {
                 .preview
                 .as_ref()
                 .map_or_else(Vec::new, |p| preview_rows(p, Vec::new())),
-            (PLAN, _) => s("plan")
-                .unwrap_or("")
-                .lines()
-                .map(|l| Line::raw(l.to_string()))
-                .collect(),
+            (PLAN, _) => tool_cell::plan::markdown_rows(&self.args, inner),
             ("write", Some(_)) => {
                 let green = Style::default().fg(Color::Green);
                 let content = s("content").unwrap_or("");

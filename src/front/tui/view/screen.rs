@@ -342,47 +342,83 @@ impl View {
         }
     }
 
-    /// model · thinking · tokens · cost · context % · session name · place · sandbox.
+    /// model · thinking · tokens · cost · context % · session name · place · mode · sandbox;
+    /// too narrow for all, the parts go in [`Part`]'s order, the permission mode last.
     fn status_line(&self, w: usize) -> Line<'static> {
         let t = &self.transcript;
         let u = &t.totals.usage;
-        let mut parts = vec![t.model.clone()];
+        let mut parts = vec![(Part::Model, t.model.clone())];
         if !t.thinking_level.is_empty() && t.thinking_level != "off" {
-            parts.push(format!("thinking {}", t.thinking_level));
+            parts.push((Part::Thinking, format!("thinking {}", t.thinking_level)));
         }
         let unreported = t.totals.unreported();
         match unreported {
-            true => parts.push("usage not reported".to_string()),
-            false => parts.push(format!(
-                "↑{} ↓{}",
-                fmt_tokens(u.input + u.cache_read + u.cache_write),
-                fmt_tokens(u.output)
+            true => parts.push((Part::Tokens, "usage not reported".to_string())),
+            false => parts.push((
+                Part::Tokens,
+                format!(
+                    "↑{} ↓{}",
+                    fmt_tokens(u.input + u.cache_read + u.cache_write),
+                    fmt_tokens(u.output)
+                ),
             )),
         }
         if u.cost.total > 0.0 {
-            parts.push(format!("${:.3}", u.cost.total));
+            parts.push((Part::Cost, format!("${:.3}", u.cost.total)));
         }
         if self.context_window > 0 && !unreported {
             let pct = t.totals.context_tokens as f64 * 100.0 / self.context_window as f64;
-            parts.push(format!("ctx {pct:.0}%"));
+            parts.push((Part::Context, format!("ctx {pct:.0}%")));
         }
         if let Some(n) = &t.session_name {
-            parts.push(n.clone());
+            parts.push((Part::Name, n.clone()));
         }
         if let Some(p) = &self.place {
-            parts.push(p.clone());
+            parts.push((Part::Place, p.clone()));
         }
         if let Some(mode) = self.permission {
-            parts.push(format!("{} mode", mode.word()));
+            parts.push((Part::Mode, format!("{} mode", mode.word())));
         }
         if let Some(s) = &self.sandbox {
-            parts.push(s.clone());
+            parts.push((Part::Sandbox, s.clone()));
         }
+        let text = fit_parts(parts, w);
         // Written to the last column (see `paint::fill_line`).
-        paint::fill_line(
-            paint::truncate_line(&Line::styled(parts.join(" · "), dim()), w),
-            w,
-        )
+        paint::fill_line(paint::truncate_line(&Line::styled(text, dim()), w), w)
+    }
+}
+
+/// The status line's parts, in the order they are left out when the line is too narrow: the
+/// sandbox first, the permission mode last (it says what the next tool call will do).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Part {
+    Sandbox,
+    Place,
+    Thinking,
+    Tokens,
+    Cost,
+    Context,
+    Name,
+    Model,
+    Mode,
+}
+
+/// The parts joined with ` · `, leaving out the first to go until the line fits `w` columns (the
+/// last part left is cut by the caller if it is still too wide).
+fn fit_parts(mut parts: Vec<(Part, String)>, w: usize) -> String {
+    loop {
+        let text = parts
+            .iter()
+            .map(|(_, s)| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" · ");
+        if crate::text::width(&text) <= w || parts.len() <= 1 {
+            return text;
+        }
+        let first_to_go = parts.iter().enumerate().min_by_key(|(_, (p, _))| *p);
+        if let Some((i, _)) = first_to_go {
+            parts.remove(i);
+        }
     }
 }
 

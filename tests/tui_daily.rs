@@ -1,0 +1,255 @@
+//! What a daily user of the TUI saw go wrong (issue 44, points 5 to 9): a plan shown as raw
+//! Markdown and lost once approved, a status line that cut the permission mode first, hook
+//! context drawn as a prompt, no notification when a run waits behind an unfocused window,
+//! and things said twice (warnings, hook denials) or said badly (`/help`'s cycle, a todo list
+//! in the scrollback, the trust question as one wall of commands).
+
+use keel::front::tui::transcript::HistoryCell;
+use keel::kernel::agent::Permission;
+use keel::kernel::event::{EventPayload, RunOutcome};
+use keel::kernel::message::Message;
+use keel::kernel::tool::ToolOutput;
+use serde_json::json;
+
+use crate::common::support::snap;
+use crate::tui::Feed;
+
+const PLAN: &str = "# Refactor the parser\n\n1. **Split** `parse_line` in two\n2. Add a test\n\n- keep the public API\n";
+
+/// A run in plan mode whose `exit_plan_mode` call waits for the user.
+fn plan_waiting() -> Feed {
+    let mut f = Feed::new();
+    f.view.permission = Some(Permission::Plan);
+    f.user("plan the refactor");
+    let args = json!({ "plan": PLAN });
+    f.tool("call_p", "exit_plan_mode", args.clone(), None);
+    f.send(EventPayload::ApprovalRequested {
+        call_id: "call_p".into(),
+        tool_name: "exit_plan_mode".into(),
+        args,
+        preview: None,
+    });
+    f
+}
+
+/// The dialog showed the plan's Markdown as it was written (`# `, `**`, backticks).
+#[test]
+fn the_plan_dialog_renders_the_plan_as_markdown() {
+    let mut f = plan_waiting();
+    let screen = f.screen(80, 24);
+    snap("tui_daily_plan_dialog_80x24", &screen);
+    assert!(screen.contains("Approve this plan"), "{screen}");
+    assert!(screen.contains("Refactor the parser"), "{screen}");
+    assert!(screen.contains("Split parse_line in two"), "{screen}");
+    for raw in ["# Refactor", "**Split**", "`parse_line`"] {
+        assert!(!screen.contains(raw), "{raw} drawn raw: {screen}");
+    }
+}
+
+/// Once approved, the scrollback kept only the `exit_plan_mode` heading: the plan stays.
+#[test]
+fn an_approved_plan_stays_in_the_transcript() {
+    let mut f = plan_waiting();
+    f.send(EventPayload::ToolCallFinished {
+        call_id: "call_p".into(),
+        tool_name: "exit_plan_mode".into(),
+        result: ToolOutput::ok(
+            "The user approved the plan. The permission mode is now ask: carry the plan out.",
+        ),
+        duration_ms: 0,
+    });
+    f.settle(RunOutcome::Completed);
+    let screen = f.screen(80, 24);
+    snap("tui_daily_plan_kept_80x24", &screen);
+    for line in [
+        "Split parse_line in two",
+        "Add a test",
+        "keep the public API",
+    ] {
+        assert!(screen.contains(line), "{line} is gone: {screen}");
+    }
+    assert!(screen.contains("The user approved the plan"), "{screen}");
+    assert!(!screen.contains("**Split**"), "{screen}");
+}
+
+/// A view with every part of the status line set.
+fn busy_status() -> Feed {
+    let mut f = Feed::new();
+    f.user("hi");
+    f.stream("Hello.", 10);
+    f.finish("Hello.");
+    f.view.place = Some("daemon pid 4242 · 2 clients".into());
+    f.view.sandbox = Some("sandbox: workspace-write · net off".into());
+    f.view.permission = Some(Permission::AcceptEdits);
+    f
+}
+
+/// At 80 columns the permission mode was what the status line cut: it is the last to go.
+#[test]
+fn the_permission_mode_is_the_last_part_of_the_status_line_to_go() {
+    for w in [80u16, 60, 40, 24] {
+        let mut f = busy_status();
+        let screen = f.screen(w, 12);
+        let status = screen
+            .lines()
+            .find(|l| l.contains("claude-sonnet") || l.contains("mode"))
+            .unwrap_or_default()
+            .to_string();
+        assert!(status.contains("accept-edits mode"), "at {w}: {screen}");
+        assert!(keel::text::width(&status) <= w as usize, "{status}");
+        if w == 80 {
+            snap("tui_daily_status_80x12", &screen);
+        }
+    }
+    let wide = busy_status().screen(200, 12);
+    let all = "claude-sonnet-4-5 · thinking medium · ↑12.4k ↓830 · $0.050 · ctx 7% · \
+               daemon pid 4242 · 2 clients · accept-edits mode · sandbox: workspace-write · net off";
+    assert!(wide.contains(all), "{wide}");
+}
+
+const CONTEXT: &str = "<hook-context>\nproject uses pnpm\nCI is red on main\n</hook-context>";
+
+/// Hook context was drawn as if the user typed it: `› <hook-context>…`.
+#[test]
+fn hook_context_is_shown_as_a_hook_notice_not_a_prompt() {
+    let mut f = Feed::new();
+    f.user("fix the build");
+    f.send(EventPayload::MessageStarted {
+        message: Message::user(CONTEXT, 0),
+    });
+    let screen = f.screen(80, 24);
+    snap("tui_daily_hook_context_80x24", &screen);
+    assert!(!screen.contains("<hook-context>"), "{screen}");
+    assert!(!screen.contains("› project uses pnpm"), "{screen}");
+    assert!(screen.contains("hook context"), "{screen}");
+    assert!(screen.contains("project uses pnpm"), "{screen}");
+    // A resumed session shows it the same way.
+    let mut t = keel::front::tui::transcript::Transcript::new();
+    let replayed = [Message::user("fix the build", 0), Message::user(CONTEXT, 0)]
+        .map(keel::front::tui::replay::Replayed::Message);
+    t.replay(&replayed);
+    let cells = t.finish();
+    assert!(matches!(&cells[0], HistoryCell::User(u) if u == "fix the build"));
+    assert!(!matches!(&cells[1], HistoryCell::User(_)), "{:?}", cells[1]);
+    assert_eq!(
+        keel::front::tui::replay::typed(&replayed),
+        ["fix the build"],
+        "hook context is not a prompt of the editor's history"
+    );
+}
+
+/// How often `needle` is on the screen.
+fn count(screen: &str, needle: &str) -> usize {
+    screen.matches(needle).count()
+}
+
+/// A startup warning came with the opened session and again as the host's `notify` line.
+#[test]
+fn a_startup_warning_is_shown_once() {
+    let mut f = Feed::new();
+    let w = "test settings: unknown key `colour` skipped";
+    f.view.notice(HistoryCell::Notice(format!("warning: {w}")));
+    let line = keel::wire::rpc::notify_line("notify-1", w, keel::wire::events::NotifyType::Warning);
+    let event = keel::wire::events::WireEvent::parse(&line).unwrap();
+    f.view.on_event(&event, f.view.now_ms);
+    let screen = f.screen(80, 24);
+    assert_eq!(count(&screen, "unknown key `colour`"), 1, "{screen}");
+}
+
+/// A PreToolUse hook's denial was said by the hook's line and again by the call's result.
+#[test]
+fn a_hook_denial_is_shown_once() {
+    let mut f = Feed::new();
+    f.user("clean up");
+    f.tool("call_1", "bash", json!({"command": "rm -rf build"}), None);
+    f.send(EventPayload::HookFinished {
+        event: "PreToolUse".into(),
+        command: "./guard.sh".into(),
+        exit_code: Some(2),
+        duration_ms: 3,
+        decision: Some("deny".into()),
+        reason: Some("no rm in this repo".into()),
+        messages: Vec::new(),
+    });
+    f.send(EventPayload::ToolCallFinished {
+        call_id: "call_1".into(),
+        tool_name: "bash".into(),
+        result: ToolOutput::error(
+            "Tool `bash` was blocked by a PreToolUse hook: no rm in this repo",
+        ),
+        duration_ms: 0,
+    });
+    f.settle(RunOutcome::Completed);
+    let screen = f.screen(80, 24);
+    snap("tui_daily_hook_denial_80x24", &screen);
+    assert_eq!(count(&screen, "no rm in this repo"), 1, "{screen}");
+    assert!(screen.contains("./guard.sh"), "{screen}");
+}
+
+/// `/help` did not name Shift+Tab, and `/help` and `/permissions` gave the cycle without plan.
+#[test]
+fn help_and_permissions_name_shift_tab_and_the_whole_cycle() {
+    let cycle = "ask → accept-edits → plan → auto";
+    let mut mode = Permission::Ask;
+    let mut seen = vec![mode.word()];
+    for _ in 0..3 {
+        mode = mode.next();
+        seen.push(mode.word());
+    }
+    assert_eq!(seen.join(" → "), cycle, "the cycle in the code");
+    let help = keel::front::tui::help_text(false);
+    let line = help.lines().find(|l| l.contains("Shift+Tab"));
+    assert!(line.is_some_and(|l| l.contains(cycle)), "{help}");
+    let data = keel::wire::pi::data::PermissionsData {
+        mode: "ask".into(),
+        rules: Vec::new(),
+    };
+    let listing = keel::front::tui::permissions::listing(&data);
+    assert!(listing.contains(cycle), "{listing}");
+}
+
+fn todos(statuses: &[&str]) -> serde_json::Value {
+    let items: Vec<_> = statuses
+        .iter()
+        .enumerate()
+        .map(|(i, s)| json!({"content": format!("Step {i}"), "status": s, "activeForm": format!("Doing step {i}")}))
+        .collect();
+    json!({ "todos": items })
+}
+
+/// Each `todo_write` left the whole list in the scrollback beside the live one: one line of
+/// counts instead.
+#[test]
+fn a_todo_write_leaves_one_line_of_counts_in_the_scrollback() {
+    let mut f = Feed::new();
+    f.user("do it");
+    let args = todos(&[
+        "completed",
+        "completed",
+        "in_progress",
+        "pending",
+        "pending",
+        "pending",
+    ]);
+    let list: Vec<keel::kernel::tool::todo::TodoItem> =
+        serde_json::from_value(args["todos"].clone()).unwrap();
+    f.tool("call_t", "todo_write", args, None);
+    f.send(EventPayload::TodosUpdated {
+        todos: list.clone(),
+    });
+    f.send(EventPayload::ToolCallFinished {
+        call_id: "call_t".into(),
+        tool_name: "todo_write".into(),
+        result: ToolOutput::ok(keel::kernel::tool::todo::summary(&list)),
+        duration_ms: 0,
+    });
+    let screen = f.screen(80, 24);
+    snap("tui_daily_todo_80x24", &screen);
+    assert!(
+        screen.contains("todo: 2 done · 1 in progress · 3 pending"),
+        "{screen}"
+    );
+    // The live list shows each item once; the scrollback none.
+    assert_eq!(count(&screen, "Step 4"), 1, "{screen}");
+    assert!(!screen.contains("[ ] Step"), "{screen}");
+}
