@@ -637,23 +637,7 @@ impl Client {
         };
         let lost = self.daemon.as_ref().is_some_and(|d| d.lost);
         match msg {
-            Input::Term(TermEvent::Key(key)) if lost => {
-                if key.code == crossterm::event::KeyCode::Enter {
-                    let typed = self.view.composer.text();
-                    self.reconnect().await;
-                    // Back: what was typed while disconnected is sent now (not the messages a
-                    // new daemon gave back to the editor: they wait for their own Enter).
-                    let back = !self.daemon.as_ref().is_some_and(|d| d.lost);
-                    let same = self.view.composer.text() == typed;
-                    if back && same && !typed.trim().is_empty() {
-                        if let Some(action) = self.view.on_key(key) {
-                            self.act(action).await;
-                        }
-                    }
-                } else if let Some(Action::Quit) = self.view.on_key(key) {
-                    self.stop = Some(Exit::Success);
-                }
-            }
+            Input::Term(TermEvent::Key(key)) if lost => self.key_while_lost(key).await,
             Input::Term(TermEvent::Key(key)) if self.asking_quit => {
                 use crossterm::event::KeyCode;
                 self.asking_quit = false;

@@ -10,8 +10,10 @@ use tokio::time::Instant;
 use super::client::Client;
 use super::short_id;
 use super::transcript::HistoryCell;
+use super::view::Action;
 use crate::client::dial::Backoff;
 use crate::client::link::{AttachError, Link, Start};
+use crate::exit::Exit;
 
 impl Client {
     pub(super) fn lost(&mut self, why: &str) {
@@ -36,6 +38,27 @@ impl Client {
              session's file keeps every completed entry."
         )));
         self.view.place = Some("daemon connection lost · Enter reconnects".into());
+    }
+
+    /// A key while the daemon connection is lost: Enter reconnects (and sends what was typed
+    /// meanwhile), the quit keys quit, the others edit.
+    pub(super) async fn key_while_lost(&mut self, key: crossterm::event::KeyEvent) {
+        if key.code != crossterm::event::KeyCode::Enter {
+            if let Some(Action::Quit) = self.view.on_key(key) {
+                self.stop = Some(Exit::Success);
+            }
+            return;
+        }
+        let typed = self.view.composer.text();
+        self.reconnect().await;
+        // Back: what was typed while disconnected is sent now (not the messages a new daemon
+        // gave back to the editor: they wait for their own Enter).
+        let back = !self.daemon.as_ref().is_some_and(|d| d.lost);
+        if back && self.view.composer.text() == typed && !typed.trim().is_empty() {
+            if let Some(action) = self.view.on_key(key) {
+                self.act(action).await;
+            }
+        }
     }
 
     /// Attaches again from the last event seen: a replay, or a snapshot if the daemon no longer
