@@ -180,13 +180,17 @@ fn bash_does_not_inherit_provider_keys() {
     }
 }
 
-/// The full output of a capped `bash` call is kept in a private directory under KEEL_HOME,
-/// which is removed when keel exits (before: a world-readable temp dir, kept forever).
+/// Without a session, the full output of a capped `bash` call is kept in a private directory
+/// under KEEL_HOME, which is removed when keel exits (before: a world-readable temp dir, kept
+/// forever).
 #[test]
 fn bash_spill_file_is_private_and_removed_at_exit() {
     let sb = Sandbox::new();
     let path = script(&sb, "bash", json!({"command": "seq 1 5000"}));
-    let mut rpc = Rpc::start(&sb, &["--provider", "scripted", "--script", &path]);
+    let mut rpc = Rpc::start(
+        &sb,
+        &["--provider", "scripted", "--script", &path, "--no-session"],
+    );
     rpc.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
     let end = rpc.wait(&json!({"type": "tool_execution_end"}));
     let full = PathBuf::from(
@@ -209,6 +213,83 @@ fn bash_spill_file_is_private_and_removed_at_exit() {
     assert_eq!(code, 0);
     assert!(!full.exists(), "{} outlived keel", full.display());
     assert!(!dir.exists(), "{} outlived keel", dir.display());
+}
+
+/// A saved session keeps the full output of a capped `bash` call beside its file (the
+/// `<session>.output/` directory, 0700): the path its tool result names still holds the whole
+/// output after keel exits, and when the session is resumed a sandboxed command and `read`
+/// can still open it (before: it was in `$KEEL_HOME/tmp/<pid>-*`, removed at exit).
+#[test]
+fn bash_full_output_is_kept_with_the_session() {
+    // Not under /tmp: bubblewrap's private /tmp would hide the session's directory.
+    let sb = Sandbox::new_in("/var/tmp").unwrap_or_else(Sandbox::new);
+    let path = script(&sb, "bash", json!({"command": "seq 1 5000"}));
+    let (stdout, _) = json_run(&sb, &path, &[], &[]);
+    let end = lines(&stdout)
+        .into_iter()
+        .find(|l| l["type"] == "tool_execution_end")
+        .unwrap();
+    let full = end["result"]["details"]["fullOutputPath"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no fullOutputPath in {end}"))
+        .to_string();
+    let expected: String = (1..=5000).map(|i| format!("{i}\n")).collect();
+    assert_eq!(
+        std::fs::read_to_string(&full).unwrap_or_else(|e| panic!("{full} after exit: {e}")),
+        expected
+    );
+    let full = PathBuf::from(full);
+    let dir = full.parent().unwrap();
+    assert!(
+        dir.starts_with(sb.home().join("sessions")),
+        "{}",
+        dir.display()
+    );
+    assert!(
+        dir.to_string_lossy().ends_with(".output"),
+        "{}",
+        dir.display()
+    );
+    let session = dir.with_extension("jsonl");
+    assert!(session.is_file(), "{} beside no session", dir.display());
+    let mode = std::fs::metadata(dir).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{}", dir.display());
+    // The resumed session's tools read it, under each mechanism; another session's outputs
+    // stay hidden.
+    let other = dir.with_file_name("other.output");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join("bash-1.log"), "other-session-canary").unwrap();
+    let name = full.display().to_string();
+    let body = json!({"turns": [
+        {"chunks": [{"toolCall": {"id": "c1", "name": "bash",
+            "arguments": {"command": format!("wc -l < {name}")}}}]},
+        {"chunks": [{"toolCall": {"id": "c2", "name": "read",
+            "arguments": {"path": name, "offset": 4999}}}]},
+        {"chunks": [{"toolCall": {"id": "c3", "name": "bash",
+            "arguments": {"command": format!("cat {}/bash-1.log", other.display())}}}]},
+        {"chunks": [{"text": "done"}]},
+    ]});
+    std::fs::write(&path, body.to_string()).unwrap();
+    let text = |e: &Value| {
+        e["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    for mech in crate::sandbox::mechanisms() {
+        let envs = [("KEEL_SANDBOX_MECHANISM", mech)];
+        let (stdout, _) = json_run(&sb, &path, &envs, &["--continue"]);
+        let ends: Vec<Value> = lines(&stdout)
+            .into_iter()
+            .filter(|l| l["type"] == "tool_execution_end")
+            .collect();
+        assert_eq!(ends.len(), 3, "{mech}: {stdout}");
+        assert_eq!(text(&ends[0]).trim(), "5000", "{mech}: {}", ends[0]);
+        assert!(text(&ends[1]).contains("5000"), "{mech}: {}", ends[1]);
+        assert_ne!(ends[1]["isError"], json!(true), "{mech}: {}", ends[1]);
+        assert!(!text(&ends[2]).contains("canary"), "{mech}: {}", ends[2]);
+        assert_eq!(ends[2]["isError"], json!(true), "{mech}: {}", ends[2]);
+    }
 }
 
 /// `tool_execution_update` no longer re-sends a 50 KB tail every 8 KB: for a command printing

@@ -52,6 +52,7 @@ impl Live {
             .path()
             .map(|p| p.display().to_string())
             .unwrap_or_default();
+        let kept = store.path().map(crate::kernel::tool::output_dir_of);
         let model_differs = store.last_model() != Some((provider.name(), provider.model()));
         let bus = Bus::new(clock.clone());
         let store: SharedStore = Arc::new(Mutex::new(store));
@@ -69,6 +70,11 @@ impl Live {
             .as_ref()
             .map(|s| s.for_session(&session_id, &transcript));
         config.session_id = Some(session_id);
+        // A saved session keeps its full tool outputs beside its file; its tools may read them.
+        if let Some(dir) = kept {
+            config.tool_env = config.tool_env.keeping_outputs_in(dir.clone());
+            config.sandbox = Arc::new(config.sandbox.as_ref().clone().reading(&dir));
+        }
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
         session.watch_store(&recorder.health());
         session.resume_checkpoints(last_checkpoint);

@@ -132,7 +132,7 @@ pub fn map(result: &Value, origin: &Origin, env: &ToolEnv, temp_dir: &Path) -> T
 }
 
 fn spill(text: &str, env: &ToolEnv, temp_dir: &Path) -> std::io::Result<std::path::PathBuf> {
-    let dir = env.spill_dir(temp_dir)?;
+    let dir = env.output_dir(temp_dir)?;
     let f = tempfile::Builder::new()
         .prefix("mcp-")
         .suffix(".txt")

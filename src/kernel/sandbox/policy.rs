@@ -266,6 +266,20 @@ impl SandboxPolicy {
     }
 }
 
+impl super::Sandbox {
+    /// This sandbox with `dir` readable too (a saved session's kept outputs, beside its file
+    /// under the denied `$KEEL_HOME`), and a zygote of its own: one started already was
+    /// started without it. `--sandbox off` reads everything already.
+    pub fn reading(mut self, dir: &Path) -> super::Sandbox {
+        if self.policy.mode == SandboxMode::Off {
+            return self;
+        }
+        self.policy.allow_read.push(real(dir));
+        self.zygote = self.zygote.fresh();
+        self
+    }
+}
+
 /// Why a write is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WriteDenial {

@@ -100,7 +100,7 @@ impl Output {
 
     /// Creates the full-output file and writes everything so far (all of it is still in `tail`).
     fn start_spill(&mut self) {
-        let made = self.env.spill_dir(&self.temp_dir).and_then(|dir| {
+        let made = self.env.output_dir(&self.temp_dir).and_then(|dir| {
             let f = tempfile::Builder::new()
                 .prefix("bash-")
                 .suffix(".log")

@@ -81,9 +81,11 @@ fn start_failed(e: std::io::Error) -> String {
     format!("Failed to start shell: {e}")
 }
 
-/// The session's private directory that becomes the sandbox's `/tmp` (created now).
+/// The session's private directory that becomes the sandbox's `/tmp` (created now, with the
+/// session's kept output directory: what does not exist when the sandbox starts is not bound).
 pub fn private_tmp(env: &ToolEnv, temp_dir: &Path) -> Result<PathBuf, String> {
-    env.spill_dir(temp_dir)
+    env.output_dir(temp_dir)
+        .and_then(|_| env.spill_dir(temp_dir))
         .map(|d| d.join("sandbox-tmp"))
         .and_then(|d| std::fs::create_dir_all(&d).map(|_| d))
         .map_err(|e| format!("Failed to prepare the sandbox: {e}"))

@@ -1,5 +1,6 @@
 //! `ToolEnv`: the environment the processes keel's tools start get (this process's, or the
-//! session's own in the daemon, minus provider credentials) and what they leave behind (the
+//! session's own in the daemon, minus provider credentials), where full outputs go (a saved
+//! session's kept directory, else the spill directory) and what they leave behind (the
 //! private spill directory, the process groups of background children), cleaned up when the
 //! last clone is dropped. Owns only that; it never reads the process environment (the caller
 //! hands it the names to remove and the session's variables).
@@ -26,6 +27,9 @@ pub struct ToolEnv {
     /// opening client's): tool processes get exactly it, less `scrub_env`. `None`: they
     /// inherit this process's environment, less `scrub_env`.
     vars: Option<Arc<BTreeMap<String, String>>>,
+    /// The saved session's directory for full outputs (`<session file>.output`), kept after
+    /// the session ends; `None` (no session file): they go to the spill directory.
+    kept: Option<PathBuf>,
     leftovers: Arc<Leftovers>,
 }
 
@@ -42,6 +46,7 @@ impl ToolEnv {
         ToolEnv {
             scrub_env,
             vars: None,
+            kept: None,
             leftovers: Arc::new(Leftovers::default()),
         }
     }
@@ -51,6 +56,31 @@ impl ToolEnv {
     pub fn with_vars(mut self, vars: Option<BTreeMap<String, String>>) -> Self {
         self.vars = vars.map(Arc::new);
         self
+    }
+
+    /// Full outputs of this clone's tools are kept in `dir` (a saved session's own directory,
+    /// see [`output_dir_of`]) instead of the spill directory removed at exit.
+    pub fn keeping_outputs_in(mut self, dir: PathBuf) -> Self {
+        self.kept = Some(dir);
+        self
+    }
+
+    /// The directory full outputs are kept in, when it outlives the session.
+    pub fn kept_output_dir(&self) -> Option<&Path> {
+        self.kept.as_deref()
+    }
+
+    /// Where a cut tool output's full text is written: the session's kept directory (created
+    /// 0700 now), else the spill directory under `root`.
+    pub(crate) fn output_dir(&self, root: &Path) -> std::io::Result<PathBuf> {
+        let Some(dir) = &self.kept else {
+            return self.spill_dir(root);
+        };
+        if !dir.is_dir() {
+            crate::kernel::private::create_dir_all(dir)?;
+            lock(&self.leftovers.kept).push(dir.clone());
+        }
+        Ok(dir.clone())
     }
 
     /// `vars` without the variables this scrubs: what may be kept, e.g. in a scheduled task.
@@ -162,6 +192,12 @@ impl ToolEnv {
     }
 }
 
+/// The directory a saved session's full outputs are kept in: `<file without .jsonl>.output`
+/// beside the session file.
+pub fn output_dir_of(session_file: &Path) -> PathBuf {
+    session_file.with_extension("output")
+}
+
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -170,13 +206,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[derive(Debug, Default)]
 struct Leftovers {
     spill: Mutex<Option<tempfile::TempDir>>,
+    /// Kept output directories created here: removed at the end when still empty.
+    kept: Mutex<Vec<PathBuf>>,
     groups: Mutex<Vec<i32>>,
 }
 
 impl Drop for Leftovers {
-    /// Kills the remembered process groups; the spill directory is removed as the `TempDir`
-    /// drops right after.
+    /// Kills the remembered process groups and removes the kept output directories nothing
+    /// was written to; the spill directory is removed as the `TempDir` drops right after.
     fn drop(&mut self) {
+        for dir in lock(&self.kept).iter() {
+            // Fails, as it should, when the directory holds an output.
+            let _ = std::fs::remove_dir(dir);
+        }
         for &pg in lock(&self.groups).iter() {
             if let Err(e) = killpg(Pid::from_raw(pg), Signal::SIGKILL) {
                 if e != Errno::ESRCH {
@@ -297,6 +339,26 @@ mod tests {
         assert!(dir.exists(), "a clone still holds it");
         drop(clone);
         assert!(!dir.exists());
+    }
+
+    #[test]
+    fn kept_outputs_outlive_the_env_and_an_empty_kept_dir_is_removed() {
+        let root = tempfile::tempdir().unwrap();
+        let session = root.path().join("s").join("2026_x.jsonl");
+        let kept = output_dir_of(&session);
+        assert_eq!(kept, root.path().join("s").join("2026_x.output"));
+        let env = ToolEnv::default().keeping_outputs_in(kept.clone());
+        assert_eq!(env.output_dir(&root.path().join("tmp")).unwrap(), kept);
+        let mode = std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+        std::fs::write(kept.join("bash-1.log"), "x").unwrap();
+        drop(env);
+        assert!(kept.join("bash-1.log").exists(), "kept with the session");
+        let empty = root.path().join("s").join("2026_y.output");
+        let env = ToolEnv::default().keeping_outputs_in(empty.clone());
+        env.output_dir(root.path()).unwrap();
+        drop(env);
+        assert!(!empty.exists(), "nothing was kept in it");
     }
 
     #[test]

@@ -35,7 +35,7 @@ use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::Content;
 use crate::kernel::sandbox::Sandbox;
 
-pub use env::ToolEnv;
+pub use env::{output_dir_of, ToolEnv};
 pub use files::{FileClient, Files};
 
 /// What a tool produced: content for the model, structured details for front ends.
