@@ -374,3 +374,69 @@ fn an_attach_window_shows_the_answer_streamed_before_it_attached() {
     w.wait_for("the goodbye", |t| t.contains("Left session early"));
     assert!(child.wait().unwrap().success());
 }
+
+/// A window attached to a subagent whose task ended still said "Ask anything", and Enter
+/// swallowed the prompt: a child session takes no prompts from a user. It now says the
+/// subagent finished and is read only, and Enter keeps what was typed and says so. Attaching
+/// after it ended is refused (it is no longer live), with the way to open its file.
+#[test]
+fn a_window_attached_to_a_subagent_that_finished_takes_no_prompt() {
+    let sb = Sandbox::new();
+    let fifo = sb.work().join("signal.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    let s = script(
+        &sb,
+        "child.json",
+        json!([
+            {"match": "^go", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
+                {"description": "wait for it", "prompt": "CHILD waits"}}}]},
+            {"match": "^CHILD", "chunks": [{"toolCall": {"id": "b1", "name": "bash", "arguments":
+                {"command": format!("cat {}", fifo.display())}}}]},
+            {"match": "^CHILD", "chunks": [{"text": "child done"}]},
+            {"match": "^go", "chunks": [{"text": "parent done"}]}
+        ]),
+    );
+    let d = Daemon::start(&sb, &[]);
+    let mut c = d.connect();
+    c.hello(true);
+    let parent = open_script(&mut c, &sb, &s, &[]);
+    c.call("session/attach", json!({"sessionId": parent}));
+    let r = c.call("prompt", json!({"sessionId": parent, "message": "go"}));
+    assert_eq!(r["result"]["disposition"], "started", "{r}");
+    let seen = c.notes_until(|v| {
+        v["method"] == "session/event"
+            && v["params"]["event"]["partialResult"]["details"]["step"]["toolName"] == "bash"
+    });
+    let child = seen.last().unwrap()["params"]["event"]["partialResult"]["details"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let keel = env!("CARGO_BIN_EXE_keel");
+    let socket = d.socket.display().to_string();
+    let attach = format!("exec '{keel}' attach {child} --socket '{socket}'");
+    let (mut w, mut window) = spawn(&sb, &attach);
+    w.wait_for("the child's run", |t| t.contains("CHILD waits"));
+    std::fs::write(&fifo, "go\n").unwrap();
+    c.notes_until(crate::common::daemon::is_event("agent_settled"));
+    w.wait_for("the finished subagent, read only", |t| {
+        t.contains("child done") && t.contains("subagent finished · read only")
+    });
+    assert!(!w.text().contains("Ask anything"), "{}", w.text());
+    w.send("hello");
+    w.send("\r");
+    w.wait_for("Enter refused, the text kept", |t| {
+        t.contains("This subagent finished: its session takes no prompts") && t.contains("› hello")
+    });
+    // Ctrl+C clears the editor, then twice quits; the goodbye names the saved session.
+    w.send("\x03");
+    w.wait_for("the editor cleared", |t| !t.contains("› hello"));
+    w.send("\x03");
+    w.send("\x03");
+    w.wait_for("the goodbye", |t| {
+        t.contains("Session saved. Resume it with")
+    });
+    assert!(window.wait().unwrap().success());
+    let late = sb.run(&["attach", &child, "--socket", &socket]);
+    assert_ne!(late.code, 0, "{late}");
+    assert!(late.stderr.contains("is live"), "{late}");
+}

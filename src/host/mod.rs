@@ -711,6 +711,10 @@ impl Host {
             self.on_event(&ev);
         }
         self.release_bash();
+        // A subagent's session is over with its task: the windows attached to it say so.
+        if self.parent_id.is_some() {
+            self.publish(&rpc::session_ended_line("subagent_finished"));
+        }
         self.live.recorder.sync();
     }
 

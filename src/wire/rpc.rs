@@ -431,6 +431,16 @@ pub fn dialog_resolved_line(id: &str) -> String {
     s
 }
 
+/// `session_ended {reason}`: the session takes no more prompts (`subagent_finished`).
+pub fn session_ended_line(reason: &str) -> String {
+    let mut s = serde_json::to_string(&WireEvent::SessionEnded {
+        reason: reason.into(),
+    })
+    .unwrap_or_default();
+    s.push('\n');
+    s
+}
+
 fn approval_request<'a>(
     call_id: &'a str,
     tool_name: &'a str,

@@ -228,7 +228,7 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
     let (exit, client) = show(link, start, Some(daemon), opening).await?;
     let id = client.link.session_id().to_string();
     // Quitting (not detaching) ends a session nobody else shows, as in-process.
-    let closed = match client.close {
+    let closed = match client.close && client.view.ended.is_none() {
         true => client
             .commands
             .request("session/close", json!({}))
@@ -238,6 +238,8 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
     };
     let text = match closed {
         Ok(_) => saved_line(&client),
+        // A subagent that finished is saved, not live.
+        Err(_) if client.view.ended.is_some() => saved_line(&client),
         Err(why) => {
             if !why.is_empty() {
                 tracing::info!("session {id} stays live: {why}");
@@ -563,8 +565,10 @@ impl Client {
                     for action in self.view.on_event(&e, now) {
                         self.act(action).await;
                     }
-                    if let WireEvent::ModelChanged { .. } = e {
-                        self.fetch_state();
+                    match e {
+                        WireEvent::ModelChanged { .. } => self.fetch_state(),
+                        WireEvent::SessionEnded { .. } => self.session_ended(),
+                        _ => {}
                     }
                 }
             }
@@ -671,6 +675,9 @@ impl Client {
     }
 
     pub async fn act(&mut self, action: Action) {
+        if self.refused_when_ended(&action) {
+            return;
+        }
         let typed = match &action {
             Action::Prompt(t) | Action::Steer(t) | Action::FollowUp(t) => Some(t.clone()),
             Action::Bash(cmd) => Some(format!("!{cmd}")),

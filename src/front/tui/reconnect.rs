@@ -1,7 +1,8 @@
 //! Daemon trouble, seen from the TUI: a lost connection is said plainly and Enter attaches
 //! again with the cursor (a replay, or a snapshot when the daemon no longer holds the events
 //! in between: never a silent gap); a dead daemon is replaced by a new one that resumes the
-//! session from its file (the messages queued in the dead one back in the editor). A remote daemon's link (ssh) that drops is retried by itself, with
+//! session from its file (the messages queued in the dead one back in the editor); a session
+//! that ended (a subagent's) leaves the window read only. A remote daemon's link (ssh) that drops is retried by itself, with
 //! backoff, while the status line says "reconnecting…": the run there goes on meanwhile.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -248,6 +249,37 @@ async fn reopen(
         .await
         .map_err(|e| e.to_string())?;
     Ok((id, link, start))
+}
+
+impl Client {
+    /// The session ended (a subagent's task is over): the window stays to be read, and says
+    /// it takes no prompts.
+    pub(super) fn session_ended(&mut self) {
+        let id = self.link.session_id().to_string();
+        self.view.ended = Some("subagent finished · read only · Ctrl+C leaves".into());
+        self.view.notice(HistoryCell::Notice(format!(
+            "The subagent finished; its session {} is saved (keel --resume {id} opens it).",
+            short_id(&id)
+        )));
+    }
+
+    /// Whether `action` sends the session input it can no longer take (it ended): then the
+    /// text goes back to the editor and the window says why.
+    pub(super) fn refused_when_ended(&mut self, action: &Action) -> bool {
+        let typed = match action {
+            Action::Prompt(t) | Action::Steer(t) | Action::FollowUp(t) => t.clone(),
+            Action::Bash(cmd) => format!("!{cmd}"),
+            _ => return false,
+        };
+        if self.view.ended.is_none() {
+            return false;
+        }
+        self.view.restore_to_composer(vec![typed]);
+        self.view.notice(HistoryCell::Notice(
+            "This subagent finished: its session takes no prompts.".into(),
+        ));
+        true
+    }
 }
 
 #[cfg(test)]

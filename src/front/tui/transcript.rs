@@ -412,6 +412,8 @@ impl Transcript {
             P::ExtensionUiRequest(r) => self.dialog(r),
             // The view takes the question down.
             P::DialogResolved { .. } => {}
+            // The client makes the window read only (`reconnect::session_ended`).
+            P::SessionEnded { .. } => {}
             P::QueueUpdate {
                 steering,
                 follow_up,

@@ -188,6 +188,9 @@ pub struct View {
     /// The daemon's connection was lost at this time (unix ms): no spinner, no running
     /// timers, the run's state is unknown until the view reconnects.
     pub disconnected: Option<i64>,
+    /// The session shown takes no more prompts (a subagent that finished): the editor's
+    /// placeholder says this instead of inviting one.
+    pub ended: Option<String>,
     /// The project's files, for the `@` menu (`None`: no menu).
     pub files: Option<super::files::FileIndex>,
     /// The `@` menu, while an `@` word is typed and files match it.
@@ -233,6 +236,7 @@ impl View {
             sandbox: None,
             attached: false,
             disconnected: None,
+            ended: None,
             files: None,
             mention: None,
             mention_dismissed: None,

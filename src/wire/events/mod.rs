@@ -285,6 +285,12 @@ pub enum WireEvent<'a> {
     PermissionModeChanged {
         mode: Cow<'a, str>,
     },
+    /// keel: the session ended and takes no more prompts; sent to the clients attached to it.
+    /// `reason`: `subagent_finished` (a subagent's task is over; its file stays, and
+    /// `keel --resume` opens it as a session of its own).
+    SessionEnded {
+        reason: Cow<'a, str>,
+    },
     /// A type this keel does not know (a newer peer's addition): nothing to show.
     #[serde(other)]
     Other,
@@ -305,6 +311,7 @@ kinds! { WireEvent {
     QueueUpdate = "queue_update",
     ExtensionUiRequest = "extension_ui_request",
     DialogResolved = "dialog_resolved",
+    SessionEnded = "session_ended",
     AutoRetryStart = "auto_retry_start",
     AutoRetryEnd = "auto_retry_end",
     SessionInfoChanged = "session_info_changed",

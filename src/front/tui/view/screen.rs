@@ -309,7 +309,9 @@ impl View {
                 max_height as usize,
             ));
         } else {
-            let placeholder = if self.transcript.is_running() {
+            let placeholder = if let Some(ended) = &self.ended {
+                ended.as_str()
+            } else if self.transcript.is_running() {
                 "Enter steers · Alt+Enter queues a follow-up · Esc interrupts"
             } else {
                 "Ask anything · / for commands · ! runs a shell command"
