@@ -426,6 +426,7 @@ pub fn agent_config_with(
         session_id: None,
         output_schema: output_schema(settings, env)?,
         max_cost: settings.max_cost,
+        budget: None,
         rules: Arc::new(rules),
         hooks,
         sandbox: std::sync::Arc::new(sandbox),

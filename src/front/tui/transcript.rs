@@ -10,6 +10,7 @@ use std::collections::VecDeque;
 use serde_json::Value;
 
 mod children;
+mod cost;
 mod explore;
 mod lines;
 mod retry;
