@@ -333,3 +333,48 @@ fn settings_and_agents_warnings_are_shown_once_in_the_tui() {
         assert!(child.wait().unwrap().success());
     }
 }
+
+/// A run that ended while the window was not focused said nothing: with `notify: osc777` the
+/// TUI writes a desktop notification then (the terminal reported focus lost, `CSI O`), and
+/// nothing once the window is focused again (`CSI I`).
+#[test]
+fn a_run_that_ends_in_an_unfocused_window_notifies() {
+    use crate::common::support::{fixture, Sandbox};
+    let sb = Sandbox::new();
+    std::fs::write(sb.home().join("settings.json"), r#"{"notify": "osc777"}"#).unwrap();
+    let shell = format!(
+        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("hello.json")
+    );
+    let (mut s, mut child) = crate::tui_pty::spawn(&sb, &shell);
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    let raw = String::from_utf8_lossy(&s.raw).to_string();
+    assert!(raw.contains("\x1b[?1004h"), "focus reporting is asked for");
+    let note = "\x1b]777;notify;keel;the run ended; keel waits for your input\x07";
+    s.send("\x1b[O");
+    s.send("hello\r");
+    s.wait_for("the answer", |t| t.contains("Hello from keel"));
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    let notified =
+        |s: &crate::tui_pty::Screen| String::from_utf8_lossy(&s.raw).matches(note).count();
+    // The placeholder is back: the run settled, and the notification was written before
+    // that frame.
+    assert_eq!(notified(&s), 1, "{:?}", String::from_utf8_lossy(&s.raw));
+    // Focused again: the next run ends without a notification.
+    s.send("\x1b[I");
+    s.send("again\r");
+    s.wait_for("the second answer", |t| {
+        t.matches("Hello from keel").count() == 2
+    });
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+    assert_eq!(notified(&s), 1, "not again once focused");
+    let raw = String::from_utf8_lossy(&s.raw).to_string();
+    assert!(
+        raw.contains("\x1b[?1004l"),
+        "focus reporting is turned off again"
+    );
+}

@@ -14,6 +14,7 @@ pub mod files;
 pub mod history;
 pub mod live_picker;
 pub mod markdown;
+pub mod notify;
 pub mod pager;
 pub mod paint;
 pub mod permissions;
@@ -68,6 +69,8 @@ pub struct TuiSetup {
     pub welcome: Option<String>,
     /// What `/hooks` reads: the `--settings` flag and the environment of the session.
     pub hooks_from: Option<(Option<String>, crate::mode::Env)>,
+    /// How to tell the user a run ended or asks while the window is not focused.
+    pub notify: crate::settings::NotifyChannel,
 }
 
 /// Lays out one frame of `view` and writes it through `term`: the history finished since the
