@@ -101,6 +101,15 @@ fn the_permission_mode_is_the_last_part_of_the_status_line_to_go() {
             snap("tui_daily_status_80x12", &screen);
         }
     }
+    // Where the session runs goes late: a window that lost its daemon says there how to
+    // reconnect.
+    let mut f = busy_status();
+    f.view.place = Some("daemon connection lost · Enter reconnects".into());
+    let screen = f.screen(80, 12);
+    assert!(
+        screen.contains("Enter reconnects · accept-edits mode"),
+        "{screen}"
+    );
     let wide = busy_status().screen(200, 12);
     let all = "claude-sonnet-4-5 · thinking medium · ↑12.4k ↓830 · $0.050 · ctx 7% · \
                daemon pid 4242 · 2 clients · accept-edits mode · sandbox: workspace-write · net off";

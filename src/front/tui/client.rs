@@ -57,7 +57,7 @@ pub struct AttachSetup {
     /// Open the session picker first (`--resume` without an id).
     pub pick_session: bool,
     /// How to tell the user a run ended or asks while the window is not focused.
-    pub notify: crate::settings::NotifyChannel,
+    pub notify: crate::setup::settings::NotifyChannel,
 }
 
 /// How long leaving an in-process session waits for its run to settle.
@@ -118,7 +118,7 @@ struct Opening {
     no_color: bool,
     dumb: bool,
     hooks_from: Option<(Option<String>, crate::mode::Env)>,
-    notify: crate::settings::NotifyChannel,
+    notify: crate::setup::settings::NotifyChannel,
 }
 
 pub(super) struct Client {

@@ -70,7 +70,7 @@ pub struct TuiSetup {
     /// What `/hooks` reads: the `--settings` flag and the environment of the session.
     pub hooks_from: Option<(Option<String>, crate::mode::Env)>,
     /// How to tell the user a run ended or asks while the window is not focused.
-    pub notify: crate::settings::NotifyChannel,
+    pub notify: crate::setup::settings::NotifyChannel,
 }
 
 /// Lays out one frame of `view` and writes it through `term`: the history finished since the

@@ -7,22 +7,28 @@
 //! Pure: bytes out, the controller writes them.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use crate::settings::NotifyChannel;
+use crate::setup::settings::NotifyChannel;
 use crate::wire::events::{Outcome, UiMethod, WireEvent};
 
 /// The title of a desktop notification.
 const TITLE: &str = "keel";
 
-/// The channel the merged settings name (`bell` when none does).
-pub fn channel(files: &crate::settings::Merged) -> NotifyChannel {
-    files.notify.as_ref().map(|s| s.value).unwrap_or_default()
+/// The channel the run's settings name (`bell` when none does).
+pub fn channel(settings: &crate::setup::Settings) -> NotifyChannel {
+    settings
+        .files
+        .notify
+        .as_ref()
+        .map(|s| s.value)
+        .unwrap_or_default()
 }
 
 /// The channel of the settings files of a window opened in `env` (`keel attach`, which reads
 /// no other settings); `bell` when they cannot be read (their errors are the session's).
 pub fn channel_in(env: &crate::mode::Env) -> NotifyChannel {
     crate::setup::settings::load(None, env)
-        .map(|l| channel(&l.merged))
+        .ok()
+        .and_then(|l| l.merged.notify.map(|s| s.value))
         .unwrap_or_default()
 }
 
