@@ -556,18 +556,6 @@ impl Client {
         }
     }
 
-    /// The bell or a desktop notification, when `e` asks something of a user who is not
-    /// looking (`notify.rs`).
-    fn notify(&mut self, e: &WireEvent) {
-        if let Some(bytes) = self.notifier.on_event(e) {
-            use std::io::Write;
-            let mut out = TerminalOut;
-            if let Err(err) = out.write_all(&bytes).and_then(|()| out.flush()) {
-                tracing::warn!("cannot notify: {err}");
-            }
-        }
-    }
-
     fn show_line(&mut self, line: &str) {
         if let Some(e) = WireEvent::parse(line) {
             let _ = self.view.on_event(&e, self.clock.now_ms());
@@ -580,7 +568,9 @@ impl Client {
                 self.seq = seq;
                 if let Some(e) = WireEvent::parse(&line) {
                     let now = self.clock.now_ms();
-                    self.notify(&e);
+                    if let Some(bytes) = self.notifier.on_event(&e) {
+                        tty::notify(&bytes);
+                    }
                     for action in self.view.on_event(&e, now) {
                         self.act(action).await;
                     }

@@ -102,6 +102,15 @@ pub fn restore() {
     let _ = terminal::disable_raw_mode();
 }
 
+/// Writes a notification's bytes (the bell, an OSC 9 or 777 sequence: `notify.rs`), which
+/// move nothing on the screen.
+pub fn notify(bytes: &[u8]) {
+    let mut out = TerminalOut;
+    if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
+        tracing::warn!("cannot notify: {e}");
+    }
+}
+
 /// Ctrl+Z: puts the terminal back, stops this process with SIGTSTP (what the shell's job
 /// control expects) and, once it is continued (`fg`), takes the terminal again. A process
 /// group the kernel will not stop (no job control) just goes on.
