@@ -261,6 +261,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         structured_output: structured_output.filter(|_| outcome == RunOutcome::Completed),
         outcome: outcome.clone(),
     });
+    hooked::idle_prompt(inner, &outcome);
     outcome
 }
 
