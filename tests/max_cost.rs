@@ -170,8 +170,13 @@ fn assert_the_child_spent_from_the_parent_s_cap(run: &crate::common::support::Ru
 #[test]
 fn a_subagent_spends_from_its_parent_s_cap_and_its_cost_is_reported() {
     let sb = Sandbox::new();
-    let script = parent_and_child_script(&sb);
-    let run = sb.run(&[
+    assert_the_child_spent_from_the_parent_s_cap(&capped_survey(&sb, &[]));
+}
+
+/// `keel --json` on the parent-and-child script capped at $0.025, with `extra` flags.
+fn capped_survey(sb: &Sandbox, extra: &[&str]) -> crate::common::support::Run {
+    let script = parent_and_child_script(sb);
+    let mut args = vec![
         "--json",
         "--provider",
         "scripted",
@@ -180,8 +185,9 @@ fn a_subagent_spends_from_its_parent_s_cap_and_its_cost_is_reported() {
         "--max-cost",
         "0.025",
         "survey the project",
-    ]);
-    assert_the_child_spent_from_the_parent_s_cap(&run);
+    ];
+    args.extend_from_slice(extra);
+    sb.run(&args)
 }
 
 /// The same through the daemon: the child is a session of the daemon's host, and still draws
@@ -191,20 +197,7 @@ fn through_the_daemon_a_subagent_spends_from_its_parent_s_cap() {
     let sb = Sandbox::new();
     let d = crate::common::daemon::Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
-    let script = parent_and_child_script(&sb);
-    let run = sb.run(&[
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--max-cost",
-        "0.025",
-        "survey the project",
-        "--daemon",
-        "--socket",
-        &socket,
-    ]);
+    let run = capped_survey(&sb, &["--daemon", "--socket", &socket]);
     assert_the_child_spent_from_the_parent_s_cap(&run);
 }
 
