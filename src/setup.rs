@@ -374,13 +374,16 @@ pub fn agent_config_with(
     // A session that may run `bash` in a sandbox has its private /tmp (and, where bubblewrap
     // was never probed, its zygote's start is the probe).
     let sandboxed = sandbox_config.mode != crate::kernel::sandbox::SandboxMode::Off;
+    // Named, not created: a run that runs no command makes no directory.
     let sandbox_tmp = match sandboxed && tools.iter().any(|t| t == "bash") {
-        true => crate::kernel::tool::bash::private_tmp(&tool_env, &temp_dir).ok(),
+        true => Some(crate::kernel::tool::bash::private_tmp_path(
+            &tool_env, &temp_dir,
+        )),
         false => None,
     };
     // The session's own spill directory is the one part of $KEEL_HOME its tools may read.
     let spill = match sandboxed {
-        true => tool_env.spill_dir(&temp_dir).ok(),
+        true => Some(tool_env.spill_path(&temp_dir)),
         false => None,
     };
     let sandbox = crate::kernel::sandbox::Sandbox::for_session_at(
@@ -423,6 +426,7 @@ pub fn agent_config_with(
         session_id: None,
         output_schema: output_schema(settings, env)?,
         max_cost: settings.max_cost,
+        budget: None,
         rules: Arc::new(rules),
         hooks,
         sandbox: std::sync::Arc::new(sandbox),

@@ -19,9 +19,21 @@ fn session(
     hooks: Value,
     permission: Permission,
 ) -> AgentSession {
+    session_asking(dir, script, hooks, permission, false)
+}
+
+/// [`session`] of a front end that can ask (`can_ask`: a person is there).
+fn session_asking(
+    dir: &std::path::Path,
+    script: Value,
+    hooks: Value,
+    permission: Permission,
+    can_ask: bool,
+) -> AgentSession {
     let mut c = AgentConfig::new(dir.to_path_buf(), dir.to_path_buf());
     c.bash_timeout = Duration::from_secs(30);
     c.permission = permission;
+    c.can_ask = can_ask;
     let (config, warnings) = HookConfig::parse(&hooks, "test settings");
     assert!(warnings.is_empty(), "{warnings:?}");
     let env = HookEnv {
@@ -352,4 +364,44 @@ fn session_start_context_reaches_the_first_prompt_and_session_end_fires() {
         std::fs::read_to_string(d.path().join("ended")).unwrap(),
         "prompt_input_exit\n"
     );
+}
+
+/// A run that ended and waits for the user fired no `Notification`: Claude's `idle_prompt`
+/// (matched by its `notification_type`), for a session a person prompts only.
+#[test]
+fn a_run_that_ends_fires_the_idle_prompt_notification() {
+    let d = tempfile::tempdir().unwrap();
+    let script = json!({"turns": [{"repeat": true, "chunks": [{"text": "done"}]}]});
+    let hooks = hook(
+        "Notification",
+        "idle_prompt",
+        "jq -r '.notification_type + \" \" + .message' > notified",
+    );
+    let s = session_asking(d.path(), script, hooks, Permission::Auto, true);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let finished = rt.block_on(async {
+        let mut rx = s.subscribe();
+        let run = s.prompt("go".into()).unwrap();
+        assert_eq!(run.await.unwrap(), RunOutcome::Completed);
+        let wait = async {
+            while let Some(ev) = rx.recv().await {
+                if let EventPayload::HookFinished {
+                    event, exit_code, ..
+                } = &ev.payload
+                {
+                    if event == "Notification" {
+                        return Some(*exit_code);
+                    }
+                }
+            }
+            None
+        };
+        tokio::time::timeout(Duration::from_secs(30), wait).await
+    });
+    assert_eq!(finished, Ok(Some(Some(0))), "the hook ran and ended");
+    let said = std::fs::read_to_string(d.path().join("notified")).unwrap();
+    assert_eq!(said.trim(), "idle_prompt keel is waiting for your input");
 }

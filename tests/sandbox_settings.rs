@@ -135,7 +135,7 @@ fn a_projects_wider_sandbox_waits_for_trust_in_the_store_and_again_when_it_chang
     // it without --trust-project.
     crate::project_trust::tui_trust(
         &sb,
-        &["a wider sandbox: `sandbox.filesystem.allowWrite: \"../shared\"`"],
+        &["  a wider sandbox:\n    `sandbox.filesystem.allowWrite: \"../shared\"`\n"],
         "y\r",
     );
     sb.seed += 1;

@@ -149,7 +149,13 @@ fn help_and_the_slash_menu_offer_detach_in_a_daemon_window() {
     let (mut w, mut child) = spawn(&sb, &attach);
     w.wait_for("the header", |t| t.contains("/detach leaves it"));
     w.send("/help\r");
-    w.wait_for("/detach in the help", |t| t.contains("  /detach "));
+    w.wait_for("the help's keys", |t| t.contains("Ctrl+Z       suspend"));
+    // The help is taller than the window: its commands are a few rows up the scrollback.
+    let screen = w.parser.screen_mut();
+    screen.set_scrollback(12);
+    let upper = screen.contents();
+    screen.set_scrollback(0);
+    assert!(upper.contains("  /detach "), "/detach in the help: {upper}");
     w.send("/det");
     w.wait_for("/detach in the menu", |t| {
         t.contains("/detach") && t.contains("Tab complete")

@@ -197,6 +197,39 @@ impl Drop for Spawned {
     }
 }
 
+/// Kills the daemon `d` mid-run, waits for `w` to say the connection was lost, presses Enter
+/// and waits for the new daemon's resumed session; returns the new daemon's status and the
+/// guard that stops it (the client started it: it is the test's).
+fn kill_and_resume(
+    d: &mut Daemon,
+    w: &mut crate::tui_pty::Screen,
+    sb: &Sandbox,
+    socket: &std::path::Path,
+) -> (serde_json::Value, Spawned) {
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(d.pid()),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .unwrap();
+    assert_eq!(d.wait(), 128 + 9);
+    w.wait_for("the lost connection", |t| {
+        t.contains("connection to the keel daemon was lost")
+    });
+    w.send("\r");
+    w.wait_for("the resumed session", |t| {
+        t.contains("a new one resumed session")
+    });
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_keel"))
+        .args(["daemon", "status", "--json", "--socket"])
+        .arg(socket)
+        .env("KEEL_HOME", sb.home())
+        .output()
+        .unwrap();
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let guard = Spawned(status["pid"].as_i64().map(|p| p as i32));
+    (status, guard)
+}
+
 #[test]
 fn a_daemon_killed_mid_run_is_replaced_on_enter_and_the_session_resumes_from_its_file() {
     let sb = Sandbox::new();
@@ -213,28 +246,7 @@ fn a_daemon_killed_mid_run_is_replaced_on_enter_and_the_session_resumes_from_its
         t.contains("› work") && t.contains("Working")
     });
     let old = d.pid();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(old),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert_eq!(d.wait(), 128 + 9);
-    w.wait_for("the lost connection", |t| {
-        t.contains("connection to the keel daemon was lost")
-    });
-    w.send("\r");
-    w.wait_for("the resumed session", |t| {
-        t.contains("a new one resumed session")
-    });
-    // The daemon the client started is this test's to stop.
-    let status = std::process::Command::new(keel)
-        .args(["daemon", "status", "--json", "--socket"])
-        .arg(&socket)
-        .env("KEEL_HOME", sb.home())
-        .output()
-        .unwrap();
-    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    let _new = Spawned(status["pid"].as_i64().map(|p| p as i32));
+    let (status, _new) = kill_and_resume(&mut d, &mut w, &sb, &socket);
     assert_ne!(status["pid"].as_i64(), Some(i64::from(old)));
     let sessions = status["sessions"].as_array().unwrap();
     assert_eq!(sessions.len(), 1, "{status}");
@@ -443,28 +455,7 @@ fn a_steer_queued_when_the_daemon_dies_is_back_in_the_editor() {
     w.wait_for("the steer queued", |t| {
         t.contains("↳ steer") && t.contains("STEER-ME")
     });
-    let old = d.pid();
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(old),
-        nix::sys::signal::Signal::SIGKILL,
-    )
-    .unwrap();
-    assert_eq!(d.wait(), 128 + 9);
-    w.wait_for("the lost connection", |t| {
-        t.contains("connection to the keel daemon was lost")
-    });
-    w.send("\r");
-    w.wait_for("the resumed session", |t| {
-        t.contains("a new one resumed session")
-    });
-    let status = std::process::Command::new(keel)
-        .args(["daemon", "status", "--json", "--socket"])
-        .arg(&socket)
-        .env("KEEL_HOME", sb.home())
-        .output()
-        .unwrap();
-    let status: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
-    let _new = Spawned(status["pid"].as_i64().map(|p| p as i32));
+    let (_, _new) = kill_and_resume(&mut d, &mut w, &sb, &socket);
     w.wait_for("the steer back in the editor", |t| {
         t.contains("look at STEER-ME") && !t.contains("↳ steer") && !t.contains("Ask anything")
     });

@@ -101,6 +101,15 @@ fn the_permission_mode_is_the_last_part_of_the_status_line_to_go() {
             snap("tui_daily_status_80x12", &screen);
         }
     }
+    // Where the session runs goes late: a window that lost its daemon says there how to
+    // reconnect.
+    let mut f = busy_status();
+    f.view.place = Some("daemon connection lost · Enter reconnects".into());
+    let screen = f.screen(80, 12);
+    assert!(
+        screen.contains("Enter reconnects · accept-edits mode"),
+        "{screen}"
+    );
     let wide = busy_status().screen(200, 12);
     let all = "claude-sonnet-4-5 · thinking medium · ↑12.4k ↓830 · $0.050 · ctx 7% · \
                daemon pid 4242 · 2 clients · accept-edits mode · sandbox: workspace-write · net off";
@@ -198,7 +207,8 @@ fn help_and_permissions_name_shift_tab_and_the_whole_cycle() {
     }
     assert_eq!(seen.join(" → "), cycle, "the cycle in the code");
     let help = keel::front::tui::help_text(false);
-    let line = help.lines().find(|l| l.contains("Shift+Tab"));
+    let keys = help.lines().skip_while(|l| *l != "keys:");
+    let line = keys.filter(|l| l.contains("Shift+Tab")).last();
     assert!(line.is_some_and(|l| l.contains(cycle)), "{help}");
     let data = keel::wire::pi::data::PermissionsData {
         mode: "ask".into(),
@@ -252,4 +262,128 @@ fn a_todo_write_leaves_one_line_of_counts_in_the_scrollback() {
     // The live list shows each item once; the scrollback none.
     assert_eq!(count(&screen, "Step 4"), 1, "{screen}");
     assert!(!screen.contains("[ ] Step"), "{screen}");
+}
+
+/// The trust question was one wall of comma-separated commands: one item a line.
+#[test]
+fn the_trust_question_lists_one_item_a_line() {
+    use crate::common::support::{fixture, Sandbox};
+    let sb = Sandbox::new();
+    let settings = json!({
+        "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "./check-one.sh"},
+            {"type": "command", "command": "./check-two.sh"}
+        ]}]},
+        "permissions": {"allow": ["Bash(echo:*)", "Bash(ls:*)"]}
+    });
+    std::fs::create_dir_all(sb.work().join(".keel")).unwrap();
+    std::fs::write(sb.work().join(".keel/settings.json"), settings.to_string()).unwrap();
+    let shell = format!(
+        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("hello.json")
+    );
+    let (mut s, mut child) = crate::tui_pty::spawn(&sb, &shell);
+    s.wait_for("the question", |t| t.contains("[y/N]"));
+    let screen = s.text();
+    let rows: Vec<&str> = screen.lines().map(str::trim_end).collect();
+    for item in [
+        "`./check-one.sh`",
+        "`./check-two.sh`",
+        "`Bash(echo:*)`",
+        "`Bash(ls:*)`",
+    ] {
+        assert!(rows.contains(&format!("    {item}").as_str()), "{screen}");
+    }
+    assert!(
+        rows.contains(&"  hooks:") && rows.contains(&"  allow rules:"),
+        "{screen}"
+    );
+    s.send("n\r");
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+}
+
+/// The real binary, in this process and through the daemon: a settings warning and an agent
+/// file's warning are each shown once.
+#[test]
+fn settings_and_agents_warnings_are_shown_once_in_the_tui() {
+    use crate::common::support::{fixture, Sandbox};
+    for daemon in [false, true] {
+        let sb = Sandbox::new();
+        std::fs::write(sb.home().join("settings.json"), r#"{"colour": "blue"}"#).unwrap();
+        let agents = sb.home().join("agents");
+        std::fs::create_dir_all(&agents).unwrap();
+        std::fs::write(agents.join("broken.md"), "no front matter here\n").unwrap();
+        let shell = format!(
+            "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+            env!("CARGO_BIN_EXE_keel"),
+            fixture("hello.json")
+        );
+        let d = daemon.then(|| crate::common::daemon::Daemon::start(&sb, &["--idle-exit", "0"]));
+        let (mut s, mut child) = match &d {
+            None => crate::tui_pty::spawn(&sb, &shell),
+            Some(d) => {
+                let socket = d.socket.display().to_string();
+                crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)])
+            }
+        };
+        s.wait_for("the editor", |t| t.contains("Ask anything"));
+        // A prompt and its answer: whatever the host says after a client spoke is shown.
+        s.send("hello\r");
+        s.wait_for("the answer", |t| t.contains("Hello"));
+        let screen = s.text();
+        assert_eq!(count(&screen, "colour"), 1, "daemon {daemon}: {screen}");
+        assert_eq!(count(&screen, "broken.md"), 1, "daemon {daemon}: {screen}");
+        s.send("\x04");
+        s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+        assert!(child.wait().unwrap().success());
+    }
+}
+
+/// A run that ended while the window was not focused said nothing: with `notify: osc777` the
+/// TUI writes a desktop notification then (the terminal reported focus lost, `CSI O`), and
+/// nothing once the window is focused again (`CSI I`).
+#[test]
+fn a_run_that_ends_in_an_unfocused_window_notifies() {
+    use crate::common::support::{fixture, Sandbox};
+    let sb = Sandbox::new();
+    std::fs::write(sb.home().join("settings.json"), r#"{"notify": "osc777"}"#).unwrap();
+    let shell = format!(
+        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
+        env!("CARGO_BIN_EXE_keel"),
+        fixture("hello.json")
+    );
+    let (mut s, mut child) = crate::tui_pty::spawn(&sb, &shell);
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    let raw = String::from_utf8_lossy(&s.raw).to_string();
+    assert!(raw.contains("\x1b[?1004h"), "focus reporting is asked for");
+    let note = "\x1b]777;notify;keel;the run ended; keel waits for your input\x07";
+    s.send("\x1b[O");
+    s.send("hello\r");
+    s.wait_for("the answer", |t| t.contains("Hello from keel"));
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    let notified =
+        |s: &crate::tui_pty::Screen| String::from_utf8_lossy(&s.raw).matches(note).count();
+    // The placeholder is back: the run settled, and the notification was written before
+    // that frame.
+    assert_eq!(notified(&s), 1, "{:?}", String::from_utf8_lossy(&s.raw));
+    // Focused again: the next run ends without a notification.
+    s.send("\x1b[I");
+    s.send("again\r");
+    s.wait_for("the second answer", |t| {
+        t.matches("Hello from keel").count() == 2
+    });
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    s.send("\x04");
+    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+    assert!(child.wait().unwrap().success());
+    assert_eq!(notified(&s), 1, "not again once focused");
+    let raw = String::from_utf8_lossy(&s.raw).to_string();
+    assert!(
+        raw.contains("\x1b[?1004l"),
+        "focus reporting is turned off again"
+    );
 }

@@ -393,7 +393,7 @@ fn the_tui_asks_once_whether_to_trust_a_projects_mcp_servers_and_remembers() {
     // First start: the question, answered yes.
     let (mut s, mut child) = spawn(&sb, &shell);
     s.wait_for("the question", |t| {
-        t.contains("MCP servers: `fx`") && t.contains("Trust this project? [y/N]")
+        t.contains("  MCP servers:\n    `fx`\n") && t.contains("Trust this project? [y/N]")
     });
     s.send("y\r");
     s.wait_for("the editor", |t| t.contains("Ask anything"));

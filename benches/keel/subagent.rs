@@ -148,6 +148,7 @@ async fn opens(dir: &Path) -> Res<(f64, f64)> {
                 provider: p.clone(),
                 thinking_level: "off".into(),
                 depth: 1,
+                budget: None,
             })
             .await
             .map_err(|e| e.message)?;

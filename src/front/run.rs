@@ -183,6 +183,16 @@ async fn follow(
             out.err("Error: the session recorder crashed; the session file may be incomplete\n");
         }
     }
+    // Print mode's answer does not wait for the session file's last writes and syncs: a run
+    // here that succeeded prints it now, and a write that fails after that still fails the run
+    // (exit 1, the error on stderr).
+    let answered = opened.dial.is_none()
+        && mode == Mode::Print
+        && stop.is_none()
+        && summary.exit() == Some(Exit::Success);
+    if answered {
+        projector.finish(&summary, Exit::Success, 0, out);
+    }
     if opened.dial.is_none() {
         // A write that failed after the run settled (its last entries, the final sync) fails it too.
         if let Some(message) = opened.link.commands().close(CLOSE_GRACE).await {
@@ -196,6 +206,9 @@ async fn follow(
         }
     }
     let duration = (clock.now_ms() - started).max(0) as u64;
+    if answered && summary.exit() == Some(Exit::Success) {
+        return Ok(after_finish(Exit::Success, &summary, out));
+    }
     Ok(conclude(summary, stop, projector.as_mut(), duration, out))
 }
 

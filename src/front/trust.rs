@@ -40,32 +40,22 @@ pub async fn ask(settings: &crate::setup::Settings, env: &Env, out: &mut Output)
     }
 }
 
-/// The question: what the project wants, one kind a line.
+/// The question: what the project wants, each kind under its heading, one item a line.
 fn text(q: &Question, env: &Env) -> String {
-    let quoted = |l: &[String]| {
-        l.iter()
-            .map(|n| format!("`{n}`"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     let mut s = format!("This project ({}) wants:\n", env.cwd.display());
-    if !q.servers.is_empty() {
-        s.push_str(&format!("  MCP servers: {}\n", quoted(&q.servers)));
-    }
-    if !q.hooks.is_empty() {
-        s.push_str(&format!("  hooks: {}\n", quoted(&q.hooks)));
-    }
-    if !q.allow.is_empty() {
-        s.push_str(&format!("  allow rules: {}\n", quoted(&q.allow)));
-    }
-    if !q.env.is_empty() {
-        s.push_str(&format!("  env: {}\n", quoted(&q.env)));
-    }
-    if !q.sandbox.is_empty() {
-        s.push_str(&format!("  a wider sandbox: {}\n", quoted(&q.sandbox)));
-    }
-    if !q.mode.is_empty() {
-        s.push_str(&format!("  fewer approvals: {}\n", quoted(&q.mode)));
+    let kinds = [
+        ("MCP servers", &q.servers),
+        ("hooks", &q.hooks),
+        ("allow rules", &q.allow),
+        ("env", &q.env),
+        ("a wider sandbox", &q.sandbox),
+        ("fewer approvals", &q.mode),
+    ];
+    for (kind, items) in kinds.iter().filter(|(_, items)| !items.is_empty()) {
+        s.push_str(&format!("  {kind}:\n"));
+        for item in items.iter() {
+            s.push_str(&format!("    `{item}`\n"));
+        }
     }
     let run = match q.servers.is_empty() && q.hooks.is_empty() {
         true => "",

@@ -14,6 +14,7 @@ use crate::kernel::message::{user_text, Message};
 use crate::kernel::op::QueueMode;
 use crate::kernel::recorder;
 use crate::kernel::session::EntryData;
+use crate::kernel::subagent::SubagentDetails;
 use crate::prompts;
 use crate::wire::pi::data::{
     CommandInfo, CommandsData, ContextUsage, EntriesData, ExportData, ForkMessage,
@@ -61,7 +62,14 @@ impl Host {
                     calls += a.tool_calls().len() as u64;
                     usage.add(&a.usage);
                 }
-                EntryData::Message(Message::ToolResult(_)) => results += 1,
+                EntryData::Message(Message::ToolResult(r)) => {
+                    results += 1;
+                    // A subagent's calls are the session's too.
+                    let details = r.details.as_ref();
+                    if let Some(u) = SubagentDetails::usage_of(&r.tool_name, details) {
+                        usage.add(&u);
+                    }
+                }
                 _ => {}
             }
         }

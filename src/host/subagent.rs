@@ -25,8 +25,8 @@ use crate::kernel::message::{Message, Usage};
 use crate::kernel::provider::Provider;
 use crate::kernel::session::{self, SessionHeader, Store};
 use crate::kernel::subagent::{
-    AgentDef, BoxFuture, Child, ChildOutcome, ChildRequest, ChildStep, Spawner, Subagents,
-    TaskError, TaskErrorKind,
+    AgentDef, BoxFuture, Child, ChildOutcome, ChildRequest, ChildStep, Spawner, SubagentDetails,
+    Subagents, TaskError, TaskErrorKind,
 };
 use crate::wire::events::{Outcome, WireEvent};
 use crate::wire::rpc::Request;
@@ -164,6 +164,8 @@ impl HostSpawner {
         config.system_prompt = prompt;
         config.thinking_level = req.thinking_level.clone();
         config.output_schema = None;
+        // The child spends from its parent's run: the same cap, not a fresh one.
+        config.budget = req.budget.clone();
         config.hooks = base
             .hooks
             .as_ref()
@@ -386,6 +388,18 @@ async fn follow(
                     args: args.into_owned(),
                 });
             }
+            // The child's own children and its compactions cost too.
+            WireEvent::ToolExecutionEnd {
+                tool_name, result, ..
+            } => {
+                let details = result.details.as_deref();
+                if let Some(u) = SubagentDetails::usage_of(&tool_name, details) {
+                    out.usage.add(&u);
+                }
+            }
+            WireEvent::CompactionEnd {
+                result: Some(r), ..
+            } => out.usage.add(&r.usage),
             WireEvent::MessageEnd { message } => {
                 if let Message::Assistant(a) = message.as_ref() {
                     out.usage.add(&a.usage);

@@ -80,8 +80,12 @@ pub struct AgentConfig {
     /// The JSON Schema a run's final answer must match (`--output-schema`): sent to the API
     /// in its native form, checked when the model stops, sent back once on a mismatch.
     pub output_schema: Option<Arc<crate::kernel::output_schema::OutputSchema>>,
-    /// USD a run may cost (`--max-cost`): checked before each model call of a run.
+    /// USD a run may cost (`--max-cost`), its subagents included: checked before each model
+    /// call of a run.
     pub max_cost: Option<f64>,
+    /// A subagent's: the account of the parent's run, which this session's runs spend from
+    /// (instead of opening their own from `max_cost`).
+    pub budget: Option<crate::kernel::budget::Budget>,
     /// Permission rules (`deny`, `ask`, `allow`) checked on every tool call before the mode
     /// (`kernel::policy`); empty: the mode alone decides.
     pub rules: Arc<crate::kernel::policy::Rules>,
@@ -151,6 +155,7 @@ impl AgentConfig {
             hooks: None,
             output_schema: None,
             max_cost: None,
+            budget: None,
             rules: Default::default(),
             sandbox,
             checkpoints: None,
@@ -233,6 +238,8 @@ pub(crate) struct State {
     /// A plan `exit_plan_mode` handed in while nobody could approve it: the run ends with it
     /// as its answer after the current batch.
     pub plan_answer: Option<String>,
+    /// The active run's cost account (`None`: uncapped), handed to the subagents it starts.
+    pub budget: Option<crate::kernel::budget::Budget>,
     /// Checkpoints (§16): the user message whose checkpoint is still to be taken, the last
     /// snapshot taken, and whether they are off for the rest of the session (`git` missing).
     pub checkpoint: crate::kernel::checkpoint::turn::Due,
@@ -380,6 +387,7 @@ impl AgentSession {
             before_plan: Permission::Ask,
             todos: Vec::new(),
             plan_answer: None,
+            budget: None,
             checkpoint: Default::default(),
         };
         let mut state = state;

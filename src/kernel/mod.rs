@@ -4,6 +4,7 @@
 
 pub mod abort;
 pub mod agent;
+pub mod budget;
 pub mod bus;
 pub mod checkpoint;
 pub mod clock;

@@ -116,6 +116,9 @@ pub struct ChildRequest {
     pub thinking_level: String,
     /// This child's nesting depth (1 for a child of the top session).
     pub depth: u32,
+    /// The cost account of the parent's run (`None`: uncapped): the child's runs spend from
+    /// it and stop once it is exceeded, as the parent's does.
+    pub budget: Option<crate::kernel::budget::Budget>,
 }
 
 /// One step of a running child, as the parent's stream shows it.
@@ -141,11 +144,24 @@ pub struct SubagentDetails {
     /// Tool calls the child made so far.
     #[serde(default)]
     pub tool_count: u32,
-    /// In the result: the child's usage and duration.
+    /// In the result: the child's usage (its own subagents' included) and duration.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub usage: Option<Usage>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub duration_ms: Option<u64>,
+}
+
+impl SubagentDetails {
+    /// The usage a finished tool call of `tool_name` with `details` adds to its session's
+    /// totals besides the model's own: a `task` result's child usage (`None` for any other
+    /// call, and for a `task` call that did not start a child).
+    pub fn usage_of(tool_name: &str, details: Option<&Value>) -> Option<Usage> {
+        if tool_name != TASK {
+            return None;
+        }
+        let details = SubagentDetails::deserialize(details?).ok()?;
+        details.usage
+    }
 }
 
 /// How a child ended.
@@ -153,6 +169,7 @@ pub struct SubagentDetails {
 pub struct ChildOutcome {
     /// The child's last assistant text.
     pub final_text: String,
+    /// What the child's model calls cost, its compactions and its own subagents' included.
     pub usage: Usage,
     pub tool_count: u32,
     /// Why the child failed (its run did not complete), if it did.
@@ -303,6 +320,32 @@ mod tests {
                 })
             })
         }
+    }
+
+    #[test]
+    fn a_task_result_carries_its_child_s_usage() {
+        let mut usage = Usage {
+            input: 7,
+            ..Default::default()
+        };
+        usage.cost.total = 0.5;
+        let details = SubagentDetails {
+            session_id: "c".into(),
+            agent_type: "general".into(),
+            description: "d".into(),
+            step: None,
+            tool_count: 1,
+            usage: Some(usage.clone()),
+            duration_ms: Some(3),
+        };
+        let v = json!(details);
+        assert_eq!(SubagentDetails::usage_of(TASK, Some(&v)), Some(usage));
+        assert_eq!(SubagentDetails::usage_of("bash", Some(&v)), None);
+        assert_eq!(SubagentDetails::usage_of(TASK, None), None);
+        assert_eq!(
+            SubagentDetails::usage_of(TASK, Some(&json!({"x": 1}))),
+            None
+        );
     }
 
     #[test]

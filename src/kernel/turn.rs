@@ -62,13 +62,14 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         Some(source) => hooked::session_start(inner, source, &abort).await,
         None => Vec::new(),
     };
-    let mut contract = Contract::default();
+    let mut contract = Contract::new(&inner.config);
+    inner.lock().budget = contract.budget();
     // keel's own next message (a corrected answer for `--output-schema`, a Stop hook's
     // reason to go on): sent on the next call, not shown to UserPromptSubmit hooks.
     let mut repair: Option<UserInput> = None;
     let mut structured_output = None;
     let outcome = loop {
-        if let Some(over) = contract.over_budget(&inner.config) {
+        if let Some(over) = contract.over_budget() {
             requeue_follow_ups(inner, std::mem::take(&mut pending_user));
             break over;
         }
@@ -260,6 +261,7 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
         structured_output: structured_output.filter(|_| outcome == RunOutcome::Completed),
         outcome: outcome.clone(),
     });
+    hooked::idle_prompt(inner, &outcome);
     outcome
 }
 

@@ -7,6 +7,7 @@ pub mod fact;
 
 use crate::exit::Exit;
 use crate::kernel::message::{Message, Usage};
+use crate::kernel::subagent::SubagentDetails;
 use crate::wire::events::{Outcome, ResultError, ResultLine, SettledError};
 use fact::Fact;
 
@@ -24,7 +25,8 @@ pub struct Settled {
 pub struct RunSummary {
     /// Text of the last assistant message.
     pub final_text: String,
-    /// Summed usage of every assistant message and compaction summary.
+    /// Summed usage of every assistant message and compaction summary, and of the subagents
+    /// the run started (and theirs), as their `task` results report it.
     pub usage: Usage,
     /// The run's verdict, once settled.
     pub settled: Option<Settled>,
@@ -51,6 +53,15 @@ impl RunSummary {
             Fact::CompactionEnd {
                 result: Some(r), ..
             } => self.usage.add(&r.usage),
+            // A subagent's calls are the run's too.
+            Fact::ToolExecutionEnd {
+                tool_name, result, ..
+            } => {
+                let details = result.details.as_deref();
+                if let Some(u) = SubagentDetails::usage_of(tool_name, details) {
+                    self.usage.add(&u);
+                }
+            }
             Fact::AgentSettled {
                 outcome,
                 error,

@@ -35,6 +35,44 @@ impl Thinking {
     }
 }
 
+/// `notify`: how the TUI tells a user in another window that a run finished or waits for an
+/// approval. Claude Code's `preferredNotifChannel` words are aliases.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum NotifyChannel {
+    /// The terminal bell, BEL (Claude: `terminal_bell`, `auto`).
+    #[default]
+    #[serde(rename = "bell", alias = "terminal_bell", alias = "auto")]
+    Bell,
+    /// A desktop notification by OSC 9 (iTerm2, kitty, WezTerm, Ghostty; Claude: `iterm2`,
+    /// `iterm2_with_bell`, `kitty`).
+    #[serde(
+        rename = "osc9",
+        alias = "iterm2",
+        alias = "iterm2_with_bell",
+        alias = "kitty"
+    )]
+    Osc9,
+    /// A desktop notification by OSC 777 (urxvt, foot, WezTerm, Ghostty, VTE; Claude:
+    /// `ghostty`).
+    #[serde(rename = "osc777", alias = "ghostty")]
+    Osc777,
+    /// None (Claude: `notifications_disabled`).
+    #[serde(rename = "off", alias = "notifications_disabled")]
+    Off,
+}
+
+impl NotifyChannel {
+    /// keel's word for the channel.
+    pub fn word(self) -> &'static str {
+        match self {
+            NotifyChannel::Bell => "bell",
+            NotifyChannel::Osc9 => "osc9",
+            NotifyChannel::Osc777 => "osc777",
+            NotifyChannel::Off => "off",
+        }
+    }
+}
+
 /// `permissions.defaultMode`: keel's mode names and Claude Code's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum DefaultMode {
@@ -92,6 +130,7 @@ struct RawFile {
     sandbox: Option<Value>,
     hooks: Option<Value>,
     checkpoints: Option<Value>,
+    notify: Option<Value>,
     #[serde(flatten)]
     unknown: serde_json::Map<String, Value>,
 }
@@ -138,6 +177,7 @@ pub struct FileValues {
     pub sandbox: super::sandbox::FileSandbox,
     pub hooks: Option<serde_json::Map<String, Value>>,
     pub checkpoints: FileCheckpoints,
+    pub notify: Option<NotifyChannel>,
 }
 
 /// `checkpoints {enabled, maxFileBytes, maxFiles, maxTotalBytes}` (DESIGN §16).
@@ -231,6 +271,7 @@ impl Checker<'_> {
             checkpoints: self
                 .typed("checkpoints", raw.checkpoints)
                 .unwrap_or_default(),
+            notify: self.typed("notify", raw.notify),
         }
     }
 

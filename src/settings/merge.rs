@@ -59,6 +59,8 @@ pub struct Merged {
     pub hook_layers: Vec<Sourced<Value>>,
     /// `checkpoints {…}`, merged per key (the highest level setting a key wins).
     pub checkpoints: FileCheckpoints,
+    /// How the TUI notifies a user whose window is not focused.
+    pub notify: Option<Sourced<super::file::NotifyChannel>>,
 }
 
 /// Merges `files`, highest level first.
@@ -82,6 +84,7 @@ pub fn merge(files: Vec<(Origin, FileValues)>) -> Merged {
             f.auto_compaction.map(|v| at(v, &origin)),
         );
         scalar(&mut m.max_cost, f.max_cost.map(|v| at(v, &origin)));
+        scalar(&mut m.notify, f.notify.map(|v| at(v, &origin)));
         for (k, v) in f.env {
             m.env.entry(k).or_insert_with(|| at(v, &origin));
         }

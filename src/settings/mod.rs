@@ -14,7 +14,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use allow::{add_allow, local_file};
-pub use file::{DefaultMode, Thinking};
+pub use file::{DefaultMode, NotifyChannel, Thinking};
 pub use merge::{Merged, Sourced};
 pub use sandbox::{NetworkAllow, NetworkSetting, NetworkWord, SandboxModeSetting, SandboxSettings};
 pub use show::{render, render_json};

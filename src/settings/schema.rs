@@ -38,6 +38,10 @@ pub fn schema() -> Value {
             "approvalTimeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds an approval dialog waits before the call is denied (`--approval-timeout`)."},
             "autoCompaction": {"type": "boolean", "description": "Compact the conversation when the context fills up (default true; `--no-auto-compaction`)."},
             "maxCost": {"type": "number", "minimum": 0, "description": "A cost cap in dollars (kept; not applied yet)."},
+            "notify": {
+                "enum": ["bell", "osc9", "osc777", "off", "terminal_bell", "auto", "iterm2", "iterm2_with_bell", "kitty", "ghostty", "notifications_disabled"],
+                "description": "How the TUI tells you a run finished or waits for an approval while its window is not focused: the terminal bell (default), a desktop notification by OSC 9 or OSC 777, or off. Claude Code's preferredNotifChannel words are aliases."
+            },
             "env": {
                 "type": "object",
                 "additionalProperties": {"type": "string"},

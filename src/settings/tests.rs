@@ -223,8 +223,38 @@ fn every_key() -> serde_json::Value {
                     "failIfUnavailable": false, "allowEscalation": true, "passEnv": ["NPM_TOKEN"],
                     "limits": {"pids": 512, "memory": "4G"},
                     "filesystem": {"allowWrite": ["~/cache"], "denyRead": ["./secrets"], "allowRead": ["~/.ssh/known_hosts"]}},
-        "checkpoints": {"enabled": true, "maxFileBytes": 1, "maxFiles": 2, "maxTotalBytes": 3}
+        "checkpoints": {"enabled": true, "maxFileBytes": 1, "maxFiles": 2, "maxTotalBytes": 3},
+        "notify": "osc9"
     })
+}
+
+/// `notify` takes keel's words and Claude Code's `preferredNotifChannel` words.
+#[test]
+fn notify_takes_keels_and_claudes_channel_words() {
+    use super::NotifyChannel::*;
+    let origin = Origin::flag("--settings");
+    let read = |word: &str| {
+        let text = json!({ "notify": word }).to_string();
+        file::parse(&text, &origin).ok().unwrap()
+    };
+    for (word, channel) in [
+        ("bell", Bell),
+        ("osc9", Osc9),
+        ("osc777", Osc777),
+        ("off", Off),
+        ("terminal_bell", Bell),
+        ("auto", Bell),
+        ("iterm2", Osc9),
+        ("iterm2_with_bell", Osc9),
+        ("kitty", Osc9),
+        ("ghostty", Osc777),
+        ("notifications_disabled", Off),
+    ] {
+        assert_eq!(read(word).values.notify, Some(channel), "{word}");
+    }
+    let bad = read("klaxon");
+    assert_eq!(bad.values.notify, None);
+    assert!(bad.warnings[0].contains("`notify`"), "{:?}", bad.warnings);
 }
 
 #[test]

@@ -13,6 +13,8 @@ use crate::cli::args::{Cli, PermissionFlag, ThinkingFlag};
 use crate::error::StartupError;
 use crate::kernel::agent::Permission;
 use crate::mode::{self, Env, Mode};
+/// The `notify` setting's channels, for the TUI (front ends read settings through `setup`).
+pub use crate::settings::NotifyChannel;
 use crate::settings::{self, DefaultMode, Inline, Level, Merged, Sourced, Thinking};
 
 /// What a session is started with: every flag `setup` needs, with the settings files' values

@@ -68,6 +68,7 @@ async fn attach(args: AttachArgs, env: &Env, out: &mut Output) -> Result<Exit, S
         env: env.clone(),
         session_dir: crate::kernel::session::session_dir(&env.keel_home, &env.cwd),
         pick_session: false,
+        notify: crate::front::tui::notify::channel_in(env),
     };
     crate::front::tui::client::run(setup, out).await
 }

@@ -56,6 +56,8 @@ pub struct AttachSetup {
     pub session_dir: PathBuf,
     /// Open the session picker first (`--resume` without an id).
     pub pick_session: bool,
+    /// How to tell the user a run ended or asks while the window is not focused.
+    pub notify: crate::setup::settings::NotifyChannel,
 }
 
 /// How long leaving an in-process session waits for its run to settle.
@@ -116,6 +118,7 @@ struct Opening {
     no_color: bool,
     dumb: bool,
     hooks_from: Option<(Option<String>, crate::mode::Env)>,
+    notify: crate::setup::settings::NotifyChannel,
 }
 
 pub(super) struct Client {
@@ -162,6 +165,8 @@ pub(super) struct Client {
     pub hooks_from: Option<(Option<String>, crate::mode::Env)>,
     /// The pager's screen is out of date (the run's events alone do not change it).
     pager_stale: bool,
+    /// Rings or notifies when a run ends or asks while the window is not focused.
+    notifier: super::notify::Notifier,
 }
 
 /// The in-process TUI: serves the session here and shows it until the user quits (exit 0) or
@@ -182,6 +187,7 @@ pub async fn run_local(setup: TuiSetup, out: &mut Output) -> Result<Exit, Startu
         no_color: setup.no_color,
         dumb: setup.dumb,
         hooks_from: setup.hooks_from,
+        notify: setup.notify,
     };
     let (link, start) = Link::local(host, (10_000, 8 << 20))
         .await
@@ -216,6 +222,7 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
         no_color: setup.env.no_color,
         dumb: setup.env.dumb_terminal(),
         hooks_from: None,
+        notify: setup.notify,
     };
     let daemon = Daemon {
         dial: setup.dial,
@@ -344,6 +351,7 @@ async fn show(
         plain: o.dumb,
         history,
         hooks_from: o.hooks_from,
+        notifier: super::notify::Notifier::new(o.notify),
     };
     client.view.files = Some(super::files::FileIndex::new(&client.cwd));
     let internals = internals(&client.commands).await;
@@ -562,6 +570,9 @@ impl Client {
                 self.seq = seq;
                 if let Some(e) = WireEvent::parse(&line) {
                     let now = self.clock.now_ms();
+                    if let Some(bytes) = self.notifier.on_event(&e) {
+                        tty::notify(&bytes);
+                    }
                     for action in self.view.on_event(&e, now) {
                         self.act(action).await;
                     }
@@ -662,6 +673,8 @@ impl Client {
                     _ => {}
                 }
             }
+            Input::Term(TermEvent::FocusGained) => self.notifier.focus(true),
+            Input::Term(TermEvent::FocusLost) => self.notifier.focus(false),
             other => match super::handle_input(&mut self.view, &mut self.term, other) {
                 super::Handled::Actions(actions) => {
                     for a in actions {

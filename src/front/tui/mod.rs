@@ -14,6 +14,7 @@ pub mod files;
 pub mod history;
 pub mod live_picker;
 pub mod markdown;
+pub mod notify;
 pub mod pager;
 pub mod paint;
 pub mod permissions;
@@ -68,6 +69,8 @@ pub struct TuiSetup {
     pub welcome: Option<String>,
     /// What `/hooks` reads: the `--settings` flag and the environment of the session.
     pub hooks_from: Option<(Option<String>, crate::mode::Env)>,
+    /// How to tell the user a run ended or asks while the window is not focused.
+    pub notify: crate::setup::settings::NotifyChannel,
 }
 
 /// Lays out one frame of `view` and writes it through `term`: the history finished since the
@@ -211,8 +214,9 @@ pub fn help_text(attached: bool) -> String {
     for (c, d) in view::commands(attached) {
         s.push_str(&format!("\n  /{c:<10} {d}"));
     }
-    s.push_str(
-        "\nkeys:\n  Enter        send (while the agent works: steer it)\n  Alt+Enter    queue a follow-up for when it is done\n  Shift+Enter  new line (also Ctrl+J, or \\ then Enter)\n  Esc          interrupt; queued messages come back to the editor\n  Esc Esc      on an empty editor, nothing running: rewind to before a prompt\n  Up/Down      history (this directory's prompts, across sessions)\n  Ctrl+T       show or collapse thinking\n  Ctrl+O       expand or collapse tool output\n  Ctrl+G       a subagent's transcript, latest first (again: the one before)\n  Ctrl+C       interrupt a run, twice within a second to quit; idle: clear the editor, twice to quit\n  Ctrl+D       quit when the editor is empty\n  Ctrl+Z       suspend keel (fg brings it back)\n  paste        more than 5 lines or 1000 characters shows as [Pasted N lines], sent in full\n  !command     run a shell command; its output goes to the model with the next prompt",
-    );
+    s.push_str(&format!(
+        "\nkeys:\n  Enter        send (while the agent works: steer it)\n  Alt+Enter    queue a follow-up for when it is done\n  Shift+Enter  new line (also Ctrl+J, or \\ then Enter)\n  Esc          interrupt; queued messages come back to the editor\n  Esc Esc      on an empty editor, nothing running: rewind to before a prompt\n  Shift+Tab    the permission mode: {cycle}\n  Up/Down      history (this directory's prompts, across sessions)\n  Ctrl+T       show or collapse thinking\n  Ctrl+O       expand or collapse tool output\n  Ctrl+G       a subagent's transcript, latest first (again: the one before)\n  Ctrl+C       interrupt a run, twice within a second to quit; idle: clear the editor, twice to quit\n  Ctrl+D       quit when the editor is empty\n  Ctrl+Z       suspend keel (fg brings it back)\n  paste        more than 5 lines or 1000 characters shows as [Pasted N lines], sent in full\n  !command     run a shell command; its output goes to the model with the next prompt",
+        cycle = permissions::cycle(),
+    ));
     s
 }

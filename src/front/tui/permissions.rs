@@ -48,11 +48,24 @@ impl Client {
     }
 }
 
+/// The modes Shift+Tab goes through, from `ask` back to it: `ask → accept-edits → plan → auto`
+/// (read from [`Permission::next`], so it says what the key does).
+pub fn cycle() -> String {
+    let mut words = vec![Permission::Ask.word()];
+    let mut mode = Permission::Ask.next();
+    while mode != Permission::Ask && words.len() < 8 {
+        words.push(mode.word());
+        mode = mode.next();
+    }
+    words.join(" → ")
+}
+
 /// `/permissions`'s text: the mode, then the rules, deny first, each with where it came from.
 pub fn listing(data: &PermissionsData) -> String {
     let mut out = format!(
-        "permission mode: {} (Shift+Tab cycles ask → accept-edits → auto)\n",
-        data.mode
+        "permission mode: {} (Shift+Tab cycles {})\n",
+        data.mode,
+        cycle()
     );
     if data.rules.is_empty() {
         out.push_str("no permission rules (settings files: permissions.allow, ask, deny)");

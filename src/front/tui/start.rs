@@ -78,6 +78,7 @@ pub async fn start_tui(
         home: env.vars.get("HOME").map(std::path::PathBuf::from),
         welcome: unconfigured.then(setup::first_run::panel),
         hooks_from: Some((cli.settings.clone(), env.clone())),
+        notify: crate::front::tui::notify::channel(settings),
     };
     crate::front::tui::run(tui_setup, out).await
 }
@@ -149,6 +150,7 @@ async fn attach_if_live(
         env: env.clone(),
         session_dir: setup::session_dir(settings, env),
         pick_session: false,
+        notify: crate::front::tui::notify::channel(settings),
     };
     crate::front::tui::client::run(setup, out).await.map(Some)
 }
@@ -207,6 +209,7 @@ async fn start_tui_in_daemon(
         env: env.clone(),
         session_dir: setup::session_dir(settings, env),
         pick_session,
+        notify: crate::front::tui::notify::channel(settings),
     };
     InDaemon::Ran(crate::front::tui::client::run(setup, out).await)
 }

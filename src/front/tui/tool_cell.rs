@@ -75,6 +75,9 @@ pub fn lines(view: &ToolView<'_>, width: u16) -> Vec<Line<'static>> {
             return lines;
         }
     }
+    if let Some(line) = todo_counts(view) {
+        return vec![fit(&line, width)];
+    }
     let mut out = vec![header(view, width)];
     out.extend(full_command(view, width));
     let content = width.saturating_sub(text::width(FIRST_PREFIX)).max(1);
@@ -156,6 +159,32 @@ pub fn describe(name: &str, args: &serde_json::Value) -> String {
         },
     };
     text::sanitize(&raw)
+}
+
+/// A finished `todo_write`: one line of counts (`todo: 2 done · 1 in progress · 3 pending`);
+/// the list itself is drawn live above the editor, and a scrollback cell of it would repeat it
+/// at every change. `None` for a call that failed or whose list cannot be read.
+fn todo_counts(view: &ToolView<'_>) -> Option<Line<'static>> {
+    use crate::kernel::tool::todo::{self, TodoStatus};
+    if view.name != "todo_write" || view.is_error || !matches!(view.phase, ToolPhase::Done { .. }) {
+        return None;
+    }
+    let todos = todo::parse(view.args).ok()?;
+    let n = |status: TodoStatus| todos.iter().filter(|t| t.status == status).count();
+    let counts = match todos.is_empty() {
+        true => "todo: the list is cleared".to_string(),
+        false => format!(
+            "todo: {} done · {} in progress · {} pending",
+            n(TodoStatus::Completed),
+            n(TodoStatus::InProgress),
+            n(TodoStatus::Pending)
+        ),
+    };
+    Some(Line::from(vec![
+        Span::styled("✓", fg(Color::Green)),
+        Span::raw(" "),
+        Span::styled(counts, dim()),
+    ]))
 }
 
 fn describe_grep(args: &Value) -> String {

@@ -10,8 +10,10 @@ use std::collections::VecDeque;
 use serde_json::Value;
 
 mod children;
+mod cost;
 mod explore;
 mod lines;
+mod notices;
 mod retry;
 mod shell;
 pub use children::ChildRef;
@@ -19,12 +21,11 @@ pub use shell::{RunningShell, LIVE_OUTPUT_BYTES};
 
 use super::markdown::{self, MarkdownStream, MdLine};
 use super::replay::Replayed;
-use crate::kernel::checkpoint::Skipped;
 use crate::kernel::event::CompactionResult;
 use crate::kernel::message::{user_text, Content, Message, StopReason, Usage};
 use crate::kernel::tool::bash::BashExecution;
-use crate::wire::events::{AssistantMessageEvent as Delta, UiRequest, WireEvent};
-use crate::wire::events::{CompactionReason, NotifyType, Outcome, SettledError, UiMethod};
+use crate::wire::events::{AssistantMessageEvent as Delta, WireEvent};
+use crate::wire::events::{CompactionReason, Outcome, SettledError};
 
 /// A finished piece of the transcript, laid out when it is written (at the width of that
 /// moment).
@@ -166,6 +167,10 @@ pub struct Transcript {
     explore_at: usize,
     /// Why the prompt is being retried, and the attempt that comes.
     retry_error: Option<(String, u32)>,
+    /// PreToolUse hook denials whose refused call has not finished yet.
+    denials: Vec<notices::Denial>,
+    /// The warnings shown (each is shown once).
+    warned: std::collections::HashSet<String>,
 }
 
 impl Transcript {
@@ -193,9 +198,12 @@ impl Transcript {
         self.pending.drain(..).collect()
     }
 
-    /// Adds a cell of the front end's own (a notice, a command's answer).
+    /// Adds a cell of the front end's own (a notice, a command's answer); a warning already
+    /// shown is not shown again.
     pub fn push(&mut self, cell: HistoryCell) {
-        self.pending.push_back(cell);
+        if !self.warned_before(&cell) {
+            self.pending.push_back(cell);
+        }
     }
 
     /// Whether the model is working (a run is active).
@@ -295,43 +303,6 @@ impl Transcript {
         self.flush_exploring();
     }
 
-    /// A compact line when a hook blocked, asked, stopped, failed or spoke to the user; quiet
-    /// hooks leave no trace in the transcript.
-    fn hook_finished(
-        &mut self,
-        event: &str,
-        command: &str,
-        decision: Option<&str>,
-        reason: Option<&str>,
-        messages: &[String],
-    ) {
-        let lines = crate::report::fact::hook_lines(event, command, decision, reason, messages);
-        self.pending
-            .extend(lines.into_iter().map(HistoryCell::Notice));
-    }
-
-    /// A user message: a prompt, or the context hooks gave the model (a hook notice).
-    fn user_message(&mut self, text: String) {
-        let cell = match crate::kernel::hooks::context::parse(&text) {
-            Some(context) => HistoryCell::Notice(lines::hook_context(context)),
-            None => HistoryCell::User(text),
-        };
-        self.pending.push_back(cell);
-    }
-
-    /// A checkpoint that left files out or failed: a notice naming them.
-    fn checkpoint_warning(&mut self, skipped: &[Skipped], error: Option<&str>) {
-        let names: Vec<String> = skipped
-            .iter()
-            .map(|s| format!("{} ({})", s.path, s.reason))
-            .collect();
-        let text = match error {
-            Some(e) => format!("checkpoint not taken: {e}"),
-            None => format!("checkpoint left out: {}", names.join(", ")),
-        };
-        self.pending.push_back(HistoryCell::Notice(text));
-    }
-
     /// Folds one public event in; `at_ms` is when it happened (in-process, the kernel's
     /// stamp; from the daemon, when it arrived), for the run and tool timers.
     pub fn on_event(&mut self, event: &WireEvent, at_ms: i64) {
@@ -400,14 +371,16 @@ impl Transcript {
                     Some(i) => self.running.remove(i).args,
                     None => Value::Null,
                 };
-                self.tool_finished(FinishedTool {
+                let mut tool = FinishedTool {
                     name: tool_name.to_string(),
                     args,
                     text: result.text(),
                     details: result.details.clone().map(Cow::into_owned),
                     is_error: *is_error,
                     duration_ms: *duration_ms,
-                });
+                };
+                self.denied_by_hook(&mut tool);
+                self.tool_finished(tool);
             }
             P::ExtensionUiRequest(r) => self.dialog(r),
             // The view takes the question down.
@@ -485,24 +458,6 @@ impl Transcript {
         }
     }
 
-    /// A dialog: an approval marks its tool call as waiting (the view shows the question); a
-    /// message becomes a cell.
-    fn dialog(&mut self, r: &UiRequest) {
-        match r.method {
-            UiMethod::Confirm => {
-                if let Some(t) = self.running.iter_mut().find(|t| t.call_id == r.id) {
-                    t.awaiting_approval = true;
-                }
-            }
-            UiMethod::Notify => self.pending.push_back(match r.notify_type {
-                Some(NotifyType::Error) => HistoryCell::Error(r.message.to_string()),
-                Some(NotifyType::Warning) => HistoryCell::Notice(format!("warning: {}", r.message)),
-                _ => HistoryCell::Notice(r.message.to_string()),
-            }),
-            _ => {}
-        }
-    }
-
     /// How the run ended (`agent_settled`).
     fn settled(
         &mut self,
@@ -540,6 +495,7 @@ impl Transcript {
         // An aborted or stopped run shows no error its answer had.
         self.take_held_error();
         self.flush_exploring();
+        self.flush_denials();
         self.running.clear();
         self.preparing.clear();
         self.activity = Some(Activity::Idle);

@@ -1,4 +1,5 @@
-//! The terminal modes the TUI changes, and putting them back: raw mode, bracketed paste and
+//! The terminal modes the TUI changes, and putting them back: raw mode, bracketed paste, focus
+//! reporting and
 //! (where the terminal says it supports it) the kitty keyboard protocol's disambiguated keys
 //! on entry; all of them off, attributes reset and the cursor shown on exit, whether the TUI
 //! ends normally, by a signal, by a panic or for a while by Ctrl+Z. Only this file changes
@@ -8,8 +9,8 @@ use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crossterm::event::{
-    DisableBracketedPaste, EnableBracketedPaste, KeyboardEnhancementFlags,
-    PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+    DisableBracketedPaste, DisableFocusChange, EnableBracketedPaste, EnableFocusChange,
+    KeyboardEnhancementFlags, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
 };
 use crossterm::style::{Attribute, SetAttribute};
 use crossterm::{cursor, execute, terminal};
@@ -62,7 +63,9 @@ fn enter_modes() -> io::Result<()> {
     // own handling writes a colour change as `CSI m`, which also ends bold and dim.
     crossterm::style::force_color_output(true);
     let mut out = TerminalOut;
-    if let Err(e) = execute!(out, EnableBracketedPaste) {
+    // Focus reporting (`CSI ?1004h`): a run that ends while the window is not focused
+    // notifies (`notify.rs`).
+    if let Err(e) = execute!(out, EnableBracketedPaste, EnableFocusChange) {
         restore();
         return Err(e);
     }
@@ -91,11 +94,21 @@ pub fn restore() {
     let _ = execute!(
         out,
         DisableBracketedPaste,
+        DisableFocusChange,
         SetAttribute(Attribute::Reset),
         cursor::Show
     );
     let _ = out.flush();
     let _ = terminal::disable_raw_mode();
+}
+
+/// Writes a notification's bytes (the bell, an OSC 9 or 777 sequence: `notify.rs`), which
+/// move nothing on the screen.
+pub fn notify(bytes: &[u8]) {
+    let mut out = TerminalOut;
+    if let Err(e) = out.write_all(bytes).and_then(|()| out.flush()) {
+        tracing::warn!("cannot notify: {e}");
+    }
 }
 
 /// Ctrl+Z: puts the terminal back, stops this process with SIGTSTP (what the shell's job

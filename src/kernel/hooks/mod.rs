@@ -198,6 +198,11 @@ impl Hooks {
         !self.config.is_empty_for(event)
     }
 
+    /// Whether these are a subagent's hooks (its session is not one a user prompts).
+    pub fn in_subagent(&self) -> bool {
+        self.session.agent.is_some()
+    }
+
     /// The configuration, for listings.
     pub fn config(&self) -> &HookConfig {
         &self.config

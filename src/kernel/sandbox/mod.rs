@@ -224,6 +224,9 @@ impl Sandbox {
             }
             _ => None,
         };
+        // The private /tmp is named, not yet made: the probe's zygote binds it.
+        let trial =
+            trial.filter(|((_, tmp), _)| crate::kernel::private::create_dir_all(tmp).is_ok());
         if let Some(((cwd, tmp), path)) = trial {
             let tried = bwrap::Bwrap {
                 path: path.clone(),

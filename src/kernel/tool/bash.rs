@@ -19,7 +19,7 @@ use tokio::time::Instant;
 
 use super::bash_output::{Output, Progress};
 use super::bash_proc::{self, Proc};
-pub use super::bash_proc::{private_tmp, warm};
+pub use super::bash_proc::{private_tmp, private_tmp_path, warm};
 use super::text::{self, MAX_BYTES};
 use super::{str_arg, u64_arg, Files, ToolContext, ToolEnv, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;

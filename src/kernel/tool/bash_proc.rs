@@ -81,6 +81,12 @@ fn start_failed(e: std::io::Error) -> String {
     format!("Failed to start shell: {e}")
 }
 
+/// Where the session's private directory that becomes the sandbox's `/tmp` is, not created
+/// (the sandbox's probe creates it, or [`private_tmp`] when a command first needs it).
+pub fn private_tmp_path(env: &ToolEnv, temp_dir: &Path) -> PathBuf {
+    env.spill_path(temp_dir).join("sandbox-tmp")
+}
+
 /// The session's private directory that becomes the sandbox's `/tmp` (created now, with the
 /// session's kept output directory: what does not exist when the sandbox starts is not bound).
 pub fn private_tmp(env: &ToolEnv, temp_dir: &Path) -> Result<PathBuf, String> {

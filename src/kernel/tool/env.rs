@@ -6,7 +6,7 @@
 //! hands it the names to remove and the session's variables).
 
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -161,23 +161,51 @@ impl ToolEnv {
         }
     }
 
-    /// The session's private (0700) directory for full outputs, created under `root` on first
-    /// use. Creating it also removes directories left there by keel processes that no longer
-    /// exist (killed with SIGKILL, so nothing cleaned up after them).
-    pub(crate) fn spill_dir(&self, root: &Path) -> std::io::Result<PathBuf> {
+    /// Where the session's spill directory is (or will be) under `root`, without creating it:
+    /// `<pid>-<random>`, chosen on the first call (the sandbox's policy names it before any
+    /// tool needs it; a run whose tools spill nothing creates nothing).
+    pub(crate) fn spill_path(&self, root: &Path) -> PathBuf {
         let mut spill = lock(&self.leftovers.spill);
-        if let Some(dir) = spill.as_ref() {
-            return Ok(dir.path().to_path_buf());
+        spill
+            .get_or_insert_with(|| Spill {
+                path: root.join(format!(
+                    "{}-{}",
+                    std::process::id(),
+                    &uuid::Uuid::new_v4().simple().to_string()[..12]
+                )),
+                made: false,
+            })
+            .path
+            .clone()
+    }
+
+    /// The session's private (0700) directory for full outputs (and the sandbox's `/tmp`),
+    /// created under `root` on first use, at [`ToolEnv::spill_path`]. Creating it also removes
+    /// directories left there by keel processes that no longer exist (killed with SIGKILL, so
+    /// nothing cleaned up after them).
+    pub(crate) fn spill_dir(&self, root: &Path) -> std::io::Result<PathBuf> {
+        let path = self.spill_path(root);
+        let mut spill = lock(&self.leftovers.spill);
+        let Some(spill) = spill.as_mut() else {
+            return Err(std::io::Error::other("the spill directory was not chosen"));
+        };
+        if spill.made {
+            return Ok(path);
         }
         // `$KEEL_HOME/tmp` (and `$KEEL_HOME`, if new) are as private as the spill itself.
         crate::kernel::private::create_dir_all(root)?;
         remove_stale(root);
-        let dir = tempfile::Builder::new()
-            .prefix(&format!("{}-", std::process::id()))
-            .permissions(std::fs::Permissions::from_mode(0o700))
-            .tempdir_in(root)?;
-        let path = dir.path().to_path_buf();
-        *spill = Some(dir);
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o700))?,
+            // Made by the sandbox's probe (`kernel::sandbox`): ours if it is a directory.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                if !std::fs::symlink_metadata(&path)?.is_dir() {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        spill.made = true;
         Ok(path)
     }
 
@@ -205,15 +233,23 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What tool processes leave behind, shared by every clone of a [`ToolEnv`].
 #[derive(Debug, Default)]
 struct Leftovers {
-    spill: Mutex<Option<tempfile::TempDir>>,
+    spill: Mutex<Option<Spill>>,
     /// Kept output directories created here: removed at the end when still empty.
     kept: Mutex<Vec<PathBuf>>,
     groups: Mutex<Vec<i32>>,
 }
 
+/// The session's spill directory: its path, and whether it was created.
+#[derive(Debug)]
+struct Spill {
+    path: PathBuf,
+    made: bool,
+}
+
 impl Drop for Leftovers {
-    /// Kills the remembered process groups and removes the kept output directories nothing
-    /// was written to; the spill directory is removed as the `TempDir` drops right after.
+    /// Kills the remembered process groups, then removes the spill directory (whoever made
+    /// it: this process's name, never another's) and the kept output directories nothing was
+    /// written to.
     fn drop(&mut self) {
         for dir in lock(&self.kept).iter() {
             // Fails, as it should, when the directory holds an output.
@@ -224,6 +260,14 @@ impl Drop for Leftovers {
                 if e != Errno::ESRCH {
                     tracing::debug!(pgid = pg, error = %e, "tool env: killing a leftover group failed");
                 }
+            }
+        }
+        if let Some(spill) = lock(&self.spill).as_ref() {
+            match std::fs::remove_dir_all(&spill.path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    tracing::debug!(path = %spill.path.display(), error = %e, "tool env: the spill directory stays");
+                }
+                _ => {}
             }
         }
     }
@@ -359,6 +403,20 @@ mod tests {
         env.output_dir(root.path()).unwrap();
         drop(env);
         assert!(!empty.exists(), "nothing was kept in it");
+    }
+
+    #[test]
+    fn the_spill_path_is_named_before_it_is_made_and_removed_whoever_made_it() {
+        let root = tempfile::tempdir().unwrap();
+        let env = ToolEnv::default();
+        let path = env.spill_path(root.path());
+        assert_eq!(env.spill_path(root.path()), path);
+        assert!(!path.exists(), "named, not made");
+        // Made by someone else first (the sandbox's probe), then taken as is.
+        std::fs::create_dir(&path).unwrap();
+        assert_eq!(env.spill_dir(root.path()).unwrap(), path);
+        drop(env);
+        assert!(!path.exists());
     }
 
     #[test]

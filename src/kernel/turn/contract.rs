@@ -1,11 +1,13 @@
 //! What a run promised its caller besides the model's own stop: the cost cap (`--max-cost`),
-//! checked before each model call, and the output schema (`--output-schema`), checked when the
+//! checked before each model call against the account the run shares with its subagents
+//! ([`Budget`]), and the output schema (`--output-schema`), checked when the
 //! model stops (one request for a correction, then `schema_mismatch`). Decides only; the turn
 //! loop publishes.
 
 use serde_json::Value;
 
 use crate::kernel::agent::AgentConfig;
+use crate::kernel::budget::Budget;
 use crate::kernel::event::RunOutcome;
 use crate::kernel::message::Usage;
 use crate::kernel::op::UserInput;
@@ -13,10 +15,11 @@ use crate::kernel::op::UserInput;
 /// The error kind of a final answer that still breaks the schema after the correction.
 pub(crate) const SCHEMA_MISMATCH: &str = "schema_mismatch";
 
-/// One run's account: USD spent on its model calls, and whether a correction was asked for.
+/// One run's promises: its cost account (`None`: uncapped), and whether a correction was
+/// asked for.
 #[derive(Debug, Default)]
 pub(super) struct Contract {
-    spent: f64,
+    budget: Option<Budget>,
     repair_asked: bool,
 }
 
@@ -32,17 +35,37 @@ pub(super) enum Verdict {
 }
 
 impl Contract {
-    /// Counts one model call's cost (as its provider priced it).
-    pub(super) fn spend(&mut self, usage: &Usage) {
-        self.spent += usage.cost.total;
+    /// A run's contract under `config`: a subagent spends from its parent's account, a capped
+    /// run opens its own.
+    pub(super) fn new(config: &AgentConfig) -> Contract {
+        Contract {
+            budget: config
+                .budget
+                .clone()
+                .or_else(|| config.max_cost.map(Budget::new)),
+            repair_asked: false,
+        }
     }
 
-    /// `Budget` when the run has cost more than its cap: no further model call.
-    pub(super) fn over_budget(&self, config: &AgentConfig) -> Option<RunOutcome> {
-        let max_cost = config.max_cost?;
-        (self.spent > max_cost).then_some(RunOutcome::Budget {
-            max_cost,
-            spent: self.spent,
+    /// The run's cost account, which the subagents it starts spend from.
+    pub(super) fn budget(&self) -> Option<Budget> {
+        self.budget.clone()
+    }
+
+    /// Counts one model call's cost (as its provider priced it).
+    pub(super) fn spend(&mut self, usage: &Usage) {
+        if let Some(b) = &self.budget {
+            b.spend(usage.cost.total);
+        }
+    }
+
+    /// `Budget` when the run (its subagents included) has cost more than its cap: no further
+    /// model call.
+    pub(super) fn over_budget(&self) -> Option<RunOutcome> {
+        let b = self.budget.as_ref()?;
+        b.exceeded().then(|| RunOutcome::Budget {
+            max_cost: b.cap(),
+            spent: b.spent(),
         })
     }
 
@@ -92,18 +115,34 @@ mod tests {
     #[test]
     fn the_cap_stops_only_once_exceeded() {
         let c = config(Some(0.25), None);
-        let mut k = Contract::default();
+        let mut k = Contract::new(&c);
         k.spend(&usage(0.25));
         assert_eq!(
-            k.over_budget(&c),
+            k.over_budget(),
             None,
             "reaching the cap is not exceeding it"
         );
         k.spend(&usage(0.01));
         assert!(
-            matches!(k.over_budget(&c), Some(RunOutcome::Budget { max_cost, .. }) if max_cost == 0.25)
+            matches!(k.over_budget(), Some(RunOutcome::Budget { max_cost, .. }) if max_cost == 0.25)
         );
-        assert_eq!(k.over_budget(&config(None, None)), None);
+        let mut uncapped = Contract::new(&config(None, None));
+        uncapped.spend(&usage(1.0));
+        assert_eq!(uncapped.over_budget(), None);
+    }
+
+    #[test]
+    fn a_subagent_spends_from_its_parent_s_account() {
+        let parent = Contract::new(&config(Some(0.25), None));
+        let mut c = config(Some(0.25), None);
+        c.budget = parent.budget();
+        let mut child = Contract::new(&c);
+        child.spend(&usage(0.3));
+        assert!(
+            matches!(parent.over_budget(), Some(RunOutcome::Budget { spent, .. }) if spent == 0.3),
+            "the parent sees what its child spent"
+        );
+        assert!(child.over_budget().is_some());
     }
 
     #[test]

@@ -105,6 +105,23 @@ pub(super) async fn permission_request(
     v.permission
 }
 
+/// `Notification` with `notification_type: idle_prompt`: a run of a session a person prompts
+/// ended and waits for input (not a headless run's, not a subagent's, not one the user
+/// interrupted: they are there).
+pub(super) fn idle_prompt(inner: &Inner, outcome: &crate::kernel::event::RunOutcome) {
+    let subagent = inner.config.hooks.as_ref().is_some_and(|h| h.in_subagent());
+    let aborted = *outcome == crate::kernel::event::RunOutcome::Aborted;
+    if !inner.config.can_ask || subagent || aborted {
+        return;
+    }
+    fire_detached(
+        inner,
+        HookEvent::Notification,
+        "idle_prompt",
+        json!({"message": "keel is waiting for your input", "notification_type": "idle_prompt"}),
+    );
+}
+
 /// The event of a hook's start or end; a hook's duration is its own, as the kernel's clock
 /// reports durations (0 on a test clock: repeatable output).
 fn notice_event(n: HookNotice, clock: &crate::kernel::clock::Clock) -> EventPayload {

@@ -32,14 +32,20 @@ pub(super) async fn run(inner: &Inner, id: &str, args: &Value, abort: &AbortSign
         Err(e) => return ToolOutput::error(format!("invalid arguments: {e}")),
     };
     let started = inner.clock.now_ms();
+    // One lock at a time: the guards of a struct literal live to its end.
+    let (thinking_level, budget) = {
+        let state = inner.lock();
+        (state.thinking_level.clone(), state.budget.clone())
+    };
     let request = ChildRequest {
         call_id: id.to_string(),
         description: description.clone(),
         agent: agent.clone(),
         parent: subagents.parent.clone(),
         provider: inner.provider(),
-        thinking_level: inner.lock().thinking_level.clone(),
+        thinking_level,
         depth: subagents.depth + 1,
+        budget,
     };
     let child = match subagents.spawner.open(request).await {
         Ok(c) => c,

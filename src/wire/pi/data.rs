@@ -142,9 +142,9 @@ pub struct SessionStats {
     pub tool_calls: u64,
     pub tool_results: u64,
     pub total_messages: u64,
-    /// Summed over the session's assistant messages.
+    /// Summed over the session's assistant messages and its subagents' (`task` results).
     pub tokens: TokenStats,
-    /// USD, summed over the session's assistant messages.
+    /// USD, summed over the session's assistant messages and its subagents' (`task` results).
     pub cost: f64,
     pub context_usage: ContextUsage,
 }

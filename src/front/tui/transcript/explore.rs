@@ -18,8 +18,9 @@ fn explores(name: &str) -> bool {
 
 impl Transcript {
     /// A finished tool call: an exploration call joins the run being held; any other is
-    /// committed after it.
+    /// committed after it. A `task` call's child usage counts in the totals.
     pub(super) fn tool_finished(&mut self, tool: FinishedTool) {
+        self.totals.tool_finished(&tool);
         if !explores(&tool.name) {
             self.flush_exploring();
             self.pending.push_back(HistoryCell::Tool(tool));

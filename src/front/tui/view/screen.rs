@@ -391,17 +391,18 @@ impl View {
 }
 
 /// The status line's parts, in the order they are left out when the line is too narrow: the
-/// sandbox first, the permission mode last (it says what the next tool call will do).
+/// sandbox first, then the numbers; where the session runs late (a lost daemon says there
+/// how to reconnect), the permission mode last (it says what the next tool call will do).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Part {
     Sandbox,
-    Place,
     Thinking,
     Tokens,
     Cost,
     Context,
     Name,
     Model,
+    Place,
     Mode,
 }
 
