@@ -268,14 +268,18 @@ impl SandboxPolicy {
 
 impl super::Sandbox {
     /// This sandbox with `dir` readable too (a saved session's kept outputs, beside its file
-    /// under the denied `$KEEL_HOME`), and a zygote of its own: one started already was
-    /// started without it. `--sandbox off` reads everything already.
+    /// under the denied `$KEEL_HOME`), and a zygote of its own, which binds it. A zygote that
+    /// runs already (the probe of a bubblewrap never probed, started at session build) keeps
+    /// serving rather than start a second bubblewrap: its commands do not see `dir` (the file
+    /// tools do). `--sandbox off` reads everything already.
     pub fn reading(mut self, dir: &Path) -> super::Sandbox {
         if self.policy.mode == SandboxMode::Off {
             return self;
         }
         self.policy.allow_read.push(real(dir));
-        self.zygote = self.zygote.fresh();
+        if self.zygote_pid().is_none() {
+            self.zygote = self.zygote.fresh();
+        }
         self
     }
 }
