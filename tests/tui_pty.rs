@@ -131,7 +131,9 @@ fn session_files(sb: &Sandbox) -> Vec<String> {
     std::fs::read_dir(sb.home().join("sessions"))
         .unwrap()
         .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
-        .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
+        .map(|f| f.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
         .collect()
 }
 

@@ -219,8 +219,11 @@ impl Sandbox {
         let sessions = self.home().join("sessions");
         if let Ok(dirs) = std::fs::read_dir(&sessions) {
             for d in dirs.flatten() {
+                // Not a session's `<file>.output` directory of kept tool outputs.
                 for f in std::fs::read_dir(d.path()).unwrap().flatten() {
-                    out.push(f.path());
+                    if !f.path().extension().is_some_and(|x| x == "output") {
+                        out.push(f.path());
+                    }
                 }
             }
         }
