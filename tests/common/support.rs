@@ -221,7 +221,7 @@ impl Sandbox {
             for d in dirs.flatten() {
                 // Not a session's `<file>.output` directory of kept tool outputs.
                 for f in std::fs::read_dir(d.path()).unwrap().flatten() {
-                    if !f.path().extension().is_some_and(|x| x == "output") {
+                    if f.path().extension().is_none_or(|x| x != "output") {
                         out.push(f.path());
                     }
                 }
