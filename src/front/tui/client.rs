@@ -11,7 +11,10 @@ mod ask;
 mod lines;
 mod pager;
 mod rewind;
+mod show;
 mod snapshot;
+
+use show::show;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -25,8 +28,8 @@ use super::replay::{self, Internals, Replayed};
 use super::terminal::InlineTerminal;
 use super::transcript::HistoryCell;
 use super::view::{Action, View};
-use super::{draw, spawn_input, tty, Input, TuiSetup, FRAME_INTERVAL, TICK};
-use crate::client::link::{Commands, Link, Note, Start};
+use super::{draw, tty, Input, TuiSetup, FRAME_INTERVAL, TICK};
+use crate::client::link::{Commands, Link, Note};
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::kernel::clock::Clock;
@@ -287,105 +290,6 @@ fn saved_line(client: &Client) -> Option<String> {
         let id = client.link.session_id();
         format!("Session saved. Resume it with: keel --resume {id}\n")
     })
-}
-
-/// Takes the terminal and shows the linked session until the user leaves; gives back how it
-/// ended and the controller, with the terminal restored.
-async fn show(
-    link: Link,
-    start: Start,
-    daemon: Option<Daemon>,
-    o: Opening,
-) -> Result<(Exit, Client), StartupError> {
-    crate::text::set_ambiguous_wide(o.ambiguous_wide);
-    // TERM=dumb: plain lines, no terminal modes, no cursor queries (`client/lines.rs`).
-    let tty = match o.dumb {
-        true => None,
-        false => Some(tty::Tty::enter().map_err(|e| {
-            StartupError::internal("cannot set up the terminal").cause(e.to_string())
-        })?),
-    };
-    let (cols, rows) = crossterm::terminal::size().unwrap_or((80, 24));
-    let cursor_row = match o.dumb {
-        true => 0,
-        false => crossterm::cursor::position()
-            .map(|(_, y)| y)
-            .unwrap_or(rows.saturating_sub(1)),
-    };
-    let mut term = InlineTerminal::new(TerminalOut, cols, rows, cursor_row);
-    term.set_no_color(o.no_color);
-    let mut signals = Signals::new()?;
-    let (input_tx, input_rx) = mpsc::unbounded_channel();
-    if !o.dumb {
-        spawn_input(input_tx);
-    }
-    let (back_tx, back_rx) = mpsc::unbounded_channel();
-    let commands = link.commands();
-    let history = super::history::PromptHistory::new(&o.keel_home, &o.cwd);
-    let mut client = Client {
-        view: View::new(),
-        term,
-        link,
-        commands,
-        epoch: start.epoch.clone(),
-        seq: start.seq,
-        clock: o.clock,
-        back_tx,
-        back_rx,
-        dirty: true,
-        last_frame: None,
-        stop: None,
-        daemon,
-        file: None,
-        asking_quit: false,
-        close: false,
-        session_dir: o.session_dir,
-        keel_home: o.keel_home,
-        cwd: o.cwd,
-        home: o.home,
-        replacing: None,
-        rewinding: false,
-        pager: None,
-        shown_child: None,
-        pager_stale: false,
-        plain: o.dumb,
-        history,
-        hooks_from: o.hooks_from,
-        notifier: super::notify::Notifier::new(o.notify),
-    };
-    client.view.files = Some(super::files::FileIndex::new(&client.cwd));
-    let internals = internals(&client.commands).await;
-    client.load(&start, &internals, &o.warnings);
-    if let Some(panel) = o.welcome {
-        client.view.notice(HistoryCell::Notice(panel));
-    }
-    client.fetch_commands();
-    client.fetch_permission();
-    client.show_place();
-    if o.dumb {
-        if let Some(p) = o.prompt {
-            client.act(Action::Prompt(p)).await;
-        }
-        let exit = client.run_lines(&mut signals).await;
-        if client.daemon.is_none() {
-            client.stop_here(&mut signals).await;
-        }
-        return Ok((exit, client));
-    }
-    if o.pick_session {
-        client.open_picker();
-    }
-    client.render();
-    if let Some(p) = o.prompt {
-        client.act(Action::Prompt(p)).await;
-    }
-    let exit = client.run(input_rx, &mut signals).await;
-    if client.daemon.is_none() {
-        client.stop_here(&mut signals).await;
-    }
-    let _ = client.term.clear_live();
-    drop(tty);
-    Ok((exit, client))
 }
 
 impl Client {

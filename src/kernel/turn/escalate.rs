@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::{ask_or_block, Gate};
+use super::gate::{ask_or_block, Gate};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::{Inner, Permission};
 use crate::kernel::hooks::Decision;

@@ -61,7 +61,9 @@ async fn exit_plan(inner: &Inner, id: &str, args: &Value, abort: &AbortSignal) -
     let decision = match super::hooked::permission_request(inner, EXIT_PLAN, args, abort).await {
         Some((Decision::Allow, _)) => ApprovalDecision::Allow,
         Some((Decision::Deny, _)) => ApprovalDecision::Deny,
-        _ if inner.config.can_ask => super::ask_decision(inner, id, EXIT_PLAN, args, abort).await,
+        _ if inner.config.can_ask => {
+            super::gate::ask_decision(inner, id, EXIT_PLAN, args, abort).await
+        }
         _ => ApprovalDecision::Blocked,
     };
     let back_to = match decision {
