@@ -17,7 +17,9 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::common::support::Sandbox as World;
-use crate::sandbox::{bash as bash_call, mechanisms, run, world};
+use crate::sandbox::{
+    bash as bash_call, mechanisms, run, run_as, users_and_mechanisms, world, world_as,
+};
 
 /// A sandbox forced to `mech`, keel's binary as its zygote, writable `work`.
 fn sandbox(mech: &str, work: &Path) -> Arc<Sandbox> {
@@ -446,4 +448,37 @@ fn a_run_without_commands_starts_no_bubblewrap_and_none_outlives_a_run() {
     assert_eq!(r[0], ("two\n".to_string(), false), "{r:?}");
     assert_eq!(starts(&log).len(), 1, "{:#?}", starts(&log));
     assert_eq!(running_in(sb.dir.path()), Vec::<String>::new());
+}
+
+/// No process of a run outlives it, under either mechanism, as root and as an ordinary user:
+/// not its zygote (bubblewrap, or the Landlock helper and keel inside), nor what the model's
+/// command left running in the background (`setsid`, so outside the call's process group).
+#[test]
+fn no_process_of_a_run_outlives_it_under_either_mechanism_as_any_user() {
+    for (user, mech) in users_and_mechanisms() {
+        let sb = world_as(user);
+        let marker = sb.dir.path().join("survivor");
+        let command = format!(
+            "setsid sh -c 'sleep 60' '{}' & echo started",
+            marker.display()
+        );
+        let (r, _) = run_as(
+            &sb,
+            user,
+            mech,
+            &[bash_call(&command)],
+            &[],
+            &["--no-session"],
+        );
+        assert_eq!(
+            r[0],
+            ("started\n".to_string(), false),
+            "{user:?} {mech}: {r:?}"
+        );
+        assert_eq!(
+            running_in(sb.dir.path()),
+            Vec::<String>::new(),
+            "{user:?} {mech}"
+        );
+    }
 }
