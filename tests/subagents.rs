@@ -366,20 +366,29 @@ pub fn task_result(notes: &[Value], call: &str) -> String {
 }
 
 /// A `session/event` of the parent's stream: a step of its child running `bash`.
-fn child_runs_bash(v: &Value) -> bool {
+pub(crate) fn child_runs_bash(v: &Value) -> bool {
     v["method"] == "session/event"
         && v["params"]["event"]["type"] == "tool_execution_update"
         && v["params"]["event"]["partialResult"]["details"]["step"]["toolName"] == "bash"
 }
 
-#[test]
-fn in_the_daemon_a_running_child_is_listed_under_its_parent_and_can_be_attached() {
-    use crate::common::daemon::{is_event, open_script, Daemon};
-    let sb = Sandbox::new();
+/// A daemon whose session (the `parent`, attached by `c`) was prompted `go` and started a
+/// `task` child that runs `cat FIFO`, blocked until the test writes the FIFO; returns them and
+/// the notes up to the child's `bash` step.
+pub(crate) fn parent_with_a_waiting_child(
+    sb: &Sandbox,
+) -> (
+    crate::common::daemon::Daemon,
+    crate::common::daemon::Conn,
+    String,
+    std::path::PathBuf,
+    Vec<Value>,
+) {
+    use crate::common::daemon::{open_script, Daemon};
     let fifo = sb.work().join("signal.fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
     let s = script(
-        &sb,
+        sb,
         json!([
             {"match": "^go", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
                 {"description": "wait for it", "prompt": "CHILD waits"}}}]},
@@ -389,14 +398,22 @@ fn in_the_daemon_a_running_child_is_listed_under_its_parent_and_can_be_attached(
             {"match": "^go", "chunks": [{"text": "parent done"}]}
         ]),
     );
-    let d = Daemon::start(&sb, &[]);
+    let d = Daemon::start(sb, &[]);
     let mut c = d.connect();
     c.hello(true);
-    let parent = open_script(&mut c, &sb, &s, &[]);
+    let parent = open_script(&mut c, sb, &s, &[]);
     c.call("session/attach", json!({"sessionId": parent}));
     let r = c.call("prompt", json!({"sessionId": parent, "message": "go"}));
     assert_eq!(r["result"]["disposition"], "started", "{r}");
     let seen = c.notes_until(child_runs_bash);
+    (d, c, parent, fifo, seen)
+}
+
+#[test]
+fn in_the_daemon_a_running_child_is_listed_under_its_parent_and_can_be_attached() {
+    use crate::common::daemon::is_event;
+    let sb = Sandbox::new();
+    let (d, mut c, parent, fifo, seen) = parent_with_a_waiting_child(&sb);
     let child = seen.last().unwrap()["params"]["event"]["partialResult"]["details"]["sessionId"]
         .as_str()
         .unwrap()

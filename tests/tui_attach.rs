@@ -388,31 +388,7 @@ fn an_attach_window_shows_the_answer_streamed_before_it_attached() {
 #[test]
 fn a_window_attached_to_a_subagent_that_finished_takes_no_prompt() {
     let sb = Sandbox::new();
-    let fifo = sb.work().join("signal.fifo");
-    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    let s = script(
-        &sb,
-        "child.json",
-        json!([
-            {"match": "^go", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
-                {"description": "wait for it", "prompt": "CHILD waits"}}}]},
-            {"match": "^CHILD", "chunks": [{"toolCall": {"id": "b1", "name": "bash", "arguments":
-                {"command": format!("cat {}", fifo.display())}}}]},
-            {"match": "^CHILD", "chunks": [{"text": "child done"}]},
-            {"match": "^go", "chunks": [{"text": "parent done"}]}
-        ]),
-    );
-    let d = Daemon::start(&sb, &[]);
-    let mut c = d.connect();
-    c.hello(true);
-    let parent = open_script(&mut c, &sb, &s, &[]);
-    c.call("session/attach", json!({"sessionId": parent}));
-    let r = c.call("prompt", json!({"sessionId": parent, "message": "go"}));
-    assert_eq!(r["result"]["disposition"], "started", "{r}");
-    let seen = c.notes_until(|v| {
-        v["method"] == "session/event"
-            && v["params"]["event"]["partialResult"]["details"]["step"]["toolName"] == "bash"
-    });
+    let (d, mut c, _parent, fifo, seen) = crate::subagents::parent_with_a_waiting_child(&sb);
     let child = seen.last().unwrap()["params"]["event"]["partialResult"]["details"]["sessionId"]
         .as_str()
         .unwrap()
