@@ -27,19 +27,21 @@ fn protocol_errors_read_like_the_contract() {
     let mut c = d.connect();
     let r = c.call(
         "daemon/hello",
-        json!({"protocolVersion": 2, "client": {"name": "t", "version": "9"}}),
+        json!({"protocolVersion": 1, "client": {"name": "t", "version": "9"}}),
     );
     assert_eq!(code(&r), -32010);
-    assert_eq!(
-        r["error"]["message"],
-        "protocol version mismatch (client 2, daemon 1)"
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("protocol version mismatch (client 1, daemon 2): this daemon is keel "),
+        "{message}"
     );
-    assert_eq!(r["error"]["data"]["daemonProtocol"], 1);
+    assert!(message.contains("keel daemon stop"), "{message}");
+    assert_eq!(r["error"]["data"]["daemonProtocol"], 2);
     assert!(c.recv().is_none(), "closed after -32010");
     // Bad input never closes the connection.
     let mut c = d.connect();
     let hello = c.hello(false);
-    assert_eq!(hello["result"]["protocolVersion"], 1);
+    assert_eq!(hello["result"]["protocolVersion"], 2);
     assert_eq!(
         hello["result"]["daemon"]["socket"],
         d.socket.display().to_string()
@@ -78,7 +80,7 @@ fn protocol_errors_read_like_the_contract() {
     assert_eq!(
         code(&c.call(
             "daemon/hello",
-            json!({"protocolVersion": 1, "client": {"name": "t", "version": "0"}})
+            json!({"protocolVersion": 2, "client": {"name": "t", "version": "0"}})
         )),
         -32600
     );
@@ -268,7 +270,7 @@ fn a_socket_directory_others_can_enter_is_refused() {
     std::fs::create_dir_all(&dir).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let socket = dir.join("p1.sock");
+    let socket = dir.join("p2.sock");
     let run = sb.run(&["daemon", "run", "--socket", socket.to_str().unwrap()]);
     assert_eq!(run.code, 3, "{run}");
     assert!(run.stderr.contains("0755"), "{run}");
@@ -279,7 +281,7 @@ fn a_socket_directory_others_can_enter_is_refused() {
 fn many_clients_starting_at_once_get_one_daemon() {
     let sb = Sandbox::new();
     let dir = sb.dir.path().join("run");
-    let socket = dir.join("p1.sock");
+    let socket = dir.join("p2.sock");
     let starts: Vec<Child> = (0..6)
         .map(|_| {
             sb.cmd(&["daemon", "start", "--socket", socket.to_str().unwrap()])
@@ -320,7 +322,7 @@ fn many_clients_starting_at_once_get_one_daemon() {
         "the one daemon holds the lock"
     );
     let mut watcher = UnixStream::connect(&socket).unwrap();
-    watcher.write_all(br#"{"jsonrpc":"2.0","id":1,"method":"daemon/hello","params":{"protocolVersion":1,"client":{"name":"w","version":"0"}}}"#).unwrap();
+    watcher.write_all(br#"{"jsonrpc":"2.0","id":1,"method":"daemon/hello","params":{"protocolVersion":2,"client":{"name":"w","version":"0"}}}"#).unwrap();
     watcher.write_all(b"\n").unwrap();
     let stop = sb.run(&["daemon", "stop", "--socket", socket.to_str().unwrap()]);
     assert_eq!(stop.code, 0, "{stop}");
@@ -559,7 +561,10 @@ fn two_clients_opening_one_session_at_once_get_the_same_live_session() {
                         "--session-id",
                         "shared",
                     ];
-                    c.call("session/open", json!({"cwd": sb.work(), "args": args}))
+                    c.call(
+                        "session/open",
+                        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}),
+                    )
                 })
             })
             .collect();
@@ -619,7 +624,7 @@ fn a_full_ring_is_replayed_to_a_returning_client() {
 #[test]
 fn status_leaves_the_asker_out_and_ps_without_a_daemon_lists_nothing() {
     let sb = Sandbox::new();
-    let nowhere = sb.dir.path().join("no-daemon/p1.sock");
+    let nowhere = sb.dir.path().join("no-daemon/p2.sock");
     let none = sb.run(&["ps", "--socket", nowhere.to_str().unwrap()]);
     assert_eq!(none.code, 0, "{}", none.stderr);
     assert_eq!(none.stdout, "");

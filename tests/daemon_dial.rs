@@ -109,7 +109,7 @@ fn planted() -> (tempfile::TempDir, PathBuf) {
     std::fs::create_dir(&run).unwrap();
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::os::unix::fs::chown(&run, Some(NOBODY), Some(NOBODY)).unwrap();
-    (dir, run.join("p1.sock"))
+    (dir, run.join("p2.sock"))
 }
 
 /// The client commands that dial the daemon, each with what it needs (`tag` keeps task names
@@ -216,7 +216,7 @@ fn a_foreground_daemon_keeps_serving_after_sighup() {
     let dir = sb.dir.path().join("run");
     std::fs::create_dir(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let socket = dir.join("p1.sock");
+    let socket = dir.join("p2.sock");
     let child = sb
         .cmd(&[
             "daemon",

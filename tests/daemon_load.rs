@@ -46,7 +46,7 @@ fn daemon_with_fd_limit(sb: &Sandbox, fds: u32) -> (Daemon, mpsc::Receiver<Strin
     std::fs::create_dir_all(&dir).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let socket = dir.join("p1.sock");
+    let socket = dir.join("p2.sock");
     let args = [
         "daemon",
         "run",
@@ -211,7 +211,8 @@ fn a_silent_models_server_holds_up_no_other_clients_open_or_prompt() {
     // No --model: the daemon asks the server which models it serves, and waits.
     let args = ["--base-url", url.as_str(), "--api-key", "k"];
     let open_a = json!({"jsonrpc": "2.0", "id": 1, "method": "session/open",
-                        "params": {"cwd": sb.work(), "args": args}});
+                        "params": {"cwd": sb.work(), "spec": crate::common::daemon::spec(&args),
+                                   "keys": {"KEEL_API_KEY": "k"}}});
     a.send_raw(&open_a.to_string());
     let models = accepted
         .recv_timeout(Duration::from_secs(20))
@@ -224,7 +225,8 @@ fn a_silent_models_server_holds_up_no_other_clients_open_or_prompt() {
     let r = answer(
         &mut b,
         "session/open",
-        json!({"cwd": sb.work(), "args": args}),
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args),
+               "keys": {"KEEL_API_KEY": "k"}}),
     );
     let id = r["result"]["sessionId"]
         .as_str()
@@ -286,7 +288,10 @@ fn a_pipelining_client_that_never_reads_cannot_grow_the_daemon_without_bound() {
         "--session",
         &session,
     ];
-    let r = b.call("session/open", json!({"cwd": sb.work(), "args": args}));
+    let r = b.call(
+        "session/open",
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}),
+    );
     let id = r["result"]["sessionId"].as_str().unwrap().to_string();
     let one = b.call("get_messages", json!({"sessionId": id}));
     let answer = one["result"].to_string().len();
@@ -295,7 +300,7 @@ fn a_pipelining_client_that_never_reads_cannot_grow_the_daemon_without_bound() {
     // A pipes 2,000 requests (about 1.4 GB of answers) and never reads a byte.
     let a = UnixStream::connect(&d.socket).unwrap();
     let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "daemon/hello",
-                       "params": {"protocolVersion": 1, "client": {"name": "t", "version": "0"}}});
+                       "params": {"protocolVersion": 2, "client": {"name": "t", "version": "0"}}});
     let mut requests = format!("{hello}\n");
     for n in 1..=2000 {
         let req = json!({"jsonrpc": "2.0", "id": n, "method": "get_messages",

@@ -25,7 +25,7 @@ fn open_in(c: &mut Conn, cwd: &Path, id: &str, script: &str, cfg: &str) {
     ];
     let r = c.call(
         "session/open",
-        json!({"cwd": cwd, "args": args, "env": {"KEEL_TEST_SEED": "7"}}),
+        json!({"cwd": cwd, "spec": crate::common::daemon::spec(&args), "env": {"KEEL_TEST_SEED": "7"}}),
     );
     assert_eq!(r["result"]["sessionId"], id, "{r}");
     let r = c.call("session/attach", json!({"sessionId": id}));

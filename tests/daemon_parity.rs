@@ -414,7 +414,7 @@ fn a_save_failure_ends_an_interactive_daemon_run_as_failed_with_session_write() 
     c.hello(true);
     let r = c.call(
         "session/open",
-        json!({"cwd": sb.work(), "args": long_answer(&sb), "env": {"KEEL_TEST_SEED": "7"}}),
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&long_answer(&sb)), "env": {"KEEL_TEST_SEED": "7"}}),
     );
     let id = r["result"]["sessionId"]
         .as_str()

@@ -143,7 +143,7 @@ fn note_round_trip(raw: &str) -> Notification {
 
 fn hello(c: &mut Conn) -> daemon::HelloResult {
     let params =
-        r#"{"protocolVersion":1,"client":{"name":"keel","version":"0"},"interactive":true}"#;
+        r#"{"protocolVersion":2,"client":{"name":"keel","version":"0"},"interactive":true}"#;
     // What the client sends is the same type, and the same bytes.
     let typed: HelloParams = serde_json::from_str(params).unwrap();
     assert_eq!(serde_json::to_string(&typed).unwrap(), params);
@@ -155,7 +155,7 @@ fn open_params(sb: &Sandbox, extra: &[&str]) -> String {
     let mut args = vec!["--provider".to_string(), "scripted".into()];
     args.extend(["--script".into(), fixture("hello.json")]);
     args.extend(extra.iter().map(|s| s.to_string()));
-    let params = json!({"cwd": sb.work(), "args": args, "env": {"KEEL_TEST_SEED": "7"},
+    let params = json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args), "env": {"KEEL_TEST_SEED": "7"},
                         "headless": false});
     let text = params.to_string();
     let typed: session::OpenParams = serde_json::from_str(&text).unwrap();
@@ -169,7 +169,7 @@ fn hello_ping_and_their_errors_are_the_declared_types() {
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let mut c = d.connect();
     let h = hello(&mut c);
-    assert_eq!(h.protocol_version, 1);
+    assert_eq!(h.protocol_version, 2);
     assert_eq!(h.daemon.socket, d.socket.display().to_string());
     assert_eq!(h.daemon.pid as i32, d.pid());
     call::<daemon::Ping>(&mut c, 2, "{}");

@@ -11,7 +11,10 @@ fn reopen(c: &mut crate::common::daemon::Conn, sb: &Sandbox, extra: &[&str]) -> 
     let script = fixture("hello.json");
     let mut args = vec!["--continue", "--provider", "scripted", "--script", &script];
     args.extend_from_slice(extra);
-    let r = c.call("session/open", json!({"cwd": sb.work(), "args": args}));
+    let r = c.call(
+        "session/open",
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}),
+    );
     r["result"].clone()
 }
 

@@ -150,7 +150,10 @@ fn new_session_moves_every_attached_client_to_the_new_session() {
         "--resume",
         "old",
     ];
-    let r = c.call("session/open", json!({"cwd": sb.work(), "args": args}));
+    let r = c.call(
+        "session/open",
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}),
+    );
     assert_eq!(
         (&r["result"]["sessionId"], &r["result"]["created"]),
         (&json!("old"), &json!(true)),

@@ -506,7 +506,7 @@ fn a_journal_urls_password_never_appears_in_status_output_or_the_log() {
     std::fs::create_dir(&dir).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let socket = dir.join("p1.sock");
+    let socket = dir.join("p2.sock");
     let mut args = vec!["daemon", "run", "--socket", socket.to_str().unwrap()];
     let journal = journal_args(&url);
     args.extend(journal.iter().map(String::as_str));

@@ -68,7 +68,7 @@ async fn local_link(sb: &Sandbox, args: &[&str], ring_events: usize) -> (Link, S
     let clock = Clock::new(env.fixed_clock, env.seed);
     // As a keel process (and the daemon's session/open) reads its start time first.
     let _ = clock.now_ms();
-    let settings = keel::setup::Settings::resolve(&cli, &env).unwrap();
+    let settings = keel::cli::invocation::settings(&cli, &env).unwrap();
     let setup = keel::setup::host_setup(&settings, &env, &clock, true)
         .await
         .unwrap();
@@ -106,7 +106,10 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     let d = Daemon::start(&there, &["--idle-exit", "0"]);
     let mut c = d.connect();
     c.hello(false);
-    let opened = c.call("session/open", json!({"cwd": there.work(), "args": args}));
+    let opened = c.call(
+        "session/open",
+        json!({"cwd": there.work(), "spec": crate::common::daemon::spec(&args)}),
+    );
     assert_eq!(opened["result"]["sessionId"], "same", "{opened}");
     let remote = rt.block_on(async {
         let (mut link, start) = Link::daemon(

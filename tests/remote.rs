@@ -307,7 +307,7 @@ fn the_bridge_relays_protocol_lines_both_ways_and_ends_with_its_stdin() {
     let mut line = String::new();
     stdin
         .write_all(
-            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon/hello\",\"params\":{\"protocolVersion\":1,\"client\":{\"name\":\"t\",\"version\":\"0\"}}}\n",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon/hello\",\"params\":{\"protocolVersion\":2,\"client\":{\"name\":\"t\",\"version\":\"0\"}}}\n",
         )
         .unwrap();
     stdout.read_line(&mut line).unwrap();

@@ -27,7 +27,7 @@ fn keel(sb: &Sandbox, socket: &Path, args: &[&str]) -> Run {
 
 /// The socket a daemon of this sandbox listens on (also before one runs).
 fn socket_of(sb: &Sandbox) -> std::path::PathBuf {
-    sb.dir.path().join("run").join("p1.sock")
+    sb.dir.path().join("run").join("p2.sock")
 }
 
 /// Adds task `name` running `script` every second (plus `extra` flags before `--`).

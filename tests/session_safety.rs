@@ -61,7 +61,7 @@ fn race(args: &[&str], rounds: usize) -> (usize, Vec<String>) {
                     let clock = Clock::new(None, Some(round as u64 * 2 + n));
                     barrier.wait();
                     // The store (and its lock) lives until both threads are done.
-                    let settings = keel::setup::Settings::resolve(&cli, &env).unwrap();
+                    let settings = keel::cli::invocation::settings(&cli, &env).unwrap();
                     let opened = keel::setup::open_session(&settings, &env, &clock);
                     let result = opened.map(|o| o.store).map_err(|e| e.render());
                     barrier.wait();

@@ -140,8 +140,8 @@ fn two_windows_on_one_session_see_one_stream_and_one_answer_closes_both_dialogs(
     let script = script.display().to_string();
     let opened = c.call(
         "session/open",
-        json!({"cwd": sb.work(), "args": ["--provider", "scripted", "--script", script,
-               "--permission", "ask", "--session-id", "two"]}),
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&["--provider", "scripted", "--script", &script,
+               "--permission", "ask", "--session-id", "two"])}),
     );
     assert_eq!(opened["result"]["sessionId"], "two", "{opened}");
     let keel = env!("CARGO_BIN_EXE_keel");
@@ -268,7 +268,7 @@ fn quitting_during_a_run_asks_whether_to_leave_it_running_or_stop_it() {
     let script = crate::common::support::fixture("hang.json");
     let opened = c.call(
         "session/open",
-        json!({"cwd": sb.work(), "args": ["--provider", "scripted", "--script", script, "--session-id", "busy"]}),
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&["--provider", "scripted", "--script", &script, "--session-id", "busy"])}),
     );
     assert_eq!(opened["result"]["sessionId"], "busy", "{opened}");
     let r = c.call("prompt", json!({"sessionId": "busy", "message": "work"}));
@@ -365,7 +365,7 @@ fn resuming_a_session_the_daemon_holds_attaches_to_it_there() {
     let script = crate::common::support::fixture("hello.json");
     let opened = c.call(
         "session/open",
-        json!({"cwd": sb.work(), "args": ["--provider", "scripted", "--script", script, "--session-id", "held"]}),
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&["--provider", "scripted", "--script", &script, "--session-id", "held"])}),
     );
     assert_eq!(opened["result"]["sessionId"], "held", "{opened}");
     c.call("session/attach", json!({"sessionId": "held"}));
@@ -395,7 +395,7 @@ fn a_daemon_that_cannot_be_started_is_named_once_and_the_tui_runs_in_process() {
     std::fs::create_dir(&open).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let socket = open.join("p1.sock").display().to_string();
+    let socket = open.join("p2.sock").display().to_string();
     let keel = env!("CARGO_BIN_EXE_keel");
     let shell = format!(
         "'{keel}' --provider scripted --script '{}' hi; echo KEEL_EXIT=$?",

@@ -46,7 +46,7 @@ impl Daemon {
         std::fs::create_dir_all(&dir).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-        let socket = dir.join("p1.sock");
+        let socket = dir.join("p2.sock");
         let mut args = vec!["daemon", "run", "--socket", socket.to_str().unwrap()];
         args.extend_from_slice(extra);
         (socket.clone(), args.into_iter().map(String::from).collect())
@@ -144,7 +144,7 @@ impl Conn {
     pub fn hello(&mut self, interactive: bool) -> Value {
         let r = self.call(
             "daemon/hello",
-            json!({"protocolVersion": 1, "client": {"name": "test", "version": "0"}, "interactive": interactive}),
+            json!({"protocolVersion": 2, "client": {"name": "test", "version": "0"}, "interactive": interactive}),
         );
         assert!(r.get("result").is_some(), "{r}");
         r
@@ -227,6 +227,16 @@ pub fn code(v: &Value) -> i64 {
         .unwrap_or_else(|| panic!("not an error: {v}"))
 }
 
+/// The `session/open` spec of a session asked for with these flags, as the command line
+/// resolves them (`keel::cli::spec`): the tests write sessions as flags, the wire carries specs.
+pub fn spec<S: AsRef<str>>(args: &[S]) -> Value {
+    let args: Vec<String> = args.iter().map(|a| a.as_ref().to_string()).collect();
+    let cli = keel::cli::spec::parse_argv(&args).unwrap_or_else(|e| panic!("{args:?}: {e:?}"));
+    let spec = keel::cli::spec::of(&cli, std::path::Path::new("/"))
+        .unwrap_or_else(|e| panic!("{args:?}: {e:?}"));
+    serde_json::to_value(spec).unwrap()
+}
+
 /// Opens a scripted session in the sandbox's work dir; its id.
 pub fn open(c: &mut Conn, sb: &Sandbox, script: &str, extra: &[&str]) -> String {
     open_script(c, sb, &fixture(script), extra)
@@ -237,7 +247,7 @@ pub fn open_script(c: &mut Conn, sb: &Sandbox, script: &str, extra: &[&str]) -> 
     args.extend_from_slice(extra);
     let r = c.call(
         "session/open",
-        json!({"cwd": sb.work(), "args": args, "env": {"KEEL_TEST_SEED": "7"}}),
+        json!({"cwd": sb.work(), "spec": spec(&args), "env": {"KEEL_TEST_SEED": "7"}}),
     );
     r["result"]["sessionId"]
         .as_str()
