@@ -58,7 +58,7 @@ struct ListLine {
     every: Option<u64>,
     cron: Option<String>,
     cwd: String,
-    args: Vec<String>,
+    spec: Value,
     prompt: String,
     on_failure: Option<String>,
     paused: bool,
@@ -651,4 +651,33 @@ fn add_with(sb: &Sandbox, name: &str, script: &str, extra: &[&str]) {
     args.extend_from_slice(&["--provider", "scripted", "--script", script, "--", "go"]);
     let run = keel(sb, &socket_of(sb), &args);
     assert_eq!(run.code, 0, "{run}");
+}
+
+/// A store written by a keel of protocol 1 (tasks with flags) is converted once, by the first
+/// keel that loads it, with the old file kept beside it; a stored `--api-key` never reaches the
+/// spec (its value is not listed).
+#[test]
+fn a_version_1_store_is_converted_to_specs_once_with_a_backup() {
+    let sb = Sandbox::new();
+    let store = sb.home().join("schedules.json");
+    let v1 = json!({"version": 1, "tasks": [{
+        "name": "old", "every": 3600, "cwd": sb.work(),
+        "args": ["--provider", "scripted", "--model", "m", "--max-turns", "2",
+                 "--api-key", "sk-old-secret"],
+        "prompt": "p", "created": "2026-01-01T00:00:00+00:00"}]})
+    .to_string();
+    std::fs::write(&store, &v1).unwrap();
+    let t = task(&sb, "old");
+    assert_eq!(t["spec"]["provider"], "scripted", "{t}");
+    assert_eq!(t["spec"]["model"], "m", "{t}");
+    assert_eq!(t["spec"]["maxTurns"], 2, "{t}");
+    assert!(t.get("args").is_none(), "{t}");
+    let now = std::fs::read_to_string(&store).unwrap();
+    assert!(now.contains("\"version\": 2"), "{now}");
+    assert!(
+        !now.contains("sk-old-secret"),
+        "a key is never stored: {now}"
+    );
+    let backup = sb.home().join("schedules.json.v1.bak");
+    assert_eq!(std::fs::read_to_string(backup).unwrap(), v1);
 }

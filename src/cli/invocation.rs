@@ -116,8 +116,8 @@ pub fn color(cli: &Cli, env: &Env) -> ColorChoice {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
     use clap::Parser;
+    use std::path::PathBuf;
 
     fn env(stdin_tty: bool, stdout_tty: bool) -> Env {
         Env {

@@ -10,9 +10,8 @@ use crate::kernel::agent::Permission;
 use crate::kernel::sandbox::{HostPattern, Network, SandboxMode};
 use std::path::Path;
 
-use crate::settings::Thinking;
 use crate::wire::protocol::spec::{
-    KeySource, McpSpec, SessionPick, SessionSpec, SettingsLayer, TrustSpec,
+    KeySource, McpSpec, SessionPick, SessionSpec, SettingsLayer, Thinking, TrustSpec,
 };
 
 /// The variable a key given with `--api-key` is handed to the session in (in this process's

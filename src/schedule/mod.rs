@@ -558,7 +558,10 @@ mod tests {
                 model: Some(model.clone()),
                 ..Default::default()
             }),
-            _ => Err(ScheduleError::new(ScheduleErrorKind::Flags, "not --model M")),
+            _ => Err(ScheduleError::new(
+                ScheduleErrorKind::Flags,
+                "not --model M",
+            )),
         }
     }
 
@@ -579,7 +582,10 @@ mod tests {
         let backup = dir.path().join("schedules.json.v1.bak");
         assert_eq!(std::fs::read_to_string(&backup).unwrap(), v1);
         let now = std::fs::read_to_string(&path).unwrap();
-        assert!(now.contains("\"version\": 2") && now.contains("\"spec\""), "{now}");
+        assert!(
+            now.contains("\"version\": 2") && now.contains("\"spec\""),
+            "{now}"
+        );
         assert!(!now.contains("\"args\""), "{now}");
         // Converted once: the next load reads version 2 as it is.
         assert_eq!(Store::new(dir.path()).load().unwrap(), tasks);

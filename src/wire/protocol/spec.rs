@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::kernel::agent::Permission;
 use crate::kernel::sandbox::{Network, SandboxMode};
-use crate::settings::Thinking;
 
 /// What a session is opened with. Serialized with camelCase names; every field may be left
 /// out.
@@ -121,6 +120,18 @@ impl Default for McpSpec {
             enabled: true,
         }
     }
+}
+
+/// A reasoning effort, as `--thinking` and the settings' `thinking` write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Thinking {
+    Off,
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Xhigh,
 }
 
 /// Which session a spec opens.

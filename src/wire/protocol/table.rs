@@ -62,7 +62,7 @@ pub fn methods() -> Vec<MethodRow> {
         method::<daemon::Ping>("A heartbeat."),
         method::<daemon::Status>("The daemon, its live sessions, its schedules and its journal."),
         method::<daemon::Stop>("Stop the daemon (refused while a run is active unless `force`)."),
-        method::<session::Open>("Open a session as `keel` with these flags would, in `cwd`, or return the live one they name."),
+        method::<session::Open>("Open the session a typed spec describes, in `cwd`, as `keel` would there, or return the live one it picks."),
         method::<session::Attach>("Follow a session's events on this connection: a replay from the cursor, or a snapshot."),
         method::<session::Detach>("Stop following a session on this connection."),
         method::<session::Close>("Save and release a live session that has no run and no other client."),
