@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, snap, Sandbox};
+use crate::common::support::{fixture, scripted_args, snap, Sandbox};
 
 /// `keel --mode acp` with the ACP script and `extra` flags.
 pub fn acp(sb: &Sandbox, extra: &[&str]) -> Rpc {
@@ -14,14 +14,7 @@ pub fn acp(sb: &Sandbox, extra: &[&str]) -> Rpc {
 
 /// keel in ACP mode playing the scripted turns of `script`.
 pub fn acp_script(sb: &Sandbox, script: &str, extra: &[&str]) -> Rpc {
-    let mut args = vec![
-        "--mode",
-        "acp",
-        "--provider",
-        "scripted",
-        "--script",
-        script,
-    ];
+    let mut args = scripted_args(&["--mode", "acp"], script, &[]);
     args.extend_from_slice(extra);
     Rpc::start_raw(sb, &args)
 }
@@ -685,16 +678,7 @@ fn acp_client_mcp_servers_are_started_for_the_session_and_their_tools_called() {
     let script = script.display().to_string();
     let mut a = Rpc::start_raw(
         &sb,
-        &[
-            "--mode",
-            "acp",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "--permission",
-            "auto",
-        ],
+        &scripted_args(&["--mode", "acp"], &script, &["--permission", "auto"]),
     );
     let caps = init(&mut a);
     assert_eq!(

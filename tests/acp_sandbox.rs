@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::acp::{call, new_session, prompt};
 use crate::common::rpc::Rpc;
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 
 /// `keel --mode acp` running `turns` with `extra` flags, initialized with `caps` as the
 /// client's capabilities; the session id.
@@ -15,16 +15,7 @@ fn start(sb: &Sandbox, turns: Value, caps: Value, extra: &[&str]) -> (Rpc, Strin
     let script = sb.dir.path().join("script.json");
     std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
     let script = script.display().to_string();
-    let mut args = vec![
-        "--mode",
-        "acp",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--permission",
-        "auto",
-    ];
+    let mut args = scripted_args(&["--mode", "acp"], &script, &["--permission", "auto"]);
     args.extend_from_slice(extra);
     let mut a = Rpc::start_raw(sb, &args);
     let init = json!({"protocolVersion": 1, "clientCapabilities": caps});

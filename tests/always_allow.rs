@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::common::rpc::Rpc;
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 
 /// A script whose first turn runs `command` in bash, then answers "done".
 fn script(sb: &Sandbox, name: &str, command: &str) -> String {
@@ -23,15 +23,7 @@ fn script(sb: &Sandbox, name: &str, command: &str) -> String {
 fn ask_run(sb: &Sandbox, script: &str) -> Rpc {
     Rpc::start(
         sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            script,
-            "--permission",
-            "ask",
-            "--no-session",
-        ],
+        &scripted_args(&[], script, &["--permission", "ask", "--no-session"]),
     )
 }
 

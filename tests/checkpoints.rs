@@ -12,7 +12,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 
 /// Every file under `root` (not `.git`) with its bytes and mode.
 fn tree(root: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
@@ -89,7 +89,7 @@ fn seed_workspace(work: &Path) {
 /// Runs `keel -p` with the scripted calls (`-c`: continuing the session); asserts success.
 pub(crate) fn turn(sb: &Sandbox, name: &str, calls: &[(&str, Value)], cont: bool, prompt: &str) {
     let script = write_script(sb, name, calls);
-    let mut args = vec!["-p", "--provider", "scripted", "--script", &script];
+    let mut args = scripted_args(&["-p"], &script, &[]);
     if cont {
         args.push("-c");
     }
@@ -225,15 +225,7 @@ fn a_file_over_the_cap_is_left_out_with_a_warning() {
         "s.json",
         &[("bash", json!({"command": "echo x > small.txt"}))],
     );
-    let run = sb.run(&[
-        "--mode",
-        "json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "go",
-    ]);
+    let run = sb.run(&scripted_args(&["--mode", "json"], &script, &["go"]));
     assert_eq!(run.code, 0, "{run}");
     let warning: Vec<Value> = run
         .stdout
@@ -270,7 +262,7 @@ fn checkpoints_off_take_no_snapshot() {
     )
     .unwrap();
     let script = write_script(&sb, "s.json", &[("bash", json!({"command": "echo x > f"}))]);
-    let run = sb.run(&["-p", "--provider", "scripted", "--script", &script, "go"]);
+    let run = sb.run(&scripted_args(&["-p"], &script, &["go"]));
     assert_eq!(run.code, 0, "{run}");
     assert!(!sb.home().join("checkpoints").exists());
     assert!(checkpoints(&sb, &session_id(&sb)).is_empty());
@@ -344,8 +336,7 @@ fn rewind_through_rpc_restores_files_and_conversation_and_is_refused_while_runni
     let path = sb.dir.path().join("s.json");
     std::fs::write(&path, script.to_string()).unwrap();
     let path = path.display().to_string();
-    let mut rpc =
-        crate::common::rpc::Rpc::start(&sb, &["--provider", "scripted", "--script", &path]);
+    let mut rpc = crate::common::rpc::Rpc::start(&sb, &scripted_args(&[], &path, &[]));
     for (id, text) in [("p1", "edit a"), ("p2", "shell")] {
         rpc.call(json!({"id": id, "type": "prompt", "message": text}));
         rpc.wait(&json!({"type": "agent_settled"}));
@@ -544,8 +535,7 @@ fn rewind_preview_through_rpc_lists_what_a_rewind_would_change_and_changes_nothi
     let path = sb.dir.path().join("s.json");
     std::fs::write(&path, script.to_string()).unwrap();
     let path = path.display().to_string();
-    let mut rpc =
-        crate::common::rpc::Rpc::start(&sb, &["--provider", "scripted", "--script", &path]);
+    let mut rpc = crate::common::rpc::Rpc::start(&sb, &scripted_args(&[], &path, &[]));
     for (id, text) in [("p1", "edit a"), ("p2", "shell")] {
         rpc.call(json!({"id": id, "type": "prompt", "message": text}));
         rpc.wait(&json!({"type": "agent_settled"}));

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, Sandbox};
 
 const SUBCOMMANDS: [&str; 9] = [
     "daemon",
@@ -21,14 +21,7 @@ const SUBCOMMANDS: [&str; 9] = [
 /// The user message a JSON-mode scripted run was sent.
 fn prompt_sent(sb: &Sandbox, args: &[&str]) -> String {
     let script = fixture("hello.json");
-    let mut all = vec![
-        "--json",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-    ];
+    let mut all = scripted_args(&["--json", "--no-session"], &script, &[]);
     all.extend_from_slice(args);
     let run = sb.run(&all);
     assert_eq!(run.code, 0, "{run}");
@@ -189,13 +182,7 @@ fn a_prompt_may_start_with_a_subcommand_name() {
     assert_eq!(prompt_sent(&sb, &["fix the daemon"]), "fix the daemon");
     // Print mode, the flag first, as people type it.
     let script = fixture("hello.json");
-    let sc = [
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-    ];
+    let sc = scripted_args(&["--no-session"], &script, &[]);
     for args in [
         &["-p", "--", "ps"][..],
         &["-p", "ps aux"],

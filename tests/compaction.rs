@@ -13,7 +13,7 @@ use keel::kernel::session::{EntryData, SessionHeader, Store};
 use keel::{AgentConfig, AgentSession, Bus, Clock, Event};
 
 use crate::common::http_server::{Reply, Server};
-use crate::common::support::{fixture, root, Sandbox};
+use crate::common::support::{fixture, root, scripted_args, Sandbox};
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -201,7 +201,7 @@ fn manual_compaction_reports_nothing_to_compact_and_then_compacts() {
 fn the_binary_writes_the_entry_and_continue_sends_the_compacted_context() {
     let sb = Sandbox::new();
     let script = fixture("compaction.json");
-    let scripted = ["--provider", "scripted", "--script", script.as_str()];
+    let scripted = scripted_args(&[], script.as_str(), &[]);
     let mut args: Vec<&str> = vec!["--json"];
     args.extend_from_slice(&scripted);
     args.push("one");

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::common::daemon::{code, open, open_script, Conn, Daemon};
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, Sandbox};
 
 #[test]
 fn protocol_errors_read_like_the_contract() {
@@ -360,16 +360,7 @@ fn rpc_mode_through_the_daemon_writes_what_it_writes_in_process() {
         "\n",
     );
     let script = fixture("hello.json");
-    let base = [
-        "--mode",
-        "rpc",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--session-id",
-        "same",
-    ];
+    let base = scripted_args(&["--mode", "rpc"], &script, &["--session-id", "same"]);
     let here = Sandbox::new();
     let local = here.run_stdin(&base, input);
     assert_eq!(local.code, 0, "{local}");
@@ -403,17 +394,11 @@ fn a_daemon_killed_mid_run_is_reported_and_the_session_resumes_in_process() {
     let mut d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
     let script = fixture("hang.json");
-    let args = [
-        "--mode",
-        "rpc",
-        "--daemon",
-        "--socket",
-        &socket,
-        "--provider",
-        "scripted",
-        "--script",
+    let args = scripted_args(
+        &["--mode", "rpc", "--daemon", "--socket", &socket],
         &script,
-    ];
+        &[],
+    );
     let mut client = Rpc::spawn(sb.cmd(&args));
     client.send_bytes(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"work\"}\n");
     client.wait(&json!({"type": "message_update"}));
@@ -551,14 +536,7 @@ fn two_clients_opening_one_session_at_once_get_the_same_live_session() {
                 s.spawn(move || {
                     let mut c = d.connect();
                     c.hello(false);
-                    let args = [
-                        "--provider",
-                        "scripted",
-                        "--script",
-                        script,
-                        "--session-id",
-                        "shared",
-                    ];
+                    let args = scripted_args(&[], script, &["--session-id", "shared"]);
                     c.call("session/open", json!({"cwd": sb.work(), "args": args}))
                 })
             })

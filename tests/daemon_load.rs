@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::common::daemon::{code, Conn, Daemon};
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, Sandbox};
 use crate::session_load::session_gen;
 
 /// A `/proc/<pid>/stat` line's CPU time (user + system), in clock ticks.
@@ -220,7 +220,7 @@ fn a_silent_models_server_holds_up_no_other_clients_open_or_prompt() {
     let mut b = d.connect();
     b.hello(false);
     let script = fixture("hello.json");
-    let args = ["--provider", "scripted", "--script", &script];
+    let args = scripted_args(&[], &script, &[]);
     let r = answer(
         &mut b,
         "session/open",
@@ -278,14 +278,7 @@ fn a_pipelining_client_that_never_reads_cannot_grow_the_daemon_without_bound() {
     let mut b = d.connect();
     b.hello(false);
     let script = fixture("hello.json");
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--session",
-        &session,
-    ];
+    let args = scripted_args(&[], &script, &["--session", &session]);
     let r = b.call("session/open", json!({"cwd": sb.work(), "args": args}));
     let id = r["result"]["sessionId"].as_str().unwrap().to_string();
     let one = b.call("get_messages", json!({"sessionId": id}));

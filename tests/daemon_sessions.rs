@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 
 use crate::common::daemon::{code, is_event, is_note, open, Conn, Daemon};
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, root, Sandbox};
+use crate::common::support::{fixture, root, scripted_args, Sandbox};
 
 /// The notifications `c` got up to `session/replaced` (already read or still to come): that one.
 fn replaced(c: &mut Conn) -> Value {
@@ -142,14 +142,7 @@ fn new_session_moves_every_attached_client_to_the_new_session() {
     assert_eq!(run_events(&mut c), second);
     // The old session opens from its file again, as a separate live session.
     let script = fixture("hello.json");
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--resume",
-        "old",
-    ];
+    let args = scripted_args(&[], &script, &["--resume", "old"]);
     let r = c.call("session/open", json!({"cwd": sb.work(), "args": args}));
     assert_eq!(
         (&r["result"]["sessionId"], &r["result"]["created"]),
@@ -320,17 +313,7 @@ fn switch_session_to_a_session_live_elsewhere_is_refused_and_changes_nothing() {
     }
     // Held by another keel process: the file lock refuses it, with the store's text.
     let script = fixture("hello.json");
-    let mut other = Rpc::start(
-        &sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "--session-id",
-            "held",
-        ],
-    );
+    let mut other = Rpc::start(&sb, &scripted_args(&[], &script, &["--session-id", "held"]));
     other.send_bytes(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"mine\"}\n");
     other.wait(&json!({"type": "agent_settled"}));
     let held = sb
@@ -386,16 +369,7 @@ fn rpc_mode_through_the_daemon_follows_session_changes_byte_for_byte() {
     ];
     let input = lines.join("\n") + "\n";
     let script = fixture("hello.json");
-    let base = [
-        "--mode",
-        "rpc",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--session-id",
-        "same",
-    ];
+    let base = scripted_args(&["--mode", "rpc"], &script, &["--session-id", "same"]);
     let sandbox = || {
         let sb = Sandbox::new();
         std::fs::copy(

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::common::daemon::Daemon;
-use crate::common::support::{Run, Sandbox};
+use crate::common::support::{scripted_args, Run, Sandbox};
 
 const GUARD: &str = r#"cmd=$(jq -r '.tool_input.command'); case "$cmd" in *"rm -rf"*) echo "Blocked by policy: rm -rf" >&2; exit 2;; esac"#;
 
@@ -111,20 +111,11 @@ fn a_user_guard_hook_and_a_deny_rule_hold_in_a_scheduled_run() {
     let sb = Sandbox::new();
     let script = setup(&sb);
     let d = Daemon::start(&sb, &[]);
-    let add = [
-        "schedule",
-        "add",
-        "guarded",
-        "--every",
-        "1h",
-        "--provider",
-        "scripted",
-        "--script",
+    let add = scripted_args(
+        &["schedule", "add", "guarded", "--every", "1h"],
         &script,
-        "--",
-        "clean",
-        "up",
-    ];
+        &["--", "clean", "up"],
+    );
     let run = keel(&sb, &d.socket, &add);
     assert_eq!(run.code, 0, "{run}");
     let now = keel(&sb, &d.socket, &["schedule", "run", "guarded"]);

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::common::daemon::Daemon;
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, Sandbox, CLOCK};
+use crate::common::support::{fixture, scripted_args, Sandbox, CLOCK};
 
 /// The notes up to and including the `agent_settled` line, as `(seq, line)`.
 async fn run_prompt(link: &mut Link) -> Vec<(u64, String)> {
@@ -78,14 +78,7 @@ async fn local_link(sb: &Sandbox, args: &[&str], ring_events: usize) -> (Link, S
 #[test]
 fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     let script = fixture("hello.json");
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--session-id",
-        "same",
-    ];
+    let args = scripted_args(&[], &script, &["--session-id", "same"]);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -136,17 +129,17 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
 fn three_timeouts(sb: &Sandbox, script: &str) {
     let mut rpc = Rpc::start(
         sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
+        &scripted_args(
+            &[],
             script,
-            "--permission",
-            "ask",
-            "--approval-timeout",
-            "0.05",
-            "--no-session",
-        ],
+            &[
+                "--permission",
+                "ask",
+                "--approval-timeout",
+                "0.05",
+                "--no-session",
+            ],
+        ),
     );
     rpc.send(&json!({"type": "prompt", "message": "tick"}));
     rpc.wait(&json!({"type": "agent_settled"}));
@@ -176,16 +169,11 @@ fn an_in_process_approval_waits_for_its_answer_past_the_timeout() {
     ]});
     std::fs::write(&script, turns.to_string()).unwrap();
     let script = script.display().to_string();
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
+    let args = scripted_args(
+        &[],
         &script,
-        "--permission",
-        "ask",
-        "--approval-timeout",
-        "0.05",
-    ];
+        &["--permission", "ask", "--approval-timeout", "0.05"],
+    );
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -261,13 +249,7 @@ fn a_local_link_that_falls_behind_is_told_and_reattaches() {
     let turns = json!({"turns": [{"chunks": chunks}, {"chunks": [{"text": "short"}]}]});
     std::fs::write(&script, turns.to_string()).unwrap();
     let script = script.display().to_string();
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--no-session",
-    ];
+    let args = scripted_args(&[], &script, &["--no-session"]);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -15,7 +15,7 @@ use keel::kernel::tool;
 use serde_json::{json, Value};
 
 use crate::common::http_server::{Reply, Server};
-use crate::common::support::{root, Run, Sandbox};
+use crate::common::support::{root, scripted_args, Run, Sandbox};
 
 const PERSON: &str = r#"{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name","age"],"additionalProperties":false}"#;
 
@@ -245,19 +245,18 @@ fn through_the_daemon_the_answer_is_checked_and_reported_alike() {
     // Each new session needs its own id under the fixed clock: its own seed.
     let via = |script: &str, mode: &str, seed: &str| {
         let script = crate::common::support::fixture(script);
-        let mut cmd = sb.cmd(&[
-            mode,
-            "--provider",
-            "scripted",
-            "--script",
+        let mut cmd = sb.cmd(&scripted_args(
+            &[mode],
             &script,
-            "--output-schema",
-            "schema.json",
-            "--daemon",
-            "--socket",
-            &socket,
-            "who wrote the first program?",
-        ]);
+            &[
+                "--output-schema",
+                "schema.json",
+                "--daemon",
+                "--socket",
+                &socket,
+                "who wrote the first program?",
+            ],
+        ));
         sb.finish(cmd.env("KEEL_TEST_SEED", seed).output().unwrap())
     };
     let run = via("schema_repaired.json", "-p", "1");

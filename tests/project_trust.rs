@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::support::{Run, Sandbox};
+use crate::common::support::{scripted_args, Run, Sandbox};
 use crate::tui_pty::spawn;
 
 fn write(path: &Path, v: &Value) {
@@ -38,14 +38,7 @@ fn bash_run(sb: &Sandbox, command: &str, extra: &[&str]) -> Run {
     let path = sb.dir.path().join("script.json");
     write(&path, &script);
     let path = path.display().to_string();
-    let mut args = vec![
-        "-p",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &path,
-    ];
+    let mut args = scripted_args(&["-p", "--no-session"], &path, &[]);
     args.extend_from_slice(extra);
     args.push("go");
     sb.run(&args)

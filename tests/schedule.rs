@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::common::daemon::Daemon;
-use crate::common::support::{fixture, snap, Run, Sandbox};
+use crate::common::support::{fixture, scripted_args, snap, Run, Sandbox};
 
 /// How long a test waits for a state it expects.
 const DEADLINE: Duration = Duration::from_secs(30);
@@ -35,15 +35,7 @@ fn add(sb: &Sandbox, name: &str, script: &str, extra: &[&str]) -> Run {
     let script = fixture(script);
     let mut args = vec!["schedule", "add", name, "--every", "1s"];
     args.extend_from_slice(extra);
-    args.extend_from_slice(&[
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--",
-        "do",
-        "it",
-    ]);
+    args.extend_from_slice(&scripted_args(&[], &script, &["--", "do", "it"]));
     let run = keel(sb, &socket_of(sb), &args);
     assert_eq!(run.code, 0, "{run}");
     run
@@ -143,16 +135,7 @@ fn a_task_every_second_runs_as_a_named_saved_session_that_resumes() {
     assert!(text.contains("Hello from keel!"), "{text}");
     // Settled and unwatched: saved and closed in the daemon, so it resumes like any session.
     let script = fixture("hello.json");
-    let args = [
-        "-p",
-        "--resume",
-        &id,
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "again",
-    ];
+    let args = scripted_args(&["-p", "--resume", &id], &script, &["again"]);
     let resumed = keel(&sb, &d.socket, &args);
     assert_eq!(resumed.code, 0, "{resumed}");
     assert_eq!(resumed.stdout, "Hello from keel!\n");
@@ -385,19 +368,11 @@ fn a_corrupt_schedules_file_is_reported_and_nothing_runs_or_overwrites_it() {
         "{status}"
     );
     let script = fixture("hello.json");
-    let args = [
-        "schedule",
-        "add",
-        "y",
-        "--every",
-        "1s",
-        "--provider",
-        "scripted",
-        "--script",
+    let args = scripted_args(
+        &["schedule", "add", "y", "--every", "1s"],
         &script,
-        "--",
-        "hi",
-    ];
+        &["--", "hi"],
+    );
     let run = keel(&sb, &d.socket, &args);
     snap(
         "schedule_add_corrupt_store",
@@ -648,7 +623,7 @@ fn a_scheduled_run_is_sandboxed_and_its_record_names_what_was_stopped() {
 fn add_with(sb: &Sandbox, name: &str, script: &str, extra: &[&str]) {
     let mut args = vec!["schedule", "add", name, "--every", "1s"];
     args.extend_from_slice(extra);
-    args.extend_from_slice(&["--provider", "scripted", "--script", script, "--", "go"]);
+    args.extend_from_slice(&scripted_args(&[], script, &["--", "go"]));
     let run = keel(sb, &socket_of(sb), &args);
     assert_eq!(run.code, 0, "{run}");
 }

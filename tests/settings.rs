@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::common::daemon::Daemon;
-use crate::common::support::{fixture, snap, Sandbox};
+use crate::common::support::{fixture, scripted_args, snap, Sandbox};
 
 fn write(path: &Path, v: &Value) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -229,18 +229,18 @@ fn a_daemon_session_is_opened_with_the_settings_of_its_cwd() {
     let socket = d.socket.display().to_string();
     let script = script.display().to_string();
     // The project's `env` waits for trust: this run trusts it.
-    let args = [
-        "-p",
-        "go",
-        "--trust-project",
-        "--daemon",
-        "--socket",
-        &socket,
-        "--provider",
-        "scripted",
-        "--script",
+    let args = scripted_args(
+        &[
+            "-p",
+            "go",
+            "--trust-project",
+            "--daemon",
+            "--socket",
+            &socket,
+        ],
         &script,
-    ];
+        &[],
+    );
     let out = sb.cmd(&args).current_dir(&other).output().unwrap();
     let run = sb.finish(out);
     assert_eq!(run.code, 0, "{run}");

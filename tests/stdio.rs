@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::common::support::{fixture, signal, snap, Run, Sandbox};
+use crate::common::support::{fixture, scripted_args, signal, snap, Run, Sandbox};
 
 /// `/dev/full`: every write fails with ENOSPC.
 fn dev_full() -> Stdio {
@@ -37,10 +37,7 @@ const FULL: &str = "Error: cannot write to stdout: No space left on device (os e
 fn print_mode_stdout_full_exits_1_and_says_why() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
-    let run = run_full(
-        &sb,
-        &["-p", "--provider", "scripted", "--script", &script, "hi"],
-    );
+    let run = run_full(&sb, &scripted_args(&["-p"], &script, &["hi"]));
     assert_eq!(run.code, 1, "{run}");
     assert!(run.stderr.contains(FULL), "{}", run.stderr);
     snap("exit_1_stdout_full", &run.to_string());
@@ -58,17 +55,7 @@ fn print_mode_stdout_full_exits_1_and_says_why() {
 fn json_mode_stdout_full_exits_1_and_says_why() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
-    let run = run_full(
-        &sb,
-        &[
-            "--json",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "hi",
-        ],
-    );
+    let run = run_full(&sb, &scripted_args(&["--json"], &script, &["hi"]));
     assert_eq!(run.code, 1, "{run}");
     assert_eq!(run.stderr.matches(FULL).count(), 1, "{}", run.stderr);
     // The run was stopped and its session saved with what was done.
@@ -86,14 +73,7 @@ fn rpc_mode_stdout_full_exits_1_and_says_why() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
     let mut child = sb
-        .cmd(&[
-            "--mode",
-            "rpc",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-        ])
+        .cmd(&scripted_args(&["--mode", "rpc"], &script, &[]))
         .stdin(Stdio::piped())
         .stdout(dev_full())
         .stderr(Stdio::piped())
@@ -114,7 +94,7 @@ fn rpc_mode_stdout_full_exits_1_and_says_why() {
 fn print_mode_reader_gone_before_the_answer_is_141_and_quiet() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
-    let mut child = sb.spawn(&["-p", "--provider", "scripted", "--script", &script, "hi"]);
+    let mut child = sb.spawn(&scripted_args(&["-p"], &script, &["hi"]));
     drop(child.stdout.take());
     let run = sb.finish(child.wait_with_output().unwrap());
     assert_eq!(run.code, 141, "{run}");
@@ -148,13 +128,7 @@ const CAP: usize = 16 * 1024 * 1024;
 fn stdin_over_16_mib_is_a_usage_error() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--no-session",
-    ];
+    let args = scripted_args(&[], &script, &["--no-session"]);
     let run = run_piped(&sb, &[&["-p"][..], &args].concat(), vec![b'x'; CAP + 1]);
     assert_eq!(run.code, 2, "{run}");
     assert!(
@@ -183,7 +157,7 @@ fn signal_while_reading_stdin(sig: Signal, code: i32) {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
     let mut child = sb
-        .cmd(&["--json", "--provider", "scripted", "--script", &script])
+        .cmd(&scripted_args(&["--json"], &script, &[]))
         .env("KEEL_LOG", "debug")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

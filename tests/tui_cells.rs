@@ -19,7 +19,7 @@ use ratatui::layout::Rect;
 use serde_json::json;
 
 use crate::common::daemon::{open, Daemon};
-use crate::common::support::{fixture, snap, Sandbox};
+use crate::common::support::{fixture, scripted_args, snap, Sandbox};
 use crate::tui::Feed;
 use crate::tui_pty::spawn;
 
@@ -217,7 +217,7 @@ fn the_short_id_of_sessions_made_together_differs_and_resumes_the_right_one() {
     let script = fixture("hello.json");
     // The sandbox's clock is fixed: both are made in the same millisecond.
     for seed in ["1", "2"] {
-        let args = ["-p", "--provider", "scripted", "--script", &script, "hello"];
+        let args = scripted_args(&["-p"], &script, &["hello"]);
         let out = sb.cmd(&args).env("KEEL_TEST_SEED", seed).output().unwrap();
         assert!(out.status.success(), "{out:?}");
     }
@@ -313,7 +313,7 @@ fn rpc_lines(sb: &Sandbox, script: &str) -> Vec<String> {
     let path = sb.dir.path().join("script.json");
     std::fs::write(&path, script).unwrap();
     let path = path.display().to_string();
-    let args = ["--mode", "rpc", "--provider", "scripted", "--script", &path];
+    let args = scripted_args(&["--mode", "rpc"], &path, &[]);
     let r = sb.run_stdin(&args, "{\"type\":\"prompt\",\"message\":\"hi\"}\n");
     assert_eq!(r.code, 0, "{}", r.stderr);
     let lines: Vec<String> = r.stdout.lines().map(str::to_string).collect();

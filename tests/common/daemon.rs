@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, Sandbox};
 
 /// A daemon this test started; killed on drop.
 pub struct Daemon {
@@ -233,8 +233,7 @@ pub fn open(c: &mut Conn, sb: &Sandbox, script: &str, extra: &[&str]) -> String 
 }
 
 pub fn open_script(c: &mut Conn, sb: &Sandbox, script: &str, extra: &[&str]) -> String {
-    let mut args = vec!["--provider", "scripted", "--script", &script];
-    args.extend_from_slice(extra);
+    let args = scripted_args(&[], script, extra);
     let r = c.call(
         "session/open",
         json!({"cwd": sb.work(), "args": args, "env": {"KEEL_TEST_SEED": "7"}}),

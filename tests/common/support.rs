@@ -22,6 +22,15 @@ pub fn fixture(name: &str) -> String {
         .to_string()
 }
 
+/// The arguments of a run on the scripted provider: `before`, then `--provider scripted
+/// --script SCRIPT`, then `after`, in that order.
+pub fn scripted_args<'a>(before: &[&'a str], script: &'a str, after: &[&'a str]) -> Vec<&'a str> {
+    let mut all = before.to_vec();
+    all.extend_from_slice(&["--provider", "scripted", "--script", script]);
+    all.extend_from_slice(after);
+    all
+}
+
 /// A temp dir with `home/` (KEEL_HOME) and `work/` (the cwd).
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
@@ -114,9 +123,7 @@ impl Sandbox {
     /// Runs `keel MODE --provider scripted --script fixtures/providers/SCRIPT ARGS...`.
     pub fn scripted(&self, mode: &str, script: &str, args: &[&str]) -> Run {
         let script = fixture(script);
-        let mut all = vec![mode, "--provider", "scripted", "--script", &script];
-        all.extend_from_slice(args);
-        self.run(&all)
+        self.run(&scripted_args(&[mode], &script, args))
     }
 
     /// Writes a scripted-provider script whose first turn makes `calls` (tool name,
@@ -140,9 +147,7 @@ impl Sandbox {
     /// returns everything the process wrote and its status.
     pub fn interrupt_json(&self, script: &str, args: &[&str], needle: &str, sig: Signal) -> Run {
         let script = fixture(script);
-        let mut all = vec!["--json", "--provider", "scripted", "--script", &script];
-        all.extend_from_slice(args);
-        let mut child = self.spawn(&all);
+        let mut child = self.spawn(&scripted_args(&["--json"], &script, args));
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut seen = read_until(&mut stdout, needle).concat();
         signal(&child, sig);
