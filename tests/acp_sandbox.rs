@@ -55,10 +55,7 @@ fn a_sandbox_that_is_off_reaches_the_acp_client_as_a_notice_or_a_message() {
         let turns = json!([{"chunks": [{"text": "hi"}]}]);
         let (mut a, session) = start(&sb, turns, caps, &["--sandbox", "off"]);
         prompt(&mut a, "p1", &session, "hello");
-        assert_eq!(
-            a.wait(&json!({"id": "p1"}))["result"]["stopReason"],
-            "end_turn"
-        );
+        assert_eq!(a.stop_reason("p1"), "end_turn");
         let (lines, stderr, code) = a.finish();
         assert_eq!(code, 0, "{stderr}");
         let all = updates(&lines);
@@ -93,10 +90,7 @@ fn a_command_the_sandbox_stopped_is_a_tool_call_update_that_says_why() {
     let turns = json!([{"chunks": [call_]}, {"chunks": [{"text": "done"}]}]);
     let (mut a, session) = start(&sb, turns, json!({}), &[]);
     prompt(&mut a, "p1", &session, "write outside");
-    assert_eq!(
-        a.wait(&json!({"id": "p1"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p1"), "end_turn");
     let (lines, stderr, code) = a.finish();
     assert_eq!(code, 0, "{stderr}");
     let all = updates(&lines);

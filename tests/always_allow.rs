@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::common::rpc::Rpc;
-use crate::common::support::{scripted_args, Sandbox};
+use crate::common::support::{keel_shell, scripted_args, Sandbox};
 
 /// A script whose first turn runs `command` in bash, then answers "done".
 fn script(sb: &Sandbox, name: &str, command: &str) -> String {
@@ -152,10 +152,7 @@ fn set_permission_mode_changes_the_sessions_mode_and_get_permissions_lists_the_r
 fn the_tuis_a_answer_saves_the_rule_and_shows_the_notice() {
     let sb = Sandbox::new();
     let path = script(&sb, "tui.json", "touch tui.txt");
-    let shell = format!(
-        "'{}' --permission ask --provider scripted --script '{path}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-    );
+    let shell = format!("{} --permission ask; echo KEEL_EXIT=$?", keel_shell(&path));
     let vars = [("KEEL_NO_DAEMON", "1"), ("TERM", "dumb")];
     let (mut s, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &vars);
     s.wait_for("the header", |t| t.contains("/help for commands"));

@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 
 use crate::common::daemon::{code, open, open_script, Conn, Daemon};
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, scripted_args, Sandbox};
+use crate::common::support::{fixture, scripted_args, strs, Sandbox};
 
 #[test]
 fn protocol_errors_read_like_the_contract() {
@@ -244,9 +244,7 @@ fn sigterm_saves_the_sessions_and_removes_the_socket() {
     assert_eq!(last.unwrap()["method"], "daemon/shutdown");
     assert_eq!(d.wait(), 143);
     assert!(!d.socket.exists(), "the socket is removed");
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let text = sb.session_text();
     assert!(text.contains("\"work\""), "the prompt was saved: {text}");
 }
 
@@ -417,9 +415,7 @@ fn a_daemon_killed_mid_run_is_reported_and_the_session_resumes_in_process() {
     // The file keeps the prompt; an in-process keel continues it.
     let again = sb.scripted("--json", "hello.json", &["--continue", "go on"]);
     assert_eq!(again.code, 0, "{again}");
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let text = sb.session_text();
     assert!(
         text.contains("\"work\"") && text.contains("\"go on\""),
         "{text}"
@@ -509,12 +505,7 @@ fn a_client_attaching_mid_run_gets_the_streaming_message_in_its_snapshot() {
         "{message}"
     );
     // The user's prompt is already in the messages; the partial answer is not.
-    let roles: Vec<&str> = snap["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles = strs(&snap["messages"], "role");
     assert_eq!(roles, ["user"]);
     // Both can stop the run; both see it settle.
     b.call("abort", json!({"sessionId": id}));

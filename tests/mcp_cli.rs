@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::common::support::{snap, Sandbox};
+use crate::common::support::{snap, strs, Sandbox};
 use crate::mcp::FIXTURE;
 
 fn config(sb: &Sandbox) {
@@ -61,12 +61,7 @@ fn debug_prompt_lists_the_mcp_tools_a_run_would_offer() {
     let run = sb.run(&["debug", "prompt", "--json", "--mcp-config", "mcp.json"]);
     assert_eq!(run.code, 0, "{run}");
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    let names: Vec<&str> = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = strs(&v["tools"], "name");
     assert_eq!(
         names[..9],
         [

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::support::{scripted_args, Run, Sandbox};
+use crate::common::support::{keel_shell, scripted_args, Run, Sandbox};
 use crate::tui_pty::spawn;
 
 fn write(path: &Path, v: &Value) {
@@ -122,9 +122,8 @@ fn an_untrusted_projects_hooks_allow_rules_and_env_wait_for_trust_but_its_deny_r
 /// and quits.
 pub(crate) fn tui_trust(sb: &Sandbox, needles: &[&str], answer: &str) {
     let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        crate::common::support::fixture("hello.json")
+        "{}; echo KEEL_EXIT=$?",
+        keel_shell(&crate::common::support::fixture("hello.json"))
     );
     let (mut s, mut child) = spawn(sb, &shell);
     match needles.is_empty() {
@@ -244,9 +243,8 @@ fn slash_hooks_in_the_tui_shows_the_projects_hooks_untrusted_after_a_no() {
         &json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}),
     );
     let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        crate::common::support::fixture("hello.json")
+        "{}; echo KEEL_EXIT=$?",
+        keel_shell(&crate::common::support::fixture("hello.json"))
     );
     let (mut s, mut child) = spawn(&sb, &shell);
     s.wait_for("the question", |t| t.contains("[y/N]"));

@@ -424,9 +424,7 @@ fn eof_finishes_the_run_and_saves() {
     let (lines, _, code) = rpc.finish();
     assert_eq!(code, 0);
     assert!(lines.iter().any(|l| l.contains("\"agent_settled\"")));
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let text = sb.session_text();
     assert!(text.contains("Done: ok."), "{text}");
 }
 

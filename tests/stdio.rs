@@ -59,11 +59,7 @@ fn json_mode_stdout_full_exits_1_and_says_why() {
     assert_eq!(run.code, 1, "{run}");
     assert_eq!(run.stderr.matches(FULL).count(), 1, "{}", run.stderr);
     // The run was stopped and its session saved with what was done.
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    assert!(std::fs::read_to_string(&files[0])
-        .unwrap()
-        .contains("\"hi\""));
+    assert!(sb.session_text().contains("\"hi\""));
 }
 
 /// RPC mode on `/dev/full` ends at its first response with 1 and the failure on stderr (it

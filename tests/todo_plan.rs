@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, scripted_args, Sandbox};
+use crate::common::support::{fixture, scripted_args, strs, Sandbox};
 
 /// A `todo_update` line, read strictly.
 #[derive(Debug, Deserialize)]
@@ -386,12 +386,7 @@ fn acp_plan_mode_asks_to_approve_the_plan_and_switches_to_accept_edits() {
         req["params"]["toolCall"]["toolCallId"], "call_plan",
         "{req}"
     );
-    let options: Vec<&str> = req["params"]["options"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["optionId"].as_str().unwrap())
-        .collect();
+    let options = strs(&req["params"]["options"], "optionId");
     assert_eq!(
         options,
         ["approve", "approve_accept_edits", "keep_planning"]

@@ -19,7 +19,7 @@ use ratatui::layout::Rect;
 use serde_json::json;
 
 use crate::common::daemon::{open, Daemon};
-use crate::common::support::{fixture, scripted_args, snap, Sandbox};
+use crate::common::support::{fixture, keel_shell, scripted_args, snap, Sandbox};
 use crate::tui::Feed;
 use crate::tui_pty::spawn;
 
@@ -163,11 +163,7 @@ fn the_slash_menu_filters_as_you_type_and_tab_completes_the_choice() {
 #[test]
 fn a_resumed_session_shows_its_compaction_and_shell_commands_as_such() {
     let sb = Sandbox::new();
-    let keel = format!(
-        "'{}' --provider scripted --script '{}'",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
-    );
+    let keel = keel_shell(&fixture("tui.json"));
     let shell = format!("{keel}; echo FIRST_DONE; {keel} --continue");
     let (mut s, mut child) = spawn(&sb, &shell);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
@@ -265,11 +261,7 @@ fn attach_takes_the_short_id_the_header_shows() {
 #[test]
 fn a_shell_command_streams_live_and_expands_like_a_bash_tool_cell() {
     let sb = Sandbox::new();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
-    );
+    let shell = keel_shell(&fixture("tui.json"));
     let (mut s, mut child) = spawn(&sb, &shell);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     // It prints 12 lines, then waits for the test to create `go`.

@@ -11,7 +11,7 @@ use keel::kernel::message::Message;
 use keel::kernel::tool::ToolOutput;
 use serde_json::json;
 
-use crate::common::support::snap;
+use crate::common::support::{keel_shell, snap};
 use crate::tui::Feed;
 
 const PLAN: &str = "# Refactor the parser\n\n1. **Split** `parse_line` in two\n2. Add a test\n\n- keep the public API\n";
@@ -278,11 +278,7 @@ fn the_trust_question_lists_one_item_a_line() {
     });
     std::fs::create_dir_all(sb.work().join(".keel")).unwrap();
     std::fs::write(sb.work().join(".keel/settings.json"), settings.to_string()).unwrap();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("hello.json")
-    );
+    let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
     let (mut s, mut child) = crate::tui_pty::spawn(&sb, &shell);
     s.wait_for("the question", |t| t.contains("[y/N]"));
     let screen = s.text();
@@ -317,11 +313,7 @@ fn settings_and_agents_warnings_are_shown_once_in_the_tui() {
         let agents = sb.home().join("agents");
         std::fs::create_dir_all(&agents).unwrap();
         std::fs::write(agents.join("broken.md"), "no front matter here\n").unwrap();
-        let shell = format!(
-            "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-            env!("CARGO_BIN_EXE_keel"),
-            fixture("hello.json")
-        );
+        let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
         let d = daemon.then(|| crate::common::daemon::Daemon::start(&sb, &["--idle-exit", "0"]));
         let (mut s, mut child) = match &d {
             None => crate::tui_pty::spawn(&sb, &shell),
@@ -351,11 +343,7 @@ fn a_run_that_ends_in_an_unfocused_window_notifies() {
     use crate::common::support::{fixture, Sandbox};
     let sb = Sandbox::new();
     std::fs::write(sb.home().join("settings.json"), r#"{"notify": "osc777"}"#).unwrap();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("hello.json")
-    );
+    let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
     let (mut s, mut child) = crate::tui_pty::spawn(&sb, &shell);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     let raw = String::from_utf8_lossy(&s.raw).to_string();

@@ -8,7 +8,7 @@ use keel::kernel::event::{AssistantDelta, EventPayload};
 use keel::kernel::message::{Message, StopReason};
 use serde_json::json;
 
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, keel_shell, Sandbox};
 use crate::tui::{assistant, Feed};
 use crate::tui_pty::spawn_with;
 use crate::tui_reflow::Emulator;
@@ -343,11 +343,7 @@ fn cells_of<'a>(screen: &'a vt100::Screen, needle: &str) -> Vec<&'a vt100::Cell>
 #[test]
 fn no_color_keeps_dim_and_drops_only_colours() {
     let sb = Sandbox::new();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
-    );
+    let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("tui.json")));
     let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1"), ("NO_COLOR", "1")]);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     s.send("work\r");
@@ -382,9 +378,8 @@ fn no_color_keeps_dim_and_drops_only_colours() {
 fn a_dumb_terminal_gets_plain_lines_without_escape_sequences() {
     let sb = Sandbox::new();
     let shell = format!(
-        "'{}' --permission ask --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
+        "{} --permission ask; echo KEEL_EXIT=$?",
+        keel_shell(&fixture("tui.json"))
     );
     let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1"), ("TERM", "dumb")]);
     s.wait_for("the header", |t| t.contains("/help for commands"));
@@ -456,11 +451,7 @@ fn ctrl_c_interrupts_a_run_and_a_second_one_within_a_second_quits() {
 fn prompt_history_persists_per_project_across_sessions() {
     use std::os::unix::fs::PermissionsExt;
     let sb = Sandbox::new();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("hello.json")
-    );
+    let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
     let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1")]);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     s.send("the first prompt\r");
@@ -516,9 +507,8 @@ fn ctrl_z_suspends_and_fg_restores_the_ui() {
     // A shell with job control: keel in its own process group; once it stops, the shell
     // prints the terminal's modes, waits for a line, then runs `fg`.
     let shell = format!(
-        "set -m; '{}' --provider scripted --script '{}'; echo KEEL_STOPPED=$?; stty -a; read go; fg; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
+        "set -m; {}; echo KEEL_STOPPED=$?; stty -a; read go; fg; echo KEEL_EXIT=$?",
+        keel_shell(&fixture("tui.json"))
     );
     let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1")]);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
@@ -564,11 +554,7 @@ fn ctrl_z_suspends_and_fg_restores_the_ui() {
 fn the_kitty_keyboard_protocol_is_pushed_where_supported_and_popped_at_exit() {
     for supported in [true, false] {
         let sb = Sandbox::new();
-        let shell = format!(
-            "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-            env!("CARGO_BIN_EXE_keel"),
-            fixture("tui.json")
-        );
+        let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("tui.json")));
         let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1")]);
         s.kitty = supported;
         s.wait_for("the editor", |t| t.contains("Ask anything"));

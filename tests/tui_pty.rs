@@ -12,7 +12,7 @@ use std::time::Duration;
 use portable_pty::{native_pty_system, CommandBuilder, PtySize};
 
 use crate::common::daemon::Daemon;
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, keel_shell, Sandbox};
 
 /// The pty's screen as the user sees it, fed by a reader thread.
 pub struct Screen {
@@ -191,9 +191,8 @@ fn typing_streaming_steering_escape_and_quitting(place: Place) {
     let sb = Sandbox::new();
     // After keel exits, the same shell prints the terminal's modes.
     let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?; stty -a",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
+        "{}; echo KEEL_EXIT=$?; stty -a",
+        keel_shell(&fixture("tui.json"))
     );
     let ((mut s, mut child), daemon) = start(&sb, &shell, place);
 
@@ -292,9 +291,8 @@ fn sigterm_during_a_tool_call(place: Place) {
     let sb = Sandbox::new();
     // The shell reports keel's pid, so the test can signal keel itself.
     let shell = format!(
-        "'{}' --provider scripted --script '{}' </dev/tty & echo KEEL_PID=$!; wait $!; echo KEEL_EXIT=$?; stty -a",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
+        "{} </dev/tty & echo KEEL_PID=$!; wait $!; echo KEEL_EXIT=$?; stty -a",
+        keel_shell(&fixture("tui.json"))
     );
     let ((mut s, mut child), daemon) = start(&sb, &shell, place);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
@@ -342,11 +340,7 @@ fn sigterm_during_a_tool_call(place: Place) {
 fn an_at_mention_picked_in_the_menu_sends_the_file_with_the_prompt() {
     let sb = Sandbox::new();
     std::fs::write(sb.work().join("README.md"), "Project notes: ship it.\n").unwrap();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("hello.json")
-    );
+    let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
     let (mut s, mut child) = spawn(&sb, &shell);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     s.send("summarize @READ");
@@ -387,11 +381,7 @@ fn the_tui_asks_once_whether_to_trust_a_projects_mcp_servers_and_remembers() {
     let sb = Sandbox::new();
     let servers = serde_json::json!({"mcpServers": {"fx": {"command": crate::mcp::FIXTURE}}});
     std::fs::write(sb.work().join(".mcp.json"), servers.to_string()).unwrap();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("hello.json")
-    );
+    let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
     // First start: the question, answered yes.
     let (mut s, mut child) = spawn(&sb, &shell);
     s.wait_for("the question", |t| {

@@ -15,7 +15,7 @@ use keel::kernel::event::RunOutcome;
 use keel::wire::pi::data::RewindPreviewData;
 
 use crate::common::daemon::Daemon;
-use crate::common::support::Sandbox;
+use crate::common::support::{keel_shell, Sandbox};
 use crate::tui::Feed;
 
 fn listed(id: &str, entry: &str, minutes_ago: i64, prompt: &str, files: &[&str]) -> Listed {
@@ -206,11 +206,7 @@ fn edit_shell(sb: &Sandbox) -> String {
     let mut script: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     script["turns"][1]["usage"] = json!({"input": 1200, "output": 340, "cost": 0.25});
     std::fs::write(&path, script.to_string()).unwrap();
-    format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        path
-    )
+    format!("{}; echo KEEL_EXIT=$?", keel_shell(&path))
 }
 
 #[test]

@@ -31,6 +31,21 @@ pub fn scripted_args<'a>(before: &[&'a str], script: &'a str, after: &[&'a str])
     all
 }
 
+/// The string `key` of each item of the JSON array `list` (a list of tool names, roles, ids).
+pub fn strs<'a>(list: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
+    let items = list
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {list}"));
+    items.iter().map(|o| o[key].as_str().unwrap()).collect()
+}
+
+/// `'KEEL' --provider scripted --script 'SCRIPT'`: a shell command that runs the binary on the
+/// scripted provider, for a test that starts it through `sh -c` (in a terminal).
+pub fn keel_shell(script: &str) -> String {
+    let keel = env!("CARGO_BIN_EXE_keel");
+    format!("'{keel}' --provider scripted --script '{script}'")
+}
+
 /// A temp dir with `home/` (KEEL_HOME) and `work/` (the cwd).
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
@@ -216,6 +231,13 @@ impl Sandbox {
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         (child, stdin, stdout)
+    }
+
+    /// The text of the sandbox's one session file (asserts that there is exactly one).
+    pub fn session_text(&self) -> String {
+        let files = self.session_files();
+        assert_eq!(files.len(), 1, "{files:?}");
+        std::fs::read_to_string(&files[0]).unwrap()
     }
 
     /// Every session file under KEEL_HOME.
