@@ -165,9 +165,7 @@ fn the_tuis_a_answer_saves_the_rule_and_shows_the_notice() {
         t.contains("Always allowed `Bash(touch:*)`")
     });
     s.wait_for("the answer", |t| t.contains("done"));
-    s.send("/quit\r");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("/quit\r", &mut child).success());
     assert_eq!(
         read(&local(&sb)),
         json!({"permissions": {"allow": ["Bash(touch:*)"]}})

@@ -138,9 +138,7 @@ pub(crate) fn tui_trust(sb: &Sandbox, needles: &[&str], answer: &str) {
         s.send(answer);
         s.wait_for("the editor", |t| t.contains("Ask anything"));
     }
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 }
 
 #[test]
@@ -258,9 +256,7 @@ fn slash_hooks_in_the_tui_shows_the_projects_hooks_untrusted_after_a_no() {
             && t.contains("Stop [*] true")
             && t.contains("runs always")
     });
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 }
 
 /// The `mcpServers` of a project's settings files start programs as `.mcp.json`'s do: only in a

@@ -297,9 +297,7 @@ fn the_trust_question_lists_one_item_a_line() {
     );
     s.send("n\r");
     s.wait_for("the editor", |t| t.contains("Ask anything"));
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 }
 
 /// The real binary, in this process and through the daemon: a settings warning and an agent
@@ -329,9 +327,7 @@ fn settings_and_agents_warnings_are_shown_once_in_the_tui() {
         let screen = s.text();
         assert_eq!(count(&screen, "colour"), 1, "daemon {daemon}: {screen}");
         assert_eq!(count(&screen, "broken.md"), 1, "daemon {daemon}: {screen}");
-        s.send("\x04");
-        s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-        assert!(child.wait().unwrap().success());
+        assert!(s.quit("\x04", &mut child).success());
     }
 }
 
@@ -365,9 +361,7 @@ fn a_run_that_ends_in_an_unfocused_window_notifies() {
         t.matches("Hello from keel").count() == 2
     });
     s.wait_for("the editor", |t| t.contains("Ask anything"));
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
     assert_eq!(notified(&s), 1, "not again once focused");
     let raw = String::from_utf8_lossy(&s.raw).to_string();
     assert!(

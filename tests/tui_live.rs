@@ -366,9 +366,7 @@ fn no_color_keeps_dim_and_drops_only_colours() {
     }
     s.send("\x1b");
     s.wait_for("the interrupted run", |t| t.contains("interrupted"));
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 }
 
 /// Issue 16.10: `TERM=dumb` got the full escape-sequence UI. It gets plain lines: the prompt
@@ -396,9 +394,7 @@ fn a_dumb_terminal_gets_plain_lines_without_escape_sequences() {
     });
     s.send("n\r");
     s.wait_for("the denied call", |t| t.contains("denied by the user"));
-    s.send("/quit\r");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("/quit\r", &mut child).success());
     let text = s.text();
     assert!(text.contains("Hello from keel."), "{text}");
     assert!(text.contains("Session saved. Resume it with"), "{text}");
@@ -456,9 +452,7 @@ fn prompt_history_persists_per_project_across_sessions() {
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     s.send("the first prompt\r");
     s.wait_for("the answer", |t| t.contains("Hello from keel!"));
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 
     let path = sb.home().join("history.jsonl");
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -489,9 +483,7 @@ fn prompt_history_persists_per_project_across_sessions() {
     s.wait_for("the second answer", |t| {
         t.matches("Hello from keel!").count() >= 1 && t.contains("› second")
     });
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
     let text = std::fs::read_to_string(&path).unwrap();
     let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(last["text"], "second", "{text}");
@@ -542,9 +534,7 @@ fn ctrl_z_suspends_and_fg_restores_the_ui() {
     s.wait_for("the second answer", |t| {
         t.contains("› again") && t.contains("Done.")
     });
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 }
 
 /// Issue 16.14: a terminal that says it supports the kitty keyboard protocol is asked for
@@ -568,9 +558,7 @@ fn the_kitty_keyboard_protocol_is_pushed_where_supported_and_popped_at_exit() {
         // Ctrl+C clears the editor, Ctrl+D on the empty one quits.
         s.send("\x03");
         s.wait_for("an empty editor", |t| t.contains("Ask anything"));
-        s.send("\x04");
-        s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-        assert!(child.wait().unwrap().success());
+        assert!(s.quit("\x04", &mut child).success());
         let raw = String::from_utf8_lossy(&s.raw).to_string();
         let pushed = raw.find("\x1b[>1u");
         let popped = raw.find("\x1b[<1u");

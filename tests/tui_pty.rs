@@ -66,10 +66,21 @@ impl Screen {
         self.writer.write_all(bytes.as_bytes()).unwrap();
         self.writer.flush().unwrap();
     }
+
+    /// Sends `keys` that end the program (Ctrl+D, `/quit`), waits for the shell's
+    /// `KEEL_EXIT=0` and then for the terminal's process; its exit status.
+    pub fn quit(&mut self, keys: &str, child: &mut Child) -> portable_pty::ExitStatus {
+        self.send(keys);
+        self.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
+        child.wait().unwrap()
+    }
 }
 
+/// The process in a pty.
+pub type Child = Box<dyn portable_pty::Child + Send + Sync>;
+
 /// The pty's process and its terminal.
-pub type Spawned = (Screen, Box<dyn portable_pty::Child + Send + Sync>);
+pub type Spawned = (Screen, Child);
 
 /// Starts `sh -c SHELL` in a fresh 80x24 pseudo-terminal, with the sandbox's environment and
 /// no daemon unless the command asks for one (`--daemon`, `keel attach`).
@@ -362,9 +373,7 @@ fn an_at_mention_picked_in_the_menu_sends_the_file_with_the_prompt() {
         !text.contains("Project notes"),
         "not the file's text: {text}"
     );
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
     let sessions = session_files(&sb);
     let readme = sb.work().join("README.md").display().to_string();
     assert!(
@@ -389,9 +398,7 @@ fn the_tui_asks_once_whether_to_trust_a_projects_mcp_servers_and_remembers() {
     });
     s.send("y\r");
     s.wait_for("the editor", |t| t.contains("Ask anything"));
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
     let trust = std::fs::read_to_string(sb.home().join("trust.json")).unwrap();
     let work = std::fs::canonicalize(sb.work()).unwrap();
     assert!(trust.contains(&work.display().to_string()), "{trust}");
@@ -404,9 +411,7 @@ fn the_tui_asks_once_whether_to_trust_a_projects_mcp_servers_and_remembers() {
         !text.contains("skipped the project's MCP servers"),
         "{text}"
     );
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 
     // Another project, answered no: the servers stay off, and it is not asked again.
     let other = Sandbox::new();
@@ -423,8 +428,6 @@ fn the_tui_asks_once_whether_to_trust_a_projects_mcp_servers_and_remembers() {
         if round == 1 {
             assert!(!s.text().contains("Trust this project"), "{}", s.text());
         }
-        s.send("\x04");
-        s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-        assert!(child.wait().unwrap().success());
+        assert!(s.quit("\x04", &mut child).success());
     }
 }

@@ -309,9 +309,7 @@ fn a_dumb_terminal_lists_the_checkpoints_with_the_command_that_rewinds() {
     s.wait_for("the list", |t| {
         t.contains("checkpoints, newest first (rewind with: keel rewind") && t.contains("Z  edit a")
     });
-    s.send("/quit\r");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("/quit\r", &mut child).success());
     assert_eq!(
         std::fs::read_to_string(sb.work().join("a.txt")).unwrap(),
         "ONE\ntwo\n"

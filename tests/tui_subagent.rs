@@ -104,9 +104,7 @@ fn ctrl_g_opens_the_childs_transcript_and_esc_returns_to_the_parent() {
             && t.contains("Ask anything")
             && !t.contains("explore subagent · peek around")
     });
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    child.wait().unwrap();
+    s.quit("\x04", &mut child);
 }
 
 /// With two children, Ctrl+G opens the latest and says where it is; Ctrl+G in its transcript
@@ -146,9 +144,7 @@ fn ctrl_g_in_a_childs_transcript_shows_the_child_before_it() {
     s.wait_for("the parent again", |t| {
         t.contains("Parent is done.") && !t.contains("subagent 2/2")
     });
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    child.wait().unwrap();
+    s.quit("\x04", &mut child);
 }
 
 #[test]
