@@ -7,15 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel::kernel::abort::AbortController;
-use keel::kernel::message::{Message, StopReason, Usage};
+use keel::kernel::message::{StopReason, Usage};
 use keel::kernel::provider::http::{HttpOptions, HttpProvider};
 use keel::kernel::provider::limits::StreamLimits;
 use keel::kernel::provider::model::{ModelCost, ModelInfo, API_ANTHROPIC, API_OPENAI};
 use keel::kernel::provider::sse::{SseDecoder, StreamDecoder};
 use keel::kernel::provider::{anthropic, openai, ModelRequest, Provider, ProviderEvent};
-use keel::kernel::tool;
 
 use crate::common::http_server::{awkward_pieces, End, Reply, Server};
+use crate::common::provider_stream::{self, error_of, reasoning};
 use crate::common::support::{root, snap, Sandbox};
 
 fn bytes(path: &str) -> Vec<u8> {
@@ -36,22 +36,12 @@ fn cost() -> ModelCost {
 }
 
 fn model(api: &str, base_url: &str) -> ModelInfo {
-    let mut m = ModelInfo::unlisted("local", api, base_url, "test-model");
-    m.cost = cost();
-    m.reasoning = true;
-    m.thinking_levels = vec!["off".into(), "low".into(), "high".into()];
-    m
+    let m = ModelInfo::unlisted("local", api, base_url, "test-model");
+    reasoning(m, cost(), &["off", "low", "high"])
 }
 
 fn request() -> ModelRequest {
-    ModelRequest {
-        system_prompt: "be brief".into(),
-        messages: vec![Message::user("hi", 1)],
-        tools: vec![tool::spec("read").unwrap()],
-        thinking_level: "off".into(),
-        session_id: None,
-        output_schema: None,
-    }
+    provider_stream::request("off", None)
 }
 
 fn options(idle_ms: u64) -> HttpOptions {
@@ -155,17 +145,6 @@ fn decoded_whole(body: &[u8], decoder: &mut dyn StreamDecoder) -> Vec<ProviderEv
     }
     decoder.finish(&mut out);
     out
-}
-
-fn error_of(events: &[ProviderEvent]) -> (String, String, Option<u64>) {
-    match events.last() {
-        Some(ProviderEvent::Error {
-            kind,
-            message,
-            retry_after_ms,
-        }) => (kind.clone(), message.clone(), *retry_after_ms),
-        other => panic!("expected a final error, got {other:?} in {events:?}"),
-    }
 }
 
 #[test]
