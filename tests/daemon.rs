@@ -10,7 +10,7 @@ use std::process::{Child, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::common::daemon::{code, open, open_script, Conn, Daemon};
+use crate::common::daemon::{code, flood, open, open_script, Conn, Daemon};
 use crate::common::rpc::Rpc;
 use crate::common::support::{fixture, scripted_args, strs, Sandbox};
 
@@ -187,22 +187,8 @@ fn an_old_cursor_or_another_epoch_gets_a_snapshot_that_matches_get_messages() {
 fn a_client_that_stops_reading_is_dropped_with_lagged_and_the_other_gets_everything() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    // 100 bursts of 250 deltas, 8 ms apart: a reading client keeps up (it may fall 56 bursts
-    // behind before its queue of 14,096 fills), one that reads nothing cannot hold them all.
-    let chunks: Vec<Value> = (0..100)
-        .map(|_| json!({"text": "token ", "times": 250, "delayMs": 8}))
-        .collect();
-    let script = sb.dir.path().join("bursts.json");
-    std::fs::write(&script, json!({"turns": [{"chunks": chunks}]}).to_string()).unwrap();
-    let mut fast = d.connect();
-    fast.hello(false);
-    let id = open_script(&mut fast, &sb, script.to_str().unwrap(), &[]);
-    let mut slow = d.connect();
-    slow.hello(false);
-    slow.call("session/attach", json!({"sessionId": id}));
-    fast.call("session/attach", json!({"sessionId": id}));
     // The slow client reads nothing from here on while 25,000 deltas stream.
-    fast.call("prompt", json!({"sessionId": id, "message": "flood"}));
+    let (mut fast, mut slow, id) = flood(&d, &sb, &[]);
     let seen = fast.events_until("agent_settled");
     assert!(seen.len() > 25_000, "{}", seen.len());
     let seqs: Vec<u64> = seen.iter().map(|(s, _)| *s).collect();

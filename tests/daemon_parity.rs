@@ -517,24 +517,7 @@ fn rpc_mode_on_a_full_stdout_exits_1_and_says_why_through_the_daemon_too() {
         &script,
         &["--daemon", "--socket", &socket],
     );
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
-    let mut child = sb
-        .cmd(&args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(full)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    use std::io::Write;
-    stdin
-        .write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n")
-        .unwrap();
-    drop(stdin);
-    let run = sb.finish(child.wait_with_output().unwrap());
+    let run = crate::stdio::rpc_on_full(&sb, &args);
     assert_eq!(run.code, 1, "{run}");
     assert!(
         run.stderr.contains("No space left on device"),

@@ -441,22 +441,9 @@ fn a_client_dropped_for_lagging_before_a_change_is_told_the_id_it_can_use() {
     // more, so the client could not re-attach.
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let chunks: Vec<Value> = (0..100)
-        .map(|_| json!({"text": "token ", "times": 250, "delayMs": 8}))
-        .collect();
-    let script = sb.dir.path().join("bursts.json");
-    std::fs::write(&script, json!({"turns": [{"chunks": chunks}]}).to_string()).unwrap();
-    let mut fast = d.connect();
-    fast.hello(false);
-    let args = ["--session-id", "old"];
-    crate::common::daemon::open_script(&mut fast, &sb, script.to_str().unwrap(), &args);
-    let mut slow = d.connect();
-    slow.hello(false);
-    slow.call("session/attach", json!({"sessionId": "old"}));
-    fast.call("session/attach", json!({"sessionId": "old"}));
     // The slow client reads nothing while 25,000 deltas stream and the session changes; its
     // connection is still blocked writing to it when the change happens.
-    fast.call("prompt", json!({"sessionId": "old", "message": "flood"}));
+    let (mut fast, mut slow, _) = crate::common::daemon::flood(&d, &sb, &["--session-id", "old"]);
     fast.events_until("agent_settled");
     fast.call("new_session", json!({"sessionId": "old"}));
     let new = replaced(&mut fast)["newSessionId"].clone();

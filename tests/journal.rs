@@ -14,6 +14,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use crate::common::daemon::{open, open_script, Conn, Daemon};
+use crate::common::kernel::rt;
 use crate::common::support::Sandbox;
 
 const HOST: &str = "testhost";
@@ -160,10 +161,7 @@ impl Drop for Nats {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
+    rt()
 }
 
 /// One message read from JetStream.

@@ -12,6 +12,7 @@ use keel::mode::Env;
 use serde_json::json;
 
 use crate::common::daemon::Daemon;
+use crate::common::kernel::rt;
 use crate::common::rpc::Rpc;
 use crate::common::support::{fixture, scripted_args, Sandbox, CLOCK};
 
@@ -79,10 +80,7 @@ async fn local_link(sb: &Sandbox, args: &[&str], ring_events: usize) -> (Link, S
 fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     let script = fixture("hello.json");
     let args = scripted_args(&[], &script, &["--session-id", "same"]);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
 
     let here = Sandbox::new();
     let local = rt.block_on(async {
@@ -174,10 +172,7 @@ fn an_in_process_approval_waits_for_its_answer_past_the_timeout() {
         &script,
         &["--permission", "ask", "--approval-timeout", "0.05"],
     );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
     let lines = rt.block_on(async {
         let (mut link, _) = local_link(&sb, &args, 10_000).await;
         let answer = link.request("prompt", json!({"message": "clean up"})).await;
@@ -250,10 +245,7 @@ fn a_local_link_that_falls_behind_is_told_and_reattaches() {
     std::fs::write(&script, turns.to_string()).unwrap();
     let script = script.display().to_string();
     let args = scripted_args(&[], &script, &["--no-session"]);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
     rt.block_on(async {
         // A ring of 100 events: the link's queues hold 100 + 2 × 4096 at most.
         let (mut link, start) = local_link(&sb, &args, 100).await;

@@ -15,6 +15,7 @@ use keel::kernel::provider::sse::{SseDecoder, StreamDecoder};
 use keel::kernel::provider::{anthropic, openai, ModelRequest, Provider, ProviderEvent};
 
 use crate::common::http_server::{awkward_pieces, End, Reply, Server};
+use crate::common::kernel::rt;
 use crate::common::provider_stream::{self, error_of, reasoning};
 use crate::common::support::{root, snap, Sandbox};
 
@@ -50,13 +51,6 @@ fn options(idle_ms: u64) -> HttpOptions {
         idle_timeout: Duration::from_millis(idle_ms),
         ..HttpOptions::default()
     }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// Streams one call and collects every event until the stream ends.

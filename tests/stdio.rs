@@ -30,6 +30,23 @@ fn run_full(sb: &Sandbox, args: &[&str]) -> Run {
     sb.finish(out)
 }
 
+/// RPC mode (`args`) with stdout on `/dev/full`: one `get_state` request, then end of input.
+pub(crate) fn rpc_on_full(sb: &Sandbox, args: &[&str]) -> Run {
+    let mut child = sb
+        .cmd(args)
+        .stdin(Stdio::piped())
+        .stdout(dev_full())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n")
+        .unwrap();
+    drop(stdin);
+    sb.finish(child.wait_with_output().unwrap())
+}
+
 const FULL: &str = "Error: cannot write to stdout: No space left on device (os error 28)";
 
 /// Regression: `keel -p … >/dev/full` exited 0, the answer lost without a word.
@@ -68,19 +85,7 @@ fn json_mode_stdout_full_exits_1_and_says_why() {
 fn rpc_mode_stdout_full_exits_1_and_says_why() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
-    let mut child = sb
-        .cmd(&scripted_args(&["--mode", "rpc"], &script, &[]))
-        .stdin(Stdio::piped())
-        .stdout(dev_full())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n")
-        .unwrap();
-    drop(stdin);
-    let run = sb.finish(child.wait_with_output().unwrap());
+    let run = rpc_on_full(&sb, &scripted_args(&["--mode", "rpc"], &script, &[]));
     assert_eq!(run.code, 1, "{run}");
     assert!(run.stderr.contains(FULL), "{}", run.stderr);
 }
@@ -100,13 +105,7 @@ fn print_mode_reader_gone_before_the_answer_is_141_and_quiet() {
 
 /// Runs with `bytes` on stdin, written by a thread (keel may stop reading early).
 fn run_piped(sb: &Sandbox, args: &[&str], bytes: Vec<u8>) -> Run {
-    let mut child = sb
-        .cmd(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = sb.spawn_piped(args);
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         // A broken pipe here is keel refusing the rest, which is the point.

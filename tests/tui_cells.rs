@@ -19,6 +19,7 @@ use ratatui::layout::Rect;
 use serde_json::json;
 
 use crate::common::daemon::{open, Daemon};
+use crate::common::kernel::rt;
 use crate::common::support::{fixture, keel_shell, scripted_args, snap, Sandbox};
 use crate::tui::Feed;
 use crate::tui_pty::spawn;
@@ -511,10 +512,7 @@ fn the_time_an_approval_waits_is_not_the_tools_duration() {
     let clock = Clock::new(Some(1), Some(1));
     let bus = Bus::new(clock.clone());
     let s = AgentSession::new(c, Arc::new(provider), bus, clock.clone(), Vec::new());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
     let duration = rt.block_on(async {
         let mut rx = s.subscribe();
         let _run = s.prompt("go".into()).unwrap();

@@ -177,13 +177,7 @@ impl Sandbox {
     /// Runs with `input` on stdin.
     pub fn run_stdin(&self, args: &[&str], input: &str) -> Run {
         use std::io::Write;
-        let mut child = self
-            .cmd(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = self.spawn_piped(args);
         child
             .stdin
             .take()
@@ -211,6 +205,16 @@ impl Sandbox {
             .unwrap()
     }
 
+    /// Spawns with stdin, stdout and stderr piped.
+    pub fn spawn_piped(&self, args: &[&str]) -> Child {
+        self.cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     /// Spawns with stdin, stdout and stderr piped, for a test that talks to the process line by
     /// line (RPC mode): the child, its stdin and a line reader on its stdout.
     pub fn spawn_talking(
@@ -221,13 +225,7 @@ impl Sandbox {
         std::process::ChildStdin,
         BufReader<std::process::ChildStdout>,
     ) {
-        let mut child = self
-            .cmd(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = self.spawn_piped(args);
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         (child, stdin, stdout)
