@@ -588,10 +588,7 @@ fn acp_with_a_prompt_is_a_usage_error() {
     let sb = Sandbox::new();
     let run = sb.run(&["--acp", "hello"]);
     assert_eq!(run.code, 2, "{run}");
-    assert!(
-        run.stderr.contains("acp mode takes no prompt arguments"),
-        "{run}"
-    );
+    run.assert_stderr("acp mode takes no prompt arguments");
 }
 
 #[test]

@@ -396,8 +396,7 @@ fn live_shell_session() -> LiveShell {
         &[("bash", json!({"command": "rm b.txt && echo n > n.txt"}))],
     );
     let d = Daemon::start(&sb, &[]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = open_script(&mut c, &sb, &path, &[]);
     c.call("session/attach", json!({"sessionId": id}));
     c.call("prompt", json!({"sessionId": id, "message": "shell"}));
@@ -449,8 +448,7 @@ fn a_conversation_rewind_in_the_daemon_tells_every_attached_client() {
         id,
         before: _,
     } = live_shell_session();
-    let mut other = d.connect();
-    other.hello(false);
+    let mut other = d.client();
     let attached = other.call("session/attach", json!({"sessionId": id}));
     assert!(attached.get("result").is_some(), "{attached}");
     let epoch = other.sessions()[0]["epoch"].clone();

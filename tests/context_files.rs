@@ -143,8 +143,5 @@ fn no_context_files_leaves_them_out_and_system_prompt_replaces_only_the_base() {
     assert_eq!(shown_tools, sent_tools(&sb, &["-p", "hi"]), "{shown}");
     assert!(shown_tools.contains(&"task"), "{shown}");
     let text = sb.run(&["debug", "prompt", "-nc"]);
-    assert!(
-        text.stdout.contains("not loaded: --no-context-files"),
-        "{text}"
-    );
+    text.assert_stdout("not loaded: --no-context-files");
 }

@@ -157,8 +157,7 @@ fn two_clients_see_one_numbered_stream_and_a_returning_client_gets_no_gap() {
 fn an_old_cursor_or_another_epoch_gets_a_snapshot_that_matches_get_messages() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0", "--replay-events", "4"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = open(&mut c, &sb, "hello.json", &[]);
     c.call("session/attach", json!({"sessionId": id}));
     c.call("prompt", json!({"sessionId": id, "message": "one"}));
@@ -169,8 +168,7 @@ fn an_old_cursor_or_another_epoch_gets_a_snapshot_that_matches_get_messages() {
         json!({"epoch": epoch, "seq": 1}),
         json!({"epoch": "another", "seq": 3}),
     ] {
-        let mut other = d.connect();
-        other.hello(false);
+        let mut other = d.client();
         let r = other.call("session/attach", json!({"sessionId": id, "cursor": cursor}));
         let result = &r["result"];
         assert_eq!(result["mode"], "snapshot", "{r}");
@@ -212,8 +210,7 @@ fn a_client_that_stops_reading_is_dropped_with_lagged_and_the_other_gets_everyth
 fn sigterm_saves_the_sessions_and_removes_the_socket() {
     let sb = Sandbox::new();
     let mut d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = open(&mut c, &sb, "hang.json", &[]);
     c.call("session/attach", json!({"sessionId": id}));
     c.call("prompt", json!({"sessionId": id, "message": "work"}));
@@ -238,8 +235,7 @@ fn sigterm_saves_the_sessions_and_removes_the_socket() {
 fn an_idle_daemon_exits_by_itself() {
     let sb = Sandbox::new();
     let mut d = Daemon::start(&sb, &["--idle-exit", "0.3"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let c = d.client();
     drop(c);
     assert_eq!(d.wait(), 0);
     assert!(!d.socket.exists());
@@ -417,8 +413,7 @@ fn a_dialog_reaches_every_client_the_first_answer_wins_and_a_late_client_finds_i
     let id = open(&mut a, &sb, "blocked.json", &["--permission", "ask"]);
     let mut b = d.connect();
     b.hello(true);
-    let mut watcher = d.connect();
-    watcher.hello(false);
+    let mut watcher = d.client();
     for c in [&mut a, &mut b, &mut watcher] {
         c.call("session/attach", json!({"sessionId": id}));
     }
@@ -511,8 +506,7 @@ fn two_clients_opening_one_session_at_once_get_the_same_live_session() {
             .map(|_| {
                 let (d, sb, script) = (&d, &sb, &script);
                 s.spawn(move || {
-                    let mut c = d.connect();
-                    c.hello(false);
+                    let mut c = d.client();
                     let args = scripted_args(&[], script, &["--session-id", "shared"]);
                     c.call("session/open", json!({"cwd": sb.work(), "args": args}))
                 })
@@ -533,8 +527,7 @@ fn two_clients_opening_one_session_at_once_get_the_same_live_session() {
         "{results:?}"
     );
     assert_eq!(created.iter().filter(|c| **c).count(), 1, "{results:?}");
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let status = c.call("daemon/status", json!({}));
     assert_eq!(status["result"]["sessions"].as_array().unwrap().len(), 1);
 }
@@ -548,15 +541,13 @@ fn a_full_ring_is_replayed_to_a_returning_client() {
     let script = sb.dir.path().join("many.json");
     let turn = json!({"chunks": [{"text": "t", "times": 10_500}]});
     std::fs::write(&script, json!({"turns": [turn]}).to_string()).unwrap();
-    let mut a = d.connect();
-    a.hello(false);
+    let mut a = d.client();
     let id = open_script(&mut a, &sb, script.to_str().unwrap(), &[]);
     let r = a.call("session/attach", json!({"sessionId": id}));
     let epoch = r["result"]["epoch"].clone();
     a.call("prompt", json!({"sessionId": id, "message": "go"}));
     let head = a.events_until("agent_settled").last().unwrap().0;
-    let mut b = d.connect();
-    b.hello(false);
+    let mut b = d.client();
     let from = head - 10_000;
     let r = b.call(
         "session/attach",
@@ -591,7 +582,6 @@ fn status_leaves_the_asker_out_and_ps_without_a_daemon_lists_nothing() {
         serde_json::from_str::<Value>(&r.stdout).unwrap()["clients"].clone()
     };
     assert_eq!(clients(&sb), 0);
-    let mut other = d.connect();
-    other.hello(false);
+    let _other = d.client();
     assert_eq!(clients(&sb), 1);
 }

@@ -111,8 +111,7 @@ fn a_signal_aborts_the_run_in_the_daemon_and_exits_as_in_process() {
             "{seen}"
         );
     }
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let status = c.call("daemon/status", json!({}));
     let states: Vec<Value> = status["result"]["sessions"]
         .as_array()

@@ -236,8 +236,7 @@ fn a_foreground_daemon_keeps_serving_after_sighup() {
     signal(d.child.as_ref().unwrap(), Signal::SIGHUP);
     until("SIGHUP ignored", &mut d);
     std::thread::spawn(move || for _ in err.lines() {});
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let status = c.call("daemon/status", json!({}));
     assert_eq!(status["result"]["pid"], json!(d.pid()), "{status}");
     c.call("daemon/stop", json!({}));

@@ -478,8 +478,7 @@ fn rpc_mode_answers_bad_lines_and_dialog_answers_the_same_in_process_and_through
         local.contains(r#""command":"prompt","success":true"#),
         "{local}"
     );
-    let mut c = d.connect();
-    c.hello(false);
+    let _c = d.client();
 }
 
 /// Regression: through the daemon, RPC mode took prompt arguments (in-process it refuses them).
@@ -497,10 +496,7 @@ fn rpc_mode_refuses_prompt_arguments_through_the_daemon_too() {
         }
         let run = sb.run_stdin(&args, "");
         assert_eq!(run.code, 2, "{run}");
-        assert!(
-            run.stderr.contains("rpc mode takes no prompt arguments"),
-            "{run}"
-        );
+        run.assert_stderr("rpc mode takes no prompt arguments");
     }
 }
 

@@ -21,8 +21,7 @@ fn reopen(c: &mut crate::common::daemon::Conn, sb: &Sandbox, extra: &[&str]) -> 
 fn reopening_a_live_session_with_another_model_warns_that_model_was_not_applied() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = open(&mut c, &sb, "hello.json", &["--thinking", "low"]);
     c.call("session/attach", json!({"sessionId": id}));
     c.call("prompt", json!({"sessionId": id, "message": "hi"}));

@@ -124,8 +124,7 @@ fn new_session_moves_every_attached_client_to_the_new_session() {
     );
     // A cursor of the old epoch gets a snapshot of the new session; one of the new epoch a
     // replay.
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let cursor = json!({"epoch": before["epoch"], "seq": head});
     let r = c.call(
         "session/attach",
@@ -289,8 +288,7 @@ fn switch_session_to_a_session_live_elsewhere_is_refused_and_changes_nothing() {
     let (mut a, mut b) = two_clients(&d, &sb, "one");
     prompt(&mut a, &mut b, "one", "first");
     // Session two is live in the daemon, with a file.
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     open(&mut c, &sb, "hello.json", &["--session-id", "two"]);
     c.call("session/attach", json!({"sessionId": "two"}));
     c.call("prompt", json!({"sessionId": "two", "message": "second"}));
@@ -428,8 +426,7 @@ fn rpc_mode_through_the_daemon_follows_session_changes_byte_for_byte() {
         "{remote}"
     );
     // The bridge's session is the last one, live in the daemon.
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let sessions = c.sessions();
     assert_eq!(sessions.len(), 1, "{sessions:?}");
     assert_eq!(sessions[0]["sessionId"], ids[4].as_str());
@@ -454,8 +451,7 @@ fn a_client_dropped_for_lagging_before_a_change_is_told_the_id_it_can_use() {
     let last = last.unwrap();
     assert_eq!(last["method"], "daemon/lagged", "{last}");
     assert_eq!(last["params"]["sessionId"], new);
-    let mut again = d.connect();
-    again.hello(false);
+    let mut again = d.client();
     let r = again.call("session/attach", json!({"sessionId": new}));
     assert_eq!(r["result"]["mode"], "snapshot", "{r}");
 }
@@ -478,8 +474,7 @@ fn session_close_ends_a_session_nothing_else_uses_and_its_file_opens_again() {
     );
     b.call("session/detach", json!({"sessionId": "shut"}));
     // A run going: refused too.
-    let mut hang = d.connect();
-    hang.hello(false);
+    let mut hang = d.client();
     let busy = open(&mut hang, &sb, "hang.json", &["--session-id", "busy"]);
     let r = hang.call("prompt", json!({"sessionId": busy, "message": "work"}));
     assert!(r.get("result").is_some(), "{r}");

@@ -48,10 +48,7 @@ fn mcp_tools_lists_one_servers_tools_and_refuses_an_unknown_name() {
     let run = sb.run(&["mcp", "tools", "nope", "--mcp-config", "mcp.json"]);
     assert_eq!(run.code, 2, "{run}");
     assert!(run.stderr.contains("no MCP server named `nope`"), "{run}");
-    assert!(
-        run.stderr.contains("configured servers: fx, missing"),
-        "{run}"
-    );
+    run.assert_stderr("configured servers: fx, missing");
 }
 
 #[test]

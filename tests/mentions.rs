@@ -171,10 +171,7 @@ fn oversized_binary_and_directory_mentions_are_usage_errors() {
         let run = sb.scripted("-p", "hello.json", &[arg]);
         assert_eq!(run.code, 2, "{run}");
         assert!(run.stderr.contains(why), "{arg}: {run}");
-        assert!(
-            run.stderr.contains(&format!("@{arg}", arg = &arg[1..])),
-            "{run}"
-        );
+        run.assert_stderr(&format!("@{arg}", arg = &arg[1..]));
     }
     assert_eq!(sb.scripted("-p", "hello.json", &["@fits.txt"]).code, 0);
 }

@@ -665,10 +665,7 @@ fn a_stream_cut_mid_message_fails_the_turn_without_retry() {
         run.stdout, "",
         "print mode writes no partial answer to stdout"
     );
-    assert!(
-        run.stderr.contains("the stream was cut mid-response"),
-        "{run}"
-    );
+    run.assert_stderr("the stream was cut mid-response");
     assert_eq!(server.seen().len(), 1, "output had arrived: no retry");
     let server = Server::start(vec![Reply::sse(&body[..body.len() / 2]).ending(End::Cut)]);
     let run = keel_at(&sb, &server, &["--json", "--no-session", "hi"]);

@@ -158,8 +158,7 @@ fn a_stopped_command_is_a_sandbox_violation_event_in_json_mode() {
 fn a_daemon_sessions_snapshot_names_its_sandbox() {
     let sb = world();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = open(&mut c, &sb, "hello.json", &["--sandbox", "read-only"]);
     let attached = c.call("session/attach", json!({"sessionId": id}));
     let sandbox = &attached["result"]["snapshot"]["sandbox"];

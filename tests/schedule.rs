@@ -313,10 +313,7 @@ fn a_restarted_daemon_keeps_the_schedule_and_a_daemon_with_tasks_stays_up() {
     let sb = Sandbox::new();
     // Added before any daemon runs: it says so, and the task waits for one.
     let first = add(&sb, "tick", "hello.json", &[]);
-    assert!(
-        first.stderr.contains("no keel daemon is running"),
-        "{first}"
-    );
+    first.assert_stderr("no keel daemon is running");
     let mut d = Daemon::start(&sb, &["--idle-exit", "0.3"]);
     // Three runs take longer than the idle exit: the daemon stays up for its task.
     settled(&sb, "tick", 3);
@@ -357,10 +354,7 @@ fn a_corrupt_schedules_file_is_reported_and_nothing_runs_or_overwrites_it() {
     std::fs::write(&file, "{\"version\":1,\"tasks\":[{\"name\":\"x\"").unwrap();
     let d = Daemon::start(&sb, &[]);
     let status = keel_on(&sb, &d.socket, &["daemon", "status"]);
-    assert!(
-        status.stdout.contains("schedules.json is corrupt"),
-        "{status}"
-    );
+    status.assert_stdout("schedules.json is corrupt");
     let script = fixture("hello.json");
     let args = scripted_args(
         &["schedule", "add", "y", "--every", "1s"],
@@ -416,10 +410,7 @@ fn add_lists_every_problem_at_once() {
         .unwrap();
     let floor = sb.finish(floor);
     assert_eq!(floor.code, 2, "{floor}");
-    assert!(
-        floor.stderr.contains("shorter than the minimum, 1m"),
-        "{floor}"
-    );
+    floor.assert_stderr("shorter than the minimum, 1m");
     // With the test floor 30 s is fine; no provider is configured in this environment.
     snap("schedule_add_no_provider", &short.to_string());
     assert_eq!(short.code, 3);

@@ -94,8 +94,7 @@ fn in_the_daemon_a_client_attached_to_the_parent_answers_its_childs_approval() {
     let child = assert_childs_dialog(request);
     let id = request["id"].as_str().unwrap().to_string();
     // A client attached to the child sees the same dialog in the child's own stream.
-    let mut w = d.connect();
-    w.hello(false);
+    let mut w = d.client();
     let r = w.call("session/attach", json!({"sessionId": child}));
     let pending = &r["result"]["snapshot"]["pendingUi"];
     assert_eq!(pending[0]["id"], "b1", "{r}");

@@ -420,8 +420,7 @@ fn in_the_daemon_a_running_child_is_listed_under_its_parent_and_can_be_attached(
         .unwrap();
     assert_eq!(entry["parentSessionId"], parent.as_str());
     // Attached to the child: its own stream, live.
-    let mut w = d.connect();
-    w.hello(false);
+    let mut w = d.client();
     let r = w.call("session/attach", json!({"sessionId": child}));
     assert!(r.get("result").is_some(), "{r}");
     std::fs::write(&fifo, "go\n").unwrap();

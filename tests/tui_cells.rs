@@ -236,8 +236,7 @@ fn the_short_id_of_sessions_made_together_differs_and_resumes_the_right_one() {
 fn attach_takes_the_short_id_the_header_shows() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let a = open(&mut c, &sb, "hello.json", &[]);
     let _b = open(&mut c, &sb, "hello.json", &[]);
     let socket = d.socket.display().to_string();

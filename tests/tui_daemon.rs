@@ -73,8 +73,7 @@ fn leave_mid_run_and_come_back(leave: Leave) {
         .find(|l| l.starts_with("live"))
         .unwrap_or_else(|| panic!("{table}"));
     assert!(row.contains("running"), "{table}");
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let state = |c: &mut crate::common::daemon::Conn| {
         c.sessions()
             .iter()
@@ -133,8 +132,7 @@ fn two_windows_on_one_session_see_one_stream_and_one_answer_closes_both_dialogs(
         {"chunks": [{"text": "All clean."}]}
     ]});
     std::fs::write(&script, turns.to_string()).unwrap();
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let script = script.display().to_string();
     let opened = c.call(
         "session/open",
@@ -261,8 +259,7 @@ fn quitting_during_a_run_asks_whether_to_leave_it_running_or_stop_it() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let script = crate::common::support::fixture("hang.json");
     let opened = c.call(
         "session/open",
@@ -337,8 +334,7 @@ fn session_commands_work_through_the_daemon() {
     w.wait_for("the model list", |t| t.contains("models you can use"));
     w.send("/new\r");
     w.wait_for("the new session", |t| t.contains("── new session "));
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let ids: Vec<String> = c
         .sessions()
         .iter()
@@ -358,8 +354,7 @@ fn resuming_a_session_the_daemon_holds_attaches_to_it_there() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let script = crate::common::support::fixture("hello.json");
     let opened = c.call(
         "session/open",

@@ -91,8 +91,7 @@ fn live_picker_rows() {
 
 /// Opens sessions `older` and then `newer` (which has a prompt answered) in the test daemon.
 fn two_sessions(d: &Daemon, sb: &Sandbox) {
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     assert_eq!(
         open(&mut c, sb, "hello.json", &["--session-id", "older"]),
         "older"

@@ -163,8 +163,7 @@ fn assert_cooked(screen: &str) {
 
 /// The sessions live in `d`.
 fn live_sessions(d: &Daemon) -> Vec<serde_json::Value> {
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     c.sessions()
 }
 

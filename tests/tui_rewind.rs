@@ -329,8 +329,7 @@ fn a_conversation_rewind_by_another_client_redraws_the_attached_window() {
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     s.send("edit a\r");
     s.wait_for("the answer", |t| t.contains("Edited it."));
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = c.sessions()[0]["sessionId"].as_str().unwrap().to_string();
     let list = sb.run(&["rewind", &id, "--list", "--json", "--socket", &socket]);
     assert_eq!(list.code, 0, "{list}");

@@ -78,6 +78,13 @@ impl Daemon {
         }
     }
 
+    /// A connection that said hello (a client that is not interactive).
+    pub fn client(&self) -> Conn {
+        let mut c = self.connect();
+        c.hello(false);
+        c
+    }
+
     /// Waits for the daemon to exit by itself; its status code.
     pub fn wait(&mut self) -> i32 {
         let mut child = self.child.take().unwrap();
@@ -275,11 +282,9 @@ pub fn flood(d: &Daemon, sb: &Sandbox, extra: &[&str]) -> (Conn, Conn, String) {
         .collect();
     let script = sb.dir.path().join("bursts.json");
     std::fs::write(&script, json!({"turns": [{"chunks": chunks}]}).to_string()).unwrap();
-    let mut fast = d.connect();
-    fast.hello(false);
+    let mut fast = d.client();
     let id = open_script(&mut fast, sb, script.to_str().unwrap(), extra);
-    let mut slow = d.connect();
-    slow.hello(false);
+    let mut slow = d.client();
     slow.call("session/attach", json!({"sessionId": id}));
     fast.call("session/attach", json!({"sessionId": id}));
     fast.call("prompt", json!({"sessionId": id, "message": "flood"}));

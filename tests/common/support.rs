@@ -312,6 +312,16 @@ impl Run {
             .replace(&root().display().to_string(), "[ROOT]")
     }
 
+    /// Asserts that stderr contains `needle`, showing the whole run if it does not.
+    pub fn assert_stderr(&self, needle: &str) {
+        assert!(self.stderr.contains(needle), "{self}");
+    }
+
+    /// Asserts that stdout contains `needle`, showing the whole run if it does not.
+    pub fn assert_stdout(&self, needle: &str) {
+        assert!(self.stdout.contains(needle), "{self}");
+    }
+
     pub fn stdout_lines(&self) -> Vec<serde_json::Value> {
         self.stdout
             .lines()
