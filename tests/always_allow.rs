@@ -154,7 +154,7 @@ fn the_tuis_a_answer_saves_the_rule_and_shows_the_notice() {
     let path = script(&sb, "tui.json", "touch tui.txt");
     let shell = format!("{} --permission ask; echo KEEL_EXIT=$?", keel_shell(&path));
     let vars = [("KEEL_NO_DAEMON", "1"), ("TERM", "dumb")];
-    let (mut s, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &vars);
+    let (mut s, mut child) = crate::common::pty::spawn_with(&sb, &shell, &vars);
     s.wait_for("the header", |t| t.contains("/help for commands"));
     s.send("make it\r");
     s.wait_for("the question", |t| {

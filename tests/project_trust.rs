@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::common::pty::spawn;
 use crate::common::support::{keel_shell, scripted_args, Run, Sandbox};
-use crate::tui_pty::spawn;
 
 fn write(path: &Path, v: &Value) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();

@@ -264,7 +264,7 @@ fn the_tui_reconnects_by_itself_when_its_remote_link_drops_and_the_run_goes_on()
     );
     let ssh_s = ssh.display().to_string();
     let (mut window, mut child) =
-        crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SSH", ssh_s.as_str())]);
+        crate::common::pty::spawn_with(&sb, &shell, &[("KEEL_SSH", ssh_s.as_str())]);
     window.wait_for("the bash tool running", |t| {
         t.contains("Waiting for the signal.") && t.contains("cat ")
     });
@@ -421,7 +421,7 @@ fn the_resume_picker_over_remote_lists_the_remote_hosts_sessions() {
     );
     let ssh_s = ssh.display().to_string();
     let here_s = here.display().to_string();
-    let (mut window, mut child) = crate::tui_pty::spawn_with(
+    let (mut window, mut child) = crate::common::pty::spawn_with(
         &sb,
         &shell,
         &[("KEEL_SSH", ssh_s.as_str()), ("KEEL_HOME", here_s.as_str())],

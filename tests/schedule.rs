@@ -504,7 +504,7 @@ fn a_tui_attached_to_the_daemon_shows_a_failed_run_as_a_notice() {
         "exec '{keel}' --daemon --socket '{socket}' --provider scripted --script '{}' --session-id watch hi",
         fixture("hello.json")
     );
-    let (mut w, mut child) = crate::tui_pty::spawn(&sb, &shell);
+    let (mut w, mut child) = crate::common::pty::spawn(&sb, &shell);
     w.wait_for("the answer", |t| t.contains("Hello from keel!"));
     add(&sb, "broken", "provider_error.json", &[]);
     w.wait_for("the notice", |t| {

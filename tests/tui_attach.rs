@@ -6,8 +6,8 @@
 use serde_json::{json, Value};
 
 use crate::common::daemon::{open_script, Conn, Daemon};
+use crate::common::pty::spawn;
 use crate::common::support::Sandbox;
-use crate::tui_pty::spawn;
 
 /// Kills, by pid, a daemon the client under test spawned (it is the test's too).
 struct Spawned(Option<i32>);

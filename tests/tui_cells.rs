@@ -20,9 +20,9 @@ use serde_json::json;
 
 use crate::common::daemon::{open, Daemon};
 use crate::common::kernel::rt;
+use crate::common::pty::spawn;
 use crate::common::support::{fixture, keel_shell, scripted_args, snap, Sandbox};
 use crate::tui::Feed;
-use crate::tui_pty::spawn;
 
 /// The rows of a screen joined with nothing between them (what a terminal's copy of a
 /// hard-wrapped string gives once its line ends are removed).

@@ -5,8 +5,8 @@
 use serde_json::json;
 
 use crate::common::daemon::Daemon;
+use crate::common::pty::spawn;
 use crate::common::support::Sandbox;
-use crate::tui_pty::spawn;
 
 /// How the first window goes away.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -198,7 +198,7 @@ impl Drop for Spawned {
 /// guard that stops it (the client started it: it is the test's).
 fn kill_and_resume(
     d: &mut Daemon,
-    w: &mut crate::tui_pty::Screen,
+    w: &mut crate::common::pty::Screen,
     sb: &Sandbox,
     socket: &std::path::Path,
 ) -> (serde_json::Value, Spawned) {
@@ -371,7 +371,7 @@ fn resuming_a_session_the_daemon_holds_attaches_to_it_there() {
     let shell = format!(
         "exec '{keel}' --socket '{socket}' --provider scripted --script '{script}' --resume held"
     );
-    let (mut w, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &[]);
+    let (mut w, mut child) = crate::common::pty::spawn_with(&sb, &shell, &[]);
     w.wait_for("the live session", |t| {
         t.contains("live in the keel daemon: showing it there") && t.contains("Hello from keel!")
     });
@@ -394,7 +394,8 @@ fn a_daemon_that_cannot_be_started_is_named_once_and_the_tui_runs_in_process() {
         "'{keel}' --provider scripted --script '{}' hi; echo KEEL_EXIT=$?",
         crate::common::support::fixture("hello.json")
     );
-    let (mut w, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)]);
+    let (mut w, mut child) =
+        crate::common::pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)]);
     w.wait_for("the answer", |t| t.contains("Hello from keel!"));
     let text = w.text();
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -279,7 +279,7 @@ fn the_trust_question_lists_one_item_a_line() {
     std::fs::create_dir_all(sb.work().join(".keel")).unwrap();
     std::fs::write(sb.work().join(".keel/settings.json"), settings.to_string()).unwrap();
     let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
-    let (mut s, mut child) = crate::tui_pty::spawn(&sb, &shell);
+    let (mut s, mut child) = crate::common::pty::spawn(&sb, &shell);
     s.wait_for("the question", |t| t.contains("[y/N]"));
     let screen = s.text();
     let rows: Vec<&str> = screen.lines().map(str::trim_end).collect();
@@ -314,10 +314,10 @@ fn settings_and_agents_warnings_are_shown_once_in_the_tui() {
         let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
         let d = daemon.then(|| crate::common::daemon::Daemon::start(&sb, &["--idle-exit", "0"]));
         let (mut s, mut child) = match &d {
-            None => crate::tui_pty::spawn(&sb, &shell),
+            None => crate::common::pty::spawn(&sb, &shell),
             Some(d) => {
                 let socket = d.socket.display().to_string();
-                crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)])
+                crate::common::pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)])
             }
         };
         s.wait_for("the editor", |t| t.contains("Ask anything"));
@@ -340,7 +340,7 @@ fn a_run_that_ends_in_an_unfocused_window_notifies() {
     let sb = Sandbox::new();
     std::fs::write(sb.home().join("settings.json"), r#"{"notify": "osc777"}"#).unwrap();
     let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
-    let (mut s, mut child) = crate::tui_pty::spawn(&sb, &shell);
+    let (mut s, mut child) = crate::common::pty::spawn(&sb, &shell);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     let raw = String::from_utf8_lossy(&s.raw).to_string();
     assert!(raw.contains("\x1b[?1004h"), "focus reporting is asked for");
@@ -350,7 +350,7 @@ fn a_run_that_ends_in_an_unfocused_window_notifies() {
     s.wait_for("the answer", |t| t.contains("Hello from keel"));
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     let notified =
-        |s: &crate::tui_pty::Screen| String::from_utf8_lossy(&s.raw).matches(note).count();
+        |s: &crate::common::pty::Screen| String::from_utf8_lossy(&s.raw).matches(note).count();
     // The placeholder is back: the run settled, and the notification was written before
     // that frame.
     assert_eq!(notified(&s), 1, "{:?}", String::from_utf8_lossy(&s.raw));

@@ -8,9 +8,9 @@ use keel::kernel::event::{AssistantDelta, EventPayload};
 use keel::kernel::message::{Message, StopReason};
 use serde_json::json;
 
+use crate::common::pty::spawn_with;
 use crate::common::support::{fixture, keel_shell, Sandbox};
 use crate::tui::{assistant, Feed};
-use crate::tui_pty::spawn_with;
 use crate::tui_reflow::Emulator;
 
 /// The shell's rows above keel: tmux keeps the screen's row count on a reflow and moves the

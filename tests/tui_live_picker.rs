@@ -9,8 +9,8 @@ use ratatui::layout::Rect;
 use serde_json::json;
 
 use crate::common::daemon::{open, Daemon};
+use crate::common::pty::spawn;
 use crate::common::support::{snap, Sandbox};
-use crate::tui_pty::spawn;
 
 fn live(
     id: &str,

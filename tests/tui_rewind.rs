@@ -227,9 +227,9 @@ fn rewind_code_only(daemon: bool) {
     let (mut s, mut child) = match &d {
         Some(d) => {
             let socket = d.socket.display().to_string();
-            crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)])
+            crate::common::pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)])
         }
-        None => crate::tui_pty::spawn(&sb, &shell),
+        None => crate::common::pty::spawn(&sb, &shell),
     };
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     s.send("edit a\r");
@@ -301,7 +301,7 @@ fn a_dumb_terminal_lists_the_checkpoints_with_the_command_that_rewinds() {
     let sb = Sandbox::new();
     let shell = edit_shell(&sb);
     let vars = [("KEEL_NO_DAEMON", "1"), ("TERM", "dumb")];
-    let (mut s, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &vars);
+    let (mut s, mut child) = crate::common::pty::spawn_with(&sb, &shell, &vars);
     s.wait_for("the header", |t| t.contains("/help for commands"));
     s.send("edit a\r");
     s.wait_for("the answer", |t| t.contains("Edited it."));
@@ -325,7 +325,8 @@ fn a_conversation_rewind_by_another_client_redraws_the_attached_window() {
     let shell = edit_shell(&sb);
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
-    let (mut s, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)]);
+    let (mut s, mut child) =
+        crate::common::pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)]);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     s.send("edit a\r");
     s.wait_for("the answer", |t| t.contains("Edited it."));

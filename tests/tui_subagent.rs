@@ -7,10 +7,10 @@ use keel::kernel::event::EventPayload;
 use keel::kernel::tool::ToolOutput;
 use serde_json::json;
 
+use crate::common::pty::spawn;
 use crate::common::support::Sandbox;
 use crate::mcp::script;
 use crate::tui::Feed;
-use crate::tui_pty::spawn;
 
 const FIRST: &str = "0193a1d0-7c41-7000-8000-00000000c0de";
 const SECOND: &str = "0193a1d1-1e2f-7000-8000-0000000000b2";
@@ -63,7 +63,7 @@ fn a_running_child_shows_its_current_step_under_its_task_call() {
 
 /// keel in a real terminal on `script` (auto permission), once "look" got the parent's
 /// answer ("Parent is done.").
-fn looked(sb: &Sandbox, script: &str) -> crate::tui_pty::Spawned {
+fn looked(sb: &Sandbox, script: &str) -> crate::common::pty::Spawned {
     let keel = env!("CARGO_BIN_EXE_keel");
     let (mut s, child) = spawn(
         sb,

@@ -4,9 +4,9 @@
 
 use serde_json::json;
 
+use crate::common::pty::spawn;
 use crate::common::support::Sandbox;
 use crate::mcp::script;
-use crate::tui_pty::spawn;
 
 #[test]
 fn transcript_shows_every_output_line_searches_and_gives_the_view_back() {
