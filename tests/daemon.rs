@@ -10,7 +10,9 @@ use std::process::{Child, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::common::daemon::{code, flood, open, open_script, Conn, Daemon};
+use crate::common::daemon::{
+    code, flood, here_and_through_a_daemon, open, open_script, Conn, Daemon,
+};
 use crate::common::rpc::Rpc;
 use crate::common::support::{fixture, scripted_args, strs, Sandbox};
 
@@ -341,25 +343,10 @@ fn rpc_mode_through_the_daemon_writes_what_it_writes_in_process() {
     );
     let script = fixture("hello.json");
     let base = scripted_args(&["--mode", "rpc"], &script, &["--session-id", "same"]);
-    let here = Sandbox::new();
-    let local = here.run_stdin(&base, input);
-    assert_eq!(local.code, 0, "{local}");
-    let there = Sandbox::new();
-    let d = Daemon::start(&there, &["--idle-exit", "0"]);
-    let mut args = base.to_vec();
-    let socket = d.socket.display().to_string();
-    args.extend(["--daemon", "--socket", &socket]);
-    let remote = there.run_stdin(&args, input);
-    assert_eq!(remote.code, 0, "{remote}");
+    let (here, there) = (Sandbox::new(), Sandbox::new());
+    let (local, remote, _d) = here_and_through_a_daemon(&here, &there, &base, input);
     // Same bytes, once each sandbox's own path is scrubbed.
-    let scrub = |r: &crate::common::support::Run| {
-        r.to_string()
-            .split("\n[stderr]")
-            .next()
-            .unwrap()
-            .to_string()
-    };
-    assert_eq!(scrub(&local), scrub(&remote));
+    assert_eq!(local.shown_stdout(), remote.shown_stdout());
     assert!(
         remote
             .stdout

@@ -6,7 +6,9 @@
 
 use serde_json::{json, Value};
 
-use crate::common::daemon::{code, is_event, is_note, open, Conn, Daemon};
+use crate::common::daemon::{
+    code, here_and_through_a_daemon, is_event, is_note, open, Conn, Daemon,
+};
 use crate::common::rpc::Rpc;
 use crate::common::support::{fixture, root, scripted_args, Sandbox};
 
@@ -377,26 +379,11 @@ fn rpc_mode_through_the_daemon_follows_session_changes_byte_for_byte() {
         .unwrap();
         sb
     };
-    let here = sandbox();
-    let local = here.run_stdin(&base, &input);
-    assert_eq!(local.code, 0, "{local}");
-    let there = sandbox();
-    let d = Daemon::start(&there, &["--idle-exit", "0"]);
-    let mut args = base.to_vec();
-    let socket = d.socket.display().to_string();
-    args.extend(["--daemon", "--socket", &socket]);
-    let remote = there.run_stdin(&args, &input);
-    assert_eq!(remote.code, 0, "{remote}");
-    let scrub = |r: &crate::common::support::Run| {
-        r.to_string()
-            .split("\n[stderr]")
-            .next()
-            .unwrap()
-            .to_string()
-    };
+    let (here, there) = (sandbox(), sandbox());
+    let (local, remote, d) = here_and_through_a_daemon(&here, &there, &base, &input);
     assert_eq!(
-        scrub(&local),
-        scrub(&remote),
+        local.shown_stdout(),
+        remote.shown_stdout(),
         "the daemon run's stderr: {}",
         remote.stderr
     );

@@ -388,16 +388,7 @@ fn a_retry_that_works_leaves_one_line() {
 }
 
 fn approval_view(tool: &str, args: serde_json::Value) -> Feed {
-    let mut f = Feed::new();
-    f.user("change it");
-    f.tool("call_1", tool, args.clone(), None);
-    f.send(EventPayload::ApprovalRequested {
-        call_id: "call_1".into(),
-        tool_name: tool.into(),
-        args,
-        preview: None,
-    });
-    f
+    Feed::asking("change it", tool, args, None)
 }
 
 /// An edit's approval shows the change as a coloured diff; a diff taller than the room left

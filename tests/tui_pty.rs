@@ -177,23 +177,10 @@ fn sigterm_during_a_tool_call(place: Place) {
     );
     let ((mut s, mut child), daemon) = start(&sb, &shell, place);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
-    let pid: i32 = s
-        .text()
-        .split("KEEL_PID=")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|p| p.parse().ok())
-        .expect("the shell printed keel's pid");
+    let pid = s.shell_pid();
     s.send("work\r");
     s.wait_for("the running tool", |t| t.contains("bash sleep 30"));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    s.wait_for("the exit and the terminal modes", |t| {
-        t.contains("KEEL_EXIT=") && t.contains("echoctl")
-    });
+    s.terminate(pid);
     let screen = s.text();
     assert!(screen.contains("KEEL_EXIT=143"), "{screen}");
     assert_cooked(&screen);

@@ -290,3 +290,23 @@ pub fn flood(d: &Daemon, sb: &Sandbox, extra: &[&str]) -> (Conn, Conn, String) {
     fast.call("prompt", json!({"sessionId": id, "message": "flood"}));
     (fast, slow, id)
 }
+
+/// `keel ARGS` with `input` on stdin, in-process in `here` and then through a daemon started in
+/// `there` (`--daemon --socket SOCKET` added): both runs, each asserted to exit 0, and the
+/// daemon (still running).
+pub fn here_and_through_a_daemon(
+    here: &Sandbox,
+    there: &Sandbox,
+    args: &[&str],
+    input: &str,
+) -> (Run, Run, Daemon) {
+    let local = here.run_stdin(args, input);
+    assert_eq!(local.code, 0, "{local}");
+    let d = Daemon::start(there, &["--idle-exit", "0"]);
+    let mut args = args.to_vec();
+    let socket = d.socket.display().to_string();
+    args.extend(["--daemon", "--socket", &socket]);
+    let remote = there.run_stdin(&args, input);
+    assert_eq!(remote.code, 0, "{remote}");
+    (local, remote, d)
+}

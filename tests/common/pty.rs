@@ -64,6 +64,26 @@ impl Screen {
         self.writer.flush().unwrap();
     }
 
+    /// The pid the shell printed as `KEEL_PID=` (`keel … & echo KEEL_PID=$!`).
+    pub fn shell_pid(&self) -> i32 {
+        self.text()
+            .split("KEEL_PID=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|p| p.parse().ok())
+            .expect("the shell printed keel's pid")
+    }
+
+    /// Sends SIGTERM to `pid` and waits for the shell's `KEEL_EXIT=` and the terminal's modes
+    /// (`stty -a`) after it.
+    pub fn terminate(&mut self, pid: i32) {
+        use nix::sys::signal::{kill, Signal};
+        kill(nix::unistd::Pid::from_raw(pid), Signal::SIGTERM).unwrap();
+        self.wait_for("the exit and the terminal modes", |t| {
+            t.contains("KEEL_EXIT=") && t.contains("echoctl")
+        });
+    }
+
     /// Sends `keys` that end the program (Ctrl+D, `/quit`), waits for the shell's
     /// `KEEL_EXIT=0` and then for the terminal's process; its exit status.
     pub fn quit(&mut self, keys: &str, child: &mut Child) -> portable_pty::ExitStatus {

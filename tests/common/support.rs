@@ -312,6 +312,16 @@ impl Run {
             .replace(&root().display().to_string(), "[ROOT]")
     }
 
+    /// Stdout as the run is shown, its sandbox's path scrubbed: what two sandboxes' runs
+    /// compare by.
+    pub fn shown_stdout(&self) -> String {
+        self.to_string()
+            .split("\n[stderr]")
+            .next()
+            .unwrap()
+            .to_string()
+    }
+
     /// Asserts that stderr contains `needle`, showing the whole run if it does not.
     pub fn assert_stderr(&self, needle: &str) {
         assert!(self.stderr.contains(needle), "{self}");
