@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::common::http_server::{Reply, Server};
 use crate::common::rpc::Rpc;
-use crate::common::support::{root, scripted_args, Run, Sandbox};
+use crate::common::support::{root, scripted_args, Run, Sandbox, BUILT_IN_TOOLS};
 
 pub const FIXTURE: &str = env!("CARGO_BIN_EXE_keel-mcp-fixture");
 
@@ -107,19 +107,7 @@ fn mcp_tools_reach_the_provider_after_the_built_ins_with_sanitised_unique_names(
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        &names[..8],
-        [
-            "read",
-            "write",
-            "edit",
-            "bash",
-            "grep",
-            "find",
-            "ls",
-            "todo_write"
-        ]
-    );
+    assert_eq!(&names[..8], BUILT_IN_TOOLS);
     assert_eq!(names[8], "mcp__fx__echo");
     // The `task` tool comes last, its description listing the subagent types.
     assert_eq!(names.last(), Some(&"task"));

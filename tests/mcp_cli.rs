@@ -4,7 +4,7 @@
 
 use serde_json::json;
 
-use crate::common::support::{snap, strs, Sandbox};
+use crate::common::support::{snap, strs, Sandbox, BUILT_IN_TOOLS};
 use crate::mcp::FIXTURE;
 
 fn config(sb: &Sandbox) {
@@ -59,20 +59,8 @@ fn debug_prompt_lists_the_mcp_tools_a_run_would_offer() {
     assert_eq!(run.code, 0, "{run}");
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let names = strs(&v["tools"], "name");
-    assert_eq!(
-        names[..9],
-        [
-            "read",
-            "write",
-            "edit",
-            "bash",
-            "grep",
-            "find",
-            "ls",
-            "todo_write",
-            "task"
-        ]
-    );
+    assert_eq!(names[..8], BUILT_IN_TOOLS);
+    assert_eq!(names[8], "task");
     assert!(names.contains(&"mcp__fx__echo"), "{names:?}");
     assert_eq!(
         names.len(),

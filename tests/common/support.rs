@@ -31,6 +31,18 @@ pub fn scripted_args<'a>(before: &[&'a str], script: &'a str, after: &[&'a str])
     all
 }
 
+/// The built-in tools a run offers the model, in order, before MCP tools and `task`.
+pub const BUILT_IN_TOOLS: [&str; 8] = [
+    "read",
+    "write",
+    "edit",
+    "bash",
+    "grep",
+    "find",
+    "ls",
+    "todo_write",
+];
+
 /// The string `key` of each item of the JSON array `list` (a list of tool names, roles, ids).
 pub fn strs<'a>(list: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
     let items = list
