@@ -13,7 +13,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::common::daemon::{Conn, Daemon};
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, Sandbox};
 
 /// The next line the daemon wrote, as sent (without its LF).
 fn line(c: &mut Conn) -> String {
@@ -291,20 +291,11 @@ fn schedule_reload_and_run_are_the_declared_types() {
     let socket = d.socket.to_str().unwrap().to_string();
     let script = fixture("hello.json");
     let add = sb
-        .cmd(&[
-            "schedule",
-            "add",
-            "daily",
-            "--every",
-            "1d",
-            "--provider",
-            "scripted",
-            "--script",
+        .cmd(&scripted_args(
+            &["schedule", "add", "daily", "--every", "1d"],
             &script,
-            "--",
-            "do",
-            "it",
-        ])
+            &["--", "do", "it"],
+        ))
         .env("KEEL_SOCKET", &socket)
         .output()
         .unwrap();
