@@ -171,6 +171,50 @@ fn no_command_line_crosses_into_a_session() {
     assert!(violations_of("use crate::client::dial::Dial;", NO_COMMAND_LINE).is_empty());
 }
 
+/// What `src/wire/socket` must not use: it holds the socket's contract as data (names, limits,
+/// the rules and their errors); the client and the daemon do the I/O (issue 45).
+const SOCKET_FORBIDDEN: &[&str] = &[
+    "std::fs",
+    "fs::",
+    "File",
+    "OpenOptions",
+    "DirBuilder",
+    "std::process",
+    "std::thread",
+    "nix",
+    "rustix",
+    "libc",
+    "tokio",
+    "UnixStream",
+    "UnixListener",
+    "symlink_metadata",
+    "std::path::absolute",
+];
+
+#[test]
+fn wire_socket_holds_only_data() {
+    let mut files = Vec::new();
+    rust_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/wire/socket"),
+        &mut files,
+    );
+    assert!(files.len() >= 3, "the socket sources were not found");
+    let mut bad = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        // Unit tests may make files to check the rules against.
+        let code = text.split("#[cfg(test)]").next().unwrap_or("");
+        for v in violations_of(code, SOCKET_FORBIDDEN) {
+            bad.push(format!("{}: {v}", f.display()));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "src/wire/socket does I/O:\n{}",
+        bad.join("\n")
+    );
+}
+
 #[test]
 fn the_check_catches_what_it_should() {
     assert_eq!(violations("use clap::Parser;").len(), 1);
@@ -187,6 +231,15 @@ fn the_check_catches_what_it_should() {
         violations_of("use crate::front::tui;", HOST_FORBIDDEN).len(),
         1
     );
+    assert_eq!(
+        violations_of("    nix::unistd::setsid()", SOCKET_FORBIDDEN).len(),
+        1
+    );
+    assert_eq!(
+        violations_of("use std::fs::{File, OpenOptions};", SOCKET_FORBIDDEN).len(),
+        4
+    );
+    assert!(violations_of("pub const DAEMON_LOCK: &str", SOCKET_FORBIDDEN).is_empty());
 }
 
 /// The layers (DESIGN §2), low to high, and what each may import of keel: an allow-list per

@@ -1,4 +1,4 @@
-//! Protocol v1 as declared in `keel::wire::protocol`, checked against a real daemon: raw
+//! Protocol v2 as declared in `keel::wire::protocol`, checked against a real daemon: raw
 //! request lines go over the socket, and every reply (and notification) must decode into its
 //! declared Rust type and encode back to exactly the bytes the daemon sent. A field renamed,
 //! left out or added on one side only fails here, one test per method family.

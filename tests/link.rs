@@ -9,6 +9,7 @@ use keel::cli::args::Cli;
 use keel::client::link::{Link, Note, Start};
 use keel::kernel::clock::Clock;
 use keel::mode::Env;
+use keel::wire::events::WireEvent;
 use serde_json::json;
 
 use crate::common::daemon::Daemon;
@@ -23,7 +24,7 @@ async fn run_prompt(link: &mut Link) -> Vec<(u64, String)> {
     let mut out = Vec::new();
     loop {
         match link.next().await.expect("the link ended early") {
-            Note::Event { seq, line } => {
+            Note::Event { seq, line, .. } => {
                 let done = line.contains("\"type\":\"agent_settled\"");
                 out.push((seq, line.to_string()));
                 if done {
@@ -121,6 +122,49 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     assert!(local.0.len() > 5, "{:?}", local.0);
     assert_eq!(local, remote);
     assert_eq!(local.1, Ok(json!({"text": "Hello from keel!"})));
+}
+
+/// DESIGN §2: a link to a session in this process hands each event typed, so a front end
+/// reads it without parsing its line back; the typed event is what the line parses to.
+#[test]
+fn a_local_link_hands_each_event_typed_as_its_line_reads() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for name in ["hello.json", "tool_error.json"] {
+        let script = fixture(name);
+        let sb = Sandbox::new();
+        std::fs::write(sb.work().join("notes.txt"), "no typo here\n").unwrap();
+        let args = ["--provider", "scripted", "--script", &script];
+        let notes = rt.block_on(async {
+            let (mut link, _) = local_link(&sb, &args, 10_000).await;
+            let answer = link.request("prompt", json!({"message": "hi"})).await;
+            assert_eq!(answer, Ok(json!({"disposition": "started"})));
+            let mut notes = Vec::new();
+            loop {
+                match link.next().await.expect("the link ended early") {
+                    Note::Event { line, typed, .. } => {
+                        let done = line.contains("\"type\":\"agent_settled\"");
+                        notes.push((line, typed));
+                        if done {
+                            return notes;
+                        }
+                    }
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+        });
+        assert!(notes.len() > 5, "{name}: {} events", notes.len());
+        for (line, typed) in &notes {
+            let typed = typed
+                .as_ref()
+                .unwrap_or_else(|| panic!("{name}: not typed: {line}"));
+            let parsed = WireEvent::parse(line).unwrap();
+            assert_eq!(typed.kind(), parsed.kind(), "{line}");
+            assert_eq!(typed.wire().as_ref(), Some(&parsed), "{line}");
+        }
+    }
 }
 
 /// Waits until at least three 50 ms approval timeouts have passed, with no sleep: an RPC-mode
@@ -287,7 +331,7 @@ fn a_local_link_that_falls_behind_is_told_and_reattaches() {
         assert_eq!(answer, Ok(json!({"disposition": "started"})));
         let mut next = again.seq;
         loop {
-            let Some(Note::Event { seq, line }) = link.next().await else {
+            let Some(Note::Event { seq, line, .. }) = link.next().await else {
                 panic!("the stream ended")
             };
             assert_eq!(seq, next + 1);

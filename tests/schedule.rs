@@ -169,7 +169,7 @@ fn a_running_task_is_a_live_attachable_session_and_its_next_slots_are_skipped() 
         (&json!(0), &json!("running")),
         "{t}"
     );
-    // Through protocol v1 too: one run at a time, and only tasks that exist.
+    // Through protocol v2 too: one run at a time, and only tasks that exist.
     let busy = c.call("schedule/run", json!({"name": "hang"}));
     assert_eq!(busy["error"]["code"], -32013, "{busy}");
     let unknown = c.call("schedule/run", json!({"name": "nope"}));

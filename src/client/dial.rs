@@ -16,6 +16,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite};
 use tokio::net::UnixStream;
 use tokio::process::{Child, ChildStdin};
 
+use crate::kernel::private;
 use crate::wire::socket::paths;
 use crate::wire::socket::{DaemonError, DaemonErrorKind};
 
@@ -182,7 +183,8 @@ pub async fn dial_local(socket: &Path) -> Result<UnixStream, DaemonError> {
             return Err(not_listening(&format!("{} does not exist", dir.display())));
         }
     }
-    paths::verify_dir(dir, paths::euid())?;
+    let me = private::euid();
+    private::check_dir(dir, me).map_err(|e| paths::dir_error(dir, &e, me))?;
     let stream = UnixStream::connect(socket)
         .await
         .map_err(|e| match e.kind() {
@@ -199,7 +201,6 @@ pub async fn dial_local(socket: &Path) -> Result<UnixStream, DaemonError> {
             socket.display()
         ))
     })?;
-    let me = paths::euid();
     if paths::uid_allowed(peer.uid(), me).is_err() {
         return Err(foreign_peer(socket, peer.uid(), me));
     }
@@ -497,7 +498,7 @@ mod tests {
             e.message.starts_with("no keel daemon is listening on"),
             "{e}"
         );
-        let listener = paths::bind(&sock).unwrap();
+        let listener = tokio::net::UnixListener::bind(&sock).unwrap();
         let (ours, _) = tokio::join!(dial_local(&sock), listener.accept());
         ours.unwrap();
         perm(d.path(), 0o755).unwrap();

@@ -25,13 +25,19 @@ pub use error::{LinkError, LinkErrorKind};
 use crate::host::actor::{self, Call, SessionHandle};
 use crate::host::stream::{Cursor, Delivery, Item, QUEUE};
 use crate::host::HostSetup;
+use crate::wire::events::TypedEvent;
 use crate::wire::protocol::daemon::DaemonInfo;
 
 /// What the stream brings, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Note {
-    /// A wire line of the session's stream (compact JSON, no newline).
-    Event { seq: u64, line: Arc<str> },
+    /// A wire line of the session's stream (compact JSON, no newline); from a session in
+    /// this process, the event typed as well (read it instead of parsing the line).
+    Event {
+        seq: u64,
+        line: Arc<str>,
+        typed: Option<TypedEvent>,
+    },
     /// The session now serves another one, in a new epoch (`new_session`, `fork`, …), or the
     /// same one whose conversation a rewind moved (`rewound`).
     Replaced {
@@ -276,6 +282,7 @@ fn note_of_delivery(d: Delivery) -> Note {
         Item::Event(e) => Note::Event {
             seq: e.seq,
             line: e.line,
+            typed: e.typed,
         },
         Item::Replaced { new, .. } => Note::Replaced {
             rewound: new == d.session,

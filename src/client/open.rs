@@ -8,21 +8,22 @@ use crate::wire::protocol::session::OpenParams;
 use crate::wire::protocol::spec::SessionSpec;
 
 use crate::client::dial::{Conn, Dial};
+use crate::client::locate;
 use crate::client::spawn;
 use crate::error::StartupError;
+use crate::kernel::private;
 use crate::mode::Env;
-use crate::wire::socket::paths;
 
 /// The socket: `--socket`, `$KEEL_SOCKET`, the runtime directory, `$KEEL_HOME/run/`, or (when
 /// that path is too long) `/tmp/keel-<uid>/`.
 pub fn socket_for(env: &Env, flag: Option<&Path>) -> Result<PathBuf, StartupError> {
     let var = |k: &str| env.vars.get(k).map(PathBuf::from);
-    let choice = paths::socket_path(
+    let choice = locate::socket_path(
         var("KEEL_SOCKET").as_deref(),
         flag,
         var("XDG_RUNTIME_DIR").as_deref(),
         &env.keel_home,
-        paths::euid(),
+        private::euid(),
     )?;
     if let Some(why) = &choice.fallback {
         tracing::info!("not using XDG_RUNTIME_DIR: {why}");

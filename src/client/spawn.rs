@@ -1,6 +1,6 @@
 //! One daemon per socket directory however many clients start at once: connect-or-spawn under
-//! `spawn.lock`, the daemon's life lock `daemon.lock` (its PID inside), the command line of a
-//! spawned daemon and what that daemon does first to leave the terminal's session. Never
+//! `spawn.lock`, waiting on the daemon's life lock `daemon.lock` (its PID inside), and the
+//! command line of a spawned daemon (which leaves the terminal's session first). Never
 //! prints; never removes a socket without holding `spawn.lock`.
 
 use std::ffi::OsStr;
@@ -15,8 +15,9 @@ use tokio::net::UnixStream;
 use tokio::time::Instant;
 
 use super::dial::dial_local;
+use super::locate::lock_state;
 use crate::kernel::private;
-use crate::wire::socket::lock::{lock_file, lock_state, LockState, DAEMON_LOCK, SPAWNED_FLAG};
+use crate::wire::socket::lock::{LockState, DAEMON_LOCK, SPAWNED_FLAG};
 use crate::wire::socket::paths;
 use crate::wire::socket::{DaemonError, DaemonErrorKind};
 
@@ -37,7 +38,7 @@ enum Probe {
 }
 
 /// Connects to the daemon at `socket`, starting it with `spawn` when none runs: the socket's
-/// directory is prepared and verified ([`paths::prepare_dir`]); connect; on "no such file" or
+/// directory is prepared and verified ([`private::prepare_dir`]); connect; on "no such file" or
 /// "connection refused" take `spawn.lock` in that directory, connect again (another client may
 /// have spawned meanwhile); if `daemon.lock` is held a daemon is starting, so only wait for it;
 /// else remove a stale socket (never anything but a socket), call `spawn` and wait until a
@@ -52,7 +53,7 @@ pub async fn connect_or_spawn(
 ) -> Result<(UnixStream, bool), DaemonError> {
     let until = Instant::now() + deadline;
     let dir = socket_dir(socket)?;
-    paths::prepare_dir(dir)?;
+    private::prepare_dir(dir).map_err(|e| paths::dir_error(dir, &e, private::euid()))?;
     if let Probe::Up(s) = probe(socket).await? {
         return Ok((s, false));
     }
@@ -107,7 +108,7 @@ async fn probe(socket: &Path) -> Result<Probe, DaemonError> {
 /// Takes `dir/spawn.lock` (flock, blocking on the blocking pool) or fails at `until`.
 async fn spawn_lock(dir: &Path, until: Instant, deadline: Duration) -> Result<File, DaemonError> {
     let path = dir.join(SPAWN_LOCK);
-    let file = lock_file(&path)?;
+    let file = private::open_lock(&path).map_err(|e| DaemonError::io("open", &path, &e))?;
     let locking = tokio::task::spawn_blocking(move || file.lock().map(|()| file));
     match tokio::time::timeout_at(until, locking).await {
         Ok(Ok(Ok(file))) => Ok(file),
@@ -188,7 +189,7 @@ fn not_ready(socket: &Path, dir: &Path, deadline: Duration) -> DaemonError {
 /// The command that starts a daemon for `socket`: `EXE daemon run --socket SOCKET --spawned
 /// EXTRA…`, stdin and stdout `/dev/null`, stderr appended to `log` (created 0600, its
 /// directory 0700), working directory `/`. Left to the daemon: `--spawned` tells it to call
-/// [`become_session_leader`] and [`ignore_sighup`] first (a safe `setsid` in the child itself;
+/// `daemon::socket::become_session_leader` and `ignore_sighup` first (a safe `setsid` in the child itself;
 /// `pre_exec` would need unsafe code). Do not give it `process_group(0)`: a group leader
 /// cannot call setsid. Spawn it with `tokio::process::Command::from(cmd)` and drop the child:
 /// tokio reaps it when it exits, so a long-lived client keeps no zombie.

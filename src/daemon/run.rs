@@ -6,26 +6,25 @@
 use std::path::{Path, PathBuf};
 
 use crate::daemon::server::{self, DaemonOptions, Ending};
+use crate::daemon::socket;
 use crate::error::StartupError;
 use crate::exit::Exit;
-use crate::wire::socket::paths;
 
 /// Serves the daemon `options` describe until it ends; the exit `keel daemon run` ends with.
 pub async fn run(options: DaemonOptions, spawned: bool) -> Result<Exit, StartupError> {
     if spawned {
-        crate::wire::socket::lock::become_session_leader()
+        socket::become_session_leader()
             .map_err(|e| StartupError::internal(format!("setsid failed: {e}")))?;
     }
     // Spawned or in the foreground (a systemd unit, a terminal that closes): SIGHUP must not
     // end the daemon, its sessions and their running tools.
-    crate::wire::socket::lock::ignore_sighup()
-        .map_err(|e| StartupError::internal(e.to_string()))?;
+    socket::ignore_sighup().map_err(|e| StartupError::internal(e.to_string()))?;
     let dir = options
         .socket
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("/"));
-    let Some(lock) = crate::wire::socket::lock::DaemonLock::acquire(&dir)? else {
+    let Some(lock) = socket::DaemonLock::acquire(&dir)? else {
         tracing::info!("another keel daemon holds {}; exiting", dir.display());
         return Ok(Exit::Success);
     };
@@ -37,7 +36,7 @@ pub async fn run(options: DaemonOptions, spawned: bool) -> Result<Exit, StartupE
     }) {
         let _ = std::fs::remove_file(&options.socket);
     }
-    let listener = paths::bind(&options.socket)?;
+    let listener = socket::bind(&options.socket)?;
     Ok(match server::serve(options, listener, lock).await? {
         Ending::Idle | Ending::Stopped => Exit::Success,
         Ending::Signal(n) => Exit::Signal(n),

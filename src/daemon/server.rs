@@ -15,11 +15,10 @@ use tokio::net::UnixListener;
 use tokio::sync::{broadcast, watch, Mutex};
 
 use super::connection;
+use super::socket::{self, DaemonLock};
 use crate::error::StartupError;
 use crate::host::actor::SessionHandle;
 use crate::kernel::clock::Clock;
-use crate::wire::socket::lock::DaemonLock;
-use crate::wire::socket::paths;
 
 mod accept;
 
@@ -200,7 +199,7 @@ pub async fn serve(
             accepted = listener.accept(), if paused.is_none() => match accepted {
                 Ok((stream, _)) => {
                     backoff.accepted();
-                    if let Err(why) = paths::peer_allowed(&stream) {
+                    if let Err(why) = socket::peer_allowed(&stream) {
                         tracing::warn!("connection refused: {why}");
                         continue;
                     }

@@ -16,7 +16,7 @@ use crate::client::link::{Link, LinkError, Lost, Note, Reconnected, Start};
 use crate::client::socket::{reconnect_line, Reconnecting};
 use crate::output::Output;
 use crate::signals::Signals;
-use crate::wire::events::{is_rpc_only, SettledError};
+use crate::wire::events::{is_rpc_only, SettledError, TypedEvent};
 
 /// How following a run ended.
 pub(crate) enum Ended {
@@ -154,21 +154,32 @@ impl<'a> Follow<'a> {
 
     fn note(&mut self, note: Note, out: &mut Output) -> Step {
         match note {
-            Note::Event { seq, line } => self.event(seq, &line, out),
+            Note::Event { seq, line, typed } => self.event(seq, &line, typed.as_ref(), out),
             Note::Lagged { .. } => Step::Lagged,
             Note::Lost(why) => Step::Lost(lost_why(&why)),
             Note::Replaced { .. } | Note::Notice(_) => Step::Go,
         }
     }
 
-    /// Feeds one wire line of the stream.
-    fn event(&mut self, seq: u64, line: &str, out: &mut Output) -> Step {
+    /// Feeds one wire line of the stream (read typed when it comes from a session in this
+    /// process).
+    fn event(
+        &mut self,
+        seq: u64,
+        line: &str,
+        typed: Option<&TypedEvent>,
+        out: &mut Output,
+    ) -> Step {
         if seq <= self.seq {
             return Step::Go;
         }
         self.seq = seq;
-        let Some(kind) = kind_of(line) else {
-            return Step::Go;
+        let kind = match typed {
+            Some(t) => std::borrow::Cow::Borrowed(t.kind()),
+            None => match kind_of(line) {
+                Some(kind) => kind,
+                None => return Step::Go,
+            },
         };
         if self.waiting_for_start {
             if kind != "agent_start" {
@@ -181,7 +192,7 @@ impl<'a> Follow<'a> {
         if unread || is_rpc_only(&kind, line) {
             return Step::Go;
         }
-        let fed = feed_line(&kind, line, self.projector, &mut self.summary, out);
+        let fed = feed_line(&kind, line, typed, self.projector, &mut self.summary, out);
         if fed.write_failed {
             self.output_failed(out);
         }
@@ -326,11 +337,19 @@ impl<'a> Follow<'a> {
             .and_then(|m| m.iter().rev().find(|m| m["role"] == "assistant"));
         if let Some(m) = last {
             let line = json!({"type": "message_end", "message": m}).to_string();
-            feed_line("message_end", &line, self.projector, &mut self.summary, out);
+            feed_line(
+                "message_end",
+                &line,
+                None,
+                self.projector,
+                &mut self.summary,
+                out,
+            );
         }
         feed_line(
             "agent_settled",
             &settled.to_string(),
+            None,
             self.projector,
             &mut self.summary,
             out,

@@ -22,6 +22,7 @@ pub mod tui;
 use crate::exit::Exit;
 use crate::output::{Output, StdoutClosed};
 pub use crate::report::{fact, RunSummary, Settled};
+use crate::wire::events::TypedEvent;
 use fact::Fact;
 
 /// A front end fed the wire events of a run.
@@ -55,16 +56,17 @@ impl std::ops::BitOrAssign for Fed {
     }
 }
 
-/// Feeds one wire line of type `kind` to the summary and (while stdout takes bytes) the
-/// projector.
+/// Feeds one wire line of type `kind` (with its typed event from a session in this process)
+/// to the summary and (while stdout takes bytes) the projector.
 pub fn feed_line(
     kind: &str,
     line: &str,
+    typed: Option<&TypedEvent>,
     projector: &mut dyn Projector,
     summary: &mut RunSummary,
     out: &mut Output,
 ) -> Fed {
-    let fact = fact::parse(kind, line);
+    let fact = fact::of_line(kind, line, typed);
     if let Some(f) = &fact {
         summary.observe(f);
     }

@@ -53,7 +53,7 @@ use crate::kernel::event::{ApprovalDecision, Event, EventPayload, RunOutcome};
 use crate::kernel::session::Store;
 use crate::kernel::tool::preview::Preview;
 use crate::prompts::{self, Template};
-use crate::wire::events::{stream_events, NotifyType, WireEvent};
+use crate::wire::events::{stream_events, NotifyType, TypedEvent, WireEvent};
 use crate::wire::pi::CommandName;
 use crate::wire::protocol::snapshot::Snapshot;
 use crate::wire::rpc::{self, Request};
@@ -107,6 +107,9 @@ pub struct Published {
     /// 1, 2, 3, … for this host's stream, never repeated.
     pub seq: u64,
     pub line: Arc<str>,
+    /// The event typed, for a client in this process (`None` for a line made as text: a
+    /// notice, a dialog; and in the replay ring, which keeps only lines).
+    pub typed: Option<TypedEvent>,
 }
 
 /// What a reply carries on success.
@@ -267,7 +270,7 @@ pub struct Host {
     last_run: Option<LastRun>,
     /// `bash_execution_end` lines recorded while a `bash` task still forwards output: written
     /// right before that command's reply, so they follow its last `bash_execution_update`.
-    held_bash: Vec<String>,
+    held_bash: Vec<(String, TypedEvent)>,
     late_warnings: Option<mpsc::UnboundedReceiver<String>>,
     /// See [`HostSetup::open_spec`].
     open_spec: crate::wire::protocol::spec::SessionSpec,
@@ -418,7 +421,7 @@ impl Host {
     pub fn apply(&mut self, step: Step) {
         match step {
             Step::Event(ev) => {
-                self.on_event(&ev);
+                self.on_event(ev);
                 self.drain_events();
             }
             Step::Internal(msg) => self.on_internal(msg),
@@ -432,18 +435,24 @@ impl Host {
 
     /// Queues a stream line (a trailing newline is dropped) under the next `seq`.
     fn publish(&mut self, line: &str) {
+        self.publish_typed(line, None);
+    }
+
+    /// [`Self::publish`], with the event typed for a client in this process.
+    fn publish_typed(&mut self, line: &str, typed: Option<TypedEvent>) {
         self.seq += 1;
         let line = line.strip_suffix('\n').unwrap_or(line);
         self.out.push_back(Out::Event(Published {
             seq: self.seq,
             line: line.into(),
+            typed,
         }));
     }
 
     /// Queues every event already published, so a reply never overtakes its events.
     fn drain_events(&mut self) {
         while let Ok(ev) = self.live.rx.try_recv() {
-            self.on_event(&ev);
+            self.on_event(ev);
         }
     }
 
@@ -476,10 +485,10 @@ impl Host {
         self.eof
     }
 
-    fn on_event(&mut self, ev: &Event) {
-        self.live.recorder.apply(ev);
-        let failed = self.write_failed(ev);
-        let ev = failed.as_ref().unwrap_or(ev);
+    fn on_event(&mut self, ev: Arc<Event>) {
+        self.live.recorder.apply(&ev);
+        // Shared with the typed events handed to clients in this process.
+        let ev = &self.write_failed(&ev).map(Arc::new).unwrap_or(ev);
         self.in_flight.observe(ev);
         self.report_write_fault();
         if let EventPayload::ApprovalRequested {
@@ -495,13 +504,14 @@ impl Host {
         // The kernel records a shell command as soon as it exits; its bash task may still
         // hold output not yet written, which must come first.
         let bash_running = self.tasks.values().any(Option::is_some);
-        for w in &stream_events(ev) {
+        for (i, w) in stream_events(ev).iter().enumerate() {
             if let Ok(line) = serde_json::to_string(w) {
+                let typed = TypedEvent::new(ev.clone(), i, w.kind());
                 if bash_running && matches!(w, WireEvent::BashExecutionEnd(_)) {
-                    self.held_bash.push(line);
+                    self.held_bash.push((line, typed));
                     continue;
                 }
-                self.publish(&line);
+                self.publish_typed(&line, Some(typed));
                 match w.kind() {
                     "agent_start" => {
                         self.last_run = Some(LastRun {
@@ -708,7 +718,7 @@ impl Host {
         self.drain_events();
         self.live.bus.close();
         while let Some(ev) = self.live.rx.recv().await {
-            self.on_event(&ev);
+            self.on_event(ev);
         }
         self.release_bash();
         // A subagent's session is over with its task: the windows attached to it say so.
@@ -740,8 +750,8 @@ impl Host {
 
     /// Writes the held `bash_execution_end` lines.
     fn release_bash(&mut self) {
-        for line in std::mem::take(&mut self.held_bash) {
-            self.publish(&line);
+        for (line, typed) in std::mem::take(&mut self.held_bash) {
+            self.publish_typed(&line, Some(typed));
         }
     }
 

@@ -169,7 +169,12 @@ impl Stream {
     pub fn publish(&mut self, event: Published) {
         self.head = event.seq;
         self.ring_bytes += event.line.len();
-        self.ring.push_back(event.clone());
+        // The ring keeps lines only: a typed event would keep its kernel event alive.
+        self.ring.push_back(Published {
+            seq: event.seq,
+            line: event.line.clone(),
+            typed: None,
+        });
         while self.ring.len() > self.max_events
             || (self.ring_bytes > self.max_bytes && self.ring.len() > 1)
         {
@@ -288,6 +293,7 @@ mod tests {
         Published {
             seq,
             line: format!("{{\"n\":{seq}}}").into(),
+            typed: None,
         }
     }
 

@@ -28,7 +28,7 @@ use crate::kernel::subagent::{
     AgentDef, BoxFuture, Child, ChildOutcome, ChildRequest, ChildStep, Spawner, SubagentDetails,
     Subagents, TaskError, TaskErrorKind,
 };
-use crate::wire::events::{Outcome, WireEvent};
+use crate::wire::events::{event_of, Outcome, WireEvent};
 use crate::wire::rpc::Request;
 
 /// Where the children a host starts are filed while they run (the daemon: its registry of
@@ -375,7 +375,8 @@ async fn follow(
             }
         };
         child.seen = published.seq;
-        let Ok(event) = serde_json::from_str::<WireEvent>(&published.line) else {
+        // In this process: read typed, not parsed back.
+        let Some(event) = event_of(&published.line, published.typed.as_ref()) else {
             continue;
         };
         match event {

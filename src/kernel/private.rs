@@ -1,11 +1,12 @@
 //! Private files and directories: what keel stores (sessions, logs, exports, spilled tool
 //! output) holds code and often secrets, so it is created owner-only (directories 0700, files
 //! 0600) whatever the process umask, and existing directories that others can read are
-//! reported. Only creates and checks; never prints (warnings are returned as strings).
+//! reported; a directory that must be private (the daemon's socket directory) is checked with
+//! lstat. Only creates and checks; never prints (warnings are returned as strings).
 
 use std::fs::{self, DirBuilder, File, OpenOptions, Permissions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::Path;
 
 /// Mode of every directory keel creates.
@@ -77,6 +78,96 @@ pub fn append_file(path: &Path) -> io::Result<File> {
     let file = options().append(true).create(true).open(path)?;
     fix_mode(&file)?;
     Ok(file)
+}
+
+/// Opens a lock file for reading and writing in place (not truncated), creating it
+/// owner-only.
+pub fn open_lock(path: &Path) -> io::Result<File> {
+    let file = options()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    fix_mode(&file)?;
+    Ok(file)
+}
+
+/// The effective uid of this process: the owner a private directory must have.
+pub fn euid() -> u32 {
+    nix::unistd::geteuid().as_raw()
+}
+
+/// What makes a directory unfit to hold what only its owner may reach (the daemon's socket
+/// and locks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DirProblem {
+    Symlink,
+    NotDir,
+    /// Owned by this uid.
+    Owner(u32),
+    /// Group or others have access: its mode.
+    Mode(u32),
+}
+
+/// Why a directory that must be private cannot be used.
+#[derive(Debug)]
+pub enum DirError {
+    /// Its lstat failed.
+    Inspect(io::Error),
+    /// It was missing and could not be made.
+    Create(io::Error),
+    /// It breaks the rule; `owner` is its uid.
+    Unfit { problem: DirProblem, owner: u32 },
+}
+
+/// Makes `dir` ready for private files: created 0700 if missing (missing parents too,
+/// whatever the umask), then checked with [`check_dir`] for the effective uid. An existing
+/// directory is never changed.
+pub fn prepare_dir(dir: &Path) -> Result<(), DirError> {
+    match fs::symlink_metadata(dir) {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            create_private_dir(dir).map_err(DirError::Create)?
+        }
+        Err(e) => return Err(DirError::Inspect(e)),
+    }
+    check_dir(dir, euid())
+}
+
+fn create_private_dir(dir: &Path) -> io::Result<()> {
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dir_all(parent)?;
+    }
+    match DirBuilder::new().mode(DIR_MODE).create(dir) {
+        // Made here: set the exact mode (the umask may have removed owner bits).
+        Ok(()) => fs::set_permissions(dir, Permissions::from_mode(DIR_MODE)),
+        // Someone else made it meanwhile: it is checked like any existing directory.
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// lstat-checks `dir` against the rule: a real directory (not a symlink), owned by `uid`,
+/// `mode & 0o077 == 0`.
+pub fn check_dir(dir: &Path, uid: u32) -> Result<(), DirError> {
+    let meta = fs::symlink_metadata(dir).map_err(DirError::Inspect)?;
+    let mode = meta.permissions().mode() & 0o7777;
+    let problem = if meta.file_type().is_symlink() {
+        DirProblem::Symlink
+    } else if !meta.is_dir() {
+        DirProblem::NotDir
+    } else if meta.uid() != uid {
+        DirProblem::Owner(meta.uid())
+    } else if mode & 0o077 != 0 {
+        DirProblem::Mode(mode)
+    } else {
+        return Ok(());
+    };
+    Err(DirError::Unfit {
+        problem,
+        owner: meta.uid(),
+    })
 }
 
 /// A warning for the first of `dirs` that exists and that group or others can access

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::kernel::event::CompactionResult;
 use crate::kernel::message::Message;
 use crate::wire::events::{
-    CompactionReason, Outcome, SettledError, ToolResult, UiMethod, WireEvent,
+    event_of, CompactionReason, Outcome, SettledError, ToolResult, TypedEvent, UiMethod, WireEvent,
 };
 
 pub use crate::wire::events::kind_of;
@@ -68,7 +68,7 @@ pub enum Fact {
 
 impl Fact {
     /// The fact print and JSON mode act on in `event`, if it is one.
-    pub fn of(event: WireEvent<'static>) -> Option<Fact> {
+    pub fn of(event: WireEvent<'_>) -> Option<Fact> {
         use WireEvent as W;
         Some(match event {
             W::MessageEnd { message } => Fact::MessageEnd {
@@ -87,7 +87,7 @@ impl Fact {
                 ..
             } => Fact::ToolExecutionEnd {
                 tool_name: tool_name.into_owned(),
-                result,
+                result: result.into_owned(),
                 is_error,
             },
             W::ExtensionUiRequest(r) => Fact::ExtensionUiRequest {
@@ -203,10 +203,16 @@ pub fn read(kind: &str) -> bool {
 /// The fact a wire line of type `kind` carries (`None` for types print and JSON mode pass
 /// through, and for a line that does not have the shape of its type).
 pub fn parse(kind: &str, line: &str) -> Option<Fact> {
+    of_line(kind, line, None)
+}
+
+/// [`parse`], reading the typed event instead of the line when there is one (a session in
+/// this process): no parse.
+pub fn of_line(kind: &str, line: &str, typed: Option<&TypedEvent>) -> Option<Fact> {
     if !read(kind) {
         return None;
     }
-    Fact::of(WireEvent::parse(line)?)
+    Fact::of(event_of(line, typed)?)
 }
 
 #[cfg(test)]

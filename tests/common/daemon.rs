@@ -1,5 +1,5 @@
 //! What the daemon tests share: a daemon started on a socket in a sandbox (killed on drop,
-//! also when the test fails) and a line-by-line protocol v1 client connection.
+//! also when the test fails) and a line-by-line protocol v2 client connection.
 
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;

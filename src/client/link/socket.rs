@@ -81,6 +81,7 @@ impl State {
                 Some(Note::Event {
                     seq: e.seq,
                     line: e.event.get().into(),
+                    typed: None,
                 })
             }
             Notification::Replaced(r) if r.session_id == self.session => {

@@ -1,18 +1,18 @@
-//! Tests of connect-or-spawn, the daemon's locks and the spawned daemon's setup, on real
-//! sockets and lock files in temp dirs; setsid, SIGHUP and umask run in a child process.
+//! Tests of connect-or-spawn, reading the daemon's lock and the spawned daemon's command line,
+//! on real sockets and lock files in temp dirs (the daemon's side: `daemon::socket`).
 
 use std::cell::Cell;
 use std::fs::Permissions;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener as StdListener, UnixStream as StdStream};
-use std::os::unix::process::CommandExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex};
 
 use super::*;
+use std::io::Write;
+
 use crate::wire::socket::lock::*;
 use std::fs::TryLockError;
-use std::path::PathBuf;
 
 fn private_tempdir() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
@@ -30,7 +30,7 @@ const SHORT: Duration = Duration::from_millis(100);
 async fn a_listening_daemon_is_used_without_spawning() {
     let d = private_tempdir();
     let sock = d.path().join("p2.sock");
-    let listener = paths::bind(&sock).unwrap();
+    let listener = tokio::net::UnixListener::bind(&sock).unwrap();
     let no_spawn = || Err(io::Error::other("must not spawn"));
     let (_stream, spawned) = connect_or_spawn(&sock, no_spawn, SHORT).await.unwrap();
     assert!(!spawned);
@@ -126,7 +126,7 @@ async fn a_daemon_holding_daemon_lock_is_waited_for_and_its_socket_kept() {
     let d = private_tempdir();
     let sock = d.path().join("p2.sock");
     drop(StdListener::bind(&sock).unwrap());
-    let _daemon = DaemonLock::acquire(d.path()).unwrap().unwrap();
+    let _daemon = hold_daemon_lock(d.path());
     let spawns = Cell::new(0);
     let spawn = || {
         spawns.set(spawns.get() + 1);
@@ -193,28 +193,6 @@ async fn connect_or_spawn_refuses_a_socket_directory_others_can_enter() {
     assert!(!d.path().join(SPAWN_LOCK).exists());
 }
 
-#[test]
-fn daemon_lock_is_exclusive_holds_the_pid_and_is_freed_on_drop() {
-    let d = private_tempdir();
-    assert_eq!(lock_state(d.path()).unwrap(), LockState::Free);
-    let first = DaemonLock::acquire(d.path()).unwrap().unwrap();
-    let pid = std::process::id();
-    assert_eq!(
-        fs::read_to_string(first.path()).unwrap(),
-        format!("{pid}\n")
-    );
-    assert_eq!(mode(first.path()), 0o600);
-    assert!(DaemonLock::acquire(d.path()).unwrap().is_none());
-    assert_eq!(
-        fs::read_to_string(first.path()).unwrap(),
-        format!("{pid}\n")
-    );
-    assert_eq!(lock_state(d.path()).unwrap(), LockState::Held(Some(pid)));
-    drop(first);
-    assert_eq!(lock_state(d.path()).unwrap(), LockState::Free);
-    assert!(DaemonLock::acquire(d.path()).unwrap().is_some());
-}
-
 /// Runs `cmd`, retrying while a freshly written script is still open in a forked sibling.
 fn status_of(cmd: &mut Command) -> std::process::ExitStatus {
     loop {
@@ -269,115 +247,22 @@ fn daemon_command_needs_absolute_paths() {
     );
 }
 
-/// Which child-process check [`child_process`] runs.
-const CHILD_ENV: &str = "KEEL_TEST_DAEMON_CHILD";
-
-/// This test binary run again as a child (through `sh -c 'SETUP; exec …'`), running only
-/// [`child_process`]; its stdout.
-fn run_child(what: &str, setup: &str, dir: &Path, group_leader: bool) -> String {
-    let mut c = Command::new("sh");
-    c.arg("-c")
-        .arg(format!("{setup} exec \"$0\" \"$@\""))
-        .arg(std::env::current_exe().unwrap())
-        .args(["--exact", "client::spawn::tests::child_process"])
-        .args(["--ignored", "--nocapture", "--test-threads=1"])
-        .env(CHILD_ENV, what)
-        .env("KEEL_TEST_DAEMON_DIR", dir);
-    if group_leader {
-        c.process_group(0);
-    }
-    let out = c.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{:?}\n{stdout}\n{stderr}", out.status);
-    stdout
+/// A daemon's `daemon.lock` as the daemon holds it (`daemon::socket::DaemonLock`): locked,
+/// our PID inside.
+fn hold_daemon_lock(dir: &Path) -> File {
+    let mut file = private::open_lock(&dir.join(DAEMON_LOCK)).unwrap();
+    file.try_lock().unwrap();
+    writeln!(file, "{}", std::process::id()).unwrap();
+    file
 }
 
 #[test]
-#[ignore = "run as a child process by the session-leader, SIGHUP and umask tests"]
-fn child_process() {
-    let Ok(what) = std::env::var(CHILD_ENV) else {
-        return;
-    };
-    let dir = PathBuf::from(std::env::var("KEEL_TEST_DAEMON_DIR").unwrap());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    match what.as_str() {
-        "setsid" => match become_session_leader() {
-            Ok(()) => {
-                let sid = nix::unistd::getsid(None).unwrap();
-                println!("leader={}", sid == nix::unistd::getpid()); // stdout-ok: to the parent test
-            }
-            Err(e) => println!("setsid failed: {}", e.kind()), // stdout-ok: to the parent test
-        },
-        "sighup" => rt.block_on(async {
-            ignore_sighup().unwrap();
-            nix::sys::signal::raise(nix::sys::signal::Signal::SIGHUP).unwrap();
-            println!("survived SIGHUP"); // stdout-ok: to the parent test
-        }),
-        "umask" => rt.block_on(async {
-            let sock = dir.join("run/p2.sock");
-            let _listener = paths::bind(&sock).unwrap();
-            let now = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
-            let report = format!(
-                "dir={:o} socket={:o} umask={:o}",
-                mode(&dir.join("run")),
-                mode(&sock),
-                now.bits()
-            );
-            println!("{report}"); // stdout-ok: to the parent test
-        }),
-        other => panic!("unknown child check {other}"),
-    }
-}
-
-#[test]
-fn a_spawned_daemon_becomes_a_session_leader() {
+fn lock_state_reads_a_held_lock_and_its_pid_and_a_free_one() {
     let d = private_tempdir();
-    let out = run_child("setsid", "", d.path(), false);
-    assert!(out.contains("leader=true"), "{out}");
-}
-
-#[test]
-fn become_session_leader_fails_in_a_process_group_leader() {
-    // Why daemon_command must not use process_group(0).
-    let d = private_tempdir();
-    let out = run_child("setsid", "", d.path(), true);
-    assert!(out.contains("setsid failed: permission denied"), "{out}");
-}
-
-#[test]
-fn ignore_sighup_keeps_the_daemon_alive() {
-    let d = private_tempdir();
-    let out = run_child("sighup", "", d.path(), false);
-    assert!(out.contains("survived SIGHUP"), "{out}");
-}
-
-#[test]
-fn bind_under_a_loose_or_tight_umask_gives_0700_dir_0600_socket_and_restores_it() {
-    let d = private_tempdir();
-    let out = run_child("umask", "umask 000;", d.path(), false);
-    assert!(out.contains("dir=700 socket=600 umask=0\n"), "{out}");
-    let d = private_tempdir();
-    let out = run_child("umask", "umask 277;", d.path(), false);
-    assert!(out.contains("dir=700 socket=600 umask=277\n"), "{out}");
-}
-
-#[test]
-fn a_daemon_starting_while_lock_state_probes_still_gets_daemon_lock() {
-    // Regression: a status probe holding a free daemon.lock for an instant made a daemon
-    // starting at that instant believe another daemon ran, and exit.
-    let d = private_tempdir();
-    let probe = lock_file(&d.path().join(DAEMON_LOCK)).unwrap();
-    probe.try_lock().unwrap();
-    let mut probe = Some(probe);
-    let mut busy = 0;
-    let lock = DaemonLock::acquire_with(d.path(), || {
-        busy += 1;
-        drop(probe.take()); // the probe ends
-    });
-    assert!(lock.unwrap().is_some());
-    assert_eq!(busy, 1);
+    assert_eq!(lock_state(d.path()).unwrap(), LockState::Free);
+    let held = hold_daemon_lock(d.path());
+    let pid = std::process::id();
+    assert_eq!(lock_state(d.path()).unwrap(), LockState::Held(Some(pid)));
+    drop(held);
+    assert_eq!(lock_state(d.path()).unwrap(), LockState::Free);
 }

@@ -7,6 +7,7 @@ fn a_session_event_written_by_hand_is_the_declared_type_byte_for_byte() {
     let event = crate::host::Published {
         seq: 7,
         line: r#"{"type":"agent_start"}"#.into(),
+        typed: None,
     };
     let mut out = Vec::new();
     super::event_params("s\"1", "e1", &event, &mut out);

@@ -208,6 +208,7 @@ mod tests {
         Published {
             seq,
             line: line.into(),
+            typed: None,
         }
     }
 

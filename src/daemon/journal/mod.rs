@@ -504,6 +504,7 @@ mod tests {
         let event = Published {
             seq: 12345,
             line: r#"{"type":"message_update","delta":"é \"q\" \\ \u0001"}"#.into(),
+            typed: None,
         };
         for (session, epoch) in [("0195-plain-id", "ep1"), ("odd \"id\" \\ é\u{1}", "e.2/x")] {
             let mut want = Lines::default();

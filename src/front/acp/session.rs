@@ -23,7 +23,9 @@ use super::updates::Mapper;
 use super::{Peer, Sink, STOP_GRACE};
 use crate::client::link::{Commands, Link, LinkError, Note};
 use crate::kernel::message::Content;
-use crate::wire::events::{ErrorKind, Outcome, SettledError, UiMethod, WireEvent};
+use crate::wire::events::{
+    event_of, ErrorKind, Outcome, SettledError, TypedEvent, UiMethod, WireEvent,
+};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id};
 use crate::wire::pi::data::{MessagesData, State};
 use crate::wire::pi::Command;
@@ -158,7 +160,7 @@ impl Task {
         loop {
             tokio::select! {
                 note = link.next() => match note {
-                    Some(Note::Event { line, .. }) => self.on_line(&line),
+                    Some(Note::Event { line, typed, .. }) => self.on_line(&line, typed.as_ref()),
                     Some(other) => tracing::debug!("session {}: {other:?}", self.session),
                     None => break,
                 },
@@ -192,8 +194,8 @@ impl Task {
         );
     }
 
-    fn on_line(&mut self, line: &str) {
-        let Some(event) = WireEvent::parse(line) else {
+    fn on_line(&mut self, line: &str, typed: Option<&TypedEvent>) {
+        let Some(event) = event_of(line, typed) else {
             return;
         };
         let cwd = self.cwd.clone();
@@ -558,7 +560,7 @@ impl Task {
             tokio::select! {
                 () = &mut stop => break,
                 note = link.next() => match note {
-                    Some(Note::Event { line, .. }) => self.on_line(&line),
+                    Some(Note::Event { line, typed, .. }) => self.on_line(&line, typed.as_ref()),
                     Some(_) => {}
                     None => {
                         (&mut stop).await;
@@ -567,8 +569,8 @@ impl Task {
                 },
             }
         }
-        while let Some(Note::Event { line, .. }) = link.try_next() {
-            self.on_line(&line);
+        while let Some(Note::Event { line, typed, .. }) = link.try_next() {
+            self.on_line(&line, typed.as_ref());
         }
         if let Some(turn) = self.turn.take() {
             self.answer(turn, &Outcome::Aborted, None);

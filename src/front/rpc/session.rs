@@ -106,7 +106,7 @@ impl Session {
             }
             if let Some(note) = self.peeked.take() {
                 match note {
-                    Note::Event { seq, line } => {
+                    Note::Event { seq, line, .. } => {
                         self.last = seq;
                         return Got::Event { line };
                     }

@@ -38,7 +38,7 @@ use crate::kernel::message::Content;
 use crate::kernel::session::SessionSummary;
 use crate::output::{Output, TerminalOut};
 use crate::signals::Signals;
-use crate::wire::events::WireEvent;
+use crate::wire::events::{event_of, TypedEvent, WireEvent};
 use crate::wire::pi::data::{ClearQueueData, State};
 use crate::wire::pi::Command;
 
@@ -446,7 +446,7 @@ impl Client {
         loop {
             tokio::select! {
                 note = self.link.next() => match note {
-                    Some(Note::Event { line, .. }) => self.show_line(&line),
+                    Some(Note::Event { line, typed, .. }) => self.show_line(&line, typed.as_ref()),
                     Some(_) => {}
                     None => break,
                 },
@@ -457,8 +457,8 @@ impl Client {
             }
         }
         let _ = stopped.await;
-        while let Some(Note::Event { line, .. }) = self.link.try_next() {
-            self.show_line(&line);
+        while let Some(Note::Event { line, typed, .. }) = self.link.try_next() {
+            self.show_line(&line, typed.as_ref());
         }
         match self.plain {
             true => self.print_history(),
@@ -468,17 +468,17 @@ impl Client {
         }
     }
 
-    fn show_line(&mut self, line: &str) {
-        if let Some(e) = WireEvent::parse(line) {
+    fn show_line(&mut self, line: &str, typed: Option<&TypedEvent>) {
+        if let Some(e) = event_of(line, typed) {
             let _ = self.view.on_event(&e, self.clock.now_ms());
         }
     }
 
     async fn on_note(&mut self, note: Option<Note>) {
         match note {
-            Some(Note::Event { seq, line }) => {
+            Some(Note::Event { seq, line, typed }) => {
                 self.seq = seq;
-                if let Some(e) = WireEvent::parse(&line) {
+                if let Some(e) = event_of(&line, typed.as_ref()) {
                     let now = self.clock.now_ms();
                     if let Some(bytes) = self.notifier.on_event(&e) {
                         tty::notify(&bytes);

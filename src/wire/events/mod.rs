@@ -1,10 +1,11 @@
 //! The event vocabulary (`pi-protocol.md` §2 plus keel's additions), declared once for both
 //! directions: [`WireEvent`] is what the JSON and RPC front ends and the daemon write (borrowing
 //! the kernel's [`Event`](crate::kernel::event::Event): no copies on the hot path) and what every
-//! client reads back (owned: `WireEvent<'static>`). A line made in this process and a line that
-//! came from the daemon go through the same parse, so a front end renders the same thing
-//! whether the run is here or in the daemon (`DESIGN.md` §10.1). Pure data: nothing here writes
-//! anywhere.
+//! client of the daemon reads back (owned: `WireEvent<'static>`). A client of a session in
+//! this process gets each event typed beside its line ([`TypedEvent`]) and reads that instead
+//! of parsing the line: the same event either way, so a front end renders the same thing
+//! whether the run is here or in the daemon (`DESIGN.md` §10.1). Pure data: nothing here
+//! writes anywhere.
 //!
 //! Reading is tolerant where a newer peer may add things: an unknown event `type` is
 //! [`WireEvent::Other`], an unknown delta type [`AssistantMessageEvent::Other`], an unknown word
@@ -33,6 +34,7 @@ macro_rules! kinds {
 mod from_kernel;
 mod lines;
 mod parts;
+mod typed;
 mod words;
 
 #[cfg(test)]
@@ -60,6 +62,7 @@ pub use parts::{
     AssistantMessageEvent, DialogSubagent, SettledError, ToolCall, ToolCallType, ToolResult,
     TurnMessage, TurnToolResult, UiRequest,
 };
+pub use typed::{event_of, TypedEvent};
 pub use words::{CompactionReason, ErrorKind, NotifyType, Outcome, UiMethod};
 
 /// One line of the event stream. Field names are pi's, exactly. Fields that borrow are

@@ -46,6 +46,14 @@ impl ToolResult<'_> {
         ToolDetails::read(tool, self.details.as_deref()?)
     }
 
+    /// The same result, owning its parts.
+    pub fn into_owned(self) -> ToolResult<'static> {
+        ToolResult {
+            content: Cow::Owned(self.content.into_owned()),
+            details: self.details.map(|d| Cow::Owned(d.into_owned())),
+        }
+    }
+
     /// The text parts, one per line.
     pub fn text(&self) -> String {
         self.content
