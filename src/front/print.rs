@@ -12,7 +12,7 @@ use crate::kernel::message::{Content, Message};
 use crate::output::{Output, StdoutClosed};
 use crate::text;
 use crate::wire::events::wire_events;
-use crate::wire::events::{CompactionReason, ToolResult, UiMethod};
+use crate::wire::events::{CompactionReason, ShownArgs, ToolDetails, ToolResult, UiMethod};
 
 /// Widest activity line, in terminal columns.
 const LINE_WIDTH: usize = 120;
@@ -137,16 +137,14 @@ fn reason_word(reason: &CompactionReason) -> &str {
 }
 
 fn describe_args(tool: &str, args: &Value) -> String {
-    let s = |k: &str| {
-        args.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
+    let a = ShownArgs::of(args);
+    let s = |f: &Option<String>| ShownArgs::str(f).to_string();
     match tool {
-        "bash" => s("command"),
-        "read" | "write" | "edit" | "ls" => s("path"),
-        "grep" | "find" => format!("{} {}", s("pattern"), s("path")).trim().to_string(),
+        "bash" => s(&a.command),
+        "read" | "write" | "edit" | "ls" => s(&a.path),
+        "grep" | "find" => format!("{} {}", s(&a.pattern), s(&a.path))
+            .trim()
+            .to_string(),
         _ => args.to_string(),
     }
 }
@@ -156,25 +154,24 @@ fn first_line(t: &str) -> String {
 }
 
 fn summarize(tool: &str, result: &ToolResult, is_error: bool) -> String {
-    let d = result.details.as_ref();
-    let num = |k: &str| d.and_then(|d| d.get(k)).and_then(Value::as_i64);
     if !is_error {
-        match tool {
-            "bash" => {
+        let details = result.details_of(tool);
+        match (tool, details) {
+            ("bash", details) => {
+                let code = match details {
+                    Some(ToolDetails::Bash(b)) => b.exit_code,
+                    _ => None,
+                };
                 let text = result.text();
                 let last = text.trim().lines().last().unwrap_or("").to_string();
-                return format!("exit {}: {last}", num("exitCode").unwrap_or(0));
+                return format!("exit {}: {last}", code.unwrap_or(0));
             }
-            "read" => {
-                if let (Some(a), Some(b)) = (num("startLine"), num("endLine")) {
-                    return format!("lines {a}-{b}");
-                }
+            (_, Some(ToolDetails::Read(r))) => {
+                return format!("lines {}-{}", r.start_line, r.end_line)
             }
-            "edit" => {
-                if let Some(diff) = d.and_then(|d| d.get("diff")).and_then(Value::as_str) {
-                    let (add, del) = diff_counts(diff);
-                    return format!("edited (+{add} -{del})");
-                }
+            (_, Some(ToolDetails::Edit(e))) => {
+                let (add, del) = diff_counts(&e.diff);
+                return format!("edited (+{add} -{del})");
             }
             _ => {}
         }

@@ -19,7 +19,8 @@ use super::schema::{
 use crate::kernel::message::{Content, Message};
 use crate::kernel::tool::todo::{TodoItem, TodoStatus};
 use crate::wire::events::{
-    AssistantMessageEvent as Delta, NotifyType, ToolResult, UiMethod, UiRequest, WireEvent,
+    AssistantMessageEvent as Delta, NotifyType, ShownArgs, ToolDetails, ToolResult, UiMethod,
+    UiRequest, WireEvent,
 };
 use crate::wire::pi::data::ContextUsage;
 
@@ -128,7 +129,7 @@ impl Mapper {
                 // Only while the call waits for approval is the file still as it was: a call
                 // that runs at once may have written it before this event is read.
                 if tool_name == "write" && self.asks {
-                    if let Some(path) = self.path_arg(args) {
+                    if let Some(path) = self.path_arg(&ShownArgs::of(args)) {
                         call.before = Some(before(&path));
                     }
                 }
@@ -325,24 +326,24 @@ impl Mapper {
         ContentChunk::new(block.into()).message_id(MessageId::new(self.message_id()))
     }
 
-    fn path_arg(&self, args: &Value) -> Option<PathBuf> {
-        let p = args.get("path").and_then(Value::as_str)?;
-        Some(self.cwd.join(p))
+    fn path_arg(&self, args: &ShownArgs) -> Option<PathBuf> {
+        Some(self.cwd.join(args.path.as_deref()?))
     }
 
     fn tool_call(&self, id: &str, call: &Call) -> ToolCall {
         let args = &call.args;
-        let arg = |k: &str| args.get(k).and_then(Value::as_str).unwrap_or_default();
-        let path = self.path_arg(args);
+        let a = ShownArgs::of(args);
+        let arg = ShownArgs::str;
+        let path = self.path_arg(&a);
         let shown = path.as_ref().map(|p| p.display().to_string());
         let shown = shown.as_deref().unwrap_or_default();
         let (title, kind) = match call.name.as_str() {
             "read" => (format!("Read {shown}"), ToolKind::Read),
             "write" => (format!("Write {shown}"), ToolKind::Edit),
             "edit" => (format!("Edit {shown}"), ToolKind::Edit),
-            "bash" => (first_line(arg("command")), ToolKind::Execute),
-            "grep" => (format!("grep {}", arg("pattern")), ToolKind::Search),
-            "find" => (format!("find {}", arg("pattern")), ToolKind::Search),
+            "bash" => (first_line(arg(&a.command)), ToolKind::Execute),
+            "grep" => (format!("grep {}", arg(&a.pattern)), ToolKind::Search),
+            "find" => (format!("find {}", arg(&a.pattern)), ToolKind::Search),
             "ls" => (
                 format!("ls {}", if shown.is_empty() { "." } else { shown }),
                 ToolKind::Read,
@@ -353,10 +354,7 @@ impl Mapper {
             .kind(kind)
             .raw_input(args.clone());
         if let Some(p) = path {
-            let line = args
-                .get("offset")
-                .and_then(Value::as_u64)
-                .and_then(|l| u32::try_from(l).ok());
+            let line = a.offset.and_then(|l| u32::try_from(l).ok());
             tc = tc.locations(vec![ToolCallLocation::new(p).line(line)]);
         }
         if let Some(diff) = self.diff(call, None) {
@@ -368,28 +366,24 @@ impl Mapper {
     /// `edit`: the replaced text and its replacement; `write`: the file before (as read while
     /// the call waited for approval, or none when the result says it `created` the file) and
     /// after.
-    fn diff(&self, call: &Call, details: Option<&Value>) -> Option<ToolCallContent> {
-        let path = self.path_arg(&call.args)?;
-        let arg = |k: &str, alias: &str| {
-            call.args
-                .get(k)
-                .or_else(|| call.args.get(alias))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        };
+    fn diff(&self, call: &Call, details: Option<ToolDetails>) -> Option<ToolCallContent> {
+        let shown = ShownArgs::of(&call.args);
+        let path = self.path_arg(&shown)?;
+        let arg = |f: Option<String>, alias: Option<String>| f.or(alias);
         let diff = match call.name.as_str() {
-            "edit" => Diff::new(path, arg("newText", "new_string")?)
-                .old_text(arg("oldText", "old_string")?),
+            "edit" => Diff::new(path, arg(shown.new_text, shown.new_string)?)
+                .old_text(arg(shown.old_text, shown.old_string)?),
             "write" => {
-                let created = details
-                    .and_then(|d| d.get("created"))
-                    .and_then(Value::as_bool);
+                let created = match details {
+                    Some(ToolDetails::Write(w)) => Some(w.created),
+                    _ => None,
+                };
                 let before = match (&call.before, created) {
                     (Some(before), _) => before.clone(),
                     (None, Some(true)) => None,
                     (None, _) => return None,
                 };
-                Diff::new(path, arg("content", "content")?).old_text(before)
+                Diff::new(path, shown.content?).old_text(before)
             }
             _ => return None,
         };
@@ -410,7 +404,7 @@ impl Mapper {
         };
         let mut content = Vec::new();
         if !is_error {
-            content.extend(self.diff(call, result.details.as_deref()));
+            content.extend(self.diff(call, result.details_of(&call.name)));
         }
         if content.is_empty() {
             content.push(text_content(result.text()));

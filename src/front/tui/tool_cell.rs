@@ -13,6 +13,7 @@ mod task;
 
 use super::paint;
 use crate::text::{self, count};
+use crate::wire::events::{BashDetails, ReadDetails, ShownArgs, TodoCount, ToolDetails};
 pub use rows::diff_rows;
 use rows::{head, output_lines, plain_rows, strip_last, tail};
 
@@ -100,11 +101,8 @@ pub fn lines(view: &ToolView<'_>, width: u16) -> Vec<Line<'static>> {
 /// An expanded bash call's whole command, when the header cannot show it (several lines, or
 /// wider than the row): `$ ` rows, wrapped.
 fn full_command(view: &ToolView<'_>, width: usize) -> Vec<Line<'static>> {
-    let command = view
-        .args
-        .get("command")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let args = ShownArgs::of(view.args);
+    let command = ShownArgs::str(&args.command);
     let shown = view.name == "bash" && (view.expanded || view.full);
     let cut = command.contains('\n') || text::width(command) + 10 > width;
     if !shown || !cut {
@@ -128,28 +126,29 @@ fn full_command(view: &ToolView<'_>, width: usize) -> Vec<Line<'static>> {
 /// One-line summary of the arguments, e.g. `ls -la` for bash or `src/main.rs:10-20` for read
 /// (used by the approval dialog too). Never contains control characters.
 pub fn describe(name: &str, args: &serde_json::Value) -> String {
-    let s = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or("");
-    let n = |key: &str| args.get(key).and_then(Value::as_u64);
+    let a = ShownArgs::of(args);
+    let s = ShownArgs::str;
+    let path = s(&a.path);
     let raw = match name {
-        "bash" => first_line(s("command")),
-        "read" => match (n("offset"), n("limit")) {
-            (Some(o), Some(l)) => format!("{}:{o}-{}", s("path"), (o + l).saturating_sub(1)),
-            (Some(o), None) => format!("{}:{o}", s("path")),
-            (None, Some(l)) => format!("{}:1-{l}", s("path")),
-            (None, None) => s("path").to_string(),
+        "bash" => first_line(s(&a.command)),
+        "read" => match (a.offset, a.limit) {
+            (Some(o), Some(l)) => format!("{path}:{o}-{}", (o + l).saturating_sub(1)),
+            (Some(o), None) => format!("{path}:{o}"),
+            (None, Some(l)) => format!("{path}:1-{l}"),
+            (None, None) => path.to_string(),
         },
-        "write" | "edit" => s("path").to_string(),
-        "grep" => describe_grep(args),
-        "find" => with_path(s("pattern").to_string(), s("path")),
-        "ls" => match s("path") {
+        "write" | "edit" => path.to_string(),
+        "grep" => describe_grep(&a),
+        "find" => with_path(s(&a.pattern).to_string(), path),
+        "ls" => match path {
             "" => ".".to_string(),
             p => p.to_string(),
         },
-        plan::PLAN => plan::title(s("plan")),
+        plan::PLAN => plan::title(s(&a.plan)),
         crate::kernel::subagent::TASK => task::summary(args),
-        "todo_write" => match args.get("todos").and_then(Value::as_array) {
-            Some(items) if items.len() == 1 => "1 item".to_string(),
-            Some(items) => format!("{} items", items.len()),
+        "todo_write" => match TodoCount::of(args) {
+            Some(1) => "1 item".to_string(),
+            Some(n) => format!("{n} items"),
             None => String::new(),
         },
         _ => match args {
@@ -187,23 +186,22 @@ fn todo_counts(view: &ToolView<'_>) -> Option<Line<'static>> {
     ]))
 }
 
-fn describe_grep(args: &Value) -> String {
-    let flag = |key: &str| args.get(key).and_then(Value::as_bool).unwrap_or(false);
-    let s = |key: &str| args.get(key).and_then(Value::as_str).unwrap_or("");
-    let pattern = s("pattern");
-    let mut out = if flag("literal") {
+fn describe_grep(a: &ShownArgs) -> String {
+    let s = ShownArgs::str;
+    let pattern = s(&a.pattern);
+    let mut out = if a.literal == Some(true) {
         format!("\"{pattern}\"")
     } else {
         format!("/{pattern}/")
     };
-    if flag("ignoreCase") {
+    if a.ignore_case == Some(true) {
         out.push('i');
     }
-    out = with_path(out, s("path"));
-    if !s("glob").is_empty() {
-        out.push_str(&format!(" ({})", s("glob")));
+    out = with_path(out, s(&a.path));
+    if !s(&a.glob).is_empty() {
+        out.push_str(&format!(" ({})", s(&a.glob)));
     }
-    if let Some(c) = args.get("context").and_then(Value::as_u64) {
+    if let Some(c) = a.context {
         out.push_str(&format!(" -C {c}"));
     }
     out
@@ -361,61 +359,49 @@ fn body(view: &ToolView<'_>) -> Vec<Line<'static>> {
 /// The body of a finished call from its details, or `None` for the plain-text fallback
 /// (unknown tool, error without details, details of an unexpected shape).
 fn done_body(view: &ToolView<'_>) -> Option<Vec<Line<'static>>> {
-    let d = view.details?;
-    if view.name == "bash" {
-        return bash_done(view.text.unwrap_or(""), d, view.limit(BASH_TAIL));
+    let d = ToolDetails::read(view.name, view.details?)?;
+    if let ToolDetails::Bash(b) = &d {
+        return Some(bash_done(view.text.unwrap_or(""), b, view.limit(BASH_TAIL)));
     }
     if view.is_error {
         return None;
     }
-    let summary = match view.name {
-        "edit" => return diff_rows(d.get("diff")?.as_str()?, view.limit(DIFF_ROWS)),
-        "read" => read_summary(d)?,
-        "write" => {
-            let size = format_size(num(d, "bytes")?);
-            let new = if flag(d, "created") {
-                " (new file)"
-            } else {
-                ""
-            };
+    let summary = match &d {
+        ToolDetails::Edit(e) => return diff_rows(&e.diff, view.limit(DIFF_ROWS)),
+        ToolDetails::Read(r) => read_summary(r)?,
+        ToolDetails::Write(w) => {
+            let size = format_size(w.bytes?);
+            let new = if w.created { " (new file)" } else { "" };
             format!("Wrote {size}{new}")
         }
-        "grep" => match (num(d, "matches")?, num(d, "files")?) {
+        ToolDetails::Grep(g) => match (g.matches, g.files) {
             (0, _) => "No matches".to_string(),
             (m, f) => {
                 let (m, f) = (count(m, "match", "matches"), count(f, "file", "files"));
                 format!("{m} in {f}")
             }
         },
-        "find" => match num(d, "count")? {
+        ToolDetails::Find(c) => match c.count {
             0 => "No files".to_string(),
             n => count(n, "file", "files"),
         },
-        "ls" => match num(d, "count")? {
+        ToolDetails::Ls(c) => match c.count {
             0 => "No entries".to_string(),
             n => count(n, "entry", "entries"),
         },
-        _ => return None,
+        ToolDetails::Bash(_) => return None,
     };
     let mut spans = vec![Span::styled(summary, dim())];
-    if flag(d, "truncated") {
+    if d.truncated() {
         spans.push(Span::styled(" · truncated", fg(Color::Yellow)));
     }
     Some(vec![Line::from(spans)])
 }
 
-fn num(d: &Value, key: &str) -> Option<u64> {
-    d.get(key)?.as_u64()
-}
-
-fn flag(d: &Value, key: &str) -> bool {
-    d.get(key).and_then(Value::as_bool).unwrap_or(false)
-}
-
 /// `Read 20 lines (lines 10-29 of 400)`.
-fn read_summary(d: &Value) -> Option<String> {
-    let total = num(d, "totalLines")?;
-    let (start, end) = (num(d, "startLine")?, num(d, "endLine")?);
+fn read_summary(d: &ReadDetails) -> Option<String> {
+    let total = d.total_lines?;
+    let (start, end) = (d.start_line, d.end_line);
     if total == 0 {
         return Some("Empty file".to_string());
     }
@@ -429,15 +415,14 @@ fn read_summary(d: &Value) -> Option<String> {
 
 /// A finished bash call: the output tail (without the status and truncation notes the tool
 /// appended for the model) and a status row.
-fn bash_done(text: &str, d: &Value, max: usize) -> Option<Vec<Line<'static>>> {
-    let exit = d.get("exitCode")?;
+fn bash_done(text: &str, d: &BashDetails, max: usize) -> Vec<Line<'static>> {
     let (yellow, red) = (fg(Color::Yellow), fg(Color::Red));
-    let (status, style, note): (String, Style, Option<&str>) = if flag(d, "timedOut") {
+    let (status, style, note): (String, Style, Option<&str>) = if d.timed_out {
         ("timed out".into(), yellow, Some("Command timed out after "))
-    } else if flag(d, "cancelled") {
+    } else if d.cancelled {
         ("cancelled".into(), yellow, Some("Command aborted"))
     } else {
-        match exit.as_i64() {
+        match d.exit_code {
             Some(0) => ("exit 0".into(), fg(Color::Green), None),
             Some(c) => (format!("exit {c}"), red, Some("Command exited with code ")),
             // Killed by a signal or could not start: the kept text says which.
@@ -448,8 +433,7 @@ fn bash_done(text: &str, d: &Value, max: usize) -> Option<Vec<Line<'static>>> {
     if let Some(note) = note {
         strip_last(&mut out, |l| l.starts_with(note));
     }
-    let truncated = flag(d, "truncated");
-    if truncated {
+    if d.truncated {
         let is_notice = |l: &str| l.starts_with('[') && l.contains("Full output");
         strip_last(&mut out, is_notice);
     }
@@ -458,15 +442,15 @@ fn bash_done(text: &str, d: &Value, max: usize) -> Option<Vec<Line<'static>>> {
     }
     let mut rows = tail(&out, max, dim());
     let mut spans = vec![Span::styled(status, style)];
-    if truncated {
-        let note = match d.get("fullOutputPath").and_then(Value::as_str) {
+    if d.truncated {
+        let note = match &d.full_output_path {
             Some(p) => format!(" · output truncated, full output in {p}"),
             None => " · output truncated".to_string(),
         };
         spans.push(Span::styled(note, dim()));
     }
     rows.push(Line::from(spans));
-    Some(rows)
+    rows
 }
 
 #[cfg(test)]

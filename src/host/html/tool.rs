@@ -9,7 +9,8 @@ use serde_json::Value;
 use similar::{ChangeTag, TextDiff};
 
 use super::markdown::code_block;
-use super::{escape, text_of, FOLD_LINES};
+use super::{escape, FOLD_LINES};
+use crate::wire::events::{ShownArgs, ToolDetails};
 
 /// Context lines around each change in a diff computed from an edit's arguments.
 const DIFF_CONTEXT: usize = 3;
@@ -17,6 +18,7 @@ const DIFF_CONTEXT: usize = 3;
 /// Appends the body of a tool call: its arguments, and for `edit`/`write` its diff.
 /// `details` are the details of its result, if it has one.
 pub fn arguments(out: &mut String, name: &str, args: &Value, details: Option<&Value>) {
+    let a = ShownArgs::of(args);
     let Some(map) = args.as_object() else {
         if !args.is_null() {
             field(out, "arguments", args);
@@ -25,29 +27,26 @@ pub fn arguments(out: &mut String, name: &str, args: &Value, details: Option<&Va
     };
     let shown: &[&str] = match name {
         "bash" => {
-            if let Some(command) = map.get("command").and_then(Value::as_str) {
+            if let Some(command) = &a.command {
                 out.push_str(&code_block("bash", command));
             }
             &["command"]
         }
         "edit" => {
-            path(out, args);
-            let diff = details
-                .and_then(|d| d.get("diff"))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .unwrap_or_else(|| {
-                    let old = text_of(args, "oldText");
-                    let new = text_of(args, "newText");
-                    unified(old, new)
-                });
+            path(out, &a);
+            let diff = match details.and_then(|d| ToolDetails::read(name, d)) {
+                Some(ToolDetails::Edit(e)) => Some(e.diff),
+                _ => None,
+            };
+            let diff = diff.unwrap_or_else(|| {
+                unified(ShownArgs::str(&a.old_text), ShownArgs::str(&a.new_text))
+            });
             diff_block(out, &diff);
             &["path", "oldText", "newText", "old_string", "new_string"]
         }
         "write" => {
-            path(out, args);
-            let content = text_of(args, "content");
-            diff_block(out, &unified("", content));
+            path(out, &a);
+            diff_block(out, &unified("", ShownArgs::str(&a.content)));
             &["path", "content"]
         }
         _ => &[],
@@ -65,12 +64,8 @@ pub fn result_repeats_call(name: &str) -> bool {
     name == "edit"
 }
 
-fn path(out: &mut String, args: &Value) {
-    let p = args
-        .get("path")
-        .or_else(|| args.get("file_path"))
-        .and_then(Value::as_str);
-    if let Some(p) = p {
+fn path(out: &mut String, args: &ShownArgs) {
+    if let Some(p) = args.any_path() {
         let _ = write!(
             out,
             "<div class=\"field\"><span class=\"key\">path</span> <span class=\"mono\">{}</span></div>",

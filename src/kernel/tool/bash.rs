@@ -20,6 +20,7 @@ use tokio::time::Instant;
 use super::bash_output::{Output, Progress};
 use super::bash_proc::{self, Proc};
 pub use super::bash_proc::{private_tmp, private_tmp_path, warm};
+use super::details::BashDetails;
 use super::text::{self, MAX_BYTES};
 use super::{str_arg, u64_arg, Files, ToolContext, ToolEnv, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;
@@ -387,24 +388,20 @@ fn render(outcome: Outcome, out: &Output, timeout: Duration, note: Option<String
         text.push('\n');
         text.push_str(note);
     }
-    let mut details = json!({
-        "exitCode": exit_code,
-        "cancelled": matches!(outcome, Outcome::Aborted),
-        "timedOut": matches!(outcome, Outcome::TimedOut),
-        "truncated": truncated,
-    });
-    if let (Some(p), Some(map)) = (out.full_path(), details.as_object_mut()) {
-        map.insert("fullOutputPath".into(), json!(p.display().to_string()));
-        if out.spill_capped() {
-            map.insert("fullOutputTruncated".into(), json!(true));
-        }
-    }
+    let details = BashDetails {
+        exit_code,
+        cancelled: matches!(outcome, Outcome::Aborted),
+        timed_out: matches!(outcome, Outcome::TimedOut),
+        truncated,
+        full_output_path: out.full_path().map(|p| p.display().to_string()),
+        full_output_truncated: out.full_path().is_some() && out.spill_capped(),
+    };
     let result = if status_line.is_some() {
         ToolOutput::error(text)
     } else {
         ToolOutput::ok(text)
     };
-    result.with_details(details)
+    result.with_details(json!(details))
 }
 
 /// Appends a blank line and `section`, dropping the output's own trailing newlines first.

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Value};
 use similar::{DiffTag, TextDiff};
 
+use super::details::EditDetails;
 use super::file::open_regular;
 use super::text::format_size;
 use super::{str_arg, Files, ToolContext, ToolOutput, ToolSpec};
@@ -66,10 +67,10 @@ async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
     let (diff, first) = unified_diff(&p.content, &p.updated, path);
     Ok(
         ToolOutput::ok(format!("Successfully replaced text in {path}.\n\n{diff}")).with_details(
-            json!({
-                "path": p.full.display().to_string(),
-                "diff": diff,
-                "firstChangedLine": first,
+            json!(EditDetails {
+                path: p.full.display().to_string(),
+                diff,
+                first_changed_line: first,
             }),
         ),
     )

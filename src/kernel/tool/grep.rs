@@ -18,6 +18,7 @@ use ignore::overrides::{Override, OverrideBuilder};
 use ignore::WalkBuilder;
 use serde_json::{json, Value};
 
+use super::details::GrepDetails;
 use super::find::relative;
 use super::text::{self, MAX_BYTES};
 use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
@@ -138,10 +139,10 @@ async fn grep(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput>
 }
 
 fn render(found: Found, limit: usize) -> ToolOutput {
-    let details = json!({
-        "matches": found.matches,
-        "files": found.files,
-        "truncated": found.truncated,
+    let details = json!(GrepDetails {
+        matches: found.matches as u64,
+        files: found.files as u64,
+        truncated: found.truncated,
     });
     if found.matches == 0 {
         return ToolOutput::ok("No matches found").with_details(details);

@@ -7,6 +7,7 @@ pub mod bash;
 mod bash_output;
 mod bash_proc;
 mod credentials;
+pub mod details;
 mod edit;
 mod env;
 pub mod external;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use super::details::ReadDetails;
 use super::file::open_regular;
 use super::text::{self, CutBy, MAX_BYTES, MAX_LINES};
 use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
@@ -396,16 +397,16 @@ impl Rendered {
         } else {
             self.text
         };
-        let total = match self.total {
-            Total::Known(n) => json!(n),
-            Total::Unknown => Value::Null,
+        let total_lines = match self.total {
+            Total::Known(n) => Some(n as u64),
+            Total::Unknown => None,
         };
-        ToolOutput::ok(text).with_details(json!({
-            "path": path.display().to_string(),
-            "totalLines": total,
-            "startLine": self.start,
-            "endLine": self.end,
-            "truncated": self.truncated,
+        ToolOutput::ok(text).with_details(json!(ReadDetails {
+            path: path.display().to_string(),
+            total_lines,
+            start_line: self.start as u64,
+            end_line: self.end as u64,
+            truncated: self.truncated,
         }))
     }
 }

@@ -269,9 +269,9 @@ pub(super) fn listing(
             limit.saturating_mul(2)
         ));
     }
-    super::ToolOutput::ok(text).with_details(serde_json::json!({
-        "count": items.len(),
-        "truncated": truncated,
+    super::ToolOutput::ok(text).with_details(serde_json::json!(super::details::CountDetails {
+        count: items.len() as u64,
+        truncated,
     }))
 }
 

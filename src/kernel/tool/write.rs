@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
+use super::details::WriteDetails;
 use super::file::check_regular;
 use super::{str_arg, ToolContext, ToolOutput, ToolSpec};
 
@@ -60,11 +61,13 @@ async fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput
         .await
         .map_err(|e| ToolOutput::error(format!("Cannot write {path}: {e}")))?;
     Ok(
-        ToolOutput::ok(format!("Wrote {} bytes to {path}", content.len())).with_details(json!({
-            "path": full.display().to_string(),
-            "bytes": content.len(),
-            "created": !existed,
-        })),
+        ToolOutput::ok(format!("Wrote {} bytes to {path}", content.len())).with_details(json!(
+            WriteDetails {
+                path: full.display().to_string(),
+                bytes: Some(content.len() as u64),
+                created: !existed,
+            }
+        )),
     )
 }
 

@@ -48,6 +48,12 @@ use crate::kernel::event::CompactionResult;
 use crate::kernel::message::{Message, Usage};
 use crate::kernel::tool::bash::BashExecution;
 
+/// The typed `details` of the built-in tools' results and the argument fields front ends show
+/// (declared in the kernel, whose tools write them).
+pub use crate::kernel::tool::details::{
+    BashDetails, CountDetails, EditDetails, GrepDetails, ReadDetails, ShownArgs, TodoCount,
+    ToolDetails, WriteDetails,
+};
 pub use from_kernel::{rpc_extra_events, settled_error, stream_events, wire_events};
 pub use lines::{ResultError, ResultLine, SessionLine};
 pub use parts::{

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::words::{ErrorKind, NotifyType, UiMethod};
 use crate::kernel::message::{AssistantMessage, Content, ToolResultMessage};
+use crate::kernel::tool::details::ToolDetails;
 use crate::kernel::tool::preview::Preview;
 use crate::kernel::tool::ToolOutput;
 
@@ -40,6 +41,11 @@ pub struct ToolResult<'a> {
 }
 
 impl ToolResult<'_> {
+    /// The typed details of a result of the built-in tool `tool` (see [`ToolDetails::read`]).
+    pub fn details_of(&self, tool: &str) -> Option<ToolDetails> {
+        ToolDetails::read(tool, self.details.as_deref()?)
+    }
+
     /// The text parts, one per line.
     pub fn text(&self) -> String {
         self.content

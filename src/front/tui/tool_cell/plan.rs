@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::{dim, fg, fit, header, ToolView, FIRST_PREFIX, REST_PREFIX};
 use crate::front::tui::markdown;
 use crate::text;
+use crate::wire::events::ShownArgs;
 
 /// The tool whose calls carry a plan.
 pub const PLAN: &str = "exit_plan_mode";
@@ -17,7 +18,8 @@ pub const PLAN: &str = "exit_plan_mode";
 /// The plan's rows at `width` columns: its Markdown rendered (headings, lists, code), each row
 /// at most `width` wide. None when the arguments hold no plan.
 pub fn markdown_rows(args: &Value, width: usize) -> Vec<Line<'static>> {
-    let plan = args.get("plan").and_then(Value::as_str).unwrap_or("");
+    let shown = ShownArgs::of(args);
+    let plan = ShownArgs::str(&shown.plan);
     // Rendered as an answer is (the renderer makes control characters harmless).
     markdown::render(plan.trim())
         .iter()

@@ -9,6 +9,7 @@ use super::{HistoryCell, Layout};
 use crate::front::tui::paint;
 use crate::front::tui::tool_cell::{self, ToolPhase, ToolView};
 use crate::kernel::tool::bash::BashExecution;
+use crate::wire::events::BashDetails;
 
 fn dim() -> Style {
     Style::default().add_modifier(Modifier::DIM)
@@ -141,12 +142,13 @@ fn thinking_lines(text: &str, w: usize, show: bool) -> Vec<Line<'static>> {
 }
 
 fn bash_lines(b: &BashExecution, ms: u64, width: u16, layout: Layout) -> Vec<Line<'static>> {
-    let details = serde_json::json!({
-        "exitCode": b.exit_code,
-        "cancelled": b.cancelled,
-        "timedOut": false,
-        "truncated": b.truncated,
-        "fullOutputPath": b.full_output_path,
+    let details = serde_json::json!(BashDetails {
+        exit_code: b.exit_code,
+        cancelled: b.cancelled,
+        timed_out: false,
+        truncated: b.truncated,
+        full_output_path: b.full_output_path.clone(),
+        full_output_truncated: false,
     });
     let args = serde_json::json!({ "command": b.command });
     let view = ToolView {

@@ -17,6 +17,7 @@ use super::{Action, View};
 use crate::front::tui::{paint, tool_cell};
 use crate::kernel::event::ApprovalDecision;
 use crate::kernel::tool::preview::{Change, Preview};
+use crate::wire::events::ShownArgs;
 
 /// Rows around the dialog's body (rule, question, scroll marker, answers, status line,
 /// waiting count, hint): the body gets what is left of the live area, at least
@@ -176,7 +177,8 @@ pub(super) fn rows(a: &Approval, waiting: usize, w: usize, max_rows: usize) -> V
         ));
     }
     // A short one-line command is all in the question; anything else is shown in full.
-    let cmd = a.args.get("command").and_then(Value::as_str).unwrap_or("");
+    let shown = ShownArgs::of(&a.args);
+    let cmd = ShownArgs::str(&shown.command);
     let body = match a.tool_name.as_str() {
         "bash" if whole && cmd.trim() == summary => Vec::new(),
         "bash" | "edit" | "write" | PLAN => a.body(w),
