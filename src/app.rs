@@ -10,7 +10,7 @@ use crate::exit::Exit;
 use crate::front::json::result_line;
 use crate::front::RunSummary;
 use crate::kernel::clock::Clock;
-use crate::mode::{self, Env, Mode};
+use crate::mode::{Env, Mode};
 use crate::output::{ColorChoice, Output};
 use crate::setup;
 
@@ -51,8 +51,8 @@ pub(crate) fn run_main(cli: Cli) -> Exit {
     let Some(env) = detect_env() else {
         return Exit::Config;
     };
-    let mode = mode::resolve(&cli, &env);
-    let color = mode::color(&cli, &env);
+    let mode = crate::cli::invocation::mode(&cli, &env);
+    let color = crate::cli::invocation::color(&cli, &env);
     let mut out = match mode {
         Mode::Json | Mode::Rpc | Mode::Acp => Output::stdio_json(color),
         Mode::Tui | Mode::Print => Output::stdio(color),
@@ -65,7 +65,7 @@ pub(crate) fn run_main(cli: Cli) -> Exit {
 }
 
 pub async fn run(cli: Cli, env: Env, out: &mut Output) -> Exit {
-    let mode = mode::resolve(&cli, &env);
+    let mode = crate::cli::invocation::mode(&cli, &env);
     if env.test_panic {
         panic!("KEEL_TEST_PANIC is set");
     }
@@ -99,8 +99,13 @@ async fn start(
     clock: &Clock,
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
-    // The flags over the settings files, once: nothing below reads a flag `setup` needs.
-    let settings = setup::Settings::resolve(cli, env)?;
+    // The flags resolved into the run's spec and the client's choices, once; the spec over the
+    // settings files, once: nothing below reads a flag.
+    let mut inv = crate::cli::invocation::invocation(cli, env)?;
+    let mut env = env.clone();
+    env.vars.extend(inv.keys.clone());
+    let env = &env;
+    let settings = setup::Settings::resolve(&inv.spec, mode, env)?;
     if let Some(args) = &cli.export {
         let path = crate::front::export::run(&settings, env, args, out)?;
         let line = format!("{}\n", path.display());
@@ -117,22 +122,19 @@ async fn start(
         });
     }
     if mode == Mode::Acp {
-        // ACP sessions ask for approvals unless `--permission` was given (clap cannot tell).
-        let explicit = cli
-            .argv
-            .iter()
-            .any(|a| a == "--permission" || a.starts_with("--permission="));
-        return crate::front::acp::serve(cli, &settings, env, clock, explicit, out).await;
+        // ACP sessions ask for approvals unless `--permission` was given.
+        return crate::front::acp::serve(&inv, &settings, env, clock, out).await;
     }
     // `--remote` (or KEEL_REMOTE) means the daemon over there: never a session here.
-    let dial = crate::client::open::cli_dial(cli, env)?;
+    let dial = crate::cli::invocation::cli_dial(cli, env)?;
     let remote = dial.remote().is_some();
+    let daemon = (cli.daemon || remote).then(|| dial.clone());
+    inv.dial = Some(dial);
     if mode == Mode::Rpc {
-        return crate::front::rpc::run(cli, &settings, env, clock, remote, out).await;
+        return crate::front::rpc::run(&inv, &settings, env, clock, remote, out).await;
     }
     if mode == Mode::Tui {
-        return crate::front::tui::start::start_tui(cli, &settings, env, clock, remote, out).await;
+        return crate::front::tui::start::start_tui(&inv, &settings, env, clock, remote, out).await;
     }
-    let daemon = (cli.daemon || remote).then_some(dial);
-    crate::front::run::run(cli, &settings, env, mode, clock, daemon, out).await
+    crate::front::run::run(&inv, &settings, env, mode, clock, daemon, out).await
 }

@@ -4,9 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::cli::args::{Cli, ColorFlag, ModeFlag};
 use crate::error::StartupError;
-use crate::output::ColorChoice;
 
 /// The front end to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,81 +86,5 @@ impl Env {
             retry_base_ms: var("KEEL_RETRY_BASE_MS").and_then(|v| v.parse().ok()),
             tool_vars: None,
         })
-    }
-}
-
-/// Resolves the front end (`DESIGN.md` §3): rpc, json, then print when `-p` or either stream is
-/// not a terminal, else the TUI.
-pub fn resolve(cli: &Cli, env: &Env) -> Mode {
-    let flag = if cli.acp {
-        Some(ModeFlag::Acp)
-    } else if cli.rpc {
-        Some(ModeFlag::Rpc)
-    } else if cli.json {
-        Some(ModeFlag::Json)
-    } else {
-        cli.mode
-    };
-    match flag {
-        Some(ModeFlag::Rpc) => Mode::Rpc,
-        Some(ModeFlag::Acp) => Mode::Acp,
-        Some(ModeFlag::Json) => Mode::Json,
-        _ if cli.print || !env.stdin_tty || !env.stdout_tty => Mode::Print,
-        _ => Mode::Tui,
-    }
-}
-
-/// The colour choice for stderr diagnostics.
-pub fn color(cli: &Cli, env: &Env) -> ColorChoice {
-    match cli.color {
-        ColorFlag::Always => ColorChoice::Always,
-        ColorFlag::Never => ColorChoice::Never,
-        ColorFlag::Auto if env.no_color || !env.stderr_tty => ColorChoice::Never,
-        ColorFlag::Auto => ColorChoice::Auto,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use clap::Parser;
-
-    fn env(stdin_tty: bool, stdout_tty: bool) -> Env {
-        Env {
-            stdin_tty,
-            stdout_tty,
-            stderr_tty: false,
-            no_color: false,
-            cwd: PathBuf::from("/w"),
-            keel_home: PathBuf::from("/h"),
-            fixed_clock: None,
-            seed: None,
-            temp_dir: PathBuf::from("/tmp"),
-            log_filter: "warn".into(),
-            test_panic: false,
-            vars: Default::default(),
-            retry_base_ms: None,
-            tool_vars: None,
-        }
-    }
-
-    fn mode(args: &[&str], stdin: bool, stdout: bool) -> Mode {
-        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args.iter().copied())).unwrap();
-        resolve(&cli, &env(stdin, stdout))
-    }
-
-    #[test]
-    fn resolution_follows_design_order() {
-        assert_eq!(mode(&["--mode", "rpc"], true, true), Mode::Rpc);
-        assert_eq!(mode(&["--rpc", "-p"], false, false), Mode::Rpc);
-        assert_eq!(mode(&["--mode", "acp"], false, false), Mode::Acp);
-        assert_eq!(mode(&["--acp"], true, true), Mode::Acp);
-        assert_eq!(mode(&["--json", "x"], true, true), Mode::Json);
-        assert_eq!(mode(&["--mode", "json", "-p", "x"], true, true), Mode::Json);
-        assert_eq!(mode(&["-p", "x"], true, true), Mode::Print);
-        assert_eq!(mode(&["x"], false, true), Mode::Print);
-        assert_eq!(mode(&["x"], true, false), Mode::Print);
-        assert_eq!(mode(&["--mode", "text", "x"], true, true), Mode::Tui);
-        assert_eq!(mode(&["x"], true, true), Mode::Tui);
     }
 }

@@ -102,7 +102,7 @@ fn host_setup_at(
         warnings,
         skills,
         late_warnings: Some(late_rx),
-        open_args: Vec::new(),
+        open_spec: settings.spec.clone(),
         on_saved_rules: Some(trust::saved_rules(settings, env)),
         subagents,
     })
@@ -144,7 +144,7 @@ pub fn headless_host_setup(
         warnings: said.into_iter().chain(opened.warnings.clone()).collect(),
         skills,
         late_warnings: None,
-        open_args: Vec::new(),
+        open_spec: settings.spec.clone(),
         on_saved_rules: Some(trust::saved_rules(settings, env)),
         subagents,
     };

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, snap, Sandbox};
+use crate::common::support::{fixture, scripted_args, snap, strs, Sandbox};
 
 /// `keel --mode acp` with the ACP script and `extra` flags.
 pub fn acp(sb: &Sandbox, extra: &[&str]) -> Rpc {
@@ -14,14 +14,7 @@ pub fn acp(sb: &Sandbox, extra: &[&str]) -> Rpc {
 
 /// keel in ACP mode playing the scripted turns of `script`.
 pub fn acp_script(sb: &Sandbox, script: &str, extra: &[&str]) -> Rpc {
-    let mut args = vec![
-        "--mode",
-        "acp",
-        "--provider",
-        "scripted",
-        "--script",
-        script,
-    ];
+    let mut args = scripted_args(&["--mode", "acp"], script, &[]);
     args.extend_from_slice(extra);
     Rpc::start_raw(sb, &args)
 }
@@ -93,20 +86,11 @@ fn acp_transcript_initialize_new_prompt_edit_write_list_close() {
     assert_eq!(init["result"]["protocolVersion"], 1);
     let session = new_session(&mut a, &sb);
     prompt(&mut a, "p1", &session, "hello");
-    assert_eq!(
-        a.wait(&json!({"id": "p1"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p1"), "end_turn");
     prompt(&mut a, "p2", &session, "edit both files");
-    assert_eq!(
-        a.wait(&json!({"id": "p2"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p2"), "end_turn");
     prompt(&mut a, "p3", &session, "long answer please");
-    assert_eq!(
-        a.wait(&json!({"id": "p3"}))["result"]["stopReason"],
-        "max_tokens"
-    );
+    assert_eq!(a.stop_reason("p3"), "max_tokens");
     let list = call(&mut a, "list", "session/list", json!({"cwd": sb.work()}));
     assert_eq!(list["result"]["sessions"][0]["sessionId"], session.as_str());
     assert_eq!(
@@ -182,10 +166,7 @@ fn acp_templates_are_commands_and_tool_calls_stream_live_bash_output() {
         .as_str()
         .unwrap();
     assert!(text.contains("live\noutput"), "final output: {text}");
-    assert_eq!(
-        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p"), "end_turn");
     let (out, _, code) = a.finish();
     assert_eq!(code, 0);
     let read_done: Vec<Value> = updates_of(&out, "tool_call_update")
@@ -238,12 +219,7 @@ fn acp_permission_requests_allow_reject_and_always() {
         params["toolCall"]["rawInput"],
         json!({"command": "rm -f doomed.txt"})
     );
-    let kinds: Vec<&str> = params["options"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["kind"].as_str().unwrap())
-        .collect();
+    let kinds = strs(&params["options"], "kind");
     assert_eq!(
         kinds,
         ["allow_once", "allow_always", "reject_once", "reject_always"]
@@ -251,34 +227,22 @@ fn acp_permission_requests_allow_reject_and_always() {
     let failed =
         a.wait(&json!({"params": {"update": {"toolCallId": "call_rm1", "status": "failed"}}}));
     assert!(failed.to_string().contains("denied"), "{failed}");
-    assert_eq!(
-        a.wait(&json!({"id": "p1"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p1"), "end_turn");
     assert!(doomed.exists(), "a rejected call does not run");
 
     prompt(&mut a, "p2", &session, "rm it again");
     answer_permission(&mut a, Some("allow_once"));
     a.wait(&json!({"params": {"update": {"toolCallId": "call_rm2", "status": "in_progress"}}}));
     a.wait(&json!({"params": {"update": {"toolCallId": "call_rm2", "status": "completed"}}}));
-    assert_eq!(
-        a.wait(&json!({"id": "p2"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p2"), "end_turn");
     assert!(!doomed.exists(), "an allowed call runs");
 
     prompt(&mut a, "p3", &session, "rm it, always");
     answer_permission(&mut a, Some("allow_always"));
-    assert_eq!(
-        a.wait(&json!({"id": "p3"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p3"), "end_turn");
     prompt(&mut a, "p4", &session, "rm it once more");
     a.wait(&json!({"params": {"update": {"toolCallId": "call_rm4", "status": "completed"}}}));
-    assert_eq!(
-        a.wait(&json!({"id": "p4"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p4"), "end_turn");
     let (out, _, code) = a.finish();
     assert_eq!(code, 0);
     let asked = out
@@ -297,19 +261,13 @@ fn acp_cancel_mid_stream_and_mid_permission_answers_cancelled() {
     prompt(&mut a, "p1", &session, "hang on");
     a.wait(&json!({"params": {"update": {"sessionUpdate": "agent_message_chunk"}}}));
     notify(&mut a, "session/cancel", json!({"sessionId": session}));
-    assert_eq!(
-        a.wait(&json!({"id": "p1"}))["result"]["stopReason"],
-        "cancelled"
-    );
+    assert_eq!(a.stop_reason("p1"), "cancelled");
 
     std::fs::write(sb.work().join("doomed.txt"), "x").unwrap();
     prompt(&mut a, "p2", &session, "rm it");
     let req = a.wait(&json!({"method": "session/request_permission"}));
     notify(&mut a, "session/cancel", json!({"sessionId": session}));
-    assert_eq!(
-        a.wait(&json!({"id": "p2"}))["result"]["stopReason"],
-        "cancelled"
-    );
+    assert_eq!(a.stop_reason("p2"), "cancelled");
     // The client answers the request as cancelled, as the spec asks; nothing runs.
     a.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"outcome": {"outcome": "cancelled"}}}));
     assert!(sb.work().join("doomed.txt").exists());
@@ -452,10 +410,7 @@ fn acp_errors_have_their_codes_and_name_the_field() {
     call(&mut a, "cursor", "session/list", json!({"cursor": "abc"}));
     let session = new_session(&mut a, &sb);
     prompt(&mut a, "limit", &session, "loop forever");
-    assert_eq!(
-        a.wait(&json!({"id": "limit"}))["result"]["stopReason"],
-        "max_turn_requests"
-    );
+    assert_eq!(a.stop_reason("limit"), "max_turn_requests");
     let (out, err, code) = a.finish();
     let answers: Vec<String> = out
         .iter()
@@ -501,10 +456,7 @@ fn acp_permission_request_carries_the_edit_and_write_diffs() {
         done["params"]["update"]["content"][0]["oldText"],
         "first notes\n"
     );
-    assert_eq!(
-        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p"), "end_turn");
     assert_eq!(
         std::fs::read_to_string(sb.work().join("notes.txt")).unwrap(),
         "rewritten\n"
@@ -525,12 +477,7 @@ fn acp_modes_and_config_options_switch_the_policy_model_and_thinking() {
     );
     let session = r["result"]["sessionId"].as_str().unwrap().to_string();
     assert_eq!(r["result"]["modes"]["currentModeId"], "ask");
-    let ids: Vec<&str> = r["result"]["configOptions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["id"].as_str().unwrap())
-        .collect();
+    let ids = strs(&r["result"]["configOptions"], "id");
     assert_eq!(ids, ["mode", "model", "thought_level"]);
     assert_eq!(
         r["result"]["configOptions"][1]["currentValue"],
@@ -641,10 +588,7 @@ fn acp_with_a_prompt_is_a_usage_error() {
     let sb = Sandbox::new();
     let run = sb.run(&["--acp", "hello"]);
     assert_eq!(run.code, 2, "{run}");
-    assert!(
-        run.stderr.contains("acp mode takes no prompt arguments"),
-        "{run}"
-    );
+    run.assert_stderr("acp mode takes no prompt arguments");
 }
 
 #[test]
@@ -663,14 +607,7 @@ fn acp_sigterm_mid_run_answers_cancelled_saves_and_exits_143() {
         .find(|l| l.contains("\"id\":\"p\""))
         .expect("the prompt is answered");
     assert!(answer.contains("\"stopReason\":\"cancelled\""), "{answer}");
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    assert!(
-        std::fs::read_to_string(&files[0])
-            .unwrap()
-            .contains("hang on"),
-        "the prompt is saved"
-    );
+    assert!(sb.session_text().contains("hang on"), "the prompt is saved");
 }
 
 #[test]
@@ -685,16 +622,7 @@ fn acp_client_mcp_servers_are_started_for_the_session_and_their_tools_called() {
     let script = script.display().to_string();
     let mut a = Rpc::start_raw(
         &sb,
-        &[
-            "--mode",
-            "acp",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "--permission",
-            "auto",
-        ],
+        &scripted_args(&["--mode", "acp"], &script, &["--permission", "auto"]),
     );
     let caps = init(&mut a);
     assert_eq!(
@@ -723,10 +651,7 @@ fn acp_client_mcp_servers_are_started_for_the_session_and_their_tools_called() {
         .unwrap_or_default()
         .to_string();
     assert!(text.contains("from the editor"), "{done}");
-    assert_eq!(
-        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p"), "end_turn");
     let (_, err, code) = a.finish();
     assert_eq!(code, 0, "{err}");
     assert!(
@@ -763,10 +688,7 @@ fn acp_sessions_in_the_daemon_are_shared_with_its_other_clients() {
     let r = c.call("session/attach", json!({"sessionId": session}));
     assert!(r.get("result").is_some(), "{r}");
     prompt(&mut a, "p", &session, "hello there");
-    assert_eq!(
-        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p"), "end_turn");
     // The terminal's connection saw the editor's run.
     let seen = c.events_until("agent_settled");
     assert!(

@@ -64,10 +64,7 @@ fn acp_edit_and_write_go_through_the_editors_buffers_not_the_disk() {
         json!({"sessionId": session, "path": notes, "content": "rewritten\n"})
     );
     a.wait(&json!({"params": {"update": {"toolCallId": "call_write", "status": "completed"}}}));
-    assert_eq!(
-        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p"), "end_turn");
     let (_, _, code) = a.finish();
     assert_eq!(code, 0);
     assert_eq!(
@@ -99,10 +96,7 @@ fn acp_an_editor_refusal_fails_the_tool_call_with_its_message() {
         text,
         "Cannot read notes.txt: the editor refused: buffer is locked"
     );
-    assert_eq!(
-        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p"), "end_turn");
     let (out, _, code) = a.finish();
     assert_eq!(code, 0);
     assert!(
@@ -119,10 +113,7 @@ fn acp_without_fs_capabilities_the_tools_use_the_disk() {
     init_with_fs(&mut a, false, false);
     let session = new_session(&mut a, &sb);
     prompt(&mut a, "p", &session, "edit both files");
-    assert_eq!(
-        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p"), "end_turn");
     let (out, _, _) = a.finish();
     assert!(!out.iter().any(|l| l.contains("fs/")));
     assert_eq!(
@@ -217,10 +208,7 @@ fn acp_a_subagents_reads_go_to_the_disk_not_the_editor() {
         done.to_string().contains("the child read the notes"),
         "{done}"
     );
-    assert_eq!(
-        a.wait(&json!({"id": "p"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p"), "end_turn");
     let (_, _, code) = a.finish();
     assert_eq!(code, 0);
 }

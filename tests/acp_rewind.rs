@@ -7,7 +7,7 @@ use serde_json::json;
 
 use crate::acp::{acp_script, init, new_session, prompt};
 use crate::common::rpc::Rpc;
-use crate::common::support::Sandbox;
+use crate::common::support::{strs, Sandbox};
 use crate::tui_rewind::edit_script;
 
 /// Sends `text` as prompt `id`; the agent message it got, once the prompt ended `end_turn`.
@@ -32,12 +32,7 @@ fn acp_rewind_lists_the_checkpoints_and_rewinds_the_files_through_the_host() {
     let session = new_session(&mut a, &sb);
     let commands =
         a.wait(&json!({"params": {"update": {"sessionUpdate": "available_commands_update"}}}));
-    let names: Vec<&str> = commands["params"]["update"]["availableCommands"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let names = strs(&commands["params"]["update"]["availableCommands"], "name");
     assert_eq!(names, ["rewind"]);
 
     let none = said(&mut a, "r0", &session, "/rewind");

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::acp::{call, init, new_session, prompt};
 use crate::common::rpc::Rpc;
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 
 /// `keel --mode acp` on a script whose first turn runs `command` in bash.
 fn acp_running(sb: &Sandbox, command: &str) -> Rpc {
@@ -16,17 +16,7 @@ fn acp_running(sb: &Sandbox, command: &str) -> Rpc {
     let path = sb.home().join("acp_rules.json");
     std::fs::write(&path, s.to_string()).unwrap();
     let script = path.display().to_string();
-    Rpc::start_raw(
-        sb,
-        &[
-            "--mode",
-            "acp",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-        ],
-    )
+    Rpc::start_raw(sb, &scripted_args(&["--mode", "acp"], &script, &[]))
 }
 
 #[test]

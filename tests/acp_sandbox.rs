@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::acp::{call, new_session, prompt};
 use crate::common::rpc::Rpc;
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 
 /// `keel --mode acp` running `turns` with `extra` flags, initialized with `caps` as the
 /// client's capabilities; the session id.
@@ -15,16 +15,7 @@ fn start(sb: &Sandbox, turns: Value, caps: Value, extra: &[&str]) -> (Rpc, Strin
     let script = sb.dir.path().join("script.json");
     std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
     let script = script.display().to_string();
-    let mut args = vec![
-        "--mode",
-        "acp",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--permission",
-        "auto",
-    ];
+    let mut args = scripted_args(&["--mode", "acp"], &script, &["--permission", "auto"]);
     args.extend_from_slice(extra);
     let mut a = Rpc::start_raw(sb, &args);
     let init = json!({"protocolVersion": 1, "clientCapabilities": caps});
@@ -64,10 +55,7 @@ fn a_sandbox_that_is_off_reaches_the_acp_client_as_a_notice_or_a_message() {
         let turns = json!([{"chunks": [{"text": "hi"}]}]);
         let (mut a, session) = start(&sb, turns, caps, &["--sandbox", "off"]);
         prompt(&mut a, "p1", &session, "hello");
-        assert_eq!(
-            a.wait(&json!({"id": "p1"}))["result"]["stopReason"],
-            "end_turn"
-        );
+        assert_eq!(a.stop_reason("p1"), "end_turn");
         let (lines, stderr, code) = a.finish();
         assert_eq!(code, 0, "{stderr}");
         let all = updates(&lines);
@@ -102,10 +90,7 @@ fn a_command_the_sandbox_stopped_is_a_tool_call_update_that_says_why() {
     let turns = json!([{"chunks": [call_]}, {"chunks": [{"text": "done"}]}]);
     let (mut a, session) = start(&sb, turns, json!({}), &[]);
     prompt(&mut a, "p1", &session, "write outside");
-    assert_eq!(
-        a.wait(&json!({"id": "p1"}))["result"]["stopReason"],
-        "end_turn"
-    );
+    assert_eq!(a.stop_reason("p1"), "end_turn");
     let (lines, stderr, code) = a.finish();
     assert_eq!(code, 0, "{stderr}");
     let all = updates(&lines);

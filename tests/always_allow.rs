@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::common::rpc::Rpc;
-use crate::common::support::Sandbox;
+use crate::common::support::{keel_shell, scripted_args, Sandbox};
 
 /// A script whose first turn runs `command` in bash, then answers "done".
 fn script(sb: &Sandbox, name: &str, command: &str) -> String {
@@ -23,15 +23,7 @@ fn script(sb: &Sandbox, name: &str, command: &str) -> String {
 fn ask_run(sb: &Sandbox, script: &str) -> Rpc {
     Rpc::start(
         sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            script,
-            "--permission",
-            "ask",
-            "--no-session",
-        ],
+        &scripted_args(&[], script, &["--permission", "ask", "--no-session"]),
     )
 }
 
@@ -160,12 +152,9 @@ fn set_permission_mode_changes_the_sessions_mode_and_get_permissions_lists_the_r
 fn the_tuis_a_answer_saves_the_rule_and_shows_the_notice() {
     let sb = Sandbox::new();
     let path = script(&sb, "tui.json", "touch tui.txt");
-    let shell = format!(
-        "'{}' --permission ask --provider scripted --script '{path}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-    );
+    let shell = format!("{} --permission ask; echo KEEL_EXIT=$?", keel_shell(&path));
     let vars = [("KEEL_NO_DAEMON", "1"), ("TERM", "dumb")];
-    let (mut s, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &vars);
+    let (mut s, mut child) = crate::common::pty::spawn_with(&sb, &shell, &vars);
     s.wait_for("the header", |t| t.contains("/help for commands"));
     s.send("make it\r");
     s.wait_for("the question", |t| {
@@ -176,9 +165,7 @@ fn the_tuis_a_answer_saves_the_rule_and_shows_the_notice() {
         t.contains("Always allowed `Bash(touch:*)`")
     });
     s.wait_for("the answer", |t| t.contains("done"));
-    s.send("/quit\r");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("/quit\r", &mut child).success());
     assert_eq!(
         read(&local(&sb)),
         json!({"permissions": {"allow": ["Bash(touch:*)"]}})

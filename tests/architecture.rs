@@ -140,6 +140,37 @@ fn host_knows_no_transport() {
     );
 }
 
+/// What a session's side (the server, the client, the front ends, the session's setup) must not
+/// use: a session is opened from its typed spec, never from a command line (issue 45).
+const NO_COMMAND_LINE: &[&str] = &["clap", "crate::cli::", "crate::cli;", "cli::args"];
+
+#[test]
+fn no_command_line_crosses_into_a_session() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut bad = Vec::new();
+    for dir in ["daemon", "client", "front", "setup"] {
+        let mut files = Vec::new();
+        rust_files(&src.join(dir), &mut files);
+        assert!(!files.is_empty(), "src/{dir} was not found");
+        for f in files {
+            for v in violations_of(&std::fs::read_to_string(&f).unwrap(), NO_COMMAND_LINE) {
+                bad.push(format!("{}: {v}", f.display()));
+            }
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "the command line reaches a session's side:\n{}",
+        bad.join("\n")
+    );
+    assert_eq!(violations_of("use clap::Parser;", NO_COMMAND_LINE).len(), 1);
+    assert_eq!(
+        violations_of("crate::cli::args::session_args(x)", NO_COMMAND_LINE).len(),
+        2
+    );
+    assert!(violations_of("use crate::client::dial::Dial;", NO_COMMAND_LINE).is_empty());
+}
+
 #[test]
 fn the_check_catches_what_it_should() {
     assert_eq!(violations("use clap::Parser;").len(), 1);
@@ -160,7 +191,8 @@ fn the_check_catches_what_it_should() {
 
 /// The layers (DESIGN §2), low to high, and what each may import of keel: an allow-list per
 /// layer. A module's layer is its top directory or file under `src/`, except `cli/args.rs` (the
-/// run's flags, a leaf the daemon and setup read) and the daemon's services.
+/// run's flags, a leaf: only the command line reads it; sessions are opened from the typed
+/// `SessionSpec` in `wire`).
 const LAYERS: &[(&str, &[&str])] = &[
     ("kernel", &[]),
     ("exit", &[]),
@@ -176,9 +208,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("error", &["exit", "wire"]),
     ("signals", &["error", "exit"]),
     ("mentions", &["kernel", "error"]),
-    ("schedule", &["kernel"]),
+    ("schedule", &["kernel", "wire"]),
     ("mcp", &["kernel"]),
-    ("mode", &["cli::args", "error", "output"]),
+    ("mode", &["error", "output"]),
     ("wire", &["kernel"]),
     // `settings`: an "always allow" answer adds its rule to the project's settings file.
     (
@@ -190,80 +222,31 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "setup",
         &[
-            "kernel",
-            "wire",
-            "host",
-            "mcp",
-            "skills",
-            "agents",
-            "prompts",
-            "mentions",
-            "text",
-            "cli::args",
-            "settings",
-            "mode",
-            "error",
-            "exit",
-            "output",
+            "kernel", "wire", "host", "mcp", "skills", "agents", "prompts", "mentions", "text",
+            "settings", "mode", "error", "exit", "output",
         ],
     ),
     // The server: no front end, no client, no command of the command line.
     (
         "daemon",
         &[
-            "kernel",
-            "wire",
-            "host",
-            "setup",
-            "schedule",
-            "signals",
-            "cli::args",
-            "mode",
-            "error",
-            "exit",
-            "output",
-            "text",
-            "report",
+            "kernel", "wire", "host", "setup", "schedule", "signals", "mode", "error", "exit",
+            "output", "text", "report",
         ],
     ),
     // The client: never the server.
     (
         "client",
         &[
-            "kernel",
-            "wire",
-            "host",
-            "setup",
-            "signals",
-            "cli::args",
-            "mode",
-            "error",
-            "exit",
-            "output",
+            "kernel", "wire", "host", "setup", "signals", "mode", "error", "exit", "output",
         ],
     ),
     // Front ends: the client, never the server's internals or the command line's commands.
     (
         "front",
         &[
-            "kernel",
-            "wire",
-            "host",
-            "client",
-            "setup",
-            "mcp",
-            "mentions",
-            "mode",
-            "output",
-            "error",
-            "exit",
-            "signals",
-            "text",
-            "prompts",
-            "skills",
-            "agents",
-            "schedule",
-            "cli::args",
+            "kernel", "wire", "host", "client", "setup", "mcp", "mentions", "mode", "output",
+            "error", "exit", "signals", "text", "prompts", "skills", "agents", "schedule",
             "report",
         ],
     ),
@@ -397,7 +380,10 @@ fn the_layer_check_catches_what_it_should() {
         layer_violations("daemon", "x(crate::cli::Command::Ps)").len(),
         1
     );
-    assert!(layer_violations("daemon", "use crate::cli::args::Cli;").is_empty());
+    assert_eq!(
+        layer_violations("daemon", "use crate::cli::args::Cli;").len(),
+        1
+    );
     assert_eq!(
         layer_violations("client", "use crate::daemon::server::Shared;").len(),
         1

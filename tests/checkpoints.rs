@@ -12,7 +12,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 
 /// Every file under `root` (not `.git`) with its bytes and mode.
 fn tree(root: &Path) -> BTreeMap<String, (Vec<u8>, u32)> {
@@ -89,7 +89,7 @@ fn seed_workspace(work: &Path) {
 /// Runs `keel -p` with the scripted calls (`-c`: continuing the session); asserts success.
 pub(crate) fn turn(sb: &Sandbox, name: &str, calls: &[(&str, Value)], cont: bool, prompt: &str) {
     let script = write_script(sb, name, calls);
-    let mut args = vec!["-p", "--provider", "scripted", "--script", &script];
+    let mut args = scripted_args(&["-p"], &script, &[]);
     if cont {
         args.push("-c");
     }
@@ -119,9 +119,7 @@ fn two_turns(sb: &Sandbox) -> [BTreeMap<String, (Vec<u8>, u32)>; 3] {
 }
 
 pub(crate) fn session_id(sb: &Sandbox) -> String {
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1, "{files:?}");
-    let first = std::fs::read_to_string(&files[0]).unwrap();
+    let first = sb.session_text();
     let header: Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
     header["id"].as_str().unwrap().to_string()
 }
@@ -225,15 +223,7 @@ fn a_file_over_the_cap_is_left_out_with_a_warning() {
         "s.json",
         &[("bash", json!({"command": "echo x > small.txt"}))],
     );
-    let run = sb.run(&[
-        "--mode",
-        "json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "go",
-    ]);
+    let run = sb.run(&scripted_args(&["--mode", "json"], &script, &["go"]));
     assert_eq!(run.code, 0, "{run}");
     let warning: Vec<Value> = run
         .stdout
@@ -270,7 +260,7 @@ fn checkpoints_off_take_no_snapshot() {
     )
     .unwrap();
     let script = write_script(&sb, "s.json", &[("bash", json!({"command": "echo x > f"}))]);
-    let run = sb.run(&["-p", "--provider", "scripted", "--script", &script, "go"]);
+    let run = sb.run(&scripted_args(&["-p"], &script, &["go"]));
     assert_eq!(run.code, 0, "{run}");
     assert!(!sb.home().join("checkpoints").exists());
     assert!(checkpoints(&sb, &session_id(&sb)).is_empty());
@@ -344,8 +334,7 @@ fn rewind_through_rpc_restores_files_and_conversation_and_is_refused_while_runni
     let path = sb.dir.path().join("s.json");
     std::fs::write(&path, script.to_string()).unwrap();
     let path = path.display().to_string();
-    let mut rpc =
-        crate::common::rpc::Rpc::start(&sb, &["--provider", "scripted", "--script", &path]);
+    let mut rpc = crate::common::rpc::Rpc::start(&sb, &scripted_args(&[], &path, &[]));
     for (id, text) in [("p1", "edit a"), ("p2", "shell")] {
         rpc.call(json!({"id": id, "type": "prompt", "message": text}));
         rpc.wait(&json!({"type": "agent_settled"}));
@@ -407,8 +396,7 @@ fn live_shell_session() -> LiveShell {
         &[("bash", json!({"command": "rm b.txt && echo n > n.txt"}))],
     );
     let d = Daemon::start(&sb, &[]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = open_script(&mut c, &sb, &path, &[]);
     c.call("session/attach", json!({"sessionId": id}));
     c.call("prompt", json!({"sessionId": id, "message": "shell"}));
@@ -460,8 +448,7 @@ fn a_conversation_rewind_in_the_daemon_tells_every_attached_client() {
         id,
         before: _,
     } = live_shell_session();
-    let mut other = d.connect();
-    other.hello(false);
+    let mut other = d.client();
     let attached = other.call("session/attach", json!({"sessionId": id}));
     assert!(attached.get("result").is_some(), "{attached}");
     let epoch = other.sessions()[0]["epoch"].clone();
@@ -544,8 +531,7 @@ fn rewind_preview_through_rpc_lists_what_a_rewind_would_change_and_changes_nothi
     let path = sb.dir.path().join("s.json");
     std::fs::write(&path, script.to_string()).unwrap();
     let path = path.display().to_string();
-    let mut rpc =
-        crate::common::rpc::Rpc::start(&sb, &["--provider", "scripted", "--script", &path]);
+    let mut rpc = crate::common::rpc::Rpc::start(&sb, &scripted_args(&[], &path, &[]));
     for (id, text) in [("p1", "edit a"), ("p2", "shell")] {
         rpc.call(json!({"id": id, "type": "prompt", "message": text}));
         rpc.wait(&json!({"type": "agent_settled"}));

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, Sandbox};
 
 const SUBCOMMANDS: [&str; 9] = [
     "daemon",
@@ -21,14 +21,7 @@ const SUBCOMMANDS: [&str; 9] = [
 /// The user message a JSON-mode scripted run was sent.
 fn prompt_sent(sb: &Sandbox, args: &[&str]) -> String {
     let script = fixture("hello.json");
-    let mut all = vec![
-        "--json",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-    ];
+    let mut all = scripted_args(&["--json", "--no-session"], &script, &[]);
     all.extend_from_slice(args);
     let run = sb.run(&all);
     assert_eq!(run.code, 0, "{run}");
@@ -85,10 +78,7 @@ fn keel_help_is_help_not_a_prompt() {
     }
     let nested = sb.run(&["help", "daemon", "status"]);
     assert_eq!(nested.code, 0, "{nested}");
-    assert!(
-        nested.stdout.contains("Usage: keel daemon status"),
-        "{nested}"
-    );
+    nested.assert_stdout("Usage: keel daemon status");
     let help_help = sb.run(&["help", "help"]);
     assert_eq!(help_help.code, 0, "{help_help}");
     assert!(help_help.stdout.contains("Usage: keel help"), "{help_help}");
@@ -164,10 +154,7 @@ fn debug_commands_list_and_take_only_the_flags_that_apply() {
     assert!(refused.stderr.contains("--system-prompt"), "{refused}");
     let refused = sb.run(&["debug", "sandbox", "--model", "x"]);
     assert_eq!(refused.code, 2, "{refused}");
-    assert!(
-        refused.stderr.contains("--model does not apply"),
-        "{refused}"
-    );
+    refused.assert_stderr("--model does not apply");
     let words = sb.run(&["debug", "sandbox", "hello"]);
     assert_eq!(words.code, 2, "{words}");
     assert!(words.stderr.contains("PROMPT does not apply"), "{words}");
@@ -189,13 +176,7 @@ fn a_prompt_may_start_with_a_subcommand_name() {
     assert_eq!(prompt_sent(&sb, &["fix the daemon"]), "fix the daemon");
     // Print mode, the flag first, as people type it.
     let script = fixture("hello.json");
-    let sc = [
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-    ];
+    let sc = scripted_args(&["--no-session"], &script, &[]);
     for args in [
         &["-p", "--", "ps"][..],
         &["-p", "ps aux"],
@@ -251,10 +232,7 @@ fn help_given_help_prints_the_help_of_help() {
     }
     let nested = sb.run(&["daemon", "help", "--help"]);
     assert_eq!(nested.code, 0, "{nested}");
-    assert!(
-        nested.stdout.contains("Usage: keel daemon help"),
-        "{nested}"
-    );
+    nested.assert_stdout("Usage: keel daemon help");
     // After `--` it is a command name again (none is called `--help`).
     let after = sb.run(&["help", "--", "--help"]);
     assert_eq!(after.code, 2, "{after}");

@@ -10,31 +10,11 @@ use keel::kernel::message::{user_text, Message};
 use keel::kernel::provider::scripted::ScriptedProvider;
 use keel::kernel::recorder;
 use keel::kernel::session::{EntryData, SessionHeader, Store};
-use keel::{AgentConfig, AgentSession, Bus, Clock, Event};
+use keel::{AgentConfig, AgentSession, Bus, Clock};
 
 use crate::common::http_server::{Reply, Server};
-use crate::common::support::{fixture, root, Sandbox};
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-async fn drive(s: &AgentSession, prompt: &str) -> (Vec<Arc<Event>>, RunOutcome) {
-    let mut rx = s.subscribe();
-    let run = s.prompt(prompt.into()).unwrap();
-    let mut events = Vec::new();
-    while let Some(ev) = rx.recv().await {
-        let done = matches!(ev.payload, EventPayload::AgentSettled { .. });
-        events.push(ev);
-        if done {
-            break;
-        }
-    }
-    (events, run.await.unwrap())
-}
+use crate::common::kernel::{self as kit, drive, rt, scripted};
+use crate::common::support::{fixture, root, scripted_args, Sandbox};
 
 fn session(
     clock: &Clock,
@@ -71,14 +51,14 @@ fn threshold_compaction_round_trips_through_the_session_file() {
         let s = session(&clock, &bus, dir.path(), Vec::new());
         s.announce_model();
         for p in ["one", "two"] {
-            let (events, outcome) = drive(&s, p).await;
+            let (events, outcome) = drive(&s, p, |_, _| {}).await;
             assert_eq!(outcome, RunOutcome::Completed);
             assert!(!events
                 .iter()
                 .any(|e| matches!(e.payload, EventPayload::CompactionStarted { .. })));
         }
         let before = s.messages();
-        let (events, outcome) = drive(&s, "three").await;
+        let (events, outcome) = drive(&s, "three", |_, _| {}).await;
         assert_eq!(outcome, RunOutcome::Completed);
         // Compaction runs after the user message and before the model call.
         let names: Vec<&str> = events
@@ -144,7 +124,7 @@ fn threshold_compaction_round_trips_through_the_session_file() {
         let clock = Clock::new(Some(1_796_000_100_000), Some(8));
         let bus = Bus::new(clock.clone());
         let s = session(&clock, &bus, dir.path(), history);
-        let (events, outcome) = drive(&s, "four").await;
+        let (events, outcome) = drive(&s, "four", |_, _| {}).await;
         assert_eq!(outcome, RunOutcome::Completed);
         assert!(!events
             .iter()
@@ -181,8 +161,8 @@ fn manual_compaction_reports_nothing_to_compact_and_then_compacts() {
             }
             other => panic!("{other:?}"),
         }
-        drive(&s, "one").await;
-        drive(&s, "two").await;
+        drive(&s, "one", |_, _| {}).await;
+        drive(&s, "two", |_, _| {}).await;
         let r = s
             .compact(Some("focus on the answers".into()))
             .await
@@ -201,7 +181,7 @@ fn manual_compaction_reports_nothing_to_compact_and_then_compacts() {
 fn the_binary_writes_the_entry_and_continue_sends_the_compacted_context() {
     let sb = Sandbox::new();
     let script = fixture("compaction.json");
-    let scripted = ["--provider", "scripted", "--script", script.as_str()];
+    let scripted = scripted_args(&[], script.as_str(), &[]);
     let mut args: Vec<&str> = vec!["--json"];
     args.extend_from_slice(&scripted);
     args.push("one");
@@ -218,9 +198,7 @@ fn the_binary_writes_the_entry_and_continue_sends_the_compacted_context() {
             .any(|l| l["type"] == "compaction_end" && l["result"]["firstKeptEntryId"].is_string());
         assert_eq!(compacted, p == "three", "{run}");
     }
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let text = sb.session_text();
     assert_eq!(text.matches(r#""type":"compaction""#).count(), 1);
 
     // The next run talks to an OpenAI-compatible server: what it is sent is the context.
@@ -265,9 +243,6 @@ const OVERFLOW_SCRIPT: &str = r###"{"contextWindow": 100000, "turns": [
 ]}"###;
 
 fn overflow_session(auto: bool) -> AgentSession {
-    let provider =
-        ScriptedProvider::from_script(serde_json::from_str(OVERFLOW_SCRIPT).unwrap()).unwrap();
-    let clock = Clock::new(Some(1), Some(1));
     let dir = std::env::temp_dir();
     let mut config = AgentConfig::new(dir.clone(), dir);
     config.compaction.enabled = auto;
@@ -275,20 +250,14 @@ fn overflow_session(auto: bool) -> AgentSession {
         Message::user("earlier question", 1),
         Message::user("another earlier question", 2),
     ];
-    AgentSession::new(
-        config,
-        Arc::new(provider),
-        Bus::new(clock.clone()),
-        clock,
-        history,
-    )
+    kit::session(config, scripted(OVERFLOW_SCRIPT), history)
 }
 
 #[test]
 fn a_context_overflow_compacts_and_repeats_the_call_or_fails_with_its_kind() {
     rt().block_on(async {
         let s = overflow_session(true);
-        let (events, outcome) = drive(&s, "now answer").await;
+        let (events, outcome) = drive(&s, "now answer", |_, _| {}).await;
         assert_eq!(outcome, RunOutcome::Completed);
         let end = events
             .iter()
@@ -317,7 +286,7 @@ fn a_context_overflow_compacts_and_repeats_the_call_or_fails_with_its_kind() {
         );
 
         let s = overflow_session(false);
-        let (events, outcome) = drive(&s, "now answer").await;
+        let (events, outcome) = drive(&s, "now answer", |_, _| {}).await;
         assert_eq!(
             outcome,
             RunOutcome::Failed {

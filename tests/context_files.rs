@@ -5,7 +5,7 @@
 //! prints the same prompt.
 
 use crate::common::http_server::{Reply, Server};
-use crate::common::support::{root, Sandbox};
+use crate::common::support::{root, strs, Sandbox};
 
 fn sse() -> Vec<u8> {
     std::fs::read(root().join("fixtures/providers/openai/text.sse")).unwrap()
@@ -139,17 +139,9 @@ fn no_context_files_leaves_them_out_and_system_prompt_replaces_only_the_base() {
     assert_eq!(v["systemPrompt"].as_str().unwrap(), with);
     assert_eq!(v["contextFiles"][0]["bytes"], 13);
     // The same tools as a run sends, `task` included (issue 44 point 14).
-    let shown_tools: Vec<&str> = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let shown_tools = strs(&v["tools"], "name");
     assert_eq!(shown_tools, sent_tools(&sb, &["-p", "hi"]), "{shown}");
     assert!(shown_tools.contains(&"task"), "{shown}");
     let text = sb.run(&["debug", "prompt", "-nc"]);
-    assert!(
-        text.stdout.contains("not loaded: --no-context-files"),
-        "{text}"
-    );
+    text.assert_stdout("not loaded: --no-context-files");
 }

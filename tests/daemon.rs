@@ -10,9 +10,11 @@ use std::process::{Child, Stdio};
 
 use serde_json::{json, Value};
 
-use crate::common::daemon::{code, open, open_script, Conn, Daemon};
+use crate::common::daemon::{
+    code, flood, here_and_through_a_daemon, open, open_script, Conn, Daemon,
+};
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, strs, Sandbox};
 
 #[test]
 fn protocol_errors_read_like_the_contract() {
@@ -27,19 +29,21 @@ fn protocol_errors_read_like_the_contract() {
     let mut c = d.connect();
     let r = c.call(
         "daemon/hello",
-        json!({"protocolVersion": 2, "client": {"name": "t", "version": "9"}}),
+        json!({"protocolVersion": 1, "client": {"name": "t", "version": "9"}}),
     );
     assert_eq!(code(&r), -32010);
-    assert_eq!(
-        r["error"]["message"],
-        "protocol version mismatch (client 2, daemon 1)"
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("protocol version mismatch (client 1, daemon 2): this daemon is keel "),
+        "{message}"
     );
-    assert_eq!(r["error"]["data"]["daemonProtocol"], 1);
+    assert!(message.contains("keel daemon stop"), "{message}");
+    assert_eq!(r["error"]["data"]["daemonProtocol"], 2);
     assert!(c.recv().is_none(), "closed after -32010");
     // Bad input never closes the connection.
     let mut c = d.connect();
     let hello = c.hello(false);
-    assert_eq!(hello["result"]["protocolVersion"], 1);
+    assert_eq!(hello["result"]["protocolVersion"], 2);
     assert_eq!(
         hello["result"]["daemon"]["socket"],
         d.socket.display().to_string()
@@ -78,7 +82,7 @@ fn protocol_errors_read_like_the_contract() {
     assert_eq!(
         code(&c.call(
             "daemon/hello",
-            json!({"protocolVersion": 1, "client": {"name": "t", "version": "0"}})
+            json!({"protocolVersion": 2, "client": {"name": "t", "version": "0"}})
         )),
         -32600
     );
@@ -157,8 +161,7 @@ fn two_clients_see_one_numbered_stream_and_a_returning_client_gets_no_gap() {
 fn an_old_cursor_or_another_epoch_gets_a_snapshot_that_matches_get_messages() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0", "--replay-events", "4"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = open(&mut c, &sb, "hello.json", &[]);
     c.call("session/attach", json!({"sessionId": id}));
     c.call("prompt", json!({"sessionId": id, "message": "one"}));
@@ -169,8 +172,7 @@ fn an_old_cursor_or_another_epoch_gets_a_snapshot_that_matches_get_messages() {
         json!({"epoch": epoch, "seq": 1}),
         json!({"epoch": "another", "seq": 3}),
     ] {
-        let mut other = d.connect();
-        other.hello(false);
+        let mut other = d.client();
         let r = other.call("session/attach", json!({"sessionId": id, "cursor": cursor}));
         let result = &r["result"];
         assert_eq!(result["mode"], "snapshot", "{r}");
@@ -187,22 +189,8 @@ fn an_old_cursor_or_another_epoch_gets_a_snapshot_that_matches_get_messages() {
 fn a_client_that_stops_reading_is_dropped_with_lagged_and_the_other_gets_everything() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    // 100 bursts of 250 deltas, 8 ms apart: a reading client keeps up (it may fall 56 bursts
-    // behind before its queue of 14,096 fills), one that reads nothing cannot hold them all.
-    let chunks: Vec<Value> = (0..100)
-        .map(|_| json!({"text": "token ", "times": 250, "delayMs": 8}))
-        .collect();
-    let script = sb.dir.path().join("bursts.json");
-    std::fs::write(&script, json!({"turns": [{"chunks": chunks}]}).to_string()).unwrap();
-    let mut fast = d.connect();
-    fast.hello(false);
-    let id = open_script(&mut fast, &sb, script.to_str().unwrap(), &[]);
-    let mut slow = d.connect();
-    slow.hello(false);
-    slow.call("session/attach", json!({"sessionId": id}));
-    fast.call("session/attach", json!({"sessionId": id}));
     // The slow client reads nothing from here on while 25,000 deltas stream.
-    fast.call("prompt", json!({"sessionId": id, "message": "flood"}));
+    let (mut fast, mut slow, id) = flood(&d, &sb, &[]);
     let seen = fast.events_until("agent_settled");
     assert!(seen.len() > 25_000, "{}", seen.len());
     let seqs: Vec<u64> = seen.iter().map(|(s, _)| *s).collect();
@@ -226,8 +214,7 @@ fn a_client_that_stops_reading_is_dropped_with_lagged_and_the_other_gets_everyth
 fn sigterm_saves_the_sessions_and_removes_the_socket() {
     let sb = Sandbox::new();
     let mut d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = open(&mut c, &sb, "hang.json", &[]);
     c.call("session/attach", json!({"sessionId": id}));
     c.call("prompt", json!({"sessionId": id, "message": "work"}));
@@ -244,9 +231,7 @@ fn sigterm_saves_the_sessions_and_removes_the_socket() {
     assert_eq!(last.unwrap()["method"], "daemon/shutdown");
     assert_eq!(d.wait(), 143);
     assert!(!d.socket.exists(), "the socket is removed");
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let text = sb.session_text();
     assert!(text.contains("\"work\""), "the prompt was saved: {text}");
 }
 
@@ -254,8 +239,7 @@ fn sigterm_saves_the_sessions_and_removes_the_socket() {
 fn an_idle_daemon_exits_by_itself() {
     let sb = Sandbox::new();
     let mut d = Daemon::start(&sb, &["--idle-exit", "0.3"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let c = d.client();
     drop(c);
     assert_eq!(d.wait(), 0);
     assert!(!d.socket.exists());
@@ -268,7 +252,7 @@ fn a_socket_directory_others_can_enter_is_refused() {
     std::fs::create_dir_all(&dir).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    let socket = dir.join("p1.sock");
+    let socket = dir.join("p2.sock");
     let run = sb.run(&["daemon", "run", "--socket", socket.to_str().unwrap()]);
     assert_eq!(run.code, 3, "{run}");
     assert!(run.stderr.contains("0755"), "{run}");
@@ -279,7 +263,7 @@ fn a_socket_directory_others_can_enter_is_refused() {
 fn many_clients_starting_at_once_get_one_daemon() {
     let sb = Sandbox::new();
     let dir = sb.dir.path().join("run");
-    let socket = dir.join("p1.sock");
+    let socket = dir.join("p2.sock");
     let starts: Vec<Child> = (0..6)
         .map(|_| {
             sb.cmd(&["daemon", "start", "--socket", socket.to_str().unwrap()])
@@ -320,7 +304,7 @@ fn many_clients_starting_at_once_get_one_daemon() {
         "the one daemon holds the lock"
     );
     let mut watcher = UnixStream::connect(&socket).unwrap();
-    watcher.write_all(br#"{"jsonrpc":"2.0","id":1,"method":"daemon/hello","params":{"protocolVersion":1,"client":{"name":"w","version":"0"}}}"#).unwrap();
+    watcher.write_all(br#"{"jsonrpc":"2.0","id":1,"method":"daemon/hello","params":{"protocolVersion":2,"client":{"name":"w","version":"0"}}}"#).unwrap();
     watcher.write_all(b"\n").unwrap();
     let stop = sb.run(&["daemon", "stop", "--socket", socket.to_str().unwrap()]);
     assert_eq!(stop.code, 0, "{stop}");
@@ -360,35 +344,11 @@ fn rpc_mode_through_the_daemon_writes_what_it_writes_in_process() {
         "\n",
     );
     let script = fixture("hello.json");
-    let base = [
-        "--mode",
-        "rpc",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--session-id",
-        "same",
-    ];
-    let here = Sandbox::new();
-    let local = here.run_stdin(&base, input);
-    assert_eq!(local.code, 0, "{local}");
-    let there = Sandbox::new();
-    let d = Daemon::start(&there, &["--idle-exit", "0"]);
-    let mut args = base.to_vec();
-    let socket = d.socket.display().to_string();
-    args.extend(["--daemon", "--socket", &socket]);
-    let remote = there.run_stdin(&args, input);
-    assert_eq!(remote.code, 0, "{remote}");
+    let base = scripted_args(&["--mode", "rpc"], &script, &["--session-id", "same"]);
+    let (here, there) = (Sandbox::new(), Sandbox::new());
+    let (local, remote, _d) = here_and_through_a_daemon(&here, &there, &base, input);
     // Same bytes, once each sandbox's own path is scrubbed.
-    let scrub = |r: &crate::common::support::Run| {
-        r.to_string()
-            .split("\n[stderr]")
-            .next()
-            .unwrap()
-            .to_string()
-    };
-    assert_eq!(scrub(&local), scrub(&remote));
+    assert_eq!(local.shown_stdout(), remote.shown_stdout());
     assert!(
         remote
             .stdout
@@ -403,17 +363,11 @@ fn a_daemon_killed_mid_run_is_reported_and_the_session_resumes_in_process() {
     let mut d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
     let script = fixture("hang.json");
-    let args = [
-        "--mode",
-        "rpc",
-        "--daemon",
-        "--socket",
-        &socket,
-        "--provider",
-        "scripted",
-        "--script",
+    let args = scripted_args(
+        &["--mode", "rpc", "--daemon", "--socket", &socket],
         &script,
-    ];
+        &[],
+    );
     let mut client = Rpc::spawn(sb.cmd(&args));
     client.send_bytes(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"work\"}\n");
     client.wait(&json!({"type": "message_update"}));
@@ -432,9 +386,7 @@ fn a_daemon_killed_mid_run_is_reported_and_the_session_resumes_in_process() {
     // The file keeps the prompt; an in-process keel continues it.
     let again = sb.scripted("--json", "hello.json", &["--continue", "go on"]);
     assert_eq!(again.code, 0, "{again}");
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let text = sb.session_text();
     assert!(
         text.contains("\"work\"") && text.contains("\"go on\""),
         "{text}"
@@ -450,8 +402,7 @@ fn a_dialog_reaches_every_client_the_first_answer_wins_and_a_late_client_finds_i
     let id = open(&mut a, &sb, "blocked.json", &["--permission", "ask"]);
     let mut b = d.connect();
     b.hello(true);
-    let mut watcher = d.connect();
-    watcher.hello(false);
+    let mut watcher = d.client();
     for c in [&mut a, &mut b, &mut watcher] {
         c.call("session/attach", json!({"sessionId": id}));
     }
@@ -524,12 +475,7 @@ fn a_client_attaching_mid_run_gets_the_streaming_message_in_its_snapshot() {
         "{message}"
     );
     // The user's prompt is already in the messages; the partial answer is not.
-    let roles: Vec<&str> = snap["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["role"].as_str().unwrap())
-        .collect();
+    let roles = strs(&snap["messages"], "role");
     assert_eq!(roles, ["user"]);
     // Both can stop the run; both see it settle.
     b.call("abort", json!({"sessionId": id}));
@@ -549,17 +495,9 @@ fn two_clients_opening_one_session_at_once_get_the_same_live_session() {
             .map(|_| {
                 let (d, sb, script) = (&d, &sb, &script);
                 s.spawn(move || {
-                    let mut c = d.connect();
-                    c.hello(false);
-                    let args = [
-                        "--provider",
-                        "scripted",
-                        "--script",
-                        script,
-                        "--session-id",
-                        "shared",
-                    ];
-                    c.call("session/open", json!({"cwd": sb.work(), "args": args}))
+                    let mut c = d.client();
+                    let args = scripted_args(&[], script, &["--session-id", "shared"]);
+                    c.call("session/open", json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}))
                 })
             })
             .collect();
@@ -578,8 +516,7 @@ fn two_clients_opening_one_session_at_once_get_the_same_live_session() {
         "{results:?}"
     );
     assert_eq!(created.iter().filter(|c| **c).count(), 1, "{results:?}");
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let status = c.call("daemon/status", json!({}));
     assert_eq!(status["result"]["sessions"].as_array().unwrap().len(), 1);
 }
@@ -593,15 +530,13 @@ fn a_full_ring_is_replayed_to_a_returning_client() {
     let script = sb.dir.path().join("many.json");
     let turn = json!({"chunks": [{"text": "t", "times": 10_500}]});
     std::fs::write(&script, json!({"turns": [turn]}).to_string()).unwrap();
-    let mut a = d.connect();
-    a.hello(false);
+    let mut a = d.client();
     let id = open_script(&mut a, &sb, script.to_str().unwrap(), &[]);
     let r = a.call("session/attach", json!({"sessionId": id}));
     let epoch = r["result"]["epoch"].clone();
     a.call("prompt", json!({"sessionId": id, "message": "go"}));
     let head = a.events_until("agent_settled").last().unwrap().0;
-    let mut b = d.connect();
-    b.hello(false);
+    let mut b = d.client();
     let from = head - 10_000;
     let r = b.call(
         "session/attach",
@@ -619,7 +554,7 @@ fn a_full_ring_is_replayed_to_a_returning_client() {
 #[test]
 fn status_leaves_the_asker_out_and_ps_without_a_daemon_lists_nothing() {
     let sb = Sandbox::new();
-    let nowhere = sb.dir.path().join("no-daemon/p1.sock");
+    let nowhere = sb.dir.path().join("no-daemon/p2.sock");
     let none = sb.run(&["ps", "--socket", nowhere.to_str().unwrap()]);
     assert_eq!(none.code, 0, "{}", none.stderr);
     assert_eq!(none.stdout, "");
@@ -636,7 +571,6 @@ fn status_leaves_the_asker_out_and_ps_without_a_daemon_lists_nothing() {
         serde_json::from_str::<Value>(&r.stdout).unwrap()["clients"].clone()
     };
     assert_eq!(clients(&sb), 0);
-    let mut other = d.connect();
-    other.hello(false);
+    let _other = d.client();
     assert_eq!(clients(&sb), 1);
 }

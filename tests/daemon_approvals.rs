@@ -63,8 +63,7 @@ fn is_denial(call: &str) -> impl Fn(&Value) -> bool + '_ {
 /// Waits until at least three approval timeouts have passed: a session nobody interactive
 /// watches (`name`) asks three times in a row and each dialog is denied by its own timeout.
 fn three_timeouts(d: &Daemon, sb: &Sandbox, name: &str) {
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     open_asking(&mut c, sb, name);
     c.call("session/attach", json!({"sessionId": name}));
     let r = c.call("prompt", json!({"sessionId": name, "message": "tick"}));
@@ -96,8 +95,7 @@ fn watched_dialog(d: &Daemon, sb: &Sandbox) -> Conn {
 
 /// A non-interactive client attached to `w`; the dialogs its snapshot lists as open.
 fn probe(d: &Daemon) -> (Conn, Vec<Value>) {
-    let mut p = d.connect();
-    p.hello(false);
+    let mut p = d.client();
     let r = p.call("session/attach", json!({"sessionId": "w"}));
     let pending = r["result"]["snapshot"]["pendingUi"]
         .as_array()

@@ -9,7 +9,7 @@ use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
 use crate::common::daemon::Daemon;
-use crate::common::support::{fixture, read_until, signal, Run, Sandbox};
+use crate::common::support::{fixture, read_until, scripted_args, signal, Run, Sandbox};
 
 /// `durationMs` of the result line is wall time measured by each process itself (the test
 /// clock advances with every read, and a client reads it less often than a run in-process):
@@ -57,7 +57,7 @@ fn print_and_json_runs_through_the_daemon_write_what_they_write_in_process() {
         for (script, extra, want) in cases {
             seed += 1;
             let path = fixture(script);
-            let mut base = vec![mode, "--provider", "scripted", "--script", &path];
+            let mut base = scripted_args(&[mode], &path, &[]);
             base.extend_from_slice(extra);
             let mut local_sb = Sandbox::new();
             local_sb.seed = seed;
@@ -91,14 +91,7 @@ fn a_signal_aborts_the_run_in_the_daemon_and_exits_as_in_process() {
     .enumerate()
     {
         sb.seed = 300 + n as u64;
-        let base = [
-            "--json",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "work",
-        ];
+        let base = scripted_args(&["--json"], &script, &["work"]);
         let mut child = sb.spawn(&daemon_args(&socket, &base));
         let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
         let mut seen = read_until(&mut stdout, "\"type\":\"message_update\"").concat();
@@ -118,8 +111,7 @@ fn a_signal_aborts_the_run_in_the_daemon_and_exits_as_in_process() {
             "{seen}"
         );
     }
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let status = c.call("daemon/status", json!({}));
     let states: Vec<Value> = status["result"]["sessions"]
         .as_array()
@@ -137,7 +129,7 @@ fn a_detached_run_goes_on_and_wait_prints_it_as_a_json_run_would() {
     let d = Daemon::start(&there, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
     let script = fixture("hello.json");
-    let base = ["--json", "--provider", "scripted", "--script", &script];
+    let base = scripted_args(&["--json"], &script, &[]);
     let mut args = daemon_args(&socket, &base);
     args.extend(["--detach", "hi"]);
     let started = there.run(&args);
@@ -157,10 +149,7 @@ fn a_detached_run_goes_on_and_wait_prints_it_as_a_json_run_would() {
     assert!(ps_json.stdout.contains("\"ageMs\""), "{ps_json}");
     // Print mode prints just the id.
     there.seed = 402;
-    let mut args = daemon_args(
-        &socket,
-        &["-p", "--provider", "scripted", "--script", &script],
-    );
+    let mut args = daemon_args(&socket, &scripted_args(&["-p"], &script, &[]));
     args.extend(["--detach", "hi"]);
     let printed = there.run(&args);
     assert_eq!(printed.code, 0, "{printed}");
@@ -174,14 +163,7 @@ fn a_detached_run_goes_on_and_wait_prints_it_as_a_json_run_would() {
     // The same lines an in-process JSON run of that prompt writes.
     let mut local_sb = Sandbox::new();
     local_sb.seed = 401;
-    let local = local_sb.run(&[
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "hi",
-    ]);
+    let local = local_sb.run(&scripted_args(&["--json"], &script, &["hi"]));
     assert_eq!(comparable(&local), comparable(&waited));
     // A session with no run in the daemon has nothing to wait for.
     let none = there.run(&daemon_args(
@@ -199,14 +181,7 @@ fn a_daemon_killed_mid_run_ends_the_client_with_daemon_lost_and_the_session_resu
     let mut d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
     let script = fixture("hang.json");
-    let base = [
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "work",
-    ];
+    let base = scripted_args(&["--json"], &script, &["work"]);
     let mut child = sb.spawn(&daemon_args(&socket, &base));
     let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
     let mut seen = read_until(&mut stdout, "\"type\":\"message_update\"").concat();
@@ -222,9 +197,7 @@ fn a_daemon_killed_mid_run_ends_the_client_with_daemon_lost_and_the_session_resu
     assert!(err.contains("the keel daemon went away"), "{err}");
     let again = sb.scripted("--json", "hello.json", &["--continue", "go on"]);
     assert_eq!(again.code, 0, "{again}");
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let text = sb.session_text();
     assert!(
         text.contains("\"work\"") && text.contains("\"go on\""),
         "{text}"

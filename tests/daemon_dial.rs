@@ -15,7 +15,7 @@ use nix::sys::signal::Signal;
 use serde_json::json;
 
 use crate::common::daemon::Daemon;
-use crate::common::support::{fixture, signal, Run, Sandbox};
+use crate::common::support::{fixture, scripted_args, signal, Run, Sandbox};
 
 const NOBODY: u32 = 65534;
 
@@ -109,7 +109,7 @@ fn planted() -> (tempfile::TempDir, PathBuf) {
     std::fs::create_dir(&run).unwrap();
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
     std::os::unix::fs::chown(&run, Some(NOBODY), Some(NOBODY)).unwrap();
-    (dir, run.join("p1.sock"))
+    (dir, run.join("p2.sock"))
 }
 
 /// The client commands that dial the daemon, each with what it needs (`tag` keeps task names
@@ -123,29 +123,13 @@ fn client_commands(tag: &str) -> Vec<Vec<String>> {
         words(&["daemon", "stop"]),
         words(&["ps"]),
         words(&["attach"]),
-        words(&[
-            "schedule",
-            "add",
-            &format!("t{tag}"),
-            "--every",
-            "1h",
-            "--provider",
-            "scripted",
-            "--script",
+        words(&scripted_args(
+            &["schedule", "add", &format!("t{tag}"), "--every", "1h"],
             &script,
-            "--",
-            "hi",
-        ]),
+            &["--", "hi"],
+        )),
         words(&["schedule", "run", &format!("t{tag}")]),
-        words(&[
-            "-p",
-            "--daemon",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "hi",
-        ]),
+        words(&scripted_args(&["-p", "--daemon"], &script, &["hi"])),
     ]
 }
 
@@ -216,7 +200,7 @@ fn a_foreground_daemon_keeps_serving_after_sighup() {
     let dir = sb.dir.path().join("run");
     std::fs::create_dir(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let socket = dir.join("p1.sock");
+    let socket = dir.join("p2.sock");
     let child = sb
         .cmd(&[
             "daemon",
@@ -252,8 +236,7 @@ fn a_foreground_daemon_keeps_serving_after_sighup() {
     signal(d.child.as_ref().unwrap(), Signal::SIGHUP);
     until("SIGHUP ignored", &mut d);
     std::thread::spawn(move || for _ in err.lines() {});
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let status = c.call("daemon/status", json!({}));
     assert_eq!(status["result"]["pid"], json!(d.pid()), "{status}");
     c.call("daemon/stop", json!({}));
@@ -270,17 +253,11 @@ fn a_daemon_client_needs_no_logs_directory_when_a_daemon_runs() {
     let socket = d.socket.display().to_string();
     for mode in ["-p", "--json"] {
         sb.seed += 1; // a new session id each time
-        let run = sb.run(&[
-            mode,
-            "--daemon",
-            "--socket",
-            &socket,
-            "--provider",
-            "scripted",
-            "--script",
+        let run = sb.run(&scripted_args(
+            &[mode, "--daemon", "--socket", &socket],
             &script,
-            "hi",
-        ]);
+            &["hi"],
+        ));
         assert_eq!(run.code, 0, "{mode}: {run}");
     }
 }

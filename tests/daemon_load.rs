@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 use crate::common::daemon::{code, Conn, Daemon};
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, Sandbox};
 use crate::session_load::session_gen;
 
 /// A `/proc/<pid>/stat` line's CPU time (user + system), in clock ticks.
@@ -46,7 +46,7 @@ fn daemon_with_fd_limit(sb: &Sandbox, fds: u32) -> (Daemon, mpsc::Receiver<Strin
     std::fs::create_dir_all(&dir).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let socket = dir.join("p1.sock");
+    let socket = dir.join("p2.sock");
     let args = [
         "daemon",
         "run",
@@ -135,8 +135,7 @@ fn at_the_fd_limit_the_daemon_backs_off_logs_once_and_serves_again() {
     );
     drop(held);
     // Once fds are free a new client is served.
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     assert!(c.call("ping", json!({}))["result"].is_object());
     // The episode's end is logged once, with the count of failed accepts.
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -206,25 +205,25 @@ fn a_silent_models_server_holds_up_no_other_clients_open_or_prompt() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let (url, accepted) = silent_server();
-    let mut a = d.connect();
-    a.hello(false);
+    let mut a = d.client();
     // No --model: the daemon asks the server which models it serves, and waits.
     let args = ["--base-url", url.as_str(), "--api-key", "k"];
     let open_a = json!({"jsonrpc": "2.0", "id": 1, "method": "session/open",
-                        "params": {"cwd": sb.work(), "args": args}});
+                        "params": {"cwd": sb.work(), "spec": crate::common::daemon::spec(&args),
+                                   "keys": {"KEEL_API_KEY": "k"}}});
     a.send_raw(&open_a.to_string());
     let models = accepted
         .recv_timeout(Duration::from_secs(20))
         .expect("A's open never asked the server for its models");
     // A hangs on that request now. B opens a session, and a prompt of it is answered.
-    let mut b = d.connect();
-    b.hello(false);
+    let mut b = d.client();
     let script = fixture("hello.json");
-    let args = ["--provider", "scripted", "--script", &script];
+    let args = scripted_args(&[], &script, &[]);
     let r = answer(
         &mut b,
         "session/open",
-        json!({"cwd": sb.work(), "args": args}),
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args),
+               "keys": {"KEEL_API_KEY": "k"}}),
     );
     let id = r["result"]["sessionId"]
         .as_str()
@@ -275,18 +274,10 @@ fn a_pipelining_client_that_never_reads_cannot_grow_the_daemon_without_bound() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let session = big_session(&sb, 600);
-    let mut b = d.connect();
-    b.hello(false);
+    let mut b = d.client();
     let script = fixture("hello.json");
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--session",
-        &session,
-    ];
-    let r = b.call("session/open", json!({"cwd": sb.work(), "args": args}));
+    let args = scripted_args(&[], &script, &["--session", &session]);
+    let r = b.call("session/open", json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}));
     let id = r["result"]["sessionId"].as_str().unwrap().to_string();
     let one = b.call("get_messages", json!({"sessionId": id}));
     let answer = one["result"].to_string().len();
@@ -295,7 +286,7 @@ fn a_pipelining_client_that_never_reads_cannot_grow_the_daemon_without_bound() {
     // A pipes 2,000 requests (about 1.4 GB of answers) and never reads a byte.
     let a = UnixStream::connect(&d.socket).unwrap();
     let hello = json!({"jsonrpc": "2.0", "id": 0, "method": "daemon/hello",
-                       "params": {"protocolVersion": 1, "client": {"name": "t", "version": "0"}}});
+                       "params": {"protocolVersion": 2, "client": {"name": "t", "version": "0"}}});
     let mut requests = format!("{hello}\n");
     for n in 1..=2000 {
         let req = json!({"jsonrpc": "2.0", "id": n, "method": "get_messages",

@@ -8,24 +8,15 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::common::daemon::{is_event, Conn, Daemon};
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 use crate::mcp::{gone_within, mcp_config, script};
 
 /// Opens and attaches a session in `cwd` with the MCP config `cfg`, running `script`.
 fn open_in(c: &mut Conn, cwd: &Path, id: &str, script: &str, cfg: &str) {
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        script,
-        "--mcp-config",
-        cfg,
-        "--session-id",
-        id,
-    ];
+    let args = scripted_args(&[], script, &["--mcp-config", cfg, "--session-id", id]);
     let r = c.call(
         "session/open",
-        json!({"cwd": cwd, "args": args, "env": {"KEEL_TEST_SEED": "7"}}),
+        json!({"cwd": cwd, "spec": crate::common::daemon::spec(&args), "env": {"KEEL_TEST_SEED": "7"}}),
     );
     assert_eq!(r["result"]["sessionId"], id, "{r}");
     let r = c.call("session/attach", json!({"sessionId": id}));

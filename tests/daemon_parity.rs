@@ -12,7 +12,7 @@ use serde_json::{json, Value};
 use crate::common::daemon::Daemon;
 use crate::common::http_server::{Reply, Server};
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, root, Run, Sandbox};
+use crate::common::support::{fixture, root, scripted_args, Run, Sandbox};
 
 /// A sandbox whose client works in `work/proj` (the test daemon runs in `work`, so a path
 /// resolved from the daemon's directory instead of the client's is not found).
@@ -65,7 +65,7 @@ fn relative_path_flags_through_the_daemon_resolve_from_the_clients_directory() {
         project(sb);
     }
     let d = Daemon::start(&there, &["--idle-exit", "0"]);
-    let scripted = ["-p", "--provider", "scripted", "--script", "script.json"];
+    let scripted = scripted_args(&["-p"], "script.json", &[]);
     let cases: Vec<Vec<&str>> = vec![
         vec!["hi"],
         vec!["--session-dir", "sessions", "hi"],
@@ -201,15 +201,7 @@ fn daemon_tools_run_in_the_opening_clients_environment_less_its_keys() {
     let d = env_daemon(&sb);
     let script = script.display().to_string();
     let socket = d.socket.display().to_string();
-    let args = [
-        "--json",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "go",
-    ];
+    let args = scripted_args(&["--json", "--no-session"], &script, &["go"]);
     let mut seen = Vec::new();
     for daemon in [false, true] {
         let mut all = args.to_vec();
@@ -258,15 +250,7 @@ fn the_users_shell_commands_in_a_daemon_session_run_in_the_clients_environment()
     );
     let socket = d.socket.display().to_string();
     let hello = fixture("hello.json");
-    let local = [
-        "--mode",
-        "rpc",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &hello,
-    ];
+    let local = scripted_args(&["--mode", "rpc", "--no-session"], &hello, &[]);
     let remote = [&local[..], &["--daemon", "--socket", &socket]].concat();
     let expected = "FOO=client KEY=none ONLY=unset\nMINE-RAN\n";
     assert_eq!(user_command_output(&sb, &remote, &path), expected);
@@ -306,21 +290,13 @@ fn a_scheduled_run_gets_the_environment_recorded_when_its_task_was_added() {
     let d = env_daemon(&sb);
     let script = script.display().to_string();
     let socket = d.socket.display().to_string();
-    let args = [
-        "schedule",
-        "add",
-        "env",
-        "--every",
-        "1s",
-        "--socket",
-        &socket,
-        "--provider",
-        "scripted",
-        "--script",
+    let args = scripted_args(
+        &[
+            "schedule", "add", "env", "--every", "1s", "--socket", &socket,
+        ],
         &script,
-        "--",
-        "go",
-    ];
+        &["--", "go"],
+    );
     let mut c = sb.cmd(&args);
     c.env("KEEL_SCHEDULE_MIN_SECS", "1");
     as_client(&mut c, &path, "added");
@@ -359,9 +335,10 @@ fn long_answer(sb: &Sandbox) -> Vec<String> {
     let turns = json!({"turns": [{"repeat": true, "chunks": [{"text": text}]}]});
     std::fs::write(&script, turns.to_string()).unwrap();
     let script = script.display().to_string();
-    ["--provider", "scripted", "--script", &script]
+    scripted_args(&[], &script, &[])
+        .into_iter()
         .map(String::from)
-        .to_vec()
+        .collect()
 }
 
 /// Asserts that `settled` (an `agent_settled` event) ended the run as failed with
@@ -414,7 +391,7 @@ fn a_save_failure_ends_an_interactive_daemon_run_as_failed_with_session_write() 
     c.hello(true);
     let r = c.call(
         "session/open",
-        json!({"cwd": sb.work(), "args": long_answer(&sb), "env": {"KEEL_TEST_SEED": "7"}}),
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&long_answer(&sb)), "env": {"KEEL_TEST_SEED": "7"}}),
     );
     let id = r["result"]["sessionId"]
         .as_str()
@@ -485,14 +462,7 @@ fn rpc_mode_answers_bad_lines_and_dialog_answers_the_same_in_process_and_through
     ];
     let input = lines.join("\n") + "\n";
     let script = fixture("hello.json");
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--session-id",
-        "same",
-    ];
+    let args = scripted_args(&[], &script, &["--session-id", "same"]);
     let here = Sandbox::new();
     let (local, code) = rpc_bytes(&here, None, &args, &input);
     assert_eq!(code, 0, "{local}");
@@ -508,8 +478,7 @@ fn rpc_mode_answers_bad_lines_and_dialog_answers_the_same_in_process_and_through
         local.contains(r#""command":"prompt","success":true"#),
         "{local}"
     );
-    let mut c = d.connect();
-    c.hello(false);
+    let _c = d.client();
 }
 
 /// Regression: through the daemon, RPC mode took prompt arguments (in-process it refuses them).
@@ -520,24 +489,14 @@ fn rpc_mode_refuses_prompt_arguments_through_the_daemon_too() {
     let socket = d.socket.display().to_string();
     let script = fixture("hello.json");
     for daemon in [false, true] {
-        let mut args = vec![
-            "--mode",
-            "rpc",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-        ];
+        let mut args = scripted_args(&["--mode", "rpc"], &script, &[]);
         args.push("hello");
         if daemon {
             args.extend(["--daemon", "--socket", &socket]);
         }
         let run = sb.run_stdin(&args, "");
         assert_eq!(run.code, 2, "{run}");
-        assert!(
-            run.stderr.contains("rpc mode takes no prompt arguments"),
-            "{run}"
-        );
+        run.assert_stderr("rpc mode takes no prompt arguments");
     }
 }
 
@@ -549,35 +508,12 @@ fn rpc_mode_on_a_full_stdout_exits_1_and_says_why_through_the_daemon_too() {
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let script = fixture("hello.json");
     let socket = d.socket.display().to_string();
-    let args = [
-        "--mode",
-        "rpc",
-        "--provider",
-        "scripted",
-        "--script",
+    let args = scripted_args(
+        &["--mode", "rpc"],
         &script,
-        "--daemon",
-        "--socket",
-        &socket,
-    ];
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
-    let mut child = sb
-        .cmd(&args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(full)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    use std::io::Write;
-    stdin
-        .write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n")
-        .unwrap();
-    drop(stdin);
-    let run = sb.finish(child.wait_with_output().unwrap());
+        &["--daemon", "--socket", &socket],
+    );
+    let run = crate::stdio::rpc_on_full(&sb, &args);
     assert_eq!(run.code, 1, "{run}");
     assert!(
         run.stderr.contains("No space left on device"),

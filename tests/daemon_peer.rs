@@ -53,7 +53,7 @@ fn a_daemon_closes_a_connection_from_another_uid_and_serves_its_own() {
         std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o700)).unwrap();
         std::os::unix::fs::chown(d, Some(NOBODY), Some(NOBODY)).unwrap();
     }
-    let socket = run.join("p1.sock");
+    let socket = run.join("p2.sock");
     let sock = socket.to_str().unwrap();
     let mut child = as_nobody(
         &["daemon", "run", "--socket", sock, "--idle-exit", "0"],
@@ -87,7 +87,7 @@ fn a_daemon_closes_a_connection_from_another_uid_and_serves_its_own() {
     let mut root = std::os::unix::net::UnixStream::connect(&socket).unwrap();
     root.set_read_timeout(Some(std::time::Duration::from_secs(20)))
         .unwrap();
-    let hello = r#"{"jsonrpc":"2.0","id":1,"method":"daemon/hello","params":{"protocolVersion":1,"client":{"name":"t","version":"0"}}}"#;
+    let hello = r#"{"jsonrpc":"2.0","id":1,"method":"daemon/hello","params":{"protocolVersion":2,"client":{"name":"t","version":"0"}}}"#;
     let _ = root.write_all(format!("{hello}\n").as_bytes());
     let mut got = Vec::new();
     let read = root.read_to_end(&mut got);

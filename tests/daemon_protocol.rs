@@ -13,7 +13,7 @@ use serde_json::json;
 use serde_json::value::RawValue;
 
 use crate::common::daemon::{Conn, Daemon};
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, Sandbox};
 
 /// The next line the daemon wrote, as sent (without its LF).
 fn line(c: &mut Conn) -> String {
@@ -143,7 +143,7 @@ fn note_round_trip(raw: &str) -> Notification {
 
 fn hello(c: &mut Conn) -> daemon::HelloResult {
     let params =
-        r#"{"protocolVersion":1,"client":{"name":"keel","version":"0"},"interactive":true}"#;
+        r#"{"protocolVersion":2,"client":{"name":"keel","version":"0"},"interactive":true}"#;
     // What the client sends is the same type, and the same bytes.
     let typed: HelloParams = serde_json::from_str(params).unwrap();
     assert_eq!(serde_json::to_string(&typed).unwrap(), params);
@@ -155,7 +155,7 @@ fn open_params(sb: &Sandbox, extra: &[&str]) -> String {
     let mut args = vec!["--provider".to_string(), "scripted".into()];
     args.extend(["--script".into(), fixture("hello.json")]);
     args.extend(extra.iter().map(|s| s.to_string()));
-    let params = json!({"cwd": sb.work(), "args": args, "env": {"KEEL_TEST_SEED": "7"},
+    let params = json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args), "env": {"KEEL_TEST_SEED": "7"},
                         "headless": false});
     let text = params.to_string();
     let typed: session::OpenParams = serde_json::from_str(&text).unwrap();
@@ -169,7 +169,7 @@ fn hello_ping_and_their_errors_are_the_declared_types() {
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let mut c = d.connect();
     let h = hello(&mut c);
-    assert_eq!(h.protocol_version, 1);
+    assert_eq!(h.protocol_version, 2);
     assert_eq!(h.daemon.socket, d.socket.display().to_string());
     assert_eq!(h.daemon.pid as i32, d.pid());
     call::<daemon::Ping>(&mut c, 2, "{}");
@@ -291,20 +291,11 @@ fn schedule_reload_and_run_are_the_declared_types() {
     let socket = d.socket.to_str().unwrap().to_string();
     let script = fixture("hello.json");
     let add = sb
-        .cmd(&[
-            "schedule",
-            "add",
-            "daily",
-            "--every",
-            "1d",
-            "--provider",
-            "scripted",
-            "--script",
+        .cmd(&scripted_args(
+            &["schedule", "add", "daily", "--every", "1d"],
             &script,
-            "--",
-            "do",
-            "it",
-        ])
+            &["--", "do", "it"],
+        ))
         .env("KEEL_SOCKET", &socket)
         .output()
         .unwrap();

@@ -5,13 +5,16 @@
 use serde_json::{json, Value};
 
 use crate::common::daemon::{open, Daemon};
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, Sandbox};
 
 fn reopen(c: &mut crate::common::daemon::Conn, sb: &Sandbox, extra: &[&str]) -> Value {
     let script = fixture("hello.json");
-    let mut args = vec!["--continue", "--provider", "scripted", "--script", &script];
+    let mut args = scripted_args(&["--continue"], &script, &[]);
     args.extend_from_slice(extra);
-    let r = c.call("session/open", json!({"cwd": sb.work(), "args": args}));
+    let r = c.call(
+        "session/open",
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}),
+    );
     r["result"].clone()
 }
 
@@ -21,8 +24,7 @@ fn reopen(c: &mut crate::common::daemon::Conn, sb: &Sandbox, extra: &[&str]) -> 
 fn reopening_a_live_session_with_another_model_warns_that_model_was_not_applied() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = open(&mut c, &sb, "hello.json", &["--thinking", "low"]);
     c.call("session/attach", json!({"sessionId": id}));
     c.call("prompt", json!({"sessionId": id, "message": "hi"}));
@@ -41,31 +43,17 @@ fn reopening_a_live_session_with_another_model_warns_that_model_was_not_applied(
     let warnings = other["warnings"].as_array().unwrap();
     assert_eq!(warnings.len(), 1, "{other}");
     let w = warnings[0].as_str().unwrap();
-    assert!(w.contains("--model"), "{w}");
-    assert!(
-        !w.contains("--thinking") && !w.contains("--provider"),
-        "{w}"
-    );
+    assert!(w.ends_with("opened with: model not applied"), "{w}");
+    assert!(!w.contains("thinking") && !w.contains("provider"), "{w}");
 
     // A print client through the daemon shows it on stderr.
     let script = fixture("hello.json");
     let socket = d.socket.to_str().unwrap();
-    let run = sb.run(&[
-        "-p",
-        "--daemon",
-        "--socket",
-        socket,
-        "--continue",
-        "--provider",
-        "scripted",
-        "--script",
+    let run = sb.run(&scripted_args(
+        &["-p", "--daemon", "--socket", socket, "--continue"],
         &script,
-        "--model",
-        "other",
-        "--max-turns",
-        "3",
-        "again",
-    ]);
+        &["--model", "other", "--max-turns", "3", "again"],
+    ));
     assert_eq!(run.code, 0, "{run}");
     let warning = run
         .stderr
@@ -73,7 +61,7 @@ fn reopening_a_live_session_with_another_model_warns_that_model_was_not_applied(
         .find(|l| l.starts_with("Warning:"))
         .unwrap_or_else(|| panic!("no warning: {run}"));
     assert!(
-        warning.contains("--model") && warning.contains("--max-turns"),
+        warning.ends_with("opened with: model, maxTurns not applied"),
         "{run}"
     );
 }

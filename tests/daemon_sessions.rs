@@ -6,9 +6,11 @@
 
 use serde_json::{json, Value};
 
-use crate::common::daemon::{code, is_event, is_note, open, Conn, Daemon};
+use crate::common::daemon::{
+    code, here_and_through_a_daemon, is_event, is_note, open, Conn, Daemon,
+};
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, root, Sandbox};
+use crate::common::support::{fixture, root, scripted_args, Sandbox};
 
 /// The notifications `c` got up to `session/replaced` (already read or still to come): that one.
 fn replaced(c: &mut Conn) -> Value {
@@ -124,8 +126,7 @@ fn new_session_moves_every_attached_client_to_the_new_session() {
     );
     // A cursor of the old epoch gets a snapshot of the new session; one of the new epoch a
     // replay.
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let cursor = json!({"epoch": before["epoch"], "seq": head});
     let r = c.call(
         "session/attach",
@@ -142,15 +143,8 @@ fn new_session_moves_every_attached_client_to_the_new_session() {
     assert_eq!(run_events(&mut c), second);
     // The old session opens from its file again, as a separate live session.
     let script = fixture("hello.json");
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--resume",
-        "old",
-    ];
-    let r = c.call("session/open", json!({"cwd": sb.work(), "args": args}));
+    let args = scripted_args(&[], &script, &["--resume", "old"]);
+    let r = c.call("session/open", json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}));
     assert_eq!(
         (&r["result"]["sessionId"], &r["result"]["created"]),
         (&json!("old"), &json!(true)),
@@ -296,8 +290,7 @@ fn switch_session_to_a_session_live_elsewhere_is_refused_and_changes_nothing() {
     let (mut a, mut b) = two_clients(&d, &sb, "one");
     prompt(&mut a, &mut b, "one", "first");
     // Session two is live in the daemon, with a file.
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     open(&mut c, &sb, "hello.json", &["--session-id", "two"]);
     c.call("session/attach", json!({"sessionId": "two"}));
     c.call("prompt", json!({"sessionId": "two", "message": "second"}));
@@ -320,17 +313,7 @@ fn switch_session_to_a_session_live_elsewhere_is_refused_and_changes_nothing() {
     }
     // Held by another keel process: the file lock refuses it, with the store's text.
     let script = fixture("hello.json");
-    let mut other = Rpc::start(
-        &sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "--session-id",
-            "held",
-        ],
-    );
+    let mut other = Rpc::start(&sb, &scripted_args(&[], &script, &["--session-id", "held"]));
     other.send_bytes(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"mine\"}\n");
     other.wait(&json!({"type": "agent_settled"}));
     let held = sb
@@ -386,16 +369,7 @@ fn rpc_mode_through_the_daemon_follows_session_changes_byte_for_byte() {
     ];
     let input = lines.join("\n") + "\n";
     let script = fixture("hello.json");
-    let base = [
-        "--mode",
-        "rpc",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--session-id",
-        "same",
-    ];
+    let base = scripted_args(&["--mode", "rpc"], &script, &["--session-id", "same"]);
     let sandbox = || {
         let sb = Sandbox::new();
         std::fs::copy(
@@ -405,26 +379,11 @@ fn rpc_mode_through_the_daemon_follows_session_changes_byte_for_byte() {
         .unwrap();
         sb
     };
-    let here = sandbox();
-    let local = here.run_stdin(&base, &input);
-    assert_eq!(local.code, 0, "{local}");
-    let there = sandbox();
-    let d = Daemon::start(&there, &["--idle-exit", "0"]);
-    let mut args = base.to_vec();
-    let socket = d.socket.display().to_string();
-    args.extend(["--daemon", "--socket", &socket]);
-    let remote = there.run_stdin(&args, &input);
-    assert_eq!(remote.code, 0, "{remote}");
-    let scrub = |r: &crate::common::support::Run| {
-        r.to_string()
-            .split("\n[stderr]")
-            .next()
-            .unwrap()
-            .to_string()
-    };
+    let (here, there) = (sandbox(), sandbox());
+    let (local, remote, d) = here_and_through_a_daemon(&here, &there, &base, &input);
     assert_eq!(
-        scrub(&local),
-        scrub(&remote),
+        local.shown_stdout(),
+        remote.shown_stdout(),
         "the daemon run's stderr: {}",
         remote.stderr
     );
@@ -454,8 +413,7 @@ fn rpc_mode_through_the_daemon_follows_session_changes_byte_for_byte() {
         "{remote}"
     );
     // The bridge's session is the last one, live in the daemon.
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let sessions = c.sessions();
     assert_eq!(sessions.len(), 1, "{sessions:?}");
     assert_eq!(sessions[0]["sessionId"], ids[4].as_str());
@@ -467,22 +425,9 @@ fn a_client_dropped_for_lagging_before_a_change_is_told_the_id_it_can_use() {
     // more, so the client could not re-attach.
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let chunks: Vec<Value> = (0..100)
-        .map(|_| json!({"text": "token ", "times": 250, "delayMs": 8}))
-        .collect();
-    let script = sb.dir.path().join("bursts.json");
-    std::fs::write(&script, json!({"turns": [{"chunks": chunks}]}).to_string()).unwrap();
-    let mut fast = d.connect();
-    fast.hello(false);
-    let args = ["--session-id", "old"];
-    crate::common::daemon::open_script(&mut fast, &sb, script.to_str().unwrap(), &args);
-    let mut slow = d.connect();
-    slow.hello(false);
-    slow.call("session/attach", json!({"sessionId": "old"}));
-    fast.call("session/attach", json!({"sessionId": "old"}));
     // The slow client reads nothing while 25,000 deltas stream and the session changes; its
     // connection is still blocked writing to it when the change happens.
-    fast.call("prompt", json!({"sessionId": "old", "message": "flood"}));
+    let (mut fast, mut slow, _) = crate::common::daemon::flood(&d, &sb, &["--session-id", "old"]);
     fast.events_until("agent_settled");
     fast.call("new_session", json!({"sessionId": "old"}));
     let new = replaced(&mut fast)["newSessionId"].clone();
@@ -493,8 +438,7 @@ fn a_client_dropped_for_lagging_before_a_change_is_told_the_id_it_can_use() {
     let last = last.unwrap();
     assert_eq!(last["method"], "daemon/lagged", "{last}");
     assert_eq!(last["params"]["sessionId"], new);
-    let mut again = d.connect();
-    again.hello(false);
+    let mut again = d.client();
     let r = again.call("session/attach", json!({"sessionId": new}));
     assert_eq!(r["result"]["mode"], "snapshot", "{r}");
 }
@@ -517,8 +461,7 @@ fn session_close_ends_a_session_nothing_else_uses_and_its_file_opens_again() {
     );
     b.call("session/detach", json!({"sessionId": "shut"}));
     // A run going: refused too.
-    let mut hang = d.connect();
-    hang.hello(false);
+    let mut hang = d.client();
     let busy = open(&mut hang, &sb, "hang.json", &["--session-id", "busy"]);
     let r = hang.call("prompt", json!({"sessionId": busy, "message": "work"}));
     assert!(r.get("result").is_some(), "{r}");

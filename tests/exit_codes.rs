@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 
 use nix::sys::signal::Signal;
 
-use crate::common::support::{snap, Sandbox};
+use crate::common::support::{scripted_args, snap, Sandbox};
 
 #[test]
 fn exit_0_success_prints_only_the_answer() {
@@ -144,9 +144,7 @@ fn interrupted(sig: Signal, expect: i32, name: &str) {
     assert_eq!(last["outcome"], "interrupted");
     assert_eq!(last["exitCode"], expect);
     // The session was saved: the prompt and the aborted partial answer are on disk.
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let text = sb.session_text();
     assert!(
         text.contains("\"work\"") && text.contains("\"aborted\""),
         "{text}"
@@ -174,14 +172,7 @@ fn exit_141_broken_pipe_is_quiet_and_saves_the_session() {
     // Like `keel --json ... | head -1`: read one line, close the pipe.
     let sb = Sandbox::new();
     let script = crate::common::support::fixture("flood.json");
-    let mut child = sb.spawn(&[
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "go",
-    ]);
+    let mut child = sb.spawn(&scripted_args(&["--json"], &script, &["go"]));
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut first = String::new();
     stdout.read_line(&mut first).unwrap();
@@ -193,11 +184,10 @@ fn exit_141_broken_pipe_is_quiet_and_saves_the_session() {
     });
     assert_eq!(run.code, 141, "{run}");
     assert_eq!(run.stderr, "", "a closed stdout must end quietly");
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1, "the session must be saved");
-    assert!(std::fs::read_to_string(&files[0])
-        .unwrap()
-        .contains("\"go\""));
+    assert!(
+        sb.session_text().contains("\"go\""),
+        "the session must be saved"
+    );
     snap("exit_141_broken_pipe", &run.to_string());
 }
 
@@ -266,7 +256,7 @@ fn exit_3_session_path_is_a_fifo() {
     let sb = Sandbox::new();
     mkfifo(&sb.work().join("s.jsonl"));
     let script = crate::common::support::fixture("hello.json");
-    let args = ["-p", "--provider", "scripted", "--script", &script];
+    let args = scripted_args(&["-p"], &script, &[]);
     let run = run_bounded(&sb, &[&args[..], &["--session", "s.jsonl", "hi"]].concat());
     assert_eq!(run.code, 3, "{run}");
     assert!(
@@ -293,31 +283,11 @@ fn exit_3_session_path_is_a_fifo() {
 #[test]
 fn exit_3_script_is_not_a_regular_file() {
     let sb = Sandbox::new();
-    let run = run_bounded(
-        &sb,
-        &[
-            "-p",
-            "--provider",
-            "scripted",
-            "--script",
-            "/dev/zero",
-            "hi",
-        ],
-    );
+    let run = run_bounded(&sb, &scripted_args(&["-p"], "/dev/zero", &["hi"]));
     assert_eq!(run.code, 3, "{run}");
     snap("exit_3_script_dev_zero", &run.to_string());
     mkfifo(&sb.work().join("script.json"));
-    let run = run_bounded(
-        &sb,
-        &[
-            "--json",
-            "--provider",
-            "scripted",
-            "--script",
-            "script.json",
-            "hi",
-        ],
-    );
+    let run = run_bounded(&sb, &scripted_args(&["--json"], "script.json", &["hi"]));
     assert_eq!(run.code, 3, "{run}");
     let result = &run.stdout_lines()[0];
     assert_eq!(result["outcome"], "config_error");

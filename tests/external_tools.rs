@@ -12,9 +12,11 @@ use keel::kernel::provider::scripted::ScriptedProvider;
 use keel::kernel::provider::{ModelRequest, Provider, ProviderEvent};
 use keel::kernel::tool::external::{BoxFuture, ExternalCall, ExternalSpec, ToolSource};
 use keel::kernel::tool::{ToolOutput, ToolSpec};
-use keel::{AgentConfig, AgentSession, Bus, Clock, EventPayload, Permission};
+use keel::{AgentConfig, EventPayload, Permission};
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
+
+use crate::common::kernel::{self as kit, rt};
 
 #[derive(Debug, Default)]
 struct Fake {
@@ -97,19 +99,8 @@ fn run(permission: Permission, tools: &[&str]) -> Run {
         inner: ScriptedProvider::from_script(serde_json::from_str(CALLS).unwrap()).unwrap(),
         seen: seen.clone(),
     };
-    let clock = Clock::new(Some(1), Some(1));
-    let s = AgentSession::new(
-        c,
-        Arc::new(provider),
-        Bus::new(clock.clone()),
-        clock,
-        Vec::new(),
-    );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let (results, partials, outcome) = rt.block_on(async {
+    let s = kit::session(c, provider, Vec::new());
+    let (results, partials, outcome) = rt().block_on(async {
         let mut rx = s.subscribe();
         let run = s.prompt("go".into()).unwrap();
         let (mut results, mut partials) = (Vec::new(), 0);

@@ -3,16 +3,14 @@
 //! (and, decoded directly, at every byte offset): text, a function call, thinking with
 //! signatures, usage, finish reasons, errors and cut streams.
 
-use keel::kernel::message::{Message, StopReason, Usage};
+use keel::kernel::message::{StopReason, Usage};
 use keel::kernel::provider::gemini::GeminiDecoder;
 use keel::kernel::provider::model::{ModelCost, ModelInfo, API_GEMINI};
-use keel::kernel::provider::sse::{SseDecoder, StreamDecoder};
-use keel::kernel::provider::{ModelRequest, ProviderEvent};
-use keel::kernel::tool;
+use keel::kernel::provider::ProviderEvent;
 use serde_json::{json, Value};
 
 use crate::common::http_server::{End, Reply, Server};
-use crate::common::provider_stream::{self, merged};
+use crate::common::provider_stream::{self, done, error_of, merged, reasoning, request};
 use crate::gemini::bytes;
 
 fn cost() -> ModelCost {
@@ -25,22 +23,8 @@ fn cost() -> ModelCost {
 }
 
 fn model(base_url: &str) -> ModelInfo {
-    let mut m = ModelInfo::unlisted("google", API_GEMINI, base_url, "gemini-test");
-    m.cost = cost();
-    m.reasoning = true;
-    m.thinking_levels = ["off", "low", "medium", "high"].map(String::from).to_vec();
-    m
-}
-
-fn request() -> ModelRequest {
-    ModelRequest {
-        system_prompt: "be brief".into(),
-        messages: vec![Message::user("hi", 1)],
-        tools: vec![tool::spec("read").unwrap()],
-        thinking_level: "low".into(),
-        session_id: Some("sess-1".into()),
-        output_schema: None,
-    }
+    let m = ModelInfo::unlisted("google", API_GEMINI, base_url, "gemini-test");
+    reasoning(m, cost(), &["off", "low", "medium", "high"])
 }
 
 /// One call against a server replying `replies`: every event until the stream ends.
@@ -49,7 +33,7 @@ fn call(replies: Vec<Reply>) -> (Vec<ProviderEvent>, Server) {
     let events = provider_stream::events(
         model(&format!("http://127.0.0.1:{}", server.port)),
         "gk-test",
-        request(),
+        request("low", Some("sess-1")),
     );
     (events, server)
 }
@@ -68,10 +52,6 @@ fn usage(prompt: u64, cached: u64, candidates: u64, thoughts: u64) -> ProviderEv
     ProviderEvent::Usage(u)
 }
 
-fn done(stop: StopReason) -> ProviderEvent {
-    ProviderEvent::Done { stop }
-}
-
 /// A kept signature: the signature of the fixture's line with `needle`, on a `part`.
 fn signature(fixture: &str, needle: &str, part: &str) -> ProviderEvent {
     let text = String::from_utf8(bytes(fixture)).unwrap();
@@ -82,40 +62,10 @@ fn signature(fixture: &str, needle: &str, part: &str) -> ProviderEvent {
 }
 
 /// The fixture decoded in-process, split at every byte offset: the same events each time.
-/// Errors carry the transport's `provider (model): ` prefix, as over HTTP.
 fn decoded_at_every_split(body: &[u8]) -> Vec<ProviderEvent> {
-    let decode = |cut: usize| {
-        let mut sse = SseDecoder::new();
-        let mut decoder = GeminiDecoder::new(&model("http://x"), 1);
-        let (mut events, mut out) = (Vec::new(), Vec::new());
-        sse.push(&body[..cut], &mut events).unwrap();
-        sse.push(&body[cut..], &mut events).unwrap();
-        sse.finish(&mut events).unwrap();
-        for e in &events {
-            decoder.on_event(e, &mut out);
-        }
-        decoder.finish(&mut out);
-        out
-    };
-    let first = decode(body.len());
-    for cut in 1..body.len() {
-        assert_eq!(decode(cut), first, "split at byte {cut}");
-    }
-    first
-        .into_iter()
-        .map(|ev| match ev {
-            ProviderEvent::Error {
-                kind,
-                message,
-                retry_after_ms,
-            } => ProviderEvent::Error {
-                kind,
-                message: format!("google (gemini-test): {message}"),
-                retry_after_ms,
-            },
-            ev => ev,
-        })
-        .collect()
+    provider_stream::decoded_at_every_split(body, "google (gemini-test)", || {
+        GeminiDecoder::new(&model("http://x"), 1)
+    })
 }
 
 /// `name` over HTTP (awkward pieces) and decoded at every split: the same events.
@@ -124,18 +74,6 @@ fn decode(name: &str) -> Vec<ProviderEvent> {
     let (events, _s) = call(vec![Reply::sse(&body)]);
     assert_eq!(events, decoded_at_every_split(&body), "{name}");
     events
-}
-
-/// The kind, message and retry hint of the one error that ends `events`.
-fn error_of(events: &[ProviderEvent]) -> (String, String, Option<u64>) {
-    match events.last() {
-        Some(ProviderEvent::Error {
-            kind,
-            message,
-            retry_after_ms,
-        }) => (kind.clone(), message.clone(), *retry_after_ms),
-        other => panic!("expected a final error, got {other:?} in {events:?}"),
-    }
 }
 
 #[test]

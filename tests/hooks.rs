@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 
 fn write(path: &Path, v: &Value) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -27,15 +27,7 @@ fn bash_script(sb: &Sandbox, command: &str) -> String {
 
 /// `keel -p --no-session` with the scripted provider's `script` and `prompt`.
 fn print_run(sb: &Sandbox, script: &str, prompt: &str) -> crate::common::support::Run {
-    sb.run(&[
-        "-p",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        script,
-        prompt,
-    ])
+    sb.run(&scripted_args(&["-p", "--no-session"], script, &[prompt]))
 }
 
 const GUARD: &str = r#"cmd=$(jq -r '.tool_input.command'); case "$cmd" in *"rm -rf"*) echo "Blocked by policy: rm -rf" >&2; exit 2;; esac"#;
@@ -53,15 +45,7 @@ fn a_user_pre_tool_use_guard_stops_rm_in_print_and_json_modes() {
     let run = print_run(&sb, &script, "clean");
     assert_eq!(run.code, 0, "{run}");
     assert!(sb.work().join("keep").exists(), "the guarded rm ran");
-    let run = sb.run(&[
-        "--mode",
-        "json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "clean",
-    ]);
+    let run = sb.run(&scripted_args(&["--mode", "json"], &script, &["clean"]));
     let finished: Vec<Value> = run
         .stdout
         .lines()
@@ -87,15 +71,7 @@ fn a_projects_hooks_run_only_in_a_trusted_project() {
     std::fs::create_dir(sb.work().join("keep")).unwrap();
     write(&sb.work().join(".keel/settings.json"), &guard_hooks());
     let script = bash_script(&sb, "rm -rf keep");
-    let run = sb.run(&[
-        "-p",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "clean",
-    ]);
+    let run = sb.run(&scripted_args(&["-p", "--no-session"], &script, &["clean"]));
     assert!(
         run.stderr
             .contains("not trusted, so not applied: its hooks `cmd=$(jq"),
@@ -106,15 +82,11 @@ fn a_projects_hooks_run_only_in_a_trusted_project() {
         "an untrusted project's hook ran"
     );
     std::fs::create_dir(sb.work().join("keep")).unwrap();
-    let run = sb.run(&[
-        "-p",
-        "--provider",
-        "scripted",
-        "--script",
+    let run = sb.run(&scripted_args(
+        &["-p"],
         &script,
-        "--trust-project",
-        "clean",
-    ]);
+        &["--trust-project", "clean"],
+    ));
     assert_eq!(run.code, 0, "{run}");
     assert!(
         sb.work().join("keep").exists(),
@@ -131,15 +103,7 @@ fn a_settings_deny_rule_stops_rm_inside_a_compound_command() {
         &json!({"permissions": {"deny": ["Bash(rm:*)"]}}),
     );
     let script = bash_script(&sb, "echo ok && rm -f x");
-    let run = sb.run(&[
-        "--mode",
-        "json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "go",
-    ]);
+    let run = sb.run(&scripted_args(&["--mode", "json"], &script, &["go"]));
     assert_eq!(run.code, 0, "{run}");
     assert!(sb.work().join("x").exists(), "the denied rm ran");
     assert!(
@@ -231,13 +195,7 @@ fn a_blocked_prompt_ends_blocked_with_the_hooks_reason() {
         "command": "echo 'prompts that name a secret are refused' >&2; exit 2"}]}]}});
     write(&sb.home().join("settings.json"), &hooks);
     let script = bash_script(&sb, "echo never");
-    let base = [
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-    ];
+    let base = scripted_args(&["--no-session"], &script, &[]);
     let run = sb.run(&[&["-p"], &base[..], &["print the secret"]].concat());
     assert_eq!(run.code, 5, "{run}");
     assert!(

@@ -8,10 +8,11 @@ use std::time::Duration;
 use keel::kernel::event::{Event, EventPayload, RunOutcome};
 use keel::kernel::hooks::{HookConfig, HookEnv, Hooks, SessionFields};
 use keel::kernel::message::{user_text, Message};
-use keel::kernel::provider::scripted::ScriptedProvider;
 use keel::kernel::tool::ToolEnv;
-use keel::{AgentConfig, AgentSession, Bus, Clock, Permission};
+use keel::{AgentConfig, AgentSession, Permission};
 use serde_json::{json, Value};
+
+use crate::common::kernel::{self as kit, drive, rt, scripted};
 
 fn session(
     dir: &std::path::Path,
@@ -49,35 +50,11 @@ fn session_asking(
         agent: None,
     };
     c.hooks = Some(Hooks::new(config, env, fields));
-    let provider = ScriptedProvider::from_script(serde_json::from_value(script).unwrap()).unwrap();
-    let clock = Clock::new(Some(1), Some(1));
-    AgentSession::new(
-        c,
-        Arc::new(provider),
-        Bus::new(clock.clone()),
-        clock,
-        Vec::new(),
-    )
+    kit::session(c, scripted(&script.to_string()), Vec::new())
 }
 
 fn run(s: &AgentSession, prompt: &str) -> (Vec<Arc<Event>>, RunOutcome) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let mut rx = s.subscribe();
-        let run = s.prompt(prompt.into()).unwrap();
-        let mut events = Vec::new();
-        while let Some(ev) = rx.recv().await {
-            let done = matches!(ev.payload, EventPayload::AgentSettled { .. });
-            events.push(ev);
-            if done {
-                break;
-            }
-        }
-        (events, run.await.unwrap())
-    })
+    rt().block_on(drive(s, prompt, |_, _| {}))
 }
 
 fn hook(event: &str, matcher: &str, command: &str) -> Value {
@@ -330,10 +307,7 @@ fn a_pre_compact_hook_blocks_compaction() {
     );
     run(&s, "hello");
     run(&s, "again");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
     let err = rt.block_on(s.compact(None)).unwrap_err();
     assert!(
         err.to_string().contains("blocked by a hook: not now"),
@@ -355,10 +329,7 @@ fn session_start_context_reaches_the_first_prompt_and_session_end_fires() {
     assert!(users[1].contains("project uses pnpm"), "{users:?}");
     let (events, _) = run(&s, "again");
     assert_eq!(user_messages(&events), ["again"], "SessionStart fires once");
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
     rt.block_on(s.end_hooks("prompt_input_exit"));
     assert_eq!(
         std::fs::read_to_string(d.path().join("ended")).unwrap(),
@@ -378,10 +349,7 @@ fn a_run_that_ends_fires_the_idle_prompt_notification() {
         "jq -r '.notification_type + \" \" + .message' > notified",
     );
     let s = session_asking(d.path(), script, hooks, Permission::Auto, true);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
     let finished = rt.block_on(async {
         let mut rx = s.subscribe();
         let run = s.prompt("go".into()).unwrap();

@@ -20,7 +20,7 @@ use nix::unistd::Pid;
 use serde_json::{json, Value};
 
 use crate::common::daemon::Daemon;
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 use crate::sandbox::{
     bash, give_to_nobody, mechanisms, run_as_events, users_and_mechanisms, world, world_as, User,
     NOBODY,
@@ -281,14 +281,7 @@ fn run_within(
     use std::os::unix::process::CommandExt;
     let script = sb.tool_calls_script(calls);
     hand_over(sb, user);
-    let mut cmd = sb.cmd(&[
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "go",
-    ]);
+    let mut cmd = sb.cmd(&scripted_args(&["--json"], &script, &["go"]));
     if user == User::Nobody {
         cmd.uid(NOBODY).gid(NOBODY);
     }

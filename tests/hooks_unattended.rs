@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::daemon::Daemon;
-use crate::common::support::{Run, Sandbox};
+use crate::common::daemon::{keel_on, Daemon};
+use crate::common::support::{scripted_args, Sandbox};
 
 const GUARD: &str = r#"cmd=$(jq -r '.tool_input.command'); case "$cmd" in *"rm -rf"*) echo "Blocked by policy: rm -rf" >&2; exit 2;; esac"#;
 
@@ -95,43 +95,23 @@ fn a_user_guard_hook_and_a_deny_rule_hold_in_a_detached_daemon_run() {
     check_results(&tool_results(&files[0]));
 }
 
-/// `keel ARGS` against the daemon at `socket`, with the 1 s floor for `--every`.
-fn keel(sb: &Sandbox, socket: &Path, args: &[&str]) -> Run {
-    let out = sb
-        .cmd(args)
-        .env("KEEL_SOCKET", socket)
-        .env("KEEL_SCHEDULE_MIN_SECS", "1")
-        .output()
-        .unwrap();
-    sb.finish(out)
-}
-
 #[test]
 fn a_user_guard_hook_and_a_deny_rule_hold_in_a_scheduled_run() {
     let sb = Sandbox::new();
     let script = setup(&sb);
     let d = Daemon::start(&sb, &[]);
-    let add = [
-        "schedule",
-        "add",
-        "guarded",
-        "--every",
-        "1h",
-        "--provider",
-        "scripted",
-        "--script",
+    let add = scripted_args(
+        &["schedule", "add", "guarded", "--every", "1h"],
         &script,
-        "--",
-        "clean",
-        "up",
-    ];
-    let run = keel(&sb, &d.socket, &add);
+        &["--", "clean", "up"],
+    );
+    let run = keel_on(&sb, &d.socket, &add);
     assert_eq!(run.code, 0, "{run}");
-    let now = keel(&sb, &d.socket, &["schedule", "run", "guarded"]);
+    let now = keel_on(&sb, &d.socket, &["schedule", "run", "guarded"]);
     assert_eq!(now.code, 0, "{now}");
     let deadline = Instant::now() + Duration::from_secs(30);
     let task = loop {
-        let list = keel(&sb, &d.socket, &["schedule", "list", "--json"]);
+        let list = keel_on(&sb, &d.socket, &["schedule", "list", "--json"]);
         let t = list
             .stdout_lines()
             .into_iter()

@@ -14,6 +14,7 @@ use futures_util::StreamExt;
 use serde_json::{json, Value};
 
 use crate::common::daemon::{open, open_script, Conn, Daemon};
+use crate::common::kernel::rt;
 use crate::common::support::Sandbox;
 
 const HOST: &str = "testhost";
@@ -160,10 +161,7 @@ impl Drop for Nats {
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
+    rt()
 }
 
 /// One message read from JetStream.
@@ -321,8 +319,7 @@ fn a_runs_events_reach_jetstream_in_order_as_the_socket_wrote_them() {
         return;
     };
     let d = start_daemon(&sb, &nats.url());
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let hello = crate::common::support::fixture("hello.json");
     let id = open_journaled(&mut c, &sb, &nats.url(), &hello, &[]);
     c.call("session/attach", json!({"sessionId": id}));
@@ -422,8 +419,7 @@ fn nats_killed_mid_run_and_restarted_loses_and_duplicates_nothing() {
     };
     let d = start_daemon(&sb, &nats.url());
     let (fifo, script) = waiting_script(&sb);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let script = script.to_str().unwrap();
     let id = open_journaled(&mut c, &sb, &nats.url(), script, &["--permission", "auto"]);
     c.call("session/attach", json!({"sessionId": id}));
@@ -464,8 +460,7 @@ fn a_daemon_whose_journal_cannot_be_reached_still_runs_a_prompt_to_the_end() {
     let sb = Sandbox::new();
     let dead = format!("nats://127.0.0.1:{}", free_port());
     let d = start_daemon(&sb, &dead);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = open(&mut c, &sb, "hello.json", &[]);
     c.call("session/attach", json!({"sessionId": id}));
     c.call("prompt", json!({"sessionId": id, "message": "hi"}));
@@ -506,7 +501,7 @@ fn a_journal_urls_password_never_appears_in_status_output_or_the_log() {
     std::fs::create_dir(&dir).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let socket = dir.join("p1.sock");
+    let socket = dir.join("p2.sock");
     let mut args = vec!["daemon", "run", "--socket", socket.to_str().unwrap()];
     let journal = journal_args(&url);
     args.extend(journal.iter().map(String::as_str));
@@ -538,8 +533,7 @@ fn a_journal_urls_password_never_appears_in_status_output_or_the_log() {
         listening |= line.contains("listening on");
         failed |= line.contains("journal: cannot connect");
     }
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let status = c.call("daemon/status", json!({})).to_string();
     assert!(status.contains(&shown), "{status}");
     assert!(!status.contains(secret), "{status}");
@@ -607,8 +601,7 @@ fn records_a_crashed_daemon_left_in_its_spool_are_deduplicated_when_sent_again()
     let hello = crate::common::support::fixture("hello.json");
     let (first, stored) = {
         let d = start_daemon(&sb, &nats.url());
-        let mut c = d.connect();
-        c.hello(false);
+        let mut c = d.client();
         let id = open_journaled(&mut c, &sb, &nats.url(), &hello, &[]);
         c.call("session/attach", json!({"sessionId": id}));
         prompt_raw(&mut c, &id, "hi");
@@ -631,8 +624,7 @@ fn records_a_crashed_daemon_left_in_its_spool_are_deduplicated_when_sent_again()
     }
     std::fs::write(spool.join("00000000000000000001.jsonl"), lines).unwrap();
     let d = start_daemon(&sb, &nats.url());
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     // The spool is sent in order: once a later session's run is in the stream, so is the rest.
     let second = open_journaled(
         &mut c,
@@ -674,8 +666,7 @@ fn a_protocol_v1_request_on_keel_cmd_gets_the_bytes_the_socket_answers() {
     args.extend(["--journal-creds", creds, "--journal-commands"].map(String::from));
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let d = Daemon::start(&sb, &args);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let hello = crate::common::support::fixture("hello.json");
     let id = open_journaled(&mut c, &sb, &nats.url(), &hello, &[]);
     let request = |id_: u64, method: &str, params: Value| {
@@ -735,8 +726,7 @@ fn a_stopping_daemon_sends_what_its_spool_holds_before_it_exits() {
     let turns = json!({"turns": [{"chunks": [{"text": "t", "times": 2000}]}]});
     std::fs::write(&script, turns.to_string()).unwrap();
     let mut d = start_daemon(&sb, &nats.url());
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = open_journaled(&mut c, &sb, &nats.url(), script.to_str().unwrap(), &[]);
     c.call("session/attach", json!({"sessionId": id}));
     // The whole run is spooled while the server is stopped; it resumes as the daemon stops.

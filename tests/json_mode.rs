@@ -4,7 +4,7 @@
 
 use serde::Deserialize;
 
-use crate::common::support::{fixture, Run, Sandbox};
+use crate::common::support::{fixture, scripted_args, Run, Sandbox};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -170,14 +170,7 @@ fn piped_stdin_is_joined_before_the_prompt_with_a_blank_line() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
     let run = sb.run_stdin(
-        &[
-            "--json",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "what is this?",
-        ],
+        &scripted_args(&["--json"], &script, &["what is this?"]),
         "some piped text\n",
     );
     check_contract(&run);

@@ -8,8 +8,9 @@ use std::time::Duration;
 use keel::kernel::event::{ApprovalDecision, Event, EventPayload, RunOutcome};
 use keel::kernel::message::{user_text, Message};
 use keel::kernel::op::{Op, QueueMode};
-use keel::kernel::provider::scripted::ScriptedProvider;
-use keel::{AgentConfig, AgentSession, Bus, Clock, Permission};
+use keel::{AgentConfig, AgentSession, Permission};
+
+use crate::common::kernel::{self as kit, drive, rt, scripted};
 
 fn config(work: &std::path::Path) -> AgentConfig {
     let mut c = AgentConfig::new(work.to_path_buf(), work.to_path_buf());
@@ -18,42 +19,7 @@ fn config(work: &std::path::Path) -> AgentConfig {
 }
 
 fn session(script: &str, config: AgentConfig) -> AgentSession {
-    let provider = ScriptedProvider::from_script(serde_json::from_str(script).unwrap()).unwrap();
-    let clock = Clock::new(Some(1), Some(1));
-    AgentSession::new(
-        config,
-        Arc::new(provider),
-        Bus::new(clock.clone()),
-        clock,
-        Vec::new(),
-    )
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
-
-/// Prompts and collects events until `AgentSettled`, calling `on` for each event first.
-async fn drive(
-    s: &AgentSession,
-    prompt: &str,
-    mut on: impl FnMut(&AgentSession, &Event),
-) -> (Vec<Arc<Event>>, RunOutcome) {
-    let mut rx = s.subscribe();
-    let run = s.prompt(prompt.into()).unwrap();
-    let mut events = Vec::new();
-    while let Some(ev) = rx.recv().await {
-        on(s, &ev);
-        let done = matches!(ev.payload, EventPayload::AgentSettled { .. });
-        events.push(ev);
-        if done {
-            break;
-        }
-    }
-    (events, run.await.unwrap())
+    kit::session(config, scripted(script), Vec::new())
 }
 
 /// The user texts delivered in each turn, in order.

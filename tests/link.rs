@@ -12,8 +12,9 @@ use keel::mode::Env;
 use serde_json::json;
 
 use crate::common::daemon::Daemon;
+use crate::common::kernel::rt;
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, Sandbox, CLOCK};
+use crate::common::support::{fixture, scripted_args, Sandbox, CLOCK};
 
 /// The notes up to and including the `agent_settled` line, as `(seq, line)`.
 async fn run_prompt(link: &mut Link) -> Vec<(u64, String)> {
@@ -68,7 +69,7 @@ async fn local_link(sb: &Sandbox, args: &[&str], ring_events: usize) -> (Link, S
     let clock = Clock::new(env.fixed_clock, env.seed);
     // As a keel process (and the daemon's session/open) reads its start time first.
     let _ = clock.now_ms();
-    let settings = keel::setup::Settings::resolve(&cli, &env).unwrap();
+    let settings = keel::cli::invocation::settings(&cli, &env).unwrap();
     let setup = keel::setup::host_setup(&settings, &env, &clock, true)
         .await
         .unwrap();
@@ -78,18 +79,8 @@ async fn local_link(sb: &Sandbox, args: &[&str], ring_events: usize) -> (Link, S
 #[test]
 fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     let script = fixture("hello.json");
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--session-id",
-        "same",
-    ];
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let args = scripted_args(&[], &script, &["--session-id", "same"]);
+    let rt = rt();
 
     let here = Sandbox::new();
     let local = rt.block_on(async {
@@ -104,9 +95,8 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     let there = Sandbox::new();
     std::fs::set_permissions(there.home(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let d = Daemon::start(&there, &["--idle-exit", "0"]);
-    let mut c = d.connect();
-    c.hello(false);
-    let opened = c.call("session/open", json!({"cwd": there.work(), "args": args}));
+    let mut c = d.client();
+    let opened = c.call("session/open", json!({"cwd": there.work(), "spec": crate::common::daemon::spec(&args)}));
     assert_eq!(opened["result"]["sessionId"], "same", "{opened}");
     let remote = rt.block_on(async {
         let (mut link, start) = Link::daemon(
@@ -136,17 +126,17 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
 fn three_timeouts(sb: &Sandbox, script: &str) {
     let mut rpc = Rpc::start(
         sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
+        &scripted_args(
+            &[],
             script,
-            "--permission",
-            "ask",
-            "--approval-timeout",
-            "0.05",
-            "--no-session",
-        ],
+            &[
+                "--permission",
+                "ask",
+                "--approval-timeout",
+                "0.05",
+                "--no-session",
+            ],
+        ),
     );
     rpc.send(&json!({"type": "prompt", "message": "tick"}));
     rpc.wait(&json!({"type": "agent_settled"}));
@@ -176,20 +166,12 @@ fn an_in_process_approval_waits_for_its_answer_past_the_timeout() {
     ]});
     std::fs::write(&script, turns.to_string()).unwrap();
     let script = script.display().to_string();
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
+    let args = scripted_args(
+        &[],
         &script,
-        "--permission",
-        "ask",
-        "--approval-timeout",
-        "0.05",
-    ];
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+        &["--permission", "ask", "--approval-timeout", "0.05"],
+    );
+    let rt = rt();
     let lines = rt.block_on(async {
         let (mut link, _) = local_link(&sb, &args, 10_000).await;
         let answer = link.request("prompt", json!({"message": "clean up"})).await;
@@ -261,17 +243,8 @@ fn a_local_link_that_falls_behind_is_told_and_reattaches() {
     let turns = json!({"turns": [{"chunks": chunks}, {"chunks": [{"text": "short"}]}]});
     std::fs::write(&script, turns.to_string()).unwrap();
     let script = script.display().to_string();
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--no-session",
-    ];
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let args = scripted_args(&[], &script, &["--no-session"]);
+    let rt = rt();
     rt.block_on(async {
         // A ring of 100 events: the link's queues hold 100 + 2 × 4096 at most.
         let (mut link, start) = local_link(&sb, &args, 100).await;

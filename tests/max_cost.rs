@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 
 /// Model calls made: one `turn_start` each.
 fn calls(lines: &[serde_json::Value]) -> usize {
@@ -84,7 +84,7 @@ fn through_the_daemon_the_cap_stops_the_run_alike() {
     let socket = d.socket.display().to_string();
     let script = crate::common::support::fixture("budget.json");
     let via = |args: &[&str]| {
-        let mut all = vec!["--json", "--provider", "scripted", "--script", &script];
+        let mut all = scripted_args(&["--json"], &script, &[]);
         all.extend_from_slice(args);
         all.extend(["--daemon", "--socket", &socket]);
         sb.run(&all)
@@ -176,16 +176,11 @@ fn a_subagent_spends_from_its_parent_s_cap_and_its_cost_is_reported() {
 /// `keel --json` on the parent-and-child script capped at $0.025, with `extra` flags.
 fn capped_survey(sb: &Sandbox, extra: &[&str]) -> crate::common::support::Run {
     let script = parent_and_child_script(sb);
-    let mut args = vec![
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
+    let mut args = scripted_args(
+        &["--json"],
         &script,
-        "--max-cost",
-        "0.025",
-        "survey the project",
-    ];
+        &["--max-cost", "0.025", "survey the project"],
+    );
     args.extend_from_slice(extra);
     sb.run(&args)
 }
@@ -218,14 +213,7 @@ fn an_uncapped_run_reports_its_subagents_cost() {
     let path = sb.dir.path().join("uncapped.json");
     std::fs::write(&path, script.to_string()).unwrap();
     let path = path.display().to_string();
-    let run = sb.run(&[
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &path,
-        "survey",
-    ]);
+    let run = sb.run(&scripted_args(&["--json"], &path, &["survey"]));
     assert_eq!(run.code, 0, "{run}");
     let result: Value = run.stdout_lines().last().unwrap().clone();
     assert_eq!(result["outcome"], "success");
@@ -240,17 +228,8 @@ fn an_uncapped_run_reports_its_subagents_cost() {
 fn in_rpc_mode_the_cap_holds_and_the_stats_count_the_subagent() {
     let sb = Sandbox::new();
     let script = parent_and_child_script(&sb);
-    let mut rpc = crate::common::rpc::Rpc::start(
-        &sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "--max-cost",
-            "0.025",
-        ],
-    );
+    let mut rpc =
+        crate::common::rpc::Rpc::start(&sb, &scripted_args(&[], &script, &["--max-cost", "0.025"]));
     rpc.call(json!({"id": "p", "type": "prompt", "message": "survey the project"}));
     let settled = rpc.wait(&json!({"type": "agent_settled"}));
     assert_eq!(settled["outcome"], "budget", "{settled}");

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::common::http_server::{Reply, Server};
 use crate::common::rpc::Rpc;
-use crate::common::support::{root, Run, Sandbox};
+use crate::common::support::{root, scripted_args, Run, Sandbox, BUILT_IN_TOOLS};
 
 pub const FIXTURE: &str = env!("CARGO_BIN_EXE_keel-mcp-fixture");
 
@@ -52,16 +52,7 @@ fn json_run(sb: &Sandbox, cfg: &str, calls: &[(&str, Value)], extra: &[&str]) ->
 /// `keel --json --no-session` with the scripted provider on `script`, the MCP config `cfg`,
 /// `extra` flags and the prompt "go".
 pub fn run_with(sb: &Sandbox, script: &str, cfg: &str, extra: &[&str]) -> Run {
-    let mut args = vec![
-        "--json",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        script,
-        "--mcp-config",
-        cfg,
-    ];
+    let mut args = scripted_args(&["--json", "--no-session"], script, &["--mcp-config", cfg]);
     args.extend_from_slice(extra);
     args.push("go");
     sb.run(&args)
@@ -116,19 +107,7 @@ fn mcp_tools_reach_the_provider_after_the_built_ins_with_sanitised_unique_names(
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(
-        &names[..8],
-        [
-            "read",
-            "write",
-            "edit",
-            "bash",
-            "grep",
-            "find",
-            "ls",
-            "todo_write"
-        ]
-    );
+    assert_eq!(&names[..8], BUILT_IN_TOOLS);
     assert_eq!(names[8], "mcp__fx__echo");
     // The `task` tool comes last, its description listing the subagent types.
     assert_eq!(names.last(), Some(&"task"));
@@ -282,17 +261,11 @@ fn a_hung_server_costs_at_most_the_wait_budget_and_a_warning() {
     );
     let s = script(&sb, json!([{"chunks": [{"text": "answer"}]}]));
     let started = Instant::now();
-    let run = sb.run(&[
-        "-p",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
+    let run = sb.run(&scripted_args(
+        &["-p", "--no-session"],
         &s,
-        "--mcp-config",
-        &cfg,
-        "go",
-    ]);
+        &["--mcp-config", &cfg, "go"],
+    ));
     let took = started.elapsed();
     assert_eq!(run.code, 0, "{run}");
     assert_eq!(run.stdout.trim(), "answer");
@@ -396,17 +369,11 @@ fn stdio_servers_get_the_allowlisted_environment_plus_their_env_and_no_provider_
     );
     let cfg = path.display().to_string();
     let run = sb
-        .cmd(&[
-            "--json",
-            "--no-session",
-            "--provider",
-            "scripted",
-            "--script",
+        .cmd(&scripted_args(
+            &["--json", "--no-session"],
             &s,
-            "--mcp-config",
-            &cfg,
-            "go",
-        ])
+            &["--mcp-config", &cfg, "go"],
+        ))
         .env("OPENAI_API_KEY", "sk-secret")
         .output()
         .unwrap();
@@ -428,15 +395,7 @@ fn untrusted_project_servers_are_skipped_with_one_warning_naming_them() {
     )
     .unwrap();
     let s = script(&sb, json!([{"chunks": [{"text": "answer"}]}]));
-    let args = [
-        "-p",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &s,
-        "go",
-    ];
+    let args = scripted_args(&["-p", "--no-session"], &s, &["go"]);
     let run = sb.run(&args);
     assert_eq!(run.code, 0, "{run}");
     assert_eq!(
@@ -461,32 +420,22 @@ fn a_broken_mcp_config_is_a_config_error_naming_the_file() {
     )
     .unwrap();
     let s = script(&sb, json!([{"chunks": [{"text": "answer"}]}]));
-    let run = sb.run(&[
-        "-p",
-        "--provider",
-        "scripted",
-        "--script",
+    let run = sb.run(&scripted_args(
+        &["-p"],
         &s,
-        "--mcp-config",
-        "bad.json",
-        "go",
-    ]);
+        &["--mcp-config", "bad.json", "go"],
+    ));
     assert_eq!(run.code, 3, "{run}");
     assert!(
         run.stderr
             .contains("bad.json: server `x`: `command` is missing"),
         "{run}"
     );
-    let run = sb.run(&[
-        "-p",
-        "--provider",
-        "scripted",
-        "--script",
+    let run = sb.run(&scripted_args(
+        &["-p"],
         &s,
-        "--mcp-config",
-        "nope.json",
-        "go",
-    ]);
+        &["--mcp-config", "nope.json", "go"],
+    ));
     assert_eq!(run.code, 3, "{run}");
     assert!(run.stderr.contains("no MCP config file at"), "{run}");
 }
@@ -506,15 +455,7 @@ fn a_late_server_warning_reaches_rpc_clients_as_a_notify() {
     let s = script(&sb, json!([{"chunks": [{"text": "answer"}]}]));
     let mut rpc = Rpc::start(
         &sb,
-        &[
-            "--no-session",
-            "--provider",
-            "scripted",
-            "--script",
-            &s,
-            "--mcp-config",
-            &cfg,
-        ],
+        &scripted_args(&["--no-session"], &s, &["--mcp-config", &cfg]),
     );
     rpc.send(&json!({"type": "prompt", "message": "go"}));
     rpc.wait(&json!({"type": "agent_settled"}));

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 use crate::mcp::script;
 use crate::mcp::FIXTURE;
 
@@ -152,17 +152,11 @@ fn an_http_server_is_called_with_its_session_and_configured_headers() {
     .unwrap();
     let s = one_call(&sb, "mcp__web__shout", json!({"text": "hi"}));
     let out = sb
-        .cmd(&[
-            "--json",
-            "--no-session",
-            "--provider",
-            "scripted",
-            "--script",
+        .cmd(&scripted_args(
+            &["--json", "--no-session"],
             &s,
-            "--mcp-config",
-            cfg.to_str().unwrap(),
-            "go",
-        ])
+            &["--mcp-config", cfg.to_str().unwrap(), "go"],
+        ))
         .env("WEB_TOKEN", "tok")
         .output()
         .unwrap();

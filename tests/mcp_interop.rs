@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use crate::common::support::Sandbox;
+use crate::common::support::{strs, Sandbox};
 
 fn everything() -> Option<String> {
     let path = std::env::var("KEEL_MCP_EVERYTHING")
@@ -36,12 +36,7 @@ fn the_reference_server_lists_echoes_and_returns_an_image() {
     ]);
     assert_eq!(run.code, 0, "{run}");
     let v: Value = serde_json::from_str(&run.stdout).unwrap();
-    let names: Vec<&str> = v["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
+    let names = strs(&v["tools"], "name");
     assert!(names.contains(&"mcp__everything__echo"), "{names:?}");
     assert!(
         names.contains(&"mcp__everything__get-tiny-image"),

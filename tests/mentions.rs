@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::common::daemon::Daemon;
 use crate::common::http_server::{Reply, Server};
-use crate::common::support::{fixture, root, snap, Run, Sandbox};
+use crate::common::support::{fixture, root, scripted_args, snap, Run, Sandbox};
 
 /// The smallest bytes a PNG is recognised by, and their base64.
 const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR";
@@ -109,18 +109,11 @@ fn stdin_comes_first_then_the_files_then_the_words() {
     let sb = Sandbox::new();
     std::fs::write(sb.work().join("a.txt"), "alpha").unwrap();
     let script = fixture("hello.json");
-    let args = [
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
+    let args = scripted_args(
+        &["--json"],
         &script,
-        "mail",
-        "\\@alice",
-        "@a.txt",
-        "foo@bar",
-        "@",
-    ];
+        &["mail", "\\@alice", "@a.txt", "foo@bar", "@"],
+    );
     let run = sb.run_stdin(&args, "piped text\n");
     assert_eq!(run.code, 0, "{run}");
     let work = sb.work().display().to_string();
@@ -178,10 +171,7 @@ fn oversized_binary_and_directory_mentions_are_usage_errors() {
         let run = sb.scripted("-p", "hello.json", &[arg]);
         assert_eq!(run.code, 2, "{run}");
         assert!(run.stderr.contains(why), "{arg}: {run}");
-        assert!(
-            run.stderr.contains(&format!("@{arg}", arg = &arg[1..])),
-            "{run}"
-        );
+        run.assert_stderr(&format!("@{arg}", arg = &arg[1..]));
     }
     assert_eq!(sb.scripted("-p", "hello.json", &["@fits.txt"]).code, 0);
 }
@@ -192,16 +182,7 @@ fn mentions_through_the_daemon_send_what_an_in_process_run_sends() {
     let d = Daemon::start(&there, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
     let script = fixture("hello.json");
-    let base = [
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "@a.txt",
-        "@pic.png",
-        "describe",
-    ];
+    let base = scripted_args(&["--json"], &script, &["@a.txt", "@pic.png", "describe"]);
     let mut here = Sandbox::new();
     for sb in [&mut here, &mut there] {
         sb.seed = 9;

@@ -4,18 +4,14 @@
 //! 127.0.0.1.
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use keel::kernel::abort::AbortController;
-use keel::kernel::message::Message;
-use keel::kernel::provider::http::{HttpOptions, HttpProvider};
 use keel::kernel::provider::model::{ModelInfo, API_ANTHROPIC, API_OPENAI, API_RESPONSES};
-use keel::kernel::provider::{ModelRequest, Provider};
-use keel::kernel::tool;
+use keel::kernel::provider::ModelRequest;
 use serde_json::{json, Value};
 
 use crate::common::http_server::{Reply, Server};
-use crate::common::support::{root, Run, Sandbox};
+use crate::common::provider_stream;
+use crate::common::support::{root, scripted_args, Run, Sandbox};
 
 const PERSON: &str = r#"{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer"}},"required":["name","age"],"additionalProperties":false}"#;
 
@@ -138,12 +134,8 @@ fn claude_s_inline_schema_text_is_accepted_too() {
 
 fn request() -> ModelRequest {
     ModelRequest {
-        system_prompt: "be brief".into(),
-        messages: vec![Message::user("hi", 1)],
-        tools: vec![tool::spec("read").unwrap()],
-        thinking_level: "off".into(),
-        session_id: None,
         output_schema: Some(Arc::new(serde_json::from_str(PERSON).unwrap())),
+        ..provider_stream::request("off", None)
     }
 }
 
@@ -152,21 +144,7 @@ fn body_sent(api: &str, sse: &str, base: impl Fn(&Server) -> String) -> Value {
     let body = std::fs::read(root().join("fixtures/providers").join(sse)).unwrap();
     let server = Server::start(vec![Reply::sse(&body)]);
     let info = ModelInfo::unlisted("local", api, &base(&server), "test-model");
-    let options = HttpOptions {
-        connect_timeout: Duration::from_secs(5),
-        idle_timeout: Duration::from_secs(5),
-        ..HttpOptions::default()
-    };
-    let p = HttpProvider::new(info, Some("k".into()), options).unwrap();
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(async {
-            let (_c, signal) = AbortController::new();
-            let mut rx = p.stream(request(), signal);
-            while rx.recv().await.is_some() {}
-        });
+    provider_stream::events(info, "k", request());
     server.seen()[0].json()
 }
 
@@ -245,19 +223,18 @@ fn through_the_daemon_the_answer_is_checked_and_reported_alike() {
     // Each new session needs its own id under the fixed clock: its own seed.
     let via = |script: &str, mode: &str, seed: &str| {
         let script = crate::common::support::fixture(script);
-        let mut cmd = sb.cmd(&[
-            mode,
-            "--provider",
-            "scripted",
-            "--script",
+        let mut cmd = sb.cmd(&scripted_args(
+            &[mode],
             &script,
-            "--output-schema",
-            "schema.json",
-            "--daemon",
-            "--socket",
-            &socket,
-            "who wrote the first program?",
-        ]);
+            &[
+                "--output-schema",
+                "schema.json",
+                "--daemon",
+                "--socket",
+                &socket,
+                "who wrote the first program?",
+            ],
+        ));
         sb.finish(cmd.env("KEEL_TEST_SEED", seed).output().unwrap())
     };
     let run = via("schema_repaired.json", "-p", "1");

@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use keel::kernel::event::{ApprovalDecision, Event, EventPayload, RunOutcome};
 use keel::kernel::policy::Rules;
-use keel::kernel::provider::scripted::ScriptedProvider;
 use keel::kernel::tool::external::{BoxFuture, ExternalCall, ExternalSpec, ToolSource};
 use keel::kernel::tool::{ToolOutput, ToolSpec};
-use keel::{AgentConfig, AgentSession, Bus, Clock, Permission};
+use keel::{AgentConfig, Permission};
 use serde_json::{json, Value};
+
+use crate::common::kernel::{self as kit, rt, scripted};
 
 const ORIGIN: &str = "/p/.keel/settings.json";
 
@@ -63,21 +64,8 @@ struct Ran {
 
 /// Runs one prompt; approvals are answered `answer` (when the config can ask).
 fn run(c: AgentConfig, calls: &[(&str, Value)], answer: ApprovalDecision) -> Ran {
-    let provider =
-        ScriptedProvider::from_script(serde_json::from_str(&script(calls)).unwrap()).unwrap();
-    let clock = Clock::new(Some(1), Some(1));
-    let s = AgentSession::new(
-        c,
-        Arc::new(provider),
-        Bus::new(clock.clone()),
-        clock,
-        Vec::new(),
-    );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
+    let s = kit::session(c, scripted(&script(calls)), Vec::new());
+    rt().block_on(async {
         let mut rx = s.subscribe();
         let done = s.prompt("go".into()).unwrap();
         let mut ran = Ran {

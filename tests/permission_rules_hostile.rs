@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::support::{Run, Sandbox};
+use crate::common::support::{scripted_args, Run, Sandbox};
 use crate::sandbox::{bash, mechanisms, world};
 
 /// What one headless run did: each call's `(text, is_error)`, and the run.
@@ -20,7 +20,7 @@ struct Ran {
 fn run(sb: &Sandbox, settings: &Value, calls: &[(&str, Value)], extra: &[&str]) -> Ran {
     std::fs::write(sb.home().join("settings.json"), settings.to_string()).unwrap();
     let script = sb.tool_calls_script(calls);
-    let mut args = vec!["--json", "--provider", "scripted", "--script", &script];
+    let mut args = scripted_args(&["--json"], &script, &[]);
     args.extend_from_slice(extra);
     args.push("go");
     let run = sb.run(&args);

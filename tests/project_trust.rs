@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::support::{Run, Sandbox};
-use crate::tui_pty::spawn;
+use crate::common::pty::spawn;
+use crate::common::support::{keel_shell, scripted_args, Run, Sandbox};
 
 fn write(path: &Path, v: &Value) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -38,14 +38,7 @@ fn bash_run(sb: &Sandbox, command: &str, extra: &[&str]) -> Run {
     let path = sb.dir.path().join("script.json");
     write(&path, &script);
     let path = path.display().to_string();
-    let mut args = vec![
-        "-p",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &path,
-    ];
+    let mut args = scripted_args(&["-p", "--no-session"], &path, &[]);
     args.extend_from_slice(extra);
     args.push("go");
     sb.run(&args)
@@ -129,9 +122,8 @@ fn an_untrusted_projects_hooks_allow_rules_and_env_wait_for_trust_but_its_deny_r
 /// and quits.
 pub(crate) fn tui_trust(sb: &Sandbox, needles: &[&str], answer: &str) {
     let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        crate::common::support::fixture("hello.json")
+        "{}; echo KEEL_EXIT=$?",
+        keel_shell(&crate::common::support::fixture("hello.json"))
     );
     let (mut s, mut child) = spawn(sb, &shell);
     match needles.is_empty() {
@@ -146,9 +138,7 @@ pub(crate) fn tui_trust(sb: &Sandbox, needles: &[&str], answer: &str) {
         s.send(answer);
         s.wait_for("the editor", |t| t.contains("Ask anything"));
     }
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 }
 
 #[test]
@@ -251,9 +241,8 @@ fn slash_hooks_in_the_tui_shows_the_projects_hooks_untrusted_after_a_no() {
         &json!({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "true"}]}]}}),
     );
     let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        crate::common::support::fixture("hello.json")
+        "{}; echo KEEL_EXIT=$?",
+        keel_shell(&crate::common::support::fixture("hello.json"))
     );
     let (mut s, mut child) = spawn(&sb, &shell);
     s.wait_for("the question", |t| t.contains("[y/N]"));
@@ -267,9 +256,7 @@ fn slash_hooks_in_the_tui_shows_the_projects_hooks_untrusted_after_a_no() {
             && t.contains("Stop [*] true")
             && t.contains("runs always")
     });
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 }
 
 /// The `mcpServers` of a project's settings files start programs as `.mcp.json`'s do: only in a

@@ -11,6 +11,7 @@ use keel::kernel::event::{ApprovalDecision, AssistantDelta, Event, EventPayload}
 use keel::kernel::provider::scripted::ScriptedProvider;
 use keel::{AgentConfig, AgentSession, Bus, Clock, Permission};
 
+use crate::common::kernel::rt;
 use crate::common::support::{fixture, snap, CLOCK};
 
 /// The variant name of an event (and of the delta inside `MessageDelta`). No `_` arm: a new
@@ -117,10 +118,7 @@ fn post_bash_hook(work: &std::path::Path) -> keel::kernel::hooks::Hooks {
 /// follow-up queued while the first approval is pending.
 fn everything_run(work: &std::path::Path) -> Vec<Arc<Event>> {
     std::fs::write(work.join("a.txt"), "alpha\n").unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
     rt.block_on(async {
         let clock = Clock::new(Some(CLOCK.parse().unwrap()), Some(5));
         let provider =

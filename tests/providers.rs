@@ -7,15 +7,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use keel::kernel::abort::AbortController;
-use keel::kernel::message::{Message, StopReason, Usage};
+use keel::kernel::message::{StopReason, Usage};
 use keel::kernel::provider::http::{HttpOptions, HttpProvider};
 use keel::kernel::provider::limits::StreamLimits;
 use keel::kernel::provider::model::{ModelCost, ModelInfo, API_ANTHROPIC, API_OPENAI};
 use keel::kernel::provider::sse::{SseDecoder, StreamDecoder};
 use keel::kernel::provider::{anthropic, openai, ModelRequest, Provider, ProviderEvent};
-use keel::kernel::tool;
 
 use crate::common::http_server::{awkward_pieces, End, Reply, Server};
+use crate::common::kernel::rt;
+use crate::common::provider_stream::{self, error_of, reasoning};
 use crate::common::support::{root, snap, Sandbox};
 
 fn bytes(path: &str) -> Vec<u8> {
@@ -36,22 +37,12 @@ fn cost() -> ModelCost {
 }
 
 fn model(api: &str, base_url: &str) -> ModelInfo {
-    let mut m = ModelInfo::unlisted("local", api, base_url, "test-model");
-    m.cost = cost();
-    m.reasoning = true;
-    m.thinking_levels = vec!["off".into(), "low".into(), "high".into()];
-    m
+    let m = ModelInfo::unlisted("local", api, base_url, "test-model");
+    reasoning(m, cost(), &["off", "low", "high"])
 }
 
 fn request() -> ModelRequest {
-    ModelRequest {
-        system_prompt: "be brief".into(),
-        messages: vec![Message::user("hi", 1)],
-        tools: vec![tool::spec("read").unwrap()],
-        thinking_level: "off".into(),
-        session_id: None,
-        output_schema: None,
-    }
+    provider_stream::request("off", None)
 }
 
 fn options(idle_ms: u64) -> HttpOptions {
@@ -60,13 +51,6 @@ fn options(idle_ms: u64) -> HttpOptions {
         idle_timeout: Duration::from_millis(idle_ms),
         ..HttpOptions::default()
     }
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
 }
 
 /// Streams one call and collects every event until the stream ends.
@@ -155,17 +139,6 @@ fn decoded_whole(body: &[u8], decoder: &mut dyn StreamDecoder) -> Vec<ProviderEv
     }
     decoder.finish(&mut out);
     out
-}
-
-fn error_of(events: &[ProviderEvent]) -> (String, String, Option<u64>) {
-    match events.last() {
-        Some(ProviderEvent::Error {
-            kind,
-            message,
-            retry_after_ms,
-        }) => (kind.clone(), message.clone(), *retry_after_ms),
-        other => panic!("expected a final error, got {other:?} in {events:?}"),
-    }
 }
 
 #[test]
@@ -692,10 +665,7 @@ fn a_stream_cut_mid_message_fails_the_turn_without_retry() {
         run.stdout, "",
         "print mode writes no partial answer to stdout"
     );
-    assert!(
-        run.stderr.contains("the stream was cut mid-response"),
-        "{run}"
-    );
+    run.assert_stderr("the stream was cut mid-response");
     assert_eq!(server.seen().len(), 1, "output had arrived: no retry");
     let server = Server::start(vec![Reply::sse(&body[..body.len() / 2]).ending(End::Cut)]);
     let run = keel_at(&sb, &server, &["--json", "--no-session", "hi"]);

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use crate::common::daemon::{waiting_run, Daemon};
 use crate::common::rpc::Rpc;
-use crate::common::support::{read_until, Sandbox};
+use crate::common::support::{read_until, scripted_args, Sandbox};
 
 const KEEL: &str = env!("CARGO_BIN_EXE_keel");
 
@@ -63,18 +63,10 @@ fn kill(pid: i32) {
 /// The JSON run of the waiting script, permitted to run its bash call.
 fn json_run(script_path: &Path) -> Vec<String> {
     let script = script_path.display().to_string();
-    [
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--permission",
-        "auto",
-        "go",
-    ]
-    .map(String::from)
-    .to_vec()
+    scripted_args(&["--json"], &script, &["--permission", "auto", "go"])
+        .into_iter()
+        .map(String::from)
+        .collect()
 }
 
 /// Starts a JSON run through `remote_args` (ssh being `ssh`), waits until its bash call runs,
@@ -272,7 +264,7 @@ fn the_tui_reconnects_by_itself_when_its_remote_link_drops_and_the_run_goes_on()
     );
     let ssh_s = ssh.display().to_string();
     let (mut window, mut child) =
-        crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SSH", ssh_s.as_str())]);
+        crate::common::pty::spawn_with(&sb, &shell, &[("KEEL_SSH", ssh_s.as_str())]);
     window.wait_for("the bash tool running", |t| {
         t.contains("Waiting for the signal.") && t.contains("cat ")
     });
@@ -307,7 +299,7 @@ fn the_bridge_relays_protocol_lines_both_ways_and_ends_with_its_stdin() {
     let mut line = String::new();
     stdin
         .write_all(
-            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon/hello\",\"params\":{\"protocolVersion\":1,\"client\":{\"name\":\"t\",\"version\":\"0\"}}}\n",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"daemon/hello\",\"params\":{\"protocolVersion\":2,\"client\":{\"name\":\"t\",\"version\":\"0\"}}}\n",
         )
         .unwrap();
     stdout.read_line(&mut line).unwrap();
@@ -336,22 +328,20 @@ fn rpc_mode_over_a_remote_link_reconnects_and_writes_every_event_once() {
     let (ssh, links_file) = fake_ssh(&sb);
     let (script_path, fifo) = waiting_run(&sb);
     let script_s = script_path.display().to_string();
-    let args = [
-        "--mode",
-        "rpc",
-        "--remote",
-        "devbox",
-        "--remote-keel",
-        KEEL,
-        "--socket",
-        &socket,
-        "--provider",
-        "scripted",
-        "--script",
+    let args = scripted_args(
+        &[
+            "--mode",
+            "rpc",
+            "--remote",
+            "devbox",
+            "--remote-keel",
+            KEEL,
+            "--socket",
+            &socket,
+        ],
         &script_s,
-        "--permission",
-        "auto",
-    ];
+        &["--permission", "auto"],
+    );
     let mut cmd = sb.cmd(&args);
     cmd.env("KEEL_SSH", &ssh);
     let mut rpc = Rpc::spawn(cmd);
@@ -386,14 +376,7 @@ fn rpc_mode_over_a_remote_link_reconnects_and_writes_every_event_once() {
     let writer = std::thread::spawn(move || std::fs::write(fifo2, "go on\n").unwrap());
     let mut local = Rpc::start(
         &here,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            &script_s,
-            "--permission",
-            "auto",
-        ],
+        &scripted_args(&[], &script_s, &["--permission", "auto"]),
     );
     local.send_bytes(b"{\"id\":\"p1\",\"type\":\"prompt\",\"message\":\"go\"}\n");
     local.wait(&json!({"type": "agent_settled"}));
@@ -422,13 +405,7 @@ fn the_resume_picker_over_remote_lists_the_remote_hosts_sessions() {
     // A session saved on "devbox" (the daemon's KEEL_HOME).
     let mut args: Vec<&str> = vec!["-p"];
     args.extend_from_slice(&remote);
-    args.extend([
-        "--provider",
-        "scripted",
-        "--script",
-        &hello,
-        "remember the remote tulips",
-    ]);
+    args.extend(scripted_args(&[], &hello, &["remember the remote tulips"]));
     let saved = sb.cmd(&args).env("KEEL_SSH", &ssh).output().unwrap();
     assert!(
         saved.status.success(),
@@ -444,7 +421,7 @@ fn the_resume_picker_over_remote_lists_the_remote_hosts_sessions() {
     );
     let ssh_s = ssh.display().to_string();
     let here_s = here.display().to_string();
-    let (mut window, mut child) = crate::tui_pty::spawn_with(
+    let (mut window, mut child) = crate::common::pty::spawn_with(
         &sb,
         &shell,
         &[("KEEL_SSH", ssh_s.as_str()), ("KEEL_HOME", here_s.as_str())],

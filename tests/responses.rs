@@ -4,16 +4,14 @@
 //! kinds, cut streams; then the binary end to end: reasoning items sent back on the next
 //! request and after a resume, retries, and which API a model speaks where.
 
-use keel::kernel::message::{Message, StopReason, Usage};
+use keel::kernel::message::{StopReason, Usage};
 use keel::kernel::provider::model::{ModelCost, ModelInfo, API_RESPONSES};
 use keel::kernel::provider::responses::ResponsesDecoder;
-use keel::kernel::provider::sse::{SseDecoder, StreamDecoder};
 use keel::kernel::provider::{ModelRequest, ProviderEvent};
-use keel::kernel::tool;
 use serde_json::{json, Value};
 
 use crate::common::http_server::{End, Reply, Server};
-use crate::common::provider_stream::{self, merged};
+use crate::common::provider_stream::{self, done, error_of, merged, reasoning};
 use crate::common::support::{root, snap, Sandbox};
 
 fn bytes(name: &str) -> Vec<u8> {
@@ -30,22 +28,12 @@ fn cost() -> ModelCost {
 }
 
 fn model(base_url: &str) -> ModelInfo {
-    let mut m = ModelInfo::unlisted("openai", API_RESPONSES, base_url, "gpt-test");
-    m.cost = cost();
-    m.reasoning = true;
-    m.thinking_levels = ["off", "low", "medium", "high"].map(String::from).to_vec();
-    m
+    let m = ModelInfo::unlisted("openai", API_RESPONSES, base_url, "gpt-test");
+    reasoning(m, cost(), &["off", "low", "medium", "high"])
 }
 
 fn request() -> ModelRequest {
-    ModelRequest {
-        system_prompt: "be brief".into(),
-        messages: vec![Message::user("hi", 1)],
-        tools: vec![tool::spec("read").unwrap()],
-        thinking_level: "high".into(),
-        session_id: Some("sess-1".into()),
-        output_schema: None,
-    }
+    provider_stream::request("high", Some("sess-1"))
 }
 
 /// One call against a server replying `replies`: every event until the stream ends.
@@ -69,48 +57,12 @@ fn usage(input: u64, cached: u64, output: u64, reasoning: u64) -> ProviderEvent 
     ProviderEvent::Usage(u)
 }
 
-fn done(stop: StopReason) -> ProviderEvent {
-    ProviderEvent::Done { stop }
-}
-
 /// The fixture decoded in-process, fed in one piece and then split at every byte offset: the
 /// same events each time.
 fn decoded_at_every_split(body: &[u8]) -> Vec<ProviderEvent> {
-    let decode = |cut: usize| {
-        let mut sse = SseDecoder::new();
-        let mut decoder = ResponsesDecoder::new(&model("http://x"));
-        let (mut events, mut out) = (Vec::new(), Vec::new());
-        sse.push(&body[..cut], &mut events).unwrap();
-        sse.push(&body[cut..], &mut events).unwrap();
-        sse.finish(&mut events).unwrap();
-        for e in &events {
-            decoder.on_event(e, &mut out);
-        }
-        decoder.finish(&mut out);
-        out
-    };
-    let whole = decode(body.len());
-    let whole: Vec<ProviderEvent> = whole
-        .into_iter()
-        .map(|ev| match ev {
-            // The transport says who failed.
-            ProviderEvent::Error {
-                kind,
-                message,
-                retry_after_ms,
-            } => ProviderEvent::Error {
-                kind,
-                message: format!("openai (gpt-test): {message}"),
-                retry_after_ms,
-            },
-            ev => ev,
-        })
-        .collect();
-    let first = decode(body.len());
-    for cut in 1..body.len() {
-        assert_eq!(decode(cut), first, "split at byte {cut}");
-    }
-    whole
+    provider_stream::decoded_at_every_split(body, "openai (gpt-test)", || {
+        ResponsesDecoder::new(&model("http://x"))
+    })
 }
 
 #[test]
@@ -211,18 +163,6 @@ fn responses_reasoning_summary_becomes_thinking_and_the_item_its_signature() {
             done(StopReason::Stop),
         ]
     );
-}
-
-/// The kind, message and retry hint of the one error that ends `events`.
-fn error_of(events: &[ProviderEvent]) -> (String, String, Option<u64>) {
-    match events.last() {
-        Some(ProviderEvent::Error {
-            kind,
-            message,
-            retry_after_ms,
-        }) => (kind.clone(), message.clone(), *retry_after_ms),
-        other => panic!("expected a final error, got {other:?} in {events:?}"),
-    }
 }
 
 #[test]

@@ -16,7 +16,7 @@ use nix::sys::signal::Signal;
 use serde_json::{json, Value};
 
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, root, snap, Sandbox};
+use crate::common::support::{fixture, root, scripted_args, snap, Sandbox};
 
 /// Replaces `"${name:/pointer}"` strings with values of kept lines.
 fn substitute(v: &mut Value, kept: &HashMap<String, Value>) {
@@ -174,10 +174,7 @@ fn transcript_sessions() {
 }
 
 fn hello(sb: &Sandbox) -> Rpc {
-    Rpc::start(
-        sb,
-        &["--provider", "scripted", "--script", &fixture("rpc.json")],
-    )
+    Rpc::start(sb, &scripted_args(&[], &fixture("rpc.json"), &[]))
 }
 
 /// pi's same-instant race: two prompts in one write both said `started` and one was dropped.
@@ -228,13 +225,7 @@ fn two_prompts_in_one_write_never_both_start() {
     const WORKERS: usize = 8;
     let sb = Sandbox::new();
     let script = fixture("hello.json");
-    let args = [
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-    ];
+    let args = scripted_args(&["--no-session"], &script, &[]);
     let one_run = || {
         let mut rpc = Rpc::start(&sb, &args);
         // One round trip first: keel is idle and its reader waits for the next write.
@@ -433,9 +424,7 @@ fn eof_finishes_the_run_and_saves() {
     let (lines, _, code) = rpc.finish();
     assert_eq!(code, 0);
     assert!(lines.iter().any(|l| l.contains("\"agent_settled\"")));
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    let text = std::fs::read_to_string(&files[0]).unwrap();
+    let text = sb.session_text();
     assert!(text.contains("Done: ok."), "{text}");
 }
 
@@ -513,14 +502,11 @@ fn example_client_streams_an_answer() {
     let sb = Sandbox::new();
     let script = fixture("rpc.json");
     let out = std::process::Command::new(client)
-        .args([
-            "say something",
-            "--no-session",
-            "--provider",
-            "scripted",
-            "--script",
+        .args(scripted_args(
+            &["say something", "--no-session"],
             &script,
-        ])
+            &[],
+        ))
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("KEEL_BIN", env!("CARGO_BIN_EXE_keel"))
@@ -587,14 +573,7 @@ fn get_tree_of_a_deep_session() {
     let script = fixture("rpc.json");
     let mut rpc = Rpc::start(
         &sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "--session",
-            "deep.jsonl",
-        ],
+        &scripted_args(&[], &script, &["--session", "deep.jsonl"]),
     );
     rpc.send(&json!({"id": "t", "type": "get_tree"}));
     rpc.send(&json!({"id": "s", "type": "get_state"}));

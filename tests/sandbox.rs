@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 
 const SECRET: &str = "secret-canary-77";
 const KEY: &str = "sk-keycanary-99";
@@ -181,7 +181,7 @@ pub(crate) fn keel_as(
         give_to_nobody(Path::new(&script));
     }
     let mut all = args.to_vec();
-    all.extend(["--provider", "scripted", "--script", &script, "go"]);
+    all.extend(scripted_args(&[], &script, &["go"]));
     let mut cmd = sb.cmd(&all);
     if user == User::Nobody {
         use std::os::unix::process::CommandExt;
@@ -595,17 +595,11 @@ fn read_only_runs_commands_in_a_project_under_tmp_and_debug_sandbox_says_what_is
     for mech in mechanisms() {
         let script = sb.tool_calls_script(&[bash("pwd; echo x > written; cat written")]);
         let out = sb
-            .cmd(&[
-                "--json",
-                "--no-session",
-                "--sandbox",
-                "read-only",
-                "--provider",
-                "scripted",
-                "--script",
+            .cmd(&scripted_args(
+                &["--json", "--no-session", "--sandbox", "read-only"],
                 &script,
-                "go",
-            ])
+                &["go"],
+            ))
             .env("KEEL_SANDBOX_MECHANISM", mech)
             .output()
             .unwrap();

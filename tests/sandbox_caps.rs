@@ -10,8 +10,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::common::pty::spawn_with;
 use crate::sandbox::{bash, run_as, users_and_mechanisms, world_as, User, NOBODY};
-use crate::tui_pty::spawn_with;
 
 const SECRET: &str = "secret-canary-77";
 

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::common::daemon::{open, Daemon};
 use crate::common::rpc::Rpc;
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 use crate::sandbox::{bash, run, world};
 
 /// `escalate: true` with a justification.
@@ -61,17 +61,7 @@ fn without_a_mechanism_fail_if_unavailable_false_runs_unsandboxed_with_one_warni
 fn sandbox_off_is_a_warning_notice_in_rpc_mode() {
     let sb = world();
     let script = script(&sb, &[]);
-    let mut rpc = Rpc::start(
-        &sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "--sandbox",
-            "off",
-        ],
-    );
+    let mut rpc = Rpc::start(&sb, &scripted_args(&[], &script, &["--sandbox", "off"]));
     let seen = rpc.call_seen(json!({"id": "s", "type": "get_state"}));
     let notice = rpc.wait(&json!({"type": "extension_ui_request", "method": "notify"}));
     assert_eq!(notice["notifyType"], "warning", "{notice}");
@@ -86,16 +76,7 @@ fn sandbox_off_is_a_warning_notice_in_rpc_mode() {
 fn sandbox_off_is_a_warning_notice_event_in_json_mode() {
     let sb = world();
     let script = script(&sb, &[]);
-    let args = [
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--sandbox",
-        "off",
-        "go",
-    ];
+    let args = scripted_args(&["--json"], &script, &["--sandbox", "off", "go"]);
     let out = sb.cmd(&args).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{stdout}");
@@ -134,14 +115,7 @@ fn a_stopped_command_is_a_sandbox_violation_event_in_json_mode() {
     let sb = world();
     let script = script(&sb, &[bash("echo x > /usr/keel-probe"), bash("true")]);
     let out = sb
-        .cmd(&[
-            "--json",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "go",
-        ])
+        .cmd(&scripted_args(&["--json"], &script, &["go"]))
         .env("KEEL_SANDBOX_MECHANISM", "bwrap")
         .output()
         .unwrap();
@@ -184,8 +158,7 @@ fn a_stopped_command_is_a_sandbox_violation_event_in_json_mode() {
 fn a_daemon_sessions_snapshot_names_its_sandbox() {
     let sb = world();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = open(&mut c, &sb, "hello.json", &["--sandbox", "read-only"]);
     let attached = c.call("session/attach", json!({"sessionId": id}));
     let sandbox = &attached["result"]["snapshot"]["sandbox"];
@@ -201,7 +174,7 @@ fn a_daemon_sessions_snapshot_names_its_sandbox() {
 fn an_escalation_asks_in_rpc_with_its_justification_and_an_approval_runs_it_outside() {
     let sb = world();
     let script = script(&sb, &[escalated("echo x > ../outside.txt")]);
-    let mut rpc = Rpc::start(&sb, &["--provider", "scripted", "--script", &script]);
+    let mut rpc = Rpc::start(&sb, &scripted_args(&[], &script, &[]));
     rpc.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
     let ask = rpc.wait(&json!({"type": "extension_ui_request", "method": "confirm"}));
     assert_eq!(ask["title"], "Run `bash` outside the sandbox?", "{ask}");
@@ -228,7 +201,7 @@ fn an_escalation_asks_in_rpc_with_its_justification_and_an_approval_runs_it_outs
 fn an_escalation_blocks_a_print_run_with_exit_5() {
     let sb = world();
     let script = script(&sb, &[escalated("echo x > ../outside.txt")]);
-    let run = sb.run(&["-p", "--provider", "scripted", "--script", &script, "go"]);
+    let run = sb.run(&scripted_args(&["-p"], &script, &["go"]));
     assert_eq!(run.code, 5, "{run}");
     assert!(run.stderr.contains("outside the sandbox"), "{run}");
     assert!(!sb.dir.path().join("outside.txt").exists());
@@ -238,7 +211,7 @@ fn an_escalation_blocks_a_print_run_with_exit_5() {
 fn an_allow_rule_runs_an_escalation_only_with_allow_escalation_true_and_never_when_false() {
     let mut sb = world();
     let script = script(&sb, &[escalated("echo x > ../outside.txt")]);
-    let args = ["-p", "--provider", "scripted", "--script", &script, "go"];
+    let args = scripted_args(&["-p"], &script, &["go"]);
     let rule = json!(["Bash(echo *)"]);
     // A rule alone does not: the call still needs an approval nobody can give here.
     settings(&sb, json!({"permissions": {"allow": rule}}));
@@ -273,7 +246,7 @@ fn an_allow_rule_runs_an_escalation_only_with_allow_escalation_true_and_never_wh
 fn print_mode_shows_what_the_sandbox_stopped_on_stderr() {
     let sb = world();
     let script = script(&sb, &[bash("echo x > /usr/keel-probe")]);
-    let run = sb.run(&["-p", "--provider", "scripted", "--script", &script, "go"]);
+    let run = sb.run(&scripted_args(&["-p"], &script, &["go"]));
     assert_eq!(run.code, 0, "{run}");
     assert!(
         run.stderr

@@ -10,7 +10,7 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 use crate::sandbox::{bash, run_as_events, users_and_mechanisms, world_as, User, NOBODY};
 
 /// Runs `git args` in the workspace as `user` (the workspace's owner) with the world's home:
@@ -175,15 +175,7 @@ fn session(sb: &Sandbox, user: User, mech: &str, mut call: Value) -> (Option<i32
         crate::sandbox::give_to_nobody(&script);
     }
     let script = script.display().to_string();
-    let args = [
-        "-p",
-        "--no-session",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "go",
-    ];
+    let args = scripted_args(&["-p", "--no-session"], &script, &["go"]);
     let mut cmd = sb.cmd(&args);
     cmd.env("KEEL_SANDBOX_MECHANISM", mech);
     if user == User::Nobody {

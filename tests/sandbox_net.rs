@@ -9,7 +9,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::common::http_server::{Reply, Server};
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 
 const BODY: &str = r#"{"from":"outside"}"#;
 
@@ -50,7 +50,7 @@ fn run(
     let body = json!({"turns": [{"chunks": chunks}, {"chunks": [{"text": "done"}]}]});
     std::fs::write(&script, body.to_string()).unwrap();
     let script = script.display().to_string();
-    let mut args = vec!["--json", "--provider", "scripted", "--script", &script];
+    let mut args = scripted_args(&["--json"], &script, &[]);
     args.extend_from_slice(extra);
     args.push("go");
     let mut cmd = sb.cmd(&args);

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::common::daemon::Daemon;
-use crate::common::support::fixture;
+use crate::common::support::{fixture, scripted_args};
 use crate::sandbox::{bash, mechanisms, run, world};
 
 fn write(path: &Path, v: &Value) {
@@ -226,7 +226,7 @@ fn keel_ps_and_daemon_status_show_each_sessions_sandbox_and_off_loudly() {
         // Two sessions, two ids.
         sb.seed = seed;
         let mut args = vec!["--daemon", "--socket", &socket, "-p"];
-        args.extend(["--provider", "scripted", "--script", &script]);
+        args.extend(scripted_args(&[], &script, &[]));
         args.extend_from_slice(extra);
         args.extend(["--detach", "hi"]);
         let r = sb.run(&args);

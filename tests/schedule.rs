@@ -3,31 +3,19 @@
 //! `KEEL_SCHEDULE_MIN_SECS=1`); every wait polls the store or the daemon for a state change
 //! with a deadline, never a fixed sleep.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::daemon::Daemon;
-use crate::common::support::{fixture, snap, Run, Sandbox};
+use crate::common::daemon::{keel_on, Daemon};
+use crate::common::support::{fixture, scripted_args, snap, Run, Sandbox};
 
 /// How long a test waits for a state it expects.
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// `keel ARGS` talking to daemon `socket`, with the 1 s floor for `--every`.
-fn keel(sb: &Sandbox, socket: &Path, args: &[&str]) -> Run {
-    let out = sb
-        .cmd(args)
-        .env("KEEL_SOCKET", socket)
-        .env("KEEL_SCHEDULE_MIN_SECS", "1")
-        .output()
-        .unwrap();
-    sb.finish(out)
-}
-
 /// The socket a daemon of this sandbox listens on (also before one runs).
 fn socket_of(sb: &Sandbox) -> std::path::PathBuf {
-    sb.dir.path().join("run").join("p1.sock")
+    sb.dir.path().join("run").join("p2.sock")
 }
 
 /// Adds task `name` running `script` every second (plus `extra` flags before `--`).
@@ -35,16 +23,8 @@ fn add(sb: &Sandbox, name: &str, script: &str, extra: &[&str]) -> Run {
     let script = fixture(script);
     let mut args = vec!["schedule", "add", name, "--every", "1s"];
     args.extend_from_slice(extra);
-    args.extend_from_slice(&[
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--",
-        "do",
-        "it",
-    ]);
-    let run = keel(sb, &socket_of(sb), &args);
+    args.extend_from_slice(&scripted_args(&[], &script, &["--", "do", "it"]));
+    let run = keel_on(sb, &socket_of(sb), &args);
     assert_eq!(run.code, 0, "{run}");
     run
 }
@@ -58,7 +38,7 @@ struct ListLine {
     every: Option<u64>,
     cron: Option<String>,
     cwd: String,
-    args: Vec<String>,
+    spec: Value,
     prompt: String,
     on_failure: Option<String>,
     paused: bool,
@@ -79,7 +59,7 @@ struct ListLine {
 
 /// `keel schedule list --json`, each line checked against [`ListLine`].
 fn list(sb: &Sandbox) -> Vec<Value> {
-    let run = keel(sb, &socket_of(sb), &["schedule", "list", "--json"]);
+    let run = keel_on(sb, &socket_of(sb), &["schedule", "list", "--json"]);
     assert_eq!(run.code, 0, "{run}");
     for line in run.stdout.lines() {
         if let Err(e) = serde_json::from_str::<ListLine>(line) {
@@ -143,21 +123,12 @@ fn a_task_every_second_runs_as_a_named_saved_session_that_resumes() {
     assert!(text.contains("Hello from keel!"), "{text}");
     // Settled and unwatched: saved and closed in the daemon, so it resumes like any session.
     let script = fixture("hello.json");
-    let args = [
-        "-p",
-        "--resume",
-        &id,
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "again",
-    ];
-    let resumed = keel(&sb, &d.socket, &args);
+    let args = scripted_args(&["-p", "--resume", &id], &script, &["again"]);
+    let resumed = keel_on(&sb, &d.socket, &args);
     assert_eq!(resumed.code, 0, "{resumed}");
     assert_eq!(resumed.stdout, "Hello from keel!\n");
     // The table shows it too.
-    let table = keel(&sb, &d.socket, &["schedule", "list"]);
+    let table = keel_on(&sb, &d.socket, &["schedule", "list"]);
     let row = table.stdout.lines().nth(1).unwrap_or_default().to_string();
     assert!(
         row.starts_with("hello ") && row.contains("every 1s"),
@@ -181,7 +152,7 @@ fn a_running_task_is_a_live_attachable_session_and_its_next_slots_are_skipped() 
         })
     });
     let id = live["sessionId"].as_str().unwrap().to_string();
-    let ps = keel(&sb, &d.socket, &["ps"]);
+    let ps = keel_on(&sb, &d.socket, &["ps"]);
     assert!(
         ps.stdout.contains(&id) && ps.stdout.contains("schedule:hang"),
         "{ps}"
@@ -205,7 +176,10 @@ fn a_running_task_is_a_live_attachable_session_and_its_next_slots_are_skipped() 
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     let reload = c.call("schedule/reload", json!({}));
     assert_eq!(reload["result"], json!({"tasks": 1}), "{reload}");
-    assert_eq!(keel(&sb, &d.socket, &["schedule", "pause", "hang"]).code, 0);
+    assert_eq!(
+        keel_on(&sb, &d.socket, &["schedule", "pause", "hang"]).code,
+        0
+    );
     let aborted = c.call("abort", json!({"sessionId": id}));
     assert!(aborted.get("result").is_some(), "{aborted}");
     let t = settled(&sb, "hang", 1);
@@ -236,7 +210,7 @@ fn a_failing_run_triggers_on_failure_with_its_result_line_and_a_notice() {
         std::fs::read_to_string(&out).ok()
     });
     assert_eq!(
-        keel(&sb, &d.socket, &["schedule", "pause", "broken"]).code,
+        keel_on(&sb, &d.socket, &["schedule", "pause", "broken"]).code,
         0
     );
     let line: Value = serde_json::from_str(text.trim_end()).unwrap();
@@ -273,7 +247,7 @@ fn an_approval_nobody_answers_ends_the_run_blocked_after_the_timeout() {
     add(&sb, "ask", "blocked.json", &ask);
     let t = settled(&sb, "ask", 1);
     assert_eq!(
-        keel(&sb, &socket_of(&sb), &["schedule", "pause", "ask"]).code,
+        keel_on(&sb, &socket_of(&sb), &["schedule", "pause", "ask"]).code,
         0
     );
     assert_eq!(
@@ -302,11 +276,11 @@ fn pause_stops_runs_and_resume_starts_them_again() {
     add(&sb, "witness", "hello.json", &[]);
     settled(&sb, "paused", 1);
     assert_eq!(
-        keel(&sb, &d.socket, &["schedule", "pause", "paused"]).code,
+        keel_on(&sb, &d.socket, &["schedule", "pause", "paused"]).code,
         0
     );
     let n = settled(&sb, "paused", 1)["runs"].as_u64().unwrap();
-    let table = keel(&sb, &d.socket, &["schedule", "list"]).stdout;
+    let table = keel_on(&sb, &d.socket, &["schedule", "list"]).stdout;
     assert!(
         table
             .lines()
@@ -318,17 +292,17 @@ fn pause_stops_runs_and_resume_starts_them_again() {
     settled(&sb, "witness", w + 3);
     assert_eq!(runs(&sb, "paused"), n, "a paused task ran");
     assert_eq!(
-        keel(&sb, &d.socket, &["schedule", "resume", "paused"]).code,
+        keel_on(&sb, &d.socket, &["schedule", "resume", "paused"]).code,
         0
     );
     settled(&sb, "paused", n + 1);
     // `run` starts a paused task at once.
     assert_eq!(
-        keel(&sb, &d.socket, &["schedule", "pause", "paused"]).code,
+        keel_on(&sb, &d.socket, &["schedule", "pause", "paused"]).code,
         0
     );
     let m = settled(&sb, "paused", n + 1)["runs"].as_u64().unwrap();
-    let now = keel(&sb, &d.socket, &["schedule", "run", "paused"]);
+    let now = keel_on(&sb, &d.socket, &["schedule", "run", "paused"]);
     assert_eq!(now.code, 0, "{now}");
     let t = settled(&sb, "paused", m + 1);
     assert_eq!(t["lastSession"].as_str(), Some(now.stdout.trim()), "{t}");
@@ -339,10 +313,7 @@ fn a_restarted_daemon_keeps_the_schedule_and_a_daemon_with_tasks_stays_up() {
     let sb = Sandbox::new();
     // Added before any daemon runs: it says so, and the task waits for one.
     let first = add(&sb, "tick", "hello.json", &[]);
-    assert!(
-        first.stderr.contains("no keel daemon is running"),
-        "{first}"
-    );
+    first.assert_stderr("no keel daemon is running");
     let mut d = Daemon::start(&sb, &["--idle-exit", "0.3"]);
     // Three runs take longer than the idle exit: the daemon stays up for its task.
     settled(&sb, "tick", 3);
@@ -354,14 +325,17 @@ fn a_restarted_daemon_keeps_the_schedule_and_a_daemon_with_tasks_stays_up() {
     let mut d = Daemon::start(&sb, &["--idle-exit", "0.3"]);
     let n = runs(&sb, "tick");
     settled(&sb, "tick", n + 1);
-    let status = keel(&sb, &d.socket, &["daemon", "status", "--json"]);
+    let status = keel_on(&sb, &d.socket, &["daemon", "status", "--json"]);
     let v: Value = serde_json::from_str(status.stdout.trim()).unwrap();
     assert_eq!(
         (&v["schedules"]["tasks"], &v["schedules"]["active"]),
         (&json!(1), &json!(1))
     );
     // Paused, nothing keeps it: it exits on idle.
-    assert_eq!(keel(&sb, &d.socket, &["schedule", "pause", "tick"]).code, 0);
+    assert_eq!(
+        keel_on(&sb, &d.socket, &["schedule", "pause", "tick"]).code,
+        0
+    );
     let code = wait_for("the idle exit", || {
         d.child
             .as_mut()
@@ -379,33 +353,22 @@ fn a_corrupt_schedules_file_is_reported_and_nothing_runs_or_overwrites_it() {
     let file = sb.home().join("schedules.json");
     std::fs::write(&file, "{\"version\":1,\"tasks\":[{\"name\":\"x\"").unwrap();
     let d = Daemon::start(&sb, &[]);
-    let status = keel(&sb, &d.socket, &["daemon", "status"]);
-    assert!(
-        status.stdout.contains("schedules.json is corrupt"),
-        "{status}"
-    );
+    let status = keel_on(&sb, &d.socket, &["daemon", "status"]);
+    status.assert_stdout("schedules.json is corrupt");
     let script = fixture("hello.json");
-    let args = [
-        "schedule",
-        "add",
-        "y",
-        "--every",
-        "1s",
-        "--provider",
-        "scripted",
-        "--script",
+    let args = scripted_args(
+        &["schedule", "add", "y", "--every", "1s"],
         &script,
-        "--",
-        "hi",
-    ];
-    let run = keel(&sb, &d.socket, &args);
+        &["--", "hi"],
+    );
+    let run = keel_on(&sb, &d.socket, &args);
     snap(
         "schedule_add_corrupt_store",
         &run.to_string().replace(&script, "[SCRIPT]"),
     );
     assert_eq!(run.code, 3);
-    assert_eq!(keel(&sb, &d.socket, &["schedule", "list"]).code, 3);
-    assert_eq!(keel(&sb, &d.socket, &["schedule", "run", "x"]).code, 3);
+    assert_eq!(keel_on(&sb, &d.socket, &["schedule", "list"]).code, 3);
+    assert_eq!(keel_on(&sb, &d.socket, &["schedule", "run", "x"]).code, 3);
     let left = std::fs::read_to_string(&file).unwrap();
     assert_eq!(left, "{\"version\":1,\"tasks\":[{\"name\":\"x\"");
     assert!(
@@ -432,10 +395,10 @@ fn add_lists_every_problem_at_once() {
         "--",
         "hi",
     ];
-    let usage = keel(&sb, &socket, &args);
+    let usage = keel_on(&sb, &socket, &args);
     snap("schedule_add_usage_errors", &usage.to_string());
     assert_eq!(usage.code, 2);
-    let short = keel(
+    let short = keel_on(
         &sb,
         &socket,
         &["schedule", "add", "x", "--every", "30s", "--", "hi"],
@@ -447,10 +410,7 @@ fn add_lists_every_problem_at_once() {
         .unwrap();
     let floor = sb.finish(floor);
     assert_eq!(floor.code, 2, "{floor}");
-    assert!(
-        floor.stderr.contains("shorter than the minimum, 1m"),
-        "{floor}"
-    );
+    floor.assert_stderr("shorter than the minimum, 1m");
     // With the test floor 30 s is fine; no provider is configured in this environment.
     snap("schedule_add_no_provider", &short.to_string());
     assert_eq!(short.code, 3);
@@ -459,7 +419,7 @@ fn add_lists_every_problem_at_once() {
         "a refused task was stored"
     );
     add(&sb, "x", "hello.json", &[]);
-    let again = keel(
+    let again = keel_on(
         &sb,
         &socket,
         &[
@@ -502,7 +462,7 @@ fn schedule_add_refuses_an_api_key_and_never_stores_or_prints_it() {
         args.extend(["--script", &script]);
         args.extend(flag.iter().map(String::as_str));
         args.extend(["--", "hi"]);
-        let run = keel(&sb, &socket, &args);
+        let run = keel_on(&sb, &socket, &args);
         assert_eq!(run.code, 2, "{run}");
         assert!(run.stderr.contains("--api-key"), "{run}");
         assert!(run.stderr.contains("daemon's environment"), "{run}");
@@ -516,7 +476,7 @@ fn schedule_add_refuses_an_api_key_and_never_stores_or_prints_it() {
             "a task with a key was stored"
         );
     }
-    let listed = keel(&sb, &socket, &["schedule", "list", "--json"]);
+    let listed = keel_on(&sb, &socket, &["schedule", "list", "--json"]);
     assert!(!listed.stdout.contains(key), "{listed}");
 }
 
@@ -524,13 +484,13 @@ fn schedule_add_refuses_an_api_key_and_never_stores_or_prints_it() {
 fn install_prints_a_login_unit_that_runs_the_daemon_forever() {
     let sb = Sandbox::new();
     let socket = socket_of(&sb);
-    let systemd = keel(&sb, &socket, &["daemon", "install", "--print", "--systemd"]);
+    let systemd = keel_on(&sb, &socket, &["daemon", "install", "--print", "--systemd"]);
     assert_eq!(systemd.code, 0, "{systemd}");
     snap("daemon_install_systemd", &systemd.to_string());
-    let launchd = keel(&sb, &socket, &["daemon", "install", "--print", "--launchd"]);
+    let launchd = keel_on(&sb, &socket, &["daemon", "install", "--print", "--launchd"]);
     assert_eq!(launchd.code, 0, "{launchd}");
     snap("daemon_install_launchd", &launchd.to_string());
-    let bare = keel(&sb, &socket, &["daemon", "install"]);
+    let bare = keel_on(&sb, &socket, &["daemon", "install"]);
     assert_eq!(bare.code, 2, "{bare}");
 }
 
@@ -544,7 +504,7 @@ fn a_tui_attached_to_the_daemon_shows_a_failed_run_as_a_notice() {
         "exec '{keel}' --daemon --socket '{socket}' --provider scripted --script '{}' --session-id watch hi",
         fixture("hello.json")
     );
-    let (mut w, mut child) = crate::tui_pty::spawn(&sb, &shell);
+    let (mut w, mut child) = crate::common::pty::spawn(&sb, &shell);
     w.wait_for("the answer", |t| t.contains("Hello from keel!"));
     add(&sb, "broken", "provider_error.json", &[]);
     w.wait_for("the notice", |t| {
@@ -557,16 +517,16 @@ fn a_tui_attached_to_the_daemon_shows_a_failed_run_as_a_notice() {
 }
 
 fn keel_pause(sb: &Sandbox, name: &str) -> i32 {
-    keel(sb, &socket_of(sb), &["schedule", "pause", name]).code
+    keel_on(sb, &socket_of(sb), &["schedule", "pause", name]).code
 }
 
 #[test]
 fn schedule_help_lists_the_commands() {
     let sb = Sandbox::new();
-    let help = keel(&sb, &socket_of(&sb), &["schedule", "--help"]);
+    let help = keel_on(&sb, &socket_of(&sb), &["schedule", "--help"]);
     assert_eq!(help.code, 0, "{help}");
     snap("schedule_help", &help.to_string());
-    let add = keel(&sb, &socket_of(&sb), &["schedule", "add", "--help"]);
+    let add = keel_on(&sb, &socket_of(&sb), &["schedule", "add", "--help"]);
     assert_eq!(add.code, 0, "{add}");
     snap("schedule_add_help", &add.to_string());
 }
@@ -648,7 +608,36 @@ fn a_scheduled_run_is_sandboxed_and_its_record_names_what_was_stopped() {
 fn add_with(sb: &Sandbox, name: &str, script: &str, extra: &[&str]) {
     let mut args = vec!["schedule", "add", name, "--every", "1s"];
     args.extend_from_slice(extra);
-    args.extend_from_slice(&["--provider", "scripted", "--script", script, "--", "go"]);
-    let run = keel(sb, &socket_of(sb), &args);
+    args.extend_from_slice(&scripted_args(&[], script, &["--", "go"]));
+    let run = keel_on(sb, &socket_of(sb), &args);
     assert_eq!(run.code, 0, "{run}");
+}
+
+/// A store written by a keel of protocol 1 (tasks with flags) is converted once, by the first
+/// keel that loads it, with the old file kept beside it; a stored `--api-key` never reaches the
+/// spec (its value is not listed).
+#[test]
+fn a_version_1_store_is_converted_to_specs_once_with_a_backup() {
+    let sb = Sandbox::new();
+    let store = sb.home().join("schedules.json");
+    let v1 = json!({"version": 1, "tasks": [{
+        "name": "old", "every": 3600, "cwd": sb.work(),
+        "args": ["--provider", "scripted", "--model", "m", "--max-turns", "2",
+                 "--api-key", "sk-old-secret"],
+        "prompt": "p", "created": "2026-01-01T00:00:00+00:00"}]})
+    .to_string();
+    std::fs::write(&store, &v1).unwrap();
+    let t = task(&sb, "old");
+    assert_eq!(t["spec"]["provider"], "scripted", "{t}");
+    assert_eq!(t["spec"]["model"], "m", "{t}");
+    assert_eq!(t["spec"]["maxTurns"], 2, "{t}");
+    assert!(t.get("args").is_none(), "{t}");
+    let now = std::fs::read_to_string(&store).unwrap();
+    assert!(now.contains("\"version\": 2"), "{now}");
+    assert!(
+        !now.contains("sk-old-secret"),
+        "a key is never stored: {now}"
+    );
+    let backup = sb.home().join("schedules.json.v1.bak");
+    assert_eq!(std::fs::read_to_string(backup).unwrap(), v1);
 }

@@ -5,7 +5,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, Sandbox};
 
 pub use keel_testkit::session_gen;
 
@@ -30,15 +30,7 @@ fn write_session(sb: &Sandbox, entries: usize) -> u64 {
 /// the session and answered one prompt, so the model request was built from the whole history.
 fn peak_after_one_prompt(sb: &Sandbox) -> u64 {
     let script = fixture("hello.json");
-    let args = [
-        "--mode",
-        "rpc",
-        "--continue",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-    ];
+    let args = scripted_args(&["--mode", "rpc", "--continue"], &script, &[]);
     let mut rpc = Rpc::spawn(sb.cmd(&args));
     rpc.send_bytes(b"{\"id\":\"p\",\"type\":\"prompt\",\"message\":\"hi\"}\n");
     rpc.wait(&serde_json::json!({"type": "agent_settled"}));

@@ -14,7 +14,7 @@ use keel::mode::Env;
 use serde_json::json;
 
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, Sandbox};
 
 fn env(cwd: &Path, home: &Path) -> Env {
     Env {
@@ -61,7 +61,7 @@ fn race(args: &[&str], rounds: usize) -> (usize, Vec<String>) {
                     let clock = Clock::new(None, Some(round as u64 * 2 + n));
                     barrier.wait();
                     // The store (and its lock) lives until both threads are done.
-                    let settings = keel::setup::Settings::resolve(&cli, &env).unwrap();
+                    let settings = keel::cli::invocation::settings(&cli, &env).unwrap();
                     let opened = keel::setup::open_session(&settings, &env, &clock);
                     let result = opened.map(|o| o.store).map_err(|e| e.render());
                     barrier.wait();
@@ -112,16 +112,11 @@ fn session_id_files_are_claimed_once_by_the_binary_too() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
     let run = |id: &str| {
-        sb.cmd(&[
-            "-p",
-            "hi",
-            "--provider",
-            "scripted",
-            "--script",
+        sb.cmd(&scripted_args(
+            &["-p", "hi"],
             &script,
-            "--session-id",
-            id,
-        ])
+            &["--session-id", id],
+        ))
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -170,7 +165,7 @@ fn a_full_disk_fails_the_run_with_session_write() {
     )
     .unwrap();
     let script = fixture("demo.json");
-    let args = ["--provider", "scripted", "--script", &script];
+    let args = scripted_args(&[], &script, &[]);
     let json = run_with_file_limit(&sb, 3, &[&["--json", "go"][..], &args].concat());
     assert_eq!(json.code, 1, "{json}");
     let result = json.stdout_lines().pop().unwrap();
@@ -341,14 +336,7 @@ fn sessions_and_exports_are_private_whatever_the_umask() {
     let home = sb.home();
     std::fs::remove_dir(&home).unwrap();
     let script = fixture("hello.json");
-    let args = [
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "hi",
-    ];
+    let args = scripted_args(&["--json"], &script, &["hi"]);
     let run = sb.finish(sb.cmd_after("umask 000", &args).output().unwrap());
     assert_eq!(run.code, 0, "{run}");
     let file = sb.session_files().pop().unwrap();
@@ -356,14 +344,7 @@ fn sessions_and_exports_are_private_whatever_the_umask() {
     assert_eq!(mode(file.parent().unwrap()), 0o700);
     assert_eq!(mode(&home.join("sessions")), 0o700);
     assert_eq!(mode(&home), 0o700);
-    let rpc = [
-        "--mode",
-        "rpc",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-    ];
+    let rpc = scripted_args(&["--mode", "rpc"], &script, &[]);
     let out = rpc_export(&sb, sb.cmd_after("umask 000", &rpc));
     assert!(out.contains(r#""success":true"#), "{out}");
     assert_eq!(mode(&sb.work().join("out.html")), 0o600);
@@ -401,14 +382,7 @@ fn rpc_refuses_session_changes_while_the_session_cannot_be_saved() {
     let script = fixture("hello.json");
     let mut rpc = Rpc::start(
         &sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "--session-dir",
-            "blocked/sessions",
-        ],
+        &scripted_args(&[], &script, &["--session-dir", "blocked/sessions"]),
     );
     send(&mut rpc, r#"{"id":"p1","type":"prompt","message":"one"}"#);
     let first = rpc.until(&json!({"type": "agent_settled"})).concat();

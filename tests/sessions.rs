@@ -4,7 +4,7 @@
 use std::io::BufReader;
 use std::time::{Duration, Instant};
 
-use crate::common::support::{fixture, read_until, signal, Sandbox};
+use crate::common::support::{fixture, read_until, scripted_args, signal, Sandbox};
 
 fn hello_args(extra: &[&str], prompt: &str) -> Vec<String> {
     let mut v: Vec<String> = ["--json", "--provider", "scripted", "--script"]
@@ -56,14 +56,11 @@ fn entries(path: &std::path::Path) -> Vec<serde_json::Value> {
 #[test]
 fn sigkill_mid_turn_keeps_completed_entries_and_continue_loads_them() {
     let sb = Sandbox::new();
-    let mut child = sb.spawn(&[
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
+    let mut child = sb.spawn(&scripted_args(
+        &["--json"],
         &fixture("hang.json"),
-        "first question",
-    ]);
+        &["first question"],
+    ));
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let header = read_until(&mut stdout, "\"text_delta\"");
     let id: serde_json::Value = serde_json::from_str(&header[0]).unwrap();
@@ -191,16 +188,11 @@ fn conflicting_session_flags_are_a_usage_error() {
 #[test]
 fn a_second_process_on_the_same_session_gets_a_config_error() {
     let sb = Sandbox::new();
-    let mut holder = sb.spawn(&[
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
+    let mut holder = sb.spawn(&scripted_args(
+        &["--json"],
         &fixture("hang.json"),
-        "--session-id",
-        "shared",
-        "work",
-    ]);
+        &["--session-id", "shared", "work"],
+    ));
     let mut stdout = BufReader::new(holder.stdout.take().unwrap());
     read_until(&mut stdout, "\"text_delta\"");
     wait_for_file_containing(&sb, "\"work\"");

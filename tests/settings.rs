@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use crate::common::daemon::Daemon;
-use crate::common::support::{fixture, snap, Sandbox};
+use crate::common::support::{fixture, scripted_args, snap, Sandbox};
 
 fn write(path: &Path, v: &Value) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -90,10 +90,7 @@ fn the_model_flag_beats_the_settings_model() {
     write(&project(&sb), &json!({"model": "openai/gpt-4.1"}));
     let run = sb.run(&["-p", "hi"]);
     assert_eq!(run.code, 3, "{run}");
-    assert!(
-        run.stderr.contains("no API key for provider `openai`"),
-        "{run}"
-    );
+    run.assert_stderr("no API key for provider `openai`");
     let script = fixture("hello.json");
     let run = sb.run(&["-p", "hi", "--model", "scripted/x", "--script", &script]);
     assert_eq!(run.code, 0, "{run}");
@@ -114,10 +111,7 @@ fn a_broken_settings_file_names_its_line_and_column_and_exits_3() {
     assert_eq!(last["outcome"], "config_error", "{run}");
     let run = sb.run(&["config", "show"]);
     assert_eq!(run.code, 3, "{run}");
-    assert!(
-        run.stderr.contains("settings.json:3:3: not valid JSON"),
-        "{run}"
-    );
+    run.assert_stderr("settings.json:3:3: not valid JSON");
 }
 
 #[test]
@@ -189,10 +183,7 @@ fn config_show_lists_the_merged_settings_with_their_origins() {
     assert_eq!(v["permissions"]["allow"].as_array().unwrap().len(), 3);
     assert_eq!(v["env"]["RUST_LOG"]["value"], "info");
     let run = sb.run(&["config", "show", "--settings", r#"{"maxTurns": 3}"#]);
-    assert!(
-        run.stdout.contains("maxTurns = 3  # flag --settings"),
-        "{run}"
-    );
+    run.assert_stdout("maxTurns = 3  # flag --settings");
 }
 
 #[test]
@@ -229,18 +220,18 @@ fn a_daemon_session_is_opened_with_the_settings_of_its_cwd() {
     let socket = d.socket.display().to_string();
     let script = script.display().to_string();
     // The project's `env` waits for trust: this run trusts it.
-    let args = [
-        "-p",
-        "go",
-        "--trust-project",
-        "--daemon",
-        "--socket",
-        &socket,
-        "--provider",
-        "scripted",
-        "--script",
+    let args = scripted_args(
+        &[
+            "-p",
+            "go",
+            "--trust-project",
+            "--daemon",
+            "--socket",
+            &socket,
+        ],
         &script,
-    ];
+        &[],
+    );
     let out = sb.cmd(&args).current_dir(&other).output().unwrap();
     let run = sb.finish(out);
     assert_eq!(run.code, 0, "{run}");

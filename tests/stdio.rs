@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::common::support::{fixture, signal, snap, Run, Sandbox};
+use crate::common::support::{fixture, scripted_args, signal, snap, Run, Sandbox};
 
 /// `/dev/full`: every write fails with ENOSPC.
 fn dev_full() -> Stdio {
@@ -30,6 +30,23 @@ fn run_full(sb: &Sandbox, args: &[&str]) -> Run {
     sb.finish(out)
 }
 
+/// RPC mode (`args`) with stdout on `/dev/full`: one `get_state` request, then end of input.
+pub(crate) fn rpc_on_full(sb: &Sandbox, args: &[&str]) -> Run {
+    let mut child = sb
+        .cmd(args)
+        .stdin(Stdio::piped())
+        .stdout(dev_full())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin
+        .write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n")
+        .unwrap();
+    drop(stdin);
+    sb.finish(child.wait_with_output().unwrap())
+}
+
 const FULL: &str = "Error: cannot write to stdout: No space left on device (os error 28)";
 
 /// Regression: `keel -p … >/dev/full` exited 0, the answer lost without a word.
@@ -37,10 +54,7 @@ const FULL: &str = "Error: cannot write to stdout: No space left on device (os e
 fn print_mode_stdout_full_exits_1_and_says_why() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
-    let run = run_full(
-        &sb,
-        &["-p", "--provider", "scripted", "--script", &script, "hi"],
-    );
+    let run = run_full(&sb, &scripted_args(&["-p"], &script, &["hi"]));
     assert_eq!(run.code, 1, "{run}");
     assert!(run.stderr.contains(FULL), "{}", run.stderr);
     snap("exit_1_stdout_full", &run.to_string());
@@ -58,25 +72,11 @@ fn print_mode_stdout_full_exits_1_and_says_why() {
 fn json_mode_stdout_full_exits_1_and_says_why() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
-    let run = run_full(
-        &sb,
-        &[
-            "--json",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-            "hi",
-        ],
-    );
+    let run = run_full(&sb, &scripted_args(&["--json"], &script, &["hi"]));
     assert_eq!(run.code, 1, "{run}");
     assert_eq!(run.stderr.matches(FULL).count(), 1, "{}", run.stderr);
     // The run was stopped and its session saved with what was done.
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    assert!(std::fs::read_to_string(&files[0])
-        .unwrap()
-        .contains("\"hi\""));
+    assert!(sb.session_text().contains("\"hi\""));
 }
 
 /// RPC mode on `/dev/full` ends at its first response with 1 and the failure on stderr (it
@@ -85,26 +85,7 @@ fn json_mode_stdout_full_exits_1_and_says_why() {
 fn rpc_mode_stdout_full_exits_1_and_says_why() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
-    let mut child = sb
-        .cmd(&[
-            "--mode",
-            "rpc",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-        ])
-        .stdin(Stdio::piped())
-        .stdout(dev_full())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin
-        .write_all(b"{\"id\":\"s\",\"type\":\"get_state\"}\n")
-        .unwrap();
-    drop(stdin);
-    let run = sb.finish(child.wait_with_output().unwrap());
+    let run = rpc_on_full(&sb, &scripted_args(&["--mode", "rpc"], &script, &[]));
     assert_eq!(run.code, 1, "{run}");
     assert!(run.stderr.contains(FULL), "{}", run.stderr);
 }
@@ -114,7 +95,7 @@ fn rpc_mode_stdout_full_exits_1_and_says_why() {
 fn print_mode_reader_gone_before_the_answer_is_141_and_quiet() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
-    let mut child = sb.spawn(&["-p", "--provider", "scripted", "--script", &script, "hi"]);
+    let mut child = sb.spawn(&scripted_args(&["-p"], &script, &["hi"]));
     drop(child.stdout.take());
     let run = sb.finish(child.wait_with_output().unwrap());
     assert_eq!(run.code, 141, "{run}");
@@ -124,13 +105,7 @@ fn print_mode_reader_gone_before_the_answer_is_141_and_quiet() {
 
 /// Runs with `bytes` on stdin, written by a thread (keel may stop reading early).
 fn run_piped(sb: &Sandbox, args: &[&str], bytes: Vec<u8>) -> Run {
-    let mut child = sb
-        .cmd(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = sb.spawn_piped(args);
     let mut stdin = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         // A broken pipe here is keel refusing the rest, which is the point.
@@ -148,13 +123,7 @@ const CAP: usize = 16 * 1024 * 1024;
 fn stdin_over_16_mib_is_a_usage_error() {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
-    let args = [
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-        "--no-session",
-    ];
+    let args = scripted_args(&[], &script, &["--no-session"]);
     let run = run_piped(&sb, &[&["-p"][..], &args].concat(), vec![b'x'; CAP + 1]);
     assert_eq!(run.code, 2, "{run}");
     assert!(
@@ -183,7 +152,7 @@ fn signal_while_reading_stdin(sig: Signal, code: i32) {
     let sb = Sandbox::new();
     let script = fixture("hello.json");
     let mut child = sb
-        .cmd(&["--json", "--provider", "scripted", "--script", &script])
+        .cmd(&scripted_args(&["--json"], &script, &[]))
         .env("KEEL_LOG", "debug")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

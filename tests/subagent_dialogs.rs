@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::common::daemon::{is_event, open_script, Daemon};
 use crate::common::rpc::Rpc;
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 
 /// A parent that starts one `general` child ("run it"), whose `bash` writes `out.txt`.
 fn script(sb: &Sandbox) -> String {
@@ -53,16 +53,11 @@ fn the_rpc_client_of_the_parent_answers_its_childs_approval_and_the_child_runs_t
     let s = script(&sb);
     let mut rpc = Rpc::start(
         &sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
+        &scripted_args(
+            &[],
             &s,
-            "--permission",
-            "ask",
-            "--approval-timeout",
-            "600",
-        ],
+            &["--permission", "ask", "--approval-timeout", "600"],
+        ),
     );
     rpc.send(&json!({"id": "p1", "type": "prompt", "message": "go"}));
     let request = rpc.wait(&json!({"type": "extension_ui_request", "toolName": "bash"}));
@@ -99,8 +94,7 @@ fn in_the_daemon_a_client_attached_to_the_parent_answers_its_childs_approval() {
     let child = assert_childs_dialog(request);
     let id = request["id"].as_str().unwrap().to_string();
     // A client attached to the child sees the same dialog in the child's own stream.
-    let mut w = d.connect();
-    w.hello(false);
+    let mut w = d.client();
     let r = w.call("session/attach", json!({"sessionId": child}));
     let pending = &r["result"]["snapshot"]["pendingUi"];
     assert_eq!(pending[0]["id"], "b1", "{r}");

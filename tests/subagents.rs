@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::common::support::{read_until, signal, Sandbox};
+use crate::common::support::{read_until, scripted_args, signal, Sandbox};
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -24,15 +24,7 @@ fn script(sb: &Sandbox, turns: Value) -> String {
 }
 
 fn json_run(sb: &Sandbox, script: &str, prompt: &str) -> Vec<Value> {
-    let run = sb.run(&[
-        "--mode",
-        "json",
-        "--provider",
-        "scripted",
-        "--script",
-        script,
-        prompt,
-    ]);
+    let run = sb.run(&scripted_args(&["--mode", "json"], script, &[prompt]));
     assert_eq!(run.code, 0, "{run}");
     run.stdout_lines()
 }
@@ -148,15 +140,7 @@ fn two_task_calls_of_one_message_run_at_once() {
     );
     // Real time: the durations the events report are measured, not the test clock's.
     let out = sb
-        .cmd(&[
-            "--mode",
-            "json",
-            "--provider",
-            "scripted",
-            "--script",
-            &s,
-            "two things",
-        ])
+        .cmd(&scripted_args(&["--mode", "json"], &s, &["two things"]))
         .env_remove("KEEL_TEST_CLOCK")
         .output()
         .unwrap();
@@ -317,15 +301,7 @@ fn aborting_the_parent_aborts_its_child() {
         ]),
     );
     let started = Instant::now();
-    let mut child = sb.spawn(&[
-        "--mode",
-        "json",
-        "--provider",
-        "scripted",
-        "--script",
-        &s,
-        "wait for it",
-    ]);
+    let mut child = sb.spawn(&scripted_args(&["--mode", "json"], &s, &["wait for it"]));
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     // The parent's stream shows the child running its command: then the parent is stopped.
     let mut seen = read_until(&mut stdout, r#""toolName":"bash""#).concat();
@@ -444,8 +420,7 @@ fn in_the_daemon_a_running_child_is_listed_under_its_parent_and_can_be_attached(
         .unwrap();
     assert_eq!(entry["parentSessionId"], parent.as_str());
     // Attached to the child: its own stream, live.
-    let mut w = d.connect();
-    w.hello(false);
+    let mut w = d.client();
     let r = w.call("session/attach", json!({"sessionId": child}));
     assert!(r.get("result").is_some(), "{r}");
     std::fs::write(&fifo, "go\n").unwrap();

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, strs, Sandbox};
 
 /// A `todo_update` line, read strictly.
 #[derive(Debug, Deserialize)]
@@ -84,15 +84,7 @@ fn a_bad_todo_list_is_a_tool_error_naming_the_field() {
     let path = sb.home().join("bad.json");
     std::fs::write(&path, script.to_string()).unwrap();
     let p = path.display().to_string();
-    let run = sb.run(&[
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
-        &p,
-        "--no-session",
-        "go",
-    ]);
+    let run = sb.run(&scripted_args(&["--json"], &p, &["--no-session", "go"]));
     assert_eq!(run.code, 0, "{run}");
     assert!(!run.stdout.contains("\"todo_update\""), "{run}");
     let end = lines(&run.stdout)
@@ -124,13 +116,7 @@ fn a_resumed_session_has_its_todo_list_again() {
     );
     let mut rpc = Rpc::start(
         &sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
-            &fixture("hello.json"),
-            "--continue",
-        ],
+        &scripted_args(&[], &fixture("hello.json"), &["--continue"]),
     );
     let state = rpc.call(json!({"id": "s", "type": "get_state"}));
     let todos: Vec<Todo> = serde_json::from_value(state["data"]["todos"].clone()).unwrap();
@@ -188,15 +174,11 @@ fn json_mode_in_plan_mode_tells_the_model_why_and_reports_the_plan_as_the_answer
 fn plan_rpc(sb: &Sandbox) -> (Rpc, Value) {
     let mut rpc = Rpc::start(
         sb,
-        &[
-            "--provider",
-            "scripted",
-            "--script",
+        &scripted_args(
+            &[],
             &fixture("plan.json"),
-            "--no-session",
-            "--permission",
-            "plan",
-        ],
+            &["--no-session", "--permission", "plan"],
+        ),
     );
     rpc.send(&json!({"id": "p", "type": "prompt", "message": "add notes"}));
     let dialog = rpc.wait(&json!({"type": "extension_ui_request", "method": "confirm"}));
@@ -359,17 +341,7 @@ fn the_tui_plan_dialog_shows_the_plan_and_approves_with_accept_edits() {
 /// `keel --mode acp` with `script`, initialized, with one session.
 fn acp_session(sb: &Sandbox, script: &str) -> (Rpc, String) {
     let script = fixture(script);
-    let mut a = Rpc::start_raw(
-        sb,
-        &[
-            "--mode",
-            "acp",
-            "--provider",
-            "scripted",
-            "--script",
-            &script,
-        ],
-    );
+    let mut a = Rpc::start_raw(sb, &scripted_args(&["--mode", "acp"], &script, &[]));
     crate::acp::init(&mut a);
     let session = crate::acp::new_session(&mut a, sb);
     (a, session)
@@ -414,12 +386,7 @@ fn acp_plan_mode_asks_to_approve_the_plan_and_switches_to_accept_edits() {
         req["params"]["toolCall"]["toolCallId"], "call_plan",
         "{req}"
     );
-    let options: Vec<&str> = req["params"]["options"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|o| o["optionId"].as_str().unwrap())
-        .collect();
+    let options = strs(&req["params"]["options"], "optionId");
     assert_eq!(
         options,
         ["approve", "approve_accept_edits", "keep_planning"]

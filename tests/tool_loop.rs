@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::common::daemon::Daemon;
-use crate::common::support::{fixture, snap, Run, Sandbox};
+use crate::common::support::{fixture, scripted_args, snap, Run, Sandbox};
 use crate::daemon_clients::comparable;
 
 /// The JSON `result` line of a run.
@@ -89,18 +89,11 @@ fn max_repeated_failures_applies_through_the_daemon() {
     let d = Daemon::start(&there, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
     let script = fixture("tool_loop.json");
-    let base = [
-        "--json",
-        "--provider",
-        "scripted",
-        "--script",
+    let base = scripted_args(
+        &["--json"],
         &script,
-        "--max-repeated-failures",
-        "2",
-        "--max-turns",
-        "10",
-        "go",
-    ];
+        &["--max-repeated-failures", "2", "--max-turns", "10", "go"],
+    );
     let local = Sandbox::new().run(&base);
     let mut remote = vec!["--daemon", "--socket", &socket];
     remote.extend_from_slice(&base);

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::common::http_server::{Reply, Server};
 use crate::common::rpc::Rpc;
-use crate::common::support::Sandbox;
+use crate::common::support::{scripted_args, Sandbox};
 
 /// Writes a script whose first turn calls `tool` with `args` and whose second answers "done".
 fn script(sb: &Sandbox, tool: &str, args: Value) -> String {
@@ -24,7 +24,7 @@ fn script(sb: &Sandbox, tool: &str, args: Value) -> String {
 }
 
 fn json_run(sb: &Sandbox, script: &str, envs: &[(&str, &str)], extra: &[&str]) -> (String, i32) {
-    let mut args = vec!["--json", "--provider", "scripted", "--script", script];
+    let mut args = scripted_args(&["--json"], script, &[]);
     args.extend_from_slice(extra);
     args.push("go");
     let mut cmd = sb.cmd(&args);
@@ -108,7 +108,7 @@ fn read_of_three_lines_of_a_300mb_file_reads_only_the_start() {
         "read",
         json!({"path": "huge.log", "offset": 2, "limit": 3}),
     );
-    let mut rpc = Rpc::start(&sb, &["--provider", "scripted", "--script", &path]);
+    let mut rpc = Rpc::start(&sb, &scripted_args(&[], &path, &[]));
     let pid = keel_pid(&mut rpc);
     let read_before = proc_field(pid, "io", "rchar:");
     rpc.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
@@ -187,10 +187,7 @@ fn bash_does_not_inherit_provider_keys() {
 fn bash_spill_file_is_private_and_removed_at_exit() {
     let sb = Sandbox::new();
     let path = script(&sb, "bash", json!({"command": "seq 1 5000"}));
-    let mut rpc = Rpc::start(
-        &sb,
-        &["--provider", "scripted", "--script", &path, "--no-session"],
-    );
+    let mut rpc = Rpc::start(&sb, &scripted_args(&[], &path, &["--no-session"]));
     rpc.send(&json!({"id": "p", "type": "prompt", "message": "go"}));
     let end = rpc.wait(&json!({"type": "tool_execution_end"}));
     let full = PathBuf::from(

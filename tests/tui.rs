@@ -67,6 +67,26 @@ impl Feed {
             .collect()
     }
 
+    /// After `prompt`, a call (`call_1`) of `tool` with `args` waits for approval, with
+    /// `preview` of its change.
+    pub fn asking(
+        prompt: &str,
+        tool: &str,
+        args: Value,
+        preview: Option<keel::kernel::tool::preview::Preview>,
+    ) -> Feed {
+        let mut f = Feed::new();
+        f.user(prompt);
+        f.tool("call_1", tool, args.clone(), None);
+        f.send(EventPayload::ApprovalRequested {
+            call_id: "call_1".into(),
+            tool_name: tool.into(),
+            args,
+            preview,
+        });
+        f
+    }
+
     pub fn delta(&mut self, delta: AssistantDelta) {
         self.send(EventPayload::MessageDelta {
             usage: Usage::default(),
@@ -375,16 +395,8 @@ fn retry_is_visible() {
 }
 
 fn approval_feed() -> Feed {
-    let mut f = Feed::new();
-    f.user("clean the build directory");
-    f.tool("call_1", "bash", json!({"command": "rm -rf target/"}), None);
-    f.send(EventPayload::ApprovalRequested {
-        call_id: "call_1".into(),
-        tool_name: "bash".into(),
-        args: json!({"command": "rm -rf target/"}),
-        preview: None,
-    });
-    f
+    let args = json!({"command": "rm -rf target/"});
+    Feed::asking("clean the build directory", "bash", args, None)
 }
 
 #[test]

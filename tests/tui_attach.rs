@@ -6,8 +6,8 @@
 use serde_json::{json, Value};
 
 use crate::common::daemon::{open_script, Conn, Daemon};
+use crate::common::pty::spawn;
 use crate::common::support::Sandbox;
-use crate::tui_pty::spawn;
 
 /// Kills, by pid, a daemon the client under test spawned (it is the test's too).
 struct Spawned(Option<i32>);
@@ -88,8 +88,7 @@ fn an_attach_window_outlives_its_daemon_and_answers_the_next_prompt() {
     let sb = Sandbox::new();
     let mut d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.clone();
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     start_run(&mut c, &sb, &hang_then_answer(&sb), "att", "work");
     drop(c);
     let keel = env!("CARGO_BIN_EXE_keel");
@@ -137,8 +136,7 @@ fn an_attach_window_outlives_its_daemon_and_answers_the_next_prompt() {
 fn help_and_the_slash_menu_offer_detach_in_a_daemon_window() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let hello = crate::common::support::fixture("hello.json");
     assert_eq!(
         open_script(&mut c, &sb, &hello, &["--session-id", "dh"]),
@@ -178,8 +176,7 @@ fn an_attach_window_times_a_run_from_its_start() {
         &["--idle-exit", "0"],
         &[("KEEL_TEST_CLOCK", clock.as_str())],
     );
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     start_run(&mut c, &sb, &hang_then_answer(&sb), "timed", "work");
     let snap = c.call("session/attach", json!({"sessionId": "timed"}));
     let started = snap["result"]["snapshot"]["runStartedAt"].as_i64();
@@ -289,8 +286,7 @@ fn approval_previews_are_the_diff_the_call_applies() {
 fn keel_ps_names_what_each_session_is_about() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let hello = crate::common::support::fixture("hello.json");
     for id in ["named", "unnamed"] {
         assert_eq!(open_script(&mut c, &sb, &hello, &["--session-id", id]), id);
@@ -360,8 +356,7 @@ fn an_attach_window_shows_the_answer_streamed_before_it_attached() {
         ]}]),
     );
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     start_run(&mut c, &sb, &path, "early", "stream");
     drop(c);
     let keel = env!("CARGO_BIN_EXE_keel");

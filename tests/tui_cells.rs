@@ -19,9 +19,10 @@ use ratatui::layout::Rect;
 use serde_json::json;
 
 use crate::common::daemon::{open, Daemon};
-use crate::common::support::{fixture, snap, Sandbox};
+use crate::common::kernel::rt;
+use crate::common::pty::spawn;
+use crate::common::support::{fixture, keel_shell, scripted_args, snap, Sandbox};
 use crate::tui::Feed;
-use crate::tui_pty::spawn;
 
 /// The rows of a screen joined with nothing between them (what a terminal's copy of a
 /// hard-wrapped string gives once its line ends are removed).
@@ -163,11 +164,7 @@ fn the_slash_menu_filters_as_you_type_and_tab_completes_the_choice() {
 #[test]
 fn a_resumed_session_shows_its_compaction_and_shell_commands_as_such() {
     let sb = Sandbox::new();
-    let keel = format!(
-        "'{}' --provider scripted --script '{}'",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
-    );
+    let keel = keel_shell(&fixture("tui.json"));
     let shell = format!("{keel}; echo FIRST_DONE; {keel} --continue");
     let (mut s, mut child) = spawn(&sb, &shell);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
@@ -217,7 +214,7 @@ fn the_short_id_of_sessions_made_together_differs_and_resumes_the_right_one() {
     let script = fixture("hello.json");
     // The sandbox's clock is fixed: both are made in the same millisecond.
     for seed in ["1", "2"] {
-        let args = ["-p", "--provider", "scripted", "--script", &script, "hello"];
+        let args = scripted_args(&["-p"], &script, &["hello"]);
         let out = sb.cmd(&args).env("KEEL_TEST_SEED", seed).output().unwrap();
         assert!(out.status.success(), "{out:?}");
     }
@@ -239,8 +236,7 @@ fn the_short_id_of_sessions_made_together_differs_and_resumes_the_right_one() {
 fn attach_takes_the_short_id_the_header_shows() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let a = open(&mut c, &sb, "hello.json", &[]);
     let _b = open(&mut c, &sb, "hello.json", &[]);
     let socket = d.socket.display().to_string();
@@ -265,11 +261,7 @@ fn attach_takes_the_short_id_the_header_shows() {
 #[test]
 fn a_shell_command_streams_live_and_expands_like_a_bash_tool_cell() {
     let sb = Sandbox::new();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
-    );
+    let shell = keel_shell(&fixture("tui.json"));
     let (mut s, mut child) = spawn(&sb, &shell);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     // It prints 12 lines, then waits for the test to create `go`.
@@ -313,7 +305,7 @@ fn rpc_lines(sb: &Sandbox, script: &str) -> Vec<String> {
     let path = sb.dir.path().join("script.json");
     std::fs::write(&path, script).unwrap();
     let path = path.display().to_string();
-    let args = ["--mode", "rpc", "--provider", "scripted", "--script", &path];
+    let args = scripted_args(&["--mode", "rpc"], &path, &[]);
     let r = sb.run_stdin(&args, "{\"type\":\"prompt\",\"message\":\"hi\"}\n");
     assert_eq!(r.code, 0, "{}", r.stderr);
     let lines: Vec<String> = r.stdout.lines().map(str::to_string).collect();
@@ -396,16 +388,7 @@ fn a_retry_that_works_leaves_one_line() {
 }
 
 fn approval_view(tool: &str, args: serde_json::Value) -> Feed {
-    let mut f = Feed::new();
-    f.user("change it");
-    f.tool("call_1", tool, args.clone(), None);
-    f.send(EventPayload::ApprovalRequested {
-        call_id: "call_1".into(),
-        tool_name: tool.into(),
-        args,
-        preview: None,
-    });
-    f
+    Feed::asking("change it", tool, args, None)
 }
 
 /// An edit's approval shows the change as a coloured diff; a diff taller than the room left
@@ -519,10 +502,7 @@ fn the_time_an_approval_waits_is_not_the_tools_duration() {
     let clock = Clock::new(Some(1), Some(1));
     let bus = Bus::new(clock.clone());
     let s = AgentSession::new(c, Arc::new(provider), bus, clock.clone(), Vec::new());
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = rt();
     let duration = rt.block_on(async {
         let mut rx = s.subscribe();
         let _run = s.prompt("go".into()).unwrap();

@@ -5,8 +5,8 @@
 use serde_json::json;
 
 use crate::common::daemon::Daemon;
+use crate::common::pty::spawn;
 use crate::common::support::Sandbox;
-use crate::tui_pty::spawn;
 
 /// How the first window goes away.
 #[derive(Clone, Copy, PartialEq, Debug)]
@@ -73,8 +73,7 @@ fn leave_mid_run_and_come_back(leave: Leave) {
         .find(|l| l.starts_with("live"))
         .unwrap_or_else(|| panic!("{table}"));
     assert!(row.contains("running"), "{table}");
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let state = |c: &mut crate::common::daemon::Conn| {
         c.sessions()
             .iter()
@@ -112,9 +111,7 @@ fn leave_mid_run_and_come_back(leave: Leave) {
     let status = child2.wait().unwrap();
     assert!(status.success(), "{status:?}");
     // The session file has every entry.
-    let files = sb.session_files();
-    assert_eq!(files.len(), 1);
-    let file = std::fs::read_to_string(&files[0]).unwrap();
+    let file = sb.session_text();
     assert!(
         file.contains("all done") && file.contains("go on"),
         "{file}"
@@ -135,13 +132,12 @@ fn two_windows_on_one_session_see_one_stream_and_one_answer_closes_both_dialogs(
         {"chunks": [{"text": "All clean."}]}
     ]});
     std::fs::write(&script, turns.to_string()).unwrap();
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let script = script.display().to_string();
     let opened = c.call(
         "session/open",
-        json!({"cwd": sb.work(), "args": ["--provider", "scripted", "--script", script,
-               "--permission", "ask", "--session-id", "two"]}),
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&["--provider", "scripted", "--script", &script,
+               "--permission", "ask", "--session-id", "two"])}),
     );
     assert_eq!(opened["result"]["sessionId"], "two", "{opened}");
     let keel = env!("CARGO_BIN_EXE_keel");
@@ -202,7 +198,7 @@ impl Drop for Spawned {
 /// guard that stops it (the client started it: it is the test's).
 fn kill_and_resume(
     d: &mut Daemon,
-    w: &mut crate::tui_pty::Screen,
+    w: &mut crate::common::pty::Screen,
     sb: &Sandbox,
     socket: &std::path::Path,
 ) -> (serde_json::Value, Spawned) {
@@ -263,12 +259,11 @@ fn quitting_during_a_run_asks_whether_to_leave_it_running_or_stop_it() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let script = crate::common::support::fixture("hang.json");
     let opened = c.call(
         "session/open",
-        json!({"cwd": sb.work(), "args": ["--provider", "scripted", "--script", script, "--session-id", "busy"]}),
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&["--provider", "scripted", "--script", &script, "--session-id", "busy"])}),
     );
     assert_eq!(opened["result"]["sessionId"], "busy", "{opened}");
     let r = c.call("prompt", json!({"sessionId": "busy", "message": "work"}));
@@ -339,8 +334,7 @@ fn session_commands_work_through_the_daemon() {
     w.wait_for("the model list", |t| t.contains("models you can use"));
     w.send("/new\r");
     w.wait_for("the new session", |t| t.contains("── new session "));
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let ids: Vec<String> = c
         .sessions()
         .iter()
@@ -360,12 +354,11 @@ fn resuming_a_session_the_daemon_holds_attaches_to_it_there() {
     let sb = Sandbox::new();
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let script = crate::common::support::fixture("hello.json");
     let opened = c.call(
         "session/open",
-        json!({"cwd": sb.work(), "args": ["--provider", "scripted", "--script", script, "--session-id", "held"]}),
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&["--provider", "scripted", "--script", &script, "--session-id", "held"])}),
     );
     assert_eq!(opened["result"]["sessionId"], "held", "{opened}");
     c.call("session/attach", json!({"sessionId": "held"}));
@@ -378,7 +371,7 @@ fn resuming_a_session_the_daemon_holds_attaches_to_it_there() {
     let shell = format!(
         "exec '{keel}' --socket '{socket}' --provider scripted --script '{script}' --resume held"
     );
-    let (mut w, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &[]);
+    let (mut w, mut child) = crate::common::pty::spawn_with(&sb, &shell, &[]);
     w.wait_for("the live session", |t| {
         t.contains("live in the keel daemon: showing it there") && t.contains("Hello from keel!")
     });
@@ -395,13 +388,14 @@ fn a_daemon_that_cannot_be_started_is_named_once_and_the_tui_runs_in_process() {
     std::fs::create_dir(&open).unwrap();
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let socket = open.join("p1.sock").display().to_string();
+    let socket = open.join("p2.sock").display().to_string();
     let keel = env!("CARGO_BIN_EXE_keel");
     let shell = format!(
         "'{keel}' --provider scripted --script '{}' hi; echo KEEL_EXIT=$?",
         crate::common::support::fixture("hello.json")
     );
-    let (mut w, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)]);
+    let (mut w, mut child) =
+        crate::common::pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)]);
     w.wait_for("the answer", |t| t.contains("Hello from keel!"));
     let text = w.text();
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -11,7 +11,7 @@ use keel::kernel::message::Message;
 use keel::kernel::tool::ToolOutput;
 use serde_json::json;
 
-use crate::common::support::snap;
+use crate::common::support::{keel_shell, snap};
 use crate::tui::Feed;
 
 const PLAN: &str = "# Refactor the parser\n\n1. **Split** `parse_line` in two\n2. Add a test\n\n- keep the public API\n";
@@ -278,12 +278,8 @@ fn the_trust_question_lists_one_item_a_line() {
     });
     std::fs::create_dir_all(sb.work().join(".keel")).unwrap();
     std::fs::write(sb.work().join(".keel/settings.json"), settings.to_string()).unwrap();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("hello.json")
-    );
-    let (mut s, mut child) = crate::tui_pty::spawn(&sb, &shell);
+    let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
+    let (mut s, mut child) = crate::common::pty::spawn(&sb, &shell);
     s.wait_for("the question", |t| t.contains("[y/N]"));
     let screen = s.text();
     let rows: Vec<&str> = screen.lines().map(str::trim_end).collect();
@@ -301,9 +297,7 @@ fn the_trust_question_lists_one_item_a_line() {
     );
     s.send("n\r");
     s.wait_for("the editor", |t| t.contains("Ask anything"));
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 }
 
 /// The real binary, in this process and through the daemon: a settings warning and an agent
@@ -317,17 +311,13 @@ fn settings_and_agents_warnings_are_shown_once_in_the_tui() {
         let agents = sb.home().join("agents");
         std::fs::create_dir_all(&agents).unwrap();
         std::fs::write(agents.join("broken.md"), "no front matter here\n").unwrap();
-        let shell = format!(
-            "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-            env!("CARGO_BIN_EXE_keel"),
-            fixture("hello.json")
-        );
+        let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
         let d = daemon.then(|| crate::common::daemon::Daemon::start(&sb, &["--idle-exit", "0"]));
         let (mut s, mut child) = match &d {
-            None => crate::tui_pty::spawn(&sb, &shell),
+            None => crate::common::pty::spawn(&sb, &shell),
             Some(d) => {
                 let socket = d.socket.display().to_string();
-                crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)])
+                crate::common::pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)])
             }
         };
         s.wait_for("the editor", |t| t.contains("Ask anything"));
@@ -337,9 +327,7 @@ fn settings_and_agents_warnings_are_shown_once_in_the_tui() {
         let screen = s.text();
         assert_eq!(count(&screen, "colour"), 1, "daemon {daemon}: {screen}");
         assert_eq!(count(&screen, "broken.md"), 1, "daemon {daemon}: {screen}");
-        s.send("\x04");
-        s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-        assert!(child.wait().unwrap().success());
+        assert!(s.quit("\x04", &mut child).success());
     }
 }
 
@@ -351,12 +339,8 @@ fn a_run_that_ends_in_an_unfocused_window_notifies() {
     use crate::common::support::{fixture, Sandbox};
     let sb = Sandbox::new();
     std::fs::write(sb.home().join("settings.json"), r#"{"notify": "osc777"}"#).unwrap();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("hello.json")
-    );
-    let (mut s, mut child) = crate::tui_pty::spawn(&sb, &shell);
+    let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
+    let (mut s, mut child) = crate::common::pty::spawn(&sb, &shell);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     let raw = String::from_utf8_lossy(&s.raw).to_string();
     assert!(raw.contains("\x1b[?1004h"), "focus reporting is asked for");
@@ -366,7 +350,7 @@ fn a_run_that_ends_in_an_unfocused_window_notifies() {
     s.wait_for("the answer", |t| t.contains("Hello from keel"));
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     let notified =
-        |s: &crate::tui_pty::Screen| String::from_utf8_lossy(&s.raw).matches(note).count();
+        |s: &crate::common::pty::Screen| String::from_utf8_lossy(&s.raw).matches(note).count();
     // The placeholder is back: the run settled, and the notification was written before
     // that frame.
     assert_eq!(notified(&s), 1, "{:?}", String::from_utf8_lossy(&s.raw));
@@ -377,9 +361,7 @@ fn a_run_that_ends_in_an_unfocused_window_notifies() {
         t.matches("Hello from keel").count() == 2
     });
     s.wait_for("the editor", |t| t.contains("Ask anything"));
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
     assert_eq!(notified(&s), 1, "not again once focused");
     let raw = String::from_utf8_lossy(&s.raw).to_string();
     assert!(

@@ -3,8 +3,8 @@
 //! Print mode keeps its exit 3. The real binary in a pty, with the daemon not asked for (the
 //! first run never starts one).
 
+use crate::common::pty::spawn_with;
 use crate::common::support::Sandbox;
-use crate::tui_pty::spawn_with;
 
 #[test]
 fn the_tui_without_a_provider_opens_with_the_first_run_panel_and_quits_cleanly() {

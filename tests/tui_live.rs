@@ -8,9 +8,9 @@ use keel::kernel::event::{AssistantDelta, EventPayload};
 use keel::kernel::message::{Message, StopReason};
 use serde_json::json;
 
-use crate::common::support::{fixture, Sandbox};
+use crate::common::pty::spawn_with;
+use crate::common::support::{fixture, keel_shell, Sandbox};
 use crate::tui::{assistant, Feed};
-use crate::tui_pty::spawn_with;
 use crate::tui_reflow::Emulator;
 
 /// The shell's rows above keel: tmux keeps the screen's row count on a reflow and moves the
@@ -343,11 +343,7 @@ fn cells_of<'a>(screen: &'a vt100::Screen, needle: &str) -> Vec<&'a vt100::Cell>
 #[test]
 fn no_color_keeps_dim_and_drops_only_colours() {
     let sb = Sandbox::new();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
-    );
+    let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("tui.json")));
     let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1"), ("NO_COLOR", "1")]);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     s.send("work\r");
@@ -370,9 +366,7 @@ fn no_color_keeps_dim_and_drops_only_colours() {
     }
     s.send("\x1b");
     s.wait_for("the interrupted run", |t| t.contains("interrupted"));
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 }
 
 /// Issue 16.10: `TERM=dumb` got the full escape-sequence UI. It gets plain lines: the prompt
@@ -382,9 +376,8 @@ fn no_color_keeps_dim_and_drops_only_colours() {
 fn a_dumb_terminal_gets_plain_lines_without_escape_sequences() {
     let sb = Sandbox::new();
     let shell = format!(
-        "'{}' --permission ask --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
+        "{} --permission ask; echo KEEL_EXIT=$?",
+        keel_shell(&fixture("tui.json"))
     );
     let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1"), ("TERM", "dumb")]);
     s.wait_for("the header", |t| t.contains("/help for commands"));
@@ -401,9 +394,7 @@ fn a_dumb_terminal_gets_plain_lines_without_escape_sequences() {
     });
     s.send("n\r");
     s.wait_for("the denied call", |t| t.contains("denied by the user"));
-    s.send("/quit\r");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("/quit\r", &mut child).success());
     let text = s.text();
     assert!(text.contains("Hello from keel."), "{text}");
     assert!(text.contains("Session saved. Resume it with"), "{text}");
@@ -456,18 +447,12 @@ fn ctrl_c_interrupts_a_run_and_a_second_one_within_a_second_quits() {
 fn prompt_history_persists_per_project_across_sessions() {
     use std::os::unix::fs::PermissionsExt;
     let sb = Sandbox::new();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("hello.json")
-    );
+    let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
     let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1")]);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     s.send("the first prompt\r");
     s.wait_for("the answer", |t| t.contains("Hello from keel!"));
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 
     let path = sb.home().join("history.jsonl");
     let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
@@ -498,9 +483,7 @@ fn prompt_history_persists_per_project_across_sessions() {
     s.wait_for("the second answer", |t| {
         t.matches("Hello from keel!").count() >= 1 && t.contains("› second")
     });
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
     let text = std::fs::read_to_string(&path).unwrap();
     let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     assert_eq!(last["text"], "second", "{text}");
@@ -516,9 +499,8 @@ fn ctrl_z_suspends_and_fg_restores_the_ui() {
     // A shell with job control: keel in its own process group; once it stops, the shell
     // prints the terminal's modes, waits for a line, then runs `fg`.
     let shell = format!(
-        "set -m; '{}' --provider scripted --script '{}'; echo KEEL_STOPPED=$?; stty -a; read go; fg; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
+        "set -m; {}; echo KEEL_STOPPED=$?; stty -a; read go; fg; echo KEEL_EXIT=$?",
+        keel_shell(&fixture("tui.json"))
     );
     let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1")]);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
@@ -552,9 +534,7 @@ fn ctrl_z_suspends_and_fg_restores_the_ui() {
     s.wait_for("the second answer", |t| {
         t.contains("› again") && t.contains("Done.")
     });
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 }
 
 /// Issue 16.14: a terminal that says it supports the kitty keyboard protocol is asked for
@@ -564,11 +544,7 @@ fn ctrl_z_suspends_and_fg_restores_the_ui() {
 fn the_kitty_keyboard_protocol_is_pushed_where_supported_and_popped_at_exit() {
     for supported in [true, false] {
         let sb = Sandbox::new();
-        let shell = format!(
-            "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-            env!("CARGO_BIN_EXE_keel"),
-            fixture("tui.json")
-        );
+        let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("tui.json")));
         let (mut s, mut child) = spawn_with(&sb, &shell, &[("KEEL_NO_DAEMON", "1")]);
         s.kitty = supported;
         s.wait_for("the editor", |t| t.contains("Ask anything"));
@@ -582,9 +558,7 @@ fn the_kitty_keyboard_protocol_is_pushed_where_supported_and_popped_at_exit() {
         // Ctrl+C clears the editor, Ctrl+D on the empty one quits.
         s.send("\x03");
         s.wait_for("an empty editor", |t| t.contains("Ask anything"));
-        s.send("\x04");
-        s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-        assert!(child.wait().unwrap().success());
+        assert!(s.quit("\x04", &mut child).success());
         let raw = String::from_utf8_lossy(&s.raw).to_string();
         let pushed = raw.find("\x1b[>1u");
         let popped = raw.find("\x1b[<1u");

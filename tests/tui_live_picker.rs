@@ -9,8 +9,8 @@ use ratatui::layout::Rect;
 use serde_json::json;
 
 use crate::common::daemon::{open, Daemon};
+use crate::common::pty::spawn;
 use crate::common::support::{snap, Sandbox};
-use crate::tui_pty::spawn;
 
 fn live(
     id: &str,
@@ -91,8 +91,7 @@ fn live_picker_rows() {
 
 /// Opens sessions `older` and then `newer` (which has a prompt answered) in the test daemon.
 fn two_sessions(d: &Daemon, sb: &Sandbox) {
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     assert_eq!(
         open(&mut c, sb, "hello.json", &["--session-id", "older"]),
         "older"
@@ -203,21 +202,8 @@ fn sigterm_in_the_picker_puts_the_terminal_back_and_exits_143() {
     );
     let (mut w, mut child) = spawn(&sb, &shell);
     w.wait_for("the picker", |t| listed(t).len() == 2);
-    let pid: i32 = w
-        .text()
-        .split("KEEL_PID=")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|p| p.parse().ok())
-        .expect("the shell printed keel's pid");
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    w.wait_for("the exit and the terminal modes", |t| {
-        t.contains("KEEL_EXIT=") && t.contains("echoctl")
-    });
+    let pid = w.shell_pid();
+    w.terminate(pid);
     let text = w.text();
     assert!(text.contains("KEEL_EXIT=143"), "{text}");
     let words: Vec<&str> = text.split_whitespace().collect();

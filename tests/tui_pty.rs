@@ -4,127 +4,9 @@
 //! in both modes: the session in this process (`KEEL_NO_DAEMON=1`) and, by default, in a
 //! daemon (the test's own, on a socket in its sandbox).
 
-use std::io::{Read, Write};
-use std::num::NonZeroU16;
-use std::sync::mpsc;
-use std::time::Duration;
-
-use portable_pty::{native_pty_system, CommandBuilder, PtySize};
-
 use crate::common::daemon::Daemon;
-use crate::common::support::{fixture, Sandbox};
-
-/// The pty's screen as the user sees it, fed by a reader thread.
-pub struct Screen {
-    pub parser: vt100::Parser,
-    rx: mpsc::Receiver<Vec<u8>>,
-    writer: Box<dyn Write + Send>,
-    /// Everything the program wrote, for checks on raw bytes.
-    pub raw: Vec<u8>,
-    /// Answer the kitty keyboard protocol's question as a terminal that supports it.
-    pub kitty: bool,
-    /// Kept open until the test ends.
-    _master: Box<dyn portable_pty::MasterPty + Send>,
-}
-
-/// How long one wait for the screen may take before the test fails (a hang, not a timing).
-const PATIENCE: Duration = Duration::from_secs(30);
-
-impl Screen {
-    pub fn text(&self) -> String {
-        self.parser.screen().contents()
-    }
-
-    /// Reads output until `pred` holds for the screen; answers cursor position queries.
-    pub fn wait_for(&mut self, what: &str, pred: impl Fn(&str) -> bool) {
-        let deadline = std::time::Instant::now() + PATIENCE;
-        while !pred(&self.text()) {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            let chunk = match self.rx.recv_timeout(left) {
-                Ok(c) => c,
-                Err(_) => panic!("waiting for {what}; the screen shows:\n{}", self.text()),
-            };
-            self.parser.process(&chunk);
-            self.raw.extend_from_slice(&chunk);
-            if chunk.windows(4).any(|w| w == b"\x1b[6n") {
-                let (row, col) = self.parser.screen().cursor_position();
-                let answer = format!("\x1b[{};{}R", row + 1, col + 1);
-                self.writer.write_all(answer.as_bytes()).unwrap();
-            }
-            // The keyboard-protocol question (`CSI ? u`, answered when `kitty` is set) and the
-            // device attributes after it, as a terminal answers them.
-            if self.kitty && chunk.windows(4).any(|w| w == b"\x1b[?u") {
-                self.writer.write_all(b"\x1b[?0u").unwrap();
-            }
-            if chunk.windows(3).any(|w| w == b"\x1b[c") {
-                self.writer.write_all(b"\x1b[?62c").unwrap();
-            }
-        }
-    }
-
-    pub fn send(&mut self, bytes: &str) {
-        self.writer.write_all(bytes.as_bytes()).unwrap();
-        self.writer.flush().unwrap();
-    }
-}
-
-/// The pty's process and its terminal.
-pub type Spawned = (Screen, Box<dyn portable_pty::Child + Send + Sync>);
-
-/// Starts `sh -c SHELL` in a fresh 80x24 pseudo-terminal, with the sandbox's environment and
-/// no daemon unless the command asks for one (`--daemon`, `keel attach`).
-pub fn spawn(sb: &Sandbox, shell: &str) -> Spawned {
-    spawn_with(sb, shell, &[("KEEL_NO_DAEMON", "1")])
-}
-
-/// [`spawn`] with these variables instead of `KEEL_NO_DAEMON=1`.
-pub fn spawn_with(sb: &Sandbox, shell: &str, vars: &[(&str, &str)]) -> Spawned {
-    let pty = native_pty_system()
-        .openpty(PtySize {
-            rows: 24,
-            cols: 80,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .unwrap();
-    let mut cmd = CommandBuilder::new("sh");
-    cmd.args(["-c", shell]);
-    cmd.env_clear();
-    cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
-    cmd.env("HOME", sb.dir.path());
-    cmd.env("KEEL_HOME", sb.home());
-    cmd.env("TERM", "xterm-256color");
-    cmd.env("TMPDIR", sb.dir.path());
-    for (k, v) in vars {
-        cmd.env(k, v);
-    }
-    cmd.cwd(sb.work());
-    let child = pty.slave.spawn_command(cmd).unwrap();
-    drop(pty.slave);
-    let mut reader = pty.master.try_clone_reader().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 8192];
-        while let Ok(n) = reader.read(&mut buf) {
-            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
-    let screen = Screen {
-        parser: vt100::Parser::new(
-            NonZeroU16::new(24).unwrap(),
-            NonZeroU16::new(80).unwrap(),
-            500,
-        ),
-        rx,
-        writer: pty.master.take_writer().unwrap(),
-        raw: Vec::new(),
-        kitty: false,
-        _master: pty.master,
-    };
-    (screen, child)
-}
+use crate::common::pty::{spawn, spawn_with, Spawned};
+use crate::common::support::{fixture, keel_shell, Sandbox};
 
 /// The session files under the sandbox's KEEL_HOME.
 fn session_files(sb: &Sandbox) -> Vec<String> {
@@ -152,8 +34,7 @@ fn assert_cooked(screen: &str) {
 
 /// The sessions live in `d`.
 fn live_sessions(d: &Daemon) -> Vec<serde_json::Value> {
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     c.sessions()
 }
 
@@ -191,9 +72,8 @@ fn typing_streaming_steering_escape_and_quitting(place: Place) {
     let sb = Sandbox::new();
     // After keel exits, the same shell prints the terminal's modes.
     let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?; stty -a",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
+        "{}; echo KEEL_EXIT=$?; stty -a",
+        keel_shell(&fixture("tui.json"))
     );
     let ((mut s, mut child), daemon) = start(&sb, &shell, place);
 
@@ -292,29 +172,15 @@ fn sigterm_during_a_tool_call(place: Place) {
     let sb = Sandbox::new();
     // The shell reports keel's pid, so the test can signal keel itself.
     let shell = format!(
-        "'{}' --provider scripted --script '{}' </dev/tty & echo KEEL_PID=$!; wait $!; echo KEEL_EXIT=$?; stty -a",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("tui.json")
+        "{} </dev/tty & echo KEEL_PID=$!; wait $!; echo KEEL_EXIT=$?; stty -a",
+        keel_shell(&fixture("tui.json"))
     );
     let ((mut s, mut child), daemon) = start(&sb, &shell, place);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
-    let pid: i32 = s
-        .text()
-        .split("KEEL_PID=")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .and_then(|p| p.parse().ok())
-        .expect("the shell printed keel's pid");
+    let pid = s.shell_pid();
     s.send("work\r");
     s.wait_for("the running tool", |t| t.contains("bash sleep 30"));
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(pid),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
-    s.wait_for("the exit and the terminal modes", |t| {
-        t.contains("KEEL_EXIT=") && t.contains("echoctl")
-    });
+    s.terminate(pid);
     let screen = s.text();
     assert!(screen.contains("KEEL_EXIT=143"), "{screen}");
     assert_cooked(&screen);
@@ -342,11 +208,7 @@ fn sigterm_during_a_tool_call(place: Place) {
 fn an_at_mention_picked_in_the_menu_sends_the_file_with_the_prompt() {
     let sb = Sandbox::new();
     std::fs::write(sb.work().join("README.md"), "Project notes: ship it.\n").unwrap();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("hello.json")
-    );
+    let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
     let (mut s, mut child) = spawn(&sb, &shell);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     s.send("summarize @READ");
@@ -368,9 +230,7 @@ fn an_at_mention_picked_in_the_menu_sends_the_file_with_the_prompt() {
         !text.contains("Project notes"),
         "not the file's text: {text}"
     );
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
     let sessions = session_files(&sb);
     let readme = sb.work().join("README.md").display().to_string();
     assert!(
@@ -387,11 +247,7 @@ fn the_tui_asks_once_whether_to_trust_a_projects_mcp_servers_and_remembers() {
     let sb = Sandbox::new();
     let servers = serde_json::json!({"mcpServers": {"fx": {"command": crate::mcp::FIXTURE}}});
     std::fs::write(sb.work().join(".mcp.json"), servers.to_string()).unwrap();
-    let shell = format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        fixture("hello.json")
-    );
+    let shell = format!("{}; echo KEEL_EXIT=$?", keel_shell(&fixture("hello.json")));
     // First start: the question, answered yes.
     let (mut s, mut child) = spawn(&sb, &shell);
     s.wait_for("the question", |t| {
@@ -399,9 +255,7 @@ fn the_tui_asks_once_whether_to_trust_a_projects_mcp_servers_and_remembers() {
     });
     s.send("y\r");
     s.wait_for("the editor", |t| t.contains("Ask anything"));
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
     let trust = std::fs::read_to_string(sb.home().join("trust.json")).unwrap();
     let work = std::fs::canonicalize(sb.work()).unwrap();
     assert!(trust.contains(&work.display().to_string()), "{trust}");
@@ -414,9 +268,7 @@ fn the_tui_asks_once_whether_to_trust_a_projects_mcp_servers_and_remembers() {
         !text.contains("skipped the project's MCP servers"),
         "{text}"
     );
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("\x04", &mut child).success());
 
     // Another project, answered no: the servers stay off, and it is not asked again.
     let other = Sandbox::new();
@@ -433,8 +285,6 @@ fn the_tui_asks_once_whether_to_trust_a_projects_mcp_servers_and_remembers() {
         if round == 1 {
             assert!(!s.text().contains("Trust this project"), "{}", s.text());
         }
-        s.send("\x04");
-        s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-        assert!(child.wait().unwrap().success());
+        assert!(s.quit("\x04", &mut child).success());
     }
 }

@@ -15,7 +15,7 @@ use keel::kernel::event::RunOutcome;
 use keel::wire::pi::data::RewindPreviewData;
 
 use crate::common::daemon::Daemon;
-use crate::common::support::Sandbox;
+use crate::common::support::{keel_shell, Sandbox};
 use crate::tui::Feed;
 
 fn listed(id: &str, entry: &str, minutes_ago: i64, prompt: &str, files: &[&str]) -> Listed {
@@ -206,11 +206,7 @@ fn edit_shell(sb: &Sandbox) -> String {
     let mut script: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     script["turns"][1]["usage"] = json!({"input": 1200, "output": 340, "cost": 0.25});
     std::fs::write(&path, script.to_string()).unwrap();
-    format!(
-        "'{}' --provider scripted --script '{}'; echo KEEL_EXIT=$?",
-        env!("CARGO_BIN_EXE_keel"),
-        path
-    )
+    format!("{}; echo KEEL_EXIT=$?", keel_shell(&path))
 }
 
 #[test]
@@ -231,9 +227,9 @@ fn rewind_code_only(daemon: bool) {
     let (mut s, mut child) = match &d {
         Some(d) => {
             let socket = d.socket.display().to_string();
-            crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)])
+            crate::common::pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)])
         }
-        None => crate::tui_pty::spawn(&sb, &shell),
+        None => crate::common::pty::spawn(&sb, &shell),
     };
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     s.send("edit a\r");
@@ -305,7 +301,7 @@ fn a_dumb_terminal_lists_the_checkpoints_with_the_command_that_rewinds() {
     let sb = Sandbox::new();
     let shell = edit_shell(&sb);
     let vars = [("KEEL_NO_DAEMON", "1"), ("TERM", "dumb")];
-    let (mut s, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &vars);
+    let (mut s, mut child) = crate::common::pty::spawn_with(&sb, &shell, &vars);
     s.wait_for("the header", |t| t.contains("/help for commands"));
     s.send("edit a\r");
     s.wait_for("the answer", |t| t.contains("Edited it."));
@@ -313,9 +309,7 @@ fn a_dumb_terminal_lists_the_checkpoints_with_the_command_that_rewinds() {
     s.wait_for("the list", |t| {
         t.contains("checkpoints, newest first (rewind with: keel rewind") && t.contains("Z  edit a")
     });
-    s.send("/quit\r");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    assert!(child.wait().unwrap().success());
+    assert!(s.quit("/quit\r", &mut child).success());
     assert_eq!(
         std::fs::read_to_string(sb.work().join("a.txt")).unwrap(),
         "ONE\ntwo\n"
@@ -331,12 +325,12 @@ fn a_conversation_rewind_by_another_client_redraws_the_attached_window() {
     let shell = edit_shell(&sb);
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let socket = d.socket.display().to_string();
-    let (mut s, mut child) = crate::tui_pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)]);
+    let (mut s, mut child) =
+        crate::common::pty::spawn_with(&sb, &shell, &[("KEEL_SOCKET", &socket)]);
     s.wait_for("the editor", |t| t.contains("Ask anything"));
     s.send("edit a\r");
     s.wait_for("the answer", |t| t.contains("Edited it."));
-    let mut c = d.connect();
-    c.hello(false);
+    let mut c = d.client();
     let id = c.sessions()[0]["sessionId"].as_str().unwrap().to_string();
     let list = sb.run(&["rewind", &id, "--list", "--json", "--socket", &socket]);
     assert_eq!(list.code, 0, "{list}");

@@ -118,16 +118,7 @@ fn detach_is_offered_only_where_it_means_something() {
 }
 
 fn approval(tool: &str, args: serde_json::Value, preview: Preview) -> String {
-    let mut f = Feed::new();
-    f.user("change it");
-    f.tool("call_1", tool, args.clone(), None);
-    f.send(EventPayload::ApprovalRequested {
-        call_id: "call_1".into(),
-        tool_name: tool.into(),
-        args,
-        preview: Some(preview),
-    });
-    f.screen(80, 24)
+    Feed::asking("change it", tool, args, Some(preview)).screen(80, 24)
 }
 
 /// A write over an existing file did not say it overwrites it, and showed the new content

@@ -7,10 +7,10 @@ use keel::kernel::event::EventPayload;
 use keel::kernel::tool::ToolOutput;
 use serde_json::json;
 
+use crate::common::pty::spawn;
 use crate::common::support::Sandbox;
 use crate::mcp::script;
 use crate::tui::Feed;
-use crate::tui_pty::spawn;
 
 const FIRST: &str = "0193a1d0-7c41-7000-8000-00000000c0de";
 const SECOND: &str = "0193a1d1-1e2f-7000-8000-0000000000b2";
@@ -63,7 +63,7 @@ fn a_running_child_shows_its_current_step_under_its_task_call() {
 
 /// keel in a real terminal on `script` (auto permission), once "look" got the parent's
 /// answer ("Parent is done.").
-fn looked(sb: &Sandbox, script: &str) -> crate::tui_pty::Spawned {
+fn looked(sb: &Sandbox, script: &str) -> crate::common::pty::Spawned {
     let keel = env!("CARGO_BIN_EXE_keel");
     let (mut s, child) = spawn(
         sb,
@@ -104,9 +104,7 @@ fn ctrl_g_opens_the_childs_transcript_and_esc_returns_to_the_parent() {
             && t.contains("Ask anything")
             && !t.contains("explore subagent · peek around")
     });
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    child.wait().unwrap();
+    s.quit("\x04", &mut child);
 }
 
 /// With two children, Ctrl+G opens the latest and says where it is; Ctrl+G in its transcript
@@ -146,9 +144,7 @@ fn ctrl_g_in_a_childs_transcript_shows_the_child_before_it() {
     s.wait_for("the parent again", |t| {
         t.contains("Parent is done.") && !t.contains("subagent 2/2")
     });
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    child.wait().unwrap();
+    s.quit("\x04", &mut child);
 }
 
 #[test]

@@ -4,9 +4,9 @@
 
 use serde_json::json;
 
+use crate::common::pty::spawn;
 use crate::common::support::Sandbox;
 use crate::mcp::script;
-use crate::tui_pty::spawn;
 
 #[test]
 fn transcript_shows_every_output_line_searches_and_gives_the_view_back() {
@@ -50,9 +50,7 @@ fn transcript_shows_every_output_line_searches_and_gives_the_view_back() {
     s.wait_for("the view again", |t| {
         t.contains("Counted.") && t.contains("Ask anything") && !t.contains("transcript · rows")
     });
-    s.send("\x04");
-    s.wait_for("the exit", |t| t.contains("KEEL_EXIT=0"));
-    child.wait().unwrap();
+    s.quit("\x04", &mut child);
     let raw = String::from_utf8_lossy(&s.raw);
     let (enter, leave) = (
         raw.find("\x1b[?1049h").unwrap(),

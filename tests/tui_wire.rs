@@ -12,7 +12,7 @@ use ratatui::Terminal;
 use serde_json::{json, Value};
 
 use crate::common::rpc::Rpc;
-use crate::common::support::{fixture, root, snap, Sandbox};
+use crate::common::support::{fixture, root, scripted_args, snap, Sandbox};
 
 /// What the terminal shows at `w` columns, tall enough for the whole transcript: one row per
 /// line, trailing spaces and blank rows at the end dropped.
@@ -261,14 +261,7 @@ fn settled_line(stdout: &str) -> Value {
 /// `keel --mode rpc` with the scripted provider and ANTHROPIC_API_KEY set.
 fn start_rpc(sb: &Sandbox) -> Rpc {
     let script = fixture("rpc.json");
-    let mut cmd = sb.cmd(&[
-        "--mode",
-        "rpc",
-        "--provider",
-        "scripted",
-        "--script",
-        &script,
-    ]);
+    let mut cmd = sb.cmd(&scripted_args(&["--mode", "rpc"], &script, &[]));
     cmd.env("ANTHROPIC_API_KEY", "test-key");
     Rpc::spawn(cmd)
 }

@@ -4,6 +4,8 @@
 
 pub mod args;
 pub mod commands;
+pub mod invocation;
+pub mod spec;
 
 use args::Cli;
 use commands::attach::AttachArgs;

@@ -1,5 +1,5 @@
 //! `keel daemon bridge`: this process's stdin and stdout relayed to and from the daemon's
-//! socket, byte for byte, so that `ssh HOST keel daemon bridge` is a protocol v1 connection to
+//! socket, byte for byte, so that `ssh HOST keel daemon bridge` is a protocol v2 connection to
 //! HOST's daemon. The bridge reads nothing it relays: the daemon checks the peer credentials
 //! of the bridge's own connection (the user ssh logged in as), as for any local client. The
 //! bridge ends when either side closes: stdin's end is passed on as the socket's write end

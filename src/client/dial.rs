@@ -2,7 +2,7 @@
 //! ([`dial_local`]: the directory checks and the daemon's peer uid, before any byte is sent),
 //! or a remote host's daemon reached over OpenSSH (`ssh -T HOST keel daemon bridge`, the
 //! bridge relaying the remote socket byte for byte). Both give a [`Conn`]: a byte stream in
-//! each direction that protocol v1 runs over, so nothing above this file knows which it is.
+//! each direction that protocol v2 runs over, so nothing above this file knows which it is.
 //! ssh's own stderr is kept (bounded) to explain a connection that failed. Never prints.
 
 use std::io::ErrorKind;
@@ -485,12 +485,12 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let d = tempfile::tempdir().unwrap();
         let perm = |p: &Path, m| std::fs::set_permissions(p, PermissionsExt::from_mode(m));
-        let gone = dial_local(&d.path().join("none/p1.sock"))
+        let gone = dial_local(&d.path().join("none/p2.sock"))
             .await
             .unwrap_err();
         assert_eq!(gone.kind, DaemonErrorKind::NotListening, "{gone}");
         perm(d.path(), 0o700).unwrap();
-        let sock = d.path().join("p1.sock");
+        let sock = d.path().join("p2.sock");
         let e = dial_local(&sock).await.unwrap_err();
         assert_eq!(e.kind, DaemonErrorKind::NotListening, "{e}");
         assert!(

@@ -5,9 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::wire::protocol::session::OpenParams;
+use crate::wire::protocol::spec::SessionSpec;
 
-use crate::cli::args::RemoteArgs;
-use crate::client::dial::{Conn, Dial, Remote};
+use crate::client::dial::{Conn, Dial};
 use crate::client::spawn;
 use crate::error::StartupError;
 use crate::mode::Env;
@@ -28,26 +28,6 @@ pub fn socket_for(env: &Env, flag: Option<&Path>) -> Result<PathBuf, StartupErro
         tracing::info!("not using XDG_RUNTIME_DIR: {why}");
     }
     Ok(choice.path)
-}
-
-/// The daemon a client command talks to: `--remote`/`KEEL_REMOTE` over ssh (where `--socket`
-/// names the remote daemon's socket), else the local socket.
-pub fn dial_for(
-    env: &Env,
-    socket: Option<&Path>,
-    remote: &RemoteArgs,
-) -> Result<Dial, StartupError> {
-    let remote = Remote::from_flags(
-        remote.remote.as_deref(),
-        &env.vars,
-        &remote.ssh_opt,
-        remote.remote_keel.as_deref(),
-        socket,
-    );
-    match remote {
-        Some(r) => Ok(Dial::Remote(r)),
-        None => Ok(Dial::Local(socket_for(env, socket)?)),
-    }
 }
 
 /// Connects to the daemon, or starts one and waits until it accepts (a remote daemon is
@@ -77,53 +57,16 @@ pub async fn start_local(socket: &Path, env: &Env) -> Result<tokio::net::UnixStr
     Ok(stream)
 }
 
-/// The daemon of a session command line (`--remote` and its companions, `--socket`); `--cwd`
-/// names the remote directory and needs `--remote`.
-pub fn cli_dial(cli: &crate::cli::args::Cli, env: &Env) -> Result<Dial, StartupError> {
-    let dial = dial_for(env, cli.socket.as_deref(), &cli.remote)?;
-    if cli.no_daemon && dial.remote().is_some() {
-        return Err(StartupError::usage(
-            "--no-daemon runs the session in this process; --remote (or KEEL_REMOTE) runs it on \
-             another host: give one of them",
-        ));
-    }
-    if cli.cwd.is_some() && dial.remote().is_none() {
-        return Err(StartupError::usage(
-            "--cwd names the session's directory on the remote host: it needs --remote",
-        )
-        .hint("run keel in that directory instead"));
-    }
-    Ok(dial)
-}
-
-/// `session/open`'s params for the daemon `dial` names. A remote daemon gets the session's
-/// directory there (`--cwd`, else this directory's path) and none of this machine's
-/// environment: it runs with its own keys and configuration.
-pub fn open_params_for(
-    dial: &Dial,
-    cli: &crate::cli::args::Cli,
-    env: &Env,
-    args: Vec<String>,
-    headless: bool,
-) -> OpenParams {
-    let mut params = open_params(env, args, headless);
-    if dial.remote().is_some() {
-        params.cwd = cli.cwd.clone().unwrap_or_else(|| env.cwd.clone());
-        params.env.clear();
-    }
-    params
-}
-
-/// `session/open`'s params for a client started with `args` in `env`: its directory, its
-/// session flags and its whole environment (the session reads its provider keys, URLs and
-/// `KEEL_*` variables; its tools run in it, less the provider keys, as they would here).
-/// Relative paths in `args` stay relative: the session resolves them from `cwd`, as this
-/// process would.
-pub fn open_params(env: &Env, args: Vec<String>, headless: bool) -> OpenParams {
+/// `session/open`'s params for a client with `spec` in `env`: its directory, the spec and its
+/// whole environment (the session reads its provider keys, URLs and `KEEL_*` variables; its
+/// tools run in it, less the provider keys, as they would here). Relative paths in the spec
+/// stay relative: the session resolves them from `cwd`, as this process would.
+pub fn open_params(env: &Env, spec: SessionSpec, headless: bool) -> OpenParams {
     OpenParams {
         cwd: env.cwd.clone(),
-        args,
+        spec,
         env: env.vars.clone(),
+        keys: Default::default(),
         headless,
     }
 }

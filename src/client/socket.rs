@@ -1,4 +1,4 @@
-//! A protocol v1 client connection: `daemon/hello`, then calls answered in order (session
+//! A protocol v2 client connection: `daemon/hello`, then calls answered in order (session
 //! events and other notifications that arrive meanwhile are kept for the caller). A call is
 //! typed by its [`Method`] (`client.call::<session::Attach>(&params)`); only pi commands,
 //! forwarded as they are, go through [`Client::call_raw`]. Never prints.
@@ -126,7 +126,7 @@ impl Client {
     }
 
     /// Sends a pi command (`prompt`, `abort`, …: pi's fields plus `sessionId`) and waits for
-    /// pi's `data`. Protocol v1's own methods go through [`Client::call`].
+    /// pi's `data`. Protocol v2's own methods go through [`Client::call`].
     pub async fn call_raw(&mut self, command: &str, params: Value) -> Result<Value, CallError> {
         let raw = self.send(command, &params).await?;
         serde_json::from_str(raw.get()).map_err(|e| CallError::Lost(e.to_string()))

@@ -1,4 +1,4 @@
-//! One client connection of the daemon: protocol v1 (`DESIGN.md` §10.3) over newline-delimited
+//! One client connection of the daemon: protocol v2 (`DESIGN.md` §10.3) over newline-delimited
 //! JSON-RPC 2.0. `daemon/hello` first; then daemon methods, `session/*`, `schedule/*` and every
 //! pi command (with `sessionId`). `daemon/notice` goes to every connection. Events of attached
 //! sessions arrive as `session/event` notifications through one bounded queue; a reply is
@@ -192,7 +192,7 @@ pub async fn serve(stream: UnixStream, shared: Arc<Shared>, sandboxed: Option<In
     shared.gone.notify_waiters();
 }
 
-/// Serves one protocol v1 request line that came without a connection (the journal's
+/// Serves one protocol v2 request line that came without a connection (the journal's
 /// `keel.cmd.<host>` service): the same dispatch as a socket connection's, as if on one that
 /// already said `daemon/hello` with `interactive: true`; the answer is the line the socket
 /// would write (for a pi command, once it is answered). `daemon/hello`, `session/attach` and
@@ -412,7 +412,7 @@ impl Conn {
         })
     }
 
-    /// Serves a decoded request (every method of protocol v1, and pi commands).
+    /// Serves a decoded request (every method of protocol v2, and pi commands).
     async fn dispatch(&mut self, id: &Id, request: Request) -> Outcome {
         match request {
             // Answered above: only the first request of a connection is a hello.
@@ -534,8 +534,11 @@ impl Conn {
             let mut e = ErrorObject::new(
                 j::VERSION_MISMATCH,
                 format!(
-                    "protocol version mismatch (client {}, daemon {PROTOCOL})",
-                    hello.protocol_version
+                    "protocol version mismatch (client {}, daemon {PROTOCOL}): this daemon is \
+                     keel {}; stop it (`keel daemon stop`, sessions are saved) so this keel \
+                     starts its own, or use keel {0} to reach it",
+                    hello.protocol_version,
+                    env!("CARGO_PKG_VERSION"),
                 ),
             );
             e.data = Some(json!({

@@ -1,7 +1,8 @@
-//! `session/open {cwd, args, env}`: starts a session in the daemon exactly as a client started
-//! with those flags in that directory would (the same startup code as RPC mode), or returns
-//! the live one when the flags name a session the daemon already holds (a session is live in
-//! at most one place), with a warning naming the flags it did not apply (`open/unapplied.rs`).
+//! `session/open {cwd, spec, env}`: starts a session in the daemon exactly as a client started
+//! with that spec in that directory would (the same startup code as RPC mode), or returns
+//! the live one when the spec picks a session the daemon already holds (a session is live in
+//! at most one place), with a warning naming the spec's fields it did not apply
+//! ([`SessionSpec::differences`]).
 //! Opens run concurrently. [`open_session`] is the one path: the scheduler's runs start there
 //! too.
 
@@ -17,23 +18,25 @@ use crate::host::actor;
 use crate::kernel::clock::Clock;
 use crate::kernel::session;
 use crate::mode::Env;
-use crate::setup::open::{env_in, prepare, session_settings};
+use crate::mode::Mode;
+use crate::setup::open::{env_in, prepare};
 use crate::setup::Settings;
 use crate::wire::jsonrpc::{self as j, ErrorObject};
 use crate::wire::protocol::session::{LastRun, OpenParams, OpenResult, SessionHeader};
-
-mod unapplied;
+use crate::wire::protocol::spec::SessionSpec;
 
 /// What a session is opened from, whoever asks: a client's `session/open` or the scheduler.
 #[derive(Debug, Clone, Default)]
 pub struct Opening {
     /// Absolute directory of the session.
     pub cwd: PathBuf,
-    /// The flags, as a client would pass them (parsed with [`Cli`]).
-    pub args: Vec<String>,
+    /// What the session is opened with.
+    pub spec: SessionSpec,
     /// The client's environment: laid over the daemon's variables, and the one its tools
     /// run in (empty: the daemon's).
     pub env: BTreeMap<String, String>,
+    /// Variables the session may read a provider key from, never given to its tools.
+    pub keys: BTreeMap<String, String>,
     /// A tool call that needs approval is blocked at once (no dialog).
     pub headless: bool,
     /// Nobody will answer: an approval unanswered after `--approval-timeout` blocks the run.
@@ -55,8 +58,9 @@ pub struct Opened {
 pub async fn open(shared: &Arc<Shared>, p: OpenParams) -> Result<OpenResult, ErrorObject> {
     let opening = Opening {
         cwd: p.cwd,
-        args: p.args,
+        spec: p.spec,
         env: p.env,
+        keys: p.keys,
         headless: p.headless,
         unattended: false,
     };
@@ -79,10 +83,11 @@ pub async fn open_session(shared: &Arc<Shared>, o: Opening) -> Result<Opened, Er
             o.cwd.display()
         )));
     }
-    let env = session_env(shared, &o.cwd, o.env);
+    let mut env = session_env(shared, &o.cwd, o.env);
+    env.vars.extend(o.keys);
     // The settings files of the session's directory, not the daemon's.
-    let settings = session_settings(&o.args, &env).map_err(|e| startup_failed(&e))?;
-    if let Some(live) = found_live(shared, &settings, &env, &o.args).await {
+    let settings = Settings::resolve(&o.spec, Mode::Print, &env).map_err(|e| startup_failed(&e))?;
+    if let Some(live) = found_live(shared, &settings, &env, &o.spec).await {
         return Ok(live);
     }
     let clock = Clock::new(env.fixed_clock, env.seed);
@@ -90,13 +95,12 @@ pub async fn open_session(shared: &Arc<Shared>, o: Opening) -> Result<Opened, Er
         .await
         .map_err(|e| startup_failed(&e))?;
     let _one_at_a_time = shared.opening.lock().await;
-    if let Some(live) = found_live(shared, &settings, &env, &o.args).await {
+    if let Some(live) = found_live(shared, &settings, &env, &o.spec).await {
         return Ok(live);
     }
     let mut setup = crate::setup::host_setup_with(&settings, &env, &clock, !o.headless, provider)
         .map_err(|e| startup_failed(&e))?;
     setup.unattended = o.unattended;
-    setup.open_args = o.args.clone();
     if let Some(s) = &mut setup.subagents {
         s.registry = Some(Arc::new(Children(Arc::downgrade(shared))));
     }
@@ -132,13 +136,13 @@ pub async fn open_session(shared: &Arc<Shared>, o: Opening) -> Result<Opened, Er
     })
 }
 
-/// The live session the flags name, if the daemon holds it, with a warning naming the flags
-/// given now that it was not opened with (it keeps its own settings).
+/// The live session the spec picks, if the daemon holds it, with a warning naming the fields
+/// asked for now that it was not opened with (it keeps its own settings).
 async fn found_live(
     shared: &Shared,
     settings: &Settings,
     env: &Env,
-    args: &[String],
+    spec: &SessionSpec,
 ) -> Option<Opened> {
     let (id, handle) = {
         let sessions = shared.sessions.lock().await;
@@ -147,15 +151,15 @@ async fn found_live(
     let status = handle.status().await;
     let then = status
         .as_ref()
-        .map(|s| s.open_args.as_slice())
+        .map(|s| s.open_spec.clone())
         .unwrap_or_default();
-    let flags = unapplied::unapplied(then, args);
-    let warnings = match flags.as_slice() {
+    let fields = spec.differences(&then);
+    let warnings = match fields.as_slice() {
         [] => Vec::new(),
         _ => vec![format!(
             "session {id} is already live in the daemon and keeps the settings it was opened \
              with: {} not applied",
-            flags.join(", ")
+            fields.join(", ")
         )],
     };
     Some(Opened {

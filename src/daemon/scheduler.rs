@@ -26,6 +26,7 @@ use crate::wire::pi::Command;
 use crate::wire::protocol::daemon::ScheduleStatus;
 use crate::wire::protocol::notify::Notice;
 use crate::wire::protocol::schedule::{ReloadResult, RunParams, RunResult};
+use crate::wire::protocol::spec::{SessionPick, SessionSpec};
 
 /// How long `--on-failure` may run before it is killed.
 pub const ON_FAILURE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -277,15 +278,14 @@ pub async fn run_method(shared: &Arc<Shared>, r: RunParams) -> Result<RunResult,
     }
 }
 
-/// The flags a run opens its session with: the task's, plus a fresh `--session-id` unless
-/// they pick a session themselves.
-fn run_args(task: &Task) -> Vec<String> {
-    let mut args = task.args.clone();
-    if crate::cli::args::without_session_flags(&args).len() == args.len() {
-        args.push("--session-id".into());
-        args.push(uuid::Uuid::now_v7().to_string());
+/// The spec a run opens its session with: the task's, with a fresh session id unless it
+/// picks a session itself.
+fn run_spec(task: &Task) -> SessionSpec {
+    let mut spec = task.spec.clone();
+    if spec.session.is_new() {
+        spec.session = SessionPick::Id(uuid::Uuid::now_v7().to_string());
     }
-    args
+    spec
 }
 
 /// Opens the run's session (named `schedule:NAME TIME`), attaches to it and sends the
@@ -294,8 +294,9 @@ fn run_args(task: &Task) -> Vec<String> {
 async fn launch(shared: &Arc<Shared>, task: Task, at: DateTime<Local>) -> Result<String, String> {
     let opening = Opening {
         cwd: task.cwd.clone(),
-        args: run_args(&task),
+        spec: run_spec(&task),
         env: task.env.clone(),
+        keys: Default::default(),
         headless: false,
         unattended: true,
     };
@@ -636,6 +637,7 @@ mod tests {
             every: Some(secs),
             cron: None,
             cwd: "/tmp".into(),
+            spec: SessionSpec::default(),
             args: Vec::new(),
             prompt: "p".into(),
             env: Default::default(),

@@ -38,6 +38,8 @@ pub struct DaemonOptions {
     pub temp_dir: PathBuf,
     /// The event journal on NATS JetStream (`--journal`), if any.
     pub journal: Option<crate::daemon::journal::JournalOptions>,
+    /// Converts a schedule store of version 1 (tasks holding flags) when it is loaded.
+    pub convert_schedules: Option<crate::schedule::ArgvToSpec>,
 }
 
 /// Why the daemon ends.
@@ -149,7 +151,10 @@ pub async fn serve(
     let (shutdown, _) = broadcast::channel(4);
     let (notices, _) = broadcast::channel(64);
     let scheduler = crate::daemon::scheduler::Scheduler::new(
-        crate::schedule::Store::new(&options.keel_home),
+        match options.convert_schedules {
+            Some(f) => crate::schedule::Store::new(&options.keel_home).converting(f),
+            None => crate::schedule::Store::new(&options.keel_home),
+        },
         Box::new(crate::daemon::scheduler::SystemClock),
     );
     scheduler.start();

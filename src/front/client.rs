@@ -15,12 +15,12 @@ use crate::wire::protocol::session::{self as proto, AttachMode, AttachResult};
 use super::follow::Follow;
 use super::run::Opened;
 use super::Settled;
-use crate::cli::args::Cli;
 use crate::client::dial::Dial;
 use crate::client::link::Link;
 use crate::client::socket::{CallError, Client};
 use crate::error::StartupError;
 use crate::exit::Exit;
+use crate::front::invocation::Invocation;
 use crate::kernel::op::UserInput;
 use crate::mode::{Env, Mode};
 use crate::output::Output;
@@ -33,13 +33,12 @@ use crate::wire::pi::Command;
 pub const DAEMON_LOST: &str = "daemon_lost";
 
 /// `--wait` follows a session's run: it needs the session, and takes no prompt.
-pub(crate) fn check_wait(cli: &Cli) -> Result<(), StartupError> {
-    let picked = cli.continue_ || cli.resume.is_some() || cli.session.is_some();
-    if cli.wait && !picked {
+pub(crate) fn check_wait(inv: &Invocation) -> Result<(), StartupError> {
+    if inv.wait && !inv.picks_a_session() {
         return Err(StartupError::usage("--wait needs the session to follow")
             .hint("keel --json --daemon --resume <ID> --wait"));
     }
-    if cli.wait && !cli.prompt.is_empty() {
+    if inv.wait && !inv.prompt.is_empty() {
         return Err(StartupError::usage(
             "--wait takes no prompt: it follows a run already started",
         ));
@@ -50,7 +49,7 @@ pub(crate) fn check_wait(cli: &Cli) -> Result<(), StartupError> {
 /// Opens the session in the daemon `dial` names and attaches to it (JSON mode: the header
 /// line is written first). `Err(exit)`: the run ended here (`--detach`).
 pub(crate) async fn open(
-    cli: &Cli,
+    inv: &Invocation,
     env: &Env,
     mode: Mode,
     dial: Dial,
@@ -63,8 +62,7 @@ pub(crate) async fn open(
     let conn = crate::client::open::start(&dial, env).await?;
     let mut client = Client::greet(conn, false, &dial).await?;
     version_warning(&client.hello, &dial, out);
-    let args = crate::cli::args::session_args(cli.argv.iter().cloned());
-    let params = crate::client::open::open_params_for(&dial, cli, env, args, !cli.wait);
+    let params = inv.open_params(&dial, env, inv.spec.clone(), !inv.wait);
     let opened = client
         .call::<proto::Open>(&params)
         .await
@@ -89,7 +87,7 @@ pub(crate) async fn open(
             seq - 1
         }
     };
-    if let (true, Some(prompt)) = (cli.detach, prompt) {
+    if let (true, Some(prompt)) = (inv.detach, prompt) {
         call_prompt(&mut client, &session, prompt).await?;
         return Ok(Err(detached(mode, &header, &session, out)));
     }

@@ -10,6 +10,7 @@ pub mod daemon;
 pub mod export;
 pub mod follow;
 pub mod install;
+pub mod invocation;
 pub mod json;
 pub mod print;
 pub mod rpc;

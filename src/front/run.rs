@@ -15,11 +15,11 @@ use super::follow::{Ended, Follow};
 use super::json::JsonProjector;
 use super::print::PrintProjector;
 use super::{Projector, RunSummary, Settled};
-use crate::cli::args::Cli;
 use crate::client::dial::Dial;
 use crate::client::link::Link;
 use crate::error::StartupError;
 use crate::exit::{Exit, SIGPIPE};
+use crate::front::invocation::Invocation;
 use crate::kernel::agent::AgentConfig;
 use crate::kernel::clock::Clock;
 use crate::kernel::op::UserInput;
@@ -59,7 +59,7 @@ struct Here {
 
 /// Runs `-p`/`--json`, with the session in this process or (`daemon`) in the daemon.
 pub async fn run(
-    cli: &Cli,
+    inv: &Invocation,
     settings: &setup::Settings,
     env: &Env,
     mode: Mode,
@@ -70,20 +70,20 @@ pub async fn run(
     setup::check_session_flags(settings, false)?;
     let here = match &daemon {
         Some(_) => {
-            super::client::check_wait(cli)?;
+            super::client::check_wait(inv)?;
             None
         }
         None => Some(start_here(settings, env, out).await?),
     };
     // Installed before stdin is read: a signal while keel waits for it ends the run like any other.
     let mut signals = Signals::new()?;
-    let prompt = match cli.wait && daemon.is_some() {
+    let prompt = match inv.wait && daemon.is_some() {
         true => None,
-        false => Some(read_prompt(cli, env, &mut signals).await?),
+        false => Some(read_prompt(inv, env, &mut signals).await?),
     };
     let opened = match (daemon, here) {
         (Some(dial), _) => {
-            match super::client::open(cli, env, mode, dial, prompt.as_ref(), out).await? {
+            match super::client::open(inv, env, mode, dial, prompt.as_ref(), out).await? {
                 Ok(opened) => opened,
                 Err(exit) => return Ok(exit),
             }
@@ -91,7 +91,7 @@ pub async fn run(
         (None, Some(here)) => open_here(settings, env, mode, clock, here, out).await?,
         (None, None) => return Err(StartupError::internal("a run with no session")),
     };
-    follow(cli, mode, clock, opened, prompt, &mut signals, out).await
+    follow(inv, mode, clock, opened, prompt, &mut signals, out).await
 }
 
 /// The provider and agent settings of a run in this process, their warnings on stderr.
@@ -149,7 +149,7 @@ async fn open_here(
 /// Sends the prompt (none: `--wait`) and projects the run until it settles; a session in
 /// this process is then saved and closed.
 async fn follow(
-    cli: &Cli,
+    inv: &Invocation,
     mode: Mode,
     clock: &Clock,
     mut opened: Opened,
@@ -159,7 +159,7 @@ async fn follow(
 ) -> Result<Exit, StartupError> {
     let mut projector: Box<dyn Projector> = match mode {
         Mode::Json => Box::new(JsonProjector::new(Some(opened.id.clone()))),
-        _ => Box::new(PrintProjector { quiet: cli.quiet }),
+        _ => Box::new(PrintProjector { quiet: inv.quiet }),
     };
     // The run's duration leaves startup out.
     let started = clock.now_ms();
@@ -272,12 +272,12 @@ pub const MAX_STDIN_BYTES: usize = 16 * 1024 * 1024;
 /// cannot be included fails before stdin is waited for. A signal while stdin is read ends keel
 /// with 128 + n.
 pub(crate) async fn read_prompt(
-    cli: &Cli,
+    inv: &Invocation,
     env: &Env,
     signals: &mut Signals,
 ) -> Result<UserInput, StartupError> {
     let home = env.vars.get("HOME").map(std::path::Path::new);
-    let expanded = crate::mentions::expand(&cli.prompt, &env.cwd, home)?;
+    let expanded = crate::mentions::expand(&inv.prompt, &env.cwd, home)?;
     let mut piped = String::new();
     if !env.stdin_tty {
         tracing::debug!("reading stdin");

@@ -103,8 +103,8 @@ pub struct Status {
     pub seq: u64,
     /// How long the served session has been live here.
     pub live_for: Duration,
-    /// The flags the session was opened with ([`crate::host::HostSetup::open_args`]).
-    pub open_args: Vec<String>,
+    /// The spec the session was opened with ([`crate::host::HostSetup::open_spec`]).
+    pub open_spec: crate::wire::protocol::spec::SessionSpec,
 }
 
 /// Why a dialog answer was refused.
@@ -396,7 +396,7 @@ impl Actor {
                     epoch: self.stream.epoch.clone(),
                     seq: self.stream.head(),
                     live_for: self.since.elapsed(),
-                    open_args: self.host.open_args().to_vec(),
+                    open_spec: self.host.open_spec().clone(),
                 });
             }
             Call::SwitchTarget { path, reply } => {

@@ -146,7 +146,7 @@ mod tests {
             warnings: Vec::new(),
             skills: Vec::new(),
             late_warnings: None,
-            open_args: Vec::new(),
+            open_spec: Default::default(),
             on_saved_rules: None,
             subagents: None,
         };

@@ -85,10 +85,10 @@ pub struct HostSetup {
     /// Warnings found after startup (an MCP server that failed or crashed), published as
     /// `notify` lines as they come.
     pub late_warnings: Option<mpsc::UnboundedReceiver<String>>,
-    /// The flags the session was opened with (`session/open`'s `args`), handed to attaching
-    /// clients in the snapshot's `openArgs`: a window that outlives its daemon reopens the
-    /// session from its file with them.
-    pub open_args: Vec<String>,
+    /// The spec the session was opened with (`session/open`'s `spec`), handed to attaching
+    /// clients in the snapshot's `openSpec`: a window that outlives its daemon reopens the
+    /// session from its file with it.
+    pub open_spec: crate::wire::protocol::spec::SessionSpec,
     /// Called with the session's cwd and the rules an "always" answer saved to the project's
     /// local settings file, once saved (setup keeps the trust store up to date with it).
     pub on_saved_rules: Option<SavedRules>,
@@ -269,8 +269,8 @@ pub struct Host {
     /// right before that command's reply, so they follow its last `bash_execution_update`.
     held_bash: Vec<String>,
     late_warnings: Option<mpsc::UnboundedReceiver<String>>,
-    /// See [`HostSetup::open_args`].
-    open_args: Vec<String>,
+    /// See [`HostSetup::open_spec`].
+    open_spec: crate::wire::protocol::spec::SessionSpec,
     /// The tool and arguments of each call an open dialog asks about (for an "always" answer).
     asked: HashMap<String, (String, Value)>,
     /// See [`HostSetup::on_saved_rules`].
@@ -285,8 +285,8 @@ pub struct Host {
 
 impl Host {
     /// The flags the session was opened with (empty when not opened by the daemon).
-    pub fn open_args(&self) -> &[String] {
-        &self.open_args
+    pub fn open_spec(&self) -> &crate::wire::protocol::spec::SessionSpec {
+        &self.open_spec
     }
 
     /// Starts serving the session of `setup`.
@@ -337,7 +337,7 @@ impl Host {
             open_dialogs: std::collections::BTreeMap::new(),
             last_run: None,
             held_bash: Vec::new(),
-            open_args: setup.open_args,
+            open_spec: setup.open_spec,
             asked: HashMap::new(),
             on_saved_rules: setup.on_saved_rules,
             relay: setup.subagents.as_ref().and_then(|s| s.relay.clone()),
@@ -362,7 +362,7 @@ impl Host {
             streaming: self.in_flight.streaming(),
             pending_ui: pending,
             run_started_at: self.in_flight.run_started(),
-            open_args: self.open_args.clone(),
+            open_spec: self.open_spec.clone(),
             sandbox: Some(crate::wire::protocol::snapshot::SandboxState::of(
                 &self.config.sandbox,
             )),

@@ -205,7 +205,7 @@ impl HostSpawner {
             warnings: Vec::new(),
             skills: Vec::new(),
             late_warnings: None,
-            open_args: Vec::new(),
+            open_spec: Default::default(),
             on_saved_rules: None,
             subagents: Some(SubagentSetup {
                 depth: req.depth,

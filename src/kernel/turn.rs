@@ -2,8 +2,6 @@
 //! stops, the turn limit is hit, a call is blocked, or the run is aborted. Publishes pi's event
 //! sequence (`pi-protocol.md` §2.3) and applies the queue semantics of §7.
 
-use std::time::Duration;
-
 use serde_json::Value;
 
 use crate::kernel::abort::AbortSignal;
@@ -16,7 +14,6 @@ use crate::kernel::op::{QueueMode, UserInput};
 use crate::kernel::provider::ModelRequest;
 use crate::kernel::tool::external::ExternalSpec;
 use crate::kernel::tool::{self, ToolOutput};
-use crate::kernel::tool_loop::ToolLoop;
 
 mod assemble;
 mod contract;
@@ -25,13 +22,13 @@ mod execute;
 mod gate;
 pub(crate) mod hooked;
 mod parallel;
+mod phase;
 mod session_tools;
 mod task;
 use assemble::Assembler;
-use contract::{Contract, Verdict};
 use execute::execute;
 use gate::{check_permission, Gate};
-use hooked::Prompt;
+use phase::Run;
 
 use crate::kernel::hooks::Decision;
 
@@ -47,222 +44,9 @@ const RETRYABLE: &[&str] = &[
 
 /// Runs one prompt to its end and publishes `AgentSettled` with the outcome.
 pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) -> RunOutcome {
-    inner.bus.publish(EventPayload::AgentStarted);
-    let mut produced: Vec<Message> = Vec::new();
-    let mut pending_user = vec![prompt];
-    let mut turns: u32 = 0;
-    let mut retries: u32 = 0;
-    // Whether the call after the last retry succeeded (`None` while none was retried).
-    let mut retry_result: Option<Result<(), String>> = None;
-    let mut overflow_compacted = false;
-    let mut repeats = ToolLoop::new(inner.config.max_repeated_failures);
-    let mut stop_continues: u32 = 0;
-    let source = inner.lock().session_start.take();
-    let mut start_context = match source {
-        Some(source) => hooked::session_start(inner, source, &abort).await,
-        None => Vec::new(),
-    };
-    let mut contract = Contract::new(&inner.config);
-    inner.lock().budget = contract.budget();
-    // keel's own next message (a corrected answer for `--output-schema`, a Stop hook's
-    // reason to go on): sent on the next call, not shown to UserPromptSubmit hooks.
-    let mut repair: Option<UserInput> = None;
-    let mut structured_output = None;
-    let outcome = loop {
-        if let Some(over) = contract.over_budget() {
-            requeue_follow_ups(inner, std::mem::take(&mut pending_user));
-            break over;
-        }
-        inner.bus.publish(EventPayload::TurnStarted);
-        turns += 1;
-        let inputs = std::mem::take(&mut pending_user);
-        let had_inputs = !inputs.is_empty();
-        let mut sent = false;
-        let mut blocked = None;
-        for input in inputs {
-            match hooked::prompt_submitted(inner, &input.text, &abort).await {
-                Prompt::Blocked(reason) => blocked = Some(reason),
-                Prompt::Go(context) => {
-                    let now = inner.clock.now_ms();
-                    push_message(inner, &mut produced, input.into_message(now));
-                    checkpoint::user_message(inner);
-                    let context: Vec<String> = start_context.drain(..).chain(context).collect();
-                    if !context.is_empty() {
-                        let text = hooked::context_message(&context);
-                        push_message(
-                            inner,
-                            &mut produced,
-                            UserInput::text(text).into_message(now),
-                        );
-                    }
-                    sent = true;
-                }
-            }
-        }
-        if let Some(input) = repair.take() {
-            push_message(
-                inner,
-                &mut produced,
-                input.into_message(inner.clock.now_ms()),
-            );
-            sent = true;
-        }
-        if had_inputs && !sent && !has_queued(inner, Queue::Steering) {
-            // Every prompt of this turn was blocked by a hook: nothing goes to the model, and
-            // the run says so (it did not do what it was asked).
-            break match blocked {
-                Some(reason) => RunOutcome::PromptBlocked { reason },
-                None => RunOutcome::Completed,
-            };
-        }
-        for input in take_queue(inner, Queue::Steering) {
-            push_message(
-                inner,
-                &mut produced,
-                input.into_message(inner.clock.now_ms()),
-            );
-            checkpoint::user_message(inner);
-        }
-        contract.spend(&compact_if_needed(inner, &abort).await);
-        let streamed = stream_assistant(inner, &abort).await;
-        contract.spend(&streamed.message.usage);
-        let assistant = streamed.message.clone();
-        push_message(inner, &mut produced, Message::from(assistant.clone()));
-        if let Some(outcome) = failed_outcome(&assistant, streamed.error_kind.clone()) {
-            publish_turn_end(inner, assistant.clone(), Vec::new());
-            let kind = streamed.error_kind.as_deref().unwrap_or("");
-            if kind == "context_overflow" && !overflow_compacted && inner.lock().auto_compaction {
-                overflow_compacted = true;
-                let compacted =
-                    compaction::compact(inner, CompactionReason::Overflow, None, true, &abort)
-                        .await;
-                if let Ok(done) = &compacted {
-                    contract.spend(&done.usage);
-                    turns -= 1;
-                    continue;
-                }
-            }
-            if let Some(delay_ms) = retry_delay(inner, &outcome, &streamed, retries) {
-                retries += 1;
-                inner.bus.publish(EventPayload::AgentFinished {
-                    messages: std::mem::take(&mut produced),
-                    will_retry: true,
-                });
-                inner.bus.publish(EventPayload::RetryScheduled {
-                    attempt: retries,
-                    max_attempts: inner.config.retry.max_attempts,
-                    delay_ms,
-                    error_message: assistant.error_message.clone().unwrap_or_default(),
-                });
-                let waited = tokio::select! {
-                    _ = tokio::time::sleep(Duration::from_millis(delay_ms)) => Ok(()),
-                    _ = abort.aborted() => Err(RunOutcome::Aborted),
-                    _ = inner.retry_cancel.notified() => Err(outcome.clone()),
-                };
-                if let Err(ended) = waited {
-                    retry_result = Some(Err(match ended {
-                        RunOutcome::Aborted => "the retry was aborted".into(),
-                        _ => "the retry was cancelled".into(),
-                    }));
-                    break ended;
-                }
-                inner.bus.publish(EventPayload::AgentStarted);
-                turns -= 1;
-                continue;
-            }
-            if retries > 0 && retry_result.is_none() {
-                retry_result = Some(Err(assistant.error_message.clone().unwrap_or_default()));
-            }
-            break outcome;
-        }
-        if retries > 0 && retry_result.is_none() {
-            retry_result = Some(Ok(()));
-        }
-        let calls = assistant.tool_calls();
-        let last_text = assistant.text();
-        let batch = run_tools(inner, &calls, &abort).await;
-        for r in &batch.results {
-            push_message(inner, &mut produced, Message::from(r.clone()));
-        }
-        let repeated = repeats.record(&calls, &batch.results);
-        publish_turn_end(inner, assistant, batch.results);
-        if abort.is_aborted() {
-            break RunOutcome::Aborted;
-        }
-        if let Some(outcome) = batch.blocked.or(repeated) {
-            break outcome;
-        }
-        let plan = inner.lock().plan_answer.take();
-        if let Some(plan) = plan {
-            let message = session_tools::plan_message(inner, plan);
-            inner.bus.publish(EventPayload::MessageStarted {
-                message: message.clone(),
-            });
-            push_message(inner, &mut produced, message);
-            break RunOutcome::Completed;
-        }
-        if batch.hook_stop.is_some() {
-            break RunOutcome::Completed;
-        }
-        let more = !calls.is_empty() || has_queued(inner, Queue::Steering) || {
-            let follow = take_queue(inner, Queue::FollowUp);
-            let any = !follow.is_empty();
-            pending_user.extend(follow);
-            any
-        };
-        if !more {
-            let again = match stop_continues < hooked::MAX_STOP_CONTINUES {
-                true => hooked::stopping(inner, stop_continues > 0, &last_text, &abort).await,
-                false => None,
-            };
-            if let Some(reason) = again.filter(|_| !abort.is_aborted()) {
-                stop_continues += 1;
-                repair = Some(UserInput::text(reason));
-                continue;
-            }
-            match contract.final_answer(&inner.config, &last_text) {
-                Verdict::Accept(value) => {
-                    structured_output = value;
-                    break RunOutcome::Completed;
-                }
-                // keel's own request: not held to --max-turns (the cap still holds).
-                Verdict::Repair(input) => {
-                    repair = Some(input);
-                    continue;
-                }
-                Verdict::Fail(outcome) => break outcome,
-            }
-        }
-        if let Some(max) = inner.config.max_turns {
-            if turns >= max {
-                // Follow-ups taken for the next turn go back to the front of their queue.
-                requeue_follow_ups(inner, std::mem::take(&mut pending_user));
-                break RunOutcome::TurnLimit { max_turns: max };
-            }
-        }
-    };
-    inner.bus.publish(EventPayload::AgentFinished {
-        messages: produced,
-        will_retry: false,
-    });
-    if let Some(result) = retry_result {
-        inner.bus.publish(EventPayload::RetryFinished {
-            success: result.is_ok(),
-            attempt: retries,
-            final_error: result.err(),
-        });
-    }
-    // A store that failed during the run is why it stopped (its abort is not the user's).
-    let outcome = inner.store_failed_run().unwrap_or(outcome);
-    inner.finish_activity();
-    let aborted = outcome == RunOutcome::Aborted;
-    inner.bus.publish(EventPayload::AgentSettled {
-        aborted,
-        structured_output: structured_output.filter(|_| outcome == RunOutcome::Completed),
-        outcome: outcome.clone(),
-    });
-    hooked::idle_prompt(inner, &outcome);
-    outcome
+    let mut run = Run::start(inner, prompt, abort).await;
+    let outcome = run.turns().await;
+    run.finish(outcome)
 }
 
 /// Compacts before a model call when the context has grown past the threshold; the usage of

@@ -140,6 +140,7 @@ mod tests {
             every,
             cron: cron.map(str::to_string),
             cwd: "/tmp".into(),
+            spec: Default::default(),
             args: Vec::new(),
             prompt: "p".into(),
             env: Default::default(),

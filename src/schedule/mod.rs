@@ -18,8 +18,16 @@ use crate::kernel::private;
 pub const FILE: &str = "schedules.json";
 /// Taken (flock) around every read-modify-write of the store.
 const LOCK: &str = "schedules.lock";
-/// The format written; a file of another version is refused as corrupt.
-const VERSION: u32 = 1;
+/// The format written; a file of another version is refused as corrupt, except version 1
+/// (tasks with command-line `args`), which a store with a converter turns into this one.
+const VERSION: u32 = 2;
+/// The version whose tasks hold `args` instead of a spec.
+const VERSION_ARGV: u32 = 1;
+
+/// Turns a version-1 task's flags (and its directory) into a session spec: the command line's
+/// parser, handed in by whoever opens the store (the store knows no command line).
+pub type ArgvToSpec =
+    fn(&[String], &Path) -> Result<crate::wire::protocol::spec::SessionSpec, ScheduleError>;
 /// The shortest `--every` (seconds).
 pub const MIN_EVERY_SECS: u64 = 60;
 /// Test-only: a lower floor for `--every` (e.g. `1` lets an end-to-end test use `1s`).
@@ -40,8 +48,12 @@ pub struct Task {
     pub cron: Option<String>,
     /// Absolute directory the run starts in.
     pub cwd: PathBuf,
-    /// The run's flags, as for `keel` (checked by parsing them like `session/open` does).
+    /// What the run's session is opened with (a fresh session of `cwd` unless it picks one).
     #[serde(default)]
+    pub spec: crate::wire::protocol::spec::SessionSpec,
+    /// The run's flags as a store of version 1 kept them: converted into `spec` once, when the
+    /// store is loaded with a converter ([`Store::converting`]). Never written.
+    #[serde(default, skip_serializing)]
     pub args: Vec<String>,
     pub prompt: String,
     /// The environment of the run (its tools get exactly it): the one `keel schedule add` ran
@@ -138,6 +150,8 @@ pub enum ScheduleErrorKind {
     Cron,
     /// Not exactly one of `every` and `cron`, or `every` is 0 seconds.
     Shape,
+    /// A version-1 task's flags do not parse.
+    Flags,
 }
 
 /// A schedule that cannot be used: its kind and the sentence the user reads.
@@ -168,26 +182,81 @@ impl std::error::Error for ScheduleError {}
 #[derive(Debug, Clone)]
 pub struct Store {
     pub path: PathBuf,
+    /// Converts a version-1 store (`None`: such a store is refused as corrupt).
+    convert: Option<ArgvToSpec>,
 }
 
 impl Store {
     pub fn new(keel_home: &Path) -> Store {
         Store {
             path: keel_home.join(FILE),
+            convert: None,
         }
+    }
+
+    /// This store, converting a version-1 file with `convert` when it is loaded: the old file
+    /// is kept beside it (`schedules.json.v1.bak`) and the converted one written in its place.
+    pub fn converting(mut self, convert: ArgvToSpec) -> Store {
+        self.convert = Some(convert);
+        self
     }
 
     /// The tasks (none when the file does not exist).
     pub fn load(&self) -> Result<Vec<Task>, StoreError> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(self.io(&e)),
+        let Some(text) = self.read()? else {
+            return Ok(Vec::new());
         };
-        parse(&text).map_err(|why| StoreError::Corrupt {
-            path: self.path.clone(),
-            why,
-        })
+        match parse(&text, self.convert.is_some()) {
+            Ok((tasks, VERSION)) => Ok(tasks),
+            Ok((tasks, _)) => self.convert_v1(tasks),
+            Err(why) => Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                why,
+            }),
+        }
+    }
+
+    fn read(&self) -> Result<Option<String>, StoreError> {
+        match std::fs::read_to_string(&self.path) {
+            Ok(t) => Ok(Some(t)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io(&e)),
+        }
+    }
+
+    /// Converts the tasks of a version-1 store, under the lock: a backup of the file beside
+    /// it, the converted store written in its place, and one line in the log.
+    fn convert_v1(&self, mut tasks: Vec<Task>) -> Result<Vec<Task>, StoreError> {
+        let Some(convert) = self.convert else {
+            return Err(StoreError::Corrupt {
+                path: self.path.clone(),
+                why: format!("version {VERSION_ARGV} (this keel reads version {VERSION})"),
+            });
+        };
+        for t in &mut tasks {
+            t.spec = convert(&t.args, &t.cwd).map_err(|e| StoreError::Corrupt {
+                path: self.path.clone(),
+                why: format!("task {:?}: its flags: {}", t.name, e.message),
+            })?;
+            t.args.clear();
+        }
+        let _lock = self.lock()?;
+        // Another process may have converted it meanwhile: then its file stands.
+        if let Some(text) = self.read()? {
+            if let Ok((now, VERSION)) = parse(&text, false) {
+                return Ok(now);
+            }
+            let backup = self.path.with_extension("json.v1.bak");
+            std::fs::write(&backup, &text).map_err(|e| self.io(&e))?;
+            self.save(&tasks)?;
+            tracing::info!(
+                "converted {} to version {VERSION} (session specs instead of flags); the old \
+                 file is kept as {}",
+                self.path.display(),
+                backup.display()
+            );
+        }
+        Ok(tasks)
     }
 
     /// Loads the tasks under the store's lock, lets `f` change them, and writes them back
@@ -279,11 +348,12 @@ impl Store {
     }
 }
 
-/// The tasks of a store file's text, every task checked (name, one schedule that parses,
-/// an absolute cwd, unique names).
-fn parse(text: &str) -> Result<Vec<Task>, String> {
+/// The tasks of a store file's text and its version, every task checked (name, one schedule
+/// that parses, an absolute cwd, unique names). Version 1 is read only when `v1` (its tasks
+/// then still hold their `args`).
+fn parse(text: &str, v1: bool) -> Result<(Vec<Task>, u32), String> {
     let file: File = serde_json::from_str(text).map_err(|e| e.to_string())?;
-    if file.version != VERSION {
+    if file.version != VERSION && !(v1 && file.version == VERSION_ARGV) {
         return Err(format!(
             "version {} (this keel reads version {VERSION})",
             file.version
@@ -308,7 +378,7 @@ fn parse(text: &str) -> Result<Vec<Task>, String> {
             return Err(format!("task {:?}: {p}", t.name));
         }
     }
-    Ok(file.tasks)
+    Ok((file.tasks, file.version))
 }
 
 /// What is wrong with a task name (empty: nothing).
@@ -376,7 +446,11 @@ mod tests {
             every: Some(60),
             cron: None,
             cwd: "/tmp".into(),
-            args: vec!["--provider".into(), "scripted".into()],
+            spec: crate::wire::protocol::spec::SessionSpec {
+                provider: Some("scripted".into()),
+                ..Default::default()
+            },
+            args: Vec::new(),
             prompt: "hi".into(),
             env: Default::default(),
             on_failure: None,
@@ -465,12 +539,61 @@ mod tests {
         bad.cron = Some("61 * * * *".into());
         bad.every = None;
         let text = serde_json::to_string(&File {
-            version: 1,
+            version: VERSION,
             tasks: vec![bad],
         })
         .unwrap();
         std::fs::write(&store.path, text).unwrap();
         let e = store.load().unwrap_err().to_string();
         assert!(e.contains("task \"c\""), "{e}");
+    }
+
+    /// A stand-in for the command line's parser: `--model M` and nothing else.
+    fn model_flag(
+        args: &[String],
+        _cwd: &Path,
+    ) -> Result<crate::wire::protocol::spec::SessionSpec, ScheduleError> {
+        match args {
+            [flag, model] if flag == "--model" => Ok(crate::wire::protocol::spec::SessionSpec {
+                model: Some(model.clone()),
+                ..Default::default()
+            }),
+            _ => Err(ScheduleError::new(
+                ScheduleErrorKind::Flags,
+                "not --model M",
+            )),
+        }
+    }
+
+    #[test]
+    fn a_version_1_store_is_converted_once_with_a_backup() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE);
+        let v1 = r#"{"version":1,"tasks":[{"name":"a","every":60,"cwd":"/tmp","args":["--model","m"],"prompt":"p","created":"2026-01-01T00:00:00+00:00"}]}"#;
+        std::fs::write(&path, v1).unwrap();
+        // Without a converter it is refused, and left alone.
+        let e = Store::new(dir.path()).load().unwrap_err().to_string();
+        assert!(e.contains("version 1 (this keel reads version 2)"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), v1);
+        let store = Store::new(dir.path()).converting(model_flag);
+        let tasks = store.load().unwrap();
+        assert_eq!(tasks[0].spec.model.as_deref(), Some("m"));
+        assert!(tasks[0].args.is_empty());
+        let backup = dir.path().join("schedules.json.v1.bak");
+        assert_eq!(std::fs::read_to_string(&backup).unwrap(), v1);
+        let now = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            now.contains("\"version\": 2") && now.contains("\"spec\""),
+            "{now}"
+        );
+        assert!(!now.contains("\"args\""), "{now}");
+        // Converted once: the next load reads version 2 as it is.
+        assert_eq!(Store::new(dir.path()).load().unwrap(), tasks);
+        // Flags that do not convert leave the store corrupt, never rewritten.
+        let bad = v1.replace("--model", "--nope");
+        std::fs::write(&path, &bad).unwrap();
+        let e = store.load().unwrap_err().to_string();
+        assert!(e.contains("task \"a\": its flags: not --model M"), "{e}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), bad);
     }
 }

@@ -45,7 +45,10 @@ impl HookRow {
 
 /// The hooks of the settings files of `env.cwd` (`inline`: `--settings`), highest level first,
 /// and the warnings about entries that were skipped; a file that does not parse is an error.
-pub fn list(inline: Option<&str>, env: &Env) -> Result<(Vec<HookRow>, Vec<String>), StartupError> {
+pub fn list(
+    inline: Option<&crate::wire::protocol::spec::SettingsLayer>,
+    env: &Env,
+) -> Result<(Vec<HookRow>, Vec<String>), StartupError> {
     let loaded = crate::setup::settings::load(inline, env)?;
     let trust = Trust::of(&loaded.merged, false, env);
     let mut rows = Vec::new();

@@ -1,35 +1,14 @@
-//! The host setup of a session opened with flags and an environment that are not this
+//! The host setup of a session opened with a spec and an environment that are not this
 //! process's own: the daemon's `session/open` and ACP's `session/new`, `session/load` and
-//! `session/resume` start sessions here, as a keel process started with those flags in that
+//! `session/resume` start sessions here, as a keel process started with that spec in that
 //! directory would.
 
 use std::collections::BTreeMap;
 
-use clap::Parser;
-
-use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::kernel::clock::Clock;
 use crate::mode::Env;
 use crate::setup::Settings;
-
-/// The flags of a session as `session/open` reads them: `keel ARGS` parsed with [`Cli`]; a
-/// usage error names the first problem.
-pub fn parse_args(args: &[String]) -> Result<Cli, StartupError> {
-    let argv = std::iter::once("keel".to_string()).chain(args.iter().cloned());
-    Cli::try_parse_from(crate::cli::args::normalize(argv)).map_err(|e| {
-        let text = e.render().to_string();
-        let first = text.lines().next().unwrap_or("bad arguments").to_string();
-        StartupError::usage(first.trim_start_matches("error: ").to_string())
-    })
-}
-
-/// The settings of a session opened with the flags `args` in `env`'s directory: the flags over
-/// that directory's settings files (not the daemon's), as a keel process started there would
-/// resolve them.
-pub fn session_settings(args: &[String], env: &Env) -> Result<Settings, StartupError> {
-    Settings::resolve(&parse_args(args)?, env)
-}
 
 /// The host setup of a session started with `settings` in `env`'s directory, as a keel
 /// process started there would get it: the daemon's `session/open` and ACP's `session/new`,

@@ -33,7 +33,7 @@ impl std::fmt::Display for Widening {
 /// The sandbox `flag` (`--sandbox`) and `files` ask for a session in `env.cwd`; `trusted`:
 /// the project's own files may widen it. Values left out are warnings that name them.
 pub fn config(
-    flag: Option<&str>,
+    flag: Option<SandboxMode>,
     files: &Merged,
     trusted: bool,
     env: &Env,
@@ -173,8 +173,7 @@ fn kept<'a>(files: &'a Merged, gate: &mut Gate) -> Kept<'a> {
 }
 
 /// `--sandbox` over the files' `sandbox.mode`, the managed file's over both.
-fn mode(flag: Option<&str>, file: Option<&Sourced<SandboxModeSetting>>) -> SandboxMode {
-    let flag = flag.and_then(SandboxMode::from_name);
+fn mode(flag: Option<SandboxMode>, file: Option<&Sourced<SandboxModeSetting>>) -> SandboxMode {
     match file {
         Some(m) if m.origin.level == Level::Managed || flag.is_none() => mode_of(m.value),
         _ => flag.unwrap_or(SandboxMode::WorkspaceWrite),
@@ -245,23 +244,4 @@ impl Gate {
 
 fn from_project(o: &Origin) -> bool {
     matches!(o.level, Level::Project | Level::Local)
-}
-
-/// The network `--sandbox-network on|off` and `--sandbox-network-allow HOST` ask for (`None`:
-/// the settings'); they beat `sandbox.network`: `on` wins, any allowed host makes an allowlist.
-pub fn network_flags(
-    cli: &crate::cli::args::Cli,
-) -> Result<Option<Network>, crate::error::StartupError> {
-    let allow = cli
-        .sandbox_network_allow
-        .iter()
-        .map(|h| HostPattern::parse(h))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| crate::error::StartupError::usage(e.to_string()))?;
-    Ok(match cli.sandbox_network.as_deref() {
-        Some("on") => Some(Network::On),
-        _ if !allow.is_empty() => Some(Network::Allow(allow)),
-        Some(_) => Some(Network::Off),
-        None => None,
-    })
 }

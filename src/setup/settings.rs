@@ -9,13 +9,13 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::cli::args::{Cli, PermissionFlag, ThinkingFlag};
 use crate::error::StartupError;
 use crate::kernel::agent::Permission;
-use crate::mode::{self, Env, Mode};
+use crate::mode::{Env, Mode};
 /// The `notify` setting's channels, for the TUI (front ends read settings through `setup`).
 pub use crate::settings::NotifyChannel;
 use crate::settings::{self, DefaultMode, Inline, Level, Merged, Sourced, Thinking};
+use crate::wire::protocol::spec::{KeySource, SessionPick, SessionSpec, SettingsLayer};
 
 /// What a session is started with: every flag `setup` needs, with the settings files' values
 /// laid under them, and the warnings about the files.
@@ -77,82 +77,134 @@ pub struct Settings {
     /// `--max-cost` or the settings' `maxCost`: USD a run may cost.
     pub max_cost: Option<f64>,
     /// `--sandbox` (the settings files' `sandbox.*` are in `files`; see [`Settings::sandbox`]).
-    pub sandbox_flag: Option<String>,
+    pub sandbox_flag: Option<crate::kernel::sandbox::SandboxMode>,
     /// `--sandbox-network` / `--sandbox-network-allow` (`None`: the settings').
     pub sandbox_network: Option<crate::kernel::sandbox::Network>,
+    /// The spec's own permission rules (above the settings files').
+    pub session_rules: crate::wire::protocol::spec::Rules,
+    /// The spec the settings were resolved from (what a live session was opened with).
+    pub spec: SessionSpec,
 }
 
 impl Settings {
-    /// Resolves `cli` in `env` (its directory's settings files) into the run's settings; a
-    /// settings file that cannot be used is a config error.
-    pub fn resolve(cli: &Cli, env: &Env) -> Result<Settings, StartupError> {
-        let files = load(cli.settings.as_deref(), env)?;
+    /// Resolves `spec` in `env` (its directory's settings files) into the settings of a
+    /// session served to a `mode` front end; a settings file that cannot be used is a config
+    /// error, so is a key the spec names that cannot be read.
+    pub fn resolve(spec: &SessionSpec, mode: Mode, env: &Env) -> Result<Settings, StartupError> {
+        let files = load(spec.settings.as_ref(), env)?;
         let m = &files.merged;
         let warnings = files.warnings.clone();
-        let flag_mode = cli.permission.map(permission_of);
         // A project's own mode that loosens approvals applies only in a trusted project.
-        let trust = crate::setup::trust::Trust::of(m, cli.trust_project, env);
-        let mode = match trust.mode_applies() {
+        let trust = crate::setup::trust::Trust::of(m, spec.trust.project, env);
+        let file_mode = match trust.mode_applies() {
             true => m.permissions.default_mode.as_ref(),
             false => m.permissions.default_mode_outside_project.as_ref(),
         };
-        let file_mode = mode.map(|s| Sourced {
+        let file_mode = file_mode.map(|s| Sourced {
             value: mode_of(s.value),
             origin: s.origin.clone(),
         });
-        let permission = pick(file_mode.as_ref(), flag_mode);
-        let no_compaction = cli.no_auto_compaction.then_some(false);
-        let sandbox_network = super::sandbox::network_flags(cli)?;
+        let permission = pick(file_mode.as_ref(), spec.permission);
+        let pick_of = |p: &SessionPick| spec.session == *p;
+        let named = |f: fn(&SessionPick) -> Option<&String>| f(&spec.session).cloned();
         Ok(Settings {
-            continue_: cli.continue_,
-            resume: cli.resume.clone(),
-            session: cli.session.clone(),
-            session_id: cli.session_id.clone(),
-            no_session: cli.no_session,
-            fork: cli.fork.clone(),
-            session_dir: cli.session_dir.clone(),
-            provider: cli.provider.clone(),
-            model: pick(m.model.as_ref(), cli.model.clone()),
-            script: cli.script.clone(),
-            api_key: cli.api_key.clone(),
-            base_url: cli.base_url.clone(),
-            max_retries: cli.max_retries,
-            connect_timeout: cli.connect_timeout,
-            idle_timeout: cli.idle_timeout,
-            thinking: pick(m.thinking.as_ref(), cli.thinking.map(thinking_of)),
-            tools: pick(m.tools.as_ref(), cli.tools.clone()),
-            max_turns: pick(m.max_turns.as_ref(), cli.max_turns),
+            continue_: pick_of(&SessionPick::Continue),
+            resume: named(|p| match p {
+                SessionPick::Resume(v) => Some(v),
+                _ => None,
+            }),
+            session: named(|p| match p {
+                SessionPick::File(v) => Some(v),
+                _ => None,
+            }),
+            session_id: named(|p| match p {
+                SessionPick::Id(v) => Some(v),
+                _ => None,
+            }),
+            no_session: pick_of(&SessionPick::Memory),
+            fork: named(|p| match p {
+                SessionPick::Fork(v) => Some(v),
+                _ => None,
+            }),
+            session_dir: spec.session_dir.clone(),
+            provider: spec.provider.clone(),
+            model: pick(m.model.as_ref(), spec.model.clone()),
+            script: spec.script.clone(),
+            api_key: key_of(spec.api_key.as_ref(), env)?,
+            base_url: spec.base_url.clone(),
+            max_retries: spec.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
+            connect_timeout: spec.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
+            idle_timeout: spec.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
+            thinking: pick(m.thinking.as_ref(), spec.thinking.map(thinking_of)),
+            tools: pick(m.tools.as_ref(), spec.tools.clone()),
+            max_turns: pick(m.max_turns.as_ref(), spec.max_turns),
             max_subagent_depth: m.max_subagent_depth.as_ref().map_or(1, |s| s.value),
-            max_repeated_failures: cli.max_repeated_failures,
+            max_repeated_failures: spec
+                .max_repeated_failures
+                .unwrap_or(DEFAULT_MAX_REPEATED_FAILURES),
             permission_chosen: permission.is_some(),
             permission: permission.unwrap_or(Permission::Auto),
-            approval_timeout: pick(m.approval_timeout.as_ref(), cli.approval_timeout)
+            approval_timeout: pick(m.approval_timeout.as_ref(), spec.approval_timeout)
                 .unwrap_or(DEFAULT_APPROVAL_TIMEOUT),
-            auto_compaction: pick(m.auto_compaction.as_ref(), no_compaction).unwrap_or(true),
-            system_prompt: cli.system_prompt.clone(),
-            append_system_prompt: cli.append_system_prompt.clone(),
-            no_context_files: cli.no_context_files,
+            auto_compaction: pick(m.auto_compaction.as_ref(), spec.auto_compaction).unwrap_or(true),
+            system_prompt: spec.system_prompt.clone(),
+            append_system_prompt: spec.append_system_prompt.clone(),
+            no_context_files: !spec.context_files(),
             tool_vars: m
                 .env
                 .iter()
                 .map(|(k, v)| (k.clone(), v.value.clone()))
                 .collect(),
-            mcp_config: cli.mcp_config.clone(),
-            strict_mcp_config: cli.strict_mcp_config,
-            no_mcp: cli.no_mcp,
-            trust_project: cli.trust_project,
-            allow_home: cli.allow_home,
+            mcp_config: spec.mcp.config.clone(),
+            strict_mcp_config: spec.mcp.strict,
+            no_mcp: !spec.mcp.enabled,
+            trust_project: spec.trust.project,
+            allow_home: spec.trust.allow_home,
             mcp_servers: m.mcp_servers.clone(),
-            mode: mode::resolve(cli, env),
-            output_schema: cli.output_schema.clone(),
-            max_cost: pick(m.max_cost.as_ref(), cli.max_cost),
+            mode,
+            output_schema: spec.output_schema.clone(),
+            max_cost: pick(m.max_cost.as_ref(), spec.max_cost),
             files: files.merged,
             warnings,
-            sandbox_flag: cli.sandbox.clone(),
-            sandbox_network,
+            sandbox_flag: spec.sandbox,
+            sandbox_network: spec.network.clone(),
+            session_rules: spec.rules.clone(),
+            spec: spec.clone(),
         })
     }
 }
+
+/// The provider key `source` names, read on the session's side: a variable of its
+/// environment, or a file.
+fn key_of(source: Option<&KeySource>, env: &Env) -> Result<Option<String>, StartupError> {
+    match source {
+        None => Ok(None),
+        Some(KeySource::Env(name)) => match env.vars.get(name) {
+            Some(v) => Ok(Some(v.clone())),
+            None => Err(StartupError::config(format!(
+                "the provider key variable {name} is not set in the session's environment"
+            ))
+            .hint(format!("export {name}, or pass --api-key"))),
+        },
+        Some(KeySource::File(path)) => {
+            let path = env.cwd.join(path);
+            let text = std::fs::read_to_string(&path).map_err(|e| {
+                StartupError::config(format!("cannot read the key file {}", path.display()))
+                    .cause(e.to_string())
+            })?;
+            Ok(Some(text.trim_end().to_string()))
+        }
+    }
+}
+
+/// `--max-retries`' default.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+/// `--connect-timeout`'s default, in seconds.
+pub const DEFAULT_CONNECT_TIMEOUT: f64 = 30.0;
+/// `--idle-timeout`'s default, in seconds.
+pub const DEFAULT_IDLE_TIMEOUT: f64 = 300.0;
+/// `--max-repeated-failures`' default.
+pub const DEFAULT_MAX_REPEATED_FAILURES: u32 = 3;
 
 impl Settings {
     /// The permission rules of the merged settings files, matched against the project root
@@ -163,10 +215,14 @@ impl Settings {
         env: &Env,
         trust: &crate::setup::trust::Trust,
     ) -> (crate::kernel::policy::Rules, Vec<String>) {
-        let list = |l: &[crate::settings::Sourced<String>]| -> Vec<(String, String)> {
-            l.iter()
-                .map(|r| (r.value.clone(), r.origin.to_string()))
-                .collect()
+        // The spec's own rules come first, then the files'.
+        let own = &self.session_rules;
+        let list = |mine: &[String], l: &[crate::settings::Sourced<String>]| {
+            let mine = mine
+                .iter()
+                .map(|r| (r.clone(), "the session spec".to_string()));
+            mine.chain(l.iter().map(|r| (r.value.clone(), r.origin.to_string())))
+                .collect::<Vec<(String, String)>>()
         };
         let p = &self.files.permissions;
         let allow: Vec<_> = p
@@ -182,9 +238,9 @@ impl Settings {
             .unwrap_or_else(|| env.keel_home.clone());
         let root = crate::settings::project_root(&env.cwd);
         let (rules, warnings) = crate::kernel::policy::Rules::build(
-            &list(&p.deny),
-            &list(&p.ask),
-            &list(&allow),
+            &list(&own.deny, &p.deny),
+            &list(&own.ask, &p.ask),
+            &list(&own.allow, &allow),
             &root,
             &home,
         );
@@ -202,7 +258,7 @@ impl Settings {
         warnings: &mut Vec<String>,
     ) -> crate::kernel::sandbox::SandboxConfig {
         let trusted = trust.settings_apply();
-        let flag = self.sandbox_flag.as_deref();
+        let flag = self.sandbox_flag;
         let mut config = super::sandbox::config(flag, &self.files, trusted, env, warnings);
         // `Read(…)` deny rules naming a path are the sandbox's too (DESIGN §14: the boundary).
         let (rules, _) = self.rules(env, trust);
@@ -302,9 +358,12 @@ fn is_project(level: Level) -> bool {
 /// Seconds an approval dialog waits when neither a flag nor a file says.
 pub const DEFAULT_APPROVAL_TIMEOUT: f64 = 300.0;
 
-/// The settings files of a session in `env.cwd` (`inline`: the `--settings` flag), merged.
-pub fn load(inline: Option<&str>, env: &Env) -> Result<settings::Loaded, StartupError> {
-    let inline = inline.map(|v| Inline::of(v, &env.cwd));
+/// The settings files of a session in `env.cwd` (`inline`: the `--settings` layer), merged.
+pub fn load(inline: Option<&SettingsLayer>, env: &Env) -> Result<settings::Loaded, StartupError> {
+    let inline = inline.map(|v| match v {
+        SettingsLayer::File(p) => Inline::File(env.cwd.join(p)),
+        SettingsLayer::Json(j) => Inline::Json(j.clone()),
+    });
     settings::load(&sources(inline.as_ref(), env)).map_err(|e| {
         let err = StartupError::config(e.message)
             .hint("fix the file (`keel config schema` prints the keys it may hold)");
@@ -329,24 +388,16 @@ fn pick<T: Clone>(file: Option<&Sourced<T>>, flag: Option<T>) -> Option<T> {
     }
 }
 
-fn thinking_of(t: ThinkingFlag) -> Thinking {
+/// The settings' word for a spec's thinking level.
+fn thinking_of(t: crate::wire::protocol::spec::Thinking) -> Thinking {
+    use crate::wire::protocol::spec::Thinking as T;
     match t {
-        ThinkingFlag::Off => Thinking::Off,
-        ThinkingFlag::Minimal => Thinking::Minimal,
-        ThinkingFlag::Low => Thinking::Low,
-        ThinkingFlag::Medium => Thinking::Medium,
-        ThinkingFlag::High => Thinking::High,
-        ThinkingFlag::Xhigh => Thinking::Xhigh,
-    }
-}
-
-pub(crate) fn permission_of(p: PermissionFlag) -> Permission {
-    match p {
-        PermissionFlag::Auto => Permission::Auto,
-        PermissionFlag::ReadOnly => Permission::ReadOnly,
-        PermissionFlag::Ask => Permission::Ask,
-        PermissionFlag::AcceptEdits => Permission::AcceptEdits,
-        PermissionFlag::Plan => Permission::Plan,
+        T::Off => Thinking::Off,
+        T::Minimal => Thinking::Minimal,
+        T::Low => Thinking::Low,
+        T::Medium => Thinking::Medium,
+        T::High => Thinking::High,
+        T::Xhigh => Thinking::Xhigh,
     }
 }
 
@@ -407,14 +458,13 @@ pub fn find_git(env: &Env) -> Option<PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use clap::Parser;
     use serde_json::json;
 
     use super::*;
 
-    /// The settings of `keel ARGS` in a temp project whose `.keel/settings.json` is `project`
-    /// and whose managed file is `managed`.
-    fn resolve(args: &[&str], project: Value, managed: Value) -> Settings {
+    /// The settings of a session opened with `spec` in a temp project whose
+    /// `.keel/settings.json` is `project` and whose managed file is `managed`.
+    fn resolve(spec: SessionSpec, project: Value, managed: Value) -> Settings {
         let dir = tempfile::tempdir().unwrap();
         let work = dir.path().join("work");
         std::fs::create_dir_all(work.join(".keel")).unwrap();
@@ -432,15 +482,14 @@ mod tests {
             &work,
             BTreeMap::new(),
         );
-        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args.iter().copied())).unwrap();
-        Settings::resolve(&cli, &env).unwrap()
+        Settings::resolve(&spec, Mode::Print, &env).unwrap()
     }
 
     #[test]
     fn files_beat_defaults_flags_beat_files_and_managed_beats_flags() {
         let project = json!({"thinking": "high", "approvalTimeout": 5, "autoCompaction": false,
                              "maxTurns": 2, "env": {"A": "1"}});
-        let s = resolve(&[], project.clone(), json!({}));
+        let s = resolve(SessionSpec::new(), project.clone(), json!({}));
         assert_eq!(s.thinking, Some(Thinking::High));
         assert_eq!(s.approval_timeout, 5.0);
         assert!(!s.auto_compaction);
@@ -450,29 +499,29 @@ mod tests {
             (s.permission, s.permission_chosen),
             (Permission::Auto, false)
         );
-        let s = resolve(
-            &[
-                "--thinking",
-                "low",
-                "--approval-timeout",
-                "9",
-                "--max-turns",
-                "7",
-            ],
-            project.clone(),
-            json!({}),
-        );
+        let asked = SessionSpec {
+            thinking: Some(crate::wire::protocol::spec::Thinking::Low),
+            approval_timeout: Some(9.0),
+            max_turns: Some(7),
+            ..SessionSpec::new()
+        };
+        let s = resolve(asked, project.clone(), json!({}));
         assert_eq!(s.thinking, Some(Thinking::Low));
         assert_eq!(s.approval_timeout, 9.0);
         assert_eq!(s.max_turns, Some(7));
+        let asked = SessionSpec {
+            max_turns: Some(7),
+            permission: Some(Permission::Auto),
+            ..SessionSpec::new()
+        };
         let s = resolve(
-            &["--max-turns", "7", "--permission", "auto"],
+            asked,
             project,
             json!({"maxTurns": 1, "permissions": {"defaultMode": "read-only"}}),
         );
         assert_eq!(s.max_turns, Some(1));
         assert_eq!(s.permission, Permission::ReadOnly);
-        let s = resolve(&[], json!({}), json!({}));
+        let s = resolve(SessionSpec::new(), json!({}), json!({}));
         assert_eq!(s.approval_timeout, DEFAULT_APPROVAL_TIMEOUT);
         assert!(s.auto_compaction);
     }

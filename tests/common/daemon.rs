@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::common::support::{fixture, Sandbox};
+use crate::common::support::{fixture, scripted_args, Run, Sandbox};
 
 /// A daemon this test started; killed on drop.
 pub struct Daemon {
@@ -46,7 +46,7 @@ impl Daemon {
         std::fs::create_dir_all(&dir).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700)).unwrap();
-        let socket = dir.join("p1.sock");
+        let socket = dir.join("p2.sock");
         let mut args = vec!["daemon", "run", "--socket", socket.to_str().unwrap()];
         args.extend_from_slice(extra);
         (socket.clone(), args.into_iter().map(String::from).collect())
@@ -76,6 +76,13 @@ impl Daemon {
             next: 100,
             notes: Vec::new(),
         }
+    }
+
+    /// A connection that said hello (a client that is not interactive).
+    pub fn client(&self) -> Conn {
+        let mut c = self.connect();
+        c.hello(false);
+        c
     }
 
     /// Waits for the daemon to exit by itself; its status code.
@@ -144,7 +151,7 @@ impl Conn {
     pub fn hello(&mut self, interactive: bool) -> Value {
         let r = self.call(
             "daemon/hello",
-            json!({"protocolVersion": 1, "client": {"name": "test", "version": "0"}, "interactive": interactive}),
+            json!({"protocolVersion": 2, "client": {"name": "test", "version": "0"}, "interactive": interactive}),
         );
         assert!(r.get("result").is_some(), "{r}");
         r
@@ -153,25 +160,14 @@ impl Conn {
     /// Reads `session/event` notifications (starting with those already read) until one is
     /// of `kind`; returns `(seq, event)` of all of them.
     pub fn events_until(&mut self, kind: &str) -> Vec<(u64, Value)> {
-        let mut out = Vec::new();
-        let mut pending = std::mem::take(&mut self.notes).into_iter();
-        loop {
-            let v = match pending.next() {
-                Some(v) => v,
-                None => self.recv().expect("the stream ended early"),
-            };
-            if v["method"] != "session/event" {
-                continue;
-            }
-            let seq = v["params"]["seq"].as_u64().unwrap();
-            let event = v["params"]["event"].clone();
-            let done = event["type"] == kind;
-            out.push((seq, event));
-            if done {
-                self.notes.extend(pending);
-                return out;
-            }
-        }
+        let notes = self.notes_until(is_event(kind));
+        let events = notes.into_iter().filter(|v| v["method"] == "session/event");
+        events
+            .map(|mut v| {
+                let seq = v["params"]["seq"].as_u64().unwrap();
+                (seq, v["params"]["event"].take())
+            })
+            .collect()
     }
 }
 
@@ -227,17 +223,26 @@ pub fn code(v: &Value) -> i64 {
         .unwrap_or_else(|| panic!("not an error: {v}"))
 }
 
+/// The `session/open` spec of a session asked for with these flags, as the command line
+/// resolves them (`keel::cli::spec`): the tests write sessions as flags, the wire carries specs.
+pub fn spec<S: AsRef<str>>(args: &[S]) -> Value {
+    let args: Vec<String> = args.iter().map(|a| a.as_ref().to_string()).collect();
+    let cli = keel::cli::spec::parse_argv(&args).unwrap_or_else(|e| panic!("{args:?}: {e:?}"));
+    let spec = keel::cli::spec::of(&cli, std::path::Path::new("/"))
+        .unwrap_or_else(|e| panic!("{args:?}: {e:?}"));
+    serde_json::to_value(spec).unwrap()
+}
+
 /// Opens a scripted session in the sandbox's work dir; its id.
 pub fn open(c: &mut Conn, sb: &Sandbox, script: &str, extra: &[&str]) -> String {
     open_script(c, sb, &fixture(script), extra)
 }
 
 pub fn open_script(c: &mut Conn, sb: &Sandbox, script: &str, extra: &[&str]) -> String {
-    let mut args = vec!["--provider", "scripted", "--script", &script];
-    args.extend_from_slice(extra);
+    let args = scripted_args(&[], script, extra);
     let r = c.call(
         "session/open",
-        json!({"cwd": sb.work(), "args": args, "env": {"KEEL_TEST_SEED": "7"}}),
+        json!({"cwd": sb.work(), "spec": spec(&args), "env": {"KEEL_TEST_SEED": "7"}}),
     );
     r["result"]["sessionId"]
         .as_str()
@@ -262,4 +267,56 @@ pub fn waiting_run(sb: &Sandbox) -> (PathBuf, PathBuf) {
     ]});
     std::fs::write(&path, turns.to_string()).unwrap();
     (path, fifo)
+}
+
+/// `keel ARGS` talking to the daemon at `socket` (`KEEL_SOCKET`), with the 1 s floor for
+/// `--every` (`KEEL_SCHEDULE_MIN_SECS`).
+pub fn keel_on(sb: &Sandbox, socket: &std::path::Path, args: &[&str]) -> Run {
+    let out = sb
+        .cmd(args)
+        .env("KEEL_SOCKET", socket)
+        .env("KEEL_SCHEDULE_MIN_SECS", "1")
+        .output()
+        .unwrap();
+    sb.finish(out)
+}
+
+/// Two clients on a session (opened with `extra`) whose script streams 100 bursts of 250
+/// deltas, 8 ms apart: `fast` attached and prompted it ("flood") and reads on; `slow`
+/// attached first and reads nothing. A reading client keeps up (it may fall 56 bursts behind
+/// before its queue of 14,096 fills); one that reads nothing cannot hold them all. The two
+/// connections and the session's id.
+pub fn flood(d: &Daemon, sb: &Sandbox, extra: &[&str]) -> (Conn, Conn, String) {
+    let chunks: Vec<Value> = (0..100)
+        .map(|_| json!({"text": "token ", "times": 250, "delayMs": 8}))
+        .collect();
+    let script = sb.dir.path().join("bursts.json");
+    std::fs::write(&script, json!({"turns": [{"chunks": chunks}]}).to_string()).unwrap();
+    let mut fast = d.client();
+    let id = open_script(&mut fast, sb, script.to_str().unwrap(), extra);
+    let mut slow = d.client();
+    slow.call("session/attach", json!({"sessionId": id}));
+    fast.call("session/attach", json!({"sessionId": id}));
+    fast.call("prompt", json!({"sessionId": id, "message": "flood"}));
+    (fast, slow, id)
+}
+
+/// `keel ARGS` with `input` on stdin, in-process in `here` and then through a daemon started in
+/// `there` (`--daemon --socket SOCKET` added): both runs, each asserted to exit 0, and the
+/// daemon (still running).
+pub fn here_and_through_a_daemon(
+    here: &Sandbox,
+    there: &Sandbox,
+    args: &[&str],
+    input: &str,
+) -> (Run, Run, Daemon) {
+    let local = here.run_stdin(args, input);
+    assert_eq!(local.code, 0, "{local}");
+    let d = Daemon::start(there, &["--idle-exit", "0"]);
+    let mut args = args.to_vec();
+    let socket = d.socket.display().to_string();
+    args.extend(["--daemon", "--socket", &socket]);
+    let remote = there.run_stdin(&args, input);
+    assert_eq!(remote.code, 0, "{remote}");
+    (local, remote, d)
 }

@@ -1,12 +1,38 @@
-//! One streamed call of a real HTTP provider against a test server, its events collected, for
-//! the recorded-stream tests of each API (`tests/responses.rs`, `tests/gemini_stream.rs`).
+//! The recorded-stream tests' provider fixtures (`tests/providers.rs`, `tests/responses.rs`,
+//! `tests/gemini_stream.rs`, `tests/output_schema.rs`): the model and request they call with,
+//! one streamed call of a real HTTP provider against a test server with its events collected,
+//! the same bytes decoded in-process, and what the events end with.
 
 use std::time::Duration;
 
 use keel::kernel::abort::AbortController;
+use keel::kernel::message::{Message, StopReason};
 use keel::kernel::provider::http::{HttpOptions, HttpProvider};
-use keel::kernel::provider::model::ModelInfo;
+use keel::kernel::provider::model::{ModelCost, ModelInfo};
+use keel::kernel::provider::sse::{SseDecoder, StreamDecoder};
 use keel::kernel::provider::{ModelRequest, Provider, ProviderEvent};
+use keel::kernel::tool;
+
+/// `m` as a reasoning model priced at `cost`, with the thinking levels `levels`.
+pub fn reasoning(mut m: ModelInfo, cost: ModelCost, levels: &[&str]) -> ModelInfo {
+    m.cost = cost;
+    m.reasoning = true;
+    m.thinking_levels = levels.iter().map(|l| l.to_string()).collect();
+    m
+}
+
+/// The request of the recorded-stream tests: "be brief", one user message ("hi") and the
+/// `read` tool, at `thinking_level`, in session `session_id`, without an output schema.
+pub fn request(thinking_level: &str, session_id: Option<&str>) -> ModelRequest {
+    ModelRequest {
+        system_prompt: "be brief".into(),
+        messages: vec![Message::user("hi", 1)],
+        tools: vec![tool::spec("read").unwrap()],
+        thinking_level: thinking_level.into(),
+        session_id: session_id.map(String::from),
+        output_schema: None,
+    }
+}
 
 /// Every event of one call of `model` (served by the test server) with `key`, until the
 /// stream ends; 5 s connect and idle timeouts.
@@ -44,4 +70,63 @@ pub fn merged(events: Vec<ProviderEvent>) -> Vec<ProviderEvent> {
         }
     }
     out
+}
+
+/// `body` decoded in-process by a fresh decoder from `decoder`, fed whole and then split at
+/// every byte offset: the same events each time (asserted). Errors carry the transport's
+/// `who: ` prefix (`provider (model)`), as over HTTP.
+pub fn decoded_at_every_split<D: StreamDecoder>(
+    body: &[u8],
+    who: &str,
+    decoder: impl Fn() -> D,
+) -> Vec<ProviderEvent> {
+    let decode = |cut: usize| {
+        let mut sse = SseDecoder::new();
+        let mut decoder = decoder();
+        let (mut events, mut out) = (Vec::new(), Vec::new());
+        sse.push(&body[..cut], &mut events).unwrap();
+        sse.push(&body[cut..], &mut events).unwrap();
+        sse.finish(&mut events).unwrap();
+        for e in &events {
+            decoder.on_event(e, &mut out);
+        }
+        decoder.finish(&mut out);
+        out
+    };
+    let first = decode(body.len());
+    for cut in 1..body.len() {
+        assert_eq!(decode(cut), first, "split at byte {cut}");
+    }
+    first
+        .into_iter()
+        .map(|ev| match ev {
+            ProviderEvent::Error {
+                kind,
+                message,
+                retry_after_ms,
+            } => ProviderEvent::Error {
+                kind,
+                message: format!("{who}: {message}"),
+                retry_after_ms,
+            },
+            ev => ev,
+        })
+        .collect()
+}
+
+/// The kind, message and retry hint of the one error that ends `events`.
+pub fn error_of(events: &[ProviderEvent]) -> (String, String, Option<u64>) {
+    match events.last() {
+        Some(ProviderEvent::Error {
+            kind,
+            message,
+            retry_after_ms,
+        }) => (kind.clone(), message.clone(), *retry_after_ms),
+        other => panic!("expected a final error, got {other:?} in {events:?}"),
+    }
+}
+
+/// The event that ends a stream with `stop`.
+pub fn done(stop: StopReason) -> ProviderEvent {
+    ProviderEvent::Done { stop }
 }

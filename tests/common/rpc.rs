@@ -107,6 +107,11 @@ impl Rpc {
         self.wait(&json!({"type": "response", "id": id}))
     }
 
+    /// The `stopReason` of the response to ACP request `id` (`session/prompt`).
+    pub fn stop_reason(&mut self, id: &str) -> Value {
+        self.wait(&json!({"id": id}))["result"]["stopReason"].clone()
+    }
+
     /// Sends a request and returns its response.
     pub fn call(&mut self, req: Value) -> Value {
         let id = req["id"]

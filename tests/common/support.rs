@@ -22,6 +22,42 @@ pub fn fixture(name: &str) -> String {
         .to_string()
 }
 
+/// The arguments of a run on the scripted provider: `before`, then `--provider scripted
+/// --script SCRIPT`, then `after`, in that order.
+pub fn scripted_args<'a>(before: &[&'a str], script: &'a str, after: &[&'a str]) -> Vec<&'a str> {
+    let mut all = before.to_vec();
+    all.extend_from_slice(&["--provider", "scripted", "--script", script]);
+    all.extend_from_slice(after);
+    all
+}
+
+/// The built-in tools a run offers the model, in order, before MCP tools and `task`.
+pub const BUILT_IN_TOOLS: [&str; 8] = [
+    "read",
+    "write",
+    "edit",
+    "bash",
+    "grep",
+    "find",
+    "ls",
+    "todo_write",
+];
+
+/// The string `key` of each item of the JSON array `list` (a list of tool names, roles, ids).
+pub fn strs<'a>(list: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
+    let items = list
+        .as_array()
+        .unwrap_or_else(|| panic!("not an array: {list}"));
+    items.iter().map(|o| o[key].as_str().unwrap()).collect()
+}
+
+/// `'KEEL' --provider scripted --script 'SCRIPT'`: a shell command that runs the binary on the
+/// scripted provider, for a test that starts it through `sh -c` (in a terminal).
+pub fn keel_shell(script: &str) -> String {
+    let keel = env!("CARGO_BIN_EXE_keel");
+    format!("'{keel}' --provider scripted --script '{script}'")
+}
+
 /// A temp dir with `home/` (KEEL_HOME) and `work/` (the cwd).
 pub struct Sandbox {
     pub dir: tempfile::TempDir,
@@ -114,9 +150,7 @@ impl Sandbox {
     /// Runs `keel MODE --provider scripted --script fixtures/providers/SCRIPT ARGS...`.
     pub fn scripted(&self, mode: &str, script: &str, args: &[&str]) -> Run {
         let script = fixture(script);
-        let mut all = vec![mode, "--provider", "scripted", "--script", &script];
-        all.extend_from_slice(args);
-        self.run(&all)
+        self.run(&scripted_args(&[mode], &script, args))
     }
 
     /// Writes a scripted-provider script whose first turn makes `calls` (tool name,
@@ -140,9 +174,7 @@ impl Sandbox {
     /// returns everything the process wrote and its status.
     pub fn interrupt_json(&self, script: &str, args: &[&str], needle: &str, sig: Signal) -> Run {
         let script = fixture(script);
-        let mut all = vec!["--json", "--provider", "scripted", "--script", &script];
-        all.extend_from_slice(args);
-        let mut child = self.spawn(&all);
+        let mut child = self.spawn(&scripted_args(&["--json"], &script, args));
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
         let mut seen = read_until(&mut stdout, needle).concat();
         signal(&child, sig);
@@ -157,13 +189,7 @@ impl Sandbox {
     /// Runs with `input` on stdin.
     pub fn run_stdin(&self, args: &[&str], input: &str) -> Run {
         use std::io::Write;
-        let mut child = self
-            .cmd(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = self.spawn_piped(args);
         child
             .stdin
             .take()
@@ -191,6 +217,16 @@ impl Sandbox {
             .unwrap()
     }
 
+    /// Spawns with stdin, stdout and stderr piped.
+    pub fn spawn_piped(&self, args: &[&str]) -> Child {
+        self.cmd(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
     /// Spawns with stdin, stdout and stderr piped, for a test that talks to the process line by
     /// line (RPC mode): the child, its stdin and a line reader on its stdout.
     pub fn spawn_talking(
@@ -201,16 +237,17 @@ impl Sandbox {
         std::process::ChildStdin,
         BufReader<std::process::ChildStdout>,
     ) {
-        let mut child = self
-            .cmd(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = self.spawn_piped(args);
         let stdin = child.stdin.take().unwrap();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         (child, stdin, stdout)
+    }
+
+    /// The text of the sandbox's one session file (asserts that there is exactly one).
+    pub fn session_text(&self) -> String {
+        let files = self.session_files();
+        assert_eq!(files.len(), 1, "{files:?}");
+        std::fs::read_to_string(&files[0]).unwrap()
     }
 
     /// Every session file under KEEL_HOME.
@@ -285,6 +322,26 @@ impl Run {
         s.replace(&plain, "[SANDBOX]")
             .replace(&dashed, "[SANDBOX]")
             .replace(&root().display().to_string(), "[ROOT]")
+    }
+
+    /// Stdout as the run is shown, its sandbox's path scrubbed: what two sandboxes' runs
+    /// compare by.
+    pub fn shown_stdout(&self) -> String {
+        self.to_string()
+            .split("\n[stderr]")
+            .next()
+            .unwrap()
+            .to_string()
+    }
+
+    /// Asserts that stderr contains `needle`, showing the whole run if it does not.
+    pub fn assert_stderr(&self, needle: &str) {
+        assert!(self.stderr.contains(needle), "{self}");
+    }
+
+    /// Asserts that stdout contains `needle`, showing the whole run if it does not.
+    pub fn assert_stdout(&self, needle: &str) {
+        assert!(self.stdout.contains(needle), "{self}");
     }
 
     pub fn stdout_lines(&self) -> Vec<serde_json::Value> {

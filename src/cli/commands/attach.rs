@@ -5,7 +5,8 @@ use std::path::PathBuf;
 
 use super::Logs;
 use crate::cli::args::RemoteArgs;
-use crate::client::open::{dial_for, open_params};
+use crate::cli::invocation::dial_for;
+use crate::client::open::open_params;
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::daemon::{ambiguous_wide, attach_target, status_of};
@@ -58,7 +59,7 @@ async fn attach(args: AttachArgs, env: &Env, out: &mut Output) -> Result<Exit, S
         reopen: {
             let mut here = env.clone();
             here.cwd = cwd;
-            let mut params = open_params(&here, Vec::new(), false);
+            let mut params = open_params(&here, Default::default(), false);
             if remote_env {
                 // The remote daemon runs with its own environment.
                 params.env.clear();

@@ -10,7 +10,8 @@ use serde_json::json;
 
 use super::{print, Logs};
 use crate::cli::args::RemoteArgs;
-use crate::client::open::{dial_for, socket_for, start_local};
+use crate::cli::invocation::dial_for;
+use crate::client::open::{socket_for, start_local};
 use crate::client::socket::Client;
 use crate::daemon::server::DaemonOptions;
 use crate::error::StartupError;
@@ -89,7 +90,7 @@ pub struct RunArgs {
     #[arg(long, hide = true)]
     spawned: bool,
     #[command(flatten)]
-    journal: crate::daemon::journal::options::JournalArgs,
+    journal: super::journal_flags::JournalArgs,
 }
 
 /// `keel daemon …`: runs one command, logs on stderr.
@@ -183,6 +184,7 @@ async fn serve(args: RunArgs, env: &Env) -> Result<Exit, StartupError> {
         vars: env.vars.clone(),
         temp_dir: env.temp_dir.clone(),
         journal,
+        convert_schedules: Some(crate::cli::spec::from_task_args),
     };
     crate::daemon::run::run(options, spawned).await
 }

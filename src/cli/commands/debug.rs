@@ -156,7 +156,7 @@ pub fn run(command: DebugCommand, args: &[String]) -> Exit {
 /// flags would send, and the context files behind it. No logs.
 fn prompt(cli: Cli) -> Exit {
     super::run(Logs::Off, async move |env, out| {
-        let settings = crate::setup::Settings::resolve(&cli, env)?;
+        let settings = crate::cli::invocation::settings(&cli, env)?;
         let text = crate::setup::debug_prompt(&settings, env, cli.json).await?;
         Ok(match out.out(text.as_bytes()).and_then(|_| out.flush()) {
             Ok(()) => Exit::Success,

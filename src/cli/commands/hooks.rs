@@ -30,7 +30,13 @@ pub struct ListArgs {
 pub fn run(command: HooksCommand) -> Exit {
     let HooksCommand::List(args) = command;
     super::run(Logs::Off, async move |env, out| {
-        let (all, warnings) = crate::setup::hook_list::list(args.settings.as_deref(), env)?;
+        let (all, warnings) = crate::setup::hook_list::list(
+            args.settings
+                .as_deref()
+                .map(crate::wire::protocol::spec::SettingsLayer::of)
+                .as_ref(),
+            env,
+        )?;
         for w in warnings {
             out.err(&format!("Warning: {w}\n"));
         }

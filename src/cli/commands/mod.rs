@@ -10,6 +10,7 @@ pub mod config;
 pub mod daemon;
 pub mod debug;
 pub mod hooks;
+pub mod journal_flags;
 pub mod man;
 pub mod mcp;
 pub mod ps;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::{print, Logs};
 use crate::cli::args::RemoteArgs;
-use crate::client::open::dial_for;
+use crate::cli::invocation::dial_for;
 use crate::error::StartupError;
 use crate::exit::Exit;
 use crate::front::daemon::{live_status, ps_json, ps_table};

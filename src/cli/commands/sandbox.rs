@@ -262,7 +262,7 @@ impl LimitsReport {
 /// stopped (or the sandbox is off by choice), 1 otherwise.
 pub fn debug(cli: Cli) -> Exit {
     super::run(Logs::Off, async move |env, out| {
-        let settings = crate::setup::Settings::resolve(&cli, env)?;
+        let settings = crate::cli::invocation::settings(&cli, env)?;
         let mut warnings = Vec::new();
         let trust = crate::setup::trust::Trust::read(&settings, env);
         // Probed for real, not taken from what an earlier session found (which this renews).

@@ -116,7 +116,7 @@ async fn schedule(
     env: &Env,
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
-    let store = Store::new(&env.keel_home);
+    let store = Store::new(&env.keel_home).converting(crate::cli::spec::from_task_args);
     match action {
         ScheduleAction::Add {
             name,
@@ -310,7 +310,7 @@ impl Add {
             );
         }
         let mut config = Vec::new();
-        let parsed = crate::setup::open::parse_args(&args);
+        let parsed = crate::cli::spec::parse_argv(&args);
         // Never stored: schedules.json is no place for a key, and `list --json` prints args.
         let api_key = parsed.as_ref().is_ok_and(|cli| cli.api_key.is_some());
         if api_key {
@@ -320,13 +320,20 @@ impl Add {
             );
         }
         let mut recorded = std::collections::BTreeMap::new();
+        let mut spec = Default::default();
         match parsed {
             Err(e) => usage.push(format!("the run's flags: {}", e.message)),
             Ok(cli) if !cli.prompt.is_empty() => usage.push(format!(
                 "the prompt goes after `--` (found {:?} among the flags)",
                 cli.prompt.join(" ")
             )),
-            Ok(cli) => recorded = run_flag_problems(&cli, env, &cwd, &mut usage, &mut config),
+            Ok(cli) => match crate::cli::spec::of(&cli, &env.cwd) {
+                Err(e) => usage.push(format!("the run's flags: {}", e.message)),
+                Ok(s) => {
+                    recorded = run_flag_problems(&cli, &s, env, &cwd, &mut usage, &mut config);
+                    spec = s;
+                }
+            },
         }
         if !usage.is_empty() {
             let e = problems(
@@ -353,7 +360,8 @@ impl Add {
             every,
             cron: self.cron,
             cwd,
-            args,
+            spec,
+            args: Vec::new(),
             prompt,
             env: recorded,
             on_failure: self.on_failure,
@@ -374,6 +382,7 @@ const API_KEY_HINT: &str = "the run takes its key from the daemon's environment 
 /// get (this client's, less the secret variables), recorded with the task.
 fn run_flag_problems(
     cli: &crate::cli::args::Cli,
+    spec: &crate::wire::protocol::spec::SessionSpec,
     env: &Env,
     cwd: &Path,
     usage: &mut Vec<String>,
@@ -393,7 +402,7 @@ fn run_flag_problems(
     }
     let mut here = env.clone();
     here.cwd = cwd.to_path_buf();
-    let settings = match crate::setup::Settings::resolve(cli, &here) {
+    let settings = match crate::setup::Settings::resolve(spec, crate::mode::Mode::Print, &here) {
         Ok(s) => s,
         Err(e) => {
             config.push(e.message);
@@ -457,7 +466,7 @@ fn list_json(t: &Task) -> Value {
         "every": t.every,
         "cron": t.cron,
         "cwd": t.cwd,
-        "args": shown_args(&t.args),
+        "spec": t.spec,
         "prompt": t.prompt,
         "onFailure": t.on_failure,
         "paused": t.paused,
@@ -481,22 +490,6 @@ fn list_json(t: &Task) -> Value {
         }
     }
     line
-}
-
-/// A task's run flags as `list` shows them: the value of an `--api-key` stored by an older
-/// keel is `***`.
-fn shown_args(args: &[String]) -> Vec<String> {
-    let mut after_flag = false;
-    args.iter()
-        .map(|a| {
-            let hidden = std::mem::replace(&mut after_flag, a == "--api-key");
-            match a.strip_prefix("--api-key=") {
-                _ if hidden => "***".to_string(),
-                Some(_) => "--api-key=***".to_string(),
-                None => a.clone(),
-            }
-        })
-        .collect()
 }
 
 fn list_table(tasks: &[Task]) -> String {
@@ -528,15 +521,6 @@ fn list_table(tasks: &[Task]) -> String {
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_stored_api_key_is_never_listed() {
-        let args = words("--model m --api-key sk-1 --api-key=sk-2 --tools read");
-        assert_eq!(
-            shown_args(&args),
-            words("--model m --api-key *** --api-key=*** --tools read")
-        );
-    }
 
     fn words(s: &str) -> Vec<String> {
         s.split_whitespace().map(str::to_string).collect()

@@ -1,4 +1,4 @@
-//! Sending pi commands (and protocol v1 calls) on a [`super::Link`]: to the host in this
+//! Sending pi commands (and protocol v2 calls) on a [`super::Link`]: to the host in this
 //! process as typed calls, or to the link's connection task for the daemon. A command's
 //! answer is pi's `data` (or why not); [`Commands::submit`] also gives the stream's `seq` when
 //! it was answered, so a client writing both in one order (RPC mode) puts the events up to it
@@ -60,7 +60,7 @@ impl Commands {
         }
     }
 
-    /// Calls protocol v1's method `M` on the daemon this link goes through (`sessionId` added,
+    /// Calls protocol v2's method `M` on the daemon this link goes through (`sessionId` added,
     /// as for a pi command); in-process, whatever the host answers (an error for a method it
     /// does not serve).
     pub async fn call<M: Method>(&self, params: &M::Params) -> Result<M::Result, LinkError> {

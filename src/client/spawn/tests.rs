@@ -29,7 +29,7 @@ const SHORT: Duration = Duration::from_millis(100);
 #[tokio::test]
 async fn a_listening_daemon_is_used_without_spawning() {
     let d = private_tempdir();
-    let sock = d.path().join("p1.sock");
+    let sock = d.path().join("p2.sock");
     let listener = paths::bind(&sock).unwrap();
     let no_spawn = || Err(io::Error::other("must not spawn"));
     let (_stream, spawned) = connect_or_spawn(&sock, no_spawn, SHORT).await.unwrap();
@@ -40,7 +40,7 @@ async fn a_listening_daemon_is_used_without_spawning() {
 #[tokio::test]
 async fn a_stale_socket_is_replaced_only_under_the_spawn_lock() {
     let d = private_tempdir();
-    let sock = d.path().join("p1.sock");
+    let sock = d.path().join("p2.sock");
     drop(StdListener::bind(&sock).unwrap()); // a dead daemon: the file stays
     let refused = StdStream::connect(&sock).unwrap_err();
     assert_eq!(refused.kind(), io::ErrorKind::ConnectionRefused);
@@ -79,7 +79,7 @@ async fn a_stale_socket_is_replaced_only_under_the_spawn_lock() {
 #[test]
 fn sixteen_clients_starting_at_once_spawn_one_daemon_and_all_connect() {
     let d = private_tempdir();
-    let sock = d.path().join("run/p1.sock");
+    let sock = d.path().join("run/p2.sock");
     let spawns = Arc::new(AtomicUsize::new(0));
     let daemons = Arc::new(Mutex::new(Vec::new()));
     let barrier = Arc::new(Barrier::new(16));
@@ -124,7 +124,7 @@ fn sixteen_clients_starting_at_once_spawn_one_daemon_and_all_connect() {
 #[tokio::test]
 async fn a_daemon_holding_daemon_lock_is_waited_for_and_its_socket_kept() {
     let d = private_tempdir();
-    let sock = d.path().join("p1.sock");
+    let sock = d.path().join("p2.sock");
     drop(StdListener::bind(&sock).unwrap());
     let _daemon = DaemonLock::acquire(d.path()).unwrap().unwrap();
     let spawns = Cell::new(0);
@@ -147,7 +147,7 @@ async fn a_daemon_holding_daemon_lock_is_waited_for_and_its_socket_kept() {
 #[tokio::test]
 async fn a_spawn_that_fails_or_never_listens_is_reported() {
     let d = private_tempdir();
-    let sock = d.path().join("p1.sock");
+    let sock = d.path().join("p2.sock");
     let e = connect_or_spawn(&sock, || Err(io::Error::other("no keel here")), SHORT)
         .await
         .unwrap_err();
@@ -165,7 +165,7 @@ async fn a_spawn_that_fails_or_never_listens_is_reported() {
 #[tokio::test]
 async fn a_file_that_is_not_a_socket_is_never_removed() {
     let d = private_tempdir();
-    let sock = d.path().join("p1.sock");
+    let sock = d.path().join("p2.sock");
     fs::write(&sock, "notes").unwrap();
     let no_spawn = || Err(io::Error::other("must not spawn"));
     let e = connect_or_spawn(&sock, no_spawn, SHORT).await.unwrap_err();
@@ -182,7 +182,7 @@ async fn connect_or_spawn_refuses_a_socket_directory_others_can_enter() {
     let d = private_tempdir();
     fs::set_permissions(d.path(), Permissions::from_mode(0o711)).unwrap();
     let no_spawn = || Err(io::Error::other("must not spawn"));
-    let e = connect_or_spawn(&d.path().join("p1.sock"), no_spawn, SHORT)
+    let e = connect_or_spawn(&d.path().join("p2.sock"), no_spawn, SHORT)
         .await
         .unwrap_err();
     assert!(
@@ -236,11 +236,11 @@ fn daemon_command_runs_in_root_with_null_stdio_and_stderr_in_a_private_log() {
     fs::write(&exe, script).unwrap();
     fs::set_permissions(&exe, Permissions::from_mode(0o755)).unwrap();
     let log = d.path().join("home/logs/daemon.log");
-    let sock = Path::new("/run/k/p1.sock");
+    let sock = Path::new("/run/k/p2.sock");
     let mut cmd = daemon_command(&exe, sock, &log, ["--idle-exit", "5"]).unwrap();
     assert!(status_of(&mut cmd).success());
     let text = fs::read_to_string(&log).unwrap();
-    let expected = "cwd=/\nargs=daemon run --socket /run/k/p1.sock --spawned --idle-exit 5\n\
+    let expected = "cwd=/\nargs=daemon run --socket /run/k/p2.sock --spawned --idle-exit 5\n\
                     stdin=/dev/null\nstdout=/dev/null\n";
     assert_eq!(text, expected);
     assert_eq!(mode(&log), 0o600);
@@ -318,7 +318,7 @@ fn child_process() {
             println!("survived SIGHUP"); // stdout-ok: to the parent test
         }),
         "umask" => rt.block_on(async {
-            let sock = dir.join("run/p1.sock");
+            let sock = dir.join("run/p2.sock");
             let _listener = paths::bind(&sock).unwrap();
             let now = nix::sys::stat::umask(nix::sys::stat::Mode::empty());
             let report = format!(

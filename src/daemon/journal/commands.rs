@@ -1,5 +1,5 @@
 //! `--journal-commands`: a NATS request/reply service on `keel.cmd.<host>`. Each request's
-//! payload is one protocol v1 request line; the daemon serves it through the socket's own
+//! payload is one protocol v2 request line; the daemon serves it through the socket's own
 //! dispatch and the reply is the line the socket would have written. Only started on a
 //! connection that authenticated with credentials (the daemon refuses the flag otherwise).
 
@@ -49,6 +49,6 @@ pub async fn serve(
             });
         }
     });
-    tracing::info!("journal: serving protocol v1 requests on {subject}");
+    tracing::info!("journal: serving protocol v2 requests on {subject}");
     Ok(Service(task))
 }

@@ -41,7 +41,7 @@ pub struct State {
     pub commands: Option<mpsc::UnboundedSender<Command>>,
 }
 
-/// A protocol v1 request line that came on `keel.cmd.<host>`, and where its answer (the
+/// A protocol v2 request line that came on `keel.cmd.<host>`, and where its answer (the
 /// bytes the socket would write) goes.
 pub struct Command {
     pub line: Vec<u8>,

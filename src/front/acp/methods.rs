@@ -26,7 +26,6 @@ use super::schema::{
 use super::session::{self, ToSession};
 use super::updates::Mapper;
 use super::{content, Peer, Sink};
-use crate::cli::args::Cli;
 use crate::client::link::Link;
 use crate::kernel::agent::Permission;
 use crate::kernel::clock::Clock;
@@ -34,6 +33,7 @@ use crate::kernel::message::Message;
 use crate::mode::Env;
 use crate::wire::jsonl::{Frame, MAX_LINE_BYTES};
 use crate::wire::jsonrpc::{self as j, ErrorObject, Id, Incoming};
+use crate::wire::protocol::spec::{SessionPick, SessionSpec};
 
 /// The replay ring of an ACP session's host (ACP has no cursors; the editor is attached from
 /// the start): events and bytes.
@@ -59,7 +59,8 @@ enum Open {
 
 /// The agent side of the connection.
 pub struct Agent {
-    cli: Cli,
+    /// The sessions' spec (the process's, without a session pick: each request names its own).
+    spec: SessionSpec,
     env: Env,
     clock: Clock,
     sink: Sink,
@@ -69,8 +70,8 @@ pub struct Agent {
     explicit_permission: bool,
     /// Sessions being opened (their answers are still to come).
     opening: Vec<tokio::task::JoinHandle<()>>,
-    /// `--daemon`: sessions live in the daemon on this socket, opened with these flags.
-    daemon: Option<(PathBuf, Vec<String>)>,
+    /// `--daemon`: sessions live in the daemon on this socket.
+    daemon: Option<PathBuf>,
     /// The editor's file methods, from `initialize` (none until then).
     fs: FileSystemCapabilities,
     /// The editor shows `notice` updates (`session.notices`, from `initialize`).
@@ -79,26 +80,20 @@ pub struct Agent {
 
 impl Agent {
     pub fn new(
-        cli: &Cli,
+        spec: &SessionSpec,
         env: &Env,
         clock: &Clock,
         explicit_permission: bool,
         sink: Sink,
         daemon: Option<PathBuf>,
     ) -> Agent {
-        let daemon = daemon.map(|socket| {
-            let args = crate::cli::args::session_args(cli.argv.iter().cloned());
-            (socket, crate::cli::args::without_session_flags(&args))
-        });
-        let mut cli = cli.clone();
-        // Each ACP request names its session: the flags that pick one do not apply.
-        cli.resume = None;
-        cli.continue_ = false;
-        cli.session = None;
-        cli.session_id = None;
-        cli.fork = None;
+        // Each ACP request names its session: the spec's pick does not apply.
+        let spec = SessionSpec {
+            session: SessionPick::New,
+            ..spec.clone()
+        };
         Agent {
-            cli,
+            spec,
             env: env.clone(),
             clock: clock.clone(),
             peer: Arc::new(Peer {
@@ -293,11 +288,13 @@ impl Agent {
         }
     }
 
-    /// The flags and environment of a session in `cwd` (the process's flags, as the daemon's
+    /// The spec and environment of a session in `cwd` (the process's spec, as the daemon's
     /// `session/open` takes a client's).
-    fn session_cli_env(&self, cwd: &Path, existing: Option<&str>) -> (Cli, Env) {
-        let mut cli = self.cli.clone();
-        cli.resume = existing.map(str::to_string);
+    fn session_spec_env(&self, cwd: &Path, existing: Option<&str>) -> (SessionSpec, Env) {
+        let mut spec = self.spec.clone();
+        if let Some(id) = existing {
+            spec.session = SessionPick::Resume(id.to_string());
+        }
         let env = crate::setup::open::env_in(
             &self.env.vars,
             &self.env.keel_home,
@@ -305,7 +302,7 @@ impl Agent {
             cwd,
             BTreeMap::new(),
         );
-        (cli, env)
+        (spec, env)
     }
 
     fn open(
@@ -325,7 +322,7 @@ impl Agent {
                 ),
             ));
         }
-        let (mut cli, env) = self.session_cli_env(&cwd, existing.as_deref());
+        let (mut spec, env) = self.session_spec_env(&cwd, existing.as_deref());
         // The client's MCP servers join keel's own, through a config file read at startup.
         let mut mcp_file = None;
         if !mcp_servers.is_empty() {
@@ -339,7 +336,7 @@ impl Agent {
                     format!("cannot pass the client's MCP servers to the session: {e}"),
                 )
             })?;
-            cli.mcp_config.push(file.to_path_buf());
+            spec.mcp.config.push(file.to_path_buf());
             mcp_file = Some(file);
         }
         if let Some(wanted) = &existing {
@@ -354,28 +351,24 @@ impl Agent {
                 );
                 return Ok(());
             }
-            let dir = crate::setup::session_dir_in(cli.session_dir.as_deref(), &env);
+            let dir = crate::setup::session_dir_in(spec.session_dir.as_deref(), &env);
             if crate::kernel::session::resolve(&dir, wanted).is_err() {
                 return Err(not_found(wanted));
             }
         }
-        let in_daemon = self.daemon.clone().map(|(socket, mut args)| {
-            if let Some(wanted) = &existing {
-                args.extend(["--resume".to_string(), wanted.clone()]);
-            }
+        // In the daemon, ACP sessions ask unless `--permission` was given (over the files' mode).
+        let in_daemon = self.daemon.clone().map(|socket| {
+            let mut spec = spec.clone();
             if !self.explicit_permission {
-                args.extend(["--permission".to_string(), "ask".to_string()]);
+                spec.permission = Some(Permission::Ask);
             }
-            if let Some(f) = &mcp_file {
-                args.extend(["--mcp-config".to_string(), f.display().to_string()]);
-            }
-            (socket, args)
+            (socket, spec)
         });
         let (id, clock, sink) = (id.clone(), self.clock.clone(), self.sink.clone());
         let (peer, sessions) = (self.peer.clone(), self.sessions.clone());
         // The settings of the session's directory; without `--permission` or a
         // `permissions.defaultMode`, ACP sessions ask.
-        let settings = crate::setup::Settings::resolve(&cli, &env)
+        let settings = crate::setup::Settings::resolve(&spec, crate::mode::Mode::Acp, &env)
             .map(|mut s| {
                 if !self.explicit_permission && !s.permission_chosen {
                     s.permission = Permission::Ask;
@@ -402,8 +395,8 @@ impl Agent {
         self.opening.retain(|t| !t.is_finished());
         self.opening.push(tokio::spawn(async move {
             let started = async {
-                if let Some((socket, args)) = in_daemon {
-                    let opened = open_in_daemon(&socket, &env, args).await;
+                if let Some((socket, spec)) = in_daemon {
+                    let opened = open_in_daemon(&socket, &env, spec).await;
                     drop(mcp_file);
                     return opened;
                 }
@@ -466,17 +459,17 @@ impl Agent {
     fn list(&self, cwd: Option<&Path>) -> ListSessionsResponse {
         let summaries = match cwd {
             Some(cwd) => {
-                let (cli, env) = self.session_cli_env(cwd, None);
+                let (spec, env) = self.session_spec_env(cwd, None);
                 let want = cwd.display().to_string();
                 crate::kernel::session::list(&crate::setup::session_dir_in(
-                    cli.session_dir.as_deref(),
+                    spec.session_dir.as_deref(),
                     &env,
                 ))
                 .into_iter()
                 .filter(|s| s.cwd == want)
                 .collect()
             }
-            None => match &self.cli.session_dir {
+            None => match &self.spec.session_dir {
                 Some(dir) => crate::kernel::session::list(dir),
                 None => crate::kernel::session::list_all(&self.env.keel_home),
             },
@@ -541,12 +534,12 @@ fn title_of(text: &str) -> String {
     t
 }
 
-/// Opens (or finds) a session in the daemon on `socket` (started if none runs) with `args` in
+/// Opens (or finds) a session in the daemon on `socket` (started if none runs) with `spec` in
 /// `env`'s directory, and attaches to it: the editor and `keel attach` show one agent.
 async fn open_in_daemon(
     socket: &Path,
     env: &Env,
-    args: Vec<String>,
+    spec: SessionSpec,
 ) -> Result<(Link, crate::client::link::Start), String> {
     let dial = crate::client::dial::Dial::Local(socket.to_path_buf());
     let conn = crate::client::open::start(&dial, env)
@@ -555,7 +548,7 @@ async fn open_in_daemon(
     let mut client = crate::client::socket::Client::greet(conn, true, &dial)
         .await
         .map_err(|e| e.to_string())?;
-    let params = crate::client::open::open_params(env, args, false);
+    let params = crate::client::open::open_params(env, spec, false);
     let opened = client.call::<crate::wire::protocol::session::Open>(&params);
     let opened = opened.await.map_err(|e| {
         crate::front::client::open_failed(e)

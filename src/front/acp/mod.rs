@@ -1,4 +1,4 @@
-//! ACP mode (`keel --mode acp`): keel as an Agent Client Protocol v1 agent over stdio, for
+//! ACP mode (`keel --mode acp`): keel as an Agent Client Protocol v2 agent over stdio, for
 //! editors (`reference/daemon-acp.md` §1, `DESIGN.md` §11). stdout carries only ACP messages
 //! (newline-delimited JSON-RPC 2.0, written by this loop through `Output`); logs go to stderr.
 //!
@@ -33,9 +33,9 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
-use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::exit::Exit;
+use crate::front::invocation::Invocation;
 use crate::kernel::clock::Clock;
 use crate::mode::Env;
 use crate::output::Output;
@@ -145,20 +145,19 @@ impl Peer {
 }
 
 /// Serves ACP until stdin closes (exit 0, every session saved) or a signal arrives (128 + n).
-/// `explicit_permission`: `--permission` was given; otherwise ACP sessions ask.
+/// ACP sessions ask unless `--permission` was given.
 pub async fn serve(
-    cli: &Cli,
+    inv: &Invocation,
     settings: &crate::setup::Settings,
     env: &Env,
     clock: &Clock,
-    explicit_permission: bool,
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
-    let daemon = match cli.daemon {
-        true => Some(crate::client::open::socket_for(env, cli.socket.as_deref())?),
+    let daemon = match inv.daemon {
+        true => Some(crate::client::open::socket_for(env, inv.socket.as_deref())?),
         false => None,
     };
-    if !cli.prompt.is_empty() {
+    if !inv.prompt.is_empty() {
         return Err(StartupError::usage(
             "acp mode takes no prompt arguments; the editor sends session/prompt",
         ));
@@ -167,7 +166,14 @@ pub async fn serve(
     let mut signals = Signals::new()?;
     let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
     let sink = Sink(out_tx);
-    let mut agent = methods::Agent::new(cli, env, clock, explicit_permission, sink.clone(), daemon);
+    let mut agent = methods::Agent::new(
+        &inv.spec,
+        env,
+        clock,
+        inv.explicit_permission,
+        sink.clone(),
+        daemon,
+    );
     let (input_tx, mut input_rx) = mpsc::channel::<Input>(4);
     crate::front::stdin::spawn_reader(input_tx);
     let mut stop = None;

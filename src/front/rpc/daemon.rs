@@ -12,11 +12,11 @@
 
 use super::session::Session;
 use super::{End, Front};
-use crate::cli::args::Cli;
 use crate::client::link::{Link, Reconnected};
 use crate::client::socket::{reconnect_line, Client, Reconnecting};
 use crate::error::StartupError;
 use crate::exit::Exit;
+use crate::front::invocation::Invocation;
 use crate::mode::Env;
 use crate::output::Output;
 use crate::wire::protocol::session as proto;
@@ -27,12 +27,15 @@ pub(super) const GONE: &str = "Error: the keel daemon closed the connection (it 
 
 /// Opens the session the command line names in the daemon and attaches to it; the stream is
 /// handed over from the attach's cursor (the events that came with it first).
-pub(super) async fn open(cli: &Cli, env: &Env, out: &mut Output) -> Result<Session, StartupError> {
-    let dial = crate::client::open::cli_dial(cli, env)?;
+pub(super) async fn open(
+    inv: &Invocation,
+    env: &Env,
+    out: &mut Output,
+) -> Result<Session, StartupError> {
+    let dial = inv.dial()?;
     let conn = crate::client::open::start(&dial, env).await?;
     let mut client = Client::greet(conn, true, &dial).await?;
-    let args = crate::cli::args::session_args(cli.argv.iter().cloned());
-    let params = crate::client::open::open_params_for(&dial, cli, env, args, false);
+    let params = inv.open_params(&dial, env, inv.spec.clone(), false);
     let opened = client
         .call::<proto::Open>(&params)
         .await
@@ -123,7 +126,7 @@ mod tests {
         while let Some(line) = lines.next_line().await.unwrap() {
             let v: Value = serde_json::from_str(&line).unwrap();
             let result = match v["method"].as_str().unwrap() {
-                "daemon/hello" => json!({"protocolVersion": 1, "daemon": {
+                "daemon/hello" => json!({"protocolVersion": 2, "daemon": {
                     "version": "0", "pid": 1, "startedAt": "", "keelHome": "", "socket": ""}}),
                 "session/attach" => json!({"mode": "replay", "epoch": "e", "seq": 0}),
                 _ => continue,

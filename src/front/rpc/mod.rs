@@ -20,10 +20,10 @@ mod session;
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
-use crate::cli::args::Cli;
 use crate::client::link::{Link, LinkError, LinkErrorKind, Lost};
 use crate::error::StartupError;
 use crate::exit::Exit;
+use crate::front::invocation::Invocation;
 use crate::front::stdin::Input;
 use crate::host::actor::replaces_session;
 use crate::host::Data;
@@ -47,7 +47,7 @@ fn answers_late(word: &str) -> bool {
 /// stdout before the first request; startup warnings go to stderr and, after the first
 /// request, to the client as `notify`.
 pub async fn run(
-    cli: &Cli,
+    inv: &Invocation,
     settings: &crate::setup::Settings,
     env: &Env,
     clock: &Clock,
@@ -55,14 +55,14 @@ pub async fn run(
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
     crate::setup::check_session_flags(settings, false)?;
-    if !cli.prompt.is_empty() {
+    if !inv.prompt.is_empty() {
         return Err(StartupError::usage(
             "rpc mode takes no prompt arguments; send {\"type\":\"prompt\",\"message\":...} on stdin",
         ));
     }
-    if cli.daemon || remote {
+    if inv.daemon || remote {
         let signals = Signals::new()?;
-        let session = daemon::open(cli, env, out).await?;
+        let session = daemon::open(inv, env, out).await?;
         return Ok(serve(session, Front::new(), signals, out).await);
     }
     let setup = crate::setup::host_setup(settings, env, clock, true).await?;

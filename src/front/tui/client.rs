@@ -120,7 +120,10 @@ struct Opening {
     ambiguous_wide: bool,
     no_color: bool,
     dumb: bool,
-    hooks_from: Option<(Option<String>, crate::mode::Env)>,
+    hooks_from: Option<(
+        Option<crate::wire::protocol::spec::SettingsLayer>,
+        crate::mode::Env,
+    )>,
     notify: crate::setup::settings::NotifyChannel,
 }
 
@@ -165,7 +168,10 @@ pub(super) struct Client {
     /// The subagent whose transcript the pager shows (Ctrl+G), by session id.
     pub shown_child: Option<String>,
     /// `/hooks` of a session in this process: the `--settings` flag and the environment.
-    pub hooks_from: Option<(Option<String>, crate::mode::Env)>,
+    pub hooks_from: Option<(
+        Option<crate::wire::protocol::spec::SettingsLayer>,
+        crate::mode::Env,
+    )>,
     /// The pager's screen is out of date (the run's events alone do not change it).
     pager_stale: bool,
     /// Rings or notifies when a run ends or asks while the window is not focused.

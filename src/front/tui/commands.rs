@@ -249,17 +249,16 @@ impl Client {
                     .into(),
             )),
             Some(d) => {
-                let cli = crate::setup::open::parse_args(&d.reopen.args).ok();
                 let mut env = d.env.clone();
                 env.cwd = d.reopen.cwd.clone();
-                (cli.and_then(|c| c.settings), env)
+                (d.reopen.spec.settings.clone(), env)
             }
             None => match &self.hooks_from {
                 Some((settings, env)) => (settings.clone(), env.clone()),
                 None => return,
             },
         };
-        let cell = match crate::setup::hook_list::list(settings.as_deref(), &env) {
+        let cell = match crate::setup::hook_list::list(settings.as_ref(), &env) {
             Ok((rows, _)) => HistoryCell::Notice(crate::setup::hook_list::tui_text(&rows)),
             Err(e) => HistoryCell::Error(format!("cannot read the settings: {}", e.message)),
         };

@@ -68,7 +68,10 @@ pub struct TuiSetup {
     /// A panel shown first (the first-run advice when no provider is configured).
     pub welcome: Option<String>,
     /// What `/hooks` reads: the `--settings` flag and the environment of the session.
-    pub hooks_from: Option<(Option<String>, crate::mode::Env)>,
+    pub hooks_from: Option<(
+        Option<crate::wire::protocol::spec::SettingsLayer>,
+        crate::mode::Env,
+    )>,
     /// How to tell the user a run ended or asks while the window is not focused.
     pub notify: crate::setup::settings::NotifyChannel,
 }

@@ -15,6 +15,7 @@ use super::view::Action;
 use crate::client::dial::Backoff;
 use crate::client::link::{AttachError, Link, Start};
 use crate::exit::Exit;
+use crate::wire::protocol::spec::{SessionPick, SessionSpec};
 
 impl Client {
     pub(super) fn lost(&mut self, why: &str) {
@@ -215,11 +216,12 @@ impl Client {
     }
 }
 
-/// `args` without the flags that pick a session, then `--session FILE`.
-fn args_for_file(args: &[String], file: &str) -> Vec<String> {
-    let mut out = crate::cli::args::without_session_flags(args);
-    out.extend(["--session".to_string(), file.to_string()]);
-    out
+/// `spec` picking the session `file` instead of the session it picked.
+fn spec_for_file(spec: &SessionSpec, file: &str) -> SessionSpec {
+    SessionSpec {
+        session: SessionPick::File(file.to_string()),
+        ..spec.clone()
+    }
 }
 
 /// Starts (or finds) the daemon `dial` names, opens `file` there with `params`' other flags and
@@ -238,7 +240,7 @@ async fn reopen(
         .await
         .map_err(|e| e.to_string())?;
     let mut params = params.clone();
-    params.args = args_for_file(&params.args, file);
+    params.spec = spec_for_file(&params.spec, file);
     let opened = client
         .call::<crate::wire::protocol::session::Open>(&params)
         .await
@@ -287,23 +289,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn reopening_by_file_drops_the_flags_that_picked_the_session() {
-        let args: Vec<String> = [
-            "--provider",
-            "p",
-            "--session-id",
-            "x",
-            "--continue",
-            "--resume=y",
-            "-m",
-            "m",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        assert_eq!(
-            args_for_file(&args, "/f.jsonl"),
-            ["--provider", "p", "-m", "m", "--session", "/f.jsonl"]
-        );
+    fn reopening_by_file_keeps_the_spec_but_its_pick() {
+        let spec = SessionSpec {
+            provider: Some("p".into()),
+            session: SessionPick::Continue,
+            ..SessionSpec::default()
+        };
+        let got = spec_for_file(&spec, "/f.jsonl");
+        assert_eq!(got.session, SessionPick::File("/f.jsonl".into()));
+        assert_eq!(got.provider.as_deref(), Some("p"));
     }
 }

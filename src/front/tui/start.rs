@@ -3,9 +3,9 @@
 //! configured yet, no daemon to be had).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use crate::cli::args::Cli;
 use crate::error::StartupError;
 use crate::exit::Exit;
+use crate::front::invocation::Invocation;
 use crate::kernel::clock::Clock;
 use crate::mode::Env;
 use crate::output::Output;
@@ -15,7 +15,7 @@ use crate::setup;
 /// session in this process, or the daemon cannot be started (then it says why, once, and
 /// runs here). A session live in a daemon is shown there.
 pub async fn start_tui(
-    cli: &Cli,
+    inv: &Invocation,
     settings: &setup::Settings,
     env: &Env,
     clock: &Clock,
@@ -25,10 +25,10 @@ pub async fn start_tui(
     setup::check_session_flags(settings, true)?;
     if remote {
         // The remote host's configuration and trust apply there; nothing runs here.
-        if let Some(exit) = attach_if_live(cli, settings, env, out).await? {
+        if let Some(exit) = attach_if_live(inv, settings, env, out).await? {
             return Ok(exit);
         }
-        return match start_tui_in_daemon(cli, settings, env, out).await {
+        return match start_tui_in_daemon(inv, settings, env, out).await {
             InDaemon::Ran(result) => result,
             InDaemon::Unavailable(e) => Err(e),
         };
@@ -38,16 +38,16 @@ pub async fn start_tui(
     // session without a model has nothing to keep alive in the daemon).
     let unconfigured = !setup::is_configured(settings, env);
     let in_process = unconfigured
-        || !cli.daemon
-            && (cli.no_daemon || env.vars.get("KEEL_NO_DAEMON").is_some_and(|v| v != "0"));
+        || !inv.daemon
+            && (inv.no_daemon || env.vars.get("KEEL_NO_DAEMON").is_some_and(|v| v != "0"));
     let mut warnings = Vec::new();
     if !in_process {
-        if let Some(exit) = attach_if_live(cli, settings, env, out).await? {
+        if let Some(exit) = attach_if_live(inv, settings, env, out).await? {
             return Ok(exit);
         }
-        match start_tui_in_daemon(cli, settings, env, out).await {
+        match start_tui_in_daemon(inv, settings, env, out).await {
             InDaemon::Ran(result) => return result,
-            InDaemon::Unavailable(e) if cli.daemon => return Err(e),
+            InDaemon::Unavailable(e) if inv.daemon => return Err(e),
             InDaemon::Unavailable(e) => {
                 tracing::warn!("running the TUI in-process: {}", e.message);
                 warnings.push(format!(
@@ -66,18 +66,18 @@ pub async fn start_tui(
         false => setup::host_setup(settings, env, clock, true).await?,
     };
     host.warnings.extend(warnings);
-    let prompt = cli.prompt.join(" ");
+    let prompt = inv.prompt.join(" ");
     let tui_setup = crate::front::tui::TuiSetup {
         host,
-        pick_session: cli.resume.as_deref() == Some(""),
+        pick_session: settings.resume.as_deref() == Some(""),
         keel_home: env.keel_home.clone(),
         prompt: (!prompt.trim().is_empty()).then_some(prompt),
-        ambiguous_wide: ambiguous_wide(cli, env),
+        ambiguous_wide: ambiguous_wide(inv, env),
         no_color: env.no_color,
         dumb: env.dumb_terminal(),
         home: env.vars.get("HOME").map(std::path::PathBuf::from),
         welcome: unconfigured.then(setup::first_run::panel),
-        hooks_from: Some((cli.settings.clone(), env.clone())),
+        hooks_from: Some((inv.spec.settings.clone(), env.clone())),
         notify: crate::front::tui::notify::channel(settings),
     };
     crate::front::tui::run(tui_setup, out).await
@@ -87,15 +87,15 @@ pub async fn start_tui(
 /// daemon: the TUI attaches to it there (a session is live in one place only) instead of
 /// failing on its lock. `None` when no daemon runs or it does not hold that session.
 async fn attach_if_live(
-    cli: &Cli,
+    inv: &Invocation,
     settings: &setup::Settings,
     env: &Env,
     out: &mut Output,
 ) -> Result<Option<Exit>, StartupError> {
-    let by_id = cli.resume.as_deref().filter(|r| !r.is_empty());
-    let dial = crate::client::open::cli_dial(cli, env)?;
-    // A remote daemon finds its own files (`session/open` with the flags).
-    let file = match (&cli.session, cli.continue_) {
+    let by_id = settings.resume.as_deref().filter(|r| !r.is_empty());
+    let dial = inv.dial()?;
+    // A remote daemon finds its own files (`session/open` with the spec).
+    let file = match (&settings.session, settings.continue_) {
         _ if dial.remote().is_some() => None,
         (Some(p), _) if p.contains('/') || p.ends_with(".jsonl") => Some(env.cwd.join(p)),
         (None, true) => crate::kernel::session::find_latest(
@@ -104,7 +104,7 @@ async fn attach_if_live(
         ),
         _ => None,
     };
-    let by_id = by_id.or(cli.session.as_deref().filter(|_| file.is_none()));
+    let by_id = by_id.or(settings.session.as_deref().filter(|_| file.is_none()));
     if by_id.is_none() && file.is_none() {
         return Ok(None);
     }
@@ -132,20 +132,14 @@ async fn attach_if_live(
         _ => None,
     };
     let Some(session) = live else { return Ok(None) };
-    let prompt = cli.prompt.join(" ");
-    let reopen = crate::client::open::open_params_for(
-        &dial,
-        cli,
-        env,
-        crate::cli::args::session_args(cli.argv.iter().cloned()),
-        false,
-    );
+    let prompt = inv.prompt.join(" ");
+    let reopen = inv.open_params(&dial, env, inv.spec.clone(), false);
     let setup = crate::front::tui::client::AttachSetup {
         dial,
         session,
         prompt: (!prompt.trim().is_empty()).then_some(prompt),
         warnings: vec!["this session is live in the keel daemon: showing it there".into()],
-        ambiguous_wide: ambiguous_wide(cli, env),
+        ambiguous_wide: ambiguous_wide(inv, env),
         reopen,
         env: env.clone(),
         session_dir: setup::session_dir(settings, env),
@@ -167,12 +161,12 @@ enum InDaemon {
 /// flags, then shown by the attached client. `--resume` without an id opens a new session
 /// and the picker, as in-process.
 async fn start_tui_in_daemon(
-    cli: &Cli,
+    inv: &Invocation,
     settings: &setup::Settings,
     env: &Env,
     out: &mut Output,
 ) -> InDaemon {
-    let dial = match crate::client::open::cli_dial(cli, env) {
+    let dial = match inv.dial() {
         Ok(d) => d,
         Err(e) => return InDaemon::Unavailable(e),
     };
@@ -184,14 +178,14 @@ async fn start_tui_in_daemon(
         Ok(c) => c,
         Err(e) => return InDaemon::Unavailable(e.into()),
     };
-    let pick_session = cli.resume.as_deref() == Some("");
-    let mut args = crate::cli::args::session_args(cli.argv.iter().cloned());
+    let pick_session = settings.resume.as_deref() == Some("");
+    let mut spec = inv.spec.clone();
     if pick_session {
-        args = without_empty_resume(args);
+        // The picker runs in the view: a new session is opened meanwhile.
+        spec.session = crate::wire::protocol::spec::SessionPick::New;
     }
-    // Prompt words among the args are parsed and ignored there: the view sends the prompt.
-    let prompt = cli.prompt.join(" ");
-    let params = crate::client::open::open_params_for(&dial, cli, env, args, false);
+    let prompt = inv.prompt.join(" ");
+    let params = inv.open_params(&dial, env, spec, false);
     let opened = client.call::<crate::wire::protocol::session::Open>(&params);
     let opened = match opened.await {
         Ok(o) => o,
@@ -204,7 +198,7 @@ async fn start_tui_in_daemon(
         session: opened.session_id,
         prompt: (!prompt.trim().is_empty()).then_some(prompt),
         warnings,
-        ambiguous_wide: ambiguous_wide(cli, env),
+        ambiguous_wide: ambiguous_wide(inv, env),
         reopen: params,
         env: env.clone(),
         session_dir: setup::session_dir(settings, env),
@@ -214,33 +208,8 @@ async fn start_tui_in_daemon(
     InDaemon::Ran(crate::front::tui::client::run(setup, out).await)
 }
 
-/// The args without a `--resume`/`-r` that has no id (the picker runs in the view).
-fn without_empty_resume(args: Vec<String>) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut it = args.into_iter().peekable();
-    while let Some(a) = it.next() {
-        if a == "--resume" || a == "-r" {
-            match it.peek() {
-                Some(next) if !next.starts_with('-') => out.push(a),
-                _ => {}
-            }
-            continue;
-        }
-        if a == "--resume=" {
-            continue;
-        }
-        out.push(a);
-    }
-    out
-}
-
 /// Whether East-Asian ambiguous-width characters take two columns.
-pub(crate) fn ambiguous_wide(cli: &Cli, env: &Env) -> bool {
-    match cli.ambiguous_width {
-        Some(w) => w == crate::cli::args::AmbiguousWidth::Wide,
-        None => env
-            .vars
-            .get("KEEL_AMBIGUOUS_WIDTH")
-            .is_some_and(|v| v.eq_ignore_ascii_case("wide")),
-    }
+pub(crate) fn ambiguous_wide(inv: &Invocation, env: &Env) -> bool {
+    inv.ambiguous_wide
+        .unwrap_or_else(|| crate::front::daemon::ambiguous_wide(env))
 }

@@ -8,7 +8,9 @@ use crate::kernel::compaction::CompactionPolicy;
 use crate::kernel::op::QueueMode;
 
 /// What the permission policy does with tools that change things (`write`, `edit`, `bash`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Written as `--permission` takes it (`auto`, `read-only`, `ask`, `accept-edits`, `plan`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Permission {
     /// Every tool runs.
     #[default]

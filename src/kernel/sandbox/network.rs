@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 use super::policy::SandboxPolicy;
 use super::{Mechanism, Sandbox};
 
-/// What the commands the model runs may reach.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the commands the model runs may reach. Written `"off"`, `"on"` or `{"allow": [HOST…]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Network {
     /// Nothing (a network namespace of its own, or new inet sockets refused).
     Off,

@@ -3,11 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use clap::Parser;
 use serde_json::{json, Value};
 
 use super::*;
-use crate::cli::args::Cli;
 
 /// A temp `KEEL_HOME` and project; the project's `.keel/settings.json` is set by [`Fixture::set`].
 struct Fixture {
@@ -44,9 +42,11 @@ impl Fixture {
         )
     }
 
-    fn settings(&self, args: &[&str]) -> Settings {
-        let cli = Cli::try_parse_from(std::iter::once("keel").chain(args.iter().copied())).unwrap();
-        Settings::resolve(&cli, &self.env()).unwrap()
+    /// The settings of a session in the project (`trusted`: `--trust-project`).
+    fn settings(&self, trusted: bool) -> Settings {
+        let mut spec = crate::wire::protocol::spec::SessionSpec::new();
+        spec.trust.project = trusted;
+        Settings::resolve(&spec, crate::mode::Mode::Print, &self.env()).unwrap()
     }
 }
 
@@ -58,7 +58,7 @@ fn hooks(cmd: &str) -> Value {
 fn a_yes_trusts_the_current_content_and_a_change_is_asked_about_again() {
     let f = Fixture::new();
     f.set(json!({"hooks": hooks("a.sh"), "permissions": {"allow": ["Read"]}, "env": {"K": "1"}}));
-    let (s, env) = (f.settings(&[]), f.env());
+    let (s, env) = (f.settings(false), f.env());
     let t = Trust::read(&s, &env);
     assert!(!t.hook_runs("PreToolUse", "Bash", "a.sh"));
     assert!(!t.settings_apply());
@@ -85,7 +85,7 @@ fn a_yes_trusts_the_current_content_and_a_change_is_asked_about_again() {
 
     // The hook changes; the rules and env do not: only the hook waits.
     f.set(json!({"hooks": hooks("b.sh"), "permissions": {"allow": ["Read"]}, "env": {"K": "1"}}));
-    let s = f.settings(&[]);
+    let s = f.settings(false);
     let t = Trust::read(&s, &env);
     assert_eq!(t.hook(&t.wants.hooks[0]), HookTrust::Changed);
     assert!(t.settings_apply());
@@ -101,9 +101,9 @@ fn a_yes_trusts_the_current_content_and_a_change_is_asked_about_again() {
     assert!(q.allow.is_empty() && q.env.is_empty());
     // An env value changes: the allow rules and env wait again.
     f.set(json!({"hooks": hooks("b.sh"), "permissions": {"allow": ["Read"]}, "env": {"K": "2"}}));
-    assert!(!Trust::read(&f.settings(&[]), &env).settings_apply());
+    assert!(!Trust::read(&f.settings(false), &env).settings_apply());
     // --trust-project trusts all of it for the run, and asks nothing.
-    let s = f.settings(&["--trust-project"]);
+    let s = f.settings(true);
     let t = Trust::read(&s, &env);
     assert!(t.hook_runs("PreToolUse", "Bash", "b.sh") && t.settings_apply());
     assert!(t.warnings().is_empty());
@@ -114,14 +114,14 @@ fn a_yes_trusts_the_current_content_and_a_change_is_asked_about_again() {
 fn a_no_is_not_asked_again_until_something_changes() {
     let f = Fixture::new();
     f.set(json!({"hooks": hooks("a.sh")}));
-    let (s, env) = (f.settings(&[]), f.env());
+    let (s, env) = (f.settings(false), f.env());
     let q = question(&s, &env, vec!["srv".into()]).unwrap();
     answer(&s, &env, &q, false).unwrap();
     assert!(question(&s, &env, vec!["srv".into()]).is_none());
     assert!(!dir_trusted(&env.keel_home, &env.cwd));
     assert!(!Trust::read(&s, &env).hook_runs("PreToolUse", "Bash", "a.sh"));
     f.set(json!({"hooks": hooks("a2.sh")}));
-    let s = f.settings(&[]);
+    let s = f.settings(false);
     let q = question(&s, &env, vec!["srv".into()]).unwrap();
     // The servers were declined: only the new hook is asked about.
     assert!(q.servers.is_empty());
@@ -139,7 +139,7 @@ fn user_level_settings_need_no_trust() {
             .to_string(),
     )
     .unwrap();
-    let (s, env) = (f.settings(&[]), f.env());
+    let (s, env) = (f.settings(false), f.env());
     let t = Trust::read(&s, &env);
     assert!(t.wants.hooks.is_empty() && t.settings_apply());
     assert!(question(&s, &env, Vec::new()).is_none());

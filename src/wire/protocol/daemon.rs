@@ -1,4 +1,4 @@
-//! Protocol v1's daemon methods: `daemon/hello` (first on every connection), `ping`,
+//! Protocol v2's daemon methods: `daemon/hello` (first on every connection), `ping`,
 //! `daemon/status` (the snapshot `keel daemon status` and `keel ps` show) and `daemon/stop`.
 
 use serde::{Deserialize, Serialize};

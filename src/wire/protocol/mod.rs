@@ -1,9 +1,9 @@
-//! The daemon's protocol v1 (`DESIGN.md` §10.3): what a client and the daemon's server say to
+//! The daemon's protocol v2 (`DESIGN.md` §10.3): what a client and the daemon's server say to
 //! each other over the socket, declared once and used by both sides. Each method is a type
 //! implementing [`Method`] (its name, params and result); the server decodes a request into
 //! [`Request`] and matches it exhaustively; a client calls `Client::call::<M>` and gets
 //! `M::Result`. Notifications from the daemon are [`Notification`]s. The serde names keep the
-//! bytes of every message exactly as protocol v1 defines them (camelCase fields, optional
+//! bytes of every message exactly as protocol v2 defines them (camelCase fields, optional
 //! fields left out where the table says `?`). Pure data: nothing here does I/O.
 
 use serde::de::{DeserializeOwned, IgnoredAny};
@@ -17,6 +17,7 @@ pub mod notify;
 pub mod schedule;
 pub mod session;
 pub mod snapshot;
+pub mod spec;
 pub mod table;
 
 #[cfg(test)]
@@ -25,9 +26,9 @@ mod tests;
 pub use notify::Notification;
 
 /// The protocol the daemon speaks (`p1` in the socket name).
-pub const PROTOCOL: u64 = 1;
+pub const PROTOCOL: u64 = 2;
 
-/// One request/result pair of protocol v1, declared once: the server decodes `Params` and
+/// One request/result pair of protocol v2, declared once: the server decodes `Params` and
 /// answers `Result`; a client sends `Params` and reads `Result`.
 pub trait Method {
     /// The JSON-RPC `method`.
@@ -67,7 +68,7 @@ pub struct SessionRef {
     pub session_id: String,
 }
 
-/// A pi RPC command sent as a protocol v1 request (`prompt`, `get_state`, …): pi's fields
+/// A pi RPC command sent as a protocol v2 request (`prompt`, `get_state`, …): pi's fields
 /// without `type`, plus `sessionId`. Forwarded to the session as they came; the pi command
 /// set is typed by the host, not here.
 #[derive(Debug, Clone)]

@@ -1,4 +1,4 @@
-//! Protocol v1's notifications from the daemon (no id, no answer): `session/event`,
+//! Protocol v2's notifications from the daemon (no id, no answer): `session/event`,
 //! `session/replaced`, `daemon/lagged`, `daemon/shutdown` and `daemon/notice`. The server
 //! writes `session/event` itself, byte for byte the same as [`SessionEvent`] serialized
 //! (its hot path: the event line is copied in, never re-encoded).

@@ -1,4 +1,4 @@
-//! Protocol v1's scheduler methods: `schedule/reload` (re-read the store) and `schedule/run`
+//! Protocol v2's scheduler methods: `schedule/reload` (re-read the store) and `schedule/run`
 //! (start a task's run now).
 
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! Protocol v1's session methods: `session/open` (start or find a session), `session/attach`
+//! Protocol v2's session methods: `session/open` (start or find a session), `session/attach`
 //! and `session/detach` (follow its stream on this connection), `session/close` (end it when
 //! nothing else uses it) and `session/list` (the saved sessions of a directory).
 
@@ -11,8 +11,8 @@ use serde_json::Value;
 use super::{Empty, Method, SessionRef};
 use crate::kernel::session::SessionSummary;
 
-/// `session/open`: starts a session as a client started with those flags in that directory
-/// would, or returns the live one the flags name.
+/// `session/open`: starts the session the spec describes in that directory, as a client
+/// started there would, or returns the live one the spec picks.
 pub enum Open {}
 impl Method for Open {
     const NAME: &'static str = "session/open";
@@ -21,17 +21,22 @@ impl Method for Open {
 }
 
 /// `session/open`'s params.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OpenParams {
     /// The session's directory (absolute, on the daemon's host).
     pub cwd: PathBuf,
-    /// The session flags, as the client was given them.
+    /// What the session is opened with.
     #[serde(default)]
-    pub args: Vec<String>,
+    pub spec: super::spec::SessionSpec,
     /// The client's environment (laid over the daemon's; its tools run in it). Empty: the
     /// daemon's.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// Variables the session may read a provider key from (the spec's `apiKey` names one)
+    /// but its tools never see: a remote client sends these without its environment. Never
+    /// stored.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub keys: BTreeMap<String, String>,
     /// A tool call that needs approval is blocked at once, as in a print run (no dialog).
     #[serde(default)]
     pub headless: bool,
@@ -47,9 +52,9 @@ pub struct OpenResult {
     pub epoch: Option<String>,
     /// The last `seq` it published.
     pub seq: u64,
-    /// False: the flags named a session the daemon already held.
+    /// False: the spec picked a session the daemon already held.
     pub created: bool,
-    /// Startup warnings, and the flags not applied to a session found live.
+    /// Startup warnings, and the spec's fields not applied to a session found live.
     pub warnings: Vec<String>,
     /// The session header (JSON mode's first line).
     #[serde(default, skip_serializing_if = "Option::is_none")]

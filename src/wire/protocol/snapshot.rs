@@ -28,9 +28,9 @@ pub struct Snapshot {
     /// When the active run started (its `agent_start`, unix ms; `null` when none runs): an
     /// attaching client times the run from there, not from the attach.
     pub run_started_at: Option<i64>,
-    /// The flags the session was opened with (`session/open`'s `args`), so a client can
+    /// The spec the session was opened with (`session/open`'s `spec`), so a client can
     /// reopen it from its file if the daemon dies.
-    pub open_args: Vec<String>,
+    pub open_spec: crate::wire::protocol::spec::SessionSpec,
     /// keel: the sandbox of the commands the model runs (absent: not known).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<SandboxState>,
@@ -219,7 +219,10 @@ mod tests {
             }),
             pending_ui: vec![dialog.clone()],
             run_started_at: Some(5),
-            open_args: vec!["--model".into(), "m".into()],
+            open_spec: crate::wire::protocol::spec::SessionSpec {
+                model: Some("m".into()),
+                ..Default::default()
+            },
             sandbox: Some(SandboxState {
                 mode: "workspace-write".into(),
                 network: false,
@@ -244,7 +247,7 @@ mod tests {
             ]},
             "pendingUi": [dialog],
             "runStartedAt": 5,
-            "openArgs": ["--model", "m"],
+            "openSpec": {"model": "m"},
             "sandbox": {"mode": "workspace-write", "network": false, "mechanism": "bubblewrap"},
         });
         (snapshot, before)

@@ -1,4 +1,4 @@
-//! Protocol v1's method and notification tables as data, for the reference page
+//! Protocol v2's method and notification tables as data, for the reference page
 //! (`docs/protocol-reference.md`, written and checked by `tests/docs.rs`): each row's name and
 //! types come from the [`Method`] and [`Notify`] declarations themselves; a test checks that
 //! the server decodes every row, and a new request variant does not compile until the test's
@@ -7,7 +7,7 @@
 use super::notify::{Lagged, Notice, Notify, Replaced, SessionEvent, Shutdown};
 use super::{daemon, schedule, session, Method};
 
-/// One method of protocol v1 as the reference shows it.
+/// One method of protocol v2 as the reference shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MethodRow {
     /// The JSON-RPC `method`.
@@ -20,7 +20,7 @@ pub struct MethodRow {
     pub summary: &'static str,
 }
 
-/// One notification of protocol v1 (daemon → client).
+/// One notification of protocol v2 (daemon → client).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotificationRow {
     /// The JSON-RPC `method`.
@@ -54,7 +54,7 @@ fn type_path<T: ?Sized>() -> String {
     name.strip_prefix("keel::").unwrap_or(name).to_string()
 }
 
-/// Every method protocol v1 declares, in the order a client meets them. Any other method name
+/// Every method protocol v2 declares, in the order a client meets them. Any other method name
 /// is a pi command (see [`crate::wire::pi::CommandName`]) with `sessionId` added.
 pub fn methods() -> Vec<MethodRow> {
     vec![
@@ -62,7 +62,7 @@ pub fn methods() -> Vec<MethodRow> {
         method::<daemon::Ping>("A heartbeat."),
         method::<daemon::Status>("The daemon, its live sessions, its schedules and its journal."),
         method::<daemon::Stop>("Stop the daemon (refused while a run is active unless `force`)."),
-        method::<session::Open>("Open a session as `keel` with these flags would, in `cwd`, or return the live one they name."),
+        method::<session::Open>("Open the session a typed spec describes, in `cwd`, as `keel` would there, or return the live one it picks."),
         method::<session::Attach>("Follow a session's events on this connection: a replay from the cursor, or a snapshot."),
         method::<session::Detach>("Stop following a session on this connection."),
         method::<session::Close>("Save and release a live session that has no run and no other client."),

@@ -16,7 +16,7 @@ use crate::kernel::private;
 
 /// File name of the socket: `p` + the protocol major, so a keel never talks to a daemon of an
 /// incompatible protocol (both can run side by side).
-pub const SOCKET_NAME: &str = "p1.sock";
+pub const SOCKET_NAME: &str = "p2.sock";
 
 /// Bytes a Unix socket address (`sun_path`) holds, its terminating NUL included.
 #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -36,11 +36,11 @@ pub enum SocketOrigin {
     Flag,
     /// `$KEEL_SOCKET`.
     Env,
-    /// `$XDG_RUNTIME_DIR/keel/p1.sock`.
+    /// `$XDG_RUNTIME_DIR/keel/p2.sock`.
     RuntimeDir,
-    /// `$KEEL_HOME/run/p1.sock`.
+    /// `$KEEL_HOME/run/p2.sock`.
     Home,
-    /// `/tmp/keel-<uid>/p1.sock`: only when `$KEEL_HOME/run/p1.sock` does not fit `sun_path`.
+    /// `/tmp/keel-<uid>/p2.sock`: only when `$KEEL_HOME/run/p2.sock` does not fit `sun_path`.
     Tmp,
 }
 
@@ -61,10 +61,10 @@ pub fn euid() -> u32 {
 }
 
 /// Chooses the socket path: `flag` (`--socket`), else `env_socket` (`$KEEL_SOCKET`; empty
-/// counts as unset), else `$XDG_RUNTIME_DIR/keel/p1.sock` when that directory is a real
-/// directory owned by `uid` with no group or other bits, else `$KEEL_HOME/run/p1.sock`
+/// counts as unset), else `$XDG_RUNTIME_DIR/keel/p2.sock` when that directory is a real
+/// directory owned by `uid` with no group or other bits, else `$KEEL_HOME/run/p2.sock`
 /// (`keel_home`, private like the rest of it) when it fits `sun_path`, else
-/// `/tmp/keel-<uid>/p1.sock` (a directory another user may have made first: the checks refuse
+/// `/tmp/keel-<uid>/p2.sock` (a directory another user may have made first: the checks refuse
 /// it then, with a hint). A relative flag or variable is made absolute against the current
 /// directory (the daemon runs in `/`). An explicit path that is empty, names a directory or is
 /// too long is an error.
@@ -356,10 +356,10 @@ mod tests {
         let c = pick(Some(env), None, Some(xdg.path()));
         assert_eq!((c.path.as_path(), c.origin), (env, SocketOrigin::Env));
         let c = pick(Some(Path::new("")), None, Some(xdg.path()));
-        assert_eq!(c.path, xdg.path().join("keel/p1.sock"));
+        assert_eq!(c.path, xdg.path().join("keel/p2.sock"));
         assert_eq!((c.origin, c.fallback), (SocketOrigin::RuntimeDir, None));
         let c = pick(None, None, None);
-        assert_eq!(c.path, Path::new(HOME).join("run/p1.sock"));
+        assert_eq!(c.path, Path::new(HOME).join("run/p2.sock"));
         assert_eq!((c.origin, c.fallback), (SocketOrigin::Home, None));
     }
 
@@ -367,14 +367,14 @@ mod tests {
     fn the_tmp_socket_is_used_only_when_keel_homes_does_not_fit_sun_path() {
         // /tmp/keel-<uid> is a name another user can take first; $KEEL_HOME/run is private.
         let me = euid();
-        // `/run/p1.sock` is 12 bytes: this home makes a path of SUN_PATH_MAX - 1 bytes.
+        // `/run/p2.sock` is 12 bytes: this home makes a path of SUN_PATH_MAX - 1 bytes.
         let home = format!("/{}", "k".repeat(SUN_PATH_MAX - 1 - 12 - 1));
         let fits = socket_path(None, None, None, Path::new(&home), me).unwrap();
         assert_eq!(fits.path.as_os_str().len(), SUN_PATH_MAX - 1);
         assert_eq!(fits.origin, SocketOrigin::Home);
         let home = format!("{home}k");
         let long = socket_path(None, None, None, Path::new(&home), me).unwrap();
-        assert_eq!(long.path, PathBuf::from(format!("/tmp/keel-{me}/p1.sock")));
+        assert_eq!(long.path, PathBuf::from(format!("/tmp/keel-{me}/p2.sock")));
         assert_eq!(long.origin, SocketOrigin::Tmp);
     }
 
@@ -406,7 +406,7 @@ mod tests {
         let me = euid();
         let reason = |x: &Path, uid| {
             let c = socket_path(None, None, Some(x), Path::new(HOME), uid).unwrap();
-            assert_eq!(c.path, Path::new(HOME).join("run/p1.sock"));
+            assert_eq!(c.path, Path::new(HOME).join("run/p2.sock"));
             c.fallback.unwrap()
         };
         let other = reason(xdg.path(), me + 1);
@@ -548,7 +548,7 @@ mod tests {
     #[tokio::test]
     async fn bind_makes_a_0600_socket_and_a_second_bind_fails() {
         let d = private_tempdir();
-        let sock = d.path().join("run/p1.sock");
+        let sock = d.path().join("run/p2.sock");
         let listener = bind(&sock).unwrap();
         assert_eq!(mode(&sock), 0o600);
         assert_eq!(mode(&d.path().join("run")), 0o700);
@@ -568,9 +568,9 @@ mod tests {
         let long = d.path().join("s".repeat(SUN_PATH_MAX));
         assert!(bind(&long).unwrap_err().message.contains("-byte limit"));
         fs::set_permissions(d.path(), Permissions::from_mode(0o755)).unwrap();
-        let e = bind(&d.path().join("p1.sock")).unwrap_err();
+        let e = bind(&d.path().join("p2.sock")).unwrap_err();
         assert!(e.message.contains("has mode 0755"), "{}", e.message);
-        assert!(!d.path().join("p1.sock").exists());
+        assert!(!d.path().join("p2.sock").exists());
     }
 
     #[test]
@@ -587,7 +587,7 @@ mod tests {
     #[tokio::test]
     async fn peer_allowed_accepts_our_own_connection_both_ways() {
         let d = private_tempdir();
-        let sock = d.path().join("p1.sock");
+        let sock = d.path().join("p2.sock");
         let listener = bind(&sock).unwrap();
         let (client, accepted) = tokio::join!(UnixStream::connect(&sock), listener.accept());
         let (server, _) = accepted.unwrap();

@@ -18,7 +18,13 @@ pub struct ShowArgs {
 /// `keel config show`: a file that does not parse is a config error (exit 3).
 pub fn run(args: ShowArgs) -> Exit {
     super::super::run(Logs::Off, async move |env, out| {
-        let loaded = crate::setup::settings::load(args.settings.as_deref(), env)?;
+        let loaded = crate::setup::settings::load(
+            args.settings
+                .as_deref()
+                .map(crate::wire::protocol::spec::SettingsLayer::of)
+                .as_ref(),
+            env,
+        )?;
         for w in &loaded.warnings {
             out.err(&format!("Warning: {w}\n"));
         }

@@ -1,6 +1,6 @@
 //! What a view shows of a session when it attaches: the snapshot's transcript, state, run
 //! in flight (timed from when it started, not from the attach) and open dialogs, and the
-//! flags the daemon opened the session with (to reopen it from its file if the daemon dies).
+//! spec the daemon opened the session with (to reopen it from its file if the daemon dies).
 
 use serde_json::json;
 
@@ -17,7 +17,7 @@ impl Client {
     pub fn load(&mut self, start: &Start, internals: &Internals, warnings: &[String]) {
         self.view.attached = self.daemon.is_some();
         let Some(snap) = &start.snapshot else { return };
-        self.take_open_args(snap);
+        self.take_open_spec(snap);
         self.view.set_sandbox(snap.sandbox.as_ref());
         let messages = &snap.messages;
         let replayed = internals.replay(messages);
@@ -110,15 +110,13 @@ impl Client {
         }
     }
 
-    /// The flags the daemon opened the session with (the snapshot's `openArgs`): if the
-    /// daemon dies, the session is reopened from its file with them, whoever opened it (a
-    /// `keel attach` window has no flags of its own).
-    fn take_open_args(&mut self, snap: &Snapshot) {
+    /// The spec the daemon opened the session with (the snapshot's `openSpec`): if the
+    /// daemon dies, the session is reopened from its file with it, whoever opened it (a
+    /// `keel attach` window has no spec of its own).
+    fn take_open_spec(&mut self, snap: &Snapshot) {
         let Some(d) = &mut self.daemon else {
             return;
         };
-        if !snap.open_args.is_empty() {
-            d.reopen.args = snap.open_args.clone();
-        }
+        d.reopen.spec = snap.open_spec.clone();
     }
 }
