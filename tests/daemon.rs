@@ -497,7 +497,10 @@ fn two_clients_opening_one_session_at_once_get_the_same_live_session() {
                 s.spawn(move || {
                     let mut c = d.client();
                     let args = scripted_args(&[], script, &["--session-id", "shared"]);
-                    c.call("session/open", json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}))
+                    c.call(
+                        "session/open",
+                        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}),
+                    )
                 })
             })
             .collect();

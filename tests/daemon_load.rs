@@ -277,7 +277,10 @@ fn a_pipelining_client_that_never_reads_cannot_grow_the_daemon_without_bound() {
     let mut b = d.client();
     let script = fixture("hello.json");
     let args = scripted_args(&[], &script, &["--session", &session]);
-    let r = b.call("session/open", json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}));
+    let r = b.call(
+        "session/open",
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}),
+    );
     let id = r["result"]["sessionId"].as_str().unwrap().to_string();
     let one = b.call("get_messages", json!({"sessionId": id}));
     let answer = one["result"].to_string().len();

@@ -144,7 +144,10 @@ fn new_session_moves_every_attached_client_to_the_new_session() {
     // The old session opens from its file again, as a separate live session.
     let script = fixture("hello.json");
     let args = scripted_args(&[], &script, &["--resume", "old"]);
-    let r = c.call("session/open", json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}));
+    let r = c.call(
+        "session/open",
+        json!({"cwd": sb.work(), "spec": crate::common::daemon::spec(&args)}),
+    );
     assert_eq!(
         (&r["result"]["sessionId"], &r["result"]["created"]),
         (&json!("old"), &json!(true)),

@@ -96,7 +96,10 @@ fn a_local_link_and_a_daemon_link_carry_the_same_stream() {
     std::fs::set_permissions(there.home(), std::fs::Permissions::from_mode(0o700)).unwrap();
     let d = Daemon::start(&there, &["--idle-exit", "0"]);
     let mut c = d.client();
-    let opened = c.call("session/open", json!({"cwd": there.work(), "spec": crate::common::daemon::spec(&args)}));
+    let opened = c.call(
+        "session/open",
+        json!({"cwd": there.work(), "spec": crate::common::daemon::spec(&args)}),
+    );
     assert_eq!(opened["result"]["sessionId"], "same", "{opened}");
     let remote = rt.block_on(async {
         let (mut link, start) = Link::daemon(

@@ -423,6 +423,10 @@ fn in_the_daemon_a_running_child_is_listed_under_its_parent_and_can_be_attached(
     let mut w = d.client();
     let r = w.call("session/attach", json!({"sessionId": child}));
     assert!(r.get("result").is_some(), "{r}");
+    // Its snapshot names what it was opened with: its own id and its agent definition.
+    let spec = &r["result"]["snapshot"]["openSpec"];
+    assert_eq!(spec["session"], json!({"how": "id", "id": child}), "{r}");
+    assert_eq!(spec["agent"], "general", "{r}");
     std::fs::write(&fifo, "go\n").unwrap();
     let child_events = w.events_until("agent_settled");
     let texts: Vec<&Value> = child_events

@@ -102,7 +102,7 @@ fn setup(dir: &Path, provider: Arc<dyn Provider>) -> HostSetup {
         warnings: Vec::new(),
         skills: Vec::new(),
         late_warnings: None,
-        open_args: Vec::new(),
+        open_spec: Default::default(),
         on_saved_rules: None,
         subagents: Some(SubagentSetup {
             agents: Arc::new(AgentDef::built_ins()),

@@ -432,7 +432,7 @@ impl Conn {
                 Outcome::Stop(j::result_line(id, &Empty {}))
             }
             Request::Open(open) => {
-                self.later.open(&self.shared, id.clone(), open);
+                self.later.open(&self.shared, id.clone(), *open);
                 Outcome::Later
             }
             Request::ScheduleReload(NoParams) => {

@@ -205,7 +205,7 @@ impl HostSpawner {
             warnings: Vec::new(),
             skills: Vec::new(),
             late_warnings: None,
-            open_spec: Default::default(),
+            open_spec: child_spec(&req, &id),
             on_saved_rules: None,
             subagents: Some(SubagentSetup {
                 depth: req.depth,
@@ -418,5 +418,19 @@ async fn follow(
             }
             _ => {}
         }
+    }
+}
+
+/// What a child session is opened with, as its snapshot and `keel ps` show it: its own id, the
+/// agent definition it runs as, and the model and tools that definition asks for (the rest is
+/// its parent's).
+fn child_spec(req: &ChildRequest, id: &str) -> crate::wire::protocol::spec::SessionSpec {
+    use crate::wire::protocol::spec::{SessionPick, SessionSpec};
+    SessionSpec {
+        session: SessionPick::Id(id.to_string()),
+        agent: Some(req.agent.name.clone()),
+        model: req.agent.model.clone(),
+        tools: req.agent.tools.clone(),
+        ..SessionSpec::default()
     }
 }

@@ -91,7 +91,7 @@ pub enum Request {
     /// `daemon/stop`.
     Stop(daemon::StopParams),
     /// `session/open`.
-    Open(session::OpenParams),
+    Open(Box<session::OpenParams>),
     /// `session/attach`.
     Attach(session::AttachParams),
     /// `session/detach`.
