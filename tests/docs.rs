@@ -183,6 +183,15 @@ fn protocol_reference() -> String {
             m.name, m.params, m.result, m.summary
         ));
     }
+    p.push_str(
+        "\n## Session spec (`wire::protocol::spec::SessionSpec`)\n\n`session/open`'s `spec`, a \
+         scheduled task's, a snapshot's `openSpec`: every field may be left out (the settings \
+         files and keel's defaults decide). See [daemon-protocol.md](daemon-protocol.md#the-session-spec).\n\n\
+         | field | asks for |\n|---|---|\n",
+    );
+    for (name, what) in keel::wire::protocol::spec::SessionSpec::FIELDS {
+        p.push_str(&format!("| `{name}` | {} |\n", what.replace('|', "\\|")));
+    }
     p.push_str("\n## Daemon notifications\n\n| method | params | when |\n|---|---|---|\n");
     for n in table::notifications() {
         p.push_str(&format!(

@@ -219,7 +219,7 @@ fn no_matching_script_turn_fails_clearly() {
     let (_, outcome) = rt().block_on(drive(&s, "x marks", |_, _| {}));
     match outcome {
         RunOutcome::Failed { kind, message } => {
-            assert_eq!(kind, "script_exhausted");
+            assert_eq!(kind, keel::kernel::failure::ErrorKind::ScriptExhausted);
             assert!(message.contains("x marks"), "{message}");
         }
         other => panic!("{other:?}"),

@@ -221,7 +221,7 @@ fn openai_reasoning_length_and_in_stream_error_match_whole_decoding() {
                 assert_eq!(*stop, StopReason::Length)
             }
             (Some(ProviderEvent::Error { kind, message, .. }), k) => {
-                assert_eq!(kind, k);
+                assert_eq!(kind.as_str(), k);
                 assert!(message.starts_with("local (test-model): "), "{message}");
             }
             other => panic!("{file}: unexpected end {other:?}"),

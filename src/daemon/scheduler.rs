@@ -21,6 +21,7 @@ use crate::host::stream::{Delivery, Item, QUEUE};
 use crate::report::{fact, RunSummary};
 use crate::schedule::due::{self, Due};
 use crate::schedule::{Store, Task, TaskState};
+use crate::wire::events::ErrorKind;
 use crate::wire::jsonrpc::{self as j, ErrorObject};
 use crate::wire::pi::Command;
 use crate::wire::protocol::daemon::ScheduleStatus;
@@ -407,7 +408,10 @@ impl Follow {
             Some(exit) => (exit, None),
             None => (
                 Exit::Signal(crate::exit::SIGTERM),
-                Some(("interrupted", "the session ended before the run settled")),
+                Some((
+                    ErrorKind::Interrupted.as_str(),
+                    "the session ended before the run settled",
+                )),
             ),
         };
         let ms = self.started.elapsed().as_millis() as u64;
@@ -470,7 +474,7 @@ impl Report {
     /// The session would not take the prompt (a run of another client was going on).
     fn refused(id: &str, why: &str) -> Report {
         let message = format!("the session cannot take a prompt now: {why}");
-        let error = Some(("busy", message.as_str()));
+        let error = Some((ErrorKind::Busy.as_str(), message.as_str()));
         Report {
             exit: Exit::Failed,
             session: Some(id.to_string()),

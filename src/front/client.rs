@@ -24,13 +24,10 @@ use crate::front::invocation::Invocation;
 use crate::kernel::op::UserInput;
 use crate::mode::{Env, Mode};
 use crate::output::Output;
-use crate::wire::events::{Outcome, ResultLine, SessionLine, SettledError};
+use crate::wire::events::{ErrorKind, Outcome, ResultLine, SessionLine, SettledError};
 use crate::wire::jsonl::MAX_LINE_BYTES;
 use crate::wire::jsonrpc::{self as j, Id};
 use crate::wire::pi::Command;
-
-/// The error kind of a run whose daemon went away before it settled.
-pub const DAEMON_LOST: &str = "daemon_lost";
 
 /// `--wait` follows a session's run: it needs the session, and takes no prompt.
 pub(crate) fn check_wait(inv: &Invocation) -> Result<(), StartupError> {
@@ -140,7 +137,7 @@ pub(crate) fn daemon_lost(why: &str) -> Settled {
     Settled {
         outcome: Outcome::Failed,
         error: Some(SettledError {
-            kind: DAEMON_LOST.into(),
+            kind: ErrorKind::DaemonLost,
             message: format!(
                 "the keel daemon went away before the run ended ({why}); the session file keeps every completed entry, and `keel --continue` resumes it"
             ),

@@ -16,7 +16,7 @@ use crate::client::link::{Link, LinkError, Lost, Note, Reconnected, Start};
 use crate::client::socket::{reconnect_line, Reconnecting};
 use crate::output::Output;
 use crate::signals::Signals;
-use crate::wire::events::{is_rpc_only, SettledError, TypedEvent};
+use crate::wire::events::{is_rpc_only, ErrorKind, SettledError, TypedEvent};
 
 /// How following a run ended.
 pub(crate) enum Ended {
@@ -215,7 +215,7 @@ impl<'a> Follow<'a> {
         self.summary.settled = Some(Settled {
             outcome: "failed".into(),
             error: Some(SettledError {
-                kind: "busy".into(),
+                kind: ErrorKind::Busy,
                 message: format!("the session cannot take a prompt now: {message}"),
             }),
         });

@@ -12,7 +12,9 @@ use crate::kernel::message::{Content, Message};
 use crate::output::{Output, StdoutClosed};
 use crate::text;
 use crate::wire::events::wire_events;
-use crate::wire::events::{CompactionReason, ShownArgs, ToolDetails, ToolResult, UiMethod};
+use crate::wire::events::{
+    CompactionReason, ErrorKind, ShownArgs, ToolDetails, ToolResult, UiMethod,
+};
 
 /// Widest activity line, in terminal columns.
 const LINE_WIDTH: usize = 120;
@@ -226,7 +228,7 @@ impl Projector for PrintProjector {
             // stdout went away: end quietly.
         } else if let Some((kind, message)) = summary.error(exit) {
             out.err(&format!("Error: {message}\n"));
-            if kind == "script_exhausted" {
+            if kind == ErrorKind::ScriptExhausted {
                 out.err("Hint: add a turn to the script whose `match` fits this prompt\n");
             }
         }

@@ -199,7 +199,7 @@ async fn follow(
             summary.settled = Some(Settled {
                 outcome: "failed".into(),
                 error: Some(SettledError {
-                    kind: crate::kernel::recorder::SESSION_WRITE.into(),
+                    kind: crate::wire::events::ErrorKind::SessionWrite,
                     message,
                 }),
             });
@@ -284,7 +284,7 @@ pub(crate) async fn read_prompt(
         let bytes = tokio::select! {
             read = read_stdin(MAX_STDIN_BYTES) => read?,
             n = signals.next() => {
-                let (_, why) = RunSummary::default().error(Exit::Signal(n)).unwrap_or_default();
+                let why = RunSummary::default().error(Exit::Signal(n)).map(|(_, why)| why).unwrap_or_default();
                 return Err(StartupError::interrupted(n, format!("{why} while reading stdin")));
             }
         };

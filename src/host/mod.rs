@@ -36,6 +36,7 @@ pub mod stream;
 pub mod subagent;
 mod tasks;
 
+use crate::kernel::failure::ErrorKind;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -543,8 +544,13 @@ impl Host {
         let EventPayload::AgentSettled { outcome, .. } = &ev.payload else {
             return None;
         };
-        let kind = crate::kernel::recorder::SESSION_WRITE;
-        if matches!(outcome, RunOutcome::Failed { kind: k, .. } if k == kind) {
+        if matches!(
+            outcome,
+            RunOutcome::Failed {
+                kind: ErrorKind::SessionWrite,
+                ..
+            }
+        ) {
             return None;
         }
         let mut failed = ev.clone();
@@ -589,7 +595,7 @@ impl Host {
                 CommandErrorKind::SessionWrite,
                 format!(
                     "The session cannot be saved ({}): {f}",
-                    crate::kernel::recorder::SESSION_WRITE
+                    ErrorKind::SessionWrite
                 ),
             )),
             None => Ok(()),

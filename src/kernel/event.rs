@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use crate::kernel::failure::ErrorKind;
 use crate::kernel::message::{AssistantMessage, Message, ToolResultMessage, Usage};
 use crate::kernel::tool::ToolOutput;
 
@@ -65,8 +66,8 @@ pub enum AssistantDelta {
 pub enum RunOutcome {
     /// The model finished without error.
     Completed,
-    /// The provider or model failed (`kind` is a stable machine-readable word).
-    Failed { kind: String, message: String },
+    /// The provider or model failed (`kind`: how, as the wire's `error.kind` says it).
+    Failed { kind: ErrorKind, message: String },
     /// `--max-turns` was reached while the model still wanted to continue.
     TurnLimit { max_turns: u32 },
     /// A tool call needed an approval nobody could give.

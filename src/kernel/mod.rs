@@ -10,6 +10,7 @@ pub mod checkpoint;
 pub mod clock;
 pub mod compaction;
 pub mod event;
+pub mod failure;
 pub mod fsx;
 pub mod hooks;
 pub mod message;
@@ -26,6 +27,7 @@ pub mod tool;
 pub(crate) mod tool_loop;
 pub(crate) mod turn;
 pub mod url;
+pub(crate) mod words;
 
 /// The default system prompt: who the agent is and how it should use its tools.
 pub fn default_system_prompt(cwd: &std::path::Path, tools: &[String]) -> String {

@@ -2,6 +2,7 @@
 //! write, and syncs at every turn end, at every settled run and when the bus closes. It owns
 //! the `Store` for the life of the run; it never publishes.
 
+use crate::kernel::failure::ErrorKind;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -17,10 +18,6 @@ pub type SharedStore = Arc<Mutex<Store>>;
 pub fn lock(store: &SharedStore) -> std::sync::MutexGuard<'_, Store> {
     store.lock().unwrap_or_else(|e| e.into_inner())
 }
-
-/// The error kind (`RunOutcome::Failed`, JSON `error.kind`) of a run whose session could not
-/// be saved.
-pub const SESSION_WRITE: &str = "session_write";
 
 type Hook = Box<dyn Fn() + Send + Sync>;
 
@@ -57,11 +54,11 @@ impl StoreHealth {
     }
 
     /// The outcome of a run that settles while the store fails: failed with
-    /// [`SESSION_WRITE`] and the fault's text (the kernel's and the host's conclusion alike).
+    /// [`ErrorKind::SessionWrite`] and the fault's text (the kernel's and the host's conclusion alike).
     pub fn failed_run(&self) -> Option<crate::kernel::event::RunOutcome> {
         self.fault()
             .map(|message| crate::kernel::event::RunOutcome::Failed {
-                kind: SESSION_WRITE.into(),
+                kind: ErrorKind::SessionWrite,
                 message,
             })
     }

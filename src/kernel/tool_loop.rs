@@ -2,13 +2,11 @@
 //! finished call, in order, and it says when the last N were one call (same tool, same
 //! arguments) that failed each time. It decides nothing else and publishes nothing.
 
+use crate::kernel::failure::ErrorKind;
 use serde_json::Value;
 
 use crate::kernel::event::RunOutcome;
 use crate::kernel::message::{Content, ToolResultMessage};
-
-/// The `error.kind` of a run stopped because the model repeated a failing tool call.
-pub const TOOL_LOOP: &str = "tool_loop";
 
 /// The longest argument or error text a message quotes, in characters.
 const QUOTED: usize = 120;
@@ -68,7 +66,7 @@ impl ToolLoop {
             self.count = 1;
         }
         (self.limit > 0 && self.count >= self.limit).then(|| RunOutcome::Failed {
-            kind: TOOL_LOOP.into(),
+            kind: ErrorKind::ToolLoop,
             message: format!(
                 "the model repeated the same failing tool call {} times: {name} {}; last error: {}",
                 self.count,
@@ -136,7 +134,7 @@ mod tests {
         let Some(RunOutcome::Failed { kind, message }) = d.record(&call("y"), &fail) else {
             panic!("the third identical failure stops");
         };
-        assert_eq!(kind, "tool_loop");
+        assert_eq!(kind, ErrorKind::ToolLoop);
         assert_eq!(
             message,
             r#"the model repeated the same failing tool call 3 times: read {"path":"y"}; last error: File not found: x"#

@@ -9,6 +9,7 @@ use crate::kernel::agent::Inner;
 use crate::kernel::checkpoint::turn as checkpoint;
 use crate::kernel::compaction;
 use crate::kernel::event::{CompactionReason, EventPayload, RunOutcome};
+use crate::kernel::failure::ErrorKind;
 use crate::kernel::message::{AssistantMessage, Message, StopReason, ToolResultMessage, Usage};
 use crate::kernel::op::{QueueMode, UserInput};
 use crate::kernel::provider::ModelRequest;
@@ -31,16 +32,6 @@ use gate::{check_permission, Gate};
 use phase::Run;
 
 use crate::kernel::hooks::Decision;
-
-/// Error kinds worth retrying when they happen before any output.
-const RETRYABLE: &[&str] = &[
-    "rate_limited",
-    "overloaded",
-    "server_error",
-    "connection",
-    "idle_timeout",
-    "timeout",
-];
 
 /// Runs one prompt to its end and publishes `AgentSettled` with the outcome.
 pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) -> RunOutcome {
@@ -78,7 +69,7 @@ fn retry_delay(inner: &Inner, outcome: &RunOutcome, streamed: &Streamed, done: u
     };
     let policy = inner.config.retry;
     if streamed.saw_output
-        || !RETRYABLE.contains(&kind.as_str())
+        || !kind.is_retryable()
         || !inner.lock().auto_retry
         || done >= policy.max_attempts
     {
@@ -97,15 +88,15 @@ fn retry_delay(inner: &Inner, outcome: &RunOutcome, streamed: &Streamed, done: u
 
 /// The outcome of a turn whose message ended the run: aborted, failed, or truncated (pi
 /// treats a `length` stop as a failure too: the answer is incomplete).
-fn failed_outcome(m: &AssistantMessage, kind: Option<String>) -> Option<RunOutcome> {
+fn failed_outcome(m: &AssistantMessage, kind: Option<ErrorKind>) -> Option<RunOutcome> {
     match m.stop_reason {
         StopReason::Aborted => Some(RunOutcome::Aborted),
         StopReason::Error => Some(RunOutcome::Failed {
-            kind: kind.unwrap_or_else(|| "provider_error".into()),
+            kind: kind.unwrap_or(ErrorKind::ProviderError),
             message: m.error_message.clone().unwrap_or_default(),
         }),
         StopReason::Length if m.tool_calls().is_empty() => Some(RunOutcome::Failed {
-            kind: "length".into(),
+            kind: ErrorKind::Length,
             message: "Response was truncated: the model reached its output token limit".into(),
         }),
         _ => None,
@@ -190,7 +181,7 @@ fn requeue_follow_ups(inner: &Inner, texts: Vec<UserInput>) {
 /// One streamed model response and how it ended.
 struct Streamed {
     message: AssistantMessage,
-    error_kind: Option<String>,
+    error_kind: Option<ErrorKind>,
     retry_after_ms: Option<u64>,
     saw_output: bool,
 }
@@ -272,7 +263,7 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
             asm.close(inner, &mut msg);
             msg.stop_reason = StopReason::Error;
             msg.error_message = Some("the provider stream ended without a stop reason".into());
-            asm.error_kind = Some("stream_cut".into());
+            asm.error_kind = Some(ErrorKind::StreamCut);
             break;
         };
         if asm.apply(inner, &mut msg, ev) {

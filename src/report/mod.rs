@@ -8,7 +8,7 @@ pub mod fact;
 use crate::exit::Exit;
 use crate::kernel::message::{Message, Usage};
 use crate::kernel::subagent::SubagentDetails;
-use crate::wire::events::{Outcome, ResultError, ResultLine, SettledError};
+use crate::wire::events::{ErrorKind, Outcome, ResultError, ResultLine, SettledError};
 use fact::Fact;
 
 /// How a run settled, as its `agent_settled` event says.
@@ -84,7 +84,7 @@ impl RunSummary {
     }
 
     /// The error `kind` and message for a run that did not succeed.
-    pub fn error(&self, exit: Exit) -> Option<(String, String)> {
+    pub fn error(&self, exit: Exit) -> Option<(ErrorKind, String)> {
         if let Exit::Signal(n) = exit {
             let name = match n {
                 crate::exit::SIGINT => "SIGINT",
@@ -92,13 +92,13 @@ impl RunSummary {
                 crate::exit::SIGHUP => "SIGHUP",
                 _ => "SIGPIPE",
             };
-            return Some(("interrupted".into(), format!("interrupted by {name}")));
+            return Some((ErrorKind::Interrupted, format!("interrupted by {name}")));
         }
         if let Some(message) = &self.output_error {
-            return Some(("output_write".into(), message.clone()));
+            return Some((ErrorKind::OutputWrite, message.clone()));
         }
         let e = self.settled.as_ref()?.error.as_ref()?;
-        Some((e.kind.to_string(), e.message.clone()))
+        Some((e.kind.clone(), e.message.clone()))
     }
 }
 

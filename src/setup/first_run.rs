@@ -53,7 +53,7 @@ impl Provider for Unconfigured {
     fn stream(&self, _request: ModelRequest, _abort: AbortSignal) -> mpsc::Receiver<ProviderEvent> {
         let (tx, rx) = mpsc::channel(1);
         let _ = tx.try_send(ProviderEvent::Error {
-            kind: "not_configured".into(),
+            kind: crate::kernel::failure::ErrorKind::NotConfigured,
             message:
                 "no model provider is configured: quit, set ANTHROPIC_API_KEY, \
                       OPENAI_API_KEY or OPENAI_BASE_URL (see the panel above), and start keel again"

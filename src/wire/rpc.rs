@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use std::borrow::Cow;
 
-use super::events::{DialogSubagent, NotifyType, UiMethod, UiRequest, WireEvent};
+use super::events::{DialogSubagent, NotifyType, ShownArgs, UiMethod, UiRequest, WireEvent};
 use crate::kernel::message::Content;
 use crate::kernel::tool::preview::Preview;
 
@@ -286,16 +286,21 @@ impl Request {
             Some(Value::Array(list)) => list,
             Some(v) => return Err(self.wrong("images", "an array of images", v)),
         };
+        /// The fields of an image this reads (`type` is not checked).
+        #[derive(serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Image {
+            data: String,
+            mime_type: String,
+        }
         list.iter()
             .enumerate()
             .map(|(i, v)| {
-                let data = v.get("data").and_then(Value::as_str);
-                let mime = v.get("mimeType").and_then(Value::as_str);
-                match (data, mime) {
-                    (Some(d), Some(m)) if m.starts_with("image/") => Ok(Content::Image {
-                        data: d.to_string(),
-                        mime_type: m.to_string(),
-                    }),
+                let image = v.is_object().then(|| Image::deserialize(v).ok()).flatten();
+                match image {
+                    Some(Image { data, mime_type }) if mime_type.starts_with("image/") => {
+                        Ok(Content::Image { data, mime_type })
+                    }
                     _ => Err(ParamError::new(ParamErrorKind::BadImage, format!(
                         "{}: images[{i}] must be {{\"type\":\"image\",\"data\":<base64>,\"mimeType\":\"image/...\"}}",
                         self.command
@@ -448,14 +453,11 @@ fn approval_request<'a>(
     preview: Option<&'a Preview>,
     timeout_ms: Option<u64>,
 ) -> UiRequest<'a> {
-    let message = match (tool_name, args.get("command").and_then(Value::as_str)) {
-        ("bash", Some(cmd)) => cmd.to_string(),
-        ("exit_plan_mode", _) => args
-            .get("plan")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string(),
-        _ => match args.get("path").and_then(Value::as_str) {
+    let shown = ShownArgs::of(args);
+    let message = match (tool_name, shown.command) {
+        ("bash", Some(cmd)) => cmd,
+        ("exit_plan_mode", _) => shown.plan.unwrap_or_default(),
+        _ => match shown.path {
             Some(p) => format!("{tool_name} {p}"),
             None => args.to_string(),
         },
@@ -662,5 +664,8 @@ mod tests {
             .images()
             .unwrap_err();
         assert_eq!(e.kind, ParamErrorKind::WrongType);
+        // An array is no image, though serde would read one field by field.
+        let r = Request::new("prompt", json!({"images":[["AA==", "image/png"]]}));
+        assert_eq!(r.images().unwrap_err().kind, ParamErrorKind::BadImage);
     }
 }

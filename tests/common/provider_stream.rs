@@ -114,14 +114,14 @@ pub fn decoded_at_every_split<D: StreamDecoder>(
         .collect()
 }
 
-/// The kind, message and retry hint of the one error that ends `events`.
+/// The kind (its wire word), message and retry hint of the one error that ends `events`.
 pub fn error_of(events: &[ProviderEvent]) -> (String, String, Option<u64>) {
     match events.last() {
         Some(ProviderEvent::Error {
             kind,
             message,
             retry_after_ms,
-        }) => (kind.clone(), message.clone(), *retry_after_ms),
+        }) => (kind.to_string(), message.clone(), *retry_after_ms),
         other => panic!("expected a final error, got {other:?} in {events:?}"),
     }
 }

@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 
 mod markdown;
 mod tool;
+mod view;
 
 /// Outputs with more lines than this are folded into a collapsed `<details>`.
 const FOLD_LINES: usize = 200;
@@ -45,7 +46,8 @@ pub fn escape(text: &str) -> String {
 /// `branch_summary`; anything else is shown as a muted marker or skipped).
 /// `title`: the session name if set, else None.
 pub fn render(header: &Value, entries: &[Value], title: Option<&str>) -> String {
-    let id = text_of(header, "id");
+    let header: view::Header = view::read(header);
+    let id = &header.id;
     let title = match title.map(str::trim) {
         Some(name) if !name.is_empty() => name.to_string(),
         _ => format!("keel session {id}"),
@@ -60,10 +62,10 @@ pub fn render(header: &Value, entries: &[Value], title: Option<&str>) -> String 
          <dt>cwd</dt><dd class=\"mono\">{cwd}</dd><dt>started</dt><dd>{ts}</dd>",
         t = escape(&title),
         id = escape(id),
-        cwd = escape(text_of(header, "cwd")),
-        ts = escape(text_of(header, "timestamp")),
+        cwd = escape(&header.cwd),
+        ts = escape(&header.timestamp),
     );
-    if let Some(parent) = header.get("parentSession").and_then(Value::as_str) {
+    if let Some(parent) = &header.parent_session {
         let _ = write!(
             page,
             "<dt>forked from</dt><dd class=\"mono\">{}</dd>",
@@ -72,7 +74,8 @@ pub fn render(header: &Value, entries: &[Value], title: Option<&str>) -> String 
     }
     page.push_str("</dl>\n</header>\n<main>\n");
 
-    let mut ctx = Context::new(entries);
+    let entries: Vec<Read> = entries.iter().map(Read::of).collect();
+    let mut ctx = Context::new(&entries);
     for (index, entry) in entries.iter().enumerate() {
         ctx.entry(&mut page, index, entry);
     }
@@ -108,22 +111,6 @@ pub fn store_page(store: &crate::kernel::session::Store) -> String {
     render(&store.header().to_json(), &entries, store.name())
 }
 
-/// A string field of an object, or "" when absent or not a string.
-fn text_of<'a>(value: &'a Value, key: &str) -> &'a str {
-    value.get(key).and_then(Value::as_str).unwrap_or("")
-}
-
-/// A numeric field as u64 (floats are truncated; anything else is 0).
-fn count_of(value: &Value, key: &str) -> u64 {
-    match value.get(key) {
-        Some(v) => v
-            .as_u64()
-            .or_else(|| v.as_f64().map(|f| f.max(0.0) as u64))
-            .unwrap_or(0),
-        None => 0,
-    }
-}
-
 fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }
@@ -139,11 +126,25 @@ struct Totals {
     cost: f64,
 }
 
+/// An entry as read, with its message (the empty view when it has none).
+struct Read {
+    entry: view::Entry,
+    message: view::Message,
+}
+
+impl Read {
+    fn of(entry: &Value) -> Read {
+        let entry: view::Entry = view::read(entry);
+        let message = view::read(&entry.message);
+        Read { entry, message }
+    }
+}
+
 /// Rendering state: tool results that are shown under their call instead of on their own.
 struct Context<'a> {
     /// toolCallId → index of the first entry holding its result.
     results: HashMap<&'a str, usize>,
-    entries: &'a [Value],
+    entries: &'a [Read],
     /// Entry indexes already rendered next to their tool call.
     paired: HashSet<usize>,
     /// Index of the entry being rendered (only later results are pulled up to a call).
@@ -152,13 +153,12 @@ struct Context<'a> {
 }
 
 impl<'a> Context<'a> {
-    fn new(entries: &'a [Value]) -> Self {
+    fn new(entries: &'a [Read]) -> Self {
         let mut results = HashMap::new();
-        for (index, entry) in entries.iter().enumerate() {
-            let message = entry.get("message").unwrap_or(&Value::Null);
-            if text_of(entry, "type") == "message" && text_of(message, "role") == "toolResult" {
+        for (index, read) in entries.iter().enumerate() {
+            if read.entry.kind == "message" && read.message.role == "toolResult" {
                 results
-                    .entry(text_of(message, "toolCallId"))
+                    .entry(read.message.tool_call_id.as_str())
                     .or_insert(index);
             }
         }
@@ -171,67 +171,57 @@ impl<'a> Context<'a> {
         }
     }
 
-    fn entry(&mut self, out: &mut String, index: usize, entry: &Value) {
+    fn entry(&mut self, out: &mut String, index: usize, read: &Read) {
         self.current = index;
-        let kind = text_of(entry, "type");
-        match kind {
-            "message" => self.message(out, index, entry),
+        let entry = &read.entry;
+        match entry.kind.as_str() {
+            "message" => self.message(out, index, read),
             "model_change" => muted(
                 out,
-                &format!(
-                    "model: {}/{}",
-                    text_of(entry, "provider"),
-                    text_of(entry, "modelId")
-                ),
+                &format!("model: {}/{}", entry.provider, entry.model_id),
             ),
-            "thinking_level_change" => muted(
-                out,
-                &format!("thinking level: {}", text_of(entry, "thinkingLevel")),
-            ),
-            "session_info" => muted(out, &format!("session name: {}", text_of(entry, "name"))),
+            "thinking_level_change" => {
+                muted(out, &format!("thinking level: {}", entry.thinking_level))
+            }
+            "session_info" => muted(out, &format!("session name: {}", entry.name)),
             "compaction" => {
                 let heading = format!(
                     "Earlier conversation summarised ({} tokens)",
-                    count_of(entry, "tokensBefore")
+                    entry.tokens_before
                 );
-                boxed(out, &heading, text_of(entry, "summary"));
+                boxed(out, &heading, &entry.summary);
             }
-            "branch_summary" => boxed(out, "Summary of another branch", text_of(entry, "summary")),
+            "branch_summary" => boxed(out, "Summary of another branch", &entry.summary),
             "" => {}
             other => muted(out, &format!("[{other}]")),
         }
     }
 
-    fn message(&mut self, out: &mut String, index: usize, entry: &Value) {
+    fn message(&mut self, out: &mut String, index: usize, read: &Read) {
         if self.paired.contains(&index) {
             self.totals.tool_results += 1;
             return;
         }
-        let message = entry.get("message").unwrap_or(&Value::Null);
-        let role = text_of(message, "role");
-        let stamp = escape(text_of(entry, "timestamp"));
-        match role {
+        let message = &read.message;
+        let stamp = escape(&read.entry.timestamp);
+        match message.role.as_str() {
             "user" => {
                 self.totals.user += 1;
                 let _ = write!(
                     out,
                     "<section class=\"msg user\"><div class=\"role\" title=\"{stamp}\">user</div>"
                 );
-                self.content(out, message.get("content"), false);
+                self.content(out, message.content.as_ref(), false);
             }
             "assistant" => {
                 self.totals.assistant += 1;
-                let model = format!(
-                    "{}/{}",
-                    text_of(message, "provider"),
-                    text_of(message, "model")
-                );
+                let model = format!("{}/{}", message.provider, message.model);
                 let _ = write!(
                     out,
                     "<section class=\"msg assistant\"><div class=\"role\" title=\"{stamp}\">assistant · {}</div>",
                     escape(&model)
                 );
-                self.content(out, message.get("content"), true);
+                self.content(out, message.content.as_ref(), true);
                 self.assistant_footer(out, message);
             }
             "toolResult" => {
@@ -248,30 +238,26 @@ impl<'a> Context<'a> {
                     out,
                     "<section class=\"msg other\"><div class=\"role\">{}</div><pre>{}</pre>",
                     escape(if other.is_empty() { "message" } else { other }),
-                    escape(&pretty(message))
+                    escape(&pretty(&read.entry.message))
                 );
             }
         }
         out.push_str("</section>\n");
     }
 
-    fn assistant_footer(&mut self, out: &mut String, message: &Value) {
-        let usage = message.get("usage").unwrap_or(&Value::Null);
-        let (input, output) = (count_of(usage, "input"), count_of(usage, "output"));
-        let cost = usage
-            .pointer("/cost/total")
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0);
+    fn assistant_footer(&mut self, out: &mut String, message: &view::Message) {
+        let (input, output) = (message.usage.input, message.usage.output);
+        let cost = message.usage.cost.total.unwrap_or(0.0);
         self.totals.input += input;
         self.totals.output += output;
         self.totals.cost += cost;
-        let stop = text_of(message, "stopReason");
+        let stop = message.stop_reason.as_str();
         let mut line = format!("in {input} · out {output} · ${cost:.4}");
         if !matches!(stop, "" | "stop" | "toolUse") {
             let _ = write!(line, " · stopped: {stop}");
         }
         muted(out, &line);
-        if let Some(error) = message.get("errorMessage").and_then(Value::as_str) {
+        if let Some(error) = &message.error_message {
             let _ = write!(out, "<div class=\"text error\">{}</div>", escape(error));
         }
     }
@@ -291,42 +277,38 @@ impl<'a> Context<'a> {
         }
     }
 
-    fn block(&mut self, out: &mut String, block: &Value, md: bool) {
-        match text_of(block, "type") {
-            "text" => prose(out, text_of(block, "text"), md),
+    fn block(&mut self, out: &mut String, raw: &Value, md: bool) {
+        let block: view::Block = view::read(raw);
+        match block.kind.as_str() {
+            "text" => prose(out, &block.text, md),
             "thinking" => {
                 out.push_str("<details class=\"thinking\"><summary>thinking</summary>");
-                markdown::render(out, text_of(block, "thinking"));
+                markdown::render(out, &block.thinking);
                 out.push_str("</details>");
             }
-            "image" => image(out, block),
-            "toolCall" => self.tool_call(out, block),
-            other => folded_pre(out, &pretty(block), &format!("{other} block")),
+            "image" => image(out, &block),
+            "toolCall" => self.tool_call(out, &block),
+            other => folded_pre(out, &pretty(raw), &format!("{other} block")),
         }
     }
 
     /// A tool call with its arguments as fields, and its result under it when one follows.
-    fn tool_call(&mut self, out: &mut String, block: &Value) {
-        let name = text_of(block, "name");
+    fn tool_call(&mut self, out: &mut String, block: &view::Block) {
+        let name = block.name.as_str();
         let found = self
             .results
-            .get(text_of(block, "id"))
+            .get(block.id.as_str())
             .copied()
             .filter(|i| *i > self.current && !self.paired.contains(i));
-        let result = found.and_then(|i| self.entries.get(i).and_then(|e| e.get("message")));
+        let result = found.and_then(|i| self.entries.get(i)).map(|r| &r.message);
         let _ = write!(
             out,
             "<div class=\"tool\"><div class=\"role\">tool call · <span class=\"mono\">{}</span></div>",
             escape(name)
         );
-        let ok = result.is_some_and(|r| r.get("isError").and_then(Value::as_bool) != Some(true));
-        let details = result.filter(|_| ok).and_then(|r| r.get("details"));
-        tool::arguments(
-            out,
-            name,
-            block.get("arguments").unwrap_or(&Value::Null),
-            details,
-        );
+        let ok = result.is_some_and(|r| r.is_error != Some(true));
+        let details = result.filter(|_| ok).and_then(|r| r.details.as_ref());
+        tool::arguments(out, name, &block.arguments, details);
         if let (Some(index), Some(message)) = (found, result) {
             self.paired.insert(index);
             let brief = ok && details.is_some() && tool::result_repeats_call(name);
@@ -337,29 +319,27 @@ impl<'a> Context<'a> {
 
     /// A tool result body (the caller opens and closes the surrounding element); `brief`
     /// keeps only the first paragraph of its text (the call above shows the rest).
-    fn result(&mut self, out: &mut String, message: &Value, brief: bool) {
-        let failed = message
-            .get("isError")
-            .and_then(Value::as_bool)
-            .unwrap_or(false);
+    fn result(&mut self, out: &mut String, message: &view::Message, brief: bool) {
+        let failed = message.is_error.unwrap_or(false);
         let _ = write!(
             out,
             "<div class=\"result{}\"><div class=\"role\">result · <span class=\"mono\">{}</span>{}</div>",
             if failed { " error" } else { "" },
-            escape(text_of(message, "toolName")),
+            escape(&message.tool_name),
             if failed { " · error" } else { "" }
         );
-        match message.get("content") {
+        match &message.content {
             Some(Value::Array(blocks)) => {
-                for block in blocks {
-                    match text_of(block, "type") {
+                for raw in blocks {
+                    let block: view::Block = view::read(raw);
+                    match block.kind.as_str() {
                         "text" if brief => {
-                            let text = text_of(block, "text");
+                            let text = block.text.as_str();
                             folded_pre(out, text.split("\n\n").next().unwrap_or(text), "output")
                         }
-                        "text" => folded_pre(out, text_of(block, "text"), "output"),
-                        "image" => image(out, block),
-                        _ => folded_pre(out, &pretty(block), "block"),
+                        "text" => folded_pre(out, &block.text, "output"),
+                        "image" => image(out, &block),
+                        _ => folded_pre(out, &pretty(raw), "block"),
                     }
                 }
             }
@@ -370,24 +350,23 @@ impl<'a> Context<'a> {
     }
 }
 
-fn bash(out: &mut String, message: &Value, stamp: &str) {
+fn bash(out: &mut String, message: &view::Message, stamp: &str) {
     let _ = write!(
         out,
         "<section class=\"msg bash\"><div class=\"role\" title=\"{stamp}\">shell</div><pre>$ {}</pre>",
-        escape(text_of(message, "command"))
+        escape(&message.command)
     );
-    folded_pre(out, text_of(message, "output"), "output");
-    let flag = |key: &str| message.get(key).and_then(Value::as_bool).unwrap_or(false);
-    let mut line = match message.get("exitCode").and_then(Value::as_i64) {
+    folded_pre(out, &message.output, "output");
+    let mut line = match message.exit_code {
         Some(code) => format!("exit code {code}"),
         None => "no exit code".to_string(),
     };
-    for (key, label) in [
-        ("cancelled", "cancelled"),
-        ("truncated", "output truncated"),
-        ("excludeFromContext", "excluded from context"),
+    for (set, label) in [
+        (message.cancelled, "cancelled"),
+        (message.truncated, "output truncated"),
+        (message.exclude_from_context, "excluded from context"),
     ] {
-        if flag(key) {
+        if set {
             let _ = write!(line, " · {label}");
         }
     }
@@ -439,9 +418,8 @@ fn folded_pre(out: &mut String, text: &str, what: &str) {
     }
 }
 
-fn image(out: &mut String, block: &Value) {
-    let mime = text_of(block, "mimeType");
-    let data = text_of(block, "data");
+fn image(out: &mut String, block: &view::Block) {
+    let (mime, data) = (block.mime_type.as_str(), block.data.as_str());
     if INLINE_IMAGE_TYPES.contains(&mime) && is_base64(data) {
         let _ = write!(out, "<img alt=\"image\" src=\"data:{mime};base64,{data}\">");
     } else {

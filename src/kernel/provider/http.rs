@@ -9,6 +9,7 @@
 //! output arrived is `stream_cut` (the turn fails). A 200 whose body ends cleanly without a
 //! byte is `context_overflow`: llama.cpp's server answers a prompt longer than its context so.
 
+use crate::kernel::failure::ErrorKind;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -190,7 +191,7 @@ impl HttpProvider {
         headers: HeaderMap,
         body: serde_json::Value,
         decoder: Box<dyn StreamDecoder>,
-        classify: fn(u16, &str) -> (String, String),
+        classify: fn(u16, &str) -> (ErrorKind, String),
         tx: mpsc::Sender<ProviderEvent>,
     ) -> Call {
         Call {
@@ -240,7 +241,7 @@ struct Call {
     body: serde_json::Value,
     decoder: Box<dyn StreamDecoder>,
     /// The API's (kind, message) for a non-2xx response.
-    classify: fn(u16, &str) -> (String, String),
+    classify: fn(u16, &str) -> (ErrorKind, String),
     /// The back-off a non-2xx body asks for, when the headers ask for none.
     body_retry: fn(&str) -> Option<u64>,
     idle: Duration,
@@ -249,9 +250,9 @@ struct Call {
     tx: mpsc::Sender<ProviderEvent>,
 }
 
-fn error(kind: &str, message: String, retry_after_ms: Option<u64>) -> ProviderEvent {
+fn error(kind: ErrorKind, message: String, retry_after_ms: Option<u64>) -> ProviderEvent {
     ProviderEvent::Error {
-        kind: kind.to_string(),
+        kind,
         message,
         retry_after_ms,
     }
@@ -273,13 +274,13 @@ impl Call {
                     crate::kernel::url::redact_url(&self.url),
                     self.idle.as_secs_f64()
                 );
-                let _ = self.tx.send(error("idle_timeout", msg, None)).await;
+                let _ = self.tx.send(error(ErrorKind::IdleTimeout, msg, None)).await;
                 return;
             }
             Ok(Err(e)) => {
                 let msg = format!("{}: cannot reach {}: {}", self.who, self.url, chain(&e));
                 let msg = crate::kernel::url::redact_url(&msg);
-                let _ = self.tx.send(error("connection", msg, None)).await;
+                let _ = self.tx.send(error(ErrorKind::Connection, msg, None)).await;
                 return;
             }
             Ok(Ok(r)) => r,
@@ -298,11 +299,7 @@ impl Call {
             }
             let _ = self
                 .tx
-                .send(error(
-                    &kind,
-                    format!("{}: {message}", self.who),
-                    retry_after,
-                ))
+                .send(error(kind, format!("{}: {message}", self.who), retry_after))
                 .await;
             return;
         }
@@ -381,7 +378,7 @@ impl Call {
                 ""
             }
         );
-        let _ = self.tx.send(error("idle_timeout", msg, None)).await;
+        let _ = self.tx.send(error(ErrorKind::IdleTimeout, msg, None)).await;
     }
 
     /// The response ended cleanly without a byte: what llama.cpp's server sends for a prompt
@@ -392,16 +389,19 @@ impl Call {
              the prompt is longer than its context)",
             self.who
         );
-        let _ = self.tx.send(error("context_overflow", msg, None)).await;
+        let _ = self
+            .tx
+            .send(error(ErrorKind::ContextOverflow, msg, None))
+            .await;
     }
 
     /// The body failed: a cut answer after output, else a connection failure (retryable).
     async fn broken(&mut self, e: &reqwest::Error) {
         let (kind, what) = if self.decoder.saw_output() {
-            ("stream_cut", "the stream was cut mid-response")
+            (ErrorKind::StreamCut, "the stream was cut mid-response")
         } else {
             (
-                "connection",
+                ErrorKind::Connection,
                 "the connection failed before the response started",
             )
         };
@@ -411,7 +411,10 @@ impl Call {
 
     async fn too_large(&mut self, message: String) {
         let msg = format!("{}: {message}", self.who);
-        let _ = self.tx.send(error("stream_too_large", msg, None)).await;
+        let _ = self
+            .tx
+            .send(error(ErrorKind::StreamTooLarge, msg, None))
+            .await;
     }
 
     /// Prefixes decoder errors with who failed; a cut before any output is a connection
@@ -423,8 +426,8 @@ impl Call {
                 message,
                 retry_after_ms,
             } => {
-                let kind = if kind == "stream_cut" && !self.decoder.saw_output() {
-                    "connection".to_string()
+                let kind = if kind == ErrorKind::StreamCut && !self.decoder.saw_output() {
+                    ErrorKind::Connection
                 } else {
                     kind
                 };

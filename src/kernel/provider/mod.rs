@@ -17,6 +17,7 @@ pub mod sse;
 use tokio::sync::mpsc;
 
 use crate::kernel::abort::AbortSignal;
+use crate::kernel::failure::ErrorKind;
 use crate::kernel::message::{Message, StopReason, Usage};
 use crate::kernel::tool::ToolSpec;
 use model::ModelInfo;
@@ -58,10 +59,10 @@ pub enum ProviderEvent {
     Usage(Usage),
     /// The response ended normally.
     Done { stop: StopReason },
-    /// The response failed; `kind` is a stable word (`provider_error`, `stream_cut`, ...).
+    /// The response failed; `kind` says how (`ProviderError`, `StreamCut`, ...).
     /// `retry_after_ms` carries the server's `Retry-After` when it sent one.
     Error {
-        kind: String,
+        kind: ErrorKind,
         message: String,
         retry_after_ms: Option<u64>,
     },

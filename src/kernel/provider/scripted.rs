@@ -2,6 +2,7 @@
 //! tests, the demo and plugin authors run keel without a model. The file format is documented
 //! in docs/providers.md ("Scripted provider"). It never touches the bus or the filesystem after load.
 
+use crate::kernel::failure::ErrorKind;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -83,9 +84,10 @@ pub struct Chunk {
     /// Fail the response here with this message.
     #[serde(default)]
     pub error: Option<String>,
-    /// Error kind for `error` (default `provider_error`).
+    /// Error kind for `error` (default `provider_error`; a word keel does not know is kept as
+    /// `ErrorKind::Other`).
     #[serde(default)]
-    pub kind: Option<String>,
+    pub kind: Option<ErrorKind>,
     /// The server's `Retry-After` for `error`, in milliseconds.
     #[serde(default)]
     pub retry_after_ms: Option<u64>,
@@ -280,7 +282,7 @@ async fn replay(
         }
         let _ = tx
             .send(ProviderEvent::Error {
-                kind: "script_exhausted".into(),
+                kind: ErrorKind::ScriptExhausted,
                 message: format!("scripted provider: no turn matches the user message {shown:?}"),
                 retry_after_ms: None,
             })
@@ -303,10 +305,7 @@ async fn replay(
             }
         }
         if let Some(message) = &chunk.error {
-            let kind = chunk
-                .kind
-                .clone()
-                .unwrap_or_else(|| "provider_error".into());
+            let kind = chunk.kind.clone().unwrap_or(ErrorKind::ProviderError);
             let _ = tx
                 .send(ProviderEvent::Error {
                     kind,

@@ -120,7 +120,7 @@ impl ToolDetails {
     /// tool of the same name).
     pub fn read(tool: &str, details: &Value) -> Option<ToolDetails> {
         fn de<T: for<'de> Deserialize<'de>>(v: &Value) -> Option<T> {
-            T::deserialize(v).ok()
+            object(v).and_then(|v| T::deserialize(v).ok())
         }
         Some(match tool {
             "bash" => ToolDetails::Bash(de(details)?),
@@ -156,6 +156,7 @@ pub struct TodoCount {
 impl TodoCount {
     /// How many items a `todo_write` call's arguments hold; `None` without a `todos` array.
     pub fn of(args: &Value) -> Option<usize> {
+        let args = object(args)?;
         TodoCount::deserialize(args).ok().map(|c| c.todos.len())
     }
 }
@@ -213,7 +214,9 @@ pub struct ShownArgs {
 impl ShownArgs {
     /// The shown fields of a call's arguments.
     pub fn of(args: &Value) -> ShownArgs {
-        ShownArgs::deserialize(args).unwrap_or_default()
+        object(args)
+            .and_then(|a| ShownArgs::deserialize(a).ok())
+            .unwrap_or_default()
     }
 
     /// The string field, or "".
@@ -234,6 +237,11 @@ where
     T: serde::de::DeserializeOwned,
 {
     Ok(T::deserialize(Value::deserialize(d)?).ok())
+}
+
+/// `v` when it is an object: serde would read an array field by field, in declaration order.
+fn object(v: &Value) -> Option<&Value> {
+    v.is_object().then_some(v)
 }
 
 fn is_false(b: &bool) -> bool {
@@ -284,6 +292,8 @@ mod tests {
         assert!(matches!(created, Some(ToolDetails::Write(w)) if w.created && w.bytes.is_none()));
         assert_eq!(TodoCount::of(&json!({"todos": [1, {"a": 2}]})), Some(2));
         assert_eq!(TodoCount::of(&json!({"todos": "x"})), None);
+        assert_eq!(TodoCount::of(&json!([[1, 2]])), None);
+        assert_eq!(ToolDetails::read("write", &json!(["/p", 3, true])), None);
     }
 
     #[test]
@@ -292,6 +302,7 @@ mod tests {
         assert_eq!((a.command, a.path.as_deref()), (None, Some("a")));
         assert_eq!((a.offset, a.limit), (Some(2), None));
         assert_eq!(ShownArgs::of(&json!("not an object")), ShownArgs::default());
+        assert_eq!(ShownArgs::of(&json!(["ls -la"])), ShownArgs::default());
         let claude = ShownArgs::of(&json!({"file_path": "b", "old_string": "o"}));
         assert_eq!(
             (claude.any_path(), claude.old_string.as_deref()),

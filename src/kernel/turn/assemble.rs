@@ -4,6 +4,7 @@
 
 use crate::kernel::agent::Inner;
 use crate::kernel::event::{AssistantDelta, EventPayload};
+use crate::kernel::failure::ErrorKind;
 use crate::kernel::message::{AssistantMessage, Content, StopReason};
 use crate::kernel::provider::ProviderEvent;
 use crate::kernel::tool;
@@ -17,7 +18,7 @@ pub(super) struct Assembler {
     open: Option<(Open, usize)>,
     /// Open tool calls: id, content index, arguments so far.
     calls: Vec<(String, usize, String)>,
-    pub(super) error_kind: Option<String>,
+    pub(super) error_kind: Option<ErrorKind>,
     pub(super) retry_after_ms: Option<u64>,
     /// Whether any content streamed (a failure before that may be retried).
     pub(super) saw_output: bool,

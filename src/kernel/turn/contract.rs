@@ -4,6 +4,7 @@
 //! model stops (one request for a correction, then `schema_mismatch`). Decides only; the turn
 //! loop publishes.
 
+use crate::kernel::failure::ErrorKind;
 use serde_json::Value;
 
 use crate::kernel::agent::AgentConfig;
@@ -11,9 +12,6 @@ use crate::kernel::budget::Budget;
 use crate::kernel::event::RunOutcome;
 use crate::kernel::message::Usage;
 use crate::kernel::op::UserInput;
-
-/// The error kind of a final answer that still breaks the schema after the correction.
-pub(crate) const SCHEMA_MISMATCH: &str = "schema_mismatch";
 
 /// One run's promises: its cost account (`None`: uncapped), and whether a correction was
 /// asked for.
@@ -84,7 +82,7 @@ impl Contract {
                 )))
             }
             Err(violation) => Verdict::Fail(RunOutcome::Failed {
-                kind: SCHEMA_MISMATCH.into(),
+                kind: ErrorKind::SchemaMismatch,
                 message: format!("the final answer does not match the output schema: {violation}"),
             }),
         }
@@ -155,7 +153,7 @@ mod tests {
         else {
             panic!("not failed");
         };
-        assert_eq!(kind, SCHEMA_MISMATCH);
+        assert_eq!(kind, ErrorKind::SchemaMismatch);
         assert!(message.contains("at '/'"), "{message}");
         let mut k = Contract::default();
         assert!(matches!(

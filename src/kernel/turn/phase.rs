@@ -20,6 +20,7 @@ use crate::kernel::agent::Inner;
 use crate::kernel::checkpoint::turn as checkpoint;
 use crate::kernel::compaction;
 use crate::kernel::event::{CompactionReason, EventPayload, RunOutcome};
+use crate::kernel::failure::ErrorKind;
 use crate::kernel::message::{AssistantMessage, Message};
 use crate::kernel::op::UserInput;
 use crate::kernel::tool_loop::ToolLoop;
@@ -192,8 +193,8 @@ impl<'a> Run<'a> {
         outcome: RunOutcome,
     ) -> Stop {
         let (inner, abort) = (self.inner, &self.abort);
-        let kind = streamed.error_kind.as_deref().unwrap_or("");
-        if kind == "context_overflow" && !self.overflow_compacted && inner.lock().auto_compaction {
+        let overflow = streamed.error_kind == Some(ErrorKind::ContextOverflow);
+        if overflow && !self.overflow_compacted && inner.lock().auto_compaction {
             self.overflow_compacted = true;
             let compacted =
                 compaction::compact(inner, CompactionReason::Overflow, None, true, abort).await;

@@ -277,7 +277,7 @@ fn outcome_word(outcome: &RunOutcome) -> Outcome {
 pub fn settled_error(outcome: &RunOutcome) -> Option<SettledError> {
     let (kind, message) = match outcome {
         RunOutcome::Completed => return None,
-        RunOutcome::Failed { kind, message } => (ErrorKind::from(kind.as_str()), message.clone()),
+        RunOutcome::Failed { kind, message } => (kind.clone(), message.clone()),
         RunOutcome::TurnLimit { max_turns } => (
             ErrorKind::TurnLimit,
             format!("the turn limit (--max-turns {max_turns}) was reached before the model finished"),

@@ -247,6 +247,70 @@ impl TrustSpec {
 }
 
 impl SessionSpec {
+    /// Every field by its wire name, with what it asks for (the generated protocol reference
+    /// lists them; a test holds this to the fields a full spec writes).
+    pub const FIELDS: &'static [(&'static str, &'static str)] = &[
+        (
+            "session",
+            "which session: `{how: new|continue|memory}` or `{how: id|resume|file|fork, id}`",
+        ),
+        ("sessionDir", "where session files are stored and looked up"),
+        ("provider", "the model provider"),
+        ("model", "the model id, or `provider/id`"),
+        ("script", "the scripted provider's script"),
+        (
+            "apiKey",
+            "where the provider key is read: `{env: NAME}` or `{file: PATH}`, never the key",
+        ),
+        ("baseUrl", "an OpenAI-compatible endpoint"),
+        (
+            "maxRetries",
+            "retries of a model call that failed before any output",
+        ),
+        (
+            "connectTimeout",
+            "seconds to wait for a connection to the provider",
+        ),
+        (
+            "idleTimeout",
+            "seconds of silence before a streaming call fails",
+        ),
+        (
+            "thinking",
+            "the reasoning effort: `off|minimal|low|medium|high|xhigh`",
+        ),
+        ("tools", "the tool allowlist"),
+        ("maxTurns", "model turns a run may take"),
+        (
+            "maxRepeatedFailures",
+            "identical failing tool calls in a row that end a run",
+        ),
+        ("maxCost", "USD a run may cost"),
+        ("permission", "`auto|read-only|ask|accept-edits|plan`"),
+        (
+            "rules",
+            "`{allow, ask, deny}` permission rules above the settings files'",
+        ),
+        ("approvalTimeout", "seconds an approval dialog waits"),
+        ("autoCompaction", "`false`: no automatic compaction"),
+        ("systemPrompt", "the base prompt, replacing keel's"),
+        ("appendSystemPrompt", "text appended to the system prompt"),
+        ("contextFiles", "`false`: no AGENTS.md / CLAUDE.md"),
+        ("mcp", "`{config: [path], strict, enabled}`"),
+        (
+            "settings",
+            "the session's settings layer: `{file: PATH}` or `{json: TEXT}`",
+        ),
+        (
+            "outputSchema",
+            "the JSON Schema the final answer must match (text, or a file)",
+        ),
+        ("sandbox", "`workspace-write|read-only|off`"),
+        ("network", "`\"on\"`, `\"off\"` or `{allow: [HOST]}`"),
+        ("trust", "`{project, allowHome}`"),
+        ("agent", "the agent definition the session runs as"),
+    ];
+
     /// A spec that asks for nothing: the settings files and keel's defaults decide.
     pub fn new() -> SessionSpec {
         SessionSpec::default()
@@ -339,6 +403,59 @@ mod tests {
         let again: SessionSpec =
             serde_json::from_str(&serde_json::to_string(&spec).unwrap()).unwrap();
         assert_eq!(again, spec);
+    }
+
+    #[test]
+    fn the_field_table_names_every_field_a_full_spec_writes() {
+        let full = SessionSpec {
+            session: SessionPick::Continue,
+            session_dir: Some("d".into()),
+            provider: Some("p".into()),
+            model: Some("m".into()),
+            script: Some("s".into()),
+            api_key: Some(KeySource::Env("K".into())),
+            base_url: Some("u".into()),
+            max_retries: Some(1),
+            connect_timeout: Some(1.0),
+            idle_timeout: Some(1.0),
+            thinking: Some(Thinking::Low),
+            tools: Some(vec![]),
+            max_turns: Some(1),
+            max_repeated_failures: Some(1),
+            max_cost: Some(1.0),
+            permission: Some(Permission::Ask),
+            rules: Rules {
+                deny: vec!["Bash".into()],
+                ..Rules::default()
+            },
+            approval_timeout: Some(1.0),
+            auto_compaction: Some(false),
+            system_prompt: Some("x".into()),
+            append_system_prompt: vec!["y".into()],
+            context_files: Some(false),
+            mcp: McpSpec {
+                strict: true,
+                ..McpSpec::default()
+            },
+            settings: Some(SettingsLayer::Json("{}".into())),
+            output_schema: Some("{}".into()),
+            sandbox: Some(SandboxMode::ReadOnly),
+            network: Some(Network::On),
+            trust: TrustSpec {
+                project: true,
+                allow_home: false,
+            },
+            agent: Some("general".into()),
+        };
+        let value = serde_json::to_value(&full).unwrap();
+        let written: Vec<&str> = value
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        let listed: Vec<&str> = SessionSpec::FIELDS.iter().map(|(n, _)| *n).collect();
+        assert_eq!(written, listed);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! `message_delta` and `message_stop` (plus `error` and `ping`) to [`ProviderEvent`]s. Pure; the
 //! transport feeds it SSE events.
 
+use crate::kernel::failure::ErrorKind;
 use serde_json::Value;
 
 use super::error::kind_for_type;
@@ -46,10 +47,10 @@ impl AnthropicDecoder {
         out.push(event);
     }
 
-    fn fail(&mut self, kind: &str, message: String, out: &mut Vec<ProviderEvent>) {
+    fn fail(&mut self, kind: ErrorKind, message: String, out: &mut Vec<ProviderEvent>) {
         self.terminal(
             ProviderEvent::Error {
-                kind: kind.into(),
+                kind,
                 message,
                 retry_after_ms: None,
             },
@@ -175,7 +176,7 @@ impl AnthropicDecoder {
             Some("tool_use") => StopReason::ToolUse,
             Some("refusal") => {
                 let message = "the model refused to continue (stop_reason refusal)".to_string();
-                return self.fail("refusal", message, out);
+                return self.fail(ErrorKind::Refusal, message, out);
             }
             // end_turn, stop_sequence, pause_turn, and anything newer.
             _ => StopReason::Stop,
@@ -194,7 +195,7 @@ impl StreamDecoder for AnthropicDecoder {
             Err(_) => {
                 let snippet: String = event.data.chars().take(200).collect();
                 let message = format!("the server sent an event that is not JSON: {snippet}");
-                return self.fail("bad_response", message, out);
+                return self.fail(ErrorKind::BadResponse, message, out);
             }
         };
         let kind = data
@@ -231,7 +232,7 @@ impl StreamDecoder for AnthropicDecoder {
                 let kind = error
                     .get("type")
                     .and_then(Value::as_str)
-                    .map_or("provider_error", |t| kind_for_type(t, &message));
+                    .map_or(ErrorKind::ProviderError, |t| kind_for_type(t, &message));
                 self.fail(kind, message, out);
             }
             // `ping` and event types added after this was written.
@@ -242,7 +243,7 @@ impl StreamDecoder for AnthropicDecoder {
     fn finish(&mut self, out: &mut Vec<ProviderEvent>) {
         if !self.finished {
             let message = "the stream ended before the response was complete".to_string();
-            self.fail("stream_cut", message, out);
+            self.fail(ErrorKind::StreamCut, message, out);
         }
     }
 

@@ -1,6 +1,7 @@
 //! Errors of the Messages API: a non-2xx body or an in-stream `error` event read into a stable
 //! kind (`auth`, `overloaded`, `context_overflow`, ...) and a short message. Pure.
 
+use crate::kernel::failure::ErrorKind;
 use serde_json::Value;
 
 /// Whether an error message says the prompt does not fit the model's context window.
@@ -17,30 +18,30 @@ fn is_context_overflow(message: &str) -> bool {
 }
 
 /// The stable error kind for an Anthropic error `type`.
-pub(super) fn kind_for_type(error_type: &str, message: &str) -> &'static str {
+pub(super) fn kind_for_type(error_type: &str, message: &str) -> ErrorKind {
     match error_type {
-        "overloaded_error" => "overloaded",
-        "rate_limit_error" => "rate_limited",
-        "api_error" => "server_error",
-        "timeout_error" => "timeout",
-        "authentication_error" | "permission_error" => "auth",
-        "invalid_request_error" if is_context_overflow(message) => "context_overflow",
-        "invalid_request_error" | "request_too_large" | "not_found_error" => "bad_request",
-        _ => "provider_error",
+        "overloaded_error" => ErrorKind::Overloaded,
+        "rate_limit_error" => ErrorKind::RateLimited,
+        "api_error" => ErrorKind::ServerError,
+        "timeout_error" => ErrorKind::Timeout,
+        "authentication_error" | "permission_error" => ErrorKind::Auth,
+        "invalid_request_error" if is_context_overflow(message) => ErrorKind::ContextOverflow,
+        "invalid_request_error" | "request_too_large" | "not_found_error" => ErrorKind::BadRequest,
+        _ => ErrorKind::ProviderError,
     }
 }
 
 /// The stable error kind for an HTTP status without a recognised error body.
-fn kind_for_status(status: u16, message: &str) -> &'static str {
+fn kind_for_status(status: u16, message: &str) -> ErrorKind {
     match status {
-        401 | 403 => "auth",
-        429 => "rate_limited",
-        529 => "overloaded",
-        400 | 404 | 413 | 422 if is_context_overflow(message) => "context_overflow",
-        400 | 404 | 413 | 422 => "bad_request",
-        408 => "timeout",
-        500..=599 => "server_error",
-        _ => "provider_error",
+        401 | 403 => ErrorKind::Auth,
+        429 => ErrorKind::RateLimited,
+        529 => ErrorKind::Overloaded,
+        400 | 404 | 413 | 422 if is_context_overflow(message) => ErrorKind::ContextOverflow,
+        400 | 404 | 413 | 422 => ErrorKind::BadRequest,
+        408 => ErrorKind::Timeout,
+        500..=599 => ErrorKind::ServerError,
+        _ => ErrorKind::ProviderError,
     }
 }
 
@@ -50,7 +51,7 @@ fn kind_for_status(status: u16, message: &str) -> &'static str {
 /// error type when there is one, else from the status. The message is
 /// `HTTP <status>: <server message>`, falling back to the trimmed body (at most 500 characters),
 /// or just `HTTP <status>` when the body is empty.
-pub fn error_from_response(status: u16, body: &str) -> (String, String) {
+pub fn error_from_response(status: u16, body: &str) -> (ErrorKind, String) {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
     let error_type = error.and_then(|e| e.get("type")).and_then(Value::as_str);
@@ -68,7 +69,7 @@ pub fn error_from_response(status: u16, body: &str) -> (String, String) {
     } else {
         format!("HTTP {status}: {server_message}")
     };
-    (kind.to_string(), message)
+    (kind, message)
 }
 
 #[cfg(test)]
@@ -160,15 +161,16 @@ mod tests {
             (418, "teapot", "provider_error", "HTTP 418: teapot"),
         ];
         for (status, body, kind, message) in rows {
+            let (got, said) = error_from_response(*status, body);
             assert_eq!(
-                error_from_response(*status, body),
+                (got.to_string(), said),
                 (kind.to_string(), message.to_string()),
                 "{status} {body}"
             );
         }
         let long = "é".repeat(600);
         let (kind, message) = error_from_response(500, &long);
-        assert_eq!(kind, "server_error");
+        assert_eq!(kind, ErrorKind::ServerError);
         assert_eq!(message, format!("HTTP 500: {}", "é".repeat(500)));
     }
 }

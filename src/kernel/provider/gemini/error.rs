@@ -3,6 +3,7 @@
 //! stable kind (`auth`, `rate_limited`, `context_overflow`, ...), a short message and the
 //! back-off `RetryInfo.retryDelay` asks for. Pure.
 
+use crate::kernel::failure::ErrorKind;
 use serde::Deserialize;
 
 use crate::kernel::provider::openai::clip;
@@ -40,7 +41,7 @@ struct Body {
 
 impl Status {
     /// The stable error kind of this status under HTTP `http` (its own `code` inside a stream).
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ErrorKind {
         let http = self.code;
         let canonical = self.status.as_str();
         let key_invalid = self
@@ -52,24 +53,24 @@ impl Status {
             || key_invalid
             || matches!(canonical, "UNAUTHENTICATED" | "PERMISSION_DENIED")
         {
-            return "auth";
+            return ErrorKind::Auth;
         }
         if http == 429 || canonical == "RESOURCE_EXHAUSTED" {
-            return "rate_limited";
+            return ErrorKind::RateLimited;
         }
         if self
             .message
             .contains("exceeds the maximum number of tokens")
         {
-            return "context_overflow";
+            return ErrorKind::ContextOverflow;
         }
         match (canonical, http) {
-            ("DEADLINE_EXCEEDED", _) | (_, 504) | (_, 408) => "timeout",
-            ("UNAVAILABLE", _) | (_, 503) => "overloaded",
-            ("INTERNAL", _) | (_, 500..=599) => "server_error",
-            ("INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "NOT_FOUND", _) => "bad_request",
-            (_, 400 | 404 | 413 | 422) => "bad_request",
-            _ => "provider_error",
+            ("DEADLINE_EXCEEDED", _) | (_, 504) | (_, 408) => ErrorKind::Timeout,
+            ("UNAVAILABLE", _) | (_, 503) => ErrorKind::Overloaded,
+            ("INTERNAL", _) | (_, 500..=599) => ErrorKind::ServerError,
+            ("INVALID_ARGUMENT" | "FAILED_PRECONDITION" | "NOT_FOUND", _) => ErrorKind::BadRequest,
+            (_, 400 | 404 | 413 | 422) => ErrorKind::BadRequest,
+            _ => ErrorKind::ProviderError,
         }
     }
 
@@ -101,7 +102,7 @@ fn parse(body: &str) -> Option<Status> {
 
 /// A non-2xx response: `(kind, message)`, `message` being `HTTP <status>: <what the server
 /// said>`.
-pub fn error_from_response(status: u16, body: &str) -> (String, String) {
+pub fn error_from_response(status: u16, body: &str) -> (ErrorKind, String) {
     let mut parsed = parse(body).unwrap_or_default();
     // The HTTP status decides; the body's `code` only stands in when it has none.
     parsed.code = status;
@@ -113,7 +114,7 @@ pub fn error_from_response(status: u16, body: &str) -> (String, String) {
         true => format!("HTTP {status}"),
         false => format!("HTTP {status}: {said}"),
     };
-    (parsed.kind().to_string(), message)
+    (parsed.kind(), message)
 }
 
 /// The back-off an error body's `RetryInfo` asks for, in ms.
@@ -133,14 +134,17 @@ mod tests {
     #[test]
     fn error_fixtures() {
         let (kind, message) = error_from_response(429, ERROR_429);
-        assert_eq!(kind, "rate_limited");
+        assert_eq!(kind, ErrorKind::RateLimited);
         assert_eq!(
             message,
             "HTTP 429: You exceeded your current quota, please check your plan and billing details."
         );
         assert_eq!(retry_from_body(ERROR_429), Some(17_000));
-        assert_eq!(error_from_response(400, KEY).0, "auth");
-        assert_eq!(error_from_response(400, TOO_LONG).0, "context_overflow");
+        assert_eq!(error_from_response(400, KEY).0, ErrorKind::Auth);
+        assert_eq!(
+            error_from_response(400, TOO_LONG).0,
+            ErrorKind::ContextOverflow
+        );
         assert_eq!(retry_from_body(KEY), None);
     }
 
@@ -149,7 +153,7 @@ mod tests {
         let kind = |http: u16, status: &str| {
             let body =
                 format!(r#"{{"error":{{"code":{http},"message":"m","status":"{status}"}}}}"#);
-            error_from_response(http, &body).0
+            error_from_response(http, &body).0.to_string()
         };
         assert_eq!(kind(400, "INVALID_ARGUMENT"), "bad_request");
         assert_eq!(kind(400, "FAILED_PRECONDITION"), "bad_request");

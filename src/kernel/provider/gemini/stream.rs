@@ -4,6 +4,7 @@
 //! part, see the module above), usage, finish reasons, a blocked prompt and in-stream errors
 //! become [`ProviderEvent`]s. Pure; the transport feeds it SSE events.
 
+use crate::kernel::failure::ErrorKind;
 use std::borrow::Cow;
 
 use serde::Deserialize;
@@ -138,7 +139,7 @@ impl GeminiDecoder {
 
     fn fail(
         &mut self,
-        kind: &str,
+        kind: ErrorKind,
         message: String,
         retry: Option<u64>,
         out: &mut Vec<ProviderEvent>,
@@ -146,7 +147,7 @@ impl GeminiDecoder {
         self.push_usage(out);
         self.ended = true;
         out.push(ProviderEvent::Error {
-            kind: kind.to_string(),
+            kind,
             message,
             retry_after_ms: retry,
         });
@@ -169,7 +170,7 @@ impl GeminiDecoder {
         let Some(candidate) = chunk.candidates.into_iter().next() else {
             if let Some(reason) = chunk.prompt_feedback.and_then(|f| f.block_reason) {
                 let message = format!("the provider blocked the prompt (block reason {reason})");
-                self.fail("content_filter", message, None, out);
+                self.fail(ErrorKind::ContentFilter, message, None, out);
             }
             return;
         };
@@ -242,7 +243,7 @@ impl GeminiDecoder {
             filtered if FILTERED.contains(&filtered) => {
                 let message =
                     format!("the provider's filter stopped the response (finish reason {reason})");
-                return self.fail("content_filter", message, None, out);
+                return self.fail(ErrorKind::ContentFilter, message, None, out);
             }
             other => {
                 let mut message = format!("the response ended with finish reason {other}");
@@ -250,7 +251,7 @@ impl GeminiDecoder {
                     message.push_str(": ");
                     message.push_str(&clip(&detail, MAX_QUOTE_CHARS));
                 }
-                return self.fail("incomplete", message, None, out);
+                return self.fail(ErrorKind::Incomplete, message, None, out);
             }
         };
         self.push_usage(out);
@@ -290,7 +291,7 @@ impl StreamDecoder for GeminiDecoder {
                     "the provider sent a chunk that is not a valid Gemini response ({e}): {}",
                     clip(data, MAX_QUOTE_CHARS)
                 );
-                self.fail("bad_response", message, None, out);
+                self.fail(ErrorKind::BadResponse, message, None, out);
             }
         }
     }
@@ -299,7 +300,7 @@ impl StreamDecoder for GeminiDecoder {
         if !self.ended {
             self.usage = None;
             let message = "the stream ended before the response was complete".to_string();
-            self.fail("stream_cut", message, None, out);
+            self.fail(ErrorKind::StreamCut, message, None, out);
         }
     }
 

@@ -2,6 +2,7 @@
 //! reasoning, interleaved tool-call fragments, usage, finish reasons, in-stream errors) to
 //! [`ProviderEvent`]s. Pure; the transport feeds it SSE events.
 
+use crate::kernel::failure::ErrorKind;
 use serde_json::{Map, Value};
 
 use super::error::{clip, ErrorDetail};
@@ -49,10 +50,10 @@ impl OpenAiDecoder {
         }
     }
 
-    fn fail(&mut self, kind: &str, message: String, out: &mut Vec<ProviderEvent>) {
+    fn fail(&mut self, kind: ErrorKind, message: String, out: &mut Vec<ProviderEvent>) {
         self.ended = true;
         out.push(ProviderEvent::Error {
-            kind: kind.to_string(),
+            kind,
             message,
             retry_after_ms: None,
         });
@@ -66,7 +67,7 @@ impl OpenAiDecoder {
                 self.ended = true;
                 out.push(ProviderEvent::Done { stop });
             }
-            None => self.fail("stream_cut", cut_message.to_string(), out),
+            None => self.fail(ErrorKind::StreamCut, cut_message.to_string(), out),
         }
     }
 
@@ -208,7 +209,7 @@ impl OpenAiDecoder {
             "tool_calls" | "function_call" => StopReason::ToolUse,
             "content_filter" => {
                 self.fail(
-                    "content_filter",
+                    ErrorKind::ContentFilter,
                     "the provider's content filter stopped the response".to_string(),
                     out,
                 );
@@ -268,7 +269,7 @@ impl StreamDecoder for OpenAiDecoder {
                     "the provider sent a chunk that is not a JSON object: {}",
                     clip(data, MAX_QUOTE_CHARS)
                 );
-                self.fail("bad_response", message, out);
+                self.fail(ErrorKind::BadResponse, message, out);
                 return;
             }
             Err(e) => {
@@ -276,7 +277,7 @@ impl StreamDecoder for OpenAiDecoder {
                     "the provider sent a chunk that is not valid JSON ({e}): {}",
                     clip(data, MAX_QUOTE_CHARS)
                 );
-                self.fail("bad_response", message, out);
+                self.fail(ErrorKind::BadResponse, message, out);
                 return;
             }
         };
@@ -656,7 +657,7 @@ mod tests {
         else {
             panic!("{got:?}");
         };
-        assert_eq!(kind, "bad_response");
+        assert_eq!(*kind, ErrorKind::BadResponse);
         assert!(message.contains("not valid JSON"), "{message}");
         assert!(
             message.ends_with(r#"{"choices":[{"delta":{"content":"x"}}]"#),
@@ -667,7 +668,7 @@ mod tests {
         let [ProviderEvent::Error { kind, message, .. }] = got.as_slice() else {
             panic!("{got:?}");
         };
-        assert_eq!(kind, "bad_response");
+        assert_eq!(*kind, ErrorKind::BadResponse);
         assert!(
             message.ends_with(&format!("<html>{}…", "x".repeat(194))),
             "{message}"
@@ -717,7 +718,7 @@ mod tests {
         );
         assert_eq!(
             kind_of(r#"{"error":{"message":"This model's maximum context length is 8192 tokens","type":"invalid_request_error"}}"#).0,
-            "context_overflow"
+            ErrorKind::ContextOverflow
         );
         assert_eq!(
             kind_of(r#"{"error":{"message":"Upstream error","code":502}}"#),
@@ -725,7 +726,7 @@ mod tests {
         );
         assert_eq!(
             kind_of(r#"{"error":{"message":"Overloaded","type":"overloaded_error"}}"#).0,
-            "overloaded"
+            ErrorKind::Overloaded
         );
         assert_eq!(
             kind_of(r#"{"error":"model crashed"}"#),

@@ -2,6 +2,7 @@
 //! chunk, read into a stable kind (`auth`, `rate_limited`, `context_overflow`, ...) and a short
 //! message. Pure.
 
+use crate::kernel::failure::ErrorKind;
 use serde_json::Value;
 
 /// The longest server message kept in an error, in characters.
@@ -47,30 +48,30 @@ impl ErrorDetail {
     }
 
     /// The stable error kind for this error under HTTP `status` (0 for in-stream errors).
-    pub(in crate::kernel::provider) fn classify(&self, status: u16) -> &'static str {
+    pub(in crate::kernel::provider) fn classify(&self, status: u16) -> ErrorKind {
         let code = self.code.to_ascii_lowercase();
         let kind = self.kind.to_ascii_lowercase();
         let either = |needle: &str| code.contains(needle) || kind.contains(needle);
         if status == 401 || status == 403 {
-            return "auth";
+            return ErrorKind::Auth;
         }
         if either("insufficient_quota") {
-            return "quota";
+            return ErrorKind::Quota;
         }
         if status == 429 || either("rate_limit") {
-            return "rate_limited";
+            return ErrorKind::RateLimited;
         }
         if code == "context_length_exceeded" || mentions_context_overflow(&self.message) {
-            return "context_overflow";
+            return ErrorKind::ContextOverflow;
         }
         match status {
-            400 | 404 | 413 | 422 => "bad_request",
-            408 => "timeout",
-            503 | 529 => "overloaded",
-            _ if either("overloaded") => "overloaded",
-            500..=599 => "server_error",
-            _ if either("server_error") => "server_error",
-            _ => "provider_error",
+            400 | 404 | 413 | 422 => ErrorKind::BadRequest,
+            408 => ErrorKind::Timeout,
+            503 | 529 => ErrorKind::Overloaded,
+            _ if either("overloaded") => ErrorKind::Overloaded,
+            500..=599 => ErrorKind::ServerError,
+            _ if either("server_error") => ErrorKind::ServerError,
+            _ => ErrorKind::ProviderError,
         }
     }
 }
@@ -121,10 +122,10 @@ fn reason_phrase(status: u16) -> Option<&'static str> {
     })
 }
 
-/// A non-2xx response: `(kind, message)`. `kind` is a stable word (`auth`, `quota`,
-/// `rate_limited`, `context_overflow`, `bad_request`, `timeout`, `overloaded`, `server_error`,
-/// `provider_error`); `message` is `HTTP <status>: <what the server said>`.
-pub fn error_from_response(status: u16, body: &str) -> (String, String) {
+/// A non-2xx response: `(kind, message)`. `kind` is one of `Auth`, `Quota`, `RateLimited`,
+/// `ContextOverflow`, `BadRequest`, `Timeout`, `Overloaded`, `ServerError`, `ProviderError`;
+/// `message` is `HTTP <status>: <what the server said>`.
+pub fn error_from_response(status: u16, body: &str) -> (ErrorKind, String) {
     let parsed = match serde_json::from_str::<Value>(body) {
         // Some servers wrap the error in a one-element array.
         Ok(Value::Array(items)) => items.into_iter().next(),
@@ -151,7 +152,7 @@ pub fn error_from_response(status: u16, body: &str) -> (String, String) {
         Some(said) => format!("HTTP {status}: {said}"),
         None => format!("HTTP {status}"),
     };
-    (detail.classify(status).to_string(), message)
+    (detail.classify(status), message)
 }
 
 #[cfg(test)]
@@ -163,8 +164,10 @@ mod tests {
     const ERROR_401: &str = include_str!("../../../../fixtures/providers/openai/error_401.json");
     const ERROR_429: &str = include_str!("../../../../fixtures/providers/openai/error_429.json");
 
+    /// The kind as its wire word, and the message.
     fn classify(status: u16, body: &str) -> (String, String) {
-        error_from_response(status, body)
+        let (kind, message) = error_from_response(status, body);
+        (kind.to_string(), message)
     }
 
     #[test]

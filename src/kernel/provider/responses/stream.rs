@@ -4,6 +4,7 @@
 //! events. Reasoning items are passed on whole (as the thinking signature) so they can be sent
 //! back verbatim.
 
+use crate::kernel::failure::ErrorKind;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -154,20 +155,20 @@ impl ResponsesDecoder {
         }
     }
 
-    fn fail(&mut self, kind: &str, message: String, out: &mut Vec<ProviderEvent>) {
+    fn fail(&mut self, kind: ErrorKind, message: String, out: &mut Vec<ProviderEvent>) {
         self.fail_after(kind, message, None, out);
     }
 
     fn fail_after(
         &mut self,
-        kind: &str,
+        kind: ErrorKind,
         message: String,
         retry_after_ms: Option<u64>,
         out: &mut Vec<ProviderEvent>,
     ) {
         self.ended = true;
         out.push(ProviderEvent::Error {
-            kind: kind.to_string(),
+            kind,
             message,
             retry_after_ms,
         });
@@ -330,12 +331,12 @@ impl ResponsesDecoder {
                 });
             }
             "content_filter" => self.fail(
-                "content_filter",
+                ErrorKind::ContentFilter,
                 "the provider's content filter stopped the response".into(),
                 out,
             ),
             other => self.fail(
-                "incomplete",
+                ErrorKind::Incomplete,
                 format!("the response ended incomplete (reason `{other}`)"),
                 out,
             ),
@@ -404,7 +405,7 @@ impl StreamDecoder for ResponsesDecoder {
                     "the provider sent an event that is not a valid Responses event ({e}): {}",
                     clip(data, MAX_QUOTE_CHARS)
                 );
-                self.fail("bad_response", message, out);
+                self.fail(ErrorKind::BadResponse, message, out);
             }
         }
     }
@@ -412,7 +413,7 @@ impl StreamDecoder for ResponsesDecoder {
     fn finish(&mut self, out: &mut Vec<ProviderEvent>) {
         if !self.ended {
             let message = "the stream ended before the response was complete".to_string();
-            self.fail("stream_cut", message, out);
+            self.fail(ErrorKind::StreamCut, message, out);
         }
     }
 
