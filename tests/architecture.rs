@@ -253,8 +253,9 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("prompts", &[]),
     ("skills", &[]),
     ("cli::args", &[]),
-    // The settings files (DESIGN §13): read and merged, never the command line or a session.
-    ("settings", &[]),
+    // The settings files (DESIGN §13): read and merged, never the command line or a session
+    // (their values are the kernel's types: a thinking level).
+    ("settings", &["kernel"]),
     // Agent definitions (DESIGN §17): files read into the kernel's definitions.
     ("agents", &["kernel", "skills", "settings"]),
     ("output", &["exit"]),

@@ -6,12 +6,12 @@
 
 use crate::cli::args::{Cli, PermissionFlag, ThinkingFlag};
 use crate::error::StartupError;
-use crate::kernel::agent::Permission;
+use crate::kernel::agent::{Permission, Thinking};
 use crate::kernel::sandbox::{HostPattern, Network, SandboxMode};
 use std::path::Path;
 
 use crate::wire::protocol::spec::{
-    KeySource, McpSpec, SessionPick, SessionSpec, SettingsLayer, Thinking, TrustSpec,
+    KeySource, McpSpec, SessionPick, SessionSpec, SettingsLayer, TrustSpec,
 };
 
 /// The variable a key given with `--api-key` is handed to the session in (in this process's
@@ -80,7 +80,7 @@ pub fn of(cli: &Cli, cwd: &Path) -> Result<SessionSpec, StartupError> {
             strict: cli.strict_mcp_config,
             enabled: !cli.no_mcp,
         },
-        settings: cli.settings.as_deref().map(SettingsLayer::of),
+        settings: SettingsLayer::of_flag(cli.settings.as_deref()),
         output_schema: cli.output_schema.clone(),
         sandbox: cli.sandbox.as_deref().and_then(SandboxMode::from_name),
         network: network(cli)?,

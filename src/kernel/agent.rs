@@ -23,7 +23,7 @@ use crate::kernel::tool::bash::{self, BashExecution};
 
 mod config;
 
-pub use config::{AgentConfig, Permission, RetryPolicy};
+pub use config::{AgentConfig, Permission, RetryPolicy, Thinking};
 
 /// What `AgentSession::status` reports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,30 +10,8 @@ use serde_json::Value;
 
 use super::{Error, ErrorKind, Origin};
 
-/// A reasoning effort (`--thinking`'s words).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Thinking {
-    Off,
-    Minimal,
-    Low,
-    Medium,
-    High,
-    Xhigh,
-}
-
-impl Thinking {
-    pub fn word(self) -> &'static str {
-        match self {
-            Thinking::Off => "off",
-            Thinking::Minimal => "minimal",
-            Thinking::Low => "low",
-            Thinking::Medium => "medium",
-            Thinking::High => "high",
-            Thinking::Xhigh => "xhigh",
-        }
-    }
-}
+/// A reasoning effort: the kernel's type, as the settings' `thinking` writes it.
+pub use crate::kernel::agent::Thinking;
 
 /// `notify`: how the TUI tells a user in another window that a run finished or waits for an
 /// approval. Claude Code's `preferredNotifChannel` words are aliases.

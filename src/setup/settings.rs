@@ -135,7 +135,7 @@ impl Settings {
             max_retries: spec.max_retries.unwrap_or(DEFAULT_MAX_RETRIES),
             connect_timeout: spec.connect_timeout.unwrap_or(DEFAULT_CONNECT_TIMEOUT),
             idle_timeout: spec.idle_timeout.unwrap_or(DEFAULT_IDLE_TIMEOUT),
-            thinking: pick(m.thinking.as_ref(), spec.thinking.map(thinking_of)),
+            thinking: pick(m.thinking.as_ref(), spec.thinking),
             tools: pick(m.tools.as_ref(), spec.tools.clone()),
             max_turns: pick(m.max_turns.as_ref(), spec.max_turns),
             max_subagent_depth: m.max_subagent_depth.as_ref().map_or(1, |s| s.value),
@@ -388,19 +388,6 @@ fn pick<T: Clone>(file: Option<&Sourced<T>>, flag: Option<T>) -> Option<T> {
     }
 }
 
-/// The settings' word for a spec's thinking level.
-fn thinking_of(t: crate::wire::protocol::spec::Thinking) -> Thinking {
-    use crate::wire::protocol::spec::Thinking as T;
-    match t {
-        T::Off => Thinking::Off,
-        T::Minimal => Thinking::Minimal,
-        T::Low => Thinking::Low,
-        T::Medium => Thinking::Medium,
-        T::High => Thinking::High,
-        T::Xhigh => Thinking::Xhigh,
-    }
-}
-
 /// keel's mode for `permissions.defaultMode`.
 fn mode_of(m: DefaultMode) -> Permission {
     match m {
@@ -500,7 +487,7 @@ mod tests {
             (Permission::Auto, false)
         );
         let asked = SessionSpec {
-            thinking: Some(crate::wire::protocol::spec::Thinking::Low),
+            thinking: Some(Thinking::Low),
             approval_timeout: Some(9.0),
             max_turns: Some(7),
             ..SessionSpec::new()

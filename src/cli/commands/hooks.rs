@@ -31,10 +31,7 @@ pub fn run(command: HooksCommand) -> Exit {
     let HooksCommand::List(args) = command;
     super::run(Logs::Off, async move |env, out| {
         let (all, warnings) = crate::setup::hook_list::list(
-            args.settings
-                .as_deref()
-                .map(crate::wire::protocol::spec::SettingsLayer::of)
-                .as_ref(),
+            crate::wire::protocol::spec::SettingsLayer::of_flag(args.settings.as_deref()).as_ref(),
             env,
         )?;
         for w in warnings {

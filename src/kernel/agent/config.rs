@@ -27,6 +27,32 @@ pub enum Permission {
     Plan,
 }
 
+/// A reasoning effort, as `--thinking`, the settings' `thinking` and a session spec write it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Thinking {
+    Off,
+    Minimal,
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+impl Thinking {
+    /// The level's word (`AgentConfig::thinking_level` holds it).
+    pub fn word(self) -> &'static str {
+        match self {
+            Thinking::Off => "off",
+            Thinking::Minimal => "minimal",
+            Thinking::Low => "low",
+            Thinking::Medium => "medium",
+            Thinking::High => "high",
+            Thinking::Xhigh => "xhigh",
+        }
+    }
+}
+
 /// Fixed settings of one agent session.
 #[derive(Debug, Clone)]
 pub struct AgentConfig {

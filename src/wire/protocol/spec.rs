@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kernel::agent::Permission;
+use crate::kernel::agent::{Permission, Thinking};
 use crate::kernel::sandbox::{Network, SandboxMode};
 
 /// What a session is opened with. Serialized with camelCase names; every field may be left
@@ -122,18 +122,6 @@ impl Default for McpSpec {
     }
 }
 
-/// A reasoning effort, as `--thinking` and the settings' `thinking` write it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Thinking {
-    Off,
-    Minimal,
-    Low,
-    Medium,
-    High,
-    Xhigh,
-}
-
 /// Which session a spec opens.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", tag = "how", content = "id")]
@@ -225,6 +213,11 @@ impl SettingsLayer {
             true => SettingsLayer::Json(value.to_string()),
             false => SettingsLayer::File(value.into()),
         }
+    }
+
+    /// The layer a `--settings` flag asks for, if it was given.
+    pub fn of_flag(value: Option<&str>) -> Option<SettingsLayer> {
+        value.map(SettingsLayer::of)
     }
 }
 

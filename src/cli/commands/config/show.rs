@@ -19,10 +19,7 @@ pub struct ShowArgs {
 pub fn run(args: ShowArgs) -> Exit {
     super::super::run(Logs::Off, async move |env, out| {
         let loaded = crate::setup::settings::load(
-            args.settings
-                .as_deref()
-                .map(crate::wire::protocol::spec::SettingsLayer::of)
-                .as_ref(),
+            crate::wire::protocol::spec::SettingsLayer::of_flag(args.settings.as_deref()).as_ref(),
             env,
         )?;
         for w in &loaded.warnings {
