@@ -115,9 +115,9 @@ pub struct Cli {
     pub max_turns: Option<u32>,
 
     /// Stop a run when the model made the same tool call (same tool, same arguments) this many
-    /// times in a row and each failed (exit 1, `tool_loop`); 0 never stops.
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    pub max_repeated_failures: u32,
+    /// times in a row and each failed (exit 1, `tool_loop`); 0 never stops (default: 3).
+    #[arg(long, value_name = "N")]
+    pub max_repeated_failures: Option<u32>,
 
     /// Tool permission policy for write, edit and bash (default: the settings'
     /// permissions.defaultMode, else auto).
@@ -137,17 +137,18 @@ pub struct Cli {
     #[arg(long, value_name = "URL")]
     pub base_url: Option<String>,
 
-    /// Retries of a model call that failed before any output (429, 5xx, overload, network).
-    #[arg(long, value_name = "N", default_value_t = 3)]
-    pub max_retries: u32,
+    /// Retries of a model call that failed before any output (429, 5xx, overload, network;
+    /// default: 3).
+    #[arg(long, value_name = "N")]
+    pub max_retries: Option<u32>,
 
-    /// Seconds to wait for a connection to the provider.
-    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
-    pub connect_timeout: f64,
+    /// Seconds to wait for a connection to the provider (default: 30).
+    #[arg(long, value_name = "SECS")]
+    pub connect_timeout: Option<f64>,
 
-    /// Seconds of silence from a streaming provider before the call fails.
-    #[arg(long, value_name = "SECS", default_value_t = 300.0)]
-    pub idle_timeout: f64,
+    /// Seconds of silence from a streaming provider before the call fails (default: 300).
+    #[arg(long, value_name = "SECS")]
+    pub idle_timeout: Option<f64>,
 
     /// Do not compact the conversation automatically when the context fills up.
     #[arg(long)]

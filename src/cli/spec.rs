@@ -59,14 +59,13 @@ pub fn of(cli: &Cli, cwd: &Path) -> Result<SessionSpec, StartupError> {
             .as_ref()
             .map(|_| KeySource::Env(API_KEY_VAR.into())),
         base_url: cli.base_url.clone(),
-        max_retries: given(cli, "--max-retries").then_some(cli.max_retries),
-        connect_timeout: given(cli, "--connect-timeout").then_some(cli.connect_timeout),
-        idle_timeout: given(cli, "--idle-timeout").then_some(cli.idle_timeout),
+        max_retries: cli.max_retries,
+        connect_timeout: cli.connect_timeout,
+        idle_timeout: cli.idle_timeout,
         thinking: cli.thinking.map(thinking_of),
         tools: cli.tools.clone(),
         max_turns: cli.max_turns,
-        max_repeated_failures: given(cli, "--max-repeated-failures")
-            .then_some(cli.max_repeated_failures),
+        max_repeated_failures: cli.max_repeated_failures,
         max_cost: cli.max_cost,
         permission: cli.permission.map(permission_of),
         rules: Default::default(),
@@ -97,14 +96,6 @@ pub fn key(cli: &Cli) -> Option<(String, String)> {
     cli.api_key
         .as_ref()
         .map(|k| (API_KEY_VAR.to_string(), k.clone()))
-}
-
-/// Whether `flag` was on the command line (a flag with a default: not given leaves the choice
-/// to the settings and defaults of the session's side).
-fn given(cli: &Cli, flag: &str) -> bool {
-    cli.argv
-        .iter()
-        .any(|a| a == flag || a.strip_prefix(flag).is_some_and(|r| r.starts_with('=')))
 }
 
 /// The session the flags pick; more than one is a usage error.
@@ -215,7 +206,7 @@ mod tests {
         let s = spec(&["--model", "m", "--permission", "ask", "-p", "hi"]).unwrap();
         assert_eq!(s.model.as_deref(), Some("m"));
         assert_eq!(s.permission, Some(Permission::Ask));
-        // `--max-retries` has a default, but it was not given: the session's side decides.
+        // `--max-retries` was not given: the session's side decides (its default, 3).
         assert_eq!(s.max_retries, None);
         let s = spec(&["--max-retries=0", "--api-key", "sk-secret"]).unwrap();
         assert_eq!(s.max_retries, Some(0));
