@@ -1,116 +1,40 @@
 //! Tool-call arguments as the model streamed them: parsing the raw text into the call's
-//! arguments, the error the model gets when they are not a JSON object, and [`Arg`], the field
-//! type each tool's typed arguments are read into (once, at the edge) so every tool says the
-//! same thing about a missing or wrong-typed field. Pure functions; never guesses what
+//! arguments, the error the model gets when they are not a JSON object, and what every tool
+//! says about a missing or wrong-typed [`Field`] of its typed arguments (read once, at the
+//! edge, with [`read`]). Pure functions; never guesses what
 //! malformed arguments meant.
 
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Deserializer};
 use serde_json::Value;
+
+pub(crate) use crate::kernel::field::{read, Field, FieldType};
 
 use super::ToolOutput;
 
-/// One argument as the model sent it. A field of a tool's `#[derive(Deserialize)]` arguments
-/// (with `#[serde(default)]`): reading it never fails, so what is wrong is said by the tool, in
-/// its order, when it uses the field ([`Arg::required`], [`Arg::optional`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) enum Arg<T> {
-    /// Not sent.
-    #[default]
-    Absent,
-    /// Sent as `null`.
-    Null,
-    /// Sent as something else than a `T`.
-    Wrong,
-    Given(T),
-}
-
-/// A type an [`Arg`] holds, and how a message names it.
-pub(crate) trait ArgType: DeserializeOwned {
-    /// "a string", "a boolean", …: what a wrong value must be.
-    const MUST_BE: &'static str;
-    /// Whether `v` may be read as this type at all (a struct would also read an array).
-    fn accepts(_v: &Value) -> bool {
-        true
-    }
-}
-
-impl ArgType for String {
-    const MUST_BE: &'static str = "a string";
-}
-
-impl ArgType for bool {
-    const MUST_BE: &'static str = "a boolean";
-}
-
-impl ArgType for u64 {
-    const MUST_BE: &'static str = "a non-negative integer";
-}
-
-impl<T: DeserializeOwned> ArgType for Vec<T> {
-    const MUST_BE: &'static str = "an array";
-    fn accepts(v: &Value) -> bool {
-        v.is_array()
-    }
-}
-
-impl<'de, T: ArgType> Deserialize<'de> for Arg<T> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(match Value::deserialize(d)? {
-            Value::Null => Arg::Null,
-            v if !T::accepts(&v) => Arg::Wrong,
-            v => serde_json::from_value(v).map_or(Arg::Wrong, Arg::Given),
-        })
-    }
-}
-
-impl<T: ArgType> Arg<T> {
+impl<T: FieldType> Field<T> {
     /// The value, or "missing required field" / "must be a …" (`null` is of the wrong type).
     pub(crate) fn required(self, key: &str) -> Result<T, ToolOutput> {
         match self {
-            Arg::Given(v) => Ok(v),
-            Arg::Absent => Err(ToolOutput::error(format!(
+            Field::Given(v) => Ok(v),
+            Field::Absent => Err(ToolOutput::error(format!(
                 "invalid arguments: missing required field `{key}`"
             ))),
-            Arg::Null | Arg::Wrong => Err(wrong::<T>(key)),
+            Field::Null | Field::Wrong => Err(wrong::<T>(key)),
         }
     }
 
     /// The value if sent (`null` counts as not sent), or "must be a …".
     pub(crate) fn optional(self, key: &str) -> Result<Option<T>, ToolOutput> {
         match self {
-            Arg::Given(v) => Ok(Some(v)),
-            Arg::Absent | Arg::Null => Ok(None),
-            Arg::Wrong => Err(wrong::<T>(key)),
+            Field::Given(v) => Ok(Some(v)),
+            Field::Absent | Field::Null => Ok(None),
+            Field::Wrong => Err(wrong::<T>(key)),
         }
-    }
-
-    /// The value if sent as a `T`; nothing said about anything else.
-    pub(crate) fn given(self) -> Option<T> {
-        match self {
-            Arg::Given(v) => Some(v),
-            Arg::Absent | Arg::Null | Arg::Wrong => None,
-        }
-    }
-
-    /// Whether the field was sent at all (even as `null`).
-    pub(crate) fn is_absent(&self) -> bool {
-        matches!(self, Arg::Absent)
     }
 }
 
 /// The error for a value of the wrong type.
-fn wrong<T: ArgType>(key: &str) -> ToolOutput {
+fn wrong<T: FieldType>(key: &str) -> ToolOutput {
     ToolOutput::error(format!("invalid arguments: `{key}` must be {}", T::MUST_BE))
-}
-
-/// A tool's typed arguments. Arguments that are not an object read as an empty one (each
-/// required field is then missing), as they did when fields were looked up one by one.
-pub(crate) fn read<T: DeserializeOwned + Default>(args: &Value) -> T {
-    if !args.is_object() {
-        return T::default();
-    }
-    T::deserialize(args).unwrap_or_default()
 }
 
 /// Parses streamed arguments. Anything but a JSON object (malformed JSON, or a JSON string,
@@ -174,24 +98,25 @@ pub fn json_kind(v: &Value) -> &'static str {
 mod tests {
     use super::*;
 
+    use serde::Deserialize;
     use serde_json::json;
 
     #[derive(Debug, Default, Deserialize)]
     #[serde(default)]
     struct Sample {
-        name: Arg<String>,
-        count: Arg<u64>,
-        flag: Arg<bool>,
-        list: Arg<Vec<String>>,
+        name: Field<String>,
+        count: Field<u64>,
+        flag: Field<bool>,
+        list: Field<Vec<String>>,
     }
 
     #[test]
     fn a_field_is_absent_null_wrong_or_given_and_says_so_like_the_tools_always_did() {
         let s: Sample = read(&json!({"name": null, "count": -1, "flag": true, "list": "a"}));
-        assert_eq!(s.name, Arg::Null);
-        assert_eq!(s.count, Arg::Wrong);
-        assert_eq!(s.flag, Arg::Given(true));
-        assert_eq!(s.list, Arg::Wrong);
+        assert_eq!(s.name, Field::Null);
+        assert_eq!(s.count, Field::Wrong);
+        assert_eq!(s.flag, Field::Given(true));
+        assert_eq!(s.list, Field::Wrong);
         fn said<T>(r: Result<T, ToolOutput>) -> Option<String> {
             r.err().map(|e| e.text())
         }
@@ -209,17 +134,17 @@ mod tests {
             Some("invalid arguments: `list` must be an array".into())
         );
         let s: Sample = read(&json!({"count": 2.0, "list": ["a", 1]}));
-        assert_eq!(s.name, Arg::Absent);
-        assert_eq!(s.count, Arg::Wrong, "as_u64 never took a float");
-        assert_eq!(s.list, Arg::Wrong);
+        assert_eq!(s.name, Field::Absent);
+        assert_eq!(s.count, Field::Wrong, "as_u64 never took a float");
+        assert_eq!(s.list, Field::Wrong);
         assert_eq!(
             said(s.name.required("name")),
             Some("invalid arguments: missing required field `name`".into())
         );
         // Not an object: every field is absent (an array is not read as the struct's fields).
         let s: Sample = read(&json!(["x", 1, true, []]));
-        assert_eq!(s.name, Arg::Absent);
-        assert_eq!(s.count, Arg::Absent);
+        assert_eq!(s.name, Field::Absent);
+        assert_eq!(s.count, Field::Absent);
     }
 
     #[test]

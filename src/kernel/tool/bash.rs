@@ -17,7 +17,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
-use super::args::Arg;
+use super::args::Field;
 use super::bash_output::{Output, Progress};
 use super::bash_proc::{self, Proc};
 pub use super::bash_proc::{private_tmp, private_tmp_path, warm};
@@ -88,8 +88,8 @@ enum Outcome {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct BashArgs {
-    command: Arg<String>,
-    timeout: Arg<u64>,
+    command: Field<String>,
+    timeout: Field<u64>,
 }
 
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
@@ -181,7 +181,7 @@ impl BashExecution {
         #[derive(Default, Deserialize)]
         #[serde(default)]
         struct Role {
-            role: Arg<String>,
+            role: Field<String>,
         }
         let Role { role } = super::args::read(v);
         if role.given().as_deref() != Some("bashExecution") {

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use similar::{DiffTag, TextDiff};
 
-use super::args::Arg;
+use super::args::Field;
 use super::details::EditDetails;
 use super::file::open_regular;
 use super::text::format_size;
@@ -46,13 +46,13 @@ pub(super) fn spec() -> ToolSpec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(super) struct EditArgs {
-    path: Arg<String>,
+    path: Field<String>,
     #[serde(rename = "oldText")]
-    old_text: Arg<String>,
+    old_text: Field<String>,
     #[serde(rename = "newText")]
-    new_text: Arg<String>,
-    old_string: Arg<String>,
-    new_string: Arg<String>,
+    new_text: Field<String>,
+    old_string: Field<String>,
+    new_string: Field<String>,
 }
 
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
@@ -63,8 +63,8 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
 
 /// Reads `key`, falling back to its snake-case `alias` when only that was sent.
 fn aliased(
-    (key, value): (&str, Arg<String>),
-    (alias, fallback): (&str, Arg<String>),
+    (key, value): (&str, Field<String>),
+    (alias, fallback): (&str, Field<String>),
 ) -> Result<String, ToolOutput> {
     if value.is_absent() && !fallback.is_absent() {
         fallback.required(alias)

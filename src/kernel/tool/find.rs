@@ -17,7 +17,7 @@ use super::guard::WalkGuard;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::args::Arg;
+use super::args::Field;
 use super::{ToolContext, ToolOutput, ToolSpec};
 use crate::kernel::fsx::{self, Beneath, FsxError};
 
@@ -47,9 +47,9 @@ pub(super) fn spec() -> ToolSpec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct FindArgs {
-    pattern: Arg<String>,
-    path: Arg<String>,
-    limit: Arg<u64>,
+    pattern: Field<String>,
+    path: Field<String>,
+    limit: Field<u64>,
 }
 
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {

@@ -19,7 +19,7 @@ use ignore::WalkBuilder;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::args::Arg;
+use super::args::Field;
 use super::details::GrepDetails;
 use super::find::relative;
 use super::text::{self, MAX_BYTES};
@@ -65,13 +65,13 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
 #[serde(default)]
 #[serde(rename_all = "camelCase")]
 struct GrepArgs {
-    pattern: Arg<String>,
-    path: Arg<String>,
-    glob: Arg<String>,
-    ignore_case: Arg<bool>,
-    literal: Arg<bool>,
-    context: Arg<u64>,
-    limit: Arg<u64>,
+    pattern: Field<String>,
+    path: Field<String>,
+    glob: Field<String>,
+    ignore_case: Field<bool>,
+    literal: Field<bool>,
+    context: Field<u64>,
+    limit: Field<u64>,
 }
 
 fn usize_of(n: Option<u64>, default: usize) -> usize {

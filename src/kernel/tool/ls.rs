@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use crate::kernel::fsx::{self, FsxError};
 use crate::kernel::sandbox::SandboxPolicy;
 
-use super::args::Arg;
+use super::args::Field;
 use super::{ToolContext, ToolOutput, ToolSpec};
 
 const DEFAULT_LIMIT: usize = 500;
@@ -39,8 +39,8 @@ pub(super) fn spec() -> ToolSpec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct LsArgs {
-    path: Arg<String>,
-    limit: Arg<u64>,
+    path: Field<String>,
+    limit: Field<u64>,
 }
 
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::args::Arg;
+use super::args::Field;
 use super::ToolSpec;
 
 pub(super) fn spec() -> ToolSpec {
@@ -34,16 +34,16 @@ pub(super) fn spec() -> ToolSpec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct PlanArgs {
-    plan: Arg<String>,
+    plan: Field<String>,
 }
 
 /// The plan a call's arguments hold, or what is wrong with them.
 pub fn parse(args: &Value) -> Result<String, String> {
     let PlanArgs { plan } = super::args::read(args);
     match plan {
-        Arg::Given(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-        Arg::Given(_) => Err("invalid arguments: `plan` must not be empty".into()),
-        Arg::Null | Arg::Wrong => Err("invalid arguments: `plan` must be a string".into()),
-        Arg::Absent => Err("invalid arguments: missing required field `plan`".into()),
+        Field::Given(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        Field::Given(_) => Err("invalid arguments: `plan` must not be empty".into()),
+        Field::Null | Field::Wrong => Err("invalid arguments: `plan` must be a string".into()),
+        Field::Absent => Err("invalid arguments: missing required field `plan`".into()),
     }
 }

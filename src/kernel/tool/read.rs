@@ -12,7 +12,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::args::Arg;
+use super::args::Field;
 use super::details::ReadDetails;
 use super::file::open_regular;
 use super::text::{self, CutBy, MAX_BYTES, MAX_LINES};
@@ -54,9 +54,9 @@ pub(super) fn spec() -> ToolSpec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct ReadArgs {
-    path: Arg<String>,
-    offset: Arg<u64>,
-    limit: Arg<u64>,
+    path: Field<String>,
+    offset: Field<u64>,
+    limit: Field<u64>,
 }
 
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {

@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::args::{Arg, ArgType};
+use super::args::{Field, FieldType};
 use super::ToolSpec;
 use crate::kernel::session::{Entry, EntryData};
 
@@ -101,21 +101,21 @@ pub(super) fn spec() -> ToolSpec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct TodoArgs {
-    todos: Arg<Vec<Arg<ItemArgs>>>,
+    todos: Field<Vec<Field<ItemArgs>>>,
 }
 
 /// One item as the model sent it; `extra` holds the fields it should not have sent.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 struct ItemArgs {
-    content: Arg<String>,
-    status: Arg<String>,
-    active_form: Arg<String>,
+    content: Field<String>,
+    status: Field<String>,
+    active_form: Field<String>,
     #[serde(flatten)]
     extra: serde_json::Map<String, Value>,
 }
 
-impl ArgType for ItemArgs {
+impl FieldType for ItemArgs {
     const MUST_BE: &'static str = "an object";
     fn accepts(v: &Value) -> bool {
         v.is_object()
@@ -129,18 +129,18 @@ pub fn parse(args: &Value) -> Result<Vec<TodoItem>, String> {
     let items = todos.required("todos").map_err(|e| e.text())?;
     let mut out = Vec::with_capacity(items.len());
     for (i, item) in items.into_iter().enumerate() {
-        let Arg::Given(fields) = item else {
+        let Field::Given(fields) = item else {
             return Err(format!("invalid arguments: `todos[{i}]` must be an object"));
         };
-        let text = |key: &str, arg: Arg<String>| match arg {
-            Arg::Given(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-            Arg::Given(_) => Err(format!(
+        let text = |key: &str, arg: Field<String>| match arg {
+            Field::Given(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+            Field::Given(_) => Err(format!(
                 "invalid arguments: `todos[{i}].{key}` must not be empty"
             )),
-            Arg::Null | Arg::Wrong => Err(format!(
+            Field::Null | Field::Wrong => Err(format!(
                 "invalid arguments: `todos[{i}].{key}` must be a string"
             )),
-            Arg::Absent => Err(format!(
+            Field::Absent => Err(format!(
                 "invalid arguments: `todos[{i}]` is missing `{key}`"
             )),
         };

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
-use super::args::Arg;
+use super::args::Field;
 use super::details::WriteDetails;
 use super::file::check_regular;
 use super::{ToolContext, ToolOutput, ToolSpec};
@@ -33,8 +33,8 @@ pub(super) fn spec() -> ToolSpec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 pub(super) struct WriteArgs {
-    pub(super) path: Arg<String>,
-    pub(super) content: Arg<String>,
+    pub(super) path: Field<String>,
+    pub(super) content: Field<String>,
 }
 
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {

@@ -14,11 +14,11 @@ use serde_json::Value;
 use super::gate::{ask_or_block, Gate};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::{Inner, Permission};
+use crate::kernel::field::{self, Field};
 use crate::kernel::hooks::Decision;
 use crate::kernel::policy::Verdict as RuleVerdict;
 use crate::kernel::sandbox::policy::real;
 use crate::kernel::sandbox::{Mechanism, WriteDenial};
-use crate::kernel::tool::args::{self, Arg};
 use crate::kernel::tool::bash::Escalation;
 use crate::kernel::tool::{resolve_path, ToolOutput};
 
@@ -38,9 +38,9 @@ fn protected_write(inner: &Inner, name: &str, args: &Value) -> Option<PathBuf> {
     #[derive(Default, Deserialize)]
     #[serde(default)]
     struct Target {
-        path: Arg<String>,
+        path: Field<String>,
     }
-    let Target { path } = args::read(args);
+    let Target { path } = field::read(args);
     let full = real(&resolve_path(&inner.config.cwd, &path.given()?));
     let policy = &inner.config.sandbox.policy;
     // Only inside a writable root and never a secret: the approval lifts the protection alone.

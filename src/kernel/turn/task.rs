@@ -10,12 +10,12 @@ use tokio::sync::mpsc;
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::Inner;
 use crate::kernel::event::EventPayload;
+use crate::kernel::field::{self, Field};
 use crate::kernel::hooks::HookEvent;
 use crate::kernel::subagent::{
     AgentDef, Child, ChildOutcome, ChildRequest, ChildStep, SubagentDetails, Subagents, TaskError,
 };
-use crate::kernel::tool::args::Arg;
-use crate::kernel::tool::{self, ToolOutput};
+use crate::kernel::tool::ToolOutput;
 
 /// Runs a `task` call to the child's end.
 pub(super) async fn run(inner: &Inner, id: &str, args: &Value, abort: &AbortSignal) -> ToolOutput {
@@ -33,9 +33,9 @@ pub(super) async fn run(inner: &Inner, id: &str, args: &Value, abort: &AbortSign
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct TaskArgs {
-    description: Arg<String>,
-    prompt: Arg<String>,
-    subagent_type: Arg<String>,
+    description: Field<String>,
+    prompt: Field<String>,
+    subagent_type: Field<String>,
 }
 
 /// What the model asked for: the call's description and prompt, and the kind of subagent.
@@ -55,7 +55,7 @@ impl<'a> Asked<'a> {
                 "Tool `task` is not available in this session",
             ));
         };
-        let args: TaskArgs = tool::args::read(args);
+        let args: TaskArgs = field::read(args);
         let description = args.description.required("description")?;
         let prompt = args.prompt.required("prompt")?;
         let kind = args.subagent_type.given();
