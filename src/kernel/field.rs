@@ -65,6 +65,11 @@ impl FieldType for f64 {
     const MUST_BE: &'static str = "a number";
 }
 
+/// Any value, kept as written.
+impl FieldType for Value {
+    const MUST_BE: &'static str = "anything";
+}
+
 /// Any value: a field only asked whether it was sent.
 impl FieldType for IgnoredAny {
     const MUST_BE: &'static str = "anything";
