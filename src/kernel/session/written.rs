@@ -6,7 +6,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::kernel::field::Field;
+use crate::kernel::field::{Field, FieldType};
 
 /// The header line.
 #[derive(Debug, Default, Deserialize)]
@@ -45,6 +45,50 @@ pub(super) struct EntryView {
     pub name: Field<String>,
     /// A `custom_message` entry's `content`.
     pub content: Field<Value>,
+}
+
+/// A message as written, for what a listing shows of it: its role and, for a user message,
+/// its text (`content` a string or a list of blocks).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct MessageView {
+    pub role: Field<String>,
+    pub content: Field<ContentView>,
+}
+
+impl FieldType for MessageView {
+    const MUST_BE: &'static str = "an object";
+    fn accepts(v: &Value) -> bool {
+        v.is_object()
+    }
+}
+
+/// A message's `content`: text, or blocks (only `{"type": "text", "text": …}` ones are read).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(super) enum ContentView {
+    Text(String),
+    Blocks(Vec<Field<BlockView>>),
+}
+
+impl FieldType for ContentView {
+    const MUST_BE: &'static str = "a string or a list of blocks";
+}
+
+/// One content block.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct BlockView {
+    #[serde(rename = "type")]
+    pub kind: Field<String>,
+    pub text: Field<String>,
+}
+
+impl FieldType for BlockView {
+    const MUST_BE: &'static str = "an object";
+    fn accepts(v: &Value) -> bool {
+        v.is_object()
+    }
 }
 
 /// The `type` of an entry kept as written (`""` when it has no string `type`).
