@@ -435,7 +435,7 @@ mod tests {
             json!({"role": "user"}),
             json!(null),
         ] {
-            assert_eq!(first(&[odd.clone()]), None, "{odd}");
+            assert_eq!(first(std::slice::from_ref(&odd)), None, "{odd}");
         }
     }
 
