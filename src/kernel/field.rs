@@ -1,5 +1,5 @@
 //! A field of a typed view of JSON someone else wrote (a model's tool arguments, a settings
-//! file's hooks): read once into a `#[derive(Deserialize)]` struct whose fields are
+//! file's hooks, a session file's lines): read once into a `#[derive(Deserialize)]` struct whose fields are
 //! [`Field`]s, so reading never fails and the code that uses a field says what is wrong with
 //! it, in its own words and order. Pure; no I/O.
 
@@ -44,6 +44,10 @@ impl FieldType for u64 {
     const MUST_BE: &'static str = "a non-negative integer";
 }
 
+impl FieldType for f64 {
+    const MUST_BE: &'static str = "a number";
+}
+
 impl<T: DeserializeOwned> FieldType for Vec<T> {
     const MUST_BE: &'static str = "an array";
     fn accepts(v: &Value) -> bool {
@@ -59,10 +63,6 @@ impl<'de, T: FieldType> Deserialize<'de> for Field<T> {
             v => serde_json::from_value(v).map_or(Field::Wrong, Field::Given),
         })
     }
-}
-
-impl FieldType for f64 {
-    const MUST_BE: &'static str = "a number";
 }
 
 /// Any value, kept as written.

@@ -1,8 +1,7 @@
 //! Tool-call arguments as the model streamed them: parsing the raw text into the call's
 //! arguments, the error the model gets when they are not a JSON object, and what every tool
 //! says about a missing or wrong-typed [`Field`] of its typed arguments (read once, at the
-//! edge, with [`read`]). Pure functions; never guesses what
-//! malformed arguments meant.
+//! edge, with [`read`]). Pure functions; never guesses what malformed arguments meant.
 
 use serde_json::Value;
 
