@@ -109,27 +109,36 @@ impl StartupError {
 
     /// The error [`StartupError::to_json`] wrote (`None` for anything else).
     pub fn from_json(v: &serde_json::Value) -> Option<StartupError> {
-        let kind = match v.get("kind")?.as_str()? {
+        use crate::kernel::field::{self, Field};
+        /// What `to_json` writes, read tolerantly: `kind` and `message` must be strings; a
+        /// list that is not one reads as empty and keeps only its strings.
+        #[derive(Default, serde::Deserialize)]
+        #[serde(default)]
+        struct Written {
+            kind: Field<String>,
+            message: Field<String>,
+            causes: Field<Vec<Field<String>>>,
+            hints: Field<Vec<Field<String>>>,
+        }
+        let w: Written = field::read(v);
+        let kind = match w.kind.given()?.as_str() {
             "usage" => ErrorKind::Usage,
             "config_error" => ErrorKind::Config,
             "internal" => ErrorKind::Internal,
             other => ErrorKind::Interrupted(other.strip_prefix("interrupted:")?.parse().ok()?),
         };
-        let list = |k: &str| -> Vec<String> {
-            v.get(k)
-                .and_then(|l| l.as_array())
-                .map(|l| {
-                    l.iter()
-                        .filter_map(|s| s.as_str().map(str::to_string))
-                        .collect()
-                })
+        let list = |l: Field<Vec<Field<String>>>| -> Vec<String> {
+            l.given()
                 .unwrap_or_default()
+                .into_iter()
+                .filter_map(Field::given)
+                .collect()
         };
         Some(StartupError {
             kind,
-            message: v.get("message")?.as_str()?.to_string(),
-            causes: list("causes"),
-            hints: list("hints"),
+            message: w.message.given()?,
+            causes: list(w.causes),
+            hints: list(w.hints),
         })
     }
 }
@@ -170,6 +179,26 @@ mod tests {
             StartupError::from_json(&serde_json::json!({"kind": "x"})),
             None
         );
+    }
+
+    #[test]
+    fn a_written_error_is_read_tolerantly_but_needs_its_kind_and_message() {
+        use serde_json::json;
+        let e = StartupError::from_json(&json!({
+            "kind": "usage", "message": "m", "causes": ["a", 1, null, "b"], "hints": "h"}))
+        .unwrap();
+        assert_eq!((e.causes, e.hints), (vec!["a".into(), "b".into()], vec![]));
+        for bad in [
+            json!({"kind": "usage"}),
+            json!({"kind": "usage", "message": 1}),
+            json!({"kind": 1, "message": "m"}),
+            json!({"kind": "interrupted:x", "message": "m"}),
+            json!(["usage", "m"]),
+        ] {
+            assert_eq!(StartupError::from_json(&bad), None, "{bad}");
+        }
+        let e = StartupError::from_json(&json!({"kind": "interrupted:2", "message": "m"}));
+        assert_eq!(e.map(|e| e.kind), Some(ErrorKind::Interrupted(2)));
     }
 
     #[test]

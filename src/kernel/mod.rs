@@ -11,6 +11,7 @@ pub mod clock;
 pub mod compaction;
 pub mod event;
 pub mod failure;
+pub(crate) mod field;
 pub mod fsx;
 pub mod hooks;
 pub mod message;

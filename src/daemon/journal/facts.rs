@@ -48,13 +48,21 @@ struct Settled {
     error: Option<Value>,
 }
 
+/// The part of a fact the journal remembers (a `null` `cwd` is none).
+#[derive(Default, Deserialize)]
+struct Noted {
+    #[serde(default)]
+    cwd: Option<Value>,
+}
+
 impl Sessions {
     /// A fact from the daemon (`opened`, `attached`, …): remembers its `cwd`, adds what is
     /// known. `closed` forgets the session.
     pub fn note(&mut self, session: &str, mut fact: Value) -> Value {
         let k = self.known.entry(session.to_string()).or_default();
-        if let Some(cwd) = fact.get("cwd").filter(|c| !c.is_null()) {
-            k.cwd = Some(cwd.clone());
+        let Noted { cwd } = crate::kernel::field::read(&fact);
+        if cwd.is_some() {
+            k.cwd = cwd;
         }
         enrich(k, &mut fact);
         if fact["type"] == "closed" {

@@ -5,10 +5,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use serde::de::IgnoredAny;
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::matcher::Matcher;
 use super::HookEvent;
+use crate::kernel::field::{Entries, Field, FieldType};
 
 /// One command hook: `{"type": "command", "command": "…", "timeout": 60}`.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,24 +53,26 @@ impl HookConfig {
     pub fn parse(value: &Value, origin: &str) -> (HookConfig, Vec<String>) {
         let mut config = HookConfig::default();
         let mut warnings = Vec::new();
-        let Some(events) = value.as_object() else {
+        let events: Field<Entries<Field<Vec<Field<GroupView>>>>> =
+            Field::deserialize(value).unwrap_or(Field::Wrong);
+        let Some(Entries(events)) = events.given() else {
             warnings.push(format!(
                 "{origin}: `hooks` must be an object of event names"
             ));
             return (config, warnings);
         };
         for (name, groups) in events {
-            let Some(event) = HookEvent::parse(name) else {
+            let Some(event) = HookEvent::parse(&name) else {
                 warnings.push(format!(
                     "{origin}: hooks.{name}: unknown hook event; skipped"
                 ));
                 continue;
             };
-            let Some(groups) = groups.as_array() else {
+            let Some(groups) = groups.given() else {
                 warnings.push(format!("{origin}: hooks.{name} must be a list; skipped"));
                 continue;
             };
-            for (i, group) in groups.iter().enumerate() {
+            for (i, group) in groups.into_iter().enumerate() {
                 let at = format!("{origin}: hooks.{name}[{i}]");
                 if let Some(g) = parse_group(group, origin, &at, &mut warnings) {
                     config.events.entry(event).or_default().push(g);
@@ -156,110 +161,148 @@ impl HookConfig {
     }
 }
 
+/// A `{"matcher": …, "hooks": […]}` entry as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct GroupView {
+    matcher: Field<String>,
+    hooks: Field<Vec<Field<HandlerView>>>,
+}
+
+impl FieldType for GroupView {
+    const MUST_BE: &'static str = "an object";
+    fn accepts(v: &Value) -> bool {
+        v.is_object()
+    }
+}
+
+/// One handler as written (one that is not an object reads as empty: no `type`).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct HandlerView {
+    #[serde(rename = "type")]
+    kind: Field<String>,
+    command: Field<String>,
+    timeout: Field<f64>,
+    status_message: Field<String>,
+    once: Field<bool>,
+    #[serde(rename = "async")]
+    background: Field<bool>,
+    sandbox: Field<bool>,
+    /// Claude Code's fields keel does not support yet: only whether they were written.
+    async_rewake: Field<IgnoredAny>,
+    args: Field<IgnoredAny>,
+    #[serde(rename = "if")]
+    condition: Field<IgnoredAny>,
+}
+
+impl FieldType for HandlerView {
+    const MUST_BE: &'static str = "an object";
+    fn accepts(v: &Value) -> bool {
+        v.is_object()
+    }
+}
+
 fn parse_group(
-    group: &Value,
+    group: Field<GroupView>,
     origin: &str,
     at: &str,
     warnings: &mut Vec<String>,
 ) -> Option<MatcherGroup> {
-    let Some(obj) = group.as_object() else {
+    let Some(group) = group.given() else {
         warnings.push(format!("{at}: must be an object with `hooks`; skipped"));
         return None;
     };
-    let matcher_text = match obj.get("matcher") {
-        None | Some(Value::Null) => "",
-        Some(Value::String(s)) => s.as_str(),
-        Some(_) => {
+    let matcher_text = match group.matcher {
+        Field::Absent | Field::Null => String::new(),
+        Field::Given(s) => s,
+        Field::Wrong => {
             warnings.push(format!("{at}.matcher: must be a string; skipped"));
             return None;
         }
     };
-    let matcher = match Matcher::parse(matcher_text) {
+    let matcher = match Matcher::parse(&matcher_text) {
         Ok(m) => m,
         Err(e) => {
             warnings.push(format!("{at}.matcher: {e}; skipped"));
             return None;
         }
     };
-    let Some(handlers) = obj.get("hooks").and_then(Value::as_array) else {
+    let Some(handlers) = group.hooks.given() else {
         warnings.push(format!("{at}.hooks: must be a list; skipped"));
         return None;
     };
     let hooks = handlers
-        .iter()
+        .into_iter()
         .enumerate()
-        .filter_map(|(j, h)| parse_handler(h, origin, &format!("{at}.hooks[{j}]"), warnings))
+        .filter_map(|(j, h)| {
+            let h = h.given().unwrap_or_default();
+            parse_handler(h, origin, &format!("{at}.hooks[{j}]"), warnings)
+        })
         .collect();
     Some(MatcherGroup { matcher, hooks })
 }
 
 fn parse_handler(
-    handler: &Value,
+    handler: HandlerView,
     origin: &str,
     at: &str,
     warnings: &mut Vec<String>,
 ) -> Option<HookCommand> {
-    let kind = handler.get("type").and_then(Value::as_str).unwrap_or("");
+    let kind = handler.kind.given().unwrap_or_default();
     if kind != "command" {
         warnings.push(format!(
             "{at}: hook type `{kind}` is not supported (keel runs `command` hooks); skipped"
         ));
         return None;
     }
-    let Some(command) = handler.get("command").and_then(Value::as_str) else {
+    let Some(command) = handler.command.given() else {
         warnings.push(format!("{at}: `command` must be a string; skipped"));
         return None;
     };
-    let timeout = match handler.get("timeout") {
-        None | Some(Value::Null) => None,
-        Some(v) => match v.as_f64().filter(|s| *s > 0.0 && s.is_finite()) {
-            Some(s) => Some(Duration::from_secs_f64(s)),
-            None => {
-                warnings.push(format!(
-                    "{at}.timeout: must be a positive number of seconds; the default applies"
-                ));
-                None
-            }
-        },
-    };
-    for unsupported in ["asyncRewake", "args", "if"] {
-        if handler.get(unsupported).is_some() {
+    let timeout = match handler.timeout {
+        Field::Absent | Field::Null => None,
+        Field::Given(s) if s > 0.0 && s.is_finite() => Some(Duration::from_secs_f64(s)),
+        Field::Given(_) | Field::Wrong => {
             warnings.push(format!(
-                "{at}.{unsupported}: not supported by keel yet; ignored"
+                "{at}.timeout: must be a positive number of seconds; the default applies"
             ));
+            None
+        }
+    };
+    let unsupported = [
+        ("asyncRewake", &handler.async_rewake),
+        ("args", &handler.args),
+        ("if", &handler.condition),
+    ];
+    for (name, field) in unsupported {
+        if !field.is_absent() {
+            warnings.push(format!("{at}.{name}: not supported by keel yet; ignored"));
         }
     }
     Some(HookCommand {
-        command: command.to_string(),
+        command,
         timeout,
-        status_message: handler
-            .get("statusMessage")
-            .and_then(Value::as_str)
-            .map(str::to_string),
+        status_message: handler.status_message.given(),
         origin: origin.to_string(),
-        once: flag(handler, "once", at, warnings),
-        background: flag(handler, "async", at, warnings),
-        unsandboxed: !flag_or(handler, "sandbox", true, at, warnings),
+        once: flag(handler.once, "once", false, at, warnings),
+        background: flag(handler.background, "async", false, at, warnings),
+        unsandboxed: !flag(handler.sandbox, "sandbox", true, at, warnings),
     })
 }
 
-/// A boolean field of a handler (absent: false); another type is a warning and false.
-fn flag(handler: &Value, name: &str, at: &str, warnings: &mut Vec<String>) -> bool {
-    flag_or(handler, name, false, at, warnings)
-}
-
 /// A boolean field of a handler (absent: `default`); another type is a warning and `default`.
-fn flag_or(
-    handler: &Value,
+fn flag(
+    field: Field<bool>,
     name: &str,
     default: bool,
     at: &str,
     warnings: &mut Vec<String>,
 ) -> bool {
-    match handler.get(name) {
-        None | Some(Value::Null) => default,
-        Some(Value::Bool(b)) => *b,
-        Some(_) => {
+    match field {
+        Field::Absent | Field::Null => default,
+        Field::Given(b) => b,
+        Field::Wrong => {
             warnings.push(format!("{at}.{name}: must be true or false; ignored"));
             default
         }
@@ -363,5 +406,78 @@ mod tests {
         ] {
             assert!(all.contains(needle), "missing {needle:?} in\n{all}");
         }
+    }
+
+    /// Every warning for a malformed entry, word for word and in the file's order (events and
+    /// entries as written, then each handler's fields in a fixed order).
+    #[test]
+    fn each_malformed_entry_is_warned_about_exactly_once_in_order() {
+        let at = "/p/.keel/settings.json";
+        let (_, w) = cfg(json!(["not", "an", "object"]));
+        assert_eq!(
+            w,
+            [format!("{at}: `hooks` must be an object of event names")]
+        );
+        let (_, w) = cfg(Value::Null);
+        assert_eq!(
+            w,
+            [format!("{at}: `hooks` must be an object of event names")]
+        );
+        let (c, w) = cfg(json!({
+            "Stop": [
+                7,
+                {"matcher": 3, "hooks": []},
+                {"hooks": null},
+                {"matcher": null, "hooks": [
+                    "text",
+                    {"type": 1},
+                    {"type": "command", "command": null},
+                    {"type": "command", "command": "a.sh", "timeout": 0,
+                     "if": null, "args": [], "asyncRewake": true,
+                     "once": "yes", "async": 1, "sandbox": null, "statusMessage": 5},
+                    {"type": "command", "command": "b.sh", "timeout": 1.5, "statusMessage": "B"}
+                ]}
+            ],
+            "Nope": 1,
+            "PreToolUse": null
+        }));
+        let want = [
+            "hooks.Stop[0]: must be an object with `hooks`; skipped",
+            "hooks.Stop[1].matcher: must be a string; skipped",
+            "hooks.Stop[2].hooks: must be a list; skipped",
+            "hooks.Stop[3].hooks[0]: hook type `` is not supported (keel runs `command` hooks); skipped",
+            "hooks.Stop[3].hooks[1]: hook type `` is not supported (keel runs `command` hooks); skipped",
+            "hooks.Stop[3].hooks[2]: `command` must be a string; skipped",
+            "hooks.Stop[3].hooks[3].timeout: must be a positive number of seconds; the default applies",
+            "hooks.Stop[3].hooks[3].asyncRewake: not supported by keel yet; ignored",
+            "hooks.Stop[3].hooks[3].args: not supported by keel yet; ignored",
+            "hooks.Stop[3].hooks[3].if: not supported by keel yet; ignored",
+            "hooks.Stop[3].hooks[3].once: must be true or false; ignored",
+            "hooks.Stop[3].hooks[3].async: must be true or false; ignored",
+            "hooks.Nope: unknown hook event; skipped",
+            "hooks.PreToolUse must be a list; skipped",
+        ]
+        .map(|w| format!("{at}: {w}"));
+        assert_eq!(w, want);
+        let hooks = c.matching(HookEvent::Stop, &[]);
+        let read: Vec<_> = hooks
+            .iter()
+            .map(|h| {
+                (
+                    h.command.as_str(),
+                    h.timeout,
+                    h.status_message.as_deref(),
+                    h.once,
+                )
+            })
+            .collect();
+        assert_eq!(
+            read,
+            [
+                ("a.sh", None, None, false),
+                ("b.sh", Some(Duration::from_secs_f64(1.5)), Some("B"), false)
+            ]
+        );
+        assert!(!hooks[0].unsandboxed && !hooks[0].background);
     }
 }

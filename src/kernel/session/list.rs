@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use super::written::{ContentView, MessageView};
 use super::{SessionError, SessionErrorKind, SessionHeader};
 use crate::kernel::clock::parse_iso;
+use crate::kernel::field::Field;
 
 /// The directory holding the sessions of `cwd`: `home/sessions/--<cwd>--`, where `<cwd>` loses
 /// its leading `/` or `\` and has every `/`, `\` and `:` replaced by `-` (pi's naming).
@@ -122,8 +124,7 @@ fn summarize(path: &Path) -> Option<SessionSummary> {
                 if sum.first_message.is_none() {
                     sum.first_message = peek
                         .message
-                        .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok())
-                        .as_ref()
+                        .and_then(|raw| serde_json::from_str::<Field<MessageView>>(raw.get()).ok())
                         .and_then(user_text_of);
                 }
             }
@@ -140,21 +141,22 @@ fn summarize(path: &Path) -> Option<SessionSummary> {
 }
 
 /// The text blocks of a user message (`content` as string or block array), if it is one.
-fn user_text_of(m: &Value) -> Option<String> {
-    if m.get("role").and_then(Value::as_str) != Some("user") {
+fn user_text_of(m: Field<MessageView>) -> Option<String> {
+    let m = m.given()?;
+    if m.role.given().as_deref() != Some("user") {
         return None;
     }
-    match m.get("content")? {
-        Value::String(s) => Some(s.clone()),
-        Value::Array(blocks) => {
-            let texts: Vec<&str> = blocks
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
+    match m.content.given()? {
+        ContentView::Text(s) => Some(s),
+        ContentView::Blocks(blocks) => {
+            let texts: Vec<String> = blocks
+                .into_iter()
+                .filter_map(Field::given)
+                .filter(|b| b.kind.clone().given().as_deref() == Some("text"))
+                .filter_map(|b| b.text.given())
                 .collect();
             Some(texts.join("\n"))
         }
-        _ => None,
     }
 }
 
@@ -400,6 +402,41 @@ mod tests {
         };
         assert_eq!(all[1], want);
         assert!(list(&dir.path().join("missing")).is_empty());
+    }
+
+    /// The first user message's text, whatever shape its content has: text blocks only, in
+    /// order; messages that are not a user's object are passed over.
+    #[test]
+    fn the_first_user_text_is_read_from_any_content_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = |messages: &[Value]| {
+            let path = dir.path().join("s.jsonl");
+            let head = json!({"type": "session", "version": 3, "id": "s", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": "/"});
+            let mut text = format!("{head}\n");
+            for (i, m) in messages.iter().enumerate() {
+                let e = json!({"type": "message", "id": format!("{i:08}"), "parentId": null,
+                               "timestamp": "2026-01-01T00:00:01.000Z", "message": m});
+                text.push_str(&format!("{e}\n"));
+            }
+            fs::write(&path, text).unwrap();
+            list(dir.path()).remove(0).first_message
+        };
+        let blocks = json!({"role": "user", "content": [
+            {"type": "text", "text": "a"}, {"type": "image"}, 5, null,
+            {"type": "text", "text": 1}, {"text": "no type"}, {"type": "text", "text": "b"}]});
+        assert_eq!(first(&[blocks]).as_deref(), Some("a\nb"));
+        let assistant = json!({"role": "assistant", "content": "not this"});
+        let user = json!({"role": "user", "content": "this"});
+        assert_eq!(first(&[assistant, user]).as_deref(), Some("this"));
+        for odd in [
+            json!(["user", "x"]),
+            json!({"role": "user", "content": null}),
+            json!({"role": "user", "content": 3}),
+            json!({"role": "user"}),
+            json!(null),
+        ] {
+            assert_eq!(first(std::slice::from_ref(&odd)), None, "{odd}");
+        }
     }
 
     #[test]

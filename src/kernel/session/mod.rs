@@ -7,6 +7,7 @@ mod load;
 mod parse;
 mod repair;
 mod store;
+mod written;
 
 pub use list::{
     file_name, find_latest, id_matches, list, list_all, resolve, session_dir, short_id,
@@ -22,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::kernel::clock::{parse_iso, Clock};
+use crate::kernel::field::{self, Field};
 use crate::kernel::message::{Message, UserMessage};
 
 /// The format version keel writes in the header line.
@@ -75,28 +77,24 @@ impl SessionHeader {
 
     /// [`SessionHeader::from_json`] with the reason as text.
     fn read_json(v: &Value) -> Result<Self, String> {
-        if v.get("type").and_then(Value::as_str) != Some("session") {
+        let h: written::HeaderView = field::read(v);
+        if h.kind.given().as_deref() != Some("session") {
             return Err("the first line is not a session header".into());
         }
-        match v.get("version").and_then(Value::as_u64) {
+        match h.version.given() {
             Some(2) | Some(3) => {}
             Some(n) => return Err(format!("unsupported session format version {n}")),
             None => return Err("unsupported session format version 1".into()),
         }
-        let field = |name: &str| {
-            v.get(name)
-                .and_then(Value::as_str)
-                .map(str::to_string)
+        let text = |f: Field<String>, name: &str| {
+            f.given()
                 .ok_or_else(|| format!("the session header has no string `{name}`"))
         };
         Ok(SessionHeader {
-            id: field("id")?,
-            timestamp: field("timestamp")?,
-            cwd: field("cwd")?,
-            parent_session: v
-                .get("parentSession")
-                .and_then(Value::as_str)
-                .map(str::to_string),
+            id: text(h.id, "id")?,
+            timestamp: text(h.timestamp, "timestamp")?,
+            cwd: text(h.cwd, "cwd")?,
+            parent_session: h.parent_session.given(),
         })
     }
 }
@@ -167,7 +165,7 @@ impl EntryData {
             EntryData::BranchSummary { .. } => "branch_summary",
             EntryData::Label { .. } => "label",
             EntryData::SessionInfo { .. } => "session_info",
-            EntryData::Other(v) => v.get("type").and_then(Value::as_str).unwrap_or(""),
+            EntryData::Other(v) => written::kind_of(v),
         }
     }
 
@@ -317,53 +315,59 @@ impl Entry {
 
     /// [`Entry::from_json`] with the reason as text.
     fn read_json(v: Value) -> Result<Entry, String> {
-        let obj = v.as_object().ok_or("an entry must be a JSON object")?;
-        let kind = str_field(obj, "type")?;
-        let id = str_field(obj, "id")?;
-        let parent_id = match obj.get("parentId") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return Err("`parentId` must be a string or null".into()),
+        if !v.is_object() {
+            return Err("an entry must be a JSON object".into());
+        }
+        let e: written::EntryView = field::read(&v);
+        let kind = e.kind.given().ok_or("entry entry has no string `type`")?;
+        let text = |f: Field<String>, key: &str| {
+            f.given()
+                .ok_or_else(|| format!("{kind} entry has no string `{key}`"))
         };
-        let timestamp = str_field(obj, "timestamp")?;
+        let id = text(e.id, "id")?;
+        let parent_id = match e.parent_id {
+            Field::Absent | Field::Null => None,
+            Field::Given(s) => Some(s),
+            Field::Wrong => return Err("`parentId` must be a string or null".into()),
+        };
+        let timestamp = text(e.timestamp, "timestamp")?;
         let data = match kind.as_str() {
-            "message" => {
-                let raw = obj
-                    .get("message")
-                    .ok_or("a message entry has no `message`")?;
-                match serde_json::from_value::<Message>(raw.clone()) {
+            "message" => match e.message {
+                Field::Absent => return Err("a message entry has no `message`".into()),
+                Field::Null | Field::Wrong => EntryData::RawMessage(Value::Null),
+                Field::Given(raw) => match serde_json::from_value::<Message>(raw.clone()) {
                     Ok(m) => EntryData::Message(m),
-                    Err(_) => EntryData::RawMessage(raw.clone()),
-                }
-            }
+                    Err(_) => EntryData::RawMessage(raw),
+                },
+            },
             "model_change" => EntryData::ModelChange {
-                provider: str_field(obj, "provider")?,
-                model_id: str_field(obj, "modelId")?,
+                provider: text(e.provider, "provider")?,
+                model_id: text(e.model_id, "modelId")?,
             },
             "thinking_level_change" => EntryData::ThinkingLevelChange {
-                thinking_level: str_field(obj, "thinkingLevel")?,
+                thinking_level: text(e.thinking_level, "thinkingLevel")?,
             },
             "compaction" => EntryData::Compaction {
-                summary: str_field(obj, "summary")?,
-                first_kept_entry_id: str_field(obj, "firstKeptEntryId")?,
-                tokens_before: obj
-                    .get("tokensBefore")
-                    .and_then(Value::as_u64)
+                summary: text(e.summary, "summary")?,
+                first_kept_entry_id: text(e.first_kept_entry_id, "firstKeptEntryId")?,
+                tokens_before: e
+                    .tokens_before
+                    .given()
                     .ok_or("a compaction entry has no numeric `tokensBefore`")?,
-                details: obj.get("details").filter(|d| !d.is_null()).cloned(),
+                details: e.details.given(),
             },
             "branch_summary" => EntryData::BranchSummary {
-                from_id: str_field(obj, "fromId")?,
-                summary: str_field(obj, "summary")?,
+                from_id: text(e.from_id, "fromId")?,
+                summary: text(e.summary, "summary")?,
             },
             "label" => EntryData::Label {
-                target_id: str_field(obj, "targetId")?,
-                label: obj.get("label").and_then(Value::as_str).map(str::to_string),
+                target_id: text(e.target_id, "targetId")?,
+                label: e.label.given(),
             },
             "session_info" => EntryData::SessionInfo {
-                name: str_field(obj, "name")?,
+                name: text(e.name, "name")?,
             },
-            _ => EntryData::Other(v.clone()),
+            _ => EntryData::Other(v),
         };
         Ok(Entry {
             id,
@@ -393,10 +397,13 @@ impl Entry {
                 format!("{BRANCH_PREFIX}{summary}{BRANCH_SUFFIX}"),
                 iso_ms(&self.timestamp),
             )),
-            EntryData::Other(v)
-                if v.get("type").and_then(Value::as_str) == Some("custom_message") =>
-            {
-                let content = v.get("content")?.clone();
+            EntryData::Other(v) if written::kind_of(v) == "custom_message" => {
+                let written::EntryView { content, .. } = field::read(v);
+                let content = match content {
+                    Field::Absent => return None,
+                    Field::Null | Field::Wrong => Value::Null,
+                    Field::Given(c) => c,
+                };
                 let user = json!({"content": content, "timestamp": iso_ms(&self.timestamp)});
                 serde_json::from_value::<UserMessage>(user)
                     .ok()
@@ -410,14 +417,6 @@ impl Entry {
 /// Unix ms of an ISO timestamp, 0 if it does not parse.
 fn iso_ms(ts: &str) -> i64 {
     parse_iso(ts).unwrap_or(0)
-}
-
-fn str_field(obj: &Map<String, Value>, key: &str) -> Result<String, String> {
-    let kind = obj.get("type").and_then(Value::as_str).unwrap_or("entry");
-    obj.get(key)
-        .and_then(Value::as_str)
-        .map(str::to_string)
-        .ok_or_else(|| format!("{kind} entry has no string `{key}`"))
 }
 
 impl Serialize for Entry {

@@ -160,8 +160,9 @@ pub(super) fn unreadable_message(entry: &Entry) -> Option<String> {
     let EntryData::RawMessage(raw) = &entry.data else {
         return None;
     };
-    let role = raw.get("role").and_then(Value::as_str)?;
-    if !matches!(role, "user" | "assistant" | "toolResult") {
+    let view: super::written::MessageView = crate::kernel::field::read(raw);
+    let role = view.role.given()?;
+    if !matches!(role.as_str(), "user" | "assistant" | "toolResult") {
         return None;
     }
     let err = serde_json::from_value::<Message>(raw.clone()).err()?;

@@ -17,12 +17,13 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
+use super::args::Field;
 use super::bash_output::{Output, Progress};
 use super::bash_proc::{self, Proc};
 pub use super::bash_proc::{private_tmp, private_tmp_path, warm};
 use super::details::BashDetails;
 use super::text::{self, MAX_BYTES};
-use super::{str_arg, u64_arg, Files, ToolContext, ToolEnv, ToolOutput, ToolSpec};
+use super::{Files, ToolContext, ToolEnv, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::Message;
 use crate::kernel::sandbox::{Sandbox, Violation};
@@ -82,12 +83,23 @@ enum Outcome {
     Failed(String),
 }
 
+/// `bash`'s arguments, read once; each is checked where it is used (`escalate` and
+/// `justification` are the approval's: [`Escalation`]).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct BashArgs {
+    command: Field<String>,
+    timeout: Field<u64>,
+}
+
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
-    let command = match str_arg(args, "command") {
+    let args: BashArgs = super::args::read(args);
+    let command = match args.command.required("command") {
         Ok(c) => c,
         Err(e) => return e,
     };
-    let timeout = match u64_arg(args, "timeout") {
+    let command = command.as_str();
+    let timeout = match args.timeout.optional("timeout") {
         Ok(Some(0)) => return ToolOutput::error("invalid arguments: `timeout` must be at least 1"),
         Ok(Some(secs)) => Duration::from_secs(secs),
         Ok(None) => ctx.bash_timeout,
@@ -166,7 +178,13 @@ impl BashExecution {
 
     /// Reads a session-file `bashExecution` message.
     pub fn from_json(v: &Value) -> Option<BashExecution> {
-        if v.get("role").and_then(Value::as_str) != Some("bashExecution") {
+        #[derive(Default, Deserialize)]
+        #[serde(default)]
+        struct Role {
+            role: Field<String>,
+        }
+        let Role { role } = super::args::read(v);
+        if role.given().as_deref() != Some("bashExecution") {
             return None;
         }
         serde_json::from_value(v.clone()).ok()

@@ -7,13 +7,15 @@ use std::borrow::Cow;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 use similar::{DiffTag, TextDiff};
 
+use super::args::Field;
 use super::details::EditDetails;
 use super::file::open_regular;
 use super::text::format_size;
-use super::{str_arg, Files, ToolContext, ToolOutput, ToolSpec};
+use super::{Files, ToolContext, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::sandbox::SandboxPolicy;
 
@@ -39,24 +41,41 @@ pub(super) fn spec() -> ToolSpec {
     }
 }
 
+/// `edit`'s arguments, read once; each is checked where it is used (also by the preview).
+/// `old_string`/`new_string` are the snake-case aliases of `oldText`/`newText`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct EditArgs {
+    path: Field<String>,
+    #[serde(rename = "oldText")]
+    old_text: Field<String>,
+    #[serde(rename = "newText")]
+    new_text: Field<String>,
+    old_string: Field<String>,
+    new_string: Field<String>,
+}
+
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
-    match edit(args, ctx).await {
+    match edit(super::args::read(args), ctx).await {
         Ok(out) | Err(out) => out,
     }
 }
 
-/// Reads `key`, falling back to its snake-case `alias`.
-fn aliased<'a>(args: &'a Value, key: &str, alias: &str) -> Result<&'a str, ToolOutput> {
-    if args.get(key).is_none() && args.get(alias).is_some() {
-        str_arg(args, alias)
+/// Reads `key`, falling back to its snake-case `alias` when only that was sent.
+fn aliased(
+    (key, value): (&str, Field<String>),
+    (alias, fallback): (&str, Field<String>),
+) -> Result<String, ToolOutput> {
+    if value.is_absent() && !fallback.is_absent() {
+        fallback.required(alias)
     } else {
-        str_arg(args, key)
+        value.required(key)
     }
 }
 
-async fn edit(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
-    let path = str_arg(args, "path")?;
-    super::guard::write(ctx, &ctx.resolve(path), path)?;
+async fn edit(args: EditArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let path = args.path.clone().required("path")?;
+    super::guard::write(ctx, &ctx.resolve(&path), &path)?;
     let policy = &ctx.sandbox.policy;
     let p = plan(args, &ctx.cwd, &ctx.files, policy, &ctx.abort).await?;
     let path = p.path.as_str();
@@ -89,15 +108,17 @@ pub(super) struct Plan {
 /// Reads the file `args` names and applies the replacement in memory: what [`run`] writes
 /// and what an approval previews ([`super::preview`]), or the error the call would get.
 pub(super) async fn plan(
-    args: &Value,
+    args: EditArgs,
     cwd: &Path,
     files: &Files,
     policy: &SandboxPolicy,
     abort: &AbortSignal,
 ) -> Result<Plan, ToolOutput> {
-    let path = str_arg(args, "path")?;
-    let old = aliased(args, "oldText", "old_string")?;
-    let new = aliased(args, "newText", "new_string")?;
+    let path = args.path.required("path")?;
+    let path = path.as_str();
+    let old = aliased(("oldText", args.old_text), ("old_string", args.old_string))?;
+    let new = aliased(("newText", args.new_text), ("new_string", args.new_string))?;
+    let (old, new) = (old.as_str(), new.as_str());
     if old.is_empty() {
         return Err(ToolOutput::error(
             "invalid arguments: `oldText` must not be empty",

@@ -14,9 +14,11 @@ use rustix::fs::OFlags;
 use rustix::io::Errno;
 
 use super::guard::WalkGuard;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
-use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
+use super::args::Field;
+use super::{ToolContext, ToolOutput, ToolSpec};
 use crate::kernel::fsx::{self, Beneath, FsxError};
 
 const DEFAULT_LIMIT: usize = 1000;
@@ -41,19 +43,29 @@ pub(super) fn spec() -> ToolSpec {
     }
 }
 
+/// `find`'s arguments, read once; each is checked where it is used.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct FindArgs {
+    pattern: Field<String>,
+    path: Field<String>,
+    limit: Field<u64>,
+}
+
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
-    match find(args, ctx).await {
+    match find(super::args::read(args), ctx).await {
         Ok(out) | Err(out) => out,
     }
 }
 
-async fn find(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
-    let pattern = str_arg(args, "pattern")?;
-    let path = match args.get("path") {
-        None | Some(Value::Null) => ".",
-        Some(_) => str_arg(args, "path")?,
-    };
-    let limit = u64_arg(args, "limit")?
+async fn find(args: FindArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let pattern = args.pattern.required("pattern")?;
+    let pattern = pattern.as_str();
+    let path = args.path.optional("path")?;
+    let path = path.as_deref().unwrap_or(".");
+    let limit = args
+        .limit
+        .optional("limit")?
         .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX))
         .max(1);
     let root = ctx.resolve(path);

@@ -16,12 +16,14 @@ use grep_searcher::{
 };
 use ignore::overrides::{Override, OverrideBuilder};
 use ignore::WalkBuilder;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::args::Field;
 use super::details::GrepDetails;
 use super::find::relative;
 use super::text::{self, MAX_BYTES};
-use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
+use super::{ToolContext, ToolOutput, ToolSpec};
 use crate::kernel::fsx::{self, FsxError};
 use crate::kernel::sandbox::SandboxPolicy;
 
@@ -58,18 +60,22 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     }
 }
 
-fn bool_arg(args: &Value, key: &str) -> Result<bool, ToolOutput> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(false),
-        Some(Value::Bool(b)) => Ok(*b),
-        Some(_) => Err(ToolOutput::error(format!(
-            "invalid arguments: `{key}` must be a boolean"
-        ))),
-    }
+/// `grep`'s arguments, read once; each is checked where it is used.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+#[serde(rename_all = "camelCase")]
+struct GrepArgs {
+    pattern: Field<String>,
+    path: Field<String>,
+    glob: Field<String>,
+    ignore_case: Field<bool>,
+    literal: Field<bool>,
+    context: Field<u64>,
+    limit: Field<u64>,
 }
 
-fn usize_arg(args: &Value, key: &str, default: usize) -> Result<usize, ToolOutput> {
-    Ok(u64_arg(args, key)?.map_or(default, |v| usize::try_from(v).unwrap_or(usize::MAX)))
+fn usize_of(n: Option<u64>, default: usize) -> usize {
+    n.map_or(default, |v| usize::try_from(v).unwrap_or(usize::MAX))
 }
 
 /// Everything the blocking search needs.
@@ -85,12 +91,10 @@ struct Query {
     limit: usize,
 }
 
-fn query(args: &Value, ctx: &ToolContext) -> Result<Query, ToolOutput> {
-    let pattern = str_arg(args, "pattern")?;
-    let path = match args.get("path") {
-        None | Some(Value::Null) => ".",
-        Some(_) => str_arg(args, "path")?,
-    };
+fn query(args: GrepArgs, ctx: &ToolContext) -> Result<Query, ToolOutput> {
+    let pattern = args.pattern.required("pattern")?;
+    let path = args.path.optional("path")?;
+    let path = path.as_deref().unwrap_or(".");
     let root = ctx.resolve(path);
     if !root.exists() {
         return Err(ToolOutput::error(format!("Path not found: {path}")));
@@ -98,16 +102,15 @@ fn query(args: &Value, ctx: &ToolContext) -> Result<Query, ToolOutput> {
     super::guard::read(ctx, &root, path)?;
     let guard = super::guard::WalkGuard::new(ctx, &root);
     let matcher = RegexMatcherBuilder::new()
-        .case_insensitive(bool_arg(args, "ignoreCase")?)
-        .fixed_strings(bool_arg(args, "literal")?)
+        .case_insensitive(args.ignore_case.optional("ignoreCase")?.unwrap_or(false))
+        .fixed_strings(args.literal.optional("literal")?.unwrap_or(false))
         .line_terminator(Some(b'\n'))
-        .build(pattern)
+        .build(&pattern)
         .map_err(|e| ToolOutput::error(format!("Invalid regex `{pattern}`: {e}")))?;
-    let glob = match args.get("glob") {
-        None | Some(Value::Null) => None,
-        Some(_) => {
-            let g = str_arg(args, "glob")?;
-            let built = OverrideBuilder::new(&root).add(g).and_then(|b| b.build());
+    let glob = match args.glob.optional("glob")? {
+        None => None,
+        Some(g) => {
+            let built = OverrideBuilder::new(&root).add(&g).and_then(|b| b.build());
             Some(built.map_err(|e| ToolOutput::error(format!("Invalid glob `{g}`: {e}")))?)
         }
     };
@@ -117,13 +120,13 @@ fn query(args: &Value, ctx: &ToolContext) -> Result<Query, ToolOutput> {
         policy: ctx.sandbox.policy.clone(),
         matcher,
         glob,
-        context: usize_arg(args, "context", 0)?,
-        limit: usize_arg(args, "limit", DEFAULT_LIMIT)?.max(1),
+        context: usize_of(args.context.optional("context")?, 0),
+        limit: usize_of(args.limit.optional("limit")?, DEFAULT_LIMIT).max(1),
     })
 }
 
 async fn grep(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
-    let q = query(args, ctx)?;
+    let q = query(super::args::read(args), ctx)?;
     let limit = q.limit;
     let cancel = Arc::new(AtomicBool::new(false));
     let flag = Arc::clone(&cancel);
@@ -328,6 +331,61 @@ mod tests {
             std::fs::write(p, body).unwrap();
         }
         d
+    }
+
+    /// Arguments are read once into typed fields, yet each is judged where the tool uses it:
+    /// with several wrong, the model is told the first in the tool's order (not in the order
+    /// it sent them), and a missing path is said before a wrong flag, as always.
+    #[tokio::test]
+    async fn wrong_arguments_are_reported_in_the_tools_order() {
+        let d = tree(&[("a.txt", "x\n")]);
+        let said = |args: Value| {
+            let c = ctx(d.path());
+            async move { run(&args, &c).await.text() }
+        };
+        let cases = [
+            (
+                json!({}),
+                "invalid arguments: missing required field `pattern`",
+            ),
+            (
+                json!({"pattern": null}),
+                "invalid arguments: `pattern` must be a string",
+            ),
+            (
+                json!({"pattern": "x", "path": 3}),
+                "invalid arguments: `path` must be a string",
+            ),
+            (
+                json!({"limit": "x", "ignoreCase": 1, "pattern": "x", "path": "gone"}),
+                "Path not found: gone",
+            ),
+            (
+                json!({"limit": "x", "literal": 1, "ignoreCase": 1, "pattern": "x"}),
+                "invalid arguments: `ignoreCase` must be a boolean",
+            ),
+            (
+                json!({"limit": -1, "context": 1.5, "pattern": "x", "glob": null}),
+                "invalid arguments: `context` must be a non-negative integer",
+            ),
+            (
+                json!({"pattern": "x", "glob": ["*"]}),
+                "invalid arguments: `glob` must be a string",
+            ),
+            (
+                json!("not an object"),
+                "invalid arguments: missing required field `pattern`",
+            ),
+        ];
+        for (args, want) in cases {
+            assert_eq!(said(args.clone()).await, want, "{args}");
+        }
+        let ok = run(
+            &json!({"pattern": "x", "path": null, "ignoreCase": null, "limit": 5}),
+            &ctx(d.path()),
+        )
+        .await;
+        assert!(!ok.is_error, "{}", ok.text());
     }
 
     #[tokio::test]

@@ -7,12 +7,14 @@ use std::path::Path;
 
 use rustix::fs::{AtFlags, FileType};
 use rustix::io::Errno;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::kernel::fsx::{self, FsxError};
 use crate::kernel::sandbox::SandboxPolicy;
 
-use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
+use super::args::Field;
+use super::{ToolContext, ToolOutput, ToolSpec};
 
 const DEFAULT_LIMIT: usize = 500;
 
@@ -33,18 +35,26 @@ pub(super) fn spec() -> ToolSpec {
     }
 }
 
+/// `ls`'s arguments, read once; each is checked where it is used.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct LsArgs {
+    path: Field<String>,
+    limit: Field<u64>,
+}
+
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
-    match ls(args, ctx).await {
+    match ls(super::args::read(args), ctx).await {
         Ok(out) | Err(out) => out,
     }
 }
 
-async fn ls(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
-    let path = match args.get("path") {
-        None | Some(Value::Null) => ".",
-        Some(_) => str_arg(args, "path")?,
-    };
-    let limit = u64_arg(args, "limit")?
+async fn ls(args: LsArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let path = args.path.optional("path")?;
+    let path = path.as_deref().unwrap_or(".");
+    let limit = args
+        .limit
+        .optional("limit")?
         .map_or(DEFAULT_LIMIT, |l| usize::try_from(l).unwrap_or(usize::MAX))
         .max(1);
     let dir = ctx.resolve(path);

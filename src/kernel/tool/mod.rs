@@ -185,31 +185,6 @@ pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput 
     }
 }
 
-/// Reads a required string argument or explains what is missing.
-pub(crate) fn str_arg<'a>(args: &'a Value, key: &str) -> Result<&'a str, ToolOutput> {
-    match args.get(key) {
-        Some(Value::String(s)) => Ok(s),
-        Some(_) => Err(ToolOutput::error(format!(
-            "invalid arguments: `{key}` must be a string"
-        ))),
-        None => Err(ToolOutput::error(format!(
-            "invalid arguments: missing required field `{key}`"
-        ))),
-    }
-}
-
-/// Reads an optional non-negative integer argument.
-pub(crate) fn u64_arg(args: &Value, key: &str) -> Result<Option<u64>, ToolOutput> {
-    match args.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
-            ToolOutput::error(format!(
-                "invalid arguments: `{key}` must be a non-negative integer"
-            ))
-        }),
-    }
-}
-
 /// A context for tool unit tests: `dir` as cwd and temp dir, no abort, no progress.
 #[cfg(test)]
 pub(crate) fn test_context(dir: &Path) -> ToolContext {

@@ -4,8 +4,10 @@
 
 use std::borrow::Cow;
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::args::Field;
 use super::ToolSpec;
 
 pub(super) fn spec() -> ToolSpec {
@@ -28,12 +30,20 @@ pub(super) fn spec() -> ToolSpec {
     }
 }
 
+/// An `exit_plan_mode` call's arguments, read once.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct PlanArgs {
+    plan: Field<String>,
+}
+
 /// The plan a call's arguments hold, or what is wrong with them.
 pub fn parse(args: &Value) -> Result<String, String> {
-    match args.get("plan") {
-        Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-        Some(Value::String(_)) => Err("invalid arguments: `plan` must not be empty".into()),
-        Some(_) => Err("invalid arguments: `plan` must be a string".into()),
-        None => Err("invalid arguments: missing required field `plan`".into()),
+    let PlanArgs { plan } = super::args::read(args);
+    match plan {
+        Field::Given(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+        Field::Given(_) => Err("invalid arguments: `plan` must not be empty".into()),
+        Field::Null | Field::Wrong => Err("invalid arguments: `plan` must be a string".into()),
+        Field::Absent => Err("invalid arguments: missing required field `plan`".into()),
     }
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{edit, str_arg, Files, ToolOutput};
+use super::{args, edit, write::WriteArgs, Files, ToolOutput};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::sandbox::SandboxPolicy;
 
@@ -54,7 +54,8 @@ pub async fn preview(
     policy: &SandboxPolicy,
     abort: &AbortSignal,
 ) -> Option<Preview> {
-    let path = str_arg(args, "path").ok()?.to_string();
+    let WriteArgs { path, .. } = args::read(args);
+    let path = path.required("path").ok()?;
     let mut p = of(name, args, (cwd, files, policy), abort, path).await?;
     if let Some(diff) = p.diff.take_if(|d| d.len() > MAX_PREVIEW_BYTES) {
         p.error = Some(format!(
@@ -77,15 +78,17 @@ async fn of(
 ) -> Option<Preview> {
     let (cwd, files, policy) = place;
     match name {
-        "edit" => Some(match edit::plan(args, cwd, files, policy, abort).await {
-            Ok(p) => Preview {
-                change: Change::Edit,
-                diff: Some(edit::unified_diff(&p.content, &p.updated, &p.path).0),
-                path,
-                error: None,
+        "edit" => Some(
+            match edit::plan(args::read(args), cwd, files, policy, abort).await {
+                Ok(p) => Preview {
+                    change: Change::Edit,
+                    diff: Some(edit::unified_diff(&p.content, &p.updated, &p.path).0),
+                    path,
+                    error: None,
+                },
+                Err(e) => failed(Change::Edit, path, &e),
             },
-            Err(e) => failed(Change::Edit, path, &e),
-        }),
+        ),
         "write" => Some(write(args, place, abort, path).await),
         _ => None,
     }
@@ -93,7 +96,8 @@ async fn of(
 
 async fn write(args: &Value, place: Place<'_>, abort: &AbortSignal, path: String) -> Preview {
     let (cwd, files, policy) = place;
-    let content = match str_arg(args, "content") {
+    let WriteArgs { content, .. } = args::read(args);
+    let content = match content.required("content") {
         Ok(c) => c,
         Err(e) => return failed(Change::Create, path, &e),
     };
@@ -122,7 +126,7 @@ async fn write(args: &Value, place: Place<'_>, abort: &AbortSignal, path: String
     match read {
         Ok(old) => Preview {
             change,
-            diff: Some(edit::unified_diff(&old, content, &path).0),
+            diff: Some(edit::unified_diff(&old, &content, &path).0),
             path,
             error: None,
         },

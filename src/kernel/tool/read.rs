@@ -9,12 +9,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 
+use super::args::Field;
 use super::details::ReadDetails;
 use super::file::open_regular;
 use super::text::{self, CutBy, MAX_BYTES, MAX_LINES};
-use super::{str_arg, u64_arg, ToolContext, ToolOutput, ToolSpec};
+use super::{ToolContext, ToolOutput, ToolSpec};
 use crate::kernel::sandbox::SandboxPolicy;
 
 /// Lines longer than this many characters are shortened.
@@ -48,16 +50,26 @@ pub(super) fn spec() -> ToolSpec {
     }
 }
 
+/// `read`'s arguments, read once; each is checked where it is used.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ReadArgs {
+    path: Field<String>,
+    offset: Field<u64>,
+    limit: Field<u64>,
+}
+
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
-    match read(args, ctx).await {
+    match read(super::args::read(args), ctx).await {
         Ok(out) | Err(out) => out,
     }
 }
 
-async fn read(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
-    let path = str_arg(args, "path")?;
-    let offset = u64_arg(args, "offset")?;
-    let limit = u64_arg(args, "limit")?;
+async fn read(args: ReadArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let path = args.path.required("path")?;
+    let path = path.as_str();
+    let offset = args.offset.optional("offset")?;
+    let limit = args.limit.optional("limit")?;
     if offset == Some(0) {
         return Err(ToolOutput::error(
             "invalid arguments: `offset` is 1-based (first line is 1)",

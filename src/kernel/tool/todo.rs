@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::args::{Field, FieldType};
 use super::ToolSpec;
 use crate::kernel::session::{Entry, EntryData};
 
@@ -96,34 +97,56 @@ pub(super) fn spec() -> ToolSpec {
     }
 }
 
+/// A `todo_write` call's arguments, read once.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct TodoArgs {
+    todos: Field<Vec<Field<ItemArgs>>>,
+}
+
+/// One item as the model sent it; `extra` holds the fields it should not have sent.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ItemArgs {
+    content: Field<String>,
+    status: Field<String>,
+    active_form: Field<String>,
+    #[serde(flatten)]
+    extra: serde_json::Map<String, Value>,
+}
+
+impl FieldType for ItemArgs {
+    const MUST_BE: &'static str = "an object";
+    fn accepts(v: &Value) -> bool {
+        v.is_object()
+    }
+}
+
 /// The list a call's arguments hold, or what is wrong with them (said so the model can fix
 /// the call: the item's index and field).
 pub fn parse(args: &Value) -> Result<Vec<TodoItem>, String> {
-    let items = match args.get("todos") {
-        Some(Value::Array(items)) => items,
-        Some(_) => return Err("invalid arguments: `todos` must be an array".into()),
-        None => return Err("invalid arguments: missing required field `todos`".into()),
-    };
+    let TodoArgs { todos } = super::args::read(args);
+    let items = todos.required("todos").map_err(|e| e.text())?;
     let mut out = Vec::with_capacity(items.len());
-    for (i, item) in items.iter().enumerate() {
-        let Value::Object(fields) = item else {
+    for (i, item) in items.into_iter().enumerate() {
+        let Field::Given(fields) = item else {
             return Err(format!("invalid arguments: `todos[{i}]` must be an object"));
         };
-        let text = |key: &str| match fields.get(key) {
-            Some(Value::String(s)) if !s.trim().is_empty() => Ok(s.trim().to_string()),
-            Some(Value::String(_)) => Err(format!(
+        let text = |key: &str, arg: Field<String>| match arg {
+            Field::Given(s) if !s.trim().is_empty() => Ok(s.trim().to_string()),
+            Field::Given(_) => Err(format!(
                 "invalid arguments: `todos[{i}].{key}` must not be empty"
             )),
-            Some(_) => Err(format!(
+            Field::Null | Field::Wrong => Err(format!(
                 "invalid arguments: `todos[{i}].{key}` must be a string"
             )),
-            None => Err(format!(
+            Field::Absent => Err(format!(
                 "invalid arguments: `todos[{i}]` is missing `{key}`"
             )),
         };
-        let content = text("content")?;
-        let active_form = text("activeForm")?;
-        let status = match fields.get("status").and_then(Value::as_str) {
+        let content = text("content", fields.content)?;
+        let active_form = text("activeForm", fields.active_form)?;
+        let status = match fields.status.given().as_deref() {
             Some("pending") => TodoStatus::Pending,
             Some("in_progress") => TodoStatus::InProgress,
             Some("completed") => TodoStatus::Completed,
@@ -138,10 +161,7 @@ pub fn parse(args: &Value) -> Result<Vec<TodoItem>, String> {
                 ))
             }
         };
-        if let Some(extra) = fields
-            .keys()
-            .find(|k| !matches!(k.as_str(), "content" | "status" | "activeForm"))
-        {
+        if let Some(extra) = fields.extra.keys().next() {
             return Err(format!(
                 "invalid arguments: `todos[{i}]` has an unknown field `{extra}` (content, status and activeForm only)"
             ));
@@ -209,6 +229,49 @@ mod tests {
             {"content": "c", "status": "in_progress", "activeForm": "d"}]}))
         .contains("2 items are in_progress"));
         assert_eq!(parse(&json!({"todos": []})).unwrap(), Vec::new());
+    }
+
+    /// The exact words for each wrong shape, in the order the items and fields are checked
+    /// (an unknown field is named as the model sent it first).
+    #[test]
+    fn each_wrong_shape_is_said_exactly() {
+        let bad = |v: Value| parse(&v).unwrap_err();
+        let item = |extra: Value| {
+            let mut i = json!({"content": "a", "status": "pending", "activeForm": "b"});
+            i.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            json!({"todos": [i]})
+        };
+        let cases = [
+            (json!({"todos": null}), "invalid arguments: `todos` must be an array"),
+            (json!({"todos": {"a": 1}}), "invalid arguments: `todos` must be an array"),
+            (json!("text"), "invalid arguments: missing required field `todos`"),
+            (json!({"todos": [[1]]}), "invalid arguments: `todos[0]` must be an object"),
+            (
+                json!({"todos": [{"content": "a", "status": "pending", "activeForm": "b"}, null]}),
+                "invalid arguments: `todos[1]` must be an object",
+            ),
+            (
+                item(json!({"content": null, "activeForm": 1})),
+                "invalid arguments: `todos[0].content` must be a string",
+            ),
+            (
+                item(json!({"activeForm": "  "})),
+                "invalid arguments: `todos[0].activeForm` must not be empty",
+            ),
+            (
+                item(json!({"status": 2})),
+                "invalid arguments: `todos[0].status` must be pending, in_progress or completed",
+            ),
+            (
+                item(json!({"zeta": 1, "alpha": 2})),
+                "invalid arguments: `todos[0]` has an unknown field `zeta` (content, status and activeForm only)",
+            ),
+        ];
+        for (args, want) in cases {
+            assert_eq!(bad(args.clone()), want, "{args}");
+        }
     }
 
     #[test]

@@ -2,12 +2,14 @@
 //! Owns only that write; must never touch any other path, never delete anything, and never
 //! write to (or wait on) anything but a regular file.
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::borrow::Cow;
 
+use super::args::Field;
 use super::details::WriteDetails;
 use super::file::check_regular;
-use super::{str_arg, ToolContext, ToolOutput, ToolSpec};
+use super::{ToolContext, ToolOutput, ToolSpec};
 
 pub(super) fn spec() -> ToolSpec {
     ToolSpec {
@@ -27,15 +29,25 @@ pub(super) fn spec() -> ToolSpec {
     }
 }
 
+/// `write`'s arguments, read once; each is checked where it is used (also by the preview).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(super) struct WriteArgs {
+    pub(super) path: Field<String>,
+    pub(super) content: Field<String>,
+}
+
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
-    match write(args, ctx).await {
+    match write(super::args::read(args), ctx).await {
         Ok(out) | Err(out) => out,
     }
 }
 
-async fn write(args: &Value, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
-    let path = str_arg(args, "path")?;
-    let content = str_arg(args, "content")?;
+async fn write(args: WriteArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolOutput> {
+    let path = args.path.required("path")?;
+    let path = path.as_str();
+    let content = args.content.required("content")?;
+    let content = content.as_str();
     let full = ctx.resolve(path);
     super::guard::write(ctx, &full, path)?;
     let existed = match tokio::fs::metadata(&full).await {

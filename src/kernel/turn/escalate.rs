@@ -8,11 +8,13 @@
 
 use std::path::{Path, PathBuf};
 
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::gate::{ask_or_block, Gate};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::{Inner, Permission};
+use crate::kernel::field::{self, Field};
 use crate::kernel::hooks::Decision;
 use crate::kernel::policy::Verdict as RuleVerdict;
 use crate::kernel::sandbox::policy::real;
@@ -32,8 +34,14 @@ fn protected_write(inner: &Inner, name: &str, args: &Value) -> Option<PathBuf> {
     if !matches!(name, "write" | "edit") || !inner.config.tools.iter().any(|t| t == name) {
         return None;
     }
-    let path = args.get("path").and_then(Value::as_str)?;
-    let full = real(&resolve_path(&inner.config.cwd, path));
+    /// The one argument of a `write` or `edit` call this reads.
+    #[derive(Default, Deserialize)]
+    #[serde(default)]
+    struct Target {
+        path: Field<String>,
+    }
+    let Target { path } = field::read(args);
+    let full = real(&resolve_path(&inner.config.cwd, &path.given()?));
     let policy = &inner.config.sandbox.policy;
     // Only inside a writable root and never a secret: the approval lifts the protection alone.
     let inside = policy.writable_roots.iter().any(|r| full.starts_with(r));

@@ -3,17 +3,19 @@
 //! around it, each of its steps is published as a `ToolCallUpdated` of the parent's call, and
 //! its end becomes the call's result: its final answer and a usage line, or a tool error.
 
+use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::Inner;
 use crate::kernel::event::EventPayload;
+use crate::kernel::field::{self, Field};
 use crate::kernel::hooks::HookEvent;
 use crate::kernel::subagent::{
     AgentDef, Child, ChildOutcome, ChildRequest, ChildStep, SubagentDetails, Subagents, TaskError,
 };
-use crate::kernel::tool::{self, ToolOutput};
+use crate::kernel::tool::ToolOutput;
 
 /// Runs a `task` call to the child's end.
 pub(super) async fn run(inner: &Inner, id: &str, args: &Value, abort: &AbortSignal) -> ToolOutput {
@@ -24,6 +26,16 @@ pub(super) async fn run(inner: &Inner, id: &str, args: &Value, abort: &AbortSign
     let prompt = task.start(prompt).await;
     let ended = task.drive(prompt).await;
     task.finish(ended).await
+}
+
+/// A `task` call's arguments, read once (a `subagent_type` that is not a string asks for
+/// the default kind).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct TaskArgs {
+    description: Field<String>,
+    prompt: Field<String>,
+    subagent_type: Field<String>,
 }
 
 /// What the model asked for: the call's description and prompt, and the kind of subagent.
@@ -43,10 +55,11 @@ impl<'a> Asked<'a> {
                 "Tool `task` is not available in this session",
             ));
         };
-        let description = tool::str_arg(args, "description")?.to_string();
-        let prompt = tool::str_arg(args, "prompt")?.to_string();
-        let kind = args.get("subagent_type").and_then(Value::as_str);
-        let agent = match subagents.find(kind) {
+        let args: TaskArgs = field::read(args);
+        let description = args.description.required("description")?;
+        let prompt = args.prompt.required("prompt")?;
+        let kind = args.subagent_type.given();
+        let agent = match subagents.find(kind.as_deref()) {
             Ok(a) => a.clone(),
             Err(e) => return Err(ToolOutput::error(format!("invalid arguments: {e}"))),
         };
