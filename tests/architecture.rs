@@ -259,7 +259,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Agent definitions (DESIGN §17): files read into the kernel's definitions.
     ("agents", &["kernel", "skills", "settings"]),
     ("output", &["exit"]),
-    ("error", &["exit", "wire"]),
+    ("error", &["exit", "wire", "kernel"]),
     ("signals", &["error", "exit"]),
     ("mentions", &["kernel", "error"]),
     ("schedule", &["kernel", "wire"]),

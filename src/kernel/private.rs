@@ -64,13 +64,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// Opens `path` for writing in place (not truncated), creating it owner-only if it does not
 /// exist.
 pub fn open_rw(path: &Path) -> io::Result<File> {
-    let file = options()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)?;
-    fix_mode(&file)?;
-    Ok(file)
+    open_in_place(path, false)
 }
 
 /// Opens `path` for appending, creating it owner-only if it does not exist.
@@ -83,8 +77,14 @@ pub fn append_file(path: &Path) -> io::Result<File> {
 /// Opens a lock file for reading and writing in place (not truncated), creating it
 /// owner-only.
 pub fn open_lock(path: &Path) -> io::Result<File> {
+    open_in_place(path, true)
+}
+
+/// Opens `path` for writing (and reading when `read`) without truncating it, creating it
+/// owner-only.
+fn open_in_place(path: &Path, read: bool) -> io::Result<File> {
     let file = options()
-        .read(true)
+        .read(read)
         .write(true)
         .create(true)
         .truncate(false)
