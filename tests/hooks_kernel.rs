@@ -198,6 +198,33 @@ fn a_post_tool_use_formatter_changes_the_file_after_write() {
     );
 }
 
+/// Claude Code sends `tool_input.file_path` absolute; guards written for it compare it with
+/// absolute paths (issue 46 point 3).
+#[test]
+fn file_path_reaches_a_hook_absolute_as_claude_sends_it() {
+    let d = tempfile::tempdir().unwrap();
+    let guard = r#"f=$(jq -r .tool_input.file_path); case "$f" in /*) ;; *) echo "relative: $f" >&2; exit 2;; esac"#;
+    let script = json!({"turns": [
+        {"chunks": [{"toolCall": {"id": "c1", "name": "write", "arguments": {"path": "a.txt", "content": "hello"}}}]},
+        {"chunks": [{"text": "done"}]}
+    ]});
+    let s = session(
+        d.path(),
+        script,
+        hook("PreToolUse", "Write", guard),
+        Permission::Auto,
+    );
+    let (events, _) = run(&s, "write");
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("a.txt"))
+            .ok()
+            .as_deref(),
+        Some("hello"),
+        "{:?}",
+        tool_results(&events)
+    );
+}
+
 #[test]
 fn a_stop_hook_blocks_once_and_the_agent_goes_on() {
     let d = tempfile::tempdir().unwrap();

@@ -3,6 +3,8 @@
 //! new_string}`, and an `updatedInput` they return in that shape is mapped back to keel's.
 //! Other tools (MCP's `mcp__server__tool`) keep their names and input.
 
+use std::path::Path;
+
 use serde_json::{Map, Value};
 
 /// One built-in: keel's name, Claude's name, and the argument names (keel's, Claude's).
@@ -74,8 +76,9 @@ pub fn claude_name(keel: &str) -> &str {
 }
 
 /// A keel tool's arguments in Claude's shape. `bash`'s `timeout` is seconds in keel and
-/// milliseconds in Claude; arguments without a Claude name keep keel's.
-pub fn claude_input(keel: &str, args: &Value) -> Value {
+/// milliseconds in Claude; `file_path` is absolute in Claude (a relative path is taken from
+/// `cwd`, the session's directory); arguments without a Claude name keep keel's.
+pub fn claude_input(keel: &str, args: &Value, cwd: &Path) -> Value {
     let Some(alias) = ALIASES.iter().find(|a| a.keel == keel) else {
         return args.clone();
     };
@@ -89,7 +92,11 @@ pub fn claude_input(keel: &str, args: &Value) -> Value {
             .iter()
             .find(|(ours, _)| ours == k)
             .map_or(k.as_str(), |(_, theirs)| theirs);
-        out.insert(name.to_string(), convert_timeout(keel, name, v, 1000.0));
+        let v = match (name, v.as_str()) {
+            ("file_path", Some(path)) => Value::from(cwd.join(path).to_string_lossy().as_ref()),
+            _ => convert_timeout(keel, name, v, 1000.0),
+        };
+        out.insert(name.to_string(), v);
     }
     Value::Object(out)
 }
@@ -156,17 +163,25 @@ mod tests {
     #[test]
     fn arguments_map_to_claudes_shape_and_back() {
         let edit = json!({"path": "src/a.rs", "oldText": "a", "newText": "b"});
-        let claude = claude_input("edit", &edit);
+        let claude = claude_input("edit", &edit, Path::new("/w"));
         assert_eq!(
             claude,
-            json!({"file_path": "src/a.rs", "old_string": "a", "new_string": "b"})
+            json!({"file_path": "/w/src/a.rs", "old_string": "a", "new_string": "b"})
         );
+        // An absolute path stays as it is, both ways.
+        let edit = json!({"path": "/w/src/a.rs", "oldText": "a", "newText": "b"});
+        let claude = claude_input("edit", &edit, Path::new("/elsewhere"));
+        assert_eq!(claude["file_path"], "/w/src/a.rs");
         assert_eq!(keel_input("edit", &claude), edit);
     }
 
     #[test]
     fn bash_timeout_is_milliseconds_for_claude_and_seconds_for_keel() {
-        let claude = claude_input("bash", &json!({"command": "npm test", "timeout": 120}));
+        let claude = claude_input(
+            "bash",
+            &json!({"command": "npm test", "timeout": 120}),
+            Path::new("/w"),
+        );
         assert_eq!(claude, json!({"command": "npm test", "timeout": 120000}));
         let back = keel_input(
             "bash",
@@ -180,6 +195,6 @@ mod tests {
         let keel_shaped = json!({"path": "x", "content": "y"});
         assert_eq!(keel_input("write", &keel_shaped), keel_shaped);
         let mcp = json!({"title": "t"});
-        assert_eq!(claude_input("mcp__gh__issue", &mcp), mcp);
+        assert_eq!(claude_input("mcp__gh__issue", &mcp, Path::new("/w")), mcp);
     }
 }

@@ -82,7 +82,7 @@ pub(super) async fn permission_request(
         return None;
     }
     let claude = names::claude_name(name);
-    let fields = tool_fields(name, args, None);
+    let fields = tool_fields(inner, name, args, None);
     let v = fire(
         inner,
         HookEvent::PermissionRequest,
@@ -151,11 +151,11 @@ fn notice_event(n: HookNotice, clock: &crate::kernel::clock::Clock) -> EventPayl
 }
 
 /// The stdin fields every tool event carries: the tool under Claude's name and argument
-/// shape, the call id (not for `PermissionRequest`), and keel's own name and arguments.
-fn tool_fields(name: &str, args: &Value, id: Option<&str>) -> Value {
+/// shape (paths absolute, from the session's directory), the call id (not for `PermissionRequest`), and keel's own name and arguments.
+fn tool_fields(inner: &Inner, name: &str, args: &Value, id: Option<&str>) -> Value {
     let mut fields = json!({
         "tool_name": names::claude_name(name),
-        "tool_input": names::claude_input(name, args),
+        "tool_input": names::claude_input(name, args, &inner.config.cwd),
         "keel_tool_name": name,
         "keel_tool_input": args,
     });
@@ -193,7 +193,7 @@ pub(super) async fn pre_tool(
         };
     }
     let claude = names::claude_name(name);
-    let fields = tool_fields(name, args, Some(id));
+    let fields = tool_fields(inner, name, args, Some(id));
     let v = fire(inner, HookEvent::PreToolUse, &[claude, name], fields, abort).await;
     PreTool {
         args: v.updated_input.map(|u| names::keel_input(name, &u)),
@@ -222,7 +222,7 @@ pub(super) async fn post_tool(
         return None;
     }
     let claude = names::claude_name(name);
-    let mut fields = tool_fields(name, args, Some(id));
+    let mut fields = tool_fields(inner, name, args, Some(id));
     if output.is_error {
         fields["error"] = output.text().into();
         fields["is_interrupt"] = abort.is_aborted().into();
