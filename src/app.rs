@@ -102,9 +102,7 @@ async fn start(
     // The flags resolved into the run's spec and the client's choices, once; the spec over the
     // settings files, once: nothing below reads a flag.
     let mut inv = crate::cli::invocation::invocation(cli, env)?;
-    let mut env = env.clone();
-    env.vars.extend(inv.keys.clone());
-    let env = &env;
+    let env = &crate::cli::invocation::with_keys(&inv, env);
     let settings = setup::Settings::resolve(&inv.spec, mode, env)?;
     if let Some(args) = &cli.export {
         let path = crate::front::export::run(&settings, env, args, out)?;

@@ -176,15 +176,20 @@ fn updated_input_rewrites_the_command_that_runs() {
     );
 }
 
+/// A run that writes `hello` to `a.txt` (a relative path), then answers.
+fn writes_a_txt() -> Value {
+    json!({"turns": [
+        {"chunks": [{"toolCall": {"id": "c1", "name": "write", "arguments": {"path": "a.txt", "content": "hello"}}}]},
+        {"chunks": [{"text": "done"}]}
+    ]})
+}
+
 #[test]
 fn a_post_tool_use_formatter_changes_the_file_after_write() {
     let d = tempfile::tempdir().unwrap();
     let fmt =
         r#"f=$(jq -r '.tool_input.file_path'); tr a-z A-Z < "$f" > "$f.tmp" && mv "$f.tmp" "$f""#;
-    let script = json!({"turns": [
-        {"chunks": [{"toolCall": {"id": "c1", "name": "write", "arguments": {"path": "a.txt", "content": "hello"}}}]},
-        {"chunks": [{"text": "done"}]}
-    ]});
+    let script = writes_a_txt();
     let s = session(
         d.path(),
         script,
@@ -204,10 +209,7 @@ fn a_post_tool_use_formatter_changes_the_file_after_write() {
 fn file_path_reaches_a_hook_absolute_as_claude_sends_it() {
     let d = tempfile::tempdir().unwrap();
     let guard = r#"f=$(jq -r .tool_input.file_path); case "$f" in /*) ;; *) echo "relative: $f" >&2; exit 2;; esac"#;
-    let script = json!({"turns": [
-        {"chunks": [{"toolCall": {"id": "c1", "name": "write", "arguments": {"path": "a.txt", "content": "hello"}}}]},
-        {"chunks": [{"text": "done"}]}
-    ]});
+    let script = writes_a_txt();
     let s = session(
         d.path(),
         script,

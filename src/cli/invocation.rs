@@ -16,9 +16,16 @@ use crate::output::ColorChoice;
 /// a run): its spec over the settings files.
 pub fn settings(cli: &Cli, env: &Env) -> Result<crate::setup::Settings, StartupError> {
     let inv = invocation(cli, env)?;
-    let mut env = env.clone();
-    env.vars.extend(inv.keys);
+    let env = with_keys(&inv, env);
     crate::setup::Settings::resolve(&inv.spec, mode(cli, &env), &env)
+}
+
+/// `env` with the keys the command line handed over (`--api-key`), where the spec's `apiKey`
+/// names them: a session in this process reads its key from there.
+pub fn with_keys(inv: &Invocation, env: &Env) -> Env {
+    let mut env = env.clone();
+    env.vars.extend(inv.keys.clone());
+    env
 }
 
 /// The request of `cli` in `env`: its spec resolved (see [`crate::cli::spec::of`]); the dial
@@ -39,7 +46,6 @@ pub fn invocation(cli: &Cli, env: &Env) -> Result<Invocation, StartupError> {
         ambiguous_wide: cli
             .ambiguous_width
             .map(|w| w == crate::cli::args::AmbiguousWidth::Wide),
-        explicit_permission: cli.permission.is_some(),
     })
 }
 

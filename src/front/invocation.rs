@@ -38,8 +38,6 @@ pub struct Invocation {
     /// East-Asian ambiguous-width characters are two columns wide (`--ambiguous-width`, else
     /// `KEEL_AMBIGUOUS_WIDTH`; `None`: neither said).
     pub ambiguous_wide: Option<bool>,
-    /// `--permission` was given (ACP sessions then offer no modes to choose from).
-    pub explicit_permission: bool,
 }
 
 impl Invocation {

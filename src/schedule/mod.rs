@@ -201,62 +201,70 @@ impl Store {
         self
     }
 
-    /// The tasks (none when the file does not exist).
+    /// The tasks (none when the file does not exist). A version-1 store is converted under
+    /// the store's lock.
     pub fn load(&self) -> Result<Vec<Task>, StoreError> {
-        let Some(text) = self.read()? else {
+        match self.parsed()? {
+            Some((tasks, VERSION)) => Ok(tasks),
+            Some(_) => {
+                let _lock = self.lock()?;
+                self.load_locked()
+            }
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// [`Store::load`] by a caller that holds the store's lock: a version-1 store is converted
+    /// (a backup of the file beside it, the converted store written in its place, one line in
+    /// the log).
+    fn load_locked(&self) -> Result<Vec<Task>, StoreError> {
+        let Some((mut tasks, version)) = self.parsed()? else {
             return Ok(Vec::new());
         };
-        match parse(&text, self.convert.is_some()) {
-            Ok((tasks, VERSION)) => Ok(tasks),
-            Ok((tasks, _)) => self.convert_v1(tasks),
-            Err(why) => Err(StoreError::Corrupt {
-                path: self.path.clone(),
-                why,
-            }),
+        if version == VERSION {
+            return Ok(tasks);
         }
-    }
-
-    fn read(&self) -> Result<Option<String>, StoreError> {
-        match std::fs::read_to_string(&self.path) {
-            Ok(t) => Ok(Some(t)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(self.io(&e)),
-        }
-    }
-
-    /// Converts the tasks of a version-1 store, under the lock: a backup of the file beside
-    /// it, the converted store written in its place, and one line in the log.
-    fn convert_v1(&self, mut tasks: Vec<Task>) -> Result<Vec<Task>, StoreError> {
         let Some(convert) = self.convert else {
-            return Err(StoreError::Corrupt {
-                path: self.path.clone(),
-                why: format!("version {VERSION_ARGV} (this keel reads version {VERSION})"),
-            });
+            return Err(self.corrupt(format!(
+                "version {VERSION_ARGV} (this keel reads version {VERSION})"
+            )));
         };
         for t in &mut tasks {
-            t.spec = convert(&t.args, &t.cwd).map_err(|e| StoreError::Corrupt {
-                path: self.path.clone(),
-                why: format!("task {:?}: its flags: {}", t.name, e.message),
+            t.spec = convert(&t.args, &t.cwd).map_err(|e| {
+                self.corrupt(format!("task {:?}: its flags: {}", t.name, e.message))
             })?;
             t.args.clear();
         }
-        let _lock = self.lock()?;
-        // Another process may have converted it meanwhile: then its file stands.
-        if let Some(text) = self.read()? {
-            if let Ok((now, VERSION)) = parse(&text, false) {
-                return Ok(now);
-            }
-            let backup = self.path.with_extension("json.v1.bak");
-            std::fs::write(&backup, &text).map_err(|e| self.io(&e))?;
-            self.save(&tasks)?;
-            tracing::info!(
-                "converted {} to version {VERSION} (session specs instead of flags); the old \
-                 file is kept as {}",
-                self.path.display(),
-                backup.display()
-            );
-        }
+        let backup = self.path.with_extension("json.v1.bak");
+        let old = std::fs::read(&self.path).map_err(|e| self.io(&e))?;
+        private::write_file(&backup, &old).map_err(|e| self.io(&e))?;
+        self.save(&tasks)?;
+        tracing::info!(
+            "converted {} to version {VERSION} (session specs instead of flags); the old file \
+             is kept as {}",
+            self.path.display(),
+            backup.display()
+        );
         Ok(tasks)
+    }
+
+    /// The file's tasks and version (`None`: no file); version 1 only with a converter.
+    fn parsed(&self) -> Result<Option<(Vec<Task>, u32)>, StoreError> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.io(&e)),
+        };
+        parse(&text, self.convert.is_some())
+            .map(Some)
+            .map_err(|why| self.corrupt(why))
+    }
+
+    fn corrupt(&self, why: String) -> StoreError {
+        StoreError::Corrupt {
+            path: self.path.clone(),
+            why,
+        }
     }
 
     /// Loads the tasks under the store's lock, lets `f` change them, and writes them back
@@ -266,7 +274,7 @@ impl Store {
         f: impl FnOnce(&mut Vec<Task>) -> Result<R, E>,
     ) -> Result<R, E> {
         let _lock = self.lock()?;
-        let mut tasks = self.load()?;
+        let mut tasks = self.load_locked()?;
         let r = f(&mut tasks)?;
         self.save(&tasks)?;
         Ok(r)
@@ -581,6 +589,9 @@ mod tests {
         assert!(tasks[0].args.is_empty());
         let backup = dir.path().join("schedules.json.v1.bak");
         assert_eq!(std::fs::read_to_string(&backup).unwrap(), v1);
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&backup).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "the backup is owner-only, as the store");
         let now = std::fs::read_to_string(&path).unwrap();
         assert!(
             now.contains("\"version\": 2") && now.contains("\"spec\""),
@@ -589,6 +600,25 @@ mod tests {
         assert!(!now.contains("\"args\""), "{now}");
         // Converted once: the next load reads version 2 as it is.
         assert_eq!(Store::new(dir.path()).load().unwrap(), tasks);
+        // A change made first (under the store's lock) converts it too, without waiting on
+        // that lock again.
+        std::fs::write(&path, v1).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let again = store.clone();
+        std::thread::spawn(move || {
+            let r = again.update(|t| {
+                t[0].paused = true;
+                Ok::<_, StoreError>(())
+            });
+            let _ = tx.send(r);
+        });
+        let updated = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert!(
+            matches!(updated, Ok(Ok(()))),
+            "update of a version-1 store: {updated:?}"
+        );
+        let now = Store::new(dir.path()).load().unwrap();
+        assert!(now[0].paused && now[0].spec.model.as_deref() == Some("m"));
         // Flags that do not convert leave the store corrupt, never rewritten.
         let bad = v1.replace("--model", "--nope");
         std::fs::write(&path, &bad).unwrap();

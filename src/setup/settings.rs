@@ -80,8 +80,6 @@ pub struct Settings {
     pub sandbox_flag: Option<crate::kernel::sandbox::SandboxMode>,
     /// `--sandbox-network` / `--sandbox-network-allow` (`None`: the settings').
     pub sandbox_network: Option<crate::kernel::sandbox::Network>,
-    /// The spec's own permission rules (above the settings files').
-    pub session_rules: crate::wire::protocol::spec::Rules,
     /// The spec the settings were resolved from (what a live session was opened with).
     pub spec: SessionSpec,
 }
@@ -168,7 +166,6 @@ impl Settings {
             warnings,
             sandbox_flag: spec.sandbox,
             sandbox_network: spec.network.clone(),
-            session_rules: spec.rules.clone(),
             spec: spec.clone(),
         })
     }
@@ -216,7 +213,7 @@ impl Settings {
         trust: &crate::setup::trust::Trust,
     ) -> (crate::kernel::policy::Rules, Vec<String>) {
         // The spec's own rules come first, then the files'.
-        let own = &self.session_rules;
+        let own = &self.spec.rules;
         let list = |mine: &[String], l: &[crate::settings::Sourced<String>]| {
             let mine = mine
                 .iter()

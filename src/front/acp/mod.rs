@@ -170,7 +170,7 @@ pub async fn serve(
         &inv.spec,
         env,
         clock,
-        inv.explicit_permission,
+        inv.spec.permission.is_some(),
         sink.clone(),
         daemon,
     );

@@ -93,7 +93,10 @@ pub fn claude_input(keel: &str, args: &Value, cwd: &Path) -> Value {
             .find(|(ours, _)| ours == k)
             .map_or(k.as_str(), |(_, theirs)| theirs);
         let v = match (name, v.as_str()) {
-            ("file_path", Some(path)) => Value::from(cwd.join(path).to_string_lossy().as_ref()),
+            ("file_path", Some(path)) => {
+                let full = crate::kernel::tool::resolve_path(cwd, path);
+                Value::from(full.to_string_lossy().as_ref())
+            }
             _ => convert_timeout(keel, name, v, 1000.0),
         };
         out.insert(name.to_string(), v);
