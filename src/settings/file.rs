@@ -109,6 +109,8 @@ struct RawFile {
     hooks: Option<Value>,
     checkpoints: Option<Value>,
     notify: Option<Value>,
+    #[serde(rename = "statusLine")]
+    status_line: Option<Value>,
     #[serde(flatten)]
     unknown: serde_json::Map<String, Value>,
 }
@@ -156,6 +158,29 @@ pub struct FileValues {
     pub hooks: Option<serde_json::Map<String, Value>>,
     pub checkpoints: FileCheckpoints,
     pub notify: Option<NotifyChannel>,
+    pub status_line: Option<StatusLine>,
+}
+
+/// `statusLine` (Claude Code's shape): a command whose first line of stdout the TUI shows under
+/// the editor. It reads Claude's status JSON on stdin.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StatusLine {
+    /// Always `command` (the one kind Claude defines).
+    #[serde(rename = "type")]
+    pub kind: StatusLineKind,
+    /// Run by `sh -c` in the session's directory.
+    pub command: String,
+    /// Columns of blank space before the text (Claude's `padding`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub padding: Option<u16>,
+}
+
+/// `statusLine.type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StatusLineKind {
+    Command,
 }
 
 /// `checkpoints {enabled, maxFileBytes, maxFiles, maxTotalBytes}` (DESIGN §16).
@@ -250,6 +275,7 @@ impl Checker<'_> {
                 .typed("checkpoints", raw.checkpoints)
                 .unwrap_or_default(),
             notify: self.typed("notify", raw.notify),
+            status_line: self.typed("statusLine", raw.status_line),
         }
     }
 

@@ -61,6 +61,8 @@ pub struct Merged {
     pub checkpoints: FileCheckpoints,
     /// How the TUI notifies a user whose window is not focused.
     pub notify: Option<Sourced<super::file::NotifyChannel>>,
+    /// The TUI's status line command (Claude's `statusLine`).
+    pub status_line: Option<Sourced<super::file::StatusLine>>,
 }
 
 /// Merges `files`, highest level first.
@@ -85,6 +87,7 @@ pub fn merge(files: Vec<(Origin, FileValues)>) -> Merged {
         );
         scalar(&mut m.max_cost, f.max_cost.map(|v| at(v, &origin)));
         scalar(&mut m.notify, f.notify.map(|v| at(v, &origin)));
+        scalar(&mut m.status_line, f.status_line.map(|v| at(v, &origin)));
         for (k, v) in f.env {
             m.env.entry(k).or_insert_with(|| at(v, &origin));
         }
@@ -93,7 +96,7 @@ pub fn merge(files: Vec<(Origin, FileValues)>) -> Merged {
         }
         let (p, fp) = (&mut m.permissions, f.permissions);
         let mode = fp.default_mode.map(|v| at(v, &origin));
-        if !matches!(origin.level, super::Level::Project | super::Level::Local) {
+        if !origin.level.is_project() {
             scalar(&mut p.default_mode_outside_project, mode.clone());
         }
         scalar(&mut p.default_mode, mode);

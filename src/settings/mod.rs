@@ -42,6 +42,12 @@ pub enum Level {
 }
 
 impl Level {
+    /// Whether the level is a project's own file: what it asks for that runs programs or widens
+    /// what tools may do waits for the project's trust.
+    pub fn is_project(self) -> bool {
+        matches!(self, Level::Project | Level::Local)
+    }
+
     /// The word `keel config path` shows for the level.
     pub fn word(self) -> &'static str {
         match self {

@@ -42,6 +42,17 @@ pub fn schema() -> Value {
                 "enum": ["bell", "osc9", "osc777", "off", "terminal_bell", "auto", "iterm2", "iterm2_with_bell", "kitty", "ghostty", "notifications_disabled"],
                 "description": "How the TUI tells you a run finished or waits for an approval while its window is not focused: the terminal bell (default), a desktop notification by OSC 9 or OSC 777, or off. Claude Code's preferredNotifChannel words are aliases."
             },
+            "statusLine": {
+                "type": "object",
+                "properties": {
+                    "type": {"const": "command"},
+                    "command": {"type": "string", "description": "Run by sh -c in the session's directory with Claude Code's status JSON on stdin; the first line of its stdout is shown under the editor."},
+                    "padding": {"type": "integer", "minimum": 0, "description": "Blank columns before the text."}
+                },
+                "required": ["type", "command"],
+                "additionalProperties": false,
+                "description": "The TUI's status line (Claude Code's shape)."
+            },
             "env": {
                 "type": "object",
                 "additionalProperties": {"type": "string"},

@@ -134,6 +134,10 @@ fn entries(m: &Merged) -> Vec<(Vec<String>, Entry)> {
     );
     one(path("maxCost", None), m.max_cost.as_ref().map(to_json));
     one(path("notify", None), m.notify.as_ref().map(to_json));
+    one(
+        path("statusLine", None),
+        m.status_line.as_ref().map(to_json),
+    );
     for (k, v) in &m.env {
         one(path("env", Some(k)), Some(to_json(v)));
     }

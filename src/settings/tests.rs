@@ -224,7 +224,8 @@ fn every_key() -> serde_json::Value {
                     "limits": {"pids": 512, "memory": "4G"},
                     "filesystem": {"allowWrite": ["~/cache"], "denyRead": ["./secrets"], "allowRead": ["~/.ssh/known_hosts"]}},
         "checkpoints": {"enabled": true, "maxFileBytes": 1, "maxFiles": 2, "maxTotalBytes": 3},
-        "notify": "osc9"
+        "notify": "osc9",
+        "statusLine": {"type": "command", "command": "echo hi", "padding": 0}
     })
 }
 
@@ -393,4 +394,27 @@ fn limits_take_sizes_and_refuse_bad_values_by_name() {
     );
     assert_eq!(parsed.values.sandbox.limits_pids, None);
     assert_eq!(parsed.values.sandbox.limits_memory, None);
+}
+
+#[test]
+fn a_status_line_is_claudes_shape_and_a_wrong_one_is_a_warning() {
+    let line = json!({"type": "command", "command": "~/.claude/statusline.sh", "padding": 1});
+    let (_dir, loaded) = load_levels(&[
+        (
+            Level::User,
+            json!({"statusLine": {"type": "command", "command": "low"}}),
+        ),
+        (Level::Project, json!({"statusLine": line})),
+    ]);
+    let got = loaded.merged.status_line.unwrap();
+    assert_eq!(got.value.command, "~/.claude/statusline.sh");
+    assert_eq!(got.value.padding, Some(1));
+    assert_eq!(got.origin.level, Level::Project);
+    let (_dir, loaded) = load_levels(&[(Level::User, json!({"statusLine": {"type": "text"}}))]);
+    assert!(loaded.merged.status_line.is_none());
+    assert!(
+        loaded.warnings[0].contains("`statusLine`"),
+        "{:?}",
+        loaded.warnings
+    );
 }

@@ -5,7 +5,6 @@
 use crate::error::StartupError;
 use crate::kernel::hooks::HookConfig;
 use crate::mode::Env;
-use crate::settings::Level;
 use crate::setup::trust::{HookTrust, Trust};
 
 /// One configured hook.
@@ -57,7 +56,7 @@ pub fn list(
         let origin = layer.origin.to_string();
         let (config, w) = HookConfig::parse(&layer.value, &origin);
         warnings.extend(w);
-        if matches!(layer.origin.level, Level::Project | Level::Local) {
+        if layer.origin.level.is_project() {
             rows.extend(
                 trust
                     .wants

@@ -61,14 +61,10 @@ type SettingsServers =
 /// project's own files' (`.keel/settings*.json`) start programs as `.mcp.json`'s do, so only
 /// in a `trusted` project.
 pub fn trusted_servers(servers: &SettingsServers, trusted: bool) -> (SettingsServers, Vec<String>) {
-    let (kept, left): (SettingsServers, SettingsServers) =
-        servers.clone().into_iter().partition(|(_, s)| {
-            trusted
-                || !matches!(
-                    s.origin.level,
-                    crate::settings::Level::Project | crate::settings::Level::Local
-                )
-        });
+    let (kept, left): (SettingsServers, SettingsServers) = servers
+        .clone()
+        .into_iter()
+        .partition(|(_, s)| trusted || !s.origin.level.is_project());
     (kept, left.into_keys().collect())
 }
 

@@ -10,7 +10,7 @@ use crate::kernel::sandbox::limits::Limits;
 use crate::kernel::sandbox::{HostPattern, Network, SandboxConfig, SandboxMode};
 use crate::mode::Env;
 use crate::settings::{
-    Level, Merged, NetworkAllow, NetworkSetting, NetworkWord, Origin, SandboxModeSetting, Sourced,
+    Level, Merged, NetworkAllow, NetworkSetting, NetworkWord, SandboxModeSetting, Sourced,
 };
 
 /// One value of a project's own settings file that widens the sandbox.
@@ -230,7 +230,7 @@ impl Gate {
         key: &'static str,
         widens: bool,
     ) -> bool {
-        if !widens || self.trusted || !from_project(&v.origin) {
+        if !widens || self.trusted || !v.origin.level.is_project() {
             return true;
         }
         self.skipped.push(Widening {
@@ -240,8 +240,4 @@ impl Gate {
         });
         false
     }
-}
-
-fn from_project(o: &Origin) -> bool {
-    matches!(o.level, Level::Project | Level::Local)
 }

@@ -225,7 +225,7 @@ impl Settings {
         let allow: Vec<_> = p
             .allow
             .iter()
-            .filter(|r| trust.settings_apply() || !is_project(r.origin.level))
+            .filter(|r| trust.settings_apply() || !r.origin.level.is_project())
             .cloned()
             .collect();
         let home = env
@@ -274,7 +274,7 @@ impl Settings {
             .sandbox
             .pass_env
             .iter()
-            .filter(|v| trust.settings_apply() || !is_project(v.origin.level))
+            .filter(|v| trust.settings_apply() || !v.origin.level.is_project())
             .map(|v| v.value.clone())
             .collect()
     }
@@ -284,7 +284,7 @@ impl Settings {
         self.files
             .env
             .iter()
-            .filter(|(_, v)| trust.settings_apply() || !is_project(v.origin.level))
+            .filter(|(_, v)| trust.settings_apply() || !v.origin.level.is_project())
             .map(|(k, v)| (k.clone(), v.value.clone()))
             .collect()
     }
@@ -309,7 +309,7 @@ impl Settings {
         for layer in &self.files.hook_layers {
             let (mut c, w) = HookConfig::parse(&layer.value, &layer.origin.to_string());
             warnings.extend(w);
-            if is_project(layer.origin.level) {
+            if layer.origin.level.is_project() {
                 c.retain(|event, matcher, hook| {
                     trust.hook_runs(event.as_str(), matcher, &hook.command)
                 });
@@ -345,11 +345,6 @@ impl Settings {
         };
         Some(Hooks::new(config, env, fields))
     }
-}
-
-/// Whether `level` is one of a project's own files (their loosening parts wait for trust).
-fn is_project(level: Level) -> bool {
-    matches!(level, Level::Project | Level::Local)
 }
 
 /// Seconds an approval dialog waits when neither a flag nor a file says.

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use crate::kernel::hooks::HookConfig;
 use crate::mode::Env;
-use crate::settings::{DefaultMode, Level, Merged};
+use crate::settings::{DefaultMode, Merged};
 use crate::setup::Settings;
 
 /// The file in `$KEEL_HOME`.
@@ -107,10 +107,6 @@ pub struct Wants {
     lines: Vec<String>,
 }
 
-fn is_project(level: Level) -> bool {
-    matches!(level, Level::Project | Level::Local)
-}
-
 fn sha256(parts: &[&str]) -> String {
     let mut h = Sha256::new();
     for p in parts {
@@ -132,7 +128,7 @@ pub fn wants(files: &Merged) -> Wants {
     for layer in files
         .hook_layers
         .iter()
-        .filter(|l| is_project(l.origin.level))
+        .filter(|l| l.origin.level.is_project())
     {
         let (config, _) = HookConfig::parse(&layer.value, &layer.origin.to_string());
         for (event, matcher, hook) in config.list() {
@@ -159,19 +155,23 @@ pub fn wants(files: &Merged) -> Wants {
         .permissions
         .allow
         .iter()
-        .filter(|r| is_project(r.origin.level))
+        .filter(|r| r.origin.level.is_project())
     {
         w.allow.push((r.value.clone(), r.origin.to_string()));
         lines.push(format!("allow\0{}", r.value));
     }
-    for (k, v) in files.env.iter().filter(|(_, v)| is_project(v.origin.level)) {
+    for (k, v) in files
+        .env
+        .iter()
+        .filter(|(_, v)| v.origin.level.is_project())
+    {
         w.env.push((k.clone(), v.origin.to_string()));
         lines.push(format!("env\0{k}\0{}", v.value));
     }
     if let Some(m) = files.permissions.default_mode.as_ref() {
         let below = files.permissions.default_mode_outside_project.as_ref();
         let loosens = strictness(m.value) < below.map_or(0, |b| strictness(b.value));
-        if is_project(m.origin.level) && loosens {
+        if m.origin.level.is_project() && loosens {
             lines.push(format!("mode\0{}", m.value.word()));
             w.mode = Some((m.value.word().to_string(), m.origin.to_string()));
         }
