@@ -283,3 +283,41 @@ fn a_projects_settings_mcp_servers_start_only_in_a_trusted_project() {
     let run = sb.run(&["mcp", "list", "--json"]);
     assert!(!run.stdout.contains("\"fx\""), "{run}");
 }
+
+/// Issue 46's trust dead ends: a project that holds only agents is asked about (it never was),
+/// and what was trusted is the project's, so a session in a subdirectory keeps its agents and
+/// the root's `.mcp.json`.
+#[test]
+fn a_project_with_only_agents_is_asked_about_and_a_subdirectory_keeps_the_trust() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.work().join(".git")).unwrap();
+    let sub = sb.work().join("crates/a");
+    std::fs::create_dir_all(&sub).unwrap();
+    std::fs::create_dir_all(sb.work().join(".keel/agents")).unwrap();
+    std::fs::write(
+        sb.work().join(".keel/agents/reviewer.md"),
+        "---\nname: reviewer\ndescription: Reviews diffs\n---\nReview the diff.\n",
+    )
+    .unwrap();
+    let servers = json!({"mcpServers": {"fx": {"command": crate::mcp::FIXTURE}}});
+    write(&sb.work().join(".mcp.json"), &servers);
+    let in_sub = |args: &[&str]| {
+        let mut c = sb.cmd(args);
+        c.current_dir(&sub);
+        sb.finish(c.output().unwrap())
+    };
+    let names = |run: &Run| -> Vec<String> {
+        let list: Value = serde_json::from_str(&run.stdout).unwrap();
+        let list = list.as_array().unwrap().iter();
+        list.map(|a| a["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let run = in_sub(&["agents", "list", "--json"]);
+    assert!(!names(&run).contains(&"reviewer".to_string()), "{run}");
+    tui_trust(&sb, &["agent reviewer", "`fx`"], "y\r");
+    let run = in_sub(&["agents", "list", "--json"]);
+    assert!(names(&run).contains(&"reviewer".to_string()), "{run}");
+    let run = in_sub(&["mcp", "list", "--json"]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(run.stdout.contains("\"fx\""), "{run}");
+}

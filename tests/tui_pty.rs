@@ -270,6 +270,22 @@ fn the_tui_asks_once_whether_to_trust_a_projects_mcp_servers_and_remembers() {
     );
     assert!(s.quit("\x04", &mut child).success());
 
+    // A `git pull` adds a server to the trusted file: it does not start unasked.
+    let more = serde_json::json!({"mcpServers": {
+        "fx": {"command": crate::mcp::FIXTURE},
+        "pulled": {"command": crate::mcp::FIXTURE, "args": ["--pulled"]},
+    }});
+    std::fs::write(sb.work().join(".mcp.json"), more.to_string()).unwrap();
+    let (mut s, mut child) = spawn(&sb, &shell);
+    s.wait_for("the question about the new server", |t| {
+        t.contains("  MCP servers:\n    `pulled`\n") && t.contains("Trust this project? [y/N]")
+    });
+    s.send("n\r");
+    s.wait_for("the new server skipped", |t| {
+        t.contains("Ask anything") && t.contains("skipped the project's MCP servers `pulled`")
+    });
+    assert!(s.quit("\x04", &mut child).success());
+
     // Another project, answered no: the servers stay off, and it is not asked again.
     let other = Sandbox::new();
     std::fs::write(other.work().join(".mcp.json"), servers.to_string()).unwrap();

@@ -7,20 +7,17 @@
 //! again). Headless runs never ask (`--trust-project`, or what was trusted here).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use crate::mcp::config;
 use crate::mode::Env;
 use crate::output::Output;
 use crate::setup::trust::{self, Question};
 
 /// Asks about what the project wants trusted, if anything waits; records the answer.
 pub async fn ask(settings: &crate::setup::Settings, env: &Env, out: &mut Output) {
-    let sources = crate::setup::mcp::sources(settings, env);
-    let mut servers = config::project_server_names(&sources, &env.cwd, &env.vars);
-    if !(sources.trust_project || sources.strict || sources.disabled) {
-        let (_, left) = crate::setup::mcp::trusted_servers(&settings.mcp_servers, false);
-        servers.extend(left);
-    }
-    let Some(q) = trust::question(settings, env, servers) else {
+    let holds = trust::Holdings {
+        servers: crate::setup::mcp::project_servers(settings, env),
+        instructions: crate::setup::project_instructions(env),
+    };
+    let Some(q) = trust::question(settings, env, holds) else {
         return;
     };
     out.err(&text(&q, env));
@@ -45,11 +42,13 @@ fn text(q: &Question, env: &Env) -> String {
     let mut s = format!("This project ({}) wants:\n", env.cwd.display());
     let kinds = [
         ("MCP servers", &q.servers),
+        ("agents and skills", &q.instructions),
         ("hooks", &q.hooks),
         ("allow rules", &q.allow),
         ("env", &q.env),
         ("a wider sandbox", &q.sandbox),
         ("fewer approvals", &q.mode),
+        ("a status line command", &q.status_line),
     ];
     for (kind, items) in kinds.iter().filter(|(_, items)| !items.is_empty()) {
         s.push_str(&format!("  {kind}:\n"));
@@ -57,9 +56,9 @@ fn text(q: &Question, env: &Env) -> String {
             s.push_str(&format!("    `{item}`\n"));
         }
     }
-    let run = match q.servers.is_empty() && q.hooks.is_empty() {
+    let run = match q.servers.is_empty() && q.hooks.is_empty() && q.status_line.is_empty() {
         true => "",
-        false => "Servers and hooks run as programs on this machine with your permissions. ",
+        false => "Servers, hooks and status lines run as programs on this machine with your permissions. ",
     };
     s.push_str(&format!("{run}Trust this project? [y/N] "));
     s

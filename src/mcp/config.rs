@@ -54,6 +54,9 @@ pub struct ServerConfig {
     pub tool_timeout: Duration,
     /// Which file it came from (for messages and `keel mcp list`).
     pub source: PathBuf,
+    /// The SHA-256 of the entry as the file writes it (before `${VAR}` expansion, keys in
+    /// order): a project's server is trusted by this, so a changed one waits for trust again.
+    pub digest: String,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -129,9 +132,61 @@ pub fn parse(
         kind: ConfigErrorKind::Syntax,
         message: format!("{} is not a valid MCP config: {e}", path.display()),
     })?;
+    // The entries as written, for their digests (this parses: the typed parse above did).
+    let raw: RawFile = serde_json::from_str(text).unwrap_or_default();
     file.mcp_servers
         .into_iter()
-        .map(|(name, e)| server(name, &e, path, vars))
+        .map(|(name, e)| {
+            let digest = raw.mcp_servers.get(&name).map(digest).unwrap_or_default();
+            server(name, &e, path, vars).map(|s| ServerConfig { digest, ..s })
+        })
+        .collect()
+}
+
+/// The file's entries as written.
+#[derive(Deserialize, Default)]
+struct RawFile {
+    #[serde(rename = "mcpServers", default)]
+    mcp_servers: BTreeMap<String, serde_json::Value>,
+}
+
+/// The SHA-256 (hex) of a server's entry as written, its object keys in sorted order.
+pub fn digest(entry: &serde_json::Value) -> String {
+    use sha2::{Digest, Sha256};
+    fn canonical(v: &serde_json::Value, out: &mut String) {
+        match v {
+            serde_json::Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                out.push('{');
+                for (i, k) in keys.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::Value::String(k.clone()).to_string());
+                    out.push(':');
+                    canonical(&m[k], out);
+                }
+                out.push('}');
+            }
+            serde_json::Value::Array(a) => {
+                out.push('[');
+                for (i, x) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    canonical(x, out);
+                }
+                out.push(']');
+            }
+            other => out.push_str(&other.to_string()),
+        }
+    }
+    let mut text = String::new();
+    canonical(entry, &mut text);
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
         .collect()
 }
 
@@ -159,6 +214,7 @@ fn server(
         tool_timeout: secs(e.tool_timeout_sec, TOOL_TIMEOUT)
             .map_err(|w| bad(format!("toolTimeoutSec {w}")))?,
         source: path.to_path_buf(),
+        digest: String::new(),
         name,
     })
 }
@@ -270,11 +326,50 @@ pub struct Sources {
     pub strict: bool,
     /// `--no-mcp`.
     pub disabled: bool,
-    /// The project's own files count: `--trust-project`, or the project is in the trust store.
-    pub trust_project: bool,
+    /// The directories whose `.mcp.json` and `.keel/mcp.json` are the project's, in the order
+    /// they apply (the project's root, then the session's directory below it).
+    pub project_dirs: Vec<PathBuf>,
+    /// Which of the project's own servers may start (`setup::trust`'s answer).
+    pub project: ProjectTrust,
     /// The settings files' `mcpServers` (after the user's and project's files, before
     /// `files`).
     pub settings: Vec<ServerConfig>,
+}
+
+/// Which of a project's own servers (`.mcp.json`, `.keel/mcp.json`, its settings files'
+/// `mcpServers`) may start: they run programs, so each is trusted by its content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProjectTrust {
+    /// `--trust-project`: every one, for this run.
+    All,
+    /// Those recorded in the trust store, name → [`digest`].
+    Recorded(BTreeMap<String, String>),
+}
+
+impl Default for ProjectTrust {
+    fn default() -> Self {
+        ProjectTrust::Recorded(BTreeMap::new())
+    }
+}
+
+impl ProjectTrust {
+    /// Whether the server `name` with this digest may start.
+    pub fn allows(&self, name: &str, digest: &str) -> bool {
+        match self {
+            ProjectTrust::All => true,
+            ProjectTrust::Recorded(r) => r.get(name).is_some_and(|d| d == digest),
+        }
+    }
+
+    /// How a server left out is named: `` `name` `` or `` `name` (changed since trusted) ``.
+    pub fn why_not(&self, name: &str) -> String {
+        match self {
+            ProjectTrust::Recorded(r) if r.contains_key(name) => {
+                format!("`{name}` (changed since trusted)")
+            }
+            _ => format!("`{name}`"),
+        }
+    }
 }
 
 /// The servers to start, and warnings (project servers skipped for an untrusted project).
@@ -284,17 +379,18 @@ pub struct Loaded {
     pub warnings: Vec<String>,
 }
 
-/// The project config files looked up in `cwd`, in the order they apply.
-pub fn project_files(cwd: &Path) -> [PathBuf; 2] {
-    [cwd.join(".mcp.json"), cwd.join(".keel").join("mcp.json")]
+/// The project config files in `dirs`, in the order they apply.
+pub fn project_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    dirs.iter()
+        .flat_map(|d| [d.join(".mcp.json"), d.join(".keel").join("mcp.json")])
+        .collect()
 }
 
-/// Reads the servers: `$KEEL_HOME/mcp.json`, then the project files of a trusted `cwd`, then
+/// Reads the servers: `$KEEL_HOME/mcp.json`, then the project files' trusted servers, then
 /// the `--mcp-config` files; a later server of the same name replaces an earlier one.
 pub fn load(
     sources: &Sources,
     keel_home: &Path,
-    cwd: &Path,
     vars: &BTreeMap<String, String>,
 ) -> Result<Loaded, ConfigError> {
     let mut loaded = Loaded::default();
@@ -307,27 +403,25 @@ pub fn load(
         if user.is_file() {
             all.extend(read(&user, vars)?);
         }
-        let project: Vec<PathBuf> = project_files(cwd)
+        let (trusted, left): (Vec<_>, Vec<_>) = project_servers_in(&sources.project_dirs, vars)?
             .into_iter()
-            .filter(|p| p.is_file())
-            .collect();
-        if !project.is_empty() {
-            let trusted = sources.trust_project;
-            let mut servers = Vec::new();
-            for p in &project {
-                servers.extend(read(p, vars)?);
-            }
-            if trusted {
-                all.extend(servers);
-            } else if !servers.is_empty() {
-                let names: Vec<String> = servers.iter().map(|s| format!("`{}`", s.name)).collect();
-                loaded.warnings.push(format!(
-                    "skipped the project's MCP servers {} ({}): {} is not trusted; pass --trust-project or trust it once in the TUI",
-                    names.join(", "),
-                    project.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "),
-                    cwd.display()
-                ));
-            }
+            .partition(|s| sources.project.allows(&s.name, &s.digest));
+        all.extend(trusted);
+        if !left.is_empty() {
+            let names: Vec<String> = left
+                .iter()
+                .map(|s| sources.project.why_not(&s.name))
+                .collect();
+            let mut files: Vec<String> = left
+                .iter()
+                .map(|s| s.source.display().to_string())
+                .collect();
+            files.dedup();
+            loaded.warnings.push(format!(
+                "skipped the project's MCP servers {} ({}): not trusted; pass --trust-project or trust them in keel's TUI",
+                names.join(", "),
+                files.join(", "),
+            ));
         }
     }
     if !sources.strict {
@@ -345,22 +439,30 @@ pub fn load(
     Ok(loaded)
 }
 
-/// The names of the servers of `cwd`'s project files, for the "trust this project?" question
-/// (none when the flags leave the project's files out).
-pub fn project_server_names(
-    sources: &Sources,
-    cwd: &Path,
+/// Every server of the project files in `dirs`, trusted or not.
+fn project_servers_in(
+    dirs: &[PathBuf],
     vars: &BTreeMap<String, String>,
-) -> Vec<String> {
-    if sources.disabled || sources.strict || sources.trust_project {
+) -> Result<Vec<ServerConfig>, ConfigError> {
+    let mut out = Vec::new();
+    for p in project_files(dirs).into_iter().filter(|p| p.is_file()) {
+        out.extend(read(&p, vars)?);
+    }
+    Ok(out)
+}
+
+/// The servers of the project's files, trusted or not, for the "trust this project?"
+/// question (none when the flags leave the project's files out; a broken file: none, its
+/// error comes when the session loads it).
+pub fn project_servers(sources: &Sources, vars: &BTreeMap<String, String>) -> Vec<ServerConfig> {
+    if sources.disabled || sources.strict || sources.project == ProjectTrust::All {
         return Vec::new();
     }
-    project_files(cwd)
+    project_files(&sources.project_dirs)
         .iter()
         .filter(|p| p.is_file())
         .filter_map(|p| read(p, vars).ok())
         .flatten()
-        .map(|s| s.name)
         .collect()
 }
 
@@ -445,31 +547,52 @@ mod tests {
     }
 
     #[test]
-    fn project_servers_load_only_when_trusted() {
+    fn project_servers_load_only_when_trusted_with_the_content_they_have() {
         let home = tempfile::tempdir().unwrap();
         let proj = tempfile::tempdir().unwrap();
-        std::fs::write(
-            proj.path().join(".mcp.json"),
-            r#"{"mcpServers":{"p":{"command":"x"}}}"#,
-        )
-        .unwrap();
-        let src = Sources::default();
-        let l = load(&src, home.path(), proj.path(), &vars()).unwrap();
+        let write = |entry: &str| {
+            let text = format!(r#"{{"mcpServers":{{"p":{entry}}}}}"#);
+            std::fs::write(proj.path().join(".mcp.json"), text).unwrap();
+        };
+        write(r#"{"command":"x","args":["1"]}"#);
+        let src = Sources {
+            project_dirs: vec![proj.path().to_path_buf()],
+            ..Sources::default()
+        };
+        let l = load(&src, home.path(), &vars()).unwrap();
         assert!(l.servers.is_empty());
         assert_eq!(l.warnings.len(), 1);
         assert!(l.warnings[0].contains("`p`"), "{}", l.warnings[0]);
-        let trusted = Sources {
-            trust_project: true,
-            ..Sources::default()
+        let all = Sources {
+            project: ProjectTrust::All,
+            ..src.clone()
         };
-        let l = load(&trusted, home.path(), proj.path(), &vars()).unwrap();
+        let l = load(&all, home.path(), &vars()).unwrap();
         assert_eq!(l.servers.len(), 1);
         assert!(l.warnings.is_empty());
+        // Recorded by its digest: the same entry (keys in another order) starts ...
+        let recorded = [("p".to_string(), l.servers[0].digest.clone())];
+        let trusted = Sources {
+            project: ProjectTrust::Recorded(recorded.into_iter().collect()),
+            ..src.clone()
+        };
+        write(r#"{"args":["1"],"command":"x"}"#);
+        let l = load(&trusted, home.path(), &vars()).unwrap();
+        assert_eq!(l.servers.len(), 1, "{:?}", l.warnings);
+        // ... a changed one waits, and says so.
+        write(r#"{"command":"x","args":["2"]}"#);
+        let l = load(&trusted, home.path(), &vars()).unwrap();
+        assert!(l.servers.is_empty());
+        assert!(
+            l.warnings[0].contains("`p` (changed since trusted)"),
+            "{}",
+            l.warnings[0]
+        );
         let strict = Sources {
             strict: true,
-            ..Sources::default()
+            ..all
         };
-        assert!(load(&strict, home.path(), proj.path(), &vars())
+        assert!(load(&strict, home.path(), &vars())
             .unwrap()
             .servers
             .is_empty());

@@ -23,10 +23,20 @@ pub fn sources(settings: &Settings, env: &Env) -> Sources {
             .collect(),
         strict: settings.strict_mcp_config,
         disabled: settings.no_mcp,
-        trust_project: settings.trust_project
-            || super::trust::dir_trusted(&env.keel_home, &env.cwd),
+        project_dirs: project_dirs(&env.cwd),
+        project: super::trust::servers(settings, env),
         settings: Vec::new(),
     }
+}
+
+/// The directories whose MCP files are the project's: its root, then `cwd` below it.
+pub fn project_dirs(cwd: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let root = crate::settings::project_root(cwd);
+    let mut dirs = vec![root.clone()];
+    if root != cwd {
+        dirs.push(cwd.to_path_buf());
+    }
+    dirs
 }
 
 /// The configured servers and the warnings about skipped ones; a broken file is a config error.
@@ -46,10 +56,10 @@ pub fn load(settings: &Settings, env: &Env) -> Result<config::Loaded, StartupErr
         StartupError::config(e.message).hint("see docs/mcp.md for the file's shape")
     };
     let mut sources = sources(settings, env);
-    let (servers, skipped) = trusted_servers(&settings.mcp_servers, sources.trust_project);
+    let (servers, skipped) = trusted_servers(&settings.mcp_servers, &sources.project);
     sources.settings = settings_servers(&servers, vars).map_err(hint)?;
-    let mut loaded = config::load(&sources, &env.keel_home, &env.cwd, vars).map_err(hint)?;
-    loaded.warnings.extend(skipped_warning(&skipped, env));
+    let mut loaded = config::load(&sources, &env.keel_home, vars).map_err(hint)?;
+    loaded.warnings.extend(skipped_warning(&skipped));
     Ok(loaded)
 }
 
@@ -57,27 +67,47 @@ pub fn load(settings: &Settings, env: &Env) -> Result<config::Loaded, StartupErr
 type SettingsServers =
     std::collections::BTreeMap<String, crate::settings::Sourced<serde_json::Value>>;
 
-/// The settings files' `mcpServers` that may start, and the names of those left out: a
-/// project's own files' (`.keel/settings*.json`) start programs as `.mcp.json`'s do, so only
-/// in a `trusted` project.
-pub fn trusted_servers(servers: &SettingsServers, trusted: bool) -> (SettingsServers, Vec<String>) {
-    let (kept, left): (SettingsServers, SettingsServers) = servers
-        .clone()
+/// The settings files' `mcpServers` that may start, and the names of those left out (a
+/// changed one says so): a project's own files' start programs as `.mcp.json`'s do, so only
+/// as trusted content.
+pub fn trusted_servers(
+    servers: &SettingsServers,
+    trust: &config::ProjectTrust,
+) -> (SettingsServers, Vec<String>) {
+    let (kept, left): (SettingsServers, SettingsServers) =
+        servers.clone().into_iter().partition(|(name, s)| {
+            !s.origin.level.is_project() || trust.allows(name, &config::digest(&s.value))
+        });
+    (kept, left.into_keys().map(|n| trust.why_not(&n)).collect())
+}
+
+/// Every MCP server the project brings (its files' and its settings files'), with the digest
+/// of its entry, trusted or not: what the trust question lists and a yes records.
+pub fn project_servers(settings: &Settings, env: &Env) -> Vec<(String, String)> {
+    let sources = sources(settings, env);
+    let vars = env.tool_vars.as_ref().unwrap_or(&env.vars);
+    let mut out: Vec<(String, String)> = config::project_servers(&sources, vars)
         .into_iter()
-        .partition(|(_, s)| trusted || !s.origin.level.is_project());
-    (kept, left.into_keys().collect())
+        .map(|s| (s.name, s.digest))
+        .collect();
+    if !(settings.trust_project || sources.strict || sources.disabled) {
+        let project = settings
+            .mcp_servers
+            .iter()
+            .filter(|(_, s)| s.origin.level.is_project());
+        out.extend(project.map(|(n, s)| (n.clone(), config::digest(&s.value))));
+    }
+    out
 }
 
 /// The one warning about the project's settings servers left out.
-fn skipped_warning(skipped: &[String], env: &Env) -> Option<String> {
+fn skipped_warning(skipped: &[String]) -> Option<String> {
     if skipped.is_empty() {
         return None;
     }
-    let names: Vec<String> = skipped.iter().map(|n| format!("`{n}`")).collect();
     Some(format!(
-        "skipped the project's MCP servers {} (its .keel/settings files): {} is not trusted; pass --trust-project or trust it once in the TUI",
-        names.join(", "),
-        env.cwd.display()
+        "skipped the project's MCP servers {} (its settings files): not trusted; pass --trust-project or trust them in keel's TUI",
+        skipped.join(", "),
     ))
 }
 

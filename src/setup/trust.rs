@@ -1,11 +1,17 @@
-//! The one trust store, `$KEEL_HOME/trust.json`, and what it decides for a session. A project's MCP
-//! servers (`.mcp.json`, `.keel/mcp.json`) start once the project is trusted. The hooks, `allow`
-//! rules, `env` and sandbox widenings of its own settings files (`.keel/settings.json`,
-//! `.keel/settings.local.json`) apply only as trusted content: each hook by the SHA-256 of its
-//! event, matcher and command, the rest by one hash of the set, so a changed hook or setting waits
-//! for trust again. `deny` and `ask` rules never wait. `--trust-project` trusts all of it for one
-//! run and records nothing; the TUI asks and records the answer. Reads and writes the store; never
-//! asks, never prints.
+//! The one trust store, `$KEEL_HOME/trust.json`, and what it decides for a session. Everything
+//! a project brings that runs programs or loosens what the agent may do waits for the user's
+//! trust, kept by content, so what changes later (a `git pull`) waits again:
+//! - each MCP server of the project (`.mcp.json` and `.keel/mcp.json` of its root and of the
+//!   session's directory, its settings files' `mcpServers`) by the SHA-256 of its entry;
+//! - each hook of its own settings files by the SHA-256 of its event, matcher and command;
+//! - its `allow` rules, `env`, `statusLine`, a looser `defaultMode` and sandbox widenings by one
+//!   hash of the set;
+//! - its agents and skills (instructions to the model) with the project: keyed by the project's
+//!   root, so a session in a subdirectory has them too.
+//!
+//! `deny` and `ask` rules never wait. `--trust-project` trusts all of it for one run and records
+//! nothing; the TUI asks and records the answer. Reads and writes the store; never asks, never
+//! prints.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -14,6 +20,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::kernel::hooks::HookConfig;
+use crate::mcp::config::ProjectTrust;
 use crate::mode::Env;
 use crate::settings::{DefaultMode, Merged};
 use crate::setup::Settings;
@@ -38,6 +45,10 @@ struct Store {
 /// The trusted content of one project's settings files.
 #[derive(Deserialize, Serialize, Default, Clone, Debug)]
 struct Record {
+    /// Each trusted MCP server of the project (`.mcp.json`, `.keel/mcp.json`, its settings
+    /// files' `mcpServers`): its name and the digest of its entry.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    servers: BTreeMap<String, String>,
     /// Each trusted hook: its place (`project PreToolUse[Bash]#0`) and its hash.
     #[serde(default)]
     hooks: BTreeMap<String, String>,
@@ -101,7 +112,10 @@ pub struct Wants {
     /// A `permissions.defaultMode` looser than the one of the levels below the project's files
     /// (the user's, else keel's default `auto`), with its file.
     pub mode: Option<(String, String)>,
-    /// The hash of the allow rules, env and sandbox widenings (`None`: there are none).
+    /// A `statusLine` command, with its file (it runs as a program, as a hook does).
+    pub status_line: Option<(String, String)>,
+    /// The hash of the allow rules, env, status line, mode and sandbox widenings (`None`: there
+    /// are none).
     settings_hash: Option<String>,
     /// What that hash is made of (sorted).
     lines: Vec<String>,
@@ -174,6 +188,12 @@ pub fn wants(files: &Merged) -> Wants {
         if m.origin.level.is_project() && loosens {
             lines.push(format!("mode\0{}", m.value.word()));
             w.mode = Some((m.value.word().to_string(), m.origin.to_string()));
+        }
+    }
+    if let Some(line) = files.status_line.as_ref() {
+        if line.origin.level.is_project() {
+            lines.push(format!("statusLine\0{}", line.value.command));
+            w.status_line = Some((line.value.command.clone(), line.origin.to_string()));
         }
     }
     for wide in crate::setup::sandbox::widenings(files) {
@@ -289,6 +309,15 @@ impl Trust {
         self.wants.mode.is_none() || self.settings_apply()
     }
 
+    /// Which of the project's MCP servers may start: all with `--trust-project`, else those
+    /// trusted with the content they have.
+    pub fn servers(&self) -> ProjectTrust {
+        match self.flag {
+            true => ProjectTrust::All,
+            false => ProjectTrust::Recorded(self.record.servers.clone()),
+        }
+    }
+
     /// Whether the project's allow rules and env apply.
     pub fn settings_apply(&self) -> bool {
         self.flag || self.wants.settings_hash.is_none() || self.settings_trusted()
@@ -301,7 +330,7 @@ impl Trust {
     /// One warning per project file with something left out: its hooks (changed ones say so),
     /// allow rules and env keys.
     pub fn warnings(&self) -> Vec<String> {
-        let mut files: BTreeMap<&str, [Vec<String>; 4]> = BTreeMap::new();
+        let mut files: BTreeMap<&str, [Vec<String>; 5]> = BTreeMap::new();
         for h in &self.wants.hooks {
             if self.hook_runs(h.event, &h.matcher, &h.command) {
                 continue;
@@ -317,6 +346,9 @@ impl Trust {
             if let Some((mode, origin)) = &self.wants.mode {
                 files.entry(origin).or_default()[3].push(format!("`{mode}`"));
             }
+            if let Some((command, origin)) = &self.wants.status_line {
+                files.entry(origin).or_default()[4].push(format!("`{command}`"));
+            }
             for (rule, origin) in &self.wants.allow {
                 files.entry(origin).or_default()[1].push(format!("`{rule}`"));
             }
@@ -326,12 +358,13 @@ impl Trust {
         }
         files
             .into_iter()
-            .map(|(file, [hooks, allow, env, mode])| {
+            .map(|(file, [hooks, allow, env, mode, status])| {
                 let kinds = [
                     ("hooks", hooks),
                     ("allow rules", allow),
                     ("env", env),
                     ("defaultMode", mode),
+                    ("statusLine", status),
                 ];
                 let parts: Vec<String> = kinds
                     .into_iter()
@@ -350,8 +383,14 @@ impl Trust {
 /// What the TUI asks about: each part lists what waits for trust.
 #[derive(Debug, Clone, Default)]
 pub struct Question {
-    /// The project's MCP servers (the directory is not trusted yet).
+    /// The project's MCP servers not trusted with their present content (a changed one says
+    /// so).
     pub servers: Vec<String>,
+    /// The project's agents and skills (instructions to the model), while the project is
+    /// neither trusted nor declined.
+    pub instructions: Vec<String>,
+    /// A `statusLine` command of the project's settings.
+    pub status_line: Vec<String>,
     /// Hook commands (a changed one says so).
     pub hooks: Vec<String>,
     pub allow: Vec<String>,
@@ -360,21 +399,47 @@ pub struct Question {
     pub sandbox: Vec<String>,
     /// A mode that loosens approvals (`defaultMode: auto`).
     pub mode: Vec<String>,
+    /// Every project server with its digest: what a yes records.
+    all_servers: Vec<(String, String)>,
     hash: String,
 }
 
-/// The question to ask for a session in `env.cwd` (`servers`: the project's MCP servers),
-/// `None` when nothing waits for trust, or the same was answered no before.
-pub fn question(settings: &Settings, env: &Env, servers: Vec<String>) -> Option<Question> {
+/// What a project holds that the question may list: every one of its MCP servers (name and
+/// digest, trusted or not) and the names of its agents and skills.
+#[derive(Debug, Clone, Default)]
+pub struct Holdings {
+    pub servers: Vec<(String, String)>,
+    pub instructions: Vec<String>,
+}
+
+/// The question to ask for a session in `env.cwd`, `None` when nothing waits for trust or the
+/// same was answered no before.
+pub fn question(settings: &Settings, env: &Env, holds: Holdings) -> Option<Question> {
     if settings.trust_project {
         return None;
     }
     let store = read(&env.keel_home);
-    let dir = dir_key(&env.cwd);
-    let known = store.trusted.contains(&dir) || store.declined.contains(&dir);
+    let known = |list: &[String]| {
+        list.contains(&dir_key(&env.cwd)) || list.contains(&project_key(&env.cwd))
+    };
+    let settled_dir = known(&store.trusted) || known(&store.declined);
     let trust = Trust::read(settings, env);
+    let servers = trust.servers();
     let mut q = Question {
-        servers: if known { Vec::new() } else { servers },
+        servers: holds
+            .servers
+            .iter()
+            .filter(|(name, digest)| !servers.allows(name, digest))
+            .map(|(name, _)| match trust.record.servers.contains_key(name) {
+                true => format!("{name} (changed)"),
+                false => name.clone(),
+            })
+            .collect(),
+        instructions: match settled_dir {
+            true => Vec::new(),
+            false => holds.instructions,
+        },
+        all_servers: holds.servers,
         ..Question::default()
     };
     for h in &trust.wants.hooks {
@@ -399,29 +464,45 @@ pub fn question(settings: &Settings, env: &Env, servers: Vec<String>) -> Option<
             .iter()
             .map(|(m, _)| format!("defaultMode: {m}"))
             .collect();
+        q.status_line = trust
+            .wants
+            .status_line
+            .iter()
+            .map(|(c, _)| c.clone())
+            .collect();
     }
-    // The servers' no is the directory's (`declined`); the rest is remembered by its hash.
-    let content: Vec<&str> = [&q.hooks, &q.allow, &q.env, &q.sandbox, &q.mode]
-        .into_iter()
-        .flatten()
-        .map(String::as_str)
-        .collect();
+    // The agents' and skills' no is the directory's (`declined`); the rest is remembered by
+    // its hash, so a server or hook added later is asked about.
+    let content: Vec<&str> = [
+        &q.servers,
+        &q.hooks,
+        &q.allow,
+        &q.env,
+        &q.sandbox,
+        &q.mode,
+        &q.status_line,
+    ]
+    .into_iter()
+    .flatten()
+    .map(String::as_str)
+    .collect();
     q.hash = sha256(&content);
     let settled = content.is_empty() || trust.record.declined.as_ref() == Some(&q.hash);
-    (!(q.servers.is_empty() && settled)).then_some(q)
+    (!(q.instructions.is_empty() && settled)).then_some(q)
 }
 
-/// Records the answer to `q` for a session in `env.cwd`: yes trusts the directory's MCP
-/// servers and the project's current hooks, allow rules and env; no is not asked again until
-/// something changes.
+/// Records the answer to `q` for a session in `env.cwd`: yes trusts the project's agents and
+/// skills, its MCP servers, hooks, allow rules and env as they are now; no is not asked again
+/// until something changes.
 pub fn answer(settings: &Settings, env: &Env, q: &Question, yes: bool) -> std::io::Result<()> {
     let mut store = read(&env.keel_home);
-    let dir = dir_key(&env.cwd);
-    let record = store.projects.entry(project_key(&env.cwd)).or_default();
+    let dir = project_key(&env.cwd);
+    let record = store.projects.entry(dir.clone()).or_default();
     if yes {
         let w = wants(&settings.files);
         record.hooks = w.hooks.into_iter().map(|h| (h.place, h.hash)).collect();
         record.settings = w.settings_hash;
+        record.servers = q.all_servers.iter().cloned().collect();
         record.declined = None;
         store.declined.retain(|d| *d != dir);
         if !store.trusted.contains(&dir) {
@@ -429,16 +510,32 @@ pub fn answer(settings: &Settings, env: &Env, q: &Question, yes: bool) -> std::i
         }
     } else {
         record.declined = Some(q.hash.clone());
-        if !q.servers.is_empty() && !store.declined.contains(&dir) {
+        if !q.instructions.is_empty() && !store.declined.contains(&dir) {
             store.declined.push(dir);
         }
     }
     write(&env.keel_home, &store)
 }
 
-/// Whether the MCP servers of `dir` were trusted.
+/// Which of the project's MCP servers may start for a session with `settings` in `env.cwd`.
+pub fn servers(settings: &Settings, env: &Env) -> ProjectTrust {
+    match settings.trust_project {
+        true => ProjectTrust::All,
+        false => ProjectTrust::Recorded(
+            read(&env.keel_home)
+                .projects
+                .remove(&project_key(&env.cwd))
+                .unwrap_or_default()
+                .servers,
+        ),
+    }
+}
+
+/// Whether the project of a session in `dir` was trusted (its agents and skills load): the
+/// project's root, or `dir` itself, was answered yes.
 pub fn dir_trusted(keel_home: &Path, dir: &Path) -> bool {
-    read(keel_home).trusted.contains(&dir_key(dir))
+    let store = read(keel_home);
+    store.trusted.contains(&project_key(dir)) || store.trusted.contains(&dir_key(dir))
 }
 
 fn dir_key(dir: &Path) -> String {

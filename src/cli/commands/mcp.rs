@@ -59,24 +59,21 @@ pub fn run(cli: McpCli) -> Exit {
 /// `keel mcp list` and `keel mcp tools NAME`: connects the servers (each within its startup
 /// timeout) and reports them. Returns the text for stdout and whether every server worked.
 async fn command(cli: &McpCli, env: &Env) -> Result<(String, bool), StartupError> {
-    let sources = Sources {
-        files: cli.mcp_config.iter().map(|f| env.cwd.join(f)).collect(),
-        strict: cli.strict_mcp_config,
-        disabled: false,
-        trust_project: cli.trust_project
-            || crate::setup::trust::dir_trusted(&env.keel_home, &env.cwd),
-        settings: Vec::new(),
-    };
     let hint = |e: config::ConfigError| StartupError::config(e.message).hint("see docs/mcp.md");
-    // The settings files' servers too, as a run in this directory starts them.
-    let files = crate::setup::settings::load(None, env)?;
-    let (servers, _) =
-        crate::setup::mcp::trusted_servers(&files.merged.mcp_servers, sources.trust_project);
+    // The servers a run in this directory starts: the settings files' too, and the project's
+    // as far as they are trusted.
+    let mut spec = crate::wire::protocol::spec::SessionSpec::new();
+    spec.trust.project = cli.trust_project;
+    spec.mcp.config = cli.mcp_config.clone();
+    spec.mcp.strict = cli.strict_mcp_config;
+    let settings = crate::setup::Settings::resolve(&spec, crate::mode::Mode::Print, env)?;
+    let sources = crate::setup::mcp::sources(&settings, env);
+    let (servers, _) = crate::setup::mcp::trusted_servers(&settings.mcp_servers, &sources.project);
     let sources = Sources {
         settings: crate::setup::mcp::settings_servers(&servers, &env.vars).map_err(hint)?,
         ..sources
     };
-    let mut loaded = config::load(&sources, &env.keel_home, &env.cwd, &env.vars).map_err(hint)?;
+    let mut loaded = config::load(&sources, &env.keel_home, &env.vars).map_err(hint)?;
     if let McpCommand::Tools { name } = &cli.command {
         let names: Vec<String> = loaded.servers.iter().map(|s| s.name.clone()).collect();
         loaded.servers.retain(|s| &s.name == name);
