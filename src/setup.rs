@@ -238,7 +238,7 @@ pub async fn debug_prompt(
     let (config, warnings, _) = agent_config(settings, env, false)?;
     let context = match settings.no_context_files {
         true => context::Context::default(),
-        false => context::load(&env.keel_home, &env.cwd),
+        false => context::load(&env.keel_home, None, &env.cwd),
     };
     let mut specs: Vec<tool::ToolSpec> =
         config.tools.iter().filter_map(|t| tool::spec(t)).collect();
@@ -349,7 +349,7 @@ pub fn agent_config_with(
     }
     let context = match settings.no_context_files {
         true => context::Context::default(),
-        false => context::load(&env.keel_home, &env.cwd),
+        false => context::load(&env.keel_home, None, &env.cwd),
     };
     let today = crate::kernel::clock::iso(
         env.fixed_clock

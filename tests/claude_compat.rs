@@ -79,11 +79,13 @@ const GUARD: &str = r#"jq -r '.tool_input.command' | grep -q 'rm -rf' && { echo 
 
 /// The run: each built-in tool once, under its Claude name, then the guarded `rm -rf`.
 fn script(sb: &Sandbox) -> String {
-    let call = |id: &str, name: &str, args: Value| {
-        json!({"chunks": [{"toolCall": {"id": id, "name": name, "arguments": args}}]})
-    };
+    let call = |id: &str, name: &str, args: Value| json!({"chunks": [{"toolCall": {"id": id, "name": name, "arguments": args}}]});
     let turns = vec![
-        call("c1", "write", json!({"path": "notes.txt", "content": "alpha\n"})),
+        call(
+            "c1",
+            "write",
+            json!({"path": "notes.txt", "content": "alpha\n"}),
+        ),
         call("c2", "read", json!({"path": "notes.txt"})),
         call(
             "c3",
@@ -189,7 +191,11 @@ fn records(s: &Setup) -> Vec<(String, Option<String>, Value)> {
         .filter(|v| v["event"] != "SessionEnd")
         .map(|v| {
             let tool = v["tool"].as_str().map(str::to_string);
-            (v["event"].as_str().unwrap().to_string(), tool, v["seen"].clone())
+            (
+                v["event"].as_str().unwrap().to_string(),
+                tool,
+                v["seen"].clone(),
+            )
         })
         .collect()
 }
@@ -212,7 +218,11 @@ fn check(s: &Setup, mode: &str) {
         ev("PreToolUse", Some("Edit"), json!(notes)),
         ev("PostToolUse", Some("Edit"), json!(notes)),
         ev("PreToolUse", Some("Bash"), json!("echo hello $GREETING")),
-        ev("PostToolUse", Some("Bash"), json!("hello hi-from-env||False")),
+        ev(
+            "PostToolUse",
+            Some("Bash"),
+            json!("hello hi-from-env||False"),
+        ),
         ev("PreToolUse", Some("Grep"), json!("beta")),
         ev("PostToolUse", Some("Grep"), json!(1)),
         ev("PreToolUse", Some("Glob"), json!("*.txt")),
@@ -225,9 +235,16 @@ fn check(s: &Setup, mode: &str) {
     ];
     let got = records(s);
     assert_eq!(got, want, "{mode}: the hooks' record");
-    assert!(s.sb.work().join("keep").exists(), "{mode}: the guard did not hold");
+    assert!(
+        s.sb.work().join("keep").exists(),
+        "{mode}: the guard did not hold"
+    );
     let formatted = std::fs::read_to_string(&s.formatted).unwrap_or_default();
-    assert_eq!(formatted, format!("{notes}\n{notes}\n"), "{mode}: the formatter hook");
+    assert_eq!(
+        formatted,
+        format!("{notes}\n{notes}\n"),
+        "{mode}: the formatter hook"
+    );
 }
 
 /// The flags every front end gets: the scripted run, the project trusted for this run.
@@ -275,7 +292,10 @@ fn a_claude_code_setup_runs_unchanged_in_a_daemon_session() {
 #[test]
 fn a_claude_code_setup_runs_unchanged_in_the_tui() {
     let Some(s) = setup() else { return };
-    let shell = format!("{} --trust-project; echo KEEL_EXIT=$?", keel_shell(&s.script));
+    let shell = format!(
+        "{} --trust-project; echo KEEL_EXIT=$?",
+        keel_shell(&s.script)
+    );
     let (mut screen, mut child) = spawn(&s.sb, &shell);
     screen.wait_for("the editor", |t| t.contains("Ask anything"));
     screen.send("go\r");

@@ -19,6 +19,10 @@ pub const NAMES: &[&str] = &[
     "CLAUDE.MD",
 ];
 
+/// Claude Code's other place for a project's memory, tried after [`NAMES`] while Claude's files
+/// are read (not in the directory holding the Claude home: that one is the user's memory).
+const CLAUDE_PROJECT: &str = ".claude/CLAUDE.md";
+
 /// The most of one context file the model sees.
 pub const FILE_BUDGET: usize = 32 * 1024;
 /// The most of all context files together the model sees. Files nearer the cwd are served
@@ -44,9 +48,26 @@ pub struct Context {
     pub warnings: Vec<String>,
 }
 
-/// Finds and reads the context files for `cwd`, the global one in `keel_home` first.
-pub fn load(keel_home: &Path, cwd: &Path) -> Context {
-    let mut dirs = vec![keel_home.to_path_buf()];
+/// Finds and reads the context files for `cwd`, the global one first: `keel_home`'s, else
+/// Claude Code's user memory `CLAUDE.md` in `claude_home` (`~/.claude`; `None` when Claude's
+/// files are off).
+pub fn load(keel_home: &Path, claude_home: Option<&Path>, cwd: &Path) -> Context {
+    let file_in = |dir: &Path| {
+        let claude = claude_home
+            .filter(|c| dir.join(".claude") != *c)
+            .map(|_| CLAUDE_PROJECT);
+        NAMES
+            .iter()
+            .copied()
+            .chain(claude)
+            .map(|n| dir.join(n))
+            .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
+    };
+    let global = match claude_home {
+        Some(claude) if file_in(keel_home).is_none() => claude.to_path_buf(),
+        _ => keel_home.to_path_buf(),
+    };
+    let mut dirs = vec![global];
     let mut chain: Vec<PathBuf> = cwd.ancestors().map(Path::to_path_buf).collect();
     chain.reverse();
     dirs.extend(chain);
@@ -54,11 +75,7 @@ pub fn load(keel_home: &Path, cwd: &Path) -> Context {
     let mut ctx = Context::default();
     let mut found: Vec<(PathBuf, String)> = Vec::new();
     for dir in dirs {
-        let Some(path) = NAMES
-            .iter()
-            .map(|n| dir.join(n))
-            .find(|p| std::fs::metadata(p).is_ok_and(|m| m.is_file()))
-        else {
+        let Some(path) = file_in(&dir) else {
             continue;
         };
         let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
@@ -303,7 +320,7 @@ mod tests {
             b"not read: the override wins",
         );
         write(&cwd.join("CLAUDE.md"), b"sub rules");
-        let ctx = load(&home, &cwd);
+        let ctx = load(&home, None, &cwd);
         let got: Vec<(String, String)> = ctx
             .files
             .iter()
@@ -330,13 +347,33 @@ mod tests {
     }
 
     #[test]
+    fn claudes_memory_files_are_context_files_below_keels_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, claude) = (dir.path().join("home"), dir.path().join(".claude"));
+        let cwd = dir.path().join("repo");
+        std::fs::create_dir_all(&home).unwrap();
+        write(&claude.join("CLAUDE.md"), b"claude user memory");
+        write(&cwd.join(".claude").join("CLAUDE.md"), b"project memory");
+        let texts =
+            |ctx: Context| -> Vec<String> { ctx.files.into_iter().map(|f| f.text).collect() };
+        let got = texts(load(&home, Some(&claude), &cwd));
+        assert_eq!(got, ["claude user memory", "project memory"]);
+        // Claude's files off: neither (a `CLAUDE.md` beside the project's files still counts).
+        assert!(texts(load(&home, None, &cwd)).is_empty());
+        // keel's own global file wins over Claude's.
+        write(&home.join("AGENTS.md"), b"keel global");
+        let got = texts(load(&home, Some(&claude), &cwd));
+        assert_eq!(got, ["keel global", "project memory"]);
+    }
+
+    #[test]
     fn a_file_reached_twice_is_read_once() {
         let dir = tempfile::tempdir().unwrap();
         let cwd = dir.path().join("work");
         std::fs::create_dir_all(&cwd).unwrap();
         write(&cwd.join("AGENTS.md"), b"once");
         // KEEL_HOME is the cwd itself.
-        let ctx = load(&cwd, &cwd);
+        let ctx = load(&cwd, None, &cwd);
         assert_eq!(ctx.files.len(), 1);
     }
 
@@ -349,7 +386,7 @@ mod tests {
         // 3-byte characters: 32 KiB is not a multiple of 3, so the cut must step back.
         let big = "é€".repeat(8000); // 40,000 bytes
         write(&cwd.join("AGENTS.md"), big.as_bytes());
-        let ctx = load(&home, &cwd);
+        let ctx = load(&home, None, &cwd);
         let f = &ctx.files[0];
         assert_eq!(f.bytes, big.len());
         let kept = f.text.split("\n[… truncated").next().unwrap();
@@ -372,7 +409,7 @@ mod tests {
         write(&home.join("AGENTS.md"), x.as_bytes());
         write(&dir.path().join("a").join("AGENTS.md"), x.as_bytes());
         write(&cwd.join("AGENTS.md"), x.as_bytes());
-        let ctx = load(&home, &cwd);
+        let ctx = load(&home, None, &cwd);
         let cuts: Vec<usize> = ctx.files.iter().map(|f| f.cut).collect();
         // Nearest two whole (60 KiB), the global one gets the last 4 KiB.
         assert_eq!(cuts, [26 * 1024, 0, 0]);
