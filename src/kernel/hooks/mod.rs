@@ -13,6 +13,7 @@ pub mod matcher;
 pub mod names;
 pub mod outcome;
 pub mod process;
+pub mod response;
 
 use std::sync::Arc;
 use std::time::Duration;

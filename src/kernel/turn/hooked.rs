@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::Inner;
 use crate::kernel::event::EventPayload;
-use crate::kernel::hooks::{names, Decision, HookEvent, HookNotice, Verdict};
+use crate::kernel::hooks::{names, response, Decision, HookEvent, HookNotice, Verdict};
 use crate::kernel::message::Content;
 use crate::kernel::tool::ToolOutput;
 
@@ -227,7 +227,8 @@ pub(super) async fn post_tool(
         fields["error"] = output.text().into();
         fields["is_interrupt"] = abort.is_aborted().into();
     } else {
-        fields["tool_response"] = json!({"output": output.text(), "details": output.details});
+        fields["tool_response"] = response::tool_response(name, args, output, &inner.config.cwd);
+        fields["keel_tool_response"] = response::keel_response(output);
     }
     let v = fire(inner, event, &[claude, name], fields, abort).await;
     let notes: Vec<String> = v

@@ -1,0 +1,131 @@
+//! Hook payloads as Claude Code sends them (issue 46 point 3): hook scripts copied from Claude
+//! Code setups (jq and Python over stdin) read `tool_response` in Claude's per-tool shapes, a
+//! Claude-format transcript at `transcript_path`, and `CLAUDE_ENV_FILE` in `SessionStart`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use keel::kernel::event::{Event, EventPayload, RunOutcome};
+use keel::kernel::hooks::{HookConfig, HookEnv, Hooks, SessionFields};
+use keel::kernel::message::{user_text, Message};
+use keel::kernel::sandbox::Sandbox;
+use keel::kernel::tool::ToolEnv;
+use keel::{AgentConfig, AgentSession, Permission};
+use serde_json::{json, Value};
+
+use crate::common::kernel::{self as kit, drive, rt, scripted};
+
+/// A session in `dir` on the scripted provider with `hooks` (Claude's `hooks` object), saved
+/// at `dir/s1.jsonl` as far as the hooks know.
+fn session(dir: &std::path::Path, script: Value, hooks: Value) -> AgentSession {
+    let mut c = AgentConfig::new(dir.to_path_buf(), dir.to_path_buf());
+    c.bash_timeout = Duration::from_secs(30);
+    c.permission = Permission::Auto;
+    // The shapes, not the sandbox, are under test here (hooks_sandbox tests the sandbox).
+    c.sandbox = Arc::new(Sandbox::off(dir));
+    let (config, warnings) = HookConfig::parse(&hooks, "test settings");
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let env = HookEnv {
+        cwd: dir.to_path_buf(),
+        project_dir: dir.to_path_buf(),
+        tool_env: c.tool_env.clone(),
+        temp_dir: c.temp_dir.clone(),
+    };
+    let fields = SessionFields {
+        session_id: "s1".into(),
+        transcript_path: dir.join("s1.jsonl").display().to_string(),
+        permission_mode: "bypassPermissions".into(),
+        agent: None,
+    };
+    c.hooks = Some(Hooks::new(config, env, fields));
+    kit::session(c, scripted(&script.to_string()), Vec::new())
+}
+
+fn run(s: &AgentSession, prompt: &str) -> (Vec<Arc<Event>>, RunOutcome) {
+    rt().block_on(drive(s, prompt, |_, _| {}))
+}
+
+fn user_messages(events: &[Arc<Event>]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.payload {
+            EventPayload::MessageFinished {
+                message: Message::User(u),
+                ..
+            } => Some(user_text(u)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn call(id: &str, name: &str, arguments: Value) -> Value {
+    json!({"chunks": [{"toolCall": {"id": id, "name": name, "arguments": arguments}}]})
+}
+
+/// One `PostToolUse` hook per Claude tool name, each reading the fields published hooks read
+/// and appending what it found to `seen.log` (jq fails on a missing field: nothing is logged).
+#[test]
+fn post_tool_use_hooks_read_claudes_tool_response_fields() {
+    let d = tempfile::tempdir().unwrap();
+    let log = d.path().join("seen.log");
+    let log = log.display();
+    let reads = [
+        (
+            "Write",
+            r#""Write " + .tool_response.type + " " + .tool_response.filePath + " " + .tool_response.content"#,
+        ),
+        (
+            "Edit",
+            r#""Edit " + .tool_response.filePath + " " + .tool_response.originalFile + " " + (.tool_response.structuredPatch[0].lines | join(","))"#,
+        ),
+        (
+            "Read",
+            r#""Read " + .tool_response.file.filePath + " " + .tool_response.file.content + " " + (.tool_response.file.numLines | tostring)"#,
+        ),
+        (
+            "Grep",
+            r#""Grep " + (.tool_response.filenames | join(","))"#,
+        ),
+        (
+            "Glob",
+            r#""Glob " + (.tool_response.filenames | join(",")) + " " + (.tool_response.numFiles | tostring)"#,
+        ),
+        (
+            "Bash",
+            r#""Bash " + .tool_response.stdout + " " + (.tool_response.interrupted | tostring)"#,
+        ),
+    ];
+    let groups: Vec<Value> = reads
+        .iter()
+        .map(|(tool, expr)| {
+            let command = format!("jq -rj '{expr} + \"\\n\"' >> {log}");
+            json!({"matcher": tool, "hooks": [{"type": "command", "command": command}]})
+        })
+        .collect();
+    let script = json!({"turns": [
+        call("c1", "write", json!({"path": "src/a.txt", "content": "hello\n"})),
+        call("c2", "edit", json!({"path": "src/a.txt", "oldText": "hello", "newText": "world"})),
+        call("c3", "read", json!({"path": "src/a.txt"})),
+        call("c4", "grep", json!({"pattern": "world", "path": "src"})),
+        call("c5", "find", json!({"pattern": "*.txt", "path": "src"})),
+        call("c6", "bash", json!({"command": "printf hi"})),
+        {"chunks": [{"text": "done"}]}
+    ]});
+    let s = session(d.path(), script, json!({ "PostToolUse": groups }));
+    let (_, outcome) = run(&s, "go");
+    assert_eq!(outcome, RunOutcome::Completed);
+    let a = d.path().join("src/a.txt");
+    let a = a.display();
+    let seen = std::fs::read_to_string(d.path().join("seen.log")).unwrap_or_default();
+    assert_eq!(
+        seen,
+        format!(
+            "Write create {a} hello\n\n\
+             Edit {a} hello\n -hello,+world\n\
+             Read {a} world 1\n\
+             Grep {a}\n\
+             Glob {a} 1\n\
+             Bash hi false\n"
+        )
+    );
+}
