@@ -9,7 +9,6 @@ use keel::kernel::event::{Event, EventPayload, RunOutcome};
 use keel::kernel::hooks::{HookConfig, HookEnv, Hooks, SessionFields};
 use keel::kernel::message::{user_text, Message};
 use keel::kernel::sandbox::Sandbox;
-use keel::kernel::tool::ToolEnv;
 use keel::{AgentConfig, AgentSession, Permission};
 use serde_json::{json, Value};
 
@@ -128,4 +127,22 @@ fn post_tool_use_hooks_read_claudes_tool_response_fields() {
              Bash hi false\n"
         )
     );
+}
+
+#[test]
+fn claude_env_file_from_session_start_reaches_later_bash_calls() {
+    let d = tempfile::tempdir().unwrap();
+    let start = r#"test -n "$CLAUDE_ENV_FILE" && echo 'export GREETING=from-session-start' >> "$CLAUDE_ENV_FILE""#;
+    let hooks = json!({"SessionStart": [{"hooks": [{"type": "command", "command": start}]}]});
+    let script = json!({"turns": [
+        call("c1", "bash", json!({"command": "echo \"greeting=$GREETING\""})),
+        {"chunks": [{"text": "done"}]}
+    ]});
+    let s = session(d.path(), script, hooks);
+    let (events, _) = run(&s, "greet");
+    let result = events.iter().find_map(|e| match &e.payload {
+        EventPayload::ToolCallFinished { result, .. } => Some(result.text()),
+        _ => None,
+    });
+    assert_eq!(result.as_deref(), Some("greeting=from-session-start\n"));
 }

@@ -158,6 +158,9 @@ pub struct Hooks {
     session: Arc<SessionFields>,
     /// The `once` hooks that ran in this session (event and command).
     ran_once: Arc<std::sync::Mutex<std::collections::HashSet<(HookEvent, String)>>>,
+    /// The session's env file on this host, named to the hooks of this firing as
+    /// `CLAUDE_ENV_FILE` (set for `SessionStart` only: [`Hooks::with_env_file`]).
+    env_file: Option<std::path::PathBuf>,
 }
 
 impl Hooks {
@@ -167,6 +170,17 @@ impl Hooks {
             env: Arc::new(env),
             session: Arc::new(session),
             ran_once: Arc::default(),
+            env_file: None,
+        }
+    }
+
+    /// These hooks with `CLAUDE_ENV_FILE` naming `file` (this host's path; a hook in a
+    /// bubblewrap sandbox gets the path its private `/tmp` shows): what they write there,
+    /// `bash` sources before each command ([`crate::kernel::tool::bash::env_file`]).
+    pub fn with_env_file(&self, file: std::path::PathBuf) -> Hooks {
+        Hooks {
+            env_file: Some(file),
+            ..self.clone()
         }
     }
 
@@ -181,6 +195,7 @@ impl Hooks {
             env: self.env.clone(),
             session: Arc::new(session),
             ran_once: Arc::default(),
+            env_file: None,
         }
     }
 
@@ -293,10 +308,13 @@ impl Hooks {
                 hook.timeout.unwrap_or(DEFAULT_TIMEOUT),
             );
             let sandbox = confined(hook, sandbox);
+            let env_file = self.env_file.clone();
             set.spawn(async move {
                 let sandbox = sandbox.as_deref();
                 let start = std::time::Instant::now();
-                let ran = process::run(&command, &payload, &env, sandbox, timeout, &abort).await;
+                let vars = process::Vars { env_file };
+                let ran =
+                    process::run(&command, &payload, &env, &vars, sandbox, timeout, &abort).await;
                 (i, ran, start.elapsed())
             });
         }
@@ -327,6 +345,9 @@ impl Hooks {
             let (env, payload) = (self.env.clone(), payload.to_vec());
             let timeout = hook.timeout.unwrap_or(DEFAULT_TIMEOUT);
             let sandbox = confined(&hook, sandbox);
+            let vars = process::Vars {
+                env_file: self.env_file.clone(),
+            };
             tokio::spawn(async move {
                 let record = match &sandbox {
                     Some(s) => watch::record(&s.policy).await,
@@ -336,6 +357,7 @@ impl Hooks {
                     &hook.command,
                     &payload,
                     &env,
+                    &vars,
                     sandbox.as_deref(),
                     timeout,
                     &AbortSignal::never(),

@@ -43,9 +43,20 @@ pub(crate) async fn fire(
         inner.bus.publish(notice_event(n, &inner.clock));
     };
     let sandbox = &inner.config.sandbox;
+    let hooks = match event {
+        HookEvent::SessionStart => hooks.with_env_file(env_file(inner)),
+        _ => hooks.clone(),
+    };
     hooks
         .fire(event, subjects, fields, sandbox, abort, &notify)
         .await
+}
+
+/// The session's env file (`CLAUDE_ENV_FILE`), its directory made so that a hook can write it.
+fn env_file(inner: &Inner) -> std::path::PathBuf {
+    let (env, temp) = (&inner.config.tool_env, &inner.config.temp_dir);
+    let _ = crate::kernel::tool::bash::private_tmp(env, temp);
+    crate::kernel::tool::bash::env_file(env, temp)
 }
 
 /// Fires `event` without waiting for its hooks (a `Notification` must not hold up the dialog
