@@ -129,6 +129,88 @@ fn post_tool_use_hooks_read_claudes_tool_response_fields() {
     );
 }
 
+/// The Stop hook copied from many Claude Code setups: it finds the last assistant message's
+/// text in the transcript, and blocks the stop when it finds none.
+const STOP_HOOK: &str = r#"import json, sys
+data = json.load(sys.stdin)
+if data.get("stop_hook_active"):
+    sys.exit(0)
+last = None
+with open(data["transcript_path"]) as f:
+    for line in f:
+        line = line.strip()
+        if not line:
+            continue
+        entry = json.loads(line)
+        if entry.get("type") == "assistant":
+            for block in entry.get("message", {}).get("content", []):
+                if block.get("type") == "text":
+                    last = block["text"]
+if last is None:
+    print("no assistant message in the transcript", file=sys.stderr)
+    sys.exit(2)
+with open("last.txt", "w") as out:
+    out.write(last)
+"#;
+
+#[test]
+fn a_stop_hook_finds_the_last_assistant_text_in_the_transcript() {
+    let d = tempfile::tempdir().unwrap();
+    let py = d.path().join("stop.py");
+    std::fs::write(&py, STOP_HOOK).unwrap();
+    let command = format!("python3 {}", py.display());
+    let script = json!({"turns": [
+        call("c1", "bash", json!({"command": "echo checked"})),
+        {"chunks": [{"text": "all done"}]},
+        {"repeat": true, "chunks": [{"text": "a second model call"}]}
+    ]});
+    let hooks = json!({"Stop": [{"hooks": [{"type": "command", "command": command}]}]});
+    let s = session(d.path(), script, hooks);
+    let (events, outcome) = run(&s, "check it");
+    assert_eq!(outcome, RunOutcome::Completed);
+    assert_eq!(
+        user_messages(&events),
+        ["check it"],
+        "one model call per prompt"
+    );
+    assert_eq!(
+        std::fs::read_to_string(d.path().join("last.txt"))
+            .ok()
+            .as_deref(),
+        Some("all done")
+    );
+    // The transcript is Claude's: a user line with the prompt as a string, the assistant's
+    // tool_use under Claude's tool name, the tool_result in a user line, each line chained.
+    let path = d.path().join("s1.output/claude-transcript.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let kinds: Vec<&str> = lines.iter().map(|l| l["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["user", "assistant", "user", "assistant"]);
+    assert_eq!(lines[0]["message"]["content"], "check it");
+    assert_eq!(lines[0]["parentUuid"], Value::Null);
+    assert_eq!(lines[1]["parentUuid"], lines[0]["uuid"]);
+    assert_eq!(lines[1]["sessionId"], "s1");
+    let tool_use = &lines[1]["message"]["content"][0];
+    assert_eq!(
+        (
+            &tool_use["type"],
+            &tool_use["name"],
+            &tool_use["input"]["command"]
+        ),
+        (&json!("tool_use"), &json!("Bash"), &json!("echo checked"))
+    );
+    let result = &lines[2]["message"]["content"][0];
+    assert_eq!(result["type"], "tool_result");
+    assert_eq!(result["tool_use_id"], tool_use["id"]);
+    assert!(lines[3]["timestamp"].as_str().unwrap().ends_with('Z'));
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o077, 0, "the transcript is the owner's only");
+}
+
 #[test]
 fn claude_env_file_from_session_start_reaches_later_bash_calls() {
     let d = tempfile::tempdir().unwrap();

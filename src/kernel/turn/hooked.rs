@@ -35,6 +35,8 @@ pub(crate) async fn fire(
     let Some(hooks) = inner.config.hooks.as_ref().filter(|h| h.wants(event)) else {
         return Verdict::default();
     };
+    let messages = inner.lock().messages.clone();
+    hooks.sync_transcript(&messages);
     let fields = match fields {
         Value::Object(m) => m,
         _ => Map::new(),
@@ -65,6 +67,8 @@ pub(crate) fn fire_detached(inner: &Inner, event: HookEvent, subject: &str, fiel
     let Some(hooks) = inner.config.hooks.clone().filter(|h| h.wants(event)) else {
         return;
     };
+    let messages = inner.lock().messages.clone();
+    hooks.sync_transcript(&messages);
     let (bus, clock, subject) = (inner.bus.clone(), inner.clock.clone(), subject.to_string());
     let sandbox = inner.config.sandbox.clone();
     let fields = match fields {
@@ -317,6 +321,12 @@ pub(super) async fn stopping(
     last_text: &str,
     abort: &AbortSignal,
 ) -> Option<String> {
+    // A child's transcript is read by its parent's `SubagentStop` hooks once the child stops.
+    let child = inner.config.hooks.as_ref().filter(|h| h.in_subagent());
+    if let Some(hooks) = child.filter(|h| h.wants(HookEvent::SubagentStop)) {
+        let messages = inner.lock().messages.clone();
+        hooks.sync_transcript(&messages);
+    }
     let fields = json!({"stop_hook_active": active, "last_assistant_message": last_text});
     let v = fire(inner, HookEvent::Stop, &[], fields, abort).await;
     if v.stop.is_some() {
