@@ -283,10 +283,27 @@ fn a_pre_tool_use_hook_fires_inside_the_child_with_its_agent_type() {
     assert_eq!(pre["session_id"], child_id);
     assert_eq!(fired[0]["agent_id"], child_id);
     assert_eq!(fired[2]["last_assistant_message"], "seen");
+    // The child's conversation as Claude's transcript, beside its session file, current
+    // when the parent's SubagentStop hook reads it.
+    let claude = child
+        .with_extension("output")
+        .join("claude-transcript.jsonl");
     assert_eq!(
         fired[2]["agent_transcript_path"],
-        child.display().to_string()
+        claude.display().to_string()
     );
+    let lines: Vec<Value> = std::fs::read_to_string(&claude)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = lines.iter().rev().find(|l| l["type"] == "assistant");
+    assert_eq!(
+        last.map(|l| &l["message"]["content"][0]["text"]),
+        Some(&json!("seen")),
+        "{lines:#?}"
+    );
+    assert_eq!(lines[0]["isSidechain"], true);
 }
 
 #[test]

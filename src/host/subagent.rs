@@ -242,9 +242,15 @@ impl HostSpawner {
         if let Some(r) = &b.setup.registry {
             r.opened(&id, &req.parent.session_id, &handle);
         }
+        // What `SubagentStop` hooks read: the child's Claude transcript, which its own hooks
+        // keep (`agent_transcript_path`).
+        let transcript = match &b.config.hooks {
+            Some(h) => h.transcript_path_of(&file, &id),
+            None => file.clone(),
+        };
         Ok(Box::new(HostChild {
             id,
-            file,
+            transcript,
             epoch,
             handle,
             registry: b.setup.registry.clone(),
@@ -264,7 +270,8 @@ impl Spawner for HostSpawner {
 /// A child session served by its own actor.
 struct HostChild {
     id: String,
-    file: String,
+    /// The child's Claude transcript (see `Hooks::transcript_path_of`).
+    transcript: String,
     epoch: String,
     handle: SessionHandle,
     registry: Option<Arc<dyn ChildRegistry>>,
@@ -284,7 +291,7 @@ impl Child for HostChild {
     }
 
     fn transcript_path(&self) -> String {
-        self.file.clone()
+        self.transcript.clone()
     }
 
     fn run(

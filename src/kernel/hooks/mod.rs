@@ -13,6 +13,8 @@ pub mod matcher;
 pub mod names;
 pub mod outcome;
 pub mod process;
+pub mod response;
+pub mod transcript;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -157,15 +159,33 @@ pub struct Hooks {
     session: Arc<SessionFields>,
     /// The `once` hooks that ran in this session (event and command).
     ran_once: Arc<std::sync::Mutex<std::collections::HashSet<(HookEvent, String)>>>,
+    /// The session's env file on this host, named to the hooks of this firing as
+    /// `CLAUDE_ENV_FILE` (set for `SessionStart` only: [`Hooks::with_env_file`]).
+    env_file: Option<std::path::PathBuf>,
+    /// The session's conversation as Claude Code's transcript (`transcript_path`).
+    transcript: Arc<transcript::Transcript>,
 }
 
 impl Hooks {
     pub fn new(config: HookConfig, env: HookEnv, session: SessionFields) -> Hooks {
+        let transcript = transcript_of(&env, &session.transcript_path, &session.session_id);
         Hooks {
             config: Arc::new(config),
             env: Arc::new(env),
             session: Arc::new(session),
             ran_once: Arc::default(),
+            env_file: None,
+            transcript,
+        }
+    }
+
+    /// These hooks with `CLAUDE_ENV_FILE` naming `file` (this host's path; a hook in a
+    /// bubblewrap sandbox gets the path its private `/tmp` shows): what they write there,
+    /// `bash` sources before each command ([`crate::kernel::tool::bash::env_file`]).
+    pub fn with_env_file(&self, file: std::path::PathBuf) -> Hooks {
+        Hooks {
+            env_file: Some(file),
+            ..self.clone()
         }
     }
 
@@ -180,6 +200,8 @@ impl Hooks {
             env: self.env.clone(),
             session: Arc::new(session),
             ran_once: Arc::default(),
+            env_file: None,
+            transcript: transcript_of(&self.env, transcript_path, session_id),
         }
     }
 
@@ -189,7 +211,36 @@ impl Hooks {
         session.agent = Some((agent_id.to_string(), agent_type.to_string()));
         Hooks {
             session: Arc::new(session),
+            // Never the parent's file (the host gives the child its own: `for_session`).
+            transcript: transcript_of(&self.env, "", agent_id),
             ..self.clone()
+        }
+    }
+
+    /// Where the Claude transcript of the session saved at `file` (`""`: none) with id
+    /// `session_id` is kept when these hooks run in it (a child's `agent_transcript_path`).
+    pub fn transcript_path_of(&self, file: &str, session_id: &str) -> String {
+        let private = self.env.tool_env.spill_path(&self.env.temp_dir);
+        let path = transcript::path_for(file, session_id, &private);
+        path.display().to_string()
+    }
+
+    /// Brings the Claude transcript up to date with `messages` (the session's conversation);
+    /// the caller does so before hooks run. A failure leaves the file as it was.
+    pub fn sync_transcript(&self, messages: &[crate::kernel::message::Message]) {
+        if self.transcript.is_private() {
+            if let Err(e) = self.env.tool_env.spill_dir(&self.env.temp_dir) {
+                tracing::debug!(error = %e, "hooks: no private directory for the transcript");
+                return;
+            }
+        }
+        let who = transcript::Writer {
+            session_id: &self.session.session_id,
+            cwd: &self.env.cwd,
+            sidechain: self.session.agent.is_some(),
+        };
+        if let Err(e) = self.transcript.sync(messages, &who) {
+            tracing::debug!(error = %e, "hooks: the Claude transcript was not written");
         }
     }
 
@@ -292,10 +343,13 @@ impl Hooks {
                 hook.timeout.unwrap_or(DEFAULT_TIMEOUT),
             );
             let sandbox = confined(hook, sandbox);
+            let env_file = self.env_file.clone();
             set.spawn(async move {
                 let sandbox = sandbox.as_deref();
                 let start = std::time::Instant::now();
-                let ran = process::run(&command, &payload, &env, sandbox, timeout, &abort).await;
+                let vars = process::Vars { env_file };
+                let ran =
+                    process::run(&command, &payload, &env, &vars, sandbox, timeout, &abort).await;
                 (i, ran, start.elapsed())
             });
         }
@@ -326,6 +380,9 @@ impl Hooks {
             let (env, payload) = (self.env.clone(), payload.to_vec());
             let timeout = hook.timeout.unwrap_or(DEFAULT_TIMEOUT);
             let sandbox = confined(&hook, sandbox);
+            let vars = process::Vars {
+                env_file: self.env_file.clone(),
+            };
             tokio::spawn(async move {
                 let record = match &sandbox {
                     Some(s) => watch::record(&s.policy).await,
@@ -335,6 +392,7 @@ impl Hooks {
                     &hook.command,
                     &payload,
                     &env,
+                    &vars,
                     sandbox.as_deref(),
                     timeout,
                     &AbortSignal::never(),
@@ -350,7 +408,8 @@ impl Hooks {
         let s = &self.session;
         let mut m = Map::new();
         m.insert("session_id".into(), s.session_id.clone().into());
-        m.insert("transcript_path".into(), s.transcript_path.clone().into());
+        let transcript = self.transcript.path().display().to_string();
+        m.insert("transcript_path".into(), transcript.into());
         m.insert("cwd".into(), self.env.cwd.display().to_string().into());
         m.insert("permission_mode".into(), s.permission_mode.clone().into());
         m.insert("hook_event_name".into(), event.as_str().into());
@@ -392,6 +451,12 @@ impl Hooks {
         std::fs::write(&path, text).ok()?;
         Some(path)
     }
+}
+
+/// The Claude transcript of the session saved at `file` (`""`: none) with id `session_id`.
+fn transcript_of(env: &HookEnv, file: &str, session_id: &str) -> Arc<transcript::Transcript> {
+    let private = env.tool_env.spill_path(&env.temp_dir);
+    Arc::new(transcript::Transcript::new(file, session_id, &private))
 }
 
 /// The sandbox `hook` runs in: the session's, unless the user's own settings let it out.

@@ -18,7 +18,7 @@ use tokio::process::Command;
 
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::sandbox::{Launch, Mechanism, Sandbox};
-use crate::kernel::tool::ToolEnv;
+use crate::kernel::tool::{bash, ToolEnv};
 
 /// Output beyond this many bytes per stream is read and dropped (a hook that floods its pipe
 /// is not killed by SIGPIPE, and keel's memory stays bounded).
@@ -33,6 +33,13 @@ pub struct HookEnv {
     pub tool_env: ToolEnv,
     /// The session's temp root; long hook output is saved under its spill directory.
     pub temp_dir: PathBuf,
+}
+
+/// What one firing adds to a hook's environment.
+#[derive(Debug, Clone, Default)]
+pub struct Vars {
+    /// `CLAUDE_ENV_FILE` (`SessionStart`): the session's env file, this host's path.
+    pub env_file: Option<PathBuf>,
 }
 
 /// How one hook process ended.
@@ -62,11 +69,12 @@ pub async fn run(
     command: &str,
     payload: &[u8],
     env: &HookEnv,
+    vars: &Vars,
     sandbox: Option<&Sandbox>,
     timeout: Duration,
     abort: &AbortSignal,
 ) -> Ran {
-    let mut child = match spawn(command, env, sandbox) {
+    let mut child = match spawn(command, env, vars, sandbox) {
         Ok(c) => c,
         Err(e) => {
             return Ran {
@@ -186,6 +194,7 @@ fn parent_of(pid: i32) -> Option<i32> {
 fn spawn(
     command: &str,
     env: &HookEnv,
+    vars: &Vars,
     sandbox: Option<&Sandbox>,
 ) -> Result<tokio::process::Child, String> {
     let launch = match sandbox {
@@ -224,6 +233,10 @@ fn spawn(
         .env("CLAUDE_PROJECT_DIR", &env.project_dir);
     if let Some(l) = &launch {
         cmd.envs(l.env.iter().map(|(k, v)| (k, v)));
+    }
+    if let Some(file) = &vars.env_file {
+        let sandbox = sandbox.filter(|_| launch.is_some());
+        cmd.env("CLAUDE_ENV_FILE", bash::env_file_inside(sandbox, file));
     }
     cmd.spawn().map_err(|e| e.to_string())
 }
@@ -268,6 +281,7 @@ mod tests {
             cmd,
             payload.as_bytes(),
             &env(d.path()),
+            &Vars::default(),
             None,
             timeout,
             &AbortSignal::never(),
@@ -312,6 +326,7 @@ mod tests {
             &cmd,
             b"",
             &env(d.path()),
+            &Vars::default(),
             None,
             Duration::from_millis(300),
             &AbortSignal::never(),
@@ -348,6 +363,7 @@ mod tests {
             "echo ran > ran.txt",
             b"",
             &env(d.path()),
+            &Vars::default(),
             Some(&sandbox),
             Duration::from_secs(20),
             &AbortSignal::never(),

@@ -76,7 +76,7 @@ async fn stdin_carries_the_session_fields_and_the_events_own() {
     assert_eq!(
         got,
         json!({
-        "session_id": "s-1", "transcript_path": "/k/sessions/s-1.jsonl",
+        "session_id": "s-1", "transcript_path": "/k/sessions/s-1.output/claude-transcript.jsonl",
         "cwd": d.path().display().to_string(), "permission_mode": "default",
         "hook_event_name": "PreToolUse", "tool_name": "Bash",
         "tool_input": {"command": "ls"}, "tool_use_id": "c1"})

@@ -7,7 +7,7 @@
 
 use std::borrow::Cow;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;
 
@@ -26,7 +26,7 @@ use super::text::{self, MAX_BYTES};
 use super::{Files, ToolContext, ToolEnv, ToolOutput, ToolSpec};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::message::Message;
-use crate::kernel::sandbox::{Sandbox, Violation};
+use crate::kernel::sandbox::{Mechanism, Sandbox, Violation};
 
 /// After the main process exits, stop reading after this long without data...
 const DRAIN_IDLE: Duration = Duration::from_millis(100);
@@ -109,10 +109,11 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     if ctx.abort.is_aborted() {
         return render(Outcome::Aborted, &out, timeout, None);
     }
+    let run = sourcing_env_file(command, ctx);
     let started = tokio::select! {
         biased;
         _ = ctx.abort.aborted() => return render(Outcome::Aborted, &out, timeout, None),
-        started = bash_proc::start(command, ctx) => started,
+        started = bash_proc::start(&run, ctx) => started,
     };
     let mut child = match started {
         Ok(c) => c,
@@ -367,6 +368,44 @@ async fn pump<R: AsyncRead + Unpin>(mut reader: R, tx: mpsc::Sender<Vec<u8>>) {
             Ok(_) => {}
         }
     }
+}
+
+/// The name of the session's env file in its private `/tmp` (see [`env_file`]).
+const ENV_FILE: &str = "claude-env.sh";
+
+/// The session's env file (`CLAUDE_ENV_FILE`, as Claude Code names it) on this host: in the
+/// session's private directory that is the sandbox's `/tmp`, so that a sandboxed `bash`
+/// can read it and a sandboxed `SessionStart` hook can write it. What `SessionStart` hooks
+/// write there (`export A=b`, `source .venv/bin/activate`) every later `bash` call of the
+/// session runs first. Removed with that directory when the session ends.
+pub fn env_file(env: &ToolEnv, temp_dir: &Path) -> PathBuf {
+    private_tmp_path(env, temp_dir).join(ENV_FILE)
+}
+
+/// The env file at `host` as a process in `sandbox` sees it: bubblewrap shows the session's
+/// private directory as `/tmp`; Landlock and no sandbox show it where it is.
+pub fn env_file_inside(sandbox: Option<&Sandbox>, host: &Path) -> PathBuf {
+    match sandbox.map(|s| &s.mechanism) {
+        Some(Mechanism::Bwrap(_)) => Path::new("/tmp").join(ENV_FILE),
+        _ => host.to_path_buf(),
+    }
+}
+
+/// `command`, run after the session's env file when a `SessionStart` hook wrote one (as
+/// Claude Code sources it before each Bash command); as is otherwise.
+fn sourcing_env_file(command: &str, ctx: &ToolContext) -> String {
+    let host = env_file(&ctx.env, &ctx.temp_dir);
+    let written = std::fs::metadata(&host).is_ok_and(|m| m.is_file() && m.len() > 0);
+    if !written {
+        return command.to_string();
+    }
+    let sandboxed = !matches!(
+        ctx.sandbox.mechanism,
+        Mechanism::Off | Mechanism::Unenforced
+    );
+    let inside = env_file_inside(sandboxed.then_some(&*ctx.sandbox), &host);
+    let quoted = inside.to_string_lossy().replace('\'', r"'\''");
+    format!(". '{quoted}'\n{command}")
 }
 
 fn render(outcome: Outcome, out: &Output, timeout: Duration, note: Option<String>) -> ToolOutput {

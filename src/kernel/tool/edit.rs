@@ -85,13 +85,13 @@ async fn edit(args: EditArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolOutpu
         .map_err(|e| ToolOutput::error(format!("Cannot write {path}: {e}")))?;
     let (diff, first) = unified_diff(&p.content, &p.updated, path);
     Ok(
-        ToolOutput::ok(format!("Successfully replaced text in {path}.\n\n{diff}")).with_details(
-            json!(EditDetails {
+        ToolOutput::ok(format!("Successfully replaced text in {path}.\n\n{diff}"))
+            .with_details(json!(EditDetails {
                 path: p.full.display().to_string(),
                 diff,
                 first_changed_line: first,
-            }),
-        ),
+            }))
+            .with_before(Some(p.content)),
     )
 }
 

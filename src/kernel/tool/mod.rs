@@ -45,6 +45,9 @@ pub struct ToolOutput {
     pub content: Vec<Content>,
     pub details: Option<Value>,
     pub is_error: bool,
+    /// `edit` and `write`: the file's text before the call (`None` for a new file), for the
+    /// `originalFile` of a `PostToolUse` hook's `tool_response`. Never saved, never sent.
+    pub before: Option<Arc<str>>,
 }
 
 impl ToolOutput {
@@ -53,6 +56,7 @@ impl ToolOutput {
             content: vec![Content::text(text)],
             details: None,
             is_error: false,
+            before: None,
         }
     }
 
@@ -61,11 +65,18 @@ impl ToolOutput {
             content: vec![Content::text(text)],
             details: None,
             is_error: true,
+            before: None,
         }
     }
 
     pub fn with_details(mut self, details: Value) -> Self {
         self.details = Some(details);
+        self
+    }
+
+    /// With the file's text before the call (see [`ToolOutput::before`]).
+    pub fn with_before(mut self, before: Option<String>) -> Self {
+        self.before = before.map(Arc::from);
         self
     }
 

@@ -53,9 +53,18 @@ async fn write(args: WriteArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolOut
     let existed = match tokio::fs::metadata(&full).await {
         Ok(m) => {
             check_regular(&m, path, "write")?;
-            true
+            Some(m.len())
         }
-        Err(_) => false,
+        Err(_) => None,
+    };
+    // The text it replaces, for hooks (`originalFile`): only a text file an edit could take,
+    // that the call could read.
+    let readable = super::guard::read(ctx, &full, path).is_ok();
+    let before = match existed {
+        Some(len) if readable && len <= super::edit::MAX_EDIT_BYTES => {
+            tokio::fs::read_to_string(&full).await.ok()
+        }
+        _ => None,
     };
     let (dirs, policy) = (full.clone(), ctx.sandbox.policy.clone());
     tokio::task::spawn_blocking(move || super::file::make_parents(&dirs, &policy))
@@ -73,13 +82,13 @@ async fn write(args: WriteArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolOut
         .await
         .map_err(|e| ToolOutput::error(format!("Cannot write {path}: {e}")))?;
     Ok(
-        ToolOutput::ok(format!("Wrote {} bytes to {path}", content.len())).with_details(json!(
-            WriteDetails {
+        ToolOutput::ok(format!("Wrote {} bytes to {path}", content.len()))
+            .with_details(json!(WriteDetails {
                 path: full.display().to_string(),
                 bytes: Some(content.len() as u64),
-                created: !existed,
-            }
-        )),
+                created: existed.is_none(),
+            }))
+            .with_before(before),
     )
 }
 

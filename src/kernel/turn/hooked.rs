@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 use crate::kernel::abort::AbortSignal;
 use crate::kernel::agent::Inner;
 use crate::kernel::event::EventPayload;
-use crate::kernel::hooks::{names, Decision, HookEvent, HookNotice, Verdict};
+use crate::kernel::hooks::{names, response, Decision, HookEvent, HookNotice, Verdict};
 use crate::kernel::message::Content;
 use crate::kernel::tool::ToolOutput;
 
@@ -35,6 +35,8 @@ pub(crate) async fn fire(
     let Some(hooks) = inner.config.hooks.as_ref().filter(|h| h.wants(event)) else {
         return Verdict::default();
     };
+    let messages = inner.lock().messages.clone();
+    hooks.sync_transcript(&messages);
     let fields = match fields {
         Value::Object(m) => m,
         _ => Map::new(),
@@ -43,9 +45,20 @@ pub(crate) async fn fire(
         inner.bus.publish(notice_event(n, &inner.clock));
     };
     let sandbox = &inner.config.sandbox;
+    let hooks = match event {
+        HookEvent::SessionStart => hooks.with_env_file(env_file(inner)),
+        _ => hooks.clone(),
+    };
     hooks
         .fire(event, subjects, fields, sandbox, abort, &notify)
         .await
+}
+
+/// The session's env file (`CLAUDE_ENV_FILE`), its directory made so that a hook can write it.
+fn env_file(inner: &Inner) -> std::path::PathBuf {
+    let (env, temp) = (&inner.config.tool_env, &inner.config.temp_dir);
+    let _ = crate::kernel::tool::bash::private_tmp(env, temp);
+    crate::kernel::tool::bash::env_file(env, temp)
 }
 
 /// Fires `event` without waiting for its hooks (a `Notification` must not hold up the dialog
@@ -54,6 +67,8 @@ pub(crate) fn fire_detached(inner: &Inner, event: HookEvent, subject: &str, fiel
     let Some(hooks) = inner.config.hooks.clone().filter(|h| h.wants(event)) else {
         return;
     };
+    let messages = inner.lock().messages.clone();
+    hooks.sync_transcript(&messages);
     let (bus, clock, subject) = (inner.bus.clone(), inner.clock.clone(), subject.to_string());
     let sandbox = inner.config.sandbox.clone();
     let fields = match fields {
@@ -227,7 +242,8 @@ pub(super) async fn post_tool(
         fields["error"] = output.text().into();
         fields["is_interrupt"] = abort.is_aborted().into();
     } else {
-        fields["tool_response"] = json!({"output": output.text(), "details": output.details});
+        fields["tool_response"] = response::tool_response(name, args, output, &inner.config.cwd);
+        fields["keel_tool_response"] = response::keel_response(output);
     }
     let v = fire(inner, event, &[claude, name], fields, abort).await;
     let notes: Vec<String> = v
@@ -305,6 +321,12 @@ pub(super) async fn stopping(
     last_text: &str,
     abort: &AbortSignal,
 ) -> Option<String> {
+    // A child's transcript is read by its parent's `SubagentStop` hooks once the child stops.
+    let child = inner.config.hooks.as_ref().filter(|h| h.in_subagent());
+    if let Some(hooks) = child.filter(|h| h.wants(HookEvent::SubagentStop)) {
+        let messages = inner.lock().messages.clone();
+        hooks.sync_transcript(&messages);
+    }
     let fields = json!({"stop_hook_active": active, "last_assistant_message": last_text});
     let v = fire(inner, HookEvent::Stop, &[], fields, abort).await;
     if v.stop.is_some() {
