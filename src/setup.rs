@@ -164,8 +164,7 @@ pub fn subagent_setup(
     if settings.max_subagent_depth == 0 || !listed {
         return (None, Vec::new());
     }
-    let (agents, warnings) =
-        crate::agents::load(&env.keel_home, &env.cwd, project_trusted(settings, env));
+    let (agents, warnings) = crate::agents::load(env, project_trusted(settings, env));
     let setup = crate::host::subagent::SubagentSetup {
         agents: Arc::new(agents),
         max_depth: settings.max_subagent_depth,
