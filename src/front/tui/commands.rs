@@ -33,7 +33,8 @@ impl Client {
             let got = commands.ask::<CommandsData>(&Command::GetCommands {}).await;
             let list = got.ok()?.commands.into_iter();
             Some(Back::Commands(
-                list.map(|c| (c.name, c.description)).collect(),
+                list.map(|c| (c.name.clone(), view::slash::entry_text(&c)))
+                    .collect(),
             ))
         });
     }
