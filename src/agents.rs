@@ -47,13 +47,19 @@ struct Dir {
     claude: bool,
 }
 
-/// The definitions a session in `env.cwd` may use, and warnings about files left out.
-/// `project_trusted`: the project's own definitions load.
-pub fn load(env: &crate::mode::Env, project_trusted: bool) -> (Vec<AgentDef>, Vec<String>) {
+/// The definitions a session in `cwd` may use, and warnings about files left out (`vars`:
+/// the environment's, for Claude Code's user directory). `project_trusted`: the project's own
+/// definitions load.
+pub fn load(
+    keel_home: &Path,
+    vars: &BTreeMap<String, String>,
+    cwd: &Path,
+    project_trusted: bool,
+) -> (Vec<AgentDef>, Vec<String>) {
     load_from(
-        &env.keel_home,
-        claude_home(&env.vars).as_deref(),
-        &env.cwd,
+        keel_home,
+        claude_home(vars).as_deref(),
+        cwd,
         project_trusted,
     )
 }

@@ -148,7 +148,8 @@ pub fn headless_host_setup(
 /// Where a session's prompt templates are: keel's and Claude Code's directories.
 pub fn prompt_dirs(env: &Env) -> crate::prompts::Dirs {
     let claude = crate::agents::claude_home(&env.vars);
-    crate::prompts::Dirs::new(&env.keel_home, claude.as_deref(), &env.cwd)
+    let root = crate::settings::project_root(&env.cwd);
+    crate::prompts::Dirs::new(&env.keel_home, claude.as_deref(), &env.cwd, &root)
 }
 
 /// The subagents of a top session (`DESIGN.md` §17), with warnings about definitions left
@@ -164,7 +165,12 @@ pub fn subagent_setup(
     if settings.max_subagent_depth == 0 || !listed {
         return (None, Vec::new());
     }
-    let (agents, warnings) = crate::agents::load(env, project_trusted(settings, env));
+    let (agents, warnings) = crate::agents::load(
+        &env.keel_home,
+        &env.vars,
+        &env.cwd,
+        project_trusted(settings, env),
+    );
     let setup = crate::host::subagent::SubagentSetup {
         agents: Arc::new(agents),
         max_depth: settings.max_subagent_depth,

@@ -25,9 +25,9 @@ pub struct Dirs {
 }
 
 impl Dirs {
-    /// The directories of a session in `cwd`.
-    pub fn new(keel_home: &Path, claude_home: Option<&Path>, cwd: &Path) -> Dirs {
-        let root = crate::settings::project_root(cwd);
+    /// The directories of a session in `cwd` of the project at `root` (the git root above
+    /// the cwd, else the cwd).
+    pub fn new(keel_home: &Path, claude_home: Option<&Path>, cwd: &Path, root: &Path) -> Dirs {
         Dirs {
             user: keel_home.join("prompts"),
             project: cwd.join(".keel").join("prompts"),
@@ -116,12 +116,8 @@ fn load_claude(root: &Path, scope: Scope, warnings: &mut Vec<String>) -> Vec<Tem
     for t in &mut templates {
         let text = std::fs::read_to_string(&t.path).unwrap_or_default();
         let text = text.replace("\r\n", "\n");
-        let front = crate::skills::split_frontmatter(&text).map_or("", |(f, _)| f);
-        let field = |k: &str| {
-            crate::skills::frontmatter_value(front, k)
-                .map(|v| v.trim().to_string())
-                .filter(|v| !v.is_empty())
-        };
+        let front = super::split_frontmatter(&text).map_or("", |(f, _)| f);
+        let field = |k: &str| front_field(front, k);
         let mut unhonoured = Vec::new();
         for key in ["model", "allowed-tools"] {
             if field(key).is_some() {
@@ -156,6 +152,22 @@ fn load_claude(root: &Path, scope: Scope, warnings: &mut Vec<String>) -> Vec<Tem
     templates
 }
 
+/// The non-empty value of `key: value` in frontmatter lines, one pair of quotes removed (a
+/// later line wins).
+fn front_field(front: &str, key: &str) -> Option<String> {
+    let mut found = None;
+    for line in front.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        if k.trim() == key {
+            let v = super::unquote(v.trim()).trim();
+            found = (!v.is_empty()).then(|| v.to_string());
+        }
+    }
+    found
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -186,7 +198,7 @@ mod tests {
             &claude_home.join("commands/component.md"),
             "user component\n",
         );
-        let dirs = Dirs::new(&keel_home, Some(&claude_home), &cwd);
+        let dirs = Dirs::new(&keel_home, Some(&claude_home), &cwd, &cwd);
         let (templates, warnings) = load_dirs(&dirs);
         let by = |n: &str| templates.iter().find(|t| t.name == n).unwrap();
         let c = by("component");

@@ -34,7 +34,7 @@ pub fn run(command: AgentsCommand) -> Exit {
     super::run(Logs::Off, async move |env, out| {
         let trusted =
             args.trust_project || crate::setup::trust::dir_trusted(&env.keel_home, &env.cwd);
-        let (agents, warnings) = crate::agents::load(&env, trusted);
+        let (agents, warnings) = crate::agents::load(&env.keel_home, &env.vars, &env.cwd, trusted);
         for w in warnings {
             out.err(&format!("Warning: {w}\n"));
         }

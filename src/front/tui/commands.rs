@@ -285,7 +285,7 @@ impl Client {
             },
         };
         let trusted = crate::setup::trust::dir_trusted(&env.keel_home, &env.cwd);
-        let (agents, warnings) = crate::agents::load(&env, trusted);
+        let (agents, warnings) = crate::agents::load(&env.keel_home, &env.vars, &env.cwd, trusted);
         let mut text = String::new();
         for a in &agents {
             let origin = a.origin.label();
