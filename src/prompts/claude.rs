@@ -46,6 +46,13 @@ impl Dirs {
     }
 }
 
+/// keel's two directories (user, project) only.
+impl From<(PathBuf, PathBuf)> for Dirs {
+    fn from((user, project): (PathBuf, PathBuf)) -> Dirs {
+        Dirs::keel(user, project)
+    }
+}
+
 /// What a template from Claude's directories carries beyond keel's.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Claude {
