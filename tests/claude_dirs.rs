@@ -2,13 +2,15 @@
 //! `.claude/agents` runs a `task` call, a command in `.claude/commands/<folder>/` is `/name`
 //! with `$ARGUMENTS` and `$1` in a print run and through RPC (with its origin and
 //! `argument-hint` in `get_commands`), a skill in `~/.claude/skills` is in the system prompt's
-//! catalog, and `keel agents list` names where each definition came from.
+//! catalog, `keel agents list` names where each definition came from, and the TUI's `/` menu
+//! shows a command's origin.
 
 use std::path::Path;
 
 use serde_json::{json, Value};
 
-use crate::common::support::{scripted_args, Sandbox};
+use crate::common::pty::spawn;
+use crate::common::support::{fixture, keel_shell, scripted_args, Sandbox};
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -193,4 +195,28 @@ fn keel_agents_list_names_claudes_files_and_what_is_not_supported() {
         listed.stderr.contains(".claude/agents: not trusted"),
         "{listed}"
     );
+}
+
+#[test]
+fn the_tui_slash_menu_shows_a_claude_commands_namespace_and_hint() {
+    let sb = Sandbox::new();
+    write(
+        &sb.work().join(".claude/commands/frontend/component.md"),
+        "---\ndescription: Make one\nargument-hint: <name>\n---\nMake $1.\n",
+    );
+    write(&sb.home().join("prompts/hello.md"), "Say hello\n");
+    let (mut s, mut child) = spawn(&sb, &keel_shell(&fixture("tui.json")));
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    // Typed at once: the menu takes the commands in when they arrive.
+    s.send("/comp");
+    s.wait_for("the command's row with its origin", |t| {
+        t.contains("/component") && t.contains("<name>  Make one  (claude project:frontend)")
+    });
+    // Backspace to `/`: every template, keel's with its own origin.
+    s.send("\x7f\x7f\x7f\x7fhel");
+    s.wait_for("keel's template", |t| {
+        t.contains("/hello") && t.contains("Say hello  (keel user)")
+    });
+    s.send("\x15\x04");
+    assert!(child.wait().unwrap().success());
 }

@@ -60,6 +60,25 @@ fn matching(entries: &[(String, String)], query: &str) -> Vec<usize> {
 }
 
 impl View {
+    /// The session's templates and skills arrived (or changed): an open menu shows them.
+    pub fn set_templates(&mut self, list: Vec<(String, String)>) {
+        self.templates = list;
+        if let Some(menu) = self.slash.menu.take() {
+            // Rebuilt for the same text, with the same row chosen when it is still there.
+            let chosen = menu.chosen().map(str::to_string);
+            self.refresh_slash();
+            if let (Some(name), Some(m)) = (chosen, self.slash.menu.as_mut()) {
+                let entries = &m.entries;
+                let at = m.choice.matches.iter().position(|&i| entries[i].0 == name);
+                if let Some(at) = at {
+                    m.choice.selected = at;
+                }
+            }
+        } else {
+            self.refresh_slash();
+        }
+    }
+
     /// Opens, updates or closes the menu for the editor's text.
     pub(super) fn refresh_slash(&mut self) {
         let text = self.composer.text();
