@@ -93,6 +93,11 @@ pub fn load_from(
             claude,
         });
     }
+    let claude_dirs: Vec<PathBuf> = dirs
+        .iter()
+        .filter(|d| d.claude)
+        .map(|d| d.path.clone())
+        .collect();
     for dir in dirs {
         let files = md_files(&dir.path);
         if dir.project && !project_trusted {
@@ -113,8 +118,9 @@ pub fn load_from(
                 Ok((def, mut notes)) => {
                     warnings.append(&mut notes);
                     if let Some(old) = agents.iter().find(|a| a.name == def.name) {
-                        let same_scope = old.origin.word() == def.origin.word();
-                        if same_scope && !dir.claude {
+                        let old_dir = old.origin.path().and_then(Path::parent);
+                        let claudes = old_dir.is_some_and(|d| claude_dirs.iter().any(|c| c == d));
+                        if claudes && !dir.claude && old.origin.word() == def.origin.word() {
                             warnings.push(format!(
                                 "agent `{}`: {} is used; Claude's {} of the same name is not",
                                 def.name,
