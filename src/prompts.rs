@@ -3,13 +3,13 @@
 //! Every `NAME.md` in `$KEEL_HOME/prompts/` (scope "user") or `<project>/.keel/prompts/` (scope
 //! "project") is a template invoked as `/NAME arg…`; so is every `NAME.md` under Claude Code's
 //! `~/.claude/commands/` and `<project>/.claude/commands/`, subdirectories included (a
-//! subdirectory is a namespace shown beside the description, not part of the name: see
-//! [`claude`]). [`load_dirs`] reads them all: project over user, and at one scope keel's
+//! subdirectory is a namespace shown beside the description, not part of the name; the
+//! `claude` submodule). [`load_dirs`] reads them all: project over user, and at one scope keel's
 //! directory over Claude's; [`expand`] turns a prompt that starts with `/NAME` into the template
 //! body with its arguments substituted. An optional frontmatter block (`---` … `---`) may carry
 //! a `description:`; otherwise the first body line describes it.
 //!
-//! Pure apart from reading the two directories; problems come back as warning strings and
+//! Pure apart from reading the directories; problems come back as warning strings and
 //! nothing is ever printed.
 
 use std::fs;
