@@ -1,17 +1,23 @@
 //! Prompt templates: Markdown files that become slash commands.
 //!
 //! Every `NAME.md` in `$KEEL_HOME/prompts/` (scope "user") or `<project>/.keel/prompts/` (scope
-//! "project") is a template invoked as `/NAME arg…`. [`load`] reads both directories (a project
-//! template shadows a user one of the same name); [`expand`] turns a prompt that starts with
-//! `/NAME` into the template body with its arguments substituted. An optional frontmatter block
-//! (`---` … `---`) may carry a `description:`; otherwise the first body line describes it.
+//! "project") is a template invoked as `/NAME arg…`; so is every `NAME.md` under Claude Code's
+//! `~/.claude/commands/` and `<project>/.claude/commands/`, subdirectories included (a
+//! subdirectory is a namespace shown beside the description, not part of the name; the
+//! `claude` submodule). [`load_dirs`] reads them all: project over user, and at one scope keel's
+//! directory over Claude's; [`expand`] turns a prompt that starts with `/NAME` into the template
+//! body with its arguments substituted. An optional frontmatter block (`---` … `---`) may carry
+//! a `description:`; otherwise the first body line describes it.
 //!
-//! Pure apart from reading the two directories; problems come back as warning strings and
+//! Pure apart from reading the directories; problems come back as warning strings and
 //! nothing is ever printed.
 
 use std::fs;
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+
+mod claude;
+pub use claude::{load_dirs, Dirs};
 
 /// Longest description, in characters, taken from a body line before it is cut with `…`.
 const DESCRIPTION_CHARS: usize = 60;
@@ -29,6 +35,8 @@ pub struct Template {
     pub path: PathBuf,
     /// Which directory the template came from.
     pub scope: Scope,
+    /// Claude's extras; `None` for keel's own templates.
+    pub claude: Option<claude::Claude>,
 }
 
 /// Where a template was found.
@@ -50,42 +58,46 @@ impl Scope {
     }
 }
 
-/// Loads templates from `user_dir`, then `project_dir`.
+/// Loads templates from keel's `user_dir`, then `project_dir` (see [`load_dirs`]).
 ///
 /// Each directory is read non-recursively; only regular `*.md` files count, taken in name
 /// order. A missing directory contributes nothing. A project template whose name matches a
 /// user template replaces it in place. Files that cannot be read, are not UTF-8, or have an
 /// unusable name are skipped, each with one warning in the second vector.
-pub fn load(user_dir: &Path, project_dir: &Path) -> (Vec<Template>, Vec<String>) {
-    let mut templates: Vec<Template> = Vec::new();
-    let mut warnings = Vec::new();
-    for (dir, scope) in [(user_dir, Scope::User), (project_dir, Scope::Project)] {
-        for template in load_dir(dir, scope, &mut warnings) {
-            match templates.iter_mut().find(|t| t.name == template.name) {
-                Some(slot) => *slot = template,
-                None => templates.push(template),
-            }
-        }
-    }
-    (templates, warnings)
+#[cfg(test)]
+fn load(user_dir: &Path, project_dir: &Path) -> (Vec<Template>, Vec<String>) {
+    load_dirs(&Dirs::keel(
+        user_dir.to_path_buf(),
+        project_dir.to_path_buf(),
+    ))
 }
 
 /// Reads one directory's templates, sorted by name.
 fn load_dir(dir: &Path, scope: Scope, warnings: &mut Vec<String>) -> Vec<Template> {
+    let mut found = Vec::new();
+    collect(dir, false, &mut found, warnings);
+    read_all(found, scope, warnings)
+}
+
+/// The `(name, path)` of every candidate file in `dir` (and, with `recursive`, in its
+/// subdirectories but hidden ones), before reading any.
+fn collect(
+    dir: &Path,
+    recursive: bool,
+    found: &mut Vec<(String, PathBuf)>,
+    warnings: &mut Vec<String>,
+) {
     let entries = match fs::read_dir(dir) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Vec::new(),
+        Err(e) if e.kind() == ErrorKind::NotFound => return,
         Err(e) => {
             warnings.push(format!(
                 "prompt templates: cannot read {}: {e}",
                 dir.display()
             ));
-            return Vec::new();
+            return;
         }
     };
-
-    // (name, path) of every candidate file, before reading any of them.
-    let mut found: Vec<(String, PathBuf)> = Vec::new();
     for entry in entries {
         let entry = match entry {
             Ok(entry) => entry,
@@ -110,6 +122,12 @@ fn load_dir(dir: &Path, scope: Scope, warnings: &mut Vec<String>) -> Vec<Templat
             }
             continue;
         };
+        // A real directory only (a linked one could loop).
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        if recursive && is_dir && !file_name.starts_with('.') {
+            collect(&path, true, found, warnings);
+            continue;
+        }
         let Some(stem) = file_name.strip_suffix(".md") else {
             continue;
         };
@@ -131,8 +149,15 @@ fn load_dir(dir: &Path, scope: Scope, warnings: &mut Vec<String>) -> Vec<Templat
         }
         found.push((stem.to_string(), path));
     }
-    found.sort();
+}
 
+/// Reads the files `collect` found, sorted by name.
+fn read_all(
+    mut found: Vec<(String, PathBuf)>,
+    scope: Scope,
+    warnings: &mut Vec<String>,
+) -> Vec<Template> {
+    found.sort();
     let mut templates = Vec::with_capacity(found.len());
     for (name, path) in found {
         let bytes = match fs::read(&path) {
@@ -159,6 +184,7 @@ fn load_dir(dir: &Path, scope: Scope, warnings: &mut Vec<String>) -> Vec<Templat
             content,
             path,
             scope,
+            claude: None,
         });
     }
     templates
@@ -390,6 +416,7 @@ mod tests {
             content: content.to_string(),
             path: PathBuf::from(format!("{name}.md")),
             scope: Scope::User,
+            claude: None,
         }
     }
 

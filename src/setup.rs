@@ -93,10 +93,7 @@ fn host_setup_at(
         store: opened.store,
         announce: opened.is_new,
         session_dir: session_dir(settings, env),
-        prompt_dirs: (
-            env.keel_home.join("prompts"),
-            env.cwd.join(".keel").join("prompts"),
-        ),
+        prompt_dirs: prompt_dirs(env),
         approval_timeout,
         unattended: false,
         warnings,
@@ -133,10 +130,7 @@ pub fn headless_host_setup(
         store: opened.store,
         announce: opened.is_new,
         session_dir: session_dir(settings, env),
-        prompt_dirs: (
-            env.keel_home.join("prompts"),
-            env.cwd.join(".keel").join("prompts"),
-        ),
+        prompt_dirs: prompt_dirs(env),
         // No dialog ever opens without a client to answer it: the flag is not read.
         approval_timeout: seconds(settings.approval_timeout, "--approval-timeout")
             .unwrap_or(Duration::from_secs(60)),
@@ -149,6 +143,13 @@ pub fn headless_host_setup(
         subagents,
     };
     Ok((setup, opened.warnings))
+}
+
+/// Where a session's prompt templates are: keel's and Claude Code's directories.
+pub fn prompt_dirs(env: &Env) -> crate::prompts::Dirs {
+    let claude = crate::agents::claude_home(&env.vars);
+    let root = crate::settings::project_root(&env.cwd);
+    crate::prompts::Dirs::new(&env.keel_home, claude.as_deref(), &env.cwd, &root)
 }
 
 /// The subagents of a top session (`DESIGN.md` §17), with warnings about definitions left
@@ -164,8 +165,12 @@ pub fn subagent_setup(
     if settings.max_subagent_depth == 0 || !listed {
         return (None, Vec::new());
     }
-    let (agents, warnings) =
-        crate::agents::load(&env.keel_home, &env.cwd, project_trusted(settings, env));
+    let (agents, warnings) = crate::agents::load(
+        &env.keel_home,
+        &env.vars,
+        &env.cwd,
+        project_trusted(settings, env),
+    );
     let setup = crate::host::subagent::SubagentSetup {
         agents: Arc::new(agents),
         max_depth: settings.max_subagent_depth,
@@ -358,9 +363,11 @@ pub fn agent_config_with(
     );
     let mut warnings = settings.warnings.clone();
     warnings.extend(context.warnings.iter().cloned());
+    let claude_home = crate::agents::claude_home(&env.vars);
     let roots = crate::skills::roots(
         &env.keel_home,
         env.vars.get("HOME").map(Path::new),
+        claude_home.as_deref(),
         &env.cwd,
     );
     let (roots, untrusted) = crate::skills::trusted_roots(roots, project_trusted(settings, env));

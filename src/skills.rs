@@ -3,9 +3,10 @@
 //! prompt; the model reads the body with `read` when a task calls for it (progressive
 //! disclosure), and `/skill:NAME args` sends the body explicitly, as pi does.
 //!
-//! Where: the project's `.keel/skills/` and `.agents/skills/` in the cwd and each parent up to
-//! the git root (or `/` outside a repository), then `$KEEL_HOME/skills/` and
-//! `~/.agents/skills/`; each holds `NAME/SKILL.md`. The first skill of a name wins (the project
+//! Where: the project's `.keel/skills/`, `.agents/skills/` and Claude Code's `.claude/skills/`
+//! in the cwd and each parent up to the git root (or `/` outside a repository), then
+//! `$KEEL_HOME/skills/`, `~/.agents/skills/` and Claude Code's `~/.claude/skills/`
+//! (`$CLAUDE_CONFIG_DIR/skills/`); each holds `NAME/SKILL.md`. The first skill of a name wins (the project
 //! before the user), with a warning for the others. Validation is lenient: a bad name is a
 //! warning, a missing description skips the skill.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -32,7 +33,12 @@ pub struct Skill {
     pub scope: &'static str,
     /// `disable-model-invocation: true` keeps it out of the catalog (it stays a command).
     pub model_invocable: bool,
+    /// Found in one of Claude Code's directories (`.claude/skills`, `~/.claude/skills`).
+    pub claude: bool,
 }
+
+/// A directory of skills: where, `project` or `user`, and whether it is Claude Code's.
+pub type Root = (PathBuf, &'static str, bool);
 
 impl Skill {
     /// The directory relative references in the body resolve against.
@@ -41,19 +47,29 @@ impl Skill {
     }
 }
 
-/// The skill roots for `cwd`, in precedence order, with their scope.
-pub fn roots(keel_home: &Path, home: Option<&Path>, cwd: &Path) -> Vec<(PathBuf, &'static str)> {
+/// The skill roots for `cwd`, in precedence order, with their scope (`claude_home`: Claude
+/// Code's user directory, see [`crate::agents::claude_home`]).
+pub fn roots(
+    keel_home: &Path,
+    home: Option<&Path>,
+    claude_home: Option<&Path>,
+    cwd: &Path,
+) -> Vec<Root> {
     let mut out = Vec::new();
     for dir in cwd.ancestors() {
-        out.push((dir.join(".keel").join("skills"), "project"));
-        out.push((dir.join(".agents").join("skills"), "project"));
+        out.push((dir.join(".keel").join("skills"), "project", false));
+        out.push((dir.join(".agents").join("skills"), "project", false));
+        out.push((dir.join(".claude").join("skills"), "project", true));
         if dir.join(".git").exists() {
             break;
         }
     }
-    out.push((keel_home.join("skills"), "user"));
+    out.push((keel_home.join("skills"), "user", false));
     if let Some(h) = home {
-        out.push((h.join(".agents").join("skills"), "user"));
+        out.push((h.join(".agents").join("skills"), "user", false));
+    }
+    if let Some(c) = claude_home {
+        out.push((c.join("skills"), "user", true));
     }
     out
 }
@@ -61,17 +77,14 @@ pub fn roots(keel_home: &Path, home: Option<&Path>, cwd: &Path) -> Vec<(PathBuf,
 /// `roots` without the project's own when the project is not trusted (its skills are the
 /// repository's instructions to the model, as its agents are: issue 43, point 19), and a
 /// warning naming each project root left out that holds any.
-pub fn trusted_roots(
-    roots: Vec<(PathBuf, &'static str)>,
-    project_trusted: bool,
-) -> (Vec<(PathBuf, &'static str)>, Vec<String>) {
+pub fn trusted_roots(roots: Vec<Root>, project_trusted: bool) -> (Vec<Root>, Vec<String>) {
     if project_trusted {
         return (roots, Vec::new());
     }
     let mut warnings = Vec::new();
     let kept = roots
         .into_iter()
-        .filter(|(dir, scope)| {
+        .filter(|(dir, scope, _)| {
             if *scope != "project" {
                 return true;
             }
@@ -90,11 +103,11 @@ pub fn trusted_roots(
 }
 
 /// Loads every skill under `roots`; problems come back as warnings.
-pub fn load(roots: &[(PathBuf, &'static str)]) -> (Vec<Skill>, Vec<String>) {
+pub fn load(roots: &[Root]) -> (Vec<Skill>, Vec<String>) {
     let mut skills: Vec<Skill> = Vec::new();
     let mut warnings = Vec::new();
     let mut seen_files = std::collections::HashSet::new();
-    for (root, scope) in roots {
+    for (root, scope, claude) in roots {
         let Ok(entries) = std::fs::read_dir(root) else {
             continue;
         };
@@ -117,7 +130,7 @@ pub fn load(roots: &[(PathBuf, &'static str)]) -> (Vec<Skill>, Vec<String>) {
             if !seen_files.insert(real) {
                 continue;
             }
-            match parse(&file, scope) {
+            match parse(&file, scope, *claude) {
                 Ok((skill, mut notes)) => {
                     warnings.append(&mut notes);
                     if let Some(first) = skills.iter().find(|s| s.name == skill.name) {
@@ -139,7 +152,7 @@ pub fn load(roots: &[(PathBuf, &'static str)]) -> (Vec<Skill>, Vec<String>) {
 }
 
 /// Reads one `SKILL.md`: the skill and the warnings about it, or why it cannot be used.
-fn parse(file: &Path, scope: &'static str) -> Result<(Skill, Vec<String>), String> {
+fn parse(file: &Path, scope: &'static str, claude: bool) -> Result<(Skill, Vec<String>), String> {
     let text = std::fs::read_to_string(file).map_err(|e| e.to_string())?;
     let (front, _) = split_frontmatter(&text).ok_or("it has no `---` frontmatter")?;
     let field = |k: &str| frontmatter_value(front, k);
@@ -182,6 +195,7 @@ fn parse(file: &Path, scope: &'static str) -> Result<(Skill, Vec<String>), Strin
         path: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
         scope,
         model_invocable,
+        claude,
     };
     Ok((skill, notes))
 }
@@ -355,7 +369,7 @@ mod tests {
             "name: outside\ndescription: no",
             "x",
         );
-        let (skills, warnings) = load(&roots(&home, None, &cwd));
+        let (skills, warnings) = load(&roots(&home, None, None, &cwd));
         let got: Vec<(&str, &str, &str)> = skills
             .iter()
             .map(|s| (s.name.as_str(), s.description.as_str(), s.scope))
@@ -381,7 +395,7 @@ mod tests {
         skill(&root, "nodesc", "name: nodesc", "x");
         std::fs::create_dir_all(root.join("nofront")).unwrap();
         std::fs::write(root.join("nofront/SKILL.md"), "just text").unwrap();
-        let (skills, warnings) = load(&[(root, "user")]);
+        let (skills, warnings) = load(&[(root, "user", false)]);
         assert_eq!(skills.len(), 1);
         assert_eq!(skills[0].name, "Bad_Name");
         assert_eq!(warnings.len(), 3, "{warnings:?}");
@@ -405,7 +419,7 @@ mod tests {
             "name: secret\ndescription: hidden\ndisable-model-invocation: true",
             "s",
         );
-        let (skills, _) = load(&[(root.clone(), "user")]);
+        let (skills, _) = load(&[(root.clone(), "user", false)]);
         let mut w = Vec::new();
         let cat = catalog(&skills, true, &mut w).unwrap();
         assert!(cat.contains(
@@ -429,5 +443,45 @@ mod tests {
         );
         assert_eq!(expand("/skill:nope x", &skills), None);
         assert_eq!(expand("hello", &skills), None);
+    }
+
+    #[test]
+    fn claudes_skill_directories_are_roots_after_keels_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().join("proj");
+        std::fs::create_dir_all(cwd.join(".git")).unwrap();
+        let home = dir.path().join("keel");
+        let claude = dir.path().join("u/.claude");
+        skill(
+            &cwd.join(".claude/skills"),
+            "deploy",
+            "name: deploy\ndescription: Deploys.",
+            "x",
+        );
+        skill(
+            &claude.join("skills"),
+            "notes",
+            "name: notes\ndescription: Takes notes.",
+            "x",
+        );
+        skill(
+            &home.join("skills"),
+            "notes",
+            "name: notes\ndescription: keel notes.",
+            "x",
+        );
+        let (skills, warnings) = load(&roots(&home, None, Some(&claude), &cwd));
+        let got: Vec<(&str, &str, bool)> = skills
+            .iter()
+            .map(|s| (s.name.as_str(), s.description.as_str(), s.claude))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("deploy", "Deploys.", true),
+                ("notes", "keel notes.", false)
+            ]
+        );
+        assert!(warnings[0].contains("shadowed"), "{warnings:?}");
     }
 }

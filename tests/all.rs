@@ -18,6 +18,7 @@ mod architecture;
 mod chaos;
 mod checkpoints;
 mod claude_compat;
+mod claude_dirs;
 mod claude_payloads;
 mod command_line;
 mod common;

@@ -96,7 +96,7 @@ fn setup(dir: &Path, provider: Arc<dyn Provider>) -> HostSetup {
         clock,
         announce: true,
         session_dir: dir.to_path_buf(),
-        prompt_dirs: (dir.join("p1"), dir.join("p2")),
+        prompt_dirs: (dir.join("p1"), dir.join("p2")).into(),
         approval_timeout: Duration::from_secs(60),
         unattended: false,
         warnings: Vec::new(),

@@ -140,7 +140,7 @@ mod tests {
             store: Store::in_memory(header),
             announce: false,
             session_dir: dir.join("sessions"),
-            prompt_dirs: (dir.join("p1"), dir.join("p2")),
+            prompt_dirs: crate::prompts::Dirs::keel(dir.join("p1"), dir.join("p2")),
             approval_timeout: Duration::from_secs(60),
             unattended: false,
             warnings: Vec::new(),

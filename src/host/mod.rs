@@ -72,8 +72,8 @@ pub struct HostSetup {
     pub announce: bool,
     /// Where new sessions (`new_session`, `fork`, `clone`) are created.
     pub session_dir: PathBuf,
-    /// `$KEEL_HOME/prompts` and `<cwd>/.keel/prompts`.
-    pub prompt_dirs: (PathBuf, PathBuf),
+    /// Where prompt templates are read from (keel's and Claude Code's directories).
+    pub prompt_dirs: prompts::Dirs,
     pub approval_timeout: Duration,
     /// Nobody will ever be at the keyboard (a scheduled run): an approval that gets no answer
     /// within `approval_timeout` blocks the run (outcome `blocked`) instead of denying the
@@ -242,7 +242,7 @@ pub struct Host {
     session_dir: PathBuf,
     templates: Vec<Template>,
     skills: Vec<crate::skills::Skill>,
-    prompt_dirs: (PathBuf, PathBuf),
+    prompt_dirs: prompts::Dirs,
     approval_timeout: Duration,
     /// See [`HostSetup::unattended`].
     unattended: bool,
@@ -297,8 +297,7 @@ impl Host {
     pub fn new(mut setup: HostSetup) -> Host {
         let (tx, internal_rx) = mpsc::unbounded_channel::<Internal>();
         setup.config.subagents = subagent::subagents(&setup, tx.clone());
-        let (templates, template_warnings) =
-            prompts::load(&setup.prompt_dirs.0, &setup.prompt_dirs.1);
+        let (templates, template_warnings) = prompts::load_dirs(&setup.prompt_dirs);
         let provider = setup.models.start_provider();
         let thinking = setup.config.thinking_level.clone();
         let live = Live::start(

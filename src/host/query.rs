@@ -224,29 +224,36 @@ impl Host {
 
     pub(super) fn commands(&mut self) -> CommandsData {
         // Re-read so templates added while the editor runs show up.
-        let (templates, _) = prompts::load(&self.prompt_dirs.0, &self.prompt_dirs.1);
+        let (templates, _) = prompts::load_dirs(&self.prompt_dirs);
         self.templates = templates;
         let info = |name: String, description: &str, source: &str, source_info| CommandInfo {
             name,
             description: description.to_string(),
             source: source.to_string(),
             source_info,
+            argument_hint: None,
         };
-        let where_from = |path: &std::path::Path, scope: &str, base_dir| SourceInfo {
+        let where_from = |path: &std::path::Path, claude: bool, scope: &str, base_dir| SourceInfo {
             path: path.display().to_string(),
-            source: "local".into(),
+            source: if claude { "claude" } else { "local" }.into(),
             scope: scope.to_string(),
             origin: "top-level".into(),
             base_dir,
         };
         let templates = self.templates.iter().map(|t| {
-            let base = t.path.parent().map(|p| p.display().to_string());
-            let from = where_from(&t.path, t.scope.as_str(), base);
-            info(t.name.clone(), &t.description, "prompt", from)
+            let base = match &t.claude {
+                Some(c) => Some(c.root.display().to_string()),
+                None => t.path.parent().map(|p| p.display().to_string()),
+            };
+            let from = where_from(&t.path, t.claude.is_some(), t.scope.as_str(), base);
+            CommandInfo {
+                argument_hint: t.argument_hint().map(str::to_string),
+                ..info(t.name.clone(), &t.description, "prompt", from)
+            }
         });
         let skills = self.skills.iter().map(|s| {
             let base = Some(s.base_dir().display().to_string());
-            let from = where_from(&s.path, s.scope, base);
+            let from = where_from(&s.path, s.claude, s.scope, base);
             info(format!("skill:{}", s.name), &s.description, "skill", from)
         });
         CommandsData {

@@ -69,7 +69,7 @@ struct Base {
     models: tokio::sync::Mutex<Models>,
     clock: Clock,
     session_dir: PathBuf,
-    prompt_dirs: (PathBuf, PathBuf),
+    prompt_dirs: crate::prompts::Dirs,
     approval_timeout: Duration,
     unattended: bool,
     setup: SubagentSetup,

@@ -33,9 +33,11 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub enum Origin {
     /// `general` and `explore`.
     BuiltIn,
-    /// `$KEEL_HOME/agents/*.md`.
+    /// `$KEEL_HOME/agents/*.md`, or Claude Code's `~/.claude/agents/*.md`
+    /// (`$CLAUDE_CONFIG_DIR/agents/*.md`).
     User(PathBuf),
-    /// `<project>/.keel/agents/*.md` (loaded only in a trusted project).
+    /// `<project>/.keel/agents/*.md` or `<project>/.claude/agents/*.md` (loaded only in a
+    /// trusted project).
     Project(PathBuf),
 }
 
@@ -46,6 +48,29 @@ impl Origin {
             Origin::BuiltIn => "built-in",
             Origin::User(_) => "user",
             Origin::Project(_) => "project",
+        }
+    }
+
+    /// The definition's file (`None` for a built-in).
+    pub fn path(&self) -> Option<&std::path::Path> {
+        match self {
+            Origin::BuiltIn => None,
+            Origin::User(p) | Origin::Project(p) => Some(p),
+        }
+    }
+
+    /// Where it came from, for people: `built-in`, `user (/home/u/.claude/agents/x.md)`, or
+    /// `project (.claude/agents/x.md)` (a project's file relative to the project, which is
+    /// the directory above its `.keel` or `.claude`).
+    pub fn label(&self) -> String {
+        match self {
+            Origin::BuiltIn => "built-in".to_string(),
+            Origin::User(p) => format!("user ({})", p.display()),
+            Origin::Project(p) => {
+                let root = p.parent().and_then(|d| d.parent()).and_then(|d| d.parent());
+                let shown = root.and_then(|r| p.strip_prefix(r).ok()).unwrap_or(p);
+                format!("project ({})", shown.display())
+            }
         }
     }
 }
@@ -64,6 +89,9 @@ pub struct AgentDef {
     /// The child's system prompt (the definition's body); empty: keel's default.
     pub system_prompt: String,
     pub origin: Origin,
+    /// Claude's `isolation` (`worktree`): not supported yet, the child runs in the session's
+    /// directory; shown by `keel agents list`.
+    pub isolation: Option<String>,
 }
 
 impl AgentDef {
@@ -79,6 +107,7 @@ impl AgentDef {
                 model: None,
                 system_prompt: String::new(),
                 origin: Origin::BuiltIn,
+                isolation: None,
             },
             AgentDef {
                 name: "explore".into(),
@@ -89,6 +118,7 @@ impl AgentDef {
                 model: None,
                 system_prompt: String::new(),
                 origin: Origin::BuiltIn,
+                isolation: None,
             },
         ]
     }

@@ -1,6 +1,7 @@
 //! `keel agents list [--json] [--trust-project]`: the kinds of subagent the `task` tool can
-//! start in this directory (`DESIGN.md` §17): the built-ins, `$KEEL_HOME/agents/*.md` and, in
-//! a trusted project, `.keel/agents/*.md`, each with its origin, tools and model.
+//! start in this directory (`DESIGN.md` §17): the built-ins, the user's (`~/.claude/agents/*.md`,
+//! `$KEEL_HOME/agents/*.md`) and, in a trusted project, the project's (`.claude/agents/*.md`,
+//! `.keel/agents/*.md`), each with its origin and file, tools and model.
 
 use serde_json::json;
 
@@ -21,7 +22,8 @@ pub struct ListArgs {
     /// A JSON list of the definitions.
     #[arg(long)]
     json: bool,
-    /// Include the project's own definitions (.keel/agents) as a trusted run would.
+    /// Include the project's own definitions (.keel/agents, .claude/agents) as a trusted run
+    /// would.
     #[arg(long)]
     trust_project: bool,
 }
@@ -32,7 +34,7 @@ pub fn run(command: AgentsCommand) -> Exit {
     super::run(Logs::Off, async move |env, out| {
         let trusted =
             args.trust_project || crate::setup::trust::dir_trusted(&env.keel_home, &env.cwd);
-        let (agents, warnings) = crate::agents::load(&env.keel_home, &env.cwd, trusted);
+        let (agents, warnings) = crate::agents::load(&env.keel_home, &env.vars, &env.cwd, trusted);
         for w in warnings {
             out.err(&format!("Warning: {w}\n"));
         }
@@ -45,10 +47,14 @@ pub fn run(command: AgentsCommand) -> Exit {
 }
 
 fn path(origin: &Origin) -> Option<String> {
-    match origin {
-        Origin::BuiltIn => None,
-        Origin::User(p) | Origin::Project(p) => Some(p.display().to_string()),
-    }
+    origin.path().map(|p| p.display().to_string())
+}
+
+/// What `isolation` asks for that keel does not do yet.
+fn isolation_note(a: &AgentDef) -> Option<String> {
+    a.isolation
+        .as_deref()
+        .map(|i| format!("isolation: {i} not supported yet (runs in the session's directory)"))
 }
 
 fn as_json(agents: &[AgentDef]) -> String {
@@ -56,7 +62,9 @@ fn as_json(agents: &[AgentDef]) -> String {
         .iter()
         .map(|a| {
             json!({"name": a.name, "description": a.description, "origin": a.origin.word(),
-                   "path": path(&a.origin), "tools": a.tools, "model": a.model})
+                   "label": a.origin.label(), "path": path(&a.origin), "tools": a.tools,
+                   "model": a.model, "isolation": a.isolation,
+                   "note": isolation_note(a)})
         })
         .collect();
     format!("{}\n", serde_json::Value::Array(list))
@@ -71,12 +79,14 @@ fn table(agents: &[AgentDef]) -> String {
             .map_or("all tools".to_string(), |t| t.join(", "));
         let model = a.model.as_deref().unwrap_or("the session's model");
         out.push_str(&format!(
-            "{} ({}{})\n  {}\n  tools: {tools}; model: {model}\n",
+            "{} ({})\n  {}\n  tools: {tools}; model: {model}\n",
             a.name,
-            a.origin.word(),
-            path(&a.origin).map_or(String::new(), |p| format!(", {p}")),
+            a.origin.label(),
             a.description
         ));
+        if let Some(note) = isolation_note(a) {
+            out.push_str(&format!("  {note}\n"));
+        }
     }
     out
 }

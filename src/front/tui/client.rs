@@ -305,7 +305,7 @@ impl Client {
             Back::Notice(cell) => self.view.notice(cell),
             Back::Restore(texts) => self.view.restore_to_composer(texts),
             Back::Replay(id, messages, state) => self.replay(&id, &messages, state.as_ref()),
-            Back::Commands(list) => self.view.templates = list,
+            Back::Commands(list) => self.view.set_templates(list),
             Back::State(state) => self.take_state(&state),
             Back::ShellRefused(e) => {
                 self.view.transcript.shell_refused();

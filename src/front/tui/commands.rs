@@ -33,7 +33,8 @@ impl Client {
             let got = commands.ask::<CommandsData>(&Command::GetCommands {}).await;
             let list = got.ok()?.commands.into_iter();
             Some(Back::Commands(
-                list.map(|c| (c.name, c.description)).collect(),
+                list.map(|c| (c.name.clone(), view::slash::entry_text(&c)))
+                    .collect(),
             ))
         });
     }
@@ -284,16 +285,10 @@ impl Client {
             },
         };
         let trusted = crate::setup::trust::dir_trusted(&env.keel_home, &env.cwd);
-        let (agents, warnings) = crate::agents::load(&env.keel_home, &env.cwd, trusted);
+        let (agents, warnings) = crate::agents::load(&env.keel_home, &env.vars, &env.cwd, trusted);
         let mut text = String::new();
         for a in &agents {
-            let origin = match &a.origin {
-                crate::kernel::subagent::Origin::BuiltIn => "built-in".to_string(),
-                crate::kernel::subagent::Origin::User(p)
-                | crate::kernel::subagent::Origin::Project(p) => {
-                    format!("{}, {}", a.origin.word(), p.display())
-                }
-            };
+            let origin = a.origin.label();
             let tools = a
                 .tools
                 .as_ref()

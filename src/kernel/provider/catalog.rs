@@ -340,3 +340,41 @@ const DEEPSEEK_MODELS: &[Builtin] = &[
         )
     },
 ];
+
+/// Claude Code's model aliases and the Anthropic model each stands for today (Claude Code's
+/// `sonnet`, `opus` and `haiku` name the newest model of the family; the ids are this
+/// catalog's). `inherit` and unknown words are `None`: the caller decides what they mean.
+const CLAUDE_ALIASES: &[(&str, &str)] = &[
+    ("sonnet", "claude-sonnet-5-5"),
+    ("opus", "claude-opus-5-5"),
+    ("haiku", "claude-haiku-4-5"),
+    ("fable", "claude-fable-5-1"),
+];
+
+/// The Anthropic model id a Claude Code alias (`sonnet`, `opus`, `haiku`, `fable`; any case,
+/// surrounding blanks ignored) stands for, e.g. `claude_alias("sonnet")` →
+/// `Some("claude-sonnet-5-5")`; `None` for anything else (`inherit`, full ids).
+pub fn claude_alias(word: &str) -> Option<&'static str> {
+    let word = word.trim();
+    CLAUDE_ALIASES
+        .iter()
+        .find(|(alias, _)| alias.eq_ignore_ascii_case(word))
+        .map(|(_, id)| *id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn claude_aliases_name_listed_anthropic_models() {
+        assert_eq!(claude_alias("sonnet"), Some("claude-sonnet-5-5"));
+        assert_eq!(claude_alias(" Opus "), Some("claude-opus-5-5"));
+        assert_eq!(claude_alias("haiku"), Some("claude-haiku-4-5"));
+        assert_eq!(claude_alias("inherit"), None);
+        assert_eq!(claude_alias("claude-sonnet-5-5"), None);
+        for (_, id) in CLAUDE_ALIASES {
+            assert!(ANTHROPIC_MODELS.iter().any(|m| m.id == *id), "{id}");
+        }
+    }
+}

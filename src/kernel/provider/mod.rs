@@ -3,7 +3,7 @@
 //! turn loop assembles them into messages and bus events. Providers never touch the bus.
 
 pub mod anthropic;
-mod catalog;
+pub mod catalog;
 pub mod gemini;
 pub mod http;
 pub mod limits;

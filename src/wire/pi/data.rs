@@ -224,6 +224,39 @@ pub struct CommandInfo {
     /// `prompt` or `skill` (pi also has `extension`).
     pub source: String,
     pub source_info: SourceInfo,
+    /// keel's addition: a Claude command's `argument-hint` (`<name> [size]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument_hint: Option<String>,
+}
+
+impl CommandInfo {
+    /// Where it came from, for a menu: `keel user`, `claude project`, or with a Claude
+    /// command's folders under its `commands` directory, `claude project:frontend`.
+    pub fn origin(&self) -> String {
+        let from = &self.source_info;
+        let who = if from.source == "claude" {
+            "claude"
+        } else {
+            "keel"
+        };
+        let folders = match (&from.base_dir, self.source.as_str()) {
+            (Some(base), "prompt") if who == "claude" => {
+                let path = std::path::Path::new(&from.path);
+                let rel = path.parent().and_then(|d| d.strip_prefix(base).ok());
+                let parts: Vec<String> = rel
+                    .into_iter()
+                    .flat_map(|r| r.components())
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                parts.join(":")
+            }
+            _ => String::new(),
+        };
+        match folders.is_empty() {
+            true => format!("{who} {}", from.scope),
+            false => format!("{who} {}:{folders}", from.scope),
+        }
+    }
 }
 
 /// Where a [`CommandInfo`] comes from.
@@ -232,13 +265,16 @@ pub struct CommandInfo {
 pub struct SourceInfo {
     /// Its file.
     pub path: String,
-    /// `local` in keel.
+    /// `local` for keel's own directories, `claude` for Claude Code's (`.claude/commands`,
+    /// `.claude/skills`, `~/.claude/...`).
     pub source: String,
     /// `user` or `project`.
     pub scope: String,
     /// `top-level` in keel.
     pub origin: String,
-    /// The directory it was found in (`null` if none).
+    /// The directory it was found in (`null` if none): a template's directory (a Claude
+    /// command's: the `commands` directory, the namespace being the folders between), a
+    /// skill's own directory.
     pub base_dir: Option<String>,
 }
 

@@ -60,6 +60,25 @@ fn matching(entries: &[(String, String)], query: &str) -> Vec<usize> {
 }
 
 impl View {
+    /// The session's templates and skills arrived (or changed): an open menu shows them.
+    pub fn set_templates(&mut self, list: Vec<(String, String)>) {
+        self.templates = list;
+        if let Some(menu) = self.slash.menu.take() {
+            // Rebuilt for the same text, with the same row chosen when it is still there.
+            let chosen = menu.chosen().map(str::to_string);
+            self.refresh_slash();
+            if let (Some(name), Some(m)) = (chosen, self.slash.menu.as_mut()) {
+                let entries = &m.entries;
+                let at = m.choice.matches.iter().position(|&i| entries[i].0 == name);
+                if let Some(at) = at {
+                    m.choice.selected = at;
+                }
+            }
+        } else {
+            self.refresh_slash();
+        }
+    }
+
     /// Opens, updates or closes the menu for the editor's text.
     pub(super) fn refresh_slash(&mut self) {
         let text = self.composer.text();
@@ -124,6 +143,22 @@ impl View {
     }
 }
 
+/// A template's or skill's text in the menu: its `argument-hint`, its description and where
+/// it came from (`<name> [size]  Make a component  (claude project:frontend)`).
+pub fn entry_text(c: &crate::wire::pi::data::CommandInfo) -> String {
+    let mut text = String::new();
+    if let Some(hint) = c.argument_hint.as_deref().filter(|h| !h.is_empty()) {
+        text.push_str(hint);
+        text.push_str("  ");
+    }
+    text.push_str(&c.description);
+    if !c.description.is_empty() {
+        text.push_str("  ");
+    }
+    text.push_str(&format!("({})", c.origin()));
+    text
+}
+
 /// The menu's rows: `/name  description`, the chosen one highlighted.
 pub(super) fn rows(menu: &SlashMenu, w: usize) -> Vec<Line<'static>> {
     let help = "↑↓ choose · Tab complete · Enter run · Esc close";
@@ -134,4 +169,39 @@ pub(super) fn rows(menu: &SlashMenu, w: usize) -> Vec<Line<'static>> {
         let (name, desc) = &menu.entries[i];
         menu::labelled(&format!("/{name}"), width, desc, cyan, selected)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::pi::data::{CommandInfo, SourceInfo};
+
+    #[test]
+    fn an_entry_shows_its_hint_description_and_origin() {
+        let info = |source: &str, path: &str, base: &str, hint: Option<&str>| CommandInfo {
+            name: "component".into(),
+            description: "Make a component".into(),
+            source: "prompt".into(),
+            source_info: SourceInfo {
+                path: path.into(),
+                source: source.into(),
+                scope: "project".into(),
+                origin: "top-level".into(),
+                base_dir: Some(base.into()),
+            },
+            argument_hint: hint.map(str::to_string),
+        };
+        let claude = info(
+            "claude",
+            "/p/.claude/commands/frontend/component.md",
+            "/p/.claude/commands",
+            Some("<name> [size]"),
+        );
+        assert_eq!(
+            entry_text(&claude),
+            "<name> [size]  Make a component  (claude project:frontend)"
+        );
+        let keel = info("local", "/p/.keel/prompts/c.md", "/p/.keel/prompts", None);
+        assert_eq!(entry_text(&keel), "Make a component  (keel project)");
+    }
 }

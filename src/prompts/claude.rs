@@ -1,0 +1,240 @@
+//! Claude Code's custom slash commands as prompt templates: every `NAME.md` under
+//! `~/.claude/commands/` (`$CLAUDE_CONFIG_DIR/commands/`) and `<project>/.claude/commands/`,
+//! subdirectories included, is `/NAME`. As in Claude Code, a subdirectory is not part of the
+//! name: it is a namespace shown with the origin (`.claude/commands/frontend/component.md` is
+//! `/component`, from `project:frontend`). Frontmatter: `description` and `argument-hint` are
+//! used; `model` and `allowed-tools` are read but not honoured yet (the command runs with the
+//! session's model and rules; one warning says so); `disable-model-invocation` needs nothing,
+//! as keel's model never invokes a command. `!`cmd`` lines are not run (one warning per file).
+
+use std::path::{Path, PathBuf};
+
+use super::{collect, read_all, Scope, Template};
+
+/// Where templates are read from, in precedence order (later wins).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Dirs {
+    /// `$KEEL_HOME/prompts`.
+    pub user: PathBuf,
+    /// `<cwd>/.keel/prompts`.
+    pub project: PathBuf,
+    /// `~/.claude/commands` (`$CLAUDE_CONFIG_DIR/commands`); `None` without a home.
+    pub claude_user: Option<PathBuf>,
+    /// `<project>/.claude/commands` (`<project>`: the git root above the cwd, else the cwd).
+    pub claude_project: Option<PathBuf>,
+}
+
+impl Dirs {
+    /// The directories of a session in `cwd` of the project at `root` (the git root above
+    /// the cwd, else the cwd).
+    pub fn new(keel_home: &Path, claude_home: Option<&Path>, cwd: &Path, root: &Path) -> Dirs {
+        Dirs {
+            user: keel_home.join("prompts"),
+            project: cwd.join(".keel").join("prompts"),
+            claude_user: claude_home.map(|h| h.join("commands")),
+            claude_project: Some(root.join(".claude").join("commands")),
+        }
+    }
+
+    /// keel's two directories only.
+    pub fn keel(user: PathBuf, project: PathBuf) -> Dirs {
+        Dirs {
+            user,
+            project,
+            ..Dirs::default()
+        }
+    }
+}
+
+/// keel's two directories (user, project) only.
+impl From<(PathBuf, PathBuf)> for Dirs {
+    fn from((user, project): (PathBuf, PathBuf)) -> Dirs {
+        Dirs::keel(user, project)
+    }
+}
+
+/// What a template from Claude's directories carries beyond keel's.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Claude {
+    /// The commands directory it was found under.
+    pub root: PathBuf,
+    /// Its subdirectories under `root`, joined by `:` (`frontend`); empty at the top.
+    pub namespace: String,
+    /// `argument-hint`.
+    pub argument_hint: Option<String>,
+    /// Keys it sets that keel does not honour yet (`model`, `allowed-tools`).
+    pub unhonoured: Vec<&'static str>,
+}
+
+impl Template {
+    /// `argument-hint`, if any.
+    pub fn argument_hint(&self) -> Option<&str> {
+        self.claude.as_ref()?.argument_hint.as_deref()
+    }
+}
+
+/// Loads every template of `dirs`: Claude's user commands, keel's user templates, Claude's
+/// project commands, keel's project templates; a later one of a name replaces an earlier one.
+pub fn load_dirs(dirs: &Dirs) -> (Vec<Template>, Vec<String>) {
+    let mut templates: Vec<Template> = Vec::new();
+    let mut warnings = Vec::new();
+    let mut unhonoured = Vec::new();
+    let sources = [
+        (dirs.claude_user.as_deref(), Scope::User, true),
+        (Some(dirs.user.as_path()), Scope::User, false),
+        (dirs.claude_project.as_deref(), Scope::Project, true),
+        (Some(dirs.project.as_path()), Scope::Project, false),
+    ];
+    for (dir, scope, claude) in sources {
+        let Some(dir) = dir else { continue };
+        let loaded = match claude {
+            true => load_claude(dir, scope, &mut warnings),
+            false => super::load_dir(dir, scope, &mut warnings),
+        };
+        for template in loaded {
+            if template
+                .claude
+                .as_ref()
+                .is_some_and(|c| !c.unhonoured.is_empty())
+            {
+                unhonoured.push(format!("/{}", template.name));
+            }
+            match templates.iter_mut().find(|t| t.name == template.name) {
+                Some(slot) => *slot = template,
+                None => templates.push(template),
+            }
+        }
+    }
+    if !unhonoured.is_empty() {
+        warnings.push(format!(
+            "Claude commands {} set `model` or `allowed-tools`, which keel does not honour yet: \
+             they run with the session's model and permission rules",
+            unhonoured.join(", ")
+        ));
+    }
+    (templates, warnings)
+}
+
+/// One Claude commands directory, subdirectories included.
+fn load_claude(root: &Path, scope: Scope, warnings: &mut Vec<String>) -> Vec<Template> {
+    let mut found = Vec::new();
+    collect(root, true, &mut found, warnings);
+    let mut templates = read_all(found, scope, warnings);
+    for t in &mut templates {
+        let text = std::fs::read_to_string(&t.path).unwrap_or_default();
+        let text = text.replace("\r\n", "\n");
+        let front = super::split_frontmatter(&text).map_or("", |(f, _)| f);
+        let field = |k: &str| front_field(front, k);
+        let mut unhonoured = Vec::new();
+        for key in ["model", "allowed-tools"] {
+            if field(key).is_some() {
+                unhonoured.push(key);
+            }
+        }
+        if t.content.contains("!`") {
+            warnings.push(format!(
+                "{}: keel does not run its !`command` lines; they stay in the prompt as written",
+                t.path.display()
+            ));
+        }
+        let namespace = t
+            .path
+            .parent()
+            .and_then(|d| d.strip_prefix(root).ok())
+            .map(|rel| {
+                let parts: Vec<String> = rel
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect();
+                parts.join(":")
+            })
+            .unwrap_or_default();
+        t.claude = Some(Claude {
+            root: root.to_path_buf(),
+            namespace,
+            argument_hint: field("argument-hint"),
+            unhonoured,
+        });
+    }
+    templates
+}
+
+/// The non-empty value of `key: value` in frontmatter lines, one pair of quotes removed (a
+/// later line wins).
+fn front_field(front: &str, key: &str) -> Option<String> {
+    let mut found = None;
+    for line in front.lines() {
+        let Some((k, v)) = line.split_once(':') else {
+            continue;
+        };
+        if k.trim() == key {
+            let v = super::unquote(v.trim()).trim();
+            found = (!v.is_empty()).then(|| v.to_string());
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    fn write(path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    #[test]
+    fn claude_commands_load_with_namespaces_below_keels_own() {
+        let t = tempfile::tempdir().unwrap();
+        let keel_home = t.path().join("keel");
+        let claude_home = t.path().join("u/.claude");
+        let cwd = t.path().join("proj");
+        std::fs::create_dir_all(cwd.join(".git")).unwrap();
+        let project = cwd.join(".claude/commands");
+        write(
+            &project.join("frontend/component.md"),
+            "---\ndescription: Make a component\nargument-hint: <name> <size>\nmodel: haiku\n---\nMake $1 ($ARGUMENTS)\n",
+        );
+        write(&project.join("deep/er/x.md"), "Deep one\n");
+        write(&project.join("review.md"), "Claude review\n!`git diff`\n");
+        write(&cwd.join(".keel/prompts/review.md"), "keel review\n");
+        write(&claude_home.join("commands/hello.md"), "Say hello\n");
+        write(
+            &claude_home.join("commands/component.md"),
+            "user component\n",
+        );
+        let dirs = Dirs::new(&keel_home, Some(&claude_home), &cwd, &cwd);
+        let (templates, warnings) = load_dirs(&dirs);
+        let by = |n: &str| templates.iter().find(|t| t.name == n).unwrap();
+        let c = by("component");
+        let ns = |t: &Template| t.claude.as_ref().map(|c| c.namespace.clone());
+        assert_eq!(ns(c).as_deref(), Some("frontend"));
+        assert_eq!(c.scope, Scope::Project);
+        assert_eq!(c.argument_hint(), Some("<name> <size>"));
+        assert_eq!(c.description, "Make a component");
+        assert_eq!(
+            super::super::expand("/component Button big", &templates).unwrap(),
+            "Make Button (Button big)\n"
+        );
+        assert_eq!(ns(by("x")).as_deref(), Some("deep:er"));
+        assert_eq!(ns(by("hello")).as_deref(), Some(""));
+        assert_eq!(by("hello").scope, Scope::User);
+        // keel's own directory wins at one scope.
+        assert_eq!(ns(by("review")), None);
+        assert_eq!(by("review").content, "keel review\n");
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("review.md: keel does not run its !`command` lines")),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("/component set `model` or `allowed-tools`")),
+            "{warnings:?}"
+        );
+    }
+}
