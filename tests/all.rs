@@ -17,6 +17,7 @@ mod always_allow;
 mod architecture;
 mod chaos;
 mod checkpoints;
+mod claude_settings;
 mod command_line;
 mod common;
 mod compaction;
