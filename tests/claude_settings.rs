@@ -189,3 +189,20 @@ fn config_show_names_the_claude_files_and_lists_what_keel_ignores_once() {
         assert!(run.stdout.contains(word), "{run}");
     }
 }
+
+#[test]
+fn keel_hooks_list_says_what_it_leaves_out_of_claudes_files_and_when_they_are_off() {
+    let sb = Sandbox::new();
+    let file = claude_user_settings(&sb);
+    let run = sb.run(&["hooks", "list"]);
+    assert_eq!(run.code, 0, "{run}");
+    assert!(run.stdout.contains(&file.display().to_string()), "{run}");
+    assert!(run.stderr.contains("4 entries keel does not use"), "{run}");
+    write(
+        &sb.home().join("settings.json"),
+        &json!({"claudeFiles": false}),
+    );
+    let run = sb.run(&["hooks", "list"]);
+    assert_eq!(run.stdout, "no hooks configured\n", "{run}");
+    assert!(run.stderr.contains("settings files are off"), "{run}");
+}
