@@ -245,3 +245,23 @@ fn config_show_lists_the_ignored_keys_once_in_their_own_section() {
         .ends_with("claude/settings.json"));
     assert!(v["ignored"][0]["reason"].is_string());
 }
+
+#[test]
+fn in_the_home_directory_claudes_project_file_is_the_users_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path();
+    let claude = home.join(".claude");
+    let all = sources(
+        &home.join("managed.json"),
+        None,
+        home,
+        &home.join(".keel"),
+        Some(&claude),
+    );
+    let claude_levels: Vec<Level> = all
+        .iter()
+        .map(|s| s.level)
+        .filter(|l| l.is_claude())
+        .collect();
+    assert_eq!(claude_levels, [Level::ClaudeLocal, Level::ClaudeUser]);
+}

@@ -182,10 +182,15 @@ pub fn sources(
     }
     let root = project_root(cwd);
     let (dot, claude) = (root.join(".keel"), root.join(".claude"));
+    // In the home directory the project's `.claude/settings.json` is the user's own: read once,
+    // as the user's (its hooks would otherwise run twice).
+    let users = |p: &Path| claude_home.is_some_and(|h| h == p);
     out.push(file(Level::Local, dot.join("settings.local.json")));
     out.push(file(Level::ClaudeLocal, claude.join("settings.local.json")));
     out.push(file(Level::Project, dot.join("settings.json")));
-    out.push(file(Level::ClaudeProject, claude.join("settings.json")));
+    if !users(&claude) {
+        out.push(file(Level::ClaudeProject, claude.join("settings.json")));
+    }
     out.push(file(Level::User, keel_home.join("settings.json")));
     if let Some(home) = claude_home {
         out.push(file(Level::ClaudeUser, home.join("settings.json")));
