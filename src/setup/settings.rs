@@ -522,4 +522,55 @@ mod tests {
         assert_eq!(s.approval_timeout, DEFAULT_APPROVAL_TIMEOUT);
         assert!(s.auto_compaction);
     }
+
+    /// A Claude file's value is below a flag's (and the managed file's), and what it leaves out
+    /// is one startup warning; `claudeFiles: false` from the spec turns the file off.
+    #[test]
+    fn a_flag_beats_claudes_files_and_their_ignored_keys_are_one_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        let claude = json!({"model": "haiku", "apiKeyHelper": "k.sh", "cleanupPeriodDays": 3});
+        std::fs::create_dir_all(work.join(".claude")).unwrap();
+        std::fs::write(work.join(".claude/settings.json"), claude.to_string()).unwrap();
+        let vars = [
+            (
+                settings::MANAGED_VAR.to_string(),
+                "/nonexistent".to_string(),
+            ),
+            ("HOME".to_string(), dir.path().display().to_string()),
+        ];
+        let env = crate::setup::open::env_in(
+            &vars.into_iter().collect(),
+            dir.path(),
+            dir.path(),
+            &work,
+            BTreeMap::new(),
+        );
+        let s = Settings::resolve(&SessionSpec::new(), Mode::Print, &env).unwrap();
+        assert_eq!(s.model.as_deref(), Some("anthropic/claude-haiku-4-5"));
+        let about: Vec<&String> = s
+            .warnings
+            .iter()
+            .filter(|w| w.contains(".claude/settings.json"))
+            .collect();
+        assert_eq!(about.len(), 1, "{:?}", s.warnings);
+        assert!(about[0].contains("2 entries keel does not use (apiKeyHelper, cleanupPeriodDays)"));
+        let flagged = SessionSpec {
+            model: Some("openai/x".into()),
+            ..SessionSpec::new()
+        };
+        let s = Settings::resolve(&flagged, Mode::Print, &env).unwrap();
+        assert_eq!(s.model.as_deref(), Some("openai/x"));
+        let off = SessionSpec {
+            claude_files: Some(false),
+            ..SessionSpec::new()
+        };
+        let s = Settings::resolve(&off, Mode::Print, &env).unwrap();
+        assert_eq!(s.model, None);
+        assert!(
+            s.warnings.iter().any(|w| w.contains("(--no-claude-files)")),
+            "{:?}",
+            s.warnings
+        );
+    }
 }
