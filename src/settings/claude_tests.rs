@@ -179,7 +179,7 @@ fn claude_files_false_in_keels_settings_or_the_flag_turns_claudes_files_off() {
     let lines = loaded.claude_warnings();
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("settings files are off"), "{}", lines[0]);
-    assert_eq!(loaded.merged.claude_files.unwrap().value, false);
+    assert!(!loaded.merged.claude_files.unwrap().value);
     let (_dir, loaded) = load_levels(&[
         claude.clone(),
         (Level::User, json!({"claudeFiles": false})),
