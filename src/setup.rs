@@ -191,15 +191,16 @@ pub fn project_trusted(settings: &Settings, env: &Env) -> bool {
 /// The project's own agents and skills (instructions to the model, loaded only in a trusted
 /// project), named for the trust question: `agent NAME`, `skill NAME`.
 pub fn project_instructions(env: &Env) -> Vec<String> {
-    let (agents, _) = crate::agents::load(&env.keel_home, &env.cwd, true);
+    let (agents, _) = crate::agents::load(&env.keel_home, &env.vars, &env.cwd, true);
     let mut out: Vec<String> = agents
         .iter()
         .filter(|a| matches!(a.origin, crate::kernel::subagent::Origin::Project(_)))
         .map(|a| format!("agent {}", a.name))
         .collect();
     let home = env.vars.get("HOME").map(Path::new);
-    let roots = crate::skills::roots(&env.keel_home, home, &env.cwd);
-    let project: Vec<_> = roots.into_iter().filter(|(_, s)| *s == "project").collect();
+    let claude = crate::agents::claude_home(&env.vars);
+    let roots = crate::skills::roots(&env.keel_home, home, claude.as_deref(), &env.cwd);
+    let project: Vec<_> = roots.into_iter().filter(|r| r.1 == "project").collect();
     let (skills, _) = crate::skills::load(&project);
     out.extend(skills.iter().map(|s| format!("skill {}", s.name)));
     out

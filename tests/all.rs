@@ -20,6 +20,7 @@ mod checkpoints;
 mod claude_compat;
 mod claude_dirs;
 mod claude_payloads;
+mod claude_settings;
 mod command_line;
 mod common;
 mod compaction;

@@ -245,6 +245,11 @@ pub struct Cli {
     #[arg(long, value_name = "FILE|JSON")]
     pub settings: Option<String>,
 
+    /// Do not read Claude Code's settings files (~/.claude/settings.json, .claude/settings.json,
+    /// .claude/settings.local.json); as "claudeFiles": false in keel's settings.
+    #[arg(long)]
+    pub no_claude_files: bool,
+
     /// What the commands the model runs may do: workspace-write (default: write the session's
     /// directory and a private /tmp, read all but secrets, no network), read-only, or off
     /// (danger-full-access: no sandbox).

@@ -80,6 +80,7 @@ pub fn of(cli: &Cli, cwd: &Path) -> Result<SessionSpec, StartupError> {
             enabled: !cli.no_mcp,
         },
         settings: SettingsLayer::of_flag(cli.settings.as_deref()),
+        claude_files: cli.no_claude_files.then_some(false),
         output_schema: cli.output_schema.clone(),
         sandbox: cli.sandbox.as_deref().and_then(SandboxMode::from_name),
         network: network(cli)?,

@@ -57,8 +57,9 @@ pub enum DefaultMode {
     /// Every tool runs (Claude: `bypassPermissions`).
     #[serde(rename = "auto", alias = "bypassPermissions")]
     Auto,
-    /// Each write, edit or shell call asks (Claude: `default`).
-    #[serde(rename = "ask", alias = "default")]
+    /// Each write, edit or shell call asks (Claude: `default`, `manual`; and `dontAsk`, which
+    /// refuses what no rule allows: keel asks, and a run nobody watches refuses).
+    #[serde(rename = "ask", alias = "default", alias = "manual", alias = "dontAsk")]
     Ask,
     /// Writing tools are refused.
     #[serde(rename = "read-only", alias = "readOnly")]
@@ -111,6 +112,8 @@ struct RawFile {
     notify: Option<Value>,
     #[serde(rename = "statusLine")]
     status_line: Option<Value>,
+    #[serde(rename = "claudeFiles")]
+    claude_files: Option<Value>,
     #[serde(flatten)]
     unknown: serde_json::Map<String, Value>,
 }
@@ -159,6 +162,8 @@ pub struct FileValues {
     pub checkpoints: FileCheckpoints,
     pub notify: Option<NotifyChannel>,
     pub status_line: Option<StatusLine>,
+    /// `claudeFiles`: `false` leaves Claude Code's settings files unread.
+    pub claude_files: Option<bool>,
 }
 
 /// `statusLine` (Claude Code's shape): a command whose first line of stdout the TUI shows under
@@ -201,11 +206,7 @@ pub struct Parsed {
 
 /// Parses the text of the settings at `origin`.
 pub fn parse(text: &str, origin: &Origin) -> Result<Parsed, Error> {
-    let value: Value = serde_json::from_str(text).map_err(|e| Error {
-        kind: ErrorKind::Syntax,
-        message: format!("{origin}:{}:{}: not valid JSON", e.line(), e.column()),
-        cause: Some(strip_position(&e.to_string())),
-    })?;
+    let value = json_of(text, origin)?;
     if !value.is_object() {
         return Err(Error {
             kind: ErrorKind::Syntax,
@@ -213,6 +214,21 @@ pub fn parse(text: &str, origin: &Origin) -> Result<Parsed, Error> {
             cause: None,
         });
     }
+    parse_value(value, origin)
+}
+
+/// The text of a settings file as a JSON value (an error naming `file:line:col` when it is not
+/// JSON), not yet checked.
+pub fn json_of(text: &str, origin: &Origin) -> Result<Value, Error> {
+    serde_json::from_str(text).map_err(|e| Error {
+        kind: ErrorKind::Syntax,
+        message: format!("{origin}:{}:{}: not valid JSON", e.line(), e.column()),
+        cause: Some(strip_position(&e.to_string())),
+    })
+}
+
+/// Checks the keys of a settings object one by one.
+pub fn parse_value(value: Value, origin: &Origin) -> Result<Parsed, Error> {
     let raw: RawFile = serde_json::from_value(value).map_err(|e| Error {
         kind: ErrorKind::Syntax,
         message: format!("{origin}: cannot read the settings"),
@@ -276,6 +292,7 @@ impl Checker<'_> {
                 .unwrap_or_default(),
             notify: self.typed("notify", raw.notify),
             status_line: self.typed("statusLine", raw.status_line),
+            claude_files: self.typed("claudeFiles", raw.claude_files),
         }
     }
 

@@ -63,6 +63,8 @@ pub struct Merged {
     pub notify: Option<Sourced<super::file::NotifyChannel>>,
     /// The TUI's status line command (Claude's `statusLine`).
     pub status_line: Option<Sourced<super::file::StatusLine>>,
+    /// `claudeFiles` of keel's own files (`false`: Claude Code's files are not read).
+    pub claude_files: Option<Sourced<bool>>,
 }
 
 /// Merges `files`, highest level first.
@@ -88,6 +90,7 @@ pub fn merge(files: Vec<(Origin, FileValues)>) -> Merged {
         scalar(&mut m.max_cost, f.max_cost.map(|v| at(v, &origin)));
         scalar(&mut m.notify, f.notify.map(|v| at(v, &origin)));
         scalar(&mut m.status_line, f.status_line.map(|v| at(v, &origin)));
+        scalar(&mut m.claude_files, f.claude_files.map(|v| at(v, &origin)));
         for (k, v) in f.env {
             m.env.entry(k).or_insert_with(|| at(v, &origin));
         }

@@ -4,6 +4,7 @@
 //! terminal or a session. `setup::Settings` lays the flags over what this returns.
 
 mod allow;
+mod claude;
 mod file;
 mod merge;
 mod sandbox;
@@ -14,6 +15,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use allow::{add_allow, local_file};
+pub use claude::{ClaudeOff, Ignored, CLAUDE_CONFIG_VAR};
 pub use file::{DefaultMode, NotifyChannel, Thinking};
 pub use merge::{Merged, Sourced};
 pub use sandbox::{NetworkAllow, NetworkSetting, NetworkWord, SandboxModeSetting, SandboxSettings};
@@ -35,17 +37,34 @@ pub enum Level {
     SettingsFlag,
     /// `<project>/.keel/settings.local.json` (personal, not checked in).
     Local,
+    /// Claude Code's `<project>/.claude/settings.local.json`.
+    ClaudeLocal,
     /// `<project>/.keel/settings.json` (checked in).
     Project,
+    /// Claude Code's `<project>/.claude/settings.json`.
+    ClaudeProject,
     /// `$KEEL_HOME/settings.json`.
     User,
+    /// Claude Code's `~/.claude/settings.json` (`$CLAUDE_CONFIG_DIR/settings.json`).
+    ClaudeUser,
 }
 
 impl Level {
     /// Whether the level is a project's own file: what it asks for that runs programs or widens
     /// what tools may do waits for the project's trust.
     pub fn is_project(self) -> bool {
-        matches!(self, Level::Project | Level::Local)
+        matches!(
+            self,
+            Level::Project | Level::Local | Level::ClaudeProject | Level::ClaudeLocal
+        )
+    }
+
+    /// Whether the level is one of Claude Code's settings files.
+    pub fn is_claude(self) -> bool {
+        matches!(
+            self,
+            Level::ClaudeLocal | Level::ClaudeProject | Level::ClaudeUser
+        )
     }
 
     /// The word `keel config path` shows for the level.
@@ -55,8 +74,11 @@ impl Level {
             Level::Flag => "flag",
             Level::SettingsFlag => "--settings",
             Level::Local => "local",
+            Level::ClaudeLocal => "claude-local",
             Level::Project => "project",
+            Level::ClaudeProject => "claude-project",
             Level::User => "user",
+            Level::ClaudeUser => "claude-user",
         }
     }
 }
@@ -134,12 +156,14 @@ impl Source {
 }
 
 /// The settings sources of a session in `cwd`, highest level first (`managed`: the managed
-/// file's path; `inline`: the `--settings` flag).
+/// file's path; `inline`: the `--settings` flag; `claude_home`: Claude Code's user directory,
+/// see [`claude_home`]). At each level keel's own file comes before Claude Code's.
 pub fn sources(
     managed: &Path,
     inline: Option<&Inline>,
     cwd: &Path,
     keel_home: &Path,
+    claude_home: Option<&Path>,
 ) -> Vec<Source> {
     let file = |level, path: PathBuf| Source {
         level,
@@ -156,11 +180,32 @@ pub fn sources(
         }),
         None => {}
     }
-    let dot = project_root(cwd).join(".keel");
+    let root = project_root(cwd);
+    let (dot, claude) = (root.join(".keel"), root.join(".claude"));
+    // In the home directory the project's `.claude/settings.json` is the user's own: read once,
+    // as the user's (its hooks would otherwise run twice).
+    let users = |p: &Path| claude_home.is_some_and(|h| h == p);
     out.push(file(Level::Local, dot.join("settings.local.json")));
+    out.push(file(Level::ClaudeLocal, claude.join("settings.local.json")));
     out.push(file(Level::Project, dot.join("settings.json")));
+    if !users(&claude) {
+        out.push(file(Level::ClaudeProject, claude.join("settings.json")));
+    }
     out.push(file(Level::User, keel_home.join("settings.json")));
+    if let Some(home) = claude_home {
+        out.push(file(Level::ClaudeUser, home.join("settings.json")));
+    }
     out
+}
+
+/// Claude Code's user directory, as Claude Code finds it: `$CLAUDE_CONFIG_DIR`, else
+/// `$HOME/.claude` (`None`: neither is set).
+pub fn claude_home(vars: &std::collections::BTreeMap<String, String>) -> Option<PathBuf> {
+    match (vars.get(CLAUDE_CONFIG_VAR), vars.get("HOME")) {
+        (Some(dir), _) => Some(PathBuf::from(dir)),
+        (None, Some(home)) => Some(Path::new(home).join(".claude")),
+        (None, None) => None,
+    }
 }
 
 /// The managed file: `$KEEL_MANAGED_SETTINGS` from `vars`, else `/etc/keel/…`.
@@ -202,30 +247,70 @@ pub struct Error {
 pub struct Loaded {
     pub merged: Merged,
     pub warnings: Vec<String>,
+    /// What Claude Code's files hold that keel does not use, file by file, each with why.
+    pub ignored: Vec<Ignored>,
+    /// Claude Code's files that exist but were not read (`claudeFiles: false`), and why.
+    pub claude_off: Option<ClaudeOff>,
 }
 
-/// Reads `sources` (highest first) and merges them; a missing file is no error.
-pub fn load(sources: &[Source]) -> Result<Loaded, Error> {
-    let mut files = Vec::new();
+impl Loaded {
+    /// What a session says once at its start about Claude Code's files: one line per Claude
+    /// file with keys keel does not use, and one when existing Claude files are turned off.
+    pub fn claude_warnings(&self) -> Vec<String> {
+        claude::warnings(&self.ignored, self.claude_off.as_ref())
+    }
+}
+
+/// Reads `sources` (highest first) and merges them; a missing file is no error. Claude Code's
+/// files are read unless the managed file, else `claude_flag` (`--no-claude-files`), else the
+/// highest of keel's own files that sets `claudeFiles`, says `false`.
+pub fn load(sources: &[Source], claude_flag: Option<bool>) -> Result<Loaded, Error> {
+    let mut keel = Vec::new();
     let mut warnings = Vec::new();
-    for s in sources {
-        let text = match (&s.path, &s.json) {
-            (_, Some(json)) => json.clone(),
-            (Some(p), None) => match read(p, s.level)? {
-                Some(t) => t,
-                None => continue,
-            },
-            (None, None) => continue,
-        };
+    for s in sources.iter().filter(|s| !s.level.is_claude()) {
+        let Some(text) = text_of(s)? else { continue };
         let origin = s.origin();
         let parsed = file::parse(&text, &origin)?;
         warnings.extend(parsed.warnings.iter().cloned());
-        files.push((origin, parsed.values));
+        keel.push((origin, parsed.values));
     }
+    let off_by = claude::off_by(&keel, claude_flag);
+    let mut ignored = Vec::new();
+    let mut skipped = Vec::new();
+    let mut claude_files = Vec::new();
+    for s in sources.iter().filter(|s| s.level.is_claude()) {
+        if off_by.is_some() {
+            skipped.extend(s.path.clone().filter(|p| p.is_file()));
+            continue;
+        }
+        let Some(text) = text_of(s)? else { continue };
+        let origin = s.origin();
+        let parsed = claude::parse(&text, &origin)?;
+        warnings.extend(parsed.warnings);
+        ignored.extend(parsed.ignored);
+        claude_files.push((origin, parsed.values));
+    }
+    let mut files: Vec<(Origin, file::FileValues)> = keel.into_iter().chain(claude_files).collect();
+    files.sort_by_key(|(o, _)| o.level);
+    let claude_off = match (off_by, skipped.is_empty()) {
+        (Some(by), false) => Some(ClaudeOff { by, files: skipped }),
+        _ => None,
+    };
     Ok(Loaded {
         merged: merge::merge(files),
         warnings,
+        ignored,
+        claude_off,
     })
+}
+
+/// A source's text: inline JSON, or its file's (`None`: the file does not exist).
+fn text_of(s: &Source) -> Result<Option<String>, Error> {
+    match (&s.path, &s.json) {
+        (_, Some(json)) => Ok(Some(json.clone())),
+        (Some(p), None) => read(p, s.level),
+        (None, None) => Ok(None),
+    }
 }
 
 /// A file's text; `None` when it does not exist (and is not `--settings`'s, which must).
@@ -243,5 +328,7 @@ fn read(path: &Path, level: Level) -> Result<Option<String>, Error> {
     }
 }
 
+#[cfg(test)]
+mod claude_tests;
 #[cfg(test)]
 mod tests;

@@ -53,6 +53,10 @@ pub fn schema() -> Value {
                 "additionalProperties": false,
                 "description": "The TUI's status line (Claude Code's shape)."
             },
+            "claudeFiles": {
+                "type": "boolean",
+                "description": "false: Claude Code's settings files (~/.claude/settings.json, .claude/settings.json, .claude/settings.local.json) are not read. The highest of keel's own files that sets it wins (--no-claude-files too); Claude's files cannot turn themselves off."
+            },
             "env": {
                 "type": "object",
                 "additionalProperties": {"type": "string"},
@@ -62,8 +66,8 @@ pub fn schema() -> Value {
                 "type": "object",
                 "properties": {
                     "defaultMode": {
-                        "enum": ["auto", "ask", "read-only", "accept-edits", "plan", "default", "bypassPermissions", "acceptEdits", "readOnly"],
-                        "description": "The permission mode (`--permission` overrides). Claude's names are aliases: default = ask, bypassPermissions = auto."
+                        "enum": ["auto", "ask", "read-only", "accept-edits", "plan", "default", "manual", "dontAsk", "bypassPermissions", "acceptEdits", "readOnly"],
+                        "description": "The permission mode (`--permission` overrides). Claude's names are aliases: default, manual and dontAsk = ask, bypassPermissions = auto, acceptEdits = accept-edits."
                     },
                     "allow": rules("Tool calls that run without asking."),
                     "ask": rules("Tool calls that always ask."),

@@ -1,13 +1,16 @@
 //! `keel config show`'s two forms of the merged settings: lines of `key = value  # origin`
-//! (`+=` for each entry of a list), and JSON where each value is `{"value", "origin"}`.
+//! (`+=` for each entry of a list), and JSON where each value is `{"value", "origin"}`; then
+//! what Claude Code's files hold that keel does not use (`ignored:` lines, an `ignored` array).
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use super::merge::{Merged, Sourced};
+use super::Ignored;
 
-/// The merged settings as `key = value  # origin` lines.
-pub fn render(m: &Merged) -> String {
+/// The merged settings as `key = value  # origin` lines, then one `ignored:` section listing
+/// `file: key: reason` for what Claude Code's files hold that keel does not use.
+pub fn render(m: &Merged, ignored: &[Ignored]) -> String {
     let mut out = String::new();
     for (path, v) in entries(m) {
         let key = path.join(".");
@@ -23,6 +26,12 @@ pub fn render(m: &Merged) -> String {
     }
     if out.is_empty() {
         out.push_str("(no settings: every value is a flag's or keel's default)\n");
+    }
+    if !ignored.is_empty() {
+        out.push_str("\nignored (in Claude Code's files, not used by keel):\n");
+        for i in ignored {
+            out.push_str(&format!("  {}: {}: {}\n", i.file, i.key, i.reason));
+        }
     }
     out
 }
@@ -60,8 +69,10 @@ fn line(out: &mut String, key: &str, op: &str, s: &Sourced<Value>) {
     out.push_str(&format!("{key} {op} {}  # {}\n", s.value, s.origin));
 }
 
-/// The merged settings as one JSON object (keys as in the file; each value `{value, origin}`).
-pub fn render_json(m: &Merged) -> String {
+/// The merged settings as one JSON object (keys as in the file; each value `{value, origin}`),
+/// with an `ignored` array of `{file, key, reason}` when Claude Code's files hold keys keel does
+/// not use.
+pub fn render_json(m: &Merged, ignored: &[Ignored]) -> String {
     let mut root = Map::new();
     for (path, v) in entries(m) {
         let v = match v {
@@ -69,6 +80,10 @@ pub fn render_json(m: &Merged) -> String {
             Entry::Many(list) => Value::Array(list.iter().map(pair).collect()),
         };
         insert(&mut root, &path, v);
+    }
+    if !ignored.is_empty() {
+        let list = serde_json::to_value(ignored).unwrap_or(Value::Null);
+        root.insert("ignored".into(), list);
     }
     format!("{}\n", Value::Object(root))
 }
@@ -137,6 +152,10 @@ fn entries(m: &Merged) -> Vec<(Vec<String>, Entry)> {
     one(
         path("statusLine", None),
         m.status_line.as_ref().map(to_json),
+    );
+    one(
+        path("claudeFiles", None),
+        m.claude_files.as_ref().map(to_json),
     );
     for (k, v) in &m.env {
         one(path("env", Some(k)), Some(to_json(v)));

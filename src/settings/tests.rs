@@ -8,12 +8,24 @@ use serde_json::json;
 use super::*;
 
 /// Writes `files` (level, JSON) into a temp tree and loads them as a session in `work` would.
-fn load_levels(files: &[(Level, serde_json::Value)]) -> (tempfile::TempDir, Loaded) {
+pub(super) fn load_levels(files: &[(Level, serde_json::Value)]) -> (tempfile::TempDir, Loaded) {
+    load_levels_with(files, None)
+}
+
+/// [`load_levels`] with `--no-claude-files` as `claude_flag` says; Claude's user directory is
+/// `claude/` of the temp tree.
+pub(super) fn load_levels_with(
+    files: &[(Level, serde_json::Value)],
+    claude_flag: Option<bool>,
+) -> (tempfile::TempDir, Loaded) {
     let dir = tempfile::tempdir().unwrap();
     let work = dir.path().join("work");
     let home = dir.path().join("home");
+    let claude_home = dir.path().join("claude");
     std::fs::create_dir_all(work.join(".keel")).unwrap();
+    std::fs::create_dir_all(work.join(".claude")).unwrap();
     std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&claude_home).unwrap();
     let managed = dir.path().join("managed.json");
     let flag = dir.path().join("flag.json");
     for (level, v) in files {
@@ -21,8 +33,11 @@ fn load_levels(files: &[(Level, serde_json::Value)]) -> (tempfile::TempDir, Load
             Level::Managed => managed.clone(),
             Level::SettingsFlag => flag.clone(),
             Level::Local => work.join(".keel/settings.local.json"),
+            Level::ClaudeLocal => work.join(".claude/settings.local.json"),
             Level::Project => work.join(".keel/settings.json"),
+            Level::ClaudeProject => work.join(".claude/settings.json"),
             Level::User => home.join("settings.json"),
+            Level::ClaudeUser => claude_home.join("settings.json"),
             Level::Flag => unreachable!("flags are not files"),
         };
         std::fs::write(path, v.to_string()).unwrap();
@@ -31,16 +46,21 @@ fn load_levels(files: &[(Level, serde_json::Value)]) -> (tempfile::TempDir, Load
         .iter()
         .any(|(l, _)| *l == Level::SettingsFlag)
         .then(|| Inline::File(flag.clone()));
-    let loaded = load(&sources(&managed, inline.as_ref(), &work, &home)).unwrap();
+    let all = sources(&managed, inline.as_ref(), &work, &home, Some(&claude_home));
+    let loaded = load(&all, claude_flag).unwrap();
     (dir, loaded)
 }
 
-const FILE_LEVELS: [Level; 5] = [
+/// Every level that is a file, highest first: at each level keel's own file, then Claude's.
+const FILE_LEVELS: [Level; 8] = [
     Level::Managed,
     Level::SettingsFlag,
     Level::Local,
+    Level::ClaudeLocal,
     Level::Project,
+    Level::ClaudeProject,
     Level::User,
+    Level::ClaudeUser,
 ];
 
 #[test]
@@ -185,10 +205,14 @@ fn claude_mode_names_are_aliases() {
 fn a_missing_file_is_no_error_but_a_missing_settings_flag_file_is() {
     let dir = tempfile::tempdir().unwrap();
     let none = dir.path().join("none.json");
-    let found = load(&sources(&none, None, dir.path(), dir.path())).unwrap();
+    let found = load(&sources(&none, None, dir.path(), dir.path(), None), None).unwrap();
     assert_eq!(found.merged, Merged::default());
     let inline = Inline::File(none.clone());
-    let err = load(&sources(&none, Some(&inline), dir.path(), dir.path())).unwrap_err();
+    let err = load(
+        &sources(&none, Some(&inline), dir.path(), dir.path(), None),
+        None,
+    )
+    .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Unreadable);
 }
 
@@ -225,7 +249,8 @@ fn every_key() -> serde_json::Value {
                     "filesystem": {"allowWrite": ["~/cache"], "denyRead": ["./secrets"], "allowRead": ["~/.ssh/known_hosts"]}},
         "checkpoints": {"enabled": true, "maxFileBytes": 1, "maxFiles": 2, "maxTotalBytes": 3},
         "notify": "osc9",
-        "statusLine": {"type": "command", "command": "echo hi", "padding": 0}
+        "statusLine": {"type": "command", "command": "echo hi", "padding": 0},
+        "claudeFiles": true
     })
 }
 
@@ -308,7 +333,7 @@ fn show_lists_each_value_with_its_origin() {
             json!({"permissions": {"allow": ["Edit"]}, "env": {"X": "1"}}),
         ),
     ]);
-    let text = render(&loaded.merged);
+    let text = render(&loaded.merged, &[]);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 4, "{text}");
     assert!(
@@ -316,7 +341,7 @@ fn show_lists_each_value_with_its_origin() {
     );
     assert!(lines[1].starts_with("env.X = \"1\"  # "));
     assert!(lines[2].starts_with("permissions.allow += \"Edit\"  # "));
-    let v: serde_json::Value = serde_json::from_str(&render_json(&loaded.merged)).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&render_json(&loaded.merged, &[])).unwrap();
     assert_eq!(v["permissions"]["allow"][1]["value"], "Read");
     assert!(v["model"]["origin"]
         .as_str()
@@ -337,7 +362,7 @@ fn show_lists_hooks_one_handler_a_line() {
             "Stop": [{"hooks": [{"type": "command", "command": "notify.sh"}]}]
         }}),
     )]);
-    let text = render(&loaded.merged);
+    let text = render(&loaded.merged, &[]);
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.len(), 3, "{text}");
     assert!(

@@ -43,15 +43,27 @@ impl HookRow {
 }
 
 /// The hooks of the settings files of `env.cwd` (`inline`: `--settings`), highest level first,
-/// and the warnings about entries that were skipped; a file that does not parse is an error.
+/// Claude Code's included (their file is each hook's origin), and the warnings about entries
+/// that were skipped, with what a session says of Claude Code's files (entries left out, the
+/// files turned off); a file that does not parse is an error.
 pub fn list(
     inline: Option<&crate::wire::protocol::spec::SettingsLayer>,
     env: &Env,
 ) -> Result<(Vec<HookRow>, Vec<String>), StartupError> {
-    let loaded = crate::setup::settings::load(inline, env)?;
+    list_with(inline, None, env)
+}
+
+/// [`list`] for a session opened with the spec's `claudeFiles` (`Some(false)`:
+/// `--no-claude-files`).
+pub fn list_with(
+    inline: Option<&crate::wire::protocol::spec::SettingsLayer>,
+    claude_files: Option<bool>,
+    env: &Env,
+) -> Result<(Vec<HookRow>, Vec<String>), StartupError> {
+    let loaded = crate::setup::settings::load_with(inline, claude_files, env)?;
     let trust = Trust::of(&loaded.merged, false, env);
     let mut rows = Vec::new();
-    let mut warnings = Vec::new();
+    let mut warnings = loaded.claude_warnings();
     for layer in &loaded.merged.hook_layers {
         let origin = layer.origin.to_string();
         let (config, w) = HookConfig::parse(&layer.value, &origin);

@@ -89,9 +89,10 @@ impl Settings {
     /// session served to a `mode` front end; a settings file that cannot be used is a config
     /// error, so is a key the spec names that cannot be read.
     pub fn resolve(spec: &SessionSpec, mode: Mode, env: &Env) -> Result<Settings, StartupError> {
-        let files = load(spec.settings.as_ref(), env)?;
+        let files = load_with(spec.settings.as_ref(), spec.claude_files, env)?;
         let m = &files.merged;
-        let warnings = files.warnings.clone();
+        let mut warnings = files.warnings.clone();
+        warnings.extend(files.claude_warnings());
         // A project's own mode that loosens approvals applies only in a trusted project.
         let trust = crate::setup::trust::Trust::of(m, spec.trust.project, env);
         let file_mode = match trust.mode_applies() {
@@ -350,13 +351,23 @@ impl Settings {
 /// Seconds an approval dialog waits when neither a flag nor a file says.
 pub const DEFAULT_APPROVAL_TIMEOUT: f64 = 300.0;
 
-/// The settings files of a session in `env.cwd` (`inline`: the `--settings` layer), merged.
+/// The settings files of a session in `env.cwd` (`inline`: the `--settings` layer), merged,
+/// Claude Code's files included unless keel's settings turn them off.
 pub fn load(inline: Option<&SettingsLayer>, env: &Env) -> Result<settings::Loaded, StartupError> {
+    load_with(inline, None, env)
+}
+
+/// [`load`] with the spec's `claudeFiles` (`Some(false)`: `--no-claude-files`).
+pub fn load_with(
+    inline: Option<&SettingsLayer>,
+    claude_files: Option<bool>,
+    env: &Env,
+) -> Result<settings::Loaded, StartupError> {
     let inline = inline.map(|v| match v {
         SettingsLayer::File(p) => Inline::File(env.cwd.join(p)),
         SettingsLayer::Json(j) => Inline::Json(j.clone()),
     });
-    settings::load(&sources(inline.as_ref(), env)).map_err(|e| {
+    settings::load(&sources(inline.as_ref(), env), claude_files).map_err(|e| {
         let err = StartupError::config(e.message)
             .hint("fix the file (`keel config schema` prints the keys it may hold)");
         match e.cause {
@@ -369,7 +380,14 @@ pub fn load(inline: Option<&SettingsLayer>, env: &Env) -> Result<settings::Loade
 /// The settings sources of a session in `env.cwd`, highest first.
 pub fn sources(inline: Option<&Inline>, env: &Env) -> Vec<settings::Source> {
     let managed = settings::managed_path(&env.vars);
-    settings::sources(&managed, inline, &env.cwd, &env.keel_home)
+    let claude = settings::claude_home(&env.vars);
+    settings::sources(
+        &managed,
+        inline,
+        &env.cwd,
+        &env.keel_home,
+        claude.as_deref(),
+    )
 }
 
 /// The managed file's value, else the flag's, else the other files' value.
@@ -503,5 +521,56 @@ mod tests {
         let s = resolve(SessionSpec::new(), json!({}), json!({}));
         assert_eq!(s.approval_timeout, DEFAULT_APPROVAL_TIMEOUT);
         assert!(s.auto_compaction);
+    }
+
+    /// A Claude file's value is below a flag's (and the managed file's), and what it leaves out
+    /// is one startup warning; `claudeFiles: false` from the spec turns the file off.
+    #[test]
+    fn a_flag_beats_claudes_files_and_their_ignored_keys_are_one_warning() {
+        let dir = tempfile::tempdir().unwrap();
+        let work = dir.path().join("work");
+        let claude = json!({"model": "haiku", "apiKeyHelper": "k.sh", "cleanupPeriodDays": 3});
+        std::fs::create_dir_all(work.join(".claude")).unwrap();
+        std::fs::write(work.join(".claude/settings.json"), claude.to_string()).unwrap();
+        let vars = [
+            (
+                settings::MANAGED_VAR.to_string(),
+                "/nonexistent".to_string(),
+            ),
+            ("HOME".to_string(), dir.path().display().to_string()),
+        ];
+        let env = crate::setup::open::env_in(
+            &vars.into_iter().collect(),
+            dir.path(),
+            dir.path(),
+            &work,
+            BTreeMap::new(),
+        );
+        let s = Settings::resolve(&SessionSpec::new(), Mode::Print, &env).unwrap();
+        assert_eq!(s.model.as_deref(), Some("anthropic/claude-haiku-4-5"));
+        let about: Vec<&String> = s
+            .warnings
+            .iter()
+            .filter(|w| w.contains(".claude/settings.json"))
+            .collect();
+        assert_eq!(about.len(), 1, "{:?}", s.warnings);
+        assert!(about[0].contains("2 entries keel does not use (apiKeyHelper, cleanupPeriodDays)"));
+        let flagged = SessionSpec {
+            model: Some("openai/x".into()),
+            ..SessionSpec::new()
+        };
+        let s = Settings::resolve(&flagged, Mode::Print, &env).unwrap();
+        assert_eq!(s.model.as_deref(), Some("openai/x"));
+        let off = SessionSpec {
+            claude_files: Some(false),
+            ..SessionSpec::new()
+        };
+        let s = Settings::resolve(&off, Mode::Print, &env).unwrap();
+        assert_eq!(s.model, None);
+        assert!(
+            s.warnings.iter().any(|w| w.contains("(--no-claude-files)")),
+            "{:?}",
+            s.warnings
+        );
     }
 }

@@ -91,6 +91,9 @@ pub struct SessionSpec {
     /// The session's settings layer (`--settings`): above the project's and the user's files.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub settings: Option<SettingsLayer>,
+    /// `false`: Claude Code's settings files are not read (`--no-claude-files`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claude_files: Option<bool>,
     /// The final answer must be JSON matching this schema (its text, or a file).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<String>,
@@ -295,6 +298,10 @@ impl SessionSpec {
             "the session's settings layer: `{file: PATH}` or `{json: TEXT}`",
         ),
         (
+            "claudeFiles",
+            "`false`: Claude Code's settings files (`~/.claude`, `.claude/`) are not read",
+        ),
+        (
             "outputSchema",
             "the JSON Schema the final answer must match (text, or a file)",
         ),
@@ -350,6 +357,7 @@ impl SessionSpec {
             system_prompt => "systemPrompt",
             context_files => "contextFiles",
             settings => "settings",
+            claude_files => "claudeFiles",
             output_schema => "outputSchema",
             sandbox => "sandbox",
             network => "network",
@@ -431,6 +439,7 @@ mod tests {
                 ..McpSpec::default()
             },
             settings: Some(SettingsLayer::Json("{}".into())),
+            claude_files: Some(false),
             output_schema: Some("{}".into()),
             sandbox: Some(SandboxMode::ReadOnly),
             network: Some(Network::On),

@@ -33,7 +33,7 @@ fn table(sources: &[Source]) -> String {
             ),
             None => ("(inline JSON)".to_string(), "given"),
         };
-        s.push_str(&format!("{:<11} {place}  ({state})\n", src.level.word()));
+        s.push_str(&format!("{:<14} {place}  ({state})\n", src.level.word()));
     }
     s
 }

@@ -1,5 +1,6 @@
 //! `keel config show [--json] [--settings FILE|JSON]`: the merged settings of this directory,
-//! each value with the file (or flag) it came from; warnings about skipped entries on stderr.
+//! each value with the file (or flag) it came from, and what Claude Code's files hold that keel
+//! does not use; warnings about skipped entries on stderr.
 
 use super::super::{print, Logs};
 use crate::exit::Exit;
@@ -26,8 +27,8 @@ pub fn run(args: ShowArgs) -> Exit {
             out.err(&format!("Warning: {w}\n"));
         }
         let text = match args.json {
-            true => crate::settings::render_json(&loaded.merged),
-            false => crate::settings::render(&loaded.merged),
+            true => crate::settings::render_json(&loaded.merged, &loaded.ignored),
+            false => crate::settings::render(&loaded.merged, &loaded.ignored),
         };
         print(out, &text)
     })
