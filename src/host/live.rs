@@ -22,6 +22,8 @@ pub struct Live {
     /// (`get_entries`, `get_state`, …) with everything published so far.
     pub recorder: Recorder,
     pub rx: EventRx,
+    /// When this session started being served (Unix milliseconds): its wall time.
+    pub started_ms: i64,
 }
 
 impl Live {
@@ -54,6 +56,7 @@ impl Live {
             .unwrap_or_default();
         let kept = store.path().map(crate::kernel::tool::output_dir_of);
         let model_differs = store.last_model() != Some((provider.name(), provider.model()));
+        let started_ms = clock.now_ms();
         let bus = Bus::new(clock.clone());
         let store: SharedStore = Arc::new(Mutex::new(store));
         let recorder = Recorder::new(store.clone(), &clock);
@@ -94,6 +97,7 @@ impl Live {
             store,
             recorder,
             rx,
+            started_ms,
         };
         if announce || model_differs {
             session_announce(&mut live);

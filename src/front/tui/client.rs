@@ -159,8 +159,10 @@ pub(super) struct Client {
     pub replacing: Option<String>,
     /// A rewind this window asked for is under way (its answer shows the branch).
     rewinding: bool,
+    /// `/clear` asked for the next session change: the screen is cleared when it comes.
+    pub clearing: bool,
     /// `TERM=dumb`: plain lines (`client/lines.rs`), the terminal is never drawn.
-    plain: bool,
+    pub plain: bool,
     /// The prompts sent from this directory, across sessions (`history.rs`).
     history: super::history::PromptHistory,
     /// The transcript pager, while it is open (on the alternate screen).
@@ -534,8 +536,12 @@ impl Client {
 
     /// Another session is shown from now on: the transcript starts over with its messages.
     fn replay(&mut self, id: &str, replayed: &[Replayed], state: Option<&State>) {
-        let pending = self.view.transcript.drain();
+        let mut pending = self.view.transcript.drain();
         self.view.transcript = super::transcript::Transcript::new();
+        if std::mem::take(&mut self.clearing) {
+            pending.clear();
+            self.clear_screen();
+        }
         if let Some(state) = state {
             self.take_state(state);
         }

@@ -45,6 +45,18 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "summarise older messages to free context: /compact [focus]",
     ),
     ("new", "start a new session"),
+    (
+        "clear",
+        "start over in a new session and clear the screen (the old one stays: /resume)",
+    ),
+    (
+        "cost",
+        "what this session cost: tokens, time and the lines changed",
+    ),
+    (
+        "init",
+        "have the model write or improve AGENTS.md for this project: /init [guidance]",
+    ),
     ("resume", "pick a session to resume"),
     (
         "fork",
@@ -619,7 +631,11 @@ impl View {
                 });
             }
             if !self.templates.iter().any(|(t, _)| t == name) {
-                self.set_hint(format!("unknown command /{name} — /help lists them"));
+                // Nothing goes to the model; the editor is emptied (Up brings the text back).
+                self.composer.take();
+                self.notice(HistoryCell::Error(format!(
+                    "unknown command /{name}: /help lists the commands"
+                )));
                 return None;
             }
         }

@@ -70,6 +70,7 @@ pub(super) async fn show(
         home: o.home,
         replacing: None,
         rewinding: false,
+        clearing: false,
         pager: None,
         shown_child: None,
         pager_stale: false,
