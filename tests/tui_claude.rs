@@ -143,3 +143,36 @@ fn an_unknown_command_is_an_error_and_sends_nothing() {
     assert!(s.quit("\x04", &mut child).success());
     assert!(sb.session_files().is_empty(), "nothing reached the model");
 }
+
+#[test]
+fn a_status_line_script_reads_claudes_json_and_its_line_shows() {
+    let sb = Sandbox::new();
+    // A statusLine as published for Claude Code: jq over the status JSON, colours included.
+    let command = r#"jq -r '"\u001b[32mSL " + .hook_event_name + " " + .model.display_name + " $" + (.cost.total_cost_usd|tostring) + "\u001b[0m"'"#;
+    write(
+        &sb.home().join("settings.json"),
+        &json!({"statusLine": {"type": "command", "command": command}}),
+    );
+    let turns = json!([{
+        "match": "^hello",
+        "usage": {"input": 100, "output": 20, "cost": 0.25},
+        "chunks": [{"text": "Hi there."}]
+    }]);
+    let (mut s, mut child) = spawn(&sb, &shell(&script(&sb, turns)));
+    s.wait_for("the status line before any cost", |t| {
+        t.contains("SL Status scripted-claude $0")
+    });
+    s.send("hello\r");
+    s.wait_for("the status line with the cost", |t| {
+        t.contains("SL Status scripted-claude $0.25")
+    });
+    // Its colour is kept.
+    let row = s
+        .text()
+        .lines()
+        .position(|l| l.contains("SL Status"))
+        .unwrap();
+    let cell = s.parser.screen().cell(row as u16, 0).unwrap();
+    assert_eq!(cell.fgcolor(), vt100::Color::Idx(2));
+    assert!(s.quit("\x04", &mut child).success());
+}

@@ -189,6 +189,8 @@ pub struct View {
     pub now_ms: i64,
     /// The model's context window, for the status line's percentage.
     pub context_window: u64,
+    /// The `statusLine` command's last line and its padding, shown under the editor.
+    pub script_status: Option<(String, u16)>,
     /// Names of prompt templates, offered after `/`.
     pub templates: Vec<(String, String)>,
     /// Where the session runs when not in this process (the status line's last part).
@@ -244,6 +246,7 @@ impl View {
             now_ms: 0,
             context_window: 0,
             templates: Vec::new(),
+            script_status: None,
             place: None,
             sandbox: None,
             attached: false,

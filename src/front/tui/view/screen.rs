@@ -331,6 +331,9 @@ impl View {
             rows.extend(lines);
             rows.extend(self.completion_rows(w));
         }
+        if let Some((line, padding)) = &self.script_status {
+            rows.extend(crate::front::tui::status_line::row(line, *padding, w));
+        }
         rows.push(self.status_line(w));
         if let Some(h) = &self.hint {
             rows.push(paint::truncate_line(
