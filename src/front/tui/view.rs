@@ -45,17 +45,14 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "summarise older messages to free context: /compact [focus]",
     ),
     ("new", "start a new session"),
-    (
-        "clear",
-        "start over in a new session and clear the screen (the old one stays: /resume)",
-    ),
+    ("clear", "start over in a new session and clear the screen"),
     (
         "cost",
         "what this session cost: tokens, time and the lines changed",
     ),
     (
         "init",
-        "have the model write or improve AGENTS.md for this project: /init [guidance]",
+        "write or improve AGENTS.md with the model: /init [guidance]",
     ),
     ("resume", "pick a session to resume"),
     (
