@@ -106,7 +106,7 @@ impl Host {
                 context_window: window,
                 percent,
             },
-            duration_ms: (self.clock.now_ms() - self.live.started_ms).max(0) as u64,
+            duration_ms: self.clock.duration_ms(self.live.started.elapsed()),
             api_duration_ms: api_ms,
             lines_added: lines.added,
             lines_removed: lines.removed,
