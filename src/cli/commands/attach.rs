@@ -53,7 +53,7 @@ async fn attach(args: AttachArgs, env: &Env, out: &mut Output) -> Result<Exit, S
     // A remote host's session runs no statusLine here.
     let status_line = match remote_env {
         true => None,
-        false => crate::front::tui::status_line::configured_in(env),
+        false => crate::setup::status_line::configured_in(env),
     };
     let setup = crate::front::tui::client::AttachSetup {
         dial,

@@ -79,7 +79,7 @@ pub async fn start_tui(
         welcome: unconfigured.then(setup::first_run::panel),
         hooks_from: Some((inv.spec.settings.clone(), env.clone())),
         notify: crate::front::tui::notify::channel(settings),
-        status_line: crate::front::tui::status_line::configured(settings, env),
+        status_line: crate::setup::status_line::configured(settings, env),
     };
     crate::front::tui::run(tui_setup, out).await
 }
@@ -219,10 +219,10 @@ fn status_line(
     dial: &crate::client::dial::Dial,
     settings: &setup::Settings,
     env: &Env,
-) -> Option<crate::front::tui::status_line::StatusCommand> {
+) -> Option<crate::setup::status_line::StatusCommand> {
     match dial.remote() {
         Some(_) => None,
-        None => crate::front::tui::status_line::configured(settings, env),
+        None => crate::setup::status_line::configured(settings, env),
     }
 }
 

@@ -16,61 +16,13 @@ use serde::Serialize;
 use tokio::io::AsyncWriteExt;
 use tokio::time::Instant;
 
-use crate::mode::Env;
-use crate::settings::Level;
+pub use crate::setup::status_line::StatusCommand;
 use crate::wire::pi::data::{SessionStats, State};
 
 /// The shortest time between two runs of the command.
 pub const MIN_GAP: Duration = Duration::from_millis(300);
 /// How long one run may take; a slower one is killed and its last good line stays.
 pub const TIMEOUT: Duration = Duration::from_secs(5);
-
-/// The `statusLine` a session's settings ask for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatusCommand {
-    pub command: String,
-    /// Columns of blank space before the text (Claude's `padding`).
-    pub padding: u16,
-}
-
-/// The settings' `statusLine`, unless it comes from the project's own files and the project's
-/// settings are not trusted (it would run a command from the repository).
-pub fn configured(settings: &crate::setup::Settings, env: &Env) -> Option<StatusCommand> {
-    let s = settings.files.status_line.as_ref()?;
-    let from_repo = !matches!(
-        s.origin.level,
-        Level::User | Level::Managed | Level::SettingsFlag | Level::Flag
-    );
-    if from_repo && !crate::setup::trust::Trust::read(settings, env).settings_apply() {
-        tracing::info!(
-            "statusLine of {} not run: the project's settings are not trusted",
-            s.origin
-        );
-        return None;
-    }
-    Some(StatusCommand {
-        command: s.value.command.clone(),
-        padding: s.value.padding.unwrap_or(0),
-    })
-}
-
-/// [`configured`] for `keel attach`, which has no command line's settings: the files of `env`'s
-/// directory (no `--settings`, no `--trust-project`).
-pub fn configured_in(env: &Env) -> Option<StatusCommand> {
-    let loaded = crate::setup::settings::load(None, env).ok()?;
-    let s = loaded.merged.status_line.as_ref()?;
-    let from_repo = !matches!(
-        s.origin.level,
-        Level::User | Level::Managed | Level::SettingsFlag | Level::Flag
-    );
-    if from_repo && !crate::setup::trust::Trust::of(&loaded.merged, false, env).settings_apply() {
-        return None;
-    }
-    Some(StatusCommand {
-        command: s.value.command.clone(),
-        padding: s.value.padding.unwrap_or(0),
-    })
-}
 
 /// When the command runs and what it last printed.
 #[derive(Debug)]
