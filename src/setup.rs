@@ -29,6 +29,7 @@ mod provider;
 pub mod sandbox;
 pub mod sessions;
 pub mod settings;
+pub mod status_line;
 pub mod trust;
 
 use provider::http_options;

@@ -93,6 +93,7 @@ mod tools_hardening;
 mod tui;
 mod tui_attach;
 mod tui_cells;
+mod tui_claude;
 mod tui_daemon;
 mod tui_daily;
 mod tui_first_run;

@@ -22,6 +22,9 @@ pub struct Live {
     /// (`get_entries`, `get_state`, …) with everything published so far.
     pub recorder: Recorder,
     pub rx: EventRx,
+    /// When this session started being served (its wall time, as the clock reports
+    /// durations: none on a test clock).
+    pub started: std::time::Instant,
 }
 
 impl Live {
@@ -54,6 +57,7 @@ impl Live {
             .unwrap_or_default();
         let kept = store.path().map(crate::kernel::tool::output_dir_of);
         let model_differs = store.last_model() != Some((provider.name(), provider.model()));
+        let started = std::time::Instant::now();
         let bus = Bus::new(clock.clone());
         let store: SharedStore = Arc::new(Mutex::new(store));
         let recorder = Recorder::new(store.clone(), &clock);
@@ -94,6 +98,7 @@ impl Live {
             store,
             recorder,
             rx,
+            started,
         };
         if announce || model_differs {
             session_announce(&mut live);

@@ -54,6 +54,7 @@ impl Host {
         let store = recorder::lock(&self.live.store);
         let (mut user, mut assistant, mut calls, mut results) = (0u64, 0u64, 0u64, 0u64);
         let mut usage = crate::kernel::message::Usage::default();
+        let (mut api_ms, mut lines) = (0u64, ChangedLines::default());
         for e in store.entries() {
             match &e.data {
                 EntryData::Message(Message::User(_)) => user += 1,
@@ -61,9 +62,12 @@ impl Host {
                     assistant += 1;
                     calls += a.tool_calls().len() as u64;
                     usage.add(&a.usage);
+                    api_ms += a.duration_ms.unwrap_or(0);
+                    lines.calls(a);
                 }
                 EntryData::Message(Message::ToolResult(r)) => {
                     results += 1;
+                    lines.result(r);
                     // A subagent's calls are the session's too.
                     let details = r.details.as_ref();
                     if let Some(u) = SubagentDetails::usage_of(&r.tool_name, details) {
@@ -102,6 +106,10 @@ impl Host {
                 context_window: window,
                 percent,
             },
+            duration_ms: self.clock.duration_ms(self.live.started.elapsed()),
+            api_duration_ms: api_ms,
+            lines_added: lines.added,
+            lines_removed: lines.removed,
         }
     }
 
@@ -266,5 +274,115 @@ fn mode_word(m: QueueMode) -> DeliveryMode {
     match m {
         QueueMode::All => DeliveryMode::All,
         QueueMode::OneAtATime => DeliveryMode::OneAtATime,
+    }
+}
+
+/// The lines the `edit` and `write` tools changed, as `get_session_stats` counts them: an
+/// edit's diff lines, a write's whole content as added (what it replaced is not known).
+#[derive(Default)]
+struct ChangedLines {
+    added: u64,
+    removed: u64,
+    /// Lines each `write` call would write, until its result says whether it did.
+    writes: HashMap<String, u64>,
+}
+
+/// The one argument of a `write` call counted here.
+#[derive(serde::Deserialize)]
+struct WriteArgs {
+    content: String,
+}
+
+impl ChangedLines {
+    fn calls(&mut self, a: &crate::kernel::message::AssistantMessage) {
+        for (id, name, arguments) in a.tool_calls() {
+            if name != "write" {
+                continue;
+            }
+            if let Ok(args) = serde_json::from_value::<WriteArgs>(arguments) {
+                self.writes.insert(id, args.content.lines().count() as u64);
+            }
+        }
+    }
+
+    fn result(&mut self, r: &crate::kernel::message::ToolResultMessage) {
+        use crate::kernel::tool::details::ToolDetails;
+        if r.is_error {
+            return;
+        }
+        let details = r
+            .details
+            .as_ref()
+            .and_then(|d| ToolDetails::read(&r.tool_name, d));
+        match details {
+            Some(ToolDetails::Edit(d)) => {
+                // The `---`/`+++` header comes before the first hunk.
+                let hunks = d.diff.lines().skip_while(|l| !l.starts_with("@@"));
+                for line in hunks {
+                    match line.as_bytes().first() {
+                        Some(b'+') => self.added += 1,
+                        Some(b'-') => self.removed += 1,
+                        _ => {}
+                    }
+                }
+            }
+            Some(ToolDetails::Write(_)) => {
+                self.added += self.writes.remove(&r.tool_call_id).unwrap_or(0);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::message::{AssistantMessage, Content, StopReason, ToolResultMessage};
+
+    fn result(id: &str, tool: &str, details: Value) -> ToolResultMessage {
+        ToolResultMessage {
+            tool_call_id: id.into(),
+            tool_name: tool.into(),
+            content: Vec::new(),
+            details: Some(details),
+            is_error: false,
+            duration_ms: None,
+            timestamp: 0,
+        }
+    }
+
+    #[test]
+    fn edits_count_their_diff_and_writes_their_lines() {
+        let call = Content::ToolCall {
+            id: "w1".into(),
+            name: "write".into(),
+            arguments: json!({"path": "a.txt", "content": "one\ntwo\nthree\n"}),
+        };
+        let a = AssistantMessage {
+            content: vec![call],
+            api: String::new(),
+            provider: String::new(),
+            model: String::new(),
+            usage: Default::default(),
+            stop_reason: StopReason::ToolUse,
+            error_message: None,
+            duration_ms: None,
+            timestamp: 0,
+        };
+        let mut lines = ChangedLines::default();
+        lines.calls(&a);
+        lines.result(&result(
+            "w1",
+            "write",
+            json!({"path": "a.txt", "bytes": 14}),
+        ));
+        let diff =
+            "--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,2 @@\n-old\n+new\n+more\n same\n--- gone\n";
+        lines.result(&result(
+            "e1",
+            "edit",
+            json!({"path": "b.txt", "diff": diff}),
+        ));
+        assert_eq!((lines.added, lines.removed), (5, 2));
     }
 }

@@ -10,7 +10,7 @@ use crate::kernel::message::{user_text, Message};
 use crate::kernel::recorder;
 use crate::kernel::session::{self, EntryData, SessionError, SessionHeader, Store};
 use crate::wire::pi::data::SessionChangeData;
-use crate::wire::pi::Command;
+use crate::wire::pi::{Command, NewSessionReason};
 use crate::wire::rpc::{ParamError, ParamErrorKind};
 
 impl Host {
@@ -33,8 +33,16 @@ impl Host {
             .path()
             .map(Path::to_path_buf);
         let changed = SessionChangeData::default();
-        let (store, answer) = match decoded? {
-            Command::NewSession { parent_session } => {
+        let decoded = decoded?;
+        let cleared = matches!(
+            decoded,
+            Command::NewSession {
+                reason: Some(NewSessionReason::Clear),
+                ..
+            }
+        );
+        let (store, answer) = match decoded {
+            Command::NewSession { parent_session, .. } => {
                 let mut header = self.new_header();
                 header.parent_session = parent_session;
                 (self.new_store(header), changed)
@@ -63,7 +71,15 @@ impl Host {
                 (store, changed)
             }
         };
+        if cleared {
+            // As Claude Code's `/clear`: the old session's hooks see it end, the new one's see
+            // it start, both with `clear`.
+            self.live.session.end_hooks("clear").await;
+        }
         self.replace(store).await;
+        if cleared {
+            self.live.session.start_hooks_as("clear");
+        }
         Ok(data(&answer))
     }
 

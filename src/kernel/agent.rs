@@ -84,7 +84,8 @@ pub(crate) struct State {
     /// when the run settles, so the conversation keeps its order.
     pub pending_bash: Vec<BashExecution>,
     /// `SessionStart` hooks still to fire (before the next run), with their `source`:
-    /// `startup` (a new session), `resume` (one with messages), `compact` (after a compaction).
+    /// `startup` (a new session), `resume` (one with messages), `compact` (after a compaction),
+    /// `clear` (a session that replaced a cleared one).
     pub session_start: Option<&'static str>,
     /// Allow rules added by "always" answers in this session, checked after the config's
     /// rules say nothing.
@@ -486,6 +487,12 @@ impl AgentSession {
     /// Turns automatic compaction on or off.
     pub fn set_auto_compaction(&self, enabled: bool) {
         self.inner.lock().auto_compaction = enabled;
+    }
+
+    /// The `source` the `SessionStart` hooks get before the next run (Claude's word, e.g.
+    /// `clear` for a session that replaced a cleared one).
+    pub fn start_hooks_as(&self, source: &'static str) {
+        self.inner.lock().session_start = Some(source);
     }
 
     /// Fires the `SessionEnd` hooks (`reason`: Claude's word, e.g. `prompt_input_exit`,

@@ -50,6 +50,11 @@ async fn attach(args: AttachArgs, env: &Env, out: &mut Output) -> Result<Exit, S
         .map(|s| PathBuf::from(&s.cwd))
         .unwrap_or_else(|| env.cwd.clone());
     let remote_env = dial.remote().is_some();
+    // A remote host's session runs no statusLine here.
+    let status_line = match remote_env {
+        true => None,
+        false => crate::setup::status_line::configured_in(env),
+    };
     let setup = crate::front::tui::client::AttachSetup {
         dial,
         session,
@@ -70,6 +75,7 @@ async fn attach(args: AttachArgs, env: &Env, out: &mut Output) -> Result<Exit, S
         session_dir: crate::kernel::session::session_dir(&env.keel_home, &env.cwd),
         pick_session: false,
         notify: crate::front::tui::notify::channel_in(env),
+        status_line,
     };
     crate::front::tui::client::run(setup, out).await
 }

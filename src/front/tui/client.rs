@@ -13,6 +13,7 @@ mod pager;
 mod rewind;
 mod show;
 mod snapshot;
+mod status;
 
 use show::show;
 
@@ -61,6 +62,8 @@ pub struct AttachSetup {
     pub pick_session: bool,
     /// How to tell the user a run ended or asks while the window is not focused.
     pub notify: crate::setup::settings::NotifyChannel,
+    /// The settings' `statusLine`, when it may run here.
+    pub status_line: Option<super::status_line::StatusCommand>,
 }
 
 /// How long leaving an in-process session waits for its run to settle.
@@ -90,6 +93,8 @@ pub(super) enum Back {
     Permission(crate::kernel::agent::Permission),
     /// The rewind picker's checkpoints, previews and the rewind's outcome.
     Rewind(rewind::RewindBack),
+    /// A `statusLine` run's first line of output, or why it has none.
+    StatusLine(Result<String, String>),
 }
 
 /// Where the session lives when it is not in this process.
@@ -125,6 +130,7 @@ struct Opening {
         crate::mode::Env,
     )>,
     notify: crate::setup::settings::NotifyChannel,
+    status_line: Option<super::status_line::StatusCommand>,
 }
 
 pub(super) struct Client {
@@ -159,8 +165,10 @@ pub(super) struct Client {
     pub replacing: Option<String>,
     /// A rewind this window asked for is under way (its answer shows the branch).
     rewinding: bool,
+    /// `/clear` asked for the next session change: the screen is cleared when it comes.
+    pub clearing: bool,
     /// `TERM=dumb`: plain lines (`client/lines.rs`), the terminal is never drawn.
-    plain: bool,
+    pub plain: bool,
     /// The prompts sent from this directory, across sessions (`history.rs`).
     history: super::history::PromptHistory,
     /// The transcript pager, while it is open (on the alternate screen).
@@ -176,6 +184,8 @@ pub(super) struct Client {
     pager_stale: bool,
     /// Rings or notifies when a run ends or asks while the window is not focused.
     notifier: super::notify::Notifier,
+    /// The settings' `statusLine` command, its schedule and last line.
+    pub status: Option<super::status_line::Runner>,
 }
 
 /// The in-process TUI: serves the session here and shows it until the user quits (exit 0) or
@@ -197,6 +207,7 @@ pub async fn run_local(setup: TuiSetup, out: &mut Output) -> Result<Exit, Startu
         dumb: setup.dumb,
         hooks_from: setup.hooks_from,
         notify: setup.notify,
+        status_line: setup.status_line,
     };
     let (link, start) = Link::local(host, (10_000, 8 << 20))
         .await
@@ -232,6 +243,7 @@ pub async fn run(setup: AttachSetup, out: &mut Output) -> Result<Exit, StartupEr
         dumb: setup.env.dumb_terminal(),
         hooks_from: None,
         notify: setup.notify,
+        status_line: setup.status_line,
     };
     let daemon = Daemon {
         dial: setup.dial,
@@ -330,6 +342,7 @@ impl Client {
                 t.replay(&replayed);
                 self.open_pager(super::pager::Pager::new(t.finish()));
             }
+            Back::StatusLine(out) => return self.status_ran(out),
             Back::Subtranscript(heading, replayed) => {
                 let mut t = super::transcript::Transcript::new();
                 t.push(HistoryCell::Notice(heading));
@@ -382,6 +395,7 @@ impl Client {
             let ticking = !lost
                 && (self.view.transcript.is_running() || self.view.transcript.shell().is_some());
             let retry_at = self.daemon.as_ref().and_then(|d| d.retry_at);
+            let status_at = self.status.as_ref().and_then(|r| r.due());
             tokio::select! {
                 biased;
                 n = signals.next() => self.stop = Some(Exit::Signal(n)),
@@ -402,6 +416,9 @@ impl Client {
                 _ = tokio::time::sleep_until(place_at), if self.daemon.is_some() && !lost => {
                     self.show_place();
                     place_at = Instant::now() + super::commands::PLACE_REFRESH;
+                }
+                _ = tokio::time::sleep_until(status_at.unwrap_or(place_at)), if status_at.is_some() => {
+                    self.run_status();
                 }
                 _ = tokio::time::sleep(TICK), if ticking && !self.dirty => {
                     self.view.spinner = self.view.spinner.wrapping_add(1);
@@ -486,6 +503,7 @@ impl Client {
                     for action in self.view.on_event(&e, now) {
                         self.act(action).await;
                     }
+                    self.status_touched(&e);
                     match e {
                         WireEvent::ModelChanged { .. } => self.fetch_state(),
                         WireEvent::SessionEnded { .. } => self.session_ended(),
@@ -499,6 +517,7 @@ impl Client {
                 rewound,
             }) => {
                 self.epoch = epoch;
+                self.status_stale();
                 if rewound && self.rewound_here() {
                     self.show_place();
                     self.dirty = true;
@@ -534,8 +553,12 @@ impl Client {
 
     /// Another session is shown from now on: the transcript starts over with its messages.
     fn replay(&mut self, id: &str, replayed: &[Replayed], state: Option<&State>) {
-        let pending = self.view.transcript.drain();
+        let mut pending = self.view.transcript.drain();
         self.view.transcript = super::transcript::Transcript::new();
+        if std::mem::take(&mut self.clearing) {
+            pending.clear();
+            self.clear_screen();
+        }
         if let Some(state) = state {
             self.take_state(state);
         }

@@ -4,8 +4,8 @@
 //! `/quit` and `/session`'s "where it runs" differ.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use crate::wire::pi::data::{CommandsData, ExportData, LevelData, ModelsData, State};
-use crate::wire::pi::Command;
+use crate::wire::pi::data::{CommandsData, ExportData, LevelData, ModelsData, SessionStats, State};
+use crate::wire::pi::{Command, NewSessionReason, StreamingBehavior};
 
 use super::client::{Back, Client};
 use super::transcript::HistoryCell;
@@ -129,15 +129,35 @@ impl Client {
             }
             "thinking" => self.thinking(args),
             "model" => self.model(args),
-            "new" | "resume" | "fork" | "rewind" if busy => self.view.notice(HistoryCell::Notice(
-                "the agent is working: press Esc to stop it first".into(),
-            )),
+            "new" | "clear" | "resume" | "fork" | "rewind" if busy => self.view.notice(
+                HistoryCell::Notice("the agent is working: press Esc to stop it first".into()),
+            ),
             "new" => {
                 self.replacing = Some("new session".into());
                 self.send(Command::NewSession {
                     parent_session: None,
+                    reason: None,
                 });
             }
+            // As Claude Code's: the conversation starts over in a new session (the old one
+            // stays saved, /resume finds it) and the screen is cleared.
+            "clear" => {
+                self.replacing = Some("conversation cleared: new session".into());
+                self.clearing = true;
+                self.send(Command::NewSession {
+                    parent_session: None,
+                    reason: Some(NewSessionReason::Clear),
+                });
+            }
+            "cost" => {
+                self.ask_and_tell(Command::GetSessionStats {}, |s: SessionStats| cost_text(&s))
+            }
+            // A prompt as if typed (queued for when a run is done).
+            "init" => self.send(Command::Prompt {
+                message: init_prompt(args),
+                images: Vec::new(),
+                streaming_behavior: busy.then_some(StreamingBehavior::FollowUp),
+            }),
             "resume" => self.open_picker(),
             "rewind" if args == "undo" => self.rewind_undo(),
             "rewind" if args.is_empty() => self.open_rewind(),
@@ -161,9 +181,21 @@ impl Client {
             "hooks" => self.hooks(),
             "agents" => self.agents(),
             "permissions" => self.permissions(),
-            other => self
-                .view
-                .notice(HistoryCell::Notice(format!("unknown command /{other}"))),
+            other => self.view.notice(HistoryCell::Error(format!(
+                "unknown command /{other}: /help lists the commands"
+            ))),
+        }
+    }
+
+    /// `/clear`'s new session is shown: the screen and its scrollback are erased and the
+    /// transcript starts at the top (a plain-lines terminal just goes on).
+    pub(super) fn clear_screen(&mut self) {
+        if self.plain {
+            return;
+        }
+        self.view.forget_shown();
+        if let Err(e) = self.term.clear_all() {
+            tracing::warn!("cannot clear the screen: {e}");
         }
     }
 
@@ -352,6 +384,48 @@ impl Client {
             Some(Back::Notice(HistoryCell::Notice(text)))
         });
     }
+}
+
+/// `/cost`: what the session cost, its tokens, its time and the lines its tools changed.
+fn cost_text(s: &SessionStats) -> String {
+    let t = &s.tokens;
+    let secs = |ms: u64| format!("{:.1}s", ms as f64 / 1000.0);
+    format!(
+        "total cost:     ${:.4}\ntokens:         {} in, {} out, {} cache read, {} cache write\nAPI time:       {}\nwall time:      {}\ncode changes:   {} lines added, {} lines removed",
+        s.cost,
+        view::fmt_tokens(t.input),
+        view::fmt_tokens(t.output),
+        view::fmt_tokens(t.cache_read),
+        view::fmt_tokens(t.cache_write),
+        secs(s.api_duration_ms),
+        secs(s.duration_ms),
+        s.lines_added,
+        s.lines_removed,
+    )
+}
+
+/// `/init`: asks the model to write (or improve) the project's `AGENTS.md`, the context file
+/// keel reads at the project root (as Claude Code's `/init` writes `CLAUDE.md`); `extra` is
+/// the user's own guidance.
+pub(super) fn init_prompt(extra: &str) -> String {
+    let mut text = String::from(
+        "Study this project and write an AGENTS.md file at its root: the context future coding \
+         sessions in this repository start from. If AGENTS.md (or a CLAUDE.md) already exists, \
+         read it first and improve it rather than starting over.\n\n\
+         Keep it short and specific to this repository. Cover:\n\
+         - how to build, run, lint and test (including how to run a single test);\n\
+         - the architecture a newcomer has to understand before changing code: the main \
+         modules, how they depend on each other, where things live;\n\
+         - the conventions the code follows that are not obvious from one file (naming, error \
+         handling, test layout, anything the project's own docs or CI insist on).\n\n\
+         Read the README, build files, CI configuration and existing contributor docs rather \
+         than guessing. Leave out generic advice any developer knows, and do not list every \
+         file. Begin the file with a heading and one sentence on what the project is.",
+    );
+    if !extra.trim().is_empty() {
+        text.push_str(&format!("\n\nAlso follow this guidance: {}", extra.trim()));
+    }
+    text
 }
 
 /// "daemon pid N [on HOST] · 2 windows", and a daemon of another version named with what to

@@ -23,6 +23,7 @@ mod reconnect;
 pub mod replay;
 pub mod rewind;
 pub mod start;
+pub mod status_line;
 pub mod terminal;
 pub mod tool_cell;
 pub mod transcript;
@@ -74,6 +75,8 @@ pub struct TuiSetup {
     )>,
     /// How to tell the user a run ended or asks while the window is not focused.
     pub notify: crate::setup::settings::NotifyChannel,
+    /// The settings' `statusLine`, when it may run (`status_line::configured`).
+    pub status_line: Option<status_line::StatusCommand>,
 }
 
 /// Lays out one frame of `view` and writes it through `term`: the history finished since the

@@ -79,6 +79,7 @@ pub async fn start_tui(
         welcome: unconfigured.then(setup::first_run::panel),
         hooks_from: Some((inv.spec.settings.clone(), env.clone())),
         notify: crate::front::tui::notify::channel(settings),
+        status_line: crate::setup::status_line::configured(settings, env),
     };
     crate::front::tui::run(tui_setup, out).await
 }
@@ -134,6 +135,7 @@ async fn attach_if_live(
     let Some(session) = live else { return Ok(None) };
     let prompt = inv.prompt.join(" ");
     let reopen = inv.open_params(&dial, env, inv.spec.clone(), false);
+    let status_line = status_line(&dial, settings, env);
     let setup = crate::front::tui::client::AttachSetup {
         dial,
         session,
@@ -145,6 +147,7 @@ async fn attach_if_live(
         session_dir: setup::session_dir(settings, env),
         pick_session: false,
         notify: crate::front::tui::notify::channel(settings),
+        status_line,
     };
     crate::front::tui::client::run(setup, out).await.map(Some)
 }
@@ -193,6 +196,7 @@ async fn start_tui_in_daemon(
     };
     drop(client);
     let warnings = opened.warnings;
+    let status_line = status_line(&dial, settings, env);
     let setup = crate::front::tui::client::AttachSetup {
         dial,
         session: opened.session_id,
@@ -204,8 +208,22 @@ async fn start_tui_in_daemon(
         session_dir: setup::session_dir(settings, env),
         pick_session,
         notify: crate::front::tui::notify::channel(settings),
+        status_line,
     };
     InDaemon::Ran(crate::front::tui::client::run(setup, out).await)
+}
+
+/// The `statusLine` a window runs: none for a session on a remote host (its settings and
+/// trust are there).
+fn status_line(
+    dial: &crate::client::dial::Dial,
+    settings: &setup::Settings,
+    env: &Env,
+) -> Option<crate::setup::status_line::StatusCommand> {
+    match dial.remote() {
+        Some(_) => None,
+        None => crate::setup::status_line::configured(settings, env),
+    }
 }
 
 /// Whether East-Asian ambiguous-width characters take two columns.

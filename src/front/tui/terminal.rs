@@ -201,6 +201,18 @@ impl<W: Write> InlineTerminal<W> {
         self.flush_scratch()
     }
 
+    /// Erases the whole screen and its scrollback (`/clear`); the live area starts again at
+    /// the top and the next frame draws it in full.
+    pub fn clear_all(&mut self) -> io::Result<()> {
+        self.scratch.clear();
+        self.scratch.extend_from_slice(b"\x1b[H\x1b[2J\x1b[3J");
+        self.top = 0;
+        self.height = 0;
+        self.prev = None;
+        self.cursor_at = (0, 0);
+        self.flush_scratch()
+    }
+
     /// Benchmarks: when on, every frame rewrites every cell of the live area (the "full
     /// redraw" baseline); off by default.
     pub fn set_full_redraw(&mut self, on: bool) {

@@ -45,6 +45,15 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "summarise older messages to free context: /compact [focus]",
     ),
     ("new", "start a new session"),
+    ("clear", "start over in a new session and clear the screen"),
+    (
+        "cost",
+        "what this session cost: tokens, time and the lines changed",
+    ),
+    (
+        "init",
+        "write or improve AGENTS.md with the model: /init [guidance]",
+    ),
     ("resume", "pick a session to resume"),
     (
         "fork",
@@ -177,6 +186,8 @@ pub struct View {
     pub now_ms: i64,
     /// The model's context window, for the status line's percentage.
     pub context_window: u64,
+    /// The `statusLine` command's last line and its padding, shown under the editor.
+    pub script_status: Option<(String, u16)>,
     /// Names of prompt templates, offered after `/`.
     pub templates: Vec<(String, String)>,
     /// Where the session runs when not in this process (the status line's last part).
@@ -232,6 +243,7 @@ impl View {
             now_ms: 0,
             context_window: 0,
             templates: Vec::new(),
+            script_status: None,
             place: None,
             sandbox: None,
             attached: false,
@@ -619,7 +631,11 @@ impl View {
                 });
             }
             if !self.templates.iter().any(|(t, _)| t == name) {
-                self.set_hint(format!("unknown command /{name} — /help lists them"));
+                // Nothing goes to the model; the editor is emptied (Up brings the text back).
+                self.composer.take();
+                self.notice(HistoryCell::Error(format!(
+                    "unknown command /{name}: /help lists the commands"
+                )));
                 return None;
             }
         }

@@ -147,6 +147,20 @@ pub struct SessionStats {
     /// USD, summed over the session's assistant messages and its subagents' (`task` results).
     pub cost: f64,
     pub context_usage: ContextUsage,
+    /// Milliseconds since this session was opened in its host (keel's field; wall time).
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// Milliseconds the model took to answer, summed over the assistant messages (keel's
+    /// field; API time).
+    #[serde(default)]
+    pub api_duration_ms: u64,
+    /// Lines the `edit` and `write` tools added (keel's field; a write counts the lines it
+    /// wrote, an edit its diff's).
+    #[serde(default)]
+    pub lines_added: u64,
+    /// Lines the `edit` tool removed (keel's field).
+    #[serde(default)]
+    pub lines_removed: u64,
 }
 
 /// Token counts of [`SessionStats`].

@@ -2,7 +2,7 @@
 //! always read them, so the first unusable field is the one named in the error, with the
 //! same text (`Request`'s accessors). Never reads a field a command does not take.
 
-use super::{Command, CommandName, DeliveryMode, StreamingBehavior};
+use super::{Command, CommandName, DeliveryMode, NewSessionReason, StreamingBehavior};
 use crate::kernel::provider::model::THINKING_LEVELS;
 use crate::wire::rpc::{self, ParamError, ParamErrorKind, Request};
 
@@ -32,6 +32,9 @@ impl CommandName {
             N::ClearQueue => Command::ClearQueue {},
             N::NewSession => Command::NewSession {
                 parent_session: opt("parentSession")?,
+                reason: req
+                    .choice("reason", &["clear"])?
+                    .map(|_| NewSessionReason::Clear),
             },
             N::SwitchSession => Command::SwitchSession {
                 session_path: string("sessionPath")?,

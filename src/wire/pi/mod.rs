@@ -146,6 +146,14 @@ impl std::fmt::Display for CommandName {
     }
 }
 
+/// `new_session`'s `reason` (keel's field): why the conversation starts over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum NewSessionReason {
+    /// The user cleared the conversation (`/clear`).
+    Clear,
+}
+
 /// `prompt`'s `streamingBehavior`: how a prompt sent during a run is queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -214,6 +222,12 @@ pub enum Command {
         /// Recorded in the new header's `parentSession`.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         parent_session: Option<String>,
+        /// Why the conversation starts over (keel's field): `clear` (the TUI's `/clear`) ends
+        /// the old session's hooks with `SessionEnd` `reason: "clear"` and starts the new one's
+        /// with `SessionStart` `source: "clear"`, as Claude Code's `/clear` does. Absent: a
+        /// plain new session (`SessionStart` `source: "startup"`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<NewSessionReason>,
     },
     /// Serves another session file. Data: [`data::SessionChangeData`].
     SwitchSession {

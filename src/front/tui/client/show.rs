@@ -47,6 +47,14 @@ pub(super) async fn show(
     let (back_tx, back_rx) = mpsc::unbounded_channel();
     let commands = link.commands();
     let history = crate::front::tui::history::PromptHistory::new(&o.keel_home, &o.cwd);
+    // The session's directory (a daemon's session may be another directory's).
+    let session_cwd = daemon
+        .as_ref()
+        .map_or_else(|| o.cwd.clone(), |d| d.reopen.cwd.clone());
+    let status = o
+        .status_line
+        .filter(|_| !o.dumb)
+        .map(|c| crate::front::tui::status_line::Runner::new(c, session_cwd));
     let mut client = Client {
         view: View::new(),
         term,
@@ -70,6 +78,7 @@ pub(super) async fn show(
         home: o.home,
         replacing: None,
         rewinding: false,
+        clearing: false,
         pager: None,
         shown_child: None,
         pager_stale: false,
@@ -77,6 +86,7 @@ pub(super) async fn show(
         history,
         hooks_from: o.hooks_from,
         notifier: crate::front::tui::notify::Notifier::new(o.notify),
+        status,
     };
     client.view.files = Some(crate::front::tui::files::FileIndex::new(&client.cwd));
     let internals = internals(&client.commands).await;

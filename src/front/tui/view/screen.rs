@@ -21,6 +21,13 @@ fn dim() -> Style {
 }
 
 impl View {
+    /// The screen was cleared (`/clear`): nothing of the history is on it any more.
+    pub fn forget_shown(&mut self) {
+        self.shown.clear();
+        self.wrote_any = false;
+        self.last_was_answer = false;
+    }
+
     /// Takes the finished cells and lays them out at `width` for the scrollback (a blank line
     /// between cells, except between pieces of one streamed answer). The lines are also kept for [`View::render_screen`].
     pub fn take_history(&mut self, width: u16) -> Vec<Line<'static>> {
@@ -323,6 +330,9 @@ impl View {
             cursor = Some((cx, cy + 1));
             rows.extend(lines);
             rows.extend(self.completion_rows(w));
+        }
+        if let Some((line, padding)) = &self.script_status {
+            rows.extend(crate::front::tui::status_line::row(line, *padding, w));
         }
         rows.push(self.status_line(w));
         if let Some(h) = &self.hint {
