@@ -7,7 +7,6 @@
 //! one: project over user over built-in, and at one scope keel's directory over Claude's (with
 //! one warning naming both files). Reads files; never writes.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::kernel::subagent::{AgentDef, Origin};
@@ -28,18 +27,6 @@ const CLAUDE_TOOLS: &[(&str, &[&str])] = &[
     ("Agent", &["task"]),
 ];
 
-/// Claude Code's user directory: `$CLAUDE_CONFIG_DIR` when set, else `$HOME/.claude` (`None`
-/// without either).
-pub fn claude_home(vars: &BTreeMap<String, String>) -> Option<PathBuf> {
-    match vars
-        .get("CLAUDE_CONFIG_DIR")
-        .filter(|d| !d.trim().is_empty())
-    {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None => vars.get("HOME").map(|h| Path::new(h).join(".claude")),
-    }
-}
-
 /// One directory of definitions and what a file in it is.
 struct Dir {
     path: PathBuf,
@@ -47,25 +34,11 @@ struct Dir {
     claude: bool,
 }
 
-/// The definitions a session in `cwd` may use, and warnings about files left out (`vars`:
-/// the environment's, for Claude Code's user directory). `project_trusted`: the project's own
-/// definitions load.
+/// The definitions a session in `cwd` may use, and warnings about files left out.
+/// `claude_home`: Claude Code's user directory while Claude's files are read (`None`: neither
+/// it nor the project's `.claude/agents` is read; see `setup::Settings::claude_home`).
+/// `project_trusted`: the project's own definitions load.
 pub fn load(
-    keel_home: &Path,
-    vars: &BTreeMap<String, String>,
-    cwd: &Path,
-    project_trusted: bool,
-) -> (Vec<AgentDef>, Vec<String>) {
-    load_from(
-        keel_home,
-        claude_home(vars).as_deref(),
-        cwd,
-        project_trusted,
-    )
-}
-
-/// [`load`] from the directories themselves (`claude_home`: see [`claude_home`]).
-pub fn load_from(
     keel_home: &Path,
     claude_home: Option<&Path>,
     cwd: &Path,
@@ -87,6 +60,9 @@ pub fn load_from(
         (root.join(".claude").join("agents"), true, true),
         (root.join(".keel").join("agents"), true, false),
     ] {
+        if claude && claude_home.is_none() {
+            continue;
+        }
         dirs.push(Dir {
             path,
             project,
@@ -294,7 +270,7 @@ mod tests {
             "---\nname: explore\ndescription: Project explorer.\ntools: read, ls\n---\nLook.\n",
         );
         write(&cwd.join(".keel/agents"), "bad.md", "no frontmatter\n");
-        let (agents, warnings) = load_from(&home, None, &cwd, false);
+        let (agents, warnings) = load(&home, None, &cwd, false);
         let names: Vec<&str> = agents.iter().map(|a| a.name.as_str()).collect();
         assert_eq!(names, ["general", "explore", "reviewer"]);
         let rev = &agents[2];
@@ -311,7 +287,7 @@ mod tests {
             warnings.iter().any(|w| w.contains("not trusted")),
             "{warnings:?}"
         );
-        let (agents, warnings) = load_from(&home, None, &cwd, true);
+        let (agents, warnings) = load(&home, None, &cwd, true);
         let explore = agents.iter().find(|a| a.name == "explore").unwrap();
         assert_eq!(explore.description, "Project explorer.");
         assert!(matches!(explore.origin, Origin::Project(_)));
@@ -348,7 +324,7 @@ mod tests {
             "x.md",
             "---\nname: xer\ndescription: Project X.\ntools: [Edit, Write]\nmodel: haiku\n---\nX.\n",
         );
-        let (agents, warnings) = load_from(&home, Some(&claude), &cwd.join("sub"), true);
+        let (agents, warnings) = load(&home, Some(&claude), &cwd.join("sub"), true);
         let by = |n: &str| agents.iter().find(|a| a.name == n).unwrap();
         let rev = by("reviewer");
         assert_eq!(
@@ -382,28 +358,18 @@ mod tests {
             "{warnings:?}"
         );
         // Untrusted: the project's Claude agents are left out with a warning.
-        let (agents, warnings) = load_from(&home, Some(&claude), &cwd, false);
+        let (agents, warnings) = load(&home, Some(&claude), &cwd, false);
         assert!(agents.iter().all(|a| a.name != "xer"));
         assert!(warnings
             .iter()
             .any(|w| w.contains(".claude/agents: not trusted")));
         // A block list of Claude names.
-        let (agents, _) = load_from(t.path().join("none").as_path(), Some(&claude), &cwd, false);
+        let (agents, _) = load(t.path().join("none").as_path(), Some(&claude), &cwd, false);
         let mine = agents.iter().find(|a| a.name == "mine").unwrap();
         assert_eq!(
             mine.tools.as_deref(),
             Some(&["read".to_string(), "bash".into()][..])
         );
         assert_eq!(mine.model, None);
-    }
-
-    #[test]
-    fn claude_home_is_claude_config_dir_or_home_dot_claude() {
-        let mut vars = BTreeMap::new();
-        assert_eq!(claude_home(&vars), None);
-        vars.insert("HOME".to_string(), "/h".to_string());
-        assert_eq!(claude_home(&vars), Some(PathBuf::from("/h/.claude")));
-        vars.insert("CLAUDE_CONFIG_DIR".to_string(), "/c".to_string());
-        assert_eq!(claude_home(&vars), Some(PathBuf::from("/c")));
     }
 }

@@ -94,7 +94,7 @@ fn host_setup_at(
         store: opened.store,
         announce: opened.is_new,
         session_dir: session_dir(settings, env),
-        prompt_dirs: prompt_dirs(env),
+        prompt_dirs: prompt_dirs(settings, env),
         approval_timeout,
         unattended: false,
         warnings,
@@ -131,7 +131,7 @@ pub fn headless_host_setup(
         store: opened.store,
         announce: opened.is_new,
         session_dir: session_dir(settings, env),
-        prompt_dirs: prompt_dirs(env),
+        prompt_dirs: prompt_dirs(settings, env),
         // No dialog ever opens without a client to answer it: the flag is not read.
         approval_timeout: seconds(settings.approval_timeout, "--approval-timeout")
             .unwrap_or(Duration::from_secs(60)),
@@ -147,10 +147,10 @@ pub fn headless_host_setup(
 }
 
 /// Where a session's prompt templates are: keel's and Claude Code's directories.
-pub fn prompt_dirs(env: &Env) -> crate::prompts::Dirs {
-    let claude = crate::agents::claude_home(&env.vars);
+pub fn prompt_dirs(settings: &Settings, env: &Env) -> crate::prompts::Dirs {
+    let claude = settings.claude_home.as_deref();
     let root = crate::settings::project_root(&env.cwd);
-    crate::prompts::Dirs::new(&env.keel_home, claude.as_deref(), &env.cwd, &root)
+    crate::prompts::Dirs::new(&env.keel_home, claude, &env.cwd, &root)
 }
 
 /// The subagents of a top session (`DESIGN.md` §17), with warnings about definitions left
@@ -168,7 +168,7 @@ pub fn subagent_setup(
     }
     let (agents, warnings) = crate::agents::load(
         &env.keel_home,
-        &env.vars,
+        settings.claude_home.as_deref(),
         &env.cwd,
         project_trusted(settings, env),
     );
@@ -191,16 +191,16 @@ pub fn project_trusted(settings: &Settings, env: &Env) -> bool {
 
 /// The project's own agents and skills (instructions to the model, loaded only in a trusted
 /// project), named for the trust question: `agent NAME`, `skill NAME`.
-pub fn project_instructions(env: &Env) -> Vec<String> {
-    let (agents, _) = crate::agents::load(&env.keel_home, &env.vars, &env.cwd, true);
+pub fn project_instructions(settings: &Settings, env: &Env) -> Vec<String> {
+    let claude = settings.claude_home.as_deref();
+    let (agents, _) = crate::agents::load(&env.keel_home, claude, &env.cwd, true);
     let mut out: Vec<String> = agents
         .iter()
         .filter(|a| matches!(a.origin, crate::kernel::subagent::Origin::Project(_)))
         .map(|a| format!("agent {}", a.name))
         .collect();
     let home = env.vars.get("HOME").map(Path::new);
-    let claude = crate::agents::claude_home(&env.vars);
-    let roots = crate::skills::roots(&env.keel_home, home, claude.as_deref(), &env.cwd);
+    let roots = crate::skills::roots(&env.keel_home, home, claude, &env.cwd);
     let project: Vec<_> = roots.into_iter().filter(|r| r.1 == "project").collect();
     let (skills, _) = crate::skills::load(&project);
     out.extend(skills.iter().map(|s| format!("skill {}", s.name)));
@@ -245,7 +245,7 @@ pub async fn debug_prompt(
     let (config, warnings, _) = agent_config(settings, env, false)?;
     let context = match settings.no_context_files {
         true => context::Context::default(),
-        false => context::load(&env.keel_home, None, &env.cwd),
+        false => context::load(&env.keel_home, settings.claude_home.as_deref(), &env.cwd),
     };
     let mut specs: Vec<tool::ToolSpec> =
         config.tools.iter().filter_map(|t| tool::spec(t)).collect();
@@ -356,7 +356,7 @@ pub fn agent_config_with(
     }
     let context = match settings.no_context_files {
         true => context::Context::default(),
-        false => context::load(&env.keel_home, None, &env.cwd),
+        false => context::load(&env.keel_home, settings.claude_home.as_deref(), &env.cwd),
     };
     let today = crate::kernel::clock::iso(
         env.fixed_clock
@@ -365,11 +365,10 @@ pub fn agent_config_with(
     );
     let mut warnings = settings.warnings.clone();
     warnings.extend(context.warnings.iter().cloned());
-    let claude_home = crate::agents::claude_home(&env.vars);
     let roots = crate::skills::roots(
         &env.keel_home,
         env.vars.get("HOME").map(Path::new),
-        claude_home.as_deref(),
+        settings.claude_home.as_deref(),
         &env.cwd,
     );
     let (roots, untrusted) = crate::skills::trusted_roots(roots, project_trusted(settings, env));

@@ -48,7 +48,7 @@ impl Skill {
 }
 
 /// The skill roots for `cwd`, in precedence order, with their scope (`claude_home`: Claude
-/// Code's user directory, see [`crate::agents::claude_home`]).
+/// Code's user directory while Claude's files are read; `None`: no `.claude/skills` at all).
 pub fn roots(
     keel_home: &Path,
     home: Option<&Path>,
@@ -59,7 +59,9 @@ pub fn roots(
     for dir in cwd.ancestors() {
         out.push((dir.join(".keel").join("skills"), "project", false));
         out.push((dir.join(".agents").join("skills"), "project", false));
-        out.push((dir.join(".claude").join("skills"), "project", true));
+        if claude_home.is_some() {
+            out.push((dir.join(".claude").join("skills"), "project", true));
+        }
         if dir.join(".git").exists() {
             break;
         }

@@ -15,7 +15,7 @@ use crate::setup::trust::{self, Question};
 pub async fn ask(settings: &crate::setup::Settings, env: &Env, out: &mut Output) {
     let holds = trust::Holdings {
         servers: crate::setup::mcp::project_servers(settings, env),
-        instructions: crate::setup::project_instructions(env),
+        instructions: crate::setup::project_instructions(settings, env),
     };
     let Some(q) = trust::question(settings, env, holds) else {
         return;

@@ -26,13 +26,14 @@ pub struct Dirs {
 
 impl Dirs {
     /// The directories of a session in `cwd` of the project at `root` (the git root above
-    /// the cwd, else the cwd).
+    /// the cwd, else the cwd); `claude_home`: Claude Code's user directory while Claude's files
+    /// are read (`None`: neither its commands nor the project's `.claude/commands`).
     pub fn new(keel_home: &Path, claude_home: Option<&Path>, cwd: &Path, root: &Path) -> Dirs {
         Dirs {
             user: keel_home.join("prompts"),
             project: cwd.join(".keel").join("prompts"),
             claude_user: claude_home.map(|h| h.join("commands")),
-            claude_project: Some(root.join(".claude").join("commands")),
+            claude_project: claude_home.map(|_| root.join(".claude").join("commands")),
         }
     }
 

@@ -251,6 +251,9 @@ pub struct Loaded {
     pub ignored: Vec<Ignored>,
     /// Claude Code's files that exist but were not read (`claudeFiles: false`), and why.
     pub claude_off: Option<ClaudeOff>,
+    /// Whether Claude Code's files are read (nothing turned them off): also their agents,
+    /// commands, skills and memory files.
+    pub claude_on: bool,
 }
 
 impl Loaded {
@@ -292,6 +295,7 @@ pub fn load(sources: &[Source], claude_flag: Option<bool>) -> Result<Loaded, Err
     }
     let mut files: Vec<(Origin, file::FileValues)> = keel.into_iter().chain(claude_files).collect();
     files.sort_by_key(|(o, _)| o.level);
+    let claude_on = off_by.is_none();
     let claude_off = match (off_by, skipped.is_empty()) {
         (Some(by), false) => Some(ClaudeOff { by, files: skipped }),
         _ => None,
@@ -301,6 +305,7 @@ pub fn load(sources: &[Source], claude_flag: Option<bool>) -> Result<Loaded, Err
         warnings,
         ignored,
         claude_off,
+        claude_on,
     })
 }
 

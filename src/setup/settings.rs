@@ -55,6 +55,9 @@ pub struct Settings {
     pub system_prompt: Option<String>,
     pub append_system_prompt: Vec<String>,
     pub no_context_files: bool,
+    /// Claude Code's user directory while Claude's files are read (`None`: turned off, or no
+    /// home): its agents, commands, skills and memory file, and a project's `.claude/` ones.
+    pub claude_home: Option<PathBuf>,
     /// The settings' `env`, all levels (the session's tools get [`Settings::env_vars`]).
     pub tool_vars: BTreeMap<String, String>,
     // MCP servers.
@@ -149,6 +152,7 @@ impl Settings {
             system_prompt: spec.system_prompt.clone(),
             append_system_prompt: spec.append_system_prompt.clone(),
             no_context_files: !spec.context_files(),
+            claude_home: claude_home(&files, env),
             tool_vars: m
                 .env
                 .iter()
@@ -375,6 +379,11 @@ pub fn load_with(
             None => err,
         }
     })
+}
+
+/// Claude Code's user directory when `loaded` says Claude's files are read.
+pub fn claude_home(loaded: &settings::Loaded, env: &Env) -> Option<PathBuf> {
+    settings::claude_home(&env.vars).filter(|_| loaded.claude_on)
 }
 
 /// The settings sources of a session in `env.cwd`, highest first.

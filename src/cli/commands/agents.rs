@@ -34,7 +34,10 @@ pub fn run(command: AgentsCommand) -> Exit {
     super::run(Logs::Off, async move |env, out| {
         let trusted =
             args.trust_project || crate::setup::trust::dir_trusted(&env.keel_home, &env.cwd);
-        let (agents, warnings) = crate::agents::load(&env.keel_home, &env.vars, &env.cwd, trusted);
+        let loaded = crate::setup::settings::load(None, env)?;
+        let claude = crate::setup::settings::claude_home(&loaded, env);
+        let (agents, warnings) =
+            crate::agents::load(&env.keel_home, claude.as_deref(), &env.cwd, trusted);
         for w in warnings {
             out.err(&format!("Warning: {w}\n"));
         }

@@ -125,10 +125,7 @@ struct Opening {
     ambiguous_wide: bool,
     no_color: bool,
     dumb: bool,
-    hooks_from: Option<(
-        Option<crate::wire::protocol::spec::SettingsLayer>,
-        crate::mode::Env,
-    )>,
+    hooks_from: Option<(crate::wire::protocol::spec::SessionSpec, crate::mode::Env)>,
     notify: crate::setup::settings::NotifyChannel,
     status_line: Option<super::status_line::StatusCommand>,
 }
@@ -175,11 +172,8 @@ pub(super) struct Client {
     pub pager: Option<super::pager::Pager>,
     /// The subagent whose transcript the pager shows (Ctrl+G), by session id.
     pub shown_child: Option<String>,
-    /// `/hooks` of a session in this process: the `--settings` flag and the environment.
-    pub hooks_from: Option<(
-        Option<crate::wire::protocol::spec::SettingsLayer>,
-        crate::mode::Env,
-    )>,
+    /// `/hooks` and `/agents` of a session in this process: its spec and the environment.
+    pub hooks_from: Option<(crate::wire::protocol::spec::SessionSpec, crate::mode::Env)>,
     /// The pager's screen is out of date (the run's events alone do not change it).
     pager_stale: bool,
     /// Rings or notifies when a run ends or asks while the window is not focused.

@@ -276,48 +276,56 @@ impl Client {
     /// `/hooks`: what `keel hooks list` shows, read from the settings files of the session's
     /// directory and the trust store (a remote host's are listed there).
     fn hooks(&mut self) {
-        let (settings, env) = match &self.daemon {
-            Some(d) if d.dial.remote().is_some() => return self.view.notice(HistoryCell::Notice(
-                "this session runs on another host: its hooks are listed there (keel hooks list)"
-                    .into(),
-            )),
-            Some(d) => {
-                let mut env = d.env.clone();
-                env.cwd = d.reopen.cwd.clone();
-                (d.reopen.spec.settings.clone(), env)
-            }
-            None => match &self.hooks_from {
-                Some((settings, env)) => (settings.clone(), env.clone()),
-                None => return,
-            },
+        let Some((spec, env)) = self.spec_here("hooks", "keel hooks list") else {
+            return;
         };
-        let cell = match crate::setup::hook_list::list(settings.as_ref(), &env) {
+        let listed =
+            crate::setup::hook_list::list_with(spec.settings.as_ref(), spec.claude_files, &env);
+        let cell = match listed {
             Ok((rows, _)) => HistoryCell::Notice(crate::setup::hook_list::tui_text(&rows)),
             Err(e) => HistoryCell::Error(format!("cannot read the settings: {}", e.message)),
         };
         self.view.notice(cell);
     }
 
-    /// `/agents`: the agent definitions of the session's directory (built-in, user, and the
-    /// project's once trusted), with their origin, tools and model.
-    fn agents(&mut self) {
-        let env = match &self.daemon {
-            Some(d) if d.dial.remote().is_some() => return self.view.notice(HistoryCell::Notice(
-                "this session runs on another host: its agents are listed there (keel agents list)"
-                    .into(),
-            )),
+    /// The spec and environment of the session shown (a daemon's: the directory it was opened
+    /// in), to read its settings files here; `None` with a notice for a remote session, whose
+    /// files are the other host's (`what` and `command` name what to run there).
+    fn spec_here(
+        &mut self,
+        what: &str,
+        command: &str,
+    ) -> Option<(crate::wire::protocol::spec::SessionSpec, crate::mode::Env)> {
+        match &self.daemon {
+            Some(d) if d.dial.remote().is_some() => {
+                self.view.notice(HistoryCell::Notice(format!(
+                    "this session runs on another host: its {what} are listed there ({command})"
+                )));
+                None
+            }
             Some(d) => {
                 let mut env = d.env.clone();
                 env.cwd = d.reopen.cwd.clone();
-                env
+                Some((d.reopen.spec.clone(), env))
             }
-            None => match &self.hooks_from {
-                Some((_, env)) => env.clone(),
-                None => return,
-            },
+            None => self.hooks_from.clone(),
+        }
+    }
+
+    /// `/agents`: the agent definitions of the session's directory (built-in, user, and the
+    /// project's once trusted), with their origin, tools and model.
+    fn agents(&mut self) {
+        let Some((spec, env)) = self.spec_here("agents", "keel agents list") else {
+            return;
         };
-        let trusted = crate::setup::trust::dir_trusted(&env.keel_home, &env.cwd);
-        let (agents, warnings) = crate::agents::load(&env.keel_home, &env.vars, &env.cwd, trusted);
+        let trusted =
+            spec.trust.project || crate::setup::trust::dir_trusted(&env.keel_home, &env.cwd);
+        let claude =
+            crate::setup::settings::load_with(spec.settings.as_ref(), spec.claude_files, &env)
+                .ok()
+                .and_then(|l| crate::setup::settings::claude_home(&l, &env));
+        let (agents, warnings) =
+            crate::agents::load(&env.keel_home, claude.as_deref(), &env.cwd, trusted);
         let mut text = String::new();
         for a in &agents {
             let origin = a.origin.label();

@@ -68,11 +68,8 @@ pub struct TuiSetup {
     pub home: Option<PathBuf>,
     /// A panel shown first (the first-run advice when no provider is configured).
     pub welcome: Option<String>,
-    /// What `/hooks` reads: the `--settings` flag and the environment of the session.
-    pub hooks_from: Option<(
-        Option<crate::wire::protocol::spec::SettingsLayer>,
-        crate::mode::Env,
-    )>,
+    /// What `/hooks` and `/agents` read: the session's spec and environment.
+    pub hooks_from: Option<(crate::wire::protocol::spec::SessionSpec, crate::mode::Env)>,
     /// How to tell the user a run ended or asks while the window is not focused.
     pub notify: crate::setup::settings::NotifyChannel,
     /// The settings' `statusLine`, when it may run (`status_line::configured`).

@@ -77,7 +77,7 @@ pub async fn start_tui(
         dumb: env.dumb_terminal(),
         home: env.vars.get("HOME").map(std::path::PathBuf::from),
         welcome: unconfigured.then(setup::first_run::panel),
-        hooks_from: Some((inv.spec.settings.clone(), env.clone())),
+        hooks_from: Some((inv.spec.clone(), env.clone())),
         notify: crate::front::tui::notify::channel(settings),
         status_line: crate::setup::status_line::configured(settings, env),
     };
