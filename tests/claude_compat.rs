@@ -93,7 +93,11 @@ fn script(sb: &Sandbox) -> String {
             json!({"path": "notes.txt", "oldText": "alpha", "newText": "beta"}),
         ),
         call("c4", "bash", json!({"command": "echo hello $GREETING"})),
-        call("c5", "grep", json!({"pattern": "beta"})),
+        call(
+            "c5",
+            "grep",
+            json!({"pattern": "beta", "path": "notes.txt"}),
+        ),
         call("c6", "find", json!({"pattern": "*.txt"})),
         call("c7", "ls", json!({})),
         call("c8", "bash", json!({"command": "rm -rf keep"})),
@@ -123,16 +127,20 @@ fn setup() -> Option<Setup> {
             return None;
         }
     }
-    let sb = Sandbox::new();
+    // Not under /tmp: bubblewrap's private /tmp would hide the home's scripts.
+    let sb = Sandbox::new_in("/var/tmp").unwrap_or_else(Sandbox::new);
+    // HOME is the sandbox's directory: the user's scripts in `~/.claude/hooks`, the project's
+    // in `.claude/hooks`, as Claude Code's users keep them; the records in the workspace (what
+    // a sandboxed hook may write).
     let dir = sb.dir.path().to_path_buf();
-    let (log, formatted) = (dir.join("hooks.jsonl"), dir.join("formatted.txt"));
-    std::fs::write(dir.join("record.py"), RECORDER).unwrap();
-    std::fs::write(dir.join("stop.py"), STOP).unwrap();
-    let record = format!(
-        "python3 {} {}",
-        dir.join("record.py").display(),
-        log.display()
-    );
+    let logs = sb.work().join(".hooklog");
+    std::fs::create_dir_all(&logs).unwrap();
+    let (log, formatted) = (logs.join("hooks.jsonl"), logs.join("formatted.log"));
+    std::fs::create_dir_all(dir.join(".claude/hooks")).unwrap();
+    std::fs::create_dir_all(sb.work().join(".claude/hooks")).unwrap();
+    std::fs::write(dir.join(".claude/hooks/record.py"), RECORDER).unwrap();
+    std::fs::write(sb.work().join(".claude/hooks/stop.py"), STOP).unwrap();
+    let record = format!("python3 ~/.claude/hooks/record.py {}", log.display());
     let all = |matcher: Option<&str>| {
         let mut group = json!({"hooks": [{"type": "command", "command": record}]});
         if let Some(m) = matcher {
@@ -164,7 +172,7 @@ fn setup() -> Option<Setup> {
         "PostToolUse": [{"matcher": "Write|Edit", "hooks": [{"type": "command",
             "command": format!("jq -r '.tool_input.file_path' >> {}", formatted.display())}]}],
         "Stop": [{"hooks": [{"type": "command",
-            "command": format!("python3 {} {}", dir.join("stop.py").display(), log.display())}]}]
+            "command": format!("python3 \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/stop.py {}", log.display())}]}]
     }});
     std::fs::create_dir_all(sb.work().join(".git")).unwrap();
     write(&sb.work().join(".claude/settings.json"), &project);
@@ -214,7 +222,7 @@ fn check(s: &Setup, mode: &str) {
         ev("PreToolUse", Some("Write"), json!(notes)),
         ev("PostToolUse", Some("Write"), json!(notes)),
         ev("PreToolUse", Some("Read"), json!(notes)),
-        ev("PostToolUse", Some("Read"), json!("alpha\n")),
+        ev("PostToolUse", Some("Read"), json!("alpha")),
         ev("PreToolUse", Some("Edit"), json!(notes)),
         ev("PostToolUse", Some("Edit"), json!(notes)),
         ev("PreToolUse", Some("Bash"), json!("echo hello $GREETING")),
@@ -233,7 +241,12 @@ fn check(s: &Setup, mode: &str) {
         ev("Stop", None, json!(false)),
         ev("StopParsed", None, json!("all done")),
     ];
-    let got = records(s);
+    let mut got = records(s);
+    // The two Stop hooks run at once: their lines come in either order.
+    let n = got.len();
+    if n >= 2 {
+        got[n - 2..].sort_by(|a, b| a.0.cmp(&b.0));
+    }
     assert_eq!(got, want, "{mode}: the hooks' record");
     assert!(
         s.sb.work().join("keep").exists(),

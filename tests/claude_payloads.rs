@@ -29,6 +29,7 @@ fn session(dir: &std::path::Path, script: Value, hooks: Value) -> AgentSession {
         project_dir: dir.to_path_buf(),
         tool_env: c.tool_env.clone(),
         temp_dir: c.temp_dir.clone(),
+        readable: Vec::new(),
     };
     let fields = SessionFields {
         session_id: "s1".into(),

@@ -42,6 +42,7 @@ fn session_asking(
         project_dir: dir.to_path_buf(),
         tool_env: ToolEnv::new(vec![]),
         temp_dir: dir.to_path_buf(),
+        readable: Vec::new(),
     };
     let fields = SessionFields {
         session_id: "s1".into(),

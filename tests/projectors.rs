@@ -110,6 +110,7 @@ fn post_bash_hook(work: &std::path::Path) -> keel::kernel::hooks::Hooks {
         project_dir: work.to_path_buf(),
         tool_env: keel::kernel::tool::ToolEnv::new(vec![]),
         temp_dir: work.to_path_buf(),
+        readable: Vec::new(),
     };
     Hooks::new(config, env, SessionFields::default())
 }

@@ -337,6 +337,7 @@ impl Settings {
             project_dir: crate::settings::project_root(&env.cwd),
             tool_env: tool_env.clone(),
             temp_dir: env.keel_home.join("tmp"),
+            readable: self.claude_home.iter().map(|h| h.join("hooks")).collect(),
         };
         let permission_mode = match self.permission {
             Permission::Auto => "bypassPermissions",

@@ -33,6 +33,10 @@ pub struct HookEnv {
     pub tool_env: ToolEnv,
     /// The session's temp root; long hook output is saved under its spill directory.
     pub temp_dir: PathBuf,
+    /// Directories hooks may read although the sandbox keeps them from the model: Claude
+    /// Code's `~/.claude/hooks`, where its users keep the scripts their hooks run (the rest of
+    /// `~/.claude`, sessions and credentials, stays unreadable).
+    pub readable: Vec<PathBuf>,
 }
 
 /// What one firing adds to a hook's environment.
@@ -200,6 +204,9 @@ fn spawn(
     let launch = match sandbox {
         Some(s) if !matches!(s.mechanism, Mechanism::Off | Mechanism::Unenforced) => {
             let tmp = crate::kernel::tool::bash::private_tmp(&env.tool_env, &env.temp_dir)?;
+            let mut s = s.clone();
+            let real = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+            s.policy.allow_read.extend(env.readable.iter().map(real));
             s.launch("sh", command, &env.cwd, &tmp)
                 .map_err(|e| e.message)?
         }
@@ -272,6 +279,7 @@ mod tests {
             project_dir: dir.to_path_buf(),
             tool_env: ToolEnv::new(vec!["KEEL_HOOK_TEST_SECRET".into()]),
             temp_dir: dir.to_path_buf(),
+            readable: Vec::new(),
         }
     }
 

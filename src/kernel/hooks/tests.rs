@@ -14,6 +14,7 @@ fn hooks(dir: &std::path::Path, config: Value) -> Hooks {
         project_dir: dir.to_path_buf(),
         tool_env: ToolEnv::new(vec![]),
         temp_dir: dir.to_path_buf(),
+        readable: Vec::new(),
     };
     let session = SessionFields {
         session_id: "s-1".into(),
@@ -110,6 +111,7 @@ async fn matching_hooks_run_in_parallel_and_identical_ones_once() {
             project_dir: d.path().to_path_buf(),
             tool_env: ToolEnv::new(vec![]),
             temp_dir: d.path().to_path_buf(),
+            readable: Vec::new(),
         },
         SessionFields::default(),
     );
