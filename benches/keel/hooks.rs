@@ -110,6 +110,7 @@ fn session(dir: &Path, hooked: bool) -> Res<AgentSession> {
             project_dir: dir.to_path_buf(),
             tool_env: ToolEnv::new(vec![]),
             temp_dir: dir.to_path_buf(),
+            readable: Vec::new(),
         };
         c.hooks = Some(Hooks::new(config, env, SessionFields::default()));
     }
