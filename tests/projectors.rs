@@ -98,7 +98,7 @@ const ALL_VARIANTS: &[&str] = &[
 ];
 
 /// A `PostToolUse` hook on `bash` that prints a system message (a hook run on the stream).
-fn post_bash_hook(work: &std::path::Path) -> keel::kernel::hooks::Hooks {
+fn post_bash_hook(work: &std::path::Path, temp: &std::path::Path) -> keel::kernel::hooks::Hooks {
     use keel::kernel::hooks::{HookConfig, HookEnv, Hooks, SessionFields};
     let (config, _) = HookConfig::parse(
         &serde_json::json!({"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
@@ -109,7 +109,9 @@ fn post_bash_hook(work: &std::path::Path) -> keel::kernel::hooks::Hooks {
         cwd: work.to_path_buf(),
         project_dir: work.to_path_buf(),
         tool_env: keel::kernel::tool::ToolEnv::new(vec![]),
-        temp_dir: work.to_path_buf(),
+        // Not the workspace: the hooks' Claude transcript of this in-memory session is kept
+        // under it, where the model's `grep` would find it.
+        temp_dir: temp.to_path_buf(),
         readable: Vec::new(),
     };
     Hooks::new(config, env, SessionFields::default())
@@ -129,7 +131,8 @@ fn everything_run(work: &std::path::Path) -> Vec<Arc<Event>> {
         config.permission = Permission::Ask;
         config.can_ask = true;
         config.bash_timeout = Duration::from_secs(30);
-        config.hooks = Some(post_bash_hook(work));
+        let temp = tempfile::tempdir().unwrap();
+        config.hooks = Some(post_bash_hook(work, temp.path()));
         let bus = Bus::new(clock.clone());
         let session = AgentSession::new(config, Arc::new(provider), bus, clock, Vec::new());
         let mut rx = session.subscribe();

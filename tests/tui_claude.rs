@@ -94,7 +94,7 @@ fn cost_shows_the_sessions_cost_tokens_and_time() {
     s.send("hello\r");
     s.wait_for("the answer", |t| t.contains("Hi there."));
     s.send("/cost\r");
-    s.wait_for("the cost", |t| t.contains("total cost"));
+    s.wait_for("the cost", |t| t.contains("lines removed"));
     let screen = s.text();
     assert!(screen.contains("$0.0123"), "{screen}");
     assert!(
