@@ -65,7 +65,29 @@ const ALIASES: &[Alias] = &[
         claude: "LS",
         args: &[("path", "path")],
     },
+    // The input shapes are Claude's already.
+    Alias {
+        keel: "todo_write",
+        claude: "TodoWrite",
+        args: &[],
+    },
+    Alias {
+        keel: "task",
+        claude: "Agent",
+        args: &[],
+    },
 ];
+
+/// Claude's former names of its tools, still matched (`Task` is `Agent`'s).
+const FORMER: &[(&str, &str)] = &[("task", "Task")];
+
+/// The names a hook's matcher is tried against for the keel tool `keel`: Claude's, keel's,
+/// and a name Claude's tool had before (hooks written for it still match).
+pub fn matched(keel: &str) -> Vec<&str> {
+    let mut out = vec![claude_name(keel), keel];
+    out.extend(FORMER.iter().filter(|(k, _)| *k == keel).map(|(_, f)| *f));
+    out
+}
 
 /// Claude's name of a keel tool (`bash` → `Bash`); other names unchanged.
 pub fn claude_name(keel: &str) -> &str {
@@ -145,6 +167,14 @@ fn convert_timeout(keel: &str, name: &str, v: &Value, factor: f64) -> Value {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn the_subagent_and_todo_tools_have_claudes_names_and_task_still_matches() {
+        assert_eq!(claude_name("task"), "Agent");
+        assert_eq!(claude_name("todo_write"), "TodoWrite");
+        assert_eq!(matched("task"), ["Agent", "task", "Task"]);
+        assert_eq!(matched("bash"), ["Bash", "bash"]);
+    }
 
     #[test]
     fn built_ins_appear_under_claudes_names() {

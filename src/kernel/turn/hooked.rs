@@ -101,7 +101,7 @@ pub(super) async fn permission_request(
     let v = fire(
         inner,
         HookEvent::PermissionRequest,
-        &[claude, name],
+        &names::matched(name),
         fields,
         abort,
     )
@@ -207,9 +207,15 @@ pub(super) async fn pre_tool(
             context: Vec::new(),
         };
     }
-    let claude = names::claude_name(name);
     let fields = tool_fields(inner, name, args, Some(id));
-    let v = fire(inner, HookEvent::PreToolUse, &[claude, name], fields, abort).await;
+    let v = fire(
+        inner,
+        HookEvent::PreToolUse,
+        &names::matched(name),
+        fields,
+        abort,
+    )
+    .await;
     PreTool {
         args: v.updated_input.map(|u| names::keel_input(name, &u)),
         decision: v.permission,
@@ -236,7 +242,6 @@ pub(super) async fn post_tool(
     if !wants(inner, event) {
         return None;
     }
-    let claude = names::claude_name(name);
     let mut fields = tool_fields(inner, name, args, Some(id));
     if output.is_error {
         fields["error"] = output.text().into();
@@ -245,7 +250,7 @@ pub(super) async fn post_tool(
         fields["tool_response"] = response::tool_response(name, args, output, &inner.config.cwd);
         fields["keel_tool_response"] = response::keel_response(output);
     }
-    let v = fire(inner, event, &[claude, name], fields, abort).await;
+    let v = fire(inner, event, &names::matched(name), fields, abort).await;
     let notes: Vec<String> = v
         .blocked
         .into_iter()
