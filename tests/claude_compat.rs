@@ -9,7 +9,7 @@
 //! scripts read, the guard holding, and one model call per prompt (the Stop hook found the
 //! answer in the transcript).
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
@@ -186,10 +186,7 @@ fn setup() -> Option<Setup> {
     })
 }
 
-fn write(path: &Path, v: &Value) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
-}
+use crate::common::support::write_json as write;
 
 /// The recorded events (SessionEnd left out: when it fires depends on the front end).
 fn records(s: &Setup) -> Vec<(String, Option<String>, Value)> {

@@ -4,31 +4,11 @@
 //! `keel config show` names the Claude files and lists what keel leaves out of them;
 //! `--no-claude-files` turns them off and says so.
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
-use crate::common::support::{scripted_args, Run, Sandbox};
+use crate::common::support::Sandbox;
 
-fn write(path: &Path, v: &Value) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
-}
-
-/// A print run whose one turn runs `command` with bash; `extra` flags before the prompt.
-fn bash_run(sb: &Sandbox, command: &str, extra: &[&str]) -> Run {
-    let script = json!({"turns": [
-        {"chunks": [{"toolCall": {"id": "c1", "name": "bash", "arguments": {"command": command}}}]},
-        {"chunks": [{"text": "done"}]}
-    ]});
-    let path = sb.dir.path().join("script.json");
-    write(&path, &script);
-    let path = path.display().to_string();
-    let mut args = scripted_args(&["-p", "--no-session"], &path, &[]);
-    args.extend_from_slice(extra);
-    args.push("go");
-    sb.run(&args)
-}
+use crate::common::support::write_json as write;
 
 /// The guard published Claude Code hooks use: `jq` over the payload, exit 2 on `rm -rf`.
 const GUARD: &str = r#"cmd=$(jq -r '.tool_input.command'); case "$cmd" in *"rm -rf"*) echo "Blocked by policy: rm -rf" >&2; exit 2;; esac"#;
@@ -59,7 +39,7 @@ fn a_guard_in_the_users_claude_settings_stops_rm_rf_unless_claude_files_are_off(
     let sb = Sandbox::new();
     std::fs::create_dir(sb.work().join("build")).unwrap();
     let file = claude_user_settings(&sb);
-    let run = bash_run(&sb, "rm -rf build", &[]);
+    let run = sb.bash_run("rm -rf build", &[]);
     assert_eq!(run.code, 0, "{run}");
     assert!(
         sb.work().join("build").exists(),
@@ -75,7 +55,7 @@ fn a_guard_in_the_users_claude_settings_stops_rm_rf_unless_claude_files_are_off(
     assert!(about[0].contains("4 entries keel does not use (apiKeyHelper, includeCoAuthoredBy, permissions.allow[WebFetch(domain:docs.rs)], hooks.PreToolUse[Bash])"), "{run}");
     assert!(!run.stderr.contains("unknown key"), "{run}");
 
-    let run = bash_run(&sb, "rm -rf build", &["--no-claude-files"]);
+    let run = sb.bash_run("rm -rf build", &["--no-claude-files"]);
     assert_eq!(run.code, 0, "{run}");
     assert!(
         !sb.work().join("build").exists(),
@@ -98,7 +78,7 @@ fn claude_files_false_in_keels_settings_turns_them_off() {
         &sb.home().join("settings.json"),
         &json!({"claudeFiles": false}),
     );
-    let run = bash_run(&sb, "rm -rf build", &[]);
+    let run = sb.bash_run("rm -rf build", &[]);
     assert_eq!(run.code, 0, "{run}");
     assert!(
         !sb.work().join("build").exists(),
@@ -130,11 +110,11 @@ fn a_projects_claude_hooks_are_listed_with_their_file_and_wait_for_trust() {
     assert!(text.contains("untrusted"), "{text}");
 
     let ran = sb.work().join("hook-ran");
-    let run = bash_run(&sb, "echo ok", &[]);
+    let run = sb.bash_run("echo ok", &[]);
     assert_eq!(run.code, 0, "{run}");
     assert!(!ran.exists(), "an untrusted project's Claude hook ran");
     assert!(run.stderr.contains(".claude/settings.json"), "{run}");
-    let run = bash_run(&sb, "echo ok", &["--trust-project"]);
+    let run = sb.bash_run("echo ok", &["--trust-project"]);
     assert_eq!(run.code, 0, "{run}");
     assert!(
         ran.exists(),

@@ -3,16 +3,11 @@
 //! run is a `hook_finished` line in JSON mode; a project's hooks run only with
 //! `--trust-project`; a deny rule of a settings file stops `rm` inside a compound command.
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use crate::common::support::{scripted_args, Sandbox};
 
-fn write(path: &Path, v: &Value) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
-}
+use crate::common::support::write_json as write;
 
 /// A script whose first turn runs `command` with bash, then answers "done".
 fn bash_script(sb: &Sandbox, command: &str) -> String {

@@ -4,17 +4,12 @@
 //! `--trust-project` trusts them for one run; the TUI asks once and remembers each hook by its
 //! hash, so a changed hook is not run until it is trusted again (`keel hooks list` says so).
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use crate::common::pty::spawn;
-use crate::common::support::{keel_shell, scripted_args, Run, Sandbox};
+use crate::common::support::{keel_shell, Run, Sandbox};
 
-fn write(path: &Path, v: &Value) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
-}
+use crate::common::support::write_json as write;
 
 /// A project settings file with one PreToolUse hook running `hook`, an allow rule for `echo`,
 /// a deny rule for `rm` and one variable.
@@ -27,21 +22,6 @@ fn project_settings(sb: &Sandbox, hook: &str) {
             "env": {"KEEL_PROBE": "from-project"}
         }),
     );
-}
-
-/// A print run whose one turn runs `command` with bash; `extra` flags before the prompt.
-fn bash_run(sb: &Sandbox, command: &str, extra: &[&str]) -> Run {
-    let script = json!({"turns": [
-        {"chunks": [{"toolCall": {"id": "c1", "name": "bash", "arguments": {"command": command}}}]},
-        {"chunks": [{"text": "done"}]}
-    ]});
-    let path = sb.dir.path().join("script.json");
-    write(&path, &script);
-    let path = path.display().to_string();
-    let mut args = scripted_args(&["-p", "--no-session"], &path, &[]);
-    args.extend_from_slice(extra);
-    args.push("go");
-    sb.run(&args)
 }
 
 /// The `trust` of each hook `keel hooks list --json` shows.
@@ -62,7 +42,7 @@ fn an_untrusted_projects_hooks_allow_rules_and_env_wait_for_trust_but_its_deny_r
     project_settings(&sb, "touch hook-ran");
     let ran = sb.work().join("hook-ran");
     // Ask mode: without the project's allow rule `echo` blocks (exit 5); the hook does not run.
-    let run = bash_run(&sb, "echo ok", &["--permission", "ask"]);
+    let run = sb.bash_run("echo ok", &["--permission", "ask"]);
     assert_eq!(run.code, 5, "the untrusted allow rule applied: {run}");
     assert!(!ran.exists(), "an untrusted project's hook ran");
     let warnings: Vec<&str> = run
@@ -81,7 +61,7 @@ fn an_untrusted_projects_hooks_allow_rules_and_env_wait_for_trust_but_its_deny_r
         assert!(warnings[0].contains(needle), "no {needle:?} in {run}");
     }
     // Its env is not set for the tools.
-    let run = bash_run(&sb, "printf %s \"$KEEL_PROBE\" > probe.txt", &[]);
+    let run = sb.bash_run("printf %s \"$KEEL_PROBE\" > probe.txt", &[]);
     assert_eq!(run.code, 0, "{run}");
     assert_eq!(
         std::fs::read_to_string(sb.work().join("probe.txt")).unwrap(),
@@ -89,7 +69,7 @@ fn an_untrusted_projects_hooks_allow_rules_and_env_wait_for_trust_but_its_deny_r
     );
     // Its deny rule applies at once.
     std::fs::write(sb.work().join("x"), "x").unwrap();
-    let run = bash_run(&sb, "rm -f x", &[]);
+    let run = sb.bash_run("rm -f x", &[]);
     assert_eq!(run.code, 0, "{run}");
     assert!(
         sb.work().join("x").exists(),
@@ -97,12 +77,11 @@ fn an_untrusted_projects_hooks_allow_rules_and_env_wait_for_trust_but_its_deny_r
     );
 
     // Trusted for one run: the hook runs, the allow rule and the env apply.
-    let run = bash_run(&sb, "echo ok", &["--permission", "ask", "--trust-project"]);
+    let run = sb.bash_run("echo ok", &["--permission", "ask", "--trust-project"]);
     assert_eq!(run.code, 0, "{run}");
     assert!(ran.exists(), "the trusted project's hook did not run");
     assert!(!run.stderr.contains("not trusted"), "{run}");
-    let run = bash_run(
-        &sb,
+    let run = sb.bash_run(
         "printf %s \"$KEEL_PROBE\" > probe.txt",
         &["--trust-project"],
     );
@@ -111,7 +90,7 @@ fn an_untrusted_projects_hooks_allow_rules_and_env_wait_for_trust_but_its_deny_r
         std::fs::read_to_string(sb.work().join("probe.txt")).unwrap(),
         "from-project"
     );
-    let run = bash_run(&sb, "rm -f x", &["--trust-project"]);
+    let run = sb.bash_run("rm -f x", &["--trust-project"]);
     assert_eq!(run.code, 0, "{run}");
     assert!(sb.work().join("x").exists(), "the deny rule lost to trust");
     // `--trust-project` is for that run only: nothing was recorded.
@@ -154,7 +133,7 @@ fn the_tui_trusts_a_projects_hooks_by_hash_and_a_changed_hook_waits_for_trust_ag
     // Asked once: the next start does not ask.
     tui_trust(&sb, &[], "");
     // A headless run now runs the trusted hook and applies the allow rule.
-    let run = bash_run(&sb, "echo ok", &["--permission", "ask"]);
+    let run = sb.bash_run("echo ok", &["--permission", "ask"]);
     assert_eq!(run.code, 0, "{run}");
     assert!(ran.exists(), "the trusted hook did not run");
     assert!(!run.stderr.contains("not trusted"), "{run}");
@@ -163,7 +142,7 @@ fn the_tui_trusts_a_projects_hooks_by_hash_and_a_changed_hook_waits_for_trust_ag
     // The hook's command changes: it is not run until trusted again; the rules stay trusted.
     std::fs::remove_file(&ran).unwrap();
     project_settings(&sb, "touch hook-ran; true");
-    let run = bash_run(&sb, "echo ok", &["--permission", "ask"]);
+    let run = sb.bash_run("echo ok", &["--permission", "ask"]);
     assert_eq!(run.code, 0, "{run}");
     assert!(!ran.exists(), "the changed hook ran without trust");
     assert!(run.stderr.contains("changed since trusted"), "{run}");
@@ -172,7 +151,7 @@ fn the_tui_trusts_a_projects_hooks_by_hash_and_a_changed_hook_waits_for_trust_ag
     assert!(text.contains("changed since trusted"), "{text}");
 
     tui_trust(&sb, &["touch hook-ran; true"], "y\r");
-    let run = bash_run(&sb, "echo ok", &["--permission", "ask"]);
+    let run = sb.bash_run("echo ok", &["--permission", "ask"]);
     assert_eq!(run.code, 0, "{run}");
     assert!(ran.exists(), "the hook trusted again did not run");
     assert_eq!(listed_trust(&sb), ["trusted"]);

@@ -3,17 +3,12 @@
 //! settings model; a broken file names its line and exits 3; an unknown key warns and the rest
 //! applies; `keel config show|path|schema`; a daemon session gets the settings of its cwd.
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use crate::common::daemon::Daemon;
 use crate::common::support::{fixture, scripted_args, snap, Sandbox};
 
-fn write(path: &Path, v: &Value) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
-}
+use crate::common::support::write_json as write;
 
 fn project(sb: &Sandbox) -> std::path::PathBuf {
     sb.work().join(".keel/settings.json")

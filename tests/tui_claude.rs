@@ -10,10 +10,7 @@ use serde_json::{json, Value};
 use crate::common::pty::spawn;
 use crate::common::support::{fixture, keel_shell, Sandbox};
 
-fn write(path: &Path, v: &Value) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
-}
+use crate::common::support::write_json as write;
 
 /// A script file in the sandbox holding `turns`.
 fn script(sb: &Sandbox, turns: Value) -> String {

@@ -5,7 +5,7 @@ use std::fmt;
 use std::io::{BufRead, BufReader, Read};
 
 use nix::sys::signal::Signal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 pub const CLOCK: &str = "1796000000000";
@@ -49,6 +49,12 @@ pub fn strs<'a>(list: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
         .as_array()
         .unwrap_or_else(|| panic!("not an array: {list}"));
     items.iter().map(|o| o[key].as_str().unwrap()).collect()
+}
+
+/// Writes `v` to `path` as JSON (pretty), creating its parent directories.
+pub fn write_json(path: &Path, v: &serde_json::Value) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, serde_json::to_string_pretty(v).unwrap()).unwrap();
 }
 
 /// `'KEEL' --provider scripted --script 'SCRIPT'`: a shell command that runs the binary on the
@@ -142,6 +148,22 @@ impl Sandbox {
     }
 
     /// Runs to completion.
+    /// A print run (no session file) whose one turn runs `command` with bash, then answers
+    /// `done`; `extra` flags before the prompt.
+    pub fn bash_run(&self, command: &str, extra: &[&str]) -> Run {
+        let script = serde_json::json!({"turns": [
+            {"chunks": [{"toolCall": {"id": "c1", "name": "bash", "arguments": {"command": command}}}]},
+            {"chunks": [{"text": "done"}]}
+        ]});
+        let path = self.dir.path().join("script.json");
+        write_json(&path, &script);
+        let path = path.display().to_string();
+        let mut args = scripted_args(&["-p", "--no-session"], &path, &[]);
+        args.extend_from_slice(extra);
+        args.push("go");
+        self.run(&args)
+    }
+
     pub fn run(&self, args: &[&str]) -> Run {
         let out = self.cmd(args).output().unwrap();
         self.finish(out)
