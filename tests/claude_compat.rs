@@ -4,7 +4,7 @@
 //! that stops `rm -rf`, a SessionStart hook writing `CLAUDE_ENV_FILE`, a Python recorder on every
 //! event) and the project's `.claude/settings.json` (a `jq` formatter hook on Write|Edit and the
 //! widely copied Stop hook that parses the transcript for the last assistant message). One
-//! scripted run calls each built-in tool under its Claude name; print, the TUI (in a pty), RPC
+//! scripted run calls each built-in tool under its Claude name (one of them failing); print, the TUI (in a pty), RPC
 //! and a daemon session must each leave the same record: every event, every Claude field the
 //! scripts read, the guard holding, and one model call per prompt (the Stop hook found the
 //! answer in the transcript).
@@ -29,6 +29,8 @@ tr = d.get("tool_response") or {}
 seen = None
 if ev == "PreToolUse":
     seen = ti.get("file_path") or ti.get("command") or ti.get("pattern")
+    if tool == "TodoWrite":
+        seen = ti["todos"][0]["content"]
 elif ev == "PostToolUse":
     if tool == "Bash":
         seen = tr["stdout"].strip() + "|" + tr["stderr"] + "|" + str(tr["interrupted"])
@@ -38,6 +40,8 @@ elif ev == "PostToolUse":
         seen = tr["file"]["content"]
     elif tool in ("Grep", "Glob"):
         seen = tr["numFiles"]
+elif ev == "PostToolUseFailure":
+    seen = "missing.txt" in d["error"]
 elif ev == "UserPromptSubmit":
     seen = d["prompt"]
 elif ev == "SessionStart":
@@ -100,6 +104,12 @@ fn script(sb: &Sandbox) -> String {
         ),
         call("c6", "find", json!({"pattern": "*.txt"})),
         call("c7", "ls", json!({})),
+        call("c9", "read", json!({"path": "missing.txt"})),
+        call(
+            "c10",
+            "todo_write",
+            json!({"todos": [{"content": "ship it", "status": "in_progress", "activeForm": "Shipping it"}]}),
+        ),
         call("c8", "bash", json!({"command": "rm -rf keep"})),
         json!({"chunks": [{"text": "all done"}]}),
     ];
@@ -152,7 +162,7 @@ fn setup() -> Option<Setup> {
     for event in ["UserPromptSubmit", "Stop", "SessionEnd"] {
         hooks.insert(event.into(), all(None));
     }
-    for event in ["PreToolUse", "PostToolUse"] {
+    for event in ["PreToolUse", "PostToolUse", "PostToolUseFailure"] {
         hooks.insert(event.into(), all(Some("*")));
     }
     hooks.insert(
@@ -212,6 +222,7 @@ fn check(s: &Setup, mode: &str) {
         .join("notes.txt")
         .display()
         .to_string();
+    let missing = notes.replace("notes.txt", "missing.txt");
     let ev = |e: &str, t: Option<&str>, seen: Value| (e.to_string(), t.map(str::to_string), seen);
     let want = vec![
         ev("SessionStart", None, json!("startup")),
@@ -234,6 +245,10 @@ fn check(s: &Setup, mode: &str) {
         ev("PostToolUse", Some("Glob"), json!(1)),
         ev("PreToolUse", Some("LS"), Value::Null),
         ev("PostToolUse", Some("LS"), Value::Null),
+        ev("PreToolUse", Some("Read"), json!(missing)),
+        ev("PostToolUseFailure", Some("Read"), json!(true)),
+        ev("PreToolUse", Some("TodoWrite"), json!("ship it")),
+        ev("PostToolUse", Some("TodoWrite"), Value::Null),
         ev("PreToolUse", Some("Bash"), json!("rm -rf keep")),
         ev("Stop", None, json!(false)),
         ev("StopParsed", None, json!("all done")),
@@ -315,4 +330,26 @@ fn a_claude_code_setup_runs_unchanged_in_the_tui() {
     });
     check(&s, "tui");
     assert!(screen.quit("\x04", &mut child).success());
+}
+
+/// What keel leaves out of a Claude file is said once at the start in RPC mode too, as a
+/// `notify` warning (print mode says it on stderr: `claude_settings`).
+#[test]
+fn what_keel_ignores_in_a_claude_file_is_a_notify_in_rpc_mode() {
+    let Some(s) = setup() else { return };
+    let user = s.sb.dir.path().join(".claude/settings.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&user).unwrap()).unwrap();
+    v["apiKeyHelper"] = json!("~/.claude/key.sh");
+    write(&user, &v);
+    let mut rpc = Rpc::start(&s.sb, &args(&s));
+    rpc.send(&json!({"id": "s", "type": "get_state"}));
+    let note = rpc.wait(&json!({"type": "extension_ui_request", "method": "notify"}));
+    let message = note["message"].as_str().unwrap();
+    assert!(
+        message.contains("keel does not use (apiKeyHelper)"),
+        "{note}"
+    );
+    assert!(message.contains(".claude/settings.json"), "{note}");
+    let (_, stderr, code) = rpc.finish();
+    assert_eq!(code, 0, "{stderr}");
 }
