@@ -121,12 +121,53 @@ pub fn tool_response(name: &str, args: &Value, output: &ToolOutput, cwd: &Path) 
         Some(ToolDetails::Read(d)) => json!(read(&d, &text)),
         Some(ToolDetails::Grep(d)) => json!(grep(&d, &text, &root(args, cwd))),
         Some(ToolDetails::Find(d)) => json!(glob(&d, &text, &root(args, cwd))),
-        Some(ToolDetails::Ls(_)) | None => Value::Null,
+        Some(ToolDetails::Ls(_)) => Value::Null,
+        None => match name {
+            crate::kernel::subagent::TASK => agent(output, args, &text),
+            _ => Value::Null,
+        },
     };
     match shaped {
         Value::Null => keel_response(output),
         v => v,
     }
+}
+
+/// Claude's `Agent` result: `{status, agentId, agentType, content, totalDurationMs,
+/// totalTokens, totalToolUseCount, usage, prompt}`, from a finished `task` call's details.
+fn agent(output: &ToolOutput, args: &Value, text: &str) -> Value {
+    use serde::Deserialize;
+    let Some(d) = output
+        .details
+        .as_ref()
+        .and_then(|d| crate::kernel::subagent::SubagentDetails::deserialize(d).ok())
+    else {
+        return Value::Null;
+    };
+    let usage = d.usage.unwrap_or_default();
+    json!({
+        "status": "completed",
+        "agentId": d.session_id,
+        "agentType": d.agent_type,
+        "content": [{"type": "text", "text": text}],
+        "totalDurationMs": d.duration_ms.unwrap_or(0),
+        "totalTokens": usage.total_tokens,
+        "totalToolUseCount": d.tool_count,
+        "usage": {
+            "input_tokens": usage.input,
+            "output_tokens": usage.output,
+            "cache_read_input_tokens": usage.cache_read,
+            "cache_creation_input_tokens": usage.cache_write,
+        },
+        "prompt": Prompt::deserialize(args).map(|a| a.prompt).unwrap_or_default(),
+    })
+}
+
+/// The one argument of a `task` call its result repeats.
+#[derive(serde::Deserialize)]
+struct Prompt {
+    #[serde(default)]
+    prompt: String,
 }
 
 /// keel's own shape: the text the model read and the tool's details.
@@ -334,6 +375,36 @@ mod tests {
 
     fn out(text: &str, details: Value) -> ToolOutput {
         ToolOutput::ok(text).with_details(details)
+    }
+
+    #[test]
+    fn a_task_result_reads_as_claudes_agent_result() {
+        let o = out(
+            "the answer",
+            json!({"sessionId": "c-1", "agentType": "explore", "description": "look",
+                   "toolCount": 3, "durationMs": 1200,
+                   "usage": {"input": 10, "output": 5, "cacheRead": 2, "cacheWrite": 0,
+                             "totalTokens": 17, "cost": {"input": 0.0, "output": 0.0,
+                             "cacheRead": 0.0, "cacheWrite": 0.0, "total": 0.0}}}),
+        );
+        let args = json!({"description": "look", "prompt": "find it", "subagent_type": "explore"});
+        let r = tool_response("task", &args, &o, Path::new("/w"));
+        assert_eq!(r["status"], "completed", "{r}");
+        assert_eq!(
+            (&r["agentId"], &r["agentType"]),
+            (&json!("c-1"), &json!("explore"))
+        );
+        assert_eq!(
+            r["content"],
+            json!([{"type": "text", "text": "the answer"}])
+        );
+        assert_eq!(
+            (&r["totalToolUseCount"], &r["totalTokens"]),
+            (&json!(3), &json!(17))
+        );
+        assert_eq!(r["totalDurationMs"], 1200);
+        assert_eq!(r["usage"]["input_tokens"], 10);
+        assert_eq!(r["prompt"], "find it");
     }
 
     #[test]
