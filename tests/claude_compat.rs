@@ -40,6 +40,8 @@ elif ev == "PostToolUse":
         seen = tr["file"]["content"]
     elif tool in ("Grep", "Glob"):
         seen = tr["numFiles"]
+    elif tool == "TodoWrite":
+        seen = tr["newTodos"][0]["content"] + "|" + str(len(tr["oldTodos"]))
 elif ev == "PostToolUseFailure":
     seen = "missing.txt" in d["error"]
 elif ev == "UserPromptSubmit":
@@ -248,7 +250,7 @@ fn check(s: &Setup, mode: &str) {
         ev("PreToolUse", Some("Read"), json!(missing)),
         ev("PostToolUseFailure", Some("Read"), json!(true)),
         ev("PreToolUse", Some("TodoWrite"), json!("ship it")),
-        ev("PostToolUse", Some("TodoWrite"), Value::Null),
+        ev("PostToolUse", Some("TodoWrite"), json!("ship it|0")),
         ev("PreToolUse", Some("Bash"), json!("rm -rf keep")),
         ev("Stop", None, json!(false)),
         ev("StopParsed", None, json!("all done")),

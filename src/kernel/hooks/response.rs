@@ -124,6 +124,7 @@ pub fn tool_response(name: &str, args: &Value, output: &ToolOutput, cwd: &Path) 
         Some(ToolDetails::Ls(_)) => Value::Null,
         None => match name {
             crate::kernel::subagent::TASK => agent(output, args, &text),
+            "todo_write" => todo_write(output, args),
             _ => Value::Null,
         },
     };
@@ -168,6 +169,17 @@ fn agent(output: &ToolOutput, args: &Value, text: &str) -> Value {
 struct Prompt {
     #[serde(default)]
     prompt: String,
+}
+
+/// Claude's `TodoWrite` result: the list before the call and the one it wrote.
+fn todo_write(output: &ToolOutput, args: &Value) -> Value {
+    use crate::kernel::tool::todo::{self, TodoItem};
+    let before = output.before.as_deref();
+    let old: Vec<TodoItem> = before
+        .and_then(|b| serde_json::from_str(b).ok())
+        .unwrap_or_default();
+    let new = todo::parse(args).unwrap_or_default();
+    json!({"oldTodos": old, "newTodos": new})
 }
 
 /// keel's own shape: the text the model read and the tool's details.
@@ -405,6 +417,17 @@ mod tests {
         assert_eq!(r["totalDurationMs"], 1200);
         assert_eq!(r["usage"]["input_tokens"], 10);
         assert_eq!(r["prompt"], "find it");
+    }
+
+    #[test]
+    fn a_todo_write_result_has_the_old_and_the_new_list() {
+        let item = |c: &str, st: &str| json!({"content": c, "status": st, "activeForm": c});
+        let old = json!([item("a", "pending")]).to_string();
+        let o = out("1 task", Value::Null).with_before(Some(old));
+        let args = json!({"todos": [item("a", "completed"), item("b", "pending")]});
+        let r = tool_response("todo_write", &args, &o, Path::new("/w"));
+        assert_eq!(r["oldTodos"], json!([item("a", "pending")]), "{r}");
+        assert_eq!(r["newTodos"], args["todos"]);
     }
 
     #[test]

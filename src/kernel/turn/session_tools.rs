@@ -44,8 +44,9 @@ fn todo_write(inner: &Inner, args: &Value) -> ToolOutput {
         Ok(t) => t,
         Err(e) => return ToolOutput::error(e),
     };
-    inner.lock().todos = todos.clone();
-    let out = ToolOutput::ok(todo::summary(&todos));
+    let old = std::mem::replace(&mut inner.lock().todos, todos.clone());
+    // The list it replaced, for hooks (Claude's `oldTodos`); never saved or sent.
+    let out = ToolOutput::ok(todo::summary(&todos)).with_before(serde_json::to_string(&old).ok());
     inner.bus.publish(EventPayload::TodosUpdated { todos });
     out
 }
