@@ -5,23 +5,12 @@
 //! catalog, `keel agents list` names where each definition came from, and the TUI's `/` menu
 //! shows a command's origin.
 
-use std::path::Path;
-
 use serde_json::{json, Value};
 
 use crate::common::pty::spawn;
 use crate::common::support::{fixture, keel_shell, scripted_args, Sandbox};
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-fn script(sb: &Sandbox, turns: Value) -> String {
-    let path = sb.dir.path().join("script.json");
-    write(&path, &json!({ "turns": turns }).to_string());
-    path.display().to_string()
-}
+use crate::common::support::write_text as write;
 
 /// `~/.claude` of the sandbox (its HOME is the sandbox's directory).
 fn claude_home(sb: &Sandbox) -> std::path::PathBuf {
@@ -47,15 +36,12 @@ fn a_projects_claude_agent_runs_a_task_call() {
         &sb.work().join(".claude/agents/helper.md"),
         "---\nname: claude-helper\ndescription: Helps, from Claude's directory.\ntools: Read, Glob\nmodel: inherit\ncolor: blue\n---\nYou help.\n",
     );
-    let s = script(
-        &sb,
-        json!([
-            {"match": "^go", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
-                {"description": "help", "prompt": "HELPER go", "subagent_type": "claude-helper"}}}]},
-            {"match": "^HELPER", "chunks": [{"text": "helped"}]},
-            {"match": "^go", "chunks": [{"text": "ok"}]}
-        ]),
-    );
+    let s = sb.script(json!([
+        {"match": "^go", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
+            {"description": "help", "prompt": "HELPER go", "subagent_type": "claude-helper"}}}]},
+        {"match": "^HELPER", "chunks": [{"text": "helped"}]},
+        {"match": "^go", "chunks": [{"text": "ok"}]}
+    ]));
     let run = sb.run(&scripted_args(
         &["--mode", "json", "--trust-project"],
         &s,
@@ -79,10 +65,7 @@ fn a_namespaced_claude_command_expands_in_print_and_rpc_runs() {
         &sb.work().join(".claude/commands/frontend/component.md"),
         "---\ndescription: Make a component\nargument-hint: <name> <size>\n---\nMake the $1 component ($ARGUMENTS).\n",
     );
-    let s = script(
-        &sb,
-        json!([{"match": "^Make", "chunks": [{"text": "made"}]}]),
-    );
+    let s = sb.script(json!([{"match": "^Make", "chunks": [{"text": "made"}]}]));
     let run = sb.run(&scripted_args(
         &["--mode", "json", "--no-session"],
         &s,
@@ -94,10 +77,7 @@ fn a_namespaced_claude_command_expands_in_print_and_rpc_runs() {
         "Make the Button component (Button big).\n"
     );
 
-    let s = script(
-        &sb,
-        json!([{"match": "^Make", "chunks": [{"text": "made"}]}]),
-    );
+    let s = sb.script(json!([{"match": "^Make", "chunks": [{"text": "made"}]}]));
     let input = concat!(
         r#"{"id":"c","type":"get_commands"}"#,
         "\n",

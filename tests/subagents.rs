@@ -12,16 +12,7 @@ use serde_json::{json, Value};
 
 use crate::common::support::{read_until, scripted_args, signal, Sandbox};
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-fn script(sb: &Sandbox, turns: Value) -> String {
-    let path = sb.dir.path().join("script.json");
-    write(&path, &json!({ "turns": turns }).to_string());
-    path.display().to_string()
-}
+use crate::common::support::write_text as write;
 
 fn json_run(sb: &Sandbox, script: &str, prompt: &str) -> Vec<Value> {
     let run = sb.run(&scripted_args(&["--mode", "json"], script, &[prompt]));
@@ -63,8 +54,7 @@ fn child_and_parent(sb: &Sandbox) -> (PathBuf, PathBuf) {
 #[test]
 fn a_parent_delegates_to_explore_which_cannot_write_and_its_answer_is_the_tool_result() {
     let sb = Sandbox::new();
-    let s = script(
-        &sb,
+    let s = sb.script(
         json!([
             {"match": "^survey", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
                 {"description": "look around", "prompt": "EXPLORE and write a note", "subagent_type": "explore"}}}]},
@@ -125,8 +115,7 @@ fn a_parent_delegates_to_explore_which_cannot_write_and_its_answer_is_the_tool_r
 #[test]
 fn two_task_calls_of_one_message_run_at_once() {
     let sb = Sandbox::new();
-    let s = script(
-        &sb,
+    let s = sb.script(
         json!([
             {"match": "^two", "chunks": [
                 {"toolCall": {"id": "t1", "name": "task", "arguments": {"description": "a", "prompt": "CHILD-A"}}},
@@ -182,8 +171,7 @@ fn a_custom_agent_definition_is_offered_to_the_model_and_its_tools_are_obeyed() 
         &sb.home().join("agents/lister.md"),
         "---\nname: lister\ndescription: Lists directories and nothing else.\ntools: LS\nmodel: inherit\n---\nYou only list.\n",
     );
-    let s = script(
-        &sb,
+    let s = sb.script(
         json!([
             {"match": "^list", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
                 {"description": "list it", "prompt": "LISTER go", "subagent_type": "lister"}}}]},
@@ -248,16 +236,13 @@ fn a_pre_tool_use_hook_fires_inside_the_child_with_its_agent_type() {
         }})
         .to_string(),
     );
-    let s = script(
-        &sb,
-        json!([
-            {"match": "^look", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
-                {"description": "ls", "prompt": "CHILD ls", "subagent_type": "explore"}}}]},
-            {"match": "^CHILD", "chunks": [{"toolCall": {"id": "l1", "name": "ls", "arguments": {}}}]},
-            {"match": "^CHILD", "chunks": [{"text": "seen"}]},
-            {"match": "^look", "chunks": [{"text": "ok"}]}
-        ]),
-    );
+    let s = sb.script(json!([
+        {"match": "^look", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
+            {"description": "ls", "prompt": "CHILD ls", "subagent_type": "explore"}}}]},
+        {"match": "^CHILD", "chunks": [{"toolCall": {"id": "l1", "name": "ls", "arguments": {}}}]},
+        {"match": "^CHILD", "chunks": [{"text": "seen"}]},
+        {"match": "^look", "chunks": [{"text": "ok"}]}
+    ]));
     json_run(&sb, &s, "look");
     let fired: Vec<Value> = std::fs::read_to_string(&seen)
         .unwrap()
@@ -309,8 +294,7 @@ fn a_pre_tool_use_hook_fires_inside_the_child_with_its_agent_type() {
 #[test]
 fn aborting_the_parent_aborts_its_child() {
     let sb = Sandbox::new();
-    let s = script(
-        &sb,
+    let s = sb.script(
         json!([
             {"match": "^wait", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
                 {"description": "long", "prompt": "CHILD sleeps"}}}]},
@@ -380,17 +364,14 @@ pub(crate) fn parent_with_a_waiting_child(
     use crate::common::daemon::{open_script, Daemon};
     let fifo = sb.work().join("signal.fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
-    let s = script(
-        sb,
-        json!([
-            {"match": "^go", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
-                {"description": "wait for it", "prompt": "CHILD waits"}}}]},
-            {"match": "^CHILD", "chunks": [{"toolCall": {"id": "b1", "name": "bash", "arguments":
-                {"command": format!("cat {}", fifo.display())}}}]},
-            {"match": "^CHILD", "chunks": [{"text": "child done"}]},
-            {"match": "^go", "chunks": [{"text": "parent done"}]}
-        ]),
-    );
+    let s = sb.script(json!([
+        {"match": "^go", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
+            {"description": "wait for it", "prompt": "CHILD waits"}}}]},
+        {"match": "^CHILD", "chunks": [{"toolCall": {"id": "b1", "name": "bash", "arguments":
+            {"command": format!("cat {}", fifo.display())}}}]},
+        {"match": "^CHILD", "chunks": [{"text": "child done"}]},
+        {"match": "^go", "chunks": [{"text": "parent done"}]}
+    ]));
     let d = Daemon::start(sb, &[]);
     let mut c = d.connect();
     c.hello(true);
@@ -482,16 +463,13 @@ fn a_subagent_stop_hook_that_blocks_keeps_the_child_working_with_its_reason() {
         }})
         .to_string(),
     );
-    let s = script(
-        &sb,
-        json!([
-            {"match": "^look", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
-                {"description": "look", "prompt": "CHILD look around", "subagent_type": "explore"}}}]},
-            {"match": "^CHILD look", "chunks": [{"text": "first answer"}]},
-            {"match": "^CHILD also", "chunks": [{"text": "second answer: 3 tests"}]},
-            {"match": "^look", "chunks": [{"text": "ok"}]}
-        ]),
-    );
+    let s = sb.script(json!([
+        {"match": "^look", "chunks": [{"toolCall": {"id": "t1", "name": "task", "arguments":
+            {"description": "look", "prompt": "CHILD look around", "subagent_type": "explore"}}}]},
+        {"match": "^CHILD look", "chunks": [{"text": "first answer"}]},
+        {"match": "^CHILD also", "chunks": [{"text": "second answer: 3 tests"}]},
+        {"match": "^look", "chunks": [{"text": "ok"}]}
+    ]));
     let lines = json_run(&sb, &s, "look");
     let end = of_type(&lines, "tool_execution_end")
         .into_iter()

@@ -312,10 +312,7 @@ impl Trust {
     /// Which of the project's MCP servers may start: all with `--trust-project`, else those
     /// trusted with the content they have.
     pub fn servers(&self) -> ProjectTrust {
-        match self.flag {
-            true => ProjectTrust::All,
-            false => ProjectTrust::Recorded(self.record.servers.clone()),
-        }
+        server_trust(self.flag, &self.record)
     }
 
     /// Whether the project's allow rules and env apply.
@@ -519,15 +516,16 @@ pub fn answer(settings: &Settings, env: &Env, q: &Question, yes: bool) -> std::i
 
 /// Which of the project's MCP servers may start for a session with `settings` in `env.cwd`.
 pub fn servers(settings: &Settings, env: &Env) -> ProjectTrust {
-    match settings.trust_project {
+    let mut store = read(&env.keel_home);
+    let record = store.projects.remove(&project_key(&env.cwd));
+    server_trust(settings.trust_project, &record.unwrap_or_default())
+}
+
+/// All with `--trust-project` (`flag`), else the servers `record` holds.
+fn server_trust(flag: bool, record: &Record) -> ProjectTrust {
+    match flag {
         true => ProjectTrust::All,
-        false => ProjectTrust::Recorded(
-            read(&env.keel_home)
-                .projects
-                .remove(&project_key(&env.cwd))
-                .unwrap_or_default()
-                .servers,
-        ),
+        false => ProjectTrust::Recorded(record.servers.clone()),
     }
 }
 

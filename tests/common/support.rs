@@ -51,6 +51,12 @@ pub fn strs<'a>(list: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
     items.iter().map(|o| o[key].as_str().unwrap()).collect()
 }
 
+/// Writes `text` to `path`, creating its parent directories.
+pub fn write_text(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
 /// Writes `v` to `path` as JSON (pretty), creating its parent directories.
 pub fn write_json(path: &Path, v: &serde_json::Value) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -148,6 +154,13 @@ impl Sandbox {
     }
 
     /// Runs to completion.
+    /// A scripted-provider script of `turns` (`script.json` beside the work dir); its path.
+    pub fn script(&self, turns: serde_json::Value) -> String {
+        let path = self.dir.path().join("script.json");
+        write_text(&path, &serde_json::json!({ "turns": turns }).to_string());
+        path.display().to_string()
+    }
+
     /// A print run (no session file) whose one turn runs `command` with bash, then answers
     /// `done`; `extra` flags before the prompt.
     pub fn bash_run(&self, command: &str, extra: &[&str]) -> Run {

@@ -193,6 +193,15 @@ fn parent_of(pid: i32) -> Option<i32> {
     rest.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Of `dirs`, the real directories (their real paths): a symlink there (`~/.claude/hooks ->
+/// ~/.ssh`) would open what it points to, so it opens nothing.
+fn readable_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    dirs.iter()
+        .filter(|d| std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()))
+        .filter_map(|d| std::fs::canonicalize(d).ok())
+        .collect()
+}
+
 /// Starts the hook, in `sandbox` when there is one that runs commands; the error is what the
 /// user reads (the sandbox's own when it refuses, as `bash` reports it).
 fn spawn(
@@ -204,9 +213,17 @@ fn spawn(
     let launch = match sandbox {
         Some(s) if !matches!(s.mechanism, Mechanism::Off | Mechanism::Unenforced) => {
             let tmp = crate::kernel::tool::bash::private_tmp(&env.tool_env, &env.temp_dir)?;
-            let mut s = s.clone();
-            let real = |p: &PathBuf| std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
-            s.policy.allow_read.extend(env.readable.iter().map(real));
+            let readable = readable_dirs(&env.readable);
+            let widened;
+            let s = match readable.is_empty() {
+                true => s,
+                false => {
+                    let mut w = s.clone();
+                    w.policy.allow_read.extend(readable);
+                    widened = w;
+                    &widened
+                }
+            };
             s.launch("sh", command, &env.cwd, &tmp)
                 .map_err(|e| e.message)?
         }
@@ -360,6 +377,20 @@ mod tests {
             tokio::task::yield_now().await;
         }
         assert!(gone(), "background child {pid} survived the timeout");
+    }
+
+    #[test]
+    fn only_real_directories_are_opened_to_hooks_not_links_or_what_is_missing() {
+        let d = tempfile::tempdir().unwrap();
+        let (real, link, missing) = (
+            d.path().join("hooks"),
+            d.path().join("link"),
+            d.path().join("none"),
+        );
+        std::fs::create_dir(&real).unwrap();
+        std::os::unix::fs::symlink(d.path(), &link).unwrap();
+        let got = readable_dirs(&[real.clone(), link, missing]);
+        assert_eq!(got, [std::fs::canonicalize(&real).unwrap()]);
     }
 
     #[tokio::test]

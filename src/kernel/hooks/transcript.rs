@@ -262,17 +262,9 @@ fn line<'a>(m: &Message, who: &Writer<'a>, parent: Option<String>, uuid: String)
             ("assistant", body)
         }
         Message::ToolResult(r) => {
-            let text: Vec<&str> = r
-                .content
-                .iter()
-                .filter_map(|c| match c {
-                    Content::Text { text } => Some(text.as_str()),
-                    _ => None,
-                })
-                .collect();
             let result = Block::ToolResult {
                 tool_use_id: r.tool_call_id.clone(),
-                content: text.join("\n"),
+                content: crate::kernel::message::joined_text(&r.content),
                 is_error: r.is_error,
             };
             let content = UserContent::Blocks(vec![result]);

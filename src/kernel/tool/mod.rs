@@ -82,14 +82,7 @@ impl ToolOutput {
 
     /// The text blocks joined (for summaries and tests).
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|c| match c {
-                Content::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        crate::kernel::message::joined_text(&self.content)
     }
 }
 

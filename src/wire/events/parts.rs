@@ -56,14 +56,7 @@ impl ToolResult<'_> {
 
     /// The text parts, one per line.
     pub fn text(&self) -> String {
-        self.content
-            .iter()
-            .filter_map(|c| match c {
-                Content::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect::<Vec<_>>()
-            .join("\n")
+        crate::kernel::message::joined_text(&self.content)
     }
 }
 

@@ -254,21 +254,14 @@ fn args_object(arguments: &Value) -> Value {
 /// A tool result as a `functionResponse` part (`output`, or `error` for a failed call), with
 /// the call's id when the call was sent with one; images follow as `inlineData` parts.
 fn function_response(r: &ToolResultMessage, with_id: bool) -> Vec<Value> {
-    let texts: Vec<&str> = r
-        .content
-        .iter()
-        .filter_map(|c| match c {
-            Content::Text { text } => Some(text.as_str()),
-            _ => None,
-        })
-        .collect();
     let key = if r.is_error { "error" } else { "output" };
     let mut response = Map::new();
     response.insert("name".into(), json!(r.tool_name));
     if with_id {
         response.insert("id".into(), json!(r.tool_call_id));
     }
-    response.insert("response".into(), json!({ key: texts.join("\n") }));
+    let text = crate::kernel::message::joined_text(&r.content);
+    response.insert("response".into(), json!({ key: text }));
     let mut parts = vec![json!({"functionResponse": response})];
     parts.extend(
         r.content

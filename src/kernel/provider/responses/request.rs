@@ -189,15 +189,7 @@ fn tool_output(r: &ToolResultMessage) -> Value {
     let output = if has_image {
         Value::Array(input_parts(&r.content))
     } else {
-        let texts: Vec<&str> = r
-            .content
-            .iter()
-            .filter_map(|c| match c {
-                Content::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        Value::String(texts.join("\n"))
+        Value::String(crate::kernel::message::joined_text(&r.content))
     };
     json!({"type": "function_call_output", "call_id": r.tool_call_id, "output": output})
 }
