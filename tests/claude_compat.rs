@@ -98,7 +98,11 @@ fn script(sb: &Sandbox) -> String {
             "edit",
             json!({"path": "notes.txt", "oldText": "alpha", "newText": "beta"}),
         ),
-        call("c4", "bash", json!({"command": "echo hello $GREETING"})),
+        call(
+            "c4",
+            "bash",
+            json!({"command": "echo hello $GREETING; echo warned >&2"}),
+        ),
         call(
             "c5",
             "grep",
@@ -235,11 +239,15 @@ fn check(s: &Setup, mode: &str) {
         ev("PostToolUse", Some("Read"), json!("alpha")),
         ev("PreToolUse", Some("Edit"), json!(notes)),
         ev("PostToolUse", Some("Edit"), json!(notes)),
-        ev("PreToolUse", Some("Bash"), json!("echo hello $GREETING")),
+        ev(
+            "PreToolUse",
+            Some("Bash"),
+            json!("echo hello $GREETING; echo warned >&2"),
+        ),
         ev(
             "PostToolUse",
             Some("Bash"),
-            json!("hello hi-from-env||False"),
+            json!("hello hi-from-env|warned\n|False"),
         ),
         ev("PreToolUse", Some("Grep"), json!("beta")),
         ev("PostToolUse", Some("Grep"), json!(1)),

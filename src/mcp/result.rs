@@ -128,7 +128,7 @@ pub fn map(result: &Value, origin: &Origin, env: &ToolEnv, temp_dir: &Path) -> T
             .get("isError")
             .and_then(Value::as_bool)
             .unwrap_or(false),
-        before: None,
+        for_hooks: None,
     }
 }
 

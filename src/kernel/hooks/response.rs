@@ -16,10 +16,10 @@ use crate::kernel::tool::details::{
     BashDetails, CountDetails, EditDetails, GrepDetails, ReadDetails, ShownArgs, ToolDetails,
     WriteDetails,
 };
-use crate::kernel::tool::ToolOutput;
+use crate::kernel::tool::{Streams, ToolOutput};
 
-/// `Bash`. keel's `bash` merges the command's stdout and stderr into one stream as the model
-/// reads it: all of it is `stdout`, `stderr` is empty.
+/// `Bash`: the command's stdout and stderr apart (the model reads them merged, in the order
+/// they came), each its last lines within the output caps.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Bash {
@@ -115,7 +115,7 @@ pub fn tool_response(name: &str, args: &Value, output: &ToolOutput, cwd: &Path) 
     let typed = details.and_then(|d| ToolDetails::read(name, d));
     let text = output.text();
     let shaped = match typed {
-        Some(ToolDetails::Bash(d)) => json!(bash(&d, &text)),
+        Some(ToolDetails::Bash(d)) => json!(bash(&d, output.streams(), &text)),
         Some(ToolDetails::Write(d)) => json!(write(&d, args, output)),
         Some(ToolDetails::Edit(d)) => json!(edit(&d, args, output)),
         Some(ToolDetails::Read(d)) => json!(read(&d, &text)),
@@ -174,7 +174,7 @@ struct Prompt {
 /// Claude's `TodoWrite` result: the list before the call and the one it wrote.
 fn todo_write(output: &ToolOutput, args: &Value) -> Value {
     use crate::kernel::tool::todo::{self, TodoItem};
-    let before = output.before.as_deref();
+    let before = output.before();
     let old: Vec<TodoItem> = before
         .and_then(|b| serde_json::from_str(b).ok())
         .unwrap_or_default();
@@ -187,11 +187,17 @@ pub fn keel_response(output: &ToolOutput) -> Value {
     json!({"output": output.text(), "details": output.details})
 }
 
-fn bash(d: &BashDetails, text: &str) -> Bash {
-    let stdout = if text == "(no output)" { "" } else { text };
+/// From the command's streams apart when the call ran here; else (a result read back) all of
+/// what the model read is `stdout`.
+fn bash(d: &BashDetails, streams: Option<&Streams>, text: &str) -> Bash {
+    let (stdout, stderr) = match streams {
+        Some(s) => (s.stdout.clone(), s.stderr.clone()),
+        None if text == "(no output)" => (String::new(), String::new()),
+        None => (text.to_string(), String::new()),
+    };
     Bash {
-        stdout: stdout.to_string(),
-        stderr: String::new(),
+        stdout,
+        stderr,
         interrupted: d.cancelled || d.timed_out,
         is_image: false,
     }
@@ -199,7 +205,7 @@ fn bash(d: &BashDetails, text: &str) -> Bash {
 
 fn write(d: &WriteDetails, args: &Value, output: &ToolOutput) -> Write {
     let content = ShownArgs::str(&ShownArgs::of(args).content).to_string();
-    let original = output.before.as_deref().map(str::to_string);
+    let original = output.before().map(str::to_string);
     let structured_patch = match (&original, d.created) {
         (Some(old), false) => hunks(old, &content),
         _ => Vec::new(),
@@ -221,7 +227,7 @@ fn edit(d: &EditDetails, args: &Value, output: &ToolOutput) -> Edit {
         file_path: d.path.clone(),
         old_string: old,
         new_string: new,
-        original_file: output.before.as_deref().map(str::to_string),
+        original_file: output.before().map(str::to_string),
         structured_patch: parse_hunks(&d.diff),
         user_modified: false,
         replace_all: false,
@@ -440,6 +446,15 @@ mod tests {
         assert_eq!(
             r,
             json!({"stdout": "hi\n", "stderr": "", "interrupted": false, "isImage": false})
+        );
+        let o = o.with_streams(Streams {
+            stdout: "hi\n".into(),
+            stderr: "careful\n".into(),
+        });
+        let r = tool_response("bash", &json!({"command": "echo hi"}), &o, Path::new("/w"));
+        assert_eq!(
+            (r["stdout"].as_str(), r["stderr"].as_str()),
+            (Some("hi\n"), Some("careful\n"))
         );
     }
 

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::args::Field;
-use super::bash_output::{Output, Progress};
+use super::bash_output::{Output, Progress, Stream};
 use super::bash_proc::{self, Proc};
 pub use super::bash_proc::{private_tmp, private_tmp_path, warm};
 use super::details::BashDetails;
@@ -280,7 +280,7 @@ async fn supervise(
     ctx: &ToolContext,
     chunks: Option<&mpsc::UnboundedSender<Vec<u8>>>,
 ) -> Outcome {
-    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
+    let (tx, mut rx) = mpsc::channel::<(Stream, Vec<u8>)>(64);
     spawn_readers(child, tx);
     let mut progress = Progress::new(ctx.progress.as_ref());
     let deadline = Instant::now() + timeout;
@@ -294,8 +294,8 @@ async fn supervise(
             _ = &mut aborted => break Outcome::Aborted,
             _ = tokio::time::sleep_until(deadline) => break Outcome::TimedOut,
             chunk = rx.recv(), if !eof => match chunk {
-                Some(c) => {
-                    out.push(&c);
+                Some((from, c)) => {
+                    out.push_from(from, &c);
                     progress.on_data(c.len(), out);
                     if let Some(tx) = chunks {
                         let _ = tx.send(c);
@@ -329,7 +329,7 @@ async fn supervise(
 /// Reads what is still buffered after the main process ended: until EOF, `DRAIN_IDLE` without
 /// data, or `DRAIN_MAX` in total (a background child may keep the pipe open forever).
 async fn drain(
-    rx: &mut mpsc::Receiver<Vec<u8>>,
+    rx: &mut mpsc::Receiver<(Stream, Vec<u8>)>,
     out: &mut Output,
     progress: &mut Progress<'_>,
     chunks: Option<&mpsc::UnboundedSender<Vec<u8>>>,
@@ -338,8 +338,8 @@ async fn drain(
     loop {
         let idle_stop = (Instant::now() + DRAIN_IDLE).min(hard_stop);
         match tokio::time::timeout_at(idle_stop, rx.recv()).await {
-            Ok(Some(chunk)) => {
-                out.push(&chunk);
+            Ok(Some((from, chunk))) => {
+                out.push_from(from, &chunk);
                 progress.on_data(chunk.len(), out);
                 if let Some(tx) = chunks {
                     let _ = tx.send(chunk);
@@ -350,21 +350,28 @@ async fn drain(
     }
 }
 
-fn spawn_readers(child: &mut Proc, tx: mpsc::Sender<Vec<u8>>) {
-    for pipe in child.take_outputs().into_iter().flatten() {
-        tokio::spawn(pump(pipe, tx.clone()));
+fn spawn_readers(child: &mut Proc, tx: mpsc::Sender<(Stream, Vec<u8>)>) {
+    let [stdout, stderr] = child.take_outputs();
+    for (from, pipe) in [(Stream::Stdout, stdout), (Stream::Stderr, stderr)] {
+        if let Some(pipe) = pipe {
+            tokio::spawn(pump(pipe, from, tx.clone()));
+        }
     }
 }
 
 /// Forwards what `reader` yields until EOF; once nobody receives any more, reads on and drops
 /// it (until the last writer closes the pipe, at the latest when the session kills its group).
-async fn pump<R: AsyncRead + Unpin>(mut reader: R, tx: mpsc::Sender<Vec<u8>>) {
+async fn pump<R: AsyncRead + Unpin>(
+    mut reader: R,
+    from: Stream,
+    tx: mpsc::Sender<(Stream, Vec<u8>)>,
+) {
     let mut buf = vec![0u8; READ_CHUNK];
     let mut forwarding = true;
     loop {
         match reader.read(&mut buf).await {
             Ok(0) | Err(_) => return,
-            Ok(n) if forwarding => forwarding = tx.send(buf[..n].to_vec()).await.is_ok(),
+            Ok(n) if forwarding => forwarding = tx.send((from, buf[..n].to_vec())).await.is_ok(),
             Ok(_) => {}
         }
     }
@@ -458,7 +465,9 @@ fn render(outcome: Outcome, out: &Output, timeout: Duration, note: Option<String
     } else {
         ToolOutput::ok(text)
     };
-    result.with_details(json!(details))
+    result
+        .with_details(json!(details))
+        .with_streams(out.streams())
 }
 
 /// Appends a blank line and `section`, dropping the output's own trailing newlines first.
@@ -541,6 +550,18 @@ mod tests {
         assert_eq!(out.text(), "a\u{fffd}b\n", "invalid UTF-8 is made safe");
         let out = run(&json!({}), &ctx(d.path(), AbortSignal::never(), None)).await;
         assert!(out.is_error && out.text().contains("`command`"));
+    }
+
+    /// Hooks read stdout and stderr apart (Claude's `tool_response`); the model reads them
+    /// merged. Before: only the merged text was kept.
+    #[tokio::test]
+    async fn stdout_and_stderr_are_kept_apart_for_hooks() {
+        let d = tempfile::tempdir().unwrap();
+        let out = sh(d.path(), "echo out; echo err 1>&2; echo more").await;
+        let streams = out.streams().unwrap();
+        assert_eq!(streams.stdout, "out\nmore\n");
+        assert_eq!(streams.stderr, "err\n");
+        assert!(out.text().contains("err"), "{}", out.text());
     }
 
     #[tokio::test]

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::text::{self, FullOutput, MAX_BYTES, MAX_LINES};
-use super::{ToolEnv, ToolOutput};
+use super::{Streams, ToolEnv, ToolOutput};
 
 /// At most one progress update per this interval...
 pub(super) const PROGRESS_INTERVAL: Duration = Duration::from_millis(100);
@@ -37,6 +37,15 @@ pub(super) struct Output {
     spill: Option<Spill>,
     spill_error: Option<String>,
     spill_cap: usize,
+    /// The tails of stdout and of stderr apart (each within `KEEP_BYTES`), for hooks.
+    apart: [Vec<u8>; 2],
+}
+
+/// Which of the command's pipes a chunk came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stream {
+    Stdout = 0,
+    Stderr = 1,
 }
 
 struct Spill {
@@ -57,7 +66,28 @@ impl Output {
             spill: None,
             spill_error: None,
             spill_cap: MAX_SPILL_BYTES,
+            apart: [Vec::new(), Vec::new()],
         }
+    }
+
+    /// Takes `chunk` from `stream`: into the merged output, and into that stream's own tail.
+    pub(super) fn push_from(&mut self, stream: Stream, chunk: &[u8]) {
+        self.push(chunk);
+        let own = &mut self.apart[stream as usize];
+        own.extend_from_slice(chunk);
+        if own.len() > KEEP_BYTES {
+            let cut = own.len() - KEEP_BYTES;
+            own.drain(..cut);
+        }
+    }
+
+    /// stdout and stderr apart: the last lines of each within the caps, as safe text.
+    pub(super) fn streams(&self) -> Streams {
+        let [stdout, stderr] = self
+            .apart
+            .each_ref()
+            .map(|b| text::cap_tail(&text::to_text(b), MAX_BYTES, MAX_LINES).text);
+        Streams { stdout, stderr }
     }
 
     fn total_lines(&self) -> usize {

@@ -45,9 +45,26 @@ pub struct ToolOutput {
     pub content: Vec<Content>,
     pub details: Option<Value>,
     pub is_error: bool,
-    /// `edit` and `write`: the file's text before the call (`None` for a new file), for the
-    /// `originalFile` of a `PostToolUse` hook's `tool_response`. Never saved, never sent.
-    pub before: Option<Arc<str>>,
+    /// What only a `PostToolUse` hook's `tool_response` reads. Never saved, never sent.
+    pub for_hooks: Option<Arc<ForHooks>>,
+}
+
+/// What a `PostToolUse` hook's `tool_response` reads beyond the content and the details.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ForHooks {
+    /// `edit`, `write` and `todo_write`: the file's (the list's) text before the call (`None`
+    /// for a new file), for `originalFile` and `oldTodos`.
+    pub before: Option<String>,
+    /// `bash`: what the command wrote on stdout and on stderr apart (the model reads them
+    /// merged), for `stdout` and `stderr`.
+    pub streams: Option<Streams>,
+}
+
+/// A command's stdout and stderr apart: the last lines of each within the output caps.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Streams {
+    pub stdout: String,
+    pub stderr: String,
 }
 
 impl ToolOutput {
@@ -56,7 +73,7 @@ impl ToolOutput {
             content: vec![Content::text(text)],
             details: None,
             is_error: false,
-            before: None,
+            for_hooks: None,
         }
     }
 
@@ -65,7 +82,7 @@ impl ToolOutput {
             content: vec![Content::text(text)],
             details: None,
             is_error: true,
-            before: None,
+            for_hooks: None,
         }
     }
 
@@ -76,8 +93,28 @@ impl ToolOutput {
 
     /// With the file's text before the call (see [`ToolOutput::before`]).
     pub fn with_before(mut self, before: Option<String>) -> Self {
-        self.before = before.map(Arc::from);
+        self.hooks_mut().before = before;
         self
+    }
+
+    /// With the command's stdout and stderr apart (see [`ForHooks::streams`]).
+    pub fn with_streams(mut self, streams: Streams) -> Self {
+        self.hooks_mut().streams = Some(streams);
+        self
+    }
+
+    /// The text before the call (see [`ForHooks::before`]).
+    pub fn before(&self) -> Option<&str> {
+        self.for_hooks.as_ref()?.before.as_deref()
+    }
+
+    /// stdout and stderr apart (see [`ForHooks::streams`]).
+    pub fn streams(&self) -> Option<&Streams> {
+        self.for_hooks.as_ref()?.streams.as_ref()
+    }
+
+    fn hooks_mut(&mut self) -> &mut ForHooks {
+        Arc::make_mut(self.for_hooks.get_or_insert_with(Default::default))
     }
 
     /// The text blocks joined (for summaries and tests).
