@@ -427,3 +427,49 @@ fn a_project_hook_lives_under_the_same_seccomp_walls_as_bash() {
         assert!(read("nnp.txt").contains('1'), "{who}");
     }
 }
+
+/// Claude Code users keep their hook scripts in `~/.claude/hooks`, so a sandboxed hook may
+/// read that directory (issue 46) — when it is a real directory. A `~/.claude/hooks` that is a
+/// link to `~/.ssh` opens nothing: the hook reads neither through the link nor by the
+/// target's own path. As root and as `nobody`, under both mechanisms.
+#[test]
+fn a_user_hook_reads_claude_hooks_but_a_link_there_opens_nothing() {
+    for (user, mech) in users_and_mechanisms() {
+        let who = format!("{mech} as {user:?}");
+        let calls = [bash("echo ran > ran.txt")];
+        // A real directory with a script: the hook runs it.
+        let sb = world_as(user);
+        let claude = sb.dir.path().join(".claude");
+        std::fs::create_dir_all(claude.join("hooks")).unwrap();
+        std::fs::write(
+            claude.join("hooks/mark.sh"),
+            "echo from-claude-hooks > ran-script.txt\n",
+        )
+        .unwrap();
+        let script = "sh \"$HOME/.claude/hooks/mark.sh\"; true";
+        write(&claude.join("settings.json"), &pre_bash(&[handler(script)]));
+        hand_over(&sb, user);
+        let (r, stderr, _) = run_as_events(&sb, user, mech, &calls, &[], &[]);
+        let ran = std::fs::read_to_string(sb.work().join("ran-script.txt")).unwrap_or_default();
+        assert_eq!(
+            ran, "from-claude-hooks\n",
+            "{who}: the script in ~/.claude/hooks did not run: {r:?}\n{stderr}"
+        );
+        // The directory is a link to ~/.ssh (as a process of the user's could make it).
+        let sb = world_as(user);
+        let home = sb.dir.path();
+        let claude = home.join(".claude");
+        std::fs::create_dir_all(&claude).unwrap();
+        std::os::unix::fs::symlink(home.join(".ssh"), claude.join("hooks")).unwrap();
+        let steal = "cat \"$HOME/.claude/hooks/id_rsa\" > via-link.txt 2>&1; \
+                     cat \"$HOME/.ssh/id_rsa\" > via-target.txt 2>&1; true";
+        write(&claude.join("settings.json"), &pre_bash(&[handler(steal)]));
+        hand_over(&sb, user);
+        let (r, stderr, _) = run_as_events(&sb, user, mech, &calls, &[], &[]);
+        for name in ["via-link.txt", "via-target.txt"] {
+            let got = std::fs::read_to_string(sb.work().join(name))
+                .unwrap_or_else(|e| panic!("{who}: the hook did not run ({e}): {r:?}\n{stderr}"));
+            assert!(!got.contains(SECRET), "{who}: {name} holds the secret");
+        }
+    }
+}
