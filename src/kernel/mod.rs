@@ -14,6 +14,7 @@ pub mod failure;
 pub(crate) mod field;
 pub mod fsx;
 pub mod hooks;
+pub mod jobs;
 pub mod message;
 pub mod op;
 pub mod output_schema;

@@ -136,8 +136,10 @@ pub fn zygote(args: &[String]) -> Exit {
     }
 }
 
-/// `keel __sandbox-reaper [--address-space BYTES]`, started by the zygote with its control
-/// socket as stdin: runs one call at a time until the zygote closes it (exit 0) or goes.
+/// `keel __sandbox-reaper [--address-space BYTES]`, started by the zygote (or by keel for a job
+/// outside the sandbox) with its control socket as stdin: runs one call at a time until the
+/// zygote closes it (exit 0) or goes. `args[0]`: keel itself, which a job's terminal command
+/// runs through (`__sandbox-tty`).
 pub fn reaper(args: &[String]) -> Exit {
     use std::os::fd::AsFd;
     let mut out = Output::stdio(ColorChoice::Never);
@@ -145,7 +147,8 @@ pub fn reaper(args: &[String]) -> Exit {
         .map_err(std::io::Error::other)
         .and_then(|bytes| {
             let control = std::io::stdin().as_fd().try_clone_to_owned()?;
-            crate::kernel::sandbox::zygote::reaper::reap(control, bytes)
+            let exe = PathBuf::from(args.first().map(String::as_str).unwrap_or_default());
+            crate::kernel::sandbox::zygote::reaper::reap(control, bytes, &exe)
         });
     match ran {
         Ok(()) => Exit::Success,
@@ -154,6 +157,20 @@ pub fn reaper(args: &[String]) -> Exit {
             Exit::Internal
         }
     }
+}
+
+/// `keel __sandbox-tty PROGRAM [ARGS…]`, started by a reaper for a job on a terminal (its
+/// stdin): becomes the leader of a new session with that terminal as its controlling one, then
+/// execs PROGRAM (exit 70 with the reason on stderr when it could not). `None` for any other
+/// command line. Reads the raw `argv`: what it runs need not be UTF-8.
+pub fn tty_helper(args: impl Iterator<Item = OsString>) -> Option<Exit> {
+    let mut args = args.skip(1).peekable();
+    if args.peek().map(|a| a != crate::kernel::jobs::TTY_COMMAND)? {
+        return None;
+    }
+    let e = crate::kernel::jobs::pty::exec_on_terminal(args.skip(1).collect());
+    Output::stdio(ColorChoice::Never).err(&format!("Error: keel sandbox tty: {e}\n"));
+    Some(Exit::Internal)
 }
 
 /// `keel __sandbox-cgroup PROCS… -- PROGRAM [ARGS…]`: starts the sandbox in the session's

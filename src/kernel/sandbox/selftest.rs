@@ -154,6 +154,8 @@ impl Trial<'_> {
             cwd: self.cwd.to_path_buf(),
             env: vec![("PATH".into(), path)],
             lifetime: Default::default(),
+            stdio: None,
+            tty: false,
         };
         let mut p = self.sandbox.spawn(run, self.tmp).await.ok()?;
         let mut out = Vec::new();

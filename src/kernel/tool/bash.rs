@@ -400,7 +400,7 @@ pub fn env_file_inside(sandbox: Option<&Sandbox>, host: &Path) -> PathBuf {
 
 /// `command`, run after the session's env file when a `SessionStart` hook wrote one (as
 /// Claude Code sources it before each Bash command); as is otherwise.
-fn sourcing_env_file(command: &str, ctx: &ToolContext) -> String {
+pub(crate) fn sourcing_env_file(command: &str, ctx: &ToolContext) -> String {
     let host = env_file(&ctx.env, &ctx.temp_dir);
     let written = std::fs::metadata(&host).is_ok_and(|m| m.is_file() && m.len() > 0);
     if !written {

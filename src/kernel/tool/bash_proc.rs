@@ -50,6 +50,8 @@ pub(super) async fn start(command: &str, ctx: &ToolContext) -> Result<Proc, Stri
         cwd: ctx.cwd.clone(),
         env: ctx.env.resolved(),
         lifetime: Lifetime::Call,
+        stdio: None,
+        tty: false,
     };
     match sandbox.spawn(run, &tmp).await {
         Ok(p) => {
@@ -98,7 +100,7 @@ pub fn private_tmp(env: &ToolEnv, temp_dir: &Path) -> Result<PathBuf, String> {
 }
 
 /// The shell sandboxed commands run in: bash where it is, else `sh`.
-fn shell() -> &'static str {
+pub(crate) fn shell() -> &'static str {
     ["/usr/bin/bash", "/bin/bash"]
         .into_iter()
         .find(|p| Path::new(p).is_file())

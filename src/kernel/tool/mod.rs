@@ -5,7 +5,7 @@
 pub(crate) mod args;
 pub mod bash;
 mod bash_output;
-mod bash_proc;
+pub(crate) mod bash_proc;
 mod credentials;
 pub mod details;
 mod edit;

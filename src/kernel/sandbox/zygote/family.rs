@@ -31,6 +31,24 @@ pub fn end_descendants(spared: &dyn Fn(i32) -> bool) {
     }
 }
 
+/// Sends `signal` to every descendant of this process (children, theirs, and so on: a
+/// subreaper's descendants are all that its calls started and left), without reaping any:
+/// what ends is reaped as a child that changed state. A process forked while the tree is
+/// walked may be missed; a KILL that follows ends it with the rest.
+pub fn signal_descendants(signal: Signal) {
+    let mut seen = std::collections::BTreeSet::new();
+    let mut next = children_of(std::process::id());
+    while let Some(pid) = next.pop() {
+        if !seen.insert(pid) {
+            continue;
+        }
+        let _ = kill(Pid::from_raw(pid), signal);
+        if let Ok(pid) = u32::try_from(pid) {
+            next.extend(children_of(pid));
+        }
+    }
+}
+
 /// The children of `parent`: from `/proc/<parent>/task/*/children` where the kernel has it,
 /// else from every `/proc/*/stat`.
 pub fn children_of(parent: u32) -> Vec<i32> {

@@ -10,6 +10,7 @@
 //! tied to it) and the [`Process`] handle of one call. It never decides the policy.
 
 pub mod family;
+pub mod local;
 pub mod proto;
 pub mod reaper;
 pub mod serve;
@@ -303,6 +304,11 @@ pub struct Run {
     pub env: Vec<(OsString, OsString)>,
     /// What happens to what it leaves running when its main process exits.
     pub lifetime: Lifetime,
+    /// Its stdout and stderr (and, with `tty`, stdin) instead of two fresh pipes: a job's one
+    /// pipe, or its PTY's slave. The [`Process`] then has no pipes to read.
+    pub stdio: Option<Arc<OwnedFd>>,
+    /// `stdio` is a terminal: the command gets it as its controlling one.
+    pub tty: bool,
 }
 
 /// A command running in the zygote: its output pipes, its wait status, a way to kill its
@@ -313,10 +319,18 @@ pub struct Process {
     /// Its process group as keel can signal it: under Landlock (no PID namespace) the host's;
     /// `None` under bubblewrap, where only the zygote can.
     pub host_pgid: Option<i32>,
+    /// Its pid as its reaper sees it (the host's when `host_pgid` is set).
+    pub pid: i32,
     writer: OwnedWriteHalf,
     exit: oneshot::Receiver<Option<i32>>,
     done: Option<Option<i32>>,
-    _zygote: Arc<Zygote>,
+    _keep: Keep,
+}
+
+/// What a call keeps alive while it runs: the session's zygote, or a reaper of its own.
+enum Keep {
+    Zygote(#[allow(dead_code)] Arc<Zygote>),
+    Local(#[allow(dead_code)] local::Reaper),
 }
 
 impl Process {
@@ -342,6 +356,24 @@ impl Process {
         if let (Err(_), Some(pg)) = (sent, self.host_pgid) {
             let _ = killpg(Pid::from_raw(pg), Signal::SIGKILL);
         }
+    }
+
+    /// Sends `signal` to the command's group and everything else it started (through its
+    /// reaper; to the group directly when the reaper is gone and the group is visible here).
+    pub async fn signal(&mut self, signal: Signal) {
+        let line = proto::line(&Request::Signal {
+            signal: signal as i32,
+        });
+        if let (Err(_), Some(pg)) = (self.writer.write_all(&line).await, self.host_pgid) {
+            let _ = killpg(Pid::from_raw(pg), signal);
+        }
+    }
+
+    /// A second handle on the call's socket: shutting it down (from anywhere, synchronously)
+    /// ends the call as dropping this `Process` does (its reaper kills what it started).
+    pub fn hangup(&self) -> std::io::Result<OwnedFd> {
+        let stream: &tokio::net::UnixStream = self.writer.as_ref();
+        stream.as_fd().try_clone_to_owned()
     }
 }
 
@@ -474,19 +506,43 @@ struct Untaken;
 
 /// Hands `run` to `z` and waits until it started.
 async fn start_in(z: &Arc<Zygote>, run: &Run) -> Result<Started, Untaken> {
+    let keep = Keep::Zygote(z.clone());
+    call(z.control.as_fd(), run, z.own_pids, keep, || z.why()).await
+}
+
+/// Hands `run` to whoever reads `control` (a zygote, or a reaper), waits until it started:
+/// the process, holding `keep`. `own_pids`: its pids mean nothing here; `why`: why it ended
+/// before it said whether the command started.
+async fn call(
+    control: std::os::fd::BorrowedFd<'_>,
+    run: &Run,
+    own_pids: bool,
+    keep: Keep,
+    why: impl Fn() -> String,
+) -> Result<Started, Untaken> {
     let io = |e: std::io::Error| Ok(Started::Failed(e));
     let (ours, theirs) = match std::os::unix::net::UnixStream::pair() {
         Ok(p) => p,
         Err(e) => return io(e),
     };
-    let ((out_r, out_w), (err_r, err_w)) = match (std::io::pipe(), std::io::pipe()) {
-        (Ok(o), Ok(e)) => (o, e),
-        (Err(e), _) | (_, Err(e)) => return io(e),
+    let (pipes, sent) = match &run.stdio {
+        Some(fd) => (
+            None,
+            proto::send_call(control, proto::borrow3(&theirs, &**fd, &**fd)),
+        ),
+        None => {
+            let ((out_r, out_w), (err_r, err_w)) = match (std::io::pipe(), std::io::pipe()) {
+                (Ok(o), Ok(e)) => (o, e),
+                (Err(e), _) | (_, Err(e)) => return io(e),
+            };
+            let sent = proto::send_call(control, proto::borrow3(&theirs, &out_w, &err_w));
+            (Some((out_r, err_r)), sent)
+        }
     };
-    if proto::send_call(z.control.as_fd(), proto::borrow3(&theirs, &out_w, &err_w)).is_err() {
+    if sent.is_err() {
         return Err(Untaken);
     }
-    drop((theirs, out_w, err_w));
+    drop(theirs);
     let stream = match ours
         .set_nonblocking(true)
         .and_then(|()| tokio::net::UnixStream::from_std(ours))
@@ -504,6 +560,7 @@ async fn start_in(z: &Arc<Zygote>, run: &Run) -> Result<Started, Untaken> {
             .map(|(k, v)| (OsBytes::of(k), OsBytes::of(v)))
             .collect(),
         lifetime: run.lifetime,
+        tty: run.tty,
     };
     if writer.write_all(&proto::line(&request)).await.is_err() {
         return Err(Untaken);
@@ -524,20 +581,25 @@ async fn start_in(z: &Arc<Zygote>, run: &Run) -> Result<Started, Untaken> {
             return io(std::io::Error::new(kind, error));
         }
         Some(other) => return io(unexpected(&other)),
-        None => return io(std::io::Error::other(z.why())),
+        None => return io(std::io::Error::other(why())),
     };
-    let host_pgid = Some(pid).filter(|_| !z.own_pids);
+    let host_pgid = Some(pid).filter(|_| !own_pids);
     let (tx, exit) = oneshot::channel();
     tokio::spawn(watch(lines, tx, host_pgid));
     let pipe = |r: std::io::PipeReader| pipe::Receiver::from_owned_fd(OwnedFd::from(r)).ok();
+    let (stdout, stderr) = match pipes {
+        Some((out, err)) => (pipe(out), pipe(err)),
+        None => (None, None),
+    };
     Ok(Started::Running(Process {
-        stdout: pipe(out_r),
-        stderr: pipe(err_r),
+        stdout,
+        stderr,
         host_pgid,
+        pid,
         writer,
         exit,
         done: None,
-        _zygote: z.clone(),
+        _keep: keep,
     }))
 }
 

@@ -62,10 +62,18 @@ pub enum Request {
         /// What happens to the processes the command leaves when its main process exits.
         #[serde(default)]
         lifetime: Lifetime,
+        /// The call's stdout is a terminal (a job's PTY slave): it is the command's stdin too,
+        /// and the command runs in a session of its own with it as its controlling terminal.
+        /// Older lines (none) run on pipes.
+        #[serde(default)]
+        tty: bool,
     },
     /// SIGKILL the command's process group (abort, timeout); the rest of what it started
     /// ends as its main process does.
     Kill,
+    /// Sends `signal` to the command's process group and to every other process the call
+    /// started (in the group or not: `setsid`, a double fork): a job's TERM, then KILL.
+    Signal { signal: i32 },
 }
 
 /// What happens to what a call started once its main process exited. The seam of background
@@ -232,6 +240,7 @@ mod tests {
             cwd: OsBytes::of(&raw),
             env: vec![],
             lifetime: Lifetime::Call,
+            tty: true,
         };
         let l = line(&req);
         assert!(l.ends_with(b"\n"));
@@ -245,9 +254,12 @@ mod tests {
         assert_eq!(s, "{\"type\":\"started\",\"pid\":7}\n");
         // A request without a lifetime (an older keel) ends with its call.
         let old = r#"{"type":"run","argv":["true"],"cwd":"/","env":[]}"#;
-        let Request::Run { lifetime, .. } = serde_json::from_str(old).unwrap() else {
+        let Request::Run { lifetime, tty, .. } = serde_json::from_str(old).unwrap() else {
             panic!()
         };
         assert_eq!(lifetime, Lifetime::Call);
+        assert!(!tty, "an older line runs on pipes");
+        let signal = line(&Request::Signal { signal: 15 });
+        assert_eq!(signal, b"{\"type\":\"signal\",\"signal\":15}\n");
     }
 }

@@ -7,6 +7,11 @@
 //! pid, SIGKILLs its group on `Kill` (and when keel drops the call), and once its main process
 //! exited kills everything else the call started, in its group or not (`setsid`, a double
 //! fork), before it reports the wait status; then it tells the zygote it is ready for another.
+//! A job's call (`tty`) runs the command on the PTY slave it was handed, as stdin too, in a
+//! session of its own with that terminal as its controlling one (through `keel
+//! __sandbox-tty`: without `unsafe`, no `pre_exec` can do it here); a `Signal` goes to the
+//! command's group and to everything else the call started. Keel runs it outside any sandbox
+//! too, for a job on an unsandboxed session: the same catch of `setsid` and double forks.
 //! Owns only that loop: the sandbox's walls and the limits were set before it runs, the
 //! memory one (`RLIMIT_AS`) by itself first thing.
 
@@ -14,6 +19,7 @@ use std::ffi::OsString;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::net::UnixStream as StdStream;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 
 use nix::sys::signal::{killpg, Signal};
@@ -41,8 +47,9 @@ enum Ended {
 }
 
 /// Serves calls from `control` (its stdin) until the zygote closes it or goes. With
-/// `address_space`, `RLIMIT_AS` is set on itself first, so on every command it starts.
-pub fn reap(control: OwnedFd, address_space: Option<u64>) -> std::io::Result<()> {
+/// `address_space`, `RLIMIT_AS` is set on itself first, so on every command it starts. `exe`:
+/// keel as this process was started (it runs a `tty` call's command through it).
+pub fn reap(control: OwnedFd, address_space: Option<u64>, exe: &Path) -> std::io::Result<()> {
     if let Some(bytes) = address_space {
         crate::kernel::sandbox::limits::limit_address_space(bytes)?;
     }
@@ -64,7 +71,8 @@ pub fn reap(control: OwnedFd, address_space: Option<u64>) -> std::io::Result<()>
     }
     let own: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     while let Some([call, out, err]) = proto::recv_call(control.as_fd())? {
-        match runtime.block_on(one_call(call, out, err, &own, &mut signals)) {
+        let with = Call { exe, own: &own };
+        match runtime.block_on(one_call((call, with), [out, err], &mut signals)) {
             Ended::Call => proto::send_ready(control.as_fd())?,
             Ended::Terminated => return Ok(()),
         }
@@ -72,16 +80,23 @@ pub fn reap(control: OwnedFd, address_space: Option<u64>) -> std::io::Result<()>
     Ok(())
 }
 
-/// One call: read the request, start it, report, serve kills until its main process exits,
-/// end the rest, report its status.
+/// What every call's command is started with besides its request.
+#[derive(Clone, Copy)]
+struct Call<'a> {
+    /// keel itself (`__sandbox-tty`).
+    exe: &'a Path,
+    /// This process's environment, on top of the request's.
+    own: &'a [(OsString, OsString)],
+}
+
+/// One call: read the request, start it, report, serve kills and signals until its main
+/// process exits, end the rest, report its status.
 async fn one_call(
-    call: OwnedFd,
-    out: OwnedFd,
-    err: OwnedFd,
-    own: &[(OsString, OsString)],
+    (socket, call): (OwnedFd, Call<'_>),
+    [out, err]: [OwnedFd; 2],
     signals: &mut Signals,
 ) -> Ended {
-    let stream = StdStream::from(call);
+    let stream = StdStream::from(socket);
     let Ok(stream) = stream
         .set_nonblocking(true)
         .and_then(|()| tokio::net::UnixStream::from_std(stream))
@@ -99,6 +114,7 @@ async fn one_call(
         cwd,
         env,
         lifetime,
+        tty,
     }) = request
     else {
         return Ended::Call;
@@ -106,7 +122,7 @@ async fn one_call(
     if !reply(&mut writer, &Reply::Accepted).await {
         return Ended::Call;
     }
-    let pid = match start(argv, cwd, env, own, out, err) {
+    let pid = match start((argv, cwd, env, tty), call, out, err) {
         Ok(pid) => pid,
         Err(e) => {
             let not_found = e.kind() == std::io::ErrorKind::NotFound;
@@ -120,11 +136,11 @@ async fn one_call(
     let status = loop {
         tokio::select! {
             line = lines.next_line(), if listening => match line {
-                Ok(Some(line)) => {
-                    if let Ok(Request::Kill) = serde_json::from_str::<Request>(&line) {
-                        kill_group(pid);
-                    }
-                }
+                Ok(Some(line)) => match serde_json::from_str::<Request>(&line) {
+                    Ok(Request::Kill) => kill_group(pid),
+                    Ok(Request::Signal { signal }) => signal_all(pid, signal),
+                    _ => {}
+                },
                 // keel dropped the call: it ends as a dropped child does.
                 _ => {
                     listening = false;
@@ -153,12 +169,15 @@ async fn one_call(
     Ended::Call
 }
 
-/// Starts the command as the request says; its pid (and process group).
+/// What a `Run` request asks for: argv, cwd, environment, on a terminal.
+type Asked = (Vec<OsBytes>, OsBytes, Vec<(OsBytes, OsBytes)>, bool);
+
+/// Starts the command as the request says; its pid (and process group). On a terminal (`tty`:
+/// `out` is a PTY slave) it runs through `keel __sandbox-tty`, which makes it the leader of a
+/// session (and so of a group) of its own whose controlling terminal `out` is, then execs it.
 fn start(
-    argv: Vec<OsBytes>,
-    cwd: OsBytes,
-    env: Vec<(OsBytes, OsBytes)>,
-    own: &[(OsString, OsString)],
+    (argv, cwd, env, tty): Asked,
+    call: Call<'_>,
     out: OwnedFd,
     err: OwnedFd,
 ) -> std::io::Result<i32> {
@@ -166,16 +185,30 @@ fn start(
     let program = argv
         .next()
         .ok_or_else(|| std::io::Error::other("no command to run"))?;
-    let mut cmd = Command::new(program);
+    let mut cmd = match tty {
+        true => {
+            let mut cmd = Command::new(call.exe);
+            cmd.arg(crate::kernel::jobs::TTY_COMMAND).arg(program);
+            cmd
+        }
+        false => Command::new(program),
+    };
+    let stdin = match tty {
+        true => Stdio::from(out.try_clone()?),
+        false => Stdio::null(),
+    };
     cmd.args(argv)
         .current_dir(cwd.into_os())
         .env_clear()
         .envs(env.into_iter().map(|(k, v)| (k.into_os(), v.into_os())))
-        .envs(own.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
+        .envs(call.own.iter().map(|(k, v)| (k, v)))
+        .stdin(stdin)
         .stdout(Stdio::from(out))
-        .stderr(Stdio::from(err))
-        .process_group(0);
+        .stderr(Stdio::from(err));
+    // A group leader cannot start a session: on a terminal the helper's `setsid` makes both.
+    if !tty {
+        cmd.process_group(0);
+    }
     let child = cmd.spawn()?;
     // The command holds the pipes now; this process must not keep them open. The child is
     // reaped below, by pid (with whatever else comes to this process).
@@ -199,6 +232,16 @@ fn reaped(main: i32) -> Option<i32> {
 
 fn kill_group(pid: i32) {
     let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+}
+
+/// `signal` to the command's group and every process below this one (what the call started:
+/// nothing else runs below a reaper during its call). An unknown number is not sent.
+fn signal_all(pid: i32, signal: i32) {
+    let Ok(signal) = Signal::try_from(signal) else {
+        return;
+    };
+    let _ = killpg(Pid::from_raw(pid), signal);
+    family::signal_descendants(signal);
 }
 
 async fn reply(w: &mut OwnedWriteHalf, r: &Reply) -> bool {
