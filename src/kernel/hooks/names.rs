@@ -76,10 +76,25 @@ const ALIASES: &[Alias] = &[
         claude: "Agent",
         args: &[],
     },
+    // Background jobs (`bash` with `run_in_background` is `Bash`).
+    Alias {
+        keel: "bash_output",
+        claude: "TaskOutput",
+        args: &[("id", "task_id")],
+    },
+    Alias {
+        keel: "bash_kill",
+        claude: "TaskStop",
+        args: &[("id", "task_id")],
+    },
 ];
 
 /// Claude's former names of its tools, still matched (`Task` is `Agent`'s).
-const FORMER: &[(&str, &str)] = &[("task", "Task")];
+const FORMER: &[(&str, &str)] = &[
+    ("task", "Task"),
+    ("bash_output", "BashOutput"),
+    ("bash_kill", "KillShell"),
+];
 
 /// The names a hook's matcher is tried against for the keel tool `keel`: Claude's, keel's,
 /// and a name Claude's tool had before (hooks written for it still match).
@@ -174,6 +189,14 @@ mod tests {
         assert_eq!(claude_name("todo_write"), "TodoWrite");
         assert_eq!(matched("task"), ["Agent", "task", "Task"]);
         assert_eq!(matched("bash"), ["Bash", "bash"]);
+        assert_eq!(
+            matched("bash_output"),
+            ["TaskOutput", "bash_output", "BashOutput"]
+        );
+        assert_eq!(matched("bash_kill"), ["TaskStop", "bash_kill", "KillShell"]);
+        let input = claude_input("bash_kill", &json!({"id": "3"}), Path::new("/w"));
+        assert_eq!(input, json!({"task_id": "3"}));
+        assert_eq!(keel_input("bash_kill", &input), json!({"id": "3"}));
     }
 
     #[test]

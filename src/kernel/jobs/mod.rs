@@ -248,6 +248,11 @@ impl Jobs {
         Ok(info)
     }
 
+    /// Where job `id`'s log is (all it wrote, up to the log's cap).
+    pub fn log_path(&self, id: JobId) -> PathBuf {
+        self.0.dir.join("jobs").join(format!("{id}.log"))
+    }
+
     /// Every job of the session, running or ended, by id.
     pub fn list(&self) -> Vec<JobInfo> {
         let jobs: Vec<Arc<Job>> = lock(&self.0.table).jobs.values().cloned().collect();

@@ -47,6 +47,7 @@ pub(super) fn spec() -> ToolSpec {
             "properties": {
                 "command": {"type": "string", "description": "Bash command to execute"},
                 "timeout": {"type": "integer", "minimum": 1, "description": "Timeout in seconds"},
+                "run_in_background": {"type": "boolean", "description": "Run the command as a background job and return at once with its id (for servers, watchers, long builds); read its output with bash_output, stop it with bash_kill"},
                 "escalate": {"type": "boolean", "description": "Run this command outside the sandbox (only after the user approves; give a justification). Use only when the sandbox stopped a command that must run"},
                 "justification": {"type": "string", "description": "With escalate: why the command must run outside the sandbox (shown to the user)"}
             },
@@ -90,6 +91,7 @@ enum Outcome {
 struct BashArgs {
     command: Field<String>,
     timeout: Field<u64>,
+    run_in_background: Field<bool>,
 }
 
 pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
@@ -99,6 +101,11 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
         Err(e) => return e,
     };
     let command = command.as_str();
+    match args.run_in_background.optional("run_in_background") {
+        Ok(Some(true)) => return super::background::start(command, ctx).await,
+        Ok(_) => {}
+        Err(e) => return e,
+    }
     let timeout = match args.timeout.optional("timeout") {
         Ok(Some(0)) => return ToolOutput::error("invalid arguments: `timeout` must be at least 1"),
         Ok(Some(secs)) => Duration::from_secs(secs),

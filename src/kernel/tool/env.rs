@@ -14,6 +14,7 @@ use nix::errno::Errno;
 use nix::sys::signal::{kill, killpg, Signal};
 use nix::unistd::Pid;
 
+use crate::kernel::jobs::{JobId, JobLimits, Jobs};
 use crate::kernel::provider::model::Registry;
 
 /// The environment and leftovers of tool processes (`bash`, the user's `!cmd`). Clones share
@@ -209,6 +210,35 @@ impl ToolEnv {
         Ok(path)
     }
 
+    /// The session's job table, made on first use in the session's kept output directory
+    /// (it outlives a crash there, so the next start ends what the crash left), else in its
+    /// spill directory under `root`.
+    pub fn jobs(&self, root: &Path) -> std::io::Result<Jobs> {
+        let mut jobs = lock(&self.leftovers.jobs);
+        if let Some(j) = jobs.as_ref() {
+            return Ok(j.clone());
+        }
+        let dir = self.output_dir(root)?;
+        let made = Jobs::new(dir, JobLimits::default());
+        *jobs = Some(made.clone());
+        Ok(made)
+    }
+
+    /// The session's job table, if a job was ever started.
+    pub fn started_jobs(&self) -> Option<Jobs> {
+        lock(&self.leftovers.jobs).clone()
+    }
+
+    /// Where the model read job `id`'s output up to (0: nothing yet).
+    pub(crate) fn read_to(&self, id: JobId) -> u64 {
+        lock(&self.leftovers.read_to).get(&id).copied().unwrap_or(0)
+    }
+
+    /// The model read job `id`'s output up to `next`.
+    pub(crate) fn set_read_to(&self, id: JobId, next: u64) {
+        lock(&self.leftovers.read_to).insert(id, next);
+    }
+
     /// Remembers a tool process group: whatever of it still runs when the session ends is
     /// killed then. Groups that are already gone are forgotten here.
     pub(crate) fn adopt_group(&self, pgid: i32) {
@@ -233,6 +263,10 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What tool processes leave behind, shared by every clone of a [`ToolEnv`].
 #[derive(Debug, Default)]
 struct Leftovers {
+    /// The session's background jobs, once one was started (they end with it).
+    jobs: Mutex<Option<Jobs>>,
+    /// Where the model last read each job's output up to (`bash_output`, `write_stdin`).
+    read_to: Mutex<std::collections::HashMap<JobId, u64>>,
     spill: Mutex<Option<Spill>>,
     /// Kept output directories created here: removed at the end when still empty.
     kept: Mutex<Vec<PathBuf>>,

@@ -3,6 +3,7 @@
 //! a tool never prints and never reads the process environment except what it is handed.
 
 pub(crate) mod args;
+pub mod background;
 pub mod bash;
 mod bash_output;
 pub(crate) mod bash_proc;
@@ -188,6 +189,16 @@ pub const ALL: &[&str] = &[
     "todo_write",
 ];
 
+/// The background-job tools offered with `bash` (Claude Code's shapes).
+pub const JOB_TOOLS: &[&str] = &["bash_output", "bash_kill"];
+
+/// Whether `name` is offered to a session whose enabled tools are `enabled` (the job tools
+/// come with `bash`).
+pub fn enabled(name: &str, enabled: &[String]) -> bool {
+    let on = |t: &str| enabled.iter().any(|e| e == t);
+    on(name) || (JOB_TOOLS.contains(&name) && on("bash"))
+}
+
 /// Tools the turn loop runs itself, on the session's state rather than the workspace.
 pub const SESSION_TOOLS: &[&str] = &["todo_write", "exit_plan_mode"];
 
@@ -207,6 +218,8 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
         "find" => Some(find::spec()),
         "ls" => Some(ls::spec()),
         "todo_write" => Some(todo::spec()),
+        "bash_output" => Some(background::output_spec()),
+        "bash_kill" => Some(background::kill_spec()),
         "exit_plan_mode" => Some(plan::spec()),
         _ => None,
     }
@@ -222,6 +235,8 @@ pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput 
         "grep" => grep::run(args, ctx).await,
         "find" => find::run(args, ctx).await,
         "ls" => ls::run(args, ctx).await,
+        "bash_output" => background::output(args, ctx).await,
+        "bash_kill" => background::kill(args, ctx).await,
         other => ToolOutput::error(format!("unknown tool: {other}")),
     }
 }

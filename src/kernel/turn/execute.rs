@@ -49,7 +49,7 @@ pub(super) async fn execute(
         if let Some(out) = super::session_tools::run(inner, id, name, args, abort).await {
             return out;
         }
-        if inner.config.tools.iter().any(|t| t == name) && tool::spec(name).is_some() {
+        if tool::enabled(name, &inner.config.tools) && tool::spec(name).is_some() {
             return tool::execute(name, args, &ctx).await;
         }
         let source = inner

@@ -20,7 +20,7 @@ pub(super) const EXIT_PLAN: &str = "exit_plan_mode";
 pub(super) fn offered(inner: &Inner, name: &str) -> bool {
     match name {
         EXIT_PLAN => inner.lock().permission == Permission::Plan,
-        _ => inner.config.tools.iter().any(|t| t == name),
+        _ => crate::kernel::tool::enabled(name, &inner.config.tools),
     }
 }
 

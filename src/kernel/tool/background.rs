@@ -1,0 +1,259 @@
+//! The model's tools over the session's background jobs (DESIGN §19), in Claude Code's
+//! shapes: `bash` with `run_in_background: true` starts one ([`start`]), `bash_output` reads
+//! what it wrote since the model last looked (or from a byte offset), `bash_kill` ends its
+//! whole tree. Hooks see them as Claude's `Bash`, `TaskOutput` and `TaskStop`. The table
+//! itself is [`crate::kernel::jobs`], one per session (held by [`super::ToolEnv`]); this
+//! module only turns its answers into what the model reads, and the notice of the jobs that
+//! ended ([`ended_notice`]).
+
+use std::borrow::Cow;
+use std::time::{Duration, Instant};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::args::Field;
+use super::text::{self, MAX_BYTES, MAX_LINES};
+use super::{ToolContext, ToolOutput, ToolSpec};
+use crate::kernel::jobs::{JobError, JobId, JobInfo, JobState, Jobs, StartJob};
+
+/// The longest a `bash_output` call waits for output (`wait`).
+pub const MAX_WAIT: Duration = Duration::from_secs(300);
+/// How many of a job's last lines an ended job's notice quotes.
+const NOTICE_LINES: usize = 20;
+/// ... within this many bytes.
+const NOTICE_BYTES: usize = 2048;
+
+pub(super) fn output_spec() -> ToolSpec {
+    ToolSpec {
+        name: Cow::Borrowed("bash_output"),
+        description: Cow::Borrowed(
+            "Read the output of a background job started with bash's run_in_background: what it \
+             wrote since you last read it (or from byte `since`), and whether it is still \
+             running or how it ended. With `wait`, waits up to that many seconds for new output \
+             or the job's end first.",
+        ),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "description": "The job's id"},
+                "since": {"type": "integer", "minimum": 0, "description": "Read from this byte of its output (default: where you last stopped)"},
+                "wait": {"type": "integer", "minimum": 0, "maximum": MAX_WAIT.as_secs(), "description": "Seconds to wait for new output or the job's end"}
+            },
+            "required": ["id"]
+        }),
+    }
+}
+
+pub(super) fn kill_spec() -> ToolSpec {
+    ToolSpec {
+        name: Cow::Borrowed("bash_kill"),
+        description: Cow::Borrowed(
+            "Stop a background job and everything it started (TERM, then KILL after a grace \
+             period).",
+        ),
+        parameters: json!({
+            "type": "object",
+            "properties": {"id": {"type": "string", "description": "The job's id"}},
+            "required": ["id"]
+        }),
+    }
+}
+
+/// The session's job table, or the error the model reads.
+pub(crate) fn table(ctx: &ToolContext) -> Result<Jobs, ToolOutput> {
+    ctx.env
+        .jobs(&ctx.temp_dir)
+        .map_err(|e| ToolOutput::error(format!("Failed to prepare background jobs: {e}")))
+}
+
+/// `bash` with `run_in_background: true`: starts `command` as a job and returns at once.
+pub(super) async fn start(command: &str, ctx: &ToolContext) -> ToolOutput {
+    let jobs = match table(ctx) {
+        Ok(j) => j,
+        Err(e) => return e,
+    };
+    let req = StartJob {
+        command: command.to_string(),
+        cwd: ctx.cwd.clone(),
+        tty: false,
+        size: None,
+    };
+    match jobs.start(req, ctx).await {
+        Ok(info) => ToolOutput::ok(format!(
+            "Command running in background with ID: {id}. Read its output with bash_output \
+             (id \"{id}\"), stop it with bash_kill. You will be told when it ends.",
+            id = info.id
+        ))
+        .with_details(json!({"job": info})),
+        Err(e) => ToolOutput::error(e.to_string()),
+    }
+}
+
+/// A job id as the model sends it: `"3"`, `3`, or Claude's `"bash_3"`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct IdArgs {
+    id: Option<Value>,
+    /// Claude's names for it (`TaskOutput`/`TaskStop`'s `task_id`, `BashOutput`'s `bash_id`).
+    task_id: Option<Value>,
+    bash_id: Option<Value>,
+    shell_id: Option<Value>,
+}
+
+fn job_id(args: &Value) -> Result<JobId, ToolOutput> {
+    let a: IdArgs = serde_json::from_value(args.clone()).unwrap_or_default();
+    let Some(v) = a.id.or(a.task_id).or(a.bash_id).or(a.shell_id) else {
+        return Err(ToolOutput::error(
+            "invalid arguments: missing required field `id`",
+        ));
+    };
+    let parsed = match &v {
+        Value::Number(n) => n.as_u64().and_then(|n| u32::try_from(n).ok()),
+        Value::String(s) => s
+            .trim()
+            .trim_start_matches(|c: char| !c.is_ascii_digit())
+            .parse()
+            .ok(),
+        _ => None,
+    };
+    parsed
+        .map(JobId)
+        .ok_or_else(|| ToolOutput::error(format!("invalid arguments: `id` {v} is not a job id")))
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct OutputArgs {
+    since: Field<u64>,
+    wait: Field<u64>,
+}
+
+/// `bash_output`.
+pub(super) async fn output(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let id = match job_id(args) {
+        Ok(id) => id,
+        Err(e) => return e,
+    };
+    let a: OutputArgs = super::args::read(args);
+    let (since, wait) = match (a.since.optional("since"), a.wait.optional("wait")) {
+        (Ok(s), Ok(w)) => (s, w),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let Some(jobs) = ctx.env.started_jobs() else {
+        return ToolOutput::error(JobError::Unknown(id).to_string());
+    };
+    let since = since.unwrap_or_else(|| ctx.env.read_to(id));
+    if let Some(secs) = wait.filter(|s| *s > 0) {
+        let until = Instant::now() + Duration::from_secs(secs).min(MAX_WAIT);
+        tokio::select! {
+            biased;
+            _ = ctx.abort.aborted() => return ToolOutput::error("Aborted while waiting for the job"),
+            waited = jobs.wait(id, since, until) => if let Err(e) = waited {
+                return ToolOutput::error(e.to_string());
+            },
+        }
+    }
+    read_out(&jobs, id, since, ctx)
+}
+
+/// What job `id` wrote from `since` on, and where it is, as the model reads it.
+fn read_out(jobs: &Jobs, id: JobId, since: u64, ctx: &ToolContext) -> ToolOutput {
+    let (info, chunk) = match jobs
+        .info(id)
+        .and_then(|i| Ok((i, jobs.read(id, since, usize::MAX)?)))
+    {
+        Ok(r) => r,
+        Err(e) => return ToolOutput::error(e.to_string()),
+    };
+    ctx.env.set_read_to(id, chunk.next);
+    let mut text = status_line(&info);
+    text.push('\n');
+    if chunk.dropped > 0 {
+        text.push_str(&format!(
+            "[{} earlier bytes are no longer held; the job's log has them: {}]\n",
+            chunk.dropped,
+            jobs.log_path(id).display()
+        ));
+    }
+    let body = text::to_text(&chunk.bytes);
+    if body.is_empty() {
+        text.push_str("(no new output)");
+    } else {
+        let capped = text::cap_tail(&body, MAX_BYTES, MAX_LINES);
+        if capped.truncated() {
+            text.push_str(&format!(
+                "[Showing its last lines only; the job's log has all of it: {}]\n",
+                jobs.log_path(id).display()
+            ));
+        }
+        text.push_str(&capped.text);
+    }
+    ToolOutput::ok(text).with_details(json!({
+        "job": info,
+        "from": chunk.from,
+        "next": chunk.next,
+        "dropped": chunk.dropped,
+    }))
+}
+
+/// `bash_kill`.
+pub(super) async fn kill(args: &Value, ctx: &ToolContext) -> ToolOutput {
+    let id = match job_id(args) {
+        Ok(id) => id,
+        Err(e) => return e,
+    };
+    let Some(jobs) = ctx.env.started_jobs() else {
+        return ToolOutput::error(JobError::Unknown(id).to_string());
+    };
+    match jobs.kill(id).await {
+        Ok(info) => ToolOutput::ok(status_line(&info)).with_details(json!({"job": info})),
+        Err(e) => ToolOutput::error(e.to_string()),
+    }
+}
+
+/// "Job 3 (`npm run dev`) is running." and the like.
+pub fn status_line(info: &JobInfo) -> String {
+    let what = format!("Job {} (`{}`)", info.id, first_line(&info.command));
+    match info.state {
+        JobState::Running => format!("{what} is running."),
+        JobState::Exited => match (info.exit_code, info.signal) {
+            (Some(code), _) => format!("{what} exited with code {code}."),
+            (None, Some(sig)) => format!("{what} was ended by signal {sig}."),
+            (None, None) => format!("{what} exited."),
+        },
+        JobState::Killed => format!("{what} was killed."),
+        JobState::Lost => format!("{what} was lost: keel stopped while it ran."),
+    }
+}
+
+fn first_line(command: &str) -> Cow<'_, str> {
+    match command.lines().count() {
+        0 | 1 => Cow::Borrowed(command.trim()),
+        _ => Cow::Owned(format!("{} …", command.lines().next().unwrap_or("").trim())),
+    }
+}
+
+/// What the model is told of the jobs that ended since it last heard (before its next
+/// request): each one's end and last lines. `None` when none ended.
+pub fn ended_notice(jobs: &Jobs) -> Option<String> {
+    let ended = jobs.take_ended();
+    if ended.is_empty() {
+        return None;
+    }
+    let mut out = String::from("Background jobs ended:");
+    for info in &ended {
+        out.push_str("\n\n");
+        out.push_str(&status_line(info));
+        let from = info.bytes.saturating_sub(NOTICE_BYTES as u64 * 2);
+        if let Ok(chunk) = jobs.read(info.id, from, usize::MAX) {
+            let body = text::to_text(&chunk.bytes);
+            let last = text::cap_tail(&body, NOTICE_BYTES, NOTICE_LINES);
+            if !last.text.trim().is_empty() {
+                out.push_str(" Its last lines:\n");
+                out.push_str(last.text.trim_end_matches('\n'));
+            }
+        }
+    }
+    Some(out)
+}
