@@ -38,7 +38,11 @@ fn sandbox(mech: &str, work: &Path) -> Arc<Sandbox> {
     let policy = SandboxPolicy::new(mode, &places, &[], &[], &[], mech == "off");
     let exe = Some(env!("CARGO_BIN_EXE_keel").into());
     let sb = Sandbox::new(policy, choice, bwrap::find(None, work), exe);
-    assert!(mech == "off" || sb.zygote_runs(), "{mech}: {:?}", sb.mechanism);
+    assert!(
+        mech == "off" || sb.zygote_runs(),
+        "{mech}: {:?}",
+        sb.mechanism
+    );
     Arc::new(sb)
 }
 
@@ -114,13 +118,19 @@ fn marker() -> String {
 fn running(marker: &str, sleeps: bool) -> Vec<i32> {
     let mut found = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
             continue;
         };
         let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
         let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        let state = stat.rsplit_once(')').map(|(_, r)| r.trim_start().chars().next());
+        let state = stat
+            .rsplit_once(')')
+            .map(|(_, r)| r.trim_start().chars().next());
         let wanted = !sleeps || text.starts_with("sleep ");
         if wanted && text.contains(marker) && !matches!(state, None | Some(Some('Z' | 'X'))) {
             found.push(pid);
@@ -152,7 +162,11 @@ async fn tree(w: &World, mech: &str, marker: &str) -> JobInfo {
     while running(marker, true).len() < 3 && Instant::now() < deadline {
         tokio::task::yield_now().await;
     }
-    assert_eq!(running(marker, true).len(), 3, "{mech}: the three sleeps run");
+    assert_eq!(
+        running(marker, true).len(),
+        3,
+        "{mech}: the three sleeps run"
+    );
     info
 }
 
@@ -164,7 +178,11 @@ async fn kill_ends_the_whole_tree_in_and_out_of_the_sandbox() {
         let info = tree(&w, mech, &m).await;
         let killed = w.jobs.kill(info.id).await.unwrap();
         assert_eq!(killed.state, JobState::Killed, "{mech}");
-        assert_eq!(survivors(&m).await, Vec::<i32>::new(), "{mech}: no survivor");
+        assert_eq!(
+            survivors(&m).await,
+            Vec::<i32>::new(),
+            "{mech}: no survivor"
+        );
     }
 }
 
@@ -179,7 +197,9 @@ async fn kill_all_and_the_tables_drop_end_every_tree() {
         let w = world(mech);
         tree(&w, mech, &m2).await;
         // The table alone: the session's sandbox (its zygote) lives on.
-        let World { jobs, ctx, _dir, .. } = w;
+        let World {
+            jobs, ctx, _dir, ..
+        } = w;
         drop(jobs);
         assert_eq!(survivors(&m2).await, Vec::<i32>::new(), "{mech}: drop");
         drop((ctx, _dir));
@@ -191,10 +211,16 @@ async fn a_job_ignoring_term_is_killed_after_the_grace_in_and_out_of_the_sandbox
     for mech in all() {
         let w = world(mech);
         let m = marker();
-        let info = w.start(&format!("trap '' TERM; echo ready; sleep {m}"), false).await;
+        let info = w
+            .start(&format!("trap '' TERM; echo ready; sleep {m}"), false)
+            .await;
         w.output_until(info.id, "ready").await;
         let killed = w.jobs.kill(info.id).await.unwrap();
-        assert_eq!((killed.state, killed.signal), (JobState::Killed, Some(9)), "{mech}");
+        assert_eq!(
+            (killed.state, killed.signal),
+            (JobState::Killed, Some(9)),
+            "{mech}"
+        );
         assert_eq!(survivors(&m).await, Vec::<i32>::new(), "{mech}");
     }
 }
@@ -208,7 +234,10 @@ async fn a_terminal_job_is_the_programs_controlling_terminal() {
                    trap 'stty size; exit' WINCH; read x; echo got $x; sleep 30 & wait";
         let info = w.start(cmd, true).await;
         let out = w.output_until(info.id, "controlling").await;
-        assert!(out.contains("on-a-tty") && out.contains("controlling"), "{mech}: {out}");
+        assert!(
+            out.contains("on-a-tty") && out.contains("controlling"),
+            "{mech}: {out}"
+        );
         w.jobs.write(info.id, b"hi\n").unwrap();
         let out = w.output_until(info.id, "got hi").await;
         assert!(out.contains("got hi"), "{mech}: {out}");
@@ -220,6 +249,10 @@ async fn a_terminal_job_is_the_programs_controlling_terminal() {
         while end.state == JobState::Running && Instant::now() < deadline {
             end = w.jobs.wait(info.id, end.bytes, deadline).await.unwrap();
         }
-        assert_eq!((end.state, end.exit_code), (JobState::Exited, Some(0)), "{mech}");
+        assert_eq!(
+            (end.state, end.exit_code),
+            (JobState::Exited, Some(0)),
+            "{mech}"
+        );
     }
 }
