@@ -46,6 +46,7 @@ mod hooks;
 mod hooks_kernel;
 mod hooks_sandbox;
 mod hooks_unattended;
+mod jobs;
 mod journal;
 mod json_mode;
 mod kernel;

@@ -2,8 +2,9 @@
 //! session's own in the daemon, minus provider credentials), where full outputs go (a saved
 //! session's kept directory, else the spill directory) and what they leave behind (the
 //! private spill directory, the process groups of background children), cleaned up when the
-//! last clone is dropped. Owns only that; it never reads the process environment (the caller
-//! hands it the names to remove and the session's variables).
+//! last clone is dropped; and the session's background jobs' table, when it has one. Owns
+//! only that; it never reads the process environment (the caller hands it the names to remove
+//! and the session's variables).
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
@@ -32,6 +33,9 @@ pub struct ToolEnv {
     /// the session ends; `None` (no session file): they go to the spill directory.
     kept: Option<PathBuf>,
     leftovers: Arc<Leftovers>,
+    /// The session's background jobs (`None`: it runs none). The table is shared by every
+    /// clone: its jobs end when the last one (and every other holder) is gone.
+    jobs: Option<crate::kernel::jobs::Jobs>,
 }
 
 impl Default for ToolEnv {
@@ -49,7 +53,19 @@ impl ToolEnv {
             vars: None,
             kept: None,
             leftovers: Arc::new(Leftovers::default()),
+            jobs: None,
         }
+    }
+
+    /// The session's background jobs are `jobs` (see [`crate::kernel::jobs`]).
+    pub fn with_jobs(mut self, jobs: crate::kernel::jobs::Jobs) -> Self {
+        self.jobs = Some(jobs);
+        self
+    }
+
+    /// The session's background jobs, when it has a table.
+    pub fn jobs(&self) -> Option<&crate::kernel::jobs::Jobs> {
+        self.jobs.as_ref()
     }
 
     /// Tool processes start from `vars` (less the scrubbed variables) instead of inheriting

@@ -76,8 +76,9 @@ pub enum Request {
     Signal { signal: i32 },
 }
 
-/// What happens to what a call started once its main process exited. The seam of background
-/// jobs (a job's processes will outlive its call): today every call ends with everything.
+/// What happens to what a call started once its main process exited: every call ends with
+/// everything, a background job's too (a job is one long call: its main process is what
+/// outlives a tool call, and what it leaves ends with it).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Lifetime {
