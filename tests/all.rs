@@ -47,6 +47,7 @@ mod hooks_kernel;
 mod hooks_sandbox;
 mod hooks_unattended;
 mod jobs;
+mod jobs_tools;
 mod journal;
 mod json_mode;
 mod kernel;

@@ -33,9 +33,6 @@ pub struct ToolEnv {
     /// the session ends; `None` (no session file): they go to the spill directory.
     kept: Option<PathBuf>,
     leftovers: Arc<Leftovers>,
-    /// The session's background jobs (`None`: it runs none). The table is shared by every
-    /// clone: its jobs end when the last one (and every other holder) is gone.
-    jobs: Option<crate::kernel::jobs::Jobs>,
 }
 
 impl Default for ToolEnv {
@@ -53,19 +50,14 @@ impl ToolEnv {
             vars: None,
             kept: None,
             leftovers: Arc::new(Leftovers::default()),
-            jobs: None,
         }
     }
 
-    /// The session's background jobs are `jobs` (see [`crate::kernel::jobs`]).
-    pub fn with_jobs(mut self, jobs: crate::kernel::jobs::Jobs) -> Self {
-        self.jobs = Some(jobs);
+    /// The session's background jobs are `jobs` (see [`crate::kernel::jobs`]), shared by
+    /// every clone, instead of a table made on first use (see [`ToolEnv::jobs`]).
+    pub fn with_jobs(self, jobs: Jobs) -> Self {
+        *lock(&self.leftovers.jobs) = Some(jobs);
         self
-    }
-
-    /// The session's background jobs, when it has a table.
-    pub fn jobs(&self) -> Option<&crate::kernel::jobs::Jobs> {
-        self.jobs.as_ref()
     }
 
     /// Tool processes start from `vars` (less the scrubbed variables) instead of inheriting

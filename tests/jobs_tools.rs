@@ -1,0 +1,215 @@
+//! The model's background jobs through keel's binary and the scripted provider (issue 47,
+//! points 1, 3 and 5), under bubblewrap and the Landlock fallback: `bash` with
+//! `run_in_background` starts a server that the next call reaches on loopback inside the
+//! session's sandbox, `bash_output` reads what it logged, and it is gone once the run ends; a
+//! job that ends is told to the model before its next request; `bash_kill` ends a job's whole
+//! tree, `setsid`, `nohup` and double forks included.
+
+use std::net::TcpListener;
+
+use serde_json::{json, Value};
+
+use crate::common::support::{scripted_args, Sandbox};
+use crate::sandbox::{mechanisms, world};
+
+fn call(id: &str, name: &str, args: Value) -> Value {
+    json!({"chunks": [{"toolCall": {"id": id, "name": name, "arguments": args}}]})
+}
+
+fn text(t: &str) -> Value {
+    json!({"chunks": [{"text": t}]})
+}
+
+/// Runs `turns` in JSON mode under `mech`; the events, stderr and exit code.
+fn run(sb: &Sandbox, mech: &str, turns: Vec<Value>) -> (Vec<Value>, String, Option<i32>) {
+    run_with(sb, mech, &[], turns)
+}
+
+/// [`run`] with more flags.
+fn run_with(
+    sb: &Sandbox,
+    mech: &str,
+    flags: &[&str],
+    turns: Vec<Value>,
+) -> (Vec<Value>, String, Option<i32>) {
+    let path = sb.dir.path().join("script.json");
+    std::fs::write(&path, json!({ "turns": turns }).to_string()).unwrap();
+    let script = path.display().to_string();
+    let before = [&["--json"], flags].concat();
+    let args = scripted_args(&before, &script, &["go"]);
+    let out = sb
+        .cmd(&args)
+        .env("KEEL_SANDBOX_MECHANISM", mech)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let events = stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (events, stderr, out.status.code())
+}
+
+/// Each tool result's text and error flag, in order.
+fn results(events: &[Value]) -> Vec<(String, bool)> {
+    events
+        .iter()
+        .filter(|v| v["type"] == "tool_execution_end")
+        .map(|v| {
+            let text = v["result"]["content"][0]["text"].as_str().unwrap_or("");
+            (text.to_string(), v["isError"] == true)
+        })
+        .collect()
+}
+
+/// The processes whose command line holds `marker`.
+fn alive(marker: &str) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        let zombie = std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        });
+        if cmd.contains(marker) && !zombie {
+            found.push((pid, cmd));
+        }
+    }
+    found
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Under bubblewrap with the default policy (the network off: the sandbox's own network
+/// namespace has its loopback); under the Landlock fallback, which has no network namespace,
+/// with the network on (off, a command there cannot open an inet socket at all: see
+/// `docs/jobs.md`).
+#[test]
+fn a_background_server_answers_the_next_call_inside_the_sandbox_and_ends_with_the_run() {
+    for mech in mechanisms() {
+        let flags: &[&str] = match mech {
+            "bwrap" => &[],
+            _ => &["--sandbox-network", "on"],
+        };
+        let sb = world();
+        let port = free_port();
+        let server = format!("python3 -m http.server {port} --bind 127.0.0.1");
+        let fetch = format!(
+            "for i in $(seq 100); do curl -s http://127.0.0.1:{port}/ && exit 0; sleep 0.1; done; exit 1"
+        );
+        let turns = vec![
+            call(
+                "c1",
+                "bash",
+                json!({"command": server, "run_in_background": true}),
+            ),
+            call("c2", "bash", json!({"command": fetch})),
+            call("c3", "bash_output", json!({"id": "1"})),
+            text("done"),
+        ];
+        let (events, stderr, code) = run_with(&sb, mech, flags, turns);
+        assert_eq!(code, Some(0), "{mech}: {stderr}");
+        let r = results(&events);
+        assert_eq!(r.len(), 3, "{mech}: {r:?}");
+        assert!(
+            r[0].0
+                .starts_with("Command running in background with ID: 1."),
+            "{mech}: {r:?}"
+        );
+        assert!(
+            !r[1].1 && r[1].0.contains("Directory listing"),
+            "{mech}: the server did not answer: {r:?}\n{stderr}"
+        );
+        assert!(
+            r[2].0
+                .starts_with(&format!("Job 1 (`{server}`) is running.")),
+            "{mech}: {r:?}"
+        );
+        assert!(r[2].0.contains("\"GET / HTTP/1.1\" 200"), "{mech}: {r:?}");
+        let left = alive(&format!("http.server {port}"));
+        assert!(
+            left.is_empty(),
+            "{mech}: the server outlived the run: {left:?}"
+        );
+    }
+}
+
+#[test]
+fn a_job_that_ends_is_told_to_the_model_before_its_next_request() {
+    for mech in mechanisms() {
+        let sb = world();
+        let turns = vec![
+            call(
+                "c1",
+                "bash",
+                json!({"command": "echo building; exit 3", "run_in_background": true}),
+            ),
+            // Waits for its end; the notice comes with the next request.
+            call("c2", "bash_output", json!({"id": "1", "wait": 30})),
+            call("c3", "bash_output", json!({"id": 1, "wait": 30})),
+            json!({"match": "Job 1 \\(`echo building; exit 3`\\) exited with code 3\\. Its last lines:\\nbuilding", "chunks": [{"text": "heard it"}]}),
+        ];
+        let (events, stderr, code) = run(&sb, mech, turns);
+        assert_eq!(code, Some(0), "{mech}: {stderr}");
+        let last = events.iter().rev().find(|v| v["type"] == "result").unwrap();
+        assert_eq!(last["finalText"], "heard it", "{mech}: {stderr}");
+        let r = results(&events);
+        assert!(
+            r.iter().any(|(t, _)| t.contains("exited with code 3")),
+            "{mech}: {r:?}"
+        );
+    }
+}
+
+#[test]
+fn bash_kill_ends_the_whole_tree_and_unknown_ids_are_clear_errors() {
+    for mech in mechanisms() {
+        let sb = world();
+        let marker = format!("1000.{}", free_port());
+        let tree = format!(
+            "setsid sleep {marker} & nohup sleep {marker} >/dev/null 2>&1 & (sleep {marker} &); echo started; wait"
+        );
+        let turns = vec![
+            call(
+                "c1",
+                "bash",
+                json!({"command": tree, "run_in_background": true}),
+            ),
+            call("c2", "bash_output", json!({"id": "1", "wait": 30})),
+            call("c3", "bash_kill", json!({"id": "1"})),
+            // Seen from where the job ran (inside bubblewrap's pid namespace, too).
+            call(
+                "c4",
+                "bash",
+                json!({"command": format!("ps -eo args | grep -c '^sleep {marker}'; true")}),
+            ),
+            call("c5", "bash_output", json!({"id": "7"})),
+            call("c6", "bash_kill", json!({})),
+            text("done"),
+        ];
+        let (events, stderr, code) = run(&sb, mech, turns);
+        assert_eq!(code, Some(0), "{mech}: {stderr}");
+        let r = results(&events);
+        assert!(r[1].0.contains("started"), "{mech}: {r:?}");
+        assert!(r[2].0.ends_with("was killed."), "{mech}: {r:?}");
+        assert_eq!(r[3].0.trim(), "0", "{mech}: survivors of bash_kill: {r:?}");
+        assert_eq!(r[4], ("No background job with id 7".into(), true), "{mech}");
+        assert!(r[5].1 && r[5].0.contains("`id`"), "{mech}: {r:?}");
+        let left = alive(&format!("sleep {marker}"));
+        assert!(left.is_empty(), "{mech}: survivors: {left:?}");
+    }
+}
