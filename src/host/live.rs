@@ -10,6 +10,7 @@ use crate::host::{CommandError, CommandErrorKind};
 use crate::kernel::agent::{AgentConfig, AgentSession};
 use crate::kernel::bus::{Bus, EventRx};
 use crate::kernel::clock::Clock;
+use crate::kernel::jobs::{JobLimits, Jobs};
 use crate::kernel::recorder::{self, Recorder, SharedStore};
 use crate::kernel::session::{self, SessionError, SessionHeader, Store};
 
@@ -75,10 +76,20 @@ impl Live {
             .map(|s| s.for_session(&session_id, &transcript));
         config.session_id = Some(session_id);
         // A saved session keeps its full tool outputs beside its file; its tools may read them.
-        if let Some(dir) = kept {
+        if let Some(dir) = &kept {
             config.tool_env = config.tool_env.keeping_outputs_in(dir.clone());
-            config.sandbox = Arc::new(config.sandbox.as_ref().clone().reading(&dir));
+            config.sandbox = Arc::new(config.sandbox.as_ref().clone().reading(dir));
         }
+        // Its background jobs: a table of its own, where the next keel finds what a crash
+        // left (ended now, before the session goes on).
+        let jobs_dir = kept.unwrap_or_else(|| config.tool_env.spill_path(&config.temp_dir));
+        let lost = Jobs::reap_stale(&jobs_dir);
+        if !lost.is_empty() {
+            tracing::info!(count = lost.len(), "jobs a stopped keel left were ended");
+        }
+        config.tool_env = config
+            .tool_env
+            .with_jobs(Jobs::new(jobs_dir, JobLimits::default()));
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
         session.watch_store(&recorder.health());
         session.resume_checkpoints(last_checkpoint);

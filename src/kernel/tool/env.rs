@@ -33,6 +33,17 @@ pub struct ToolEnv {
     /// the session ends; `None` (no session file): they go to the spill directory.
     kept: Option<PathBuf>,
     leftovers: Arc<Leftovers>,
+    /// The session's background jobs: shared by the clones of one session, its own for each
+    /// session ([`ToolEnv::with_jobs`]).
+    jobs: Arc<JobSlot>,
+}
+
+/// A session's job table (made on first use unless given) and where the model read each
+/// job's output up to (`bash_output`).
+#[derive(Debug, Default)]
+struct JobSlot {
+    table: Mutex<Option<Jobs>>,
+    read_to: Mutex<std::collections::HashMap<JobId, u64>>,
 }
 
 impl Default for ToolEnv {
@@ -50,13 +61,18 @@ impl ToolEnv {
             vars: None,
             kept: None,
             leftovers: Arc::new(Leftovers::default()),
+            jobs: Arc::default(),
         }
     }
 
-    /// The session's background jobs are `jobs` (see [`crate::kernel::jobs`]), shared by
-    /// every clone, instead of a table made on first use (see [`ToolEnv::jobs`]).
-    pub fn with_jobs(self, jobs: Jobs) -> Self {
-        *lock(&self.leftovers.jobs) = Some(jobs);
+    /// A session of its own: its background jobs are `jobs` (see [`crate::kernel::jobs`]),
+    /// shared by the clones made from this one and no other, instead of a table made on first
+    /// use (see [`ToolEnv::jobs`]).
+    pub fn with_jobs(mut self, jobs: Jobs) -> Self {
+        self.jobs = Arc::new(JobSlot {
+            table: Mutex::new(Some(jobs)),
+            read_to: Mutex::default(),
+        });
         self
     }
 
@@ -222,7 +238,7 @@ impl ToolEnv {
     /// (it outlives a crash there, so the next start ends what the crash left), else in its
     /// spill directory under `root`.
     pub fn jobs(&self, root: &Path) -> std::io::Result<Jobs> {
-        let mut jobs = lock(&self.leftovers.jobs);
+        let mut jobs = lock(&self.jobs.table);
         if let Some(j) = jobs.as_ref() {
             return Ok(j.clone());
         }
@@ -232,19 +248,19 @@ impl ToolEnv {
         Ok(made)
     }
 
-    /// The session's job table, if a job was ever started.
+    /// The session's job table, if it has one yet.
     pub fn started_jobs(&self) -> Option<Jobs> {
-        lock(&self.leftovers.jobs).clone()
+        lock(&self.jobs.table).clone()
     }
 
     /// Where the model read job `id`'s output up to (0: nothing yet).
     pub(crate) fn read_to(&self, id: JobId) -> u64 {
-        lock(&self.leftovers.read_to).get(&id).copied().unwrap_or(0)
+        lock(&self.jobs.read_to).get(&id).copied().unwrap_or(0)
     }
 
     /// The model read job `id`'s output up to `next`.
     pub(crate) fn set_read_to(&self, id: JobId, next: u64) {
-        lock(&self.leftovers.read_to).insert(id, next);
+        lock(&self.jobs.read_to).insert(id, next);
     }
 
     /// Remembers a tool process group: whatever of it still runs when the session ends is
@@ -271,10 +287,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// What tool processes leave behind, shared by every clone of a [`ToolEnv`].
 #[derive(Debug, Default)]
 struct Leftovers {
-    /// The session's background jobs, once one was started (they end with it).
-    jobs: Mutex<Option<Jobs>>,
-    /// Where the model last read each job's output up to (`bash_output`, `write_stdin`).
-    read_to: Mutex<std::collections::HashMap<JobId, u64>>,
     spill: Mutex<Option<Spill>>,
     /// Kept output directories created here: removed at the end when still empty.
     kept: Mutex<Vec<PathBuf>>,
