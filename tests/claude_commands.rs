@@ -228,3 +228,99 @@ fn a_skill_runs_as_its_name_and_a_template_of_the_name_wins() {
     let (_, stderr, code) = rpc.finish();
     assert_eq!(code, 0, "{stderr}");
 }
+
+/// In the TUI, a command whose model cannot be used is an error cell, and what was typed goes
+/// back to the editor (nothing reached the model).
+#[test]
+fn in_the_tui_a_commands_unusable_model_is_an_error_and_the_text_comes_back() {
+    use crate::common::pty::spawn;
+    use crate::common::support::{fixture, keel_shell};
+    let sb = Sandbox::new();
+    write(
+        &sb.work().join(".claude/commands/odd.md"),
+        "---\nmodel: no-such-model-9\n---\nAnything\n",
+    );
+    let (mut s, mut child) = spawn(&sb, &keel_shell(&fixture("tui.json")));
+    s.wait_for("the editor", |t| t.contains("Ask anything"));
+    // The command is known once the session's commands arrived (its row in the menu).
+    s.send("/od");
+    s.wait_for("the command's row", |t| t.contains("/odd"));
+    s.send("d hello there\r");
+    s.wait_for("the error, and the text back in the editor", |t| {
+        t.contains("cannot run with its model `no-such-model-9`") && t.contains("/odd hello there")
+    });
+    assert!(!s.text().contains("Done."), "nothing reached the model");
+    s.send("\x15\x04");
+    assert!(child.wait().unwrap().success());
+}
+
+/// In the kernel: a prompt's options (the model and the allow rules a command gave it) hold
+/// for its turns, tool calls included, and a follow-up without options, delivered in the same
+/// run, is back on the session's model and rules: its `touch` asks.
+#[test]
+fn a_prompts_options_end_where_a_plain_follow_up_begins() {
+    use crate::common::kernel::{rt, scripted, session};
+    use keel::kernel::event::{ApprovalDecision, EventPayload};
+    use keel::kernel::message::Message;
+    use keel::kernel::op::{PromptOptions, UserInput};
+    use keel::kernel::policy::Rules;
+    use keel::{AgentConfig, Permission};
+    use std::sync::Arc;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut config = AgentConfig::new(dir.path().to_path_buf(), dir.path().to_path_buf());
+    config.permission = Permission::Ask;
+    config.can_ask = true;
+    let touch = |id: &str, file: &str| json!({"toolCall": {"id": id, "name": "bash", "arguments": {"command": format!("touch {file}")}}});
+    // The command's model plays the first prompt; the session's the follow-up.
+    let fast = json!({"model": "fast-1", "turns": [
+        {"match": "^first", "chunks": [touch("c1", "a")]},
+        {"match": "^first", "chunks": [{"text": "one"}]}
+    ]});
+    let own = json!({"model": "own-1", "turns": [
+        {"match": "^second", "chunks": [touch("c2", "b")]},
+        {"repeat": true, "chunks": [{"text": "two"}]}
+    ]});
+    let s = session(config, scripted(&own.to_string()), Vec::new());
+    let origin = "/touchit (test)".to_string();
+    let (allowed, warnings) = Rules::build(
+        &[],
+        &[],
+        &[("Bash(touch:*)".to_string(), origin)],
+        dir.path(),
+        dir.path(),
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let mut input = UserInput::text("first");
+    input.options = PromptOptions {
+        model: Some(Arc::new(scripted(&fast.to_string()))),
+        allowed,
+    };
+    let (asked, models) = rt().block_on(async {
+        let mut rx = s.subscribe();
+        let run = s.prompt_input(input).unwrap();
+        s.follow_up("second".into());
+        let (mut asked, mut models) = (Vec::new(), Vec::new());
+        while let Some(ev) = rx.recv().await {
+            match &ev.payload {
+                EventPayload::ApprovalRequested { call_id, args, .. } => {
+                    asked.push(args["command"].as_str().unwrap_or("").to_string());
+                    s.approve(call_id, ApprovalDecision::Deny);
+                }
+                EventPayload::MessageFinished {
+                    message: Message::Assistant(a),
+                    ..
+                } => models.push(a.model.clone()),
+                EventPayload::AgentSettled { .. } => break,
+                _ => {}
+            }
+        }
+        run.await.unwrap();
+        (asked, models)
+    });
+    assert_eq!(models, ["fast-1", "fast-1", "own-1", "own-1"]);
+    assert_eq!(asked, ["touch b"], "only the follow-up's call asked");
+    assert!(dir.path().join("a").exists());
+    assert!(!dir.path().join("b").exists());
+    assert_eq!(s.provider().model(), "own-1");
+}
