@@ -279,6 +279,20 @@ fn first_line_description(body: &str) -> String {
 /// content has no placeholder at all and arguments were given, the raw argument text is
 /// appended after a blank line. When several templates share the name, the last one is used.
 pub fn expand(text: &str, templates: &[Template]) -> Option<String> {
+    let template = invoked(text, templates)?;
+    let after_slash = &text[1..];
+    let name_end = template.name.len();
+    let raw_args = after_slash[name_end..].trim();
+    let args = split_args(raw_args);
+    let (expanded, used_placeholder) = substitute(&template.content, &args);
+    if used_placeholder || raw_args.is_empty() {
+        return Some(expanded);
+    }
+    Some(format!("{}\n\n{raw_args}", expanded.trim_end()))
+}
+
+/// The template `text` invokes (`/NAME …`), if any: the last of the name.
+pub fn invoked<'a>(text: &str, templates: &'a [Template]) -> Option<&'a Template> {
     let after_slash = text.strip_prefix('/')?;
     let name_end = after_slash
         .find(char::is_whitespace)
@@ -287,14 +301,7 @@ pub fn expand(text: &str, templates: &[Template]) -> Option<String> {
     if name.is_empty() {
         return None;
     }
-    let template = templates.iter().rev().find(|t| t.name == name)?;
-    let raw_args = after_slash[name_end..].trim();
-    let args = split_args(raw_args);
-    let (expanded, used_placeholder) = substitute(&template.content, &args);
-    if used_placeholder || raw_args.is_empty() {
-        return Some(expanded);
-    }
-    Some(format!("{}\n\n{raw_args}", expanded.trim_end()))
+    templates.iter().rev().find(|t| t.name == name)
 }
 
 /// Shell-style word splitting: whitespace separates; `'…'` and `"…"` group and are removed.

@@ -151,6 +151,7 @@ pub fn prompt_dirs(settings: &Settings, env: &Env) -> crate::prompts::Dirs {
     let claude = settings.claude_home.as_deref();
     let root = crate::settings::project_root(&env.cwd);
     crate::prompts::Dirs::new(&env.keel_home, claude, &env.cwd, &root)
+        .trusting(project_trusted(settings, env))
 }
 
 /// The subagents of a top session (`DESIGN.md` §17), with warnings about definitions left

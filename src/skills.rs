@@ -1,7 +1,8 @@
 //! Skills in the Agent Skills format: a directory with a `SKILL.md` whose frontmatter names
 //! and describes it. Only the catalog (name, description, location) goes into the system
 //! prompt; the model reads the body with `read` when a task calls for it (progressive
-//! disclosure), and `/skill:NAME args` sends the body explicitly, as pi does.
+//! disclosure), and `/skill:NAME args` (pi's form) or `/NAME args` (Claude Code's, when no
+//! prompt template has the name) sends the body explicitly.
 //!
 //! Where: the project's `.keel/skills/`, `.agents/skills/` and Claude Code's `.claude/skills/`
 //! in the cwd and each parent up to the git root (or `/` outside a repository), then
@@ -303,7 +304,21 @@ pub fn catalog(skills: &[Skill], read_tool: bool, warnings: &mut Vec<String>) ->
 /// `/skill:NAME args` → the skill's body wrapped as pi sends it, then the arguments; `None`
 /// for any other text (an unknown name passes through unchanged, as in pi).
 pub fn expand(text: &str, skills: &[Skill]) -> Option<String> {
-    let rest = text.strip_prefix("/skill:")?;
+    expand_as(text.strip_prefix("/skill:")?, skills)
+}
+
+/// `/NAME args`, Claude Code's form of a skill command, expanded as [`expand`] does. The
+/// caller looks for a prompt template of the name first: a template wins over a skill.
+pub fn expand_named(text: &str, skills: &[Skill]) -> Option<String> {
+    let rest = text.strip_prefix('/')?;
+    if rest.starts_with("skill:") {
+        return None;
+    }
+    expand_as(rest, skills)
+}
+
+/// `NAME args` (after the `/` or `/skill:`) expanded, when a skill has the name.
+fn expand_as(rest: &str, skills: &[Skill]) -> Option<String> {
     let (name, args) = match rest.find(char::is_whitespace) {
         Some(i) => (&rest[..i], rest[i..].trim()),
         None => (rest, ""),
@@ -445,6 +460,11 @@ mod tests {
         );
         assert_eq!(expand("/skill:nope x", &skills), None);
         assert_eq!(expand("hello", &skills), None);
+        // Claude Code's `/NAME` is the same command.
+        assert_eq!(expand_named("/lint src/", &skills), Some(sent));
+        assert_eq!(expand_named("/skill:lint", &skills), None);
+        assert_eq!(expand_named("/nope", &skills), None);
+        assert_eq!(expand_named("lint", &skills), None);
     }
 
     #[test]

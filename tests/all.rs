@@ -17,6 +17,7 @@ mod always_allow;
 mod architecture;
 mod chaos;
 mod checkpoints;
+mod claude_commands;
 mod claude_compat;
 mod claude_dirs;
 mod claude_payloads;

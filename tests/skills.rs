@@ -1,5 +1,6 @@
 //! Skills reach the model as a catalog (name, description, location; never the body), the
-//! body is sent only on `/skill:NAME`, and RPC's `get_commands` lists skills in pi's shape.
+//! body is sent only on `/skill:NAME` (or `/NAME`), and RPC's `get_commands` lists skills in
+//! pi's shape.
 
 use crate::common::http_server::{Reply, Server};
 use crate::common::support::{root, Sandbox};
@@ -86,7 +87,8 @@ fn the_catalog_is_in_the_prompt_and_the_body_only_arrives_on_skill_commands() {
         .filter(|c| c["source"] == "skill")
         .collect();
     let names: Vec<&str> = skills.iter().map(|c| c["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["skill:lint", "skill:deploy"]);
+    // Claude Code's `/NAME`, then pi's `/skill:NAME`.
+    assert_eq!(names, ["lint", "deploy", "skill:lint", "skill:deploy"]);
     assert_eq!(skills[0]["sourceInfo"]["scope"], "project");
     assert_eq!(skills[1]["sourceInfo"]["scope"], "user");
     assert_eq!(

@@ -309,6 +309,7 @@ mod tests {
                 data: "iVBORw0KGgo=".into(),
                 mime_type: "image/png".into(),
             }],
+            options: Default::default(),
         }
     }
 

@@ -299,6 +299,7 @@ pub(crate) async fn read_prompt(
     Ok(UserInput {
         text,
         images: expanded.images,
+        options: Default::default(),
     })
 }
 

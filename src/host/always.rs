@@ -54,7 +54,7 @@ impl Host {
         self.notify(&note, level);
     }
 
-    fn notify(&mut self, note: &str, level: NotifyType) {
+    pub(super) fn notify(&mut self, note: &str, level: NotifyType) {
         let id = self.clock.short_id("notify-");
         self.publish(&rpc::notify_line(&id, note, level));
     }

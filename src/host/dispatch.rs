@@ -8,8 +8,7 @@ use serde_json::Value;
 use super::{Answer, CommandError, CommandErrorKind, Deferred, Host, BUSY};
 use crate::kernel::event::ApprovalDecision;
 use crate::kernel::message::Content;
-use crate::kernel::op::{QueueMode, UserInput};
-use crate::prompts;
+use crate::kernel::op::QueueMode;
 use crate::wire::pi::data::{
     ClearQueueData, CycleModelData, Disposition, LevelData, LevelsData, MessagesData, ModelsData,
     PromptData, TextData,
@@ -79,9 +78,9 @@ impl Host {
                 message,
                 images,
                 streaming_behavior: how,
-            } => self.prompt(&message, images, how),
-            Command::Steer { message, images } => self.queue(true, &message, images),
-            Command::FollowUp { message, images } => self.queue(false, &message, images),
+            } => self.prompt(&message, images, how).await,
+            Command::Steer { message, images } => self.queue(true, &message, images).await,
+            Command::FollowUp { message, images } => self.queue(false, &message, images).await,
             Command::Abort {} if self.busy() => {
                 self.live.session.abort();
                 return self.deferred.push(Deferred::Respond(req));
@@ -171,22 +170,13 @@ impl Host {
         }
     }
 
-    /// The user input of `prompt`/`steer`/`follow_up`, with a `/skill:NAME` or a `/template`
-    /// expanded.
-    pub(super) fn input(&self, message: &str, images: Vec<Content>) -> UserInput {
-        let text = crate::skills::expand(message, &self.skills)
-            .or_else(|| prompts::expand(message, &self.templates))
-            .unwrap_or_else(|| message.to_string());
-        UserInput { text, images }
-    }
-
-    pub(super) fn prompt(
+    pub(super) async fn prompt(
         &mut self,
         message: &str,
         images: Vec<Content>,
         behavior: Option<StreamingBehavior>,
     ) -> Answer {
-        let input = self.input(message, images);
+        let input = self.input(message, images).await?;
         let session = &self.live.session;
         if session.status().running {
             return match behavior {
@@ -213,8 +203,13 @@ impl Host {
     }
 
     /// `steer` (`steering`) or `follow_up`.
-    pub(super) fn queue(&mut self, steering: bool, message: &str, images: Vec<Content>) -> Answer {
-        let input = self.input(message, images);
+    pub(super) async fn queue(
+        &mut self,
+        steering: bool,
+        message: &str,
+        images: Vec<Content>,
+    ) -> Answer {
+        let input = self.input(message, images).await?;
         if steering {
             self.live.session.steer_input(input);
         } else {

@@ -22,6 +22,7 @@ mod always;
 mod approvals;
 mod dispatch;
 pub mod error;
+mod expand;
 mod permissions;
 pub use error::{CommandError, CommandErrorKind};
 pub mod html;
@@ -81,7 +82,7 @@ pub struct HostSetup {
     pub unattended: bool,
     /// Startup warnings, published as `notify` after the first request.
     pub warnings: Vec<String>,
-    /// Skills: `/skill:NAME` commands and `get_commands` entries.
+    /// Skills: `/skill:NAME` and `/NAME` commands and `get_commands` entries.
     pub skills: Vec<crate::skills::Skill>,
     /// Warnings found after startup (an MCP server that failed or crashed), published as
     /// `notify` lines as they come.

@@ -259,13 +259,24 @@ impl Host {
                 ..info(t.name.clone(), &t.description, "prompt", from)
             }
         });
-        let skills = self.skills.iter().map(|s| {
+        // A skill is `/NAME` (Claude Code's form) unless a template has the name (a template
+        // wins), and always `/skill:NAME` (pi's).
+        let skill = |s: &crate::skills::Skill, name: String| {
             let base = Some(s.base_dir().display().to_string());
             let from = where_from(&s.path, s.claude, s.scope, base);
-            info(format!("skill:{}", s.name), &s.description, "skill", from)
-        });
+            info(name, &s.description, "skill", from)
+        };
+        let named = self
+            .skills
+            .iter()
+            .filter(|s| !self.templates.iter().any(|t| t.name == s.name))
+            .map(|s| skill(s, s.name.clone()));
+        let prefixed = self
+            .skills
+            .iter()
+            .map(|s| skill(s, format!("skill:{}", s.name)));
         CommandsData {
-            commands: templates.chain(skills).collect(),
+            commands: templates.chain(named).chain(prefixed).collect(),
         }
     }
 }

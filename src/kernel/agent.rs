@@ -90,6 +90,9 @@ pub(crate) struct State {
     /// Allow rules added by "always" answers in this session, checked after the config's
     /// rules say nothing.
     pub always: crate::kernel::policy::Rules,
+    /// The active run's prompt options (a Claude command's model and allowed tools); empty
+    /// between runs.
+    pub run_options: crate::kernel::op::PromptOptions,
     /// The permission mode in use (the config's, until `set_permission` changes it).
     pub permission: Permission,
     /// The mode an approved plan switches to: the one in use before plan mode (`ask` for a
@@ -145,12 +148,24 @@ impl Inner {
         self.lock().provider.clone()
     }
 
+    /// The model the active run calls: its prompt's (a Claude command's `model`), else the
+    /// session's.
+    pub fn run_provider(&self) -> Arc<dyn Provider> {
+        let state = self.lock();
+        state
+            .run_options
+            .model
+            .clone()
+            .unwrap_or_else(|| state.provider.clone())
+    }
+
     /// Ends the active run or compaction: records shell commands the user ran meanwhile.
     pub fn finish_activity(&self) {
         let pending = {
             let mut state = self.lock();
             state.abort = None;
             state.manual_compaction = false;
+            state.run_options = Default::default();
             std::mem::take(&mut state.pending_bash)
         };
         for record in pending {
@@ -245,6 +260,7 @@ impl AgentSession {
             pending_bash: Vec::new(),
             session_start: None,
             always: Default::default(),
+            run_options: Default::default(),
             permission: config.permission,
             before_plan: Permission::Ask,
             todos: Vec::new(),

@@ -254,7 +254,7 @@ async fn summarise(
     instructions: Option<&str>,
     abort: &AbortSignal,
 ) -> Result<CompactionResult, CompactError> {
-    let provider = inner.provider();
+    let provider = inner.run_provider();
     let window = provider.info().context_window;
     let (messages, ids) = {
         let state = inner.lock();

@@ -1,14 +1,52 @@
 //! What front ends ask of the kernel. Every front end sends these through
 //! [`crate::kernel::agent::AgentSession::submit`]; none of them touches kernel state directly.
 
+use std::sync::Arc;
+
 use crate::kernel::event::ApprovalDecision;
 use crate::kernel::message::{Content, Message, UserMessage};
+use crate::kernel::policy::Rules;
+use crate::kernel::provider::Provider;
 
-/// A message from the user: text and any images (`Content::Image` blocks).
+/// A message from the user: text and any images (`Content::Image` blocks), and the options it
+/// runs with (a Claude command's `model` and `allowed-tools`).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct UserInput {
     pub text: String,
     pub images: Vec<Content>,
+    pub options: PromptOptions,
+}
+
+/// What a prompt asks of the run beyond its text, in force from the turn that sends it to the
+/// end of the run (a follow-up's replace them; a steering message's replace them only when it
+/// carries some). The session's own model and rules are untouched: the next prompt without
+/// options runs with them again.
+#[derive(Debug, Clone, Default)]
+pub struct PromptOptions {
+    /// The model its turns call, subagents and compaction included (`None`: the session's).
+    pub model: Option<Arc<dyn Provider>>,
+    /// Allow rules checked last: after the settings' rules (so a `deny` or `ask` rule still
+    /// wins) and the session's "always" answers, before the permission mode.
+    pub allowed: Rules,
+}
+
+impl PromptOptions {
+    /// No model and no rule: the session's own.
+    pub fn is_empty(&self) -> bool {
+        self.model.is_none() && self.allowed.is_empty()
+    }
+}
+
+/// Options compare by the model's provider and id and by the rules as written.
+impl PartialEq for PromptOptions {
+    fn eq(&self, other: &Self) -> bool {
+        let model = |o: &PromptOptions| {
+            o.model
+                .as_ref()
+                .map(|p| (p.name().to_string(), p.model().to_string()))
+        };
+        model(self) == model(other) && self.allowed.entries() == other.allowed.entries()
+    }
 }
 
 impl UserInput {
@@ -16,6 +54,7 @@ impl UserInput {
         UserInput {
             text: text.into(),
             images: Vec::new(),
+            options: PromptOptions::default(),
         }
     }
 

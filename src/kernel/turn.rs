@@ -46,7 +46,8 @@ pub(crate) async fn run(inner: &Inner, prompt: UserInput, abort: AbortSignal) ->
 async fn compact_if_needed(inner: &Inner, abort: &AbortSignal) -> Usage {
     let over = {
         let state = inner.lock();
-        let window = state.provider.info().context_window;
+        let model = state.run_options.model.as_ref().unwrap_or(&state.provider);
+        let window = model.info().context_window;
         state.auto_compaction
             && compaction::context_tokens(&state.messages)
                 > inner.config.compaction.threshold(window)
@@ -186,13 +187,25 @@ struct Streamed {
     saw_output: bool,
 }
 
+/// The model the run calls (its prompt's, else the session's) and the session's thinking
+/// level clamped to it.
+pub(super) fn run_model(
+    inner: &Inner,
+) -> (
+    std::sync::Arc<dyn crate::kernel::provider::Provider>,
+    String,
+) {
+    let state = inner.lock();
+    match &state.run_options.model {
+        Some(p) => (p.clone(), p.info().clamp_thinking(&state.thinking_level)),
+        None => (state.provider.clone(), state.thinking_level.clone()),
+    }
+}
+
 /// Builds the assistant message from one provider stream, publishing each delta.
 async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
     let started = inner.clock.now_ms();
-    let (provider, thinking_level) = {
-        let state = inner.lock();
-        (state.provider.clone(), state.thinking_level.clone())
-    };
+    let (provider, thinking_level) = run_model(inner);
     let mut msg = AssistantMessage {
         content: Vec::new(),
         api: provider.api().to_string(),

@@ -3,9 +3,11 @@
 //! subdirectories included, is `/NAME`. As in Claude Code, a subdirectory is not part of the
 //! name: it is a namespace shown with the origin (`.claude/commands/frontend/component.md` is
 //! `/component`, from `project:frontend`). Frontmatter: `description` and `argument-hint` are
-//! used; `model` and `allowed-tools` are read but not honoured yet (the command runs with the
-//! session's model and rules; one warning says so); `disable-model-invocation` needs nothing,
-//! as keel's model never invokes a command. `!`cmd`` lines are not run (one warning per file).
+//! shown; `model` (a Claude alias such as `haiku`, a model id or `provider/id`) and
+//! `allowed-tools` (Claude's rules, `Bash(git add:*), Read`) are the options the prompt runs
+//! with (the host resolves them, the kernel applies them to that prompt's run only; a project's
+//! `allowed-tools` only in a trusted project); `disable-model-invocation` needs nothing, as
+//! keel's model never invokes a command. `!`cmd`` lines are not run (one warning per file).
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +24,9 @@ pub struct Dirs {
     pub claude_user: Option<PathBuf>,
     /// `<project>/.claude/commands` (`<project>`: the git root above the cwd, else the cwd).
     pub claude_project: Option<PathBuf>,
+    /// Whether the project is trusted: a project command's `allowed-tools` widen what runs
+    /// without asking only then.
+    pub trusted: bool,
 }
 
 impl Dirs {
@@ -34,7 +39,13 @@ impl Dirs {
             project: cwd.join(".keel").join("prompts"),
             claude_user: claude_home.map(|h| h.join("commands")),
             claude_project: claude_home.map(|_| root.join(".claude").join("commands")),
+            trusted: false,
         }
+    }
+
+    /// The same directories in a project that is (or is not) trusted.
+    pub fn trusting(self, trusted: bool) -> Dirs {
+        Dirs { trusted, ..self }
     }
 
     /// keel's two directories only.
@@ -63,14 +74,26 @@ pub struct Claude {
     pub namespace: String,
     /// `argument-hint`.
     pub argument_hint: Option<String>,
-    /// Keys it sets that keel does not honour yet (`model`, `allowed-tools`).
-    pub unhonoured: Vec<&'static str>,
+    /// `model`, as written (`haiku`, `claude-haiku-4-5`, `anthropic/claude-haiku-4-5`).
+    pub model: Option<String>,
+    /// `allowed-tools`, one rule each (`Bash(git add:*)`); empty in an untrusted project.
+    pub allowed_tools: Vec<String>,
 }
 
 impl Template {
     /// `argument-hint`, if any.
     pub fn argument_hint(&self) -> Option<&str> {
         self.claude.as_ref()?.argument_hint.as_deref()
+    }
+
+    /// The `model` its prompt runs with, if it names one.
+    pub fn model(&self) -> Option<&str> {
+        self.claude.as_ref()?.model.as_deref()
+    }
+
+    /// The `allowed-tools` rules its prompt runs with.
+    pub fn allowed_tools(&self) -> &[String] {
+        self.claude.as_ref().map_or(&[], |c| &c.allowed_tools)
     }
 }
 
@@ -79,7 +102,6 @@ impl Template {
 pub fn load_dirs(dirs: &Dirs) -> (Vec<Template>, Vec<String>) {
     let mut templates: Vec<Template> = Vec::new();
     let mut warnings = Vec::new();
-    let mut unhonoured = Vec::new();
     let sources = [
         (dirs.claude_user.as_deref(), Scope::User, true),
         (Some(dirs.user.as_path()), Scope::User, false),
@@ -89,35 +111,30 @@ pub fn load_dirs(dirs: &Dirs) -> (Vec<Template>, Vec<String>) {
     for (dir, scope, claude) in sources {
         let Some(dir) = dir else { continue };
         let loaded = match claude {
-            true => load_claude(dir, scope, &mut warnings),
+            true => {
+                let trusted = scope == Scope::User || dirs.trusted;
+                load_claude(dir, scope, trusted, &mut warnings)
+            }
             false => super::load_dir(dir, scope, &mut warnings),
         };
         for template in loaded {
-            if template
-                .claude
-                .as_ref()
-                .is_some_and(|c| !c.unhonoured.is_empty())
-            {
-                unhonoured.push(format!("/{}", template.name));
-            }
             match templates.iter_mut().find(|t| t.name == template.name) {
                 Some(slot) => *slot = template,
                 None => templates.push(template),
             }
         }
     }
-    if !unhonoured.is_empty() {
-        warnings.push(format!(
-            "Claude commands {} set `model` or `allowed-tools`, which keel does not honour yet: \
-             they run with the session's model and permission rules",
-            unhonoured.join(", ")
-        ));
-    }
     (templates, warnings)
 }
 
-/// One Claude commands directory, subdirectories included.
-fn load_claude(root: &Path, scope: Scope, warnings: &mut Vec<String>) -> Vec<Template> {
+/// One Claude commands directory, subdirectories included; `trusted`: its `allowed-tools`
+/// count (else they are left out, with one warning per command).
+fn load_claude(
+    root: &Path,
+    scope: Scope,
+    trusted: bool,
+    warnings: &mut Vec<String>,
+) -> Vec<Template> {
     let mut found = Vec::new();
     collect(root, true, &mut found, warnings);
     let mut templates = read_all(found, scope, warnings);
@@ -126,11 +143,16 @@ fn load_claude(root: &Path, scope: Scope, warnings: &mut Vec<String>) -> Vec<Tem
         let text = text.replace("\r\n", "\n");
         let front = super::split_frontmatter(&text).map_or("", |(f, _)| f);
         let field = |k: &str| front_field(front, k);
-        let mut unhonoured = Vec::new();
-        for key in ["model", "allowed-tools"] {
-            if field(key).is_some() {
-                unhonoured.push(key);
-            }
+        let mut allowed_tools = allowed_tools(front);
+        if !trusted && !allowed_tools.is_empty() {
+            warnings.push(format!(
+                "{}: the project is not trusted, so its `allowed-tools` are left out (/{} runs \
+                 with the session's permission rules); pass --trust-project to trust it for this \
+                 run, or trust it in keel's TUI",
+                t.path.display(),
+                t.name
+            ));
+            allowed_tools.clear();
         }
         if t.content.contains("!`") {
             warnings.push(format!(
@@ -154,10 +176,72 @@ fn load_claude(root: &Path, scope: Scope, warnings: &mut Vec<String>) -> Vec<Tem
             root: root.to_path_buf(),
             namespace,
             argument_hint: field("argument-hint"),
-            unhonoured,
+            model: field("model").filter(|m| m != "inherit"),
+            allowed_tools,
         });
     }
     templates
+}
+
+/// `allowed-tools` as Claude Code reads it: `A, B`, `A B`, `[A, B]` or a block of `- A` lines
+/// after the key; rules are split at commas and blanks outside parentheses, so
+/// `Bash(git add:*)` stays one rule.
+fn allowed_tools(front: &str) -> Vec<String> {
+    let key = "allowed-tools";
+    let lines: Vec<&str> = front.lines().collect();
+    let Some(at) = lines.iter().rposition(|l| {
+        l.split_once(':')
+            .is_some_and(|(k, _)| k.trim() == key && !l.starts_with(char::is_whitespace))
+    }) else {
+        return Vec::new();
+    };
+    let value = lines[at].split_once(':').map_or("", |(_, v)| v.trim());
+    let mut out = Vec::new();
+    if value.is_empty() {
+        for line in lines[at + 1..].iter().map(|l| l.trim()) {
+            let Some(item) = line.strip_prefix('-') else {
+                break;
+            };
+            out.extend(split_rules(super::unquote(item.trim())));
+        }
+        return out;
+    }
+    let inner = value
+        .strip_prefix('[')
+        .and_then(|v| v.strip_suffix(']'))
+        .unwrap_or(value);
+    for item in split_rules(inner) {
+        let item = super::unquote(&item).trim().to_string();
+        if !item.is_empty() {
+            out.push(item);
+        }
+    }
+    out
+}
+
+/// Rules separated by commas or blanks outside parentheses.
+fn split_rules(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut depth = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        if depth == 0 && (c == ',' || c.is_whitespace()) {
+            if !current.is_empty() {
+                out.push(std::mem::take(&mut current));
+            }
+            continue;
+        }
+        current.push(c);
+    }
+    if !current.is_empty() {
+        out.push(current);
+    }
+    out
 }
 
 /// The non-empty value of `key: value` in frontmatter lines, one pair of quotes removed (a
@@ -231,11 +315,62 @@ mod tests {
                 .any(|w| w.contains("review.md: keel does not run its !`command` lines")),
             "{warnings:?}"
         );
+        assert_eq!(c.model(), Some("haiku"));
+        assert!(
+            !warnings.iter().any(|w| w.contains("does not honour")),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn allowed_tools_read_as_claude_writes_them() {
+        let rules = |front: &str| allowed_tools(front);
+        assert_eq!(
+            rules("allowed-tools: Bash(git add:*), Bash(git status:*), Read\n"),
+            ["Bash(git add:*)", "Bash(git status:*)", "Read"]
+        );
+        assert_eq!(
+            rules("allowed-tools: Read Grep Bash(npm run test:*)"),
+            ["Read", "Grep", "Bash(npm run test:*)"]
+        );
+        assert_eq!(
+            rules("allowed-tools: [\"Read\", 'Bash(ls:*)']"),
+            ["Read", "Bash(ls:*)"]
+        );
+        assert_eq!(
+            rules("description: x\nallowed-tools:\n  - Read\n  - Bash(git diff:*)\nmodel: haiku"),
+            ["Read", "Bash(git diff:*)"]
+        );
+        assert!(rules("description: no tools").is_empty());
+        assert!(rules("allowed-tools:").is_empty());
+    }
+
+    #[test]
+    fn a_projects_allowed_tools_count_only_when_it_is_trusted() {
+        let t = tempfile::tempdir().unwrap();
+        let claude_home = t.path().join("u/.claude");
+        let cwd = t.path().join("proj");
+        let front = "---\nallowed-tools: Bash(touch:*)\nmodel: inherit\n---\nTouch\n";
+        write(&cwd.join(".claude/commands/touch.md"), front);
+        write(&claude_home.join("commands/mine.md"), front);
+        let dirs = Dirs::new(&t.path().join("keel"), Some(&claude_home), &cwd, &cwd);
+        let (templates, warnings) = load_dirs(&dirs);
+        let by = |ts: &[Template], n: &str| ts.iter().find(|t| t.name == n).unwrap().clone();
+        assert!(by(&templates, "touch").allowed_tools().is_empty());
+        assert_eq!(by(&templates, "mine").allowed_tools(), ["Bash(touch:*)"]);
+        assert_eq!(
+            by(&templates, "mine").model(),
+            None,
+            "inherit is the session's"
+        );
         assert!(
             warnings
                 .iter()
-                .any(|w| w.contains("/component set `model` or `allowed-tools`")),
+                .any(|w| w.contains("touch.md: the project is not trusted")),
             "{warnings:?}"
         );
+        let (templates, warnings) = load_dirs(&dirs.trusting(true));
+        assert_eq!(by(&templates, "touch").allowed_tools(), ["Bash(touch:*)"]);
+        assert!(warnings.is_empty(), "{warnings:?}");
     }
 }

@@ -231,19 +231,24 @@ struct ListedRef {
 }
 
 /// [`commands`]' pure part: a `get_commands` answer as ACP commands.
+/// A skill listed as `NAME` is not offered again as `skill:NAME` (which still runs when typed).
 pub fn available(listed: &Value) -> Vec<AvailableCommand> {
     let listed = ListedRef::deserialize(listed).unwrap_or_default();
-    listed
+    let refs: Vec<CommandRef> = listed
         .commands
         .iter()
-        .filter_map(|c| {
-            let c = CommandRef::deserialize(c).ok()?;
+        .filter_map(|c| CommandRef::deserialize(c).ok())
+        .collect();
+    let named = |n: &str| refs.iter().any(|c| c.name == n);
+    refs.iter()
+        .filter(|c| !c.name.strip_prefix("skill:").is_some_and(named))
+        .map(|c| {
             let name = c.name.as_str();
             let description = c.description.as_ref().and_then(Value::as_str);
             let description = description.unwrap_or(name);
             let hint =
                 AvailableCommandInput::Unstructured(UnstructuredCommandInput::new("arguments"));
-            Some(AvailableCommand::new(name, description).input(hint))
+            AvailableCommand::new(name, description).input(hint)
         })
         .collect()
 }
@@ -328,5 +333,10 @@ mod tests {
             serde_json::to_value(available(&listed)).unwrap(),
             json!([{"name": "review", "description": "Review a file", "input": {"hint": "arguments"}}])
         );
+        let skill = |n: &str| json!({"name": n, "description": "Lints", "source": "skill"});
+        let listed =
+            json!({"commands": [skill("lint"), skill("skill:lint"), skill("skill:deploy")]});
+        let names: Vec<String> = available(&listed).into_iter().map(|c| c.name).collect();
+        assert_eq!(names, ["lint", "skill:deploy"]);
     }
 }

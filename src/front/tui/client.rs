@@ -725,7 +725,17 @@ impl Client {
     /// editor, unsent.
     fn send_input(&mut self, text: String, command: fn(String, Vec<Content>) -> Command) {
         match crate::mentions::expand_text(&text, &self.cwd, self.home.as_deref()) {
-            Ok((message, images)) => self.send(command(message, images)),
+            // Refused (a command's model that cannot be used, a busy session): the error is
+            // shown and the text goes back to the editor.
+            Ok((message, images)) => {
+                let back = self.back_tx.clone();
+                let sent = command(message, images);
+                self.in_back(|commands| async move {
+                    let e = commands.send(&sent).await.err()?;
+                    let _ = back.send(Back::Notice(HistoryCell::Error(e.message)));
+                    Some(Back::Restore(vec![text]))
+                });
+            }
             Err(crate::mentions::MentionError { message: e, .. }) => {
                 self.view.notice(HistoryCell::Error(e));
                 self.view.restore_to_composer(vec![text]);

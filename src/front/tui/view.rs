@@ -188,7 +188,7 @@ pub struct View {
     pub context_window: u64,
     /// The `statusLine` command's last line and its padding, shown under the editor.
     pub script_status: Option<(String, u16)>,
-    /// Names of prompt templates, offered after `/`.
+    /// Names of prompt templates and skills (`get_commands`), offered after `/`.
     pub templates: Vec<(String, String)>,
     /// Where the session runs when not in this process (the status line's last part).
     pub place: Option<String>,
@@ -675,7 +675,7 @@ impl View {
         commands(self.attached)
             .iter()
             .map(|(c, _)| c.to_string())
-            .chain(self.templates.iter().map(|(t, _)| t.clone()))
+            .chain(self.shown_templates().map(|(t, _)| t.clone()))
             .collect()
     }
 }

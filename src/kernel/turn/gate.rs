@@ -50,8 +50,17 @@ pub(super) async fn check_permission(
             }
         }
     };
-    let verdict = match inner.config.rules.check(name, args, &inner.config.cwd) {
-        RuleVerdict::Unmatched => inner.lock().always.check(name, args, &inner.config.cwd),
+    // The settings' rules, then the session's "always" answers, then the allow rules of the
+    // run's prompt (a Claude command's `allowed-tools`), the first that says anything.
+    let cwd = &inner.config.cwd;
+    let verdict = match inner.config.rules.check(name, args, cwd) {
+        RuleVerdict::Unmatched => {
+            let state = inner.lock();
+            match state.always.check(name, args, cwd) {
+                RuleVerdict::Unmatched => state.run_options.allowed.check(name, args, cwd),
+                v => v,
+            }
+        }
         v => v,
     };
     let permission = inner.lock().permission;

@@ -299,7 +299,7 @@ pub(super) async fn prompt_submitted(inner: &Inner, text: &str, abort: &AbortSig
 /// `SessionStart` (`source`: `startup`, `resume`, `compact`, `clear`): the context its hooks give the
 /// model, added after the next prompt.
 pub(super) async fn session_start(inner: &Inner, source: &str, abort: &AbortSignal) -> Vec<String> {
-    let model = inner.provider().info().id.clone();
+    let model = inner.run_provider().info().id.clone();
     let fields = json!({"source": source, "model": model});
     fire(inner, HookEvent::SessionStart, &[source], fields, abort)
         .await

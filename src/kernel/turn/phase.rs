@@ -65,6 +65,8 @@ impl<'a> Run<'a> {
     /// Publishes `AgentStarted`, fires the session's start hooks once and sets the budget.
     pub(super) async fn start(inner: &'a Inner, prompt: UserInput, abort: AbortSignal) -> Run<'a> {
         inner.bus.publish(EventPayload::AgentStarted);
+        // The prompt's options hold from the start (its SessionStart hooks see its model).
+        inner.lock().run_options = prompt.options.clone();
         let source = inner.lock().session_start.take();
         let start_context = match source {
             Some(source) => hooked::session_start(inner, source, &abort).await,
@@ -133,6 +135,8 @@ impl<'a> Run<'a> {
             match hooked::prompt_submitted(inner, &input.text, &self.abort).await {
                 Prompt::Blocked(reason) => blocked = Some(reason),
                 Prompt::Go(context) => {
+                    // A prompt of its own (the run's or a follow-up): its options, or none.
+                    inner.lock().run_options = input.options.clone();
                     let now = inner.clock.now_ms();
                     self.push(input.into_message(now));
                     checkpoint::user_message(inner);
@@ -159,6 +163,11 @@ impl<'a> Run<'a> {
             }));
         }
         for input in take_queue(inner, Queue::Steering) {
+            // A steering message joins the running prompt: it changes its options only when
+            // it carries some.
+            if !input.options.is_empty() {
+                inner.lock().run_options = input.options.clone();
+            }
             self.push(input.into_message(inner.clock.now_ms()));
             checkpoint::user_message(inner);
         }

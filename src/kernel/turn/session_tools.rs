@@ -93,7 +93,7 @@ async fn exit_plan(inner: &Inner, id: &str, args: &Value, abort: &AbortSignal) -
 /// The plan a run that could not ask ends with, as the model's last message (what print
 /// and JSON mode report as the final answer, and what the session keeps).
 pub(super) fn plan_message(inner: &Inner, plan: String) -> Message {
-    let provider = inner.provider();
+    let provider = inner.run_provider();
     Message::from(AssistantMessage {
         content: vec![Content::text(plan)],
         api: provider.api().to_string(),

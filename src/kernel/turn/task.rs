@@ -100,16 +100,15 @@ impl<'a> Task<'a> {
         let asked = Asked::read(inner, args)?;
         let started = inner.clock.now_ms();
         // One lock at a time: the guards of a struct literal live to its end.
-        let (thinking_level, budget) = {
-            let state = inner.lock();
-            (state.thinking_level.clone(), state.budget.clone())
-        };
+        // The run's model (a Claude command's, else the session's) is the child's default.
+        let (provider, thinking_level) = super::run_model(inner);
+        let budget = inner.lock().budget.clone();
         let request = ChildRequest {
             call_id: id.to_string(),
             description: asked.description.clone(),
             agent: asked.agent.clone(),
             parent: asked.subagents.parent.clone(),
-            provider: inner.provider(),
+            provider,
             thinking_level,
             depth: asked.subagents.depth + 1,
             budget,

@@ -229,7 +229,8 @@ pub struct CommandsData {
     pub commands: Vec<CommandInfo>,
 }
 
-/// A prompt template or a skill, run as `/name` (skills: `/skill:name`).
+/// A prompt template or a skill, run as `/name` (a skill is listed twice: as `name`, unless a
+/// template has the name, and as pi's `skill:name`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CommandInfo {

@@ -188,7 +188,7 @@ pub enum Command {
     /// Starts a run with a user message (or queues it during a run, given
     /// `streamingBehavior`). Data: [`data::PromptData`].
     Prompt {
-        /// The user message; `/skill:NAME` and `/template` are expanded.
+        /// The user message; `/skill:NAME`, `/template` and a skill's `/NAME` are expanded.
         message: String,
         /// pi `ImageContent` objects (`{type:"image", data, mimeType}`), only images.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -1,5 +1,5 @@
 //! The `/` command menu under the editor: while the editor holds `/` and part of a name, every
-//! command and prompt template that matches (names starting with what was typed first, then
+//! command, prompt template and skill that matches (names starting with what was typed first, then
 //! names containing it), in a scrolling window. Up/Down choose, Tab puts `/name ` in the
 //! editor, Enter runs the chosen one, Esc closes it (until the text changes). Selection and
 //! scrolling are the `@` menu's (`menu.rs`).
@@ -79,6 +79,15 @@ impl View {
         }
     }
 
+    /// The templates and skills the menu offers: a skill listed as `/NAME` is not offered
+    /// again as `/skill:NAME` (which still runs when typed).
+    pub(super) fn shown_templates(&self) -> impl Iterator<Item = &(String, String)> {
+        let listed = |n: &str| self.templates.iter().any(|(t, _)| t == n);
+        self.templates
+            .iter()
+            .filter(move |(n, _)| !n.strip_prefix("skill:").is_some_and(listed))
+    }
+
     /// Opens, updates or closes the menu for the editor's text.
     pub(super) fn refresh_slash(&mut self) {
         let text = self.composer.text();
@@ -99,7 +108,7 @@ impl View {
         let entries: Vec<(String, String)> = super::commands(self.attached)
             .iter()
             .map(|(c, d)| (c.to_string(), d.to_string()))
-            .chain(self.templates.iter().cloned())
+            .chain(self.shown_templates().cloned())
             .collect();
         let found = matching(&entries, &query);
         self.slash.menu = (!found.is_empty()).then(|| {
@@ -175,6 +184,28 @@ pub(super) fn rows(menu: &SlashMenu, w: usize) -> Vec<Line<'static>> {
 mod tests {
     use super::*;
     use crate::wire::pi::data::{CommandInfo, SourceInfo};
+
+    #[test]
+    fn a_skill_listed_by_its_name_is_not_offered_again_with_its_prefix() {
+        let mut view = View::new();
+        let entry = |n: &str| (n.to_string(), format!("{n} (skill)"));
+        view.set_templates(vec![
+            entry("lint"),
+            entry("skill:lint"),
+            entry("skill:deploy"),
+        ]);
+        let menu = |view: &mut View, text: &str| {
+            view.composer.set_text(text);
+            view.refresh_slash();
+            let menu = view.slash.menu.as_ref().expect("the / menu is open");
+            menu.names()
+                .into_iter()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(menu(&mut view, "/lin"), ["lint"]);
+        assert_eq!(menu(&mut view, "/skill:"), ["skill:deploy"]);
+    }
 
     #[test]
     fn an_entry_shows_its_hint_description_and_origin() {
