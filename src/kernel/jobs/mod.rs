@@ -244,7 +244,11 @@ impl Jobs {
             }
         }
         let weak = Arc::downgrade(&self.0);
-        tokio::spawn(supervise(weak, job, spawned.proc, signals_rx, reader));
+        let held = Held {
+            proc: spawned.proc,
+            _sandbox: ctx.sandbox.clone(),
+        };
+        tokio::spawn(supervise(weak, job, held, signals_rx, reader));
         Ok(info)
     }
 
@@ -416,15 +420,24 @@ async fn read(
     }
 }
 
+/// What a job's supervisor holds until the job ended: its main process, and the sandbox it
+/// runs in (a policy change gives the session a fresh sandbox; this one, its zygote, lives on
+/// as long as the job).
+struct Held {
+    proc: JobProc,
+    _sandbox: Arc<crate::kernel::sandbox::Sandbox>,
+}
+
 /// Holds a job's main process: sends the signals asked for, waits for its end, ends what it
 /// left, lets its output drain, and marks it ended.
 async fn supervise(
     table: Weak<Inner>,
     job: Arc<Job>,
-    mut proc: JobProc,
+    held: Held,
     mut signals: mpsc::UnboundedReceiver<Signal>,
     reader: tokio::task::JoinHandle<()>,
 ) {
+    let Held { mut proc, _sandbox } = held;
     let status = loop {
         tokio::select! {
             Some(signal) = signals.recv() => proc.signal(signal).await,
@@ -457,7 +470,7 @@ async fn supervise(
         drop(s);
         job.info()
     };
-    drop(proc);
+    drop((proc, _sandbox));
     // Its place is free before anyone waiting for its end hears of it.
     let table = table.upgrade();
     if let Some(table) = &table {
