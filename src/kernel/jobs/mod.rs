@@ -61,6 +61,8 @@ struct Inner {
     next: AtomicU32,
     table: Mutex<Table>,
     events: broadcast::Sender<JobEvent>,
+    /// Held while `jobs.json` is written (two jobs may end at once).
+    writing: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -147,6 +149,7 @@ impl Jobs {
             next: AtomicU32::new(first),
             table: Mutex::default(),
             events: broadcast::channel(EVENTS).0,
+            writing: Mutex::default(),
         }))
     }
 
@@ -366,6 +369,7 @@ impl Jobs {
 impl Inner {
     /// Writes the running jobs down (`jobs.json`).
     fn write_records(&self) {
+        let _writing = lock(&self.writing);
         let records: Vec<Record> = lock(&self.table)
             .jobs
             .values()
