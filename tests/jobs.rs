@@ -309,3 +309,29 @@ async fn a_keel_killed_with_sigkill_takes_its_jobs_along() {
         assert_eq!(lost[0].state, JobState::Lost, "{mech}");
     }
 }
+
+#[tokio::test]
+async fn a_job_whose_sandbox_dies_is_lost_and_leaves_nothing() {
+    for mech in mechanisms() {
+        let w = world(mech);
+        let m = marker();
+        let info = tree(&w, mech, &m).await;
+        let zygote = w.ctx.sandbox.zygote_pid().expect("the zygote runs");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(zygote as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        let mut end = w.jobs.info(info.id).unwrap();
+        while end.state == JobState::Running && Instant::now() < deadline {
+            end = w.jobs.wait(info.id, end.bytes, deadline).await.unwrap();
+        }
+        assert_eq!(end.state, JobState::Lost, "{mech}");
+        assert_eq!(
+            survivors(&m).await,
+            Vec::<i32>::new(),
+            "{mech}: no survivor"
+        );
+    }
+}
