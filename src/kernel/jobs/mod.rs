@@ -154,7 +154,9 @@ impl Jobs {
     }
 
     /// Ends whatever jobs a keel that stopped without ending them (killed, crashed) left
-    /// running for the session whose private directory is `dir`: those jobs, `Lost`.
+    /// running for the session whose private directory is `dir`: those jobs, `Lost`. Call it
+    /// before that session's table is made: it ends every job the file lists, a live table's
+    /// too.
     pub fn reap_stale(dir: &Path) -> Vec<JobInfo> {
         record::reap_stale(dir)
     }
