@@ -256,3 +256,82 @@ async fn a_terminal_job_is_the_programs_controlling_terminal() {
         );
     }
 }
+
+/// The variable that makes [`holder`] hold a job: `MECHANISM MARKER SESSION_DIR`.
+const HOLDER: &str = "KEEL_TEST_JOBS_HOLDER";
+
+/// Not a test of its own: the process [`a_keel_killed_with_sigkill_takes_its_jobs_along`]
+/// kills, holding a job (a tree of sleeps with the marker it is given) until it is killed.
+#[tokio::test]
+#[ignore = "run by a_keel_killed_with_sigkill_takes_its_jobs_along"]
+async fn holder() {
+    let Ok(asked) = std::env::var(HOLDER) else {
+        return;
+    };
+    let [mech, marker, dir] = <[&str; 3]>::try_from(asked.split(' ').collect::<Vec<_>>()).unwrap();
+    let mut w = world(mech);
+    w.jobs = Jobs::new(dir.into(), JobLimits::default());
+    tree(&w, mech, marker).await;
+    std::future::pending::<()>().await;
+}
+
+#[tokio::test]
+async fn a_keel_killed_with_sigkill_takes_its_jobs_along() {
+    for mech in all() {
+        let d = tempfile::tempdir().unwrap();
+        let m = marker();
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "jobs::holder", "--ignored", "--test-threads=1"])
+            .env(HOLDER, format!("{mech} {m} {}", d.path().display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        while running(&m, true).len() < 3 && Instant::now() < deadline {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(running(&m, true).len(), 3, "{mech}: the holder's job runs");
+        assert!(
+            d.path().join("jobs.json").exists(),
+            "{mech}: and is recorded"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(
+            survivors(&m).await,
+            Vec::<i32>::new(),
+            "{mech}: no survivor"
+        );
+        // The next keel to open the session finds the job it never saw end.
+        let lost = Jobs::reap_stale(d.path());
+        assert_eq!(lost.len(), 1, "{mech}");
+        assert_eq!(lost[0].state, JobState::Lost, "{mech}");
+    }
+}
+
+#[tokio::test]
+async fn a_job_whose_sandbox_dies_is_lost_and_leaves_nothing() {
+    for mech in mechanisms() {
+        let w = world(mech);
+        let m = marker();
+        let info = tree(&w, mech, &m).await;
+        let zygote = w.ctx.sandbox.zygote_pid().expect("the zygote runs");
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(zygote as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+        let deadline = Instant::now() + PATIENCE;
+        let mut end = w.jobs.info(info.id).unwrap();
+        while end.state == JobState::Running && Instant::now() < deadline {
+            end = w.jobs.wait(info.id, end.bytes, deadline).await.unwrap();
+        }
+        assert_eq!(end.state, JobState::Lost, "{mech}");
+        assert_eq!(
+            survivors(&m).await,
+            Vec::<i32>::new(),
+            "{mech}: no survivor"
+        );
+    }
+}

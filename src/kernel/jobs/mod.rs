@@ -61,6 +61,8 @@ struct Inner {
     next: AtomicU32,
     table: Mutex<Table>,
     events: broadcast::Sender<JobEvent>,
+    /// Held while `jobs.json` is written (two jobs may end at once).
+    writing: Mutex<()>,
 }
 
 #[derive(Default)]
@@ -147,11 +149,14 @@ impl Jobs {
             next: AtomicU32::new(first),
             table: Mutex::default(),
             events: broadcast::channel(EVENTS).0,
+            writing: Mutex::default(),
         }))
     }
 
     /// Ends whatever jobs a keel that stopped without ending them (killed, crashed) left
-    /// running for the session whose private directory is `dir`: those jobs, `Lost`.
+    /// running for the session whose private directory is `dir`: those jobs, `Lost`. Call it
+    /// before that session's table is made: it ends every job the file lists, a live table's
+    /// too.
     pub fn reap_stale(dir: &Path) -> Vec<JobInfo> {
         record::reap_stale(dir)
     }
@@ -244,7 +249,11 @@ impl Jobs {
             }
         }
         let weak = Arc::downgrade(&self.0);
-        tokio::spawn(supervise(weak, job, spawned.proc, signals_rx, reader));
+        let held = Held {
+            proc: spawned.proc,
+            _sandbox: ctx.sandbox.clone(),
+        };
+        tokio::spawn(supervise(weak, job, held, signals_rx, reader));
         Ok(info)
     }
 
@@ -367,6 +376,7 @@ impl Jobs {
 impl Inner {
     /// Writes the running jobs down (`jobs.json`).
     fn write_records(&self) {
+        let _writing = lock(&self.writing);
         let records: Vec<Record> = lock(&self.table)
             .jobs
             .values()
@@ -421,15 +431,24 @@ async fn read(
     }
 }
 
+/// What a job's supervisor holds until the job ended: its main process, and the sandbox it
+/// runs in (a policy change gives the session a fresh sandbox; this one, its zygote, lives on
+/// as long as the job).
+struct Held {
+    proc: JobProc,
+    _sandbox: Arc<crate::kernel::sandbox::Sandbox>,
+}
+
 /// Holds a job's main process: sends the signals asked for, waits for its end, ends what it
 /// left, lets its output drain, and marks it ended.
 async fn supervise(
     table: Weak<Inner>,
     job: Arc<Job>,
-    mut proc: JobProc,
+    held: Held,
     mut signals: mpsc::UnboundedReceiver<Signal>,
     reader: tokio::task::JoinHandle<()>,
 ) {
+    let Held { mut proc, _sandbox } = held;
     let status = loop {
         tokio::select! {
             Some(signal) = signals.recv() => proc.signal(signal).await,
@@ -462,7 +481,7 @@ async fn supervise(
         drop(s);
         job.info()
     };
-    drop(proc);
+    drop((proc, _sandbox));
     // Its place is free before anyone waiting for its end hears of it.
     let table = table.upgrade();
     if let Some(table) = &table {

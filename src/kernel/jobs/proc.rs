@@ -28,8 +28,10 @@ use crate::kernel::tool::{bash_proc, ToolContext};
 pub(super) enum JobProc {
     /// One call of a reaper (the zygote's, or one of its own).
     Reaper(Process),
-    /// A process group of its own (no reaper: keel's executable is unknown); `token` finds
-    /// what left the group.
+    /// A process group of its own (no reaper: keel's executable is unknown, as in the unit
+    /// tests); `token` finds what left the group. Not a scan by session id: `setsid` leaves
+    /// the session as well as the group, and a job on pipes shares keel's session, whose
+    /// other members are not the job's; the token is inherited through both.
     Group {
         child: tokio::process::Child,
         pgid: Option<i32>,

@@ -56,6 +56,13 @@ impl Ring {
         let bytes = &bytes[bytes.len().saturating_sub(self.cap)..];
         let room = self.cap - self.buf.len();
         let (fill, rest) = bytes.split_at(room.min(bytes.len()));
+        // Grown as output comes, doubling, but never past the capacity (a plain `extend`
+        // could double a nearly full buffer to twice it).
+        let want = self.buf.len() + fill.len();
+        if want > self.buf.capacity() {
+            let target = (self.buf.capacity() * 2).max(want).min(self.cap);
+            self.buf.reserve_exact(target - self.buf.len());
+        }
         self.buf.extend_from_slice(fill);
         let mut rest = rest;
         while !rest.is_empty() {
@@ -120,6 +127,7 @@ mod tests {
         for i in 0..100u8 {
             r.push(&[i, i]);
         }
+        assert_eq!(r.buf.capacity(), 4, "never more than its capacity");
         let s = r.read(0, 100);
         assert_eq!(s.bytes, [98, 98, 99, 99]);
         assert_eq!(s.from, r.end() - 4);

@@ -366,3 +366,14 @@ async fn events_and_notices_follow_a_job_to_its_end() {
     assert_eq!(json["state"], "exited");
     assert_eq!(json["exitCode"], 3);
 }
+
+/// The table's futures can be spawned (the daemon runs them on its multi-threaded runtime).
+#[allow(dead_code)]
+fn its_futures_are_send(jobs: Jobs, ctx: ToolContext, req: StartJob) {
+    fn send<T: Send>(_: T) {}
+    send(jobs.start(req, &ctx));
+    send(jobs.wait(JobId(1), 0, Instant::now()));
+    send(jobs.kill(JobId(1)));
+    send(jobs.kill_all());
+    send(jobs.clone());
+}
