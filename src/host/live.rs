@@ -10,7 +10,7 @@ use crate::host::{CommandError, CommandErrorKind};
 use crate::kernel::agent::{AgentConfig, AgentSession};
 use crate::kernel::bus::{Bus, EventRx};
 use crate::kernel::clock::Clock;
-use crate::kernel::jobs::{JobLimits, Jobs};
+use crate::kernel::jobs::Jobs;
 use crate::kernel::recorder::{self, Recorder, SharedStore};
 use crate::kernel::session::{self, SessionError, SessionHeader, Store};
 
@@ -89,7 +89,7 @@ impl Live {
         }
         config.tool_env = config
             .tool_env
-            .with_jobs(Jobs::new(jobs_dir, JobLimits::default()));
+            .with_jobs(Jobs::new(jobs_dir, config.job_limits));
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
         session.watch_store(&recorder.health());
         session.resume_checkpoints(last_checkpoint);
