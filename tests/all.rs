@@ -8,6 +8,7 @@
 )]
 
 mod acp;
+mod acp_claude;
 mod acp_fs;
 mod acp_rewind;
 mod acp_rules;
@@ -19,6 +20,7 @@ mod chaos;
 mod checkpoints;
 mod claude_compat;
 mod claude_dirs;
+mod claude_events;
 mod claude_payloads;
 mod claude_settings;
 mod command_line;

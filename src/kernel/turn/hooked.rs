@@ -86,7 +86,8 @@ pub(crate) fn fire_detached(inner: &Inner, event: HookEvent, subject: &str, fiel
     });
 }
 
-/// `PermissionRequest`: hooks may answer an approval before anyone is asked.
+/// `PermissionRequest`: hooks may answer an approval before anyone is asked; when none does
+/// and the run can ask, `Notification` (`permission_prompt`) announces the dialog.
 pub(super) async fn permission_request(
     inner: &Inner,
     name: &str,
@@ -106,7 +107,9 @@ pub(super) async fn permission_request(
         abort,
     )
     .await;
-    if matches!(v.permission, Some((Decision::Allow | Decision::Deny, _))) {
+    // Only beside a dialog: a run that cannot ask blocks the call, nobody is waiting to answer.
+    if matches!(v.permission, Some((Decision::Allow | Decision::Deny, _))) || !inner.config.can_ask
+    {
         return v.permission;
     }
     let claude = claude.to_string();
