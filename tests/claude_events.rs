@@ -13,8 +13,7 @@
 //! second call to approve through their own dialog and compact on `/compact` (RPC `compact`).
 //! A subagent's own session events (its `SessionStart`, `Stop`, `SessionEnd`, which carry
 //! `agent_id`) are left out of the record: keel fires hooks inside a child as in its parent.
-//! `agent_transcript_path` is checked for its shape only: the parent's sandbox cannot read the
-//! child's transcript yet (it is beside the child's session file, under `$KEEL_HOME`).
+//! A `SubagentStop` hook reads the child's last answer from `agent_transcript_path`.
 
 use serde_json::{json, Value};
 
@@ -26,7 +25,7 @@ use crate::common::support::{keel_shell, scripted_args, write_json, Sandbox};
 
 /// The recorder, on every event: one line per event with the Claude fields a hook reads.
 const RECORDER: &str = r#"
-import json, os, sys
+import json, sys
 d = json.load(sys.stdin)
 ev = d["hook_event_name"]
 if "agent_id" in d and not ev.startswith("Subagent"):
@@ -38,9 +37,13 @@ elif ev == "Notification":
 elif ev == "SubagentStart":
     seen = d["agent_type"]
 elif ev == "SubagentStop":
-    path = d["agent_transcript_path"]
-    named = os.path.isabs(path) and path.endswith(".jsonl")
-    seen = "|".join([d["agent_type"], d["last_assistant_message"], str(d["stop_hook_active"]), str(named)])
+    read = None
+    with open(d["agent_transcript_path"]) as f:
+        for line in f:
+            e = json.loads(line)
+            if e["type"] == "assistant":
+                read = "".join(b["text"] for b in e["message"]["content"] if b["type"] == "text")
+    seen = "|".join([d["agent_type"], d["last_assistant_message"], str(d["stop_hook_active"]), read])
 elif ev == "PreCompact":
     seen = d["trigger"] + "|" + d["custom_instructions"]
 elif ev == "PostCompact":
@@ -170,7 +173,7 @@ fn check(s: &Setup, mode: &str, asks: bool) {
     }
     want.extend([
         ev("SubagentStart", "general"),
-        ev("SubagentStop", "general|child saw it|False|True"),
+        ev("SubagentStop", "general|child saw it|False|child saw it"),
         ev("PreCompact", &format!("{trigger}|")),
         ev("PostCompact", &format!("{trigger}|{SUMMARY}")),
     ]);
