@@ -180,7 +180,14 @@ fn check(s: &Setup, mode: &str, asks: bool) {
     if asks {
         want.push(ev("SessionStart", "compact"));
     }
-    want.push(ev("SessionEnd", "other"));
+    // Claude's reason when the user leaves the prompt; a print run, RPC's end of input and a
+    // stopped daemon are `other`.
+    let end = if mode == "tui" {
+        "prompt_input_exit"
+    } else {
+        "other"
+    };
+    want.push(ev("SessionEnd", end));
     let notes: Vec<String> = match asks {
         true => vec![
             "idle_prompt: keel is waiting for your input".into(),
