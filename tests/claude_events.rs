@@ -31,7 +31,8 @@ ev = d["hook_event_name"]
 if "agent_id" in d and not ev.startswith("Subagent"):
     sys.exit(0)
 if ev == "PermissionRequest":
-    seen = d["tool_name"] + ": " + d["tool_input"]["command"]
+    rules = [r["toolName"] + "(" + r["ruleContent"] + ")" for s in d["permission_suggestions"] for r in s["rules"]]
+    seen = d["tool_name"] + ": " + d["tool_input"]["command"] + " " + ",".join(rules)
 elif ev == "Notification":
     seen = d["notification_type"] + ": " + d["message"]
 elif ev == "SubagentStart":
@@ -166,10 +167,13 @@ fn check(s: &Setup, mode: &str, asks: bool) {
     let trigger = if asks { "manual" } else { "auto" };
     let mut want = vec![
         ev("SessionStart", "startup"),
-        ev("PermissionRequest", "Bash: touch allowed.txt"),
+        ev("PermissionRequest", "Bash: touch allowed.txt Bash(touch:*)"),
     ];
     if asks {
-        want.push(ev("PermissionRequest", "Bash: touch asked.txt"));
+        want.push(ev(
+            "PermissionRequest",
+            "Bash: touch asked.txt Bash(touch:*)",
+        ));
     }
     want.extend([
         ev("SubagentStart", "general"),

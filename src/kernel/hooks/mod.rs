@@ -263,6 +263,11 @@ impl Hooks {
         !self.config.is_empty_for(event)
     }
 
+    /// The project's root (`CLAUDE_PROJECT_DIR`).
+    pub fn project_dir(&self) -> &std::path::Path {
+        &self.env.project_dir
+    }
+
     /// Whether these are a subagent's hooks (its session is not one a user prompts).
     pub fn in_subagent(&self) -> bool {
         self.session.agent.is_some()
