@@ -311,3 +311,54 @@ fn codex_shapes_run_on_the_same_table_and_bash_rules_and_hooks_hold_them() {
         );
     }
 }
+
+/// A background job is held by the check every `bash` call gets: what it plants in a
+/// protected path (a git hook that would run at the user's next commit) is undone when it
+/// ends, and the model is told. Under Landlock, where `.git/hooks` is writable, the plant
+/// lands and is undone; under bubblewrap it never lands (read-only). A job still running when
+/// the session ends is checked too.
+#[test]
+fn what_a_job_plants_in_a_protected_path_is_undone_when_it_ends() {
+    for mech in mechanisms() {
+        let sb = world();
+        let hook = sb.work().join(".git/hooks/pre-commit");
+        // After the calls that start them returned (a `bash` call's own check would undo what
+        // lands while it runs).
+        // No output: `bash_output`'s wait returns at its end only.
+        let plant = "sleep 0.5; { echo 'touch /tmp/pwned' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; } >/dev/null 2>&1";
+        let later = "sleep 0.2; echo 'touch /tmp/pwned' > .git/hooks/post-checkout; chmod +x .git/hooks/post-checkout; exec sleep 1000";
+        let turns = vec![
+            call(
+                "c1",
+                "bash",
+                json!({"command": plant, "run_in_background": true}),
+            ),
+            call(
+                "c2",
+                "exec_command",
+                json!({"cmd": later, "yield_time_ms": 250}),
+            ),
+            call("c3", "bash_output", json!({"id": "1", "wait": 30})),
+            json!({"match": "Background jobs ended", "chunks": [{"text": "heard"}]}),
+        ];
+        let (events, stderr, code) = run(&sb, mech, turns);
+        assert_eq!(code, Some(0), "{mech}: {stderr}");
+        assert!(!hook.exists(), "{mech}: the planted hook stayed: {stderr}");
+        assert!(
+            !sb.work().join(".git/hooks/post-checkout").exists(),
+            "{mech}: the hook planted by a job running at the session's end stayed"
+        );
+        let told = events
+            .iter()
+            .filter(|v| v["type"] == "message_end" && v["message"]["role"] == "user")
+            .map(|v| v.to_string())
+            .find(|t| t.contains("Background jobs ended"))
+            .unwrap_or_default();
+        if mech != "bwrap" {
+            assert!(
+                told.contains(".git/hooks is protected: what the command changed was undone"),
+                "{mech}: the notice did not say what was undone: {told}"
+            );
+        }
+    }
+}
