@@ -362,3 +362,31 @@ fn what_a_job_plants_in_a_protected_path_is_undone_when_it_ends() {
         }
     }
 }
+
+/// `jobs.maxLive` from the settings: one more job than it allows is refused, clearly.
+#[test]
+fn the_settings_cap_live_jobs() {
+    let mech = mechanisms()[0];
+    let sb = world();
+    let settings = json!({"jobs": {"maxLive": 1}}).to_string();
+    let bg = |id: &str| {
+        call(
+            id,
+            "bash",
+            json!({"command": "exec sleep 1000", "run_in_background": true}),
+        )
+    };
+    let turns = vec![bg("c1"), bg("c2"), text("done")];
+    let (events, stderr, code) = run_with(&sb, mech, &["--settings", &settings], turns);
+    assert_eq!(code, Some(0), "{stderr}");
+    let r = results(&events);
+    assert!(!r[0].1, "{r:?}");
+    assert_eq!(
+        r[1],
+        (
+            "Too many background jobs: at most 1 may run at once in a session; kill one first"
+                .to_string(),
+            true
+        )
+    );
+}
