@@ -36,6 +36,7 @@ mod daemon;
 mod daemon_load;
 mod gemini;
 mod hooks;
+mod jobs;
 mod journal;
 mod mcp;
 mod openai;
@@ -134,6 +135,7 @@ fn run() -> Res<()> {
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
                 "run", "json", "gemini", "policy", "hooks", "sandbox", "checkpoint", "subagent",
+                "jobs",
             ]
             .contains(&v.as_str()) =>
         {
@@ -141,7 +143,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, hooks, checkpoint, run, json or sandbox, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, hooks, checkpoint, run, json, sandbox or jobs, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -191,6 +193,10 @@ fn run() -> Res<()> {
     if only.as_deref() == Some("print") {
         print::print_bench(&keel, &mut rows, quick)?;
         return report(&keel, &rows, &format!("{quick} rounds, print rows only"));
+    }
+    if only.as_deref() == Some("jobs") {
+        jobs::jobs_bench(&keel, &mut rows, quick)?;
+        return report(&keel, &rows, &format!("{quick} rounds, jobs rows only"));
     }
     if only.as_deref() == Some("sandbox") {
         sandbox::sandbox_bench(&keel, &mut rows, quick)?;
@@ -264,6 +270,7 @@ fn run() -> Res<()> {
     print::print_bench(&keel, &mut rows, quick)?;
     sandbox::sandbox_bench(&keel, &mut rows, quick)?;
     sandbox::watch_bench(&keel, &mut rows, heavy)?;
+    jobs::jobs_bench(&keel, &mut rows, quick)?;
 
     let big_s = path_str(&big)?;
     let scripted_ms = run_rows(&keel, big_s, hello_s, &mut rows, heavy)?;
