@@ -725,6 +725,8 @@ impl Host {
     /// Ends serving: queues the last events, closes the bus and saves the session.
     pub async fn close(&mut self) {
         self.live.session.end_hooks("other").await;
+        // Its background jobs end with it (TERM, then KILL after their grace period).
+        self.live.jobs.kill_all().await;
         self.drain_events();
         self.live.bus.close();
         while let Some(ev) = self.live.rx.recv().await {
