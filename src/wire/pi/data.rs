@@ -397,7 +397,7 @@ pub fn encode_base64(bytes: &[u8]) -> String {
 pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
     let value = |c: u8| BASE64.iter().position(|a| *a == c).map(|v| v as u32);
     let text = text.as_bytes();
-    if text.len() % 4 != 0 {
+    if !text.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(text.len() / 4 * 3);
