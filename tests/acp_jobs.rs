@@ -29,15 +29,17 @@ fn an_editor_lists_reads_and_kills_the_models_jobs_through_keels_extension_metho
         (&json!(1), &json!("running")),
         "{list}"
     );
-    // Its output may still be on its way: read until it is all there.
+    // The run waited for its output (`bash_output`); should it have come in two writes, the
+    // rest is read once it is there.
     let mut n = 0;
     let read = loop {
         n += 1;
         let params = json!({"sessionId": session, "jobId": 1, "since": 0});
         let read = call(&mut a, &format!("r{n}"), "_keel/jobs/read", params);
-        if read["result"]["next"] == LINES.len() || n == 500 {
+        if read["result"]["next"] == LINES.len() || n == 1000 {
             break read;
         }
+        std::thread::sleep(std::time::Duration::from_millis(10));
     };
     assert_eq!(bytes(&read["result"]), LINES, "{read}");
     let missing = call(
