@@ -10,6 +10,7 @@
 mod acp;
 mod acp_claude;
 mod acp_fs;
+mod acp_jobs;
 mod acp_rewind;
 mod acp_rules;
 mod acp_sandbox;
@@ -50,6 +51,8 @@ mod hooks_kernel;
 mod hooks_sandbox;
 mod hooks_unattended;
 mod jobs;
+mod jobs_daemon;
+mod jobs_rpc;
 mod jobs_tools;
 mod journal;
 mod json_mode;

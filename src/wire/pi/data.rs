@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::DeliveryMode;
+use crate::kernel::jobs::{JobChunk, JobId, JobInfo};
 use crate::kernel::message::Message;
 use crate::kernel::provider::model::ModelInfo;
 
@@ -330,4 +331,94 @@ pub struct RewindPreviewData {
     pub checkpoint: Option<String>,
     /// One per file the rewind would write or remove, sorted by path.
     pub files: Vec<crate::kernel::checkpoint::PreviewFile>,
+}
+
+/// `get_jobs`' data (keel): the session's background jobs, running and ended, by id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobsData {
+    pub jobs: Vec<JobInfo>,
+}
+
+/// `read_job`'s data (keel): a stretch of a job's output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobReadData {
+    /// The job.
+    pub id: JobId,
+    /// The offset of the first byte of `data`: past `since` when older bytes had left the
+    /// job's ring (its log has them).
+    pub from: u64,
+    /// The offset to ask from next.
+    pub next: u64,
+    /// How many bytes after `since` were no longer held.
+    pub dropped: u64,
+    /// The bytes, base64 (standard alphabet, padded): a job writes bytes, not always text.
+    pub data: String,
+}
+
+impl JobReadData {
+    /// What job `id`'s table read.
+    pub fn of(id: JobId, chunk: &JobChunk) -> JobReadData {
+        JobReadData {
+            id,
+            from: chunk.from,
+            next: chunk.next,
+            dropped: chunk.dropped,
+            data: encode_base64(&chunk.bytes),
+        }
+    }
+
+    /// `data`'s bytes; `None` when it is not standard padded base64.
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        decode_base64(&self.data)
+    }
+}
+
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard padded base64 (RFC 4648).
+pub fn encode_base64(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            match i <= chunk.len() {
+                true => out.push(char::from(BASE64[(n >> (18 - 6 * i)) as usize & 63])),
+                false => out.push('='),
+            }
+        }
+    }
+    out
+}
+
+/// Standard padded base64 (RFC 4648) back to bytes; `None` for anything else.
+pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    let value = |c: u8| BASE64.iter().position(|a| *a == c).map(|v| v as u32);
+    let text = text.as_bytes();
+    if !text.len().is_multiple_of(4) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let quads = text.len() / 4;
+    for (q, chunk) in text.chunks(4).enumerate() {
+        let pad = chunk.iter().rev().take_while(|c| **c == b'=').count();
+        if pad > 2 || (pad > 0 && q + 1 != quads) {
+            return None;
+        }
+        let mut n = 0u32;
+        for (i, c) in chunk[..4 - pad].iter().enumerate() {
+            n |= value(*c)? << (18 - 6 * i);
+        }
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..3 - pad]);
+    }
+    Some(out)
+}
+
+/// `kill_job`'s data (keel): the job as it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobData {
+    pub job: JobInfo,
 }

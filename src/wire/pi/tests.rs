@@ -59,6 +59,12 @@ const LINES: &[&str] = &[
     r#"{"type":"rewind_undo"}"#,
     r#"{"type":"get_checkpoints"}"#,
     r#"{"type":"rewind_preview","entryId":"e1"}"#,
+    r#"{"type":"get_jobs"}"#,
+    r#"{"type":"read_job","jobId":2,"since":10,"max":4096}"#,
+    r#"{"type":"read_job","jobId":2}"#,
+    r#"{"type":"kill_job","jobId":1}"#,
+    r#"{"type":"write_job","jobId":1,"data":"q\r"}"#,
+    r#"{"type":"resize_job","jobId":1,"cols":80,"rows":24}"#,
 ];
 
 fn decode(line: &str) -> Result<Command, ParamError> {
@@ -153,7 +159,17 @@ fn every_documented_pi_command_has_a_variant() {
         assert_eq!(name.as_str(), *word);
     }
     // keel's own additions (DESIGN §16), beside pi's.
-    const KEEL_COMMANDS: &[&str] = &["rewind", "rewind_undo", "get_checkpoints", "rewind_preview"];
+    const KEEL_COMMANDS: &[&str] = &[
+        "rewind",
+        "rewind_undo",
+        "get_checkpoints",
+        "rewind_preview",
+        "get_jobs",
+        "read_job",
+        "kill_job",
+        "write_job",
+        "resize_job",
+    ];
     for word in KEEL_COMMANDS {
         assert!(CommandName::parse(word).is_some(), "no variant for {word}");
     }
@@ -199,6 +215,31 @@ fn decoding_keeps_pis_error_texts_and_order() {
             "set_follow_up_mode: field `mode` is missing (a string)",
         ),
         (
+            r#"{"type":"read_job","since":-1}"#,
+            ParamErrorKind::Missing,
+            "read_job: field `jobId` is missing (a job id: a whole number)",
+        ),
+        (
+            r#"{"type":"read_job","jobId":"1"}"#,
+            ParamErrorKind::WrongType,
+            "read_job: field `jobId` must be a whole number, got a string",
+        ),
+        (
+            r#"{"type":"read_job","jobId":1,"since":-1}"#,
+            ParamErrorKind::WrongType,
+            "read_job: field `since` must be a whole number, got -1",
+        ),
+        (
+            r#"{"type":"resize_job","jobId":1,"cols":0,"rows":24}"#,
+            ParamErrorKind::NotAllowed,
+            "resize_job: field `cols` must be from 1 to 65535, got 0",
+        ),
+        (
+            r#"{"type":"resize_job","jobId":1,"cols":80,"rows":70000}"#,
+            ParamErrorKind::NotAllowed,
+            "resize_job: field `rows` must be at most 65535, got 70000",
+        ),
+        (
             r#"{"type":"bash","command":"ls","excludeFromContext":"yes"}"#,
             ParamErrorKind::WrongType,
             "bash: field `excludeFromContext` must be true or false, got a string",
@@ -240,4 +281,30 @@ fn answers_read_into_their_data_types() {
     let s: State = serde_json::from_value(state.clone()).unwrap();
     assert_eq!(s.follow_up_mode, DeliveryMode::All);
     assert_eq!(serde_json::to_value(&s).unwrap(), state);
+}
+
+#[test]
+fn read_job_data_decodes_what_the_host_encodes() {
+    for plain in [
+        &b""[..],
+        b"f",
+        b"fo",
+        b"foo",
+        b"foob",
+        b"fooba",
+        b"foobar",
+        &[0xFB, 0xFF, 0xBF, 0],
+    ] {
+        let encoded = data::encode_base64(plain);
+        assert_eq!(
+            data::decode_base64(&encoded).as_deref(),
+            Some(plain),
+            "{encoded}"
+        );
+    }
+    assert_eq!(data::encode_base64(b"foobar"), "Zm9vYmFy");
+    assert_eq!(data::encode_base64(&[0xFB, 0xFF, 0xBF]), "+/+/");
+    for bad in ["Zg", "Zg=", "Z===", "Zg==Zg==", "Zm9v!A==", "=AAA"] {
+        assert_eq!(data::decode_base64(bad), None, "{bad}");
+    }
 }
