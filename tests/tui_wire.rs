@@ -43,7 +43,8 @@ fn screen(view: &mut View, w: u16, h: u16) -> String {
 /// (`checkpoint_warning`). At the end, by hand: what `set_permission_mode` accept-edits
 /// writes (`permission_mode_changed`), a `todo_write` whose items are all done
 /// (`todo_update`; the TUI then shows no list) and the `dialog_resolved` a parent's RPC stream
-/// carries once its subagent's approval was answered (from `subagent_dialogs.rs`), and the
+/// carries once its subagent's approval was answered (from `subagent_dialogs.rs`), a
+/// background job's `job_started`, `job_output` and `job_ended` (`jobs_rpc.rs`), and the
 /// `session_ended` a window attached to a subagent gets when it finished (`tui_attach.rs`).
 fn recorded() -> Vec<String> {
     let path = root().join("fixtures/streams/everything.rpc.jsonl");

@@ -611,6 +611,7 @@ impl Conn {
                 session_file: s.summary.file,
                 parent_session_id: s.summary.parent_session_id,
                 sandbox: Some(s.summary.sandbox),
+                jobs: s.summary.jobs,
             });
         }
         let s = &self.shared;

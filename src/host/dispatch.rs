@@ -150,6 +150,11 @@ impl Host {
             Command::RewindUndo {} => self.rewind_undo(),
             Command::GetCheckpoints {} => Ok(data(&self.checkpoints())),
             Command::RewindPreview { entry_id } => self.rewind_preview(&entry_id),
+            Command::GetJobs {} => self.get_jobs(),
+            Command::ReadJob { job_id, since, max } => self.read_job(job_id, since, max),
+            Command::KillJob { job_id } => return self.kill_job(&req, job_id),
+            Command::WriteJob { job_id, data } => self.write_job(job_id, &data),
+            Command::ResizeJob { job_id, cols, rows } => self.resize_job(job_id, cols, rows),
         };
         self.respond(&req, answer);
     }

@@ -34,6 +34,9 @@ pub enum CommandErrorKind {
     Ended,
     /// A checkpoint could not be read or restored (`rewind`).
     Checkpoint,
+    /// A background job command failed (`get_jobs`, `read_job`, ...): an unknown id, input
+    /// to a job on pipes, a job that ended.
+    Job,
 }
 
 /// A command's error: its kind and pi's error text.
@@ -94,6 +97,12 @@ impl From<SessionError> for CommandError {
 impl From<ModelError> for CommandError {
     fn from(e: ModelError) -> Self {
         Self::new(CommandErrorKind::Model, e.to_string())
+    }
+}
+
+impl From<crate::kernel::jobs::JobError> for CommandError {
+    fn from(e: crate::kernel::jobs::JobError) -> Self {
+        Self::new(CommandErrorKind::Job, e.to_string())
     }
 }
 

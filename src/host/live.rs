@@ -23,6 +23,8 @@ pub struct Live {
     /// (`get_entries`, `get_state`, …) with everything published so far.
     pub recorder: Recorder,
     pub rx: EventRx,
+    /// Its background jobs (the model's tools share the table; see [`crate::host::jobs`]).
+    pub jobs: Jobs,
     /// When this session started being served (its wall time, as the clock reports
     /// durations: none on a test clock).
     pub started: std::time::Instant,
@@ -87,9 +89,12 @@ impl Live {
         if !lost.is_empty() {
             tracing::info!(count = lost.len(), "jobs a stopped keel left were ended");
         }
-        config.tool_env = config
-            .tool_env
-            .with_jobs(Jobs::new(jobs_dir, JobLimits::default()));
+        let jobs = Jobs::new(jobs_dir, JobLimits::default());
+        // Its clients hear of its jobs on its stream; the lost ones are listed as such, and
+        // the model is told of them before its next request.
+        crate::host::jobs::forward(&jobs, bus.clone());
+        jobs.note_lost(lost);
+        config.tool_env = config.tool_env.with_jobs(jobs.clone());
         let session = AgentSession::with_entries(config, provider, bus.clone(), clock, history);
         session.watch_store(&recorder.health());
         session.resume_checkpoints(last_checkpoint);
@@ -109,6 +114,7 @@ impl Live {
             store,
             recorder,
             rx,
+            jobs,
             started,
         };
         if announce || model_differs {

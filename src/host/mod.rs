@@ -23,6 +23,7 @@ mod approvals;
 mod dispatch;
 pub mod error;
 mod expand;
+pub mod jobs;
 mod permissions;
 pub use error::{CommandError, CommandErrorKind};
 pub mod html;
@@ -188,6 +189,8 @@ pub struct Summary {
     pub first_prompt: Option<String>,
     /// The sandbox its model's commands run in.
     pub sandbox: crate::wire::protocol::snapshot::SandboxState,
+    /// Its background jobs, running and ended, by id.
+    pub jobs: Vec<crate::kernel::jobs::JobInfo>,
 }
 
 /// How much of a session's first prompt its summary keeps.
@@ -398,6 +401,7 @@ impl Host {
             last_run: self.last_run.clone(),
             first_prompt: first_prompt(&store),
             sandbox: crate::wire::protocol::snapshot::SandboxState::of(&self.config.sandbox),
+            jobs: self.live.jobs.list(),
         }
     }
 

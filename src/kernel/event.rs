@@ -253,6 +253,9 @@ pub enum EventPayload {
     PermissionChanged {
         mode: crate::kernel::agent::Permission,
     },
+    /// A background job of the session started, wrote (coalesced: at most one per job each
+    /// 10 ms) or ended (DESIGN §19). Not recorded: jobs die with their session.
+    Job(crate::kernel::jobs::JobEvent),
 }
 
 /// Why a compaction ran.

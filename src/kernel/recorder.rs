@@ -220,7 +220,8 @@ fn apply(
         | EventPayload::HookFinished { .. }
         | EventPayload::SandboxViolation { .. }
         | EventPayload::CheckpointFailed { .. }
-        | EventPayload::PermissionChanged { .. } => None,
+        | EventPayload::PermissionChanged { .. }
+        | EventPayload::Job(_) => None,
         EventPayload::TurnFinished { .. } | EventPayload::AgentSettled { .. } => {
             return Some(store.sync().map_err(|e| e.message));
         }

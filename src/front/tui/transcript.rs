@@ -319,6 +319,8 @@ impl Transcript {
                 self.activity = Some(self.working());
             }
             P::AgentEnd { .. } | P::TurnStart | P::TurnEnd { .. } | P::Other => {}
+            // Background jobs: the TUI's `/jobs` reads them (not in the transcript).
+            P::JobStarted { .. } | P::JobOutput { .. } | P::JobEnded { .. } => {}
             P::AgentSettled {
                 outcome,
                 error,

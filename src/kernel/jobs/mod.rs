@@ -72,6 +72,8 @@ struct Table {
     live: usize,
     /// Ended since [`Jobs::take_ended`] last asked.
     ended: Vec<JobInfo>,
+    /// Jobs a keel that stopped left, ended at this table's start ([`Jobs::note_lost`]).
+    lost: BTreeMap<JobId, JobInfo>,
 }
 
 /// One job as the table holds it (its supervisor task holds it too).
@@ -262,19 +264,56 @@ impl Jobs {
         self.0.dir.join("jobs").join(format!("{id}.log"))
     }
 
-    /// Every job of the session, running or ended, by id.
+    /// Takes in the jobs [`Jobs::reap_stale`] ended (a keel that stopped left them): listed
+    /// as `Lost` from now on (their output read from their logs), told to the model with the
+    /// jobs that ended ([`Jobs::take_ended`]) and to the subscribers as ended.
+    pub fn note_lost(&self, lost: Vec<JobInfo>) {
+        let lost: Vec<JobInfo> = lost
+            .into_iter()
+            .map(|mut info| {
+                if let Ok(meta) = std::fs::metadata(self.log_path(info.id)) {
+                    info.bytes = info.bytes.max(meta.len());
+                }
+                info
+            })
+            .collect();
+        {
+            let mut table = lock(&self.0.table);
+            for info in &lost {
+                self.0.next.fetch_max(info.id.0 + 1, Ordering::SeqCst);
+                table.lost.insert(info.id, info.clone());
+                table.ended.push(info.clone());
+            }
+        }
+        for info in lost {
+            let _ = self.0.events.send(JobEvent::Ended { info });
+        }
+    }
+
+    /// Every job of the session, running or ended (lost ones too), by id.
     pub fn list(&self) -> Vec<JobInfo> {
-        let jobs: Vec<Arc<Job>> = lock(&self.0.table).jobs.values().cloned().collect();
-        jobs.iter().map(|j| j.info()).collect()
+        let (jobs, mut all): (Vec<Arc<Job>>, BTreeMap<JobId, JobInfo>) = {
+            let table = lock(&self.0.table);
+            (table.jobs.values().cloned().collect(), table.lost.clone())
+        };
+        all.extend(jobs.iter().map(|j| (j.id, j.info())));
+        all.into_values().collect()
     }
 
     pub fn info(&self, id: JobId) -> Result<JobInfo, JobError> {
+        if let Some(lost) = self.lost(id) {
+            return Ok(lost);
+        }
         Ok(self.job(id)?.info())
     }
 
     /// Up to `max` bytes of its output from offset `since` (or from the oldest byte the ring
-    /// still holds: `dropped` says how many were missed).
+    /// still holds: `dropped` says how many were missed). A lost job's come from its log.
     pub fn read(&self, id: JobId, since: u64, max: usize) -> Result<JobChunk, JobError> {
+        if let Some(lost) = self.lost(id) {
+            let max = max.min(self.0.limits.ring_bytes);
+            return Ok(output::read_log(&self.log_path(id), lost.bytes, since, max));
+        }
         let job = self.job(id)?;
         let slice = lock(&job.ring).read(since, max);
         let next = slice.from + slice.bytes.len() as u64;
@@ -297,6 +336,9 @@ impl Jobs {
 
     /// Types `bytes` into a terminal job (queued: written as its terminal takes them).
     pub fn write(&self, id: JobId, bytes: &[u8]) -> Result<(), JobError> {
+        if let Some(lost) = self.lost(id) {
+            return Err(ended_or_pipes(&lost));
+        }
         let job = self.job(id)?;
         let Some(input) = &job.input else {
             return Err(JobError::NoStdin(id));
@@ -309,6 +351,12 @@ impl Jobs {
 
     /// Sets a terminal job's size (the kernel sends its foreground group `SIGWINCH`).
     pub fn resize(&self, id: JobId, cols: u16, rows: u16) -> Result<(), JobError> {
+        if let Some(lost) = self.lost(id) {
+            return Err(match lost.tty {
+                true => JobError::Ended(id),
+                false => JobError::NoTty(id),
+            });
+        }
         let job = self.job(id)?;
         let Some(master) = &job.master else {
             return Err(JobError::NoTty(id));
@@ -322,6 +370,9 @@ impl Jobs {
     /// Ends the job's whole tree: TERM, then KILL after the grace period; waits for its end.
     /// An ended job is left as it is.
     pub async fn kill(&self, id: JobId) -> Result<JobInfo, JobError> {
+        if let Some(lost) = self.lost(id) {
+            return Ok(lost);
+        }
         let job = self.job(id)?;
         if job.ended() {
             return Ok(job.info());
@@ -362,6 +413,10 @@ impl Jobs {
     /// The jobs that ended since the last call (for the session's notices).
     pub fn take_ended(&self) -> Vec<JobInfo> {
         std::mem::take(&mut lock(&self.0.table).ended)
+    }
+
+    fn lost(&self, id: JobId) -> Option<JobInfo> {
+        lock(&self.0.table).lost.get(&id).cloned()
     }
 
     fn job(&self, id: JobId) -> Result<Arc<Job>, JobError> {
@@ -493,6 +548,14 @@ async fn supervise(
     if let Some(table) = table {
         table.write_records();
         let _ = table.events.send(JobEvent::Ended { info });
+    }
+}
+
+/// Why nothing can be typed into an ended job: it had no input, or it ended.
+fn ended_or_pipes(info: &JobInfo) -> JobError {
+    match info.tty {
+        true => JobError::Ended(info.id),
+        false => JobError::NoStdin(info.id),
     }
 }
 

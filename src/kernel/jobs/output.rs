@@ -101,3 +101,25 @@ pub(super) async fn feed(master: OwnedFd, mut input: mpsc::UnboundedReceiver<Vec
         }
     }
 }
+
+/// Up to `max` bytes of a log file from offset `since` (a lost job's output: its ring went
+/// with the keel that held it). `end`: the offset after its last byte.
+pub(super) fn read_log(path: &Path, end: u64, since: u64, max: usize) -> super::JobChunk {
+    use std::io::{Read, Seek, SeekFrom};
+    let from = since.min(end);
+    let want = usize::try_from(end - from).unwrap_or(usize::MAX).min(max);
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(path).and_then(|mut f| {
+        f.seek(SeekFrom::Start(from))?;
+        f.take(want as u64).read_to_end(&mut bytes)
+    });
+    if let Err(e) = read {
+        tracing::debug!(path = %path.display(), error = %e, "jobs: the log was not read");
+    }
+    super::JobChunk {
+        from,
+        next: from + bytes.len() as u64,
+        bytes,
+        dropped: 0,
+    }
+}

@@ -8,6 +8,7 @@ use super::parts::{TurnMessage, TurnToolResult, UiRequest};
 use super::words::{ErrorKind, Outcome, UiMethod};
 use super::WireEvent;
 use crate::kernel::event::{AssistantDelta, Event, EventPayload, RunOutcome};
+use crate::kernel::jobs::JobEvent;
 
 /// pi's `assistantMessageEvent` for one kernel delta.
 fn delta_event(d: &AssistantDelta) -> AssistantMessageEvent<'_> {
@@ -69,7 +70,8 @@ pub fn wire_events(event: &Event) -> Vec<WireEvent<'_>> {
         EventPayload::ModelChanged { .. }
         | EventPayload::ThinkingLevelChanged { .. }
         | EventPayload::BashExecuted { .. }
-        | EventPayload::SessionNamed { .. } => None,
+        | EventPayload::SessionNamed { .. }
+        | EventPayload::Job(_) => None,
         EventPayload::AgentStarted => Some(W::AgentStart),
         EventPayload::AgentFinished {
             messages,
@@ -322,6 +324,16 @@ pub fn rpc_extra_events(event: &Event) -> Option<WireEvent<'_>> {
         EventPayload::BashExecuted { record, .. } => {
             Some(WireEvent::BashExecutionEnd(Cow::Borrowed(record)))
         }
+        EventPayload::Job(JobEvent::Started { info }) => Some(WireEvent::JobStarted {
+            job: Cow::Borrowed(info),
+        }),
+        EventPayload::Job(JobEvent::Output { id, next }) => Some(WireEvent::JobOutput {
+            id: *id,
+            next: *next,
+        }),
+        EventPayload::Job(JobEvent::Ended { info }) => Some(WireEvent::JobEnded {
+            job: Cow::Borrowed(info),
+        }),
         _ => None,
     }
 }

@@ -47,6 +47,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::kernel::event::CompactionResult;
+use crate::kernel::jobs::{JobId, JobInfo};
 use crate::kernel::message::{Message, Usage};
 use crate::kernel::tool::bash::BashExecution;
 
@@ -294,6 +295,22 @@ pub enum WireEvent<'a> {
     PermissionModeChanged {
         mode: Cow<'a, str>,
     },
+    /// keel: a background job of the session started (`job`: its id, command, pid, state,
+    /// …, as `get_jobs` lists it).
+    JobStarted {
+        job: Cow<'a, JobInfo>,
+    },
+    /// keel: background job `id` wrote: its output now ends at byte offset `next`. At most
+    /// one per job every 10 ms, and without the bytes: a client reads them with `read_job`
+    /// from the `next` it last read.
+    JobOutput {
+        id: JobId,
+        next: u64,
+    },
+    /// keel: a background job ended (`job.state`: `exited`, `killed` or `lost`).
+    JobEnded {
+        job: Cow<'a, JobInfo>,
+    },
     /// keel: the session ended and takes no more prompts; sent to the clients attached to it.
     /// `reason`: `subagent_finished` (a subagent's task is over; its file stays, and
     /// `keel --resume` opens it as a session of its own).
@@ -336,6 +353,9 @@ kinds! { WireEvent {
     CheckpointWarning = "checkpoint_warning",
     TodoUpdate = "todo_update",
     PermissionModeChanged = "permission_mode_changed",
+    JobStarted = "job_started",
+    JobOutput = "job_output",
+    JobEnded = "job_ended",
     Other = "other",
 } }
 
@@ -383,6 +403,9 @@ pub const RPC_ONLY: &[&str] = &[
     "model_changed",
     "bash_execution_update",
     "bash_execution_end",
+    "job_started",
+    "job_output",
+    "job_ended",
 ];
 
 /// Whether a stream line of type `kind` belongs to RPC mode only: [`RPC_ONLY`] and the

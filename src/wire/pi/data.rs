@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::DeliveryMode;
+use crate::kernel::jobs::{JobId, JobInfo};
 use crate::kernel::message::Message;
 use crate::kernel::provider::model::ModelInfo;
 
@@ -330,4 +331,32 @@ pub struct RewindPreviewData {
     pub checkpoint: Option<String>,
     /// One per file the rewind would write or remove, sorted by path.
     pub files: Vec<crate::kernel::checkpoint::PreviewFile>,
+}
+
+/// `get_jobs`' data (keel): the session's background jobs, running and ended, by id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobsData {
+    pub jobs: Vec<JobInfo>,
+}
+
+/// `read_job`'s data (keel): a stretch of a job's output.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobReadData {
+    /// The job.
+    pub id: JobId,
+    /// The offset of the first byte of `data`: past `since` when older bytes had left the
+    /// job's ring (its log has them).
+    pub from: u64,
+    /// The offset to ask from next.
+    pub next: u64,
+    /// How many bytes after `since` were no longer held.
+    pub dropped: u64,
+    /// The bytes, base64 (standard alphabet, padded): a job writes bytes, not always text.
+    pub data: String,
+}
+
+/// `kill_job`'s data (keel): the job as it ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobData {
+    pub job: JobInfo,
 }

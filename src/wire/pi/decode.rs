@@ -2,7 +2,10 @@
 //! always read them, so the first unusable field is the one named in the error, with the
 //! same text (`Request`'s accessors). Never reads a field a command does not take.
 
+use serde_json::Value;
+
 use super::{Command, CommandName, DeliveryMode, NewSessionReason, StreamingBehavior};
+use crate::kernel::jobs::JobId;
 use crate::kernel::provider::model::THINKING_LEVELS;
 use crate::wire::rpc::{self, ParamError, ParamErrorKind, Request};
 
@@ -107,6 +110,24 @@ impl CommandName {
             N::RewindPreview => Command::RewindPreview {
                 entry_id: string("entryId")?,
             },
+            N::GetJobs => Command::GetJobs {},
+            N::ReadJob => Command::ReadJob {
+                job_id: job_id(req)?,
+                since: number(req, "since", u64::MAX)?,
+                max: number(req, "max", u64::MAX)?,
+            },
+            N::KillJob => Command::KillJob {
+                job_id: job_id(req)?,
+            },
+            N::WriteJob => Command::WriteJob {
+                job_id: job_id(req)?,
+                data: string("data")?,
+            },
+            N::ResizeJob => Command::ResizeJob {
+                job_id: job_id(req)?,
+                cols: size(req, "cols")?,
+                rows: size(req, "rows")?,
+            },
         })
     }
 }
@@ -162,6 +183,68 @@ fn delivery_mode(req: &Request) -> Result<DeliveryMode, ParamError> {
         Some("all") => Ok(DeliveryMode::All),
         Some(_) => Ok(DeliveryMode::OneAtATime),
         None => Err(missing(req, "mode")),
+    }
+}
+
+/// `jobId`: a job's id (a whole number from 1).
+fn job_id(req: &Request) -> Result<JobId, ParamError> {
+    let id = number(req, "jobId", u64::from(u32::MAX))?
+        .ok_or_else(|| absent(req, "jobId", "a job id: a whole number"))?;
+    Ok(JobId(u32::try_from(id).unwrap_or(u32::MAX)))
+}
+
+/// A terminal's `cols` or `rows`: from 1 to 65535.
+fn size(req: &Request, key: &str) -> Result<u16, ParamError> {
+    let n = number(req, key, u64::from(u16::MAX))?
+        .ok_or_else(|| absent(req, key, "a whole number from 1 to 65535"))?;
+    match n {
+        0 => Err(ParamError {
+            kind: ParamErrorKind::NotAllowed,
+            message: format!(
+                "{}: field `{key}` must be from 1 to 65535, got 0",
+                req.command
+            ),
+        }),
+        n => Ok(u16::try_from(n).unwrap_or(u16::MAX)),
+    }
+}
+
+/// An optional whole number up to `most` (absent or null is `None`).
+fn number(req: &Request, key: &str, most: u64) -> Result<Option<u64>, ParamError> {
+    let v = match req.fields().get(key) {
+        None | Some(Value::Null) => return Ok(None),
+        Some(v) => v,
+    };
+    match v.as_u64() {
+        Some(n) if n <= most => Ok(Some(n)),
+        Some(n) => Err(ParamError {
+            kind: ParamErrorKind::NotAllowed,
+            message: format!(
+                "{}: field `{key}` must be at most {most}, got {n}",
+                req.command
+            ),
+        }),
+        None => {
+            let got = match v {
+                Value::Number(n) => n.to_string(),
+                v => rpc::kind_of(v).to_string(),
+            };
+            Err(ParamError {
+                kind: ParamErrorKind::WrongType,
+                message: format!(
+                    "{}: field `{key}` must be a whole number, got {got}",
+                    req.command
+                ),
+            })
+        }
+    }
+}
+
+/// A required field `key` that is absent (`want`: what it must be).
+fn absent(req: &Request, key: &str, want: &str) -> ParamError {
+    ParamError {
+        kind: ParamErrorKind::Missing,
+        message: format!("{}: field `{key}` is missing ({want})", req.command),
     }
 }
 

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::rpc::Request;
+use crate::kernel::jobs::JobId;
 use crate::kernel::message::Content;
 
 pub mod data;
@@ -82,6 +83,11 @@ command_names! {
     RewindUndo = "rewind_undo",
     GetCheckpoints = "get_checkpoints",
     RewindPreview = "rewind_preview",
+    GetJobs = "get_jobs",
+    ReadJob = "read_job",
+    KillJob = "kill_job",
+    WriteJob = "write_job",
+    ResizeJob = "resize_job",
 }
 
 impl CommandName {
@@ -127,7 +133,12 @@ impl CommandName {
             | GetPermissions
             | SetPermissionMode
             | GetCheckpoints
-            | RewindPreview => false,
+            | RewindPreview
+            | GetJobs
+            | ReadJob
+            | KillJob
+            | WriteJob
+            | ResizeJob => false,
             Rewind | RewindUndo => true,
         }
     }
@@ -374,6 +385,45 @@ pub enum Command {
     /// keel: what a rewind of the files to before `entry_id` (a user message or a
     /// checkpoint) would change. Data: [`data::RewindPreviewData`].
     RewindPreview { entry_id: String },
+    /// keel: the session's background jobs, running and ended, by id (DESIGN §19). Data:
+    /// [`data::JobsData`].
+    GetJobs {},
+    /// keel: what job `jobId` wrote from byte offset `since` (absent: 0) on, at most `max`
+    /// bytes (absent: all the ring holds). A client that comes back asks from the `next` it
+    /// last saw and gets exactly what it missed. Data: [`data::JobReadData`].
+    ReadJob {
+        /// The job (its `id` in [`crate::kernel::jobs::JobInfo`]; a request's `id` is its own).
+        job_id: JobId,
+        /// The offset to read from.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        since: Option<u64>,
+        /// At most this many bytes.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max: Option<u64>,
+    },
+    /// keel: ends job `jobId`'s whole tree (TERM, then KILL after a grace period); answered
+    /// once it ended. Data: [`data::JobData`].
+    KillJob {
+        /// The job.
+        job_id: JobId,
+    },
+    /// keel: types `data` into terminal job `jobId` (a job on pipes takes no input: refused).
+    /// No data.
+    WriteJob {
+        /// The job.
+        job_id: JobId,
+        /// The text typed, as is (`"\r"` is Enter, `"\u0003"` Ctrl-C).
+        data: String,
+    },
+    /// keel: sets terminal job `jobId`'s size (its program gets `SIGWINCH`). No data.
+    ResizeJob {
+        /// The job.
+        job_id: JobId,
+        /// Columns.
+        cols: u16,
+        /// Rows.
+        rows: u16,
+    },
 }
 
 impl Command {
@@ -421,6 +471,11 @@ impl Command {
             Command::RewindUndo {} => N::RewindUndo,
             Command::GetCheckpoints {} => N::GetCheckpoints,
             Command::RewindPreview { .. } => N::RewindPreview,
+            Command::GetJobs {} => N::GetJobs,
+            Command::ReadJob { .. } => N::ReadJob,
+            Command::KillJob { .. } => N::KillJob,
+            Command::WriteJob { .. } => N::WriteJob,
+            Command::ResizeJob { .. } => N::ResizeJob,
         }
     }
 

@@ -59,6 +59,12 @@ const LINES: &[&str] = &[
     r#"{"type":"rewind_undo"}"#,
     r#"{"type":"get_checkpoints"}"#,
     r#"{"type":"rewind_preview","entryId":"e1"}"#,
+    r#"{"type":"get_jobs"}"#,
+    r#"{"type":"read_job","jobId":2,"since":10,"max":4096}"#,
+    r#"{"type":"read_job","jobId":2}"#,
+    r#"{"type":"kill_job","jobId":1}"#,
+    r#"{"type":"write_job","jobId":1,"data":"q\r"}"#,
+    r#"{"type":"resize_job","jobId":1,"cols":80,"rows":24}"#,
 ];
 
 fn decode(line: &str) -> Result<Command, ParamError> {
@@ -153,7 +159,17 @@ fn every_documented_pi_command_has_a_variant() {
         assert_eq!(name.as_str(), *word);
     }
     // keel's own additions (DESIGN §16), beside pi's.
-    const KEEL_COMMANDS: &[&str] = &["rewind", "rewind_undo", "get_checkpoints", "rewind_preview"];
+    const KEEL_COMMANDS: &[&str] = &[
+        "rewind",
+        "rewind_undo",
+        "get_checkpoints",
+        "rewind_preview",
+        "get_jobs",
+        "read_job",
+        "kill_job",
+        "write_job",
+        "resize_job",
+    ];
     for word in KEEL_COMMANDS {
         assert!(CommandName::parse(word).is_some(), "no variant for {word}");
     }
@@ -197,6 +213,31 @@ fn decoding_keeps_pis_error_texts_and_order() {
             r#"{"type":"set_follow_up_mode"}"#,
             ParamErrorKind::Missing,
             "set_follow_up_mode: field `mode` is missing (a string)",
+        ),
+        (
+            r#"{"type":"read_job","since":-1}"#,
+            ParamErrorKind::Missing,
+            "read_job: field `jobId` is missing (a job id: a whole number)",
+        ),
+        (
+            r#"{"type":"read_job","jobId":"1"}"#,
+            ParamErrorKind::WrongType,
+            "read_job: field `jobId` must be a whole number, got a string",
+        ),
+        (
+            r#"{"type":"read_job","jobId":1,"since":-1}"#,
+            ParamErrorKind::WrongType,
+            "read_job: field `since` must be a whole number, got -1",
+        ),
+        (
+            r#"{"type":"resize_job","jobId":1,"cols":0,"rows":24}"#,
+            ParamErrorKind::NotAllowed,
+            "resize_job: field `cols` must be from 1 to 65535, got 0",
+        ),
+        (
+            r#"{"type":"resize_job","jobId":1,"cols":80,"rows":70000}"#,
+            ParamErrorKind::NotAllowed,
+            "resize_job: field `rows` must be at most 65535, got 70000",
         ),
         (
             r#"{"type":"bash","command":"ls","excludeFromContext":"yes"}"#,

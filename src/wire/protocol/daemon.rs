@@ -132,6 +132,9 @@ pub struct LiveSession {
     /// The sandbox the model's commands run in (absent from a daemon that does not say).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<super::snapshot::SandboxState>,
+    /// Its background jobs, running and ended, by id (left out when it has none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub jobs: Vec<crate::kernel::jobs::JobInfo>,
 }
 
 /// Whether a session has a run going.
