@@ -437,6 +437,11 @@ pub fn agent_config_with(
         follow_up_mode: QueueMode::OneAtATime,
         thinking_level: settings.thinking.map_or("off", |t| t.word()).to_string(),
         bash_timeout: Duration::from_secs(600),
+        job_tools: settings.jobs.tools.unwrap_or_default(),
+        job_limits: crate::kernel::jobs::JobLimits {
+            max_live: settings.jobs.max_live.unwrap_or(16).max(1),
+            ..Default::default()
+        },
         temp_dir,
         tool_env,
         files: Default::default(),

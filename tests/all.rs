@@ -8,6 +8,7 @@
 )]
 
 mod acp;
+mod acp_claude;
 mod acp_fs;
 mod acp_rewind;
 mod acp_rules;
@@ -20,6 +21,7 @@ mod checkpoints;
 mod claude_commands;
 mod claude_compat;
 mod claude_dirs;
+mod claude_events;
 mod claude_payloads;
 mod claude_settings;
 mod command_line;

@@ -133,18 +133,7 @@ struct Setup {
 
 /// A sandbox with the user's and the project's Claude settings, the hook scripts and `keep/`.
 fn setup() -> Option<Setup> {
-    for tool in ["jq", "python3"] {
-        if std::process::Command::new(tool)
-            .arg("--version")
-            .output()
-            .is_err()
-        {
-            skipped(&format!("claude_compat: `{tool}` is not installed"));
-            return None;
-        }
-    }
-    // Not under /tmp: bubblewrap's private /tmp would hide the home's scripts.
-    let sb = Sandbox::new_in("/var/tmp").unwrap_or_else(Sandbox::new);
+    let sb = claude_sandbox("claude_compat")?;
     // HOME is the sandbox's directory: the user's scripts in `~/.claude/hooks`, the project's
     // in `.claude/hooks`, as Claude Code's users keep them; the records in the workspace (what
     // a sandboxed hook may write).
@@ -152,8 +141,6 @@ fn setup() -> Option<Setup> {
     let logs = sb.work().join(".hooklog");
     std::fs::create_dir_all(&logs).unwrap();
     let (log, formatted) = (logs.join("hooks.jsonl"), logs.join("formatted.log"));
-    std::fs::create_dir_all(dir.join(".claude/hooks")).unwrap();
-    std::fs::create_dir_all(sb.work().join(".claude/hooks")).unwrap();
     std::fs::write(dir.join(".claude/hooks/record.py"), RECORDER).unwrap();
     std::fs::write(sb.work().join(".claude/hooks/stop.py"), STOP).unwrap();
     let record = format!("python3 ~/.claude/hooks/record.py {}", log.display());
@@ -190,7 +177,6 @@ fn setup() -> Option<Setup> {
         "Stop": [{"hooks": [{"type": "command",
             "command": format!("python3 \"$CLAUDE_PROJECT_DIR\"/.claude/hooks/stop.py {}", log.display())}]}]
     }});
-    std::fs::create_dir_all(sb.work().join(".git")).unwrap();
     write(&sb.work().join(".claude/settings.json"), &project);
     std::fs::create_dir(sb.work().join("keep")).unwrap();
     let script = script(&sb);
@@ -203,6 +189,29 @@ fn setup() -> Option<Setup> {
 }
 
 use crate::common::support::write_json as write;
+
+/// A sandbox for hook scripts written as Claude Code's users write them (`jq` and Python over
+/// stdin; `None`, and the test skipped, when either is missing), with `~/.claude/hooks` and the
+/// project's `.claude/hooks` made and the workspace a git repository. Shared with
+/// `claude_events`.
+pub(crate) fn claude_sandbox(test: &str) -> Option<Sandbox> {
+    for tool in ["jq", "python3"] {
+        if std::process::Command::new(tool)
+            .arg("--version")
+            .output()
+            .is_err()
+        {
+            skipped(&format!("{test}: `{tool}` is not installed"));
+            return None;
+        }
+    }
+    // Not under /tmp: bubblewrap's private /tmp would hide the home's scripts.
+    let sb = Sandbox::new_in("/var/tmp").unwrap_or_else(Sandbox::new);
+    std::fs::create_dir_all(sb.dir.path().join(".claude/hooks")).unwrap();
+    std::fs::create_dir_all(sb.work().join(".claude/hooks")).unwrap();
+    std::fs::create_dir_all(sb.work().join(".git")).unwrap();
+    Some(sb)
+}
 
 /// The recorded events (SessionEnd left out: when it fires depends on the front end).
 fn records(s: &Setup) -> Vec<(String, Option<String>, Value)> {

@@ -250,7 +250,7 @@ fn a_pre_tool_use_hook_fires_inside_the_child_with_its_agent_type() {
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    let (child, _) = child_and_parent(&sb);
+    let (child, parent) = child_and_parent(&sb);
     let child_id = entries(&child)[0]["id"].clone();
     let events: Vec<&str> = fired
         .iter()
@@ -268,11 +268,13 @@ fn a_pre_tool_use_hook_fires_inside_the_child_with_its_agent_type() {
     assert_eq!(pre["session_id"], child_id);
     assert_eq!(fired[0]["agent_id"], child_id);
     assert_eq!(fired[2]["last_assistant_message"], "seen");
-    // The child's conversation as Claude's transcript, beside its session file, current
-    // when the parent's SubagentStop hook reads it.
-    let claude = child
-        .with_extension("output")
-        .join("claude-transcript.jsonl");
+    // The child's conversation as Claude's transcript, current when the parent's SubagentStop
+    // hook reads it: a copy beside the parent's (the parent's sandbox reads its own directory,
+    // not the child's), as `subagents/agent-<id>.jsonl`.
+    let claude = parent.with_extension("output").join(format!(
+        "subagents/agent-{}.jsonl",
+        child_id.as_str().unwrap()
+    ));
     assert_eq!(
         fired[2]["agent_transcript_path"],
         claude.display().to_string()

@@ -72,7 +72,7 @@ fn clear_starts_a_new_session_with_clear_hooks_and_an_empty_screen() {
             format!("start startup {first}"),
             format!("end clear {first}"),
             format!("start clear {second}"),
-            format!("end other {second}"),
+            format!("end prompt_input_exit {second}"),
         ],
         "{hooks}"
     );

@@ -78,6 +78,8 @@ pub enum Call {
     /// could not be saved, if it could not.
     Stop {
         grace: Duration,
+        /// The `SessionEnd` hooks' `reason` (Claude's word).
+        reason: &'static str,
         reply: oneshot::Sender<Option<String>>,
     },
 }
@@ -213,8 +215,18 @@ impl SessionHandle {
     /// [`SessionHandle::stop`], answering why the session could not be saved (its last
     /// entries, the final sync), if it could not.
     pub async fn close(&self, grace: Duration) -> Option<String> {
+        self.close_as(grace, "other").await
+    }
+
+    /// [`SessionHandle::close`], its `SessionEnd` hooks told `reason` (Claude's word:
+    /// `prompt_input_exit` when the user left the TUI's prompt).
+    pub async fn close_as(&self, grace: Duration, reason: &'static str) -> Option<String> {
         let (reply, rx) = oneshot::channel();
-        if !self.send(Call::Stop { grace, reply }) {
+        if !self.send(Call::Stop {
+            grace,
+            reason,
+            reply,
+        }) {
             return None;
         }
         rx.await.ok().flatten()
@@ -319,8 +331,8 @@ impl Actor {
                 Some(step) = self.host.next_step() => self.host.apply(step),
                 call = calls.recv() => match call {
                     None => break,
-                    Some(Call::Stop { grace, reply }) => {
-                        let second = self.stop(grace, Some(&mut calls)).await;
+                    Some(Call::Stop { grace, reason, reply }) => {
+                        let second = self.stop(grace, reason, Some(&mut calls)).await;
                         for reply in std::iter::once(reply).chain(second) {
                             let _ = reply.send(self.host.save_fault());
                         }
@@ -338,7 +350,7 @@ impl Actor {
                 }
             }
         }
-        self.stop(Duration::from_secs(3), None).await;
+        self.stop(Duration::from_secs(3), "other", None).await;
     }
 
     async fn call(&mut self, call: Call) {
@@ -491,6 +503,7 @@ impl Actor {
     async fn stop(
         &mut self,
         grace: Duration,
+        reason: &str,
         mut calls: Option<&mut mpsc::UnboundedReceiver<Call>>,
     ) -> Option<oneshot::Sender<Option<String>>> {
         self.host.halt();
@@ -510,7 +523,7 @@ impl Actor {
             }
             self.distribute();
         }
-        self.host.close().await;
+        self.host.close(reason).await;
         self.distribute();
         for (_, tx) in self.waiting.drain() {
             let _ = tx.send((

@@ -10,7 +10,7 @@ use crate::host::{CommandError, CommandErrorKind};
 use crate::kernel::agent::{AgentConfig, AgentSession};
 use crate::kernel::bus::{Bus, EventRx};
 use crate::kernel::clock::Clock;
-use crate::kernel::jobs::{JobLimits, Jobs};
+use crate::kernel::jobs::Jobs;
 use crate::kernel::recorder::{self, Recorder, SharedStore};
 use crate::kernel::session::{self, SessionError, SessionHeader, Store};
 
@@ -89,7 +89,7 @@ impl Live {
         if !lost.is_empty() {
             tracing::info!(count = lost.len(), "jobs a stopped keel left were ended");
         }
-        let jobs = Jobs::new(jobs_dir, JobLimits::default());
+        let jobs = Jobs::new(jobs_dir, config.job_limits);
         // Its clients hear of its jobs on its stream; the lost ones are listed as such, and
         // the model is told of them before its next request.
         crate::host::jobs::forward(&jobs, bus.clone());

@@ -722,9 +722,10 @@ impl Host {
         }
     }
 
-    /// Ends serving: queues the last events, closes the bus and saves the session.
-    pub async fn close(&mut self) {
-        self.live.session.end_hooks("other").await;
+    /// Ends serving: fires `SessionEnd` (`reason`), queues the last events, closes the bus
+    /// and saves the session.
+    pub async fn close(&mut self, reason: &str) {
+        self.live.session.end_hooks(reason).await;
         self.drain_events();
         self.live.bus.close();
         while let Some(ev) = self.live.rx.recv().await {

@@ -229,7 +229,12 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
         }
     }
     let with_bash = inner.config.tools.iter().any(|t| t == "bash");
-    let job_tools = tool::JOB_TOOLS.iter().filter(|_| with_bash);
+    let job_tools = inner
+        .config
+        .job_tools
+        .for_api(provider.api())
+        .iter()
+        .filter(|_| with_bash);
     let mut tools: Vec<tool::ToolSpec> = inner
         .config
         .tools

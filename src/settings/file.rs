@@ -114,6 +114,7 @@ struct RawFile {
     status_line: Option<Value>,
     #[serde(rename = "claudeFiles")]
     claude_files: Option<Value>,
+    jobs: Option<Value>,
     #[serde(flatten)]
     unknown: serde_json::Map<String, Value>,
 }
@@ -164,6 +165,23 @@ pub struct FileValues {
     pub status_line: Option<StatusLine>,
     /// `claudeFiles`: `false` leaves Claude Code's settings files unread.
     pub claude_files: Option<bool>,
+    pub jobs: Option<JobsSettings>,
+}
+
+/// `jobs {…}`: the model's background jobs (taken whole from the highest level that sets it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JobsSettings {
+    /// Which shapes of the job tools the model gets: `auto` (by its API), `claude`, `codex`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<crate::kernel::tool::JobTools>,
+    /// Jobs running at once in a session (default 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_live: Option<usize>,
+    /// A foreground `bash` command that reaches its timeout becomes a job instead of being
+    /// killed (default true; never for `git` and `sleep`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_on_timeout: Option<bool>,
 }
 
 /// `statusLine` (Claude Code's shape): a command whose first line of stdout the TUI shows under
@@ -293,6 +311,7 @@ impl Checker<'_> {
             notify: self.typed("notify", raw.notify),
             status_line: self.typed("statusLine", raw.status_line),
             claude_files: self.typed("claudeFiles", raw.claude_files),
+            jobs: self.typed("jobs", raw.jobs),
         }
     }
 

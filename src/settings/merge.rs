@@ -65,6 +65,8 @@ pub struct Merged {
     pub status_line: Option<Sourced<super::file::StatusLine>>,
     /// `claudeFiles` of keel's own files (`false`: Claude Code's files are not read).
     pub claude_files: Option<Sourced<bool>>,
+    /// `jobs {…}`, whole, from the highest level that sets it.
+    pub jobs: Option<Sourced<super::file::JobsSettings>>,
 }
 
 /// Merges `files`, highest level first.
@@ -91,6 +93,7 @@ pub fn merge(files: Vec<(Origin, FileValues)>) -> Merged {
         scalar(&mut m.notify, f.notify.map(|v| at(v, &origin)));
         scalar(&mut m.status_line, f.status_line.map(|v| at(v, &origin)));
         scalar(&mut m.claude_files, f.claude_files.map(|v| at(v, &origin)));
+        scalar(&mut m.jobs, f.jobs.map(|v| at(v, &origin)));
         for (k, v) in f.env {
             m.env.entry(k).or_insert_with(|| at(v, &origin));
         }

@@ -45,6 +45,8 @@ pub struct Settings {
     pub max_turns: Option<u32>,
     /// The settings' `maxSubagentDepth` (default 1).
     pub max_subagent_depth: u32,
+    /// The settings' `jobs`.
+    pub jobs: crate::settings::JobsSettings,
     pub max_repeated_failures: u32,
     pub permission: Permission,
     /// Whether a flag or a file chose `permission` (else it is keel's default, auto).
@@ -141,6 +143,7 @@ impl Settings {
             tools: pick(m.tools.as_ref(), spec.tools.clone()),
             max_turns: pick(m.max_turns.as_ref(), spec.max_turns),
             max_subagent_depth: m.max_subagent_depth.as_ref().map_or(1, |s| s.value),
+            jobs: m.jobs.as_ref().map(|s| s.value.clone()).unwrap_or_default(),
             max_repeated_failures: spec
                 .max_repeated_failures
                 .unwrap_or(DEFAULT_MAX_REPEATED_FAILURES),

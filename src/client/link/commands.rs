@@ -146,6 +146,17 @@ impl Commands {
         }
     }
 
+    /// [`Commands::stop`] when the user left the prompt (the TUI): a session in this process
+    /// tells its `SessionEnd` hooks `prompt_input_exit`, as Claude Code does.
+    pub async fn exit(&self, grace: std::time::Duration) {
+        match &self.kind {
+            Kind::Local(handle) => {
+                handle.close_as(grace, "prompt_input_exit").await;
+            }
+            Kind::Daemon { .. } => self.stop(grace).await,
+        }
+    }
+
     /// Tells a session in this process that its client's input ended: open dialogs are
     /// closed unanswered. The receiver is answered once nothing runs there. `None` for a
     /// daemon's session (it stays live there).

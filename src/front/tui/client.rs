@@ -452,7 +452,14 @@ impl Client {
     /// seconds, or until a second signal), shown, and the session saved.
     async fn stop_here(&mut self, signals: &mut Signals) {
         let commands = self.commands.clone();
-        let stopped = tokio::spawn(async move { commands.stop(STOP_GRACE).await });
+        // The user left the prompt (Claude's `prompt_input_exit`); not a signal or a fault.
+        let left = matches!(self.stop, None | Some(Exit::Success));
+        let stopped = tokio::spawn(async move {
+            match left {
+                true => commands.exit(STOP_GRACE).await,
+                false => commands.stop(STOP_GRACE).await,
+            }
+        });
         let mut cut = false;
         loop {
             tokio::select! {

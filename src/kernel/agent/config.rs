@@ -73,6 +73,10 @@ pub struct AgentConfig {
     pub follow_up_mode: QueueMode,
     pub thinking_level: String,
     pub bash_timeout: Duration,
+    /// Which shapes of the background-job tools the model gets with `bash`.
+    pub job_tools: crate::kernel::tool::JobTools,
+    /// What a session's job table allows (jobs running at once, …).
+    pub job_limits: crate::kernel::jobs::JobLimits,
     pub temp_dir: PathBuf,
     /// What tool processes inherit (scrubbed provider keys) and leave behind (the private
     /// spill directory under `temp_dir`, background process groups), cleaned up when the last
@@ -159,6 +163,8 @@ impl AgentConfig {
             follow_up_mode: QueueMode::OneAtATime,
             thinking_level: "off".into(),
             bash_timeout: Duration::from_secs(600),
+            job_tools: Default::default(),
+            job_limits: Default::default(),
             temp_dir,
             tool_env: Default::default(),
             files: Default::default(),

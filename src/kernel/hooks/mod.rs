@@ -225,6 +225,20 @@ impl Hooks {
         path.display().to_string()
     }
 
+    /// A child's transcript (`agent_transcript_path`) where these hooks can read it: copied
+    /// beside this session's ([`transcript::copy_beside`]); `child` itself when it cannot be.
+    pub fn agent_transcript(&self, child: &str, agent_id: &str) -> String {
+        let child_path = std::path::Path::new(child);
+        let copied = transcript::copy_beside(self.transcript.path(), child_path, agent_id);
+        match copied {
+            Ok(path) => path.display().to_string(),
+            Err(e) => {
+                tracing::debug!(error = %e, "hooks: the child's transcript was not copied");
+                child.to_string()
+            }
+        }
+    }
+
     /// Brings the Claude transcript up to date with `messages` (the session's conversation);
     /// the caller does so before hooks run. A failure leaves the file as it was.
     pub fn sync_transcript(&self, messages: &[crate::kernel::message::Message]) {
@@ -247,6 +261,11 @@ impl Hooks {
     /// Whether any hook is configured for `event` (callers skip building payloads if not).
     pub fn wants(&self, event: HookEvent) -> bool {
         !self.config.is_empty_for(event)
+    }
+
+    /// The project's root (`CLAUDE_PROJECT_DIR`).
+    pub fn project_dir(&self) -> &std::path::Path {
+        &self.env.project_dir
     }
 
     /// Whether these are a subagent's hooks (its session is not one a user prompts).

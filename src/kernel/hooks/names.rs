@@ -76,6 +76,12 @@ const ALIASES: &[Alias] = &[
         claude: "Agent",
         args: &[],
     },
+    // Codex's shape of `bash`: a guard on `Bash` holds it too.
+    Alias {
+        keel: "exec_command",
+        claude: "Bash",
+        args: &[("cmd", "command")],
+    },
     // Background jobs (`bash` with `run_in_background` is `Bash`).
     Alias {
         keel: "bash_output",
@@ -194,6 +200,9 @@ mod tests {
             ["TaskOutput", "bash_output", "BashOutput"]
         );
         assert_eq!(matched("bash_kill"), ["TaskStop", "bash_kill", "KillShell"]);
+        assert_eq!(matched("exec_command"), ["Bash", "exec_command"]);
+        let input = claude_input("exec_command", &json!({"cmd": "rm -rf x"}), Path::new("/w"));
+        assert_eq!(input, json!({"command": "rm -rf x"}));
         let input = claude_input("bash_kill", &json!({"id": "3"}), Path::new("/w"));
         assert_eq!(input, json!({"task_id": "3"}));
         assert_eq!(keel_input("bash_kill", &input), json!({"id": "3"}));

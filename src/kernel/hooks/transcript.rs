@@ -122,6 +122,21 @@ pub fn path_for(session_file: &str, session_id: &str, private_dir: &Path) -> Pat
     crate::kernel::tool::output_dir_of(Path::new(session_file)).join(FILE_NAME)
 }
 
+/// A copy of a child's transcript (`child`) beside its parent's (`parent`), as
+/// `subagents/agent-<id>.jsonl` (where Claude Code keeps a subagent's), owner-only: the
+/// parent's hooks run in the parent's sandbox, which reads the parent's directory but not the
+/// child's (beside the child's file, under the hidden `$KEEL_HOME`).
+pub fn copy_beside(parent: &Path, child: &Path, agent_id: &str) -> std::io::Result<PathBuf> {
+    let dir = parent
+        .parent()
+        .ok_or_else(|| std::io::Error::other("no directory"))?
+        .join("subagents");
+    crate::kernel::private::create_dir_all(&dir)?;
+    let path = dir.join(format!("agent-{}.jsonl", safe(agent_id)));
+    crate::kernel::private::write_file(&path, &std::fs::read(child)?)?;
+    Ok(path)
+}
+
 /// The transcript's name in a saved session's directory.
 const FILE_NAME: &str = "claude-transcript.jsonl";
 

@@ -26,7 +26,7 @@ pub fn always_rules(tool: &str, args: &Value, cwd: &Path, root: &Path) -> Vec<St
         }
     };
     match tool {
-        "bash" => {
+        "bash" | "exec_command" => {
             let split = args.command.as_deref().and_then(shell::split);
             // A call rules can never allow (see `Rules::check`) gets no rule.
             let split =

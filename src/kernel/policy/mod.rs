@@ -200,7 +200,8 @@ impl Rules {
 /// The typed arguments rules look at.
 #[derive(Deserialize)]
 struct Args<'a> {
-    #[serde(borrow, default)]
+    /// `bash`'s command, or `exec_command`'s (`cmd`: Codex's shape of the same).
+    #[serde(borrow, default, alias = "cmd")]
     command: Option<std::borrow::Cow<'a, str>>,
     #[serde(borrow, default)]
     path: Option<std::borrow::Cow<'a, str>>,
@@ -226,7 +227,7 @@ impl<'a> Subject<'a> {
             return Subject::Opaque;
         };
         match tool {
-            "bash" => match args.command {
+            "bash" | "exec_command" => match args.command {
                 Some(raw) => Subject::Command {
                     raw,
                     split: std::cell::OnceCell::new(),

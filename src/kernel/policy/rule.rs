@@ -69,7 +69,8 @@ enum SpecKind {
 fn tools_of(name: &str, deny: bool) -> Result<(Tools, SpecKind), String> {
     let set = |s: &'static [&'static str], k| Ok((Tools::Set(s), k));
     match name {
-        "Bash" | "bash" => set(&["bash"], SpecKind::Command),
+        // `exec_command` is Codex's shape of `bash`: the same rules hold it.
+        "Bash" | "bash" => set(&["bash", "exec_command"], SpecKind::Command),
         "Edit" | "MultiEdit" => set(&["edit", "write"], SpecKind::Path),
         "Write" | "write" => set(&["write"], SpecKind::Path),
         "edit" => set(&["edit"], SpecKind::Path),
@@ -173,8 +174,8 @@ mod tests {
 
     #[test]
     fn claude_and_keel_names_cover_the_right_tools() {
-        assert_eq!(names("Bash", false), ["bash"]);
-        assert_eq!(names("bash", false), ["bash"]);
+        assert_eq!(names("Bash", false), ["bash", "exec_command"]);
+        assert_eq!(names("bash", false), ["bash", "exec_command"]);
         assert_eq!(names("Edit", false), ["write", "edit"]);
         assert_eq!(names("Write", false), ["write"]);
         assert_eq!(names("Read", false), ["read", "grep", "find", "ls"]);

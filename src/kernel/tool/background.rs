@@ -79,7 +79,7 @@ pub(super) async fn start(command: &str, ctx: &ToolContext) -> ToolOutput {
         tty: false,
         size: None,
     };
-    match jobs.start(req, ctx).await {
+    match guarded_start(&jobs, req, ctx).await {
         Ok(info) => ToolOutput::ok(format!(
             "Command running in background with ID: {id}. Read its output with bash_output \
              (id \"{id}\"), stop it with bash_kill. You will be told when it ends.",
@@ -87,6 +87,44 @@ pub(super) async fn start(command: &str, ctx: &ToolContext) -> ToolOutput {
         ))
         .with_details(json!({"job": info})),
         Err(e) => ToolOutput::error(e.to_string()),
+    }
+}
+
+/// Starts `req` as a job under the check `bash` calls get (`sandbox::watch`): what the
+/// protected paths hold is recorded before it starts, and what the job changed there is undone
+/// when it ends (its notice says so). While it runs, the sandbox's walls hold what they hold
+/// for any command (under bubblewrap the protected paths that existed are read-only).
+pub(crate) async fn guarded_start(
+    jobs: &Jobs,
+    req: StartJob,
+    ctx: &ToolContext,
+) -> Result<JobInfo, JobError> {
+    let record = crate::kernel::sandbox::watch::record(&ctx.sandbox.policy).await;
+    let info = jobs.start(req, ctx).await?;
+    if let Some(record) = record {
+        let (jobs, env, id, mode) = (
+            jobs.clone(),
+            ctx.env.clone(),
+            info.id,
+            ctx.sandbox.policy.mode,
+        );
+        tokio::spawn(async move {
+            ended(&jobs, id).await;
+            let found = crate::kernel::sandbox::watch::repair(Some(record)).await;
+            env.note_repaired(id, found.iter().map(|f| f.note(mode)).collect());
+        });
+    }
+    Ok(info)
+}
+
+/// Waits until job `id` ended (woken by its events, never polling).
+async fn ended(jobs: &Jobs, id: JobId) {
+    loop {
+        let far = Instant::now() + Duration::from_secs(24 * 3600);
+        match jobs.wait(id, u64::MAX, far).await {
+            Ok(info) if info.state == JobState::Running => continue,
+            _ => return,
+        }
     }
 }
 
@@ -234,10 +272,16 @@ fn first_line(command: &str) -> Cow<'_, str> {
     }
 }
 
-/// What the model is told of the jobs that ended since it last heard (before its next
-/// request): each one's end and last lines. `None` when none ended.
-pub fn ended_notice(jobs: &Jobs) -> Option<String> {
-    let ended = jobs.take_ended();
+/// What the model is told of the jobs of `env`'s session that ended since it last heard
+/// (before its next request): each one's end and last lines. `None` when none ended (or the
+/// model read each one's end in a tool's result already).
+pub fn ended_notice(env: &super::ToolEnv) -> Option<String> {
+    let jobs = env.started_jobs()?;
+    let ended: Vec<JobInfo> = jobs
+        .take_ended()
+        .into_iter()
+        .filter(|j| !env.was_told(j.id))
+        .collect();
     if ended.is_empty() {
         return None;
     }
@@ -253,6 +297,10 @@ pub fn ended_notice(jobs: &Jobs) -> Option<String> {
                 out.push_str(" Its last lines:\n");
                 out.push_str(last.text.trim_end_matches('\n'));
             }
+        }
+        for note in env.take_repaired(info.id) {
+            out.push('\n');
+            out.push_str(&note);
         }
     }
     Some(out)

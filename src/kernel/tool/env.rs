@@ -44,6 +44,10 @@ pub struct ToolEnv {
 struct JobSlot {
     table: Mutex<Option<Jobs>>,
     read_to: Mutex<std::collections::HashMap<JobId, u64>>,
+    /// Jobs whose end the model read in a tool's result (no notice of it then).
+    told: Mutex<std::collections::HashSet<JobId>>,
+    /// What the check after a job's end undid (`sandbox::watch`), said in its notice.
+    repaired: Mutex<std::collections::HashMap<JobId, Vec<String>>>,
 }
 
 impl Default for ToolEnv {
@@ -72,6 +76,8 @@ impl ToolEnv {
         self.jobs = Arc::new(JobSlot {
             table: Mutex::new(Some(jobs)),
             read_to: Mutex::default(),
+            told: Mutex::default(),
+            repaired: Mutex::default(),
         });
         self
     }
@@ -256,6 +262,31 @@ impl ToolEnv {
     /// Where the model read job `id`'s output up to (0: nothing yet).
     pub(crate) fn read_to(&self, id: JobId) -> u64 {
         lock(&self.jobs.read_to).get(&id).copied().unwrap_or(0)
+    }
+
+    /// What the check after job `id`'s end undid, to be said with its end.
+    pub(crate) fn note_repaired(&self, id: JobId, notes: Vec<String>) {
+        if !notes.is_empty() {
+            lock(&self.jobs.repaired)
+                .entry(id)
+                .or_default()
+                .extend(notes);
+        }
+    }
+
+    /// What the check after job `id`'s end undid, once.
+    pub(crate) fn take_repaired(&self, id: JobId) -> Vec<String> {
+        lock(&self.jobs.repaired).remove(&id).unwrap_or_default()
+    }
+
+    /// The model read job `id`'s end in a tool's result.
+    pub(crate) fn mark_told(&self, id: JobId) {
+        lock(&self.jobs.told).insert(id);
+    }
+
+    /// Whether the model read job `id`'s end in a tool's result.
+    pub(crate) fn was_told(&self, id: JobId) -> bool {
+        lock(&self.jobs.told).contains(&id)
     }
 
     /// The model read job `id`'s output up to `next`.

@@ -11,6 +11,7 @@ mod credentials;
 pub mod details;
 mod edit;
 mod env;
+mod exec;
 pub mod external;
 pub mod file;
 pub mod files;
@@ -189,14 +190,41 @@ pub const ALL: &[&str] = &[
     "todo_write",
 ];
 
-/// The background-job tools offered with `bash` (Claude Code's shapes).
-pub const JOB_TOOLS: &[&str] = &["bash_output", "bash_kill"];
+/// The background-job tools offered with `bash`: in Claude Code's shapes...
+pub const CLAUDE_JOB_TOOLS: &[&str] = &["bash_output", "bash_kill"];
+/// ...or in Codex's.
+pub const CODEX_JOB_TOOLS: &[&str] = &["exec_command", "write_stdin"];
 
-/// Whether `name` is offered to a session whose enabled tools are `enabled` (the job tools
-/// come with `bash`).
+/// Which shapes of the background-job tools a model is offered.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobTools {
+    /// By the model's API: Codex's for OpenAI's (chat completions, responses), else Claude's.
+    #[default]
+    Auto,
+    Claude,
+    Codex,
+}
+
+impl JobTools {
+    /// The tools offered with `bash` to a model of `api`.
+    pub fn for_api(self, api: &str) -> &'static [&'static str] {
+        use crate::kernel::provider::model::{API_OPENAI, API_RESPONSES};
+        match self {
+            JobTools::Claude => CLAUDE_JOB_TOOLS,
+            JobTools::Codex => CODEX_JOB_TOOLS,
+            JobTools::Auto if api == API_OPENAI || api == API_RESPONSES => CODEX_JOB_TOOLS,
+            JobTools::Auto => CLAUDE_JOB_TOOLS,
+        }
+    }
+}
+
+/// Whether `name` may run in a session whose enabled tools are `enabled` (the job tools, of
+/// either shape, come with `bash`: a session that changed models mid-way keeps both working).
 pub fn enabled(name: &str, enabled: &[String]) -> bool {
     let on = |t: &str| enabled.iter().any(|e| e == t);
-    on(name) || (JOB_TOOLS.contains(&name) && on("bash"))
+    let job = CLAUDE_JOB_TOOLS.contains(&name) || CODEX_JOB_TOOLS.contains(&name);
+    on(name) || (job && on("bash"))
 }
 
 /// Tools the turn loop runs itself, on the session's state rather than the workspace.
@@ -204,7 +232,10 @@ pub const SESSION_TOOLS: &[&str] = &["todo_write", "exit_plan_mode"];
 
 /// Tools that change the workspace or run commands: refused under `read-only`, asked under `ask`.
 pub fn is_mutating(name: &str) -> bool {
-    matches!(name, "write" | "edit" | "bash")
+    matches!(
+        name,
+        "write" | "edit" | "bash" | "exec_command" | "write_stdin"
+    )
 }
 
 /// The schema of one tool, `None` for an unknown name.
@@ -220,6 +251,8 @@ pub fn spec(name: &str) -> Option<ToolSpec> {
         "todo_write" => Some(todo::spec()),
         "bash_output" => Some(background::output_spec()),
         "bash_kill" => Some(background::kill_spec()),
+        "exec_command" => Some(exec::exec_spec()),
+        "write_stdin" => Some(exec::write_spec()),
         "exit_plan_mode" => Some(plan::spec()),
         _ => None,
     }
@@ -237,6 +270,8 @@ pub async fn execute(name: &str, args: &Value, ctx: &ToolContext) -> ToolOutput 
         "ls" => ls::run(args, ctx).await,
         "bash_output" => background::output(args, ctx).await,
         "bash_kill" => background::kill(args, ctx).await,
+        "exec_command" => exec::exec(args, ctx).await,
+        "write_stdin" => exec::write(args, ctx).await,
         other => ToolOutput::error(format!("unknown tool: {other}")),
     }
 }

@@ -86,7 +86,8 @@ pub(crate) fn fire_detached(inner: &Inner, event: HookEvent, subject: &str, fiel
     });
 }
 
-/// `PermissionRequest`: hooks may answer an approval before anyone is asked.
+/// `PermissionRequest`: hooks may answer an approval before anyone is asked; when none does
+/// and the run can ask, `Notification` (`permission_prompt`) announces the dialog.
 pub(super) async fn permission_request(
     inner: &Inner,
     name: &str,
@@ -97,7 +98,8 @@ pub(super) async fn permission_request(
         return None;
     }
     let claude = names::claude_name(name);
-    let fields = tool_fields(inner, name, args, None);
+    let mut fields = tool_fields(inner, name, args, None);
+    fields["permission_suggestions"] = suggestions(inner, name, args);
     let v = fire(
         inner,
         HookEvent::PermissionRequest,
@@ -106,7 +108,9 @@ pub(super) async fn permission_request(
         abort,
     )
     .await;
-    if matches!(v.permission, Some((Decision::Allow | Decision::Deny, _))) {
+    // Only beside a dialog: a run that cannot ask blocks the call, nobody is waiting to answer.
+    if matches!(v.permission, Some((Decision::Allow | Decision::Deny, _))) || !inner.config.can_ask
+    {
         return v.permission;
     }
     let claude = claude.to_string();
@@ -118,6 +122,30 @@ pub(super) async fn permission_request(
                "title": "Permission needed", "notification_type": "permission_prompt"}),
     );
     v.permission
+}
+
+/// `PermissionRequest`'s `permission_suggestions`, as Claude Code's: the rules an "always
+/// allow" answer would add (`addRules`, `allow`, to the project's local settings), split into
+/// Claude's `{toolName, ruleContent}`; none when no narrow rule stands for the call.
+fn suggestions(inner: &Inner, name: &str, args: &Value) -> Value {
+    let cwd = &inner.config.cwd;
+    let root = inner
+        .config
+        .hooks
+        .as_ref()
+        .map_or(cwd.as_path(), |h| h.project_dir());
+    let rules: Vec<Value> = crate::kernel::policy::always_rules(name, args, cwd, root)
+        .iter()
+        .map(|rule| match rule.split_once('(') {
+            Some((tool, rest)) => json!({"toolName": tool,
+                "ruleContent": rest.strip_suffix(')').unwrap_or(rest)}),
+            None => json!({ "toolName": rule }),
+        })
+        .collect();
+    if rules.is_empty() {
+        return json!([]);
+    }
+    json!([{"type": "addRules", "rules": rules, "behavior": "allow", "destination": "localSettings"}])
 }
 
 /// `Notification` with `notification_type: idle_prompt`: a run of a session a person prompts

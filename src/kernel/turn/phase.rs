@@ -172,10 +172,7 @@ impl<'a> Run<'a> {
             checkpoint::user_message(inner);
         }
         // The background jobs that ended since the model last heard, before its next request.
-        let ended = inner.config.tool_env.started_jobs();
-        if let Some(notice) = ended
-            .as_ref()
-            .and_then(crate::kernel::tool::background::ended_notice)
+        if let Some(notice) = crate::kernel::tool::background::ended_notice(&inner.config.tool_env)
         {
             self.push(UserInput::text(notice).into_message(inner.clock.now_ms()));
         }

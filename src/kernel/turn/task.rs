@@ -232,12 +232,15 @@ impl<'a> Task<'a> {
     /// (`&mut self`: a shared `Task` is not `Send`, its child is not `Sync`.)
     async fn stopping(&mut self, total: &ChildOutcome, continues: u32) -> Option<String> {
         let mut stop_fields = self.agent_fields.clone();
+        let transcript = match &self.inner.config.hooks {
+            Some(h) if h.wants(HookEvent::SubagentStop) => {
+                h.agent_transcript(&self.transcript, &self.session_id)
+            }
+            _ => self.transcript.clone(),
+        };
         if let Value::Object(m) = &mut stop_fields {
             m.insert("stop_hook_active".into(), (continues > 0).into());
-            m.insert(
-                "agent_transcript_path".into(),
-                self.transcript.clone().into(),
-            );
+            m.insert("agent_transcript_path".into(), transcript.into());
             m.insert(
                 "last_assistant_message".into(),
                 total.final_text.clone().into(),
