@@ -85,3 +85,35 @@ fn jobs_lists_tails_and_kills_a_background_job() {
     });
     assert!(s.quit("\x04", &mut child).success());
 }
+
+/// `TERM=dumb` draws no panel: `/jobs` prints the list, and the next line is a prompt again.
+#[test]
+fn a_dumb_terminal_prints_the_jobs() {
+    let sb = Sandbox::new();
+    let mark = marker(3);
+    let command = format!("sleep {mark}");
+    let script = sb.dir.path().join("jobs.json");
+    let turns = json!({"turns": [
+        {"match": "go", "chunks": [{"toolCall": {"id": "c1", "name": "bash",
+            "arguments": {"command": command, "run_in_background": true}}}]},
+        {"chunks": [{"text": "It sleeps."}]}
+    ]});
+    std::fs::write(&script, turns.to_string()).unwrap();
+    let shell = format!(
+        "{}; echo KEEL_EXIT=$?",
+        keel_shell(script.to_str().unwrap())
+    );
+    let vars = [("KEEL_NO_DAEMON", "1"), ("TERM", "dumb")];
+    let (mut s, mut child) = crate::common::pty::spawn_with(&sb, &shell, &vars);
+    s.wait_for("the header", |t| t.contains("/help for commands"));
+    s.send("go\r");
+    s.wait_for("the answer", |t| t.contains("It sleeps."));
+    s.send("/jobs\r");
+    s.wait_for("the list", |t| {
+        t.contains("background jobs:") && t.contains("#1  running  pid ")
+    });
+    assert!(s.text().contains(&command), "{}", s.text());
+    assert!(s.quit("/quit\r", &mut child).success());
+    // The session's end ended its job.
+    assert_eq!(alive(&mark), Vec::new());
+}
