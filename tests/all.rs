@@ -51,6 +51,8 @@ mod hooks_kernel;
 mod hooks_sandbox;
 mod hooks_unattended;
 mod jobs;
+mod jobs_daemon;
+mod jobs_rpc;
 mod jobs_tools;
 mod journal;
 mod json_mode;

@@ -59,6 +59,7 @@ fn variant(e: &EventPayload) -> String {
         EventPayload::CheckpointFailed { .. } => "CheckpointFailed".into(),
         EventPayload::TodosUpdated { .. } => "TodosUpdated".into(),
         EventPayload::PermissionChanged { .. } => "PermissionChanged".into(),
+        EventPayload::Job(_) => "Job".into(),
     }
 }
 

@@ -138,13 +138,14 @@ const ABOUT_COLUMNS: usize = 48;
 /// `keel ps`: one row per live session of `daemon/status`: id, state, clients, age, its
 /// sandbox ([`sandbox_cell`]), what it is about (its name, else its first prompt in quotes,
 /// cut to [`ABOUT_COLUMNS`]) and cwd, each column as wide as its widest cell (measured in
-/// terminal columns).
+/// terminal columns); under a session with background jobs, one indented line per job
+/// ([`job_lines`]).
 pub fn ps_table(sessions: &[LiveSession]) -> String {
     let head = [
         "SESSION", "PARENT", "STATE", "CLIENTS", "AGE", "SANDBOX", "ABOUT", "CWD",
     ]
     .map(String::from);
-    let mut rows = vec![head];
+    let mut rows = vec![(head, None)];
     for s in under_parents(sessions) {
         let text = crate::text::sanitize;
         let about = match (s.name.as_deref(), s.first_prompt.as_deref()) {
@@ -156,7 +157,7 @@ pub fn ps_table(sessions: &[LiveSession]) -> String {
             }
             (None, None) => "-".to_string(),
         };
-        rows.push([
+        let row = [
             text(&s.session_id),
             s.parent_session_id.as_deref().map_or("-".into(), text),
             text(s.state.as_str()),
@@ -165,18 +166,19 @@ pub fn ps_table(sessions: &[LiveSession]) -> String {
             sandbox_cell(s.sandbox.as_ref()),
             about,
             text(&s.cwd),
-        ]);
+        ];
+        rows.push((row, Some(s)));
     }
     let widths: Vec<usize> = (0..8)
         .map(|c| {
             rows.iter()
-                .map(|r| crate::text::width(&r[c]))
+                .map(|(r, _)| crate::text::width(&r[c]))
                 .max()
                 .unwrap_or(0)
         })
         .collect();
     let mut out = String::new();
-    for r in &rows {
+    for (r, session) in &rows {
         let mut line = String::new();
         for (c, cell) in r.iter().enumerate() {
             let pad = " ".repeat(widths[c].saturating_sub(crate::text::width(cell)));
@@ -189,8 +191,84 @@ pub fn ps_table(sessions: &[LiveSession]) -> String {
         }
         out.push_str(line.trim_end());
         out.push('\n');
+        if let Some(s) = session {
+            out.push_str(&job_lines(&s.jobs));
+        }
     }
     out
+}
+
+/// How many columns `keel ps` gives a job's command.
+const JOB_COMMAND_COLUMNS: usize = 60;
+
+/// A session's background jobs under its `keel ps` row, indented, in columns of their own:
+/// `job ID`, state (`exited 3`, `killed`, `lost`), pid (`-` when the host does not see it:
+/// inside bubblewrap), bytes written, the command's first line.
+pub fn job_lines(jobs: &[crate::kernel::jobs::JobInfo]) -> String {
+    use crate::kernel::jobs::JobState;
+    let rows: Vec<[String; 5]> = jobs
+        .iter()
+        .map(|j| {
+            let state = match (j.state, j.exit_code, j.signal) {
+                (JobState::Running, _, _) => "running".to_string(),
+                (JobState::Exited, Some(code), _) => format!("exited {code}"),
+                (JobState::Exited, None, Some(sig)) => format!("signal {sig}"),
+                (JobState::Exited, None, None) => "exited".to_string(),
+                (JobState::Killed, _, _) => "killed".to_string(),
+                (JobState::Lost, _, _) => "lost".to_string(),
+            };
+            let first = j
+                .command
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
+            [
+                format!("job {}", j.id),
+                state,
+                j.pid.map_or("-".into(), |p| format!("pid {p}")),
+                bytes_cell(j.bytes),
+                crate::text::truncate(&crate::text::sanitize(first.trim()), JOB_COMMAND_COLUMNS),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..5)
+        .map(|c| {
+            rows.iter()
+                .map(|r| crate::text::width(&r[c]))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for r in &rows {
+        let mut line = String::from("  ");
+        for (c, cell) in r.iter().enumerate() {
+            let pad = " ".repeat(widths[c].saturating_sub(crate::text::width(cell)));
+            match c {
+                3 => line.push_str(&format!("{pad}{cell}  ")),
+                4 => line.push_str(cell),
+                _ => line.push_str(&format!("{cell}{pad}  ")),
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// A byte count as `keel ps` shows it: `18 B`, `4.0 KiB`, `2.5 MiB`, `1.0 GiB`.
+fn bytes_cell(n: u64) -> String {
+    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
 }
 
 /// A session's sandbox in `keel ps`: `workspace-write · net off`; in capitals when the
@@ -201,5 +279,49 @@ pub fn sandbox_cell(sandbox: Option<&crate::wire::protocol::snapshot::SandboxSta
         Some(s) if s.degraded() => s.label().to_uppercase(),
         Some(s) => s.label(),
         None => "?".to_string(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn keel_ps_shows_each_sessions_jobs_indented_under_it() {
+        let job = |id: u32, state: &str, pid: Option<i32>, code: Option<i32>, bytes: u64| {
+            json!({"id": id, "command": format!("npm run job{id}\nsecond line"), "pid": pid,
+                "tty": false, "state": state, "exitCode": code, "signal": null,
+                "bytes": bytes, "startedMs": 0, "endedMs": null})
+        };
+        let sessions: Vec<LiveSession> = serde_json::from_value(json!([
+            {"sessionId": "one", "state": "idle", "clients": 1, "ageMs": 5_000, "cwd": "/a",
+             "epoch": "e", "seq": 0, "jobs": [
+                job(1, "running", Some(4242), None, 18),
+                job(12, "exited", None, Some(3), 5 << 20),
+                job(13, "lost", Some(77), None, 0)]},
+            {"sessionId": "two", "state": "idle", "clients": 0, "ageMs": 5_000, "cwd": "/b",
+             "epoch": "e", "seq": 0}
+        ]))
+        .unwrap();
+        let table = ps_table(&sessions);
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), 6, "{table}");
+        assert!(lines[1].starts_with("one "), "{table}");
+        assert_eq!(
+            &lines[2..5],
+            [
+                "  job 1   running   pid 4242     18 B  npm run job1",
+                "  job 12  exited 3  -         5.0 MiB  npm run job12",
+                "  job 13  lost      pid 77        0 B  npm run job13",
+            ],
+            "{table}"
+        );
+        assert!(lines[5].starts_with("two "), "{table}");
+        // No jobs: left out of the JSON.
+        let two = serde_json::to_value(&sessions[1]).unwrap();
+        assert!(two.get("jobs").is_none(), "{two}");
     }
 }

@@ -722,10 +722,12 @@ impl Host {
         }
     }
 
-    /// Ends serving: fires `SessionEnd` (`reason`), queues the last events, closes the bus
-    /// and saves the session.
+    /// Ends serving: fires `SessionEnd` (`reason`), ends its background jobs, queues the last
+    /// events, closes the bus and saves the session.
     pub async fn close(&mut self, reason: &str) {
         self.live.session.end_hooks(reason).await;
+        // Its background jobs end with it (TERM, then KILL after their grace period).
+        self.live.jobs.kill_all().await;
         self.drain_events();
         self.live.bus.close();
         while let Some(ev) = self.live.rx.recv().await {

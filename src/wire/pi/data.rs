@@ -355,6 +355,46 @@ pub struct JobReadData {
     pub data: String,
 }
 
+impl JobReadData {
+    /// `data`'s bytes; `None` when it is not standard padded base64.
+    pub fn bytes(&self) -> Option<Vec<u8>> {
+        decode_base64(&self.data)
+    }
+}
+
+/// Standard padded base64 (RFC 4648) back to bytes; `None` for anything else.
+pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
+    fn value(c: u8) -> Option<u32> {
+        Some(u32::from(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        }))
+    }
+    let text = text.as_bytes();
+    if text.len() % 4 != 0 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    let quads = text.len() / 4;
+    for (q, chunk) in text.chunks(4).enumerate() {
+        let pad = chunk.iter().rev().take_while(|c| **c == b'=').count();
+        if pad > 2 || (pad > 0 && q + 1 != quads) {
+            return None;
+        }
+        let mut n = 0u32;
+        for (i, c) in chunk[..4 - pad].iter().enumerate() {
+            n |= value(*c)? << (18 - 6 * i);
+        }
+        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
+        out.extend_from_slice(&bytes[..3 - pad]);
+    }
+    Some(out)
+}
+
 /// `kill_job`'s data (keel): the job as it ended.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobData {

@@ -282,3 +282,27 @@ fn answers_read_into_their_data_types() {
     assert_eq!(s.follow_up_mode, DeliveryMode::All);
     assert_eq!(serde_json::to_value(&s).unwrap(), state);
 }
+
+#[test]
+fn read_job_data_decodes_what_the_host_encodes() {
+    for plain in [
+        &b""[..],
+        b"f",
+        b"fo",
+        b"foo",
+        b"foob",
+        b"fooba",
+        b"foobar",
+        &[0xFB, 0xFF, 0xBF, 0],
+    ] {
+        let encoded = crate::mentions::base64(plain);
+        assert_eq!(
+            data::decode_base64(&encoded).as_deref(),
+            Some(plain),
+            "{encoded}"
+        );
+    }
+    for bad in ["Zg", "Zg=", "Z===", "Zg==Zg==", "Zm9v!A==", "=AAA"] {
+        assert_eq!(data::decode_base64(bad), None, "{bad}");
+    }
+}
