@@ -159,7 +159,7 @@ impl Shown {
             if got.next <= self.next {
                 return;
             }
-            self.write(&super::jobs::unbase64(&got.data).unwrap_or_default());
+            self.write(&got.bytes().unwrap_or_default());
             self.next = got.next;
         }
     }

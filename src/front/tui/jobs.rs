@@ -9,7 +9,7 @@
 
 mod text;
 
-pub use text::{size, unbase64, Lines};
+pub use text::{size, Lines};
 
 use std::collections::BTreeMap;
 
@@ -190,7 +190,7 @@ impl Jobs {
             return None;
         }
         tail.dropped += read.dropped;
-        tail.lines.push(&unbase64(&read.data).unwrap_or_default());
+        tail.lines.push(&read.bytes().unwrap_or_default());
         tail.next = read.next;
         let (id, end) = (tail.id, tail.wanted);
         self.tail_wants(id, end)

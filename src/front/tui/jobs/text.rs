@@ -1,6 +1,5 @@
 //! A job's output as the `/jobs` tail shows it: bytes (a PTY's escape sequences and carriage
-//! returns included) folded into plain lines, and the base64 of `read_job`'s answers decoded.
-//! Pure: no terminal, no host.
+//! returns included) folded into plain lines. Pure: no terminal, no host.
 
 use std::collections::VecDeque;
 
@@ -136,36 +135,6 @@ impl Lines {
     }
 }
 
-/// Standard base64 (RFC 4648, padded or not) decoded; `None` when it is not base64.
-pub fn unbase64(s: &str) -> Option<Vec<u8>> {
-    fn value(c: u8) -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    }
-    let s = s.trim_end_matches('=').as_bytes();
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    for chunk in s.chunks(4) {
-        let mut n = 0u32;
-        for (i, &c) in chunk.iter().enumerate() {
-            n |= value(c)? << (18 - 6 * i);
-        }
-        let bytes = n.to_be_bytes();
-        match chunk.len() {
-            4 => out.extend_from_slice(&bytes[1..4]),
-            3 => out.extend_from_slice(&bytes[1..3]),
-            2 => out.push(bytes[1]),
-            _ => return None,
-        }
-    }
-    Some(out)
-}
-
 /// A byte count as `ps` would say it: `512 B`, `3.4 KiB`, `12 MiB`.
 pub fn size(n: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
@@ -187,16 +156,6 @@ pub fn size(n: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn base64_round_trips_the_encoder() {
-        for plain in ["", "f", "fo", "foo", "foob", "fooba", "foobar"] {
-            let encoded = crate::mentions::base64(plain.as_bytes());
-            assert_eq!(unbase64(&encoded).unwrap(), plain.as_bytes(), "{encoded}");
-        }
-        assert_eq!(unbase64("+/+/").unwrap(), vec![0xFB, 0xFF, 0xBF]);
-        assert!(unbase64("a b").is_none());
-    }
 
     #[test]
     fn lines_drop_escapes_and_redraw_after_a_carriage_return() {
