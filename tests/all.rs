@@ -10,6 +10,7 @@
 mod acp;
 mod acp_claude;
 mod acp_fs;
+mod acp_jobs;
 mod acp_rewind;
 mod acp_rules;
 mod acp_sandbox;

@@ -23,12 +23,15 @@ pub(crate) fn marker() -> String {
 }
 
 /// A script whose first turn starts `sleep MARKER` in the background after printing
-/// [`LINES`], and whose second answers "started".
+/// [`LINES`], whose second waits for its output (`bash_output`), and whose third answers
+/// "started".
 pub(crate) fn script(sb: &Sandbox, marker: &str) -> String {
     let command = format!("printf 'line one\\nline two\\n'; exec sleep {marker}");
     let turns = json!({"turns": [
         {"chunks": [{"toolCall": {"id": "c1", "name": "bash",
             "arguments": {"command": command, "run_in_background": true}}}]},
+        {"chunks": [{"toolCall": {"id": "c2", "name": "bash_output",
+            "arguments": {"id": "1", "wait": 30}}}]},
         {"chunks": [{"text": "started"}]},
     ]});
     let path = sb.dir.path().join("script.json");

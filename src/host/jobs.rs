@@ -35,13 +35,7 @@ impl Host {
     pub(super) fn read_job(&self, id: JobId, since: Option<u64>, max: Option<u64>) -> Answer {
         let max = max.map_or(usize::MAX, |m| usize::try_from(m).unwrap_or(usize::MAX));
         let chunk = self.live.jobs.read(id, since.unwrap_or(0), max)?;
-        Ok(data(&JobReadData {
-            id,
-            from: chunk.from,
-            next: chunk.next,
-            dropped: chunk.dropped,
-            data: crate::mentions::base64(&chunk.bytes),
-        }))
+        Ok(data(&JobReadData::of(id, &chunk)))
     }
 
     /// `write_job`: text typed into a terminal job.

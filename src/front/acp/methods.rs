@@ -1,5 +1,6 @@
 //! The client's ACP requests and notifications: `initialize`, `session/new|load|resume|list|
-//! close|prompt`, `session/cancel`, `$/cancel_request`, and the errors for everything else.
+//! close|prompt`, keel's `_keel/jobs/*` extension methods (`jobs`), `session/cancel`,
+//! `$/cancel_request`, and the errors for everything else.
 //! Sessions open here (off the serve loop, so a slow start never holds up other requests) and
 //! then live in their own task (`session`).
 
@@ -253,6 +254,14 @@ impl Agent {
                     value: p.value,
                 };
                 self.send(&p.session_id.0, msg);
+            }
+            jobs if super::jobs::is_jobs_method(jobs) => {
+                let (session, command) = super::jobs::command(jobs, params)?;
+                if !self.live(&session) {
+                    return Err(not_found(&session));
+                }
+                let id = id.clone();
+                self.send(&session, ToSession::Command { id, command });
             }
             other => {
                 return Err(ErrorObject::new(

@@ -14,6 +14,7 @@
 mod config;
 mod content;
 mod fs;
+mod jobs;
 mod mcp;
 mod methods;
 mod permissions;

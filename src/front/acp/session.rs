@@ -61,6 +61,12 @@ pub enum ToSession {
         option: String,
         value: SessionConfigOptionValue,
     },
+    /// A pi command answered with its `data` as the request's result (keel's extension
+    /// methods: `_keel/jobs/*`).
+    Command {
+        id: Id,
+        command: Command,
+    },
     /// `session/close` (answer `id`), or the end of input (`None`): stop and save.
     Close {
         id: Option<Id>,
@@ -370,6 +376,19 @@ impl Task {
                         .result(&id, &json!({"configOptions": self.config.options()})),
                     Err(e) => self.sink.error(Some(&id), &e),
                 }
+            }
+            ToSession::Command { id, command } => {
+                // Answered when the host answers (`kill_job` waits for the job's end), while
+                // the session goes on.
+                let (commands, sink) = (self.commands.clone(), self.sink.clone());
+                tokio::spawn(async move {
+                    match commands.send(&command).await {
+                        Ok(data) => sink.result(&id, &data),
+                        Err(e) => {
+                            sink.error(Some(&id), &ErrorObject::new(j::COMMAND_FAILED, e.message))
+                        }
+                    }
+                });
             }
             ToSession::Close { .. } => {}
         }

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::DeliveryMode;
-use crate::kernel::jobs::{JobId, JobInfo};
+use crate::kernel::jobs::{JobChunk, JobId, JobInfo};
 use crate::kernel::message::Message;
 use crate::kernel::provider::model::ModelInfo;
 
@@ -356,26 +356,48 @@ pub struct JobReadData {
 }
 
 impl JobReadData {
+    /// What job `id`'s table read.
+    pub fn of(id: JobId, chunk: &JobChunk) -> JobReadData {
+        JobReadData {
+            id,
+            from: chunk.from,
+            next: chunk.next,
+            dropped: chunk.dropped,
+            data: encode_base64(&chunk.bytes),
+        }
+    }
+
     /// `data`'s bytes; `None` when it is not standard padded base64.
     pub fn bytes(&self) -> Option<Vec<u8>> {
         decode_base64(&self.data)
     }
 }
 
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+
+/// Standard padded base64 (RFC 4648).
+pub fn encode_base64(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            match i <= chunk.len() {
+                true => out.push(char::from(BASE64[(n >> (18 - 6 * i)) as usize & 63])),
+                false => out.push('='),
+            }
+        }
+    }
+    out
+}
+
 /// Standard padded base64 (RFC 4648) back to bytes; `None` for anything else.
 pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    fn value(c: u8) -> Option<u32> {
-        Some(u32::from(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        }))
-    }
+    let value = |c: u8| BASE64.iter().position(|a| *a == c).map(|v| v as u32);
     let text = text.as_bytes();
-    if text.len() % 4 != 0 {
+    if !text.len().is_multiple_of(4) {
         return None;
     }
     let mut out = Vec::with_capacity(text.len() / 4 * 3);

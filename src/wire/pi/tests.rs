@@ -295,13 +295,15 @@ fn read_job_data_decodes_what_the_host_encodes() {
         b"foobar",
         &[0xFB, 0xFF, 0xBF, 0],
     ] {
-        let encoded = crate::mentions::base64(plain);
+        let encoded = data::encode_base64(plain);
         assert_eq!(
             data::decode_base64(&encoded).as_deref(),
             Some(plain),
             "{encoded}"
         );
     }
+    assert_eq!(data::encode_base64(b"foobar"), "Zm9vYmFy");
+    assert_eq!(data::encode_base64(&[0xFB, 0xFF, 0xBF]), "+/+/");
     for bad in ["Zg", "Zg=", "Z===", "Zg==Zg==", "Zm9v!A==", "=AAA"] {
         assert_eq!(data::decode_base64(bad), None, "{bad}");
     }
