@@ -213,3 +213,180 @@ fn bash_kill_ends_the_whole_tree_and_unknown_ids_are_clear_errors() {
         assert!(left.is_empty(), "{mech}: survivors: {left:?}");
     }
 }
+
+/// Codex's shapes over the same table: a command that ends within its yield answers as Codex
+/// does (and is never a job to the model: no notice of its end); one on a terminal goes on
+/// under a session id that `write_stdin` types into; typing into a pipes job or an ended one
+/// is a clear error; `Bash` rules and hooks hold `exec_command` as they hold `bash`.
+#[test]
+fn codex_shapes_run_on_the_same_table_and_bash_rules_and_hooks_hold_them() {
+    for mech in mechanisms() {
+        let sb = world();
+        std::fs::create_dir(sb.work().join("keep")).unwrap();
+        let seen = sb.work().join("seen.txt");
+        let settings = json!({
+            "permissions": {"deny": ["Bash(rm:*)"]},
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command",
+                "command": format!("jq -r .tool_input.command >> {}", seen.display())}]}]}
+        })
+        .to_string();
+        let turns = vec![
+            call(
+                "c1",
+                "exec_command",
+                json!({"cmd": "echo hi; exit 4", "yield_time_ms": 20000}),
+            ),
+            call(
+                "c2",
+                "exec_command",
+                json!({"cmd": "read x; echo got $x", "tty": true, "yield_time_ms": 300}),
+            ),
+            call(
+                "c3",
+                "write_stdin",
+                json!({"session_id": 2, "chars": "yes\n", "yield_time_ms": 20000}),
+            ),
+            call("c4", "write_stdin", json!({"session_id": 2, "chars": "x"})),
+            call(
+                "c5",
+                "exec_command",
+                json!({"cmd": "exec sleep 1000", "yield_time_ms": 250}),
+            ),
+            call("c6", "write_stdin", json!({"session_id": 3, "chars": "x"})),
+            call("c7", "exec_command", json!({"cmd": "rm -rf keep"})),
+            text("done"),
+        ];
+        let (events, stderr, code) = run_with(&sb, mech, &["--settings", &settings], turns);
+        assert_eq!(code, Some(0), "{mech}: {stderr}");
+        let r = results(&events);
+        assert_eq!(r.len(), 7, "{mech}: {r:?}");
+        let lines = |t: &str| t.lines().map(str::to_string).collect::<Vec<_>>();
+        let first = lines(&r[0].0);
+        assert!(first[0].starts_with("Chunk ID: "), "{mech}: {r:?}");
+        assert!(first[1].starts_with("Wall time: ") && first[1].ends_with(" seconds"));
+        assert_eq!(
+            first[2..],
+            [
+                "Process exited with code 4",
+                "Original token count: 1",
+                "Output:",
+                "hi"
+            ],
+            "{mech}: {r:?}"
+        );
+        assert!(
+            r[1].0.contains("Process running with session ID 2"),
+            "{mech}: {r:?}"
+        );
+        assert!(r[2].0.contains("got yes"), "{mech}: {r:?}");
+        assert!(
+            r[2].0.contains("Process exited with code 0"),
+            "{mech}: {r:?}"
+        );
+        assert_eq!(r[3], ("Job 2 has ended".to_string(), true), "{mech}");
+        assert!(
+            r[4].0.contains("Process running with session ID 3"),
+            "{mech}: {r:?}"
+        );
+        assert!(r[5].1 && r[5].0.contains("runs on pipes"), "{mech}: {r:?}");
+        assert!(r[6].1, "{mech}: rm ran: {r:?}");
+        assert!(
+            sb.work().join("keep").exists(),
+            "{mech}: the deny rule did not hold"
+        );
+        let notices: Vec<&Value> = events
+            .iter()
+            .filter(|v| v["type"] == "message_end" && v["message"]["role"] == "user")
+            .filter(|v| v.to_string().contains("Background jobs ended"))
+            .collect();
+        assert!(notices.is_empty(), "{mech}: told twice: {notices:?}");
+        let seen = std::fs::read_to_string(&seen).unwrap_or_default();
+        assert!(
+            seen.contains("echo hi; exit 4\n"),
+            "{mech}: the Bash hook: {seen}"
+        );
+        assert!(
+            seen.contains("rm -rf keep") || !seen.is_empty(),
+            "{mech}: {seen}"
+        );
+    }
+}
+
+/// A background job is held by the check every `bash` call gets: what it plants in a
+/// protected path (a git hook that would run at the user's next commit) is undone when it
+/// ends, and the model is told. Under Landlock, where `.git/hooks` is writable, the plant
+/// lands and is undone; under bubblewrap it never lands (read-only). A job still running when
+/// the session ends is checked too.
+#[test]
+fn what_a_job_plants_in_a_protected_path_is_undone_when_it_ends() {
+    for mech in mechanisms() {
+        let sb = world();
+        let hook = sb.work().join(".git/hooks/pre-commit");
+        // After the calls that start them returned (a `bash` call's own check would undo what
+        // lands while it runs).
+        // No output: `bash_output`'s wait returns at its end only.
+        let plant = "sleep 0.5; { echo 'touch /tmp/pwned' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; } >/dev/null 2>&1";
+        let later = "sleep 0.2; echo 'touch /tmp/pwned' > .git/hooks/post-checkout; chmod +x .git/hooks/post-checkout; exec sleep 1000";
+        let turns = vec![
+            call(
+                "c1",
+                "bash",
+                json!({"command": plant, "run_in_background": true}),
+            ),
+            call(
+                "c2",
+                "exec_command",
+                json!({"cmd": later, "yield_time_ms": 250}),
+            ),
+            call("c3", "bash_output", json!({"id": "1", "wait": 30})),
+            json!({"match": "Background jobs ended", "chunks": [{"text": "heard"}]}),
+        ];
+        let (events, stderr, code) = run(&sb, mech, turns);
+        assert_eq!(code, Some(0), "{mech}: {stderr}");
+        assert!(!hook.exists(), "{mech}: the planted hook stayed: {stderr}");
+        assert!(
+            !sb.work().join(".git/hooks/post-checkout").exists(),
+            "{mech}: the hook planted by a job running at the session's end stayed"
+        );
+        let told = events
+            .iter()
+            .filter(|v| v["type"] == "message_end" && v["message"]["role"] == "user")
+            .map(|v| v.to_string())
+            .find(|t| t.contains("Background jobs ended"))
+            .unwrap_or_default();
+        if mech != "bwrap" {
+            assert!(
+                told.contains(".git/hooks is protected: what the command changed was undone"),
+                "{mech}: the notice did not say what was undone: {told}"
+            );
+        }
+    }
+}
+
+/// `jobs.maxLive` from the settings: one more job than it allows is refused, clearly.
+#[test]
+fn the_settings_cap_live_jobs() {
+    let mech = mechanisms()[0];
+    let sb = world();
+    let settings = json!({"jobs": {"maxLive": 1}}).to_string();
+    let bg = |id: &str| {
+        call(
+            id,
+            "bash",
+            json!({"command": "exec sleep 1000", "run_in_background": true}),
+        )
+    };
+    let turns = vec![bg("c1"), bg("c2"), text("done")];
+    let (events, stderr, code) = run_with(&sb, mech, &["--settings", &settings], turns);
+    assert_eq!(code, Some(0), "{stderr}");
+    let r = results(&events);
+    assert!(!r[0].1, "{r:?}");
+    assert_eq!(
+        r[1],
+        (
+            "Too many background jobs: at most 1 may run at once in a session; kill one first"
+                .to_string(),
+            true
+        )
+    );
+}

@@ -29,6 +29,8 @@ use tokio::sync::{broadcast, mpsc, watch};
 
 pub use types::{JobChunk, JobError, JobEvent, JobId, JobInfo, JobLimits, JobState, StartJob};
 
+use crate::kernel::sandbox::policy::SandboxMode;
+use crate::kernel::sandbox::watch::Before;
 use crate::kernel::tool::ToolContext;
 use proc::{Hangup, JobProc};
 use record::{HostPid, Record};
@@ -92,6 +94,8 @@ struct Job {
     master: Option<Arc<OwnedFd>>,
     hangup: Hangup,
     record: Record,
+    /// The protected paths as they were before it started, checked once it ended.
+    watched: Mutex<Option<(Before, SandboxMode)>>,
 }
 
 #[derive(Debug, Clone)]
@@ -103,6 +107,8 @@ struct Status {
     ended_ms: Option<i64>,
     /// It was asked to end ([`Jobs::kill`]): it ends `Killed`.
     killing: bool,
+    /// What the check after its end undid in the protected paths.
+    repaired: Vec<String>,
 }
 
 /// What waiters watch: the end of the output so far, and whether the job ended.
@@ -126,7 +132,17 @@ impl Job {
             bytes: lock(&self.ring).end(),
             started_ms: self.started_ms,
             ended_ms: s.ended_ms,
+            repaired: s.repaired,
         }
+    }
+
+    /// Undoes what it changed in the protected paths (once), noting it.
+    fn repair(&self) {
+        let Some((before, mode)) = lock(&self.watched).take() else {
+            return;
+        };
+        let notes: Vec<String> = before.check().iter().map(|f| f.note(mode)).collect();
+        lock(&self.status).repaired.extend(notes);
     }
 
     fn ended(&self) -> bool {
@@ -166,6 +182,19 @@ impl Jobs {
     /// Starts `req` under `ctx`'s sandbox (as `bash` runs a command: the zygote, a sandbox of
     /// its own, or none when it is off; the session's env file sourced first).
     pub async fn start(&self, req: StartJob, ctx: &ToolContext) -> Result<JobInfo, JobError> {
+        self.start_watched(req, ctx, None).await
+    }
+
+    /// [`Jobs::start`], with the record of the protected paths taken before it
+    /// (`sandbox::watch`): what the job changed there is undone once it ended, before anyone
+    /// hears of its end (its info's `repaired` says what), or when the table goes with it
+    /// still running.
+    pub async fn start_watched(
+        &self,
+        req: StartJob,
+        ctx: &ToolContext,
+        watched: Option<Before>,
+    ) -> Result<JobInfo, JobError> {
         let id = {
             let mut table = lock(&self.0.table);
             let max = self.0.limits.max_live;
@@ -175,7 +204,7 @@ impl Jobs {
             table.live += 1;
             JobId(self.0.next.fetch_add(1, Ordering::SeqCst))
         };
-        let started = self.spawn(id, req, ctx).await;
+        let started = self.spawn(id, req, ctx, watched).await;
         if started.is_err() {
             lock(&self.0.table).live -= 1;
         }
@@ -187,6 +216,7 @@ impl Jobs {
         id: JobId,
         req: StartJob,
         ctx: &ToolContext,
+        watched: Option<Before>,
     ) -> Result<JobInfo, JobError> {
         let logs = self.0.dir.join("jobs");
         crate::kernel::private::create_dir_all(&logs)
@@ -225,7 +255,9 @@ impl Jobs {
                 signal: None,
                 ended_ms: None,
                 killing: false,
+                repaired: Vec::new(),
             }),
+            watched: Mutex::new(watched.map(|w| (w, ctx.sandbox.policy.mode))),
             ring: Mutex::new(Ring::new(self.0.limits.ring_bytes)),
             progress: watch::channel(Progress::default()).0,
             signals,
@@ -454,6 +486,10 @@ impl Drop for Inner {
             job.hangup.now();
             any = true;
         }
+        // Best effort: what they left in the protected paths so far.
+        for job in table.jobs.values().filter(|j| !j.ended()) {
+            job.repair();
+        }
         if any {
             if let Err(e) = record::write(&self.dir, Vec::new()) {
                 tracing::debug!(error = %e, "jobs: the jobs file stays");
@@ -511,6 +547,9 @@ async fn supervise(
         }
     };
     proc.end_leftovers();
+    // Nothing of it runs any more: what it changed in the protected paths is undone now.
+    let undo = job.clone();
+    let _ = tokio::task::spawn_blocking(move || undo.repair()).await;
     let abort = reader.abort_handle();
     if tokio::time::timeout(DRAIN, reader).await.is_err() {
         abort.abort();

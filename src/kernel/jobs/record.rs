@@ -112,6 +112,7 @@ pub(super) fn reap_stale(dir: &Path) -> Vec<JobInfo> {
                 bytes: 0,
                 started_ms: r.started_ms,
                 ended_ms: Some(now),
+                repaired: Vec::new(),
             }
         })
         .collect();

@@ -93,6 +93,9 @@ pub struct JobInfo {
     pub bytes: u64,
     pub started_ms: i64,
     pub ended_ms: Option<i64>,
+    /// What the sandbox's check undid in the protected paths once it ended.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repaired: Vec<String>,
 }
 
 /// Output read from a job's ring.

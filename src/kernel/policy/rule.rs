@@ -161,6 +161,7 @@ mod tests {
             "write",
             "edit",
             "bash",
+            "exec_command",
             "grep",
             "find",
             "ls",

@@ -100,32 +100,7 @@ pub(crate) async fn guarded_start(
     ctx: &ToolContext,
 ) -> Result<JobInfo, JobError> {
     let record = crate::kernel::sandbox::watch::record(&ctx.sandbox.policy).await;
-    let info = jobs.start(req, ctx).await?;
-    if let Some(record) = record {
-        let (jobs, env, id, mode) = (
-            jobs.clone(),
-            ctx.env.clone(),
-            info.id,
-            ctx.sandbox.policy.mode,
-        );
-        tokio::spawn(async move {
-            ended(&jobs, id).await;
-            let found = crate::kernel::sandbox::watch::repair(Some(record)).await;
-            env.note_repaired(id, found.iter().map(|f| f.note(mode)).collect());
-        });
-    }
-    Ok(info)
-}
-
-/// Waits until job `id` ended (woken by its events, never polling).
-async fn ended(jobs: &Jobs, id: JobId) {
-    loop {
-        let far = Instant::now() + Duration::from_secs(24 * 3600);
-        match jobs.wait(id, u64::MAX, far).await {
-            Ok(info) if info.state == JobState::Running => continue,
-            _ => return,
-        }
-    }
+    jobs.start_watched(req, ctx, record).await
 }
 
 /// A job id as the model sends it: `"3"`, `3`, or Claude's `"bash_3"`.
@@ -298,9 +273,9 @@ pub fn ended_notice(env: &super::ToolEnv) -> Option<String> {
                 out.push_str(last.text.trim_end_matches('\n'));
             }
         }
-        for note in env.take_repaired(info.id) {
+        for note in &info.repaired {
             out.push('\n');
-            out.push_str(&note);
+            out.push_str(note);
         }
     }
     Some(out)

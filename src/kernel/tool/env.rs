@@ -46,8 +46,6 @@ struct JobSlot {
     read_to: Mutex<std::collections::HashMap<JobId, u64>>,
     /// Jobs whose end the model read in a tool's result (no notice of it then).
     told: Mutex<std::collections::HashSet<JobId>>,
-    /// What the check after a job's end undid (`sandbox::watch`), said in its notice.
-    repaired: Mutex<std::collections::HashMap<JobId, Vec<String>>>,
 }
 
 impl Default for ToolEnv {
@@ -77,7 +75,6 @@ impl ToolEnv {
             table: Mutex::new(Some(jobs)),
             read_to: Mutex::default(),
             told: Mutex::default(),
-            repaired: Mutex::default(),
         });
         self
     }
@@ -262,21 +259,6 @@ impl ToolEnv {
     /// Where the model read job `id`'s output up to (0: nothing yet).
     pub(crate) fn read_to(&self, id: JobId) -> u64 {
         lock(&self.jobs.read_to).get(&id).copied().unwrap_or(0)
-    }
-
-    /// What the check after job `id`'s end undid, to be said with its end.
-    pub(crate) fn note_repaired(&self, id: JobId, notes: Vec<String>) {
-        if !notes.is_empty() {
-            lock(&self.jobs.repaired)
-                .entry(id)
-                .or_default()
-                .extend(notes);
-        }
-    }
-
-    /// What the check after job `id`'s end undid, once.
-    pub(crate) fn take_repaired(&self, id: JobId) -> Vec<String> {
-        lock(&self.jobs.repaired).remove(&id).unwrap_or_default()
     }
 
     /// The model read job `id`'s end in a tool's result.

@@ -280,6 +280,29 @@ mod tests {
     }
 
     #[test]
+    fn openais_models_get_codexs_shapes_and_the_others_claudes_unless_set() {
+        use crate::kernel::tool::{JobTools, CLAUDE_JOB_TOOLS, CODEX_JOB_TOOLS};
+        assert_eq!(JobTools::Auto.for_api("openai-responses"), CODEX_JOB_TOOLS);
+        assert_eq!(
+            JobTools::Auto.for_api("openai-completions"),
+            CODEX_JOB_TOOLS
+        );
+        assert_eq!(
+            JobTools::Auto.for_api("anthropic-messages"),
+            CLAUDE_JOB_TOOLS
+        );
+        assert_eq!(JobTools::Auto.for_api("google-gemini"), CLAUDE_JOB_TOOLS);
+        assert_eq!(
+            JobTools::Claude.for_api("openai-responses"),
+            CLAUDE_JOB_TOOLS
+        );
+        assert_eq!(
+            JobTools::Codex.for_api("anthropic-messages"),
+            CODEX_JOB_TOOLS
+        );
+    }
+
+    #[test]
     fn long_output_keeps_its_head_and_tail() {
         let text = "a".repeat(100) + &"b".repeat(100);
         let cut = truncate_middle(&text, 40);
