@@ -18,6 +18,7 @@ fn job(id: u32, state: JobState, bytes: u64, command: &str) -> JobInfo {
         bytes,
         started_ms: 0,
         ended_ms: None,
+        repaired: Vec::new(),
     }
 }
 
@@ -41,7 +42,7 @@ fn read(id: u32, from: u64, text: &str) -> JobReadData {
         from,
         next: from + text.len() as u64,
         dropped: 0,
-        data: crate::mentions::base64(text.as_bytes()),
+        data: crate::wire::pi::data::encode_base64(text.as_bytes()),
     }
 }
 
