@@ -38,9 +38,22 @@ fn gone(marker: &str) -> Vec<(i32, String)> {
     }
 }
 
-/// Opens a session on the job script, attaches `c` and prompts it; its id.
-fn session_with_a_job(c: &mut Conn, sb: &Sandbox, marker: &str) -> String {
-    let id = open_script(c, sb, &script(sb, marker), &[]);
+/// Opens a session on the job script, its commands under sandbox mechanism `mech` (`None`:
+/// the best there is), attaches `c` and prompts it; its id.
+fn session_with_a_job(c: &mut Conn, sb: &Sandbox, marker: &str, mech: Option<&str>) -> String {
+    let id = match mech {
+        None => open_script(c, sb, &script(sb, marker), &[]),
+        Some(mech) => {
+            let script = script(sb, marker);
+            let spec = crate::common::daemon::spec(&scripted_args(&[], &script, &[]));
+            let env = json!({"KEEL_TEST_SEED": "7", "KEEL_SANDBOX_MECHANISM": mech});
+            let r = c.call(
+                "session/open",
+                json!({"cwd": sb.work(), "spec": spec, "env": env}),
+            );
+            r["result"]["sessionId"].as_str().unwrap().to_string()
+        }
+    };
     c.call("session/attach", json!({"sessionId": id}));
     c.call("prompt", json!({"sessionId": id, "message": "start it"}));
     started(c);
@@ -53,7 +66,7 @@ fn a_late_client_reads_what_it_missed_keel_ps_lists_the_job_and_closing_ends_it(
     let d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let mut a = d.client();
     let marker = marker();
-    let id = session_with_a_job(&mut a, &sb, &marker);
+    let id = session_with_a_job(&mut a, &sb, &marker, None);
     let jobs = a.call("get_jobs", json!({"sessionId": id}));
     assert_eq!(jobs["result"]["jobs"][0]["state"], "running", "{jobs}");
 
@@ -107,15 +120,26 @@ fn a_late_client_reads_what_it_missed_keel_ps_lists_the_job_and_closing_ends_it(
     assert!(left.is_empty(), "survivors of session/close: {left:?}");
 }
 
+/// Under bubblewrap (the job dies with the sandbox's PID namespace) and the Landlock fallback
+/// (its reaper's parent-death signal).
 #[test]
 fn a_daemon_killed_with_9_leaves_no_job_and_the_next_lists_it_as_lost() {
+    for mech in crate::sandbox::mechanisms() {
+        killed_with_9(mech);
+    }
+}
+
+fn killed_with_9(mech: &str) {
     let sb = crate::sandbox::world();
     let mut d = Daemon::start(&sb, &["--idle-exit", "0"]);
     let mut c = d.client();
     let marker = marker();
-    let id = session_with_a_job(&mut c, &sb, &marker);
+    let id = session_with_a_job(&mut c, &sb, &marker, Some(mech));
     let state = c.call("get_state", json!({"sessionId": id}));
     let file = state["result"]["sessionFile"].as_str().unwrap().to_string();
+    let jobs = c.call("get_jobs", json!({"sessionId": id}));
+    let pid = &jobs["result"]["jobs"][0]["pid"];
+    assert_eq!(pid.is_null(), mech == "bwrap", "{mech}: {jobs}");
     assert!(!alive(&format!("sleep {marker}")).is_empty());
 
     nix::sys::signal::kill(
@@ -148,7 +172,7 @@ fn a_daemon_killed_with_9_leaves_no_job_and_the_next_lists_it_as_lost() {
     let jobs = c.call("get_jobs", json!({"sessionId": again}));
     let job = &jobs["result"]["jobs"][0];
     assert_eq!(job["id"], 1, "{jobs}");
-    assert_eq!(job["state"], "lost", "{jobs}");
+    assert_eq!(job["state"], "lost", "{mech}: {jobs}");
     let read = c.call("read_job", json!({"sessionId": again, "jobId": 1}));
     assert_eq!(bytes(&read["result"]), LINES, "{read}");
     c.call("session/attach", json!({"sessionId": again}));

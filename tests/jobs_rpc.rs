@@ -86,12 +86,22 @@ fn refused(r: &Value) -> &str {
     r["error"].as_str().unwrap()
 }
 
+/// Under bubblewrap (the job's pid unseen from the host) and the Landlock fallback.
 #[test]
 fn an_rpc_client_lists_reads_hears_and_kills_the_models_job() {
+    for mech in crate::sandbox::mechanisms() {
+        lists_reads_hears_and_kills(mech);
+    }
+}
+
+fn lists_reads_hears_and_kills(mech: &str) {
     let sb = crate::sandbox::world();
     let marker = marker();
     let script = script(&sb, &marker);
-    let mut rpc = Rpc::start(&sb, &scripted_args(&[], &script, &[]));
+    let args = scripted_args(&["--mode", "rpc"], &script, &[]);
+    let mut cmd = sb.cmd(&args);
+    cmd.env("KEEL_SANDBOX_MECHANISM", mech);
+    let mut rpc = Rpc::spawn(cmd);
     rpc.call(json!({"id": "p", "type": "prompt", "message": "start it"}));
     let started = rpc.wait(&json!({"type": "job_started"}));
     assert_eq!(started["job"]["id"], 1, "{started}");
@@ -109,6 +119,12 @@ fn an_rpc_client_lists_reads_hears_and_kills_the_models_job() {
     assert_eq!(listed.as_array().map(Vec::len), Some(1), "{jobs}");
     assert_eq!(listed[0]["state"], "running", "{jobs}");
     assert_eq!(listed[0]["bytes"], end, "{jobs}");
+    // Its pid, where the host sees it: not inside bubblewrap's PID namespace.
+    assert_eq!(
+        listed[0]["pid"].is_null(),
+        mech == "bwrap",
+        "{mech}: {jobs}"
+    );
     assert!(
         listed[0]["command"]
             .as_str()
