@@ -108,13 +108,13 @@ fn the_slash_menu_shows_every_command_in_a_scrolling_window() {
     assert_eq!(menu_names(&f.view), want);
     let screen = f.screen(80, 24);
     snap("tui_cells_slash_menu_80x24", &screen);
-    assert!(screen.contains("  ↓ 12 more"), "{screen}");
+    assert!(screen.contains("  ↓ 13 more"), "{screen}");
     // Down to the tenth: the window scrolls and says what is above and below.
     for _ in 0..9 {
         assert_eq!(f.view.on_key(key(KeyCode::Down)), None);
     }
     let screen = f.screen(80, 24);
-    assert!(screen.contains("  ↑ 2 more · ↓ 10 more"), "{screen}");
+    assert!(screen.contains("  ↑ 2 more · ↓ 11 more"), "{screen}");
     assert!(
         !screen.contains("/model "),
         "scrolled past /model:\n{screen}"

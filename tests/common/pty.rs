@@ -59,6 +59,19 @@ impl Screen {
         }
     }
 
+    /// Resizes the terminal (the program gets SIGWINCH) and the emulator with it.
+    pub fn resize(&mut self, rows: u16, cols: u16) {
+        let size = PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        };
+        self._master.resize(size).unwrap();
+        let nz = |n: u16| NonZeroU16::new(n).unwrap();
+        self.parser.set_size(nz(rows), nz(cols));
+    }
+
     pub fn send(&mut self, bytes: &str) {
         self.writer.write_all(bytes.as_bytes()).unwrap();
         self.writer.flush().unwrap();

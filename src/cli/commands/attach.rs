@@ -1,5 +1,6 @@
 //! `keel attach [ID]`: shows a session live in the daemon in the TUI (the only one, or the one
-//! chosen in the live-session picker when several are live and no id is given).
+//! chosen in the live-session picker when several are live and no id is given). With
+//! `--job N`, shows that background job of the session live instead (`tui::attach_job`).
 
 use std::path::PathBuf;
 
@@ -18,6 +19,10 @@ use crate::output::Output;
 pub struct AttachArgs {
     /// The session id (a unique prefix is enough).
     id: Option<String>,
+    /// Show this background job of the session live instead (its output, the keys typed go
+    /// to it; Ctrl+\ detaches and leaves it running).
+    #[arg(long, value_name = "ID")]
+    job: Option<crate::kernel::jobs::JobId>,
     /// The daemon's socket (default $KEEL_SOCKET, else the per-user runtime directory).
     #[arg(long, value_name = "PATH")]
     socket: Option<PathBuf>,
@@ -33,7 +38,12 @@ pub fn run(args: AttachArgs) -> Exit {
 }
 
 async fn attach(args: AttachArgs, env: &Env, out: &mut Output) -> Result<Exit, StartupError> {
-    let AttachArgs { id, socket, remote } = args;
+    let AttachArgs {
+        id,
+        job,
+        socket,
+        remote,
+    } = args;
     let dial = dial_for(env, socket.as_deref(), &remote)?;
     let status = status_of(&dial).await?;
     let session = match attach_target(&status, id.as_deref(), env, out).await? {
@@ -42,6 +52,9 @@ async fn attach(args: AttachArgs, env: &Env, out: &mut Output) -> Result<Exit, S
     };
     if !env.stdin_tty || !env.stdout_tty {
         return Err(StartupError::usage("keel attach needs a terminal"));
+    }
+    if let Some(job) = job {
+        return crate::front::tui::attach_job::run(&dial, &session, job).await;
     }
     let cwd = status
         .sessions

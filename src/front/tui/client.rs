@@ -8,6 +8,7 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod ask;
+mod jobs;
 mod lines;
 mod pager;
 mod rewind;
@@ -95,6 +96,8 @@ pub(super) enum Back {
     Rewind(rewind::RewindBack),
     /// A `statusLine` run's first line of output, or why it has none.
     StatusLine(Result<String, String>),
+    /// The jobs panel's lists, reads and kills.
+    Jobs(jobs::JobsBack),
 }
 
 /// Where the session lives when it is not in this process.
@@ -331,6 +334,7 @@ impl Client {
             }
             Back::Permission(mode) => self.view.permission = Some(mode),
             Back::Rewind(r) => self.on_rewind(r),
+            Back::Jobs(j) => self.on_jobs(j),
             Back::Transcript(replayed) => {
                 let mut t = super::transcript::Transcript::new();
                 t.replay(&replayed);
@@ -528,6 +532,7 @@ impl Client {
                     let (replayed, state) = ask::branch(&commands).await;
                     Some(Back::Replay(session, replayed, state))
                 });
+                self.fetch_jobs(false);
                 self.show_place();
             }
             Some(Note::Lagged { .. }) => self.reconnect().await,
@@ -717,6 +722,8 @@ impl Client {
                 prompt,
                 restore,
             } => self.rewind(entry_id, prompt, restore),
+            Action::ReadJob { id, since } => self.read_job(id, since),
+            Action::KillJob(id) => self.kill_job(id),
             Action::AllowAlways { call_id } => self.send(Command::ExtensionUiResponse {
                 id: Some(call_id),
                 value: Some("always".into()),

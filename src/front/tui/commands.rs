@@ -181,6 +181,7 @@ impl Client {
             "hooks" => self.hooks(),
             "agents" => self.agents(),
             "permissions" => self.permissions(),
+            "jobs" => self.open_jobs(),
             other => self.view.notice(HistoryCell::Error(format!(
                 "unknown command /{other}: /help lists the commands"
             ))),

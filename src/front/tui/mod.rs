@@ -7,11 +7,13 @@
 //! `output::TerminalOut`; diagnostics go to the log file, never the screen.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod attach_job;
 pub mod client;
 mod commands;
 pub mod composer;
 pub mod files;
 pub mod history;
+pub mod jobs;
 pub mod live_picker;
 pub mod markdown;
 pub mod notify;

@@ -359,6 +359,11 @@ fn body(view: &ToolView<'_>) -> Vec<Line<'static>> {
 /// The body of a finished call from its details, or `None` for the plain-text fallback
 /// (unknown tool, error without details, details of an unexpected shape).
 fn done_body(view: &ToolView<'_>) -> Option<Vec<Line<'static>>> {
+    // `bash` with `run_in_background`: a job started, no exit status yet (its text says so).
+    if view.name == "bash" && <StartedJob as serde::Deserialize>::deserialize(view.details?).is_ok()
+    {
+        return None;
+    }
     let d = ToolDetails::read(view.name, view.details?)?;
     if let ToolDetails::Bash(b) = &d {
         return Some(bash_done(view.text.unwrap_or(""), b, view.limit(BASH_TAIL)));
@@ -411,6 +416,13 @@ fn read_summary(d: &ReadDetails) -> Option<String> {
         s.push_str(&format!(" (lines {start}-{end} of {total})"));
     }
     Some(s)
+}
+
+/// The details of a `bash` call that started a background job.
+#[derive(serde::Deserialize)]
+struct StartedJob {
+    #[allow(dead_code)]
+    job: serde::de::IgnoredAny,
 }
 
 /// A finished bash call: the output tail (without the status and truncation notes the tool

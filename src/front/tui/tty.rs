@@ -48,6 +48,14 @@ impl Tty {
         enter_modes()?;
         Ok(Tty { _private: () })
     }
+
+    /// Raw mode only (`keel attach --job`: every key goes to the job as its bytes, nothing
+    /// asked of the terminal that would change them).
+    pub fn raw() -> io::Result<Tty> {
+        terminal::enable_raw_mode()?;
+        ACTIVE.store(true, Ordering::SeqCst);
+        Ok(Tty { _private: () })
+    }
 }
 
 impl Drop for Tty {

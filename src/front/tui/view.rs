@@ -22,6 +22,7 @@ mod todos;
 pub use screen::fmt_tokens;
 
 use super::composer::Composer;
+use super::jobs::JobsKey;
 use super::picker::{Picker, PickerAction};
 use super::rewind::{RewindKey, RewindPicker};
 use super::transcript::{HistoryCell, Layout, Transcript};
@@ -70,6 +71,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "the whole session in a pager, every output in full (/ searches, q closes)",
     ),
     ("name", "name this session: /name my refactor"),
+    (
+        "jobs",
+        "the background jobs: Enter tails one's output, k kills it",
+    ),
     (
         "hooks",
         "the configured hooks: event, matcher, command, file and trust",
@@ -153,6 +158,13 @@ pub enum Action {
         prompt: String,
         restore: crate::kernel::checkpoint::Restore,
     },
+    /// `/jobs` follows job `id`: read its output from offset `since` (`read_job`).
+    ReadJob {
+        id: crate::kernel::jobs::JobId,
+        since: u64,
+    },
+    /// `/jobs`: kill job `id` (`kill_job`), the user said yes.
+    KillJob(crate::kernel::jobs::JobId),
 }
 
 /// The laid-out live area of one frame.
@@ -218,6 +230,8 @@ pub struct View {
     last_was_answer: bool,
     /// The session's permission mode, in the status line (`None`: not known, not shown).
     pub permission: Option<Permission>,
+    /// The session's background jobs and the `/jobs` panel.
+    pub jobs: super::jobs::Jobs,
 }
 
 impl Default for View {
@@ -257,6 +271,7 @@ impl View {
             wrote_any: false,
             last_was_answer: false,
             permission: None,
+            jobs: super::jobs::Jobs::default(),
         }
     }
 
@@ -315,6 +330,9 @@ impl View {
     /// decided (always-allowed tools are approved without asking again).
     pub fn on_event(&mut self, event: &WireEvent, at_ms: i64) -> Vec<Action> {
         self.transcript.on_event(event, at_ms);
+        if let Some((id, since)) = self.jobs.on_event(event) {
+            return vec![Action::ReadJob { id, since }];
+        }
         match event {
             WireEvent::ExtensionUiRequest(r) if r.method == UiMethod::Confirm => {
                 let approval = self.approval(r);
@@ -423,6 +441,17 @@ impl View {
                 }
                 RewindKey::Close => {
                     self.rewind = None;
+                    None
+                }
+            };
+        }
+        if self.jobs.is_open() {
+            return match self.jobs.handle_key(key) {
+                JobsKey::None => None,
+                JobsKey::Read(id, since) => Some(Action::ReadJob { id, since }),
+                JobsKey::Kill(id) => Some(Action::KillJob(id)),
+                JobsKey::Close => {
+                    self.jobs.close();
                     None
                 }
             };
@@ -568,7 +597,7 @@ impl View {
 
     /// Pasted text goes into the editor as it is (newlines included), a big paste as a chip.
     pub fn on_paste(&mut self, text: &str) {
-        if self.rewind.is_some() {
+        if self.rewind.is_some() || self.jobs.is_open() {
             return;
         }
         if let Some(picker) = &mut self.picker {

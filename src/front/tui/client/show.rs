@@ -95,6 +95,7 @@ pub(super) async fn show(
         client.view.notice(HistoryCell::Notice(panel));
     }
     client.fetch_commands();
+    client.fetch_jobs(false);
     client.fetch_permission();
     client.show_place();
     if o.dumb {

@@ -124,6 +124,18 @@ fn bash_failures_show_a_status_row_instead_of_the_tool_note() {
     assert_eq!(rows(c), want);
 }
 
+/// A call that started a background job has no exit status yet: its text, not "failed".
+#[test]
+fn a_bash_call_that_started_a_job_shows_its_text_not_failed() {
+    let job = json!({"id": 1, "command": "sleep 9", "pid": 7, "tty": false, "state": "running",
+                     "exitCode": null, "signal": null, "bytes": 0, "startedMs": 0, "endedMs": null});
+    let c = json!({"name": "bash", "args": {"command": "sleep 9"},
+                   "text": "Command running in background with ID: 1.",
+                   "details": {"job": job}});
+    let want = "✓ bash sleep 9\n  ⎿ Command running in background with ID: 1.";
+    assert_eq!(rows(c), want);
+}
+
 #[test]
 fn bash_truncation_points_at_the_full_output() {
     let mut d = bash(json!(0));

@@ -69,6 +69,14 @@ impl View {
                 picker: true,
             };
         }
+        if self.jobs.is_open() {
+            return LiveFrame {
+                height: self.jobs.desired_height(max_height).min(max_height),
+                cursor: None,
+                rows: Vec::new(),
+                picker: true,
+            };
+        }
         let w = width.max(1) as usize;
         let mut rows = self.activity_rows(width);
         let (bottom, cursor) = self.editor_rows(width, max_height);
@@ -103,6 +111,8 @@ impl View {
                 p.render(area, buf);
             } else if let Some(r) = &self.rewind {
                 r.render(area, buf);
+            } else {
+                self.jobs.render(area, buf);
             }
             return;
         }
@@ -388,6 +398,10 @@ impl View {
         if let Some(p) = &self.place {
             parts.push((Part::Place, p.clone()));
         }
+        match self.jobs.running() {
+            0 => {}
+            n => parts.push((Part::Jobs, crate::text::count(n as u64, "job", "jobs"))),
+        }
         if let Some(mode) = self.permission {
             parts.push((Part::Mode, format!("{} mode", mode.word())));
         }
@@ -411,6 +425,7 @@ enum Part {
     Cost,
     Context,
     Name,
+    Jobs,
     Model,
     Place,
     Mode,
