@@ -5,7 +5,8 @@
 use serde_json::json;
 
 use crate::acp::{acp_script, call, init, new_session, prompt};
-use crate::jobs_rpc::{alive, bytes, marker, script, LINES};
+use crate::common::support::alive;
+use crate::jobs_rpc::{bytes, marker, script, LINES};
 
 #[test]
 fn an_editor_lists_reads_and_kills_the_models_jobs_through_keels_extension_methods() {

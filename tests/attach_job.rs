@@ -9,8 +9,9 @@ use serde_json::{json, Value};
 
 use crate::common::daemon::{open_script, Conn, Daemon};
 use crate::common::pty::spawn_with;
+use crate::common::support::alive;
 use crate::common::support::Sandbox;
-use crate::tui_jobs::{alive, marker};
+use crate::tui_jobs::marker;
 
 /// The session's jobs (`get_jobs` through the daemon).
 fn jobs(c: &mut Conn, id: &str) -> Vec<Value> {

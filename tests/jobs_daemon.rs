@@ -10,8 +10,9 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::common::daemon::{open_script, Conn, Daemon};
+use crate::common::support::alive;
 use crate::common::support::{scripted_args, Sandbox};
-use crate::jobs_rpc::{alive, bytes, marker, script, LINES};
+use crate::jobs_rpc::{bytes, marker, script, LINES};
 
 /// Reads the session's events until the job wrote all of [`LINES`] and the run settled (in
 /// either order).

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::common::rpc::Rpc;
-use crate::common::support::{scripted_args, Sandbox};
+use crate::common::support::{alive, scripted_args, Sandbox};
 
 /// What the job prints before it sleeps.
 pub(crate) const LINES: &str = "line one\nline two\n";
@@ -37,29 +37,6 @@ pub(crate) fn script(sb: &Sandbox, marker: &str) -> String {
     let path = sb.dir.path().join("script.json");
     std::fs::write(&path, turns.to_string()).unwrap();
     path.display().to_string()
-}
-
-/// The processes whose command line holds `marker` (zombies left out).
-pub(crate) fn alive(marker: &str) -> Vec<(i32, String)> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        let zombie = std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        });
-        if cmd.contains(marker) && !zombie && pid != std::process::id() as i32 {
-            found.push((pid, cmd));
-        }
-    }
-    found
 }
 
 /// `read_job`'s `data`, decoded.

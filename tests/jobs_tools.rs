@@ -9,7 +9,7 @@ use std::net::TcpListener;
 
 use serde_json::{json, Value};
 
-use crate::common::support::{scripted_args, Sandbox};
+use crate::common::support::{alive, scripted_args, Sandbox};
 use crate::sandbox::{mechanisms, world};
 
 fn call(id: &str, name: &str, args: Value) -> Value {
@@ -61,29 +61,6 @@ fn results(events: &[Value]) -> Vec<(String, bool)> {
             (text.to_string(), v["isError"] == true)
         })
         .collect()
-}
-
-/// The processes whose command line holds `marker`.
-fn alive(marker: &str) -> Vec<(i32, String)> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        let zombie = std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        });
-        if cmd.contains(marker) && !zombie {
-            found.push((pid, cmd));
-        }
-    }
-    found
 }
 
 fn free_port() -> u16 {

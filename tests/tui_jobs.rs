@@ -5,30 +5,7 @@
 use serde_json::json;
 
 use crate::common::pty::spawn;
-use crate::common::support::{keel_shell, Sandbox};
-
-/// The processes whose command line holds `marker` (zombies aside).
-pub(crate) fn alive(marker: &str) -> Vec<(i32, String)> {
-    let mut found = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
-            continue;
-        };
-        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
-        let zombie = std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
-            s.rsplit(')')
-                .next()
-                .is_some_and(|r| r.trim_start().starts_with('Z'))
-        });
-        if cmd.contains(marker) && !zombie {
-            found.push((pid, cmd));
-        }
-    }
-    found
-}
+use crate::common::support::{alive, keel_shell, Sandbox};
 
 /// A `sleep` argument no other process has: `1000.<pid><n>` seconds.
 pub(crate) fn marker(n: u32) -> String {

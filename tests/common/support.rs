@@ -431,3 +431,27 @@ pub fn skipped(why: &str) {
         }
     }
 }
+
+/// The processes alive whose command line holds `marker`, with their command lines (zombies
+/// and this process left out): what a test expects gone once a job or hook ended.
+pub fn alive(marker: &str) -> Vec<(i32, String)> {
+    let mut found = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(e.path().join("cmdline")) else {
+            continue;
+        };
+        let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+        let zombie = std::fs::read_to_string(e.path().join("stat")).is_ok_and(|s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        });
+        if cmd.contains(marker) && !zombie && pid != std::process::id() as i32 {
+            found.push((pid, cmd));
+        }
+    }
+    found
+}
