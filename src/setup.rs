@@ -248,8 +248,13 @@ pub async fn debug_prompt(
         true => context::Context::default(),
         false => context::load(&env.keel_home, settings.claude_home.as_deref(), &env.cwd),
     };
-    let mut specs: Vec<tool::ToolSpec> =
-        config.tools.iter().filter_map(|t| tool::spec(t)).collect();
+    // The built-ins as the model of these settings is offered them (the job tools' shape
+    // follows its API).
+    let api = provider::api_of(settings, env).unwrap_or_default();
+    let mut specs: Vec<tool::ToolSpec> = tool::offered(&config.tools, config.job_tools, &api)
+        .into_iter()
+        .filter_map(tool::spec)
+        .collect();
     // `task`, as a run offers it when it has subagents.
     if let (Some(sub), _) = subagent_setup(settings, env) {
         specs.push(crate::kernel::subagent::task_spec(&sub.agents));

@@ -133,7 +133,17 @@ fn no_context_files_leaves_them_out_and_system_prompt_replaces_only_the_base() {
     assert!(own.starts_with("Talk like a pirate.\n\n<tools>"), "{own}");
     assert!(own.contains("PROJECT RULES"), "{own}");
     // The same flags, the same prompt, to the byte: `keel debug prompt` shows what is sent.
-    let shown = sb.run(&["debug", "prompt", "--json", "--model", "m"]);
+    // The same endpoint's kind as the run's (an OpenAI-compatible URL: the job tools' shape
+    // follows the model's API); `debug prompt` calls nothing.
+    let shown = sb.run(&[
+        "debug",
+        "prompt",
+        "--json",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+    ]);
     assert_eq!(shown.code, 0, "{shown}");
     let v: serde_json::Value = serde_json::from_str(&shown.stdout).unwrap();
     assert_eq!(v["systemPrompt"].as_str().unwrap(), with);

@@ -132,7 +132,18 @@ fn external_tools_follow_the_built_ins_in_every_request_and_round_trip() {
     assert_eq!(r.outcome, RunOutcome::Completed);
     assert_eq!(r.requests.len(), 2);
     for names in &r.requests {
-        assert_eq!(names, &["read", "bash", "ext_look", "ext_change"]);
+        // The job tools come with `bash` (Claude's shapes for this model's API).
+        assert_eq!(
+            names,
+            &[
+                "read",
+                "bash",
+                "bash_output",
+                "bash_kill",
+                "ext_look",
+                "ext_change"
+            ]
+        );
     }
     let calls = r.fake.calls.lock().unwrap().clone();
     assert_eq!(

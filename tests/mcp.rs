@@ -108,7 +108,9 @@ fn mcp_tools_reach_the_provider_after_the_built_ins_with_sanitised_unique_names(
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
     assert_eq!(&names[..8], BUILT_IN_TOOLS);
-    assert_eq!(names[8], "mcp__fx__echo");
+    // An OpenAI-compatible model gets the job tools in Codex's shapes with `bash`.
+    assert_eq!(&names[8..10], ["exec_command", "write_stdin"]);
+    assert_eq!(names[10], "mcp__fx__echo");
     // The `task` tool comes last, its description listing the subagent types.
     assert_eq!(names.last(), Some(&"task"));
     let task = tools.last().unwrap()["function"]["description"]
@@ -128,7 +130,7 @@ fn mcp_tools_reach_the_provider_after_the_built_ins_with_sanitised_unique_names(
     assert!(names.iter().all(|n| n.len() <= 64
         && n.chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')));
-    let echo = &tools[8]["function"];
+    let echo = &tools[10]["function"];
     assert_eq!(echo["description"], "Echoes `text`");
     assert_eq!(echo["parameters"]["properties"]["text"]["type"], "string");
 }

@@ -228,22 +228,11 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
             _ = source.ready() => {}
         }
     }
-    let with_bash = inner.config.tools.iter().any(|t| t == "bash");
-    let job_tools = inner
-        .config
-        .job_tools
-        .for_api(provider.api())
-        .iter()
-        .filter(|_| with_bash);
-    let mut tools: Vec<tool::ToolSpec> = inner
-        .config
-        .tools
-        .iter()
-        .map(String::as_str)
-        .filter(|t| *t != session_tools::EXIT_PLAN)
-        .chain(job_tools.copied())
-        .filter_map(tool::spec)
-        .collect();
+    let mut tools: Vec<tool::ToolSpec> =
+        tool::offered(&inner.config.tools, inner.config.job_tools, provider.api())
+            .into_iter()
+            .filter_map(tool::spec)
+            .collect();
     if session_tools::offered(inner, session_tools::EXIT_PLAN) {
         tools.extend(tool::spec(session_tools::EXIT_PLAN));
     }

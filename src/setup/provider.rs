@@ -77,6 +77,25 @@ fn check_prices(settings: &Settings, info: &ModelInfo) -> Result<(), StartupErro
     }
 }
 
+/// The API of the model a run with these settings would call, found offline (what `keel
+/// debug prompt` needs to show the tools a run offers); `None` when it cannot be told
+/// without starting the provider.
+pub fn api_of(settings: &Settings, env: &Env) -> Option<String> {
+    let registry = registry(env).ok()?;
+    let (named, model_id) = split_model(settings, &registry);
+    if named.as_deref() == Some("scripted") {
+        return Some(crate::kernel::provider::model::API_SCRIPTED.to_string());
+    }
+    let name = match named {
+        Some(n) => n,
+        None => provider_name(settings, env, &registry, model_id.as_deref()).ok()?,
+    };
+    let p = known_provider(&registry, &name, env).ok()?;
+    let endpoint = Endpoint::of(settings, env, p);
+    let info = model_id.and_then(|id| model_info(p, &id, &endpoint, env).ok());
+    Some(info.map_or_else(|| p.api.clone(), |i| i.api))
+}
+
 /// [`start`] without the checks that need the model chosen.
 async fn pick(
     settings: &Settings,

@@ -219,6 +219,19 @@ impl JobTools {
     }
 }
 
+/// The built-in tools a model of `api` is offered, in order: the enabled ones (`exit_plan_mode`
+/// aside: the turn loop offers it in plan mode only), then the job tools of the shape `jobs`
+/// picks when `bash` is among them.
+pub fn offered<'a>(enabled: &'a [String], jobs: JobTools, api: &str) -> Vec<&'a str> {
+    let with_bash = enabled.iter().any(|t| t == "bash");
+    enabled
+        .iter()
+        .map(String::as_str)
+        .filter(|t| *t != "exit_plan_mode")
+        .chain(jobs.for_api(api).iter().copied().filter(|_| with_bash))
+        .collect()
+}
+
 /// Whether `name` may run in a session whose enabled tools are `enabled` (the job tools, of
 /// either shape, come with `bash`: a session that changed models mid-way keeps both working).
 pub fn enabled(name: &str, enabled: &[String]) -> bool {
