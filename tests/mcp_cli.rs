@@ -60,11 +60,13 @@ fn debug_prompt_lists_the_mcp_tools_a_run_would_offer() {
     let v: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let names = strs(&v["tools"], "name");
     assert_eq!(names[..8], BUILT_IN_TOOLS);
-    assert_eq!(names[8], "task");
+    // `bash`'s job tools (Claude's shapes for the default model), then `task`.
+    assert_eq!(names[8..10], ["bash_output", "bash_kill"]);
+    assert_eq!(names[10], "task");
     assert!(names.contains(&"mcp__fx__echo"), "{names:?}");
     assert_eq!(
         names.len(),
-        9 + 10,
+        11 + 10,
         "the fixture's ten tools after the built-ins: {names:?}"
     );
     let text = sb.run(&["debug", "prompt", "--mcp-config", "mcp.json"]);

@@ -36,14 +36,21 @@ fn tools(sb: &Sandbox, args: &[&str]) -> Vec<String> {
 #[test]
 fn each_level_beats_the_ones_below_a_flag_beats_files_and_managed_beats_flags() {
     let sb = Sandbox::new();
-    assert_eq!(tools(&sb, &[]).len(), 9, "keel's default (task included)");
+    // The built-ins, `bash`'s job tools (Claude's shapes for the default model) and `task`.
+    assert_eq!(tools(&sb, &[]).len(), 11, "keel's default (task included)");
     write(
         &sb.home().join("settings.json"),
         &json!({"tools": ["read", "bash", "grep"]}),
     );
-    assert_eq!(tools(&sb, &[]), ["read", "bash", "grep"]);
+    assert_eq!(
+        tools(&sb, &[]),
+        ["read", "bash", "grep", "bash_output", "bash_kill"]
+    );
     write(&project(&sb), &json!({"tools": ["read", "bash"]}));
-    assert_eq!(tools(&sb, &[]), ["read", "bash"]);
+    assert_eq!(
+        tools(&sb, &[]),
+        ["read", "bash", "bash_output", "bash_kill"]
+    );
     write(&local(&sb), &json!({"tools": ["read"]}));
     assert_eq!(tools(&sb, &[]), ["read"]);
     assert_eq!(tools(&sb, &["--settings", r#"{"tools": ["ls"]}"#]), ["ls"]);
