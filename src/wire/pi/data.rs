@@ -373,48 +373,16 @@ impl JobReadData {
     }
 }
 
-const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
 /// Standard padded base64 (RFC 4648).
 pub fn encode_base64(bytes: &[u8]) -> String {
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let n = chunk
-            .iter()
-            .enumerate()
-            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
-        for i in 0..4 {
-            match i <= chunk.len() {
-                true => out.push(char::from(BASE64[(n >> (18 - 6 * i)) as usize & 63])),
-                false => out.push('='),
-            }
-        }
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 /// Standard padded base64 (RFC 4648) back to bytes; `None` for anything else.
 pub fn decode_base64(text: &str) -> Option<Vec<u8>> {
-    let value = |c: u8| BASE64.iter().position(|a| *a == c).map(|v| v as u32);
-    let text = text.as_bytes();
-    if !text.len().is_multiple_of(4) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(text.len() / 4 * 3);
-    let quads = text.len() / 4;
-    for (q, chunk) in text.chunks(4).enumerate() {
-        let pad = chunk.iter().rev().take_while(|c| **c == b'=').count();
-        if pad > 2 || (pad > 0 && q + 1 != quads) {
-            return None;
-        }
-        let mut n = 0u32;
-        for (i, c) in chunk[..4 - pad].iter().enumerate() {
-            n |= value(*c)? << (18 - 6 * i);
-        }
-        let bytes = [(n >> 16) as u8, (n >> 8) as u8, n as u8];
-        out.extend_from_slice(&bytes[..3 - pad]);
-    }
-    Some(out)
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
 
 /// `kill_job`'s data (keel): the job as it ended.
