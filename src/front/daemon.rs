@@ -226,7 +226,7 @@ pub fn job_lines(jobs: &[crate::kernel::jobs::JobInfo]) -> String {
                 format!("job {}", j.id),
                 state,
                 j.pid.map_or("-".into(), |p| format!("pid {p}")),
-                bytes_cell(j.bytes),
+                crate::text::bytes(j.bytes),
                 crate::text::truncate(&crate::text::sanitize(first.trim()), JOB_COMMAND_COLUMNS),
             ]
         })
@@ -254,21 +254,6 @@ pub fn job_lines(jobs: &[crate::kernel::jobs::JobInfo]) -> String {
         out.push('\n');
     }
     out
-}
-
-/// A byte count as `keel ps` shows it: `18 B`, `4.0 KiB`, `2.5 MiB`, `1.0 GiB`.
-fn bytes_cell(n: u64) -> String {
-    const UNITS: [&str; 3] = ["KiB", "MiB", "GiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut v = n as f64 / 1024.0;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
 }
 
 /// A session's sandbox in `keel ps`: `workspace-write · net off`; in capitals when the

@@ -275,6 +275,24 @@ impl<S: Clone + PartialEq> Line<S> {
     }
 }
 
+/// A byte count as `keel ps` and the TUI's `/jobs` say it: `512 B`, `3.4 KiB`, `12 MiB`.
+pub fn bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if n < 1024 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1024.0;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    match v < 10.0 {
+        true => format!("{v:.1} {}", UNITS[unit]),
+        false => format!("{v:.0} {}", UNITS[unit]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

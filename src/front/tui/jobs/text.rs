@@ -135,23 +135,8 @@ impl Lines {
     }
 }
 
-/// A byte count as `ps` would say it: `512 B`, `3.4 KiB`, `12 MiB`.
-pub fn size(n: u64) -> String {
-    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut v = n as f64 / 1024.0;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    match v < 10.0 {
-        true => format!("{v:.1} {}", UNITS[unit]),
-        false => format!("{v:.0} {}", UNITS[unit]),
-    }
-}
+/// A byte count as `ps` says it (see [`crate::text::bytes`]).
+pub use crate::text::bytes as size;
 
 #[cfg(test)]
 mod tests {
