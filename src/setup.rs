@@ -445,6 +445,7 @@ pub fn agent_config_with(
         job_tools: settings.jobs.tools.unwrap_or_default(),
         job_limits: crate::kernel::jobs::JobLimits {
             max_live: settings.jobs.max_live.unwrap_or(16).max(1),
+            background_on_timeout: settings.jobs.background_on_timeout.unwrap_or(true),
             ..Default::default()
         },
         temp_dir,

@@ -54,6 +54,7 @@ mod hooks_unattended;
 mod jobs;
 mod jobs_daemon;
 mod jobs_rpc;
+mod jobs_timeout;
 mod jobs_tools;
 mod journal;
 mod json_mode;

@@ -68,6 +68,7 @@ fn world(mech: &str) -> World {
         sandbox: sandbox(mech, &work),
         violations: None,
         rules: Default::default(),
+        watched: Default::default(),
     };
     let jobs = Jobs::new(d.path().join("session"), JobLimits::default());
     World {

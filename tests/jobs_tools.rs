@@ -12,21 +12,25 @@ use serde_json::{json, Value};
 use crate::common::support::{alive, scripted_args, Sandbox};
 use crate::sandbox::{mechanisms, world};
 
-fn call(id: &str, name: &str, args: Value) -> Value {
+pub(crate) fn call(id: &str, name: &str, args: Value) -> Value {
     json!({"chunks": [{"toolCall": {"id": id, "name": name, "arguments": args}}]})
 }
 
-fn text(t: &str) -> Value {
+pub(crate) fn text(t: &str) -> Value {
     json!({"chunks": [{"text": t}]})
 }
 
 /// Runs `turns` in JSON mode under `mech`; the events, stderr and exit code.
-fn run(sb: &Sandbox, mech: &str, turns: Vec<Value>) -> (Vec<Value>, String, Option<i32>) {
+pub(crate) fn run(
+    sb: &Sandbox,
+    mech: &str,
+    turns: Vec<Value>,
+) -> (Vec<Value>, String, Option<i32>) {
     run_with(sb, mech, &[], turns)
 }
 
 /// [`run`] with more flags.
-fn run_with(
+pub(crate) fn run_with(
     sb: &Sandbox,
     mech: &str,
     flags: &[&str],
@@ -52,7 +56,7 @@ fn run_with(
 }
 
 /// Each tool result's text and error flag, in order.
-fn results(events: &[Value]) -> Vec<(String, bool)> {
+pub(crate) fn results(events: &[Value]) -> Vec<(String, bool)> {
     events
         .iter()
         .filter(|v| v["type"] == "tool_execution_end")

@@ -50,6 +50,7 @@ fn ctx(sandbox: &Arc<Sandbox>, work: &Path, tmp: &Path, abort: AbortSignal) -> T
         sandbox: sandbox.clone(),
         violations: None,
         rules: Default::default(),
+        watched: Default::default(),
     }
 }
 

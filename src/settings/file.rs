@@ -178,6 +178,10 @@ pub struct JobsSettings {
     /// Jobs running at once in a session (default 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_live: Option<usize>,
+    /// A foreground `bash` call that reaches its timeout becomes a job instead of being
+    /// killed (default true; never `git` or `sleep`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_on_timeout: Option<bool>,
 }
 
 /// `statusLine` (Claude Code's shape): a command whose first line of stdout the TUI shows under

@@ -36,7 +36,8 @@ pub fn schema() -> Value {
             "maxTurns": {"type": "integer", "minimum": 1, "description": "Stop after this many model turns (`--max-turns`)."},
             "jobs": {"type": "object", "additionalProperties": false, "description": "The model's background jobs (taken whole from the highest level that sets it).", "properties": {
                 "tools": {"enum": ["auto", "claude", "codex"], "description": "Which shapes of the job tools the model gets with bash: auto (Codex's exec_command/write_stdin for OpenAI's APIs, else Claude's bash run_in_background, bash_output, bash_kill), claude or codex."},
-                "maxLive": {"type": "integer", "minimum": 1, "description": "Jobs running at once in a session (default 16)."}
+                "maxLive": {"type": "integer", "minimum": 1, "description": "Jobs running at once in a session (default 16)."},
+                "backgroundOnTimeout": {"type": "boolean", "description": "A foreground bash command that reaches its timeout becomes a background job instead of being killed (default true; never git or sleep)."}
             }},
             "maxSubagentDepth": {"type": "integer", "minimum": 0, "description": "How deep subagents nest: 1 (default) gives the session the `task` tool and its subagents none; 0 removes the `task` tool."},
             "approvalTimeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds an approval dialog waits before the call is denied (`--approval-timeout`)."},

@@ -30,7 +30,7 @@ use tokio::sync::{broadcast, mpsc, watch};
 pub use types::{JobChunk, JobError, JobEvent, JobId, JobInfo, JobLimits, JobState, StartJob};
 
 use crate::kernel::sandbox::policy::SandboxMode;
-use crate::kernel::sandbox::watch::Before;
+use crate::kernel::sandbox::watch::{Before, CallRecord};
 use crate::kernel::tool::ToolContext;
 use proc::{Hangup, JobProc};
 use record::{HostPid, Record};
@@ -95,7 +95,7 @@ struct Job {
     hangup: Hangup,
     record: Record,
     /// The protected paths as they were before it started, checked once it ended.
-    watched: Mutex<Option<(Before, SandboxMode)>>,
+    watched: Mutex<Option<(CallRecord, SandboxMode)>>,
 }
 
 #[derive(Debug, Clone)]
@@ -109,6 +109,31 @@ struct Status {
     killing: bool,
     /// What the check after its end undid in the protected paths.
     repaired: Vec<String>,
+}
+
+/// A job whose processes run, before it is in the table.
+struct Parts {
+    command: String,
+    tty: bool,
+    proc: JobProc,
+    output: output::Source,
+    master: Option<Arc<OwnedFd>>,
+    /// Its main process's host pid, when the host sees it.
+    pid: Option<i32>,
+    reaper: Option<HostPid>,
+    token: String,
+    /// Its output before it became a job.
+    seen: Vec<u8>,
+}
+
+/// A foreground `bash` call's running process, handed over as a job ([`Jobs::adopt`]).
+pub(crate) struct Adopted {
+    pub command: String,
+    pub proc: crate::kernel::tool::bash_proc::Proc,
+    /// What the call's readers go on forwarding (its stdout and stderr, as they come).
+    pub output: mpsc::Receiver<Vec<u8>>,
+    /// Its output so far.
+    pub seen: Vec<u8>,
 }
 
 /// What waiters watch: the end of the output so far, and whether the job ended.
@@ -138,10 +163,10 @@ impl Job {
 
     /// Undoes what it changed in the protected paths (once), noting it.
     fn repair(&self) {
-        let Some((before, mode)) = lock(&self.watched).take() else {
+        let Some((record, mode)) = lock(&self.watched).take() else {
             return;
         };
-        let notes: Vec<String> = before.check().iter().map(|f| f.note(mode)).collect();
+        let notes: Vec<String> = record.repair_now().iter().map(|f| f.note(mode)).collect();
         lock(&self.status).repaired.extend(notes);
     }
 
@@ -195,20 +220,85 @@ impl Jobs {
         ctx: &ToolContext,
         watched: Option<Before>,
     ) -> Result<JobInfo, JobError> {
-        let id = {
-            let mut table = lock(&self.0.table);
-            let max = self.0.limits.max_live;
-            if table.live >= max {
-                return Err(JobError::TooMany { max });
-            }
-            table.live += 1;
-            JobId(self.0.next.fetch_add(1, Ordering::SeqCst))
-        };
+        let id = self.reserve()?;
         let started = self.spawn(id, req, ctx, watched).await;
         if started.is_err() {
-            lock(&self.0.table).live -= 1;
+            self.release();
         }
         started
+    }
+
+    /// What this table allows.
+    pub fn limits(&self) -> JobLimits {
+        self.0.limits
+    }
+
+    /// Takes over a foreground `bash` call's running process as a job (it reached its
+    /// timeout): its output so far (`seen`) begins the job's, what its readers go on
+    /// forwarding (`output`) follows; the call's record of the protected paths
+    /// (`ctx.watched`, taken before the call) is checked again when the job ended. Past the
+    /// limit of live jobs, or when its log cannot be made, the process is killed and the
+    /// error says why.
+    pub(crate) async fn adopt(
+        &self,
+        adopted: Adopted,
+        ctx: &ToolContext,
+    ) -> Result<JobInfo, JobError> {
+        let Adopted {
+            command,
+            proc: mut call,
+            output,
+            seen,
+        } = adopted;
+        let logged = self
+            .reserve()
+            .and_then(|id| Ok((id, self.log(id).inspect_err(|_| self.release())?)));
+        let (id, log) = match logged {
+            Ok(l) => l,
+            Err(e) => {
+                call.kill_group().await;
+                return Err(e);
+            }
+        };
+        let (proc, pid) = proc::adopt(call);
+        let parts = Parts {
+            command,
+            tty: false,
+            proc,
+            output: output::Source::Chunks(output),
+            master: None,
+            pid,
+            reaper: None,
+            token: String::new(),
+            seen,
+        };
+        Ok(self.install(id, parts, log, ctx, Some(ctx.watched.clone())))
+    }
+
+    /// A place among the live jobs, and the next id.
+    fn reserve(&self) -> Result<JobId, JobError> {
+        let mut table = lock(&self.0.table);
+        let max = self.0.limits.max_live;
+        if table.live >= max {
+            return Err(JobError::TooMany { max });
+        }
+        table.live += 1;
+        Ok(JobId(self.0.next.fetch_add(1, Ordering::SeqCst)))
+    }
+
+    /// Gives back a place [`Jobs::reserve`] took for a job that did not start.
+    fn release(&self) {
+        let mut table = lock(&self.0.table);
+        table.live = table.live.saturating_sub(1);
+    }
+
+    /// Job `id`'s log, made empty.
+    fn log(&self, id: JobId) -> Result<output::Log, JobError> {
+        let logs = self.0.dir.join("jobs");
+        crate::kernel::private::create_dir_all(&logs)
+            .map_err(|e| JobError::Start(format!("Failed to prepare the job's log: {e}")))?;
+        output::Log::create(&logs.join(format!("{id}.log")), self.0.limits.log_bytes)
+            .map_err(|e| JobError::Start(format!("Failed to create the job's log: {e}")))
     }
 
     async fn spawn(
@@ -218,38 +308,67 @@ impl Jobs {
         ctx: &ToolContext,
         watched: Option<Before>,
     ) -> Result<JobInfo, JobError> {
-        let logs = self.0.dir.join("jobs");
-        crate::kernel::private::create_dir_all(&logs)
-            .map_err(|e| JobError::Start(format!("Failed to prepare the job's log: {e}")))?;
-        let log = output::Log::create(&logs.join(format!("{id}.log")), self.0.limits.log_bytes)
-            .map_err(|e| JobError::Start(format!("Failed to create the job's log: {e}")))?;
+        let log = self.log(id)?;
         let token = uuid::Uuid::new_v4().simple().to_string();
         let spawned = proc::start(&req, ctx, &token).await?;
+        let parts = Parts {
+            command: req.command,
+            tty: req.tty,
+            proc: spawned.proc,
+            output: output::Source::Fd(spawned.output),
+            master: spawned.master,
+            pid: spawned.pid,
+            reaper: spawned.reaper,
+            token,
+            seen: Vec::new(),
+        };
+        Ok(self.install(
+            id,
+            parts,
+            log,
+            ctx,
+            watched.map(|w| CallRecord::new(Some(w))),
+        ))
+    }
+
+    /// Enters a job whose processes run into the table, and starts its reader, its input
+    /// and its supervisor.
+    fn install(
+        &self,
+        id: JobId,
+        parts: Parts,
+        mut log: output::Log,
+        ctx: &ToolContext,
+        watched: Option<CallRecord>,
+    ) -> JobInfo {
         let started_ms = now_ms();
         let record = Record {
             id,
-            command: req.command.clone(),
-            tty: req.tty,
+            command: parts.command.clone(),
+            tty: parts.tty,
             started_ms,
-            token,
-            reaper: spawned.reaper,
-            group: spawned.pid.and_then(HostPid::of),
+            token: parts.token,
+            reaper: parts.reaper,
+            group: parts.pid.and_then(HostPid::of),
         };
         let (signals, signals_rx) = mpsc::unbounded_channel();
-        let (input, input_rx) = match req.tty {
+        let (input, input_rx) = match parts.tty {
             true => {
                 let (tx, rx) = mpsc::unbounded_channel();
                 (Some(tx), Some(rx))
             }
             false => (None, None),
         };
+        let mut ring = Ring::new(self.0.limits.ring_bytes);
+        ring.push(&parts.seen);
+        log.write(&parts.seen);
         let job = Arc::new(Job {
             id,
-            command: req.command,
-            tty: req.tty,
+            command: parts.command,
+            tty: parts.tty,
             started_ms,
             status: Mutex::new(Status {
-                pid: spawned.pid,
+                pid: parts.pid,
                 state: JobState::Running,
                 exit_code: None,
                 signal: None,
@@ -258,25 +377,24 @@ impl Jobs {
                 repaired: Vec::new(),
             }),
             watched: Mutex::new(watched.map(|w| (w, ctx.sandbox.policy.mode))),
-            ring: Mutex::new(Ring::new(self.0.limits.ring_bytes)),
-            progress: watch::channel(Progress::default()).0,
+            progress: watch::channel(Progress {
+                end: ring.end(),
+                ended: false,
+            })
+            .0,
+            ring: Mutex::new(ring),
             signals,
             input,
-            master: spawned.master.clone(),
-            hangup: spawned.proc.hangup(),
+            master: parts.master.clone(),
+            hangup: parts.proc.hangup(),
             record,
         });
         lock(&self.0.table).jobs.insert(id, job.clone());
         self.0.write_records();
         let info = job.info();
         let _ = self.0.events.send(JobEvent::Started { info: info.clone() });
-        let reader = tokio::spawn(read(
-            job.clone(),
-            spawned.output,
-            log,
-            self.0.events.clone(),
-        ));
-        if let (Some(master), Some(rx)) = (&spawned.master, input_rx) {
+        let reader = tokio::spawn(read(job.clone(), parts.output, log, self.0.events.clone()));
+        if let (Some(master), Some(rx)) = (&parts.master, input_rx) {
             match master.try_clone() {
                 Ok(fd) => drop(tokio::spawn(output::feed(fd, rx))),
                 Err(e) => tracing::debug!(job = %id, error = %e, "jobs: no input for the terminal"),
@@ -284,11 +402,11 @@ impl Jobs {
         }
         let weak = Arc::downgrade(&self.0);
         let held = Held {
-            proc: spawned.proc,
+            proc: parts.proc,
             _sandbox: ctx.sandbox.clone(),
         };
         tokio::spawn(supervise(weak, job, held, signals_rx, reader));
-        Ok(info)
+        info
     }
 
     /// Where job `id`'s log is (all it wrote, up to the log's cap).
@@ -501,12 +619,12 @@ impl Drop for Inner {
 /// Feeds a job's output to its ring, its log, its waiters and the subscribers.
 async fn read(
     job: Arc<Job>,
-    fd: OwnedFd,
+    source: output::Source,
     mut log: output::Log,
     events: broadcast::Sender<JobEvent>,
 ) {
     let id = job.id;
-    let read = output::pump(fd, job.tty, |bytes| {
+    let read = output::pump(source, job.tty, |bytes| {
         log.write(bytes);
         let end = {
             let mut ring = lock(&job.ring);

@@ -63,15 +63,35 @@ impl Log {
     }
 }
 
+/// Where a job's output comes from: the read end of its pipe or its PTY's master, or, for a
+/// `bash` call that became a job, the chunks that call's readers go on forwarding.
+pub(super) enum Source {
+    Fd(OwnedFd),
+    Chunks(mpsc::Receiver<Vec<u8>>),
+}
+
+/// Reads `source` to its end, each chunk to `sink` (see [`pump_fd`]).
+pub(super) async fn pump(
+    source: Source,
+    tty: bool,
+    mut sink: impl FnMut(&[u8]),
+) -> std::io::Result<()> {
+    match source {
+        Source::Fd(fd) => pump_fd(fd, tty, sink).await,
+        Source::Chunks(mut rx) => {
+            while let Some(chunk) = rx.recv().await {
+                sink(&chunk);
+            }
+            Ok(())
+        }
+    }
+}
+
 /// Reads `fd` (non-blocking: a pipe's read end, or a PTY master) to its end, each chunk to
 /// `sink`: the end of a pipe, or `EIO` on a master whose slave every process closed. A master
 /// is read through tokio's pipe type as an fd it does not check (it registers the fd with the
 /// reactor and reads it, as it would a pipe; no `unsafe`, no deprecated `AsyncFd` call).
-pub(super) async fn pump(
-    fd: OwnedFd,
-    tty: bool,
-    mut sink: impl FnMut(&[u8]),
-) -> std::io::Result<()> {
+async fn pump_fd(fd: OwnedFd, tty: bool, mut sink: impl FnMut(&[u8])) -> std::io::Result<()> {
     let mut reader = match tty {
         true => pipe::Receiver::from_owned_fd_unchecked(fd)?,
         false => pipe::Receiver::from_owned_fd(fd)?,

@@ -125,6 +125,27 @@ fn spawn_failed(e: SpawnError) -> JobError {
     })
 }
 
+/// A foreground `bash` call's process taken over as a job: in the zygote, its reaper's call
+/// (which holds its whole tree as any job's); else its process group, without a token (it
+/// started as a call: what left its group ends with the session). Its main process's host
+/// pid, when the host sees it.
+pub(super) fn adopt(proc: bash_proc::Proc) -> (JobProc, Option<i32>) {
+    match proc {
+        bash_proc::Proc::Zygote(p) => {
+            let pid = p.host_pgid;
+            (JobProc::Reaper(p), pid)
+        }
+        bash_proc::Proc::Local { child, pgid } => (
+            JobProc::Group {
+                child,
+                pgid,
+                token: String::new(),
+            },
+            pgid,
+        ),
+    }
+}
+
 /// util-linux's `setsid`, which gives a command a session of its own with its stdin as its
 /// controlling terminal (`-c`): a terminal job's way without keel's executable.
 fn setsid_program() -> Option<&'static str> {

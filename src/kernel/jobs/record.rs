@@ -137,6 +137,10 @@ pub(super) fn end_record(r: &Record) {
 /// Sends `signal` to every process of this user carrying `token` in its environment, until
 /// none is left (for KILL) or once (any other signal).
 pub(super) fn end_token(token: &str, signal: Signal) {
+    // A `bash` call that became a job has none: its group is all there is.
+    if token.is_empty() {
+        return;
+    }
     let needle = format!("{TOKEN_VAR}={token}");
     for _ in 0..ROUNDS {
         let found = carrying(needle.as_bytes());

@@ -26,6 +26,7 @@ fn ctx(dir: &Path) -> ToolContext {
         sandbox: std::sync::Arc::new(Sandbox::off(dir)),
         violations: None,
         rules: Default::default(),
+        watched: Default::default(),
     }
 }
 

@@ -36,16 +36,20 @@ pub struct JobLimits {
     pub log_bytes: u64,
     /// How long a killed job has between TERM and KILL.
     pub grace: Duration,
+    /// A foreground `bash` call that reaches its timeout becomes a job instead of being
+    /// killed (setting `jobs.backgroundOnTimeout`; never `git` or `sleep`).
+    pub background_on_timeout: bool,
 }
 
 impl Default for JobLimits {
-    /// 16 jobs, a 2 MiB ring, a 64 MiB log, 2 s from TERM to KILL.
+    /// 16 jobs, a 2 MiB ring, a 64 MiB log, 2 s from TERM to KILL, timed-out calls kept.
     fn default() -> JobLimits {
         JobLimits {
             max_live: 16,
             ring_bytes: 2 << 20,
             log_bytes: 64 << 20,
             grace: Duration::from_secs(2),
+            background_on_timeout: true,
         }
     }
 }

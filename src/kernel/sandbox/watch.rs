@@ -209,6 +209,12 @@ fn record_git(root: &OwnedFd, rel: PathBuf) -> GitRecord {
 impl Before {
     /// Compares each root with its record and repairs what the call did; what was repaired.
     pub fn check(mut self) -> Vec<Finding> {
+        self.check_kept()
+    }
+
+    /// [`Before::check`], keeping the record: a later check compares with the same state
+    /// (a call that became a job is checked when it returned and again when the job ended).
+    pub fn check_kept(&mut self) -> Vec<Finding> {
         let mut found = Vec::new();
         for root in &mut self.roots {
             check_root(root, &mut found);
@@ -239,6 +245,7 @@ fn check_root(root: &mut RootRecord, found: &mut Vec<Finding>) {
     }
     let prev = std::mem::take(&mut root.tree);
     let (found_now, tree) = gitwalk::walk(&root.path, Some(prev));
+    root.tree = tree.clone();
     keep_walk(&root.path, tree);
     check_pointers(root, &pointers(&root.fd, &found_now), found);
     for rel in found_now.dirs {
@@ -375,6 +382,33 @@ fn safe_config(old: Option<&[u8]>, new: &[u8]) -> Option<Vec<u8>> {
         (Some(old), _) => Some(old.to_vec()),
         (None, Some(e)) => Some(gitdirs::config_without(&e, &gained)),
         (None, None) => Some(b"[core]\n\trepositoryformatversion = 0\n".to_vec()),
+    }
+}
+
+/// The record taken before one call, shared by its clones: a `bash` call that becomes a
+/// background job keeps a clone, so that what the job changes is checked against the state
+/// before the call when the call returns and again when the job ended. Checks are one at a
+/// time.
+#[derive(Debug, Clone, Default)]
+pub struct CallRecord(std::sync::Arc<std::sync::Mutex<Option<Before>>>);
+
+impl CallRecord {
+    pub fn new(record: Option<Before>) -> CallRecord {
+        CallRecord(std::sync::Arc::new(std::sync::Mutex::new(record)))
+    }
+
+    /// Repairs what changed since the record (on a blocking thread), keeping it.
+    pub async fn repair(&self) -> Vec<Finding> {
+        let shared = self.clone();
+        tokio::task::spawn_blocking(move || shared.repair_now())
+            .await
+            .unwrap_or_default()
+    }
+
+    /// [`CallRecord::repair`], here and now.
+    pub fn repair_now(&self) -> Vec<Finding> {
+        let mut held = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        held.as_mut().map(Before::check_kept).unwrap_or_default()
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use super::args::Field;
 use super::text::{self, MAX_BYTES, MAX_LINES};
 use super::{ToolContext, ToolOutput, ToolSpec};
-use crate::kernel::jobs::{JobError, JobId, JobInfo, JobState, Jobs, StartJob};
+use crate::kernel::jobs::{Adopted, JobError, JobId, JobInfo, JobLimits, JobState, Jobs, StartJob};
 
 /// The longest a `bash_output` call waits for output (`wait`).
 pub const MAX_WAIT: Duration = Duration::from_secs(300);
@@ -279,4 +279,123 @@ pub fn ended_notice(env: &super::ToolEnv) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// Whether a foreground `bash` call of `command` that reaches its timeout becomes a job
+/// (`jobs.backgroundOnTimeout`, on by default) instead of being killed: not when it runs `git`
+/// or `sleep` (a hung git waits on a prompt nobody answers; a `sleep` past the timeout was
+/// a mistake to end).
+pub(super) fn keeps_on_timeout(command: &str, ctx: &ToolContext) -> bool {
+    let on = ctx.env.started_jobs().map_or_else(
+        || JobLimits::default().background_on_timeout,
+        |j| j.limits().background_on_timeout,
+    );
+    on && !runs_any(command, &["git", "sleep"])
+}
+
+/// Whether one of `command`'s simple commands runs one of `programs` (after its variable
+/// assignments and a wrapper such as `env`, `time` or `nohup`).
+fn runs_any(command: &str, programs: &[&str]) -> bool {
+    const WRAPPERS: &[&str] = &[
+        "env", "time", "nohup", "nice", "command", "exec", "sudo", "timeout", "stdbuf",
+    ];
+    command
+        .split([';', '&', '|', '\n', '(', ')', '{', '}', '`'])
+        .filter_map(|simple| {
+            simple
+                .split_whitespace()
+                .map(|w| {
+                    w.trim_start_matches('$')
+                        .trim_matches(|c| c == '"' || c == '\'')
+                })
+                .find(|w| {
+                    let assignment = w.contains('=') && !w.starts_with('=');
+                    let option = w.starts_with('-');
+                    let number = w.parse::<f64>().is_ok();
+                    let wrapper = WRAPPERS.contains(&w.rsplit('/').next().unwrap_or(w));
+                    !(w.is_empty() || assignment || option || number || wrapper)
+                })
+        })
+        .any(|program| programs.contains(&program.rsplit('/').next().unwrap_or(program)))
+}
+
+/// Makes a foreground `bash` call that reached its timeout a job: its process runs on (its
+/// tree, its sandbox), its output so far begins the job's, the model reads on from there. The
+/// error (the call is killed then) is a note for its result.
+pub(super) async fn keep(
+    command: &str,
+    mut child: super::bash_proc::Proc,
+    mut chunks: super::bash::Chunks,
+    out: &super::bash_output::Output,
+    ctx: &ToolContext,
+) -> Result<JobInfo, String> {
+    let jobs = match table(ctx) {
+        Ok(j) => j,
+        Err(e) => {
+            child.kill_group().await;
+            return Err(e.text());
+        }
+    };
+    let (tx, output) = tokio::sync::mpsc::channel(64);
+    tokio::spawn(async move {
+        while let Some((_, chunk)) = chunks.recv().await {
+            if tx.send(chunk).await.is_err() {
+                return;
+            }
+        }
+    });
+    let adopted = Adopted {
+        command: command.to_string(),
+        proc: child,
+        output,
+        seen: out.tail().text.into_bytes(),
+    };
+    match jobs.adopt(adopted, ctx).await {
+        Ok(info) => {
+            ctx.env.set_read_to(info.id, info.bytes);
+            Ok(info)
+        }
+        Err(e) => Err(format!("It was killed, not kept in the background: {e}")),
+    }
+}
+
+/// What a call that became job `info` says after its output so far.
+pub(super) fn kept_line(timeout: Duration, info: &JobInfo) -> String {
+    format!(
+        "Command still running after {}s: it runs on in the background as job {id}. Read its \
+         new output with bash_output (id \"{id}\") or write_stdin (session_id {id}), stop it \
+         with bash_kill. You will be told when it ends.",
+        timeout.as_secs(),
+        id = info.id
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::runs_any;
+
+    #[test]
+    fn git_and_sleep_are_found_in_any_simple_command_of_a_line() {
+        let exempt = |c: &str| runs_any(c, &["git", "sleep"]);
+        for c in [
+            "sleep 30",
+            "FOO=1 sleep 30",
+            "git status && npm test",
+            "/usr/bin/git log",
+            "env A=b timeout 5 sleep 3",
+            "npm ci; (git fetch)",
+            "echo a | nohup git push",
+        ] {
+            assert!(exempt(c), "{c}");
+        }
+        for c in [
+            "npm run dev",
+            "python3 -c 'import time; time.sleep(1)'",
+            "cd x; cargo test",
+            "echo git sleep",
+            "./sleepy.sh",
+        ] {
+            assert!(!exempt(c), "{c}");
+        }
+    }
 }

@@ -80,6 +80,8 @@ impl Escalation {
 enum Outcome {
     Exited(ExitStatus),
     TimedOut,
+    /// It reached its timeout and runs on as a background job.
+    Backgrounded(Box<crate::kernel::jobs::JobInfo>),
     Aborted,
     Failed(String),
 }
@@ -128,7 +130,15 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     };
     // What the session's limits refused so far: a call is told what they refused during it.
     let limited = ctx.sandbox.limit_events();
-    let outcome = supervise(&mut child, &mut out, timeout, ctx, None).await;
+    let keep = super::background::keeps_on_timeout(command, ctx);
+    let (outcome, kept) = supervise(&mut child, &mut out, timeout, ctx, None, keep).await;
+    let (outcome, not_kept) = match kept {
+        Some(rx) => match super::background::keep(command, child, rx, &out, ctx).await {
+            Ok(info) => (Outcome::Backgrounded(Box::new(info)), None),
+            Err(why) => (outcome, Some(why)),
+        },
+        None => (outcome, None),
+    };
     let violation = match &outcome {
         Outcome::Exited(s) if !s.success() => ctx.sandbox.explain(&out.tail().text, &ctx.cwd),
         _ => None,
@@ -142,7 +152,12 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
         .collect();
     let violations: Vec<_> = violation.into_iter().chain(refused).collect();
     let mut notes: Vec<String> = violations.iter().map(|v| ctx.sandbox.note(v)).collect();
-    let failed = !matches!(&outcome, Outcome::Exited(s) if s.success());
+    notes.extend(not_kept);
+    let failed = match &outcome {
+        Outcome::Exited(s) => !s.success(),
+        Outcome::Backgrounded(_) => false,
+        _ => true,
+    };
     notes.extend(ctx.sandbox.limit_notes(limited, &out.tail().text, failed));
     if let Some(tx) = &ctx.violations {
         for v in violations {
@@ -247,13 +262,18 @@ pub async fn run_user(
         sandbox: std::sync::Arc::new(Sandbox::off(cwd)),
         violations: None,
         rules: Default::default(),
+        watched: Default::default(),
     };
     let mut out = Output::new(temp_dir, env);
     let outcome = if ctx.abort.is_aborted() {
         Outcome::Aborted
     } else {
         match bash_proc::spawn_local(command, cwd, env, None) {
-            Ok(mut child) => supervise(&mut child, &mut out, timeout, &ctx, Some(&chunks)).await,
+            Ok(mut child) => {
+                supervise(&mut child, &mut out, timeout, &ctx, Some(&chunks), false)
+                    .await
+                    .0
+            }
             Err(e) => {
                 let msg = format!("Failed to start shell: {e}\n");
                 let _ = chunks.send(msg.clone().into_bytes());
@@ -265,7 +285,7 @@ pub async fn run_user(
     let (exit_code, cancelled) = match &outcome {
         Outcome::Exited(s) => (s.code(), false),
         Outcome::Aborted => (None, true),
-        Outcome::TimedOut | Outcome::Failed(_) => (None, false),
+        Outcome::TimedOut | Outcome::Failed(_) | Outcome::Backgrounded(_) => (None, false),
     };
     BashExecution {
         command: command.to_string(),
@@ -279,14 +299,20 @@ pub async fn run_user(
     }
 }
 
-/// Waits for exit, abort or timeout while collecting output; always leaves the child reaped.
+/// What the readers of a call that reached its timeout go on forwarding.
+pub(super) type Chunks = mpsc::Receiver<(Stream, Vec<u8>)>;
+
+/// Waits for exit, abort or timeout while collecting output; always leaves the child reaped,
+/// except with `keep` when it reached its timeout: then it runs on, and its readers' channel
+/// is handed back to make it a job.
 async fn supervise(
     child: &mut Proc,
     out: &mut Output,
     timeout: Duration,
     ctx: &ToolContext,
     chunks: Option<&mpsc::UnboundedSender<Vec<u8>>>,
-) -> Outcome {
+    keep: bool,
+) -> (Outcome, Option<Chunks>) {
     let (tx, mut rx) = mpsc::channel::<(Stream, Vec<u8>)>(64);
     spawn_readers(child, tx);
     let mut progress = Progress::new(ctx.progress.as_ref());
@@ -318,9 +344,15 @@ async fn supervise(
         }
     };
     match outcome {
+        Outcome::TimedOut if keep => {
+            if progress.pending > 0 {
+                progress.send(out);
+            }
+            return (outcome, Some(rx));
+        }
         Outcome::Aborted | Outcome::TimedOut => child.kill_group().await,
         // Nothing of a call outlives it (issue 43 point 14).
-        Outcome::Exited(_) | Outcome::Failed(_) => child.end_leftovers(),
+        Outcome::Exited(_) | Outcome::Failed(_) | Outcome::Backgrounded(_) => child.end_leftovers(),
     }
     if !eof {
         drain(&mut rx, out, &mut progress, chunks).await;
@@ -330,7 +362,7 @@ async fn supervise(
     if progress.pending > 0 {
         progress.send(out);
     }
-    outcome
+    (outcome, None)
 }
 
 /// Reads what is still buffered after the main process ended: until EOF, `DRAIN_IDLE` without
@@ -451,9 +483,17 @@ fn render(outcome: Outcome, out: &Output, timeout: Duration, note: Option<String
         ),
         Outcome::Aborted => (None, Some("Command aborted".to_string())),
         Outcome::Failed(msg) => (None, Some(msg.clone())),
+        Outcome::Backgrounded(_) => (None, None),
     };
     if let Some(line) = &status_line {
         append_section(&mut text, line);
+    }
+    let job = match &outcome {
+        Outcome::Backgrounded(info) => Some((**info).clone()),
+        _ => None,
+    };
+    if let Some(info) = &job {
+        append_section(&mut text, &super::background::kept_line(timeout, info));
     }
     if let Some(note) = &note {
         text.push('\n');
@@ -466,6 +506,7 @@ fn render(outcome: Outcome, out: &Output, timeout: Duration, note: Option<String
         truncated,
         full_output_path: out.full_path().map(|p| p.display().to_string()),
         full_output_truncated: out.full_path().is_some() && out.spill_capped(),
+        job,
     };
     let result = if status_line.is_some() {
         ToolOutput::error(text)
@@ -511,6 +552,7 @@ mod tests {
             sandbox: std::sync::Arc::new(Sandbox::off(dir)),
             violations: None,
             rules: Default::default(),
+            watched: Default::default(),
         }
     }
 

@@ -17,7 +17,7 @@ use crate::kernel::sandbox::zygote::{Lifetime, Process, Run, SpawnError};
 use crate::kernel::sandbox::{Launch, Mechanism, Sandbox};
 
 /// A running command.
-pub(super) enum Proc {
+pub(crate) enum Proc {
     /// Started here: the child, and its process group (kept: the child forgets its pid once
     /// it was reaped).
     Local {
@@ -185,7 +185,7 @@ impl Proc {
     }
 
     /// SIGKILLs the whole process group, then reaps the main process.
-    pub(super) async fn kill_group(&mut self) {
+    pub(crate) async fn kill_group(&mut self) {
         match self {
             Proc::Local { child, pgid } => {
                 let pgid = *pgid;

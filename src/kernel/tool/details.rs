@@ -32,6 +32,9 @@ pub struct BashDetails {
     /// The kept whole output was itself capped (written only when true).
     #[serde(default, skip_serializing_if = "is_false")]
     pub full_output_truncated: bool,
+    /// The command reached its timeout and runs on as this background job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job: Option<crate::kernel::jobs::JobInfo>,
 }
 
 /// `edit`: the change as a unified diff.

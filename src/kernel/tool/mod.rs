@@ -149,6 +149,9 @@ pub struct ToolContext {
     /// The session's permission rules: walks (`grep`, `find`, `ls`) skip what a `Read(…)`
     /// deny rule covers, globs included, whatever the sandbox.
     pub rules: Arc<crate::kernel::policy::Rules>,
+    /// The record of the protected paths taken before this call (`sandbox::watch`), checked
+    /// after it by the turn loop, or handed on by a `bash` call that becomes a job.
+    pub watched: crate::kernel::sandbox::watch::CallRecord,
 }
 
 impl ToolContext {
@@ -303,5 +306,6 @@ pub(crate) fn test_context(dir: &Path) -> ToolContext {
         sandbox: Arc::new(Sandbox::off(dir)),
         violations: None,
         rules: Default::default(),
+        watched: Default::default(),
     }
 }

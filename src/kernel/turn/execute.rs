@@ -33,6 +33,12 @@ pub(super) async fn execute(
         (true, _) => Arc::new(Sandbox::off(&inner.config.cwd)),
         (false, _) => inner.config.sandbox.clone(),
     };
+    // What a `bash` call must not leave behind (`sandbox::watch`), recorded before it runs
+    // (a call that becomes a background job takes it along).
+    let record = watch::CallRecord::new(match name == "bash" {
+        true => watch::record(&sandbox.policy).await,
+        false => None,
+    });
     let ctx = ToolContext {
         cwd: inner.config.cwd.clone(),
         abort: abort.clone(),
@@ -44,6 +50,7 @@ pub(super) async fn execute(
         sandbox,
         violations: Some(vtx),
         rules: inner.config.rules.clone(),
+        watched: record.clone(),
     };
     let run = async {
         if let Some(out) = super::session_tools::run(inner, id, name, args, abort).await {
@@ -70,11 +77,6 @@ pub(super) async fn execute(
         };
         source.call(name, args, call).await
     };
-    // What a `bash` call must not leave behind (`sandbox::watch`), recorded before it runs.
-    let record = match name == "bash" {
-        true => watch::record(&ctx.sandbox.policy).await,
-        false => None,
-    };
     tokio::pin!(run);
     let publish = |partial: ToolOutput| {
         inner.bus.publish(EventPayload::ToolCallUpdated {
@@ -94,7 +96,7 @@ pub(super) async fn execute(
     while let Ok(partial) = prx.try_recv() {
         publish(partial);
     }
-    let found = watch::repair(record).await;
+    let found = record.repair().await;
     let output = with_notes(
         output,
         found.iter().map(|f| f.note(ctx.sandbox.policy.mode)),

@@ -149,6 +149,7 @@ fn bash_lines(b: &BashExecution, ms: u64, width: u16, layout: Layout) -> Vec<Lin
         truncated: b.truncated,
         full_output_path: b.full_output_path.clone(),
         full_output_truncated: false,
+        job: None,
     });
     let args = serde_json::json!({ "command": b.command });
     let view = ToolView {
