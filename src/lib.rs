@@ -29,6 +29,7 @@ pub(crate) mod signals;
 pub(crate) mod skills;
 pub mod text;
 pub mod wire;
+pub mod worktree;
 
 pub use app::main;
 pub use kernel::agent::{AgentConfig, AgentSession, Permission};

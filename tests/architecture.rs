@@ -266,10 +266,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("mcp", &["kernel"]),
     ("mode", &["error", "output"]),
     ("wire", &["kernel"]),
+    // Worktrees (DESIGN §20): git's side of a session's own checkout.
+    ("worktree", &["kernel"]),
     // `settings`: an "always allow" answer adds its rule to the project's settings file.
     (
         "host",
-        &["kernel", "wire", "prompts", "skills", "text", "settings"],
+        &[
+            "kernel", "wire", "prompts", "skills", "text", "settings", "worktree",
+        ],
     ),
     // What a run reports (its summary, exit and result line), read from its wire events.
     ("report", &["kernel", "wire", "exit"]),
@@ -277,7 +281,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "setup",
         &[
             "kernel", "wire", "host", "mcp", "skills", "agents", "prompts", "mentions", "text",
-            "settings", "mode", "error", "exit", "output",
+            "settings", "mode", "error", "exit", "output", "worktree",
         ],
     ),
     // The server: no front end, no client, no command of the command line.
@@ -285,7 +289,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "daemon",
         &[
             "kernel", "wire", "host", "setup", "schedule", "signals", "mode", "error", "exit",
-            "output", "text", "report",
+            "output", "text", "report", "worktree",
         ],
     ),
     // The client: never the server.
@@ -301,7 +305,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "kernel", "wire", "host", "client", "setup", "mcp", "mentions", "mode", "output",
             "error", "exit", "signals", "text", "prompts", "skills", "agents", "schedule",
-            "report",
+            "report", "worktree",
         ],
     ),
     // The command line: everything but the composition root.

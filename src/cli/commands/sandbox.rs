@@ -361,6 +361,13 @@ fn human(r: &Report<'_>) -> String {
         }
         SandboxMode::WorkspaceWrite => {
             list(&mut s, "writable", &p.writable_roots);
+            if !p.git_writable.is_empty() {
+                list(
+                    &mut s,
+                    "writable to git (a linked worktree's)",
+                    &p.git_writable,
+                );
+            }
             list(&mut s, "read-only inside them", &p.protected);
             list(&mut s, "unreadable", &p.deny_read);
             list(&mut s, "readable again", &p.allow_read);

@@ -33,7 +33,8 @@ use crate::kernel::sandbox::policy::SandboxMode;
 use crate::kernel::sandbox::watch::{Before, CallRecord};
 use crate::kernel::tool::ToolContext;
 use proc::{Hangup, JobProc};
-use record::{HostPid, Record};
+pub use record::HostPid;
+use record::Record;
 use ring::Ring;
 
 /// The hidden command a reaper runs a terminal job's command through (see [`pty`]).

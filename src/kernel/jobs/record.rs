@@ -24,7 +24,7 @@ const ROUNDS: usize = 100;
 /// `/proc/PID/stat` says): another process that got the same pid has another start time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub(super) struct HostPid {
+pub struct HostPid {
     pub pid: i32,
     pub start: u64,
 }

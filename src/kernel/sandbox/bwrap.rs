@@ -98,6 +98,15 @@ pub fn args(bwrap: &Bwrap, policy: &SandboxPolicy, tmp: &Path, cwd: &Path) -> Ve
     for root in roots.iter().filter(|r| r.exists()) {
         a.pair(bind, root, root);
     }
+    // What git writes outside a linked worktree (its own git directory, the shared objects
+    // and refs): writable, the shared config and hooks not.
+    let git_writable: &[PathBuf] = match writable {
+        true => &policy.git_writable,
+        false => &[],
+    };
+    for w in git_writable.iter().filter(|w| w.exists()) {
+        a.pair("--bind", w, w);
+    }
     after.into_iter().for_each(|d| a.mask(d));
     for p in policy.allow_read.iter().filter(|p| visible(p, roots)) {
         a.pair("--ro-bind", p, p);
@@ -105,8 +114,14 @@ pub fn args(bwrap: &Bwrap, policy: &SandboxPolicy, tmp: &Path, cwd: &Path) -> Ve
     // Each git directory inside a root is a mount of itself (a mount point cannot be renamed
     // or removed: `mv .git x` fails with EBUSY), then its hooks and config are read-only.
     // Nothing is bound that does not exist: bubblewrap would create it on the user's disk.
-    let inside =
-        |p: &&PathBuf| writable && p.exists() && roots.iter().any(|r| p.starts_with(r) && *p != r);
+    let inside = |p: &&PathBuf| {
+        writable
+            && p.exists()
+            && roots
+                .iter()
+                .chain(git_writable)
+                .any(|r| p.starts_with(r) && *p != r)
+    };
     for g in policy.git_dirs.iter().filter(inside) {
         a.pair("--bind", g, g);
     }

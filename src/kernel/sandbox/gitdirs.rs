@@ -72,6 +72,28 @@ fn modules_below(dir: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// What git writes outside a linked worktree `root` (its `.git` a file naming a directory
+/// with a `commondir`): that directory (its index, HEAD, logs) and the repository's shared
+/// `objects`, `refs` and `logs` (a commit on its branch), those that exist, made real. Never
+/// the shared `config` or `hooks`. Empty for anything else.
+pub fn linked_worktree_writes(root: &Path) -> Vec<PathBuf> {
+    let dot = root.join(".git");
+    if !std::fs::symlink_metadata(&dot).is_ok_and(|m| m.is_file()) {
+        return Vec::new();
+    }
+    let Some(admin) = gitdir_file(root, &dot) else {
+        return Vec::new();
+    };
+    let Ok(common) = std::fs::read_to_string(admin.join("commondir")) else {
+        return Vec::new();
+    };
+    let common = super::policy::real(&admin.join(common.trim()));
+    let mut out = vec![admin];
+    out.extend(["objects", "refs", "logs"].iter().map(|d| common.join(d)));
+    out.retain(|p| p.is_dir());
+    out
+}
+
 /// The directory a `.git` file's `gitdir:` line names (relative to `root`).
 fn gitdir_file(root: &Path, file: &Path) -> Option<PathBuf> {
     gitdir_in(root, &std::fs::read(file).ok()?)

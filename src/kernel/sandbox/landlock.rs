@@ -46,6 +46,7 @@ pub fn restrict_self(policy: &SandboxPolicy, tmp: &Path) -> Result<(), RulesetEr
     writable.extend(DEVICES.iter().map(PathBuf::from));
     if policy.mode == SandboxMode::WorkspaceWrite {
         writable.extend(policy.writable_roots.iter().cloned());
+        writable.extend(policy.git_writable.iter().cloned());
     }
     let read = AccessFs::from_read(ABI_USED);
     let status = Ruleset::default()

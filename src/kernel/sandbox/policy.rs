@@ -147,6 +147,12 @@ pub struct SandboxPolicy {
     /// cannot be renamed.
     #[serde(default)]
     pub git_dirs: Vec<PathBuf>,
+    /// Under `workspace-write`, also writable to commands (not to the file tools, never
+    /// walked): what git writes outside a writable root that is a linked worktree (its own
+    /// git directory, the repository's objects, refs and logs; see
+    /// [`gitdirs::linked_worktree_writes`]), so that a session in a worktree can commit.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub git_writable: Vec<PathBuf>,
     /// The protected paths are writable (a file tool's call the user approved); never sent to
     /// a sandboxed process.
     #[serde(skip)]
@@ -193,6 +199,24 @@ impl SandboxPolicy {
             }
             git_dirs.extend(dirs);
         }
+        let mut git_writable: Vec<PathBuf> = Vec::new();
+        for root in writable_roots
+            .iter()
+            .filter(|_| mode == SandboxMode::WorkspaceWrite)
+        {
+            let writes = gitdirs::linked_worktree_writes(root);
+            // Where the worktree's git directory says the repository and the worktree are.
+            if let Some(admin) = writes.first() {
+                protected.extend(["commondir", "gitdir"].iter().map(|f| admin.join(f)));
+            }
+            git_writable.extend(
+                writes
+                    .into_iter()
+                    .filter(|w| !writable_roots.iter().any(|r| w.starts_with(r))),
+            );
+        }
+        git_writable.sort();
+        git_writable.dedup();
         protected.sort();
         protected.dedup();
         git_dirs.sort();
@@ -221,6 +245,7 @@ impl SandboxPolicy {
             writable_roots,
             protected,
             git_dirs,
+            git_writable,
             unprotected: false,
             deny_read,
             allow_read: allow_read.iter().map(abs).collect(),
