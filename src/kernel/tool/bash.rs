@@ -132,7 +132,17 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     let limited = ctx.sandbox.limit_events();
     let keep = super::background::keeps_on_timeout(command, ctx);
     let (outcome, kept) = supervise(&mut child, &mut out, timeout, ctx, None, keep).await;
+    // A command that ran into the session's limits (a fork bomb, a leak) is ended at its
+    // timeout: kept, it would hold the processes or memory every later call needs.
+    let starved = kept.is_some()
+        && !ctx.sandbox.limit_notes(limited, &out.tail().text, true).is_empty();
     let (outcome, not_kept) = match kept {
+        Some(_) if starved => {
+            child.kill_group().await;
+            let why = "It reached a limit of the session, so it was ended, not kept in the \
+                       background.";
+            (outcome, Some(why.to_string()))
+        }
         Some(rx) => match super::background::keep(command, child, rx, &out, ctx).await {
             Ok(info) => (Outcome::Backgrounded(Box::new(info)), None),
             Err(why) => (outcome, Some(why)),
