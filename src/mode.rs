@@ -46,6 +46,8 @@ pub struct Env {
     /// own: in the daemon, the opening client's (a scheduled run: the one recorded when its
     /// task was added). `None`: they inherit this process's environment.
     pub tool_vars: Option<std::collections::BTreeMap<String, String>>,
+    /// The worktree the session runs in (`-w`), held until the session ends.
+    pub worktree: Option<crate::worktree::Held>,
 }
 
 impl Env {
@@ -85,6 +87,7 @@ impl Env {
             vars: std::env::vars().filter(|(_, v)| !v.is_empty()).collect(),
             retry_base_ms: var("KEEL_RETRY_BASE_MS").and_then(|v| v.parse().ok()),
             tool_vars: None,
+            worktree: None,
         })
     }
 }

@@ -31,6 +31,7 @@ pub mod sessions;
 pub mod settings;
 pub mod status_line;
 pub mod trust;
+pub mod worktree;
 
 use provider::http_options;
 pub use provider::{is_configured, list_models, model_list, provider, registry};
@@ -103,6 +104,7 @@ fn host_setup_at(
         open_spec: settings.spec.clone(),
         on_saved_rules: Some(trust::saved_rules(settings, env)),
         subagents,
+        worktree: env.worktree.clone(),
     })
 }
 
@@ -142,6 +144,7 @@ pub fn headless_host_setup(
         open_spec: settings.spec.clone(),
         on_saved_rules: Some(trust::saved_rules(settings, env)),
         subagents,
+        worktree: env.worktree.clone(),
     };
     Ok((setup, opened.warnings))
 }

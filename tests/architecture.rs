@@ -259,15 +259,15 @@ const LAYERS: &[(&str, &[&str])] = &[
     // Agent definitions (DESIGN §17): files read into the kernel's definitions.
     ("agents", &["kernel", "skills", "settings"]),
     ("output", &["exit"]),
+    // Worktrees (DESIGN §20): git's side of a session's own checkout.
+    ("worktree", &["kernel"]),
     ("error", &["exit", "wire", "kernel"]),
     ("signals", &["error", "exit"]),
     ("mentions", &["kernel", "error"]),
     ("schedule", &["kernel", "wire"]),
     ("mcp", &["kernel"]),
-    ("mode", &["error", "output"]),
+    ("mode", &["error", "output", "worktree"]),
     ("wire", &["kernel"]),
-    // Worktrees (DESIGN §20): git's side of a session's own checkout.
-    ("worktree", &["kernel"]),
     // `settings`: an "always allow" answer adds its rule to the project's settings file.
     (
         "host",

@@ -59,6 +59,7 @@ fn env_of(sb: &Sandbox) -> Env {
         .collect(),
         retry_base_ms: None,
         tool_vars: None,
+        worktree: None,
     }
 }
 

@@ -32,6 +32,7 @@ fn env(cwd: &Path, home: &Path) -> Env {
         vars: Default::default(),
         retry_base_ms: None,
         tool_vars: None,
+        worktree: None,
     }
 }
 

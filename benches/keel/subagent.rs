@@ -104,6 +104,7 @@ fn setup(dir: &Path, provider: Arc<dyn Provider>) -> HostSetup {
         late_warnings: None,
         open_spec: Default::default(),
         on_saved_rules: None,
+        worktree: None,
         subagents: Some(SubagentSetup {
             agents: Arc::new(AgentDef::built_ins()),
             max_depth: 1,

@@ -62,6 +62,18 @@ pub struct Cli {
     #[arg(long)]
     pub no_session: bool,
 
+    /// Run the session in a git worktree of its own: .keel/worktrees/NAME on branch
+    /// keel/NAME, made from HEAD (a name is made up when none is given). Removed at the end
+    /// when nothing changed in it, else kept and reported.
+    #[arg(
+        short = 'w',
+        long = "worktree",
+        value_name = "NAME",
+        num_args = 0..=1,
+        default_missing_value = ""
+    )]
+    pub worktree: Option<String>,
+
     /// Copy a session (path or id) into a new session of this directory and continue there.
     #[arg(long, value_name = "PATH|ID")]
     pub fork: Option<String>,

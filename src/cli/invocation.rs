@@ -141,6 +141,7 @@ mod tests {
             vars: Default::default(),
             retry_base_ms: None,
             tool_vars: None,
+            worktree: None,
         }
     }
 

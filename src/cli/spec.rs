@@ -11,7 +11,7 @@ use crate::kernel::sandbox::{HostPattern, Network, SandboxMode};
 use std::path::Path;
 
 use crate::wire::protocol::spec::{
-    KeySource, McpSpec, SessionPick, SessionSpec, SettingsLayer, TrustSpec,
+    KeySource, McpSpec, SessionPick, SessionSpec, SettingsLayer, TrustSpec, WorktreeSpec,
 };
 
 /// The variable a key given with `--api-key` is handed to the session in (in this process's
@@ -89,6 +89,9 @@ pub fn of(cli: &Cli, cwd: &Path) -> Result<SessionSpec, StartupError> {
             allow_home: cli.allow_home,
         },
         agent: None,
+        worktree: cli.worktree.as_ref().map(|n| WorktreeSpec {
+            name: Some(n.clone()).filter(|n| !n.is_empty()),
+        }),
     })
 }
 

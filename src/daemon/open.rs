@@ -87,6 +87,13 @@ pub async fn open_session(shared: &Arc<Shared>, o: Opening) -> Result<Opened, Er
     env.vars.extend(o.keys);
     // The settings files of the session's directory, not the daemon's.
     let settings = Settings::resolve(&o.spec, Mode::Print, &env).map_err(|e| startup_failed(&e))?;
+    // `-w`: the session is set up in a worktree of its own (a new session, never a live one).
+    let (settings, env) = match crate::setup::worktree::enter(&settings, &env, Mode::Print)
+        .map_err(|e| startup_failed(&e))?
+    {
+        Some(entered) => entered,
+        None => (settings, env),
+    };
     if let Some(live) = found_live(shared, &settings, &env, &o.spec).await {
         return Ok(live);
     }

@@ -37,6 +37,13 @@ pub async fn run(options: DaemonOptions, spawned: bool) -> Result<Exit, StartupE
         let _ = std::fs::remove_file(&options.socket);
     }
     let listener = socket::bind(&options.socket)?;
+    // Worktrees whose keel died are unlocked (kept), old clean ones removed.
+    let (home, older) = (options.keel_home.clone(), options.worktree_cleanup);
+    tokio::task::spawn_blocking(move || {
+        for (repo, done) in crate::worktree::manage::sweep(&home, older) {
+            tracing::info!("worktrees of {}: {done:?}", repo.display());
+        }
+    });
     Ok(match server::serve(options, listener, lock).await? {
         Ending::Idle | Ending::Stopped => Exit::Success,
         Ending::Signal(n) => Exit::Signal(n),

@@ -39,6 +39,8 @@ pub struct DaemonOptions {
     pub journal: Option<crate::daemon::journal::JournalOptions>,
     /// Converts a schedule store of version 1 (tasks holding flags) when it is loaded.
     pub convert_schedules: Option<crate::schedule::ArgvToSpec>,
+    /// Unlocked clean worktrees older than this are removed at start (`worktree.cleanupDays`).
+    pub worktree_cleanup: Duration,
 }
 
 /// Why the daemon ends.

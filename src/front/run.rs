@@ -68,6 +68,16 @@ pub async fn run(
     out: &mut Output,
 ) -> Result<Exit, StartupError> {
     setup::check_session_flags(settings, false)?;
+    // `-w` in this process: the session is set up in its worktree (the daemon makes a
+    // daemon session's).
+    let entered = match daemon {
+        Some(_) => None,
+        None => setup::worktree::enter(settings, env, mode)?,
+    };
+    let (settings, env) = match &entered {
+        Some((s, e)) => (s, e),
+        None => (settings, env),
+    };
     let here = match &daemon {
         Some(_) => {
             super::client::check_wait(inv)?;
@@ -91,7 +101,12 @@ pub async fn run(
         (None, Some(here)) => open_here(settings, env, mode, clock, here, out).await?,
         (None, None) => return Err(StartupError::internal("a run with no session")),
     };
-    follow(inv, mode, clock, opened, prompt, &mut signals, out).await
+    let exit = follow(inv, mode, clock, opened, prompt, &mut signals, out).await;
+    // What became of the worktree (its host ended it with the session).
+    if let Some(note) = setup::worktree::ended_note(env) {
+        out.err(&format!("keel: {note}\n"));
+    }
+    exit
 }
 
 /// The provider and agent settings of a run in this process, their warnings on stderr.

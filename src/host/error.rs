@@ -158,6 +158,7 @@ mod tests {
             open_spec: Default::default(),
             on_saved_rules: None,
             subagents: None,
+            worktree: None,
         };
         actor::spawn(setup, "test".into(), (64, 1 << 20))
     }

@@ -37,6 +37,7 @@ pub mod snapshot;
 pub mod stream;
 pub mod subagent;
 mod tasks;
+mod worktree;
 
 use crate::kernel::failure::ErrorKind;
 use std::collections::{HashMap, VecDeque};
@@ -98,6 +99,9 @@ pub struct HostSetup {
     /// Subagents (`DESIGN.md` §17): the definitions, how deep children nest and where they
     /// are filed; `None`: the session has no `task` tool.
     pub subagents: Option<subagent::SubagentSetup>,
+    /// The worktree the session runs in (`-w`, DESIGN §20): its lease is ended when the
+    /// session closes (removed when nothing changed, else kept and said).
+    pub worktree: Option<crate::worktree::Held>,
 }
 
 /// See [`HostSetup::on_saved_rules`].
@@ -289,6 +293,8 @@ pub struct Host {
     relay: Option<relay::Relay>,
     /// This session's live subagents and the dialogs of theirs it shows.
     children: relay::Children,
+    /// See [`HostSetup::worktree`].
+    worktree: Option<crate::worktree::Held>,
 }
 
 impl Host {
@@ -350,6 +356,7 @@ impl Host {
             relay: setup.subagents.as_ref().and_then(|s| s.relay.clone()),
             parent_id: setup.subagents.and_then(|s| s.parent_id),
             children: relay::Children::default(),
+            worktree: setup.worktree,
         }
     }
 
@@ -727,6 +734,7 @@ impl Host {
     pub async fn close(&mut self, reason: &str) {
         self.live.session.end_hooks(reason).await;
         self.live.jobs.kill_all().await;
+        self.end_worktree().await;
         self.drain_events();
         self.live.bus.close();
         while let Some(ev) = self.live.rx.recv().await {

@@ -207,6 +207,7 @@ impl HostSpawner {
             late_warnings: None,
             open_spec: child_spec(&req, &id),
             on_saved_rules: None,
+            worktree: None,
             subagents: Some(SubagentSetup {
                 depth: req.depth,
                 parent_id: Some(req.parent.session_id.clone()),

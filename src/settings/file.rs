@@ -115,6 +115,7 @@ struct RawFile {
     #[serde(rename = "claudeFiles")]
     claude_files: Option<Value>,
     jobs: Option<Value>,
+    worktree: Option<Value>,
     #[serde(flatten)]
     unknown: serde_json::Map<String, Value>,
 }
@@ -166,6 +167,7 @@ pub struct FileValues {
     /// `claudeFiles`: `false` leaves Claude Code's settings files unread.
     pub claude_files: Option<bool>,
     pub jobs: Option<JobsSettings>,
+    pub worktree: Option<WorktreeSettings>,
 }
 
 /// `jobs {…}`: the model's background jobs (taken whole from the highest level that sets it).
@@ -182,6 +184,27 @@ pub struct JobsSettings {
     /// killed (default true; never `git` or `sleep`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_on_timeout: Option<bool>,
+}
+
+/// `worktree {…}`: sessions run with `-w` (taken whole from the highest level that sets it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct WorktreeSettings {
+    /// What a worktree is made from: `head` (default) or `fresh` (the remote's default
+    /// branch, fetched first); Claude Code's `baseRef` is read too.
+    #[serde(default, alias = "baseRef", skip_serializing_if = "Option::is_none")]
+    pub base: Option<WorktreeBase>,
+    /// The daemon removes unlocked clean worktrees older than this many days (default 7).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleanup_days: Option<u32>,
+}
+
+/// `worktree.base`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WorktreeBase {
+    Head,
+    Fresh,
 }
 
 /// `statusLine` (Claude Code's shape): a command whose first line of stdout the TUI shows under
@@ -312,6 +335,7 @@ impl Checker<'_> {
             status_line: self.typed("statusLine", raw.status_line),
             claude_files: self.typed("claudeFiles", raw.claude_files),
             jobs: self.typed("jobs", raw.jobs),
+            worktree: self.typed("worktree", raw.worktree),
         }
     }
 

@@ -16,7 +16,9 @@ use std::path::{Path, PathBuf};
 
 pub use allow::{add_allow, local_file};
 pub use claude::{ClaudeOff, Ignored, CLAUDE_CONFIG_VAR};
-pub use file::{DefaultMode, JobsSettings, NotifyChannel, Thinking};
+pub use file::{
+    DefaultMode, JobsSettings, NotifyChannel, Thinking, WorktreeBase, WorktreeSettings,
+};
 pub use merge::{Merged, Sourced};
 pub use sandbox::{NetworkAllow, NetworkSetting, NetworkWord, SandboxModeSetting, SandboxSettings};
 pub use show::{render, render_json};

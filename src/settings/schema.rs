@@ -39,6 +39,11 @@ pub fn schema() -> Value {
                 "maxLive": {"type": "integer", "minimum": 1, "description": "Jobs running at once in a session (default 16)."},
                 "backgroundOnTimeout": {"type": "boolean", "description": "A foreground bash command that reaches its timeout becomes a background job instead of being killed (default true; never git or sleep)."}
             }},
+            "worktree": {"type": "object", "additionalProperties": false, "description": "Sessions run in a worktree of their own (`-w`; taken whole from the highest level that sets it).", "properties": {
+                "base": {"enum": ["head", "fresh"], "description": "What a worktree is made from: head (default), or fresh: the remote's default branch, fetched first (5 s at most)."},
+                "baseRef": {"enum": ["head", "fresh"], "description": "Claude Code's name for base."},
+                "cleanupDays": {"type": "integer", "minimum": 0, "description": "The daemon removes unlocked, clean worktrees older than this many days (default 7)."}
+            }},
             "maxSubagentDepth": {"type": "integer", "minimum": 0, "description": "How deep subagents nest: 1 (default) gives the session the `task` tool and its subagents none; 0 removes the `task` tool."},
             "approvalTimeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds an approval dialog waits before the call is denied (`--approval-timeout`)."},
             "autoCompaction": {"type": "boolean", "description": "Compact the conversation when the context fills up (default true; `--no-auto-compaction`)."},

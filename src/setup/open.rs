@@ -69,5 +69,6 @@ pub fn env_in(
         retry_base_ms: var("KEEL_RETRY_BASE_MS").and_then(|v| v.parse().ok()),
         vars,
         tool_vars,
+        worktree: None,
     }
 }

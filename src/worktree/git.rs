@@ -51,3 +51,19 @@ pub fn failed(args: &[&str], out: &Output) -> WorktreeError {
         stderr,
     }
 }
+
+/// Holds the repository's worktree lock (`keel-worktrees.lock` in its shared git directory)
+/// until dropped: two keels making worktrees at once take turns, so each gets its own index.
+pub fn serialize(common: &Path) -> Result<std::fs::File, WorktreeError> {
+    let path = common.join("keel-worktrees.lock");
+    let io = |e: std::io::Error| WorktreeError::Io(format!("{}: {e}", path.display()));
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io)?;
+    rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+        .map_err(|e| io(e.into()))?;
+    Ok(file)
+}

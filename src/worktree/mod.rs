@@ -176,12 +176,16 @@ pub struct Worktree {
 
 impl Worktree {
     /// What the session's tools see: `KEEL_WORKTREE`, `KEEL_WORKTREE_INDEX` and
-    /// `KEEL_PORT_OFFSET` (100 per index: parallel dev servers add it to their port).
+    /// `KEEL_PORT_OFFSET` (100 more per index, from 100: parallel dev servers add it to their
+    /// port, and none of them takes the main checkout's).
     pub fn vars(&self) -> Vec<(String, String)> {
         vec![
             ("KEEL_WORKTREE".into(), self.path.display().to_string()),
             ("KEEL_WORKTREE_INDEX".into(), self.index.to_string()),
-            ("KEEL_PORT_OFFSET".into(), (self.index * 100).to_string()),
+            (
+                "KEEL_PORT_OFFSET".into(),
+                ((self.index + 1) * 100).to_string(),
+            ),
         ]
     }
 }
@@ -234,6 +238,7 @@ pub fn create(
         None => names::fresh(&repo.main),
     };
     let commit = base_commit(&repo, base)?;
+    let _turn = git::serialize(&repo.common)?;
     let path = repo.main.join(DIR).join(&name);
     let branch = format!("{BRANCH_PREFIX}{name}");
     let taken = path.exists()
@@ -270,9 +275,11 @@ pub fn create(
         index,
         repo: repo.main.clone(),
     };
+    let notes = notes(&path);
     let lease = Lease {
         worktree,
         done: false,
+        notes,
     };
     include::copy(&repo.top, &lease.worktree.path)?;
     let start_in = lease.worktree.path.join(&repo.prefix);
@@ -281,6 +288,31 @@ pub fn create(
         false => lease.worktree.path.clone(),
     };
     Ok((lease, start_in))
+}
+
+/// What a session in the new worktree at `path` should know: submodules git left out, LFS
+/// files left as pointers.
+fn notes(path: &Path) -> Vec<String> {
+    let mut notes = Vec::new();
+    if path.join(".gitmodules").is_file() {
+        notes.push(
+            "the repository has submodules: a new worktree has them empty (git worktree add \
+             does not check them out); run `git submodule update --init` in it if the work \
+             needs them"
+                .to_string(),
+        );
+    }
+    let attributes = std::fs::read_to_string(path.join(".gitattributes")).unwrap_or_default();
+    if attributes.contains("filter=lfs")
+        && !git::output(path, &["lfs", "version"]).is_ok_and(|o| o.status.success())
+    {
+        notes.push(
+            "the repository tracks files with Git LFS and git-lfs is not installed: those \
+             files are pointer files in the worktree"
+                .to_string(),
+        );
+    }
+    notes
 }
 
 /// `name`, if it is one a worktree and a branch may have.
@@ -412,11 +444,17 @@ impl Ended {
 pub struct Lease {
     worktree: Worktree,
     done: bool,
+    notes: Vec<String>,
 }
 
 impl Lease {
     pub fn worktree(&self) -> &Worktree {
         &self.worktree
+    }
+
+    /// What the session should be told of its new worktree (submodules, LFS).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     /// The session ended: unlocked, then removed with its branch when clean, else kept.
@@ -446,6 +484,51 @@ impl Drop for Lease {
         if !self.done {
             unlock(&self.worktree.repo, &self.worktree.path);
         }
+    }
+}
+
+/// A session's lease, shared by the setup that made it and the host that ends it with the
+/// session ([`Held::finish`]); what became of it is kept for whoever reports it after.
+#[derive(Debug, Clone)]
+pub struct Held(std::sync::Arc<std::sync::Mutex<HeldState>>);
+
+#[derive(Debug)]
+struct HeldState {
+    worktree: Worktree,
+    lease: Option<Lease>,
+    ended: Option<Result<Ended, WorktreeError>>,
+}
+
+impl Held {
+    pub fn new(lease: Lease) -> Held {
+        Held(std::sync::Arc::new(std::sync::Mutex::new(HeldState {
+            worktree: lease.worktree.clone(),
+            lease: Some(lease),
+            ended: None,
+        })))
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, HeldState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn worktree(&self) -> Worktree {
+        self.state().worktree.clone()
+    }
+
+    /// Ends the lease (once; on a blocking thread: git runs): what became of the worktree.
+    pub async fn finish(&self) -> Option<Result<Ended, WorktreeError>> {
+        let lease = self.state().lease.take()?;
+        let ended = tokio::task::spawn_blocking(move || lease.finish())
+            .await
+            .unwrap_or_else(|e| Err(WorktreeError::Io(e.to_string())));
+        self.state().ended = Some(ended.clone());
+        Some(ended)
+    }
+
+    /// What [`Held::finish`] found, once it ran.
+    pub fn ended(&self) -> Option<Result<Ended, WorktreeError>> {
+        self.state().ended.clone()
     }
 }
 

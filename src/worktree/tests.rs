@@ -121,7 +121,7 @@ fn names_indices_and_worktreeinclude() {
     ));
     let vars = second.worktree().vars();
     assert_eq!(vars[1], ("KEEL_WORKTREE_INDEX".into(), "1".into()));
-    assert_eq!(vars[2], ("KEEL_PORT_OFFSET".into(), "100".into()));
+    assert_eq!(vars[2], ("KEEL_PORT_OFFSET".into(), "200".into()));
 }
 
 #[test]

@@ -185,8 +185,18 @@ async fn serve(args: RunArgs, env: &Env) -> Result<Exit, StartupError> {
         temp_dir: env.temp_dir.clone(),
         journal,
         convert_schedules: Some(crate::cli::spec::from_task_args),
+        worktree_cleanup: Duration::from_secs(86_400 * u64::from(cleanup_days(env))),
     };
     crate::daemon::run::run(options, spawned).await
+}
+
+/// `worktree.cleanupDays` of the user's settings (7 when unset or unreadable).
+fn cleanup_days(env: &Env) -> u32 {
+    let spec = crate::wire::protocol::spec::SessionSpec::default();
+    crate::setup::Settings::resolve(&spec, crate::mode::Mode::Print, env)
+        .ok()
+        .and_then(|s| s.worktree.cleanup_days)
+        .unwrap_or(7)
 }
 
 /// `keel daemon install --print [--systemd|--launchd]`: the unit's text on stdout.

@@ -65,6 +65,12 @@ pub async fn run(
         let session = daemon::open(inv, env, out).await?;
         return Ok(serve(session, Front::new(), signals, out).await);
     }
+    // `-w` in this process: the session is set up in its worktree.
+    let entered = crate::setup::worktree::enter(settings, env, crate::mode::Mode::Rpc)?;
+    let (settings, env) = match &entered {
+        Some((s, e)) => (s, e),
+        None => (settings, env),
+    };
     let setup = crate::setup::host_setup(settings, env, clock, true).await?;
     for w in &setup.warnings {
         out.err(&format!("Warning: {w}\n"));

@@ -58,6 +58,12 @@ pub async fn start_tui(
             }
         }
     }
+    // `-w` in this process: the session is set up in its worktree.
+    let entered = setup::worktree::enter(settings, env, crate::mode::Mode::Tui)?;
+    let (settings, env) = match &entered {
+        Some((s, e)) => (s, e),
+        None => (settings, env),
+    };
     let mut host = match unconfigured {
         true => {
             let none = std::sync::Arc::new(setup::first_run::Unconfigured::new());

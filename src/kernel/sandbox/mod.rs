@@ -520,7 +520,18 @@ impl Sandbox {
                     .as_ref()
                     .map(|p| format!(" ({p})"))
                     .unwrap_or_default();
-                format!("writing outside the writable roots{shown} is refused")
+                let instead = v
+                    .path
+                    .as_deref()
+                    .and_then(|p| self.policy.worktree_instead(p))
+                    .map(|w| {
+                        format!(
+                            "; this session works in the worktree {}: write there instead",
+                            w.display()
+                        )
+                    })
+                    .unwrap_or_default();
+                format!("writing outside the writable roots{shown} is refused{instead}")
             }
         };
         format!("[sandbox ({mode}): {why}]")

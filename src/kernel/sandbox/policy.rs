@@ -169,6 +169,10 @@ pub struct SandboxPolicy {
     pub network_allow: Option<Vec<super::network::HostPattern>>,
 }
 
+/// The files of a linked worktree's git directory that send git elsewhere or configure it:
+/// never writable, though git writes the rest of that directory.
+pub const ADMIN_PROTECTED: &[&str] = &["commondir", "gitdir", "config.worktree"];
+
 impl SandboxPolicy {
     /// The policy for `places`: the defaults plus the given lists (the flag fills `mode`; the
     /// settings `sandbox.*`/`permissions.additionalDirectories` fill the rest). Relative paths
@@ -207,7 +211,7 @@ impl SandboxPolicy {
             let writes = gitdirs::linked_worktree_writes(root);
             // Where the worktree's git directory says the repository and the worktree are.
             if let Some(admin) = writes.first() {
-                protected.extend(["commondir", "gitdir"].iter().map(|f| admin.join(f)));
+                protected.extend(ADMIN_PROTECTED.iter().map(|f| admin.join(f)));
             }
             git_writable.extend(
                 writes
@@ -262,6 +266,21 @@ impl SandboxPolicy {
         self.deny_read
             .iter()
             .find(|d| path.starts_with(d))
+            .map(PathBuf::as_path)
+    }
+
+    /// The linked worktree the session works in when `path` is in its repository's main
+    /// checkout (and not in the worktree): a write refused there names the worktree to use.
+    pub fn worktree_instead(&self, path: &Path) -> Option<&Path> {
+        let from = |root: &PathBuf| {
+            let writes = gitdirs::linked_worktree_writes(root);
+            let common = writes.first()?.parent()?.parent()?;
+            let main = common.parent().filter(|_| common.ends_with(".git"))?;
+            (path.starts_with(main) && !path.starts_with(root)).then_some(())
+        };
+        self.writable_roots
+            .iter()
+            .find(|r| from(r).is_some())
             .map(PathBuf::as_path)
     }
 

@@ -107,9 +107,16 @@ pub fn before(policy: &SandboxPolicy) -> Option<Before> {
     if policy.mode != SandboxMode::WorkspaceWrite {
         return None;
     }
+    // A linked worktree's git directory is writable (git writes its index and HEAD there)
+    // but the files in it that send git elsewhere are protected: recorded as a root's are.
+    let admin = policy
+        .git_writable
+        .iter()
+        .filter(|d| d.join("commondir").is_file());
     let roots = policy
         .writable_roots
         .iter()
+        .chain(admin)
         .filter_map(|r| record_root(r, policy))
         .collect();
     Some(Before { roots })
@@ -124,9 +131,13 @@ fn record_root(path: &Path, policy: &SandboxPolicy) -> Option<RootRecord> {
         .filter(|p| !p.starts_with(".git/"))
         .map(PathBuf::from)
         .collect();
-    // The policy's other protected paths in the root (a home it holds: `.gitconfig`, …).
+    // The policy's other protected paths in the root (a home it holds: `.gitconfig`, …; a
+    // linked worktree's git directory, a root itself, its `commondir`, `gitdir`, …).
     for p in &policy.protected {
-        let outside_git = !policy.git_dirs.iter().any(|g| p.starts_with(g));
+        let outside_git = !policy
+            .git_dirs
+            .iter()
+            .any(|g| p.starts_with(g) && !path.starts_with(g));
         if let (Ok(rel), true) = (p.strip_prefix(path), outside_git) {
             if !rels.iter().any(|r| r == rel) {
                 rels.push(rel.to_path_buf());

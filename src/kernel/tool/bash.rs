@@ -135,7 +135,10 @@ pub(super) async fn run(args: &Value, ctx: &ToolContext) -> ToolOutput {
     // A command that ran into the session's limits (a fork bomb, a leak) is ended at its
     // timeout: kept, it would hold the processes or memory every later call needs.
     let starved = kept.is_some()
-        && !ctx.sandbox.limit_notes(limited, &out.tail().text, true).is_empty();
+        && !ctx
+            .sandbox
+            .limit_notes(limited, &out.tail().text, true)
+            .is_empty();
     let (outcome, not_kept) = match kept {
         Some(_) if starved => {
             child.kill_group().await;

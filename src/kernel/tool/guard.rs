@@ -28,14 +28,21 @@ pub(super) fn write(ctx: &ToolContext, full: &Path, shown: &str) -> Result<(), T
     let why = match policy.write_denied(&real(full)) {
         None => return Ok(()),
         Some(WriteDenial::ReadOnly) => "everything is read-only".to_string(),
-        Some(WriteDenial::OutsideRoots) => {
-            let roots: Vec<String> = policy
-                .writable_roots
-                .iter()
-                .map(|r| r.display().to_string())
-                .collect();
-            format!("only {} is writable", roots.join(", "))
-        }
+        Some(WriteDenial::OutsideRoots) => match policy.worktree_instead(&real(full)) {
+            Some(tree) => format!(
+                "this session works in the worktree {}: the main checkout is read-only to it; \
+                 write the file there instead",
+                tree.display()
+            ),
+            None => {
+                let roots: Vec<String> = policy
+                    .writable_roots
+                    .iter()
+                    .map(|r| r.display().to_string())
+                    .collect();
+                format!("only {} is writable", roots.join(", "))
+            }
+        },
         Some(WriteDenial::Protected(p)) => format!("{} is protected", p.display()),
         Some(WriteDenial::Secret(p)) => format!("{} is unreadable", p.display()),
     };

@@ -109,6 +109,19 @@ pub struct SessionSpec {
     /// The agent definition the session runs as (a subagent's; `None`: keel's main agent).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// Run in a git worktree of its own (`-w`; DESIGN §20).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<WorktreeSpec>,
+}
+
+/// The worktree a session runs in (`-w [NAME]`): `.keel/worktrees/NAME` of the repository of
+/// its directory, on branch `keel/NAME`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeSpec {
+    /// Its name (made up when `None`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 fn is_true(v: &bool) -> bool {
@@ -309,6 +322,11 @@ impl SessionSpec {
         ("network", "`\"on\"`, `\"off\"` or `{allow: [HOST]}`"),
         ("trust", "`{project, allowHome}`"),
         ("agent", "the agent definition the session runs as"),
+        (
+            "worktree",
+            "`{name?}`: a new session in a git worktree of its own, `.keel/worktrees/NAME` on \
+             branch `keel/NAME`",
+        ),
     ];
 
     /// A spec that asks for nothing: the settings files and keel's defaults decide.
@@ -448,6 +466,9 @@ mod tests {
                 allow_home: false,
             },
             agent: Some("general".into()),
+            worktree: Some(WorktreeSpec {
+                name: Some("w".into()),
+            }),
         };
         let value = serde_json::to_value(&full).unwrap();
         let written: Vec<&str> = value
