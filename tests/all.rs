@@ -120,6 +120,7 @@ mod tui_subagent;
 mod tui_transcript;
 mod tui_vt100;
 mod tui_wire;
+mod worktree_cli;
 mod worktrees;
 
 /// A test file that is not declared above (or a helper not declared in `tests/common/mod.rs`)

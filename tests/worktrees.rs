@@ -20,7 +20,7 @@ use crate::sandbox::{
 };
 
 /// `git ARGS` in `dir` (any owner: the world may be `nobody`'s); its trimmed stdout.
-fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(["-c", "safe.directory=*", "-c", "protocol.file.allow=always"])
         .args(args)
@@ -39,7 +39,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 /// The world's workspace made a repository with one commit (`a.txt`), an identity for
 /// commits made in it, then changes the user has not committed: `a.txt` edited, `new.txt`
 /// staged.
-fn repository(sb: &Sandbox) {
+pub(crate) fn repository(sb: &Sandbox) {
     let w = sb.work();
     git(&w, &["config", "user.email", "t@example.com"]);
     git(&w, &["config", "user.name", "T"]);

@@ -95,6 +95,12 @@ pub enum Command {
     /// keel's relay to its network-allowlist proxy, inside a bubblewrap sandbox.
     #[command(name = "__sandbox-forward", hide = true)]
     SandboxForward(commands::sandbox_net::ForwardArgs),
+    /// The worktrees keel made for sessions of this repository (`-w`): list, rm, prune,
+    /// merge.
+    Worktree {
+        #[command(subcommand)]
+        command: commands::worktree::WorktreeCommand,
+    },
     /// A session's checkpoints, and rewinding its files and conversation to one.
     Rewind(commands::rewind::RewindArgs),
     /// Print keel's man page (roff) on stdout: `keel man > keel.1 && man -l keel.1`.
@@ -138,6 +144,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::SandboxZygote) => commands::sandbox::zygote(&args),
         Some(Command::SandboxWalls(a)) => commands::sandbox::walls(a),
         Some(Command::Rewind(args)) => commands::rewind::run(args),
+        Some(Command::Worktree { command }) => commands::worktree::run(command),
         Some(Command::Man) => commands::man::run(),
         Some(Command::Completions(args)) => commands::completions::run(args),
     }

@@ -45,7 +45,14 @@ pub fn output(dir: &Path, args: &[&str]) -> Result<Output, WorktreeError> {
 
 /// The error of a git command that failed.
 pub fn failed(args: &[&str], out: &Output) -> WorktreeError {
-    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+    // git says some failures on stdout (a merge's CONFLICT lines): both, stdout first.
+    let said = [&out.stdout, &out.stderr]
+        .map(|b| String::from_utf8_lossy(b).trim().to_string());
+    let stderr = said
+        .into_iter()
+        .filter(|s| !s.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n");
     WorktreeError::Git {
         command: format!("git {}", args.join(" ")),
         stderr,
