@@ -388,3 +388,33 @@ fn a_keel_killed_with_9_leaves_its_worktree_kept_and_the_next_daemon_start_unloc
     assert!(started.exists(), "the kept worktree lost its file");
     drop(daemon);
 }
+
+#[test]
+fn a_daemon_session_in_its_worktree_is_listed_with_it_and_removed_clean_when_closed() {
+    use crate::common::daemon::{keel_on, open};
+    let sb = world();
+    repository(&sb);
+    let w = sb.work();
+    let before = main_state(&w);
+    let daemon = Daemon::start(&sb, &[]);
+    let mut c = daemon.client();
+    let id = open(&mut c, &sb, "hello.json", &["-w", "dd"]);
+    let tree = w.canonicalize().unwrap().join(".keel/worktrees/dd");
+    let status = c.call("daemon/status", json!({}))["result"].clone();
+    let live = &status["sessions"][0];
+    assert_eq!(live["worktree"], tree.display().to_string(), "{live}");
+    assert_eq!(live["branch"], "keel/dd", "{live}");
+    assert_eq!(live["cwd"], tree.display().to_string(), "{live}");
+    let ps = keel_on(&sb, &daemon.socket, &["ps", "--json"]);
+    assert!(
+        ps.stdout.contains("\"branch\":\"keel/dd\""),
+        "{}",
+        ps.stdout
+    );
+    assert!(tree.is_dir());
+    let r = c.call("session/close", json!({ "sessionId": id }));
+    assert!(r.get("error").is_none(), "{r}");
+    assert!(!tree.exists(), "a clean worktree outlived its session");
+    assert_eq!(git(&w, &["branch", "--list", "keel/dd"]), "");
+    assert_eq!(main_state(&w), before, "the checkout changed");
+}

@@ -28,7 +28,7 @@ fn git_path() -> Res<PathBuf> {
         .ok_or_else(|| "git is not on PATH".into())
 }
 
-fn make_tree(root: &Path) -> Res<Vec<PathBuf>> {
+pub(super) fn make_tree(root: &Path) -> Res<Vec<PathBuf>> {
     let mut files = Vec::new();
     for i in 0..FILES {
         let dir = root.join(format!("d{:03}", i / 100));

@@ -49,6 +49,7 @@ mod session;
 mod subagent;
 use keel_testkit::sshd as sshd_support;
 mod tui;
+mod worktree;
 
 fn main() -> ExitCode {
     let result = match std::env::var_os(CHILD_ENV) {
@@ -135,7 +136,7 @@ fn run() -> Res<()> {
             if [
                 "session", "daemon", "load", "remote", "journal", "mcp", "tui", "print", "responses",
                 "run", "json", "gemini", "policy", "hooks", "sandbox", "checkpoint", "subagent",
-                "jobs",
+                "jobs", "worktree",
             ]
             .contains(&v.as_str()) =>
         {
@@ -143,7 +144,7 @@ fn run() -> Res<()> {
         }
         Ok(v) => {
             return Err(format!(
-            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, hooks, checkpoint, run, json, sandbox or jobs, not {v:?}"
+            "KEEL_BENCH_ONLY: session, daemon, load, remote, journal, mcp, tui, print, responses, gemini, policy, hooks, checkpoint, run, json, sandbox, jobs or worktree, not {v:?}"
         ))
         }
         Err(_) => None,
@@ -235,6 +236,14 @@ fn run() -> Res<()> {
             &format!("{quick} samples, subagent rows only"),
         );
     }
+    if only.as_deref() == Some("worktree") {
+        worktree::worktree_bench(&mut rows, heavy)?;
+        return report(
+            &keel,
+            &rows,
+            &format!("{heavy} samples, worktree rows only"),
+        );
+    }
     if only.as_deref() == Some("checkpoint") {
         checkpoint::checkpoint_bench(&mut rows, heavy)?;
         return report(
@@ -271,6 +280,7 @@ fn run() -> Res<()> {
     sandbox::sandbox_bench(&keel, &mut rows, quick)?;
     sandbox::watch_bench(&keel, &mut rows, heavy)?;
     jobs::jobs_bench(&keel, &mut rows, quick)?;
+    worktree::worktree_bench(&mut rows, heavy)?;
 
     let big_s = path_str(&big)?;
     let scripted_ms = run_rows(&keel, big_s, hello_s, &mut rows, heavy)?;

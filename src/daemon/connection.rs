@@ -612,6 +612,8 @@ impl Conn {
                 parent_session_id: s.summary.parent_session_id,
                 sandbox: Some(s.summary.sandbox),
                 jobs: s.summary.jobs,
+                worktree: s.summary.worktree.as_ref().map(|w| w.0.clone()),
+                branch: s.summary.worktree.map(|w| w.1),
             });
         }
         let s = &self.shared;

@@ -195,6 +195,8 @@ pub struct Summary {
     pub sandbox: crate::wire::protocol::snapshot::SandboxState,
     /// Its background jobs, running and ended, by id.
     pub jobs: Vec<crate::kernel::jobs::JobInfo>,
+    /// The worktree it runs in (`-w`): its path and branch.
+    pub worktree: Option<(String, String)>,
 }
 
 /// How much of a session's first prompt its summary keeps.
@@ -409,6 +411,7 @@ impl Host {
             first_prompt: first_prompt(&store),
             sandbox: crate::wire::protocol::snapshot::SandboxState::of(&self.config.sandbox),
             jobs: self.live.jobs.list(),
+            worktree: self.worktree_place(),
         }
     }
 

@@ -11,6 +11,12 @@ impl Host {
         self.worktree.as_ref()
     }
 
+    /// The path and branch of the worktree the session runs in, if any.
+    pub(super) fn worktree_place(&self) -> Option<(String, String)> {
+        let w = self.worktree.as_ref()?.worktree();
+        Some((w.path.display().to_string(), w.branch))
+    }
+
     /// Ends the session's hold on its worktree (once): removed when nothing changed, else
     /// kept; either way the clients are told.
     pub(super) async fn end_worktree(&mut self) {

@@ -46,8 +46,7 @@ pub fn output(dir: &Path, args: &[&str]) -> Result<Output, WorktreeError> {
 /// The error of a git command that failed.
 pub fn failed(args: &[&str], out: &Output) -> WorktreeError {
     // git says some failures on stdout (a merge's CONFLICT lines): both, stdout first.
-    let said = [&out.stdout, &out.stderr]
-        .map(|b| String::from_utf8_lossy(b).trim().to_string());
+    let said = [&out.stdout, &out.stderr].map(|b| String::from_utf8_lossy(b).trim().to_string());
     let stderr = said
         .into_iter()
         .filter(|s| !s.is_empty())

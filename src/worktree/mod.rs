@@ -282,7 +282,11 @@ pub fn create(
         notes,
     };
     include::copy(&repo.top, &lease.worktree.path)?;
-    let start_in = lease.worktree.path.join(&repo.prefix);
+    // `join("")` would end the path with a slash (and name the session's directory so).
+    let start_in = match repo.prefix.as_os_str().is_empty() {
+        true => lease.worktree.path.clone(),
+        false => lease.worktree.path.join(&repo.prefix),
+    };
     let start_in = match start_in.is_dir() {
         true => start_in,
         false => lease.worktree.path.clone(),

@@ -135,6 +135,12 @@ pub struct LiveSession {
     /// Its background jobs, running and ended, by id (left out when it has none).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub jobs: Vec<crate::kernel::jobs::JobInfo>,
+    /// The git worktree it runs in (`-w`), its path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+    /// That worktree's branch (`keel/NAME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 /// Whether a session has a run going.
