@@ -231,7 +231,7 @@ fn a_detached_head_works_and_a_clean_worktree_is_removed_with_its_branch() {
     git(&w, &["checkout", "-q", "--detach"]);
     let head = git(&w, &["rev-parse", "HEAD"]);
     let calls = [bash("git rev-parse HEAD; git branch --show-current")];
-    let (r, stderr, _) = run_as_events(
+    let (r, stderr, events) = run_as_events(
         &sb,
         User::Me,
         mechanisms()[0],
@@ -246,6 +246,13 @@ fn a_detached_head_works_and_a_clean_worktree_is_removed_with_its_branch() {
         r[0]
     );
     assert!(stderr.contains("worktree d was clean: removed"), "{stderr}");
+    // JSON mode's header names the worktree and its branch.
+    let tree = w.canonicalize().unwrap().join(".keel/worktrees/d");
+    let header = &events[0];
+    assert_eq!(header["type"], "session", "{header}");
+    assert_eq!(header["cwd"], tree.display().to_string(), "{header}");
+    assert_eq!(header["worktree"], tree.display().to_string(), "{header}");
+    assert_eq!(header["branch"], "keel/d", "{header}");
     assert!(!w.join(".keel/worktrees/d").exists());
     assert_eq!(git(&w, &["branch", "--list", "keel/d"]), "");
     assert_eq!(

@@ -229,6 +229,8 @@ fn result(
             timestamp: sum.timestamp.clone(),
             cwd: sum.cwd.clone(),
             parent_session: sum.parent_session.clone(),
+            worktree: sum.worktree.as_ref().map(|w| w.0.clone()),
+            branch: sum.worktree.as_ref().map(|w| w.1.clone()),
         }),
         session_file: sum.and_then(|sum| sum.file.clone()),
         last_run: sum

@@ -194,6 +194,8 @@ fn header_line(h: Option<&SessionHeader>) -> String {
         timestamp: s(|h| &h.timestamp),
         cwd: s(|h| &h.cwd),
         parent_session: h.and_then(|h| h.parent_session.as_deref()),
+        worktree: h.and_then(|h| h.worktree.as_deref()),
+        branch: h.and_then(|h| h.branch.as_deref()),
     };
     let mut text = serde_json::to_string(&line).unwrap_or_default();
     text.push('\n');

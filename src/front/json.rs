@@ -39,8 +39,8 @@ pub fn lines(event: &Event) -> Vec<String> {
         .collect()
 }
 
-/// The header line.
-pub fn header_line(h: &SessionHeader) -> String {
+/// The header line (`worktree`: the path and branch of the session's worktree, if any).
+pub fn header_line(h: &SessionHeader, worktree: Option<&(String, String)>) -> String {
     let line = SessionLine {
         kind: "session",
         version: 3,
@@ -48,6 +48,8 @@ pub fn header_line(h: &SessionHeader) -> String {
         timestamp: &h.timestamp,
         cwd: &h.cwd,
         parent_session: h.parent_session.as_deref(),
+        worktree: worktree.map(|w| w.0.as_str()),
+        branch: worktree.map(|w| w.1.as_str()),
     };
     let mut s = serde_json::to_string(&line).unwrap_or_default();
     s.push('\n');

@@ -146,7 +146,12 @@ async fn open_here(
         out.err(&format!("Warning: {w}\n"));
     }
     if mode == Mode::Json {
-        let _ = out.out(super::json::header_line(host.store.header()).as_bytes());
+        let worktree = host.worktree.as_ref().map(|held| {
+            let w = held.worktree();
+            (w.path.display().to_string(), w.branch)
+        });
+        let line = super::json::header_line(host.store.header(), worktree.as_ref());
+        let _ = out.out(line.as_bytes());
     }
     let link = Link::headless(host)
         .await

@@ -16,6 +16,12 @@ pub struct SessionLine<'a> {
     pub cwd: &'a str,
     #[serde(rename = "parentSession", skip_serializing_if = "Option::is_none")]
     pub parent_session: Option<&'a str>,
+    /// keel's: the git worktree the session runs in (`-w`), its path.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<&'a str>,
+    /// keel's: that worktree's branch.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub branch: Option<&'a str>,
 }
 
 /// The last line of JSON mode (keel's extension; pi clients ignore unknown types).

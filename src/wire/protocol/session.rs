@@ -85,6 +85,12 @@ pub struct SessionHeader {
     /// The session it was forked from, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session: Option<String>,
+    /// keel's: the git worktree the session runs in (`-w`), its path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+    /// keel's: that worktree's branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 /// Where the latest run of a session is in its stream.
