@@ -369,3 +369,15 @@ fn a_run_that_ends_in_an_unfocused_window_notifies() {
         "focus reporting is turned off again"
     );
 }
+
+/// A session in a worktree (`-w`) says its branch in the status line, after where it runs.
+#[test]
+fn the_status_line_names_the_worktree_branch() {
+    let mut f = busy_status();
+    f.view.worktree = Some("⎇ keel/fix".into());
+    let wide = f.screen(200, 12);
+    assert!(
+        wide.contains("ctx 7% · daemon pid 4242 · 2 clients · ⎇ keel/fix · accept-edits mode"),
+        "{wide}"
+    );
+}

@@ -173,6 +173,8 @@ pub fn header(h: &SessionHeader) -> SnapshotHeader {
         timestamp: h.timestamp.clone(),
         cwd: h.cwd.clone(),
         parent_session: h.parent_session.clone(),
+        worktree: None,
+        branch: None,
     }
 }
 

@@ -206,6 +206,8 @@ pub struct View {
     pub place: Option<String>,
     /// The sandbox of the model's commands (`sandbox: workspace-write · net off`).
     pub sandbox: Option<String>,
+    /// The git worktree the session runs in (`⎇ keel/NAME`).
+    pub worktree: Option<String>,
     /// The view shows a session of the keel daemon (`/detach` is offered).
     pub attached: bool,
     /// The daemon's connection was lost at this time (unix ms): no spinner, no running
@@ -260,6 +262,7 @@ impl View {
             script_status: None,
             place: None,
             sandbox: None,
+            worktree: None,
             attached: false,
             disconnected: None,
             ended: None,

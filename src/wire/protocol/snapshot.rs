@@ -99,6 +99,12 @@ pub struct SnapshotHeader {
     /// For forks and clones: the absolute path of the source session file.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub parent_session: Option<String>,
+    /// keel's: the git worktree the session runs in (`-w`), its path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+    /// keel's: that worktree's branch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
 }
 
 /// What is in flight while a run streams.
@@ -176,6 +182,8 @@ mod tests {
                 timestamp: "2026-01-01T00:00:00Z".into(),
                 cwd: "/w".into(),
                 parent_session: None,
+                worktree: None,
+                branch: None,
             },
             messages: vec![user.clone()],
             state: State {

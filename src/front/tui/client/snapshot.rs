@@ -19,6 +19,7 @@ impl Client {
         let Some(snap) = &start.snapshot else { return };
         self.take_open_spec(snap);
         self.view.set_sandbox(snap.sandbox.as_ref());
+        self.view.worktree = snap.header.branch.as_ref().map(|b| format!("⎇ {b}"));
         let messages = &snap.messages;
         let replayed = internals.replay(messages);
         self.take_state(&snap.state);

@@ -398,6 +398,9 @@ impl View {
         if let Some(p) = &self.place {
             parts.push((Part::Place, p.clone()));
         }
+        if let Some(w) = &self.worktree {
+            parts.push((Part::Worktree, w.clone()));
+        }
         match self.jobs.running() {
             0 => {}
             n => parts.push((Part::Jobs, crate::text::count(n as u64, "job", "jobs"))),
@@ -427,6 +430,7 @@ enum Part {
     Name,
     Jobs,
     Model,
+    Worktree,
     Place,
     Mode,
 }
