@@ -429,6 +429,16 @@ pub fn agent_config_with(
         sandbox_tmp.as_deref(),
         spill.as_deref(),
     );
+    let sandbox = std::sync::Arc::new(sandbox);
+    let lsp = crate::kernel::lsp::Lsp::new(
+        &settings.lsp,
+        crate::kernel::lsp::Place {
+            root: env.cwd.clone(),
+            sandbox: sandbox.clone(),
+            env: tool_env.clone(),
+            temp_dir: temp_dir.clone(),
+        },
+    );
     let config = AgentConfig {
         cwd: env.cwd.clone(),
         system_prompt,
@@ -469,9 +479,10 @@ pub fn agent_config_with(
         budget: None,
         rules: Arc::new(rules),
         hooks,
-        sandbox: std::sync::Arc::new(sandbox),
+        sandbox,
         checkpoints: settings.checkpoints(env, &mut warnings),
         subagents: None,
+        lsp,
     };
     Ok((config, warnings, skills))
 }

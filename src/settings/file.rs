@@ -115,6 +115,7 @@ struct RawFile {
     #[serde(rename = "claudeFiles")]
     claude_files: Option<Value>,
     jobs: Option<Value>,
+    lsp: Option<Value>,
     #[serde(flatten)]
     unknown: serde_json::Map<String, Value>,
 }
@@ -166,6 +167,7 @@ pub struct FileValues {
     /// `claudeFiles`: `false` leaves Claude Code's settings files unread.
     pub claude_files: Option<bool>,
     pub jobs: Option<JobsSettings>,
+    pub lsp: Option<crate::kernel::lsp::LspSettings>,
 }
 
 /// `jobs {…}`: the model's background jobs (taken whole from the highest level that sets it).
@@ -312,6 +314,7 @@ impl Checker<'_> {
             status_line: self.typed("statusLine", raw.status_line),
             claude_files: self.typed("claudeFiles", raw.claude_files),
             jobs: self.typed("jobs", raw.jobs),
+            lsp: self.typed("lsp", raw.lsp),
         }
     }
 

@@ -67,6 +67,8 @@ pub struct Merged {
     pub claude_files: Option<Sourced<bool>>,
     /// `jobs {…}`, whole, from the highest level that sets it.
     pub jobs: Option<Sourced<super::file::JobsSettings>>,
+    /// `lsp {…}`, whole, from the highest level that sets it.
+    pub lsp: Option<Sourced<crate::kernel::lsp::LspSettings>>,
 }
 
 /// Merges `files`, highest level first.
@@ -94,6 +96,7 @@ pub fn merge(files: Vec<(Origin, FileValues)>) -> Merged {
         scalar(&mut m.status_line, f.status_line.map(|v| at(v, &origin)));
         scalar(&mut m.claude_files, f.claude_files.map(|v| at(v, &origin)));
         scalar(&mut m.jobs, f.jobs.map(|v| at(v, &origin)));
+        scalar(&mut m.lsp, f.lsp.map(|v| at(v, &origin)));
         for (k, v) in f.env {
             m.env.entry(k).or_insert_with(|| at(v, &origin));
         }

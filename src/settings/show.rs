@@ -158,6 +158,7 @@ fn entries(m: &Merged) -> Vec<(Vec<String>, Entry)> {
         m.claude_files.as_ref().map(to_json),
     );
     one(path("jobs", None), m.jobs.as_ref().map(to_json));
+    one(path("lsp", None), m.lsp.as_ref().map(to_json));
     for (k, v) in &m.env {
         one(path("env", Some(k)), Some(to_json(v)));
     }

@@ -47,6 +47,8 @@ pub struct Settings {
     pub max_subagent_depth: u32,
     /// The settings' `jobs`.
     pub jobs: crate::settings::JobsSettings,
+    /// The settings' `lsp`.
+    pub lsp: crate::kernel::lsp::LspSettings,
     pub max_repeated_failures: u32,
     pub permission: Permission,
     /// Whether a flag or a file chose `permission` (else it is keel's default, auto).
@@ -144,6 +146,7 @@ impl Settings {
             max_turns: pick(m.max_turns.as_ref(), spec.max_turns),
             max_subagent_depth: m.max_subagent_depth.as_ref().map_or(1, |s| s.value),
             jobs: m.jobs.as_ref().map(|s| s.value.clone()).unwrap_or_default(),
+            lsp: m.lsp.as_ref().map(|s| s.value.clone()).unwrap_or_default(),
             max_repeated_failures: spec
                 .max_repeated_failures
                 .unwrap_or(DEFAULT_MAX_REPEATED_FAILURES),

@@ -96,6 +96,11 @@ pub(super) async fn execute(
     while let Ok(partial) = prx.try_recv() {
         publish(partial);
     }
+    // What the language server says about the file an `edit` or `write` changed.
+    let output = match (&inner.config.lsp, name) {
+        (Some(lsp), "edit" | "write") if !output.is_error => lsp.annotate(output, abort).await,
+        _ => output,
+    };
     let found = record.repair().await;
     let output = with_notes(
         output,

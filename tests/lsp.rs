@@ -1,0 +1,272 @@
+//! Language servers (issue 50, `docs/lsp.md`): after `edit` and `write` the diagnostics of the
+//! change, and only of it, come back in the tool's result and its `details.lsp`, through a
+//! real print/JSON run. Real servers (pyright, typescript-language-server, clangd) where
+//! `.ci/run` installed them (`KEEL_LSP_SERVERS`: a `node_modules/.bin`); a tiny fake server
+//! (Python) for a server that never answers and for the sandbox.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::common::support::{root, scripted_args, skipped, write_json, Sandbox};
+
+/// The directory holding `pyright-langserver` and `typescript-language-server`.
+fn npm_servers() -> Option<PathBuf> {
+    let dir = PathBuf::from(std::env::var_os("KEEL_LSP_SERVERS")?);
+    dir.join("pyright-langserver").is_file().then_some(dir)
+}
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+fn fake_server() -> String {
+    root()
+        .join("fixtures/lsp/fake_server.py")
+        .display()
+        .to_string()
+}
+
+/// User settings with `lsp` set to `lsp`.
+fn settings(sb: &Sandbox, lsp: Value) {
+    write_json(&sb.home().join("settings.json"), &json!({ "lsp": lsp }));
+}
+
+/// A JSON run whose model makes `calls` one turn each, then says `done`; each call's
+/// `tool_execution_end` line, in order.
+fn run_calls(sb: &Sandbox, calls: &[(&str, Value)], extra: &[&str]) -> Vec<Value> {
+    let mut turns: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| {
+            json!({"chunks": [{"toolCall": {"id": format!("c{i}"), "name": name, "arguments": args}}]})
+        })
+        .collect();
+    turns.push(json!({"chunks": [{"text": "done"}]}));
+    let script = sb.script(json!(turns));
+    let mut before = vec!["--mode", "json", "--no-session"];
+    before.extend_from_slice(extra);
+    let run = sb.run(&scripted_args(&before, &script, &["go"]));
+    assert_eq!(run.code, 0, "{run}");
+    let ends: Vec<Value> = run
+        .stdout_lines()
+        .into_iter()
+        .filter(|l| l["type"] == "tool_execution_end")
+        .collect();
+    assert_eq!(ends.len(), calls.len(), "{run}");
+    ends
+}
+
+fn text(end: &Value) -> &str {
+    end["result"]["content"][0]["text"].as_str().unwrap()
+}
+
+fn lsp(end: &Value) -> &Value {
+    &end["result"]["details"]["lsp"]
+}
+
+/// The edited file's diagnostics as `(line, message)`.
+fn file_diags(end: &Value) -> Vec<(u64, String)> {
+    lsp(end)["file"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no details.lsp.file in {end}"))
+        .iter()
+        .map(|d| {
+            (
+                d["line"].as_u64().unwrap(),
+                d["message"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// One type error in, exactly that diagnostic; the fix, none (the server's first analysis
+/// of a file may be slow on a loaded machine: a generous timeout).
+fn one_error_then_none(
+    sb: &Sandbox,
+    server: Value,
+    file: &str,
+    bad: &str,
+    fix: (&str, &str),
+    expect: &str,
+) {
+    settings(
+        sb,
+        json!({"servers": {"s": server}, "diagnosticsTimeout": 60000, "defaults": false}),
+    );
+    let ends = run_calls(
+        sb,
+        &[
+            ("write", json!({"path": file, "content": bad})),
+            (
+                "edit",
+                json!({"path": file, "oldText": fix.0, "newText": fix.1}),
+            ),
+        ],
+        &[],
+    );
+    assert_eq!(ends[0]["isError"], false, "{}", ends[0]);
+    let first = file_diags(&ends[0]);
+    assert_eq!(first.len(), 1, "{}", ends[0]);
+    assert_eq!(first[0].0, 2, "{}", ends[0]);
+    assert!(first[0].1.contains(expect), "{}", ends[0]);
+    assert!(
+        text(&ends[0]).contains("after this change:\nERROR "),
+        "{}",
+        ends[0]
+    );
+    assert_eq!(lsp(&ends[0])["timedOut"], false);
+    assert_eq!(file_diags(&ends[1]), vec![], "{}", ends[1]);
+    assert!(!text(&ends[1]).contains("ERROR"), "{}", ends[1]);
+}
+
+#[test]
+fn pyright_reports_the_type_error_an_edit_made_and_none_after_the_fix() {
+    let Some(bin) = npm_servers() else {
+        return skipped(
+            "the pyright test: KEEL_LSP_SERVERS is not set (.ci/run sets it when npm is available)",
+        );
+    };
+    let sb = Sandbox::new();
+    let server = json!({
+        "command": bin.join("pyright-langserver"), "args": ["--stdio"],
+        "extensionToLanguage": {".py": "python"}
+    });
+    one_error_then_none(
+        &sb,
+        server,
+        "a.py",
+        "def f() -> int:\n    return \"no\"\n",
+        ("return \"no\"", "return 1"),
+        "\"Literal['no']\" is not assignable to return type \"int\"",
+    );
+}
+
+#[test]
+fn typescript_language_server_reports_the_type_error_and_none_after_the_fix() {
+    let Some(bin) = npm_servers() else {
+        return skipped("the typescript-language-server test: KEEL_LSP_SERVERS is not set (.ci/run sets it when npm is available)");
+    };
+    let sb = Sandbox::new();
+    let server = json!({
+        "command": bin.join("typescript-language-server"), "args": ["--stdio"],
+        "extensionToLanguage": {".ts": "typescript"}
+    });
+    one_error_then_none(
+        &sb,
+        server,
+        "a.ts",
+        "export function f(): number {\n  return \"no\";\n}\n",
+        ("return \"no\"", "return 1"),
+        "Type 'string' is not assignable to type 'number'",
+    );
+}
+
+#[test]
+fn clangd_reports_the_type_error_and_none_after_the_fix() {
+    let Some(clangd) = on_path("clangd") else {
+        return skipped("the clangd test: clangd is not installed (.ci/run installs Debian's)");
+    };
+    let sb = Sandbox::new();
+    let server = json!({"command": clangd, "extensionToLanguage": {".cpp": "cpp"}});
+    one_error_then_none(
+        &sb,
+        server,
+        "a.cpp",
+        "int f() {\n  return \"no\";\n}\n",
+        ("return \"no\"", "return 1"),
+        "annot initialize return object of type 'int'",
+    );
+}
+
+#[test]
+fn a_server_that_never_answers_gives_the_result_after_the_timeout_with_a_note() {
+    if on_path("python3").is_none() {
+        return skipped("the silent language server test: python3 is not installed");
+    }
+    let sb = Sandbox::new();
+    settings(
+        &sb,
+        json!({"servers": {"silent": {
+            "command": "python3", "args": [fake_server()],
+            "extensionToLanguage": {".py": "python"}, "env": {"FAKE_MODE": "silent"}
+        }}, "diagnosticsTimeout": 300, "defaults": false}),
+    );
+    let ends = run_calls(
+        &sb,
+        &[("write", json!({"path": "a.py", "content": "x = 1\n"}))],
+        &[],
+    );
+    assert_eq!(ends[0]["isError"], false, "{}", ends[0]);
+    assert_eq!(
+        text(&ends[0]),
+        "Wrote 6 bytes to a.py\n\n(silent sent no diagnostics for this change within 300 ms; none are shown.)"
+    );
+    assert_eq!(lsp(&ends[0])["timedOut"], true, "{}", ends[0]);
+}
+
+#[test]
+fn a_configured_server_that_is_missing_is_named_once_with_a_hint() {
+    let sb = Sandbox::new();
+    settings(
+        &sb,
+        json!({"servers": {"pyright": {
+            "command": "pyright-langserver-not-here", "extensionToLanguage": {".py": "python"}
+        }}, "defaults": false}),
+    );
+    let ends = run_calls(
+        &sb,
+        &[
+            ("write", json!({"path": "a.py", "content": "x = 1\n"})),
+            ("write", json!({"path": "b.py", "content": "y = 1\n"})),
+        ],
+        &[],
+    );
+    let note = text(&ends[0]);
+    assert!(
+        note.contains("`pyright-langserver-not-here` was not found on PATH"),
+        "{note}"
+    );
+    assert!(note.contains("keel never downloads one"), "{note}");
+    assert_eq!(text(&ends[1]), "Wrote 6 bytes to b.py");
+}
+
+/// A language server runs project code: under the default policy its start cannot write
+/// outside the workspace (here into `$KEEL_HOME`); with the sandbox off it could.
+#[test]
+fn a_server_writing_outside_the_workspace_is_denied_under_the_default_policy() {
+    if on_path("python3").is_none() {
+        return skipped("the language server sandbox test: python3 is not installed");
+    }
+    let Some(sb) = Sandbox::new_in("/var/tmp") else {
+        return skipped("the language server sandbox test: /var/tmp is not writable");
+    };
+    let plant = sb.dir.path().join("planted.txt");
+    let server = |plant: &Path| {
+        json!({"servers": {"fake": {
+            "command": "python3", "args": [fake_server()],
+            "extensionToLanguage": {".py": "python"},
+            "env": {"FAKE_MODE": "report", "PLANT": plant}
+        }}, "diagnosticsTimeout": 20000, "defaults": false})
+    };
+    settings(&sb, server(&plant));
+    let ends = run_calls(
+        &sb,
+        &[("write", json!({"path": "a.py", "content": "x = 1\n"}))],
+        &[],
+    );
+    let said = file_diags(&ends[0]);
+    assert_eq!(said.len(), 1, "{}", ends[0]);
+    assert!(said[0].1.starts_with("plant denied"), "{}", ends[0]);
+    assert!(!plant.exists(), "the server wrote {}", plant.display());
+    // The same server with the sandbox off writes it: the test sees a write when there is one.
+    let ends = run_calls(
+        &sb,
+        &[("write", json!({"path": "b.py", "content": "x = 1\n"}))],
+        &["--sandbox", "off"],
+    );
+    assert_eq!(file_diags(&ends[0])[0].1, "plant written", "{}", ends[0]);
+    assert!(plant.exists());
+}
