@@ -270,3 +270,84 @@ fn a_server_writing_outside_the_workspace_is_denied_under_the_default_policy() {
     assert_eq!(file_diags(&ends[0])[0].1, "plant written", "{}", ends[0]);
     assert!(plant.exists());
 }
+
+/// The `lsp` tool against pyright: definition and references by symbol name (gitignored files
+/// left out), hover, document symbols, and a rename shown but not applied.
+#[test]
+fn the_lsp_tool_navigates_with_pyright() {
+    let Some(bin) = npm_servers() else {
+        return skipped("the lsp tool test: KEEL_LSP_SERVERS is not set (.ci/run sets it when npm is available)");
+    };
+    let sb = Sandbox::new();
+    settings(
+        &sb,
+        json!({"servers": {"pyright": {
+            "command": bin.join("pyright-langserver"), "args": ["--stdio"],
+            "extensionToLanguage": {".py": "python"}
+        }}, "defaults": false}),
+    );
+    let w = sb.work();
+    std::fs::write(w.join(".gitignore"), "build/\n").unwrap();
+    std::fs::write(
+        w.join("lib.py"),
+        "def helper(x: int) -> int:\n    \"\"\"Doubles x.\"\"\"\n    return x * 2\n\n\nclass Box:\n    def size(self) -> int:\n        return helper(3)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        w.join("main.py"),
+        "from lib import helper\n\nprint(helper(1))\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(w.join("build")).unwrap();
+    std::fs::write(
+        w.join("build/copy.py"),
+        "from lib import helper\n\nhelper(2)\n",
+    )
+    .unwrap();
+    let lsp = |v: Value| ("lsp", v);
+    let ends = run_calls(
+        &sb,
+        &[
+            lsp(
+                json!({"operation": "definition", "path": "main.py", "symbol": "helper", "line": 3}),
+            ),
+            lsp(json!({"operation": "references", "path": "lib.py", "symbol": "helper"})),
+            lsp(json!({"operation": "hover", "path": "lib.py", "line": 1, "column": 6})),
+            lsp(json!({"operation": "documentSymbols", "path": "lib.py"})),
+            lsp(
+                json!({"operation": "rename_preview", "path": "lib.py", "symbol": "helper", "newName": "twice"}),
+            ),
+        ],
+        &[],
+    );
+    for e in &ends {
+        assert_eq!(e["isError"], false, "{e}");
+    }
+    assert_eq!(text(&ends[0]), "lib.py:1:5: def helper(x: int) -> int:");
+    let refs = text(&ends[1]);
+    assert!(
+        refs.contains("lib.py:1:5: def helper(x: int) -> int:"),
+        "{refs}"
+    );
+    assert!(refs.contains("lib.py:8:16: return helper(3)"), "{refs}");
+    assert!(refs.contains("main.py:3:7: print(helper(1))"), "{refs}");
+    assert!(!refs.contains("build/"), "{refs}");
+    let hover = text(&ends[2]);
+    assert!(hover.contains("def helper(x: int) -> int"), "{hover}");
+    assert!(hover.contains("Doubles x."), "{hover}");
+    assert_eq!(
+        text(&ends[3]),
+        "function helper (line 1)\n  variable x (line 1)\nclass Box (line 6)\n  method size (line 7)"
+    );
+    let rename = text(&ends[4]);
+    assert!(rename.starts_with("A rename would make "), "{rename}");
+    assert!(
+        rename.contains("main.py:3:7: print(helper(1))\n    → twice"),
+        "{rename}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.join("main.py")).unwrap(),
+        "from lib import helper\n\nprint(helper(1))\n",
+        "the rename was applied"
+    );
+}

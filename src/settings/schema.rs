@@ -58,7 +58,7 @@ pub fn schema() -> Value {
                 }},
                 "diagnostics": {"enum": ["off", "errors", "all"], "description": "What edit and write append: off, errors (default) or all."},
                 "diagnosticsTimeout": {"type": "integer", "minimum": 0, "description": "Milliseconds edit and write wait for the diagnostics of their change (default 1500)."},
-                "tool": {"type": "boolean", "description": "Whether the model gets the lsp navigation tool (default true)."},
+                "tool": {"type": "boolean", "description": "Whether the model gets the lsp navigation tool (default true when servers names a server, false with only the built-in defaults)."},
                 "defaults": {"type": "boolean", "description": "false: only the servers listed here, no built-in defaults."}
             }},
             "maxSubagentDepth": {"type": "integer", "minimum": 0, "description": "How deep subagents nest: 1 (default) gives the session the `task` tool and its subagents none; 0 removes the `task` tool."},

@@ -23,7 +23,7 @@ pub struct LspSettings {
     /// Milliseconds an `edit` or `write` waits for the diagnostics of its change (default 1500).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostics_timeout: Option<u64>,
-    /// Whether the model gets the `lsp` navigation tool (default true when a server is there).
+    /// Whether the model gets the `lsp` navigation tool (default: when `servers` names one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<bool>,
     /// `false`: the built-in defaults are not used (only `servers`).

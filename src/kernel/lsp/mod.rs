@@ -9,6 +9,8 @@ pub mod config;
 pub mod diag;
 mod rpc;
 mod server;
+mod show;
+pub mod tool;
 mod uri;
 
 use std::path::{Path, PathBuf};
@@ -105,7 +107,9 @@ impl Lsp {
         let path = path_var(&place);
         let servers = config::servers(settings, path.as_deref());
         let mode = settings.diagnostics.unwrap_or_default();
-        let tool = settings.tool.unwrap_or(true);
+        // The tool is in every request's tool list: on by default only where servers are
+        // configured, not merely found on PATH (the tool list does not change with the machine).
+        let tool = settings.tool.unwrap_or(!settings.servers.is_empty());
         if servers.is_empty() || (mode == DiagnosticsMode::Off && !tool) {
             return None;
         }

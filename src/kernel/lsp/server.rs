@@ -315,7 +315,6 @@ impl Server {
         }
     }
 
-    #[allow(dead_code)] // the `lsp` tool (next step)
     /// Makes sure the document is open with the text on disk (for navigation).
     pub async fn ensure_open(&self, path: &Path, language: &str) -> Result<(), RpcError> {
         self.touch();
@@ -370,7 +369,6 @@ impl Server {
         Ok(version)
     }
 
-    #[allow(dead_code)] // the `lsp` tool (next step)
     /// A request, bounded by `timeout`.
     pub async fn request(
         &self,
