@@ -259,6 +259,10 @@ pub async fn debug_prompt(
     if let (Some(sub), _) = subagent_setup(settings, env) {
         specs.push(crate::kernel::subagent::task_spec(&sub.agents));
     }
+    // `lsp`, when its switch is on.
+    if crate::kernel::lsp::tool::offered(config.lsp.as_ref(), crate::kernel::lsp::tool::TOOL) {
+        specs.push(crate::kernel::lsp::tool::spec());
+    }
     // MCP servers' tools, as the first model call would see them (after its short wait).
     for source in &config.external_tools {
         source.ready().await;

@@ -351,3 +351,67 @@ fn the_lsp_tool_navigates_with_pyright() {
         "the rename was applied"
     );
 }
+
+/// `keel lsp status`: each server with its state; `--start` starts them in the sandbox.
+#[test]
+fn lsp_status_lists_each_server_and_its_state() {
+    if on_path("python3").is_none() {
+        return skipped("the lsp status test: python3 is not installed");
+    }
+    let sb = Sandbox::new();
+    settings(
+        &sb,
+        json!({"servers": {
+            "fake": {"command": "python3", "args": [fake_server()], "extensionToLanguage": {".py": "python"}},
+            "gone": {"command": "gopls-not-here", "extensionToLanguage": {".go": "go"}}
+        }, "defaults": false}),
+    );
+    let states = |args: &[&str]| -> Vec<(String, String, Value)> {
+        let run = sb.run(args);
+        assert_eq!(run.code, 0, "{run}");
+        let v: Value = serde_json::from_str(&run.stdout).unwrap();
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["name"].as_str().unwrap().to_string(),
+                    s["state"].as_str().unwrap().to_string(),
+                    s["lastError"].clone(),
+                )
+            })
+            .collect()
+    };
+    let work = sb.work();
+    let status = sb.run(&["lsp", "status"]);
+    assert!(
+        status
+            .stdout
+            .contains("fake (configured): not started\n  command: python3 ("),
+        "{status}"
+    );
+    assert!(
+        status
+            .stdout
+            .contains(&format!("  files: .py\n  root: {}\n", work.display())),
+        "{status}"
+    );
+    assert_eq!(
+        states(&["lsp", "status", "--json"]),
+        vec![
+            ("fake".into(), "not-started".into(), Value::Null),
+            ("gone".into(), "not-started".into(), Value::Null)
+        ]
+    );
+    assert_eq!(
+        states(&["lsp", "status", "--start", "--json"]),
+        vec![
+            ("fake".into(), "running".into(), Value::Null),
+            (
+                "gone".into(),
+                "missing".into(),
+                json!("`gopls-not-here` was not found on PATH")
+            )
+        ]
+    );
+}

@@ -180,12 +180,29 @@ impl Lsp {
         path: &Path,
     ) -> Option<Result<(Arc<Server>, String, Option<String>), Option<String>>> {
         let (i, language) = config::language_of(&self.inner.servers, path)?;
+        Some(
+            self.start_slot(i)
+                .await
+                .map(|(server, note)| (server, language, note)),
+        )
+    }
+
+    /// Starts every server now, one after the other (`keel lsp status --start`).
+    pub async fn start_all(&self) {
+        for i in 0..self.inner.servers.len() {
+            let _ = self.start_slot(i).await;
+        }
+    }
+
+    /// Server `i`, running (started, or restarted after a crash, now), with a note for the
+    /// model; `Err` with the note (once) when it cannot run.
+    async fn start_slot(&self, i: usize) -> Result<(Arc<Server>, Option<String>), Option<String>> {
         let spec = &self.inner.servers[i];
         let mut slot = self.inner.slots[i].lock().await;
         let mut note = None;
         if let Some(s) = slot.server.clone() {
             if s.alive() {
-                return Some(Ok((s, language, None)));
+                return Ok((s, None));
             }
             let tail = s.stderr_tail();
             slot.server = None;
@@ -200,7 +217,7 @@ impl Lsp {
             ));
         }
         if matches!(slot.state, State::Failed | State::Missing) {
-            return Some(Err(None));
+            return Err(None);
         }
         let path_var = path_var(&self.inner.place);
         if config::find_program(&spec.config.command, path_var.as_deref()).is_none() {
@@ -214,24 +231,20 @@ impl Lsp {
                 "(The {} language server is configured but `{}` was not found on PATH{hint}. keel never downloads one.)",
                 spec.name, spec.config.command
             );
-            return Some(Err(
-                (!std::mem::replace(&mut slot.told, true)).then_some(note)
-            ));
+            return Err((!std::mem::replace(&mut slot.told, true)).then_some(note));
         }
         match Server::start(spec, &self.inner.place).await {
             Ok(s) => {
                 slot.server = Some(s.clone());
                 slot.state = State::Running;
                 self.watch_idle(i, &s);
-                Some(Ok((s, language, note)))
+                Ok((s, note))
             }
             Err(e) => {
                 slot.state = State::Failed;
                 slot.last_error = Some(e.0.clone());
                 let note = format!("(The {} language server did not start: {})", spec.name, e.0);
-                Some(Err(
-                    (!std::mem::replace(&mut slot.told, true)).then_some(note)
-                ))
+                Err((!std::mem::replace(&mut slot.told, true)).then_some(note))
             }
         }
     }
