@@ -415,3 +415,37 @@ fn lsp_status_lists_each_server_and_its_state() {
         ]
     );
 }
+
+/// A server that stops: the edit it stopped on says so, the next one restarts it with a
+/// notice and gets its diagnostics.
+#[test]
+fn a_server_that_crashed_is_restarted_on_the_next_edit_with_a_notice() {
+    if on_path("python3").is_none() {
+        return skipped("the crashing language server test: python3 is not installed");
+    }
+    let sb = Sandbox::new();
+    settings(
+        &sb,
+        json!({"servers": {"fake": {
+            "command": "python3", "args": [fake_server()],
+            "extensionToLanguage": {".py": "python"}, "env": {"FAKE_MODE": "crash"}
+        }}, "diagnosticsTimeout": 20000, "defaults": false}),
+    );
+    let write = |p: &str| ("write", json!({"path": p, "content": "x = 1\n"}));
+    let ends = run_calls(&sb, &[write("a.py"), write("b.py"), write("c.py")], &[]);
+    assert_eq!(
+        file_diags(&ends[0]),
+        vec![(1, "plant not tried".to_string())]
+    );
+    assert!(
+        text(&ends[1]).contains("(The fake language server stopped while checking this change."),
+        "{}",
+        ends[1]
+    );
+    assert_eq!(
+        text(&ends[2]),
+        "Wrote 6 bytes to c.py\n\nDiagnostics from fake after this change:\n\
+         ERROR c.py:1:1 plant not tried\n\
+         (The fake language server had stopped; it was restarted.)"
+    );
+}

@@ -499,3 +499,86 @@ fn last_lines(text: &str, n: usize) -> String {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// Opening document 51 closes the least recently used one (the first, unless it was
+    /// changed since), and a reopened document's version keeps growing.
+    #[tokio::test]
+    async fn at_most_max_open_documents_the_least_recently_used_closed() {
+        let (ours, mut theirs) = tokio::io::duplex(1 << 20);
+        let (_unused, reader) = tokio::io::duplex(64);
+        let shared = Arc::new(Shared {
+            diags: Mutex::default(),
+            seq: watch::Sender::new(0),
+            alive: AtomicBool::new(true),
+            settings: None,
+            root_uri: "file:///w".into(),
+            root_name: "w".into(),
+        });
+        let conn = Conn::start(
+            Box::new(ours),
+            BufReader::new(reader),
+            shared.clone(),
+            || {},
+        );
+        let server = Server {
+            spec: ServerSpec {
+                name: "t".into(),
+                config: Default::default(),
+                configured: true,
+                hint: None,
+            },
+            conn,
+            child: Mutex::new(None),
+            shared,
+            docs: Default::default(),
+            capabilities: Default::default(),
+            stderr: Arc::default(),
+            last_used: Mutex::new(Instant::now()),
+        };
+        let uri = |i: usize| format!("file:///w/{i}.py");
+        for i in 0..MAX_OPEN {
+            server.sync(&uri(i), "python", String::new()).await.unwrap();
+        }
+        // 0 is used again: 1 is now the least recently used.
+        assert_eq!(server.sync(&uri(0), "python", "x".into()).await.unwrap(), 2);
+        server
+            .sync(&uri(MAX_OPEN), "python", String::new())
+            .await
+            .unwrap();
+        assert_eq!(server.open_documents(), MAX_OPEN);
+        // 1, closed, comes back with a later version.
+        assert_eq!(
+            server.sync(&uri(1), "python", String::new()).await.unwrap(),
+            2
+        );
+        drop(server);
+        let mut sent = Vec::new();
+        let mut r = BufReader::new(&mut theirs);
+        while let Ok(Ok(Some(body))) = tokio::time::timeout(
+            Duration::from_millis(100),
+            super::super::rpc::read_message(&mut r),
+        )
+        .await
+        {
+            let v: Value = serde_json::from_slice(&body).unwrap();
+            let method = v["method"].as_str().unwrap().to_string();
+            let doc = v["params"]["textDocument"]["uri"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            sent.push((method, doc));
+        }
+        let closed: Vec<_> = sent
+            .iter()
+            .filter(|(m, _)| m == "textDocument/didClose")
+            .map(|(_, d)| d.clone())
+            .collect();
+        assert_eq!(closed, [uri(1), uri(2)]);
+        assert_eq!(sent.len(), MAX_OPEN + 1 + 1 + 1 + 2);
+    }
+}
