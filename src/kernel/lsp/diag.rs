@@ -260,6 +260,22 @@ mod tests {
     }
 
     #[test]
+    fn front_ends_read_the_report_from_typed_details() {
+        use crate::kernel::tool::details::ToolDetails;
+        let v = serde_json::json!({"path": "/w/a.py", "bytes": 6, "created": true, "lsp": {
+            "server": "pyright", "file": [{"path": "a.py", "line": 2, "column": 12,
+            "severity": "error", "message": "bad"}], "other": [], "timedOut": false}});
+        let Some(ToolDetails::Write(w)) = ToolDetails::read("write", &v) else {
+            panic!("not write details")
+        };
+        let report = w.lsp.unwrap();
+        assert_eq!(
+            (report.server.as_str(), report.file[0].line),
+            ("pyright", 2)
+        );
+    }
+
+    #[test]
     fn the_text_is_bounded() {
         let d = FileDiagnostic {
             path: "a.py".into(),
