@@ -55,6 +55,8 @@ struct Inner {
     place: Place,
     idle: Duration,
     slots: Vec<tokio::sync::Mutex<Slot>>,
+    /// Bumped when a server's state changes.
+    changed: tokio::sync::watch::Sender<u64>,
 }
 
 /// Where a server stands.
@@ -122,6 +124,7 @@ impl Lsp {
                 tool,
                 place,
                 idle: IDLE,
+                changed: tokio::sync::watch::Sender::new(0),
             }),
         })
     }
@@ -137,6 +140,11 @@ impl Lsp {
             }
             Err(inner) => Lsp { inner },
         }
+    }
+
+    /// Changes whenever a server's state does (`status` tells the new states).
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.inner.changed.subscribe()
     }
 
     pub fn servers(&self) -> &[ServerSpec] {
@@ -197,6 +205,18 @@ impl Lsp {
     /// Server `i`, running (started, or restarted after a crash, now), with a note for the
     /// model; `Err` with the note (once) when it cannot run.
     async fn start_slot(&self, i: usize) -> Result<(Arc<Server>, Option<String>), Option<String>> {
+        let before = self.inner.slots[i].lock().await.state;
+        let started = self.start_slot_inner(i).await;
+        if self.inner.slots[i].lock().await.state != before {
+            self.inner.changed.send_modify(|n| *n += 1);
+        }
+        started
+    }
+
+    async fn start_slot_inner(
+        &self,
+        i: usize,
+    ) -> Result<(Arc<Server>, Option<String>), Option<String>> {
         let spec = &self.inner.servers[i];
         let mut slot = self.inner.slots[i].lock().await;
         let mut note = None;
@@ -275,6 +295,7 @@ impl Lsp {
                         slot.state = State::Idle;
                         drop(slot);
                         s.stop().await;
+                        inner.changed.send_modify(|n| *n += 1);
                     }
                 }
                 return;
@@ -402,4 +423,64 @@ fn path_var(place: &Place) -> Option<String> {
         .into_iter()
         .find(|(k, _)| k == "PATH")
         .and_then(|(_, v)| v.into_string().ok())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A server unused for the idle time is shut down, and the next edit starts it again.
+    #[tokio::test]
+    async fn an_idle_server_is_shut_down_and_started_again_when_needed() {
+        let python = Path::new("/usr/bin/python3");
+        if !python.exists() {
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lsp/fake_server.py");
+        let settings: LspSettings = serde_json::from_value(serde_json::json!({
+            "servers": {"fake": {"command": python, "args": [fake],
+                "extensionToLanguage": {".py": "python"}, "env": {"FAKE_MODE": "report"}}},
+            "defaults": false, "diagnosticsTimeout": 20000
+        }))
+        .unwrap();
+        let place = Place {
+            root: d.path().to_path_buf(),
+            sandbox: Arc::new(crate::kernel::sandbox::Sandbox::off(d.path())),
+            env: Default::default(),
+            temp_dir: d.path().to_path_buf(),
+        };
+        let lsp = Lsp::new(&settings, place)
+            .unwrap()
+            .with_idle(Duration::from_millis(300));
+        let file = d.path().join("a.py");
+        std::fs::write(
+            &file, "x = 1
+",
+        )
+        .unwrap();
+        let state = |lsp: &Lsp| {
+            let lsp = lsp.clone();
+            async move { lsp.status().await[0].state }
+        };
+        let mut changes = lsp.subscribe();
+        let never = AbortSignal::never();
+        let r = lsp.after_edit(&file, &never).await.unwrap();
+        assert_eq!(r.file.len(), 1, "{r:?}");
+        assert_eq!(state(&lsp).await, State::Running);
+        let idle = async {
+            while state(&lsp).await != State::Idle {
+                changes.changed().await.unwrap();
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(20), idle)
+            .await
+            .expect("the server was not shut down when idle");
+        assert_eq!(lsp.status().await[0].open_documents, 0);
+        let r = lsp.after_edit(&file, &never).await.unwrap();
+        assert_eq!((r.file.len(), r.note), (1, None));
+        assert_eq!(state(&lsp).await, State::Running);
+        lsp.shutdown().await;
+    }
 }
