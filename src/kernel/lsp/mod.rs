@@ -224,6 +224,13 @@ impl Lsp {
             if s.alive() {
                 return Ok((s, None));
             }
+        }
+        // Stopped by keel (idle, in another session sharing it): started again, no notice.
+        if slot.server.as_ref().is_some_and(|s| s.was_stopped()) {
+            slot.server = None;
+            slot.state = State::Idle;
+        }
+        if let Some(s) = slot.server.clone() {
             let tail = s.stderr_tail();
             slot.server = None;
             slot.state = State::Crashed;
@@ -253,7 +260,7 @@ impl Lsp {
             );
             return Err((!std::mem::replace(&mut slot.told, true)).then_some(note));
         }
-        match Server::start(spec, &self.inner.place).await {
+        match Server::start_or_share(spec, &self.inner.place).await {
             Ok(s) => {
                 slot.server = Some(s.clone());
                 slot.state = State::Running;
@@ -430,14 +437,11 @@ fn path_var(place: &Place) -> Option<String> {
 mod tests {
     use super::*;
 
-    /// A server unused for the idle time is shut down, and the next edit starts it again.
-    #[tokio::test]
-    async fn an_idle_server_is_shut_down_and_started_again_when_needed() {
+    fn fake_lsp(root: &Path, idle: Duration) -> Option<Lsp> {
         let python = Path::new("/usr/bin/python3");
         if !python.exists() {
-            return;
+            return None;
         }
-        let d = tempfile::tempdir().unwrap();
         let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/lsp/fake_server.py");
         let settings: LspSettings = serde_json::from_value(serde_json::json!({
             "servers": {"fake": {"command": python, "args": [fake],
@@ -446,14 +450,54 @@ mod tests {
         }))
         .unwrap();
         let place = Place {
-            root: d.path().to_path_buf(),
-            sandbox: Arc::new(crate::kernel::sandbox::Sandbox::off(d.path())),
+            root: root.to_path_buf(),
+            sandbox: Arc::new(crate::kernel::sandbox::Sandbox::off(root)),
             env: Default::default(),
-            temp_dir: d.path().to_path_buf(),
+            temp_dir: root.to_path_buf(),
         };
-        let lsp = Lsp::new(&settings, place)
-            .unwrap()
-            .with_idle(Duration::from_millis(300));
+        Some(Lsp::new(&settings, place).unwrap().with_idle(idle))
+    }
+
+    /// Two sessions of one root (the daemon's) share one server; one of another root does
+    /// not.
+    #[tokio::test]
+    async fn sessions_of_one_root_share_a_server() {
+        let (d, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let (Some(a), Some(b), Some(c)) = (
+            fake_lsp(d.path(), IDLE),
+            fake_lsp(d.path(), IDLE),
+            fake_lsp(other.path(), IDLE),
+        ) else {
+            return;
+        };
+        let never = AbortSignal::never();
+        for (lsp, dir) in [(&a, d.path()), (&b, d.path()), (&c, other.path())] {
+            let file = dir.join("a.py");
+            std::fs::write(&file, "x = 1\n").unwrap();
+            assert_eq!(lsp.after_edit(&file, &never).await.unwrap().file.len(), 1);
+        }
+        let server = |lsp: &Lsp| {
+            let lsp = lsp.clone();
+            async move { lsp.inner.slots[0].lock().await.server.clone().unwrap() }
+        };
+        assert!(Arc::ptr_eq(&server(&a).await, &server(&b).await));
+        assert!(!Arc::ptr_eq(&server(&a).await, &server(&c).await));
+        a.shutdown().await;
+        c.shutdown().await;
+        // b's server was stopped by a: started again without a crash notice.
+        let file = d.path().join("a.py");
+        let r = b.after_edit(&file, &never).await.unwrap();
+        assert_eq!((r.file.len(), r.note), (1, None));
+        b.shutdown().await;
+    }
+
+    /// A server unused for the idle time is shut down, and the next edit starts it again.
+    #[tokio::test]
+    async fn an_idle_server_is_shut_down_and_started_again_when_needed() {
+        let d = tempfile::tempdir().unwrap();
+        let Some(lsp) = fake_lsp(d.path(), Duration::from_millis(300)) else {
+            return;
+        };
         let file = d.path().join("a.py");
         std::fs::write(
             &file, "x = 1

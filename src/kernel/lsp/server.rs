@@ -138,6 +138,33 @@ pub struct Server {
     pub capabilities: ServerCapabilities,
     stderr: Arc<Mutex<String>>,
     last_used: Mutex<Instant>,
+    /// `stop` was called (it did not crash).
+    stopped: AtomicBool,
+}
+
+/// What makes two sessions' servers one: the root, the server's name and entry, and the
+/// sandbox's mode and mechanism (not the session's private directories).
+type Key = (PathBuf, String, String, String);
+
+/// The servers running in this process, shared by the sessions of one root (the daemon's).
+static LIVE: std::sync::LazyLock<Mutex<HashMap<Key, std::sync::Weak<Server>>>> =
+    std::sync::LazyLock::new(Mutex::default);
+
+fn key(spec: &ServerSpec, place: &Place) -> Key {
+    fn json<T: serde::Serialize>(v: &T) -> String {
+        serde_json::to_string(v).unwrap_or_default()
+    }
+    let sandbox = &place.sandbox;
+    (
+        place.root.clone(),
+        spec.name.clone(),
+        json(&spec.config),
+        format!(
+            "{}/{}",
+            json(&sandbox.policy.mode),
+            sandbox.mechanism.name()
+        ),
+    )
 }
 
 /// Why a server did not start.
@@ -145,6 +172,24 @@ pub struct Server {
 pub struct StartError(pub String);
 
 impl Server {
+    /// The running server of `spec` in `place` another session of this process started, or
+    /// a new one (started in `place`'s sandbox and initialized).
+    pub async fn start_or_share(
+        spec: &ServerSpec,
+        place: &Place,
+    ) -> Result<Arc<Server>, StartError> {
+        let key = key(spec, place);
+        let live = lock(&LIVE).get(&key).and_then(std::sync::Weak::upgrade);
+        if let Some(s) = live.filter(|s| s.alive() && !s.was_stopped()) {
+            return Ok(s);
+        }
+        let s = Server::start(spec, place).await?;
+        let mut live = lock(&LIVE);
+        live.retain(|_, w| w.strong_count() > 0);
+        live.insert(key, Arc::downgrade(&s));
+        Ok(s)
+    }
+
     /// Starts `spec`'s server in `place`'s sandbox and initializes it.
     pub async fn start(spec: &ServerSpec, place: &Place) -> Result<Arc<Server>, StartError> {
         let (mut child, sandboxed) = spawn(spec, place)?;
@@ -248,7 +293,13 @@ impl Server {
             capabilities: caps,
             stderr,
             last_used: Mutex::new(Instant::now()),
+            stopped: AtomicBool::new(false),
         }))
+    }
+
+    /// Whether it was stopped by keel (idle, or the session's end) rather than crashing.
+    pub fn was_stopped(&self) -> bool {
+        self.stopped.load(Ordering::SeqCst)
     }
 
     /// Whether its process still talks.
@@ -388,6 +439,7 @@ impl Server {
 
     /// `shutdown` then `exit` (each given a moment), then the process is killed.
     pub async fn stop(&self) {
+        self.stopped.store(true, Ordering::SeqCst);
         let quick = Duration::from_millis(1500);
         if self.alive() {
             let _ = tokio::time::timeout(quick, self.conn.request("shutdown", Value::Null)).await;
@@ -539,6 +591,7 @@ mod tests {
             capabilities: Default::default(),
             stderr: Arc::default(),
             last_used: Mutex::new(Instant::now()),
+            stopped: AtomicBool::new(false),
         };
         let uri = |i: usize| format!("file:///w/{i}.py");
         for i in 0..MAX_OPEN {
