@@ -262,6 +262,10 @@ pub async fn debug_prompt(
     if let (Some(sub), _) = subagent_setup(settings, env) {
         specs.push(crate::kernel::subagent::task_spec(&sub.agents));
     }
+    // `lsp`, when its switch is on.
+    if crate::kernel::lsp::tool::offered(config.lsp.as_ref(), crate::kernel::lsp::tool::TOOL) {
+        specs.push(crate::kernel::lsp::tool::spec());
+    }
     // MCP servers' tools, as the first model call would see them (after its short wait).
     for source in &config.external_tools {
         source.ready().await;
@@ -432,6 +436,16 @@ pub fn agent_config_with(
         sandbox_tmp.as_deref(),
         spill.as_deref(),
     );
+    let sandbox = std::sync::Arc::new(sandbox);
+    let lsp = crate::kernel::lsp::Lsp::new(
+        &settings.lsp,
+        crate::kernel::lsp::Place {
+            root: env.cwd.clone(),
+            sandbox: sandbox.clone(),
+            env: tool_env.clone(),
+            temp_dir: temp_dir.clone(),
+        },
+    );
     let config = AgentConfig {
         cwd: env.cwd.clone(),
         system_prompt,
@@ -472,9 +486,10 @@ pub fn agent_config_with(
         budget: None,
         rules: Arc::new(rules),
         hooks,
-        sandbox: std::sync::Arc::new(sandbox),
+        sandbox,
         checkpoints: settings.checkpoints(env, &mut warnings),
         subagents: None,
+        lsp,
     };
     Ok((config, warnings, skills))
 }

@@ -61,6 +61,7 @@ mod json_mode;
 mod kernel;
 mod link;
 mod local_servers;
+mod lsp;
 mod max_cost;
 mod mcp;
 mod mcp_cli;

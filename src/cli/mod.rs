@@ -83,6 +83,11 @@ pub enum Command {
         #[command(subcommand)]
         command: commands::agents::AgentsCommand,
     },
+    /// The language servers a session here would use, and their state.
+    Lsp {
+        #[command(subcommand)]
+        command: commands::lsp::LspCommand,
+    },
     /// keel's own sandbox helper (the Landlock fallback): restricts itself, then execs.
     #[command(name = "__sandbox-exec", hide = true)]
     SandboxExec(commands::sandbox::ExecArgs),
@@ -139,6 +144,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Config { command }) => commands::config::run(command),
         Some(Command::Hooks { command }) => commands::hooks::run(command),
         Some(Command::Agents { command }) => commands::agents::run(command),
+        Some(Command::Lsp { command }) => commands::lsp::run(command),
         Some(Command::SandboxExec(a)) => commands::sandbox::exec(a),
         Some(Command::SandboxForward(a)) => commands::sandbox_net::run(a),
         Some(Command::SandboxZygote) => commands::sandbox::zygote(&args),

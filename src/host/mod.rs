@@ -365,8 +365,7 @@ impl Host {
     /// The materialised state as of the last published `seq` (`DESIGN.md` §10.4).
     pub fn snapshot(&mut self) -> Snapshot {
         self.drain_events();
-        let mut header =
-            snapshot::header(crate::kernel::recorder::lock(&self.live.store).header());
+        let mut header = snapshot::header(crate::kernel::recorder::lock(&self.live.store).header());
         (header.worktree, header.branch) = self.worktree_place().unzip();
         let pending: Vec<Value> = self
             .open_dialogs

@@ -15,6 +15,7 @@ pub(crate) mod field;
 pub mod fsx;
 pub mod hooks;
 pub mod jobs;
+pub mod lsp;
 pub mod message;
 pub mod op;
 pub mod output_schema;

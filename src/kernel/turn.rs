@@ -238,6 +238,10 @@ async fn stream_assistant(inner: &Inner, abort: &AbortSignal) -> Streamed {
     }
     tools.extend(external_tools(inner).into_iter().map(|t| t.spec));
     tools.extend(inner.config.subagents.as_ref().map(|s| s.spec()));
+    if crate::kernel::lsp::tool::offered(inner.config.lsp.as_ref(), crate::kernel::lsp::tool::TOOL)
+    {
+        tools.push(crate::kernel::lsp::tool::spec());
+    }
     let request = {
         let state = inner.lock();
         ModelRequest {

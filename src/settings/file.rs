@@ -116,6 +116,7 @@ struct RawFile {
     claude_files: Option<Value>,
     jobs: Option<Value>,
     worktree: Option<Value>,
+    lsp: Option<Value>,
     #[serde(flatten)]
     unknown: serde_json::Map<String, Value>,
 }
@@ -168,6 +169,7 @@ pub struct FileValues {
     pub claude_files: Option<bool>,
     pub jobs: Option<JobsSettings>,
     pub worktree: Option<WorktreeSettings>,
+    pub lsp: Option<crate::kernel::lsp::LspSettings>,
 }
 
 /// `jobs {…}`: the model's background jobs (taken whole from the highest level that sets it).
@@ -336,6 +338,7 @@ impl Checker<'_> {
             claude_files: self.typed("claudeFiles", raw.claude_files),
             jobs: self.typed("jobs", raw.jobs),
             worktree: self.typed("worktree", raw.worktree),
+            lsp: self.typed("lsp", raw.lsp),
         }
     }
 

@@ -69,6 +69,8 @@ pub struct Merged {
     pub jobs: Option<Sourced<super::file::JobsSettings>>,
     /// `worktree {…}`, whole, from the highest level that sets it.
     pub worktree: Option<Sourced<super::file::WorktreeSettings>>,
+    /// `lsp {…}`, whole, from the highest level that sets it.
+    pub lsp: Option<Sourced<crate::kernel::lsp::LspSettings>>,
 }
 
 /// Merges `files`, highest level first.
@@ -97,6 +99,7 @@ pub fn merge(files: Vec<(Origin, FileValues)>) -> Merged {
         scalar(&mut m.claude_files, f.claude_files.map(|v| at(v, &origin)));
         scalar(&mut m.jobs, f.jobs.map(|v| at(v, &origin)));
         scalar(&mut m.worktree, f.worktree.map(|v| at(v, &origin)));
+        scalar(&mut m.lsp, f.lsp.map(|v| at(v, &origin)));
         for (k, v) in f.env {
             m.env.entry(k).or_insert_with(|| at(v, &origin));
         }

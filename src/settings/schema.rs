@@ -44,6 +44,7 @@ pub fn schema() -> Value {
                 "baseRef": {"enum": ["head", "fresh"], "description": "Claude Code's name for base."},
                 "cleanupDays": {"type": "integer", "minimum": 0, "description": "The daemon removes unlocked, clean worktrees older than this many days (default 7)."}
             }},
+            "lsp": lsp(),
             "maxSubagentDepth": {"type": "integer", "minimum": 0, "description": "How deep subagents nest: 1 (default) gives the session the `task` tool and its subagents none; 0 removes the `task` tool."},
             "approvalTimeout": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds an approval dialog waits before the call is denied (`--approval-timeout`)."},
             "autoCompaction": {"type": "boolean", "description": "Compact the conversation when the context fills up (default true; `--no-auto-compaction`)."},
@@ -175,4 +176,30 @@ fn sandbox() -> Value {
 pub fn text() -> String {
     let pretty = serde_json::to_string_pretty(&schema()).unwrap_or_default();
     format!("{pretty}\n")
+}
+
+/// The `lsp` object's schema (apart: one `json!` of it all passes the macro's recursion limit).
+fn lsp() -> Value {
+    json!({"type": "object", "additionalProperties": false, "description": "Language servers (taken whole from the highest level that sets it): diagnostics after edit and write, and the lsp tool. Built-in defaults for rust-analyzer, pyright-langserver, typescript-language-server, clangd and gopls when found on PATH; keel never downloads one.", "properties": {
+        "servers": {"type": "object", "description": "Servers by name, each as a Claude Code .lsp.json entry.", "additionalProperties": {
+            "type": "object", "required": ["command"], "additionalProperties": false, "properties": {
+                "command": {"type": "string", "description": "The server's program (looked up on PATH)."},
+                "args": {"type": "array", "items": {"type": "string"}},
+                "extensionToLanguage": {"type": "object", "additionalProperties": {"type": "string"}, "description": "File extension (\".py\") to LSP language id (\"python\")."},
+                "env": {"type": "object", "additionalProperties": {"type": "string"}},
+                "initializationOptions": {"description": "Sent with initialize."},
+                "settings": {"description": "Sent as workspace/didChangeConfiguration and served to workspace/configuration."},
+                "startupTimeout": {"type": "integer", "minimum": 0, "description": "Milliseconds the server has to answer initialize (default 10000)."},
+                "transport": {"enum": ["stdio"], "description": "Only stdio is spoken."},
+                "workspaceFolder": {"type": "string"},
+                "restartOnCrash": {"type": "boolean"},
+                "maxRestarts": {"type": "integer", "minimum": 0},
+                "shutdownTimeout": {"type": "integer", "minimum": 0}
+            }
+        }},
+        "diagnostics": {"enum": ["off", "errors", "all"], "description": "What edit and write append: off, errors (default) or all."},
+        "diagnosticsTimeout": {"type": "integer", "minimum": 0, "description": "Milliseconds edit and write wait for the diagnostics of their change (default 1500)."},
+        "tool": {"type": "boolean", "description": "Whether the model gets the lsp navigation tool (default true when servers names a server, false with only the built-in defaults)."},
+        "defaults": {"type": "boolean", "description": "false: only the servers listed here, no built-in defaults."}
+    }})
 }

@@ -159,6 +159,7 @@ fn entries(m: &Merged) -> Vec<(Vec<String>, Entry)> {
     );
     one(path("jobs", None), m.jobs.as_ref().map(to_json));
     one(path("worktree", None), m.worktree.as_ref().map(to_json));
+    one(path("lsp", None), m.lsp.as_ref().map(to_json));
     for (k, v) in &m.env {
         one(path("env", Some(k)), Some(to_json(v)));
     }

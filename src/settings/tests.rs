@@ -241,6 +241,7 @@ fn every_key() -> serde_json::Value {
         "tools": ["read", "bash"], "maxTurns": 20, "maxSubagentDepth": 2, "approvalTimeout": 60, "autoCompaction": false,
         "maxCost": 2.5, "env": {"RUST_LOG": "info"}, "jobs": {"tools": "codex", "maxLive": 4},
         "worktree": {"base": "fresh", "cleanupDays": 3},
+        "lsp": {"servers": {"go": {"command": "gopls", "extensionToLanguage": {".go": "go"}}}, "diagnostics": "errors"},
         "permissions": {"defaultMode": "ask", "allow": ["Bash(npm test:*)"], "ask": ["Bash(git push *)"],
                         "deny": ["Read(./.env)"], "additionalDirectories": ["../shared"]},
         "mcpServers": {"fx": {"command": "fx"}}, "hooks": {},

@@ -49,6 +49,8 @@ pub struct Settings {
     pub jobs: crate::settings::JobsSettings,
     /// The settings' `worktree`.
     pub worktree: crate::settings::WorktreeSettings,
+    /// The settings' `lsp`.
+    pub lsp: crate::kernel::lsp::LspSettings,
     pub max_repeated_failures: u32,
     pub permission: Permission,
     /// Whether a flag or a file chose `permission` (else it is keel's default, auto).
@@ -151,6 +153,7 @@ impl Settings {
                 .as_ref()
                 .map(|s| s.value.clone())
                 .unwrap_or_default(),
+            lsp: m.lsp.as_ref().map(|s| s.value.clone()).unwrap_or_default(),
             max_repeated_failures: spec
                 .max_repeated_failures
                 .unwrap_or(DEFAULT_MAX_REPEATED_FAILURES),

@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod debug;
 pub mod hooks;
 pub mod journal_flags;
+pub mod lsp;
 pub mod man;
 pub mod mcp;
 pub mod ps;

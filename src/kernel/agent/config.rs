@@ -114,6 +114,9 @@ pub struct AgentConfig {
     /// The `task` tool's subagents (`DESIGN.md` §17); `None`: this session cannot start one
     /// (no spawner, or it is nested as deep as allowed).
     pub subagents: Option<crate::kernel::subagent::Subagents>,
+    /// The session's language servers (`DESIGN.md` §22): diagnostics after `edit` and `write`
+    /// (`None`: none configured or found).
+    pub lsp: Option<crate::kernel::lsp::Lsp>,
 }
 
 /// How failed model calls are retried: only failures before any output, of a transient kind
@@ -179,6 +182,7 @@ impl AgentConfig {
             sandbox,
             checkpoints: None,
             subagents: None,
+            lsp: None,
         }
     }
 }

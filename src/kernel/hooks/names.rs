@@ -76,6 +76,12 @@ const ALIASES: &[Alias] = &[
         claude: "Agent",
         args: &[],
     },
+    // Claude Code's `LSP` tool (its operations keep keel's names).
+    Alias {
+        keel: "lsp",
+        claude: "LSP",
+        args: &[("path", "filePath"), ("column", "character")],
+    },
     // Codex's shape of `bash`: a guard on `Bash` holds it too.
     Alias {
         keel: "exec_command",
@@ -192,6 +198,14 @@ mod tests {
     #[test]
     fn the_subagent_and_todo_tools_have_claudes_names_and_task_still_matches() {
         assert_eq!(claude_name("task"), "Agent");
+        assert_eq!(matched("lsp"), ["LSP", "lsp"]);
+        let input = json!({"operation": "hover", "path": "a.py", "line": 1, "column": 2});
+        let claude = claude_input("lsp", &input, Path::new("/w"));
+        assert_eq!(
+            claude,
+            json!({"operation": "hover", "filePath": "a.py", "line": 1, "character": 2})
+        );
+        assert_eq!(keel_input("lsp", &claude), input);
         assert_eq!(claude_name("todo_write"), "TodoWrite");
         assert_eq!(matched("task"), ["Agent", "task", "Task"]);
         assert_eq!(matched("bash"), ["Bash", "bash"]);

@@ -49,6 +49,9 @@ pub struct EditDetails {
     /// The first changed line of the new text (1-based).
     #[serde(default)]
     pub first_changed_line: usize,
+    /// What the file's language server said about the change (`docs/lsp.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lsp: Option<crate::kernel::lsp::LspReport>,
 }
 
 /// `read`: the range of lines returned.
@@ -81,6 +84,9 @@ pub struct WriteDetails {
     /// The file did not exist before.
     #[serde(default)]
     pub created: bool,
+    /// What the file's language server said about the change (`docs/lsp.md`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lsp: Option<crate::kernel::lsp::LspReport>,
 }
 
 /// `grep`: how much matched.

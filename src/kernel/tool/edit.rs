@@ -90,6 +90,7 @@ async fn edit(args: EditArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolOutpu
                 path: p.full.display().to_string(),
                 diff,
                 first_changed_line: first,
+                lsp: None,
             }))
             .with_before(Some(p.content)),
     )

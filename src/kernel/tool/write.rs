@@ -87,6 +87,7 @@ async fn write(args: WriteArgs, ctx: &ToolContext) -> Result<ToolOutput, ToolOut
                 path: full.display().to_string(),
                 bytes: Some(content.len() as u64),
                 created: existed.is_none(),
+                lsp: None,
             }))
             .with_before(before),
     )

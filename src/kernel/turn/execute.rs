@@ -56,6 +56,11 @@ pub(super) async fn execute(
         if let Some(out) = super::session_tools::run(inner, id, name, args, abort).await {
             return out;
         }
+        if let Some(lsp) = inner.config.lsp.as_ref() {
+            if crate::kernel::lsp::tool::offered(Some(lsp), name) {
+                return lsp.tool(args, &inner.config.cwd, abort).await;
+            }
+        }
         if tool::enabled(name, &inner.config.tools) && tool::spec(name).is_some() {
             return tool::execute(name, args, &ctx).await;
         }
@@ -96,6 +101,11 @@ pub(super) async fn execute(
     while let Ok(partial) = prx.try_recv() {
         publish(partial);
     }
+    // What the language server says about the file an `edit` or `write` changed.
+    let output = match (&inner.config.lsp, name) {
+        (Some(lsp), "edit" | "write") if !output.is_error => lsp.annotate(output, abort).await,
+        _ => output,
+    };
     let found = record.repair().await;
     let output = with_notes(
         output,

@@ -34,6 +34,9 @@ pub(super) async fn check_permission(
     // A `task` call changes nothing itself: the child's own calls are checked in the child.
     let read_only = if is_task(inner, name) {
         true
+    } else if crate::kernel::lsp::tool::offered(inner.config.lsp.as_ref(), name) {
+        // The `lsp` tool reads; a rename is shown, never applied.
+        true
     } else if builtin {
         !tool::is_mutating(name)
     } else {
