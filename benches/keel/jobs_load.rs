@@ -14,11 +14,13 @@
 //! 2. **An idle session with 10 sleeping jobs** (`sleep 1000`): the daemon's CPU time
 //!    (utime + stime, in clock ticks) over [`IDLE`] of idling, side by side with the same
 //!    daemon over [`IDLE`] with the session open and no job (the floor): goal 0, no polling.
+//!    Its wake-ups (context switches over its threads) beside them: a timer shows there long
+//!    before it adds up to a tick.
 //!
 //! The connection here speaks the daemon's current protocol (`keel::wire::protocol::PROTOCOL`)
 //! and opens sessions with a typed spec, as `keel` itself does.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fs;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
@@ -390,23 +392,67 @@ fn follow(c: &mut Conn, id: &str, jobs: usize, secs: u64) -> Res<Follow> {
     Ok(f)
 }
 
-/// One idle run: the daemon's CPU ticks over [`IDLE`] with the session open and no job,
-/// then over [`IDLE`] with [`SLEEPERS`] sleeping jobs.
-fn idle_run(keel: &Path) -> Res<(u64, u64)> {
+/// What the daemon spent over one idle window: CPU clock ticks (utime + stime) and wake-ups
+/// (context switches, summed over its threads: a timer or a poll shows here long before it
+/// shows in ticks).
+#[derive(Clone, Copy)]
+struct Idle {
+    ticks: u64,
+    wakeups: u64,
+}
+
+/// Each thread's context switches so far (voluntary and not), by thread id.
+fn switches(d: &Daemon) -> Res<HashMap<String, u64>> {
+    let tasks = format!("/proc/{}/task", d.pid());
+    let mut by = HashMap::new();
+    for e in fs::read_dir(&tasks).map_err(|e| format!("{tasks}: {e}"))? {
+        let e = e.map_err(|e| e.to_string())?;
+        // A thread that ended meanwhile has no status: it is not counted.
+        let Ok(status) = fs::read_to_string(e.path().join("status")) else {
+            continue;
+        };
+        let n: u64 = status
+            .lines()
+            .filter_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.ends_with("ctxt_switches")
+                    .then(|| v.trim().parse::<u64>().ok())?
+            })
+            .sum();
+        by.insert(e.file_name().to_string_lossy().into_owned(), n);
+    }
+    Ok(by)
+}
+
+/// The wake-ups between two [`switches`] readings (a thread that ended in between: its
+/// switches after the first reading are lost, which only lowers the count).
+fn wakeups(before: &HashMap<String, u64>, after: &HashMap<String, u64>) -> u64 {
+    after
+        .iter()
+        .map(|(tid, n)| n - before.get(tid).copied().unwrap_or(0).min(*n))
+        .sum()
+}
+
+/// One idle run: the daemon over [`IDLE`] with the session open and no job (the floor), then
+/// over [`IDLE`] with [`SLEEPERS`] sleeping jobs.
+fn idle_run(keel: &Path) -> Res<(Idle, Idle)> {
     let sb = Sandbox::new()?;
     let script = script(&sb.cwd, "sleep.json", "sleep 1000", SLEEPERS)?;
     let d = Daemon::start(keel, &sb)?;
     let mut c = Conn::open(&d)?;
     let id = c.session(&sb, &script)?;
     c.prompt(&id, "warm up", 0)?;
-    let window = |c: &mut Conn| -> Res<u64> {
+    let window = |c: &mut Conn| -> Res<Idle> {
         // What the last request set going (its writes, its log lines) is done first.
         std::thread::sleep(Duration::from_secs(1));
         c.call("ping", json!({}))?;
         std::thread::sleep(Duration::from_millis(200));
-        let before = ticks(&d)?;
+        let (ticks0, switches0) = (ticks(&d)?, switches(&d)?);
         std::thread::sleep(IDLE);
-        Ok(ticks(&d)? - before)
+        Ok(Idle {
+            ticks: ticks(&d)? - ticks0,
+            wakeups: wakeups(&switches0, &switches(&d)?),
+        })
     };
     let floor = window(&mut c)?;
     c.prompt(&id, "start them", SLEEPERS)?;
@@ -503,25 +549,34 @@ pub fn jobs_load_bench(keel: &Path, rows: &mut Vec<Row>, runs: usize) -> Res<()>
             IDLE.as_secs()
         );
         let (f, w) = idle_run(keel)?;
-        floor.push(f as f64);
-        with.push(w as f64);
+        floor.push(f);
+        with.push(w);
     }
+    let secs = IDLE.as_secs();
+    let of =
+        |v: &[Idle], f: fn(&Idle) -> u64| -> Vec<f64> { v.iter().map(|i| f(i) as f64).collect() };
     rows.push(Row::stats(
-        &format!(
-            "jobs: daemon CPU over {} s idle, session open and no job (floor)",
-            IDLE.as_secs()
-        ),
-        &floor,
+        &format!("jobs: daemon CPU over {secs} s idle, session open and no job (floor)"),
+        &of(&floor, |i| i.ticks),
         "ticks",
         0,
     ));
     rows.push(Row::stats(
-        &format!(
-            "jobs: daemon CPU over {} s idle with {SLEEPERS} sleeping jobs (goal 0)",
-            IDLE.as_secs()
-        ),
-        &with,
+        &format!("jobs: daemon CPU over {secs} s idle with {SLEEPERS} sleeping jobs (goal 0)"),
+        &of(&with, |i| i.ticks),
         "ticks",
+        0,
+    ));
+    rows.push(Row::stats(
+        &format!("jobs: daemon wake-ups over {secs} s idle, no job (floor)"),
+        &of(&floor, |i| i.wakeups),
+        "switches",
+        0,
+    ));
+    rows.push(Row::stats(
+        &format!("jobs: daemon wake-ups over {secs} s idle with {SLEEPERS} sleeping jobs"),
+        &of(&with, |i| i.wakeups),
+        "switches",
         0,
     ));
     Ok(())
