@@ -1,10 +1,11 @@
-//! A job's own cgroup (v2), where the user has one (issue 47 point 2): `keel-job-<token>`
-//! below the cgroup the job's sandbox runs in (the session's limits cgroup when its limits are
-//! a v2 cgroup, else keel's own), made where that one is writable by this user. The job's
-//! command enters it before it execs (`keel __sandbox-job-cgroup`, handed the cgroup's
-//! `cgroup.procs` opened here: the kernel checks the opener's rights, so a command inside
-//! bubblewrap's user and PID namespaces can write itself in with `0`), so everything it starts
-//! is in it, whatever session or group it moves to. Killing the job kills the cgroup
+//! A job's own cgroup (v2), where the user has one (issue 47 point 2):
+//! `keel-job-<pid>-<token>` (`pid`: the keel that made it, so that the next keel removes what
+//! an exited one left) below the cgroup the job's sandbox runs in (the session's limits cgroup
+//! when its limits are a v2 cgroup, else keel's own), made where that one is writable by this
+//! user. The job's command enters it before it execs (`keel __sandbox-job-cgroup`, handed the
+//! cgroup's `cgroup.procs` opened here: the kernel checks the opener's rights, so a command
+//! inside bubblewrap's user and PID namespaces can write itself in with `0`), so everything it
+//! starts is in it, whatever session or group it moves to. Killing the job kills the cgroup
 //! (`cgroup.kill`, or each process it lists on a kernel before 5.14); the cgroup is removed
 //! once the job ended. No controller is enabled anywhere (cgroup v2's rule against processes
 //! in a cgroup with children applies only to one that hands controllers down). Elsewhere, no
@@ -15,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::kernel::sandbox::limits::cgroup as limits;
 
-/// The prefix of a job's cgroup: `keel-job-<token>`.
+/// The prefix of a job's cgroup: `keel-job-<pid of the keel that made it>-<token>`.
 const PREFIX: &str = "keel-job-";
 
 /// A job's cgroup, removed (what is left in it killed first) by [`Scope::remove`], or at the
@@ -37,7 +38,8 @@ impl Scope {
         if rustix::fs::access(&parent, rustix::fs::Access::WRITE_OK).is_err() {
             return None;
         }
-        let dir = parent.join(format!("{PREFIX}{token}"));
+        remove_orphans(&parent);
+        let dir = parent.join(format!("{PREFIX}{}-{token}", std::process::id()));
         match std::fs::create_dir(&dir) {
             Ok(()) => Some(Scope { dir }),
             Err(e) => {
@@ -119,6 +121,27 @@ fn kill(dir: &Path) {
     }
 }
 
+/// The jobs' cgroups in `parent` whose keel is no longer running (it exited before its jobs'
+/// ends were seen through, or was killed): what is in them killed, then removed.
+fn remove_orphans(parent: &Path) {
+    for e in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+        let name = e.file_name();
+        let Some(owner) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(owner), None)
+            == Err(nix::errno::Errno::ESRCH);
+        if gone {
+            end_and_remove(&e.path());
+        }
+    }
+}
+
 /// The cgroup of the job tagged `token` that a keel which stopped left, if any: what is in it
 /// killed, then removed (a lost job, see `record`). Looked for below keel's own v2 cgroup
 /// and the limits cgroups there.
@@ -126,14 +149,23 @@ pub(super) fn remove_stale(token: &str) {
     let Some(own) = limits::own_v2() else {
         return;
     };
-    let name = format!("{PREFIX}{token}");
-    let below = std::fs::read_dir(&own)
+    let suffix = format!("-{token}");
+    let mine = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .collect()
+    };
+    let candidates = mine(&own)
         .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path().join(&name));
-    for dir in std::iter::once(own.join(&name)).chain(below) {
-        end_and_remove(&dir);
+        .flat_map(|d| std::iter::once(d.clone()).chain(mine(&d)));
+    for dir in candidates {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if name.starts_with(PREFIX) && name.ends_with(&suffix) {
+            end_and_remove(&dir);
+        }
     }
 }
 
