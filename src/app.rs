@@ -43,6 +43,10 @@ fn main_inner() -> Exit {
     if let Some(exit) = crate::cli::commands::sandbox::cgroup_helper(std::env::args_os()) {
         return exit;
     }
+    // A job's command entering its cgroup, the same.
+    if let Some(exit) = crate::cli::commands::sandbox::job_cgroup_helper(std::env::args_os()) {
+        return exit;
+    }
     // A job's command on its terminal, the same (it execs what it was given).
     if let Some(exit) = crate::cli::commands::sandbox::tty_helper(std::env::args_os()) {
         return exit;

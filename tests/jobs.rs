@@ -336,3 +336,57 @@ async fn a_job_whose_sandbox_dies_is_lost_and_leaves_nothing() {
         );
     }
 }
+
+/// The host path of `pid`'s cgroup v2 (`/proc/PID/cgroup` on the cgroup2 mount).
+fn cgroup_of(pid: i32) -> Option<std::path::PathBuf> {
+    let own = std::fs::read_to_string(format!("/proc/{pid}/cgroup")).ok()?;
+    let path = own.lines().find_map(|l| l.strip_prefix("0::"))?.to_string();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let point = mounts.lines().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        let f: Vec<&str> = left.split(' ').collect();
+        (right.starts_with("cgroup2 ") && f.get(3) == Some(&"/")).then(|| f[4].to_string())
+    })?;
+    Some(Path::new(&point).join(path.trim_start_matches('/')))
+}
+
+/// Where this test's cgroup v2 is writable (root here; a delegated systemd subtree), a job's
+/// processes are all in one cgroup of its own, `keel-job-<token>`, made for it (its
+/// `cgroup.procs` lists them: `setsid`, `nohup` and a double fork included) and gone once the
+/// job ended; elsewhere (or with `KEEL_JOB_CGROUP=off`) none is made and the reaper alone holds
+/// the job, as the tests above check.
+#[tokio::test]
+async fn a_job_is_held_in_a_cgroup_of_its_own_where_one_can_be_made() {
+    let own = cgroup_of(std::process::id() as i32);
+    let usable = std::env::var_os("KEEL_JOB_CGROUP").is_none_or(|v| v != "off")
+        && own
+            .as_deref()
+            .is_some_and(|d| rustix::fs::access(d, rustix::fs::Access::WRITE_OK).is_ok());
+    for mech in all() {
+        let w = world(mech);
+        let m = marker();
+        let info = tree(&w, mech, &m).await;
+        let sleeps = running(&m, true);
+        let groups: std::collections::BTreeSet<_> =
+            sleeps.iter().filter_map(|&p| cgroup_of(p)).collect();
+        let scope = groups.iter().next().cloned().unwrap();
+        let name = scope.file_name().unwrap().to_string_lossy().into_owned();
+        if !usable {
+            assert!(!name.starts_with("keel-job-"), "{mech}: {scope:?}");
+            w.jobs.kill(info.id).await.unwrap();
+            continue;
+        }
+        assert_eq!(groups.len(), 1, "{mech}: one cgroup for all: {groups:?}");
+        assert!(name.starts_with("keel-job-"), "{mech}: {scope:?}");
+        let procs = std::fs::read_to_string(scope.join("cgroup.procs")).unwrap();
+        let listed: Vec<i32> = procs.lines().map(|l| l.parse().unwrap()).collect();
+        for pid in &sleeps {
+            assert!(listed.contains(pid), "{mech}: {pid} not in {listed:?}");
+        }
+        let killed = w.jobs.kill(info.id).await.unwrap();
+        assert_eq!(killed.state, JobState::Killed, "{mech}");
+        assert_eq!(survivors(&m).await, Vec::<i32>::new(), "{mech}");
+        // Removed once the job ended (its end is told after the removal).
+        assert!(!scope.exists(), "{mech}: {scope:?} stays");
+    }
+}

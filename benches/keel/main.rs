@@ -37,6 +37,7 @@ mod daemon_load;
 mod gemini;
 mod hooks;
 mod jobs;
+mod jobs_load;
 mod journal;
 mod mcp;
 mod openai;
@@ -109,6 +110,8 @@ fn run() -> Res<()> {
     };
     let quick = runs_override.unwrap_or(15);
     let heavy = runs_override.unwrap_or(5);
+    // The jobs load rows run for half a minute each (KEEL_BENCH_JOBS_SECS).
+    let load_runs = runs_override.unwrap_or(3);
 
     let fixtures = tempfile::tempdir().map_err(|e| format!("tempdir: {e}"))?;
     let big = fixtures.path().join("big.json");
@@ -197,7 +200,12 @@ fn run() -> Res<()> {
     }
     if only.as_deref() == Some("jobs") {
         jobs::jobs_bench(&keel, &mut rows, quick)?;
-        return report(&keel, &rows, &format!("{quick} rounds, jobs rows only"));
+        jobs_load::jobs_load_bench(&keel, &mut rows, load_runs)?;
+        return report(
+            &keel,
+            &rows,
+            &format!("{quick} rounds, {load_runs} load runs, jobs rows only"),
+        );
     }
     if only.as_deref() == Some("sandbox") {
         sandbox::sandbox_bench(&keel, &mut rows, quick)?;
@@ -281,6 +289,7 @@ fn run() -> Res<()> {
     sandbox::watch_bench(&keel, &mut rows, heavy)?;
     jobs::jobs_bench(&keel, &mut rows, quick)?;
     worktree::worktree_bench(&mut rows, heavy)?;
+    jobs_load::jobs_load_bench(&keel, &mut rows, load_runs)?;
 
     let big_s = path_str(&big)?;
     let scripted_ms = run_rows(&keel, big_s, hello_s, &mut rows, heavy)?;

@@ -173,6 +173,22 @@ pub fn tty_helper(args: impl Iterator<Item = OsString>) -> Option<Exit> {
     Some(Exit::Internal)
 }
 
+/// `keel __sandbox-job-cgroup tty|pipes PROGRAM [ARGS…]`, started by a reaper for a job with
+/// a cgroup of its own (its `cgroup.procs` as stdin): enters it, then execs PROGRAM (exit 70
+/// with the reason on stderr when it could not). `None` for any other command line.
+pub fn job_cgroup_helper(args: impl Iterator<Item = OsString>) -> Option<Exit> {
+    let mut args = args.skip(1).peekable();
+    if args
+        .peek()
+        .map(|a| a != crate::kernel::jobs::CGROUP_COMMAND)?
+    {
+        return None;
+    }
+    let e = crate::kernel::jobs::exec_in_cgroup(args.skip(1).collect());
+    Output::stdio(ColorChoice::Never).err(&format!("Error: keel sandbox job cgroup: {e}\n"));
+    Some(Exit::Internal)
+}
+
 /// `keel __sandbox-cgroup PROCS… -- PROGRAM [ARGS…]`: starts the sandbox in the session's
 /// cgroups (each `cgroup.procs` file), waits for it, and removes them (exit 0; 70 with the
 /// reason on stderr when it could not). `None` for any other command line. Reads the raw

@@ -7,6 +7,7 @@
 //! and, best effort, the drop of its last clone. Owns the table and these types (the wire
 //! reuses them); the model's tools, the protocol and the front ends are built on top.
 
+mod cgroup;
 mod output;
 mod proc;
 pub mod pty;
@@ -39,6 +40,9 @@ use ring::Ring;
 
 /// The hidden command a reaper runs a terminal job's command through (see [`pty`]).
 pub const TTY_COMMAND: &str = "__sandbox-tty";
+/// The one it runs a job's command through when the job has a cgroup of its own.
+pub const CGROUP_COMMAND: &str = "__sandbox-job-cgroup";
+pub use cgroup::exec_in_cgroup;
 
 /// How long the output of a job whose main process ended may take to reach its end (what
 /// escaped the job could hold it open): then the job is over all the same.
@@ -665,7 +669,7 @@ async fn supervise(
             status = proc.wait() => break status,
         }
     };
-    proc.end_leftovers();
+    proc.end_leftovers().await;
     // Nothing of it runs any more: what it changed in the protected paths is undone now.
     let undo = job.clone();
     let _ = tokio::task::spawn_blocking(move || undo.repair()).await;

@@ -18,16 +18,19 @@ use std::sync::Arc;
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
+use super::cgroup::Scope;
 use super::record::{self, HostPid};
 use super::{pty, JobError, StartJob};
+use crate::kernel::sandbox::limits::Enforcement;
 use crate::kernel::sandbox::zygote::{local, Lifetime, Process, Run, SpawnError};
 use crate::kernel::sandbox::{Launch, Mechanism};
 use crate::kernel::tool::{bash_proc, ToolContext};
 
 /// A job's main process, as it is held.
 pub(super) enum JobProc {
-    /// One call of a reaper (the zygote's, or one of its own).
-    Reaper(Process),
+    /// One call of a reaper (the zygote's, or one of its own), and the job's cgroup where
+    /// it has one.
+    Reaper(Process, Option<Arc<Scope>>),
     /// A process group of its own (no reaper: keel's executable is unknown, as in the unit
     /// tests); `token` finds what left the group. Not a scan by session id: `setsid` leaves
     /// the session as well as the group, and a job on pipes shares keel's session, whose
@@ -76,22 +79,24 @@ pub(super) async fn start(
     let mut env = ctx.env.resolved();
     env.push((record::TOKEN_VAR.into(), token.into()));
     let shell = bash_proc::shell();
-    let run = Run {
+    let mut run = Run {
         argv: vec![shell.into(), "-c".into(), command.clone().into()],
         cwd: req.cwd.clone(),
         env,
         lifetime: Lifetime::Call,
         stdio: Some(Arc::new(given)),
         tty: req.tty,
+        cgroup: None,
     };
     let sandbox = &ctx.sandbox;
     let spawned = if matches!(sandbox.mechanism, Mechanism::Off | Mechanism::Unenforced) {
         match sandbox.zygote.exe() {
             Some(exe) => {
+                let scope = scoped(&mut run, token, None);
                 let (p, reaper) = local::spawn(exe, run).await.map_err(spawn_failed)?;
                 let reaper = i32::try_from(reaper).ok().and_then(HostPid::of);
                 let pid = Some(p.pid);
-                (JobProc::Reaper(p), pid, reaper)
+                (JobProc::Reaper(p, scope), pid, reaper)
             }
             None => group(run, None, ctx, token).map_err(failed)?,
         }
@@ -103,9 +108,16 @@ pub(super) async fn start(
                 .map_err(|e| JobError::Start(e.message))?;
             group(run, launch, ctx, token).map_err(failed)?
         } else {
+            // The zygote's cgroup (its limits) is the job's cgroup's parent: it is made first.
+            let _ = sandbox.warm(&req.cwd, &tmp);
+            let parent = sandbox
+                .limits_applied()
+                .filter(|a| a.enforcement == Enforcement::CgroupV2)
+                .and_then(|a| a.cgroup_dirs().into_iter().next());
+            let scope = scoped(&mut run, token, parent);
             let p = sandbox.spawn(run, &tmp).await.map_err(spawn_failed)?;
             let pid = p.host_pgid;
-            (JobProc::Reaper(p), pid, None)
+            (JobProc::Reaper(p, scope), pid, None)
         }
     };
     let (proc, pid, reaper) = spawned;
@@ -116,6 +128,23 @@ pub(super) async fn start(
         pid,
         reaper,
     })
+}
+
+/// The job's cgroup, where one can be made (below `parent`, else keel's own): `run` enters it.
+/// Its removal waits for the job's end; one whose file cannot be opened is removed now.
+fn scoped(run: &mut Run, token: &str, parent: Option<std::path::PathBuf>) -> Option<Arc<Scope>> {
+    let scope = Scope::create(token, parent)?;
+    match scope.procs() {
+        Ok(fd) => {
+            run.cgroup = Some(Arc::new(fd));
+            Some(Arc::new(scope))
+        }
+        Err(e) => {
+            tracing::debug!(error = %e, "jobs: the job's cgroup cannot be entered");
+            tokio::spawn(async move { scope.remove().await });
+            None
+        }
+    }
 }
 
 fn spawn_failed(e: SpawnError) -> JobError {
@@ -133,7 +162,7 @@ pub(super) fn adopt(proc: bash_proc::Proc) -> (JobProc, Option<i32>) {
     match proc {
         bash_proc::Proc::Zygote(p) => {
             let pid = p.host_pgid;
-            (JobProc::Reaper(p), pid)
+            (JobProc::Reaper(p, None), pid)
         }
         bash_proc::Proc::Local { child, pgid } => (
             JobProc::Group {
@@ -214,7 +243,7 @@ impl JobProc {
     /// Waits for the main process (cancel-safe). An error: the sandbox ended under it.
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         match self {
-            JobProc::Reaper(p) => p.wait().await,
+            JobProc::Reaper(p, _) => p.wait().await,
             JobProc::Group { child, .. } => child.wait().await,
         }
     }
@@ -222,7 +251,13 @@ impl JobProc {
     /// Sends `signal` to the whole job: its group and what left it.
     pub async fn signal(&mut self, signal: Signal) {
         match self {
-            JobProc::Reaper(p) => p.signal(signal).await,
+            JobProc::Reaper(p, scope) => {
+                p.signal(signal).await;
+                // KILL reaches all of it at once, a process forking meanwhile too.
+                if let (Signal::SIGKILL, Some(scope)) = (signal, scope) {
+                    scope.kill();
+                }
+            }
             JobProc::Group { pgid, token, .. } => {
                 if let Some(pg) = pgid {
                     let _ = killpg(Pid::from_raw(*pg), signal);
@@ -232,16 +267,20 @@ impl JobProc {
         }
     }
 
-    /// Ends what the job left once its main process exited (its reaper did already).
-    pub fn end_leftovers(&self) {
+    /// Ends what the job left once its main process exited (its reaper did already), and
+    /// removes its cgroup.
+    pub async fn end_leftovers(&self) {
         self.hangup().now();
+        if let JobProc::Reaper(_, Some(scope)) = self {
+            scope.remove().await;
+        }
     }
 
     /// A way to end the whole job synchronously, from anywhere (the table's drop).
     pub fn hangup(&self) -> Hangup {
         match self {
-            JobProc::Reaper(p) => match p.hangup() {
-                Ok(fd) => Hangup::Socket(fd),
+            JobProc::Reaper(p, scope) => match p.hangup() {
+                Ok(fd) => Hangup::Socket(fd, scope.clone()),
                 Err(_) => Hangup::Nothing,
             },
             JobProc::Group { pgid, token, .. } => Hangup::Group {
@@ -254,8 +293,9 @@ impl JobProc {
 
 /// Ends a job synchronously.
 pub(super) enum Hangup {
-    /// Its reaper's call: shut down, its reaper kills what the call started.
-    Socket(OwnedFd),
+    /// Its reaper's call: shut down, its reaper kills what the call started (and its cgroup
+    /// is killed).
+    Socket(OwnedFd, Option<Arc<Scope>>),
     /// Its group and its token's processes: killed.
     Group {
         pgid: Option<i32>,
@@ -267,8 +307,11 @@ pub(super) enum Hangup {
 impl Hangup {
     pub fn now(&self) {
         match self {
-            Hangup::Socket(fd) => {
+            Hangup::Socket(fd, scope) => {
                 let _ = rustix::net::shutdown(fd, rustix::net::Shutdown::Both);
+                if let Some(scope) = scope {
+                    scope.kill();
+                }
             }
             Hangup::Group { pgid, token } => {
                 if let Some(pg) = pgid {

@@ -123,7 +123,7 @@ pub(super) fn reap_stale(dir: &Path) -> Vec<JobInfo> {
 }
 
 /// Ends what is left of a recorded job: its reaper (which ends what it holds), its group,
-/// and every process carrying its token.
+/// every process carrying its token, and its cgroup.
 pub(super) fn end_record(r: &Record) {
     if let Some(reaper) = r.reaper.filter(HostPid::alive) {
         let _ = kill(Pid::from_raw(reaper.pid), Signal::SIGTERM);
@@ -132,6 +132,9 @@ pub(super) fn end_record(r: &Record) {
         let _ = killpg(Pid::from_raw(group.pid), Signal::SIGKILL);
     }
     end_token(&r.token, Signal::SIGKILL);
+    if !r.token.is_empty() {
+        super::cgroup::remove_stale(&r.token);
+    }
 }
 
 /// Sends `signal` to every process of this user carrying `token` in its environment, until

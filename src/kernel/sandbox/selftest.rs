@@ -156,6 +156,7 @@ impl Trial<'_> {
             lifetime: Default::default(),
             stdio: None,
             tty: false,
+            cgroup: None,
         };
         let mut p = self.sandbox.spawn(run, self.tmp).await.ok()?;
         let mut out = Vec::new();

@@ -52,6 +52,7 @@ pub(super) async fn start(command: &str, ctx: &ToolContext) -> Result<Proc, Stri
         lifetime: Lifetime::Call,
         stdio: None,
         tty: false,
+        cgroup: None,
     };
     match sandbox.spawn(run, &tmp).await {
         Ok(p) => {

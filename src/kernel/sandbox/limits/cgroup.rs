@@ -85,6 +85,11 @@ fn found_here() -> Found {
     find(&read("/proc/self/cgroup"), &read("/proc/self/mountinfo"))
 }
 
+/// keel's own cgroup v2 (a directory), when it is on a mounted cgroup2.
+pub fn own_v2() -> Option<PathBuf> {
+    found_here().v2
+}
+
 /// Whether `dir` (a v2 cgroup) hands `pids` and `memory` to its children.
 fn delegates(dir: &Path) -> bool {
     let enabled = std::fs::read_to_string(dir.join("cgroup.subtree_control")).unwrap_or_default();
@@ -301,6 +306,13 @@ fn end_and_remove(dir: &Path) {
     }
     if dir.join("cgroup.kill").exists() {
         let _ = write(dir, "cgroup.kill", "1");
+    }
+    // A job's cgroup inside (`keel-job-…`, see `jobs`) goes first: a cgroup with children
+    // cannot be removed.
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            end_and_remove(&e.path());
+        }
     }
     for _ in 0..200 {
         let procs = std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();

@@ -309,6 +309,10 @@ pub struct Run {
     pub stdio: Option<Arc<OwnedFd>>,
     /// `stdio` is a terminal: the command gets it as its controlling one.
     pub tty: bool,
+    /// A job's own cgroup (v2): its `cgroup.procs`, open for writing. The command writes
+    /// itself into it before it execs (through `keel __sandbox-job-cgroup`), so that nothing
+    /// it starts is outside.
+    pub cgroup: Option<Arc<OwnedFd>>,
 }
 
 /// A command running in the zygote: its output pipes, its wait status, a way to kill its
@@ -525,17 +529,18 @@ async fn call(
         Ok(p) => p,
         Err(e) => return io(e),
     };
+    let cgroup = run.cgroup.as_deref().map(AsFd::as_fd);
     let (pipes, sent) = match &run.stdio {
         Some(fd) => (
             None,
-            proto::send_call(control, proto::borrow3(&theirs, &**fd, &**fd)),
+            proto::send_call(control, proto::borrow3(&theirs, &**fd, &**fd), cgroup),
         ),
         None => {
             let ((out_r, out_w), (err_r, err_w)) = match (std::io::pipe(), std::io::pipe()) {
                 (Ok(o), Ok(e)) => (o, e),
                 (Err(e), _) | (_, Err(e)) => return io(e),
             };
-            let sent = proto::send_call(control, proto::borrow3(&theirs, &out_w, &err_w));
+            let sent = proto::send_call(control, proto::borrow3(&theirs, &out_w, &err_w), cgroup);
             (Some((out_r, err_r)), sent)
         }
     };

@@ -109,12 +109,27 @@ pub fn line<T: Serialize>(msg: &T) -> Vec<u8> {
     v
 }
 
-/// Hands one call to the zygote: its socket, stdout and stderr. Never blocks: a zygote that
-/// stopped reading is an error (`WouldBlock`), like a dead one (`BrokenPipe`).
-pub fn send_call(control: BorrowedFd<'_>, fds: [BorrowedFd<'_>; 3]) -> std::io::Result<()> {
-    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+/// The fds a call crosses with: its socket, stdout and stderr, and, for a job with a cgroup
+/// of its own, that cgroup's `cgroup.procs` opened for writing (the command writes itself into
+/// it before it execs: see the reaper).
+pub struct Handed {
+    pub fds: [OwnedFd; 3],
+    pub cgroup: Option<OwnedFd>,
+}
+
+/// Hands one call to the zygote: its socket, stdout and stderr (and its cgroup's
+/// `cgroup.procs`). Never blocks: a zygote that stopped reading is an error (`WouldBlock`),
+/// like a dead one (`BrokenPipe`).
+pub fn send_call(
+    control: BorrowedFd<'_>,
+    fds: [BorrowedFd<'_>; 3],
+    cgroup: Option<BorrowedFd<'_>>,
+) -> std::io::Result<()> {
+    let mut all: Vec<BorrowedFd<'_>> = fds.to_vec();
+    all.extend(cgroup);
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
     let mut cmsg = SendAncillaryBuffer::new(&mut space);
-    if !cmsg.push(SendAncillaryMessage::ScmRights(&fds)) {
+    if !cmsg.push(SendAncillaryMessage::ScmRights(&all)) {
         return Err(std::io::Error::other("control buffer too small"));
     }
     let flags = SendFlags::DONTWAIT | SendFlags::NOSIGNAL;
@@ -122,11 +137,11 @@ pub fn send_call(control: BorrowedFd<'_>, fds: [BorrowedFd<'_>; 3]) -> std::io::
     Ok(())
 }
 
-/// The next call keel handed over (its socket, stdout, stderr), `None` when keel closed the
-/// control socket (the session ended). The fds are close-on-exec.
-pub fn recv_call(control: BorrowedFd<'_>) -> std::io::Result<Option<[OwnedFd; 3]>> {
+/// The next call keel handed over (its socket, stdout, stderr, and maybe its cgroup), `None`
+/// when keel closed the control socket (the session ended). The fds are close-on-exec.
+pub fn recv_call(control: BorrowedFd<'_>) -> std::io::Result<Option<Handed>> {
     loop {
-        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+        let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(4))];
         let mut cmsg = RecvAncillaryBuffer::new(&mut space);
         let mut byte = [0u8; 1];
         let got = match rustix::net::recvmsg(
@@ -149,8 +164,12 @@ pub fn recv_call(control: BorrowedFd<'_>) -> std::io::Result<Option<[OwnedFd; 3]
             }
         }
         // Anything else is not keel's: drop what came (closing it) and read on.
-        if let (CALL, Ok(three)) = (byte[0], <[OwnedFd; 3]>::try_from(fds)) {
-            return Ok(Some(three));
+        let cgroup = match fds.len() {
+            4 => fds.pop(),
+            _ => None,
+        };
+        if let (CALL, Ok(fds)) = (byte[0], <[OwnedFd; 3]>::try_from(fds)) {
+            return Ok(Some(Handed { fds, cgroup }));
         }
     }
 }
@@ -217,18 +236,29 @@ mod tests {
     use std::io::{Read, Write};
 
     #[test]
-    fn a_call_crosses_with_its_three_fds_and_eof_ends_the_loop() {
+    fn a_call_crosses_with_its_fds_and_eof_ends_the_loop() {
         let (ours, theirs) = control_pair().unwrap();
         let (call, _keep) = std::os::unix::net::UnixStream::pair().unwrap();
         let (mut r1, w1) = std::io::pipe().unwrap();
         let (_r2, w2) = std::io::pipe().unwrap();
-        send_call(ours.as_fd(), borrow3(&call, &w1, &w2)).unwrap();
+        send_call(ours.as_fd(), borrow3(&call, &w1, &w2), None).unwrap();
         drop(w1);
-        let [_c, out, _e] = recv_call(theirs.as_fd()).unwrap().unwrap();
+        let handed = recv_call(theirs.as_fd()).unwrap().unwrap();
+        assert!(handed.cgroup.is_none());
+        let [_c, out, _e] = handed.fds;
         std::fs::File::from(out).write_all(b"hi").unwrap();
         let mut got = String::new();
         r1.read_to_string(&mut got).unwrap();
         assert_eq!(got, "hi");
+        // A job's call brings its cgroup's file as a fourth.
+        let (mut r4, w4) = std::io::pipe().unwrap();
+        send_call(ours.as_fd(), borrow3(&call, &w2, &w2), Some(w4.as_fd())).unwrap();
+        drop(w4);
+        let cgroup = recv_call(theirs.as_fd()).unwrap().unwrap().cgroup.unwrap();
+        std::fs::File::from(cgroup).write_all(b"0").unwrap();
+        let mut got = String::new();
+        r4.read_to_string(&mut got).unwrap();
+        assert_eq!(got, "0");
         drop(ours);
         assert!(recv_call(theirs.as_fd()).unwrap().is_none());
     }

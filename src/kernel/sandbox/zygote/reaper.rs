@@ -70,8 +70,13 @@ pub fn reap(control: OwnedFd, address_space: Option<u64>, exe: &Path) -> std::io
         return Ok(());
     }
     let own: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    while let Some([call, out, err]) = proto::recv_call(control.as_fd())? {
-        let with = Call { exe, own: &own };
+    while let Some(handed) = proto::recv_call(control.as_fd())? {
+        let [call, out, err] = handed.fds;
+        let with = Call {
+            exe,
+            own: &own,
+            cgroup: handed.cgroup,
+        };
         match runtime.block_on(one_call((call, with), [out, err], &mut signals)) {
             Ended::Call => proto::send_ready(control.as_fd())?,
             Ended::Terminated => return Ok(()),
@@ -81,12 +86,14 @@ pub fn reap(control: OwnedFd, address_space: Option<u64>, exe: &Path) -> std::io
 }
 
 /// What every call's command is started with besides its request.
-#[derive(Clone, Copy)]
 struct Call<'a> {
-    /// keel itself (`__sandbox-tty`).
+    /// keel itself (`__sandbox-tty`, `__sandbox-job-cgroup`).
     exe: &'a Path,
     /// This process's environment, on top of the request's.
     own: &'a [(OsString, OsString)],
+    /// A job's cgroup (its `cgroup.procs`, open for writing), which the command enters
+    /// before it execs.
+    cgroup: Option<OwnedFd>,
 }
 
 /// One call: read the request, start it, report, serve kills and signals until its main
@@ -175,6 +182,9 @@ type Asked = (Vec<OsBytes>, OsBytes, Vec<(OsBytes, OsBytes)>, bool);
 /// Starts the command as the request says; its pid (and process group). On a terminal (`tty`:
 /// `out` is a PTY slave) it runs through `keel __sandbox-tty`, which makes it the leader of a
 /// session (and so of a group) of its own whose controlling terminal `out` is, then execs it.
+/// With a cgroup, through `keel __sandbox-job-cgroup` first (the cgroup's file as its
+/// stdin), which writes itself into the cgroup, then execs the rest: the command is in it
+/// before it runs, and so is everything it starts.
 fn start(
     (argv, cwd, env, tty): Asked,
     call: Call<'_>,
@@ -185,17 +195,28 @@ fn start(
     let program = argv
         .next()
         .ok_or_else(|| std::io::Error::other("no command to run"))?;
-    let mut cmd = match tty {
-        true => {
+    let mut cmd = match (&call.cgroup, tty) {
+        (Some(_), _) => {
+            let mut cmd = Command::new(call.exe);
+            cmd.arg(crate::kernel::jobs::CGROUP_COMMAND);
+            cmd.arg(if tty { "tty" } else { "pipes" });
+            if tty {
+                cmd.arg(call.exe).arg(crate::kernel::jobs::TTY_COMMAND);
+            }
+            cmd.arg(program);
+            cmd
+        }
+        (None, true) => {
             let mut cmd = Command::new(call.exe);
             cmd.arg(crate::kernel::jobs::TTY_COMMAND).arg(program);
             cmd
         }
-        false => Command::new(program),
+        (None, false) => Command::new(program),
     };
-    let stdin = match tty {
-        true => Stdio::from(out.try_clone()?),
-        false => Stdio::null(),
+    let stdin = match (call.cgroup, tty) {
+        (Some(cgroup), _) => Stdio::from(cgroup),
+        (None, true) => Stdio::from(out.try_clone()?),
+        (None, false) => Stdio::null(),
     };
     cmd.args(argv)
         .current_dir(cwd.into_os())

@@ -111,17 +111,18 @@ struct Idle {
 impl Pool {
     /// Hands `call` (its socket, stdout, stderr) to a reaper; answers it with the error when
     /// none can start.
-    fn dispatch(self: &Arc<Pool>, call: [OwnedFd; 3]) {
+    fn dispatch(self: &Arc<Pool>, call: proto::Handed) {
         loop {
             let reaper = match lock(&self.idle).pop() {
                 Some(r) => r,
                 None => match self.start() {
                     Ok(r) => r,
-                    Err(e) => return refuse(call, &e),
+                    Err(e) => return refuse(call.fds, &e),
                 },
             };
-            let [c, o, e] = &call;
-            if proto::send_call(reaper.control.as_fd(), proto::borrow3(c, o, e)).is_ok() {
+            let [c, o, e] = &call.fds;
+            let cgroup = call.cgroup.as_ref().map(AsFd::as_fd);
+            if proto::send_call(reaper.control.as_fd(), proto::borrow3(c, o, e), cgroup).is_ok() {
                 return;
             }
             // It died while it waited (its keeper reaps it): the next one.
