@@ -120,6 +120,8 @@ mod tui_subagent;
 mod tui_transcript;
 mod tui_vt100;
 mod tui_wire;
+mod web;
+mod web_relay;
 
 /// A test file that is not declared above (or a helper not declared in `tests/common/mod.rs`)
 /// would silently never be compiled.

@@ -18,6 +18,7 @@ pub mod rewind;
 pub mod sandbox;
 pub mod sandbox_net;
 pub mod schedule;
+pub mod web;
 
 use crate::error::StartupError;
 use crate::exit::Exit;
