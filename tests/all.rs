@@ -121,6 +121,7 @@ mod tui_transcript;
 mod tui_vt100;
 mod tui_wire;
 mod web;
+mod web_browser;
 mod web_relay;
 
 /// A test file that is not declared above (or a helper not declared in `tests/common/mod.rs`)

@@ -193,12 +193,15 @@
       return;
     }
     window.keel.attaches.push({ mode: r.mode, from: o.seq, seq: r.seq });
+    o.epoch = r.epoch;
     if (r.mode === 'snapshot') {
+      // The snapshot is as of `seq`; live events follow from seq + 1.
       clearTranscript();
       snapshot(r.snapshot || {});
+      o.seq = r.seq;
     }
-    o.epoch = r.epoch;
-    o.seq = r.seq;
+    // A replay's `seq` is the head: the events after the cursor up to it follow this answer,
+    // so the cursor moves only as they are applied.
   }
 
   function clearTranscript() {
