@@ -4,8 +4,9 @@
 //! on a 390×844 phone viewport. The sessions list; a prompt typed in the page; the approval it
 //! asks for shown with its buttons; a reload while it waits replays the stream exactly; the
 //! approval answered in the browser runs the tool (a client on the daemon's socket sees it);
-//! the answer, full of `<script>`, `javascript:` and `onerror=`, rendered inert. Screenshots go
-//! to target/web-artifacts/. Skipped, with a message, without Chromium or puppeteer-core.
+//! the answer, full of `<script>`, `javascript:` and `onerror=`, rendered inert; a page of
+//! another origin in the same browser reaches nothing. Screenshots go to target/web-artifacts/.
+//! Skipped, with a message, without Chromium or puppeteer-core.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -40,6 +41,7 @@ struct Report {
     images: u64,
     javascript_links: u64,
     strong: u64,
+    cross_origin: serde_json::Value,
 }
 
 /// The driver: argv is puppeteer-core's directory; the rest comes in the environment.
@@ -101,6 +103,29 @@ try {
   out.javascriptLinks = await page.$$eval('#transcript a', (as) =>
     as.filter((a) => (a.getAttribute('href') || '').trim().toLowerCase().startsWith('javascript')).length);
   out.strong = await page.$$eval('#transcript strong', (s) => s.length);
+  // Another origin in the same browser (another port of 127.0.0.1: the same site, so the
+  // cookie goes along): its own CSP lifted, it still reaches nothing.
+  const other = await browser.newPage();
+  await other.setBypassCSP(true);
+  await other.goto(process.env.KEEL_OTHER);
+  out.crossOrigin = await other.evaluate(async (target) => {
+    const ws = await new Promise((resolve) => {
+      const s = new WebSocket(`ws://${target}/ws`);
+      s.onopen = () => { s.close(); resolve('open'); };
+      s.onerror = () => resolve('refused');
+    });
+    let post;
+    try {
+      const r = await fetch(`http://${target}/render`, {
+        method: 'POST', credentials: 'include',
+        headers: { 'X-Keel': '1', 'Content-Type': 'application/json' }, body: '{"text":"hi"}',
+      });
+      post = `status ${r.status}`;
+    } catch (e) {
+      post = 'refused';
+    }
+    return { ws, post };
+  }, new URL(url).host);
 } catch (e) {
   const [page] = (await browser.pages()).slice(-1);
   if (page) {
@@ -159,6 +184,9 @@ fn the_page_lists_streams_asks_replays_on_reload_and_renders_model_text_inert() 
 
     let shots = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/web-artifacts");
     std::fs::create_dir_all(&shots).unwrap();
+    // A second server: another origin whose page tries to reach the first.
+    let other = Web::start(&sb, &d.socket);
+    let other_url = other.url.split('#').next().unwrap().to_string();
     let driver = sb.dir.path().join("driver.mjs");
     std::fs::write(&driver, DRIVER).unwrap();
     let out = Command::new("node")
@@ -166,6 +194,7 @@ fn the_page_lists_streams_asks_replays_on_reload_and_renders_model_text_inert() 
         .arg(&puppeteer)
         .env("KEEL_URL", &w.url)
         .env("KEEL_SESSION", &id)
+        .env("KEEL_OTHER", &other_url)
         .env("KEEL_CHROMIUM", &chromium)
         .env("KEEL_ARTIFACTS", &shots)
         .env("HOME", sb.dir.path())
@@ -221,4 +250,8 @@ fn the_page_lists_streams_asks_replays_on_reload_and_renders_model_text_inert() 
     assert_eq!(r.pwned, None);
     assert_eq!((r.scripts, r.images, r.javascript_links), (0, 0, 0));
     assert_eq!(r.strong, 1, "the markdown is rendered");
+    // Another origin: its WebSocket refused (403: the Origin check, the cookie went along),
+    // its POST stopped at the preflight.
+    let refused = json!({"ws": "refused", "post": "refused"});
+    assert_eq!(r.cross_origin, refused);
 }
