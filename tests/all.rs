@@ -123,6 +123,7 @@ mod tui_wire;
 mod web;
 mod web_browser;
 mod web_relay;
+mod web_sse;
 
 /// A test file that is not declared above (or a helper not declared in `tests/common/mod.rs`)
 /// would silently never be compiled.

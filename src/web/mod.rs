@@ -10,6 +10,7 @@
 mod assets;
 pub mod guard;
 mod relay;
+mod sse;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -112,6 +113,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/auth", post(auth))
         .route("/render", post(render))
         .route("/ws", get(ws))
+        .route("/events/{session}", get(sse::events))
         .layer(middleware::from_fn_with_state(shared.clone(), check))
         .with_state(shared)
 }

@@ -29,3 +29,22 @@ pub struct RenderResult {
     /// unsafe link targets dropped).
     pub html: String,
 }
+
+/// What `GET /events/SESSION` reads of a line the daemon wrote, to give a `session/event` its
+/// SSE `id:` (`EPOCH/SEQ`); the line itself is sent as it is.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventHead {
+    /// The notification's method (none for an answer).
+    #[serde(default)]
+    pub method: Option<String>,
+    /// Its cursor, when it has one.
+    #[serde(default)]
+    pub params: Option<EventCursor>,
+}
+
+/// The cursor of a `session/event`'s params.
+#[derive(Debug, Clone, Deserialize)]
+pub struct EventCursor {
+    pub epoch: String,
+    pub seq: u64,
+}
