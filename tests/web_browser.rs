@@ -4,9 +4,10 @@
 //! on a 390×844 phone viewport. The sessions list; a prompt typed in the page; the approval it
 //! asks for shown with its buttons; a reload while it waits replays the stream exactly; the
 //! approval answered in the browser runs the tool (a client on the daemon's socket sees it);
-//! the answer, full of `<script>`, `javascript:` and `onerror=`, rendered inert; a page of
-//! another origin in the same browser reaches nothing. Screenshots go to target/web-artifacts/.
-//! Skipped, with a message, without Chromium or puppeteer-core.
+//! the answer, full of `<script>`, `javascript:` and `onerror=`, rendered inert; a second tab
+//! on the session shows the same transcript; a page of another origin in the same browser
+//! reaches nothing. Screenshots go to target/web-artifacts/. Skipped, with a message, without
+//! Chromium or puppeteer-core.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -42,6 +43,8 @@ struct Report {
     javascript_links: u64,
     strong: u64,
     cross_origin: serde_json::Value,
+    second_transcript: String,
+    second_seqs: Vec<u64>,
 }
 
 /// The driver: argv is puppeteer-core's directory; the rest comes in the environment.
@@ -103,6 +106,15 @@ try {
   out.javascriptLinks = await page.$$eval('#transcript a', (as) =>
     as.filter((a) => (a.getAttribute('href') || '').trim().toLowerCase().startsWith('javascript')).length);
   out.strong = await page.$$eval('#transcript strong', (s) => s.length);
+  // A second tab on the same session (the cookie is the browser's): the same transcript.
+  const second = await browser.newPage();
+  await second.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true });
+  await second.goto(`${new URL(url).origin}/#s=${encodeURIComponent(id)}`);
+  await second.waitForFunction(() => document.querySelector('#status').textContent === 'idle'
+    && document.querySelector('#transcript strong') !== null, { timeout: 15000 });
+  await shot(second, '4-second-tab');
+  out.secondTranscript = await second.$eval('#transcript', (t) => t.textContent);
+  out.secondSeqs = await second.evaluate(() => window.keel.seqs.slice());
   // Another origin in the same browser (another port of 127.0.0.1: the same site, so the
   // cookie goes along): its own CSP lifted, it still reaches nothing.
   const other = await browser.newPage();
@@ -250,6 +262,9 @@ fn the_page_lists_streams_asks_replays_on_reload_and_renders_model_text_inert() 
     assert_eq!(r.pwned, None);
     assert_eq!((r.scripts, r.images, r.javascript_links), (0, 0, 0));
     assert_eq!(r.strong, 1, "the markdown is rendered");
+    // A second tab opened on the session afterwards: every event once, the same transcript.
+    assert_eq!(r.second_seqs, r.final_seqs);
+    assert_eq!(r.second_transcript, r.transcript);
     // Another origin: its WebSocket refused (403: the Origin check, the cookie went along),
     // its POST stopped at the preflight.
     let refused = json!({"ws": "refused", "post": "refused"});
