@@ -5,7 +5,8 @@
 //! asks for shown with its buttons; a reload while it waits replays the stream exactly; the
 //! approval answered in the browser runs the tool (a client on the daemon's socket sees it);
 //! the answer, full of `<script>`, `javascript:` and `onerror=`, rendered inert; a second tab
-//! on the session shows the same transcript; a page of another origin in the same browser
+//! on the session shows the same transcript; notifications for the approval and the run's end,
+//! none for a replay; a page of another origin in the same browser
 //! reaches nothing. Screenshots go to target/web-artifacts/. Skipped, with a message, without
 //! Chromium or puppeteer-core.
 
@@ -45,6 +46,8 @@ struct Report {
     cross_origin: serde_json::Value,
     second_transcript: String,
     second_seqs: Vec<u64>,
+    notes_before_reload: Vec<String>,
+    final_notes: Vec<String>,
 }
 
 /// The driver: argv is puppeteer-core's directory; the rest comes in the environment.
@@ -64,6 +67,15 @@ try {
   const page = await browser.newPage();
   await page.setViewport({ width: 390, height: 844, isMobile: true, hasTouch: true });
   page.on('dialog', (d) => d.dismiss());
+  // Notifications allowed, and the tab not in front: what the page would show is recorded.
+  await page.evaluateOnNewDocument(() => {
+    window.notes = [];
+    window.Notification = class {
+      static permission = 'granted';
+      constructor(title) { window.notes.push(title); }
+    };
+    document.hasFocus = () => false;
+  });
   page.on('console', (m) => console.error(`console: ${m.text()}`));
   page.on('pageerror', (e) => console.error(`page error: ${e.message}`));
   await page.goto(url);
@@ -79,6 +91,7 @@ try {
   await page.waitForSelector(allow, { visible: true, timeout: 15000 });
   await shot(page, '2-approval');
   out.seqsBeforeReload = await page.evaluate(() => window.keel.seqs.slice());
+  out.notesBeforeReload = await page.evaluate(() => window.notes.slice());
   // Mid-run (the run waits on the approval): the page comes back from the stream's start.
   await page.reload();
   await page.waitForSelector(allow, { visible: true, timeout: 15000 });
@@ -99,6 +112,7 @@ try {
     && document.querySelector('#transcript strong') !== null, { timeout: 15000 });
   await shot(page, '3-answered');
   out.finalSeqs = await page.evaluate(() => window.keel.seqs.slice());
+  out.finalNotes = await page.evaluate(() => window.notes.slice());
   out.transcript = await page.$eval('#transcript', (t) => t.textContent);
   out.pwned = await page.evaluate(() => window.pwned ?? null);
   out.scripts = await page.$$eval('#transcript script', (s) => s.length);
@@ -265,6 +279,10 @@ fn the_page_lists_streams_asks_replays_on_reload_and_renders_model_text_inert() 
     // A second tab opened on the session afterwards: every event once, the same transcript.
     assert_eq!(r.second_seqs, r.final_seqs);
     assert_eq!(r.second_transcript, r.transcript);
+    // Notifications (the tab not in front): the approval as it opened, the run's end; nothing
+    // again for what the reload replayed.
+    assert_eq!(r.notes_before_reload, ["keel: waiting for approval"]);
+    assert_eq!(r.final_notes, ["keel: run finished"]);
     // Another origin: its WebSocket refused (403: the Origin check, the cookie went along),
     // its POST stopped at the preflight.
     let refused = json!({"ws": "refused", "post": "refused"});

@@ -113,6 +113,8 @@
       if (params.epoch === st.open.epoch && params.seq <= st.open.seq) return;
       st.open.epoch = params.epoch;
       st.open.seq = params.seq;
+      // Only what happens now, never what a replay or a reload shows again.
+      if (st.open.head !== undefined && params.seq > st.open.head) notifyOf(params.event);
       apply(params.event);
     } else if (f.method === 'daemon/lagged' && st.ws) {
       st.ws.close(); // reconnects and re-attaches from the cursor
@@ -194,6 +196,7 @@
     }
     window.keel.attaches.push({ mode: r.mode, from: o.seq, seq: r.seq });
     o.epoch = r.epoch;
+    o.head = r.seq;
     if (r.mode === 'snapshot') {
       // The snapshot is as of `seq`; live events follow from seq + 1.
       clearTranscript();
@@ -461,6 +464,30 @@
     }
   }
 
+  // ---- notifications ----------------------------------------------------------------------
+
+  // "Waiting for approval" and "Run finished", when the page is not in front and the user
+  // allowed notifications (the Notify button asks).
+  function notifyOf(ev) {
+    const title = ev.type === 'extension_ui_request' && ev.method === 'confirm'
+      ? 'keel: waiting for approval'
+      : ev.type === 'agent_settled' ? 'keel: run finished' : null;
+    if (!title || !('Notification' in window) || Notification.permission !== 'granted') return;
+    if (document.visibilityState === 'visible' && document.hasFocus()) return;
+    try {
+      // Shown as text by the system; the tag keeps one per session.
+      new Notification(title, { body: ev.title || st.open.id, tag: `keel-${st.open.id}` });
+    } catch (e) {
+      // Some browsers allow notifications only from a service worker.
+    }
+  }
+
+  function notifyButton() {
+    const b = $('notify');
+    b.hidden = !('Notification' in window) || Notification.permission !== 'default';
+    b.onclick = () => Notification.requestPermission().then(notifyButton);
+  }
+
   // ---- input -----------------------------------------------------------------------------
 
   $('composer').addEventListener('submit', async (e) => {
@@ -491,5 +518,6 @@
     if (document.visibilityState === 'visible' && !st.ws) connect();
   });
 
+  notifyButton();
   auth().finally(connect);
 })();
