@@ -28,6 +28,7 @@ pub mod setup;
 pub(crate) mod signals;
 pub(crate) mod skills;
 pub mod text;
+pub(crate) mod web;
 pub mod wire;
 pub mod worktree;
 

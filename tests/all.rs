@@ -121,6 +121,10 @@ mod tui_subagent;
 mod tui_transcript;
 mod tui_vt100;
 mod tui_wire;
+mod web;
+mod web_browser;
+mod web_relay;
+mod web_sse;
 mod worktree_cli;
 mod worktrees;
 

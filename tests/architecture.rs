@@ -308,6 +308,12 @@ const LAYERS: &[(&str, &[&str])] = &[
             "report", "worktree",
         ],
     ),
+    // `keel web` (DESIGN §21): a front end served over HTTP, a client of the daemon; the HTML
+    // export's renderer is the host's.
+    (
+        "web",
+        &["wire", "host", "client", "mode", "output", "error", "exit"],
+    ),
     // The command line: everything but the composition root.
     ("cli", &["*"]),
 ];

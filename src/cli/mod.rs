@@ -54,6 +54,8 @@ pub enum Command {
     Ps(PsArgs),
     /// Show a session live in the daemon in the TUI (the only one, when no id is given).
     Attach(AttachArgs),
+    /// The daemon's sessions in a browser: serves a page on 127.0.0.1 and prints its URL.
+    Web(commands::web::WebArgs),
     /// Tasks the daemon runs on a schedule (see docs/schedules.md).
     Schedule {
         #[command(subcommand)]
@@ -138,6 +140,7 @@ pub fn main(args: impl IntoIterator<Item = String>, run: impl FnOnce(Cli) -> Exi
         Some(Command::Daemon { action }) => commands::daemon::run(action),
         Some(Command::Ps(args)) => commands::ps::run(args),
         Some(Command::Attach(args)) => commands::attach::run(args),
+        Some(Command::Web(args)) => commands::web::run(args),
         Some(Command::Schedule { action }) => commands::schedule::run(action),
         Some(Command::Mcp(cli)) => commands::mcp::run(cli),
         Some(Command::Debug { command }) => commands::debug::run(command, &args),

@@ -10,3 +10,4 @@ pub mod pi;
 pub mod protocol;
 pub mod rpc;
 pub mod socket;
+pub mod web;

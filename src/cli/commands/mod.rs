@@ -19,6 +19,7 @@ pub mod rewind;
 pub mod sandbox;
 pub mod sandbox_net;
 pub mod schedule;
+pub mod web;
 pub mod worktree;
 
 use crate::error::StartupError;

@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
-mod markdown;
+pub mod markdown;
 mod tool;
 mod view;
 
