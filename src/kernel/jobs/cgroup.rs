@@ -124,21 +124,8 @@ fn kill(dir: &Path) {
 /// The jobs' cgroups in `parent` whose keel is no longer running (it exited before its jobs'
 /// ends were seen through, or was killed): what is in them killed, then removed.
 fn remove_orphans(parent: &Path) {
-    for e in std::fs::read_dir(parent).into_iter().flatten().flatten() {
-        let name = e.file_name();
-        let Some(owner) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
-            .and_then(|rest| rest.split('-').next())
-            .and_then(|pid| pid.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(owner), None)
-            == Err(nix::errno::Errno::ESRCH);
-        if gone {
-            end_and_remove(&e.path());
-        }
+    for dir in limits::left_by_dead(parent, PREFIX) {
+        end_and_remove(&dir);
     }
 }
 

@@ -333,25 +333,33 @@ fn end_and_remove(dir: &Path) {
 
 /// Removes the cgroups in `parent` that a keel no longer running made.
 fn remove_stale(parent: &Path) {
+    for dir in left_by_dead(parent, PREFIX) {
+        end_and_remove(&dir);
+    }
+}
+
+/// The cgroups in `parent` named `PREFIX<pid>-…` whose keel (`pid`, never this process) is no
+/// longer running.
+pub(crate) fn left_by_dead(parent: &Path, prefix: &str) -> Vec<std::path::PathBuf> {
     let Ok(entries) = std::fs::read_dir(parent) else {
-        return;
+        return Vec::new();
     };
-    for e in entries.flatten() {
-        let name = e.file_name();
-        let Some(owner) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix(PREFIX))
+    let owner = |name: &std::ffi::OsStr| {
+        name.to_str()
+            .and_then(|n| n.strip_prefix(prefix))
             .and_then(|rest| rest.split('-').next())
             .and_then(|pid| pid.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(owner), None)
-            == Err(nix::errno::Errno::ESRCH);
-        if gone && owner != std::process::id() as i32 {
-            end_and_remove(&e.path());
-        }
-    }
+    };
+    let gone = |pid: i32| {
+        pid != std::process::id() as i32
+            && nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+                == Err(nix::errno::Errno::ESRCH)
+    };
+    entries
+        .flatten()
+        .filter(|e| owner(&e.file_name()).is_some_and(gone))
+        .map(|e| e.path())
+        .collect()
 }
 
 #[cfg(test)]
