@@ -34,6 +34,11 @@ pub fn copy(from: &Path, to: &Path) -> Result<usize, WorktreeError> {
         let Ok(meta) = std::fs::symlink_metadata(&src) else {
             continue;
         };
+        // A directory on the way that is a link in the new worktree (its base may differ from
+        // the checkout's) would take the copy out of it.
+        if through_link(to, Path::new(rel)) {
+            continue;
+        }
         if let Some(parent) = dst.parent() {
             std::fs::create_dir_all(parent).map_err(io)?;
         }
@@ -50,6 +55,38 @@ pub fn copy(from: &Path, to: &Path) -> Result<usize, WorktreeError> {
     Ok(copied)
 }
 
+/// Whether a directory between `root` and the file `rel` is a symbolic link under `root`.
+fn through_link(root: &Path, rel: &Path) -> bool {
+    let mut at = root.to_path_buf();
+    for part in rel.parent().into_iter().flat_map(Path::components) {
+        at.push(part);
+        if std::fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return true;
+        }
+    }
+    false
+}
+
 fn io(e: std::io::Error) -> WorktreeError {
     WorktreeError::Io(e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::through_link;
+    use std::path::Path;
+
+    #[test]
+    fn a_directory_that_is_a_link_in_the_worktree_is_not_copied_through() {
+        let d = tempfile::tempdir().unwrap();
+        let (root, out) = (d.path().join("wt"), d.path().join("elsewhere"));
+        std::fs::create_dir_all(root.join("real/sub")).unwrap();
+        std::fs::create_dir_all(&out).unwrap();
+        std::os::unix::fs::symlink(&out, root.join("link")).unwrap();
+        assert!(through_link(&root, Path::new("link/.env")));
+        assert!(through_link(&root, Path::new("link/a/b/.env")));
+        assert!(!through_link(&root, Path::new("real/sub/.env")));
+        assert!(!through_link(&root, Path::new(".env")));
+        assert!(!through_link(&root, Path::new("missing/.env")));
+    }
 }
